@@ -1,1 +1,26 @@
-//! placeholder
+//! Reads PyTorch profiler traces (Kineto / Chrome trace JSON) fast.
+//!
+//! [`read_path`] takes a `.json` or gzip file (detected by content), splits the
+//! JSON into top-level members and `traceEvents` elements without building a
+//! document, parses the elements in parallel in chunks of a few MB, and folds
+//! them into a [`Trace`]: kept [`Event`]s with integer-nanosecond times and
+//! interned names, [`Flow`]s, [`TraceMeta`] (devices, rank, process groups),
+//! and a count of everything skipped with the reason ([`Skipped`]).
+//!
+//! Every schema era is accepted: legacy categories (`Operator`, `Runtime`,
+//! `Kernel`, ...), string pids and tids, integer and fractional microsecond
+//! timestamps, `ac2g` / `async_cpu_to_gpu` / `async` flows.
+//!
+//! Failures name the file and, where it applies, the byte offset in the
+//! uncompressed JSON and the event index ([`ReadError`]).
+#![deny(missing_docs)]
+
+mod error;
+mod model;
+mod raw;
+mod read;
+mod split;
+
+pub use error::{ErrorKind, ReadError};
+pub use model::*;
+pub use read::{rank_from_file_name, read_bytes, read_path, read_path_with_progress};

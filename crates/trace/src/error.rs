@@ -1,0 +1,66 @@
+//! Errors that stop a file from being read. Problems that do not stop it are
+//! counted in [`crate::Skipped`] or listed in [`crate::Trace::warnings`].
+
+use std::path::{Path, PathBuf};
+
+/// A file that could not be read as a trace. Display names the file and, where
+/// it applies, the byte offset (in the uncompressed JSON) or event index.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", path.display())]
+pub struct ReadError {
+    /// The file.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: ErrorKind,
+}
+
+impl ReadError {
+    pub(crate) fn new(path: &Path, kind: ErrorKind) -> ReadError {
+        ReadError {
+            path: path.to_owned(),
+            kind,
+        }
+    }
+}
+
+/// What went wrong while reading a trace.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The file could not be opened or read.
+    #[error("cannot read file: {0}")]
+    Io(#[source] std::io::Error),
+    /// The gzip stream is corrupt or ends early.
+    #[error("invalid or truncated gzip data after {uncompressed} uncompressed bytes: {source}")]
+    Gzip {
+        /// Uncompressed bytes produced before the failure.
+        uncompressed: u64,
+        /// The decoder's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file has no content.
+    #[error("file is empty")]
+    Empty,
+    /// The JSON ends before the top-level value is complete.
+    #[error("truncated JSON: input ends at byte {offset} {context}")]
+    Truncated {
+        /// Uncompressed size.
+        offset: u64,
+        /// Where it was, e.g. "inside traceEvents after 1200 events".
+        context: String,
+    },
+    /// The JSON is malformed.
+    #[error("invalid JSON at byte {offset}{}: {message}", event.map(|i| format!(" (traceEvents[{i}])")).unwrap_or_default())]
+    Syntax {
+        /// Byte offset in the uncompressed JSON.
+        offset: u64,
+        /// Index in `traceEvents`, if inside an event.
+        event: Option<u64>,
+        /// What is wrong.
+        message: String,
+    },
+    /// Valid JSON that is not a trace.
+    #[error("not a Kineto/Chrome trace: {0}")]
+    NotATrace(String),
+}

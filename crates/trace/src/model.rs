@@ -1,0 +1,507 @@
+//! What the reader produces: a compact, Kineto-shaped but validated record of
+//! one trace file.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Index of an interned string in [`Trace::strings`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StrId(pub u32);
+
+/// A `pid` or `tid` as written: a number, or a string that is not one
+/// (`"Spans"`, `"stream 7"`). Numeric strings (`"25738"`) become numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Ident {
+    /// A number.
+    Num(i64),
+    /// A non-numeric string.
+    Name(StrId),
+}
+
+/// Event categories the reader keeps, with legacy spellings folded in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Category {
+    /// `cpu_op`, legacy `Operator`.
+    CpuOp,
+    /// `user_annotation` (record_function ranges, `ProfilerStep#N`).
+    UserAnnotation,
+    /// `gpu_user_annotation`: GPU-side mirror of an annotation; not work.
+    GpuUserAnnotation,
+    /// `cuda_runtime`, legacy `Runtime`; HIP runtime calls too.
+    Runtime,
+    /// `cuda_driver`.
+    Driver,
+    /// `kernel`, legacy `Kernel`.
+    Kernel,
+    /// `gpu_memcpy`, legacy `Memcpy`.
+    Memcpy,
+    /// `gpu_memset`, legacy `Memset`.
+    Memset,
+    /// `cuda_sync`: evidence of synchronization, not GPU work.
+    CudaSync,
+    /// `cuda_event`: event record activity.
+    CudaEvent,
+}
+
+impl Category {
+    /// Maps a `cat` string to a kept category; `None` for everything else.
+    pub fn parse(cat: &str) -> Option<Category> {
+        Some(match cat {
+            "cpu_op" | "Operator" | "operator" => Category::CpuOp,
+            "user_annotation" => Category::UserAnnotation,
+            "gpu_user_annotation" => Category::GpuUserAnnotation,
+            "cuda_runtime" | "Runtime" | "runtime" => Category::Runtime,
+            "cuda_driver" => Category::Driver,
+            "kernel" | "Kernel" => Category::Kernel,
+            "gpu_memcpy" | "Memcpy" | "memcpy" => Category::Memcpy,
+            "gpu_memset" | "Memset" | "memset" => Category::Memset,
+            "cuda_sync" => Category::CudaSync,
+            "cuda_event" => Category::CudaEvent,
+            _ => return None,
+        })
+    }
+
+    /// True for kernels, memcpy and memset: the work that occupies a stream.
+    pub fn is_gpu_work(self) -> bool {
+        matches!(self, Category::Kernel | Category::Memcpy | Category::Memset)
+    }
+
+    /// True for runtime and driver calls.
+    pub fn is_runtime(self) -> bool {
+        matches!(self, Category::Runtime | Category::Driver)
+    }
+
+    /// The current Kineto spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::CpuOp => "cpu_op",
+            Category::UserAnnotation => "user_annotation",
+            Category::GpuUserAnnotation => "gpu_user_annotation",
+            Category::Runtime => "cuda_runtime",
+            Category::Driver => "cuda_driver",
+            Category::Kernel => "kernel",
+            Category::Memcpy => "gpu_memcpy",
+            Category::Memset => "gpu_memset",
+            Category::CudaSync => "cuda_sync",
+            Category::CudaEvent => "cuda_event",
+        }
+    }
+}
+
+/// One complete (`ph: "X"`) event of a kept category.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Category.
+    pub category: Category,
+    /// Name.
+    pub name: StrId,
+    /// Process id (CPU) or device index (GPU).
+    pub pid: Ident,
+    /// Thread id (CPU) or stream row (GPU).
+    pub tid: Ident,
+    /// Start, in ns on the trace's own clock (relative to
+    /// [`TraceMeta::base_time_ns`] when that is set).
+    pub ts_ns: i64,
+    /// Duration in ns.
+    pub dur_ns: i64,
+    /// CUPTI correlation id.
+    pub correlation: Option<u64>,
+    /// `External id`: ties a runtime call and its GPU work to a CPU op.
+    pub external_id: Option<u64>,
+    /// `stream` arg (GPU events and `cuda_sync`).
+    pub stream: Option<i64>,
+    /// `device` arg.
+    pub device: Option<i64>,
+    /// Rarer arguments, allocated only when present.
+    pub extra: Option<Box<EventExtra>>,
+}
+
+impl Event {
+    /// End time in ns.
+    pub fn end_ns(&self) -> i64 {
+        self.ts_ns + self.dur_ns
+    }
+}
+
+/// Arguments most events lack.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventExtra {
+    /// `Sequence number` (autograd).
+    pub sequence_number: Option<i64>,
+    /// `Fwd thread id` (autograd).
+    pub fwd_thread_id: Option<i64>,
+    /// `cuda_sync`: the stream waited on (`wait_on_stream`).
+    pub wait_on_stream: Option<i64>,
+    /// `cuda_sync`: correlation of the `cudaEventRecord` call waited on.
+    pub wait_on_event_record_correlation: Option<i64>,
+    /// `cuda_sync` / `cuda_event`: the CUDA event id.
+    pub event_id: Option<i64>,
+    /// `graph id` of a kernel launched through a CUDA graph.
+    pub graph_id: Option<i64>,
+    /// `graph node id` of such a kernel.
+    pub graph_node_id: Option<i64>,
+    /// `bytes` moved by a memcpy or memset.
+    pub bytes: Option<u64>,
+    /// Collective arguments (`record_param_comms`, NCCL kernels).
+    pub collective: Option<CollectiveArgs>,
+    /// `Input Dims` as raw JSON text.
+    pub input_dims: Option<String>,
+    /// `Input type` as raw JSON text.
+    pub input_type: Option<String>,
+}
+
+impl EventExtra {
+    /// True if no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == EventExtra::default()
+    }
+}
+
+/// The collective keys PyTorch records on `record_param_comms` and copies to
+/// NCCL kernels.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CollectiveArgs {
+    /// `Collective name`.
+    pub name: Option<String>,
+    /// `In msg nelems`.
+    pub in_nelems: Option<u64>,
+    /// `Out msg nelems`.
+    pub out_nelems: Option<u64>,
+    /// `Group size`.
+    pub group_size: Option<u32>,
+    /// `dtype`.
+    pub dtype: Option<String>,
+    /// `Process Group Name`.
+    pub pg_name: Option<String>,
+    /// `Process Group Description`.
+    pub pg_desc: Option<String>,
+    /// `Process Group Ranks`, parsed; see [`RankList`].
+    pub pg_ranks: Option<RankList>,
+    /// `Seq`.
+    pub seq: Option<i64>,
+    /// `Src Rank` (point-to-point).
+    pub src_rank: Option<i64>,
+    /// `Dst Rank` (point-to-point).
+    pub dst_rank: Option<i64>,
+}
+
+impl CollectiveArgs {
+    /// Message size in bytes: max(in, out) elements times the dtype size,
+    /// as PARAM computes it. `None` if a part is missing or the dtype unknown.
+    pub fn bytes(&self) -> Option<u64> {
+        let n = self.in_nelems.max(self.out_nelems)?;
+        Some(n * dtype_size(self.dtype.as_deref()?)?)
+    }
+}
+
+/// Size in bytes of a PyTorch dtype name as written in traces.
+pub fn dtype_size(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "Float" | "Int" | "float" | "int" | "UInt32" => 4,
+        "Double" | "Long" | "double" | "long" | "ComplexFloat" | "UInt64" => 8,
+        "Half" | "BFloat16" | "Short" | "half" | "bfloat16" | "UInt16" => 2,
+        "Byte" | "Char" | "Bool" | "bool" | "Float8_e4m3fn" | "Float8_e5m2" | "Float8_e4m3fnuz"
+        | "Float8_e5m2fnuz" => 1,
+        "ComplexDouble" => 16,
+        _ => return None,
+    })
+}
+
+/// A process group's ranks, possibly truncated with `...` by PyTorch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RankList {
+    /// The ranks written out.
+    pub ranks: Vec<i64>,
+    /// True if the list ended in `...`.
+    pub truncated: bool,
+}
+
+impl RankList {
+    /// Parses `"[0, 1, 2]"` or `"[0, 8, 16, ...]"`. Returns `None` on
+    /// anything else.
+    pub fn parse(s: &str) -> Option<RankList> {
+        let inner = s.trim().strip_prefix('[')?.strip_suffix(']')?;
+        let mut out = RankList::default();
+        for part in inner.split(',') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            if part == "..." {
+                out.truncated = true;
+                continue;
+            }
+            out.ranks.push(part.parse().ok()?);
+        }
+        Some(out)
+    }
+
+    /// The full list of `size` ranks, rebuilt from the first stride when the
+    /// written list was truncated (as PARAM does).
+    pub fn expand(&self, size: usize) -> Vec<i64> {
+        if !self.truncated || self.ranks.len() >= size || self.ranks.is_empty() {
+            return self.ranks.clone();
+        }
+        let start = self.ranks[0];
+        let stride = if self.ranks.len() >= 2 {
+            self.ranks[1] - self.ranks[0]
+        } else {
+            1
+        };
+        (0..size as i64).map(|i| start + i * stride).collect()
+    }
+}
+
+/// Whether a flow starts (`s`) or ends (`f`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FlowPhase {
+    /// `ph: "s"`, on the runtime call.
+    Start,
+    /// `ph: "f"`, on the GPU work.
+    End,
+}
+
+/// What a flow links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FlowKind {
+    /// CPU launch to GPU work: `ac2g`, `async_cpu_to_gpu`, legacy `async`.
+    Launch,
+    /// Forward op to backward op: `fwdbwd`.
+    FwdBwd,
+}
+
+/// One flow event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    /// Launch or forward-backward.
+    pub kind: FlowKind,
+    /// Start or end.
+    pub phase: FlowPhase,
+    /// Flow id (the correlation id for launch flows).
+    pub id: u64,
+    /// Process id or device.
+    pub pid: Ident,
+    /// Thread id or stream row.
+    pub tid: Ident,
+    /// Time in ns.
+    pub ts_ns: i64,
+}
+
+/// A `deviceProperties` entry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Device {
+    /// Device index.
+    pub id: i64,
+    /// Marketing name, e.g. `NVIDIA A100-SXM4-80GB`.
+    pub name: String,
+    /// Global memory in bytes.
+    pub total_global_mem: Option<u64>,
+    /// Streaming multiprocessors (or compute units).
+    pub num_sms: Option<u32>,
+    /// Compute capability major.
+    pub compute_major: Option<u32>,
+    /// Compute capability minor.
+    pub compute_minor: Option<u32>,
+}
+
+/// A process group from `distributedInfo.pg_config`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessGroup {
+    /// `pg_name`.
+    pub name: String,
+    /// `pg_desc`.
+    pub desc: Option<String>,
+    /// `pg_size`.
+    pub size: Option<u32>,
+    /// `ranks`.
+    pub ranks: Vec<i64>,
+}
+
+/// Where [`TraceMeta::rank`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankSource {
+    /// `distributedInfo.rank`.
+    DistributedInfo,
+    /// A `rank<N>` part of the file name.
+    FileName,
+    /// Neither: assumed 0.
+    Default,
+}
+
+/// File-level metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceMeta {
+    /// `schemaVersion`.
+    pub schema_version: Option<i64>,
+    /// `baseTimeNanoseconds`: absolute epoch ns of `ts == 0`.
+    pub base_time_ns: Option<i64>,
+    /// `displayTimeUnit`.
+    pub display_time_unit: Option<String>,
+    /// This file's rank.
+    pub rank: u32,
+    /// Where the rank came from.
+    pub rank_source: RankSource,
+    /// `distributedInfo.world_size`.
+    pub world_size: Option<u32>,
+    /// `distributedInfo.backend`.
+    pub backend: Option<String>,
+    /// `distributedInfo.nccl_version`.
+    pub nccl_version: Option<String>,
+    /// `distributedInfo.pg_config`.
+    pub process_groups: Vec<ProcessGroup>,
+    /// `deviceProperties`.
+    pub devices: Vec<Device>,
+}
+
+impl Default for TraceMeta {
+    fn default() -> Self {
+        TraceMeta {
+            schema_version: None,
+            base_time_ns: None,
+            display_time_unit: None,
+            rank: 0,
+            rank_source: RankSource::Default,
+            world_size: None,
+            backend: None,
+            nccl_version: None,
+            process_groups: Vec::new(),
+            devices: Vec::new(),
+        }
+    }
+}
+
+/// A `thread_name` or `process_name` metadata event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackName {
+    /// Process id.
+    pub pid: Ident,
+    /// Thread id; `None` for a process name.
+    pub tid: Option<Ident>,
+    /// The name.
+    pub name: String,
+}
+
+/// Why an event was not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SkipReason {
+    /// The array element was not a JSON object.
+    NotAnObject,
+    /// A field had the wrong JSON type (`name` a number, ...).
+    BadFieldType,
+    /// No `ph`.
+    MissingPhase,
+    /// A complete event without `ts`.
+    MissingTs,
+    /// A complete event without `dur`.
+    MissingDur,
+    /// A negative `dur`.
+    NegativeDur,
+    /// A `ts`/`dur` too large for i64 nanoseconds.
+    TimeOutOfRange,
+    /// No `name`.
+    MissingName,
+    /// No `pid` or `tid`.
+    MissingPidTid,
+    /// A `cat` the reader does not know.
+    UnknownCategory,
+    /// A category the model does not use (Python frames, profiler spans,
+    /// overhead rows, memory events).
+    NotModeled,
+    /// Instant (`i`) and counter (`C`) events: not tasks.
+    NotATask,
+    /// A phase other than X, i, C, M, s, f.
+    UnsupportedPhase,
+    /// A flow without an id, or of an unknown flow category.
+    BadFlow,
+}
+
+impl SkipReason {
+    /// Human explanation.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::NotAnObject => "element of traceEvents is not a JSON object",
+            SkipReason::BadFieldType => "a field has the wrong JSON type",
+            SkipReason::MissingPhase => "no ph",
+            SkipReason::MissingTs => "complete event without ts",
+            SkipReason::MissingDur => "complete event without dur",
+            SkipReason::NegativeDur => "negative dur",
+            SkipReason::TimeOutOfRange => "ts or dur out of range",
+            SkipReason::MissingName => "no name",
+            SkipReason::MissingPidTid => "no pid or tid",
+            SkipReason::UnknownCategory => "unknown category",
+            SkipReason::NotModeled => "category not modeled",
+            SkipReason::NotATask => "instant or counter event, not a task",
+            SkipReason::UnsupportedPhase => "unsupported ph",
+            SkipReason::BadFlow => "flow without id or of unknown kind",
+        }
+    }
+}
+
+/// Counts of skipped events by (category as written, reason).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Count per (category or `-` if none, reason).
+    pub counts: BTreeMap<(String, SkipReason), u64>,
+    /// Index in `traceEvents` of the first skipped event per reason, for
+    /// error reports.
+    pub first_index: BTreeMap<SkipReason, u64>,
+}
+
+impl Skipped {
+    /// Total number of skipped events.
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    pub(crate) fn add(&mut self, cat: &str, reason: SkipReason, index: u64) {
+        *self.counts.entry((cat.to_owned(), reason)).or_insert(0) += 1;
+        self.first_index.entry(reason).or_insert(index);
+    }
+}
+
+/// One trace file, read.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Uncompressed JSON size in bytes.
+    pub json_bytes: u64,
+    /// Whether the file was gzip-compressed.
+    pub gzipped: bool,
+    /// File-level metadata.
+    pub meta: TraceMeta,
+    /// Interned strings (names, string pids/tids).
+    pub strings: Vec<String>,
+    /// Kept complete events, in file order.
+    pub events: Vec<Event>,
+    /// Flow events, in file order.
+    pub flows: Vec<Flow>,
+    /// Thread and process names.
+    pub track_names: Vec<TrackName>,
+    /// Number of elements in `traceEvents`.
+    pub events_total: u64,
+    /// What was not kept, and why.
+    pub skipped: Skipped,
+    /// Problems that did not stop reading.
+    pub warnings: Vec<String>,
+}
+
+impl Trace {
+    /// The string behind an id.
+    pub fn str(&self, id: StrId) -> &str {
+        &self.strings[id.0 as usize]
+    }
+
+    /// The name of an event.
+    pub fn name(&self, e: &Event) -> &str {
+        self.str(e.name)
+    }
+
+    /// Renders an [`Ident`] as text.
+    pub fn ident(&self, id: Ident) -> String {
+        match id {
+            Ident::Num(n) => n.to_string(),
+            Ident::Name(s) => self.str(s).to_owned(),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Every trace in ../shared/traces loads, and what the reader kept matches
+//! counts computed independently with serde_json.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use lumos_trace::{read_path, Category, SkipReason};
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+}
+
+fn corpus_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![corpus_dir()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("../shared/traces must exist") {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(".json.gz") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 20, "corpus looks incomplete: {out:?}");
+    out
+}
+
+fn load_json(path: &Path) -> serde_json::Value {
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut text)
+        .unwrap();
+    serde_json::from_slice(&text).unwrap()
+}
+
+/// Counts, per kept category, the complete events with a name, pid, tid,
+/// numeric ts and non-negative numeric dur, from a plain serde_json parse.
+fn independent_counts(doc: &serde_json::Value) -> (BTreeMap<&'static str, u64>, u64, u64) {
+    let events = doc["traceEvents"].as_array().unwrap();
+    let mut kept = BTreeMap::new();
+    let mut flows = 0;
+    for e in events {
+        let ph = e["ph"].as_str().unwrap_or("");
+        let cat = e["cat"].as_str().unwrap_or("");
+        if ph == "s" || ph == "f" {
+            if matches!(cat, "ac2g" | "async_cpu_to_gpu" | "async" | "fwdbwd") {
+                flows += 1;
+            }
+            continue;
+        }
+        if ph != "X" {
+            continue;
+        }
+        let Some(c) = Category::parse(cat) else { continue };
+        let ok = e["ts"].is_number()
+            && e["dur"].as_f64().is_some_and(|d| d >= 0.0)
+            && e["name"].is_string()
+            && !e["pid"].is_null()
+            && !e["tid"].is_null();
+        if ok {
+            *kept.entry(c.as_str()).or_insert(0) += 1;
+        }
+    }
+    (kept, flows, events.len() as u64)
+}
+
+#[test]
+fn every_corpus_trace_loads_with_independently_checked_counts() {
+    for path in corpus_files() {
+        let trace = read_path(&path).unwrap_or_else(|e| panic!("{e}"));
+        let doc = load_json(&path);
+        let (want, want_flows, total) = independent_counts(&doc);
+        let mut got = BTreeMap::new();
+        for e in &trace.events {
+            *got.entry(e.category.as_str()).or_insert(0u64) += 1;
+        }
+        assert_eq!(got, want, "{}", path.display());
+        assert_eq!(trace.flows.len() as u64, want_flows, "{}", path.display());
+        assert_eq!(trace.events_total, total, "{}", path.display());
+        // Everything not kept is accounted for as skipped or metadata.
+        let meta = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "M")
+            .count() as u64;
+        assert_eq!(
+            trace.events.len() as u64 + trace.flows.len() as u64 + trace.skipped.total() + meta,
+            total,
+            "{}: kept + flows + skipped + metadata must be every event",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn metadata_rank_and_devices() {
+    let dir = corpus_dir();
+    let t = read_path(&dir.join("single-rank/a100-recsys-rank3of8.json.gz")).unwrap();
+    assert_eq!(t.meta.rank, 3);
+    assert_eq!(t.meta.world_size, Some(8));
+    assert!(!t.meta.devices.is_empty());
+    let t = read_path(&dir.join("micro/cpu-only-rank34.json.gz")).unwrap();
+    assert_eq!(t.meta.rank, 34);
+    assert_eq!(t.meta.world_size, Some(300));
+    // pg_count says 10, but pg_config lists 11 groups; the list wins.
+    assert_eq!(t.meta.process_groups.len(), 11);
+    assert_eq!(t.meta.base_time_ns, Some(1719853884000000000));
+    let t = read_path(&dir.join("single-rank/a100-ddp-rank0of2-event-record.json.gz")).unwrap();
+    assert_eq!(t.meta.process_groups[0].ranks, vec![0, 1]);
+    // Python frames are counted as not modeled, not silently dropped.
+    let t = read_path(&dir.join("single-rank/h100-vit-inference.json.gz")).unwrap();
+    assert!(t
+        .skipped
+        .counts
+        .get(&("python_function".to_string(), SkipReason::NotModeled))
+        .is_some_and(|&n| n > 0));
+}
+
+#[test]
+fn timestamps_are_integer_nanoseconds() {
+    let dir = corpus_dir();
+    // Fractional microseconds relative to baseTimeNanoseconds.
+    let t = read_path(&dir.join("micro/h100-one-kernel.json.gz")).unwrap();
+    let k = t.events.iter().find(|e| e.category == Category::Kernel).unwrap();
+    assert_eq!(k.ts_ns, 88_511_388_202_785);
+    assert_eq!(k.dur_ns, 20);
+    // Absolute integer microseconds keep full precision.
+    let t = read_path(&dir.join("single-rank/v100-resnet50-2021-capture-a.json.gz")).unwrap();
+    assert!(t.events.iter().all(|e| e.ts_ns % 1000 == 0));
+    assert!(t.events.iter().any(|e| e.ts_ns > 1_600_000_000_000_000_000));
+}
