@@ -1,0 +1,118 @@
+//! What graph building found, inferred and doubted.
+
+use std::collections::BTreeMap;
+
+use crate::model::{DepKind, Graph, TaskKind};
+
+/// How an edge was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// Named by a `cuda_sync` event.
+    CudaSyncEvent,
+    /// From the order of runtime calls and launches on a thread.
+    LaunchSequence,
+    /// A GPU task started late; the task on another stream that ended just
+    /// before it is taken as the cause.
+    ObservedWait,
+    /// Fallback: the last task launched onto another stream of the device.
+    LastOtherStream,
+    /// A synchronizing runtime call named as such.
+    NamedCall,
+    /// The stream whose task ended last before the call returned.
+    EndsBeforeReturn,
+    /// A long runtime call that returned right after a GPU task ended.
+    LongCallEndsAfterGpu,
+    /// A long CPU gap that ended right after a task on another thread.
+    GapAfterOtherThread,
+}
+
+impl Rule {
+    /// Stable snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::CudaSyncEvent => "cuda_sync_event",
+            Rule::LaunchSequence => "launch_sequence",
+            Rule::ObservedWait => "observed_wait",
+            Rule::LastOtherStream => "last_other_stream",
+            Rule::NamedCall => "named_call",
+            Rule::EndsBeforeReturn => "ends_before_return",
+            Rule::LongCallEndsAfterGpu => "long_call_ends_after_gpu",
+            Rule::GapAfterOtherThread => "gap_after_other_thread",
+        }
+    }
+
+    /// True when the edge is read from the trace rather than inferred.
+    pub fn is_recorded(self) -> bool {
+        matches!(self, Rule::CudaSyncEvent)
+    }
+}
+
+/// Counts and warnings from [`crate::build`].
+#[derive(Debug, Clone, Default)]
+pub struct BuildReport {
+    /// Tasks per kind.
+    pub tasks_by_kind: BTreeMap<TaskKind, u64>,
+    /// Edges per kind (runtime sync dependencies counted under `Sync`).
+    pub edges_by_kind: BTreeMap<DepKind, u64>,
+    /// Dependencies found per kind and rule, for the kinds that need finding.
+    pub inferred: BTreeMap<(DepKind, Rule), u64>,
+    /// CPU threads with tasks.
+    pub threads: u64,
+    /// GPU streams with tasks.
+    pub streams: u64,
+    /// Communication tasks identified by `Collective name`.
+    pub comm_by_args: u64,
+    /// Communication tasks identified by kernel name only.
+    pub comm_by_name: u64,
+    /// `cuda_sync` events in the trace.
+    pub cuda_sync_events: u64,
+    /// GPU tasks whose launch call is missing.
+    pub gpu_without_launch: u64,
+    /// GPU tasks given a release offset because nothing explains their start.
+    pub released_gpu_tasks: u64,
+    /// Runtime calls whose correlation id was seen before.
+    pub repeated_correlations: u64,
+    /// CPU events that overlap a sibling without nesting in it.
+    pub partial_overlaps: u64,
+    /// GPU tasks clipped because they overlapped the previous one on their stream.
+    pub clipped_gpu_overlaps: u64,
+    /// Blocking calls split into an issuing and a waiting task.
+    pub split_calls: u64,
+    /// Stream waits whose source and target are on the same stream.
+    pub same_stream_waits: u64,
+    /// Stream waits whose inferred source ended after the target started in
+    /// the measured run, so the inference was rejected.
+    pub rejected_waits: u64,
+    /// Stream waits that gave no edge.
+    pub unresolved_waits: u64,
+    /// GPU tasks on a stream in another order than their launches.
+    pub stream_order_violations: u64,
+    /// Windows of more than 40 ms with no CPU event.
+    pub cpu_holes: u64,
+    /// Median launch latency where the launch held the kernel, ns.
+    pub typical_launch_latency_ns: i64,
+    /// Median gap between back-to-back tasks on a busy stream, ns.
+    pub typical_stream_gap_ns: i64,
+    /// Problems that matter for accuracy.
+    pub warnings: Vec<String>,
+}
+
+impl BuildReport {
+    pub(crate) fn count_inferred(&mut self, kind: DepKind, rule: Rule) {
+        *self.inferred.entry((kind, rule)).or_insert(0) += 1;
+    }
+
+    pub(crate) fn fill_counts(&mut self, g: &Graph) {
+        for t in &g.tasks {
+            *self.tasks_by_kind.entry(t.kind).or_insert(0) += 1;
+        }
+        for e in &g.edges {
+            *self.edges_by_kind.entry(e.kind).or_insert(0) += 1;
+        }
+        if !g.runtime_deps.is_empty() {
+            *self.edges_by_kind.entry(DepKind::Sync).or_insert(0) += g.runtime_deps.len() as u64;
+        }
+        self.streams = g.processors.iter().filter(|p| p.is_stream()).count() as u64;
+        self.threads = g.processors.len() as u64 - self.streams;
+    }
+}
