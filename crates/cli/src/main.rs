@@ -1,1 +1,239 @@
-fn main() {}
+//! The `lumos` command line: inspect traces, replay them, run the demo.
+//!
+//! Exit codes: 0 success; 1 at least one input could not be processed (the
+//! others are still reported); 2 usage errors (from clap).
+
+mod demo;
+mod inputs;
+mod inspect;
+mod replay;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use lumos_graph::DepKind;
+use lumos_sim::{GpuSelector, SimOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "lumos",
+    version,
+    about = "Model distributed LLM training performance from PyTorch profiler traces"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what each trace holds: events, tasks, edges (found and
+    /// inferred), streams, steps, collectives, and warnings.
+    Inspect {
+        /// Trace files (.json or .json.gz) or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replay each trace in the simulator and compare with the measurement.
+    Replay {
+        /// Trace files (.json or .json.gz) or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Write each replayed timeline as <name>.replayed.json.gz here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Dependency kinds to drop (ablation), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        deps: Vec<DropDep>,
+        /// Scale GPU task durations by this factor before replay.
+        #[arg(long)]
+        scale_kernels: Option<f64>,
+        /// Which GPU tasks --scale-kernels applies to.
+        #[arg(long, default_value = "all")]
+        scale_only: ScaleOnly,
+        /// Restrict --scale-kernels to GPU tasks whose name contains this.
+        #[arg(long)]
+        scale_pattern: Option<String>,
+    },
+    /// Run the built-in example end to end: write a small trace, inspect it,
+    /// replay it, and replay a what-if with kernels 2x faster.
+    Demo {
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+#[allow(clippy::enum_variant_names)] // the CLI values read `no-inter-stream`
+enum DropDep {
+    /// Drop inter-stream (event record / stream wait) edges, as dPRO did.
+    NoInterStream,
+    /// Drop GPU-to-CPU synchronization.
+    NoSync,
+    /// Drop inter-thread edges.
+    NoInterThread,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ScaleOnly {
+    All,
+    Compute,
+    Comm,
+}
+
+fn sim_options(
+    deps: &[DropDep],
+    scale: Option<f64>,
+    only: ScaleOnly,
+    pattern: Option<String>,
+) -> Result<SimOptions> {
+    let mut opts = SimOptions::default();
+    for d in deps {
+        opts = opts.drop_kind(match d {
+            DropDep::NoInterStream => DepKind::InterStream,
+            DropDep::NoSync => DepKind::Sync,
+            DropDep::NoInterThread => DepKind::InterThread,
+        });
+    }
+    if let Some(f) = scale {
+        if !(f.is_finite() && f > 0.0) {
+            bail!("--scale-kernels must be a positive number, got {f}");
+        }
+        let select = match (pattern, only) {
+            (Some(p), _) => GpuSelector::NameContains(p),
+            (None, ScaleOnly::All) => GpuSelector::All,
+            (None, ScaleOnly::Compute) => GpuSelector::Compute,
+            (None, ScaleOnly::Comm) => GpuSelector::Comm,
+        };
+        opts = opts.scale(select, f);
+    }
+    Ok(opts)
+}
+
+fn run(cli: Cli) -> Result<bool> {
+    match cli.command {
+        Command::Inspect { paths, json } => {
+            let files = inputs::expand(&paths)?;
+            let mut ok = true;
+            let mut reports = Vec::new();
+            for r in inputs::read_all(&files) {
+                match r {
+                    Ok(t) => reports.push(inspect::inspect(&t)),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        ok = false;
+                    }
+                }
+            }
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({ "traces": reports }))?
+                );
+            } else {
+                reports.iter().for_each(inspect::print_human);
+            }
+            Ok(ok)
+        }
+        Command::Replay {
+            paths,
+            json,
+            out,
+            deps,
+            scale_kernels,
+            scale_only,
+            scale_pattern,
+        } => {
+            let opts = sim_options(&deps, scale_kernels, scale_only, scale_pattern)?;
+            let files = inputs::expand(&paths)?;
+            let mut ok = true;
+            let mut results = Vec::new();
+            for r in inputs::read_all(&files) {
+                match r
+                    .map_err(anyhow::Error::from)
+                    .and_then(|t| replay::replay(&t, &opts, out.as_deref()))
+                {
+                    Ok(x) => results.push(x),
+                    Err(e) => {
+                        eprintln!("error: {e:#}");
+                        ok = false;
+                    }
+                }
+            }
+            let summary = replay::summarize(&results);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({ "traces": results, "summary": summary })
+                    )?
+                );
+            } else {
+                results.iter().for_each(replay::print_human);
+                println!(
+                    "summary: mean |error| {:.2}%, max {:.2}% over {} steps{}",
+                    summary.mean_abs_error_pct,
+                    summary.max_abs_error_pct,
+                    summary.steps,
+                    summary
+                        .flagged_mean_abs_error_pct
+                        .map(|f| format!("; flagged traces apart: mean {f:.2}%"))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(ok)
+        }
+        Command::Demo { json } => {
+            let dir = std::env::temp_dir().join(format!("lumos-demo-{}", std::process::id()));
+            std::fs::create_dir_all(&dir)?;
+            let path = dir.join("demo-rank0.json");
+            std::fs::write(&path, demo::demo_trace(4, 12))?;
+            let trace = lumos_trace::read_path(&path)?;
+            let base = replay::replay(&trace, &SimOptions::default(), None)?;
+            let fast = replay::replay(
+                &trace,
+                &SimOptions::default().scale(GpuSelector::Compute, 0.5),
+                None,
+            )?;
+            let report = inspect::inspect(&trace);
+            let _ = std::fs::remove_dir_all(&dir);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "inspect": report, "replay": base, "what_if_compute_x0.5": fast
+                    }))?
+                );
+            } else {
+                println!("== inspect (built-in example trace)");
+                inspect::print_human(&report);
+                println!("\n== replay");
+                replay::print_human(&base);
+                println!("\n== what-if: compute kernels 2x faster");
+                replay::print_human(&fast);
+            }
+            Ok(true)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -217,7 +217,8 @@ impl<'t> Builder<'t> {
             for (k, &i) in idx.iter().enumerate() {
                 let e = &t.events[i];
                 let name = t.name(e);
-                if e.category == Category::UserAnnotation && name.starts_with("ProfilerStep#") {
+                // Legacy traces record steps as `Operator` events.
+                if name.starts_with("ProfilerStep#") && !e.category.is_runtime() {
                     steps.push((i, proc));
                 }
                 if has_child[k] {

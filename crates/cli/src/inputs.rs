@@ -1,0 +1,66 @@
+//! Turning command-line paths into trace files, and reading them in parallel.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+/// True for names that look like trace files.
+fn is_trace_name(p: &Path) -> bool {
+    let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    n.ends_with(".json") || n.ends_with(".json.gz") || n.ends_with(".gz")
+}
+
+/// Expands directories (one level, sorted) into their trace files.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("{}: cannot list directory", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && is_trace_name(f))
+                .collect();
+            if found.is_empty() {
+                bail!(
+                    "{}: directory has no trace files (*.json, *.json.gz)",
+                    p.display()
+                );
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    if out.is_empty() {
+        bail!("no input traces given");
+    }
+    Ok(out)
+}
+
+/// Reads every file in parallel with a progress bar on stderr. Each result
+/// keeps its own error so one bad file does not hide the others.
+pub fn read_all(files: &[PathBuf]) -> Vec<Result<lumos_trace::Trace, lumos_trace::ReadError>> {
+    let total: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message("reading");
+    let out = files
+        .par_iter()
+        .map(|f| {
+            let r = lumos_trace::read_path(f);
+            bar.inc(std::fs::metadata(f).map(|m| m.len()).unwrap_or(0));
+            r
+        })
+        .collect();
+    bar.finish_and_clear();
+    out
+}
