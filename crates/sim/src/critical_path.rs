@@ -1,0 +1,192 @@
+//! The critical path of a replay, read back from what bound each start.
+
+use lumos_graph::{Anchor, DepKind, Graph, TaskId};
+
+use crate::scheduler::{Bound, Schedule};
+
+/// One task on the critical path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathHop {
+    /// The task.
+    pub task: TaskId,
+    /// The constraint that placed it on the path.
+    pub bound: Bound,
+    /// True when the path passes through the moment this blocking call
+    /// issued (its launch of the next task) rather than through its start.
+    pub at_issue: bool,
+}
+
+/// Walks back from `last` through what bound each start, and returns the
+/// hops in time order, first to `last`.
+///
+/// A blocking call that launched work it then waited for can appear twice:
+/// once where it issued (launching the work) and once where it resumed.
+pub fn critical_path_hops(graph: &Graph, schedule: &Schedule, last: TaskId) -> Vec<PathHop> {
+    let mut hops = Vec::new();
+    let mut task = last;
+    let mut at_issue = false;
+    // Every hop goes to a task that was placed strictly earlier in the
+    // replay, so the walk ends; the cap only guards against a schedule that
+    // was edited by hand.
+    let cap = 2 * schedule.len() + 2;
+    while hops.len() < cap {
+        let bound = match (at_issue, schedule.wait(task)) {
+            (true, Some(wait)) => wait.issue_bound,
+            _ => schedule.bound_by[task.idx()],
+        };
+        hops.push(PathHop {
+            task,
+            bound,
+            at_issue,
+        });
+        let (prev, prev_at_issue) = match bound {
+            Bound::Release => break,
+            Bound::Processor { prev } => (prev, false),
+            Bound::Runtime { on, .. } => (on, false),
+            Bound::Edge(i) => {
+                let edge = &graph.edges[i as usize];
+                let via_issue = edge.anchor == Anchor::Start && schedule.wait(edge.from).is_some();
+                (edge.from, via_issue)
+            }
+        };
+        task = prev;
+        at_issue = prev_at_issue;
+    }
+    hops.reverse();
+    hops
+}
+
+/// The critical path ending at `last`, as tasks in time order.
+pub fn critical_path(graph: &Graph, schedule: &Schedule, last: TaskId) -> Vec<TaskId> {
+    critical_path_hops(graph, schedule, last)
+        .into_iter()
+        .map(|hop| hop.task)
+        .collect()
+}
+
+/// A class of constraint, for totals along the critical path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BoundKind {
+    /// A task's release offset.
+    Release,
+    /// The previous task on the same processor.
+    Processor,
+    /// A fixed edge of this kind.
+    Edge(DepKind),
+    /// A runtime (GPU-to-CPU sync) dependency.
+    Runtime,
+}
+
+impl BoundKind {
+    /// The class of a bound.
+    pub fn of(graph: &Graph, bound: Bound) -> BoundKind {
+        match bound {
+            Bound::Release => BoundKind::Release,
+            Bound::Processor { .. } => BoundKind::Processor,
+            Bound::Edge(i) => BoundKind::Edge(graph.edges[i as usize].kind),
+            Bound::Runtime { .. } => BoundKind::Runtime,
+        }
+    }
+
+    /// Stable snake-case name, used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoundKind::Release => "release",
+            BoundKind::Processor => "processor",
+            BoundKind::Edge(kind) => kind.as_str(),
+            BoundKind::Runtime => "runtime_sync",
+        }
+    }
+}
+
+/// Time along the critical path attributed to one class of constraint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoundTotal {
+    /// The class.
+    pub kind: BoundKind,
+    /// Path tasks placed by it.
+    pub hops: usize,
+    /// Latency between the predecessor's anchor and these tasks' starts.
+    pub wait_ns: i64,
+    /// Time these tasks ran while on the path.
+    pub busy_ns: i64,
+}
+
+/// Where the time on a critical path goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CriticalPathSummary {
+    /// Number of hops.
+    pub hops: usize,
+    /// End of the last task: the sum of every `wait_ns` and `busy_ns` in
+    /// `by_bound`, since the path starts at the window start.
+    pub end_ns: i64,
+    /// Totals per class of constraint, in [`BoundKind`] order, classes with
+    /// no hop left out.
+    pub by_bound: Vec<BoundTotal>,
+    /// The tasks with the most time on the path, longest first (ties by
+    /// id). A task's time on the path is its duration, except for a task
+    /// that only launched the next one (start-anchored link), which has
+    /// none and is left out.
+    pub top_tasks: Vec<(TaskId, i64)>,
+}
+
+/// Summarizes the critical path ending at `last`: wait and run time per
+/// class of constraint, and the `top_n` tasks that spent most time on it.
+pub fn critical_path_summary(
+    graph: &Graph,
+    schedule: &Schedule,
+    last: TaskId,
+    top_n: usize,
+) -> CriticalPathSummary {
+    let hops = critical_path_hops(graph, schedule, last);
+    let time_on_path = |hop: &PathHop| match (hop.at_issue, schedule.wait(hop.task)) {
+        (true, Some(wait)) => wait.issue_ns,
+        _ => schedule.start_ns[hop.task.idx()],
+    };
+    // The moment of `hop` that the next hop's constraint counts from.
+    let anchor_of = |hop: &PathHop, next: Option<&PathHop>| -> i64 {
+        let end = schedule.end_ns[hop.task.idx()];
+        match next.map(|n| n.bound) {
+            Some(Bound::Edge(i)) if graph.edges[i as usize].anchor == Anchor::Start => {
+                time_on_path(hop)
+            }
+            _ => end,
+        }
+    };
+
+    let mut totals: Vec<BoundTotal> = Vec::new();
+    let mut busy_per_task: Vec<(TaskId, i64)> = Vec::with_capacity(hops.len());
+    let mut prev_anchor = 0i64;
+    for (i, hop) in hops.iter().enumerate() {
+        let at = time_on_path(hop);
+        let anchor = anchor_of(hop, hops.get(i + 1));
+        let kind = BoundKind::of(graph, hop.bound);
+        let total = match totals.iter_mut().find(|t| t.kind == kind) {
+            Some(total) => total,
+            None => {
+                totals.push(BoundTotal {
+                    kind,
+                    hops: 0,
+                    wait_ns: 0,
+                    busy_ns: 0,
+                });
+                totals.last_mut().expect("just pushed")
+            }
+        };
+        total.hops += 1;
+        total.wait_ns += at - prev_anchor;
+        total.busy_ns += anchor - at;
+        busy_per_task.push((hop.task, anchor - at));
+        prev_anchor = anchor;
+    }
+    totals.sort_by_key(|t| t.kind);
+    busy_per_task.retain(|&(_, busy)| busy > 0);
+    busy_per_task.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    busy_per_task.truncate(top_n);
+    CriticalPathSummary {
+        hops: hops.len(),
+        end_ns: prev_anchor,
+        by_bound: totals,
+        top_tasks: busy_per_task,
+    }
+}

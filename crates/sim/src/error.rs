@@ -1,0 +1,48 @@
+//! Why a replay could not produce a schedule.
+
+use std::fmt;
+
+use lumos_graph::TaskId;
+
+/// Why [`simulate`](crate::simulate) returned no schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SimError {
+    /// Tasks were left that can never start: their dependencies (fixed,
+    /// processor order or resolved runtime waits) form a cycle, or wait on a
+    /// task that is itself stuck.
+    Stuck {
+        /// How many tasks never ran.
+        stuck: usize,
+        /// The lowest-numbered of them.
+        example: TaskId,
+        /// Its name.
+        example_name: String,
+    },
+    /// The graph refers to something that does not exist or contradicts
+    /// itself (an edge to a missing task, a task listed on the wrong
+    /// processor, a stream wait on a CPU thread).
+    InvalidGraph(String),
+    /// A [`SimOptions`](crate::SimOptions) value cannot be applied.
+    InvalidOptions(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Stuck {
+                stuck,
+                example,
+                example_name,
+            } => write!(
+                f,
+                "{stuck} tasks can never start (dependency cycle); e.g. task {} `{example_name}`",
+                example.0
+            ),
+            SimError::InvalidGraph(why) => write!(f, "invalid graph: {why}"),
+            SimError::InvalidOptions(why) => write!(f, "invalid simulation options: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}

@@ -1,0 +1,312 @@
+//! Metrics over a timeline of task spans: step spans, the compute /
+//! communication breakdown and the GPU-busy timeline.
+//!
+//! Every function takes its times through [`TaskTimes`], so the measured
+//! spans ([`Measured::tasks`](lumos_graph::Measured::tasks)) and a replayed
+//! [`Schedule`] go through the same code and are comparable by construction.
+
+use lumos_graph::{Graph, Span, TaskId};
+
+use crate::scheduler::Schedule;
+
+/// A start and end time for every task of a graph, in ns since the window
+/// start.
+pub trait TaskTimes {
+    /// Number of tasks covered.
+    fn task_count(&self) -> usize;
+    /// Start of task `t`.
+    fn start_of(&self, t: TaskId) -> i64;
+    /// End of task `t`.
+    fn end_of(&self, t: TaskId) -> i64;
+}
+
+impl TaskTimes for Schedule {
+    fn task_count(&self) -> usize {
+        self.start_ns.len()
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self.start_ns[t.idx()]
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self.end_ns[t.idx()]
+    }
+}
+
+impl TaskTimes for [Span] {
+    fn task_count(&self) -> usize {
+        self.len()
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self[t.idx()].start_ns
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self[t.idx()].end_ns
+    }
+}
+
+impl TaskTimes for Vec<Span> {
+    fn task_count(&self) -> usize {
+        self.len()
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self[t.idx()].start_ns
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self[t.idx()].end_ns
+    }
+}
+
+/// Task times held as two parallel slices.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanColumns<'a> {
+    /// Start of each task.
+    pub start_ns: &'a [i64],
+    /// End of each task.
+    pub end_ns: &'a [i64],
+}
+
+impl TaskTimes for SpanColumns<'_> {
+    fn task_count(&self) -> usize {
+        self.start_ns.len()
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self.start_ns[t.idx()]
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self.end_ns[t.idx()]
+    }
+}
+
+/// From the earliest start to the latest end of any task; an empty
+/// timeline gives the empty span at 0.
+pub fn whole_span<T: TaskTimes + ?Sized>(times: &T) -> Span {
+    let n = times.task_count();
+    if n == 0 {
+        return Span::default();
+    }
+    let mut span = Span {
+        start_ns: i64::MAX,
+        end_ns: i64::MIN,
+    };
+    for i in 0..n {
+        let t = TaskId(i as u32);
+        span.start_ns = span.start_ns.min(times.start_of(t));
+        span.end_ns = span.end_ns.max(times.end_of(t));
+    }
+    span
+}
+
+/// The `ProfilerStep#N` annotation of each step, rebuilt from its tasks:
+/// `start(first_task) - lead_ns` to `end(last_task) + tail_ns`. On measured
+/// times this is the recorded annotation; on replayed times it is the same
+/// annotation moved with its CPU tasks. It ignores GPU work still running
+/// when the CPU leaves the step.
+pub fn annotation_spans<T: TaskTimes + ?Sized>(graph: &Graph, times: &T) -> Vec<Span> {
+    graph
+        .steps
+        .iter()
+        .map(|step| Span {
+            start_ns: times.start_of(step.first_task) - step.lead_ns,
+            end_ns: times.end_of(step.last_task) + step.tail_ns,
+        })
+        .collect()
+}
+
+/// The span of each step, used for step time, for measured and replayed
+/// times alike (method section 8):
+///
+/// - start: the annotation's start, `start(first_task) - lead_ns`;
+/// - end: the later of the annotation's end, `end(last_task) + tail_ns`, and
+///   the end of every GPU task in [`Step::tasks`](lumos_graph::Step::tasks),
+///   so a step owns the GPU work it launched even when the GPU lags the CPU.
+///
+/// `annotations`, when given (measured [`Measured::step_annotations`]), are
+/// used as the annotation spans instead of rebuilding them; on measured
+/// times both give the same result, since the graph's lead and tail are
+/// measured from those annotations. A graph with no steps gives one span,
+/// the whole timeline.
+///
+/// [`Measured::step_annotations`]: lumos_graph::Measured::step_annotations
+pub fn step_spans<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    annotations: Option<&[Span]>,
+) -> Vec<Span> {
+    if graph.steps.is_empty() {
+        return vec![whole_span(times)];
+    }
+    let rebuilt = annotation_spans(graph, times);
+    graph
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let mut span = annotations
+                .and_then(|a| a.get(i).copied())
+                .unwrap_or(rebuilt[i]);
+            for &t in &step.tasks {
+                if graph.tasks[t.idx()].kind.is_gpu() {
+                    span.end_ns = span.end_ns.max(times.end_of(t));
+                }
+            }
+            span
+        })
+        .collect()
+}
+
+/// How a window's time divides between GPU compute and communication
+/// (method section 5), from the union of busy intervals over all streams.
+/// The four parts add up to `total_ns`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Breakdown {
+    /// Compute running while no communication runs: |C \ M|.
+    pub exposed_compute_ns: i64,
+    /// Compute and communication running together: |C ∩ M|.
+    pub overlapped_ns: i64,
+    /// Communication running while no compute runs: |M \ C|.
+    pub exposed_comm_ns: i64,
+    /// No GPU task running: window − |C ∪ M|.
+    pub idle_ns: i64,
+    /// Length of the window.
+    pub total_ns: i64,
+}
+
+impl Breakdown {
+    /// Time at least one GPU task runs: |C ∪ M|.
+    pub fn busy_ns(&self) -> i64 {
+        self.exposed_compute_ns + self.overlapped_ns + self.exposed_comm_ns
+    }
+}
+
+/// One end of a GPU task's interval, for the sweep.
+#[derive(Debug, Clone, Copy)]
+struct Boundary {
+    at: i64,
+    compute: i32,
+    comm: i32,
+}
+
+/// Splits `window` into exposed compute, overlapped, exposed communication
+/// and idle time. C is the union of non-communication GPU tasks
+/// ([`Task::collective`](lumos_graph::Task::collective) is `None`), M the
+/// union of communication tasks, over every stream; tasks are clipped to the
+/// window. O(n log n) in the number of GPU tasks.
+pub fn breakdown<T: TaskTimes + ?Sized>(graph: &Graph, times: &T, window: Span) -> Breakdown {
+    let total_ns = (window.end_ns - window.start_ns).max(0);
+    let mut bounds = Vec::new();
+    for (i, task) in graph.tasks.iter().enumerate() {
+        if !task.kind.is_gpu() {
+            continue;
+        }
+        let t = TaskId(i as u32);
+        let start = times.start_of(t).max(window.start_ns);
+        let end = times.end_of(t).min(window.end_ns);
+        if start >= end {
+            continue;
+        }
+        let (compute, comm) = if task.is_comm() { (0, 1) } else { (1, 0) };
+        bounds.push(Boundary {
+            at: start,
+            compute,
+            comm,
+        });
+        bounds.push(Boundary {
+            at: end,
+            compute: -compute,
+            comm: -comm,
+        });
+    }
+    bounds.sort_unstable_by_key(|b| b.at);
+
+    let mut out = Breakdown {
+        total_ns,
+        ..Breakdown::default()
+    };
+    // Boundaries at the same instant leave zero-length segments between
+    // them, so their order within an instant does not matter.
+    let (mut compute, mut comm) = (0i32, 0i32);
+    let mut prev = window.start_ns;
+    for b in &bounds {
+        let len = b.at - prev;
+        match (compute > 0, comm > 0) {
+            (true, false) => out.exposed_compute_ns += len,
+            (true, true) => out.overlapped_ns += len,
+            (false, true) => out.exposed_comm_ns += len,
+            (false, false) => {}
+        }
+        compute += b.compute;
+        comm += b.comm;
+        prev = b.at;
+    }
+    out.idle_ns = total_ns - out.busy_ns();
+    out
+}
+
+/// The union of GPU busy intervals inside `window`, sorted and disjoint.
+pub fn gpu_busy_intervals<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    window: Span,
+) -> Vec<Span> {
+    let mut spans: Vec<Span> = graph
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, task)| task.kind.is_gpu())
+        .filter_map(|(i, _)| {
+            let t = TaskId(i as u32);
+            let start = times.start_of(t).max(window.start_ns);
+            let end = times.end_of(t).min(window.end_ns);
+            (start < end).then_some(Span {
+                start_ns: start,
+                end_ns: end,
+            })
+        })
+        .collect();
+    spans.sort_unstable_by_key(|s| s.start_ns);
+    let mut merged: Vec<Span> = Vec::with_capacity(spans.len());
+    for s in spans {
+        match merged.last_mut() {
+            Some(last) if s.start_ns <= last.end_ns => last.end_ns = last.end_ns.max(s.end_ns),
+            _ => merged.push(s),
+        }
+    }
+    merged
+}
+
+/// The GPU-busy timeline: for each `bin_ns` bin of `window`, the fraction
+/// of it during which at least one stream runs a task (the paper's "SM
+/// utilization"; not hardware occupancy). The last bin may be shorter than
+/// `bin_ns` and is measured against its own length. Empty when the window
+/// is empty or `bin_ns` is not positive.
+pub fn gpu_busy_timeline<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    window: Span,
+    bin_ns: i64,
+) -> Vec<f64> {
+    let len = window.end_ns - window.start_ns;
+    if len <= 0 || bin_ns <= 0 {
+        return Vec::new();
+    }
+    let bins = ((len + bin_ns - 1) / bin_ns) as usize;
+    let mut busy = vec![0i64; bins];
+    for span in gpu_busy_intervals(graph, times, window) {
+        let mut at = span.start_ns;
+        while at < span.end_ns {
+            let bin = ((at - window.start_ns) / bin_ns) as usize;
+            let bin_end = window.start_ns + (bin as i64 + 1) * bin_ns;
+            let upto = bin_end.min(span.end_ns);
+            busy[bin] += upto - at;
+            at = upto;
+        }
+    }
+    busy.iter()
+        .enumerate()
+        .map(|(bin, &b)| {
+            let bin_start = window.start_ns + bin as i64 * bin_ns;
+            let bin_len = (bin_start + bin_ns).min(window.end_ns) - bin_start;
+            b as f64 / bin_len as f64
+        })
+        .collect()
+}

@@ -1,0 +1,137 @@
+//! What a replay may change: which dependencies to ignore and how to
+//! rescale GPU durations.
+
+use lumos_graph::{DepKind, Graph, Task};
+
+/// How to run a replay. The default replays the graph as built.
+///
+/// ```
+/// use lumos_graph::DepKind;
+/// use lumos_sim::{GpuSelector, SimOptions};
+///
+/// // "What if there were no inter-stream edges, and GEMMs ran twice as fast?"
+/// let opts = SimOptions::default()
+///     .drop_kind(DepKind::InterStream)
+///     .scale(GpuSelector::NameContains("gemm".into()), 0.5);
+/// assert_eq!(opts.drop_kinds, vec![DepKind::InterStream]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimOptions {
+    /// Edges of these kinds are ignored. [`DepKind::Sync`] also drops every
+    /// runtime dependency, since those are the resolved form of sync edges.
+    ///
+    /// Dropping [`DepKind::Launch`] frees GPU tasks from their launch calls
+    /// but does not change which kernels a stream-tail wait resolves to:
+    /// "what has been launched" is read from the launch edges regardless.
+    pub drop_kinds: Vec<DepKind>,
+    /// Factors applied to GPU task durations. A task matched by several
+    /// entries gets the product of their factors; CPU tasks never change.
+    pub scales: Vec<DurationScale>,
+}
+
+impl SimOptions {
+    /// Adds a dependency kind to ignore.
+    pub fn drop_kind(mut self, kind: DepKind) -> Self {
+        if !self.drop_kinds.contains(&kind) {
+            self.drop_kinds.push(kind);
+        }
+        self
+    }
+
+    /// Adds a duration factor for the GPU tasks `select` picks.
+    pub fn scale(mut self, select: GpuSelector, factor: f64) -> Self {
+        self.scales.push(DurationScale { select, factor });
+        self
+    }
+
+    /// True when edges of `kind` are ignored.
+    pub fn drops(&self, kind: DepKind) -> bool {
+        self.drop_kinds.contains(&kind)
+    }
+}
+
+/// One duration factor and the GPU tasks it applies to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DurationScale {
+    /// Which GPU tasks.
+    pub select: GpuSelector,
+    /// Multiplies their duration; must be finite and non-negative. Scaled
+    /// durations are rounded to the nearest ns.
+    pub factor: f64,
+}
+
+/// A set of GPU tasks (kernels, memcpy, memset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuSelector {
+    /// Every GPU task.
+    All,
+    /// Communication tasks ([`Task::collective`] is set).
+    Comm,
+    /// GPU tasks that are not communication.
+    Compute,
+    /// GPU tasks whose name contains this substring (case-sensitive).
+    NameContains(String),
+}
+
+impl GpuSelector {
+    /// True when `task` (named `name`) is selected.
+    pub fn matches(&self, task: &Task, name: &str) -> bool {
+        if !task.kind.is_gpu() {
+            return false;
+        }
+        match self {
+            GpuSelector::All => true,
+            GpuSelector::Comm => task.is_comm(),
+            GpuSelector::Compute => !task.is_comm(),
+            GpuSelector::NameContains(part) => name.contains(part.as_str()),
+        }
+    }
+}
+
+/// The duration each task runs for in this replay, after scaling.
+pub(crate) fn scaled_durations(graph: &Graph, scales: &[DurationScale]) -> Vec<i64> {
+    if scales.is_empty() {
+        return graph.tasks.iter().map(|t| t.duration_ns).collect();
+    }
+    // Substring matching per task would dominate the replay on million-task
+    // graphs; names are interned, so match each distinct name once.
+    let name_hits: Vec<Vec<bool>> = scales
+        .iter()
+        .map(|s| match &s.select {
+            GpuSelector::NameContains(part) => graph
+                .names
+                .iter()
+                .map(|n| n.contains(part.as_str()))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    graph
+        .tasks
+        .iter()
+        .map(|task| {
+            if !task.kind.is_gpu() {
+                return task.duration_ns;
+            }
+            let mut factor = 1.0;
+            for (scale, hits) in scales.iter().zip(&name_hits) {
+                let selected = match &scale.select {
+                    GpuSelector::All => true,
+                    GpuSelector::Comm => task.is_comm(),
+                    GpuSelector::Compute => !task.is_comm(),
+                    GpuSelector::NameContains(_) => {
+                        hits.get(task.name.0 as usize).copied().unwrap_or(false)
+                    }
+                };
+                if selected {
+                    factor *= scale.factor;
+                }
+            }
+            if factor == 1.0 {
+                task.duration_ns
+            } else {
+                (task.duration_ns as f64 * factor).round() as i64
+            }
+        })
+        .collect()
+}

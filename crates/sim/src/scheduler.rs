@@ -1,0 +1,608 @@
+//! The discrete-event list scheduler behind [`simulate`].
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use lumos_graph::{Anchor, DepKind, Graph, ProcKind, Span, TaskId, WaitTarget};
+
+use crate::error::SimError;
+use crate::options::{scaled_durations, SimOptions};
+
+/// Marks "no task" / "no entry" in the flat index arrays.
+const NONE: u32 = u32::MAX;
+
+/// What decided a task's start: the constraint that reached the latest time.
+/// When several constraints reach the same time, the one applied first in
+/// simulated order is kept, so the choice is deterministic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// Nothing but [`Task::release_ns`](lumos_graph::Task::release_ns).
+    Release,
+    /// The previous task on the same thread or stream ended.
+    Processor {
+        /// That previous task.
+        prev: TaskId,
+    },
+    /// A fixed edge, by index into [`Graph::edges`].
+    Edge(u32),
+    /// A runtime dependency, resolved during the replay.
+    Runtime {
+        /// Index into [`Graph::runtime_deps`].
+        dep: u32,
+        /// The GPU task it resolved to and waited for.
+        on: TaskId,
+    },
+}
+
+/// A blocking call's issue: the moment it reached the head of its thread,
+/// before its runtime dependencies held it back.
+///
+/// A blocking call issues work before it blocks (a blocking `cudaMemcpy`
+/// launches the copy it then waits for), so the call's launches and other
+/// start-anchored edges count from `issue_ns`, not from its start. Its start
+/// in [`Schedule::start_ns`] is when the wait is over and its intrinsic cost
+/// begins; `start - issue` is the time it spent blocked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockingWait {
+    /// The call (a task with runtime dependencies).
+    pub task: TaskId,
+    /// When it issued, in ns since the window start.
+    pub issue_ns: i64,
+    /// What decided `issue_ns`.
+    pub issue_bound: Bound,
+}
+
+/// The replayed timeline: one start and end per task, indexed by
+/// [`TaskId`], in ns since the window start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Schedule {
+    /// Start of each task.
+    pub start_ns: Vec<i64>,
+    /// End of each task (start plus its possibly scaled duration).
+    pub end_ns: Vec<i64>,
+    /// What decided each task's start.
+    pub bound_by: Vec<Bound>,
+    /// Every task that had runtime dependencies, sorted by task id.
+    pub waits: Vec<BlockingWait>,
+}
+
+impl Schedule {
+    /// Number of tasks.
+    pub fn len(&self) -> usize {
+        self.start_ns.len()
+    }
+
+    /// True when the graph had no tasks.
+    pub fn is_empty(&self) -> bool {
+        self.start_ns.is_empty()
+    }
+
+    /// The replayed span of one task.
+    pub fn span(&self, t: TaskId) -> Span {
+        Span {
+            start_ns: self.start_ns[t.idx()],
+            end_ns: self.end_ns[t.idx()],
+        }
+    }
+
+    /// The latest end of any task (0 for an empty schedule).
+    pub fn makespan_ns(&self) -> i64 {
+        self.end_ns.iter().copied().max().unwrap_or(0)
+    }
+
+    /// The task that ends last (the lowest id among ties), where a critical
+    /// path walk usually starts.
+    pub fn last_task(&self) -> Option<TaskId> {
+        let mut best: Option<(i64, u32)> = None;
+        for (i, &end) in self.end_ns.iter().enumerate() {
+            match best {
+                Some((b, _)) if end <= b => {}
+                _ => best = Some((end, i as u32)),
+            }
+        }
+        best.map(|(_, i)| TaskId(i))
+    }
+
+    /// The issue record of a task that had runtime dependencies.
+    pub fn wait(&self, t: TaskId) -> Option<&BlockingWait> {
+        self.waits
+            .binary_search_by_key(&t, |w| w.task)
+            .ok()
+            .map(|i| &self.waits[i])
+    }
+}
+
+/// Replays `graph`: every task runs for its duration, as soon as its
+/// dependencies and its processor allow, and never reads a measured time.
+///
+/// Returns [`SimError::Stuck`] instead of hanging when some tasks can never
+/// start, and [`SimError::InvalidGraph`] when the graph's indices disagree.
+pub fn simulate(graph: &Graph, opts: &SimOptions) -> Result<Schedule, SimError> {
+    for scale in &opts.scales {
+        if !scale.factor.is_finite() || scale.factor < 0.0 {
+            return Err(SimError::InvalidOptions(format!(
+                "duration factor {} for {:?} is not a finite non-negative number",
+                scale.factor, scale.select
+            )));
+        }
+    }
+    let mut replay = Replay::new(graph, opts)?;
+    replay.run();
+    replay.finish()
+}
+
+/// A fixed edge as the hot loop reads it: 16 bytes, next to the other
+/// edges out of the same task. `edge` carries flags in its top bits.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    latency_ns: i64,
+    to: u32,
+    edge: u32,
+}
+
+/// Counts from the predecessor's start, so it fires when the task issues.
+const START_ANCHORED: u32 = 1 << 31;
+/// A launch edge: marks `to` as launched when the task issues.
+const LAUNCH: u32 = 1 << 30;
+/// A launch edge of a dropped kind: kept only to track launches.
+const DROPPED: u32 = 1 << 29;
+const EDGE_INDEX: u32 = DROPPED - 1;
+
+impl Link {
+    #[inline]
+    fn index(self) -> u32 {
+        self.edge & EDGE_INDEX
+    }
+    #[inline]
+    fn has(self, flag: u32) -> bool {
+        self.edge & flag != 0
+    }
+}
+
+/// A blocking call waiting for a GPU task that has not been scheduled yet.
+/// Waiters of one task form a linked list through `next` so that no task
+/// needs its own allocation.
+#[derive(Debug, Clone, Copy)]
+struct Waiter {
+    call: u32,
+    dep: u32,
+    next: u32,
+}
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Not yet popped from the heap.
+    Waiting,
+    /// A blocking call that has issued and resolved its runtime dependencies.
+    Issued,
+    /// Start and end are fixed.
+    Scheduled,
+}
+
+/// Per-task state of one replay. Memory per task is kept small because at
+/// a million tasks, zeroing fresh pages costs as much as the replay itself.
+struct Replay<'g> {
+    graph: &'g Graph,
+
+    /// Fixed edges out of each task (CSR): `links[link_off[t]..link_off[t+1]]`.
+    link_off: Vec<u32>,
+    links: Vec<Link>,
+    /// Next task on the same processor, or NONE.
+    proc_next: Vec<u32>,
+    /// Position of each task in its processor's task list.
+    pos_in_proc: Vec<u32>,
+    /// Whether any launch edge (dropped or not) points to the task.
+    has_launch: Vec<bool>,
+    /// Per processor: how many of its tasks have been launched (streams only).
+    launched: Vec<u32>,
+    /// (device, stream processor) for every GPU stream.
+    streams: Vec<(i64, u32)>,
+
+    /// Indices into Graph::runtime_deps, grouped by task.
+    rt_order: Vec<u32>,
+    /// Where a task's group starts in `rt_order`, NONE for most tasks.
+    rt_first: Vec<u32>,
+    waiter_head: Vec<u32>,
+    waiters: Vec<Waiter>,
+
+    /// Unmet fixed dependencies (edges and processor order) per task.
+    pending: Vec<u32>,
+    /// The latest constraint so far; the start once scheduled.
+    earliest: Vec<i64>,
+    bound: Vec<Bound>,
+    state: Vec<State>,
+    /// The duration until scheduled, then the end.
+    end: Vec<i64>,
+    scheduled: usize,
+    waits: Vec<BlockingWait>,
+    heap: BinaryHeap<Reverse<(i64, u32)>>,
+}
+
+impl<'g> Replay<'g> {
+    fn new(graph: &'g Graph, opts: &SimOptions) -> Result<Self, SimError> {
+        let n = graph.tasks.len();
+        if n >= NONE as usize || graph.edges.len() > EDGE_INDEX as usize {
+            return Err(SimError::InvalidGraph(format!(
+                "{n} tasks and {} edges exceed the index range",
+                graph.edges.len()
+            )));
+        }
+        let bad = |why: String| Err(SimError::InvalidGraph(why));
+        let n_procs = graph.processors.len();
+
+        // Processor order becomes an implicit dependency on the previous
+        // task, which also makes a processor's free time that task's end.
+        let mut pos_in_proc = vec![NONE; n];
+        let mut proc_next = vec![NONE; n];
+        let mut pending = vec![0u32; n];
+        for (p, proc) in graph.processors.iter().enumerate() {
+            let mut prev = NONE;
+            for (pos, &t) in proc.tasks.iter().enumerate() {
+                let ti = t.idx();
+                if ti >= n {
+                    return bad(format!("processor {p} lists missing task {}", t.0));
+                }
+                if pos_in_proc[ti] != NONE {
+                    return bad(format!("task {} is listed twice on processors", t.0));
+                }
+                pos_in_proc[ti] = pos as u32;
+                if prev != NONE {
+                    proc_next[prev as usize] = t.0;
+                    pending[ti] += 1;
+                }
+                prev = t.0;
+            }
+        }
+        // Checked task by task rather than list by list: processor lists
+        // interleave, so reading `Task::proc` in list order would jump
+        // around the task array.
+        for (t, task) in graph.tasks.iter().enumerate() {
+            let p = task.proc.idx();
+            let pos = pos_in_proc[t];
+            let listed_here = graph
+                .processors
+                .get(p)
+                .is_some_and(|proc| proc.tasks.get(pos as usize) == Some(&TaskId(t as u32)));
+            if !listed_here {
+                if p >= n_procs {
+                    return bad(format!("task {t} runs on missing processor {p}"));
+                }
+                return bad(format!(
+                    "task {t} is not in the task list of its processor {p}"
+                ));
+            }
+        }
+
+        // CSR in place: count into link_off[from + 1], prefix-sum, fill
+        // using link_off[from] as the cursor, then shift back by one.
+        let mut link_off = vec![0u32; n + 1];
+        let mut has_launch = vec![false; n];
+        for (i, e) in graph.edges.iter().enumerate() {
+            if e.from.idx() >= n || e.to.idx() >= n {
+                return bad(format!(
+                    "edge {i} joins task {} to task {}, but there are {n} tasks",
+                    e.from.0, e.to.0
+                ));
+            }
+            let launch = e.kind == DepKind::Launch;
+            has_launch[e.to.idx()] |= launch;
+            let dropped = opts.drops(e.kind);
+            if !dropped {
+                pending[e.to.idx()] += 1;
+            }
+            if launch || !dropped {
+                link_off[e.from.idx() + 1] += 1;
+            }
+        }
+        for t in 0..n {
+            link_off[t + 1] += link_off[t];
+        }
+        let mut links = vec![
+            Link {
+                latency_ns: 0,
+                to: NONE,
+                edge: 0,
+            };
+            link_off[n] as usize
+        ];
+        for (i, e) in graph.edges.iter().enumerate() {
+            let launch = e.kind == DepKind::Launch;
+            let dropped = opts.drops(e.kind);
+            if !launch && dropped {
+                continue;
+            }
+            let mut edge = i as u32;
+            if e.anchor == Anchor::Start {
+                edge |= START_ANCHORED;
+            }
+            if launch {
+                edge |= LAUNCH;
+            }
+            if dropped {
+                edge |= DROPPED;
+            }
+            let cursor = &mut link_off[e.from.idx()];
+            links[*cursor as usize] = Link {
+                latency_ns: e.latency_ns,
+                to: e.to.0,
+                edge,
+            };
+            *cursor += 1;
+        }
+        link_off.copy_within(0..n, 1);
+        link_off[0] = 0;
+
+        for (i, dep) in graph.runtime_deps.iter().enumerate() {
+            if dep.task.idx() >= n {
+                return bad(format!(
+                    "runtime dep {i} belongs to missing task {}",
+                    dep.task.0
+                ));
+            }
+            match dep.target {
+                WaitTarget::StreamTail(p)
+                    if !graph.processors.get(p.idx()).is_some_and(|p| p.is_stream()) =>
+                {
+                    return bad(format!(
+                        "runtime dep {i} waits for processor {}, which is not a GPU stream",
+                        p.0
+                    ));
+                }
+                WaitTarget::Task(t) if t.idx() >= n => {
+                    return bad(format!("runtime dep {i} waits for missing task {}", t.0));
+                }
+                _ => {}
+            }
+        }
+        let mut rt_order: Vec<u32> = if opts.drops(DepKind::Sync) {
+            Vec::new()
+        } else {
+            (0..graph.runtime_deps.len() as u32).collect()
+        };
+        rt_order.sort_by_key(|&i| graph.runtime_deps[i as usize].task);
+        let mut rt_first = vec![NONE; n];
+        for (k, &i) in rt_order.iter().enumerate().rev() {
+            rt_first[graph.runtime_deps[i as usize].task.idx()] = k as u32;
+        }
+
+        let streams: Vec<(i64, u32)> = graph
+            .processors
+            .iter()
+            .enumerate()
+            .filter_map(|(p, proc)| match proc.kind {
+                ProcKind::Stream { device, .. } => Some((device, p as u32)),
+                ProcKind::Thread { .. } => None,
+            })
+            .collect();
+
+        let mut replay = Replay {
+            graph,
+            link_off,
+            links,
+            proc_next,
+            pos_in_proc,
+            has_launch,
+            launched: vec![0; n_procs],
+            streams,
+            rt_order,
+            rt_first,
+            waiter_head: vec![NONE; n],
+            waiters: Vec::new(),
+            earliest: graph.tasks.iter().map(|t| t.release_ns).collect(),
+            bound: vec![Bound::Release; n],
+            state: vec![State::Waiting; n],
+            end: scaled_durations(graph, &opts.scales),
+            scheduled: 0,
+            waits: Vec::new(),
+            heap: BinaryHeap::new(),
+            pending,
+        };
+        // GPU tasks nobody launches count as launched from the start, up to
+        // the first one that waits for a launch call.
+        for s in 0..replay.streams.len() {
+            let p = replay.streams[s].1 as usize;
+            replay.advance_launched(p);
+        }
+        for t in 0..n {
+            if replay.pending[t] == 0 {
+                replay.heap.push(Reverse((replay.earliest[t], t as u32)));
+            }
+        }
+        Ok(replay)
+    }
+
+    /// Moves a stream's launched count past tasks that have no launch edge:
+    /// they count as launched once their predecessor is.
+    fn advance_launched(&mut self, p: usize) {
+        let tasks = &self.graph.processors[p].tasks;
+        let mut k = self.launched[p] as usize;
+        while k < tasks.len() && !self.has_launch[tasks[k].idx()] {
+            k += 1;
+        }
+        self.launched[p] = k as u32;
+    }
+
+    /// Applies one constraint to `to` and releases it once none are left.
+    #[inline]
+    fn satisfy(&mut self, to: u32, at: i64, why: Bound) {
+        let ti = to as usize;
+        if at > self.earliest[ti] {
+            self.earliest[ti] = at;
+            self.bound[ti] = why;
+        }
+        self.pending[ti] -= 1;
+        if self.pending[ti] == 0 {
+            self.heap.push(Reverse((self.earliest[ti], to)));
+        }
+    }
+
+    /// Everything that happens at the moment a task starts issuing: its
+    /// launches become visible to stream-tail waits, and its start-anchored
+    /// successors learn their earliest start.
+    #[inline]
+    fn issue(&mut self, t: usize, at: i64) {
+        for k in self.link_off[t]..self.link_off[t + 1] {
+            let link = self.links[k as usize];
+            if link.has(LAUNCH) {
+                let g = link.to as usize;
+                let p = self.graph.tasks[g].proc.idx();
+                let after = self.pos_in_proc[g] + 1;
+                if after > self.launched[p] {
+                    self.launched[p] = after;
+                    self.advance_launched(p);
+                }
+            }
+            if link.has(START_ANCHORED) && !link.has(DROPPED) {
+                self.satisfy(link.to, at + link.latency_ns, Bound::Edge(link.index()));
+            }
+        }
+    }
+
+    /// Makes blocking call `call` wait for GPU task `on`: at once if `on` is
+    /// already scheduled (its end is known, so it is never waited on as
+    /// pending), otherwise when `on` gets scheduled.
+    fn wait_for(&mut self, call: usize, dep: u32, on: u32) {
+        let oi = on as usize;
+        if self.state[oi] == State::Scheduled {
+            let at = self.end[oi] + self.graph.runtime_deps[dep as usize].latency_ns;
+            if at > self.earliest[call] {
+                self.earliest[call] = at;
+                self.bound[call] = Bound::Runtime {
+                    dep,
+                    on: TaskId(on),
+                };
+            }
+        } else {
+            self.waiters.push(Waiter {
+                call: call as u32,
+                dep,
+                next: self.waiter_head[oi],
+            });
+            self.waiter_head[oi] = (self.waiters.len() - 1) as u32;
+            self.pending[call] += 1;
+        }
+    }
+
+    /// The last task launched onto stream processor `p`, if any.
+    fn stream_tail(&self, p: usize) -> Option<u32> {
+        let launched = self.launched[p] as usize;
+        (launched > 0).then(|| self.graph.processors[p].tasks[launched - 1].0)
+    }
+
+    /// Resolves a blocking call's runtime dependencies, once, against what
+    /// has been launched by now.
+    fn resolve(&mut self, call: usize) {
+        let mut k = self.rt_first[call] as usize;
+        while k < self.rt_order.len() {
+            let dep = self.rt_order[k];
+            let rt = self.graph.runtime_deps[dep as usize];
+            if rt.task.idx() != call {
+                break;
+            }
+            match rt.target {
+                WaitTarget::Task(on) => self.wait_for(call, dep, on.0),
+                WaitTarget::StreamTail(p) => {
+                    if let Some(on) = self.stream_tail(p.idx()) {
+                        self.wait_for(call, dep, on);
+                    }
+                }
+                WaitTarget::DeviceTail(device) => {
+                    for s in 0..self.streams.len() {
+                        let (d, p) = self.streams[s];
+                        if d != device {
+                            continue;
+                        }
+                        if let Some(on) = self.stream_tail(p as usize) {
+                            self.wait_for(call, dep, on);
+                        }
+                    }
+                }
+            }
+            k += 1;
+        }
+    }
+
+    fn run(&mut self) {
+        while let Some(Reverse((now, t))) = self.heap.pop() {
+            let ti = t as usize;
+            if self.rt_first[ti] != NONE && self.state[ti] == State::Waiting {
+                // Resolve at the moment the call would start, so a stream
+                // tail sees exactly the launches issued before it.
+                self.state[ti] = State::Issued;
+                self.waits.push(BlockingWait {
+                    task: TaskId(t),
+                    issue_ns: now,
+                    issue_bound: self.bound[ti],
+                });
+                self.issue(ti, now);
+                self.resolve(ti);
+                if self.pending[ti] > 0 {
+                    continue;
+                }
+                if self.earliest[ti] > now {
+                    // Other tasks may start while it is blocked.
+                    self.heap.push(Reverse((self.earliest[ti], t)));
+                    continue;
+                }
+            }
+            let issued = self.state[ti] == State::Issued;
+            // `earliest[ti]` is `now` and stays as the start.
+            let end = now + self.end[ti];
+            self.end[ti] = end;
+            self.state[ti] = State::Scheduled;
+            self.scheduled += 1;
+            if !issued {
+                self.issue(ti, now);
+            }
+            for k in self.link_off[ti]..self.link_off[ti + 1] {
+                let link = self.links[k as usize];
+                if !link.has(START_ANCHORED | DROPPED) {
+                    self.satisfy(link.to, end + link.latency_ns, Bound::Edge(link.index()));
+                }
+            }
+            let next = self.proc_next[ti];
+            if next != NONE {
+                self.satisfy(next, end, Bound::Processor { prev: TaskId(t) });
+            }
+            let mut w = self.waiter_head[ti];
+            while w != NONE {
+                let waiter = self.waiters[w as usize];
+                let latency = self.graph.runtime_deps[waiter.dep as usize].latency_ns;
+                self.satisfy(
+                    waiter.call,
+                    end + latency,
+                    Bound::Runtime {
+                        dep: waiter.dep,
+                        on: TaskId(t),
+                    },
+                );
+                w = waiter.next;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<Schedule, SimError> {
+        let n = self.graph.tasks.len();
+        if self.scheduled < n {
+            let example = self
+                .state
+                .iter()
+                .position(|&s| s != State::Scheduled)
+                .unwrap_or(0);
+            let name_id = self.graph.tasks[example].name.0 as usize;
+            return Err(SimError::Stuck {
+                stuck: n - self.scheduled,
+                example: TaskId(example as u32),
+                example_name: self.graph.names.get(name_id).cloned().unwrap_or_default(),
+            });
+        }
+        self.waits.sort_unstable_by_key(|w| w.task);
+        Ok(Schedule {
+            start_ns: self.earliest,
+            end_ns: self.end,
+            bound_by: self.bound,
+            waits: self.waits,
+        })
+    }
+}

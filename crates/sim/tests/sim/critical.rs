@@ -1,0 +1,86 @@
+//! Critical path walks and their summaries.
+
+use lumos_graph::{DepKind, TaskKind, WaitTarget};
+use lumos_sim::{critical_path, critical_path_hops, critical_path_summary, BoundKind, BoundTotal};
+
+use crate::builder::Builder;
+
+#[test]
+fn path_follows_launch_and_stream_order() {
+    let mut b = Builder::new();
+    let (t, st) = (b.thread(), b.stream(0));
+    let c1 = b.call(t, 5);
+    let c2 = b.call(t, 5);
+    let k1 = b.kernel(st, 100);
+    let k2 = b.kernel(st, 100);
+    b.launch(c1, k1, 2);
+    b.launch(c2, k2, 2);
+    let s = b.run();
+    assert_eq!(s.last_task(), Some(k2));
+    assert_eq!(critical_path(&b.graph, &s, k2), vec![c1, k1, k2]);
+    let summary = critical_path_summary(&b.graph, &s, k2, 1);
+    assert_eq!(summary.end_ns, 202);
+    assert_eq!(
+        summary.by_bound,
+        vec![
+            BoundTotal {
+                kind: BoundKind::Release,
+                hops: 1,
+                wait_ns: 0,
+                busy_ns: 0
+            },
+            BoundTotal {
+                kind: BoundKind::Processor,
+                hops: 1,
+                wait_ns: 0,
+                busy_ns: 100
+            },
+            BoundTotal {
+                kind: BoundKind::Edge(DepKind::Launch),
+                hops: 1,
+                wait_ns: 2,
+                busy_ns: 100
+            },
+        ]
+    );
+    assert_eq!(summary.top_tasks, vec![(k1, 100)]);
+}
+
+#[test]
+fn path_through_a_blocking_copy_visits_the_call_twice() {
+    let mut b = Builder::new();
+    let (t, st) = (b.thread(), b.stream(0));
+    let before = b.cpu(t, 10);
+    let memcpy = b.task(t, TaskKind::Runtime, "cudaMemcpy", 6);
+    let after = b.cpu(t, 1);
+    let copy = b.task(st, TaskKind::Memcpy, "Memcpy DtoH", 200);
+    b.launch(memcpy, copy, 4);
+    b.wait(memcpy, WaitTarget::Task(copy), 2);
+    let s = b.run();
+    let hops = critical_path_hops(&b.graph, &s, after);
+    let tasks: Vec<_> = hops.iter().map(|h| (h.task, h.at_issue)).collect();
+    assert_eq!(
+        tasks,
+        vec![
+            (before, false),
+            (memcpy, true),
+            (copy, false),
+            (memcpy, false),
+            (after, false)
+        ]
+    );
+    let summary = critical_path_summary(&b.graph, &s, after, 10);
+    assert_eq!(summary.end_ns, 223);
+    let total: i64 = summary.by_bound.iter().map(|t| t.wait_ns + t.busy_ns).sum();
+    assert_eq!(total, 223);
+    let runtime = summary
+        .by_bound
+        .iter()
+        .find(|t| t.kind == BoundKind::Runtime)
+        .unwrap();
+    assert_eq!((runtime.wait_ns, runtime.busy_ns), (2, 6));
+    assert_eq!(
+        summary.top_tasks,
+        vec![(copy, 200), (before, 10), (memcpy, 6), (after, 1)]
+    );
+}

@@ -1,0 +1,159 @@
+//! Metrics on hand-made timelines, measured and replayed alike.
+
+use lumos_graph::{Span, Step, TaskId};
+use lumos_sim::{
+    annotation_spans, breakdown, gpu_busy_timeline, step_spans, whole_span, Breakdown, SpanColumns,
+};
+
+use crate::builder::Builder;
+
+fn sp(start_ns: i64, end_ns: i64) -> Span {
+    Span { start_ns, end_ns }
+}
+
+/// Two compute streams, one comm stream and a CPU op, with the replay
+/// producing exactly the spans listed in `measured`.
+fn overlap_example() -> (Builder, Vec<Span>) {
+    let mut b = Builder::new();
+    let (t, s0, s1, s2) = (b.thread(), b.stream(0), b.stream(0), b.stream(0));
+    let cpu = b.cpu(t, 100);
+    let k0 = b.kernel(s0, 30);
+    let k1 = b.kernel(s1, 20);
+    let c = b.comm(s2, 25);
+    let k2 = b.kernel(s0, 30);
+    for (task, at) in [(k0, 10), (k1, 30), (c, 45), (k2, 90)] {
+        b.release(task, at);
+    }
+    let _ = cpu;
+    let measured = vec![sp(0, 100), sp(10, 40), sp(30, 50), sp(45, 70), sp(90, 120)];
+    (b, measured)
+}
+
+#[test]
+fn breakdown_splits_compute_and_comm_overlap() {
+    let (b, measured) = overlap_example();
+    let window = sp(0, 100);
+    // C = [10,50] + [90,100] (clipped), M = [45,70].
+    let expected = Breakdown {
+        exposed_compute_ns: 45,
+        overlapped_ns: 5,
+        exposed_comm_ns: 20,
+        idle_ns: 30,
+        total_ns: 100,
+    };
+    assert_eq!(breakdown(&b.graph, &measured, window), expected);
+    assert_eq!(expected.busy_ns(), 70);
+    // The replay reproduces the same spans, so the same numbers.
+    let replayed = b.run();
+    assert_eq!(breakdown(&b.graph, &replayed, window), expected);
+    let start: Vec<i64> = measured.iter().map(|s| s.start_ns).collect();
+    let end: Vec<i64> = measured.iter().map(|s| s.end_ns).collect();
+    let columns = SpanColumns {
+        start_ns: &start,
+        end_ns: &end,
+    };
+    assert_eq!(breakdown(&b.graph, &columns, window), expected);
+}
+
+#[test]
+fn breakdown_clips_to_the_window() {
+    let (b, measured) = overlap_example();
+    let got = breakdown(&b.graph, &measured, sp(40, 60));
+    assert_eq!(
+        got,
+        Breakdown {
+            exposed_compute_ns: 5,
+            overlapped_ns: 5,
+            exposed_comm_ns: 10,
+            idle_ns: 0,
+            total_ns: 20,
+        }
+    );
+    assert_eq!(
+        breakdown(&b.graph, &measured, sp(70, 70)),
+        Breakdown::default()
+    );
+}
+
+#[test]
+fn busy_timeline_gives_the_busy_fraction_per_bin() {
+    let (b, measured) = overlap_example();
+    let window = sp(0, 100);
+    assert_eq!(
+        gpu_busy_timeline(&b.graph, &measured, window, 25),
+        vec![0.6, 1.0, 0.8, 0.4]
+    );
+    // The last bin is 10 ns long and fully busy.
+    let got = gpu_busy_timeline(&b.graph, &measured, window, 30);
+    assert_eq!(got, vec![20.0 / 30.0, 1.0, 10.0 / 30.0, 1.0]);
+    assert!(gpu_busy_timeline(&b.graph, &measured, window, 0).is_empty());
+}
+
+/// One thread: step 1 = [f1, l1, g1] launching a long kernel k1; step 2 =
+/// [f2, g2] with no GPU work.
+fn stepped() -> (Builder, [TaskId; 6]) {
+    let mut b = Builder::new();
+    let (t, st) = (b.thread(), b.stream(0));
+    let f1 = b.cpu(t, 10);
+    let l1 = b.call(t, 5);
+    let g1 = b.cpu(t, 10);
+    let f2 = b.cpu(t, 10);
+    let g2 = b.cpu(t, 10);
+    let k1 = b.kernel(st, 100);
+    b.release(f1, 5);
+    b.launch(l1, k1, 1);
+    b.graph.steps = vec![
+        Step {
+            name: "ProfilerStep#1".into(),
+            first_task: f1,
+            lead_ns: 3,
+            last_task: g1,
+            tail_ns: 2,
+            tasks: vec![f1, l1, g1, k1],
+        },
+        Step {
+            name: "ProfilerStep#2".into(),
+            first_task: f2,
+            lead_ns: 1,
+            last_task: g2,
+            tail_ns: 4,
+            tasks: vec![f2, g2],
+        },
+    ];
+    (b, [f1, l1, g1, f2, g2, k1])
+}
+
+#[test]
+fn step_span_runs_to_the_last_gpu_task_of_the_step() {
+    let (b, _) = stepped();
+    let s = b.run();
+    // f1 5..15, l1 15..20, g1 20..30, k1 16..116, f2 30..40, g2 40..50.
+    assert_eq!(annotation_spans(&b.graph, &s), vec![sp(2, 32), sp(29, 54)]);
+    assert_eq!(step_spans(&b.graph, &s, None), vec![sp(2, 116), sp(29, 54)]);
+}
+
+#[test]
+fn step_span_from_annotations_matches_the_formula_on_measured_times() {
+    let (b, _) = stepped();
+    // A measured run with some extra CPU gaps; lead and tail come from it.
+    let measured = vec![
+        sp(7, 17),
+        sp(18, 23),
+        sp(25, 35),
+        sp(36, 46),
+        sp(50, 60),
+        sp(20, 90),
+    ];
+    let annotations = [sp(4, 37), sp(35, 64)];
+    let from_annotations = step_spans(&b.graph, &measured, Some(&annotations));
+    let from_formula = step_spans(&b.graph, &measured, None);
+    assert_eq!(from_annotations, vec![sp(4, 90), sp(35, 64)]);
+    assert_eq!(from_formula, from_annotations);
+}
+
+#[test]
+fn graph_without_steps_uses_the_whole_timeline() {
+    let (b, measured) = overlap_example();
+    assert_eq!(step_spans(&b.graph, &measured, None), vec![sp(0, 120)]);
+    assert_eq!(whole_span(&measured), sp(0, 120));
+}
