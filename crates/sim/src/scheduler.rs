@@ -190,9 +190,8 @@ struct Replay<'g> {
     links: Vec<Link>,
     /// Next task on the same processor, or NONE.
     proc_next: Vec<u32>,
-    /// Position of each task in its processor's task list.
-    pos_in_proc: Vec<u32>,
-    /// Whether any launch edge (dropped or not) points to the task.
+    /// Whether a launch edge (dropped or not) points to the task and its
+    /// launch call has not issued yet.
     has_launch: Vec<bool>,
     /// Per processor: how many of its tasks have been launched (streams only).
     launched: Vec<u32>,
@@ -381,7 +380,6 @@ impl<'g> Replay<'g> {
             link_off,
             links,
             proc_next,
-            pos_in_proc,
             has_launch,
             launched: vec![0; n_procs],
             streams,
@@ -412,8 +410,9 @@ impl<'g> Replay<'g> {
         Ok(replay)
     }
 
-    /// Moves a stream's launched count past tasks that have no launch edge:
-    /// they count as launched once their predecessor is.
+    /// Moves a stream's launched count past tasks that have no launch edge
+    /// left to wait for (never had one, or already issued): they count as
+    /// launched once their predecessor is.
     fn advance_launched(&mut self, p: usize) {
         let tasks = &self.graph.processors[p].tasks;
         let mut k = self.launched[p] as usize;
@@ -445,13 +444,14 @@ impl<'g> Replay<'g> {
         for k in self.link_off[t]..self.link_off[t + 1] {
             let link = self.links[k as usize];
             if link.has(LAUNCH) {
+                // The tail only moves over a contiguous prefix of launched
+                // tasks: a task launched early by another thread must not
+                // make a wait resolve past an earlier task still unlaunched,
+                // which would deadlock on the stream order.
                 let g = link.to as usize;
                 let p = self.graph.tasks[g].proc.idx();
-                let after = self.pos_in_proc[g] + 1;
-                if after > self.launched[p] {
-                    self.launched[p] = after;
-                    self.advance_launched(p);
-                }
+                self.has_launch[g] = false;
+                self.advance_launched(p);
             }
             if link.has(START_ANCHORED) && !link.has(DROPPED) {
                 self.satisfy(link.to, at + link.latency_ns, Bound::Edge(link.index()));
