@@ -17,10 +17,12 @@
 
 mod error;
 mod model;
-mod raw;
+mod parse;
 mod read;
 mod split;
 
 pub use error::{ErrorKind, ReadError};
 pub use model::*;
-pub use read::{rank_from_file_name, read_bytes, read_path, read_path_with_progress};
+pub use read::{
+    rank_from_file_name, read_bytes, read_bytes_with_chunk, read_path, read_path_with_progress,
+};

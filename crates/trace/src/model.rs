@@ -452,11 +452,6 @@ impl Skipped {
     pub fn total(&self) -> u64 {
         self.counts.values().sum()
     }
-
-    pub(crate) fn add(&mut self, cat: &str, reason: SkipReason, index: u64) {
-        *self.counts.entry((cat.to_owned(), reason)).or_insert(0) += 1;
-        self.first_index.entry(reason).or_insert(index);
-    }
 }
 
 /// One trace file, read.

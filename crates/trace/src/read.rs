@@ -1,21 +1,30 @@
-//! Reading a file: detect gzip, split the JSON into chunks of events, parse
-//! each chunk's events in parallel, and fold them into a [`Trace`] in order.
+//! Reading a file: detect gzip (decompressing on a second thread), split the
+//! JSON into chunks of events, parse each chunk's events in parallel, and
+//! fold them into a [`Trace`] in order.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::mpsc;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::{ErrorKind, ReadError};
 use crate::model::*;
-use crate::raw::{Micros, RawArgs, RawEvent, RawIdent};
-use crate::split::{Item, Splitter};
+use crate::parse::{self, Complete, PIdent, Parsed};
+use crate::split::{Item, ScanError, Splitter};
 
 /// Bytes of JSON read per chunk. Large enough that parallel parsing pays,
 /// small enough that the buffer stays a small part of peak memory.
 const CHUNK: usize = 4 << 20;
+
+/// Size of the blocks the decompression thread hands over.
+const GZIP_BLOCK: usize = 1 << 20;
+
+/// Decompressed blocks in flight between the threads.
+const GZIP_BLOCKS_IN_FLIGHT: usize = 2;
 
 /// Reads a trace file (`.json` or gzip-compressed, detected by content).
 pub fn read_path(path: &Path) -> Result<Trace, ReadError> {
@@ -29,29 +38,125 @@ pub fn read_path_with_progress(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Trace, ReadError> {
     let file = File::open(path).map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
-    read_from(path, BufReader::with_capacity(1 << 16, file), progress)
+    read_from(
+        path,
+        BufReader::with_capacity(1 << 18, file),
+        CHUNK,
+        progress,
+    )
 }
 
 /// Reads a trace from bytes already in memory; `path` only names it in
 /// errors and in [`Trace::path`].
 pub fn read_bytes(path: &Path, data: &[u8]) -> Result<Trace, ReadError> {
-    read_from(path, data, &|_| {})
+    read_from(path, data, CHUNK, &|_| {})
 }
 
-fn read_from<R: BufRead>(
+/// [`read_bytes`] with the JSON read `chunk` bytes at a time instead of
+/// a few MB, so tests can check that the result does not depend on where
+/// chunks end. Not part of the stable API.
+#[doc(hidden)]
+pub fn read_bytes_with_chunk(path: &Path, data: &[u8], chunk: usize) -> Result<Trace, ReadError> {
+    read_from(path, data, chunk.max(1), &|_| {})
+}
+
+fn read_from<R: BufRead + Send>(
     path: &Path,
     mut input: R,
+    chunk: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Trace, ReadError> {
     let head = input
         .fill_buf()
         .map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
-    let gzipped = head.starts_with(&[0x1f, 0x8b]);
-    if gzipped {
-        let decoder = flate2::bufread::MultiGzDecoder::new(input);
-        read_json(path, decoder, true, progress)
-    } else {
-        read_json(path, input, false, progress)
+    if !head.starts_with(&[0x1f, 0x8b]) {
+        return read_json(path, input, false, chunk, progress);
+    }
+    // Decompress on a second thread, overlapping with splitting and parsing.
+    std::thread::scope(|scope| {
+        let (full_tx, full_rx) = mpsc::sync_channel(GZIP_BLOCKS_IN_FLIGHT);
+        let (empty_tx, empty_rx) = mpsc::channel();
+        scope.spawn(move || inflate(input, full_tx, empty_rx));
+        let reader = BlockReader {
+            full: full_rx,
+            empty: empty_tx,
+            block: (Vec::new(), 0),
+            pos: 0,
+        };
+        read_json(path, reader, true, chunk, progress)
+    })
+}
+
+/// A block of decompressed bytes: the buffer and how much of it is filled.
+type GzBlock = (Vec<u8>, usize);
+
+/// Decompresses `input` into blocks sent on `full`, reusing the buffers that
+/// come back on `empty`. Stops at the end, after sending an error, or when
+/// the reader hangs up.
+fn inflate<R: BufRead>(
+    input: R,
+    full: mpsc::SyncSender<std::io::Result<GzBlock>>,
+    empty: mpsc::Receiver<Vec<u8>>,
+) {
+    let mut decoder = flate2::bufread::MultiGzDecoder::new(input);
+    loop {
+        // Recycled buffers are already initialized: no zeroing per block.
+        let mut block = empty.try_recv().unwrap_or_else(|_| vec![0; GZIP_BLOCK]);
+        let mut n = 0;
+        let mut error = None;
+        while n < block.len() {
+            match decoder.read(&mut block[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let end = n < block.len();
+        if n > 0 && full.send(Ok((block, n))).is_err() {
+            return;
+        }
+        if let Some(e) = error {
+            let _ = full.send(Err(e));
+            return;
+        }
+        if end {
+            return;
+        }
+    }
+}
+
+/// Reads the blocks [`inflate`] sends.
+struct BlockReader {
+    full: mpsc::Receiver<std::io::Result<GzBlock>>,
+    empty: mpsc::Sender<Vec<u8>>,
+    block: GzBlock,
+    pos: usize,
+}
+
+impl Read for BlockReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.block.1 {
+            match self.full.recv() {
+                Ok(Ok(block)) => {
+                    let (old, _) = std::mem::replace(&mut self.block, block);
+                    self.pos = 0;
+                    if !old.is_empty() {
+                        let _ = self.empty.send(old);
+                    }
+                }
+                Ok(Err(e)) => return Err(e),
+                // The thread finished: end of data.
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.block.1 - self.pos);
+        out[..n].copy_from_slice(&self.block.0[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
     }
 }
 
@@ -59,34 +164,36 @@ fn read_json<R: Read>(
     path: &Path,
     mut src: R,
     gzipped: bool,
+    chunk: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Trace, ReadError> {
     let err = |kind| ReadError::new(path, kind);
     let mut builder = Builder::new(path, gzipped);
     let mut splitter = Splitter::new();
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + (CHUNK >> 2));
+    // buf[..filled] holds the data; buf[filled..] is initialized spare room,
+    // reused between chunks so it is zeroed only when it grows.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut filled = 0usize;
     // Offset of buf[0] in the uncompressed stream.
     let mut base: u64 = 0;
     let mut pos = 0usize;
     let mut eof = false;
     let mut items = Vec::new();
+    let mut spare = Spare::default();
     loop {
-        // Read at least CHUNK new bytes, so an item larger than a chunk
+        // Read at least `chunk` new bytes, so an item larger than a chunk
         // still completes after a few rounds.
-        let target = buf.len() + CHUNK;
-        while !eof && buf.len() < target {
-            let old = buf.len();
+        let target = filled + chunk;
+        if buf.len() < target {
             buf.resize(target, 0);
-            match src.read(&mut buf[old..]) {
-                Ok(0) => {
-                    buf.truncate(old);
-                    eof = true;
-                }
-                Ok(n) => buf.truncate(old + n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(old),
+        }
+        while !eof && filled < target {
+            match src.read(&mut buf[filled..target]) {
+                Ok(0) => eof = true,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    buf.truncate(old);
-                    let uncompressed = base + buf.len() as u64;
+                    let uncompressed = base + filled as u64;
                     return Err(err(if gzipped {
                         ErrorKind::Gzip {
                             uncompressed,
@@ -98,21 +205,23 @@ fn read_json<R: Read>(
                 }
             }
         }
+        let data = &buf[..filled];
         items.clear();
-        splitter
-            .scan(&buf, &mut pos, eof, &mut items)
-            .map_err(|e| {
-                err(ErrorKind::Syntax {
-                    offset: base + e.offset as u64,
-                    event: None,
-                    message: e.message,
-                })
-            })?;
-        builder.take_items(&buf, base, &items)?;
+        let scanned = splitter.scan(data, &mut pos, eof, &mut items);
+        // Items before a structural error come first in the file: report
+        // theirs first.
+        builder.take_items(data, base, &items, &mut spare)?;
+        if let Err(ScanError { offset, message }) = scanned {
+            return Err(err(ErrorKind::Syntax {
+                offset: base + offset as u64,
+                event: splitter.current_event(),
+                message,
+            }));
+        }
         progress(base + pos as u64);
         if eof {
-            let total = base + buf.len() as u64;
-            if total == 0 || (buf.iter().all(|b| b.is_ascii_whitespace()) && base == 0) {
+            let total = base + filled as u64;
+            if !splitter.saw_root() {
                 return Err(err(ErrorKind::Empty));
             }
             if !splitter.is_done() {
@@ -129,36 +238,34 @@ fn read_json<R: Read>(
             builder.trace.json_bytes = total;
             return Ok(builder.finish());
         }
-        buf.drain(..pos);
+        buf.copy_within(pos..filled, 0);
+        filled -= pos;
         base += pos as u64;
         pos = 0;
     }
+}
+
+/// An empty vector for the parsed elements of the next chunk.
+#[derive(Default)]
+struct Spare(Vec<Option<Parsed<'static>>>);
+
+/// Empties `v` and hands back its allocation for another lifetime. (The
+/// standard library collects a `Map` over `vec::IntoIter` in place when the
+/// layouts match, as here.)
+fn recycle<'b>(mut v: Vec<Option<Parsed<'_>>>) -> Vec<Option<Parsed<'b>>> {
+    v.clear();
+    v.into_iter().map(|_| None).collect()
 }
 
 /// Folds parsed items into a [`Trace`].
 struct Builder {
     trace: Trace,
     interned: FxHashMap<String, StrId>,
+    /// Skip counts by reason, then category as written.
+    skipped: FxHashMap<SkipReason, FxHashMap<String, u64>>,
     /// Index of the next `traceEvents` element.
     index: u64,
     distributed_rank: Option<u32>,
-}
-
-enum Parsed<'a> {
-    Event(Box<RawEvent<'a>>),
-    BadType,
-    Syntax { offset: usize, message: String },
-}
-
-fn parse_event(bytes: &[u8]) -> Parsed<'_> {
-    match sonic_rs::from_slice::<RawEvent>(bytes) {
-        Ok(e) => Parsed::Event(Box::new(e)),
-        Err(e) if e.is_syntax() || e.is_eof() => Parsed::Syntax {
-            offset: e.offset(),
-            message: e.to_string(),
-        },
-        Err(_) => Parsed::BadType,
-    }
 }
 
 impl Builder {
@@ -170,66 +277,150 @@ impl Builder {
                 ..Trace::default()
             },
             interned: FxHashMap::default(),
+            skipped: FxHashMap::default(),
             index: 0,
             distributed_rank: None,
         }
     }
 
-    fn take_items(&mut self, buf: &[u8], base: u64, items: &[Item]) -> Result<(), ReadError> {
-        let parsed: Vec<Option<Parsed>> = items
+    fn syntax(&self, offset: u64, event: Option<u64>, message: String) -> ReadError {
+        ReadError::new(
+            &self.trace.path,
+            ErrorKind::Syntax {
+                offset,
+                event,
+                message,
+            },
+        )
+    }
+
+    fn take_items(
+        &mut self,
+        buf: &[u8],
+        base: u64,
+        items: &[Item],
+        spare: &mut Spare,
+    ) -> Result<(), ReadError> {
+        // Reusing the allocation keeps the kernel from handing out (and
+        // zeroing) fresh pages for every chunk.
+        let mut parsed = recycle(std::mem::take(&mut spare.0));
+        items
             .par_iter()
-            .with_min_len(512)
+            .with_min_len(256)
             .map(|it| match it {
-                Item::Event(r) => Some(parse_event(&buf[r.clone()])),
-                _ => None,
+                Item::Event(r) => Some(parse::parse_event(&buf[r.clone()])),
+                Item::NonObject(r) => Some(match parse::validate_value(&buf[r.clone()]) {
+                    Ok(()) => Parsed::Skip {
+                        cat: Cow::Borrowed("-"),
+                        reason: SkipReason::NotAnObject,
+                    },
+                    Err(e) => Parsed::Syntax {
+                        offset: e.offset,
+                        message: e.message,
+                    },
+                }),
+                Item::Member { .. } => None,
             })
-            .collect();
-        for (item, parsed) in items.iter().zip(parsed) {
+            .collect_into_vec(&mut parsed);
+        let result = self.fold(buf, base, items, &mut parsed);
+        spare.0 = recycle(parsed);
+        result
+    }
+
+    fn fold(
+        &mut self,
+        buf: &[u8],
+        base: u64,
+        items: &[Item],
+        parsed: &mut Vec<Option<Parsed>>,
+    ) -> Result<(), ReadError> {
+        for (item, parsed) in items.iter().zip(parsed.drain(..)) {
             match (item, parsed) {
-                (Item::Event(r), Some(Parsed::Event(raw))) => {
-                    let _ = r;
-                    self.add_event(*raw);
-                    self.index += 1;
-                }
-                (Item::Event(_), Some(Parsed::BadType)) => {
-                    self.trace
-                        .skipped
-                        .add("-", SkipReason::BadFieldType, self.index);
-                    self.index += 1;
-                }
-                (Item::Event(r), Some(Parsed::Syntax { offset, message })) => {
-                    return Err(ReadError::new(
-                        &self.trace.path,
-                        ErrorKind::Syntax {
-                            offset: base + (r.start + offset) as u64,
-                            event: Some(self.index),
-                            message,
-                        },
-                    ));
-                }
-                (Item::NonObject(r), _) => {
-                    if let Err(e) = sonic_rs::from_slice::<sonic_rs::Value>(&buf[r.clone()]) {
-                        return Err(ReadError::new(
-                            &self.trace.path,
-                            ErrorKind::Syntax {
-                                offset: base + (r.start + e.offset()) as u64,
-                                event: Some(self.index),
-                                message: e.to_string(),
-                            },
-                        ));
-                    }
-                    self.trace
-                        .skipped
-                        .add("-", SkipReason::NotAnObject, self.index);
-                    self.index += 1;
-                }
                 (Item::Member { key, value }, _) => {
                     self.add_member(key, &buf[value.clone()], base + value.start as u64)?
                 }
-                (Item::Event(_), None) => unreachable!("events are always parsed"),
+                (Item::Event(r) | Item::NonObject(r), Some(Parsed::Syntax { offset, message })) => {
+                    return Err(self.syntax(
+                        base + (r.start + offset) as u64,
+                        Some(self.index),
+                        message,
+                    ));
+                }
+                (_, Some(p)) => {
+                    self.add(p);
+                    self.index += 1;
+                }
+                (_, None) => unreachable!("elements are always parsed"),
             }
         }
         Ok(())
+    }
+
+    fn add(&mut self, parsed: Parsed) {
+        match parsed {
+            Parsed::Complete(c) => self.add_complete(c),
+            Parsed::Flow {
+                kind,
+                phase,
+                id,
+                pid,
+                tid,
+                ts_ns,
+            } => {
+                let pid = self.ident(pid);
+                let tid = self.ident(tid);
+                self.trace.flows.push(Flow {
+                    kind,
+                    phase,
+                    id,
+                    pid,
+                    tid,
+                    ts_ns,
+                });
+            }
+            Parsed::TrackName { pid, tid, name } => {
+                let pid = self.ident(pid);
+                let tid = tid.map(|t| self.ident(t));
+                self.trace.track_names.push(TrackName { pid, tid, name });
+            }
+            Parsed::Metadata => {}
+            Parsed::Skip { cat, reason } => self.skip(&cat, reason),
+            Parsed::Syntax { .. } => unreachable!("syntax errors stop the fold"),
+        }
+    }
+
+    fn skip(&mut self, cat: &str, reason: SkipReason) {
+        let by_cat = self.skipped.entry(reason).or_default();
+        match by_cat.get_mut(cat) {
+            Some(n) => *n += 1,
+            None => {
+                by_cat.insert(cat.to_owned(), 1);
+            }
+        }
+        self.trace
+            .skipped
+            .first_index
+            .entry(reason)
+            .or_insert(self.index);
+    }
+
+    fn add_complete(&mut self, c: Complete) {
+        let name = self.intern(&c.name);
+        let pid = self.ident(c.pid);
+        let tid = self.ident(c.tid);
+        self.trace.events.push(Event {
+            category: c.category,
+            name,
+            pid,
+            tid,
+            ts_ns: c.ts_ns,
+            dur_ns: c.dur_ns,
+            correlation: c.correlation,
+            external_id: c.external_id,
+            stream: c.stream,
+            device: c.device,
+            extra: c.extra,
+        });
     }
 
     fn intern(&mut self, s: &str) -> StrId {
@@ -242,142 +433,11 @@ impl Builder {
         id
     }
 
-    fn ident(&mut self, raw: &RawIdent) -> Ident {
-        match raw {
-            RawIdent::Num(n) => Ident::Num(*n),
-            RawIdent::Str(s) => match s.trim().parse::<i64>() {
-                Ok(n) => Ident::Num(n),
-                Err(_) => Ident::Name(self.intern(s)),
-            },
+    fn ident(&mut self, id: PIdent) -> Ident {
+        match id {
+            PIdent::Num(n) => Ident::Num(n),
+            PIdent::Name(s) => Ident::Name(self.intern(&s)),
         }
-    }
-
-    fn add_event(&mut self, raw: RawEvent) {
-        let idx = self.index;
-        let cat = raw.cat.as_deref().unwrap_or("");
-        let cat_label = if cat.is_empty() { "-" } else { cat };
-        let Some(ph) = raw.ph.as_deref() else {
-            self.trace
-                .skipped
-                .add(cat_label, SkipReason::MissingPhase, idx);
-            return;
-        };
-        match ph {
-            "X" => self.add_complete(raw, idx),
-            "M" => self.add_metadata(raw, idx),
-            "s" | "f" | "t" => self.add_flow(raw, idx),
-            "i" | "I" | "C" => self.trace.skipped.add(cat_label, SkipReason::NotATask, idx),
-            _ => self
-                .trace
-                .skipped
-                .add(cat_label, SkipReason::UnsupportedPhase, idx),
-        }
-    }
-
-    fn add_complete(&mut self, raw: RawEvent, idx: u64) {
-        let cat = raw.cat.as_deref().unwrap_or("");
-        let cat_label = if cat.is_empty() { "-" } else { cat };
-        let Some(category) = Category::parse(cat) else {
-            let reason = if is_known_unmodeled(cat) {
-                SkipReason::NotModeled
-            } else {
-                SkipReason::UnknownCategory
-            };
-            self.trace.skipped.add(cat_label, reason, idx);
-            return;
-        };
-        let skip = |b: &mut Self, r| b.trace.skipped.add(cat_label, r, idx);
-        let ts = match raw.ts {
-            None | Some(Micros::Invalid) => return skip(self, SkipReason::MissingTs),
-            Some(Micros::OutOfRange) => return skip(self, SkipReason::TimeOutOfRange),
-            Some(Micros::Ns(t)) => t,
-        };
-        let dur = match raw.dur {
-            None | Some(Micros::Invalid) => return skip(self, SkipReason::MissingDur),
-            Some(Micros::OutOfRange) => return skip(self, SkipReason::TimeOutOfRange),
-            Some(Micros::Ns(d)) if d < 0 => return skip(self, SkipReason::NegativeDur),
-            Some(Micros::Ns(d)) => d,
-        };
-        if ts.checked_add(dur).is_none() {
-            return skip(self, SkipReason::TimeOutOfRange);
-        }
-        let Some(name) = raw.name.as_deref() else {
-            return skip(self, SkipReason::MissingName);
-        };
-        let (Some(pid), Some(tid)) = (raw.pid.as_ref(), raw.tid.as_ref()) else {
-            return skip(self, SkipReason::MissingPidTid);
-        };
-        let name = self.intern(name);
-        let pid = self.ident(pid);
-        let tid = self.ident(tid);
-        let args = raw.args.unwrap_or_default();
-        let extra = extra_from(&args);
-        self.trace.events.push(Event {
-            category,
-            name,
-            pid,
-            tid,
-            ts_ns: ts,
-            dur_ns: dur,
-            correlation: args.correlation.0,
-            external_id: args.external_id.0,
-            stream: args.stream.0,
-            device: args.device.0,
-            extra: (!extra.is_empty()).then(|| Box::new(extra)),
-        });
-    }
-
-    fn add_metadata(&mut self, raw: RawEvent, _idx: u64) {
-        let (Some(name), Some(pid)) = (raw.name.as_deref(), raw.pid.as_ref()) else {
-            return;
-        };
-        let Some(label) = raw.args.as_ref().and_then(|a| a.name.0.as_deref()) else {
-            return;
-        };
-        let label = label.to_owned();
-        let tid = match name {
-            "thread_name" => raw.tid.as_ref().map(|t| self.ident(t)),
-            "process_name" => None,
-            _ => return,
-        };
-        let pid = self.ident(pid);
-        self.trace.track_names.push(TrackName {
-            pid,
-            tid,
-            name: label,
-        });
-    }
-
-    fn add_flow(&mut self, raw: RawEvent, idx: u64) {
-        let cat = raw.cat.as_deref().unwrap_or("");
-        let kind = match cat {
-            "ac2g" | "async_cpu_to_gpu" | "async" => FlowKind::Launch,
-            "fwdbwd" => FlowKind::FwdBwd,
-            _ => {
-                let label = if cat.is_empty() { "-" } else { cat };
-                return self.trace.skipped.add(label, SkipReason::BadFlow, idx);
-            }
-        };
-        let (Some(id), Some(Micros::Ns(ts)), Some(pid), Some(tid)) =
-            (raw.id.0, raw.ts, raw.pid.as_ref(), raw.tid.as_ref())
-        else {
-            return self.trace.skipped.add(cat, SkipReason::BadFlow, idx);
-        };
-        let phase = if raw.ph.as_deref() == Some("s") {
-            FlowPhase::Start
-        } else {
-            FlowPhase::End
-        };
-        let pid = self.ident(pid);
-        let tid = self.ident(tid);
-        self.trace.flows.push(Flow {
-            kind,
-            phase,
-            id,
-            pid,
-            tid,
-            ts_ns: ts,
-        });
     }
 
     fn add_member(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ReadError> {
@@ -449,6 +509,11 @@ impl Builder {
     fn finish(mut self) -> Trace {
         let t = &mut self.trace;
         t.events_total = self.index;
+        for (reason, by_cat) in self.skipped.drain() {
+            for (cat, n) in by_cat {
+                t.skipped.counts.insert((cat, reason), n);
+            }
+        }
         if let Some(r) = self.distributed_rank {
             t.meta.rank = r;
             t.meta.rank_source = RankSource::DistributedInfo;
@@ -488,43 +553,6 @@ impl Builder {
             ));
         }
         self.trace
-    }
-}
-
-fn extra_from(a: &RawArgs) -> EventExtra {
-    let collective = if a.collective_name.0.is_some()
-        || a.pg_name.0.is_some()
-        || a.in_nelems.0.is_some()
-        || a.seq.0.is_some()
-    {
-        Some(CollectiveArgs {
-            name: a.collective_name.0.as_deref().map(Into::into),
-            in_nelems: a.in_nelems.0,
-            out_nelems: a.out_nelems.0,
-            group_size: a.group_size.0.and_then(|g| u32::try_from(g).ok()),
-            dtype: a.dtype.0.as_deref().map(Into::into),
-            pg_name: a.pg_name.0.as_deref().map(Into::into),
-            pg_desc: a.pg_desc.0.as_deref().map(Into::into),
-            pg_ranks: a.pg_ranks.0.as_deref().and_then(RankList::parse),
-            seq: a.seq.0,
-            src_rank: a.src_rank.0,
-            dst_rank: a.dst_rank.0,
-        })
-    } else {
-        None
-    };
-    EventExtra {
-        sequence_number: a.sequence_number.0,
-        fwd_thread_id: a.fwd_thread_id.0,
-        wait_on_stream: a.wait_on_stream.0,
-        wait_on_event_record_correlation: a.wait_on_cuda_event_record_corr_id.0,
-        event_id: a.wait_on_cuda_event_id.0.or(a.event_id.0),
-        graph_id: a.graph_id.0,
-        graph_node_id: a.graph_node_id.0,
-        bytes: a.bytes.0,
-        collective,
-        input_dims: a.input_dims.as_ref().map(|v| v.as_raw_str().to_owned()),
-        input_type: a.input_type.as_ref().map(|v| v.as_raw_str().to_owned()),
     }
 }
 
@@ -572,36 +600,6 @@ fn process_group_from(v: &sonic_rs::Value) -> ProcessGroup {
             .and_then(|x| u32::try_from(x).ok()),
         ranks,
     }
-}
-
-/// Categories Kineto writes that the model deliberately leaves out.
-fn is_known_unmodeled(cat: &str) -> bool {
-    matches!(
-        cat,
-        "python_function"
-            | "Python"
-            | "Trace"
-            | "overhead"
-            | "cpu_instant_event"
-            | "Memory"
-            | "memory"
-            | "external_correlation"
-            | "mtia_runtime"
-            | "mtia_ccp_events"
-            | "mtia_insight"
-            | "mtia_counters"
-            | "glow_runtime"
-            | "cuda_profiler_range"
-            | "hpu_op"
-            | "xpu_runtime"
-            | "xpu_driver"
-            | "xpu_scope_profiler"
-            | "xpu_sync"
-            | "collective_comm"
-            | "privateuse1_runtime"
-            | "privateuse1_driver"
-            | "hardware_counters"
-    )
 }
 
 /// The number after the last `rank` in a file name (`rank3.json.gz`,

@@ -88,6 +88,16 @@ impl Splitter {
         self.state == State::Done
     }
 
+    /// True once the first non-whitespace byte has been seen.
+    pub fn saw_root(&self) -> bool {
+        self.state != State::BeforeRoot
+    }
+
+    /// Index in `traceEvents` of the element being scanned, if inside it.
+    pub fn current_event(&self) -> Option<u64> {
+        (self.state == State::InEvents).then_some(self.events_seen)
+    }
+
     /// True if the root was an object and had a `traceEvents` array, or was
     /// itself an array.
     pub fn saw_events(&self) -> bool {
@@ -126,7 +136,10 @@ impl Splitter {
             let c = buf[i];
             match self.state {
                 State::Done => {
-                    return err(i, format!("unexpected {} after the top-level value", show(c)));
+                    return err(
+                        i,
+                        format!("unexpected {} after the top-level value", show(c)),
+                    );
                 }
                 State::BeforeRoot => match c {
                     b'{' => {
@@ -242,38 +255,171 @@ impl Splitter {
         }
     }
 
+    /// End (exclusive) of the object or array opening at `start`, or `None`
+    /// if the buffer ends first. Scans 64 bytes at a time (see [`Block`]) and
+    /// looks only at the brackets outside strings, checking that they match.
     fn nested_end(&mut self, buf: &[u8], start: usize) -> Result<Option<usize>, ScanError> {
         self.stack.clear();
-        let mut i = start;
-        while i < buf.len() {
-            match CLASS[buf[i] as usize] {
-                QUOTE => match string_end(buf, i)? {
-                    Some(end) => {
-                        i = end;
-                        continue;
-                    }
-                    None => return Ok(None),
-                },
-                OPEN => self.stack.push(buf[i]),
-                CLOSE => {
-                    let open = self.stack.pop();
-                    let want = if buf[i] == b'}' { b'{' } else { b'[' };
-                    if open != Some(want) {
-                        return Err(ScanError {
-                            offset: i,
-                            message: format!("mismatched {}", show(buf[i])),
-                        });
-                    }
-                    if self.stack.is_empty() {
-                        return Ok(Some(i + 1));
-                    }
+        let mut carry = Carry::default();
+        let mut p = start;
+        while p < buf.len() {
+            let block = Block::at(buf, p);
+            let mut brackets = block.brackets_outside_strings(&mut carry);
+            while brackets != 0 {
+                let i = p + brackets.trailing_zeros() as usize;
+                brackets &= brackets - 1;
+                let c = buf[i];
+                if c == b'{' || c == b'[' {
+                    self.stack.push(c);
+                    continue;
                 }
-                _ => {}
+                let want = if c == b'}' { b'{' } else { b'[' };
+                if self.stack.pop() != Some(want) {
+                    return Err(ScanError {
+                        offset: i,
+                        message: format!("mismatched {}", show(c)),
+                    });
+                }
+                if self.stack.is_empty() {
+                    return Ok(Some(i + 1));
+                }
             }
-            i += 1;
+            p += 64;
         }
         Ok(None)
     }
+}
+
+/// State carried from one 64-byte block to the next.
+#[derive(Default)]
+struct Carry {
+    /// All ones if the previous block ended inside a string.
+    in_string: u64,
+    /// 1 if the previous block ended in an odd run of backslashes, so this
+    /// block's first byte is escaped.
+    escaped: u64,
+}
+
+/// Bit masks (bit i for byte i) of one 64-byte block: the simdjson "stage 1"
+/// idea, cut down to what finding the end of a value needs.
+struct Block {
+    quote: u64,
+    backslash: u64,
+    /// `{` `[` `}` `]`.
+    bracket: u64,
+}
+
+impl Block {
+    /// The block at `buf[p..]`, padded with spaces past the end of `buf`.
+    #[inline]
+    fn at(buf: &[u8], p: usize) -> Block {
+        match buf.get(p..p + 64) {
+            Some(b) => Block::of(b.try_into().expect("64 bytes")),
+            None => {
+                let mut padded = [b' '; 64];
+                padded[..buf.len() - p].copy_from_slice(&buf[p..]);
+                Block::of(&padded)
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    fn of(b: &[u8; 64]) -> Block {
+        use std::arch::x86_64::*;
+        let (mut quote, mut backslash, mut bracket) = (0u64, 0u64, 0u64);
+        // SAFETY: SSE2 is part of the x86_64 baseline, and each unaligned
+        // 16-byte load is inside the 64-byte array.
+        #[allow(unused_unsafe)]
+        unsafe {
+            let q = _mm_set1_epi8(b'"' as i8);
+            let bs = _mm_set1_epi8(b'\\' as i8);
+            // `[` `]` are `{` `}` with bit 0x20 clear; setting it folds them.
+            let case = _mm_set1_epi8(0x20);
+            let open = _mm_set1_epi8(b'{' as i8);
+            let close = _mm_set1_epi8(b'}' as i8);
+            for k in 0..4 {
+                let v = _mm_loadu_si128(b.as_ptr().add(16 * k) as *const __m128i);
+                let folded = _mm_or_si128(v, case);
+                let mask = |m: __m128i| _mm_movemask_epi8(m) as u16 as u64;
+                quote |= mask(_mm_cmpeq_epi8(v, q)) << (16 * k);
+                backslash |= mask(_mm_cmpeq_epi8(v, bs)) << (16 * k);
+                bracket |= mask(_mm_or_si128(
+                    _mm_cmpeq_epi8(folded, open),
+                    _mm_cmpeq_epi8(folded, close),
+                )) << (16 * k);
+            }
+        }
+        Block {
+            quote,
+            backslash,
+            bracket,
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline]
+    fn of(b: &[u8; 64]) -> Block {
+        Block::of_scalar(b)
+    }
+
+    /// Portable version of [`Block::of`].
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+    fn of_scalar(b: &[u8; 64]) -> Block {
+        let (mut quote, mut backslash, mut bracket) = (0u64, 0u64, 0u64);
+        for (i, &c) in b.iter().enumerate() {
+            quote |= ((c == b'"') as u64) << i;
+            backslash |= ((c == b'\\') as u64) << i;
+            bracket |= (matches!(c, b'{' | b'}' | b'[' | b']') as u64) << i;
+        }
+        Block {
+            quote,
+            backslash,
+            bracket,
+        }
+    }
+
+    /// The brackets that are not inside strings, updating `carry`.
+    #[inline]
+    fn brackets_outside_strings(&self, carry: &mut Carry) -> u64 {
+        let escaped = if self.backslash | carry.escaped == 0 {
+            0
+        } else {
+            escaped_bytes(self.backslash, &mut carry.escaped)
+        };
+        let quotes = self.quote & !escaped;
+        let in_string = prefix_xor(quotes) ^ carry.in_string;
+        carry.in_string = ((in_string as i64) >> 63) as u64;
+        self.bracket & !in_string
+    }
+}
+
+/// Bit i set if byte i follows an odd run of backslashes (is escaped).
+/// `prev` is 1 if the block starts escaped, and is set for the next block.
+/// (simdjson's branchless `find_escaped`.)
+#[inline]
+fn escaped_bytes(backslash: u64, prev: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !*prev;
+    let follows_escape = (backslash << 1) | *prev;
+    let odd_starts = backslash & !EVEN & !follows_escape;
+    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
+    *prev = overflow as u64;
+    let invert = even_starts << 1;
+    (EVEN ^ invert) & follows_escape
+}
+
+/// Bit i is the xor of bits 0..=i: with quote bits, the inside of strings
+/// (opening quote included, closing quote excluded).
+#[inline]
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
 }
 
 fn skip_ws(buf: &[u8], mut i: usize) -> Option<usize> {
@@ -353,15 +499,70 @@ mod tests {
 
     #[test]
     fn every_split_point_gives_the_same_items() {
-        let text = r#"{"schemaVersion": 1, "traceEvents": [{"a": "x\\"}, {"b": [1, 2]}, "s"], "t": true}"#;
+        let text =
+            r#"{"schemaVersion": 1, "traceEvents": [{"a": "x\\"}, {"b": [1, 2]}, "s"], "t": true}"#;
         let whole = split_all(text).unwrap();
         for cut in 0..text.len() {
             let mut s = Splitter::new();
             let mut out = Vec::new();
             let mut pos = 0;
-            s.scan(&text.as_bytes()[..cut], &mut pos, false, &mut out).unwrap();
+            s.scan(&text.as_bytes()[..cut], &mut pos, false, &mut out)
+                .unwrap();
             s.scan(text.as_bytes(), &mut pos, true, &mut out).unwrap();
             assert_eq!(out, whole, "cut at {cut}");
+        }
+    }
+
+    /// Byte-at-a-time reference for [`Splitter::nested_end`]. Like the
+    /// block scanner, it treats a quote after an odd run of backslashes as
+    /// escaped even outside strings (invalid JSON either way, which the
+    /// event parser reports).
+    fn nested_end_reference(buf: &[u8], start: usize) -> Result<Option<usize>, usize> {
+        let mut stack = Vec::new();
+        let mut in_string = false;
+        let mut after_escape = false;
+        for (i, &c) in buf.iter().enumerate().skip(start) {
+            let escaped = after_escape;
+            after_escape = c == b'\\' && !escaped;
+            if c == b'"' && !escaped {
+                in_string = !in_string;
+            } else if !in_string && matches!(c, b'{' | b'[' | b'}' | b']') {
+                if c == b'{' || c == b'[' {
+                    stack.push(c);
+                    continue;
+                }
+                let want = if c == b'}' { b'{' } else { b'[' };
+                if stack.pop() != Some(want) {
+                    return Err(i);
+                }
+                if stack.is_empty() {
+                    return Ok(Some(i + 1));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn block_masks_match_scalar(bytes in proptest::collection::vec(
+            proptest::sample::select(b"{}[]\\\"ab \n".to_vec()), 64)) {
+            let b: &[u8; 64] = bytes.as_slice().try_into().unwrap();
+            let (fast, slow) = (Block::of(b), Block::of_scalar(b));
+            proptest::prop_assert_eq!(fast.quote, slow.quote);
+            proptest::prop_assert_eq!(fast.backslash, slow.backslash);
+            proptest::prop_assert_eq!(fast.bracket, slow.bracket);
+        }
+
+        #[test]
+        fn nested_end_matches_reference(tail in proptest::collection::vec(
+            proptest::sample::select(b"{}[]\\\"\\\"ab ".to_vec()), 0..400)) {
+            let mut buf = b"{".to_vec();
+            buf.extend_from_slice(&tail);
+            let got = Splitter::new().nested_end(&buf, 0).map_err(|e| e.offset);
+            proptest::prop_assert_eq!(got, nested_end_reference(&buf, 0));
         }
     }
 

@@ -55,7 +55,9 @@ fn independent_counts(doc: &serde_json::Value) -> (BTreeMap<&'static str, u64>, 
         if ph != "X" {
             continue;
         }
-        let Some(c) = Category::parse(cat) else { continue };
+        let Some(c) = Category::parse(cat) else {
+            continue;
+        };
         let ok = e["ts"].is_number()
             && e["dur"].as_f64().is_some_and(|d| d >= 0.0)
             && e["name"].is_string()
@@ -126,7 +128,11 @@ fn timestamps_are_integer_nanoseconds() {
     let dir = corpus_dir();
     // Fractional microseconds relative to baseTimeNanoseconds.
     let t = read_path(&dir.join("micro/h100-one-kernel.json.gz")).unwrap();
-    let k = t.events.iter().find(|e| e.category == Category::Kernel).unwrap();
+    let k = t
+        .events
+        .iter()
+        .find(|e| e.category == Category::Kernel)
+        .unwrap();
     assert_eq!(k.ts_ns, 88_511_388_202_785);
     assert_eq!(k.dur_ns, 20);
     // Absolute integer microseconds keep full precision.
