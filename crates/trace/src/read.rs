@@ -18,7 +18,7 @@ use crate::split::{Item, ScanError, Splitter};
 
 /// Bytes of JSON read per chunk. Large enough that parallel parsing pays,
 /// small enough that the buffer stays a small part of peak memory.
-const CHUNK: usize = 4 << 20;
+const CHUNK: usize = 1 << 20;
 
 /// Size of the blocks the decompression thread hands over.
 const GZIP_BLOCK: usize = 1 << 20;

@@ -1,0 +1,144 @@
+//! Reads trace files given on the command line and prints, per file, the
+//! events kept, the uncompressed size and the read speed. Meant for timing
+//! and for measuring peak memory with `/usr/bin/time -v`.
+//!
+//! ```text
+//! cargo run --release -p lumos-trace --example read_trace -- FILE...
+//! cargo run --release -p lumos-trace --example read_trace -- --decompress IN.json.gz OUT.json
+//! cargo run --release -p lumos-trace --example read_trace -- --concat N IN OUT.json
+//! ```
+//!
+//! `--decompress` writes the plain JSON of a gzip trace; `--concat N` writes a
+//! plain JSON trace whose `traceEvents` are those of `IN` repeated `N` times
+//! (a larger input to see how the reader scales). Neither output belongs in
+//! the repository.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--decompress") if args.len() == 3 => {
+            let text = load(Path::new(&args[1]));
+            std::fs::write(&args[2], text).expect("write output");
+            ExitCode::SUCCESS
+        }
+        Some("--concat") if args.len() == 4 => {
+            let n: usize = args[1].parse().expect("--concat N: N is a number");
+            let text = load(Path::new(&args[2]));
+            let out = std::fs::File::create(&args[3]).expect("create output");
+            write_concat(&text, n, std::io::BufWriter::new(out)).expect("write output");
+            ExitCode::SUCCESS
+        }
+        Some(_) => {
+            let mut ok = true;
+            for a in &args {
+                ok &= read_one(Path::new(a));
+            }
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        None => {
+            eprintln!("usage: read_trace FILE... | --decompress IN OUT | --concat N IN OUT");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read_one(path: &Path) -> bool {
+    let start = Instant::now();
+    match lumos_trace::read_path(path) {
+        Ok(t) => {
+            let secs = start.elapsed().as_secs_f64();
+            println!(
+                "{}: {} events ({} kept, {} flows, {} skipped), {:.1} MB JSON{}, {:.3} s, {:.0} MB/s",
+                path.display(),
+                t.events_total,
+                t.events.len(),
+                t.flows.len(),
+                t.skipped.total(),
+                t.json_bytes as f64 / 1e6,
+                if t.gzipped { " (gzip)" } else { "" },
+                secs,
+                t.json_bytes as f64 / 1e6 / secs
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+/// The whole uncompressed text of a trace (gzip detected by content).
+fn load(path: &Path) -> Vec<u8> {
+    let raw = std::fs::read(path).expect("read input");
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut text = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut text)
+            .expect("decompress input");
+        text
+    } else {
+        raw
+    }
+}
+
+/// Writes `text` with the body of its `traceEvents` array repeated `n` times.
+fn write_concat(text: &[u8], n: usize, mut out: impl Write) -> std::io::Result<()> {
+    let key = b"\"traceEvents\"";
+    let at = text
+        .windows(key.len())
+        .position(|w| w == key)
+        .expect("input has traceEvents");
+    let open = at + text[at..].iter().position(|&b| b == b'[').expect("[");
+    let close = matching_bracket(text, open);
+    let body = text[open + 1..close].trim_ascii();
+    out.write_all(&text[..=open])?;
+    for i in 0..n {
+        if i > 0 {
+            out.write_all(b",\n")?;
+        }
+        out.write_all(body)?;
+    }
+    out.write_all(&text[close..])?;
+    out.flush()
+}
+
+/// Index of the `]` closing the `[` at `open`, skipping strings.
+fn matching_bracket(text: &[u8], open: usize) -> usize {
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut i = open;
+    while i < text.len() {
+        let c = text[i];
+        if in_str {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_str = true,
+                b'[' | b'{' => depth += 1,
+                b']' | b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return i;
+                    }
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    panic!("unbalanced traceEvents array");
+}

@@ -1,0 +1,1310 @@
+//! Parses one `traceEvents` element into what the [`crate::Trace`] keeps.
+//!
+//! A small validating JSON parser, specialized for the shape of an event: it
+//! matches the keys the model uses, converts their values in place (times to
+//! exact integer nanoseconds, ids to integers), and skips everything else
+//! without building anything. It runs on the rayon pool, one element at a
+//! time, and does all the per-event work except interning, which the
+//! sequential fold in `read.rs` does.
+//!
+//! Values are lenient where exporters disagree on types: a numeric argument
+//! written as a string or with another JSON type reads as a number or as
+//! absent rather than failing the event. A `ph`, `cat`, `name`, `pid`,
+//! `tid` or `args` of the wrong JSON type skips the event
+//! ([`SkipReason::BadFieldType`]). Any JSON syntax error fails the file.
+
+use std::borrow::Cow;
+
+use crate::model::{
+    Category, CollectiveArgs, EventExtra, FlowKind, FlowPhase, RankList, SkipReason,
+};
+
+/// How deep arrays and objects may nest inside an event.
+const MAX_DEPTH: u32 = 128;
+
+/// A `pid` / `tid`: a number (numeric strings included) or a name.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PIdent<'a> {
+    Num(i64),
+    Name(Cow<'a, str>),
+}
+
+/// A kept complete event, before interning.
+#[derive(Debug)]
+pub(crate) struct Complete<'a> {
+    pub category: Category,
+    pub name: Cow<'a, str>,
+    pub pid: PIdent<'a>,
+    pub tid: PIdent<'a>,
+    pub ts_ns: i64,
+    pub dur_ns: i64,
+    pub correlation: Option<u64>,
+    pub external_id: Option<u64>,
+    pub stream: Option<i64>,
+    pub device: Option<i64>,
+    pub extra: Option<Box<EventExtra>>,
+}
+
+/// What one element of `traceEvents` amounts to.
+#[derive(Debug)]
+pub(crate) enum Parsed<'a> {
+    Complete(Complete<'a>),
+    Flow {
+        kind: FlowKind,
+        phase: FlowPhase,
+        id: u64,
+        pid: PIdent<'a>,
+        tid: PIdent<'a>,
+        ts_ns: i64,
+    },
+    /// A `thread_name` / `process_name` metadata event.
+    TrackName {
+        pid: PIdent<'a>,
+        tid: Option<PIdent<'a>>,
+        name: String,
+    },
+    /// Other metadata events: neither kept nor counted as skipped.
+    Metadata,
+    /// Not kept; `cat` is the category as written, or `-`.
+    Skip {
+        cat: Cow<'a, str>,
+        reason: SkipReason,
+    },
+    /// Malformed JSON, at a byte offset in the element.
+    Syntax {
+        offset: usize,
+        message: String,
+    },
+}
+
+/// A JSON syntax error at a byte offset in the parsed text.
+#[derive(Debug)]
+pub(crate) struct SyntaxError {
+    pub offset: usize,
+    pub message: String,
+}
+
+/// Boxed so that results stay small on the hot path.
+type Result<T> = std::result::Result<T, Box<SyntaxError>>;
+
+/// Parses the element `text` (which starts with `{`).
+pub(crate) fn parse_event(text: &[u8]) -> Parsed<'_> {
+    let s = match std::str::from_utf8(text) {
+        Ok(s) => s,
+        Err(e) => {
+            return Parsed::Syntax {
+                offset: e.valid_up_to(),
+                message: "invalid UTF-8".into(),
+            }
+        }
+    };
+    let mut p = Parser::new(s);
+    // Filled in place: the struct is large, and moving it costs.
+    let mut ev = RawEvent::default();
+    match p.event(&mut ev).and_then(|()| p.end()) {
+        Ok(()) if p.bad_type => Parsed::Skip {
+            cat: Cow::Borrowed("-"),
+            reason: SkipReason::BadFieldType,
+        },
+        Ok(()) => ev.take_parsed(),
+        Err(e) => Parsed::Syntax {
+            offset: e.offset,
+            message: e.message,
+        },
+    }
+}
+
+/// Checks that `text` is one complete JSON value.
+pub(crate) fn validate_value(text: &[u8]) -> Result<()> {
+    let s = std::str::from_utf8(text).map_err(|e| {
+        Box::new(SyntaxError {
+            offset: e.valid_up_to(),
+            message: "invalid UTF-8".into(),
+        })
+    })?;
+    let mut p = Parser::new(s);
+    p.ws();
+    p.skip_value()?;
+    p.end()
+}
+
+/// The fields of an event as written, converted but not yet checked.
+#[derive(Default)]
+struct RawEvent<'a> {
+    ph: Option<Cow<'a, str>>,
+    cat: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    pid: Option<PIdent<'a>>,
+    tid: Option<PIdent<'a>>,
+    ts: Option<Micros>,
+    dur: Option<Micros>,
+    id: Option<u64>,
+    /// Whether `args` was an object.
+    has_args: bool,
+    args: RawArgs<'a>,
+}
+
+#[derive(Default)]
+struct RawArgs<'a> {
+    correlation: Option<u64>,
+    external_id: Option<u64>,
+    stream: Option<i64>,
+    device: Option<i64>,
+    sequence_number: Option<i64>,
+    fwd_thread_id: Option<i64>,
+    wait_on_stream: Option<i64>,
+    wait_on_cuda_event_record_corr_id: Option<i64>,
+    wait_on_cuda_event_id: Option<i64>,
+    event_id: Option<i64>,
+    graph_id: Option<i64>,
+    graph_node_id: Option<i64>,
+    bytes: Option<u64>,
+    /// `name` of `thread_name` / `process_name` metadata events.
+    name: Option<Cow<'a, str>>,
+    collective_name: Option<Cow<'a, str>>,
+    in_nelems: Option<u64>,
+    out_nelems: Option<u64>,
+    group_size: Option<u64>,
+    dtype: Option<Cow<'a, str>>,
+    pg_name: Option<Cow<'a, str>>,
+    pg_desc: Option<Cow<'a, str>>,
+    pg_ranks: Option<Cow<'a, str>>,
+    seq: Option<i64>,
+    src_rank: Option<i64>,
+    dst_rank: Option<i64>,
+    /// Raw JSON text.
+    input_dims: Option<&'a str>,
+    /// Raw JSON text.
+    input_type: Option<&'a str>,
+    /// Whether any field that goes to [`EventExtra`] was seen.
+    has_extra: bool,
+}
+
+impl<'a> RawEvent<'a> {
+    /// What the event amounts to; takes the fields out of `self`.
+    fn take_parsed(&mut self) -> Parsed<'a> {
+        if self.ph.as_deref() == Some("M") {
+            return self.take_metadata();
+        }
+        let cat = self.cat.take().unwrap_or(Cow::Borrowed(""));
+        let label = |cat: Cow<'a, str>| {
+            if cat.is_empty() {
+                Cow::Borrowed("-")
+            } else {
+                cat
+            }
+        };
+        let skip = |cat, reason| Parsed::Skip {
+            cat: label(cat),
+            reason,
+        };
+        let Some(ph) = self.ph.as_deref() else {
+            return skip(cat, SkipReason::MissingPhase);
+        };
+        match ph {
+            "X" => {}
+            "s" | "f" | "t" => {
+                let kind = match &*cat {
+                    "ac2g" | "async_cpu_to_gpu" | "async" => FlowKind::Launch,
+                    "fwdbwd" => FlowKind::FwdBwd,
+                    _ => return skip(cat, SkipReason::BadFlow),
+                };
+                let phase = if ph == "s" {
+                    FlowPhase::Start
+                } else {
+                    FlowPhase::End
+                };
+                let (Some(id), Some(Micros::Ns(ts_ns)), Some(pid), Some(tid)) =
+                    (self.id, self.ts, self.pid.take(), self.tid.take())
+                else {
+                    return skip(cat, SkipReason::BadFlow);
+                };
+                return Parsed::Flow {
+                    kind,
+                    phase,
+                    id,
+                    pid,
+                    tid,
+                    ts_ns,
+                };
+            }
+            "i" | "I" | "C" => return skip(cat, SkipReason::NotATask),
+            _ => return skip(cat, SkipReason::UnsupportedPhase),
+        }
+        let Some(category) = Category::parse(&cat) else {
+            let reason = if is_known_unmodeled(&cat) {
+                SkipReason::NotModeled
+            } else {
+                SkipReason::UnknownCategory
+            };
+            return skip(cat, reason);
+        };
+        let ts_ns = match self.ts {
+            None | Some(Micros::Invalid) => return skip(cat, SkipReason::MissingTs),
+            Some(Micros::OutOfRange) => return skip(cat, SkipReason::TimeOutOfRange),
+            Some(Micros::Ns(t)) => t,
+        };
+        let dur_ns = match self.dur {
+            None | Some(Micros::Invalid) => return skip(cat, SkipReason::MissingDur),
+            Some(Micros::OutOfRange) => return skip(cat, SkipReason::TimeOutOfRange),
+            Some(Micros::Ns(d)) if d < 0 => return skip(cat, SkipReason::NegativeDur),
+            Some(Micros::Ns(d)) => d,
+        };
+        if ts_ns.checked_add(dur_ns).is_none() {
+            return skip(cat, SkipReason::TimeOutOfRange);
+        }
+        let Some(name) = self.name.take() else {
+            return skip(cat, SkipReason::MissingName);
+        };
+        let (Some(pid), Some(tid)) = (self.pid.take(), self.tid.take()) else {
+            return skip(cat, SkipReason::MissingPidTid);
+        };
+        let args = &self.args;
+        Parsed::Complete(Complete {
+            category,
+            name,
+            pid,
+            tid,
+            ts_ns,
+            dur_ns,
+            correlation: args.correlation,
+            external_id: args.external_id,
+            stream: args.stream,
+            device: args.device,
+            extra: args
+                .has_extra
+                .then(|| extra_from(args))
+                .filter(|e| !e.is_empty())
+                .map(Box::new),
+        })
+    }
+
+    fn take_metadata(&mut self) -> Parsed<'a> {
+        let (Some(name), Some(pid)) = (self.name.as_deref(), self.pid.take()) else {
+            return Parsed::Metadata;
+        };
+        let Some(label) = self.args.name.take().filter(|_| self.has_args) else {
+            return Parsed::Metadata;
+        };
+        let tid = match name {
+            "thread_name" => self.tid.take(),
+            "process_name" => None,
+            _ => return Parsed::Metadata,
+        };
+        Parsed::TrackName {
+            pid,
+            tid,
+            name: label.into_owned(),
+        }
+    }
+}
+
+fn extra_from(a: &RawArgs) -> EventExtra {
+    let collective = if a.collective_name.is_some()
+        || a.pg_name.is_some()
+        || a.in_nelems.is_some()
+        || a.seq.is_some()
+    {
+        Some(CollectiveArgs {
+            name: a.collective_name.as_deref().map(Into::into),
+            in_nelems: a.in_nelems,
+            out_nelems: a.out_nelems,
+            group_size: a.group_size.and_then(|g| u32::try_from(g).ok()),
+            dtype: a.dtype.as_deref().map(Into::into),
+            pg_name: a.pg_name.as_deref().map(Into::into),
+            pg_desc: a.pg_desc.as_deref().map(Into::into),
+            pg_ranks: a.pg_ranks.as_deref().and_then(RankList::parse),
+            seq: a.seq,
+            src_rank: a.src_rank,
+            dst_rank: a.dst_rank,
+        })
+    } else {
+        None
+    };
+    EventExtra {
+        sequence_number: a.sequence_number,
+        fwd_thread_id: a.fwd_thread_id,
+        wait_on_stream: a.wait_on_stream,
+        wait_on_event_record_correlation: a.wait_on_cuda_event_record_corr_id,
+        event_id: a.wait_on_cuda_event_id.or(a.event_id),
+        graph_id: a.graph_id,
+        graph_node_id: a.graph_node_id,
+        bytes: a.bytes,
+        collective,
+        input_dims: a.input_dims.map(str::to_owned),
+        input_type: a.input_type.map(str::to_owned),
+    }
+}
+
+/// Stores `v`; true if it is a value (for [`RawArgs::has_extra`]).
+fn set<T>(field: &mut Option<T>, v: Option<T>) -> bool {
+    *field = v;
+    field.is_some()
+}
+
+/// Categories Kineto writes that the model deliberately leaves out.
+pub(crate) fn is_known_unmodeled(cat: &str) -> bool {
+    matches!(
+        cat,
+        "python_function"
+            | "Python"
+            | "Trace"
+            | "overhead"
+            | "cpu_instant_event"
+            | "Memory"
+            | "memory"
+            | "external_correlation"
+            | "mtia_runtime"
+            | "mtia_ccp_events"
+            | "mtia_insight"
+            | "mtia_counters"
+            | "glow_runtime"
+            | "cuda_profiler_range"
+            | "hpu_op"
+            | "xpu_runtime"
+            | "xpu_driver"
+            | "xpu_scope_profiler"
+            | "xpu_sync"
+            | "collective_comm"
+            | "privateuse1_runtime"
+            | "privateuse1_driver"
+            | "hardware_counters"
+    )
+}
+
+/// A time in microseconds as written, converted to integer nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Micros {
+    Ns(i64),
+    OutOfRange,
+    Invalid,
+}
+
+/// A JSON number: its text (grammar checked) and the parts the
+/// conversions need, computed while scanning.
+#[derive(Debug, Clone, Copy)]
+struct Number<'a> {
+    text: &'a str,
+    neg: bool,
+    /// The integer part, or `None` if it does not fit in a u64.
+    int: Option<u64>,
+    /// Whether there is a fraction.
+    has_frac: bool,
+    /// The first three fraction digits as an integer (`.5` gives 500).
+    frac3: u64,
+    /// Whether the fourth fraction digit is 5 or more.
+    round_up: bool,
+    has_exp: bool,
+}
+
+/// A number as a JSON parser would hand it over: unsigned, negative or
+/// floating (fractions, exponents, and integers out of 64-bit range).
+enum NumValue {
+    U(u64),
+    I(i64),
+    F(f64),
+}
+
+impl Number<'_> {
+    fn value(&self) -> NumValue {
+        if !self.has_frac && !self.has_exp {
+            if let Some(u) = self.int {
+                if !self.neg {
+                    return NumValue::U(u);
+                }
+                if u <= 1 << 63 {
+                    return NumValue::I((u as i64).wrapping_neg());
+                }
+            }
+        }
+        NumValue::F(self.text.parse().unwrap_or(f64::NAN))
+    }
+
+    /// Microseconds to ns, exactly for plain decimals (`1669783687464181`,
+    /// `88511388202.785`); rounded half away from zero past the third
+    /// decimal. Exponents go through f64.
+    #[inline]
+    fn micros(&self) -> Micros {
+        if self.has_exp {
+            return micros_from_f64(self.text.parse().unwrap_or(f64::NAN));
+        }
+        let ns = self
+            .int
+            .and_then(|int| int.checked_mul(1000))
+            .and_then(|n| n.checked_add(self.frac3 + u64::from(self.round_up)))
+            .and_then(|n| i64::try_from(n).ok());
+        match ns {
+            Some(n) => Micros::Ns(if self.neg { -n } else { n }),
+            None => Micros::OutOfRange,
+        }
+    }
+}
+
+fn digits_u64(digits: &[u8]) -> Option<u64> {
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(v)
+}
+
+fn micros_from_f64(v: f64) -> Micros {
+    let ns = (v * 1000.0).round();
+    if !ns.is_finite() {
+        Micros::Invalid
+    } else if ns.abs() >= 9.2e18 {
+        Micros::OutOfRange
+    } else {
+        Micros::Ns(ns as i64)
+    }
+}
+
+/// Exact decimal microseconds (`"1234.567"`) to ns, for times written as
+/// strings.
+pub(crate) fn parse_decimal_micros(s: &str) -> Micros {
+    let s = s.trim();
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Micros::Invalid;
+    }
+    let mut ns: i64 = 0;
+    for b in int.bytes() {
+        ns = match ns
+            .checked_mul(10)
+            .and_then(|n| n.checked_add((b - b'0') as i64))
+        {
+            Some(n) => n,
+            None => return Micros::OutOfRange,
+        };
+    }
+    let Some(mut ns) = ns.checked_mul(1000) else {
+        return Micros::OutOfRange;
+    };
+    let mut scale = 100;
+    for b in frac.bytes().take(3) {
+        ns += (b - b'0') as i64 * scale;
+        scale /= 10;
+    }
+    Micros::Ns(if neg { -ns } else { ns })
+}
+
+/// One JSON value, with containers already skipped.
+enum Value<'a> {
+    Null,
+    Bool,
+    Num(Number<'a>),
+    Str(Cow<'a, str>),
+    Container,
+}
+
+/// Conversions of a [`Value`] for the fields of a [`RawEvent`]. `Err(())` is
+/// a wrong JSON type.
+impl<'a> Value<'a> {
+    /// `ph`, `cat`, `name`: a string or null.
+    fn opt_str(self) -> std::result::Result<Option<Cow<'a, str>>, ()> {
+        match self {
+            Value::Null => Ok(None),
+            Value::Str(s) => Ok(Some(s)),
+            _ => Err(()),
+        }
+    }
+
+    /// `pid`, `tid`: an integer, a string, or null.
+    fn ident(self) -> std::result::Result<Option<PIdent<'a>>, ()> {
+        match self {
+            Value::Null => Ok(None),
+            Value::Num(n) => match n.value() {
+                NumValue::U(u) => i64::try_from(u).map(|v| Some(PIdent::Num(v))).map_err(drop),
+                NumValue::I(i) => Ok(Some(PIdent::Num(i))),
+                NumValue::F(f) if f.fract() == 0.0 && f.abs() < 9.0e18 => {
+                    Ok(Some(PIdent::Num(f as i64)))
+                }
+                NumValue::F(_) => Err(()),
+            },
+            Value::Str(s) => Ok(Some(match s.trim().parse::<i64>() {
+                Ok(n) => PIdent::Num(n),
+                Err(_) => PIdent::Name(s),
+            })),
+            _ => Err(()),
+        }
+    }
+
+    /// `ts`, `dur`: any JSON value; null reads as absent.
+    fn micros(self) -> Option<Micros> {
+        match self {
+            Value::Null => None,
+            Value::Num(n) => Some(n.micros()),
+            Value::Str(s) => Some(parse_decimal_micros(&s)),
+            Value::Bool | Value::Container => Some(Micros::Invalid),
+        }
+    }
+
+    /// A lenient integer: a number, or a string holding one (decimal or
+    /// `0x` hex); anything else reads as absent.
+    fn int<T: FromJsonNumber>(self) -> Option<T> {
+        match self {
+            Value::Num(n) => match n.value() {
+                NumValue::U(u) => T::from_u64(u),
+                NumValue::I(i) => T::from_i64(i),
+                NumValue::F(f) if f.fract() == 0.0 && f.abs() < 9.0e18 => T::from_i64(f as i64),
+                NumValue::F(_) => None,
+            },
+            Value::Str(s) => {
+                let v = s.trim();
+                match v.strip_prefix("0x") {
+                    Some(hex) => u64::from_str_radix(hex, 16).ok().and_then(T::from_u64),
+                    None => v
+                        .parse::<i64>()
+                        .ok()
+                        .and_then(T::from_i64)
+                        .or_else(|| v.parse::<u64>().ok().and_then(T::from_u64)),
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// A lenient string: numbers are written out; other types read as
+    /// absent.
+    fn lenient_str(self) -> Option<Cow<'a, str>> {
+        match self {
+            Value::Str(s) => Some(s),
+            Value::Num(n) => Some(Cow::Owned(match n.value() {
+                NumValue::U(u) => u.to_string(),
+                NumValue::I(i) => i.to_string(),
+                NumValue::F(f) => f.to_string(),
+            })),
+            _ => None,
+        }
+    }
+}
+
+trait FromJsonNumber: Sized {
+    fn from_i64(v: i64) -> Option<Self>;
+    fn from_u64(v: u64) -> Option<Self>;
+}
+
+impl FromJsonNumber for i64 {
+    fn from_i64(v: i64) -> Option<Self> {
+        Some(v)
+    }
+    fn from_u64(v: u64) -> Option<Self> {
+        i64::try_from(v).ok()
+    }
+}
+
+impl FromJsonNumber for u64 {
+    fn from_i64(v: i64) -> Option<Self> {
+        u64::try_from(v).ok()
+    }
+    fn from_u64(v: u64) -> Option<Self> {
+        Some(v)
+    }
+}
+
+/// Bytes that end the fast scan of a string: `"`, `\` and control bytes.
+static STRING_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+struct Parser<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+    depth: u32,
+    /// Set when a field the event needs had the wrong JSON type.
+    bad_type: bool,
+}
+
+impl<'a> Parser<'a> {
+    fn new(s: &'a str) -> Parser<'a> {
+        Parser {
+            s,
+            b: s.as_bytes(),
+            i: 0,
+            depth: 0,
+            bad_type: false,
+        }
+    }
+
+    fn fail<T>(&self, offset: usize, message: impl Into<String>) -> Result<T> {
+        Err(Box::new(SyntaxError {
+            offset,
+            message: message.into(),
+        }))
+    }
+
+    /// "found ..." for the byte at `i`.
+    fn found(&self) -> String {
+        match self.b.get(self.i) {
+            None => "the end of the event".into(),
+            Some(&c) if c.is_ascii_graphic() => format!("'{}'", c as char),
+            Some(&c) => format!("byte 0x{c:02x}"),
+        }
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        // Most often there is no whitespace, or a single space.
+        match self.b.get(self.i) {
+            Some(&c) if c > b' ' => return,
+            Some(b' ') if self.b.get(self.i + 1).is_some_and(|&c| c > b' ') => {
+                self.i += 1;
+                return;
+            }
+            _ => {}
+        }
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// Expects `c` (after whitespace).
+    #[inline]
+    fn eat(&mut self, c: u8, what: &str) -> Result<()> {
+        self.ws();
+        if self.b.get(self.i) == Some(&c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            self.fail(self.i, format!("expected {what}, found {}", self.found()))
+        }
+    }
+
+    /// Only whitespace may follow.
+    fn end(&mut self) -> Result<()> {
+        self.ws();
+        if self.i < self.b.len() {
+            return self.fail(
+                self.i,
+                format!("unexpected {} after the value", self.found()),
+            );
+        }
+        Ok(())
+    }
+
+    /// After a member: `true` if another follows (`,`), `false` at `close`.
+    #[inline]
+    fn next_member(&mut self, close: u8, what: &str) -> Result<bool> {
+        self.ws();
+        match self.b.get(self.i) {
+            Some(b',') => {
+                self.i += 1;
+                Ok(true)
+            }
+            Some(&c) if c == close => {
+                self.i += 1;
+                Ok(false)
+            }
+            _ => self.fail(
+                self.i,
+                format!(
+                    "expected ',' or '{}' {what}, found {}",
+                    close as char,
+                    self.found()
+                ),
+            ),
+        }
+    }
+
+    /// Object members: calls `member` with each key, positioned at the
+    /// value, which `member` must consume.
+    fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<()>,
+    ) -> Result<()> {
+        self.eat(b'{', "'{'")?;
+        self.ws();
+        if self.b.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            if self.b.get(self.i) != Some(&b'"') {
+                return self.fail(self.i, format!("expected a key, found {}", self.found()));
+            }
+            let key = self.string()?;
+            self.eat(b':', "':' after a key")?;
+            self.ws();
+            member(self, key)?;
+            if !self.next_member(b'}', "after an object member")? {
+                return Ok(());
+            }
+        }
+    }
+
+    fn event(&mut self, ev: &mut RawEvent<'a>) -> Result<()> {
+        self.object(|p, key| {
+            match &*key {
+                "ph" => ev.ph = p.typed(Value::opt_str)?.flatten(),
+                "cat" => ev.cat = p.typed(Value::opt_str)?.flatten(),
+                "name" => ev.name = p.typed(Value::opt_str)?.flatten(),
+                "pid" => ev.pid = p.typed(Value::ident)?.flatten(),
+                "tid" => ev.tid = p.typed(Value::ident)?.flatten(),
+                "ts" => ev.ts = p.value()?.micros(),
+                "dur" => ev.dur = p.value()?.micros(),
+                "id" => ev.id = p.value()?.int(),
+                "args" => match p.b.get(p.i) {
+                    Some(b'{') => {
+                        ev.args = RawArgs::default();
+                        ev.has_args = true;
+                        p.args(&mut ev.args)?;
+                    }
+                    _ => {
+                        ev.has_args = false;
+                        ev.args = RawArgs::default();
+                        if !matches!(p.value()?, Value::Null) {
+                            p.bad_type = true;
+                        }
+                    }
+                },
+                _ => p.skip_value()?,
+            }
+            Ok(())
+        })
+    }
+
+    /// Reads a value and converts it; a wrong type sets `bad_type` and
+    /// gives `None`.
+    fn typed<T>(
+        &mut self,
+        convert: impl FnOnce(Value<'a>) -> std::result::Result<T, ()>,
+    ) -> Result<Option<T>> {
+        let v = self.value()?;
+        match convert(v) {
+            Ok(t) => Ok(Some(t)),
+            Err(()) => {
+                self.bad_type = true;
+                Ok(None)
+            }
+        }
+    }
+
+    fn args(&mut self, a: &mut RawArgs<'a>) -> Result<()> {
+        self.object(|p, key| {
+            let extra = match &*key {
+                "correlation" => {
+                    a.correlation = p.value()?.int();
+                    false
+                }
+                "External id" | "external id" => {
+                    a.external_id = p.value()?.int();
+                    false
+                }
+                "stream" => {
+                    a.stream = p.value()?.int();
+                    false
+                }
+                "device" => {
+                    a.device = p.value()?.int();
+                    false
+                }
+                "name" => {
+                    a.name = p.value()?.lenient_str();
+                    false
+                }
+                "Sequence number" => set(&mut a.sequence_number, p.value()?.int()),
+                "Fwd thread id" => set(&mut a.fwd_thread_id, p.value()?.int()),
+                "wait_on_stream" => set(&mut a.wait_on_stream, p.value()?.int()),
+                "wait_on_cuda_event_record_corr_id" => {
+                    set(&mut a.wait_on_cuda_event_record_corr_id, p.value()?.int())
+                }
+                "wait_on_cuda_event_id" => set(&mut a.wait_on_cuda_event_id, p.value()?.int()),
+                "event_id" => set(&mut a.event_id, p.value()?.int()),
+                "graph id" => set(&mut a.graph_id, p.value()?.int()),
+                "graph node id" => set(&mut a.graph_node_id, p.value()?.int()),
+                "bytes" => set(&mut a.bytes, p.value()?.int()),
+                "Collective name" => set(&mut a.collective_name, p.value()?.lenient_str()),
+                "In msg nelems" => set(&mut a.in_nelems, p.value()?.int()),
+                "Out msg nelems" => set(&mut a.out_nelems, p.value()?.int()),
+                "Group size" => set(&mut a.group_size, p.value()?.int()),
+                "dtype" => set(&mut a.dtype, p.value()?.lenient_str()),
+                "Process Group Name" => set(&mut a.pg_name, p.value()?.lenient_str()),
+                "Process Group Description" => set(&mut a.pg_desc, p.value()?.lenient_str()),
+                "Process Group Ranks" => set(&mut a.pg_ranks, p.value()?.lenient_str()),
+                "Seq" => set(&mut a.seq, p.value()?.int()),
+                "Src Rank" => set(&mut a.src_rank, p.value()?.int()),
+                "Dst Rank" => set(&mut a.dst_rank, p.value()?.int()),
+                "Input Dims" | "Input dims" => set(&mut a.input_dims, p.raw_value()?),
+                "Input type" => set(&mut a.input_type, p.raw_value()?),
+                _ => {
+                    p.skip_value()?;
+                    false
+                }
+            };
+            a.has_extra |= extra;
+            Ok(())
+        })
+    }
+
+    /// The text of the value here; `None` for `null`.
+    fn raw_value(&mut self) -> Result<Option<&'a str>> {
+        let start = self.i;
+        self.skip_value()?;
+        let text = &self.s[start..self.i];
+        Ok((text != "null").then_some(text))
+    }
+
+    /// Reads the value here (containers are skipped).
+    fn value(&mut self) -> Result<Value<'a>> {
+        match self.b.get(self.i) {
+            Some(b'"') => Ok(Value::Str(self.string()?)),
+            Some(b'-' | b'0'..=b'9') => Ok(Value::Num(self.number()?)),
+            Some(b'n') => self.literal("null").map(|()| Value::Null),
+            Some(b't') => self.literal("true").map(|()| Value::Bool),
+            Some(b'f') => self.literal("false").map(|()| Value::Bool),
+            Some(b'{' | b'[') => self.skip_value().map(|()| Value::Container),
+            _ => self.fail(self.i, format!("expected a value, found {}", self.found())),
+        }
+    }
+
+    /// Skips the value here, checking its syntax.
+    fn skip_value(&mut self) -> Result<()> {
+        match self.b.get(self.i) {
+            Some(b'"') => self.skip_string(),
+            Some(b'-' | b'0'..=b'9') => self.number().map(drop),
+            Some(b'n') => self.literal("null"),
+            Some(b't') => self.literal("true"),
+            Some(b'f') => self.literal("false"),
+            Some(b'{') => {
+                self.enter()?;
+                self.object(|p, _| p.skip_value())?;
+                self.depth -= 1;
+                Ok(())
+            }
+            Some(b'[') => {
+                self.enter()?;
+                self.i += 1;
+                self.ws();
+                if self.b.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                } else {
+                    loop {
+                        self.ws();
+                        self.skip_value()?;
+                        if !self.next_member(b']', "after an array element")? {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                Ok(())
+            }
+            _ => self.fail(self.i, format!("expected a value, found {}", self.found())),
+        }
+    }
+
+    fn enter(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.fail(self.i, format!("nested more than {MAX_DEPTH} levels deep"));
+        }
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &str) -> Result<()> {
+        if self.b[self.i..].starts_with(word.as_bytes()) {
+            self.i += word.len();
+            Ok(())
+        } else {
+            self.fail(self.i, format!("invalid literal, expected {word}"))
+        }
+    }
+
+    fn number(&mut self) -> Result<Number<'a>> {
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        let neg = b.get(i) == Some(&b'-');
+        if neg {
+            i += 1;
+        }
+        let int_start = i;
+        let mut int: u64 = 0;
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
+                    int = int.wrapping_mul(10).wrapping_add(u64::from(d));
+                    i += 1;
+                }
+            }
+            _ => return self.fail(i, "invalid number: expected a digit"),
+        }
+        // Up to 19 digits always fit; longer ones are checked digit by digit.
+        let int = if i - int_start <= 19 {
+            Some(int)
+        } else {
+            digits_u64(&b[int_start..i])
+        };
+        let has_frac = b.get(i) == Some(&b'.');
+        let (mut frac3, mut round_up) = (0u64, false);
+        if has_frac {
+            i += 1;
+            let f = i;
+            while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
+                match i - f {
+                    0..=2 => frac3 = frac3 * 10 + u64::from(d),
+                    3 => round_up = d >= 5,
+                    _ => {}
+                }
+                i += 1;
+            }
+            match i - f {
+                0 => return self.fail(i, "invalid number: expected a digit after '.'"),
+                1 => frac3 *= 100,
+                2 => frac3 *= 10,
+                _ => {}
+            }
+        }
+        let has_exp = matches!(b.get(i), Some(b'e' | b'E'));
+        if has_exp {
+            i += 1;
+            if let Some(b'+' | b'-') = b.get(i) {
+                i += 1;
+            }
+            let e = i;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == e {
+                return self.fail(i, "invalid number: expected a digit in the exponent");
+            }
+        }
+        self.i = i;
+        Ok(Number {
+            text: &self.s[start..i],
+            neg,
+            int,
+            has_frac,
+            frac3,
+            round_up,
+            has_exp,
+        })
+    }
+
+    /// Index of the first `"`, `\` or control byte at or after `i`.
+    #[inline]
+    fn scan_plain(&self, mut i: usize) -> usize {
+        let b = self.b;
+        #[cfg(target_arch = "x86_64")]
+        while i + 16 <= b.len() {
+            use std::arch::x86_64::*;
+            // SAFETY: SSE2 is part of the x86_64 baseline, and the 16-byte
+            // unaligned load is inside `b` (checked by the loop condition).
+            #[allow(unused_unsafe)]
+            let mask = unsafe {
+                let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+                let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+                let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+                // v <= 0x1f, unsigned: max(v, 0x1f) == 0x1f.
+                let limit = _mm_set1_epi8(0x1f);
+                let control = _mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit);
+                _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
+            };
+            if mask != 0 {
+                return i + mask.trailing_zeros() as usize;
+            }
+            i += 16;
+        }
+        // Eight bytes at a time while they are plain.
+        while i + 8 <= b.len() {
+            let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+            let special = has_byte(w, b'"') | has_byte(w, b'\\') | has_less_than(w, 0x20);
+            if special != 0 {
+                return i + (special.trailing_zeros() / 8) as usize;
+            }
+            i += 8;
+        }
+        while i < b.len() && !STRING_SPECIAL[b[i] as usize] {
+            i += 1;
+        }
+        i
+    }
+
+    /// The string starting at the quote here, unescaped.
+    fn string(&mut self) -> Result<Cow<'a, str>> {
+        let start = self.i + 1;
+        let j = self.scan_plain(start);
+        match self.b.get(j) {
+            Some(b'"') => {
+                self.i = j + 1;
+                Ok(Cow::Borrowed(&self.s[start..j]))
+            }
+            Some(b'\\') => {
+                let mut out = String::with_capacity(j - start + 16);
+                out.push_str(&self.s[start..j]);
+                self.i = j;
+                self.string_slow(start - 1, Some(&mut out))?;
+                Ok(Cow::Owned(out))
+            }
+            _ => self.string_error(start - 1, j),
+        }
+    }
+
+    fn skip_string(&mut self) -> Result<()> {
+        let start = self.i;
+        let j = self.scan_plain(start + 1);
+        match self.b.get(j) {
+            Some(b'"') => {
+                self.i = j + 1;
+                Ok(())
+            }
+            Some(b'\\') => {
+                self.i = j;
+                self.string_slow(start, None)
+            }
+            _ => self.string_error(start, j),
+        }
+    }
+
+    fn string_error<T>(&self, open: usize, at: usize) -> Result<T> {
+        match self.b.get(at) {
+            None => self.fail(open, "unterminated string"),
+            Some(&c) => self.fail(at, format!("control character 0x{c:02x} in a string")),
+        }
+    }
+
+    /// The rest of a string from an escape at `self.i`, appending the text
+    /// to `out` if given. `open` is the opening quote.
+    fn string_slow(&mut self, open: usize, mut out: Option<&mut String>) -> Result<()> {
+        loop {
+            let j = self.scan_plain(self.i);
+            if let Some(o) = out.as_deref_mut() {
+                o.push_str(&self.s[self.i..j]);
+            }
+            self.i = j;
+            match self.b.get(j) {
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    let c = self.escape()?;
+                    if let Some(o) = out.as_deref_mut() {
+                        o.push(c);
+                    }
+                }
+                _ => return self.string_error(open, j),
+            }
+        }
+    }
+
+    /// The character an escape at `self.i` stands for. Lone surrogates
+    /// become U+FFFD.
+    fn escape(&mut self) -> Result<char> {
+        let at = self.i;
+        let c = match self.b.get(at + 1) {
+            Some(b'"') => '"',
+            Some(b'\\') => '\\',
+            Some(b'/') => '/',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(b'n') => '\n',
+            Some(b'r') => '\r',
+            Some(b't') => '\t',
+            Some(b'u') => {
+                let hi = self.hex4(at + 2)?;
+                self.i = at + 6;
+                if (0xD800..0xDC00).contains(&hi)
+                    && self.b.get(self.i) == Some(&b'\\')
+                    && self.b.get(self.i + 1) == Some(&b'u')
+                {
+                    let lo = self.hex4(self.i + 2)?;
+                    if (0xDC00..0xE000).contains(&lo) {
+                        self.i += 6;
+                        let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                        return Ok(char::from_u32(cp).unwrap_or('\u{fffd}'));
+                    }
+                }
+                return Ok(char::from_u32(hi).unwrap_or('\u{fffd}'));
+            }
+            _ => return self.fail(at, "invalid escape in a string"),
+        };
+        self.i = at + 2;
+        Ok(c)
+    }
+
+    fn hex4(&self, at: usize) -> Result<u32> {
+        let Some(digits) = self.b.get(at..at + 4) else {
+            return self.fail(at, "invalid \\u escape");
+        };
+        let mut v = 0u32;
+        for &d in digits {
+            let Some(x) = (d as char).to_digit(16) else {
+                return self.fail(at, "invalid \\u escape");
+            };
+            v = v * 16 + x;
+        }
+        Ok(v)
+    }
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// High bit of each byte of `w` equal to `c`, exactly (no false positives).
+#[inline]
+fn has_byte(w: u64, c: u8) -> u64 {
+    let x = w ^ (LO * u64::from(c));
+    !(((x & !HI).wrapping_add(!HI)) | x | !HI)
+}
+
+/// High bit of each byte of `w` below `n` (n <= 128), exactly.
+#[inline]
+fn has_less_than(w: u64, n: u8) -> u64 {
+    // A byte b < n iff b has its high bit clear and (b & 0x7f) + (128 - n)
+    // does not reach 128.
+    let low = (w & !HI).wrapping_add(LO * u64::from(128 - n));
+    !(low | w) & HI
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn complete(text: &str) -> Complete<'_> {
+        match parse_event(text.as_bytes()) {
+            Parsed::Complete(c) => c,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decimal_micros_are_exact() {
+        assert_eq!(
+            parse_decimal_micros("1712867402348256.123"),
+            Micros::Ns(1_712_867_402_348_256_123)
+        );
+        assert_eq!(parse_decimal_micros("0.5"), Micros::Ns(500));
+        assert_eq!(parse_decimal_micros("-2"), Micros::Ns(-2000));
+        assert_eq!(parse_decimal_micros("x"), Micros::Invalid);
+        assert_eq!(
+            parse_decimal_micros("99999999999999999999"),
+            Micros::OutOfRange
+        );
+    }
+
+    #[test]
+    fn numeric_times_are_exact() {
+        let e = complete(
+            r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,
+                "ts":1712867402348256.123,"dur":1.0005}"#,
+        );
+        assert_eq!(e.ts_ns, 1_712_867_402_348_256_123);
+        assert_eq!(e.dur_ns, 1001);
+        let e =
+            complete(r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5e3,"dur":2}"#);
+        assert_eq!(e.ts_ns, 1_500_000);
+        assert_eq!(e.dur_ns, 2000);
+    }
+
+    #[test]
+    fn strings_escapes_and_idents() {
+        let e = complete(
+            r#"{"ph":"X","cat":"cpu_op","name":"a\"b\\c\u00e9\ud83d\ude00","pid":"Spans",
+                "tid":" 12 ","ts":1,"dur":2,"args":{"External id":"0x10","stream":7.0,
+                "Input Dims":[[1, 2], []],"Collective name":5}}"#,
+        );
+        assert_eq!(e.name, "a\"b\\c\u{e9}\u{1f600}");
+        assert_eq!(e.pid, PIdent::Name("Spans".into()));
+        assert_eq!(e.tid, PIdent::Num(12));
+        assert_eq!(e.external_id, Some(16));
+        assert_eq!(e.stream, Some(7));
+        let extra = e.extra.unwrap();
+        assert_eq!(extra.input_dims.as_deref(), Some("[[1, 2], []]"));
+        assert_eq!(extra.collective.unwrap().name.as_deref(), Some("5"));
+    }
+
+    #[test]
+    fn wrong_types_skip_the_event() {
+        for text in [
+            r#"{"ph":"X","cat":"kernel","name":5,"pid":0,"tid":7,"ts":1,"dur":2}"#,
+            r#"{"ph":["X"],"cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2}"#,
+            r#"{"ph":"X","cat":"kernel","name":"k","pid":1.5,"tid":7,"ts":1,"dur":2}"#,
+            r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":3}"#,
+        ] {
+            assert!(
+                matches!(
+                    parse_event(text.as_bytes()),
+                    Parsed::Skip {
+                        reason: SkipReason::BadFieldType,
+                        ..
+                    }
+                ),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn syntax_errors_have_offsets() {
+        let cases: &[(&str, usize)] = &[
+            (r#"{"ph":"X","cat":"kernel" "name":"k"}"#, 25),
+            (r#"{"ph":"X","ts":01}"#, 16),
+            (r#"{"ph":"X","ts":1.}"#, 17),
+            (r#"{"ph":"X","ts":tru}"#, 15),
+            (r#"{"ph":"X","name":"a\x"}"#, 19),
+            ("{\"ph\":\"X\",\"name\":\"a\u{1}\"}", 19),
+            (r#"{"ph":"X","args":{"a":[1,}}"#, 25),
+            (r#"{"ph":"X"}}"#, 10),
+            (r#"{"ph":"X","name":"abc"#, 17),
+        ];
+        for &(text, offset) in cases {
+            match parse_event(text.as_bytes()) {
+                Parsed::Syntax {
+                    offset: got,
+                    message,
+                } => {
+                    assert_eq!(got, offset, "{text}: {message}")
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
+        assert!(matches!(
+            parse_event(deep.as_bytes()),
+            Parsed::Syntax { .. }
+        ));
+        assert!(matches!(
+            parse_event(b"{\"name\":\"\xff\"}"),
+            Parsed::Syntax { offset: 9, .. }
+        ));
+    }
+
+    #[test]
+    fn swar_helpers_are_exact() {
+        for c in 0..=255u8 {
+            for pos in 0..8 {
+                let mut bytes = [b'a'; 8];
+                bytes[pos] = c;
+                let w = u64::from_le_bytes(bytes);
+                let hit = |m: u64| m == 0x80 << (8 * pos);
+                assert_eq!(has_byte(w, b'"') != 0, c == b'"');
+                if c == b'"' {
+                    assert!(hit(has_byte(w, b'"')));
+                }
+                assert_eq!(has_less_than(w, 0x20) != 0, c < 0x20, "{c}");
+                if c < 0x20 {
+                    assert!(hit(has_less_than(w, 0x20)));
+                }
+            }
+        }
+    }
+}
