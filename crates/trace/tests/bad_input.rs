@@ -1,0 +1,477 @@
+//! Malformed and hostile inputs: every one gives a clear error naming the
+//! file and the problem (with the byte offset or event index where that
+//! applies), or reads with the problem counted in `skipped`. Inputs are built
+//! in code, from corpus traces where a real file is needed.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use lumos_trace::{read_bytes, read_path, ErrorKind, ReadError, SkipReason, Trace};
+
+fn corpus(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces")
+        .join(rel)
+}
+
+fn gz_bytes(rel: &str) -> Vec<u8> {
+    std::fs::read(corpus(rel)).expect("corpus trace")
+}
+
+fn json_bytes(rel: &str) -> Vec<u8> {
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(&gz_bytes(rel)[..])
+        .read_to_end(&mut text)
+        .unwrap();
+    text
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+/// A file in the temp dir, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, data: &[u8]) -> TempFile {
+        let path =
+            std::env::temp_dir().join(format!("lumos-bad-input-{}-{name}", std::process::id()));
+        std::fs::write(&path, data).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Reads `data` both from memory and from a temp file called `name`, checks
+/// the two agree, and returns the error.
+fn read_err(name: &str, data: &[u8]) -> ReadError {
+    let must_fail = |r: Result<Trace, ReadError>| match r {
+        Ok(t) => panic!("{name}: read {} events, expected an error", t.events_total),
+        Err(e) => e,
+    };
+    let in_memory = must_fail(read_bytes(Path::new(name), data));
+    let file = TempFile::new(name, data);
+    let on_disk = must_fail(read_path(&file.0));
+    assert_eq!(
+        in_memory.kind.to_string(),
+        on_disk.kind.to_string(),
+        "memory and file disagree"
+    );
+    let msg = on_disk.to_string();
+    assert!(
+        msg.contains(&file.0.display().to_string()),
+        "message must name the file: {msg}"
+    );
+    in_memory
+}
+
+fn read_ok(name: &str, data: &[u8]) -> Trace {
+    read_bytes(Path::new(name), data).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `{"traceEvents": [` + events + `]}`.
+fn trace_of(events: &[&str]) -> String {
+    format!("{{\"traceEvents\": [{}]}}", events.join(",\n"))
+}
+
+const KERNEL: &str =
+    r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}"#;
+
+#[test]
+fn truncated_gzip() {
+    let gz = gz_bytes("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let cut = &gz[..gz.len() / 2];
+    let e = read_err("cut.json.gz", cut);
+    let msg = e.to_string();
+    assert!(
+        matches!(e.kind, ErrorKind::Gzip { uncompressed, .. } if uncompressed > 0),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("cut.json.gz") && msg.contains("truncated gzip"),
+        "{msg}"
+    );
+    // Cut inside the 10-byte header.
+    let e = read_err("header.json.gz", &gz[..5]);
+    assert!(
+        matches!(
+            e.kind,
+            ErrorKind::Gzip {
+                uncompressed: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+/// Offset of the deflate data in a gzip member (after the optional fields).
+fn deflate_start(gz: &[u8]) -> usize {
+    let flags = gz[3];
+    let mut i = 10;
+    if flags & 4 != 0 {
+        i += 2 + u16::from_le_bytes([gz[i], gz[i + 1]]) as usize;
+    }
+    for bit in [8, 16] {
+        if flags & bit != 0 {
+            i += gz[i..].iter().position(|&b| b == 0).unwrap() + 1;
+        }
+    }
+    if flags & 2 != 0 {
+        i += 2;
+    }
+    i
+}
+
+#[test]
+fn corrupt_gzip() {
+    let gz = gz_bytes("single-rank/a100-alexnet-cuda-sync.json.gz");
+    // A reserved deflate block type (BTYPE = 11) in the first block.
+    let mut bad_block = gz.clone();
+    bad_block[deflate_start(&gz)] = 0x07;
+    let e = read_err("block.json.gz", &bad_block);
+    assert!(
+        matches!(
+            e.kind,
+            ErrorKind::Gzip {
+                uncompressed: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("invalid or truncated gzip"), "{e}");
+    // A wrong CRC: every byte decompresses, the check at the end fails.
+    let mut bad_crc = gz.clone();
+    let n = bad_crc.len();
+    bad_crc[n - 8] ^= 0xff;
+    let e = read_err("crc.json.gz", &bad_crc);
+    let total = json_bytes("single-rank/a100-alexnet-cuda-sync.json.gz").len() as u64;
+    match e.kind {
+        ErrorKind::Gzip { uncompressed, .. } => assert_eq!(uncompressed, total, "{e}"),
+        _ => panic!("{e}"),
+    }
+}
+
+#[test]
+fn truncated_json_inside_trace_events() {
+    let text = json_bytes("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let full = read_ok("full.json", &text);
+    // Kineto writes one "ph" key per event, so the k-th "ph" is in event k:
+    // cutting there leaves k complete events.
+    let ph = ph_offsets(&text);
+    assert_eq!(ph.len() as u64, full.events_total);
+    let complete = ph.len() / 2;
+    let cut = ph[complete] + 2;
+    for (name, data) in [
+        ("cut.json", text[..cut].to_vec()),
+        ("cut.json.gz", gzip(&text[..cut])),
+    ] {
+        let e = read_err(name, &data);
+        match &e.kind {
+            ErrorKind::Truncated { offset, context } => {
+                assert_eq!(*offset, cut as u64, "{e}");
+                assert!(
+                    context.contains(&format!("inside traceEvents after {complete} events")),
+                    "{e}"
+                );
+            }
+            _ => panic!("{e}"),
+        }
+        let msg = e.to_string();
+        assert!(
+            msg.contains("truncated JSON") && msg.contains(&format!("byte {cut}")),
+            "{msg}"
+        );
+    }
+}
+
+/// Offsets of the `"ph"` keys; Kineto writes one per event, so the k-th is
+/// inside event k.
+fn ph_offsets(text: &[u8]) -> Vec<usize> {
+    text.windows(4)
+        .enumerate()
+        .filter(|(_, w)| w == b"\"ph\"")
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn invalid_json_inside_an_event_of_a_real_trace() {
+    let mut text = json_bytes("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let full = read_ok("full.json", &text);
+    let ph = ph_offsets(&text);
+    assert_eq!(ph.len() as u64, full.events_total);
+    let k = 100;
+    let colon = ph[k] + 4 + text[ph[k] + 4..].iter().position(|&b| b == b':').unwrap();
+    text[colon] = b'=';
+    for (name, data) in [("bad.json", text.clone()), ("bad.json.gz", gzip(&text))] {
+        let e = read_err(name, &data);
+        match &e.kind {
+            ErrorKind::Syntax { offset, event, .. } => {
+                assert_eq!(*offset, colon as u64, "{e}");
+                assert_eq!(*event, Some(k as u64), "{e}");
+            }
+            _ => panic!("{e}"),
+        }
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("invalid JSON at byte {colon} (traceEvents[{k}])"))
+                && msg.contains("expected ':'"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn syntax_errors_report_exact_offsets() {
+    // (text, offset, event index, words of the message)
+    let bad_event = r#"{"ph": "X", "ts": 1.e5}"#;
+    let cases: Vec<(String, u64, Option<u64>, &str)> = vec![
+        // A bad number in the third event.
+        (
+            trace_of(&[KERNEL, KERNEL, bad_event]),
+            (17 + 2 * (KERNEL.len() + 2) + bad_event.find(".e").unwrap() + 1) as u64,
+            Some(2),
+            "expected a digit",
+        ),
+        // Mismatched brackets, found by the splitter.
+        (
+            r#"{"traceEvents": [{"a": [1}]}"#.into(),
+            25,
+            Some(0),
+            "mismatched '}'",
+        ),
+        // A control character in a string.
+        (
+            "{\"traceEvents\": [{\"name\": \"a\u{1}b\"}]}".into(),
+            28,
+            Some(0),
+            "control character",
+        ),
+        // A bad value in a top-level member.
+        (
+            r#"{"schemaVersion": 1, "deviceProperties": [{"id": 0,}], "traceEvents": []}"#.into(),
+            51,
+            None,
+            "deviceProperties",
+        ),
+        // Garbage after the root.
+        (
+            r#"{"traceEvents": []} x"#.into(),
+            20,
+            None,
+            "after the top-level",
+        ),
+        // A stray value between events.
+        (
+            trace_of(&[KERNEL, "nul"]),
+            (17 + KERNEL.len() + 2) as u64,
+            Some(1),
+            "literal",
+        ),
+    ];
+    for (text, offset, event, words) in cases {
+        let e = read_err("syntax.json", text.as_bytes());
+        match &e.kind {
+            ErrorKind::Syntax {
+                offset: got,
+                event: got_event,
+                message,
+            } => {
+                assert_eq!((*got, *got_event), (offset, event), "{text}: {e}");
+                assert!(message.contains(words), "{text}: {e}");
+            }
+            _ => panic!("{text}: {e}"),
+        }
+    }
+    // Invalid UTF-8 inside the second event.
+    let mut bytes = trace_of(&[KERNEL, r#"{"name": "ab"}"#]).into_bytes();
+    let at = bytes.len() - 5;
+    assert_eq!(bytes[at], b'b');
+    bytes[at] = 0xff;
+    let e = read_err("utf8.json", &bytes);
+    assert!(
+        matches!(e.kind, ErrorKind::Syntax { offset, event: Some(1), .. } if offset == at as u64),
+        "{e}"
+    );
+    assert!(e.to_string().contains("invalid UTF-8"), "{e}");
+}
+
+#[test]
+fn not_a_trace() {
+    let e = read_err(
+        "no-events.json",
+        br#"{"schemaVersion": 1, "traceName": "x"}"#,
+    );
+    assert!(matches!(e.kind, ErrorKind::NotATrace(_)), "{e}");
+    assert!(e.to_string().contains("no traceEvents"), "{e}");
+    // traceEvents that is not an array.
+    let e = read_err("events-object.json", br#"{"traceEvents": {"a": 1}}"#);
+    assert!(matches!(e.kind, ErrorKind::NotATrace(_)), "{e}");
+    // The top level is a number, a string, a literal.
+    for (text, what) in [("42", "'4'"), ("\"x\"", "'\"'"), ("null", "'n'")] {
+        let e = read_err("scalar.json", text.as_bytes());
+        match &e.kind {
+            ErrorKind::Syntax {
+                offset, message, ..
+            } => {
+                assert_eq!(*offset, 0, "{e}");
+                assert!(
+                    message.contains(&format!("the top level is {what}, not an object")),
+                    "{e}"
+                );
+            }
+            _ => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn empty_and_whitespace_files() {
+    for (name, data) in [
+        ("empty.json", &b""[..]),
+        ("blank.json", &b"  \n\t\r\n  "[..]),
+        ("empty.json.gz", &gzip(b"")[..]),
+        ("blank.json.gz", &gzip(b" \n ")[..]),
+    ] {
+        let e = read_err(name, data);
+        assert!(matches!(e.kind, ErrorKind::Empty), "{name}: {e}");
+        assert!(e.to_string().ends_with(": file is empty"), "{e}");
+    }
+}
+
+#[test]
+fn nonexistent_path() {
+    let path = std::env::temp_dir().join(format!("lumos-no-such-{}.json.gz", std::process::id()));
+    let e = read_path(&path).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Io(_)), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&path.display().to_string()) && msg.contains("cannot read file"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn plain_json_named_gz_reads_by_content() {
+    let text = json_bytes("micro/a100-event-sync.json.gz");
+    let file = TempFile::new("plain.json.gz", &text);
+    let t = read_path(&file.0).unwrap();
+    assert!(!t.gzipped);
+    assert_eq!(t.json_bytes, text.len() as u64);
+    let want = read_path(&corpus("micro/a100-event-sync.json.gz")).unwrap();
+    assert!(want.gzipped);
+    assert_eq!(t.events, want.events);
+    assert_eq!(t.flows, want.flows);
+    // And gzip data named .json is gzip.
+    let file = TempFile::new("packed.json", &gzip(&text));
+    assert!(read_path(&file.0).unwrap().gzipped);
+}
+
+fn skipped(t: &Trace, cat: &str, reason: SkipReason) -> u64 {
+    t.skipped
+        .counts
+        .get(&(cat.to_string(), reason))
+        .copied()
+        .unwrap_or(0)
+}
+
+#[test]
+fn elements_of_the_wrong_type_are_skipped() {
+    let text = trace_of(&[
+        KERNEL,
+        "1",
+        "\"a string\"",
+        "[1, 2]",
+        "null",
+        r#"{"ph": "X", "cat": "kernel", "name": 5, "pid": 0, "tid": 7, "ts": 10, "dur": 5}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": [0], "tid": 7, "ts": 10, "dur": 5}"#,
+        r#"{"ph": 1, "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}"#,
+        KERNEL,
+    ]);
+    let t = read_ok("types.json", text.as_bytes());
+    assert_eq!(t.events_total, 9);
+    assert_eq!(t.events.len(), 2);
+    assert_eq!(skipped(&t, "-", SkipReason::NotAnObject), 4);
+    assert_eq!(skipped(&t, "-", SkipReason::BadFieldType), 3);
+    assert_eq!(t.skipped.first_index[&SkipReason::NotAnObject], 1);
+    assert_eq!(t.skipped.first_index[&SkipReason::BadFieldType], 5);
+    let warning = t.warnings.join("\n");
+    assert!(
+        warning.contains("7 malformed events skipped (first at traceEvents[1])"),
+        "{warning}"
+    );
+}
+
+#[test]
+fn missing_times_and_negative_durations_are_skipped() {
+    let text = trace_of(&[
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 5}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": null, "dur": 5}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": "x"}"#,
+        r#"{"ph": "X", "cat": "cpu_op", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": -1}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 9.3e18, "dur": 1}"#,
+        r#"{"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 10, "dur": 1}"#,
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "tid": 7, "ts": 10, "dur": 1}"#,
+        r#"{"cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 1}"#,
+        KERNEL,
+    ]);
+    let t = read_ok("times.json", text.as_bytes());
+    assert_eq!(t.events.len(), 1);
+    assert_eq!(t.events[0].ts_ns, 10_000);
+    assert_eq!(skipped(&t, "kernel", SkipReason::MissingTs), 2);
+    assert_eq!(skipped(&t, "kernel", SkipReason::MissingDur), 2);
+    assert_eq!(skipped(&t, "cpu_op", SkipReason::NegativeDur), 1);
+    assert_eq!(skipped(&t, "kernel", SkipReason::TimeOutOfRange), 1);
+    assert_eq!(skipped(&t, "kernel", SkipReason::MissingName), 1);
+    assert_eq!(skipped(&t, "kernel", SkipReason::MissingPidTid), 1);
+    assert_eq!(skipped(&t, "kernel", SkipReason::MissingPhase), 1);
+    assert_eq!(t.skipped.first_index[&SkipReason::MissingTs], 0);
+    assert_eq!(t.skipped.first_index[&SkipReason::MissingDur], 2);
+    assert_eq!(t.skipped.first_index[&SkipReason::NegativeDur], 4);
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("9 malformed events skipped (first at traceEvents[0])")),
+        "{:?}",
+        t.warnings
+    );
+}
+
+#[test]
+fn unknown_categories_are_counted_and_warned_about() {
+    let text = trace_of(&[
+        r#"{"ph": "X", "cat": "quantum_op", "name": "q", "pid": 0, "tid": 1, "ts": 1, "dur": 1}"#,
+        r#"{"ph": "X", "cat": "quantum_op", "name": "q", "pid": 0, "tid": 1, "ts": 2, "dur": 1}"#,
+        r#"{"ph": "X", "name": "no category", "pid": 0, "tid": 1, "ts": 3, "dur": 1}"#,
+        r#"{"ph": "X", "cat": "python_function", "name": "f", "pid": 0, "tid": 1, "ts": 3, "dur": 1}"#,
+        KERNEL,
+    ]);
+    let t = read_ok("unknown.json", text.as_bytes());
+    assert_eq!(t.events.len(), 1);
+    assert_eq!(skipped(&t, "quantum_op", SkipReason::UnknownCategory), 2);
+    assert_eq!(skipped(&t, "-", SkipReason::UnknownCategory), 1);
+    assert_eq!(skipped(&t, "python_function", SkipReason::NotModeled), 1);
+    assert_eq!(t.skipped.first_index[&SkipReason::UnknownCategory], 0);
+    let warning = t
+        .warnings
+        .iter()
+        .find(|w| w.contains("unknown categories"))
+        .expect("a warning about unknown categories");
+    assert!(
+        warning.contains("quantum_op (2)") && warning.contains("- (1)"),
+        "{warning}"
+    );
+    // Categories the model leaves out on purpose are not warned about.
+    assert!(!warning.contains("python_function"), "{warning}");
+}
