@@ -16,8 +16,11 @@ use crate::report::{BuildReport, Rule};
 
 /// A CPU gap at least this long may be a wait for another thread.
 const INTER_THREAD_MIN_GAP_NS: i64 = 100_000;
-/// How soon after another thread's task ends a waiting task must start.
+/// How soon after another thread's task ends a waiting task must start: at
+/// least this, and more for long gaps (see `wake_window`).
 const INTER_THREAD_WINDOW_NS: i64 = 50_000;
+/// The most a wake-up after a long wait may take.
+const INTER_THREAD_MAX_WINDOW_NS: i64 = 1_000_000;
 /// A runtime call at least this long that ends soon after a GPU task ends
 /// is taken to have blocked on it (method.md section 8).
 const BLOCKING_MIN_DUR_NS: i64 = 100_000;
@@ -416,6 +419,23 @@ impl<'t> Builder<'t> {
         }
     }
 
+    /// The distinct streams this thread launched onto before `call`, most
+    /// recent first.
+    fn recent_launch_streams(&self, call: TaskId) -> Vec<ProcId> {
+        let proc = &self.g.processors[self.g.tasks[call.idx()].proc.idx()];
+        let p = self.pos[call.idx()] as usize;
+        let mut out: Vec<ProcId> = Vec::new();
+        for t in proc.tasks[..p].iter().rev().take(4096) {
+            if let Some(g) = self.launched.get(t).and_then(|g| g.first()) {
+                let s = self.g.tasks[g.idx()].proc;
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
     fn stream_proc(&self, device: i64, stream: i64) -> Option<ProcId> {
         self.streams.get(&(device, stream)).copied()
     }
@@ -688,14 +708,33 @@ impl<'t> Builder<'t> {
                     let stream = evidence
                         .map(|s| (s, Rule::CudaSyncEvent))
                         .or_else(|| {
+                            // The task that ended as the call returned names
+                            // the stream only if it was that stream's tail.
                             ended_during
-                                .map(|(_, g)| (self.g.tasks[g.idx()].proc, Rule::EndsBeforeReturn))
+                                .map(|(_, g)| self.g.tasks[g.idx()].proc)
+                                .filter(|&s| {
+                                    self.last_launched_before(s, r.start)
+                                        .is_some_and(|t| self.raw[t.idx()].end <= r.end)
+                                })
+                                .map(|s| (s, Rule::EndsBeforeReturn))
                         })
                         .or_else(|| {
-                            self.nearby_launch_stream(call, false)
+                            // Nothing ended while the call ran, so it did not
+                            // wait: it synchronized a stream that was already
+                            // idle. Take the stream this thread launched onto
+                            // most recently among the idle ones.
+                            self.recent_launch_streams(call)
+                                .into_iter()
+                                .find(|&s| {
+                                    self.last_launched_before(s, r.start)
+                                        .is_none_or(|g| self.raw[g.idx()].end <= r.end)
+                                })
                                 .map(|s| (s, Rule::LaunchSequence))
                         });
-                    let Some((s, rule)) = stream else { continue };
+                    let Some((s, rule)) = stream else {
+                        self.report.unresolved_syncs += 1;
+                        continue;
+                    };
                     let awaited = self.last_launched_before(s, r.start);
                     (WaitTarget::StreamTail(s), awaited, rule)
                 }
@@ -820,9 +859,17 @@ impl<'t> Builder<'t> {
                 let src = ends[..k]
                     .iter()
                     .rev()
-                    .take_while(|&&(end, _)| end >= t.start - INTER_THREAD_WINDOW_NS)
+                    .take_while(|&&(end, _)| end >= t.start - wake_window(t.start - prev.end))
                     .find(|&&(end, s)| {
-                        self.g.tasks[s.idx()].proc != ProcId(i as u32) && end > prev.end
+                        let sp = self.g.tasks[s.idx()].proc;
+                        // A hand-off: the other thread goes quiet after the
+                        // source until this task has started. A source whose
+                        // thread carries straight on is a coincidence.
+                        let next = self.g.processors[sp.idx()]
+                            .tasks
+                            .get(self.pos[s.idx()] as usize + 1);
+                        let hands_off = next.is_none_or(|n| self.raw[n.idx()].start >= t.start);
+                        sp != ProcId(i as u32) && end > prev.end && hands_off
                     });
                 if let Some(&(_, s)) = src {
                     new_edges.push((s, w[1]));
@@ -1065,6 +1112,13 @@ impl<'t> Builder<'t> {
             ));
         }
     }
+}
+
+/// A thread that slept long takes longer to wake (queue hand-off, thread
+/// wake-up, allocator work before its first profiled op): allow 2% of the
+/// gap, between 50 us and 1 ms.
+fn wake_window(gap_ns: i64) -> i64 {
+    (gap_ns / 50).clamp(INTER_THREAD_WINDOW_NS, INTER_THREAD_MAX_WINDOW_NS)
 }
 
 fn median(mut v: Vec<i64>) -> i64 {

@@ -83,6 +83,9 @@ pub struct BuildReport {
     /// Stream waits whose inferred source ended after the target started in
     /// the measured run, so the inference was rejected.
     pub rejected_waits: u64,
+    /// Stream synchronizations whose stream could not be identified (no GPU
+    /// work ended during the call and no stream launched onto was idle).
+    pub unresolved_syncs: u64,
     /// Stream waits that gave no edge.
     pub unresolved_waits: u64,
     /// GPU tasks on a stream in another order than their launches.
