@@ -7,8 +7,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use lumos_graph::{build, Graph, Measured, ProcKind, Span};
 use lumos_sim::{
-    breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans, whole_span,
-    Breakdown, Schedule, SimOptions,
+    annotation_spans, breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans,
+    whole_span, Breakdown, Schedule, SimOptions,
 };
 use lumos_trace::Trace;
 use serde::Serialize;
@@ -313,7 +313,9 @@ fn write_replayed_trace(
             us(measured.tasks[i].end_ns - measured.tasks[i].start_ns),
         )?;
     }
-    let spans: Vec<Span> = step_spans(graph, schedule, None);
+    // The annotation itself (CPU side), as the profiler records it, so the
+    // re-read trace defines its steps the same way.
+    let spans: Vec<Span> = annotation_spans(graph, schedule);
     for (st, span) in graph.steps.iter().zip(spans) {
         let (pid, tid) = match graph.processors[graph.task(st.first_task).proc.idx()].kind {
             ProcKind::Thread { pid, tid } => (pid, tid),
