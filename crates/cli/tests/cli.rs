@@ -144,7 +144,7 @@ fn replayed_trace_rereads_with_the_replayed_times() {
         (end - start) as f64 / 1e3
     );
     // And its graph replays to the same length again (a fixed point).
-    let again = replay_json(&[], &[out.clone()]);
+    let again = replay_json(&[], std::slice::from_ref(&out));
     let again_us = again["traces"][0]["window"]["measured_us"]
         .as_f64()
         .unwrap();
