@@ -1186,14 +1186,15 @@ pub(crate) fn is_comm_kernel_name(name: &str) -> bool {
         || lower.contains("allreduce")
 }
 
-/// `ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)` -> `AllReduce`.
+/// `ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)` -> `AllReduce`;
+/// `void vllm::cross_device_reduce_1stage<...>(...)` ->
+/// `vllm::cross_device_reduce_1stage`.
 fn comm_family(name: &str) -> String {
-    let base = name.split('(').next().unwrap_or(name);
+    let base = name.trim_start_matches("void ");
+    let base = base.split(['(', '<']).next().unwrap_or(base).trim();
     let mut parts = base.split('_');
-    let first = parts.next().unwrap_or("");
-    if first.to_ascii_lowercase().starts_with("nccl")
-        || first.to_ascii_lowercase().starts_with("rccl")
-    {
+    let first = parts.next().unwrap_or("").to_ascii_lowercase();
+    if first.starts_with("nccl") || first.starts_with("rccl") {
         if let Some(p) = parts.next() {
             return p.to_owned();
         }
