@@ -1190,8 +1190,10 @@ pub(crate) fn is_comm_kernel_name(name: &str) -> bool {
 /// `void vllm::cross_device_reduce_1stage<...>(...)` ->
 /// `vllm::cross_device_reduce_1stage`.
 fn comm_family(name: &str) -> String {
-    let base = name.trim_start_matches("void ");
-    let base = base.split(['(', '<']).next().unwrap_or(base).trim();
+    let cleaned = name
+        .trim_start_matches("void ")
+        .replace("(anonymous namespace)::", "");
+    let base = cleaned.split(['(', '<']).next().unwrap_or(&cleaned).trim();
     let mut parts = base.split('_');
     let first = parts.next().unwrap_or("").to_ascii_lowercase();
     if first.starts_with("nccl") || first.starts_with("rccl") {
