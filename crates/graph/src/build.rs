@@ -8,7 +8,7 @@
 //! replay with unchanged durations reproduces the measured schedule, while a
 //! change to any duration moves every start that depends on it.
 
-use lumos_trace::{Category, Event, Ident, Trace};
+use lumos_trace::{Category, Ident, Trace};
 use rustc_hash::FxHashMap;
 
 use crate::model::*;
@@ -47,6 +47,8 @@ pub fn build(trace: &Trace) -> (Graph, Measured, BuildReport) {
 struct Raw {
     start: i64,
     end: i64,
+    /// Index of the task's event in `Trace::events`.
+    event: u32,
 }
 
 struct Builder<'t> {
@@ -126,11 +128,12 @@ impl<'t> Builder<'t> {
     fn add_task(
         &mut self,
         kind: TaskKind,
-        e: &Event,
+        event: usize,
         proc: ProcId,
         start: i64,
         end: i64,
     ) -> TaskId {
+        let e = &self.trace.events[event];
         let id = TaskId(self.g.tasks.len() as u32);
         self.g.tasks.push(Task {
             kind,
@@ -141,7 +144,11 @@ impl<'t> Builder<'t> {
             collective: None,
             correlation: e.correlation.unwrap_or(0),
         });
-        self.raw.push(Raw { start, end });
+        self.raw.push(Raw {
+            start,
+            end,
+            event: event as u32,
+        });
         self.pos
             .push(self.g.processors[proc.idx()].tasks.len() as u32);
         self.g.processors[proc.idx()].tasks.push(id);
@@ -237,7 +244,7 @@ impl<'t> Builder<'t> {
                 let start = e.ts_ns.max(last_end);
                 let end = e.end_ns().max(start);
                 last_end = end;
-                let id = self.add_task(kind, e, proc, start, end);
+                let id = self.add_task(kind, i, proc, start, end);
                 if kind == TaskKind::Runtime {
                     if let Some(c) = e.correlation {
                         if self.call_by_corr.insert(c, id).is_some() {
@@ -286,7 +293,7 @@ impl<'t> Builder<'t> {
                 }
                 let end = e.end_ns().max(start);
                 last_end = end;
-                self.add_task(kind, e, proc, start, end);
+                self.add_task(kind, i, proc, start, end);
             }
         }
     }
@@ -329,25 +336,15 @@ impl<'t> Builder<'t> {
                 }
             }
         }
-        let mut gpu_events: FxHashMap<(u64, i64), &Event> = FxHashMap::default();
-        for e in &t.events {
-            if e.category.is_gpu_work() {
-                gpu_events.insert((e.correlation.unwrap_or(0), e.ts_ns), e);
-            }
-        }
         for id in 0..self.g.tasks.len() {
             let task = &self.g.tasks[id];
             if !task.kind.is_gpu() {
                 continue;
             }
             let name = &self.g.names[task.name.0 as usize];
-            let e = gpu_events
-                .get(&(task.correlation, self.raw[id].start))
-                .copied();
-            let own = e.and_then(|e| e.extra.as_ref().and_then(|x| x.collective.as_ref()));
-            let via_op = e
-                .and_then(|e| e.external_id)
-                .and_then(|x| by_ext.get(&x).copied());
+            let e = &t.events[self.raw[id].event as usize];
+            let own = e.extra.as_ref().and_then(|x| x.collective.as_ref());
+            let via_op = e.external_id.and_then(|x| by_ext.get(&x).copied());
             let args = own.filter(|c| c.name.is_some()).or(via_op);
             let by_name = is_comm_kernel_name(name);
             let coll = match args {
