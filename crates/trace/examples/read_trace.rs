@@ -114,31 +114,28 @@ fn write_concat(text: &[u8], n: usize, mut out: impl Write) -> std::io::Result<(
 
 /// Index of the `]` closing the `[` at `open`, skipping strings.
 fn matching_bracket(text: &[u8], open: usize) -> usize {
-    let mut depth = 0usize;
-    let mut in_str = false;
-    let mut i = open;
-    while i < text.len() {
-        let c = text[i];
-        if in_str {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, &c) in text.iter().enumerate().skip(open) {
+        if in_string {
             match c {
-                b'\\' => i += 1,
-                b'"' => in_str = false,
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
                 _ => {}
             }
-        } else {
-            match c {
-                b'"' => in_str = true,
-                b'[' | b'{' => depth += 1,
-                b']' | b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return i;
-                    }
-                }
-                _ => {}
-            }
+            continue;
         }
-        i += 1;
+        match c {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
     }
     panic!("unbalanced traceEvents array");
 }

@@ -22,20 +22,70 @@ use crate::model::{
 /// How deep arrays and objects may nest inside an event.
 const MAX_DEPTH: u32 = 128;
 
+/// A string of an element that does not borrow it: a byte range of the
+/// element's text (most strings), the unescaped text of a string that had
+/// escapes, or a constant.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Text {
+    Span(usize, usize),
+    Owned(Box<str>),
+    Static(&'static str),
+}
+
+impl Text {
+    /// The bytes, given the text of the element it came from (valid UTF-8).
+    pub fn bytes<'b>(&'b self, element: &'b [u8]) -> &'b [u8] {
+        match self {
+            Text::Span(start, end) => &element[*start..*end],
+            Text::Owned(s) => s.as_bytes(),
+            Text::Static(s) => s.as_bytes(),
+        }
+    }
+
+    /// `s`, a string of the element `base` or an owned one.
+    fn of(base: &str, s: Cow<'_, str>) -> Text {
+        match s {
+            Cow::Borrowed(b) => {
+                let start = b.as_ptr() as usize - base.as_ptr() as usize;
+                debug_assert!(start + b.len() <= base.len());
+                Text::Span(start, start + b.len())
+            }
+            Cow::Owned(o) => Text::Owned(o.into_boxed_str()),
+        }
+    }
+}
+
 /// A `pid` / `tid`: a number (numeric strings included) or a name.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum PIdent<'a> {
+pub(crate) enum PIdent {
+    Num(i64),
+    Name(Text),
+}
+
+impl PIdent {
+    fn of(base: &str, raw: RawIdent<'_>) -> PIdent {
+        match raw {
+            RawIdent::Num(n) => PIdent::Num(n),
+            RawIdent::Name(s) => PIdent::Name(Text::of(base, s)),
+        }
+    }
+}
+
+/// A `pid` / `tid` while parsing.
+#[derive(Debug, Clone, PartialEq)]
+enum RawIdent<'a> {
     Num(i64),
     Name(Cow<'a, str>),
 }
 
-/// A kept complete event, before interning.
+/// A kept complete event, before interning. Strings are [`Text`]s of the
+/// element it came from.
 #[derive(Debug)]
-pub(crate) struct Complete<'a> {
+pub(crate) struct Complete {
     pub category: Category,
-    pub name: Cow<'a, str>,
-    pub pid: PIdent<'a>,
-    pub tid: PIdent<'a>,
+    pub name: Text,
+    pub pid: PIdent,
+    pub tid: PIdent,
     pub ts_ns: i64,
     pub dur_ns: i64,
     pub correlation: Option<u64>,
@@ -45,29 +95,30 @@ pub(crate) struct Complete<'a> {
     pub extra: Option<Box<EventExtra>>,
 }
 
-/// What one element of `traceEvents` amounts to.
+/// What one element of `traceEvents` amounts to. It borrows nothing, so the
+/// fold can run while the next chunk's buffer is being parsed.
 #[derive(Debug)]
-pub(crate) enum Parsed<'a> {
-    Complete(Complete<'a>),
+pub(crate) enum Parsed {
+    Complete(Complete),
     Flow {
         kind: FlowKind,
         phase: FlowPhase,
         id: u64,
-        pid: PIdent<'a>,
-        tid: PIdent<'a>,
+        pid: PIdent,
+        tid: PIdent,
         ts_ns: i64,
     },
     /// A `thread_name` / `process_name` metadata event.
     TrackName {
-        pid: PIdent<'a>,
-        tid: Option<PIdent<'a>>,
+        pid: PIdent,
+        tid: Option<PIdent>,
         name: String,
     },
     /// Other metadata events: neither kept nor counted as skipped.
     Metadata,
     /// Not kept; `cat` is the category as written, or `-`.
     Skip {
-        cat: Cow<'a, str>,
+        cat: Text,
         reason: SkipReason,
     },
     /// Malformed JSON, at a byte offset in the element.
@@ -88,7 +139,7 @@ pub(crate) struct SyntaxError {
 type Result<T> = std::result::Result<T, Box<SyntaxError>>;
 
 /// Parses the element `text` (which starts with `{`).
-pub(crate) fn parse_event(text: &[u8]) -> Parsed<'_> {
+pub(crate) fn parse_event(text: &[u8]) -> Parsed {
     let s = match std::str::from_utf8(text) {
         Ok(s) => s,
         Err(e) => {
@@ -103,10 +154,10 @@ pub(crate) fn parse_event(text: &[u8]) -> Parsed<'_> {
     let mut ev = RawEvent::default();
     match p.event(&mut ev).and_then(|()| p.end()) {
         Ok(()) if p.bad_type => Parsed::Skip {
-            cat: Cow::Borrowed("-"),
+            cat: Text::Static("-"),
             reason: SkipReason::BadFieldType,
         },
-        Ok(()) => ev.take_parsed(),
+        Ok(()) => ev.take_parsed(s),
         Err(e) => Parsed::Syntax {
             offset: e.offset,
             message: e.message,
@@ -134,8 +185,8 @@ struct RawEvent<'a> {
     ph: Option<Cow<'a, str>>,
     cat: Option<Cow<'a, str>>,
     name: Option<Cow<'a, str>>,
-    pid: Option<PIdent<'a>>,
-    tid: Option<PIdent<'a>>,
+    pid: Option<RawIdent<'a>>,
+    tid: Option<RawIdent<'a>>,
     ts: Option<Micros>,
     dur: Option<Micros>,
     id: Option<u64>,
@@ -181,17 +232,18 @@ struct RawArgs<'a> {
 }
 
 impl<'a> RawEvent<'a> {
-    /// What the event amounts to; takes the fields out of `self`.
-    fn take_parsed(&mut self) -> Parsed<'a> {
+    /// What the event amounts to; takes the fields out of `self`. `base`
+    /// is the element's text.
+    fn take_parsed(&mut self, base: &'a str) -> Parsed {
         if self.ph.as_deref() == Some("M") {
-            return self.take_metadata();
+            return self.take_metadata(base);
         }
         let cat = self.cat.take().unwrap_or(Cow::Borrowed(""));
         let label = |cat: Cow<'a, str>| {
             if cat.is_empty() {
-                Cow::Borrowed("-")
+                Text::Static("-")
             } else {
-                cat
+                Text::of(base, cat)
             }
         };
         let skip = |cat, reason| Parsed::Skip {
@@ -223,8 +275,8 @@ impl<'a> RawEvent<'a> {
                     kind,
                     phase,
                     id,
-                    pid,
-                    tid,
+                    pid: PIdent::of(base, pid),
+                    tid: PIdent::of(base, tid),
                     ts_ns,
                 };
             }
@@ -262,9 +314,9 @@ impl<'a> RawEvent<'a> {
         let args = &self.args;
         Parsed::Complete(Complete {
             category,
-            name,
-            pid,
-            tid,
+            name: Text::of(base, name),
+            pid: PIdent::of(base, pid),
+            tid: PIdent::of(base, tid),
             ts_ns,
             dur_ns,
             correlation: args.correlation,
@@ -279,7 +331,7 @@ impl<'a> RawEvent<'a> {
         })
     }
 
-    fn take_metadata(&mut self) -> Parsed<'a> {
+    fn take_metadata(&mut self, base: &'a str) -> Parsed {
         let (Some(name), Some(pid)) = (self.name.as_deref(), self.pid.take()) else {
             return Parsed::Metadata;
         };
@@ -292,8 +344,8 @@ impl<'a> RawEvent<'a> {
             _ => return Parsed::Metadata,
         };
         Parsed::TrackName {
-            pid,
-            tid,
+            pid: PIdent::of(base, pid),
+            tid: tid.map(|t| PIdent::of(base, t)),
             name: label.into_owned(),
         }
     }
@@ -517,20 +569,22 @@ impl<'a> Value<'a> {
     }
 
     /// `pid`, `tid`: an integer, a string, or null.
-    fn ident(self) -> std::result::Result<Option<PIdent<'a>>, ()> {
+    fn ident(self) -> std::result::Result<Option<RawIdent<'a>>, ()> {
         match self {
             Value::Null => Ok(None),
             Value::Num(n) => match n.value() {
-                NumValue::U(u) => i64::try_from(u).map(|v| Some(PIdent::Num(v))).map_err(drop),
-                NumValue::I(i) => Ok(Some(PIdent::Num(i))),
+                NumValue::U(u) => i64::try_from(u)
+                    .map(|v| Some(RawIdent::Num(v)))
+                    .map_err(drop),
+                NumValue::I(i) => Ok(Some(RawIdent::Num(i))),
                 NumValue::F(f) if f.fract() == 0.0 && f.abs() < 9.0e18 => {
-                    Ok(Some(PIdent::Num(f as i64)))
+                    Ok(Some(RawIdent::Num(f as i64)))
                 }
                 NumValue::F(_) => Err(()),
             },
             Value::Str(s) => Ok(Some(match s.trim().parse::<i64>() {
-                Ok(n) => PIdent::Num(n),
-                Err(_) => PIdent::Name(s),
+                Ok(n) => RawIdent::Num(n),
+                Err(_) => RawIdent::Name(s),
             })),
             _ => Err(()),
         }
@@ -1179,11 +1233,15 @@ fn has_less_than(w: u64, n: u8) -> u64 {
 mod tests {
     use super::*;
 
-    fn complete(text: &str) -> Complete<'_> {
+    fn complete(text: &str) -> Complete {
         match parse_event(text.as_bytes()) {
             Parsed::Complete(c) => c,
             other => panic!("{other:?}"),
         }
+    }
+
+    fn resolve<'b>(t: &'b Text, element: &'b str) -> &'b str {
+        std::str::from_utf8(t.bytes(element.as_bytes())).unwrap()
     }
 
     #[test]
@@ -1217,13 +1275,15 @@ mod tests {
 
     #[test]
     fn strings_escapes_and_idents() {
-        let e = complete(
-            r#"{"ph":"X","cat":"cpu_op","name":"a\"b\\c\u00e9\ud83d\ude00","pid":"Spans",
+        let text = r#"{"ph":"X","cat":"cpu_op","name":"a\"b\\c\u00e9\ud83d\ude00","pid":"Spans",
                 "tid":" 12 ","ts":1,"dur":2,"args":{"External id":"0x10","stream":7.0,
-                "Input Dims":[[1, 2], []],"Collective name":5}}"#,
-        );
-        assert_eq!(e.name, "a\"b\\c\u{e9}\u{1f600}");
-        assert_eq!(e.pid, PIdent::Name("Spans".into()));
+                "Input Dims":[[1, 2], []],"Collective name":5}}"#;
+        let e = complete(text);
+        assert_eq!(resolve(&e.name, text), "a\"b\\c\u{e9}\u{1f600}");
+        match &e.pid {
+            PIdent::Name(t) => assert_eq!(resolve(t, text), "Spans"),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(e.tid, PIdent::Num(12));
         assert_eq!(e.external_id, Some(16));
         assert_eq!(e.stream, Some(7));

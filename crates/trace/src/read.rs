@@ -2,7 +2,6 @@
 //! JSON into chunks of events, parse each chunk's events in parallel, and
 //! fold them into a [`Trace`] in order.
 
-use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -13,7 +12,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::{ErrorKind, ReadError};
 use crate::model::*;
-use crate::parse::{self, Complete, PIdent, Parsed};
+use crate::parse::{self, Complete, PIdent, Parsed, Text};
 use crate::split::{Item, ScanError, Splitter};
 
 /// Bytes of JSON read per chunk. Large enough that parallel parsing pays,
@@ -160,109 +159,233 @@ impl Read for BlockReader {
     }
 }
 
-fn read_json<R: Read>(
-    path: &Path,
-    mut src: R,
+/// One chunk of the JSON and the complete items the splitter found in it.
+#[derive(Default)]
+struct Chunk {
+    /// Initialized storage holding the data in `buf[..len]`; reused between
+    /// chunks so that it is zeroed only when it grows.
+    buf: Vec<u8>,
+    len: usize,
+    /// Offset of `buf[0]` in the uncompressed stream.
+    base: u64,
+    /// The items end before `buf[end]`; `buf[end..len]` is the start of an
+    /// incomplete item, carried over to the next chunk.
+    end: usize,
+    items: Vec<Item>,
+    /// A structural error after the items, with the element it is in.
+    error: Option<(ScanError, Option<u64>)>,
+    eof: bool,
+}
+
+/// Reads the uncompressed stream and splits it, a chunk at a time.
+struct Source<'p, R> {
+    path: &'p Path,
+    src: R,
     gzipped: bool,
     chunk: usize,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<Trace, ReadError> {
-    let err = |kind| ReadError::new(path, kind);
-    let mut builder = Builder::new(path, gzipped);
-    let mut splitter = Splitter::new();
-    // buf[..filled] holds the data; buf[filled..] is initialized spare room,
-    // reused between chunks so it is zeroed only when it grows.
-    let mut buf: Vec<u8> = Vec::new();
-    let mut filled = 0usize;
-    // Offset of buf[0] in the uncompressed stream.
-    let mut base: u64 = 0;
-    let mut pos = 0usize;
-    let mut eof = false;
-    let mut items = Vec::new();
-    let mut spare = Spare::default();
-    loop {
-        // Read at least `chunk` new bytes, so an item larger than a chunk
-        // still completes after a few rounds.
-        let target = filled + chunk;
-        if buf.len() < target {
-            buf.resize(target, 0);
+    splitter: Splitter,
+}
+
+impl<R: Read> Source<'_, R> {
+    /// The chunk after one whose incomplete end is `tail`, at `base`: the
+    /// tail and at least `self.chunk` new bytes (so that an item larger
+    /// than a chunk still completes after a few rounds), split. Reuses the
+    /// storage of `into`.
+    fn next(&mut self, tail: &[u8], base: u64, mut into: Chunk) -> Result<Chunk, ReadError> {
+        let target = tail.len() + self.chunk;
+        if into.buf.len() < target {
+            into.buf.resize(target, 0);
         }
-        while !eof && filled < target {
-            match src.read(&mut buf[filled..target]) {
-                Ok(0) => eof = true,
-                Ok(n) => filled += n,
+        into.buf[..tail.len()].copy_from_slice(tail);
+        let mut len = tail.len();
+        let mut eof = false;
+        while len < target {
+            match self.src.read(&mut into.buf[len..target]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => len += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let uncompressed = base + filled as u64;
-                    return Err(err(if gzipped {
+                    let kind = if self.gzipped {
                         ErrorKind::Gzip {
-                            uncompressed,
+                            uncompressed: base + len as u64,
                             source: e,
                         }
                     } else {
                         ErrorKind::Io(e)
-                    }));
+                    };
+                    return Err(ReadError::new(self.path, kind));
                 }
             }
         }
-        let data = &buf[..filled];
-        items.clear();
-        let scanned = splitter.scan(data, &mut pos, eof, &mut items);
-        // Items before a structural error come first in the file: report
-        // theirs first.
-        builder.take_items(data, base, &items, &mut spare)?;
-        if let Err(ScanError { offset, message }) = scanned {
-            return Err(err(ErrorKind::Syntax {
-                offset: base + offset as u64,
-                event: splitter.current_event(),
-                message,
-            }));
-        }
-        progress(base + pos as u64);
-        if eof {
-            let total = base + filled as u64;
-            if !splitter.saw_root() {
-                return Err(err(ErrorKind::Empty));
-            }
-            if !splitter.is_done() {
-                return Err(err(ErrorKind::Truncated {
-                    offset: total,
-                    context: splitter.context(),
-                }));
-            }
-            if !splitter.saw_events() {
-                return Err(err(ErrorKind::NotATrace(
-                    "the top-level object has no traceEvents array".into(),
-                )));
-            }
-            builder.trace.json_bytes = total;
-            return Ok(builder.finish());
-        }
-        buf.copy_within(pos..filled, 0);
-        filled -= pos;
-        base += pos as u64;
-        pos = 0;
+        into.items.clear();
+        let mut end = 0;
+        let scanned = self
+            .splitter
+            .scan(&into.buf[..len], &mut end, eof, &mut into.items);
+        into.error = scanned.err().map(|e| (e, self.splitter.current_event()));
+        into.len = len;
+        into.base = base;
+        into.end = end;
+        into.eof = eof;
+        Ok(into)
     }
 }
 
-/// An empty vector for the parsed elements of the next chunk.
-#[derive(Default)]
-struct Spare(Vec<Option<Parsed<'static>>>);
+/// Reads, splits, parses and folds the JSON, a chunk at a time, in a
+/// three-stage pipeline: while chunk k is parsed on the rayon pool, chunk
+/// k-1 is folded into the [`Trace`] (in file order) and chunk k+1 is read
+/// and split.
+fn read_json<R: Read + Send>(
+    path: &Path,
+    src: R,
+    gzipped: bool,
+    chunk: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Trace, ReadError> {
+    let mut source = Source {
+        path,
+        src,
+        gzipped,
+        chunk,
+        splitter: Splitter::new(),
+    };
+    let mut builder = Builder::new(path, gzipped);
+    // Storage handed from stage to stage, so that the kernel does not hand
+    // out (and zero) fresh pages for every chunk.
+    let mut spare_chunk = Chunk::default();
+    let mut spare_parsed: Vec<Option<Parsed>> = Vec::new();
+    // The chunk to parse (or the error reading it); `None` once the chunk
+    // being folded is the last.
+    let mut cur = Some(source.next(&[], 0, Chunk::default()));
+    // The chunk parsed in the previous round, to fold.
+    let mut pending: Option<(Chunk, Vec<Option<Parsed>>)> = None;
+    loop {
+        let mut parse = || match &cur {
+            Some(Ok(c)) => Some(parse_items(c, std::mem::take(&mut spare_parsed))),
+            _ => None,
+        };
+        let mut fold_and_read = || {
+            let folded = match &mut pending {
+                Some((c, parsed)) => builder.fold(c, parsed),
+                None => Ok(()),
+            };
+            let next = match &cur {
+                Some(Ok(c)) if folded.is_ok() && c.error.is_none() && !c.eof => {
+                    let tail = &c.buf[c.end..c.len];
+                    let base = c.base + c.end as u64;
+                    Some(source.next(tail, base, std::mem::take(&mut spare_chunk)))
+                }
+                _ => None,
+            };
+            (folded, next)
+        };
+        // Handing work to the pool costs microseconds: worth it for chunks
+        // of many elements, not for the tiny chunks of the tests.
+        let many = matches!(&cur, Some(Ok(c)) if c.items.len() >= 64);
+        let (parsed, (folded, next)) = if many {
+            rayon::join(parse, fold_and_read)
+        } else {
+            (parse(), fold_and_read())
+        };
+        // Finish the folded chunk first: its errors come before any later.
+        if let Some((mut done, mut done_parsed)) = pending.take() {
+            done_parsed.clear();
+            spare_parsed = done_parsed;
+            folded?;
+            if let Some((ScanError { offset, message }, event)) = done.error.take() {
+                return Err(ReadError::new(
+                    path,
+                    ErrorKind::Syntax {
+                        offset: done.base + offset as u64,
+                        event,
+                        message,
+                    },
+                ));
+            }
+            progress(done.base + done.end as u64);
+            if done.eof {
+                let total = done.base + done.len as u64;
+                return finish(path, &source.splitter, builder, total);
+            }
+            spare_chunk = done;
+        }
+        match cur.take() {
+            Some(Ok(c)) => pending = Some((c, parsed.expect("parsed with the chunk"))),
+            Some(Err(e)) => return Err(e),
+            None => unreachable!("the last chunk returns when folded"),
+        }
+        cur = next;
+    }
+}
 
-/// Empties `v` and hands back its allocation for another lifetime. (The
-/// standard library collects a `Map` over `vec::IntoIter` in place when the
-/// layouts match, as here.)
-fn recycle<'b>(mut v: Vec<Option<Parsed<'_>>>) -> Vec<Option<Parsed<'b>>> {
-    v.clear();
-    v.into_iter().map(|_| None).collect()
+/// The checks at the end of the input, and the trace.
+fn finish(
+    path: &Path,
+    splitter: &Splitter,
+    mut builder: Builder,
+    total: u64,
+) -> Result<Trace, ReadError> {
+    let err = |kind| Err(ReadError::new(path, kind));
+    if !splitter.saw_root() {
+        return err(ErrorKind::Empty);
+    }
+    if !splitter.is_done() {
+        return err(ErrorKind::Truncated {
+            offset: total,
+            context: splitter.context(),
+        });
+    }
+    if !splitter.saw_events() {
+        return err(ErrorKind::NotATrace(
+            "the top-level object has no traceEvents array".into(),
+        ));
+    }
+    builder.trace.json_bytes = total;
+    Ok(builder.finish())
+}
+
+/// Parses the elements of a chunk into `out` (`None` for top-level members),
+/// in parallel when there are enough of them.
+fn parse_items(chunk: &Chunk, mut out: Vec<Option<Parsed>>) -> Vec<Option<Parsed>> {
+    let buf = &chunk.buf[..chunk.len];
+    let parse = |it: &Item| match it {
+        Item::Event(r) => Some(parse::parse_event(&buf[r.clone()])),
+        Item::NonObject(r) => Some(match parse::validate_value(&buf[r.clone()]) {
+            Ok(()) => Parsed::Skip {
+                cat: Text::Static("-"),
+                reason: SkipReason::NotAnObject,
+            },
+            Err(e) => Parsed::Syntax {
+                offset: e.offset,
+                message: e.message,
+            },
+        }),
+        Item::Member { .. } => None,
+    };
+    out.clear();
+    if chunk.items.len() < 64 {
+        out.extend(chunk.items.iter().map(parse));
+    } else {
+        chunk
+            .items
+            .par_iter()
+            .with_min_len(256)
+            .map(parse)
+            .collect_into_vec(&mut out);
+    }
+    out
 }
 
 /// Folds parsed items into a [`Trace`].
 struct Builder {
     trace: Trace,
-    interned: FxHashMap<String, StrId>,
-    /// Skip counts by reason, then category as written.
-    skipped: FxHashMap<SkipReason, FxHashMap<String, u64>>,
+    /// Interned strings by their UTF-8 bytes.
+    interned: FxHashMap<Box<[u8]>, StrId>,
+    /// Skip counts by reason, then category as written (UTF-8 bytes).
+    skipped: FxHashMap<SkipReason, FxHashMap<Box<[u8]>, u64>>,
     /// Index of the next `traceEvents` element.
     index: u64,
     distributed_rank: Option<u32>,
@@ -294,60 +417,23 @@ impl Builder {
         )
     }
 
-    fn take_items(
-        &mut self,
-        buf: &[u8],
-        base: u64,
-        items: &[Item],
-        spare: &mut Spare,
-    ) -> Result<(), ReadError> {
-        // Reusing the allocation keeps the kernel from handing out (and
-        // zeroing) fresh pages for every chunk.
-        let mut parsed = recycle(std::mem::take(&mut spare.0));
-        items
-            .par_iter()
-            .with_min_len(256)
-            .map(|it| match it {
-                Item::Event(r) => Some(parse::parse_event(&buf[r.clone()])),
-                Item::NonObject(r) => Some(match parse::validate_value(&buf[r.clone()]) {
-                    Ok(()) => Parsed::Skip {
-                        cat: Cow::Borrowed("-"),
-                        reason: SkipReason::NotAnObject,
-                    },
-                    Err(e) => Parsed::Syntax {
-                        offset: e.offset,
-                        message: e.message,
-                    },
-                }),
-                Item::Member { .. } => None,
-            })
-            .collect_into_vec(&mut parsed);
-        let result = self.fold(buf, base, items, &mut parsed);
-        spare.0 = recycle(parsed);
-        result
-    }
-
-    fn fold(
-        &mut self,
-        buf: &[u8],
-        base: u64,
-        items: &[Item],
-        parsed: &mut Vec<Option<Parsed>>,
-    ) -> Result<(), ReadError> {
-        for (item, parsed) in items.iter().zip(parsed.drain(..)) {
+    /// Adds a parsed chunk to the trace, in order.
+    fn fold(&mut self, chunk: &Chunk, parsed: &mut Vec<Option<Parsed>>) -> Result<(), ReadError> {
+        let buf = &chunk.buf[..chunk.len];
+        for (item, parsed) in chunk.items.iter().zip(parsed.drain(..)) {
             match (item, parsed) {
                 (Item::Member { key, value }, _) => {
-                    self.add_member(key, &buf[value.clone()], base + value.start as u64)?
+                    self.add_member(key, &buf[value.clone()], chunk.base + value.start as u64)?
                 }
                 (Item::Event(r) | Item::NonObject(r), Some(Parsed::Syntax { offset, message })) => {
                     return Err(self.syntax(
-                        base + (r.start + offset) as u64,
+                        chunk.base + (r.start + offset) as u64,
                         Some(self.index),
                         message,
                     ));
                 }
-                (_, Some(p)) => {
-                    self.add(p);
+                (Item::Event(r) | Item::NonObject(r), Some(p)) => {
+                    self.add(p, &buf[r.clone()]);
                     self.index += 1;
                 }
                 (_, None) => unreachable!("elements are always parsed"),
@@ -356,9 +442,10 @@ impl Builder {
         Ok(())
     }
 
-    fn add(&mut self, parsed: Parsed) {
+    /// Adds one parsed element; its strings are in `element`.
+    fn add(&mut self, parsed: Parsed, element: &[u8]) {
         match parsed {
-            Parsed::Complete(c) => self.add_complete(c),
+            Parsed::Complete(c) => self.add_complete(c, element),
             Parsed::Flow {
                 kind,
                 phase,
@@ -367,8 +454,8 @@ impl Builder {
                 tid,
                 ts_ns,
             } => {
-                let pid = self.ident(pid);
-                let tid = self.ident(tid);
+                let pid = self.ident(&pid, element);
+                let tid = self.ident(&tid, element);
                 self.trace.flows.push(Flow {
                     kind,
                     phase,
@@ -379,22 +466,22 @@ impl Builder {
                 });
             }
             Parsed::TrackName { pid, tid, name } => {
-                let pid = self.ident(pid);
-                let tid = tid.map(|t| self.ident(t));
+                let pid = self.ident(&pid, element);
+                let tid = tid.map(|t| self.ident(&t, element));
                 self.trace.track_names.push(TrackName { pid, tid, name });
             }
             Parsed::Metadata => {}
-            Parsed::Skip { cat, reason } => self.skip(&cat, reason),
+            Parsed::Skip { cat, reason } => self.skip(cat.bytes(element), reason),
             Parsed::Syntax { .. } => unreachable!("syntax errors stop the fold"),
         }
     }
 
-    fn skip(&mut self, cat: &str, reason: SkipReason) {
+    fn skip(&mut self, cat: &[u8], reason: SkipReason) {
         let by_cat = self.skipped.entry(reason).or_default();
         match by_cat.get_mut(cat) {
             Some(n) => *n += 1,
             None => {
-                by_cat.insert(cat.to_owned(), 1);
+                by_cat.insert(cat.into(), 1);
             }
         }
         self.trace
@@ -404,10 +491,10 @@ impl Builder {
             .or_insert(self.index);
     }
 
-    fn add_complete(&mut self, c: Complete) {
-        let name = self.intern(&c.name);
-        let pid = self.ident(c.pid);
-        let tid = self.ident(c.tid);
+    fn add_complete(&mut self, c: Complete, element: &[u8]) {
+        let name = self.intern(c.name.bytes(element));
+        let pid = self.ident(&c.pid, element);
+        let tid = self.ident(&c.tid, element);
         self.trace.events.push(Event {
             category: c.category,
             name,
@@ -423,20 +510,23 @@ impl Builder {
         });
     }
 
-    fn intern(&mut self, s: &str) -> StrId {
+    /// The id of a string given as UTF-8 bytes (checked by the parser).
+    fn intern(&mut self, s: &[u8]) -> StrId {
         if let Some(&id) = self.interned.get(s) {
             return id;
         }
         let id = StrId(self.trace.strings.len() as u32);
-        self.trace.strings.push(s.to_owned());
-        self.interned.insert(s.to_owned(), id);
+        self.trace
+            .strings
+            .push(String::from_utf8_lossy(s).into_owned());
+        self.interned.insert(s.into(), id);
         id
     }
 
-    fn ident(&mut self, id: PIdent) -> Ident {
+    fn ident(&mut self, id: &PIdent, element: &[u8]) -> Ident {
         match id {
-            PIdent::Num(n) => Ident::Num(n),
-            PIdent::Name(s) => Ident::Name(self.intern(&s)),
+            PIdent::Num(n) => Ident::Num(*n),
+            PIdent::Name(s) => Ident::Name(self.intern(s.bytes(element))),
         }
     }
 
@@ -511,6 +601,7 @@ impl Builder {
         t.events_total = self.index;
         for (reason, by_cat) in self.skipped.drain() {
             for (cat, n) in by_cat {
+                let cat = String::from_utf8_lossy(&cat).into_owned();
                 t.skipped.counts.insert((cat, reason), n);
             }
         }

@@ -1,0 +1,131 @@
+//! Reader throughput on the largest corpus trace
+//! (`single-rank/v100-ddp-rank1of2-allreduce.json.gz`, 54 MB of JSON), from
+//! gzip and from plain JSON, on a rayon pool of 1 and of 2 threads, plus a
+//! plain JSON three times as large to see how the time grows with size.
+//! Throughput is in uncompressed JSON bytes.
+//!
+//! The plain inputs are written to the temp dir when the bench starts and
+//! removed when it ends. Run with
+//! `cargo bench -p lumos-trace --bench read` (add `-- --quick` for a fast
+//! pass). See docs/PERFORMANCE.md.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+
+const TRACE: &str = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
+
+fn corpus(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces")
+        .join(rel)
+}
+
+/// A file in the temp dir, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn create(name: &str, write: impl FnOnce(&mut dyn Write)) -> TempFile {
+        let path = std::env::temp_dir().join(format!("lumos-bench-{}-{name}", std::process::id()));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        write(&mut out);
+        out.flush().unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `text` with the body of its `traceEvents` array written `n` times.
+fn repeat_events(text: &[u8], n: usize, out: &mut dyn Write) {
+    let key = b"\"traceEvents\"";
+    let at = text.windows(key.len()).position(|w| w == key).unwrap();
+    let open = at + text[at..].iter().position(|&b| b == b'[').unwrap();
+    let close = matching_bracket(text, open);
+    let body = text[open + 1..close].trim_ascii();
+    out.write_all(&text[..=open]).unwrap();
+    for i in 0..n {
+        if i > 0 {
+            out.write_all(b",\n").unwrap();
+        }
+        out.write_all(body).unwrap();
+    }
+    out.write_all(&text[close..]).unwrap();
+}
+
+/// Index of the `]` closing the `[` at `open`, skipping strings.
+fn matching_bracket(text: &[u8], open: usize) -> usize {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, &c) in text.iter().enumerate().skip(open) {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+    }
+    panic!("unbalanced traceEvents array");
+}
+
+fn main() {
+    let gz_path = corpus(TRACE);
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(&gz_path).unwrap())
+        .read_to_end(&mut text)
+        .unwrap();
+    let plain = TempFile::create("v100.json", |out| out.write_all(&text).unwrap());
+    let triple = TempFile::create("v100x3.json", |out| repeat_events(&text, 3, out));
+    let triple_len = std::fs::metadata(&triple.0).unwrap().len();
+    let events = lumos_trace::read_path(&gz_path).unwrap().events_total;
+    assert_eq!(
+        lumos_trace::read_path(&triple.0).unwrap().events_total,
+        3 * events,
+        "the tripled trace must hold every event three times"
+    );
+
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+    let inputs = [
+        ("gzip", &gz_path, text.len() as u64),
+        ("plain", &plain.0, text.len() as u64),
+        ("plain-x3", &triple.0, triple_len),
+    ];
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let mut group = c.benchmark_group(format!("read/{threads}-thread"));
+        for (name, path, bytes) in &inputs {
+            group.throughput(Throughput::Bytes(*bytes));
+            group.bench_with_input(BenchmarkId::from_parameter(name), path, |b, path| {
+                b.iter_with_large_drop(|| pool.install(|| lumos_trace::read_path(path).unwrap()))
+            });
+        }
+        group.finish();
+    }
+    c.final_summary();
+}
