@@ -69,6 +69,8 @@ struct Builder<'t> {
     thread_pid: FxHashMap<ProcId, Ident>,
     /// Incoming edges of each task, as indices into g.edges, for attribution.
     incoming: Vec<Vec<u32>>,
+    /// Measured span of each scope (absolute trace ns).
+    scope_spans: Vec<Span>,
     /// Runtime deps per blocking task, with the measured awaited task.
     blocking: FxHashMap<TaskId, TaskId>,
 }
@@ -91,6 +93,7 @@ impl<'t> Builder<'t> {
             thread_pid: FxHashMap::default(),
             incoming: Vec::new(),
             blocking: FxHashMap::default(),
+            scope_spans: Vec::new(),
         }
     }
 
@@ -120,6 +123,14 @@ impl<'t> Builder<'t> {
                 })
                 .collect(),
             step_annotations: steps,
+            scopes: self
+                .scope_spans
+                .iter()
+                .map(|s| Span {
+                    start_ns: s.start_ns - origin,
+                    end_ns: s.end_ns - origin,
+                })
+                .collect(),
         };
         self.report.fill_counts(&self.g);
         (self.g, measured, self.report)
@@ -153,6 +164,7 @@ impl<'t> Builder<'t> {
             .push(self.g.processors[proc.idx()].tasks.len() as u32);
         self.g.processors[proc.idx()].tasks.push(id);
         self.incoming.push(Vec::new());
+        self.g.task_scopes.push(None);
         id
     }
 
@@ -197,6 +209,7 @@ impl<'t> Builder<'t> {
                 (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
             });
             let mut has_child = vec![false; idx.len()];
+            let mut parent: Vec<Option<usize>> = vec![None; idx.len()];
             let mut stack: Vec<usize> = Vec::new();
             for (k, &i) in idx.iter().enumerate() {
                 let e = &t.events[i];
@@ -215,6 +228,7 @@ impl<'t> Builder<'t> {
                 }
                 if let Some(&top) = stack.last() {
                     has_child[top] = true;
+                    parent[k] = Some(top);
                 }
                 stack.push(k);
             }
@@ -224,6 +238,7 @@ impl<'t> Builder<'t> {
             });
             self.thread_pid.insert(proc, key.0);
             let mut last_end = i64::MIN;
+            let mut scope_of: Vec<Option<ScopeId>> = vec![None; idx.len()];
             for (k, &i) in idx.iter().enumerate() {
                 let e = &t.events[i];
                 let name = t.name(e);
@@ -231,7 +246,23 @@ impl<'t> Builder<'t> {
                 if name.starts_with("ProfilerStep#") && !e.category.is_runtime() {
                     steps.push((i, proc));
                 }
+                let enclosing = parent[k].and_then(|p| scope_of[p]);
                 if has_child[k] {
+                    // Parents come before their children in this order, so
+                    // the enclosing scope already exists.
+                    scope_of[k] = Some(ScopeId(self.g.scopes.len() as u32));
+                    let extra = e.extra.as_deref();
+                    self.g.scopes.push(Scope {
+                        name: NameId(e.name.0),
+                        parent: enclosing,
+                        annotation: e.category == Category::UserAnnotation,
+                        input_dims: extra.and_then(|x| x.input_dims.clone()),
+                        input_type: extra.and_then(|x| x.input_type.clone()),
+                    });
+                    self.scope_spans.push(Span {
+                        start_ns: e.ts_ns,
+                        end_ns: e.end_ns(),
+                    });
                     continue;
                 }
                 let kind = match e.category {
@@ -245,6 +276,7 @@ impl<'t> Builder<'t> {
                 let end = e.end_ns().max(start);
                 last_end = end;
                 let id = self.add_task(kind, i, proc, start, end);
+                self.g.task_scopes[id.idx()] = enclosing;
                 if kind == TaskKind::Runtime {
                     if let Some(c) = e.correlation {
                         if self.call_by_corr.insert(c, id).is_some() {
@@ -311,6 +343,7 @@ impl<'t> Builder<'t> {
             }
             match self.call_by_corr.get(&task.correlation) {
                 Some(&call) => {
+                    self.g.task_scopes[id] = self.g.task_scopes[call.idx()];
                     self.launcher.insert(tid, call);
                     self.launched.entry(call).or_default().push(tid);
                     self.edge(call, tid, DepKind::Launch, Anchor::Start);
@@ -811,6 +844,7 @@ impl<'t> Builder<'t> {
         self.g.tasks.push(task);
         self.raw.push(r);
         self.incoming.push(Vec::new());
+        self.g.task_scopes.push(self.g.task_scopes[call.idx()]);
         self.g.tasks[call.idx()].duration_ns = 0;
         self.raw[call.idx()].end = r.start;
         let p = self.pos[call.idx()] as usize + 1;

@@ -251,6 +251,27 @@ pub struct Collective {
     pub group_size: Option<u32>,
 }
 
+/// Index of a scope in [`Graph::scopes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScopeId(pub u32);
+
+/// A CPU range that encloses tasks without being one: an operator with
+/// children or a `record_function` annotation. Scopes form a tree per thread
+/// and carry what structure discovery and shape-based models need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scope {
+    /// Operator or annotation name.
+    pub name: NameId,
+    /// The enclosing scope.
+    pub parent: Option<ScopeId>,
+    /// True for `record_function` annotations, false for operators.
+    pub annotation: bool,
+    /// `Input Dims` as raw JSON text, when recorded.
+    pub input_dims: Option<String>,
+    /// `Input type` as raw JSON text, when recorded.
+    pub input_type: Option<String>,
+}
+
 /// A `ProfilerStep#N` iteration, described by its tasks.
 #[derive(Debug, Clone)]
 pub struct Step {
@@ -286,6 +307,11 @@ pub struct Graph {
     pub collectives: Vec<Collective>,
     /// Iterations, in order.
     pub steps: Vec<Step>,
+    /// Enclosing CPU ranges (operators with children, annotations).
+    pub scopes: Vec<Scope>,
+    /// Innermost scope of each task, parallel to `tasks` (GPU tasks take
+    /// their launch call's scope). Empty when the graph has no scopes.
+    pub task_scopes: Vec<Option<ScopeId>>,
 }
 
 impl Graph {
@@ -297,6 +323,16 @@ impl Graph {
     /// The task at `t`.
     pub fn task(&self, t: TaskId) -> &Task {
         &self.tasks[t.idx()]
+    }
+
+    /// The innermost scope of a task, if any.
+    pub fn scope_of(&self, t: TaskId) -> Option<ScopeId> {
+        self.task_scopes.get(t.idx()).copied().flatten()
+    }
+
+    /// The scopes enclosing a task, innermost first.
+    pub fn scope_chain(&self, t: TaskId) -> impl Iterator<Item = ScopeId> + '_ {
+        std::iter::successors(self.scope_of(t), |s| self.scopes[s.0 as usize].parent)
     }
 }
 
@@ -319,4 +355,6 @@ pub struct Measured {
     pub tasks: Vec<Span>,
     /// Measured span of each `ProfilerStep#N` annotation, parallel to [`Graph::steps`].
     pub step_annotations: Vec<Span>,
+    /// Measured span of each scope, parallel to [`Graph::scopes`].
+    pub scopes: Vec<Span>,
 }

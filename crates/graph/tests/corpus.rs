@@ -184,3 +184,45 @@ fn event_and_stream_syncs_point_at_the_right_kernels() {
     // cudaDeviceSynchronize (1549) waits for every stream of device 0.
     assert!(matches!(find_call(1549).target, WaitTarget::DeviceTail(0)));
 }
+
+#[test]
+fn kernels_know_the_operators_that_launched_them() {
+    let trace = read_path(&corpus("single-rank/a100-recsys-rank3of8.json.gz")).unwrap();
+    let (g, m, _) = build(&trace);
+    assert_eq!(g.task_scopes.len(), g.tasks.len());
+    assert_eq!(m.scopes.len(), g.scopes.len());
+    for (i, s) in g.scopes.iter().enumerate() {
+        if let Some(p) = s.parent {
+            assert!((p.0 as usize) < i, "parents are created first");
+            // A scope lies inside its parent.
+            let (c, pp) = (m.scopes[i], m.scopes[p.0 as usize]);
+            assert!(pp.start_ns <= c.start_ns && c.end_ns <= pp.end_ns);
+        }
+    }
+    // A GEMM kernel sits under an aten::mm / addmm op with recorded shapes,
+    // under a ProfilerStep annotation.
+    let gemm = g
+        .tasks
+        .iter()
+        .enumerate()
+        .find(|(i, t)| {
+            t.kind == lumos_graph::TaskKind::Kernel
+                && g.scope_chain(TaskId(*i as u32))
+                    .any(|s| g.names[g.scopes[s.0 as usize].name.0 as usize] == "aten::addmm")
+        })
+        .map(|(i, _)| TaskId(i as u32))
+        .expect("an addmm kernel");
+    let chain: Vec<&str> = g
+        .scope_chain(gemm)
+        .map(|s| g.names[g.scopes[s.0 as usize].name.0 as usize].as_str())
+        .collect();
+    assert!(
+        chain.iter().any(|n| n.starts_with("ProfilerStep#")),
+        "{chain:?}"
+    );
+    let addmm = g
+        .scope_chain(gemm)
+        .find(|s| g.names[g.scopes[s.0 as usize].name.0 as usize] == "aten::addmm")
+        .unwrap();
+    assert!(g.scopes[addmm.0 as usize].input_dims.is_some());
+}

@@ -1,0 +1,57 @@
+//! Multi-rank jobs: one graph per rank, communication matched across ranks,
+//! clocks aligned, and the ranks merged into one graph in which every
+//! matched collective is a [`Rendezvous`].
+//!
+//! Data flow, one function per stage:
+//!
+//! ```text
+//! Trace per rank --rank_graph--> RankGraph (graph, measured, comm tasks)
+//!   --match_collectives--> CollectiveMatch (matched sets, problems)
+//!   --align_clocks-------> ClockAlignment (offset per rank)
+//!   --merge--------------> JobGraph (one graph, rendezvous) + Measured on the job timeline
+//! ```
+//!
+//! Why a rendezvous: on each rank a collective kernel runs from its own start
+//! until the transfer ends, and the transfer cannot end before the last
+//! participant has started. Its measured duration therefore includes the
+//! time spent waiting for the slowest peer, which must not be replayed as a
+//! fixed duration, or the replay could not respond when a peer gets faster
+//! or slower. [`merge`] gives each matched collective task its intrinsic
+//! transfer time, `(its measured end) - (the last participant's measured
+//! start)` on aligned clocks, as its duration, and the simulator ends it at
+//! `max(start of every participant) + duration` (method.md section 4).
+//!
+//! Nothing here reads a measured start into the graph: measured times only
+//! derive durations (transfer times), clock offsets and each rank's release
+//! offset on the job timeline.
+
+mod clock;
+mod comms;
+mod matching;
+mod merge;
+
+pub use clock::{align_clocks, ClockAlignment};
+pub use comms::{rank_graph, CommPattern, CommTask, RankGraph};
+pub use matching::{
+    match_collectives, CollectiveMatch, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
+};
+pub use merge::{merge, JobGraph, RankPart, Rendezvous};
+
+/// Formats a sorted list of ranks compactly: `0-2, 5, 7`.
+pub fn rank_ranges(ranks: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        out.push(match j - i {
+            0 => ranks[i].to_string(),
+            1 => format!("{}, {}", ranks[i], ranks[j]),
+            _ => format!("{}-{}", ranks[i], ranks[j]),
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
