@@ -1,18 +1,23 @@
 //! Reads PyTorch profiler traces (Kineto / Chrome trace JSON) fast.
 //!
-//! [`read_path`] takes a `.json` or gzip file (detected by content), splits the
-//! JSON into top-level members and `traceEvents` elements without building a
-//! document, parses the elements in parallel in chunks of a few MB, and folds
-//! them into a [`Trace`]: kept [`Event`]s with integer-nanosecond times and
+//! [`read_path`] takes a `.json` or gzip file (detected by content; gzip is
+//! inflated on a second thread), splits the JSON into top-level members and
+//! `traceEvents` elements without building a document (a 64-bytes-at-a-time
+//! bracket scan), parses the elements on the rayon pool in chunks of 1 MB
+//! with a parser specialized for events, and folds them in file order into
+//! a [`Trace`]: kept [`Event`]s with exact integer-nanosecond times and
 //! interned names, [`Flow`]s, [`TraceMeta`] (devices, rank, process groups),
-//! and a count of everything skipped with the reason ([`Skipped`]).
+//! and a count of everything skipped with the reason ([`Skipped`]). Reading,
+//! parsing and folding of successive chunks overlap; memory stays at a few
+//! chunks plus the result. See docs/PERFORMANCE.md for measurements.
 //!
 //! Every schema era is accepted: legacy categories (`Operator`, `Runtime`,
 //! `Kernel`, ...), string pids and tids, integer and fractional microsecond
 //! timestamps, `ac2g` / `async_cpu_to_gpu` / `async` flows.
 //!
 //! Failures name the file and, where it applies, the byte offset in the
-//! uncompressed JSON and the event index ([`ReadError`]).
+//! uncompressed JSON and the event index ([`ReadError`]). Malformed input of
+//! any kind gives an error, never a panic (see the property tests).
 #![deny(missing_docs)]
 
 mod error;

@@ -696,6 +696,8 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn fail<T>(&self, offset: usize, message: impl Into<String>) -> Result<T> {
         Err(Box::new(SyntaxError {
             offset,
@@ -736,8 +738,18 @@ impl<'a> Parser<'a> {
             self.i += 1;
             Ok(())
         } else {
-            self.fail(self.i, format!("expected {what}, found {}", self.found()))
+            Err(self.expected(what))
         }
+    }
+
+    /// "expected `what`, found ..." at `self.i`; out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn expected(&self, what: &str) -> Box<SyntaxError> {
+        Box::new(SyntaxError {
+            offset: self.i,
+            message: format!("expected {what}, found {}", self.found()),
+        })
     }
 
     /// Only whitespace may follow.
@@ -765,14 +777,7 @@ impl<'a> Parser<'a> {
                 self.i += 1;
                 Ok(false)
             }
-            _ => self.fail(
-                self.i,
-                format!(
-                    "expected ',' or '{}' {what}, found {}",
-                    close as char,
-                    self.found()
-                ),
-            ),
+            _ => Err(self.expected(&format!("',' or '{}' {what}", close as char))),
         }
     }
 
@@ -791,7 +796,7 @@ impl<'a> Parser<'a> {
         loop {
             self.ws();
             if self.b.get(self.i) != Some(&b'"') {
-                return self.fail(self.i, format!("expected a key, found {}", self.found()));
+                return Err(self.expected("a key"));
             }
             let key = self.string()?;
             self.eat(b':', "':' after a key")?;
@@ -924,7 +929,7 @@ impl<'a> Parser<'a> {
             Some(b't') => self.literal("true").map(|()| Value::Bool),
             Some(b'f') => self.literal("false").map(|()| Value::Bool),
             Some(b'{' | b'[') => self.skip_value().map(|()| Value::Container),
-            _ => self.fail(self.i, format!("expected a value, found {}", self.found())),
+            _ => Err(self.expected("a value")),
         }
     }
 
@@ -960,7 +965,7 @@ impl<'a> Parser<'a> {
                 self.depth -= 1;
                 Ok(())
             }
-            _ => self.fail(self.i, format!("expected a value, found {}", self.found())),
+            _ => Err(self.expected("a value")),
         }
     }
 
