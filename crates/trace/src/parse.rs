@@ -1354,6 +1354,27 @@ mod tests {
     }
 
     #[test]
+    fn long_strings_with_specials_anywhere() {
+        // A quote, escape, control byte or multi-byte character at every
+        // position of a string longer than the 16- and 8-byte scans.
+        for at in 0..40 {
+            let plain = "é".repeat(at / 2) + &"x".repeat(at % 2);
+            let name = format!("{plain}\\n{plain}é漢");
+            let text = format!(
+                r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":1,"ts":1,"dur":1}}"#
+            );
+            let e = complete(&text);
+            assert_eq!(resolve(&e.name, &text), format!("{plain}\n{plain}é漢"));
+            let bad = text.replace("\\n", "\u{1}");
+            assert!(
+                matches!(parse_event(bad.as_bytes()), Parsed::Syntax { offset, .. }
+                    if offset == bad.find('\u{1}').unwrap()),
+                "{at}"
+            );
+        }
+    }
+
+    #[test]
     fn swar_helpers_are_exact() {
         for c in 0..=255u8 {
             for pos in 0..8 {
