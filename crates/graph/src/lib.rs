@@ -6,14 +6,25 @@
 //! the [`Graph`] (durations, gaps, latencies), the [`Measured`] ground truth
 //! kept apart from it, and a [`BuildReport`] counting every edge found or
 //! inferred, by rule. [`check`] verifies the graph's invariants.
+//!
+//! A multi-rank job goes through [`rank_graph`] per trace, then
+//! [`match_collectives`], [`align_clocks`] and [`merge`], which gives one
+//! [`JobGraph`] whose matched collectives are [`Rendezvous`] (see the `job`
+//! module's documentation in the source for the matching rules).
 #![deny(missing_docs)]
 
 mod build;
 mod check;
+mod job;
 mod model;
 mod report;
 
 pub use build::build;
 pub use check::{check, Violation};
+pub use job::{
+    align_clocks, match_collectives, merge, rank_graph, rank_ranges, ClockAlignment,
+    CollectiveMatch, CommPattern, CommTask, JobGraph, MatchProblem, MatchRule, MatchedSet, Member,
+    ProblemKind, RankGraph, RankPart, Rendezvous,
+};
 pub use model::*;
 pub use report::{BuildReport, Rule};

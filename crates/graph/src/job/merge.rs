@@ -1,0 +1,343 @@
+//! Merging the ranks of a job into one graph, with matched collectives as
+//! rendezvous.
+
+use std::ops::Range;
+
+use rustc_hash::FxHashMap;
+
+use super::clock::ClockAlignment;
+use super::comms::RankGraph;
+use super::matching::CollectiveMatch;
+use crate::model::*;
+
+/// A transfer's measured end may precede its last participant's start by
+/// this much (clock-alignment noise) before it is reported as suspect.
+const END_BEFORE_START_TOLERANCE_NS: i64 = 50_000;
+
+/// Collective tasks on different ranks that complete together.
+///
+/// Each task starts as its own dependencies allow and ends at
+/// `max(start of every task in the rendezvous) + its own duration`: its
+/// duration in the graph is its intrinsic transfer time, not the measured
+/// kernel time, which includes waiting for the slowest peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendezvous {
+    /// The participants, one per rank, at least two.
+    pub tasks: Vec<TaskId>,
+}
+
+/// Where one rank's part sits in a [`JobGraph`]: every index range its
+/// tasks, processors, edges, steps and collectives occupy. Task `t` of the
+/// rank's own graph is task `tasks.start + t` of the job graph, and so on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankPart {
+    /// The rank.
+    pub rank: u32,
+    /// Its tasks in [`Graph::tasks`].
+    pub tasks: Range<u32>,
+    /// Its processors in [`Graph::processors`].
+    pub processors: Range<u32>,
+    /// Its fixed edges in [`Graph::edges`].
+    pub edges: Range<u32>,
+    /// Its steps in [`Graph::steps`].
+    pub steps: Range<u32>,
+    /// Its collectives in [`Graph::collectives`].
+    pub collectives: Range<u32>,
+    /// Its scopes in [`Graph::scopes`].
+    pub scopes: Range<u32>,
+    /// Where its window starts on the job timeline, in ns: its measured
+    /// window start on the aligned clock minus the earliest one. Its tasks'
+    /// releases are offset by this.
+    pub start_ns: i64,
+    /// Its clock offset, from [`ClockAlignment::offsets_ns`].
+    pub clock_offset_ns: i64,
+}
+
+impl RankPart {
+    /// The job-graph id of the rank's own task `t`.
+    pub fn task(&self, t: TaskId) -> TaskId {
+        TaskId(self.tasks.start + t.0)
+    }
+
+    /// True when job-graph task `t` belongs to this rank.
+    pub fn contains(&self, t: TaskId) -> bool {
+        self.tasks.contains(&t.0)
+    }
+}
+
+/// Every rank of a job in one [`Graph`], with the rendezvous that couple
+/// them. Processors keep their per-rank [`ProcKind`] (two ranks may both
+/// have `Stream { device: 0, stream: 7 }`); [`JobGraph::ranks`] says which
+/// rank owns which range, so nothing in the graph collides: device-wide
+/// waits are rewritten as waits on the rank's own streams.
+#[derive(Debug, Clone, Default)]
+pub struct JobGraph {
+    /// The merged graph.
+    pub graph: Graph,
+    /// One part per rank, in the order given to [`merge`].
+    pub ranks: Vec<RankPart>,
+    /// One per matched set: `rendezvous[i]` is `CollectiveMatch::sets[i]`.
+    pub rendezvous: Vec<Rendezvous>,
+}
+
+impl JobGraph {
+    /// The position in [`JobGraph::ranks`] of the rank owning task `t`.
+    pub fn rank_of(&self, t: TaskId) -> usize {
+        self.ranks
+            .partition_point(|p| p.tasks.end <= t.0)
+            .min(self.ranks.len().saturating_sub(1))
+    }
+
+    /// For each task, the rendezvous it takes part in, if any.
+    pub fn rendezvous_of_tasks(&self) -> Vec<Option<u32>> {
+        let mut out = vec![None; self.graph.tasks.len()];
+        for (i, r) in self.rendezvous.iter().enumerate() {
+            for &t in &r.tasks {
+                if let Some(slot) = out.get_mut(t.idx()) {
+                    *slot = Some(i as u32);
+                }
+            }
+        }
+        out
+    }
+
+    /// What-if edit: multiplies the durations of one rank's GPU compute
+    /// tasks (kernels, copies and sets that are not communication) by
+    /// `factor`, and its CPU tasks too when `cpu` is set. Collective
+    /// transfer times stay as they are: the point is to see how the other
+    /// ranks wait for this one.
+    pub fn scale_rank(&mut self, rank_pos: usize, factor: f64, cpu: bool) {
+        let Some(part) = self.ranks.get(rank_pos) else {
+            return;
+        };
+        let range = part.tasks.start as usize..part.tasks.end as usize;
+        for task in &mut self.graph.tasks[range] {
+            let selected = if task.kind.is_gpu() {
+                !task.is_comm()
+            } else {
+                cpu
+            };
+            if selected {
+                task.duration_ns = (task.duration_ns as f64 * factor).round() as i64;
+            }
+        }
+    }
+}
+
+/// Merges the ranks into one graph: tasks, processors, edges, runtime
+/// dependencies, collectives and steps of each rank, renumbered; each
+/// rank's releases moved to where its window starts on the aligned job
+/// timeline; and each matched set made a [`Rendezvous`] whose tasks carry
+/// their transfer times as durations.
+///
+/// Returns the job graph, the measured times on the job timeline (aligned
+/// clocks, 0 = the earliest rank's window start; parallel to the job
+/// graph's tasks and steps), and warnings about transfers that measured
+/// inconsistent (a participant ended well before another started: a wrong
+/// match or a bad clock offset).
+pub fn merge(
+    ranks: &[RankGraph],
+    m: &CollectiveMatch,
+    clock: &ClockAlignment,
+) -> (JobGraph, Measured, Vec<String>) {
+    let offset = |p: usize| clock.offsets_ns.get(p).copied().unwrap_or(0);
+    let aligned_origin: Vec<i64> = ranks
+        .iter()
+        .enumerate()
+        .map(|(p, r)| r.clock_origin_ns() - offset(p))
+        .collect();
+    let job_origin = aligned_origin.iter().copied().min().unwrap_or(0);
+
+    let mut g = Graph::default();
+    let mut measured = Measured {
+        origin_ns: job_origin,
+        ..Measured::default()
+    };
+    let mut names: FxHashMap<String, u32> = FxHashMap::default();
+    let mut parts = Vec::with_capacity(ranks.len());
+    for (p, r) in ranks.iter().enumerate() {
+        let shift = aligned_origin[p] - job_origin;
+        let t0 = g.tasks.len() as u32;
+        let p0 = g.processors.len() as u32;
+        let e0 = g.edges.len() as u32;
+        let s0 = g.steps.len() as u32;
+        let c0 = g.collectives.len() as u32;
+        let sc0 = g.scopes.len() as u32;
+        let rg = &r.graph;
+        // Names are interned across ranks: the ranks of a job run the same
+        // program, so this keeps one copy per distinct name.
+        let name_map: Vec<NameId> = rg
+            .names
+            .iter()
+            .map(|n| {
+                let next = g.names.len() as u32;
+                NameId(*names.entry(n.clone()).or_insert_with(|| {
+                    g.names.push(n.clone());
+                    next
+                }))
+            })
+            .collect();
+        let mut has_incoming = vec![false; rg.tasks.len()];
+        for e in &rg.edges {
+            has_incoming[e.to.idx()] = true;
+        }
+        let tid = |t: TaskId| TaskId(t.0 + t0);
+        for (i, t) in rg.tasks.iter().enumerate() {
+            let mut t = t.clone();
+            t.name = name_map[t.name.0 as usize];
+            t.proc = ProcId(t.proc.0 + p0);
+            t.collective = t.collective.map(|c| c + c0);
+            // Tasks that no edge explains start at a fixed offset from the
+            // rank's window start, which now sits at `shift` on the job
+            // timeline. Other tasks keep release 0: their dependencies
+            // place them.
+            if !has_incoming[i] || t.release_ns > 0 {
+                t.release_ns += shift;
+            }
+            g.tasks.push(t);
+            let scope = rg.task_scopes.get(i).copied().flatten();
+            g.task_scopes.push(scope.map(|s| ScopeId(s.0 + sc0)));
+        }
+        g.scopes.extend(rg.scopes.iter().map(|s| Scope {
+            name: name_map[s.name.0 as usize],
+            parent: s.parent.map(|p| ScopeId(p.0 + sc0)),
+            ..s.clone()
+        }));
+        for proc in &rg.processors {
+            g.processors.push(Processor {
+                kind: proc.kind.clone(),
+                tasks: proc.tasks.iter().map(|&t| tid(t)).collect(),
+            });
+        }
+        g.edges.extend(rg.edges.iter().map(|e| Edge {
+            from: tid(e.from),
+            to: tid(e.to),
+            ..*e
+        }));
+        for d in &rg.runtime_deps {
+            let task = tid(d.task);
+            match d.target {
+                WaitTarget::StreamTail(s) => g.runtime_deps.push(RuntimeDep {
+                    task,
+                    target: WaitTarget::StreamTail(ProcId(s.0 + p0)),
+                    latency_ns: d.latency_ns,
+                }),
+                WaitTarget::Task(on) => g.runtime_deps.push(RuntimeDep {
+                    task,
+                    target: WaitTarget::Task(tid(on)),
+                    latency_ns: d.latency_ns,
+                }),
+                WaitTarget::DeviceTail(device) => {
+                    // Device numbers repeat across ranks (every host has a
+                    // device 0), so a device-wide wait becomes a wait on
+                    // each of this rank's streams of that device, which the
+                    // scheduler resolves the same way.
+                    let streams: Vec<ProcId> = rg
+                        .processors
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, pr)| {
+                            matches!(pr.kind, ProcKind::Stream { device: d, .. } if d == device)
+                        })
+                        .map(|(i, _)| ProcId(i as u32 + p0))
+                        .collect();
+                    if streams.is_empty() {
+                        // No stream on that device: as in the rank's own
+                        // replay, the wait resolves to nothing.
+                        g.runtime_deps.push(RuntimeDep {
+                            task,
+                            target: WaitTarget::DeviceTail(i64::MIN),
+                            latency_ns: d.latency_ns,
+                        });
+                    }
+                    for s in streams {
+                        g.runtime_deps.push(RuntimeDep {
+                            task,
+                            target: WaitTarget::StreamTail(s),
+                            latency_ns: d.latency_ns,
+                        });
+                    }
+                }
+            }
+        }
+        g.collectives.extend(rg.collectives.iter().cloned());
+        for s in &rg.steps {
+            g.steps.push(Step {
+                name: s.name.clone(),
+                first_task: tid(s.first_task),
+                lead_ns: s.lead_ns,
+                last_task: tid(s.last_task),
+                tail_ns: s.tail_ns,
+                tasks: s.tasks.iter().map(|&t| tid(t)).collect(),
+            });
+        }
+        let moved = |s: &Span| Span {
+            start_ns: s.start_ns + shift,
+            end_ns: s.end_ns + shift,
+        };
+        measured.tasks.extend(r.measured.tasks.iter().map(moved));
+        measured
+            .step_annotations
+            .extend(r.measured.step_annotations.iter().map(moved));
+        measured.scopes.extend(r.measured.scopes.iter().map(moved));
+        parts.push(RankPart {
+            rank: r.rank,
+            tasks: t0..g.tasks.len() as u32,
+            processors: p0..g.processors.len() as u32,
+            edges: e0..g.edges.len() as u32,
+            steps: s0..g.steps.len() as u32,
+            collectives: c0..g.collectives.len() as u32,
+            scopes: sc0..g.scopes.len() as u32,
+            start_ns: shift,
+            clock_offset_ns: offset(p),
+        });
+    }
+
+    // The graph's convention: no scopes, no per-task scope list.
+    if g.scopes.is_empty() {
+        g.task_scopes.clear();
+    }
+    let mut warnings = Vec::new();
+    let mut rendezvous = Vec::with_capacity(m.sets.len());
+    for set in &m.sets {
+        let tasks: Vec<TaskId> = set
+            .members
+            .iter()
+            .map(|mb| {
+                let part = &parts[mb.rank_pos as usize];
+                part.task(ranks[mb.rank_pos as usize].comms[mb.comm as usize].task)
+            })
+            .collect();
+        let (last_pos, last_start) = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, measured.tasks[t.idx()].start_ns))
+            .max_by_key(|&(i, s)| (s, std::cmp::Reverse(i)))
+            .unwrap_or((0, 0));
+        for (i, &t) in tasks.iter().enumerate() {
+            let end = measured.tasks[t.idx()].end_ns;
+            if end < last_start - END_BEFORE_START_TOLERANCE_NS {
+                let rank = |k: usize| ranks[set.members[k].rank_pos as usize].rank;
+                warnings.push(format!(
+                    "{}: on rank {} it ended {:.1} us before rank {} started it \
+                     (wrong match or clock offset?); transfer time taken as 0",
+                    set.label,
+                    rank(i),
+                    (last_start - end) as f64 / 1e3,
+                    rank(last_pos)
+                ));
+            }
+            g.tasks[t.idx()].duration_ns = (end - last_start).max(0);
+        }
+        rendezvous.push(Rendezvous { tasks });
+    }
+    (
+        JobGraph {
+            graph: g,
+            ranks: parts,
+            rendezvous,
+        },
+        measured,
+        warnings,
+    )
+}

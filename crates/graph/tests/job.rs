@@ -1,0 +1,389 @@
+//! Multi-rank jobs: collective matching, clock alignment and merging, on
+//! the 8-rank DLRM set and on fixtures built from it in code.
+
+use std::path::{Path, PathBuf};
+
+use lumos_graph::*;
+use lumos_trace::{read_path, Category, Trace};
+
+fn corpus(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces")
+        .join(rel)
+}
+
+fn dlrm_traces() -> Vec<Trace> {
+    (0..8)
+        .map(|r| read_path(&corpus(&format!("multi-rank/dlrm-8xv100/rank{r}.json.gz"))).unwrap())
+        .collect()
+}
+
+fn ranks_of(traces: &[Trace]) -> Vec<RankGraph> {
+    traces.iter().map(|t| rank_graph(t).0).collect()
+}
+
+/// Moves every event (and flow) of a trace by `shift_ns`, as if its host's
+/// clock were off by that much.
+fn shift_clock(t: &mut Trace, shift_ns: i64) {
+    for e in &mut t.events {
+        e.ts_ns += shift_ns;
+    }
+    for f in &mut t.flows {
+        f.ts_ns += shift_ns;
+    }
+}
+
+#[test]
+fn dlrm_collectives_match_on_all_ranks() {
+    let ranks = ranks_of(&dlrm_traces());
+    let m = match_collectives(&ranks);
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    assert_eq!(m.sets.len(), 8);
+    assert_eq!(m.unmatched_tasks(), 0);
+    for s in &m.sets {
+        // No process-group arguments on these NCCL kernels: the fallback.
+        assert_eq!(s.rule, MatchRule::KernelFamilyOrder);
+        assert_eq!(s.members.len(), 8, "{}", s.label);
+    }
+    let names: Vec<&str> = m.sets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names.iter().filter(|n| **n == "AllReduce").count(), 3);
+    assert_eq!(names.iter().filter(|n| **n == "SendRecv").count(), 5);
+}
+
+#[test]
+fn dlrm_shares_one_clock() {
+    let ranks = ranks_of(&dlrm_traces());
+    let m = match_collectives(&ranks);
+    let c = align_clocks(&ranks, &m);
+    assert!(c.unaligned.is_empty());
+    for (p, o) in c.offsets_ns.iter().enumerate() {
+        assert!(o.abs() <= 10_000, "rank {p} offset {o} ns");
+    }
+    for s in &c.end_spread_ns {
+        assert!(*s <= 10_000, "aligned end spread {s} ns");
+    }
+}
+
+#[test]
+fn shifted_clocks_are_recovered() {
+    let plain = dlrm_traces();
+    let mut shifted = plain.clone();
+    // Rank 5's host runs 3.217 ms ahead, rank 2's 1.5 s behind.
+    shift_clock(&mut shifted[5], 3_217_000);
+    shift_clock(&mut shifted[2], -1_500_000_000);
+    let base = {
+        let r = ranks_of(&plain);
+        let m = match_collectives(&r);
+        let c = align_clocks(&r, &m);
+        (r, m, c)
+    };
+    let r = ranks_of(&shifted);
+    let m = match_collectives(&r);
+    let c = align_clocks(&r, &m);
+    assert!(m.problems.is_empty());
+    let recovered = |p: usize| c.offsets_ns[p] - base.2.offsets_ns[p];
+    assert!(
+        (recovered(5) - 3_217_000).abs() <= 10_000,
+        "{}",
+        recovered(5)
+    );
+    assert!(
+        (recovered(2) + 1_500_000_000).abs() <= 10_000,
+        "{}",
+        recovered(2)
+    );
+    assert!(c.raw_end_spread_ns.iter().all(|&s| s > 1_000_000_000));
+    assert!(
+        c.end_spread_ns.iter().all(|&s| s <= 10_000),
+        "{:?}",
+        c.end_spread_ns
+    );
+
+    // The merged job is the same as without the shift: same transfer
+    // times, same releases on the job timeline.
+    let (a, ma, wa) = merge(&base.0, &base.1, &base.2);
+    let (b, mb, wb) = merge(&r, &m, &c);
+    assert!(wa.is_empty() && wb.is_empty(), "{wa:?} {wb:?}");
+    let durations = |j: &JobGraph| {
+        j.graph
+            .tasks
+            .iter()
+            .map(|t| t.duration_ns)
+            .collect::<Vec<_>>()
+    };
+    let releases = |j: &JobGraph| {
+        j.graph
+            .tasks
+            .iter()
+            .map(|t| t.release_ns)
+            .collect::<Vec<_>>()
+    };
+    let close = |x: Vec<i64>, y: Vec<i64>| x.iter().zip(&y).all(|(p, q)| (p - q).abs() <= 10_000);
+    assert!(close(durations(&a), durations(&b)));
+    assert!(close(releases(&a), releases(&b)));
+    let starts = |m: &Measured| m.tasks.iter().map(|s| s.start_ns).collect::<Vec<_>>();
+    assert!(close(starts(&ma), starts(&mb)));
+}
+
+#[test]
+fn merged_dlrm_job_is_a_valid_graph_with_transfer_durations() {
+    let ranks = ranks_of(&dlrm_traces());
+    let m = match_collectives(&ranks);
+    let c = align_clocks(&ranks, &m);
+    let (job, measured, warnings) = merge(&ranks, &m, &c);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(check(&job.graph).is_empty());
+    assert_eq!(job.ranks.len(), 8);
+    assert_eq!(job.rendezvous.len(), 8);
+    let total: usize = ranks.iter().map(|r| r.graph.tasks.len()).sum();
+    assert_eq!(job.graph.tasks.len(), total);
+    assert_eq!(measured.tasks.len(), total);
+    // The first all-to-all: rank 7 arrives last and its kernel runs about
+    // 10 us; on every rank the transfer time is about that, not the up to
+    // 7.6 ms the kernels measured while waiting for rank 7.
+    let first = &job.rendezvous[m
+        .sets
+        .iter()
+        .position(|s| s.label == "SendRecv #0")
+        .unwrap()];
+    for &t in &first.tasks {
+        let d = job.graph.tasks[t.idx()].duration_ns;
+        assert!(d <= 20_000, "transfer {d} ns");
+    }
+    let longest = first
+        .tasks
+        .iter()
+        .map(|t| measured.tasks[t.idx()].end_ns - measured.tasks[t.idx()].start_ns)
+        .max()
+        .unwrap();
+    assert!(longest > 7_000_000, "{longest}");
+    // Each rank's window starts where it started on the common clock.
+    let starts: Vec<i64> = job.ranks.iter().map(|p| p.start_ns).collect();
+    assert_eq!(starts.iter().min(), Some(&0));
+    assert!(starts[7] > starts[1] + 7_000_000, "{starts:?}");
+}
+
+#[test]
+fn collective_missing_on_one_rank_is_reported_not_paired() {
+    let mut traces = dlrm_traces();
+    // Drop rank 3's second all-reduce kernel, as if the profiler lost it.
+    let t = &mut traces[3];
+    let idx: Vec<usize> = t
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e.category == Category::Kernel && t.name(e).starts_with("ncclKernel_AllReduce")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(idx.len(), 3);
+    t.events.remove(idx[1]);
+    let ranks = ranks_of(&traces);
+    let m = match_collectives(&ranks);
+    assert_eq!(m.problems.len(), 1, "{:?}", m.problems);
+    let p = &m.problems[0];
+    assert_eq!(p.kind, ProblemKind::CountMismatch);
+    assert!(p.label.contains("AllReduce"), "{p}");
+    assert!(p.detail.contains("rank 3 issued 2"), "{p}");
+    assert!(p.detail.contains("rank 0-2, 4-7 issued 3"), "{p}");
+    assert_eq!(p.unmatched_tasks, 23);
+    // The all-to-alls still match.
+    assert_eq!(m.sets.len(), 5);
+    assert!(m.sets.iter().all(|s| s.name == "SendRecv"));
+    assert_eq!(m.unmatched_tasks(), 23);
+}
+
+#[test]
+fn missing_rank_leaves_the_others_matched() {
+    let traces = dlrm_traces();
+    let seven: Vec<Trace> = traces.into_iter().filter(|t| t.meta.rank != 4).collect();
+    let ranks = ranks_of(&seven);
+    let m = match_collectives(&ranks);
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    assert_eq!(m.sets.len(), 8);
+    assert!(m.sets.iter().all(|s| s.members.len() == 7));
+}
+
+#[test]
+fn process_group_order_on_a_real_trace_cloned_as_two_ranks() {
+    // A rank of a 2-rank DDP job with `Process Group Name` but no `Seq`:
+    // its clone as rank 1 matches it collective by collective.
+    let t0 = read_path(&corpus(
+        "single-rank/a100-ddp-rank0of2-event-record.json.gz",
+    ))
+    .unwrap();
+    let mut t1 = t0.clone();
+    t1.meta.rank = 1;
+    let ranks = ranks_of(&[t0, t1]);
+    let m = match_collectives(&ranks);
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    assert!(!m.sets.is_empty());
+    assert!(m
+        .sets
+        .iter()
+        .all(|s| s.rule == MatchRule::ProcessGroupOrder && s.members.len() == 2));
+    assert_eq!(m.unmatched_tasks(), 0);
+    assert!(m.sets[0].label.starts_with("pg 0 #"), "{}", m.sets[0].label);
+}
+
+/// A hand-made rank whose communication tasks are described directly.
+fn rank(rank: u32, comms: &[(&str, Option<i64>, CommPattern, Option<u64>)]) -> RankGraph {
+    let mut g = Graph {
+        names: vec!["nccl".into()],
+        processors: vec![Processor {
+            kind: ProcKind::Stream {
+                device: 0,
+                stream: 7,
+            },
+            tasks: Vec::new(),
+        }],
+        ..Graph::default()
+    };
+    let mut out = Vec::new();
+    for (i, (name, seq, pattern, bytes)) in comms.iter().enumerate() {
+        g.tasks.push(Task {
+            kind: TaskKind::Kernel,
+            name: NameId(0),
+            proc: ProcId(0),
+            duration_ns: 1_000,
+            release_ns: i as i64 * 10_000,
+            collective: Some(i as u32),
+            correlation: 0,
+        });
+        g.processors[0].tasks.push(TaskId(i as u32));
+        g.collectives.push(Collective {
+            name: (*name).into(),
+            process_group: Some("0".into()),
+            seq: *seq,
+            bytes: *bytes,
+            group_size: Some(4),
+        });
+        out.push(CommTask {
+            task: TaskId(i as u32),
+            collective: i as u32,
+            pattern: *pattern,
+            group: Some(0),
+            issue_ns: i as i64 * 10_000,
+        });
+    }
+    let n = g.tasks.len();
+    RankGraph {
+        rank,
+        source: format!("rank{rank}.json"),
+        clock_base_ns: 0,
+        measured: Measured {
+            origin_ns: 0,
+            tasks: (0..n as i64)
+                .map(|i| Span {
+                    start_ns: i * 10_000,
+                    end_ns: i * 10_000 + 1_000,
+                })
+                .collect(),
+            step_annotations: Vec::new(),
+            scopes: Vec::new(),
+        },
+        graph: g,
+        comms: out,
+        groups: vec![vec![0, 1, 2, 3]],
+    }
+}
+
+#[test]
+fn seq_matching_reports_incomplete_and_differing_sets() {
+    use CommPattern::Group;
+    let ar = |seq| ("allreduce", Some(seq), Group, Some(4096u64));
+    let ranks = vec![
+        rank(0, &[ar(1), ar(2), ar(3)]),
+        rank(1, &[ar(1), ar(2), ar(3)]),
+        // Rank 2 lacks seq 2; rank 3 has a different size for seq 3.
+        rank(2, &[ar(1), ar(3)]),
+        rank(
+            3,
+            &[ar(1), ar(2), ("allreduce", Some(3), Group, Some(8192))],
+        ),
+    ];
+    let m = match_collectives(&ranks);
+    assert_eq!(m.sets.len(), 1);
+    assert_eq!(m.sets[0].label, "pg 0 seq 1");
+    assert_eq!(m.sets[0].rule, MatchRule::ProcessGroupSeq);
+    assert_eq!(m.problems.len(), 2, "{:?}", m.problems);
+    let incomplete = &m.problems[0];
+    assert_eq!(incomplete.kind, ProblemKind::Incomplete);
+    assert_eq!(incomplete.label, "pg 0 seq 2");
+    assert!(incomplete.detail.contains("not on rank 2"), "{incomplete}");
+    let size = &m.problems[1];
+    assert_eq!(size.kind, ProblemKind::SizeMismatch);
+    assert!(size.detail.contains("8192 B on rank 3"), "{size}");
+    assert_eq!(m.unmatched_tasks(), 3 + 4);
+}
+
+#[test]
+fn seq_matching_with_a_missing_rank_file_matches_the_ranks_present() {
+    use CommPattern::Group;
+    let ar = |seq| ("allreduce", Some(seq), Group, Some(4096u64));
+    let ranks = vec![rank(0, &[ar(1)]), rank(1, &[ar(1)]), rank(3, &[ar(1)])];
+    let m = match_collectives(&ranks);
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+    assert_eq!(m.sets[0].members.len(), 3);
+}
+
+#[test]
+fn sends_pair_with_receives() {
+    let send = |peer| ("send", None, CommPattern::Send { peer }, Some(100u64));
+    let recv = |peer| ("recv", None, CommPattern::Recv { peer }, Some(100u64));
+    let ranks = vec![
+        rank(0, &[send(1), send(1), recv(1)]),
+        rank(1, &[recv(0), recv(0), send(0)]),
+        // Rank 2 sends to rank 3 twice, rank 3 receives once.
+        rank(2, &[send(3), send(3)]),
+        rank(3, &[recv(2)]),
+    ];
+    let m = match_collectives(&ranks);
+    let labels: Vec<&str> = m.sets.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "pg 0 send 0->1 #0",
+            "pg 0 send 0->1 #1",
+            "pg 0 send 1->0 #0"
+        ]
+    );
+    assert!(m.sets.iter().all(|s| s.rule == MatchRule::PointToPoint));
+    assert_eq!(m.problems.len(), 1);
+    assert_eq!(m.problems[0].kind, ProblemKind::CountMismatch);
+    assert!(m.problems[0]
+        .detail
+        .contains("rank 2 sent 2 times, rank 3 received 1"));
+}
+
+#[test]
+fn order_matching_reports_differing_names() {
+    use CommPattern::Group;
+    let c = |n| (n, None, Group, None);
+    let ranks = vec![
+        rank(0, &[c("allreduce"), c("broadcast")]),
+        rank(1, &[c("allreduce"), c("allgather")]),
+        rank(2, &[c("allreduce"), c("broadcast")]),
+        rank(3, &[c("allreduce"), c("broadcast")]),
+    ];
+    let m = match_collectives(&ranks);
+    assert_eq!(m.sets.len(), 1);
+    assert_eq!(m.sets[0].label, "pg 0 #0");
+    assert_eq!(m.problems.len(), 1);
+    assert_eq!(m.problems[0].kind, ProblemKind::NameMismatch);
+    assert!(
+        m.problems[0].detail.contains("allgather on rank 1")
+            && m.problems[0].detail.contains("broadcast on rank 0, 2, 3")
+            || m.problems[0].detail.contains("broadcast on rank 0, 2-3"),
+        "{}",
+        m.problems[0]
+    );
+}
+
+#[test]
+fn rank_ranges_are_compact() {
+    assert_eq!(rank_ranges(&[0, 1, 2, 4, 6, 7]), "0-2, 4, 6, 7");
+    assert_eq!(rank_ranges(&[3]), "3");
+    assert_eq!(rank_ranges(&[]), "");
+}
