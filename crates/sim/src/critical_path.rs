@@ -75,6 +75,10 @@ pub enum BoundKind {
     Edge(DepKind),
     /// A runtime (GPU-to-CPU sync) dependency.
     Runtime,
+    /// A collective's end, set by the start of its last participant on
+    /// another rank (multi-rank jobs only; see
+    /// [`job_critical_path_summary`](crate::job_critical_path_summary)).
+    Rendezvous,
 }
 
 impl BoundKind {
@@ -95,6 +99,7 @@ impl BoundKind {
             BoundKind::Processor => "processor",
             BoundKind::Edge(kind) => kind.as_str(),
             BoundKind::Runtime => "runtime_sync",
+            BoundKind::Rendezvous => "rendezvous",
         }
     }
 }
@@ -154,18 +159,38 @@ pub fn critical_path_summary(
         }
     };
 
+    let timed = hops.iter().enumerate().map(|(i, hop)| TimedHop {
+        task: hop.task,
+        kind: BoundKind::of(graph, hop.bound),
+        at: time_on_path(hop),
+        anchor: anchor_of(hop, hops.get(i + 1)),
+    });
+    summarize(timed, top_n)
+}
+
+/// One hop of a critical path with its times: it was placed on the path at
+/// `at` and the next hop's constraint counts from `anchor`.
+pub(crate) struct TimedHop {
+    pub(crate) task: TaskId,
+    pub(crate) kind: BoundKind,
+    pub(crate) at: i64,
+    pub(crate) anchor: i64,
+}
+
+/// Totals per class of constraint and the tasks longest on the path, from
+/// hops in time order.
+pub(crate) fn summarize(hops: impl Iterator<Item = TimedHop>, top_n: usize) -> CriticalPathSummary {
     let mut totals: Vec<BoundTotal> = Vec::new();
-    let mut busy_per_task: Vec<(TaskId, i64)> = Vec::with_capacity(hops.len());
+    let mut busy_per_task: Vec<(TaskId, i64)> = Vec::new();
     let mut prev_anchor = 0i64;
-    for (i, hop) in hops.iter().enumerate() {
-        let at = time_on_path(hop);
-        let anchor = anchor_of(hop, hops.get(i + 1));
-        let kind = BoundKind::of(graph, hop.bound);
-        let total = match totals.iter_mut().find(|t| t.kind == kind) {
+    let mut count = 0;
+    for hop in hops {
+        count += 1;
+        let total = match totals.iter_mut().find(|t| t.kind == hop.kind) {
             Some(total) => total,
             None => {
                 totals.push(BoundTotal {
-                    kind,
+                    kind: hop.kind,
                     hops: 0,
                     wait_ns: 0,
                     busy_ns: 0,
@@ -174,17 +199,17 @@ pub fn critical_path_summary(
             }
         };
         total.hops += 1;
-        total.wait_ns += at - prev_anchor;
-        total.busy_ns += anchor - at;
-        busy_per_task.push((hop.task, anchor - at));
-        prev_anchor = anchor;
+        total.wait_ns += hop.at - prev_anchor;
+        total.busy_ns += hop.anchor - hop.at;
+        busy_per_task.push((hop.task, hop.anchor - hop.at));
+        prev_anchor = hop.anchor;
     }
     totals.sort_by_key(|t| t.kind);
     busy_per_task.retain(|&(_, busy)| busy > 0);
     busy_per_task.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     busy_per_task.truncate(top_n);
     CriticalPathSummary {
-        hops: hops.len(),
+        hops: count,
         end_ns: prev_anchor,
         by_bound: totals,
         top_tasks: busy_per_task,

@@ -10,7 +10,8 @@ use lumos_graph::TaskId;
 pub enum SimError {
     /// Tasks were left that can never start: their dependencies (fixed,
     /// processor order or resolved runtime waits) form a cycle, or wait on a
-    /// task that is itself stuck.
+    /// task that is itself stuck. In a rendezvous, a task that started but
+    /// whose peers never do cannot end either, and counts here.
     Stuck {
         /// How many tasks never ran.
         stuck: usize,
@@ -36,7 +37,8 @@ impl fmt::Display for SimError {
                 example_name,
             } => write!(
                 f,
-                "{stuck} tasks can never start (dependency cycle); e.g. task {} `{example_name}`",
+                "{stuck} tasks can never start or end (a dependency cycle, or a collective \
+                 whose peers wait for its end); e.g. task {} `{example_name}`",
                 example.0
             ),
             SimError::InvalidGraph(why) => write!(f, "invalid graph: {why}"),

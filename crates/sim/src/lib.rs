@@ -30,6 +30,16 @@
 //! The scheduler only ever sees the [`Graph`](lumos_graph::Graph):
 //! durations, latencies and releases, never a measured start time.
 //!
+//! # Multi-rank jobs
+//!
+//! [`simulate_job`] replays a [`JobGraph`](lumos_graph::JobGraph), every
+//! rank in one simulation: each [`Rendezvous`](lumos_graph::Rendezvous)
+//! couples a collective's tasks on its ranks, which start as usual and end
+//! at `max(start of every participant) + duration`, the duration being the
+//! transfer time. [`rendezvous_times`] and [`rank_waits`] tell, from
+//! replayed or measured times, who waited for whom;
+//! [`job_critical_path`] follows the critical path across ranks.
+//!
 //! # Metrics
 //!
 //! The metric functions take task times through [`TaskTimes`], implemented
@@ -72,6 +82,7 @@
 
 mod critical_path;
 mod error;
+mod job;
 mod metrics;
 mod options;
 mod scheduler;
@@ -81,9 +92,13 @@ pub use critical_path::{
     CriticalPathSummary, PathHop,
 };
 pub use error::SimError;
+pub use job::{
+    job_critical_path, job_critical_path_hops, rank_waits, rendezvous_times, simulate_job,
+    JobBound, JobCriticalPath, JobHop, RankWait, RendezvousTimes,
+};
 pub use metrics::{
     annotation_spans, breakdown, gpu_busy_intervals, gpu_busy_timeline, step_spans, whole_span,
     Breakdown, SpanColumns, TaskTimes,
 };
 pub use options::{DurationScale, GpuSelector, SimOptions};
-pub use scheduler::{simulate, BlockingWait, Bound, Schedule};
+pub use scheduler::{simulate, simulate_with_rendezvous, BlockingWait, Bound, Schedule};

@@ -3,7 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use lumos_graph::{Anchor, DepKind, Graph, ProcKind, Span, TaskId, WaitTarget};
+use lumos_graph::{Anchor, DepKind, Graph, ProcKind, Rendezvous, Span, TaskId, WaitTarget};
 
 use crate::error::SimError;
 use crate::options::{scaled_durations, SimOptions};
@@ -118,6 +118,24 @@ impl Schedule {
 /// Returns [`SimError::Stuck`] instead of hanging when some tasks can never
 /// start, and [`SimError::InvalidGraph`] when the graph's indices disagree.
 pub fn simulate(graph: &Graph, opts: &SimOptions) -> Result<Schedule, SimError> {
+    simulate_with_rendezvous(graph, &[], opts)
+}
+
+/// [`simulate`], with collective tasks coupled into rendezvous (multi-rank
+/// jobs, see [`simulate_job`](crate::simulate_job)): each task of a
+/// rendezvous starts as its own dependencies allow and ends at
+/// `max(start of every task of the rendezvous) + its duration`, so it holds
+/// its processor, its successors and any blocking call that waits for it
+/// until the last participant has arrived.
+///
+/// A task may take part in at most one rendezvous. A rendezvous whose
+/// participants can never all start (one waits, through the graph, for
+/// another's end) leaves them unscheduled: [`SimError::Stuck`].
+pub fn simulate_with_rendezvous(
+    graph: &Graph,
+    rendezvous: &[Rendezvous],
+    opts: &SimOptions,
+) -> Result<Schedule, SimError> {
     for scale in &opts.scales {
         if !scale.factor.is_finite() || scale.factor < 0.0 {
             return Err(SimError::InvalidOptions(format!(
@@ -127,6 +145,7 @@ pub fn simulate(graph: &Graph, opts: &SimOptions) -> Result<Schedule, SimError> 
         }
     }
     let mut replay = Replay::new(graph, opts)?;
+    replay.add_rendezvous(rendezvous)?;
     replay.run();
     replay.finish()
 }
@@ -176,6 +195,9 @@ enum State {
     Waiting,
     /// A blocking call that has issued and resolved its runtime dependencies.
     Issued,
+    /// A rendezvous task that has started; it ends when the last
+    /// participant starts.
+    Arrived,
     /// Start and end are fixed.
     Scheduled,
 }
@@ -216,6 +238,14 @@ struct Replay<'g> {
     scheduled: usize,
     waits: Vec<BlockingWait>,
     heap: BinaryHeap<Reverse<(i64, u32)>>,
+
+    /// Rendezvous, when any: the rendezvous of each task (NONE for most),
+    /// empty when there are none so plain replays pay one length check.
+    rv_of: Vec<u32>,
+    rendezvous: &'g [Rendezvous],
+    /// Per rendezvous: participants started so far, and the latest start.
+    rv_arrived: Vec<u32>,
+    rv_latest: Vec<i64>,
 }
 
 impl<'g> Replay<'g> {
@@ -395,6 +425,10 @@ impl<'g> Replay<'g> {
             waits: Vec::new(),
             heap: BinaryHeap::new(),
             pending,
+            rv_of: Vec::new(),
+            rendezvous: &[],
+            rv_arrived: Vec::new(),
+            rv_latest: Vec::new(),
         };
         // GPU tasks nobody launches count as launched from the start, up to
         // the first one that waits for a launch call.
@@ -408,6 +442,63 @@ impl<'g> Replay<'g> {
             }
         }
         Ok(replay)
+    }
+
+    /// Registers the rendezvous, after checking that they name existing
+    /// tasks, each at most once.
+    fn add_rendezvous(&mut self, rendezvous: &'g [Rendezvous]) -> Result<(), SimError> {
+        if rendezvous.is_empty() {
+            return Ok(());
+        }
+        let n = self.graph.tasks.len();
+        let mut rv_of = vec![NONE; n];
+        for (i, r) in rendezvous.iter().enumerate() {
+            if r.tasks.is_empty() {
+                return Err(SimError::InvalidGraph(format!(
+                    "rendezvous {i} has no tasks"
+                )));
+            }
+            for &t in &r.tasks {
+                match rv_of.get(t.idx()) {
+                    None => {
+                        return Err(SimError::InvalidGraph(format!(
+                            "rendezvous {i} names missing task {}",
+                            t.0
+                        )))
+                    }
+                    Some(&other) if other != NONE => {
+                        return Err(SimError::InvalidGraph(format!(
+                            "task {} is in rendezvous {other} and {i}",
+                            t.0
+                        )))
+                    }
+                    Some(_) => rv_of[t.idx()] = i as u32,
+                }
+            }
+        }
+        self.rv_of = rv_of;
+        self.rendezvous = rendezvous;
+        self.rv_arrived = vec![0; rendezvous.len()];
+        self.rv_latest = vec![i64::MIN; rendezvous.len()];
+        Ok(())
+    }
+
+    /// A rendezvous task has started at `now`. When it is the last of its
+    /// rendezvous, every participant ends: the heap pops in time order, so
+    /// `now` is the latest start.
+    fn arrive(&mut self, t: usize, now: i64) {
+        self.state[t] = State::Arrived;
+        let rv = self.rv_of[t] as usize;
+        self.rv_arrived[rv] += 1;
+        self.rv_latest[rv] = self.rv_latest[rv].max(now);
+        let members = &self.rendezvous[rv].tasks;
+        if self.rv_arrived[rv] as usize == members.len() {
+            let latest = self.rv_latest[rv];
+            for &m in members {
+                let end = latest + self.end[m.idx()];
+                self.complete(m.idx(), end);
+            }
+        }
     }
 
     /// Moves a stream's launched count past tasks that have no launch edge
@@ -548,37 +639,49 @@ impl<'g> Replay<'g> {
             }
             let issued = self.state[ti] == State::Issued;
             // `earliest[ti]` is `now` and stays as the start.
-            let end = now + self.end[ti];
-            self.end[ti] = end;
-            self.state[ti] = State::Scheduled;
-            self.scheduled += 1;
             if !issued {
                 self.issue(ti, now);
             }
-            for k in self.link_off[ti]..self.link_off[ti + 1] {
-                let link = self.links[k as usize];
-                if !link.has(START_ANCHORED | DROPPED) {
-                    self.satisfy(link.to, end + link.latency_ns, Bound::Edge(link.index()));
-                }
+            if !self.rv_of.is_empty() && self.rv_of[ti] != NONE {
+                self.arrive(ti, now);
+                continue;
             }
-            let next = self.proc_next[ti];
-            if next != NONE {
-                self.satisfy(next, end, Bound::Processor { prev: TaskId(t) });
+            let end = now + self.end[ti];
+            self.complete(ti, end);
+        }
+    }
+
+    /// Fixes a started task's end and releases what waits for it: its
+    /// end-anchored successors, the next task on its processor, and
+    /// blocking calls waiting on it.
+    fn complete(&mut self, ti: usize, end: i64) {
+        let t = ti as u32;
+        self.end[ti] = end;
+        self.state[ti] = State::Scheduled;
+        self.scheduled += 1;
+        for k in self.link_off[ti]..self.link_off[ti + 1] {
+            let link = self.links[k as usize];
+            if !link.has(START_ANCHORED | DROPPED) {
+                self.satisfy(link.to, end + link.latency_ns, Bound::Edge(link.index()));
             }
-            let mut w = self.waiter_head[ti];
-            while w != NONE {
-                let waiter = self.waiters[w as usize];
-                let latency = self.graph.runtime_deps[waiter.dep as usize].latency_ns;
-                self.satisfy(
-                    waiter.call,
-                    end + latency,
-                    Bound::Runtime {
-                        dep: waiter.dep,
-                        on: TaskId(t),
-                    },
-                );
-                w = waiter.next;
-            }
+        }
+        let next = self.proc_next[ti];
+        if next != NONE {
+            self.satisfy(next, end, Bound::Processor { prev: TaskId(t) });
+        }
+        let mut w = self.waiter_head[ti];
+        while w != NONE {
+            let waiter = self.waiters[w as usize];
+            let latency = self.graph.runtime_deps[waiter.dep as usize].latency_ns;
+            self.satisfy(
+                waiter.call,
+                end + latency,
+                Bound::Runtime {
+                    dep: waiter.dep,
+                    on: TaskId(t),
+                },
+            );
+            w = waiter.next;
         }
     }
 

@@ -5,4 +5,5 @@ mod builder;
 mod critical;
 mod metrics;
 mod props;
+mod rendezvous;
 mod scheduler;
