@@ -1,0 +1,509 @@
+//! What to synthesize: the model, the parallel layout, the GPU, and which
+//! ranks. Also the Megatron rank layout and its process groups.
+
+use std::str::FromStr;
+
+use crate::model::{GpuSpec, UnknownPreset};
+use crate::SynthError;
+
+/// The shape of a GPT model and of one micro-batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelPreset {
+    /// Preset name (`gpt3-175b`).
+    pub name: String,
+    /// Transformer layers.
+    pub layers: usize,
+    /// Hidden size.
+    pub hidden: usize,
+    /// Attention heads.
+    pub heads: usize,
+    /// MLP inner size (4 x hidden for GPT-3).
+    pub ffn_hidden: usize,
+    /// Vocabulary, padded so that it divides by the tensor-parallel degree.
+    pub vocab: usize,
+    /// Tokens per sequence.
+    pub seq_len: usize,
+    /// Sequences per micro-batch.
+    pub micro_batch: usize,
+}
+
+impl ModelPreset {
+    /// Names accepted by [`ModelPreset::preset`].
+    pub const NAMES: &'static [&'static str] = &[
+        "gpt-tiny",
+        "gpt-small",
+        "gpt3-15b",
+        "gpt3-44b",
+        "gpt3-117b",
+        "gpt3-175b",
+    ];
+
+    /// A GPT-3-style model: FFN 4 x hidden, vocabulary 51200 (GPT-2 BPE
+    /// padded as Megatron does), sequence 2048, micro-batch 1.
+    pub fn gpt(name: &str, layers: usize, hidden: usize, heads: usize) -> ModelPreset {
+        ModelPreset {
+            name: name.to_owned(),
+            layers,
+            hidden,
+            heads,
+            ffn_hidden: 4 * hidden,
+            vocab: 51_200,
+            seq_len: 2048,
+            micro_batch: 1,
+        }
+    }
+
+    /// A preset by name (case-insensitive; `gpt3-` may be written `gpt-3-`).
+    ///
+    /// - `gpt-tiny`: 4 layers, hidden 1024, 16 heads (CPU-bound on any GPU)
+    /// - `gpt-small`: 12 layers, hidden 2048, 16 heads
+    /// - `gpt3-15b`: 48 layers, hidden 6144, 48 heads (the Lumos paper's
+    ///   base configuration)
+    /// - `gpt3-44b`: 56 layers, hidden 8192, 64 heads
+    /// - `gpt3-117b`: 64 layers, hidden 12288, 96 heads
+    /// - `gpt3-175b`: 96 layers, hidden 12288, 96 heads
+    ///
+    /// The 44B, 117B and 175B shapes are chosen so that 12 x layers x
+    /// hidden^2 comes close to the name (45B, 116B, 174B; 56 layers rather
+    /// than 54 for 44B so that 2, 4 and 8 stages divide it). The 15B shape
+    /// is the one given for the paper's base model, although the formula
+    /// gives it 22B parameters.
+    pub fn preset(name: &str) -> Result<ModelPreset, UnknownPreset> {
+        let key = name.to_ascii_lowercase().replace("gpt-3-", "gpt3-");
+        let m = match key.as_str() {
+            "gpt-tiny" => ModelPreset::gpt("gpt-tiny", 4, 1024, 16),
+            "gpt-small" => ModelPreset::gpt("gpt-small", 12, 2048, 16),
+            "gpt3-15b" => ModelPreset::gpt("gpt3-15b", 48, 6144, 48),
+            "gpt3-44b" => ModelPreset::gpt("gpt3-44b", 56, 8192, 64),
+            "gpt3-117b" => ModelPreset::gpt("gpt3-117b", 64, 12288, 96),
+            "gpt3-175b" => ModelPreset::gpt("gpt3-175b", 96, 12288, 96),
+            _ => {
+                return Err(UnknownPreset {
+                    name: name.to_owned(),
+                    known: ModelPreset::NAMES,
+                })
+            }
+        };
+        Ok(m)
+    }
+
+    /// Parameters: per layer 12 h^2 (QKV, projection, two MLP matrices)
+    /// plus layer norms, then word and position embeddings. Linear layers
+    /// have no biases here (see the crate docs).
+    pub fn params(&self) -> u64 {
+        let (h, f) = (self.hidden as u64, self.ffn_hidden as u64);
+        let layer = 4 * h * h + 2 * h * f + 4 * h;
+        self.layers as u64 * layer + (self.vocab as u64 + self.seq_len as u64) * h + 2 * h
+    }
+}
+
+impl FromStr for ModelPreset {
+    type Err = UnknownPreset;
+    fn from_str(s: &str) -> Result<ModelPreset, UnknownPreset> {
+        ModelPreset::preset(s)
+    }
+}
+
+/// Parallel degrees and the training-schedule options that go with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallelism {
+    /// Tensor-parallel degree.
+    pub tp: usize,
+    /// Pipeline-parallel degree (stages).
+    pub pp: usize,
+    /// Data-parallel degree.
+    pub dp: usize,
+    /// Micro-batches per iteration (per data-parallel rank).
+    pub microbatches: usize,
+    /// Megatron sequence parallelism: layer norms and dropouts work on a
+    /// 1/tp slice of the sequence, and the tensor-parallel all-reduces
+    /// become all-gather + reduce-scatter. Ignored when `tp == 1`.
+    pub sequence_parallel: bool,
+    /// Megatron distributed optimizer (ZeRO-1): gradients are
+    /// reduce-scattered over the data-parallel group and updated
+    /// parameters all-gathered, instead of one gradient all-reduce.
+    pub distributed_optimizer: bool,
+}
+
+impl Parallelism {
+    /// `tp x pp x dp` with `microbatches`, sequence parallelism on (when
+    /// `tp > 1`) and the plain (all-reduce) optimizer.
+    pub fn new(tp: usize, pp: usize, dp: usize, microbatches: usize) -> Parallelism {
+        Parallelism {
+            tp,
+            pp,
+            dp,
+            microbatches,
+            sequence_parallel: true,
+            distributed_optimizer: false,
+        }
+    }
+
+    /// Total ranks.
+    pub fn world_size(&self) -> usize {
+        self.tp * self.pp * self.dp
+    }
+
+    /// Whether sequence parallelism is in effect.
+    pub fn sp(&self) -> bool {
+        self.sequence_parallel && self.tp > 1
+    }
+
+    /// The coordinates of a global rank in Megatron order: tensor-parallel
+    /// index fastest, then data-parallel, then pipeline stage, i.e.
+    /// `rank = pp * (dp_size * tp_size) + dp * tp_size + tp`.
+    pub fn coord(&self, rank: usize) -> RankCoord {
+        RankCoord {
+            tp: rank % self.tp,
+            dp: (rank / self.tp) % self.dp,
+            pp: rank / (self.tp * self.dp),
+        }
+    }
+
+    /// The global rank at `c` (inverse of [`Parallelism::coord`]).
+    pub fn rank_of(&self, c: RankCoord) -> usize {
+        c.pp * self.dp * self.tp + c.dp * self.tp + c.tp
+    }
+
+    /// The process groups `rank` belongs to, in the order PyTorch would
+    /// have created them: the default group, then Megatron's data-,
+    /// tensor-, pipeline- and model-parallel groups. Group names are the
+    /// creation index over all ranks (every rank creates every group, in
+    /// the same order), so the same group has the same name in every
+    /// rank's trace.
+    pub fn groups_of(&self, rank: usize) -> Vec<ProcessGroup> {
+        let c = self.coord(rank);
+        let world: Vec<usize> = (0..self.world_size()).collect();
+        let n_dp = self.tp * self.pp;
+        let n_tp = self.dp * self.pp;
+        let n_pp = self.tp * self.dp;
+        let dp_index = c.pp * self.tp + c.tp;
+        let tp_index = c.pp * self.dp + c.dp;
+        let pp_index = c.dp * self.tp + c.tp;
+        let base_tp = 1 + n_dp;
+        let base_pp = base_tp + n_tp;
+        let base_mp = base_pp + n_pp;
+        let ranks = |f: &dyn Fn(usize) -> RankCoord, n: usize| -> Vec<usize> {
+            (0..n).map(|i| self.rank_of(f(i))).collect()
+        };
+        vec![
+            ProcessGroup {
+                kind: GroupKind::World,
+                name: "0".into(),
+                ranks: world,
+            },
+            ProcessGroup {
+                kind: GroupKind::DataParallel,
+                name: (1 + dp_index).to_string(),
+                ranks: ranks(&|i| RankCoord { dp: i, ..c }, self.dp),
+            },
+            ProcessGroup {
+                kind: GroupKind::TensorParallel,
+                name: (base_tp + tp_index).to_string(),
+                ranks: ranks(&|i| RankCoord { tp: i, ..c }, self.tp),
+            },
+            ProcessGroup {
+                kind: GroupKind::PipelineParallel,
+                name: (base_pp + pp_index).to_string(),
+                ranks: ranks(&|i| RankCoord { pp: i, ..c }, self.pp),
+            },
+            ProcessGroup {
+                kind: GroupKind::ModelParallel,
+                name: (base_mp + c.dp).to_string(),
+                ranks: (0..self.pp)
+                    .flat_map(|p| {
+                        (0..self.tp).map(move |t| RankCoord {
+                            tp: t,
+                            dp: c.dp,
+                            pp: p,
+                        })
+                    })
+                    .map(|rc| self.rank_of(rc))
+                    .collect(),
+            },
+        ]
+    }
+}
+
+/// Where a rank sits in the 3-D layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RankCoord {
+    /// Tensor-parallel index.
+    pub tp: usize,
+    /// Data-parallel index.
+    pub dp: usize,
+    /// Pipeline stage.
+    pub pp: usize,
+}
+
+/// Which Megatron group a process group is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupKind {
+    /// Every rank (`default_pg`).
+    World,
+    /// Same tensor index and stage: gradient reduction.
+    DataParallel,
+    /// Same data index and stage: tensor-parallel collectives.
+    TensorParallel,
+    /// Same tensor and data index: pipeline send/recv.
+    PipelineParallel,
+    /// Same data index: tensor x pipeline (gradient-norm reduction).
+    ModelParallel,
+}
+
+impl GroupKind {
+    /// The `Process Group Description` / `pg_desc` written for the group.
+    pub fn description(self) -> &'static str {
+        match self {
+            GroupKind::World => "default_pg",
+            GroupKind::DataParallel => "DATA_PARALLEL_GROUP",
+            GroupKind::TensorParallel => "TENSOR_MODEL_PARALLEL_GROUP",
+            GroupKind::PipelineParallel => "PIPELINE_MODEL_PARALLEL_GROUP",
+            GroupKind::ModelParallel => "MODEL_PARALLEL_GROUP",
+        }
+    }
+}
+
+/// One process group as a rank sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessGroup {
+    /// Which group.
+    pub kind: GroupKind,
+    /// `pg_name` (creation index as a string).
+    pub name: String,
+    /// Global ranks, in group order.
+    pub ranks: Vec<usize>,
+}
+
+/// Which ranks [`write_job`](crate::write_job) writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ranks {
+    /// Every rank of the job.
+    All,
+    /// One rank per pipeline stage (tensor and data index 0). The other
+    /// ranks of a stage differ only by noise.
+    OnePerStage,
+    /// These ranks.
+    List(Vec<usize>),
+}
+
+/// Everything that determines a synthesized job. Same config, same bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SynthConfig {
+    /// The model.
+    pub model: ModelPreset,
+    /// The parallel layout.
+    pub parallel: Parallelism,
+    /// The GPU and its system.
+    pub gpu: GpuSpec,
+    /// Profiled iterations (`ProfilerStep#N` spans), at least 2.
+    pub steps: usize,
+    /// Seed of all noise.
+    pub seed: u64,
+    /// Which ranks to write.
+    pub ranks: Ranks,
+    /// Scale of the random noise on durations and gaps (1 = default, 0 =
+    /// none: every duration is its model value).
+    pub noise: f64,
+    /// First step number (`ProfilerStep#<first_step>`); profiler schedules
+    /// usually skip a few warm-up iterations.
+    pub first_step: usize,
+}
+
+impl SynthConfig {
+    /// A config with 2 steps, seed 0, one rank per stage, default noise.
+    pub fn new(model: ModelPreset, parallel: Parallelism, gpu: GpuSpec) -> SynthConfig {
+        SynthConfig {
+            model,
+            parallel,
+            gpu,
+            steps: 2,
+            seed: 0,
+            ranks: Ranks::OnePerStage,
+            noise: 1.0,
+            first_step: 2,
+        }
+    }
+
+    /// Checks that the layout fits the model. Megatron needs heads, FFN
+    /// size and vocabulary to divide by `tp`, and (with sequence
+    /// parallelism) the sequence too; layers are spread over stages as
+    /// evenly as possible (earlier stages take the remainder).
+    pub fn validate(&self) -> Result<(), SynthError> {
+        let (m, p) = (&self.model, &self.parallel);
+        let bad = |why: String| Err(SynthError::InvalidConfig(why));
+        if self.steps < 2 {
+            return bad(format!("steps must be at least 2, got {}", self.steps));
+        }
+        if p.tp == 0 || p.pp == 0 || p.dp == 0 || p.microbatches == 0 {
+            return bad("tp, pp, dp and microbatches must be at least 1".into());
+        }
+        if m.layers < p.pp {
+            return bad(format!(
+                "{} layers cannot fill {} pipeline stages",
+                m.layers, p.pp
+            ));
+        }
+        if m.heads == 0 || m.hidden % m.heads != 0 {
+            return bad(format!(
+                "hidden {} is not a multiple of heads {}",
+                m.hidden, m.heads
+            ));
+        }
+        for (what, n) in [
+            ("heads", m.heads),
+            ("ffn_hidden", m.ffn_hidden),
+            ("vocab", m.vocab),
+        ] {
+            if n % p.tp != 0 {
+                return bad(format!("{what} {n} is not a multiple of tp {}", p.tp));
+            }
+        }
+        if p.sp() && m.seq_len % p.tp != 0 {
+            return bad(format!(
+                "sequence {} is not a multiple of tp {} (sequence parallelism)",
+                m.seq_len, p.tp
+            ));
+        }
+        // The name is written into the trace as a JSON string.
+        if m.name
+            .chars()
+            .any(|c| c == '"' || c == '\\' || c.is_control())
+        {
+            return bad(format!(
+                "model name {:?} has quotes, backslashes or control characters",
+                m.name
+            ));
+        }
+        if m.seq_len == 0 || m.micro_batch == 0 {
+            return bad("seq_len and micro_batch must be at least 1".into());
+        }
+        if !(self.noise.is_finite() && self.noise >= 0.0) {
+            return bad(format!("noise {} must be finite and >= 0", self.noise));
+        }
+        Ok(())
+    }
+
+    /// The ranks [`SynthConfig::ranks`] selects, in order.
+    pub fn selected_ranks(&self) -> Vec<usize> {
+        let p = &self.parallel;
+        match &self.ranks {
+            Ranks::All => (0..p.world_size()).collect(),
+            Ranks::OnePerStage => (0..p.pp)
+                .map(|s| {
+                    p.rank_of(RankCoord {
+                        tp: 0,
+                        dp: 0,
+                        pp: s,
+                    })
+                })
+                .collect(),
+            Ranks::List(v) => v.clone(),
+        }
+    }
+
+    /// Layers held by `stage`: `layers / pp`, plus one for the first
+    /// `layers % pp` stages.
+    pub fn stage_layers(&self, stage: usize) -> usize {
+        let (l, p) = (self.model.layers, self.parallel.pp);
+        l / p + usize::from(stage < l % p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn megatron_rank_order() {
+        let p = Parallelism::new(2, 2, 2, 4);
+        // tp fastest, then dp, then pp.
+        assert_eq!(
+            p.coord(0),
+            RankCoord {
+                tp: 0,
+                dp: 0,
+                pp: 0
+            }
+        );
+        assert_eq!(
+            p.coord(1),
+            RankCoord {
+                tp: 1,
+                dp: 0,
+                pp: 0
+            }
+        );
+        assert_eq!(
+            p.coord(2),
+            RankCoord {
+                tp: 0,
+                dp: 1,
+                pp: 0
+            }
+        );
+        assert_eq!(
+            p.coord(5),
+            RankCoord {
+                tp: 1,
+                dp: 0,
+                pp: 1
+            }
+        );
+        for r in 0..8 {
+            assert_eq!(p.rank_of(p.coord(r)), r);
+        }
+        let g = p.groups_of(5);
+        let get = |k| g.iter().find(|x| x.kind == k).unwrap().ranks.clone();
+        assert_eq!(get(GroupKind::TensorParallel), vec![4, 5]);
+        assert_eq!(get(GroupKind::DataParallel), vec![5, 7]);
+        assert_eq!(get(GroupKind::PipelineParallel), vec![1, 5]);
+        assert_eq!(get(GroupKind::ModelParallel), vec![0, 1, 4, 5]);
+        // Same group, same name, on every member.
+        let name = |r: usize, k| {
+            p.groups_of(r)
+                .into_iter()
+                .find(|x| x.kind == k)
+                .unwrap()
+                .name
+        };
+        assert_eq!(
+            name(1, GroupKind::PipelineParallel),
+            name(5, GroupKind::PipelineParallel)
+        );
+        assert_ne!(
+            name(0, GroupKind::PipelineParallel),
+            name(5, GroupKind::PipelineParallel)
+        );
+        assert_eq!(
+            name(4, GroupKind::TensorParallel),
+            name(5, GroupKind::TensorParallel)
+        );
+    }
+
+    #[test]
+    fn presets_and_validation() {
+        let m = ModelPreset::preset("GPT-3-175B").unwrap();
+        assert_eq!((m.layers, m.hidden, m.heads), (96, 12288, 96));
+        let b = m.params() as f64 / 1e9;
+        assert!((b - 175.0).abs() < 3.0, "{b}");
+        assert!(ModelPreset::preset("gpt-huge").is_err());
+        let mut c = SynthConfig::new(m, Parallelism::new(8, 4, 8, 32), GpuSpec::h100());
+        assert!(c.validate().is_ok());
+        assert_eq!(c.selected_ranks(), vec![0, 64, 128, 192]);
+        c.steps = 1;
+        assert!(c.validate().is_err());
+        let mut c = SynthConfig::new(
+            ModelPreset::preset("gpt3-44b").unwrap(),
+            Parallelism::new(8, 3, 1, 4),
+            GpuSpec::h100(),
+        );
+        assert!(c.validate().is_ok());
+        assert_eq!(
+            (0..3).map(|s| c.stage_layers(s)).collect::<Vec<_>>(),
+            vec![19, 19, 18]
+        );
+        c.parallel.tp = 3;
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,941 @@
+//! The timeline engine of one rank: a CPU clock that walks through nested
+//! operators, runtime calls that launch work onto GPU streams, CUDA events
+//! between streams, host synchronization, and the Kineto JSON for each.
+//!
+//! Every GPU start is computed, never chosen: a kernel starts at the latest
+//! of its launch call's start plus the launch latency, the end of the
+//! previous work on its stream plus a small gap, and the time the last
+//! event its stream was told to wait for completed. The CPU never waits for
+//! the GPU except in named synchronization calls and when the launch queue
+//! is full, which is exactly the set of dependencies `lumos-graph` looks
+//! for, so a replay of the written trace reproduces it.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt::Write;
+
+use crate::config::{GroupKind, RankCoord, SynthConfig};
+use crate::model::{CollectiveKind, GemmModel, MemoryModel};
+use crate::rng::Noise;
+
+/// Stream ids as they appear in the trace. Megatron runs compute on the
+/// default stream of its device context (7 in most traces); PyTorch's
+/// ProcessGroupNCCL gives every communicator its own stream.
+pub(crate) const STREAM_IDS: [i64; 6] = [7, 20, 24, 28, 32, 36];
+/// Compute stream.
+pub(crate) const COMPUTE: usize = 0;
+/// Tensor-parallel communicator.
+pub(crate) const TP: usize = 1;
+/// Data-parallel communicator (gradients, parameter gather).
+pub(crate) const DP: usize = 2;
+/// Pipeline communicator with the previous stage.
+pub(crate) const PP_PREV: usize = 3;
+/// Pipeline communicator with the next stage.
+pub(crate) const PP_NEXT: usize = 4;
+/// Model-parallel communicator (gradient norm).
+pub(crate) const MP: usize = 5;
+
+/// How many launched, unfinished kernels the driver queues before
+/// `cudaLaunchKernel` blocks (the size of the launch queue).
+const LAUNCH_QUEUE_DEPTH: usize = 1024;
+
+/// CUPTI callback ids of the runtime calls written.
+const CBID_LAUNCH: u32 = 211;
+const CBID_EVENT_RECORD: u32 = 135;
+const CBID_STREAM_WAIT: u32 = 147;
+const CBID_MEMCPY_ASYNC: u32 = 41;
+const CBID_STREAM_SYNC: u32 = 131;
+const CBID_DEVICE_SYNC: u32 = 165;
+
+/// Element types of tensors and messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dtype {
+    Bf16,
+    F32,
+}
+
+impl Dtype {
+    /// The `dtype` collective arg.
+    pub(crate) fn torch_name(self) -> &'static str {
+        match self {
+            Dtype::Bf16 => "BFloat16",
+            Dtype::F32 => "Float",
+        }
+    }
+    /// The NCCL kernel-name spelling.
+    pub(crate) fn nccl_name(self) -> &'static str {
+        match self {
+            Dtype::Bf16 => "bf16",
+            Dtype::F32 => "f32",
+        }
+    }
+    pub(crate) fn bytes(self) -> u64 {
+        match self {
+            Dtype::Bf16 => 2,
+            Dtype::F32 => 4,
+        }
+    }
+}
+
+/// What a GPU task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GpuKind {
+    Kernel,
+    /// A copy of this many bytes (`Memcpy HtoD` / `DtoH`).
+    Memcpy(u64),
+}
+
+/// Launch configuration written in the kernel's args.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub regs: u32,
+    pub smem: u32,
+}
+
+impl Shape {
+    pub(crate) const fn new(grid: [u32; 3], block: [u32; 3], regs: u32, smem: u32) -> Shape {
+        Shape {
+            grid,
+            block,
+            regs,
+            smem,
+        }
+    }
+    /// A 1-D element-wise launch over `n` elements (4 per thread).
+    pub(crate) fn elementwise(n: u64) -> Shape {
+        let blocks = (n / (128 * 4)).clamp(1, 1 << 20) as u32;
+        Shape::new([blocks, 1, 1], [128, 1, 1], 26, 0)
+    }
+}
+
+/// One GPU task to launch.
+pub(crate) struct Gpu<'k> {
+    pub name: &'k str,
+    pub dur: i64,
+    pub kind: GpuKind,
+    pub shape: Shape,
+    /// Collective args, pre-rendered (`"Collective name":...`), or empty.
+    pub coll: &'k str,
+    /// For receives and barriers: the kernel cannot end before this time
+    /// plus `dur` (the peer's data arrives then); 0 for none.
+    pub peer_ready: i64,
+}
+
+/// A CUDA event recorded on a stream.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ev {
+    /// Correlation of the `cudaEventRecord` call.
+    pub corr: u64,
+    /// When the event completes on the GPU.
+    pub time: i64,
+    /// Stream index it was recorded on.
+    pub stream: usize,
+    /// False when nothing had run on the stream yet (waiting on it is a
+    /// no-op, and is not written).
+    pub valid: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct StreamState {
+    /// End of the last task launched onto the stream.
+    free: i64,
+    /// Completion time of the latest event the stream was told to wait for.
+    wait_until: i64,
+    used: bool,
+}
+
+/// An open CPU operator or annotation.
+struct Frame {
+    annotation: bool,
+    name: String,
+    start: i64,
+    ext: u64,
+    args: String,
+}
+
+/// Which CPU thread is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Thread {
+    /// The Python main thread: forward, schedule, optimizer.
+    Main,
+    /// PyTorch's autograd device thread: backward and gradient hooks.
+    Autograd,
+}
+
+/// The timeline of one rank, and its trace text when `emit` is set.
+pub(crate) struct Gen<'c> {
+    pub cfg: &'c SynthConfig,
+    pub rank: usize,
+    pub coord: RankCoord,
+    /// Write events (false while calibrating: timing only).
+    pub emit: bool,
+    pub out: String,
+    /// CPU-side noise.
+    pub cpu: Noise,
+    /// GPU-duration noise.
+    pub gpu: Noise,
+    /// The CPU clock, ns since `baseTimeNanoseconds`.
+    pub t: i64,
+    pub thread: Thread,
+    pub pid: i64,
+    pub device: i64,
+    streams: [StreamState; STREAM_IDS.len()],
+    /// End times of launched GPU tasks not yet known to have finished.
+    pending: BinaryHeap<Reverse<i64>>,
+    next_corr: u64,
+    next_ext: u64,
+    /// Open ops, per thread (main, autograd).
+    stacks: [Vec<Frame>; 2],
+    /// Per process group: collectives issued so far (`Seq`).
+    seq: [i64; 5],
+    /// Point-to-point ops per (peer, direction): receives from and sends
+    /// to the previous stage, then the same for the next. Counting per
+    /// direction makes the n-th send of one rank and the n-th receive of
+    /// its peer the same transfer, so (`Src Rank`, `Dst Rank`, `Seq`)
+    /// matches them across files.
+    p2p_seq: [i64; 4],
+    /// Rendered `Process Group ...` args per group kind.
+    group_args: Vec<String>,
+    /// Global ranks per group kind.
+    pub group_ranks: Vec<Vec<usize>>,
+    pub gemm: GemmModel,
+    pub attn: GemmModel,
+    pub mem: MemoryModel,
+    pub pcie: MemoryModel,
+    num_sms: f64,
+    /// Kernels launched that had to wait for a queue slot.
+    pub blocked_launches: u64,
+}
+
+fn group_index(kind: GroupKind) -> usize {
+    match kind {
+        GroupKind::World => 0,
+        GroupKind::DataParallel => 1,
+        GroupKind::TensorParallel => 2,
+        GroupKind::PipelineParallel => 3,
+        GroupKind::ModelParallel => 4,
+    }
+}
+
+/// Appends `n` in decimal.
+pub(crate) fn push_int(buf: &mut String, n: i64) {
+    let mut tmp = [0u8; 20];
+    let neg = n < 0;
+    let mut v = n.unsigned_abs();
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if neg {
+        buf.push('-');
+    }
+    // The digits are ASCII.
+    buf.push_str(std::str::from_utf8(&tmp[i..]).unwrap_or("0"));
+}
+
+/// Appends ns as Kineto writes times: microseconds with three decimals.
+pub(crate) fn push_us(buf: &mut String, ns: i64) {
+    let ns = ns.max(0);
+    push_int(buf, ns / 1000);
+    let frac = (ns % 1000) as u32;
+    buf.push('.');
+    buf.push((b'0' + (frac / 100) as u8) as char);
+    buf.push((b'0' + (frac / 10 % 10) as u8) as char);
+    buf.push((b'0' + (frac % 10) as u8) as char);
+}
+
+impl<'c> Gen<'c> {
+    pub(crate) fn new(cfg: &'c SynthConfig, rank: usize, emit: bool, noise_scale: f64) -> Gen<'c> {
+        let p = &cfg.parallel;
+        let groups = p.groups_of(rank);
+        let mut group_args = vec![String::new(); 5];
+        let mut group_ranks = vec![Vec::new(); 5];
+        for g in &groups {
+            let list: Vec<String> = g.ranks.iter().map(|r| r.to_string()).collect();
+            group_args[group_index(g.kind)] = format!(
+                r#""Process Group Name":"{}","Process Group Description":"{}","Process Group Ranks":"[{}]""#,
+                g.name,
+                g.kind.description(),
+                list.join(", ")
+            );
+            group_ranks[group_index(g.kind)] = g.ranks.clone();
+        }
+        let gpus_per_node = cfg.gpu.network.gpus_per_node.max(1);
+        // Process ids differ per rank and look like real ones.
+        let pid = 2_000_000 + (cfg.seed % 1000) as i64 * 4_096 + rank as i64 * 17;
+        Gen {
+            cfg,
+            rank,
+            coord: p.coord(rank),
+            emit,
+            out: String::new(),
+            cpu: Noise::new(cfg.seed, 2 * rank as u64, noise_scale),
+            gpu: Noise::new(cfg.seed, 2 * rank as u64 + 1, noise_scale),
+            t: 0,
+            thread: Thread::Main,
+            pid,
+            device: (rank % gpus_per_node) as i64,
+            streams: Default::default(),
+            pending: BinaryHeap::new(),
+            next_corr: 1_000_000 + rank as u64,
+            next_ext: 1_000,
+            stacks: [Vec::new(), Vec::new()],
+            seq: [0; 5],
+            p2p_seq: [0; 4],
+            group_args,
+            group_ranks,
+            gemm: cfg.gpu.gemm(),
+            attn: cfg.gpu.attention(),
+            mem: cfg.gpu.memory(),
+            pcie: cfg.gpu.pcie(),
+            num_sms: cfg.gpu.num_sms as f64,
+            blocked_launches: 0,
+        }
+    }
+
+    /// The OS thread id of `thread`: the main thread's id is the pid, as on
+    /// Linux; the autograd thread is spawned a few ids later.
+    pub(crate) fn tid_of(&self, thread: Thread) -> i64 {
+        match thread {
+            Thread::Main => self.pid,
+            Thread::Autograd => self.pid + 3,
+        }
+    }
+
+    fn tid(&self) -> i64 {
+        self.tid_of(self.thread)
+    }
+
+    /// End of all work launched onto `stream` so far.
+    pub(crate) fn stream_free(&self, stream: usize) -> i64 {
+        self.streams[stream].free
+    }
+
+    /// Latest end of any launched GPU work.
+    pub(crate) fn gpu_free(&self) -> i64 {
+        self.streams.iter().map(|s| s.free).max().unwrap_or(0)
+    }
+
+    // ---- CPU time -------------------------------------------------------
+
+    /// Advances the CPU clock by a uniform gap.
+    pub(crate) fn gap(&mut self, lo: i64, hi: i64) {
+        self.t += self.cpu.between(lo, hi);
+    }
+
+    /// Python time between modules: tens of microseconds, and rarely a
+    /// long stall (garbage collection, allocator, logging).
+    pub(crate) fn python_gap(&mut self) {
+        self.t += self.cpu.between(6_000, 30_000) + self.cpu.hiccup(0.003, 100_000, 600_000);
+    }
+
+    /// Hands control to another thread: the autograd engine wakes up (or
+    /// the main thread resumes) a little after the other one stops.
+    pub(crate) fn switch_thread(&mut self, to: Thread) {
+        debug_assert!(
+            self.thread == Thread::Main || self.stack().is_empty(),
+            "leaving the autograd thread inside an op"
+        );
+        self.t += self.cpu.between(8_000, 22_000);
+        self.thread = to;
+    }
+
+    /// Opens a `cpu_op` (or a `user_annotation` when `annotation`).
+    pub(crate) fn begin(&mut self, name: &str, args: String, annotation: bool) {
+        self.t += self.cpu.between(1_000, 3_500);
+        let ext = self.next_ext;
+        self.next_ext += 1;
+        let frame = Frame {
+            annotation,
+            name: name.to_owned(),
+            start: self.t,
+            ext,
+            args,
+        };
+        self.stack_mut().push(frame);
+        // Entering the op (dispatcher, argument parsing) takes time before
+        // any child can start.
+        self.t += self.cpu.between(1_500, 4_000);
+    }
+
+    /// Closes the innermost op and writes it.
+    pub(crate) fn end(&mut self) {
+        self.t += self.cpu.between(700, 2_500);
+        let f = self.stack_mut().pop().expect("end without begin");
+        if !self.emit {
+            return;
+        }
+        let tid = self.tid();
+        let cat = if f.annotation {
+            "user_annotation"
+        } else {
+            "cpu_op"
+        };
+        self.header(cat, &f.name, self.pid, tid, f.start, self.t - f.start);
+        self.out.push_str("\"External id\":");
+        push_int(&mut self.out, f.ext as i64);
+        if !f.args.is_empty() {
+            self.out.push(',');
+            self.out.push_str(&f.args);
+        }
+        self.out.push_str("}},\n");
+    }
+
+    /// An op with no arguments around `body`.
+    pub(crate) fn op<R>(&mut self, name: &str, body: impl FnOnce(&mut Self) -> R) -> R {
+        self.begin(name, String::new(), false);
+        let r = body(self);
+        self.end();
+        r
+    }
+
+    /// An op with recorded shapes around `body`.
+    pub(crate) fn op_args<R>(
+        &mut self,
+        name: &str,
+        args: String,
+        body: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        self.begin(name, args, false);
+        let r = body(self);
+        self.end();
+        r
+    }
+
+    /// A leaf op that launches nothing (views, reshapes, Python-side
+    /// bookkeeping): pure CPU time.
+    pub(crate) fn cpu_only(&mut self, name: &str, work_ns: i64) {
+        self.begin(name, String::new(), false);
+        self.t += self.cpu.around(work_ns as f64, 0.3);
+        self.end();
+    }
+
+    fn stack(&self) -> &Vec<Frame> {
+        &self.stacks[usize::from(self.thread == Thread::Autograd)]
+    }
+
+    fn stack_mut(&mut self) -> &mut Vec<Frame> {
+        &mut self.stacks[usize::from(self.thread == Thread::Autograd)]
+    }
+
+    /// The External id of the innermost open op on this thread.
+    fn ext(&self) -> Option<u64> {
+        self.stack().last().map(|f| f.ext)
+    }
+
+    fn corr(&mut self) -> u64 {
+        let c = self.next_corr;
+        self.next_corr += 1;
+        c
+    }
+
+    // ---- JSON -------------------------------------------------------------
+
+    fn header(&mut self, cat: &str, name: &str, pid: i64, tid: i64, ts: i64, dur: i64) {
+        debug_assert!(!name.contains('"') && !name.contains('\\'), "{name}");
+        let o = &mut self.out;
+        o.push_str("{\"ph\":\"X\",\"cat\":\"");
+        o.push_str(cat);
+        o.push_str("\",\"name\":\"");
+        o.push_str(name);
+        o.push_str("\",\"pid\":");
+        push_int(o, pid);
+        o.push_str(",\"tid\":");
+        push_int(o, tid);
+        o.push_str(",\"ts\":");
+        push_us(o, ts);
+        o.push_str(",\"dur\":");
+        push_us(o, dur.max(0));
+        o.push_str(",\"args\":{");
+    }
+
+    fn runtime_event(&mut self, name: &str, start: i64, dur: i64, corr: u64, cbid: u32) {
+        if !self.emit {
+            return;
+        }
+        let (pid, tid) = (self.pid, self.tid());
+        self.header("cuda_runtime", name, pid, tid, start, dur);
+        if let Some(e) = self.ext() {
+            self.out.push_str("\"External id\":");
+            push_int(&mut self.out, e as i64);
+            self.out.push(',');
+        }
+        self.out.push_str("\"cbid\":");
+        push_int(&mut self.out, cbid as i64);
+        self.out.push_str(",\"correlation\":");
+        push_int(&mut self.out, corr as i64);
+        self.out.push_str("}},\n");
+    }
+
+    fn flow(&mut self, start: bool, id: u64, pid: i64, tid: i64, ts: i64) {
+        let o = &mut self.out;
+        o.push_str(if start {
+            "{\"ph\":\"s\",\"id\":"
+        } else {
+            "{\"ph\":\"f\",\"id\":"
+        });
+        push_int(o, id as i64);
+        o.push_str(",\"pid\":");
+        push_int(o, pid);
+        o.push_str(",\"tid\":");
+        push_int(o, tid);
+        o.push_str(",\"ts\":");
+        push_us(o, ts);
+        o.push_str(if start {
+            ",\"cat\":\"ac2g\",\"name\":\"ac2g\"},\n"
+        } else {
+            ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},\n"
+        });
+    }
+
+    fn sync_event(&mut self, name: &str, stream: usize, ts: i64, dur: i64, corr: u64, extra: &str) {
+        if !self.emit {
+            return;
+        }
+        let sid = STREAM_IDS[stream];
+        let stream_arg = if name == "Context Sync" { -1 } else { sid };
+        self.header("cuda_sync", name, self.device, sid, ts, dur);
+        let o = &mut self.out;
+        o.push_str("\"cuda_sync_kind\":\"");
+        o.push_str(name);
+        o.push_str("\",\"stream\":");
+        push_int(o, stream_arg);
+        o.push_str(",\"correlation\":");
+        push_int(o, corr as i64);
+        o.push_str(",\"device\":");
+        push_int(o, self.device);
+        o.push_str(",\"context\":1");
+        o.push_str(extra);
+        o.push_str("}},\n");
+    }
+
+    // ---- GPU work ---------------------------------------------------------
+
+    /// Launches `g` onto `stream` from the current CPU position (inside the
+    /// current op).
+    pub(crate) fn launch(&mut self, stream: usize, g: &Gpu) {
+        self.t += self.cpu.between(1_000, 3_000);
+        let call_start = self.t;
+        let mut call_dur = self.cpu.around(4_500.0, 0.25);
+        while self
+            .pending
+            .peek()
+            .is_some_and(|&Reverse(e)| e <= call_start)
+        {
+            self.pending.pop();
+        }
+        // A full launch queue makes the call block until a queued task
+        // finishes and frees a slot; the task then enters the queue.
+        let mut submit = call_start;
+        if self.pending.len() >= LAUNCH_QUEUE_DEPTH {
+            if let Some(Reverse(e)) = self.pending.pop() {
+                let ret = e + self.cpu.between(2_000, 6_000);
+                call_dur = call_dur.max(ret - call_start);
+                submit = ret - 1_500;
+                self.blocked_launches += 1;
+            }
+        }
+        let launch_lat = self.cpu.around(6_500.0, 0.2);
+        let stream_gap = self.gpu.between(800, 2_400);
+        let wait_lat = self.gpu.between(800, 2_000);
+        let s = self.streams[stream];
+        let mut start = submit + launch_lat;
+        if s.used {
+            start = start.max(s.free + stream_gap);
+        }
+        if s.wait_until > 0 {
+            start = start.max(s.wait_until + wait_lat);
+        }
+        let end = start.max(g.peer_ready) + g.dur.max(0);
+        self.streams[stream] = StreamState {
+            free: end,
+            wait_until: 0,
+            used: true,
+        };
+        self.pending.push(Reverse(end));
+        self.t = call_start + call_dur;
+        let corr = self.corr();
+        if self.emit {
+            let name = match g.kind {
+                GpuKind::Kernel => "cudaLaunchKernel",
+                GpuKind::Memcpy(_) => "cudaMemcpyAsync",
+            };
+            let cbid = match g.kind {
+                GpuKind::Kernel => CBID_LAUNCH,
+                GpuKind::Memcpy(_) => CBID_MEMCPY_ASYNC,
+            };
+            self.runtime_event(name, call_start, call_dur, corr, cbid);
+            self.gpu_event(stream, g, start, end, corr);
+            let (pid, tid) = (self.pid, self.tid());
+            self.flow(true, corr, pid, tid, call_start);
+            let (dev, sid) = (self.device, STREAM_IDS[stream]);
+            self.flow(false, corr, dev, sid, start);
+        }
+    }
+
+    fn gpu_event(&mut self, stream: usize, g: &Gpu, start: i64, end: i64, corr: u64) {
+        let sid = STREAM_IDS[stream];
+        let cat = match g.kind {
+            GpuKind::Kernel => "kernel",
+            GpuKind::Memcpy(_) => "gpu_memcpy",
+        };
+        self.header(cat, g.name, self.device, sid, start, end - start);
+        let ext = self.ext();
+        let o = &mut self.out;
+        if let Some(e) = ext {
+            o.push_str("\"External id\":");
+            push_int(o, e as i64);
+            o.push(',');
+        }
+        if let GpuKind::Kernel = g.kind {
+            o.push_str("\"queued\":0,");
+        }
+        o.push_str("\"device\":");
+        push_int(o, self.device);
+        o.push_str(",\"context\":1,\"stream\":");
+        push_int(o, sid);
+        o.push_str(",\"correlation\":");
+        push_int(o, corr as i64);
+        match g.kind {
+            GpuKind::Kernel => {
+                let sh = g.shape;
+                let blocks = (sh.grid[0] as u64 * sh.grid[1] as u64 * sh.grid[2] as u64) as f64;
+                let threads = (sh.block[0] * sh.block[1] * sh.block[2]) as f64;
+                let per_sm = blocks / self.num_sms;
+                let warps = per_sm * (threads / 32.0).ceil();
+                let occ = (warps.min(64.0) / 64.0 * 100.0).round() as i64;
+                let _ = write!(
+                    o,
+                    ",\"registers per thread\":{},\"shared memory\":{},\"blocks per SM\":{:.6},\"warps per SM\":{:.6},\"grid\":[{}, {}, {}],\"block\":[{}, {}, {}],\"est. achieved occupancy %\":{}",
+                    sh.regs, sh.smem, per_sm, warps, sh.grid[0], sh.grid[1], sh.grid[2],
+                    sh.block[0], sh.block[1], sh.block[2], occ
+                );
+            }
+            GpuKind::Memcpy(bytes) => {
+                let gbps = bytes as f64 / (end - start).max(1) as f64;
+                let _ = write!(
+                    o,
+                    ",\"bytes\":{bytes},\"memory bandwidth (GB/s)\":{gbps:.6}"
+                );
+            }
+        }
+        if !g.coll.is_empty() {
+            o.push(',');
+            o.push_str(g.coll);
+        }
+        o.push_str("}},\n");
+    }
+
+    /// `cudaEventRecord` on `stream`: the event completes when everything
+    /// queued on the stream so far (work and waits) has.
+    pub(crate) fn record(&mut self, stream: usize) -> Ev {
+        self.t += self.cpu.between(800, 2_000);
+        let start = self.t;
+        let dur = self.cpu.around(2_300.0, 0.3);
+        let corr = self.corr();
+        let s = self.streams[stream];
+        self.runtime_event("cudaEventRecord", start, dur, corr, CBID_EVENT_RECORD);
+        self.t = start + dur;
+        Ev {
+            corr,
+            time: s.free.max(s.wait_until),
+            stream,
+            valid: s.used,
+        }
+    }
+
+    /// `cudaStreamWaitEvent`: later work on `stream` waits for `ev`. Writes
+    /// the `cuda_sync` "Stream Wait Event" record that names the event's
+    /// stream and its record call, as the profiler does with
+    /// `enable_cuda_sync_events`.
+    pub(crate) fn wait(&mut self, stream: usize, ev: Ev) {
+        if !ev.valid || ev.stream == stream {
+            return;
+        }
+        self.t += self.cpu.between(800, 2_000);
+        let start = self.t;
+        let dur = self.cpu.around(2_500.0, 0.3);
+        let corr = self.corr();
+        self.runtime_event("cudaStreamWaitEvent", start, dur, corr, CBID_STREAM_WAIT);
+        let s = &mut self.streams[stream];
+        s.wait_until = s.wait_until.max(ev.time);
+        let at = (start + 3_000).max(s.free);
+        if self.emit {
+            let extra = format!(
+                ",\"wait_on_stream\":{},\"wait_on_cuda_event_record_corr_id\":{}",
+                STREAM_IDS[ev.stream], ev.corr
+            );
+            self.sync_event("Stream Wait Event", stream, at, 600, corr, &extra);
+        }
+        self.t = start + dur;
+    }
+
+    /// `cudaStreamSynchronize(stream)`: the host blocks until the stream's
+    /// work is done.
+    pub(crate) fn stream_sync(&mut self, stream: usize) {
+        self.t += self.cpu.between(1_000, 3_000);
+        let start = self.t;
+        let s = self.streams[stream];
+        let done = s.free.max(s.wait_until);
+        let end =
+            (start + self.cpu.around(3_000.0, 0.3)).max(done + self.cpu.between(3_000, 7_000));
+        let corr = self.corr();
+        self.runtime_event(
+            "cudaStreamSynchronize",
+            start,
+            end - start,
+            corr,
+            CBID_STREAM_SYNC,
+        );
+        self.sync_event("Stream Sync", stream, start, end - start, corr, "");
+        self.t = end;
+    }
+
+    /// `cudaDeviceSynchronize`: the host blocks until every stream is idle.
+    pub(crate) fn device_sync(&mut self) {
+        self.t += self.cpu.between(1_000, 3_000);
+        let start = self.t;
+        let done = self
+            .streams
+            .iter()
+            .map(|s| s.free.max(s.wait_until))
+            .max()
+            .unwrap_or(0);
+        let end =
+            (start + self.cpu.around(3_000.0, 0.3)).max(done + self.cpu.between(3_000, 7_000));
+        let corr = self.corr();
+        self.runtime_event(
+            "cudaDeviceSynchronize",
+            start,
+            end - start,
+            corr,
+            CBID_DEVICE_SYNC,
+        );
+        self.sync_event("Context Sync", COMPUTE, start, end - start, corr, "");
+        self.pending.clear();
+        self.t = end;
+    }
+
+    // ---- durations ----------------------------------------------------------
+
+    /// A GEMM `[m, k] x [k, n]`, with noise.
+    pub(crate) fn gemm_ns(&mut self, m: u64, n: u64, k: u64) -> i64 {
+        let t = self.gemm.time_ns(crate::model::gemm_flops(m, n, k));
+        self.gpu.around(t, 0.03)
+    }
+
+    /// A memory-bound kernel moving `bytes`, with noise.
+    pub(crate) fn mem_ns(&mut self, bytes: u64) -> i64 {
+        let t = self.mem.time_ns(bytes as f64);
+        self.gpu.around(t, 0.04)
+    }
+
+    /// Flash attention doing `flops`, with noise.
+    pub(crate) fn attn_ns(&mut self, flops: f64) -> i64 {
+        let t = self.attn.time_ns(flops);
+        self.gpu.around(t, 0.03)
+    }
+
+    // ---- collectives --------------------------------------------------------
+
+    /// Issues a collective the way ProcessGroupNCCL does: the
+    /// communicator's stream first waits for the compute stream, the NCCL
+    /// kernel runs on it, and an end event is recorded for `wait()`. The
+    /// whole call sits in a `c10d::*` op with a `record_param_comms` child
+    /// that carries the collective's args (the kernel carries them too).
+    /// Returns the end event; a synchronous caller waits on it at once.
+    pub(crate) fn collective(&mut self, c: &Coll) -> Ev {
+        let gi = group_index(c.group);
+        let (coll_name, op_name) = match (c.kind, c.p2p) {
+            (CollectiveKind::AllReduce, _) => ("allreduce", "c10d::allreduce_"),
+            (CollectiveKind::AllGather, _) => ("_allgather_base", "c10d::_allgather_base_"),
+            (CollectiveKind::ReduceScatter, _) => {
+                ("_reduce_scatter_base", "c10d::_reduce_scatter_base_")
+            }
+            (CollectiveKind::SendRecv, Some(P2p { send: true, .. })) => ("send", "c10d::send"),
+            (CollectiveKind::SendRecv, _) => ("recv", "c10d::recv_"),
+        };
+        let kernel = match c.kind {
+            CollectiveKind::AllReduce => format!(
+                "ncclDevKernel_AllReduce_Sum_{}_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+                c.dtype.nccl_name()
+            ),
+            CollectiveKind::AllGather => {
+                "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)".into()
+            }
+            CollectiveKind::ReduceScatter => format!(
+                "ncclDevKernel_ReduceScatter_Sum_{}_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+                c.dtype.nccl_name()
+            ),
+            CollectiveKind::SendRecv => {
+                "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)".into()
+            }
+        };
+        let (ranks, seq) = match c.p2p {
+            Some(p) => {
+                let i = 2 * usize::from(p.next) + usize::from(p.send);
+                self.p2p_seq[i] += 1;
+                let mut r = vec![self.rank, p.peer];
+                r.sort_unstable();
+                (r, self.p2p_seq[i])
+            }
+            None => {
+                self.seq[gi] += 1;
+                (self.group_ranks[gi].clone(), self.seq[gi])
+            }
+        };
+        let bytes = c.in_nelems.max(c.out_nelems) * c.dtype.bytes();
+        let model_ns = self
+            .cfg
+            .gpu
+            .network
+            .collective_time_ns(c.kind, bytes, &ranks);
+        let dur = self.gpu.around(model_ns, 0.03);
+        let mut args = String::new();
+        if self.emit {
+            let _ = write!(
+                args,
+                r#""Collective name":"{coll_name}","In msg nelems":{},"Out msg nelems":{},"Group size":{},"dtype":"{}","In split size":"[]","Out split size":"[]",{},"Seq":{seq}"#,
+                c.in_nelems,
+                c.out_nelems,
+                self.group_ranks[gi].len(),
+                c.dtype.torch_name(),
+                self.group_args[gi],
+            );
+            if let Some(p) = c.p2p {
+                let (src, dst) = if p.send {
+                    (self.rank, p.peer)
+                } else {
+                    (p.peer, self.rank)
+                };
+                let _ = write!(args, r#","Src Rank":{src},"Dst Rank":{dst}"#);
+            }
+        }
+        let stream = c.stream;
+        let nccl_shape = Shape::new([c.channels, 1, 1], [544, 1, 1], 96, 0);
+        self.op(op_name, |g| {
+            g.op_args("record_param_comms", args.clone(), |g| {
+                let ready = g.record(COMPUTE);
+                g.wait(stream, ready);
+                g.launch(
+                    stream,
+                    &Gpu {
+                        name: &kernel,
+                        dur,
+                        kind: GpuKind::Kernel,
+                        shape: nccl_shape,
+                        coll: &args,
+                        peer_ready: c.peer_ready,
+                    },
+                );
+                g.record(stream)
+            })
+        })
+    }
+
+    /// The group's ranks, for the network model.
+    pub(crate) fn group_size(&self, kind: GroupKind) -> usize {
+        self.group_ranks[group_index(kind)].len()
+    }
+
+    /// Writes the metadata rows (process and thread names).
+    pub(crate) fn metadata(&mut self) {
+        let pid = self.pid;
+        let main = self.tid_of(Thread::Main);
+        let autograd = self.tid_of(Thread::Autograd);
+        let dev = self.device;
+        let o = &mut self.out;
+        let _ = write!(
+            o,
+            "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"python3\"}}}},\n\
+             {{\"name\":\"process_labels\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":0,\"args\":{{\"labels\":\"CPU\"}}}},\n\
+             {{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{main},\"args\":{{\"name\":\"thread {main} (python3)\"}}}},\n\
+             {{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{autograd},\"args\":{{\"name\":\"thread {autograd} (pt_autograd_{dev})\"}}}},\n\
+             {{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{dev},\"tid\":0,\"args\":{{\"name\":\"GPU {dev}\"}}}},\n\
+             {{\"name\":\"process_labels\",\"ph\":\"M\",\"ts\":0,\"pid\":{dev},\"tid\":0,\"args\":{{\"labels\":\"{}\"}}}},\n",
+            self.cfg.gpu.device_name
+        );
+        for sid in STREAM_IDS {
+            let _ = writeln!(
+                o,
+                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{dev},\"tid\":{sid},\"args\":{{\"name\":\"stream {sid}\"}}}},"
+            );
+        }
+    }
+}
+
+/// A point-to-point transfer's other end.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct P2p {
+    /// Global rank of the peer.
+    pub peer: usize,
+    /// True for send, false for receive.
+    pub send: bool,
+    /// True when the peer is the next stage.
+    pub next: bool,
+}
+
+/// One collective call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Coll {
+    pub kind: CollectiveKind,
+    pub group: GroupKind,
+    pub stream: usize,
+    pub in_nelems: u64,
+    pub out_nelems: u64,
+    pub dtype: Dtype,
+    pub p2p: Option<P2p>,
+    /// See [`Gpu::peer_ready`].
+    pub peer_ready: i64,
+    /// NCCL channels (grid size of the kernel).
+    pub channels: u32,
+}
+
+impl Coll {
+    /// A collective on `group` over `stream` with no peer timing.
+    pub(crate) fn new(
+        kind: CollectiveKind,
+        group: GroupKind,
+        stream: usize,
+        in_nelems: u64,
+        out_nelems: u64,
+        dtype: Dtype,
+    ) -> Coll {
+        Coll {
+            kind,
+            group,
+            stream,
+            in_nelems,
+            out_nelems,
+            dtype,
+            p2p: None,
+            peer_ready: 0,
+            channels: 16,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formatting() {
+        let mut s = String::new();
+        push_us(&mut s, 1_234_567);
+        s.push(' ');
+        push_us(&mut s, 5);
+        s.push(' ');
+        push_int(&mut s, -42);
+        s.push(' ');
+        push_int(&mut s, 0);
+        assert_eq!(s, "1234.567 0.005 -42 0");
+    }
+}
