@@ -875,22 +875,31 @@ impl<'t> Builder<'t> {
         for v in by_pid.values_mut() {
             v.sort_unstable();
         }
+        // A thread's first task (an autograd thread woken by `backward()`
+        // mid-window) is idle from the window start until then: a gap like
+        // any other, or it would start at a fixed time whatever delays the
+        // thread that wakes it.
+        let origin = self.raw.iter().map(|r| r.start).min().unwrap_or(0);
         let mut new_edges = Vec::new();
         for (i, p) in self.g.processors.iter().enumerate() {
             let Some(pid) = self.thread_pid.get(&ProcId(i as u32)) else {
                 continue;
             };
             let ends = &by_pid[pid];
-            for w in p.tasks.windows(2) {
-                let (prev, t) = (self.raw[w[0].idx()], self.raw[w[1].idx()]);
-                if t.start - prev.end < INTER_THREAD_MIN_GAP_NS {
+            for (k, &task) in p.tasks.iter().enumerate() {
+                let prev_end = match k {
+                    0 => origin,
+                    _ => self.raw[p.tasks[k - 1].idx()].end,
+                };
+                let t = self.raw[task.idx()];
+                if t.start - prev_end < INTER_THREAD_MIN_GAP_NS {
                     continue;
                 }
                 let k = ends.partition_point(|&(end, _)| end <= t.start);
                 let src = ends[..k]
                     .iter()
                     .rev()
-                    .take_while(|&&(end, _)| end >= t.start - wake_window(t.start - prev.end))
+                    .take_while(|&&(end, _)| end >= t.start - wake_window(t.start - prev_end))
                     .find(|&&(end, s)| {
                         let sp = self.g.tasks[s.idx()].proc;
                         // A hand-off: the other thread goes quiet after the
@@ -900,10 +909,10 @@ impl<'t> Builder<'t> {
                             .tasks
                             .get(self.pos[s.idx()] as usize + 1);
                         let hands_off = next.is_none_or(|n| self.raw[n.idx()].start >= t.start);
-                        sp != ProcId(i as u32) && end > prev.end && hands_off
+                        sp != ProcId(i as u32) && end > prev_end && hands_off
                     });
                 if let Some(&(_, s)) = src {
-                    new_edges.push((s, w[1]));
+                    new_edges.push((s, task));
                 }
             }
         }
