@@ -6,6 +6,7 @@
 mod demo;
 mod inputs;
 mod inspect;
+mod job;
 mod replay;
 
 use std::path::PathBuf;
@@ -38,6 +39,8 @@ enum Command {
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        mode: JobMode,
     },
     /// Replay each trace in the simulator and compare with the measurement.
     Replay {
@@ -62,6 +65,15 @@ enum Command {
         /// Restrict --scale-kernels to GPU tasks whose name contains this.
         #[arg(long)]
         scale_pattern: Option<String>,
+        #[command(flatten)]
+        mode: JobMode,
+        /// Multi-rank jobs: scale one rank's GPU compute durations (not its
+        /// communication), e.g. `3=1.5`; repeat or comma-separate for more.
+        #[arg(long, value_delimiter = ',', value_name = "RANK=FACTOR")]
+        scale_rank: Vec<job::RankScale>,
+        /// With --scale-rank: scale the rank's CPU tasks too.
+        #[arg(long, requires = "scale_rank")]
+        scale_rank_cpu: bool,
     },
     /// Run the built-in example end to end: write a small trace, inspect it,
     /// replay it, and replay a what-if with kernels 2x faster.
@@ -70,6 +82,30 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Whether several inputs are the ranks of one job.
+#[derive(clap::Args)]
+struct JobMode {
+    /// Treat all inputs as the ranks of one job: one joint replay in which
+    /// matched collectives wait for every participant. The default when
+    /// there are several files and all record the same world size > 1.
+    #[arg(long, conflicts_with = "per_trace")]
+    job: bool,
+    /// Replay every input on its own, even the ranks of one job.
+    #[arg(long)]
+    per_trace: bool,
+}
+
+impl JobMode {
+    /// Whether `read` (the inputs, read) are to be handled as one job.
+    fn is_job(&self, read: &[Result<lumos_trace::Trace, lumos_trace::ReadError>]) -> bool {
+        self.job
+            || (!self.per_trace
+                && job::looks_like_job(
+                    read.iter().filter_map(|r| r.as_ref().ok()).map(|t| &t.meta),
+                ))
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -121,26 +157,40 @@ fn sim_options(
 
 fn run(cli: Cli) -> Result<bool> {
     match cli.command {
-        Command::Inspect { paths, json } => {
+        Command::Inspect { paths, json, mode } => {
             let files = inputs::expand(&paths)?;
+            let read = inputs::read_all(&files);
+            let as_job = mode.is_job(&read);
             let mut ok = true;
             let mut reports = Vec::new();
-            for r in inputs::read_all(&files) {
+            for r in &read {
                 match r {
-                    Ok(t) => reports.push(inspect::inspect(&t)),
+                    Ok(t) => reports.push(inspect::inspect(t)),
                     Err(e) => {
                         eprintln!("error: {e}");
                         ok = false;
                     }
                 }
             }
+            let mut job_report = None;
+            if as_job {
+                let traces: Vec<&lumos_trace::Trace> =
+                    read.iter().filter_map(|r| r.as_ref().ok()).collect();
+                let (report, job_ok) = job::inspect_job(&traces);
+                job_report = report;
+                ok &= job_ok;
+            }
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({ "traces": reports }))?
-                );
+                let mut v = serde_json::json!({ "traces": reports });
+                if let Some(j) = &job_report {
+                    v["job"] = serde_json::to_value(j)?;
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 reports.iter().for_each(inspect::print_human);
+                if let Some(j) = &job_report {
+                    job::print_identity(j);
+                }
             }
             Ok(ok)
         }
@@ -152,12 +202,47 @@ fn run(cli: Cli) -> Result<bool> {
             scale_kernels,
             scale_only,
             scale_pattern,
+            mode,
+            scale_rank,
+            scale_rank_cpu,
         } => {
             let opts = sim_options(&deps, scale_kernels, scale_only, scale_pattern)?;
             let files = inputs::expand(&paths)?;
+            if mode.job {
+                // Stream: each trace is dropped once its graph is built.
+                let (loaded, read_ok) = job::load_files(&files);
+                return job::run_replay(
+                    loaded,
+                    read_ok,
+                    &opts,
+                    &scale_rank,
+                    scale_rank_cpu,
+                    out.as_deref(),
+                    json,
+                );
+            }
+            let read = inputs::read_all(&files);
+            if mode.is_job(&read) {
+                let (loaded, read_ok) = job::from_read(read);
+                return job::run_replay(
+                    loaded,
+                    read_ok,
+                    &opts,
+                    &scale_rank,
+                    scale_rank_cpu,
+                    out.as_deref(),
+                    json,
+                );
+            }
+            if !scale_rank.is_empty() {
+                bail!(
+                    "--scale-rank needs the ranks of one job (several files with one world size, \
+                     or --job)"
+                );
+            }
             let mut ok = true;
             let mut results = Vec::new();
-            for r in inputs::read_all(&files) {
+            for r in read {
                 match r
                     .map_err(anyhow::Error::from)
                     .and_then(|t| replay::replay(&t, &opts, out.as_deref()))
@@ -179,16 +264,7 @@ fn run(cli: Cli) -> Result<bool> {
                 );
             } else {
                 results.iter().for_each(replay::print_human);
-                println!(
-                    "summary: mean |error| {:.2}%, max {:.2}% over {} steps{}",
-                    summary.mean_abs_error_pct,
-                    summary.max_abs_error_pct,
-                    summary.steps,
-                    summary
-                        .flagged_mean_abs_error_pct
-                        .map(|f| format!("; flagged traces apart: mean {f:.2}%"))
-                        .unwrap_or_default()
-                );
+                replay::print_summary(&summary);
             }
             Ok(ok)
         }

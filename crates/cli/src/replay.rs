@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use lumos_graph::{build, Graph, Measured, ProcKind, Span};
 use lumos_sim::{
     annotation_spans, breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans,
-    whole_span, Breakdown, Schedule, SimOptions,
+    whole_span, Breakdown, CriticalPathSummary, SimOptions, TaskTimes,
 };
 use lumos_trace::Trace;
 use serde::Serialize;
@@ -99,11 +99,11 @@ pub struct Summary {
     pub flagged_mean_abs_error_pct: Option<f64>,
 }
 
-fn us(ns: i64) -> f64 {
+pub(crate) fn us(ns: i64) -> f64 {
     ns as f64 / 1e3
 }
 
-fn err_pct(measured: i64, replayed: i64) -> f64 {
+pub(crate) fn err_pct(measured: i64, replayed: i64) -> f64 {
     if measured == 0 {
         0.0
     } else {
@@ -122,7 +122,7 @@ fn bd(b: Breakdown) -> BreakdownUs {
 }
 
 /// Signs of dropped events, as counted by the graph builder.
-fn flagged(report: &lumos_graph::BuildReport) -> bool {
+pub(crate) fn flagged(report: &lumos_graph::BuildReport) -> bool {
     report.cpu_holes > 0
         || report.repeated_correlations > 0
         || (report.gpu_without_launch > 0
@@ -133,8 +133,47 @@ pub fn replay(trace: &Trace, opts: &SimOptions, out_dir: Option<&Path>) -> Resul
     let (graph, measured, report) = build(trace);
     let schedule = simulate(&graph, opts)
         .with_context(|| format!("{}: replay failed", trace.path.display()))?;
-    let m_steps = step_spans(&graph, &measured.tasks, Some(&measured.step_annotations));
-    let r_steps = step_spans(&graph, &schedule, None);
+    if let Some(dir) = out_dir {
+        let id = TraceId {
+            path: &trace.path,
+            base_time_ns: trace.meta.base_time_ns,
+            rank: trace.meta.rank,
+        };
+        write_replayed_trace(&id, &graph, &measured, &schedule, dir)?;
+    }
+    let critical_path = schedule.last_task().map(|last| {
+        critical_path_report(&graph, &critical_path_summary(&graph, &schedule, last, 10))
+    });
+    let mut warnings = trace.warnings.clone();
+    warnings.extend(report.warnings.iter().cloned());
+    Ok(compare(
+        trace.path.display().to_string(),
+        trace.meta.rank,
+        warnings,
+        flagged(&report),
+        &graph,
+        &measured,
+        &schedule,
+        critical_path,
+    ))
+}
+
+/// Compares replayed times with the measured ones for one rank's graph:
+/// steps, window, breakdown and busy timeline. `times` are the replayed
+/// times of `graph`'s tasks, on the same window origin as `measured`.
+#[allow(clippy::too_many_arguments)] // one per field of TraceReplay
+pub(crate) fn compare<T: TaskTimes + ?Sized>(
+    path: String,
+    rank: u32,
+    warnings: Vec<String>,
+    flagged: bool,
+    graph: &Graph,
+    measured: &Measured,
+    times: &T,
+    critical_path: Option<CriticalPath>,
+) -> TraceReplay {
+    let m_steps = step_spans(graph, &measured.tasks, Some(&measured.step_annotations));
+    let r_steps = step_spans(graph, times, None);
     let steps = graph
         .steps
         .iter()
@@ -150,43 +189,14 @@ pub fn replay(trace: &Trace, opts: &SimOptions, out_dir: Option<&Path>) -> Resul
         })
         .collect();
     let mw = whole_span(&measured.tasks);
-    let rw = whole_span(&schedule);
+    let rw = whole_span(times);
     let (ml, rl) = (mw.end_ns - mw.start_ns, rw.end_ns - rw.start_ns);
     let bin = 1_000_000;
-    if let Some(dir) = out_dir {
-        write_replayed_trace(trace, &graph, &measured, &schedule, dir)?;
-    }
-    let critical_path = schedule.last_task().map(|last| {
-        let s = critical_path_summary(&graph, &schedule, last, 10);
-        CriticalPath {
-            hops: s.hops,
-            by_bound: s
-                .by_bound
-                .iter()
-                .map(|b| BoundShare {
-                    bound: b.kind.as_str().to_owned(),
-                    hops: b.hops,
-                    wait_us: us(b.wait_ns),
-                    busy_us: us(b.busy_ns),
-                })
-                .collect(),
-            top_tasks: s
-                .top_tasks
-                .iter()
-                .map(|&(t, ns)| PathTask {
-                    name: graph.name(t).to_owned(),
-                    us: us(ns),
-                })
-                .collect(),
-        }
-    });
-    let mut warnings = trace.warnings.clone();
-    warnings.extend(report.warnings.iter().cloned());
-    Ok(TraceReplay {
-        path: trace.path.display().to_string(),
-        rank: trace.meta.rank,
+    TraceReplay {
+        path,
+        rank,
         warnings,
-        flagged: flagged(&report),
+        flagged,
         tasks: graph.tasks.len(),
         steps,
         window: Compare {
@@ -195,16 +205,55 @@ pub fn replay(trace: &Trace, opts: &SimOptions, out_dir: Option<&Path>) -> Resul
             error_pct: err_pct(ml, rl),
         },
         breakdown: BreakdownPair {
-            measured: bd(breakdown(&graph, &measured.tasks, mw)),
-            replayed: bd(breakdown(&graph, &schedule, rw)),
+            measured: bd(breakdown(graph, &measured.tasks, mw)),
+            replayed: bd(breakdown(graph, times, rw)),
         },
         gpu_busy_timeline: TimelinePair {
             bin_us: us(bin),
-            measured: gpu_busy_timeline(&graph, &measured.tasks, mw, bin),
-            replayed: gpu_busy_timeline(&graph, &schedule, rw, bin),
+            measured: gpu_busy_timeline(graph, &measured.tasks, mw, bin),
+            replayed: gpu_busy_timeline(graph, times, rw, bin),
         },
         critical_path,
-    })
+    }
+}
+
+/// The JSON form of a critical-path summary; task names come from `graph`.
+pub(crate) fn critical_path_report(graph: &Graph, s: &CriticalPathSummary) -> CriticalPath {
+    CriticalPath {
+        hops: s.hops,
+        by_bound: s
+            .by_bound
+            .iter()
+            .map(|b| BoundShare {
+                bound: b.kind.as_str().to_owned(),
+                hops: b.hops,
+                wait_us: us(b.wait_ns),
+                busy_us: us(b.busy_ns),
+            })
+            .collect(),
+        top_tasks: s
+            .top_tasks
+            .iter()
+            .map(|&(t, ns)| PathTask {
+                name: graph.name(t).to_owned(),
+                us: us(ns),
+            })
+            .collect(),
+    }
+}
+
+/// The one-line summary under the human tables.
+pub fn print_summary(summary: &Summary) {
+    println!(
+        "summary: mean |error| {:.2}%, max {:.2}% over {} steps{}",
+        summary.mean_abs_error_pct,
+        summary.max_abs_error_pct,
+        summary.steps,
+        summary
+            .flagged_mean_abs_error_pct
+            .map(|f| format!("; flagged traces apart: mean {f:.2}%"))
+            .unwrap_or_default()
+    );
 }
 
 pub fn summarize(traces: &[TraceReplay]) -> Summary {
@@ -232,14 +281,22 @@ pub fn summarize(traces: &[TraceReplay]) -> Summary {
     }
 }
 
+/// Which trace a replayed timeline belongs to.
+pub(crate) struct TraceId<'a> {
+    pub path: &'a Path,
+    pub base_time_ns: Option<i64>,
+    pub rank: u32,
+}
+
 /// Writes the replayed timeline as gzipped Chrome trace JSON (opens in
 /// Perfetto and chrome://tracing), on the trace's own clock so it lines up
-/// with the original.
-fn write_replayed_trace(
-    trace: &Trace,
+/// with the original. `schedule` holds the replayed times on `measured`'s
+/// window origin.
+pub(crate) fn write_replayed_trace<T: TaskTimes + ?Sized>(
+    trace: &TraceId,
     graph: &Graph,
     measured: &Measured,
-    schedule: &Schedule,
+    schedule: &T,
     dir: &Path,
 ) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
@@ -262,13 +319,13 @@ fn write_replayed_trace(
         format!("{}.{:03}", abs.div_euclid(1000), abs.rem_euclid(1000))
     };
     write!(w, "{{\"schemaVersion\":1,")?;
-    if let Some(b) = trace.meta.base_time_ns {
+    if let Some(b) = trace.base_time_ns {
         write!(w, "\"baseTimeNanoseconds\":{b},")?;
     }
     write!(
         w,
         "\"distributedInfo\":{{\"rank\":{}}},\"traceName\":\"lumos replay\",\"traceEvents\":[",
-        trace.meta.rank
+        trace.rank
     )?;
     let mut first = true;
     for (i, t) in graph.tasks.iter().enumerate() {
@@ -292,7 +349,8 @@ fn write_replayed_trace(
                 },
             ),
         };
-        let (s, e) = (schedule.start_ns[i], schedule.end_ns[i]);
+        let task_id = lumos_graph::TaskId(i as u32);
+        let (s, e) = (schedule.start_of(task_id), schedule.end_of(task_id));
         if !first {
             w.write_all(b",")?;
         }

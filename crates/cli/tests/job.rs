@@ -1,0 +1,378 @@
+//! Multi-rank jobs end to end: the 8-rank DLRM set replayed jointly, and
+//! job sets built from it in code (a rank missing, a rank twice, a shifted
+//! clock, a collective lost on one rank).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn lumos() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_lumos"))
+}
+
+fn dlrm() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/multi-rank/dlrm-8xv100")
+}
+
+fn rank_file(r: u32) -> PathBuf {
+    dlrm().join(format!("rank{r}.json.gz"))
+}
+
+/// A fresh, empty directory for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lumos-job-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str], paths: &[&Path]) -> Output {
+    lumos().args(args).args(paths).output().unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "lumos failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn replay(extra: &[&str], dir: &Path) -> Value {
+    let mut args = vec!["replay", "--json"];
+    args.extend_from_slice(extra);
+    json_of(&run(&args, &[dir]))
+}
+
+/// The trace's JSON document, decompressed.
+fn load_json(path: &Path) -> Value {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn write_json(path: &Path, v: &Value) {
+    let mut f = std::fs::File::create(path).unwrap();
+    f.write_all(serde_json::to_string(v).unwrap().as_bytes())
+        .unwrap();
+}
+
+fn f64s(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// Every rank's replayed step within 5% of its measurement.
+fn assert_steps_within_5pct(v: &Value) {
+    for t in v["traces"].as_array().unwrap() {
+        for s in t["steps"].as_array().unwrap() {
+            let e = s["error_pct"].as_f64().unwrap();
+            assert!(e.abs() < 5.0, "{} {}: {e}%", t["path"], s["name"]);
+        }
+    }
+}
+
+/// Per collective, the latest replayed end minus the earliest.
+fn replayed_end_spreads(v: &Value) -> Vec<f64> {
+    v["job"]["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let e = f64s(&c["replayed"]["end_us"]);
+            e.iter().copied().fold(f64::MIN, f64::max) - e.iter().copied().fold(f64::MAX, f64::min)
+        })
+        .collect()
+}
+
+#[test]
+fn dlrm_joint_replay_matches_every_rank() {
+    let v = replay(&[], &dlrm());
+    let job = &v["job"];
+    assert_eq!(job["ranks"].as_array().unwrap().len(), 8);
+    assert!(job["missing_ranks"].as_array().unwrap().is_empty());
+    assert_eq!(v["traces"].as_array().unwrap().len(), 8);
+    assert_steps_within_5pct(&v);
+    // Every collective matched on all 8 ranks, none left over.
+    let m = &job["matching"];
+    assert_eq!(m["sets"], 8);
+    assert_eq!(m["matched_tasks"], 64);
+    assert_eq!(m["unmatched_tasks"], 0);
+    assert!(m["problems"].as_array().unwrap().is_empty());
+    for c in job["collectives"].as_array().unwrap() {
+        assert_eq!(c["ranks"].as_array().unwrap().len(), 8);
+    }
+    // Replayed ends agree across ranks as the measured ones do (~10 us).
+    for s in replayed_end_spreads(&v) {
+        assert!(s <= 10.0, "replayed end spread {s} us");
+    }
+    // One host clock: offsets are noise.
+    for o in job["clock"]["offsets"].as_array().unwrap() {
+        assert!(o["offset_us"].as_f64().unwrap().abs() <= 10.0, "{o}");
+    }
+    // The job's step is its slowest rank's; rank 7 arrives last at the
+    // first all-to-all and keeps the others waiting there.
+    let step = &job["steps"][0];
+    assert!(step["error_pct"].as_f64().unwrap().abs() < 5.0);
+    let slowest = step["measured_us"].as_f64().unwrap();
+    for t in v["traces"].as_array().unwrap() {
+        assert!(t["steps"][0]["measured_us"].as_f64().unwrap() <= slowest);
+    }
+    let first = job["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["label"] == "SendRecv #0")
+        .unwrap();
+    assert_eq!(first["measured"]["last_rank"], 7);
+    assert!(first["measured"]["skew_us"].as_f64().unwrap() > 7000.0);
+    // Transfer, not the measured kernel time, is what each rank keeps.
+    assert!(f64s(&first["replayed"]["transfer_us"])
+        .iter()
+        .all(|&t| t < 20.0));
+    let waiting = job["waiting"].as_array().unwrap();
+    let caused = |w: &Value| w["replayed"]["caused_us"].as_f64().unwrap();
+    let top = waiting
+        .iter()
+        .max_by(|a, b| caused(a).total_cmp(&caused(b)))
+        .unwrap();
+    assert_eq!(top["rank"], 7);
+}
+
+/// Ends of every matched collective on every rank, by label.
+fn ends(v: &Value) -> Vec<(String, Vec<f64>)> {
+    v["job"]["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["label"].as_str().unwrap().to_owned(),
+                f64s(&c["replayed"]["end_us"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn slowing_one_rank_delays_the_collectives_of_every_rank() {
+    let base = replay(&[], &dlrm());
+    // Rank 7 computes 1.5x slower, CPU and GPU: every collective after its
+    // first one waits longer for it, on every rank.
+    let slow = replay(&["--scale-rank", "7=1.5", "--scale-rank-cpu"], &dlrm());
+    let (b, s) = (ends(&base), ends(&slow));
+    let mut delayed = 0;
+    for ((label, be), (_, se)) in b.iter().zip(&s) {
+        for (x, y) in be.iter().zip(se) {
+            assert!(y >= x, "{label}: ended earlier ({y} < {x})");
+        }
+        if be.iter().zip(se).all(|(x, y)| y - x > 50.0) {
+            delayed += 1;
+        }
+    }
+    assert!(
+        delayed >= 6,
+        "only {delayed} collectives delayed on every rank"
+    );
+    let step = |v: &Value| v["job"]["steps"][0]["replayed_us"].as_f64().unwrap();
+    assert!(step(&slow) > step(&base) + 100.0);
+    assert_eq!(
+        slow["job"]["what_if"][0],
+        "rank 7: GPU compute and CPU x1.5"
+    );
+
+    // GPU compute alone: this DLRM step is CPU-bound, but what GPU time
+    // rank 7 adds before a collective still reaches every rank.
+    let gpu = replay(&["--scale-rank", "7=1.5"], &dlrm());
+    let g = ends(&gpu);
+    let later_everywhere = b
+        .iter()
+        .zip(&g)
+        .filter(|((_, be), (_, ge))| be.iter().zip(ge).all(|(x, y)| y > x))
+        .count();
+    assert!(later_everywhere >= 1);
+    for ((label, be), (_, ge)) in b.iter().zip(&g) {
+        for (x, y) in be.iter().zip(ge) {
+            assert!(y >= x, "{label}");
+        }
+    }
+}
+
+#[test]
+fn a_missing_rank_is_reported_and_the_others_replay() {
+    let dir = temp_dir("missing");
+    for r in (0..8).filter(|&r| r != 4) {
+        std::fs::copy(rank_file(r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+    }
+    let v = replay(&[], &dir);
+    let job = &v["job"];
+    assert_eq!(job["missing_ranks"], serde_json::json!([4]));
+    let warnings: Vec<&str> = job["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("rank 4 of world size 8 missing")),
+        "{warnings:?}"
+    );
+    assert_eq!(v["traces"].as_array().unwrap().len(), 7);
+    assert_eq!(job["matching"]["unmatched_tasks"], 0);
+    assert!(job["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["ranks"].as_array().unwrap().len() == 7));
+    assert_steps_within_5pct(&v);
+    // The human report says it too.
+    let out = run(&["replay"], &[&dir]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("missing rank 4"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn two_files_claiming_one_rank_is_an_error_naming_both() {
+    let dir = temp_dir("duplicate");
+    for r in 0..8 {
+        std::fs::copy(rank_file(r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+    }
+    std::fs::copy(rank_file(3), dir.join("again-rank3.json.gz")).unwrap();
+    for cmd in ["replay", "inspect"] {
+        let out = run(&[cmd], &[&dir]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("rank 3 is claimed by two files"), "{err}");
+        assert!(err.contains("again-rank3.json.gz"), "{err}");
+        assert!(err.contains("rank3.json.gz ("), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_shifted_clock_is_found_and_undone() {
+    let dir = temp_dir("shifted");
+    for r in (0..8).filter(|&r| r != 5) {
+        std::fs::copy(rank_file(r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+    }
+    // Rank 5's host clock runs 3.217 ms ahead (timestamps are integer us).
+    let mut doc = load_json(&rank_file(5));
+    for e in doc["traceEvents"].as_array_mut().unwrap() {
+        if let Some(ts) = e.get("ts").and_then(Value::as_i64) {
+            e["ts"] = Value::from(ts + 3217);
+        }
+    }
+    write_json(&dir.join("rank5.json"), &doc);
+    let v = replay(&[], &dir);
+    let clock = &v["job"]["clock"];
+    let offset = |r: u64| {
+        clock["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["rank"] == r)
+            .unwrap()["offset_us"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((offset(5) - 3217.0).abs() <= 10.0, "{}", offset(5));
+    assert!(offset(3).abs() <= 10.0);
+    assert!(clock["raw_end_spread_us"]["max"].as_f64().unwrap() > 3000.0);
+    assert!(clock["end_spread_us"]["max"].as_f64().unwrap() <= 10.0);
+    assert_steps_within_5pct(&v);
+    for s in replayed_end_spreads(&v) {
+        assert!(s <= 10.0, "replayed end spread {s} us");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_collective_lost_on_one_rank_is_reported_not_paired() {
+    let dir = temp_dir("lost");
+    for r in (0..8).filter(|&r| r != 3) {
+        std::fs::copy(rank_file(r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+    }
+    // Drop rank 3's second all-reduce kernel.
+    let mut doc = load_json(&rank_file(3));
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    let all_reduce: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e["cat"] == "kernel"
+                && e["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("ncclKernel_AllReduce"))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(all_reduce.len(), 3);
+    events.remove(all_reduce[1]);
+    write_json(&dir.join("rank3.json"), &doc);
+    let v = replay(&[], &dir);
+    let m = &v["job"]["matching"];
+    let problems = m["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["kind"], "count_mismatch");
+    let detail = problems[0]["detail"].as_str().unwrap();
+    assert!(detail.contains("rank 3 issued 2"), "{detail}");
+    assert_eq!(m["unmatched_tasks"], 23);
+    assert_eq!(m["sets"], 5);
+    // The human report shows the mismatch.
+    let out = run(&["replay"], &[&dir]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("mismatch: AllReduce"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn inspect_reports_ranks_matching_and_clocks() {
+    let v = json_of(&run(&["inspect", "--json"], &[&dlrm()]));
+    assert_eq!(v["traces"].as_array().unwrap().len(), 8);
+    let job = &v["job"];
+    assert_eq!(job["ranks"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
+    assert!(job["rank_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s == "distributedInfo"));
+    assert_eq!(job["world_size"], 8);
+    assert_eq!(job["matching"]["sets"], 8);
+    assert_eq!(job["matching"]["by_rule"]["kernel_family_order"], 64);
+    assert!(job.get("steps").is_none());
+}
+
+#[test]
+fn per_trace_keeps_ranks_apart() {
+    let v = replay(&["--per-trace"], &dlrm());
+    assert!(v.get("job").is_none());
+    assert_eq!(v["traces"].as_array().unwrap().len(), 8);
+    let out = run(
+        &["replay", "--per-trace", "--scale-rank", "1=2"],
+        &[&dlrm()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--scale-rank needs"));
+}
+
+#[test]
+fn bad_scale_rank_is_a_clear_error() {
+    let out = run(&["replay", "--scale-rank", "9=2"], &[&dlrm()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rank 9 is not in the job"), "{err}");
+    let out = run(&["replay", "--scale-rank", "1=-2"], &[&dlrm()]);
+    assert_eq!(out.status.code(), Some(2));
+}
