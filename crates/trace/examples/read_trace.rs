@@ -4,11 +4,13 @@
 //!
 //! ```text
 //! cargo run --release -p lumos-trace --example read_trace -- FILE...
+//! cargo run --release -p lumos-trace --example read_trace -- --repeat N FILE...
 //! cargo run --release -p lumos-trace --example read_trace -- --decompress IN.json.gz OUT.json
 //! cargo run --release -p lumos-trace --example read_trace -- --concat N IN OUT.json
 //! ```
 //!
-//! `--decompress` writes the plain JSON of a gzip trace; `--concat N` writes a
+//! `--repeat N` reads the files N times in one process (as a benchmark
+//! does). `--decompress` writes the plain JSON of a gzip trace; `--concat N` writes a
 //! plain JSON trace whose `traceEvents` are those of `IN` repeated `N` times
 //! (a larger input to see how the reader scales). Neither output belongs in
 //! the repository.
@@ -34,9 +36,18 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(_) => {
+            let (repeat, files) = match args.first().map(String::as_str) {
+                Some("--repeat") if args.len() >= 3 => (
+                    args[1].parse().expect("--repeat N: N is a number"),
+                    &args[2..],
+                ),
+                _ => (1, &args[..]),
+            };
             let mut ok = true;
-            for a in &args {
-                ok &= read_one(Path::new(a));
+            for _ in 0..repeat {
+                for a in files {
+                    ok &= read_one(Path::new(a));
+                }
             }
             if ok {
                 ExitCode::SUCCESS
@@ -45,7 +56,9 @@ fn main() -> ExitCode {
             }
         }
         None => {
-            eprintln!("usage: read_trace FILE... | --decompress IN OUT | --concat N IN OUT");
+            eprintln!(
+                "usage: read_trace [--repeat N] FILE... | --decompress IN OUT | --concat N IN OUT"
+            );
             ExitCode::from(2)
         }
     }
