@@ -184,6 +184,20 @@ fn slowing_one_rank_delays_the_collectives_of_every_rank() {
     );
     let step = |v: &Value| v["job"]["steps"][0]["replayed_us"].as_f64().unwrap();
     assert!(step(&slow) > step(&base) + 100.0);
+    // Every rank's own step ends later: each waits for rank 7 at the
+    // collectives and its work after them (the backward pass on the
+    // autograd thread, the optimizer) follows.
+    let rank_steps = |v: &Value| -> Vec<f64> {
+        v["traces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["steps"][0]["replayed_us"].as_f64().unwrap())
+            .collect()
+    };
+    for (r, (b, s)) in rank_steps(&base).iter().zip(rank_steps(&slow)).enumerate() {
+        assert!(s > b + 100.0, "rank {r}: {b} -> {s} us");
+    }
     assert_eq!(
         slow["job"]["what_if"][0],
         "rank 7: GPU compute and CPU x1.5"

@@ -878,7 +878,8 @@ impl<'t> Builder<'t> {
         // A thread's first task (an autograd thread woken by `backward()`
         // mid-window) is idle from the window start until then: a gap like
         // any other, or it would start at a fixed time whatever delays the
-        // thread that wakes it.
+        // thread that wakes it. How long it slept is unknown (it may predate
+        // the window), so it gets the longest wake-up window.
         let origin = self.raw.iter().map(|r| r.start).min().unwrap_or(0);
         let mut new_edges = Vec::new();
         for (i, p) in self.g.processors.iter().enumerate() {
@@ -886,10 +887,10 @@ impl<'t> Builder<'t> {
                 continue;
             };
             let ends = &by_pid[pid];
-            for (k, &task) in p.tasks.iter().enumerate() {
-                let prev_end = match k {
+            for (k_in_thread, &task) in p.tasks.iter().enumerate() {
+                let prev_end = match k_in_thread {
                     0 => origin,
-                    _ => self.raw[p.tasks[k - 1].idx()].end,
+                    _ => self.raw[p.tasks[k_in_thread - 1].idx()].end,
                 };
                 let t = self.raw[task.idx()];
                 if t.start - prev_end < INTER_THREAD_MIN_GAP_NS {
@@ -899,7 +900,13 @@ impl<'t> Builder<'t> {
                 let src = ends[..k]
                     .iter()
                     .rev()
-                    .take_while(|&&(end, _)| end >= t.start - wake_window(t.start - prev_end))
+                    .take_while(|&&(end, _)| {
+                        let window = match k_in_thread {
+                            0 => INTER_THREAD_MAX_WINDOW_NS,
+                            _ => wake_window(t.start - prev_end),
+                        };
+                        end >= t.start - window
+                    })
                     .find(|&&(end, s)| {
                         let sp = self.g.tasks[s.idx()].proc;
                         // A hand-off: the other thread goes quiet after the
