@@ -3,11 +3,11 @@
 //! Exit codes: 0 success; 1 at least one input could not be processed (the
 //! others are still reported); 2 usage errors (from clap).
 
-mod demo;
 mod inputs;
 mod inspect;
 mod job;
 mod replay;
+mod synth_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -74,6 +74,41 @@ enum Command {
         /// With --scale-rank: scale the rank's CPU tasks too.
         #[arg(long, requires = "scale_rank")]
         scale_rank_cpu: bool,
+    },
+    /// Write synthesized Kineto traces (one per rank) of a Megatron-style
+    /// GPT training job: 1F1B pipeline, TP/DP/PP collectives, optimizer.
+    Synth {
+        /// Model preset (gpt-tiny, gpt-small, gpt3-15b, gpt3-44b,
+        /// gpt3-117b, gpt3-175b) or a JSON file with layers/hidden/heads.
+        #[arg(long)]
+        model: String,
+        /// Tensor-parallel degree.
+        #[arg(long, default_value_t = 1)]
+        tp: usize,
+        /// Pipeline-parallel degree.
+        #[arg(long, default_value_t = 1)]
+        pp: usize,
+        /// Data-parallel degree.
+        #[arg(long, default_value_t = 1)]
+        dp: usize,
+        /// Micro-batches per iteration (default: 2 x pp).
+        #[arg(long)]
+        microbatches: Option<usize>,
+        /// GPU and system preset: a100, h100, h200, b200.
+        #[arg(long, default_value = "h100")]
+        gpu: String,
+        /// Which ranks to write.
+        #[arg(long, value_enum, default_value = "one-per-stage")]
+        ranks: synth_cmd::RankChoice,
+        /// Profiled iterations per trace.
+        #[arg(long, default_value_t = 2)]
+        steps: usize,
+        /// Seed of the timing noise.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Run the built-in example end to end: write a small trace, inspect it,
     /// replay it, and replay a what-if with kernels 2x faster.
@@ -268,12 +303,52 @@ fn run(cli: Cli) -> Result<bool> {
             }
             Ok(ok)
         }
+        Command::Synth {
+            model,
+            tp,
+            pp,
+            dp,
+            microbatches,
+            gpu,
+            ranks,
+            steps,
+            seed,
+            out,
+        } => {
+            let files = synth_cmd::run(&synth_cmd::SynthArgs {
+                model,
+                tp,
+                pp,
+                dp,
+                microbatches,
+                gpu,
+                ranks,
+                steps,
+                seed,
+                out,
+            })?;
+            for f in &files {
+                println!("{}", f.display());
+            }
+            Ok(true)
+        }
         Command::Demo { json } => {
+            // A small GPT job written by the synthesizer: TP2 x PP2 x DP2,
+            // one rank per pipeline stage; rank 0 is replayed.
             let dir = std::env::temp_dir().join(format!("lumos-demo-{}", std::process::id()));
-            std::fs::create_dir_all(&dir)?;
-            let path = dir.join("demo-rank0.json");
-            std::fs::write(&path, demo::demo_trace(4, 12))?;
-            let trace = lumos_trace::read_path(&path)?;
+            let files = synth_cmd::run(&synth_cmd::SynthArgs {
+                model: "gpt-tiny".into(),
+                tp: 2,
+                pp: 2,
+                dp: 2,
+                microbatches: Some(4),
+                gpu: "h100".into(),
+                ranks: synth_cmd::RankChoice::OnePerStage,
+                steps: 3,
+                seed: 1,
+                out: dir.clone(),
+            })?;
+            let trace = lumos_trace::read_path(&files[0])?;
             let base = replay::replay(&trace, &SimOptions::default(), None)?;
             let fast = replay::replay(
                 &trace,
@@ -290,7 +365,9 @@ fn run(cli: Cli) -> Result<bool> {
                     }))?
                 );
             } else {
-                println!("== inspect (built-in example trace)");
+                println!(
+                    "== inspect (built-in example: synthesized gpt-tiny, TP2 PP2 DP2, rank 0)"
+                );
                 inspect::print_human(&report);
                 println!("\n== replay");
                 replay::print_human(&base);

@@ -47,14 +47,15 @@ fn demo_runs_end_to_end() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("== replay"), "{text}");
     assert!(text.contains("ProfilerStep#3"), "{text}");
+    assert!(text.contains("synthesized gpt-tiny"), "{text}");
     let out = lumos().args(["demo", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    // Halving compute must shorten the demo's steps, which are GPU-bound.
+    // Halving compute must shorten the demo's steps.
     let base = v["replay"]["window"]["replayed_us"].as_f64().unwrap();
     let fast = v["what_if_compute_x0.5"]["window"]["replayed_us"]
         .as_f64()
         .unwrap();
-    assert!(fast < 0.8 * base, "{fast} vs {base}");
+    assert!(fast < 0.99 * base, "{fast} vs {base}");
 }
 
 /// Every corpus trace replays without deadlock, with and without each
