@@ -15,7 +15,7 @@ files = sorted(str(p) for p in root.rglob("*.json.gz"))
 
 
 def replay(*extra):
-    out = subprocess.run([str(lumos), "replay", "--json", *extra, *files],
+    out = subprocess.run([str(lumos), "replay", "--json", "--per-trace", *extra, *files],
                          capture_output=True, text=True)
     return {t["path"]: t for t in json.loads(out.stdout)["traces"]}
 

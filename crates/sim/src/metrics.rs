@@ -20,12 +20,16 @@ pub trait TaskTimes {
     fn end_of(&self, t: TaskId) -> i64;
 }
 
+/// A blocking call starts, as a profiler would record it, when it was issued,
+/// not when its wait ended: metrics see the call's whole span, as on the
+/// measured side.
 impl TaskTimes for Schedule {
     fn task_count(&self) -> usize {
         self.start_ns.len()
     }
     fn start_of(&self, t: TaskId) -> i64 {
-        self.start_ns[t.idx()]
+        let start = self.start_ns[t.idx()];
+        self.wait(t).map_or(start, |w| w.issue_ns.min(start))
     }
     fn end_of(&self, t: TaskId) -> i64 {
         self.end_ns[t.idx()]
