@@ -190,3 +190,159 @@ fn waits_and_critical_path_cross_ranks() {
     let s2 = simulate_job(&slow, &SimOptions::default()).unwrap();
     assert_eq!(s2.end_ns[x.after[0].idx()], 45_000 + 5_000 + 1_000);
 }
+
+mod props {
+    //! Random multi-rank chains: each rank launches, per round, a compute
+    //! kernel and a collective, and sometimes blocks on the collective; the
+    //! k-th collectives of all ranks form a rendezvous.
+
+    use lumos_graph::*;
+    use lumos_sim::{simulate_with_rendezvous, SimOptions};
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngSeed};
+
+    /// Per rank, per round: (launch call ns, compute ns, transfer ns, block).
+    type Recipe = Vec<Vec<(i64, i64, i64, bool)>>;
+
+    fn recipe() -> impl Strategy<Value = Recipe> {
+        (2usize..5, 1usize..6).prop_flat_map(|(ranks, rounds)| {
+            prop::collection::vec(
+                prop::collection::vec((1i64..50, 0i64..500, 0i64..100, any::<bool>()), rounds),
+                ranks,
+            )
+        })
+    }
+
+    fn build(r: &Recipe, compute_factor: &[i64]) -> (Graph, Vec<Rendezvous>) {
+        let mut g = Graph {
+            names: vec!["x".into()],
+            ..Graph::default()
+        };
+        let rounds = r[0].len();
+        let mut comms = vec![Vec::new(); rounds];
+        for (rank, plan) in r.iter().enumerate() {
+            let thread = ProcId(g.processors.len() as u32);
+            g.processors.push(Processor {
+                kind: ProcKind::Thread { pid: 1, tid: 1 },
+                tasks: Vec::new(),
+            });
+            let stream = ProcId(g.processors.len() as u32);
+            g.processors.push(Processor {
+                kind: ProcKind::Stream {
+                    device: 0,
+                    stream: 7,
+                },
+                tasks: Vec::new(),
+            });
+            let push = |g: &mut Graph, kind, proc: ProcId, duration_ns, comm: bool| {
+                let id = TaskId(g.tasks.len() as u32);
+                if comm {
+                    g.collectives.push(Collective {
+                        name: "allreduce".into(),
+                        process_group: None,
+                        seq: None,
+                        bytes: None,
+                        group_size: None,
+                    });
+                }
+                g.tasks.push(Task {
+                    kind,
+                    name: NameId(0),
+                    proc,
+                    duration_ns,
+                    release_ns: 0,
+                    collective: comm.then(|| g.collectives.len() as u32 - 1),
+                    correlation: 0,
+                });
+                g.processors[proc.idx()].tasks.push(id);
+                id
+            };
+            for (k, &(call, compute, transfer, block)) in plan.iter().enumerate() {
+                let c1 = push(&mut g, TaskKind::Runtime, thread, call, false);
+                let kernel = push(
+                    &mut g,
+                    TaskKind::Kernel,
+                    stream,
+                    compute * compute_factor[rank],
+                    false,
+                );
+                let c2 = push(&mut g, TaskKind::Runtime, thread, call, false);
+                let comm = push(&mut g, TaskKind::Kernel, stream, transfer, true);
+                for (from, to) in [(c1, kernel), (c2, comm)] {
+                    g.edges.push(Edge {
+                        from,
+                        to,
+                        kind: DepKind::Launch,
+                        anchor: Anchor::Start,
+                        latency_ns: 3,
+                    });
+                }
+                comms[k].push(comm);
+                if block {
+                    let sync = push(&mut g, TaskKind::Runtime, thread, 2, false);
+                    g.runtime_deps.push(RuntimeDep {
+                        task: sync,
+                        target: WaitTarget::Task(comm),
+                        latency_ns: 1,
+                    });
+                }
+            }
+        }
+        let rv = comms
+            .into_iter()
+            .map(|tasks| Rendezvous { tasks })
+            .collect();
+        (g, rv)
+    }
+
+    proptest! {
+        #![proptest_config(Config {
+            cases: 256,
+            rng_seed: RngSeed::Fixed(4),
+            failure_persistence: None,
+            ..Config::default()
+        })]
+
+        /// Every rendezvous ends at its last start plus each duration; every
+        /// other task runs for its duration; making one rank slower never
+        /// makes any collective end earlier, on any rank.
+        #[test]
+        fn rendezvous_end_together_and_respond_monotonically(r in recipe(), slow in 0usize..4) {
+            let ones = vec![1; r.len()];
+            let (g, rv) = build(&r, &ones);
+            let s = simulate_with_rendezvous(&g, &rv, &SimOptions::default()).unwrap();
+            let mut in_rv = vec![false; g.tasks.len()];
+            for r in &rv {
+                let last = r.tasks.iter().map(|t| s.start_ns[t.idx()]).max().unwrap();
+                for t in &r.tasks {
+                    in_rv[t.idx()] = true;
+                    prop_assert_eq!(s.end_ns[t.idx()], last + g.tasks[t.idx()].duration_ns);
+                }
+            }
+            for (t, task) in g.tasks.iter().enumerate() {
+                if !in_rv[t] {
+                    prop_assert_eq!(s.end_ns[t] - s.start_ns[t], task.duration_ns);
+                }
+            }
+            for p in &g.processors {
+                for w in p.tasks.windows(2) {
+                    prop_assert!(s.start_ns[w[1].idx()] >= s.end_ns[w[0].idx()]);
+                }
+            }
+            for d in &g.runtime_deps {
+                if let WaitTarget::Task(on) = d.target {
+                    prop_assert!(s.start_ns[d.task.idx()] >= s.end_ns[on.idx()] + d.latency_ns);
+                }
+            }
+            let mut factors = ones.clone();
+            factors[slow % r.len()] = 3;
+            let (g2, rv2) = build(&r, &factors);
+            let s2 = simulate_with_rendezvous(&g2, &rv2, &SimOptions::default()).unwrap();
+            for r in &rv {
+                for t in &r.tasks {
+                    prop_assert!(s2.end_ns[t.idx()] >= s.end_ns[t.idx()]);
+                }
+            }
+        }
+    }
+}
