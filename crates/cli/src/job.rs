@@ -159,18 +159,31 @@ pub fn assemble(mut loaded: Vec<LoadedRank>) -> Result<Job> {
         }
     }
     let present: Vec<u32> = loaded.iter().map(|l| l.file.rank).collect();
-    let missing: Vec<u32> = match world_size {
+    // Without a world size, ranks below the highest one present are
+    // expected; ranks above it cannot be known.
+    let expected = world_size.or_else(|| present.last().map(|&r| r + 1));
+    let missing: Vec<u32> = match expected {
         Some(w) => (0..w)
             .filter(|r| present.binary_search(r).is_err())
             .collect(),
         None => Vec::new(),
     };
     if !missing.is_empty() {
+        let which = match world_size {
+            Some(w) => format!(
+                "rank {} of world size {w} missing (no file)",
+                rank_ranges(&missing)
+            ),
+            None => format!(
+                "rank {} missing (no file; no world size recorded, so ranks above {} cannot be \
+                 checked)",
+                rank_ranges(&missing),
+                present.last().copied().unwrap_or(0)
+            ),
+        };
         warnings.push(format!(
-            "rank {} of world size {} missing (no file): simulating the {} ranks present; \
-             their collectives rendezvous among those present",
-            rank_ranges(&missing),
-            world_size.unwrap_or(0),
+            "{which}: simulating the {} ranks present; their collectives rendezvous among those \
+             present",
             present.len()
         ));
     }
@@ -727,6 +740,12 @@ pub fn print_identity(r: &JobReport) {
             format!(", missing rank {}", rank_ranges(&r.missing_ranks))
         }
     );
+    let mut sources: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in &r.rank_sources {
+        *sources.entry(s).or_default() += 1;
+    }
+    let sources: Vec<String> = sources.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    println!("  ranks identified by: {}", sources.join(", "));
     let m = &r.matching;
     let rules: Vec<String> = m
         .by_rule

@@ -390,3 +390,28 @@ fn bad_scale_rank_is_a_clear_error() {
     let out = run(&["replay", "--scale-rank", "1=-2"], &[&dlrm()]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn ranks_from_file_names_need_job_and_gaps_are_reported() {
+    let dir = temp_dir("file-names");
+    for r in [0u32, 1, 3] {
+        let mut doc = load_json(&rank_file(r));
+        doc.as_object_mut().unwrap().remove("distributedInfo");
+        write_json(&dir.join(format!("trace_rank{r}.json")), &doc);
+    }
+    // Without a world size they are not taken for one job...
+    assert!(replay(&[], &dir).get("job").is_none());
+    // ...unless asked.
+    let v = replay(&["--job"], &dir);
+    let job = &v["job"];
+    assert_eq!(job["ranks"], serde_json::json!([0, 1, 3]));
+    assert!(job["rank_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s == "file_name"));
+    assert_eq!(job["missing_ranks"], serde_json::json!([2]));
+    assert_eq!(job["matching"]["sets"], 8);
+    assert_steps_within_5pct(&v);
+    let _ = std::fs::remove_dir_all(&dir);
+}
