@@ -77,39 +77,7 @@ enum Command {
     },
     /// Write synthesized Kineto traces (one per rank) of a Megatron-style
     /// GPT training job: 1F1B pipeline, TP/DP/PP collectives, optimizer.
-    Synth {
-        /// Model preset (gpt-tiny, gpt-small, gpt3-15b, gpt3-44b,
-        /// gpt3-117b, gpt3-175b) or a JSON file with layers/hidden/heads.
-        #[arg(long)]
-        model: String,
-        /// Tensor-parallel degree.
-        #[arg(long, default_value_t = 1)]
-        tp: usize,
-        /// Pipeline-parallel degree.
-        #[arg(long, default_value_t = 1)]
-        pp: usize,
-        /// Data-parallel degree.
-        #[arg(long, default_value_t = 1)]
-        dp: usize,
-        /// Micro-batches per iteration (default: 2 x pp).
-        #[arg(long)]
-        microbatches: Option<usize>,
-        /// GPU and system preset: a100, h100, h200, b200.
-        #[arg(long, default_value = "h100")]
-        gpu: String,
-        /// Which ranks to write.
-        #[arg(long, value_enum, default_value = "one-per-stage")]
-        ranks: synth_cmd::RankChoice,
-        /// Profiled iterations per trace.
-        #[arg(long, default_value_t = 2)]
-        steps: usize,
-        /// Seed of the timing noise.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
-    },
+    Synth(synth_cmd::SynthArgs),
     /// Run the built-in example end to end: write a small trace, inspect it,
     /// replay it, and replay a what-if with kernels 2x faster.
     Demo {
@@ -303,30 +271,8 @@ fn run(cli: Cli) -> Result<bool> {
             }
             Ok(ok)
         }
-        Command::Synth {
-            model,
-            tp,
-            pp,
-            dp,
-            microbatches,
-            gpu,
-            ranks,
-            steps,
-            seed,
-            out,
-        } => {
-            let files = synth_cmd::run(&synth_cmd::SynthArgs {
-                model,
-                tp,
-                pp,
-                dp,
-                microbatches,
-                gpu,
-                ranks,
-                steps,
-                seed,
-                out,
-            })?;
+        Command::Synth(args) => {
+            let files = synth_cmd::run(&args)?;
             for f in &files {
                 println!("{}", f.display());
             }

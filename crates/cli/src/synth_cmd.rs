@@ -55,16 +55,38 @@ pub fn model_from_arg(arg: &str) -> Result<ModelPreset> {
 }
 
 /// Everything `lumos synth` needs.
+#[derive(clap::Args)]
 pub struct SynthArgs {
+    /// Model preset (gpt-tiny, gpt-small, gpt3-15b, gpt3-44b, gpt3-117b,
+    /// gpt3-175b) or a JSON file with layers/hidden/heads.
+    #[arg(long)]
     pub model: String,
+    /// Tensor-parallel degree.
+    #[arg(long, default_value_t = 1)]
     pub tp: usize,
+    /// Pipeline-parallel degree.
+    #[arg(long, default_value_t = 1)]
     pub pp: usize,
+    /// Data-parallel degree.
+    #[arg(long, default_value_t = 1)]
     pub dp: usize,
+    /// Micro-batches per iteration (default: 2 x pp).
+    #[arg(long)]
     pub microbatches: Option<usize>,
+    /// GPU and system preset: a100, h100, h200, b200.
+    #[arg(long, default_value = "h100")]
     pub gpu: String,
+    /// Which ranks to write.
+    #[arg(long, value_enum, default_value = "one-per-stage")]
     pub ranks: RankChoice,
+    /// Profiled iterations per trace.
+    #[arg(long, default_value_t = 2)]
     pub steps: usize,
+    /// Seed of the timing noise.
+    #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Output directory.
+    #[arg(long)]
     pub out: PathBuf,
 }
 

@@ -203,3 +203,40 @@ fn inspect_json_counts_match_the_trace() {
         .any(|w| w.as_str().unwrap().contains("no cuda_sync events")));
     assert!(!t["inferred"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn synth_writes_a_job_that_replays_exactly() {
+    let dir = std::env::temp_dir().join(format!("lumos-cli-synth-{}", std::process::id()));
+    let out = lumos()
+        .args([
+            "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "1",
+        ])
+        .args(["--ranks", "all", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    assert_eq!(files.len(), 4);
+    let v = replay_json(&["--per-trace"], &files);
+    for t in v["traces"].as_array().unwrap() {
+        for s in t["steps"].as_array().unwrap() {
+            assert!(s["error_pct"].as_f64().unwrap().abs() < 2.0);
+        }
+    }
+    let bad = lumos()
+        .args(["synth", "--model", "gpt-nonexistent", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("gpt-nonexistent"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

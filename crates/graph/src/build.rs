@@ -112,24 +112,18 @@ impl<'t> Builder<'t> {
         let steps = self.steps(&annotations, origin);
         self.releases(origin);
         self.checks();
+        let rel = |start: i64, end: i64| Span {
+            start_ns: start - origin,
+            end_ns: end - origin,
+        };
         let measured = Measured {
             origin_ns: origin,
-            tasks: self
-                .raw
-                .iter()
-                .map(|r| Span {
-                    start_ns: r.start - origin,
-                    end_ns: r.end - origin,
-                })
-                .collect(),
+            tasks: self.raw.iter().map(|r| rel(r.start, r.end)).collect(),
             step_annotations: steps,
             scopes: self
                 .scope_spans
                 .iter()
-                .map(|s| Span {
-                    start_ns: s.start_ns - origin,
-                    end_ns: s.end_ns - origin,
-                })
+                .map(|s| rel(s.start_ns, s.end_ns))
                 .collect(),
         };
         self.report.fill_counts(&self.g);
