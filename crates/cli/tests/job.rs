@@ -415,3 +415,35 @@ fn ranks_from_file_names_need_job_and_gaps_are_reported() {
     assert_steps_within_5pct(&v);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A synthesized TP2 x PP2 x DP2 job has what the DLRM set lacks: process
+/// groups with `Seq`, and pipeline sends and receives with their peers.
+#[test]
+fn synthesized_job_matches_by_seq_and_point_to_point() {
+    let dir = temp_dir("synth");
+    let out = lumos()
+        .args([
+            "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2", "--ranks",
+            "all", "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = replay(&[], &dir);
+    let m = &v["job"]["matching"];
+    assert!(
+        m["problems"].as_array().unwrap().is_empty(),
+        "{}",
+        m["problems"]
+    );
+    assert_eq!(m["unmatched_tasks"], 0);
+    assert!(m["by_rule"]["process_group_seq"].as_u64().unwrap() > 0);
+    assert!(m["by_rule"]["point_to_point"].as_u64().unwrap() > 0);
+    assert_steps_within_5pct(&v);
+    let _ = std::fs::remove_dir_all(&dir);
+}

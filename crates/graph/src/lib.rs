@@ -24,7 +24,7 @@ pub use check::{check, Violation};
 pub use job::{
     align_clocks, match_collectives, merge, rank_graph, rank_ranges, ClockAlignment,
     CollectiveMatch, CommPattern, CommTask, JobGraph, MatchProblem, MatchRule, MatchedSet, Member,
-    ProblemKind, RankGraph, RankPart, Rendezvous,
+    ProblemKind, RankGraph, RankPart, Rendezvous, RendezvousKind,
 };
 pub use model::*;
 pub use report::{BuildReport, Rule};

@@ -350,6 +350,15 @@ fn sends_pair_with_receives() {
         ]
     );
     assert!(m.sets.iter().all(|s| s.rule == MatchRule::PointToPoint));
+    // The sender first: rank 0 for 0->1, rank 1 for 1->0.
+    let first_rank = |s: &MatchedSet| ranks[s.members[0].rank_pos as usize].rank;
+    assert_eq!(m.sets.iter().map(first_rank).collect::<Vec<_>>(), [0, 0, 1]);
+    let c = align_clocks(&ranks, &m);
+    let (job, _, _) = merge(&ranks, &m, &c);
+    assert!(job
+        .rendezvous
+        .iter()
+        .all(|r| r.kind == RendezvousKind::PointToPoint));
     assert_eq!(m.problems.len(), 1);
     assert_eq!(m.problems[0].kind, ProblemKind::CountMismatch);
     assert!(m.problems[0]

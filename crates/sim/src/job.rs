@@ -33,11 +33,14 @@ pub struct RendezvousTimes {
     /// When it started: the earliest moment the transfer could begin.
     pub last_start_ns: i64,
     /// Per participant: the last start minus its own start, the time it sat
-    /// in the collective waiting for its peers (skew).
+    /// in the collective waiting for its peers (skew); 0 for an eager send,
+    /// which does not wait.
     pub wait_ns: Vec<i64>,
-    /// Per participant: its end minus the last start, the transfer itself.
+    /// Per participant: its end minus the last start (minus its own start
+    /// for an eager send), the transfer itself.
     pub transfer_ns: Vec<i64>,
-    /// The latest end minus the earliest end.
+    /// The latest end minus the earliest end of the participants that wait
+    /// (0 for a point-to-point pair).
     pub end_spread_ns: i64,
 }
 
@@ -65,13 +68,21 @@ pub fn rendezvous_times<T: TaskTimes + ?Sized>(job: &JobGraph, times: &T) -> Vec
                         (0, i64::MIN),
                         |best, (i, s)| if s > best.1 { (i, s) } else { best },
                     );
-            let lo = ends.iter().copied().min().unwrap_or(0);
-            let hi = ends.iter().copied().max().unwrap_or(0);
+            let waiting_ends = ends
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| r.waits(i))
+                .map(|(_, &e)| e);
+            let lo = waiting_ends.clone().min().unwrap_or(0);
+            let hi = waiting_ends.max().unwrap_or(0);
+            // What a participant's transfer counts from: the last start if
+            // it waits for the others, its own start if not.
+            let from = |i: usize| if r.waits(i) { last_start } else { starts[i] };
             RendezvousTimes {
                 last,
                 last_start_ns: last_start,
-                wait_ns: starts.iter().map(|s| last_start - s).collect(),
-                transfer_ns: ends.iter().map(|e| e - last_start).collect(),
+                wait_ns: (0..starts.len()).map(|i| from(i) - starts[i]).collect(),
+                transfer_ns: (0..ends.len()).map(|i| ends[i] - from(i)).collect(),
                 end_spread_ns: hi - lo,
             }
         })
@@ -163,7 +174,14 @@ pub fn job_critical_path_hops(job: &JobGraph, schedule: &Schedule, last: TaskId)
     let cap = 2 * schedule.len() + 2;
     while hops.len() < cap {
         if !at_issue {
-            if let Some(rv) = rv_of.get(task.idx()).copied().flatten() {
+            let waiting = rv_of.get(task.idx()).copied().flatten().filter(|&rv| {
+                let r = &job.rendezvous[rv as usize];
+                r.tasks
+                    .iter()
+                    .position(|&m| m == task)
+                    .is_some_and(|p| r.waits(p))
+            });
+            if let Some(rv) = waiting {
                 let peers = &job.rendezvous[rv as usize].tasks;
                 let latest = peers
                     .iter()

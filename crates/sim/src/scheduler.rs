@@ -483,20 +483,32 @@ impl<'g> Replay<'g> {
         Ok(())
     }
 
-    /// A rendezvous task has started at `now`. When it is the last of its
-    /// rendezvous, every participant ends: the heap pops in time order, so
-    /// `now` is the latest start.
+    /// A rendezvous task has started at `now`. A participant that does not
+    /// wait (an eager send) ends at once; when the last one arrives, every
+    /// waiting participant ends: the heap pops in time order, so `now` is
+    /// the latest start.
     fn arrive(&mut self, t: usize, now: i64) {
         self.state[t] = State::Arrived;
         let rv = self.rv_of[t] as usize;
         self.rv_arrived[rv] += 1;
         self.rv_latest[rv] = self.rv_latest[rv].max(now);
-        let members = &self.rendezvous[rv].tasks;
-        if self.rv_arrived[rv] as usize == members.len() {
+        let r = &self.rendezvous[rv];
+        if let Some(pos) = r.tasks.iter().position(|m| m.idx() == t) {
+            if !r.waits(pos) {
+                let end = now + self.end[t];
+                self.complete(t, end);
+            }
+        }
+        let r = &self.rendezvous[rv];
+        if self.rv_arrived[rv] as usize == r.tasks.len() {
             let latest = self.rv_latest[rv];
-            for &m in members {
-                let end = latest + self.end[m.idx()];
-                self.complete(m.idx(), end);
+            for pos in 0..r.tasks.len() {
+                let r = &self.rendezvous[rv];
+                if r.waits(pos) {
+                    let m = r.tasks[pos].idx();
+                    let end = latest + self.end[m];
+                    self.complete(m, end);
+                }
             }
         }
     }

@@ -8,9 +8,11 @@
 //! median of that difference over every collective it shares with ranks
 //! already aligned, which ignores a few mismatched or noisy collectives.
 //! Ranks on one host share a clock and simply get the same offset.
+//! Point-to-point pairs take no part: an eager send ends long before its
+//! receive does.
 
 use super::comms::RankGraph;
-use super::matching::CollectiveMatch;
+use super::matching::{CollectiveMatch, MatchRule};
 
 /// Per-rank clock offsets, and how well the aligned ends agree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,7 +28,7 @@ pub struct ClockAlignment {
     /// their times are trusted as recorded.
     pub unaligned: Vec<u32>,
     /// Per matched set: the latest minus the earliest measured end over its
-    /// members, on aligned clocks.
+    /// members, on aligned clocks (0 for a point-to-point pair).
     pub end_spread_ns: Vec<i64>,
     /// The same before alignment, on the ranks' own clocks.
     pub raw_end_spread_ns: Vec<i64>,
@@ -57,6 +59,9 @@ pub fn align_clocks(ranks: &[RankGraph], m: &CollectiveMatch) -> ClockAlignment 
         .sets
         .iter()
         .map(|s| {
+            if s.rule == MatchRule::PointToPoint {
+                return Vec::new();
+            }
             s.members
                 .iter()
                 .map(|mb| {

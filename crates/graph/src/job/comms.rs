@@ -182,21 +182,16 @@ fn comm_tasks(
                     .find(|g| g.name == name && !g.ranks.is_empty())
                     .map(|g| g.ranks.clone())
             });
-        // `Src Rank` / `Dst Rank` are ranks within the process group; map
-        // them to global ranks through the group's list when it is known.
-        let global = |peer: i64| -> i64 {
-            ranks
-                .as_ref()
-                .and_then(|r| usize::try_from(peer).ok().and_then(|p| r.get(p).copied()))
-                .unwrap_or(peer)
-        };
+        // `Src Rank` / `Dst Rank` are global ranks: PyTorch's profiler
+        // writes `groupRanks[peer]` (torch/csrc/profiler/util.cpp), and only
+        // the peer's (`Dst Rank` on a send, `Src Rank` on a receive).
         let pattern = match (p2p_direction(&coll.name), args) {
-            (Some(true), Some(a)) if a.dst_rank.is_some() => CommPattern::Send {
-                peer: global(a.dst_rank.unwrap_or_default()),
-            },
-            (Some(false), Some(a)) if a.src_rank.is_some() => CommPattern::Recv {
-                peer: global(a.src_rank.unwrap_or_default()),
-            },
+            (Some(true), Some(a)) => a
+                .dst_rank
+                .map_or(CommPattern::Group, |peer| CommPattern::Send { peer }),
+            (Some(false), Some(a)) => a
+                .src_rank
+                .map_or(CommPattern::Group, |peer| CommPattern::Recv { peer }),
             _ => CommPattern::Group,
         };
         let group = ranks.map(|r| {

@@ -75,7 +75,8 @@ pub struct MatchedSet {
     pub name: String,
     /// Message size in bytes, when recorded (the largest over members).
     pub bytes: Option<u64>,
-    /// Participants, ordered by rank position; at least two.
+    /// Participants, ordered by rank position (for point-to-point: the
+    /// sender, then the receiver); at least two.
     pub members: Vec<Member>,
 }
 
@@ -362,7 +363,9 @@ impl Ctx<'_> {
             // missing): nothing to wait for.
             return;
         }
-        members.sort();
+        if rule != MatchRule::PointToPoint {
+            members.sort();
+        }
         let name = self.name(members[0]).to_owned();
         let bytes = members.iter().filter_map(|&m| self.bytes(m)).max();
         out.sets.push(MatchedSet {

@@ -7,23 +7,62 @@ use rustc_hash::FxHashMap;
 
 use super::clock::ClockAlignment;
 use super::comms::RankGraph;
-use super::matching::CollectiveMatch;
+use super::matching::{CollectiveMatch, MatchRule};
 use crate::model::*;
 
 /// A transfer's measured end may precede its last participant's start by
 /// this much (clock-alignment noise) before it is reported as suspect.
 const END_BEFORE_START_TOLERANCE_NS: i64 = 50_000;
 
-/// Collective tasks on different ranks that complete together.
+/// Who in a [`Rendezvous`] waits for whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RendezvousKind {
+    /// A collective: every participant ends at the last participant's start
+    /// plus its own duration.
+    Collective,
+    /// A send (`tasks[0]`) and its receive (`tasks[1]`). The receive ends at
+    /// `max(its start, the send's start) + its duration`. The send is eager:
+    /// NCCL's connection buffers let it complete before the receiver
+    /// arrives (measured sends run ~10 us while their receives wait), so it
+    /// ends at its own start plus its duration. Making it wait too would
+    /// deadlock the usual pipeline order (stage 0: send, send, receive;
+    /// stage 1: receive, send, receive on one stream each).
+    PointToPoint,
+}
+
+/// Communication tasks on different ranks that complete together.
 ///
-/// Each task starts as its own dependencies allow and ends at
+/// Each task starts as its own dependencies allow; a task that waits (every
+/// one of a collective, the receive of a point-to-point pair) ends at
 /// `max(start of every task in the rendezvous) + its own duration`: its
 /// duration in the graph is its intrinsic transfer time, not the measured
 /// kernel time, which includes waiting for the slowest peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendezvous {
-    /// The participants, one per rank, at least two.
+    /// The participants, one per rank, at least two; for
+    /// [`RendezvousKind::PointToPoint`], the send then the receive.
     pub tasks: Vec<TaskId>,
+    /// Who waits for whom.
+    pub kind: RendezvousKind,
+}
+
+impl Rendezvous {
+    /// A collective over `tasks`.
+    pub fn collective(tasks: Vec<TaskId>) -> Self {
+        Rendezvous {
+            tasks,
+            kind: RendezvousKind::Collective,
+        }
+    }
+
+    /// True when the participant at `pos` in [`Rendezvous::tasks`] waits
+    /// for the others (all but an eager send).
+    pub fn waits(&self, pos: usize) -> bool {
+        match self.kind {
+            RendezvousKind::Collective => true,
+            RendezvousKind::PointToPoint => pos != 0,
+        }
+    }
 }
 
 /// Where one rank's part sits in a [`JobGraph`]: every index range its
@@ -297,8 +336,11 @@ pub fn merge(
     if g.scopes.is_empty() {
         g.task_scopes.clear();
     }
-    let mut warnings = Vec::new();
-    let mut rendezvous = Vec::with_capacity(m.sets.len());
+    let mut all = Vec::with_capacity(m.sets.len());
+    // Transfers whose measured end precedes their last participant's start:
+    // how many, and the worst (gap, set label, rank that ended, last rank).
+    let mut early = 0usize;
+    let mut worst: Option<(i64, &str, u32, u32)> = None;
     for set in &m.sets {
         let tasks: Vec<TaskId> = set
             .members
@@ -314,28 +356,45 @@ pub fn merge(
             .map(|(i, t)| (i, measured.tasks[t.idx()].start_ns))
             .max_by_key(|&(i, s)| (s, std::cmp::Reverse(i)))
             .unwrap_or((0, 0));
-        for (i, &t) in tasks.iter().enumerate() {
+        let rendezvous = Rendezvous {
+            tasks,
+            kind: match set.rule {
+                MatchRule::PointToPoint => RendezvousKind::PointToPoint,
+                _ => RendezvousKind::Collective,
+            },
+        };
+        for (i, &t) in rendezvous.tasks.iter().enumerate() {
+            if !rendezvous.waits(i) {
+                // An eager send keeps its measured duration.
+                continue;
+            }
             let end = measured.tasks[t.idx()].end_ns;
             if end < last_start - END_BEFORE_START_TOLERANCE_NS {
+                early += 1;
                 let rank = |k: usize| ranks[set.members[k].rank_pos as usize].rank;
-                warnings.push(format!(
-                    "{}: on rank {} it ended {:.1} us before rank {} started it \
-                     (wrong match or clock offset?); transfer time taken as 0",
-                    set.label,
-                    rank(i),
-                    (last_start - end) as f64 / 1e3,
-                    rank(last_pos)
-                ));
+                if worst.is_none_or(|w| last_start - end > w.0) {
+                    worst = Some((last_start - end, &set.label, rank(i), rank(last_pos)));
+                }
             }
             g.tasks[t.idx()].duration_ns = (end - last_start).max(0);
         }
-        rendezvous.push(Rendezvous { tasks });
+        all.push(rendezvous);
+    }
+    let mut warnings = Vec::new();
+    if let Some((gap, label, rank, last)) = worst {
+        warnings.push(format!(
+            "{early} collective tasks ended before their last participant started (worst: \
+             {label}, rank {rank} ended {:.1} us before rank {last} started): wrong matches or \
+             clocks that disagree beyond what collective ends could align; their transfer \
+             times are taken as 0",
+            gap as f64 / 1e3
+        ));
     }
     (
         JobGraph {
             graph: g,
             ranks: parts,
-            rendezvous,
+            rendezvous: all,
         },
         measured,
         warnings,

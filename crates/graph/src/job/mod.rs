@@ -35,7 +35,7 @@ pub use comms::{rank_graph, CommPattern, CommTask, RankGraph};
 pub use matching::{
     match_collectives, CollectiveMatch, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
 };
-pub use merge::{merge, JobGraph, RankPart, Rendezvous};
+pub use merge::{merge, JobGraph, RankPart, Rendezvous, RendezvousKind};
 
 /// Formats a sorted list of ranks compactly: `0-2, 5, 7`.
 pub fn rank_ranges(ranks: &[u32]) -> String {

@@ -58,18 +58,14 @@ fn job_of(x: &TwoRanks) -> JobGraph {
     JobGraph {
         graph: x.b.graph.clone(),
         ranks: vec![part(0, 0..3), part(1, 3..6)],
-        rendezvous: vec![Rendezvous {
-            tasks: x.comm.to_vec(),
-        }],
+        rendezvous: vec![Rendezvous::collective(x.comm.to_vec())],
     }
 }
 
 #[test]
 fn collective_ends_at_last_start_plus_transfer_on_every_rank() {
     let x = two_ranks();
-    let rv = [Rendezvous {
-        tasks: x.comm.to_vec(),
-    }];
+    let rv = [Rendezvous::collective(x.comm.to_vec())];
     let s = simulate_with_rendezvous(&x.b.graph, &rv, &SimOptions::default()).unwrap();
     // Rank 0 arrives at 10 us and waits for rank 1, which arrives at 30 us.
     assert_eq!(span(&s, x.comm[0]), (10_000, 35_000));
@@ -86,9 +82,7 @@ fn collective_ends_at_last_start_plus_transfer_on_every_rank() {
 fn slower_peer_delays_the_other_rank() {
     let mut x = two_ranks();
     x.b.graph.tasks[x.compute[1].idx()].duration_ns = 45_000;
-    let rv = [Rendezvous {
-        tasks: x.comm.to_vec(),
-    }];
+    let rv = [Rendezvous::collective(x.comm.to_vec())];
     let s = simulate_with_rendezvous(&x.b.graph, &rv, &SimOptions::default()).unwrap();
     assert_eq!(span(&s, x.comm[0]).1, 50_000);
     assert_eq!(span(&s, x.after[0]).0, 50_000);
@@ -102,9 +96,7 @@ fn blocking_call_waits_for_the_rendezvous_end() {
         x.b.task(th, TaskKind::Runtime, "cudaStreamSynchronize", 1_000);
     x.b.release(sync, 12_000);
     x.b.wait(sync, WaitTarget::Task(x.comm[0]), 0);
-    let rv = [Rendezvous {
-        tasks: x.comm.to_vec(),
-    }];
+    let rv = [Rendezvous::collective(x.comm.to_vec())];
     let s = simulate_with_rendezvous(&x.b.graph, &rv, &SimOptions::default()).unwrap();
     assert_eq!(span(&s, sync), (35_000, 36_000));
 }
@@ -112,9 +104,7 @@ fn blocking_call_waits_for_the_rendezvous_end() {
 #[test]
 fn transfer_scales_with_comm_scaling() {
     let x = two_ranks();
-    let rv = [Rendezvous {
-        tasks: x.comm.to_vec(),
-    }];
+    let rv = [Rendezvous::collective(x.comm.to_vec())];
     let opts = SimOptions::default().scale(lumos_sim::GpuSelector::Comm, 2.0);
     let s = simulate_with_rendezvous(&x.b.graph, &rv, &opts).unwrap();
     assert_eq!(span(&s, x.comm[0]).1, 40_000);
@@ -125,9 +115,7 @@ fn peer_waiting_for_the_collective_end_is_stuck_not_a_hang() {
     let mut x = two_ranks();
     // Rank 1's collective can only start after rank 0's ends: impossible.
     x.b.edge(x.comm[0], x.comm[1], DepKind::Collective, Anchor::End, 0);
-    let rv = [Rendezvous {
-        tasks: x.comm.to_vec(),
-    }];
+    let rv = [Rendezvous::collective(x.comm.to_vec())];
     match simulate_with_rendezvous(&x.b.graph, &rv, &SimOptions::default()) {
         Err(SimError::Stuck { stuck, .. }) => assert!(stuck >= 2, "{stuck}"),
         other => panic!("expected Stuck, got {other:?}"),
@@ -138,20 +126,14 @@ fn peer_waiting_for_the_collective_end_is_stuck_not_a_hang() {
 fn bad_rendezvous_is_an_error() {
     let x = two_ranks();
     let twice = [
-        Rendezvous {
-            tasks: x.comm.to_vec(),
-        },
-        Rendezvous {
-            tasks: vec![x.comm[0]],
-        },
+        Rendezvous::collective(x.comm.to_vec()),
+        Rendezvous::collective(vec![x.comm[0]]),
     ];
     assert!(matches!(
         simulate_with_rendezvous(&x.b.graph, &twice, &SimOptions::default()),
         Err(SimError::InvalidGraph(_))
     ));
-    let missing = [Rendezvous {
-        tasks: vec![TaskId(99)],
-    }];
+    let missing = [Rendezvous::collective(vec![TaskId(99)])];
     assert!(matches!(
         simulate_with_rendezvous(&x.b.graph, &missing, &SimOptions::default()),
         Err(SimError::InvalidGraph(_))
@@ -189,6 +171,59 @@ fn waits_and_critical_path_cross_ranks() {
     slow.scale_rank(1, 1.5, false);
     let s2 = simulate_job(&slow, &SimOptions::default()).unwrap();
     assert_eq!(s2.end_ns[x.after[0].idx()], 45_000 + 5_000 + 1_000);
+}
+
+/// Two pipeline stages on one stream each, in the order 1F1B warm-up
+/// produces: stage 0 sends twice then receives; stage 1 receives, sends,
+/// receives. With eager sends this replays; if sends waited for their
+/// receives it would deadlock.
+#[test]
+fn point_to_point_sends_are_eager_and_receives_wait_for_the_send() {
+    let mut b = Builder::new();
+    let s0 = b.stream(0);
+    let s1 = b.stream(1);
+    let send_a = b.comm(s0, 10);
+    let send_b = b.comm(s0, 10);
+    let recv_c = b.comm(s0, 5);
+    b.release(send_a, 100);
+    let recv_a = b.comm(s1, 5);
+    let send_c = b.comm(s1, 10);
+    let recv_b = b.comm(s1, 5);
+    b.release(recv_a, 0);
+    for (x, y) in [
+        (send_a, send_b),
+        (send_b, recv_c),
+        (recv_a, send_c),
+        (send_c, recv_b),
+    ] {
+        b.edge(x, y, DepKind::IntraStream, Anchor::End, 0);
+    }
+    let pair = |send, recv| Rendezvous {
+        tasks: vec![send, recv],
+        kind: RendezvousKind::PointToPoint,
+    };
+    let rv = [
+        pair(send_a, recv_a),
+        pair(send_b, recv_b),
+        pair(send_c, recv_c),
+    ];
+    let s = simulate_with_rendezvous(&b.graph, &rv, &SimOptions::default()).unwrap();
+    // The send runs on its own; the receive, started at 0, ends 5 ns after
+    // the send started at 100.
+    assert_eq!(span(&s, send_a), (100, 110));
+    assert_eq!(span(&s, recv_a), (0, 105));
+    assert_eq!(span(&s, send_c), (105, 115));
+    assert_eq!(span(&s, send_b), (110, 120));
+    assert_eq!(span(&s, recv_b), (115, 120));
+    assert_eq!(span(&s, recv_c), (120, 125));
+    let mut symmetric = rv.clone();
+    for r in &mut symmetric {
+        r.kind = RendezvousKind::Collective;
+    }
+    assert!(matches!(
+        simulate_with_rendezvous(&b.graph, &symmetric, &SimOptions::default()),
+        Err(SimError::Stuck { .. })
+    ));
 }
 
 mod props {
@@ -288,10 +323,7 @@ mod props {
                 }
             }
         }
-        let rv = comms
-            .into_iter()
-            .map(|tasks| Rendezvous { tasks })
-            .collect();
+        let rv = comms.into_iter().map(Rendezvous::collective).collect();
         (g, rv)
     }
 
