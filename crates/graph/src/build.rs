@@ -71,6 +71,8 @@ struct Builder<'t> {
     incoming: Vec<Vec<u32>>,
     /// Measured span of each scope (absolute trace ns).
     scope_spans: Vec<Span>,
+    /// Tasks that stand for a whole `cudaEventQuery` polling loop.
+    polls: rustc_hash::FxHashSet<TaskId>,
     /// Runtime deps per blocking task, with the measured awaited task.
     blocking: FxHashMap<TaskId, TaskId>,
 }
@@ -94,6 +96,7 @@ impl<'t> Builder<'t> {
             incoming: Vec::new(),
             blocking: FxHashMap::default(),
             scope_spans: Vec::new(),
+            polls: Default::default(),
         }
     }
 
@@ -231,9 +234,13 @@ impl<'t> Builder<'t> {
                 tid: ident_num(key.1),
             });
             self.thread_pid.insert(proc, key.0);
+            let (poll_end, absorbed) = polling_runs(t, &idx, &has_child, &parent);
             let mut last_end = i64::MIN;
             let mut scope_of: Vec<Option<ScopeId>> = vec![None; idx.len()];
             for (k, &i) in idx.iter().enumerate() {
+                if absorbed[k] {
+                    continue;
+                }
                 let e = &t.events[i];
                 let name = t.name(e);
                 // Legacy traces record steps as `Operator` events.
@@ -267,10 +274,14 @@ impl<'t> Builder<'t> {
                 // Leaves that overlap a previous leaf (clock noise) are
                 // clipped so the thread runs one thing at a time.
                 let start = e.ts_ns.max(last_end);
-                let end = e.end_ns().max(start);
+                let end = poll_end[k].unwrap_or(e.end_ns()).max(start);
                 last_end = end;
                 let id = self.add_task(kind, i, proc, start, end);
                 self.g.task_scopes[id.idx()] = enclosing;
+                if poll_end[k].is_some() {
+                    self.polls.insert(id);
+                    self.report.polling_loops += 1;
+                }
                 if kind == TaskKind::Runtime {
                     if let Some(c) = e.correlation {
                         if self.call_by_corr.insert(c, id).is_some() {
@@ -789,6 +800,9 @@ impl<'t> Builder<'t> {
                         (SyncKind::BlockingCopy, Some(g), _) => {
                             (WaitTarget::Task(g), Some(g), Rule::NamedCall)
                         }
+                        (_, _, Some((_, g))) if self.polls.contains(&call) => {
+                            (WaitTarget::Task(g), Some(g), Rule::PollingLoop)
+                        }
                         (_, _, Some((_, g))) => {
                             (WaitTarget::Task(g), Some(g), Rule::LongCallEndsAfterGpu)
                         }
@@ -1153,6 +1167,48 @@ impl<'t> Builder<'t> {
             ));
         }
     }
+}
+
+/// Consecutive event queries on a thread, under one parent, that make a
+/// host loop waiting for the GPU.
+const POLL_MIN_RUN: usize = 8;
+
+/// Finds polling loops among a thread's leaves (`idx` in call-tree order):
+/// runs of at least [`POLL_MIN_RUN`] consecutive `cudaEventQuery` calls under
+/// one parent. Kept call by call, such a loop is thousands of fixed-length
+/// tasks that cannot end sooner when the GPU does (method.md section 3.1);
+/// it becomes one task, its first call stretched to the last call's end,
+/// which the sync inference then ties to the GPU work it waited for.
+/// Returns each run's end at its first call, and which calls it absorbed.
+fn polling_runs(
+    t: &Trace,
+    idx: &[usize],
+    has_child: &[bool],
+    parent: &[Option<usize>],
+) -> (Vec<Option<i64>>, Vec<bool>) {
+    let mut end = vec![None; idx.len()];
+    let mut absorbed = vec![false; idx.len()];
+    let is_query = |k: usize| {
+        let e = &t.events[idx[k]];
+        e.category.is_runtime() && matches!(t.name(e), "cudaEventQuery" | "hipEventQuery")
+    };
+    let leaves: Vec<usize> = (0..idx.len()).filter(|&k| !has_child[k]).collect();
+    let mut a = 0;
+    while a < leaves.len() {
+        let mut b = a;
+        while b < leaves.len() && is_query(leaves[b]) && parent[leaves[b]] == parent[leaves[a]] {
+            b += 1;
+        }
+        if b - a >= POLL_MIN_RUN {
+            let last = &t.events[idx[leaves[b - 1]]];
+            end[leaves[a]] = Some(last.end_ns());
+            for &k in &leaves[a + 1..b] {
+                absorbed[k] = true;
+            }
+        }
+        a = b.max(a + 1);
+    }
+    (end, absorbed)
 }
 
 /// A thread that slept long takes longer to wake (queue hand-off, thread

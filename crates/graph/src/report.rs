@@ -22,6 +22,8 @@ pub enum Rule {
     EndsBeforeReturn,
     /// A long runtime call that returned right after a GPU task ended.
     LongCallEndsAfterGpu,
+    /// A `cudaEventQuery` polling loop that ended right after GPU work ended.
+    PollingLoop,
     /// A long CPU gap that ended right after a task on another thread.
     GapAfterOtherThread,
 }
@@ -37,6 +39,7 @@ impl Rule {
             Rule::NamedCall => "named_call",
             Rule::EndsBeforeReturn => "ends_before_return",
             Rule::LongCallEndsAfterGpu => "long_call_ends_after_gpu",
+            Rule::PollingLoop => "polling_loop",
             Rule::GapAfterOtherThread => "gap_after_other_thread",
         }
     }
@@ -76,6 +79,8 @@ pub struct BuildReport {
     pub partial_overlaps: u64,
     /// GPU tasks clipped because they overlapped the previous one on their stream.
     pub clipped_gpu_overlaps: u64,
+    /// `cudaEventQuery` polling loops collapsed into one task each.
+    pub polling_loops: u64,
     /// Blocking calls split into an issuing and a waiting task.
     pub split_calls: u64,
     /// Stream waits whose source and target are on the same stream.

@@ -226,3 +226,20 @@ fn kernels_know_the_operators_that_launched_them() {
         .unwrap();
     assert!(g.scopes[addmm.0 as usize].input_dims.is_some());
 }
+
+#[test]
+fn event_query_runs_become_one_task() {
+    let trace = read_path(&corpus("single-rank/v100-ddp-rank1of2-allreduce.json.gz")).unwrap();
+    let queries = trace
+        .events
+        .iter()
+        .filter(|e| trace.name(e) == "cudaEventQuery")
+        .count();
+    let (g, _, report) = build(&trace);
+    let tasks = (0..g.tasks.len())
+        .filter(|&i| g.name(TaskId(i as u32)) == "cudaEventQuery")
+        .count();
+    assert!(report.polling_loops > 0);
+    assert!(tasks < queries / 10, "{tasks} of {queries}");
+    assert!(check(&g).is_empty());
+}
