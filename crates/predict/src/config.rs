@@ -1,0 +1,258 @@
+//! The configuration a prediction is for, the rank layout that gives each
+//! parallel group its ranks, and user-given kernel speed-ups.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::structure::{GroupClass, WorkClass};
+
+/// The training configuration of a whole job, as far as the edits go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Data-parallel degree.
+    pub dp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+    /// Micro-batches per step.
+    pub microbatches: u32,
+    /// Transformer layers in the whole model.
+    pub layers: u32,
+    /// Hidden size.
+    pub hidden: u64,
+    /// FFN (MLP inner) size.
+    pub ffn: u64,
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tp{} pp{} dp{}, {} micro-batches, {} layers, hidden {}, ffn {}",
+            self.tp, self.pp, self.dp, self.microbatches, self.layers, self.hidden, self.ffn
+        )
+    }
+}
+
+impl Config {
+    /// Layers held by `stage` when `layers` are spread over `pp` stages as
+    /// evenly as possible, earlier stages taking the remainder (Megatron's
+    /// and the synthesizer's rule).
+    pub fn stage_layers(&self, stage: u32) -> u32 {
+        self.layers / self.pp + u32::from(stage < self.layers % self.pp)
+    }
+}
+
+/// Megatron's rank order: tensor index fastest, then data, then pipeline
+/// stage (`rank = pp * dp * tp + dp * tp + tp`). Nodes hold consecutive
+/// ranks, so the order decides which groups cross nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Data-parallel degree.
+    pub dp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+}
+
+/// A rank's place in the layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coord {
+    /// Tensor-parallel index.
+    pub tp: u32,
+    /// Data-parallel index.
+    pub dp: u32,
+    /// Pipeline stage.
+    pub pp: u32,
+}
+
+impl Layout {
+    /// The layout of `c`.
+    pub fn of(c: &Config) -> Layout {
+        Layout {
+            tp: c.tp,
+            dp: c.dp,
+            pp: c.pp,
+        }
+    }
+
+    /// The global rank at `c`.
+    pub fn rank(&self, c: Coord) -> i64 {
+        (c.pp as i64 * self.dp as i64 + c.dp as i64) * self.tp as i64 + c.tp as i64
+    }
+
+    /// The coordinates of global rank `r`.
+    pub fn coord(&self, r: i64) -> Coord {
+        let r = r.max(0) as u32;
+        Coord {
+            tp: r % self.tp.max(1),
+            dp: (r / self.tp.max(1)) % self.dp.max(1),
+            pp: r / (self.tp.max(1) * self.dp.max(1)),
+        }
+    }
+
+    /// The global ranks of the group of `class` that the rank at `c`
+    /// belongs to (pipeline: the two neighbours for a point-to-point
+    /// transfer are picked by the caller; this gives the whole pipeline).
+    pub fn group(&self, class: GroupClass, c: Coord) -> Vec<i64> {
+        match class {
+            GroupClass::Tensor => (0..self.tp)
+                .map(|t| self.rank(Coord { tp: t, ..c }))
+                .collect(),
+            GroupClass::Data => (0..self.dp)
+                .map(|d| self.rank(Coord { dp: d, ..c }))
+                .collect(),
+            GroupClass::Pipeline => (0..self.pp)
+                .map(|p| self.rank(Coord { pp: p, ..c }))
+                .collect(),
+            GroupClass::ModelParallel => (0..self.pp)
+                .flat_map(|p| (0..self.tp).map(move |t| (p, t)))
+                .map(|(p, t)| {
+                    self.rank(Coord {
+                        tp: t,
+                        dp: c.dp,
+                        pp: p,
+                    })
+                })
+                .collect(),
+            GroupClass::Other => Vec::new(),
+        }
+    }
+}
+
+/// Which kernels a speed-up applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelSelector {
+    /// GEMM kernels (shapes known).
+    Gemm,
+    /// Fused attention kernels.
+    Attention,
+    /// Other computing kernels (element-wise, normalization, optimizer).
+    Memory,
+    /// Communication kernels.
+    Comm,
+    /// Every GPU task that is not communication.
+    Compute,
+    /// GPU tasks whose name contains this (case-sensitive).
+    Name(String),
+}
+
+impl KernelSelector {
+    /// True when a GPU task of class `w` named `name` is selected.
+    pub fn matches(&self, w: &WorkClass, name: &str) -> bool {
+        match self {
+            KernelSelector::Gemm => matches!(w, WorkClass::Gemm(_)),
+            KernelSelector::Attention => matches!(w, WorkClass::Attention(_)),
+            KernelSelector::Memory => matches!(w, WorkClass::Memory),
+            KernelSelector::Comm => matches!(w, WorkClass::Comm(_)),
+            KernelSelector::Compute => !matches!(w, WorkClass::Comm(_) | WorkClass::Cpu),
+            KernelSelector::Name(p) => !matches!(w, WorkClass::Cpu) && name.contains(p.as_str()),
+        }
+    }
+}
+
+/// A kernel speed-up: `PATTERN=FACTOR`, where PATTERN is `class:gemm`,
+/// `class:attention`, `class:memory`, `class:comm`, `class:compute`, or a
+/// substring of kernel names; durations are multiplied by FACTOR.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelScale {
+    /// Which kernels.
+    pub select: KernelSelector,
+    /// Multiplies their duration.
+    pub factor: f64,
+}
+
+impl FromStr for KernelScale {
+    type Err = String;
+    fn from_str(s: &str) -> Result<KernelScale, String> {
+        let (pat, f) = s
+            .rsplit_once('=')
+            .ok_or_else(|| format!("expected PATTERN=FACTOR, got {s:?}"))?;
+        let factor: f64 = f
+            .trim()
+            .parse()
+            .map_err(|_| format!("{f:?} is not a number"))?;
+        if !(factor.is_finite() && factor >= 0.0) {
+            return Err(format!("factor {factor} must be finite and >= 0"));
+        }
+        let select = match pat.strip_prefix("class:") {
+            Some("gemm") => KernelSelector::Gemm,
+            Some("attention") => KernelSelector::Attention,
+            Some("memory") => KernelSelector::Memory,
+            Some("comm") => KernelSelector::Comm,
+            Some("compute") => KernelSelector::Compute,
+            Some(other) => {
+                return Err(format!(
+                    "unknown kernel class {other:?} (gemm, attention, memory, comm, compute)"
+                ))
+            }
+            None if pat.is_empty() => return Err("empty kernel pattern".into()),
+            None => KernelSelector::Name(pat.to_owned()),
+        };
+        Ok(KernelScale { select, factor })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn megatron_layout_groups() {
+        let l = Layout {
+            tp: 2,
+            dp: 4,
+            pp: 2,
+        };
+        let c = l.coord(0);
+        assert_eq!(l.group(GroupClass::Tensor, c), vec![0, 1]);
+        assert_eq!(l.group(GroupClass::Data, c), vec![0, 2, 4, 6]);
+        assert_eq!(l.group(GroupClass::Pipeline, c), vec![0, 8]);
+        assert_eq!(l.group(GroupClass::ModelParallel, c), vec![0, 1, 8, 9]);
+        let c = l.coord(13);
+        assert_eq!(
+            c,
+            Coord {
+                tp: 1,
+                dp: 2,
+                pp: 1
+            }
+        );
+        assert_eq!(l.rank(c), 13);
+    }
+
+    #[test]
+    fn stage_layers_spread_the_remainder_first() {
+        let c = Config {
+            tp: 1,
+            dp: 1,
+            pp: 3,
+            microbatches: 1,
+            layers: 56,
+            hidden: 1,
+            ffn: 1,
+        };
+        assert_eq!(
+            (0..3).map(|s| c.stage_layers(s)).collect::<Vec<_>>(),
+            vec![19, 19, 18]
+        );
+    }
+
+    #[test]
+    fn kernel_scales_parse() {
+        let k: KernelScale = "class:gemm=0.5".parse().unwrap();
+        assert_eq!(k.select, KernelSelector::Gemm);
+        assert_eq!(k.factor, 0.5);
+        let k: KernelScale = "flash_fwd=0.8".parse().unwrap();
+        assert_eq!(k.select, KernelSelector::Name("flash_fwd".into()));
+        assert!("class:foo=1".parse::<KernelScale>().is_err());
+        assert!("gemm".parse::<KernelScale>().is_err());
+        assert!("gemm=-1".parse::<KernelScale>().is_err());
+        assert!(KernelSelector::Compute.matches(&WorkClass::Memory, "x"));
+        assert!(!KernelSelector::Compute.matches(&WorkClass::Comm(0), "x"));
+    }
+}

@@ -1,0 +1,81 @@
+//! What a trace says about its rank beyond the graph: process groups with
+//! their descriptions and member ranks, the node size and the GPU model.
+//! Structure discovery and the communication models need it; the graph does
+//! not carry it.
+
+use lumos_graph::Measured;
+use lumos_trace::Trace;
+
+/// One process group as the trace records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupInfo {
+    /// `pg_name`, as the collectives' `Process Group Name` refers to it.
+    pub name: String,
+    /// `pg_desc` (Megatron: `DATA_PARALLEL_GROUP`, ...), if recorded.
+    pub desc: Option<String>,
+    /// Global ranks, in group order (empty when not recorded).
+    pub ranks: Vec<i64>,
+}
+
+/// Per-rank facts from the trace's metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceContext {
+    /// Global rank.
+    pub rank: u32,
+    /// World size, if recorded.
+    pub world_size: Option<u32>,
+    /// Process groups this rank belongs to.
+    pub groups: Vec<GroupInfo>,
+    /// GPUs per node: the devices the trace lists, else 8.
+    pub gpus_per_node: usize,
+    /// Name of the rank's GPU (`NVIDIA H100 80GB HBM3`), if recorded.
+    pub device_name: Option<String>,
+    /// Absolute time of the graph's window start (trace base time plus
+    /// [`Measured::origin_ns`]), used to line up the stages of one job.
+    pub clock_origin_ns: i64,
+}
+
+impl Default for TraceContext {
+    fn default() -> Self {
+        TraceContext {
+            rank: 0,
+            world_size: None,
+            groups: Vec::new(),
+            gpus_per_node: 8,
+            device_name: None,
+            clock_origin_ns: 0,
+        }
+    }
+}
+
+impl TraceContext {
+    /// The context of `trace`, whose graph was built with `measured`.
+    pub fn from_trace(trace: &Trace, measured: &Measured) -> TraceContext {
+        let meta = &trace.meta;
+        TraceContext {
+            rank: meta.rank,
+            world_size: meta.world_size,
+            groups: meta
+                .process_groups
+                .iter()
+                .map(|g| GroupInfo {
+                    name: g.name.clone(),
+                    desc: g.desc.clone(),
+                    ranks: g.ranks.clone(),
+                })
+                .collect(),
+            gpus_per_node: if meta.devices.is_empty() {
+                8
+            } else {
+                meta.devices.len()
+            },
+            device_name: meta.devices.first().map(|d| d.name.clone()),
+            clock_origin_ns: meta.base_time_ns.unwrap_or(0) + measured.origin_ns,
+        }
+    }
+
+    /// The group named `name`.
+    pub fn group(&self, name: &str) -> Option<&GroupInfo> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+}

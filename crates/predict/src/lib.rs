@@ -1,0 +1,106 @@
+//! Predicting new training configurations by editing the execution graph.
+#![deny(missing_docs)]
+
+mod assemble;
+mod config;
+mod context;
+mod models;
+mod pattern;
+mod plan;
+mod predict;
+mod shapes;
+mod structure;
+mod units;
+
+pub use config::{Config, Coord, KernelScale, KernelSelector, Layout};
+pub use context::{GroupInfo, TraceContext};
+pub use models::{
+    gpu_for_device, network_from_arg, CommModel, ComputeModel, GemmCalibration, LinkCalibration,
+    NetworkCalibration, Source,
+};
+pub use plan::StageRole;
+pub use predict::{
+    Baseline, Input, Job, Outcome, ParamCount, PredictedStage, Prediction, StageOutcome, Target,
+};
+pub use shapes::GemmShape;
+pub use structure::{
+    discover, CommInfo, Confidence, DiscoveredConfig, Finding, GroupClass, GroupReport,
+    LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role, StepStructure, Structure,
+    StructureReport, WorkClass,
+};
+pub use units::{Unit, Units, NO_UNIT};
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+    use crate::assemble::{assemble, identity_plan, Template};
+
+    fn synth(
+        model: &str,
+        tp: usize,
+        pp: usize,
+        dp: usize,
+        m: usize,
+        rank: usize,
+    ) -> lumos_trace::Trace {
+        let cfg = lumos_synth::SynthConfig::new(
+            lumos_synth::ModelPreset::preset(model).unwrap(),
+            lumos_synth::Parallelism::new(tp, pp, dp, m),
+            lumos_synth::GpuSpec::h100(),
+        );
+        let text = lumos_synth::synthesize_rank(&cfg, rank).unwrap();
+        lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn identity_assembly_gives_back_the_graph() {
+        for (tp, pp, dp, m, rank) in [(2, 2, 2, 4, 0), (2, 2, 2, 4, 4), (1, 1, 2, 2, 0)] {
+            let trace = synth("gpt-tiny", tp, pp, dp, m, rank);
+            let (g, meas, _) = lumos_graph::build(&trace);
+            let ctx = TraceContext::from_trace(&trace, &meas);
+            let s = discover(&g, &meas, &ctx);
+            assert!(
+                s.report.structural_edits_blocked.is_none(),
+                "{:?}",
+                s.report.structural_edits_blocked
+            );
+            let t = [Template {
+                graph: &g,
+                structure: &s,
+            }];
+            let a = assemble(&t, 0, &identity_plan(0, &s));
+            assert_eq!(a.dropped_edges, 0);
+            assert_eq!(a.graph.tasks.len(), g.tasks.len());
+            for (x, y) in a.graph.tasks.iter().zip(&g.tasks) {
+                assert_eq!(x.duration_ns, y.duration_ns);
+                assert_eq!(x.proc, y.proc);
+                assert_eq!(x.name, y.name);
+            }
+            let mut e1: Vec<_> = g
+                .edges
+                .iter()
+                .map(|e| (e.from, e.to, e.kind, e.latency_ns))
+                .collect();
+            let mut e2: Vec<_> = a
+                .graph
+                .edges
+                .iter()
+                .map(|e| (e.from, e.to, e.kind, e.latency_ns))
+                .collect();
+            e1.sort();
+            e2.sort();
+            assert_eq!(e1, e2);
+            assert_eq!(a.graph.runtime_deps.len(), g.runtime_deps.len());
+            for (p, q) in a.graph.processors.iter().zip(&g.processors) {
+                assert_eq!(p.tasks, q.tasks);
+            }
+            let r1 = lumos_sim::simulate(&g, &Default::default()).unwrap();
+            let r2 = lumos_sim::simulate(&a.graph, &Default::default()).unwrap();
+            assert_eq!(r1.start_ns, r2.start_ns);
+            assert_eq!(
+                lumos_sim::step_spans(&g, &r1, None),
+                lumos_sim::step_spans(&a.graph, &r2, None)
+            );
+        }
+    }
+}

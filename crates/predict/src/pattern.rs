@@ -1,0 +1,222 @@
+//! Finding the repeated block in a sequence of tokens: the transformer
+//! layer in the sequence of operators a thread runs, or in the sequence of
+//! kernels a stream runs.
+//!
+//! A *run* of period `p` is a maximal stretch where every token equals the
+//! one `p` further on; it holds `repeats` back-to-back copies of a block of
+//! `p` tokens. Layers show up as one long run per pass; the passes of a
+//! micro-batch may show up as a run too (warm-up forwards back to back), and
+//! a layer may hold short runs of its own (two `AccumulateGrad` in a row),
+//! which is why callers choose the period with what else they know (see
+//! [`best_period`] and [`period_with_repeats`]).
+
+/// A maximal periodic stretch of a token sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Run {
+    /// Index of its first token.
+    pub start: usize,
+    /// Block length.
+    pub period: usize,
+    /// Whole blocks in it (at least 2).
+    pub repeats: usize,
+}
+
+/// Periods longer than this are not considered: a layer is a few hundred
+/// operators at most, and the search costs O(n x max period).
+const MAX_PERIOD: usize = 1024;
+
+/// The maximal runs of period `p` with at least two whole blocks.
+pub(crate) fn runs(tokens: &[u32], p: usize) -> Vec<Run> {
+    let mut out = Vec::new();
+    if p == 0 || tokens.len() < 2 * p {
+        return out;
+    }
+    let last = tokens.len() - p;
+    let mut i = 0;
+    while i < last {
+        if tokens[i] != tokens[i + p] {
+            i += 1;
+            continue;
+        }
+        let a = i;
+        while i < last && tokens[i] == tokens[i + p] {
+            i += 1;
+        }
+        // tokens[a .. i + p] has period p.
+        let repeats = (i - a + p) / p;
+        if repeats >= 2 {
+            out.push(Run {
+                start: a,
+                period: p,
+                repeats,
+            });
+        }
+    }
+    out
+}
+
+/// Tokens covered by whole blocks of the runs of period `p`.
+fn coverage(tokens: &[u32], p: usize) -> usize {
+    runs(tokens, p).iter().map(|r| r.repeats * p).sum()
+}
+
+/// The period covering the most tokens over all `seqs` (each searched on its
+/// own, so no run spans two sequences), the smallest on ties, with the
+/// block of its first longest run. Use it where one sequence holds one pass
+/// (a backward pass), so that passes cannot repeat inside it.
+pub(crate) fn best_period(seqs: &[&[u32]]) -> Option<(usize, Vec<u32>)> {
+    let longest = seqs.iter().map(|s| s.len()).max()?;
+    let mut best: Option<(usize, usize)> = None;
+    for p in 1..=(longest / 2).min(MAX_PERIOD) {
+        let c: usize = seqs.iter().map(|s| coverage(s, p)).sum();
+        if c > 0 && best.is_none_or(|(bc, _)| c > bc) {
+            best = Some((c, p));
+        }
+    }
+    let (_, p) = best?;
+    let (seq, run) = seqs
+        .iter()
+        .flat_map(|s| runs(s, p).into_iter().map(move |r| (s, r)))
+        .max_by_key(|(_, r)| (r.repeats, std::cmp::Reverse(r.start)))?;
+    Some((p, seq[run.start..run.start + p].to_vec()))
+}
+
+/// The period whose runs most often hold exactly `want` blocks (the layer
+/// count a backward pass showed), then the one covering most tokens, then
+/// the smallest; with the block of its first such run. `None` when no run
+/// holds `want` blocks.
+pub(crate) fn period_with_repeats(tokens: &[u32], want: usize) -> Option<(usize, Vec<u32>)> {
+    let mut best: Option<((usize, usize), usize, Run)> = None;
+    for p in 1..=(tokens.len() / 2).min(MAX_PERIOD) {
+        let rs = runs(tokens, p);
+        let hits: Vec<&Run> = rs.iter().filter(|r| r.repeats == want).collect();
+        let Some(&&first) = hits.first() else {
+            continue;
+        };
+        let cov: usize = rs.iter().map(|r| r.repeats * p).sum();
+        let key = (hits.len(), cov);
+        if best.as_ref().is_none_or(|(k, _, _)| key > *k) {
+            best = Some((key, p, first));
+        }
+    }
+    let (_, p, run) = best?;
+    Some((p, tokens[run.start..run.start + p].to_vec()))
+}
+
+/// Back-to-back copies of a block in a sequence, tolerating tokens that do
+/// not occur in the block at all (extra work between layers, such as a
+/// gradient bucket's reduction, which belongs to the layer before it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Chain {
+    /// Index (in the unfiltered sequence) of each copy's first token.
+    pub starts: Vec<usize>,
+    /// Index just past the last copy's last token; tokens foreign to the
+    /// block that follow it up to the next block token are included.
+    pub end: usize,
+}
+
+/// Every maximal chain of back-to-back copies of `block` in `tokens`,
+/// left to right, ignoring tokens that `block` does not contain. With
+/// `absorb_trailing`, foreign tokens right after a chain belong to its last
+/// copy (a gradient bucket launched by the last layer of a backward pass);
+/// without, the chain ends with the last copy's last token.
+pub(crate) fn chains(tokens: &[u32], block: &[u32], absorb_trailing: bool) -> Vec<Chain> {
+    let p = block.len();
+    if p == 0 {
+        return Vec::new();
+    }
+    let mut set: Vec<u32> = block.to_vec();
+    set.sort_unstable();
+    set.dedup();
+    let kept: Vec<usize> = (0..tokens.len())
+        .filter(|&i| set.binary_search(&tokens[i]).is_ok())
+        .collect();
+    let filtered: Vec<u32> = kept.iter().map(|&i| tokens[i]).collect();
+    let matches = |j: usize| j + p <= filtered.len() && filtered[j..j + p] == *block;
+    let mut out = Vec::new();
+    let mut j = 0;
+    while j < filtered.len() {
+        if !matches(j) {
+            j += 1;
+            continue;
+        }
+        let mut starts = Vec::new();
+        while matches(j) {
+            starts.push(kept[j]);
+            j += p;
+        }
+        // Foreign tokens right after the last copy belong to it.
+        let mut end = kept[j - 1] + 1;
+        while absorb_trailing && end < tokens.len() && set.binary_search(&tokens[end]).is_err() {
+            end += 1;
+        }
+        out.push(Chain { starts, end });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<u32> {
+        s.bytes().map(u32::from).collect()
+    }
+
+    #[test]
+    fn runs_find_maximal_periodic_stretches() {
+        let t = toks("xabcabcabcy");
+        let r = runs(&t, 3);
+        assert_eq!(
+            r,
+            vec![Run {
+                start: 1,
+                period: 3,
+                repeats: 3
+            }]
+        );
+        assert!(runs(&t, 4).is_empty());
+        // A partial block at the end is not a whole repeat.
+        assert_eq!(runs(&toks("abab a"), 2)[0].repeats, 2);
+    }
+
+    #[test]
+    fn best_period_prefers_the_layer_over_inner_repeats() {
+        // Layer `pqqr` (with an inner `qq`), three layers per pass, two
+        // passes given separately: the layer period covers most.
+        let a = toks("hpqqrpqqrpqqre");
+        let b = toks("pqqrpqqrpqqr");
+        let (p, block) = best_period(&[&a, &b]).unwrap();
+        assert_eq!(p, 4);
+        assert_eq!(block, toks("pqqr"));
+    }
+
+    #[test]
+    fn period_with_repeats_skips_pass_level_repeats() {
+        // Seven passes of six layers back to back: the pass period covers
+        // more, but only the layer period repeats six times.
+        let pass = format!("e{}s", "lmn".repeat(6));
+        let t = toks(&pass.repeat(7));
+        let (p, block) = period_with_repeats(&t, 6).unwrap();
+        assert_eq!(p, 3);
+        assert_eq!(block, toks("lmn"));
+        assert!(period_with_repeats(&t, 5).is_none());
+    }
+
+    #[test]
+    fn chains_tolerate_foreign_tokens() {
+        // Layers `abc`; `X` (a bucket reduction) after the second layer and
+        // inside the third; a head `ab` that is not a whole layer.
+        let t = toks("hhabcabcXaXbcabZ");
+        let c = chains(&t, &toks("abc"), true);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].starts, vec![2, 5, 9]);
+        // Ends after the last `c`; `a` of the head stops it.
+        assert_eq!(c[0].end, 13);
+        assert!(chains(&t, &[], true).is_empty());
+        // Trailing foreign tokens go with the last copy only when asked.
+        let t = toks("abcabcXYab");
+        assert_eq!(chains(&t, &toks("abc"), true)[0].end, 8);
+        assert_eq!(chains(&t, &toks("abc"), false)[0].end, 6);
+    }
+}

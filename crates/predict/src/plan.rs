@@ -1,0 +1,349 @@
+//! Which units a new pipeline stage runs, in which order: its steps'
+//! prologues and epilogues, and the passes of its 1F1B schedule, each built
+//! from a template pass with its layers cloned or removed.
+//!
+//! A new stage takes its template by role. The first stage of the new
+//! pipeline comes from the traced first stage, the last from the traced
+//! last stage; a middle stage (none traced when the trace had two stages)
+//! comes from the traced last stage without its loss head and data loading,
+//! with the send to the next stage and the receive from it taken from the
+//! traced first stage; a single stage (`pp = 1`) comes from the traced first
+//! stage without its point-to-point transfers, with the loss head taken from
+//! the traced last stage. Layers are cloned from (or removed around) the
+//! middle layer of each pass, so that the first and last layers, whose
+//! neighbours are not layers, stay as they were.
+
+use lumos_synth::{one_f_one_b, Pass};
+
+use crate::assemble::{Tag, UnitRef};
+use crate::structure::{P2p, PassKind, PassStructure, Role, Structure};
+
+/// A stage's place in its pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageRole {
+    /// First of several: embedding, sends activations on.
+    First,
+    /// Between others: receives and sends both ways.
+    Middle,
+    /// Last of several: loss head, receives activations.
+    Last,
+    /// The only stage.
+    Only,
+}
+
+impl StageRole {
+    /// The role of `stage` of `stages`.
+    pub fn of(stage: u32, stages: u32) -> StageRole {
+        match (stage, stages) {
+            (_, 0 | 1) => StageRole::Only,
+            (0, _) => StageRole::First,
+            (s, n) if s + 1 == n => StageRole::Last,
+            _ => StageRole::Middle,
+        }
+    }
+
+    /// The role discovery reported (`first`, `middle`, `last`, `only`).
+    pub fn from_report(s: &str) -> Option<StageRole> {
+        match s {
+            "first" => Some(StageRole::First),
+            "middle" => Some(StageRole::Middle),
+            "last" => Some(StageRole::Last),
+            "only" => Some(StageRole::Only),
+            _ => None,
+        }
+    }
+}
+
+/// What one new stage runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StageTarget {
+    /// Its index.
+    pub stage: u32,
+    /// Stages in the pipeline.
+    pub stages: u32,
+    /// Micro-batches per step.
+    pub microbatches: u32,
+    /// Layers on this stage.
+    pub layers: u32,
+}
+
+/// The unit sequence of one new stage.
+pub(crate) struct StagePlan {
+    /// The template whose processors, steps, prologues and epilogues the
+    /// stage keeps.
+    pub primary: usize,
+    /// Units in order.
+    pub units: Vec<(UnitRef, Tag)>,
+    /// What was assumed in building it.
+    pub notes: Vec<String>,
+}
+
+/// One template as the planner sees it.
+pub(crate) struct Source<'a> {
+    pub structure: &'a Structure,
+    pub role: StageRole,
+    /// Its stage index in the traced pipeline.
+    pub stage: u32,
+}
+
+fn refs(src: usize, us: &[u32]) -> Vec<UnitRef> {
+    us.iter()
+        .map(|&u| UnitRef {
+            src: src as u32,
+            unit: u,
+        })
+        .collect()
+}
+
+/// Splits units into point-to-point groups (a send or receive with the
+/// stream waits right after it) and the rest, keeping order in each.
+fn split_p2p(s: &Structure, us: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let mut p2p = Vec::new();
+    let mut other = Vec::new();
+    let mut in_group = false;
+    for &u in us {
+        let unit = &s.units.units[u as usize];
+        let bare_wait = unit.scope.is_none()
+            && s.units.token(u as usize).contains("StreamWaitEvent")
+            && unit.gpu().is_empty();
+        if s.unit_p2p(u).is_some() {
+            p2p.push(u);
+            in_group = true;
+        } else if in_group && bare_wait {
+            p2p.push(u);
+        } else {
+            other.push(u);
+            in_group = false;
+        }
+    }
+    (p2p, other)
+}
+
+/// The template pass to copy for micro-batch `k` of `m_new`: forward `k`
+/// (the last traced one beyond), backward `k` unless it is the last, whose
+/// template is the traced last backward (it carries the gradient
+/// reduction).
+fn pick(s: &Structure, step: usize, kind: PassKind, k: u32, m_new: u32) -> Option<&PassStructure> {
+    let step = &s.steps[step.min(s.steps.len().checked_sub(1)?)];
+    let of_kind: Vec<&PassStructure> = step.passes.iter().filter(|p| p.kind == kind).collect();
+    let m = of_kind.len() as u32;
+    if m == 0 {
+        return None;
+    }
+    let want = match kind {
+        PassKind::Forward => k.min(m - 1),
+        PassKind::Backward if k + 1 == m_new => m - 1,
+        PassKind::Backward => k.min(m.saturating_sub(2)),
+    };
+    of_kind.into_iter().find(|p| p.microbatch == want)
+}
+
+/// `want` layers from a pass's layers: the first half and the last half
+/// kept, the middle one cloned or the middle ones removed.
+fn layer_sequence(layers: &[Vec<u32>], want: usize) -> Vec<&Vec<u32>> {
+    let have = layers.len();
+    if have == 0 {
+        return Vec::new();
+    }
+    if want <= have {
+        let head = want.div_ceil(2);
+        let tail = want - head;
+        layers[..head]
+            .iter()
+            .chain(layers[have - tail..].iter())
+            .collect()
+    } else {
+        let mid = have / 2;
+        let extra = want - have;
+        layers[..mid]
+            .iter()
+            .chain(std::iter::repeat_n(&layers[mid], extra + 1))
+            .chain(layers[mid + 1..].iter())
+            .collect()
+    }
+}
+
+/// Plans new stage `t` from `sources`. `keep_order` names a source that is
+/// this very stage with the same micro-batch count: its traced pass order
+/// is kept (it may differ from 1F1B); otherwise the 1F1B order is built.
+pub(crate) fn plan_stage(
+    sources: &[Source],
+    t: StageTarget,
+    keep_order: Option<usize>,
+) -> Result<StagePlan, String> {
+    let role = StageRole::of(t.stage, t.stages);
+    let find = |r: StageRole| sources.iter().position(|s| s.role == r);
+    let first = find(StageRole::First);
+    let last = find(StageRole::Last);
+    let mut notes = Vec::new();
+    // Primary template, and where the parts that the primary lacks come
+    // from.
+    let same = keep_order.or_else(|| {
+        // A traced middle stage close to this one.
+        let cands: Vec<usize> = (0..sources.len())
+            .filter(|&i| sources[i].role == role)
+            .collect();
+        cands
+            .into_iter()
+            .min_by_key(|&i| (sources[i].stage as i64 - t.stage as i64).abs())
+    });
+    let (primary, fwd_pre_from, fwd_post_from, bwd_pre_from, bwd_post_from) = match (role, same) {
+        (_, Some(p)) => (p, None, None, None, None),
+        (StageRole::Middle, None) => {
+            let (Some(f), Some(l)) = (first, last) else {
+                return Err("a middle stage needs the traces of the first and the last stage".into());
+            };
+            notes.push(format!(
+                "stage {}: built from the last stage's trace without its loss head and data \
+                 loading, with the first stage's send and receive",
+                t.stage
+            ));
+            (l, Some((l, true)), Some((f, true)), Some((f, true)), None)
+        }
+        (StageRole::Only, None) => {
+            let (Some(f), Some(l)) = (first, last) else {
+                return Err("a single-stage pipeline needs the traces of the first and the last stage".into());
+            };
+            notes.push(
+                "single stage: the first stage's trace without sends and receives, with the \
+                 last stage's loss head"
+                    .into(),
+            );
+            (f, Some((f, false)), Some((l, false)), Some((l, false)), Some((f, false)))
+        }
+        (StageRole::First | StageRole::Last, None) => {
+            return Err(format!(
+                "no traced {} stage to build stage {} from (a pipeline needs the traces of its first \
+                 and last stages; from a single-stage trace there are no sends and receives to copy)",
+                if role == StageRole::First { "first" } else { "last" },
+                t.stage
+            ))
+        }
+    };
+    let ps = sources[primary].structure;
+    let passes: Vec<(PassKind, u32)> = match keep_order {
+        Some(k) => sources[k].structure.steps[0]
+            .passes
+            .iter()
+            .map(|p| (p.kind, p.microbatch))
+            .collect(),
+        None => one_f_one_b(t.stage as usize, t.stages as usize, t.microbatches as usize)
+            .into_iter()
+            .map(|p| match p {
+                Pass::Forward(k) => (PassKind::Forward, k as u32),
+                Pass::Backward(k) => (PassKind::Backward, k as u32),
+            })
+            .collect(),
+    };
+    let mut units: Vec<(UnitRef, Tag)> = Vec::new();
+    let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
+        for u in lo..hi {
+            if ps.roles[u as usize] == Role::Outside {
+                units.push((
+                    UnitRef {
+                        src: primary as u32,
+                        unit: u,
+                    },
+                    Tag {
+                        step: None,
+                        pass: None,
+                        setup: false,
+                    },
+                ));
+            }
+        }
+    };
+    let mut cursor = 0u32;
+    for (si, step) in ps.steps.iter().enumerate() {
+        outside(&mut units, cursor, step.units.start);
+        cursor = step.units.end;
+        let setup = Tag {
+            step: Some(si as u32),
+            pass: None,
+            setup: true,
+        };
+        for r in refs(primary, &step.prologue) {
+            units.push((r, setup));
+        }
+        for &(kind, k) in &passes {
+            let tag = Tag {
+                step: Some(si as u32),
+                pass: Some((kind, k)),
+                setup: false,
+            };
+            let pass_in = |src: usize| {
+                pick(sources[src].structure, si, kind, k, t.microbatches).ok_or_else(|| {
+                    format!(
+                        "the trace of stage {} has no {kind:?} pass to copy",
+                        sources[src].stage
+                    )
+                })
+            };
+            let own = pass_in(primary)?;
+            // Part of another template's pass: all of it, or its
+            // point-to-point groups (`true`) or the rest (`false`).
+            let part = |from: Option<(usize, bool)>, pre: bool| -> Result<Vec<UnitRef>, String> {
+                match from {
+                    None => Ok(refs(primary, if pre { &own.pre } else { &own.post })),
+                    Some((src, p2p)) => {
+                        let p = pass_in(src)?;
+                        let us = if pre { &p.pre } else { &p.post };
+                        let (a, b) = split_p2p(sources[src].structure, us);
+                        Ok(refs(src, if p2p { &a } else { &b }))
+                    }
+                }
+            };
+            let (pre_from, post_from) = match kind {
+                PassKind::Forward => (fwd_pre_from, fwd_post_from),
+                PassKind::Backward => (bwd_pre_from, bwd_post_from),
+            };
+            let pre = part(pre_from, true)?;
+            let post = part(post_from, false)?;
+            for r in pre {
+                units.push((r, tag));
+            }
+            for layer in layer_sequence(&own.layers, t.layers as usize) {
+                for r in refs(primary, layer) {
+                    units.push((r, tag));
+                }
+            }
+            for r in post {
+                units.push((r, tag));
+            }
+        }
+        for r in refs(primary, &step.epilogue) {
+            units.push((r, setup));
+        }
+    }
+    outside(&mut units, cursor, ps.units.units.len() as u32);
+    let _ = P2p::Send;
+    Ok(StagePlan {
+        primary,
+        units,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_are_cloned_and_removed_in_the_middle() {
+        let layers: Vec<Vec<u32>> = (0..4).map(|i| vec![i]).collect();
+        let ids = |v: Vec<&Vec<u32>>| v.iter().map(|l| l[0]).collect::<Vec<_>>();
+        assert_eq!(ids(layer_sequence(&layers, 4)), vec![0, 1, 2, 3]);
+        assert_eq!(ids(layer_sequence(&layers, 6)), vec![0, 1, 2, 2, 2, 3]);
+        assert_eq!(ids(layer_sequence(&layers, 3)), vec![0, 1, 3]);
+        assert_eq!(ids(layer_sequence(&layers, 1)), vec![0]);
+        assert_eq!(ids(layer_sequence(&layers[..1], 3)), vec![0, 0, 0]);
+    }
+
+    #[test]
+    fn roles() {
+        assert_eq!(StageRole::of(0, 1), StageRole::Only);
+        assert_eq!(StageRole::of(0, 4), StageRole::First);
+        assert_eq!(StageRole::of(2, 4), StageRole::Middle);
+        assert_eq!(StageRole::of(3, 4), StageRole::Last);
+    }
+}

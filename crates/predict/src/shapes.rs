@@ -1,0 +1,226 @@
+//! Shapes from `Input Dims`: which operators are matrix products, their
+//! `m x k x n`, and attention shapes.
+
+/// A matrix product `[m, k] x [k, n]` (batch folded into `m`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GemmShape {
+    /// Rows of the output (tokens, for a linear layer).
+    pub m: u64,
+    /// Columns of the output.
+    pub n: u64,
+    /// The reduced dimension.
+    pub k: u64,
+}
+
+impl GemmShape {
+    /// Floating-point operations: `2 m n k`.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// Parses `Input Dims` text (`[[2048, 1, 6144], [6144, 9216]]`) into one
+/// list of sizes per input; inputs that are not plain tensors (scalars,
+/// tensor lists) become empty lists.
+pub(crate) fn parse_dims(text: &str) -> Option<Vec<Vec<u64>>> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let arr = v.as_array()?;
+    Some(
+        arr.iter()
+            .map(|d| {
+                d.as_array()
+                    .map(|xs| xs.iter().filter_map(|x| x.as_u64()).collect::<Vec<u64>>())
+                    .filter(|xs| d.as_array().is_some_and(|a| a.len() == xs.len()))
+                    .unwrap_or_default()
+            })
+            .collect(),
+    )
+}
+
+/// True for operator names that are matrix products.
+pub(crate) fn is_gemm_op(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    matches!(
+        lower.as_str(),
+        "aten::mm"
+            | "aten::addmm"
+            | "aten::bmm"
+            | "aten::baddbmm"
+            | "aten::matmul"
+            | "aten::linear"
+    ) || lower.contains("gemm")
+}
+
+/// The product an operator computes, from its name and `Input Dims`.
+pub(crate) fn gemm_shape(op: &str, dims: &[Vec<u64>]) -> Option<GemmShape> {
+    let lower = op.to_ascii_lowercase();
+    let prod = |xs: &[u64]| xs.iter().product::<u64>();
+    let two_d = |i: usize| dims.get(i).filter(|d| d.len() == 2);
+    let shape = match lower.as_str() {
+        "aten::mm" => {
+            let (a, b) = (two_d(0)?, two_d(1)?);
+            GemmShape {
+                m: a[0],
+                k: a[1],
+                n: b[1],
+            }
+        }
+        "aten::addmm" => {
+            let (a, b) = (two_d(1)?, two_d(2)?);
+            GemmShape {
+                m: a[0],
+                k: a[1],
+                n: b[1],
+            }
+        }
+        "aten::bmm" | "aten::baddbmm" => {
+            let off = usize::from(lower == "aten::baddbmm");
+            let (a, b) = (dims.get(off)?, dims.get(off + 1)?);
+            if a.len() != 3 || b.len() != 3 {
+                return None;
+            }
+            GemmShape {
+                m: a[0] * a[1],
+                k: a[2],
+                n: b[2],
+            }
+        }
+        "aten::matmul" => {
+            let (a, b) = (dims.first()?, dims.get(1)?);
+            if a.len() < 2 || b.len() != 2 {
+                return None;
+            }
+            GemmShape {
+                m: prod(&a[..a.len() - 1]),
+                k: *a.last()?,
+                n: b[1],
+            }
+        }
+        "aten::linear" => {
+            let (a, w) = (dims.first()?, two_d(1)?);
+            if a.is_empty() {
+                return None;
+            }
+            GemmShape {
+                m: prod(&a[..a.len() - 1]),
+                k: *a.last()?,
+                n: w[0],
+            }
+        }
+        _ if lower.contains("wgrad") => {
+            // Weight gradient: input [m, k], output gradient [m, n],
+            // accumulated into [n, k].
+            let (a, g) = (two_d(0)?, two_d(1)?);
+            GemmShape {
+                m: a[0],
+                k: a[1],
+                n: g[1],
+            }
+        }
+        _ => {
+            // Some other GEMM op: the first two matrices that chain.
+            let mats: Vec<&Vec<u64>> = dims.iter().filter(|d| d.len() == 2).collect();
+            let (a, b) = (mats.first()?, mats.get(1)?);
+            if a[1] != b[0] {
+                return None;
+            }
+            GemmShape {
+                m: a[0],
+                k: a[1],
+                n: b[1],
+            }
+        }
+    };
+    (shape.m > 0 && shape.n > 0 && shape.k > 0).then_some(shape)
+}
+
+/// True for kernel names of GEMM libraries (cuBLAS, CUTLASS, hipBLASLt).
+pub(crate) fn is_gemm_kernel_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    [
+        "gemm", "xmma", "cutlass", "nvjet", "cublas", "s16816", "s1688", "wgmma", "hgemm", "sgemm",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+}
+
+/// True for fused attention kernels.
+pub(crate) fn is_attention_kernel_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("flash") || lower.contains("fmha") || lower.contains("attention")
+}
+
+/// `(batch, seq, heads, head_dim)` of an attention op's query, when its
+/// first input is 4-D.
+pub(crate) fn attention_shape(dims: &[Vec<u64>]) -> Option<[u64; 4]> {
+    let q = dims.first()?;
+    (q.len() == 4).then(|| [q[0], q[1], q[2], q[3]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_of_common_ops() {
+        let d = parse_dims("[[2048, 1, 6144], [6144, 9216]]").unwrap();
+        assert_eq!(
+            gemm_shape("aten::matmul", &d),
+            Some(GemmShape {
+                m: 2048,
+                k: 6144,
+                n: 9216
+            })
+        );
+        let d = parse_dims("[[2048, 6144], [6144, 9216]]").unwrap();
+        assert_eq!(
+            gemm_shape("aten::mm", &d).unwrap().flops(),
+            2.0 * 2048.0 * 6144.0 * 9216.0
+        );
+        let d = parse_dims("[[9216], [2048, 6144], [6144, 9216], [], []]").unwrap();
+        assert_eq!(gemm_shape("aten::addmm", &d).unwrap().n, 9216);
+        let d = parse_dims("[[4, 128, 64], [7168, 64]]").unwrap();
+        assert_eq!(
+            gemm_shape("aten::linear", &d),
+            Some(GemmShape {
+                m: 512,
+                k: 64,
+                n: 7168
+            })
+        );
+        let d = parse_dims("[[2048, 6144], [2048, 9216], [9216, 6144]]").unwrap();
+        assert_eq!(
+            gemm_shape("fused_weight_gradient_mlp_cuda::wgrad_gemm_accum_fp32", &d),
+            Some(GemmShape {
+                m: 2048,
+                k: 6144,
+                n: 9216
+            })
+        );
+        assert_eq!(
+            gemm_shape("aten::mm", &parse_dims("[[], []]").unwrap()),
+            None
+        );
+        assert!(parse_dims("not json").is_none());
+        // Tensor lists and scalars become empty inputs.
+        let d = parse_dims("[[[1, 2], [3]], 5, [4, 4]]").unwrap();
+        assert_eq!(d, vec![vec![], vec![], vec![4, 4]]);
+        assert_eq!(
+            attention_shape(&parse_dims("[[1, 2048, 24, 128]]").unwrap()),
+            Some([1, 2048, 24, 128])
+        );
+        assert!(is_gemm_kernel_name(
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"
+        ));
+        assert!(is_gemm_kernel_name(
+            "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_tn"
+        ));
+        assert!(!is_gemm_kernel_name(
+            "void at::native::vectorized_elementwise_kernel<4>"
+        ));
+        assert!(
+            is_gemm_op("aten::mm")
+                && is_gemm_op("fused_weight_gradient_mlp_cuda::wgrad_gemm_accum_fp32")
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! Units: the blocks that structure discovery names and graph edits copy.
+//!
+//! A unit is a run of consecutive CPU tasks on one thread that share their
+//! outermost enclosing scope below the step annotation (one top-level
+//! operator, with everything it called), together with the GPU tasks those
+//! tasks launched. Its *token* is the scope's (or the lone task's) name with
+//! digits blanked, so that `layers.3` and `layers.4` read alike.
+//!
+//! Units are put in one global order by their measured start. The order is
+//! *consistent* when, on every thread and stream, the tasks of earlier units
+//! come first; graph edits need that, since they rebuild each processor's
+//! order from the units.
+
+use lumos_graph::{DepKind, Graph, Measured, ProcId, ScopeId, TaskId};
+use rustc_hash::FxHashMap;
+
+/// One top-level operator (or lone task) on a thread and the GPU work it
+/// launched.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// The thread.
+    pub thread: ProcId,
+    /// Its CPU tasks in thread order, then its GPU tasks in id order.
+    pub tasks: Vec<TaskId>,
+    /// How many of `tasks` are CPU tasks.
+    pub cpu_len: usize,
+    /// Interned token (see [`Units::tokens`]).
+    pub token: u32,
+    /// The enclosing scope that defines it, if any.
+    pub scope: Option<ScopeId>,
+    /// Measured start of its first CPU task (discovery only).
+    pub start_ns: i64,
+    /// Measured end of its last CPU task (discovery only).
+    pub end_ns: i64,
+}
+
+impl Unit {
+    /// Its CPU tasks.
+    pub fn cpu(&self) -> &[TaskId] {
+        &self.tasks[..self.cpu_len]
+    }
+    /// The GPU tasks it launched.
+    pub fn gpu(&self) -> &[TaskId] {
+        &self.tasks[self.cpu_len..]
+    }
+}
+
+/// Every unit of a graph, in global order.
+#[derive(Debug, Clone, Default)]
+pub struct Units {
+    /// Units, in global order (by measured start, then thread).
+    pub units: Vec<Unit>,
+    /// Unit of each task (`u32::MAX` for none: a GPU task on a stream no
+    /// unit launched anything onto).
+    pub unit_of: Vec<u32>,
+    /// Token texts, indexed by [`Unit::token`].
+    pub tokens: Vec<String>,
+    /// `None` when the global order is consistent with every processor's
+    /// order, else why not.
+    pub inconsistency: Option<String>,
+}
+
+/// Sentinel for "no unit".
+pub const NO_UNIT: u32 = u32::MAX;
+
+/// Scope names that mark a transformer layer in annotated traces
+/// (`ParallelTransformerLayer`, `model.layers.3`, `GPT2Block`, ...).
+pub(crate) fn is_layer_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (lower.contains("transformerlayer")
+        || lower.contains("decoderlayer")
+        || lower.contains("encoderlayer")
+        || lower.contains(".layers.")
+        || lower.contains(".layer.")
+        || lower.contains(".h.")
+        || lower.ends_with("block"))
+        && !lower.starts_with("aten::")
+}
+
+/// A name with every run of digits replaced by `#`.
+pub(crate) fn token_text(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut in_digits = false;
+    for c in name.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('#');
+            }
+            in_digits = true;
+        } else {
+            out.push(c);
+            in_digits = false;
+        }
+    }
+    out
+}
+
+impl Units {
+    /// Cuts every thread of `graph` into units and orders them.
+    pub fn build(graph: &Graph, measured: &Measured) -> Units {
+        let n = graph.tasks.len();
+        let mut units: Vec<Unit> = Vec::new();
+        let mut unit_of = vec![NO_UNIT; n];
+        let mut token_ids: FxHashMap<String, u32> = FxHashMap::default();
+        let mut tokens: Vec<String> = Vec::new();
+        let mut intern = |s: String| -> u32 {
+            let next = tokens.len() as u32;
+            *token_ids.entry(s.clone()).or_insert_with(|| {
+                tokens.push(s);
+                next
+            })
+        };
+        let scope_name =
+            |s: ScopeId| -> &str { &graph.names[graph.scopes[s.0 as usize].name.0 as usize] };
+        for (pi, p) in graph.processors.iter().enumerate() {
+            if p.is_stream() {
+                continue;
+            }
+            let mut current: Option<(Option<ScopeId>, usize)> = None;
+            for &t in &p.tasks {
+                // The outermost scope below any step annotation; a layer
+                // annotation, where there is one, wins.
+                let chain: Vec<ScopeId> = graph.scope_chain(t).collect();
+                let mut key = None;
+                for &s in chain.iter().rev() {
+                    if !scope_name(s).starts_with("ProfilerStep#") {
+                        key = Some(s);
+                        break;
+                    }
+                }
+                if let Some(&layer) = chain.iter().rev().find(|&&s| is_layer_name(scope_name(s))) {
+                    key = Some(layer);
+                }
+                let same = matches!(current, Some((Some(k), _)) if key == Some(k));
+                if !same {
+                    let name = match key {
+                        Some(s) => scope_name(s),
+                        None => graph.name(t),
+                    };
+                    units.push(Unit {
+                        thread: ProcId(pi as u32),
+                        tasks: Vec::new(),
+                        cpu_len: 0,
+                        token: intern(token_text(name)),
+                        scope: key,
+                        start_ns: measured.tasks[t.idx()].start_ns,
+                        end_ns: measured.tasks[t.idx()].end_ns,
+                    });
+                    current = Some((key, units.len() - 1));
+                }
+                let u = units.len() - 1;
+                units[u].tasks.push(t);
+                units[u].cpu_len += 1;
+                units[u].end_ns = units[u].end_ns.max(measured.tasks[t.idx()].end_ns);
+                unit_of[t.idx()] = u as u32;
+            }
+        }
+        // GPU tasks follow their launch call.
+        for e in &graph.edges {
+            if e.kind == DepKind::Launch && graph.tasks[e.to.idx()].kind.is_gpu() {
+                let u = unit_of[e.from.idx()];
+                if u != NO_UNIT && unit_of[e.to.idx()] == NO_UNIT {
+                    unit_of[e.to.idx()] = u;
+                    units[u as usize].tasks.push(e.to);
+                }
+            }
+        }
+        // GPU tasks with no recorded launch go with the task before them
+        // on their stream (else the one after).
+        for p in graph.processors.iter().filter(|p| p.is_stream()) {
+            let mut prev = NO_UNIT;
+            let mut orphans: Vec<TaskId> = Vec::new();
+            for &t in &p.tasks {
+                match unit_of[t.idx()] {
+                    NO_UNIT if prev != NO_UNIT => {
+                        unit_of[t.idx()] = prev;
+                        units[prev as usize].tasks.push(t);
+                    }
+                    NO_UNIT => orphans.push(t),
+                    u => {
+                        prev = u;
+                        for o in orphans.drain(..) {
+                            unit_of[o.idx()] = u;
+                            units[u as usize].tasks.push(o);
+                        }
+                    }
+                }
+            }
+        }
+        for u in &mut units {
+            let cpu = u.cpu_len;
+            u.tasks[cpu..].sort_unstable();
+        }
+        // Global order by measured start.
+        let mut order: Vec<usize> = (0..units.len()).collect();
+        order.sort_by_key(|&u| (units[u].start_ns, units[u].thread, u));
+        let mut rank = vec![0u32; units.len()];
+        for (k, &u) in order.iter().enumerate() {
+            rank[u] = k as u32;
+        }
+        let units: Vec<Unit> = order.iter().map(|&u| units[u].clone()).collect();
+        for x in unit_of.iter_mut() {
+            if *x != NO_UNIT {
+                *x = rank[*x as usize];
+            }
+        }
+        let mut inconsistency = None;
+        for p in &graph.processors {
+            let mut last = 0u32;
+            for &t in &p.tasks {
+                let u = unit_of[t.idx()];
+                if u == NO_UNIT {
+                    continue;
+                }
+                if u < last {
+                    inconsistency = Some(format!(
+                        "`{}` runs after work of a later operator on its {} (units out of order)",
+                        graph.name(t),
+                        if p.is_stream() { "stream" } else { "thread" }
+                    ));
+                    break;
+                }
+                last = u;
+            }
+            if inconsistency.is_some() {
+                break;
+            }
+        }
+        Units {
+            units,
+            unit_of,
+            tokens,
+            inconsistency,
+        }
+    }
+
+    /// The token text of unit `u`.
+    pub fn token(&self, u: usize) -> &str {
+        &self.tokens[self.units[u].token as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_blank_digits_and_layer_names_are_recognized() {
+        assert_eq!(token_text("model.layers.12.mlp"), "model.layers.#.mlp");
+        assert_eq!(token_text("ProfilerStep#3"), "ProfilerStep##");
+        assert!(is_layer_name("ParallelTransformerLayer"));
+        assert!(is_layer_name("model.layers.3"));
+        assert!(is_layer_name("GPT2Block"));
+        assert!(!is_layer_name("aten::layer_norm"));
+        assert!(!is_layer_name(
+            "LinearWithGradAccumulationAndAsyncCommunication"
+        ));
+    }
+}
