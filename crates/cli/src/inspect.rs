@@ -28,6 +28,8 @@ pub struct FileReport {
     pub collectives: CollectiveCounts,
     pub typical_launch_latency_us: f64,
     pub warnings: Vec<String>,
+    /// What structure discovery found (lumos-predict).
+    pub structure: lumos_predict::StructureReport,
 }
 
 #[derive(Serialize)]
@@ -165,6 +167,7 @@ pub fn file_report(
         },
         typical_launch_latency_us: us(report.typical_launch_latency_ns),
         warnings,
+        structure: crate::predict::structure_report(trace, graph, measured),
     }
 }
 
@@ -246,6 +249,7 @@ pub fn print_human(r: &FileReport) {
             s.measured_us / 1e3
         );
     }
+    crate::predict::print_structure(&r.structure);
     for w in &r.warnings {
         println!("  warning: {w}");
     }

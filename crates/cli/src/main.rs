@@ -6,6 +6,7 @@
 mod inputs;
 mod inspect;
 mod job;
+mod predict;
 mod replay;
 mod synth_cmd;
 
@@ -78,6 +79,11 @@ enum Command {
     /// Write synthesized Kineto traces (one per rank) of a Megatron-style
     /// GPT training job: 1F1B pipeline, TP/DP/PP collectives, optimizer.
     Synth(synth_cmd::SynthArgs),
+    /// Predict another configuration (data, tensor or pipeline degree,
+    /// micro-batches, layers, hidden size, kernel speed-ups, network) by
+    /// editing the traces' graphs, and compare it with the measured run and
+    /// its replay.
+    Predict(predict::PredictArgs),
     /// Run the built-in example end to end: write a small trace, inspect it,
     /// replay it, and replay a what-if with kernels 2x faster.
     Demo {
@@ -270,6 +276,10 @@ fn run(cli: Cli) -> Result<bool> {
                 replay::print_summary(&summary);
             }
             Ok(ok)
+        }
+        Command::Predict(args) => {
+            predict::check_args(&args)?;
+            predict::run(&args)
         }
         Command::Synth(args) => {
             let files = synth_cmd::run(&args)?;

@@ -299,6 +299,36 @@ pub(crate) fn write_replayed_trace<T: TaskTimes + ?Sized>(
     schedule: &T,
     dir: &Path,
 ) -> Result<()> {
+    let measured_dur = |i: usize| {
+        format!(
+            ",\"measured_dur_us\":{}",
+            us(measured.tasks[i].end_ns - measured.tasks[i].start_ns)
+        )
+    };
+    write_timeline(
+        trace,
+        graph,
+        measured.origin_ns,
+        schedule,
+        &measured_dur,
+        "replayed",
+        dir,
+    )
+}
+
+/// Writes a simulated timeline of `graph` as `<name>.<what>.json.gz` (see
+/// [`write_replayed_trace`]). Times in `schedule` count from `origin_ns` on
+/// the trace's clock; `task_args(i)` adds arguments to task `i` (a JSON
+/// fragment starting with a comma).
+pub(crate) fn write_timeline<T: TaskTimes + ?Sized>(
+    trace: &TraceId,
+    graph: &Graph,
+    origin_ns: i64,
+    schedule: &T,
+    task_args: &dyn Fn(usize) -> String,
+    what: &str,
+    dir: &Path,
+) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let stem = trace
         .path
@@ -307,7 +337,7 @@ pub(crate) fn write_replayed_trace<T: TaskTimes + ?Sized>(
         .unwrap_or("trace")
         .trim_end_matches(".gz")
         .trim_end_matches(".json");
-    let path = dir.join(format!("{stem}.replayed.json.gz"));
+    let path = dir.join(format!("{stem}.{what}.json.gz"));
     let file = std::fs::File::create(&path)
         .with_context(|| format!("{}: cannot write", path.display()))?;
     let mut w = std::io::BufWriter::new(flate2::write::GzEncoder::new(
@@ -315,7 +345,7 @@ pub(crate) fn write_replayed_trace<T: TaskTimes + ?Sized>(
         flate2::Compression::fast(),
     ));
     let ts = |ns: i64| {
-        let abs = measured.origin_ns + ns;
+        let abs = origin_ns + ns;
         format!("{}.{:03}", abs.div_euclid(1000), abs.rem_euclid(1000))
     };
     write!(w, "{{\"schemaVersion\":1,")?;
@@ -324,7 +354,7 @@ pub(crate) fn write_replayed_trace<T: TaskTimes + ?Sized>(
     }
     write!(
         w,
-        "\"distributedInfo\":{{\"rank\":{}}},\"traceName\":\"lumos replay\",\"traceEvents\":[",
+        "\"distributedInfo\":{{\"rank\":{}}},\"traceName\":\"lumos {what}\",\"traceEvents\":[",
         trace.rank
     )?;
     let mut first = true;
@@ -364,11 +394,11 @@ pub(crate) fn write_replayed_trace<T: TaskTimes + ?Sized>(
         };
         write!(
             w,
-            "\n{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"args\":{{\"correlation\":{}{stream_arg},\"measured_dur_us\":{}}}}}",
+            "\n{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"args\":{{\"correlation\":{}{stream_arg}{}}}}}",
             ts(s),
             format_args!("{}.{:03}", (e - s) / 1000, (e - s) % 1000),
             t.correlation,
-            us(measured.tasks[i].end_ns - measured.tasks[i].start_ns),
+            task_args(i),
         )?;
     }
     // The annotation itself (CPU side), as the profiler records it, so the
