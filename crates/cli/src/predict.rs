@@ -6,12 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use lumos_graph::TaskId;
 use lumos_graph::{build, Graph, Measured};
 use lumos_predict::{
     discover, network_from_arg, Baseline, Config, GemmCalibration, Input, KernelScale,
     LinkCalibration, Prediction, Source, StructureReport, TraceContext,
 };
-use lumos_sim::{step_spans, Breakdown, SpanColumns};
+use lumos_sim::{step_spans, Breakdown, Schedule, TaskTimes};
 use lumos_trace::Trace;
 use serde::Serialize;
 
@@ -410,6 +411,26 @@ pub fn run(a: &PredictArgs) -> Result<bool> {
     Ok(true)
 }
 
+/// One stage's tasks in a joint schedule (a blocking call starts when it
+/// was issued, as in `lumos replay`).
+struct StageTimes<'a> {
+    schedule: &'a Schedule,
+    offset: u32,
+    len: usize,
+}
+
+impl TaskTimes for StageTimes<'_> {
+    fn task_count(&self) -> usize {
+        self.len
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self.schedule.start_of(TaskId(t.0 + self.offset))
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self.schedule.end_of(TaskId(t.0 + self.offset))
+    }
+}
+
 /// Writes each predicted stage's timeline next to where its trace would
 /// be, on the clock of the trace it was built from.
 fn write_predicted(
@@ -428,10 +449,10 @@ fn write_predicted(
         .unwrap_or(0);
     for (k, st) in pred.stages.iter().enumerate() {
         let part = job.parts[k].clone();
-        let (lo, hi) = (part.start as usize, part.end as usize);
-        let times = SpanColumns {
-            start_ns: &outcome.schedule.start_ns[lo..hi],
-            end_ns: &outcome.schedule.end_ns[lo..hi],
+        let times = StageTimes {
+            schedule: &outcome.schedule,
+            offset: part.start,
+            len: (part.end - part.start) as usize,
         };
         let trace = &traces[st.primary];
         let inp = &base.inputs[st.primary];

@@ -276,9 +276,20 @@ impl NetworkCalibration {
                 .collect();
             let name = if inter { "inter_node" } else { "intra_node" };
             let preset_eff = link.bandwidth_gbps * link.efficiency;
-            let (scale, eff_gbps, ok) = fit_alpha_beta(&pts)
-                .map(|(s, inv_b)| (s, 1.0 / inv_b, true))
-                .unwrap_or((1.0, preset_eff, false));
+            // A fit far from the preset means the durations are not ring
+            // transfers (waiting for peers dominates); then only one factor
+            // on the preset's times is fitted, and if even that is far off,
+            // the preset is kept.
+            let plausible = |s: f64, eff: f64| {
+                (0.25..=4.0).contains(&s) && (0.1 * preset_eff..=2.0 * preset_eff).contains(&eff)
+            };
+            let (scale, eff_gbps, ok) = match fit_alpha_beta(&pts) {
+                Some((s, inv_b)) if plausible(s, 1.0 / inv_b) => (s, 1.0 / inv_b, true),
+                _ => match fit_factor(&pts, preset_eff) {
+                    Some(k) if plausible(k, preset_eff / k) => (k, preset_eff / k, true),
+                    _ => (1.0, preset_eff, false),
+                },
+            };
             let predict = |a: f64, x: f64| scale * a + x / eff_gbps;
             let err = if pts.is_empty() {
                 0.0
@@ -319,6 +330,24 @@ impl NetworkCalibration {
             model,
         }
     }
+}
+
+/// One factor `k` on the preset: `t = k (a + x / B_preset)`, least squares
+/// on relative error; `None` without points.
+fn fit_factor(pts: &[(f64, f64, f64)], preset_gbps: f64) -> Option<f64> {
+    if pts.is_empty() {
+        return None;
+    }
+    let (mut num, mut den) = (0.0, 0.0);
+    for &(a, x, t) in pts {
+        let m = a + x / preset_gbps;
+        let w = 1.0 / (t * t).max(1.0);
+        num += w * m * t;
+        den += w * m * m;
+    }
+    (den > 0.0)
+        .then(|| num / den)
+        .filter(|k| k.is_finite() && *k > 0.0)
 }
 
 /// Least squares for `t = s a + x / B` (no intercept) over `(a, x, t)`;

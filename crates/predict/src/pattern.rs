@@ -81,25 +81,29 @@ pub(crate) fn best_period(seqs: &[&[u32]]) -> Option<(usize, Vec<u32>)> {
     Some((p, seq[run.start..run.start + p].to_vec()))
 }
 
-/// The period whose runs most often hold exactly `want` blocks (the layer
-/// count a backward pass showed), then the one covering most tokens, then
-/// the smallest; with the block of its first such run. `None` when no run
-/// holds `want` blocks.
-pub(crate) fn period_with_repeats(tokens: &[u32], want: usize) -> Option<(usize, Vec<u32>)> {
-    let mut best: Option<((usize, usize), usize, Run)> = None;
+/// A period whose runs holding exactly `want` blocks (the layer count a
+/// backward pass showed) cover many tokens, among blocks that `accept`
+/// takes: the smallest period covering at least half as much as the best.
+/// Preferring the smaller one keeps a block of two short passes (two
+/// layers each, back to back) from beating the layer. Returns the block of
+/// its first such run; `None` when no accepted run holds `want` blocks.
+pub(crate) fn period_with_repeats(
+    tokens: &[u32],
+    want: usize,
+    accept: impl Fn(&[u32]) -> bool,
+) -> Option<(usize, Vec<u32>)> {
+    let mut cands: Vec<(usize, usize, Run)> = Vec::new();
     for p in 1..=(tokens.len() / 2).min(MAX_PERIOD) {
-        let rs = runs(tokens, p);
-        let hits: Vec<&Run> = rs.iter().filter(|r| r.repeats == want).collect();
-        let Some(&&first) = hits.first() else {
-            continue;
-        };
-        let cov: usize = rs.iter().map(|r| r.repeats * p).sum();
-        let key = (hits.len(), cov);
-        if best.as_ref().is_none_or(|(k, _, _)| key > *k) {
-            best = Some((key, p, first));
+        let hits: Vec<Run> = runs(tokens, p)
+            .into_iter()
+            .filter(|r| r.repeats == want && accept(&tokens[r.start..r.start + p]))
+            .collect();
+        if let Some(&first) = hits.first() {
+            cands.push((p, hits.len() * want * p, first));
         }
     }
-    let (_, p, run) = best?;
+    let best = cands.iter().map(|c| c.1).max()?;
+    let &(p, _, run) = cands.iter().find(|c| 2 * c.1 >= best)?;
     Some((p, tokens[run.start..run.start + p].to_vec()))
 }
 
@@ -110,6 +114,8 @@ pub(crate) fn period_with_repeats(tokens: &[u32], want: usize) -> Option<(usize,
 pub(crate) struct Chain {
     /// Index (in the unfiltered sequence) of each copy's first token.
     pub starts: Vec<usize>,
+    /// Index just past each copy's last token of the block.
+    pub ends: Vec<usize>,
     /// Index just past the last copy's last token; tokens foreign to the
     /// block that follow it up to the next block token are included.
     pub end: usize,
@@ -141,8 +147,10 @@ pub(crate) fn chains(tokens: &[u32], block: &[u32], absorb_trailing: bool) -> Ve
             continue;
         }
         let mut starts = Vec::new();
+        let mut ends = Vec::new();
         while matches(j) {
             starts.push(kept[j]);
+            ends.push(kept[j + p - 1] + 1);
             j += p;
         }
         // Foreign tokens right after the last copy belong to it.
@@ -150,7 +158,7 @@ pub(crate) fn chains(tokens: &[u32], block: &[u32], absorb_trailing: bool) -> Ve
         while absorb_trailing && end < tokens.len() && set.binary_search(&tokens[end]).is_err() {
             end += 1;
         }
-        out.push(Chain { starts, end });
+        out.push(Chain { starts, ends, end });
     }
     out
 }
@@ -197,10 +205,21 @@ mod tests {
         // more, but only the layer period repeats six times.
         let pass = format!("e{}s", "lmn".repeat(6));
         let t = toks(&pass.repeat(7));
-        let (p, block) = period_with_repeats(&t, 6).unwrap();
+        let (p, block) = period_with_repeats(&t, 6, |_| true).unwrap();
         assert_eq!(p, 3);
         assert_eq!(block, toks("lmn"));
-        assert!(period_with_repeats(&t, 5).is_none());
+        assert!(period_with_repeats(&t, 5, |_| true).is_none());
+        // Two short passes of two layers back to back: the layer, not the
+        // pair of passes, although the pair covers more.
+        let pass = format!("e{}s", "lmn".repeat(2));
+        let t = toks(&pass.repeat(4));
+        assert_eq!(period_with_repeats(&t, 2, |_| true).unwrap().1, toks("lmn"));
+        // What the caller does not accept is not a block.
+        let t = toks("xxeabab");
+        assert_eq!(
+            period_with_repeats(&t, 2, |b| b.len() > 1).unwrap().1,
+            toks("ab")
+        );
     }
 
     #[test]
@@ -211,6 +230,7 @@ mod tests {
         let c = chains(&t, &toks("abc"), true);
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].starts, vec![2, 5, 9]);
+        assert_eq!(c[0].ends, vec![5, 8, 13]);
         // Ends after the last `c`; `a` of the head stops it.
         assert_eq!(c[0].end, 13);
         assert!(chains(&t, &[], true).is_empty());

@@ -384,7 +384,7 @@ fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>, String> {
     if c.tp == 0 || c.dp == 0 || c.pp == 0 || c.microbatches == 0 {
         return Err("tp, dp, pp and micro-batches must be at least 1".into());
     }
-    if c.layers < c.pp {
+    if structural_change(base, &target) && c.layers < c.pp {
         return Err(format!(
             "{} layers cannot fill {} pipeline stages",
             c.layers, c.pp
@@ -499,6 +499,7 @@ fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>, String> {
             ));
         }
     }
+    notes.extend(edit_notes(base, &target));
     let mut p = Prediction {
         base,
         target,
@@ -507,6 +508,121 @@ fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>, String> {
     };
     retime(&mut p);
     Ok(p)
+}
+
+/// What each edit assumes, in words.
+fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
+    let (b, c) = (&base.config, &t.config);
+    let mut out = Vec::new();
+    let net = base.network.model();
+    let spans = |class: GroupClass, cfg: &Config| {
+        let l = Layout::of(cfg);
+        let r: Vec<usize> = l
+            .group(
+                class,
+                Coord {
+                    tp: 0,
+                    dp: 0,
+                    pp: 0,
+                },
+            )
+            .iter()
+            .map(|&x| x as usize)
+            .collect();
+        if net.spans_nodes(&r) {
+            "across nodes"
+        } else {
+            "inside a node"
+        }
+    };
+    if c.dp != b.dp {
+        out.push(format!(
+            "data parallel {} -> {}: weak scaling (per-rank batch unchanged); only data-parallel              collectives re-timed, over ranks in Megatron order (tensor index fastest), {} of {} GPUs              ({}){}",
+            b.dp,
+            c.dp,
+            spans(GroupClass::Data, c),
+            net.gpus_per_node,
+            if base.network.calibrated_for(
+                &Layout::of(c).group(GroupClass::Data, Coord { tp: 0, dp: 0, pp: 0 })
+            ) {
+                "calibrated link"
+            } else {
+                "link not seen in the trace: preset values"
+            },
+            if base.distributed_optimizer {
+                "; optimizer work per rank x traced dp / new dp (distributed optimizer)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if c.tp != b.tp {
+        out.push(format!(
+            "tensor parallel {} -> {}: every GEMM and attention kernel sharded (FLOPs x {}/{}),              activation kernels in layers x {}/{}{}; tensor-parallel collectives keep their bytes              over the new group ({}); parameters per rank x {}/{}; a group of one issues no collectives              (kernels kept at zero length, their CPU launch cost stays)",
+            b.tp,
+            c.tp,
+            b.tp,
+            c.tp,
+            b.tp,
+            c.tp,
+            if base.sequence_parallel {
+                " (sequence parallel)"
+            } else {
+                " (GELU only: no sequence parallelism)"
+            },
+            spans(GroupClass::Tensor, c),
+            b.tp,
+            c.tp
+        ));
+    }
+    if c.hidden != b.hidden || c.ffn != b.ffn {
+        out.push(format!(
+            "hidden {} -> {}, ffn {} -> {}: GEMM dimensions equal to h, 3h/tp, h/tp scale with the              hidden size and those equal to ffn, ffn/tp with the FFN size (heads unchanged, so head              size grows); attention x h ratio; element-wise kernels in layers x their tensor's ratio;              tensor-parallel, pipeline and gradient bytes scale with activations and parameters;              kernels outside layers other than GEMMs (embedding, loss) kept",
+            b.hidden, c.hidden, b.ffn, c.ffn
+        ));
+        if c.ffn != b.ffn
+            && base.config.ffn > 0
+            && base.config.ffn / base.config.tp.max(1) as u64 == base.config.hidden
+        {
+            out.push("ffn/tp equals the hidden size in the trace: GEMM dimensions of that size are taken as hidden".into());
+        }
+    }
+    if c.microbatches != b.microbatches {
+        out.push(format!(
+            "micro-batches {} -> {}: forward and backward passes copied (the last backward, which              carries the gradient reduction, stays last), 1F1B order rebuilt",
+            b.microbatches, c.microbatches
+        ));
+    }
+    if !t.scales.is_empty() {
+        out.push(format!(
+            "kernel speed-ups applied after every model: {}",
+            t.scales
+                .iter()
+                .map(|k| format!("{:?} x{}", k.select, k.factor))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some((_, what)) = &t.network {
+        out.push(format!(
+            "collectives re-timed with the {what} network: traced + T_target(new) - T_calibrated(traced)"
+        ));
+    }
+    if c.layers != b.layers || c.hidden != b.hidden || c.tp != b.tp || c.pp != b.pp {
+        out.push(
+            "optimizer and gradient-zeroing kernels scale with the stage's parameters (per layer from              the layer's GEMM weights, the rest from the traced gradient bytes)"
+                .into(),
+        );
+    }
+    if base.inputs.len() > 1 && (c != b || !t.scales.is_empty() || t.network.is_some()) {
+        out.push(
+            "stages replayed together: each send/receive pair a one-way rendezvous (eager send) and              the gradient-norm all-reduce a rendezvous, with modelled transfer times"
+                .into(),
+        );
+    }
+    out.into_iter()
+        .map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
 }
 
 /// The layout of `c` and where the rank of `input` sits in it.
@@ -584,11 +700,25 @@ fn retime(p: &mut Prediction) {
         let role = StageRole::of(st.stage, target.config.pp);
         let prim = st.primary;
         let pc = &base.params[prim];
-        let other_new = match (base.roles[prim], role) {
-            (_, StageRole::Middle) => 0.0,
-            (StageRole::Middle, _) => 0.0,
-            _ => pc.other * r.hidden * r.tp_shard,
+        // Parameters outside layers: a stage keeps its own; a rebuilt stage
+        // takes those of the traced stage with its role (embedding on the
+        // first, the output layer's copy on the last, none in the middle).
+        let other_traced = if base.roles[prim] == role {
+            pc.other
+        } else {
+            let of = |r: StageRole| {
+                base.roles
+                    .iter()
+                    .position(|&x| x == r)
+                    .map_or(0.0, |i| base.params[i].other)
+            };
+            match role {
+                StageRole::Middle => 0.0,
+                StageRole::Only => of(StageRole::First),
+                r => of(r),
+            }
         };
+        let other_new = other_traced * r.hidden * r.tp_shard;
         let new_total =
             target.config.stage_layers(st.stage) as f64 * pc.per_layer * layer_ratio[prim]
                 + other_new;
@@ -855,7 +985,7 @@ impl Prediction<'_> {
     /// and no other network.
     pub fn is_identity(&self) -> bool {
         self.target.config == self.base.config
-            && self.target.scales.is_empty()
+            && self.target.scales.iter().all(|k| k.factor == 1.0)
             && self.target.network.is_none()
     }
 
@@ -1133,17 +1263,22 @@ impl Prediction<'_> {
             let mut start = Vec::with_capacity(job.graph.tasks.len());
             let mut end = Vec::with_capacity(job.graph.tasks.len());
             let mut bound = Vec::new();
-            for st in &self.stages {
+            let mut waits = Vec::new();
+            for (st, part) in self.stages.iter().zip(&job.parts) {
                 let s = simulate(&st.graph, &SimOptions::default()).map_err(|e| e.to_string())?;
                 start.extend(s.start_ns);
                 end.extend(s.end_ns);
                 bound.extend(s.bound_by);
+                waits.extend(s.waits.into_iter().map(|mut w| {
+                    w.task = TaskId(w.task.0 + part.start);
+                    w
+                }));
             }
             Ok(Schedule {
                 start_ns: start,
                 end_ns: end,
                 bound_by: bound,
-                waits: Vec::new(),
+                waits,
             })
         }
         .map_err(|e| format!("replay of the predicted graph failed: {e}"))?;
@@ -1186,17 +1321,16 @@ impl Outcome {
                 steps,
                 ..Graph::default()
             };
-            let times = lumos_sim::SpanColumns {
-                start_ns: &schedule.start_ns,
-                end_ns: &schedule.end_ns,
-            };
+            // A blocking call counts from when it was issued, as in
+            // `lumos replay`.
+            let times = &schedule;
             // step_spans reads task kinds from the graph it is given: use
             // the joint graph's tasks with this stage's steps.
             let with_tasks = Graph {
                 tasks: job.graph.tasks.clone(),
                 ..sub
             };
-            let spans = step_spans(&with_tasks, &times, None);
+            let spans = step_spans(&with_tasks, times, None);
             let step_ns: Vec<i64> = if with_tasks.steps.is_empty() {
                 let lo = part.start as usize;
                 let hi = part.end as usize;
@@ -1207,7 +1341,7 @@ impl Outcome {
                 spans.iter().map(|s| s.end_ns - s.start_ns).collect()
             };
             let window = if spans.is_empty() || with_tasks.steps.is_empty() {
-                whole_span(&times)
+                whole_span(times)
             } else {
                 lumos_graph::Span {
                     start_ns: spans[0].start_ns,
@@ -1229,7 +1363,7 @@ impl Outcome {
                     t
                 })
                 .collect();
-            let b = breakdown(&mask, &times, window);
+            let b = breakdown(&mask, times, window);
             stages.push(StageOutcome {
                 stage: p.stages[k].stage,
                 step_ns,

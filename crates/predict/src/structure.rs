@@ -832,7 +832,22 @@ impl Discovery<'_> {
             .map(|b| b.iter().copied().filter(|t| common.contains(t)).collect())
             .collect();
         let burst_refs: Vec<&[u32]> = filtered.iter().map(|v| v.as_slice()).collect();
-        let bwd = best_period(&burst_refs);
+        // A layer is a block of at least two operators (or one named like
+        // a layer) that launches GPU work; a single operator repeated (a
+        // run of gradient accumulations) is not one.
+        let is_layer_block = |block: &[u32]| -> bool {
+            block
+                .iter()
+                .any(|&t| is_layer_name(&units.tokens[t as usize]))
+                || (block.iter().any(|&t| t != block[0])
+                    && block.iter().any(|&t| {
+                        units
+                            .units
+                            .iter()
+                            .any(|u| u.token == t && !u.gpu().is_empty())
+                    }))
+        };
+        let bwd = best_period(&burst_refs).filter(|(_, b)| is_layer_block(b));
         let bwd_counts: Vec<usize> = bwd
             .as_ref()
             .map(|(_, block)| {
@@ -853,21 +868,51 @@ impl Discovery<'_> {
             .iter()
             .map(|r| r.main_units.iter().map(tok).collect())
             .collect();
+        // The forward layer runs the operators whose backward the
+        // backward layer runs (`X` and `XBackward`): a block sharing a name
+        // with the backward block is preferred.
+        let forward_name = |t: &str| -> String {
+            let t = t
+                .strip_prefix("autograd::engine::evaluate_function: ")
+                .unwrap_or(t);
+            t.trim_end_matches('#')
+                .trim_end_matches("Backward")
+                .to_owned()
+        };
+        let bwd_names: FxHashSet<String> = bwd
+            .as_ref()
+            .map(|(_, b)| {
+                b.iter()
+                    .map(|&t| forward_name(&units.tokens[t as usize]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let shares_names = |block: &[u32]| {
+            block
+                .iter()
+                .any(|&t| bwd_names.contains(units.tokens[t as usize].as_str()))
+        };
         let fwd = layers_b
-            .and_then(|l| main_tokens.iter().find_map(|m| period_with_repeats(m, l)))
+            .and_then(|l| {
+                main_tokens.iter().find_map(|m| {
+                    period_with_repeats(m, l, |b| is_layer_block(b) && shares_names(b))
+                        .or_else(|| period_with_repeats(m, l, is_layer_block))
+                })
+            })
             .or_else(|| {
                 let refs: Vec<&[u32]> = main_tokens.iter().map(|v| v.as_slice()).collect();
                 best_period(&refs)
-            });
+            })
+            .filter(|(_, b)| is_layer_block(b));
         let annotated = |block: &[u32]| {
             block
                 .iter()
                 .any(|&t| is_layer_name(&units.tokens[t as usize]))
         };
-        let mut method = match &fwd {
-            Some((_, b)) if annotated(b) => LayerMethod::Annotation,
-            Some(_) => LayerMethod::ScopePattern,
-            None => LayerMethod::None,
+        let mut method = match (&fwd, &bwd) {
+            (Some((_, b)), _) | (None, Some((_, b))) if annotated(b) => LayerMethod::Annotation,
+            (Some(_), _) | (None, Some(_)) => LayerMethod::ScopePattern,
+            (None, None) => LayerMethod::None,
         };
         let fwd_block: Vec<u32> = fwd.as_ref().map(|(_, b)| b.clone()).unwrap_or_default();
         let bwd_block: Vec<u32> = bwd.as_ref().map(|(_, b)| b.clone()).unwrap_or_default();
@@ -884,10 +929,11 @@ impl Discovery<'_> {
                         Some(l) if c.starts.len() > l && c.starts.len() % l == 0 => l,
                         _ => c.starts.len(),
                     };
-                    let groups: Vec<&[usize]> = c.starts.chunks(per).collect();
-                    for (gi, grp) in groups.iter().enumerate() {
-                        let end = groups.get(gi + 1).map_or(c.end, |next| next[0]);
-                        fwd_passes.push((grp.to_vec(), end));
+                    // A pass ends with its last layer's last operator of
+                    // the block: what follows (sends, receives, data
+                    // loading of the next pass) is between passes.
+                    for (grp, ends) in c.starts.chunks(per).zip(c.ends.chunks(per)) {
+                        fwd_passes.push((grp.to_vec(), *ends.last().unwrap_or(&c.end)));
                     }
                 }
             }
@@ -1225,7 +1271,14 @@ impl Discovery<'_> {
             (GroupClass::Data, &mut c.dp, "data-parallel degree"),
             (GroupClass::Pipeline, &mut c.pp, "pipeline-parallel degree"),
         ] {
-            match size_of(class) {
+            // Data-parallel collectives with no group recorded: the world,
+            // over the model-parallel ranks.
+            let size = size_of(class).or_else(|| {
+                let world = self.ctx.world_size?;
+                (class == GroupClass::Data && comms.iter().any(|x| x.class == class))
+                    .then_some((world, Confidence::Low))
+            });
+            match size {
                 Some((n, conf)) => {
                     *slot = Some(n);
                     self.findings.push(Finding {

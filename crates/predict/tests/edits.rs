@@ -1,0 +1,338 @@
+//! Every edit, on a synthesized GPT-3 15B at TP2 x PP2 x DP4 (one rank per
+//! stage): the edited graphs are sound (no invariant broken, every task on
+//! its processor once, the replay finishes), the structure rediscovered from
+//! the predicted timeline is the one asked for, and the effect goes the
+//! right way by about the right amount.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::*;
+use lumos_graph::{check, DepKind};
+use lumos_predict::{Baseline, Outcome, Prediction, Source, WorkClass};
+
+fn base() -> &'static Baseline {
+    static BASE: OnceLock<Baseline> = OnceLock::new();
+    BASE.get_or_init(|| baseline(&config(&model("gpt3-15b", None, None), 2, 2, 4, 4)))
+}
+
+/// Checks the prediction's graphs and replays it.
+fn sound(p: &Prediction) -> Outcome {
+    for st in &p.stages {
+        let v = check(&st.graph);
+        assert!(
+            v.is_empty(),
+            "stage {}: {:?}",
+            st.stage,
+            &v[..v.len().min(5)]
+        );
+        assert_eq!(st.origin.len(), st.graph.tasks.len());
+        assert_eq!(st.source.len(), st.graph.tasks.len());
+    }
+    let job = p.job();
+    assert!(check(&job.graph).is_empty());
+    let out = p.simulate().unwrap();
+    assert_eq!(out.schedule.start_ns.len(), out.job.graph.tasks.len());
+    for (s, e) in out.schedule.start_ns.iter().zip(&out.schedule.end_ns) {
+        assert!(e >= s);
+    }
+    out
+}
+
+/// The coupled replay of the traced configuration: the reference for
+/// effects, so that coupling itself is not counted as the edit's.
+fn coupled_identity() -> Outcome {
+    let id = base().identity();
+    id.simulate_job(id.job_coupled(true)).unwrap()
+}
+
+fn order(p: &Prediction, out: &Outcome, k: usize) -> String {
+    rediscover(p, out, k).steps[0].order()
+}
+
+#[test]
+fn traced_orders_are_the_1f1b_orders_of_the_worked_example() {
+    let b = base();
+    assert_eq!(b.structures[0].steps[0].order(), "F1 F2 B1 F3 B2 F4 B3 B4");
+    assert_eq!(b.structures[1].steps[0].order(), "F1 B1 F2 B2 F3 B3 F4 B4");
+    assert_eq!(b.config.layers, 48);
+    assert_eq!((b.config.hidden, b.config.ffn), (6144, 24576));
+}
+
+#[test]
+fn data_parallel_adds_at_most_the_modelled_communication() {
+    let id = base().identity();
+    let reference = coupled_identity();
+    for dp in [8, 16] {
+        let p = id.with_dp(dp).unwrap();
+        let out = sound(&p);
+        // Only data-parallel collectives (and the coupled transfers)
+        // change.
+        let mut extra = 0i64;
+        for (st, inp_stage) in p.stages.iter().zip(&base().inputs) {
+            for (i, t) in st.graph.tasks.iter().enumerate() {
+                let (src, tt) = st.origin[i];
+                let s = &base().structures[src as usize];
+                let traced = inp_stage.graph.tasks[tt.idx()].duration_ns;
+                match s.comm(tt) {
+                    Some(c) if c.class == lumos_predict::GroupClass::Data => {
+                        assert!(t.duration_ns > traced);
+                        assert_ne!(st.source[i], Source::Measured);
+                        extra += t.duration_ns - traced;
+                    }
+                    Some(_) => {}
+                    None => assert_eq!(t.duration_ns, traced),
+                }
+            }
+        }
+        // Per step, both steps' worth over both stages bound the increase.
+        let per_step_extra = extra / 2;
+        for (k, &s) in out.step_ns.iter().enumerate() {
+            let delta = s - reference.step_ns[k];
+            assert!(delta > 0, "dp {dp}: no effect");
+            assert!(
+                delta <= per_step_extra,
+                "dp {dp}: step {k} grew {delta} ns, more than the {per_step_extra} ns of added communication"
+            );
+        }
+    }
+}
+
+#[test]
+fn layers_are_cloned_and_removed_in_every_pass() {
+    let id = base().identity();
+    let reference = coupled_identity();
+    for layers in [64u32, 24] {
+        let p = id.with_layers(layers).unwrap();
+        let out = sound(&p);
+        if layers > 48 {
+            // Removing layers may leave a wait with nothing that far back
+            // to wait for (fewer gradient buckets); cloning never does.
+            assert!(p.stages.iter().all(|s| s.dropped_edges == 0));
+        }
+        for k in 0..2 {
+            let s = rediscover(&p, &out, k);
+            assert_eq!(s.config.layers, Some(layers / 2), "stage {k}");
+            assert!(s.steps.iter().all(|st| st
+                .passes
+                .iter()
+                .all(|x| x.layers.len() as u32 == layers / 2)));
+            assert_eq!(s.steps[0].order(), base().structures[k].steps[0].order());
+        }
+        // Step time moves with the layer count, less than proportionally
+        // (embedding, head and optimizer do not).
+        let ratio = mean_ms(&out.step_ns) / mean_ms(&reference.step_ns);
+        let want = layers as f64 / 48.0;
+        if layers > 48 {
+            assert!(ratio > 1.0 && ratio < want, "{ratio}");
+        } else {
+            assert!(ratio < 1.0 && ratio > want, "{ratio}");
+        }
+    }
+}
+
+#[test]
+fn hidden_size_rescales_gemms_and_communication() {
+    let id = base().identity();
+    let p = id.with_hidden(9216).unwrap();
+    assert_eq!(p.target.config.ffn, 4 * 9216);
+    let out = sound(&p);
+    let st = &p.stages[0];
+    let s = &base().structures[0];
+    let mut gemms = 0;
+    for (i, t) in st.graph.tasks.iter().enumerate() {
+        let tt = st.origin[i].1;
+        let traced = base().inputs[0].graph.tasks[tt.idx()].duration_ns;
+        match s.work[tt.idx()] {
+            WorkClass::Gemm(sh) => {
+                gemms += 1;
+                let r = t.duration_ns as f64 / traced as f64;
+                // Weight GEMMs grow by (9216/6144)^2 at most (both weight
+                // dimensions scale), the output layer's by 1.5.
+                assert!(r > 1.3 && r < 2.3, "{sh:?}: x{r}");
+                assert_eq!(st.source[i], Source::Scaled);
+            }
+            WorkClass::Attention(_) => assert!(t.duration_ns > traced),
+            WorkClass::Cpu => assert_eq!(t.duration_ns, traced),
+            _ => {}
+        }
+    }
+    assert!(gemms > 1000);
+    assert!(mean_ms(&out.step_ns) > 1.5 * mean_ms(&coupled_identity().step_ns));
+}
+
+#[test]
+fn tensor_parallel_shards_gemms() {
+    let id = base().identity();
+    let p = id.with_tp(4).unwrap();
+    sound(&p);
+    let st = &p.stages[1];
+    let s = &base().structures[1];
+    for (i, t) in st.graph.tasks.iter().enumerate() {
+        let tt = st.origin[i].1;
+        let traced = base().inputs[1].graph.tasks[tt.idx()].duration_ns;
+        if let WorkClass::Gemm(_) = s.work[tt.idx()] {
+            let r = t.duration_ns as f64 / traced as f64;
+            assert!(r > 0.5 && r < 0.6, "x{r}");
+        }
+    }
+    // TP 1: no tensor-parallel collectives left.
+    let p = id.with_tp(1).unwrap();
+    sound(&p);
+    for st in &p.stages {
+        for (i, t) in st.graph.tasks.iter().enumerate() {
+            let (src, tt) = st.origin[i];
+            if let Some(c) = base().structures[src as usize].comm(tt) {
+                if c.class == lumos_predict::GroupClass::Tensor {
+                    assert_eq!(t.duration_ns, 0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn kernel_speedups_by_class_and_name() {
+    let id = base().identity();
+    let reference = coupled_identity();
+    let p = id
+        .with_kernel_scale("class:gemm=0.5".parse().unwrap())
+        .unwrap();
+    let out = sound(&p);
+    assert!(mean_ms(&out.step_ns) < 0.85 * mean_ms(&reference.step_ns));
+    let p = id
+        .with_kernel_scale("flash_fwd=2".parse().unwrap())
+        .unwrap();
+    sound(&p);
+    let st = &p.stages[0];
+    for (i, t) in st.graph.tasks.iter().enumerate() {
+        let tt = st.origin[i].1;
+        let traced = base().inputs[0].graph.tasks[tt.idx()].duration_ns;
+        let name = st.graph.name(lumos_graph::TaskId(i as u32));
+        if t.kind.is_gpu() && !t.is_comm() {
+            if name.contains("flash_fwd") {
+                assert_eq!(t.duration_ns, 2 * traced);
+            } else {
+                assert_eq!(t.duration_ns, traced);
+            }
+        }
+    }
+}
+
+#[test]
+fn network_bandwidth_moves_data_parallel_time() {
+    let id = base().identity().with_dp(16).unwrap();
+    let default = sound(&id);
+    let dir = std::env::temp_dir().join(format!("lumos-predict-net-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("fast.json");
+    std::fs::write(
+        &f,
+        r#"{"preset": "h100", "inter_node": {"bandwidth_gbps": 100}}"#,
+    )
+    .unwrap();
+    let (net, what) = lumos_predict::network_from_arg(f.to_str().unwrap()).unwrap();
+    let fast = sound(&id.with_network(net, what).unwrap());
+    let (net, what) = lumos_predict::network_from_arg("a100").unwrap();
+    let slow = sound(&id.with_network(net, what).unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (d, f, s) = (
+        mean_ms(&default.step_ns),
+        mean_ms(&fast.step_ns),
+        mean_ms(&slow.step_ns),
+    );
+    assert!(f < 0.8 * d, "{f} vs {d}");
+    assert!(s > d, "{s} vs {d}");
+}
+
+#[test]
+fn micro_batches_rebuild_the_1f1b_order() {
+    let id = base().identity();
+    for m in [8u32, 2] {
+        let p = id.with_microbatches(m).unwrap();
+        let out = sound(&p);
+        for k in 0..2 {
+            let want: Vec<String> = lumos_synth::one_f_one_b(k, 2, m as usize)
+                .into_iter()
+                .map(|x| match x {
+                    lumos_synth::Pass::Forward(i) => format!("F{}", i + 1),
+                    lumos_synth::Pass::Backward(i) => format!("B{}", i + 1),
+                })
+                .collect();
+            assert_eq!(order(&p, &out, k), want.join(" "), "m {m} stage {k}");
+        }
+    }
+}
+
+/// The worked example of method.md section 6: PP 2 -> 4 with micro-batches
+/// = TP x PP, rank 0.
+#[test]
+fn pipeline_parallel_2_to_4_gives_the_worked_example() {
+    let id = base().identity();
+    let p = id.with_pp(4).unwrap().with_microbatches(8).unwrap();
+    assert_eq!(p.stages.len(), 4);
+    let out = sound(&p);
+    assert!(out.job.coupled);
+    assert_eq!(
+        order(&p, &out, 0),
+        "F1 F2 F3 F4 B1 F5 B2 F6 B3 F7 B4 F8 B5 B6 B7 B8"
+    );
+    for k in 0..4 {
+        let s = rediscover(&p, &out, k);
+        assert_eq!(s.config.layers, Some(12), "stage {k}");
+        let want: Vec<String> = lumos_synth::one_f_one_b(k, 4, 8)
+            .into_iter()
+            .map(|x| match x {
+                lumos_synth::Pass::Forward(i) => format!("F{}", i + 1),
+                lumos_synth::Pass::Backward(i) => format!("B{}", i + 1),
+            })
+            .collect();
+        assert_eq!(s.steps[0].order(), want.join(" "), "stage {k}");
+        // Receives from the previous stage exactly where there is one.
+        let roles = s.report.stage_role.clone();
+        let want_role = match k {
+            0 => "first",
+            3 => "last",
+            _ => "middle",
+        };
+        assert_eq!(roles, want_role, "stage {k}");
+    }
+    // Every send meets its receive: 3 stage boundaries, 8 micro-batches,
+    // both directions, 2 steps; and one gradient-norm rendezvous per step.
+    let p2p = out
+        .job
+        .rendezvous
+        .iter()
+        .filter(|r| r.kind == lumos_graph::RendezvousKind::PointToPoint)
+        .count();
+    assert_eq!(p2p, 3 * 8 * 2 * 2);
+    assert_eq!(out.job.rendezvous.len() - p2p, 2);
+    // The middle stages hold inter-stream waits on both pipeline streams.
+    let st = &p.stages[1];
+    let waits = st
+        .graph
+        .edges
+        .iter()
+        .filter(|e| e.kind == DepKind::InterStream)
+        .count();
+    assert!(waits > 0);
+}
+
+#[test]
+fn pipeline_parallel_to_one_and_to_eight() {
+    let id = base().identity();
+    let p = id.with_pp(1).unwrap();
+    assert_eq!(p.stages.len(), 1);
+    let out = sound(&p);
+    let s = rediscover(&p, &out, 0);
+    assert_eq!(s.config.layers, Some(48));
+    assert_eq!(s.report.stage_role, "only");
+    assert!(out.job.rendezvous.is_empty());
+    let p = id.with_pp(8).unwrap().with_microbatches(16).unwrap();
+    assert_eq!(p.stages.len(), 8);
+    let out = sound(&p);
+    for k in [0usize, 3, 7] {
+        assert_eq!(rediscover(&p, &out, k).config.layers, Some(6));
+    }
+}
