@@ -115,3 +115,11 @@ pub fn mean_ms(steps: &[i64]) -> f64 {
 pub fn baseline(cfg: &SynthConfig) -> Baseline {
     Baseline::new(inputs(cfg)).unwrap()
 }
+
+/// The joint replay (stages coupled, as predictions are) of a synthesized
+/// job's traces: slowest stage per step, mean over steps, ms.
+pub fn joint_truth_ms(cfg: &SynthConfig) -> f64 {
+    let base = baseline(cfg);
+    let id = base.identity();
+    mean_ms(&id.simulate_job(id.job_coupled(true)).unwrap().step_ns)
+}
