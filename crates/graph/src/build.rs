@@ -62,7 +62,7 @@ struct Builder<'t> {
     /// GPU tasks each runtime call launched.
     launched: FxHashMap<TaskId, Vec<TaskId>>,
     /// The launching call of each GPU task.
-    launcher: FxHashMap<TaskId, TaskId>,
+    launcher: Vec<Option<TaskId>>,
     /// Position of each task in its processor's list.
     pos: Vec<u32>,
     /// Pid of each CPU thread processor.
@@ -90,7 +90,7 @@ impl<'t> Builder<'t> {
             streams: FxHashMap::default(),
             call_by_corr: FxHashMap::default(),
             launched: FxHashMap::default(),
-            launcher: FxHashMap::default(),
+            launcher: Vec::new(),
             pos: Vec::new(),
             thread_pid: FxHashMap::default(),
             incoming: Vec::new(),
@@ -196,7 +196,7 @@ impl<'t> Builder<'t> {
             let mut idx = by_thread.remove(&key).unwrap();
             // Parents before children: earlier start, then longer, then
             // annotations before ops before runtime calls.
-            idx.sort_by_key(|&i| {
+            idx.sort_unstable_by_key(|&i| {
                 let e = &t.events[i];
                 let rank = match e.category {
                     Category::UserAnnotation => 0,
@@ -311,7 +311,7 @@ impl<'t> Builder<'t> {
         keys.sort();
         for key in keys {
             let mut idx = by_stream.remove(&key).unwrap();
-            idx.sort_by_key(|&i| (t.events[i].ts_ns, t.events[i].correlation, i));
+            idx.sort_unstable_by_key(|&i| (t.events[i].ts_ns, t.events[i].correlation, i));
             let proc = self.processor(ProcKind::Stream {
                 device: key.0,
                 stream: key.1,
@@ -336,6 +336,7 @@ impl<'t> Builder<'t> {
     }
 
     fn launches(&mut self) {
+        self.launcher = vec![None; self.g.tasks.len()];
         for id in 0..self.g.tasks.len() {
             let tid = TaskId(id as u32);
             let task = &self.g.tasks[id];
@@ -349,7 +350,7 @@ impl<'t> Builder<'t> {
             match self.call_by_corr.get(&task.correlation) {
                 Some(&call) => {
                     self.g.task_scopes[id] = self.g.task_scopes[call.idx()];
-                    self.launcher.insert(tid, call);
+                    self.launcher[id] = Some(call);
                     self.launched.entry(call).or_default().push(tid);
                     self.edge(call, tid, DepKind::Launch, Anchor::Start);
                 }
@@ -414,8 +415,13 @@ impl<'t> Builder<'t> {
 
     /// The launch time of a GPU task: its call's start, or its own start
     /// when no call was recorded.
+    /// The call that launched a GPU task, if recorded.
+    fn launcher_of(&self, g: TaskId) -> Option<TaskId> {
+        self.launcher.get(g.idx()).copied().flatten()
+    }
+
     fn launch_time(&self, g: TaskId) -> i64 {
-        match self.launcher.get(&g) {
+        match self.launcher_of(g) {
             Some(c) => self.raw[c.idx()].start,
             None => self.raw[g.idx()].start,
         }
@@ -818,7 +824,7 @@ impl<'t> Builder<'t> {
     /// itself, it is split in two: the issuing part (which launches) and a
     /// waiting part right after it on the thread.
     fn add_sync(&mut self, call: TaskId, target: WaitTarget, awaited: Option<TaskId>, rule: Rule) {
-        let launches_awaited = awaited.is_some_and(|a| self.launcher.get(&a) == Some(&call));
+        let launches_awaited = awaited.is_some_and(|a| self.launcher_of(a) == Some(call));
         let waiter = if launches_awaited {
             self.split_call(call)
         } else {
@@ -853,6 +859,7 @@ impl<'t> Builder<'t> {
         self.raw.push(r);
         self.incoming.push(Vec::new());
         self.g.task_scopes.push(self.g.task_scopes[call.idx()]);
+        self.launcher.push(None);
         self.g.tasks[call.idx()].duration_ns = 0;
         self.raw[call.idx()].end = r.start;
         let p = self.pos[call.idx()] as usize + 1;
@@ -1145,7 +1152,7 @@ impl<'t> Builder<'t> {
             }
             let mut last = i64::MIN;
             for &g in &p.tasks {
-                if let Some(c) = self.launcher.get(&g) {
+                if let Some(c) = self.launcher.get(g.idx()).copied().flatten() {
                     let lt = self.raw[c.idx()].start;
                     if lt < last {
                         misordered += 1;
