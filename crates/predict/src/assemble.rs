@@ -228,6 +228,16 @@ pub(crate) fn assemble(
     // Edges leaving a unit for the next task on another processor: (new
     // source, target processor, its length after the unit, template edge).
     let mut forward: Vec<(TaskId, ProcId, usize, Edge)> = Vec::new();
+    // Correlation ids: a copy gets fresh ones (shared by a launch and its
+    // kernels, which are in one unit), so that the written timeline links
+    // each launch to its own kernels; the first use of an id keeps it.
+    let mut corr_used: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut next_corr: u64 = templates
+        .iter()
+        .flat_map(|t| t.graph.tasks.iter().map(|x| x.correlation))
+        .max()
+        .unwrap_or(0)
+        + 1;
     for &(uref, tag) in plan {
         let p = &prepared[uref.src as usize];
         let tg = p.t.graph;
@@ -235,8 +245,24 @@ pub(crate) fn assemble(
         // Where the copy starts on every processor, before it adds tasks.
         let base_len: Vec<usize> = g.processors.iter().map(|pr| pr.tasks.len()).collect();
         let mut new_id: FxHashMap<TaskId, TaskId> = FxHashMap::default();
+        let mut corr_here: FxHashMap<u64, u64> = FxHashMap::default();
         for &t in &unit.tasks {
             let task = &tg.tasks[t.idx()];
+            let correlation = match task.correlation {
+                0 => 0,
+                c => *corr_here
+                    .entry(c)
+                    .or_insert_with(|| match corr_used.get(&c) {
+                        Some(&src) if src != uref.src || copies.contains_key(&(uref.src, t)) => {
+                            next_corr += 1;
+                            next_corr - 1
+                        }
+                        _ => {
+                            corr_used.insert(c, uref.src);
+                            c
+                        }
+                    }),
+            };
             let id = TaskId(g.tasks.len() as u32);
             let proc = p.proc_map[task.proc.idx()];
             let collective = task.collective.map(|c| {
@@ -248,6 +274,7 @@ pub(crate) fn assemble(
                 name: p.name_map[task.name.0 as usize],
                 proc,
                 collective,
+                correlation,
                 ..task.clone()
             });
             g.processors[proc.idx()].tasks.push(id);

@@ -250,6 +250,11 @@ impl Baseline {
         }
         let mut start = gpu.network;
         start.gpus_per_node = inputs[0].ctx.gpus_per_node.max(1);
+        notes.push(format!(
+            "{} GPUs per node (the devices the trace lists); groups within a node use the \
+             intra-node link, others the inter-node one",
+            start.gpus_per_node
+        ));
         let pairs: Vec<(&Graph, &Structure)> =
             inputs.iter().map(|i| &i.graph).zip(&structures).collect();
         let network = NetworkCalibration::fit(&pairs, start, &format!("preset {}", gpu.name));

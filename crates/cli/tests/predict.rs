@@ -1,0 +1,268 @@
+//! End-to-end tests of `lumos predict` and of the structure `lumos inspect`
+//! reports.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn lumos() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_lumos"))
+}
+
+fn corpus(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces")
+        .join(rel)
+}
+
+fn temp_dir(what: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lumos-cli-predict-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn json(args: &[&str], paths: &[PathBuf]) -> serde_json::Value {
+    let out = lumos()
+        .args(args)
+        .arg("--json")
+        .args(paths)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "lumos {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// One rank per stage of a synthesized GPT tiny at TP2 x PP2 x DP2.
+fn synth_pipeline(dir: &Path) -> Vec<PathBuf> {
+    let out = lumos()
+        .args([
+            "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2",
+        ])
+        .args(["--microbatches", "4", "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect()
+}
+
+#[test]
+fn identity_prediction_is_the_replay() {
+    let path = corpus("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
+    let v = json(&["predict"], std::slice::from_ref(&path));
+    for s in v["steps"].as_array().unwrap() {
+        assert_eq!(s["replayed_ms"], s["predicted_ms"]);
+    }
+    assert_eq!(v["traced"], v["target"]);
+    assert_eq!(v["coupled"], false);
+    // The replay it shows is `lumos replay`'s.
+    let r = json(&["replay"], &[path]);
+    let replayed: Vec<f64> = r["traces"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["replayed_us"].as_f64().unwrap() / 1e3)
+        .collect();
+    let predicted: Vec<f64> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["predicted_ms"].as_f64().unwrap())
+        .collect();
+    for (a, b) in replayed.iter().zip(&predicted) {
+        assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    }
+}
+
+#[test]
+fn pipeline_prediction_with_timelines() {
+    let dir = temp_dir("pp");
+    let files = synth_pipeline(&dir.join("traces"));
+    assert_eq!(files.len(), 2);
+    let out_dir = dir.join("out");
+    let v = json(
+        &[
+            "predict",
+            "--pp",
+            "4",
+            "--microbatches",
+            "8",
+            "--layers",
+            "8",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &files,
+    );
+    assert_eq!(v["target"]["pp"], 4);
+    assert_eq!(v["stages"].as_array().unwrap().len(), 4);
+    assert_eq!(v["coupled"], true);
+    assert!(!v["assumptions"].as_array().unwrap().is_empty());
+    let sources: Vec<&str> = v["gpu_ms_by_source"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x[0].as_str().unwrap())
+        .collect();
+    assert!(sources.contains(&"modelled"));
+    // One Perfetto-readable timeline per stage, with the predicted steps.
+    let mut written: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    written.sort();
+    assert_eq!(written.len(), 4, "{written:?}");
+    let predicted: Vec<f64> = v["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step_ms"].as_f64().unwrap())
+        .collect();
+    for (k, f) in written.iter().enumerate() {
+        assert!(
+            f.to_str()
+                .unwrap()
+                .contains(&format!("stage{k}.predicted.json.gz")),
+            "{f:?}"
+        );
+        let t = json(&["inspect", "--per-trace"], std::slice::from_ref(f));
+        let steps = t["traces"][0]["steps"].as_array().unwrap();
+        let mean = steps
+            .iter()
+            .map(|s| s["measured_us"].as_f64().unwrap())
+            .sum::<f64>()
+            / steps.len() as f64
+            / 1e3;
+        assert!(
+            (mean - predicted[k]).abs() / predicted[k] < 0.01,
+            "{mean} vs {}",
+            predicted[k]
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn kernels_network_and_human_output() {
+    let dir = temp_dir("net");
+    let files = synth_pipeline(&dir.join("traces"));
+    std::fs::write(
+        dir.join("net.json"),
+        r#"{"preset": "h100", "inter_node": {"bandwidth_gbps": 25}}"#,
+    )
+    .unwrap();
+    let v = json(
+        &[
+            "predict",
+            "--dp",
+            "16",
+            "--network",
+            dir.join("net.json").to_str().unwrap(),
+        ],
+        &files,
+    );
+    assert!(v["calibration"]["target_network"]
+        .as_str()
+        .unwrap()
+        .contains("net.json"));
+    let slow = v["mean_predicted_ms"].as_f64().unwrap();
+    let v = json(&["predict", "--dp", "16"], &files);
+    assert!(slow > v["mean_predicted_ms"].as_f64().unwrap());
+    let v = json(
+        &[
+            "predict",
+            "--scale-kernels",
+            "class:gemm=0.5",
+            "--scale-kernels",
+            "flash=0.5",
+        ],
+        &files,
+    );
+    assert_eq!(v["kernel_scales"].as_array().unwrap().len(), 2);
+    let out = lumos()
+        .args(["predict", "--hidden", "2048", "--tp", "1"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "traced: tp2 pp2 dp2",
+        "target: tp1 pp2 dp2",
+        "predicted ms",
+        "GEMM curve",
+        "assumption: hidden 1024 -> 2048",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_arguments_fail_with_a_message() {
+    let path = corpus("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
+    let run = |args: &[&str]| {
+        lumos()
+            .arg("predict")
+            .args(args)
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--dp", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dp must be at least 1"));
+    let out = run(&["--network", "tpu-v9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tpu-v9"));
+    let out = run(&["--scale-kernels", "gemm"]);
+    assert_eq!(out.status.code(), Some(2));
+    // No layers found in a ResNet trace: layer edits are refused, not faked.
+    let out = run(&["--layers", "12"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("structural edits impossible"));
+}
+
+#[test]
+fn inspect_reports_structure() {
+    let dir = temp_dir("inspect");
+    let files = synth_pipeline(&dir);
+    let v = json(&["inspect", "--per-trace"], &files);
+    let s = &v["traces"][0]["structure"];
+    assert_eq!(s["stage_role"], "first");
+    assert_eq!(s["pass_order"], "F1 F2 B1 F3 B2 F4 B3 B4");
+    assert_eq!(s["one_f_one_b"], true);
+    assert_eq!(s["layers_per_pass"], 2);
+    assert_eq!(s["config"]["tp"], 2);
+    let classes: Vec<&str> = s["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["class"].as_str().unwrap())
+        .collect();
+    for c in ["data", "tensor", "pipeline", "model_parallel"] {
+        assert!(classes.contains(&c), "{c} not in {classes:?}");
+    }
+    let out = lumos()
+        .args(["inspect", "--per-trace"])
+        .arg(&files[1])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("structure: last stage"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,101 @@
+//! Data-parallel scaling on real DDP traces: by the end of each step, the
+//! timeline moves by no more than the communication the model added to (or
+//! removed from) that step and the ones before it (a step's GPU work can
+//! wait for the previous step's), and in the right direction; a trace whose
+//! gradient all-reduce is exposed does slow down.
+
+mod common;
+
+use common::*;
+use lumos_predict::{Baseline, GroupClass};
+
+/// Per step of stage 0: (how much later the step ends than in the replay,
+/// the data-parallel collectives' duration changes in this step and the
+/// ones before it).
+fn deltas(rel: &str, dp: u32) -> Vec<(i64, i64)> {
+    let trace = lumos_trace::read_path(&corpus(rel)).unwrap();
+    let base = Baseline::new(vec![input(&trace)]).unwrap();
+    let id = base.identity();
+    let replayed = id.simulate().unwrap();
+    let p = id.with_dp(dp).unwrap();
+    let out = p.simulate().unwrap();
+    let st = &p.stages[0];
+    let s = &base.structures[0];
+    let traced = &base.inputs[0].graph;
+    assert!(
+        s.comms.iter().any(|c| c.class == GroupClass::Data),
+        "{rel}: no data-parallel collectives"
+    );
+    let ends = |o: &lumos_predict::Outcome| -> Vec<i64> {
+        lumos_sim::step_spans(&st.graph, &o.schedule, None)
+            .iter()
+            .map(|x| x.end_ns)
+            .collect()
+    };
+    let (before, after) = (ends(&replayed), ends(&out));
+    let mut cumulative = 0;
+    st.graph
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(k, step)| {
+            cumulative += step
+                .tasks
+                .iter()
+                .filter(|t| {
+                    s.comm(st.origin[t.idx()].1)
+                        .is_some_and(|c| c.class == GroupClass::Data)
+                })
+                .map(|t| {
+                    st.graph.tasks[t.idx()].duration_ns
+                        - traced.tasks[st.origin[t.idx()].1.idx()].duration_ns
+                })
+                .sum::<i64>();
+            (after[k] - before[k], cumulative)
+        })
+        .collect()
+}
+
+#[test]
+fn doubling_dp_adds_at_most_the_modelled_communication() {
+    for (rel, from, to) in [
+        ("single-rank/mi300x-resnet-ddp-rank0of8.json.gz", 8, 16),
+        ("single-rank/a100-ddp-rank0of2-event-record.json.gz", 2, 4),
+        ("single-rank/v100-ddp-rank1of2-allreduce.json.gz", 2, 4),
+    ] {
+        let d = deltas(rel, to);
+        let mut grew = false;
+        for (k, &(delta, added)) in d.iter().enumerate() {
+            println!(
+                "{rel} dp {from} -> {to} step {k}: ends {:.3} ms later, {:.3} ms of communication added so far",
+                delta as f64 / 1e6,
+                added as f64 / 1e6
+            );
+            assert!(added > 0, "{rel}: nothing added");
+            assert!(delta >= 0, "{rel} step {k}: faster with more ranks");
+            assert!(
+                delta <= added,
+                "{rel} step {k}: {delta} ns > {added} ns added"
+            );
+            grew |= delta > 0;
+        }
+        // The ResNet trace waits for its all-reduces at the end of the step.
+        if rel.contains("mi300x") {
+            assert!(grew, "{rel}: exposed communication but no effect");
+        }
+    }
+}
+
+#[test]
+fn halving_dp_saves_at_most_the_modelled_communication() {
+    let rel = "single-rank/mi300x-resnet-ddp-rank0of8.json.gz";
+    for (k, (delta, added)) in deltas(rel, 4).into_iter().enumerate() {
+        println!(
+            "{rel} dp 8 -> 4 step {k}: ends {:.3} ms earlier, {:.3} ms of communication removed so far",
+            -delta as f64 / 1e6,
+            -added as f64 / 1e6
+        );
+        assert!(added < 0);
+        assert!(delta <= 0 && delta >= added, "step {k}: {delta} vs {added}");
+    }
+}
