@@ -1,6 +1,15 @@
-//! Synthetic validation: synthesize config A (one rank per stage), predict
-//! config B from it, synthesize B and compare iteration times.
+//! Synthetic validation of `lumos predict`, printed as the Markdown tables
+//! of docs/PREDICTION.md: synthesize configuration A (one rank per pipeline
+//! stage), predict each configuration B from it, synthesize B, and compare
+//! the predicted iteration time with B's traces replayed one by one (the
+//! traces' own times) and jointly (stages coupled, as predictions are).
+//!
+//! ```sh
+//! cargo run --release -p lumos-predict --example sweep            # GPT-3 15B
+//! cargo run --release -p lumos-predict --example sweep gpt-small
+//! ```
 use std::path::Path;
+use std::time::Instant;
 
 use lumos_predict::{Baseline, Input, Prediction, TraceContext};
 use lumos_synth::{GpuSpec, ModelPreset, Parallelism, SynthConfig};
@@ -25,27 +34,29 @@ fn inputs(cfg: &SynthConfig) -> Vec<Input> {
         .collect()
 }
 
-/// Replayed step time of a synthesized config: slowest stage, mean over steps.
-fn truth(cfg: &SynthConfig) -> f64 {
-    let ins = inputs(cfg);
-    let mut per_step: Vec<i64> = Vec::new();
-    for i in &ins {
-        let s = lumos_sim::simulate(&i.graph, &Default::default()).unwrap();
-        let sp = lumos_sim::step_spans(&i.graph, &s, None);
-        for (k, x) in sp.iter().enumerate() {
-            let d = x.end_ns - x.start_ns;
-            if per_step.len() <= k {
-                per_step.push(d)
-            } else {
-                per_step[k] = per_step[k].max(d)
-            }
-        }
-    }
-    per_step.iter().sum::<i64>() as f64 / per_step.len() as f64
+fn mean_ms(v: &[i64]) -> f64 {
+    v.iter().sum::<i64>() as f64 / v.len().max(1) as f64 / 1e6
+}
+
+/// B's traces replayed one by one (slowest stage per step) and jointly.
+fn truths(cfg: &SynthConfig) -> (f64, f64) {
+    let base = Baseline::new(inputs(cfg)).unwrap();
+    let id = base.identity();
+    let alone = mean_ms(&id.simulate().unwrap().step_ns);
+    let joint = mean_ms(&id.simulate_job(id.job_coupled(true)).unwrap().step_ns);
+    (alone, joint)
 }
 
 /// An edit from the base prediction to a target one.
 type Edit = Box<dyn for<'a> Fn(&Prediction<'a>) -> Result<Prediction<'a>, String>>;
+
+struct Case {
+    name: String,
+    /// tp x pp x dp, as the paper writes it.
+    layout: String,
+    b: SynthConfig,
+    edit: Edit,
+}
 
 fn cfg(model: &ModelPreset, tp: usize, pp: usize, dp: usize, m: usize) -> SynthConfig {
     SynthConfig::new(
@@ -56,140 +67,200 @@ fn cfg(model: &ModelPreset, tp: usize, pp: usize, dp: usize, m: usize) -> SynthC
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let model = ModelPreset::preset(args.get(1).map(|s| s.as_str()).unwrap_or("gpt3-15b")).unwrap();
-    let (tp, pp, dp, m) = (2, 2, 4, 4);
+    let name = std::env::args().nth(1).unwrap_or_else(|| "gpt3-15b".into());
+    let model = ModelPreset::preset(&name).unwrap();
+    let (tp, pp, dp, m) = if name == "gpt3-15b" {
+        (2, 2, 4, 4)
+    } else {
+        (2, 2, 2, 4)
+    };
     let a = cfg(&model, tp, pp, dp, m);
-    let t0 = std::time::Instant::now();
+    let t0 = Instant::now();
     let base = Baseline::new(inputs(&a)).unwrap();
-    eprintln!("baseline in {:?}; config {}", t0.elapsed(), base.config);
-    eprintln!("gemm {:?}", base.gemm);
-    eprintln!("net {:?}", base.network.links);
-    let which: Vec<String> = args.iter().skip(2).cloned().collect();
+    let base_s = t0.elapsed().as_secs_f64();
     let id = base.identity();
-    let o = id.simulate().unwrap();
-    let coupled = id.simulate_job(id.job_coupled(true)).unwrap();
-    let ta = truth(&a);
-    for (st, (a, b)) in o.stages.iter().zip(&coupled.stages).enumerate() {
-        println!(
-            "stage {st}: replay steps {:?} coupled {:?}",
-            a.step_ns, b.step_ns
-        );
-    }
-    if which.iter().any(|w| w == "none") {
-        for (label, out) in [("replay", &o), ("coupled", &coupled)] {
-            let g = &out.job.graph;
-            for (i, t) in g.tasks.iter().enumerate() {
-                if let Some(c) = t.collective {
-                    let c = &g.collectives[c as usize];
-                    if c.name == "send"
-                        || c.name == "recv"
-                        || (c.name == "allreduce" && c.bytes == Some(4))
-                    {
-                        let stage = out
-                            .job
-                            .parts
-                            .iter()
-                            .position(|p| p.contains(&(i as u32)))
-                            .unwrap();
-                        println!(
-                            "{label} stage {stage} {} {:?} start {:.3} end {:.3} dur {:.3}",
-                            c.name,
-                            c.seq,
-                            out.schedule.start_ns[i] as f64 / 1e6,
-                            out.schedule.end_ns[i] as f64 / 1e6,
-                            t.duration_ns as f64 / 1e6
-                        );
-                    }
-                }
-            }
-        }
-    }
+    let (a_alone, a_joint) = truths(&a);
     println!(
-        "A {}: replay {:.1} ms, identity {:.1} ms, coupled identity {:.1} ms",
-        base.config,
-        ta / 1e6,
-        o.mean_step_ns() / 1e6,
-        coupled.mean_step_ns() / 1e6
+        "A = {name} {tp}x{pp}x{dp} (tp x pp x dp), {m} micro-batches, H100 preset: traces {a_alone:.1} ms, \
+         joint replay {a_joint:.1} ms ({:+.2}%); discovery and calibration {base_s:.2} s",
+        (a_joint - a_alone) / a_alone * 100.0
     );
-    let mut cases: Vec<(String, SynthConfig, Edit)> = Vec::new();
-    for d in [8u32, 16, 32] {
-        cases.push((
-            format!("dp{d}"),
-            cfg(&model, tp, pp, d as usize, m),
-            Box::new(move |p| p.with_dp(d)),
-        ));
+    println!("GEMM fit: {:?}", base.gemm);
+    for l in &base.network.links {
+        println!("network fit: {l:?}");
     }
-    for l in [64u32, 96] {
+    println!();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut add = |n: &str, tp2: usize, pp2: usize, dp2: usize, layers: usize, hidden: usize| {
         let mut mm = model.clone();
-        mm.layers = l as usize;
-        cases.push((
-            format!("layers{l}"),
-            cfg(&mm, tp, pp, dp, m),
-            Box::new(move |p| p.with_layers(l)),
-        ));
+        mm.layers = layers;
+        mm.hidden = hidden;
+        mm.ffn_hidden = 4 * hidden;
+        let micro = if pp2 == pp { m } else { tp2 * pp2 };
+        let (l0, h0) = (model.layers, model.hidden);
+        cases.push(Case {
+            name: n.into(),
+            layout: format!("{tp2}x{pp2}x{dp2}"),
+            b: cfg(&mm, tp2, pp2, dp2, micro),
+            edit: Box::new(move |p| {
+                let mut p = p.clone();
+                if pp2 != pp {
+                    p = p.with_pp(pp2 as u32)?.with_microbatches(micro as u32)?;
+                }
+                if dp2 != dp {
+                    p = p.with_dp(dp2 as u32)?;
+                }
+                if layers != l0 {
+                    p = p.with_layers(layers as u32)?;
+                }
+                if hidden != h0 {
+                    p = p.with_hidden(hidden as u64)?;
+                }
+                if tp2 != tp {
+                    p = p.with_tp(tp2 as u32)?;
+                }
+                Ok(p)
+            }),
+        });
+    };
+    let (l, h) = (model.layers, model.hidden);
+    for d in [2 * dp, 4 * dp, 8 * dp] {
+        add(&format!("dp {d}"), tp, pp, d, l, h);
     }
-    for h in [9216u64, 12288] {
-        let mut mm = model.clone();
-        mm.hidden = h as usize;
-        mm.ffn_hidden = 4 * h as usize;
-        cases.push((
-            format!("hidden{h}"),
-            cfg(&mm, tp, pp, dp, m),
-            Box::new(move |p| p.with_hidden(h)),
-        ));
+    for (x, y) in [(4, 3), (2, 1)] {
+        add(&format!("layers {}", l * x / y), tp, pp, dp, l * x / y, h);
     }
-    for p2 in [4u32, 8] {
-        let mb = 2 * p2;
-        cases.push((
-            format!("pp{p2}"),
-            cfg(&model, tp, p2 as usize, dp, mb as usize),
-            Box::new(move |p| p.with_pp(p2)?.with_microbatches(mb)),
-        ));
+    for (x, y) in [(3, 2), (2, 1)] {
+        add(&format!("hidden {}", h * x / y), tp, pp, dp, l, h * x / y);
     }
-    cases.push((
-        "mb8".into(),
-        cfg(&model, tp, pp, dp, 8),
-        Box::new(|p| p.with_microbatches(8)),
-    ));
-    cases.push((
-        "tp4".into(),
-        cfg(&model, 4, pp, dp, m),
-        Box::new(|p| p.with_tp(4)),
-    ));
-    let mut errs = Vec::new();
-    for (name, b, f) in cases {
-        if !which.is_empty() && !which.contains(&name) {
-            continue;
-        }
-        let t0 = std::time::Instant::now();
-        let pred = match f(&id) {
-            Ok(p) => p,
-            Err(e) => {
-                println!("{name}: {e}");
-                continue;
-            }
-        };
-        let out = match pred.simulate() {
+    for p2 in [4, 8] {
+        add(&format!("pp {p2}"), tp, p2, dp, l, h);
+    }
+    add("pp 4, dp x2", tp, 4, 2 * dp, l, h);
+    add("pp 8, dp x2", tp, 8, 2 * dp, l, h);
+    add("pp 4, dp x4", tp, 4, 4 * dp, l, h);
+    add("tp 4", 4, pp, dp, l, h);
+    add("pp 1", tp, 1, dp, l, h);
+    println!("| B | tp x pp x dp | traces (ms) | joint replay (ms) | predicted (ms) | error vs traces | error vs joint replay | prediction time (s) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    let (mut e1, mut e2) = (Vec::new(), Vec::new());
+    for c in cases {
+        let t0 = Instant::now();
+        let out = (c.edit)(&id).and_then(|p| p.simulate());
+        let secs = t0.elapsed().as_secs_f64();
+        let out = match out {
             Ok(o) => o,
             Err(e) => {
-                println!("{name}: {e}");
+                println!("| {} | {} | | | | failed: {e} | | |", c.name, c.layout);
                 continue;
             }
         };
-        let dt = t0.elapsed();
-        let tb = truth(&b);
-        let err = (out.mean_step_ns() - tb) / tb * 100.0;
-        errs.push(err.abs());
-        let dropped: usize = pred.stages.iter().map(|s| s.dropped_edges).sum();
-        println!("{name:10} predicted {:8.1} ms  truth {:8.1} ms  error {:+6.2}%  (stages {:?}, dropped edges {dropped}, {:?})", out.mean_step_ns() / 1e6, tb / 1e6, err,
-            out.stages.iter().map(|s| format!("{:.1}", s.step_ns.iter().sum::<i64>() as f64 / s.step_ns.len() as f64 / 1e6)).collect::<Vec<_>>(), dt);
-    }
-    if !errs.is_empty() {
+        let got = out.mean_step_ns() / 1e6;
+        let (alone, joint) = truths(&c.b);
+        if std::env::var("SWEEP_STAGES").is_ok() {
+            let b = Baseline::new(inputs(&c.b)).unwrap();
+            let bid = b.identity();
+            let bj = bid.simulate_job(bid.job_coupled(true)).unwrap();
+            let tot = |g: &lumos_graph::Graph| {
+                let mut v = [0i64; 4];
+                for t in &g.tasks {
+                    let k = if !t.kind.is_gpu() {
+                        0
+                    } else if t.is_comm() {
+                        2
+                    } else {
+                        1
+                    };
+                    v[k] += t.duration_ns;
+                    v[3] += 1;
+                }
+                format!(
+                    "cpu {:.2} gpu {:.2} comm {:.2} tasks {}",
+                    v[0] as f64 / 1e6,
+                    v[1] as f64 / 1e6,
+                    v[2] as f64 / 1e6,
+                    v[3]
+                )
+            };
+            let pred = (c.edit)(&id).unwrap();
+            for (k, st) in pred.stages.iter().enumerate() {
+                println!("  stage {k} predicted {}", tot(&st.graph));
+                println!("  stage {k} truth     {}", tot(&b.inputs[k].graph));
+            }
+            if pred.stages.len() == 1 {
+                let st = &pred.stages[0];
+                let part = out.job.parts[0].clone();
+                let meas = lumos_graph::Measured {
+                    tasks: (part.start as usize..part.end as usize)
+                        .map(|i| lumos_graph::Span {
+                            start_ns: out.schedule.start_ns[i],
+                            end_ns: out.schedule.end_ns[i],
+                        })
+                        .collect(),
+                    ..Default::default()
+                };
+                let rs = lumos_predict::discover(&st.graph, &meas, &b.inputs[0].ctx);
+                let ts = &b.structures[0];
+                let span = |s: &lumos_predict::Structure,
+                            m: &lumos_graph::Measured,
+                            us: &[u32]|
+                 -> (f64, f64) {
+                    let lo = us
+                        .iter()
+                        .map(|&u| s.units.units[u as usize].start_ns)
+                        .min()
+                        .unwrap_or(0);
+                    let hi = us
+                        .iter()
+                        .map(|&u| s.units.units[u as usize].end_ns)
+                        .max()
+                        .unwrap_or(0);
+                    let _ = m;
+                    (lo as f64 / 1e6, hi as f64 / 1e6)
+                };
+                for (x, y) in rs.steps[0].passes.iter().zip(&ts.steps[0].passes) {
+                    let ux: Vec<u32> = x.units().collect();
+                    let uy: Vec<u32> = y.units().collect();
+                    let (a0, a1) = span(&rs, &meas, &ux);
+                    let (b0, b1) = span(ts, &b.inputs[0].measured, &uy);
+                    println!(
+                        "  {:?}{} predicted {:.2}-{:.2} ({:.2}) truth {:.2}-{:.2} ({:.2})",
+                        x.kind,
+                        x.microbatch + 1,
+                        a0,
+                        a1,
+                        a1 - a0,
+                        b0,
+                        b1,
+                        b1 - b0
+                    );
+                }
+            }
+            for (x, y) in out.stages.iter().zip(&bj.stages) {
+                println!(
+                    "  stage {}: predicted {:.2} joint truth {:.2}",
+                    x.stage,
+                    mean_ms(&x.step_ns),
+                    mean_ms(&y.step_ns)
+                );
+            }
+        }
+        let (x, y) = ((got - alone) / alone * 100.0, (got - joint) / joint * 100.0);
+        e1.push(x.abs());
+        e2.push(y.abs());
         println!(
-            "mean |error| {:.2}% over {}",
-            errs.iter().sum::<f64>() / errs.len() as f64,
-            errs.len()
+            "| {} | {} | {alone:.1} | {joint:.1} | {got:.1} | {x:+.2}% | {y:+.2}% | {secs:.2} |",
+            c.name, c.layout
         );
     }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    println!(
+        "\nmean |error| {:.2}% (max {:.2}%) against the traces, {:.2}% (max {:.2}%) against their joint replay, {} configurations",
+        mean(&e1),
+        max(&e1),
+        mean(&e2),
+        max(&e2),
+        e1.len()
+    );
 }

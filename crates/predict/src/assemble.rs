@@ -25,6 +25,14 @@
 //! template. Where both views give the same edge, the one from the target's
 //! side is kept.
 //!
+//! One dependency is structural rather than copied: `loss.backward()`
+//! blocks the main thread until the autograd thread is done, so after a
+//! backward burst the next main-thread unit waits for the burst's last task.
+//! A unit that followed a burst in its template brings that edge along (or
+//! the trace showed none); one that did not (a forward copied from the
+//! warm-up, where it followed a forward) gets it added, with the primary
+//! template's typical hand-over latency from the autograd thread.
+//!
 //! The identity sequence (every unit once, in its own order) gives back the
 //! graph it came from, task for task: new tasks are numbered by (template,
 //! task id, copy), which for the identity is the original numbering.
@@ -238,6 +246,8 @@ pub(crate) fn assemble(
         .max()
         .unwrap_or(0)
         + 1;
+    // First and last CPU task of each emitted unit, and its thread.
+    let mut unit_cpu: Vec<Option<(TaskId, TaskId, ProcId)>> = Vec::with_capacity(plan.len());
     for &(uref, tag) in plan {
         let p = &prepared[uref.src as usize];
         let tg = p.t.graph;
@@ -290,6 +300,14 @@ pub(crate) fn assemble(
                 step_members.entry(si).or_default().push(id);
             }
         }
+        unit_cpu.push(match (unit.cpu().first(), unit.cpu().last()) {
+            (Some(a), Some(b)) => Some((
+                new_id[a],
+                new_id[b],
+                p.proc_map[tg.tasks[a.idx()].proc.idx()],
+            )),
+            _ => None,
+        });
         // Re-attaches a source outside the unit by its position before it;
         // `by_name` asks for the same name when it is not the task right
         // before.
@@ -387,6 +405,60 @@ pub(crate) fn assemble(
 
     let mut have: rustc_hash::FxHashSet<(TaskId, TaskId, DepKind)> =
         g.edges.iter().map(|e| (e.from, e.to, e.kind)).collect();
+    // The main thread waits for each backward burst to end.
+    if let (Some(&main), Some(&bwd)) = (keys.get("main"), keys.get("backward")) {
+        let handover = {
+            let pt_main = pt
+                .structure
+                .steps
+                .iter()
+                .map(|s| s.main)
+                .collect::<Vec<_>>();
+            let mut lat: Vec<i64> = pt
+                .graph
+                .edges
+                .iter()
+                .filter(|e| e.kind == DepKind::InterThread)
+                .filter(|e| {
+                    pt_main.contains(&pt.graph.tasks[e.to.idx()].proc)
+                        && !pt_main.contains(&pt.graph.tasks[e.from.idx()].proc)
+                })
+                .map(|e| e.latency_ns)
+                .collect();
+            lat.sort_unstable();
+            lat.get(lat.len() / 2).copied().unwrap_or(0)
+        };
+        // Whether a template unit came right after a backward-thread unit.
+        let after_burst = |uref: UnitRef| -> bool {
+            let t = prepared[uref.src as usize].t;
+            uref.unit.checked_sub(1).is_some_and(|prev| {
+                let th = t.structure.units.units[prev as usize].thread;
+                t.structure.steps.iter().any(|s| s.backward.contains(&th))
+            })
+        };
+        let mut burst_end: Option<TaskId> = None;
+        for (k, &(uref, tag)) in plan.iter().enumerate() {
+            let Some((first, last, proc)) = unit_cpu[k] else {
+                continue;
+            };
+            let in_backward = matches!(tag.pass, Some((PassKind::Backward, _)));
+            if proc == bwd && in_backward {
+                burst_end = Some(last);
+            } else if proc == main {
+                if let Some(from) = burst_end.take() {
+                    if !after_burst(uref) && have.insert((from, first, DepKind::InterThread)) {
+                        g.edges.push(Edge {
+                            from,
+                            to: first,
+                            kind: DepKind::InterThread,
+                            anchor: lumos_graph::Anchor::End,
+                            latency_ns: handover,
+                        });
+                    }
+                }
+            }
+        }
+    }
     for (from, q, at, e) in forward {
         if let Some(&to) = g.processors[q.idx()].tasks.get(at) {
             if to != from && have.insert((from, to, e.kind)) {

@@ -1,4 +1,69 @@
-//! Predicting new training configurations by editing the execution graph.
+//! Predicting new training configurations by editing the execution graph
+//! (method.md section 6).
+//!
+//! Data flows one way:
+//!
+//! ```text
+//! Graph + Measured + TraceContext (one per traced rank / pipeline stage)
+//!   --discover--> Structure: units, steps, passes, layers, work classes,
+//!                 parallel groups, configuration, StructureReport
+//!   --Baseline::new--> calibrated models (GEMM curve, network), parameters
+//!   --Prediction::with_*--> Target, stage graphs rebuilt and re-timed
+//!   --Prediction::simulate--> Outcome (steps, breakdown per stage)
+//! ```
+//!
+//! - [`discover`] finds, in one rank's graph, the step's prologue, the
+//!   forward and backward pass of each micro-batch with their transformer
+//!   layers (from scopes named like layers, else the repeated block of
+//!   top-level operators), the optimizer epilogue, the GEMMs with their
+//!   shapes, and which collectives serve data, tensor, pipeline or
+//!   model-parallel groups, each finding with its confidence.
+//! - [`Baseline`] holds the traced ranks (one per pipeline stage, or one
+//!   rank), the traced [`Config`], the GEMM efficiency curve and network
+//!   model calibrated on them ([`GemmCalibration`], [`NetworkCalibration`];
+//!   replaceable through [`Baseline::with_models`]).
+//! - A [`Prediction`] is built by edits, each a function returning a new
+//!   prediction with new graphs: [`Prediction::with_dp`],
+//!   [`Prediction::with_tp`], [`Prediction::with_pp`],
+//!   [`Prediction::with_microbatches`], [`Prediction::with_layers`],
+//!   [`Prediction::with_hidden`], [`Prediction::with_ffn`],
+//!   [`Prediction::with_kernel_scale`], [`Prediction::with_network`].
+//!   Structural edits copy units of the traced graphs in a new order
+//!   (layers cloned or removed in every pass, passes in the 1F1B order of
+//!   each new stage), re-attaching every dependency by its position;
+//!   durations are then recomputed from the traced ones with the models,
+//!   each tagged with its [`Source`]. The graphs never hold a measured
+//!   start.
+//! - [`Prediction::simulate`] replays them; several stages replay together,
+//!   coupled by their transfers.
+//!
+//! See docs/PREDICTION.md for the method, its assumptions and its
+//! validation.
+//!
+//! ```
+//! use std::path::Path;
+//! use lumos_predict::{Baseline, Input, TraceContext};
+//! use lumos_synth::{synthesize_rank, GpuSpec, ModelPreset, Parallelism, SynthConfig};
+//!
+//! // One rank of a small data-parallel job...
+//! let cfg = SynthConfig::new(
+//!     ModelPreset::preset("gpt-tiny").unwrap(),
+//!     Parallelism::new(1, 1, 2, 2),
+//!     GpuSpec::h100(),
+//! );
+//! let text = synthesize_rank(&cfg, 0).unwrap();
+//! let trace = lumos_trace::read_bytes(Path::new("rank0.json"), text.as_bytes()).unwrap();
+//! let (graph, measured, _) = lumos_graph::build(&trace);
+//! let ctx = TraceContext::from_trace(&trace, &measured);
+//! let base = Baseline::new(vec![Input { name: "rank0".into(), graph, measured, ctx }]).unwrap();
+//! assert_eq!(base.config.layers, 4);
+//!
+//! // ...predicted with twice the layers and sixteen data-parallel ranks.
+//! let p = base.identity().with_layers(8).unwrap().with_dp(16).unwrap();
+//! let replayed = base.identity().simulate().unwrap();
+//! let predicted = p.simulate().unwrap();
+//! assert!(predicted.mean_step_ns() > replayed.mean_step_ns());
+//! ```
 #![deny(missing_docs)]
 
 mod assemble;
@@ -20,7 +85,8 @@ pub use models::{
 };
 pub use plan::StageRole;
 pub use predict::{
-    Baseline, Input, Job, Outcome, ParamCount, PredictedStage, Prediction, StageOutcome, Target,
+    Baseline, Input, Job, Models, Outcome, ParamCount, PredictedStage, Prediction, StageOutcome,
+    Target,
 };
 pub use shapes::GemmShape;
 pub use structure::{

@@ -42,13 +42,17 @@ use lumos_sim::{
     SimOptions,
 };
 use lumos_synth::{CollectiveKind, NetworkModel};
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::assemble::{assemble, identity_plan, Tag, Template};
 use crate::config::{Config, Coord, KernelScale, Layout};
 use crate::context::TraceContext;
-use crate::models::{gpu_for_device, CommModel, GemmCalibration, NetworkCalibration, Source};
+use crate::models::{
+    gpu_for_device, CommModel, ComputeModel, GemmCalibration, NetworkCalibration, Source,
+};
 use crate::plan::{plan_stage, Source as PlanSource, StageRole, StageTarget};
 use crate::structure::{discover, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass};
 
@@ -104,6 +108,9 @@ pub struct Baseline {
     pub gemm: GemmCalibration,
     /// The network model calibrated on the inputs.
     pub network: NetworkCalibration,
+    /// The models durations are recomputed with: by default the calibrated
+    /// GEMM curve and network; replace them with [`Baseline::with_models`].
+    pub models: Models,
     /// Parameters per input.
     pub params: Vec<ParamCount>,
     /// Sequence parallelism in the trace.
@@ -112,6 +119,18 @@ pub struct Baseline {
     pub distributed_optimizer: bool,
     /// What was assumed in reading the inputs.
     pub notes: Vec<String>,
+}
+
+/// The duration models a prediction uses.
+#[derive(Clone)]
+pub struct Models {
+    /// GEMM (and attention) time from FLOPs.
+    pub compute: Arc<dyn ComputeModel + Send + Sync>,
+    /// Collective time of the traced system.
+    pub comm: Arc<dyn CommModel + Send + Sync>,
+    /// True when `comm` is the network calibrated on the trace (durations
+    /// on links it never saw are then tagged as modelled).
+    pub calibrated: bool,
 }
 
 /// What to predict: a configuration, kernel speed-ups, a network.
@@ -263,6 +282,11 @@ impl Baseline {
             .zip(&structures)
             .map(|(i, s)| param_count(&i.graph, s, &config))
             .collect();
+        let models = Models {
+            compute: Arc::new(gemm.model()),
+            comm: Arc::new(network.model()),
+            calibrated: true,
+        };
         let sequence_parallel = d0.sequence_parallel.unwrap_or(false);
         let distributed_optimizer = d0.distributed_optimizer.unwrap_or(false);
         Ok(Baseline {
@@ -274,11 +298,29 @@ impl Baseline {
             complete,
             gemm,
             network,
+            models,
             params,
             sequence_parallel,
             distributed_optimizer,
             notes,
         })
+    }
+
+    /// The baseline with other duration models: `compute` for GEMMs and
+    /// attention, `comm` for collectives on the traced system (a target
+    /// network given with [`Prediction::with_network`] still replaces it
+    /// for the predicted side).
+    pub fn with_models(
+        mut self,
+        compute: Arc<dyn ComputeModel + Send + Sync>,
+        comm: Arc<dyn CommModel + Send + Sync>,
+    ) -> Baseline {
+        self.models = Models {
+            compute,
+            comm,
+            calibrated: false,
+        };
+        self
     }
 
     /// The prediction for the traced configuration: the traced graphs,
@@ -641,9 +683,12 @@ fn retime(p: &mut Prediction) {
     let base = p.base;
     let target = &p.target;
     let r = Ratios::of(&base.config, &target.config);
-    let gemm = base.gemm.model();
-    let base_net = base.network.model();
-    let target_net = target.network.as_ref().map_or(base_net, |(n, _)| *n);
+    let gemm = &*base.models.compute;
+    let base_net = &*base.models.comm;
+    let target_net: &dyn CommModel = match &target.network {
+        Some((n, _)) => n,
+        None => base_net,
+    };
     let old_layout = Layout::of(&base.config);
     let new_layout = Layout::of(&target.config);
     let (h, f, t) = (base.config.hidden, base.config.ffn, base.config.tp as u64);
@@ -761,7 +806,7 @@ fn retime(p: &mut Prediction) {
                         * r.tp_shard;
                     scaled(
                         traced,
-                        gemm.time_ns(sh.flops() * ratio) / gemm.time_ns(sh.flops()),
+                        gemm.gemm_ns(sh.flops() * ratio) / gemm.gemm_ns(sh.flops()),
                     )
                 }
                 WorkClass::Attention(dims) => {
@@ -769,7 +814,7 @@ fn retime(p: &mut Prediction) {
                     match dims {
                         Some([b, sq, heads, hd]) => {
                             let fl = 2.0 * (b * sq * sq * heads * hd) as f64;
-                            scaled(traced, gemm.time_ns(fl * ratio) / gemm.time_ns(fl))
+                            scaled(traced, gemm.gemm_ns(fl * ratio) / gemm.gemm_ns(fl))
                         }
                         None => scaled(traced, ratio),
                     }
@@ -870,11 +915,28 @@ fn retime(p: &mut Prediction) {
                         ),
                         GroupClass::Other => (c.ranks.clone(), c.ranks.clone(), 1.0),
                     };
+                    // A transfer between stages or the reduction over all
+                    // stages waited for the other stages in the trace; in a
+                    // single-stage pipeline nothing is left to wait for.
+                    let waited_for_stages =
+                        matches!(c.class, GroupClass::Pipeline | GroupClass::ModelParallel)
+                            && base.config.pp > 1
+                            && target.config.pp == 1;
                     match c.kind {
+                        Some(kind) if waited_for_stages => {
+                            let bytes = c.bytes.unwrap_or(0);
+                            let new_bytes = (bytes as f64 * bytes_ratio).round() as u64;
+                            let t = if new_ranks.len() < 2 {
+                                0.0
+                            } else {
+                                target_net.collective_ns(kind, new_bytes, &new_ranks)
+                            };
+                            (t, Source::Modelled)
+                        }
                         Some(kind) if old_ranks.len() >= 2 || new_ranks.len() >= 2 => {
                             let bytes = c
                                 .bytes
-                                .unwrap_or_else(|| invert(&base_net, kind, traced, &old_ranks));
+                                .unwrap_or_else(|| invert(base_net, kind, traced, &old_ranks));
                             let new_bytes = (bytes as f64 * bytes_ratio).round() as u64;
                             let same = new_bytes == bytes
                                 && new_ranks == old_ranks
@@ -889,7 +951,9 @@ fn retime(p: &mut Prediction) {
                                 let old_t = base_net.collective_ns(kind, bytes, &old_ranks);
                                 let new_t = target_net.collective_ns(kind, new_bytes, &new_ranks);
                                 let d = (traced as f64 + new_t - old_t).max(0.0);
-                                let src_tag = if base.network.calibrated_for(&new_ranks) {
+                                let src_tag = if !base.models.calibrated
+                                    || base.network.calibrated_for(&new_ranks)
+                                {
                                     Source::Scaled
                                 } else {
                                     Source::Modelled
@@ -954,7 +1018,7 @@ fn dim_ratio(
 
 /// The message size a collective of measured duration `ns` moves under
 /// `net`, for traces that do not record it.
-fn invert(net: &NetworkModel, kind: CollectiveKind, ns: i64, ranks: &[i64]) -> u64 {
+fn invert(net: &dyn CommModel, kind: CollectiveKind, ns: i64, ranks: &[i64]) -> u64 {
     let n = ranks.len().max(2);
     let zero = net.collective_ns(kind, 0, ranks);
     let per_byte = (net.collective_ns(kind, 1 << 30, ranks) - zero) / (1u64 << 30) as f64;
@@ -1157,11 +1221,10 @@ impl Prediction<'_> {
         rendezvous: &mut Vec<Rendezvous>,
     ) {
         let base = self.base;
-        let net = self
-            .target
-            .network
-            .as_ref()
-            .map_or(base.network.model(), |(n, _)| *n);
+        let net: &dyn CommModel = match &self.target.network {
+            Some((n, _)) => n,
+            None => &*base.models.comm,
+        };
         let layout = Layout::of(&self.target.config);
         let r = Ratios::of(&base.config, &self.target.config);
         // (stage, step, kind, microbatch, send?) -> task

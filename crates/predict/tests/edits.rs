@@ -336,3 +336,37 @@ fn pipeline_parallel_to_one_and_to_eight() {
         assert_eq!(rediscover(&p, &out, k).config.layers, Some(6));
     }
 }
+
+/// A caller's own compute model replaces the fitted curve: with GEMM time
+/// proportional to FLOPs, doubling the hidden size makes every weight GEMM
+/// exactly as much longer as its FLOPs grow.
+#[test]
+fn compute_models_plug_in() {
+    struct Linear;
+    impl lumos_predict::ComputeModel for Linear {
+        fn gemm_ns(&self, flops: f64) -> f64 {
+            flops / 500.0
+        }
+    }
+    let base = baseline(&config(&model("gpt-tiny", None, None), 2, 2, 2, 4));
+    let comm = base.models.comm.clone();
+    let base = base.with_models(std::sync::Arc::new(Linear), comm);
+    let p = base.identity().with_hidden(2048).unwrap();
+    sound(&p);
+    let st = &p.stages[0];
+    let mut checked = 0;
+    for (i, t) in st.graph.tasks.iter().enumerate() {
+        let tt = st.origin[i].1;
+        if let WorkClass::Gemm(sh) = base.structures[0].work[tt.idx()] {
+            let traced = base.inputs[0].graph.tasks[tt.idx()].duration_ns as f64;
+            let r = t.duration_ns as f64 / traced;
+            // x2 per weight dimension that is hidden-like (h, h/tp, 3h/tp)
+            // or FFN-like (ffn, ffn/tp); tokens and vocabulary do not grow.
+            let grows = |d: u64| [1024, 512, 1536, 4096, 2048].contains(&d);
+            let want = 2f64.powi(i32::from(grows(sh.k)) + i32::from(grows(sh.n)));
+            assert!((r - want).abs() < 0.01, "{sh:?}: x{r}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+}
