@@ -90,9 +90,9 @@ pub use predict::{
 };
 pub use shapes::GemmShape;
 pub use structure::{
-    discover, CommInfo, Confidence, DiscoveredConfig, Finding, GroupClass, GroupReport,
-    LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role, StepStructure, Structure,
-    StructureReport, WorkClass,
+    discover, discover_with_hint, CommInfo, Confidence, DiscoveredConfig, Finding, GroupClass,
+    GroupReport, LayerHint, LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role,
+    StepStructure, Structure, StructureReport, WorkClass,
 };
 pub use units::{Unit, Units, NO_UNIT};
 

@@ -119,23 +119,63 @@ fn split_p2p(s: &Structure, us: &[u32]) -> (Vec<u32>, Vec<u32>) {
     (p2p, other)
 }
 
-/// The template pass to copy for micro-batch `k` of `m_new`: forward `k`
-/// (the last traced one beyond), backward `k` unless it is the last, whose
-/// template is the traced last backward (it carries the gradient
-/// reduction).
-fn pick(s: &Structure, step: usize, kind: PassKind, k: u32, m_new: u32) -> Option<&PassStructure> {
+/// The template pass to copy for micro-batch `k` of `m_new`, coming after a
+/// pass of kind `prev` (`None` at the start of the step). The last backward
+/// comes from the traced last backward (it carries the gradient reduction);
+/// any other pass from a traced pass of its kind that came after the same
+/// kind of pass where there is one, since the gaps and waits a pass starts
+/// with depend on what ran before it (after a backward, the main thread has
+/// waited for the autograd thread), then the micro-batch closest to `k`.
+fn pick(
+    s: &Structure,
+    step: usize,
+    kind: PassKind,
+    k: u32,
+    m_new: u32,
+    prev: Option<PassKind>,
+) -> Option<&PassStructure> {
     let step = &s.steps[step.min(s.steps.len().checked_sub(1)?)];
-    let of_kind: Vec<&PassStructure> = step.passes.iter().filter(|p| p.kind == kind).collect();
-    let m = of_kind.len() as u32;
+    let with_prev: Vec<(Option<PassKind>, &PassStructure)> = step
+        .passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (i.checked_sub(1).map(|j| step.passes[j].kind), p))
+        .filter(|(_, p)| p.kind == kind)
+        .collect();
+    let m = with_prev.len() as u32;
     if m == 0 {
         return None;
     }
+    if kind == PassKind::Backward && k + 1 == m_new {
+        return with_prev
+            .iter()
+            .map(|x| x.1)
+            .find(|p| p.microbatch == m - 1);
+    }
     let want = match kind {
         PassKind::Forward => k.min(m - 1),
-        PassKind::Backward if k + 1 == m_new => m - 1,
         PassKind::Backward => k.min(m.saturating_sub(2)),
     };
-    of_kind.into_iter().find(|p| p.microbatch == want)
+    // A backward other than the last must not carry the last one's
+    // gradient reduction.
+    let usable: Vec<&(Option<PassKind>, &PassStructure)> = with_prev
+        .iter()
+        .filter(|(_, p)| kind == PassKind::Forward || m == 1 || p.microbatch + 1 < m)
+        .collect();
+    fn closest<'a>(
+        c: &[&(Option<PassKind>, &'a PassStructure)],
+        want: u32,
+    ) -> Option<&'a PassStructure> {
+        c.iter()
+            .min_by_key(|(_, p)| (p.microbatch as i64 - want as i64).abs())
+            .map(|x| x.1)
+    }
+    let same: Vec<&(Option<PassKind>, &PassStructure)> = usable
+        .iter()
+        .copied()
+        .filter(|(pk, _)| *pk == prev)
+        .collect();
+    closest(&same, want).or_else(|| closest(&usable, want))
 }
 
 /// `want` layers from a pass's layers: the first half and the last half
@@ -265,14 +305,15 @@ pub(crate) fn plan_stage(
         for r in refs(primary, &step.prologue) {
             units.push((r, setup));
         }
-        for &(kind, k) in &passes {
+        for (pi, &(kind, k)) in passes.iter().enumerate() {
+            let prev = pi.checked_sub(1).map(|j| passes[j].0);
             let tag = Tag {
                 step: Some(si as u32),
                 pass: Some((kind, k)),
                 setup: false,
             };
             let pass_in = |src: usize| {
-                pick(sources[src].structure, si, kind, k, t.microbatches).ok_or_else(|| {
+                pick(sources[src].structure, si, kind, k, t.microbatches, prev).ok_or_else(|| {
                     format!(
                         "the trace of stage {} has no {kind:?} pass to copy",
                         sources[src].stage

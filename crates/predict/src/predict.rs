@@ -54,7 +54,9 @@ use crate::models::{
     gpu_for_device, CommModel, ComputeModel, GemmCalibration, NetworkCalibration, Source,
 };
 use crate::plan::{plan_stage, Source as PlanSource, StageRole, StageTarget};
-use crate::structure::{discover, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass};
+use crate::structure::{
+    discover, discover_with_hint, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass,
+};
 
 /// One traced rank: its graph, ground truth and metadata.
 pub struct Input {
@@ -96,6 +98,9 @@ pub struct Baseline {
     pub inputs: Vec<Input>,
     /// What discovery found in each.
     pub structures: Vec<Structure>,
+    /// Each input's graph as structural edits copy it: the main thread's
+    /// waits for backward bursts made explicit (see the `assemble` module).
+    pub templates: Vec<Graph>,
     /// Each input's role in its pipeline.
     pub roles: Vec<StageRole>,
     /// Each input's stage index.
@@ -186,10 +191,27 @@ impl Baseline {
             return Err("no inputs".into());
         }
         let mut notes = Vec::new();
-        let structures: Vec<Structure> = inputs
+        let mut structures: Vec<Structure> = inputs
             .iter()
             .map(|i| discover(&i.graph, &i.measured, &i.ctx))
             .collect();
+        // A stage with one layer per pass repeats no block of its own: the
+        // blocks another stage showed are looked for instead.
+        if let Some(hint) = structures.iter().find_map(|s| s.layer_hint()) {
+            for (i, s) in structures.iter_mut().enumerate() {
+                if s.report.structural_edits_blocked.is_some() {
+                    let again = discover_with_hint(
+                        &inputs[i].graph,
+                        &inputs[i].measured,
+                        &inputs[i].ctx,
+                        Some(&hint),
+                    );
+                    if again.report.structural_edits_blocked.is_none() {
+                        *s = again;
+                    }
+                }
+            }
+        }
         let d0 = &structures[0].config;
         let tp = d0.tp.unwrap_or(1);
         let dp = d0.dp.unwrap_or(1);
@@ -282,6 +304,15 @@ impl Baseline {
             .zip(&structures)
             .map(|(i, s)| param_count(&i.graph, s, &config))
             .collect();
+        let templates: Vec<Graph> = inputs
+            .iter()
+            .zip(&structures)
+            .map(|(i, st)| {
+                let mut g = i.graph.clone();
+                crate::assemble::repair_joins(&mut g, &i.measured, st);
+                g
+            })
+            .collect();
         let models = Models {
             compute: Arc::new(gemm.model()),
             comm: Arc::new(network.model()),
@@ -292,6 +323,7 @@ impl Baseline {
         Ok(Baseline {
             inputs,
             structures,
+            templates,
             roles,
             stages,
             config,
@@ -427,6 +459,12 @@ fn structural_change(base: &Baseline, t: &Target) -> bool {
 
 /// Builds the stage graphs of `target` and times them.
 fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>, String> {
+    realize_with(base, target, false)
+}
+
+/// [`realize`]; `rebuild` goes through planning and assembly even when the
+/// structure is unchanged.
+fn realize_with(base: &Baseline, target: Target, rebuild: bool) -> Result<Prediction<'_>, String> {
     let c = target.config;
     if c.tp == 0 || c.dp == 0 || c.pp == 0 || c.microbatches == 0 {
         return Err("tp, dp, pp and micro-batches must be at least 1".into());
@@ -439,16 +477,16 @@ fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>, String> {
     }
     let mut notes = base.notes.clone();
     let templates: Vec<Template> = base
-        .inputs
+        .templates
         .iter()
         .zip(&base.structures)
-        .map(|(i, s)| Template {
-            graph: &i.graph,
+        .map(|(g, s)| Template {
+            graph: g,
             structure: s,
         })
         .collect();
     let mut stages = Vec::new();
-    if !structural_change(base, &target) {
+    if !rebuild && !structural_change(base, &target) {
         for (i, inp) in base.inputs.iter().enumerate() {
             let s = &base.structures[i];
             let tag = identity_plan(i as u32, s);
@@ -678,8 +716,11 @@ fn coord_of(base: &Baseline, input: usize) -> Coord {
 }
 
 /// Recomputes every task's duration from its traced one (see the module
-/// docs for the rules).
+/// docs for the rules). The identity keeps every traced duration as it is.
 fn retime(p: &mut Prediction) {
+    if p.is_identity() {
+        return;
+    }
     let base = p.base;
     let target = &p.target;
     let r = Ratios::of(&base.config, &target.config);
@@ -769,9 +810,15 @@ fn retime(p: &mut Prediction) {
             }
         };
         let other_new = other_traced * r.hidden * r.tp_shard;
-        let new_total =
-            target.config.stage_layers(st.stage) as f64 * pc.per_layer * layer_ratio[prim]
-                + other_new;
+        // Layers on the new stage: the traced count while the structure is
+        // unchanged (discovery may miscount a stage's layers without that
+        // mattering anywhere else), else the even split of the target.
+        let layers_new = if structural_change(base, target) {
+            target.config.stage_layers(st.stage)
+        } else {
+            pc.layers
+        };
+        let new_total = layers_new as f64 * pc.per_layer * layer_ratio[prim] + other_new;
         let params_ratio = if pc.total() > 0.0 {
             new_total / pc.total()
         } else {
@@ -1472,6 +1519,14 @@ impl<'b> Prediction<'b> {
         let mut t = self.target.clone();
         f(&mut t);
         realize(self.base, t)
+    }
+
+    /// The same target with every stage rebuilt from its units (planning
+    /// and assembly, as structural edits do) even where the structure is
+    /// unchanged: on the traced configuration it replays as the trace does,
+    /// which checks the machinery.
+    pub fn rebuilt(&self) -> Result<Prediction<'b>, String> {
+        realize_with(self.base, self.target.clone(), true)
     }
 
     /// Data-parallel degree (weak scaling: the per-rank batch stays, only

@@ -246,6 +246,9 @@ pub enum LayerMethod {
     Annotation,
     /// From the repeated sequence of top-level operators.
     ScopePattern,
+    /// From the layer block another stage's trace of the job showed (a
+    /// stage with one layer per pass repeats nothing).
+    OtherStage,
     /// From the repeated sequence of kernels on the busiest stream (no CPU
     /// operators to go by; report only, not editable).
     KernelPattern,
@@ -371,6 +374,8 @@ pub struct Structure {
     pub comms: Vec<CommInfo>,
     /// The forward layer block, as unit tokens.
     pub layer_block: Vec<u32>,
+    /// The backward layer block, as unit tokens.
+    pub backward_block: Vec<u32>,
     /// How layers were found.
     pub layer_method: LayerMethod,
     /// The configuration.
@@ -406,8 +411,50 @@ impl Structure {
     }
 }
 
+/// The layer blocks one stage's trace showed, as token texts, for
+/// discovering another stage of the same job.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LayerHint {
+    /// The forward block.
+    pub forward: Vec<String>,
+    /// The backward block.
+    pub backward: Vec<String>,
+}
+
+impl Structure {
+    /// The layer blocks found here, when both were found from this trace.
+    pub fn layer_hint(&self) -> Option<LayerHint> {
+        let text = |b: &[u32]| -> Vec<String> {
+            b.iter()
+                .map(|&t| self.units.tokens[t as usize].clone())
+                .collect()
+        };
+        (matches!(
+            self.layer_method,
+            LayerMethod::ScopePattern | LayerMethod::Annotation
+        ) && !self.layer_block.is_empty()
+            && !self.backward_block.is_empty())
+        .then(|| LayerHint {
+            forward: text(&self.layer_block),
+            backward: text(&self.backward_block),
+        })
+    }
+}
+
 /// Runs discovery on one rank's graph.
 pub fn discover(graph: &Graph, measured: &Measured, ctx: &TraceContext) -> Structure {
+    discover_with_hint(graph, measured, ctx, None)
+}
+
+/// [`discover`], with the layer blocks of another stage of the same job to
+/// fall back on when this trace repeats no block of its own (one layer per
+/// pass).
+pub fn discover_with_hint(
+    graph: &Graph,
+    measured: &Measured,
+    ctx: &TraceContext,
+    hint: Option<&LayerHint>,
+) -> Structure {
     let units = Units::build(graph, measured);
     let mut d = Discovery {
         graph,
@@ -417,7 +464,7 @@ pub fn discover(graph: &Graph, measured: &Measured, ctx: &TraceContext) -> Struc
     };
     let work_pre = d.work_classes();
     let comms_pre = d.classify_comms(&work_pre, None);
-    let (roles, steps, block, method) = d.passes_and_layers(&work_pre, &comms_pre);
+    let (roles, steps, block, bwd_block, method) = d.passes_and_layers(&work_pre, &comms_pre, hint);
     // Classify communication again now that passes are known (the
     // structural fallback rules need them).
     let comms = d.classify_comms(&work_pre, Some((&roles, &steps)));
@@ -434,6 +481,7 @@ pub fn discover(graph: &Graph, measured: &Measured, ctx: &TraceContext) -> Struc
         work: work_pre,
         comms,
         layer_block: block,
+        backward_block: bwd_block,
         layer_method: method,
         config,
         report,
@@ -692,7 +740,14 @@ impl Discovery<'_> {
         &mut self,
         work: &[WorkClass],
         _comms: &[CommInfo],
-    ) -> (Vec<Role>, Vec<StepStructure>, Vec<u32>, LayerMethod) {
+        hint: Option<&LayerHint>,
+    ) -> (
+        Vec<Role>,
+        Vec<StepStructure>,
+        Vec<u32>,
+        Vec<u32>,
+        LayerMethod,
+    ) {
         let g = self.graph;
         let units = &self.units;
         let n_units = units.units.len();
@@ -863,7 +918,7 @@ impl Discovery<'_> {
                     .collect()
             })
             .unwrap_or_default();
-        let layers_b = mode(bwd_counts.iter().copied().filter(|&c| c >= 2));
+        let mut layers_b = mode(bwd_counts.iter().copied().filter(|&c| c >= 2));
         let main_tokens: Vec<Vec<u32>> = raws
             .iter()
             .map(|r| r.main_units.iter().map(tok).collect())
@@ -914,8 +969,39 @@ impl Discovery<'_> {
             (Some(_), _) | (None, Some(_)) => LayerMethod::ScopePattern,
             (None, None) => LayerMethod::None,
         };
-        let fwd_block: Vec<u32> = fwd.as_ref().map(|(_, b)| b.clone()).unwrap_or_default();
-        let bwd_block: Vec<u32> = bwd.as_ref().map(|(_, b)| b.clone()).unwrap_or_default();
+        let mut fwd_block: Vec<u32> = fwd.as_ref().map(|(_, b)| b.clone()).unwrap_or_default();
+        let mut bwd_block: Vec<u32> = bwd.as_ref().map(|(_, b)| b.clone()).unwrap_or_default();
+        // Nothing repeats (one layer per pass): the blocks another stage of
+        // the job showed, if this trace runs them.
+        if let (Some(h), true) = (hint, layers_b.is_none() || fwd_block.is_empty()) {
+            let id_of: FxHashMap<&str, u32> = units
+                .tokens
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.as_str(), i as u32))
+                .collect();
+            let map = |v: &[String]| -> Option<Vec<u32>> {
+                v.iter().map(|t| id_of.get(t.as_str()).copied()).collect()
+            };
+            if let (Some(f), Some(b)) = (map(&h.forward), map(&h.backward)) {
+                let counts: Vec<usize> = burst_tokens
+                    .iter()
+                    .map(|bt| {
+                        chains(bt, &b, true)
+                            .iter()
+                            .map(|c| c.starts.len())
+                            .max()
+                            .unwrap_or(0)
+                    })
+                    .collect();
+                if let Some(l) = mode(counts.into_iter().filter(|&c| c >= 1)) {
+                    layers_b = Some(l);
+                    fwd_block = f;
+                    bwd_block = b;
+                    method = LayerMethod::OtherStage;
+                }
+            }
+        }
 
         for (si, r) in raws.iter().enumerate() {
             let si = si as u32;
@@ -1213,7 +1299,7 @@ impl Discovery<'_> {
                 );
             }
         }
-        (roles, steps_out, fwd_block, method)
+        (roles, steps_out, fwd_block, bwd_block, method)
     }
 
     /// Repeats of the most repeated kernel block on the busiest stream.
@@ -1530,6 +1616,7 @@ impl Discovery<'_> {
                 },
                 match method {
                     LayerMethod::Annotation => "scopes named like layers".into(),
+                    LayerMethod::OtherStage => "the layer block of another stage's trace of the job (one layer per pass here)".into(),
                     _ => {
                         "repeated block of top-level operators (backward bursts, then main thread)"
                             .into()
@@ -1611,7 +1698,10 @@ impl Discovery<'_> {
         let blocked = self.units.inconsistency.clone().or_else(|| {
             if steps.is_empty() {
                 Some("no ProfilerStep annotations".into())
-            } else if method != LayerMethod::ScopePattern && method != LayerMethod::Annotation {
+            } else if !matches!(
+                method,
+                LayerMethod::ScopePattern | LayerMethod::Annotation | LayerMethod::OtherStage
+            ) {
                 Some("no repeated layer block among the CPU operators".into())
             } else if steps.iter().any(|s| {
                 s.passes

@@ -127,7 +127,8 @@ fn paper_sweep_within_five_percent() {
 }
 
 /// A smaller model (GPT small, 12 layers, hidden 2048), whose passes are
-/// short enough that CPU time matters. Its synthesized stages disagree
+/// short enough that CPU time matters (at PP 8 some stages hold one layer,
+/// so discovery takes the layer block from another stage). Its synthesized stages disagree
 /// about each other's timing: a receive in one stage's trace ends up to 5 ms
 /// after the matching send in the other's trace (the synthesizer times the
 /// pipeline at the level of whole passes, each started with an idle GPU).
@@ -167,6 +168,16 @@ fn small_model_edits_within_five_percent() {
             "pp 4",
             id.with_pp(4).unwrap().with_microbatches(8).unwrap(),
             config(&small, 2, 4, 2, 8),
+        ),
+        (
+            "pp 8",
+            id.with_pp(8).unwrap().with_microbatches(16).unwrap(),
+            config(&small, 2, 8, 2, 16),
+        ),
+        (
+            "pp 1",
+            id.with_pp(1).unwrap().with_microbatches(2).unwrap(),
+            config(&small, 2, 1, 2, 2),
         ),
     ] {
         let got = mean_ms(&p.simulate().unwrap().step_ns);
