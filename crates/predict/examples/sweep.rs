@@ -136,6 +136,9 @@ fn main() {
     for p2 in [4, 8] {
         add(&format!("pp {p2}"), tp, p2, dp, l, h);
     }
+    if l >= 16 {
+        add("pp 16", tp, 16, dp, l, h);
+    }
     add("pp 4, dp x2", tp, 4, 2 * dp, l, h);
     add("pp 8, dp x2", tp, 8, 2 * dp, l, h);
     add("pp 4, dp x4", tp, 4, 4 * dp, l, h);
@@ -157,94 +160,6 @@ fn main() {
         };
         let got = out.mean_step_ns() / 1e6;
         let (alone, joint) = truths(&c.b);
-        if std::env::var("SWEEP_STAGES").is_ok() {
-            let b = Baseline::new(inputs(&c.b)).unwrap();
-            let bid = b.identity();
-            let bj = bid.simulate_job(bid.job_coupled(true)).unwrap();
-            let tot = |g: &lumos_graph::Graph| {
-                let mut v = [0i64; 4];
-                for t in &g.tasks {
-                    let k = if !t.kind.is_gpu() {
-                        0
-                    } else if t.is_comm() {
-                        2
-                    } else {
-                        1
-                    };
-                    v[k] += t.duration_ns;
-                    v[3] += 1;
-                }
-                format!(
-                    "cpu {:.2} gpu {:.2} comm {:.2} tasks {}",
-                    v[0] as f64 / 1e6,
-                    v[1] as f64 / 1e6,
-                    v[2] as f64 / 1e6,
-                    v[3]
-                )
-            };
-            let pred = (c.edit)(&id).unwrap();
-            for (k, st) in pred.stages.iter().enumerate() {
-                println!("  stage {k} predicted {}", tot(&st.graph));
-                println!("  stage {k} truth     {}", tot(&b.inputs[k].graph));
-            }
-            if pred.stages.len() == 1 {
-                let st = &pred.stages[0];
-                let part = out.job.parts[0].clone();
-                let meas = lumos_graph::Measured {
-                    tasks: (part.start as usize..part.end as usize)
-                        .map(|i| lumos_graph::Span {
-                            start_ns: out.schedule.start_ns[i],
-                            end_ns: out.schedule.end_ns[i],
-                        })
-                        .collect(),
-                    ..Default::default()
-                };
-                let rs = lumos_predict::discover(&st.graph, &meas, &b.inputs[0].ctx);
-                let ts = &b.structures[0];
-                let span = |s: &lumos_predict::Structure,
-                            m: &lumos_graph::Measured,
-                            us: &[u32]|
-                 -> (f64, f64) {
-                    let lo = us
-                        .iter()
-                        .map(|&u| s.units.units[u as usize].start_ns)
-                        .min()
-                        .unwrap_or(0);
-                    let hi = us
-                        .iter()
-                        .map(|&u| s.units.units[u as usize].end_ns)
-                        .max()
-                        .unwrap_or(0);
-                    let _ = m;
-                    (lo as f64 / 1e6, hi as f64 / 1e6)
-                };
-                for (x, y) in rs.steps[0].passes.iter().zip(&ts.steps[0].passes) {
-                    let ux: Vec<u32> = x.units().collect();
-                    let uy: Vec<u32> = y.units().collect();
-                    let (a0, a1) = span(&rs, &meas, &ux);
-                    let (b0, b1) = span(ts, &b.inputs[0].measured, &uy);
-                    println!(
-                        "  {:?}{} predicted {:.2}-{:.2} ({:.2}) truth {:.2}-{:.2} ({:.2})",
-                        x.kind,
-                        x.microbatch + 1,
-                        a0,
-                        a1,
-                        a1 - a0,
-                        b0,
-                        b1,
-                        b1 - b0
-                    );
-                }
-            }
-            for (x, y) in out.stages.iter().zip(&bj.stages) {
-                println!(
-                    "  stage {}: predicted {:.2} joint truth {:.2}",
-                    x.stage,
-                    mean_ms(&x.step_ns),
-                    mean_ms(&y.step_ns)
-                );
-            }
-        }
         let (x, y) = ((got - alone) / alone * 100.0, (got - joint) / joint * 100.0);
         e1.push(x.abs());
         e2.push(y.abs());

@@ -3,7 +3,7 @@
 //! it, synthesize B and compare with B's replay (which reproduces a
 //! synthesized trace). The sweep is the paper's (Lumos, MLSys 2025,
 //! Figure 7): DP 4 -> 8/16/32, layers 48 -> 64/96, hidden 6144 ->
-//! 9216/12288, PP 2 -> 4/8 with micro-batches = TP x PP, and DP and PP
+//! 9216/12288, PP 2 -> 4/8/16 with micro-batches = TP x PP, and DP and PP
 //! together; plus TP and micro-batch changes.
 //!
 //! The synthesizer's duration models are the ones the prediction calibrates
@@ -52,6 +52,7 @@ const SWEEP: &[Case] = &[
     case("hidden 12288", 2, 2, 4, 48, 12288),
     case("pp 4", 2, 4, 4, 48, 6144),
     case("pp 8", 2, 8, 4, 48, 6144),
+    case("pp 16", 2, 16, 4, 48, 6144),
     case("pp 4 dp 8", 2, 4, 8, 48, 6144),
     case("pp 8 dp 8", 2, 8, 8, 48, 6144),
     case("pp 4 dp 16", 2, 4, 16, 48, 6144),
