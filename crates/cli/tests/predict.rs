@@ -266,3 +266,19 @@ fn inspect_reports_structure() {
     assert!(text.contains("structure: last stage"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every rank of a job: one rank per stage stands for its stage, and the
+/// prediction says so.
+#[test]
+fn all_ranks_of_a_job_are_one_per_stage() {
+    let dir = corpus("multi-rank/dlrm-8xv100");
+    let v = json(&["predict", "--dp", "16"], &[dir]);
+    assert_eq!(v["inputs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["inputs"][0]["rank"], 0);
+    assert!(v["assumptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a.as_str().unwrap().contains("7 of 8 inputs left out")));
+    assert!(v["mean_predicted_ms"].as_f64().unwrap() >= v["mean_replayed_ms"].as_f64().unwrap());
+}

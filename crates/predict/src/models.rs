@@ -130,7 +130,10 @@ impl GemmCalibration {
                 _ => None,
             })
             .collect();
-        let fit = GemmModel::fit(preset.peak_flops_per_ns, 2_000.0, &samples);
+        // A curve that never reaches 5% of peak comes from GEMMs too small
+        // to show the rate (fixed costs only): not one to extrapolate with.
+        let fit = GemmModel::fit(preset.peak_flops_per_ns, 2_000.0, &samples)
+            .filter(|m| (0.05..=1.0).contains(&m.max_efficiency));
         let model = fit.unwrap_or(preset);
         let err = if samples.is_empty() {
             0.0

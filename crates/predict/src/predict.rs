@@ -186,7 +186,7 @@ impl Baseline {
     /// Discovers structure in every input, calibrates the models and reads
     /// the configuration. Inputs are the ranks of one pipeline (one per
     /// stage), or a single rank.
-    pub fn new(inputs: Vec<Input>) -> Result<Baseline, String> {
+    pub fn new(mut inputs: Vec<Input>) -> Result<Baseline, String> {
         if inputs.is_empty() {
             return Err("no inputs".into());
         }
@@ -212,7 +212,7 @@ impl Baseline {
                 }
             }
         }
-        let d0 = &structures[0].config;
+        let d0 = structures[0].config.clone();
         let tp = d0.tp.unwrap_or(1);
         let dp = d0.dp.unwrap_or(1);
         let pp = d0.pp.unwrap_or(1);
@@ -232,12 +232,37 @@ impl Baseline {
             );
             stages.push(c.stage.unwrap_or(i as u32));
         }
-        let mut seen = stages.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        if seen.len() != stages.len() {
-            return Err("two inputs are the same pipeline stage; give one rank per stage".into());
+        // One rank per stage: ranks that differ only by their tensor or
+        // data index are taken to behave alike, so the first of each stage
+        // (lowest rank) stands for it.
+        let mut keep: Vec<usize> = (0..inputs.len()).collect();
+        keep.sort_by_key(|&i| (stages[i], inputs[i].ctx.rank));
+        keep.dedup_by_key(|i| stages[*i]);
+        keep.sort_unstable();
+        if keep.len() != inputs.len() {
+            notes.push(format!(
+                "{} of {} inputs left out: one rank per pipeline stage stands for its stage ({})",
+                inputs.len() - keep.len(),
+                inputs.len(),
+                keep.iter()
+                    .map(|&i| format!("rank {} for stage {}", inputs[i].ctx.rank, stages[i]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            let mut taken: Vec<Option<Input>> = inputs.into_iter().map(Some).collect();
+            let mut st: Vec<Option<Structure>> = structures.into_iter().map(Some).collect();
+            inputs = keep
+                .iter()
+                .map(|&i| taken[i].take().expect("kept once"))
+                .collect();
+            structures = keep
+                .iter()
+                .map(|&i| st[i].take().expect("kept once"))
+                .collect();
+            roles = keep.iter().map(|&i| roles[i]).collect();
+            stages = keep.iter().map(|&i| stages[i]).collect();
         }
+        let seen = stages.clone();
         let complete = seen.len() as u32 == pp;
         let microbatches = d0.microbatches.unwrap_or(1);
         let layers = if complete {
@@ -1401,6 +1426,25 @@ impl Prediction<'_> {
     }
 }
 
+/// One stage's tasks in a joint schedule, numbered from 0.
+struct StageTimes<'a> {
+    schedule: &'a Schedule,
+    offset: u32,
+    len: usize,
+}
+
+impl lumos_sim::TaskTimes for StageTimes<'_> {
+    fn task_count(&self) -> usize {
+        self.len
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self.schedule.start_of(TaskId(t.0 + self.offset))
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self.schedule.end_of(TaskId(t.0 + self.offset))
+    }
+}
+
 /// One stage's replayed result.
 #[derive(Debug, Clone, Serialize)]
 pub struct StageOutcome {
@@ -1429,60 +1473,44 @@ impl Outcome {
     fn of(p: &Prediction, job: Job, schedule: Schedule) -> Outcome {
         let mut stages = Vec::new();
         for (k, part) in job.parts.iter().enumerate() {
-            // Step spans of this stage, on its own tasks.
+            // This stage's tasks and steps alone, numbered from 0, with its
+            // slice of the schedule (a blocking call counts from when it was
+            // issued, as in `lumos replay`).
+            let off = part.start;
             let sp = job.step_parts[k].clone();
-            let steps: Vec<Step> = job.graph.steps[sp.start as usize..sp.end as usize].to_vec();
+            let local = |t: TaskId| TaskId(t.0 - off);
             let sub = Graph {
-                steps,
+                tasks: job.graph.tasks[part.start as usize..part.end as usize].to_vec(),
+                steps: job.graph.steps[sp.start as usize..sp.end as usize]
+                    .iter()
+                    .map(|st| Step {
+                        first_task: local(st.first_task),
+                        last_task: local(st.last_task),
+                        tasks: st.tasks.iter().map(|&t| local(t)).collect(),
+                        ..st.clone()
+                    })
+                    .collect(),
                 ..Graph::default()
             };
-            // A blocking call counts from when it was issued, as in
-            // `lumos replay`.
-            let times = &schedule;
-            // step_spans reads task kinds from the graph it is given: use
-            // the joint graph's tasks with this stage's steps.
-            let with_tasks = Graph {
-                tasks: job.graph.tasks.clone(),
-                ..sub
+            let times = StageTimes {
+                schedule: &schedule,
+                offset: off,
+                len: sub.tasks.len(),
             };
-            let spans = step_spans(&with_tasks, times, None);
-            let step_ns: Vec<i64> = if with_tasks.steps.is_empty() {
-                let lo = part.start as usize;
-                let hi = part.end as usize;
-                let s = schedule.start_ns[lo..hi].iter().min().copied().unwrap_or(0);
-                let e = schedule.end_ns[lo..hi].iter().max().copied().unwrap_or(0);
-                vec![e - s]
-            } else {
-                spans.iter().map(|s| s.end_ns - s.start_ns).collect()
-            };
-            let window = if spans.is_empty() || with_tasks.steps.is_empty() {
-                whole_span(times)
+            let spans = step_spans(&sub, &times, None);
+            let step_ns: Vec<i64> = spans.iter().map(|s| s.end_ns - s.start_ns).collect();
+            let window = if sub.steps.is_empty() {
+                whole_span(&times)
             } else {
                 lumos_graph::Span {
                     start_ns: spans[0].start_ns,
                     end_ns: spans.last().map_or(0, |s| s.end_ns),
                 }
             };
-            // Breakdown over this stage's GPU tasks only.
-            let mut mask = job.graph.clone();
-            mask.tasks = job
-                .graph
-                .tasks
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let mut t = t.clone();
-                    if !part.contains(&(i as u32)) {
-                        t.kind = TaskKind::CpuOp;
-                    }
-                    t
-                })
-                .collect();
-            let b = breakdown(&mask, times, window);
             stages.push(StageOutcome {
                 stage: p.stages[k].stage,
                 step_ns,
-                breakdown: b,
+                breakdown: breakdown(&sub, &times, window),
             });
         }
         let nsteps = stages.iter().map(|s| s.step_ns.len()).max().unwrap_or(0);
