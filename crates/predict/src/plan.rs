@@ -16,7 +16,7 @@
 use lumos_synth::{one_f_one_b, Pass};
 
 use crate::assemble::{Tag, UnitRef};
-use crate::structure::{P2p, PassKind, PassStructure, Role, Structure};
+use crate::structure::{PassKind, PassStructure, Role, Structure};
 
 /// A stage's place in its pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -357,7 +357,6 @@ pub(crate) fn plan_stage(
         }
     }
     outside(&mut units, cursor, ps.units.units.len() as u32);
-    let _ = P2p::Send;
     Ok(StagePlan {
         primary,
         units,

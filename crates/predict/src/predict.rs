@@ -35,7 +35,7 @@
 //! is exactly `lumos replay` of that trace.
 
 use lumos_graph::{
-    Graph, Measured, ProcKind, Rendezvous, RendezvousKind, Step, TaskId, TaskKind, WaitTarget,
+    Graph, Measured, ProcKind, Rendezvous, RendezvousKind, Step, TaskId, WaitTarget,
 };
 use lumos_sim::{
     breakdown, simulate, simulate_with_rendezvous, step_spans, whole_span, Breakdown, Schedule,
@@ -324,11 +324,7 @@ impl Baseline {
         let pairs: Vec<(&Graph, &Structure)> =
             inputs.iter().map(|i| &i.graph).zip(&structures).collect();
         let network = NetworkCalibration::fit(&pairs, start, &format!("preset {}", gpu.name));
-        let params = inputs
-            .iter()
-            .zip(&structures)
-            .map(|(i, s)| param_count(&i.graph, s, &config))
-            .collect();
+        let params = structures.iter().map(|s| param_count(s, &config)).collect();
         let templates: Vec<Graph> = inputs
             .iter()
             .zip(&structures)
@@ -400,7 +396,7 @@ impl Baseline {
 /// Parameters of a stage: per layer from the first forward layer's GEMM
 /// weights (plus 4 h for layer norms), in total from the data-parallel
 /// gradient reduction of one step (fp32 gradients) when there is one.
-fn param_count(g: &Graph, s: &Structure, c: &Config) -> ParamCount {
+fn param_count(s: &Structure, c: &Config) -> ParamCount {
     let layers = s.config.layers.unwrap_or(0);
     let layer = s
         .steps
@@ -435,7 +431,6 @@ fn param_count(g: &Graph, s: &Structure, c: &Config) -> ParamCount {
         .filter(|x| x.kind != Some(CollectiveKind::AllGather))
         .filter_map(|x| x.bytes)
         .sum();
-    let _ = g;
     if grad_bytes > 0 {
         let total = grad_bytes as f64 / 4.0;
         ParamCount {
@@ -1051,7 +1046,6 @@ fn retime(p: &mut Prediction) {
             st.source[i] = source;
         }
     }
-    let _ = TaskKind::Kernel;
 }
 
 fn nonempty(v: &[i64], or: impl FnOnce() -> Vec<i64>) -> Vec<i64> {
@@ -1091,10 +1085,8 @@ fn dim_ratio(
 /// The message size a collective of measured duration `ns` moves under
 /// `net`, for traces that do not record it.
 fn invert(net: &dyn CommModel, kind: CollectiveKind, ns: i64, ranks: &[i64]) -> u64 {
-    let n = ranks.len().max(2);
     let zero = net.collective_ns(kind, 0, ranks);
     let per_byte = (net.collective_ns(kind, 1 << 30, ranks) - zero) / (1u64 << 30) as f64;
-    let _ = n;
     if per_byte <= 0.0 {
         return 0;
     }

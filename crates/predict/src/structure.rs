@@ -463,17 +463,16 @@ pub fn discover_with_hint(
         findings: Vec::new(),
     };
     let work_pre = d.work_classes();
-    let comms_pre = d.classify_comms(&work_pre, None);
-    let (roles, steps, block, bwd_block, method) = d.passes_and_layers(&work_pre, &comms_pre, hint);
+    let (roles, steps, block, bwd_block, method) = d.passes_and_layers(hint);
     // Classify communication again now that passes are known (the
     // structural fallback rules need them).
-    let comms = d.classify_comms(&work_pre, Some((&roles, &steps)));
+    let comms = d.classify_comms(Some((&roles, &steps)));
     let mut work_pre = work_pre;
     for (i, c) in comms.iter().enumerate() {
         work_pre[c.task.idx()] = WorkClass::Comm(i as u32);
     }
-    let config = d.config(&work_pre, &comms, &roles, &steps);
-    let report = d.report(&work_pre, &comms, &roles, &steps, &block, method, &config);
+    let config = d.config(&work_pre, &comms, &steps);
+    let report = d.report(&comms, &roles, &steps, &block, method, &config);
     Structure {
         units: d.units,
         roles,
@@ -626,13 +625,8 @@ impl Discovery<'_> {
 
     /// Classifies every communication task. With `roles`, structural rules
     /// apply where the trace names no group description.
-    fn classify_comms(
-        &self,
-        work: &[WorkClass],
-        structure: Option<(&[Role], &[StepStructure])>,
-    ) -> Vec<CommInfo> {
+    fn classify_comms(&self, structure: Option<(&[Role], &[StepStructure])>) -> Vec<CommInfo> {
         let g = self.graph;
-        let _ = work;
         // Where each comm task sits, for the structural rules: in a layer of
         // every forward pass (tensor parallel), in the last backward only
         // (gradient buckets), in the epilogue.
@@ -738,8 +732,6 @@ impl Discovery<'_> {
     #[allow(clippy::type_complexity)]
     fn passes_and_layers(
         &mut self,
-        work: &[WorkClass],
-        _comms: &[CommInfo],
         hint: Option<&LayerHint>,
     ) -> (
         Vec<Role>,
@@ -1288,7 +1280,7 @@ impl Discovery<'_> {
         if method == LayerMethod::None {
             // No CPU operators to go by: look for the repeated block among
             // the kernels of the busiest stream (report only).
-            if let Some(n) = self.kernel_pattern(work) {
+            if let Some(n) = self.kernel_pattern() {
                 method = LayerMethod::KernelPattern;
                 self.finding(
                     "layers (kernel pattern)",
@@ -1303,7 +1295,7 @@ impl Discovery<'_> {
     }
 
     /// Repeats of the most repeated kernel block on the busiest stream.
-    fn kernel_pattern(&self, _work: &[WorkClass]) -> Option<usize> {
+    fn kernel_pattern(&self) -> Option<usize> {
         let g = self.graph;
         let stream = g
             .processors
@@ -1324,7 +1316,6 @@ impl Discovery<'_> {
         &mut self,
         work: &[WorkClass],
         comms: &[CommInfo],
-        roles: &[Role],
         steps: &[StepStructure],
     ) -> DiscoveredConfig {
         let g = self.graph;
@@ -1524,14 +1515,12 @@ impl Discovery<'_> {
         if !dp_kinds.is_empty() {
             c.distributed_optimizer = Some(dp_kinds.contains(&CollectiveKind::ReduceScatter));
         }
-        let _ = roles;
         c
     }
 
     #[allow(clippy::too_many_arguments)]
     fn report(
         &mut self,
-        work: &[WorkClass],
         comms: &[CommInfo],
         roles: &[Role],
         steps: &[StepStructure],
@@ -1540,7 +1529,6 @@ impl Discovery<'_> {
         config: &DiscoveredConfig,
     ) -> StructureReport {
         let g = self.graph;
-        let _ = work;
         let first = steps.first();
         // Stage role from the point-to-point work of the forward passes.
         let p2p_in = |p: &PassStructure, dir: P2p, part: Part| -> bool {
