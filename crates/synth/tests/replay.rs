@@ -243,3 +243,23 @@ fn pipeline_transfers_match_across_ranks() {
     let sends = a.iter().filter(|x| x.0 == "send").count();
     assert_eq!(sends, 8);
 }
+
+#[test]
+fn every_preset_loads_builds_and_replays() {
+    for name in [
+        "gpt-tiny",
+        "gpt-small",
+        "gpt3-15b",
+        "gpt3-44b",
+        "gpt3-117b",
+        "gpt3-175b",
+    ] {
+        let cfg = config(name, 8, 4, 1, 4);
+        for rank in [0, 8 * 3] {
+            let label = format!("{name} rank {rank}");
+            let text = synthesize_rank(&cfg, rank).unwrap();
+            let trace = read(&label, &text);
+            replay_checked(&label, &trace, cfg.steps);
+        }
+    }
+}
