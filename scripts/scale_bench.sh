@@ -160,15 +160,16 @@ for ranks in ${JOBS//,/ }; do
     [ "$rc" = 0 ] || { tail -3 "$WORK/stderr.log"; exit 1; }
     gz=$(du -sb "$d" | cut -f1)
     echo "   synthesized in $wall s: $((gz / 1000000)) MB of gzip"
-    # A joint replay of every rank holds about 530 B per task, 65k tasks
-    # per rank; `lumos replay` about 20% more.
-    est=$((ranks * 65000 * 530 / 1000000 + 500))
+    # A joint replay of every rank peaked at about 500 B per task, 65k
+    # tasks per rank; `lumos replay` about 10% more (64 ranks: 2.06 and
+    # 2.24 GB).
+    est=$((ranks * 65000 * 500 / 1000000 + 500))
     jb=0
     for tool in representatives full cli; do
         case $tool in
         representatives) cmd=("$SCALE" job --representatives "$d") label="scale job --representatives" need_mb=1000 ;;
         full) cmd=("$SCALE" job "$d") label="scale job (every rank replayed)" need_mb=$est ;;
-        cli) cmd=("$LUMOS" replay --job --json "$d") label="lumos replay --job --json" need_mb=$((est * 12 / 10)) ;;
+        cli) cmd=("$LUMOS" replay --job --json "$d") label="lumos replay --job --json" need_mb=$((est * 11 / 10)) ;;
         esac
         if [ "$(mem_avail_mb)" -lt "$((need_mb + 1500))" ]; then
             why="needs about $need_mb MB of memory plus 1.5 GB to spare, $(mem_avail_mb) MB available"
@@ -212,7 +213,9 @@ if [ -n "$HTA" ]; then
                 continue
             fi
             echo "== HTA vs lumos inspect: $(basename "$inp")"
-            python3 scripts/hta_compare.py --python "$HTA_PY" --lumos "$LUMOS" --json "$WORK/hta.json" "$inp" | head -1 | sed 's/^/   /'
+            python3 scripts/hta_compare.py --python "$HTA_PY" --lumos "$LUMOS" --json "$WORK/hta.json" "$inp" >"$WORK/hta.log" 2>&1 ||
+                { tail -5 "$WORK/hta.log"; continue; }
+            head -1 "$WORK/hta.log" | sed 's/^/   /'
             python3 -c "
 import json, sys
 for r in json.load(open(sys.argv[1])):
