@@ -1,32 +1,15 @@
 //! End-to-end tests of the `lumos` binary on the real corpus.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn lumos() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_lumos"))
-}
+use std::path::PathBuf;
 
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
-}
+use common::{corpus, lumos, lumos_json};
 
 fn replay_json(args: &[&str], paths: &[PathBuf]) -> serde_json::Value {
-    let out = lumos()
-        .arg("replay")
-        .arg("--json")
-        .args(args)
-        .args(paths)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "lumos replay {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut all = vec!["replay"];
+    all.extend_from_slice(args);
+    lumos_json(&all, paths)
 }
 
 fn mean_step_ms(t: &serde_json::Value) -> f64 {

@@ -2,15 +2,14 @@
 //! job sets built from it in code (a rank missing, a rank twice, a shifted
 //! clock, a collective lost on one rank).
 
+mod common;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::lumos;
 use serde_json::Value;
-
-fn lumos() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_lumos"))
-}
 
 fn dlrm() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/multi-rank/dlrm-8xv100")
@@ -20,12 +19,8 @@ fn rank_file(r: u32) -> PathBuf {
     dlrm().join(format!("rank{r}.json.gz"))
 }
 
-/// A fresh, empty directory for one test.
 fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lumos-job-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::temp_dir(&format!("job-{name}"))
 }
 
 fn run(args: &[&str], paths: &[&Path]) -> Output {

@@ -1,38 +1,14 @@
 //! End-to-end tests of `lumos predict` and of the structure `lumos inspect`
 //! reports.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn lumos() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_lumos"))
-}
-
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
-}
+use common::{corpus, lumos, lumos_json as json};
 
 fn temp_dir(what: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lumos-cli-predict-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn json(args: &[&str], paths: &[PathBuf]) -> serde_json::Value {
-    let out = lumos()
-        .args(args)
-        .arg("--json")
-        .args(paths)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "lumos {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::temp_dir(&format!("predict-{what}"))
 }
 
 /// One rank per stage of a synthesized GPT tiny at TP2 x PP2 x DP2.
