@@ -30,30 +30,48 @@ pub fn critical_path_hops(graph: &Graph, schedule: &Schedule, last: TaskId) -> V
     // was edited by hand.
     let cap = 2 * schedule.len() + 2;
     while hops.len() < cap {
-        let bound = match (at_issue, schedule.wait(task)) {
-            (true, Some(wait)) => wait.issue_bound,
-            _ => schedule.bound_by[task.idx()],
-        };
+        let bound = hop_bound(schedule, task, at_issue);
         hops.push(PathHop {
             task,
             bound,
             at_issue,
         });
-        let (prev, prev_at_issue) = match bound {
-            Bound::Release => break,
-            Bound::Processor { prev } => (prev, false),
-            Bound::Runtime { on, .. } => (on, false),
-            Bound::Edge(i) => {
-                let edge = &graph.edges[i as usize];
-                let via_issue = edge.anchor == Anchor::Start && schedule.wait(edge.from).is_some();
-                (edge.from, via_issue)
-            }
+        let Some((prev, prev_at_issue)) = step_back(graph, schedule, bound) else {
+            break;
         };
         task = prev;
         at_issue = prev_at_issue;
     }
     hops.reverse();
     hops
+}
+
+/// What placed `task` on the path: its issue's bound when the path reached
+/// it through a start-anchored link of a blocking call, else its own.
+pub(crate) fn hop_bound(schedule: &Schedule, task: TaskId, at_issue: bool) -> Bound {
+    match (at_issue, schedule.wait(task)) {
+        (true, Some(wait)) => wait.issue_bound,
+        _ => schedule.bound_by[task.idx()],
+    }
+}
+
+/// The task a bound points back to, and whether the path reaches it at its
+/// issue; `None` at a release, where the path starts.
+pub(crate) fn step_back(
+    graph: &Graph,
+    schedule: &Schedule,
+    bound: Bound,
+) -> Option<(TaskId, bool)> {
+    match bound {
+        Bound::Release => None,
+        Bound::Processor { prev } => Some((prev, false)),
+        Bound::Runtime { on, .. } => Some((on, false)),
+        Bound::Edge(i) => {
+            let edge = &graph.edges[i as usize];
+            let via_issue = edge.anchor == Anchor::Start && schedule.wait(edge.from).is_some();
+            Some((edge.from, via_issue))
+        }
+    }
 }
 
 /// The critical path ending at `last`, as tasks in time order.

@@ -11,7 +11,9 @@
 
 use lumos_graph::{Anchor, JobGraph, TaskId};
 
-use crate::critical_path::{summarize, BoundKind, CriticalPathSummary, TimedHop};
+use crate::critical_path::{
+    hop_bound, step_back, summarize, BoundKind, CriticalPathSummary, TimedHop,
+};
 use crate::error::SimError;
 use crate::metrics::TaskTimes;
 use crate::options::SimOptions;
@@ -200,24 +202,14 @@ pub fn job_critical_path_hops(job: &JobGraph, schedule: &Schedule, last: TaskId)
                 }
             }
         }
-        let bound = match (at_issue, schedule.wait(task)) {
-            (true, Some(wait)) => wait.issue_bound,
-            _ => schedule.bound_by[task.idx()],
-        };
+        let bound = hop_bound(schedule, task, at_issue);
         hops.push(JobHop {
             task,
             bound: JobBound::Local(bound),
             at_issue,
         });
-        let (prev, prev_at_issue) = match bound {
-            Bound::Release => break,
-            Bound::Processor { prev } => (prev, false),
-            Bound::Runtime { on, .. } => (on, false),
-            Bound::Edge(i) => {
-                let edge = &graph.edges[i as usize];
-                let via_issue = edge.anchor == Anchor::Start && schedule.wait(edge.from).is_some();
-                (edge.from, via_issue)
-            }
+        let Some((prev, prev_at_issue)) = step_back(graph, schedule, bound) else {
+            break;
         };
         task = prev;
         at_issue = prev_at_issue;
