@@ -223,3 +223,39 @@ fn synth_writes_a_job_that_replays_exactly() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("gpt-nonexistent"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn synth_model_files_are_checked() {
+    let dir = common::temp_dir("synth-model");
+    let good = dir.join("model.json");
+    std::fs::write(
+        &good,
+        r#"{"name": "mine", "layers": 2, "hidden": 512, "heads": 8}"#,
+    )
+    .unwrap();
+    let out = lumos()
+        .args(["synth", "--model"])
+        .arg(&good)
+        .arg("--out")
+        .arg(dir.join("job"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"layers": 2, "hidden": "wide"}"#).unwrap();
+    let out = lumos()
+        .args(["synth", "--model"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(dir.join("job2"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json") && err.contains("hidden"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
