@@ -37,8 +37,9 @@ use lumos_graph::{
     Graph, JobGraph, Measured, Processor, RankGraph, RuntimeDep, Scope, ScopeId, Span, Step, Task,
     TaskId,
 };
+use lumos_models::GpuSpec;
 use lumos_sim::{simulate, simulate_job, step_spans, SimOptions};
-use lumos_synth::{GpuSpec, ModelPreset, Parallelism, SynthConfig};
+use lumos_synth::{ModelPreset, Parallelism, SynthConfig};
 use lumos_trace::{Event, EventExtra, Flow, Trace};
 use rayon::prelude::*;
 use serde_json::{json, Value};

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use lumos_synth::{GpuSpec, ModelPreset, Parallelism, Ranks, SynthConfig};
+use lumos_models::GpuSpec;
+use lumos_synth::{ModelPreset, Parallelism, Ranks, SynthConfig};
 
 /// Which ranks `--ranks` selects.
 #[derive(Clone, Copy, clap::ValueEnum)]

@@ -11,8 +11,9 @@
 use std::path::Path;
 use std::time::Instant;
 
+use lumos_models::GpuSpec;
 use lumos_predict::{Baseline, Input, Prediction, TraceContext};
-use lumos_synth::{GpuSpec, ModelPreset, Parallelism, SynthConfig};
+use lumos_synth::{ModelPreset, Parallelism, SynthConfig};
 
 fn inputs(cfg: &SynthConfig) -> Vec<Input> {
     cfg.selected_ranks()

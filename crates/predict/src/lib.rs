@@ -43,7 +43,8 @@
 //! ```
 //! use std::path::Path;
 //! use lumos_predict::{Baseline, Input, TraceContext};
-//! use lumos_synth::{synthesize_rank, GpuSpec, ModelPreset, Parallelism, SynthConfig};
+//! use lumos_models::GpuSpec;
+//! use lumos_synth::{synthesize_rank, ModelPreset, Parallelism, SynthConfig};
 //!
 //! // One rank of a small data-parallel job...
 //! let cfg = SynthConfig::new(
@@ -112,7 +113,7 @@ mod identity_tests {
         let cfg = lumos_synth::SynthConfig::new(
             lumos_synth::ModelPreset::preset(model).unwrap(),
             lumos_synth::Parallelism::new(tp, pp, dp, m),
-            lumos_synth::GpuSpec::h100(),
+            lumos_models::GpuSpec::h100(),
         );
         let text = lumos_synth::synthesize_rank(&cfg, rank).unwrap();
         lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap()

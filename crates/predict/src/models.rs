@@ -25,8 +25,7 @@
 
 use std::path::Path;
 
-use lumos_synth::model::Link;
-use lumos_synth::{CollectiveKind, GemmModel, GpuSpec, NetworkModel};
+use lumos_models::{CollectiveKind, GemmModel, GpuSpec, Link, NetworkModel};
 use serde::Serialize;
 
 use crate::structure::{GroupClass, Structure, WorkClass};

@@ -13,7 +13,7 @@
 //! middle layer of each pass, so that the first and last layers, whose
 //! neighbours are not layers, stay as they were.
 
-use lumos_synth::{one_f_one_b, Pass};
+use lumos_models::{one_f_one_b, Pass};
 
 use crate::assemble::{Tag, UnitRef};
 use crate::structure::{PassKind, PassStructure, Role, Structure};

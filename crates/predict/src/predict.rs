@@ -37,11 +37,11 @@
 use lumos_graph::{
     Graph, Measured, ProcKind, Rendezvous, RendezvousKind, Step, TaskId, WaitTarget,
 };
+use lumos_models::{CollectiveKind, NetworkModel};
 use lumos_sim::{
     breakdown, simulate, simulate_with_rendezvous, step_spans, whole_span, Breakdown, Schedule,
     SimOptions,
 };
-use lumos_synth::{CollectiveKind, NetworkModel};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;

@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 
 use lumos_graph::{Graph, Measured, ProcId, TaskId, TaskKind};
-use lumos_synth::CollectiveKind;
+use lumos_models::CollectiveKind;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
@@ -1560,11 +1560,11 @@ impl Discovery<'_> {
         let one_f_one_b = match (first, config.pp, config.stage, config.microbatches) {
             (Some(s), Some(pp), Some(stage), Some(m)) if !s.passes.is_empty() => {
                 let want: Vec<(PassKind, u32)> =
-                    lumos_synth::one_f_one_b(stage as usize, pp as usize, m as usize)
+                    lumos_models::one_f_one_b(stage as usize, pp as usize, m as usize)
                         .into_iter()
                         .map(|p| match p {
-                            lumos_synth::Pass::Forward(k) => (PassKind::Forward, k as u32),
-                            lumos_synth::Pass::Backward(k) => (PassKind::Backward, k as u32),
+                            lumos_models::Pass::Forward(k) => (PassKind::Forward, k as u32),
+                            lumos_models::Pass::Backward(k) => (PassKind::Backward, k as u32),
                         })
                         .collect();
                 let got: Vec<(PassKind, u32)> =

@@ -253,11 +253,11 @@ fn micro_batches_rebuild_the_1f1b_order() {
         let p = id.with_microbatches(m).unwrap();
         let out = sound(&p);
         for k in 0..2 {
-            let want: Vec<String> = lumos_synth::one_f_one_b(k, 2, m as usize)
+            let want: Vec<String> = lumos_models::one_f_one_b(k, 2, m as usize)
                 .into_iter()
                 .map(|x| match x {
-                    lumos_synth::Pass::Forward(i) => format!("F{}", i + 1),
-                    lumos_synth::Pass::Backward(i) => format!("B{}", i + 1),
+                    lumos_models::Pass::Forward(i) => format!("F{}", i + 1),
+                    lumos_models::Pass::Backward(i) => format!("B{}", i + 1),
                 })
                 .collect();
             assert_eq!(order(&p, &out, k), want.join(" "), "m {m} stage {k}");
@@ -281,11 +281,11 @@ fn pipeline_parallel_2_to_4_gives_the_worked_example() {
     for k in 0..4 {
         let s = rediscover(&p, &out, k);
         assert_eq!(s.config.layers, Some(12), "stage {k}");
-        let want: Vec<String> = lumos_synth::one_f_one_b(k, 4, 8)
+        let want: Vec<String> = lumos_models::one_f_one_b(k, 4, 8)
             .into_iter()
             .map(|x| match x {
-                lumos_synth::Pass::Forward(i) => format!("F{}", i + 1),
-                lumos_synth::Pass::Backward(i) => format!("B{}", i + 1),
+                lumos_models::Pass::Forward(i) => format!("F{}", i + 1),
+                lumos_models::Pass::Backward(i) => format!("B{}", i + 1),
             })
             .collect();
         assert_eq!(s.steps[0].order(), want.join(" "), "stage {k}");

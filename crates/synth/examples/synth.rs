@@ -4,7 +4,8 @@
 
 use std::time::Instant;
 
-use lumos_synth::{write_rank, GpuSpec, ModelPreset, Parallelism, SynthConfig};
+use lumos_models::GpuSpec;
+use lumos_synth::{write_rank, ModelPreset, Parallelism, SynthConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a: Vec<String> = std::env::args().skip(1).collect();

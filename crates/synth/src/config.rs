@@ -3,7 +3,8 @@
 
 use std::str::FromStr;
 
-use crate::model::{GpuSpec, UnknownPreset};
+use lumos_models::{GpuSpec, UnknownPreset};
+
 use crate::SynthError;
 
 /// The shape of a GPT model and of one micro-batch.

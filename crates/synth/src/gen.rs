@@ -14,8 +14,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write;
 
+use lumos_models::{CollectiveKind, GemmModel, MemoryModel};
+
 use crate::config::{GroupKind, RankCoord, SynthConfig};
-use crate::model::{CollectiveKind, GemmModel, MemoryModel};
 use crate::rng::Noise;
 
 /// Stream ids as they appear in the trace. Megatron runs compute on the
@@ -727,7 +728,7 @@ impl<'c> Gen<'c> {
 
     /// A GEMM `[m, k] x [k, n]`, with noise.
     pub(crate) fn gemm_ns(&mut self, m: u64, n: u64, k: u64) -> i64 {
-        let t = self.gemm.time_ns(crate::model::gemm_flops(m, n, k));
+        let t = self.gemm.time_ns(lumos_models::gemm_flops(m, n, k));
         self.gpu.around(t, 0.03)
     }
 

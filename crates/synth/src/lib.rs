@@ -10,18 +10,25 @@
 //!
 //! # Overview
 //!
-//! - [`model`]: duration models and GPU presets: [`GemmModel`] (FLOPs over
-//!   a saturating efficiency curve), [`MemoryModel`], [`NetworkModel`]
+//! - The durations come from `lumos-models`: [`GemmModel`] (FLOPs over a
+//!   saturating efficiency curve), [`MemoryModel`], [`NetworkModel`]
 //!   (alpha-beta model of NCCL rings over NVLink inside a node of eight and
 //!   InfiniBand across nodes), [`GpuSpec`] presets for A100, H100, H200 and
-//!   B200.
+//!   B200, and the pipeline schedule [`one_f_one_b`]. Callers import them
+//!   from there; this crate re-exports none of them.
 //! - [`ModelPreset`], [`Parallelism`], [`SynthConfig`]: what to synthesize.
 //! - [`synthesize_rank`] / [`write_rank`]: one rank's trace as JSON text;
 //!   [`write_job`]: the selected [`Ranks`] as `rank<N>.json.gz` files.
-//! - [`one_f_one_b`]: the pipeline schedule.
+//!
+//! [`GemmModel`]: lumos_models::GemmModel
+//! [`MemoryModel`]: lumos_models::MemoryModel
+//! [`NetworkModel`]: lumos_models::NetworkModel
+//! [`GpuSpec`]: lumos_models::GpuSpec
+//! [`one_f_one_b`]: lumos_models::one_f_one_b
 //!
 //! ```
-//! use lumos_synth::{synthesize_rank, GpuSpec, ModelPreset, Parallelism, SynthConfig};
+//! use lumos_models::GpuSpec;
+//! use lumos_synth::{synthesize_rank, ModelPreset, Parallelism, SynthConfig};
 //!
 //! let cfg = SynthConfig::new(
 //!     ModelPreset::preset("gpt-tiny").unwrap(),
@@ -103,7 +110,7 @@
 //!
 //! # Timing, and what is assumed
 //!
-//! - Kernel durations come from [`model`] with seeded noise (3-4% on GPU
+//! - Kernel durations come from `lumos-models` with seeded noise (3-4% on GPU
 //!   work). CPU costs are fixed ranges with noise: a few microseconds per
 //!   op and runtime call, tens between modules, rare long stalls.
 //! - A kernel starts at the latest of its launch call's start plus a launch
@@ -139,7 +146,6 @@ mod config;
 mod gen;
 mod job;
 mod megatron;
-pub mod model;
 mod rng;
 mod schedule;
 
@@ -147,7 +153,3 @@ pub use config::{
     GroupKind, ModelPreset, Parallelism, ProcessGroup, RankCoord, Ranks, SynthConfig,
 };
 pub use job::{rank_file_name, synthesize_rank, write_job, write_rank, SynthError};
-pub use model::{
-    gemm_flops, CollectiveKind, GemmModel, GpuSpec, Link, MemoryModel, NetworkModel, UnknownPreset,
-};
-pub use schedule::{one_f_one_b, Pass};

@@ -5,12 +5,13 @@
 //! backward on the autograd thread with bucketed data-parallel gradient
 //! reduction, and the optimizer step.
 
+use lumos_models::{one_f_one_b, CollectiveKind, Pass};
+
 use crate::config::{GroupKind, RankCoord, SynthConfig};
 use crate::gen::{
     Coll, Dtype, Ev, Gen, Gpu, GpuKind, P2p, Shape, Thread, COMPUTE, DP, MP, PP_NEXT, PP_PREV, TP,
 };
-use crate::model::CollectiveKind;
-use crate::schedule::{block_times, one_f_one_b, BlockTimes, Pass};
+use crate::schedule::{block_times, BlockTimes};
 
 /// Elements one multi-tensor-apply launch covers (apex: 320 blocks of
 /// 65536 elements for four tensor lists).

@@ -6,10 +6,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use lumos_graph::{DepKind, Rule};
+use lumos_models::GpuSpec;
 use lumos_sim::{breakdown, simulate, step_spans, whole_span, SimOptions};
-use lumos_synth::{
-    synthesize_rank, write_job, GpuSpec, ModelPreset, Parallelism, Ranks, SynthConfig,
-};
+use lumos_synth::{synthesize_rank, write_job, ModelPreset, Parallelism, Ranks, SynthConfig};
 use lumos_trace::{read_bytes, SkipReason, Trace};
 
 fn config(model: &str, tp: usize, pp: usize, dp: usize, m: usize) -> SynthConfig {

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use lumos_graph::{Measured, Span};
+use lumos_models::GpuSpec;
 use lumos_predict::{discover, Baseline, Input, Outcome, Prediction, Structure, TraceContext};
-use lumos_synth::{GpuSpec, ModelPreset, Parallelism, SynthConfig};
+use lumos_synth::{ModelPreset, Parallelism, SynthConfig};
 
 /// A synthesized job, one rank per stage.
 pub fn config(model: &ModelPreset, tp: usize, pp: usize, dp: usize, m: usize) -> SynthConfig {

@@ -1,0 +1,341 @@
+//! GPU presets: one GPU model and the system around it, and the duration
+//! models built from them.
+//!
+//! Where each number comes from is written beside it:
+//!
+//! - *datasheet*: NVIDIA's published specification of the SXM board (dense
+//!   tensor-core throughput is half the "with sparsity" figure; NVLink is
+//!   quoted as the total of both directions, halved here);
+//! - *corpus*: the `deviceProperties` of a real trace in `shared/traces`;
+//! - *assumed*: a modelling choice, not a measurement. The GEMM curve and
+//!   the link efficiencies and latencies are the values that
+//!   `lumos predict` refits to a trace's own kernels where the trace has
+//!   them; the presets only decide what synthesized traces look like and
+//!   what an uncalibrated prediction uses.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{GemmModel, Link, MemoryModel, NetworkModel};
+
+/// A GPU model and the system around it (one node of eight, one NIC per
+/// GPU).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuSpec {
+    /// Short preset name (`h100`).
+    pub name: &'static str,
+    /// Name as `deviceProperties` writes it.
+    pub device_name: &'static str,
+    /// Kernel-name family for GEMMs: `sm80`, `sm90` or `sm100`.
+    pub arch: &'static str,
+    /// Dense BF16 tensor-core peak, TFLOP/s.
+    pub peak_bf16_tflops: f64,
+    /// HBM bandwidth, GB/s.
+    pub hbm_gbps: f64,
+    /// Host-to-device (PCIe) bandwidth, GB/s.
+    pub pcie_gbps: f64,
+    /// Network.
+    pub network: NetworkModel,
+    /// GEMM efficiency reached by very large GEMMs.
+    pub gemm_max_efficiency: f64,
+    /// GEMM size (GFLOP) at half of that efficiency; `half_flops / (peak *
+    /// max_eff)` is the fixed cost of any GEMM (about 4 us on every
+    /// preset).
+    pub gemm_half_gflops: f64,
+    /// Flash attention throughput relative to large GEMMs.
+    pub attention_efficiency: f64,
+    /// Streaming multiprocessors.
+    pub num_sms: u32,
+    /// Global memory, bytes.
+    pub memory_bytes: u64,
+    /// Compute capability (major, minor).
+    pub compute_capability: (u32, u32),
+}
+
+/// Why a GPU or model name was not recognized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownPreset {
+    /// What was asked for.
+    pub name: String,
+    /// What exists.
+    pub known: &'static [&'static str],
+}
+
+impl fmt::Display for UnknownPreset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown preset {:?} (known: {})",
+            self.name,
+            self.known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownPreset {}
+
+impl GpuSpec {
+    /// Names accepted by [`GpuSpec::preset`].
+    pub const NAMES: &'static [&'static str] = &["a100", "h100", "h200", "b200"];
+
+    /// NVIDIA A100 SXM4 80GB, NVLink 3 (300 GB/s per direction), HDR
+    /// InfiniBand 200 Gb/s per GPU.
+    pub fn a100() -> GpuSpec {
+        GpuSpec {
+            name: "a100",
+            // The driver's name for the 80 GB SXM4 board, as nvidia-smi
+            // prints it (the corpus has only the 40 GB "A100-PG509-200").
+            device_name: "NVIDIA A100-SXM4-80GB",
+            arch: "sm80",
+            // Datasheet: 312 TFLOP/s BF16 dense (624 with sparsity).
+            peak_bf16_tflops: 312.0,
+            // Datasheet (80 GB SXM): 2,039 GB/s HBM2e.
+            hbm_gbps: 2039.0,
+            // Assumed: achievable host-to-device rate over PCIe Gen4 x16
+            // (datasheet: 64 GB/s both directions, 32 each way).
+            pcie_gbps: 25.0,
+            network: NetworkModel {
+                intra_node: Link {
+                    // Datasheet: NVLink 3, 600 GB/s both directions.
+                    bandwidth_gbps: 300.0,
+                    // Assumed: NCCL bus bandwidth 0.78 x 300 = 234 GB/s.
+                    efficiency: 0.78,
+                    // Assumed.
+                    hop_latency_us: 0.7,
+                },
+                inter_node: Link {
+                    // HDR InfiniBand, 200 Gb/s per GPU (one NIC per GPU, as
+                    // in DGX A100).
+                    bandwidth_gbps: 25.0,
+                    // Assumed.
+                    efficiency: 0.9,
+                    // Assumed.
+                    hop_latency_us: 3.0,
+                },
+                // DGX / HGX A100: eight GPUs per node.
+                gpus_per_node: 8,
+                // Assumed.
+                base_latency_us: 6.0,
+            },
+            // Assumed.
+            gemm_max_efficiency: 0.82,
+            // Assumed: a fixed GEMM cost of 1e9 / (312e3 x 0.82) ns, about
+            // 3.9 us.
+            gemm_half_gflops: 1.0,
+            // Assumed.
+            attention_efficiency: 0.6,
+            // Datasheet and corpus (micro/a100-simple-add): 108 SMs.
+            num_sms: 108,
+            // Nominal 80 GiB (the driver reports somewhat less).
+            memory_bytes: 85_899_345_920,
+            // CUDA compute capability 8.0; corpus (micro/a100-simple-add).
+            compute_capability: (8, 0),
+        }
+    }
+
+    /// NVIDIA H100 SXM5 80GB, NVLink 4 (450 GB/s per direction), NDR
+    /// InfiniBand 400 Gb/s per GPU.
+    pub fn h100() -> GpuSpec {
+        GpuSpec {
+            name: "h100",
+            // Corpus: single-rank/h100-vit-inference.
+            device_name: "NVIDIA H100 80GB HBM3",
+            arch: "sm90",
+            // Datasheet (SXM): 989 TFLOP/s BF16 dense (1,979 with sparsity).
+            peak_bf16_tflops: 989.0,
+            // Datasheet (SXM): 3.35 TB/s HBM3.
+            hbm_gbps: 3350.0,
+            // Assumed: achievable host-to-device rate over PCIe Gen5 x16
+            // (datasheet: 128 GB/s both directions, 64 each way).
+            pcie_gbps: 50.0,
+            network: NetworkModel {
+                intra_node: Link {
+                    // Datasheet: NVLink 4, 900 GB/s both directions.
+                    bandwidth_gbps: 450.0,
+                    // Assumed: NCCL bus bandwidth 0.8 x 450 = 360 GB/s.
+                    efficiency: 0.8,
+                    // Assumed.
+                    hop_latency_us: 0.6,
+                },
+                inter_node: Link {
+                    // NDR InfiniBand, 400 Gb/s per GPU (one NIC per GPU, as
+                    // in DGX H100).
+                    bandwidth_gbps: 50.0,
+                    // Assumed.
+                    efficiency: 0.9,
+                    // Assumed.
+                    hop_latency_us: 2.5,
+                },
+                // DGX / HGX H100: eight GPUs per node.
+                gpus_per_node: 8,
+                // Assumed.
+                base_latency_us: 5.0,
+            },
+            // Assumed.
+            gemm_max_efficiency: 0.72,
+            // Assumed: a fixed GEMM cost of 3e9 / (989e3 x 0.72) ns, about
+            // 4.2 us.
+            gemm_half_gflops: 3.0,
+            // Assumed.
+            attention_efficiency: 0.45,
+            // Datasheet (SXM5) and corpus (single-rank/h100-vit-inference):
+            // 132 SMs.
+            num_sms: 132,
+            // Nominal 80 GiB (corpus, h100-vit-inference: the driver
+            // reports 85,018,279,936).
+            memory_bytes: 85_899_345_920,
+            // CUDA compute capability 9.0; corpus (h100-vit-inference).
+            compute_capability: (9, 0),
+        }
+    }
+
+    /// NVIDIA H200 SXM 141GB: H100 compute with faster, larger HBM3e.
+    pub fn h200() -> GpuSpec {
+        GpuSpec {
+            name: "h200",
+            // The driver's name for the board, as nvidia-smi prints it (the
+            // corpus has no H200 trace).
+            device_name: "NVIDIA H200",
+            // Datasheet: 4.8 TB/s HBM3e.
+            hbm_gbps: 4800.0,
+            // Assumed (H100: 0.72).
+            gemm_max_efficiency: 0.75,
+            // 143,771 MiB, the total nvidia-smi reports for the datasheet's
+            // 141 GB of HBM3e.
+            memory_bytes: 150_754_820_096,
+            ..GpuSpec::h100()
+        }
+    }
+
+    /// NVIDIA B200, NVLink 5 (900 GB/s per direction), NDR InfiniBand
+    /// 400 Gb/s per GPU.
+    pub fn b200() -> GpuSpec {
+        GpuSpec {
+            name: "b200",
+            // Corpus: single-rank/b200-vllm-tp8-rank0.
+            device_name: "NVIDIA B200",
+            arch: "sm100",
+            // Datasheet (HGX B200): 4.5 PFLOP/s BF16 per GPU with sparsity,
+            // half of it dense.
+            peak_bf16_tflops: 2250.0,
+            // Datasheet: 8 TB/s HBM3e.
+            hbm_gbps: 8000.0,
+            // Assumed: achievable host-to-device rate over PCIe Gen5 x16
+            // (64 GB/s each way).
+            pcie_gbps: 50.0,
+            network: NetworkModel {
+                intra_node: Link {
+                    // Datasheet: NVLink 5, 1.8 TB/s both directions.
+                    bandwidth_gbps: 900.0,
+                    // Assumed: NCCL bus bandwidth 0.8 x 900 = 720 GB/s.
+                    efficiency: 0.8,
+                    // Assumed.
+                    hop_latency_us: 0.5,
+                },
+                inter_node: Link {
+                    // NDR InfiniBand, 400 Gb/s per GPU (one NIC per GPU, as
+                    // in DGX B200).
+                    bandwidth_gbps: 50.0,
+                    // Assumed.
+                    efficiency: 0.9,
+                    // Assumed.
+                    hop_latency_us: 2.5,
+                },
+                // DGX / HGX B200: eight GPUs per node.
+                gpus_per_node: 8,
+                // Assumed.
+                base_latency_us: 5.0,
+            },
+            // Assumed.
+            gemm_max_efficiency: 0.7,
+            // Assumed: a fixed GEMM cost of 6.5e9 / (2250e3 x 0.7) ns, about
+            // 4.1 us.
+            gemm_half_gflops: 6.5,
+            // Assumed.
+            attention_efficiency: 0.45,
+            // Corpus (single-rank/b200-vllm-tp8-rank0): 148 SMs.
+            num_sms: 148,
+            // Nominal 180 GiB for the datasheet's 180 GB (corpus,
+            // b200-vllm-tp8-rank0: the driver reports 191,503,138,816).
+            memory_bytes: 193_273_528_320,
+            // CUDA compute capability 10.0; corpus (b200-vllm-tp8-rank0).
+            compute_capability: (10, 0),
+        }
+    }
+
+    /// A preset by name (case-insensitive, `nvidia-` prefix allowed).
+    pub fn preset(name: &str) -> Result<GpuSpec, UnknownPreset> {
+        let lower = name.to_ascii_lowercase();
+        let key = lower.strip_prefix("nvidia-").unwrap_or(&lower);
+        match key {
+            "a100" => Ok(GpuSpec::a100()),
+            "h100" => Ok(GpuSpec::h100()),
+            "h200" => Ok(GpuSpec::h200()),
+            "b200" => Ok(GpuSpec::b200()),
+            _ => Err(UnknownPreset {
+                name: name.to_owned(),
+                known: GpuSpec::NAMES,
+            }),
+        }
+    }
+
+    /// The GEMM model of this GPU (BF16 tensor cores).
+    pub fn gemm(&self) -> GemmModel {
+        GemmModel {
+            peak_flops_per_ns: self.peak_bf16_tflops * 1e3,
+            max_efficiency: self.gemm_max_efficiency,
+            half_flops: self.gemm_half_gflops * 1e9,
+            // Assumed floor: launch, prologue and epilogue of the smallest
+            // GEMM kernels.
+            min_ns: 3_000.0,
+        }
+    }
+
+    /// The flash-attention model: the GEMM curve at a lower ceiling.
+    pub fn attention(&self) -> GemmModel {
+        self.gemm().derated(self.attention_efficiency)
+    }
+
+    /// The memory-bound kernel model.
+    pub fn memory(&self) -> MemoryModel {
+        MemoryModel {
+            bytes_per_ns: self.hbm_gbps,
+            // Assumed: fraction of HBM bandwidth element-wise kernels reach.
+            efficiency: 0.8,
+            // Assumed floor of a small element-wise kernel.
+            min_ns: 2_000.0,
+        }
+    }
+
+    /// Host-to-device copies over PCIe.
+    pub fn pcie(&self) -> MemoryModel {
+        MemoryModel {
+            bytes_per_ns: self.pcie_gbps,
+            // Assumed.
+            efficiency: 0.8,
+            // Assumed floor of a small copy.
+            min_ns: 2_500.0,
+        }
+    }
+}
+
+impl FromStr for GpuSpec {
+    type Err = UnknownPreset;
+    fn from_str(s: &str) -> Result<GpuSpec, UnknownPreset> {
+        GpuSpec::preset(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_by_name() {
+        for n in GpuSpec::NAMES {
+            assert_eq!(GpuSpec::preset(n).unwrap().name, *n);
+        }
+        assert_eq!("NVIDIA-H200".parse::<GpuSpec>().unwrap().name, "h200");
+        assert!(GpuSpec::preset("v100").is_err());
+    }
+}
