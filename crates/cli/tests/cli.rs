@@ -4,7 +4,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{corpus, lumos, lumos_json};
+use common::{lumos, lumos_json};
+use lumos_testkit::TempDir;
 
 fn replay_json(args: &[&str], paths: &[PathBuf]) -> serde_json::Value {
     let mut all = vec!["replay"];
@@ -45,7 +46,10 @@ fn demo_runs_end_to_end() {
 /// ablation, and the JSON has the documented fields.
 #[test]
 fn every_corpus_trace_replays_under_every_ablation() {
-    let dirs = ["micro", "single-rank", "multi-rank/dlrm-8xv100"].map(corpus);
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dirs = ["micro", "single-rank", "multi-rank/dlrm-8xv100"].map(|d| corpus.path(d));
     for deps in ["", "no-inter-stream", "no-sync", "no-inter-thread"] {
         let args: Vec<&str> = if deps.is_empty() {
             vec![]
@@ -71,8 +75,11 @@ fn every_corpus_trace_replays_under_every_ablation() {
 /// responds by about 7%, the V100 DDP trace by 0%.
 #[test]
 fn scale_kernels_moves_gpu_bound_steps_only() {
-    let gpu_bound = corpus("single-rank/v100-resnet50-2021-capture-a.json.gz");
-    let cpu_bound = corpus("single-rank/v100-ddp-rank1of2-allreduce.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let gpu_bound = corpus.path("single-rank/v100-resnet50-2021-capture-a.json.gz");
+    let cpu_bound = corpus.path("single-rank/v100-ddp-rank1of2-allreduce.json.gz");
     let files = [gpu_bound, cpu_bound];
     let base = replay_json(&[], &files);
     let half = replay_json(&["--scale-kernels", "0.5"], &files);
@@ -94,7 +101,10 @@ fn scale_kernels_moves_gpu_bound_steps_only() {
 
 #[test]
 fn dropping_inter_stream_edges_changes_recsys() {
-    let f = [corpus("single-rank/a100-recsys-rank3of8.json.gz")];
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let f = [corpus.path("single-rank/a100-recsys-rank3of8.json.gz")];
     let base = replay_json(&[], &f);
     let ablated = replay_json(&["--deps", "no-inter-stream"], &f);
     let b = mean_step_ms(&base["traces"][0]);
@@ -105,8 +115,11 @@ fn dropping_inter_stream_edges_changes_recsys() {
 
 #[test]
 fn replayed_trace_rereads_with_the_replayed_times() {
-    let dir = std::env::temp_dir().join(format!("lumos-cli-test-{}", std::process::id()));
-    let f = corpus("micro/a100-event-sync.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-replayed");
+    let f = corpus.path("micro/a100-event-sync.json.gz");
     let v = replay_json(
         &["--out", dir.to_str().unwrap(), "--scale-kernels", "3"],
         &[f],
@@ -133,13 +146,11 @@ fn replayed_trace_rereads_with_the_replayed_times() {
         .as_f64()
         .unwrap();
     assert!((again_us - replayed_us).abs() < 0.01);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn bad_inputs_give_exit_code_1_and_name_the_file() {
-    let dir = std::env::temp_dir().join(format!("lumos-cli-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("cli-bad");
     let bad = dir.join("broken.json");
     std::fs::write(&bad, b"{\"traceEvents\": [{\"ph\": \"X\", ").unwrap();
     let out = lumos().arg("inspect").arg(&bad).output().unwrap();
@@ -156,12 +167,14 @@ fn bad_inputs_give_exit_code_1_and_name_the_file() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no trace files"));
     let out = lumos().arg("frobnicate").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn inspect_json_counts_match_the_trace() {
-    let f = corpus("single-rank/a100-recsys-rank3of8.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let f = corpus.path("single-rank/a100-recsys-rank3of8.json.gz");
     let out = lumos()
         .args(["inspect", "--json"])
         .arg(&f)
@@ -189,13 +202,13 @@ fn inspect_json_counts_match_the_trace() {
 
 #[test]
 fn synth_writes_a_job_that_replays_exactly() {
-    let dir = std::env::temp_dir().join(format!("lumos-cli-synth-{}", std::process::id()));
+    let dir = TempDir::new("cli-synth");
     let out = lumos()
         .args([
             "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "1",
         ])
         .args(["--ranks", "all", "--out"])
-        .arg(&dir)
+        .arg(dir.path())
         .output()
         .unwrap();
     assert!(
@@ -216,17 +229,16 @@ fn synth_writes_a_job_that_replays_exactly() {
     }
     let bad = lumos()
         .args(["synth", "--model", "gpt-nonexistent", "--out"])
-        .arg(&dir)
+        .arg(dir.path())
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("gpt-nonexistent"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn synth_model_files_are_checked() {
-    let dir = common::temp_dir("synth-model");
+    let dir = TempDir::new("cli-synth-model");
     let good = dir.join("model.json");
     std::fs::write(
         &good,
@@ -257,5 +269,4 @@ fn synth_model_files_are_checked() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.json") && err.contains("hidden"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

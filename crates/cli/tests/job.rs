@@ -4,23 +4,25 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::lumos;
+use lumos_testkit::TempDir;
 use serde_json::Value;
 
-fn dlrm() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/multi-rank/dlrm-8xv100")
+/// The 8-rank DLRM set, or `None` when the corpus is absent.
+fn dlrm() -> Option<PathBuf> {
+    Some(lumos_testkit::corpus()?.path("multi-rank/dlrm-8xv100"))
 }
 
-fn rank_file(r: u32) -> PathBuf {
-    dlrm().join(format!("rank{r}.json.gz"))
+fn rank_file(dlrm: &Path, r: u32) -> PathBuf {
+    dlrm.join(format!("rank{r}.json.gz"))
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    common::temp_dir(&format!("job-{name}"))
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("cli-job-{name}"))
 }
 
 fn run(args: &[&str], paths: &[&Path]) -> Output {
@@ -44,11 +46,7 @@ fn replay(extra: &[&str], dir: &Path) -> Value {
 
 /// The trace's JSON document, decompressed.
 fn load_json(path: &Path) -> Value {
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_string(&mut text)
-        .unwrap();
-    serde_json::from_str(&text).unwrap()
+    serde_json::from_slice(&lumos_testkit::gunzip_file(path)).unwrap()
 }
 
 fn write_json(path: &Path, v: &Value) {
@@ -90,7 +88,10 @@ fn replayed_end_spreads(v: &Value) -> Vec<f64> {
 
 #[test]
 fn dlrm_joint_replay_matches_every_rank() {
-    let v = replay(&[], &dlrm());
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let v = replay(&[], &dlrm);
     let job = &v["job"];
     assert_eq!(job["ranks"].as_array().unwrap().len(), 8);
     assert!(job["missing_ranks"].as_array().unwrap().is_empty());
@@ -159,10 +160,13 @@ fn ends(v: &Value) -> Vec<(String, Vec<f64>)> {
 
 #[test]
 fn slowing_one_rank_delays_the_collectives_of_every_rank() {
-    let base = replay(&[], &dlrm());
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let base = replay(&[], &dlrm);
     // Rank 7 computes 1.5x slower, CPU and GPU: every collective after its
     // first one waits longer for it, on every rank.
-    let slow = replay(&["--scale-rank", "7=1.5", "--scale-rank-cpu"], &dlrm());
+    let slow = replay(&["--scale-rank", "7=1.5", "--scale-rank-cpu"], &dlrm);
     let (b, s) = (ends(&base), ends(&slow));
     let mut delayed = 0;
     for ((label, be), (_, se)) in b.iter().zip(&s) {
@@ -200,7 +204,7 @@ fn slowing_one_rank_delays_the_collectives_of_every_rank() {
 
     // GPU compute alone: this DLRM step is CPU-bound, but what GPU time
     // rank 7 adds before a collective still reaches every rank.
-    let gpu = replay(&["--scale-rank", "7=1.5"], &dlrm());
+    let gpu = replay(&["--scale-rank", "7=1.5"], &dlrm);
     let g = ends(&gpu);
     let later_everywhere = b
         .iter()
@@ -217,9 +221,12 @@ fn slowing_one_rank_delays_the_collectives_of_every_rank() {
 
 #[test]
 fn a_missing_rank_is_reported_and_the_others_replay() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
     let dir = temp_dir("missing");
     for r in (0..8).filter(|&r| r != 4) {
-        std::fs::copy(rank_file(r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+        std::fs::copy(rank_file(&dlrm, r), dir.join(format!("rank{r}.json.gz"))).unwrap();
     }
     let v = replay(&[], &dir);
     let job = &v["job"];
@@ -245,39 +252,43 @@ fn a_missing_rank_is_reported_and_the_others_replay() {
         .all(|c| c["ranks"].as_array().unwrap().len() == 7));
     assert_steps_within_5pct(&v);
     // The human report says it too.
-    let out = run(&["replay"], &[&dir]);
+    let out = run(&["replay"], &[dir.path()]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("missing rank 4"), "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn two_files_claiming_one_rank_is_an_error_naming_both() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
     let dir = temp_dir("duplicate");
     for r in 0..8 {
-        std::fs::copy(rank_file(r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+        std::fs::copy(rank_file(&dlrm, r), dir.join(format!("rank{r}.json.gz"))).unwrap();
     }
-    std::fs::copy(rank_file(3), dir.join("again-rank3.json.gz")).unwrap();
+    std::fs::copy(rank_file(&dlrm, 3), dir.join("again-rank3.json.gz")).unwrap();
     for cmd in ["replay", "inspect"] {
-        let out = run(&[cmd], &[&dir]);
+        let out = run(&[cmd], &[dir.path()]);
         assert_eq!(out.status.code(), Some(1), "{cmd}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("rank 3 is claimed by two files"), "{err}");
         assert!(err.contains("again-rank3.json.gz"), "{err}");
         assert!(err.contains("rank3.json.gz ("), "{err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_shifted_clock_is_found_and_undone() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
     let dir = temp_dir("shifted");
     for r in (0..8).filter(|&r| r != 5) {
-        std::fs::copy(rank_file(r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+        std::fs::copy(rank_file(&dlrm, r), dir.join(format!("rank{r}.json.gz"))).unwrap();
     }
     // Rank 5's host clock runs 3.217 ms ahead (timestamps are integer us).
-    let mut doc = load_json(&rank_file(5));
+    let mut doc = load_json(&rank_file(&dlrm, 5));
     for e in doc["traceEvents"].as_array_mut().unwrap() {
         if let Some(ts) = e.get("ts").and_then(Value::as_i64) {
             e["ts"] = Value::from(ts + 3217);
@@ -304,17 +315,19 @@ fn a_shifted_clock_is_found_and_undone() {
     for s in replayed_end_spreads(&v) {
         assert!(s <= 10.0, "replayed end spread {s} us");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_collective_lost_on_one_rank_is_reported_not_paired() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
     let dir = temp_dir("lost");
     for r in (0..8).filter(|&r| r != 3) {
-        std::fs::copy(rank_file(r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+        std::fs::copy(rank_file(&dlrm, r), dir.join(format!("rank{r}.json.gz"))).unwrap();
     }
     // Drop rank 3's second all-reduce kernel.
-    let mut doc = load_json(&rank_file(3));
+    let mut doc = load_json(&rank_file(&dlrm, 3));
     let events = doc["traceEvents"].as_array_mut().unwrap();
     let all_reduce: Vec<usize> = events
         .iter()
@@ -340,15 +353,17 @@ fn a_collective_lost_on_one_rank_is_reported_not_paired() {
     assert_eq!(m["unmatched_tasks"], 23);
     assert_eq!(m["sets"], 5);
     // The human report shows the mismatch.
-    let out = run(&["replay"], &[&dir]);
+    let out = run(&["replay"], &[dir.path()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("mismatch: AllReduce"), "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn inspect_reports_ranks_matching_and_clocks() {
-    let v = json_of(&run(&["inspect", "--json"], &[&dlrm()]));
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let v = json_of(&run(&["inspect", "--json"], &[&dlrm]));
     assert_eq!(v["traces"].as_array().unwrap().len(), 8);
     let job = &v["job"];
     assert_eq!(job["ranks"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
@@ -365,32 +380,38 @@ fn inspect_reports_ranks_matching_and_clocks() {
 
 #[test]
 fn per_trace_keeps_ranks_apart() {
-    let v = replay(&["--per-trace"], &dlrm());
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let v = replay(&["--per-trace"], &dlrm);
     assert!(v.get("job").is_none());
     assert_eq!(v["traces"].as_array().unwrap().len(), 8);
-    let out = run(
-        &["replay", "--per-trace", "--scale-rank", "1=2"],
-        &[&dlrm()],
-    );
+    let out = run(&["replay", "--per-trace", "--scale-rank", "1=2"], &[&dlrm]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--scale-rank needs"));
 }
 
 #[test]
 fn bad_scale_rank_is_a_clear_error() {
-    let out = run(&["replay", "--scale-rank", "9=2"], &[&dlrm()]);
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let out = run(&["replay", "--scale-rank", "9=2"], &[&dlrm]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("rank 9 is not in the job"), "{err}");
-    let out = run(&["replay", "--scale-rank", "1=-2"], &[&dlrm()]);
+    let out = run(&["replay", "--scale-rank", "1=-2"], &[&dlrm]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn ranks_from_file_names_need_job_and_gaps_are_reported() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
     let dir = temp_dir("file-names");
     for r in [0u32, 1, 3] {
-        let mut doc = load_json(&rank_file(r));
+        let mut doc = load_json(&rank_file(&dlrm, r));
         doc.as_object_mut().unwrap().remove("distributedInfo");
         write_json(&dir.join(format!("trace_rank{r}.json")), &doc);
     }
@@ -408,7 +429,6 @@ fn ranks_from_file_names_need_job_and_gaps_are_reported() {
     assert_eq!(job["missing_ranks"], serde_json::json!([2]));
     assert_eq!(job["matching"]["sets"], 8);
     assert_steps_within_5pct(&v);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A synthesized TP2 x PP2 x DP2 job has what the DLRM set lacks: process
@@ -421,7 +441,7 @@ fn synthesized_job_matches_by_seq_and_point_to_point() {
             "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2", "--ranks",
             "all", "--out",
         ])
-        .arg(&dir)
+        .arg(dir.path())
         .output()
         .unwrap();
     assert!(
@@ -440,5 +460,4 @@ fn synthesized_job_matches_by_seq_and_point_to_point() {
     assert!(m["by_rule"]["process_group_seq"].as_u64().unwrap() > 0);
     assert!(m["by_rule"]["point_to_point"].as_u64().unwrap() > 0);
     assert_steps_within_5pct(&v);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,10 +5,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{corpus, lumos, lumos_json as json};
+use common::{lumos, lumos_json as json};
+use lumos_testkit::TempDir;
 
-fn temp_dir(what: &str) -> PathBuf {
-    common::temp_dir(&format!("predict-{what}"))
+fn temp_dir(what: &str) -> TempDir {
+    TempDir::new(&format!("cli-predict-{what}"))
 }
 
 /// One rank per stage of a synthesized GPT tiny at TP2 x PP2 x DP2.
@@ -34,7 +35,10 @@ fn synth_pipeline(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn identity_prediction_is_the_replay() {
-    let path = corpus("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let path = corpus.path("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
     let v = json(&["predict"], std::slice::from_ref(&path));
     for s in v["steps"].as_array().unwrap() {
         assert_eq!(s["replayed_ms"], s["predicted_ms"]);
@@ -125,7 +129,6 @@ fn pipeline_prediction_with_timelines() {
             predicted[k]
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -185,12 +188,14 @@ fn kernels_network_and_human_output() {
     ] {
         assert!(text.contains(want), "{want:?} not in\n{text}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn bad_arguments_fail_with_a_message() {
-    let path = corpus("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let path = corpus.path("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
     let run = |args: &[&str]| {
         lumos()
             .arg("predict")
@@ -240,14 +245,16 @@ fn inspect_reports_structure() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("structure: last stage"), "{text}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Every rank of a job: one rank per stage stands for its stage, and the
 /// prediction says so.
 #[test]
 fn all_ranks_of_a_job_are_one_per_stage() {
-    let dir = corpus("multi-rank/dlrm-8xv100");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = corpus.path("multi-rank/dlrm-8xv100");
     let v = json(&["predict", "--dp", "16"], &[dir]);
     assert_eq!(v["inputs"].as_array().unwrap().len(), 1);
     assert_eq!(v["inputs"][0]["rank"], 0);

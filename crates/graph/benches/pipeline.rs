@@ -3,7 +3,6 @@
 //! `cargo bench -p lumos-graph --bench pipeline`. Reading is benchmarked in
 //! lumos-trace's own bench; here the trace is read once up front.
 
-use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -14,10 +13,11 @@ const TRACES: [&str; 2] = [
 ];
 
 fn stages(c: &mut Criterion) {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
     for rel in TRACES {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/traces")
-            .join(rel);
+        let path = corpus.path(rel);
         let trace = lumos_trace::read_path(&path).expect("corpus trace");
         let (graph, _, _) = lumos_graph::build(&trace);
         let name = path.file_name().unwrap().to_string_lossy().into_owned();

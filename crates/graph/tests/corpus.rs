@@ -1,33 +1,8 @@
 //! The graph built from every corpus trace satisfies the invariants, and the
 //! micro traces give exactly the edges their `cuda_sync` events imply.
 
-use std::path::{Path, PathBuf};
-
 use lumos_graph::{build, check, DepKind, Graph, ProcKind, TaskId, WaitTarget};
 use lumos_trace::{read_path, Category};
-
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
-}
-
-fn corpus_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![corpus("")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.to_string_lossy().ends_with(".json.gz") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 fn stream_of(g: &Graph, t: TaskId) -> i64 {
     match g.processors[g.task(t).proc.idx()].kind {
@@ -38,7 +13,10 @@ fn stream_of(g: &Graph, t: TaskId) -> i64 {
 
 #[test]
 fn invariants_hold_on_every_corpus_trace() {
-    for path in corpus_files() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for path in corpus.traces("") {
         let trace = read_path(&path).unwrap();
         let (g, measured, report) = build(&trace);
         let v = check(&g);
@@ -108,7 +86,10 @@ fn invariants_hold_on_every_corpus_trace() {
 
 #[test]
 fn cpu_only_trace_reports_no_gpu_activity() {
-    let trace = read_path(&corpus("micro/cpu-only-rank34.json.gz")).unwrap();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace = read_path(&corpus.path("micro/cpu-only-rank34.json.gz")).unwrap();
     let (g, _, report) = build(&trace);
     assert!(g.tasks.iter().all(|t| !t.kind.is_gpu()));
     assert!(report
@@ -119,7 +100,10 @@ fn cpu_only_trace_reports_no_gpu_activity() {
 
 #[test]
 fn stream_wait_event_gives_exactly_the_recorded_edge() {
-    let trace = read_path(&corpus("micro/a100-stream-wait-event-3streams.json.gz")).unwrap();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace = read_path(&corpus.path("micro/a100-stream-wait-event-3streams.json.gz")).unwrap();
     let (g, _, report) = build(&trace);
     let inter: Vec<_> = g
         .edges
@@ -148,7 +132,10 @@ fn stream_wait_event_gives_exactly_the_recorded_edge() {
 
 #[test]
 fn event_and_stream_syncs_point_at_the_right_kernels() {
-    let trace = read_path(&corpus("micro/a100-event-sync.json.gz")).unwrap();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace = read_path(&corpus.path("micro/a100-event-sync.json.gz")).unwrap();
     let (g, _, _) = build(&trace);
     let find_call = |corr: u64| {
         g.runtime_deps
@@ -187,7 +174,10 @@ fn event_and_stream_syncs_point_at_the_right_kernels() {
 
 #[test]
 fn kernels_know_the_operators_that_launched_them() {
-    let trace = read_path(&corpus("single-rank/a100-recsys-rank3of8.json.gz")).unwrap();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace = read_path(&corpus.path("single-rank/a100-recsys-rank3of8.json.gz")).unwrap();
     let (g, m, _) = build(&trace);
     assert_eq!(g.task_scopes.len(), g.tasks.len());
     assert_eq!(m.scopes.len(), g.scopes.len());
@@ -229,7 +219,10 @@ fn kernels_know_the_operators_that_launched_them() {
 
 #[test]
 fn event_query_runs_become_one_task() {
-    let trace = read_path(&corpus("single-rank/v100-ddp-rank1of2-allreduce.json.gz")).unwrap();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace = read_path(&corpus.path("single-rank/v100-ddp-rank1of2-allreduce.json.gz")).unwrap();
     let queries = trace
         .events
         .iter()

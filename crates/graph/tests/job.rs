@@ -1,21 +1,14 @@
 //! Multi-rank jobs: collective matching, clock alignment and merging, on
 //! the 8-rank DLRM set and on fixtures built from it in code.
 
-use std::path::{Path, PathBuf};
-
 use lumos_graph::*;
 use lumos_trace::{read_path, Category, Trace};
 
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
-}
-
-fn dlrm_traces() -> Vec<Trace> {
-    (0..8)
-        .map(|r| read_path(&corpus(&format!("multi-rank/dlrm-8xv100/rank{r}.json.gz"))).unwrap())
-        .collect()
+/// The 8 DLRM ranks, or `None` when the corpus is absent.
+fn dlrm_traces() -> Option<Vec<Trace>> {
+    let corpus = lumos_testkit::corpus()?;
+    let rank = |r: u32| corpus.path(&format!("multi-rank/dlrm-8xv100/rank{r}.json.gz"));
+    Some((0..8).map(|r| read_path(&rank(r)).unwrap()).collect())
 }
 
 fn ranks_of(traces: &[Trace]) -> Vec<RankGraph> {
@@ -35,7 +28,10 @@ fn shift_clock(t: &mut Trace, shift_ns: i64) {
 
 #[test]
 fn dlrm_collectives_match_on_all_ranks() {
-    let ranks = ranks_of(&dlrm_traces());
+    let Some(traces) = dlrm_traces() else {
+        return;
+    };
+    let ranks = ranks_of(&traces);
     let m = match_collectives(&ranks);
     assert!(m.problems.is_empty(), "{:?}", m.problems);
     assert_eq!(m.sets.len(), 8);
@@ -52,7 +48,10 @@ fn dlrm_collectives_match_on_all_ranks() {
 
 #[test]
 fn dlrm_shares_one_clock() {
-    let ranks = ranks_of(&dlrm_traces());
+    let Some(traces) = dlrm_traces() else {
+        return;
+    };
+    let ranks = ranks_of(&traces);
     let m = match_collectives(&ranks);
     let c = align_clocks(&ranks, &m);
     assert!(c.unaligned.is_empty());
@@ -66,7 +65,9 @@ fn dlrm_shares_one_clock() {
 
 #[test]
 fn shifted_clocks_are_recovered() {
-    let plain = dlrm_traces();
+    let Some(plain) = dlrm_traces() else {
+        return;
+    };
     let mut shifted = plain.clone();
     // Rank 5's host runs 3.217 ms ahead, rank 2's 1.5 s behind.
     shift_clock(&mut shifted[5], 3_217_000);
@@ -127,7 +128,10 @@ fn shifted_clocks_are_recovered() {
 
 #[test]
 fn merged_dlrm_job_is_a_valid_graph_with_transfer_durations() {
-    let ranks = ranks_of(&dlrm_traces());
+    let Some(traces) = dlrm_traces() else {
+        return;
+    };
+    let ranks = ranks_of(&traces);
     let m = match_collectives(&ranks);
     let c = align_clocks(&ranks, &m);
     let (job, measured, warnings) = merge(&ranks, &m, &c);
@@ -165,7 +169,9 @@ fn merged_dlrm_job_is_a_valid_graph_with_transfer_durations() {
 
 #[test]
 fn collective_missing_on_one_rank_is_reported_not_paired() {
-    let mut traces = dlrm_traces();
+    let Some(mut traces) = dlrm_traces() else {
+        return;
+    };
     // Drop rank 3's second all-reduce kernel, as if the profiler lost it.
     let t = &mut traces[3];
     let idx: Vec<usize> = t
@@ -196,7 +202,9 @@ fn collective_missing_on_one_rank_is_reported_not_paired() {
 
 #[test]
 fn missing_rank_leaves_the_others_matched() {
-    let traces = dlrm_traces();
+    let Some(traces) = dlrm_traces() else {
+        return;
+    };
     let seven: Vec<Trace> = traces.into_iter().filter(|t| t.meta.rank != 4).collect();
     let ranks = ranks_of(&seven);
     let m = match_collectives(&ranks);
@@ -209,10 +217,10 @@ fn missing_rank_leaves_the_others_matched() {
 fn process_group_order_on_a_real_trace_cloned_as_two_ranks() {
     // A rank of a 2-rank DDP job with `Process Group Name` but no `Seq`:
     // its clone as rank 1 matches it collective by collective.
-    let t0 = read_path(&corpus(
-        "single-rank/a100-ddp-rank0of2-event-record.json.gz",
-    ))
-    .unwrap();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let t0 = read_path(&corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz")).unwrap();
     let mut t1 = t0.clone();
     t1.meta.rank = 1;
     let ranks = ranks_of(&[t0, t1]);

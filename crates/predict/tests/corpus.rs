@@ -8,12 +8,13 @@ mod common;
 
 use common::*;
 use lumos_predict::{Baseline, GroupClass};
+use lumos_testkit::Corpus;
 
 /// Per step of stage 0: (how much later the step ends than in the replay,
 /// the data-parallel collectives' duration changes in this step and the
 /// ones before it).
-fn deltas(rel: &str, dp: u32) -> Vec<(i64, i64)> {
-    let trace = lumos_trace::read_path(&corpus(rel)).unwrap();
+fn deltas(corpus: &Corpus, rel: &str, dp: u32) -> Vec<(i64, i64)> {
+    let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
     let base = Baseline::new(vec![input(&trace)]).unwrap();
     let id = base.identity();
     let replayed = id.simulate().unwrap();
@@ -58,12 +59,15 @@ fn deltas(rel: &str, dp: u32) -> Vec<(i64, i64)> {
 
 #[test]
 fn doubling_dp_adds_at_most_the_modelled_communication() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
     for (rel, from, to) in [
         ("single-rank/mi300x-resnet-ddp-rank0of8.json.gz", 8, 16),
         ("single-rank/a100-ddp-rank0of2-event-record.json.gz", 2, 4),
         ("single-rank/v100-ddp-rank1of2-allreduce.json.gz", 2, 4),
     ] {
-        let d = deltas(rel, to);
+        let d = deltas(&corpus, rel, to);
         let mut grew = false;
         for (k, &(delta, added)) in d.iter().enumerate() {
             println!(
@@ -88,8 +92,11 @@ fn doubling_dp_adds_at_most_the_modelled_communication() {
 
 #[test]
 fn halving_dp_saves_at_most_the_modelled_communication() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
     let rel = "single-rank/mi300x-resnet-ddp-rank0of8.json.gz";
-    for (k, (delta, added)) in deltas(rel, 4).into_iter().enumerate() {
+    for (k, (delta, added)) in deltas(&corpus, rel, 4).into_iter().enumerate() {
         println!(
             "{rel} dp 8 -> 4 step {k}: ends {:.3} ms earlier, {:.3} ms of communication removed so far",
             -delta as f64 / 1e6,

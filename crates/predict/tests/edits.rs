@@ -224,8 +224,7 @@ fn kernel_speedups_by_class_and_name() {
 fn network_bandwidth_moves_data_parallel_time() {
     let id = base().identity().with_dp(16).unwrap();
     let default = sound(&id);
-    let dir = std::env::temp_dir().join(format!("lumos-predict-net-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = lumos_testkit::TempDir::new("predict-net");
     let f = dir.join("fast.json");
     std::fs::write(
         &f,
@@ -236,7 +235,6 @@ fn network_bandwidth_moves_data_parallel_time() {
     let fast = sound(&id.with_network(net, what).unwrap());
     let (net, what) = lumos_predict::network_from_arg("a100").unwrap();
     let slow = sound(&id.with_network(net, what).unwrap());
-    std::fs::remove_dir_all(&dir).unwrap();
     let (d, f, s) = (
         mean_ms(&default.step_ns),
         mean_ms(&fast.step_ns),

@@ -139,7 +139,7 @@ fn gpt3_175b_tp8_pp4_dp8_breakdown() {
 fn write_job_writes_gzip_files_that_read_back() {
     let mut cfg = config("gpt-tiny", 2, 2, 1, 2);
     cfg.ranks = Ranks::All;
-    let dir = std::env::temp_dir().join(format!("lumos-synth-test-{}", std::process::id()));
+    let dir = lumos_testkit::TempDir::new("synth-test");
     let paths = write_job(&cfg, &dir).unwrap();
     assert_eq!(paths.len(), 4);
     for (rank, p) in paths.iter().enumerate() {
@@ -148,7 +148,6 @@ fn write_job_writes_gzip_files_that_read_back() {
         assert!(t.gzipped);
         assert_eq!(t.meta.rank, rank as u32);
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

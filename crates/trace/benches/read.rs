@@ -9,37 +9,20 @@
 //! `cargo bench -p lumos-trace --bench read` (add `-- --quick` for a fast
 //! pass). See docs/PERFORMANCE.md.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
+use lumos_testkit::{gunzip_file, TempDir};
 
 const TRACE: &str = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
 
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
-}
-
-/// A file in the temp dir, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn create(name: &str, write: impl FnOnce(&mut dyn Write)) -> TempFile {
-        let path = std::env::temp_dir().join(format!("lumos-bench-{}-{name}", std::process::id()));
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        write(&mut out);
-        out.flush().unwrap();
-        TempFile(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// Writes `path` through a buffered writer.
+fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write)) {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    write(&mut out);
+    out.flush().unwrap();
 }
 
 /// `text` with the body of its `traceEvents` array written `n` times.
@@ -88,17 +71,20 @@ fn matching_bracket(text: &[u8], open: usize) -> usize {
 }
 
 fn main() {
-    let gz_path = corpus(TRACE);
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(&gz_path).unwrap())
-        .read_to_end(&mut text)
-        .unwrap();
-    let plain = TempFile::create("v100.json", |out| out.write_all(&text).unwrap());
-    let triple = TempFile::create("v100x3.json", |out| repeat_events(&text, 3, out));
-    let triple_len = std::fs::metadata(&triple.0).unwrap().len();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let gz_path = corpus.path(TRACE);
+    let text = gunzip_file(&gz_path);
+    let tmp = TempDir::new("bench-read");
+    let plain = tmp.join("v100.json");
+    write_file(&plain, |out| out.write_all(&text).unwrap());
+    let triple = tmp.join("v100x3.json");
+    write_file(&triple, |out| repeat_events(&text, 3, out));
+    let triple_len = std::fs::metadata(&triple).unwrap().len();
     let events = lumos_trace::read_path(&gz_path).unwrap().events_total;
     assert_eq!(
-        lumos_trace::read_path(&triple.0).unwrap().events_total,
+        lumos_trace::read_path(&triple).unwrap().events_total,
         3 * events,
         "the tripled trace must hold every event three times"
     );
@@ -110,8 +96,8 @@ fn main() {
         .configure_from_args();
     let inputs = [
         ("gzip", &gz_path, text.len() as u64),
-        ("plain", &plain.0, text.len() as u64),
-        ("plain-x3", &triple.0, triple_len),
+        ("plain", &plain, text.len() as u64),
+        ("plain-x3", &triple, triple_len),
     ];
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new()

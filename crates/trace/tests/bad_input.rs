@@ -3,51 +3,25 @@
 //! applies), or reads with the problem counted in `skipped`. Inputs are built
 //! in code, from corpus traces where a real file is needed.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use lumos_testkit::{gunzip_file, gzip, Corpus, TempDir};
 use lumos_trace::{read_bytes, read_path, ErrorKind, ReadError, SkipReason, Trace};
 
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
+fn gz_bytes(corpus: &Corpus, rel: &str) -> Vec<u8> {
+    std::fs::read(corpus.path(rel)).expect("corpus trace")
 }
 
-fn gz_bytes(rel: &str) -> Vec<u8> {
-    std::fs::read(corpus(rel)).expect("corpus trace")
+fn json_bytes(corpus: &Corpus, rel: &str) -> Vec<u8> {
+    gunzip_file(&corpus.path(rel))
 }
 
-fn json_bytes(rel: &str) -> Vec<u8> {
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(&gz_bytes(rel)[..])
-        .read_to_end(&mut text)
-        .unwrap();
-    text
-}
-
-fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(data).unwrap();
-    enc.finish().unwrap()
-}
-
-/// A file in the temp dir, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, data: &[u8]) -> TempFile {
-        let path =
-            std::env::temp_dir().join(format!("lumos-bad-input-{}-{name}", std::process::id()));
-        std::fs::write(&path, data).unwrap();
-        TempFile(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// `data` written as `name` in a fresh temp dir (removed with the dir).
+fn temp_file(name: &str, data: &[u8]) -> (TempDir, PathBuf) {
+    let dir = TempDir::new("bad-input");
+    let path = dir.join(name);
+    std::fs::write(&path, data).unwrap();
+    (dir, path)
 }
 
 /// Reads `data` both from memory and from a temp file called `name`, checks
@@ -58,8 +32,8 @@ fn read_err(name: &str, data: &[u8]) -> ReadError {
         Err(e) => e,
     };
     let in_memory = must_fail(read_bytes(Path::new(name), data));
-    let file = TempFile::new(name, data);
-    let on_disk = must_fail(read_path(&file.0));
+    let (_dir, file) = temp_file(name, data);
+    let on_disk = must_fail(read_path(&file));
     assert_eq!(
         in_memory.kind.to_string(),
         on_disk.kind.to_string(),
@@ -67,7 +41,7 @@ fn read_err(name: &str, data: &[u8]) -> ReadError {
     );
     let msg = on_disk.to_string();
     assert!(
-        msg.contains(&file.0.display().to_string()),
+        msg.contains(&file.display().to_string()),
         "message must name the file: {msg}"
     );
     in_memory
@@ -87,7 +61,10 @@ const KERNEL: &str =
 
 #[test]
 fn truncated_gzip() {
-    let gz = gz_bytes("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let gz = gz_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz");
     let cut = &gz[..gz.len() / 2];
     let e = read_err("cut.json.gz", cut);
     let msg = e.to_string();
@@ -133,7 +110,10 @@ fn deflate_start(gz: &[u8]) -> usize {
 
 #[test]
 fn corrupt_gzip() {
-    let gz = gz_bytes("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let gz = gz_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz");
     // A reserved deflate block type (BTYPE = 11) in the first block.
     let mut bad_block = gz.clone();
     bad_block[deflate_start(&gz)] = 0x07;
@@ -154,7 +134,7 @@ fn corrupt_gzip() {
     let n = bad_crc.len();
     bad_crc[n - 8] ^= 0xff;
     let e = read_err("crc.json.gz", &bad_crc);
-    let total = json_bytes("single-rank/a100-alexnet-cuda-sync.json.gz").len() as u64;
+    let total = json_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz").len() as u64;
     match e.kind {
         ErrorKind::Gzip { uncompressed, .. } => assert_eq!(uncompressed, total, "{e}"),
         _ => panic!("{e}"),
@@ -163,7 +143,10 @@ fn corrupt_gzip() {
 
 #[test]
 fn truncated_json_inside_trace_events() {
-    let text = json_bytes("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let text = json_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz");
     let full = read_ok("full.json", &text);
     // Kineto writes one "ph" key per event, so the k-th "ph" is in event k:
     // cutting there leaves k complete events.
@@ -206,7 +189,10 @@ fn ph_offsets(text: &[u8]) -> Vec<usize> {
 
 #[test]
 fn invalid_json_inside_an_event_of_a_real_trace() {
-    let mut text = json_bytes("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let mut text = json_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz");
     let full = read_ok("full.json", &text);
     let ph = ph_offsets(&text);
     assert_eq!(ph.len() as u64, full.events_total);
@@ -363,18 +349,21 @@ fn nonexistent_path() {
 
 #[test]
 fn plain_json_named_gz_reads_by_content() {
-    let text = json_bytes("micro/a100-event-sync.json.gz");
-    let file = TempFile::new("plain.json.gz", &text);
-    let t = read_path(&file.0).unwrap();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let text = json_bytes(&corpus, "micro/a100-event-sync.json.gz");
+    let (_dir, file) = temp_file("plain.json.gz", &text);
+    let t = read_path(&file).unwrap();
     assert!(!t.gzipped);
     assert_eq!(t.json_bytes, text.len() as u64);
-    let want = read_path(&corpus("micro/a100-event-sync.json.gz")).unwrap();
+    let want = read_path(&corpus.path("micro/a100-event-sync.json.gz")).unwrap();
     assert!(want.gzipped);
     assert_eq!(t.events, want.events);
     assert_eq!(t.flows, want.flows);
     // And gzip data named .json is gzip.
-    let file = TempFile::new("packed.json", &gzip(&text));
-    assert!(read_path(&file.0).unwrap().gzipped);
+    let (_dir, file) = temp_file("packed.json", &gzip(&text));
+    assert!(read_path(&file).unwrap().gzipped);
 }
 
 fn skipped(t: &Trace, cat: &str, reason: SkipReason) -> u64 {

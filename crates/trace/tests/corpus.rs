@@ -2,39 +2,13 @@
 //! counts computed independently with serde_json.
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use lumos_testkit::gunzip_file;
 use lumos_trace::{read_path, Category, SkipReason};
 
-fn corpus_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-}
-
-fn corpus_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![corpus_dir()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("../shared/traces must exist") {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.to_string_lossy().ends_with(".json.gz") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    assert!(out.len() >= 20, "corpus looks incomplete: {out:?}");
-    out
-}
-
 fn load_json(path: &Path) -> serde_json::Value {
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_end(&mut text)
-        .unwrap();
-    serde_json::from_slice(&text).unwrap()
+    serde_json::from_slice(&gunzip_file(path)).unwrap()
 }
 
 /// Counts, per kept category, the complete events with a name, pid, tid,
@@ -72,7 +46,12 @@ fn independent_counts(doc: &serde_json::Value) -> (BTreeMap<&'static str, u64>, 
 
 #[test]
 fn every_corpus_trace_loads_with_independently_checked_counts() {
-    for path in corpus_files() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let files = corpus.traces("");
+    assert!(files.len() >= 20, "corpus looks incomplete: {files:?}");
+    for path in files {
         let trace = read_path(&path).unwrap_or_else(|e| panic!("{e}"));
         let doc = load_json(&path);
         let (want, want_flows, total) = independent_counts(&doc);
@@ -101,21 +80,23 @@ fn every_corpus_trace_loads_with_independently_checked_counts() {
 
 #[test]
 fn metadata_rank_and_devices() {
-    let dir = corpus_dir();
-    let t = read_path(&dir.join("single-rank/a100-recsys-rank3of8.json.gz")).unwrap();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let t = read_path(&corpus.path("single-rank/a100-recsys-rank3of8.json.gz")).unwrap();
     assert_eq!(t.meta.rank, 3);
     assert_eq!(t.meta.world_size, Some(8));
     assert!(!t.meta.devices.is_empty());
-    let t = read_path(&dir.join("micro/cpu-only-rank34.json.gz")).unwrap();
+    let t = read_path(&corpus.path("micro/cpu-only-rank34.json.gz")).unwrap();
     assert_eq!(t.meta.rank, 34);
     assert_eq!(t.meta.world_size, Some(300));
     // pg_count says 10, but pg_config lists 11 groups; the list wins.
     assert_eq!(t.meta.process_groups.len(), 11);
     assert_eq!(t.meta.base_time_ns, Some(1719853884000000000));
-    let t = read_path(&dir.join("single-rank/a100-ddp-rank0of2-event-record.json.gz")).unwrap();
+    let t = read_path(&corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz")).unwrap();
     assert_eq!(t.meta.process_groups[0].ranks, vec![0, 1]);
     // Python frames are counted as not modeled, not silently dropped.
-    let t = read_path(&dir.join("single-rank/h100-vit-inference.json.gz")).unwrap();
+    let t = read_path(&corpus.path("single-rank/h100-vit-inference.json.gz")).unwrap();
     assert!(t
         .skipped
         .counts
@@ -125,9 +106,11 @@ fn metadata_rank_and_devices() {
 
 #[test]
 fn timestamps_are_integer_nanoseconds() {
-    let dir = corpus_dir();
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
     // Fractional microseconds relative to baseTimeNanoseconds.
-    let t = read_path(&dir.join("micro/h100-one-kernel.json.gz")).unwrap();
+    let t = read_path(&corpus.path("micro/h100-one-kernel.json.gz")).unwrap();
     let k = t
         .events
         .iter()
@@ -136,7 +119,7 @@ fn timestamps_are_integer_nanoseconds() {
     assert_eq!(k.ts_ns, 88_511_388_202_785);
     assert_eq!(k.dur_ns, 20);
     // Absolute integer microseconds keep full precision.
-    let t = read_path(&dir.join("single-rank/v100-resnet50-2021-capture-a.json.gz")).unwrap();
+    let t = read_path(&corpus.path("single-rank/v100-resnet50-2021-capture-a.json.gz")).unwrap();
     assert!(t.events.iter().all(|e| e.ts_ns % 1000 == 0));
     assert!(t.events.iter().any(|e| e.ts_ns > 1_600_000_000_000_000_000));
 }

@@ -2,45 +2,27 @@
 //! read the same whatever the chunk size), and on valid traces the result
 //! does not depend on where the reader's chunks end.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
+use lumos_testkit::{gunzip_file, gzip};
 use lumos_trace::{read_bytes, read_bytes_with_chunk, ReadError, Trace};
 use proptest::prelude::*;
-
-fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
-}
-
-fn decompress(rel: &str) -> Vec<u8> {
-    let gz = std::fs::read(corpus(rel)).expect("corpus trace");
-    let mut text = Vec::new();
-    flate2::read::MultiGzDecoder::new(&gz[..])
-        .read_to_end(&mut text)
-        .unwrap();
-    text
-}
-
-fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(data).unwrap();
-    enc.finish().unwrap()
-}
 
 const SMALL: &str = "micro/a100-event-sync.json.gz";
 const MEDIUM: &str = "single-rank/a100-alexnet-cuda-sync.json.gz";
 
-fn small() -> &'static [u8] {
-    static TEXT: OnceLock<Vec<u8>> = OnceLock::new();
-    TEXT.get_or_init(|| decompress(SMALL))
-}
-
-fn medium() -> &'static [u8] {
-    static TEXT: OnceLock<Vec<u8>> = OnceLock::new();
-    TEXT.get_or_init(|| decompress(MEDIUM))
+/// The two inputs decompressed, read once; `None` when the corpus is absent.
+fn inputs() -> Option<&'static (Vec<u8>, Vec<u8>)> {
+    static TEXT: OnceLock<Option<(Vec<u8>, Vec<u8>)>> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let corpus = lumos_testkit::corpus()?;
+        Some((
+            gunzip_file(&corpus.path(SMALL)),
+            gunzip_file(&corpus.path(MEDIUM)),
+        ))
+    })
+    .as_ref()
 }
 
 /// Everything a read produces, in comparable form.
@@ -136,7 +118,10 @@ proptest! {
         mutations in prop::collection::vec(mutation(), 1..6),
         chunk in prop::sample::select(vec![7usize, 64, 1000]),
     ) {
-        let mut data = if medium_input { medium() } else { small() }.to_vec();
+        let Some((small, medium)) = inputs() else {
+            return Ok(());
+        };
+        let mut data = if medium_input { medium } else { small }.to_vec();
         for m in &mutations {
             apply(&mut data, m);
         }
@@ -152,14 +137,17 @@ proptest! {
         mutations in prop::collection::vec(mutation(), 1..4),
         mutate_compressed in any::<bool>(),
     ) {
+        let Some((small, _)) = inputs() else {
+            return Ok(());
+        };
         let data = if mutate_compressed {
-            let mut gz = gzip(small());
+            let mut gz = gzip(small);
             for m in &mutations {
                 apply(&mut gz, m);
             }
             gz
         } else {
-            let mut text = small().to_vec();
+            let mut text = small.to_vec();
             for m in &mutations {
                 apply(&mut text, m);
             }
@@ -173,7 +161,10 @@ proptest! {
 /// default chunk does, from plain and gzip input.
 #[test]
 fn chunk_size_does_not_change_the_result() {
-    for (rel, text) in [(SMALL, small()), (MEDIUM, medium())] {
+    let Some((small, medium)) = inputs() else {
+        return;
+    };
+    for (rel, text) in [(SMALL, small), (MEDIUM, medium)] {
         let path = Path::new(rel);
         let want = read_bytes(path, text).unwrap();
         assert!(want.events.len() > 10, "{rel}");

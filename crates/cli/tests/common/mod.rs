@@ -1,27 +1,13 @@
-//! Helpers shared by the CLI's end-to-end tests.
+//! Helpers shared by the CLI's end-to-end tests (the corpus and temp dirs
+//! come from lumos-testkit).
 #![allow(dead_code)] // each test binary uses its own subset
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The `lumos` binary under test.
 pub fn lumos() -> Command {
     Command::new(env!("CARGO_BIN_EXE_lumos"))
-}
-
-/// A path in the shared trace corpus.
-pub fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
-}
-
-/// A fresh, empty directory for one test, unique to this process.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lumos-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// Runs `lumos ARGS --json PATHS`, asserts success and parses stdout.

@@ -1,8 +1,8 @@
-//! Shared helpers: synthesized inputs, their replayed truth, corpus paths,
-//! and rediscovery of a predicted stage's structure.
+//! Shared helpers: synthesized inputs, their replayed truth, and
+//! rediscovery of a predicted stage's structure.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use lumos_graph::{Measured, Span};
 use lumos_models::GpuSpec;
@@ -77,13 +77,6 @@ pub fn replayed_steps(inputs: &[Input]) -> Vec<i64> {
 pub fn truth_ms(cfg: &SynthConfig) -> f64 {
     let s = replayed_steps(&inputs(cfg));
     s.iter().sum::<i64>() as f64 / s.len() as f64 / 1e6
-}
-
-/// A corpus trace.
-pub fn corpus(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel)
 }
 
 /// Discovery run again on predicted stage `k`, with its replayed times
