@@ -3,6 +3,10 @@
 //! Exit codes: 0 success; 1 at least one input could not be processed (the
 //! others are still reported); 2 usage errors (from clap).
 
+// The doc comments of the clap types are `--help` text, where a file name
+// pattern like `<name>.replayed.json.gz` is meant literally, not as HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod inputs;
 mod inspect;
 mod job;

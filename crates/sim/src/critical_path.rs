@@ -95,7 +95,7 @@ pub enum BoundKind {
     Runtime,
     /// A collective's end, set by the start of its last participant on
     /// another rank (multi-rank jobs only; see
-    /// [`job_critical_path_summary`](crate::job_critical_path_summary)).
+    /// [`job_critical_path`](crate::job_critical_path)).
     Rendezvous,
 }
 
