@@ -27,6 +27,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::replay::{self, us, TraceReplay};
+use crate::usage::usage;
 
 /// What the command line says about one rank's file.
 pub struct RankFile {
@@ -559,13 +560,13 @@ pub fn replay_job(
     let mut what_if = Vec::new();
     for s in scales {
         let Some(pos) = job.files.iter().position(|f| f.rank == s.rank) else {
-            bail!(
+            return Err(usage(format!(
                 "--scale-rank {}={}: rank {} is not in the job (ranks {})",
                 s.rank,
                 s.factor,
                 s.rank,
                 rank_ranges(&job.files.iter().map(|f| f.rank).collect::<Vec<_>>())
-            );
+            )));
         };
         jg.scale_rank(pos, s.factor, scale_cpu);
         what_if.push(format!(

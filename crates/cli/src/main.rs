@@ -1,7 +1,8 @@
 //! The `lumos` command line: inspect traces, replay them, run the demo.
 //!
 //! Exit codes: 0 success; 1 at least one input could not be processed (the
-//! others are still reported); 2 usage errors (from clap).
+//! others are still reported); 2 usage errors (from clap, or a
+//! [`usage::UsageError`] from the checks made after parsing).
 
 // The doc comments of the clap types are `--help` text, where a file name
 // pattern like `<name>.replayed.json.gz` is meant literally, not as HTML.
@@ -13,20 +14,32 @@ mod job;
 mod predict;
 mod replay;
 mod synth_cmd;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use lumos_graph::DepKind;
 use lumos_sim::{GpuSelector, SimOptions};
+
+use crate::usage::usage;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  bad input: a trace (or model or network file) that cannot be read or
+     processed; the other inputs are still reported
+  2  bad usage: an unknown flag, an invalid value, or arguments that cannot
+     go together";
 
 #[derive(Parser)]
 #[command(
     name = "lumos",
     version,
-    about = "Model distributed LLM training performance from PyTorch profiler traces"
+    about = "Model distributed LLM training performance from PyTorch profiler traces",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -155,7 +168,9 @@ fn sim_options(
     }
     if let Some(f) = scale {
         if !(f.is_finite() && f > 0.0) {
-            bail!("--scale-kernels must be a positive number, got {f}");
+            return Err(usage(format!(
+                "--scale-kernels must be a positive number, got {f}"
+            )));
         }
         let select = match (pattern, only) {
             (Some(p), _) => GpuSelector::NameContains(p),
@@ -248,10 +263,10 @@ fn run(cli: Cli) -> Result<bool> {
                 );
             }
             if !scale_rank.is_empty() {
-                bail!(
+                return Err(usage(
                     "--scale-rank needs the ranks of one job (several files with one world size, \
-                     or --job)"
-                );
+                     or --job)",
+                ));
             }
             let mut ok = true;
             let mut results = Vec::new();
@@ -344,6 +359,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        Err(e) if usage::is_usage(&e) => {
+            eprintln!("error: {e:#}\n\nFor more information, try '--help'.");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(1)

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use lumos_graph::TaskId;
 use lumos_graph::{build, Graph, Measured};
 use lumos_predict::{
@@ -17,6 +17,7 @@ use lumos_trace::Trace;
 use serde::Serialize;
 
 use crate::replay::{us, write_timeline, TraceId};
+use crate::usage::usage;
 
 /// `lumos predict` arguments.
 #[derive(clap::Args)]
@@ -617,11 +618,16 @@ pub fn check_args(a: &PredictArgs) -> Result<()> {
         ("--layers", a.layers),
     ] {
         if v == Some(0) {
-            bail!("{what} must be at least 1");
+            return Err(usage(format!("{what} must be at least 1")));
         }
     }
     if a.hidden == Some(0) || a.ffn == Some(0) {
-        bail!("--hidden and --ffn must be at least 1");
+        return Err(usage("--hidden and --ffn must be at least 1"));
+    }
+    // A name that is not a file must be a preset; a file's problems are
+    // bad input, found when it is read.
+    if let Some(n) = a.network.as_deref().filter(|n| !Path::new(n).is_file()) {
+        network_from_arg(n).map_err(|e| usage(format!("--network: {e}")))?;
     }
     Ok(())
 }

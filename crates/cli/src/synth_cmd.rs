@@ -6,6 +6,8 @@ use anyhow::{bail, Context, Result};
 use lumos_models::GpuSpec;
 use lumos_synth::{ModelPreset, Parallelism, Ranks, SynthConfig};
 
+use crate::usage::usage;
+
 /// Which ranks `--ranks` selects.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum RankChoice {
@@ -16,10 +18,11 @@ pub enum RankChoice {
 }
 
 /// A preset name, or a JSON file with `layers`, `hidden`, `heads` and
-/// optionally `name`, `ffn_hidden`, `seq_len`, `micro_batch`, `vocab`.
+/// optionally `name`, `ffn_hidden`, `seq_len`, `micro_batch`, `vocab`. An
+/// unknown preset is a usage error, a bad file bad input.
 pub fn model_from_arg(arg: &str) -> Result<ModelPreset> {
     if !Path::new(arg).is_file() {
-        return ModelPreset::preset(arg).map_err(|e| anyhow::anyhow!("{e}"));
+        return ModelPreset::preset(arg).map_err(|e| usage(format!("--model: {e}")));
     }
     let text = std::fs::read_to_string(arg).with_context(|| format!("{arg}: cannot read"))?;
     let v: serde_json::Value =
@@ -94,7 +97,7 @@ pub struct SynthArgs {
 /// The synthesizer's configuration for these arguments.
 pub fn config(a: &SynthArgs) -> Result<SynthConfig> {
     let model = model_from_arg(&a.model)?;
-    let gpu = GpuSpec::preset(&a.gpu).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let gpu = GpuSpec::preset(&a.gpu).map_err(|e| usage(format!("--gpu: {e}")))?;
     // Megatron's usual default: as many micro-batches as twice the stages.
     let m = a.microbatches.unwrap_or(2 * a.pp);
     let mut cfg = SynthConfig::new(model, Parallelism::new(a.tp, a.pp, a.dp, m), gpu);
@@ -104,7 +107,8 @@ pub fn config(a: &SynthArgs) -> Result<SynthConfig> {
         RankChoice::All => Ranks::All,
         RankChoice::OnePerStage => Ranks::OnePerStage,
     };
-    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Degrees, steps and the model's shape that cannot make a job.
+    cfg.validate().map_err(usage)?;
     Ok(cfg)
 }
 

@@ -232,7 +232,7 @@ fn synth_writes_a_job_that_replays_exactly() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("gpt-nonexistent"));
 }
 

@@ -387,7 +387,7 @@ fn per_trace_keeps_ranks_apart() {
     assert!(v.get("job").is_none());
     assert_eq!(v["traces"].as_array().unwrap().len(), 8);
     let out = run(&["replay", "--per-trace", "--scale-rank", "1=2"], &[&dlrm]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--scale-rank needs"));
 }
 
@@ -397,7 +397,7 @@ fn bad_scale_rank_is_a_clear_error() {
         return;
     };
     let out = run(&["replay", "--scale-rank", "9=2"], &[&dlrm]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("rank 9 is not in the job"), "{err}");
     let out = run(&["replay", "--scale-rank", "1=-2"], &[&dlrm]);

@@ -205,10 +205,10 @@ fn bad_arguments_fail_with_a_message() {
             .unwrap()
     };
     let out = run(&["--dp", "0"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--dp must be at least 1"));
     let out = run(&["--network", "tpu-v9"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("tpu-v9"));
     let out = run(&["--scale-kernels", "gemm"]);
     assert_eq!(out.status.code(), Some(2));

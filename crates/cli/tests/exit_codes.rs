@@ -1,0 +1,152 @@
+//! Exit codes as the README gives them: every argument check made after
+//! clap's parsing is a usage error (2) with its own message, while a file
+//! that cannot be read or processed is bad input (1). Inputs are
+//! synthesized, so no test here needs the corpus.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::lumos;
+use lumos_testkit::TempDir;
+
+/// One synthesized rank (gpt-tiny, no parallelism) in `dir`.
+fn one_rank(dir: &Path) -> PathBuf {
+    let out = lumos()
+        .args(["synth", "--model", "gpt-tiny", "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.into_iter().next().unwrap()
+}
+
+fn run(args: &[&str], path: Option<&Path>) -> Output {
+    lumos().args(args).args(path).output().unwrap()
+}
+
+/// Asserts the exit code, that stderr is an `error:` naming `message`, and
+/// that a usage error printed no result.
+fn assert_fails(out: &Output, code: i32, message: &str, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{what}: {err}");
+    assert!(
+        err.starts_with("error: ") && err.contains(message),
+        "{what}: wanted {message:?} in {err:?}"
+    );
+    if code == 2 {
+        assert!(out.stdout.is_empty(), "{what}: printed a result");
+    }
+}
+
+#[test]
+fn replay_checks_are_usage_errors() {
+    let dir = TempDir::new("cli-exit-replay");
+    let f = one_rank(&dir.join("job"));
+    for scale in ["0", "-1", "inf", "NaN"] {
+        let arg = format!("--scale-kernels={scale}");
+        let out = run(&["replay", &arg], Some(&f));
+        let want = format!("--scale-kernels must be a positive number, got {scale}");
+        assert_fails(&out, 2, &want, scale);
+    }
+    // One trace is not a job...
+    let out = run(&["replay", "--scale-rank", "0=2"], Some(&f));
+    assert_fails(&out, 2, "--scale-rank needs the ranks of one job", "no job");
+    // ...and with --job, the rank must be one of it.
+    let out = run(&["replay", "--job", "--scale-rank", "5=2"], Some(&f));
+    assert_fails(
+        &out,
+        2,
+        "--scale-rank 5=2: rank 5 is not in the job",
+        "rank",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("try '--help'"), "{err}");
+}
+
+#[test]
+fn predict_checks_are_usage_errors() {
+    let dir = TempDir::new("cli-exit-predict");
+    let f = one_rank(&dir.join("job"));
+    for flag in ["--dp", "--pp", "--tp", "--microbatches", "--layers"] {
+        let out = run(&["predict", flag, "0"], Some(&f));
+        assert_fails(&out, 2, &format!("{flag} must be at least 1"), flag);
+    }
+    for flag in ["--hidden", "--ffn"] {
+        let out = run(&["predict", flag, "0"], Some(&f));
+        assert_fails(&out, 2, "--hidden and --ffn must be at least 1", flag);
+    }
+    let out = run(&["predict", "--network", "tpu-v9"], Some(&f));
+    assert_fails(&out, 2, "--network: unknown preset \"tpu-v9\"", "preset");
+    // A network file that exists but is malformed is bad input.
+    let net = dir.join("net.json");
+    std::fs::write(&net, "{\"inter_node\": ").unwrap();
+    let out = run(&["predict", "--network", net.to_str().unwrap()], Some(&f));
+    assert_fails(&out, 1, "net.json: invalid JSON", "network file");
+}
+
+#[test]
+fn synth_checks_are_usage_errors() {
+    let dir = TempDir::new("cli-exit-synth");
+    let out_dir = dir.join("out");
+    let synth = |args: &[&str]| {
+        lumos()
+            .arg("synth")
+            .args(args)
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .unwrap()
+    };
+    for (args, message) in [
+        (
+            &["--model", "gpt-nonexistent"][..],
+            "--model: unknown preset \"gpt-nonexistent\"",
+        ),
+        (
+            &["--model", "gpt-tiny", "--gpu", "tpu-v9"][..],
+            "--gpu: unknown preset \"tpu-v9\"",
+        ),
+        (
+            &["--model", "gpt-tiny", "--tp", "3"][..],
+            "invalid config: heads 16 is not a multiple of tp 3",
+        ),
+        (
+            &["--model", "gpt-tiny", "--pp", "0"][..],
+            "invalid config: tp, pp, dp and microbatches must be at least 1",
+        ),
+        (
+            &["--model", "gpt-tiny", "--steps", "1"][..],
+            "invalid config: steps must be at least 2, got 1",
+        ),
+    ] {
+        assert_fails(&synth(args), 2, message, &format!("{args:?}"));
+    }
+    assert!(!out_dir.exists(), "nothing is written on a usage error");
+}
+
+#[test]
+fn clap_errors_and_bad_files_keep_their_codes() {
+    let out = run(&["replay", "--deps", "no-such-kind", "x.json"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let dir = TempDir::new("cli-exit-bad");
+    let bad = dir.join("broken.json");
+    std::fs::write(&bad, "{\"traceEvents\": [").unwrap();
+    assert_fails(&run(&["replay"], Some(&bad)), 1, "broken.json", "trace");
+    let out = lumos().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for line in ["Exit codes:", "0  success", "1  bad input", "2  bad usage"] {
+        assert!(help.contains(line), "{line} not in --help: {help}");
+    }
+}
