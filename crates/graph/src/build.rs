@@ -593,8 +593,7 @@ impl<'t> Builder<'t> {
                     self.report.rejected_waits += 1;
                 }
                 Some((src, rule)) if self.g.tasks[src.idx()].proc != ws => {
-                    self.edge(src, target, DepKind::InterStream, Anchor::End);
-                    self.report.count_inferred(DepKind::InterStream, rule);
+                    self.found_edge(src, target, DepKind::InterStream, rule);
                 }
                 Some(_) => self.report.same_stream_waits += 1,
                 None => self.report.unresolved_waits += 1,
@@ -844,7 +843,7 @@ impl<'t> Builder<'t> {
                 self.g.tasks[waiter.idx()].duration_ns = (r.end - a_end).clamp(0, r.end - r.start);
             }
         }
-        self.report.count_inferred(DepKind::Sync, rule);
+        self.report.record_runtime_dep(rule);
     }
 
     /// Splits a call into an issuing part of zero length and a waiting part
@@ -939,9 +938,7 @@ impl<'t> Builder<'t> {
             }
         }
         for (s, t) in new_edges {
-            self.edge(s, t, DepKind::InterThread, Anchor::End);
-            self.report
-                .count_inferred(DepKind::InterThread, Rule::GapAfterOtherThread);
+            self.found_edge(s, t, DepKind::InterThread, Rule::GapAfterOtherThread);
         }
     }
 
@@ -969,6 +966,12 @@ impl<'t> Builder<'t> {
             anchor,
             latency_ns: 0,
         });
+    }
+
+    /// An end-anchored edge that had to be found, recorded with its rule.
+    fn found_edge(&mut self, from: TaskId, to: TaskId, kind: DepKind, rule: Rule) {
+        self.edge(from, to, kind, Anchor::End);
+        self.report.record_edge(self.g.edges.len() - 1, kind, rule);
     }
 
     /// Measured ready time an edge imposes, with zero latency.

@@ -5,7 +5,8 @@
 //! Data flows in from [`lumos_trace::Trace`] through [`build`], which returns
 //! the [`Graph`] (durations, gaps, latencies), the [`Measured`] ground truth
 //! kept apart from it, and a [`BuildReport`] counting every edge found or
-//! inferred, by rule. [`check`] verifies the graph's invariants.
+//! inferred, by rule. [`check`] verifies the graph's invariants, and
+//! [`dump`] writes a graph as deterministic text for tests and diffs.
 //!
 //! A multi-rank job goes through [`rank_graph`] per trace, then
 //! [`match_collectives`], [`align_clocks`] and [`merge`], which gives one
@@ -15,12 +16,14 @@
 
 mod build;
 mod check;
+mod dump;
 mod job;
 mod model;
 mod report;
 
 pub use build::build;
 pub use check::{check, Violation};
+pub use dump::dump;
 pub use job::{
     align_clocks, match_collectives, merge, rank_graph, rank_ranges, ClockAlignment,
     CollectiveMatch, CommPattern, CommTask, JobGraph, MatchProblem, MatchRule, MatchedSet, Member,

@@ -103,11 +103,41 @@ pub struct BuildReport {
     pub typical_stream_gap_ns: i64,
     /// Problems that matter for accuracy.
     pub warnings: Vec<String>,
+    /// The rule behind each edge that had to be found (inter-stream and
+    /// inter-thread) as (index in [`Graph::edges`], rule), by index. Edges
+    /// from program order or a launch's correlation have none.
+    pub edge_rules: Vec<(u32, Rule)>,
+    /// The rule behind each runtime dependency, parallel to
+    /// [`Graph::runtime_deps`].
+    pub runtime_dep_rules: Vec<Rule>,
 }
 
 impl BuildReport {
-    pub(crate) fn count_inferred(&mut self, kind: DepKind, rule: Rule) {
+    /// The rule that found edge `edge` of the built graph, if it had to be
+    /// found.
+    pub fn edge_rule(&self, edge: usize) -> Option<Rule> {
+        let i = self
+            .edge_rules
+            .binary_search_by_key(&edge, |&(e, _)| e as usize)
+            .ok()?;
+        Some(self.edge_rules[i].1)
+    }
+
+    /// Counts edge `edge`, of `kind`, as found by `rule`. Edges are
+    /// recorded in index order.
+    pub(crate) fn record_edge(&mut self, edge: usize, kind: DepKind, rule: Rule) {
+        debug_assert!(self
+            .edge_rules
+            .last()
+            .is_none_or(|&(e, _)| (e as usize) < edge));
+        self.edge_rules.push((edge as u32, rule));
         *self.inferred.entry((kind, rule)).or_insert(0) += 1;
+    }
+
+    /// Counts the runtime dependency just added as found by `rule`.
+    pub(crate) fn record_runtime_dep(&mut self, rule: Rule) {
+        self.runtime_dep_rules.push(rule);
+        *self.inferred.entry((DepKind::Sync, rule)).or_insert(0) += 1;
     }
 
     pub(crate) fn fill_counts(&mut self, g: &Graph) {

@@ -1,0 +1,80 @@
+//! Data-driven builder tests: each folder of `tests/data/build` pins one
+//! inference rule of the builder with a tiny trace (`trace.json`, or
+//! `corpus.txt` naming a corpus trace) and the graph dump it must give
+//! (`expected.txt`, see `lumos_graph::dump`). A missing `expected.txt` is
+//! written and the test fails once, so that it is read before it counts;
+//! `UPDATE_EXPECT=1` rewrites them all; a mismatch prints both.
+//! Each case's `about.txt` says what the rule should produce and why the
+//! expected dump is that.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use lumos_graph::{build, check, dump};
+
+/// The trace of one case, or `None` when it names a corpus trace and the
+/// corpus is absent.
+fn trace_of(case: &Path) -> Option<PathBuf> {
+    let own = case.join("trace.json");
+    if own.is_file() {
+        return Some(own);
+    }
+    let named = case.join("corpus.txt");
+    let rel = std::fs::read_to_string(&named)
+        .unwrap_or_else(|e| panic!("{}: no trace.json, and {e}", named.display()));
+    Some(lumos_testkit::corpus()?.path(rel.trim()))
+}
+
+/// The dump of one case's graph, after the graph's invariants are checked.
+fn actual(case: &Path, trace: &Path) -> String {
+    let t = lumos_trace::read_path(trace).unwrap_or_else(|e| panic!("{e}"));
+    let (g, measured, report) = build(&t);
+    let v = check(&g);
+    assert!(v.is_empty(), "{}: {v:?}", case.display());
+    assert_eq!(measured.tasks.len(), g.tasks.len());
+    dump(&g, Some(&report))
+}
+
+#[test]
+fn every_builder_rule_gives_its_expected_graph() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/build");
+    let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| !v.is_empty());
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 10, "{cases:?}");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy();
+        let Some(trace) = trace_of(case) else {
+            continue;
+        };
+        let got = actual(case, &trace);
+        let path = case.join("expected.txt");
+        let want = std::fs::read_to_string(&path).ok();
+        if want.as_deref() == Some(got.as_str()) {
+            continue;
+        }
+        match want {
+            Some(want) if !update => failures.push(format!(
+                "{name}: the graph differs from expected.txt (UPDATE_EXPECT=1 rewrites it)\n\
+                 --- expected\n{want}--- actual\n{got}"
+            )),
+            want => {
+                std::fs::write(&path, &got).unwrap();
+                // Past the harness's capture: a rewrite must be seen.
+                let _ = writeln!(std::io::stderr(), "wrote {}", path.display());
+                // A new case fails once, so no dump is taken unread.
+                if want.is_none() && !update {
+                    failures.push(format!(
+                        "{name}: no expected.txt; wrote it, check it by hand\n{got}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
