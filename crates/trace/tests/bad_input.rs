@@ -337,7 +337,8 @@ fn empty_and_whitespace_files() {
 
 #[test]
 fn nonexistent_path() {
-    let path = std::env::temp_dir().join(format!("lumos-no-such-{}.json.gz", std::process::id()));
+    let dir = TempDir::new("bad-input-missing");
+    let path = dir.join("no-such.json.gz");
     let e = read_path(&path).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Io(_)), "{e}");
     let msg = e.to_string();
