@@ -215,9 +215,9 @@ fn trace_bytes(t: &Trace) -> Value {
     for e in &t.events {
         if let Some(x) = &e.extra {
             with_extra += 1;
-            extras += size_of::<EventExtra>()
-                + opt_string_heap(&x.input_dims)
-                + opt_string_heap(&x.input_type);
+            // `Input Dims` lists are shared (one copy per distinct list):
+            // not counted per event.
+            extras += size_of::<EventExtra>() + opt_string_heap(&x.input_type);
             if let Some(c) = &x.collective {
                 extras += opt_string_heap(&c.name)
                     + opt_string_heap(&c.dtype)
@@ -260,7 +260,8 @@ fn graph_bytes(g: &Graph, m: &Measured) -> Value {
         .scopes
         .iter()
         .map(|s| {
-            size_of::<Scope>() + opt_string_heap(&s.input_dims) + opt_string_heap(&s.input_type)
+            // `Input Dims` are shared with the trace's events.
+            size_of::<Scope>() + opt_string_heap(&s.input_type)
         })
         .sum::<usize>()
         + g.task_scopes.capacity() * size_of::<Option<ScopeId>>();

@@ -266,8 +266,8 @@ pub struct Scope {
     pub parent: Option<ScopeId>,
     /// True for `record_function` annotations, false for operators.
     pub annotation: bool,
-    /// `Input Dims` as raw JSON text, when recorded.
-    pub input_dims: Option<String>,
+    /// `Input Dims`, when recorded (shared with the trace's event).
+    pub input_dims: Option<lumos_trace::InputDims>,
     /// `Input type` as raw JSON text, when recorded.
     pub input_type: Option<String>,
 }

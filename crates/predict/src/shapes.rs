@@ -1,6 +1,8 @@
 //! Shapes from `Input Dims`: which operators are matrix products, their
 //! `m x k x n`, and attention shapes.
 
+use lumos_trace::InputDims;
+
 /// A matrix product `[m, k] x [k, n]` (batch folded into `m`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GemmShape {
@@ -19,22 +21,19 @@ impl GemmShape {
     }
 }
 
-/// Parses `Input Dims` text (`[[2048, 1, 6144], [6144, 9216]]`) into one
-/// list of sizes per input; inputs that are not plain tensors (scalars,
-/// tensor lists) become empty lists.
-pub(crate) fn parse_dims(text: &str) -> Option<Vec<Vec<u64>>> {
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let arr = v.as_array()?;
-    Some(
-        arr.iter()
-            .map(|d| {
-                d.as_array()
-                    .map(|xs| xs.iter().filter_map(|x| x.as_u64()).collect::<Vec<u64>>())
-                    .filter(|xs| d.as_array().is_some_and(|a| a.len() == xs.len()))
-                    .unwrap_or_default()
-            })
-            .collect(),
-    )
+/// The sizes of input `i` when it is a tensor with no negative size;
+/// empty for anything else (no input, a scalar, a tensor list), which no
+/// shape rule accepts.
+fn sizes(dims: &InputDims, i: usize) -> &[i64] {
+    match dims.tensor(i) {
+        Some(d) if d.iter().all(|&x| x >= 0) => d,
+        _ => &[],
+    }
+}
+
+/// The product of sizes, saturating (sizes are not negative).
+fn prod(xs: &[i64]) -> u64 {
+    xs.iter().fold(1u64, |p, &x| p.saturating_mul(x as u64))
 }
 
 /// True for operator names that are matrix products.
@@ -52,83 +51,60 @@ pub(crate) fn is_gemm_op(name: &str) -> bool {
 }
 
 /// The product an operator computes, from its name and `Input Dims`.
-pub(crate) fn gemm_shape(op: &str, dims: &[Vec<u64>]) -> Option<GemmShape> {
+pub(crate) fn gemm_shape(op: &str, dims: &InputDims) -> Option<GemmShape> {
     let lower = op.to_ascii_lowercase();
-    let prod = |xs: &[u64]| xs.iter().product::<u64>();
-    let two_d = |i: usize| dims.get(i).filter(|d| d.len() == 2);
+    let at = |i: usize| sizes(dims, i);
+    let two_d = |i: usize| Some(at(i)).filter(|d| d.len() == 2);
+    let shape = |m: u64, k: i64, n: i64| GemmShape {
+        m,
+        k: k as u64,
+        n: n as u64,
+    };
     let shape = match lower.as_str() {
         "aten::mm" => {
             let (a, b) = (two_d(0)?, two_d(1)?);
-            GemmShape {
-                m: a[0],
-                k: a[1],
-                n: b[1],
-            }
+            shape(a[0] as u64, a[1], b[1])
         }
         "aten::addmm" => {
             let (a, b) = (two_d(1)?, two_d(2)?);
-            GemmShape {
-                m: a[0],
-                k: a[1],
-                n: b[1],
-            }
+            shape(a[0] as u64, a[1], b[1])
         }
         "aten::bmm" | "aten::baddbmm" => {
             let off = usize::from(lower == "aten::baddbmm");
-            let (a, b) = (dims.get(off)?, dims.get(off + 1)?);
+            let (a, b) = (at(off), at(off + 1));
             if a.len() != 3 || b.len() != 3 {
                 return None;
             }
-            GemmShape {
-                m: a[0] * a[1],
-                k: a[2],
-                n: b[2],
-            }
+            shape(prod(&a[..2]), a[2], b[2])
         }
         "aten::matmul" => {
-            let (a, b) = (dims.first()?, dims.get(1)?);
+            let (a, b) = (at(0), at(1));
             if a.len() < 2 || b.len() != 2 {
                 return None;
             }
-            GemmShape {
-                m: prod(&a[..a.len() - 1]),
-                k: *a.last()?,
-                n: b[1],
-            }
+            shape(prod(&a[..a.len() - 1]), *a.last()?, b[1])
         }
         "aten::linear" => {
-            let (a, w) = (dims.first()?, two_d(1)?);
+            let (a, w) = (at(0), two_d(1)?);
             if a.is_empty() {
                 return None;
             }
-            GemmShape {
-                m: prod(&a[..a.len() - 1]),
-                k: *a.last()?,
-                n: w[0],
-            }
+            shape(prod(&a[..a.len() - 1]), *a.last()?, w[0])
         }
         _ if lower.contains("wgrad") => {
             // Weight gradient: input [m, k], output gradient [m, n],
             // accumulated into [n, k].
             let (a, g) = (two_d(0)?, two_d(1)?);
-            GemmShape {
-                m: a[0],
-                k: a[1],
-                n: g[1],
-            }
+            shape(a[0] as u64, a[1], g[1])
         }
         _ => {
             // Some other GEMM op: the first two matrices that chain.
-            let mats: Vec<&Vec<u64>> = dims.iter().filter(|d| d.len() == 2).collect();
-            let (a, b) = (mats.first()?, mats.get(1)?);
+            let mut mats = (0..dims.len()).map(at).filter(|d| d.len() == 2);
+            let (a, b) = (mats.next()?, mats.next()?);
             if a[1] != b[0] {
                 return None;
             }
-            GemmShape {
-                m: a[0],
-                k: a[1],
-                n: b[1],
-            }
+            shape(a[0] as u64, a[1], b[1])
         }
     };
     (shape.m > 0 && shape.n > 0 && shape.k > 0).then_some(shape)
@@ -152,14 +128,18 @@ pub(crate) fn is_attention_kernel_name(name: &str) -> bool {
 
 /// `(batch, seq, heads, head_dim)` of an attention op's query, when its
 /// first input is 4-D.
-pub(crate) fn attention_shape(dims: &[Vec<u64>]) -> Option<[u64; 4]> {
-    let q = dims.first()?;
-    (q.len() == 4).then(|| [q[0], q[1], q[2], q[3]])
+pub(crate) fn attention_shape(dims: &InputDims) -> Option<[u64; 4]> {
+    let q = sizes(dims, 0);
+    (q.len() == 4).then(|| [q[0] as u64, q[1] as u64, q[2] as u64, q[3] as u64])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_dims(text: &str) -> Option<InputDims> {
+        InputDims::parse(text)
+    }
 
     #[test]
     fn shapes_of_common_ops() {
@@ -201,10 +181,16 @@ mod tests {
             gemm_shape("aten::mm", &parse_dims("[[], []]").unwrap()),
             None
         );
-        assert!(parse_dims("not json").is_none());
-        // Tensor lists and scalars become empty inputs.
-        let d = parse_dims("[[[1, 2], [3]], 5, [4, 4]]").unwrap();
-        assert_eq!(d, vec![vec![], vec![], vec![4, 4]]);
+        // Tensor lists, scalars and negative sizes match no rule.
+        let d = parse_dims("[[[1, 2], [3]], 5, [4, 4], [-1, 4], [4, 4]]").unwrap();
+        assert_eq!(
+            (sizes(&d, 0), sizes(&d, 1), sizes(&d, 3)),
+            (&[][..], &[][..], &[][..])
+        );
+        assert_eq!(sizes(&d, 2), &[4, 4]);
+        assert_eq!(gemm_shape("my_gemm", &d).unwrap().n, 4);
+        let d = parse_dims("[[-2, -3], [3, 4]]").unwrap();
+        assert_eq!(gemm_shape("aten::mm", &d), None);
         assert_eq!(
             attention_shape(&parse_dims("[[1, 2048, 24, 128]]").unwrap()),
             Some([1, 2048, 24, 128])

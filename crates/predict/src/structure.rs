@@ -36,7 +36,7 @@ use crate::context::TraceContext;
 use crate::pattern::{best_period, chains, period_with_repeats};
 use crate::shapes::{
     attention_shape, gemm_shape, is_attention_kernel_name, is_gemm_kernel_name, is_gemm_op,
-    parse_dims, GemmShape,
+    GemmShape,
 };
 use crate::units::{is_layer_name, Units, NO_UNIT};
 
@@ -580,10 +580,7 @@ impl Discovery<'_> {
             if is_attention_kernel_name(g.name(id)) {
                 let dims = g.scope_chain(id).find_map(|s| {
                     let sc = &g.scopes[s.0 as usize];
-                    sc.input_dims
-                        .as_deref()
-                        .and_then(parse_dims)
-                        .and_then(|d| attention_shape(&d))
+                    sc.input_dims.as_ref().and_then(attention_shape)
                 });
                 out[i] = WorkClass::Attention(dims);
                 continue;
@@ -599,9 +596,8 @@ impl Discovery<'_> {
             let sc = &g.scopes[s as usize];
             let Some(shape) = sc
                 .input_dims
-                .as_deref()
-                .and_then(parse_dims)
-                .and_then(|d| gemm_shape(&g.names[sc.name.0 as usize], &d))
+                .as_ref()
+                .and_then(|d| gemm_shape(&g.names[sc.name.0 as usize], d))
             else {
                 continue;
             };

@@ -24,6 +24,7 @@ mod error;
 mod model;
 mod parse;
 mod read;
+mod shapes;
 mod split;
 
 pub use error::{ErrorKind, ReadError};
@@ -31,3 +32,4 @@ pub use model::*;
 pub use read::{
     rank_from_file_name, read_bytes, read_bytes_with_chunk, read_path, read_path_with_progress,
 };
+pub use shapes::{Input, InputDims};

@@ -2,7 +2,10 @@
 //! one trace file.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
+
+use crate::shapes::InputDims;
 
 /// Index of an interned string in [`Trace::strings`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -144,8 +147,8 @@ pub struct EventExtra {
     pub bytes: Option<u64>,
     /// Collective arguments (`record_param_comms`, NCCL kernels).
     pub collective: Option<CollectiveArgs>,
-    /// `Input Dims` as raw JSON text.
-    pub input_dims: Option<String>,
+    /// `Input Dims`, parsed (shared: equal lists are one allocation).
+    pub input_dims: Option<InputDims>,
     /// `Input type` as raw JSON text.
     pub input_type: Option<String>,
 }
@@ -249,6 +252,28 @@ impl RankList {
             1
         };
         (0..size as i64).map(|i| start + i * stride).collect()
+    }
+}
+
+/// The text [`RankList::parse`] reads: `[0, 1, 2]`, or `[0, 8, ...]`
+/// when truncated.
+impl fmt::Display for RankList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, r) in self.ranks.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{r}")?;
+        }
+        if self.truncated {
+            f.write_str(if self.ranks.is_empty() {
+                "..."
+            } else {
+                ", ..."
+            })?;
+        }
+        f.write_str("]")
     }
 }
 
@@ -437,7 +462,8 @@ impl SkipReason {
     }
 }
 
-/// Counts of skipped events by (category as written, reason).
+/// Counts of skipped events by (category as written, reason), and of
+/// arguments dropped from kept events.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Skipped {
     /// Count per (category or `-` if none, reason).
@@ -445,6 +471,18 @@ pub struct Skipped {
     /// Index in `traceEvents` of the first skipped event per reason, for
     /// error reports.
     pub first_index: BTreeMap<SkipReason, u64>,
+    /// Arguments whose value was malformed, by key (`Input Dims`): the
+    /// event is kept without them. Not counted in [`Skipped::total`].
+    pub bad_args: BTreeMap<&'static str, BadArg>,
+}
+
+/// How often an argument was malformed, and where first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BadArg {
+    /// Events whose argument was dropped.
+    pub count: u64,
+    /// Index in `traceEvents` of the first of them.
+    pub first_index: u64,
 }
 
 impl Skipped {

@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use crate::model::{
     Category, CollectiveArgs, EventExtra, FlowKind, FlowPhase, RankList, SkipReason,
 };
+use crate::shapes::InputDims;
 
 /// How deep arrays and objects may nest inside an event.
 const MAX_DEPTH: u32 = 128;
@@ -93,6 +94,8 @@ pub(crate) struct Complete {
     pub stream: Option<i64>,
     pub device: Option<i64>,
     pub extra: Option<Box<EventExtra>>,
+    /// `Input Dims` was there but not a list (dropped, and counted).
+    pub bad_input_dims: bool,
 }
 
 /// What one element of `traceEvents` amounts to. It borrows nothing, so the
@@ -312,6 +315,7 @@ impl<'a> RawEvent<'a> {
             return skip(cat, SkipReason::MissingPidTid);
         };
         let args = &self.args;
+        let input_dims = args.input_dims.map(InputDims::parse);
         Parsed::Complete(Complete {
             category,
             name: Text::of(base, name),
@@ -323,9 +327,10 @@ impl<'a> RawEvent<'a> {
             external_id: args.external_id,
             stream: args.stream,
             device: args.device,
+            bad_input_dims: matches!(input_dims, Some(None)),
             extra: args
                 .has_extra
-                .then(|| extra_from(args))
+                .then(|| extra_from(args, input_dims.flatten()))
                 .filter(|e| !e.is_empty())
                 .map(Box::new),
         })
@@ -351,7 +356,7 @@ impl<'a> RawEvent<'a> {
     }
 }
 
-fn extra_from(a: &RawArgs) -> EventExtra {
+fn extra_from(a: &RawArgs, input_dims: Option<InputDims>) -> EventExtra {
     let collective = if a.collective_name.is_some()
         || a.pg_name.is_some()
         || a.in_nelems.is_some()
@@ -383,7 +388,7 @@ fn extra_from(a: &RawArgs) -> EventExtra {
         graph_node_id: a.graph_node_id,
         bytes: a.bytes,
         collective,
-        input_dims: a.input_dims.map(str::to_owned),
+        input_dims,
         input_type: a.input_type.map(str::to_owned),
     }
 }
@@ -1060,41 +1065,8 @@ impl<'a> Parser<'a> {
 
     /// Index of the first `"`, `\` or control byte at or after `i`.
     #[inline]
-    fn scan_plain(&self, mut i: usize) -> usize {
-        let b = self.b;
-        #[cfg(target_arch = "x86_64")]
-        while i + 16 <= b.len() {
-            use std::arch::x86_64::*;
-            // SAFETY: SSE2 is part of the x86_64 baseline, and the 16-byte
-            // unaligned load is inside `b` (checked by the loop condition).
-            #[allow(unused_unsafe)]
-            let mask = unsafe {
-                let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
-                let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-                let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-                // v <= 0x1f, unsigned: max(v, 0x1f) == 0x1f.
-                let limit = _mm_set1_epi8(0x1f);
-                let control = _mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit);
-                _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
-            };
-            if mask != 0 {
-                return i + mask.trailing_zeros() as usize;
-            }
-            i += 16;
-        }
-        // Eight bytes at a time while they are plain.
-        while i + 8 <= b.len() {
-            let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-            let special = has_byte(w, b'"') | has_byte(w, b'\\') | has_less_than(w, 0x20);
-            if special != 0 {
-                return i + (special.trailing_zeros() / 8) as usize;
-            }
-            i += 8;
-        }
-        while i < b.len() && !STRING_SPECIAL[b[i] as usize] {
-            i += 1;
-        }
-        i
+    fn scan_plain(&self, i: usize) -> usize {
+        scan_plain(self.b, i)
     }
 
     /// The string starting at the quote here, unescaped.
@@ -1215,6 +1187,45 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Index of the first `"`, `\` or control byte of `b` at or after `i`
+/// (`b.len()` if none): what a string may hold unescaped.
+#[inline]
+pub(crate) fn scan_plain(b: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while i + 16 <= b.len() {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86_64 baseline, and the 16-byte
+        // unaligned load is inside `b` (checked by the loop condition).
+        #[allow(unused_unsafe)]
+        let mask = unsafe {
+            let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            // v <= 0x1f, unsigned: max(v, 0x1f) == 0x1f.
+            let limit = _mm_set1_epi8(0x1f);
+            let control = _mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit);
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
+        };
+        if mask != 0 {
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    // Eight bytes at a time while they are plain.
+    while i + 8 <= b.len() {
+        let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let special = has_byte(w, b'"') | has_byte(w, b'\\') | has_less_than(w, 0x20);
+        if special != 0 {
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && !STRING_SPECIAL[b[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
@@ -1293,8 +1304,26 @@ mod tests {
         assert_eq!(e.external_id, Some(16));
         assert_eq!(e.stream, Some(7));
         let extra = e.extra.unwrap();
-        assert_eq!(extra.input_dims.as_deref(), Some("[[1, 2], []]"));
+        assert_eq!(extra.input_dims, InputDims::parse("[[1, 2], []]"));
         assert_eq!(extra.collective.unwrap().name.as_deref(), Some("5"));
+        assert!(!e.bad_input_dims);
+    }
+
+    #[test]
+    fn malformed_input_dims_are_dropped_and_flagged() {
+        let e = complete(
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2,
+                "args":{"Input Dims":"[[1, 2]]","Sequence number":4}}"#,
+        );
+        assert!(e.bad_input_dims);
+        let extra = e.extra.unwrap();
+        assert_eq!(extra.input_dims, None);
+        assert_eq!(extra.sequence_number, Some(4));
+        let e = complete(
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2,
+                "args":{"Input Dims":null}}"#,
+        );
+        assert!(!e.bad_input_dims && e.extra.is_none());
     }
 
     #[test]

@@ -8,11 +8,12 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{ErrorKind, ReadError};
 use crate::model::*;
 use crate::parse::{self, Complete, PIdent, Parsed, Text};
+use crate::shapes::InputDims;
 use crate::split::{Item, ScanError, Splitter};
 
 /// Bytes of JSON read per chunk. Large enough that parallel parsing pays,
@@ -386,6 +387,8 @@ struct Builder {
     interned: FxHashMap<Box<[u8]>, StrId>,
     /// Skip counts by reason, then category as written (UTF-8 bytes).
     skipped: FxHashMap<SkipReason, FxHashMap<Box<[u8]>, u64>>,
+    /// Every distinct `Input Dims` seen: events share one copy each.
+    shapes: FxHashSet<InputDims>,
     /// Index of the next `traceEvents` element.
     index: u64,
     distributed_rank: Option<u32>,
@@ -401,6 +404,7 @@ impl Builder {
             },
             interned: FxHashMap::default(),
             skipped: FxHashMap::default(),
+            shapes: FxHashSet::default(),
             index: 0,
             distributed_rank: None,
         }
@@ -495,6 +499,22 @@ impl Builder {
         let name = self.intern(c.name.bytes(element));
         let pid = self.ident(&c.pid, element);
         let tid = self.ident(&c.tid, element);
+        let mut extra = c.extra;
+        if let Some(dims) = extra.as_deref_mut().and_then(|x| x.input_dims.as_mut()) {
+            self.share(dims);
+        }
+        if c.bad_input_dims {
+            let bad = self
+                .trace
+                .skipped
+                .bad_args
+                .entry("Input Dims")
+                .or_insert(BadArg {
+                    count: 0,
+                    first_index: self.index,
+                });
+            bad.count += 1;
+        }
         self.trace.events.push(Event {
             category: c.category,
             name,
@@ -506,8 +526,18 @@ impl Builder {
             external_id: c.external_id,
             stream: c.stream,
             device: c.device,
-            extra: c.extra,
+            extra,
         });
+    }
+
+    /// Replaces `dims` by the equal list seen before, if any.
+    fn share(&mut self, dims: &mut InputDims) {
+        match self.shapes.get(dims) {
+            Some(seen) => *dims = seen.clone(),
+            None => {
+                self.shapes.insert(dims.clone());
+            }
+        }
     }
 
     /// The id of a string given as UTF-8 bytes (checked by the parser).
@@ -641,6 +671,12 @@ impl Builder {
             let first = t.skipped.first_index.values().min().copied().unwrap_or(0);
             t.warnings.push(format!(
                 "{bad} malformed events skipped (first at traceEvents[{first}])"
+            ));
+        }
+        for (key, bad) in &t.skipped.bad_args {
+            t.warnings.push(format!(
+                "{} events with a malformed {key:?} (first at traceEvents[{}]): kept without it",
+                bad.count, bad.first_index
             ));
         }
         self.trace
