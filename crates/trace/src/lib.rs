@@ -26,6 +26,7 @@ mod parse;
 mod read;
 mod shapes;
 mod split;
+mod write;
 
 pub use error::{ErrorKind, ReadError};
 pub use model::*;
@@ -33,3 +34,7 @@ pub use read::{
     rank_from_file_name, read_bytes, read_bytes_with_chunk, read_path, read_path_with_progress,
 };
 pub use shapes::{Input, InputDims};
+pub use write::{
+    write_atomic, write_gz_atomic, DeviceProperties, DistributedInfo, Fields, KinetoWriter, Layout,
+    PgConfig, WriteError,
+};

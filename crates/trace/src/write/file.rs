@@ -1,0 +1,201 @@
+//! Output files that appear whole or not at all: written to a temporary
+//! file next to the target and renamed into place once everything
+//! succeeded.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+/// An output file that could not be written. Display names the file:
+/// `<path>: cannot write: <reason>`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: cannot write: {error}", path.display())]
+pub struct WriteError {
+    /// The file that was to be written (not the temporary one).
+    pub path: PathBuf,
+    /// What went wrong.
+    pub error: io::Error,
+}
+
+/// Writes `path` atomically: `write` fills a temporary file in the same
+/// directory, which is renamed to `path` when `write` and the flush
+/// succeed. On any error, and if `write` panics, the temporary file is
+/// removed, so no file appears under `path` (a file already there is left
+/// as it was). An interrupted process can leave the temporary file
+/// (`.<name>.<pid>.<n>.tmp`), never a partial `path`. Nothing is synced to
+/// disk: this guards against failures and interrupts, not power loss.
+///
+/// `write` gets a buffered writer.
+pub fn write_atomic<T>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<T>,
+) -> Result<T, WriteError> {
+    let fail = |error| WriteError {
+        path: path.to_owned(),
+        error,
+    };
+    let (tmp, file) = TempFile::create(path).map_err(fail)?;
+    let mut w = BufWriter::with_capacity(1 << 16, file);
+    let value = write(&mut w).map_err(fail)?;
+    w.into_inner().map_err(|e| fail(e.into_error()))?;
+    tmp.commit(path).map_err(fail)?;
+    Ok(value)
+}
+
+/// [`write_atomic`] of a gzip file, compressed at the fastest level: the
+/// traces are large and repetitive, so even that shrinks them about
+/// tenfold. `write` gets a buffered writer of the uncompressed text.
+pub fn write_gz_atomic<T>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<T>,
+) -> Result<T, WriteError> {
+    let fail = |error| WriteError {
+        path: path.to_owned(),
+        error,
+    };
+    let (tmp, file) = TempFile::create(path).map_err(fail)?;
+    let gz = GzEncoder::new(file, Compression::fast());
+    let mut w = BufWriter::with_capacity(1 << 16, gz);
+    let value = write(&mut w).map_err(fail)?;
+    w.into_inner()
+        .map_err(|e| fail(e.into_error()))?
+        .finish()
+        .map_err(fail)?;
+    tmp.commit(path).map_err(fail)?;
+    Ok(value)
+}
+
+/// The path of a temporary file next to a target, removed when dropped
+/// unless committed. Declared before the writer of the file, so that on an
+/// early return the file is closed before it is removed.
+struct TempFile {
+    path: PathBuf,
+    committed: bool,
+}
+
+impl TempFile {
+    /// Creates a new temporary file for `target`.
+    fn create(target: &Path) -> io::Result<(TempFile, File)> {
+        // Unique within the process (parallel writers) and across processes.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let name = target
+            .file_name()
+            .map_or_else(|| "output".into(), |n| n.to_string_lossy());
+        let tmp = format!(
+            ".{name}.{}.{}.tmp",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = target.with_file_name(tmp);
+        let file = File::options().write(true).create_new(true).open(&path)?;
+        let tmp = TempFile {
+            path,
+            committed: false,
+        };
+        Ok((tmp, file))
+    }
+
+    /// Moves the (closed) file to `target`.
+    fn commit(mut self, target: &Path) -> io::Result<()> {
+        fs::rename(&self.path, target)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lumos-trace-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn files_appear_when_complete() {
+        let dir = temp_dir("atomic-ok");
+        let plain = dir.join("a.json");
+        let n = write_atomic(&plain, |w| w.write_all(b"{}").map(|()| 2)).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(fs::read(&plain).unwrap(), b"{}");
+        let gz = dir.join("b.json.gz");
+        write_gz_atomic(&gz, |w| w.write_all(b"[1, 2]")).unwrap();
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(File::open(&gz).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "[1, 2]");
+        // Replacing an existing file works too.
+        write_atomic(&plain, |w| w.write_all(b"[]")).unwrap();
+        assert_eq!(fs::read(&plain).unwrap(), b"[]");
+        assert_eq!(entries(&dir), ["a.json", "b.json.gz"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_leaves_nothing_and_names_the_file() {
+        let dir = temp_dir("atomic-fail");
+        for gz in [false, true] {
+            let path = dir.join(if gz { "t.json.gz" } else { "t.json" });
+            let write = |w: &mut dyn Write| -> io::Result<()> {
+                w.write_all(&[b'x'; 100_000])?;
+                Err(io::Error::other("No space left on device"))
+            };
+            let err = if gz {
+                write_gz_atomic(&path, write)
+            } else {
+                write_atomic(&path, write)
+            }
+            .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("{}: cannot write: No space left on device", path.display())
+            );
+            assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+        }
+        // A panicking writer cleans up too.
+        let path = dir.join("p.json");
+        let r = std::panic::catch_unwind(|| {
+            write_atomic(&path, |w| -> io::Result<()> {
+                w.write_all(b"partial")?;
+                panic!("writer bug")
+            })
+        });
+        assert!(r.is_err());
+        assert!(entries(&dir).is_empty());
+        // A missing directory is an error naming the target.
+        let missing = dir.join("no/such/dir/t.json");
+        let err = write_atomic(&missing, |w| w.write_all(b"{}")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{}: cannot write: ", missing.display())),
+            "{err}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

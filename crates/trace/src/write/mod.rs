@@ -1,0 +1,853 @@
+//! Writes Kineto / Chrome trace JSON: the counterpart of the reader, and the
+//! only place lumos formats trace JSON.
+//!
+//! [`KinetoWriter`] streams a trace into any [`io::Write`]: top-level
+//! members (`schemaVersion`, `deviceProperties`, `distributedInfo`, ...) and
+//! `traceEvents` elements, each written as a typed call: complete events
+//! with their args ([`Fields`]), launch flows, metadata rows, instants.
+//! Times are integer nanoseconds, converted to Kineto's microseconds with
+//! three decimals only here, so the reader turns them back into the same
+//! integers; strings are escaped here, so any name is safe.
+//!
+//! It is built for multi-gigabyte traces: each call appends to one reused
+//! buffer with hand-rolled number formatting, and the buffer goes to the
+//! output in large blocks, so no event allocates. [`write_gz_atomic`] gives
+//! the files that hold them their all-or-nothing semantics.
+//!
+//! ```
+//! use lumos_trace::{Category, FlowKind, FlowPhase, KinetoWriter, Layout};
+//!
+//! let mut w = KinetoWriter::new(Vec::new(), Layout::Compact);
+//! w.schema_version(1);
+//! w.complete(Category::Runtime, "cudaLaunchKernel", 10, 10, 1_000, 4_500)
+//!     .correlation(7);
+//! w.flow(FlowKind::Launch, FlowPhase::Start, 7, 10, 10, 1_000);
+//! w.complete(Category::Kernel, "gemm \"tn\"", 0, 7, 9_000, 20_250)
+//!     .device(0)
+//!     .stream(7)
+//!     .correlation(7);
+//! let text = String::from_utf8(w.finish().unwrap()).unwrap();
+//! let trace = lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap();
+//! assert_eq!(trace.events[1].dur_ns, 20_250);
+//! assert_eq!(trace.name(&trace.events[1]), "gemm \"tn\"");
+//! ```
+
+mod file;
+mod json;
+
+use std::io::{self, Write};
+
+use crate::model::{Category, FlowKind, FlowPhase};
+use json::{push_f64, push_fixed, push_i64, push_str, push_u64, push_us};
+
+pub use file::{write_atomic, write_gz_atomic, WriteError};
+
+/// Buffered bytes that trigger a write to the output.
+const FLUSH_AT: usize = 1 << 16;
+
+/// Where line breaks go. Both read the same; each keeps the text of the
+/// files lumos wrote before the writer existed byte for byte (their digests
+/// are checked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Top-level members on one line, one event per line.
+    Compact,
+    /// Every top-level member and every array element on its own line,
+    /// and a final newline.
+    Lines,
+}
+
+/// Which part of the document the next bytes go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Nothing written yet.
+    Start,
+    /// Top-level members before `traceEvents`.
+    Members,
+    /// Inside `traceEvents`; members written now wait in the trailer.
+    Events,
+}
+
+/// A streaming writer of one Kineto trace. Calls append to the document in
+/// order; members given after the first event are written after the
+/// `traceEvents` array. [`KinetoWriter::finish`] closes the document.
+///
+/// I/O errors do not interrupt the calls: the first one is kept, later
+/// output is discarded, and `finish` returns it. Dropping the writer
+/// without `finish` loses the buffered tail.
+#[derive(Debug)]
+pub struct KinetoWriter<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    /// Members written while the events array is open.
+    trailer: Vec<u8>,
+    flush_at: usize,
+    error: Option<io::Error>,
+    layout: Layout,
+    part: Part,
+    /// Members written so far (before the events).
+    members: u64,
+    events: u64,
+}
+
+impl<W: Write> KinetoWriter<W> {
+    /// A writer into `out`, which it writes in blocks of 64 KiB (no need
+    /// to buffer it).
+    pub fn new(out: W, layout: Layout) -> KinetoWriter<W> {
+        Self::with_buffer(out, layout, Vec::with_capacity(FLUSH_AT + 4096), FLUSH_AT)
+    }
+
+    fn with_buffer(out: W, layout: Layout, buf: Vec<u8>, flush_at: usize) -> KinetoWriter<W> {
+        KinetoWriter {
+            out,
+            buf,
+            trailer: Vec::new(),
+            flush_at,
+            error: None,
+            layout,
+            part: Part::Start,
+            members: 0,
+            events: 0,
+        }
+    }
+
+    /// Events written so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Closes the document, writes what is buffered, flushes `out` and
+    /// returns it, or the first I/O error.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.close();
+        self.flush_buf();
+        if self.error.is_none() {
+            if let Err(e) = self.out.flush() {
+                self.error = Some(e);
+            }
+        }
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.out),
+        }
+    }
+
+    fn flush_buf(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_all(&self.buf) {
+                self.error = Some(e);
+            }
+        }
+        self.buf.clear();
+    }
+
+    fn close(&mut self) {
+        let lines = self.layout == Layout::Lines;
+        if self.part != Part::Events {
+            self.open_events();
+        }
+        if lines && self.events > 0 {
+            self.buf.push(b'\n');
+        }
+        self.buf.push(b']');
+        self.buf.append(&mut self.trailer);
+        self.buf
+            .extend_from_slice(if lines { b"\n}\n" } else { b"}" });
+    }
+
+    /// Between two members of the document (or array elements, in
+    /// [`Layout::Lines`]).
+    fn sep(&self) -> &'static [u8] {
+        match self.layout {
+            Layout::Compact => b",",
+            Layout::Lines => b",\n",
+        }
+    }
+
+    /// Starts a top-level member: its key is written, the value is next.
+    /// Returns the buffer the value goes to.
+    fn member(&mut self, key: &str) -> &mut Vec<u8> {
+        let sep = self.sep();
+        self.members += 1;
+        let buf = match self.part {
+            Part::Start => {
+                self.start();
+                &mut self.buf
+            }
+            Part::Members => {
+                self.maybe_flush();
+                self.buf.extend_from_slice(sep);
+                &mut self.buf
+            }
+            Part::Events => {
+                self.trailer.extend_from_slice(sep);
+                &mut self.trailer
+            }
+        };
+        push_str(buf, key);
+        buf.push(b':');
+        buf
+    }
+
+    fn start(&mut self) {
+        self.buf.extend_from_slice(match self.layout {
+            Layout::Compact => b"{",
+            Layout::Lines => b"{\n",
+        });
+        self.part = Part::Members;
+    }
+
+    fn open_events(&mut self) {
+        match self.part {
+            Part::Start => self.start(),
+            Part::Members if self.members > 0 => {
+                let sep = self.sep();
+                self.buf.extend_from_slice(sep);
+            }
+            _ => {}
+        }
+        self.buf.extend_from_slice(b"\"traceEvents\":[");
+        self.part = Part::Events;
+    }
+
+    #[inline]
+    fn maybe_flush(&mut self) {
+        if self.buf.len() >= self.flush_at {
+            self.flush_buf();
+        }
+    }
+
+    /// Starts the next element of `traceEvents`.
+    #[inline]
+    fn event(&mut self) -> &mut Vec<u8> {
+        if self.part != Part::Events {
+            self.open_events();
+        }
+        self.maybe_flush();
+        self.buf
+            .extend_from_slice(if self.events == 0 { b"\n" } else { b",\n" });
+        self.events += 1;
+        &mut self.buf
+    }
+
+    // ---- top-level members -------------------------------------------------
+
+    /// `schemaVersion`.
+    pub fn schema_version(&mut self, v: i64) {
+        self.member_int("schemaVersion", v);
+    }
+
+    /// `baseTimeNanoseconds`: the absolute time of `ts == 0`, in epoch ns.
+    pub fn base_time_ns(&mut self, ns: i64) {
+        self.member_int("baseTimeNanoseconds", ns);
+    }
+
+    /// `displayTimeUnit` (`"ms"`, `"ns"`).
+    pub fn display_time_unit(&mut self, unit: &str) {
+        self.member_str("displayTimeUnit", unit);
+    }
+
+    /// `traceName`.
+    pub fn trace_name(&mut self, name: &str) {
+        self.member_str("traceName", name);
+    }
+
+    /// `deviceProperties`: one entry per GPU.
+    pub fn device_properties(&mut self, devices: &[DeviceProperties<'_>]) {
+        let lines = self.layout == Layout::Lines;
+        let sep = self.sep();
+        let buf = self.member("deviceProperties");
+        buf.push(b'[');
+        for (i, d) in devices.iter().enumerate() {
+            buf.extend_from_slice(match (i, lines) {
+                (0, true) => b"\n",
+                (0, false) => b"",
+                _ => sep,
+            });
+            d.write(buf);
+        }
+        if lines && !devices.is_empty() {
+            buf.push(b'\n');
+        }
+        buf.push(b']');
+    }
+
+    /// `distributedInfo`.
+    pub fn distributed_info(&mut self, info: &DistributedInfo<'_>) {
+        let buf = self.member("distributedInfo");
+        info.write(buf);
+    }
+
+    /// A member holding an integer.
+    pub fn member_int(&mut self, key: &str, v: i64) {
+        push_i64(self.member(key), v);
+    }
+
+    /// A member holding a string.
+    pub fn member_str(&mut self, key: &str, v: &str) {
+        push_str(self.member(key), v);
+    }
+
+    /// A member holding an object; fill it through the returned [`Fields`],
+    /// which closes it when dropped.
+    pub fn member_object(&mut self, key: &str) -> Fields<'_> {
+        Fields::new(self.member(key), b"{", b"}", b"{}")
+    }
+
+    // ---- events --------------------------------------------------------------
+
+    /// A complete event (`ph: "X"`) of `category` from `ts_ns` for `dur_ns`
+    /// (both ns). Add its args through the returned [`Fields`]; the event
+    /// is closed when it is dropped (an event without args has no `args`).
+    pub fn complete(
+        &mut self,
+        category: Category,
+        name: &str,
+        pid: i64,
+        tid: i64,
+        ts_ns: i64,
+        dur_ns: i64,
+    ) -> Fields<'_> {
+        let buf = self.event();
+        buf.extend_from_slice(b"{\"ph\":\"X\",\"cat\":\"");
+        buf.extend_from_slice(category.as_str().as_bytes());
+        buf.extend_from_slice(b"\",\"name\":");
+        push_str(buf, name);
+        buf.extend_from_slice(b",\"pid\":");
+        push_i64(buf, pid);
+        buf.extend_from_slice(b",\"tid\":");
+        push_i64(buf, tid);
+        buf.extend_from_slice(b",\"ts\":");
+        push_us(buf, ts_ns);
+        buf.extend_from_slice(b",\"dur\":");
+        push_us(buf, dur_ns);
+        Fields::new(buf, b",\"args\":{", b"}}", b"}")
+    }
+
+    /// A flow event: `phase` [`FlowPhase::Start`] on the launching call,
+    /// [`FlowPhase::End`] on the GPU work (binding to the enclosing slice,
+    /// `bp: "e"`). `id` is the correlation id for launch flows.
+    pub fn flow(
+        &mut self,
+        kind: FlowKind,
+        phase: FlowPhase,
+        id: u64,
+        pid: i64,
+        tid: i64,
+        ts_ns: i64,
+    ) {
+        let buf = self.event();
+        buf.extend_from_slice(match phase {
+            FlowPhase::Start => b"{\"ph\":\"s\",\"id\":",
+            FlowPhase::End => b"{\"ph\":\"f\",\"id\":",
+        });
+        push_u64(buf, id);
+        buf.extend_from_slice(b",\"pid\":");
+        push_i64(buf, pid);
+        buf.extend_from_slice(b",\"tid\":");
+        push_i64(buf, tid);
+        buf.extend_from_slice(b",\"ts\":");
+        push_us(buf, ts_ns);
+        buf.extend_from_slice(match kind {
+            FlowKind::Launch => b",\"cat\":\"ac2g\",\"name\":\"ac2g\"",
+            FlowKind::FwdBwd => b",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\"",
+        });
+        if phase == FlowPhase::End {
+            buf.extend_from_slice(b",\"bp\":\"e\"");
+        }
+        buf.push(b'}');
+    }
+
+    /// A `process_name` metadata row.
+    pub fn process_name(&mut self, pid: i64, name: &str) {
+        self.metadata("process_name", pid, 0, "name", name);
+    }
+
+    /// A `process_labels` metadata row (`"CPU"`, a GPU's name).
+    pub fn process_labels(&mut self, pid: i64, labels: &str) {
+        self.metadata("process_labels", pid, 0, "labels", labels);
+    }
+
+    /// A `thread_name` metadata row (threads, and GPU streams).
+    pub fn thread_name(&mut self, pid: i64, tid: i64, name: &str) {
+        self.metadata("thread_name", pid, tid, "name", name);
+    }
+
+    fn metadata(&mut self, what: &str, pid: i64, tid: i64, key: &str, value: &str) {
+        let buf = self.event();
+        buf.extend_from_slice(b"{\"name\":");
+        push_str(buf, what);
+        buf.extend_from_slice(b",\"ph\":\"M\",\"ts\":0,\"pid\":");
+        push_i64(buf, pid);
+        buf.extend_from_slice(b",\"tid\":");
+        push_i64(buf, tid);
+        buf.extend_from_slice(b",\"args\":{");
+        push_str(buf, key);
+        buf.push(b':');
+        push_str(buf, value);
+        buf.extend_from_slice(b"}}");
+    }
+
+    /// A global instant event (`ph: "i"`, `s: "g"`) with empty pid and tid,
+    /// as Kineto writes `Record Window End`.
+    pub fn global_instant(&mut self, name: &str, ts_ns: i64) {
+        let buf = self.event();
+        buf.extend_from_slice(b"{\"ph\":\"i\",\"s\":\"g\",\"name\":");
+        push_str(buf, name);
+        buf.extend_from_slice(b",\"pid\":\"\",\"tid\":\"\",\"ts\":");
+        push_us(buf, ts_ns);
+        buf.push(b'}');
+    }
+}
+
+impl KinetoWriter<Vec<u8>> {
+    /// A writer that keeps the whole trace in memory, starting with room
+    /// for `capacity` bytes; [`KinetoWriter::into_bytes`] hands the text
+    /// over without copying it.
+    pub fn in_memory(layout: Layout, capacity: usize) -> KinetoWriter<Vec<u8>> {
+        Self::with_buffer(Vec::new(), layout, Vec::with_capacity(capacity), usize::MAX)
+    }
+
+    /// Closes the document and returns its text (UTF-8).
+    pub fn into_bytes(mut self) -> Vec<u8> {
+        self.close();
+        if self.out.is_empty() {
+            std::mem::take(&mut self.buf)
+        } else {
+            self.out.append(&mut self.buf);
+            std::mem::take(&mut self.out)
+        }
+    }
+}
+
+/// The fields of a JSON object being written: an event's `args` or a
+/// top-level member object. Each call appends one field (keys are written
+/// as given, escaped); the object is closed when this is dropped.
+///
+/// Lists are written as PyTorch writes shapes, `[2048, 1, 6144]`.
+#[derive(Debug)]
+pub struct Fields<'a> {
+    buf: &'a mut Vec<u8>,
+    any: bool,
+    /// Before the first field.
+    open: &'static [u8],
+    /// After the last field.
+    close: &'static [u8],
+    /// Instead of both when there is no field.
+    empty: &'static [u8],
+}
+
+impl<'a> Fields<'a> {
+    fn new(
+        buf: &'a mut Vec<u8>,
+        open: &'static [u8],
+        close: &'static [u8],
+        empty: &'static [u8],
+    ) -> Fields<'a> {
+        Fields {
+            buf,
+            any: false,
+            open,
+            close,
+            empty,
+        }
+    }
+
+    #[inline]
+    fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        self.buf
+            .extend_from_slice(if self.any { b"," } else { self.open });
+        self.any = true;
+        push_str(self.buf, key);
+        self.buf.push(b':');
+        self.buf
+    }
+
+    /// An integer field.
+    pub fn int(&mut self, key: &str, v: i64) -> &mut Self {
+        push_i64(self.key(key), v);
+        self
+    }
+
+    /// An unsigned integer field.
+    pub fn uint(&mut self, key: &str, v: u64) -> &mut Self {
+        push_u64(self.key(key), v);
+        self
+    }
+
+    /// A string field.
+    pub fn str(&mut self, key: &str, v: &str) -> &mut Self {
+        push_str(self.key(key), v);
+        self
+    }
+
+    /// A boolean field.
+    pub fn bool(&mut self, key: &str, v: bool) -> &mut Self {
+        let b: &[u8] = if v { b"true" } else { b"false" };
+        self.key(key).extend_from_slice(b);
+        self
+    }
+
+    /// A number field in the shortest form that reads back to `v`
+    /// (`null` if it is not finite).
+    pub fn float(&mut self, key: &str, v: f64) -> &mut Self {
+        push_f64(self.key(key), v);
+        self
+    }
+
+    /// A number field with exactly `decimals` digits after the point, as
+    /// Kineto writes `blocks per SM` (`null` if it is not finite).
+    pub fn fixed(&mut self, key: &str, v: f64, decimals: usize) -> &mut Self {
+        push_fixed(self.key(key), v, decimals);
+        self
+    }
+
+    /// A list of integers (`"grid":[16, 1, 1]`).
+    pub fn ints(&mut self, key: &str, v: &[i64]) -> &mut Self {
+        let buf = self.key(key);
+        push_list(buf, v);
+        self
+    }
+
+    /// `correlation`: the CUPTI id tying a runtime call to its GPU work.
+    pub fn correlation(&mut self, id: u64) -> &mut Self {
+        self.uint("correlation", id)
+    }
+
+    /// `External id`: ties runtime calls and GPU work to their CPU op.
+    pub fn external_id(&mut self, id: u64) -> &mut Self {
+        self.uint("External id", id)
+    }
+
+    /// `stream` of GPU work and `cuda_sync` events.
+    pub fn stream(&mut self, stream: i64) -> &mut Self {
+        self.int("stream", stream)
+    }
+
+    /// `device` of GPU work.
+    pub fn device(&mut self, device: i64) -> &mut Self {
+        self.int("device", device)
+    }
+
+    /// `Input Dims`: one list of sizes per input (`[]` for an input with
+    /// no shape), as `[[2048, 6144], [6144, 9216], []]`.
+    pub fn input_dims<'d>(&mut self, inputs: impl IntoIterator<Item = &'d [i64]>) -> &mut Self {
+        let buf = self.key("Input Dims");
+        buf.push(b'[');
+        for (i, sizes) in inputs.into_iter().enumerate() {
+            if i > 0 {
+                buf.extend_from_slice(b", ");
+            }
+            push_list(buf, sizes);
+        }
+        buf.push(b']');
+        self
+    }
+
+    /// `Input type`: one type name per input (`""` for none), as
+    /// `["c10::BFloat16", ""]`.
+    pub fn input_types<'t>(&mut self, types: impl IntoIterator<Item = &'t str>) -> &mut Self {
+        let buf = self.key("Input type");
+        buf.push(b'[');
+        for (i, t) in types.into_iter().enumerate() {
+            if i > 0 {
+                buf.extend_from_slice(b", ");
+            }
+            push_str(buf, t);
+        }
+        buf.push(b']');
+        self
+    }
+}
+
+impl Drop for Fields<'_> {
+    fn drop(&mut self) {
+        self.buf
+            .extend_from_slice(if self.any { self.close } else { self.empty });
+    }
+}
+
+/// `[1, 2, 3]`.
+fn push_list(buf: &mut Vec<u8>, v: &[i64]) {
+    buf.push(b'[');
+    for (i, &x) in v.iter().enumerate() {
+        if i > 0 {
+            buf.extend_from_slice(b", ");
+        }
+        push_i64(buf, x);
+    }
+    buf.push(b']');
+}
+
+/// One `deviceProperties` entry, with the fields Kineto records for a CUDA
+/// device.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceProperties<'a> {
+    /// Device index.
+    pub id: i64,
+    /// Marketing name.
+    pub name: &'a str,
+    /// `totalGlobalMem`, bytes.
+    pub total_global_mem: u64,
+    /// `computeMajor`.
+    pub compute_major: u32,
+    /// `computeMinor`.
+    pub compute_minor: u32,
+    /// `maxThreadsPerBlock`.
+    pub max_threads_per_block: u32,
+    /// `maxThreadsPerMultiprocessor`.
+    pub max_threads_per_multiprocessor: u32,
+    /// `regsPerBlock`.
+    pub regs_per_block: u32,
+    /// `warpSize`.
+    pub warp_size: u32,
+    /// `sharedMemPerBlock`, bytes.
+    pub shared_mem_per_block: u32,
+    /// `numSms`.
+    pub num_sms: u32,
+    /// `regsPerMultiprocessor`.
+    pub regs_per_multiprocessor: u32,
+    /// `sharedMemPerBlockOptin`, bytes.
+    pub shared_mem_per_block_optin: u32,
+    /// `sharedMemPerMultiprocessor`, bytes.
+    pub shared_mem_per_multiprocessor: u32,
+}
+
+impl DeviceProperties<'_> {
+    fn write(&self, buf: &mut Vec<u8>) {
+        let mut f = Fields::new(buf, b"{", b"}", b"{}");
+        f.int("id", self.id)
+            .str("name", self.name)
+            .uint("totalGlobalMem", self.total_global_mem);
+        for (key, v) in [
+            ("computeMajor", self.compute_major),
+            ("computeMinor", self.compute_minor),
+            ("maxThreadsPerBlock", self.max_threads_per_block),
+            (
+                "maxThreadsPerMultiprocessor",
+                self.max_threads_per_multiprocessor,
+            ),
+            ("regsPerBlock", self.regs_per_block),
+            ("warpSize", self.warp_size),
+            ("sharedMemPerBlock", self.shared_mem_per_block),
+            ("numSms", self.num_sms),
+            ("regsPerMultiprocessor", self.regs_per_multiprocessor),
+            ("sharedMemPerBlockOptin", self.shared_mem_per_block_optin),
+            (
+                "sharedMemPerMultiprocessor",
+                self.shared_mem_per_multiprocessor,
+            ),
+        ] {
+            f.uint(key, u64::from(v));
+        }
+    }
+}
+
+/// `distributedInfo`: this file's place in the job. Absent fields are not
+/// written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DistributedInfo<'a> {
+    /// `backend` (`"nccl"`).
+    pub backend: Option<&'a str>,
+    /// `rank`.
+    pub rank: u64,
+    /// `world_size`.
+    pub world_size: Option<u64>,
+    /// `pg_config` (and `pg_count`, its length).
+    pub process_groups: Option<&'a [PgConfig<'a>]>,
+    /// `nccl_version`.
+    pub nccl_version: Option<&'a str>,
+}
+
+impl DistributedInfo<'_> {
+    fn write(&self, buf: &mut Vec<u8>) {
+        let mut f = Fields::new(buf, b"{", b"}", b"{}");
+        if let Some(b) = self.backend {
+            f.str("backend", b);
+        }
+        f.uint("rank", self.rank);
+        if let Some(w) = self.world_size {
+            f.uint("world_size", w);
+        }
+        if let Some(pgs) = self.process_groups {
+            f.uint("pg_count", pgs.len() as u64);
+            let buf = f.key("pg_config");
+            buf.push(b'[');
+            for (i, pg) in pgs.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                pg.write(buf);
+            }
+            buf.push(b']');
+        }
+        if let Some(v) = self.nccl_version {
+            f.str("nccl_version", v);
+        }
+    }
+}
+
+/// One `pg_config` entry of `distributedInfo`: a process group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PgConfig<'a> {
+    /// `pg_name`.
+    pub name: &'a str,
+    /// `pg_desc` (`"default_pg"`, `"TENSOR_MODEL_PARALLEL_GROUP"`).
+    pub desc: &'a str,
+    /// `backend_config` (`"cuda:nccl"`).
+    pub backend_config: &'a str,
+    /// `pg_size`.
+    pub size: u64,
+    /// `ranks`: global ranks in the group.
+    pub ranks: &'a [i64],
+}
+
+impl PgConfig<'_> {
+    fn write(&self, buf: &mut Vec<u8>) {
+        let mut f = Fields::new(buf, b"{", b"}", b"{}");
+        f.str("pg_name", self.name)
+            .str("pg_desc", self.desc)
+            .str("backend_config", self.backend_config)
+            .uint("pg_size", self.size);
+        // PyTorch writes these without spaces.
+        let buf = f.key("ranks");
+        buf.push(b'[');
+        for (i, &r) in self.ranks.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            push_i64(buf, r);
+        }
+        buf.push(b']');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(layout: Layout, f: impl FnOnce(&mut KinetoWriter<Vec<u8>>)) -> String {
+        let mut w = KinetoWriter::new(Vec::new(), layout);
+        f(&mut w);
+        String::from_utf8(w.finish().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn documents_in_both_layouts() {
+        let body = |w: &mut KinetoWriter<Vec<u8>>| {
+            w.schema_version(1);
+            w.complete(Category::CpuOp, "op", 1, 2, 1_500, 250)
+                .external_id(3);
+            w.complete(Category::UserAnnotation, "step", 1, 2, 1_000, 1_000);
+            w.trace_name("t");
+        };
+        assert_eq!(
+            text(Layout::Compact, body),
+            "{\"schemaVersion\":1,\"traceEvents\":[\n\
+             {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":2,\"ts\":1.500,\"dur\":0.250,\"args\":{\"External id\":3}},\n\
+             {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"step\",\"pid\":1,\"tid\":2,\"ts\":1.000,\"dur\":1.000}],\"traceName\":\"t\"}"
+        );
+        assert_eq!(
+            text(Layout::Lines, body),
+            "{\n\"schemaVersion\":1,\n\"traceEvents\":[\n\
+             {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":2,\"ts\":1.500,\"dur\":0.250,\"args\":{\"External id\":3}},\n\
+             {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"step\",\"pid\":1,\"tid\":2,\"ts\":1.000,\"dur\":1.000}\n],\n\"traceName\":\"t\"\n}\n"
+        );
+        assert_eq!(text(Layout::Compact, |_| {}), "{\"traceEvents\":[]}");
+        assert_eq!(text(Layout::Lines, |_| {}), "{\n\"traceEvents\":[]\n}\n");
+    }
+
+    #[test]
+    fn members_and_args_are_valid_json() {
+        let t = text(Layout::Lines, |w| {
+            w.device_properties(&[
+                DeviceProperties {
+                    name: "GPU \"0\"",
+                    ..Default::default()
+                },
+                DeviceProperties {
+                    id: 1,
+                    ..Default::default()
+                },
+            ]);
+            w.distributed_info(&DistributedInfo {
+                backend: Some("nccl"),
+                rank: 1,
+                world_size: Some(2),
+                process_groups: Some(&[PgConfig {
+                    name: "0",
+                    desc: "default_pg",
+                    backend_config: "cuda:nccl",
+                    size: 2,
+                    ranks: &[0, 1],
+                }]),
+                nccl_version: None,
+            });
+            w.member_object("empty");
+            w.member_object("o")
+                .bool("b", true)
+                .float("f", 0.25)
+                .fixed("x", 1.0, 2)
+                .ints("l", &[1, -2]);
+            w.complete(Category::Kernel, "k\n", 0, 7, 0, 1)
+                .input_dims([&[2, 3][..], &[]])
+                .input_types(["float", ""]);
+            w.flow(FlowKind::FwdBwd, FlowPhase::End, 9, 1, 1, 5);
+            w.thread_name(0, 7, "stream 7");
+            w.global_instant("Record Window End", 10);
+        });
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(v["deviceProperties"][0]["name"], "GPU \"0\"");
+        assert_eq!(v["distributedInfo"]["pg_config"][0]["ranks"][1], 1);
+        assert_eq!(v["distributedInfo"]["pg_count"], 1);
+        assert_eq!(v["empty"], serde_json::json!({}));
+        assert_eq!(v["o"]["x"], 1.0);
+        assert_eq!(v["traceEvents"][0]["args"]["Input Dims"][0][1], 3);
+        assert_eq!(v["traceEvents"][1]["bp"], "e");
+        assert!(t.contains("\"ranks\":[0,1]") && t.contains("\"l\":[1, -2]"));
+    }
+
+    #[test]
+    fn write_errors_come_back_from_finish() {
+        #[derive(Debug)]
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                if self.0 < b.len() {
+                    return Err(io::Error::other("full"));
+                }
+                self.0 -= b.len();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut w = KinetoWriter::new(Full(100_000), Layout::Compact);
+        for i in 0..10_000 {
+            w.complete(Category::Kernel, "kernel", 0, 7, i, 1)
+                .correlation(1);
+        }
+        assert_eq!(w.events(), 10_000);
+        assert_eq!(w.finish().unwrap_err().to_string(), "full");
+        let mut w = KinetoWriter::new(Full(100), Layout::Compact);
+        w.trace_name("t");
+        assert!(w.finish().is_ok());
+    }
+
+    #[test]
+    fn in_memory_output_equals_streamed_output() {
+        let body = |w: &mut KinetoWriter<Vec<u8>>| {
+            for i in 0..5_000 {
+                w.complete(Category::Runtime, "cudaLaunchKernel", 1, 1, i * 10, 5)
+                    .correlation(i as u64);
+            }
+        };
+        let mut m = KinetoWriter::in_memory(Layout::Lines, 0);
+        body(&mut m);
+        assert_eq!(
+            String::from_utf8(m.into_bytes()).unwrap(),
+            text(Layout::Lines, body)
+        );
+    }
+}

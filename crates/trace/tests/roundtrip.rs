@@ -1,0 +1,360 @@
+//! What the writer writes, the reader reads back: the same events, times
+//! (ns), names, args and flows, in both layouts, plain and gzipped.
+
+use std::path::Path;
+
+use lumos_trace::{
+    read_bytes, read_path, write_gz_atomic, Category, DeviceProperties, DistributedInfo, Event,
+    FlowKind, FlowPhase, Ident, Input, InputDims, KinetoWriter, Layout, PgConfig, Trace,
+};
+
+/// One complete event as written.
+struct Spec {
+    cat: Category,
+    name: &'static str,
+    pid: i64,
+    tid: i64,
+    ts: i64,
+    dur: i64,
+    correlation: Option<u64>,
+    external_id: Option<u64>,
+    /// GPU work: `(device, stream)`.
+    gpu: Option<(i64, i64)>,
+}
+
+const fn spec(cat: Category, name: &'static str, pid: i64, tid: i64, ts: i64, dur: i64) -> Spec {
+    Spec {
+        cat,
+        name,
+        pid,
+        tid,
+        ts,
+        dur,
+        correlation: None,
+        external_id: None,
+        gpu: None,
+    }
+}
+
+const PID: i64 = 4242;
+const MAIN: i64 = 4242;
+const AUTOGRAD: i64 = 4245;
+/// An absolute clock (no base time): ns since the epoch.
+const T0: i64 = 1_717_171_717_123_456_789;
+
+fn specs() -> Vec<Spec> {
+    vec![
+        spec(
+            Category::UserAnnotation,
+            "ProfilerStep#1 ✓ 步骤",
+            PID,
+            MAIN,
+            T0,
+            90_001,
+        ),
+        Spec {
+            external_id: Some(5),
+            ..spec(
+                Category::CpuOp,
+                r#"aten::mm "quoted" \ back\slash"#,
+                PID,
+                MAIN,
+                T0 + 1,
+                40_000,
+            )
+        },
+        Spec {
+            correlation: Some(11),
+            external_id: Some(5),
+            ..spec(
+                Category::Runtime,
+                "cudaLaunchKernel",
+                PID,
+                MAIN,
+                T0 + 2_000,
+                4_567,
+            )
+        },
+        Spec {
+            correlation: Some(11),
+            external_id: Some(5),
+            gpu: Some((0, 7)),
+            ..spec(
+                Category::Kernel,
+                "ampere_gemm<\"tn\">\t{x}",
+                0,
+                7,
+                T0 + 9_000,
+                20_250,
+            )
+        },
+        Spec {
+            correlation: Some(12),
+            ..spec(
+                Category::Runtime,
+                "cudaMemcpyAsync",
+                PID,
+                AUTOGRAD,
+                T0 + 30_000,
+                999,
+            )
+        },
+        Spec {
+            correlation: Some(12),
+            gpu: Some((0, 20)),
+            ..spec(
+                Category::Memcpy,
+                "Memcpy HtoD (Pinned -> Device)",
+                0,
+                20,
+                T0 + 31_000,
+                1,
+            )
+        },
+        Spec {
+            correlation: Some(13),
+            gpu: Some((0, 24)),
+            ..spec(
+                Category::Kernel,
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+                0,
+                24,
+                T0 + 32_000,
+                0,
+            )
+        },
+        Spec {
+            correlation: Some(14),
+            ..spec(
+                Category::CudaSync,
+                "Stream Wait Event",
+                0,
+                7,
+                T0 + 40_000,
+                600,
+            )
+        },
+        spec(
+            Category::CpuOp,
+            "ctrl \u{1}\u{1f}\n\r end",
+            PID,
+            AUTOGRAD,
+            0,
+            1,
+        ),
+    ]
+}
+
+/// Writes the test trace through `w`.
+fn write_trace<W: std::io::Write>(w: &mut KinetoWriter<W>) {
+    w.schema_version(1);
+    w.device_properties(&[DeviceProperties {
+        name: "NVIDIA H100 80GB HBM3",
+        num_sms: 132,
+        total_global_mem: 85_000_000_000,
+        compute_major: 9,
+        ..Default::default()
+    }]);
+    w.distributed_info(&DistributedInfo {
+        backend: Some("nccl"),
+        rank: 3,
+        world_size: Some(4),
+        process_groups: Some(&[PgConfig {
+            name: "1",
+            desc: "DATA_PARALLEL_GROUP",
+            backend_config: "cuda:nccl",
+            size: 2,
+            ranks: &[1, 3],
+        }]),
+        nccl_version: Some("2.21.5"),
+    });
+    w.process_name(PID, "python3");
+    w.thread_name(PID, MAIN, "thread 4242 (python3)");
+    w.thread_name(PID, AUTOGRAD, "thread 4245 (pt_autograd_0)");
+    w.thread_name(0, 7, "stream 7");
+    for s in specs() {
+        let mut a = w.complete(s.cat, s.name, s.pid, s.tid, s.ts, s.dur);
+        if let Some(e) = s.external_id {
+            a.external_id(e);
+        }
+        if let Some((device, stream)) = s.gpu {
+            a.device(device).stream(stream);
+        }
+        if let Some(c) = s.correlation {
+            a.correlation(c);
+        }
+        match s.cat {
+            Category::CpuOp if s.external_id.is_some() => {
+                a.input_dims([&[2048, 6144][..], &[6144, 9216], &[]])
+                    .input_types(["c10::BFloat16", "c10::BFloat16", ""]);
+            }
+            Category::Memcpy => {
+                a.uint("bytes", 1 << 20);
+            }
+            Category::Kernel if s.gpu == Some((0, 24)) => {
+                a.str("Collective name", "allreduce")
+                    .uint("In msg nelems", 1024)
+                    .str("dtype", "BFloat16")
+                    .str("Process Group Name", "1")
+                    .str("Process Group Ranks", "[1, 3]")
+                    .int("Seq", 7);
+            }
+            Category::CudaSync => {
+                a.str("cuda_sync_kind", "Stream Wait Event")
+                    .int("wait_on_stream", 20)
+                    .int("wait_on_cuda_event_record_corr_id", 12);
+            }
+            _ => {}
+        }
+    }
+    for (phase, pid, tid, ts) in [
+        (FlowPhase::Start, PID, MAIN, T0 + 2_000),
+        (FlowPhase::End, 0, 7, T0 + 9_000),
+    ] {
+        w.flow(FlowKind::Launch, phase, 11, pid, tid, ts);
+    }
+    w.global_instant("Record Window End", T0 + 100_000);
+    w.trace_name("roundtrip");
+}
+
+fn written(layout: Layout) -> Vec<u8> {
+    let mut w = KinetoWriter::new(Vec::new(), layout);
+    write_trace(&mut w);
+    w.finish().unwrap()
+}
+
+fn check(t: &Trace) {
+    assert_eq!(t.skipped.total(), 1, "only the instant: {:?}", t.skipped);
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    assert_eq!(t.meta.schema_version, Some(1));
+    assert_eq!((t.meta.rank, t.meta.world_size), (3, Some(4)));
+    assert_eq!(t.meta.process_groups[0].ranks, [1, 3]);
+    assert_eq!(t.meta.devices[0].num_sms, Some(132));
+    let specs = specs();
+    assert_eq!(t.events.len(), specs.len());
+    for (e, s) in t.events.iter().zip(&specs) {
+        check_event(t, e, s);
+    }
+    let mm = t.events[1].extra.as_deref().unwrap();
+    assert_eq!(
+        mm.input_dims.as_ref().unwrap().iter().collect::<Vec<_>>(),
+        [
+            Input::Tensor(&[2048, 6144]),
+            Input::Tensor(&[6144, 9216]),
+            Input::Tensor(&[])
+        ]
+    );
+    let coll = t.events[6].extra.as_deref().unwrap().collective.as_ref();
+    let coll = coll.unwrap();
+    assert_eq!(coll.name.as_deref(), Some("allreduce"));
+    assert_eq!(coll.pg_ranks.as_ref().unwrap().ranks, [1, 3]);
+    assert_eq!(coll.bytes(), Some(2048));
+    let sync = t.events[7].extra.as_deref().unwrap();
+    assert_eq!(sync.wait_on_stream, Some(20));
+    assert_eq!(sync.wait_on_event_record_correlation, Some(12));
+    assert_eq!(t.events[5].extra.as_deref().unwrap().bytes, Some(1 << 20));
+    // The launch flow links the runtime call to its kernel.
+    assert_eq!(t.flows.len(), 2);
+    let (s, f) = (&t.flows[0], &t.flows[1]);
+    assert_eq!(
+        (s.kind, s.phase, f.phase),
+        (FlowKind::Launch, FlowPhase::Start, FlowPhase::End)
+    );
+    assert_eq!((s.id, f.id), (11, 11));
+    assert_eq!(
+        (s.pid, s.tid, s.ts_ns),
+        (Ident::Num(PID), Ident::Num(MAIN), t.events[2].ts_ns)
+    );
+    assert_eq!(
+        (f.pid, f.tid, f.ts_ns),
+        (Ident::Num(0), Ident::Num(7), t.events[3].ts_ns)
+    );
+    assert_eq!(t.events[2].correlation, t.events[3].correlation);
+    let names: Vec<&str> = t.track_names.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "python3",
+            "thread 4242 (python3)",
+            "thread 4245 (pt_autograd_0)",
+            "stream 7"
+        ]
+    );
+}
+
+fn check_event(t: &Trace, e: &Event, s: &Spec) {
+    assert_eq!(t.name(e), s.name);
+    assert_eq!(e.category, s.cat, "{}", s.name);
+    assert_eq!(
+        (e.pid, e.tid),
+        (Ident::Num(s.pid), Ident::Num(s.tid)),
+        "{}",
+        s.name
+    );
+    assert_eq!((e.ts_ns, e.dur_ns), (s.ts, s.dur), "{}", s.name);
+    assert_eq!(e.correlation, s.correlation, "{}", s.name);
+    assert_eq!(e.external_id, s.external_id, "{}", s.name);
+    assert_eq!(e.device, s.gpu.map(|g| g.0), "{}", s.name);
+    assert_eq!(e.stream, s.gpu.map(|g| g.1), "{}", s.name);
+}
+
+#[test]
+fn written_traces_read_back_the_same() {
+    for layout in [Layout::Compact, Layout::Lines] {
+        let text = written(layout);
+        let t = read_bytes(Path::new("roundtrip.json"), &text).unwrap();
+        check(&t);
+        // Small chunks split the text anywhere: still the same trace.
+        let chunked = lumos_trace::read_bytes_with_chunk(Path::new("r.json"), &text, 97).unwrap();
+        assert_eq!(chunked.events, t.events);
+    }
+}
+
+#[test]
+fn gzipped_files_read_back_the_same() {
+    let dir = std::env::temp_dir().join(format!("lumos-trace-roundtrip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rank3.json.gz");
+    write_gz_atomic(&path, |out| {
+        let mut w = KinetoWriter::new(out, Layout::Lines);
+        write_trace(&mut w);
+        w.finish().map(drop)
+    })
+    .unwrap();
+    let t = read_path(&path).unwrap();
+    check(&t);
+    assert!(t.gzipped);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn input_dims_are_shared_and_malformed_ones_counted() {
+    let op = |dims: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":1,"args":{{"Input Dims":{dims}}}}}"#
+        )
+    };
+    let text = format!(
+        r#"{{"traceEvents":[{},{},{},{}]}}"#,
+        op("[[2, 3], [3, 4]]"),
+        op("\"[[2, 3]]\""),
+        op("[[2,3],[3,4]]"),
+        op("{}"),
+    );
+    let t = read_bytes(Path::new("dims.json"), text.as_bytes()).unwrap();
+    assert_eq!(t.events.len(), 4);
+    let dims: Vec<Option<&InputDims>> = t
+        .events
+        .iter()
+        .map(|e| e.extra.as_deref().and_then(|x| x.input_dims.as_ref()))
+        .collect();
+    assert_eq!(dims[0], dims[2]);
+    assert_eq!((dims[1], dims[3]), (None, None));
+    let bad = t.skipped.bad_args["Input Dims"];
+    assert_eq!((bad.count, bad.first_index), (2, 1));
+    assert_eq!(t.skipped.total(), 0);
+    assert_eq!(
+        t.warnings,
+        ["2 events with a malformed \"Input Dims\" (first at traceEvents[1]): kept without it"]
+    );
+}
