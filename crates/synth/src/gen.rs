@@ -9,15 +9,22 @@
 //! the GPU except in named synchronization calls and when the launch queue
 //! is full, which is exactly the set of dependencies `lumos-graph` looks
 //! for, so a replay of the written trace reproduces it.
+//!
+//! Events go out through `lumos_trace`'s writer as each op closes.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::fmt::Write;
+
+use lumos_trace::{Category, FlowKind, FlowPhase, KinetoWriter, Layout, RankList};
 
 use lumos_models::{CollectiveKind, GemmModel, MemoryModel};
 
 use crate::config::{GroupKind, RankCoord, SynthConfig};
 use crate::rng::Noise;
+
+mod args;
+
+pub(crate) use args::{CollArgs, GroupArgs, InputShapes, OpArgs};
 
 /// Stream ids as they appear in the trace. Megatron runs compute on the
 /// default stream of its device context (7 in most traces); PyTorch's
@@ -117,8 +124,8 @@ pub(crate) struct Gpu<'k> {
     pub dur: i64,
     pub kind: GpuKind,
     pub shape: Shape,
-    /// Collective args, pre-rendered (`"Collective name":...`), or empty.
-    pub coll: &'k str,
+    /// Collective args, for NCCL kernels.
+    pub coll: Option<&'k CollArgs>,
     /// For receives and barriers: the kernel cannot end before this time
     /// plus `dur` (the peer's data arrives then); 0 for none.
     pub peer_ready: i64,
@@ -153,7 +160,7 @@ struct Frame {
     name: String,
     start: i64,
     ext: u64,
-    args: String,
+    args: OpArgs,
 }
 
 /// Which CPU thread is running.
@@ -165,14 +172,14 @@ pub(crate) enum Thread {
     Autograd,
 }
 
-/// The timeline of one rank, and its trace text when `emit` is set.
+/// The timeline of one rank, and its trace when `emit` is set.
 pub(crate) struct Gen<'c> {
     pub cfg: &'c SynthConfig,
     pub rank: usize,
     pub coord: RankCoord,
     /// Write events (false while calibrating: timing only).
     pub emit: bool,
-    pub out: String,
+    pub out: KinetoWriter<Vec<u8>>,
     /// CPU-side noise.
     pub cpu: Noise,
     /// GPU-duration noise.
@@ -197,8 +204,8 @@ pub(crate) struct Gen<'c> {
     /// its peer the same transfer, so (`Src Rank`, `Dst Rank`, `Seq`)
     /// matches them across files.
     p2p_seq: [i64; 4],
-    /// Rendered `Process Group ...` args per group kind.
-    group_args: Vec<String>,
+    /// `Process Group ...` args per group kind.
+    groups: Vec<GroupArgs>,
     /// Global ranks per group kind.
     pub group_ranks: Vec<Vec<usize>>,
     pub gemm: GemmModel,
@@ -220,52 +227,22 @@ fn group_index(kind: GroupKind) -> usize {
     }
 }
 
-/// Appends `n` in decimal.
-pub(crate) fn push_int(buf: &mut String, n: i64) {
-    let mut tmp = [0u8; 20];
-    let neg = n < 0;
-    let mut v = n.unsigned_abs();
-    let mut i = tmp.len();
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if neg {
-        buf.push('-');
-    }
-    // The digits are ASCII.
-    buf.push_str(std::str::from_utf8(&tmp[i..]).unwrap_or("0"));
-}
-
-/// Appends ns as Kineto writes times: microseconds with three decimals.
-pub(crate) fn push_us(buf: &mut String, ns: i64) {
-    let ns = ns.max(0);
-    push_int(buf, ns / 1000);
-    let frac = (ns % 1000) as u32;
-    buf.push('.');
-    buf.push((b'0' + (frac / 100) as u8) as char);
-    buf.push((b'0' + (frac / 10 % 10) as u8) as char);
-    buf.push((b'0' + (frac % 10) as u8) as char);
-}
-
 impl<'c> Gen<'c> {
     pub(crate) fn new(cfg: &'c SynthConfig, rank: usize, emit: bool, noise_scale: f64) -> Gen<'c> {
         let p = &cfg.parallel;
         let groups = p.groups_of(rank);
-        let mut group_args = vec![String::new(); 5];
+        let mut group_args = vec![GroupArgs::default(); 5];
         let mut group_ranks = vec![Vec::new(); 5];
         for g in &groups {
-            let list: Vec<String> = g.ranks.iter().map(|r| r.to_string()).collect();
-            group_args[group_index(g.kind)] = format!(
-                r#""Process Group Name":"{}","Process Group Description":"{}","Process Group Ranks":"[{}]""#,
-                g.name,
-                g.kind.description(),
-                list.join(", ")
-            );
+            let ranks = RankList {
+                ranks: g.ranks.iter().map(|&r| r as i64).collect(),
+                truncated: false,
+            };
+            group_args[group_index(g.kind)] = GroupArgs {
+                name: g.name.clone(),
+                desc: g.kind.description(),
+                ranks: ranks.to_string(),
+            };
             group_ranks[group_index(g.kind)] = g.ranks.clone();
         }
         let gpus_per_node = cfg.gpu.network.gpus_per_node.max(1);
@@ -276,7 +253,8 @@ impl<'c> Gen<'c> {
             rank,
             coord: p.coord(rank),
             emit,
-            out: String::new(),
+            // Room for a small trace; calibration writes nothing.
+            out: KinetoWriter::in_memory(Layout::Lines, if emit { 1 << 20 } else { 0 }),
             cpu: Noise::new(cfg.seed, 2 * rank as u64, noise_scale),
             gpu: Noise::new(cfg.seed, 2 * rank as u64 + 1, noise_scale),
             t: 0,
@@ -290,7 +268,7 @@ impl<'c> Gen<'c> {
             stacks: [Vec::new(), Vec::new()],
             seq: [0; 5],
             p2p_seq: [0; 4],
-            group_args,
+            groups: group_args,
             group_ranks,
             gemm: cfg.gpu.gemm(),
             attn: cfg.gpu.attention(),
@@ -349,7 +327,7 @@ impl<'c> Gen<'c> {
     }
 
     /// Opens a `cpu_op` (or a `user_annotation` when `annotation`).
-    pub(crate) fn begin(&mut self, name: &str, args: String, annotation: bool) {
+    pub(crate) fn begin(&mut self, name: &str, args: OpArgs, annotation: bool) {
         self.t += self.cpu.between(1_000, 3_500);
         let ext = self.next_ext;
         self.next_ext += 1;
@@ -375,23 +353,19 @@ impl<'c> Gen<'c> {
         }
         let tid = self.tid();
         let cat = if f.annotation {
-            "user_annotation"
+            Category::UserAnnotation
         } else {
-            "cpu_op"
+            Category::CpuOp
         };
-        self.header(cat, &f.name, self.pid, tid, f.start, self.t - f.start);
-        self.out.push_str("\"External id\":");
-        push_int(&mut self.out, f.ext as i64);
-        if !f.args.is_empty() {
-            self.out.push(',');
-            self.out.push_str(&f.args);
-        }
-        self.out.push_str("}},\n");
+        let dur = (self.t - f.start).max(0);
+        let mut a = self.out.complete(cat, &f.name, self.pid, tid, f.start, dur);
+        a.external_id(f.ext);
+        f.args.write(&mut a, &self.groups);
     }
 
     /// An op with no arguments around `body`.
     pub(crate) fn op<R>(&mut self, name: &str, body: impl FnOnce(&mut Self) -> R) -> R {
-        self.begin(name, String::new(), false);
+        self.begin(name, OpArgs::None, false);
         let r = body(self);
         self.end();
         r
@@ -401,7 +375,7 @@ impl<'c> Gen<'c> {
     pub(crate) fn op_args<R>(
         &mut self,
         name: &str,
-        args: String,
+        args: OpArgs,
         body: impl FnOnce(&mut Self) -> R,
     ) -> R {
         self.begin(name, args, false);
@@ -413,7 +387,7 @@ impl<'c> Gen<'c> {
     /// A leaf op that launches nothing (views, reshapes, Python-side
     /// bookkeeping): pure CPU time.
     pub(crate) fn cpu_only(&mut self, name: &str, work_ns: i64) {
-        self.begin(name, String::new(), false);
+        self.begin(name, OpArgs::None, false);
         self.t += self.cpu.around(work_ns as f64, 0.3);
         self.end();
     }
@@ -437,84 +411,51 @@ impl<'c> Gen<'c> {
         c
     }
 
-    // ---- JSON -------------------------------------------------------------
-
-    fn header(&mut self, cat: &str, name: &str, pid: i64, tid: i64, ts: i64, dur: i64) {
-        debug_assert!(!name.contains('"') && !name.contains('\\'), "{name}");
-        let o = &mut self.out;
-        o.push_str("{\"ph\":\"X\",\"cat\":\"");
-        o.push_str(cat);
-        o.push_str("\",\"name\":\"");
-        o.push_str(name);
-        o.push_str("\",\"pid\":");
-        push_int(o, pid);
-        o.push_str(",\"tid\":");
-        push_int(o, tid);
-        o.push_str(",\"ts\":");
-        push_us(o, ts);
-        o.push_str(",\"dur\":");
-        push_us(o, dur.max(0));
-        o.push_str(",\"args\":{");
-    }
+    // ---- events -------------------------------------------------------------
 
     fn runtime_event(&mut self, name: &str, start: i64, dur: i64, corr: u64, cbid: u32) {
         if !self.emit {
             return;
         }
-        let (pid, tid) = (self.pid, self.tid());
-        self.header("cuda_runtime", name, pid, tid, start, dur);
-        if let Some(e) = self.ext() {
-            self.out.push_str("\"External id\":");
-            push_int(&mut self.out, e as i64);
-            self.out.push(',');
+        let (pid, tid, ext) = (self.pid, self.tid(), self.ext());
+        let mut a = self
+            .out
+            .complete(Category::Runtime, name, pid, tid, start, dur.max(0));
+        if let Some(e) = ext {
+            a.external_id(e);
         }
-        self.out.push_str("\"cbid\":");
-        push_int(&mut self.out, cbid as i64);
-        self.out.push_str(",\"correlation\":");
-        push_int(&mut self.out, corr as i64);
-        self.out.push_str("}},\n");
+        a.uint("cbid", u64::from(cbid)).correlation(corr);
     }
 
-    fn flow(&mut self, start: bool, id: u64, pid: i64, tid: i64, ts: i64) {
-        let o = &mut self.out;
-        o.push_str(if start {
-            "{\"ph\":\"s\",\"id\":"
-        } else {
-            "{\"ph\":\"f\",\"id\":"
-        });
-        push_int(o, id as i64);
-        o.push_str(",\"pid\":");
-        push_int(o, pid);
-        o.push_str(",\"tid\":");
-        push_int(o, tid);
-        o.push_str(",\"ts\":");
-        push_us(o, ts);
-        o.push_str(if start {
-            ",\"cat\":\"ac2g\",\"name\":\"ac2g\"},\n"
-        } else {
-            ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},\n"
-        });
-    }
-
-    fn sync_event(&mut self, name: &str, stream: usize, ts: i64, dur: i64, corr: u64, extra: &str) {
+    /// A `cuda_sync` record; `wait` is the stream and the record call's
+    /// correlation of the event a "Stream Wait Event" waits for.
+    fn sync_event(
+        &mut self,
+        name: &str,
+        stream: usize,
+        ts: i64,
+        dur: i64,
+        corr: u64,
+        wait: Option<(i64, u64)>,
+    ) {
         if !self.emit {
             return;
         }
         let sid = STREAM_IDS[stream];
         let stream_arg = if name == "Context Sync" { -1 } else { sid };
-        self.header("cuda_sync", name, self.device, sid, ts, dur);
-        let o = &mut self.out;
-        o.push_str("\"cuda_sync_kind\":\"");
-        o.push_str(name);
-        o.push_str("\",\"stream\":");
-        push_int(o, stream_arg);
-        o.push_str(",\"correlation\":");
-        push_int(o, corr as i64);
-        o.push_str(",\"device\":");
-        push_int(o, self.device);
-        o.push_str(",\"context\":1");
-        o.push_str(extra);
-        o.push_str("}},\n");
+        let dev = self.device;
+        let mut a = self
+            .out
+            .complete(Category::CudaSync, name, dev, sid, ts, dur.max(0));
+        a.str("cuda_sync_kind", name)
+            .stream(stream_arg)
+            .correlation(corr)
+            .device(dev)
+            .int("context", 1);
+        if let Some((on_stream, record_corr)) = wait {
+            a.int("wait_on_stream", on_stream)
+                .uint("wait_on_cuda_event_record_corr_id", record_corr);
+        }
     }
 
     // ---- GPU work ---------------------------------------------------------
@@ -575,63 +516,60 @@ impl<'c> Gen<'c> {
             self.runtime_event(name, call_start, call_dur, corr, cbid);
             self.gpu_event(stream, g, start, end, corr);
             let (pid, tid) = (self.pid, self.tid());
-            self.flow(true, corr, pid, tid, call_start);
+            let launch = FlowKind::Launch;
+            self.out
+                .flow(launch, FlowPhase::Start, corr, pid, tid, call_start);
             let (dev, sid) = (self.device, STREAM_IDS[stream]);
-            self.flow(false, corr, dev, sid, start);
+            self.out.flow(launch, FlowPhase::End, corr, dev, sid, start);
         }
     }
 
     fn gpu_event(&mut self, stream: usize, g: &Gpu, start: i64, end: i64, corr: u64) {
         let sid = STREAM_IDS[stream];
         let cat = match g.kind {
-            GpuKind::Kernel => "kernel",
-            GpuKind::Memcpy(_) => "gpu_memcpy",
+            GpuKind::Kernel => Category::Kernel,
+            GpuKind::Memcpy(_) => Category::Memcpy,
         };
-        self.header(cat, g.name, self.device, sid, start, end - start);
-        let ext = self.ext();
-        let o = &mut self.out;
+        let (ext, dev, num_sms) = (self.ext(), self.device, self.num_sms);
+        let mut a = self
+            .out
+            .complete(cat, g.name, dev, sid, start, (end - start).max(0));
         if let Some(e) = ext {
-            o.push_str("\"External id\":");
-            push_int(o, e as i64);
-            o.push(',');
+            a.external_id(e);
         }
         if let GpuKind::Kernel = g.kind {
-            o.push_str("\"queued\":0,");
+            a.int("queued", 0);
         }
-        o.push_str("\"device\":");
-        push_int(o, self.device);
-        o.push_str(",\"context\":1,\"stream\":");
-        push_int(o, sid);
-        o.push_str(",\"correlation\":");
-        push_int(o, corr as i64);
+        a.device(dev)
+            .int("context", 1)
+            .stream(sid)
+            .correlation(corr);
         match g.kind {
             GpuKind::Kernel => {
                 let sh = g.shape;
                 let blocks = (sh.grid[0] as u64 * sh.grid[1] as u64 * sh.grid[2] as u64) as f64;
                 let threads = (sh.block[0] * sh.block[1] * sh.block[2]) as f64;
-                let per_sm = blocks / self.num_sms;
+                let per_sm = blocks / num_sms;
                 let warps = per_sm * (threads / 32.0).ceil();
                 let occ = (warps.min(64.0) / 64.0 * 100.0).round() as i64;
-                let _ = write!(
-                    o,
-                    ",\"registers per thread\":{},\"shared memory\":{},\"blocks per SM\":{:.6},\"warps per SM\":{:.6},\"grid\":[{}, {}, {}],\"block\":[{}, {}, {}],\"est. achieved occupancy %\":{}",
-                    sh.regs, sh.smem, per_sm, warps, sh.grid[0], sh.grid[1], sh.grid[2],
-                    sh.block[0], sh.block[1], sh.block[2], occ
-                );
+                let dims = |d: [u32; 3]| d.map(i64::from);
+                a.uint("registers per thread", u64::from(sh.regs))
+                    .uint("shared memory", u64::from(sh.smem))
+                    .fixed("blocks per SM", per_sm, 6)
+                    .fixed("warps per SM", warps, 6)
+                    .ints("grid", &dims(sh.grid))
+                    .ints("block", &dims(sh.block))
+                    .int("est. achieved occupancy %", occ);
             }
             GpuKind::Memcpy(bytes) => {
                 let gbps = bytes as f64 / (end - start).max(1) as f64;
-                let _ = write!(
-                    o,
-                    ",\"bytes\":{bytes},\"memory bandwidth (GB/s)\":{gbps:.6}"
-                );
+                a.uint("bytes", bytes)
+                    .fixed("memory bandwidth (GB/s)", gbps, 6);
             }
         }
-        if !g.coll.is_empty() {
-            o.push(',');
-            o.push_str(g.coll);
+        if let Some(c) = g.coll {
+            c.write(&mut a, &self.groups[c.group]);
         }
-        o.push_str("}},\n");
     }
 
     /// `cudaEventRecord` on `stream`: the event completes when everything
@@ -668,13 +606,8 @@ impl<'c> Gen<'c> {
         let s = &mut self.streams[stream];
         s.wait_until = s.wait_until.max(ev.time);
         let at = (start + 3_000).max(s.free);
-        if self.emit {
-            let extra = format!(
-                ",\"wait_on_stream\":{},\"wait_on_cuda_event_record_corr_id\":{}",
-                STREAM_IDS[ev.stream], ev.corr
-            );
-            self.sync_event("Stream Wait Event", stream, at, 600, corr, &extra);
-        }
+        let wait = (STREAM_IDS[ev.stream], ev.corr);
+        self.sync_event("Stream Wait Event", stream, at, 600, corr, Some(wait));
         self.t = start + dur;
     }
 
@@ -695,7 +628,7 @@ impl<'c> Gen<'c> {
             corr,
             CBID_STREAM_SYNC,
         );
-        self.sync_event("Stream Sync", stream, start, end - start, corr, "");
+        self.sync_event("Stream Sync", stream, start, end - start, corr, None);
         self.t = end;
     }
 
@@ -719,7 +652,7 @@ impl<'c> Gen<'c> {
             corr,
             CBID_DEVICE_SYNC,
         );
-        self.sync_event("Context Sync", COMPUTE, start, end - start, corr, "");
+        self.sync_event("Context Sync", COMPUTE, start, end - start, corr, None);
         self.pending.clear();
         self.t = end;
     }
@@ -799,30 +732,26 @@ impl<'c> Gen<'c> {
             .network
             .collective_time_ns(c.kind, bytes, &ranks);
         let dur = self.gpu.around(model_ns, 0.03);
-        let mut args = String::new();
-        if self.emit {
-            let _ = write!(
-                args,
-                r#""Collective name":"{coll_name}","In msg nelems":{},"Out msg nelems":{},"Group size":{},"dtype":"{}","In split size":"[]","Out split size":"[]",{},"Seq":{seq}"#,
-                c.in_nelems,
-                c.out_nelems,
-                self.group_ranks[gi].len(),
-                c.dtype.torch_name(),
-                self.group_args[gi],
-            );
-            if let Some(p) = c.p2p {
-                let (src, dst) = if p.send {
+        let args = CollArgs {
+            name: coll_name,
+            in_nelems: c.in_nelems,
+            out_nelems: c.out_nelems,
+            group_size: self.group_ranks[gi].len(),
+            dtype: c.dtype,
+            group: gi,
+            seq,
+            src_dst: c.p2p.map(|p| {
+                if p.send {
                     (self.rank, p.peer)
                 } else {
                     (p.peer, self.rank)
-                };
-                let _ = write!(args, r#","Src Rank":{src},"Dst Rank":{dst}"#);
-            }
-        }
+                }
+            }),
+        };
         let stream = c.stream;
         let nccl_shape = Shape::new([c.channels, 1, 1], [544, 1, 1], 96, 0);
         self.op(op_name, |g| {
-            g.op_args("record_param_comms", args.clone(), |g| {
+            g.op_args("record_param_comms", OpArgs::Coll(args), |g| {
                 let ready = g.record(COMPUTE);
                 g.wait(stream, ready);
                 g.launch(
@@ -832,7 +761,7 @@ impl<'c> Gen<'c> {
                         dur,
                         kind: GpuKind::Kernel,
                         shape: nccl_shape,
-                        coll: &args,
+                        coll: Some(&args),
                         peer_ready: c.peer_ready,
                     },
                 );
@@ -853,21 +782,18 @@ impl<'c> Gen<'c> {
         let autograd = self.tid_of(Thread::Autograd);
         let dev = self.device;
         let o = &mut self.out;
-        let _ = write!(
-            o,
-            "{{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"python3\"}}}},\n\
-             {{\"name\":\"process_labels\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":0,\"args\":{{\"labels\":\"CPU\"}}}},\n\
-             {{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{main},\"args\":{{\"name\":\"thread {main} (python3)\"}}}},\n\
-             {{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{pid},\"tid\":{autograd},\"args\":{{\"name\":\"thread {autograd} (pt_autograd_{dev})\"}}}},\n\
-             {{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{dev},\"tid\":0,\"args\":{{\"name\":\"GPU {dev}\"}}}},\n\
-             {{\"name\":\"process_labels\",\"ph\":\"M\",\"ts\":0,\"pid\":{dev},\"tid\":0,\"args\":{{\"labels\":\"{}\"}}}},\n",
-            self.cfg.gpu.device_name
+        o.process_name(pid, "python3");
+        o.process_labels(pid, "CPU");
+        o.thread_name(pid, main, &format!("thread {main} (python3)"));
+        o.thread_name(
+            pid,
+            autograd,
+            &format!("thread {autograd} (pt_autograd_{dev})"),
         );
+        o.process_name(dev, &format!("GPU {dev}"));
+        o.process_labels(dev, self.cfg.gpu.device_name);
         for sid in STREAM_IDS {
-            let _ = writeln!(
-                o,
-                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":{dev},\"tid\":{sid},\"args\":{{\"name\":\"stream {sid}\"}}}},"
-            );
+            o.thread_name(dev, sid, &format!("stream {sid}"));
         }
     }
 }
@@ -920,23 +846,5 @@ impl Coll {
             peer_ready: 0,
             channels: 16,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn number_formatting() {
-        let mut s = String::new();
-        push_us(&mut s, 1_234_567);
-        s.push(' ');
-        push_us(&mut s, 5);
-        s.push(' ');
-        push_int(&mut s, -42);
-        s.push(' ');
-        push_int(&mut s, 0);
-        assert_eq!(s, "1234.567 0.005 -42 0");
     }
 }

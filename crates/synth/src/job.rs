@@ -1,16 +1,12 @@
 //! Whole files: one rank's trace as text, and a job's ranks as gzip files.
 
-use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
+use lumos_trace::{DeviceProperties, DistributedInfo, KinetoWriter, Layout, PgConfig, WriteError};
 use rayon::prelude::*;
 
 use crate::config::SynthConfig;
-use crate::gen::push_us;
 use crate::megatron::{Plan, Rank};
 
 /// Why a job could not be synthesized.
@@ -28,14 +24,18 @@ pub enum SynthError {
         /// Ranks in the job.
         world: usize,
     },
-    /// Writing failed.
+    /// Writing to a caller's writer failed.
     #[error("{}: {source}", path.display())]
     Io {
-        /// The file (or `-` for a caller's writer).
+        /// `-`: the caller's writer.
         path: PathBuf,
         /// The error.
         source: io::Error,
     },
+    /// Creating the job's directory or writing a rank's file failed (the
+    /// file is not left behind).
+    #[error(transparent)]
+    Write(#[from] WriteError),
 }
 
 /// Absolute time of `ts == 0` in every synthesized trace (June 2024).
@@ -59,13 +59,16 @@ fn check(cfg: &SynthConfig, rank: usize) -> Result<(), SynthError> {
 pub fn synthesize_rank(cfg: &SynthConfig, rank: usize) -> Result<String, SynthError> {
     check(cfg, rank)?;
     let plan = Plan::new(cfg);
-    Ok(render(cfg, rank, &plan))
+    // The writer writes UTF-8 only: escapes are ASCII, text comes from
+    // `&str`s.
+    Ok(String::from_utf8(render(cfg, rank, &plan)).expect("the trace writer writes UTF-8"))
 }
 
 /// Writes one rank's trace (uncompressed JSON) to `w`.
 pub fn write_rank<W: Write>(cfg: &SynthConfig, rank: usize, mut w: W) -> Result<(), SynthError> {
-    let text = synthesize_rank(cfg, rank)?;
-    w.write_all(text.as_bytes())
+    check(cfg, rank)?;
+    let text = render(cfg, rank, &Plan::new(cfg));
+    w.write_all(&text)
         .and_then(|()| w.flush())
         .map_err(|source| SynthError::Io {
             path: PathBuf::from("-"),
@@ -76,15 +79,16 @@ pub fn write_rank<W: Write>(cfg: &SynthConfig, rank: usize, mut w: W) -> Result<
 /// Writes the ranks [`SynthConfig::ranks`] selects into `dir` (created if
 /// needed) as `rank<N>.json.gz`, in parallel, and returns their paths in
 /// rank order. Gzip at the fastest level: the traces are large and
-/// repetitive, so even that shrinks them about tenfold.
+/// repetitive, so even that shrinks them about tenfold. Each file appears
+/// whole or not at all ([`lumos_trace::write_gz_atomic`]).
 pub fn write_job(cfg: &SynthConfig, dir: &Path) -> Result<Vec<PathBuf>, SynthError> {
     let ranks = cfg.selected_ranks();
     for &r in &ranks {
         check(cfg, r)?;
     }
-    std::fs::create_dir_all(dir).map_err(|source| SynthError::Io {
+    std::fs::create_dir_all(dir).map_err(|error| WriteError {
         path: dir.to_owned(),
-        source,
+        error,
     })?;
     let plan = Plan::new(cfg);
     ranks
@@ -92,25 +96,16 @@ pub fn write_job(cfg: &SynthConfig, dir: &Path) -> Result<Vec<PathBuf>, SynthErr
         .map(|&rank| {
             let path = dir.join(rank_file_name(rank));
             let text = render(cfg, rank, &plan);
-            let io = |source| SynthError::Io {
-                path: path.clone(),
-                source,
-            };
-            let file = File::create(&path).map_err(io)?;
-            let mut gz = GzEncoder::new(BufWriter::new(file), Compression::fast());
-            gz.write_all(text.as_bytes()).map_err(io)?;
-            gz.finish().map_err(io)?.flush().map_err(io)?;
+            lumos_trace::write_gz_atomic(&path, |w| w.write_all(&text))?;
             Ok(path)
         })
         .collect()
 }
 
-/// The trace of `rank`, given the job's pipeline plan.
-fn render(cfg: &SynthConfig, rank: usize, plan: &Plan) -> String {
+/// The trace of `rank`, given the job's pipeline plan, as JSON text.
+fn render(cfg: &SynthConfig, rank: usize, plan: &Plan) -> Vec<u8> {
     let mut r = Rank::new(cfg, rank, true, cfg.noise, Some(plan));
-    let mut out = String::with_capacity(1 << 20);
-    header(cfg, rank, &mut out);
-    r.g.out = out;
+    header(cfg, rank, &mut r.g.out);
     r.g.metadata();
     // The profiler starts recording a few milliseconds before the first
     // profiled step; ranks do not start in lockstep.
@@ -119,80 +114,113 @@ fn render(cfg: &SynthConfig, rank: usize, plan: &Plan) -> String {
         r.iteration(cfg.first_step + i);
     }
     let end = r.g.t + 20_000;
-    let mut out = std::mem::take(&mut r.g.out);
-    out.push_str(
-        "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"Record Window End\",\"pid\":\"\",\"tid\":\"\",\"ts\":",
-    );
-    push_us(&mut out, end);
-    let _ = write!(out, "}}\n],\n\"traceName\":\"rank{rank}.json\"\n}}\n");
-    out
+    let out = &mut r.g.out;
+    out.global_instant("Record Window End", end);
+    out.trace_name(&format!("rank{rank}.json"));
+    std::mem::replace(out, KinetoWriter::in_memory(Layout::Lines, 0)).into_bytes()
 }
 
 /// Everything before `traceEvents`: device properties, distributed info
 /// with the process groups, and the synthesis parameters.
-fn header(cfg: &SynthConfig, rank: usize, out: &mut String) {
+fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
     let g = &cfg.gpu;
     let p = &cfg.parallel;
-    out.push_str("{\n\"schemaVersion\":1,\n\"deviceProperties\":[\n");
-    let per_node = g.network.gpus_per_node.max(1);
-    for d in 0..per_node {
-        let _ = writeln!(
-            out,
-            "{{\"id\":{d},\"name\":\"{}\",\"totalGlobalMem\":{},\"computeMajor\":{},\"computeMinor\":{},\"maxThreadsPerBlock\":1024,\"maxThreadsPerMultiprocessor\":2048,\"regsPerBlock\":65536,\"warpSize\":32,\"sharedMemPerBlock\":49152,\"numSms\":{},\"regsPerMultiprocessor\":65536,\"sharedMemPerBlockOptin\":232448,\"sharedMemPerMultiprocessor\":233472}}{}",
-            g.device_name,
-            g.memory_bytes,
-            g.compute_capability.0,
-            g.compute_capability.1,
-            g.num_sms,
-            if d + 1 < per_node { "," } else { "" }
-        );
-    }
-    out.push_str("],\n");
+    out.schema_version(1);
+    let devices: Vec<DeviceProperties> = (0..g.network.gpus_per_node.max(1))
+        .map(|d| DeviceProperties {
+            id: d as i64,
+            name: g.device_name,
+            total_global_mem: g.memory_bytes,
+            compute_major: g.compute_capability.0,
+            compute_minor: g.compute_capability.1,
+            max_threads_per_block: 1024,
+            max_threads_per_multiprocessor: 2048,
+            regs_per_block: 65536,
+            warp_size: 32,
+            shared_mem_per_block: 49152,
+            num_sms: g.num_sms,
+            regs_per_multiprocessor: 65536,
+            shared_mem_per_block_optin: 232448,
+            shared_mem_per_multiprocessor: 233472,
+        })
+        .collect();
+    out.device_properties(&devices);
     let groups = p.groups_of(rank);
-    let _ = write!(
-        out,
-        "\"distributedInfo\":{{\"backend\":\"nccl\",\"rank\":{rank},\"world_size\":{},\"pg_count\":{},\"pg_config\":[",
-        p.world_size(),
-        groups.len()
-    );
-    for (i, pg) in groups.iter().enumerate() {
-        let ranks: Vec<String> = pg.ranks.iter().map(|r| r.to_string()).collect();
-        let _ = write!(
-            out,
-            "{}{{\"pg_name\":\"{}\",\"pg_desc\":\"{}\",\"backend_config\":\"cuda:nccl\",\"pg_size\":{},\"ranks\":[{}]}}",
-            if i > 0 { "," } else { "" },
-            pg.name,
-            pg.kind.description(),
-            pg.ranks.len(),
-            ranks.join(",")
-        );
-    }
-    out.push_str("],\"nccl_version\":\"2.21.5\"},\n\"record_shapes\":1,\n");
+    let ranks: Vec<Vec<i64>> = groups
+        .iter()
+        .map(|pg| pg.ranks.iter().map(|&r| r as i64).collect())
+        .collect();
+    let configs: Vec<PgConfig> = groups
+        .iter()
+        .zip(&ranks)
+        .map(|(pg, ranks)| PgConfig {
+            name: &pg.name,
+            desc: pg.kind.description(),
+            backend_config: "cuda:nccl",
+            size: pg.ranks.len() as u64,
+            ranks,
+        })
+        .collect();
+    out.distributed_info(&DistributedInfo {
+        backend: Some("nccl"),
+        rank: rank as u64,
+        world_size: Some(p.world_size() as u64),
+        process_groups: Some(&configs),
+        nccl_version: Some("2.21.5"),
+    });
+    out.member_int("record_shapes", 1);
     let c = p.coord(rank);
-    let _ = writeln!(
-        out,
-        "\"lumos_synth\":{{\"model\":\"{}\",\"layers\":{},\"hidden\":{},\"heads\":{},\"seq_len\":{},\"micro_batch\":{},\"tp\":{},\"pp\":{},\"dp\":{},\"microbatches\":{},\"sequence_parallel\":{},\"distributed_optimizer\":{},\"gpu\":\"{}\",\"seed\":{},\"noise\":{},\"stage\":{},\"tp_rank\":{},\"dp_rank\":{}}},",
-        cfg.model.name,
-        cfg.model.layers,
-        cfg.model.hidden,
-        cfg.model.heads,
-        cfg.model.seq_len,
-        cfg.model.micro_batch,
-        p.tp,
-        p.pp,
-        p.dp,
-        p.microbatches,
-        p.sp(),
-        p.distributed_optimizer,
-        g.name,
-        cfg.seed,
-        cfg.noise,
-        c.pp,
-        c.tp,
-        c.dp
-    );
-    let _ = write!(
-        out,
-        "\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":{BASE_TIME_NS},\n\"traceEvents\":[\n"
-    );
+    out.member_object("lumos_synth")
+        .str("model", &cfg.model.name)
+        .uint("layers", cfg.model.layers as u64)
+        .uint("hidden", cfg.model.hidden as u64)
+        .uint("heads", cfg.model.heads as u64)
+        .uint("seq_len", cfg.model.seq_len as u64)
+        .uint("micro_batch", cfg.model.micro_batch as u64)
+        .uint("tp", p.tp as u64)
+        .uint("pp", p.pp as u64)
+        .uint("dp", p.dp as u64)
+        .uint("microbatches", p.microbatches as u64)
+        .bool("sequence_parallel", p.sp())
+        .bool("distributed_optimizer", p.distributed_optimizer)
+        .str("gpu", g.name)
+        .uint("seed", cfg.seed)
+        .float("noise", cfg.noise)
+        .uint("stage", c.pp as u64)
+        .uint("tp_rank", c.tp as u64)
+        .uint("dp_rank", c.dp as u64);
+    out.display_time_unit("ms");
+    out.base_time_ns(BASE_TIME_NS);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{GpuSpec, ModelPreset, Parallelism};
+
+    #[test]
+    fn a_rank_that_cannot_be_written_leaves_no_file_behind() {
+        let dir = std::env::temp_dir().join(format!("lumos-synth-fail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // A directory where rank 0's file goes: its rename fails.
+        let blocked = dir.join(rank_file_name(0));
+        std::fs::create_dir_all(&blocked).unwrap();
+        let cfg = SynthConfig::new(
+            ModelPreset::preset("gpt-tiny").unwrap(),
+            Parallelism::new(1, 1, 2, 2),
+            GpuSpec::h100(),
+        );
+        let err = write_job(&cfg, &dir).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{}: cannot write: ", blocked.display())),
+            "{err}"
+        );
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+        assert!(blocked.is_dir());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -9,7 +9,8 @@ use lumos_models::{one_f_one_b, CollectiveKind, Pass};
 
 use crate::config::{GroupKind, RankCoord, SynthConfig};
 use crate::gen::{
-    Coll, Dtype, Ev, Gen, Gpu, GpuKind, P2p, Shape, Thread, COMPUTE, DP, MP, PP_NEXT, PP_PREV, TP,
+    Coll, Dtype, Ev, Gen, Gpu, GpuKind, InputShapes, OpArgs, P2p, Shape, Thread, COMPUTE, DP, MP,
+    PP_NEXT, PP_PREV, TP,
 };
 use crate::schedule::{block_times, BlockTimes};
 
@@ -172,32 +173,8 @@ const SH_MTA: Shape = Shape::new([320, 1, 1], [512, 1, 1], 64, 0);
 const SH_SMALL: Shape = Shape::new([1, 1, 1], [128, 1, 1], 16, 0);
 
 /// `"Input Dims"` and `"Input type"` args for shapes of BF16 tensors.
-fn dims_args(dims: &[&[u64]]) -> String {
-    let mut s = String::from("\"Input Dims\":[");
-    let mut types = String::from("\"Input type\":[");
-    for (i, d) in dims.iter().enumerate() {
-        if i > 0 {
-            s.push_str(", ");
-            types.push_str(", ");
-        }
-        s.push('[');
-        for (j, x) in d.iter().enumerate() {
-            if j > 0 {
-                s.push_str(", ");
-            }
-            s.push_str(&x.to_string());
-        }
-        s.push(']');
-        types.push_str(if d.is_empty() {
-            "\"\""
-        } else {
-            "\"c10::BFloat16\""
-        });
-    }
-    s.push_str("],");
-    s.push_str(&types);
-    s.push(']');
-    s
+fn dims_args(dims: &[&[u64]]) -> OpArgs {
+    OpArgs::Dims(InputShapes::new(dims))
 }
 
 /// One rank's Megatron iteration on top of the timeline engine.
@@ -256,11 +233,11 @@ impl<'c> Rank<'c> {
         }
     }
 
-    fn args(&self, f: impl FnOnce() -> String) -> String {
+    fn args(&self, f: impl FnOnce() -> OpArgs) -> OpArgs {
         if self.g.emit {
             f()
         } else {
-            String::new()
+            OpArgs::None
         }
     }
 
@@ -273,7 +250,7 @@ impl<'c> Rank<'c> {
                 dur,
                 kind: GpuKind::Kernel,
                 shape,
-                coll: "",
+                coll: None,
                 peer_ready: 0,
             },
         )
@@ -287,7 +264,7 @@ impl<'c> Rank<'c> {
 
     /// An op holding one element-wise kernel.
     fn eltwise_op(&mut self, op: &str, kernel: &str, n: u64, bytes: u64) {
-        self.g.begin(op, String::new(), false);
+        self.g.begin(op, OpArgs::None, false);
         self.eltwise(kernel, n, bytes);
         self.g.end();
     }
@@ -318,7 +295,7 @@ impl<'c> Rank<'c> {
                 dur,
                 kind: GpuKind::Kernel,
                 shape: Self::gemm_shape(m, n),
-                coll: "",
+                coll: None,
                 peer_ready: 0,
             },
         );
@@ -345,7 +322,7 @@ impl<'c> Rank<'c> {
                 dur,
                 kind: GpuKind::Kernel,
                 shape: Self::gemm_shape(n, k),
-                coll: "",
+                coll: None,
                 peer_ready: 0,
             },
         );
@@ -374,10 +351,10 @@ impl<'c> Rank<'c> {
     fn autograd_begin(&mut self, node: &str) {
         self.g.begin(
             &format!("autograd::engine::evaluate_function: {node}"),
-            String::new(),
+            OpArgs::None,
             false,
         );
-        self.g.begin(node, String::new(), false);
+        self.g.begin(node, OpArgs::None, false);
     }
 
     fn autograd_end(&mut self) {
@@ -406,7 +383,7 @@ impl<'c> Rank<'c> {
     fn column_fwd(&mut self, k: u64, n: u64) {
         self.g.begin(
             "LinearWithGradAccumulationAndAsyncCommunication",
-            String::new(),
+            OpArgs::None,
             false,
         );
         if self.d.sp {
@@ -422,7 +399,7 @@ impl<'c> Rank<'c> {
     fn row_fwd(&mut self, k: u64, n: u64) {
         self.g.begin(
             "LinearWithGradAccumulationAndAsyncCommunication",
-            String::new(),
+            OpArgs::None,
             false,
         );
         self.matmul(k, n, |n| &n.gemm_fwd);
@@ -431,14 +408,14 @@ impl<'c> Rank<'c> {
         if self.d.sp {
             self.g.begin(
                 "_ReduceScatterToSequenceParallelRegion",
-                String::new(),
+                OpArgs::None,
                 false,
             );
             self.tp_coll(CollectiveKind::ReduceScatter, t * n, l * n, true);
             self.g.end();
         } else if self.d.t > 1 {
             self.g
-                .begin("_ReduceFromModelParallelRegion", String::new(), false);
+                .begin("_ReduceFromModelParallelRegion", OpArgs::None, false);
             self.tp_coll(CollectiveKind::AllReduce, t * n, t * n, true);
             self.g.end();
         }
@@ -456,7 +433,7 @@ impl<'c> Rank<'c> {
         // Causal: half of the 4 s^2 d FLOPs per head.
         let flops = 2.0 * (d.b * d.s * d.s * d.heads * d.head_dim) as f64;
         let dur = self.g.attn_ns(flops);
-        self.g.begin("FlashAttnFunc", String::new(), false);
+        self.g.begin("FlashAttnFunc", OpArgs::None, false);
         self.g.begin("flash_attn::_flash_attn_forward", a, false);
         let grid = [(d.s / 128).max(1) as u32, d.b as u32, d.heads as u32];
         let name = &self.k.flash_fwd;
@@ -467,7 +444,7 @@ impl<'c> Rank<'c> {
                 dur,
                 kind: GpuKind::Kernel,
                 shape: Shape::new(grid, [128, 1, 1], 255, 49_152),
-                coll: "",
+                coll: None,
                 peer_ready: 0,
             },
         );
@@ -479,7 +456,7 @@ impl<'c> Rank<'c> {
     /// Dropout, then the residual add, on the sequence-parallel region.
     fn dropout_add_fwd(&mut self) {
         let n = self.d.local * self.d.h;
-        self.g.begin("aten::dropout", String::new(), false);
+        self.g.begin("aten::dropout", OpArgs::None, false);
         self.eltwise_op("aten::native_dropout", K_DROPOUT, n, n * 5);
         self.g.end();
         self.eltwise_op("aten::add", K_ADD, n, n * 6);
@@ -507,9 +484,9 @@ impl<'c> Rank<'c> {
     /// Host-to-device copy of an input tensor (pinned memory).
     fn h2d(&mut self, bytes: u64) {
         let dur = self.g.gpu.around(self.g.pcie.time_ns(bytes as f64), 0.05);
-        self.g.begin("aten::to", String::new(), false);
-        self.g.begin("aten::_to_copy", String::new(), false);
-        self.g.begin("aten::copy_", String::new(), false);
+        self.g.begin("aten::to", OpArgs::None, false);
+        self.g.begin("aten::_to_copy", OpArgs::None, false);
+        self.g.begin("aten::copy_", OpArgs::None, false);
         self.g.launch(
             COMPUTE,
             &Gpu {
@@ -517,7 +494,7 @@ impl<'c> Rank<'c> {
                 dur,
                 kind: GpuKind::Memcpy(bytes),
                 shape: SH_SMALL,
-                coll: "",
+                coll: None,
                 peer_ready: 0,
             },
         );
@@ -533,7 +510,7 @@ impl<'c> Rank<'c> {
         let cost = self.g.cpu.between(250_000, 700_000);
         self.g.begin(
             "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
-            String::new(),
+            OpArgs::None,
             true,
         );
         self.g.t += cost;
@@ -560,7 +537,7 @@ impl<'c> Rank<'c> {
         }
         let a = self.args(|| dims_args(&[&[d.v / d.t, h], &[d.b, d.s]]));
         self.g.begin("aten::embedding", a, false);
-        self.g.begin("aten::index_select", String::new(), false);
+        self.g.begin("aten::index_select", OpArgs::None, false);
         self.eltwise(K_INDEX_SELECT, tok * h, tok * h * 4 + tok * 8);
         self.g.end();
         self.g.end();
@@ -569,25 +546,25 @@ impl<'c> Rank<'c> {
             if d.sp {
                 self.g.begin(
                     "_ReduceScatterToSequenceParallelRegion",
-                    String::new(),
+                    OpArgs::None,
                     false,
                 );
                 self.tp_coll(CollectiveKind::ReduceScatter, tok * h, d.local * h, true);
             } else {
                 self.g
-                    .begin("_ReduceFromModelParallelRegion", String::new(), false);
+                    .begin("_ReduceFromModelParallelRegion", OpArgs::None, false);
                 self.tp_coll(CollectiveKind::AllReduce, tok * h, tok * h, true);
             }
             self.g.end();
         }
         let n = d.local * h;
-        self.g.begin("aten::embedding", String::new(), false);
-        self.g.begin("aten::index_select", String::new(), false);
+        self.g.begin("aten::embedding", OpArgs::None, false);
+        self.g.begin("aten::index_select", OpArgs::None, false);
         self.eltwise(K_INDEX_SELECT, n, n * 4);
         self.g.end();
         self.g.end();
         self.eltwise_op("aten::add", K_ADD, n, n * 6);
-        self.g.begin("aten::dropout", String::new(), false);
+        self.g.begin("aten::dropout", OpArgs::None, false);
         self.eltwise_op("aten::native_dropout", K_DROPOUT, n, n * 5);
         self.g.end();
     }
@@ -602,7 +579,7 @@ impl<'c> Rank<'c> {
         let (tok, vl) = (d.tokens, d.v / d.t);
         let logits = tok * vl;
         self.g
-            .begin("_VocabParallelCrossEntropy", String::new(), false);
+            .begin("_VocabParallelCrossEntropy", OpArgs::None, false);
         self.eltwise_op("aten::to", K_TO_F32, logits, logits * 6);
         self.eltwise_op("aten::max", K_REDUCE_MAX, logits, logits * 4);
         self.tp_coll_f32(tok);
@@ -706,7 +683,7 @@ impl<'c> Rank<'c> {
         let (n, h) = (self.d.local, self.d.h);
         self.autograd_begin("NativeLayerNormBackward0");
         self.g
-            .begin("aten::native_layer_norm_backward", String::new(), false);
+            .begin("aten::native_layer_norm_backward", OpArgs::None, false);
         let mut sh = SH_LN;
         sh.grid[0] = n.min(u32::MAX as u64) as u32;
         let d1 = self.g.mem_ns(n * h * 6 + n * 8);
@@ -791,7 +768,7 @@ impl<'c> Rank<'c> {
         let d = self.d;
         self.autograd_begin("FlashAttnFuncBackward");
         self.g
-            .begin("flash_attn::_flash_attn_backward", String::new(), false);
+            .begin("flash_attn::_flash_attn_backward", OpArgs::None, false);
         let qkv = d.tokens * d.heads * d.head_dim;
         let d1 = self.g.mem_ns(qkv * 4 + d.tokens * d.heads * 4);
         let grid = [(d.s / 128).max(1) as u32, d.b as u32, d.heads as u32];
@@ -811,7 +788,7 @@ impl<'c> Rank<'c> {
                     dur,
                     kind: GpuKind::Kernel,
                     shape: Shape::new(grid, [256, 1, 1], 255, smem),
-                    coll: "",
+                    coll: None,
                     peer_ready: 0,
                 },
             );
@@ -900,9 +877,9 @@ impl<'c> Rank<'c> {
         let h = self.d.h;
         self.autograd_begin("EmbeddingBackward0");
         self.g
-            .begin("aten::embedding_backward", String::new(), false);
+            .begin("aten::embedding_backward", OpArgs::None, false);
         self.g
-            .begin("aten::embedding_dense_backward", String::new(), false);
+            .begin("aten::embedding_dense_backward", OpArgs::None, false);
         self.eltwise(K_FILL_F32, weight, weight * 4);
         self.eltwise(K_EMB_BWD_SORT, tokens, tokens * 32);
         self.eltwise(K_EMB_BWD_GRAD, tokens * h, tokens * h * 6);
@@ -918,7 +895,7 @@ impl<'c> Rank<'c> {
         self.reduce_grads = reduce_grads && self.g.cfg.parallel.dp > 1;
         if self.d.last {
             let tok = self.d.tokens;
-            self.g.begin("aten::ones_like", String::new(), false);
+            self.g.begin("aten::ones_like", OpArgs::None, false);
             self.eltwise_op("aten::fill_", K_FILL_F32, tok.min(1), 4);
             self.g.end();
         }
@@ -1005,7 +982,7 @@ impl<'c> Rank<'c> {
     fn zero_grad(&mut self) {
         let n = self.d.local_params(self.g.cfg.parallel.pp);
         self.g.python_gap();
-        self.g.begin("aten::zero_", String::new(), false);
+        self.g.begin("aten::zero_", OpArgs::None, false);
         self.eltwise_op("aten::fill_", K_FILL_F32, n, n * 4);
         self.g.end();
     }
@@ -1062,9 +1039,9 @@ impl<'c> Rank<'c> {
             self.g.wait(COMPUTE, ev);
         }
         self.eltwise_op("aten::pow", K_MUL_F32, 1, 8);
-        self.g.begin("aten::item", String::new(), false);
+        self.g.begin("aten::item", OpArgs::None, false);
         self.g
-            .begin("aten::_local_scalar_dense", String::new(), false);
+            .begin("aten::_local_scalar_dense", OpArgs::None, false);
         self.g.launch(
             COMPUTE,
             &Gpu {
@@ -1072,7 +1049,7 @@ impl<'c> Rank<'c> {
                 dur: 1_500,
                 kind: GpuKind::Memcpy(4),
                 shape: SH_SMALL,
-                coll: "",
+                coll: None,
                 peer_ready: 0,
             },
         );
@@ -1082,7 +1059,7 @@ impl<'c> Rank<'c> {
         self.g.python_gap();
         self.multi_tensor(K_SCALE, shard, 8);
         self.g
-            .begin("Optimizer.step#FusedAdam.step", String::new(), true);
+            .begin("Optimizer.step#FusedAdam.step", OpArgs::None, true);
         self.multi_tensor(K_ADAM, shard, 28);
         self.g.end();
         self.g.python_gap();
@@ -1112,7 +1089,7 @@ impl<'c> Rank<'c> {
     /// One training iteration inside its `ProfilerStep#n` annotation.
     pub(crate) fn iteration(&mut self, n: usize) {
         self.g
-            .begin(&format!("ProfilerStep#{n}"), String::new(), true);
+            .begin(&format!("ProfilerStep#{n}"), OpArgs::None, true);
         self.zero_grad();
         for ev in std::mem::take(&mut self.param_events) {
             self.g.wait(COMPUTE, ev);
