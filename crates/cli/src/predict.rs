@@ -486,14 +486,11 @@ fn write_predicted(
             base_time_ns: base_time,
             rank: trace.meta.rank,
         };
-        let args = |i: usize| {
+        let args = |i: usize, a: &mut lumos_trace::Fields| {
             let (src, t) = st.origin[i];
             let traced = base.inputs[src as usize].graph.tasks[t.idx()].duration_ns;
-            format!(
-                ",\"source\":\"{}\",\"traced_dur_us\":{}",
-                st.source[i].as_str(),
-                us(traced)
-            )
+            a.str("source", st.source[i].as_str())
+                .float("traced_dur_us", us(traced));
         };
         write_timeline(&id, &st.graph, origin, &times, &args, "predicted", dir)?;
     }

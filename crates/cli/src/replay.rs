@@ -1,16 +1,17 @@
 //! `lumos replay`: simulate each trace's graph and compare with the
 //! measurement.
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use lumos_graph::{build, Graph, Measured, ProcKind, Span};
+use lumos_graph::{build, Graph, Measured, ProcKind, Span, TaskId, TaskKind};
 use lumos_sim::{
     annotation_spans, breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans,
     whole_span, Breakdown, CriticalPathSummary, SimOptions, TaskTimes,
 };
-use lumos_trace::Trace;
+use lumos_trace::{
+    write_gz_atomic, Category, DistributedInfo, Fields, KinetoWriter, Layout, Trace,
+};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -299,11 +300,9 @@ pub(crate) fn write_replayed_trace<T: TaskTimes + ?Sized>(
     schedule: &T,
     dir: &Path,
 ) -> Result<()> {
-    let measured_dur = |i: usize| {
-        format!(
-            ",\"measured_dur_us\":{}",
-            us(measured.tasks[i].end_ns - measured.tasks[i].start_ns)
-        )
+    let measured_dur = |i: usize, a: &mut Fields| {
+        let m = &measured.tasks[i];
+        a.float("measured_dur_us", us(m.end_ns - m.start_ns));
     };
     write_timeline(
         trace,
@@ -317,15 +316,15 @@ pub(crate) fn write_replayed_trace<T: TaskTimes + ?Sized>(
 }
 
 /// Writes a simulated timeline of `graph` as `<name>.<what>.json.gz` (see
-/// [`write_replayed_trace`]). Times in `schedule` count from `origin_ns` on
-/// the trace's clock; `task_args(i)` adds arguments to task `i` (a JSON
-/// fragment starting with a comma).
+/// [`write_replayed_trace`]), atomically. Times in `schedule` count from
+/// `origin_ns` on the trace's clock; `task_args(i, args)` adds arguments
+/// to task `i`.
 pub(crate) fn write_timeline<T: TaskTimes + ?Sized>(
     trace: &TraceId,
     graph: &Graph,
     origin_ns: i64,
     schedule: &T,
-    task_args: &dyn Fn(usize) -> String,
+    task_args: &dyn Fn(usize, &mut Fields),
     what: &str,
     dir: &Path,
 ) -> Result<()> {
@@ -338,68 +337,61 @@ pub(crate) fn write_timeline<T: TaskTimes + ?Sized>(
         .trim_end_matches(".gz")
         .trim_end_matches(".json");
     let path = dir.join(format!("{stem}.{what}.json.gz"));
-    let file = std::fs::File::create(&path)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
-    let mut w = std::io::BufWriter::new(flate2::write::GzEncoder::new(
-        file,
-        flate2::Compression::fast(),
-    ));
-    let ts = |ns: i64| {
-        let abs = origin_ns + ns;
-        format!("{}.{:03}", abs.div_euclid(1000), abs.rem_euclid(1000))
-    };
-    write!(w, "{{\"schemaVersion\":1,")?;
-    if let Some(b) = trace.base_time_ns {
-        write!(w, "\"baseTimeNanoseconds\":{b},")?;
-    }
-    write!(
-        w,
-        "\"distributedInfo\":{{\"rank\":{}}},\"traceName\":\"lumos {what}\",\"traceEvents\":[",
-        trace.rank
-    )?;
-    let mut first = true;
+    write_gz_atomic(&path, |out| {
+        let mut w = KinetoWriter::new(out, Layout::Compact);
+        w.schema_version(1);
+        if let Some(b) = trace.base_time_ns {
+            w.base_time_ns(b);
+        }
+        w.distributed_info(&DistributedInfo {
+            rank: u64::from(trace.rank),
+            ..DistributedInfo::default()
+        });
+        w.trace_name(&format!("lumos {what}"));
+        timeline_events(&mut w, graph, origin_ns, schedule, task_args);
+        w.finish().map(drop)
+    })?;
+    Ok(())
+}
+
+/// The events of a timeline: every task at its scheduled time, then each
+/// step's annotation.
+fn timeline_events<W: std::io::Write, T: TaskTimes + ?Sized>(
+    w: &mut KinetoWriter<W>,
+    graph: &Graph,
+    origin_ns: i64,
+    schedule: &T,
+    task_args: &dyn Fn(usize, &mut Fields),
+) {
     for (i, t) in graph.tasks.iter().enumerate() {
         let (pid, tid, cat) = match graph.processors[t.proc.idx()].kind {
             ProcKind::Thread { pid, tid } => (
                 pid,
                 tid,
                 match t.kind {
-                    lumos_graph::TaskKind::Runtime => "cuda_runtime",
-                    lumos_graph::TaskKind::Annotation => "user_annotation",
-                    _ => "cpu_op",
+                    TaskKind::Runtime => Category::Runtime,
+                    TaskKind::Annotation => Category::UserAnnotation,
+                    _ => Category::CpuOp,
                 },
             ),
             ProcKind::Stream { device, stream } => (
                 device,
                 stream,
                 match t.kind {
-                    lumos_graph::TaskKind::Memcpy => "gpu_memcpy",
-                    lumos_graph::TaskKind::Memset => "gpu_memset",
-                    _ => "kernel",
+                    TaskKind::Memcpy => Category::Memcpy,
+                    TaskKind::Memset => Category::Memset,
+                    _ => Category::Kernel,
                 },
             ),
         };
-        let task_id = lumos_graph::TaskId(i as u32);
-        let (s, e) = (schedule.start_of(task_id), schedule.end_of(task_id));
-        if !first {
-            w.write_all(b",")?;
+        let id = TaskId(i as u32);
+        let (s, e) = (schedule.start_of(id), schedule.end_of(id));
+        let mut a = w.complete(cat, graph.name(id), pid, tid, origin_ns + s, e - s);
+        a.correlation(t.correlation);
+        if let ProcKind::Stream { device, stream } = graph.processors[t.proc.idx()].kind {
+            a.stream(stream).device(device);
         }
-        first = false;
-        let name = serde_json::to_string(graph.name(lumos_graph::TaskId(i as u32)))?;
-        let stream_arg = match graph.processors[t.proc.idx()].kind {
-            ProcKind::Stream { stream, device } => {
-                format!(",\"stream\":{stream},\"device\":{device}")
-            }
-            _ => String::new(),
-        };
-        write!(
-            w,
-            "\n{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{name},\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"args\":{{\"correlation\":{}{stream_arg}{}}}}}",
-            ts(s),
-            format_args!("{}.{:03}", (e - s) / 1000, (e - s) % 1000),
-            t.correlation,
-            task_args(i),
-        )?;
+        task_args(i, &mut a);
     }
     // The annotation itself (CPU side), as the profiler records it, so the
     // re-read trace defines its steps the same way.
@@ -409,19 +401,16 @@ pub(crate) fn write_timeline<T: TaskTimes + ?Sized>(
             ProcKind::Thread { pid, tid } => (pid, tid),
             ProcKind::Stream { device, stream } => (device, stream),
         };
-        write!(
-            w,
-            ",\n{{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{}}}",
-            serde_json::to_string(&st.name)?,
-            ts(span.start_ns),
-            format_args!("{}.{:03}", (span.end_ns - span.start_ns) / 1000, (span.end_ns - span.start_ns) % 1000),
-        )?;
+        let dur = span.end_ns - span.start_ns;
+        w.complete(
+            Category::UserAnnotation,
+            &st.name,
+            pid,
+            tid,
+            origin_ns + span.start_ns,
+            dur,
+        );
     }
-    write!(w, "]}}")?;
-    w.into_inner()
-        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.error()))?
-        .finish()?;
-    Ok(())
 }
 
 pub fn print_human(t: &TraceReplay) {
@@ -474,5 +463,99 @@ pub fn print_human(t: &TraceReplay) {
     }
     for w in &t.warnings {
         println!("  warning: {w}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task as a timeline places it: processor, kind, name, start from
+    /// `origin_ns`, duration.
+    type Placed = (String, String, String, i64, i64);
+
+    fn placed<T: TaskTimes + ?Sized>(g: &Graph, times: &T, origin_ns: i64) -> Vec<Placed> {
+        let mut v: Vec<Placed> = (0..g.tasks.len())
+            .map(|i| {
+                let id = TaskId(i as u32);
+                let t = g.task(id);
+                let (s, e) = (times.start_of(id), times.end_of(id));
+                let proc = format!("{:?}", g.processors[t.proc.idx()].kind);
+                let kind = t.kind.as_str().to_owned();
+                (proc, kind, g.name(id).to_owned(), origin_ns + s, e - s)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The elements of `a` (sorted) that `b` (sorted) lacks, counting
+    /// repeats.
+    fn minus(a: &[Placed], b: &[Placed]) -> Vec<Placed> {
+        let mut rest = Vec::new();
+        let mut j = 0;
+        for x in a {
+            while j < b.len() && b[j] < *x {
+                j += 1;
+            }
+            if j < b.len() && b[j] == *x {
+                j += 1;
+            } else {
+                rest.push(x.clone());
+            }
+        }
+        rest
+    }
+
+    #[test]
+    fn a_replayed_timeline_reads_back_to_the_same_tasks() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/traces/single-rank/a100-alexnet-cuda-sync.json.gz");
+        let trace = lumos_trace::read_path(&path).unwrap();
+        let (graph, measured, report) = build(&trace);
+        let schedule = simulate(&graph, &SimOptions::default()).unwrap();
+        let dir = std::env::temp_dir().join(format!("lumos-replay-unit-{}", std::process::id()));
+        let id = TraceId {
+            path: &trace.path,
+            base_time_ns: trace.meta.base_time_ns,
+            rank: trace.meta.rank,
+        };
+        write_replayed_trace(&id, &graph, &measured, &schedule, &dir).unwrap();
+        let file = dir.join("a100-alexnet-cuda-sync.replayed.json.gz");
+        let back = lumos_trace::read_path(&file);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let back = back.unwrap();
+        assert_eq!(back.skipped.total(), 0);
+        assert_eq!(back.meta.base_time_ns, trace.meta.base_time_ns);
+        assert_eq!(back.meta.rank, trace.meta.rank);
+
+        // The file: one event per task, with its name, processor, times to
+        // the ns and correlation, then one per step.
+        assert_eq!(back.events.len(), graph.tasks.len() + graph.steps.len());
+        for (i, e) in back.events.iter().take(graph.tasks.len()).enumerate() {
+            let id = TaskId(i as u32);
+            let t = graph.task(id);
+            assert_eq!(back.name(e), graph.name(id));
+            assert_eq!(e.correlation, Some(t.correlation));
+            assert_eq!(e.ts_ns, measured.origin_ns + schedule.start_of(id));
+            assert_eq!(e.end_ns(), measured.origin_ns + schedule.end_of(id));
+        }
+
+        // Its graph: the same tasks (names, kinds, processors, times),
+        // except that the builder may now split a call that ends right
+        // after the kernel it launched into a zero-length issuing part and
+        // the wait (a 3 s first cudaLaunchKernel here): those extra tasks
+        // are reported.
+        let (g2, m2, report2) = build(&back);
+        let orig = placed(&graph, &schedule, measured.origin_ns);
+        let again = placed(&g2, &m2.tasks, m2.origin_ns);
+        assert_eq!(minus(&orig, &again), []);
+        let extra = minus(&again, &orig);
+        assert_eq!(extra.len() as u64, report2.split_calls - report.split_calls);
+        assert!(
+            extra.iter().all(|x| x.1 == "runtime" && x.4 == 0),
+            "{extra:?}"
+        );
+        assert_eq!(g2.steps.len(), graph.steps.len());
     }
 }
