@@ -1,4 +1,5 @@
-//! Reads PyTorch profiler traces (Kineto / Chrome trace JSON) fast.
+//! Reads PyTorch profiler traces (Kineto / Chrome trace JSON) fast, and
+//! writes them.
 //!
 //! [`read_path`] takes a `.json` or gzip file (detected by content; gzip is
 //! inflated on a second thread), splits the JSON into top-level members and
@@ -18,6 +19,16 @@
 //! Failures name the file and, where it applies, the byte offset in the
 //! uncompressed JSON and the event index ([`ReadError`]). Malformed input of
 //! any kind gives an error, never a panic (see the property tests).
+//!
+//! `Input Dims` are parsed once, into [`InputDims`] shared by every event
+//! with the same list; a malformed one is dropped from its event and
+//! counted ([`Skipped::bad_args`]).
+//!
+//! [`KinetoWriter`] is the other direction, for everything lumos writes
+//! (synthetic traces, replayed timelines): typed members and events in,
+//! Kineto JSON out, with the same integer-nanosecond times the reader
+//! gives back. [`write_gz_atomic`] writes files that appear whole or not
+//! at all.
 #![deny(missing_docs)]
 
 mod error;
