@@ -196,7 +196,8 @@ fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{GpuSpec, ModelPreset, Parallelism};
+    use crate::{ModelPreset, Parallelism};
+    use lumos_models::GpuSpec;
 
     #[test]
     fn a_rank_that_cannot_be_written_leaves_no_file_behind() {
