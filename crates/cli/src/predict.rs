@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use lumos_graph::TaskId;
 use lumos_graph::{build, Graph, Measured};
+use lumos_models::NetworkModel;
 use lumos_predict::{
-    discover, network_from_arg, Baseline, Config, GemmCalibration, Input, KernelScale,
-    LinkCalibration, Prediction, Source, StructureReport, TraceContext,
+    discover, network_from_json, network_preset, Baseline, Config, GemmCalibration, Input,
+    KernelScale, LinkCalibration, PredictError, Prediction, Source, StructureReport, TraceContext,
 };
 use lumos_sim::{step_spans, Breakdown, Schedule, TaskTimes};
 use lumos_trace::Trace;
@@ -231,7 +232,7 @@ fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<Trace>)> {
     Ok((inputs, traces))
 }
 
-fn apply<'b>(base: &'b Baseline, a: &PredictArgs) -> Result<Prediction<'b>, String> {
+fn apply<'b>(base: &'b Baseline, a: &PredictArgs) -> Result<Prediction<'b>, PredictError> {
     let mut p = base.identity();
     if let Some(x) = a.pp {
         p = p.with_pp(x)?;
@@ -262,6 +263,20 @@ fn apply<'b>(base: &'b Baseline, a: &PredictArgs) -> Result<Prediction<'b>, Stri
         p = p.with_network(net, what)?;
     }
     Ok(p)
+}
+
+/// The `--network` argument: a GPU preset name, or a JSON file, read here
+/// (the library does no file I/O) and named in its errors.
+fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
+    let path = Path::new(arg);
+    if !path.is_file() {
+        return network_preset(arg);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| PredictError::InvalidNetwork {
+        name: Some(arg.to_owned()),
+        problem: e.to_string(),
+    })?;
+    network_from_json(&text, arg)
 }
 
 /// Runs `lumos predict`.

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use lumos_models::GpuSpec;
-use lumos_predict::{Baseline, Input, Prediction, TraceContext};
+use lumos_predict::{Baseline, Input, PredictError, Prediction, TraceContext};
 use lumos_synth::{ModelPreset, Parallelism, SynthConfig};
 
 fn inputs(cfg: &SynthConfig) -> Vec<Input> {
@@ -49,7 +49,7 @@ fn truths(cfg: &SynthConfig) -> (f64, f64) {
 }
 
 /// An edit from the base prediction to a target one.
-type Edit = Box<dyn for<'a> Fn(&Prediction<'a>) -> Result<Prediction<'a>, String>>;
+type Edit = Box<dyn for<'a> Fn(&Prediction<'a>) -> Result<Prediction<'a>, PredictError>>;
 
 struct Case {
     name: String,

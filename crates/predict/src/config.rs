@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::error::PredictError;
 use crate::structure::{GroupClass, WorkClass};
 
 /// The training configuration of a whole job, as far as the edits go.
@@ -167,17 +168,18 @@ pub struct KernelScale {
 }
 
 impl FromStr for KernelScale {
-    type Err = String;
-    fn from_str(s: &str) -> Result<KernelScale, String> {
+    type Err = PredictError;
+    fn from_str(s: &str) -> Result<KernelScale, PredictError> {
+        let invalid = PredictError::InvalidTarget;
         let (pat, f) = s
             .rsplit_once('=')
-            .ok_or_else(|| format!("expected PATTERN=FACTOR, got {s:?}"))?;
+            .ok_or_else(|| invalid(format!("expected PATTERN=FACTOR, got {s:?}")))?;
         let factor: f64 = f
             .trim()
             .parse()
-            .map_err(|_| format!("{f:?} is not a number"))?;
+            .map_err(|_| invalid(format!("{f:?} is not a number")))?;
         if !(factor.is_finite() && factor >= 0.0) {
-            return Err(format!("factor {factor} must be finite and >= 0"));
+            return Err(invalid(format!("factor {factor} must be finite and >= 0")));
         }
         let select = match pat.strip_prefix("class:") {
             Some("gemm") => KernelSelector::Gemm,
@@ -186,11 +188,11 @@ impl FromStr for KernelScale {
             Some("comm") => KernelSelector::Comm,
             Some("compute") => KernelSelector::Compute,
             Some(other) => {
-                return Err(format!(
+                return Err(invalid(format!(
                     "unknown kernel class {other:?} (gemm, attention, memory, comm, compute)"
-                ))
+                )))
             }
-            None if pat.is_empty() => return Err("empty kernel pattern".into()),
+            None if pat.is_empty() => return Err(invalid("empty kernel pattern".into())),
             None => KernelSelector::Name(pat.to_owned()),
         };
         Ok(KernelScale { select, factor })

@@ -70,6 +70,7 @@
 mod assemble;
 mod config;
 mod context;
+mod error;
 mod models;
 mod pattern;
 mod plan;
@@ -80,9 +81,10 @@ mod units;
 
 pub use config::{Config, Coord, KernelScale, KernelSelector, Layout};
 pub use context::{GroupInfo, TraceContext};
+pub use error::PredictError;
 pub use models::{
-    gpu_for_device, network_from_arg, CommModel, ComputeModel, GemmCalibration, LinkCalibration,
-    NetworkCalibration, Source,
+    gpu_for_device, network_from_json, network_preset, CommModel, ComputeModel, GemmCalibration,
+    LinkCalibration, NetworkCalibration, Source,
 };
 pub use plan::StageRole;
 pub use predict::{

@@ -23,11 +23,10 @@
 //! The models are behind the [`ComputeModel`] and [`CommModel`] traits, so
 //! a caller can plug in others.
 
-use std::path::Path;
-
 use lumos_models::{CollectiveKind, GemmModel, GpuSpec, Link, NetworkModel};
 use serde::Serialize;
 
+use crate::error::PredictError;
 use crate::structure::{GroupClass, Structure, WorkClass};
 
 /// Where a predicted duration came from.
@@ -378,9 +377,22 @@ fn fit_alpha_beta(pts: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
     (s > 0.0 && inv_b > 0.0 && s.is_finite() && inv_b.is_finite()).then_some((s, inv_b))
 }
 
-/// A network given on the command line: a GPU preset name or a JSON file.
+/// A network preset by GPU name (`a100`, `h100`, `h200`, `b200`), with its
+/// description for reports (`preset h100`).
+pub fn network_preset(name: &str) -> Result<(NetworkModel, String), PredictError> {
+    GpuSpec::preset(name)
+        .map(|g| (g.network, format!("preset {}", g.name)))
+        .map_err(|e| PredictError::InvalidNetwork {
+            name: None,
+            problem: e.to_string(),
+        })
+}
+
+/// A network described in JSON, with its description for reports. `name`
+/// says where the text came from (the `--network` file): errors start with
+/// it and the description names it. Reading the file is the caller's.
 ///
-/// The file holds any of `gpus_per_node`, `base_latency_us`, and
+/// The text holds any of `gpus_per_node`, `base_latency_us`, and
 /// `intra_node` / `inter_node` objects with `bandwidth_gbps` (per GPU and
 /// direction, GB/s), `efficiency` and `hop_latency_us`; what it leaves out
 /// comes from `"preset"` (default `h100`):
@@ -388,28 +400,25 @@ fn fit_alpha_beta(pts: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
 /// ```json
 /// { "preset": "h100", "inter_node": { "bandwidth_gbps": 100 } }
 /// ```
-pub fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), String> {
-    let path = Path::new(arg);
-    if !path.is_file() {
-        return GpuSpec::preset(arg)
-            .map(|g| (g.network, format!("preset {}", g.name)))
-            .map_err(|e| e.to_string());
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{arg}: {e}"))?;
+pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String), PredictError> {
+    let invalid = |problem: String| PredictError::InvalidNetwork {
+        name: Some(name.to_owned()),
+        problem,
+    };
     let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{arg}: invalid JSON: {e}"))?;
+        serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
     let base = v.get("preset").and_then(|p| p.as_str()).unwrap_or("h100");
     let mut net = GpuSpec::preset(base)
-        .map_err(|e| format!("{arg}: {e}"))?
+        .map_err(|e| invalid(e.to_string()))?
         .network;
-    let num = |o: &serde_json::Value, k: &str| -> Result<Option<f64>, String> {
+    let num = |o: &serde_json::Value, k: &str| -> Result<Option<f64>, PredictError> {
         match o.get(k) {
             None => Ok(None),
             Some(x) => x
                 .as_f64()
                 .filter(|f| f.is_finite() && *f > 0.0)
                 .map(Some)
-                .ok_or_else(|| format!("{arg}: \"{k}\" must be a positive number")),
+                .ok_or_else(|| invalid(format!("\"{k}\" must be a positive number"))),
         }
     };
     if let Some(n) = num(&v, "gpus_per_node")? {
@@ -434,7 +443,7 @@ pub fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), String> {
             }
         }
     }
-    Ok((net, format!("file {arg} (over preset {base})")))
+    Ok((net, format!("file {name} (over preset {base})")))
 }
 
 #[cfg(test)]
@@ -466,26 +475,33 @@ mod tests {
     }
 
     #[test]
-    fn network_presets_and_files() {
-        let (n, what) = network_from_arg("b200").unwrap();
+    fn network_presets_and_descriptions() {
+        let (n, what) = network_preset("b200").unwrap();
         assert_eq!(n, GpuSpec::b200().network);
         assert_eq!(what, "preset b200");
-        assert!(network_from_arg("tpu").is_err());
-        let dir = std::env::temp_dir().join(format!("lumos-net-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("net.json");
-        std::fs::write(
-            &f,
+        let e = network_preset("tpu").unwrap_err();
+        assert!(e.is_usage());
+        assert!(e.to_string().contains("tpu"), "{e}");
+        let (n, what) = network_from_json(
             r#"{"preset": "a100", "inter_node": {"bandwidth_gbps": 100}, "gpus_per_node": 4}"#,
+            "net.json",
         )
         .unwrap();
-        let (n, _) = network_from_arg(f.to_str().unwrap()).unwrap();
+        assert_eq!(what, "file net.json (over preset a100)");
         assert_eq!(n.inter_node.bandwidth_gbps, 100.0);
         assert_eq!(n.intra_node, GpuSpec::a100().network.intra_node);
         assert_eq!(n.gpus_per_node, 4);
-        std::fs::write(&f, r#"{"inter_node": {"bandwidth_gbps": -1}}"#).unwrap();
-        assert!(network_from_arg(f.to_str().unwrap()).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
+        let e =
+            network_from_json(r#"{"inter_node": {"bandwidth_gbps": -1}}"#, "net.json").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "net.json: \"bandwidth_gbps\" must be a positive number"
+        );
+        let e = network_from_json("{", "net.json").unwrap_err();
+        assert!(e.to_string().starts_with("net.json: invalid JSON: "), "{e}");
+        let e = network_from_json(r#"{"preset": "tpu"}"#, "net.json").unwrap_err();
+        assert!(e.to_string().starts_with("net.json: "), "{e}");
+        assert!(matches!(e, PredictError::InvalidNetwork { .. }));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 use lumos_models::{one_f_one_b, Pass};
 
 use crate::assemble::{Tag, UnitRef};
+use crate::error::PredictError;
 use crate::structure::{PassKind, PassStructure, Role, Structure};
 
 /// A stage's place in its pipeline.
@@ -210,7 +211,7 @@ pub(crate) fn plan_stage(
     sources: &[Source],
     t: StageTarget,
     keep_order: Option<usize>,
-) -> Result<StagePlan, String> {
+) -> Result<StagePlan, PredictError> {
     let role = StageRole::of(t.stage, t.stages);
     let find = |r: StageRole| sources.iter().position(|s| s.role == r);
     let first = find(StageRole::First);
@@ -231,7 +232,9 @@ pub(crate) fn plan_stage(
         (_, Some(p)) => (p, None, None, None, None),
         (StageRole::Middle, None) => {
             let (Some(f), Some(l)) = (first, last) else {
-                return Err("a middle stage needs the traces of the first and the last stage".into());
+                return Err(PredictError::Unsupported(
+                    "a middle stage needs the traces of the first and the last stage".into(),
+                ));
             };
             notes.push(format!(
                 "stage {}: built from the last stage's trace without its loss head and data \
@@ -242,7 +245,10 @@ pub(crate) fn plan_stage(
         }
         (StageRole::Only, None) => {
             let (Some(f), Some(l)) = (first, last) else {
-                return Err("a single-stage pipeline needs the traces of the first and the last stage".into());
+                return Err(PredictError::Unsupported(
+                    "a single-stage pipeline needs the traces of the first and the last stage"
+                        .into(),
+                ));
             };
             notes.push(
                 "single stage: the first stage's trace without sends and receives, with the \
@@ -252,12 +258,12 @@ pub(crate) fn plan_stage(
             (f, Some((f, false)), Some((l, false)), Some((l, false)), Some((f, false)))
         }
         (StageRole::First | StageRole::Last, None) => {
-            return Err(format!(
+            return Err(PredictError::Unsupported(format!(
                 "no traced {} stage to build stage {} from (a pipeline needs the traces of its first \
                  and last stages; from a single-stage trace there are no sends and receives to copy)",
                 if role == StageRole::First { "first" } else { "last" },
                 t.stage
-            ))
+            )))
         }
     };
     let ps = sources[primary].structure;
@@ -314,26 +320,27 @@ pub(crate) fn plan_stage(
             };
             let pass_in = |src: usize| {
                 pick(sources[src].structure, si, kind, k, t.microbatches, prev).ok_or_else(|| {
-                    format!(
+                    PredictError::Unsupported(format!(
                         "the trace of stage {} has no {kind:?} pass to copy",
                         sources[src].stage
-                    )
+                    ))
                 })
             };
             let own = pass_in(primary)?;
             // Part of another template's pass: all of it, or its
             // point-to-point groups (`true`) or the rest (`false`).
-            let part = |from: Option<(usize, bool)>, pre: bool| -> Result<Vec<UnitRef>, String> {
-                match from {
-                    None => Ok(refs(primary, if pre { &own.pre } else { &own.post })),
-                    Some((src, p2p)) => {
-                        let p = pass_in(src)?;
-                        let us = if pre { &p.pre } else { &p.post };
-                        let (a, b) = split_p2p(sources[src].structure, us);
-                        Ok(refs(src, if p2p { &a } else { &b }))
+            let part =
+                |from: Option<(usize, bool)>, pre: bool| -> Result<Vec<UnitRef>, PredictError> {
+                    match from {
+                        None => Ok(refs(primary, if pre { &own.pre } else { &own.post })),
+                        Some((src, p2p)) => {
+                            let p = pass_in(src)?;
+                            let us = if pre { &p.pre } else { &p.post };
+                            let (a, b) = split_p2p(sources[src].structure, us);
+                            Ok(refs(src, if p2p { &a } else { &b }))
+                        }
                     }
-                }
-            };
+                };
             let (pre_from, post_from) = match kind {
                 PassKind::Forward => (fwd_pre_from, fwd_post_from),
                 PassKind::Backward => (bwd_pre_from, bwd_post_from),

@@ -50,6 +50,7 @@ use serde::Serialize;
 use crate::assemble::{assemble, identity_plan, Tag, Template};
 use crate::config::{Config, Coord, KernelScale, Layout};
 use crate::context::TraceContext;
+use crate::error::PredictError;
 use crate::models::{
     gpu_for_device, CommModel, ComputeModel, GemmCalibration, NetworkCalibration, Source,
 };
@@ -186,9 +187,9 @@ impl Baseline {
     /// Discovers structure in every input, calibrates the models and reads
     /// the configuration. Inputs are the ranks of one pipeline (one per
     /// stage), or a single rank.
-    pub fn new(mut inputs: Vec<Input>) -> Result<Baseline, String> {
+    pub fn new(mut inputs: Vec<Input>) -> Result<Baseline, PredictError> {
         if inputs.is_empty() {
-            return Err("no inputs".into());
+            return Err(PredictError::NoInputs);
         }
         let mut notes = Vec::new();
         let mut structures: Vec<Structure> = inputs
@@ -221,10 +222,10 @@ impl Baseline {
         for (i, s) in structures.iter().enumerate() {
             let c = &s.config;
             if (c.tp.unwrap_or(1), c.dp.unwrap_or(1), c.pp.unwrap_or(1)) != (tp, dp, pp) {
-                return Err(format!(
+                return Err(PredictError::Unsupported(format!(
                     "{}: parallel degrees differ from {}'s: are these ranks of one job?",
                     inputs[i].name, inputs[0].name
-                ));
+                )));
             }
             roles.push(
                 StageRole::from_report(&s.report.stage_role)
@@ -388,7 +389,7 @@ impl Baseline {
     }
 
     /// The prediction for `target`.
-    pub fn predict(&self, target: Target) -> Result<Prediction<'_>, String> {
+    pub fn predict(&self, target: Target) -> Result<Prediction<'_>, PredictError> {
         realize(self, target)
     }
 }
@@ -478,22 +479,28 @@ fn structural_change(base: &Baseline, t: &Target) -> bool {
 }
 
 /// Builds the stage graphs of `target` and times them.
-fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>, String> {
+fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>, PredictError> {
     realize_with(base, target, false)
 }
 
 /// [`realize`]; `rebuild` goes through planning and assembly even when the
 /// structure is unchanged.
-fn realize_with(base: &Baseline, target: Target, rebuild: bool) -> Result<Prediction<'_>, String> {
+fn realize_with(
+    base: &Baseline,
+    target: Target,
+    rebuild: bool,
+) -> Result<Prediction<'_>, PredictError> {
     let c = target.config;
     if c.tp == 0 || c.dp == 0 || c.pp == 0 || c.microbatches == 0 {
-        return Err("tp, dp, pp and micro-batches must be at least 1".into());
+        return Err(PredictError::InvalidTarget(
+            "tp, dp, pp and micro-batches must be at least 1".into(),
+        ));
     }
     if structural_change(base, &target) && c.layers < c.pp {
-        return Err(format!(
+        return Err(PredictError::InvalidTarget(format!(
             "{} layers cannot fill {} pipeline stages",
             c.layers, c.pp
-        ));
+        )));
     }
     let mut notes = base.notes.clone();
     let templates: Vec<Template> = base
@@ -539,10 +546,10 @@ fn realize_with(base: &Baseline, target: Target, rebuild: bool) -> Result<Predic
     } else {
         for (i, s) in base.structures.iter().enumerate() {
             if let Some(why) = &s.report.structural_edits_blocked {
-                return Err(format!(
+                return Err(PredictError::Unsupported(format!(
                     "{}: structural edits impossible: {why}",
                     base.inputs[i].name
-                ));
+                )));
             }
         }
         let sources: Vec<PlanSource> = base
@@ -560,10 +567,10 @@ fn realize_with(base: &Baseline, target: Target, rebuild: bool) -> Result<Predic
             base.stages.clone()
         } else {
             if !base.complete {
-                return Err(
+                return Err(PredictError::Unsupported(
                     "changing the pipeline degree needs the traces of the first and last stages"
                         .into(),
-                );
+                ));
             }
             (0..c.pp).collect()
         };
@@ -1381,12 +1388,12 @@ impl Prediction<'_> {
     }
 
     /// Replays the prediction.
-    pub fn simulate(&self) -> Result<Outcome, String> {
+    pub fn simulate(&self) -> Result<Outcome, PredictError> {
         self.simulate_job(self.job())
     }
 
     /// Replays `job`, built from this prediction.
-    pub fn simulate_job(&self, job: Job) -> Result<Outcome, String> {
+    pub fn simulate_job(&self, job: Job) -> Result<Outcome, PredictError> {
         let schedule = if job.coupled {
             simulate_with_rendezvous(&job.graph, &job.rendezvous, &SimOptions::default())
         } else {
@@ -1397,7 +1404,12 @@ impl Prediction<'_> {
             let mut bound = Vec::new();
             let mut waits = Vec::new();
             for (st, part) in self.stages.iter().zip(&job.parts) {
-                let s = simulate(&st.graph, &SimOptions::default()).map_err(|e| e.to_string())?;
+                let s = simulate(&st.graph, &SimOptions::default()).map_err(|error| {
+                    PredictError::Replay {
+                        joint: false,
+                        error,
+                    }
+                })?;
                 start.extend(s.start_ns);
                 end.extend(s.end_ns);
                 bound.extend(s.bound_by);
@@ -1413,7 +1425,7 @@ impl Prediction<'_> {
                 waits,
             })
         }
-        .map_err(|e| format!("replay of the predicted graph failed: {e}"))?;
+        .map_err(|error| PredictError::Replay { joint: true, error })?;
         Ok(Outcome::of(self, job, schedule))
     }
 }
@@ -1535,7 +1547,7 @@ impl Outcome {
 }
 
 impl<'b> Prediction<'b> {
-    fn with(&self, f: impl FnOnce(&mut Target)) -> Result<Prediction<'b>, String> {
+    fn with(&self, f: impl FnOnce(&mut Target)) -> Result<Prediction<'b>, PredictError> {
         let mut t = self.target.clone();
         f(&mut t);
         realize(self.base, t)
@@ -1545,43 +1557,45 @@ impl<'b> Prediction<'b> {
     /// and assembly, as structural edits do) even where the structure is
     /// unchanged: on the traced configuration it replays as the trace does,
     /// which checks the machinery.
-    pub fn rebuilt(&self) -> Result<Prediction<'b>, String> {
+    pub fn rebuilt(&self) -> Result<Prediction<'b>, PredictError> {
         realize_with(self.base, self.target.clone(), true)
     }
 
     /// Data-parallel degree (weak scaling: the per-rank batch stays, only
     /// the data-parallel collectives change).
-    pub fn with_dp(&self, dp: u32) -> Result<Prediction<'b>, String> {
+    pub fn with_dp(&self, dp: u32) -> Result<Prediction<'b>, PredictError> {
         self.with(|t| t.config.dp = dp)
     }
 
     /// Tensor-parallel degree: GEMMs and attention sharded over `tp`,
     /// tensor-parallel collectives over the new group.
-    pub fn with_tp(&self, tp: u32) -> Result<Prediction<'b>, String> {
+    pub fn with_tp(&self, tp: u32) -> Result<Prediction<'b>, PredictError> {
         self.with(|t| t.config.tp = tp)
     }
 
     /// Pipeline-parallel degree: layers regrouped into `pp` stages, each
     /// with its 1F1B order.
-    pub fn with_pp(&self, pp: u32) -> Result<Prediction<'b>, String> {
+    pub fn with_pp(&self, pp: u32) -> Result<Prediction<'b>, PredictError> {
         self.with(|t| t.config.pp = pp)
     }
 
     /// Micro-batches per step.
-    pub fn with_microbatches(&self, m: u32) -> Result<Prediction<'b>, String> {
+    pub fn with_microbatches(&self, m: u32) -> Result<Prediction<'b>, PredictError> {
         self.with(|t| t.config.microbatches = m)
     }
 
     /// Transformer layers in the whole model.
-    pub fn with_layers(&self, layers: u32) -> Result<Prediction<'b>, String> {
+    pub fn with_layers(&self, layers: u32) -> Result<Prediction<'b>, PredictError> {
         self.with(|t| t.config.layers = layers)
     }
 
     /// Hidden size; the FFN size follows in proportion unless set too.
-    pub fn with_hidden(&self, hidden: u64) -> Result<Prediction<'b>, String> {
+    pub fn with_hidden(&self, hidden: u64) -> Result<Prediction<'b>, PredictError> {
         let base = self.base.config;
         if base.hidden == 0 {
-            return Err("the hidden size was not found in the trace (no GEMM shapes)".into());
+            return Err(PredictError::Unsupported(
+                "the hidden size was not found in the trace (no GEMM shapes)".into(),
+            ));
         }
         self.with(|t| {
             if t.config.ffn == base.ffn && base.hidden > 0 {
@@ -1593,20 +1607,26 @@ impl<'b> Prediction<'b> {
     }
 
     /// FFN size.
-    pub fn with_ffn(&self, ffn: u64) -> Result<Prediction<'b>, String> {
+    pub fn with_ffn(&self, ffn: u64) -> Result<Prediction<'b>, PredictError> {
         if self.base.config.ffn == 0 {
-            return Err("the FFN size was not found in the trace (no GEMM shapes)".into());
+            return Err(PredictError::Unsupported(
+                "the FFN size was not found in the trace (no GEMM shapes)".into(),
+            ));
         }
         self.with(|t| t.config.ffn = ffn)
     }
 
     /// A kernel speed-up.
-    pub fn with_kernel_scale(&self, k: KernelScale) -> Result<Prediction<'b>, String> {
+    pub fn with_kernel_scale(&self, k: KernelScale) -> Result<Prediction<'b>, PredictError> {
         self.with(|t| t.scales.push(k))
     }
 
     /// Another network.
-    pub fn with_network(&self, net: NetworkModel, what: String) -> Result<Prediction<'b>, String> {
+    pub fn with_network(
+        &self,
+        net: NetworkModel,
+        what: String,
+    ) -> Result<Prediction<'b>, PredictError> {
         self.with(|t| t.network = Some((net, what)))
     }
 

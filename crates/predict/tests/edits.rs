@@ -224,16 +224,13 @@ fn kernel_speedups_by_class_and_name() {
 fn network_bandwidth_moves_data_parallel_time() {
     let id = base().identity().with_dp(16).unwrap();
     let default = sound(&id);
-    let dir = lumos_testkit::TempDir::new("predict-net");
-    let f = dir.join("fast.json");
-    std::fs::write(
-        &f,
+    let (net, what) = lumos_predict::network_from_json(
         r#"{"preset": "h100", "inter_node": {"bandwidth_gbps": 100}}"#,
+        "fast.json",
     )
     .unwrap();
-    let (net, what) = lumos_predict::network_from_arg(f.to_str().unwrap()).unwrap();
     let fast = sound(&id.with_network(net, what).unwrap());
-    let (net, what) = lumos_predict::network_from_arg("a100").unwrap();
+    let (net, what) = lumos_predict::network_preset("a100").unwrap();
     let slow = sound(&id.with_network(net, what).unwrap());
     let (d, f, s) = (
         mean_ms(&default.step_ns),
