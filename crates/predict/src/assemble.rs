@@ -43,7 +43,7 @@ use lumos_graph::{
 };
 use rustc_hash::FxHashMap;
 
-use crate::structure::{PassKind, Role, Structure};
+use crate::discover::{PassKind, Role, Structure};
 use crate::units::NO_UNIT;
 
 /// How far around the expected position a re-attached source with the same

@@ -6,8 +6,8 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::discover::{GroupClass, WorkClass};
 use crate::error::PredictError;
-use crate::structure::{GroupClass, WorkClass};
 
 /// The training configuration of a whole job, as far as the edits go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -70,17 +70,24 @@
 mod assemble;
 mod config;
 mod context;
+mod discover;
 mod error;
 mod models;
 mod pattern;
 mod plan;
 mod predict;
 mod shapes;
-mod structure;
+#[cfg(test)]
+mod testutil;
 mod units;
 
 pub use config::{Config, Coord, KernelScale, KernelSelector, Layout};
 pub use context::{GroupInfo, TraceContext};
+pub use discover::{
+    discover, discover_with_hint, CommInfo, Confidence, DiscoveredConfig, Finding, GroupClass,
+    GroupReport, LayerHint, LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role,
+    StepStructure, Structure, StructureReport, WorkClass,
+};
 pub use error::PredictError;
 pub use models::{
     gpu_for_device, network_from_json, network_preset, CommModel, ComputeModel, GemmCalibration,
@@ -92,34 +99,13 @@ pub use predict::{
     Target,
 };
 pub use shapes::GemmShape;
-pub use structure::{
-    discover, discover_with_hint, CommInfo, Confidence, DiscoveredConfig, Finding, GroupClass,
-    GroupReport, LayerHint, LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role,
-    StepStructure, Structure, StructureReport, WorkClass,
-};
 pub use units::{Unit, Units, NO_UNIT};
 
 #[cfg(test)]
 mod identity_tests {
     use super::*;
     use crate::assemble::{assemble, identity_plan, Template};
-
-    fn synth(
-        model: &str,
-        tp: usize,
-        pp: usize,
-        dp: usize,
-        m: usize,
-        rank: usize,
-    ) -> lumos_trace::Trace {
-        let cfg = lumos_synth::SynthConfig::new(
-            lumos_synth::ModelPreset::preset(model).unwrap(),
-            lumos_synth::Parallelism::new(tp, pp, dp, m),
-            lumos_models::GpuSpec::h100(),
-        );
-        let text = lumos_synth::synthesize_rank(&cfg, rank).unwrap();
-        lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap()
-    }
+    use crate::testutil::synth;
 
     #[test]
     fn identity_assembly_gives_back_the_graph() {

@@ -26,8 +26,8 @@
 use lumos_models::{CollectiveKind, GemmModel, GpuSpec, Link, NetworkModel};
 use serde::Serialize;
 
+use crate::discover::{GroupClass, Structure, WorkClass};
 use crate::error::PredictError;
-use crate::structure::{GroupClass, Structure, WorkClass};
 
 /// Where a predicted duration came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

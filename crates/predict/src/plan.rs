@@ -16,8 +16,8 @@
 use lumos_models::{one_f_one_b, Pass};
 
 use crate::assemble::{Tag, UnitRef};
+use crate::discover::{PassKind, PassStructure, Role, Structure};
 use crate::error::PredictError;
-use crate::structure::{PassKind, PassStructure, Role, Structure};
 
 /// A stage's place in its pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

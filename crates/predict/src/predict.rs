@@ -50,14 +50,14 @@ use serde::Serialize;
 use crate::assemble::{assemble, identity_plan, Tag, Template};
 use crate::config::{Config, Coord, KernelScale, Layout};
 use crate::context::TraceContext;
+use crate::discover::{
+    discover, discover_with_hint, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass,
+};
 use crate::error::PredictError;
 use crate::models::{
     gpu_for_device, CommModel, ComputeModel, GemmCalibration, NetworkCalibration, Source,
 };
 use crate::plan::{plan_stage, Source as PlanSource, StageRole, StageTarget};
-use crate::structure::{
-    discover, discover_with_hint, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass,
-};
 
 /// One traced rank: its graph, ground truth and metadata.
 pub struct Input {

@@ -1,0 +1,227 @@
+//! Step 4 of discovery: which parallel group each communication task
+//! serves. A process group's description (Megatron's `pg_desc`) decides
+//! where the trace records one; otherwise the collective's name and where
+//! it runs do: point-to-point transfers serve the pipeline, collectives in
+//! forward layers the tensor-parallel group, those in the last backward
+//! pass the data-parallel gradient reduction, the world group data
+//! parallelism, the epilogue's the model-parallel gradient norm.
+
+use lumos_graph::{Graph, TaskId};
+use lumos_models::CollectiveKind;
+use serde::Serialize;
+
+use super::{Confidence, Part, PassKind, Role, StepStructure};
+use crate::context::{GroupInfo, TraceContext};
+use crate::units::{Units, NO_UNIT};
+
+/// Which parallel group a collective serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupClass {
+    /// Data parallel: gradient reduction, parameter gathering.
+    Data,
+    /// Tensor parallel: inside layers.
+    Tensor,
+    /// Pipeline parallel: send / receive between stages.
+    Pipeline,
+    /// Megatron's model-parallel group (tensor x pipeline): the gradient
+    /// norm.
+    ModelParallel,
+    /// Something else (expert parallel, the world group used for barriers).
+    Other,
+}
+
+impl GroupClass {
+    /// Stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupClass::Data => "data",
+            GroupClass::Tensor => "tensor",
+            GroupClass::Pipeline => "pipeline",
+            GroupClass::ModelParallel => "model_parallel",
+            GroupClass::Other => "other",
+        }
+    }
+}
+
+/// Point-to-point direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum P2p {
+    /// A send.
+    Send,
+    /// A receive.
+    Recv,
+}
+
+/// One communication task, classified.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommInfo {
+    /// The task.
+    pub task: TaskId,
+    /// Its group's role.
+    pub class: GroupClass,
+    /// How the class was found.
+    pub confidence: Confidence,
+    /// The ring pattern, when it is one the network model knows.
+    pub kind: Option<CollectiveKind>,
+    /// Send or receive.
+    pub p2p: Option<P2p>,
+    /// Message bytes, if recorded.
+    pub bytes: Option<u64>,
+    /// Global ranks of the group (for send/recv: the pipeline group), when
+    /// known.
+    pub ranks: Vec<i64>,
+    /// Process group name, if recorded.
+    pub group: Option<String>,
+}
+
+/// The ring pattern of a collective name.
+pub(super) fn collective_kind(name: &str) -> Option<CollectiveKind> {
+    let l = name.to_ascii_lowercase().replace('_', "");
+    if l.contains("allreduce") {
+        Some(CollectiveKind::AllReduce)
+    } else if l.contains("allgather") {
+        Some(CollectiveKind::AllGather)
+    } else if l.contains("reducescatter") {
+        Some(CollectiveKind::ReduceScatter)
+    } else if matches!(l.as_str(), "send" | "recv" | "isend" | "irecv" | "sendrecv") {
+        Some(CollectiveKind::SendRecv)
+    } else {
+        None
+    }
+}
+
+/// The direction of a point-to-point collective name.
+pub(super) fn p2p_of(name: &str) -> Option<P2p> {
+    match name.to_ascii_lowercase().as_str() {
+        "send" | "isend" => Some(P2p::Send),
+        "recv" | "irecv" => Some(P2p::Recv),
+        _ => None,
+    }
+}
+
+/// The group class a process group description (Megatron's `pg_desc`)
+/// names, if it names one.
+pub(super) fn class_from_desc(desc: &str) -> Option<GroupClass> {
+    let d = desc.to_ascii_uppercase();
+    if d.contains("EXPERT") || d.contains("EMBEDDING") || d.contains("POSITION") {
+        Some(GroupClass::Other)
+    } else if d.contains("TENSOR_AND") || d.contains("DATA_PARALLEL") || d.contains("_DP") {
+        Some(GroupClass::Data)
+    } else if d.contains("TENSOR") {
+        Some(GroupClass::Tensor)
+    } else if d.contains("PIPELINE") {
+        Some(GroupClass::Pipeline)
+    } else if d.contains("MODEL_PARALLEL") {
+        Some(GroupClass::ModelParallel)
+    } else {
+        None
+    }
+}
+
+/// Where a communication task runs, as far as the structural rules care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    /// In a layer of a forward pass.
+    ForwardLayer,
+    /// Anywhere in the last backward pass of its step (gradient buckets).
+    LastBackward,
+    /// In its step's epilogue.
+    Epilogue,
+    /// Anywhere else, or in no unit.
+    Other,
+}
+
+/// The [`Place`] of a unit of role `role`.
+pub(super) fn place_of(role: Role, steps: &[StepStructure]) -> Place {
+    match role {
+        Role::Pass { step, pass, part } => {
+            let st = &steps[step as usize];
+            let p = &st.passes[pass as usize];
+            let backwards = st
+                .passes
+                .iter()
+                .filter(|q| q.kind == PassKind::Backward)
+                .count() as u32;
+            match (p.kind, part) {
+                (PassKind::Forward, Part::Layer(_)) => Place::ForwardLayer,
+                (PassKind::Backward, _) if p.microbatch + 1 == backwards => Place::LastBackward,
+                _ => Place::Other,
+            }
+        }
+        Role::Epilogue { .. } => Place::Epilogue,
+        _ => Place::Other,
+    }
+}
+
+/// The group class of a collective named `name`, in process group `group`
+/// (as the trace describes it, if it does), with `group_size` ranks when
+/// recorded, running at `place` on a rank of a world of `world` ranks. The
+/// rules are tried in order; the first that applies decides.
+pub(super) fn group_class(
+    name: &str,
+    group_size: Option<u32>,
+    group: Option<&GroupInfo>,
+    place: Place,
+    world: Option<u32>,
+) -> (GroupClass, Confidence) {
+    if let Some(cl) = group
+        .and_then(|gr| gr.desc.as_deref())
+        .and_then(class_from_desc)
+    {
+        (cl, Confidence::High)
+    } else if p2p_of(name).is_some() || name.eq_ignore_ascii_case("sendrecv") {
+        (GroupClass::Pipeline, Confidence::Medium)
+    } else if place == Place::ForwardLayer {
+        (GroupClass::Tensor, Confidence::Medium)
+    } else if place == Place::LastBackward {
+        (GroupClass::Data, Confidence::Medium)
+    } else if group.is_some_and(|gr| {
+        gr.desc.as_deref() == Some("default_pg")
+            || (!gr.ranks.is_empty() && gr.ranks.len() as u32 == world.unwrap_or(0))
+    }) || group_size.is_some_and(|s| Some(s) == world)
+    {
+        // The world group: data parallel when nothing else is.
+        (GroupClass::Data, Confidence::Low)
+    } else if place == Place::Epilogue {
+        (GroupClass::ModelParallel, Confidence::Low)
+    } else if collective_kind(name) == Some(CollectiveKind::AllReduce) {
+        (GroupClass::Data, Confidence::Low)
+    } else {
+        (GroupClass::Other, Confidence::Low)
+    }
+}
+
+/// Classifies every communication task of `g`, whose units have `roles`
+/// in `steps`.
+pub(super) fn classify_comms(
+    g: &Graph,
+    ctx: &TraceContext,
+    units: &Units,
+    roles: &[Role],
+    steps: &[StepStructure],
+) -> Vec<CommInfo> {
+    let mut out = Vec::new();
+    for (i, t) in g.tasks.iter().enumerate() {
+        let Some(ci) = t.collective else { continue };
+        let c = &g.collectives[ci as usize];
+        let group = c.process_group.as_deref().and_then(|n| ctx.group(n));
+        let place = match units.unit_of[i] {
+            NO_UNIT => Place::Other,
+            u => place_of(roles[u as usize], steps),
+        };
+        let (class, confidence) = group_class(&c.name, c.group_size, group, place, ctx.world_size);
+        out.push(CommInfo {
+            task: TaskId(i as u32),
+            class,
+            confidence,
+            kind: collective_kind(&c.name),
+            p2p: p2p_of(&c.name),
+            bytes: c.bytes,
+            ranks: group.map(|gr| gr.ranks.clone()).unwrap_or_default(),
+            group: c.process_group.clone(),
+        });
+    }
+    out
+}

@@ -1,0 +1,299 @@
+//! Step 5 of discovery: the training configuration as far as one rank's
+//! trace shows it, each value with a finding that says how it was found.
+//! It reads the finished structure: the parallel degrees from the groups
+//! of the classified collectives, the stage from the pipeline group,
+//! micro-batches and layers from the passes, the model's shapes from the
+//! GEMMs of the first forward layer.
+
+use lumos_graph::Graph;
+use lumos_models::CollectiveKind;
+use serde::Serialize;
+
+use super::comms::class_from_desc;
+use super::{
+    finding, mode, CommInfo, Confidence, Finding, GroupClass, PassKind, StepStructure, Structure,
+    WorkClass,
+};
+use crate::context::TraceContext;
+use crate::shapes::GemmShape;
+
+/// The training configuration as far as one rank's trace shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DiscoveredConfig {
+    /// Tensor-parallel degree.
+    pub tp: Option<u32>,
+    /// Data-parallel degree.
+    pub dp: Option<u32>,
+    /// Pipeline-parallel degree.
+    pub pp: Option<u32>,
+    /// This rank's pipeline stage (0-based).
+    pub stage: Option<u32>,
+    /// Micro-batches per step.
+    pub microbatches: Option<u32>,
+    /// Transformer layers on this stage.
+    pub layers: Option<u32>,
+    /// Hidden size.
+    pub hidden: Option<u64>,
+    /// FFN (MLP inner) size, whole (not divided by `tp`).
+    pub ffn: Option<u64>,
+    /// Tokens per micro-batch (sequence x micro-batch size).
+    pub tokens: Option<u64>,
+    /// Attention heads on this rank.
+    pub heads_local: Option<u64>,
+    /// Sequence parallelism: tensor-parallel all-gather / reduce-scatter
+    /// inside layers rather than all-reduce.
+    pub sequence_parallel: Option<bool>,
+    /// Gradients reduce-scattered over the data-parallel group (ZeRO-1).
+    pub distributed_optimizer: Option<bool>,
+}
+
+/// The configuration of `s` (everything but its configuration and report
+/// found), with its findings added to `findings`.
+pub(super) fn infer_config(
+    g: &Graph,
+    ctx: &TraceContext,
+    s: &Structure,
+    findings: &mut Vec<Finding>,
+) -> DiscoveredConfig {
+    let mut c = DiscoveredConfig::default();
+    parallel_degrees(g, ctx, &s.comms, &mut c, findings);
+    c.stage = pipeline_stage(ctx, &s.comms, c.pp);
+    if let Some(first) = s.steps.first() {
+        pass_counts(first, &mut c, findings);
+    }
+    layer_shapes(s, &mut c, findings);
+    c.distributed_optimizer = distributed_optimizer(&s.comms);
+    c
+}
+
+/// The size of the group of `class`: from a classified collective's
+/// process group (or its recorded group size), else from a process group
+/// whose description names the class.
+fn group_size(
+    g: &Graph,
+    ctx: &TraceContext,
+    comms: &[CommInfo],
+    class: GroupClass,
+) -> Option<(u32, Confidence)> {
+    comms
+        .iter()
+        .filter(|x| x.class == class)
+        .find_map(|x| {
+            if !x.ranks.is_empty() {
+                Some((x.ranks.len() as u32, x.confidence))
+            } else {
+                g.collectives[g.task(x.task).collective? as usize]
+                    .group_size
+                    .map(|s| (s, Confidence::Low))
+            }
+        })
+        .or_else(|| {
+            ctx.groups.iter().find_map(|gr| {
+                let cl = class_from_desc(gr.desc.as_deref()?)?;
+                (cl == class && !gr.ranks.is_empty())
+                    .then_some((gr.ranks.len() as u32, Confidence::High))
+            })
+        })
+}
+
+/// Tensor-, data- and pipeline-parallel degrees: the size of the group
+/// their collectives use, 1 where there are none.
+fn parallel_degrees(
+    g: &Graph,
+    ctx: &TraceContext,
+    comms: &[CommInfo],
+    c: &mut DiscoveredConfig,
+    findings: &mut Vec<Finding>,
+) {
+    for (class, slot, what) in [
+        (GroupClass::Tensor, &mut c.tp, "tensor-parallel degree"),
+        (GroupClass::Data, &mut c.dp, "data-parallel degree"),
+        (GroupClass::Pipeline, &mut c.pp, "pipeline-parallel degree"),
+    ] {
+        // Data-parallel collectives with no group recorded: the world,
+        // over the model-parallel ranks.
+        let size = group_size(g, ctx, comms, class).or_else(|| {
+            let world = ctx.world_size?;
+            (class == GroupClass::Data && comms.iter().any(|x| x.class == class))
+                .then_some((world, Confidence::Low))
+        });
+        match size {
+            Some((n, conf)) => {
+                *slot = Some(n);
+                findings.push(finding(
+                    what,
+                    n.to_string(),
+                    conf,
+                    "size of the group its collectives use".into(),
+                ));
+            }
+            None => {
+                *slot = Some(1);
+                findings.push(finding(
+                    what,
+                    "1".into(),
+                    Confidence::Low,
+                    format!("no {} collectives", class.as_str()),
+                ));
+            }
+        }
+    }
+}
+
+/// This rank's position in its pipeline group; stage 0 of a pipeline of
+/// one.
+fn pipeline_stage(ctx: &TraceContext, comms: &[CommInfo], pp: Option<u32>) -> Option<u32> {
+    let pp_ranks = ctx
+        .groups
+        .iter()
+        .find(|gr| gr.desc.as_deref().and_then(class_from_desc) == Some(GroupClass::Pipeline))
+        .map(|gr| gr.ranks.clone())
+        .or_else(|| {
+            comms
+                .iter()
+                .find(|x| x.class == GroupClass::Pipeline && !x.ranks.is_empty())
+                .map(|x| x.ranks.clone())
+        });
+    if let Some(mut r) = pp_ranks {
+        r.sort_unstable();
+        r.iter()
+            .position(|&x| x == ctx.rank as i64)
+            .map(|p| p as u32)
+    } else if pp == Some(1) {
+        Some(0)
+    } else {
+        None
+    }
+}
+
+/// Micro-batches (backward passes) and layers per pass (the most common
+/// count) of the first step.
+fn pass_counts(first: &StepStructure, c: &mut DiscoveredConfig, findings: &mut Vec<Finding>) {
+    let nb = first
+        .passes
+        .iter()
+        .filter(|p| p.kind == PassKind::Backward)
+        .count();
+    let nf = first.passes.len() - nb;
+    if nb > 0 {
+        c.microbatches = Some(nb as u32);
+        let conf = if nb == nf {
+            Confidence::High
+        } else {
+            Confidence::Low
+        };
+        findings.push(finding(
+            "micro-batches",
+            nb.to_string(),
+            conf,
+            format!("{nb} backward bursts on the autograd thread, {nf} forward layer runs"),
+        ));
+    }
+    let counts: Vec<usize> = first.passes.iter().map(|p| p.layers.len()).collect();
+    if let Some(l) = mode(counts.iter().copied()) {
+        c.layers = Some(l as u32);
+        let all_same = counts.iter().all(|&x| x == l);
+        findings.push(finding(
+            "layers on this stage",
+            l.to_string(),
+            if all_same {
+                Confidence::High
+            } else {
+                Confidence::Low
+            },
+            format!("layers per pass: {counts:?}"),
+        ));
+    }
+}
+
+/// Shapes from the first forward layer: tokens, hidden and FFN sizes from
+/// its GEMMs (the FFN size is the other repeated dimension, times `tp`),
+/// local heads from its attention, sequence parallelism from its
+/// tensor-parallel collectives.
+fn layer_shapes(s: &Structure, c: &mut DiscoveredConfig, findings: &mut Vec<Finding>) {
+    let Some(layer) = s
+        .steps
+        .iter()
+        .flat_map(|st| st.passes.iter())
+        .find(|p| p.kind == PassKind::Forward)
+        .and_then(|p| p.layers.first())
+    else {
+        return;
+    };
+    let work = || {
+        layer
+            .iter()
+            .flat_map(|&u| s.units.units[u as usize].gpu().iter())
+            .map(|&t| s.work[t.idx()])
+    };
+    let shapes: Vec<GemmShape> = work()
+        .filter_map(|w| match w {
+            WorkClass::Gemm(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    if !shapes.is_empty() {
+        c.tokens = mode(shapes.iter().map(|s| s.m));
+        let dims: Vec<u64> = shapes.iter().flat_map(|s| [s.n, s.k]).collect();
+        c.hidden = mode(dims.iter().copied());
+        let h = c.hidden.unwrap_or(0);
+        let tp = c.tp.unwrap_or(1) as u64;
+        c.ffn = mode(
+            dims.iter()
+                .copied()
+                .filter(|&d| d != h && d * tp != 3 * h && d * tp != h),
+        )
+        .map(|f| f * tp);
+        findings.push(finding(
+            "hidden size",
+            h.to_string(),
+            Confidence::Medium,
+            format!(
+                "most common GEMM dimension in a forward layer ({} GEMMs)",
+                shapes.len()
+            ),
+        ));
+        if let Some(f) = c.ffn {
+            findings.push(finding(
+                "FFN size",
+                f.to_string(),
+                Confidence::Medium,
+                "the other repeated GEMM dimension in a forward layer, times tp".into(),
+            ));
+        }
+    }
+    c.heads_local = work().find_map(|w| match w {
+        WorkClass::Attention(Some(s)) => Some(s[2]),
+        _ => None,
+    });
+    // Sequence parallelism: tensor-parallel all-gather or reduce-scatter
+    // inside layers.
+    let tp_kinds: Vec<CollectiveKind> = work()
+        .filter_map(|w| match w {
+            WorkClass::Comm(i) if s.comms[i as usize].class == GroupClass::Tensor => {
+                s.comms[i as usize].kind
+            }
+            _ => None,
+        })
+        .collect();
+    if !tp_kinds.is_empty() {
+        c.sequence_parallel = Some(
+            tp_kinds
+                .iter()
+                .any(|k| matches!(k, CollectiveKind::AllGather | CollectiveKind::ReduceScatter)),
+        );
+    } else if c.tp == Some(1) {
+        c.sequence_parallel = Some(false);
+    }
+}
+
+/// Whether gradients are reduce-scattered over the data-parallel group;
+/// `None` without data-parallel collectives of a known kind.
+fn distributed_optimizer(comms: &[CommInfo]) -> Option<bool> {
+    let dp_kinds: Vec<CollectiveKind> = comms
+        .iter()
+        .filter(|x| x.class == GroupClass::Data)
+        .filter_map(|x| x.kind)
+        .collect();
+    (!dp_kinds.is_empty()).then(|| dp_kinds.contains(&CollectiveKind::ReduceScatter))
+}

@@ -1,0 +1,242 @@
+//! Step 3a of discovery: the layer blocks, the sequences of unit tokens
+//! that one transformer layer runs forward and backward.
+//!
+//! The backward block is looked for first, inside the backward bursts (one
+//! pass each, so no pass can repeat inside one): [`backward_block`]. Its
+//! chain lengths give the layers per pass, and the forward block is the
+//! block that repeats exactly that often on the main thread, preferably
+//! one that shares names with the backward block ([`forward_block`]). A
+//! trace that repeats nothing (one layer per pass) may take another
+//! stage's blocks ([`blocks_from_hint`]); one with no CPU operators at all
+//! is looked at kernel by kernel, for the report only ([`kernel_pattern`]).
+
+use lumos_graph::Graph;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::passes::StepThreads;
+use super::{mode, tokens, LayerHint, LayerMethod};
+use crate::pattern::{best_period, chains, period_with_repeats};
+use crate::units::{is_layer_name, Units};
+
+/// The layer blocks and how they were found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct LayerBlocks {
+    /// The forward block, as unit tokens (empty when not found).
+    pub forward: Vec<u32>,
+    /// The backward block, as unit tokens (empty when not found).
+    pub backward: Vec<u32>,
+    /// Layers per backward pass: the most common number of back-to-back
+    /// backward blocks in a burst, at least 2 (at least 1 with another
+    /// stage's blocks).
+    pub per_pass: Option<usize>,
+    /// How they were found ([`LayerMethod::KernelPattern`] is decided
+    /// later, by the caller).
+    pub method: LayerMethod,
+}
+
+/// Finds the layer blocks of the steps in `threads`; `hint` holds another
+/// stage's blocks, taken when this trace repeats none of its own.
+pub(super) fn layer_blocks(
+    units: &Units,
+    threads: &[StepThreads],
+    hint: Option<&LayerHint>,
+) -> LayerBlocks {
+    let burst_tokens: Vec<Vec<u32>> = threads
+        .iter()
+        .flat_map(|r| r.bursts.iter().map(|b| tokens(units, b)))
+        .collect();
+    let main_tokens: Vec<Vec<u32>> = threads
+        .iter()
+        .map(|r| tokens(units, &r.main_units))
+        .collect();
+    let bwd = backward_block(units, &burst_tokens);
+    let mut per_pass = bwd.as_ref().and_then(|b| {
+        mode(
+            chain_counts(&burst_tokens, b)
+                .into_iter()
+                .filter(|&c| c >= 2),
+        )
+    });
+    let fwd = forward_block(units, &main_tokens, per_pass, bwd.as_deref());
+    let annotated = |block: &[u32]| {
+        block
+            .iter()
+            .any(|&t| is_layer_name(&units.tokens[t as usize]))
+    };
+    let mut method = match (&fwd, &bwd) {
+        (Some(b), _) | (None, Some(b)) if annotated(b) => LayerMethod::Annotation,
+        (Some(_), _) | (None, Some(_)) => LayerMethod::ScopePattern,
+        (None, None) => LayerMethod::None,
+    };
+    let mut forward = fwd.unwrap_or_default();
+    let mut backward = bwd.unwrap_or_default();
+    // Nothing repeats (one layer per pass): the blocks another stage of
+    // the job showed, if this trace runs them.
+    if let (Some(h), true) = (hint, per_pass.is_none() || forward.is_empty()) {
+        if let Some((l, f, b)) = blocks_from_hint(units, &burst_tokens, h) {
+            per_pass = Some(l);
+            forward = f;
+            backward = b;
+            method = LayerMethod::OtherStage;
+        }
+    }
+    LayerBlocks {
+        forward,
+        backward,
+        per_pass,
+        method,
+    }
+}
+
+/// A layer is a block of at least two operators (or one named like a
+/// layer) that launches GPU work; a single operator repeated (a run of
+/// gradient accumulations) is not one.
+pub(super) fn is_layer_block(units: &Units, block: &[u32]) -> bool {
+    block
+        .iter()
+        .any(|&t| is_layer_name(&units.tokens[t as usize]))
+        || (block.iter().any(|&t| t != block[0])
+            && block.iter().any(|&t| {
+                units
+                    .units
+                    .iter()
+                    .any(|u| u.token == t && !u.gpu().is_empty())
+            }))
+}
+
+/// The tokens every burst holds (all of them when there is one burst).
+/// Work that only some bursts do (the gradient buckets of the last
+/// micro-batch) is left out of the search, or it would make a multiple of
+/// the layer look more regular than the layer.
+fn common_tokens(bursts: &[Vec<u32>]) -> FxHashSet<u32> {
+    match bursts.split_first() {
+        Some((first, rest)) if !rest.is_empty() => {
+            let mut set: FxHashSet<u32> = first.iter().copied().collect();
+            for b in rest {
+                let here: FxHashSet<u32> = b.iter().copied().collect();
+                set.retain(|t| here.contains(t));
+            }
+            set
+        }
+        _ => bursts.iter().flatten().copied().collect(),
+    }
+}
+
+/// The block that repeats most inside the bursts, over the tokens every
+/// burst holds, if it is a layer.
+pub(super) fn backward_block(units: &Units, bursts: &[Vec<u32>]) -> Option<Vec<u32>> {
+    let common = common_tokens(bursts);
+    let filtered: Vec<Vec<u32>> = bursts
+        .iter()
+        .map(|b| b.iter().copied().filter(|t| common.contains(t)).collect())
+        .collect();
+    let refs: Vec<&[u32]> = filtered.iter().map(|v| v.as_slice()).collect();
+    best_period(&refs)
+        .map(|(_, b)| b)
+        .filter(|b| is_layer_block(units, b))
+}
+
+/// Per burst, the most back-to-back copies of `block` in it (trailing
+/// foreign tokens absorbed, as backward passes are cut).
+fn chain_counts(bursts: &[Vec<u32>], block: &[u32]) -> Vec<usize> {
+    bursts
+        .iter()
+        .map(|b| {
+            chains(b, block, true)
+                .iter()
+                .map(|c| c.starts.len())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// The forward operator a backward token runs the gradient of:
+/// `autograd::engine::evaluate_function: MulBackward#` gives `Mul`.
+fn forward_name(t: &str) -> String {
+    let t = t
+        .strip_prefix("autograd::engine::evaluate_function: ")
+        .unwrap_or(t);
+    t.trim_end_matches('#')
+        .trim_end_matches("Backward")
+        .to_owned()
+}
+
+/// The forward block: with `per_pass` known, a block that repeats exactly
+/// that often on the main thread of some step, preferably one sharing a
+/// name with the backward block (the forward layer runs the operators
+/// whose backward the backward layer runs); else the block that repeats
+/// most on the main threads. Only a layer block is taken.
+pub(super) fn forward_block(
+    units: &Units,
+    main_tokens: &[Vec<u32>],
+    per_pass: Option<usize>,
+    backward: Option<&[u32]>,
+) -> Option<Vec<u32>> {
+    let bwd_names: FxHashSet<String> = backward
+        .map(|b| {
+            b.iter()
+                .map(|&t| forward_name(&units.tokens[t as usize]))
+                .collect()
+        })
+        .unwrap_or_default();
+    let shares_names = |block: &[u32]| {
+        block
+            .iter()
+            .any(|&t| bwd_names.contains(units.tokens[t as usize].as_str()))
+    };
+    let layer = |b: &[u32]| is_layer_block(units, b);
+    per_pass
+        .and_then(|l| {
+            main_tokens.iter().find_map(|m| {
+                period_with_repeats(m, l, |b| layer(b) && shares_names(b))
+                    .or_else(|| period_with_repeats(m, l, layer))
+            })
+        })
+        .or_else(|| {
+            let refs: Vec<&[u32]> = main_tokens.iter().map(|v| v.as_slice()).collect();
+            best_period(&refs)
+        })
+        .map(|(_, b)| b)
+        .filter(|b| layer(b))
+}
+
+/// Another stage's blocks, when this trace has every token of both and
+/// the backward block occurs in its bursts: (layers per pass, forward
+/// block, backward block).
+pub(super) fn blocks_from_hint(
+    units: &Units,
+    bursts: &[Vec<u32>],
+    hint: &LayerHint,
+) -> Option<(usize, Vec<u32>, Vec<u32>)> {
+    let id_of: FxHashMap<&str, u32> = units
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.as_str(), i as u32))
+        .collect();
+    let map = |v: &[String]| -> Option<Vec<u32>> {
+        v.iter().map(|t| id_of.get(t.as_str()).copied()).collect()
+    };
+    let (f, b) = (map(&hint.forward)?, map(&hint.backward)?);
+    let l = mode(chain_counts(bursts, &b).into_iter().filter(|&c| c >= 1))?;
+    Some((l, f, b))
+}
+
+/// Repeats of the most repeated kernel block on the busiest stream: the
+/// layers of a trace with no CPU operators to go by (report only).
+pub(super) fn kernel_pattern(g: &Graph) -> Option<usize> {
+    let stream = g
+        .processors
+        .iter()
+        .filter(|p| p.is_stream())
+        .max_by_key(|p| p.tasks.len())?;
+    let toks: Vec<u32> = stream.tasks.iter().map(|&t| g.task(t).name.0).collect();
+    let toks = &toks[..toks.len().min(20_000)];
+    let (p, block) = best_period(&[toks])?;
+    let n = chains(toks, &block, false)
+        .iter()
+        .map(|c| c.starts.len())
+        .max()?;
+    (p > 1 && n >= 2).then_some(n)
+}

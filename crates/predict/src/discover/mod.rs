@@ -1,0 +1,347 @@
+//! Structure discovery: what a rank's graph is made of, in the terms a
+//! what-if question uses. Per step: a prologue, the forward and backward
+//! passes of each micro-batch (each cut into what comes before its layers,
+//! its transformer layers, and what comes after), and an epilogue (gradient
+//! synchronization and the optimizer). Per task: what kind of work it is
+//! (GEMM with its shape, attention, memory-bound, copy, communication), and
+//! for communication which parallel group it belongs to.
+//!
+//! Measured times are used here to discover structure only (the global
+//! order of units, which thread work is waiting); nothing found here puts a
+//! measured start into a graph.
+//!
+//! Discovery runs in named steps, each in its own module:
+//!
+//! 1. [`Units::build`]: the graph cut into units (top-level operators and
+//!    the GPU work they launched) in one global order.
+//! 2. `work`: the work class of every task (GEMM shapes, attention).
+//! 3. `passes` (with `layers`): each step cut into prologue, passes with
+//!    their layers, and epilogue; the role of every unit.
+//! 4. `comms`: the parallel group of every communication task, from the
+//!    process groups' descriptions, else from where it runs.
+//! 5. `config`: the configuration (degrees, stage, micro-batches, layers,
+//!    shapes) with a finding for each value.
+//! 6. `report`: the report `lumos inspect` and `lumos predict` show.
+//!
+//! # How passes and layers are found
+//!
+//! Backward passes run on the autograd thread, one burst per micro-batch,
+//! while the main thread waits; forward passes run on the main thread. The
+//! layer is the block of top-level operators ([`Units`]) that repeats most
+//! inside the backward bursts (no pass can repeat inside one burst); the
+//! forward layer is the block that repeats exactly as often on the main
+//! thread (warm-up forwards back to back would otherwise look like a
+//! repeated block too). A scope named like a layer (`TransformerLayer`,
+//! `model.layers.N`) makes its own token, so annotated traces give a
+//! one-token block. Units between passes belong to the next pass, except
+//! point-to-point sends, which end the pass before them; the units before
+//! the first pass that also precede every other forward pass are that pass's
+//! own, the rest is the step's prologue.
+
+mod comms;
+mod config;
+mod layers;
+mod passes;
+mod report;
+mod work;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use lumos_graph::{Graph, Measured, ProcId, TaskId};
+use serde::Serialize;
+
+use crate::context::TraceContext;
+use crate::units::{Units, NO_UNIT};
+
+pub use comms::{CommInfo, GroupClass, P2p};
+pub use config::DiscoveredConfig;
+pub use report::{Finding, GroupReport, PhaseTime, StructureReport};
+pub use work::WorkClass;
+
+/// Forward or backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum PassKind {
+    /// A forward pass.
+    Forward,
+    /// A backward pass.
+    Backward,
+}
+
+/// Which part of a pass a unit is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Part {
+    /// Before the first layer (receives, data loading, embedding, the
+    /// loss head's backward).
+    Pre,
+    /// Inside layer `j` (0-based, in execution order).
+    Layer(u32),
+    /// After the last layer (sends, embedding backward, the last gradient
+    /// bucket).
+    Post,
+}
+
+/// Where a unit sits in the training iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Outside every step.
+    Outside,
+    /// Before the first pass of step `step` (gradient zeroing, waits).
+    Prologue {
+        /// Index into [`Structure::steps`].
+        step: u32,
+    },
+    /// In pass `pass` of step `step`.
+    Pass {
+        /// Index into [`Structure::steps`].
+        step: u32,
+        /// Index into [`StepStructure::passes`].
+        pass: u32,
+        /// Which part.
+        part: Part,
+    },
+    /// After the last pass of step `step` (gradient sync, optimizer).
+    Epilogue {
+        /// Index into [`Structure::steps`].
+        step: u32,
+    },
+}
+
+/// One forward or backward pass of one micro-batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassStructure {
+    /// Forward or backward.
+    pub kind: PassKind,
+    /// Micro-batch, 0-based.
+    pub microbatch: u32,
+    /// Units before the first layer, in global order.
+    pub pre: Vec<u32>,
+    /// Units of each layer, in global order.
+    pub layers: Vec<Vec<u32>>,
+    /// Units after the last layer, in global order.
+    pub post: Vec<u32>,
+}
+
+impl PassStructure {
+    /// Every unit of the pass, in global order.
+    pub fn units(&self) -> impl Iterator<Item = u32> + '_ {
+        self.pre
+            .iter()
+            .chain(self.layers.iter().flatten())
+            .chain(self.post.iter())
+            .copied()
+    }
+}
+
+/// One `ProfilerStep#N`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepStructure {
+    /// The thread of the step annotation (Python's main thread).
+    pub main: ProcId,
+    /// Threads that ran backward passes (PyTorch's autograd threads).
+    pub backward: Vec<ProcId>,
+    /// Units before the first pass.
+    pub prologue: Vec<u32>,
+    /// Passes in execution order.
+    pub passes: Vec<PassStructure>,
+    /// Units after the last pass.
+    pub epilogue: Vec<u32>,
+    /// The step's units: a contiguous range of the global order.
+    pub units: std::ops::Range<u32>,
+}
+
+impl StepStructure {
+    /// The pass order as `F1 F2 B1 ...` (1-based micro-batches).
+    pub fn order(&self) -> String {
+        self.passes
+            .iter()
+            .map(|p| match p.kind {
+                PassKind::Forward => format!("F{}", p.microbatch + 1),
+                PassKind::Backward => format!("B{}", p.microbatch + 1),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// How sure a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// A guess from weak evidence.
+    Low,
+    /// Inferred from a consistent pattern.
+    Medium,
+    /// Read from the trace, or inferred and cross-checked.
+    High,
+}
+
+/// How the layers were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerMethod {
+    /// From scopes named like layers.
+    Annotation,
+    /// From the repeated sequence of top-level operators.
+    ScopePattern,
+    /// From the layer block another stage's trace of the job showed (a
+    /// stage with one layer per pass repeats nothing).
+    OtherStage,
+    /// From the repeated sequence of kernels on the busiest stream (no CPU
+    /// operators to go by; report only, not editable).
+    KernelPattern,
+    /// Not found.
+    None,
+}
+
+/// Everything discovery found about one rank's graph.
+#[derive(Debug, Clone)]
+pub struct Structure {
+    /// The graph's units, in global order.
+    pub units: Units,
+    /// Role of each unit.
+    pub roles: Vec<Role>,
+    /// Per step.
+    pub steps: Vec<StepStructure>,
+    /// Work class of each task.
+    pub work: Vec<WorkClass>,
+    /// Communication tasks, referenced by [`WorkClass::Comm`].
+    pub comms: Vec<CommInfo>,
+    /// The forward layer block, as unit tokens.
+    pub layer_block: Vec<u32>,
+    /// The backward layer block, as unit tokens.
+    pub backward_block: Vec<u32>,
+    /// How layers were found.
+    pub layer_method: LayerMethod,
+    /// The configuration.
+    pub config: DiscoveredConfig,
+    /// The report.
+    pub report: StructureReport,
+}
+
+impl Structure {
+    /// The role of the unit holding task `t` ([`Role::Outside`] for tasks
+    /// in no unit).
+    pub fn role_of_task(&self, t: TaskId) -> Role {
+        match self.units.unit_of[t.idx()] {
+            NO_UNIT => Role::Outside,
+            u => self.roles[u as usize],
+        }
+    }
+
+    /// The communication info of task `t`, if it is communication.
+    pub fn comm(&self, t: TaskId) -> Option<&CommInfo> {
+        match self.work[t.idx()] {
+            WorkClass::Comm(i) => Some(&self.comms[i as usize]),
+            _ => None,
+        }
+    }
+
+    /// Whether the unit holds a point-to-point send or receive.
+    pub fn unit_p2p(&self, u: u32) -> Option<P2p> {
+        self.units.units[u as usize]
+            .gpu()
+            .iter()
+            .find_map(|&t| self.comm(t).and_then(|c| c.p2p))
+    }
+}
+
+/// The layer blocks one stage's trace showed, as token texts, for
+/// discovering another stage of the same job.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LayerHint {
+    /// The forward block.
+    pub forward: Vec<String>,
+    /// The backward block.
+    pub backward: Vec<String>,
+}
+
+impl Structure {
+    /// The layer blocks found here, when both were found from this trace.
+    pub fn layer_hint(&self) -> Option<LayerHint> {
+        let text = |b: &[u32]| -> Vec<String> {
+            b.iter()
+                .map(|&t| self.units.tokens[t as usize].clone())
+                .collect()
+        };
+        (matches!(
+            self.layer_method,
+            LayerMethod::ScopePattern | LayerMethod::Annotation
+        ) && !self.layer_block.is_empty()
+            && !self.backward_block.is_empty())
+        .then(|| LayerHint {
+            forward: text(&self.layer_block),
+            backward: text(&self.backward_block),
+        })
+    }
+}
+
+/// Runs discovery on one rank's graph.
+pub fn discover(graph: &Graph, measured: &Measured, ctx: &TraceContext) -> Structure {
+    discover_with_hint(graph, measured, ctx, None)
+}
+
+/// [`discover`], with the layer blocks of another stage of the same job to
+/// fall back on when this trace repeats no block of its own (one layer per
+/// pass).
+pub fn discover_with_hint(
+    graph: &Graph,
+    measured: &Measured,
+    ctx: &TraceContext,
+    hint: Option<&LayerHint>,
+) -> Structure {
+    let units = Units::build(graph, measured);
+    let mut findings = Vec::new();
+    let mut work = work::work_classes(graph);
+    let cut = passes::passes_and_layers(graph, &units, hint, &mut findings);
+    let comms = comms::classify_comms(graph, ctx, &units, &cut.roles, &cut.steps);
+    for (i, c) in comms.iter().enumerate() {
+        work[c.task.idx()] = WorkClass::Comm(i as u32);
+    }
+    let mut s = Structure {
+        units,
+        roles: cut.roles,
+        steps: cut.steps,
+        work,
+        comms,
+        layer_block: cut.forward_block,
+        backward_block: cut.backward_block,
+        layer_method: cut.method,
+        config: DiscoveredConfig::default(),
+        report: report::placeholder(),
+    };
+    // The configuration reads the finished structure; the report reads
+    // the configuration too.
+    s.config = config::infer_config(graph, ctx, &s, &mut findings);
+    s.report = report::report(graph, &s, findings);
+    s
+}
+
+/// One line of evidence for the report.
+fn finding(what: &str, value: String, confidence: Confidence, evidence: String) -> Finding {
+    Finding {
+        what: what.into(),
+        value,
+        confidence,
+        evidence,
+    }
+}
+
+/// The most frequent value (the largest among equally frequent ones).
+fn mode<T: Copy + Ord>(xs: impl IntoIterator<Item = T>) -> Option<T> {
+    let mut counts: BTreeMap<T, usize> = BTreeMap::new();
+    for x in xs {
+        *counts.entry(x).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(v, c)| (c, v))
+        .map(|(v, _)| v)
+}
+
+/// The tokens of units `us`.
+fn tokens(units: &Units, us: &[u32]) -> Vec<u32> {
+    us.iter().map(|&u| units.units[u as usize].token).collect()
+}

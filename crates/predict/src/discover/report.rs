@@ -1,0 +1,335 @@
+//! Step 6 of discovery: the report `lumos inspect` and `lumos predict`
+//! show. It reads the finished structure and adds its own findings (the
+//! pipeline schedule, the layer block, each process group) to those of the
+//! earlier steps.
+
+use std::collections::BTreeMap;
+
+use lumos_graph::Graph;
+use serde::Serialize;
+
+use super::{
+    finding, Confidence, DiscoveredConfig, GroupClass, LayerMethod, P2p, Part, PassKind,
+    PassStructure, Role, Structure,
+};
+use crate::units::NO_UNIT;
+
+/// One line of the discovery report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// What was looked for.
+    pub what: String,
+    /// What was found.
+    pub value: String,
+    /// How sure.
+    pub confidence: Confidence,
+    /// Why.
+    pub evidence: String,
+}
+
+/// One parallel group as discovered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupReport {
+    /// Process group name, or `-`.
+    pub name: String,
+    /// Its role.
+    pub class: GroupClass,
+    /// Ranks in it, when known.
+    pub size: Option<usize>,
+    /// Collective tasks in it.
+    pub tasks: usize,
+    /// Their names (`allreduce`, `send`, ...).
+    pub collectives: Vec<String>,
+    /// Their bytes, summed over one step.
+    pub bytes_per_step: u64,
+    /// How the role was found.
+    pub confidence: Confidence,
+}
+
+/// The discovery report, for `lumos inspect` and `lumos predict`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StructureReport {
+    /// `first`, `middle`, `last` or `only` stage of the pipeline, or
+    /// `unknown`.
+    pub stage_role: String,
+    /// Steps looked at.
+    pub steps: usize,
+    /// Pass order of the first step (`F1 F2 B1 ...`).
+    pub pass_order: String,
+    /// Whether that order is the 1F1B order of the discovered stage.
+    pub one_f_one_b: Option<bool>,
+    /// Layers per pass.
+    pub layers_per_pass: Option<u32>,
+    /// How layers were found.
+    pub layer_method: LayerMethod,
+    /// The repeated block (forward), as unit tokens.
+    pub layer_block: Vec<String>,
+    /// Measured time per phase, summed over steps and divided by steps, ms:
+    /// CPU span of the phase's units and GPU busy time of their kernels.
+    pub phases: BTreeMap<String, PhaseTime>,
+    /// Parallel groups.
+    pub groups: Vec<GroupReport>,
+    /// The configuration.
+    pub config: DiscoveredConfig,
+    /// Every finding with its confidence.
+    pub findings: Vec<Finding>,
+    /// `None` when the graph can be edited structurally (layers,
+    /// micro-batches, pipeline); else why not.
+    pub structural_edits_blocked: Option<String>,
+}
+
+/// Time spent in one phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct PhaseTime {
+    /// Sum of the phase's CPU task durations, ms per step.
+    pub cpu_ms: f64,
+    /// Sum of the phase's GPU task durations, ms per step.
+    pub gpu_ms: f64,
+}
+
+/// The report that [`Structure::report`] holds until [`report`] has run.
+pub(super) fn placeholder() -> StructureReport {
+    StructureReport {
+        stage_role: String::new(),
+        steps: 0,
+        pass_order: String::new(),
+        one_f_one_b: None,
+        layers_per_pass: None,
+        layer_method: LayerMethod::None,
+        layer_block: Vec::new(),
+        phases: BTreeMap::new(),
+        groups: Vec::new(),
+        config: DiscoveredConfig::default(),
+        findings: Vec::new(),
+        structural_edits_blocked: None,
+    }
+}
+
+/// The report of `s` (everything but its report found), ending with
+/// `findings`, the earlier steps' findings, and its own.
+pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> StructureReport {
+    let first = s.steps.first();
+    let config = &s.config;
+    let one_f_one_b = one_f_one_b(s);
+    if let (Some(st), Some(ok)) = (first, one_f_one_b) {
+        findings.push(finding(
+            "pipeline schedule",
+            st.order(),
+            if ok {
+                Confidence::High
+            } else {
+                Confidence::Low
+            },
+            if ok {
+                format!(
+                    "the 1F1B order of stage {} of {}",
+                    config.stage.unwrap_or(0),
+                    config.pp.unwrap_or(1)
+                )
+            } else {
+                "not the 1F1B order of the discovered stage".into()
+            },
+        ));
+    }
+    let method = s.layer_method;
+    if method != LayerMethod::None && method != LayerMethod::KernelPattern {
+        findings.push(finding(
+            "layer block",
+            format!("{} operators", s.layer_block.len()),
+            if method == LayerMethod::Annotation {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            },
+            match method {
+                LayerMethod::Annotation => "scopes named like layers".into(),
+                LayerMethod::OtherStage => "the layer block of another stage's trace of the job \
+                                            (one layer per pass here)"
+                    .into(),
+                _ => "repeated block of top-level operators (backward bursts, then main thread)"
+                    .into(),
+            },
+        ));
+    }
+    let groups = groups(g, s);
+    for gr in &groups {
+        findings.push(finding(
+            &format!("process group {}", gr.name),
+            gr.class.as_str().into(),
+            gr.confidence,
+            match gr.confidence {
+                Confidence::High => "process group description".into(),
+                Confidence::Medium => "point-to-point names or where its collectives run".into(),
+                Confidence::Low => "weak: group size or phase only".into(),
+            },
+        ));
+    }
+    StructureReport {
+        stage_role: stage_role(s).into(),
+        steps: s.steps.len(),
+        pass_order: first.map(|st| st.order()).unwrap_or_default(),
+        one_f_one_b,
+        layers_per_pass: config.layers,
+        layer_method: method,
+        layer_block: s
+            .layer_block
+            .iter()
+            .map(|&t| s.units.tokens[t as usize].clone())
+            .collect(),
+        phases: phases(g, s),
+        groups,
+        config: config.clone(),
+        findings,
+        structural_edits_blocked: edits_blocked(s),
+    }
+}
+
+/// The stage's place in its pipeline, from the point-to-point work of the
+/// first forward pass: a receive before it and a send after it.
+pub(super) fn stage_role(s: &Structure) -> &'static str {
+    let p2p_in = |p: &PassStructure, dir: P2p, part: Part| -> bool {
+        let us: &[u32] = match part {
+            Part::Pre => &p.pre,
+            _ => &p.post,
+        };
+        us.iter().any(|&u| {
+            s.units.units[u as usize]
+                .gpu()
+                .iter()
+                .any(|&t| s.comms.iter().any(|c| c.task == t && c.p2p == Some(dir)))
+        })
+    };
+    let first_forward = s
+        .steps
+        .first()
+        .and_then(|st| st.passes.iter().find(|p| p.kind == PassKind::Forward));
+    match first_forward {
+        Some(f) => match (
+            p2p_in(f, P2p::Recv, Part::Pre),
+            p2p_in(f, P2p::Send, Part::Post),
+        ) {
+            (false, true) => "first",
+            (true, true) => "middle",
+            (true, false) => "last",
+            (false, false) => "only",
+        },
+        None => "unknown",
+    }
+}
+
+/// Whether the first step's pass order is the 1F1B order of the
+/// discovered stage; `None` when the stage, degree or micro-batches are
+/// unknown or there are no passes.
+pub(super) fn one_f_one_b(s: &Structure) -> Option<bool> {
+    let c = &s.config;
+    match (s.steps.first(), c.pp, c.stage, c.microbatches) {
+        (Some(st), Some(pp), Some(stage), Some(m)) if !st.passes.is_empty() => {
+            let want: Vec<(PassKind, u32)> =
+                lumos_models::one_f_one_b(stage as usize, pp as usize, m as usize)
+                    .into_iter()
+                    .map(|p| match p {
+                        lumos_models::Pass::Forward(k) => (PassKind::Forward, k as u32),
+                        lumos_models::Pass::Backward(k) => (PassKind::Backward, k as u32),
+                    })
+                    .collect();
+            let got: Vec<(PassKind, u32)> =
+                st.passes.iter().map(|p| (p.kind, p.microbatch)).collect();
+            Some(want == got)
+        }
+        _ => None,
+    }
+}
+
+/// Time per phase (`prologue`, `forward`, `backward`, `optimizer`,
+/// `outside`), summed over the units of each and divided by the steps.
+pub(super) fn phases(g: &Graph, s: &Structure) -> BTreeMap<String, PhaseTime> {
+    let nsteps = s.steps.len().max(1) as f64;
+    let mut phases: BTreeMap<String, PhaseTime> = BTreeMap::new();
+    for (u, unit) in s.units.units.iter().enumerate() {
+        let phase = match s.roles[u] {
+            Role::Outside => "outside",
+            Role::Prologue { .. } => "prologue",
+            Role::Epilogue { .. } => "optimizer",
+            Role::Pass { step, pass, .. } => {
+                match s.steps[step as usize].passes[pass as usize].kind {
+                    PassKind::Forward => "forward",
+                    PassKind::Backward => "backward",
+                }
+            }
+        };
+        let e = phases.entry(phase.into()).or_default();
+        for &t in unit.cpu() {
+            e.cpu_ms += g.task(t).duration_ns as f64 / 1e6 / nsteps;
+        }
+        for &t in unit.gpu() {
+            e.gpu_ms += g.task(t).duration_ns as f64 / 1e6 / nsteps;
+        }
+    }
+    phases
+}
+
+/// The parallel groups, by process group name and class, with the bytes
+/// their collectives move in the first step.
+pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
+    let mut groups: BTreeMap<(String, GroupClass), GroupReport> = BTreeMap::new();
+    for c in &s.comms {
+        let name = c.group.clone().unwrap_or_else(|| "-".into());
+        let e = groups
+            .entry((name.clone(), c.class))
+            .or_insert_with(|| GroupReport {
+                name,
+                class: c.class,
+                size: (!c.ranks.is_empty()).then_some(c.ranks.len()),
+                tasks: 0,
+                collectives: Vec::new(),
+                bytes_per_step: 0,
+                confidence: c.confidence,
+            });
+        e.tasks += 1;
+        let cname = g.collectives[g.task(c.task).collective.unwrap_or(0) as usize]
+            .name
+            .clone();
+        if !e.collectives.contains(&cname) {
+            e.collectives.push(cname);
+        }
+        let in_first_step = match s.units.unit_of[c.task.idx()] {
+            NO_UNIT => false,
+            u => matches!(
+                s.roles[u as usize],
+                Role::Prologue { step: 0 }
+                    | Role::Pass { step: 0, .. }
+                    | Role::Epilogue { step: 0 }
+            ),
+        };
+        if in_first_step {
+            e.bytes_per_step += c.bytes.unwrap_or(0);
+        }
+    }
+    groups.into_values().collect()
+}
+
+/// Why the graph cannot be edited structurally (layers, micro-batches,
+/// pipeline), if it cannot.
+pub(super) fn edits_blocked(s: &Structure) -> Option<String> {
+    let count = |st: &super::StepStructure, kind: PassKind| {
+        st.passes.iter().filter(|p| p.kind == kind).count()
+    };
+    s.units.inconsistency.clone().or_else(|| {
+        if s.steps.is_empty() {
+            Some("no ProfilerStep annotations".into())
+        } else if !matches!(
+            s.layer_method,
+            LayerMethod::ScopePattern | LayerMethod::Annotation | LayerMethod::OtherStage
+        ) {
+            Some("no repeated layer block among the CPU operators".into())
+        } else if s
+            .steps
+            .iter()
+            .any(|st| count(st, PassKind::Forward) != count(st, PassKind::Backward))
+        {
+            Some("forward and backward pass counts differ".into())
+        } else {
+            None
+        }
+    })
+}

@@ -1,0 +1,167 @@
+//! Step 4: communication classes.
+
+use super::super::comms::{
+    class_from_desc, classify_comms, collective_kind, group_class, p2p_of, place_of, Place,
+};
+use super::*;
+use crate::context::GroupInfo;
+use lumos_models::CollectiveKind;
+
+#[test]
+fn names_and_descriptions() {
+    assert_eq!(
+        collective_kind("_allgather_base"),
+        Some(CollectiveKind::AllGather)
+    );
+    assert_eq!(
+        collective_kind("all_reduce"),
+        Some(CollectiveKind::AllReduce)
+    );
+    assert_eq!(
+        collective_kind("_reduce_scatter_base"),
+        Some(CollectiveKind::ReduceScatter)
+    );
+    assert_eq!(collective_kind("recv"), Some(CollectiveKind::SendRecv));
+    assert_eq!(collective_kind("all_to_allv"), None);
+    assert_eq!(p2p_of("isend"), Some(P2p::Send));
+    assert_eq!(p2p_of("RECV"), Some(P2p::Recv));
+    assert_eq!(p2p_of("sendrecv"), None);
+    for (desc, class) in [
+        ("TENSOR_MODEL_PARALLEL_GROUP", Some(GroupClass::Tensor)),
+        ("DATA_PARALLEL_GROUP", Some(GroupClass::Data)),
+        ("TENSOR_AND_DATA_PARALLEL_GROUP", Some(GroupClass::Data)),
+        ("PIPELINE_MODEL_PARALLEL_GROUP", Some(GroupClass::Pipeline)),
+        ("MODEL_PARALLEL_GROUP", Some(GroupClass::ModelParallel)),
+        ("EXPERT_MODEL_PARALLEL_GROUP", Some(GroupClass::Other)),
+        ("EMBEDDING_GROUP", Some(GroupClass::Other)),
+        ("default_pg", None),
+    ] {
+        assert_eq!(class_from_desc(desc), class, "{desc}");
+    }
+}
+
+#[test]
+fn rules_apply_in_order() {
+    let described = GroupInfo {
+        name: "3".into(),
+        desc: Some("TENSOR_MODEL_PARALLEL_GROUP".into()),
+        ranks: vec![0, 1],
+    };
+    let world = GroupInfo {
+        name: "0".into(),
+        desc: Some("default_pg".into()),
+        ranks: Vec::new(),
+    };
+    use GroupClass::{Data, ModelParallel, Pipeline, Tensor};
+    use Place::{Epilogue, ForwardLayer, LastBackward};
+    let class = |name, size, group, place| group_class(name, size, group, place, Some(8));
+    // A description beats everything, even a send.
+    assert_eq!(
+        class("send", None, Some(&described), Epilogue),
+        (Tensor, Confidence::High)
+    );
+    assert_eq!(
+        class("recv", None, None, ForwardLayer),
+        (Pipeline, Confidence::Medium)
+    );
+    assert_eq!(
+        class("allreduce", None, None, ForwardLayer),
+        (Tensor, Confidence::Medium)
+    );
+    assert_eq!(
+        class("allreduce", None, None, LastBackward),
+        (Data, Confidence::Medium)
+    );
+    // The world group (by description or size) before the epilogue.
+    assert_eq!(
+        class("allreduce", None, Some(&world), Epilogue),
+        (Data, Confidence::Low)
+    );
+    assert_eq!(
+        class("allreduce", Some(8), None, Epilogue),
+        (Data, Confidence::Low)
+    );
+    assert_eq!(
+        class("allreduce", Some(4), None, Epilogue),
+        (ModelParallel, Confidence::Low)
+    );
+    assert_eq!(
+        class("allreduce", None, None, Place::Other),
+        (Data, Confidence::Low)
+    );
+    assert_eq!(
+        class("_allgather_base", None, None, Place::Other),
+        (GroupClass::Other, Confidence::Low)
+    );
+}
+
+#[test]
+fn places_follow_passes_and_layers() {
+    let mut fwd = pass(PassKind::Forward, 0);
+    fwd.layers = vec![vec![1]];
+    let steps = vec![StepStructure {
+        main: ProcId(0),
+        backward: vec![ProcId(1)],
+        prologue: Vec::new(),
+        passes: vec![
+            fwd,
+            pass(PassKind::Backward, 0),
+            pass(PassKind::Backward, 1),
+        ],
+        epilogue: Vec::new(),
+        units: 0..0,
+    }];
+    let at = |pass, part| {
+        place_of(
+            Role::Pass {
+                step: 0,
+                pass,
+                part,
+            },
+            &steps,
+        )
+    };
+    assert_eq!(at(0, Part::Layer(0)), Place::ForwardLayer);
+    assert_eq!(at(0, Part::Pre), Place::Other);
+    assert_eq!(at(1, Part::Layer(0)), Place::Other);
+    assert_eq!(at(2, Part::Post), Place::LastBackward);
+    assert_eq!(
+        place_of(Role::Epilogue { step: 0 }, &steps),
+        Place::Epilogue
+    );
+    assert_eq!(place_of(Role::Prologue { step: 0 }, &steps), Place::Other);
+}
+
+#[test]
+fn without_descriptions_the_structure_decides() {
+    let trace = synth("gpt-tiny", 2, 2, 2, 4, 0);
+    let (g, _, mut ctx, s) = discovered(&trace);
+    // With the process groups' descriptions, every group is known.
+    assert!(s.comms.iter().all(|c| c.confidence == Confidence::High));
+    ctx.groups.clear();
+    let bare = classify_comms(&g, &ctx, &s.units, &s.roles, &s.steps);
+    assert_eq!(bare.len(), s.comms.len());
+    let mut tensor_in_forward_layers = 0;
+    for (c, d) in bare.iter().zip(&s.comms) {
+        assert_eq!((c.task, c.kind, c.p2p), (d.task, d.kind, d.p2p));
+        assert!(c.ranks.is_empty(), "no group, no ranks");
+        if d.class == GroupClass::Pipeline {
+            assert_eq!(
+                (c.class, c.confidence),
+                (GroupClass::Pipeline, Confidence::Medium)
+            );
+        }
+        let place = place_of(s.role_of_task(c.task), &s.steps);
+        if d.class == GroupClass::Tensor && place == Place::ForwardLayer {
+            assert_eq!(
+                (c.class, c.confidence),
+                (GroupClass::Tensor, Confidence::Medium)
+            );
+            tensor_in_forward_layers += 1;
+        }
+        if place == Place::LastBackward && c.p2p.is_none() {
+            assert_eq!(c.class, GroupClass::Data);
+        }
+    }
+    assert!(tensor_in_forward_layers > 0);
+}

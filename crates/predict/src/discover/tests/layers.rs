@@ -1,0 +1,113 @@
+//! Step 3a: layer blocks.
+
+use super::super::layers::*;
+use super::super::passes::step_threads;
+use super::*;
+
+#[test]
+fn a_layer_block_launches_work_and_is_not_one_repeated_operator() {
+    let us = units(
+        vec![
+            unit(0, 0, &[], &[5]),
+            unit(0, 1, &[], &[]),
+            unit(0, 2, &[], &[]),
+            unit(0, 3, &[], &[]),
+        ],
+        &[
+            "aten::mm",
+            "aten::add",
+            "AccumulateGrad",
+            "ParallelTransformerLayer",
+        ],
+    );
+    assert!(is_layer_block(&us, &[0, 1]));
+    assert!(!is_layer_block(&us, &[1, 2]), "no GPU work");
+    assert!(!is_layer_block(&us, &[0, 0]), "one operator repeated");
+    assert!(is_layer_block(&us, &[3]), "named like a layer");
+}
+
+#[test]
+fn the_backward_block_leaves_out_work_only_some_bursts_do() {
+    // Tokens 0 and 1 make a layer; 2 (a gradient bucket) comes in the
+    // last burst only, after every layer, so that "0 1 2" would repeat
+    // as regularly there.
+    let us = units(
+        vec![
+            unit(1, 0, &[], &[7]),
+            unit(1, 1, &[], &[7]),
+            unit(1, 2, &[], &[7]),
+        ],
+        &["a", "b", "bucket"],
+    );
+    let bursts = vec![vec![0, 1, 0, 1, 0, 1], vec![0, 1, 2, 0, 1, 2, 0, 1, 2]];
+    assert_eq!(backward_block(&us, &bursts), Some(vec![0, 1]));
+}
+
+#[test]
+fn kernel_blocks_are_counted_on_the_busiest_stream() {
+    let stream = |tasks: Vec<u32>| Processor {
+        kind: ProcKind::Stream {
+            device: 0,
+            stream: 7,
+        },
+        tasks: tasks.into_iter().map(TaskId).collect(),
+    };
+    let names = [0, 1, 2, 0, 1, 2, 0, 1, 2, 3];
+    let g = Graph {
+        names: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+        tasks: names
+            .iter()
+            .map(|&n| task(TaskKind::Kernel, n, None))
+            .collect(),
+        processors: vec![stream((0..10).collect())],
+        ..Graph::default()
+    };
+    assert_eq!(kernel_pattern(&g), Some(3));
+    // One kernel repeated is no block.
+    let mut g = g;
+    for t in &mut g.tasks {
+        t.name = NameId(0);
+    }
+    assert_eq!(kernel_pattern(&g), None);
+}
+
+#[test]
+fn blocks_of_a_synthesized_stage() {
+    let (g, meas, _) = graph_of(&synth("gpt-tiny", 1, 1, 2, 2, 0));
+    let us = Units::build(&g, &meas);
+    let b = layer_blocks(&us, &step_threads(&g, &us), None);
+    assert_eq!(b.method, LayerMethod::ScopePattern);
+    assert_eq!(b.per_pass, Some(4));
+    assert!(b.forward.len() > 2 && b.backward.len() > 2);
+    // The backward block runs the gradients of the forward one.
+    let text = |t: u32| us.tokens[t as usize].as_str();
+    assert!(b.backward.iter().any(|&t| text(t).contains("Backward")));
+    assert!(!b.forward.iter().any(|&t| text(t).contains("Backward")));
+}
+
+#[test]
+fn a_stage_with_one_layer_takes_another_stages_blocks() {
+    // Three layers over two stages: two, then one.
+    let two = synth_layers("gpt-tiny", Some(3), [1, 2, 1, 3], 0);
+    let one = synth_layers("gpt-tiny", Some(3), [1, 2, 1, 3], 1);
+    let (.., s) = discovered(&two);
+    let hint = s.layer_hint().expect("stage 0 repeats its layer");
+    let (g, meas, _) = graph_of(&one);
+    let us = Units::build(&g, &meas);
+    let threads = step_threads(&g, &us);
+    let alone = layer_blocks(&us, &threads, None);
+    assert_eq!(alone.per_pass, None);
+    let b = layer_blocks(&us, &threads, Some(&hint));
+    assert_eq!(b.method, LayerMethod::OtherStage);
+    assert_eq!(b.per_pass, Some(1));
+    let text =
+        |v: &[u32]| -> Vec<String> { v.iter().map(|&t| us.tokens[t as usize].clone()).collect() };
+    assert_eq!(text(&b.forward), hint.forward);
+    assert_eq!(text(&b.backward), hint.backward);
+    // A hint this trace does not run is not taken.
+    let foreign = LayerHint {
+        forward: vec!["no such op".into()],
+        backward: hint.backward.clone(),
+    };
+    assert_eq!(layer_blocks(&us, &threads, Some(&foreign)), alone);
+}

@@ -1,0 +1,313 @@
+//! Step 3: steps cut into passes.
+
+use super::super::layers::LayerBlocks;
+use super::super::passes::*;
+use super::*;
+
+#[test]
+fn bursts_end_on_the_main_thread_only() {
+    // main 0, backward 1, another thread 2.
+    let us = units(
+        [0, 1, 1, 2, 1, 0, 1]
+            .iter()
+            .map(|&th| unit(th, 0, &[], &[]))
+            .collect(),
+        &["x"],
+    );
+    let all: Vec<u32> = (0..7).collect();
+    assert_eq!(
+        bursts(&us, &all, ProcId(0), &[ProcId(1)]),
+        vec![vec![1, 2, 4], vec![6]]
+    );
+}
+
+#[test]
+fn backward_threads_are_autograd_or_the_busiest_launcher() {
+    let tokens = ["op", "autograd::engine::evaluate_function: MmBackward#"];
+    let all: Vec<u32> = (0..4).collect();
+    let us = units(
+        vec![
+            unit(0, 0, &[], &[1]),
+            unit(1, 0, &[], &[1, 2, 3]),
+            unit(2, 1, &[], &[]),
+            unit(3, 0, &[], &[4, 5]),
+        ],
+        &tokens,
+    );
+    assert_eq!(backward_threads(&us, ProcId(0), &all), vec![ProcId(2)]);
+    let us = units(
+        vec![
+            unit(0, 0, &[], &[1]),
+            unit(1, 0, &[], &[1, 2, 3]),
+            unit(2, 0, &[], &[]),
+            unit(3, 0, &[], &[4, 5]),
+        ],
+        &tokens,
+    );
+    assert_eq!(backward_threads(&us, ProcId(0), &all), vec![ProcId(1)]);
+    let us = units(vec![unit(0, 0, &[], &[]), unit(1, 0, &[], &[])], &tokens);
+    assert!(backward_threads(&us, ProcId(0), &[0, 1]).is_empty());
+}
+
+fn blocks(per_pass: Option<usize>) -> LayerBlocks {
+    LayerBlocks {
+        forward: vec![1, 2],
+        backward: vec![3],
+        per_pass,
+        method: LayerMethod::ScopePattern,
+    }
+}
+
+#[test]
+fn forward_chains_are_cut_into_passes_of_the_layer_count() {
+    // P a b a b a b a b Q: one chain of four layers.
+    let toks = [0, 1, 2, 1, 2, 1, 2, 1, 2, 9];
+    let cut = forward_chains(&toks, &blocks(Some(2)));
+    assert_eq!(
+        cut,
+        vec![
+            ForwardChain {
+                starts: vec![1, 3],
+                end: 5
+            },
+            ForwardChain {
+                starts: vec![5, 7],
+                end: 9
+            },
+        ]
+    );
+    // A count that does not divide the chain, or none: one pass.
+    for per_pass in [Some(3), Some(4), None] {
+        let cut = forward_chains(&toks, &blocks(per_pass));
+        assert_eq!(cut.len(), 1, "{per_pass:?}");
+        assert_eq!(cut[0].starts, vec![1, 3, 5, 7]);
+    }
+    let mut none = blocks(Some(2));
+    none.forward.clear();
+    assert!(forward_chains(&toks, &none).is_empty());
+}
+
+#[test]
+fn backward_chains_take_the_longest_chain_of_each_burst() {
+    // Tokens: 3 is the backward block, 7 foreign work.
+    let us = units(
+        [0, 3, 3, 7, 3, 3, 3, 7]
+            .iter()
+            .map(|&t| unit(1, t, &[], &[]))
+            .collect(),
+        &[],
+    );
+    let bursts = vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]];
+    let c = backward_chains(&us, &bursts, &[3]);
+    assert_eq!(
+        c,
+        vec![
+            BackwardChain {
+                burst: 0,
+                starts: vec![1, 2],
+                end: 4
+            },
+            BackwardChain {
+                burst: 1,
+                starts: vec![0, 1, 2],
+                end: 4
+            },
+        ]
+    );
+    assert!(backward_chains(&us, &bursts, &[]).is_empty());
+}
+
+/// A step: main-thread units 0-5 and 10-11, one burst 6-9.
+fn threads() -> StepThreads {
+    StepThreads {
+        main: ProcId(0),
+        backward: vec![ProcId(1)],
+        all: (0..12).collect(),
+        main_units: vec![0, 1, 2, 3, 4, 5, 10, 11],
+        bursts: vec![vec![6, 7, 8, 9]],
+    }
+}
+
+#[test]
+fn core_passes_come_in_time_order_with_their_roles() {
+    let r = threads();
+    let mut roles = vec![Role::Outside; 12];
+    // The backward chain is listed first but ran second.
+    let fwd = [ForwardChain {
+        starts: vec![1, 3],
+        end: 5,
+    }];
+    let bwd = [BackwardChain {
+        burst: 0,
+        starts: vec![1, 2],
+        end: 3,
+    }];
+    let (passes, cores) = core_passes(4, &r, &fwd, &bwd, &mut roles);
+    assert_eq!(cores, vec![(1, 4), (6, 9)]);
+    assert_eq!(passes[0].kind, PassKind::Forward);
+    assert_eq!(passes[0].layers, vec![vec![1, 2], vec![3, 4]]);
+    assert_eq!(passes[1].kind, PassKind::Backward);
+    assert_eq!(
+        (&passes[1].pre, &passes[1].layers, &passes[1].post),
+        (&vec![6], &vec![vec![7], vec![8]], &vec![9])
+    );
+    let pass = |pass, part| Role::Pass {
+        step: 4,
+        pass,
+        part,
+    };
+    assert_eq!(roles[3], pass(0, Part::Layer(1)));
+    assert_eq!(roles[6], pass(1, Part::Pre));
+    assert_eq!(roles[8], pass(1, Part::Layer(1)));
+    assert_eq!(roles[9], pass(1, Part::Post));
+    for u in [0, 5, 10, 11] {
+        assert_eq!(roles[u], Role::Outside);
+    }
+}
+
+#[test]
+fn sends_end_the_pass_before_them() {
+    let r = threads();
+    // Unit 10 launched a send (task 0), unit 11 is the stream wait
+    // after it (task 1).
+    let g = Graph {
+        names: vec!["nccl:send".into(), "cudaStreamWaitEvent".into()],
+        tasks: vec![
+            task(TaskKind::Kernel, 0, Some(0)),
+            task(TaskKind::Runtime, 1, None),
+        ],
+        collectives: vec![collective("send")],
+        ..Graph::default()
+    };
+    let mut us: Vec<Unit> = (0..12).map(|_| unit(0, 0, &[], &[])).collect();
+    us[10] = unit(0, 0, &[], &[0]);
+    us[11] = unit(0, 0, &[1], &[]);
+    us[11].scope = None;
+    let us = units(us, &["x"]);
+    let mut roles = vec![Role::Outside; 12];
+    for u in [1, 2, 3, 4, 6, 7, 8, 9] {
+        roles[u] = Role::Pass {
+            step: 0,
+            pass: 0,
+            part: Part::Pre,
+        };
+    }
+    let b = between_passes(&g, &us, &r, &roles, &[(1, 4), (6, 9)]);
+    assert_eq!(
+        b,
+        Between {
+            pre: vec![vec![0], vec![5]],
+            post: vec![vec![], vec![10, 11]],
+            epilogue: vec![],
+        }
+    );
+    // Without the send, both are the epilogue.
+    let mut g = g;
+    g.collectives[0].name = "allreduce".into();
+    let b = between_passes(&g, &us, &r, &roles, &[(1, 4), (6, 9)]);
+    assert_eq!(b.epilogue, vec![10, 11]);
+}
+
+#[test]
+fn the_first_pass_keeps_what_precedes_every_pass_of_its_kind() {
+    // Tokens: x 0, r 1, d 2, q 3.
+    let us = units(
+        [0, 1, 2, 1, 2, 3, 1, 2]
+            .iter()
+            .map(|&t| unit(0, t, &[], &[]))
+            .collect(),
+        &["x", "r", "d", "q"],
+    );
+    let passes = [
+        pass(PassKind::Forward, 0),
+        pass(PassKind::Backward, 0),
+        pass(PassKind::Forward, 1),
+        pass(PassKind::Backward, 1),
+        pass(PassKind::Forward, 2),
+    ];
+    let pre = vec![vec![0, 1, 2], vec![], vec![3, 4], vec![], vec![5, 6, 7]];
+    assert_eq!(first_pass_own(&us, &passes, &pre), 2);
+    // Nothing in common with the others: all of it is the prologue.
+    let pre = vec![vec![0, 1, 2], vec![], vec![5], vec![], vec![3, 4, 5]];
+    assert_eq!(first_pass_own(&us, &passes, &pre), 0);
+    // The only pass of its kind keeps nothing.
+    assert_eq!(first_pass_own(&us, &passes[..2], &pre), 0);
+}
+
+#[test]
+fn leftovers_go_with_the_unit_before_them() {
+    let layer = Role::Pass {
+        step: 0,
+        pass: 0,
+        part: Part::Layer(0),
+    };
+    let mut roles = vec![
+        Role::Outside,
+        layer,
+        Role::Outside,
+        Role::Epilogue { step: 0 },
+        Role::Outside,
+    ];
+    let mut passes = [pass(PassKind::Forward, 0)];
+    passes[0].layers = vec![vec![1]];
+    let (mut prologue, mut epilogue) = (Vec::new(), vec![3]);
+    absorb_leftovers(
+        0,
+        &[0, 1, 2, 3, 4],
+        &mut roles,
+        &mut passes,
+        &mut prologue,
+        &mut epilogue,
+    );
+    assert_eq!(roles[0], Role::Prologue { step: 0 });
+    assert_eq!(roles[2], layer);
+    assert_eq!(roles[4], Role::Epilogue { step: 0 });
+    assert_eq!(prologue, vec![0]);
+    assert_eq!(passes[0].layers, vec![vec![1, 2]]);
+    assert_eq!(epilogue, vec![3, 4]);
+}
+
+#[test]
+fn synthesized_steps_are_cut_into_1f1b_passes() {
+    // Stage 0 of 2, four micro-batches, two layers per stage.
+    let trace = synth("gpt-tiny", 2, 2, 2, 4, 0);
+    let (g, meas, _) = graph_of(&trace);
+    let us = Units::build(&g, &meas);
+    let threads = step_threads(&g, &us);
+    assert_eq!(threads.len(), 2, "two steps");
+    for r in &threads {
+        assert_eq!(r.backward.len(), 1);
+        assert_eq!(r.bursts.len(), 4, "a backward burst per micro-batch");
+        assert!(r
+            .main_units
+            .iter()
+            .all(|&u| us.units[u as usize].thread == r.main));
+    }
+    let mut findings = Vec::new();
+    let cut = passes_and_layers(&g, &us, None, &mut findings);
+    assert!(findings.is_empty());
+    assert_eq!(cut.method, LayerMethod::ScopePattern);
+    for (si, st) in cut.steps.iter().enumerate() {
+        assert_eq!(st.order(), "F1 F2 B1 F3 B2 F4 B3 B4");
+        assert!(st.passes.iter().all(|p| p.layers.len() == 2));
+        // Every unit of the step is in exactly the list its role names.
+        let si = si as u32;
+        for u in st.units.clone() {
+            let listed = match cut.roles[u as usize] {
+                Role::Prologue { step } => step == si && st.prologue.contains(&u),
+                Role::Epilogue { step } => step == si && st.epilogue.contains(&u),
+                Role::Pass { step, pass, part } => {
+                    let p = &st.passes[pass as usize];
+                    step == si
+                        && match part {
+                            Part::Pre => p.pre.contains(&u),
+                            Part::Post => p.post.contains(&u),
+                            Part::Layer(j) => p.layers[j as usize].contains(&u),
+                        }
+                }
+                Role::Outside => false,
+            };
+            assert!(listed, "unit {u}: {:?}", cut.roles[u as usize]);
+        }
+    }
+}
