@@ -68,36 +68,40 @@
 #![deny(missing_docs)]
 
 mod assemble;
+mod baseline;
 mod config;
 mod context;
+mod couple;
 mod discover;
+mod edits;
 mod error;
 mod models;
+mod outcome;
 mod pattern;
 mod plan;
-mod predict;
+mod retime;
 mod shapes;
 #[cfg(test)]
 mod testutil;
 mod units;
 
+pub use baseline::{Baseline, Input, Models, ParamCount};
 pub use config::{Config, Coord, KernelScale, KernelSelector, Layout};
 pub use context::{GroupInfo, TraceContext};
+pub use couple::Job;
 pub use discover::{
     discover, discover_with_hint, CommInfo, Confidence, DiscoveredConfig, Finding, GroupClass,
     GroupReport, LayerHint, LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role,
     StepStructure, Structure, StructureReport, WorkClass,
 };
+pub use edits::{PredictedStage, Prediction, Target};
 pub use error::PredictError;
 pub use models::{
     gpu_for_device, network_from_json, network_preset, CommModel, ComputeModel, GemmCalibration,
     LinkCalibration, NetworkCalibration, Source,
 };
+pub use outcome::{Outcome, StageOutcome};
 pub use plan::StageRole;
-pub use predict::{
-    Baseline, Input, Job, Models, Outcome, ParamCount, PredictedStage, Prediction, StageOutcome,
-    Target,
-};
 pub use shapes::GemmShape;
 pub use units::{Unit, Units, NO_UNIT};
 

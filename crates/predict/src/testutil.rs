@@ -51,3 +51,33 @@ pub(crate) fn discovered(trace: &lumos_trace::Trace) -> (Graph, Measured, TraceC
     let s = discover(&g, &meas, &ctx);
     (g, meas, ctx, s)
 }
+
+/// One input from a trace.
+pub(crate) fn input(trace: &lumos_trace::Trace, name: &str) -> crate::Input {
+    let (graph, measured, ctx) = graph_of(trace);
+    crate::Input {
+        name: name.into(),
+        graph,
+        measured,
+        ctx,
+    }
+}
+
+/// The inputs of a synthesized job: one rank per stage, named `rankN`.
+pub(crate) fn inputs(model: &str, layers: Option<usize>, layout: [usize; 4]) -> Vec<crate::Input> {
+    let [tp, _, dp, _] = layout;
+    (0..layout[1])
+        .map(|stage| {
+            let rank = stage * tp * dp;
+            input(
+                &synth_layers(model, layers, layout, rank),
+                &format!("rank{rank}"),
+            )
+        })
+        .collect()
+}
+
+/// The baseline of a synthesized job, one rank per stage.
+pub(crate) fn baseline(model: &str, layers: Option<usize>, layout: [usize; 4]) -> crate::Baseline {
+    crate::Baseline::new(inputs(model, layers, layout)).unwrap()
+}

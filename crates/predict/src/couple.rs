@@ -1,0 +1,392 @@
+//! The joint graph of a prediction's stages ([`Job`]) and, when stages are
+//! replayed together, the rendezvous that couple them: each send with its
+//! receive on the neighbouring stage (a one-way rendezvous, the send eager)
+//! and the stages' gradient-norm reductions, with modelled transfer times.
+//! A receive's traced duration includes waiting for the other stage, which
+//! the joint replay computes instead.
+
+use lumos_graph::{Graph, ProcKind, Rendezvous, RendezvousKind, Step, TaskId, WaitTarget};
+use lumos_models::CollectiveKind;
+use rustc_hash::FxHashMap;
+
+use crate::assemble::Tag;
+use crate::config::{Coord, Layout};
+use crate::discover::{GroupClass, P2p, PassKind};
+use crate::edits::Prediction;
+use crate::models::{CommModel, Source};
+use crate::retime::Ratios;
+
+/// The joint graph of several stages and the rendezvous that couple them.
+pub struct Job {
+    /// Every stage's tasks.
+    pub graph: Graph,
+    /// Transfers and reductions that couple stages.
+    pub rendezvous: Vec<Rendezvous>,
+    /// Each stage's tasks in `graph`.
+    pub parts: Vec<std::ops::Range<u32>>,
+    /// Each stage's steps in `graph`.
+    pub step_parts: Vec<std::ops::Range<u32>>,
+    /// Where each task's duration came from.
+    pub source: Vec<Source>,
+    /// Input and task each task came from.
+    pub origin: Vec<(u32, TaskId)>,
+    /// True when stages are coupled.
+    pub coupled: bool,
+    /// Stage of each part.
+    pub stage_of_part: Vec<u32>,
+}
+
+impl Prediction<'_> {
+    /// One graph with every stage. With several stages and any change,
+    /// their transfers and gradient-norm reductions are coupled as
+    /// rendezvous with modelled transfer times; otherwise they are
+    /// independent.
+    pub fn job(&self) -> Job {
+        self.job_coupled(self.stages.len() > 1 && !self.is_identity())
+    }
+
+    /// [`Prediction::job`] with the coupling decided by the caller (for
+    /// measuring what coupling alone does to the traced configuration).
+    pub fn job_coupled(&self, couple: bool) -> Job {
+        let couple = couple && self.stages.len() > 1;
+        let mut g = Graph::default();
+        let mut parts = Vec::new();
+        let mut step_parts = Vec::new();
+        let mut source = Vec::new();
+        let mut origin = Vec::new();
+        let mut tags: Vec<Tag> = Vec::new();
+        let mut names: FxHashMap<String, u32> = FxHashMap::default();
+        let origin_min = self
+            .base
+            .inputs
+            .iter()
+            .map(|i| i.ctx.clock_origin_ns)
+            .min()
+            .unwrap_or(0);
+        for (k, st) in self.stages.iter().enumerate() {
+            // Coupled stages share one timeline: each starts where its
+            // trace's clock puts it.
+            let shift = if couple {
+                self.base.inputs[st.primary].ctx.clock_origin_ns - origin_min
+            } else {
+                0
+            };
+            let (t0, s0) = (g.tasks.len() as u32, g.steps.len() as u32);
+            append_stage(&mut g, &mut names, k, &st.graph, shift);
+            source.extend(st.source.iter().copied());
+            origin.extend(st.origin.iter().copied());
+            tags.extend(st.tag.iter().copied());
+            parts.push(t0..g.tasks.len() as u32);
+            step_parts.push(s0..g.steps.len() as u32);
+        }
+        if g.scopes.is_empty() {
+            g.task_scopes.clear();
+        }
+        let mut rendezvous = Vec::new();
+        if couple {
+            self.couple(&mut g, &parts, &origin, &tags, &mut source, &mut rendezvous);
+        }
+        Job {
+            graph: g,
+            rendezvous,
+            parts,
+            step_parts,
+            source,
+            origin,
+            coupled: couple,
+            stage_of_part: self.stages.iter().map(|s| s.stage).collect(),
+        }
+    }
+
+    /// Pairs each send with its receive on the neighbouring stage (same
+    /// step, pass kind and micro-batch) and joins the stages' gradient-norm
+    /// reductions, with modelled transfer times.
+    fn couple(
+        &self,
+        g: &mut Graph,
+        parts: &[std::ops::Range<u32>],
+        origin: &[(u32, TaskId)],
+        tags: &[Tag],
+        source: &mut [Source],
+        rendezvous: &mut Vec<Rendezvous>,
+    ) {
+        let base = self.base;
+        let net: &dyn CommModel = match &self.target.network {
+            Some((n, _)) => n,
+            None => &*base.models.comm,
+        };
+        let layout = Layout::of(&self.target.config);
+        let r = Ratios::of(&base.config, &self.target.config);
+        // (stage, step, kind, microbatch, send?) -> task
+        let mut p2p: FxHashMap<(u32, u32, PassKind, u32, bool), TaskId> = FxHashMap::default();
+        let mut mp: FxHashMap<u32, Vec<(u32, TaskId)>> = FxHashMap::default();
+        for (k, part) in parts.iter().enumerate() {
+            let stage = self.stages[k].stage;
+            for t in part.clone() {
+                let (src, tt) = origin[t as usize];
+                let s = &base.structures[src as usize];
+                let Some(c) = s.comm(tt) else { continue };
+                let tag = tags[t as usize];
+                match (c.class, c.p2p, tag.step, tag.pass) {
+                    (GroupClass::Pipeline, Some(dir), Some(step), Some((kind, mb))) => {
+                        p2p.insert((stage, step, kind, mb, dir == P2p::Send), TaskId(t));
+                    }
+                    (GroupClass::ModelParallel, _, Some(step), None) if tag.setup => {
+                        mp.entry(step).or_default().push((stage, TaskId(t)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let coord = |stage: u32| Coord {
+            tp: 0,
+            dp: 0,
+            pp: stage,
+        };
+        let bytes_of = |t: TaskId| -> u64 {
+            let (src, tt) = origin[t.idx()];
+            let s = &base.structures[src as usize];
+            let b = s.comm(tt).and_then(|c| c.bytes).unwrap_or(0) as f64;
+            let f = r.hidden
+                * if base.sequence_parallel {
+                    r.tp_shard
+                } else {
+                    1.0
+                };
+            (b * f).round() as u64
+        };
+        let mut keys: Vec<_> = p2p.keys().copied().filter(|k| k.4).collect();
+        keys.sort_by_key(|k| (k.0, k.1, k.2 as u8, k.3));
+        for (stage, step, kind, mb, _) in keys {
+            let peer = match kind {
+                PassKind::Forward => stage + 1,
+                PassKind::Backward => match stage.checked_sub(1) {
+                    Some(p) => p,
+                    None => continue,
+                },
+            };
+            let (Some(&send), Some(&recv)) = (
+                p2p.get(&(stage, step, kind, mb, true)),
+                p2p.get(&(peer, step, kind, mb, false)),
+            ) else {
+                continue;
+            };
+            let ranks = [layout.rank(coord(stage)), layout.rank(coord(peer))];
+            let d = net
+                .collective_ns(CollectiveKind::SendRecv, bytes_of(send), &ranks)
+                .round() as i64;
+            for t in [send, recv] {
+                g.tasks[t.idx()].duration_ns = d;
+                source[t.idx()] = Source::Modelled;
+            }
+            // The send is eager; the receive ends when the send has started
+            // and the transfer is done.
+            rendezvous.push(Rendezvous {
+                tasks: vec![send, recv],
+                kind: RendezvousKind::PointToPoint,
+            });
+        }
+        let stages = self.stages.len();
+        let mut steps: Vec<_> = mp.into_iter().collect();
+        steps.sort_by_key(|x| x.0);
+        for (_, members) in steps {
+            if members.len() != stages {
+                continue;
+            }
+            let ranks = layout.group(GroupClass::ModelParallel, coord(0));
+            let d = net
+                .collective_ns(CollectiveKind::AllReduce, 4, &ranks)
+                .round() as i64;
+            let tasks: Vec<TaskId> = members.iter().map(|m| m.1).collect();
+            for &t in &tasks {
+                g.tasks[t.idx()].duration_ns = d;
+                source[t.idx()] = Source::Modelled;
+            }
+            rendezvous.push(Rendezvous::collective(tasks));
+        }
+    }
+}
+
+/// Appends stage graph `sg`, the `k`-th, to the joint graph `g`: its tasks,
+/// processors (each stage its own process and device), edges, waits,
+/// collectives, scopes and steps, renumbered; names interned in `names`.
+/// Tasks released at the window start (or later) are released `shift`
+/// later.
+fn append_stage(
+    g: &mut Graph,
+    names: &mut FxHashMap<String, u32>,
+    k: usize,
+    sg: &Graph,
+    shift: i64,
+) {
+    let t0 = g.tasks.len() as u32;
+    let p0 = g.processors.len() as u32;
+    let c0 = g.collectives.len() as u32;
+    let sc0 = g.scopes.len() as u32;
+    let name_map: Vec<u32> = sg
+        .names
+        .iter()
+        .map(|n| {
+            let next = g.names.len() as u32;
+            *names.entry(n.clone()).or_insert_with(|| {
+                g.names.push(n.clone());
+                next
+            })
+        })
+        .collect();
+    // Each stage is its own process and device in the joint graph.
+    let shift_kind = |kind: &ProcKind| match *kind {
+        ProcKind::Thread { pid, tid } => ProcKind::Thread {
+            pid: pid + k as i64 * 1_000_000_000,
+            tid: tid + k as i64 * 1_000_000_000,
+        },
+        ProcKind::Stream { device, stream } => ProcKind::Stream {
+            device: device + k as i64 * 1000,
+            stream,
+        },
+    };
+    let mut has_in = vec![false; sg.tasks.len()];
+    for e in &sg.edges {
+        has_in[e.to.idx()] = true;
+    }
+    for (i, t) in sg.tasks.iter().enumerate() {
+        let mut t = t.clone();
+        t.name = lumos_graph::NameId(name_map[t.name.0 as usize]);
+        t.proc = lumos_graph::ProcId(t.proc.0 + p0);
+        t.collective = t.collective.map(|c| c + c0);
+        if !has_in[i] || t.release_ns > 0 {
+            t.release_ns += shift;
+        }
+        g.tasks.push(t);
+    }
+    for p in &sg.processors {
+        g.processors.push(lumos_graph::Processor {
+            kind: shift_kind(&p.kind),
+            tasks: p.tasks.iter().map(|t| TaskId(t.0 + t0)).collect(),
+        });
+    }
+    g.edges.extend(sg.edges.iter().map(|e| lumos_graph::Edge {
+        from: TaskId(e.from.0 + t0),
+        to: TaskId(e.to.0 + t0),
+        ..*e
+    }));
+    g.runtime_deps
+        .extend(sg.runtime_deps.iter().map(|d| lumos_graph::RuntimeDep {
+            task: TaskId(d.task.0 + t0),
+            target: match d.target {
+                WaitTarget::StreamTail(s) => WaitTarget::StreamTail(lumos_graph::ProcId(s.0 + p0)),
+                WaitTarget::DeviceTail(dev) => WaitTarget::DeviceTail(dev + k as i64 * 1000),
+                WaitTarget::Task(x) => WaitTarget::Task(TaskId(x.0 + t0)),
+            },
+            ..*d
+        }));
+    g.collectives.extend(sg.collectives.iter().cloned());
+    g.scopes
+        .extend(sg.scopes.iter().map(|s| lumos_graph::Scope {
+            name: lumos_graph::NameId(name_map[s.name.0 as usize]),
+            parent: s.parent.map(|p| lumos_graph::ScopeId(p.0 + sc0)),
+            ..s.clone()
+        }));
+    if !sg.scopes.is_empty() {
+        g.task_scopes.extend((0..sg.tasks.len()).map(|i| {
+            sg.task_scopes
+                .get(i)
+                .copied()
+                .flatten()
+                .map(|s| lumos_graph::ScopeId(s.0 + sc0))
+        }));
+    } else {
+        g.task_scopes
+            .extend(std::iter::repeat_n(None, sg.tasks.len()));
+    }
+    g.steps.extend(sg.steps.iter().map(|s| Step {
+        name: s.name.clone(),
+        first_task: TaskId(s.first_task.0 + t0),
+        last_task: TaskId(s.last_task.0 + t0),
+        tasks: s.tasks.iter().map(|t| TaskId(t.0 + t0)).collect(),
+        ..s.clone()
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::baseline;
+
+    #[test]
+    fn stages_are_appended_on_their_own_processors() {
+        let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
+        let (a, b) = (&base.inputs[0].graph, &base.inputs[1].graph);
+        let mut g = Graph::default();
+        let mut names = FxHashMap::default();
+        append_stage(&mut g, &mut names, 0, a, 0);
+        append_stage(&mut g, &mut names, 1, b, 500);
+        let n = a.tasks.len();
+        assert_eq!(g.tasks.len(), n + b.tasks.len());
+        assert_eq!(g.processors.len(), a.processors.len() + b.processors.len());
+        assert_eq!(g.edges.len(), a.edges.len() + b.edges.len());
+        assert_eq!(g.steps.len(), a.steps.len() + b.steps.len());
+        // Names interned once.
+        let mut unique = g.names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), g.names.len());
+        for (i, t) in b.tasks.iter().enumerate() {
+            let u = &g.tasks[n + i];
+            assert_eq!(g.names[u.name.0 as usize], b.names[t.name.0 as usize]);
+            assert_eq!(u.proc.0 as usize, t.proc.0 as usize + a.processors.len());
+            assert_eq!(u.duration_ns, t.duration_ns);
+        }
+        // The second stage's first task is released later, on a processor
+        // that does not repeat the first stage's.
+        let first = &g.tasks[n + b.processors[0].tasks[0].idx()];
+        assert_eq!(
+            first.release_ns,
+            b.task(b.processors[0].tasks[0]).release_ns + 500
+        );
+        let kinds: Vec<&ProcKind> = g.processors.iter().map(|p| &p.kind).collect();
+        for (i, k) in kinds.iter().enumerate() {
+            assert!(!kinds[..i].contains(k), "{k:?} twice");
+        }
+    }
+
+    #[test]
+    fn coupling_pairs_transfers_and_joins_the_norm_reductions() {
+        // Two stages, four micro-batches, two steps.
+        let base = baseline("gpt-tiny", None, [1, 2, 1, 4]);
+        let id = base.identity();
+        let alone = id.job();
+        assert!(!alone.coupled && alone.rendezvous.is_empty());
+        let job = id.job_coupled(true);
+        assert!(job.coupled);
+        assert_eq!(
+            job.parts,
+            vec![0..alone.parts[0].end, alone.parts[1].clone()]
+        );
+        let count = |k: RendezvousKind| job.rendezvous.iter().filter(|r| r.kind == k).count();
+        // Per step and micro-batch: activations forward, gradients back.
+        assert_eq!(count(RendezvousKind::PointToPoint), 2 * 4 * 2);
+        assert_eq!(
+            job.rendezvous.len(),
+            2 * 4 * 2 + 2,
+            "one norm reduction per step"
+        );
+        for r in &job.rendezvous {
+            let stages: Vec<usize> = r
+                .tasks
+                .iter()
+                .map(|t| job.parts.iter().position(|p| p.contains(&t.0)).unwrap())
+                .collect();
+            assert_eq!(stages.len(), 2);
+            assert_ne!(stages[0], stages[1], "across stages");
+            let d = job.graph.tasks[r.tasks[0].idx()].duration_ns;
+            for t in &r.tasks {
+                assert_eq!(job.source[t.idx()], Source::Modelled);
+                assert_eq!(job.graph.tasks[t.idx()].duration_ns, d);
+            }
+        }
+        // A single stage couples nothing.
+        let one = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        assert!(!one.identity().job_coupled(true).coupled);
+    }
+}

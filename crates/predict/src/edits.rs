@@ -1,0 +1,598 @@
+//! Edits: the [`Target`] a prediction is for, the checks an edit must
+//! pass, what each edit assumes (its notes), and the stage graphs that run
+//! the target.
+//!
+//! Every edit (`with_*`) returns a new [`Prediction`]. Edits do not stack
+//! on each other's graphs: each sets a field of the [`Target`] and the
+//! prediction is rebuilt from the traced graphs by [`realize`], structure
+//! first (stages, micro-batches, layers: see the `plan` and `assemble`
+//! modules) and durations second (the `retime` module), so the order of
+//! edits does not matter and an edit to the traced value changes nothing
+//! at all.
+
+use lumos_graph::{Graph, TaskId};
+use lumos_models::NetworkModel;
+
+use crate::assemble::{assemble, identity_plan, Tag, Template};
+use crate::baseline::Baseline;
+use crate::config::{Config, Coord, KernelScale, Layout};
+use crate::discover::GroupClass;
+use crate::error::PredictError;
+use crate::models::Source;
+use crate::plan::{plan_stage, Source as PlanSource, StageTarget};
+use crate::retime::retime;
+
+/// What to predict: a configuration, kernel speed-ups, a network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// The configuration.
+    pub config: Config,
+    /// Kernel speed-ups, applied last.
+    pub scales: Vec<KernelScale>,
+    /// The target network (calibrated model of the trace when `None`),
+    /// with a description.
+    pub network: Option<(NetworkModel, String)>,
+}
+
+/// One predicted stage graph.
+#[derive(Debug, Clone)]
+pub struct PredictedStage {
+    /// Its index in the new pipeline.
+    pub stage: u32,
+    /// The graph.
+    pub graph: Graph,
+    /// Input index and task each task was copied from.
+    pub origin: Vec<(u32, TaskId)>,
+    /// Where each task's duration came from.
+    pub source: Vec<Source>,
+    /// The input whose steps and processors it keeps.
+    pub primary: usize,
+    pub(crate) tag: Vec<Tag>,
+    /// Edges that could not be re-attached when it was built.
+    pub dropped_edges: usize,
+}
+
+/// A target configuration's edited graphs.
+#[derive(Clone)]
+pub struct Prediction<'b> {
+    /// The baseline.
+    pub base: &'b Baseline,
+    /// The target.
+    pub target: Target,
+    /// One graph per stage of the new pipeline (one per traced input when
+    /// the pipeline is unchanged).
+    pub stages: Vec<PredictedStage>,
+    /// What was assumed in building it.
+    pub notes: Vec<String>,
+}
+
+/// Whether `t` changes the structure of the traced graphs (pipeline,
+/// micro-batches or layers), so that stages are planned and assembled.
+pub(crate) fn structural_change(base: &Baseline, t: &Target) -> bool {
+    let (b, c) = (&base.config, &t.config);
+    b.pp != c.pp || b.microbatches != c.microbatches || b.layers != c.layers
+}
+
+/// Builds the stage graphs of `target` and times them.
+pub(crate) fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>, PredictError> {
+    realize_with(base, target, false)
+}
+
+/// [`realize`]; `rebuild` goes through planning and assembly even when the
+/// structure is unchanged.
+fn realize_with(
+    base: &Baseline,
+    target: Target,
+    rebuild: bool,
+) -> Result<Prediction<'_>, PredictError> {
+    check_target(base, &target)?;
+    let mut notes = base.notes.clone();
+    let stages = if !rebuild && !structural_change(base, &target) {
+        traced_stages(base)
+    } else {
+        rebuilt_stages(base, &target.config, &mut notes)?
+    };
+    notes.extend(edit_notes(base, &target));
+    let mut p = Prediction {
+        base,
+        target,
+        stages,
+        notes,
+    };
+    retime(&mut p);
+    Ok(p)
+}
+
+/// The checks every target must pass, whatever the traces hold.
+fn check_target(base: &Baseline, target: &Target) -> Result<(), PredictError> {
+    let c = target.config;
+    if c.tp == 0 || c.dp == 0 || c.pp == 0 || c.microbatches == 0 {
+        return Err(PredictError::InvalidTarget(
+            "tp, dp, pp and micro-batches must be at least 1".into(),
+        ));
+    }
+    if structural_change(base, target) && c.layers < c.pp {
+        return Err(PredictError::InvalidTarget(format!(
+            "{} layers cannot fill {} pipeline stages",
+            c.layers, c.pp
+        )));
+    }
+    Ok(())
+}
+
+/// The traced graphs as they are, each task tagged with its unit's step
+/// and pass.
+fn traced_stages(base: &Baseline) -> Vec<PredictedStage> {
+    let mut stages = Vec::new();
+    for (i, inp) in base.inputs.iter().enumerate() {
+        let s = &base.structures[i];
+        let mut task_tag = vec![
+            Tag {
+                step: None,
+                pass: None,
+                setup: false
+            };
+            inp.graph.tasks.len()
+        ];
+        for (uref, t) in &identity_plan(i as u32, s) {
+            for &task in &s.units.units[uref.unit as usize].tasks {
+                task_tag[task.idx()] = *t;
+            }
+        }
+        stages.push(PredictedStage {
+            stage: base.stages[i],
+            graph: inp.graph.clone(),
+            origin: (0..inp.graph.tasks.len() as u32)
+                .map(|t| (i as u32, TaskId(t)))
+                .collect(),
+            source: vec![Source::Measured; inp.graph.tasks.len()],
+            primary: i,
+            tag: task_tag,
+            dropped_edges: 0,
+        });
+    }
+    stages
+}
+
+/// Every stage of the pipeline of `c`, planned from the traced stages and
+/// assembled from their templates.
+fn rebuilt_stages(
+    base: &Baseline,
+    c: &Config,
+    notes: &mut Vec<String>,
+) -> Result<Vec<PredictedStage>, PredictError> {
+    for (i, s) in base.structures.iter().enumerate() {
+        if let Some(why) = &s.report.structural_edits_blocked {
+            return Err(PredictError::Unsupported(format!(
+                "{}: structural edits impossible: {why}",
+                base.inputs[i].name
+            )));
+        }
+    }
+    let templates: Vec<Template> = base
+        .templates
+        .iter()
+        .zip(&base.structures)
+        .map(|(g, s)| Template {
+            graph: g,
+            structure: s,
+        })
+        .collect();
+    let sources: Vec<PlanSource> = base
+        .structures
+        .iter()
+        .zip(&base.roles)
+        .zip(&base.stages)
+        .map(|((s, &role), &stage)| PlanSource {
+            structure: s,
+            role,
+            stage,
+        })
+        .collect();
+    let new_stages: Vec<u32> = if c.pp == base.config.pp {
+        base.stages.clone()
+    } else {
+        if !base.complete {
+            return Err(PredictError::Unsupported(
+                "changing the pipeline degree needs the traces of the first and last stages".into(),
+            ));
+        }
+        (0..c.pp).collect()
+    };
+    if c.pp != base.config.pp {
+        notes.push(format!(
+            "pipeline rebuilt: {} stages of {:?} layers, 1F1B order per stage",
+            c.pp,
+            (0..c.pp).map(|s| c.stage_layers(s)).collect::<Vec<_>>()
+        ));
+    }
+    let mut stages = Vec::new();
+    for &stage in &new_stages {
+        // The traced stage itself, with its traced pass order, when the
+        // pipeline and micro-batches are unchanged.
+        let keep = (c.pp == base.config.pp && c.microbatches == base.config.microbatches)
+            .then(|| base.stages.iter().position(|&s| s == stage))
+            .flatten();
+        let t = StageTarget {
+            stage,
+            stages: c.pp,
+            microbatches: c.microbatches,
+            layers: c.stage_layers(stage),
+        };
+        let plan = plan_stage(&sources, t, keep)?;
+        notes.extend(plan.notes.iter().cloned());
+        let a = assemble(&templates, plan.primary, &plan.units);
+        stages.push(PredictedStage {
+            stage,
+            source: vec![Source::Measured; a.graph.tasks.len()],
+            graph: a.graph,
+            origin: a.origin,
+            primary: plan.primary,
+            tag: a.tag,
+            dropped_edges: a.dropped_edges,
+        });
+    }
+    if c.layers != base.config.layers {
+        notes.push(format!(
+            "layers cloned from (or removed around) the middle layer of every pass, {} -> {} in all",
+            base.config.layers, c.layers
+        ));
+    }
+    Ok(stages)
+}
+
+/// What each edit assumes, in words.
+fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
+    let (b, c) = (&base.config, &t.config);
+    let mut out = Vec::new();
+    let net = base.network.model();
+    let spans = |class: GroupClass, cfg: &Config| {
+        let l = Layout::of(cfg);
+        let r: Vec<usize> = l
+            .group(
+                class,
+                Coord {
+                    tp: 0,
+                    dp: 0,
+                    pp: 0,
+                },
+            )
+            .iter()
+            .map(|&x| x as usize)
+            .collect();
+        if net.spans_nodes(&r) {
+            "across nodes"
+        } else {
+            "inside a node"
+        }
+    };
+    if c.dp != b.dp {
+        out.push(format!(
+            "data parallel {} -> {}: weak scaling (per-rank batch unchanged); only data-parallel              collectives re-timed, over ranks in Megatron order (tensor index fastest), {} of {} GPUs              ({}){}",
+            b.dp,
+            c.dp,
+            spans(GroupClass::Data, c),
+            net.gpus_per_node,
+            if base.network.calibrated_for(
+                &Layout::of(c).group(GroupClass::Data, Coord { tp: 0, dp: 0, pp: 0 })
+            ) {
+                "calibrated link"
+            } else {
+                "link not seen in the trace: preset values"
+            },
+            if base.distributed_optimizer {
+                "; optimizer work per rank x traced dp / new dp (distributed optimizer)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if c.tp != b.tp {
+        out.push(format!(
+            "tensor parallel {} -> {}: every GEMM and attention kernel sharded (FLOPs x {}/{}),              activation kernels in layers x {}/{}{}; tensor-parallel collectives keep their bytes              over the new group ({}); parameters per rank x {}/{}; a group of one issues no collectives              (kernels kept at zero length, their CPU launch cost stays)",
+            b.tp,
+            c.tp,
+            b.tp,
+            c.tp,
+            b.tp,
+            c.tp,
+            if base.sequence_parallel {
+                " (sequence parallel)"
+            } else {
+                " (GELU only: no sequence parallelism)"
+            },
+            spans(GroupClass::Tensor, c),
+            b.tp,
+            c.tp
+        ));
+    }
+    if c.hidden != b.hidden || c.ffn != b.ffn {
+        out.push(format!(
+            "hidden {} -> {}, ffn {} -> {}: GEMM dimensions equal to h, 3h/tp, h/tp scale with the              hidden size and those equal to ffn, ffn/tp with the FFN size (heads unchanged, so head              size grows); attention x h ratio; element-wise kernels in layers x their tensor's ratio;              tensor-parallel, pipeline and gradient bytes scale with activations and parameters;              kernels outside layers other than GEMMs (embedding, loss) kept",
+            b.hidden, c.hidden, b.ffn, c.ffn
+        ));
+        if c.ffn != b.ffn
+            && base.config.ffn > 0
+            && base.config.ffn / base.config.tp.max(1) as u64 == base.config.hidden
+        {
+            out.push("ffn/tp equals the hidden size in the trace: GEMM dimensions of that size are taken as hidden".into());
+        }
+    }
+    if c.microbatches != b.microbatches {
+        out.push(format!(
+            "micro-batches {} -> {}: forward and backward passes copied (the last backward, which              carries the gradient reduction, stays last), 1F1B order rebuilt",
+            b.microbatches, c.microbatches
+        ));
+    }
+    if !t.scales.is_empty() {
+        out.push(format!(
+            "kernel speed-ups applied after every model: {}",
+            t.scales
+                .iter()
+                .map(|k| format!("{:?} x{}", k.select, k.factor))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some((_, what)) = &t.network {
+        out.push(format!(
+            "collectives re-timed with the {what} network: traced + T_target(new) - T_calibrated(traced)"
+        ));
+    }
+    if c.layers != b.layers || c.hidden != b.hidden || c.tp != b.tp || c.pp != b.pp {
+        out.push(
+            "optimizer and gradient-zeroing kernels scale with the stage's parameters (per layer from              the layer's GEMM weights, the rest from the traced gradient bytes)"
+                .into(),
+        );
+    }
+    if base.inputs.len() > 1 && (c != b || !t.scales.is_empty() || t.network.is_some()) {
+        out.push(
+            "stages replayed together: each send/receive pair a one-way rendezvous (eager send) and              the gradient-norm all-reduce a rendezvous, with modelled transfer times"
+                .into(),
+        );
+    }
+    out.into_iter()
+        .map(|n| n.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+impl<'b> Prediction<'b> {
+    /// True when the target is the traced configuration with no speed-ups
+    /// and no other network.
+    pub fn is_identity(&self) -> bool {
+        self.target.config == self.base.config
+            && self.target.scales.iter().all(|k| k.factor == 1.0)
+            && self.target.network.is_none()
+    }
+
+    fn with(&self, f: impl FnOnce(&mut Target)) -> Result<Prediction<'b>, PredictError> {
+        let mut t = self.target.clone();
+        f(&mut t);
+        realize(self.base, t)
+    }
+
+    /// The same target with every stage rebuilt from its units (planning
+    /// and assembly, as structural edits do) even where the structure is
+    /// unchanged: on the traced configuration it replays as the trace does,
+    /// which checks the machinery.
+    pub fn rebuilt(&self) -> Result<Prediction<'b>, PredictError> {
+        realize_with(self.base, self.target.clone(), true)
+    }
+
+    /// Data-parallel degree (weak scaling: the per-rank batch stays, only
+    /// the data-parallel collectives change).
+    pub fn with_dp(&self, dp: u32) -> Result<Prediction<'b>, PredictError> {
+        self.with(|t| t.config.dp = dp)
+    }
+
+    /// Tensor-parallel degree: GEMMs and attention sharded over `tp`,
+    /// tensor-parallel collectives over the new group.
+    pub fn with_tp(&self, tp: u32) -> Result<Prediction<'b>, PredictError> {
+        self.with(|t| t.config.tp = tp)
+    }
+
+    /// Pipeline-parallel degree: layers regrouped into `pp` stages, each
+    /// with its 1F1B order.
+    pub fn with_pp(&self, pp: u32) -> Result<Prediction<'b>, PredictError> {
+        self.with(|t| t.config.pp = pp)
+    }
+
+    /// Micro-batches per step.
+    pub fn with_microbatches(&self, m: u32) -> Result<Prediction<'b>, PredictError> {
+        self.with(|t| t.config.microbatches = m)
+    }
+
+    /// Transformer layers in the whole model.
+    pub fn with_layers(&self, layers: u32) -> Result<Prediction<'b>, PredictError> {
+        self.with(|t| t.config.layers = layers)
+    }
+
+    /// Hidden size; the FFN size follows in proportion unless set too.
+    pub fn with_hidden(&self, hidden: u64) -> Result<Prediction<'b>, PredictError> {
+        let base = self.base.config;
+        if base.hidden == 0 {
+            return Err(PredictError::Unsupported(
+                "the hidden size was not found in the trace (no GEMM shapes)".into(),
+            ));
+        }
+        self.with(|t| {
+            if t.config.ffn == base.ffn && base.hidden > 0 {
+                t.config.ffn =
+                    (base.ffn as f64 * hidden as f64 / base.hidden as f64).round() as u64;
+            }
+            t.config.hidden = hidden;
+        })
+    }
+
+    /// FFN size.
+    pub fn with_ffn(&self, ffn: u64) -> Result<Prediction<'b>, PredictError> {
+        if self.base.config.ffn == 0 {
+            return Err(PredictError::Unsupported(
+                "the FFN size was not found in the trace (no GEMM shapes)".into(),
+            ));
+        }
+        self.with(|t| t.config.ffn = ffn)
+    }
+
+    /// A kernel speed-up.
+    pub fn with_kernel_scale(&self, k: KernelScale) -> Result<Prediction<'b>, PredictError> {
+        self.with(|t| t.scales.push(k))
+    }
+
+    /// Another network.
+    pub fn with_network(
+        &self,
+        net: NetworkModel,
+        what: String,
+    ) -> Result<Prediction<'b>, PredictError> {
+        self.with(|t| t.network = Some((net, what)))
+    }
+
+    /// GPU time per duration source, ns, summed over stages.
+    pub fn gpu_time_by_source(&self) -> Vec<(Source, i64)> {
+        let mut m: std::collections::BTreeMap<Source, i64> = Default::default();
+        for st in &self.stages {
+            for (t, s) in st.graph.tasks.iter().zip(&st.source) {
+                if t.kind.is_gpu() {
+                    *m.entry(*s).or_default() += t.duration_ns;
+                }
+            }
+        }
+        m.into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assemble::identity_plan;
+    use crate::testutil::{baseline, inputs};
+
+    fn target(base: &Baseline, f: impl FnOnce(&mut Config)) -> Target {
+        let mut config = base.config;
+        f(&mut config);
+        Target {
+            config,
+            scales: Vec::new(),
+            network: None,
+        }
+    }
+
+    #[test]
+    fn targets_are_checked_before_anything_is_built() {
+        let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
+        let e = check_target(&base, &target(&base, |c| c.dp = 0)).unwrap_err();
+        assert!(matches!(e, PredictError::InvalidTarget(_)) && e.is_usage());
+        assert_eq!(
+            e.to_string(),
+            "tp, dp, pp and micro-batches must be at least 1"
+        );
+        let e = check_target(&base, &target(&base, |c| c.layers = 1)).unwrap_err();
+        assert_eq!(e.to_string(), "1 layers cannot fill 2 pipeline stages");
+        assert!(check_target(&base, &target(&base, |c| c.layers = 2)).is_ok());
+        // Without a structural change the layer count is not checked.
+        assert!(!structural_change(&base, &target(&base, |c| c.tp = 4)));
+        assert!(structural_change(
+            &base,
+            &target(&base, |c| c.microbatches = 3)
+        ));
+    }
+
+    #[test]
+    fn traced_stages_are_the_traced_graphs_tagged_by_unit() {
+        let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
+        let stages = traced_stages(&base);
+        assert_eq!(stages.len(), 2);
+        for (i, st) in stages.iter().enumerate() {
+            let inp = &base.inputs[i];
+            assert_eq!((st.stage, st.primary), (base.stages[i], i));
+            assert_eq!(st.graph.tasks.len(), inp.graph.tasks.len());
+            assert!(st
+                .origin
+                .iter()
+                .enumerate()
+                .all(|(t, o)| *o == (i as u32, TaskId(t as u32))));
+            let s = &base.structures[i];
+            for (uref, tag) in identity_plan(i as u32, s) {
+                for &t in &s.units.units[uref.unit as usize].tasks {
+                    assert_eq!(st.tag[t.idx()], tag);
+                }
+            }
+            // Some tasks are in passes, some in prologues or epilogues.
+            assert!(st.tag.iter().any(|t| t.pass.is_some()));
+            assert!(st.tag.iter().any(|t| t.setup));
+        }
+    }
+
+    #[test]
+    fn rebuilt_stages_need_editable_traces_of_every_stage() {
+        let mut base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
+        let mut notes = Vec::new();
+        let c = target(&base, |c| c.pp = 4).config;
+        let stages = rebuilt_stages(&base, &c, &mut notes).unwrap();
+        assert_eq!(
+            stages.iter().map(|s| s.stage).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3]
+        );
+        // Each with the traced steps.
+        assert!(stages.iter().all(|s| s.graph.steps.len() == 2));
+        assert_eq!(
+            notes[0],
+            "pipeline rebuilt: 4 stages of [1, 1, 1, 1] layers, 1F1B order per stage"
+        );
+        base.structures[1].report.structural_edits_blocked = Some("no layers".into());
+        let e = rebuilt_stages(&base, &c, &mut notes).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "rank1: structural edits impossible: no layers"
+        );
+        // Only the first stage of two: the pipeline cannot be rebuilt.
+        let first = inputs("gpt-tiny", None, [1, 2, 1, 2]).remove(0);
+        let half = Baseline::new(vec![first]).unwrap();
+        assert!(!half.complete);
+        let e = rebuilt_stages(&half, &c, &mut notes).unwrap_err();
+        assert!(matches!(e, PredictError::Unsupported(_)));
+        assert_eq!(
+            e.to_string(),
+            "changing the pipeline degree needs the traces of the first and last stages"
+        );
+    }
+
+    #[test]
+    fn notes_say_what_each_edit_assumes() {
+        let base = baseline("gpt-tiny", None, [2, 2, 2, 2]);
+        assert!(edit_notes(&base, &target(&base, |_| {})).is_empty());
+        let notes = edit_notes(&base, &target(&base, |c| c.dp = 8));
+        assert!(
+            notes[0].starts_with("data parallel 2 -> 8: weak scaling"),
+            "{}",
+            notes[0]
+        );
+        // Several traced stages replayed together.
+        assert!(notes
+            .last()
+            .unwrap()
+            .starts_with("stages replayed together"));
+        // Whitespace is collapsed.
+        assert!(notes.iter().all(|n| !n.contains("  ")));
+        let notes = edit_notes(&base, &target(&base, |c| c.layers = 8));
+        assert!(notes[0].starts_with("optimizer and gradient-zeroing kernels scale"));
+        let mut t = target(&base, |_| {});
+        t.scales.push("class:gemm=0.5".parse().unwrap());
+        assert_eq!(
+            edit_notes(&base, &t)[0],
+            "kernel speed-ups applied after every model: Gemm x0.5"
+        );
+    }
+
+    #[test]
+    fn shape_edits_need_the_shapes() {
+        let mut base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        base.config.hidden = 0;
+        base.config.ffn = 0;
+        let id = base.identity();
+        for e in [id.with_hidden(2048).err(), id.with_ffn(2048).err()] {
+            assert!(matches!(e, Some(PredictError::Unsupported(_))));
+        }
+    }
+}

@@ -1,0 +1,749 @@
+//! Durations: every task of the predicted stages re-timed from its traced
+//! duration and the change from the baseline configuration to the target
+//! one, each tagged with its [`Source`]:
+//!
+//! | task | new duration | source |
+//! |---|---|---|
+//! | CPU task, copy | as traced | measured |
+//! | GEMM | traced x `T(new flops) / T(old flops)`, fitted curve | scaled |
+//! | attention | traced x the same ratio for `b s^2 h / tp` | scaled |
+//! | memory-bound kernel in a layer | traced x activation ratio (`h/tp` with sequence parallelism, `ffn/tp` for activation functions) | scaled |
+//! | memory-bound kernel in prologue or optimizer | traced x parameter ratio of the stage | scaled |
+//! | other memory-bound kernel | as traced | measured |
+//! | collective | traced + `T_target(new) - T_base(old)` | scaled |
+//! | transfer between coupled stages | `T_target(new)` | modelled (the `couple` module) |
+//!
+//! where `T_base` is the network model calibrated on the trace and
+//! `T_target` the same model, or the one given with `--network`. Kernel
+//! speed-ups multiply last. The identity keeps every traced duration as it
+//! is.
+
+use lumos_models::CollectiveKind;
+
+use crate::assemble::Tag;
+use crate::baseline::Baseline;
+use crate::config::{Config, Coord, Layout};
+use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, WorkClass};
+use crate::edits::{structural_change, PredictedStage, Prediction, Target};
+use crate::models::{CommModel, ComputeModel, Source};
+use crate::plan::StageRole;
+use crate::shapes::GemmShape;
+
+/// Ratios from the baseline configuration to the target one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Ratios {
+    pub hidden: f64,
+    pub ffn: f64,
+    /// Traced tp over target tp: how much a tensor-parallel shard grows.
+    pub tp_shard: f64,
+    /// Traced dp over target dp.
+    pub dp_shard: f64,
+}
+
+impl Ratios {
+    pub(crate) fn of(base: &Config, t: &Config) -> Ratios {
+        let r = |a: u64, b: u64| if a == 0 { 1.0 } else { b as f64 / a as f64 };
+        Ratios {
+            hidden: r(base.hidden, t.hidden),
+            ffn: r(base.ffn, t.ffn),
+            tp_shard: base.tp as f64 / t.tp.max(1) as f64,
+            dp_shard: base.dp as f64 / t.dp.max(1) as f64,
+        }
+    }
+}
+
+/// Which GEMM dimensions of the traced configuration are the hidden size
+/// (`h`, `3h`, or their tensor-parallel shards) and which the FFN size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Dims {
+    hidden: u64,
+    ffn: u64,
+    tp: u64,
+}
+
+impl Dims {
+    fn of(c: &Config) -> Dims {
+        Dims {
+            hidden: c.hidden,
+            ffn: c.ffn,
+            tp: c.tp as u64,
+        }
+    }
+
+    fn hidden_like(&self, v: u64) -> bool {
+        let (h, t) = (self.hidden, self.tp);
+        h > 0 && (v == h || v * t == h || v * t == 3 * h || v == 3 * h)
+    }
+
+    fn ffn_like(&self, v: u64) -> bool {
+        self.ffn > 0 && (v == self.ffn || v * self.tp == self.ffn)
+    }
+
+    /// How a GEMM dimension changes: hidden-like dimensions with the hidden
+    /// size, FFN-like with the FFN size, anything else (tokens, vocabulary)
+    /// not at all. Tensor-parallel sharding is applied once per GEMM by the
+    /// caller.
+    fn ratio(&self, v: u64, r: &Ratios) -> f64 {
+        if self.hidden_like(v) {
+            r.hidden
+        } else if self.ffn_like(v) {
+            r.ffn
+        } else {
+            1.0
+        }
+    }
+}
+
+/// Recomputes every task's duration from its traced one (see the module
+/// docs for the rules). The identity keeps every traced duration as it is.
+pub(crate) fn retime(p: &mut Prediction) {
+    if p.is_identity() {
+        return;
+    }
+    let Prediction {
+        base,
+        target,
+        stages,
+        ..
+    } = p;
+    let rt = Retimer::new(base, target);
+    for st in stages.iter_mut() {
+        let optimizer_ratio = rt.optimizer_ratio(st);
+        for i in 0..st.graph.tasks.len() {
+            let (dur, source) = rt.task(st, i, optimizer_ratio);
+            st.graph.tasks[i].duration_ns = dur.round() as i64;
+            st.source[i] = source;
+        }
+    }
+}
+
+/// What re-timing a task needs besides the task.
+struct Retimer<'a> {
+    base: &'a Baseline,
+    target: &'a Target,
+    r: Ratios,
+    dims: Dims,
+    gemm: &'a dyn ComputeModel,
+    base_net: &'a dyn CommModel,
+    target_net: &'a dyn CommModel,
+    old_layout: Layout,
+    new_layout: Layout,
+    /// Per input: its layer's weights after the edit over before.
+    layer_ratio: Vec<f64>,
+    /// Per input: its shortest memory-bound kernel.
+    floors: Vec<i64>,
+}
+
+impl<'a> Retimer<'a> {
+    fn new(base: &'a Baseline, target: &'a Target) -> Retimer<'a> {
+        let r = Ratios::of(&base.config, &target.config);
+        let dims = Dims::of(&base.config);
+        let base_net: &dyn CommModel = &*base.models.comm;
+        Retimer {
+            base,
+            target,
+            r,
+            dims,
+            gemm: &*base.models.compute,
+            base_net,
+            target_net: match &target.network {
+                Some((n, _)) => n,
+                None => base_net,
+            },
+            old_layout: Layout::of(&base.config),
+            new_layout: Layout::of(&target.config),
+            layer_ratio: layer_ratios(base, dims, &r),
+            floors: memory_floors(base),
+        }
+    }
+
+    /// The ratio the optimizer's (and gradient zeroing's) memory-bound
+    /// kernels scale by on stage `st`: its parameters after the edit over
+    /// before, and with a distributed optimizer over the data-parallel
+    /// shard too.
+    fn optimizer_ratio(&self, st: &PredictedStage) -> f64 {
+        let (base, target, r) = (self.base, self.target, &self.r);
+        let role = StageRole::of(st.stage, target.config.pp);
+        let prim = st.primary;
+        let pc = &base.params[prim];
+        // Parameters outside layers: a stage keeps its own; a rebuilt stage
+        // takes those of the traced stage with its role (embedding on the
+        // first, the output layer's copy on the last, none in the middle).
+        let other_traced = if base.roles[prim] == role {
+            pc.other
+        } else {
+            let of = |r: StageRole| {
+                base.roles
+                    .iter()
+                    .position(|&x| x == r)
+                    .map_or(0.0, |i| base.params[i].other)
+            };
+            match role {
+                StageRole::Middle => 0.0,
+                StageRole::Only => of(StageRole::First),
+                r => of(r),
+            }
+        };
+        let other_new = other_traced * r.hidden * r.tp_shard;
+        // Layers on the new stage: the traced count while the structure is
+        // unchanged (discovery may miscount a stage's layers without that
+        // mattering anywhere else), else the even split of the target.
+        let layers_new = if structural_change(base, target) {
+            target.config.stage_layers(st.stage)
+        } else {
+            pc.layers
+        };
+        let new_total = layers_new as f64 * pc.per_layer * self.layer_ratio[prim] + other_new;
+        let params_ratio = if pc.total() > 0.0 {
+            new_total / pc.total()
+        } else {
+            1.0
+        };
+        params_ratio
+            * if base.distributed_optimizer {
+                r.dp_shard
+            } else {
+                1.0
+            }
+    }
+
+    /// The new duration of task `i` of stage `st` and where it came from.
+    fn task(&self, st: &PredictedStage, i: usize, optimizer_ratio: f64) -> (f64, Source) {
+        let (src, tt) = st.origin[i];
+        let inp = &self.base.inputs[src as usize];
+        let s = &self.base.structures[src as usize];
+        let traced = inp.graph.tasks[tt.idx()].duration_ns;
+        let name = &inp.graph.names[inp.graph.tasks[tt.idx()].name.0 as usize];
+        let work = s.work[tt.idx()];
+        let place = s.role_of_task(tt);
+        let (mut dur, mut source) = match work {
+            WorkClass::Cpu | WorkClass::Copy => (traced as f64, Source::Measured),
+            WorkClass::Gemm(sh) => self.gemm_ns(traced, sh),
+            WorkClass::Attention(dims) => self.attention_ns(traced, dims),
+            WorkClass::Memory => {
+                let floor = self.floors[src as usize];
+                self.memory_ns(traced, name, place, optimizer_ratio, floor)
+            }
+            WorkClass::Comm(ci) => {
+                let c = &s.comms[ci as usize];
+                self.comm_ns(traced, c, src as usize, st.stage, st.tag[i], place)
+            }
+        };
+        if st.graph.tasks[i].kind.is_gpu() {
+            for k in &self.target.scales {
+                if k.select.matches(&work, name) && k.factor != 1.0 {
+                    dur *= k.factor;
+                    if source == Source::Measured {
+                        source = Source::Scaled;
+                    }
+                }
+            }
+        }
+        (dur, source)
+    }
+
+    /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs.
+    fn gemm_ns(&self, traced: i64, sh: GemmShape) -> (f64, Source) {
+        let ratio =
+            self.dims.ratio(sh.k, &self.r) * self.dims.ratio(sh.n, &self.r) * self.r.tp_shard;
+        let g = self.gemm;
+        scaled(
+            traced,
+            g.gemm_ns(sh.flops() * ratio) / g.gemm_ns(sh.flops()),
+        )
+    }
+
+    /// Fused attention: the curve's time ratio for `b s^2 h` scaled with
+    /// the hidden size over tp, or that ratio itself without a shape.
+    fn attention_ns(&self, traced: i64, dims: Option<[u64; 4]>) -> (f64, Source) {
+        let ratio = self.r.hidden * self.r.tp_shard;
+        match dims {
+            Some([b, sq, heads, hd]) => {
+                let fl = 2.0 * (b * sq * sq * heads * hd) as f64;
+                scaled(
+                    traced,
+                    self.gemm.gemm_ns(fl * ratio) / self.gemm.gemm_ns(fl),
+                )
+            }
+            None => scaled(traced, ratio),
+        }
+    }
+
+    /// A memory-bound kernel named `name` at `place`: in a layer with its
+    /// tensor's size, in the prologue or optimizer with the parameters;
+    /// one at the duration `floor` is left alone (its true size is
+    /// unknown).
+    fn memory_ns(
+        &self,
+        traced: i64,
+        name: &str,
+        place: Role,
+        optimizer_ratio: f64,
+        floor: i64,
+    ) -> (f64, Source) {
+        let r = &self.r;
+        let ratio = match place {
+            Role::Pass {
+                part: Part::Layer(_),
+                ..
+            } => {
+                let lower = name.to_ascii_lowercase();
+                if ["gelu", "silu", "swiglu", "relu"]
+                    .iter()
+                    .any(|a| lower.contains(a))
+                {
+                    r.ffn * r.tp_shard
+                } else if self.base.sequence_parallel {
+                    // The sequence-parallel region: tokens / tp.
+                    r.hidden * r.tp_shard
+                } else {
+                    r.hidden
+                }
+            }
+            Role::Prologue { .. } | Role::Epilogue { .. } => optimizer_ratio,
+            _ => 1.0,
+        };
+        if ratio == 1.0 || (traced as f64) <= 1.1 * floor as f64 {
+            (traced as f64, Source::Measured)
+        } else {
+            let (d, s) = scaled(traced, ratio);
+            (d.max(floor as f64), s)
+        }
+    }
+
+    /// The traced and the new ranks of collective `c` of input `src`, now
+    /// on `stage`, and how its bytes change.
+    fn comm_groups(
+        &self,
+        c: &CommInfo,
+        src: usize,
+        stage: u32,
+        tag: Tag,
+        place: Role,
+    ) -> (Vec<i64>, Vec<i64>, f64) {
+        let (base, target, r) = (self.base, self.target, &self.r);
+        let (old_layout, new_layout) = (&self.old_layout, &self.new_layout);
+        let coord_old = coord_of(base, src);
+        let coord_new = Coord {
+            tp: coord_old.tp.min(target.config.tp - 1),
+            dp: coord_old.dp.min(target.config.dp - 1),
+            pp: stage,
+        };
+        let peer = |layout: &Layout, co: Coord, stages: u32| -> Vec<i64> {
+            // Forward receives and backward sends face the previous stage,
+            // the others the next.
+            let prev = matches!(
+                (tag.pass.map(|p| p.0), c.p2p),
+                (Some(PassKind::Forward), Some(P2p::Recv))
+                    | (Some(PassKind::Backward), Some(P2p::Send))
+            );
+            let other = if prev {
+                co.pp.checked_sub(1)
+            } else {
+                Some(co.pp + 1).filter(|&x| x < stages)
+            };
+            let mut v = vec![layout.rank(co)];
+            if let Some(o) = other {
+                v.push(layout.rank(Coord { pp: o, ..co }));
+            }
+            v
+        };
+        let in_layer = matches!(
+            place,
+            Role::Pass {
+                part: Part::Layer(_),
+                ..
+            }
+        );
+        let h = base.config.hidden;
+        match c.class {
+            GroupClass::Data => (
+                nonempty(&c.ranks, || old_layout.group(GroupClass::Data, coord_old)),
+                new_layout.group(GroupClass::Data, coord_new),
+                if in_layer {
+                    self.layer_ratio[src]
+                } else {
+                    r.hidden * r.tp_shard
+                },
+            ),
+            GroupClass::Tensor => (
+                nonempty(&c.ranks, || old_layout.group(GroupClass::Tensor, coord_old)),
+                new_layout.group(GroupClass::Tensor, coord_new),
+                if c.bytes.is_some_and(|b| h > 0 && b % h == 0) {
+                    r.hidden
+                } else {
+                    1.0
+                },
+            ),
+            GroupClass::Pipeline => (
+                peer(old_layout, coord_old, base.config.pp),
+                peer(new_layout, coord_new, target.config.pp),
+                r.hidden
+                    * if base.sequence_parallel {
+                        r.tp_shard
+                    } else {
+                        1.0
+                    },
+            ),
+            GroupClass::ModelParallel => (
+                nonempty(&c.ranks, || {
+                    old_layout.group(GroupClass::ModelParallel, coord_old)
+                }),
+                new_layout.group(GroupClass::ModelParallel, coord_new),
+                1.0,
+            ),
+            GroupClass::Other => (c.ranks.clone(), c.ranks.clone(), 1.0),
+        }
+    }
+
+    /// A collective: traced + `T_target(new) - T_base(old)` over its new
+    /// group and bytes; modelled alone where the traced time waited for
+    /// other stages that are gone, or where the new group is one rank.
+    fn comm_ns(
+        &self,
+        traced: i64,
+        c: &CommInfo,
+        src: usize,
+        stage: u32,
+        tag: Tag,
+        place: Role,
+    ) -> (f64, Source) {
+        let (base, target) = (self.base, self.target);
+        let (old_ranks, new_ranks, bytes_ratio) = self.comm_groups(c, src, stage, tag, place);
+        // A transfer between stages or the reduction over all stages waited
+        // for the other stages in the trace; in a single-stage pipeline
+        // nothing is left to wait for.
+        let waited_for_stages = matches!(c.class, GroupClass::Pipeline | GroupClass::ModelParallel)
+            && base.config.pp > 1
+            && target.config.pp == 1;
+        match c.kind {
+            Some(kind) if waited_for_stages => {
+                let bytes = c.bytes.unwrap_or(0);
+                let new_bytes = (bytes as f64 * bytes_ratio).round() as u64;
+                let t = if new_ranks.len() < 2 {
+                    0.0
+                } else {
+                    self.target_net.collective_ns(kind, new_bytes, &new_ranks)
+                };
+                (t, Source::Modelled)
+            }
+            Some(kind) if old_ranks.len() >= 2 || new_ranks.len() >= 2 => {
+                let bytes = c
+                    .bytes
+                    .unwrap_or_else(|| invert(self.base_net, kind, traced, &old_ranks));
+                let new_bytes = (bytes as f64 * bytes_ratio).round() as u64;
+                let same = new_bytes == bytes && new_ranks == old_ranks && target.network.is_none();
+                if same {
+                    (traced as f64, Source::Measured)
+                } else if new_ranks.len() < 2 {
+                    // A group of one: the collective is not issued (kept as
+                    // an empty kernel).
+                    (0.0, Source::Modelled)
+                } else {
+                    let old_t = self.base_net.collective_ns(kind, bytes, &old_ranks);
+                    let new_t = self.target_net.collective_ns(kind, new_bytes, &new_ranks);
+                    let d = (traced as f64 + new_t - old_t).max(0.0);
+                    let src_tag =
+                        if !base.models.calibrated || base.network.calibrated_for(&new_ranks) {
+                            Source::Scaled
+                        } else {
+                            Source::Modelled
+                        };
+                    (d, src_tag)
+                }
+            }
+            _ => (traced as f64, Source::Measured),
+        }
+    }
+}
+
+/// Per input: the weights of its first forward layer after the edit over
+/// before, from the layer's GEMMs (plus 4 h for layer norms); 1 where the
+/// input has no parameters per layer.
+fn layer_ratios(base: &Baseline, dims: Dims, r: &Ratios) -> Vec<f64> {
+    base.structures
+        .iter()
+        .zip(&base.params)
+        .map(|(s, pc)| {
+            let layer = s
+                .steps
+                .iter()
+                .flat_map(|st| st.passes.iter())
+                .find(|p| p.kind == PassKind::Forward)
+                .and_then(|p| p.layers.first());
+            let new: f64 = layer
+                .map(|us| {
+                    us.iter()
+                        .flat_map(|&u| s.units.units[u as usize].gpu().iter())
+                        .filter_map(|&t| match s.work[t.idx()] {
+                            WorkClass::Gemm(sh) => Some(
+                                (sh.k * sh.n) as f64
+                                    * dims.ratio(sh.k, r)
+                                    * dims.ratio(sh.n, r)
+                                    * r.tp_shard,
+                            ),
+                            _ => None,
+                        })
+                        .sum::<f64>()
+                        + 4.0 * base.config.hidden as f64 * r.hidden
+                })
+                .unwrap_or(0.0);
+            if pc.per_layer > 0.0 {
+                new / pc.per_layer
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}
+
+/// Per input: its shortest memory-bound kernel. Kernels at that floor are
+/// left alone: their true size is unknown.
+fn memory_floors(base: &Baseline) -> Vec<i64> {
+    base.inputs
+        .iter()
+        .zip(&base.structures)
+        .map(|(i, s)| {
+            s.work
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| matches!(w, WorkClass::Memory))
+                .map(|(k, _)| i.graph.tasks[k].duration_ns)
+                .min()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Where the rank of `input` sits in the traced layout.
+fn coord_of(base: &Baseline, input: usize) -> Coord {
+    Layout::of(&base.config).coord(base.inputs[input].ctx.rank as i64)
+}
+
+fn nonempty(v: &[i64], or: impl FnOnce() -> Vec<i64>) -> Vec<i64> {
+    if v.is_empty() {
+        or()
+    } else {
+        v.to_vec()
+    }
+}
+
+/// `traced` times `ratio`, measured when the ratio is 1.
+fn scaled(traced: i64, ratio: f64) -> (f64, Source) {
+    if ratio == 1.0 {
+        (traced as f64, Source::Measured)
+    } else {
+        (traced as f64 * ratio, Source::Scaled)
+    }
+}
+
+/// The message size a collective of measured duration `ns` moves under
+/// `net`, for traces that do not record it.
+fn invert(net: &dyn CommModel, kind: CollectiveKind, ns: i64, ranks: &[i64]) -> u64 {
+    let zero = net.collective_ns(kind, 0, ranks);
+    let per_byte = (net.collective_ns(kind, 1 << 30, ranks) - zero) / (1u64 << 30) as f64;
+    if per_byte <= 0.0 {
+        return 0;
+    }
+    ((ns as f64 - zero).max(0.0) / per_byte) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use lumos_models::{GpuSpec, NetworkModel};
+
+    use super::*;
+    use crate::testutil::baseline;
+
+    /// GEMM time proportional to FLOPs, so that ratios are exact.
+    struct Linear;
+    impl ComputeModel for Linear {
+        fn gemm_ns(&self, flops: f64) -> f64 {
+            flops / 100.0
+        }
+    }
+
+    fn target(base: &Baseline, f: impl FnOnce(&mut Config)) -> Target {
+        let mut config = base.config;
+        f(&mut config);
+        Target {
+            config,
+            scales: Vec::new(),
+            network: None,
+        }
+    }
+
+    fn config(tp: u32, hidden: u64, ffn: u64) -> Config {
+        Config {
+            tp,
+            dp: 4,
+            pp: 1,
+            microbatches: 1,
+            layers: 1,
+            hidden,
+            ffn,
+        }
+    }
+
+    #[test]
+    fn ratios_and_dimensions() {
+        let r = Ratios::of(&config(2, 1024, 4096), &config(4, 2048, 4096));
+        assert_eq!(
+            (r.hidden, r.ffn, r.tp_shard, r.dp_shard),
+            (2.0, 1.0, 0.5, 1.0)
+        );
+        // Unknown sizes do not change.
+        assert_eq!(Ratios::of(&config(2, 0, 0), &config(2, 5, 5)).hidden, 1.0);
+        let d = Dims::of(&config(2, 1024, 4096));
+        for v in [1024, 512, 1536, 3072] {
+            assert!(d.hidden_like(v), "{v}");
+            assert_eq!(d.ratio(v, &r), 2.0);
+        }
+        for v in [4096, 2048] {
+            assert!(d.ffn_like(v) && !d.hidden_like(v), "{v}");
+            assert_eq!(d.ratio(v, &r), 1.0);
+        }
+        // Tokens and vocabulary stay.
+        assert_eq!(d.ratio(51200, &r), 1.0);
+        assert_eq!(scaled(10, 1.0), (10.0, Source::Measured));
+        assert_eq!(scaled(10, 1.5), (15.0, Source::Scaled));
+    }
+
+    #[test]
+    fn message_sizes_are_recovered_from_durations() {
+        let net = GpuSpec::h100().network;
+        let ranks = [0, 1, 2, 3];
+        for bytes in [1u64 << 20, 1 << 26] {
+            let ns = net.collective_ns(CollectiveKind::AllReduce, bytes, &ranks);
+            let back = invert(&net, CollectiveKind::AllReduce, ns.round() as i64, &ranks);
+            assert!(
+                (back as f64 / bytes as f64 - 1.0).abs() < 1e-3,
+                "{back} vs {bytes}"
+            );
+        }
+        // Shorter than the fixed cost: nothing moved.
+        assert_eq!(invert(&net, CollectiveKind::AllReduce, 1, &ranks), 0);
+    }
+
+    #[test]
+    fn gemms_attention_and_memory_kernels_scale_with_their_sizes() {
+        let base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let comm = base.models.comm.clone();
+        let base = base.with_models(Arc::new(Linear), comm);
+        let t = target(&base, |c| c.hidden = 2048);
+        let rt = Retimer::new(&base, &t);
+        let sh = GemmShape {
+            m: 2048,
+            n: 1536,
+            k: 1024,
+        };
+        // Both weight dimensions are hidden-like.
+        assert_eq!(rt.gemm_ns(1000, sh), (4000.0, Source::Scaled));
+        let tokens_only = GemmShape {
+            m: 2048,
+            n: 51200,
+            k: 77,
+        };
+        assert_eq!(rt.gemm_ns(1000, tokens_only), (1000.0, Source::Measured));
+        assert_eq!(rt.attention_ns(1000, Some([1, 2048, 8, 64])).0, 2000.0);
+        assert_eq!(rt.attention_ns(1000, None), (2000.0, Source::Scaled));
+        let layer = Role::Pass {
+            step: 0,
+            pass: 0,
+            part: Part::Layer(0),
+        };
+        let floor = rt.floors[0];
+        let long = 100 * floor.max(1);
+        // Sequence parallel: element-wise work in a layer is h / tp.
+        assert!(base.sequence_parallel);
+        assert_eq!(
+            rt.memory_ns(long, "vectorized_add", layer, 3.0, floor).0,
+            2.0 * long as f64
+        );
+        // Activation functions scale with the FFN size (unchanged here,
+        // but it follows the hidden size's edit in `with_hidden`).
+        assert_eq!(
+            rt.memory_ns(long, "gelu_kernel", layer, 3.0, floor).1,
+            Source::Measured
+        );
+        let optimizer = Role::Epilogue { step: 0 };
+        assert_eq!(
+            rt.memory_ns(long, "adam", optimizer, 3.0, floor).0,
+            3.0 * long as f64
+        );
+        // At the floor: left alone.
+        assert_eq!(
+            rt.memory_ns(floor, "vectorized_add", layer, 3.0, floor),
+            (floor as f64, Source::Measured)
+        );
+        assert_eq!(
+            rt.memory_ns(long, "x", Role::Outside, 3.0, floor),
+            (long as f64, Source::Measured)
+        );
+    }
+
+    #[test]
+    fn the_optimizer_follows_the_parameters() {
+        let base = baseline("gpt-tiny", None, [1, 1, 2, 2]);
+        let id = base.identity();
+        let st = &id.stages[0];
+        let pc = base.params[0];
+        let t = target(&base, |c| c.layers = 8);
+        let ratio = Retimer::new(&base, &t).optimizer_ratio(st);
+        let want = (8.0 * pc.per_layer + pc.other) / pc.total();
+        assert!((ratio - want).abs() < 1e-12, "{ratio} vs {want}");
+        let t = target(&base, |_| {});
+        assert_eq!(Retimer::new(&base, &t).optimizer_ratio(st), 1.0);
+    }
+
+    #[test]
+    fn collectives_move_by_the_model_s_difference() {
+        let base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let s = &base.structures[0];
+        let c = s
+            .comms
+            .iter()
+            .find(|c| c.class == GroupClass::Data && c.kind.is_some() && c.bytes.is_some())
+            .unwrap();
+        let task = c.task;
+        let traced = base.inputs[0].graph.tasks[task.idx()].duration_ns;
+        let tag = Tag {
+            step: Some(0),
+            pass: None,
+            setup: true,
+        };
+        let place = s.role_of_task(task);
+        let at = |t: &Target| Retimer::new(&base, t).comm_ns(traced, c, 0, 0, tag, place);
+        // Unchanged group and bytes: as traced.
+        assert_eq!(
+            at(&target(&base, |_| {})),
+            (traced as f64, Source::Measured)
+        );
+        // One data-parallel rank: not issued.
+        assert_eq!(at(&target(&base, |c| c.dp = 1)), (0.0, Source::Modelled));
+        // More ranks: traced plus the model's difference.
+        let t = target(&base, |c| c.dp = 8);
+        let (old, new, ratio) = Retimer::new(&base, &t).comm_groups(c, 0, 0, tag, place);
+        assert_eq!(
+            (old.len(), new.as_slice(), ratio),
+            (2, &[0, 2, 4, 6, 8, 10, 12, 14][..], 1.0)
+        );
+        let net = base.network.model();
+        let kind = c.kind.unwrap();
+        let bytes = c.bytes.unwrap();
+        let want = traced as f64 + net.collective_ns(kind, bytes, &new)
+            - net.collective_ns(kind, bytes, &old);
+        let (d, _) = at(&t);
+        assert!((d - want).abs() < 1e-6, "{d} vs {want}");
+        // Another network changes even the unchanged group's time.
+        let mut t = target(&base, |_| {});
+        let slow = NetworkModel {
+            base_latency_us: 1000.0,
+            ..net
+        };
+        t.network = Some((slow, "slow".into()));
+        assert!(at(&t).0 > traced as f64);
+    }
+}
