@@ -204,23 +204,35 @@ fn layer_sequence(layers: &[Vec<u32>], want: usize) -> Vec<&Vec<u32>> {
     }
 }
 
-/// Plans new stage `t` from `sources`. `keep_order` names a source that is
-/// this very stage with the same micro-batch count: its traced pass order
-/// is kept (it may differ from 1F1B); otherwise the 1F1B order is built.
-pub(crate) fn plan_stage(
+/// Where a new stage's units come from: its primary template, whose
+/// processors, steps, prologues and epilogues it keeps, and for each part
+/// of a pass that the primary lacks, another template with whether that
+/// template's point-to-point groups (`true`) or the rest (`false`) are
+/// taken (`None`: the primary's own part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Templates {
+    primary: usize,
+    fwd_pre: Option<(usize, bool)>,
+    fwd_post: Option<(usize, bool)>,
+    bwd_pre: Option<(usize, bool)>,
+    bwd_post: Option<(usize, bool)>,
+}
+
+/// The templates new stage `t` is built from (see the module docs), with
+/// a note where parts come from another stage; `keep_order` names the
+/// traced stage that is this very stage.
+fn templates_for(
     sources: &[Source],
     t: StageTarget,
     keep_order: Option<usize>,
-) -> Result<StagePlan, PredictError> {
+    notes: &mut Vec<String>,
+) -> Result<Templates, PredictError> {
     let role = StageRole::of(t.stage, t.stages);
     let find = |r: StageRole| sources.iter().position(|s| s.role == r);
     let first = find(StageRole::First);
     let last = find(StageRole::Last);
-    let mut notes = Vec::new();
-    // Primary template, and where the parts that the primary lacks come
-    // from.
     let same = keep_order.or_else(|| {
-        // A traced middle stage close to this one.
+        // A traced stage of the same role close to this one.
         let cands: Vec<usize> = (0..sources.len())
             .filter(|&i| sources[i].role == role)
             .collect();
@@ -228,8 +240,15 @@ pub(crate) fn plan_stage(
             .into_iter()
             .min_by_key(|&i| (sources[i].stage as i64 - t.stage as i64).abs())
     });
-    let (primary, fwd_pre_from, fwd_post_from, bwd_pre_from, bwd_post_from) = match (role, same) {
-        (_, Some(p)) => (p, None, None, None, None),
+    let from = |primary, fwd_pre, fwd_post, bwd_pre, bwd_post| Templates {
+        primary,
+        fwd_pre,
+        fwd_post,
+        bwd_pre,
+        bwd_post,
+    };
+    match (role, same) {
+        (_, Some(p)) => Ok(from(p, None, None, None, None)),
         (StageRole::Middle, None) => {
             let (Some(f), Some(l)) = (first, last) else {
                 return Err(PredictError::Unsupported(
@@ -241,7 +260,13 @@ pub(crate) fn plan_stage(
                  loading, with the first stage's send and receive",
                 t.stage
             ));
-            (l, Some((l, true)), Some((f, true)), Some((f, true)), None)
+            Ok(from(
+                l,
+                Some((l, true)),
+                Some((f, true)),
+                Some((f, true)),
+                None,
+            ))
         }
         (StageRole::Only, None) => {
             let (Some(f), Some(l)) = (first, last) else {
@@ -255,19 +280,33 @@ pub(crate) fn plan_stage(
                  last stage's loss head"
                     .into(),
             );
-            (f, Some((f, false)), Some((l, false)), Some((l, false)), Some((f, false)))
+            Ok(from(
+                f,
+                Some((f, false)),
+                Some((l, false)),
+                Some((l, false)),
+                Some((f, false)),
+            ))
         }
         (StageRole::First | StageRole::Last, None) => {
-            return Err(PredictError::Unsupported(format!(
-                "no traced {} stage to build stage {} from (a pipeline needs the traces of its first \
-                 and last stages; from a single-stage trace there are no sends and receives to copy)",
-                if role == StageRole::First { "first" } else { "last" },
-                t.stage
-            )))
+            Err(PredictError::Unsupported(format!(
+            "no traced {} stage to build stage {} from (a pipeline needs the traces of its first \
+             and last stages; from a single-stage trace there are no sends and receives to copy)",
+            if role == StageRole::First { "first" } else { "last" },
+            t.stage
+        )))
         }
-    };
-    let ps = sources[primary].structure;
-    let passes: Vec<(PassKind, u32)> = match keep_order {
+    }
+}
+
+/// The passes of new stage `t`, in order: the traced order of
+/// `keep_order`'s first step, else the 1F1B order.
+fn pass_order(
+    sources: &[Source],
+    t: StageTarget,
+    keep_order: Option<usize>,
+) -> Vec<(PassKind, u32)> {
+    match keep_order {
         Some(k) => sources[k].structure.steps[0]
             .passes
             .iter()
@@ -280,7 +319,70 @@ pub(crate) fn plan_stage(
                 Pass::Backward(k) => (PassKind::Backward, k as u32),
             })
             .collect(),
+    }
+}
+
+/// The units of pass `(kind, k)` of step `si` of new stage `t`, after a
+/// pass of kind `prev`: what comes before the layers and after them, from
+/// the templates `from` names, and `t.layers` layers cloned or removed
+/// from the primary's pass.
+fn pass_units(
+    sources: &[Source],
+    from: &Templates,
+    t: StageTarget,
+    si: usize,
+    (kind, k): (PassKind, u32),
+    prev: Option<PassKind>,
+) -> Result<Vec<UnitRef>, PredictError> {
+    let primary = from.primary;
+    let pass_in = |src: usize| {
+        pick(sources[src].structure, si, kind, k, t.microbatches, prev).ok_or_else(|| {
+            PredictError::Unsupported(format!(
+                "the trace of stage {} has no {kind:?} pass to copy",
+                sources[src].stage
+            ))
+        })
     };
+    let own = pass_in(primary)?;
+    // Part of another template's pass: all of it, or its point-to-point
+    // groups (`true`) or the rest (`false`).
+    let part = |from: Option<(usize, bool)>, pre: bool| -> Result<Vec<UnitRef>, PredictError> {
+        match from {
+            None => Ok(refs(primary, if pre { &own.pre } else { &own.post })),
+            Some((src, p2p)) => {
+                let p = pass_in(src)?;
+                let us = if pre { &p.pre } else { &p.post };
+                let (a, b) = split_p2p(sources[src].structure, us);
+                Ok(refs(src, if p2p { &a } else { &b }))
+            }
+        }
+    };
+    let (pre_from, post_from) = match kind {
+        PassKind::Forward => (from.fwd_pre, from.fwd_post),
+        PassKind::Backward => (from.bwd_pre, from.bwd_post),
+    };
+    let mut units = part(pre_from, true)?;
+    let post = part(post_from, false)?;
+    for layer in layer_sequence(&own.layers, t.layers as usize) {
+        units.extend(refs(primary, layer));
+    }
+    units.extend(post);
+    Ok(units)
+}
+
+/// Plans new stage `t` from `sources`. `keep_order` names a source that is
+/// this very stage with the same micro-batch count: its traced pass order
+/// is kept (it may differ from 1F1B); otherwise the 1F1B order is built.
+pub(crate) fn plan_stage(
+    sources: &[Source],
+    t: StageTarget,
+    keep_order: Option<usize>,
+) -> Result<StagePlan, PredictError> {
+    let mut notes = Vec::new();
+    let from = templates_for(sources, t, keep_order, &mut notes)?;
+    let primary = from.primary;
+    let ps = sources[primary].structure;
+    let passes = pass_order(sources, t, keep_order);
     let mut units: Vec<(UnitRef, Tag)> = Vec::new();
     let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
         for u in lo..hi {
@@ -318,44 +420,7 @@ pub(crate) fn plan_stage(
                 pass: Some((kind, k)),
                 setup: false,
             };
-            let pass_in = |src: usize| {
-                pick(sources[src].structure, si, kind, k, t.microbatches, prev).ok_or_else(|| {
-                    PredictError::Unsupported(format!(
-                        "the trace of stage {} has no {kind:?} pass to copy",
-                        sources[src].stage
-                    ))
-                })
-            };
-            let own = pass_in(primary)?;
-            // Part of another template's pass: all of it, or its
-            // point-to-point groups (`true`) or the rest (`false`).
-            let part =
-                |from: Option<(usize, bool)>, pre: bool| -> Result<Vec<UnitRef>, PredictError> {
-                    match from {
-                        None => Ok(refs(primary, if pre { &own.pre } else { &own.post })),
-                        Some((src, p2p)) => {
-                            let p = pass_in(src)?;
-                            let us = if pre { &p.pre } else { &p.post };
-                            let (a, b) = split_p2p(sources[src].structure, us);
-                            Ok(refs(src, if p2p { &a } else { &b }))
-                        }
-                    }
-                };
-            let (pre_from, post_from) = match kind {
-                PassKind::Forward => (fwd_pre_from, fwd_post_from),
-                PassKind::Backward => (bwd_pre_from, bwd_post_from),
-            };
-            let pre = part(pre_from, true)?;
-            let post = part(post_from, false)?;
-            for r in pre {
-                units.push((r, tag));
-            }
-            for layer in layer_sequence(&own.layers, t.layers as usize) {
-                for r in refs(primary, layer) {
-                    units.push((r, tag));
-                }
-            }
-            for r in post {
+            for r in pass_units(sources, &from, t, si, (kind, k), prev)? {
                 units.push((r, tag));
             }
         }
@@ -374,6 +439,7 @@ pub(crate) fn plan_stage(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discover::P2p;
 
     #[test]
     fn layers_are_cloned_and_removed_in_the_middle() {
@@ -392,5 +458,161 @@ mod tests {
         assert_eq!(StageRole::of(0, 4), StageRole::First);
         assert_eq!(StageRole::of(2, 4), StageRole::Middle);
         assert_eq!(StageRole::of(3, 4), StageRole::Last);
+    }
+
+    /// The structures of a synthesized two-stage pipeline.
+    fn pipeline() -> Vec<Structure> {
+        (0..2)
+            .map(|stage| {
+                let trace = crate::testutil::synth("gpt-tiny", 1, 2, 1, 4, stage);
+                crate::testutil::discovered(&trace).3
+            })
+            .collect()
+    }
+
+    fn sources(s: &[Structure]) -> Vec<Source<'_>> {
+        s.iter()
+            .enumerate()
+            .map(|(i, structure)| Source {
+                structure,
+                role: StageRole::of(i as u32, s.len() as u32),
+                stage: i as u32,
+            })
+            .collect()
+    }
+
+    fn target(stage: u32, stages: u32) -> StageTarget {
+        StageTarget {
+            stage,
+            stages,
+            microbatches: 4,
+            layers: 3,
+        }
+    }
+
+    #[test]
+    fn stages_take_their_parts_by_role() {
+        let s = pipeline();
+        let src = sources(&s);
+        let mut notes = Vec::new();
+        let first = templates_for(&src, target(0, 4), None, &mut notes).unwrap();
+        assert_eq!(
+            (first.primary, first.fwd_pre, first.bwd_post),
+            (0, None, None)
+        );
+        let last = templates_for(&src, target(3, 4), None, &mut notes).unwrap();
+        assert_eq!(last.primary, 1);
+        assert!(notes.is_empty());
+        // A middle stage: the last stage's trace with the first stage's
+        // transfers.
+        let mid = templates_for(&src, target(1, 4), None, &mut notes).unwrap();
+        assert_eq!(
+            mid,
+            Templates {
+                primary: 1,
+                fwd_pre: Some((1, true)),
+                fwd_post: Some((0, true)),
+                bwd_pre: Some((0, true)),
+                bwd_post: None,
+            }
+        );
+        assert!(notes[0].starts_with("stage 1: built from the last stage's trace"));
+        // A single stage: the first stage without transfers, the last
+        // stage's loss head.
+        let only = templates_for(&src, target(0, 1), None, &mut notes).unwrap();
+        assert_eq!(
+            (only.primary, only.fwd_post, only.bwd_pre),
+            (0, Some((1, false)), Some((1, false)))
+        );
+        // From the first stage alone no last stage can be built.
+        let e = templates_for(&src[..1], target(1, 2), None, &mut notes).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("no traced last stage to build stage 1 from"));
+        let e = templates_for(&src[..1], target(1, 3), None, &mut notes).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a middle stage needs the traces of the first and the last stage"
+        );
+    }
+
+    #[test]
+    fn pass_orders_are_kept_or_rebuilt() {
+        let s = pipeline();
+        let src = sources(&s);
+        let order = |o: Vec<(PassKind, u32)>| -> String {
+            o.iter()
+                .map(|(k, m)| {
+                    format!(
+                        "{}{}",
+                        if *k == PassKind::Forward { 'F' } else { 'B' },
+                        m + 1
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            order(pass_order(&src, target(0, 2), Some(0))),
+            s[0].steps[0].order()
+        );
+        assert_eq!(
+            order(pass_order(&src, target(1, 4), None)),
+            "F1 F2 F3 B1 F4 B2 B3 B4"
+        );
+    }
+
+    #[test]
+    fn passes_are_picked_by_kind_neighbour_and_micro_batch() {
+        let s = pipeline();
+        let st = &s[0].steps[0];
+        let index = |p: &PassStructure| st.passes.iter().position(|q| q == p).unwrap();
+        // The last backward carries the gradient reduction: it stays last.
+        let last = pick(&s[0], 0, PassKind::Backward, 5, 6, Some(PassKind::Backward)).unwrap();
+        assert_eq!(last.microbatch, 3);
+        // Another backward: never the last traced one.
+        let b = pick(&s[0], 0, PassKind::Backward, 4, 6, Some(PassKind::Backward)).unwrap();
+        assert!(b.microbatch < 3);
+        // A forward after a forward is copied from one that followed a
+        // forward (F2 in F1 F2 B1 F3 ...).
+        let f = pick(&s[0], 0, PassKind::Forward, 0, 4, Some(PassKind::Forward)).unwrap();
+        assert_eq!(st.passes[index(f) - 1].kind, PassKind::Forward);
+        // A later step than traced: the last traced one.
+        assert!(pick(&s[0], 9, PassKind::Forward, 0, 4, None).is_some());
+    }
+
+    #[test]
+    fn point_to_point_groups_are_told_apart() {
+        let s = pipeline();
+        // The first stage's first forward ends with its send.
+        let f = &s[0].steps[0].passes[0];
+        let (p2p, other) = split_p2p(&s[0], &f.post);
+        assert!(!p2p.is_empty());
+        assert!(p2p.iter().any(|&u| s[0].unit_p2p(u) == Some(P2p::Send)));
+        assert!(other.iter().all(|&u| s[0].unit_p2p(u).is_none()));
+        assert_eq!(p2p.len() + other.len(), f.post.len());
+    }
+
+    #[test]
+    fn a_stage_plan_runs_every_step_with_its_layers() {
+        let s = pipeline();
+        let src = sources(&s);
+        let plan = plan_stage(&src, target(1, 4), None).unwrap();
+        assert_eq!(plan.primary, 1);
+        assert_eq!(plan.notes.len(), 1);
+        for step in 0..2 {
+            let tags: Vec<(PassKind, u32)> = plan
+                .units
+                .iter()
+                .filter(|(_, t)| t.step == Some(step))
+                .filter_map(|(_, t)| t.pass)
+                .collect();
+            let mut passes = tags.clone();
+            passes.dedup();
+            assert_eq!(passes.len(), 8, "four micro-batches, forward and backward");
+        }
+        // Units from both templates.
+        assert!(plan.units.iter().any(|(r, _)| r.src == 0));
+        assert!(plan.units.iter().any(|(r, _)| r.src == 1));
     }
 }

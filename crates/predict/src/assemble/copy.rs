@@ -1,0 +1,272 @@
+//! Copying one unit of the plan: its tasks, then the edges into it and
+//! its blocking calls' waits, re-attached by position.
+
+use lumos_graph::{Collective, Edge, Graph, ProcId, RuntimeDep, ScopeId, Task, TaskId, WaitTarget};
+use rustc_hash::FxHashMap;
+
+use super::{Prepared, Tag, Template, UnitRef, NAME_SEARCH};
+use crate::units::NO_UNIT;
+
+/// One unit copy as the hand-overs need it.
+pub(super) struct Emitted {
+    /// First and last CPU task of the copy, and its thread.
+    pub(super) cpu: Option<(TaskId, TaskId, ProcId)>,
+    pub(super) tag: Tag,
+    /// Whether the unit came right after a backward-thread unit in its
+    /// template.
+    pub(super) after_burst: bool,
+}
+
+/// The state of the copy, unit after unit.
+pub(super) struct Copier {
+    /// Template index and task of each new task.
+    pub(super) origin: Vec<(u32, TaskId)>,
+    pub(super) tag_of: Vec<Tag>,
+    /// Which copy of its template task each new task is.
+    pub(super) copy_no: Vec<u32>,
+    pub(super) copies: FxHashMap<(u32, TaskId), u32>,
+    pub(super) dropped: usize,
+    pub(super) task_scopes: Vec<Option<ScopeId>>,
+    /// (step, template, template task) -> new task, for the new steps.
+    pub(super) step_tasks: FxHashMap<(u32, u32, TaskId), TaskId>,
+    pub(super) step_members: FxHashMap<u32, Vec<TaskId>>,
+    /// Edges leaving a unit for the next task on another processor: (new
+    /// source, target processor, its length after the unit, template edge).
+    pub(super) forward: Vec<(TaskId, ProcId, usize, Edge)>,
+    /// Correlation ids: a copy gets fresh ones (shared by a launch and its
+    /// kernels, which are in one unit), so that the written timeline links
+    /// each launch to its own kernels; the first use of an id keeps it.
+    pub(super) corr_used: FxHashMap<u64, u32>,
+    pub(super) next_corr: u64,
+    pub(super) emitted: Vec<Emitted>,
+}
+
+impl Copier {
+    pub(super) fn new(templates: &[Template], units: usize) -> Copier {
+        Copier {
+            origin: Vec::new(),
+            tag_of: Vec::new(),
+            copy_no: Vec::new(),
+            copies: FxHashMap::default(),
+            dropped: 0,
+            task_scopes: Vec::new(),
+            step_tasks: FxHashMap::default(),
+            step_members: FxHashMap::default(),
+            forward: Vec::new(),
+            corr_used: FxHashMap::default(),
+            next_corr: templates
+                .iter()
+                .flat_map(|t| t.graph.tasks.iter().map(|x| x.correlation))
+                .max()
+                .unwrap_or(0)
+                + 1,
+            emitted: Vec::with_capacity(units),
+        }
+    }
+
+    /// Copies unit `uref` of template `p`, tagged `tag`, to the end of `g`.
+    pub(super) fn unit(&mut self, g: &mut Graph, p: &Prepared, uref: UnitRef, tag: Tag) {
+        let units = &p.t.structure.units;
+        let unit = &units.units[uref.unit as usize];
+        // Where the copy starts on every processor, before it adds tasks.
+        let base_len: Vec<usize> = g.processors.iter().map(|pr| pr.tasks.len()).collect();
+        let new_id = self.copy_tasks(g, p, uref, tag);
+        let steps = &p.t.structure.steps;
+        self.emitted.push(Emitted {
+            cpu: match (unit.cpu().first(), unit.cpu().last()) {
+                (Some(a), Some(b)) => Some((
+                    new_id[a],
+                    new_id[b],
+                    p.proc_map[p.t.graph.tasks[a.idx()].proc.idx()],
+                )),
+                _ => None,
+            },
+            tag,
+            after_burst: uref.unit.checked_sub(1).is_some_and(|prev| {
+                let th = units.units[prev as usize].thread;
+                steps.iter().any(|s| s.backward.contains(&th))
+            }),
+        });
+        self.reattach(g, p, uref, &new_id, &base_len);
+    }
+
+    /// Copies the tasks of unit `uref` of template `p`; returns the new id
+    /// of each.
+    fn copy_tasks(
+        &mut self,
+        g: &mut Graph,
+        p: &Prepared,
+        uref: UnitRef,
+        tag: Tag,
+    ) -> FxHashMap<TaskId, TaskId> {
+        let tg = p.t.graph;
+        let unit = &p.t.structure.units.units[uref.unit as usize];
+        let mut new_id: FxHashMap<TaskId, TaskId> = FxHashMap::default();
+        let mut corr_here: FxHashMap<u64, u64> = FxHashMap::default();
+        for &t in &unit.tasks {
+            let task = &tg.tasks[t.idx()];
+            let correlation = match task.correlation {
+                0 => 0,
+                c => *corr_here
+                    .entry(c)
+                    .or_insert_with(|| match self.corr_used.get(&c) {
+                        Some(&src)
+                            if src != uref.src || self.copies.contains_key(&(uref.src, t)) =>
+                        {
+                            self.next_corr += 1;
+                            self.next_corr - 1
+                        }
+                        _ => {
+                            self.corr_used.insert(c, uref.src);
+                            c
+                        }
+                    }),
+            };
+            let id = TaskId(g.tasks.len() as u32);
+            let proc = p.proc_map[task.proc.idx()];
+            let collective = task.collective.map(|c| {
+                let cl: Collective = tg.collectives[c as usize].clone();
+                g.collectives.push(cl);
+                g.collectives.len() as u32 - 1
+            });
+            g.tasks.push(Task {
+                name: p.name_map[task.name.0 as usize],
+                proc,
+                collective,
+                correlation,
+                ..task.clone()
+            });
+            g.processors[proc.idx()].tasks.push(id);
+            self.task_scopes
+                .push(tg.scope_of(t).map(|s| ScopeId(s.0 + p.scope_off)));
+            new_id.insert(t, id);
+            let n = self.copies.entry((uref.src, t)).or_insert(0);
+            self.copy_no.push(*n);
+            *n += 1;
+            self.origin.push((uref.src, t));
+            self.tag_of.push(tag);
+            if let Some(si) = tag.step {
+                self.step_tasks.entry((si, uref.src, t)).or_insert(id);
+                self.step_members.entry(si).or_default().push(id);
+            }
+        }
+        new_id
+    }
+
+    /// Re-attaches the edges into the copied unit (by position, see the
+    /// module docs), notes those that leave it for the task right after it
+    /// on another processor (added once every unit is in), and copies its
+    /// blocking calls' waits. What cannot be re-attached is counted.
+    fn reattach(
+        &mut self,
+        g: &mut Graph,
+        p: &Prepared,
+        uref: UnitRef,
+        new_id: &FxHashMap<TaskId, TaskId>,
+        base_len: &[usize],
+    ) {
+        let tg = p.t.graph;
+        let unit_of = &p.t.structure.units.unit_of;
+        let unit = &p.t.structure.units.units[uref.unit as usize];
+        for &t in &unit.tasks {
+            let to = new_id[&t];
+            for &ei in &p.incoming[t.idx()] {
+                let e = tg.edges[ei as usize];
+                let from = match new_id.get(&e.from) {
+                    Some(&f) => Some(f),
+                    None if unit_of[e.from.idx()] == NO_UNIT => None,
+                    None => reattach_source(g, p, uref, base_len, e.from, true),
+                };
+                match from {
+                    Some(from) if from != to => g.edges.push(Edge { from, to, ..e }),
+                    _ => self.dropped += 1,
+                }
+            }
+            for &ei in &p.outgoing[t.idx()] {
+                let e = tg.edges[ei as usize];
+                if new_id.contains_key(&e.to) || unit_of[e.to.idx()] == NO_UNIT {
+                    continue;
+                }
+                // Only to the first task after the unit on the target's
+                // processor.
+                let q = tg.tasks[e.to.idx()].proc;
+                let after = p.proc_units[q.idx()].partition_point(|&u| u <= uref.unit);
+                if p.idx_in_proc[e.to.idx()] as usize != after {
+                    continue;
+                }
+                let q2 = p.proc_map[q.idx()];
+                self.forward
+                    .push((to, q2, g.processors[q2.idx()].tasks.len(), e));
+            }
+            for &di in p.rt.get(&t).map_or(&[][..], |v| v.as_slice()) {
+                let d = tg.runtime_deps[di as usize];
+                let target = match d.target {
+                    WaitTarget::StreamTail(s) => Some(WaitTarget::StreamTail(p.proc_map[s.idx()])),
+                    WaitTarget::DeviceTail(dev) => Some(WaitTarget::DeviceTail(dev)),
+                    WaitTarget::Task(x) => new_id
+                        .get(&x)
+                        .copied()
+                        .or_else(|| reattach_source(g, p, uref, base_len, x, false))
+                        .map(WaitTarget::Task),
+                };
+                match target {
+                    Some(target) => g.runtime_deps.push(RuntimeDep {
+                        task: to,
+                        target,
+                        latency_ns: d.latency_ns,
+                    }),
+                    None => self.dropped += 1,
+                }
+            }
+        }
+    }
+}
+
+/// The new source of an edge from template task `s`, outside unit `uref`,
+/// by its position before the unit on its processor: the task as many
+/// places before the copy (whose processors started at `base_len`). With
+/// `by_name`, a task other than the one right before must have the same
+/// name, here or within [`NAME_SEARCH`] places.
+pub(super) fn reattach_source(
+    g: &Graph,
+    p: &Prepared,
+    uref: UnitRef,
+    base_len: &[usize],
+    s: TaskId,
+    by_name: bool,
+) -> Option<TaskId> {
+    let tg = p.t.graph;
+    let q = tg.tasks[s.idx()].proc;
+    let here = p.proc_units[q.idx()].partition_point(|&u| u < uref.unit);
+    let i_s = p.idx_in_proc[s.idx()] as usize;
+    if i_s >= here {
+        return None;
+    }
+    let r = here - 1 - i_s;
+    let q2 = p.proc_map[q.idx()];
+    let base = base_len[q2.idx()];
+    let list = &g.processors[q2.idx()].tasks;
+    if base < r + 1 {
+        return None;
+    }
+    let cand = list[base - 1 - r];
+    if r == 0 || !by_name {
+        return Some(cand);
+    }
+    let want = &tg.names[tg.tasks[s.idx()].name.0 as usize];
+    let named = |c: TaskId| g.names[g.tasks[c.idx()].name.0 as usize] == *want;
+    if named(cand) {
+        return Some(cand);
+    }
+    let center = base - 1 - r;
+    (1..=NAME_SEARCH)
+        .flat_map(|k| {
+            [
+                center.checked_sub(k),
+                Some(center + k).filter(|&i| i < base),
+            ]
+        })
+        .flatten()
+        .map(|i| list[i])
+        .find(|&c| named(c))
+}
