@@ -12,7 +12,7 @@
 //!   --Prediction::simulate--> Outcome (steps, breakdown per stage)
 //! ```
 //!
-//! - [`discover`] finds, in one rank's graph, the step's prologue, the
+//! - [`discover()`] finds, in one rank's graph, the step's prologue, the
 //!   forward and backward pass of each micro-batch with their transformer
 //!   layers (from scopes named like layers, else the repeated block of
 //!   top-level operators), the optimizer epilogue, the GEMMs with their
