@@ -12,6 +12,10 @@
 //! [`match_collectives`], [`align_clocks`] and [`merge`], which gives one
 //! [`JobGraph`] whose matched collectives are [`Rendezvous`] (see the `job`
 //! module's documentation in the source for the matching rules).
+//! [`assemble`] does the per-rank checks and the first stages for a front
+//! end: which file is which rank, duplicates, missing ranks ([`Job`],
+//! [`JobError`]); [`group_by_program`] groups ranks that run the same
+//! communication program.
 #![deny(missing_docs)]
 
 mod build;
@@ -25,9 +29,11 @@ pub use build::build;
 pub use check::{check, Violation};
 pub use dump::dump;
 pub use job::{
-    align_clocks, match_collectives, merge, rank_graph, rank_ranges, ClockAlignment,
-    CollectiveMatch, CommPattern, CommTask, JobGraph, MatchProblem, MatchRule, MatchedSet, Member,
-    ProblemKind, RankGraph, RankPart, Rendezvous, RendezvousKind,
+    align_clocks, assemble, group_by_program, looks_like_job, match_collectives, merge,
+    program_signature, rank_graph, rank_ranges, ClockAlignment, CollectiveMatch, CommPattern,
+    CommTask, Job, JobError, JobGraph, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
+    ProgramSignature, RankGraph, RankGroup, RankInput, RankMeta, RankPart, Rendezvous,
+    RendezvousKind,
 };
 pub use model::*;
 pub use report::{BuildReport, Rule};

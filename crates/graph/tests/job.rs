@@ -404,3 +404,156 @@ fn rank_ranges_are_compact() {
     assert_eq!(rank_ranges(&[3]), "3");
     assert_eq!(rank_ranges(&[]), "");
 }
+
+#[test]
+fn ranks_running_one_program_group_together() {
+    let all = |name| (name, None, CommPattern::Group, Some(64));
+    let send = |peer| ("send", None, CommPattern::Send { peer }, Some(8));
+    let mut ranks: Vec<RankGraph> = (0..4).map(|r| rank(r, &[all("allreduce")])).collect();
+    // Each sends to the next rank: the same program on either.
+    ranks.push(rank(4, &[all("allreduce"), send(5)]));
+    ranks.push(rank(5, &[all("allreduce"), send(6)]));
+    // Sends to a rank behind it: another program.
+    ranks.push(rank(6, &[all("allreduce"), send(5)]));
+    // Another message size.
+    ranks.push(rank(
+        7,
+        &[("allreduce", None, CommPattern::Group, Some(32))],
+    ));
+    let sigs: Vec<_> = ranks.iter().map(program_signature).collect();
+    assert_eq!(sigs[0], sigs[3]);
+    assert_ne!(sigs[0], sigs[7]);
+    // Given in any order, grouped and ordered by representative.
+    let groups = group_by_program(ranks.iter().zip(&sigs).rev().map(|(r, &s)| (r.rank, s)));
+    let found: Vec<(u32, Vec<u32>)> = groups
+        .iter()
+        .map(|g| (g.representative(), g.ranks.clone()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (0, vec![0, 1, 2, 3]),
+            (4, vec![4, 5]),
+            (6, vec![6]),
+            (7, vec![7])
+        ]
+    );
+    assert!(group_by_program([]).is_empty());
+}
+
+/// A hand-made rank as a job input: recorded rank, how it was found, world
+/// size.
+fn input(r: u32, source: lumos_trace::RankSource, world_size: Option<u32>) -> RankInput {
+    let graph = rank(r, &[("allreduce", Some(1), CommPattern::Group, Some(64))]);
+    RankInput {
+        meta: RankMeta {
+            path: format!("/t/rank{r}.json").into(),
+            rank: r,
+            rank_source: source,
+            world_size,
+            base_time_ns: None,
+            warnings: Vec::new(),
+        },
+        graph,
+        report: BuildReport::default(),
+    }
+}
+
+#[test]
+fn assemble_checks_which_file_is_which_rank() {
+    use lumos_trace::RankSource::{Default, DistributedInfo, FileName};
+    let err = |inputs: Vec<RankInput>| assemble(inputs).unwrap_err();
+    assert_eq!(err(Vec::new()), JobError::NoRanks);
+    assert_eq!(
+        err(Vec::new()).to_string(),
+        "no rank of the job could be read"
+    );
+
+    let e = err(vec![
+        input(0, DistributedInfo, Some(2)),
+        input(1, Default, None),
+    ]);
+    assert_eq!(
+        e.to_string(),
+        "/t/rank1.json: cannot tell which rank this file is (no distributedInfo.rank, no \
+         rank<N> in the file name)"
+    );
+    // One file alone may have an assumed rank.
+    assert!(assemble(vec![input(0, Default, None)]).is_ok());
+
+    let mut twice = input(1, FileName, Some(4));
+    twice.meta.path = "/t/again.json".into();
+    let e = err(vec![input(1, DistributedInfo, Some(4)), twice]);
+    assert_eq!(
+        e.to_string(),
+        "rank 1 is claimed by two files: /t/again.json (file_name) and /t/rank1.json \
+         (distributedInfo); give one file per rank"
+    );
+
+    let e = err(vec![
+        input(0, DistributedInfo, Some(2)),
+        input(3, DistributedInfo, Some(2)),
+    ]);
+    assert_eq!(
+        e.to_string(),
+        "/t/rank3.json: rank 3 is outside world size 2"
+    );
+}
+
+#[test]
+fn assemble_sorts_ranks_and_warns_about_missing_ones() {
+    use lumos_trace::RankSource::DistributedInfo;
+    let job = assemble(vec![
+        input(2, DistributedInfo, Some(4)),
+        input(0, DistributedInfo, Some(4)),
+    ])
+    .unwrap();
+    assert_eq!(job.rank_numbers(), [0, 2]);
+    assert_eq!(job.position(2), Some(1));
+    assert_eq!(job.position(1), None);
+    assert_eq!(job.missing, [1, 3]);
+    assert_eq!(job.world_size, Some(4));
+    assert_eq!(
+        job.warnings,
+        [
+            "rank 1, 3 of world size 4 missing (no file): simulating the 2 ranks present; their \
+          collectives rendezvous among those present"
+        ]
+    );
+    assert_eq!(job.matching.sets.len(), 1);
+
+    // World sizes that disagree: the largest wins, with a warning.
+    let job = assemble(vec![
+        input(0, DistributedInfo, Some(2)),
+        input(1, DistributedInfo, Some(3)),
+    ])
+    .unwrap();
+    assert_eq!(job.world_size, Some(3));
+    assert!(
+        job.warnings[0].starts_with(
+            "files disagree on the world size (2 in /t/rank0.json, 3 in /t/rank1.json)"
+        ),
+        "{:?}",
+        job.warnings
+    );
+    assert_eq!(job.missing, [2]);
+}
+
+#[test]
+fn looks_like_job_needs_two_files_of_one_world_size() {
+    let metas = |sizes: &[Option<u32>]| -> Vec<lumos_trace::TraceMeta> {
+        sizes
+            .iter()
+            .map(|&world_size| lumos_trace::TraceMeta {
+                world_size,
+                ..Default::default()
+            })
+            .collect()
+    };
+    let job = |sizes: &[Option<u32>]| looks_like_job(metas(sizes).iter());
+    assert!(job(&[Some(8), Some(8)]));
+    assert!(!job(&[Some(8)]));
+    assert!(!job(&[Some(8), Some(4)]));
+    assert!(!job(&[Some(8), None]));
+    assert!(!job(&[Some(1), Some(1)]));
+}

@@ -353,6 +353,18 @@ pub enum RankSource {
     Default,
 }
 
+impl RankSource {
+    /// Stable name, as reports and messages show it: `distributedInfo`,
+    /// `file_name` or `default`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RankSource::DistributedInfo => "distributedInfo",
+            RankSource::FileName => "file_name",
+            RankSource::Default => "default",
+        }
+    }
+}
+
 /// File-level metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceMeta {

@@ -11,6 +11,13 @@
 //!   --merge--------------> JobGraph (one graph, rendezvous) + Measured on the job timeline
 //! ```
 //!
+//! [`assemble`] runs the first three for a front end: it takes one
+//! [`RankInput`] per file ([`RankInput::from_trace`]), checks that the files
+//! are the distinct ranks of one job, and returns a [`Job`] (or a
+//! [`JobError`]). [`group_by_program`] finds ranks that run the same
+//! communication program, so that a large job can be replayed from one
+//! representative per group.
+//!
 //! Why a rendezvous: on each rank a collective kernel runs from its own start
 //! until the transfer ends, and the transfer cannot end before the last
 //! participant has started. Its measured duration therefore includes the
@@ -25,17 +32,21 @@
 //! derive durations (transfer times), clock offsets and each rank's release
 //! offset on the job timeline.
 
+mod assemble;
 mod clock;
 mod comms;
 mod matching;
 mod merge;
+mod program;
 
+pub use assemble::{assemble, looks_like_job, Job, JobError, RankInput, RankMeta};
 pub use clock::{align_clocks, ClockAlignment};
 pub use comms::{rank_graph, CommPattern, CommTask, RankGraph};
 pub use matching::{
     match_collectives, CollectiveMatch, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
 };
 pub use merge::{merge, JobGraph, RankPart, Rendezvous, RendezvousKind};
+pub use program::{group_by_program, program_signature, ProgramSignature, RankGroup};
 
 /// Formats a sorted list of ranks compactly: `0-2, 5, 7`.
 pub fn rank_ranges(ranks: &[u32]) -> String {
