@@ -1,0 +1,37 @@
+//! Why a report could not be made.
+
+use lumos_predict::PredictError;
+use lumos_sim::SimError;
+
+/// Why a report could not be made: the replay behind it failed, or the
+/// request does not fit the job.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// A trace's graph could not be replayed.
+    #[error("{path}: replay failed")]
+    Replay {
+        /// The trace.
+        path: String,
+        /// Why.
+        #[source]
+        source: SimError,
+    },
+    /// The joint replay of a job's ranks failed.
+    #[error("joint replay of the job failed")]
+    JobReplay(#[source] SimError),
+    /// A what-if names a rank the job does not have.
+    #[error("rank {rank} is not in the job (ranks {ranks})")]
+    RankNotInJob {
+        /// The rank asked for.
+        rank: u32,
+        /// The ranks present, as [`lumos_graph::rank_ranges`] writes them.
+        ranks: String,
+    },
+    /// The traced graphs of a prediction could not be replayed.
+    #[error("replay of the traced graphs")]
+    TracedReplay(#[source] PredictError),
+    /// A prediction could not be replayed.
+    #[error(transparent)]
+    Predict(PredictError),
+}

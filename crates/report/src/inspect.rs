@@ -1,0 +1,233 @@
+//! What the reader and the graph builder found in each file (`lumos
+//! inspect`), and what structure discovery made of it.
+
+use std::collections::BTreeMap;
+
+use lumos_graph::{build, BuildReport, Graph, Measured};
+use lumos_trace::Trace;
+use serde::Serialize;
+
+use crate::job::JobReport;
+use crate::structure::StructureReport;
+use crate::units::us;
+
+/// `lumos inspect --json`: one report per file read, and the job's when
+/// the files are the ranks of one job.
+#[derive(Debug, Clone, Serialize)]
+pub struct InspectOutput {
+    /// Per file, in input order.
+    pub traces: Vec<FileReport>,
+    /// The job: identities, matching and clocks ([`job_report`](crate::job_report)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobReport>,
+}
+
+/// One file's inspection: what the reader kept and skipped, what the
+/// builder made of it, and what discovery found.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    /// The file, as given.
+    pub path: String,
+    /// Its rank.
+    pub rank: u32,
+    /// How the rank was found: `distributedInfo`, `file_name` or
+    /// `default`.
+    pub rank_source: &'static str,
+    /// `distributedInfo.world_size`, if recorded.
+    pub world_size: Option<u32>,
+    /// Size of the JSON text (uncompressed).
+    pub json_bytes: u64,
+    /// Whether the file was gzipped.
+    pub gzipped: bool,
+    /// Events read, kept and skipped.
+    pub events: EventCounts,
+    /// Tasks per kind.
+    pub tasks_by_kind: BTreeMap<&'static str, u64>,
+    /// Edges per dependency kind.
+    pub edges_by_kind: BTreeMap<&'static str, u64>,
+    /// Edges found per kind and rule; `recorded` is true when read from
+    /// `cuda_sync` events rather than inferred.
+    pub inferred: Vec<InferredCount>,
+    /// CPU threads with tasks.
+    pub threads: u64,
+    /// GPU streams with tasks.
+    pub streams: u64,
+    /// The devices the trace lists, as `id: name`.
+    pub devices: Vec<String>,
+    /// Each `ProfilerStep#N`.
+    pub steps: Vec<StepReport>,
+    /// How communication tasks were recognized.
+    pub collectives: CollectiveCounts,
+    /// Median launch latency where the launch held the kernel.
+    pub typical_launch_latency_us: f64,
+    /// The reader's and the builder's warnings.
+    pub warnings: Vec<String>,
+    /// What structure discovery found (lumos-predict).
+    pub structure: StructureReport,
+}
+
+/// What the reader did with the file's events.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventCounts {
+    /// Events in the file.
+    pub total: u64,
+    /// Complete events kept.
+    pub kept: u64,
+    /// Flow events kept.
+    pub flows: u64,
+    /// Events skipped, all reasons.
+    pub skipped: u64,
+    /// Skipped events per category and reason.
+    pub skipped_by_reason: Vec<SkipCount>,
+}
+
+/// Events skipped for one reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkipCount {
+    /// The events' `cat`.
+    pub category: String,
+    /// Why they were skipped.
+    pub reason: &'static str,
+    /// How many.
+    pub count: u64,
+}
+
+/// Edges found by one rule.
+#[derive(Debug, Clone, Serialize)]
+pub struct InferredCount {
+    /// The dependency kind.
+    pub kind: &'static str,
+    /// The rule.
+    pub rule: &'static str,
+    /// True when read from `cuda_sync` events rather than inferred.
+    pub recorded: bool,
+    /// How many edges.
+    pub count: u64,
+}
+
+/// One measured step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    /// The annotation's name (`ProfilerStep#N`).
+    pub name: String,
+    /// The annotation's own length.
+    pub annotation_us: f64,
+    /// Annotation start to the end of the last GPU task launched in it.
+    pub measured_us: f64,
+}
+
+/// Communication tasks and how they were recognized.
+#[derive(Debug, Clone, Serialize)]
+pub struct CollectiveCounts {
+    /// Communication tasks.
+    pub tasks: u64,
+    /// Recognized by a `Collective name` argument.
+    pub by_collective_name_arg: u64,
+    /// Recognized by their kernel's name.
+    pub by_kernel_name: u64,
+    /// Tasks per collective name.
+    pub by_name: BTreeMap<String, u64>,
+}
+
+/// Builds the graph of `trace` and reports on the file, the graph and its
+/// structure.
+pub fn inspect(trace: &Trace) -> FileReport {
+    let (graph, measured, report) = build(trace);
+    file_report(trace, &graph, &measured, &report)
+}
+
+/// The report on `trace`, whose graph `build` gave as `graph`, `measured`
+/// and `report`.
+pub fn file_report(
+    trace: &Trace,
+    graph: &Graph,
+    measured: &Measured,
+    report: &BuildReport,
+) -> FileReport {
+    let spans = lumos_sim::step_spans(graph, &measured.tasks, Some(&measured.step_annotations));
+    let steps = graph
+        .steps
+        .iter()
+        .zip(&measured.step_annotations)
+        .zip(&spans)
+        .map(|((s, a), sp)| StepReport {
+            name: s.name.clone(),
+            annotation_us: us(a.end_ns - a.start_ns),
+            measured_us: us(sp.end_ns - sp.start_ns),
+        })
+        .collect();
+    let mut by_name = BTreeMap::new();
+    for c in &graph.collectives {
+        *by_name.entry(c.name.clone()).or_insert(0) += 1;
+    }
+    let mut warnings = trace.warnings.clone();
+    warnings.extend(report.warnings.iter().cloned());
+    FileReport {
+        path: trace.path.display().to_string(),
+        rank: trace.meta.rank,
+        rank_source: trace.meta.rank_source.as_str(),
+        world_size: trace.meta.world_size,
+        json_bytes: trace.json_bytes,
+        gzipped: trace.gzipped,
+        events: EventCounts {
+            total: trace.events_total,
+            kept: trace.events.len() as u64,
+            flows: trace.flows.len() as u64,
+            skipped: trace.skipped.total(),
+            skipped_by_reason: trace
+                .skipped
+                .counts
+                .iter()
+                .map(|((c, r), n)| SkipCount {
+                    category: c.clone(),
+                    reason: r.as_str(),
+                    count: *n,
+                })
+                .collect(),
+        },
+        tasks_by_kind: report
+            .tasks_by_kind
+            .iter()
+            .map(|(k, n)| (k.as_str(), *n))
+            .collect(),
+        edges_by_kind: report
+            .edges_by_kind
+            .iter()
+            .map(|(k, n)| (k.as_str(), *n))
+            .collect(),
+        inferred: report
+            .inferred
+            .iter()
+            .map(|((k, r), n)| InferredCount {
+                kind: k.as_str(),
+                rule: r.as_str(),
+                recorded: r.is_recorded(),
+                count: *n,
+            })
+            .collect(),
+        threads: report.threads,
+        streams: report.streams,
+        devices: trace
+            .meta
+            .devices
+            .iter()
+            .map(|d| format!("{}: {}", d.id, d.name))
+            .collect(),
+        steps,
+        collectives: CollectiveCounts {
+            tasks: graph.collectives.len() as u64,
+            by_collective_name_arg: report.comm_by_args,
+            by_kernel_name: report.comm_by_name,
+            by_name,
+        },
+        typical_launch_latency_us: us(report.typical_launch_latency_ns),
+        warnings,
+        structure: structure_report(trace, graph, measured),
+    }
+}
+
+/// What structure discovery finds in one trace's graph.
+pub fn structure_report(trace: &Trace, graph: &Graph, measured: &Measured) -> StructureReport {
+    let ctx = lumos_predict::TraceContext::from_trace(trace, measured);
+    StructureReport::from(&lumos_predict::discover(graph, measured, &ctx).report)
+}

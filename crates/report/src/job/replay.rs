@@ -1,0 +1,337 @@
+//! The joint replay of a job and its report: every rank compared with its
+//! measurement on the joint schedule, the job's step (the slowest rank's),
+//! who waited for whom, and the critical path across ranks.
+
+use std::cmp::Reverse;
+
+use lumos_graph::{merge, rank_ranges, Job, JobGraph, Measured, TaskId};
+use lumos_sim::{
+    job_critical_path, rank_waits, rendezvous_times, simulate_job, step_spans, RankWait,
+    RendezvousTimes, Schedule, SimOptions, TaskTimes,
+};
+
+use super::{
+    job_report, CollectiveReport, JobPathReport, JobStep, RankTime, RankWaitReport,
+    RendezvousReport, WaitUs,
+};
+use crate::replay::{compare, critical_path_report, CriticalPath, ReplayOutput, TraceInfo};
+use crate::timeline::{Timeline, TimelineSource};
+use crate::units::{err_pct, us};
+use crate::ReportError;
+
+/// A what-if for one rank of a job: its GPU compute durations (not its
+/// communication) multiplied by `factor`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankScale {
+    /// The rank.
+    pub rank: u32,
+    /// The factor.
+    pub factor: f64,
+}
+
+/// A job replayed jointly: its ranks merged into one graph, their measured
+/// times on the job timeline, and the schedule; the report
+/// ([`JobReplayed::report`]) and each rank's timeline
+/// ([`JobReplayed::timelines`]) are made from it.
+#[derive(Debug)]
+pub struct JobReplayed<'j> {
+    /// The job.
+    pub job: &'j Job,
+    /// Its ranks merged, with the what-if edits applied.
+    pub graph: JobGraph,
+    /// The measured times on the job timeline.
+    pub measured: Measured,
+    /// The joint replay.
+    pub schedule: Schedule,
+    /// The what-if edits, as the report lists them.
+    pub what_if: Vec<String>,
+    /// The merge's warnings.
+    pub merge_warnings: Vec<String>,
+}
+
+/// Merges the ranks of `job`, scales the ranks `scales` name (their CPU
+/// tasks too with `scale_cpu`) and replays them together under `opts`.
+pub fn replay_jointly<'j>(
+    job: &'j Job,
+    opts: &SimOptions,
+    scales: &[RankScale],
+    scale_cpu: bool,
+) -> Result<JobReplayed<'j>, ReportError> {
+    let (mut graph, measured, merge_warnings) = merge(&job.graphs, &job.matching, &job.clock);
+    let mut what_if = Vec::new();
+    for s in scales {
+        let Some(pos) = job.position(s.rank) else {
+            return Err(ReportError::RankNotInJob {
+                rank: s.rank,
+                ranks: rank_ranges(&job.rank_numbers()),
+            });
+        };
+        graph.scale_rank(pos, s.factor, scale_cpu);
+        what_if.push(format!(
+            "rank {}: GPU compute{} x{}",
+            s.rank,
+            if scale_cpu { " and CPU" } else { "" },
+            s.factor
+        ));
+    }
+    let schedule = simulate_job(&graph, opts).map_err(ReportError::JobReplay)?;
+    Ok(JobReplayed {
+        job,
+        graph,
+        measured,
+        schedule,
+        what_if,
+        merge_warnings,
+    })
+}
+
+/// Replays `job` jointly ([`replay_jointly`]) and reports on it: one
+/// [`TraceReplay`](crate::TraceReplay) per rank (as a single-rank replay would, but with the
+/// joint schedule), their summary, and the job report.
+pub fn replay_job(
+    job: &Job,
+    opts: &SimOptions,
+    scales: &[RankScale],
+    scale_cpu: bool,
+) -> Result<ReplayOutput, ReportError> {
+    Ok(replay_jointly(job, opts, scales, scale_cpu)?.report())
+}
+
+/// The replayed times of one rank's own tasks, moved back to its own
+/// window origin (where its measured times are).
+struct RankTimes {
+    start_ns: Vec<i64>,
+    end_ns: Vec<i64>,
+}
+
+impl TaskTimes for RankTimes {
+    fn task_count(&self) -> usize {
+        self.start_ns.len()
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self.start_ns[t.idx()]
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self.end_ns[t.idx()]
+    }
+}
+
+/// The step that sets the job's time: the slowest rank's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slowest {
+    /// The rank's position among the job's ranks.
+    pub pos: usize,
+    /// Its step's length.
+    pub ns: i64,
+}
+
+/// The job's step `k` is the slowest rank's step `k`: for each step every
+/// rank has (`steps[p]` being position `p`'s step lengths), which rank that
+/// is (the lowest position among equals) and how long.
+pub fn slowest_rank_steps(steps: &[Vec<i64>]) -> Vec<Slowest> {
+    let n = steps.iter().map(Vec::len).min().unwrap_or(0);
+    (0..n)
+        .map(|k| {
+            steps
+                .iter()
+                .enumerate()
+                .map(|(pos, s)| Slowest { pos, ns: s[k] })
+                .max_by_key(|s| (s.ns, Reverse(s.pos)))
+                .unwrap_or(Slowest { pos: 0, ns: 0 })
+        })
+        .collect()
+}
+
+impl<'j> JobReplayed<'j> {
+    /// Rank `pos`'s replayed times on its own window origin.
+    fn rank_times(&self, pos: usize) -> RankTimes {
+        let part = &self.graph.ranks[pos];
+        let r = part.tasks.start as usize..part.tasks.end as usize;
+        let shift = part.start_ns;
+        let schedule = &self.schedule;
+        RankTimes {
+            start_ns: schedule.start_ns[r.clone()]
+                .iter()
+                .map(|t| t - shift)
+                .collect(),
+            end_ns: schedule.end_ns[r].iter().map(|t| t - shift).collect(),
+        }
+    }
+
+    /// Each rank's replayed timeline, by position, on its own clock.
+    pub fn timelines(&self) -> impl Iterator<Item = Timeline<'_>> + '_ {
+        (0..self.job.ranks.len()).map(move |pos| {
+            let rank = &self.job.graphs[pos];
+            Timeline::with_times(
+                &TimelineSource::of_rank(&self.job.ranks[pos]),
+                &rank.graph,
+                &rank.measured,
+                Box::new(self.rank_times(pos)),
+            )
+        })
+    }
+
+    /// Every rank compared with its measurement, their summary, and the
+    /// job report.
+    pub fn report(&self) -> ReplayOutput {
+        let job = self.job;
+        let mut traces = Vec::with_capacity(job.ranks.len());
+        let mut measured_steps = Vec::with_capacity(job.ranks.len());
+        let mut replayed_steps = Vec::with_capacity(job.ranks.len());
+        for (pos, meta) in job.ranks.iter().enumerate() {
+            let g = &job.graphs[pos].graph;
+            let m = &job.graphs[pos].measured;
+            let times = self.rank_times(pos);
+            let lengths = |spans: Vec<lumos_graph::Span>| -> Vec<i64> {
+                spans.iter().map(|s| s.end_ns - s.start_ns).collect()
+            };
+            measured_steps.push(lengths(step_spans(g, &m.tasks, Some(&m.step_annotations))));
+            replayed_steps.push(lengths(step_spans(g, &times, None)));
+            let info = TraceInfo::new(
+                meta.path.display().to_string(),
+                meta.rank,
+                &meta.warnings,
+                &job.reports[pos],
+            );
+            traces.push(compare(info, g, m, &times, self.rank_critical_path(pos)));
+        }
+        let mut report = job_report(job);
+        report.warnings.extend(self.merge_warnings.iter().cloned());
+        let n_steps = measured_steps.iter().map(Vec::len).min().unwrap_or(0);
+        if measured_steps.iter().any(|s| s.len() != n_steps) {
+            report.warnings.push(format!(
+                "ranks recorded different numbers of steps; comparing the first {n_steps}"
+            ));
+        }
+        report.what_if = self.what_if.clone();
+        report.steps = Some(self.job_steps(&measured_steps, &replayed_steps));
+        let (collectives, waiting) = self.rendezvous_reports();
+        report.collectives = Some(collectives);
+        report.waiting = Some(waiting);
+        report.critical_path = self.job_critical_path();
+        let mut out = ReplayOutput::of_traces(traces);
+        out.job = Some(report);
+        out
+    }
+
+    /// The critical path from rank `pos`'s last task, across ranks.
+    fn rank_critical_path(&self, pos: usize) -> Option<CriticalPath> {
+        let part = &self.graph.ranks[pos];
+        let last = (part.tasks.start..part.tasks.end)
+            .max_by_key(|&t| (self.schedule.end_ns[t as usize], Reverse(t)))
+            .map(TaskId)?;
+        let cp = job_critical_path(&self.graph, &self.schedule, last, 10);
+        Some(critical_path_report(&self.graph.graph, &cp.summary))
+    }
+
+    /// The job's steps: each the slowest rank's, measured and replayed
+    /// apart.
+    fn job_steps(&self, measured: &[Vec<i64>], replayed: &[Vec<i64>]) -> Vec<JobStep> {
+        let job = self.job;
+        slowest_rank_steps(measured)
+            .into_iter()
+            .zip(slowest_rank_steps(replayed))
+            .enumerate()
+            .map(|(k, (m, r))| JobStep {
+                index: k,
+                name: job.graphs[m.pos].graph.steps[k].name.clone(),
+                measured_us: us(m.ns),
+                replayed_us: us(r.ns),
+                error_pct: err_pct(m.ns, r.ns),
+                slowest_rank_measured: job.ranks[m.pos].rank,
+                slowest_rank_replayed: job.ranks[r.pos].rank,
+            })
+            .collect()
+    }
+
+    /// Per matched collective, who waited and the transfer; per rank, its
+    /// waiting: measured and replayed.
+    fn rendezvous_reports(&self) -> (Vec<CollectiveReport>, Vec<RankWaitReport>) {
+        let job = self.job;
+        let m_rv = rendezvous_times(&self.graph, &self.measured.tasks);
+        let r_rv = rendezvous_times(&self.graph, &self.schedule);
+        let collectives = job
+            .matching
+            .sets
+            .iter()
+            .enumerate()
+            .map(|(i, s)| CollectiveReport {
+                label: s.label.clone(),
+                rule: s.rule.as_str(),
+                name: s.name.clone(),
+                bytes: s.bytes,
+                ranks: s
+                    .members
+                    .iter()
+                    .map(|m| job.ranks[m.rank_pos as usize].rank)
+                    .collect(),
+                measured: self.rendezvous_report(i, &m_rv[i]),
+                replayed: self.rendezvous_report(i, &r_rv[i]),
+            })
+            .collect();
+        let m_wait = rank_waits(&self.graph, &m_rv);
+        let r_wait = rank_waits(&self.graph, &r_rv);
+        let waiting = job
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(p, meta)| RankWaitReport {
+                rank: meta.rank,
+                measured: wait_us(&m_wait[p]),
+                replayed: wait_us(&r_wait[p]),
+            })
+            .collect();
+        (collectives, waiting)
+    }
+
+    fn rendezvous_report(&self, i: usize, t: &RendezvousTimes) -> RendezvousReport {
+        let rank_of = |task: TaskId| self.job.ranks[self.graph.rank_of(task)].rank;
+        RendezvousReport {
+            last_rank: self.graph.rendezvous[i]
+                .tasks
+                .get(t.last)
+                .map(|&x| rank_of(x))
+                .unwrap_or(0),
+            skew_us: us(t.skew_ns()),
+            end_spread_us: us(t.end_spread_ns),
+            wait_us: t.wait_ns.iter().map(|&w| us(w)).collect(),
+            transfer_us: t.transfer_ns.iter().map(|&w| us(w)).collect(),
+            end_us: t
+                .transfer_ns
+                .iter()
+                .map(|&w| us(t.last_start_ns + w))
+                .collect(),
+        }
+    }
+
+    /// The job's critical path: from the end of the rank that finishes
+    /// last.
+    fn job_critical_path(&self) -> Option<JobPathReport> {
+        let job = self.job;
+        let last = self.schedule.last_task()?;
+        let cp = job_critical_path(&self.graph, &self.schedule, last, 10);
+        Some(JobPathReport {
+            from_rank: job.ranks[self.graph.rank_of(last)].rank,
+            rank_changes: cp.rank_changes,
+            per_rank_us: job
+                .ranks
+                .iter()
+                .zip(&cp.per_rank_ns)
+                .filter(|(_, &ns)| ns > 0)
+                .map(|(m, &ns)| RankTime {
+                    rank: m.rank,
+                    us: us(ns),
+                })
+                .collect(),
+            by_bound: critical_path_report(&self.graph.graph, &cp.summary).by_bound,
+        })
+    }
+}
+
+fn wait_us(w: &RankWait) -> WaitUs {
+    WaitUs {
+        wait_us: us(w.wait_ns),
+        caused_us: us(w.caused_ns),
+        last_arrivals: w.last_arrivals,
+    }
+}

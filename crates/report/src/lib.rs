@@ -1,0 +1,88 @@
+//! Reports of lumos: what a front end shows of a trace, a replay, a job or a
+//! prediction, as plain serializable values, and the simulated timelines.
+//!
+//! Every `--json` output of the `lumos` command line is one of this crate's
+//! types, and the command line's tables are formatted from the same values,
+//! so any front end (the CLI, a Python package, an HTML report) gets the
+//! same numbers by calling the same functions:
+//!
+//! - [`inspect`] a trace: what the reader kept and skipped, what the graph
+//!   builder found, what structure discovery found ([`FileReport`]).
+//! - [`replay_trace`] a trace: steps, window, breakdown, GPU-busy timeline
+//!   and critical path, replayed against measured ([`TraceReplay`]), and
+//!   [`summarize`] many. [`replay`] keeps the graph and schedule for the
+//!   replayed [`Timeline`].
+//! - A job ([`lumos_graph::Job`], from [`lumos_graph::assemble`]):
+//!   [`job_report`] (identities, matching, clocks) and [`replay_job`] (the
+//!   joint replay: every rank, the job's step as the slowest rank's, who
+//!   waited for whom, the critical path across ranks). [`replay_jointly`]
+//!   keeps the schedule for the ranks' timelines.
+//! - [`predict`]: a prediction against the measured run and its replay
+//!   ([`PredictReport`]), and [`Timeline::predicted`].
+//!
+//! Data flows one way: traces, graphs, schedules and predictions come in
+//! from lumos-trace, lumos-graph, lumos-sim and lumos-predict; reports and
+//! timelines go out. The model types of those crates are not serializable;
+//! the report types here mirror what is shown of them and convert by hand.
+//! Nothing here prints, exits or opens files: a [`Timeline`] writes into any
+//! `io::Write` the caller gives it.
+//!
+//! ```
+//! use std::path::Path;
+//!
+//! let text = r#"{"traceEvents": [
+//!   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10}
+//! ]}"#;
+//! let trace = lumos_trace::read_bytes(Path::new("t.json"), text.as_bytes()).unwrap();
+//! let replay = lumos_report::replay_trace(&trace, &Default::default()).unwrap();
+//! assert_eq!(replay.tasks, 1);
+//! assert_eq!(replay.window.measured_us, 10.0);
+//! assert_eq!(replay.window.replayed_us, 10.0);
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod inspect;
+mod job;
+mod predict;
+mod replay;
+mod structure;
+mod timeline;
+mod units;
+
+use serde::Serialize;
+
+pub use error::ReportError;
+pub use inspect::{
+    file_report, inspect, structure_report, CollectiveCounts, EventCounts, FileReport,
+    InferredCount, InspectOutput, SkipCount, StepReport,
+};
+pub use job::{
+    job_report, replay_job, replay_jointly, slowest_rank_steps, ClockReport, CollectiveReport,
+    JobPathReport, JobReplayed, JobReport, JobStep, MatchingReport, ProblemReport, RankCommReport,
+    RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, Slowest, Spread, WaitUs,
+};
+pub use predict::{
+    predict, predict_report, BreakdownMs, Calibration, Config, GemmCalibration, InputReport,
+    LinkCalibration, PredictReport, StageRow, StepRow,
+};
+pub use replay::{
+    compare, critical_path_report, replay, replay_trace, summarize, BoundShare, BreakdownPair,
+    BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed, StepReplay, Summary,
+    TimelinePair, TraceInfo, TraceReplay,
+};
+pub use structure::{DiscoveredConfig, Finding, GroupReport, PhaseTime, StructureReport};
+pub use timeline::{Timeline, TimelineSource};
+
+/// `lumos demo --json`: the built-in example inspected, replayed, and
+/// replayed with compute kernels twice as fast.
+#[derive(Debug, Clone, Serialize)]
+pub struct DemoOutput {
+    /// The example trace inspected.
+    pub inspect: FileReport,
+    /// Replayed as traced.
+    pub replay: TraceReplay,
+    /// Replayed with compute kernels 2x faster.
+    #[serde(rename = "what_if_compute_x0.5")]
+    pub what_if: TraceReplay,
+}

@@ -1,0 +1,425 @@
+//! A prediction compared with the measured run and its replay (`lumos
+//! predict`): per step, per stage, where the predicted durations came from,
+//! and the calibration of the models. The predictor's configuration and
+//! calibration types are mirrored here as serializable values.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use lumos_predict as lp;
+use lumos_predict::{Baseline, Outcome, Prediction};
+use lumos_sim::{step_spans, Breakdown};
+use serde::Serialize;
+
+use crate::structure::StructureReport;
+use crate::units::ms;
+use crate::ReportError;
+
+/// `lumos predict --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PredictReport {
+    /// The traces predicted from, one per traced stage.
+    pub inputs: Vec<InputReport>,
+    /// The configuration traced.
+    pub traced: Config,
+    /// The configuration predicted.
+    pub target: Config,
+    /// The kernel speed-ups asked for.
+    pub kernel_scales: Vec<String>,
+    /// Per step.
+    pub steps: Vec<StepRow>,
+    /// Mean over steps of the measured step (slowest traced stage).
+    pub mean_measured_ms: f64,
+    /// The same, replayed.
+    pub mean_replayed_ms: f64,
+    /// The same, predicted (slowest predicted stage).
+    pub mean_predicted_ms: f64,
+    /// Predicted over replayed, %.
+    pub change_pct: f64,
+    /// Per predicted stage.
+    pub stages: Vec<StageRow>,
+    /// GPU time per duration source (`measured`, `scaled`, `modelled`),
+    /// summed over stages and steps, ms.
+    pub gpu_ms_by_source: Vec<(&'static str, f64)>,
+    /// True when the stages were replayed together, coupled by their
+    /// transfers.
+    pub coupled: bool,
+    /// How the models were fitted to the traces.
+    pub calibration: Calibration,
+    /// What the prediction assumed.
+    pub assumptions: Vec<String>,
+}
+
+/// One trace predicted from.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputReport {
+    /// The trace, as given.
+    pub path: String,
+    /// Its rank.
+    pub rank: u32,
+    /// Its pipeline stage.
+    pub stage: u32,
+    /// `first`, `middle`, `last` or `only`.
+    pub role: String,
+    /// What discovery found in it.
+    pub structure: StructureReport,
+}
+
+/// One step, measured, replayed and predicted.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRow {
+    /// The step's name (or `step <k>` beyond the traced steps).
+    pub step: String,
+    /// Slowest traced stage, measured.
+    pub measured_ms: f64,
+    /// Slowest traced stage, replayed.
+    pub replayed_ms: f64,
+    /// Slowest predicted stage.
+    pub predicted_ms: f64,
+    /// Predicted over replayed, %.
+    pub change_pct: f64,
+}
+
+/// Where a stage's GPU time went, ms.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct BreakdownMs {
+    /// Compute not overlapped by communication.
+    pub exposed_compute_ms: f64,
+    /// Compute and communication at once.
+    pub overlapped_ms: f64,
+    /// Communication not overlapped by compute.
+    pub exposed_comm_ms: f64,
+    /// No GPU task at all.
+    pub idle_ms: f64,
+    /// The window.
+    pub total_ms: f64,
+}
+
+impl From<Breakdown> for BreakdownMs {
+    fn from(b: Breakdown) -> Self {
+        BreakdownMs {
+            exposed_compute_ms: ms(b.exposed_compute_ns),
+            overlapped_ms: ms(b.overlapped_ns),
+            exposed_comm_ms: ms(b.exposed_comm_ns),
+            idle_ms: ms(b.idle_ns),
+            total_ms: ms(b.total_ns),
+        }
+    }
+}
+
+/// One predicted stage.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageRow {
+    /// Its index in the new pipeline.
+    pub stage: u32,
+    /// Mean step time, ms.
+    pub step_ms: f64,
+    /// The traced stage's replayed breakdown, when the pipeline keeps its
+    /// stages.
+    pub replayed: Option<BreakdownMs>,
+    /// The predicted breakdown.
+    pub predicted: BreakdownMs,
+    /// Edges that could not be re-attached when the stage was built.
+    pub dropped_edges: usize,
+}
+
+/// How the models were fitted to the traces.
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    /// The GEMM efficiency curve.
+    pub gemm: GemmCalibration,
+    /// Per link class.
+    pub network: Vec<LinkCalibration>,
+    /// The preset or file the network model started from.
+    pub network_start: String,
+    /// The network predicted for (`--network`), if another.
+    pub target_network: Option<String>,
+}
+
+/// The training configuration of a whole job (mirrors
+/// [`lumos_predict::Config`]; displayed as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Data-parallel degree.
+    pub dp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+    /// Micro-batches per step.
+    pub microbatches: u32,
+    /// Transformer layers in the whole model.
+    pub layers: u32,
+    /// Hidden size.
+    pub hidden: u64,
+    /// FFN (MLP inner) size.
+    pub ffn: u64,
+}
+
+impl From<lp::Config> for Config {
+    fn from(c: lp::Config) -> Config {
+        Config {
+            tp: c.tp,
+            dp: c.dp,
+            pp: c.pp,
+            microbatches: c.microbatches,
+            layers: c.layers,
+            hidden: c.hidden,
+            ffn: c.ffn,
+        }
+    }
+}
+
+impl From<Config> for lp::Config {
+    fn from(c: Config) -> lp::Config {
+        lp::Config {
+            tp: c.tp,
+            dp: c.dp,
+            pp: c.pp,
+            microbatches: c.microbatches,
+            layers: c.layers,
+            hidden: c.hidden,
+            ffn: c.ffn,
+        }
+    }
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        lp::Config::from(*self).fmt(f)
+    }
+}
+
+/// The GEMM curve fitted to a trace's GEMMs (mirrors
+/// [`lumos_predict::GemmCalibration`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GemmCalibration {
+    /// Peak used, TFLOP/s (only absolute times depend on it).
+    pub peak_tflops: f64,
+    /// Fitted fraction of peak that large GEMMs reach.
+    pub max_efficiency: f64,
+    /// Fitted FLOPs at half that efficiency.
+    pub half_gflops: f64,
+    /// GEMM kernels with shapes used.
+    pub samples: usize,
+    /// Mean |model - measured| / measured over them, %.
+    pub mean_abs_error_pct: f64,
+    /// False when the fit failed and the preset curve is used.
+    pub fitted: bool,
+    /// GPU preset the peak came from.
+    pub gpu: String,
+}
+
+impl From<&lp::GemmCalibration> for GemmCalibration {
+    fn from(g: &lp::GemmCalibration) -> GemmCalibration {
+        GemmCalibration {
+            peak_tflops: g.peak_tflops,
+            max_efficiency: g.max_efficiency,
+            half_gflops: g.half_gflops,
+            samples: g.samples,
+            mean_abs_error_pct: g.mean_abs_error_pct,
+            fitted: g.fitted,
+            gpu: g.gpu.clone(),
+        }
+    }
+}
+
+/// One link class's calibration (mirrors
+/// [`lumos_predict::LinkCalibration`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkCalibration {
+    /// `intra_node` or `inter_node`.
+    pub link: &'static str,
+    /// Collectives used.
+    pub samples: usize,
+    /// Effective bandwidth (bandwidth x efficiency), GB/s, after the fit.
+    pub effective_gbps: f64,
+    /// Factor applied to the preset's latencies.
+    pub latency_scale: f64,
+    /// Mean |model - measured| / measured over the samples, %.
+    pub mean_abs_error_pct: f64,
+    /// False when the trace had no usable collective on this link.
+    pub calibrated: bool,
+}
+
+impl From<&lp::LinkCalibration> for LinkCalibration {
+    fn from(l: &lp::LinkCalibration) -> LinkCalibration {
+        LinkCalibration {
+            link: l.link,
+            samples: l.samples,
+            effective_gbps: l.effective_gbps,
+            latency_scale: l.latency_scale,
+            mean_abs_error_pct: l.mean_abs_error_pct,
+            calibrated: l.calibrated,
+        }
+    }
+}
+
+/// Replays the traced graphs (the identity prediction) and `pred`, and
+/// compares them with the measurement. The prediction's outcome comes back
+/// too, for its timelines ([`Timeline::predicted`](crate::Timeline::predicted)).
+pub fn predict(
+    base: &Baseline,
+    pred: &Prediction,
+) -> Result<(PredictReport, Outcome), ReportError> {
+    let replayed = base
+        .identity()
+        .simulate()
+        .map_err(ReportError::TracedReplay)?;
+    let outcome = pred.simulate().map_err(ReportError::Predict)?;
+    let report = predict_report(base, pred, &replayed, &outcome);
+    Ok((report, outcome))
+}
+
+/// The report of `pred` replayed as `outcome`, `replayed` being the
+/// identity prediction's outcome.
+pub fn predict_report(
+    base: &Baseline,
+    pred: &Prediction,
+    replayed: &Outcome,
+    outcome: &Outcome,
+) -> PredictReport {
+    let (measured_steps, step_names) = measured_steps(base);
+    let steps: Vec<StepRow> = (0..outcome.step_ns.len().max(measured_steps.len()))
+        .map(|k| {
+            let m = measured_steps.get(k).copied().unwrap_or(0);
+            let r = replayed.step_ns.get(k).copied().unwrap_or(0);
+            let p = outcome.step_ns.get(k).copied().unwrap_or(0);
+            StepRow {
+                step: step_names
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| format!("step {k}")),
+                measured_ms: ms(m),
+                replayed_ms: ms(r),
+                predicted_ms: ms(p),
+                change_pct: if r > 0 {
+                    (p - r) as f64 / r as f64 * 100.0
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect();
+    let (mm, mr, mp) = (
+        mean_ms(&measured_steps),
+        mean_ms(&replayed.step_ns),
+        mean_ms(&outcome.step_ns),
+    );
+    PredictReport {
+        inputs: input_reports(base),
+        traced: base.config.into(),
+        target: pred.target.config.into(),
+        kernel_scales: pred
+            .target
+            .scales
+            .iter()
+            .map(|k| format!("{:?} x{}", k.select, k.factor))
+            .collect(),
+        steps,
+        mean_measured_ms: mm,
+        mean_replayed_ms: mr,
+        mean_predicted_ms: mp,
+        change_pct: if mr > 0.0 {
+            (mp - mr) / mr * 100.0
+        } else {
+            0.0
+        },
+        stages: stage_rows(pred, replayed, outcome),
+        gpu_ms_by_source: gpu_ms_by_source(outcome),
+        coupled: outcome.job.coupled,
+        calibration: Calibration {
+            gemm: (&base.gemm).into(),
+            network: base.network.links.iter().map(Into::into).collect(),
+            network_start: base.network.start.clone(),
+            target_network: pred.target.network.as_ref().map(|(_, w)| w.clone()),
+        },
+        assumptions: pred.notes.clone(),
+    }
+}
+
+/// The mean of step lengths, ms (0 without steps).
+fn mean_ms(v: &[i64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<i64>() as f64 / v.len() as f64 / 1e6
+    }
+}
+
+/// Measured step lengths, the slowest traced stage's per step, and the
+/// steps' names.
+fn measured_steps(base: &Baseline) -> (Vec<i64>, Vec<String>) {
+    let mut steps: Vec<i64> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for inp in &base.inputs {
+        let spans = step_spans(
+            &inp.graph,
+            &inp.measured.tasks,
+            Some(&inp.measured.step_annotations),
+        );
+        for (k, sp) in spans.iter().enumerate() {
+            let d = sp.end_ns - sp.start_ns;
+            match steps.get_mut(k) {
+                Some(x) => *x = (*x).max(d),
+                None => {
+                    steps.push(d);
+                    names.push(
+                        inp.graph
+                            .steps
+                            .get(k)
+                            .map_or("window".into(), |s| s.name.clone()),
+                    );
+                }
+            }
+        }
+    }
+    (steps, names)
+}
+
+fn input_reports(base: &Baseline) -> Vec<InputReport> {
+    base.inputs
+        .iter()
+        .zip(&base.structures)
+        .zip(base.stages.iter().zip(&base.roles))
+        .map(|((i, s), (&stage, role))| InputReport {
+            path: i.name.clone(),
+            rank: i.ctx.rank,
+            stage,
+            role: format!("{role:?}").to_ascii_lowercase(),
+            structure: (&s.report).into(),
+        })
+        .collect()
+}
+
+fn stage_rows(pred: &Prediction, replayed: &Outcome, outcome: &Outcome) -> Vec<StageRow> {
+    outcome
+        .stages
+        .iter()
+        .zip(&pred.stages)
+        .map(|(o, st)| StageRow {
+            stage: o.stage,
+            step_ms: mean_ms(&o.step_ns),
+            replayed: replayed
+                .stages
+                .iter()
+                .find(|r| r.stage == o.stage && pred.stages.len() == replayed.stages.len())
+                .map(|r| r.breakdown.into()),
+            predicted: o.breakdown.into(),
+            dropped_edges: st.dropped_edges,
+        })
+        .collect()
+}
+
+fn gpu_ms_by_source(outcome: &Outcome) -> Vec<(&'static str, f64)> {
+    let mut by_source: BTreeMap<lp::Source, i64> = BTreeMap::new();
+    for (t, s) in outcome.job.graph.tasks.iter().zip(&outcome.job.source) {
+        if t.kind.is_gpu() {
+            *by_source.entry(*s).or_default() += t.duration_ns;
+        }
+    }
+    by_source
+        .into_iter()
+        .map(|(s, ns)| (s.as_str(), ns as f64 / 1e6))
+        .collect()
+}

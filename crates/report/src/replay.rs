@@ -1,0 +1,403 @@
+//! Replaying one trace and comparing the replay with the measurement
+//! (`lumos replay`): steps, window, breakdown, GPU-busy timeline and the
+//! critical path, and the summary over many traces.
+
+use lumos_graph::{build, BuildReport, Graph, Measured};
+use lumos_sim::{
+    breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans, whole_span,
+    Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
+};
+use lumos_trace::Trace;
+use serde::Serialize;
+
+use crate::job::JobReport;
+use crate::timeline::{Timeline, TimelineSource};
+use crate::units::{err_pct, us};
+use crate::ReportError;
+
+/// `lumos replay --json`: one replay per trace (per rank, for a job), the
+/// summary over them, and for a job the job's own report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayOutput {
+    /// Per trace, in input order (per rank, ascending, for a job).
+    pub traces: Vec<TraceReplay>,
+    /// Errors over all traces ([`summarize`]).
+    pub summary: Summary,
+    /// The job, when the traces were replayed as one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobReport>,
+}
+
+impl ReplayOutput {
+    /// The output for traces replayed one by one.
+    pub fn of_traces(traces: Vec<TraceReplay>) -> ReplayOutput {
+        ReplayOutput {
+            summary: summarize(&traces),
+            traces,
+            job: None,
+        }
+    }
+}
+
+/// One trace replayed and compared with its measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceReplay {
+    /// The trace file, as given.
+    pub path: String,
+    /// Its rank.
+    pub rank: u32,
+    /// The reader's and the builder's warnings.
+    pub warnings: Vec<String>,
+    /// True when the trace shows signs of events dropped by the profiler;
+    /// such traces are reported apart in the summary.
+    pub flagged: bool,
+    /// Tasks in the graph.
+    pub tasks: usize,
+    /// Each `ProfilerStep#N`.
+    pub steps: Vec<StepReplay>,
+    /// From the first task's start to the last task's end.
+    pub window: Compare,
+    /// Over the window.
+    pub breakdown: BreakdownPair,
+    /// Fraction of each 1 ms bin with at least one GPU stream busy.
+    pub gpu_busy_timeline: TimelinePair,
+    /// The replay's critical path, from the last task to finish.
+    pub critical_path: Option<CriticalPath>,
+}
+
+/// One step, measured and replayed.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReplay {
+    /// The annotation's name.
+    pub name: String,
+    /// Its measured length.
+    pub measured_us: f64,
+    /// Its replayed length.
+    pub replayed_us: f64,
+    /// (replayed - measured) / measured, %.
+    pub error_pct: f64,
+}
+
+/// A length, measured and replayed.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Compare {
+    /// Measured.
+    pub measured_us: f64,
+    /// Replayed.
+    pub replayed_us: f64,
+    /// (replayed - measured) / measured, %.
+    pub error_pct: f64,
+}
+
+/// The GPU breakdown, measured and replayed.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct BreakdownPair {
+    /// Of the measured times.
+    pub measured: BreakdownUs,
+    /// Of the replayed times.
+    pub replayed: BreakdownUs,
+}
+
+/// Where the GPU time of a window went, from the union of busy intervals of
+/// all GPU streams.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct BreakdownUs {
+    /// Compute not overlapped by communication.
+    pub exposed_compute_us: f64,
+    /// Compute and communication at once.
+    pub overlapped_us: f64,
+    /// Communication not overlapped by compute.
+    pub exposed_comm_us: f64,
+    /// No GPU task at all.
+    pub idle_us: f64,
+    /// The window.
+    pub total_us: f64,
+}
+
+impl From<Breakdown> for BreakdownUs {
+    fn from(b: Breakdown) -> BreakdownUs {
+        BreakdownUs {
+            exposed_compute_us: us(b.exposed_compute_ns),
+            overlapped_us: us(b.overlapped_ns),
+            exposed_comm_us: us(b.exposed_comm_ns),
+            idle_us: us(b.idle_ns),
+            total_us: us(b.total_ns),
+        }
+    }
+}
+
+/// The GPU-busy timeline, measured and replayed.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelinePair {
+    /// Bin width.
+    pub bin_us: f64,
+    /// Per bin from the measured window's start, the busy fraction.
+    pub measured: Vec<f64>,
+    /// The same for the replayed window.
+    pub replayed: Vec<f64>,
+}
+
+/// A critical path: what bound each start, walking back from the end.
+#[derive(Debug, Clone, Serialize)]
+pub struct CriticalPath {
+    /// Hops on the path.
+    pub hops: usize,
+    /// Per class of constraint.
+    pub by_bound: Vec<BoundShare>,
+    /// The longest tasks on the path.
+    pub top_tasks: Vec<PathTask>,
+}
+
+/// The hops of a critical path bound by one class of constraint.
+#[derive(Debug, Clone, Serialize)]
+pub struct BoundShare {
+    /// A dependency kind (`intra_thread`, `launch`, ...), `processor`,
+    /// `runtime_sync`, `release` or `rendezvous`.
+    pub bound: String,
+    /// How many hops.
+    pub hops: usize,
+    /// Time waited on them.
+    pub wait_us: f64,
+    /// Time their tasks ran.
+    pub busy_us: f64,
+}
+
+/// A task on a critical path.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathTask {
+    /// Its name.
+    pub name: String,
+    /// Its time on the path.
+    pub us: f64,
+}
+
+/// Errors over many replayed traces.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Summary {
+    /// Over every step of every unflagged trace (whole window where a trace
+    /// has no steps).
+    pub mean_abs_error_pct: f64,
+    /// The largest of them.
+    pub max_abs_error_pct: f64,
+    /// How many errors the mean covers.
+    pub steps: usize,
+    /// The same mean over flagged traces.
+    pub flagged_mean_abs_error_pct: Option<f64>,
+}
+
+/// What a report says about the trace a replay came from.
+#[derive(Debug, Clone)]
+pub struct TraceInfo {
+    /// The trace file, as shown.
+    pub path: String,
+    /// Its rank.
+    pub rank: u32,
+    /// The reader's and the builder's warnings.
+    pub warnings: Vec<String>,
+    /// Signs of dropped events.
+    pub flagged: bool,
+}
+
+impl TraceInfo {
+    /// The information of `trace`, whose graph `build` reported on in
+    /// `report`.
+    pub fn of(trace: &Trace, report: &BuildReport) -> TraceInfo {
+        TraceInfo::new(
+            trace.path.display().to_string(),
+            trace.meta.rank,
+            &trace.warnings,
+            report,
+        )
+    }
+
+    /// The information of a trace at `path` of `rank`, from the reader's
+    /// warnings and the builder's report.
+    pub fn new(path: String, rank: u32, read_warnings: &[String], report: &BuildReport) -> Self {
+        let mut warnings = read_warnings.to_vec();
+        warnings.extend(report.warnings.iter().cloned());
+        TraceInfo {
+            path,
+            rank,
+            warnings,
+            flagged: flagged(report),
+        }
+    }
+}
+
+/// Signs of dropped events, as counted by the graph builder.
+fn flagged(report: &BuildReport) -> bool {
+    report.cpu_holes > 0
+        || report.repeated_correlations > 0
+        || (report.gpu_without_launch > 0
+            && report.gpu_without_launch * 100 > report.tasks_by_kind.values().sum::<u64>())
+}
+
+/// One trace replayed: its graph, measured times and schedule, from which
+/// its report ([`Replayed::report`]) and timeline ([`Replayed::timeline`])
+/// are made.
+#[derive(Debug)]
+pub struct Replayed<'t> {
+    /// The trace.
+    pub trace: &'t Trace,
+    /// Its graph.
+    pub graph: Graph,
+    /// Its measured times.
+    pub measured: Measured,
+    /// What the builder counted.
+    pub build: BuildReport,
+    /// The replay.
+    pub schedule: Schedule,
+}
+
+/// Builds the graph of `trace` and replays it under `opts`.
+pub fn replay<'t>(trace: &'t Trace, opts: &SimOptions) -> Result<Replayed<'t>, ReportError> {
+    let (graph, measured, build) = build(trace);
+    let schedule = simulate(&graph, opts).map_err(|source| ReportError::Replay {
+        path: trace.path.display().to_string(),
+        source,
+    })?;
+    Ok(Replayed {
+        trace,
+        graph,
+        measured,
+        build,
+        schedule,
+    })
+}
+
+/// Replays `trace` under `opts` and compares the replay with the
+/// measurement: [`replay`], then [`Replayed::report`].
+pub fn replay_trace(trace: &Trace, opts: &SimOptions) -> Result<TraceReplay, ReportError> {
+    Ok(replay(trace, opts)?.report())
+}
+
+impl Replayed<'_> {
+    /// The replay compared with the measurement.
+    pub fn report(&self) -> TraceReplay {
+        let critical_path = self.schedule.last_task().map(|last| {
+            let s = critical_path_summary(&self.graph, &self.schedule, last, 10);
+            critical_path_report(&self.graph, &s)
+        });
+        compare(
+            TraceInfo::of(self.trace, &self.build),
+            &self.graph,
+            &self.measured,
+            &self.schedule,
+            critical_path,
+        )
+    }
+
+    /// The replayed timeline, on the trace's own clock.
+    pub fn timeline(&self) -> Timeline<'_> {
+        let source = TimelineSource::of(self.trace);
+        Timeline::replayed(&source, &self.graph, &self.measured, &self.schedule)
+    }
+}
+
+/// Compares replayed times with the measured ones for one rank's graph:
+/// steps, window, breakdown and busy timeline. `times` are the replayed
+/// times of `graph`'s tasks, on the same window origin as `measured`.
+pub fn compare<T: TaskTimes + ?Sized>(
+    info: TraceInfo,
+    graph: &Graph,
+    measured: &Measured,
+    times: &T,
+    critical_path: Option<CriticalPath>,
+) -> TraceReplay {
+    let m_steps = step_spans(graph, &measured.tasks, Some(&measured.step_annotations));
+    let r_steps = step_spans(graph, times, None);
+    let steps = graph
+        .steps
+        .iter()
+        .zip(m_steps.iter().zip(&r_steps))
+        .map(|(s, (m, r))| {
+            let (m, r) = (m.end_ns - m.start_ns, r.end_ns - r.start_ns);
+            StepReplay {
+                name: s.name.clone(),
+                measured_us: us(m),
+                replayed_us: us(r),
+                error_pct: err_pct(m, r),
+            }
+        })
+        .collect();
+    let mw = whole_span(&measured.tasks);
+    let rw = whole_span(times);
+    let (ml, rl) = (mw.end_ns - mw.start_ns, rw.end_ns - rw.start_ns);
+    let bin = 1_000_000;
+    TraceReplay {
+        path: info.path,
+        rank: info.rank,
+        warnings: info.warnings,
+        flagged: info.flagged,
+        tasks: graph.tasks.len(),
+        steps,
+        window: Compare {
+            measured_us: us(ml),
+            replayed_us: us(rl),
+            error_pct: err_pct(ml, rl),
+        },
+        breakdown: BreakdownPair {
+            measured: breakdown(graph, &measured.tasks, mw).into(),
+            replayed: breakdown(graph, times, rw).into(),
+        },
+        gpu_busy_timeline: TimelinePair {
+            bin_us: us(bin),
+            measured: gpu_busy_timeline(graph, &measured.tasks, mw, bin),
+            replayed: gpu_busy_timeline(graph, times, rw, bin),
+        },
+        critical_path,
+    }
+}
+
+/// The report of a critical-path summary; task names come from `graph`.
+pub fn critical_path_report(graph: &Graph, s: &CriticalPathSummary) -> CriticalPath {
+    CriticalPath {
+        hops: s.hops,
+        by_bound: s
+            .by_bound
+            .iter()
+            .map(|b| BoundShare {
+                bound: b.kind.as_str().to_owned(),
+                hops: b.hops,
+                wait_us: us(b.wait_ns),
+                busy_us: us(b.busy_ns),
+            })
+            .collect(),
+        top_tasks: s
+            .top_tasks
+            .iter()
+            .map(|&(t, ns)| PathTask {
+                name: graph.name(t).to_owned(),
+                us: us(ns),
+            })
+            .collect(),
+    }
+}
+
+/// The errors over `traces`: unflagged traces' steps (or whole window,
+/// for a trace without steps) in the mean and maximum, flagged traces'
+/// apart.
+pub fn summarize(traces: &[TraceReplay]) -> Summary {
+    let errs = |flag: bool| -> Vec<f64> {
+        traces
+            .iter()
+            .filter(|t| t.flagged == flag)
+            .flat_map(|t| {
+                if t.steps.is_empty() {
+                    vec![t.window.error_pct.abs()]
+                } else {
+                    t.steps.iter().map(|s| s.error_pct.abs()).collect()
+                }
+            })
+            .collect()
+    };
+    let ok = errs(false);
+    let bad = errs(true);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    Summary {
+        mean_abs_error_pct: mean(&ok),
+        max_abs_error_pct: ok.iter().copied().fold(0.0, f64::max),
+        steps: ok.len(),
+        flagged_mean_abs_error_pct: (!bad.is_empty()).then(|| mean(&bad)),
+    }
+}

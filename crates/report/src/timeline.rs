@@ -1,0 +1,302 @@
+//! Simulated timelines as Kineto traces (open in Perfetto and
+//! chrome://tracing): a graph at its replayed or predicted times, written
+//! through lumos-trace's [`KinetoWriter`] on the clock of the trace it came
+//! from, so that it lines up with the original and reads back as a trace.
+//!
+//! A [`Timeline`] only formats; the caller decides where the bytes go
+//! ([`Timeline::write`] takes any `io::Write`) and names the file
+//! [`Timeline::file_name`].
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use lumos_graph::{Graph, Measured, ProcKind, RankMeta, Span, TaskId, TaskKind};
+use lumos_predict::{Baseline, Outcome, PredictedStage, Prediction};
+use lumos_sim::{annotation_spans, Schedule, TaskTimes};
+use lumos_trace::{Category, DistributedInfo, Fields, KinetoWriter, Layout, Trace};
+
+use crate::units::us;
+
+/// The trace a timeline belongs to: its file (whose name the timeline's
+/// takes), `baseTimeNanoseconds` and rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineSource {
+    /// The trace file.
+    pub path: PathBuf,
+    /// Its `baseTimeNanoseconds`, if recorded.
+    pub base_time_ns: Option<i64>,
+    /// Its rank.
+    pub rank: u32,
+}
+
+impl TimelineSource {
+    /// The source `trace` is.
+    pub fn of(trace: &Trace) -> TimelineSource {
+        TimelineSource {
+            path: trace.path.clone(),
+            base_time_ns: trace.meta.base_time_ns,
+            rank: trace.meta.rank,
+        }
+    }
+
+    /// The source of one rank of a job.
+    pub fn of_rank(meta: &RankMeta) -> TimelineSource {
+        TimelineSource {
+            path: meta.path.clone(),
+            base_time_ns: meta.base_time_ns,
+            rank: meta.rank,
+        }
+    }
+}
+
+/// The file name of `path` without `.json` or `.json.gz`.
+fn stem(path: &Path) -> &str {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("trace")
+        .trim_end_matches(".gz")
+        .trim_end_matches(".json")
+}
+
+/// Arguments each task's event carries besides its times.
+enum TaskArgs<'a> {
+    /// `measured_dur_us`: the task's measured duration.
+    Measured(&'a Measured),
+    /// `source` (where the predicted duration came from) and
+    /// `traced_dur_us` (the duration of the traced task it was made from).
+    Predicted {
+        stage: &'a PredictedStage,
+        base: &'a Baseline,
+    },
+}
+
+impl TaskArgs<'_> {
+    fn add(&self, i: usize, a: &mut Fields) {
+        match self {
+            TaskArgs::Measured(m) => {
+                let m = &m.tasks[i];
+                a.float("measured_dur_us", us(m.end_ns - m.start_ns));
+            }
+            TaskArgs::Predicted { stage, base } => {
+                let (src, t) = stage.origin[i];
+                let traced = base.inputs[src as usize].graph.tasks[t.idx()].duration_ns;
+                a.str("source", stage.source[i].as_str())
+                    .float("traced_dur_us", us(traced));
+            }
+        }
+    }
+}
+
+/// Borrowed times as a boxed [`TaskTimes`].
+struct Borrowed<'a, T: ?Sized>(&'a T);
+
+impl<T: TaskTimes + ?Sized> TaskTimes for Borrowed<'_, T> {
+    fn task_count(&self) -> usize {
+        self.0.task_count()
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self.0.start_of(t)
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self.0.end_of(t)
+    }
+}
+
+/// A graph at simulated times, ready to be written as a Kineto trace.
+pub struct Timeline<'a> {
+    stem: String,
+    base_time_ns: Option<i64>,
+    rank: u32,
+    what: &'static str,
+    graph: &'a Graph,
+    origin_ns: i64,
+    times: Box<dyn TaskTimes + 'a>,
+    args: TaskArgs<'a>,
+}
+
+impl<'a> Timeline<'a> {
+    /// The replayed timeline of `graph`: `times` are its replayed times on
+    /// `measured`'s window origin; each task also carries its measured
+    /// duration (`measured_dur_us`).
+    pub fn replayed<T: TaskTimes + ?Sized>(
+        source: &TimelineSource,
+        graph: &'a Graph,
+        measured: &'a Measured,
+        times: &'a T,
+    ) -> Timeline<'a> {
+        Timeline::with_times(source, graph, measured, Box::new(Borrowed(times)))
+    }
+
+    /// [`Timeline::replayed`] with times the timeline keeps.
+    pub(crate) fn with_times(
+        source: &TimelineSource,
+        graph: &'a Graph,
+        measured: &'a Measured,
+        times: Box<dyn TaskTimes + 'a>,
+    ) -> Timeline<'a> {
+        Timeline {
+            stem: stem(&source.path).to_owned(),
+            base_time_ns: source.base_time_ns,
+            rank: source.rank,
+            what: "replayed",
+            graph,
+            origin_ns: measured.origin_ns,
+            times,
+            args: TaskArgs::Measured(measured),
+        }
+    }
+
+    /// The timeline of each predicted stage, on the clock of the trace it
+    /// was built from; `sources` are indexed like the baseline's inputs.
+    /// Each task also carries where its duration came from (`source`) and
+    /// its traced counterpart's duration (`traced_dur_us`).
+    pub fn predicted(
+        pred: &'a Prediction<'_>,
+        outcome: &'a Outcome,
+        sources: &[TimelineSource],
+    ) -> Vec<Timeline<'a>> {
+        let base: &'a Baseline = pred.base;
+        let job = &outcome.job;
+        let origin_min = base
+            .inputs
+            .iter()
+            .map(|i| i.ctx.clock_origin_ns)
+            .min()
+            .unwrap_or(0);
+        let renamed = pred.stages.len() != base.inputs.len();
+        pred.stages
+            .iter()
+            .enumerate()
+            .map(|(k, st)| {
+                let part = job.parts[k].clone();
+                let times = StageTimes {
+                    schedule: &outcome.schedule,
+                    offset: part.start,
+                    len: (part.end - part.start) as usize,
+                };
+                let source = &sources[st.primary];
+                let inp = &base.inputs[st.primary];
+                // Coupled stages share the job timeline, which starts at the
+                // earliest traced window; a stage replayed alone starts at
+                // its own.
+                let origin_ns = if job.coupled {
+                    origin_min - source.base_time_ns.unwrap_or(0)
+                } else {
+                    inp.measured.origin_ns
+                };
+                let suffix = if renamed || st.stage != base.stages[st.primary] {
+                    format!("-stage{}", st.stage)
+                } else {
+                    String::new()
+                };
+                Timeline {
+                    stem: format!("{}{suffix}", stem(&source.path)),
+                    base_time_ns: source.base_time_ns,
+                    rank: source.rank,
+                    what: "predicted",
+                    graph: &st.graph,
+                    origin_ns,
+                    times: Box::new(times),
+                    args: TaskArgs::Predicted { stage: st, base },
+                }
+            })
+            .collect()
+    }
+
+    /// The file name the timeline is meant for: `<name>.replayed.json.gz`
+    /// or `<name>.predicted.json.gz`, `<name>` being its trace's (and
+    /// `-stage<k>` for a predicted stage that is not the trace's own).
+    pub fn file_name(&self) -> String {
+        format!("{}.{}.json.gz", self.stem, self.what)
+    }
+
+    /// Writes the timeline as Kineto JSON (uncompressed) into `out` and
+    /// gives `out` back.
+    pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
+        let mut w = KinetoWriter::new(out, Layout::Compact);
+        w.schema_version(1);
+        if let Some(b) = self.base_time_ns {
+            w.base_time_ns(b);
+        }
+        w.distributed_info(&DistributedInfo {
+            rank: u64::from(self.rank),
+            ..DistributedInfo::default()
+        });
+        w.trace_name(&format!("lumos {}", self.what));
+        self.events(&mut w);
+        w.finish()
+    }
+
+    /// The events: every task at its time, then each step's annotation.
+    fn events<W: Write>(&self, w: &mut KinetoWriter<W>) {
+        let (graph, times) = (self.graph, &*self.times);
+        for (i, t) in graph.tasks.iter().enumerate() {
+            let (pid, tid, cat) = match graph.processors[t.proc.idx()].kind {
+                ProcKind::Thread { pid, tid } => (
+                    pid,
+                    tid,
+                    match t.kind {
+                        TaskKind::Runtime => Category::Runtime,
+                        TaskKind::Annotation => Category::UserAnnotation,
+                        _ => Category::CpuOp,
+                    },
+                ),
+                ProcKind::Stream { device, stream } => (
+                    device,
+                    stream,
+                    match t.kind {
+                        TaskKind::Memcpy => Category::Memcpy,
+                        TaskKind::Memset => Category::Memset,
+                        _ => Category::Kernel,
+                    },
+                ),
+            };
+            let id = TaskId(i as u32);
+            let (s, e) = (times.start_of(id), times.end_of(id));
+            let mut a = w.complete(cat, graph.name(id), pid, tid, self.origin_ns + s, e - s);
+            a.correlation(t.correlation);
+            if let ProcKind::Stream { device, stream } = graph.processors[t.proc.idx()].kind {
+                a.stream(stream).device(device);
+            }
+            self.args.add(i, &mut a);
+        }
+        // The annotation itself (CPU side), as the profiler records it, so
+        // the re-read trace defines its steps the same way.
+        let spans: Vec<Span> = annotation_spans(graph, times);
+        for (st, span) in graph.steps.iter().zip(spans) {
+            let (pid, tid) = match graph.processors[graph.task(st.first_task).proc.idx()].kind {
+                ProcKind::Thread { pid, tid } => (pid, tid),
+                ProcKind::Stream { device, stream } => (device, stream),
+            };
+            let dur = span.end_ns - span.start_ns;
+            w.complete(
+                Category::UserAnnotation,
+                &st.name,
+                pid,
+                tid,
+                self.origin_ns + span.start_ns,
+                dur,
+            );
+        }
+    }
+}
+
+/// One stage's tasks in a joint schedule (a blocking call starts when it
+/// was issued, as in `lumos replay`).
+struct StageTimes<'a> {
+    schedule: &'a Schedule,
+    offset: u32,
+    len: usize,
+}
+
+impl TaskTimes for StageTimes<'_> {
+    fn task_count(&self) -> usize {
+        self.len
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self.schedule.start_of(TaskId(t.0 + self.offset))
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self.schedule.end_of(TaskId(t.0 + self.offset))
+    }
+}
