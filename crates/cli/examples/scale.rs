@@ -10,8 +10,8 @@
 //! scale job DIR [--representatives]
 //!     read and build every rank of a job, match, align, merge and replay
 //!     them jointly, timing each stage; with --representatives, keep one
-//!     graph per group of ranks with the same communication program and
-//!     replay only those (see `job_representatives`)
+//!     graph per group of ranks with the same communication program
+//!     (`lumos_graph::group_by_program`) and replay only those
 //! ```
 //!
 //! Every command prints one JSON object on stdout. Peak memory per stage is
@@ -19,9 +19,8 @@
 //! through `/proc/self/clear_refs` where the kernel allows it, so a stage's
 //! peak includes what earlier stages left alive.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{Hash, Hasher};
 use std::io::{BufWriter, Write};
 use std::mem::size_of;
 use std::path::{Path, PathBuf};
@@ -33,11 +32,12 @@ use clap::{Parser, Subcommand};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use lumos_graph::{
-    align_clocks, build, match_collectives, merge, rank_graph, Collective, CommPattern, Edge,
-    Graph, JobGraph, Measured, Processor, RankGraph, RuntimeDep, Scope, ScopeId, Span, Step, Task,
-    TaskId,
+    align_clocks, build, group_by_program, match_collectives, merge, program_signature, rank_graph,
+    Collective, Edge, Graph, JobGraph, Measured, Processor, ProgramSignature, RankGraph,
+    RuntimeDep, Scope, ScopeId, Span, Step, Task, TaskId,
 };
 use lumos_models::GpuSpec;
+use lumos_report::slowest_rank_steps;
 use lumos_sim::{simulate, simulate_job, step_spans, SimOptions};
 use lumos_synth::{ModelPreset, Parallelism, SynthConfig};
 use lumos_trace::{Event, EventExtra, Flow, Trace};
@@ -325,34 +325,11 @@ fn single(file: &Path) -> Result<Value> {
     }))
 }
 
-/// What a rank's communication program looks like, independent of which
-/// rank runs it: per communication task in issue order, the collective's
-/// name, size, group size, and for point-to-point the direction and the
-/// peer's offset from the rank. Ranks with the same signature (in a
-/// Megatron job: same pipeline stage, any tensor- or data-parallel index)
-/// run the same program and are interchangeable up to timing noise.
-fn signature(r: &RankGraph) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    r.graph.steps.len().hash(&mut h);
-    for c in &r.comms {
-        let coll = &r.graph.collectives[c.collective as usize];
-        coll.name.hash(&mut h);
-        coll.bytes.hash(&mut h);
-        c.group.map(|g| r.groups[g as usize].len()).hash(&mut h);
-        match c.pattern {
-            CommPattern::Group => 0i64.hash(&mut h),
-            CommPattern::Send { peer } => (1i64, peer - r.rank as i64).hash(&mut h),
-            CommPattern::Recv { peer } => (2i64, peer - r.rank as i64).hash(&mut h),
-        }
-    }
-    h.finish()
-}
-
 /// What is kept of every rank: its measured steps, size and signature.
 struct RankSummary {
     rank: u32,
     json_bytes: u64,
-    signature: u64,
+    signature: ProgramSignature,
     tasks: usize,
     comms: usize,
     measured_steps: Vec<i64>,
@@ -362,7 +339,7 @@ fn summarize(r: &RankGraph, json_bytes: u64) -> RankSummary {
     RankSummary {
         rank: r.rank,
         json_bytes,
-        signature: signature(r),
+        signature: program_signature(r),
         tasks: r.graph.tasks.len(),
         comms: r.comms.len(),
         measured_steps: step_durations(&step_spans(
@@ -401,11 +378,9 @@ fn job_steps(job: &JobGraph, times: &dyn Fn(&Graph) -> Vec<Span>) -> Vec<Vec<i64
         .collect()
 }
 
-/// `acc[k] = max(acc[k], steps[k])` over the steps both have.
-fn max_into(acc: &mut [i64], steps: &[i64]) {
-    for (a, &d) in acc.iter_mut().zip(steps) {
-        *a = (*a).max(d);
-    }
+/// The job's step lengths: each the slowest rank's.
+fn slowest(steps: &[Vec<i64>]) -> Vec<i64> {
+    slowest_rank_steps(steps).iter().map(|s| s.ns).collect()
 }
 
 fn ms(ns: i64) -> f64 {
@@ -423,7 +398,7 @@ fn job(dir: &Path, representatives: bool) -> Result<Value> {
     // Read and build every rank in parallel, each trace dropped once its
     // graph is built (as `lumos replay --job` does). With representatives,
     // only the lowest rank of each signature keeps its graph.
-    let kept: Mutex<HashMap<u64, RankGraph>> = Mutex::new(HashMap::new());
+    let kept: Mutex<HashMap<ProgramSignature, RankGraph>> = Mutex::new(HashMap::new());
     let (loaded, t_load, m_load) = stage(|| {
         files
             .par_iter()
@@ -471,30 +446,22 @@ fn job(dir: &Path, representatives: bool) -> Result<Value> {
     // rank's (every rank was read); its replayed step the slowest replayed
     // rank's (with representatives, a group's replayed step is its
     // representative's).
-    let mut groups: BTreeMap<u64, Vec<&RankSummary>> = BTreeMap::new();
-    for s in &summaries {
-        groups.entry(s.signature).or_default().push(s);
-    }
-    let n_steps = summaries
-        .iter()
-        .map(|s| s.measured_steps.len())
-        .min()
-        .unwrap_or(0);
+    let groups = group_by_program(summaries.iter().map(|s| (s.rank, s.signature)));
+    let measured_steps: Vec<Vec<i64>> =
+        summaries.iter().map(|s| s.measured_steps.clone()).collect();
+    let job_measured = slowest(&measured_steps);
+    let job_replayed = slowest(&replayed);
+    let n_steps = job_measured.len();
+    let by_rank: HashMap<u32, &RankSummary> = summaries.iter().map(|s| (s.rank, s)).collect();
     let mut group_rows = Vec::new();
-    let mut job_measured = vec![0i64; n_steps];
-    let mut job_replayed = vec![0i64; n_steps];
-    for members in groups.values() {
-        for s in members {
-            max_into(&mut job_measured, &s.measured_steps);
-        }
-        let rep = members.iter().map(|s| s.rank).min().unwrap_or(0);
-        let pos = replayed_ranks.iter().position(|&r| r == rep);
-        let rep_steps: Vec<f64> = pos
+    for g in &groups {
+        let members: Vec<&RankSummary> = g.ranks.iter().map(|r| by_rank[r]).collect();
+        let rep = g.representative();
+        let rep_steps: Vec<f64> = replayed_ranks
+            .iter()
+            .position(|&r| r == rep)
             .map(|p| replayed[p].iter().map(|&d| ms(d)).collect())
             .unwrap_or_default();
-        if let Some(p) = pos {
-            max_into(&mut job_replayed, &replayed[p]);
-        }
         let spread: Vec<Value> = (0..n_steps)
             .map(|k| {
                 let mut v: Vec<i64> = members.iter().map(|s| s.measured_steps[k]).collect();
@@ -507,13 +474,6 @@ fn job(dir: &Path, representatives: bool) -> Result<Value> {
             "measured_steps_ms_min_median_max": spread,
             "representative_replayed_steps_ms": rep_steps,
         }));
-    }
-    if !representatives {
-        // Every rank was replayed: the job's step is the slowest rank's.
-        job_replayed = vec![0; n_steps];
-        for r in &replayed {
-            max_into(&mut job_replayed, r);
-        }
     }
     let tasks = jg.graph.tasks.len();
     Ok(json!({

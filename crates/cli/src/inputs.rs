@@ -1,10 +1,15 @@
-//! Turning command-line paths into trace files, and reading them in parallel.
+//! Turning command-line paths into trace files, and reading them (and
+//! building the ranks of a job) in parallel.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use lumos_graph::RankInput;
+use lumos_trace::{ReadError, Trace};
 use rayon::prelude::*;
+
+use crate::output;
 
 /// True for names that look like trace files.
 fn is_trace_name(p: &Path) -> bool {
@@ -42,7 +47,7 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 
 /// Reads every file in parallel with a progress bar on stderr. Each result
 /// keeps its own error so one bad file does not hide the others.
-pub fn read_all(files: &[PathBuf]) -> Vec<Result<lumos_trace::Trace, lumos_trace::ReadError>> {
+pub fn read_all(files: &[PathBuf]) -> Vec<Result<Trace, ReadError>> {
     let total: u64 = files
         .iter()
         .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
@@ -63,4 +68,49 @@ pub fn read_all(files: &[PathBuf]) -> Vec<Result<lumos_trace::Trace, lumos_trace
         .collect();
     bar.finish_and_clear();
     out
+}
+
+/// Reads and builds every file of a job in parallel, dropping each trace as
+/// soon as its graph is built (memory: one trace per thread at a time).
+/// Files that cannot be read are reported and left out (their ranks then
+/// count as missing); the flag says whether all were read.
+pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, bool) {
+    let results: Vec<Result<RankInput, ReadError>> = files
+        .par_iter()
+        .map(|f| lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t)))
+        .collect();
+    let mut ok = true;
+    let mut out = Vec::new();
+    for r in results {
+        match r {
+            Ok(l) => out.push(l),
+            Err(e) => {
+                output::error(e);
+                ok = false;
+            }
+        }
+    }
+    (out, ok)
+}
+
+/// Turns traces already read into the ranks of a job, in parallel,
+/// dropping each trace once its graph is built; read errors are printed,
+/// and the flag says whether there were none.
+pub fn ranks_from_read(read: Vec<Result<Trace, ReadError>>) -> (Vec<RankInput>, bool) {
+    let mut ok = true;
+    let mut traces = Vec::new();
+    for r in read {
+        match r {
+            Ok(t) => traces.push(t),
+            Err(e) => {
+                output::error(e);
+                ok = false;
+            }
+        }
+    }
+    let ranks = traces
+        .into_par_iter()
+        .map(|t| RankInput::from_trace(&t))
+        .collect();
+    (ranks, ok)
 }

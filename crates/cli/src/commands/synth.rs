@@ -1,5 +1,6 @@
 //! `lumos synth`: write synthesized Kineto traces of a GPT training job.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -113,8 +114,16 @@ pub fn config(a: &SynthArgs) -> Result<SynthConfig> {
 }
 
 /// Writes the job and returns the files.
-pub fn run(a: &SynthArgs) -> Result<Vec<PathBuf>> {
+pub fn write(a: &SynthArgs) -> Result<Vec<PathBuf>> {
     let cfg = config(a)?;
     lumos_synth::write_job(&cfg, &a.out)
         .with_context(|| format!("{}: cannot write the job", a.out.display()))
+}
+
+/// Runs `lumos synth`: writes the job, then lists its files.
+pub fn run(a: &SynthArgs, out: &mut dyn Write) -> Result<bool> {
+    for f in write(a)? {
+        writeln!(out, "{}", f.display())?;
+    }
+    Ok(true)
 }

@@ -1,0 +1,288 @@
+//! `lumos inspect`: what the reader and the graph builder found in each
+//! file, and for the ranks of one job their identities, matching and
+//! clocks.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use lumos_graph::{assemble, rank_ranges, RankInput};
+use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
+use lumos_trace::Trace;
+use rayon::prelude::*;
+
+use super::JobMode;
+use crate::{inputs, output};
+
+/// `lumos inspect` arguments.
+#[derive(clap::Args)]
+pub struct InspectArgs {
+    /// Trace files (.json or .json.gz) or directories of them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub mode: JobMode,
+}
+
+/// Runs `lumos inspect`; false when an input could not be read or the
+/// files are not one job.
+pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
+    let files = inputs::expand(&args.paths)?;
+    let read = inputs::read_all(&files);
+    let as_job = args.mode.is_job(&read);
+    let mut ok = true;
+    let mut traces = Vec::new();
+    for r in &read {
+        match r {
+            Ok(t) => traces.push(lumos_report::inspect(t)),
+            Err(e) => {
+                output::error(e);
+                ok = false;
+            }
+        }
+    }
+    let mut job = None;
+    if as_job {
+        let ranks: Vec<&Trace> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
+        let ranks: Vec<RankInput> = ranks.par_iter().map(|t| RankInput::from_trace(t)).collect();
+        // Files that are not one job (two claiming one rank) are bad input;
+        // the files are still reported.
+        match assemble(ranks) {
+            Ok(j) => job = Some(lumos_report::job_report(&j)),
+            Err(e) => {
+                output::error(e);
+                ok = false;
+            }
+        }
+    }
+    let report = InspectOutput { traces, job };
+    if args.json {
+        output::json_sorted(out, &report)?;
+    } else {
+        for t in &report.traces {
+            write_file(out, t)?;
+        }
+        if let Some(j) = &report.job {
+            write_job(out, j)?;
+        }
+    }
+    Ok(ok)
+}
+
+fn join(m: &BTreeMap<&str, u64>) -> String {
+    m.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The text form of one file's report.
+pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
+    writeln!(out, "{}", r.path)?;
+    writeln!(
+        out,
+        "  rank {} ({}), world size {}, {:.1} MB JSON{}",
+        r.rank,
+        r.rank_source,
+        r.world_size.map_or("?".into(), |w| w.to_string()),
+        r.json_bytes as f64 / 1e6,
+        if r.gzipped { " (gzip)" } else { "" }
+    )?;
+    writeln!(
+        out,
+        "  events: {} total, {} kept, {} flows, {} skipped",
+        r.events.total, r.events.kept, r.events.flows, r.events.skipped
+    )?;
+    for s in &r.events.skipped_by_reason {
+        writeln!(
+            out,
+            "    skipped {:>8}  {:<24} {}",
+            s.count, s.category, s.reason
+        )?;
+    }
+    writeln!(out, "  tasks: {}", join(&r.tasks_by_kind))?;
+    writeln!(out, "  edges: {}", join(&r.edges_by_kind))?;
+    for i in &r.inferred {
+        writeln!(
+            out,
+            "    {:<13} {:<26} {:>7} {}",
+            i.kind,
+            i.rule,
+            i.count,
+            if i.recorded { "recorded" } else { "inferred" }
+        )?;
+    }
+    writeln!(
+        out,
+        "  {} threads, {} streams; devices: {}",
+        r.threads,
+        r.streams,
+        if r.devices.is_empty() {
+            "none listed".into()
+        } else {
+            r.devices.join("; ")
+        }
+    )?;
+    let c = &r.collectives;
+    writeln!(
+        out,
+        "  collectives: {} tasks ({} by Collective name, {} by kernel name){}",
+        c.tasks,
+        c.by_collective_name_arg,
+        c.by_kernel_name,
+        if c.by_name.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = c.by_name.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            format!(": {}", names.join(", "))
+        }
+    )?;
+    writeln!(
+        out,
+        "  typical launch latency {:.1} us",
+        r.typical_launch_latency_us
+    )?;
+    for s in &r.steps {
+        writeln!(
+            out,
+            "  {:<16} {:>10.3} ms annotation, {:>10.3} ms with GPU tail",
+            s.name,
+            s.annotation_us / 1e3,
+            s.measured_us / 1e3
+        )?;
+    }
+    write_structure(out, &r.structure)?;
+    for w in &r.warnings {
+        writeln!(out, "  warning: {w}")?;
+    }
+    Ok(())
+}
+
+/// The text form of a discovery report (a few lines under each file).
+fn write_structure(out: &mut dyn Write, r: &StructureReport) -> std::io::Result<()> {
+    let c = &r.config;
+    let opt = |x: Option<u32>| x.map_or("?".into(), |v| v.to_string());
+    writeln!(
+        out,
+        "  structure: {} stage (tp {}, pp {}, dp {}); {} micro-batches; {} layers per pass ({}); order {}{}",
+        r.stage_role,
+        opt(c.tp),
+        opt(c.pp),
+        opt(c.dp),
+        opt(c.microbatches),
+        opt(r.layers_per_pass),
+        r.layer_method,
+        if r.pass_order.is_empty() { "-" } else { &r.pass_order },
+        match r.one_f_one_b {
+            Some(true) => " (1F1B)",
+            Some(false) => " (not 1F1B)",
+            None => "",
+        }
+    )?;
+    if let (Some(h), Some(f)) = (c.hidden, c.ffn) {
+        writeln!(
+            out,
+            "    shapes: hidden {h}, ffn {f}, tokens {}, sequence parallel {}",
+            c.tokens.map_or("?".into(), |t| t.to_string()),
+            c.sequence_parallel.map_or("?".into(), |b| b.to_string())
+        )?;
+    }
+    for g in &r.groups {
+        writeln!(
+            out,
+            "    group {:<6} {:<15} size {:<4} {:>6} tasks {:>10.1} MB/step  {:?} ({})",
+            g.name,
+            g.class,
+            g.size.map_or("?".into(), |s| s.to_string()),
+            g.tasks,
+            g.bytes_per_step as f64 / 1e6,
+            g.collectives,
+            g.confidence
+        )?;
+    }
+    for (phase, t) in &r.phases {
+        writeln!(
+            out,
+            "    phase {phase:<10} CPU {:>9.3} ms  GPU {:>9.3} ms per step",
+            t.cpu_ms, t.gpu_ms
+        )?;
+    }
+    if let Some(why) = &r.structural_edits_blocked {
+        writeln!(out, "    structural edits not possible: {why}")?;
+    }
+    Ok(())
+}
+
+/// The text form of a job's identities, matching and clocks (also the head
+/// of `lumos replay`'s job report).
+pub fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "job: {} ranks ({}), world size {}{}",
+        r.ranks.len(),
+        rank_ranges(&r.ranks),
+        r.world_size.map_or("?".into(), |w| w.to_string()),
+        if r.missing_ranks.is_empty() {
+            String::new()
+        } else {
+            format!(", missing rank {}", rank_ranges(&r.missing_ranks))
+        }
+    )?;
+    let mut sources: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in &r.rank_sources {
+        *sources.entry(s).or_default() += 1;
+    }
+    let sources: Vec<String> = sources.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    writeln!(out, "  ranks identified by: {}", sources.join(", "))?;
+    let m = &r.matching;
+    let rules: Vec<String> = m
+        .by_rule
+        .iter()
+        .map(|(k, v)| format!("{v} by {k}"))
+        .collect();
+    writeln!(
+        out,
+        "  collectives: {} matched sets, {} tasks matched ({}), {} left unmatched",
+        m.sets,
+        m.matched_tasks,
+        if rules.is_empty() {
+            "none".into()
+        } else {
+            rules.join(", ")
+        },
+        m.unmatched_tasks
+    )?;
+    for p in &m.problems {
+        writeln!(
+            out,
+            "    mismatch: {}: {}; {} tasks left unmatched (measured durations kept)",
+            p.label, p.detail, p.unmatched_tasks
+        )?;
+    }
+    let c = &r.clock;
+    let offsets: Vec<String> = c
+        .offsets
+        .iter()
+        .map(|o| format!("{} {:+.1}", o.rank, o.offset_us))
+        .collect();
+    writeln!(
+        out,
+        "  clock offsets vs rank {} (us): {}",
+        c.reference_rank,
+        offsets.join(", ")
+    )?;
+    writeln!(
+        out,
+        "  collective end spread across ranks: {:.1} us median, {:.1} us max after alignment \
+         ({:.1} us max as recorded)",
+        c.end_spread_us.median, c.end_spread_us.max, c.raw_end_spread_us.max
+    )?;
+    for w in &r.warnings {
+        writeln!(out, "  warning: {w}")?;
+    }
+    Ok(())
+}

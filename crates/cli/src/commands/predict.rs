@@ -1,0 +1,302 @@
+//! `lumos predict`: predict another training configuration from traces by
+//! editing their execution graphs (lumos-predict), and compare it with the
+//! measured run and its replay.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use lumos_graph::build;
+use lumos_models::NetworkModel;
+use lumos_predict::{
+    network_from_json, network_preset, Baseline, Input, KernelScale, PredictError, Prediction,
+    TraceContext,
+};
+use lumos_report::{PredictReport, Timeline, TimelineSource};
+
+use crate::usage::usage;
+use crate::{inputs, output};
+
+/// `lumos predict` arguments.
+#[derive(clap::Args)]
+pub struct PredictArgs {
+    /// Trace files or directories: one rank, or one rank per pipeline
+    /// stage of the same job.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Data-parallel degree (weak scaling).
+    #[arg(long)]
+    pub dp: Option<u32>,
+    /// Pipeline-parallel degree (needs the first and last stages' traces).
+    #[arg(long)]
+    pub pp: Option<u32>,
+    /// Micro-batches per step.
+    #[arg(long)]
+    pub microbatches: Option<u32>,
+    /// Transformer layers in the whole model.
+    #[arg(long)]
+    pub layers: Option<u32>,
+    /// Hidden size (the FFN size follows in proportion unless --ffn is
+    /// given).
+    #[arg(long)]
+    pub hidden: Option<u64>,
+    /// FFN (MLP inner) size.
+    #[arg(long)]
+    pub ffn: Option<u64>,
+    /// Tensor-parallel degree.
+    #[arg(long)]
+    pub tp: Option<u32>,
+    /// Kernel speed-up, PATTERN=FACTOR (durations multiplied by FACTOR).
+    /// PATTERN is class:gemm, class:attention, class:memory, class:comm,
+    /// class:compute, or a substring of kernel names. Repeatable.
+    #[arg(long, value_name = "PATTERN=FACTOR")]
+    pub scale_kernels: Vec<KernelScale>,
+    /// Target network: a GPU preset (a100, h100, h200, b200) or a JSON
+    /// file with link bandwidths and latencies.
+    #[arg(long, value_name = "PRESET|FILE")]
+    pub network: Option<String>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write each predicted stage's timeline as
+    /// <name>.predicted.json.gz here (opens in Perfetto).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Reads and builds every trace; what the predicted timelines need of each
+/// trace is kept, the trace itself is not.
+fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
+    let files = inputs::expand(paths)?;
+    let mut loaded = Vec::new();
+    let mut sources = Vec::new();
+    for r in inputs::read_all(&files) {
+        let trace = r?;
+        let (graph, measured, _) = build(&trace);
+        let ctx = TraceContext::from_trace(&trace, &measured);
+        loaded.push(Input {
+            name: trace.path.display().to_string(),
+            graph,
+            measured,
+            ctx,
+        });
+        sources.push(TimelineSource::of(&trace));
+    }
+    Ok((loaded, sources))
+}
+
+/// The prediction the flags ask for.
+fn apply<'b>(base: &'b Baseline, a: &PredictArgs) -> Result<Prediction<'b>, PredictError> {
+    let mut p = base.identity();
+    if let Some(x) = a.pp {
+        p = p.with_pp(x)?;
+    }
+    if let Some(x) = a.microbatches {
+        p = p.with_microbatches(x)?;
+    }
+    if let Some(x) = a.layers {
+        p = p.with_layers(x)?;
+    }
+    if let Some(x) = a.hidden {
+        p = p.with_hidden(x)?;
+    }
+    if let Some(x) = a.ffn {
+        p = p.with_ffn(x)?;
+    }
+    if let Some(x) = a.tp {
+        p = p.with_tp(x)?;
+    }
+    if let Some(x) = a.dp {
+        p = p.with_dp(x)?;
+    }
+    for k in &a.scale_kernels {
+        p = p.with_kernel_scale(k.clone())?;
+    }
+    if let Some(n) = &a.network {
+        let (net, what) = network_from_arg(n)?;
+        p = p.with_network(net, what)?;
+    }
+    Ok(p)
+}
+
+/// The `--network` argument: a GPU preset name, or a JSON file, read here
+/// (the library does no file I/O) and named in its errors.
+fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
+    let path = Path::new(arg);
+    if !path.is_file() {
+        return network_preset(arg);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| PredictError::InvalidNetwork {
+        name: Some(arg.to_owned()),
+        problem: e.to_string(),
+    })?;
+    network_from_json(&text, arg)
+}
+
+/// Runs `lumos predict`.
+pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
+    check_args(a)?;
+    let (loaded, sources) = load(&a.paths)?;
+    let base = Baseline::new(loaded).map_err(anyhow::Error::msg)?;
+    let pred = apply(&base, a).map_err(anyhow::Error::msg)?;
+    let (report, outcome) = lumos_report::predict(&base, &pred)?;
+    if let Some(dir) = &a.out {
+        for t in Timeline::predicted(&pred, &outcome, &sources) {
+            super::replay::write_timeline(dir, &t)?;
+        }
+    }
+    if a.json {
+        output::json(out, &report)?;
+    } else {
+        write_human(out, &report)?;
+    }
+    Ok(true)
+}
+
+/// The text form of a prediction.
+fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
+    writeln!(out, "predict from {} trace(s):", r.inputs.len())?;
+    for i in &r.inputs {
+        writeln!(
+            out,
+            "  {} (rank {}, {} stage {}; {} layers per pass, order {})",
+            i.path,
+            i.rank,
+            i.role,
+            i.stage,
+            i.structure
+                .layers_per_pass
+                .map_or("?".into(), |l| l.to_string()),
+            if i.structure.pass_order.is_empty() {
+                "-"
+            } else {
+                &i.structure.pass_order
+            }
+        )?;
+    }
+    writeln!(out, "  traced: {}", r.traced)?;
+    writeln!(out, "  target: {}", r.target)?;
+    for k in &r.kernel_scales {
+        writeln!(out, "          kernels {k}")?;
+    }
+    if let Some(n) = &r.calibration.target_network {
+        writeln!(out, "          network {n}")?;
+    }
+    writeln!(
+        out,
+        "  {:<18} {:>12} {:>12} {:>12} {:>9}",
+        "step", "measured ms", "replayed ms", "predicted ms", "change"
+    )?;
+    for s in &r.steps {
+        writeln!(
+            out,
+            "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>8.2}%",
+            s.step, s.measured_ms, s.replayed_ms, s.predicted_ms, s.change_pct
+        )?;
+    }
+    writeln!(
+        out,
+        "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>8.2}%",
+        "mean", r.mean_measured_ms, r.mean_replayed_ms, r.mean_predicted_ms, r.change_pct
+    )?;
+    writeln!(
+        out,
+        "  breakdown per stage (ms)   exposed compute   overlap   exposed comm      idle"
+    )?;
+    for s in &r.stages {
+        for (label, b) in [
+            ("replayed", s.replayed.as_ref()),
+            ("predicted", Some(&s.predicted)),
+        ] {
+            if let Some(b) = b {
+                writeln!(
+                    out,
+                    "    stage {:<2} {:<10} {:>15.3} {:>9.3} {:>14.3} {:>9.3}",
+                    s.stage,
+                    label,
+                    b.exposed_compute_ms,
+                    b.overlapped_ms,
+                    b.exposed_comm_ms,
+                    b.idle_ms
+                )?;
+            }
+        }
+    }
+    let parts: Vec<String> = r
+        .gpu_ms_by_source
+        .iter()
+        .map(|(s, ms)| format!("{s} {ms:.1} ms"))
+        .collect();
+    writeln!(out, "  GPU time by duration source: {}", parts.join(", "))?;
+    if r.coupled {
+        writeln!(
+            out,
+            "  stages replayed together: transfers and gradient-norm reductions as rendezvous"
+        )?;
+    }
+    let g = &r.calibration.gemm;
+    writeln!(
+        out,
+        "  GEMM curve: {} GEMMs, max efficiency {:.3}, half at {:.2} GFLOP, mean error {:.1}%{}",
+        g.samples,
+        g.max_efficiency,
+        g.half_gflops,
+        g.mean_abs_error_pct,
+        if g.fitted {
+            ""
+        } else {
+            " (preset, not fitted)"
+        }
+    )?;
+    for l in &r.calibration.network {
+        writeln!(
+        out,
+            "  network {:<10} {:>3} collectives, {:>7.1} GB/s effective, latency x{:.2}, mean error {:.1}%{}",
+            l.link,
+            l.samples,
+            l.effective_gbps,
+            l.latency_scale,
+            l.mean_abs_error_pct,
+            if l.calibrated {
+                String::new()
+            } else {
+                format!(" (not calibrated: {} values)", r.calibration.network_start)
+            }
+        )?;
+    }
+    let dropped: usize = r.stages.iter().map(|s| s.dropped_edges).sum();
+    if dropped > 0 {
+        writeln!(
+            out,
+            "  {dropped} dependencies could not be re-attached in rebuilt stages"
+        )?;
+    }
+    for n in &r.assumptions {
+        writeln!(out, "  assumption: {n}")?;
+    }
+    Ok(())
+}
+
+/// Rejects flag combinations that cannot mean anything.
+pub fn check_args(a: &PredictArgs) -> Result<()> {
+    for (what, v) in [
+        ("--dp", a.dp),
+        ("--pp", a.pp),
+        ("--tp", a.tp),
+        ("--microbatches", a.microbatches),
+        ("--layers", a.layers),
+    ] {
+        if v == Some(0) {
+            return Err(usage(format!("{what} must be at least 1")));
+        }
+    }
+    if a.hidden == Some(0) || a.ffn == Some(0) {
+        return Err(usage("--hidden and --ffn must be at least 1"));
+    }
+    // A name that is not a file must be a preset; a file's problems are
+    // bad input, found when it is read.
+    if let Some(n) = a.network.as_deref().filter(|n| !Path::new(n).is_file()) {
+        network_from_arg(n).map_err(|e| usage(format!("--network: {e}")))?;
+    }
+    Ok(())
+}

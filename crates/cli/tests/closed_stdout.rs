@@ -1,0 +1,85 @@
+//! A closed stdout ends the command quietly: `lumos inspect X | head -1`
+//! exits 0 with nothing on stderr about it, never with a panic (issue 9).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use common::lumos;
+use lumos_testkit::TempDir;
+
+/// Runs `cmd` with stdout a pipe that is closed after `lines` lines have
+/// been read (at once for 0), and asserts it exits 0 without panicking.
+fn closed_after(mut cmd: Command, lines: usize, what: &str) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut reader = BufReader::new(stdout);
+    for _ in 0..lines {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(!line.is_empty(), "{what}: output ended early");
+    }
+    drop(reader);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{what}: {stderr}");
+    assert_eq!(out.status.code(), Some(0), "{what}: {stderr}");
+}
+
+/// The same small trace `n` times: output longer than a pipe holds (64
+/// KiB), so the command is still writing when the reader goes away.
+fn many(n: usize) -> Option<Vec<PathBuf>> {
+    let corpus = lumos_testkit::corpus()?;
+    Some(vec![corpus.path("micro/a100-event-sync.json.gz"); n])
+}
+
+#[test]
+fn inspect_into_a_closed_pipe_exits_quietly() {
+    let Some(paths) = many(40) else {
+        return;
+    };
+    for json in [false, true] {
+        let mut cmd = lumos();
+        cmd.arg("inspect").args(&paths);
+        if json {
+            cmd.arg("--json");
+        }
+        closed_after(cmd, 1, &format!("inspect, json {json}"));
+    }
+    let mut cmd = lumos();
+    cmd.arg("inspect").args(&paths);
+    closed_after(cmd, 0, "inspect, closed at once");
+}
+
+#[test]
+fn replay_into_a_closed_pipe_exits_quietly() {
+    let Some(paths) = many(40) else {
+        return;
+    };
+    for json in [false, true] {
+        let mut cmd = lumos();
+        cmd.arg("replay").args(&paths);
+        if json {
+            cmd.arg("--json");
+        }
+        closed_after(cmd, 1, &format!("replay, json {json}"));
+    }
+}
+
+#[test]
+fn synth_into_a_closed_pipe_exits_quietly() {
+    let dir = TempDir::new("lumos-closed-stdout-synth");
+    let mut cmd = lumos();
+    cmd.args(["synth", "--model", "gpt-tiny", "--out"])
+        .arg(dir.path());
+    // Its file list is short: closed before the traces are written, so the
+    // first line already meets the closed pipe.
+    closed_after(cmd, 0, "synth");
+}
