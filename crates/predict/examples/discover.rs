@@ -1,6 +1,6 @@
-//! Prints what structure discovery finds in a trace: the report as JSON,
-//! then each step's prologue, passes (with their units' tokens) and
-//! epilogue.
+//! Prints what structure discovery finds in a trace: the report (as Rust
+//! values; `lumos inspect --json` shows it as JSON), then each step's
+//! prologue, passes (with their units' tokens) and epilogue.
 use std::path::Path;
 
 fn main() {
@@ -9,7 +9,7 @@ fn main() {
     let (g, meas, _) = lumos_graph::build(&trace);
     let ctx = lumos_predict::TraceContext::from_trace(&trace, &meas);
     let s = lumos_predict::discover(&g, &meas, &ctx);
-    println!("{}", serde_json::to_string_pretty(&s.report).unwrap());
+    println!("{:#?}", s.report);
     let toks =
         |us: &[u32]| -> Vec<&str> { us.iter().map(|&u| s.units.token(u as usize)).collect() };
     for (i, st) in s.steps.iter().enumerate() {

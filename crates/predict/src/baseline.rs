@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use lumos_graph::{Graph, Measured};
 use lumos_models::{CollectiveKind, GpuSpec};
-use serde::Serialize;
 
 use crate::config::Config;
 use crate::context::TraceContext;
@@ -36,7 +35,7 @@ pub struct Input {
 
 /// Parameters held by one traced stage, estimated from its GEMM shapes and
 /// gradient reduction.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ParamCount {
     /// Per transformer layer (this rank's shard).
     pub per_layer: f64,

@@ -4,13 +4,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::Serialize;
-
 use crate::discover::{GroupClass, WorkClass};
 use crate::error::PredictError;
 
 /// The training configuration of a whole job, as far as the edits go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     /// Tensor-parallel degree.
     pub tp: u32,

@@ -24,14 +24,12 @@
 //! a caller can plug in others.
 
 use lumos_models::{CollectiveKind, GemmModel, GpuSpec, Link, NetworkModel};
-use serde::Serialize;
 
 use crate::discover::{GroupClass, Structure, WorkClass};
 use crate::error::PredictError;
 
 /// Where a predicted duration came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Source {
     /// The measured duration, unchanged.
     Measured,
@@ -96,7 +94,7 @@ pub fn gpu_for_device(name: Option<&str>) -> (GpuSpec, bool) {
 }
 
 /// The GEMM curve fitted to a trace's GEMMs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GemmCalibration {
     /// Peak used, TFLOP/s (only absolute times depend on it).
     pub peak_tflops: f64,
@@ -166,7 +164,7 @@ impl GemmCalibration {
 }
 
 /// One link class's calibration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LinkCalibration {
     /// `intra_node` or `inter_node`.
     pub link: &'static str,
@@ -183,13 +181,12 @@ pub struct LinkCalibration {
 }
 
 /// The network model fitted to a trace's collectives.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NetworkCalibration {
     /// Per link class.
     pub links: Vec<LinkCalibration>,
     /// The preset or file it started from.
     pub start: String,
-    #[serde(skip)]
     model: NetworkModel,
 }
 

@@ -7,7 +7,6 @@ use lumos_sim::{
     breakdown, simulate, simulate_with_rendezvous, step_spans, whole_span, Breakdown, Schedule,
     SimOptions,
 };
-use serde::Serialize;
 
 use crate::couple::Job;
 use crate::edits::Prediction;
@@ -82,14 +81,13 @@ impl lumos_sim::TaskTimes for StageTimes<'_> {
 }
 
 /// One stage's replayed result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct StageOutcome {
     /// Its index in the new pipeline.
     pub stage: u32,
     /// Step times, ns.
     pub step_ns: Vec<i64>,
     /// Breakdown over the window of its steps.
-    #[serde(skip)]
     pub breakdown: Breakdown,
 }
 

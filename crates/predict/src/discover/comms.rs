@@ -8,15 +8,13 @@
 
 use lumos_graph::{Graph, TaskId};
 use lumos_models::CollectiveKind;
-use serde::Serialize;
 
 use super::{Confidence, Part, PassKind, Role, StepStructure};
 use crate::context::{GroupInfo, TraceContext};
 use crate::units::{Units, NO_UNIT};
 
 /// Which parallel group a collective serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum GroupClass {
     /// Data parallel: gradient reduction, parameter gathering.
     Data,
@@ -45,8 +43,7 @@ impl GroupClass {
 }
 
 /// Point-to-point direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum P2p {
     /// A send.
     Send,

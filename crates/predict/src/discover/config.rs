@@ -7,7 +7,6 @@
 
 use lumos_graph::Graph;
 use lumos_models::CollectiveKind;
-use serde::Serialize;
 
 use super::comms::class_from_desc;
 use super::{
@@ -18,7 +17,7 @@ use crate::context::TraceContext;
 use crate::shapes::GemmShape;
 
 /// The training configuration as far as one rank's trace shows it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct DiscoveredConfig {
     /// Tensor-parallel degree.
     pub tp: Option<u32>,

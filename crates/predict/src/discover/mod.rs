@@ -51,7 +51,6 @@ mod tests;
 use std::collections::BTreeMap;
 
 use lumos_graph::{Graph, Measured, ProcId, TaskId};
-use serde::Serialize;
 
 use crate::context::TraceContext;
 use crate::units::{Units, NO_UNIT};
@@ -62,7 +61,7 @@ pub use report::{Finding, GroupReport, PhaseTime, StructureReport};
 pub use work::WorkClass;
 
 /// Forward or backward.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PassKind {
     /// A forward pass.
     Forward,
@@ -167,8 +166,7 @@ impl StepStructure {
 }
 
 /// How sure a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Confidence {
     /// A guess from weak evidence.
     Low,
@@ -179,8 +177,7 @@ pub enum Confidence {
 }
 
 /// How the layers were found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LayerMethod {
     /// From scopes named like layers.
     Annotation,

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use lumos_graph::Graph;
-use serde::Serialize;
 
 use super::{
     finding, Confidence, DiscoveredConfig, GroupClass, LayerMethod, P2p, Part, PassKind,
@@ -15,7 +14,7 @@ use super::{
 use crate::units::NO_UNIT;
 
 /// One line of the discovery report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     /// What was looked for.
     pub what: String,
@@ -28,7 +27,7 @@ pub struct Finding {
 }
 
 /// One parallel group as discovered.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GroupReport {
     /// Process group name, or `-`.
     pub name: String,
@@ -47,7 +46,7 @@ pub struct GroupReport {
 }
 
 /// The discovery report, for `lumos inspect` and `lumos predict`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StructureReport {
     /// `first`, `middle`, `last` or `only` stage of the pipeline, or
     /// `unknown`.
@@ -79,7 +78,7 @@ pub struct StructureReport {
 }
 
 /// Time spent in one phase.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PhaseTime {
     /// Sum of the phase's CPU task durations, ms per step.
     pub cpu_ms: f64,
