@@ -11,6 +11,7 @@
 use lumos_trace::{Category, Ident, Trace};
 use rustc_hash::FxHashMap;
 
+use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
 
@@ -33,7 +34,7 @@ const OBSERVED_WAIT_MIN_NS: i64 = 5_000;
 /// measured times.
 const TIME_TOLERANCE_NS: i64 = 1_000;
 /// A CPU-side window this long without any CPU event suggests dropped events.
-const CPU_HOLE_NS: i64 = 40_000_000;
+pub(crate) const CPU_HOLE_NS: i64 = 40_000_000;
 
 /// Builds the execution graph of one trace, with its ground truth and a
 /// report of what was found and inferred.
@@ -110,10 +111,12 @@ impl<'t> Builder<'t> {
         self.syncs();
         self.inter_thread();
         self.order_edges();
+        self.break_cycles();
         self.attribute_latencies();
         let origin = self.raw.iter().map(|r| r.start).min().unwrap_or(0);
         let steps = self.steps(&annotations, origin);
         self.releases(origin);
+        self.report.fill_counts(&self.g);
         self.checks();
         let rel = |start: i64, end: i64| Span {
             start_ns: start - origin,
@@ -129,7 +132,6 @@ impl<'t> Builder<'t> {
                 .map(|s| rel(s.start_ns, s.end_ns))
                 .collect(),
         };
-        self.report.fill_counts(&self.g);
         (self.g, measured, self.report)
     }
 
@@ -284,6 +286,7 @@ impl<'t> Builder<'t> {
                 }
                 if kind == TaskKind::Runtime {
                     if let Some(c) = e.correlation {
+                        self.report.correlated_calls += 1;
                         if self.call_by_corr.insert(c, id).is_some() {
                             self.report.repeated_correlations += 1;
                         }
@@ -957,6 +960,76 @@ impl<'t> Builder<'t> {
         }
     }
 
+    /// Leaves out every found or inferred dependency that would close a
+    /// cycle (see `acyclic`), before latencies are attributed, so that they
+    /// and the releases only see what the graph keeps. Runtime dependencies
+    /// wait, in this check, for what they waited for in the measured run:
+    /// the stream tails as the replay resolves them, on measured times.
+    fn break_cycles(&mut self) {
+        let raw = &self.raw;
+        let times = |t: TaskId| (raw[t.idx()].start, raw[t.idx()].end);
+        let tails = StreamTails::new(&self.g, |t| raw[t.idx()].start);
+        let g = &self.g;
+        let optional = Optional {
+            edges: true,
+            runtime_deps: true,
+            rendezvous: false,
+            order_edges_repeat_processors: true,
+        };
+        let net = GraphNet::new(
+            g,
+            &[],
+            |d| tails.targets(g, d, raw[g.runtime_deps[d].task.idx()].start),
+            optional,
+            &times,
+        );
+        // The mandatory arcs (processor order, launches from CPU to GPU)
+        // cannot form a cycle, so there is always an answer.
+        let rejected = rejected_groups(&net).unwrap_or_default();
+        if rejected.is_empty() {
+            return;
+        }
+        let mut drop_edge = vec![false; self.g.edges.len()];
+        let mut drop_dep = vec![false; self.g.runtime_deps.len()];
+        for grp in rejected {
+            let kind = match ungroup(grp) {
+                (PHASE_DEPS, d) => {
+                    drop_dep[d] = true;
+                    DepKind::Sync
+                }
+                (_, i) => {
+                    drop_edge[i] = true;
+                    self.g.edges[i].kind
+                }
+            };
+            *self.report.rejected_cycles.entry(kind).or_insert(0) += 1;
+        }
+        for (d, dep) in self.g.runtime_deps.iter().enumerate() {
+            if drop_dep[d] {
+                // No longer blocking: the call runs for its measured span.
+                let w = dep.task.idx();
+                self.blocking.remove(&dep.task);
+                self.g.tasks[w].duration_ns = self.raw[w].end - self.raw[w].start;
+            }
+        }
+        let mut d = 0;
+        self.g.runtime_deps.retain(|_| {
+            d += 1;
+            !drop_dep[d - 1]
+        });
+        let mut e = 0;
+        self.g.edges.retain(|_| {
+            e += 1;
+            !drop_edge[e - 1]
+        });
+        for list in &mut self.incoming {
+            list.clear();
+        }
+        for (i, e) in self.g.edges.iter().enumerate() {
+            self.incoming[e.to.idx()].push(i as u32);
+        }
+    }
+
     fn edge(&mut self, from: TaskId, to: TaskId, kind: DepKind, anchor: Anchor) {
         self.incoming[to.idx()].push(self.g.edges.len() as u32);
         self.g.edges.push(Edge {
@@ -1105,45 +1178,39 @@ impl<'t> Builder<'t> {
         spans
     }
 
-    /// Signs of dropped events and invariant checks that feed warnings.
-    fn checks(&mut self) {
-        let r = &mut self.report;
-        if r.gpu_without_launch > 0 && !self.call_by_corr.is_empty() {
-            r.warnings.push(format!(
-                "{} GPU tasks have no recorded launch call (events dropped by the profiler?)",
-                r.gpu_without_launch
-            ));
-        }
-        if r.repeated_correlations > 0 {
-            r.warnings.push(format!(
-                "{} runtime calls repeat a correlation id (events dropped or merged?)",
-                r.repeated_correlations
-            ));
-        }
-        // Long windows with no CPU event at all, inside the CPU activity.
+    /// Long windows with no CPU event at all, inside the CPU activity.
+    fn count_cpu_holes(&mut self) {
         let mut cpu: Vec<Raw> = (0..self.g.tasks.len())
             .filter(|&i| !self.g.tasks[i].kind.is_gpu())
             .map(|i| self.raw[i])
             .collect();
         cpu.sort_unstable_by_key(|x| x.start);
         let mut reach = i64::MIN;
-        let mut holes = 0u64;
-        let mut longest = 0i64;
         for x in &cpu {
-            if reach != i64::MIN && x.start - reach > CPU_HOLE_NS {
-                holes += 1;
-                longest = longest.max(x.start - reach);
+            let gap = x.start.saturating_sub(reach);
+            if reach != i64::MIN && gap > CPU_HOLE_NS {
+                self.report.cpu_holes += 1;
+                self.report.longest_cpu_hole_ns = self.report.longest_cpu_hole_ns.max(gap);
             }
             reach = reach.max(x.end);
         }
-        r.cpu_holes = holes;
-        if holes > 0 {
-            r.warnings.push(format!(
-                "{holes} windows over {} ms with no CPU events (longest {:.1} ms): events dropped?",
-                CPU_HOLE_NS / 1_000_000,
-                longest as f64 / 1e6
-            ));
+    }
+
+    /// Signs of dropped events and invariant checks that feed warnings.
+    /// Runs after `fill_counts`, so [`BuildReport::flag_reasons`] sees the
+    /// task counts and every reason it gives is warned about here.
+    fn checks(&mut self) {
+        self.count_cpu_holes();
+        let r = &mut self.report;
+        let flag_reasons = r.flag_reasons();
+        let missing = r.missing_launch_warning();
+        // Without any recorded launch call, missing launches are a capture
+        // mode, worth a word only when they flag the trace.
+        if let Some(w) = missing.filter(|w| r.correlated_calls > 0 || flag_reasons.contains(w)) {
+            r.warnings.push(w);
         }
+        r.warnings.extend(r.repeated_correlation_warning());
+        r.warnings.extend(r.cpu_hole_warning());
         if self.g.tasks.iter().all(|t| !t.kind.is_gpu()) {
             r.warnings.push("no GPU activity in this trace".into());
         }
@@ -1176,6 +1243,7 @@ impl<'t> Builder<'t> {
                 r.unresolved_waits
             ));
         }
+        r.warnings.extend(r.rejected_cycle_warning());
     }
 }
 

@@ -18,6 +18,7 @@
 //! communication program.
 #![deny(missing_docs)]
 
+mod acyclic;
 mod build;
 mod check;
 mod dump;

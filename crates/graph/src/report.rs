@@ -97,6 +97,18 @@ pub struct BuildReport {
     pub stream_order_violations: u64,
     /// Windows of more than 40 ms with no CPU event.
     pub cpu_holes: u64,
+    /// The longest of those windows, ns (0 when there are none).
+    pub longest_cpu_hole_ns: i64,
+    /// Runtime calls that carry a correlation id: where launches are found.
+    /// None at all means the trace recorded no launch calls, rather than
+    /// lost some.
+    pub correlated_calls: u64,
+    /// Dependencies found or inferred but left out of the graph because
+    /// they would have closed a cycle with processor order and the
+    /// dependencies kept before them, by kind (runtime sync dependencies
+    /// under `Sync`). A measured run has no cycles, so any count here means
+    /// the trace's times or ids contradict each other.
+    pub rejected_cycles: BTreeMap<DepKind, u64>,
     /// Median launch latency where the launch held the kernel, ns.
     pub typical_launch_latency_ns: i64,
     /// Median gap between back-to-back tasks on a busy stream, ns.
@@ -132,6 +144,85 @@ impl BuildReport {
             .is_none_or(|&(e, _)| (e as usize) < edge));
         self.edge_rules.push((edge as u32, rule));
         *self.inferred.entry((kind, rule)).or_insert(0) += 1;
+    }
+
+    /// Why the trace looks like the profiler dropped events, one line per
+    /// reason; empty when it does not. A trace with reasons is *flagged*:
+    /// its replay error says more about the trace than about the model, so
+    /// it is reported apart. Every line is also one of [`Self::warnings`].
+    pub fn flag_reasons(&self) -> Vec<String> {
+        let tasks: u64 = self.tasks_by_kind.values().sum();
+        let mut out = Vec::new();
+        // A few GPU tasks without a launch happen at the window's edges;
+        // more than 1% of all tasks is a loss.
+        if self.gpu_without_launch.saturating_mul(100) > tasks {
+            out.extend(self.missing_launch_warning());
+        }
+        out.extend(self.repeated_correlation_warning());
+        out.extend(self.cpu_hole_warning());
+        out.extend(self.rejected_cycle_warning());
+        out
+    }
+
+    /// True when [`Self::flag_reasons`] has any.
+    pub fn flagged(&self) -> bool {
+        !self.flag_reasons().is_empty()
+    }
+
+    /// The warning about GPU tasks without a launch call, if any: dropped
+    /// calls when some were recorded, a GPU-only capture when none were.
+    pub(crate) fn missing_launch_warning(&self) -> Option<String> {
+        if self.gpu_without_launch == 0 {
+            return None;
+        }
+        Some(if self.correlated_calls > 0 {
+            format!(
+                "{} GPU tasks have no recorded launch call (events dropped by the profiler?)",
+                self.gpu_without_launch
+            )
+        } else {
+            format!(
+                "no launch calls recorded: {} GPU tasks keep their measured start times \
+                 (a GPU-only capture, or every launch dropped?)",
+                self.gpu_without_launch
+            )
+        })
+    }
+
+    pub(crate) fn repeated_correlation_warning(&self) -> Option<String> {
+        (self.repeated_correlations > 0).then(|| {
+            format!(
+                "{} runtime calls repeat a correlation id (events dropped or merged?)",
+                self.repeated_correlations
+            )
+        })
+    }
+
+    pub(crate) fn cpu_hole_warning(&self) -> Option<String> {
+        (self.cpu_holes > 0).then(|| {
+            format!(
+                "{} windows over {} ms with no CPU events (longest {:.1} ms): events dropped?",
+                self.cpu_holes,
+                crate::build::CPU_HOLE_NS / 1_000_000,
+                self.longest_cpu_hole_ns as f64 / 1e6
+            )
+        })
+    }
+
+    pub(crate) fn rejected_cycle_warning(&self) -> Option<String> {
+        let total: u64 = self.rejected_cycles.values().sum();
+        (total > 0).then(|| {
+            let kinds: Vec<String> = self
+                .rejected_cycles
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            format!(
+                "{total} dependencies left out because they would close a cycle ({}): \
+                 times or ids contradict each other (events dropped?)",
+                kinds.join(", ")
+            )
+        })
     }
 
     /// Counts the runtime dependency just added as found by `rule`.

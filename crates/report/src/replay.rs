@@ -226,10 +226,7 @@ impl TraceInfo {
 
 /// Signs of dropped events, as counted by the graph builder.
 fn flagged(report: &BuildReport) -> bool {
-    report.cpu_holes > 0
-        || report.repeated_correlations > 0
-        || (report.gpu_without_launch > 0
-            && report.gpu_without_launch * 100 > report.tasks_by_kind.values().sum::<u64>())
+    report.flagged()
 }
 
 /// One trace replayed: its graph, measured times and schedule, from which
