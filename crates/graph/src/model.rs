@@ -336,6 +336,21 @@ impl Graph {
     }
 }
 
+/// A duration of `ns` times `factor`, rounded to the nearest ns, for every
+/// what-if that rescales tasks: a product beyond the range of an `i64`
+/// saturates to `i64::MAX` (a huge factor gives a huge time, never a
+/// shorter one), and a negative or NaN product gives 0.
+///
+/// ```
+/// assert_eq!(lumos_graph::scaled_ns(1_000, 1.5), 1_500);
+/// assert_eq!(lumos_graph::scaled_ns(1_000, 1e18), i64::MAX);
+/// assert_eq!(lumos_graph::scaled_ns(1_000, -2.0), 0);
+/// ```
+pub fn scaled_ns(ns: i64, factor: f64) -> i64 {
+    // `as` saturates at both ends of the range and maps NaN to 0.
+    ((ns as f64 * factor).round() as i64).max(0)
+}
+
 /// A measured interval, in ns since the window start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Span {
@@ -343,6 +358,27 @@ pub struct Span {
     pub start_ns: i64,
     /// End.
     pub end_ns: i64,
+}
+
+impl Span {
+    /// `end - start`; `i64::MAX` when the end is `i64::MAX`. A replayed time
+    /// saturates there when a what-if makes it overflow (see [`scaled_ns`]),
+    /// and is then unknown but as late as can be: a span ending there is as
+    /// long as can be too, never the few ns between two saturated times.
+    ///
+    /// ```
+    /// use lumos_graph::Span;
+    /// assert_eq!(Span { start_ns: 5, end_ns: 12 }.len_ns(), 7);
+    /// let saturated = Span { start_ns: i64::MAX - 3, end_ns: i64::MAX };
+    /// assert_eq!(saturated.len_ns(), i64::MAX);
+    /// ```
+    pub fn len_ns(&self) -> i64 {
+        if self.end_ns == i64::MAX {
+            i64::MAX
+        } else {
+            self.end_ns.saturating_sub(self.start_ns)
+        }
+    }
 }
 
 /// Ground truth: what the trace measured, kept apart from the graph so the

@@ -1,5 +1,6 @@
 //! Traces with events dropped the way a profiler drops them still build an
-//! acyclic graph that replays, are flagged, and say why.
+//! acyclic graph that replays, are flagged, and say why; a job whose
+//! matches cross still replays.
 //!
 //! Each corpus trace is damaged in code with a seeded generator: some
 //! kernel launch calls removed (GPU tasks without a launch), every CPU event
@@ -8,8 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
-use lumos_graph::{build, check, DepKind, Graph};
-use lumos_sim::{simulate, GpuSelector, SimOptions};
+use lumos_graph::{
+    align_clocks, build, check, match_collectives, merge, rank_graph, DepKind, Graph, RankGraph,
+    RendezvousKind,
+};
+use lumos_sim::{simulate, simulate_job, step_spans, GpuSelector, SimOptions};
 use lumos_trace::{read_path, Category, Trace};
 
 fn corpus(rel: &str) -> PathBuf {
@@ -202,4 +206,131 @@ fn undamaged_corpus_traces_are_not_flagged() {
         assert_eq!(report.flag_reasons(), Vec::<String>::new(), "{rel}");
         assert!(report.rejected_cycles.is_empty(), "{rel}");
     }
+}
+
+fn dlrm_ranks() -> Vec<RankGraph> {
+    (0..8)
+        .map(|r| {
+            let path = corpus(&format!("multi-rank/dlrm-8xv100/rank{r}.json.gz"));
+            rank_graph(&read_path(&path).unwrap()).0
+        })
+        .collect()
+}
+
+#[test]
+fn crossed_matches_are_uncoupled_not_deadlocked() {
+    let ranks = dlrm_ranks();
+    let mut m = match_collectives(&ranks);
+    let clock = align_clocks(&ranks, &m);
+    let (job, _, warnings) = merge(&ranks, &m, &clock);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(simulate_job(&job, &SimOptions::default()).is_ok());
+    // Rank 0's first two all-reduces swap partners: each waits, through
+    // the other ranks' stream order, for the other's end.
+    let ar: Vec<usize> = (0..m.sets.len())
+        .filter(|&i| m.sets[i].name == "AllReduce")
+        .collect();
+    let (a, b) = (ar[0], ar[1]);
+    let pos = |s: usize| {
+        m.sets[s]
+            .members
+            .iter()
+            .position(|x| x.rank_pos == 0)
+            .unwrap()
+    };
+    let (pa, pb) = (pos(a), pos(b));
+    let ca = m.sets[a].members[pa].comm;
+    m.sets[a].members[pa].comm = m.sets[b].members[pb].comm;
+    m.sets[b].members[pb].comm = ca;
+    let (job, _, warnings) = merge(&ranks, &m, &clock);
+    let uncoupled: Vec<usize> = (0..job.rendezvous.len())
+        .filter(|&i| job.rendezvous[i].kind == RendezvousKind::Uncoupled)
+        .collect();
+    // The first of the two is kept; the second, and whatever else the
+    // crossing entangles, is not.
+    assert!(
+        uncoupled.contains(&b) && !uncoupled.contains(&a),
+        "{warnings:?}"
+    );
+    let line = format!("{} matched collectives would deadlock", uncoupled.len());
+    assert!(warnings.iter().any(|w| w.contains(&line)), "{warnings:?}");
+    // Coupled again, they stall the replay: the uncoupling was needed.
+    let mut coupled = job.clone();
+    for &i in &uncoupled {
+        coupled.rendezvous[i].kind = RendezvousKind::Collective;
+    }
+    assert!(simulate_job(&coupled, &SimOptions::default()).is_err());
+    let schedule = simulate_job(&job, &SimOptions::default()).unwrap();
+    assert!(schedule.end_ns.iter().all(|&e| e >= 0));
+}
+
+/// Every task starts at or after 0 and ends no earlier than it starts.
+fn assert_no_negative_times(label: &str, s: &lumos_sim::Schedule) {
+    for (t, (&a, &b)) in s.start_ns.iter().zip(&s.end_ns).enumerate() {
+        assert!(0 <= a && a <= b, "{label}: task {t} runs {a}..{b}");
+    }
+}
+
+fn lengths(spans: &[lumos_graph::Span]) -> Vec<i64> {
+    spans.iter().map(lumos_graph::Span::len_ns).collect()
+}
+
+#[test]
+fn huge_scale_factors_never_shorten_a_replay() {
+    let trace = read_path(&corpus(TRACES[0])).unwrap();
+    let (g, m, _) = build(&trace);
+    let measured = lengths(&step_spans(&g, &m.tasks, Some(&m.step_annotations)));
+    let plain = simulate(&g, &SimOptions::default()).unwrap();
+    let plain = lengths(&step_spans(&g, &plain, None));
+    for factor in [1e18, 1e308, f64::MAX] {
+        let opts = SimOptions::default().scale(GpuSelector::All, factor);
+        let huge = simulate(&g, &opts).unwrap();
+        assert_no_negative_times(&format!("x{factor}"), &huge);
+        let steps = lengths(&step_spans(&g, &huge, None));
+        for (i, &len) in steps.iter().enumerate() {
+            assert!(
+                len >= measured[i] && len >= plain[i],
+                "x{factor} step {i}: {len}"
+            );
+        }
+        assert_eq!(huge.makespan_ns(), i64::MAX);
+    }
+}
+
+#[test]
+fn scaling_one_rank_hugely_never_shortens_the_job_step() {
+    let ranks = dlrm_ranks();
+    let m = match_collectives(&ranks);
+    let clock = align_clocks(&ranks, &m);
+    let (job, _, _) = merge(&ranks, &m, &clock);
+    // The job's step i is the slowest rank's step i.
+    let job_steps = |job: &lumos_graph::JobGraph| -> Vec<i64> {
+        let s = simulate_job(job, &SimOptions::default()).unwrap();
+        assert_no_negative_times("job", &s);
+        let all = lengths(&step_spans(&job.graph, &s, None));
+        let mut out: Vec<i64> = Vec::new();
+        for part in &job.ranks {
+            let mine = &all[part.steps.start as usize..part.steps.end as usize];
+            for (i, &len) in mine.iter().enumerate() {
+                match out.get_mut(i) {
+                    Some(o) => *o = (*o).max(len),
+                    None => out.push(len),
+                }
+            }
+        }
+        out
+    };
+    let plain = job_steps(&job);
+    for (factor, cpu) in [(1e18, false), (1e18, true), (f64::MAX, true)] {
+        let mut scaled = job.clone();
+        scaled.scale_rank(3, factor, cpu);
+        assert!(scaled.graph.tasks.iter().all(|t| t.duration_ns >= 0));
+        let huge = job_steps(&scaled);
+        for (i, (&h, &p)) in huge.iter().zip(&plain).enumerate() {
+            assert!(h >= p, "x{factor} cpu {cpu}: job step {i} {h} < {p}");
+        }
+    }
+    let mut negative = job.clone();
+    negative.scale_rank(3, -1.0, true);
+    assert!(negative.graph.tasks.iter().all(|t| t.duration_ns >= 0));
 }

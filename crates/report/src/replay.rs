@@ -4,7 +4,8 @@
 
 use lumos_graph::{build, BuildReport, Graph, Measured};
 use lumos_sim::{
-    breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans, whole_span,
+    breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans, timeline_bin_ns,
+    whole_span,
     Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
 };
 use lumos_trace::Trace;
@@ -59,7 +60,8 @@ pub struct TraceReplay {
     pub window: Compare,
     /// Over the window.
     pub breakdown: BreakdownPair,
-    /// Fraction of each 1 ms bin with at least one GPU stream busy.
+    /// Fraction of each bin (1 ms, wider for windows over 65 s) with at
+    /// least one GPU stream busy.
     pub gpu_busy_timeline: TimelinePair,
     /// The replay's critical path, from the last task to finish.
     pub critical_path: Option<CriticalPath>,
@@ -275,8 +277,10 @@ impl Replayed<'_> {
             let s = critical_path_summary(&self.graph, &self.schedule, last, 10);
             critical_path_report(&self.graph, &s)
         });
+        let mut info = TraceInfo::of(self.trace, &self.build);
+        info.warnings.extend(self.schedule.warnings());
         compare(
-            TraceInfo::of(self.trace, &self.build),
+            info,
             &self.graph,
             &self.measured,
             &self.schedule,
@@ -308,7 +312,7 @@ pub fn compare<T: TaskTimes + ?Sized>(
         .iter()
         .zip(m_steps.iter().zip(&r_steps))
         .map(|(s, (m, r))| {
-            let (m, r) = (m.end_ns - m.start_ns, r.end_ns - r.start_ns);
+            let (m, r) = (m.len_ns(), r.len_ns());
             StepReplay {
                 name: s.name.clone(),
                 measured_us: us(m),
@@ -319,8 +323,9 @@ pub fn compare<T: TaskTimes + ?Sized>(
         .collect();
     let mw = whole_span(&measured.tasks);
     let rw = whole_span(times);
-    let (ml, rl) = (mw.end_ns - mw.start_ns, rw.end_ns - rw.start_ns);
-    let bin = 1_000_000;
+    let (ml, rl) = (mw.len_ns(), rw.len_ns());
+    // One width for both sides: the one the longer window needs.
+    let bin = timeline_bin_ns(ml.max(rl), 1_000_000);
     TraceReplay {
         path: info.path,
         rank: info.rank,
@@ -339,8 +344,8 @@ pub fn compare<T: TaskTimes + ?Sized>(
         },
         gpu_busy_timeline: TimelinePair {
             bin_us: us(bin),
-            measured: gpu_busy_timeline(graph, &measured.tasks, mw, bin),
-            replayed: gpu_busy_timeline(graph, times, rw, bin),
+            measured: gpu_busy_timeline(graph, &measured.tasks, mw, bin).busy,
+            replayed: gpu_busy_timeline(graph, times, rw, bin).busy,
         },
         critical_path,
     }

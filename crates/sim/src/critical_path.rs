@@ -217,9 +217,15 @@ pub(crate) fn summarize(hops: impl Iterator<Item = TimedHop>, top_n: usize) -> C
             }
         };
         total.hops += 1;
-        total.wait_ns += hop.at - prev_anchor;
-        total.busy_ns += hop.anchor - hop.at;
-        busy_per_task.push((hop.task, hop.anchor - hop.at));
+        // Saturating: times near i64::MAX (a saturated what-if) must not
+        // wrap into negative totals.
+        let (wait, busy) = (
+            hop.at.saturating_sub(prev_anchor),
+            hop.anchor.saturating_sub(hop.at),
+        );
+        total.wait_ns = total.wait_ns.saturating_add(wait);
+        total.busy_ns = total.busy_ns.saturating_add(busy);
+        busy_per_task.push((hop.task, busy));
         prev_anchor = hop.anchor;
     }
     totals.sort_by_key(|t| t.kind);

@@ -8,10 +8,12 @@ use lumos_graph::TaskId;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SimError {
-    /// Tasks were left that can never start: their dependencies (fixed,
-    /// processor order or resolved runtime waits) form a cycle, or wait on a
-    /// task that is itself stuck. In a rendezvous, a task that started but
-    /// whose peers never do cannot end either, and counts here.
+    /// Tasks were left that can never start: their fixed dependencies,
+    /// processor order or waits that name their task form a cycle, or wait
+    /// on a task that is itself stuck. In a rendezvous, a task that started
+    /// but whose peers never do cannot end either, and counts here. (A
+    /// stream-tail wait that can never end is abandoned instead:
+    /// [`BlockingWait::abandoned`](crate::BlockingWait::abandoned).)
     Stuck {
         /// How many tasks never ran.
         stuck: usize,

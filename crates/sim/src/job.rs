@@ -9,7 +9,7 @@
 //! [`job_critical_path`] walks back across ranks through the participant
 //! that arrived last.
 
-use lumos_graph::{Anchor, JobGraph, TaskId};
+use lumos_graph::{Anchor, JobGraph, RendezvousKind, TaskId};
 
 use crate::critical_path::{
     hop_bound, step_back, summarize, BoundKind, CriticalPathSummary, TimedHop,
@@ -107,16 +107,21 @@ pub struct RankWait {
 pub fn rank_waits(job: &JobGraph, times: &[RendezvousTimes]) -> Vec<RankWait> {
     let mut out = vec![RankWait::default(); job.ranks.len()];
     for (r, t) in job.rendezvous.iter().zip(times) {
+        if r.kind == RendezvousKind::Uncoupled {
+            // Replayed as if unmatched: nobody waited in it.
+            continue;
+        }
         let mut others = 0;
         for (i, &task) in r.tasks.iter().enumerate() {
-            out[job.rank_of(task)].wait_ns += t.wait_ns[i];
+            let w = &mut out[job.rank_of(task)].wait_ns;
+            *w = w.saturating_add(t.wait_ns[i]);
             if i != t.last {
-                others += t.wait_ns[i];
+                others = t.wait_ns[i].saturating_add(others);
             }
         }
         if let Some(&task) = r.tasks.get(t.last) {
             let w = &mut out[job.rank_of(task)];
-            w.caused_ns += others;
+            w.caused_ns = w.caused_ns.saturating_add(others);
             w.last_arrivals += 1;
         }
     }
@@ -267,7 +272,7 @@ pub fn job_critical_path(
     for hop in &timed {
         let r = job.rank_of(hop.task);
         if let Some(slot) = per_rank_ns.get_mut(r) {
-            *slot += hop.anchor - prev_anchor;
+            *slot = slot.saturating_add(hop.anchor.saturating_sub(prev_anchor));
         }
         if prev_rank.is_some_and(|p| p != r) {
             rank_changes += 1;

@@ -20,8 +20,15 @@
 //! runtime dependencies are resolved against what has happened by then: a
 //! `StreamTail` wait resolves, once, to the last GPU task on that stream
 //! whose launch call has already issued. A dependency that has already
-//! finished is not waited on. If tasks remain that can never start (a
-//! cycle), [`simulate`] returns [`SimError::Stuck`] rather than hang.
+//! finished is not waited on. A stream-tail wait that can never end (the
+//! tail depends on work launched after the call, which CUDA would not wait
+//! for) is abandoned when nothing else can run
+//! ([`BlockingWait::abandoned`], [`Schedule::warnings`]); if tasks remain
+//! that can never start (a cycle of fixed dependencies), [`simulate`]
+//! returns [`SimError::Stuck`] rather than hang.
+//!
+//! Times saturate at `i64::MAX` instead of wrapping: a duration scaled past
+//! the range of an `i64` gives times as late as can be, never earlier ones.
 //!
 //! Blocking calls issue before they block: their launches count from the
 //! moment they reach the head of their thread, so a blocking `cudaMemcpy`
@@ -97,8 +104,9 @@ pub use job::{
     JobBound, JobCriticalPath, JobHop, RankWait, RendezvousTimes,
 };
 pub use metrics::{
-    annotation_spans, breakdown, gpu_busy_intervals, gpu_busy_timeline, step_spans, whole_span,
-    Breakdown, SpanColumns, TaskTimes,
+    annotation_spans, breakdown, gpu_busy_intervals, gpu_busy_timeline, step_spans,
+    timeline_bin_ns, whole_span, Breakdown, BusyTimeline, SpanColumns, TaskTimes,
+    MAX_TIMELINE_BINS,
 };
 pub use options::{DurationScale, GpuSelector, SimOptions};
 pub use scheduler::{simulate, simulate_with_rendezvous, BlockingWait, Bound, Schedule};

@@ -110,8 +110,8 @@ pub fn annotation_spans<T: TaskTimes + ?Sized>(graph: &Graph, times: &T) -> Vec<
         .steps
         .iter()
         .map(|step| Span {
-            start_ns: times.start_of(step.first_task) - step.lead_ns,
-            end_ns: times.end_of(step.last_task) + step.tail_ns,
+            start_ns: times.start_of(step.first_task).saturating_sub(step.lead_ns),
+            end_ns: times.end_of(step.last_task).saturating_add(step.tail_ns),
         })
         .collect()
 }
@@ -178,7 +178,9 @@ pub struct Breakdown {
 impl Breakdown {
     /// Time at least one GPU task runs: |C ∪ M|.
     pub fn busy_ns(&self) -> i64 {
-        self.exposed_compute_ns + self.overlapped_ns + self.exposed_comm_ns
+        self.exposed_compute_ns
+            .saturating_add(self.overlapped_ns)
+            .saturating_add(self.exposed_comm_ns)
     }
 }
 
@@ -196,7 +198,7 @@ struct Boundary {
 /// union of communication tasks, over every stream; tasks are clipped to the
 /// window. O(n log n) in the number of GPU tasks.
 pub fn breakdown<T: TaskTimes + ?Sized>(graph: &Graph, times: &T, window: Span) -> Breakdown {
-    let total_ns = (window.end_ns - window.start_ns).max(0);
+    let total_ns = window.end_ns.saturating_sub(window.start_ns).max(0);
     let mut bounds = Vec::new();
     for (i, task) in graph.tasks.iter().enumerate() {
         if !task.kind.is_gpu() {
@@ -231,11 +233,11 @@ pub fn breakdown<T: TaskTimes + ?Sized>(graph: &Graph, times: &T, window: Span) 
     let (mut compute, mut comm) = (0i32, 0i32);
     let mut prev = window.start_ns;
     for b in &bounds {
-        let len = b.at - prev;
+        let len = b.at.saturating_sub(prev);
         match (compute > 0, comm > 0) {
-            (true, false) => out.exposed_compute_ns += len,
-            (true, true) => out.overlapped_ns += len,
-            (false, true) => out.exposed_comm_ns += len,
+            (true, false) => out.exposed_compute_ns = out.exposed_compute_ns.saturating_add(len),
+            (true, true) => out.overlapped_ns = out.overlapped_ns.saturating_add(len),
+            (false, true) => out.exposed_comm_ns = out.exposed_comm_ns.saturating_add(len),
             (false, false) => {}
         }
         compute += b.compute;
@@ -278,39 +280,96 @@ pub fn gpu_busy_intervals<T: TaskTimes + ?Sized>(
     merged
 }
 
-/// The GPU-busy timeline: for each `bin_ns` bin of `window`, the fraction
-/// of it during which at least one stream runs a task (the paper's "SM
-/// utilization"; not hardware occupancy). The last bin may be shorter than
-/// `bin_ns` and is measured against its own length. Empty when the window
-/// is empty or `bin_ns` is not positive.
+/// The most bins a GPU-busy timeline has: a window of up to 65 s keeps
+/// 1 ms bins (the longest corpus trace is 43 s), a day gets 2 s bins, and
+/// no window costs more than about 1 MB.
+pub const MAX_TIMELINE_BINS: i64 = 65_536;
+
+/// A GPU-busy timeline and the bin width it was built with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BusyTimeline {
+    /// Width of every bin but possibly the last, in ns.
+    pub bin_ns: i64,
+    /// Per bin, the fraction of it during which a GPU stream was busy.
+    pub busy: Vec<f64>,
+}
+
+/// The bin width a timeline of a `window_ns` window gets: the smallest of
+/// `min_bin_ns` times 1, 2, 5, 10, 20, 50 and so on that leaves at most
+/// [`MAX_TIMELINE_BINS`] bins (all of `window_ns` in one bin when no
+/// multiple fits in an `i64`). A non-positive `min_bin_ns` is returned as is.
+pub fn timeline_bin_ns(window_ns: i64, min_bin_ns: i64) -> i64 {
+    if min_bin_ns <= 0 {
+        return min_bin_ns;
+    }
+    let mut decade = min_bin_ns;
+    loop {
+        for step in [1, 2, 5] {
+            let Some(bin) = decade.checked_mul(step) else {
+                return window_ns.max(min_bin_ns);
+            };
+            if bin_count(window_ns, bin) <= MAX_TIMELINE_BINS {
+                return bin;
+            }
+        }
+        let Some(next) = decade.checked_mul(10) else {
+            return window_ns.max(min_bin_ns);
+        };
+        decade = next;
+    }
+}
+
+/// Bins of `bin_ns` needed to cover `len_ns` (both positive), without
+/// overflow.
+fn bin_count(len_ns: i64, bin_ns: i64) -> i64 {
+    len_ns / bin_ns + i64::from(len_ns % bin_ns != 0)
+}
+
+/// The GPU-busy timeline: for each bin of `window`, the fraction of it
+/// during which at least one stream runs a task (the paper's "SM
+/// utilization"; not hardware occupancy). Bins are `min_bin_ns` wide, or
+/// wider for a long window ([`timeline_bin_ns`]), so memory is bounded by
+/// [`MAX_TIMELINE_BINS`] whatever the window. The last bin may be shorter
+/// and is measured against its own length. Empty when the window is empty
+/// or `min_bin_ns` is not positive.
 pub fn gpu_busy_timeline<T: TaskTimes + ?Sized>(
     graph: &Graph,
     times: &T,
     window: Span,
-    bin_ns: i64,
-) -> Vec<f64> {
-    let len = window.end_ns - window.start_ns;
+    min_bin_ns: i64,
+) -> BusyTimeline {
+    let len = window.end_ns.saturating_sub(window.start_ns);
+    let bin_ns = timeline_bin_ns(len, min_bin_ns);
     if len <= 0 || bin_ns <= 0 {
-        return Vec::new();
+        return BusyTimeline {
+            bin_ns,
+            busy: Vec::new(),
+        };
     }
-    let bins = ((len + bin_ns - 1) / bin_ns) as usize;
+    let bins = bin_count(len, bin_ns) as usize;
+    let bin_start = |bin: usize| {
+        window
+            .start_ns
+            .saturating_add((bin as i64).saturating_mul(bin_ns))
+    };
     let mut busy = vec![0i64; bins];
     for span in gpu_busy_intervals(graph, times, window) {
         let mut at = span.start_ns;
         while at < span.end_ns {
-            let bin = ((at - window.start_ns) / bin_ns) as usize;
-            let bin_end = window.start_ns + (bin as i64 + 1) * bin_ns;
-            let upto = bin_end.min(span.end_ns);
-            busy[bin] += upto - at;
+            let bin = (at.saturating_sub(window.start_ns) / bin_ns) as usize;
+            let upto = bin_start(bin + 1).min(span.end_ns);
+            busy[bin.min(bins - 1)] += upto - at;
             at = upto;
         }
     }
-    busy.iter()
+    let busy = busy
+        .iter()
         .enumerate()
         .map(|(bin, &b)| {
-            let bin_start = window.start_ns + bin as i64 * bin_ns;
-            let bin_len = (bin_start + bin_ns).min(window.end_ns) - bin_start;
+            let start = bin_start(bin);
+            let bin_len = start.saturating_add(bin_ns).min(window.end_ns) - start;
             b as f64 / bin_len as f64
         })
-        .collect()
+        .collect();
+    BusyTimeline { bin_ns, busy }
 }

@@ -1,7 +1,7 @@
 //! What a replay may change: which dependencies to ignore and how to
 //! rescale GPU durations.
 
-use lumos_graph::{DepKind, Graph, Task};
+use lumos_graph::{scaled_ns, DepKind, Graph, Task};
 
 /// How to run a replay. The default replays the graph as built.
 ///
@@ -56,7 +56,8 @@ pub struct DurationScale {
     /// Which GPU tasks.
     pub select: GpuSelector,
     /// Multiplies their duration; must be finite and non-negative. Scaled
-    /// durations are rounded to the nearest ns.
+    /// durations are rounded to the nearest ns and saturate at `i64::MAX`
+    /// ([`scaled_ns`](lumos_graph::scaled_ns)); times after them saturate too.
     pub factor: f64,
 }
 
@@ -130,7 +131,7 @@ pub(crate) fn scaled_durations(graph: &Graph, scales: &[DurationScale]) -> Vec<i
             if factor == 1.0 {
                 task.duration_ns
             } else {
-                (task.duration_ns as f64 * factor).round() as i64
+                scaled_ns(task.duration_ns, factor)
             }
         })
         .collect()

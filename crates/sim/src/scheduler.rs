@@ -50,6 +50,11 @@ pub struct BlockingWait {
     pub issue_ns: i64,
     /// What decided `issue_ns`.
     pub issue_bound: Bound,
+    /// True when the replay gave up this call's wait: the work it waited
+    /// for could never end (it depended, through the replay, on this call
+    /// or what follows it, a cycle only the replay's own order of launches
+    /// creates), so the call went on when nothing else could run.
+    pub abandoned: bool,
 }
 
 /// The replayed timeline: one start and end per task, indexed by
@@ -103,6 +108,26 @@ impl Schedule {
         best.map(|(_, i)| TaskId(i))
     }
 
+    /// How many blocking calls the replay stopped waiting
+    /// ([`BlockingWait::abandoned`]).
+    pub fn abandoned_waits(&self) -> usize {
+        self.waits.iter().filter(|w| w.abandoned).count()
+    }
+
+    /// What about the replay itself needs saying: one line when waits were
+    /// abandoned, none otherwise.
+    pub fn warnings(&self) -> Vec<String> {
+        let n = self.abandoned_waits();
+        if n == 0 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{n} blocking calls stopped waiting for GPU work that, in this replay, could \
+             never end before them (it waited for work launched after them): the replay \
+             is not the measured schedule there"
+        )]
+    }
+
     /// The issue record of a task that had runtime dependencies.
     pub fn wait(&self, t: TaskId) -> Option<&BlockingWait> {
         self.waits
@@ -117,6 +142,8 @@ impl Schedule {
 ///
 /// Returns [`SimError::Stuck`] instead of hanging when some tasks can never
 /// start, and [`SimError::InvalidGraph`] when the graph's indices disagree.
+/// A stream-tail wait that can never end is abandoned rather than stuck
+/// ([`BlockingWait::abandoned`]).
 pub fn simulate(graph: &Graph, opts: &SimOptions) -> Result<Schedule, SimError> {
     simulate_with_rendezvous(graph, &[], opts)
 }
@@ -237,6 +264,13 @@ struct Replay<'g> {
     end: Vec<i64>,
     scheduled: usize,
     waits: Vec<BlockingWait>,
+    /// Calls whose wait was abandoned (see `abandon_one_wait`); empty
+    /// until the first, so a replay that never gets stuck pays nothing.
+    abandoned: Vec<bool>,
+    /// Index into `waits` before which no call is still blocked.
+    blocked_from: usize,
+    /// Simulated time of the last task taken from the heap.
+    now: i64,
     heap: BinaryHeap<Reverse<(i64, u32)>>,
 
     /// Rendezvous, when any: the rendezvous of each task (NONE for most),
@@ -423,6 +457,9 @@ impl<'g> Replay<'g> {
             end: scaled_durations(graph, &opts.scales),
             scheduled: 0,
             waits: Vec::new(),
+            abandoned: Vec::new(),
+            blocked_from: 0,
+            now: i64::MIN,
             heap: BinaryHeap::new(),
             pending,
             rv_of: Vec::new(),
@@ -495,7 +532,7 @@ impl<'g> Replay<'g> {
         let r = &self.rendezvous[rv];
         if let Some(pos) = r.tasks.iter().position(|m| m.idx() == t) {
             if !r.waits(pos) {
-                let end = now + self.end[t];
+                let end = now.saturating_add(self.end[t]);
                 self.complete(t, end);
             }
         }
@@ -506,7 +543,7 @@ impl<'g> Replay<'g> {
                 let r = &self.rendezvous[rv];
                 if r.waits(pos) {
                     let m = r.tasks[pos].idx();
-                    let end = latest + self.end[m];
+                    let end = latest.saturating_add(self.end[m]);
                     self.complete(m, end);
                 }
             }
@@ -557,7 +594,11 @@ impl<'g> Replay<'g> {
                 self.advance_launched(p);
             }
             if link.has(START_ANCHORED) && !link.has(DROPPED) {
-                self.satisfy(link.to, at + link.latency_ns, Bound::Edge(link.index()));
+                self.satisfy(
+                    link.to,
+                    at.saturating_add(link.latency_ns),
+                    Bound::Edge(link.index()),
+                );
             }
         }
     }
@@ -568,7 +609,7 @@ impl<'g> Replay<'g> {
     fn wait_for(&mut self, call: usize, dep: u32, on: u32) {
         let oi = on as usize;
         if self.state[oi] == State::Scheduled {
-            let at = self.end[oi] + self.graph.runtime_deps[dep as usize].latency_ns;
+            let at = self.end[oi].saturating_add(self.graph.runtime_deps[dep as usize].latency_ns);
             if at > self.earliest[call] {
                 self.earliest[call] = at;
                 self.bound[call] = Bound::Runtime {
@@ -626,8 +667,57 @@ impl<'g> Replay<'g> {
         }
     }
 
+    /// Replays until every task is scheduled or nothing more can run.
     fn run(&mut self) {
+        loop {
+            self.drain();
+            if self.scheduled == self.graph.tasks.len() || !self.abandon_one_wait() {
+                return;
+            }
+        }
+    }
+
+    /// The replay is stuck but a call still waits for a stream tail: frees
+    /// the one that issued first from its waits, at the current time. The
+    /// builder keeps waits acyclic on measured times; a tail the replay
+    /// resolves differently (dropped events, what-ifs) can still depend on
+    /// work launched after the call. CUDA would not stall there: a stream
+    /// wait never waits for work not yet submitted. A wait that names its
+    /// task is fixed, checkable before the replay, and never abandoned.
+    fn abandon_one_wait(&mut self) -> bool {
+        while let Some(w) = self.waits.get(self.blocked_from) {
+            let c = w.task.idx();
+            self.blocked_from += 1;
+            // Issued calls pend only on their waits.
+            if self.state[c] != State::Issued || self.pending[c] == 0 || self.names_its_task(c) {
+                continue;
+            }
+            if self.abandoned.is_empty() {
+                self.abandoned = vec![false; self.graph.tasks.len()];
+            }
+            self.abandoned[c] = true;
+            self.waits[self.blocked_from - 1].abandoned = true;
+            self.pending[c] = 0;
+            self.earliest[c] = self.earliest[c].max(self.now);
+            self.heap.push(Reverse((self.earliest[c], c as u32)));
+            return true;
+        }
+        false
+    }
+
+    /// True when one of the call's runtime dependencies names its task.
+    fn names_its_task(&self, call: usize) -> bool {
+        let first = self.rt_first[call] as usize;
+        self.rt_order[first..]
+            .iter()
+            .map(|&d| self.graph.runtime_deps[d as usize])
+            .take_while(|d| d.task.idx() == call)
+            .any(|d| matches!(d.target, WaitTarget::Task(_)))
+    }
+
+    fn drain(&mut self) {
         while let Some(Reverse((now, t))) = self.heap.pop() {
+            self.now = now;
             let ti = t as usize;
             if self.rt_first[ti] != NONE && self.state[ti] == State::Waiting {
                 // Resolve at the moment the call would start, so a stream
@@ -637,6 +727,7 @@ impl<'g> Replay<'g> {
                     task: TaskId(t),
                     issue_ns: now,
                     issue_bound: self.bound[ti],
+                    abandoned: false,
                 });
                 self.issue(ti, now);
                 self.resolve(ti);
@@ -658,7 +749,7 @@ impl<'g> Replay<'g> {
                 self.arrive(ti, now);
                 continue;
             }
-            let end = now + self.end[ti];
+            let end = now.saturating_add(self.end[ti]);
             self.complete(ti, end);
         }
     }
@@ -674,7 +765,11 @@ impl<'g> Replay<'g> {
         for k in self.link_off[ti]..self.link_off[ti + 1] {
             let link = self.links[k as usize];
             if !link.has(START_ANCHORED | DROPPED) {
-                self.satisfy(link.to, end + link.latency_ns, Bound::Edge(link.index()));
+                self.satisfy(
+                    link.to,
+                    end.saturating_add(link.latency_ns),
+                    Bound::Edge(link.index()),
+                );
             }
         }
         let next = self.proc_next[ti];
@@ -684,16 +779,19 @@ impl<'g> Replay<'g> {
         let mut w = self.waiter_head[ti];
         while w != NONE {
             let waiter = self.waiters[w as usize];
+            w = waiter.next;
+            if !self.abandoned.is_empty() && self.abandoned[waiter.call as usize] {
+                continue;
+            }
             let latency = self.graph.runtime_deps[waiter.dep as usize].latency_ns;
             self.satisfy(
                 waiter.call,
-                end + latency,
+                end.saturating_add(latency),
                 Bound::Runtime {
                     dep: waiter.dep,
                     on: TaskId(t),
                 },
             );
-            w = waiter.next;
         }
     }
 

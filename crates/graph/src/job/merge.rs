@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 use super::clock::ClockAlignment;
 use super::comms::RankGraph;
 use super::matching::{CollectiveMatch, MatchRule};
+use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails};
 use crate::model::*;
 
 /// A transfer's measured end may precede its last participant's start by
@@ -28,6 +29,12 @@ pub enum RendezvousKind {
     /// deadlock the usual pipeline order (stage 0: send, send, receive;
     /// stage 1: receive, send, receive on one stream each).
     PointToPoint,
+    /// A matched set whose coupling would deadlock the joint replay: a
+    /// participant waits, through its rank's dependencies, for another's
+    /// end (crossed matches, or ids that disagree with the order of work).
+    /// Nobody waits; each task runs for its measured duration, as if it
+    /// were unmatched. [`merge`] warns about every one.
+    Uncoupled,
 }
 
 /// Communication tasks on different ranks that complete together.
@@ -61,6 +68,7 @@ impl Rendezvous {
         match self.kind {
             RendezvousKind::Collective => true,
             RendezvousKind::PointToPoint => pos != 0,
+            RendezvousKind::Uncoupled => false,
         }
     }
 }
@@ -144,7 +152,8 @@ impl JobGraph {
     /// tasks (kernels, copies and sets that are not communication) by
     /// `factor`, and its CPU tasks too when `cpu` is set. Collective
     /// transfer times stay as they are: the point is to see how the other
-    /// ranks wait for this one.
+    /// ranks wait for this one. Durations saturate ([`scaled_ns`]): a huge
+    /// factor gives huge durations, a negative one zero.
     pub fn scale_rank(&mut self, rank_pos: usize, factor: f64, cpu: bool) {
         let Some(part) = self.ranks.get(rank_pos) else {
             return;
@@ -157,7 +166,7 @@ impl JobGraph {
                 cpu
             };
             if selected {
-                task.duration_ns = (task.duration_ns as f64 * factor).round() as i64;
+                task.duration_ns = scaled_ns(task.duration_ns, factor);
             }
         }
     }
@@ -381,6 +390,7 @@ pub fn merge(
         all.push(rendezvous);
     }
     let mut warnings = Vec::new();
+    warnings.extend(uncouple_deadlocks(&mut g, &mut all, &measured, m));
     if let Some((gap, label, rank, last)) = worst {
         warnings.push(format!(
             "{early} collective tasks ended before their last participant started (worst: \
@@ -399,4 +409,52 @@ pub fn merge(
         measured,
         warnings,
     )
+}
+
+/// Makes every rendezvous that would close a cycle [`RendezvousKind::Uncoupled`],
+/// trying them in match order (see `acyclic`): the ranks' own dependencies
+/// are kept as built, runtime waits resolved on the measured job times.
+/// Returns the warning, if any was uncoupled.
+fn uncouple_deadlocks(
+    g: &mut Graph,
+    rendezvous: &mut [Rendezvous],
+    measured: &Measured,
+    m: &CollectiveMatch,
+) -> Option<String> {
+    let span = |t: TaskId| measured.tasks.get(t.idx()).copied().unwrap_or_default();
+    let times = |t: TaskId| (span(t).start_ns, span(t).end_ns);
+    let rejected = {
+        let graph = &*g;
+        let tails = StreamTails::new(graph, |t| span(t).start_ns);
+        let optional = Optional {
+            rendezvous: true,
+            ..Optional::default()
+        };
+        let net = GraphNet::new(
+            graph,
+            rendezvous,
+            |d| tails.targets(graph, d, span(graph.runtime_deps[d].task).start_ns),
+            optional,
+            &times,
+        );
+        // `None`: the ranks' graphs have a cycle of their own (not built by
+        // `build`); no choice of rendezvous helps, and the replay says so.
+        rejected_groups(&net)?
+    };
+    let first = rejected.first().map(|&grp| ungroup(grp).1)?;
+    for &grp in &rejected {
+        let r = &mut rendezvous[ungroup(grp).1];
+        r.kind = RendezvousKind::Uncoupled;
+        for &t in &r.tasks {
+            let s = span(t);
+            g.tasks[t.idx()].duration_ns = (s.end_ns - s.start_ns).max(0);
+        }
+    }
+    let label = m.sets.get(first).map_or("?", |s| s.label.as_str());
+    Some(format!(
+        "{} matched collectives would deadlock the joint replay (first: {label}): a \
+         participant waits, through its rank's dependencies, for another's end; they are \
+         replayed uncoupled, each task for its measured time",
+        rejected.len()
+    ))
 }

@@ -183,7 +183,7 @@ impl<'j> JobReplayed<'j> {
             let m = &job.graphs[pos].measured;
             let times = self.rank_times(pos);
             let lengths = |spans: Vec<lumos_graph::Span>| -> Vec<i64> {
-                spans.iter().map(|s| s.end_ns - s.start_ns).collect()
+                spans.iter().map(lumos_graph::Span::len_ns).collect()
             };
             measured_steps.push(lengths(step_spans(g, &m.tasks, Some(&m.step_annotations))));
             replayed_steps.push(lengths(step_spans(g, &times, None)));
@@ -197,6 +197,7 @@ impl<'j> JobReplayed<'j> {
         }
         let mut report = job_report(job);
         report.warnings.extend(self.merge_warnings.iter().cloned());
+        report.warnings.extend(self.schedule.warnings());
         let n_steps = measured_steps.iter().map(Vec::len).min().unwrap_or(0);
         if measured_steps.iter().any(|s| s.len() != n_steps) {
             report.warnings.push(format!(

@@ -2,7 +2,8 @@
 
 use lumos_graph::{Span, Step, TaskId};
 use lumos_sim::{
-    annotation_spans, breakdown, gpu_busy_timeline, step_spans, whole_span, Breakdown, SpanColumns,
+    annotation_spans, breakdown, gpu_busy_timeline, step_spans, timeline_bin_ns, whole_span,
+    Breakdown, SpanColumns, MAX_TIMELINE_BINS,
 };
 
 use crate::builder::Builder;
@@ -79,14 +80,41 @@ fn breakdown_clips_to_the_window() {
 fn busy_timeline_gives_the_busy_fraction_per_bin() {
     let (b, measured) = overlap_example();
     let window = sp(0, 100);
-    assert_eq!(
-        gpu_busy_timeline(&b.graph, &measured, window, 25),
-        vec![0.6, 1.0, 0.8, 0.4]
-    );
+    let got = gpu_busy_timeline(&b.graph, &measured, window, 25);
+    assert_eq!(got.bin_ns, 25);
+    assert_eq!(got.busy, vec![0.6, 1.0, 0.8, 0.4]);
     // The last bin is 10 ns long and fully busy.
     let got = gpu_busy_timeline(&b.graph, &measured, window, 30);
-    assert_eq!(got, vec![20.0 / 30.0, 1.0, 10.0 / 30.0, 1.0]);
-    assert!(gpu_busy_timeline(&b.graph, &measured, window, 0).is_empty());
+    assert_eq!(got.busy, vec![20.0 / 30.0, 1.0, 10.0 / 30.0, 1.0]);
+    assert!(gpu_busy_timeline(&b.graph, &measured, window, 0)
+        .busy
+        .is_empty());
+}
+
+#[test]
+fn busy_timeline_bins_are_bounded_whatever_the_window() {
+    const MS: i64 = 1_000_000;
+    // Up to the bound, bins stay as asked; then 2, 5, 10, 20 ... times.
+    assert_eq!(timeline_bin_ns(43_425 * MS, MS), MS);
+    assert_eq!(timeline_bin_ns(MAX_TIMELINE_BINS * MS, MS), MS);
+    assert_eq!(timeline_bin_ns(MAX_TIMELINE_BINS * MS + 1, MS), 2 * MS);
+    assert_eq!(timeline_bin_ns(86_400_000 * MS, MS), 2_000 * MS);
+    assert_eq!(timeline_bin_ns(i64::MAX, MS), 200_000_000 * MS);
+    assert_eq!(timeline_bin_ns(i64::MAX, i64::MAX / 3), i64::MAX / 3);
+    // Two tasks a day apart: a bounded timeline, busy only at its ends.
+    let (b, _) = overlap_example();
+    let day = 86_400_000 * MS;
+    let times: Vec<Span> = (0..b.graph.tasks.len())
+        .map(|i| if i == 1 { sp(0, MS) } else { sp(day - MS, day) })
+        .collect();
+    let got = gpu_busy_timeline(&b.graph, &times, sp(0, day), MS);
+    assert_eq!(got.bin_ns, 2_000 * MS);
+    assert_eq!(got.busy.len(), 43_200);
+    assert!(got.busy[1..43_199].iter().all(|&f| f == 0.0));
+    assert_eq!((got.busy[0], got.busy[43_199]), (0.0005, 0.0005));
+    // A window as long as time itself still gets its bins.
+    let got = gpu_busy_timeline(&b.graph, &times, sp(0, i64::MAX), MS);
+    assert!(got.busy.len() as i64 <= MAX_TIMELINE_BINS);
 }
 
 /// One thread: step 1 = [f1, l1, g1] launching a long kernel k1; step 2 =

@@ -438,3 +438,59 @@ fn ties_are_broken_by_task_id_deterministically() {
         assert_eq!(b.run(), first);
     }
 }
+
+#[test]
+fn huge_durations_saturate_instead_of_wrapping() {
+    // A launch, then two kernels a factor of 1e18 makes longer than time
+    // itself, then a CPU call waiting for the stream: every later time is
+    // i64::MAX, never a wrapped, shorter one.
+    let mut b = Builder::new();
+    let (t, s) = (b.thread(), b.stream(0));
+    let call = b.call(t, 1_000);
+    let k1 = b.kernel(s, 10_000);
+    let k2 = b.kernel(s, 10_000);
+    b.launch(call, k1, 500);
+    let sync = b.call(t, 100);
+    b.wait(sync, WaitTarget::StreamTail(s), 7);
+    let after = b.cpu(t, 50);
+    b.edge(k2, after, DepKind::Sync, Anchor::End, 3);
+    let opts = SimOptions::default().scale(GpuSelector::All, 1e18);
+    let sch = b.run_with(&opts);
+    assert_eq!(span(&sch, k1), (500, i64::MAX));
+    assert_eq!(span(&sch, k2), (i64::MAX, i64::MAX));
+    assert_eq!(span(&sch, after), (i64::MAX, i64::MAX));
+    assert!(sch
+        .start_ns
+        .iter()
+        .zip(&sch.end_ns)
+        .all(|(s, e)| 0 <= *s && s <= e));
+    // The largest finite factor too.
+    let sch = b.run_with(&SimOptions::default().scale(GpuSelector::All, f64::MAX));
+    assert_eq!(sch.makespan_ns(), i64::MAX);
+}
+
+#[test]
+fn a_stream_tail_wait_that_can_never_end_is_abandoned() {
+    // The sync resolves to g, which waits (inter-stream) for h, which is
+    // launched only after the sync: CUDA would not stall, and neither does
+    // the replay; the sync goes on when nothing else can run.
+    let mut b = Builder::new();
+    let (t, s1, s2) = (b.thread(), b.stream(0), b.stream(0));
+    let l0 = b.call(t, 10);
+    let sync = b.call(t, 5);
+    let l1 = b.call(t, 10);
+    let g = b.kernel(s1, 100);
+    let h = b.kernel(s2, 50);
+    b.launch(l0, g, 0);
+    b.launch(l1, h, 0);
+    b.wait(sync, WaitTarget::StreamTail(s1), 0);
+    b.edge(h, g, DepKind::InterStream, Anchor::End, 0);
+    let s = b.run();
+    assert_eq!(span(&s, sync), (10, 15));
+    assert_eq!(span(&s, l1), (15, 25));
+    assert_eq!(span(&s, h), (15, 65));
+    assert_eq!(span(&s, g), (65, 165));
+    assert!(s.wait(sync).unwrap().abandoned);
+    assert_eq!(s.abandoned_waits(), 1);
+    assert_eq!(s.warnings().len(), 1);
+}
