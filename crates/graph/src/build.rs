@@ -37,7 +37,9 @@ const TIME_TOLERANCE_NS: i64 = 1_000;
 pub(crate) const CPU_HOLE_NS: i64 = 40_000_000;
 
 /// Builds the execution graph of one trace, with its ground truth and a
-/// report of what was found and inferred.
+/// report of what was found and inferred. Differences of trace times
+/// saturate: a trace spanning more than an `i64` of ns (292 years) gets
+/// times as late as can be, never wrapped ones.
 pub fn build(trace: &Trace) -> (Graph, Measured, BuildReport) {
     Builder::new(trace).run()
 }
@@ -119,8 +121,8 @@ impl<'t> Builder<'t> {
         self.report.fill_counts(&self.g);
         self.checks();
         let rel = |start: i64, end: i64| Span {
-            start_ns: start - origin,
-            end_ns: end - origin,
+            start_ns: start.saturating_sub(origin),
+            end_ns: end.saturating_sub(origin),
         };
         let measured = Measured {
             origin_ns: origin,
@@ -149,7 +151,7 @@ impl<'t> Builder<'t> {
             kind,
             name: NameId(e.name.0),
             proc,
-            duration_ns: end - start,
+            duration_ns: end.saturating_sub(start),
             release_ns: 0,
             collective: None,
             correlation: e.correlation.unwrap_or(0),
@@ -591,7 +593,9 @@ impl<'t> Builder<'t> {
                 // inferred source that ends after its target starts is wrong.
                 Some((src, _))
                     if self.raw[src.idx()].end
-                        > self.raw[target.idx()].start + TIME_TOLERANCE_NS =>
+                        > self.raw[target.idx()]
+                            .start
+                            .saturating_add(TIME_TOLERANCE_NS) =>
                 {
                     self.report.rejected_waits += 1;
                 }
@@ -633,7 +637,7 @@ impl<'t> Builder<'t> {
             let prev = self.g.processors[proc.idx()].tasks[p - 1];
             ready = ready.max(self.raw[prev.idx()].end);
         }
-        if r.start - ready < OBSERVED_WAIT_MIN_NS {
+        if r.start.saturating_sub(ready) < OBSERVED_WAIT_MIN_NS {
             return None;
         }
         let device = self.device_of(proc)?;
@@ -802,7 +806,8 @@ impl<'t> Builder<'t> {
                     // is blocked on it (full launch queue, pageable copy).
                     let own_copy = own.iter().copied().max_by_key(|g| self.raw[g.idx()].end);
                     let blocked = ended_during.filter(|&(end, _)| {
-                        r.end - r.start >= BLOCKING_MIN_DUR_NS && r.end - end <= BLOCKING_WINDOW_NS
+                        r.end.saturating_sub(r.start) >= BLOCKING_MIN_DUR_NS
+                            && r.end.saturating_sub(end) <= BLOCKING_WINDOW_NS
                     });
                     match (kind, own_copy, blocked) {
                         (SyncKind::BlockingCopy, Some(g), _) => {
@@ -843,7 +848,10 @@ impl<'t> Builder<'t> {
             let r = self.raw[waiter.idx()];
             let a_end = self.raw[a.idx()].end;
             if a_end > r.start {
-                self.g.tasks[waiter.idx()].duration_ns = (r.end - a_end).clamp(0, r.end - r.start);
+                self.g.tasks[waiter.idx()].duration_ns = r
+                    .end
+                    .saturating_sub(a_end)
+                    .clamp(0, r.end.saturating_sub(r.start));
             }
         }
         self.report.record_runtime_dep(rule);
@@ -910,7 +918,8 @@ impl<'t> Builder<'t> {
                     _ => self.raw[p.tasks[k_in_thread - 1].idx()].end,
                 };
                 let t = self.raw[task.idx()];
-                if t.start - prev_end < INTER_THREAD_MIN_GAP_NS {
+                let gap = t.start.saturating_sub(prev_end);
+                if gap < INTER_THREAD_MIN_GAP_NS {
                     continue;
                 }
                 let k = ends.partition_point(|&(end, _)| end <= t.start);
@@ -920,9 +929,9 @@ impl<'t> Builder<'t> {
                     .take_while(|&&(end, _)| {
                         let window = match k_in_thread {
                             0 => INTER_THREAD_MAX_WINDOW_NS,
-                            _ => wake_window(t.start - prev_end),
+                            _ => wake_window(gap),
                         };
-                        end >= t.start - window
+                        end >= t.start.saturating_sub(window)
                     })
                     .find(|&&(end, s)| {
                         let sp = self.g.tasks[s.idx()].proc;
@@ -1009,7 +1018,7 @@ impl<'t> Builder<'t> {
                 // No longer blocking: the call runs for its measured span.
                 let w = dep.task.idx();
                 self.blocking.remove(&dep.task);
-                self.g.tasks[w].duration_ns = self.raw[w].end - self.raw[w].start;
+                self.g.tasks[w].duration_ns = self.raw[w].end.saturating_sub(self.raw[w].start);
             }
         }
         let mut d = 0;
@@ -1067,7 +1076,7 @@ impl<'t> Builder<'t> {
                     samples
                         .entry(e.kind)
                         .or_default()
-                        .push(self.raw[t].start - self.ready(e));
+                        .push(self.raw[t].start.saturating_sub(self.ready(e)));
                 }
                 b
             })
@@ -1087,7 +1096,7 @@ impl<'t> Builder<'t> {
             let start = self.raw[t].start;
             for &e in &self.incoming[t] {
                 let edge = self.g.edges[e as usize];
-                let slack = (start - self.ready(&edge)).max(0);
+                let slack = start.saturating_sub(self.ready(&edge)).max(0);
                 self.g.edges[e as usize].latency_ns = if Some(e) == *b {
                     slack
                 } else {
@@ -1117,7 +1126,7 @@ impl<'t> Builder<'t> {
     fn releases(&mut self, origin: i64) {
         for t in 0..self.g.tasks.len() {
             if self.incoming[t].is_empty() && !self.blocking.contains_key(&TaskId(t as u32)) {
-                self.g.tasks[t].release_ns = self.raw[t].start - origin;
+                self.g.tasks[t].release_ns = self.raw[t].start.saturating_sub(origin);
                 if self.g.tasks[t].kind.is_gpu() {
                     self.report.released_gpu_tasks += 1;
                 }
@@ -1165,14 +1174,14 @@ impl<'t> Builder<'t> {
             self.g.steps.push(Step {
                 name: t.name(e).to_owned(),
                 first_task: first,
-                lead_ns: self.raw[first.idx()].start - a0,
+                lead_ns: self.raw[first.idx()].start.saturating_sub(a0),
                 last_task: last,
-                tail_ns: a1 - self.raw[last.idx()].end,
+                tail_ns: a1.saturating_sub(self.raw[last.idx()].end),
                 tasks,
             });
             spans.push(Span {
-                start_ns: a0 - origin,
-                end_ns: a1 - origin,
+                start_ns: a0.saturating_sub(origin),
+                end_ns: a1.saturating_sub(origin),
             });
         }
         spans

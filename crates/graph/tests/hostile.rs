@@ -334,3 +334,30 @@ fn scaling_one_rank_hugely_never_shortens_the_job_step() {
     negative.scale_rank(3, -1.0, true);
     assert!(negative.graph.tasks.iter().all(|t| t.duration_ns >= 0));
 }
+
+#[test]
+fn times_further_apart_than_an_i64_saturate() {
+    // One CPU event 158 years before the trace, one kernel 158 years after:
+    // their distance does not fit in an i64 of ns.
+    let mut t = read_path(&corpus(TRACES[0])).unwrap();
+    let cpu = t.events.iter().position(|e| is_cpu(e.category)).unwrap();
+    let gpu = t
+        .events
+        .iter()
+        .rposition(|e| e.category.is_gpu_work())
+        .unwrap();
+    t.events[cpu].ts_ns = -5_000_000_000_000_000_000;
+    t.events[gpu].ts_ns = 5_000_000_000_000_000_000;
+    let (g, m, _) = build(&t);
+    assert!(m
+        .tasks
+        .iter()
+        .all(|s| 0 <= s.start_ns && s.start_ns <= s.end_ns));
+    assert!(g
+        .tasks
+        .iter()
+        .all(|t| t.duration_ns >= 0 && t.release_ns >= 0));
+    let s = simulate(&g, &SimOptions::default()).unwrap();
+    assert_no_negative_times("far apart", &s);
+    assert_eq!(lumos_sim::whole_span(&m.tasks).len_ns(), i64::MAX);
+}

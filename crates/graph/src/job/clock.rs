@@ -41,7 +41,8 @@ fn median(mut v: Vec<i64>) -> i64 {
         v[n / 2]
     } else {
         // Mean of the two middle values, rounded towards negative infinity.
-        (v[n / 2 - 1] + v[n / 2]).div_euclid(2)
+        // In i128: the sum of two extreme times overflows an i64.
+        ((v[n / 2 - 1] as i128 + v[n / 2] as i128).div_euclid(2)) as i64
     }
 }
 
@@ -81,7 +82,7 @@ pub fn align_clocks(ranks: &[RankGraph], m: &CollectiveMatch) -> ClockAlignment 
         for set in &ends {
             let aligned: Vec<i64> = set
                 .iter()
-                .filter_map(|&(p, e)| offsets[p].map(|o| e - o))
+                .filter_map(|&(p, e)| offsets[p].map(|o| e.saturating_sub(o)))
                 .collect();
             if aligned.is_empty() {
                 continue;
@@ -89,7 +90,7 @@ pub fn align_clocks(ranks: &[RankGraph], m: &CollectiveMatch) -> ClockAlignment 
             let reference_end = median(aligned);
             for &(p, e) in set {
                 if offsets[p].is_none() {
-                    diffs[p].push(e - reference_end);
+                    diffs[p].push(e.saturating_sub(reference_end));
                 }
             }
         }
@@ -112,14 +113,18 @@ pub fn align_clocks(ranks: &[RankGraph], m: &CollectiveMatch) -> ClockAlignment 
     let spread = |shift: bool| -> Vec<i64> {
         ends.iter()
             .map(|set| {
-                let v = set
-                    .iter()
-                    .map(|&(p, e)| if shift { e - offsets_ns[p] } else { e });
+                let v = set.iter().map(|&(p, e)| {
+                    if shift {
+                        e.saturating_sub(offsets_ns[p])
+                    } else {
+                        e
+                    }
+                });
                 let (lo, hi) = v.fold((i64::MAX, i64::MIN), |(lo, hi), e| (lo.min(e), hi.max(e)));
                 if set.is_empty() {
                     0
                 } else {
-                    hi - lo
+                    hi.saturating_sub(lo)
                 }
             })
             .collect()

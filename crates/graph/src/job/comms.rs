@@ -72,17 +72,21 @@ pub struct RankGraph {
 impl RankGraph {
     /// The absolute measured end of a task on this rank's own clock.
     pub fn clock_end_ns(&self, t: TaskId) -> i64 {
-        self.clock_base_ns + self.measured.origin_ns + self.measured.tasks[t.idx()].end_ns
+        self.clock_origin_ns()
+            .saturating_add(self.measured.tasks[t.idx()].end_ns)
     }
 
     /// The absolute measured start of a task on this rank's own clock.
     pub fn clock_start_ns(&self, t: TaskId) -> i64 {
-        self.clock_base_ns + self.measured.origin_ns + self.measured.tasks[t.idx()].start_ns
+        self.clock_origin_ns()
+            .saturating_add(self.measured.tasks[t.idx()].start_ns)
     }
 
-    /// The absolute start of the rank's window on its own clock.
+    /// The absolute start of the rank's window on its own clock. Clock
+    /// arithmetic saturates: hostile base times give extreme times, never
+    /// wrapped ones.
     pub fn clock_origin_ns(&self) -> i64 {
-        self.clock_base_ns + self.measured.origin_ns
+        self.clock_base_ns.saturating_add(self.measured.origin_ns)
     }
 }
 
@@ -151,12 +155,14 @@ fn comm_tasks(
         // The event behind the task: same correlation and name, nearest
         // start (the builder may have clipped the start of an overlapping
         // GPU task; a graph launch fans one correlation out to many).
-        let start = measured.origin_ns + measured.tasks[ti].start_ns;
+        let start = measured
+            .origin_ns
+            .saturating_add(measured.tasks[ti].start_ns);
         let event = gpu_by_corr.get(&task.correlation).and_then(|v| {
             v.iter()
                 .copied()
                 .filter(|&i| trace.name(&trace.events[i]) == graph.name(t))
-                .min_by_key(|&i| (trace.events[i].ts_ns - start).abs())
+                .min_by_key(|&i| trace.events[i].ts_ns.abs_diff(start))
                 .map(|i| &trace.events[i])
         });
         let own = event.and_then(|e| e.extra.as_ref().and_then(|x| x.collective.as_ref()));

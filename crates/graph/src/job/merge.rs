@@ -192,7 +192,7 @@ pub fn merge(
     let aligned_origin: Vec<i64> = ranks
         .iter()
         .enumerate()
-        .map(|(p, r)| r.clock_origin_ns() - offset(p))
+        .map(|(p, r)| r.clock_origin_ns().saturating_sub(offset(p)))
         .collect();
     let job_origin = aligned_origin.iter().copied().min().unwrap_or(0);
 
@@ -204,7 +204,7 @@ pub fn merge(
     let mut names: FxHashMap<String, u32> = FxHashMap::default();
     let mut parts = Vec::with_capacity(ranks.len());
     for (p, r) in ranks.iter().enumerate() {
-        let shift = aligned_origin[p] - job_origin;
+        let shift = aligned_origin[p].saturating_sub(job_origin);
         let t0 = g.tasks.len() as u32;
         let p0 = g.processors.len() as u32;
         let e0 = g.edges.len() as u32;
@@ -240,7 +240,7 @@ pub fn merge(
             // timeline. Other tasks keep release 0: their dependencies
             // place them.
             if !has_incoming[i] || t.release_ns > 0 {
-                t.release_ns += shift;
+                t.release_ns = t.release_ns.saturating_add(shift);
             }
             g.tasks.push(t);
             let scope = rg.task_scopes.get(i).copied().flatten();
@@ -320,8 +320,8 @@ pub fn merge(
             });
         }
         let moved = |s: &Span| Span {
-            start_ns: s.start_ns + shift,
-            end_ns: s.end_ns + shift,
+            start_ns: s.start_ns.saturating_add(shift),
+            end_ns: s.end_ns.saturating_add(shift),
         };
         measured.tasks.extend(r.measured.tasks.iter().map(moved));
         measured
@@ -378,14 +378,15 @@ pub fn merge(
                 continue;
             }
             let end = measured.tasks[t.idx()].end_ns;
-            if end < last_start - END_BEFORE_START_TOLERANCE_NS {
+            let early_by = last_start.saturating_sub(end);
+            if early_by > END_BEFORE_START_TOLERANCE_NS {
                 early += 1;
                 let rank = |k: usize| ranks[set.members[k].rank_pos as usize].rank;
-                if worst.is_none_or(|w| last_start - end > w.0) {
-                    worst = Some((last_start - end, &set.label, rank(i), rank(last_pos)));
+                if worst.is_none_or(|w| early_by > w.0) {
+                    worst = Some((early_by, &set.label, rank(i), rank(last_pos)));
                 }
             }
-            g.tasks[t.idx()].duration_ns = (end - last_start).max(0);
+            g.tasks[t.idx()].duration_ns = end.saturating_sub(last_start).max(0);
         }
         all.push(rendezvous);
     }
@@ -447,7 +448,7 @@ fn uncouple_deadlocks(
         r.kind = RendezvousKind::Uncoupled;
         for &t in &r.tasks {
             let s = span(t);
-            g.tasks[t.idx()].duration_ns = (s.end_ns - s.start_ns).max(0);
+            g.tasks[t.idx()].duration_ns = s.end_ns.saturating_sub(s.start_ns).max(0);
         }
     }
     let label = m.sets.get(first).map_or("?", |s| s.label.as_str());
