@@ -68,22 +68,26 @@ struct Csr {
 impl Csr {
     fn of(a: &impl Arcs) -> (Csr, Vec<u32>) {
         let n = a.nodes();
+        // One walk over the arcs (the graph's own lists), then counting
+        // passes over a flat copy, which are cheaper than a second walk.
+        let mut arcs: Vec<(u32, u32)> = Vec::new();
+        a.each(|f, t, _| arcs.push((f, t)));
         let mut off = vec![0u32; n + 1];
         let mut indeg = vec![0u32; n];
-        a.each(|f, t, _| {
+        for &(f, t) in &arcs {
             off[f as usize + 1] += 1;
             indeg[t as usize] += 1;
-        });
+        }
         for i in 0..n {
             off[i + 1] += off[i];
         }
-        let mut to = vec![0u32; off[n] as usize];
+        let mut to = vec![0u32; arcs.len()];
         // Fill with off[f] as the cursor, then shift back by one.
-        a.each(|f, t, _| {
+        for &(f, t) in &arcs {
             let c = &mut off[f as usize];
             to[*c as usize] = t;
             *c += 1;
-        });
+        }
         off.copy_within(0..n, 1);
         off[0] = 0;
         (Csr { off, to }, indeg)
@@ -456,14 +460,13 @@ impl Arcs for GraphNet<'_> {
 
     fn each(&self, mut f: impl FnMut(u32, u32, u64)) {
         let g = self.g;
-        for (t, &i) in self.issue.iter().enumerate() {
-            if i != NONE {
-                f(i, t as u32, BASE);
-            }
-        }
-        for (t, &e) in self.end.iter().enumerate() {
-            if e != NONE {
-                f(t as u32, e, BASE);
+        let n = g.tasks.len() as u32;
+        for (k, &t) in self.owner.iter().enumerate() {
+            let node = n + k as u32;
+            if self.issue[t as usize] == node {
+                f(node, t, BASE);
+            } else {
+                f(t, node, BASE);
             }
         }
         for p in &g.processors {
