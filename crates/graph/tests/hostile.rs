@@ -361,3 +361,28 @@ fn times_further_apart_than_an_i64_saturate() {
     assert_no_negative_times("far apart", &s);
     assert_eq!(lumos_sim::whole_span(&m.tasks).len_ns(), i64::MAX);
 }
+
+#[test]
+fn a_job_of_damaged_ranks_replays() {
+    for seed in 1..=6u64 {
+        let mut rng = Rng(seed * 0x3141_5926);
+        let ranks: Vec<RankGraph> = (0..8)
+            .map(|r| {
+                let path = corpus(&format!("multi-rank/dlrm-8xv100/rank{r}.json.gz"));
+                let mut t = read_path(&path).unwrap();
+                let share = [0.05, 0.2, 0.5][seed as usize % 3];
+                drop_launches(&mut t, &mut rng, share);
+                repeat_correlations(&mut t, &mut rng, share / 2.0);
+                repeat_gpu_correlations(&mut t, &mut rng, share);
+                rank_graph(&t).0
+            })
+            .collect();
+        let m = match_collectives(&ranks);
+        let clock = align_clocks(&ranks, &m);
+        let (job, _, warnings) = merge(&ranks, &m, &clock);
+        match simulate_job(&job, &SimOptions::default()) {
+            Ok(s) => assert_no_negative_times(&format!("seed {seed}"), &s),
+            Err(e) => panic!("seed {seed}: {e}\n{warnings:?}"),
+        }
+    }
+}
