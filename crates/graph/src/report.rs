@@ -107,7 +107,9 @@ pub struct BuildReport {
     /// they would have closed a cycle with processor order and the
     /// dependencies kept before them, by kind (runtime sync dependencies
     /// under `Sync`). A measured run has no cycles, so any count here means
-    /// the trace's times or ids contradict each other.
+    /// the trace's times or ids contradict each other. [`Self::inferred`]
+    /// still counts them (what the rules found); [`Self::edges_by_kind`]
+    /// counts what the graph kept.
     pub rejected_cycles: BTreeMap<DepKind, u64>,
     /// Median launch latency where the launch held the kernel, ns.
     pub typical_launch_latency_ns: i64,

@@ -1,4 +1,9 @@
 //! The discrete-event list scheduler behind [`simulate`].
+//!
+//! One file past 800 lines on purpose: the replay is one state machine
+//! (`Replay`) whose parts (the edge arrays, the heap, runtime waits,
+//! rendezvous, abandoned waits) all read and write the same per-task
+//! arrays, and splitting them would only spread those arrays' invariants.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
