@@ -1021,6 +1021,7 @@ impl<'t> Builder<'t> {
                 self.g.tasks[w].duration_ns = self.raw[w].end.saturating_sub(self.raw[w].start);
             }
         }
+        self.report.forget_dropped(&drop_edge, &drop_dep);
         let mut d = 0;
         self.g.runtime_deps.retain(|_| {
             d += 1;

@@ -227,6 +227,28 @@ impl BuildReport {
         })
     }
 
+    /// Keeps the rule records in step with the graph when the edges and
+    /// runtime dependencies marked in `drop_edge` / `drop_dep` are removed
+    /// (both indexed as before the removal).
+    pub(crate) fn forget_dropped(&mut self, drop_edge: &[bool], drop_dep: &[bool]) {
+        // New index of each kept edge: old index minus the drops before it.
+        let mut new_index = Vec::with_capacity(drop_edge.len());
+        let mut dropped = 0u32;
+        for &d in drop_edge {
+            new_index.push(dropped);
+            dropped += u32::from(d);
+        }
+        self.edge_rules.retain(|&(e, _)| !drop_edge[e as usize]);
+        for (e, _) in &mut self.edge_rules {
+            *e -= new_index[*e as usize];
+        }
+        let mut d = 0;
+        self.runtime_dep_rules.retain(|_| {
+            d += 1;
+            !drop_dep[d - 1]
+        });
+    }
+
     /// Counts the runtime dependency just added as found by `rule`.
     pub(crate) fn record_runtime_dep(&mut self, rule: Rule) {
         self.runtime_dep_rules.push(rule);
