@@ -5,8 +5,7 @@
 use lumos_graph::{build, BuildReport, Graph, Measured};
 use lumos_sim::{
     breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans, timeline_bin_ns,
-    whole_span,
-    Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
+    whole_span, Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
 };
 use lumos_trace::Trace;
 use serde::Serialize;
