@@ -18,6 +18,7 @@
 //! the process's resident high-water mark (`VmHWM`), reset before each stage
 //! through `/proc/self/clear_refs` where the kernel allows it, so a stage's
 //! peak includes what earlier stages left alive.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -10,6 +10,8 @@
 //! has stopped reading); 1 at least one input could not be processed (the
 //! others are still reported); 2 usage errors (from clap, or a
 //! [`usage::UsageError`] from the checks made after parsing).
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+// the one crate that prints and exits
 
 // The doc comments of the clap types are `--help` text, where a file name
 // pattern like `<name>.replayed.json.gz` is meant literally, not as HTML.

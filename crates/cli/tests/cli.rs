@@ -1,4 +1,5 @@
 //! End-to-end tests of the `lumos` binary on the real corpus.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! A closed stdout ends the command quietly: `lumos inspect X | head -1`
 //! exits 0 with nothing on stderr about it, never with a panic (issue 9).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! clap's parsing is a usage error (2) with its own message, while a file
 //! that cannot be read or processed is bad input (1). Inputs are
 //! synthesized, so no test here needs the corpus.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

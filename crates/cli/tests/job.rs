@@ -1,6 +1,7 @@
 //! Multi-rank jobs end to end: the 8-rank DLRM set replayed jointly, and
 //! job sets built from it in code (a rank missing, a rank twice, a shifted
 //! clock, a collective lost on one rank).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

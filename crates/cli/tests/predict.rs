@@ -1,5 +1,6 @@
 //! End-to-end tests of `lumos predict` and of the structure `lumos inspect`
 //! reports.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

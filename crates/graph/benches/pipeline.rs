@@ -2,6 +2,7 @@
 //!
 //! `cargo bench -p lumos-graph --bench pipeline`. Reading is benchmarked in
 //! lumos-trace's own bench; here the trace is read once up front.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::time::Duration;
 

@@ -4,6 +4,7 @@
 //! `cargo run --release -p lumos-graph --example job_scaling -- DIR`
 //! (DIR holds one trace per rank; scripts/replicate_ranks.py makes large
 //! synthetic jobs from a real one).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::mem::size_of;
 use std::path::Path;

@@ -6,6 +6,7 @@
 //! `UPDATE_EXPECT=1` rewrites them all; a mismatch prints both.
 //! Each case's `about.txt` says what the rule should produce and why the
 //! expected dump is that.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

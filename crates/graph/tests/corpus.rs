@@ -1,5 +1,6 @@
 //! The graph built from every corpus trace satisfies the invariants, and the
 //! micro traces give exactly the edges their `cuda_sync` events imply.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use lumos_graph::{build, check, DepKind, Graph, ProcKind, TaskId, WaitTarget};
 use lumos_trace::{read_path, Category};

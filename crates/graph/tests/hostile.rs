@@ -6,6 +6,7 @@
 //! kernel launch calls removed (GPU tasks without a launch), every CPU event
 //! of a 50 ms window removed (a hole), and correlation ids repeated, on
 //! runtime calls and on GPU tasks.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::path::PathBuf;
 

@@ -1,5 +1,6 @@
 //! Multi-rank jobs: collective matching, clock alignment and merging, on
 //! the 8-rank DLRM set and on fixtures built from it in code.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use lumos_graph::*;
 use lumos_trace::{read_path, Category, Trace};

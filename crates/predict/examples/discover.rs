@@ -1,6 +1,7 @@
 //! Prints what structure discovery finds in a trace: the report (as Rust
 //! values; `lumos inspect --json` shows it as JSON), then each step's
 //! prologue, passes (with their units' tokens) and epilogue.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 use std::path::Path;
 
 fn main() {

@@ -8,6 +8,7 @@
 //! cargo run --release -p lumos-predict --example sweep            # GPT-3 15B
 //! cargo run --release -p lumos-predict --example sweep gpt-small
 //! ```
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 use std::path::Path;
 use std::time::Instant;
 

@@ -3,6 +3,7 @@
 //! removed from) that step and the ones before it (a step's GPU work can
 //! wait for the previous step's), and in the right direction; a trace whose
 //! gradient all-reduce is exposed does slow down.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! its processor once, the replay finishes), the structure rediscovered from
 //! the predicted timeline is the one asked for, and the effect goes the
 //! right way by about the right amount.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

@@ -9,6 +9,7 @@
 //! The synthesizer's duration models are the ones the prediction calibrates
 //! and uses, so this measures the graph edits, not the models (see
 //! docs/PREDICTION.md).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! exactly, on synthesized pipelines and on real corpus traces; edits to
 //! the traced value change nothing; the structural machinery rebuilding the
 //! traced order (a forced rebuild of every stage) gives the same replay.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
 

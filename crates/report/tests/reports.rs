@@ -1,6 +1,7 @@
 //! Reports computed from library values: a job's step is its slowest
 //! rank's, the JSON shapes of the mirrors of the predictor's types, the
 //! summary's treatment of flagged traces.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use lumos_graph::{assemble, RankInput};
 use lumos_report::{replay_job, slowest_rank_steps, RankScale, ReportError, Slowest};

@@ -1,4 +1,5 @@
 //! Timelines read back as traces with the times they were written with.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use lumos_graph::{build, Graph, TaskId};
 use lumos_report::{Timeline, TimelineSource};

@@ -3,6 +3,7 @@
 //! kernel, round after round, onto a few streams of one device, with
 //! intra-thread, inter-thread, launch, intra-stream, inter-stream and sync
 //! edges, and a stream synchronize now and then.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lumos_graph::*;

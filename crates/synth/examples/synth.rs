@@ -1,6 +1,7 @@
 //! Writes one rank's synthesized trace as JSON.
 //!
 //! `cargo run --release -p lumos-synth --example synth -- MODEL TP PP DP MICROBATCHES RANK OUT.json [GPU]`
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::time::Instant;
 

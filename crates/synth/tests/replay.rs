@@ -1,6 +1,7 @@
 //! Synthesized traces go through the whole lumos pipeline: the reader keeps
 //! every event, the graph has no violations, and a replay reproduces every
 //! measured step within 2%.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::path::Path;
 use std::time::Instant;

@@ -8,6 +8,7 @@
 //! removed when it ends. Run with
 //! `cargo bench -p lumos-trace --bench read` (add `-- --quick` for a fast
 //! pass). See docs/PERFORMANCE.md.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::io::Write;
 use std::path::Path;

@@ -14,6 +14,7 @@
 //! plain JSON trace whose `traceEvents` are those of `IN` repeated `N` times
 //! (a larger input to see how the reader scales). Neither output belongs in
 //! the repository.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::io::{Read, Write};
 use std::path::Path;

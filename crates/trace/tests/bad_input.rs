@@ -2,6 +2,7 @@
 //! file and the problem (with the byte offset or event index where that
 //! applies), or reads with the problem counted in `skipped`. Inputs are built
 //! in code, from corpus traces where a real file is needed.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,6 @@
 //! Every trace in ../shared/traces loads, and what the reader kept matches
 //! counts computed independently with serde_json.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::collections::BTreeMap;
 use std::path::Path;

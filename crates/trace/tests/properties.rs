@@ -1,6 +1,7 @@
 //! Properties over real corpus traces: hostile mutations never panic (and
 //! read the same whatever the chunk size), and on valid traces the result
 //! does not depend on where the reader's chunks end.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::path::Path;
 use std::sync::OnceLock;

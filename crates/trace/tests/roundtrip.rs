@@ -1,5 +1,6 @@
 //! What the writer writes, the reader reads back: the same events, times
 //! (ns), names, args and flows, in both layouts, plain and gzipped.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::path::Path;
 

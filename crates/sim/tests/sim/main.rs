@@ -1,5 +1,6 @@
 //! Tests of the lumos-sim scheduler and metrics on hand-built graphs, in one
 //! test binary.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod builder;
 mod critical;
