@@ -1,0 +1,283 @@
+//! The last steps: processor order, cycle removal, latencies by gap
+//! attribution, releases, steps, and the builder's own checks.
+
+use super::*;
+
+impl Builder<'_> {
+    /// Program order on threads and streams as explicit edges.
+    pub(super) fn order_edges(&mut self) {
+        for p in 0..self.g.processors.len() {
+            let kind = if self.g.processors[p].is_stream() {
+                DepKind::IntraStream
+            } else {
+                DepKind::IntraThread
+            };
+            let tasks = self.g.processors[p].tasks.clone();
+            for w in tasks.windows(2) {
+                self.edge(w[0], w[1], kind, Anchor::End);
+            }
+        }
+    }
+
+    /// Leaves out every found or inferred dependency that would close a
+    /// cycle (see `acyclic`), before latencies are attributed, so that they
+    /// and the releases only see what the graph keeps. Runtime dependencies
+    /// wait, in this check, for what they waited for in the measured run:
+    /// the stream tails as the replay resolves them, on measured times.
+    pub(super) fn break_cycles(&mut self) {
+        let raw = &self.raw;
+        let times = |t: TaskId| (raw[t.idx()].start, raw[t.idx()].end);
+        let tails = StreamTails::new(&self.g, |t| raw[t.idx()].start);
+        let g = &self.g;
+        let optional = Optional {
+            edges: true,
+            runtime_deps: true,
+            rendezvous: false,
+            order_edges_repeat_processors: true,
+        };
+        let net = GraphNet::new(
+            g,
+            &[],
+            |d| tails.targets(g, d, raw[g.runtime_deps[d].task.idx()].start),
+            optional,
+            &times,
+        );
+        // The mandatory arcs (processor order, launches from CPU to GPU)
+        // cannot form a cycle, so there is always an answer.
+        let rejected = rejected_groups(&net).unwrap_or_default();
+        if rejected.is_empty() {
+            return;
+        }
+        let mut drop_edge = vec![false; self.g.edges.len()];
+        let mut drop_dep = vec![false; self.g.runtime_deps.len()];
+        for grp in rejected {
+            let kind = match ungroup(grp) {
+                (PHASE_DEPS, d) => {
+                    drop_dep[d] = true;
+                    DepKind::Sync
+                }
+                (_, i) => {
+                    drop_edge[i] = true;
+                    self.g.edges[i].kind
+                }
+            };
+            *self.report.rejected_cycles.entry(kind).or_insert(0) += 1;
+        }
+        for (d, dep) in self.g.runtime_deps.iter().enumerate() {
+            if drop_dep[d] {
+                // No longer blocking: the call runs for its measured span.
+                let w = dep.task.idx();
+                self.blocking.remove(&dep.task);
+                self.g.tasks[w].duration_ns = self.raw[w].end.saturating_sub(self.raw[w].start);
+            }
+        }
+        self.report.forget_dropped(&drop_edge, &drop_dep);
+        let mut d = 0;
+        self.g.runtime_deps.retain(|_| {
+            d += 1;
+            !drop_dep[d - 1]
+        });
+        let mut e = 0;
+        self.g.edges.retain(|_| {
+            e += 1;
+            !drop_edge[e - 1]
+        });
+        for list in &mut self.incoming {
+            list.clear();
+        }
+        for (i, e) in self.g.edges.iter().enumerate() {
+            self.incoming[e.to.idx()].push(i as u32);
+        }
+    }
+
+    /// Gap attribution (see the module docs).
+    pub(super) fn attribute_latencies(&mut self) {
+        // Typical latencies per kind, from tasks where that kind binds.
+        let mut samples: FxHashMap<DepKind, Vec<i64>> = FxHashMap::default();
+        let binding: Vec<Option<u32>> = (0..self.g.tasks.len())
+            .map(|t| {
+                let b = self.binding_edge(t);
+                if let Some(e) = b {
+                    let e = &self.g.edges[e as usize];
+                    samples
+                        .entry(e.kind)
+                        .or_default()
+                        .push(self.raw[t].start.saturating_sub(self.ready(e)));
+                }
+                b
+            })
+            .collect();
+        let typical = |kind: DepKind| -> i64 {
+            match kind {
+                DepKind::Launch | DepKind::IntraStream => {
+                    samples.get(&kind).map(|v| median(v.clone())).unwrap_or(0)
+                }
+                _ => 0,
+            }
+        };
+        let typ: FxHashMap<DepKind, i64> = DepKind::ALL.iter().map(|&k| (k, typical(k))).collect();
+        self.report.typical_launch_latency_ns = typ[&DepKind::Launch];
+        self.report.typical_stream_gap_ns = typ[&DepKind::IntraStream];
+        for (t, b) in binding.iter().enumerate() {
+            let start = self.raw[t].start;
+            for &e in &self.incoming[t] {
+                let edge = self.g.edges[e as usize];
+                let slack = start.saturating_sub(self.ready(&edge)).max(0);
+                self.g.edges[e as usize].latency_ns = if Some(e) == *b {
+                    slack
+                } else {
+                    typ[&edge.kind].min(slack)
+                };
+            }
+        }
+    }
+
+    /// The incoming edge with the latest measured ready time.
+    pub(super) fn binding_edge(&self, t: usize) -> Option<u32> {
+        let blocked = self
+            .blocking
+            .get(&TaskId(t as u32))
+            .map(|a| self.raw[a.idx()].end);
+        let best = self.incoming[t]
+            .iter()
+            .copied()
+            .max_by_key(|&e| (self.ready(&self.g.edges[e as usize]), std::cmp::Reverse(e)))?;
+        match blocked {
+            Some(b) if b >= self.ready(&self.g.edges[best as usize]) => None,
+            _ => Some(best),
+        }
+    }
+
+    /// Tasks no edge explains get a release offset from the window start.
+    pub(super) fn releases(&mut self, origin: i64) {
+        for t in 0..self.g.tasks.len() {
+            if self.incoming[t].is_empty() && !self.blocking.contains_key(&TaskId(t as u32)) {
+                self.g.tasks[t].release_ns = self.raw[t].start.saturating_sub(origin);
+                if self.g.tasks[t].kind.is_gpu() {
+                    self.report.released_gpu_tasks += 1;
+                }
+            }
+        }
+    }
+
+    pub(super) fn steps(&mut self, annotations: &[(usize, ProcId)], origin: i64) -> Vec<Span> {
+        let t = self.trace;
+        let mut spans = Vec::new();
+        let mut anns: Vec<_> = annotations.to_vec();
+        anns.sort_by_key(|&(i, _)| t.events[i].ts_ns);
+        for (i, proc) in anns {
+            let e = &t.events[i];
+            let (a0, a1) = (e.ts_ns, e.end_ns());
+            let on_thread = &self.g.processors[proc.idx()].tasks;
+            let inside: Vec<TaskId> = on_thread
+                .iter()
+                .copied()
+                .filter(|&x| self.raw[x.idx()].start >= a0 && self.raw[x.idx()].end <= a1)
+                .collect();
+            let (Some(&first), Some(&last)) = (inside.first(), inside.last()) else {
+                self.report
+                    .warnings
+                    .push(format!("{} has no CPU work inside", t.name(e)));
+                continue;
+            };
+            let pid = self.thread_pid[&proc];
+            let mut tasks = Vec::new();
+            for (pi, p) in self.g.processors.iter().enumerate() {
+                if self.thread_pid.get(&ProcId(pi as u32)) != Some(&pid) {
+                    continue;
+                }
+                for &x in &p.tasks {
+                    let r = self.raw[x.idx()];
+                    if r.start >= a0 && r.start < a1 {
+                        tasks.push(x);
+                        if let Some(gs) = self.launched.get(&x) {
+                            tasks.extend(gs.iter().copied());
+                        }
+                    }
+                }
+            }
+            tasks.sort_unstable();
+            self.g.steps.push(Step {
+                name: t.name(e).to_owned(),
+                first_task: first,
+                lead_ns: self.raw[first.idx()].start.saturating_sub(a0),
+                last_task: last,
+                tail_ns: a1.saturating_sub(self.raw[last.idx()].end),
+                tasks,
+            });
+            spans.push(Span {
+                start_ns: a0.saturating_sub(origin),
+                end_ns: a1.saturating_sub(origin),
+            });
+        }
+        spans
+    }
+
+    /// Long windows with no CPU event at all, inside the CPU activity.
+    pub(super) fn count_cpu_holes(&mut self) {
+        let mut cpu: Vec<Raw> = (0..self.g.tasks.len())
+            .filter(|&i| !self.g.tasks[i].kind.is_gpu())
+            .map(|i| self.raw[i])
+            .collect();
+        cpu.sort_unstable_by_key(|x| x.start);
+        let mut reach = i64::MIN;
+        for x in &cpu {
+            let gap = x.start.saturating_sub(reach);
+            if reach != i64::MIN && gap > CPU_HOLE_NS {
+                self.report.cpu_holes += 1;
+                self.report.longest_cpu_hole_ns = self.report.longest_cpu_hole_ns.max(gap);
+            }
+            reach = reach.max(x.end);
+        }
+    }
+
+    /// Signs of dropped events and invariant checks that feed warnings.
+    /// Runs after `fill_counts`, so [`BuildReport::flag_reasons`] sees the
+    /// task counts and every reason it gives is warned about here.
+    pub(super) fn checks(&mut self) {
+        self.count_cpu_holes();
+        let r = &mut self.report;
+        let flag_reasons = r.flag_reasons();
+        let missing = r.missing_launch_warning();
+        // Without any recorded launch call, missing launches are a capture
+        // mode, worth a word only when they flag the trace.
+        if let Some(w) = missing.filter(|w| r.correlated_calls > 0 || flag_reasons.contains(w)) {
+            r.warnings.push(w);
+        }
+        r.warnings.extend(r.repeated_correlation_warning());
+        r.warnings.extend(r.cpu_hole_warning());
+        if self.g.tasks.iter().all(|t| !t.kind.is_gpu()) {
+            r.warnings.push("no GPU activity in this trace".into());
+        }
+        // Stream order must follow launch order.
+        let mut misordered = 0u64;
+        for p in &self.g.processors {
+            if !p.is_stream() {
+                continue;
+            }
+            let mut last = i64::MIN;
+            for &g in &p.tasks {
+                if let Some(c) = self.launcher.get(g.idx()).copied().flatten() {
+                    let lt = self.raw[c.idx()].start;
+                    if lt < last {
+                        misordered += 1;
+                    }
+                    last = last.max(lt);
+                }
+            }
+        }
+        r.stream_order_violations = misordered;
+        if misordered > 0 {
+            r.warnings.push(format!(
+                "{misordered} GPU tasks run in a different order than they were launched"
+            ));
+        }
+        if r.unresolved_waits > 0 {
+            r.warnings.push(format!(
+                "{} stream waits could not be resolved to an edge",
+                r.unresolved_waits
+            ));
+        }
+        r.warnings.extend(r.rejected_cycle_warning());
+    }
+}

@@ -1,0 +1,348 @@
+//! Building the graph from a trace: tasks, then dependencies (found or
+//! inferred), then latencies.
+//!
+//! Latencies come from *gap attribution*: for each task, the constraint whose
+//! measured ready time is latest is the one that held it (its binding
+//! dependency); that edge gets the full measured gap, every other incoming
+//! edge gets `min(typical latency of its kind, its own measured slack)`. So a
+//! replay with unchanged durations reproduces the measured schedule, while a
+//! change to any duration moves every start that depends on it.
+//!
+//! The steps, in the order `Builder::run` takes them: `tasks` (CPU leaves,
+//! GPU tasks, launches, collectives), `streams` (inter-stream edges),
+//! `syncs` (GPU-to-CPU waits), `threads` (inter-thread hand-offs), then
+//! `finish` (processor order, cycle removal, latencies, releases, steps).
+
+use lumos_trace::{Category, Ident, Trace};
+use rustc_hash::FxHashMap;
+
+use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
+use crate::model::*;
+use crate::report::{BuildReport, Rule};
+
+mod finish;
+mod streams;
+mod syncs;
+mod tasks;
+mod threads;
+
+/// A CPU gap at least this long may be a wait for another thread.
+const INTER_THREAD_MIN_GAP_NS: i64 = 100_000;
+/// How soon after another thread's task ends a waiting task must start: at
+/// least this, and more for long gaps (see `wake_window`).
+const INTER_THREAD_WINDOW_NS: i64 = 50_000;
+/// The most a wake-up after a long wait may take.
+const INTER_THREAD_MAX_WINDOW_NS: i64 = 1_000_000;
+/// A runtime call at least this long that ends soon after a GPU task ends
+/// is taken to have blocked on it (method.md section 8).
+const BLOCKING_MIN_DUR_NS: i64 = 100_000;
+/// How soon after the awaited GPU task ends a blocked call returns.
+const BLOCKING_WINDOW_NS: i64 = 50_000;
+/// A GPU task that starts this much later than its launch and stream allow
+/// was held by something else (observed-wait inference).
+const OBSERVED_WAIT_MIN_NS: i64 = 5_000;
+/// Slack for clock rounding when checking an inferred edge against the
+/// measured times.
+const TIME_TOLERANCE_NS: i64 = 1_000;
+/// A CPU-side window this long without any CPU event suggests dropped events.
+pub(crate) const CPU_HOLE_NS: i64 = 40_000_000;
+
+/// Builds the execution graph of one trace, with its ground truth and a
+/// report of what was found and inferred. Differences of trace times
+/// saturate: a trace spanning more than an `i64` of ns (292 years) gets
+/// times as late as can be, never wrapped ones.
+pub fn build(trace: &Trace) -> (Graph, Measured, BuildReport) {
+    Builder::new(trace).run()
+}
+
+/// What one task is while building: its measured span (absolute trace ns)
+/// and where it came from.
+#[derive(Clone, Copy)]
+struct Raw {
+    start: i64,
+    end: i64,
+    /// Index of the task's event in `Trace::events`.
+    event: u32,
+}
+
+struct Builder<'t> {
+    trace: &'t Trace,
+    g: Graph,
+    raw: Vec<Raw>,
+    report: BuildReport,
+    streams: FxHashMap<(i64, i64), ProcId>,
+    /// Runtime call by correlation.
+    call_by_corr: FxHashMap<u64, TaskId>,
+    /// GPU tasks each runtime call launched.
+    launched: FxHashMap<TaskId, Vec<TaskId>>,
+    /// The launching call of each GPU task.
+    launcher: Vec<Option<TaskId>>,
+    /// Position of each task in its processor's list.
+    pos: Vec<u32>,
+    /// Pid of each CPU thread processor.
+    thread_pid: FxHashMap<ProcId, Ident>,
+    /// Incoming edges of each task, as indices into g.edges, for attribution.
+    incoming: Vec<Vec<u32>>,
+    /// Measured span of each scope (absolute trace ns).
+    scope_spans: Vec<Span>,
+    /// Tasks that stand for a whole `cudaEventQuery` polling loop.
+    polls: rustc_hash::FxHashSet<TaskId>,
+    /// Runtime deps per blocking task, with the measured awaited task.
+    blocking: FxHashMap<TaskId, TaskId>,
+}
+
+impl<'t> Builder<'t> {
+    fn new(trace: &'t Trace) -> Self {
+        Builder {
+            trace,
+            g: Graph {
+                names: trace.strings.clone(),
+                ..Graph::default()
+            },
+            raw: Vec::new(),
+            report: BuildReport::default(),
+            streams: FxHashMap::default(),
+            call_by_corr: FxHashMap::default(),
+            launched: FxHashMap::default(),
+            launcher: Vec::new(),
+            pos: Vec::new(),
+            thread_pid: FxHashMap::default(),
+            incoming: Vec::new(),
+            blocking: FxHashMap::default(),
+            scope_spans: Vec::new(),
+            polls: Default::default(),
+        }
+    }
+
+    fn run(mut self) -> (Graph, Measured, BuildReport) {
+        let annotations = self.cpu_tasks();
+        self.gpu_tasks();
+        self.streams = self.streams_lookup();
+        self.launches();
+        self.collectives();
+        self.inter_stream();
+        self.syncs();
+        self.inter_thread();
+        self.order_edges();
+        self.break_cycles();
+        self.attribute_latencies();
+        let origin = self.raw.iter().map(|r| r.start).min().unwrap_or(0);
+        let steps = self.steps(&annotations, origin);
+        self.releases(origin);
+        self.report.fill_counts(&self.g);
+        self.checks();
+        let rel = |start: i64, end: i64| Span {
+            start_ns: start.saturating_sub(origin),
+            end_ns: end.saturating_sub(origin),
+        };
+        let measured = Measured {
+            origin_ns: origin,
+            tasks: self.raw.iter().map(|r| rel(r.start, r.end)).collect(),
+            step_annotations: steps,
+            scopes: self
+                .scope_spans
+                .iter()
+                .map(|s| rel(s.start_ns, s.end_ns))
+                .collect(),
+        };
+        (self.g, measured, self.report)
+    }
+
+    fn add_task(
+        &mut self,
+        kind: TaskKind,
+        event: usize,
+        proc: ProcId,
+        start: i64,
+        end: i64,
+    ) -> TaskId {
+        let e = &self.trace.events[event];
+        let id = TaskId(self.g.tasks.len() as u32);
+        self.g.tasks.push(Task {
+            kind,
+            name: NameId(e.name.0),
+            proc,
+            duration_ns: end.saturating_sub(start),
+            release_ns: 0,
+            collective: None,
+            correlation: e.correlation.unwrap_or(0),
+        });
+        self.raw.push(Raw {
+            start,
+            end,
+            event: event as u32,
+        });
+        self.pos
+            .push(self.g.processors[proc.idx()].tasks.len() as u32);
+        self.g.processors[proc.idx()].tasks.push(id);
+        self.incoming.push(Vec::new());
+        self.g.task_scopes.push(None);
+        id
+    }
+
+    fn processor(&mut self, kind: ProcKind) -> ProcId {
+        let id = ProcId(self.g.processors.len() as u32);
+        self.g.processors.push(Processor {
+            kind,
+            tasks: Vec::new(),
+        });
+        id
+    }
+
+    fn edge(&mut self, from: TaskId, to: TaskId, kind: DepKind, anchor: Anchor) {
+        self.incoming[to.idx()].push(self.g.edges.len() as u32);
+        self.g.edges.push(Edge {
+            from,
+            to,
+            kind,
+            anchor,
+            latency_ns: 0,
+        });
+    }
+
+    /// An end-anchored edge that had to be found, recorded with its rule.
+    fn found_edge(&mut self, from: TaskId, to: TaskId, kind: DepKind, rule: Rule) {
+        self.edge(from, to, kind, Anchor::End);
+        self.report.record_edge(self.g.edges.len() - 1, kind, rule);
+    }
+
+    /// Measured ready time an edge imposes, with zero latency.
+    fn ready(&self, e: &Edge) -> i64 {
+        match e.anchor {
+            Anchor::End => self.raw[e.from.idx()].end,
+            Anchor::Start => self.raw[e.from.idx()].start,
+        }
+    }
+}
+
+/// Consecutive event queries on a thread, under one parent, that make a
+/// host loop waiting for the GPU.
+const POLL_MIN_RUN: usize = 8;
+
+/// Finds polling loops among a thread's leaves (`idx` in call-tree order):
+/// runs of at least [`POLL_MIN_RUN`] consecutive `cudaEventQuery` calls under
+/// one parent. Kept call by call, such a loop is thousands of fixed-length
+/// tasks that cannot end sooner when the GPU does (method.md section 3.1);
+/// it becomes one task, its first call stretched to the last call's end,
+/// which the sync inference then ties to the GPU work it waited for.
+/// Returns each run's end at its first call, and which calls it absorbed.
+fn polling_runs(
+    t: &Trace,
+    idx: &[usize],
+    has_child: &[bool],
+    parent: &[Option<usize>],
+) -> (Vec<Option<i64>>, Vec<bool>) {
+    let mut end = vec![None; idx.len()];
+    let mut absorbed = vec![false; idx.len()];
+    let is_query = |k: usize| {
+        let e = &t.events[idx[k]];
+        e.category.is_runtime() && matches!(t.name(e), "cudaEventQuery" | "hipEventQuery")
+    };
+    let leaves: Vec<usize> = (0..idx.len()).filter(|&k| !has_child[k]).collect();
+    let mut a = 0;
+    while a < leaves.len() {
+        let mut b = a;
+        while b < leaves.len() && is_query(leaves[b]) && parent[leaves[b]] == parent[leaves[a]] {
+            b += 1;
+        }
+        if b - a >= POLL_MIN_RUN {
+            let last = &t.events[idx[leaves[b - 1]]];
+            end[leaves[a]] = Some(last.end_ns());
+            for &k in &leaves[a + 1..b] {
+                absorbed[k] = true;
+            }
+        }
+        a = b.max(a + 1);
+    }
+    (end, absorbed)
+}
+
+/// A thread that slept long takes longer to wake (queue hand-off, thread
+/// wake-up, allocator work before its first profiled op): allow 2% of the
+/// gap, between 50 us and 1 ms.
+fn wake_window(gap_ns: i64) -> i64 {
+    (gap_ns / 50).clamp(INTER_THREAD_WINDOW_NS, INTER_THREAD_MAX_WINDOW_NS)
+}
+
+fn median(mut v: Vec<i64>) -> i64 {
+    if v.is_empty() {
+        return 0;
+    }
+    let k = v.len() / 2;
+    *v.select_nth_unstable(k).1
+}
+
+fn ident_num(i: Ident) -> i64 {
+    match i {
+        Ident::Num(n) => n,
+        // Non-numeric ids get a stable negative stand-in.
+        Ident::Name(s) => -(s.0 as i64) - 1,
+    }
+}
+
+fn stream_from_tid(t: &Trace, tid: Ident) -> Option<i64> {
+    match tid {
+        Ident::Num(n) => Some(n),
+        Ident::Name(s) => t.str(s).strip_prefix("stream ")?.trim().parse().ok(),
+    }
+}
+
+fn is_stream_wait(name: &str) -> bool {
+    matches!(name, "cudaStreamWaitEvent" | "hipStreamWaitEvent")
+}
+
+fn is_event_record(name: &str) -> bool {
+    name.starts_with("cudaEventRecord") || name.starts_with("hipEventRecord")
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SyncKind {
+    None,
+    Stream,
+    Device,
+    Event,
+    BlockingCopy,
+}
+
+fn sync_kind(name: &str) -> SyncKind {
+    match name {
+        "cudaStreamSynchronize" | "hipStreamSynchronize" | "cuStreamSynchronize" => {
+            SyncKind::Stream
+        }
+        "cudaDeviceSynchronize" | "hipDeviceSynchronize" | "cuCtxSynchronize" => SyncKind::Device,
+        "cudaEventSynchronize" | "hipEventSynchronize" | "cuEventSynchronize" => SyncKind::Event,
+        "cudaMemcpy" | "hipMemcpy" | "cudaMemcpy2D" | "hipMemcpy2D" | "cudaMemset"
+        | "hipMemset" => SyncKind::BlockingCopy,
+        _ => SyncKind::None,
+    }
+}
+
+/// Kernel names of collective libraries across versions.
+pub(crate) fn is_comm_kernel_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.starts_with("nccl")
+        || lower.starts_with("rccl")
+        || lower.contains("ncclkernel")
+        || lower.contains("nccldevkernel")
+        || lower.contains("cross_device_reduce")
+        || lower.contains("all_reduce")
+        || lower.contains("allreduce")
+}
+
+/// `ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)` -> `AllReduce`;
+/// `void vllm::cross_device_reduce_1stage<...>(...)` ->
+/// `vllm::cross_device_reduce_1stage`.
+fn comm_family(name: &str) -> String {
+    let cleaned = name
+        .trim_start_matches("void ")
+        .replace("(anonymous namespace)::", "");
+    let base = cleaned.split(['(', '<']).next().unwrap_or(&cleaned).trim();
+    let mut parts = base.split('_');
+    let first = parts.next().unwrap_or("").to_ascii_lowercase();
+    if first.starts_with("nccl") || first.starts_with("rccl") {
+        if let Some(p) = parts.next() {
+            return p.to_owned();
+        }
+    }
+    base.to_owned()
+}

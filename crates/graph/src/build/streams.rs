@@ -1,0 +1,273 @@
+//! Inter-stream dependencies: from `cuda_sync` evidence, else inferred from
+//! the launch sequence, observed waiting, or the last other stream.
+
+use super::*;
+
+impl Builder<'_> {
+    /// The launch time of a GPU task: its call's start, or its own start
+    /// when no call was recorded.
+    /// The call that launched a GPU task, if recorded.
+    pub(super) fn launcher_of(&self, g: TaskId) -> Option<TaskId> {
+        self.launcher.get(g.idx()).copied().flatten()
+    }
+
+    pub(super) fn launch_time(&self, g: TaskId) -> i64 {
+        match self.launcher_of(g) {
+            Some(c) => self.raw[c.idx()].start,
+            None => self.raw[g.idx()].start,
+        }
+    }
+
+    /// Last GPU task on `stream` launched before `time`.
+    pub(super) fn last_launched_before(&self, stream: ProcId, time: i64) -> Option<TaskId> {
+        let tasks = &self.g.processors[stream.idx()].tasks;
+        let n = tasks.partition_point(|&g| self.launch_time(g) < time);
+        n.checked_sub(1).map(|i| tasks[i])
+    }
+
+    /// First GPU task on `stream` launched after `time`.
+    pub(super) fn first_launched_after(&self, stream: ProcId, time: i64) -> Option<TaskId> {
+        let tasks = &self.g.processors[stream.idx()].tasks;
+        let n = tasks.partition_point(|&g| self.launch_time(g) <= time);
+        tasks.get(n).copied()
+    }
+
+    /// The stream of the nearest launch by the same thread after (or before)
+    /// the call at `call`.
+    pub(super) fn nearby_launch_stream(&self, call: TaskId, forward: bool) -> Option<ProcId> {
+        let proc = &self.g.processors[self.g.tasks[call.idx()].proc.idx()];
+        let p = self.pos[call.idx()] as usize;
+        let window = 64;
+        let pick = |&t: &TaskId| {
+            self.launched
+                .get(&t)
+                .and_then(|g| g.first())
+                .map(|g| self.g.tasks[g.idx()].proc)
+        };
+        if forward {
+            proc.tasks[p + 1..].iter().take(window).find_map(pick)
+        } else {
+            proc.tasks[..p].iter().rev().take(window).find_map(pick)
+        }
+    }
+
+    /// The distinct streams this thread launched onto before `call`, most
+    /// recent first.
+    pub(super) fn recent_launch_streams(&self, call: TaskId) -> Vec<ProcId> {
+        let proc = &self.g.processors[self.g.tasks[call.idx()].proc.idx()];
+        let p = self.pos[call.idx()] as usize;
+        let mut out: Vec<ProcId> = Vec::new();
+        for t in proc.tasks[..p].iter().rev().take(4096) {
+            if let Some(g) = self.launched.get(t).and_then(|g| g.first()) {
+                let s = self.g.tasks[g.idx()].proc;
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    pub(super) fn stream_proc(&self, device: i64, stream: i64) -> Option<ProcId> {
+        self.streams.get(&(device, stream)).copied()
+    }
+
+    pub(super) fn streams_lookup(&self) -> FxHashMap<(i64, i64), ProcId> {
+        self.g
+            .processors
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| match p.kind {
+                ProcKind::Stream { device, stream } => Some(((device, stream), ProcId(i as u32))),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub(super) fn device_of(&self, proc: ProcId) -> Option<i64> {
+        match self.g.processors[proc.idx()].kind {
+            ProcKind::Stream { device, .. } => Some(device),
+            _ => None,
+        }
+    }
+
+    /// Inter-stream edges: from `cuda_sync` "Stream Wait Event" where
+    /// recorded, else inferred from the launch sequence, else from observed
+    /// waiting.
+    pub(super) fn inter_stream(&mut self) {
+        let t = self.trace;
+        let mut evidence: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
+        // The stream a cuda_sync event acted on, by the call's correlation.
+        let mut sync_streams: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
+        for e in &t.events {
+            if let (Category::CudaSync, Some(c), Some(s)) = (e.category, e.correlation, e.stream) {
+                if s >= 0 {
+                    sync_streams.insert(c, (e.device.unwrap_or(ident_num(e.pid)), s));
+                }
+            }
+            if e.category == Category::CudaSync && t.name(e) == "Stream Wait Event" {
+                if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
+                    if let (Some(s), Some(r)) =
+                        (x.wait_on_stream, x.wait_on_event_record_correlation)
+                    {
+                        if s >= 0 && r >= 0 {
+                            evidence.insert(c, (s, r));
+                        }
+                    }
+                }
+            }
+            if e.category == Category::CudaSync {
+                self.report.cuda_sync_events += 1;
+            }
+        }
+        if self.report.cuda_sync_events == 0 {
+            self.report
+                .warnings
+                .push("no cuda_sync events: inter-stream and sync edges inferred".into());
+        }
+        let waits: Vec<TaskId> = (0..self.g.tasks.len())
+            .map(|i| TaskId(i as u32))
+            .filter(|&c| {
+                self.g.tasks[c.idx()].kind == TaskKind::Runtime && is_stream_wait(self.g.name(c))
+            })
+            .collect();
+        for w in waits {
+            let wait_start = self.raw[w.idx()].start;
+            let corr = self.g.tasks[w.idx()].correlation;
+            // Target: first task launched onto the waiting stream after the call.
+            let evidence_here = evidence.get(&corr).copied();
+            let wait_stream = sync_streams
+                .get(&corr)
+                .and_then(|&(d, s)| self.stream_proc(d, s))
+                .or_else(|| self.nearby_launch_stream(w, true));
+            let Some(ws) = wait_stream else {
+                self.report.unresolved_waits += 1;
+                continue;
+            };
+            let Some(target) = self.first_launched_after(ws, wait_start) else {
+                self.report.unresolved_waits += 1;
+                continue;
+            };
+            let device = self.device_of(ws).unwrap_or(0);
+            // Source, best rule first.
+            let mut found = None;
+            if let Some((s, rec_corr)) = evidence_here {
+                if let (Some(sp), Some(&rec)) = (
+                    self.stream_proc(device, s),
+                    self.call_by_corr.get(&(rec_corr as u64)),
+                ) {
+                    found = self
+                        .last_launched_before(sp, self.raw[rec.idx()].start)
+                        .map(|src| (src, Rule::CudaSyncEvent));
+                }
+            }
+            if found.is_none() {
+                found = self.record_source(w, ws).map(|s| (s, Rule::LaunchSequence));
+            }
+            if found.is_none() {
+                found = self
+                    .observed_wait_source(target)
+                    .map(|s| (s, Rule::ObservedWait));
+            }
+            if found.is_none() {
+                found = self
+                    .latest_other_stream_launch(ws, device, wait_start)
+                    .map(|s| (s, Rule::LastOtherStream));
+            }
+            match found {
+                // A real dependency cannot be violated by the measured run: an
+                // inferred source that ends after its target starts is wrong.
+                Some((src, _))
+                    if self.raw[src.idx()].end
+                        > self.raw[target.idx()]
+                            .start
+                            .saturating_add(TIME_TOLERANCE_NS) =>
+                {
+                    self.report.rejected_waits += 1;
+                }
+                Some((src, rule)) if self.g.tasks[src.idx()].proc != ws => {
+                    self.found_edge(src, target, DepKind::InterStream, rule);
+                }
+                Some(_) => self.report.same_stream_waits += 1,
+                None => self.report.unresolved_waits += 1,
+            }
+        }
+    }
+
+    /// Launch-sequence rule: the latest `cudaEventRecord` on the wait's
+    /// thread before it; its stream is the stream of the launch before it.
+    pub(super) fn record_source(&self, w: TaskId, wait_stream: ProcId) -> Option<TaskId> {
+        let proc = &self.g.processors[self.g.tasks[w.idx()].proc.idx()];
+        let p = self.pos[w.idx()] as usize;
+        let rec = proc.tasks[..p]
+            .iter()
+            .rev()
+            .take(64)
+            .find(|&&t| is_event_record(self.g.name(t)))?;
+        let s = self.nearby_launch_stream(*rec, false)?;
+        if s == wait_stream {
+            return None;
+        }
+        self.last_launched_before(s, self.raw[rec.idx()].start)
+    }
+
+    /// Observed-wait rule: the target started clearly later than its launch
+    /// and stream allowed; the task on another stream of the device that
+    /// ended last before it is the source.
+    pub(super) fn observed_wait_source(&self, target: TaskId) -> Option<TaskId> {
+        let r = self.raw[target.idx()];
+        let proc = self.g.tasks[target.idx()].proc;
+        let p = self.pos[target.idx()] as usize;
+        let mut ready = self.launch_time(target);
+        if p > 0 {
+            let prev = self.g.processors[proc.idx()].tasks[p - 1];
+            ready = ready.max(self.raw[prev.idx()].end);
+        }
+        if r.start.saturating_sub(ready) < OBSERVED_WAIT_MIN_NS {
+            return None;
+        }
+        let device = self.device_of(proc)?;
+        let mut best: Option<TaskId> = None;
+        for (i, sp) in self.g.processors.iter().enumerate() {
+            if ProcId(i as u32) == proc
+                || !matches!(sp.kind, ProcKind::Stream { device: d, .. } if d == device)
+            {
+                continue;
+            }
+            let n = sp
+                .tasks
+                .partition_point(|&g| self.raw[g.idx()].end <= r.start);
+            if let Some(&cand) = n.checked_sub(1).map(|k| &sp.tasks[k]) {
+                let end = self.raw[cand.idx()].end;
+                if end >= ready && best.is_none_or(|b| end > self.raw[b.idx()].end) {
+                    best = Some(cand);
+                }
+            }
+        }
+        best
+    }
+
+    /// Fallback: the last task launched onto another stream of the device
+    /// before the wait call.
+    pub(super) fn latest_other_stream_launch(
+        &self,
+        ws: ProcId,
+        device: i64,
+        time: i64,
+    ) -> Option<TaskId> {
+        let mut best: Option<(i64, TaskId)> = None;
+        for (i, sp) in self.g.processors.iter().enumerate() {
+            let pid = ProcId(i as u32);
+            if pid == ws || !matches!(sp.kind, ProcKind::Stream { device: d, .. } if d == device) {
+                continue;
+            }
+            if let Some(t) = self.last_launched_before(pid, time) {
+                let lt = self.launch_time(t);
+                if best.is_none_or(|(b, _)| lt > b) {
+                    best = Some((lt, t));
+                }
+            }
+        }
+        best.map(|(_, t)| t)
+    }
+}

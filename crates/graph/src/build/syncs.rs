@@ -1,0 +1,219 @@
+//! GPU-to-CPU synchronization: named sync calls, blocking copies, and long
+//! calls that return right after GPU work ends.
+
+use super::*;
+
+impl Builder<'_> {
+    /// GPU-to-CPU synchronization: named sync calls, blocking copies, and
+    /// calls that block without being named so.
+    pub(super) fn syncs(&mut self) {
+        let t = self.trace;
+        // cuda_sync evidence by the call's correlation.
+        let mut sync_stream: FxHashMap<u64, i64> = FxHashMap::default();
+        // Event syncs naming the record call: (stream waited on, record correlation).
+        let mut event_evidence: FxHashMap<u64, (i64, i64, i64)> = FxHashMap::default();
+        for e in &t.events {
+            if e.category == Category::CudaSync {
+                if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
+                    if let (Some(s), Some(r)) =
+                        (x.wait_on_stream, x.wait_on_event_record_correlation)
+                    {
+                        if s >= 0 && r >= 0 {
+                            let d = e.device.unwrap_or(ident_num(e.pid));
+                            event_evidence.insert(c, (d, s, r));
+                        }
+                    }
+                }
+                if let (Some(c), Some(s)) = (e.correlation, e.stream) {
+                    if s >= 0 {
+                        sync_stream.insert(c, s);
+                    }
+                }
+            }
+        }
+        let mut gpu_by_end: Vec<(i64, TaskId)> = (0..self.g.tasks.len())
+            .filter(|&i| self.g.tasks[i].kind.is_gpu())
+            .map(|i| (self.raw[i].end, TaskId(i as u32)))
+            .collect();
+        gpu_by_end.sort_unstable();
+        let n = self.g.tasks.len();
+        for i in 0..n {
+            let call = TaskId(i as u32);
+            if self.g.tasks[i].kind != TaskKind::Runtime {
+                continue;
+            }
+            let name = self.g.name(call).to_owned();
+            let r = self.raw[i];
+            // The GPU task that ended last before the call returned, if it
+            // ended while the call ran.
+            let k = gpu_by_end.partition_point(|&(end, _)| end <= r.end);
+            let ended_during = k
+                .checked_sub(1)
+                .map(|j| gpu_by_end[j])
+                .filter(|&(end, _)| end >= r.start);
+            let own = self.launched.get(&call).cloned().unwrap_or_default();
+            let kind = sync_kind(&name);
+            let (target, awaited, rule) = match kind {
+                SyncKind::Device => {
+                    let device = ended_during
+                        .and_then(|(_, g)| self.device_of(self.g.tasks[g.idx()].proc))
+                        .or_else(|| {
+                            self.nearby_launch_stream(call, false)
+                                .and_then(|s| self.device_of(s))
+                        })
+                        .unwrap_or(0);
+                    (
+                        WaitTarget::DeviceTail(device),
+                        ended_during.map(|x| x.1),
+                        Rule::NamedCall,
+                    )
+                }
+                SyncKind::Stream => {
+                    let corr = self.g.tasks[i].correlation;
+                    let evidence = sync_stream.get(&corr).and_then(|&s| {
+                        let device = ended_during
+                            .and_then(|(_, g)| self.device_of(self.g.tasks[g.idx()].proc))
+                            .unwrap_or(0);
+                        self.stream_proc(device, s)
+                    });
+                    let stream = evidence
+                        .map(|s| (s, Rule::CudaSyncEvent))
+                        .or_else(|| {
+                            // The task that ended as the call returned names
+                            // the stream only if it was that stream's tail.
+                            ended_during
+                                .map(|(_, g)| self.g.tasks[g.idx()].proc)
+                                .filter(|&s| {
+                                    self.last_launched_before(s, r.start)
+                                        .is_some_and(|t| self.raw[t.idx()].end <= r.end)
+                                })
+                                .map(|s| (s, Rule::EndsBeforeReturn))
+                        })
+                        .or_else(|| {
+                            // Nothing ended while the call ran, so it did not
+                            // wait: it synchronized a stream that was already
+                            // idle. Take the stream this thread launched onto
+                            // most recently among the idle ones.
+                            self.recent_launch_streams(call)
+                                .into_iter()
+                                .find(|&s| {
+                                    self.last_launched_before(s, r.start)
+                                        .is_none_or(|g| self.raw[g.idx()].end <= r.end)
+                                })
+                                .map(|s| (s, Rule::LaunchSequence))
+                        });
+                    let Some((s, rule)) = stream else {
+                        self.report.unresolved_syncs += 1;
+                        continue;
+                    };
+                    let awaited = self.last_launched_before(s, r.start);
+                    (WaitTarget::StreamTail(s), awaited, rule)
+                }
+                SyncKind::Event => {
+                    let corr = self.g.tasks[i].correlation;
+                    let recorded = event_evidence.get(&corr).and_then(|&(d, s, rec)| {
+                        let sp = self.stream_proc(d, s)?;
+                        let rec = *self.call_by_corr.get(&(rec as u64))?;
+                        self.last_launched_before(sp, self.raw[rec.idx()].start)
+                    });
+                    match (recorded, ended_during) {
+                        (Some(g), _) => (WaitTarget::Task(g), Some(g), Rule::CudaSyncEvent),
+                        (None, Some((_, g))) => {
+                            (WaitTarget::Task(g), Some(g), Rule::EndsBeforeReturn)
+                        }
+                        (None, None) => continue,
+                    }
+                }
+                SyncKind::BlockingCopy | SyncKind::None => {
+                    // A synchronous copy waits for the copy it launched; any
+                    // other long call that returns right after GPU work ends
+                    // is blocked on it (full launch queue, pageable copy).
+                    let own_copy = own.iter().copied().max_by_key(|g| self.raw[g.idx()].end);
+                    let blocked = ended_during.filter(|&(end, _)| {
+                        r.end.saturating_sub(r.start) >= BLOCKING_MIN_DUR_NS
+                            && r.end.saturating_sub(end) <= BLOCKING_WINDOW_NS
+                    });
+                    match (kind, own_copy, blocked) {
+                        (SyncKind::BlockingCopy, Some(g), _) => {
+                            (WaitTarget::Task(g), Some(g), Rule::NamedCall)
+                        }
+                        (_, _, Some((_, g))) if self.polls.contains(&call) => {
+                            (WaitTarget::Task(g), Some(g), Rule::PollingLoop)
+                        }
+                        (_, _, Some((_, g))) => {
+                            (WaitTarget::Task(g), Some(g), Rule::LongCallEndsAfterGpu)
+                        }
+                        _ => continue,
+                    }
+                }
+            };
+            self.add_sync(call, target, awaited, rule);
+        }
+    }
+
+    /// Makes `call` a blocking call. If it waits for GPU work it launched
+    /// itself, it is split in two: the issuing part (which launches) and a
+    /// waiting part right after it on the thread.
+    pub(super) fn add_sync(
+        &mut self,
+        call: TaskId,
+        target: WaitTarget,
+        awaited: Option<TaskId>,
+        rule: Rule,
+    ) {
+        let launches_awaited = awaited.is_some_and(|a| self.launcher_of(a) == Some(call));
+        let waiter = if launches_awaited {
+            self.split_call(call)
+        } else {
+            call
+        };
+        self.g.runtime_deps.push(RuntimeDep {
+            task: waiter,
+            target,
+            latency_ns: 0,
+        });
+        if let Some(a) = awaited {
+            self.blocking.insert(waiter, a);
+            // Intrinsic cost: the part of the call after the awaited work ended.
+            let r = self.raw[waiter.idx()];
+            let a_end = self.raw[a.idx()].end;
+            if a_end > r.start {
+                self.g.tasks[waiter.idx()].duration_ns = r
+                    .end
+                    .saturating_sub(a_end)
+                    .clamp(0, r.end.saturating_sub(r.start));
+            }
+        }
+        self.report.record_runtime_dep(rule);
+    }
+
+    /// Splits a call into an issuing part of zero length and a waiting part
+    /// holding the call's measured span; returns the waiting part.
+    pub(super) fn split_call(&mut self, call: TaskId) -> TaskId {
+        let proc = self.g.tasks[call.idx()].proc;
+        let r = self.raw[call.idx()];
+        let wait = TaskId(self.g.tasks.len() as u32);
+        let mut task = self.g.tasks[call.idx()].clone();
+        task.correlation = 0;
+        self.g.tasks.push(task);
+        self.raw.push(r);
+        self.incoming.push(Vec::new());
+        self.g.task_scopes.push(self.g.task_scopes[call.idx()]);
+        self.launcher.push(None);
+        self.g.tasks[call.idx()].duration_ns = 0;
+        self.raw[call.idx()].end = r.start;
+        let p = self.pos[call.idx()] as usize + 1;
+        self.g.processors[proc.idx()].tasks.insert(p, wait);
+        self.pos.push(0);
+        for (k, &t) in self.g.processors[proc.idx()]
+            .tasks
+            .iter()
+            .enumerate()
+            .skip(p)
+        {
+            self.pos[t.idx()] = k as u32;
+        }
+        self.report.split_calls += 1;
+        wait
+    }
+}

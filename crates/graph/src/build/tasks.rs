@@ -1,0 +1,246 @@
+//! Tasks: CPU leaves per thread (polling loops folded), GPU tasks per stream,
+//! launches by correlation, and collectives.
+
+use super::*;
+
+impl Builder<'_> {
+    /// CPU leaves become tasks; annotations are returned for steps. Nesting
+    /// policy: only leaves of each thread's call tree are scheduled; time a
+    /// parent spends outside its children becomes the gap before the next
+    /// leaf, so CPU overhead survives replay.
+    pub(super) fn cpu_tasks(&mut self) -> Vec<(usize, ProcId)> {
+        let t = self.trace;
+        let mut by_thread: FxHashMap<(Ident, Ident), Vec<usize>> = FxHashMap::default();
+        for (i, e) in t.events.iter().enumerate() {
+            if matches!(
+                e.category,
+                Category::CpuOp | Category::UserAnnotation | Category::Runtime | Category::Driver
+            ) {
+                by_thread.entry((e.pid, e.tid)).or_default().push(i);
+            }
+        }
+        let mut keys: Vec<_> = by_thread.keys().copied().collect();
+        keys.sort();
+        let mut steps = Vec::new();
+        for key in keys {
+            let mut idx = by_thread.remove(&key).unwrap();
+            // Parents before children: earlier start, then longer, then
+            // annotations before ops before runtime calls.
+            idx.sort_unstable_by_key(|&i| {
+                let e = &t.events[i];
+                let rank = match e.category {
+                    Category::UserAnnotation => 0,
+                    Category::CpuOp => 1,
+                    _ => 2,
+                };
+                (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
+            });
+            let mut has_child = vec![false; idx.len()];
+            let mut parent: Vec<Option<usize>> = vec![None; idx.len()];
+            let mut stack: Vec<usize> = Vec::new();
+            for (k, &i) in idx.iter().enumerate() {
+                let e = &t.events[i];
+                while let Some(&top) = stack.last() {
+                    let p = &t.events[idx[top]];
+                    // Runtime calls are never parents: a zero-length call at
+                    // the same timestamp is a sibling, not a child.
+                    let can_parent = !p.category.is_runtime();
+                    if can_parent && e.ts_ns < p.end_ns() && e.end_ns() <= p.end_ns() {
+                        break;
+                    }
+                    if can_parent && e.ts_ns < p.end_ns() {
+                        self.report.partial_overlaps += 1;
+                    }
+                    stack.pop();
+                }
+                if let Some(&top) = stack.last() {
+                    has_child[top] = true;
+                    parent[k] = Some(top);
+                }
+                stack.push(k);
+            }
+            let proc = self.processor(ProcKind::Thread {
+                pid: ident_num(key.0),
+                tid: ident_num(key.1),
+            });
+            self.thread_pid.insert(proc, key.0);
+            let (poll_end, absorbed) = polling_runs(t, &idx, &has_child, &parent);
+            let mut last_end = i64::MIN;
+            let mut scope_of: Vec<Option<ScopeId>> = vec![None; idx.len()];
+            for (k, &i) in idx.iter().enumerate() {
+                if absorbed[k] {
+                    continue;
+                }
+                let e = &t.events[i];
+                let name = t.name(e);
+                // Legacy traces record steps as `Operator` events.
+                if name.starts_with("ProfilerStep#") && !e.category.is_runtime() {
+                    steps.push((i, proc));
+                }
+                let enclosing = parent[k].and_then(|p| scope_of[p]);
+                if has_child[k] {
+                    // Parents come before their children in this order, so
+                    // the enclosing scope already exists.
+                    scope_of[k] = Some(ScopeId(self.g.scopes.len() as u32));
+                    let extra = e.extra.as_deref();
+                    self.g.scopes.push(Scope {
+                        name: NameId(e.name.0),
+                        parent: enclosing,
+                        annotation: e.category == Category::UserAnnotation,
+                        input_dims: extra.and_then(|x| x.input_dims.clone()),
+                        input_type: extra.and_then(|x| x.input_type.clone()),
+                    });
+                    self.scope_spans.push(Span {
+                        start_ns: e.ts_ns,
+                        end_ns: e.end_ns(),
+                    });
+                    continue;
+                }
+                let kind = match e.category {
+                    Category::CpuOp => TaskKind::CpuOp,
+                    Category::UserAnnotation => TaskKind::Annotation,
+                    _ => TaskKind::Runtime,
+                };
+                // Leaves that overlap a previous leaf (clock noise) are
+                // clipped so the thread runs one thing at a time.
+                let start = e.ts_ns.max(last_end);
+                let end = poll_end[k].unwrap_or(e.end_ns()).max(start);
+                last_end = end;
+                let id = self.add_task(kind, i, proc, start, end);
+                self.g.task_scopes[id.idx()] = enclosing;
+                if poll_end[k].is_some() {
+                    self.polls.insert(id);
+                    self.report.polling_loops += 1;
+                }
+                if kind == TaskKind::Runtime {
+                    if let Some(c) = e.correlation {
+                        self.report.correlated_calls += 1;
+                        if self.call_by_corr.insert(c, id).is_some() {
+                            self.report.repeated_correlations += 1;
+                        }
+                    }
+                }
+            }
+            if self.g.processors[proc.idx()].tasks.is_empty() {
+                self.g.processors.pop();
+            }
+        }
+        steps
+    }
+
+    pub(super) fn gpu_tasks(&mut self) {
+        let t = self.trace;
+        let mut by_stream: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
+        for (i, e) in t.events.iter().enumerate() {
+            if e.category.is_gpu_work() {
+                let device = e.device.unwrap_or(ident_num(e.pid));
+                let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
+                by_stream.entry((device, stream)).or_default().push(i);
+            }
+        }
+        let mut keys: Vec<_> = by_stream.keys().copied().collect();
+        keys.sort();
+        for key in keys {
+            let mut idx = by_stream.remove(&key).unwrap();
+            idx.sort_unstable_by_key(|&i| (t.events[i].ts_ns, t.events[i].correlation, i));
+            let proc = self.processor(ProcKind::Stream {
+                device: key.0,
+                stream: key.1,
+            });
+            let mut last_end = i64::MIN;
+            for &i in &idx {
+                let e = &t.events[i];
+                let kind = match e.category {
+                    Category::Kernel => TaskKind::Kernel,
+                    Category::Memcpy => TaskKind::Memcpy,
+                    _ => TaskKind::Memset,
+                };
+                let start = e.ts_ns.max(last_end);
+                if start > e.ts_ns {
+                    self.report.clipped_gpu_overlaps += 1;
+                }
+                let end = e.end_ns().max(start);
+                last_end = end;
+                self.add_task(kind, i, proc, start, end);
+            }
+        }
+    }
+
+    pub(super) fn launches(&mut self) {
+        self.launcher = vec![None; self.g.tasks.len()];
+        for id in 0..self.g.tasks.len() {
+            let tid = TaskId(id as u32);
+            let task = &self.g.tasks[id];
+            if !task.kind.is_gpu() {
+                continue;
+            }
+            if task.correlation == 0 {
+                self.report.gpu_without_launch += 1;
+                continue;
+            }
+            match self.call_by_corr.get(&task.correlation) {
+                Some(&call) => {
+                    self.g.task_scopes[id] = self.g.task_scopes[call.idx()];
+                    self.launcher[id] = Some(call);
+                    self.launched.entry(call).or_default().push(tid);
+                    self.edge(call, tid, DepKind::Launch, Anchor::Start);
+                }
+                None => self.report.gpu_without_launch += 1,
+            }
+        }
+    }
+
+    /// Communication tasks: `Collective name` on the GPU task, else on the
+    /// CPU op it was launched under (same `External id`), else a name
+    /// pattern.
+    pub(super) fn collectives(&mut self) {
+        let t = self.trace;
+        let mut by_ext: FxHashMap<u64, &lumos_trace::CollectiveArgs> = FxHashMap::default();
+        for e in &t.events {
+            if e.category == Category::CpuOp {
+                if let (Some(x), Some(c)) = (
+                    e.external_id,
+                    e.extra.as_ref().and_then(|x| x.collective.as_ref()),
+                ) {
+                    by_ext.entry(x).or_insert(c);
+                }
+            }
+        }
+        for id in 0..self.g.tasks.len() {
+            let task = &self.g.tasks[id];
+            if !task.kind.is_gpu() {
+                continue;
+            }
+            let name = &self.g.names[task.name.0 as usize];
+            let e = &t.events[self.raw[id].event as usize];
+            let own = e.extra.as_ref().and_then(|x| x.collective.as_ref());
+            let via_op = e.external_id.and_then(|x| by_ext.get(&x).copied());
+            let args = own.filter(|c| c.name.is_some()).or(via_op);
+            let by_name = is_comm_kernel_name(name);
+            let coll = match args {
+                Some(a) if by_name || own.is_some() => Collective {
+                    name: a.name.clone().unwrap_or_else(|| comm_family(name)),
+                    process_group: a.pg_name.clone(),
+                    seq: a.seq,
+                    bytes: a.bytes(),
+                    group_size: a.group_size,
+                },
+                _ if by_name => Collective {
+                    name: comm_family(name),
+                    process_group: None,
+                    seq: None,
+                    bytes: None,
+                    group_size: None,
+                },
+                _ => continue,
+            };
+            if args.is_some() {
+                self.report.comm_by_args += 1;
+            } else {
+                self.report.comm_by_name += 1;
+            }
+            self.g.tasks[id].collective = Some(self.g.collectives.len() as u32);
+            self.g.collectives.push(coll);
+        }
+    }
+}
