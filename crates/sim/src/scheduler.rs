@@ -296,144 +296,13 @@ impl<'g> Replay<'g> {
                 graph.edges.len()
             )));
         }
-        let bad = |why: String| Err(SimError::InvalidGraph(why));
         let n_procs = graph.processors.len();
 
-        // Processor order becomes an implicit dependency on the previous
-        // task, which also makes a processor's free time that task's end.
-        let mut pos_in_proc = vec![NONE; n];
-        let mut proc_next = vec![NONE; n];
-        let mut pending = vec![0u32; n];
-        for (p, proc) in graph.processors.iter().enumerate() {
-            let mut prev = NONE;
-            for (pos, &t) in proc.tasks.iter().enumerate() {
-                let ti = t.idx();
-                if ti >= n {
-                    return bad(format!("processor {p} lists missing task {}", t.0));
-                }
-                if pos_in_proc[ti] != NONE {
-                    return bad(format!("task {} is listed twice on processors", t.0));
-                }
-                pos_in_proc[ti] = pos as u32;
-                if prev != NONE {
-                    proc_next[prev as usize] = t.0;
-                    pending[ti] += 1;
-                }
-                prev = t.0;
-            }
-        }
-        // Checked task by task rather than list by list: processor lists
-        // interleave, so reading `Task::proc` in list order would jump
-        // around the task array.
-        for (t, task) in graph.tasks.iter().enumerate() {
-            let p = task.proc.idx();
-            let pos = pos_in_proc[t];
-            let listed_here = graph
-                .processors
-                .get(p)
-                .is_some_and(|proc| proc.tasks.get(pos as usize) == Some(&TaskId(t as u32)));
-            if !listed_here {
-                if p >= n_procs {
-                    return bad(format!("task {t} runs on missing processor {p}"));
-                }
-                return bad(format!(
-                    "task {t} is not in the task list of its processor {p}"
-                ));
-            }
-        }
-
-        // CSR in place: count into link_off[from + 1], prefix-sum, fill
-        // using link_off[from] as the cursor, then shift back by one.
-        let mut link_off = vec![0u32; n + 1];
-        let mut has_launch = vec![false; n];
-        for (i, e) in graph.edges.iter().enumerate() {
-            if e.from.idx() >= n || e.to.idx() >= n {
-                return bad(format!(
-                    "edge {i} joins task {} to task {}, but there are {n} tasks",
-                    e.from.0, e.to.0
-                ));
-            }
-            let launch = e.kind == DepKind::Launch;
-            has_launch[e.to.idx()] |= launch;
-            let dropped = opts.drops(e.kind);
-            if !dropped {
-                pending[e.to.idx()] += 1;
-            }
-            if launch || !dropped {
-                link_off[e.from.idx() + 1] += 1;
-            }
-        }
-        for t in 0..n {
-            link_off[t + 1] += link_off[t];
-        }
-        let mut links = vec![
-            Link {
-                latency_ns: 0,
-                to: NONE,
-                edge: 0,
-            };
-            link_off[n] as usize
-        ];
-        for (i, e) in graph.edges.iter().enumerate() {
-            let launch = e.kind == DepKind::Launch;
-            let dropped = opts.drops(e.kind);
-            if !launch && dropped {
-                continue;
-            }
-            let mut edge = i as u32;
-            if e.anchor == Anchor::Start {
-                edge |= START_ANCHORED;
-            }
-            if launch {
-                edge |= LAUNCH;
-            }
-            if dropped {
-                edge |= DROPPED;
-            }
-            let cursor = &mut link_off[e.from.idx()];
-            links[*cursor as usize] = Link {
-                latency_ns: e.latency_ns,
-                to: e.to.0,
-                edge,
-            };
-            *cursor += 1;
-        }
-        link_off.copy_within(0..n, 1);
-        link_off[0] = 0;
-
-        for (i, dep) in graph.runtime_deps.iter().enumerate() {
-            if dep.task.idx() >= n {
-                return bad(format!(
-                    "runtime dep {i} belongs to missing task {}",
-                    dep.task.0
-                ));
-            }
-            match dep.target {
-                WaitTarget::StreamTail(p)
-                    if !graph.processors.get(p.idx()).is_some_and(|p| p.is_stream()) =>
-                {
-                    return bad(format!(
-                        "runtime dep {i} waits for processor {}, which is not a GPU stream",
-                        p.0
-                    ));
-                }
-                WaitTarget::Task(t) if t.idx() >= n => {
-                    return bad(format!("runtime dep {i} waits for missing task {}", t.0));
-                }
-                _ => {}
-            }
-        }
-        let mut rt_order: Vec<u32> = if opts.drops(DepKind::Sync) {
-            Vec::new()
-        } else {
-            (0..graph.runtime_deps.len() as u32).collect()
-        };
-        rt_order.sort_by_key(|&i| graph.runtime_deps[i as usize].task);
-        let mut rt_first = vec![NONE; n];
-        for (k, &i) in rt_order.iter().enumerate().rev() {
-            rt_first[graph.runtime_deps[i as usize].task.idx()] = k as u32;
-        }
-
+        let (proc_next, mut pending, pos_in_proc) = processor_order(graph)?;
+        check_task_processors(graph, &pos_in_proc)?;
+        let (link_off, links, has_launch) = dependency_links(graph, opts, &mut pending)?;
+        check_runtime_deps(graph)?;
+        let (rt_order, rt_first) = runtime_order(graph, opts);
         let streams: Vec<(i64, u32)> = graph
             .processors
             .iter()
@@ -823,4 +692,185 @@ impl<'g> Replay<'g> {
             waits: self.waits,
         })
     }
+}
+
+/// Processor order as an implicit dependency on the previous task (which
+/// also makes a processor's free time that task's end): each task's next
+/// task on its processor, the count of its unmet dependencies so far, and
+/// its position in its processor's list.
+#[allow(clippy::type_complexity)] // three columns indexed by task
+fn processor_order(graph: &Graph) -> Result<(Vec<u32>, Vec<u32>, Vec<u32>), SimError> {
+    let n = graph.tasks.len();
+    let bad = |why: String| Err(SimError::InvalidGraph(why));
+    let mut pos_in_proc = vec![NONE; n];
+    let mut proc_next = vec![NONE; n];
+    let mut pending = vec![0u32; n];
+    for (p, proc) in graph.processors.iter().enumerate() {
+        let mut prev = NONE;
+        for (pos, &t) in proc.tasks.iter().enumerate() {
+            let ti = t.idx();
+            if ti >= n {
+                return bad(format!("processor {p} lists missing task {}", t.0));
+            }
+            if pos_in_proc[ti] != NONE {
+                return bad(format!("task {} is listed twice on processors", t.0));
+            }
+            pos_in_proc[ti] = pos as u32;
+            if prev != NONE {
+                proc_next[prev as usize] = t.0;
+                pending[ti] += 1;
+            }
+            prev = t.0;
+        }
+    }
+    Ok((proc_next, pending, pos_in_proc))
+}
+
+/// Every task runs on a processor that lists it where `pos_in_proc` says.
+fn check_task_processors(graph: &Graph, pos_in_proc: &[u32]) -> Result<(), SimError> {
+    let bad = |why: String| Err(SimError::InvalidGraph(why));
+    let n_procs = graph.processors.len();
+    // Checked task by task rather than list by list: processor lists
+    // interleave, so reading `Task::proc` in list order would jump
+    // around the task array.
+    for (t, task) in graph.tasks.iter().enumerate() {
+        let p = task.proc.idx();
+        let pos = pos_in_proc[t];
+        let listed_here = graph
+            .processors
+            .get(p)
+            .is_some_and(|proc| proc.tasks.get(pos as usize) == Some(&TaskId(t as u32)));
+        if !listed_here {
+            if p >= n_procs {
+                return bad(format!("task {t} runs on missing processor {p}"));
+            }
+            return bad(format!(
+                "task {t} is not in the task list of its processor {p}"
+            ));
+        }
+    }
+
+    Ok(())
+}
+
+/// The edges as outgoing links per task (CSR), counting each kept edge as
+/// a dependency of its target in `pending`; launch edges are kept even
+/// when dropped (marked so), since they tell which launch a GPU task waits
+/// for. Also whether each task has a launch edge.
+#[allow(clippy::type_complexity)] // the CSR arrays and a column by task
+fn dependency_links(
+    graph: &Graph,
+    opts: &SimOptions,
+    pending: &mut [u32],
+) -> Result<(Vec<u32>, Vec<Link>, Vec<bool>), SimError> {
+    let n = graph.tasks.len();
+    let bad = |why: String| Err(SimError::InvalidGraph(why));
+    // CSR in place: count into link_off[from + 1], prefix-sum, fill
+    // using link_off[from] as the cursor, then shift back by one.
+    let mut link_off = vec![0u32; n + 1];
+    let mut has_launch = vec![false; n];
+    for (i, e) in graph.edges.iter().enumerate() {
+        if e.from.idx() >= n || e.to.idx() >= n {
+            return bad(format!(
+                "edge {i} joins task {} to task {}, but there are {n} tasks",
+                e.from.0, e.to.0
+            ));
+        }
+        let launch = e.kind == DepKind::Launch;
+        has_launch[e.to.idx()] |= launch;
+        let dropped = opts.drops(e.kind);
+        if !dropped {
+            pending[e.to.idx()] += 1;
+        }
+        if launch || !dropped {
+            link_off[e.from.idx() + 1] += 1;
+        }
+    }
+    for t in 0..n {
+        link_off[t + 1] += link_off[t];
+    }
+    let mut links = vec![
+        Link {
+            latency_ns: 0,
+            to: NONE,
+            edge: 0,
+        };
+        link_off[n] as usize
+    ];
+    for (i, e) in graph.edges.iter().enumerate() {
+        let launch = e.kind == DepKind::Launch;
+        let dropped = opts.drops(e.kind);
+        if !launch && dropped {
+            continue;
+        }
+        let mut edge = i as u32;
+        if e.anchor == Anchor::Start {
+            edge |= START_ANCHORED;
+        }
+        if launch {
+            edge |= LAUNCH;
+        }
+        if dropped {
+            edge |= DROPPED;
+        }
+        let cursor = &mut link_off[e.from.idx()];
+        links[*cursor as usize] = Link {
+            latency_ns: e.latency_ns,
+            to: e.to.0,
+            edge,
+        };
+        *cursor += 1;
+    }
+    link_off.copy_within(0..n, 1);
+    link_off[0] = 0;
+
+    Ok((link_off, links, has_launch))
+}
+
+/// Every runtime dependency belongs to a task and waits for a task or a
+/// GPU stream that exist.
+fn check_runtime_deps(graph: &Graph) -> Result<(), SimError> {
+    let n = graph.tasks.len();
+    let bad = |why: String| Err(SimError::InvalidGraph(why));
+    for (i, dep) in graph.runtime_deps.iter().enumerate() {
+        if dep.task.idx() >= n {
+            return bad(format!(
+                "runtime dep {i} belongs to missing task {}",
+                dep.task.0
+            ));
+        }
+        match dep.target {
+            WaitTarget::StreamTail(p)
+                if !graph.processors.get(p.idx()).is_some_and(|p| p.is_stream()) =>
+            {
+                return bad(format!(
+                    "runtime dep {i} waits for processor {}, which is not a GPU stream",
+                    p.0
+                ));
+            }
+            WaitTarget::Task(t) if t.idx() >= n => {
+                return bad(format!("runtime dep {i} waits for missing task {}", t.0));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runtime dependencies ordered by their task (none when syncs are
+/// dropped), and each task's first one in that order.
+fn runtime_order(graph: &Graph, opts: &SimOptions) -> (Vec<u32>, Vec<u32>) {
+    let n = graph.tasks.len();
+    let mut rt_order: Vec<u32> = if opts.drops(DepKind::Sync) {
+        Vec::new()
+    } else {
+        (0..graph.runtime_deps.len() as u32).collect()
+    };
+    rt_order.sort_by_key(|&i| graph.runtime_deps[i as usize].task);
+    let mut rt_first = vec![NONE; n];
+    for (k, &i) in rt_order.iter().enumerate().rev() {
+        rt_first[graph.runtime_deps[i as usize].task.idx()] = k as u32;
+    }
+
+    (rt_order, rt_first)
 }
