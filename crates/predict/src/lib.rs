@@ -97,8 +97,8 @@ pub use discover::{
 pub use edits::{PredictedStage, Prediction, Target};
 pub use error::PredictError;
 pub use models::{
-    gpu_for_device, network_from_json, network_preset, CommModel, ComputeModel, GemmCalibration,
-    LinkCalibration, NetworkCalibration, Source,
+    gpu_for_device, network_preset, network_with, CommModel, ComputeModel, GemmCalibration,
+    LinkCalibration, LinkOverrides, NetworkCalibration, NetworkOverrides, Source,
 };
 pub use outcome::{Outcome, StageOutcome};
 pub use plan::StageRole;

@@ -385,59 +385,75 @@ pub fn network_preset(name: &str) -> Result<(NetworkModel, String), PredictError
         })
 }
 
-/// A network described in JSON, with its description for reports. `name`
-/// says where the text came from (the `--network` file): errors start with
-/// it and the description names it. Reading the file is the caller's.
-///
-/// The text holds any of `gpus_per_node`, `base_latency_us`, and
-/// `intra_node` / `inter_node` objects with `bandwidth_gbps` (per GPU and
-/// direction, GB/s), `efficiency` and `hop_latency_us`; what it leaves out
-/// comes from `"preset"` (default `h100`):
-///
-/// ```json
-/// { "preset": "h100", "inter_node": { "bandwidth_gbps": 100 } }
-/// ```
-pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String), PredictError> {
+/// Changes to a preset network, each field left out keeping the preset's
+/// value (a `--network` file's content, parsed by the front end).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NetworkOverrides {
+    /// The preset the others change (`h100` when `None`).
+    pub preset: Option<String>,
+    /// GPUs per node.
+    pub gpus_per_node: Option<f64>,
+    /// The latency every collective pays once, in microseconds.
+    pub base_latency_us: Option<f64>,
+    /// Changes to the link between GPUs of one node.
+    pub intra_node: LinkOverrides,
+    /// Changes to the link between nodes.
+    pub inter_node: LinkOverrides,
+}
+
+/// Changes to one link of a preset network.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LinkOverrides {
+    /// Bandwidth per GPU and direction, GB/s.
+    pub bandwidth_gbps: Option<f64>,
+    /// Achieved share of the bandwidth (at most 1).
+    pub efficiency: Option<f64>,
+    /// Latency per ring hop, microseconds.
+    pub hop_latency_us: Option<f64>,
+}
+
+/// The network `overrides` describe, with its description for reports.
+/// `name` says where the overrides came from (the `--network` file): errors
+/// start with it and the description names it. Every number must be
+/// finite and positive.
+pub fn network_with(
+    overrides: &NetworkOverrides,
+    name: &str,
+) -> Result<(NetworkModel, String), PredictError> {
     let invalid = |problem: String| PredictError::InvalidNetwork {
         name: Some(name.to_owned()),
         problem,
     };
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
-    let base = v.get("preset").and_then(|p| p.as_str()).unwrap_or("h100");
+    let base = overrides.preset.as_deref().unwrap_or("h100");
     let mut net = GpuSpec::preset(base)
         .map_err(|e| invalid(e.to_string()))?
         .network;
-    let num = |o: &serde_json::Value, k: &str| -> Result<Option<f64>, PredictError> {
-        match o.get(k) {
-            None => Ok(None),
-            Some(x) => x
-                .as_f64()
-                .filter(|f| f.is_finite() && *f > 0.0)
-                .map(Some)
-                .ok_or_else(|| invalid(format!("\"{k}\" must be a positive number"))),
+    let positive = |x: Option<f64>, key: &str| -> Result<Option<f64>, PredictError> {
+        match x {
+            Some(f) if !(f.is_finite() && f > 0.0) => {
+                Err(invalid(format!("\"{key}\" must be a positive number")))
+            }
+            x => Ok(x),
         }
     };
-    if let Some(n) = num(&v, "gpus_per_node")? {
+    if let Some(n) = positive(overrides.gpus_per_node, "gpus_per_node")? {
         net.gpus_per_node = n as usize;
     }
-    if let Some(b) = num(&v, "base_latency_us")? {
+    if let Some(b) = positive(overrides.base_latency_us, "base_latency_us")? {
         net.base_latency_us = b;
     }
-    for (key, link) in [
-        ("intra_node", &mut net.intra_node),
-        ("inter_node", &mut net.inter_node),
+    for (o, link) in [
+        (&overrides.intra_node, &mut net.intra_node),
+        (&overrides.inter_node, &mut net.inter_node),
     ] {
-        if let Some(o) = v.get(key) {
-            if let Some(b) = num(o, "bandwidth_gbps")? {
-                link.bandwidth_gbps = b;
-            }
-            if let Some(e) = num(o, "efficiency")? {
-                link.efficiency = e.min(1.0);
-            }
-            if let Some(h) = num(o, "hop_latency_us")? {
-                link.hop_latency_us = h;
-            }
+        if let Some(b) = positive(o.bandwidth_gbps, "bandwidth_gbps")? {
+            link.bandwidth_gbps = b;
+        }
+        if let Some(e) = positive(o.efficiency, "efficiency")? {
+            link.efficiency = e.min(1.0);
+        }
+        if let Some(h) = positive(o.hop_latency_us, "hop_latency_us")? {
+            link.hop_latency_us = h;
         }
     }
     Ok((net, format!("file {name} (over preset {base})")))
@@ -479,24 +495,37 @@ mod tests {
         let e = network_preset("tpu").unwrap_err();
         assert!(e.is_usage());
         assert!(e.to_string().contains("tpu"), "{e}");
-        let (n, what) = network_from_json(
-            r#"{"preset": "a100", "inter_node": {"bandwidth_gbps": 100}, "gpus_per_node": 4}"#,
-            "net.json",
-        )
-        .unwrap();
+        let overrides = NetworkOverrides {
+            preset: Some("a100".into()),
+            gpus_per_node: Some(4.0),
+            inter_node: LinkOverrides {
+                bandwidth_gbps: Some(100.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (n, what) = network_with(&overrides, "net.json").unwrap();
         assert_eq!(what, "file net.json (over preset a100)");
         assert_eq!(n.inter_node.bandwidth_gbps, 100.0);
         assert_eq!(n.intra_node, GpuSpec::a100().network.intra_node);
         assert_eq!(n.gpus_per_node, 4);
-        let e =
-            network_from_json(r#"{"inter_node": {"bandwidth_gbps": -1}}"#, "net.json").unwrap_err();
+        let negative = NetworkOverrides {
+            inter_node: LinkOverrides {
+                bandwidth_gbps: Some(-1.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let e = network_with(&negative, "net.json").unwrap_err();
         assert_eq!(
             e.to_string(),
             "net.json: \"bandwidth_gbps\" must be a positive number"
         );
-        let e = network_from_json("{", "net.json").unwrap_err();
-        assert!(e.to_string().starts_with("net.json: invalid JSON: "), "{e}");
-        let e = network_from_json(r#"{"preset": "tpu"}"#, "net.json").unwrap_err();
+        let tpu = NetworkOverrides {
+            preset: Some("tpu".into()),
+            ..Default::default()
+        };
+        let e = network_with(&tpu, "net.json").unwrap_err();
         assert!(e.to_string().starts_with("net.json: "), "{e}");
         assert!(matches!(e, PredictError::InvalidNetwork { .. }));
     }

@@ -225,11 +225,15 @@ fn kernel_speedups_by_class_and_name() {
 fn network_bandwidth_moves_data_parallel_time() {
     let id = base().identity().with_dp(16).unwrap();
     let default = sound(&id);
-    let (net, what) = lumos_predict::network_from_json(
-        r#"{"preset": "h100", "inter_node": {"bandwidth_gbps": 100}}"#,
-        "fast.json",
-    )
-    .unwrap();
+    let fast_links = lumos_predict::NetworkOverrides {
+        preset: Some("h100".into()),
+        inter_node: lumos_predict::LinkOverrides {
+            bandwidth_gbps: Some(100.0),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (net, what) = lumos_predict::network_with(&fast_links, "fast.json").unwrap();
     let fast = sound(&id.with_network(net, what).unwrap());
     let (net, what) = lumos_predict::network_preset("a100").unwrap();
     let slow = sound(&id.with_network(net, what).unwrap());

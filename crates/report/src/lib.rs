@@ -44,6 +44,7 @@
 mod error;
 mod inspect;
 mod job;
+mod network;
 mod predict;
 mod replay;
 mod structure;
@@ -62,6 +63,7 @@ pub use job::{
     JobPathReport, JobReplayed, JobReport, JobStep, MatchingReport, ProblemReport, RankCommReport,
     RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, Slowest, Spread, WaitUs,
 };
+pub use network::network_from_json;
 pub use predict::{
     predict, predict_report, BreakdownMs, Calibration, Config, GemmCalibration, InputReport,
     LinkCalibration, PredictReport, StageRow, StepRow,

@@ -9,8 +9,7 @@ use anyhow::Result;
 use lumos_graph::build;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_from_json, network_preset, Baseline, Input, KernelScale, PredictError, Prediction,
-    TraceContext,
+    network_preset, Baseline, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
 use lumos_report::{PredictReport, Timeline, TimelineSource};
 
@@ -130,7 +129,7 @@ fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
         name: Some(arg.to_owned()),
         problem: e.to_string(),
     })?;
-    network_from_json(&text, arg)
+    lumos_report::network_from_json(&text, arg)
 }
 
 /// Runs `lumos predict`.

@@ -1,0 +1,92 @@
+//! Network descriptions in JSON (`lumos predict --network FILE`): the one
+//! place their text is parsed, so every front end reads them alike.
+
+use lumos_models::NetworkModel;
+use lumos_predict::{network_with, LinkOverrides, NetworkOverrides, PredictError};
+use serde_json::Value;
+
+/// A network described in JSON, with its description for reports. `name`
+/// says where the text came from (the `--network` file): errors start with
+/// it and the description names it. Reading the file is the caller's.
+///
+/// The text holds any of `gpus_per_node`, `base_latency_us`, and
+/// `intra_node` / `inter_node` objects with `bandwidth_gbps` (per GPU and
+/// direction, GB/s), `efficiency` and `hop_latency_us`; what it leaves out
+/// comes from `"preset"` (default `h100`); other keys are ignored:
+///
+/// ```json
+/// { "preset": "h100", "inter_node": { "bandwidth_gbps": 100 } }
+/// ```
+pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String), PredictError> {
+    let invalid = |problem: String| PredictError::InvalidNetwork {
+        name: Some(name.to_owned()),
+        problem,
+    };
+    let v: Value = serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
+    let num = |o: &Value, k: &str| -> Result<Option<f64>, PredictError> {
+        match o.get(k) {
+            None => Ok(None),
+            Some(x) => x
+                .as_f64()
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .map(Some)
+                .ok_or_else(|| invalid(format!("\"{k}\" must be a positive number"))),
+        }
+    };
+    let link = |key: &str| -> Result<LinkOverrides, PredictError> {
+        let Some(o) = v.get(key) else {
+            return Ok(LinkOverrides::default());
+        };
+        Ok(LinkOverrides {
+            bandwidth_gbps: num(o, "bandwidth_gbps")?,
+            efficiency: num(o, "efficiency")?,
+            hop_latency_us: num(o, "hop_latency_us")?,
+        })
+    };
+    let overrides = NetworkOverrides {
+        preset: v.get("preset").and_then(Value::as_str).map(str::to_owned),
+        gpus_per_node: num(&v, "gpus_per_node")?,
+        base_latency_us: num(&v, "base_latency_us")?,
+        intra_node: link("intra_node")?,
+        inter_node: link("inter_node")?,
+    };
+    network_with(&overrides, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_changes_only_what_it_names() {
+        let (net, what) = network_from_json(
+            r#"{"preset": "a100", "inter_node": {"bandwidth_gbps": 7}}"#,
+            "f.json",
+        )
+        .unwrap();
+        let a100 = lumos_predict::network_preset("a100").unwrap().0;
+        assert_eq!(net.inter_node.bandwidth_gbps, 7.0);
+        assert_eq!(net.intra_node, a100.intra_node);
+        assert_eq!(what, "file f.json (over preset a100)");
+    }
+
+    #[test]
+    fn bad_numbers_and_text_name_the_file() {
+        for (text, problem) in [
+            ("{", "invalid JSON"),
+            (
+                r#"{"gpus_per_node": -1}"#,
+                "\"gpus_per_node\" must be a positive number",
+            ),
+            (
+                r#"{"intra_node": {"efficiency": "x"}}"#,
+                "\"efficiency\" must be a positive number",
+            ),
+            (r#"{"preset": "tpu"}"#, "tpu"),
+        ] {
+            let e = network_from_json(text, "net.json").unwrap_err().to_string();
+            assert!(e.starts_with("net.json"), "{e}");
+            assert!(e.contains(problem), "{text}: {e}");
+        }
+    }
+}
