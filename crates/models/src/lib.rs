@@ -31,7 +31,8 @@
 //!   where it comes from), and the three models above for each;
 //!   [`UnknownPreset`] when a name is not one of them.
 //! - [`one_f_one_b`]: the order of forward and backward [`Pass`]es on one
-//!   stage of a 1F1B pipeline.
+//!   stage of a 1F1B pipeline; [`interleaved_one_f_one_b`] the same with
+//!   several model chunks per stage ([`ChunkPass`]).
 //!
 //! Every time is in nanoseconds as `f64`; callers round.
 //!
@@ -63,4 +64,4 @@ pub use gemm::{gemm_flops, GemmModel};
 pub use gpu::{GpuSpec, UnknownPreset};
 pub use memory::MemoryModel;
 pub use network::{CollectiveKind, Link, NetworkModel};
-pub use schedule::{one_f_one_b, Pass};
+pub use schedule::{interleaved_one_f_one_b, one_f_one_b, ChunkPass, Pass};
