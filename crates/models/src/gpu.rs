@@ -30,6 +30,9 @@ pub struct GpuSpec {
     pub arch: &'static str,
     /// Dense BF16 tensor-core peak, TFLOP/s.
     pub peak_bf16_tflops: f64,
+    /// Dense FP8 tensor-core peak, TFLOP/s; `None` without FP8 tensor
+    /// cores.
+    pub peak_fp8_tflops: Option<f64>,
     /// HBM bandwidth, GB/s.
     pub hbm_gbps: f64,
     /// Host-to-device (PCIe) bandwidth, GB/s.
@@ -89,6 +92,8 @@ impl GpuSpec {
             arch: "sm80",
             // Datasheet: 312 TFLOP/s BF16 dense (624 with sparsity).
             peak_bf16_tflops: 312.0,
+            // Ampere has no FP8 tensor cores.
+            peak_fp8_tflops: None,
             // Datasheet (80 GB SXM): 2,039 GB/s HBM2e.
             hbm_gbps: 2039.0,
             // Assumed: achievable host-to-device rate over PCIe Gen4 x16
@@ -116,6 +121,7 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 6.0,
+                multi_rail: false,
             },
             // Assumed.
             gemm_max_efficiency: 0.82,
@@ -143,6 +149,8 @@ impl GpuSpec {
             arch: "sm90",
             // Datasheet (SXM): 989 TFLOP/s BF16 dense (1,979 with sparsity).
             peak_bf16_tflops: 989.0,
+            // Datasheet (SXM): 3,958 TFLOP/s FP8 with sparsity, half dense.
+            peak_fp8_tflops: Some(1979.0),
             // Datasheet (SXM): 3.35 TB/s HBM3.
             hbm_gbps: 3350.0,
             // Assumed: achievable host-to-device rate over PCIe Gen5 x16
@@ -170,6 +178,7 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 5.0,
+                multi_rail: false,
             },
             // Assumed.
             gemm_max_efficiency: 0.72,
@@ -218,6 +227,8 @@ impl GpuSpec {
             // Datasheet (HGX B200): 4.5 PFLOP/s BF16 per GPU with sparsity,
             // half of it dense.
             peak_bf16_tflops: 2250.0,
+            // Datasheet (HGX B200): 9 PFLOP/s FP8 with sparsity, half dense.
+            peak_fp8_tflops: Some(4500.0),
             // Datasheet: 8 TB/s HBM3e.
             hbm_gbps: 8000.0,
             // Assumed: achievable host-to-device rate over PCIe Gen5 x16
@@ -245,6 +256,7 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 5.0,
+                multi_rail: false,
             },
             // Assumed.
             gemm_max_efficiency: 0.7,

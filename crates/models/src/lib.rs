@@ -30,6 +30,11 @@
 //! - [`GpuSpec`]: presets for A100, H100, H200 and B200 (each number says
 //!   where it comes from), and the three models above for each;
 //!   [`UnknownPreset`] when a name is not one of them.
+//! - [`Hardware`]: the calibrated models the synthesizer times kernels
+//!   with ([`TiledGemm`]: GEMMs by shape at a fitted fraction of the peak
+//!   of each [`Precision`]; [`FlashAttention`]), and [`Cluster`] presets:
+//!   a GPU with the network of a published machine (Selene, Jean Zay,
+//!   DGX H100/H200/B200), whose rings spread over every NIC of a node.
 //! - [`one_f_one_b`]: the order of forward and backward [`Pass`]es on one
 //!   stage of a 1F1B pipeline; [`interleaved_one_f_one_b`] the same with
 //!   several model chunks per stage ([`ChunkPass`]).
@@ -54,14 +59,21 @@
 //! ```
 #![deny(missing_docs)]
 
+mod cluster;
 mod gemm;
 mod gpu;
+mod hardware;
 mod memory;
 mod network;
 mod schedule;
 
+pub use cluster::Cluster;
 pub use gemm::{gemm_flops, GemmModel};
 pub use gpu::{GpuSpec, UnknownPreset};
+pub use hardware::{
+    FlashAttention, Hardware, Precision, TiledGemm, A100_GEMM_EFFICIENCY, H100_FP8_GEMM_EFFICIENCY,
+    H100_GEMM_EFFICIENCY,
+};
 pub use memory::MemoryModel;
 pub use network::{CollectiveKind, Link, NetworkModel};
 pub use schedule::{interleaved_one_f_one_b, one_f_one_b, ChunkPass, Pass};

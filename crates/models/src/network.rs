@@ -1,5 +1,7 @@
 //! Alpha-beta model of NCCL ring collectives on a cluster of identical
-//! nodes: NVLink inside a node, one InfiniBand link per GPU across nodes.
+//! nodes: NVLink inside a node, InfiniBand (or another NIC) across nodes,
+//! either as one link per ring ([`NetworkModel::multi_rail`] off) or with a
+//! ring's channels spread over the NICs of every group member in a node.
 
 /// A collective (or point-to-point) communication pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,6 +69,19 @@ pub struct NetworkModel {
     /// Fixed cost of any collective kernel, in us (launch, setup, final
     /// synchronization).
     pub base_latency_us: f64,
+    /// How a ring that spans nodes uses the NICs. Off: the whole ring is
+    /// bound by one [`inter_node`](Self::inter_node) link (the
+    /// conservative model the GPU presets and uncalibrated predictions
+    /// use). On: NCCL runs one ring per channel and starts the channels'
+    /// node crossings at different GPUs, so with `g` group members on a
+    /// node the crossing traffic spreads over their `g` NICs while the
+    /// other hops use NVLink: a ring of `T` bytes per rank takes
+    /// `T * max((g - 1) / g / B_nvlink, 1 / g / B_nic)` (nccl-tests show
+    /// it: two nodes of eight A100s with four 200 Gb/s NICs reach 86-96
+    /// GB/s all-reduce bus bandwidth, four NICs' worth, NVIDIA/nccl#1048
+    /// and NVIDIA/nccl-tests#119). `inter_node.bandwidth_gbps` is then
+    /// each GPU's share of its node's NICs.
+    pub multi_rail: bool,
 }
 
 impl NetworkModel {
@@ -88,6 +103,18 @@ impl NetworkModel {
         }
     }
 
+    /// The most members of `ranks` that share one node.
+    pub fn members_per_node(&self, ranks: &[usize]) -> usize {
+        let per = self.gpus_per_node.max(1);
+        let mut nodes: Vec<usize> = ranks.iter().map(|r| r / per).collect();
+        nodes.sort_unstable();
+        nodes
+            .chunk_by(|a, b| a == b)
+            .map(<[usize]>::len)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Duration in ns of `kind` moving `bytes` over the group `ranks`
     /// (global ranks; for send/recv the two endpoints). A group of one costs
     /// nothing: Megatron skips such collectives.
@@ -98,7 +125,16 @@ impl NetworkModel {
         }
         let link = self.link_for(ranks);
         let alpha = self.base_latency_us + kind.steps(n) as f64 * link.hop_latency_us;
-        let beta = kind.traffic_factor(n) * bytes as f64 / (link.bandwidth_gbps * link.efficiency);
+        let traffic = kind.traffic_factor(n) * bytes as f64;
+        let rate = |l: &Link| l.bandwidth_gbps * l.efficiency;
+        let beta = if self.multi_rail && self.spans_nodes(ranks) {
+            let g = self.members_per_node(ranks).max(1) as f64;
+            let nvlink = (g - 1.0) / g / rate(&self.intra_node);
+            let nic = 1.0 / g / rate(&self.inter_node);
+            traffic * nvlink.max(nic)
+        } else {
+            traffic / rate(&link)
+        };
         alpha * 1e3 + beta
     }
 }
@@ -135,5 +171,35 @@ mod tests {
         );
         // 256 MiB all-reduce on 8 H100s: 2*7/8*256MiB / 360 GB/s ~ 1.3 ms.
         assert!((t_in - 1.3e6).abs() < 0.2e6, "{t_in}");
+    }
+
+    #[test]
+    fn multi_rail_rings_use_every_members_nic() {
+        let mut net = GpuSpec::a100().network;
+        let b = 1 << 30;
+        // Eight ranks, four on each of two nodes (TP 2 x DP 8 in
+        // Megatron's order: the data-parallel group of TP rank 0).
+        let ranks: Vec<usize> = (0..8).map(|i| 2 * i).collect();
+        assert_eq!(net.members_per_node(&ranks), 4);
+        let single = net.collective_time_ns(CollectiveKind::AllReduce, b, &ranks);
+        net.multi_rail = true;
+        let multi = net.collective_time_ns(CollectiveKind::AllReduce, b, &ranks);
+        // Four NICs carry the crossings: four times the bandwidth.
+        let ratio = single / multi;
+        assert!((ratio - 4.0).abs() < 0.05, "{ratio}");
+        // One member per node: every hop crosses, one NIC each, as before.
+        let spread: Vec<usize> = (0..8).map(|i| 8 * i).collect();
+        net.multi_rail = false;
+        let a = net.collective_time_ns(CollectiveKind::AllReduce, b, &spread);
+        net.multi_rail = true;
+        assert_eq!(a, net.collective_time_ns(CollectiveKind::AllReduce, b, &spread));
+        // Eight members per node on a fast NIC: NVLink binds.
+        let full: Vec<usize> = (0..16).collect();
+        net.inter_node.bandwidth_gbps = 1e4;
+        let t = net.collective_time_ns(CollectiveKind::AllReduce, b, &full);
+        let nvlink = 2.0 * 15.0 / 16.0 * b as f64 * 7.0 / 8.0
+            / (net.intra_node.bandwidth_gbps * net.intra_node.efficiency);
+        // Plus the alpha term: 30 ring steps of a few microseconds.
+        assert!((t - nvlink) > 0.0 && (t - nvlink) / nvlink < 0.02, "{t} {nvlink}");
     }
 }
