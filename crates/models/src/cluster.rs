@@ -48,7 +48,12 @@ fn link(bandwidth_gbps: f64, efficiency: f64, hop_latency_us: f64) -> Link {
 
 /// Eight GPUs per node on NVLink, `nic_gbps_per_node` of NICs per node
 /// shared by the eight, rail-optimized.
-fn network(nvlink: Link, nic_gbps_per_node: f64, nic_efficiency: f64, base_us: f64) -> NetworkModel {
+fn network(
+    nvlink: Link,
+    nic_gbps_per_node: f64,
+    nic_efficiency: f64,
+    base_us: f64,
+) -> NetworkModel {
     NetworkModel {
         intra_node: nvlink,
         // Each GPU's share of the node's NICs; the hop latency is assumed

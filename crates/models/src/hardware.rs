@@ -100,7 +100,15 @@ impl TiledGemm {
 
     /// Duration in ns of `batch` products `[m, k] x [k, n]` with inputs of
     /// `in_bytes` and outputs of `out_bytes` per element.
-    pub fn time_ns(&self, m: u64, n: u64, k: u64, batch: u64, in_bytes: u64, out_bytes: u64) -> f64 {
+    pub fn time_ns(
+        &self,
+        m: u64,
+        n: u64,
+        k: u64,
+        batch: u64,
+        in_bytes: u64,
+        out_bytes: u64,
+    ) -> f64 {
         let flops = gemm_flops(m, n, k) * batch as f64;
         if flops <= 0.0 {
             return self.fixed_ns;

@@ -192,14 +192,21 @@ mod tests {
         net.multi_rail = false;
         let a = net.collective_time_ns(CollectiveKind::AllReduce, b, &spread);
         net.multi_rail = true;
-        assert_eq!(a, net.collective_time_ns(CollectiveKind::AllReduce, b, &spread));
+        assert_eq!(
+            a,
+            net.collective_time_ns(CollectiveKind::AllReduce, b, &spread)
+        );
         // Eight members per node on a fast NIC: NVLink binds.
         let full: Vec<usize> = (0..16).collect();
         net.inter_node.bandwidth_gbps = 1e4;
         let t = net.collective_time_ns(CollectiveKind::AllReduce, b, &full);
-        let nvlink = 2.0 * 15.0 / 16.0 * b as f64 * 7.0 / 8.0
+        let nvlink = 2.0 * 15.0 / 16.0 * b as f64 * 7.0
+            / 8.0
             / (net.intra_node.bandwidth_gbps * net.intra_node.efficiency);
         // Plus the alpha term: 30 ring steps of a few microseconds.
-        assert!((t - nvlink) > 0.0 && (t - nvlink) / nvlink < 0.02, "{t} {nvlink}");
+        assert!(
+            (t - nvlink) > 0.0 && (t - nvlink) / nvlink < 0.02,
+            "{t} {nvlink}"
+        );
     }
 }

@@ -3,8 +3,9 @@
 
 use std::str::FromStr;
 
-use lumos_models::{GpuSpec, UnknownPreset};
+use lumos_models::{Cluster, GpuSpec, NetworkModel, UnknownPreset};
 
+use crate::training::{Precision, Training};
 use crate::SynthError;
 
 /// The shape of a GPT model and of one micro-batch.
@@ -18,6 +19,12 @@ pub struct ModelPreset {
     pub hidden: usize,
     /// Attention heads.
     pub heads: usize,
+    /// Key/value heads (grouped-query attention); `heads` for multi-head
+    /// attention.
+    pub kv_heads: usize,
+    /// SwiGLU MLP (Llama): the first MLP matrix produces two
+    /// `ffn_hidden`-wide halves, gated by SiLU.
+    pub swiglu: bool,
     /// MLP inner size (4 x hidden for GPT-3).
     pub ffn_hidden: usize,
     /// Vocabulary, padded so that it divides by the tensor-parallel degree.
@@ -47,6 +54,8 @@ impl ModelPreset {
             layers,
             hidden,
             heads,
+            kv_heads: heads,
+            swiglu: false,
             ffn_hidden: 4 * hidden,
             vocab: 51_200,
             seq_len: 2048,
@@ -93,7 +102,9 @@ impl ModelPreset {
     /// have no biases here (see the crate docs).
     pub fn params(&self) -> u64 {
         let (h, f) = (self.hidden as u64, self.ffn_hidden as u64);
-        let layer = 4 * h * h + 2 * h * f + 4 * h;
+        let kv = (self.kv_heads * (self.hidden / self.heads.max(1))) as u64;
+        let mlp = if self.swiglu { 3 * h * f } else { 2 * h * f };
+        let layer = 2 * h * h + 2 * h * kv + mlp + 4 * h;
         self.layers as u64 * layer + (self.vocab as u64 + self.seq_len as u64) * h + 2 * h
     }
 }
@@ -124,6 +135,9 @@ pub struct Parallelism {
     /// reduce-scattered over the data-parallel group and updated
     /// parameters all-gathered, instead of one gradient all-reduce.
     pub distributed_optimizer: bool,
+    /// Model chunks per stage (Megatron's virtual pipeline stages, the
+    /// interleaved 1F1B schedule); 1 for the plain 1F1B schedule.
+    pub virtual_stages: usize,
 }
 
 impl Parallelism {
@@ -137,7 +151,16 @@ impl Parallelism {
             microbatches,
             sequence_parallel: true,
             distributed_optimizer: false,
+            virtual_stages: 1,
         }
+    }
+
+    /// Micro-batches per iteration for a global batch of `global_batch`
+    /// sequences of `micro_batch` each: `global_batch / (micro_batch x
+    /// dp)`, or `None` when that does not divide.
+    pub fn microbatches_for(&self, global_batch: usize, micro_batch: usize) -> Option<usize> {
+        let per = micro_batch * self.dp;
+        (per > 0 && global_batch % per == 0 && global_batch >= per).then(|| global_batch / per)
     }
 
     /// Total ranks.
@@ -295,8 +318,13 @@ pub struct SynthConfig {
     pub model: ModelPreset,
     /// The parallel layout.
     pub parallel: Parallelism,
-    /// The GPU and its system.
+    /// The GPU.
     pub gpu: GpuSpec,
+    /// The network; `None` for the usual cluster of `gpu`
+    /// ([`Cluster::default_for`]).
+    pub network: Option<NetworkModel>,
+    /// Precision, recomputation, gradient reduction, what is written.
+    pub training: Training,
     /// Profiled iterations (`ProfilerStep#N` spans), at least 2.
     pub steps: usize,
     /// Seed of all noise.
@@ -318,12 +346,27 @@ impl SynthConfig {
             model,
             parallel,
             gpu,
+            network: None,
+            training: Training::default(),
             steps: 2,
             seed: 0,
             ranks: Ranks::OnePerStage,
             noise: 1.0,
             first_step: 2,
         }
+    }
+
+    /// A config on a [`Cluster`]: its GPU and its network.
+    pub fn on_cluster(model: ModelPreset, parallel: Parallelism, cluster: &Cluster) -> SynthConfig {
+        let mut c = SynthConfig::new(model, parallel, cluster.gpu.clone());
+        c.network = Some(cluster.network);
+        c
+    }
+
+    /// The network the job runs on.
+    pub fn network(&self) -> NetworkModel {
+        self.network
+            .unwrap_or_else(|| Cluster::default_for(&self.gpu).network)
     }
 
     /// Checks that the layout fits the model. Megatron needs heads, FFN
@@ -339,11 +382,41 @@ impl SynthConfig {
         if p.tp == 0 || p.pp == 0 || p.dp == 0 || p.microbatches == 0 {
             return bad("tp, pp, dp and microbatches must be at least 1".into());
         }
-        if m.layers < p.pp {
+        if p.virtual_stages == 0 {
+            return bad("virtual_stages must be at least 1".into());
+        }
+        let virtual_stages = p.pp * p.virtual_stages;
+        if (0..virtual_stages).any(|vs| self.chunk_layers(vs) == 0) {
             return bad(format!(
-                "{} layers cannot fill {} pipeline stages",
-                m.layers, p.pp
+                "{} layers cannot fill {} pipeline stages of {} model chunks",
+                m.layers, p.pp, p.virtual_stages
             ));
+        }
+        if p.virtual_stages > 1 {
+            // Megatron's interleaved schedule: more than two stages (so
+            // that each pair of neighbours carries one kind of transfer)
+            // and whole groups of `pp` micro-batches.
+            if p.pp <= 2 {
+                return bad(format!(
+                    "the interleaved schedule needs more than 2 pipeline stages, got {}",
+                    p.pp
+                ));
+            }
+            if p.microbatches % p.pp != 0 {
+                return bad(format!(
+                    "the interleaved schedule needs micro-batches ({}) to be a multiple of pp ({})",
+                    p.microbatches, p.pp
+                ));
+            }
+        }
+        if m.kv_heads == 0 || m.heads % m.kv_heads != 0 || m.kv_heads % p.tp != 0 {
+            return bad(format!(
+                "kv_heads {} must divide heads {} and be a multiple of tp {}",
+                m.kv_heads, m.heads, p.tp
+            ));
+        }
+        if self.training.precision == Precision::Fp8 && self.gpu.peak_fp8_tflops.is_none() {
+            return bad(format!("{} has no FP8 tensor cores", self.gpu.name));
         }
         if m.heads == 0 || m.hidden % m.heads != 0 {
             return bad(format!(
@@ -403,11 +476,29 @@ impl SynthConfig {
         }
     }
 
-    /// Layers held by `stage`: `layers / pp`, plus one for the first
-    /// `layers % pp` stages.
+    /// Layers held by `stage` over all its model chunks.
     pub fn stage_layers(&self, stage: usize) -> usize {
-        let (l, p) = (self.model.layers, self.parallel.pp);
-        l / p + usize::from(stage < l % p)
+        (0..self.parallel.virtual_stages)
+            .map(|c| self.chunk_layers(c * self.parallel.pp + stage))
+            .sum()
+    }
+
+    /// Layers of virtual stage `vs` (chunk `vs / pp` of stage `vs % pp`):
+    /// the layers are spread as evenly as possible over `pp x
+    /// virtual_stages` virtual stages, earlier ones taking the remainder.
+    /// With [`Training::embedding_as_layer`] the embedding and the output
+    /// layer count as a layer each, so the first and last virtual stage
+    /// hold one layer fewer.
+    pub fn chunk_layers(&self, vs: usize) -> usize {
+        let n = self.parallel.pp * self.parallel.virtual_stages;
+        if vs >= n {
+            return 0;
+        }
+        let extra = usize::from(self.training.embedding_as_layer);
+        let blocks = self.model.layers + 2 * extra;
+        let share = blocks / n + usize::from(vs < blocks % n);
+        let own = extra * (usize::from(vs == 0) + usize::from(vs + 1 == n));
+        share.saturating_sub(own)
     }
 }
 

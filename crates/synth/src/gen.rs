@@ -13,18 +13,20 @@
 //! Events go out through `lumos_trace`'s writer as each op closes.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use lumos_trace::{Category, FlowKind, FlowPhase, KinetoWriter, Layout, RankList};
 
-use lumos_models::{CollectiveKind, GemmModel, MemoryModel};
+use lumos_models::{CollectiveKind, Hardware, NetworkModel, Precision};
 
 use crate::config::{GroupKind, RankCoord, SynthConfig};
 use crate::rng::Noise;
 
 mod args;
+mod coll;
 
 pub(crate) use args::{CollArgs, GroupArgs, InputShapes, OpArgs};
+pub(crate) use coll::{Coll, P2p};
 
 /// Stream ids as they appear in the trace. Megatron runs compute on the
 /// default stream of its device context (7 in most traces); PyTorch's
@@ -59,6 +61,7 @@ const CBID_DEVICE_SYNC: u32 = 165;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dtype {
     Bf16,
+    F16,
     F32,
 }
 
@@ -67,6 +70,7 @@ impl Dtype {
     pub(crate) fn torch_name(self) -> &'static str {
         match self {
             Dtype::Bf16 => "BFloat16",
+            Dtype::F16 => "Half",
             Dtype::F32 => "Float",
         }
     }
@@ -74,12 +78,13 @@ impl Dtype {
     pub(crate) fn nccl_name(self) -> &'static str {
         match self {
             Dtype::Bf16 => "bf16",
+            Dtype::F16 => "f16",
             Dtype::F32 => "f32",
         }
     }
     pub(crate) fn bytes(self) -> u64 {
         match self {
-            Dtype::Bf16 => 2,
+            Dtype::Bf16 | Dtype::F16 => 2,
             Dtype::F32 => 4,
         }
     }
@@ -155,6 +160,7 @@ struct StreamState {
 }
 
 /// An open CPU operator or annotation.
+#[derive(Clone)]
 struct Frame {
     annotation: bool,
     name: String,
@@ -208,16 +214,20 @@ pub(crate) struct Gen<'c> {
     groups: Vec<GroupArgs>,
     /// Global ranks per group kind.
     pub group_ranks: Vec<Vec<usize>>,
-    pub gemm: GemmModel,
-    pub attn: GemmModel,
-    pub mem: MemoryModel,
-    pub pcie: MemoryModel,
+    /// Kernel duration models.
+    pub hw: Hardware,
+    /// The network.
+    pub net: NetworkModel,
+    /// Modelled collective durations by (kind, bytes, group, peer).
+    coll_cache: HashMap<(CollectiveKind, u64, usize, Option<usize>), f64>,
     num_sms: f64,
     /// Kernels launched that had to wait for a queue slot.
     pub blocked_launches: u64,
+    /// GPU start of the last task launched.
+    pub last_start: i64,
 }
 
-fn group_index(kind: GroupKind) -> usize {
+pub(crate) fn group_index(kind: GroupKind) -> usize {
     match kind {
         GroupKind::World => 0,
         GroupKind::DataParallel => 1,
@@ -245,7 +255,12 @@ impl<'c> Gen<'c> {
             };
             group_ranks[group_index(g.kind)] = g.ranks.clone();
         }
-        let gpus_per_node = cfg.gpu.network.gpus_per_node.max(1);
+        let net = cfg.network();
+        let gpus_per_node = net.gpus_per_node.max(1);
+        // Noise is drawn per pipeline stage, not per rank: every rank of a
+        // stage runs the same timeline, so tensor- and data-parallel peers
+        // reach their collectives together, as in a job timed in lockstep.
+        let stage = p.coord(rank).pp as u64;
         // Process ids differ per rank and look like real ones.
         let pid = 2_000_000 + (cfg.seed % 1000) as i64 * 4_096 + rank as i64 * 17;
         Gen {
@@ -255,8 +270,8 @@ impl<'c> Gen<'c> {
             emit,
             // Room for a small trace; calibration writes nothing.
             out: KinetoWriter::in_memory(Layout::Lines, if emit { 1 << 20 } else { 0 }),
-            cpu: Noise::new(cfg.seed, 2 * rank as u64, noise_scale),
-            gpu: Noise::new(cfg.seed, 2 * rank as u64 + 1, noise_scale),
+            cpu: Noise::new(cfg.seed, 2 * stage, noise_scale),
+            gpu: Noise::new(cfg.seed, 2 * stage + 1, noise_scale),
             t: 0,
             thread: Thread::Main,
             pid,
@@ -270,12 +285,45 @@ impl<'c> Gen<'c> {
             p2p_seq: [0; 4],
             groups: group_args,
             group_ranks,
-            gemm: cfg.gpu.gemm(),
-            attn: cfg.gpu.attention(),
-            mem: cfg.gpu.memory(),
-            pcie: cfg.gpu.pcie(),
+            hw: Hardware::for_gpu(&cfg.gpu),
+            net,
+            coll_cache: HashMap::new(),
             num_sms: cfg.gpu.num_sms as f64,
             blocked_launches: 0,
+            last_start: 0,
+        }
+    }
+
+    /// A copy of this timeline that writes nothing: running it ahead
+    /// shows when this rank will get somewhere, without changing it.
+    pub(crate) fn probe(&self) -> Gen<'c> {
+        Gen {
+            cfg: self.cfg,
+            rank: self.rank,
+            coord: self.coord,
+            emit: false,
+            out: KinetoWriter::in_memory(Layout::Lines, 0),
+            cpu: self.cpu.clone(),
+            gpu: self.gpu.clone(),
+            t: self.t,
+            thread: self.thread,
+            pid: self.pid,
+            device: self.device,
+            streams: self.streams,
+            pending: self.pending.clone(),
+            next_corr: self.next_corr,
+            next_ext: self.next_ext,
+            stacks: self.stacks.clone(),
+            seq: self.seq,
+            p2p_seq: self.p2p_seq,
+            groups: self.groups.clone(),
+            group_ranks: self.group_ranks.clone(),
+            hw: self.hw.clone(),
+            net: self.net,
+            coll_cache: self.coll_cache.clone(),
+            num_sms: self.num_sms,
+            blocked_launches: self.blocked_launches,
+            last_start: self.last_start,
         }
     }
 
@@ -295,11 +343,6 @@ impl<'c> Gen<'c> {
     /// End of all work launched onto `stream` so far.
     pub(crate) fn stream_free(&self, stream: usize) -> i64 {
         self.streams[stream].free
-    }
-
-    /// Latest end of any launched GPU work.
-    pub(crate) fn gpu_free(&self) -> i64 {
-        self.streams.iter().map(|s| s.free).max().unwrap_or(0)
     }
 
     // ---- CPU time -------------------------------------------------------
@@ -333,7 +376,12 @@ impl<'c> Gen<'c> {
         self.next_ext += 1;
         let frame = Frame {
             annotation,
-            name: name.to_owned(),
+            // Timing runs (no output) make millions of ops: no names.
+            name: if self.emit {
+                name.to_owned()
+            } else {
+                String::new()
+            },
             start: self.t,
             ext,
             args,
@@ -342,6 +390,11 @@ impl<'c> Gen<'c> {
         // Entering the op (dispatcher, argument parsing) takes time before
         // any child can start.
         self.t += self.cpu.between(1_500, 4_000);
+    }
+
+    /// Start of the innermost open op on this thread.
+    pub(crate) fn open_start(&self) -> i64 {
+        self.stack().last().map_or(self.t, |f| f.start)
     }
 
     /// Closes the innermost op and writes it.
@@ -438,7 +491,7 @@ impl<'c> Gen<'c> {
         corr: u64,
         wait: Option<(i64, u64)>,
     ) {
-        if !self.emit {
+        if !self.emit || !self.cfg.training.cuda_sync_events {
             return;
         }
         let sid = STREAM_IDS[stream];
@@ -496,6 +549,7 @@ impl<'c> Gen<'c> {
             start = start.max(s.wait_until + wait_lat);
         }
         let end = start.max(g.peer_ready) + g.dur.max(0);
+        self.last_start = start;
         self.streams[stream] = StreamState {
             free: end,
             wait_until: 0,
@@ -580,7 +634,9 @@ impl<'c> Gen<'c> {
         let dur = self.cpu.around(2_300.0, 0.3);
         let corr = self.corr();
         let s = self.streams[stream];
-        self.runtime_event("cudaEventRecord", start, dur, corr, CBID_EVENT_RECORD);
+        if self.cfg.training.event_records {
+            self.runtime_event("cudaEventRecord", start, dur, corr, CBID_EVENT_RECORD);
+        }
         self.t = start + dur;
         Ev {
             corr,
@@ -659,115 +715,38 @@ impl<'c> Gen<'c> {
 
     // ---- durations ----------------------------------------------------------
 
-    /// A GEMM `[m, k] x [k, n]`, with noise.
-    pub(crate) fn gemm_ns(&mut self, m: u64, n: u64, k: u64) -> i64 {
-        let t = self.gemm.time_ns(lumos_models::gemm_flops(m, n, k));
+    /// `batch` GEMMs `[m, k] x [k, n]` with inputs in `precision` and
+    /// 16-bit outputs, with noise.
+    pub(crate) fn gemm_ns(
+        &mut self,
+        m: u64,
+        n: u64,
+        k: u64,
+        batch: u64,
+        precision: Precision,
+    ) -> i64 {
+        let g = self.hw.gemm(precision);
+        let t = g.time_ns(m, n, k, batch, precision.bytes(), 2);
         self.gpu.around(t, 0.03)
     }
 
     /// A memory-bound kernel moving `bytes`, with noise.
     pub(crate) fn mem_ns(&mut self, bytes: u64) -> i64 {
-        let t = self.mem.time_ns(bytes as f64);
+        let t = self.hw.memory.time_ns(bytes as f64);
         self.gpu.around(t, 0.04)
     }
 
-    /// Flash attention doing `flops`, with noise.
-    pub(crate) fn attn_ns(&mut self, flops: f64) -> i64 {
-        let t = self.attn.time_ns(flops);
-        self.gpu.around(t, 0.03)
+    /// A host-to-device copy of `bytes`, with noise.
+    pub(crate) fn pcie_ns(&mut self, bytes: u64) -> i64 {
+        let t = self.hw.pcie.time_ns(bytes as f64);
+        self.gpu.around(t, 0.05)
     }
 
-    // ---- collectives --------------------------------------------------------
-
-    /// Issues a collective the way ProcessGroupNCCL does: the
-    /// communicator's stream first waits for the compute stream, the NCCL
-    /// kernel runs on it, and an end event is recorded for `wait()`. The
-    /// whole call sits in a `c10d::*` op with a `record_param_comms` child
-    /// that carries the collective's args (the kernel carries them too).
-    /// Returns the end event; a synchronous caller waits on it at once.
-    pub(crate) fn collective(&mut self, c: &Coll) -> Ev {
-        let gi = group_index(c.group);
-        let (coll_name, op_name) = match (c.kind, c.p2p) {
-            (CollectiveKind::AllReduce, _) => ("allreduce", "c10d::allreduce_"),
-            (CollectiveKind::AllGather, _) => ("_allgather_base", "c10d::_allgather_base_"),
-            (CollectiveKind::ReduceScatter, _) => {
-                ("_reduce_scatter_base", "c10d::_reduce_scatter_base_")
-            }
-            (CollectiveKind::SendRecv, Some(P2p { send: true, .. })) => ("send", "c10d::send"),
-            (CollectiveKind::SendRecv, _) => ("recv", "c10d::recv_"),
-        };
-        let kernel = match c.kind {
-            CollectiveKind::AllReduce => format!(
-                "ncclDevKernel_AllReduce_Sum_{}_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-                c.dtype.nccl_name()
-            ),
-            CollectiveKind::AllGather => {
-                "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)".into()
-            }
-            CollectiveKind::ReduceScatter => format!(
-                "ncclDevKernel_ReduceScatter_Sum_{}_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-                c.dtype.nccl_name()
-            ),
-            CollectiveKind::SendRecv => {
-                "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)".into()
-            }
-        };
-        let (ranks, seq) = match c.p2p {
-            Some(p) => {
-                let i = 2 * usize::from(p.next) + usize::from(p.send);
-                self.p2p_seq[i] += 1;
-                let mut r = vec![self.rank, p.peer];
-                r.sort_unstable();
-                (r, self.p2p_seq[i])
-            }
-            None => {
-                self.seq[gi] += 1;
-                (self.group_ranks[gi].clone(), self.seq[gi])
-            }
-        };
-        let bytes = c.in_nelems.max(c.out_nelems) * c.dtype.bytes();
-        let model_ns = self
-            .cfg
-            .gpu
-            .network
-            .collective_time_ns(c.kind, bytes, &ranks);
-        let dur = self.gpu.around(model_ns, 0.03);
-        let args = CollArgs {
-            name: coll_name,
-            in_nelems: c.in_nelems,
-            out_nelems: c.out_nelems,
-            group_size: self.group_ranks[gi].len(),
-            dtype: c.dtype,
-            group: gi,
-            seq,
-            src_dst: c.p2p.map(|p| {
-                if p.send {
-                    (self.rank, p.peer)
-                } else {
-                    (p.peer, self.rank)
-                }
-            }),
-        };
-        let stream = c.stream;
-        let nccl_shape = Shape::new([c.channels, 1, 1], [544, 1, 1], 96, 0);
-        self.op(op_name, |g| {
-            g.op_args("record_param_comms", OpArgs::Coll(args), |g| {
-                let ready = g.record(COMPUTE);
-                g.wait(stream, ready);
-                g.launch(
-                    stream,
-                    &Gpu {
-                        name: &kernel,
-                        dur,
-                        kind: GpuKind::Kernel,
-                        shape: nccl_shape,
-                        coll: Some(&args),
-                        peer_ready: c.peer_ready,
-                    },
-                );
-                g.record(stream)
-            })
-        })
+    /// Flash attention doing `flops` over `blocks` thread blocks, with
+    /// noise.
+    pub(crate) fn flash_ns(&mut self, flops: f64, blocks: u64, backward: bool) -> i64 {
+        let t = self.hw.flash.time_ns(flops, blocks, backward);
+        self.gpu.around(t, 0.03)
     }
 
     /// The group's ranks, for the network model.
@@ -794,57 +773,6 @@ impl<'c> Gen<'c> {
         o.process_labels(dev, self.cfg.gpu.device_name);
         for sid in STREAM_IDS {
             o.thread_name(dev, sid, &format!("stream {sid}"));
-        }
-    }
-}
-
-/// A point-to-point transfer's other end.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct P2p {
-    /// Global rank of the peer.
-    pub peer: usize,
-    /// True for send, false for receive.
-    pub send: bool,
-    /// True when the peer is the next stage.
-    pub next: bool,
-}
-
-/// One collective call.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Coll {
-    pub kind: CollectiveKind,
-    pub group: GroupKind,
-    pub stream: usize,
-    pub in_nelems: u64,
-    pub out_nelems: u64,
-    pub dtype: Dtype,
-    pub p2p: Option<P2p>,
-    /// See [`Gpu::peer_ready`].
-    pub peer_ready: i64,
-    /// NCCL channels (grid size of the kernel).
-    pub channels: u32,
-}
-
-impl Coll {
-    /// A collective on `group` over `stream` with no peer timing.
-    pub(crate) fn new(
-        kind: CollectiveKind,
-        group: GroupKind,
-        stream: usize,
-        in_nelems: u64,
-        out_nelems: u64,
-        dtype: Dtype,
-    ) -> Coll {
-        Coll {
-            kind,
-            group,
-            stream,
-            in_nelems,
-            out_nelems,
-            dtype,
-            p2p: None,
-            peer_ready: 0,
-            channels: 16,
         }
     }
 }

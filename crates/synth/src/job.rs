@@ -1,5 +1,6 @@
 //! Whole files: one rank's trace as text, and a job's ranks as gzip files.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -7,7 +8,8 @@ use lumos_trace::{DeviceProperties, DistributedInfo, KinetoWriter, Layout, PgCon
 use rayon::prelude::*;
 
 use crate::config::SynthConfig;
-use crate::megatron::{Plan, Rank};
+use crate::lockstep::run_column;
+use crate::megatron::Rank;
 
 /// Why a job could not be synthesized.
 #[derive(Debug, thiserror::Error)]
@@ -58,16 +60,16 @@ fn check(cfg: &SynthConfig, rank: usize) -> Result<(), SynthError> {
 /// One rank's Kineto trace, as JSON text.
 pub fn synthesize_rank(cfg: &SynthConfig, rank: usize) -> Result<String, SynthError> {
     check(cfg, rank)?;
-    let plan = Plan::new(cfg);
+    let (_, text) = render(cfg, &[rank])?.pop().expect("one rank asked for");
     // The writer writes UTF-8 only: escapes are ASCII, text comes from
     // `&str`s.
-    Ok(String::from_utf8(render(cfg, rank, &plan)).expect("the trace writer writes UTF-8"))
+    Ok(String::from_utf8(text).expect("the trace writer writes UTF-8"))
 }
 
 /// Writes one rank's trace (uncompressed JSON) to `w`.
 pub fn write_rank<W: Write>(cfg: &SynthConfig, rank: usize, mut w: W) -> Result<(), SynthError> {
     check(cfg, rank)?;
-    let text = render(cfg, rank, &Plan::new(cfg));
+    let (_, text) = render(cfg, &[rank])?.pop().expect("one rank asked for");
     w.write_all(&text)
         .and_then(|()| w.flush())
         .map_err(|source| SynthError::Io {
@@ -77,8 +79,9 @@ pub fn write_rank<W: Write>(cfg: &SynthConfig, rank: usize, mut w: W) -> Result<
 }
 
 /// Writes the ranks [`SynthConfig::ranks`] selects into `dir` (created if
-/// needed) as `rank<N>.json.gz`, in parallel, and returns their paths in
-/// rank order. Gzip at the fastest level: the traces are large and
+/// needed) as `rank<N>.json.gz`, and returns their paths in rank order.
+/// The stages of each pipeline column are timed together, columns in
+/// parallel. Gzip at the fastest level: the traces are large and
 /// repetitive, so even that shrinks them about tenfold. Each file appears
 /// whole or not at all ([`lumos_trace::write_gz_atomic`]).
 pub fn write_job(cfg: &SynthConfig, dir: &Path) -> Result<Vec<PathBuf>, SynthError> {
@@ -90,34 +93,63 @@ pub fn write_job(cfg: &SynthConfig, dir: &Path) -> Result<Vec<PathBuf>, SynthErr
         path: dir.to_owned(),
         error,
     })?;
-    let plan = Plan::new(cfg);
-    ranks
+    let p = cfg.parallel;
+    let mut columns: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    for &r in &ranks {
+        let c = p.coord(r);
+        columns.entry((c.tp, c.dp)).or_default().push(r);
+    }
+    let written: Vec<Vec<(usize, PathBuf)>> = columns
+        .into_values()
+        .collect::<Vec<_>>()
         .par_iter()
-        .map(|&rank| {
-            let path = dir.join(rank_file_name(rank));
-            let text = render(cfg, rank, &plan);
-            lumos_trace::write_gz_atomic(&path, |w| w.write_all(&text))?;
-            Ok(path)
+        .map(|col| {
+            render(cfg, col)?
+                .into_par_iter()
+                .map(|(rank, text)| {
+                    let path = dir.join(rank_file_name(rank));
+                    lumos_trace::write_gz_atomic(&path, |w| w.write_all(&text))?;
+                    Ok((rank, path))
+                })
+                .collect::<Result<Vec<_>, SynthError>>()
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let mut all: Vec<(usize, PathBuf)> = written.into_iter().flatten().collect();
+    all.sort();
+    Ok(all.into_iter().map(|(_, p)| p).collect())
 }
 
-/// The trace of `rank`, given the job's pipeline plan, as JSON text.
-fn render(cfg: &SynthConfig, rank: usize, plan: &Plan) -> Vec<u8> {
-    let mut r = Rank::new(cfg, rank, true, cfg.noise, Some(plan));
-    header(cfg, rank, &mut r.g.out);
-    r.g.metadata();
-    // The profiler starts recording a few milliseconds before the first
-    // profiled step; ranks do not start in lockstep.
-    r.g.t = 5_000_000 + r.g.cpu.between(0, 200_000);
-    for i in 0..cfg.steps {
-        r.iteration(cfg.first_step + i);
+/// The traces of `ranks` (all in one pipeline column), timed together with
+/// the rest of their column, as JSON text in the order asked.
+fn render(cfg: &SynthConfig, ranks: &[usize]) -> Result<Vec<(usize, Vec<u8>)>, SynthError> {
+    let p = cfg.parallel;
+    let Some(&first) = ranks.first() else {
+        return Ok(Vec::new());
+    };
+    let c = p.coord(first);
+    let mut emit = vec![false; p.pp];
+    for &r in ranks {
+        emit[p.coord(r).pp] = true;
     }
-    let end = r.g.t + 20_000;
-    let out = &mut r.g.out;
-    out.global_instant("Record Window End", end);
-    out.trace_name(&format!("rank{rank}.json"));
-    std::mem::replace(out, KinetoWriter::in_memory(Layout::Lines, 0)).into_bytes()
+    let setup = |r: &mut Rank<'_>| {
+        if r.g.emit {
+            header(cfg, r.g.rank, &mut r.g.out);
+            r.g.metadata();
+        }
+    };
+    let column = run_column(cfg, c.tp, c.dp, &emit, &setup)?;
+    let mut out: Vec<(usize, Vec<u8>)> = Vec::with_capacity(ranks.len());
+    for mut r in column.into_iter().filter(|r| r.g.emit) {
+        let end = r.g.t + 20_000;
+        let rank = r.g.rank;
+        let w = &mut r.g.out;
+        w.global_instant("Record Window End", end);
+        w.trace_name(&format!("rank{rank}.json"));
+        let bytes = std::mem::replace(w, KinetoWriter::in_memory(Layout::Lines, 0)).into_bytes();
+        out.push((rank, bytes));
+    }
+    out.sort_by_key(|&(r, _)| ranks.iter().position(|&x| x == r));
+    Ok(out)
 }
 
 /// Everything before `traceEvents`: device properties, distributed info
@@ -126,7 +158,7 @@ fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
     let g = &cfg.gpu;
     let p = &cfg.parallel;
     out.schema_version(1);
-    let devices: Vec<DeviceProperties> = (0..g.network.gpus_per_node.max(1))
+    let devices: Vec<DeviceProperties> = (0..cfg.network().gpus_per_node.max(1))
         .map(|d| DeviceProperties {
             id: d as i64,
             name: g.device_name,
@@ -183,6 +215,9 @@ fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
         .uint("microbatches", p.microbatches as u64)
         .bool("sequence_parallel", p.sp())
         .bool("distributed_optimizer", p.distributed_optimizer)
+        .uint("virtual_stages", p.virtual_stages as u64)
+        .str("precision", cfg.training.precision.name())
+        .str("recompute", cfg.training.recompute.name())
         .str("gpu", g.name)
         .uint("seed", cfg.seed)
         .float("noise", cfg.noise)

@@ -145,11 +145,14 @@
 mod config;
 mod gen;
 mod job;
+mod lockstep;
 mod megatron;
 mod rng;
-mod schedule;
+mod training;
 
 pub use config::{
     GroupKind, ModelPreset, Parallelism, ProcessGroup, RankCoord, Ranks, SynthConfig,
 };
 pub use job::{rank_file_name, synthesize_rank, write_job, write_rank, SynthError};
+pub use lockstep::{layer_times, step_times, StepTimes};
+pub use training::{Attention, GradDtype, GradSync, Precision, Recompute, Training};
