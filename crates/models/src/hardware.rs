@@ -58,7 +58,10 @@ impl Precision {
 
 /// A GEMM on tensor cores, timed from its shape: the output is cut into
 /// `tile` tiles, one thread block each; a GEMM with fewer tiles than SMs
-/// leaves SMs idle, and partial tiles cost as much as full ones. The rest
+/// leaves SMs idle, partial tiles cost as much as full ones, and without
+/// a persistent scheduler the last wave of tiles runs on part of the GPU
+/// (tile and wave quantization, NVIDIA's "Matrix Multiplication
+/// Background User's Guide", DU-09799-001, section 3). The rest
 /// runs at `efficiency` of the peak, or at the HBM rate when the operands
 /// outweigh the arithmetic (attention's batched products with a small
 /// head dimension), plus a fixed cost per kernel.
@@ -78,6 +81,10 @@ pub struct TiledGemm {
     pub tile: [u64; 2],
     /// Streaming multiprocessors.
     pub sms: u64,
+    /// Tiles run in whole waves of `sms` (a partial last wave costs a full
+    /// one); off when a persistent (stream-K) scheduler spreads the
+    /// remainder.
+    pub discrete_waves: bool,
     /// Effective HBM bandwidth, bytes per ns.
     pub hbm_bytes_per_ns: f64,
 }
@@ -93,8 +100,13 @@ impl TiledGemm {
         }
         let padded = (rows * tm * cols * tn) as f64;
         let pad = (m * n) as f64 / padded;
-        let tiles = (rows * cols * batch) as f64;
-        let fill = (tiles / self.sms.max(1) as f64).min(1.0);
+        let tiles = rows * cols * batch;
+        let sms = self.sms.max(1);
+        let fill = if self.discrete_waves {
+            tiles as f64 / (tiles.div_ceil(sms) * sms) as f64
+        } else {
+            (tiles as f64 / sms as f64).min(1.0)
+        };
         pad * fill
     }
 
@@ -171,11 +183,11 @@ pub struct Hardware {
 
 /// Fraction of peak reached by large FP16 / BF16 GEMMs on A100. Fitted
 /// (`crates/synth/tests/fit.rs`, fit rows in docs/SYNTH-VALIDATION.md).
-pub const A100_GEMM_EFFICIENCY: f64 = 0.72;
+pub const A100_GEMM_EFFICIENCY: f64 = 0.768;
 /// The same on H100 (and H200, which has the same tensor cores). Fitted.
-pub const H100_GEMM_EFFICIENCY: f64 = 0.62;
+pub const H100_GEMM_EFFICIENCY: f64 = 0.647;
 /// Fraction of the FP8 peak reached by large FP8 GEMMs on H100. Fitted.
-pub const H100_FP8_GEMM_EFFICIENCY: f64 = 0.45;
+pub const H100_FP8_GEMM_EFFICIENCY: f64 = 0.562;
 
 /// Assumed fixed cost of a GEMM kernel, ns: launch, prologue and
 /// epilogue (the GPU presets' curves put it at about 4 us).
@@ -187,21 +199,24 @@ impl Hardware {
     /// The calibrated models of `gpu` (one of [`GpuSpec::NAMES`]; another
     /// GPU gets the H100 fractions of its own peaks).
     pub fn for_gpu(gpu: &GpuSpec) -> Hardware {
-        let (e16, e8, tile, flash) = match gpu.name {
+        let (e16, e8, tile, waves, flash) = match gpu.name {
             // Ampere cuBLAS kernels: 256x128 tiles (the synthesizer's
-            // kernel names). Flash attention 2 reaches "50-73% of the
-            // theoretical maximum FLOPs/s on A100" (Dao 2023, abstract):
-            // the top of the range forward, lower backward (cited).
-            "a100" => (A100_GEMM_EFFICIENCY, None, [256, 128], (0.65, 0.5)),
-            // Hopper: 128x256 tiles. "FlashAttention-2 achieves only 35%
-            // utilization on the H100" (Shah et al. 2024, FlashAttention-3
-            // abstract), backward lower as on A100 (cited, then assumed).
-            // B200: no published rows; the H100 fractions of its own
-            // peaks (assumed).
+            // kernel names), in whole waves (the guide's A100 examples).
+            // Flash attention 2 reaches "50-73% of the theoretical
+            // maximum FLOPs/s on A100" (Dao 2023, abstract): the top of
+            // the range forward, lower backward (cited).
+            "a100" => (A100_GEMM_EFFICIENCY, None, [256, 128], true, (0.65, 0.5)),
+            // Hopper: 128x256 tiles, scheduled persistently (cuBLAS 12's
+            // stream-K kernels; assumed). "FlashAttention-2 achieves only
+            // 35% utilization on the H100" (Shah et al. 2024,
+            // FlashAttention-3 abstract), backward lower as on A100
+            // (cited, then assumed). B200: no published rows; the H100
+            // fractions of its own peaks (assumed).
             _ => (
                 H100_GEMM_EFFICIENCY,
                 Some(H100_FP8_GEMM_EFFICIENCY),
                 [128, 256],
+                false,
                 (0.35, 0.28),
             ),
         };
@@ -213,6 +228,7 @@ impl Hardware {
             fixed_ns: GEMM_FIXED_NS,
             tile,
             sms,
+            discrete_waves: waves,
             hbm_bytes_per_ns: hbm,
         };
         Hardware {
@@ -252,6 +268,9 @@ mod tests {
         assert_eq!(g.utilization(4096, 4096, 1), 1.0);
         // Half a tile of columns wasted.
         assert!((g.utilization(4096, 128, 1) - 0.5 * (32.0 / 132.0)).abs() < 1e-9);
+        // A100: 336 tiles make 3.1 waves of 108 SMs, run as 4.
+        let a = Hardware::for_gpu(&GpuSpec::a100()).gemm16;
+        assert!((a.utilization(2048, 5376, 1) - 336.0 / 432.0).abs() < 1e-9);
         // A big square GEMM runs at the fitted fraction of peak.
         let t = g.time_ns(8192, 8192, 8192, 1, 2, 2);
         let tflops = gemm_flops(8192, 8192, 8192) / t / 1e3;

@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use lumos_models::{Cluster, GpuSpec, NetworkModel, UnknownPreset};
+use lumos_models::{Cluster, GpuSpec, Hardware, NetworkModel, UnknownPreset};
 
 use crate::training::{Precision, Training};
 use crate::SynthError;
@@ -323,6 +323,9 @@ pub struct SynthConfig {
     /// The network; `None` for the usual cluster of `gpu`
     /// ([`Cluster::default_for`]).
     pub network: Option<NetworkModel>,
+    /// Kernel duration models; `None` for the calibrated models of `gpu`
+    /// ([`Hardware::for_gpu`]). The fit of the free parameters sets it.
+    pub hardware: Option<Hardware>,
     /// Precision, recomputation, gradient reduction, what is written.
     pub training: Training,
     /// Profiled iterations (`ProfilerStep#N` spans), at least 2.
@@ -347,6 +350,7 @@ impl SynthConfig {
             parallel,
             gpu,
             network: None,
+            hardware: None,
             training: Training::default(),
             steps: 2,
             seed: 0,
@@ -367,6 +371,13 @@ impl SynthConfig {
     pub fn network(&self) -> NetworkModel {
         self.network
             .unwrap_or_else(|| Cluster::default_for(&self.gpu).network)
+    }
+
+    /// The kernel duration models the job is timed with.
+    pub fn hardware(&self) -> Hardware {
+        self.hardware
+            .clone()
+            .unwrap_or_else(|| Hardware::for_gpu(&self.gpu))
     }
 
     /// Checks that the layout fits the model. Megatron needs heads, FFN

@@ -285,7 +285,7 @@ impl<'c> Gen<'c> {
             p2p_seq: [0; 4],
             groups: group_args,
             group_ranks,
-            hw: Hardware::for_gpu(&cfg.gpu),
+            hw: cfg.hardware(),
             net,
             coll_cache: HashMap::new(),
             num_sms: cfg.gpu.num_sms as f64,

@@ -147,6 +147,7 @@ mod gen;
 mod job;
 mod lockstep;
 mod megatron;
+pub mod published;
 mod rng;
 mod training;
 

@@ -108,6 +108,15 @@ pub struct Training {
     /// stage, which all-gathers it over NVLink. Default off (it only
     /// applies without sequence parallelism).
     pub p2p_scatter_gather: bool,
+    /// Tensor-parallel all-gathers and reduce-scatters run under the
+    /// GEMMs next to them (Transformer Engine's userbuffers,
+    /// `tp_comm_overlap` in NeMo's performance recipes), so compute does
+    /// not wait for them; default off (Megatron's default).
+    pub tp_comm_overlap: bool,
+    /// Pipeline sends do not hold the compute stream (Megatron-core's
+    /// `--overlap-p2p-communication`, on in NeMo's interleaved recipes);
+    /// default off: Megatron waits on every request.
+    pub p2p_overlap: bool,
     /// Write `cuda_sync` events (the profiler's
     /// `enable_cuda_sync_events`); default on. Most exporters do not.
     pub cuda_sync_events: bool,
@@ -127,6 +136,8 @@ impl Default for Training {
             overlap_param_gather: true,
             embedding_as_layer: false,
             p2p_scatter_gather: false,
+            tp_comm_overlap: false,
+            p2p_overlap: false,
             cuda_sync_events: true,
             event_records: true,
         }

@@ -400,7 +400,8 @@ impl Rank<'_> {
         };
         self.grad_cast(n);
         self.matmul(n, k, |n| &n.gemm_dgrad);
-        if let Some(ev) = gathered {
+        let overlap = self.training.tp_comm_overlap;
+        if let Some(ev) = gathered.filter(|_| !overlap) {
             self.g.wait(COMPUTE, ev);
         }
         let reduced = if self.d.sp {
@@ -409,7 +410,7 @@ impl Rank<'_> {
             self.tp_coll(CollectiveKind::AllReduce, t * k, t * k, false)
         };
         self.wgrad(k, n);
-        if let Some(ev) = reduced {
+        if let Some(ev) = reduced.filter(|_| !(overlap && self.d.sp)) {
             self.g.wait(COMPUTE, ev);
         }
         self.autograd_end();

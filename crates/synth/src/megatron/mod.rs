@@ -327,6 +327,8 @@ impl<'c> Rank<'c> {
     }
 
     /// A tensor-parallel collective; `None` when there is no TP group.
+    /// With `sync` the compute stream waits for it, unless its all-gather
+    /// or reduce-scatter overlaps the GEMMs ([`Training::tp_comm_overlap`]).
     fn tp_coll(&mut self, kind: CollectiveKind, in_n: u64, out_n: u64, sync: bool) -> Option<Ev> {
         if self.d.t == 1 {
             return None;
@@ -339,7 +341,8 @@ impl<'c> Rank<'c> {
             out_n,
             self.act_dtype(),
         ));
-        if sync {
+        let hidden = self.training.tp_comm_overlap && kind != CollectiveKind::AllReduce;
+        if sync && !hidden {
             self.g.wait(COMPUTE, ev);
         }
         Some(ev)

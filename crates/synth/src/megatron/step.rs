@@ -168,7 +168,9 @@ impl Rank<'_> {
         c.channels = 2;
         let ev = self.g.collective(&c);
         let start = self.g.last_start;
-        self.g.wait(COMPUTE, ev);
+        if !(send && self.training.p2p_overlap) {
+            self.g.wait(COMPUTE, ev);
+        }
         if !send && self.scattered() {
             self.tp_coll(CollectiveKind::AllGather, n, n * self.d.t, true);
         }
