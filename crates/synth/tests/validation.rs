@@ -1,0 +1,94 @@
+//! The synthesizer against published runs (docs/SYNTH-VALIDATION.md):
+//! the targets on the validation rows, the Lumos GPT-3 15B runs, the fit
+//! of the free parameters, and that the committed report is current.
+
+use lumos_synth::published::{self, Outcome, Param, Row, Split};
+
+const REPORT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/SYNTH-VALIDATION.md");
+
+fn errors(rows: &[Row], outcomes: &[Outcome], keep: impl Fn(&Row) -> bool) -> Vec<f64> {
+    rows.iter()
+        .zip(outcomes)
+        .filter(|(r, _)| keep(r))
+        .map(|(r, o)| o.error_pct(r))
+        .collect()
+}
+
+/// Every committed constant is what the fit recomputes from its rows.
+#[test]
+fn committed_constants_are_the_fit() {
+    let rows = published::rows();
+    for p in Param::ALL {
+        let fitted = published::fit(p, &rows).unwrap().expect("every parameter has fit rows");
+        assert!(
+            (fitted - p.committed()).abs() < 0.002,
+            "{}: fit gives {fitted:.4}, committed {:.4}",
+            p.name(),
+            p.committed()
+        );
+    }
+    // At most half of the rows fit anything, and each fit row only its
+    // own GPU's parameter.
+    let fit = rows.iter().filter(|r| r.split != Split::Validation).count();
+    assert!(2 * fit <= rows.len(), "{fit} fit rows of {}", rows.len());
+    let lumos = rows.iter().filter(|r| r.is_lumos()).count();
+    let lumos_fit = rows
+        .iter()
+        .filter(|r| r.is_lumos() && r.split != Split::Validation)
+        .count();
+    assert!(2 * lumos_fit <= lumos);
+}
+
+#[test]
+fn targets_and_report() {
+    let rows = published::rows();
+    let outcomes = published::evaluate_all(&rows).unwrap();
+    for (r, o) in rows.iter().zip(&outcomes) {
+        println!(
+            "{:<44} {:<34} {:>9.3} s {:>9.3} s {:+6.1}%",
+            r.source,
+            r.label,
+            r.published_s,
+            o.synthesized_s,
+            o.error_pct(r)
+        );
+    }
+    // Issue 16's targets on the validation rows of published-runs.md.
+    let val = errors(&rows, &outcomes, |r| r.split == Split::Validation && !r.is_lumos());
+    let (mean, max) = published::summary(&val);
+    println!("validation rows: {} rows, mean |error| {mean:.1}%, max {max:.1}%", val.len());
+    assert!(val.len() >= 50);
+    assert!(mean <= 10.0, "mean |error| {mean:.1}% on the validation rows");
+    assert!(max <= 25.0, "max |error| {max:.1}% on the validation rows");
+
+    // The Lumos runs miss the target (docs/SYNTH.md, "Lumos runs"): PP 8
+    // and 16 and 2x4x16 run 1.5-1.9x longer than any published network
+    // explains. Checked here: the data-parallel scaling at PP 2 that the
+    // issue measured (DP 8 -> 32 costs the real job 8%) within 10%, and
+    // no regression past today's errors.
+    let lumos = |label: &str| {
+        let i = rows
+            .iter()
+            .position(|r| r.is_lumos() && r.label == label)
+            .unwrap();
+        outcomes[i].error_pct(&rows[i])
+    };
+    for l in ["2x2x16", "2x2x32", "2x4x4", "2x4x8"] {
+        assert!(lumos(l).abs() <= 10.0, "Lumos {l}: {:+.1}%", lumos(l));
+    }
+    let lv = errors(&rows, &outcomes, |r| r.is_lumos() && r.split == Split::Validation);
+    let (lmean, lmax) = published::summary(&lv);
+    println!("Lumos runs not fitted: mean |error| {lmean:.1}%, max {lmax:.1}%");
+    assert!(lmean <= 21.0 && lmax <= 48.0, "{lmean:.1}% {lmax:.1}%");
+
+    let fitted: Vec<(Param, f64)> = Param::ALL
+        .into_iter()
+        .map(|p| (p, published::fit(p, &rows).unwrap().unwrap()))
+        .collect();
+    let text = published::report(&rows, &outcomes, &fitted);
+    let committed = std::fs::read_to_string(REPORT).unwrap_or_default();
+    assert!(
+        committed == text,
+        "{REPORT} is out of date: run `cargo run --release -p lumos-synth --example validate`"
+    );
+}
