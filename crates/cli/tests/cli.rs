@@ -201,6 +201,41 @@ fn inspect_json_counts_match_the_trace() {
     assert!(!t["inferred"].as_array().unwrap().is_empty());
 }
 
+/// The recipe flags make a job the graph builder and replay take as they
+/// take the default one: interleaved, recomputed, FP8, without
+/// `cuda_sync` events or `cudaEventRecord` calls.
+#[test]
+fn synth_recipe_flags_write_a_job_that_replays() {
+    let dir = TempDir::new("cli-synth-recipe");
+    let out = lumos()
+        .args(["synth", "--model", "gpt-small", "--tp", "2", "--pp", "4"])
+        .args(["--dp", "2", "--global-batch", "16", "--virtual-stages", "3"])
+        .args(["--recompute", "full", "--precision", "fp8"])
+        .args(["--no-cuda-sync-events", "--no-event-records", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    assert_eq!(files.len(), 4);
+    let text = String::from_utf8(lumos_testkit::gunzip_file(&files[0])).unwrap();
+    assert!(text.contains("\"virtual_stages\": 3") || text.contains("\"virtual_stages\":3"));
+    assert!(!text.contains("cuda_sync") && !text.contains("cudaEventRecord"));
+    let v = replay_json(&["--per-trace"], &files);
+    for t in v["traces"].as_array().unwrap() {
+        for s in t["steps"].as_array().unwrap() {
+            assert!(s["error_pct"].as_f64().unwrap().abs() < 2.0);
+        }
+    }
+}
+
 #[test]
 fn synth_writes_a_job_that_replays_exactly() {
     let dir = TempDir::new("cli-synth");

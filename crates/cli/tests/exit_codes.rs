@@ -130,6 +130,26 @@ fn synth_checks_are_usage_errors() {
             &["--model", "gpt-tiny", "--steps", "1"][..],
             "invalid config: steps must be at least 2, got 1",
         ),
+        (
+            &["--model", "gpt-tiny", "--cluster", "frontier"][..],
+            "--cluster: unknown preset \"frontier\"",
+        ),
+        (
+            &["--model", "gpt-tiny", "--dp", "2", "--global-batch", "7"][..],
+            "--global-batch 7 is not a multiple of micro-batch 1 x dp 2",
+        ),
+        (
+            &["--model", "gpt-tiny", "--recompute", "some"][..],
+            "--recompute: \"some\" is not none, selective or full",
+        ),
+        (
+            &["--model", "gpt-tiny", "--gpu", "a100", "--precision", "fp8"][..],
+            "invalid config: a100 has no FP8 tensor cores",
+        ),
+        (
+            &["--model", "gpt-tiny", "--pp", "2", "--virtual-stages", "2"][..],
+            "invalid config: the interleaved schedule needs more than 2 pipeline stages, got 2",
+        ),
     ] {
         assert_fails(&synth(args), 2, message, &format!("{args:?}"));
     }

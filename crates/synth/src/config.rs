@@ -420,12 +420,6 @@ impl SynthConfig {
                 ));
             }
         }
-        if m.kv_heads == 0 || m.heads % m.kv_heads != 0 || m.kv_heads % p.tp != 0 {
-            return bad(format!(
-                "kv_heads {} must divide heads {} and be a multiple of tp {}",
-                m.kv_heads, m.heads, p.tp
-            ));
-        }
         if self.training.precision == Precision::Fp8 && self.gpu.peak_fp8_tflops.is_none() {
             return bad(format!("{} has no FP8 tensor cores", self.gpu.name));
         }
@@ -443,6 +437,12 @@ impl SynthConfig {
             if n % p.tp != 0 {
                 return bad(format!("{what} {n} is not a multiple of tp {}", p.tp));
             }
+        }
+        if m.kv_heads == 0 || m.heads % m.kv_heads != 0 || m.kv_heads % p.tp != 0 {
+            return bad(format!(
+                "kv_heads {} must divide heads {} and be a multiple of tp {}",
+                m.kv_heads, m.heads, p.tp
+            ));
         }
         if p.sp() && m.seq_len % p.tp != 0 {
             return bad(format!(

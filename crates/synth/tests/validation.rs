@@ -4,7 +4,10 @@
 
 use lumos_synth::published::{self, Outcome, Param, Row, Split};
 
-const REPORT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/SYNTH-VALIDATION.md");
+const REPORT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../docs/SYNTH-VALIDATION.md"
+);
 
 fn errors(rows: &[Row], outcomes: &[Outcome], keep: impl Fn(&Row) -> bool) -> Vec<f64> {
     rows.iter()
@@ -19,7 +22,9 @@ fn errors(rows: &[Row], outcomes: &[Outcome], keep: impl Fn(&Row) -> bool) -> Ve
 fn committed_constants_are_the_fit() {
     let rows = published::rows();
     for p in Param::ALL {
-        let fitted = published::fit(p, &rows).unwrap().expect("every parameter has fit rows");
+        let fitted = published::fit(p, &rows)
+            .unwrap()
+            .expect("every parameter has fit rows");
         assert!(
             (fitted - p.committed()).abs() < 0.002,
             "{}: fit gives {fitted:.4}, committed {:.4}",
@@ -54,11 +59,19 @@ fn targets_and_report() {
         );
     }
     // Issue 16's targets on the validation rows of published-runs.md.
-    let val = errors(&rows, &outcomes, |r| r.split == Split::Validation && !r.is_lumos());
+    let val = errors(&rows, &outcomes, |r| {
+        r.split == Split::Validation && !r.is_lumos()
+    });
     let (mean, max) = published::summary(&val);
-    println!("validation rows: {} rows, mean |error| {mean:.1}%, max {max:.1}%", val.len());
+    println!(
+        "validation rows: {} rows, mean |error| {mean:.1}%, max {max:.1}%",
+        val.len()
+    );
     assert!(val.len() >= 50);
-    assert!(mean <= 10.0, "mean |error| {mean:.1}% on the validation rows");
+    assert!(
+        mean <= 10.0,
+        "mean |error| {mean:.1}% on the validation rows"
+    );
     assert!(max <= 25.0, "max |error| {max:.1}% on the validation rows");
 
     // The Lumos runs miss the target (docs/SYNTH.md, "Lumos runs"): PP 8
@@ -76,7 +89,9 @@ fn targets_and_report() {
     for l in ["2x2x16", "2x2x32", "2x4x4", "2x4x8"] {
         assert!(lumos(l).abs() <= 10.0, "Lumos {l}: {:+.1}%", lumos(l));
     }
-    let lv = errors(&rows, &outcomes, |r| r.is_lumos() && r.split == Split::Validation);
+    let lv = errors(&rows, &outcomes, |r| {
+        r.is_lumos() && r.split == Split::Validation
+    });
     let (lmean, lmax) = published::summary(&lv);
     println!("Lumos runs not fitted: mean |error| {lmean:.1}%, max {lmax:.1}%");
     assert!(lmean <= 21.0 && lmax <= 48.0, "{lmean:.1}% {lmax:.1}%");

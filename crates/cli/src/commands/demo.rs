@@ -35,6 +35,7 @@ pub fn run(a: &DemoArgs, out: &mut dyn Write) -> Result<bool> {
         steps: 3,
         seed: 1,
         out: dir.clone(),
+        recipe: Default::default(),
     })?;
     let trace = lumos_trace::read_path(&files[0])?;
     let base = lumos_report::replay_trace(&trace, &SimOptions::default())?;

@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use lumos_models::GpuSpec;
-use lumos_synth::{ModelPreset, Parallelism, Ranks, SynthConfig};
+use lumos_models::{Cluster, GpuSpec};
+use lumos_synth::{Attention, ModelPreset, Parallelism, Precision, Ranks, Recompute, SynthConfig};
 
 use crate::usage::usage;
 
@@ -19,8 +19,9 @@ pub enum RankChoice {
 }
 
 /// A preset name, or a JSON file with `layers`, `hidden`, `heads` and
-/// optionally `name`, `ffn_hidden`, `seq_len`, `micro_batch`, `vocab`. An
-/// unknown preset is a usage error, a bad file bad input.
+/// optionally `name`, `ffn_hidden`, `seq_len`, `micro_batch`, `vocab`,
+/// `kv_heads` and `swiglu` (true or false). An unknown preset is a usage
+/// error, a bad file bad input.
 pub fn model_from_arg(arg: &str) -> Result<ModelPreset> {
     if !Path::new(arg).is_file() {
         return ModelPreset::preset(arg).map_err(|e| usage(format!("--model: {e}")));
@@ -56,6 +57,12 @@ pub fn model_from_arg(arg: &str) -> Result<ModelPreset> {
     if let Some(b) = field("vocab")? {
         m.vocab = b;
     }
+    m.kv_heads = field("kv_heads")?.unwrap_or(heads);
+    match v.get("swiglu") {
+        None => {}
+        Some(serde_json::Value::Bool(b)) => m.swiglu = *b,
+        Some(_) => bail!("{arg}: \"swiglu\" must be true or false"),
+    }
     Ok(m)
 }
 
@@ -75,12 +82,16 @@ pub struct SynthArgs {
     /// Data-parallel degree.
     #[arg(long, default_value_t = 1)]
     pub dp: usize,
-    /// Micro-batches per iteration (default: 2 x pp).
-    #[arg(long)]
+    /// Micro-batches per iteration (default: 2 x pp, or from
+    /// --global-batch).
+    #[arg(long, conflicts_with = "global_batch")]
     pub microbatches: Option<usize>,
-    /// GPU and system preset: a100, h100, h200, b200.
+    /// GPU preset: a100, h100, h200, b200 (on its usual cluster, see
+    /// --cluster).
     #[arg(long, default_value = "h100")]
     pub gpu: String,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
     /// Which ranks to write.
     #[arg(long, value_enum, default_value = "one-per-stage")]
     pub ranks: RankChoice,
@@ -95,6 +106,93 @@ pub struct SynthArgs {
     pub out: PathBuf,
 }
 
+/// How the job trains and what the profiler writes, beyond the layout.
+#[derive(clap::Args, Default)]
+pub struct RecipeArgs {
+    /// Cluster preset (GPU and network as published): selene, jean-zay,
+    /// dgx-h100, dgx-h200, dgx-b200; replaces --gpu.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Sequences in the whole iteration's batch; micro-batches are
+    /// global-batch / (micro-batch x dp).
+    #[arg(long)]
+    pub global_batch: Option<usize>,
+    /// Sequences per micro-batch (default: the model's, 1 for presets).
+    #[arg(long)]
+    pub micro_batch: Option<usize>,
+    /// Model chunks per pipeline stage: the interleaved 1F1B schedule
+    /// (Megatron's virtual pipeline stages); 1 for plain 1F1B.
+    #[arg(long, default_value_t = 1)]
+    pub virtual_stages: usize,
+    /// Turn Megatron's sequence parallelism off (on by default with tp > 1).
+    #[arg(long)]
+    pub no_sequence_parallel: bool,
+    /// Megatron's distributed optimizer: gradients reduce-scattered,
+    /// parameters all-gathered.
+    #[arg(long)]
+    pub distributed_optimizer: bool,
+    /// Activation recomputation: none, selective, full.
+    #[arg(long, default_value = "none")]
+    pub recompute: String,
+    /// GEMM precision: bf16, fp16, fp8.
+    #[arg(long, default_value = "bf16")]
+    pub precision: String,
+    /// Megatron's 2021-2022 unfused attention instead of flash attention.
+    #[arg(long)]
+    pub unfused_attention: bool,
+    /// Write no `cuda_sync` events, as most exporters do.
+    #[arg(long)]
+    pub no_cuda_sync_events: bool,
+    /// Write no `cudaEventRecord` calls either (some exporters drop them).
+    #[arg(long)]
+    pub no_event_records: bool,
+}
+
+/// Applies the recipe flags to `cfg` (after the layout and GPU are set).
+fn apply_recipe(r: &RecipeArgs, cfg: &mut SynthConfig) -> Result<()> {
+    if let Some(c) = &r.cluster {
+        let cluster = Cluster::preset(c).map_err(|e| usage(format!("--cluster: {e}")))?;
+        cfg.gpu = cluster.gpu;
+        cfg.network = Some(cluster.network);
+    }
+    if let Some(b) = r.micro_batch {
+        cfg.model.micro_batch = b;
+    }
+    if let Some(g) = r.global_batch {
+        let p = &mut cfg.parallel;
+        p.microbatches = p
+            .microbatches_for(g, cfg.model.micro_batch)
+            .ok_or_else(|| {
+                usage(format!(
+                    "--global-batch {g} is not a multiple of micro-batch {} x dp {}",
+                    cfg.model.micro_batch, p.dp
+                ))
+            })?;
+    }
+    cfg.parallel.virtual_stages = r.virtual_stages;
+    cfg.parallel.sequence_parallel = !r.no_sequence_parallel;
+    cfg.parallel.distributed_optimizer = r.distributed_optimizer;
+    let t = &mut cfg.training;
+    t.recompute = Recompute::from_name(&r.recompute).ok_or_else(|| {
+        usage(format!(
+            "--recompute: {:?} is not none, selective or full",
+            r.recompute
+        ))
+    })?;
+    t.precision = Precision::from_name(&r.precision).ok_or_else(|| {
+        usage(format!(
+            "--precision: {:?} is not bf16, fp16 or fp8",
+            r.precision
+        ))
+    })?;
+    if r.unfused_attention {
+        t.attention = Attention::Unfused;
+    }
+    t.cuda_sync_events = !r.no_cuda_sync_events;
+    t.event_records = !r.no_event_records;
+    Ok(())
+}
+
 /// The synthesizer's configuration for these arguments.
 pub fn config(a: &SynthArgs) -> Result<SynthConfig> {
     let model = model_from_arg(&a.model)?;
@@ -102,6 +200,7 @@ pub fn config(a: &SynthArgs) -> Result<SynthConfig> {
     // Megatron's usual default: as many micro-batches as twice the stages.
     let m = a.microbatches.unwrap_or(2 * a.pp);
     let mut cfg = SynthConfig::new(model, Parallelism::new(a.tp, a.pp, a.dp, m), gpu);
+    apply_recipe(&a.recipe, &mut cfg)?;
     cfg.steps = a.steps;
     cfg.seed = a.seed;
     cfg.ranks = match a.ranks {
