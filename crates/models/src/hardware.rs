@@ -159,7 +159,7 @@ impl FlashAttention {
         } else {
             self.forward_efficiency
         };
-        let fill = (blocks as f64 / self.sms.max(1) as f64).min(1.0).max(1e-3);
+        let fill = (blocks as f64 / self.sms.max(1) as f64).clamp(1e-3, 1.0);
         flops / (self.peak_flops_per_ns * eff * fill) + self.fixed_ns
     }
 }

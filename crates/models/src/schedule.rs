@@ -109,7 +109,7 @@ pub fn interleaved_one_f_one_b(
                 .collect(),
         );
     }
-    if microbatches % stages != 0 {
+    if !microbatches.is_multiple_of(stages) {
         return None;
     }
     let total = microbatches * chunks;

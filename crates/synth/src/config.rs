@@ -160,7 +160,8 @@ impl Parallelism {
     /// dp)`, or `None` when that does not divide.
     pub fn microbatches_for(&self, global_batch: usize, micro_batch: usize) -> Option<usize> {
         let per = micro_batch * self.dp;
-        (per > 0 && global_batch % per == 0 && global_batch >= per).then(|| global_batch / per)
+        (per > 0 && global_batch.is_multiple_of(per) && global_batch >= per)
+            .then(|| global_batch / per)
     }
 
     /// Total ranks.

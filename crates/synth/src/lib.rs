@@ -10,21 +10,31 @@
 //!
 //! # Overview
 //!
-//! - The durations come from `lumos-models`: [`GemmModel`] (FLOPs over a
-//!   saturating efficiency curve), [`MemoryModel`], [`NetworkModel`]
-//!   (alpha-beta model of NCCL rings over NVLink inside a node of eight and
-//!   InfiniBand across nodes), [`GpuSpec`] presets for A100, H100, H200 and
-//!   B200, and the pipeline schedule [`one_f_one_b`]. Callers import them
-//!   from there; this crate re-exports none of them.
-//! - [`ModelPreset`], [`Parallelism`], [`SynthConfig`]: what to synthesize.
+//! - The durations come from `lumos-models`: [`Hardware`] (GEMMs by shape
+//!   at a fitted fraction of each GPU's peak, flash and unfused attention,
+//!   memory-bound kernels), [`NetworkModel`] (alpha-beta NCCL rings over
+//!   NVLink inside a node of eight and over every NIC of a node across
+//!   nodes), [`GpuSpec`] and [`Cluster`] presets, and the pipeline
+//!   schedules [`one_f_one_b`] and [`interleaved_one_f_one_b`]. Callers
+//!   import them from there; this crate re-exports only [`Precision`].
+//! - [`ModelPreset`], [`Parallelism`], [`Training`], [`SynthConfig`]: what
+//!   to synthesize: the model's shape, the layout and batch, the recipe
+//!   (precision, recomputation, attention, gradient reduction, what the
+//!   profiler writes), the GPU and network.
 //! - [`synthesize_rank`] / [`write_rank`]: one rank's trace as JSON text;
-//!   [`write_job`]: the selected [`Ranks`] as `rank<N>.json.gz` files.
+//!   [`write_job`]: the selected [`Ranks`] as `rank<N>.json.gz` files;
+//!   [`step_times`]: the step times those files show, without writing
+//!   them; [`layer_times`]: one layer's forward and backward.
+//! - [`published`]: published training runs as configurations, the
+//!   synthesized step of each, and the fit of the free parameters
+//!   (docs/SYNTH-VALIDATION.md).
 //!
-//! [`GemmModel`]: lumos_models::GemmModel
-//! [`MemoryModel`]: lumos_models::MemoryModel
+//! [`Hardware`]: lumos_models::Hardware
 //! [`NetworkModel`]: lumos_models::NetworkModel
 //! [`GpuSpec`]: lumos_models::GpuSpec
+//! [`Cluster`]: lumos_models::Cluster
 //! [`one_f_one_b`]: lumos_models::one_f_one_b
+//! [`interleaved_one_f_one_b`]: lumos_models::interleaved_one_f_one_b
 //!
 //! ```
 //! use lumos_models::GpuSpec;
@@ -49,31 +59,42 @@
 //! 2. the 1F1B schedule of the rank's pipeline stage `s` of `P` with `M`
 //!    micro-batches: `w = min(P - s - 1, M)` warm-up forwards, then one
 //!    forward and one backward alternately, then `w` cool-down backwards
-//!    (see [`one_f_one_b`]). Before a forward, stage `s > 0` receives the
-//!    activation from `s - 1`; after it, stage `s < P - 1` sends it on.
-//!    Before a backward, the gradient comes back from `s + 1`; after it, it
-//!    goes to `s - 1`. Each transfer is a `c10d::send` / `c10d::recv_` on
+//!    (see [`one_f_one_b`]); with `v` model chunks per stage, Megatron's
+//!    interleaved order over virtual stages (see
+//!    [`interleaved_one_f_one_b`]). Before a forward, every virtual stage
+//!    but the first receives the activation from the previous one; after
+//!    it, every one but the last sends it on. Before a backward, the
+//!    gradient comes back from the next virtual stage; after it, it goes to
+//!    the previous one. Each transfer is a `c10d::send` / `c10d::recv_` on
 //!    the communicator stream of that pair of stages, and the compute
-//!    stream waits for it (Megatron waits on every request). `Seq` counts
-//!    per peer and direction, so the n-th send of a rank and the n-th
-//!    receive of its peer carry the same (`Src Rank`, `Dst Rank`, `Seq`);
+//!    stream waits for it (Megatron waits on every request; with
+//!    [`Training::p2p_overlap`] only for receives). `Seq` counts per peer
+//!    and direction, so the n-th send of a rank and the n-th receive of
+//!    its peer carry the same (`Src Rank`, `Dst Rank`, `Seq`);
 //! 3. per micro-batch forward (main thread): data loading and host-to-
 //!    device copies on the first and last stage, the vocabulary-parallel
 //!    embedding on the first, then per layer: layer norm, column-parallel
-//!    QKV GEMM, flash attention, row-parallel projection, dropout and
-//!    residual add, layer norm, column-parallel FC1, GELU, row-parallel
-//!    FC2, dropout and add; on the last stage the final layer norm, the
+//!    QKV GEMM (grouped-query: fewer key/value heads), flash attention or
+//!    Megatron's unfused core (batched score GEMM, fused masked softmax,
+//!    dropout, batched GEMM with the values), row-parallel projection,
+//!    dropout and residual add, layer norm, column-parallel FC1, GELU (or
+//!    SwiGLU), row-parallel FC2, dropout and add; with FP8, Transformer
+//!    Engine's cast of every GEMM input; on the last stage the final layer
+//!    norm, the
 //!    output layer and vocabulary-parallel cross entropy (with its three
 //!    tensor-parallel all-reduces). GEMMs are `aten::matmul` / `aten::mm`
 //!    with `Input Dims` and `Input type`;
 //! 4. per micro-batch backward on PyTorch's autograd thread, the mirror
 //!    image: `autograd::engine::evaluate_function: ...` nodes, data- and
-//!    weight-gradient GEMMs, flash-attention backward, and in the last
-//!    micro-batch the data-parallel gradient reduction: parameters fill
-//!    40M-element buckets in backward order, and each full bucket is
-//!    scaled and all-reduced (or reduce-scattered with the distributed
-//!    optimizer) in FP32 on the data-parallel stream while backward goes
-//!    on;
+//!    weight-gradient GEMMs, the attention backward; with full
+//!    recomputation each layer's forward again first (in a
+//!    `CheckpointFunctionBackward`), with selective recomputation the
+//!    unfused attention core's; in each chunk's last micro-batch the
+//!    data-parallel gradient reduction: parameters fill 40M-element buckets
+//!    in backward order, and each full bucket is scaled and all-reduced (or
+//!    reduce-scattered with the distributed optimizer) in BF16 (or FP32,
+//!    [`GradDtype`]) on the data-parallel stream while backward goes on
+//!    (or, with [`GradSync::AfterBackward`], all after the pipeline);
 //! 5. `finish_grad_sync` (the compute stream waits for every bucket), the
 //!    gradient norm (multi-tensor L2 norm, a model-parallel all-reduce that
 //!    waits for the slowest stage, `.item()` with a `cudaStreamSynchronize`),
@@ -95,6 +116,9 @@
 //! communicator's stream (with the `cuda_sync` "Stream Wait Event" that
 //! names them); the `ncclDevKernel_*` kernel with the same args; an end
 //! event that the compute stream waits on when the result is needed.
+//! [`Training::cuda_sync_events`] and [`Training::event_records`] leave
+//! out the `cuda_sync` events and the `cudaEventRecord` calls, as most
+//! exporters do; timing is the same.
 //!
 //! Streams: compute 7, tensor-parallel 20, data-parallel 24, previous
 //! stage 28, next stage 32, model-parallel 36. Every launch has a
@@ -110,9 +134,12 @@
 //!
 //! # Timing, and what is assumed
 //!
-//! - Kernel durations come from `lumos-models` with seeded noise (3-4% on GPU
-//!   work). CPU costs are fixed ranges with noise: a few microseconds per
-//!   op and runtime call, tens between modules, rare long stalls.
+//! - Kernel durations come from `lumos-models` ([`SynthConfig::hardware`],
+//!   [`SynthConfig::network`]) with seeded noise (3-4% on GPU work). CPU
+//!   costs are fixed ranges with noise: a few microseconds per op and
+//!   runtime call, tens between modules, rare long stalls. docs/SYNTH.md
+//!   says where every number comes from and how the synthesized steps
+//!   compare with published runs.
 //! - A kernel starts at the latest of its launch call's start plus a launch
 //!   latency (~6.5 us), the end of the previous work on its stream plus
 //!   1-2 us, and the completion of the events its stream waits for. The
@@ -124,22 +151,21 @@
 //!   parallel, then pipeline stage: `rank = pp * dp_size * tp_size +
 //!   dp * tp_size + tp` ([`Parallelism::coord`]). Nodes hold eight
 //!   consecutive ranks, so a group inside one node communicates over
-//!   NVLink, any other over InfiniBand.
-//! - Ranks are synthesized independently. A collective takes its modelled
-//!   transfer time; it does not wait for peers that are late, with two
-//!   exceptions that give the pipeline its shape: a receive cannot finish
-//!   before its peer sends, and the gradient-norm all-reduce cannot finish
-//!   before the slowest stage reaches it. For both, the peers' times come
-//!   from a block-level timing of the whole 1F1B schedule (one forward and
-//!   one backward per stage timed without noise), so the bubbles and the
-//!   waiting inside receive kernels are where a real pipeline has them,
-//!   though the times across files agree only approximately.
+//!   NVLink, any other over the nodes' NICs.
+//! - The ranks of a job are timed together (a lockstep plan): every rank
+//!   of a stage draws the same noise, so tensor- and data-parallel peers
+//!   reach their collectives together, and the stages of a pipeline are
+//!   run pass by pass, each receive ending when the matching send in the
+//!   peer's own timeline started plus the transfer, and the gradient-norm
+//!   all-reduce when the last stage reaches it. Replaying all the ranks
+//!   of a job together therefore reproduces each rank's trace, and
+//!   [`step_times`] is exactly what the files show.
 //! - Linear layers have no biases; the embedding is shared with the output
 //!   layer (the last stage holds a copy when `pp > 1`, whose gradient
 //!   all-reduce between first and last stage is not written); data loading
-//!   does not broadcast over the tensor-parallel group; interleaved
-//!   schedules, ZeRO-2/3, MoE, activation recomputation and CUDA graphs are
-//!   not modelled.
+//!   does not broadcast over the tensor-parallel group; ZeRO-2/3, FSDP,
+//!   context and expert parallelism, MoE and CUDA graphs are not
+//!   modelled.
 #![deny(missing_docs)]
 
 mod config;
