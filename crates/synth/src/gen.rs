@@ -556,6 +556,10 @@ impl<'c> Gen<'c> {
             used: true,
         };
         self.pending.push(Reverse(end));
+        if self.cfg.training.launch_blocking {
+            // CUDA_LAUNCH_BLOCKING: the call returns when the work is done.
+            call_dur = call_dur.max(end - call_start + self.cpu.between(2_000, 6_000));
+        }
         self.t = call_start + call_dur;
         let corr = self.corr();
         if self.emit {

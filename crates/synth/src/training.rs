@@ -117,6 +117,11 @@ pub struct Training {
     /// `--overlap-p2p-communication`, on in NeMo's interleaved recipes);
     /// default off: Megatron waits on every request.
     pub p2p_overlap: bool,
+    /// `CUDA_LAUNCH_BLOCKING=1`: every kernel launch returns only when its
+    /// kernel has finished, so the CPU never runs ahead and no stream
+    /// overlaps another (BLOOM's production script sets it: "do not
+    /// remove or the training will hang"); default off.
+    pub launch_blocking: bool,
     /// Write `cuda_sync` events (the profiler's
     /// `enable_cuda_sync_events`); default on. Most exporters do not.
     pub cuda_sync_events: bool,
@@ -138,6 +143,7 @@ impl Default for Training {
             p2p_scatter_gather: false,
             tp_comm_overlap: false,
             p2p_overlap: false,
+            launch_blocking: false,
             cuda_sync_events: true,
             event_records: true,
         }

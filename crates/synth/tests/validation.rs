@@ -1,6 +1,7 @@
 //! The synthesizer against published runs (docs/SYNTH-VALIDATION.md):
-//! the targets on the validation rows, the Lumos GPT-3 15B runs, the fit
-//! of the free parameters, and that the committed report is current.
+//! the fit of the free parameters, the targets on the validation rows, the
+//! Lumos GPT-3 15B runs, and that the committed report is current. One
+//! test, so that the fit (about a minute) runs once.
 
 use lumos_synth::published::{self, Outcome, Param, Row, Split};
 
@@ -17,36 +18,40 @@ fn errors(rows: &[Row], outcomes: &[Outcome], keep: impl Fn(&Row) -> bool) -> Ve
         .collect()
 }
 
-/// Every committed constant is what the fit recomputes from its rows.
+/// At most half of the rows fit anything.
 #[test]
-fn committed_constants_are_the_fit() {
+fn at_most_half_of_the_rows_fit() {
     let rows = published::rows();
-    for p in Param::ALL {
-        let fitted = published::fit(p, &rows)
-            .unwrap()
-            .expect("every parameter has fit rows");
+    let half = |keep: &dyn Fn(&Row) -> bool| {
+        let all = rows.iter().filter(|r| keep(r)).count();
+        let fit = rows
+            .iter()
+            .filter(|r| keep(r) && r.split != Split::Validation)
+            .count();
+        assert!(fit > 0 && 2 * fit <= all, "{fit} of {all}");
+    };
+    half(&|_| true);
+    half(&|r| !r.is_lumos());
+    half(&|r| r.is_lumos());
+    assert!(rows.len() >= 60);
+}
+
+#[test]
+fn fit_targets_and_report() {
+    let rows = published::rows();
+    // Every committed constant is what the fit recomputes from its rows.
+    let fitted: Vec<(Param, f64)> = Param::ALL
+        .into_iter()
+        .map(|p| (p, published::fit(p, &rows).unwrap().expect("fit rows")))
+        .collect();
+    for &(p, v) in &fitted {
         assert!(
-            (fitted - p.committed()).abs() < 0.002,
-            "{}: fit gives {fitted:.4}, committed {:.4}",
+            (v - p.committed()).abs() < 0.002,
+            "{}: the fit gives {v:.4}, committed {:.4}",
             p.name(),
             p.committed()
         );
     }
-    // At most half of the rows fit anything, and each fit row only its
-    // own GPU's parameter.
-    let fit = rows.iter().filter(|r| r.split != Split::Validation).count();
-    assert!(2 * fit <= rows.len(), "{fit} fit rows of {}", rows.len());
-    let lumos = rows.iter().filter(|r| r.is_lumos()).count();
-    let lumos_fit = rows
-        .iter()
-        .filter(|r| r.is_lumos() && r.split != Split::Validation)
-        .count();
-    assert!(2 * lumos_fit <= lumos);
-}
-
-#[test]
-fn targets_and_report() {
-    let rows = published::rows();
     let outcomes = published::evaluate_all(&rows).unwrap();
     for (r, o) in rows.iter().zip(&outcomes) {
         println!(
@@ -67,18 +72,25 @@ fn targets_and_report() {
         "validation rows: {} rows, mean |error| {mean:.1}%, max {max:.1}%",
         val.len()
     );
-    assert!(val.len() >= 50);
     assert!(
         mean <= 10.0,
         "mean |error| {mean:.1}% on the validation rows"
     );
     assert!(max <= 25.0, "max |error| {max:.1}% on the validation rows");
+    // The fit rows are no better than the others: no overfitting.
+    let fit = errors(&rows, &outcomes, |r| {
+        r.split != Split::Validation && !r.is_lumos()
+    });
+    let (fmean, _) = published::summary(&fit);
+    assert!(
+        fmean > 0.5 * mean,
+        "fit rows {fmean:.1}%, validation {mean:.1}%"
+    );
 
-    // The Lumos runs miss the target (docs/SYNTH.md, "Lumos runs"): PP 8
-    // and 16 and 2x4x16 run 1.5-1.9x longer than any published network
-    // explains. Checked here: the data-parallel scaling at PP 2 that the
-    // issue measured (DP 8 -> 32 costs the real job 8%) within 10%, and
-    // no regression past today's errors.
+    // The Lumos runs miss the target (docs/SYNTH.md, "Against published
+    // runs"): PP 8 and 16 and 2x4x16 run 1.5-1.9x longer than any
+    // published network explains. Checked here: the runs at PP 2 and at PP
+    // 4 with DP 4 and 8 within 10%, and no regression past today's errors.
     let lumos = |label: &str| {
         let i = rows
             .iter()
@@ -96,10 +108,6 @@ fn targets_and_report() {
     println!("Lumos runs not fitted: mean |error| {lmean:.1}%, max {lmax:.1}%");
     assert!(lmean <= 21.0 && lmax <= 48.0, "{lmean:.1}% {lmax:.1}%");
 
-    let fitted: Vec<(Param, f64)> = Param::ALL
-        .into_iter()
-        .map(|p| (p, published::fit(p, &rows).unwrap().unwrap()))
-        .collect();
     let text = published::report(&rows, &outcomes, &fitted);
     let committed = std::fs::read_to_string(REPORT).unwrap_or_default();
     assert!(

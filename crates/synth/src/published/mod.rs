@@ -9,9 +9,11 @@
 //! The synthesizer is a model, not a lookup: nothing here is per row but
 //! the configuration the source gives. Three numbers are free, one per GPU
 //! and precision, the fraction of the tensor-core peak that large GEMMs
-//! reach ([`Param`]); each is fitted on one row and every other row
-//! validates. Everything else comes from FLOPs, bytes, the datasheets and
-//! cited measurements (`lumos_models::Hardware`, `lumos_models::Cluster`).
+//! reach ([`Param`]); every second published row of each fits it, the Lumos
+//! runs fit the H100 BF16 one with their base-like run only, and every
+//! other row validates. Everything else comes from FLOPs, bytes, the
+//! datasheets and cited measurements (`lumos_models::Hardware`,
+//! `lumos_models::Cluster`).
 
 use lumos_models::{
     Hardware, A100_GEMM_EFFICIENCY, H100_FP8_GEMM_EFFICIENCY, H100_GEMM_EFFICIENCY,
@@ -189,10 +191,13 @@ pub fn evaluate_all(rows: &[Row]) -> Result<Vec<Outcome>, SynthError> {
     rows.par_iter().map(evaluate).collect()
 }
 
-/// Fits `param` on the rows marked for it: the value in `[0.2, 1.0]`
-/// minimizing the squared log error of their synthesized times, by
-/// golden-section search (each row's time falls as the fraction grows).
-/// `None` when no row fits it.
+/// Fits `param` on the rows marked for it: the value minimizing the
+/// squared log error of their synthesized times. A row's time is close to
+/// `a + b / x` in the GEMM fraction `x` (GEMM time scales with `1 / x`,
+/// the rest does not), so each round synthesizes the rows at one new
+/// value, fits `a` and `b` per row through the last two values, and moves
+/// to the minimum of that model (golden-section search in `[0.2, 1.0]`),
+/// until it moves by less than 1e-4. `None` when no row fits `param`.
 pub fn fit(param: Param, rows: &[Row]) -> Result<Option<f64>, SynthError> {
     let fit_rows: Vec<&Row> = rows
         .iter()
@@ -201,36 +206,59 @@ pub fn fit(param: Param, rows: &[Row]) -> Result<Option<f64>, SynthError> {
     if fit_rows.is_empty() {
         return Ok(None);
     }
-    let loss = |x: f64| -> Result<f64, SynthError> {
+    let times = |x: f64| -> Result<Vec<f64>, SynthError> {
         fit_rows
             .par_iter()
-            .map(|r| {
-                let o = measure(&param.apply(&r.config, x), r.measure)?;
-                Ok((o.synthesized_s / r.published_s).ln().powi(2))
-            })
-            .sum()
+            .map(|r| Ok(measure(&param.apply(&r.config, x), r.measure)?.synthesized_s))
+            .collect()
     };
+    let (mut x0, mut x1) = (0.5, 0.8);
+    let (mut t0, mut t1) = (times(x0)?, times(x1)?);
+    for _ in 0..12 {
+        let model: Vec<(f64, f64)> = t0
+            .iter()
+            .zip(&t1)
+            .map(|(&u, &v)| {
+                let b = (u - v) / (1.0 / x0 - 1.0 / x1);
+                (u - b / x0, b)
+            })
+            .collect();
+        let loss = |x: f64| -> f64 {
+            model
+                .iter()
+                .zip(&fit_rows)
+                .map(|(&(a, b), r)| ((a + b / x).max(1e-12) / r.published_s).ln().powi(2))
+                .sum()
+        };
+        let x = golden_min(loss, 0.2, 1.0);
+        if (x - x1).abs() < 1e-4 {
+            return Ok(Some(x));
+        }
+        (x0, t0) = (x1, t1);
+        x1 = x;
+        t1 = times(x)?;
+    }
+    Ok(Some(x1))
+}
+
+/// The minimum of `f` on `[a, b]` by golden-section search, to 1e-7.
+fn golden_min(f: impl Fn(f64) -> f64, mut a: f64, mut b: f64) -> f64 {
     let phi = (5f64.sqrt() - 1.0) / 2.0;
-    let (mut a, mut b) = (0.2f64, 1.0f64);
     let mut c = b - phi * (b - a);
     let mut d = a + phi * (b - a);
-    let (mut fc, mut fd) = (loss(c)?, loss(d)?);
-    while b - a > 2e-4 {
+    let (mut fc, mut fd) = (f(c), f(d));
+    while b - a > 1e-7 {
         if fc < fd {
-            b = d;
-            d = c;
-            fd = fc;
+            (b, d, fd) = (d, c, fc);
             c = b - phi * (b - a);
-            fc = loss(c)?;
+            fc = f(c);
         } else {
-            a = c;
-            c = d;
-            fc = fd;
+            (a, c, fc) = (c, d, fd);
             d = a + phi * (b - a);
-            fd = loss(d)?;
+            fd = f(d);
         }
     }
-    Ok(Some((a + b) / 2.0))
+    (a + b) / 2.0
 }
 
 /// Mean and largest absolute error, percent, of `errors`.

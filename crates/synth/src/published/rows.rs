@@ -327,16 +327,16 @@ fn korthikanti_table4(out: &mut Vec<Row>) {
             forward_s: fwd / 1e3,
             backward_s: bwd / 1e3,
         };
-        if recompute == Recompute::None && !on {
-            r.split = Split::Fit(Param::A100Gemm);
-        }
         out.push(r);
     }
 }
 
 /// Megatron-DeepSpeed as BLOOM ran it: BF16, full recomputation, ZeRO-1
 /// (the BF16 optimizer's own) on FP32 gradients reduced after the
-/// pipeline, no sequence parallelism.
+/// pipeline, no sequence parallelism; the pipeline engine sends
+/// activations and gradients partitioned over the tensor-parallel ranks
+/// (`is_pipe_partitioned = is_model_parallel` in DeepSpeed's
+/// `runtime/pipe/engine.py`), as SC21's scatter/gather.
 fn deepspeed(embedding_as_layer: bool) -> Training {
     Training {
         recompute: Recompute::Full,
@@ -345,6 +345,7 @@ fn deepspeed(embedding_as_layer: bool) -> Training {
         grad_dtype: GradDtype::Fp32,
         overlap_param_gather: false,
         embedding_as_layer,
+        p2p_scatter_gather: true,
         ..Training::default()
     }
 }
@@ -357,19 +358,27 @@ fn zero1(mut r: Row) -> Row {
 fn bloom(out: &mut Vec<Row>) {
     let jz = Cluster::jean_zay();
     let m = gpt("BLOOM-176B", 70, 14336, 112, 250_880);
+    let production = Training {
+        launch_blocking: true,
+        ..deepspeed(true)
+    };
     out.push(zero1(row(
         "BLOOM-176B production",
         "TP4 PP12 DP8 MBS2",
         m,
         layout(4, 12, 8, 1, 2, 2048),
         &jz,
-        deepspeed(true),
+        production,
         104.70,
-        "ALiBi costs nothing extra here",
+        "CUDA_LAUNCH_BLOCKING=1, BF16, ZeRO-1 from tr11-176B-ml.slurm; ALiBi costs nothing extra here",
     )));
     let pre = "BLOOM topology search (48 nodes)";
-    let a =
-        "64 heads, vocab 250,880, BF16, recompute, ZeRO-1 and partitioning as the production run";
+    let a = "64 heads, vocab 250,880, partitioning as the production run; FP16 with DeepSpeed ZeRO-1 and no CUDA_LAUNCH_BLOCKING as that month's tr11-200B-ml.slurm";
+    let search = Training {
+        precision: Precision::Fp16,
+        grad_dtype: GradDtype::Half,
+        ..deepspeed(true)
+    };
     let rows: [(&str, usize, usize, usize, usize, usize, f64); 19] = [
         ("02-21 181B", 72, 14336, 4, 12, 1, 143.31),
         ("02-21 181B", 72, 14336, 4, 12, 2, 134.02),
@@ -395,7 +404,7 @@ fn bloom(out: &mut Vec<Row>) {
         let m = gpt(name, layers, h, 64, 250_880);
         let label = format!("{name} L{layers} DP{dp} PP{pp} MBS{mbs}");
         let l = layout(8, pp, dp, 1, mbs, 2048);
-        out.push(zero1(row(pre, &label, m, l, &jz, deepspeed(true), secs, a)));
+        out.push(zero1(row(pre, &label, m, l, &jz, search, secs, a)));
     }
 }
 
@@ -454,7 +463,7 @@ fn nemo_rows(out: &mut Vec<Row>) {
         let pad = 128 * tp;
         gpt(name, layers, h, heads, 50_257usize.div_ceil(pad) * pad)
     };
-    let mut r = nemo_row(
+    let r = nemo_row(
         n,
         "GPT3-5B",
         gpt3("GPT3-5B", 24, 4096, 32, 1),
@@ -462,7 +471,6 @@ fn nemo_rows(out: &mut Vec<Row>) {
         2.80,
         a,
     );
-    r.split = Split::Fit(Param::H100Fp8Gemm);
     out.push(r);
     out.push(nemo_row(
         n,
@@ -573,7 +581,20 @@ fn lumos(out: &mut Vec<Row>) {
     }
 }
 
-/// Every row, in the order of the sources.
+/// The parameter a published-runs.md row's time depends on.
+fn param_of(r: &Row) -> Param {
+    match (r.config.gpu.name, r.config.training.precision) {
+        ("a100", _) => Param::A100Gemm,
+        (_, Precision::Fp8) => Param::H100Fp8Gemm,
+        _ => Param::H100Gemm,
+    }
+}
+
+/// Every row, in the order of the sources. Of the published-runs.md rows
+/// of each parameter, every second one (the 2nd, 4th, ...) fits it and the
+/// others validate; the Lumos runs, the only H100 BF16 rows, fit it with
+/// their base-like configuration only (2x2x8), so that eight of nine
+/// remain a test.
 pub(super) fn all() -> Vec<Row> {
     let mut out = Vec::new();
     sc21_table1(&mut out);
@@ -583,6 +604,15 @@ pub(super) fn all() -> Vec<Row> {
     bloom(&mut out);
     mt_nlg(&mut out);
     nemo_rows(&mut out);
+    let mut seen = std::collections::HashMap::new();
+    for r in &mut out {
+        let p = param_of(r);
+        let n = seen.entry(p).or_insert(0usize);
+        if *n % 2 == 1 {
+            r.split = Split::Fit(p);
+        }
+        *n += 1;
+    }
     lumos(&mut out);
     out
 }
