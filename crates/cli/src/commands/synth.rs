@@ -121,9 +121,9 @@ pub struct RecipeArgs {
     #[arg(long)]
     pub micro_batch: Option<usize>,
     /// Model chunks per pipeline stage: the interleaved 1F1B schedule
-    /// (Megatron's virtual pipeline stages); 1 for plain 1F1B.
-    #[arg(long, default_value_t = 1)]
-    pub virtual_stages: usize,
+    /// (Megatron's virtual pipeline stages); default 1, plain 1F1B.
+    #[arg(long)]
+    pub virtual_stages: Option<usize>,
     /// Turn Megatron's sequence parallelism off (on by default with tp > 1).
     #[arg(long)]
     pub no_sequence_parallel: bool,
@@ -131,12 +131,12 @@ pub struct RecipeArgs {
     /// parameters all-gathered.
     #[arg(long)]
     pub distributed_optimizer: bool,
-    /// Activation recomputation: none, selective, full.
-    #[arg(long, default_value = "none")]
-    pub recompute: String,
-    /// GEMM precision: bf16, fp16, fp8.
-    #[arg(long, default_value = "bf16")]
-    pub precision: String,
+    /// Activation recomputation: none (default), selective, full.
+    #[arg(long)]
+    pub recompute: Option<String>,
+    /// GEMM precision: bf16 (default), fp16, fp8.
+    #[arg(long)]
+    pub precision: Option<String>,
     /// Megatron's 2021-2022 unfused attention instead of flash attention.
     #[arg(long)]
     pub unfused_attention: bool,
@@ -169,22 +169,23 @@ fn apply_recipe(r: &RecipeArgs, cfg: &mut SynthConfig) -> Result<()> {
                 ))
             })?;
     }
-    cfg.parallel.virtual_stages = r.virtual_stages;
+    if let Some(v) = r.virtual_stages {
+        cfg.parallel.virtual_stages = v;
+    }
     cfg.parallel.sequence_parallel = !r.no_sequence_parallel;
     cfg.parallel.distributed_optimizer = r.distributed_optimizer;
     let t = &mut cfg.training;
-    t.recompute = Recompute::from_name(&r.recompute).ok_or_else(|| {
-        usage(format!(
-            "--recompute: {:?} is not none, selective or full",
-            r.recompute
-        ))
-    })?;
-    t.precision = Precision::from_name(&r.precision).ok_or_else(|| {
-        usage(format!(
-            "--precision: {:?} is not bf16, fp16 or fp8",
-            r.precision
-        ))
-    })?;
+    if let Some(name) = &r.recompute {
+        t.recompute = Recompute::from_name(name).ok_or_else(|| {
+            usage(format!(
+                "--recompute: {name:?} is not none, selective or full"
+            ))
+        })?;
+    }
+    if let Some(name) = &r.precision {
+        t.precision = Precision::from_name(name)
+            .ok_or_else(|| usage(format!("--precision: {name:?} is not bf16, fp16 or fp8")))?;
+    }
     if r.unfused_attention {
         t.attention = Attention::Unfused;
     }
