@@ -140,14 +140,10 @@ fn paper_sweep_within_five_percent() {
 
 /// A smaller model (GPT small, 12 layers, hidden 2048), whose passes are
 /// short enough that CPU time matters (at PP 8 some stages hold one layer,
-/// so discovery takes the layer block from another stage). Its synthesized stages disagree
-/// about each other's timing: a receive in one stage's trace ends up to 5 ms
-/// after the matching send in the other's trace (the synthesizer times the
-/// pipeline at the level of whole passes, each started with an idle GPU).
-/// Replaying the stages together removes that, so the joint replay of the
-/// unchanged configuration is about 12% faster than the traces; what is
-/// checked here is the edits: the prediction against B's traces replayed
-/// jointly in the same way.
+/// so discovery takes the layer block from another stage). The synthesizer
+/// times its stages together (a lockstep plan), so B's traces and their
+/// joint replay agree; the prediction is checked against the joint replay,
+/// coupled as predictions are.
 #[test]
 fn small_model_edits_within_five_percent() {
     let small = model("gpt-small", None, None);

@@ -610,4 +610,52 @@ mod tests {
         c.parallel.tp = 3;
         assert!(c.validate().is_err());
     }
+
+    #[test]
+    fn chunks_partitioning_and_recipe_checks() {
+        let m = ModelPreset::preset("gpt3-15b").unwrap();
+        let mut p = Parallelism::new(2, 4, 2, 8);
+        p.virtual_stages = 3;
+        let mut c = SynthConfig::new(m, p, GpuSpec::h100());
+        assert!(c.validate().is_ok());
+        // 48 layers over 12 virtual stages: 4 each, 12 per stage.
+        assert_eq!((0..12).map(|v| c.chunk_layers(v)).sum::<usize>(), 48);
+        assert_eq!(c.stage_layers(1), 12);
+        // DeepSpeed's partitioning: 70 layers + 2 embedding blocks over 12
+        // stages (BLOOM): the first and last stage hold 5 layers.
+        let mut b = c.clone();
+        b.model.layers = 70;
+        b.parallel.virtual_stages = 1;
+        b.parallel.pp = 12;
+        b.parallel.microbatches = 12;
+        b.training.embedding_as_layer = true;
+        assert!(b.validate().is_ok());
+        let layers: Vec<usize> = (0..12).map(|s| b.stage_layers(s)).collect();
+        assert_eq!(layers[0], 5);
+        assert_eq!(layers[11], 5);
+        assert!(layers[1..11].iter().all(|&l| l == 6));
+        // The interleaved schedule's rules.
+        c.parallel.microbatches = 6;
+        assert!(c.validate().is_err());
+        c.parallel.microbatches = 8;
+        c.parallel.pp = 2;
+        assert!(c.validate().is_err());
+        c.parallel.pp = 4;
+        // Grouped-query attention: kv heads divide heads, split over TP.
+        c.model.kv_heads = 8;
+        assert!(c.validate().is_ok());
+        c.model.kv_heads = 5;
+        assert!(c.validate().is_err());
+        c.model.kv_heads = c.model.heads;
+        // FP8 needs FP8 tensor cores.
+        c.training.precision = Precision::Fp8;
+        assert!(c.validate().is_ok());
+        c.gpu = GpuSpec::a100();
+        assert!(c.validate().is_err());
+        // Global batch to micro-batches.
+        let q = Parallelism::new(1, 1, 8, 1);
+        assert_eq!(q.microbatches_for(512, 16), Some(4));
+        assert_eq!(q.microbatches_for(500, 16), None);
+        assert_eq!(q.microbatches_for(64, 16), None);
+    }
 }
