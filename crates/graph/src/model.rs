@@ -247,6 +247,9 @@ pub struct Collective {
     pub seq: Option<i64>,
     /// Message size in bytes (max of in and out), if recorded.
     pub bytes: Option<u64>,
+    /// Message size in elements (max of in and out), if recorded: what a
+    /// count of parameters needs, whatever the dtype.
+    pub elements: Option<u64>,
     /// Number of ranks in the group, if recorded.
     pub group_size: Option<u32>,
 }

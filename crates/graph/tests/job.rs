@@ -266,6 +266,7 @@ fn rank(rank: u32, comms: &[(&str, Option<i64>, CommPattern, Option<u64>)]) -> R
             process_group: Some("0".into()),
             seq: *seq,
             bytes: *bytes,
+            elements: None,
             group_size: Some(4),
         });
         out.push(CommTask {

@@ -43,8 +43,8 @@ pub struct ParamCount {
     pub layers: u32,
     /// Outside layers (embedding, output layer copy).
     pub other: f64,
-    /// How the total was found: `gradient_bytes` (the data-parallel
-    /// reduction's bytes / 4) or `layers_only`.
+    /// How the total was found: `gradient_bytes` (the elements the
+    /// data-parallel reduction moves, whatever its dtype) or `layers_only`.
     pub method: &'static str,
 }
 
@@ -401,7 +401,7 @@ fn param_count(s: &Structure, c: &Config) -> ParamCount {
                 + 4.0 * c.hidden as f64
         })
         .unwrap_or(0.0);
-    let grad_bytes: u64 = s
+    let grad_elements: u64 = s
         .comms
         .iter()
         .filter(|x| x.class == GroupClass::Data)
@@ -414,10 +414,10 @@ fn param_count(s: &Structure, c: &Config) -> ParamCount {
             )
         })
         .filter(|x| x.kind != Some(CollectiveKind::AllGather))
-        .filter_map(|x| x.bytes)
+        .filter_map(|x| x.elements)
         .sum();
-    if grad_bytes > 0 {
-        let total = grad_bytes as f64 / 4.0;
+    if grad_elements > 0 {
+        let total = grad_elements as f64;
         ParamCount {
             per_layer,
             layers,

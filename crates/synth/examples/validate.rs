@@ -2,6 +2,7 @@
 //! the fit of the free parameters recomputed.
 //!
 //! `cargo run --release -p lumos-synth --example validate [OUT.md]`
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::time::Instant;
 

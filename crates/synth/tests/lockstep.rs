@@ -3,6 +3,7 @@
 //! together reproduces each rank's trace. Also the exporter variants
 //! (no `cuda_sync` events, no `cudaEventRecord`) and the training
 //! recipes (recomputation, interleaving, FP8, unfused attention).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::path::Path;
 

@@ -2,6 +2,7 @@
 //! the fit of the free parameters, the targets on the validation rows, the
 //! Lumos GPT-3 15B runs, and that the committed report is current. One
 //! test, so that the fit (about a minute) runs once.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use lumos_synth::published::{self, Outcome, Param, Row, Split};
 

@@ -223,6 +223,7 @@ impl Builder<'_> {
                     process_group: a.pg_name.clone(),
                     seq: a.seq,
                     bytes: a.bytes(),
+                    elements: a.in_nelems.max(a.out_nelems),
                     group_size: a.group_size,
                 },
                 _ if by_name => Collective {
@@ -230,6 +231,7 @@ impl Builder<'_> {
                     process_group: None,
                     seq: None,
                     bytes: None,
+                    elements: None,
                     group_size: None,
                 },
                 _ => continue,

@@ -66,6 +66,8 @@ pub struct CommInfo {
     pub p2p: Option<P2p>,
     /// Message bytes, if recorded.
     pub bytes: Option<u64>,
+    /// Message elements, if recorded.
+    pub elements: Option<u64>,
     /// Global ranks of the group (for send/recv: the pipeline group), when
     /// known.
     pub ranks: Vec<i64>,
@@ -216,6 +218,7 @@ pub(super) fn classify_comms(
             kind: collective_kind(&c.name),
             p2p: p2p_of(&c.name),
             bytes: c.bytes,
+            elements: c.elements,
             ranks: group.map(|gr| gr.ranks.clone()).unwrap_or_default(),
             group: c.process_group.clone(),
         });

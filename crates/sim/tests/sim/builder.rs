@@ -81,6 +81,7 @@ impl Builder {
             process_group: None,
             seq: None,
             bytes: None,
+            elements: None,
             group_size: None,
         });
         self.graph.tasks[t.idx()].collective = Some(self.graph.collectives.len() as u32 - 1);

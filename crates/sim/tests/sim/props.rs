@@ -81,6 +81,7 @@ fn build(r: &Recipe, any_wait: bool) -> Graph {
                 process_group: None,
                 seq: None,
                 bytes: None,
+                elements: None,
                 group_size: None,
             });
         }

@@ -277,6 +277,7 @@ mod props {
                         process_group: None,
                         seq: None,
                         bytes: None,
+                        elements: None,
                         group_size: None,
                     });
                 }

@@ -69,6 +69,7 @@ fn collective(name: &str) -> Collective {
         process_group: None,
         seq: None,
         bytes: None,
+        elements: None,
         group_size: None,
     }
 }
