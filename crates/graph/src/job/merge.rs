@@ -196,26 +196,124 @@ pub fn merge(
         .collect();
     let job_origin = aligned_origin.iter().copied().min().unwrap_or(0);
 
-    let mut g = Graph::default();
-    let mut measured = Measured {
-        origin_ns: job_origin,
-        ..Measured::default()
+    let mut job = Appender {
+        g: Graph::default(),
+        measured: Measured {
+            origin_ns: job_origin,
+            ..Measured::default()
+        },
+        names: FxHashMap::default(),
     };
-    let mut names: FxHashMap<String, u32> = FxHashMap::default();
-    let mut parts = Vec::with_capacity(ranks.len());
-    for (p, r) in ranks.iter().enumerate() {
-        let shift = aligned_origin[p].saturating_sub(job_origin);
-        let t0 = g.tasks.len() as u32;
-        let p0 = g.processors.len() as u32;
-        let e0 = g.edges.len() as u32;
-        let s0 = g.steps.len() as u32;
-        let c0 = g.collectives.len() as u32;
-        let sc0 = g.scopes.len() as u32;
+    let parts: Vec<RankPart> = ranks
+        .iter()
+        .enumerate()
+        .map(|(p, r)| {
+            let shift = aligned_origin[p].saturating_sub(job_origin);
+            job.append(r, shift, offset(p))
+        })
+        .collect();
+    let Appender {
+        mut g, measured, ..
+    } = job;
+    // The graph's convention: no scopes, no per-task scope list.
+    if g.scopes.is_empty() {
+        g.task_scopes.clear();
+    }
+    let (mut all, early) = couple(&mut g, &parts, ranks, &measured, m);
+    let mut warnings = Vec::new();
+    warnings.extend(uncouple_deadlocks(&mut g, &mut all, &measured, m));
+    warnings.extend(early);
+    (
+        JobGraph {
+            graph: g,
+            ranks: parts,
+            rendezvous: all,
+        },
+        measured,
+        warnings,
+    )
+}
+
+/// The job graph and measured times being built by [`merge`], one rank
+/// appended after another.
+struct Appender {
+    g: Graph,
+    measured: Measured,
+    /// Interned names: the ranks of a job run the same program, so this
+    /// keeps one copy per distinct name.
+    names: FxHashMap<String, u32>,
+}
+
+impl Appender {
+    /// Appends rank `r`, its window starting `shift` ns into the job
+    /// timeline, and says where its part sits.
+    fn append(&mut self, r: &RankGraph, shift: i64, clock_offset_ns: i64) -> RankPart {
+        let g = &self.g;
+        let (t0, p0, e0) = (
+            g.tasks.len() as u32,
+            g.processors.len() as u32,
+            g.edges.len() as u32,
+        );
+        let (s0, c0, sc0) = (
+            g.steps.len() as u32,
+            g.collectives.len() as u32,
+            g.scopes.len() as u32,
+        );
         let rg = &r.graph;
-        // Names are interned across ranks: the ranks of a job run the same
-        // program, so this keeps one copy per distinct name.
-        let name_map: Vec<NameId> = rg
-            .names
+        let name_map = self.intern_names(&rg.names);
+        self.append_tasks(rg, &name_map, shift);
+        let g = &mut self.g;
+        let tid = |t: TaskId| TaskId(t.0 + t0);
+        for proc in &rg.processors {
+            g.processors.push(Processor {
+                kind: proc.kind.clone(),
+                tasks: proc.tasks.iter().map(|&t| tid(t)).collect(),
+            });
+        }
+        g.edges.extend(rg.edges.iter().map(|e| Edge {
+            from: tid(e.from),
+            to: tid(e.to),
+            ..*e
+        }));
+        for d in &rg.runtime_deps {
+            push_runtime_dep(&mut g.runtime_deps, rg, d, t0, p0);
+        }
+        g.collectives.extend(rg.collectives.iter().cloned());
+        g.steps.extend(rg.steps.iter().map(|s| Step {
+            name: s.name.clone(),
+            first_task: tid(s.first_task),
+            lead_ns: s.lead_ns,
+            last_task: tid(s.last_task),
+            tail_ns: s.tail_ns,
+            tasks: s.tasks.iter().map(|&t| tid(t)).collect(),
+        }));
+        let moved = |s: &Span| Span {
+            start_ns: s.start_ns.saturating_add(shift),
+            end_ns: s.end_ns.saturating_add(shift),
+        };
+        let measured = &mut self.measured;
+        measured.tasks.extend(r.measured.tasks.iter().map(moved));
+        measured
+            .step_annotations
+            .extend(r.measured.step_annotations.iter().map(moved));
+        measured.scopes.extend(r.measured.scopes.iter().map(moved));
+        RankPart {
+            rank: r.rank,
+            tasks: t0..g.tasks.len() as u32,
+            processors: p0..g.processors.len() as u32,
+            edges: e0..g.edges.len() as u32,
+            steps: s0..g.steps.len() as u32,
+            collectives: c0..g.collectives.len() as u32,
+            scopes: sc0..g.scopes.len() as u32,
+            start_ns: shift,
+            clock_offset_ns,
+        }
+    }
+
+    /// The job-graph name of each of a rank's names, interning new ones.
+    fn intern_names(&mut self, rank_names: &[String]) -> Vec<NameId> {
+        let (names, g) = (&mut self.names, &mut self.g);
+        rank_names
             .iter()
             .map(|n| {
                 let next = g.names.len() as u32;
@@ -224,12 +322,22 @@ pub fn merge(
                     next
                 }))
             })
-            .collect();
+            .collect()
+    }
+
+    /// Appends a rank's tasks and scopes, renumbered, with the releases of
+    /// tasks that no edge explains moved to the rank's window start.
+    fn append_tasks(&mut self, rg: &Graph, name_map: &[NameId], shift: i64) {
+        let g = &mut self.g;
+        let (p0, c0, sc0) = (
+            g.processors.len() as u32,
+            g.collectives.len() as u32,
+            g.scopes.len() as u32,
+        );
         let mut has_incoming = vec![false; rg.tasks.len()];
         for e in &rg.edges {
             has_incoming[e.to.idx()] = true;
         }
-        let tid = |t: TaskId| TaskId(t.0 + t0);
         for (i, t) in rg.tasks.iter().enumerate() {
             let mut t = t.clone();
             t.name = name_map[t.name.0 as usize];
@@ -251,100 +359,56 @@ pub fn merge(
             parent: s.parent.map(|p| ScopeId(p.0 + sc0)),
             ..s.clone()
         }));
-        for proc in &rg.processors {
-            g.processors.push(Processor {
-                kind: proc.kind.clone(),
-                tasks: proc.tasks.iter().map(|&t| tid(t)).collect(),
-            });
-        }
-        g.edges.extend(rg.edges.iter().map(|e| Edge {
-            from: tid(e.from),
-            to: tid(e.to),
-            ..*e
-        }));
-        for d in &rg.runtime_deps {
-            let task = tid(d.task);
-            match d.target {
-                WaitTarget::StreamTail(s) => g.runtime_deps.push(RuntimeDep {
-                    task,
-                    target: WaitTarget::StreamTail(ProcId(s.0 + p0)),
-                    latency_ns: d.latency_ns,
-                }),
-                WaitTarget::Task(on) => g.runtime_deps.push(RuntimeDep {
-                    task,
-                    target: WaitTarget::Task(tid(on)),
-                    latency_ns: d.latency_ns,
-                }),
-                WaitTarget::DeviceTail(device) => {
-                    // Device numbers repeat across ranks (every host has a
-                    // device 0), so a device-wide wait becomes a wait on
-                    // each of this rank's streams of that device, which the
-                    // scheduler resolves the same way.
-                    let streams: Vec<ProcId> = rg
-                        .processors
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, pr)| {
-                            matches!(pr.kind, ProcKind::Stream { device: d, .. } if d == device)
-                        })
-                        .map(|(i, _)| ProcId(i as u32 + p0))
-                        .collect();
-                    if streams.is_empty() {
-                        // No stream on that device: as in the rank's own
-                        // replay, the wait resolves to nothing.
-                        g.runtime_deps.push(RuntimeDep {
-                            task,
-                            target: WaitTarget::DeviceTail(i64::MIN),
-                            latency_ns: d.latency_ns,
-                        });
-                    }
-                    for s in streams {
-                        g.runtime_deps.push(RuntimeDep {
-                            task,
-                            target: WaitTarget::StreamTail(s),
-                            latency_ns: d.latency_ns,
-                        });
-                    }
-                }
-            }
-        }
-        g.collectives.extend(rg.collectives.iter().cloned());
-        for s in &rg.steps {
-            g.steps.push(Step {
-                name: s.name.clone(),
-                first_task: tid(s.first_task),
-                lead_ns: s.lead_ns,
-                last_task: tid(s.last_task),
-                tail_ns: s.tail_ns,
-                tasks: s.tasks.iter().map(|&t| tid(t)).collect(),
-            });
-        }
-        let moved = |s: &Span| Span {
-            start_ns: s.start_ns.saturating_add(shift),
-            end_ns: s.end_ns.saturating_add(shift),
-        };
-        measured.tasks.extend(r.measured.tasks.iter().map(moved));
-        measured
-            .step_annotations
-            .extend(r.measured.step_annotations.iter().map(moved));
-        measured.scopes.extend(r.measured.scopes.iter().map(moved));
-        parts.push(RankPart {
-            rank: r.rank,
-            tasks: t0..g.tasks.len() as u32,
-            processors: p0..g.processors.len() as u32,
-            edges: e0..g.edges.len() as u32,
-            steps: s0..g.steps.len() as u32,
-            collectives: c0..g.collectives.len() as u32,
-            scopes: sc0..g.scopes.len() as u32,
-            start_ns: shift,
-            clock_offset_ns: offset(p),
-        });
     }
+}
 
-    // The graph's convention: no scopes, no per-task scope list.
-    if g.scopes.is_empty() {
-        g.task_scopes.clear();
+/// Appends one of rank graph `rg`'s runtime dependencies, renumbered (its
+/// tasks from `t0`, its processors from `p0`).
+fn push_runtime_dep(out: &mut Vec<RuntimeDep>, rg: &Graph, d: &RuntimeDep, t0: u32, p0: u32) {
+    let task = TaskId(d.task.0 + t0);
+    let dep = |target| RuntimeDep {
+        task,
+        target,
+        latency_ns: d.latency_ns,
+    };
+    match d.target {
+        WaitTarget::StreamTail(s) => out.push(dep(WaitTarget::StreamTail(ProcId(s.0 + p0)))),
+        WaitTarget::Task(on) => out.push(dep(WaitTarget::Task(TaskId(on.0 + t0)))),
+        WaitTarget::DeviceTail(device) => {
+            // Device numbers repeat across ranks (every host has a device
+            // 0), so a device-wide wait becomes a wait on each of this
+            // rank's streams of that device, which the scheduler resolves
+            // the same way.
+            let streams: Vec<ProcId> = rg
+                .processors
+                .iter()
+                .enumerate()
+                .filter(
+                    |(_, pr)| matches!(pr.kind, ProcKind::Stream { device: d, .. } if d == device),
+                )
+                .map(|(i, _)| ProcId(i as u32 + p0))
+                .collect();
+            if streams.is_empty() {
+                // No stream on that device: as in the rank's own replay,
+                // the wait resolves to nothing.
+                out.push(dep(WaitTarget::DeviceTail(i64::MIN)));
+            }
+            out.extend(streams.into_iter().map(|s| dep(WaitTarget::StreamTail(s))));
+        }
     }
+}
+
+/// Makes each matched set a [`Rendezvous`] whose waiting tasks carry their
+/// transfer times (measured end minus the last participant's measured
+/// start) as durations. Returns them, and a warning when transfers ended
+/// before their last participant started.
+fn couple(
+    g: &mut Graph,
+    parts: &[RankPart],
+    ranks: &[RankGraph],
+    measured: &Measured,
+    m: &CollectiveMatch,
+) -> (Vec<Rendezvous>, Option<String>) {
     let mut all = Vec::with_capacity(m.sets.len());
     // Transfers whose measured end precedes their last participant's start:
     // how many, and the worst (gap, set label, rank that ended, last rank).
@@ -390,26 +454,16 @@ pub fn merge(
         }
         all.push(rendezvous);
     }
-    let mut warnings = Vec::new();
-    warnings.extend(uncouple_deadlocks(&mut g, &mut all, &measured, m));
-    if let Some((gap, label, rank, last)) = worst {
-        warnings.push(format!(
+    let warning = worst.map(|(gap, label, rank, last)| {
+        format!(
             "{early} collective tasks ended before their last participant started (worst: \
              {label}, rank {rank} ended {:.1} us before rank {last} started): wrong matches or \
              clocks that disagree beyond what collective ends could align; their transfer \
              times are taken as 0",
             gap as f64 / 1e3
-        ));
-    }
-    (
-        JobGraph {
-            graph: g,
-            ranks: parts,
-            rendezvous: all,
-        },
-        measured,
-        warnings,
-    )
+        )
+    });
+    (all, warning)
 }
 
 /// Makes every rendezvous that would close a cycle [`RendezvousKind::Uncoupled`],
