@@ -63,4 +63,13 @@ pub enum ErrorKind {
     /// Valid JSON that is not a trace.
     #[error("not a Kineto/Chrome trace: {0}")]
     NotATrace(String),
+    /// Not JSON but a format recognised by its first bytes: an archive,
+    /// another compression, a web page, binary data.
+    #[error("is {what}; {advice}")]
+    Format {
+        /// What the file is: "a tar archive", "zstd-compressed".
+        what: String,
+        /// What to do: "extract the trace from it first".
+        advice: &'static str,
+    },
 }

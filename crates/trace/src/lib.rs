@@ -18,7 +18,16 @@
 //!
 //! Failures name the file and, where it applies, the byte offset in the
 //! uncompressed JSON and the event index ([`ReadError`]). Malformed input of
-//! any kind gives an error, never a panic (see the property tests).
+//! any kind gives an error, never a panic (see the property tests and the
+//! CLI's fuzzer), and no JSON value may nest deeper than [`MAX_NESTING`].
+//!
+//! Lenient where the format or common writers are: a UTF-8 byte order
+//! mark; `NaN` and `Infinity` (read as absent, counted in
+//! [`Skipped::non_finite`]); invalid UTF-8 (replaced by U+FFFD, counted in
+//! [`Skipped::invalid_utf8`]); the JSON array form (`[{...}, {...}`) with
+//! or without its closing `]`; trailing commas; concatenated gzip members
+//! and zero padding after them. Archives, other compressions, web pages
+//! and binary files are named as such ([`ErrorKind::Format`]).
 //!
 //! `Input Dims` are parsed once, into [`InputDims`] shared by every event
 //! with the same list; a malformed one is dropped from its event and
@@ -32,12 +41,24 @@
 #![deny(missing_docs)]
 
 mod error;
+mod gzip;
+mod meta;
 mod model;
 mod parse;
 mod read;
+mod repair;
 mod shapes;
+mod sniff;
 mod split;
+mod tree;
 mod write;
+
+/// How deep arrays and objects may nest in any value of a trace: a
+/// `traceEvents` element or a top-level member's value, counting its own
+/// brackets. Deeper is an error ("nesting deeper than 128 levels"), found
+/// by the splitter before any parser sees the value, so no input can
+/// exhaust the stack. Kineto's events nest 3 or 4 levels.
+pub const MAX_NESTING: usize = 128;
 
 pub use error::{ErrorKind, ReadError};
 pub use model::*;

@@ -120,9 +120,10 @@ pub struct Event {
 }
 
 impl Event {
-    /// End time in ns.
+    /// End time in ns, saturating at `i64::MAX` (the reader keeps only
+    /// events whose end fits, but the fields are public).
     pub fn end_ns(&self) -> i64 {
-        self.ts_ns + self.dur_ns
+        self.ts_ns.saturating_add(self.dur_ns)
     }
 }
 
@@ -193,7 +194,8 @@ impl CollectiveArgs {
     /// as PARAM computes it. `None` if a part is missing or the dtype unknown.
     pub fn bytes(&self) -> Option<u64> {
         let n = self.in_nelems.max(self.out_nelems)?;
-        Some(n * dtype_size(self.dtype.as_deref()?)?)
+        // `None` rather than a wrapped size for absurd element counts.
+        n.checked_mul(dtype_size(self.dtype.as_deref()?)?)
     }
 }
 
@@ -240,19 +242,31 @@ impl RankList {
     }
 
     /// The full list of `size` ranks, rebuilt from the first stride when the
-    /// written list was truncated (as PARAM does).
+    /// written list was truncated (as PARAM does). A `size` above
+    /// [`RankList::MAX_EXPANDED`] (a damaged `Group size`) expands nothing:
+    /// memory follows the input, not what a number in it claims.
     pub fn expand(&self, size: usize) -> Vec<i64> {
-        if !self.truncated || self.ranks.len() >= size || self.ranks.is_empty() {
+        if !self.truncated
+            || self.ranks.len() >= size
+            || self.ranks.is_empty()
+            || size > Self::MAX_EXPANDED
+        {
             return self.ranks.clone();
         }
         let start = self.ranks[0];
         let stride = if self.ranks.len() >= 2 {
-            self.ranks[1] - self.ranks[0]
+            self.ranks[1].saturating_sub(self.ranks[0])
         } else {
             1
         };
-        (0..size as i64).map(|i| start + i * stride).collect()
+        (0..size as i64)
+            .map(|i| start.saturating_add(i.saturating_mul(stride)))
+            .collect()
     }
+
+    /// The largest group [`RankList::expand`] rebuilds: 2^20 ranks, more
+    /// GPUs than any job has run on.
+    pub const MAX_EXPANDED: usize = 1 << 20;
 }
 
 /// The text [`RankList::parse`] reads: `[0, 1, 2]`, or `[0, 8, ...]`
@@ -486,6 +500,25 @@ pub struct Skipped {
     /// Arguments whose value was malformed, by key (`Input Dims`): the
     /// event is kept without them. Not counted in [`Skipped::total`].
     pub bad_args: BTreeMap<&'static str, BadArg>,
+    /// Numbers written `NaN`, `Infinity` or `-Infinity` (not JSON, but
+    /// what Python's `json.dump` writes), read as absent values: a `ts`
+    /// of `NaN` is a missing `ts`. Not counted in [`Skipped::total`].
+    pub non_finite: Occurrences,
+    /// Events and top-level members holding invalid UTF-8, read with each
+    /// invalid sequence replaced by U+FFFD. Not counted in
+    /// [`Skipped::total`].
+    pub invalid_utf8: Occurrences,
+}
+
+/// How often the reader accepted something JSON does not allow, and where
+/// first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Occurrences {
+    /// How many.
+    pub count: u64,
+    /// Index in `traceEvents` of the first event with one; `None` when
+    /// they were all in top-level members.
+    pub first_index: Option<u64>,
 }
 
 /// How often an argument was malformed, and where first.

@@ -12,6 +12,12 @@
 //! absent rather than failing the event. A `ph`, `cat`, `name`, `pid`,
 //! `tid` or `args` of the wrong JSON type skips the event
 //! ([`SkipReason::BadFieldType`]). Any JSON syntax error fails the file.
+//!
+//! Lenient where common writers are: `NaN`, `Infinity` and `-Infinity`
+//! (which Python's `json.dump` writes) read as `null` and are counted, and
+//! an element holding invalid UTF-8 is parsed with the bad bytes replaced
+//! by U+FFFD (see [`crate::repair`]); both come back as
+//! [`Parsed::Repaired`].
 
 use std::borrow::Cow;
 
@@ -20,8 +26,7 @@ use crate::model::{
 };
 use crate::shapes::InputDims;
 
-/// How deep arrays and objects may nest inside an event.
-const MAX_DEPTH: u32 = 128;
+use crate::MAX_NESTING;
 
 /// A string of an element that does not borrow it: a byte range of the
 /// element's text (most strings), the unescaped text of a string that had
@@ -129,6 +134,94 @@ pub(crate) enum Parsed {
         offset: usize,
         message: String,
     },
+    /// What an element that needed repairs amounts to: `non_finite`
+    /// numbers (`NaN`, `Infinity`) read as null, and its invalid UTF-8
+    /// replaced. Rare, so boxed: the common variants stay small.
+    Repaired {
+        parsed: Box<Parsed>,
+        repairs: Repairs,
+    },
+}
+
+/// What the parser repaired in one element or member.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Repairs {
+    /// `NaN`, `Infinity` or `-Infinity` literals, read as null.
+    pub non_finite: u32,
+    /// Whether invalid UTF-8 was replaced by U+FFFD.
+    pub invalid_utf8: bool,
+}
+
+impl Repairs {
+    /// True if nothing was repaired.
+    pub fn is_empty(&self) -> bool {
+        self.non_finite == 0 && !self.invalid_utf8
+    }
+}
+
+impl Parsed {
+    /// `self`, marked as needing `repairs` if there were any.
+    fn with_repairs(self, repairs: Repairs) -> Parsed {
+        if repairs.is_empty() {
+            self
+        } else {
+            Parsed::Repaired {
+                parsed: Box::new(self),
+                repairs,
+            }
+        }
+    }
+
+    /// The same element with every [`Text::Span`] of `base` copied out, for
+    /// elements parsed from a repaired copy of their text (whose spans do
+    /// not index the original).
+    pub fn into_owned(self, base: &str) -> Parsed {
+        let own = |t: Text| match t {
+            Text::Span(a, b) => Text::Owned(base[a..b].into()),
+            other => other,
+        };
+        let own_id = |id: PIdent| match id {
+            PIdent::Name(t) => PIdent::Name(own(t)),
+            num => num,
+        };
+        match self {
+            Parsed::Complete(mut c) => {
+                c.name = own(c.name);
+                c.pid = own_id(c.pid);
+                c.tid = own_id(c.tid);
+                Parsed::Complete(c)
+            }
+            Parsed::Flow {
+                kind,
+                phase,
+                id,
+                pid,
+                tid,
+                ts_ns,
+            } => Parsed::Flow {
+                kind,
+                phase,
+                id,
+                pid: own_id(pid),
+                tid: own_id(tid),
+                ts_ns,
+            },
+            Parsed::TrackName { pid, tid, name } => Parsed::TrackName {
+                pid: own_id(pid),
+                tid: tid.map(own_id),
+                name,
+            },
+            Parsed::Skip { cat, reason } => Parsed::Skip {
+                cat: own(cat),
+                reason,
+            },
+            Parsed::Repaired { parsed, repairs } => Parsed::Repaired {
+                parsed: Box::new(parsed.into_owned(base)),
+                repairs,
+            },
+            other @ (Parsed::Metadata | Parsed::Syntax { .. }) => other,
+        }
+    }
 }
 
 /// A JSON syntax error at a byte offset in the parsed text.
@@ -139,47 +232,68 @@ pub(crate) struct SyntaxError {
 }
 
 /// Boxed so that results stay small on the hot path.
-type Result<T> = std::result::Result<T, Box<SyntaxError>>;
+pub(crate) type Result<T> = std::result::Result<T, Box<SyntaxError>>;
 
 /// Parses the element `text` (which starts with `{`).
 pub(crate) fn parse_event(text: &[u8]) -> Parsed {
-    let s = match std::str::from_utf8(text) {
-        Ok(s) => s,
-        Err(e) => {
-            return Parsed::Syntax {
-                offset: e.valid_up_to(),
-                message: "invalid UTF-8".into(),
-            }
-        }
-    };
+    match std::str::from_utf8(text) {
+        Ok(s) => parse_event_str(s),
+        Err(_) => crate::repair::parse_lossy(text, parse_event_str),
+    }
+}
+
+fn parse_event_str(s: &str) -> Parsed {
     let mut p = Parser::new(s);
     // Filled in place: the struct is large, and moving it costs.
     let mut ev = RawEvent::default();
-    match p.event(&mut ev).and_then(|()| p.end()) {
+    let parsed = match p.event(&mut ev).and_then(|()| p.end()) {
         Ok(()) if p.bad_type => Parsed::Skip {
             cat: Text::Static("-"),
             reason: SkipReason::BadFieldType,
         },
         Ok(()) => ev.take_parsed(s),
+        Err(e) => {
+            return Parsed::Syntax {
+                offset: e.offset,
+                message: e.message,
+            }
+        }
+    };
+    if p.non_finite == 0 {
+        return parsed;
+    }
+    parsed.with_repairs(Repairs {
+        non_finite: p.non_finite,
+        invalid_utf8: false,
+    })
+}
+
+/// Parses a `traceEvents` element that is not an object: skipped as
+/// [`SkipReason::NotAnObject`] when it is valid JSON.
+pub(crate) fn parse_non_object(text: &[u8]) -> Parsed {
+    match std::str::from_utf8(text) {
+        Ok(s) => parse_non_object_str(s),
+        Err(_) => crate::repair::parse_lossy(text, parse_non_object_str),
+    }
+}
+
+fn parse_non_object_str(s: &str) -> Parsed {
+    let mut p = Parser::new(s);
+    p.ws();
+    match p.skip_value().and_then(|()| p.end()) {
+        Ok(()) => Parsed::Skip {
+            cat: Text::Static("-"),
+            reason: SkipReason::NotAnObject,
+        }
+        .with_repairs(Repairs {
+            non_finite: p.non_finite,
+            invalid_utf8: false,
+        }),
         Err(e) => Parsed::Syntax {
             offset: e.offset,
             message: e.message,
         },
     }
-}
-
-/// Checks that `text` is one complete JSON value.
-pub(crate) fn validate_value(text: &[u8]) -> Result<()> {
-    let s = std::str::from_utf8(text).map_err(|e| {
-        Box::new(SyntaxError {
-            offset: e.valid_up_to(),
-            message: "invalid UTF-8".into(),
-        })
-    })?;
-    let mut p = Parser::new(s);
-    p.ws();
-    p.skip_value()?;
-    p.end()
 }
 
 /// The fields of an event as written, converted but not yet checked.
@@ -440,7 +554,7 @@ pub(crate) enum Micros {
 /// A JSON number: its text (grammar checked) and the parts the
 /// conversions need, computed while scanning.
 #[derive(Debug, Clone, Copy)]
-struct Number<'a> {
+pub(crate) struct Number<'a> {
     text: &'a str,
     neg: bool,
     /// The integer part, or `None` if it does not fit in a u64.
@@ -456,14 +570,14 @@ struct Number<'a> {
 
 /// A number as a JSON parser would hand it over: unsigned, negative or
 /// floating (fractions, exponents, and integers out of 64-bit range).
-enum NumValue {
+pub(crate) enum NumValue {
     U(u64),
     I(i64),
     F(f64),
 }
 
 impl Number<'_> {
-    fn value(&self) -> NumValue {
+    pub fn value(&self) -> NumValue {
         if !self.has_frac && !self.has_exp {
             if let Some(u) = self.int {
                 if !self.neg {
@@ -507,9 +621,10 @@ fn digits_u64(digits: &[u8]) -> Option<u64> {
 
 fn micros_from_f64(v: f64) -> Micros {
     let ns = (v * 1000.0).round();
-    if !ns.is_finite() {
+    if ns.is_nan() {
         Micros::Invalid
     } else if ns.abs() >= 9.2e18 {
+        // Infinite too: `1e999` parses as infinity.
         Micros::OutOfRange
     } else {
         Micros::Ns(ns as i64)
@@ -546,7 +661,11 @@ pub(crate) fn parse_decimal_micros(s: &str) -> Micros {
     };
     let mut scale = 100;
     for b in frac.bytes().take(3) {
-        ns += (b - b'0') as i64 * scale;
+        // The fraction can still overflow: "9223372036854775.9".
+        let Some(sum) = ns.checked_add((b - b'0') as i64 * scale) else {
+            return Micros::OutOfRange;
+        };
+        ns = sum;
         scale /= 10;
     }
     Micros::Ns(if neg { -ns } else { ns })
@@ -681,29 +800,34 @@ static STRING_SPECIAL: [bool; 256] = {
     t
 };
 
-struct Parser<'a> {
-    s: &'a str,
-    b: &'a [u8],
-    i: usize,
-    depth: u32,
+/// The scanner under the event parser; [`crate::tree`] builds member
+/// documents with it too.
+pub(crate) struct Parser<'a> {
+    pub s: &'a str,
+    pub b: &'a [u8],
+    pub i: usize,
+    depth: usize,
     /// Set when a field the event needs had the wrong JSON type.
     bad_type: bool,
+    /// `NaN` / `Infinity` literals read as null so far.
+    pub non_finite: u32,
 }
 
 impl<'a> Parser<'a> {
-    fn new(s: &'a str) -> Parser<'a> {
+    pub fn new(s: &'a str) -> Parser<'a> {
         Parser {
             s,
             b: s.as_bytes(),
             i: 0,
             depth: 0,
             bad_type: false,
+            non_finite: 0,
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn fail<T>(&self, offset: usize, message: impl Into<String>) -> Result<T> {
+    pub fn fail<T>(&self, offset: usize, message: impl Into<String>) -> Result<T> {
         Err(Box::new(SyntaxError {
             offset,
             message: message.into(),
@@ -720,7 +844,7 @@ impl<'a> Parser<'a> {
     }
 
     #[inline]
-    fn ws(&mut self) {
+    pub fn ws(&mut self) {
         // Most often there is no whitespace, or a single space.
         match self.b.get(self.i) {
             Some(&c) if c > b' ' => return,
@@ -750,7 +874,7 @@ impl<'a> Parser<'a> {
     /// "expected `what`, found ..." at `self.i`; out of the hot path.
     #[cold]
     #[inline(never)]
-    fn expected(&self, what: &str) -> Box<SyntaxError> {
+    pub fn expected(&self, what: &str) -> Box<SyntaxError> {
         Box::new(SyntaxError {
             offset: self.i,
             message: format!("expected {what}, found {}", self.found()),
@@ -758,7 +882,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Only whitespace may follow.
-    fn end(&mut self) -> Result<()> {
+    pub fn end(&mut self) -> Result<()> {
         self.ws();
         if self.i < self.b.len() {
             return self.fail(
@@ -771,7 +895,7 @@ impl<'a> Parser<'a> {
 
     /// After a member: `true` if another follows (`,`), `false` at `close`.
     #[inline]
-    fn next_member(&mut self, close: u8, what: &str) -> Result<bool> {
+    pub fn next_member(&mut self, close: u8, what: &str) -> Result<bool> {
         self.ws();
         match self.b.get(self.i) {
             Some(b',') => {
@@ -788,7 +912,7 @@ impl<'a> Parser<'a> {
 
     /// Object members: calls `member` with each key, positioned at the
     /// value, which `member` must consume.
-    fn object(
+    pub fn object(
         &mut self,
         mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<()>,
     ) -> Result<()> {
@@ -929,7 +1053,9 @@ impl<'a> Parser<'a> {
     fn value(&mut self) -> Result<Value<'a>> {
         match self.b.get(self.i) {
             Some(b'"') => Ok(Value::Str(self.string()?)),
-            Some(b'-' | b'0'..=b'9') => Ok(Value::Num(self.number()?)),
+            Some(b'0'..=b'9') => Ok(Value::Num(self.number()?)),
+            Some(b'-') if self.b.get(self.i + 1) != Some(&b'I') => Ok(Value::Num(self.number()?)),
+            Some(b'N' | b'I' | b'-') => self.non_finite().map(|()| Value::Null),
             Some(b'n') => self.literal("null").map(|()| Value::Null),
             Some(b't') => self.literal("true").map(|()| Value::Bool),
             Some(b'f') => self.literal("false").map(|()| Value::Bool),
@@ -939,17 +1065,19 @@ impl<'a> Parser<'a> {
     }
 
     /// Skips the value here, checking its syntax.
-    fn skip_value(&mut self) -> Result<()> {
+    pub fn skip_value(&mut self) -> Result<()> {
         match self.b.get(self.i) {
             Some(b'"') => self.skip_string(),
-            Some(b'-' | b'0'..=b'9') => self.number().map(drop),
+            Some(b'0'..=b'9') => self.number().map(drop),
+            Some(b'-') if self.b.get(self.i + 1) != Some(&b'I') => self.number().map(drop),
+            Some(b'N' | b'I' | b'-') => self.non_finite(),
             Some(b'n') => self.literal("null"),
             Some(b't') => self.literal("true"),
             Some(b'f') => self.literal("false"),
             Some(b'{') => {
                 self.enter()?;
                 self.object(|p, _| p.skip_value())?;
-                self.depth -= 1;
+                self.leave();
                 Ok(())
             }
             Some(b'[') => {
@@ -967,22 +1095,45 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                self.depth -= 1;
+                self.leave();
                 Ok(())
             }
             _ => Err(self.expected("a value")),
         }
     }
 
-    fn enter(&mut self) -> Result<()> {
+    /// Counts one more level of nesting; [`crate::tree`] calls it too.
+    pub fn enter(&mut self) -> Result<()> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return self.fail(self.i, format!("nested more than {MAX_DEPTH} levels deep"));
+        if self.depth > MAX_NESTING {
+            return self.fail(self.i, format!("nesting deeper than {MAX_NESTING} levels"));
         }
         Ok(())
     }
 
-    fn literal(&mut self, word: &str) -> Result<()> {
+    /// Leaves a level entered with [`Parser::enter`].
+    pub fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// `NaN`, `Infinity` or `-Infinity` here: not JSON, but what Python's
+    /// `json.dump` writes for non-finite floats. Read as null, and counted.
+    #[cold]
+    pub fn non_finite(&mut self) -> Result<()> {
+        for word in ["NaN", "Infinity", "-Infinity"] {
+            if self.b[self.i..].starts_with(word.as_bytes()) {
+                self.i += word.len();
+                self.non_finite += 1;
+                return Ok(());
+            }
+        }
+        match self.b.get(self.i) {
+            Some(b'-') => self.number().map(drop),
+            _ => Err(self.expected("a value")),
+        }
+    }
+
+    pub fn literal(&mut self, word: &str) -> Result<()> {
         if self.b[self.i..].starts_with(word.as_bytes()) {
             self.i += word.len();
             Ok(())
@@ -991,7 +1142,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn number(&mut self) -> Result<Number<'a>> {
+    pub fn number(&mut self) -> Result<Number<'a>> {
         let b = self.b;
         let start = self.i;
         let mut i = start;
@@ -1070,7 +1221,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The string starting at the quote here, unescaped.
-    fn string(&mut self) -> Result<Cow<'a, str>> {
+    pub fn string(&mut self) -> Result<Cow<'a, str>> {
         let start = self.i + 1;
         let j = self.scan_plain(start);
         match self.b.get(j) {
@@ -1376,10 +1527,91 @@ mod tests {
             parse_event(deep.as_bytes()),
             Parsed::Syntax { .. }
         ));
+        // After invalid UTF-8, offsets are still the element's.
         assert!(matches!(
-            parse_event(b"{\"name\":\"\xff\"}"),
-            Parsed::Syntax { offset: 9, .. }
+            parse_event(b"{\"name\":\"\xff\xfe\", x}"),
+            Parsed::Syntax { offset: 14, .. }
         ));
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced() {
+        let text = b"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\xff\",\"pid\":\"p\xc3\",\
+                     \"tid\":1,\"ts\":1,\"dur\":2}";
+        let Parsed::Repaired { parsed, repairs } = parse_event(text) else {
+            panic!("not repaired");
+        };
+        assert_eq!(
+            repairs,
+            Repairs {
+                non_finite: 0,
+                invalid_utf8: true
+            }
+        );
+        let Parsed::Complete(c) = *parsed else {
+            panic!("not kept");
+        };
+        // Owned: the repaired copy the spans would index is gone.
+        assert_eq!(c.name, Text::Owned("k\u{fffd}".into()));
+        assert_eq!(c.pid, PIdent::Name(Text::Owned("p\u{fffd}".into())));
+    }
+
+    #[test]
+    fn non_finite_numbers_are_absent_and_counted() {
+        let text = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":NaN,"ts":1,"dur":2,
+                "args":{"correlation":Infinity,"stream":-Infinity,"x":[NaN]}}"#;
+        let Parsed::Repaired { parsed, repairs } = parse_event(text.as_bytes()) else {
+            panic!("not repaired");
+        };
+        assert_eq!(repairs.non_finite, 4);
+        assert!(matches!(
+            *parsed,
+            Parsed::Skip {
+                reason: SkipReason::MissingPidTid,
+                ..
+            }
+        ));
+        let text = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":1,"ts":1,"dur":NaN}"#;
+        assert!(matches!(
+            parse_event(text.as_bytes()),
+            Parsed::Repaired { parsed, .. } if matches!(*parsed, Parsed::Skip {
+                reason: SkipReason::MissingDur, ..
+            })
+        ));
+        for (bad, offset) in [
+            ("Nan", 15),
+            ("Inf", 15),
+            ("-Inf", 16),
+            ("-x", 16),
+            ("NaNa", 18),
+        ] {
+            let text = format!(r#"{{"ph":"X","ts":{bad}}}"#);
+            match parse_event(text.as_bytes()) {
+                Parsed::Syntax { offset: got, .. } => assert_eq!(got, offset, "{bad}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn huge_times_are_out_of_range() {
+        for (t, want) in [
+            ("1e999", Micros::OutOfRange),
+            ("-1e999", Micros::OutOfRange),
+            ("9223372036854775.807", Micros::Ns(i64::MAX)),
+            ("9223372036854775.9", Micros::OutOfRange),
+            ("99999999999999999999999", Micros::OutOfRange),
+        ] {
+            let text = format!(r#"{{"ph":"X","ts":{t}}}"#);
+            let mut p = Parser::new(&text);
+            let mut ev = RawEvent::default();
+            p.event(&mut ev).unwrap();
+            assert_eq!(ev.ts, Some(want), "{t}");
+        }
+        assert_eq!(
+            parse_decimal_micros("9223372036854775.9"),
+            Micros::OutOfRange
+        );
     }
 
     #[test]

@@ -11,20 +11,17 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{ErrorKind, ReadError};
+use crate::gzip::{self, BlockReader, GZIP_BLOCKS_IN_FLIGHT};
 use crate::model::*;
-use crate::parse::{self, Complete, PIdent, Parsed, Text};
+use crate::parse::{self, Complete, PIdent, Parsed, Repairs};
 use crate::shapes::InputDims;
+use crate::sniff::{self, SNIFF_BYTES};
 use crate::split::{Item, ScanError, Splitter};
+use crate::{meta, tree};
 
 /// Bytes of JSON read per chunk. Large enough that parallel parsing pays,
 /// small enough that the buffer stays a small part of peak memory.
 const CHUNK: usize = 1 << 20;
-
-/// Size of the blocks the decompression thread hands over.
-const GZIP_BLOCK: usize = 1 << 20;
-
-/// Decompressed blocks in flight between the threads.
-const GZIP_BLOCKS_IN_FLIGHT: usize = 2;
 
 /// Reads a trace file (`.json` or gzip-compressed, detected by content).
 pub fn read_path(path: &Path) -> Result<Trace, ReadError> {
@@ -73,91 +70,25 @@ fn read_from<R: BufRead + Send>(
         return read_json(path, input, false, chunk, progress);
     }
     // Decompress on a second thread, overlapping with splitting and parsing.
-    std::thread::scope(|scope| {
+    let (read, tail) = std::thread::scope(|scope| {
         let (full_tx, full_rx) = mpsc::sync_channel(GZIP_BLOCKS_IN_FLIGHT);
         let (empty_tx, empty_rx) = mpsc::channel();
-        scope.spawn(move || inflate(input, full_tx, empty_rx));
-        let reader = BlockReader {
-            full: full_rx,
-            empty: empty_tx,
-            block: (Vec::new(), 0),
-            pos: 0,
-        };
-        read_json(path, reader, true, chunk, progress)
-    })
-}
-
-/// A block of decompressed bytes: the buffer and how much of it is filled.
-type GzBlock = (Vec<u8>, usize);
-
-/// Decompresses `input` into blocks sent on `full`, reusing the buffers that
-/// come back on `empty`. Stops at the end, after sending an error, or when
-/// the reader hangs up.
-fn inflate<R: BufRead>(
-    input: R,
-    full: mpsc::SyncSender<std::io::Result<GzBlock>>,
-    empty: mpsc::Receiver<Vec<u8>>,
-) {
-    let mut decoder = flate2::bufread::MultiGzDecoder::new(input);
-    loop {
-        // Recycled buffers are already initialized: no zeroing per block.
-        let mut block = empty.try_recv().unwrap_or_else(|_| vec![0; GZIP_BLOCK]);
-        let mut n = 0;
-        let mut error = None;
-        while n < block.len() {
-            match decoder.read(&mut block[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-        let end = n < block.len();
-        if n > 0 && full.send(Ok((block, n))).is_err() {
-            return;
-        }
-        if let Some(e) = error {
-            let _ = full.send(Err(e));
-            return;
-        }
-        if end {
-            return;
+        let inflater = scope.spawn(move || gzip::inflate(input, full_tx, empty_rx));
+        let reader = BlockReader::new(full_rx, empty_tx);
+        // The reader is dropped when this returns, so the thread stops.
+        let read = read_json(path, reader, true, chunk, progress);
+        (read, inflater.join())
+    });
+    let mut trace = read?;
+    if let Ok(tail) = tail {
+        if tail.other_bytes > 0 {
+            trace.warnings.push(format!(
+                "ignored {} bytes after the end of the gzip data",
+                tail.other_bytes + tail.zero_bytes
+            ));
         }
     }
-}
-
-/// Reads the blocks [`inflate`] sends.
-struct BlockReader {
-    full: mpsc::Receiver<std::io::Result<GzBlock>>,
-    empty: mpsc::Sender<Vec<u8>>,
-    block: GzBlock,
-    pos: usize,
-}
-
-impl Read for BlockReader {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.pos == self.block.1 {
-            match self.full.recv() {
-                Ok(Ok(block)) => {
-                    let (old, _) = std::mem::replace(&mut self.block, block);
-                    self.pos = 0;
-                    if !old.is_empty() {
-                        let _ = self.empty.send(old);
-                    }
-                }
-                Ok(Err(e)) => return Err(e),
-                // The thread finished: end of data.
-                Err(_) => return Ok(0),
-            }
-        }
-        let n = out.len().min(self.block.1 - self.pos);
-        out[..n].copy_from_slice(&self.block.0[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
+    Ok(trace)
 }
 
 /// One chunk of the JSON and the complete items the splitter found in it.
@@ -193,7 +124,10 @@ impl<R: Read> Source<'_, R> {
     /// than a chunk still completes after a few rounds), split. Reuses the
     /// storage of `into`.
     fn next(&mut self, tail: &[u8], base: u64, mut into: Chunk) -> Result<Chunk, ReadError> {
-        let target = tail.len() + self.chunk;
+        // At least doubling while one item does not complete: the splitter
+        // rescans it from its start each round, so a 1 GB string costs a
+        // few passes over it, not one per chunk.
+        let target = tail.len() + self.chunk.max(tail.len());
         if into.buf.len() < target {
             into.buf.resize(target, 0);
         }
@@ -226,12 +160,46 @@ impl<R: Read> Source<'_, R> {
         let scanned = self
             .splitter
             .scan(&into.buf[..len], &mut end, eof, &mut into.items);
+        if scanned.is_err() && !self.splitter.saw_root() {
+            if let Some(e) = self.identify(&into.buf[..len], eof) {
+                return Err(e);
+            }
+        }
         into.error = scanned.err().map(|e| (e, self.splitter.current_event()));
         into.len = len;
         into.base = base;
         into.end = end;
         into.eof = eof;
         Ok(into)
+    }
+}
+
+impl<R: Read> Source<'_, R> {
+    /// The error for input that is not JSON from its first byte and whose
+    /// first bytes (`head`, and more read if needed) show what it is.
+    #[cold]
+    fn identify(&mut self, head: &[u8], eof: bool) -> Option<ReadError> {
+        let mut bytes = head[..head.len().min(SNIFF_BYTES)].to_vec();
+        while !eof && bytes.len() < SNIFF_BYTES {
+            let old = bytes.len();
+            bytes.resize(SNIFF_BYTES, 0);
+            match self.src.read(&mut bytes[old..]) {
+                Ok(n) if n > 0 => bytes.truncate(old + n),
+                _ => {
+                    bytes.truncate(old);
+                    break;
+                }
+            }
+        }
+        let (what, advice) = sniff::identify(&bytes)?;
+        let what = match self.gzipped {
+            true => format!("{what} (inside gzip)"),
+            false => what.to_owned(),
+        };
+        Some(ReadError::new(
+            self.path,
+            ErrorKind::Format { what, advice },
+        ))
     }
 }
 
@@ -309,7 +277,8 @@ fn read_json<R: Read + Send>(
             progress(done.base + done.end as u64);
             if done.eof {
                 let total = done.base + done.len as u64;
-                return finish(path, &source.splitter, builder, total);
+                let ends_between_values = done.end == done.len;
+                return finish(path, &source.splitter, builder, total, ends_between_values);
             }
             spare_chunk = done;
         }
@@ -328,21 +297,26 @@ fn finish(
     splitter: &Splitter,
     mut builder: Builder,
     total: u64,
+    ends_between_values: bool,
 ) -> Result<Trace, ReadError> {
     let err = |kind| Err(ReadError::new(path, kind));
     if !splitter.saw_root() {
         return err(ErrorKind::Empty);
     }
-    if !splitter.is_done() {
+    if !(splitter.may_end() && ends_between_values) {
         return err(ErrorKind::Truncated {
             offset: total,
             context: splitter.context(),
         });
     }
     if !splitter.saw_events() {
-        return err(ErrorKind::NotATrace(
-            "the top-level object has no traceEvents array".into(),
-        ));
+        return err(ErrorKind::NotATrace(if builder.saw_nodes {
+            "a PyTorch execution trace (\"nodes\", no traceEvents); lumos reads the \
+             profiler's Kineto trace (export_chrome_trace, tensorboard_trace_handler)"
+                .into()
+        } else {
+            "the top-level object has no traceEvents array".into()
+        }));
     }
     builder.trace.json_bytes = total;
     Ok(builder.finish())
@@ -354,16 +328,7 @@ fn parse_items(chunk: &Chunk, mut out: Vec<Option<Parsed>>) -> Vec<Option<Parsed
     let buf = &chunk.buf[..chunk.len];
     let parse = |it: &Item| match it {
         Item::Event(r) => Some(parse::parse_event(&buf[r.clone()])),
-        Item::NonObject(r) => Some(match parse::validate_value(&buf[r.clone()]) {
-            Ok(()) => Parsed::Skip {
-                cat: Text::Static("-"),
-                reason: SkipReason::NotAnObject,
-            },
-            Err(e) => Parsed::Syntax {
-                offset: e.offset,
-                message: e.message,
-            },
-        }),
+        Item::NonObject(r) => Some(parse::parse_non_object(&buf[r.clone()])),
         Item::Member { .. } => None,
     };
     out.clear();
@@ -392,6 +357,9 @@ struct Builder {
     /// Index of the next `traceEvents` element.
     index: u64,
     distributed_rank: Option<u32>,
+    /// Whether a top-level `nodes` member was seen: a PyTorch execution
+    /// trace, if there are no events.
+    saw_nodes: bool,
 }
 
 impl Builder {
@@ -407,6 +375,7 @@ impl Builder {
             shapes: FxHashSet::default(),
             index: 0,
             distributed_rank: None,
+            saw_nodes: false,
         }
     }
 
@@ -476,7 +445,25 @@ impl Builder {
             }
             Parsed::Metadata => {}
             Parsed::Skip { cat, reason } => self.skip(cat.bytes(element), reason),
+            Parsed::Repaired { parsed, repairs } => {
+                self.note_repairs(repairs, Some(self.index));
+                self.add(*parsed, element);
+            }
             Parsed::Syntax { .. } => unreachable!("syntax errors stop the fold"),
+        }
+    }
+
+    /// Counts what the parser repaired in event `index` (`None`: in a
+    /// top-level member).
+    fn note_repairs(&mut self, repairs: Repairs, index: Option<u64>) {
+        let s = &mut self.trace.skipped;
+        if repairs.non_finite > 0 {
+            s.non_finite.count += u64::from(repairs.non_finite);
+            s.non_finite.first_index = s.non_finite.first_index.or(index);
+        }
+        if repairs.invalid_utf8 {
+            s.invalid_utf8.count += 1;
+            s.invalid_utf8.first_index = s.invalid_utf8.first_index.or(index);
         }
     }
 
@@ -560,69 +547,27 @@ impl Builder {
         }
     }
 
+    /// Reads a top-level member into the metadata if it is one the model
+    /// uses; the others are not parsed.
     fn add_member(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ReadError> {
-        let parsed: sonic_rs::Value = sonic_rs::from_slice(value).map_err(|e| {
-            ReadError::new(
-                &self.trace.path,
-                ErrorKind::Syntax {
-                    offset: offset + e.offset() as u64,
-                    event: None,
-                    message: format!("in top-level \"{key}\": {e}"),
-                },
+        if !meta::is_used(key) {
+            self.saw_nodes |= key == "nodes";
+            return Ok(());
+        }
+        let (json, repairs) = tree::parse(value).map_err(|e| {
+            self.syntax(
+                offset + e.offset as u64,
+                None,
+                format!("in top-level \"{key}\": {}", e.message),
             )
         })?;
-        use sonic_rs::{JsonContainerTrait, JsonValueTrait};
-        let meta = &mut self.trace.meta;
-        match key {
-            "schemaVersion" => meta.schema_version = parsed.as_i64(),
-            "baseTimeNanoseconds" => {
-                meta.base_time_ns = parsed
-                    .as_i64()
-                    .or_else(|| parsed.as_str().and_then(|s| s.parse().ok()))
-            }
-            "displayTimeUnit" => meta.display_time_unit = parsed.as_str().map(str::to_owned),
-            "deviceProperties" => {
-                if let Some(arr) = parsed.as_array() {
-                    meta.devices = arr.iter().map(device_from).collect();
-                }
-            }
-            "distributedInfo" => {
-                // Some exporters write it as a JSON string holding the object.
-                let owned;
-                let info = match parsed.as_str() {
-                    Some(s) => match sonic_rs::from_str::<sonic_rs::Value>(s) {
-                        Ok(v) => {
-                            owned = v;
-                            &owned
-                        }
-                        Err(_) => {
-                            self.trace
-                                .warnings
-                                .push("distributedInfo is a string that is not JSON".into());
-                            return Ok(());
-                        }
-                    },
-                    None => &parsed,
-                };
-                self.distributed_rank = info
-                    .get("rank")
-                    .and_then(|v| v.as_u64())
-                    .and_then(|r| u32::try_from(r).ok());
-                meta.world_size = info
-                    .get("world_size")
-                    .and_then(|v| v.as_u64())
-                    .and_then(|r| u32::try_from(r).ok());
-                meta.backend = info.get("backend").and_then(|v| v.as_str()).map(Into::into);
-                meta.nccl_version = info
-                    .get("nccl_version")
-                    .and_then(|v| v.as_str())
-                    .map(Into::into);
-                if let Some(pgs) = info.get("pg_config").and_then(|v| v.as_array()) {
-                    meta.process_groups = pgs.iter().map(process_group_from).collect();
-                }
-            }
-            _ => {}
+        self.note_repairs(repairs, None);
+        let applied = meta::apply(key, &json, &mut self.trace.meta);
+        self.note_repairs(applied.repairs, None);
+        if let Some(rank) = applied.distributed_rank {
+            self.distributed_rank = rank;
         }
+        self.trace.warnings.extend(applied.warning);
         Ok(())
     }
 
@@ -679,53 +624,27 @@ impl Builder {
                 bad.count, bad.first_index
             ));
         }
+        let first = |o: &Occurrences| match o.first_index {
+            Some(i) => format!("first at traceEvents[{i}]"),
+            None => "in top-level members".into(),
+        };
+        let s = &t.skipped;
+        if s.non_finite.count > 0 {
+            t.warnings.push(format!(
+                "{} numbers written as NaN or Infinity ({}): read as absent values",
+                s.non_finite.count,
+                first(&s.non_finite)
+            ));
+        }
+        if s.invalid_utf8.count > 0 {
+            t.warnings.push(format!(
+                "{} events or members with invalid UTF-8 ({}): read with U+FFFD in place of the \
+                 bad bytes",
+                s.invalid_utf8.count,
+                first(&s.invalid_utf8)
+            ));
+        }
         self.trace
-    }
-}
-
-fn device_from(v: &sonic_rs::Value) -> Device {
-    use sonic_rs::JsonValueTrait;
-    let u = |k: &str| v.get(k).and_then(|x| x.as_u64());
-    Device {
-        id: v.get("id").and_then(|x| x.as_i64()).unwrap_or(0),
-        name: v
-            .get("name")
-            .and_then(|x| x.as_str())
-            .unwrap_or("")
-            .to_owned(),
-        total_global_mem: u("totalGlobalMem"),
-        num_sms: u("numSms").and_then(|x| u32::try_from(x).ok()),
-        compute_major: u("computeMajor").and_then(|x| u32::try_from(x).ok()),
-        compute_minor: u("computeMinor").and_then(|x| u32::try_from(x).ok()),
-    }
-}
-
-fn process_group_from(v: &sonic_rs::Value) -> ProcessGroup {
-    use sonic_rs::{JsonContainerTrait, JsonValueTrait};
-    let ranks = match v.get("ranks") {
-        Some(r) if r.is_array() => r
-            .as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
-            .unwrap_or_default(),
-        Some(r) => r
-            .as_str()
-            .and_then(RankList::parse)
-            .map(|l| l.ranks)
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
-    ProcessGroup {
-        name: match v.get("pg_name") {
-            Some(n) if n.is_str() => n.as_str().unwrap_or("").to_owned(),
-            Some(n) => n.as_i64().map(|i| i.to_string()).unwrap_or_default(),
-            None => String::new(),
-        },
-        desc: v.get("pg_desc").and_then(|x| x.as_str()).map(Into::into),
-        size: v
-            .get("pg_size")
-            .and_then(|x| x.as_u64())
-            .and_then(|x| u32::try_from(x).ok()),
-        ranks,
     }
 }
 

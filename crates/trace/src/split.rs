@@ -2,10 +2,22 @@
 //! elements without building a document, so a file can be parsed in bounded
 //! chunks and the elements parsed in parallel.
 //!
-//! The splitter checks only bracket structure and strings; each element is
-//! then parsed by a real JSON parser, which reports any other syntax error.
+//! The splitter checks only bracket structure, strings and nesting depth
+//! (at most [`MAX_NESTING`] levels in any value, so that no parser after it
+//! recurses deeper); each element is then parsed by a real JSON parser,
+//! which reports any other syntax error. Members the reader does not use
+//! are never parsed: this is the only check they get.
+//!
+//! Lenient where writers are: a UTF-8 byte order mark before the root, the
+//! JSON array form (`[{...}, {...}`) with or without its closing `]`,
+//! stray and trailing commas, and zero bytes after the root (padding).
 
 use std::ops::Range;
+
+use crate::MAX_NESTING;
+
+/// The UTF-8 byte order mark, which some Windows tools write.
+const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// A complete piece of the input found by [`Splitter::scan`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,8 +96,17 @@ impl Splitter {
     }
 
     /// True once the root value has been closed.
+    #[cfg(test)]
     pub fn is_done(&self) -> bool {
         self.state == State::Done
+    }
+
+    /// True if the input may end here, given that it ends between values:
+    /// after the root, or inside a root array (the Trace Event Format lets
+    /// its array form end without the `]`, as a tracer killed mid-run
+    /// leaves it).
+    pub fn may_end(&self) -> bool {
+        self.state == State::Done || (self.root_is_array && self.state == State::InEvents)
     }
 
     /// True once the first non-whitespace byte has been seen.
@@ -135,11 +156,35 @@ impl Splitter {
             *pos = i;
             let c = buf[i];
             match self.state {
+                // Zero padding after the root, as some tools leave it.
+                State::Done if c == 0 => *pos = i + 1,
+                State::Done if c == b'{' || c == b'[' => {
+                    return err(
+                        i,
+                        "a second JSON value after the top-level one: one value per line \
+                         (JSON Lines) is not a trace"
+                            .into(),
+                    );
+                }
                 State::Done => {
                     return err(
                         i,
                         format!("unexpected {} after the top-level value", show(c)),
                     );
+                }
+                State::BeforeRoot if c == BOM[0] => {
+                    let rest = &buf[i..];
+                    if rest.starts_with(BOM) {
+                        *pos = i + BOM.len();
+                    } else if BOM.starts_with(rest) && !eof {
+                        // The mark is cut by the end of the buffer.
+                        return Ok(());
+                    } else {
+                        return err(
+                            i,
+                            format!("the top level is {}, not an object or array", show(c)),
+                        );
+                    }
                 }
                 State::BeforeRoot => match c {
                     b'{' => {
@@ -189,7 +234,11 @@ impl Splitter {
                         *pos = i + 1;
                         continue;
                     }
-                    let Some(end) = self.value_end(buf, i, eof)? else {
+                    let end = self.value_end(buf, i, eof).map_err(|e| ScanError {
+                        message: format!("in top-level \"{}\": {}", self.key, e.message),
+                        ..e
+                    })?;
+                    let Some(end) = end else {
                         return Ok(());
                     };
                     out.push(Item::Member {
@@ -270,6 +319,12 @@ impl Splitter {
                 brackets &= brackets - 1;
                 let c = buf[i];
                 if c == b'{' || c == b'[' {
+                    if self.stack.len() == MAX_NESTING {
+                        return Err(ScanError {
+                            offset: i,
+                            message: format!("nesting deeper than {MAX_NESTING} levels"),
+                        });
+                    }
                     self.stack.push(c);
                     continue;
                 }

@@ -1,0 +1,132 @@
+//! Top-level members other than `traceEvents`. The few the model uses are
+//! parsed ([`crate::tree`]) into [`TraceMeta`]; every other member is
+//! skipped unparsed, however large: the splitter has already checked its
+//! brackets, strings and nesting depth, which is all the reader needs of it.
+
+use crate::model::{Device, ProcessGroup, RankList, TraceMeta};
+use crate::parse::Repairs;
+use crate::tree::{self, Json};
+
+/// True for the members [`apply`] reads; the others are never parsed.
+pub(crate) fn is_used(key: &str) -> bool {
+    matches!(
+        key,
+        "schemaVersion"
+            | "baseTimeNanoseconds"
+            | "displayTimeUnit"
+            | "deviceProperties"
+            | "distributedInfo"
+    )
+}
+
+/// What reading one member gave besides [`TraceMeta`] fields.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    /// `distributedInfo.rank`, when this member was `distributedInfo`.
+    pub distributed_rank: Option<Option<u32>>,
+    /// Repairs inside a `distributedInfo` written as a string of JSON.
+    pub repairs: Repairs,
+    pub warning: Option<String>,
+}
+
+/// Stores what the member `key` (one [`is_used`] accepts) says in `meta`.
+pub(crate) fn apply(key: &str, value: &Json, meta: &mut TraceMeta) -> Applied {
+    let mut applied = Applied::default();
+    match key {
+        "schemaVersion" => meta.schema_version = value.as_i64(),
+        "baseTimeNanoseconds" => {
+            meta.base_time_ns = value
+                .as_i64()
+                .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
+        }
+        "displayTimeUnit" => meta.display_time_unit = value.as_str().map(str::to_owned),
+        "deviceProperties" => {
+            if let Some(arr) = value.as_array() {
+                meta.devices = arr.iter().map(device_from).collect();
+            }
+        }
+        "distributedInfo" => {
+            // Some exporters write it as a JSON string holding the object.
+            let owned;
+            let info = match value.as_str() {
+                Some(s) => match tree::parse(s.as_bytes()) {
+                    Ok((v, repairs)) => {
+                        applied.repairs = repairs;
+                        owned = v;
+                        &owned
+                    }
+                    Err(e) => {
+                        applied.warning = Some(format!(
+                            "distributedInfo is a string that is not JSON ({} at its byte {}): ignored",
+                            e.message, e.offset
+                        ));
+                        return applied;
+                    }
+                },
+                None => value,
+            };
+            apply_distributed(info, meta, &mut applied);
+        }
+        _ => {}
+    }
+    applied
+}
+
+fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
+    let small = |k: &str| {
+        info.get(k)
+            .and_then(Json::as_u64)
+            .and_then(|r| u32::try_from(r).ok())
+    };
+    applied.distributed_rank = Some(small("rank"));
+    meta.world_size = small("world_size");
+    meta.backend = info.get("backend").and_then(Json::as_str).map(Into::into);
+    meta.nccl_version = info
+        .get("nccl_version")
+        .and_then(Json::as_str)
+        .map(Into::into);
+    if let Some(pgs) = info.get("pg_config").and_then(Json::as_array) {
+        meta.process_groups = pgs.iter().map(process_group_from).collect();
+    }
+}
+
+fn device_from(v: &Json) -> Device {
+    let u = |k: &str| v.get(k).and_then(Json::as_u64);
+    Device {
+        id: v.get("id").and_then(Json::as_i64).unwrap_or(0),
+        name: v
+            .get("name")
+            .and_then(Json::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        total_global_mem: u("totalGlobalMem"),
+        num_sms: u("numSms").and_then(|x| u32::try_from(x).ok()),
+        compute_major: u("computeMajor").and_then(|x| u32::try_from(x).ok()),
+        compute_minor: u("computeMinor").and_then(|x| u32::try_from(x).ok()),
+    }
+}
+
+fn process_group_from(v: &Json) -> ProcessGroup {
+    let ranks = match v.get("ranks") {
+        Some(Json::Array(a)) => a.iter().filter_map(Json::as_i64).collect(),
+        Some(r) => r
+            .as_str()
+            .and_then(RankList::parse)
+            .map(|l| l.ranks)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    ProcessGroup {
+        name: match v.get("pg_name") {
+            Some(Json::Str(n)) => n.clone(),
+            Some(n) => n.as_i64().map(|i| i.to_string()).unwrap_or_default(),
+            None => String::new(),
+        },
+        desc: v.get("pg_desc").and_then(Json::as_str).map(Into::into),
+        size: v
+            .get("pg_size")
+            .and_then(Json::as_u64)
+            .and_then(|x| u32::try_from(x).ok()),
+        ranks,
+    }
+}

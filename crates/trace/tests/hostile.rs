@@ -1,0 +1,530 @@
+//! Hostile input and what writers really produce (issue 11): nesting is
+//! bounded everywhere, the forms the format and common writers allow are
+//! read (byte order mark, `NaN`, the unclosed array form, zero padding
+//! after gzip, invalid UTF-8), other formats are named, and numbers out of
+//! range are skipped with a reason. Crashes the CLI's fuzzer
+//! (crates/cli/tests/fuzz.rs) finds become `issue_11_*` tests here.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
+
+mod common;
+
+use common::*;
+use lumos_testkit::gzip;
+use lumos_trace::{
+    read_bytes_with_chunk, CollectiveArgs, ErrorKind, Event, Occurrences, RankList, SkipReason,
+    MAX_NESTING,
+};
+
+/// `depth` nested arrays, innermost empty.
+fn nested(depth: usize) -> String {
+    "[".repeat(depth) + &"]".repeat(depth)
+}
+
+/// Checks that `e` says "nesting deeper than 128 levels" at `offset`.
+fn assert_too_deep(e: &lumos_trace::ReadError, offset: usize, event: Option<u64>) {
+    match &e.kind {
+        ErrorKind::Syntax {
+            offset: got,
+            event: got_event,
+            message,
+        } => {
+            assert_eq!((*got, *got_event), (offset as u64, event), "{e}");
+            assert!(message.contains("nesting deeper than 128 levels"), "{e}");
+        }
+        _ => panic!("{e}"),
+    }
+}
+
+#[test]
+fn issue_11_deep_nesting_anywhere_is_an_error_not_an_abort() {
+    assert_eq!(MAX_NESTING, 128);
+    for depth in [MAX_NESTING + 1, 40_000] {
+        for key in ["deviceProperties", "distributedInfo", "someUnknownKey"] {
+            let head = format!("{{\"{key}\": ");
+            let text = format!("{head}{}, \"traceEvents\": [{KERNEL}]}}", nested(depth));
+            for (name, data) in [
+                ("deep.json", text.clone().into_bytes()),
+                ("deep.json.gz", gzip(text.as_bytes())),
+            ] {
+                let e = read_err(name, &data);
+                assert_too_deep(&e, head.len() + MAX_NESTING, None);
+                assert!(
+                    e.to_string().contains(&format!("in top-level \"{key}\"")),
+                    "{e}"
+                );
+            }
+        }
+        // In an event's args, and as an element of traceEvents.
+        let head = format!("{{\"traceEvents\": [{KERNEL}, ");
+        let event = format!("{{\"ph\": \"X\", \"args\": {{\"a\": {}}}}}", nested(depth));
+        let e = read_err("deep.json", format!("{head}{event}]}}").as_bytes());
+        // The event's own brace and args' are two of the levels.
+        let offset = head.len() + event.find('[').unwrap() + MAX_NESTING - 2;
+        assert_too_deep(&e, offset, Some(1));
+        let e = read_err(
+            "deep.json",
+            format!("{head}{}]}}", nested(depth)).as_bytes(),
+        );
+        assert_too_deep(&e, head.len() + MAX_NESTING, Some(1));
+    }
+    // Objects count like arrays.
+    let text = format!(
+        "{{\"x\": {}1{}, \"traceEvents\": []}}",
+        "{\"a\":".repeat(40_000),
+        "}".repeat(40_000)
+    );
+    let e = read_err("deep.json", text.as_bytes());
+    assert!(
+        e.to_string().contains("nesting deeper than 128 levels"),
+        "{e}"
+    );
+}
+
+#[test]
+fn issue_11_nesting_up_to_the_limit_reads() {
+    let text = format!(
+        "{{\"deviceProperties\": [{{\"id\": 3, \"x\": {}}}], \"other\": {}, \"traceEvents\": [{KERNEL}, \
+         {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 20, \
+         \"dur\": 5, \"args\": {{\"a\": {}}}}}]}}",
+        nested(MAX_NESTING - 2),
+        nested(MAX_NESTING),
+        nested(MAX_NESTING - 2)
+    );
+    let t = read_ok_any_chunk("limit.json", text.as_bytes());
+    assert_eq!(t.events.len(), 2);
+    assert_eq!(t.meta.devices[0].id, 3);
+}
+
+#[test]
+fn issue_11_distributed_info_string_holding_deep_json_is_a_warning() {
+    let inner = nested(40_000);
+    let text = format!("{{\"distributedInfo\": \"{inner}\", \"traceEvents\": [{KERNEL}]}}");
+    let t = read_ok("deep-string.json", text.as_bytes());
+    assert!(
+        t.warnings.iter().any(
+            |w| w.contains("distributedInfo is a string that is not JSON")
+                && w.contains("nesting deeper than 128 levels")
+        ),
+        "{:?}",
+        t.warnings
+    );
+    // And a well-formed one is read.
+    let text = format!(
+        "{{\"distributedInfo\": \"{{\\\"rank\\\": 5, \\\"world_size\\\": NaN}}\", \"traceEvents\": [{KERNEL}]}}"
+    );
+    let t = read_ok("string.json", text.as_bytes());
+    assert_eq!(t.meta.rank, 5);
+    assert_eq!(t.meta.world_size, None);
+    assert_eq!(t.skipped.non_finite.count, 1);
+}
+
+#[test]
+fn issue_11_byte_order_mark_is_accepted() {
+    let plain = trace_of(&[KERNEL, KERNEL]);
+    let want = read_ok("plain.json", plain.as_bytes());
+    let with_bom = [b"\xef\xbb\xbf".as_slice(), plain.as_bytes()].concat();
+    for (name, data) in [
+        ("bom.json", with_bom.clone()),
+        ("bom.json.gz", gzip(&with_bom)),
+    ] {
+        let t = read_ok_any_chunk(name, &data);
+        assert_eq!(t.events, want.events, "{name}");
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    }
+    // A damaged one is not text.
+    let e = read_err("half-bom.json", &with_bom[1..]);
+    assert!(e.to_string().contains("is binary data"), "{e}");
+}
+
+#[test]
+fn issue_11_nan_and_infinity_are_absent_values_counted_once() {
+    let text = format!(
+        r#"{{"deviceProperties": [{{"id": 0, "name": "A100", "totalGlobalMem": Infinity, "numSms": 108}}],
+            "traceEvents": [{KERNEL},
+            {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": NaN, "dur": 5}},
+            {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 30, "dur": -Infinity}},
+            {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 40, "dur": 1,
+              "args": {{"correlation": NaN, "stream": 7, "x": [NaN, Infinity]}}}},
+            NaN]}}"#
+    );
+    let t = read_ok_any_chunk("nan.json", text.as_bytes());
+    assert_eq!(t.events.len(), 2);
+    assert_eq!(t.events[1].correlation, None);
+    assert_eq!(t.events[1].stream, Some(7));
+    assert_eq!(t.meta.devices[0].total_global_mem, None);
+    assert_eq!(t.meta.devices[0].num_sms, Some(108));
+    assert_eq!(skipped(&t, "kernel", SkipReason::MissingTs), 1);
+    assert_eq!(skipped(&t, "kernel", SkipReason::MissingDur), 1);
+    assert_eq!(skipped(&t, "-", SkipReason::NotAnObject), 1);
+    assert_eq!(
+        t.skipped.non_finite,
+        Occurrences {
+            count: 7,
+            first_index: Some(1)
+        }
+    );
+    let warnings: Vec<_> = t.warnings.iter().filter(|w| w.contains("NaN")).collect();
+    assert_eq!(warnings.len(), 1, "{:?}", t.warnings);
+    assert!(
+        warnings[0].contains("7 ") && warnings[0].contains("traceEvents[1]"),
+        "{warnings:?}"
+    );
+    // Only in a member: no event index.
+    let text = format!(r#"{{"schemaVersion": NaN, "traceEvents": [{KERNEL}]}}"#);
+    let t = read_ok("member.json", text.as_bytes());
+    assert_eq!(t.skipped.non_finite.first_index, None);
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("in top-level members")),
+        "{:?}",
+        t.warnings
+    );
+    // Look-alikes are still errors.
+    for bad in ["nan", "Inf", "-NaN", "+Infinity", "NaNN"] {
+        let text = trace_of(&[&KERNEL.replace("\"ts\": 10", &format!("\"ts\": {bad}"))]);
+        let e = read_err("bad.json", text.as_bytes());
+        assert!(
+            matches!(e.kind, ErrorKind::Syntax { event: Some(0), .. }),
+            "{bad}: {e}"
+        );
+    }
+}
+
+#[test]
+fn issue_11_array_form_with_or_without_closing_bracket() {
+    let want = read_ok(
+        "object.json",
+        trace_of(&[KERNEL, KERNEL, KERNEL]).as_bytes(),
+    );
+    for text in [
+        format!("[{KERNEL}, {KERNEL}, {KERNEL}]"),
+        format!("[{KERNEL}, {KERNEL}, {KERNEL},]"),
+        format!("[{KERNEL}, {KERNEL}, {KERNEL}"),
+        format!("[{KERNEL}, {KERNEL}, {KERNEL},\n"),
+        format!("\u{feff}[{KERNEL},\n{KERNEL},\n{KERNEL},\n"),
+    ] {
+        for (name, data) in [
+            ("array.json", text.clone().into_bytes()),
+            ("array.json.gz", gzip(text.as_bytes())),
+        ] {
+            let t = read_ok_any_chunk(name, &data);
+            assert_eq!(t.events, want.events, "{text}");
+            assert_eq!(t.events_total, 3);
+        }
+    }
+    // Ending inside an element is still truncation, in either form.
+    for text in [
+        format!("[{KERNEL}, {KERNEL}, {}", &KERNEL[..30]),
+        format!("{{\"traceEvents\": [{KERNEL}, {KERNEL}]"),
+        format!("{{\"traceEvents\": [{KERNEL}, {KERNEL}"),
+    ] {
+        let e = read_err("cut.json", text.as_bytes());
+        assert!(matches!(e.kind, ErrorKind::Truncated { .. }), "{text}: {e}");
+        assert!(e.to_string().contains("truncated"), "{e}");
+    }
+}
+
+#[test]
+fn issue_11_gzip_members_padding_and_trailing_bytes() {
+    let text = trace_of(&[KERNEL, KERNEL, KERNEL, KERNEL]);
+    let want = read_ok("plain.json", text.as_bytes());
+    let b = text.as_bytes();
+    let members = [
+        gzip(&b[..10]),
+        gzip(b""),
+        gzip(&b[10..100]),
+        gzip(&b[100..]),
+    ]
+    .concat();
+    let mut padded = members.clone();
+    padded.extend([0u8; 10_000]);
+    for (name, data) in [("members.json.gz", &members), ("padded.json.gz", &padded)] {
+        let t = read_ok_any_chunk(name, data);
+        assert!(t.gzipped);
+        assert_eq!(t.events, want.events, "{name}");
+        assert!(t.warnings.is_empty(), "{name}: {:?}", t.warnings);
+    }
+    // Other bytes after the data: read, with a warning (as gzip does).
+    let mut junk = padded.clone();
+    junk.extend(b"garbage");
+    let t = read_ok("junk.json.gz", &junk);
+    assert_eq!(t.events, want.events);
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("ignored 10007 bytes after the end of the gzip data")),
+        "{:?}",
+        t.warnings
+    );
+    // The JSON must still be complete.
+    let cut = [gzip(&b[..b.len() - 2]), vec![0; 100]].concat();
+    let e = read_err("cut.json.gz", &cut);
+    assert!(matches!(e.kind, ErrorKind::Truncated { .. }), "{e}");
+}
+
+/// A tar archive holding `data` as `name` (one 512-byte header, the data,
+/// padding to a block, and the two zero blocks of the end).
+fn tar_of(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = [0u8; 512];
+    header[..name.len()].copy_from_slice(name.as_bytes());
+    header[100..108].copy_from_slice(b"0000644\0");
+    header[124..136].copy_from_slice(format!("{:011o}\0", data.len()).as_bytes());
+    header[156] = b'0';
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header.iter().map(|&b| u32::from(b)).sum();
+    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    let mut out = header.to_vec();
+    out.extend_from_slice(data);
+    out.resize(out.len().div_ceil(512) * 512 + 1024, 0);
+    out
+}
+
+#[test]
+fn issue_11_archives_and_other_formats_are_named() {
+    let trace = trace_of(&[KERNEL]);
+    let tar = tar_of("trace.json", trace.as_bytes());
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("t.tar", tar.clone(), "is a tar archive; extract the trace"),
+        (
+            "t.tar.gz",
+            gzip(&tar),
+            "is a tar archive (inside gzip); extract",
+        ),
+        (
+            "t.zip",
+            b"PK\x03\x04\x14\x00\x00\x00\x08\x00".to_vec(),
+            "is a zip archive",
+        ),
+        (
+            "t.json.zst",
+            b"\x28\xb5\x2f\xfd\x24\x04\x21\x00".to_vec(),
+            "is zstd-compressed; decompress it first",
+        ),
+        (
+            "t.json.xz",
+            b"\xfd7zXZ\x00\x00\x04\xe6\xd6".to_vec(),
+            "is xz-compressed",
+        ),
+        (
+            "t.json.bz2",
+            b"BZh91AY&SY\x12\x34".to_vec(),
+            "is bzip2-compressed",
+        ),
+        ("t.json", b"\xff\xfe{\x00\"\x00".to_vec(), "is UTF-16 text"),
+        (
+            "t.json",
+            b"<!DOCTYPE html>\n<html><body>Not Found</body></html>".to_vec(),
+            "is an HTML page",
+        ),
+        (
+            "t.json",
+            vec![0; 4096],
+            "is zero-filled where the JSON should start",
+        ),
+        (
+            "t.json",
+            b"\x0a\x12\x08\x01\x10\xc8\x01\x1a\x00".to_vec(),
+            "is binary data",
+        ),
+        (
+            "t.pickle",
+            b"\x80\x04\x95\x10\x00\x00".to_vec(),
+            "is a Python pickle",
+        ),
+    ];
+    for (name, data, words) in cases {
+        let e = read_err(name, &data);
+        assert!(matches!(e.kind, ErrorKind::Format { .. }), "{name}: {e}");
+        assert!(e.to_string().contains(words), "{name}: {e}");
+        // However little is read at a time.
+        let chunked = read_bytes_with_chunk(std::path::Path::new(name), &data, 1).unwrap_err();
+        assert_eq!(chunked.to_string(), e.to_string());
+    }
+}
+
+#[test]
+fn issue_11_json_that_is_not_a_kineto_trace_says_what_it_is() {
+    let et = r#"{"schema": "1.0.1", "pid": 7, "time": "2024-01-01", "start_ts": 1,
+        "nodes": [{"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "inputs": {"values": [[1, 2]]}}],
+        "finish_ts": 2}"#;
+    let e = read_err("et.json", et.as_bytes());
+    assert!(matches!(e.kind, ErrorKind::NotATrace(_)), "{e}");
+    assert!(e.to_string().contains("PyTorch execution trace"), "{e}");
+    let e = read_err("lines.json", b"{\"ph\": \"X\"}\n{\"ph\": \"X\"}\n");
+    assert!(e.to_string().contains("JSON Lines"), "{e}");
+    for (name, data) in [("empty.json", vec![]), ("empty.json.gz", gzip(b""))] {
+        let e = read_err(name, &data);
+        assert!(e.to_string().ends_with(": file is empty"), "{e}");
+    }
+}
+
+#[test]
+fn issue_11_invalid_utf8_is_replaced_and_counted() {
+    let bad_name = KERNEL
+        .replace("\"k\"", "\"k\u{1}\"")
+        .replace('\u{1}', "\u{fffd}");
+    let mut text = trace_of(&[KERNEL, &bad_name, KERNEL]).into_bytes();
+    // Replace the UTF-8 of U+FFFD by a lone continuation byte and a
+    // truncated sequence: both invalid.
+    let at = text
+        .windows(3)
+        .position(|w| w == "\u{fffd}".as_bytes())
+        .unwrap();
+    text.splice(at..at + 3, [0x80, 0xe2, 0x82]);
+    let t = read_ok_any_chunk("utf8.json", &text);
+    assert_eq!(t.events.len(), 3);
+    assert_eq!(t.name(&t.events[1]), "k\u{fffd}\u{fffd}");
+    assert_eq!(
+        t.skipped.invalid_utf8,
+        Occurrences {
+            count: 1,
+            first_index: Some(1)
+        }
+    );
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("invalid UTF-8") && w.contains("traceEvents[1]")),
+        "{:?}",
+        t.warnings
+    );
+    // In a member's string too.
+    let text = [
+        b"{\"deviceProperties\": [{\"id\": 1, \"name\": \"A1\xff\"}], \"traceEvents\": []}"
+            .as_slice(),
+    ]
+    .concat();
+    let t = read_ok("member.json", &text);
+    assert_eq!(t.meta.devices[0].name, "A1\u{fffd}");
+    assert_eq!(t.skipped.invalid_utf8.count, 1);
+    // Control characters stay errors: JSON never allows them raw.
+    let e = read_err(
+        "ctl.json",
+        trace_of(&[&KERNEL.replace("\"k\"", "\"k\u{7}\"")]).as_bytes(),
+    );
+    assert!(e.to_string().contains("control character"), "{e}");
+}
+
+#[test]
+fn issue_11_unused_members_are_not_parsed() {
+    // Whatever an unused member holds between balanced brackets is skipped
+    // unread, as the model needs none of it: only the splitter's checks
+    // (brackets, strings, depth) apply.
+    let text = format!(
+        "{{\"traceName\": [1,, x], \"deviceProperties\": [], \"traceEvents\": [{KERNEL}], \"zzz\": tru}}"
+    );
+    let t = read_ok_any_chunk("unused.json", text.as_bytes());
+    assert_eq!(t.events.len(), 1);
+    // Used ones are.
+    let e = read_err(
+        "used.json",
+        b"{\"schemaVersion\": [1,,], \"traceEvents\": []}",
+    );
+    assert!(
+        e.to_string().contains("in top-level \"schemaVersion\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn issue_11_zero_padding_after_plain_json() {
+    let mut text = trace_of(&[KERNEL]).into_bytes();
+    text.extend([0u8; 5000]);
+    assert_eq!(read_ok_any_chunk("padded.json", &text).events.len(), 1);
+    text.push(b'x');
+    let e = read_err("padded.json", &text);
+    assert!(e.to_string().contains("after the top-level value"), "{e}");
+}
+
+#[test]
+fn issue_11_numbers_out_of_range_are_skipped_with_a_reason() {
+    let ev = |ts: &str, dur: &str, pid: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "k", "pid": {pid}, "tid": 7, "ts": {ts}, "dur": {dur}}}"#
+        )
+    };
+    let events = [
+        ev("1e999", "1", "0"),
+        ev("\"9223372036854775.9\"", "1", "0"),
+        ev("9223372036854775807", "1", "0"),
+        ev("-9223372036854775809", "1", "0"),
+        ev("9223372036854775", "9223372036854775", "0"),
+        ev("10", "-1e300", "0"),
+        ev("10", "-1", "0"),
+        ev("10", "5", "1e30"),
+        ev("10", "5", "1.5"),
+        ev("10", "5", "18446744073709551616"),
+        ev("10", "1e-999", "0"),
+        KERNEL.replace("\"dur\": 5", "\"dur\": 5, \"args\": {\"correlation\": 1e400, \"External id\": -1, \"stream\": 99999999999999999999}"),
+        r#"{"ph": "s", "cat": "ac2g", "name": "f", "pid": 0, "tid": 7, "ts": 1, "id": 18446744073709551616}"#.into(),
+        r#"{"ph": "s", "cat": "ac2g", "name": "f", "pid": 0, "tid": 7, "ts": 1, "id": 1.5}"#.into(),
+    ];
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_ok_any_chunk("huge.json", trace_of(&refs).as_bytes());
+    assert_eq!(skipped(&t, "kernel", SkipReason::TimeOutOfRange), 6);
+    assert_eq!(skipped(&t, "kernel", SkipReason::NegativeDur), 1);
+    assert_eq!(skipped(&t, "-", SkipReason::BadFieldType), 3);
+    assert_eq!(skipped(&t, "ac2g", SkipReason::BadFlow), 2);
+    assert_eq!(t.events.len(), 2);
+    assert_eq!(t.events[0].dur_ns, 0, "1e-999 us is 0 ns");
+    let last = &t.events[1];
+    assert_eq!(
+        (last.correlation, last.external_id, last.stream),
+        (None, None, None)
+    );
+}
+
+#[test]
+fn issue_11_model_arithmetic_saturates() {
+    let e = Event {
+        category: lumos_trace::Category::Kernel,
+        name: lumos_trace::StrId(0),
+        pid: lumos_trace::Ident::Num(0),
+        tid: lumos_trace::Ident::Num(0),
+        ts_ns: i64::MAX - 5,
+        dur_ns: 100,
+        correlation: None,
+        external_id: None,
+        stream: None,
+        device: None,
+        extra: None,
+    };
+    assert_eq!(e.end_ns(), i64::MAX);
+    let huge = CollectiveArgs {
+        in_nelems: Some(u64::MAX / 2),
+        dtype: Some("Float".into()),
+        ..CollectiveArgs::default()
+    };
+    assert_eq!(huge.bytes(), None);
+    let ranks = RankList::parse(&format!("[0, {}, ...]", i64::MAX)).unwrap();
+    let expanded = ranks.expand(4);
+    assert_eq!(expanded, [0, i64::MAX, i64::MAX, i64::MAX]);
+    // A damaged group size does not allocate what it claims.
+    assert_eq!(ranks.expand(u32::MAX as usize).len(), 2);
+    assert_eq!(
+        RankList::parse("[0, 8, ...]")
+            .unwrap()
+            .expand(1 << 20)
+            .len(),
+        1 << 20
+    );
+}
+
+#[test]
+fn issue_11_a_huge_item_reads_in_linear_time() {
+    // One 8 MB string read 1 KB at a time: the buffer grows geometrically,
+    // so the item is rescanned a few times, not 8000.
+    let long = "x".repeat(8 << 20);
+    let text = format!(
+        "{{\"junk\": \"{long}\", \"traceEvents\": [{}]}}",
+        KERNEL.replace("\"k\"", &format!("\"{long}\""))
+    );
+    let start = std::time::Instant::now();
+    let t =
+        read_bytes_with_chunk(std::path::Path::new("long.json"), text.as_bytes(), 1024).unwrap();
+    assert_eq!(t.name(&t.events[0]).len(), 8 << 20);
+    assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
+}
