@@ -3,7 +3,7 @@
 //! read (byte order mark, `NaN`, the unclosed array form, zero padding
 //! after gzip, invalid UTF-8), other formats are named, and numbers out of
 //! range are skipped with a reason. Crashes the CLI's fuzzer
-//! (crates/cli/tests/fuzz.rs) finds become `issue_11_*` tests here.
+//! (crates/cli/tests/fuzz/) finds become `issue_11_*` tests here.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 mod common;
