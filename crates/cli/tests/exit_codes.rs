@@ -171,3 +171,25 @@ fn clap_errors_and_bad_files_keep_their_codes() {
         assert!(help.contains(line), "{line} not in --help: {help}");
     }
 }
+
+/// JSON read outside lumos-trace (`--network` and `--model` files) goes
+/// through serde_json, whose recursion limit stops deep nesting with an
+/// error naming the file, not a stack overflow (issue 11, item 1).
+#[test]
+fn issue_11_deeply_nested_network_and_model_files_are_errors() {
+    let dir = TempDir::new("cli-exit-deep");
+    let f = one_rank(&dir.join("job"));
+    let deep = dir.join("deep.json");
+    let depth = 200_000;
+    let text = format!("{{\"layers\": {}{}}}", "[".repeat(depth), "]".repeat(depth));
+    std::fs::write(&deep, text).unwrap();
+    let path = deep.to_str().unwrap();
+    let out = run(&["predict", "--network", path], Some(&f));
+    assert_fails(&out, 1, "deep.json: invalid JSON", "deep network file");
+    let out = lumos()
+        .args(["synth", "--model", path, "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert_fails(&out, 1, "deep.json: invalid JSON", "deep model file");
+}

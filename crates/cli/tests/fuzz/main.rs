@@ -24,7 +24,9 @@
 //!   see what the fuzzer finds in it).
 //!
 //! Each failing input is kept under `target/tmp/fuzz-failures/` to become
-//! a named regression test (`issue_11_*` in crates/trace/tests/hostile.rs).
+//! a named regression test: the case spelled out as an `issue_11_fuzz_*`
+//! test here, and its class in the crate at fault (`issue_11_*` in
+//! crates/trace/tests/hostile.rs for the reader).
 #![cfg(unix)]
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
@@ -37,7 +39,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lumos_testkit::{gunzip_file, TempDir};
-use mutate::{Case, Rng};
+use mutate::{Case, Encoding, Mutation, Place, Rng};
 
 /// The inputs: small, and between them every kind of trace the corpus has
 /// (GPU and CPU only, CUDA and ROCm, graph launches, collectives, a rank
@@ -107,27 +109,115 @@ fn config() -> Config {
     Config { seed, runs }
 }
 
-#[test]
-fn fuzz_the_cli() {
-    let Some(corpus) = lumos_testkit::corpus() else {
+/// The fuzzer's inputs, decompressed, and the job's other ranks as files.
+struct Inputs {
+    traces: Vec<(&'static str, Vec<u8>)>,
+    job_rank: Option<usize>,
+    others: Vec<(String, Vec<u8>)>,
+}
+
+impl Inputs {
+    /// Reads them from the corpus (`None`, and the test skips, without one).
+    fn load() -> Option<Inputs> {
+        let corpus = lumos_testkit::corpus()?;
+        let traces = INPUTS
+            .iter()
+            .map(|&rel| (rel, gunzip_file(&corpus.path(rel))))
+            .collect();
+        let others = corpus
+            .traces(JOB)
+            .into_iter()
+            .filter(|p| !p.ends_with(Path::new(JOB_RANK).file_name().unwrap()))
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect();
+        Some(Inputs {
+            traces,
+            job_rank: INPUTS.iter().position(|&r| r == JOB_RANK),
+            others,
+        })
+    }
+}
+
+/// Index of the input `rel` in [`INPUTS`].
+fn input(rel: &str) -> usize {
+    INPUTS.iter().position(|&r| r == rel).expect("an input")
+}
+
+/// Runs one spelled-out case (a crash the fuzzer once found) and fails
+/// with the fuzzer's report if its outcome is wrong.
+fn regression(name: &str, case: Case) {
+    let Some(inputs) = Inputs::load() else {
         return;
     };
-    let inputs: Vec<(&str, Vec<u8>)> = INPUTS
-        .iter()
-        .map(|&rel| (rel, gunzip_file(&corpus.path(rel))))
-        .collect();
-    let job_rank = INPUTS.iter().position(|&r| r == JOB_RANK);
-    let others: Vec<(String, Vec<u8>)> = corpus
-        .traces(JOB)
-        .into_iter()
-        .filter(|p| !p.ends_with(Path::new(JOB_RANK).file_name().unwrap()))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
+    let dir = TempDir::new(name);
+    let (rel, json) = &inputs.traces[case.input];
+    let bytes = case.bytes(json);
+    if let Err(problem) = run_case(&case, &bytes, dir.path(), &inputs.others) {
+        panic!("{name}: {rel}, {case:?}\n  problem: {problem}");
+    }
+}
+
+// Crashes the fuzzer found, each a named test, spelled out rather than as
+// a seed and run so that changes to the generator do not lose them. Both
+// were stack overflows (an abort, no message) in the binary before issue
+// 11 (seed 0x11f022, runs 30 and 246); the reader-level tests of the same
+// class are `issue_11_deep_nesting_*` in crates/trace/tests/hostile.rs.
+
+#[test]
+fn issue_11_fuzz_deep_objects_in_device_properties() {
+    regression(
+        "fuzz-deep-device-properties",
+        Case {
+            input: input("micro/a100-stream-wait-event-3streams.json.gz"),
+            command: mutate::Command::Inspect,
+            mutations: vec![Mutation::DeepNesting {
+                depth: 200_000,
+                objects: true,
+                place: Place::Member("deviceProperties"),
+            }],
+            encoding: Encoding::Plain,
+        },
+    );
+}
+
+#[test]
+fn issue_11_fuzz_deep_arrays_in_distributed_info_of_a_damaged_trace() {
+    regression(
+        "fuzz-deep-distributed-info",
+        Case {
+            input: input("single-rank/mi250-toy-train.json.gz"),
+            command: mutate::Command::InspectJson,
+            mutations: vec![
+                Mutation::InsertBytes {
+                    at: 2_527_121_979_814_089_085,
+                    bytes: b"[nullnull\0".to_vec(),
+                },
+                Mutation::CopyRange {
+                    from: 2_682_140_632_873_810_162,
+                    len: 1406,
+                    to: 15_301_033_038_357_847_134,
+                },
+                Mutation::DeepNesting {
+                    depth: 200_000,
+                    objects: false,
+                    place: Place::Member("distributedInfo"),
+                },
+            ],
+            encoding: Encoding::Plain,
+        },
+    );
+}
+
+#[test]
+fn fuzz_the_cli() {
+    let Some(inputs) = Inputs::load() else {
+        return;
+    };
     let cfg = config();
     let started = Instant::now();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
@@ -149,10 +239,10 @@ fn fuzz_the_cli() {
                         return;
                     };
                     let mut rng = Rng::for_run(cfg.seed, run);
-                    let case = Case::generate(&mut rng, inputs.len(), job_rank);
-                    let (rel, json) = &inputs[case.input];
+                    let case = Case::generate(&mut rng, inputs.traces.len(), inputs.job_rank);
+                    let (rel, json) = &inputs.traces[case.input];
                     let bytes = case.bytes(json);
-                    match run_case(&case, &bytes, dir.path(), &others) {
+                    match run_case(&case, &bytes, dir.path(), &inputs.others) {
                         Ok(true) => {}
                         Ok(false) => {
                             rejected.fetch_add(1, Ordering::Relaxed);
