@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use lumos_graph::RankInput;
+use lumos_graph::{RankInput, Unreadable};
 use lumos_trace::{ReadError, Trace};
 use rayon::prelude::*;
 
@@ -72,39 +72,39 @@ pub fn read_all(files: &[PathBuf]) -> Vec<Result<Trace, ReadError>> {
 
 /// Reads and builds every file of a job in parallel, dropping each trace as
 /// soon as its graph is built (memory: one trace per thread at a time).
-/// Files that cannot be read are reported and left out (their ranks then
-/// count as missing); the flag says whether all were read.
-pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, bool) {
+/// Files that cannot be read are reported and returned apart (the job
+/// names their ranks as unreadable).
+pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, Vec<Unreadable>) {
     let results: Vec<Result<RankInput, ReadError>> = files
         .par_iter()
         .map(|f| lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t)))
         .collect();
-    let mut ok = true;
+    let mut unreadable = Vec::new();
     let mut out = Vec::new();
     for r in results {
         match r {
             Ok(l) => out.push(l),
             Err(e) => {
-                output::error(e);
-                ok = false;
+                output::error(&e);
+                unreadable.push(Unreadable::of(&e));
             }
         }
     }
-    (out, ok)
+    (out, unreadable)
 }
 
 /// Turns traces already read into the ranks of a job, in parallel,
-/// dropping each trace once its graph is built; read errors are printed,
-/// and the flag says whether there were none.
-pub fn ranks_from_read(read: Vec<Result<Trace, ReadError>>) -> (Vec<RankInput>, bool) {
-    let mut ok = true;
+/// dropping each trace once its graph is built; read errors are printed
+/// and returned apart.
+pub fn ranks_from_read(read: Vec<Result<Trace, ReadError>>) -> (Vec<RankInput>, Vec<Unreadable>) {
+    let mut unreadable = Vec::new();
     let mut traces = Vec::new();
     for r in read {
         match r {
             Ok(t) => traces.push(t),
             Err(e) => {
-                output::error(e);
-                ok = false;
+                output::error(&e);
+                unreadable.push(Unreadable::of(&e));
             }
         }
     }
@@ -112,5 +112,5 @@ pub fn ranks_from_read(read: Vec<Result<Trace, ReadError>>) -> (Vec<RankInput>, 
         .into_par_iter()
         .map(|t| RankInput::from_trace(&t))
         .collect();
-    (ranks, ok)
+    (ranks, unreadable)
 }

@@ -462,3 +462,183 @@ fn synthesized_job_matches_by_seq_and_point_to_point() {
     assert!(m["by_rule"]["point_to_point"].as_u64().unwrap() > 0);
     assert_steps_within_5pct(&v);
 }
+
+/// The DLRM ranks in a temp dir, but for those `except` names.
+fn dlrm_copy(dlrm: &Path, name: &str, except: &[u32]) -> TempDir {
+    let dir = temp_dir(name);
+    for r in (0..8).filter(|r| !except.contains(r)) {
+        std::fs::copy(rank_file(dlrm, r), dir.join(format!("rank{r}.json.gz"))).unwrap();
+    }
+    dir
+}
+
+fn warnings(v: &Value) -> Vec<String> {
+    v["job"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `replay --json` on `dir`, which exits 1 (a file left out or unreadable)
+/// but still reports the job; with stderr.
+fn replay_partly(dir: &Path) -> (Value, String) {
+    let out = run(&["replay", "--json"], &[dir]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    (serde_json::from_slice(&out.stdout).unwrap(), err)
+}
+
+/// A rank of another job (a synthesized GPT rank 0 of 8, data parallel) in
+/// place of DLRM's rank 0: it shares no collective with the others, so it
+/// is left out, and the job is DLRM's seven other ranks, matched as usual.
+#[test]
+fn a_rank_of_another_job_is_left_out() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_copy(&dlrm, "foreign", &[0]);
+    let other = temp_dir("foreign-synth");
+    let out = lumos()
+        .args([
+            "synth", "--model", "gpt-tiny", "--dp", "8", "--ranks", "all",
+        ])
+        .arg("--out")
+        .arg(other.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::copy(other.join("rank0.json.gz"), dir.join("rank0.json.gz")).unwrap();
+    let (v, err) = replay_partly(&dir);
+    let job = &v["job"];
+    assert_eq!(job["ranks"], serde_json::json!([1, 2, 3, 4, 5, 6, 7]));
+    assert_eq!(job["left_out"][0]["rank"], 0);
+    assert_eq!(job["left_out"][0]["reason"], "no_shared_collective");
+    assert!(err.contains("rank 0 ("), "{err}");
+    let w = warnings(&v);
+    assert!(
+        w.iter().any(|w| w.contains(
+            "shares no collective with the other 7 ranks, which match among themselves; left \
+             out: is it from another run?"
+        )),
+        "{w:?}"
+    );
+    // No rank is blamed for sharing nothing with the foreign reference.
+    assert!(
+        !w.iter().any(|w| w.contains("clock taken as recorded")),
+        "{w:?}"
+    );
+    assert_eq!(job["matching"]["sets"], 8);
+    assert_eq!(job["matching"]["unmatched_tasks"], 0);
+    // The job's step is DLRM's (about 20 ms), not the synthesized rank's.
+    let full = replay(&[], &dlrm);
+    assert_eq!(
+        job["steps"][0]["measured_us"],
+        full["job"]["steps"][0]["measured_us"]
+    );
+    assert_eq!(v["traces"].as_array().unwrap().len(), 7);
+    assert_steps_within_5pct(&v);
+}
+
+#[test]
+fn a_rank_claiming_another_world_size_is_named_and_kept() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_copy(&dlrm, "world", &[3]);
+    let mut doc = load_json(&rank_file(&dlrm, 3));
+    doc["distributedInfo"]["world_size"] = Value::from(16);
+    write_json(&dir.join("rank3.json"), &doc);
+    // Still a job (most files record 8), of world size 8, nothing missing.
+    let v = replay(&[], &dir);
+    let job = &v["job"];
+    assert_eq!(job["world_size"], 8);
+    assert!(job["missing_ranks"].as_array().unwrap().is_empty());
+    assert!(job.get("left_out").is_none());
+    assert_eq!(job["matching"]["sets"], 8);
+    let w = warnings(&v);
+    assert!(
+        w.iter().any(|w| w
+            .starts_with("files disagree on the world size (8 in 7 files (rank 0-2, 4-7), 16 in ")
+            && w.contains("rank3.json); using 8, which most files record")),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn a_rank_three_days_away_is_left_out() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_copy(&dlrm, "days", &[5]);
+    let mut doc = load_json(&rank_file(&dlrm, 5));
+    let days_us = 3 * 86_400 * 1_000_000i64;
+    for e in doc["traceEvents"].as_array_mut().unwrap() {
+        if let Some(ts) = e.get("ts").and_then(Value::as_i64) {
+            e["ts"] = Value::from(ts + days_us);
+        }
+    }
+    write_json(&dir.join("rank5.json"), &doc);
+    let (v, _) = replay_partly(&dir);
+    let job = &v["job"];
+    assert_eq!(job["missing_ranks"], serde_json::json!([5]));
+    assert_eq!(job["left_out"][0]["reason"], "far_clock");
+    let w = warnings(&v);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("its collectives end 3.0 days after the other ranks'")),
+        "{w:?}"
+    );
+    assert!(
+        w.iter().any(|w| w.starts_with(
+            "rank 5 of world size 8 left out (clock far off): simulating the 7 ranks present"
+        )),
+        "{w:?}"
+    );
+    for o in job["clock"]["offsets"].as_array().unwrap() {
+        assert!(o["offset_us"].as_f64().unwrap().abs() <= 10.0, "{o}");
+    }
+    assert_steps_within_5pct(&v);
+}
+
+#[test]
+fn an_unreadable_rank_is_named_as_unreadable() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_copy(&dlrm, "corrupt", &[2]);
+    std::fs::write(dir.join("rank2.json"), "{\"traceEvents\": [").unwrap();
+    for job_flag in [&[][..], &["--job"][..]] {
+        let mut args = vec!["replay", "--json"];
+        args.extend_from_slice(job_flag);
+        let out = run(&args, &[dir.path()]);
+        assert_eq!(out.status.code(), Some(1));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["job"]["missing_ranks"], serde_json::json!([2]));
+        let w = warnings(&v);
+        assert!(
+            w.iter()
+                .any(|w| w.starts_with("rank 2 of world size 8 unreadable (")
+                    && w.contains("rank2.json: truncated JSON")
+                    && !w.contains("no file")),
+            "{w:?}"
+        );
+    }
+}
+
+#[test]
+fn a_summary_over_nothing_says_so() {
+    let dir = temp_dir("nothing");
+    let bad = dir.join("broken.json");
+    std::fs::write(&bad, "{\"traceEvents\": [").unwrap();
+    let out = run(&["replay", "--json"], &[&bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["summary"]["mean_abs_error_pct"].is_null(), "{v}");
+    assert!(v["summary"]["max_abs_error_pct"].is_null());
+    assert_eq!(v["summary"]["steps"], 0);
+    let out = run(&["replay"], &[&bad]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("summary: nothing replayed"), "{text}");
+}

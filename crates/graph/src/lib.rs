@@ -30,11 +30,11 @@ pub use build::build;
 pub use check::{check, Violation};
 pub use dump::dump;
 pub use job::{
-    align_clocks, assemble, group_by_program, looks_like_job, match_collectives, merge,
-    program_signature, rank_graph, rank_ranges, ClockAlignment, CollectiveMatch, CommPattern,
-    CommTask, Job, JobError, JobGraph, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
-    ProgramSignature, RankGraph, RankGroup, RankInput, RankMeta, RankPart, Rendezvous,
-    RendezvousKind,
+    align_clocks, assemble, assemble_with, group_by_program, looks_like_job, match_collectives,
+    merge, program_signature, rank_graph, rank_ranges, ClockAlignment, CollectiveMatch,
+    CommPattern, CommTask, Job, JobError, JobGraph, LeftOut, LeftOutReason, MatchProblem,
+    MatchRule, MatchedSet, Member, ProblemKind, ProgramSignature, RankGraph, RankGroup, RankInput,
+    RankMeta, RankPart, Rendezvous, RendezvousKind, Unreadable, FAR_CLOCK_NS,
 };
 pub use model::*;
 pub use report::{BuildReport, Rule};

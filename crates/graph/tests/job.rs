@@ -559,3 +559,249 @@ fn looks_like_job_needs_two_files_of_one_world_size() {
     assert!(!job(&[Some(8), None]));
     assert!(!job(&[Some(1), Some(1)]));
 }
+
+/// A hand-made rank of a 4-rank job issuing all-reduces with these `Seq`s,
+/// its clock moved by `shift_ns`.
+fn member(r: u32, world_size: Option<u32>, seqs: &[i64], shift_ns: i64) -> RankInput {
+    let comms: Vec<_> = seqs
+        .iter()
+        .map(|&s| ("allreduce", Some(s), CommPattern::Group, Some(64)))
+        .collect();
+    let mut i = input(r, lumos_trace::RankSource::DistributedInfo, world_size);
+    i.graph = rank(r, &comms);
+    i.graph.clock_base_ns = shift_ns;
+    i
+}
+
+fn has(warnings: &[String], text: &str) -> bool {
+    warnings.iter().any(|w| w.contains(text))
+}
+
+#[test]
+fn a_rank_sharing_no_collective_is_left_out() {
+    // Rank 2 is from another run: its sequence numbers are not the job's,
+    // so every collective of the others misses it (incomplete).
+    let job = assemble(vec![
+        member(0, Some(4), &[1, 2, 3], 0),
+        member(1, Some(4), &[1, 2, 3], 0),
+        member(2, Some(4), &[101, 102], 0),
+        member(3, Some(4), &[1, 2, 3], 0),
+    ])
+    .unwrap();
+    assert_eq!(job.rank_numbers(), [0, 1, 3]);
+    assert_eq!(job.matching.sets.len(), 3);
+    assert!(
+        job.matching.problems.is_empty(),
+        "{:?}",
+        job.matching.problems
+    );
+    assert_eq!(job.left_out.len(), 1);
+    assert_eq!(
+        job.left_out[0].reason,
+        LeftOutReason::NoSharedCollective { others: 3 }
+    );
+    assert!(has(
+        &job.warnings,
+        "rank 2 (/t/rank2.json) shares no collective with the other 3 ranks, which match \
+         among themselves; left out: is it from another run?"
+    ));
+    assert_eq!(job.missing, [2]);
+    assert!(
+        has(
+            &job.warnings,
+            "rank 2 of world size 4 left out (shares no collective): simulating the 3 ranks \
+             present"
+        ),
+        "{:?}",
+        job.warnings
+    );
+    // A rank that shares some collectives is kept, whatever else differs.
+    let job = assemble(vec![
+        member(0, Some(4), &[1, 2, 3], 0),
+        member(1, Some(4), &[1, 2, 3], 0),
+        member(2, Some(4), &[1, 2], 0),
+        member(3, Some(4), &[1, 2, 3], 0),
+    ])
+    .unwrap();
+    assert!(job.left_out.is_empty());
+    assert_eq!(job.matching.sets.len(), 2);
+    // Two ranks that match nothing: nobody can tell which is the job's.
+    let job = assemble(vec![
+        member(0, Some(2), &[1], 0),
+        member(1, Some(2), &[7], 0),
+    ])
+    .unwrap();
+    assert!(job.left_out.is_empty());
+    assert!(job.matching.sets.is_empty());
+}
+
+#[test]
+fn two_ranks_of_another_run_are_left_out_together() {
+    let job = assemble(vec![
+        member(0, Some(5), &[1, 2], 0),
+        member(1, Some(5), &[1, 2], 0),
+        member(2, Some(5), &[50, 51, 52], 0),
+        member(3, Some(5), &[50, 51, 52], 0),
+        member(4, Some(5), &[1, 2], 0),
+    ]);
+    // Two ranks of one other program: no single one helps, the two do.
+    let job = job.unwrap();
+    let out: Vec<u32> = job.left_out.iter().map(|l| l.rank).collect();
+    assert_eq!(out, [2, 3], "{:?}", job.warnings);
+}
+
+#[test]
+fn the_world_size_is_the_one_most_files_record() {
+    // Rank 3 records another world size: named, kept (its collectives
+    // match), and ranks 4-15 are not taken for missing.
+    let job = assemble(vec![
+        member(0, Some(4), &[1, 2], 0),
+        member(1, Some(4), &[1, 2], 0),
+        member(2, Some(4), &[1, 2], 0),
+        member(3, Some(16), &[1, 2], 0),
+    ])
+    .unwrap();
+    assert_eq!(job.world_size, Some(4));
+    assert!(job.missing.is_empty());
+    assert_eq!(job.rank_numbers(), [0, 1, 2, 3]);
+    assert!(
+        has(
+            &job.warnings,
+            "files disagree on the world size (4 in 3 files (rank 0-2), 16 in /t/rank3.json); \
+             using 4, which most files record"
+        ),
+        "{:?}",
+        job.warnings
+    );
+    // A rank that cannot fit the world most files record is left out.
+    let job = assemble(vec![
+        member(0, Some(4), &[1, 2], 0),
+        member(1, Some(4), &[1, 2], 0),
+        member(2, Some(4), &[1, 2], 0),
+        member(9, Some(16), &[1, 2], 0),
+    ])
+    .unwrap();
+    assert_eq!(job.rank_numbers(), [0, 1, 2]);
+    assert_eq!(
+        job.left_out[0].reason,
+        LeftOutReason::OutsideWorld {
+            world_size: 4,
+            recorded: Some(16)
+        }
+    );
+    assert_eq!(job.missing, [3]);
+    // Most files record 8: one recording 4 does not turn job mode off.
+    let metas: Vec<lumos_trace::TraceMeta> = [8, 8, 4]
+        .iter()
+        .map(|&w| lumos_trace::TraceMeta {
+            world_size: Some(w),
+            ..Default::default()
+        })
+        .collect();
+    assert!(looks_like_job(metas.iter()));
+}
+
+#[test]
+fn a_rank_hours_away_is_left_out() {
+    let days = 3 * 86_400_000_000_000;
+    for far in [0, 2] {
+        let job = assemble(
+            (0..4)
+                .map(|r| member(r, Some(4), &[1, 2, 3], if r == far { days } else { 0 }))
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(job.left_out.len(), 1, "{:?}", job.warnings);
+        assert_eq!(job.left_out[0].rank, far);
+        assert!(matches!(
+            job.left_out[0].reason,
+            LeftOutReason::FarClock { offset_ns } if offset_ns == days
+        ));
+        assert!(
+            has(
+                &job.warnings,
+                "its collectives end 3.0 days after the other ranks'"
+            ),
+            "{:?}",
+            job.warnings
+        );
+        assert_eq!(job.ranks.len(), 3);
+        assert!(job.clock.offsets_ns.iter().all(|&o| o == 0));
+    }
+    // Two ranks days apart: warned, nobody left out.
+    let job = assemble(vec![
+        member(0, Some(2), &[1], 0),
+        member(1, Some(2), &[1], days),
+    ])
+    .unwrap();
+    assert!(job.left_out.is_empty());
+    assert!(
+        has(&job.warnings, "are 3.0 days apart"),
+        "{:?}",
+        job.warnings
+    );
+}
+
+#[test]
+fn unreadable_files_are_named_among_the_missing() {
+    let unreadable = vec![
+        Unreadable {
+            path: "/t/rank1.json".into(),
+            rank: Some(1),
+            error: "/t/rank1.json: truncated JSON".into(),
+        },
+        Unreadable {
+            path: "/t/trace.json".into(),
+            rank: None,
+            error: "/t/trace.json: file is empty".into(),
+        },
+    ];
+    let job = assemble_with(
+        vec![member(0, Some(4), &[1], 0), member(2, Some(4), &[1], 0)],
+        unreadable,
+    )
+    .unwrap();
+    assert_eq!(job.missing, [1, 3]);
+    assert!(
+        has(
+            &job.warnings,
+            "rank 3 of world size 4 missing (no file), rank 1 unreadable (/t/rank1.json: \
+             truncated JSON): simulating the 2 ranks present"
+        ),
+        "{:?}",
+        job.warnings
+    );
+    assert!(has(
+        &job.warnings,
+        "a file of the job could not be read (/t/trace.json: file is empty)"
+    ));
+    assert_eq!(job.unreadable.len(), 2);
+}
+
+#[test]
+fn process_groups_that_disagree_are_named() {
+    let mut odd = member(3, Some(4), &[1, 2], 0);
+    odd.graph.groups = vec![vec![0, 1, 2, 3, 4, 5, 6, 7]];
+    let mut lost = member(2, Some(4), &[1, 2], 0);
+    lost.graph.groups = vec![vec![0, 1, 3]];
+    let job = assemble(vec![
+        member(0, Some(4), &[1, 2], 0),
+        member(1, Some(4), &[1, 2], 0),
+        lost,
+        odd,
+    ])
+    .unwrap();
+    assert!(
+        has(
+            &job.warnings,
+            "rank 3 (rank3.json) records process group 0 as rank 0-7; 2 of its 3 other members \
+             present record it as rank 0-3"
+        ),
+        "{:?}",
+        job.warnings
+    );
+    assert!(has(
+        &job.warnings,
+        "rank 2 (rank2.json) records process group 0 as rank 0, 1, 3, which does not include it"
+    ));
+}

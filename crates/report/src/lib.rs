@@ -60,8 +60,9 @@ pub use inspect::{
 };
 pub use job::{
     job_report, replay_job, replay_jointly, slowest_rank_steps, ClockReport, CollectiveReport,
-    JobPathReport, JobReplayed, JobReport, JobStep, MatchingReport, ProblemReport, RankCommReport,
-    RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, Slowest, Spread, WaitUs,
+    JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport, ProblemReport,
+    RankCommReport, RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, Slowest,
+    Spread, WaitUs,
 };
 pub use network::network_from_json;
 pub use predict::{

@@ -176,10 +176,11 @@ pub struct PathTask {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Summary {
     /// Over every step of every unflagged trace (whole window where a trace
-    /// has no steps).
-    pub mean_abs_error_pct: f64,
-    /// The largest of them.
-    pub max_abs_error_pct: f64,
+    /// has no steps); `None` (JSON null) when no unflagged trace was
+    /// replayed.
+    pub mean_abs_error_pct: Option<f64>,
+    /// The largest of them; `None` when there are none.
+    pub max_abs_error_pct: Option<f64>,
     /// How many errors the mean covers.
     pub steps: usize,
     /// The same mean over flagged traces.
@@ -394,10 +395,11 @@ pub fn summarize(traces: &[TraceReplay]) -> Summary {
     };
     let ok = errs(false);
     let bad = errs(true);
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    // Not `sum()`: the sum of no floats is -0.0.
+    let mean = |v: &[f64]| v.iter().fold(0.0, |a, b| a + b) / v.len().max(1) as f64;
     Summary {
-        mean_abs_error_pct: mean(&ok),
-        max_abs_error_pct: ok.iter().copied().fold(0.0, f64::max),
+        mean_abs_error_pct: (!ok.is_empty()).then(|| mean(&ok)),
+        max_abs_error_pct: (!ok.is_empty()).then(|| ok.iter().copied().fold(0.0, f64::max)),
         steps: ok.len(),
         flagged_mean_abs_error_pct: (!bad.is_empty()).then(|| mean(&bad)),
     }

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use lumos_graph::{assemble, rank_ranges, RankInput};
+use lumos_graph::{assemble_with, rank_ranges, RankInput, Unreadable};
 use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
 use lumos_trace::Trace;
 use rayon::prelude::*;
@@ -36,11 +36,13 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let as_job = args.mode.is_job(&read);
     let mut ok = true;
     let mut traces = Vec::new();
+    let mut unreadable = Vec::new();
     for r in &read {
         match r {
             Ok(t) => traces.push(lumos_report::inspect(t)),
             Err(e) => {
                 output::error(e);
+                unreadable.push(Unreadable::of(e));
                 ok = false;
             }
         }
@@ -51,8 +53,11 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
         let ranks: Vec<RankInput> = ranks.par_iter().map(|t| RankInput::from_trace(t)).collect();
         // Files that are not one job (two claiming one rank) are bad input;
         // the files are still reported.
-        match assemble(ranks) {
-            Ok(j) => job = Some(lumos_report::job_report(&j)),
+        match assemble_with(ranks, unreadable) {
+            Ok(j) => {
+                ok &= super::replay::report_left_out(&j);
+                job = Some(lumos_report::job_report(&j));
+            }
             Err(e) => {
                 output::error(e);
                 ok = false;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
-use lumos_graph::{assemble, DepKind, RankInput};
+use lumos_graph::{assemble_with, DepKind, RankInput, Unreadable};
 use lumos_report::{
     JobReport, RankScale, ReplayOutput, ReportError, Summary, Timeline, TraceReplay,
 };
@@ -125,13 +125,13 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let files = inputs::expand(&a.paths)?;
     if a.mode.job {
         // Stream: each trace is dropped once its graph is built.
-        let (ranks, read_ok) = inputs::load_ranks(&files);
-        return run_job(a, ranks, read_ok, &opts, out);
+        let (ranks, unreadable) = inputs::load_ranks(&files);
+        return run_job(a, ranks, unreadable, &opts, out);
     }
     let read = inputs::read_all(&files);
     if a.mode.is_job(&read) {
-        let (ranks, read_ok) = inputs::ranks_from_read(read);
-        return run_job(a, ranks, read_ok, &opts, out);
+        let (ranks, unreadable) = inputs::ranks_from_read(read);
+        return run_job(a, ranks, unreadable, &opts, out);
     }
     if !a.scale_rank.is_empty() {
         return Err(usage(
@@ -171,15 +171,18 @@ fn replay_one(
 }
 
 /// `lumos replay` on a job: one joint replay, per-rank tables, then the
-/// job's own report. Returns whether every file was read.
+/// job's own report. Returns whether every file was read and taken into
+/// the job.
 fn run_job(
     a: &ReplayArgs,
     ranks: Vec<RankInput>,
-    read_ok: bool,
+    unreadable: Vec<Unreadable>,
     opts: &SimOptions,
     out: &mut dyn Write,
 ) -> Result<bool> {
-    let job = assemble(ranks)?;
+    let read_ok = unreadable.is_empty();
+    let job = assemble_with(ranks, unreadable)?;
+    let all_in = report_left_out(&job);
     let replayed = lumos_report::replay_jointly(&job, opts, &a.scale_rank, a.scale_rank_cpu)
         .map_err(|e| match e {
             // A rank the command line named: a usage error, naming the flag.
@@ -198,7 +201,16 @@ fn run_job(
         }
     }
     write_output(out, &replayed.report(), a.json)?;
-    Ok(read_ok)
+    Ok(read_ok && all_in)
+}
+
+/// Prints an error for each file left out of `job` (it is an input that
+/// could not be used: exit code 1); true when there are none.
+pub fn report_left_out(job: &lumos_graph::Job) -> bool {
+    for l in &job.left_out {
+        output::error(l);
+    }
+    job.left_out.is_empty()
 }
 
 /// Writes `timeline` into `dir` (created if needed) under its own name,
@@ -226,17 +238,21 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, json: bool) -> Result<()>
 
 /// The one-line summary under the tables.
 fn write_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "summary: mean |error| {:.2}%, max {:.2}% over {} steps{}",
-        summary.mean_abs_error_pct,
-        summary.max_abs_error_pct,
-        summary.steps,
-        summary
-            .flagged_mean_abs_error_pct
-            .map(|f| format!("; flagged traces apart: mean {f:.2}%"))
-            .unwrap_or_default()
-    )
+    let flagged = summary
+        .flagged_mean_abs_error_pct
+        .map(|f| format!("flagged traces apart: mean {f:.2}%"));
+    match (summary.mean_abs_error_pct, summary.max_abs_error_pct) {
+        (Some(mean), Some(max)) => writeln!(
+            out,
+            "summary: mean |error| {mean:.2}%, max {max:.2}% over {} steps{}",
+            summary.steps,
+            flagged.map(|f| format!("; {f}")).unwrap_or_default()
+        ),
+        _ => match flagged {
+            Some(f) => writeln!(out, "summary: no unflagged trace replayed; {f}"),
+            None => writeln!(out, "summary: nothing replayed"),
+        },
+    }
 }
 
 /// The text form of one trace's replay.

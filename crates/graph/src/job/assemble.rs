@@ -2,19 +2,26 @@
 //! are missing, then matching their collectives and aligning their clocks.
 //!
 //! Inputs form a job when a front end says so, or when there are at least
-//! two and every one records the same `distributedInfo.world_size` above 1
-//! ([`looks_like_job`]). A job with a rank missing is assembled from the
-//! ranks present, with a warning naming the missing ones: their collectives
-//! rendezvous among themselves, which is all the missing rank's absence
-//! lets us model.
+//! two and most of them record the same `distributedInfo.world_size` above
+//! 1 ([`looks_like_job`]). A job with a rank missing is assembled from the
+//! ranks present, with a warning naming the missing ones (and why: no
+//! file, a file that could not be read, a file left out): their
+//! collectives rendezvous among themselves, which is all the missing
+//! rank's absence lets us model. Files that are not ranks of the job are
+//! found and left out as the `belong` module describes.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use lumos_trace::{RankSource, Trace, TraceMeta};
+use lumos_trace::{rank_from_file_name, RankSource, ReadError, Trace, TraceMeta};
 
-use super::{align_clocks, match_collectives, rank_graph, rank_ranges};
+use super::belong::{
+    clock_spread_warning, far_clocks, foreign_ranks, group_disagreements, LeftOut, LeftOutReason,
+};
+use super::clock::align_refs;
+use super::matching::match_refs;
+use super::{rank_graph, rank_ranges};
 use super::{ClockAlignment, CollectiveMatch, RankGraph};
 use crate::BuildReport;
 
@@ -70,21 +77,43 @@ impl RankInput {
     }
 }
 
-/// True when the traces look like the ranks of one job: at least two, all
-/// recording the same world size, above 1.
-pub fn looks_like_job<'a>(metas: impl Iterator<Item = &'a TraceMeta>) -> bool {
-    let mut n = 0;
-    let mut world = None;
-    for m in metas {
-        n += 1;
-        match (world, m.world_size) {
-            (_, None) | (_, Some(0 | 1)) => return false,
-            (None, Some(w)) => world = Some(w),
-            (Some(a), Some(b)) if a != b => return false,
-            _ => {}
+/// A file given as a rank of a job that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The file.
+    pub path: PathBuf,
+    /// The rank its name gives (`rank<N>`), if any.
+    pub rank: Option<u32>,
+    /// Why it could not be read (naming the file).
+    pub error: String,
+}
+
+impl Unreadable {
+    /// The file of `e`, with the rank its name gives.
+    pub fn of(e: &ReadError) -> Unreadable {
+        Unreadable {
+            path: e.path.clone(),
+            rank: rank_from_file_name(&e.path),
+            error: e.to_string(),
         }
     }
+}
+
+/// True when the traces look like the ranks of one job: at least two, and
+/// more than half of them recording one world size above 1. One file that
+/// records another world size (or none) does not turn job mode off: the
+/// job's assembly names it ([`assemble`]).
+pub fn looks_like_job<'a>(metas: impl Iterator<Item = &'a TraceMeta>) -> bool {
+    let mut n = 0;
+    let mut counts: BTreeMap<Option<u32>, usize> = BTreeMap::new();
+    for m in metas {
+        n += 1;
+        *counts.entry(m.world_size).or_default() += 1;
+    }
     n >= 2
+        && counts
+            .iter()
+            .any(|(w, &c)| w.is_some_and(|w| w > 1) && c * 2 > n)
 }
 
 /// The ranks of one job, checked: sorted by rank, with what is missing and
@@ -101,10 +130,16 @@ pub struct Job {
     /// The world size: the largest any file records.
     pub world_size: Option<u32>,
     /// Ranks below the world size (or below the highest rank present,
-    /// without one) that no file holds.
+    /// without one) that no file of the job holds: no file, a file that
+    /// could not be read, or one that was left out.
     pub missing: Vec<u32>,
-    /// Soft problems: world sizes that disagree, missing ranks, ranks whose
-    /// clock could not be aligned.
+    /// Files given as ranks that were left out of the job, by rank.
+    pub left_out: Vec<LeftOut>,
+    /// Files given as ranks that could not be read.
+    pub unreadable: Vec<Unreadable>,
+    /// Soft problems: world sizes that disagree, ranks left out, process
+    /// groups that disagree, missing ranks, ranks whose clock could not be
+    /// aligned.
     pub warnings: Vec<String>,
     /// The collectives matched across ranks.
     pub matching: CollectiveMatch,
@@ -187,11 +222,21 @@ impl fmt::Display for JobError {
 
 impl std::error::Error for JobError {}
 
-/// Checks that the ranks are distinct and known, finds the missing ones,
-/// then matches collectives and aligns clocks. Soft problems (world sizes
-/// that disagree, missing ranks, unaligned clocks) become
-/// [`Job::warnings`]; files that cannot be one job are a [`JobError`].
-pub fn assemble(mut inputs: Vec<RankInput>) -> Result<Job, JobError> {
+/// [`assemble_with`] when every file of the job could be read.
+pub fn assemble(inputs: Vec<RankInput>) -> Result<Job, JobError> {
+    assemble_with(inputs, Vec::new())
+}
+
+/// Checks that the ranks are distinct and known, leaves out the files that
+/// are not ranks of the job (see the `belong` module), finds the missing
+/// ranks (`unreadable` files among them), then matches collectives and
+/// aligns clocks. Soft problems (world sizes that disagree, ranks left out,
+/// missing ranks, unaligned clocks) become [`Job::warnings`]; files that
+/// cannot be one job are a [`JobError`].
+pub fn assemble_with(
+    mut inputs: Vec<RankInput>,
+    unreadable: Vec<Unreadable>,
+) -> Result<Job, JobError> {
     if inputs.is_empty() {
         return Err(JobError::NoRanks);
     }
@@ -220,17 +265,22 @@ pub fn assemble(mut inputs: Vec<RankInput>) -> Result<Job, JobError> {
     }
     let mut warnings = Vec::new();
     let world_size = world_size(&inputs, &mut warnings);
+    let mut left_out = Vec::new();
     if let Some(w) = world_size {
-        if let Some(i) = inputs.iter().find(|i| i.meta.rank >= w) {
-            return Err(JobError::OutsideWorld {
-                path: i.meta.path.clone(),
-                rank: i.meta.rank,
-                world_size: w,
-            });
-        }
+        outside_world(&mut inputs, w, &mut left_out)?;
     }
+    let (matching, clock) = match_and_align(&mut inputs, &mut left_out, &mut warnings);
+    left_out.sort_by_key(|l| l.rank);
+    warnings.extend(left_out.iter().map(ToString::to_string));
+    let refs: Vec<&RankGraph> = inputs.iter().map(|i| &i.graph).collect();
+    warnings.extend(group_disagreements(&refs));
     let present: Vec<u32> = inputs.iter().map(|i| i.meta.rank).collect();
-    let missing = missing_ranks(&present, world_size, &mut warnings);
+    let missing = missing_ranks(
+        &present,
+        world_size,
+        &absent_reasons(&present, &left_out, &unreadable, &mut warnings),
+        &mut warnings,
+    );
     let mut ranks = Vec::with_capacity(inputs.len());
     let mut reports = Vec::with_capacity(inputs.len());
     let mut graphs = Vec::with_capacity(inputs.len());
@@ -239,8 +289,6 @@ pub fn assemble(mut inputs: Vec<RankInput>) -> Result<Job, JobError> {
         reports.push(i.report);
         graphs.push(i.graph);
     }
-    let matching = match_collectives(&graphs);
-    let clock = align_clocks(&graphs, &matching);
     if !clock.unaligned.is_empty() {
         let unaligned: Vec<u32> = clock
             .unaligned
@@ -259,62 +307,215 @@ pub fn assemble(mut inputs: Vec<RankInput>) -> Result<Job, JobError> {
         graphs,
         world_size,
         missing,
+        left_out,
+        unreadable,
         warnings,
         matching,
         clock,
     })
 }
 
-/// The largest world size any file records, with a warning when they
-/// disagree.
-fn world_size(inputs: &[RankInput], warnings: &mut Vec<String>) -> Option<u32> {
-    let sizes: BTreeMap<u32, &Path> = inputs
+/// Leaves out the files whose rank is not below the job's world size `w`
+/// but that record another world size (or none): they cannot be ranks of
+/// this job. A file recording `w` itself and a rank outside it contradicts
+/// itself: an error.
+fn outside_world(
+    inputs: &mut Vec<RankInput>,
+    w: u32,
+    left_out: &mut Vec<LeftOut>,
+) -> Result<(), JobError> {
+    if let Some(i) = inputs
         .iter()
-        .filter_map(|i| i.meta.world_size.map(|w| (w, i.meta.path.as_path())))
-        .collect();
-    if sizes.len() > 1 {
-        let list: Vec<String> = sizes
-            .iter()
-            .map(|(w, p)| format!("{w} in {}", p.display()))
-            .collect();
-        warnings.push(format!(
-            "files disagree on the world size ({}); using the largest",
-            list.join(", ")
-        ));
+        .find(|i| i.meta.rank >= w && i.meta.world_size == Some(w))
+    {
+        return Err(JobError::OutsideWorld {
+            path: i.meta.path.clone(),
+            rank: i.meta.rank,
+            world_size: w,
+        });
     }
-    sizes.keys().next_back().copied()
+    let outside: Vec<usize> = (0..inputs.len())
+        .filter(|&p| inputs[p].meta.rank >= w)
+        .collect();
+    take_out(inputs, &outside, left_out, |i| {
+        LeftOutReason::OutsideWorld {
+            world_size: w,
+            recorded: i.meta.world_size,
+        }
+    });
+    Ok(())
 }
 
-/// The ranks no file holds among those expected (`present` sorted), with a
-/// warning naming them.
-fn missing_ranks(present: &[u32], world_size: Option<u32>, warnings: &mut Vec<String>) -> Vec<u32> {
-    // Without a world size, ranks below the highest one present are
-    // expected; ranks above it cannot be known.
-    let expected = world_size.or_else(|| present.last().map(|&r| r + 1));
+/// Moves the inputs at `positions` (ascending) into `left_out`, each with
+/// its reason.
+fn take_out(
+    inputs: &mut Vec<RankInput>,
+    positions: &[usize],
+    left_out: &mut Vec<LeftOut>,
+    reason: impl Fn(&RankInput) -> LeftOutReason,
+) {
+    for &p in positions.iter().rev() {
+        let i = inputs.remove(p);
+        left_out.push(LeftOut {
+            rank: i.meta.rank,
+            reason: reason(&i),
+            path: i.meta.path,
+        });
+    }
+}
+
+/// Leaves out the ranks that share no collective with the others, matches
+/// the rest and aligns their clocks; then leaves out the ranks whose clock
+/// is far from the others' and does it again without them.
+fn match_and_align(
+    inputs: &mut Vec<RankInput>,
+    left_out: &mut Vec<LeftOut>,
+    warnings: &mut Vec<String>,
+) -> (CollectiveMatch, ClockAlignment) {
+    let foreign = foreign_ranks(&inputs.iter().map(|i| &i.graph).collect::<Vec<_>>());
+    let others = inputs.len() - foreign.len();
+    take_out(inputs, &foreign, left_out, |_| {
+        LeftOutReason::NoSharedCollective { others }
+    });
+    let run = |inputs: &[RankInput]| {
+        let refs: Vec<&RankGraph> = inputs.iter().map(|i| &i.graph).collect();
+        let m = match_refs(&refs);
+        let c = align_refs(&refs, &m);
+        (m, c)
+    };
+    let (m, c) = run(inputs);
+    let far = far_clocks(&c.offsets_ns, &c.unaligned);
+    if far.is_empty() {
+        let ranks: Vec<u32> = inputs.iter().map(|i| i.meta.rank).collect();
+        warnings.extend(clock_spread_warning(&c.offsets_ns, &c.unaligned, &ranks));
+        return (m, c);
+    }
+    let offsets: BTreeMap<u32, i64> = far.iter().map(|&(p, d)| (inputs[p].meta.rank, d)).collect();
+    let positions: Vec<usize> = far.iter().map(|&(p, _)| p).collect();
+    take_out(inputs, &positions, left_out, |i| LeftOutReason::FarClock {
+        offset_ns: offsets[&i.meta.rank],
+    });
+    run(inputs)
+}
+
+/// Why each rank no input of the job holds is absent, where a file was
+/// given for it: left out, or unreadable. Unreadable files whose rank
+/// cannot be told (or that would be a rank present) get a warning of their
+/// own.
+fn absent_reasons(
+    present: &[u32],
+    left_out: &[LeftOut],
+    unreadable: &[Unreadable],
+    warnings: &mut Vec<String>,
+) -> BTreeMap<u32, String> {
+    let mut why: BTreeMap<u32, String> = left_out
+        .iter()
+        .map(|l| (l.rank, l.short_reason().to_owned()))
+        .collect();
+    for u in unreadable {
+        match u.rank.filter(|r| present.binary_search(r).is_err()) {
+            Some(r) => {
+                why.insert(r, format!("unreadable ({})", u.error));
+            }
+            None => warnings.push(format!(
+                "a file of the job could not be read ({}); which rank it holds cannot be told \
+                 from its name",
+                u.error
+            )),
+        }
+    }
+    why
+}
+
+/// The world size most files record (ties: the largest), with a warning
+/// naming the files that disagree.
+fn world_size(inputs: &[RankInput], warnings: &mut Vec<String>) -> Option<u32> {
+    let mut by_size: BTreeMap<u32, Vec<&RankMeta>> = BTreeMap::new();
+    for i in inputs {
+        if let Some(w) = i.meta.world_size {
+            by_size.entry(w).or_default().push(&i.meta);
+        }
+    }
+    let (&chosen, most) = by_size.iter().max_by_key(|(&w, m)| (m.len(), w))?;
+    if by_size.len() > 1 {
+        let list: Vec<String> = by_size
+            .iter()
+            .map(|(w, metas)| match metas.as_slice() {
+                [one] => format!("{w} in {}", one.path.display()),
+                many => {
+                    let ranks: Vec<u32> = many.iter().map(|m| m.rank).collect();
+                    format!("{w} in {} files (rank {})", many.len(), rank_ranges(&ranks))
+                }
+            })
+            .collect();
+        let tie = by_size.values().filter(|m| m.len() == most.len()).count() > 1;
+        warnings.push(format!(
+            "files disagree on the world size ({}); using {}",
+            list.join(", "),
+            if tie {
+                "the largest".to_owned()
+            } else {
+                format!("{chosen}, which most files record")
+            }
+        ));
+    }
+    Some(chosen)
+}
+
+/// The ranks no input holds among those expected (`present` sorted), with
+/// a warning naming them and, for those in `why`, why (no file
+/// otherwise).
+fn missing_ranks(
+    present: &[u32],
+    world_size: Option<u32>,
+    why: &BTreeMap<u32, String>,
+    warnings: &mut Vec<String>,
+) -> Vec<u32> {
+    // Without a world size, ranks below the highest one present (or given
+    // in a file left out or unreadable) are expected; ranks above it cannot
+    // be known.
+    let highest = present.last().max(why.keys().next_back()).copied();
+    let expected = world_size.or_else(|| highest.map(|r| r + 1));
     let missing: Vec<u32> = match expected {
         Some(w) => (0..w)
             .filter(|r| present.binary_search(r).is_err())
             .collect(),
         None => Vec::new(),
     };
-    if !missing.is_empty() {
-        let which = match world_size {
-            Some(w) => format!(
-                "rank {} of world size {w} missing (no file)",
-                rank_ranges(&missing)
-            ),
+    if missing.is_empty() {
+        return missing;
+    }
+    let mut parts: Vec<(String, Vec<u32>)> = Vec::new();
+    let no_file: Vec<u32> = missing
+        .iter()
+        .copied()
+        .filter(|r| !why.contains_key(r))
+        .collect();
+    if !no_file.is_empty() {
+        let text = match world_size {
+            Some(_) => "missing (no file)".to_owned(),
             None => format!(
-                "rank {} missing (no file; no world size recorded, so ranks above {} cannot be \
-                 checked)",
-                rank_ranges(&missing),
-                present.last().copied().unwrap_or(0)
+                "missing (no file; no world size recorded, so ranks above {} cannot be checked)",
+                highest.unwrap_or(0)
             ),
         };
-        warnings.push(format!(
-            "{which}: simulating the {} ranks present; their collectives rendezvous among those \
-             present",
-            present.len()
-        ));
+        parts.push((text, no_file));
     }
+    for (&r, text) in why.iter().filter(|(r, _)| missing.contains(r)) {
+        parts.push((text.clone(), vec![r]));
+    }
+    let text: Vec<String> = parts
+        .iter()
+        .enumerate()
+        .map(|(k, (text, ranks))| match (k, world_size) {
+            (0, Some(w)) => format!("rank {} of world size {w} {text}", rank_ranges(ranks)),
+            _ => format!("rank {} {text}", rank_ranges(ranks)),
+        })
+        .collect();
+    warnings.push(format!(
+        "{}: simulating the {} ranks present; their collectives rendezvous among those present",
+        text.join(", "),
+        present.len()
+    ));
     missing
 }

@@ -55,6 +55,13 @@ fn median(mut v: Vec<i64>) -> i64 {
 /// collectives all span every rank is aligned in one round, each rank
 /// against the reference.
 pub fn align_clocks(ranks: &[RankGraph], m: &CollectiveMatch) -> ClockAlignment {
+    let refs: Vec<&RankGraph> = ranks.iter().collect();
+    align_refs(&refs, m)
+}
+
+/// [`align_clocks`] over borrowed ranks (a subset of a job's, while
+/// deciding which ranks belong).
+pub(super) fn align_refs(ranks: &[&RankGraph], m: &CollectiveMatch) -> ClockAlignment {
     let n = ranks.len();
     let ends: Vec<Vec<(usize, i64)>> = m
         .sets

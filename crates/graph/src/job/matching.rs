@@ -182,6 +182,14 @@ impl Key {
 /// Matches communication tasks across `ranks` (one entry per rank, any
 /// order). See the module documentation for the rules.
 pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatch {
+    let refs: Vec<&RankGraph> = ranks.iter().collect();
+    match_refs(&refs)
+}
+
+/// [`match_collectives`] over borrowed ranks, so that a subset of a job's
+/// ranks can be matched without copying their graphs (the search for ranks
+/// that do not belong does that).
+pub(super) fn match_refs(ranks: &[&RankGraph]) -> CollectiveMatch {
     let present: BTreeSet<i64> = ranks.iter().map(|r| r.rank as i64).collect();
     let pos_of: BTreeMap<i64, u32> = ranks
         .iter()
@@ -252,7 +260,7 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatch {
 }
 
 struct Ctx<'a> {
-    ranks: &'a [RankGraph],
+    ranks: &'a [&'a RankGraph],
     present: &'a BTreeSet<i64>,
     pos_of: &'a BTreeMap<i64, u32>,
 }

@@ -13,7 +13,9 @@
 //!
 //! [`assemble`] runs the first three for a front end: it takes one
 //! [`RankInput`] per file ([`RankInput::from_trace`]), checks that the files
-//! are the distinct ranks of one job, and returns a [`Job`] (or a
+//! are the distinct ranks of one job, leaves out the files that cannot be
+//! ranks of it ([`LeftOut`]: another world size, no collective shared with
+//! the others, a clock hours away), and returns a [`Job`] (or a
 //! [`JobError`]). [`group_by_program`] finds ranks that run the same
 //! communication program, so that a large job can be replayed from one
 //! representative per group.
@@ -33,13 +35,17 @@
 //! offset on the job timeline.
 
 mod assemble;
+mod belong;
 mod clock;
 mod comms;
 mod matching;
 mod merge;
 mod program;
 
-pub use assemble::{assemble, looks_like_job, Job, JobError, RankInput, RankMeta};
+pub use assemble::{
+    assemble, assemble_with, looks_like_job, Job, JobError, RankInput, RankMeta, Unreadable,
+};
+pub use belong::{LeftOut, LeftOutReason, FAR_CLOCK_NS};
 pub use clock::{align_clocks, ClockAlignment};
 pub use comms::{rank_graph, CommPattern, CommTask, RankGraph};
 pub use matching::{

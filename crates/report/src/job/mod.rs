@@ -26,8 +26,12 @@ pub struct JobReport {
     pub rank_sources: Vec<&'static str>,
     /// The world size, if any file records it.
     pub world_size: Option<u32>,
-    /// Ranks no file holds.
+    /// Ranks no file of the job holds (no file, unreadable, left out).
     pub missing_ranks: Vec<u32>,
+    /// Files given as ranks that were left out of the job, and why; only
+    /// when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOutReport>,
     /// Soft problems with the set of files, and of the merge.
     pub warnings: Vec<String>,
     /// How collectives matched across ranks.
@@ -50,6 +54,19 @@ pub struct JobReport {
     /// Replay only: the critical path of the slowest rank, across ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub critical_path: Option<JobPathReport>,
+}
+
+/// A file given as a rank that was left out of the job.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeftOutReport {
+    /// The rank it records.
+    pub rank: u32,
+    /// The file.
+    pub path: String,
+    /// Why: `no_shared_collective`, `outside_world` or `far_clock`.
+    pub reason: &'static str,
+    /// The warning that names it.
+    pub detail: String,
 }
 
 /// How collectives matched across ranks.
@@ -247,6 +264,16 @@ pub fn job_report(job: &Job) -> JobReport {
         rank_sources: job.ranks.iter().map(|m| m.rank_source.as_str()).collect(),
         world_size: job.world_size,
         missing_ranks: job.missing.clone(),
+        left_out: job
+            .left_out
+            .iter()
+            .map(|l| LeftOutReport {
+                rank: l.rank,
+                path: l.path.display().to_string(),
+                reason: l.reason_name(),
+                detail: l.to_string(),
+            })
+            .collect(),
         warnings: job.warnings.clone(),
         matching: matching_report(job),
         clock: clock_report(job),

@@ -152,9 +152,12 @@ impl<'j> JobReplayed<'j> {
         RankTimes {
             start_ns: schedule.start_ns[r.clone()]
                 .iter()
-                .map(|t| t - shift)
+                .map(|t| t.saturating_sub(shift))
                 .collect(),
-            end_ns: schedule.end_ns[r].iter().map(|t| t - shift).collect(),
+            end_ns: schedule.end_ns[r]
+                .iter()
+                .map(|t| t.saturating_sub(shift))
+                .collect(),
         }
     }
 
@@ -300,7 +303,7 @@ impl<'j> JobReplayed<'j> {
             end_us: t
                 .transfer_ns
                 .iter()
-                .map(|&w| us(t.last_start_ns + w))
+                .map(|&w| us(t.last_start_ns.saturating_add(w)))
                 .collect(),
         }
     }

@@ -1,0 +1,423 @@
+//! Which files are ranks of the job: a folder of traces can hold one that
+//! is not, a rank of another run of the same world size, whose collectives
+//! would otherwise poison the matching of every other rank (order-based
+//! matching expects every rank of the job) and whose steps would become the
+//! job's. Each test names the rank in a warning; a rank that cannot belong
+//! is left out ([`LeftOut`]) and the job is assembled from the others.
+//!
+//! - **World size.** The job's is the one most files record (ties: the
+//!   largest). A rank recording another is named; it is left out only when
+//!   its rank number does not fit the job's world size.
+//! - **Collectives.** A rank in no matched set whose absence lets other
+//!   ranks match among themselves is left out ([`foreign_ranks`]). Every
+//!   rank of a training job communicates with the others, so a rank that
+//!   shares nothing with them, while they share collectives, is from
+//!   another job (or lost its communication altogether); in neither case
+//!   can it take part in a joint replay.
+//! - **Clocks.** A rank whose clock offset, after alignment, is more than
+//!   [`FAR_CLOCK_NS`] (one hour) away from the median offset of the others
+//!   is left out ([`far_clocks`]): the hosts of one job keep their clocks
+//!   within milliseconds of each other (NTP; Kineto records wall-clock
+//!   time) and profile the same window of a few seconds, so an hour
+//!   apart is another run of the same program, whose collectives match by
+//!   order but did not happen together.
+//! - **Process groups.** A rank that records a process group without
+//!   itself in it, or with other members than its members present record,
+//!   is named ([`group_disagreements`]); it stays unless its collectives
+//!   leave it out.
+//!
+//! Left out means a minority: a test that would leave out half the ranks or
+//! more cannot tell which side is the job, and only warns.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::PathBuf;
+
+use super::matching::{match_refs, CollectiveMatch};
+use super::{program_signature, rank_ranges, RankGraph};
+
+/// An offset between two ranks' clocks (after alignment) beyond which
+/// they are not one job's: one hour (see the module documentation).
+pub const FAR_CLOCK_NS: i64 = 3_600_000_000_000;
+
+/// Most ranks (or groups of ranks with the same communication program)
+/// tried per round when looking for ranks to leave out: each try matches
+/// the job once more, so a large job whose every rank is unmatched is
+/// searched in bounded time (the rarest programs are tried first).
+const MAX_TRIES: usize = 64;
+
+/// A file given as a rank of the job that was left out of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// The rank it records.
+    pub rank: u32,
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub reason: LeftOutReason,
+}
+
+/// Why a rank was left out of its job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeftOutReason {
+    /// It shares no matched collective with the other ranks, which match
+    /// among themselves without it.
+    NoSharedCollective {
+        /// How many ranks the job kept.
+        others: usize,
+    },
+    /// Its rank is not below the world size most files record (and it
+    /// records another one, or none).
+    OutsideWorld {
+        /// The job's world size.
+        world_size: u32,
+        /// The one the file records.
+        recorded: Option<u32>,
+    },
+    /// Its clock is more than [`FAR_CLOCK_NS`] away from the others'.
+    FarClock {
+        /// Its offset from the median of the others, ns.
+        offset_ns: i64,
+    },
+}
+
+impl LeftOut {
+    /// A few words on why, for the list of missing ranks.
+    pub fn short_reason(&self) -> &'static str {
+        match self.reason {
+            LeftOutReason::NoSharedCollective { .. } => "left out (shares no collective)",
+            LeftOutReason::OutsideWorld { .. } => "left out (outside the world size)",
+            LeftOutReason::FarClock { .. } => "left out (clock far off)",
+        }
+    }
+
+    /// The reason's stable name, for JSON.
+    pub fn reason_name(&self) -> &'static str {
+        match self.reason {
+            LeftOutReason::NoSharedCollective { .. } => "no_shared_collective",
+            LeftOutReason::OutsideWorld { .. } => "outside_world",
+            LeftOutReason::FarClock { .. } => "far_clock",
+        }
+    }
+}
+
+/// A duration in the largest unit that keeps it readable: `3.0 days`,
+/// `2.5 h`.
+fn long_duration(ns: i64) -> String {
+    let h = ns.unsigned_abs() as f64 / 3.6e12;
+    if h >= 48.0 {
+        format!("{:.1} days", h / 24.0)
+    } else {
+        format!("{h:.1} h")
+    }
+}
+
+impl fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (rank, path) = (self.rank, self.path.display());
+        match self.reason {
+            LeftOutReason::NoSharedCollective { others } => write!(
+                f,
+                "rank {rank} ({path}) shares no collective with the other {others} ranks, which \
+                 match among themselves; left out: is it from another run?"
+            ),
+            LeftOutReason::OutsideWorld {
+                world_size,
+                recorded,
+            } => write!(
+                f,
+                "rank {rank} ({path}) cannot be a rank of this job of {world_size} (it records \
+                 {}); left out: is it from another run?",
+                recorded.map_or("no world size".into(), |w| format!("world size {w}"))
+            ),
+            LeftOutReason::FarClock { offset_ns } => write!(
+                f,
+                "rank {rank} ({path}): its collectives end {} {} the other ranks' (the hosts of \
+                 one job agree on the time within seconds); left out: is it from another run?",
+                long_duration(offset_ns),
+                if offset_ns > 0 { "after" } else { "before" }
+            ),
+        }
+    }
+}
+
+/// Positions in `m` (over `n` ranks) that are in no matched set.
+fn unmatched_ranks(m: &CollectiveMatch, n: usize) -> Vec<usize> {
+    let mut in_set = vec![false; n];
+    for s in &m.sets {
+        for mb in &s.members {
+            in_set[mb.rank_pos as usize] = true;
+        }
+    }
+    (0..n).filter(|&p| !in_set[p]).collect()
+}
+
+/// The positions of ranks that share no collective with the others while
+/// the others share collectives without them (see the module
+/// documentation), ascending. Matching is repeated without each candidate:
+/// ranks in no matched set, the rarest communication programs first, then
+/// each group of ranks running one rare program together (two ranks of one
+/// other run). A rank is left out when the others then have fewer
+/// unmatched ranks among them; the search repeats while that helps and the
+/// ranks left out stay a minority.
+pub fn foreign_ranks(ranks: &[&RankGraph]) -> Vec<usize> {
+    let n = ranks.len();
+    let mut kept: Vec<usize> = (0..n).collect();
+    let unmatched_of = |kept: &[usize]| -> Vec<usize> {
+        let sub: Vec<&RankGraph> = kept.iter().map(|&p| ranks[p]).collect();
+        unmatched_ranks(&match_refs(&sub), sub.len())
+            .into_iter()
+            .map(|i| kept[i])
+            .collect()
+    };
+    let mut unmatched = unmatched_of(&kept);
+    let mut out: Vec<usize> = Vec::new();
+    while !unmatched.is_empty() {
+        let mut best: Option<(Vec<usize>, Vec<usize>)> = None;
+        for cand in candidates(ranks, &unmatched) {
+            if (out.len() + cand.len()) * 2 >= n {
+                continue;
+            }
+            let rest: Vec<usize> = kept.iter().copied().filter(|p| !cand.contains(p)).collect();
+            let after = unmatched_of(&rest);
+            // Leaving the candidate out must match some other rank, and
+            // more of them than the best candidate so far.
+            let bound = best
+                .as_ref()
+                .map_or(unmatched.len(), |(c, b)| b.len() + c.len());
+            if after.len() + cand.len() < bound {
+                let done = after.is_empty();
+                best = Some((cand, after));
+                if done {
+                    break;
+                }
+            }
+        }
+        let Some((cand, after)) = best else {
+            break;
+        };
+        kept.retain(|p| !cand.contains(p));
+        out.extend(cand);
+        unmatched = after;
+    }
+    out.sort_unstable();
+    out
+}
+
+/// What to try leaving out: each unmatched rank alone, the rarest
+/// communication program first, then each program shared by several
+/// unmatched ranks, as a group; at most [`MAX_TRIES`].
+fn candidates(ranks: &[&RankGraph], unmatched: &[usize]) -> Vec<Vec<usize>> {
+    let mut by_program: BTreeMap<_, Vec<usize>> = BTreeMap::new();
+    for (p, r) in ranks.iter().enumerate() {
+        by_program.entry(program_signature(r)).or_default().push(p);
+    }
+    let rarity = |p: usize| by_program[&program_signature(ranks[p])].len();
+    let mut singles: Vec<usize> = unmatched.to_vec();
+    singles.sort_by_key(|&p| (rarity(p), p));
+    let mut out: Vec<Vec<usize>> = singles.into_iter().map(|p| vec![p]).collect();
+    let mut groups: Vec<Vec<usize>> = by_program
+        .into_values()
+        .filter(|g| g.len() > 1 && g.iter().all(|p| unmatched.contains(p)))
+        .collect();
+    groups.sort_by_key(|g| (g.len(), g[0]));
+    out.extend(groups);
+    out.truncate(MAX_TRIES);
+    out
+}
+
+/// Positions whose clock offset is more than [`FAR_CLOCK_NS`] from the
+/// median offset of the aligned ranks (`unaligned` ranks, whose clocks are
+/// taken as recorded, take no part), with that distance; empty when they
+/// would be half the aligned ranks or more (then nobody can tell which side
+/// is the job: [`clock_spread_warning`] says so).
+pub fn far_clocks(offsets_ns: &[i64], unaligned: &[u32]) -> Vec<(usize, i64)> {
+    let aligned: Vec<usize> = (0..offsets_ns.len())
+        .filter(|&p| !unaligned.contains(&(p as u32)))
+        .collect();
+    let mut sorted: Vec<i64> = aligned.iter().map(|&p| offsets_ns[p]).collect();
+    sorted.sort_unstable();
+    let Some(&median) = sorted.get(sorted.len() / 2) else {
+        return Vec::new();
+    };
+    let far: Vec<(usize, i64)> = aligned
+        .iter()
+        .map(|&p| (p, offsets_ns[p].saturating_sub(median)))
+        .filter(|&(_, d)| d.saturating_abs() > FAR_CLOCK_NS)
+        .collect();
+    if far.len() * 2 >= aligned.len() {
+        return Vec::new();
+    }
+    far
+}
+
+/// A warning when aligned clocks lie more than [`FAR_CLOCK_NS`] apart but
+/// no minority of ranks can be left out for it (two ranks, or two halves).
+pub fn clock_spread_warning(
+    offsets_ns: &[i64],
+    unaligned: &[u32],
+    ranks: &[u32],
+) -> Option<String> {
+    let aligned: Vec<usize> = (0..offsets_ns.len())
+        .filter(|&p| !unaligned.contains(&(p as u32)))
+        .collect();
+    let lo = aligned.iter().map(|&p| offsets_ns[p]).min()?;
+    let hi = aligned.iter().map(|&p| offsets_ns[p]).max()?;
+    let spread = hi.saturating_sub(lo);
+    (spread > FAR_CLOCK_NS).then(|| {
+        let at = |v: i64| -> Vec<u32> {
+            aligned
+                .iter()
+                .filter(|&&p| offsets_ns[p] == v)
+                .map(|&p| ranks[p])
+                .collect()
+        };
+        format!(
+            "the clocks of rank {} and rank {} are {} apart (the hosts of one job agree on the \
+             time within seconds): are these traces of different runs?",
+            rank_ranges(&at(lo)),
+            rank_ranges(&at(hi)),
+            long_duration(spread)
+        )
+    })
+}
+
+/// Warnings naming ranks whose process groups disagree with their peers':
+/// a group recorded without the rank itself, or with other members than
+/// most of its members present (at least two) record for the same group
+/// name.
+pub fn group_disagreements(ranks: &[&RankGraph]) -> Vec<String> {
+    // Per group name, per rank number: the member lists it records.
+    let mut lists: BTreeMap<&str, BTreeMap<u32, BTreeSet<&[i64]>>> = BTreeMap::new();
+    for r in ranks {
+        for c in &r.comms {
+            let coll = &r.graph.collectives[c.collective as usize];
+            if let (Some(name), Some(g)) = (coll.process_group.as_deref(), c.group) {
+                let members = r.groups[g as usize].as_slice();
+                lists
+                    .entry(name)
+                    .or_default()
+                    .entry(r.rank)
+                    .or_default()
+                    .insert(members);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut named: BTreeSet<u32> = BTreeSet::new();
+    for r in ranks {
+        for (name, per_rank) in &lists {
+            let Some(own) = per_rank.get(&r.rank) else {
+                continue;
+            };
+            if named.contains(&r.rank) {
+                break;
+            }
+            let Some(&mine) = own.iter().next() else {
+                continue;
+            };
+            let show = |l: &[i64]| {
+                let v: Vec<u32> = l.iter().filter_map(|&x| u32::try_from(x).ok()).collect();
+                rank_ranges(&v)
+            };
+            if !mine.contains(&i64::from(r.rank)) {
+                out.push(format!(
+                    "rank {} ({}) records process group {name} as rank {}, which does not \
+                     include it",
+                    r.rank,
+                    r.source,
+                    show(mine)
+                ));
+                named.insert(r.rank);
+                continue;
+            }
+            // What the other members present record for the same group.
+            let theirs: Vec<&[i64]> = mine
+                .iter()
+                .filter(|&&q| q != i64::from(r.rank))
+                .filter_map(|&q| per_rank.get(&u32::try_from(q).ok()?))
+                .filter_map(|l| l.iter().next().copied())
+                .collect();
+            let mut votes: BTreeMap<&[i64], usize> = BTreeMap::new();
+            for &l in &theirs {
+                *votes.entry(l).or_default() += 1;
+            }
+            let most = votes.iter().max_by_key(|(_, &n)| n);
+            if let Some((&other, &n)) =
+                most.filter(|(&l, &n)| n >= 2 && n * 2 > theirs.len() && l != mine)
+            {
+                out.push(format!(
+                    "rank {} ({}) records process group {name} as rank {}; {n} of its {} other \
+                     members present record it as rank {}",
+                    r.rank,
+                    r.source,
+                    show(mine),
+                    theirs.len(),
+                    show(other)
+                ));
+                named.insert(r.rank);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn far_clocks_are_a_minority_far_from_the_median() {
+        let day = 86_400_000_000_000;
+        assert_eq!(
+            far_clocks(&[0, 5, -3, 3 * day], &[]),
+            vec![(3, 3 * day - 5)]
+        );
+        // The reference itself can be the one far off.
+        assert_eq!(
+            far_clocks(&[0, -3 * day, -3 * day + 7, -3 * day - 2], &[]),
+            vec![(0, 3 * day - 7)]
+        );
+        // Two ranks, or two halves: nobody to leave out.
+        assert!(far_clocks(&[0, 3 * day], &[]).is_empty());
+        assert!(far_clocks(&[0, 0, day, day], &[]).is_empty());
+        let w = clock_spread_warning(&[0, 3 * day], &[], &[4, 5]).unwrap();
+        assert!(
+            w.starts_with("the clocks of rank 4 and rank 5 are 3.0 days apart"),
+            "{w}"
+        );
+        assert!(clock_spread_warning(&[0, 1_000], &[], &[0, 1]).is_none());
+        // Unaligned ranks take no part.
+        assert!(far_clocks(&[0, 0, 0, 0], &[3]).is_empty());
+        assert!(far_clocks(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn reasons_read_as_sentences() {
+        let l = LeftOut {
+            rank: 3,
+            path: "/t/rank3.json".into(),
+            reason: LeftOutReason::FarClock {
+                offset_ns: -2 * 3_600_000_000_000,
+            },
+        };
+        assert_eq!(
+            l.to_string(),
+            "rank 3 (/t/rank3.json): its collectives end 2.0 h before the other ranks' (the \
+             hosts of one job agree on the time within seconds); left out: is it from another \
+             run?"
+        );
+        let l = LeftOut {
+            reason: LeftOutReason::OutsideWorld {
+                world_size: 8,
+                recorded: Some(16),
+            },
+            ..l
+        };
+        assert!(l
+            .to_string()
+            .contains("this job of 8 (it records world size 16)"));
+        assert_eq!(l.reason_name(), "outside_world");
+    }
+}
