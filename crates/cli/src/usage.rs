@@ -27,10 +27,104 @@ pub fn is_usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.is::<UsageError>())
 }
 
+/// The documented ranges of numeric flags (each flag's `--help` says its
+/// own). Scale factors are multipliers of durations: a million times
+/// faster or slower is beyond any what-if, and keeps scaled durations far
+/// from the `i64` nanoseconds they are held in.
+pub mod range {
+    /// Smallest scale factor.
+    pub const FACTOR_MIN: f64 = 1e-6;
+    /// Largest scale factor.
+    pub const FACTOR_MAX: f64 = 1e6;
+    /// Largest parallel degree, micro-batch count, layer count or step
+    /// count; configurations are further bounded by what they would hold
+    /// (checked before anything is built).
+    pub const COUNT_MAX: u32 = 65_536;
+    /// Largest hidden or FFN size (GPT-3 175B's hidden size is 12,288).
+    pub const SIZE_MAX: u64 = 1 << 20;
+    /// Largest global batch, in sequences (published runs use at most a
+    /// few thousand).
+    pub const BATCH_MAX: u64 = 1 << 24;
+}
+
+/// A degree or count: a whole number from 1 to [`range::COUNT_MAX`].
+pub fn count(s: &str) -> Result<u32, String> {
+    whole(s, 1, u64::from(range::COUNT_MAX)).map(|v| v as u32)
+}
+
+/// A step count: a whole number from 2 (the synthesizer's least) to
+/// [`range::COUNT_MAX`].
+pub fn steps(s: &str) -> Result<u32, String> {
+    whole(s, 2, u64::from(range::COUNT_MAX)).map(|v| v as u32)
+}
+
+/// A global batch: a whole number from 1 to [`range::BATCH_MAX`].
+pub fn batch(s: &str) -> Result<u64, String> {
+    whole(s, 1, range::BATCH_MAX)
+}
+
+/// A hidden or FFN size: a whole number from 1 to [`range::SIZE_MAX`].
+pub fn size(s: &str) -> Result<u64, String> {
+    whole(s, 1, range::SIZE_MAX)
+}
+
+fn whole(s: &str, min: u64, max: u64) -> Result<u64, String> {
+    s.trim()
+        .parse()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| format!("must be a whole number from {min} to {max}, got {s}"))
+}
+
+/// A scale factor: a finite number in
+/// [`range::FACTOR_MIN`]..=[`range::FACTOR_MAX`] (clap names the flag).
+pub fn factor(s: &str) -> Result<f64, String> {
+    let f: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if !(range::FACTOR_MIN..=range::FACTOR_MAX).contains(&f) {
+        return Err(format!(
+            "must be a number from {:e} to {:e}, got {s}",
+            range::FACTOR_MIN,
+            range::FACTOR_MAX
+        ));
+    }
+    Ok(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use anyhow::Context;
+
+    #[test]
+    fn factors_are_finite_and_in_range() {
+        assert_eq!(factor("0.5"), Ok(0.5));
+        assert_eq!(factor("1e6"), Ok(1e6));
+        for bad in ["0", "-1", "inf", "NaN", "1e18", "1e-7"] {
+            let e = factor(bad).unwrap_err();
+            assert_eq!(e, format!("must be a number from 1e-6 to 1e6, got {bad}"));
+        }
+        assert_eq!(factor("x").unwrap_err(), "`x` is not a number");
+    }
+
+    #[test]
+    fn counts_are_whole_and_in_range() {
+        assert_eq!(count("65536"), Ok(65536));
+        assert_eq!(steps("2"), Ok(2));
+        assert_eq!(size("12288"), Ok(12288));
+        for bad in ["0", "-1", "1.5", "65537", "18446744073709551615", "x"] {
+            assert_eq!(
+                count(bad).unwrap_err(),
+                format!("must be a whole number from 1 to 65536, got {bad}")
+            );
+        }
+        assert!(steps("1").unwrap_err().contains("from 2 to 65536"));
+        assert!(size("1048577").is_err());
+        assert_eq!(batch("16777216"), Ok(1 << 24));
+        assert!(batch("16777217").is_err());
+    }
 
     #[test]
     fn found_through_context() {

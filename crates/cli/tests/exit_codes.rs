@@ -54,12 +54,22 @@ fn assert_fails(out: &Output, code: i32, message: &str, what: &str) {
 fn replay_checks_are_usage_errors() {
     let dir = TempDir::new("cli-exit-replay");
     let f = one_rank(&dir.join("job"));
-    for scale in ["0", "-1", "inf", "NaN"] {
+    for scale in ["0", "-1", "inf", "NaN", "1e18"] {
         let arg = format!("--scale-kernels={scale}");
         let out = run(&["replay", &arg], Some(&f));
-        let want = format!("--scale-kernels must be a positive number, got {scale}");
+        let want = format!(
+            "invalid value '{scale}' for '--scale-kernels <SCALE_KERNELS>': must be a number \
+             from 1e-6 to 1e6, got {scale}"
+        );
         assert_fails(&out, 2, &want, scale);
     }
+    let out = run(&["replay", "--job", "--scale-rank", "0=1e18"], Some(&f));
+    assert_fails(
+        &out,
+        2,
+        "factor must be a number from 1e-6 to 1e6",
+        "rank factor",
+    );
     // One trace is not a job...
     let out = run(&["replay", "--scale-rank", "0=2"], Some(&f));
     assert_fails(&out, 2, "--scale-rank needs the ranks of one job", "no job");
@@ -80,12 +90,31 @@ fn predict_checks_are_usage_errors() {
     let dir = TempDir::new("cli-exit-predict");
     let f = one_rank(&dir.join("job"));
     for flag in ["--dp", "--pp", "--tp", "--microbatches", "--layers"] {
-        let out = run(&["predict", flag, "0"], Some(&f));
-        assert_fails(&out, 2, &format!("{flag} must be at least 1"), flag);
+        for bad in ["0", "100000", "-3", "2.5"] {
+            let arg = format!("{flag}={bad}");
+            let out = run(&["predict", &arg], Some(&f));
+            let want = format!("for '{flag} <");
+            assert_fails(&out, 2, &want, flag);
+            assert_fails(
+                &out,
+                2,
+                &format!("must be a whole number from 1 to 65536, got {bad}"),
+                flag,
+            );
+        }
     }
     for flag in ["--hidden", "--ffn"] {
         let out = run(&["predict", flag, "0"], Some(&f));
-        assert_fails(&out, 2, "--hidden and --ffn must be at least 1", flag);
+        assert_fails(
+            &out,
+            2,
+            "must be a whole number from 1 to 1048576, got 0",
+            flag,
+        );
+    }
+    for k in ["class:gemm=1e308", "class:gemm=0", "flash=NaN"] {
+        let out = run(&["predict", "--scale-kernels", k], Some(&f));
+        assert_fails(&out, 2, "factor must be a number from 1e-6 to 1e6", k);
     }
     let out = run(&["predict", "--network", "tpu-v9"], Some(&f));
     assert_fails(&out, 2, "--network: unknown preset \"tpu-v9\"", "preset");
@@ -124,11 +153,31 @@ fn synth_checks_are_usage_errors() {
         ),
         (
             &["--model", "gpt-tiny", "--pp", "0"][..],
-            "invalid config: tp, pp, dp and microbatches must be at least 1",
+            "invalid value '0' for '--pp <PP>': must be a whole number from 1 to 65536, got 0",
         ),
         (
             &["--model", "gpt-tiny", "--steps", "1"][..],
-            "invalid config: steps must be at least 2, got 1",
+            "invalid value '1' for '--steps <STEPS>': must be a whole number from 2 to 65536",
+        ),
+        (
+            &["--model", "gpt-tiny", "--dp", "18446744073709551615"][..],
+            "'--dp <DP>': must be a whole number from 1 to 65536",
+        ),
+        (
+            &[
+                "--model", "gpt-tiny", "--dp", "65536", "--tp", "16", "--pp", "4",
+            ][..],
+            "--tp x --pp x --dp is 4194304 GPUs; lumos synth writes jobs of at most 1048576",
+        ),
+        (
+            &["--model", "gpt-tiny", "--steps", "20000"][..],
+            "each rank's trace would hold about 84000000 events, about 21 GB of JSON (20000 \
+             steps of 2 micro-batches over 4 layers per stage); lumos synth writes at most 4 GB \
+             per rank",
+        ),
+        (
+            &["--model", "gpt-tiny", "--microbatches", "60000"][..],
+            "lumos synth writes at most 4 GB per rank",
         ),
         (
             &["--model", "gpt-tiny", "--cluster", "frontier"][..],
@@ -150,10 +199,60 @@ fn synth_checks_are_usage_errors() {
             &["--model", "gpt-tiny", "--pp", "2", "--virtual-stages", "2"][..],
             "invalid config: the interleaved schedule needs more than 2 pipeline stages, got 2",
         ),
+        (
+            &["--model", "gpt-tiny", "--global-batch", "1e9"][..],
+            "'--global-batch <GLOBAL_BATCH>': must be a whole number from 1 to 16777216, got 1e9",
+        ),
+        (
+            &["--model", "gpt-tiny", "--micro-batch", "0"][..],
+            "'--micro-batch <MICRO_BATCH>': must be a whole number from 1 to 65536, got 0",
+        ),
+        (
+            &[
+                "--model",
+                "gpt-tiny",
+                "--pp",
+                "4",
+                "--virtual-stages",
+                "65536",
+            ][..],
+            "invalid config: 4 layers cannot fill 4 pipeline stages of 65536 model chunks",
+        ),
     ] {
         assert_fails(&synth(args), 2, message, &format!("{args:?}"));
     }
     assert!(!out_dir.exists(), "nothing is written on a usage error");
+}
+
+/// A model file's numbers are bounded like the flags' (bad input, exit 1,
+/// naming the file and the field).
+#[test]
+fn synth_model_files_are_bounded() {
+    let dir = TempDir::new("cli-exit-model");
+    for (body, field) in [
+        (r#"{"layers": 4, "hidden": 1024, "heads": 0}"#, "heads"),
+        (
+            r#"{"layers": 18446744073709551615, "hidden": 1024, "heads": 16}"#,
+            "layers",
+        ),
+        (
+            r#"{"layers": 4, "hidden": 1024, "heads": 16, "vocab": 1e12}"#,
+            "vocab",
+        ),
+    ] {
+        let model = dir.join("model.json");
+        std::fs::write(&model, body).unwrap();
+        let out = lumos()
+            .args(["synth", "--model"])
+            .arg(&model)
+            .arg("--out")
+            .arg(dir.join("out"))
+            .output()
+            .unwrap();
+        let want = format!("model.json: \"{field}\" must be a whole number from 1 to");
+        assert_fails(&out, 1, &want, field);
+    }
+    assert!(!dir.join("out").exists());
 }
 
 #[test]

@@ -207,16 +207,122 @@ fn bad_arguments_fail_with_a_message() {
     };
     let out = run(&["--dp", "0"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--dp must be at least 1"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("invalid value '0' for '--dp <DP>': must be a whole number from 1 to 65536"));
     let out = run(&["--network", "tpu-v9"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("tpu-v9"));
     let out = run(&["--scale-kernels", "gemm"]);
     assert_eq!(out.status.code(), Some(2));
-    // No layers found in a ResNet trace: layer edits are refused, not faked.
+    // No layers found in a ResNet trace: layer edits are refused, not
+    // faked, as an impossible request (usage).
     let out = run(&["--layers", "12"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("structural edits impossible"));
+}
+
+/// Runs `lumos predict ARGS PATHS` and asserts a usage error (exit 2, no
+/// result) whose message contains `want`.
+fn assert_refused(args: &[&str], paths: &[PathBuf], want: &str) {
+    let out = lumos()
+        .arg("predict")
+        .args(args)
+        .args(paths)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}: printed a result");
+    assert!(err.contains(want), "{args:?}: wanted {want:?} in {err}");
+}
+
+/// Configurations that cannot exist, on a synthesized GPT tiny (16 heads,
+/// hidden 1024, FFN 4096) at TP2 x PP2 x DP2: refused with the reason.
+#[test]
+fn impossible_targets_are_refused() {
+    let dir = temp_dir("impossible");
+    let files = synth_pipeline(&dir);
+    for (args, want) in [
+        (
+            &["--tp", "3"][..],
+            "16 attention heads do not divide over 3 tensor-parallel ranks",
+        ),
+        (
+            &["--tp", "1024"][..],
+            "16 attention heads do not divide over 1024 tensor-parallel ranks",
+        ),
+        (
+            &["--hidden", "7"][..],
+            "the hidden size 7 does not divide over 2 tensor-parallel ranks",
+        ),
+        (
+            &["--hidden", "1000"][..],
+            "the hidden size 1000 is not a multiple of the 16 attention heads",
+        ),
+        (&["--ffn", "4095"][..], "the FFN size 4095 does not divide"),
+        (
+            &["--layers", "1"][..],
+            "1 layers cannot fill 2 pipeline stages",
+        ),
+        (
+            &["--layers", "20000"][..],
+            "tasks (about 22 GB); lumos predicts at most 16000000 tasks (16 GB)",
+        ),
+        (
+            &["--tp", "64", "--dp", "65536", "--hidden", "4096"][..],
+            "lumos predicts jobs of at most 1048576",
+        ),
+    ] {
+        assert_refused(args, &files, want);
+    }
+    // Judged together: four tensor-parallel ranks over a hidden size of
+    // 2048 are fine, and fewer micro-batches than stages too.
+    let v = json(&["predict", "--tp", "4", "--hidden", "2048"], &files);
+    assert_eq!(v["target"]["tp"], 4);
+    let v = json(&["predict", "--microbatches", "1"], &files);
+    assert_eq!(v["target"]["microbatches"], 1);
+}
+
+/// Edits the traces hold nothing for: no tensor parallelism to re-shard,
+/// no data-parallel collectives to re-time.
+#[test]
+fn edits_the_traces_cannot_support_are_refused() {
+    let dir = temp_dir("unsupported");
+    let out = lumos()
+        .args(["synth", "--model", "gpt-tiny", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let single = vec![dir.join("rank0.json.gz")];
+    assert_refused(
+        &["--dp", "4"],
+        &single,
+        "no data-parallel collectives found in",
+    );
+    assert_refused(
+        &["--tp", "2"],
+        &single,
+        "no tensor-parallel collectives found in",
+    );
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rtx = corpus.path("single-rank/rtx2080ti-linear-train.json.gz");
+    assert_refused(
+        &["--dp", "4"],
+        std::slice::from_ref(&rtx),
+        &format!(
+            "no data-parallel collectives found in {}; nothing to re-time",
+            rtx.display()
+        ),
+    );
+    let dlrm = corpus.path("multi-rank/dlrm-8xv100");
+    assert_refused(
+        &["--tp", "2"],
+        &[dlrm],
+        "rank0.json.gz: the traced model has no tensor parallelism to re-shard",
+    );
 }
 
 #[test]

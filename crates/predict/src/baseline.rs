@@ -127,7 +127,7 @@ impl Baseline {
             roles,
             stages,
         } = one_rank_per_stage(inputs, structures, roles, stages, &mut notes);
-        let pp = d0.pp.unwrap_or(1);
+        let pp = at_least_one(d0.pp, "pipeline-parallel degree", &mut notes);
         let complete = stages.len() as u32 == pp;
         let layers = if complete {
             structures
@@ -145,10 +145,10 @@ impl Baseline {
             d0.layers.unwrap_or(0) * pp
         };
         let config = Config {
-            tp: d0.tp.unwrap_or(1),
-            dp: d0.dp.unwrap_or(1),
+            tp: at_least_one(d0.tp, "tensor-parallel degree", &mut notes),
+            dp: at_least_one(d0.dp, "data-parallel degree", &mut notes),
             pp,
-            microbatches: d0.microbatches.unwrap_or(1),
+            microbatches: at_least_one(d0.microbatches, "micro-batch count", &mut notes),
             layers,
             hidden: d0.hidden.unwrap_or(0),
             ffn: d0.ffn.unwrap_or(0),
@@ -212,14 +212,16 @@ impl Baseline {
     }
 
     /// The prediction for the traced configuration: the traced graphs,
-    /// unchanged.
+    /// unchanged. It cannot fail: the traced configuration is not checked
+    /// as a target (however odd the trace), and its degrees are at least 1
+    /// ([`Baseline::new`] takes a degree of 0 found in a trace as 1).
     pub fn identity(&self) -> Prediction<'_> {
         let target = Target {
             config: self.config,
             scales: Vec::new(),
             network: None,
         };
-        realize(self, target).expect("the identity needs no structural edit")
+        crate::edits::traced(self, target)
     }
 
     /// The prediction for `target`.
@@ -254,6 +256,19 @@ fn discover_all(inputs: &[Input]) -> Vec<Structure> {
     structures
 }
 
+/// A degree or count found in the traces, 1 when none was found; a 0
+/// (a group of no ranks, which no job has) is taken as 1 and noted, so
+/// that every configuration a baseline holds can be predicted.
+fn at_least_one(found: Option<u32>, what: &str, notes: &mut Vec<String>) -> u32 {
+    match found {
+        Some(0) => {
+            notes.push(format!("the traces give a {what} of 0: taken as 1"));
+            1
+        }
+        x => x.unwrap_or(1),
+    }
+}
+
 /// Each input's role and stage in its pipeline; an error when the inputs'
 /// parallel degrees differ (they are then not ranks of one job).
 fn stage_roles(
@@ -269,7 +284,7 @@ fn stage_roles(
     let mut stages = Vec::new();
     for (i, s) in structures.iter().enumerate() {
         if degrees(s) != first {
-            return Err(PredictError::Unsupported(format!(
+            return Err(PredictError::NotOneJob(format!(
                 "{}: parallel degrees differ from {}'s: are these ranks of one job?",
                 inputs[i].name, inputs[0].name
             )));
@@ -437,7 +452,40 @@ fn param_count(s: &Structure, c: &Config) -> ParamCount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{inputs, synth};
+    use crate::testutil::{baseline, inputs, synth};
+
+    #[test]
+    fn a_degree_of_zero_is_taken_as_one_and_noted() {
+        let mut notes = Vec::new();
+        assert_eq!(at_least_one(None, "tensor-parallel degree", &mut notes), 1);
+        assert_eq!(
+            at_least_one(Some(4), "tensor-parallel degree", &mut notes),
+            4
+        );
+        assert!(notes.is_empty());
+        assert_eq!(at_least_one(Some(0), "data-parallel degree", &mut notes), 1);
+        assert_eq!(
+            notes,
+            ["the traces give a data-parallel degree of 0: taken as 1"]
+        );
+    }
+
+    #[test]
+    fn the_identity_is_not_checked_as_a_target() {
+        // A traced configuration no target may have (a world beyond
+        // lumos' limit, no layers for the stages) still replays as traced.
+        let mut base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
+        base.config.dp = 1 << 20;
+        base.config.layers = 0;
+        let p = base.identity();
+        assert_eq!(p.stages.len(), base.inputs.len());
+        // An edit of the degrees is checked, against the world it makes.
+        let e = p.with_tp(2).err().unwrap();
+        assert!(
+            e.to_string().contains("lumos predicts jobs of at most"),
+            "{e}"
+        );
+    }
 
     /// An input with nothing in it, of rank `rank`.
     fn empty(rank: u32) -> (Input, Structure) {
@@ -498,7 +546,7 @@ mod tests {
         ];
         let structures = discover_all(&ins);
         let e = stage_roles(&ins, &structures).unwrap_err();
-        assert!(matches!(e, PredictError::Unsupported(_)));
+        assert!(matches!(e, PredictError::NotOneJob(_)));
         assert!(!e.is_usage());
         assert_eq!(
             e.to_string(),

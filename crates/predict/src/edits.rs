@@ -15,12 +15,60 @@ use lumos_models::NetworkModel;
 
 use crate::assemble::{assemble, identity_plan, Tag, Template};
 use crate::baseline::Baseline;
+use crate::checks::check_target;
 use crate::config::{Config, Coord, KernelScale, Layout};
 use crate::discover::GroupClass;
 use crate::error::PredictError;
 use crate::models::Source;
 use crate::plan::{plan_stage, Source as PlanSource, StageTarget};
 use crate::retime::retime;
+
+/// One edit of a target, for [`Prediction::with_edits`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
+    /// Data-parallel degree (weak scaling).
+    Dp(u32),
+    /// Tensor-parallel degree.
+    Tp(u32),
+    /// Pipeline-parallel degree.
+    Pp(u32),
+    /// Micro-batches per step.
+    Microbatches(u32),
+    /// Transformer layers in the whole model.
+    Layers(u32),
+    /// Hidden size; the FFN size follows in proportion unless an
+    /// [`Edit::Ffn`] (before or after it) sets it.
+    Hidden(u64),
+    /// FFN size.
+    Ffn(u64),
+    /// A kernel speed-up.
+    KernelScale(KernelScale),
+    /// Another network, with a description.
+    Network(NetworkModel, String),
+}
+
+impl Edit {
+    /// Applies the edit to `t`, whose traced configuration is `traced`.
+    fn apply(self, traced: &Config, t: &mut Target) {
+        let c = &mut t.config;
+        match self {
+            Edit::Dp(x) => c.dp = x,
+            Edit::Tp(x) => c.tp = x,
+            Edit::Pp(x) => c.pp = x,
+            Edit::Microbatches(x) => c.microbatches = x,
+            Edit::Layers(x) => c.layers = x,
+            Edit::Hidden(h) => {
+                if c.ffn == traced.ffn && traced.hidden > 0 {
+                    c.ffn = (traced.ffn as f64 * h as f64 / traced.hidden as f64).round() as u64;
+                }
+                c.hidden = h;
+            }
+            Edit::Ffn(x) => c.ffn = x,
+            Edit::KernelScale(k) => t.scales.push(k),
+            Edit::Network(net, what) => t.network = Some((net, what)),
+        }
+    }
+}
 
 /// What to predict: a configuration, kernel speed-ups, a network.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +126,22 @@ pub(crate) fn realize(base: &Baseline, target: Target) -> Result<Prediction<'_>,
     realize_with(base, target, false)
 }
 
+/// The traced configuration's prediction: the traced graphs as they are,
+/// with no target checks (the traces are what they are), re-timed like any
+/// other target.
+pub(crate) fn traced(base: &Baseline, target: Target) -> Prediction<'_> {
+    let mut notes = base.notes.clone();
+    notes.extend(edit_notes(base, &target));
+    let mut p = Prediction {
+        base,
+        target,
+        stages: traced_stages(base),
+        notes,
+    };
+    retime(&mut p);
+    p
+}
+
 /// [`realize`]; `rebuild` goes through planning and assembly even when the
 /// structure is unchanged.
 fn realize_with(
@@ -85,7 +149,7 @@ fn realize_with(
     target: Target,
     rebuild: bool,
 ) -> Result<Prediction<'_>, PredictError> {
-    check_target(base, &target)?;
+    let unchecked = check_target(base, &target)?;
     let mut notes = base.notes.clone();
     let stages = if !rebuild && !structural_change(base, &target) {
         traced_stages(base)
@@ -93,6 +157,7 @@ fn realize_with(
         rebuilt_stages(base, &target.config, &mut notes)?
     };
     notes.extend(edit_notes(base, &target));
+    notes.extend(unchecked);
     let mut p = Prediction {
         base,
         target,
@@ -101,23 +166,6 @@ fn realize_with(
     };
     retime(&mut p);
     Ok(p)
-}
-
-/// The checks every target must pass, whatever the traces hold.
-fn check_target(base: &Baseline, target: &Target) -> Result<(), PredictError> {
-    let c = target.config;
-    if c.tp == 0 || c.dp == 0 || c.pp == 0 || c.microbatches == 0 {
-        return Err(PredictError::InvalidTarget(
-            "tp, dp, pp and micro-batches must be at least 1".into(),
-        ));
-    }
-    if structural_change(base, target) && c.layers < c.pp {
-        return Err(PredictError::InvalidTarget(format!(
-            "{} layers cannot fill {} pipeline stages",
-            c.layers, c.pp
-        )));
-    }
-    Ok(())
 }
 
 /// The traced graphs as they are, each task tagged with its unit's step
@@ -365,9 +413,17 @@ impl<'b> Prediction<'b> {
             && self.target.network.is_none()
     }
 
-    fn with(&self, f: impl FnOnce(&mut Target)) -> Result<Prediction<'b>, PredictError> {
+    /// The prediction with `edits` applied to its target together: the
+    /// target's checks (the `checks` module) judge the result, not each
+    /// edit alone, and the stages are built once.
+    pub fn with_edits(
+        &self,
+        edits: impl IntoIterator<Item = Edit>,
+    ) -> Result<Prediction<'b>, PredictError> {
         let mut t = self.target.clone();
-        f(&mut t);
+        for e in edits {
+            e.apply(&self.base.config, &mut t);
+        }
         realize(self.base, t)
     }
 
@@ -382,61 +438,44 @@ impl<'b> Prediction<'b> {
     /// Data-parallel degree (weak scaling: the per-rank batch stays, only
     /// the data-parallel collectives change).
     pub fn with_dp(&self, dp: u32) -> Result<Prediction<'b>, PredictError> {
-        self.with(|t| t.config.dp = dp)
+        self.with_edits([Edit::Dp(dp)])
     }
 
     /// Tensor-parallel degree: GEMMs and attention sharded over `tp`,
     /// tensor-parallel collectives over the new group.
     pub fn with_tp(&self, tp: u32) -> Result<Prediction<'b>, PredictError> {
-        self.with(|t| t.config.tp = tp)
+        self.with_edits([Edit::Tp(tp)])
     }
 
     /// Pipeline-parallel degree: layers regrouped into `pp` stages, each
     /// with its 1F1B order.
     pub fn with_pp(&self, pp: u32) -> Result<Prediction<'b>, PredictError> {
-        self.with(|t| t.config.pp = pp)
+        self.with_edits([Edit::Pp(pp)])
     }
 
     /// Micro-batches per step.
     pub fn with_microbatches(&self, m: u32) -> Result<Prediction<'b>, PredictError> {
-        self.with(|t| t.config.microbatches = m)
+        self.with_edits([Edit::Microbatches(m)])
     }
 
     /// Transformer layers in the whole model.
     pub fn with_layers(&self, layers: u32) -> Result<Prediction<'b>, PredictError> {
-        self.with(|t| t.config.layers = layers)
+        self.with_edits([Edit::Layers(layers)])
     }
 
     /// Hidden size; the FFN size follows in proportion unless set too.
     pub fn with_hidden(&self, hidden: u64) -> Result<Prediction<'b>, PredictError> {
-        let base = self.base.config;
-        if base.hidden == 0 {
-            return Err(PredictError::Unsupported(
-                "the hidden size was not found in the trace (no GEMM shapes)".into(),
-            ));
-        }
-        self.with(|t| {
-            if t.config.ffn == base.ffn && base.hidden > 0 {
-                t.config.ffn =
-                    (base.ffn as f64 * hidden as f64 / base.hidden as f64).round() as u64;
-            }
-            t.config.hidden = hidden;
-        })
+        self.with_edits([Edit::Hidden(hidden)])
     }
 
     /// FFN size.
     pub fn with_ffn(&self, ffn: u64) -> Result<Prediction<'b>, PredictError> {
-        if self.base.config.ffn == 0 {
-            return Err(PredictError::Unsupported(
-                "the FFN size was not found in the trace (no GEMM shapes)".into(),
-            ));
-        }
-        self.with(|t| t.config.ffn = ffn)
+        self.with_edits([Edit::Ffn(ffn)])
     }
 
     /// A kernel speed-up.
     pub fn with_kernel_scale(&self, k: KernelScale) -> Result<Prediction<'b>, PredictError> {
-        self.with(|t| t.scales.push(k))
+        self.with_edits([Edit::KernelScale(k)])
     }
 
     /// Another network.
@@ -445,16 +484,19 @@ impl<'b> Prediction<'b> {
         net: NetworkModel,
         what: String,
     ) -> Result<Prediction<'b>, PredictError> {
-        self.with(|t| t.network = Some((net, what)))
+        self.with_edits([Edit::Network(net, what)])
     }
 
-    /// GPU time per duration source, ns, summed over stages.
+    /// GPU time per duration source, ns, summed over stages (saturating:
+    /// durations as long as an `i64` allows do not wrap into a negative
+    /// sum).
     pub fn gpu_time_by_source(&self) -> Vec<(Source, i64)> {
         let mut m: std::collections::BTreeMap<Source, i64> = Default::default();
         for st in &self.stages {
             for (t, s) in st.graph.tasks.iter().zip(&st.source) {
                 if t.kind.is_gpu() {
-                    *m.entry(*s).or_default() += t.duration_ns;
+                    let sum = m.entry(*s).or_default();
+                    *sum = sum.saturating_add(t.duration_ns);
                 }
             }
         }
@@ -479,23 +521,29 @@ mod tests {
     }
 
     #[test]
-    fn targets_are_checked_before_anything_is_built() {
+    fn structural_changes_are_pipeline_micro_batches_and_layers() {
         let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
-        let e = check_target(&base, &target(&base, |c| c.dp = 0)).unwrap_err();
-        assert!(matches!(e, PredictError::InvalidTarget(_)) && e.is_usage());
-        assert_eq!(
-            e.to_string(),
-            "tp, dp, pp and micro-batches must be at least 1"
-        );
-        let e = check_target(&base, &target(&base, |c| c.layers = 1)).unwrap_err();
-        assert_eq!(e.to_string(), "1 layers cannot fill 2 pipeline stages");
-        assert!(check_target(&base, &target(&base, |c| c.layers = 2)).is_ok());
-        // Without a structural change the layer count is not checked.
         assert!(!structural_change(&base, &target(&base, |c| c.tp = 4)));
         assert!(structural_change(
             &base,
             &target(&base, |c| c.microbatches = 3)
         ));
+    }
+
+    #[test]
+    fn edits_apply_together_and_the_ffn_follows_the_hidden_size() {
+        let base = baseline("gpt-tiny", None, [2, 1, 1, 2]);
+        let id = base.identity();
+        // 3 tensor-parallel ranks do not divide 1024, but do 3072.
+        assert!(id.with_tp(3).is_err());
+        let p = id.with_edits([Edit::Tp(3), Edit::Hidden(3072)]);
+        assert!(matches!(p, Err(PredictError::InvalidTarget(ref m)) if m.contains("heads")));
+        let p = id.with_edits([Edit::Tp(4), Edit::Hidden(2048)]).unwrap();
+        assert_eq!((p.target.config.hidden, p.target.config.ffn), (2048, 8192));
+        let p = id
+            .with_edits([Edit::Ffn(2048), Edit::Hidden(2048)])
+            .unwrap();
+        assert_eq!(p.target.config.ffn, 2048);
     }
 
     #[test]
@@ -594,5 +642,15 @@ mod tests {
         for e in [id.with_hidden(2048).err(), id.with_ffn(2048).err()] {
             assert!(matches!(e, Some(PredictError::Unsupported(_))));
         }
+    }
+
+    #[test]
+    fn gpu_time_saturates() {
+        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let mut p = base.identity();
+        for t in &mut p.stages[0].graph.tasks {
+            t.duration_ns = i64::MAX;
+        }
+        assert!(p.gpu_time_by_source().iter().all(|&(_, ns)| ns == i64::MAX));
     }
 }

@@ -13,17 +13,23 @@ pub enum PredictError {
     /// No traced ranks were given.
     #[error("no inputs")]
     NoInputs,
-    /// The traces do not support the edit: the structure it needs was not
-    /// found (no layers, no steps, passes that do not pair up), a pipeline
-    /// stage it copies from was not traced, or the inputs are not ranks of
-    /// one job.
+    /// The traces do not support the edit asked for: the structure it
+    /// needs was not found (no layers, no steps, passes that do not pair
+    /// up, no GEMM shapes), a pipeline stage it copies from was not traced,
+    /// or the traced model has nothing the edit changes (no data-parallel
+    /// collectives to re-time, no tensor parallelism to re-shard).
     #[error("{0}")]
     Unsupported(String),
     /// The target configuration is invalid whatever the traces hold (a
-    /// degree of zero, fewer layers than stages, a malformed kernel
-    /// speed-up).
+    /// degree of zero, fewer layers than stages, heads or sizes that do not
+    /// divide over the tensor-parallel ranks, more tasks than lumos can
+    /// hold, a malformed kernel speed-up).
     #[error("{0}")]
     InvalidTarget(String),
+    /// The inputs are not the ranks of one job (their parallel degrees
+    /// differ).
+    #[error("{0}")]
+    NotOneJob(String),
     /// A network description is invalid: an unknown preset, text that is
     /// not JSON, a value that is not a positive number.
     #[error("{}{problem}", name.as_deref().map(|n| format!("{n}: ")).unwrap_or_default())]
@@ -49,13 +55,14 @@ pub enum PredictError {
 }
 
 impl PredictError {
-    /// True when the error is in what the caller asked for (the target, the
-    /// network, no inputs) rather than in what the traces hold or in their
-    /// replay.
+    /// True when the error is in what the caller asked for (the target, an
+    /// edit these traces cannot support, the network, no inputs) rather
+    /// than in the traces themselves or in their replay.
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
             PredictError::NoInputs
+                | PredictError::Unsupported(_)
                 | PredictError::InvalidTarget(_)
                 | PredictError::InvalidNetwork { .. }
         )
@@ -94,7 +101,8 @@ mod tests {
         assert_eq!(e.to_string(), "invalid graph: edge");
         assert!(!e.is_usage());
         assert!(std::error::Error::source(&e).is_none());
-        assert!(!PredictError::Unsupported("no layers".into()).is_usage());
+        assert!(PredictError::Unsupported("no layers".into()).is_usage());
+        assert!(!PredictError::NotOneJob("degrees differ".into()).is_usage());
         assert!(PredictError::InvalidTarget("tp 0".into()).is_usage());
         assert!(PredictError::NoInputs.is_usage());
     }

@@ -27,7 +27,11 @@
 //!   [`Prediction::with_tp`], [`Prediction::with_pp`],
 //!   [`Prediction::with_microbatches`], [`Prediction::with_layers`],
 //!   [`Prediction::with_hidden`], [`Prediction::with_ffn`],
-//!   [`Prediction::with_kernel_scale`], [`Prediction::with_network`].
+//!   [`Prediction::with_kernel_scale`], [`Prediction::with_network`], or
+//!   several at once with [`Prediction::with_edits`]. Every target is
+//!   checked first: a configuration that cannot exist, an edit the traces
+//!   do not support, or stages too large to hold are refused
+//!   ([`PredictError::is_usage`]).
 //!   Structural edits copy units of the traced graphs in a new order
 //!   (layers cloned or removed in every pass, passes in the 1F1B order of
 //!   each new stage), re-attaching every dependency by its position;
@@ -69,6 +73,7 @@
 
 mod assemble;
 mod baseline;
+mod checks;
 mod config;
 mod context;
 mod couple;
@@ -86,6 +91,7 @@ mod testutil;
 mod units;
 
 pub use baseline::{Baseline, Input, Models, ParamCount};
+pub use checks::{estimated_tasks, BYTES_PER_PREDICTED_TASK, MAX_PREDICTED_TASKS, MAX_WORLD_SIZE};
 pub use config::{Config, Coord, KernelScale, KernelSelector, Layout};
 pub use context::{GroupInfo, TraceContext};
 pub use couple::Job;
@@ -94,7 +100,7 @@ pub use discover::{
     GroupReport, LayerHint, LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role,
     StepStructure, Structure, StructureReport, WorkClass,
 };
-pub use edits::{PredictedStage, Prediction, Target};
+pub use edits::{Edit, PredictedStage, Prediction, Target};
 pub use error::PredictError;
 pub use models::{
     gpu_for_device, network_preset, network_with, CommModel, ComputeModel, GemmCalibration,

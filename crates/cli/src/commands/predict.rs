@@ -9,11 +9,11 @@ use anyhow::Result;
 use lumos_graph::build;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, Input, KernelScale, PredictError, Prediction, TraceContext,
+    network_preset, Baseline, Edit, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
 use lumos_report::{PredictReport, Timeline, TimelineSource};
 
-use crate::usage::usage;
+use crate::usage::{count, factor, size, usage};
 use crate::{inputs, output};
 
 /// `lumos predict` arguments.
@@ -23,32 +23,38 @@ pub struct PredictArgs {
     /// stage of the same job.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// Data-parallel degree (weak scaling).
-    #[arg(long)]
+    /// Data-parallel degree, weak scaling (1 to 65536; tp x dp x pp at
+    /// most 1048576). Needs data-parallel collectives in the trace.
+    #[arg(long, value_parser = count)]
     pub dp: Option<u32>,
-    /// Pipeline-parallel degree (needs the first and last stages' traces).
-    #[arg(long)]
+    /// Pipeline-parallel degree (1 to 65536; needs the first and last
+    /// stages' traces, and at least one layer per stage).
+    #[arg(long, value_parser = count)]
     pub pp: Option<u32>,
-    /// Micro-batches per step.
-    #[arg(long)]
+    /// Micro-batches per step (1 to 65536; fewer than the stages is
+    /// allowed).
+    #[arg(long, value_parser = count)]
     pub microbatches: Option<u32>,
-    /// Transformer layers in the whole model.
-    #[arg(long)]
+    /// Transformer layers in the whole model (1 to 65536; stages may hold
+    /// unequal numbers, earlier stages the remainder).
+    #[arg(long, value_parser = count)]
     pub layers: Option<u32>,
-    /// Hidden size (the FFN size follows in proportion unless --ffn is
-    /// given).
-    #[arg(long)]
+    /// Hidden size (1 to 1048576; a multiple of the heads and of tp). The
+    /// FFN size follows in proportion unless --ffn is given.
+    #[arg(long, value_parser = size)]
     pub hidden: Option<u64>,
-    /// FFN (MLP inner) size.
-    #[arg(long)]
+    /// FFN (MLP inner) size (1 to 1048576; a multiple of tp).
+    #[arg(long, value_parser = size)]
     pub ffn: Option<u64>,
-    /// Tensor-parallel degree.
-    #[arg(long)]
+    /// Tensor-parallel degree (1 to 65536; must divide the heads, hidden
+    /// and FFN sizes). Needs tensor-parallel collectives in the trace.
+    #[arg(long, value_parser = count)]
     pub tp: Option<u32>,
-    /// Kernel speed-up, PATTERN=FACTOR (durations multiplied by FACTOR).
-    /// PATTERN is class:gemm, class:attention, class:memory, class:comm,
-    /// class:compute, or a substring of kernel names. Repeatable.
-    #[arg(long, value_name = "PATTERN=FACTOR")]
+    /// Kernel speed-up, PATTERN=FACTOR (durations multiplied by FACTOR,
+    /// 1e-6 to 1e6). PATTERN is class:gemm, class:attention, class:memory,
+    /// class:comm, class:compute, or a substring of kernel names.
+    /// Repeatable.
+    #[arg(long, value_name = "PATTERN=FACTOR", value_parser = kernel_scale)]
     pub scale_kernels: Vec<KernelScale>,
     /// Target network: a GPU preset (a100, h100, h200, b200) or a JSON
     /// file with link bandwidths and latencies.
@@ -61,6 +67,25 @@ pub struct PredictArgs {
     /// <name>.predicted.json.gz here (opens in Perfetto).
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `--scale-kernels PATTERN=FACTOR`, its factor in the range of every
+/// scale factor.
+fn kernel_scale(s: &str) -> Result<KernelScale, String> {
+    if let Some((_, raw)) = s.rsplit_once('=') {
+        factor(raw).map_err(|e| format!("factor {e}"))?;
+    }
+    s.parse().map_err(|e: PredictError| e.to_string())
+}
+
+/// A prediction's error, as a usage error (exit 2) when the target or an
+/// edit these traces cannot support is at fault.
+fn predict_error(e: PredictError) -> anyhow::Error {
+    if e.is_usage() {
+        usage(e)
+    } else {
+        anyhow::Error::msg(e)
+    }
 }
 
 /// Reads and builds every trace; what the predicted timelines need of each
@@ -84,38 +109,26 @@ fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     Ok((loaded, sources))
 }
 
-/// The prediction the flags ask for.
-fn apply<'b>(base: &'b Baseline, a: &PredictArgs) -> Result<Prediction<'b>, PredictError> {
-    let mut p = base.identity();
-    if let Some(x) = a.pp {
-        p = p.with_pp(x)?;
+/// The prediction the flags ask for, all edits applied together (the
+/// target is judged as a whole).
+fn apply<'b>(
+    base: &'b Baseline,
+    a: &PredictArgs,
+    network: Option<(NetworkModel, String)>,
+) -> Result<Prediction<'b>, PredictError> {
+    let mut edits = Vec::new();
+    edits.extend(a.pp.map(Edit::Pp));
+    edits.extend(a.microbatches.map(Edit::Microbatches));
+    edits.extend(a.layers.map(Edit::Layers));
+    edits.extend(a.hidden.map(Edit::Hidden));
+    edits.extend(a.ffn.map(Edit::Ffn));
+    edits.extend(a.tp.map(Edit::Tp));
+    edits.extend(a.dp.map(Edit::Dp));
+    edits.extend(a.scale_kernels.iter().cloned().map(Edit::KernelScale));
+    if let Some((net, what)) = network {
+        edits.push(Edit::Network(net, what));
     }
-    if let Some(x) = a.microbatches {
-        p = p.with_microbatches(x)?;
-    }
-    if let Some(x) = a.layers {
-        p = p.with_layers(x)?;
-    }
-    if let Some(x) = a.hidden {
-        p = p.with_hidden(x)?;
-    }
-    if let Some(x) = a.ffn {
-        p = p.with_ffn(x)?;
-    }
-    if let Some(x) = a.tp {
-        p = p.with_tp(x)?;
-    }
-    if let Some(x) = a.dp {
-        p = p.with_dp(x)?;
-    }
-    for k in &a.scale_kernels {
-        p = p.with_kernel_scale(k.clone())?;
-    }
-    if let Some(n) = &a.network {
-        let (net, what) = network_from_arg(n)?;
-        p = p.with_network(net, what)?;
-    }
-    Ok(p)
+    base.identity().with_edits(edits)
 }
 
 /// The `--network` argument: a GPU preset name, or a JSON file, read here
@@ -136,8 +149,16 @@ fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
 pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(a)?;
     let (loaded, sources) = load(&a.paths)?;
-    let base = Baseline::new(loaded).map_err(anyhow::Error::msg)?;
-    let pred = apply(&base, a).map_err(anyhow::Error::msg)?;
+    // A network file that cannot be read or parsed is bad input (a preset
+    // name was checked with the arguments).
+    let network = a
+        .network
+        .as_deref()
+        .map(network_from_arg)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let base = Baseline::new(loaded).map_err(predict_error)?;
+    let pred = apply(&base, a, network).map_err(predict_error)?;
     let (report, outcome) = lumos_report::predict(&base, &pred)?;
     if let Some(dir) = &a.out {
         for t in Timeline::predicted(&pred, &outcome, &sources) {
@@ -276,22 +297,10 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Rejects flag combinations that cannot mean anything.
+/// Rejects arguments that cannot mean anything, before any trace is read
+/// (the numbers' ranges are clap's; what the traces must hold is checked
+/// with the target).
 pub fn check_args(a: &PredictArgs) -> Result<()> {
-    for (what, v) in [
-        ("--dp", a.dp),
-        ("--pp", a.pp),
-        ("--tp", a.tp),
-        ("--microbatches", a.microbatches),
-        ("--layers", a.layers),
-    ] {
-        if v == Some(0) {
-            return Err(usage(format!("{what} must be at least 1")));
-        }
-    }
-    if a.hidden == Some(0) || a.ffn == Some(0) {
-        return Err(usage("--hidden and --ffn must be at least 1"));
-    }
     // A name that is not a file must be a preset; a file's problems are
     // bad input, found when it is read.
     if let Some(n) = a.network.as_deref().filter(|n| !Path::new(n).is_file()) {

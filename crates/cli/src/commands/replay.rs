@@ -32,8 +32,9 @@ pub struct ReplayArgs {
     /// Dependency kinds to drop (ablation), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub deps: Vec<DropDep>,
-    /// Scale GPU task durations by this factor before replay.
-    #[arg(long)]
+    /// Scale GPU task durations by this factor before replay (1e-6 to
+    /// 1e6).
+    #[arg(long, value_parser = crate::usage::factor)]
     pub scale_kernels: Option<f64>,
     /// Which GPU tasks --scale-kernels applies to.
     #[arg(long, default_value = "all")]
@@ -44,7 +45,8 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub mode: JobMode,
     /// Multi-rank jobs: scale one rank's GPU compute durations (not its
-    /// communication), e.g. `3=1.5`; repeat or comma-separate for more.
+    /// communication), e.g. `3=1.5` (factor 1e-6 to 1e6); repeat or
+    /// comma-separate for more.
     #[arg(long, value_delimiter = ',', value_name = "RANK=FACTOR", value_parser = parse_rank_scale)]
     pub scale_rank: Vec<RankScale>,
     /// With --scale-rank: scale the rank's CPU tasks too.
@@ -82,18 +84,12 @@ fn parse_rank_scale(s: &str) -> Result<RankScale, String> {
         .trim()
         .parse()
         .map_err(|_| format!("`{r}` is not a rank number"))?;
-    let factor: f64 = f
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{f}` is not a number"))?;
-    if !(factor.is_finite() && factor > 0.0) {
-        return Err(format!("factor must be a positive number, got {factor}"));
-    }
+    let factor = crate::usage::factor(f).map_err(|e| format!("factor {e}"))?;
     Ok(RankScale { rank, factor })
 }
 
 /// The simulator's options for the ablation and scaling flags.
-fn sim_options(a: &ReplayArgs) -> Result<SimOptions> {
+fn sim_options(a: &ReplayArgs) -> SimOptions {
     let mut opts = SimOptions::default();
     for d in &a.deps {
         opts = opts.drop_kind(match d {
@@ -103,11 +99,6 @@ fn sim_options(a: &ReplayArgs) -> Result<SimOptions> {
         });
     }
     if let Some(f) = a.scale_kernels {
-        if !(f.is_finite() && f > 0.0) {
-            return Err(usage(format!(
-                "--scale-kernels must be a positive number, got {f}"
-            )));
-        }
         let select = match (&a.scale_pattern, a.scale_only) {
             (Some(p), _) => GpuSelector::NameContains(p.clone()),
             (None, ScaleOnly::All) => GpuSelector::All,
@@ -116,12 +107,12 @@ fn sim_options(a: &ReplayArgs) -> Result<SimOptions> {
         };
         opts = opts.scale(select, f);
     }
-    Ok(opts)
+    opts
 }
 
 /// Runs `lumos replay`; false when an input could not be read or replayed.
 pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
-    let opts = sim_options(a)?;
+    let opts = sim_options(a);
     let files = inputs::expand(&a.paths)?;
     if a.mode.job {
         // Stream: each trace is dropped once its graph is built.

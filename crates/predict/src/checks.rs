@@ -1,0 +1,376 @@
+//! The checks a [`Target`] must pass before anything is built: a
+//! configuration that can exist, edits the traces support, and a result
+//! lumos can hold. Each check runs only for what the target changes, so the
+//! traced configuration always passes (however odd the trace), and on the
+//! whole target at once, so that edits given together are judged together
+//! (`--tp 3 --hidden 3072` from a hidden size of 2048 is valid although
+//! `--tp 3` alone is not).
+//!
+//! - Degrees and micro-batches are at least 1; a world (tp x dp x pp) an
+//!   edit of a degree makes holds at most [`MAX_WORLD_SIZE`] GPUs.
+//! - Data parallelism: an edit needs data-parallel collectives to re-time
+//!   (weak scaling changes nothing else).
+//! - Tensor parallelism: an edit needs tensor-parallel collectives in the
+//!   trace (a model without tensor parallelism has nothing to re-shard);
+//!   the attention heads, the hidden size and the FFN size must divide by
+//!   it. Heads are known when an attention kernel recorded its shapes; when
+//!   they are not, the check is skipped and a note says so.
+//! - Shapes: the hidden size must be a multiple of the heads (which a
+//!   hidden-size edit keeps) and of tp; both sizes must have been found.
+//! - Structure: every pipeline stage holds at least one layer; layers may
+//!   split unevenly (earlier stages take the remainder, as Megatron's
+//!   uneven split and the synthesizer do). Fewer micro-batches than stages
+//!   is allowed: 1F1B then clips each stage's warm-up to the micro-batches,
+//!   as Megatron's non-interleaved schedule does, and the pipeline idles.
+//! - Size: the tasks of the predicted stages, estimated from the traced
+//!   ones ([`estimated_tasks`]), at most [`MAX_PREDICTED_TASKS`].
+//!
+//! A configuration that cannot exist is [`PredictError::InvalidTarget`];
+//! an edit the traces cannot support is [`PredictError::Unsupported`]. Both
+//! are the caller's to fix ([`PredictError::is_usage`]).
+
+use crate::baseline::Baseline;
+use crate::config::Config;
+use crate::discover::GroupClass;
+use crate::edits::Target;
+use crate::error::PredictError;
+
+/// Most GPUs (tp x dp x pp) a target may have. Group lists and the rank
+/// layout hold one entry per rank of a group; 2^20 GPUs is beyond any
+/// training job run so far.
+pub const MAX_WORLD_SIZE: u64 = 1 << 20;
+
+/// Memory a predicted task takes, all copies counted (its stage graph with
+/// origin, duration source and tag, the coupled job graph built from the
+/// stages, the schedule, the reports): measured at about 340 B (`lumos
+/// predict --layers 800` on a synthesized gpt-tiny pipeline: 0.9 M tasks,
+/// 319 MB peak against 33 MB at 40 layers), taken as 1 KB to leave room
+/// for traces with more edges per task.
+pub const BYTES_PER_PREDICTED_TASK: u64 = 1_000;
+
+/// Most tasks the predicted stages may hold together: a 16 GB budget at
+/// [`BYTES_PER_PREDICTED_TASK`].
+pub const MAX_PREDICTED_TASKS: u64 = 16_000_000_000 / BYTES_PER_PREDICTED_TASK;
+
+/// Checks `t` against what `base` holds; on success, notes on the checks
+/// that could not be made.
+pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, PredictError> {
+    let (b, c) = (&base.config, &t.config);
+    let invalid = |s: String| Err(PredictError::InvalidTarget(s));
+    if c.tp == 0 || c.dp == 0 || c.pp == 0 || c.microbatches == 0 {
+        return invalid("tp, dp, pp and micro-batches must be at least 1".into());
+    }
+    let world = u64::from(c.tp) * u64::from(c.dp) * u64::from(c.pp);
+    let degrees_edit = (c.tp, c.dp, c.pp) != (b.tp, b.dp, b.pp);
+    if degrees_edit && world > MAX_WORLD_SIZE {
+        return invalid(format!(
+            "tp {} x dp {} x pp {} is {world} GPUs; lumos predicts jobs of at most \
+             {MAX_WORLD_SIZE}",
+            c.tp, c.dp, c.pp
+        ));
+    }
+    if c.dp != b.dp && !has_class(base, GroupClass::Data) {
+        return Err(PredictError::Unsupported(format!(
+            "no data-parallel collectives found in {}; nothing to re-time",
+            files(base)
+        )));
+    }
+    if c.tp != b.tp && !has_class(base, GroupClass::Tensor) {
+        return Err(PredictError::Unsupported(format!(
+            "no tensor-parallel collectives found in {}: the traced model has no tensor \
+             parallelism to re-shard",
+            files(base)
+        )));
+    }
+    let notes = check_shapes(base, c)?;
+    if crate::edits::structural_change(base, t) {
+        check_structure(base, c)?;
+    }
+    Ok(notes)
+}
+
+/// The inputs' names, for messages.
+fn files(base: &Baseline) -> String {
+    base.inputs
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether any traced input has a collective of `class`.
+fn has_class(base: &Baseline, class: GroupClass) -> bool {
+    base.structures
+        .iter()
+        .any(|s| s.comms.iter().any(|x| x.class == class))
+}
+
+/// The attention heads of the whole model: those of one rank's attention
+/// kernel times the traced tensor-parallel degree.
+fn heads(base: &Baseline) -> Option<u64> {
+    let local = base.structures.iter().find_map(|s| s.config.heads_local)?;
+    Some(local * u64::from(base.config.tp.max(1)))
+}
+
+/// Heads, hidden and FFN sizes against the tensor-parallel degree, for a
+/// target that changes any of them.
+#[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the MSRV (1.80)
+fn check_shapes(base: &Baseline, c: &Config) -> Result<Vec<String>, PredictError> {
+    let b = &base.config;
+    let (tp_edit, hidden_edit, ffn_edit) = (c.tp != b.tp, c.hidden != b.hidden, c.ffn != b.ffn);
+    if !(tp_edit || hidden_edit || ffn_edit) {
+        return Ok(Vec::new());
+    }
+    let unsupported = |what: &str| {
+        Err(PredictError::Unsupported(format!(
+            "the {what} was not found in the trace (no GEMM shapes)"
+        )))
+    };
+    if hidden_edit && b.hidden == 0 {
+        return unsupported("hidden size");
+    }
+    if ffn_edit && b.ffn == 0 {
+        return unsupported("FFN size");
+    }
+    let invalid = |s: String| Err(PredictError::InvalidTarget(s));
+    let tp = u64::from(c.tp);
+    let heads = heads(base);
+    if let Some(h) = heads.filter(|h| h % tp != 0) {
+        return invalid(format!(
+            "{h} attention heads do not divide over {} tensor-parallel ranks",
+            c.tp
+        ));
+    }
+    for (what, size) in [("hidden size", c.hidden), ("FFN size", c.ffn)] {
+        if size > 0 && size % tp != 0 {
+            return invalid(format!(
+                "the {what} {size} does not divide over {} tensor-parallel ranks",
+                c.tp
+            ));
+        }
+    }
+    let mut notes = Vec::new();
+    match heads {
+        Some(h) if c.hidden > 0 && c.hidden % h != 0 => {
+            return invalid(format!(
+                "the hidden size {} is not a multiple of the {h} attention heads (a hidden-size \
+                 edit keeps the heads)",
+                c.hidden
+            ))
+        }
+        Some(_) => {}
+        None => notes.push(format!(
+            "attention heads not found in the trace (no attention kernel with shapes): not \
+             checked that they divide over tp {}{}",
+            c.tp,
+            if hidden_edit {
+                " or the hidden size over them"
+            } else {
+                ""
+            }
+        )),
+    }
+    Ok(notes)
+}
+
+/// Layers against stages, and the size of the stages a structural edit
+/// builds.
+fn check_structure(base: &Baseline, c: &Config) -> Result<(), PredictError> {
+    if c.layers < c.pp {
+        return Err(PredictError::InvalidTarget(format!(
+            "{} layers cannot fill {} pipeline stages",
+            c.layers, c.pp
+        )));
+    }
+    let tasks = estimated_tasks(base, c);
+    if tasks > MAX_PREDICTED_TASKS {
+        return Err(PredictError::InvalidTarget(format!(
+            "{} pipeline stages of {} micro-batches and up to {} layers would hold about {tasks} \
+             tasks (about {} GB); lumos predicts at most {MAX_PREDICTED_TASKS} tasks (16 GB)",
+            c.pp,
+            c.microbatches,
+            c.stage_layers(0),
+            tasks.saturating_mul(BYTES_PER_PREDICTED_TASK) / 1_000_000_000
+        )));
+    }
+    Ok(())
+}
+
+/// The tasks the stages of `c` would hold together, from the traced
+/// inputs: per new stage, the tasks outside passes (prologue, epilogue,
+/// outside steps) as traced, the tasks of passes outside layers per
+/// micro-batch, and the tasks of layers per micro-batch and layer, each
+/// the largest over the traced inputs. An upper bound of the stages
+/// `realize` builds.
+pub fn estimated_tasks(base: &Baseline, c: &Config) -> u64 {
+    let traced_m = f64::from(base.config.microbatches.max(1));
+    let (mut fixed, mut per_mb, mut per_layer_mb) = (0f64, 0f64, 0f64);
+    for (inp, s) in base.inputs.iter().zip(&base.structures) {
+        let tasks = |units: &mut dyn Iterator<Item = u32>| -> usize {
+            units.map(|u| s.units.units[u as usize].tasks.len()).sum()
+        };
+        let passes = || s.steps.iter().flat_map(|st| st.passes.iter());
+        let in_passes = passes().map(|p| tasks(&mut p.units())).sum::<usize>() as f64;
+        let in_layers = passes()
+            .map(|p| tasks(&mut p.layers.iter().flatten().copied()))
+            .sum::<usize>() as f64;
+        let layers = f64::from(s.config.layers.unwrap_or(0));
+        fixed = fixed.max(inp.graph.tasks.len() as f64 - in_passes);
+        if layers > 0.0 {
+            per_mb = per_mb.max((in_passes - in_layers) / traced_m);
+            per_layer_mb = per_layer_mb.max(in_layers / traced_m / layers);
+        } else {
+            per_mb = per_mb.max(in_passes / traced_m);
+        }
+    }
+    let m = f64::from(c.microbatches);
+    let total: f64 = (0..c.pp)
+        .map(|stage| fixed + m * (per_mb + per_layer_mb * f64::from(c.stage_layers(stage))))
+        .sum();
+    // `as` saturates.
+    total.ceil() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::baseline;
+
+    fn target(base: &Baseline, f: impl FnOnce(&mut Config)) -> Target {
+        let mut config = base.config;
+        f(&mut config);
+        Target {
+            config,
+            scales: Vec::new(),
+            network: None,
+        }
+    }
+
+    fn refusal(base: &Baseline, f: impl FnOnce(&mut Config)) -> PredictError {
+        check_target(base, &target(base, f)).unwrap_err()
+    }
+
+    #[test]
+    fn degrees_and_stages() {
+        let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
+        let e = refusal(&base, |c| c.dp = 0);
+        assert!(matches!(e, PredictError::InvalidTarget(_)) && e.is_usage());
+        assert_eq!(
+            e.to_string(),
+            "tp, dp, pp and micro-batches must be at least 1"
+        );
+        let e = refusal(&base, |c| c.layers = 1);
+        assert_eq!(e.to_string(), "1 layers cannot fill 2 pipeline stages");
+        assert!(check_target(&base, &target(&base, |c| c.layers = 2)).is_ok());
+        // Uneven splits and fewer micro-batches than stages are allowed.
+        assert!(check_target(&base, &target(&base, |c| c.layers = 3)).is_ok());
+        assert!(check_target(&base, &target(&base, |c| c.microbatches = 1)).is_ok());
+        let e = refusal(&base, |c| {
+            c.tp = 2048;
+            c.pp = 1024;
+            c.layers = 1024;
+        });
+        assert!(
+            e.to_string()
+                .contains("lumos predicts jobs of at most 1048576"),
+            "{e}"
+        );
+        // The traced configuration always passes.
+        assert_eq!(
+            check_target(&base, &target(&base, |_| {})).unwrap(),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn shapes_divide_over_tensor_parallel_ranks() {
+        // gpt-tiny: 16 heads, hidden 1024, ffn 4096; traced at tp 2.
+        let base = baseline("gpt-tiny", None, [2, 1, 1, 2]);
+        assert_eq!(heads(&base), Some(16));
+        let e = refusal(&base, |c| c.tp = 3);
+        assert_eq!(
+            e.to_string(),
+            "16 attention heads do not divide over 3 tensor-parallel ranks"
+        );
+        let e = refusal(&base, |c| c.tp = 32);
+        assert_eq!(
+            e.to_string(),
+            "16 attention heads do not divide over 32 tensor-parallel ranks"
+        );
+        let e = refusal(&base, |c| c.hidden = 7);
+        assert!(matches!(e, PredictError::InvalidTarget(_)));
+        assert_eq!(
+            e.to_string(),
+            "the hidden size 7 does not divide over 2 tensor-parallel ranks"
+        );
+        let e = refusal(&base, |c| c.hidden = 1000);
+        assert!(e
+            .to_string()
+            .starts_with("the hidden size 1000 is not a multiple of the 16"));
+        // Judged together: tp 4 with a hidden size of 2048 is fine.
+        assert!(check_target(
+            &base,
+            &target(&base, |c| {
+                c.tp = 4;
+                c.hidden = 2048;
+            })
+        )
+        .is_ok());
+        // Heads unknown: not checked, and said so.
+        let mut blind = baseline("gpt-tiny", None, [2, 1, 1, 2]);
+        for s in &mut blind.structures {
+            s.config.heads_local = None;
+        }
+        let notes = check_target(&blind, &target(&blind, |c| c.tp = 4)).unwrap();
+        assert_eq!(
+            notes,
+            [
+                "attention heads not found in the trace (no attention kernel with shapes): not \
+              checked that they divide over tp 4"
+            ]
+        );
+    }
+
+    #[test]
+    fn edits_need_what_they_change_in_the_trace() {
+        // No tensor parallelism, no data parallelism traced.
+        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let e = refusal(&base, |c| c.tp = 2);
+        assert!(matches!(e, PredictError::Unsupported(_)) && e.is_usage());
+        assert!(
+            e.to_string()
+                .starts_with("no tensor-parallel collectives found in rank0"),
+            "{e}"
+        );
+        let e = refusal(&base, |c| c.dp = 4);
+        assert_eq!(
+            e.to_string(),
+            "no data-parallel collectives found in rank0; nothing to re-time"
+        );
+    }
+
+    #[test]
+    fn sizes_are_estimated_before_anything_is_built() {
+        let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
+        let traced: usize = base.inputs.iter().map(|i| i.graph.tasks.len()).sum();
+        let same = estimated_tasks(&base, &base.config);
+        // The traced stages are estimated as they are, give or take the
+        // difference between the two stages' passes.
+        assert!(
+            same as f64 >= 0.95 * traced as f64 && (same as f64) < 1.3 * traced as f64,
+            "{same} vs {traced}"
+        );
+        let mut c = base.config;
+        c.layers *= 10;
+        let more = estimated_tasks(&base, &c);
+        assert!(more > 5 * same, "{more} vs {same}");
+        let e = refusal(&base, |c| c.layers = 100_000);
+        assert!(
+            e.to_string()
+                .contains("lumos predicts at most 16000000 tasks (16 GB)"),
+            "{e}"
+        );
+        let e = refusal(&base, |c| c.microbatches = 100_000);
+        assert!(matches!(e, PredictError::InvalidTarget(_)), "{e}");
+    }
+}
