@@ -251,4 +251,15 @@ mod tests {
         assert_eq!(sum, b.total_us);
         assert_eq!(b.total_us, r.report().window.measured_us);
     }
+
+    #[test]
+    fn a_job_of_one_rank_without_steps_replays_with_one_window_step() {
+        let trace = lumos_trace::read_bytes(Path::new("t.json"), TRACE.as_bytes()).unwrap();
+        let job = lumos_graph::assemble(vec![lumos_graph::RankInput::from_trace(&trace)]).unwrap();
+        let r = crate::replay_jointly(&job, &Default::default(), &[], false).unwrap();
+        let steps = r.report().job.unwrap().steps.unwrap();
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].name, "window");
+        assert_eq!(r.tables()[0].kernels.len(), 1);
+    }
 }
