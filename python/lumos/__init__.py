@@ -304,3 +304,7 @@ def synth(
     return list(
         _lumos.synth(model, os.fspath(out), tp, pp, dp, microbatches, gpu, ranks, steps, seed)
     )
+
+# lumos.distributed is a submodule of its own; importing it here makes
+# `lumos.distributed.ingest_rank` work after a plain `import lumos`.
+from . import distributed  # noqa: E402
