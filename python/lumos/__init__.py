@@ -275,11 +275,10 @@ def predict(
         kernels = [f"{k}={v}" for k, v in scale_kernels.items()]
     else:
         kernels = list(scale_kernels or [])
+    opts = _lumos.PredictOptions(dp, pp, microbatches, layers, hidden, ffn, tp, kernels, network)
     with callback(progress) as cb:
         traces = _lumos.read_traces(_paths(paths), cb)
-    report = _lumos.predict_json(
-        traces, dp, pp, microbatches, layers, hidden, ffn, tp, kernels, network
-    )
+    report = _lumos.predict_json(traces, opts)
     return Prediction(json.loads(report))
 
 

@@ -364,6 +364,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Job>()?;
     m.add_class::<ReplayOptions>()?;
     m.add_class::<ReplayResult>()?;
+    m.add_class::<predict::PredictOptions>()?;
     m.add_function(wrap_pyfunction!(expand, m)?)?;
     m.add_function(wrap_pyfunction!(read_traces, m)?)?;
     m.add_function(wrap_pyfunction!(looks_like_job, m)?)?;

@@ -125,42 +125,60 @@ fn run(traces: &[Arc<lumos_trace::Trace>], t: &Target) -> Result<String> {
     serde_json::to_string(&report).map_err(|e| Error::new(Kind::Input, e.to_string()))
 }
 
+/// The checked target of a prediction (the CLI's flags), made before any
+/// trace is read, as the CLI checks its flags first.
+#[pyclass(frozen, module = "lumos._lumos")]
+pub struct PredictOptions {
+    target: Target,
+}
+
+#[pymethods]
+impl PredictOptions {
+    /// Checks the target; a bad value is a `ConfigError`.
+    #[new]
+    #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None))]
+    #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
+    fn py_new(
+        dp: Option<u32>,
+        pp: Option<u32>,
+        microbatches: Option<u32>,
+        layers: Option<u32>,
+        hidden: Option<u64>,
+        ffn: Option<u64>,
+        tp: Option<u32>,
+        scale_kernels: Vec<String>,
+        network: Option<String>,
+    ) -> PyResult<PredictOptions> {
+        let scale_kernels = scale_kernels
+            .iter()
+            .map(|s| {
+                s.parse::<KernelScale>()
+                    .map_err(|e| Error::config(format!("scale_kernels: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let target = Target {
+            dp,
+            pp,
+            microbatches,
+            layers,
+            hidden,
+            ffn,
+            tp,
+            scale_kernels,
+            network,
+        };
+        check(&target)?;
+        Ok(PredictOptions { target })
+    }
+}
+
 /// `lumos predict --json` from traces already read.
 #[pyfunction]
-#[pyo3(signature = (traces, dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None))]
-#[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
 pub fn predict_json(
     py: Python<'_>,
     traces: Vec<PyRef<'_, Trace>>,
-    dp: Option<u32>,
-    pp: Option<u32>,
-    microbatches: Option<u32>,
-    layers: Option<u32>,
-    hidden: Option<u64>,
-    ffn: Option<u64>,
-    tp: Option<u32>,
-    scale_kernels: Vec<String>,
-    network: Option<String>,
+    options: &PredictOptions,
 ) -> PyResult<String> {
-    let scale_kernels = scale_kernels
-        .iter()
-        .map(|s| {
-            s.parse::<KernelScale>()
-                .map_err(|e| Error::config(format!("scale_kernels: {e}")))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let target = Target {
-        dp,
-        pp,
-        microbatches,
-        layers,
-        hidden,
-        ffn,
-        tp,
-        scale_kernels,
-        network,
-    };
-    check(&target)?;
     let traces: Vec<_> = traces.iter().map(|t| Arc::clone(&t.inner)).collect();
-    Ok(py.detach(|| run(&traces, &target))?)
+    Ok(py.detach(|| run(&traces, &options.target))?)
 }
