@@ -7,9 +7,9 @@ use std::sync::Arc;
 use lumos_graph::build;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_from_json, network_preset, Baseline, Input, KernelScale, PredictError, Prediction,
-    TraceContext,
+    network_preset, Baseline, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
+use lumos_report::network_from_json;
 use pyo3::prelude::*;
 
 use crate::errors::{Error, Kind, Result};
