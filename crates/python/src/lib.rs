@@ -148,9 +148,9 @@ impl Job {
 
     fn __repr__(&self) -> String {
         format!(
-            "Job(ranks={}, world_size={:?})",
+            "Job(ranks={}, world_size={})",
             lumos_graph::rank_ranges(&self.ranks()),
-            self.world_size()
+            self.world_size().map_or("None".into(), |w| w.to_string())
         )
     }
 }
