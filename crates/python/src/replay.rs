@@ -28,11 +28,14 @@ struct TraceParts {
 /// What the tables beyond the report are computed from.
 enum Parts {
     Traces(Vec<TraceParts>),
-    Job {
-        job: Arc<Job>,
-        graph: JobGraph,
-        schedule: Schedule,
-    },
+    Job(Box<JobParts>),
+}
+
+/// What a joint replay keeps for its tables.
+struct JobParts {
+    job: Arc<Job>,
+    graph: JobGraph,
+    schedule: Schedule,
 }
 
 /// A replay: the report `lumos replay --json` prints, and its tables.
@@ -94,11 +97,11 @@ pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
     let (graph, schedule) = (replayed.graph, replayed.schedule);
     Ok(ReplayResult {
         output,
-        parts: Parts::Job {
+        parts: Parts::Job(Box::new(JobParts {
             job,
             graph,
             schedule,
-        },
+        })),
         tables: OnceLock::new(),
     })
 }
@@ -166,11 +169,7 @@ impl ReplayResult {
                 .par_iter()
                 .map(|t| lumos_report::rank_tables(t.rank, &t.graph, &t.measured, &t.schedule))
                 .collect(),
-            Parts::Job {
-                job,
-                graph,
-                schedule,
-            } => lumos_report::job_tables(job, graph, schedule),
+            Parts::Job(j) => lumos_report::job_tables(&j.job, &j.graph, &j.schedule),
         })
     }
 
