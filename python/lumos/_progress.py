@@ -11,7 +11,7 @@ other Python threads run), and once at the end. ``phase`` is ``reading``
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Union
 
 Callback = Callable[[str, int, int], Any]
 ProgressArg = Union[bool, None, Callback]
@@ -51,13 +51,19 @@ class _Bars:
             self._bar = None
 
 
+def _silent(phase: str, done: int, total: int) -> None:
+    """Shows nothing."""
+
+
 @contextmanager
-def callback(progress: ProgressArg) -> Iterator[Optional[Callback]]:
+def callback(progress: ProgressArg) -> Iterator[Callback]:
     """The callback for ``progress``: ``None`` or ``True`` give tqdm bars
-    when tqdm is installed (``None`` is silent without it), ``False``
-    silence, a callable itself."""
+    when tqdm is installed (silence without it), ``False`` silence, a
+    callable itself."""
     if progress is False or (progress in (None, True) and _tqdm is None):
-        yield None
+        # Still a callback: while one is given, the extension checks for
+        # Ctrl-C as it waits.
+        yield _silent
         return
     if callable(progress):
         yield progress

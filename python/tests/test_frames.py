@@ -91,3 +91,13 @@ def test_a_replay_of_traces_has_empty_job_tables(single):
 def test_unknown_table_names_are_key_errors(single):
     with pytest.raises(KeyError, match="no table `nope`"):
         single.arrow("nope")
+
+
+def test_docs_list_every_table_and_column():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "PYTHON.md").read_text()
+    for name, cols in COLUMNS.items():
+        assert f"**`{name}`**" in doc, name
+        for c in cols:
+            assert f"| `{c}` |" in doc, (name, c)
