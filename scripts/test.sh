@@ -19,9 +19,11 @@ if [ "${LUMOS_SKIP_PYTHON:-0}" = 1 ]; then
   echo "LUMOS_SKIP_PYTHON=1: Python tests not run"
   exit 0
 fi
-# The parity tests compare the API with this binary (cargo test built it;
-# this is a no-op then).
-cargo build --release -p lumos
+# The parity tests compare the API with the binary `cargo test` just built
+# for the CLI's tests. (`cargo build -p lumos` would build it again: without
+# the dev-dependencies its dependencies' features differ, and every lumos
+# crate is compiled anew.)
+[ -x "$target/release/lumos" ] || cargo build --release -p lumos
 venv="${LUMOS_VENV:-$target/py-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \

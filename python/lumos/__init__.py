@@ -294,14 +294,43 @@ def synth(
     ranks: str = "one-per-stage",
     steps: int = 2,
     seed: int = 0,
+    cluster: Optional[str] = None,
+    global_batch: Optional[int] = None,
+    micro_batch: Optional[int] = None,
+    virtual_stages: Optional[int] = None,
+    sequence_parallel: bool = True,
+    distributed_optimizer: bool = False,
+    recompute: Optional[str] = None,
+    precision: Optional[str] = None,
+    unfused_attention: bool = False,
+    cuda_sync_events: bool = True,
+    event_records: bool = True,
 ) -> List[str]:
     """``lumos synth``: writes synthesized Kineto traces (``rank<N>.json.gz``)
     of a Megatron-style GPT training job into ``out``; returns the files.
     ``model`` is a preset (``gpt-tiny``, ``gpt-small``, ``gpt3-15b``,
     ``gpt3-44b``, ``gpt3-117b``, ``gpt3-175b``); ``ranks`` is
-    ``one-per-stage`` or ``all``; ``microbatches`` defaults to ``2 * pp``."""
+    ``one-per-stage`` or ``all``; ``microbatches`` defaults to ``2 * pp``
+    (or follows ``global_batch``).
+
+    The recipe, as the CLI's flags: ``cluster`` a preset (``selene``,
+    ``jean-zay``, ``dgx-h100``, ``dgx-h200``, ``dgx-b200``; replaces
+    ``gpu``), ``global_batch`` and ``micro_batch`` in sequences,
+    ``virtual_stages`` (interleaved 1F1B), ``sequence_parallel``,
+    ``distributed_optimizer``, ``recompute`` (``none``, ``selective``,
+    ``full``), ``precision`` (``bf16``, ``fp16``, ``fp8``),
+    ``unfused_attention``, and what the profiler writes:
+    ``cuda_sync_events``, ``event_records``. A bad value raises
+    :class:`ConfigError`."""
+    recipe = _lumos.SynthRecipe(
+        cluster, global_batch, micro_batch, virtual_stages, sequence_parallel,
+        distributed_optimizer, recompute, precision, unfused_attention,
+        cuda_sync_events, event_records,
+    )
     return list(
-        _lumos.synth(model, os.fspath(out), tp, pp, dp, microbatches, gpu, ranks, steps, seed)
+        _lumos.synth(
+            model, os.fspath(out), tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe
+        )
     )
 
 # lumos.distributed is a submodule of its own; importing it here makes

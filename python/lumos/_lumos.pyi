@@ -73,6 +73,24 @@ class PredictOptions:
         network: Optional[str] = ...,
     ) -> None: ...
 
+class SynthRecipe:
+    """A checked training recipe of ``synth``; a bad name raises ``lumos.ConfigError``."""
+
+    def __init__(
+        self,
+        cluster: Optional[str] = ...,
+        global_batch: Optional[int] = ...,
+        micro_batch: Optional[int] = ...,
+        virtual_stages: Optional[int] = ...,
+        sequence_parallel: bool = ...,
+        distributed_optimizer: bool = ...,
+        recompute: Optional[str] = ...,
+        precision: Optional[str] = ...,
+        unfused_attention: bool = ...,
+        cuda_sync_events: bool = ...,
+        event_records: bool = ...,
+    ) -> None: ...
+
 class ReplayResult:
     """A replay: its report and tables."""
 
@@ -102,6 +120,7 @@ def synth(
     ranks: str = ...,
     steps: int = ...,
     seed: int = ...,
+    recipe: Optional[SynthRecipe] = ...,
 ) -> List[str]: ...
 def ingest_rank(path: _Path, out_dir: _Path) -> Tuple[str, int, int, int]: ...
 def load_ingested(paths: Sequence[_Path], progress: _Progress = ...) -> Job: ...

@@ -127,12 +127,27 @@ def test_predict_equals_the_cli(tmp_path, cli_json):
     assert math.isclose(p.stages["total_ms"].iloc[0], cli["stages"][0]["replayed"]["total_ms"])
 
 
-def test_synth_writes_what_the_cli_writes(tmp_path, lumos_bin):
+@pytest.mark.parametrize("recipe,flags", [
+    ({}, []),
+    (dict(cluster="selene", global_batch=8, recompute="selective", precision="fp16",
+          distributed_optimizer=True, sequence_parallel=False, cuda_sync_events=False),
+     ["--cluster", "selene", "--global-batch", "8", "--recompute", "selective",
+      "--precision", "fp16", "--distributed-optimizer", "--no-sequence-parallel",
+      "--no-cuda-sync-events"]),
+    # The interleaved schedule needs more than two stages.
+    (dict(pp=3, virtual_stages=2, micro_batch=2, unfused_attention=True, event_records=False),
+     ["--pp", "3", "--virtual-stages", "2", "--micro-batch", "2", "--unfused-attention",
+      "--no-event-records"]),
+], ids=["layout", "recipe", "schedule"])
+def test_synth_writes_what_the_cli_writes(tmp_path, lumos_bin, recipe, flags):
     from conftest import run_cli
 
-    ours = lumos.synth("gpt-tiny", tmp_path / "py", tp=2, pp=2, dp=1, seed=3)
-    p = run_cli(lumos_bin, ["synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2",
-                            "--seed", "3", "--out", str(tmp_path / "cli")])
+    model = "gpt-small" if "virtual_stages" in recipe else "gpt-tiny"
+    recipe = {"pp": 2, **recipe}
+    ours = lumos.synth(model, tmp_path / "py", tp=2, dp=1, seed=3, **recipe)
+    flags = flags if "--pp" in flags else ["--pp", "2", *flags]
+    p = run_cli(lumos_bin, ["synth", "--model", model, "--tp", "2", "--seed", "3", *flags,
+                            "--out", str(tmp_path / "cli")])
     assert p.returncode == 0, p.stderr
     theirs = p.stdout.split()
     assert [f.rsplit("/", 1)[1] for f in ours] == [f.rsplit("/", 1)[1] for f in theirs]

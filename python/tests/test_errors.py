@@ -98,6 +98,14 @@ def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
         lumos.synth("gpt-tiny", tmp_path, tp=0)
     with pytest.raises(ConfigError, match="ranks: unknown value"):
         lumos.synth("gpt-tiny", tmp_path, ranks="some")
+    with pytest.raises(ConfigError, match="recompute: \"most\" is not none"):
+        lumos.synth("gpt-tiny", tmp_path, recompute="most")
+    with pytest.raises(ConfigError, match="precision: "):
+        lumos.synth("gpt-tiny", tmp_path, precision="fp4")
+    with pytest.raises(ConfigError, match="cluster: "):
+        lumos.synth("gpt-tiny", tmp_path, cluster="no-such-cluster")
+    with pytest.raises(ConfigError, match="global_batch 7 is not a multiple"):
+        lumos.synth("gpt-tiny", tmp_path, dp=2, global_batch=7)
 
 
 def test_errors_name_the_file(tmp_path):

@@ -17,6 +17,7 @@ mod inputs;
 mod options;
 mod predict;
 mod progress;
+mod recipe;
 mod replay;
 
 use std::path::PathBuf;
@@ -264,7 +265,7 @@ fn inspect_json(
 
 /// Writes a synthesized job as `lumos synth` does; returns the files.
 #[pyfunction]
-#[pyo3(signature = (model, out, tp = 1, pp = 1, dp = 1, microbatches = None, gpu = "h100", ranks = "one-per-stage", steps = 2, seed = 0))]
+#[pyo3(signature = (model, out, tp = 1, pp = 1, dp = 1, microbatches = None, gpu = "h100", ranks = "one-per-stage", steps = 2, seed = 0, recipe = None))]
 #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
 fn synth(
     py: Python<'_>,
@@ -278,12 +279,17 @@ fn synth(
     ranks: &str,
     steps: usize,
     seed: u64,
+    recipe: Option<PyRef<'_, recipe::SynthRecipe>>,
 ) -> PyResult<Vec<String>> {
     use lumos_synth::{ModelPreset, Parallelism, Ranks, SynthConfig};
     let model = ModelPreset::preset(model).map_err(|e| Error::config(format!("model: {e}")))?;
     let gpu = lumos_models::GpuSpec::preset(gpu).map_err(|e| Error::config(format!("gpu: {e}")))?;
     let m = microbatches.unwrap_or(2 * pp);
     let mut cfg = SynthConfig::new(model, Parallelism::new(tp, pp, dp, m), gpu);
+    match recipe {
+        Some(r) => r.apply(&mut cfg)?,
+        None => recipe::SynthRecipe::default().apply(&mut cfg)?,
+    }
     cfg.steps = steps;
     cfg.seed = seed;
     cfg.ranks = match ranks {
@@ -373,6 +379,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_traces, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_json, m)?)?;
+    m.add_class::<recipe::SynthRecipe>()?;
     m.add_function(wrap_pyfunction!(synth, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_rank, m)?)?;
     m.add_function(wrap_pyfunction!(load_ingested, m)?)?;
