@@ -17,6 +17,8 @@
 //!   joint replay: every rank, the job's step as the slowest rank's, who
 //!   waited for whom, the critical path across ranks). [`replay_jointly`]
 //!   keeps the schedule for the ranks' timelines.
+//! - [`rank_tables`]: the breakdown per step and the GPU time per kernel
+//!   and launching operator, for front ends that show tables.
 //! - [`predict`]: a prediction against the measured run and its replay
 //!   ([`PredictReport`]), and [`Timeline::predicted`].
 //!
@@ -48,6 +50,7 @@ mod network;
 mod predict;
 mod replay;
 mod structure;
+mod tables;
 mod timeline;
 mod units;
 
@@ -75,6 +78,9 @@ pub use replay::{
     TimelinePair, TraceInfo, TraceReplay,
 };
 pub use structure::{DiscoveredConfig, Finding, GroupReport, PhaseTime, StructureReport};
+pub use tables::{
+    job_tables, kernel_rows, rank_tables, step_breakdowns, KernelRow, RankTables, StepBreakdown,
+};
 pub use timeline::{Timeline, TimelineSource};
 
 /// `lumos demo --json`: the built-in example inspected, replayed, and

@@ -22,10 +22,11 @@ const FLOORS: &[(&str, u32)] = &[
     ("lumos-predict", 3),
     ("lumos-report", 4),
     ("lumos", 5),
+    ("lumos-python", 5),
 ];
 
 /// Crates whose normal dependencies may include serde or serde_json.
-const SERDE_ALLOWED: &[&str] = &["lumos-report", "lumos"];
+const SERDE_ALLOWED: &[&str] = &["lumos-report", "lumos", "lumos-python"];
 
 /// JSON parsers only the reader may use.
 const JSON_PARSERS: &[&str] = &["sonic-rs", "simd-json"];

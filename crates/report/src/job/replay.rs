@@ -238,7 +238,12 @@ impl<'j> JobReplayed<'j> {
             .enumerate()
             .map(|(k, (m, r))| JobStep {
                 index: k,
-                name: job.graphs[m.pos].graph.steps[k].name.clone(),
+                // Ranks without steps have one: the whole window.
+                name: job.graphs[m.pos]
+                    .graph
+                    .steps
+                    .get(k)
+                    .map_or_else(|| "window".to_owned(), |s| s.name.clone()),
                 measured_us: us(m.ns),
                 replayed_us: us(r.ns),
                 error_pct: err_pct(m.ns, r.ns),

@@ -1,0 +1,116 @@
+//! Rust errors as the Python exceptions of `lumos.errors`: bad input
+//! (`InputError`), bad configuration (`ConfigError`) and I/O
+//! (`LumosIOError`), all `LumosError`s. The message is the one the CLI
+//! prints after `error: ` (the error and its causes, joined by `: `).
+
+use pyo3::prelude::*;
+
+/// Which exception an [`Error`] becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A trace, model or network file that cannot be read or processed;
+    /// files that are not one job. The CLI's exit code 1.
+    Input,
+    /// An option that cannot be valid (a zero degree, an unknown preset, a
+    /// rank the job lacks). The CLI's exit code 2 (usage).
+    Config,
+    /// A file or folder that cannot be opened, listed or written.
+    Io,
+}
+
+impl Kind {
+    fn class_name(self) -> &'static str {
+        match self {
+            Kind::Input => "InputError",
+            Kind::Config => "ConfigError",
+            Kind::Io => "LumosIOError",
+        }
+    }
+}
+
+/// An error on its way to Python.
+#[derive(Debug)]
+pub struct Error {
+    /// Its exception class.
+    pub kind: Kind,
+    /// Its message.
+    pub message: String,
+}
+
+/// A result whose error becomes a `lumos.LumosError`.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// An error of `kind` saying `message`.
+    pub fn new(kind: Kind, message: impl Into<String>) -> Error {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// A configuration error.
+    pub fn config(message: impl Into<String>) -> Error {
+        Error::new(Kind::Config, message)
+    }
+
+    /// `e` and its causes as `kind`, in the CLI's words.
+    pub fn from_chain(kind: Kind, e: &dyn std::error::Error) -> Error {
+        Error::new(kind, chain(e))
+    }
+}
+
+/// `e` and its causes joined by `: `, as the CLI (anyhow's `{:#}`) prints
+/// them.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+impl From<lumos_trace::ReadError> for Error {
+    fn from(e: lumos_trace::ReadError) -> Error {
+        let kind = match e.kind {
+            lumos_trace::ErrorKind::Io(_) => Kind::Io,
+            _ => Kind::Input,
+        };
+        Error::from_chain(kind, &e)
+    }
+}
+
+impl From<lumos_report::ReportError> for Error {
+    fn from(e: lumos_report::ReportError) -> Error {
+        let kind = match e {
+            lumos_report::ReportError::RankNotInJob { .. } => Kind::Config,
+            _ => Kind::Input,
+        };
+        Error::from_chain(kind, &e)
+    }
+}
+
+impl From<lumos_graph::JobError> for Error {
+    fn from(e: lumos_graph::JobError) -> Error {
+        Error::from_chain(Kind::Input, &e)
+    }
+}
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        Python::attach(|py| {
+            let class = py
+                .import("lumos.errors")
+                .and_then(|m| m.getattr(e.kind.class_name()));
+            match class.and_then(|c| c.call1((e.message.clone(),))) {
+                Ok(exc) => PyErr::from_value(exc),
+                // The pure-Python half is missing (the extension imported
+                // alone): still an exception with the message.
+                Err(_) => pyo3::exceptions::PyRuntimeError::new_err(e.message),
+            }
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! Paths to trace files, and reading them (or building a job's ranks) in
+//! parallel, as the CLI's `inputs` does, with progress in bytes read.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lumos_graph::RankInput;
+use lumos_trace::{ReadError, Trace};
+use rayon::prelude::*;
+
+use crate::errors::{Error, Kind, Result};
+use crate::progress::Progress;
+
+/// True for names that look like trace files.
+fn is_trace_name(p: &Path) -> bool {
+    let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    n.ends_with(".json") || n.ends_with(".json.gz") || n.ends_with(".gz")
+}
+
+/// Expands directories (one level, sorted) into their trace files, with
+/// the CLI's messages.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(p).map_err(|e| {
+            Error::new(
+                Kind::Io,
+                format!("{}: cannot list directory: {e}", p.display()),
+            )
+        })?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| f.is_file() && is_trace_name(f))
+            .collect();
+        if found.is_empty() {
+            return Err(Error::new(
+                Kind::Input,
+                format!(
+                    "{}: directory has no trace files (*.json, *.json.gz)",
+                    p.display()
+                ),
+            ));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    if out.is_empty() {
+        return Err(Error::new(Kind::Input, "no input traces given"));
+    }
+    Ok(out)
+}
+
+fn file_len(f: &Path) -> u64 {
+    std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)
+}
+
+/// What a file left unread because the caller cancelled gives: an error
+/// (of an empty file) that [`crate::progress::run`] replaces by the
+/// cancellation's own.
+fn cancelled(f: &Path) -> std::result::Result<Trace, ReadError> {
+    lumos_trace::read_bytes(f, b"")
+}
+
+/// Reads every file in parallel; each result keeps its own error.
+pub fn read_all(files: &[PathBuf], p: &Progress) -> Vec<std::result::Result<Trace, ReadError>> {
+    p.phase("reading", files.iter().map(|f| file_len(f)).sum());
+    files
+        .par_iter()
+        .map(|f| {
+            if p.cancelled() {
+                return cancelled(f);
+            }
+            let r = lumos_trace::read_path(f);
+            p.add(file_len(f));
+            r
+        })
+        .collect()
+}
+
+/// The first read error, or every trace.
+pub fn all_ok(read: Vec<std::result::Result<Trace, ReadError>>) -> Result<Vec<Trace>> {
+    read.into_iter().map(|r| r.map_err(Error::from)).collect()
+}
+
+/// Reads and builds every file of a job in parallel, dropping each trace
+/// once its graph is built (one trace per thread in memory at a time).
+pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {
+    p.phase("reading", files.iter().map(|f| file_len(f)).sum());
+    files
+        .par_iter()
+        .map(|f| {
+            if p.cancelled() {
+                return cancelled(f)
+                    .map(|t| RankInput::from_trace(&t))
+                    .map_err(Error::from);
+            }
+            let r = lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t));
+            p.add(file_len(f));
+            r.map_err(Error::from)
+        })
+        .collect()
+}
+
+/// Builds the ranks of traces already read, in parallel.
+pub fn ranks_from_traces(traces: &[Arc<Trace>], p: &Progress) -> Vec<RankInput> {
+    p.phase("building", traces.len() as u64);
+    traces
+        .par_iter()
+        .map(|t| {
+            let r = RankInput::from_trace(t);
+            p.add(1);
+            r
+        })
+        .collect()
+}

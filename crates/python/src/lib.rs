@@ -1,0 +1,388 @@
+//! `lumos._lumos`, the extension module of the `lumos` Python package:
+//! the library itself, not a subprocess. Traces are read, graphs built and
+//! replayed by the same lumos-report functions the CLI calls, with the GIL
+//! released while Rust works and progress reported to a Python callable.
+//!
+//! What crosses into Python: reports as the CLI's `--json` text (parsed
+//! once, on request), and tables as Arrow column buffers (`columns`) that
+//! `lumos.frames` wraps into pyarrow tables and pandas frames. Errors
+//! become the exceptions of `lumos.errors` with the CLI's messages
+//! (`errors`). The pure-Python half (python/lumos) holds the documented
+//! API; this module's names are its building blocks.
+
+mod columns;
+mod errors;
+mod ingest;
+mod inputs;
+mod options;
+mod predict;
+mod progress;
+mod recipe;
+mod replay;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use crate::errors::Error;
+use crate::options::ReplayOptions;
+use crate::replay::ReplayResult;
+
+/// A progress callback, `callback(phase, done, total)`.
+type Callback = Option<Py<PyAny>>;
+
+/// One trace file, read.
+#[pyclass(frozen, module = "lumos._lumos")]
+pub struct Trace {
+    inner: Arc<lumos_trace::Trace>,
+}
+
+#[pymethods]
+impl Trace {
+    /// The file, as given.
+    #[getter]
+    fn path(&self) -> String {
+        self.inner.path.display().to_string()
+    }
+
+    /// Its rank (`distributedInfo.rank`, else `rank<N>` in its name, else 0).
+    #[getter]
+    fn rank(&self) -> u32 {
+        self.inner.meta.rank
+    }
+
+    /// `distributedInfo.world_size`, if recorded.
+    #[getter]
+    fn world_size(&self) -> Option<u32> {
+        self.inner.meta.world_size
+    }
+
+    /// Complete events kept by the reader.
+    #[getter]
+    fn events(&self) -> usize {
+        self.inner.events.len()
+    }
+
+    /// `lumos inspect --json` of this trace alone (one `traces` entry).
+    fn inspect_json(&self, py: Python<'_>) -> PyResult<String> {
+        let t = Arc::clone(&self.inner);
+        let report = py.detach(move || lumos_report::inspect(&t));
+        json(&report)
+    }
+
+    /// Replays it on its own.
+    fn replay(&self, py: Python<'_>, options: &ReplayOptions) -> PyResult<ReplayResult> {
+        let t = [Arc::clone(&self.inner)];
+        Ok(py.detach(|| replay::replay_traces(&t, options))?)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Trace(path={:?}, rank={}, events={})",
+            self.path(),
+            self.rank(),
+            self.events()
+        )
+    }
+}
+
+/// The ranks of one job, read, built and assembled: identities checked,
+/// collectives matched, clocks aligned.
+#[pyclass(frozen, module = "lumos._lumos")]
+pub struct Job {
+    inner: Arc<lumos_graph::Job>,
+}
+
+#[pymethods]
+impl Job {
+    /// Ranks present, ascending.
+    #[getter]
+    fn ranks(&self) -> Vec<u32> {
+        self.inner.rank_numbers()
+    }
+
+    /// The world size, if any file records it.
+    #[getter]
+    fn world_size(&self) -> Option<u32> {
+        self.inner.world_size
+    }
+
+    /// Ranks no file holds.
+    #[getter]
+    fn missing_ranks(&self) -> Vec<u32> {
+        self.inner.missing.clone()
+    }
+
+    /// Each rank's file, in rank order.
+    #[getter]
+    fn paths(&self) -> Vec<String> {
+        let r = &self.inner.ranks;
+        r.iter().map(|m| m.path.display().to_string()).collect()
+    }
+
+    /// Ranks grouped by communication program: one list per group, its
+    /// representative first.
+    fn programs(&self) -> Vec<Vec<u32>> {
+        let sigs = self
+            .inner
+            .graphs
+            .iter()
+            .map(|g| (g.rank, lumos_graph::program_signature(g)));
+        lumos_graph::group_by_program(sigs)
+            .into_iter()
+            .map(|g| g.ranks)
+            .collect()
+    }
+
+    /// The job object of `lumos inspect --json` (identities, matching,
+    /// clocks).
+    fn report_json(&self) -> PyResult<String> {
+        json(&lumos_report::job_report(&self.inner))
+    }
+
+    /// Replays the ranks together.
+    fn replay(&self, py: Python<'_>, options: &ReplayOptions) -> PyResult<ReplayResult> {
+        let job = Arc::clone(&self.inner);
+        Ok(py.detach(|| replay::replay_job(job, options))?)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Job(ranks={}, world_size={})",
+            lumos_graph::rank_ranges(&self.ranks()),
+            self.world_size().map_or("None".into(), |w| w.to_string())
+        )
+    }
+}
+
+/// A report as compact JSON; the Python side parses it.
+fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_value(v)
+        .and_then(|v| serde_json::to_string(&v))
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+/// The trace files `paths` name, directories expanded (one level, sorted).
+#[pyfunction]
+fn expand(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<String>> {
+    let files = py.detach(|| inputs::expand(&paths))?;
+    Ok(files.iter().map(|f| f.display().to_string()).collect())
+}
+
+/// Reads every trace `paths` name (in parallel); the first that cannot be
+/// read is raised.
+#[pyfunction]
+#[pyo3(signature = (paths, progress = None))]
+fn read_traces(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Vec<Trace>> {
+    let files = py.detach(|| inputs::expand(&paths))?;
+    let traces = progress::run(py, progress, |p| {
+        inputs::all_ok(inputs::read_all(&files, p))
+    })??;
+    Ok(traces
+        .into_iter()
+        .map(|t| Trace { inner: Arc::new(t) })
+        .collect())
+}
+
+/// True when the traces look like the ranks of one job (several, all
+/// recording one world size above 1).
+#[pyfunction]
+fn looks_like_job(traces: Vec<PyRef<'_, Trace>>) -> bool {
+    lumos_graph::looks_like_job(traces.iter().map(|t| &t.inner.meta))
+}
+
+/// Reads the traces `paths` name and assembles them as the ranks of one
+/// job, dropping each trace once its graph is built.
+#[pyfunction]
+#[pyo3(signature = (paths, progress = None))]
+fn load_job(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Job> {
+    let files = py.detach(|| inputs::expand(&paths))?;
+    let job = progress::run(py, progress, |p| {
+        let ranks = inputs::load_ranks(&files, p)?;
+        p.phase("assembling", 1);
+        Ok::<_, Error>(lumos_graph::assemble(ranks)?)
+    })??;
+    Ok(Job {
+        inner: Arc::new(job),
+    })
+}
+
+/// Assembles traces already read as the ranks of one job.
+#[pyfunction]
+#[pyo3(signature = (traces, progress = None))]
+fn job_of_traces(
+    py: Python<'_>,
+    traces: Vec<PyRef<'_, Trace>>,
+    progress: Callback,
+) -> PyResult<Job> {
+    let traces: Vec<Arc<lumos_trace::Trace>> =
+        traces.iter().map(|t| Arc::clone(&t.inner)).collect();
+    let job = progress::run(py, progress, |p| {
+        let ranks = inputs::ranks_from_traces(&traces, p);
+        Ok::<_, Error>(lumos_graph::assemble(ranks)?)
+    })??;
+    Ok(Job {
+        inner: Arc::new(job),
+    })
+}
+
+/// Replays traces one by one (in parallel), each on its own.
+#[pyfunction]
+fn replay_traces(
+    py: Python<'_>,
+    traces: Vec<PyRef<'_, Trace>>,
+    options: &ReplayOptions,
+) -> PyResult<ReplayResult> {
+    let traces: Vec<Arc<lumos_trace::Trace>> =
+        traces.iter().map(|t| Arc::clone(&t.inner)).collect();
+    Ok(py.detach(|| replay::replay_traces(&traces, options))?)
+}
+
+/// `lumos inspect --json` of the traces (and, given `job`, its job object).
+#[pyfunction]
+#[pyo3(signature = (traces, job = None))]
+fn inspect_json(
+    py: Python<'_>,
+    traces: Vec<PyRef<'_, Trace>>,
+    job: Option<PyRef<'_, Job>>,
+) -> PyResult<String> {
+    let traces: Vec<Arc<lumos_trace::Trace>> =
+        traces.iter().map(|t| Arc::clone(&t.inner)).collect();
+    let job = job.map(|j| Arc::clone(&j.inner));
+    let out = py.detach(|| {
+        use rayon::prelude::*;
+        lumos_report::InspectOutput {
+            traces: traces
+                .par_iter()
+                .map(|t| lumos_report::inspect(t))
+                .collect(),
+            job: job.map(|j| lumos_report::job_report(&j)),
+        }
+    });
+    json(&out)
+}
+
+/// Writes a synthesized job as `lumos synth` does; returns the files.
+#[pyfunction]
+#[pyo3(signature = (model, out, tp = 1, pp = 1, dp = 1, microbatches = None, gpu = "h100", ranks = "one-per-stage", steps = 2, seed = 0, recipe = None))]
+#[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
+fn synth(
+    py: Python<'_>,
+    model: &str,
+    out: PathBuf,
+    tp: usize,
+    pp: usize,
+    dp: usize,
+    microbatches: Option<usize>,
+    gpu: &str,
+    ranks: &str,
+    steps: usize,
+    seed: u64,
+    recipe: Option<PyRef<'_, recipe::SynthRecipe>>,
+) -> PyResult<Vec<String>> {
+    use lumos_synth::{ModelPreset, Parallelism, Ranks, SynthConfig};
+    let model = ModelPreset::preset(model).map_err(|e| Error::config(format!("model: {e}")))?;
+    let gpu = lumos_models::GpuSpec::preset(gpu).map_err(|e| Error::config(format!("gpu: {e}")))?;
+    let m = microbatches.unwrap_or(2 * pp);
+    let mut cfg = SynthConfig::new(model, Parallelism::new(tp, pp, dp, m), gpu);
+    match recipe {
+        Some(r) => r.apply(&mut cfg)?,
+        None => recipe::SynthRecipe::default().apply(&mut cfg)?,
+    }
+    cfg.steps = steps;
+    cfg.seed = seed;
+    cfg.ranks = match ranks {
+        "all" => Ranks::All,
+        "one-per-stage" => Ranks::OnePerStage,
+        other => {
+            return Err(Error::config(format!(
+                "ranks: unknown value `{other}` (expected all or one-per-stage)"
+            ))
+            .into())
+        }
+    };
+    cfg.validate()
+        .map_err(|e| Error::from_chain(errors::Kind::Config, &e))?;
+    let files = py
+        .detach(|| lumos_synth::write_job(&cfg, &out))
+        .map_err(|e| {
+            Error::new(
+                errors::Kind::Io,
+                format!(
+                    "{}: cannot write the job: {}",
+                    out.display(),
+                    errors::chain(&e)
+                ),
+            )
+        })?;
+    Ok(files.iter().map(|f| f.display().to_string()).collect())
+}
+
+/// Ingests one trace into a per-rank file in `out_dir`; returns
+/// `(path, rank, tasks, bytes)`.
+#[pyfunction]
+fn ingest_rank(
+    py: Python<'_>,
+    path: PathBuf,
+    out_dir: PathBuf,
+) -> PyResult<(String, u32, u64, u64)> {
+    let done = py.detach(|| ingest::ingest(&path, &out_dir))?;
+    Ok((
+        done.out.display().to_string(),
+        done.rank,
+        done.tasks,
+        done.bytes,
+    ))
+}
+
+/// Assembles per-rank files (of [`ingest_rank`]) as the ranks of one job.
+#[pyfunction]
+#[pyo3(signature = (paths, progress = None))]
+fn load_ingested(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Job> {
+    let job = progress::run(py, progress, |p| {
+        use rayon::prelude::*;
+        p.phase("loading", paths.len() as u64);
+        let ranks = paths
+            .par_iter()
+            .map(|f| {
+                let r = ingest::read_rank(f);
+                p.add(1);
+                r
+            })
+            .collect::<errors::Result<Vec<_>>>()?;
+        Ok::<_, Error>(lumos_graph::assemble(ranks)?)
+    })??;
+    Ok(Job {
+        inner: Arc::new(job),
+    })
+}
+
+/// The version of the lumos crates this module was built from.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Trace>()?;
+    m.add_class::<Job>()?;
+    m.add_class::<ReplayOptions>()?;
+    m.add_class::<ReplayResult>()?;
+    m.add_class::<predict::PredictOptions>()?;
+    m.add_function(wrap_pyfunction!(expand, m)?)?;
+    m.add_function(wrap_pyfunction!(read_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(looks_like_job, m)?)?;
+    m.add_function(wrap_pyfunction!(load_job, m)?)?;
+    m.add_function(wrap_pyfunction!(job_of_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
+    m.add_function(wrap_pyfunction!(predict::predict_json, m)?)?;
+    m.add_class::<recipe::SynthRecipe>()?;
+    m.add_function(wrap_pyfunction!(synth, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest_rank, m)?)?;
+    m.add_function(wrap_pyfunction!(load_ingested, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! `lumos.predict`: another configuration predicted from traced ranks, as
+//! `lumos predict` does.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use lumos_graph::build;
+use lumos_models::NetworkModel;
+use lumos_predict::{
+    network_preset, Baseline, Input, KernelScale, PredictError, Prediction, TraceContext,
+};
+use lumos_report::network_from_json;
+use pyo3::prelude::*;
+
+use crate::errors::{Error, Kind, Result};
+use crate::Trace;
+
+/// The target configuration, as the CLI's flags.
+#[derive(Debug, Default)]
+struct Target {
+    dp: Option<u32>,
+    pp: Option<u32>,
+    microbatches: Option<u32>,
+    layers: Option<u32>,
+    hidden: Option<u64>,
+    ffn: Option<u64>,
+    tp: Option<u32>,
+    scale_kernels: Vec<KernelScale>,
+    network: Option<String>,
+}
+
+fn predict_error(kind: Kind, e: PredictError) -> Error {
+    let kind = match e {
+        PredictError::InvalidTarget(_) => Kind::Config,
+        _ => kind,
+    };
+    Error::from_chain(kind, &e)
+}
+
+/// The checks `lumos predict` makes on its flags.
+fn check(t: &Target) -> Result<()> {
+    for (what, v) in [
+        ("dp", t.dp),
+        ("pp", t.pp),
+        ("tp", t.tp),
+        ("microbatches", t.microbatches),
+        ("layers", t.layers),
+    ] {
+        if v == Some(0) {
+            return Err(Error::config(format!("{what} must be at least 1")));
+        }
+    }
+    if t.hidden == Some(0) || t.ffn == Some(0) {
+        return Err(Error::config("hidden and ffn must be at least 1"));
+    }
+    if let Some(n) = t.network.as_deref().filter(|n| !Path::new(n).is_file()) {
+        network(n).map_err(|e| Error::config(format!("network: {e}")))?;
+    }
+    Ok(())
+}
+
+/// A preset name or a JSON file, read here as the CLI reads it.
+fn network(arg: &str) -> std::result::Result<(NetworkModel, String), PredictError> {
+    let path = Path::new(arg);
+    if !path.is_file() {
+        return network_preset(arg);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| PredictError::InvalidNetwork {
+        name: Some(arg.to_owned()),
+        problem: e.to_string(),
+    })?;
+    network_from_json(&text, arg)
+}
+
+fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'b>, PredictError> {
+    let mut p = base.identity();
+    if let Some(x) = t.pp {
+        p = p.with_pp(x)?;
+    }
+    if let Some(x) = t.microbatches {
+        p = p.with_microbatches(x)?;
+    }
+    if let Some(x) = t.layers {
+        p = p.with_layers(x)?;
+    }
+    if let Some(x) = t.hidden {
+        p = p.with_hidden(x)?;
+    }
+    if let Some(x) = t.ffn {
+        p = p.with_ffn(x)?;
+    }
+    if let Some(x) = t.tp {
+        p = p.with_tp(x)?;
+    }
+    if let Some(x) = t.dp {
+        p = p.with_dp(x)?;
+    }
+    for k in &t.scale_kernels {
+        p = p.with_kernel_scale(k.clone())?;
+    }
+    if let Some(n) = &t.network {
+        let (net, what) = network(n)?;
+        p = p.with_network(net, what)?;
+    }
+    Ok(p)
+}
+
+fn run(traces: &[Arc<lumos_trace::Trace>], t: &Target) -> Result<String> {
+    let inputs = traces
+        .iter()
+        .map(|trace| {
+            let (graph, measured, _) = build(trace);
+            let ctx = TraceContext::from_trace(trace, &measured);
+            Input {
+                name: trace.path.display().to_string(),
+                graph,
+                measured,
+                ctx,
+            }
+        })
+        .collect();
+    let base = Baseline::new(inputs).map_err(|e| predict_error(Kind::Input, e))?;
+    let pred = apply(&base, t).map_err(|e| predict_error(Kind::Input, e))?;
+    let (report, _) = lumos_report::predict(&base, &pred)?;
+    serde_json::to_string(&report).map_err(|e| Error::new(Kind::Input, e.to_string()))
+}
+
+/// The checked target of a prediction (the CLI's flags), made before any
+/// trace is read, as the CLI checks its flags first.
+#[pyclass(frozen, module = "lumos._lumos")]
+pub struct PredictOptions {
+    target: Target,
+}
+
+#[pymethods]
+impl PredictOptions {
+    /// Checks the target; a bad value is a `ConfigError`.
+    #[new]
+    #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None))]
+    #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
+    fn py_new(
+        dp: Option<u32>,
+        pp: Option<u32>,
+        microbatches: Option<u32>,
+        layers: Option<u32>,
+        hidden: Option<u64>,
+        ffn: Option<u64>,
+        tp: Option<u32>,
+        scale_kernels: Vec<String>,
+        network: Option<String>,
+    ) -> PyResult<PredictOptions> {
+        let scale_kernels = scale_kernels
+            .iter()
+            .map(|s| {
+                s.parse::<KernelScale>()
+                    .map_err(|e| Error::config(format!("scale_kernels: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let target = Target {
+            dp,
+            pp,
+            microbatches,
+            layers,
+            hidden,
+            ffn,
+            tp,
+            scale_kernels,
+            network,
+        };
+        check(&target)?;
+        Ok(PredictOptions { target })
+    }
+}
+
+/// `lumos predict --json` from traces already read.
+#[pyfunction]
+pub fn predict_json(
+    py: Python<'_>,
+    traces: Vec<PyRef<'_, Trace>>,
+    options: &PredictOptions,
+) -> PyResult<String> {
+    let traces: Vec<_> = traces.iter().map(|t| Arc::clone(&t.inner)).collect();
+    Ok(py.detach(|| run(&traces, &options.target))?)
+}

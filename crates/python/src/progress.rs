@@ -1,0 +1,113 @@
+//! Long work with the GIL released, and its progress reported to a Python
+//! callable while it runs.
+//!
+//! The work runs on a scoped thread (and rayon's pool) while the calling
+//! thread, detached from the interpreter, waits for it; every
+//! [`TICK`] it attaches, checks for signals (Ctrl-C) and calls the
+//! callback with `(phase, done, total)`. A failed callback or a signal
+//! cancels the work at its next check ([`Progress::cancelled`]) and is
+//! raised once the work has stopped.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+/// How often the callback is called.
+const TICK: Duration = Duration::from_millis(100);
+
+/// What the work has done so far, in units of its choosing (bytes read,
+/// ranks built).
+#[derive(Debug, Default)]
+pub struct Progress {
+    phase: Mutex<&'static str>,
+    done: AtomicU64,
+    total: AtomicU64,
+    cancel: AtomicBool,
+}
+
+impl Progress {
+    /// Starts a phase of `total` units.
+    pub fn phase(&self, name: &'static str, total: u64) {
+        if let Ok(mut p) = self.phase.lock() {
+            *p = name;
+        }
+        self.done.store(0, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
+    }
+
+    /// `n` more units done.
+    pub fn add(&self, n: u64) {
+        self.done.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// True once the caller has asked the work to stop.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    fn snapshot(&self) -> (&'static str, u64, u64) {
+        let phase = self.phase.lock().map(|p| *p).unwrap_or("");
+        (
+            phase,
+            self.done.load(Ordering::Relaxed),
+            self.total.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Runs `work` with the GIL released, reporting to `callback` if given.
+/// The work's own result comes back even when the callback failed, unless
+/// the work was cancelled: then the callback's (or the signal's) error.
+pub fn run<T, F>(py: Python<'_>, callback: Option<Py<PyAny>>, work: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce(&Progress) -> T + Send,
+{
+    let progress = Progress::default();
+    let Some(callback) = callback else {
+        return Ok(py.detach(|| work(&progress)));
+    };
+    py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel::<()>();
+            let p = &progress;
+            let handle = s.spawn(move || {
+                let out = work(p);
+                let _ = tx.send(());
+                out
+            });
+            let mut failure = None;
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(TICK) {
+                if failure.is_none() {
+                    if let Err(e) = report(&callback, &progress) {
+                        progress.cancel.store(true, Ordering::Relaxed);
+                        failure = Some(e);
+                    }
+                }
+            }
+            let out = match handle.join() {
+                Ok(out) => out,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            match failure {
+                Some(e) => Err(e),
+                None => {
+                    report(&callback, &progress)?;
+                    Ok(out)
+                }
+            }
+        })
+    })
+}
+
+/// One call of the callback, after a check for signals.
+fn report(callback: &Py<PyAny>, progress: &Progress) -> PyResult<()> {
+    Python::attach(|py| {
+        py.check_signals()?;
+        let (phase, done, total) = progress.snapshot();
+        callback.call1(py, (phase, done, total)).map(drop)
+    })
+}

@@ -1,0 +1,474 @@
+//! `lumos.replay`: one replay per trace, or the joint replay of a job, and
+//! its tables.
+
+use std::sync::{Arc, OnceLock};
+
+use lumos_graph::{Graph, Job, JobGraph, Measured};
+use lumos_report::{
+    CollectiveReport, JobReport, RankTables, ReplayOutput, ReportError, TraceReplay,
+};
+use lumos_sim::Schedule;
+use lumos_trace::Trace;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use rayon::prelude::*;
+
+use crate::columns::{Builder, Table};
+use crate::errors::{Error, Result};
+use crate::options::ReplayOptions;
+
+/// What a single-trace replay keeps for its tables.
+struct TraceParts {
+    rank: u32,
+    graph: Graph,
+    measured: Measured,
+    schedule: Schedule,
+}
+
+/// What the tables beyond the report are computed from.
+enum Parts {
+    Traces(Vec<TraceParts>),
+    Job(Box<JobParts>),
+}
+
+/// What a joint replay keeps for its tables.
+struct JobParts {
+    job: Arc<Job>,
+    graph: JobGraph,
+    schedule: Schedule,
+}
+
+/// A replay: the report `lumos replay --json` prints, and its tables.
+#[pyclass(frozen, module = "lumos._lumos")]
+pub struct ReplayResult {
+    output: ReplayOutput,
+    parts: Parts,
+    /// Computed on first use: most sessions never ask.
+    tables: OnceLock<Vec<RankTables>>,
+}
+
+/// Replays every trace on its own (in parallel), as `lumos replay
+/// --per-trace`; the first failure is raised.
+pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<ReplayResult> {
+    if !opts.scales.is_empty() {
+        return Err(Error::config(
+            "scale_rank needs the ranks of one job (several files with one world size, \
+             or job=True)",
+        ));
+    }
+    let done: Vec<(TraceReplay, TraceParts)> = traces
+        .par_iter()
+        .map(|t| {
+            let r = lumos_report::replay(t, &opts.sim)?;
+            let report = r.report();
+            Ok((
+                report,
+                TraceParts {
+                    rank: t.meta.rank,
+                    graph: r.graph,
+                    measured: r.measured,
+                    schedule: r.schedule,
+                },
+            ))
+        })
+        .collect::<std::result::Result<_, ReportError>>()?;
+    let (reports, parts): (Vec<_>, Vec<_>) = done.into_iter().unzip();
+    Ok(ReplayResult {
+        output: ReplayOutput::of_traces(reports),
+        parts: Parts::Traces(parts),
+        tables: OnceLock::new(),
+    })
+}
+
+/// Replays the ranks of `job` together, as `lumos replay --job`.
+pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
+    let replayed = lumos_report::replay_jointly(&job, &opts.sim, &opts.scales, opts.scale_cpu)
+        .map_err(|e| match e {
+            ReportError::RankNotInJob { rank, .. } => {
+                let factor = opts.scales.iter().find(|s| s.rank == rank);
+                Error::config(format!(
+                    "scale_rank {rank}={}: {e}",
+                    factor.map_or(0.0, |s| s.factor)
+                ))
+            }
+            e => e.into(),
+        })?;
+    let output = replayed.report();
+    let (graph, schedule) = (replayed.graph, replayed.schedule);
+    Ok(ReplayResult {
+        output,
+        parts: Parts::Job(Box::new(JobParts {
+            job,
+            graph,
+            schedule,
+        })),
+        tables: OnceLock::new(),
+    })
+}
+
+/// Every table a replay has, by name.
+const TABLES: &[&str] = &[
+    "traces",
+    "steps",
+    "window",
+    "breakdown",
+    "step_breakdown",
+    "kernels",
+    "critical_path",
+    "critical_path_tasks",
+    "timeline",
+    "warnings",
+    "job_steps",
+    "collectives",
+    "collective_ranks",
+    "waiting",
+    "job_critical_path",
+    "clock",
+];
+
+#[pymethods]
+impl ReplayResult {
+    /// The report as `lumos replay --json` prints it (keys sorted).
+    fn json(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| {
+            serde_json::to_value(&self.output)
+                .and_then(|v| serde_json::to_string(&v))
+                .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+        })
+    }
+
+    /// True for the joint replay of a job.
+    #[getter]
+    fn is_job(&self) -> bool {
+        self.output.job.is_some()
+    }
+
+    /// The names [`ReplayResult::table`] knows.
+    #[staticmethod]
+    fn table_names() -> Vec<&'static str> {
+        TABLES.to_vec()
+    }
+
+    /// One table, as `(rows, columns)` for `lumos.frames`.
+    fn table<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyTuple>> {
+        let t = py.detach(|| self.build(name));
+        match t {
+            Some(t) => t.to_python(py),
+            None => Err(pyo3::exceptions::PyKeyError::new_err(format!(
+                "no table `{name}` (tables: {})",
+                TABLES.join(", ")
+            ))),
+        }
+    }
+}
+
+impl ReplayResult {
+    fn rank_tables(&self) -> &[RankTables] {
+        self.tables.get_or_init(|| match &self.parts {
+            Parts::Traces(ts) => ts
+                .par_iter()
+                .map(|t| lumos_report::rank_tables(t.rank, &t.graph, &t.measured, &t.schedule))
+                .collect(),
+            Parts::Job(j) => lumos_report::job_tables(&j.job, &j.graph, &j.schedule),
+        })
+    }
+
+    fn build(&self, name: &str) -> Option<Table> {
+        let traces = &self.output.traces;
+        let job = self.output.job.as_ref();
+        Some(match name {
+            "traces" => traces_table(traces),
+            "steps" => steps_table(traces),
+            "window" => Builder::new(traces)
+                .int("rank", |t| t.rank.into())
+                .f64("measured_us", |t| t.window.measured_us)
+                .f64("replayed_us", |t| t.window.replayed_us)
+                .f64("error_pct", |t| t.window.error_pct)
+                .build(),
+            "breakdown" => breakdown_table(traces),
+            "step_breakdown" => step_breakdown_table(self.rank_tables()),
+            "kernels" => kernels_table(self.rank_tables()),
+            "critical_path" => critical_path_table(traces),
+            "critical_path_tasks" => path_tasks_table(traces),
+            "timeline" => timeline_table(traces),
+            "warnings" => warnings_table(traces, job),
+            "job_steps" => job_steps_table(job),
+            "collectives" => collectives_table(job),
+            "collective_ranks" => collective_ranks_table(job),
+            "waiting" => waiting_table(job),
+            "job_critical_path" => job_path_table(job),
+            "clock" => clock_table(job),
+            _ => return None,
+        })
+    }
+}
+
+fn traces_table(traces: &[TraceReplay]) -> Table {
+    Builder::new(traces)
+        .int("rank", |t| t.rank.into())
+        .str("path", |t| t.path.as_str())
+        .int("tasks", |t| t.tasks as i64)
+        .int("steps", |t| t.steps.len() as i64)
+        .bool("flagged", |t| t.flagged)
+        .int("warnings", |t| t.warnings.len() as i64)
+        .build()
+}
+
+fn steps_table(traces: &[TraceReplay]) -> Table {
+    let rows: Vec<_> = traces
+        .iter()
+        .flat_map(|t| t.steps.iter().map(move |s| (t.rank, s)))
+        .collect();
+    Builder::new(&rows)
+        .int("rank", |r| r.0.into())
+        .str("step", |r| r.1.name.as_str())
+        .f64("measured_us", |r| r.1.measured_us)
+        .f64("replayed_us", |r| r.1.replayed_us)
+        .f64("error_pct", |r| r.1.error_pct)
+        .build()
+}
+
+/// Rows of `(rank, step, side, breakdown)`, as the breakdown columns.
+fn breakdown_columns<'r>(
+    rows: &'r [(u32, &'r str, &'static str, lumos_report::BreakdownUs)],
+    with_step: bool,
+) -> Table {
+    let b = Builder::new(rows).int("rank", |r| r.0.into());
+    let b = if with_step { b.str("step", |r| r.1) } else { b };
+    b.str("side", |r| r.2)
+        .f64("exposed_compute_us", |r| r.3.exposed_compute_us)
+        .f64("overlapped_us", |r| r.3.overlapped_us)
+        .f64("exposed_comm_us", |r| r.3.exposed_comm_us)
+        .f64("idle_us", |r| r.3.idle_us)
+        .f64("total_us", |r| r.3.total_us)
+        .build()
+}
+
+fn breakdown_table(traces: &[TraceReplay]) -> Table {
+    let rows: Vec<_> = traces
+        .iter()
+        .flat_map(|t| {
+            [
+                (t.rank, "", "measured", t.breakdown.measured),
+                (t.rank, "", "replayed", t.breakdown.replayed),
+            ]
+        })
+        .collect();
+    breakdown_columns(&rows, false)
+}
+
+fn step_breakdown_table(tables: &[RankTables]) -> Table {
+    let rows: Vec<_> = tables
+        .iter()
+        .flat_map(|t| {
+            t.steps.iter().flat_map(move |s| {
+                [
+                    (t.rank, s.step.as_str(), "measured", s.measured),
+                    (t.rank, s.step.as_str(), "replayed", s.replayed),
+                ]
+            })
+        })
+        .collect();
+    breakdown_columns(&rows, true)
+}
+
+fn kernels_table(tables: &[RankTables]) -> Table {
+    let rows: Vec<_> = tables
+        .iter()
+        .flat_map(|t| t.kernels.iter().map(move |k| (t.rank, k)))
+        .collect();
+    Builder::new(&rows)
+        .int("rank", |r| r.0.into())
+        .str("name", |r| r.1.name.as_str())
+        .opt_str("operator", |r| r.1.operator.clone())
+        .str("kind", |r| r.1.kind)
+        .bool("comm", |r| r.1.comm)
+        .int("count", |r| r.1.count as i64)
+        .f64("measured_us", |r| r.1.measured_us)
+        .f64("replayed_us", |r| r.1.replayed_us)
+        .build()
+}
+
+fn critical_path_table(traces: &[TraceReplay]) -> Table {
+    let rows: Vec<_> = traces
+        .iter()
+        .flat_map(|t| {
+            let cp = t.critical_path.as_ref();
+            cp.into_iter()
+                .flat_map(move |cp| cp.by_bound.iter().map(move |b| (t.rank, cp.hops, b)))
+        })
+        .collect();
+    Builder::new(&rows)
+        .int("rank", |r| r.0.into())
+        .int("path_hops", |r| r.1 as i64)
+        .str("bound", |r| r.2.bound.as_str())
+        .int("hops", |r| r.2.hops as i64)
+        .f64("wait_us", |r| r.2.wait_us)
+        .f64("busy_us", |r| r.2.busy_us)
+        .build()
+}
+
+fn path_tasks_table(traces: &[TraceReplay]) -> Table {
+    let rows: Vec<_> = traces
+        .iter()
+        .flat_map(|t| {
+            let cp = t.critical_path.as_ref();
+            cp.into_iter().flat_map(move |cp| {
+                cp.top_tasks
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, p)| (t.rank, i, p))
+            })
+        })
+        .collect();
+    Builder::new(&rows)
+        .int("rank", |r| r.0.into())
+        .int("position", |r| r.1 as i64)
+        .str("name", |r| r.2.name.as_str())
+        .f64("us", |r| r.2.us)
+        .build()
+}
+
+fn timeline_table(traces: &[TraceReplay]) -> Table {
+    let mut rows = Vec::new();
+    for t in traces {
+        let tl = &t.gpu_busy_timeline;
+        for (side, bins) in [("measured", &tl.measured), ("replayed", &tl.replayed)] {
+            for (i, &busy) in bins.iter().enumerate() {
+                rows.push((t.rank, side, i, tl.bin_us, busy));
+            }
+        }
+    }
+    Builder::new(&rows)
+        .int("rank", |r| r.0.into())
+        .str("side", |r| r.1)
+        .int("bin", |r| r.2 as i64)
+        .f64("start_us", |r| r.2 as f64 * r.3)
+        .f64("bin_us", |r| r.3)
+        .f64("busy", |r| r.4)
+        .build()
+}
+
+fn warnings_table(traces: &[TraceReplay], job: Option<&JobReport>) -> Table {
+    let mut rows: Vec<(Option<u32>, &str)> = traces
+        .iter()
+        .flat_map(|t| t.warnings.iter().map(move |w| (Some(t.rank), w.as_str())))
+        .collect();
+    if let Some(j) = job {
+        rows.extend(j.warnings.iter().map(|w| (None, w.as_str())));
+    }
+    Builder::new(&rows)
+        .opt_int("rank", |r| r.0.map(i64::from))
+        .str("scope", |r| if r.0.is_some() { "trace" } else { "job" })
+        .str("message", |r| r.1)
+        .build()
+}
+
+fn job_steps_table(job: Option<&JobReport>) -> Table {
+    let steps = job.and_then(|j| j.steps.as_deref()).unwrap_or_default();
+    Builder::new(steps)
+        .int("index", |s| s.index as i64)
+        .str("step", |s| s.name.as_str())
+        .f64("measured_us", |s| s.measured_us)
+        .f64("replayed_us", |s| s.replayed_us)
+        .f64("error_pct", |s| s.error_pct)
+        .int("slowest_rank_measured", |s| s.slowest_rank_measured.into())
+        .int("slowest_rank_replayed", |s| s.slowest_rank_replayed.into())
+        .build()
+}
+
+fn collectives(job: Option<&JobReport>) -> &[CollectiveReport] {
+    job.and_then(|j| j.collectives.as_deref())
+        .unwrap_or_default()
+}
+
+fn collectives_table(job: Option<&JobReport>) -> Table {
+    let rows: Vec<_> = collectives(job).iter().enumerate().collect();
+    Builder::new(&rows)
+        .int("index", |r| r.0 as i64)
+        .str("label", |r| r.1.label.as_str())
+        .str("rule", |r| r.1.rule)
+        .str("name", |r| r.1.name.as_str())
+        .opt_int("bytes", |r| r.1.bytes.map(|b| b as i64))
+        .int("ranks", |r| r.1.ranks.len() as i64)
+        .int("measured_last_rank", |r| r.1.measured.last_rank.into())
+        .int("replayed_last_rank", |r| r.1.replayed.last_rank.into())
+        .f64("measured_skew_us", |r| r.1.measured.skew_us)
+        .f64("replayed_skew_us", |r| r.1.replayed.skew_us)
+        .f64("measured_end_spread_us", |r| r.1.measured.end_spread_us)
+        .f64("replayed_end_spread_us", |r| r.1.replayed.end_spread_us)
+        .build()
+}
+
+fn collective_ranks_table(job: Option<&JobReport>) -> Table {
+    let rows: Vec<_> = collectives(job)
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| c.ranks.iter().enumerate().map(move |(k, &r)| (i, c, k, r)))
+        .collect();
+    let at = |v: &[f64], k: usize| v.get(k).copied();
+    Builder::new(&rows)
+        .int("index", |r| r.0 as i64)
+        .str("label", |r| r.1.label.as_str())
+        .str("name", |r| r.1.name.as_str())
+        .int("rank", |r| r.3.into())
+        .int("measured_waited_for", |r| r.1.measured.last_rank.into())
+        .opt_f64("measured_wait_us", |r| at(&r.1.measured.wait_us, r.2))
+        .opt_f64("measured_transfer_us", |r| {
+            at(&r.1.measured.transfer_us, r.2)
+        })
+        .opt_f64("measured_end_us", |r| at(&r.1.measured.end_us, r.2))
+        .int("replayed_waited_for", |r| r.1.replayed.last_rank.into())
+        .opt_f64("replayed_wait_us", |r| at(&r.1.replayed.wait_us, r.2))
+        .opt_f64("replayed_transfer_us", |r| {
+            at(&r.1.replayed.transfer_us, r.2)
+        })
+        .opt_f64("replayed_end_us", |r| at(&r.1.replayed.end_us, r.2))
+        .build()
+}
+
+fn waiting_table(job: Option<&JobReport>) -> Table {
+    let rows = job.and_then(|j| j.waiting.as_deref()).unwrap_or_default();
+    Builder::new(rows)
+        .int("rank", |w| w.rank.into())
+        .f64("measured_wait_us", |w| w.measured.wait_us)
+        .f64("measured_caused_us", |w| w.measured.caused_us)
+        .int("measured_last_arrivals", |w| {
+            w.measured.last_arrivals as i64
+        })
+        .f64("replayed_wait_us", |w| w.replayed.wait_us)
+        .f64("replayed_caused_us", |w| w.replayed.caused_us)
+        .int("replayed_last_arrivals", |w| {
+            w.replayed.last_arrivals as i64
+        })
+        .build()
+}
+
+fn job_path_table(job: Option<&JobReport>) -> Table {
+    let rows: Vec<_> = job
+        .and_then(|j| j.critical_path.as_ref())
+        .into_iter()
+        .flat_map(|cp| cp.per_rank_us.iter().map(move |t| (cp, t)))
+        .collect();
+    Builder::new(&rows)
+        .int("from_rank", |r| r.0.from_rank.into())
+        .int("rank_changes", |r| r.0.rank_changes as i64)
+        .int("rank", |r| r.1.rank.into())
+        .f64("us", |r| r.1.us)
+        .build()
+}
+
+fn clock_table(job: Option<&JobReport>) -> Table {
+    let rows: Vec<_> = job
+        .into_iter()
+        .flat_map(|j| j.clock.offsets.iter().map(move |o| (j, o)))
+        .collect();
+    Builder::new(&rows)
+        .int("rank", |r| r.1.rank.into())
+        .f64("offset_us", |r| r.1.offset_us)
+        .bool("reference", |r| r.1.rank == r.0.clock.reference_rank)
+        .bool("aligned", |r| {
+            !r.0.clock.unaligned_ranks.contains(&r.1.rank)
+        })
+        .build()
+}

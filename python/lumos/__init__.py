@@ -1,0 +1,338 @@
+"""lumos for notebooks: PyTorch profiler traces replayed, changed and
+predicted, with the results as pandas DataFrames.
+
+The package is the lumos library itself (a Rust extension), not a wrapper
+around the command line: the numbers are the ones ``lumos`` prints, from
+the same functions. The GIL is released while Rust works, and long work
+shows a tqdm bar when tqdm is installed.
+
+>>> import lumos
+>>> r = lumos.replay("traces/")                 # one trace, or the ranks of a job
+>>> r.steps                                      # measured / replayed / error per step
+>>> r.step_breakdown                             # exposed compute, overlap, comm, idle
+>>> r.top_kernels(10)                            # GPU time per kernel name
+>>> r.stragglers()                               # who kept whom waiting (jobs)
+>>> lumos.replay("traces/", scale_kernels=0.5, scale_only="compute").steps
+
+Main entry points: :func:`replay`, :func:`inspect`, :func:`predict`,
+:func:`synth`, :func:`read_trace` / :func:`load_job` (read once, replay many
+what-ifs), and :mod:`lumos.distributed` (per-rank ingest on Ray, or any
+engine). Errors are :class:`LumosError` s (:mod:`lumos.errors`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _lumos
+from ._progress import ProgressArg, callback
+from .errors import ConfigError, InputError, LumosError, LumosIOError
+from .results import Inspection, Prediction, Replay
+
+__version__ = _lumos.version()
+
+__all__ = [
+    "ConfigError",
+    "InputError",
+    "Inspection",
+    "Job",
+    "LumosError",
+    "LumosIOError",
+    "Prediction",
+    "Replay",
+    "Trace",
+    "inspect",
+    "load_job",
+    "predict",
+    "read_trace",
+    "read_traces",
+    "replay",
+    "synth",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Paths = Union[PathLike, Iterable[PathLike]]
+
+
+def _paths(paths: Paths) -> List[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def _options(
+    deps: Sequence[str] = (),
+    scale_kernels: Optional[float] = None,
+    scale_only: str = "all",
+    scale_pattern: Optional[str] = None,
+    scale_rank: Optional[Mapping[int, float]] = None,
+    scale_rank_cpu: bool = False,
+) -> _lumos.ReplayOptions:
+    if isinstance(deps, str):
+        deps = [d for d in deps.split(",") if d]
+    ranks = sorted((scale_rank or {}).items())
+    return _lumos.ReplayOptions(
+        list(deps), scale_kernels, scale_only, scale_pattern, ranks, scale_rank_cpu
+    )
+
+
+class Trace:
+    """One trace file, read once: replay it under as many what-ifs as
+    wanted without reading it again."""
+
+    def __init__(self, raw: _lumos.Trace) -> None:
+        self._raw = raw
+
+    def __repr__(self) -> str:
+        return repr(self._raw)
+
+    @property
+    def path(self) -> str:
+        """The file, as given."""
+        return self._raw.path
+
+    @property
+    def rank(self) -> int:
+        """Its rank."""
+        return self._raw.rank
+
+    @property
+    def world_size(self) -> Optional[int]:
+        """``distributedInfo.world_size``, if recorded."""
+        return self._raw.world_size
+
+    def inspect(self) -> Inspection:
+        """``lumos inspect`` of this trace."""
+        return Inspection({"traces": [json.loads(self._raw.inspect_json())]})
+
+    def replay(
+        self,
+        *,
+        deps: Sequence[str] = (),
+        scale_kernels: Optional[float] = None,
+        scale_only: str = "all",
+        scale_pattern: Optional[str] = None,
+    ) -> Replay:
+        """Replays the trace on its own; the what-ifs are :func:`replay`'s."""
+        opts = _options(deps, scale_kernels, scale_only, scale_pattern)
+        return Replay(self._raw.replay(opts))
+
+
+class Job:
+    """The ranks of one job, read, built and assembled once (identities
+    checked, collectives matched, clocks aligned): replay it under as many
+    what-ifs as wanted."""
+
+    def __init__(self, raw: _lumos.Job) -> None:
+        self._raw = raw
+
+    def __repr__(self) -> str:
+        return repr(self._raw)
+
+    @property
+    def ranks(self) -> List[int]:
+        """Ranks present, ascending."""
+        return list(self._raw.ranks)
+
+    @property
+    def world_size(self) -> Optional[int]:
+        """The world size, if any file records it."""
+        return self._raw.world_size
+
+    @property
+    def missing_ranks(self) -> List[int]:
+        """Ranks below the world size that no file holds."""
+        return list(self._raw.missing_ranks)
+
+    @property
+    def paths(self) -> List[str]:
+        """Each rank's file, in rank order."""
+        return list(self._raw.paths)
+
+    @property
+    def report(self) -> Dict[str, object]:
+        """The job object of ``lumos inspect --json``: identities, matching,
+        clocks."""
+        return json.loads(self._raw.report_json())
+
+    def programs(self) -> List[List[int]]:
+        """Ranks grouped by communication program, lowest rank first."""
+        return [list(g) for g in self._raw.programs()]
+
+    def replay(
+        self,
+        *,
+        deps: Sequence[str] = (),
+        scale_kernels: Optional[float] = None,
+        scale_only: str = "all",
+        scale_pattern: Optional[str] = None,
+        scale_rank: Optional[Mapping[int, float]] = None,
+        scale_rank_cpu: bool = False,
+    ) -> Replay:
+        """Replays the ranks together; the what-ifs are :func:`replay`'s."""
+        opts = _options(deps, scale_kernels, scale_only, scale_pattern, scale_rank, scale_rank_cpu)
+        return Replay(self._raw.replay(opts))
+
+
+def read_trace(path: PathLike, *, progress: ProgressArg = None) -> Trace:
+    """Reads one trace file (``.json`` or gzip, by content)."""
+    return read_traces([path], progress=progress)[0]
+
+
+def read_traces(paths: Paths, *, progress: ProgressArg = None) -> List[Trace]:
+    """Reads trace files, or directories of them (one level, sorted), in
+    parallel; the first that cannot be read is raised."""
+    with callback(progress) as cb:
+        return [Trace(t) for t in _lumos.read_traces(_paths(paths), cb)]
+
+
+def load_job(paths: Paths, *, progress: ProgressArg = None) -> Job:
+    """Reads the ranks of one job and assembles them, dropping each trace as
+    soon as its graph is built. Two files claiming one rank are an
+    :class:`InputError`; missing ranks a warning."""
+    with callback(progress) as cb:
+        return Job(_lumos.load_job(_paths(paths), cb))
+
+
+def replay(
+    paths: Paths,
+    *,
+    job: Optional[bool] = None,
+    deps: Sequence[str] = (),
+    scale_kernels: Optional[float] = None,
+    scale_only: str = "all",
+    scale_pattern: Optional[str] = None,
+    scale_rank: Optional[Mapping[int, float]] = None,
+    scale_rank_cpu: bool = False,
+    progress: ProgressArg = None,
+) -> Replay:
+    """``lumos replay``: replays each trace, or the ranks of one job
+    together, and compares with the measurement.
+
+    - ``job``: ``None`` (default) replays the files as one job when there
+      are several and all record one world size above 1 (``lumos replay``);
+      ``True`` always (``--job``); ``False`` never (``--per-trace``).
+    - ``deps``: dependency kinds to drop: ``no-inter-stream``, ``no-sync``,
+      ``no-inter-thread`` (``--deps``).
+    - ``scale_kernels``: multiply GPU task durations by this factor, for
+      ``scale_only`` ``all``, ``compute`` or ``comm`` tasks, or those whose
+      name contains ``scale_pattern``.
+    - ``scale_rank``: ``{rank: factor}`` slows a job's rank's GPU compute
+      (and CPU tasks with ``scale_rank_cpu``).
+    - ``progress``: ``None`` for a tqdm bar when tqdm is installed,
+      ``False`` for none, or ``callback(phase, done, total)``.
+    """
+    opts = _options(deps, scale_kernels, scale_only, scale_pattern, scale_rank, scale_rank_cpu)
+    files = _paths(paths)
+    with callback(progress) as cb:
+        if job:
+            return Replay(_lumos.load_job(files, cb).replay(opts))
+        traces = _lumos.read_traces(files, cb)
+        if job is None and _lumos.looks_like_job(traces):
+            assembled = _lumos.job_of_traces(traces, cb)
+            del traces  # the job holds the graphs; the traces can go
+            return Replay(assembled.replay(opts))
+        return Replay(_lumos.replay_traces(traces, opts))
+
+
+def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg = None) -> Inspection:
+    """``lumos inspect``: what each file holds (events, tasks, edges found
+    and inferred, steps, collectives, structure, warnings) and, for the ranks
+    of one job, their identities, matching and clocks. ``job`` as in
+    :func:`replay`."""
+    with callback(progress) as cb:
+        traces = _lumos.read_traces(_paths(paths), cb)
+        as_job = bool(job) or (job is None and _lumos.looks_like_job(traces))
+        assembled = _lumos.job_of_traces(traces, cb) if as_job else None
+        return Inspection(json.loads(_lumos.inspect_json(traces, assembled)))
+
+
+def predict(
+    paths: Paths,
+    *,
+    dp: Optional[int] = None,
+    pp: Optional[int] = None,
+    microbatches: Optional[int] = None,
+    layers: Optional[int] = None,
+    hidden: Optional[int] = None,
+    ffn: Optional[int] = None,
+    tp: Optional[int] = None,
+    scale_kernels: Union[Mapping[str, float], Sequence[str], None] = None,
+    network: Optional[str] = None,
+    progress: ProgressArg = None,
+) -> Prediction:
+    """``lumos predict``: another configuration predicted from one rank's
+    trace, or one rank per pipeline stage, by editing their graphs.
+
+    ``scale_kernels`` maps a pattern (``class:gemm``, ``class:attention``,
+    ``class:memory``, ``class:comm``, ``class:compute`` or a substring of
+    kernel names) to a duration factor, e.g. ``{"class:gemm": 0.5}``;
+    ``network`` is a GPU preset (``a100``, ``h100``, ``h200``, ``b200``) or a
+    JSON file. See docs/PREDICTION.md."""
+    if isinstance(scale_kernels, Mapping):
+        kernels = [f"{k}={v}" for k, v in scale_kernels.items()]
+    else:
+        kernels = list(scale_kernels or [])
+    opts = _lumos.PredictOptions(dp, pp, microbatches, layers, hidden, ffn, tp, kernels, network)
+    with callback(progress) as cb:
+        traces = _lumos.read_traces(_paths(paths), cb)
+    report = _lumos.predict_json(traces, opts)
+    return Prediction(json.loads(report))
+
+
+def synth(
+    model: str,
+    out: PathLike,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    microbatches: Optional[int] = None,
+    gpu: str = "h100",
+    ranks: str = "one-per-stage",
+    steps: int = 2,
+    seed: int = 0,
+    cluster: Optional[str] = None,
+    global_batch: Optional[int] = None,
+    micro_batch: Optional[int] = None,
+    virtual_stages: Optional[int] = None,
+    sequence_parallel: bool = True,
+    distributed_optimizer: bool = False,
+    recompute: Optional[str] = None,
+    precision: Optional[str] = None,
+    unfused_attention: bool = False,
+    cuda_sync_events: bool = True,
+    event_records: bool = True,
+) -> List[str]:
+    """``lumos synth``: writes synthesized Kineto traces (``rank<N>.json.gz``)
+    of a Megatron-style GPT training job into ``out``; returns the files.
+    ``model`` is a preset (``gpt-tiny``, ``gpt-small``, ``gpt3-15b``,
+    ``gpt3-44b``, ``gpt3-117b``, ``gpt3-175b``); ``ranks`` is
+    ``one-per-stage`` or ``all``; ``microbatches`` defaults to ``2 * pp``
+    (or follows ``global_batch``).
+
+    The recipe, as the CLI's flags: ``cluster`` a preset (``selene``,
+    ``jean-zay``, ``dgx-h100``, ``dgx-h200``, ``dgx-b200``; replaces
+    ``gpu``), ``global_batch`` and ``micro_batch`` in sequences,
+    ``virtual_stages`` (interleaved 1F1B), ``sequence_parallel``,
+    ``distributed_optimizer``, ``recompute`` (``none``, ``selective``,
+    ``full``), ``precision`` (``bf16``, ``fp16``, ``fp8``),
+    ``unfused_attention``, and what the profiler writes:
+    ``cuda_sync_events``, ``event_records``. A bad value raises
+    :class:`ConfigError`."""
+    recipe = _lumos.SynthRecipe(
+        cluster, global_batch, micro_batch, virtual_stages, sequence_parallel,
+        distributed_optimizer, recompute, precision, unfused_attention,
+        cuda_sync_events, event_records,
+    )
+    return list(
+        _lumos.synth(
+            model, os.fspath(out), tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe
+        )
+    )
+
+# lumos.distributed is a submodule of its own; importing it here makes
+# `lumos.distributed.ingest_rank` work after a plain `import lumos`.
+from . import distributed  # noqa: E402

@@ -1,0 +1,127 @@
+"""Type hints of the extension module ``lumos._lumos`` (crates/python).
+
+These are the building blocks of the documented API in ``lumos``; use
+that instead. Paths are ``str`` or ``os.PathLike``; ``progress`` is
+``None`` or ``callback(phase: str, done: int, total: int)``.
+"""
+
+from os import PathLike
+from typing import Callable, List, Optional, Sequence, Tuple, Union
+
+_Path = Union[str, "PathLike[str]"]
+_Progress = Optional[Callable[[str, int, int], object]]
+#: ``(rows, [(name, type, data, validity)])``: type ``f64``, ``i64``,
+#: ``bool`` or ``str``; data ``bytes`` in Arrow's layout (a list for
+#: ``str``); validity an LSB-first bitmap or ``None``.
+RawTable = Tuple[int, List[Tuple[str, str, object, Optional[bytes]]]]
+
+class Trace:
+    """One trace file, read."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def world_size(self) -> Optional[int]: ...
+    @property
+    def events(self) -> int: ...
+    def inspect_json(self) -> str: ...
+    def replay(self, options: ReplayOptions) -> ReplayResult: ...
+
+class Job:
+    """The ranks of one job, read, built and assembled."""
+
+    @property
+    def ranks(self) -> List[int]: ...
+    @property
+    def world_size(self) -> Optional[int]: ...
+    @property
+    def missing_ranks(self) -> List[int]: ...
+    @property
+    def paths(self) -> List[str]: ...
+    def programs(self) -> List[List[int]]: ...
+    def report_json(self) -> str: ...
+    def replay(self, options: ReplayOptions) -> ReplayResult: ...
+
+class ReplayOptions:
+    """Checked replay options; a bad value raises ``lumos.ConfigError``."""
+
+    def __init__(
+        self,
+        deps: Sequence[str] = ...,
+        scale_kernels: Optional[float] = ...,
+        scale_only: str = ...,
+        scale_pattern: Optional[str] = ...,
+        scale_rank: Sequence[Tuple[int, float]] = ...,
+        scale_rank_cpu: bool = ...,
+    ) -> None: ...
+
+class PredictOptions:
+    """A checked prediction target; a bad value raises ``lumos.ConfigError``."""
+
+    def __init__(
+        self,
+        dp: Optional[int] = ...,
+        pp: Optional[int] = ...,
+        microbatches: Optional[int] = ...,
+        layers: Optional[int] = ...,
+        hidden: Optional[int] = ...,
+        ffn: Optional[int] = ...,
+        tp: Optional[int] = ...,
+        scale_kernels: Sequence[str] = ...,
+        network: Optional[str] = ...,
+    ) -> None: ...
+
+class SynthRecipe:
+    """A checked training recipe of ``synth``; a bad name raises ``lumos.ConfigError``."""
+
+    def __init__(
+        self,
+        cluster: Optional[str] = ...,
+        global_batch: Optional[int] = ...,
+        micro_batch: Optional[int] = ...,
+        virtual_stages: Optional[int] = ...,
+        sequence_parallel: bool = ...,
+        distributed_optimizer: bool = ...,
+        recompute: Optional[str] = ...,
+        precision: Optional[str] = ...,
+        unfused_attention: bool = ...,
+        cuda_sync_events: bool = ...,
+        event_records: bool = ...,
+    ) -> None: ...
+
+class ReplayResult:
+    """A replay: its report and tables."""
+
+    @property
+    def is_job(self) -> bool: ...
+    def json(self) -> str: ...
+    @staticmethod
+    def table_names() -> List[str]: ...
+    def table(self, name: str) -> RawTable: ...
+
+def expand(paths: Sequence[_Path]) -> List[str]: ...
+def read_traces(paths: Sequence[_Path], progress: _Progress = ...) -> List[Trace]: ...
+def looks_like_job(traces: Sequence[Trace]) -> bool: ...
+def load_job(paths: Sequence[_Path], progress: _Progress = ...) -> Job: ...
+def job_of_traces(traces: Sequence[Trace], progress: _Progress = ...) -> Job: ...
+def replay_traces(traces: Sequence[Trace], options: ReplayOptions) -> ReplayResult: ...
+def inspect_json(traces: Sequence[Trace], job: Optional[Job] = ...) -> str: ...
+def predict_json(traces: Sequence[Trace], options: PredictOptions) -> str: ...
+def synth(
+    model: str,
+    out: _Path,
+    tp: int = ...,
+    pp: int = ...,
+    dp: int = ...,
+    microbatches: Optional[int] = ...,
+    gpu: str = ...,
+    ranks: str = ...,
+    steps: int = ...,
+    seed: int = ...,
+    recipe: Optional[SynthRecipe] = ...,
+) -> List[str]: ...
+def ingest_rank(path: _Path, out_dir: _Path) -> Tuple[str, int, int, int]: ...
+def load_ingested(paths: Sequence[_Path], progress: _Progress = ...) -> Job: ...
+def version() -> str: ...

@@ -1,0 +1,127 @@
+"""Per-rank ingest on a cluster, job replay on the driver.
+
+A job of thousands of ranks at a gigabyte of trace each does not fit on
+one machine, but each rank's trace fits on one worker, and the job-level
+work needs far less than the traces. So the work splits in two:
+
+1. :func:`ingest_rank` reads one trace and writes its rank's graph into a
+   per-rank file. It is a plain function of two paths, with no state and
+   no engine: run it as Ray tasks (:func:`ingest`), Spark or Dask tasks, a
+   job array, or a loop.
+2. :func:`load` reads the per-rank files on the driver and assembles the
+   job (identities, collective matching, clock alignment);
+   ``Job.replay`` replays it with any what-if.
+
+:func:`replay_job` does both, on Ray. The per-rank format today is the
+simplest one that gives back the rank's graph exactly: the trace itself,
+copied (see the Rust module ``crates/python/src/ingest.rs``). The compact
+``.lgraph`` files of lumos-store (``lumos ingest``) replace it behind the
+same two functions, and with them the driver's memory follows the per-rank
+graphs rather than the traces.
+
+Spark (``out`` must be a folder every executor and the driver can reach)::
+
+    from lumos.distributed import ingest_rank, load
+    done = sc.parallelize(paths, len(paths)).map(lambda p: ingest_rank(p, out)).collect()
+    job = load(done)
+
+Dask::
+
+    import dask
+    done = dask.compute(*[dask.delayed(ingest_rank)(p, out) for p in paths])
+    job = load(done)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, List, Optional, Sequence, Tuple
+
+from . import Job, Paths, Replay, _lumos, _paths
+from ._progress import ProgressArg, callback
+
+__all__ = ["ingest_rank", "ingest_rank_bytes", "ingest", "load", "replay_job"]
+
+
+def ingest_rank(path: str, out_dir: str) -> str:
+    """Reads the trace at ``path``, builds its rank's graph and writes the
+    per-rank file into ``out_dir`` (created if needed; the file appears
+    whole or not at all). Returns the file's path. Raises the
+    :mod:`lumos.errors` exceptions, with the CLI's messages.
+
+    Engine-agnostic: a pure function of its two arguments, picklable, safe
+    to run in parallel in threads or processes."""
+    out, _rank, _tasks, _bytes = _lumos.ingest_rank(os.fspath(path), os.fspath(out_dir))
+    return out
+
+
+def ingest_rank_bytes(path: str) -> Tuple[str, bytes]:
+    """:func:`ingest_rank` for workers that share no file system with the
+    driver: returns the per-rank file's name and content, for the driver to
+    write (the engine's object store carries them)."""
+    with tempfile.TemporaryDirectory(prefix="lumos-ingest-") as tmp:
+        out = ingest_rank(path, tmp)
+        with open(out, "rb") as f:
+            return os.path.basename(out), f.read()
+
+
+def load(paths: Sequence[str], *, progress: ProgressArg = None) -> Job:
+    """Assembles per-rank files (of :func:`ingest_rank`) as the ranks of one
+    job, read in parallel on this machine."""
+    with callback(progress) as cb:
+        return Job(_lumos.load_ingested([os.fspath(p) for p in paths], cb))
+
+
+def ingest(
+    paths: Paths,
+    out_dir: str,
+    *,
+    shared_fs: bool = True,
+    num_cpus: float = 1,
+    ray_remote_args: Optional[dict] = None,
+) -> List[str]:
+    """Runs :func:`ingest_rank` on every trace as Ray tasks (Ray must be
+    initialised, or is started locally) and returns the per-rank files, in
+    the order of ``paths`` (directories expanded as :func:`lumos.replay`
+    does).
+
+    With ``shared_fs`` (the default), workers write into ``out_dir``
+    themselves: it must be reachable from every node and the driver under
+    the same path. Without it, workers return the files' contents through
+    Ray's object store and the driver writes them into ``out_dir``."""
+    import ray  # optional dependency: pip install ray
+
+    files = _lumos.expand(_paths(paths))
+    args = {"num_cpus": num_cpus, **(ray_remote_args or {})}
+    if shared_fs:
+        task: Any = ray.remote(**args)(ingest_rank)
+        return list(ray.get([task.remote(f, os.fspath(out_dir)) for f in files]))
+    task = ray.remote(**args)(ingest_rank_bytes)
+    os.makedirs(out_dir, exist_ok=True)
+    out = []
+    for name, data in ray.get([task.remote(f) for f in files]):
+        dest = os.path.join(out_dir, name)
+        tmp = f"{dest}.tmp{os.getpid()}"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, dest)
+        out.append(dest)
+    return out
+
+
+def replay_job(
+    paths: Paths,
+    out_dir: str,
+    *,
+    shared_fs: bool = True,
+    num_cpus: float = 1,
+    progress: ProgressArg = None,
+    **what_if: Any,
+) -> Replay:
+    """Ingests every rank on Ray (:func:`ingest`), assembles the job on the
+    driver (:func:`load`) and replays it; ``what_if`` takes
+    :func:`lumos.replay`'s options (``scale_kernels``, ``scale_rank``, ...).
+    The answers are those of ``lumos.replay(paths, job=True, ...)``."""
+    done = ingest(paths, out_dir, shared_fs=shared_fs, num_cpus=num_cpus)
+    return load(done, progress=progress).replay(**what_if)

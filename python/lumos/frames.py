@@ -1,0 +1,195 @@
+"""Tables of lumos results as pyarrow tables and pandas DataFrames.
+
+The extension hands each table over as Arrow column buffers: numbers and
+booleans in Arrow's own layout, wrapped here without a copy or a Python
+object per value (:func:`arrow_table`); strings as lists. pandas frames are
+made from those tables (:func:`frame`). Small tables of predictions and
+inspections are flattened here from the report's dict.
+
+Units are in the column names: ``_us`` microseconds, ``_ms`` milliseconds,
+``_pct`` percent, ``bytes`` bytes; ``busy`` is a fraction (0 to 1).
+``measured_*`` columns are the trace's times, ``replayed_*`` the
+simulator's replay of the trace's graph, ``predicted_*`` the replay of an
+edited graph. :data:`COLUMNS` documents every column of every replay table.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
+
+import pandas as pd
+import pyarrow as pa
+
+__all__ = ["COLUMNS", "arrow_table", "frame", "records_table"]
+
+_TYPES = {"f64": pa.float64(), "i64": pa.int64(), "bool": pa.bool_()}
+
+RawTable = Tuple[int, List[Tuple[str, str, Any, Any]]]
+
+
+def arrow_table(raw: RawTable) -> pa.Table:
+    """A pyarrow table from the extension's ``(rows, columns)``."""
+    rows, cols = raw
+    arrays = []
+    names = []
+    for name, tag, data, valid in cols:
+        if tag == "str":
+            arrays.append(pa.array(data, type=pa.string()))
+        else:
+            validity = None if valid is None else pa.py_buffer(valid)
+            arrays.append(
+                pa.Array.from_buffers(_TYPES[tag], rows, [validity, pa.py_buffer(data)])
+            )
+        names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def frame(table: pa.Table) -> pd.DataFrame:
+    """A pandas frame of a pyarrow table (nullable integers with nulls
+    become floats with NaN, as pandas does)."""
+    return table.to_pandas()
+
+
+def records_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pa.Table:
+    """A pyarrow table of dict rows, with exactly ``columns`` (in that order;
+    an empty table keeps them)."""
+    rows = list(rows)
+    data: Dict[str, List[Any]] = {c: [r.get(c) for r in rows] for c in columns}
+    return pa.table(data) if rows else pa.table({c: pa.array([], pa.null()) for c in columns})
+
+
+_SIDE = "``measured`` or ``replayed``"
+_BREAKDOWN = {
+    "exposed_compute_us": "GPU compute not overlapped by communication, us",
+    "overlapped_us": "compute and communication at once, us",
+    "exposed_comm_us": "communication not overlapped by compute, us",
+    "idle_us": "no GPU task running, us",
+    "total_us": "the window (the four parts add up to it), us",
+}
+
+#: Every replay table and its columns, with units.
+COLUMNS: Dict[str, Dict[str, str]] = {
+    "traces": {
+        "rank": "the trace's rank",
+        "path": "the file, as given",
+        "tasks": "tasks in its graph",
+        "steps": "ProfilerStep#N annotations",
+        "flagged": "signs of events dropped by the profiler (reported apart in the summary)",
+        "warnings": "how many warnings (see the warnings table)",
+    },
+    "steps": {
+        "rank": "the trace's rank",
+        "step": "the annotation's name (ProfilerStep#N)",
+        "measured_us": "measured step length, us",
+        "replayed_us": "replayed step length, us",
+        "error_pct": "(replayed - measured) / measured, %",
+    },
+    "window": {
+        "rank": "the trace's rank",
+        "measured_us": "first task's start to last task's end, measured, us",
+        "replayed_us": "the same, replayed, us",
+        "error_pct": "(replayed - measured) / measured, %",
+    },
+    "breakdown": {"rank": "the trace's rank", "side": _SIDE, **_BREAKDOWN},
+    "step_breakdown": {
+        "rank": "the trace's rank",
+        "step": "the step (``window`` when the trace has none)",
+        "side": _SIDE + "; each over that side's own step span",
+        **_BREAKDOWN,
+    },
+    "kernels": {
+        "rank": "the trace's rank",
+        "name": "GPU kernel, memcpy or memset name",
+        "operator": "innermost operator around the launching call (None when unknown)",
+        "kind": "``kernel``, ``memcpy`` or ``memset``",
+        "comm": "True for communication kernels",
+        "count": "how many",
+        "measured_us": "their measured durations, summed, us",
+        "replayed_us": "their replayed durations, summed, us (scaled by what-ifs)",
+    },
+    "critical_path": {
+        "rank": "the trace's rank",
+        "path_hops": "hops on the whole path",
+        "bound": "what bound the hops: a dependency kind, processor, runtime_sync, release or rendezvous",
+        "hops": "hops bound by it",
+        "wait_us": "time waited on them, us",
+        "busy_us": "time their tasks ran, us",
+    },
+    "critical_path_tasks": {
+        "rank": "the trace's rank",
+        "position": "0 for the longest",
+        "name": "task name",
+        "us": "its time on the path, us",
+    },
+    "timeline": {
+        "rank": "the trace's rank",
+        "side": _SIDE,
+        "bin": "bin index from the window's start",
+        "start_us": "bin start from the window's start, us",
+        "bin_us": "bin width, us (1 ms, wider for windows over 65 s)",
+        "busy": "fraction of the bin with at least one GPU stream busy",
+    },
+    "warnings": {
+        "rank": "the trace's rank (None for the job's own)",
+        "scope": "``trace`` or ``job``",
+        "message": "the warning, as the CLI prints it",
+    },
+    "job_steps": {
+        "index": "the step's position",
+        "step": "its name on the slowest measured rank",
+        "measured_us": "the slowest rank's measured step, us",
+        "replayed_us": "the slowest rank's replayed step, us",
+        "error_pct": "(replayed - measured) / measured, %",
+        "slowest_rank_measured": "which rank was slowest, measured",
+        "slowest_rank_replayed": "which rank was slowest, replayed",
+    },
+    "collectives": {
+        "index": "the matched collective's position",
+        "label": "its label (process group and sequence)",
+        "rule": "how it was matched across ranks",
+        "name": "the collective's name",
+        "bytes": "message size, bytes (None when not recorded)",
+        "ranks": "how many participants",
+        "measured_last_rank": "the rank that arrived last (the others waited for it), measured",
+        "replayed_last_rank": "the same, replayed",
+        "measured_skew_us": "last arrival minus first, measured, us",
+        "replayed_skew_us": "the same, replayed, us",
+        "measured_end_spread_us": "latest end minus earliest (aligned clocks), us",
+        "replayed_end_spread_us": "the same, replayed, us",
+    },
+    "collective_ranks": {
+        "index": "the matched collective's position (as in collectives)",
+        "label": "its label",
+        "name": "its name",
+        "rank": "a participant",
+        "measured_waited_for": "the rank it waited for (the last to arrive), measured",
+        "measured_wait_us": "how long it waited, measured, us",
+        "measured_transfer_us": "its transfer, from the last arrival to its end, us",
+        "measured_end_us": "its end on the job timeline (aligned clocks, 0 = earliest window start), us",
+        "replayed_waited_for": "the same four, replayed",
+        "replayed_wait_us": "",
+        "replayed_transfer_us": "",
+        "replayed_end_us": "",
+    },
+    "waiting": {
+        "rank": "the rank",
+        "measured_wait_us": "time its collectives waited for peers, measured, us",
+        "measured_caused_us": "time others waited in collectives it arrived at last, us",
+        "measured_last_arrivals": "collectives it arrived at last",
+        "replayed_wait_us": "the same three, replayed",
+        "replayed_caused_us": "",
+        "replayed_last_arrivals": "",
+    },
+    "job_critical_path": {
+        "from_rank": "the rank whose end the path starts from (last to finish)",
+        "rank_changes": "how often it moves between ranks",
+        "rank": "a rank on the path",
+        "us": "its time on the path, us",
+    },
+    "clock": {
+        "rank": "the rank",
+        "offset_us": "how far its clock is ahead of the reference rank's, us",
+        "reference": "True for the reference rank",
+        "aligned": "False when it shares no matched collective with the reference",
+    },
+}

@@ -1,0 +1,346 @@
+"""The results of lumos: replays, inspections and predictions, each with
+its report (the CLI's ``--json``, as a dict) and its tables as pandas
+DataFrames (and pyarrow tables).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Any, Dict, List, Optional
+
+import pandas as pd
+import pyarrow as pa
+
+from . import _lumos
+from .frames import COLUMNS, arrow_table, frame, records_table
+
+__all__ = ["Replay", "Inspection", "Prediction"]
+
+
+class Replay:
+    """A replay: one per trace, or the joint replay of a job's ranks.
+
+    ``report`` is what ``lumos replay --json`` prints; every other property
+    is a pandas DataFrame (a new one at each access) whose columns
+    :data:`lumos.frames.COLUMNS` documents. ``arrow(name)`` gives the same
+    table as a pyarrow table.
+    """
+
+    def __init__(self, raw: _lumos.ReplayResult) -> None:
+        self._raw = raw
+        self._tables: Dict[str, pa.Table] = {}
+
+    def __repr__(self) -> str:
+        kind = "job" if self.is_job else "traces"
+        return f"<lumos.Replay of {kind}: {len(self.report['traces'])} rank(s)>"
+
+    @property
+    def is_job(self) -> bool:
+        """True for the joint replay of a job's ranks."""
+        return self._raw.is_job
+
+    @cached_property
+    def report(self) -> Dict[str, Any]:
+        """``lumos replay --json``, parsed: ``traces``, ``summary`` and, for a
+        job, ``job``."""
+        return json.loads(self._raw.json())
+
+    @property
+    def summary(self) -> Dict[str, Any]:
+        """Errors over all traces: ``mean_abs_error_pct``,
+        ``max_abs_error_pct``, ``steps``, ``flagged_mean_abs_error_pct``."""
+        return self.report["summary"]
+
+    @staticmethod
+    def table_names() -> List[str]:
+        """The names of every table."""
+        return list(_lumos.ReplayResult.table_names())
+
+    def arrow(self, name: str) -> pa.Table:
+        """The table ``name`` as a pyarrow table (made once)."""
+        if name not in self._tables:
+            self._tables[name] = arrow_table(self._raw.table(name))
+        return self._tables[name]
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """The table ``name`` as a pandas DataFrame."""
+        return frame(self.arrow(name))
+
+    def tables(self) -> Dict[str, pa.Table]:
+        """Every table, as pyarrow tables."""
+        return {n: self.arrow(n) for n in self.table_names()}
+
+    # One property per table; the columns are in lumos.frames.COLUMNS.
+    @property
+    def traces(self) -> pd.DataFrame:
+        """Per trace: rank, path, tasks, steps, flagged, warnings."""
+        return self.frame("traces")
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """Per trace and step: measured and replayed length, error."""
+        return self.frame("steps")
+
+    @property
+    def window(self) -> pd.DataFrame:
+        """Per trace: the whole window, measured and replayed."""
+        return self.frame("window")
+
+    @property
+    def breakdown(self) -> pd.DataFrame:
+        """Per trace and side: exposed compute, overlap, exposed
+        communication and idle time over the window."""
+        return self.frame("breakdown")
+
+    @property
+    def step_breakdown(self) -> pd.DataFrame:
+        """The breakdown of every step, per trace and side."""
+        return self.frame("step_breakdown")
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        """GPU time per rank, kernel name and launching operator, measured
+        and replayed."""
+        return self.frame("kernels")
+
+    @property
+    def critical_path(self) -> pd.DataFrame:
+        """Per trace, the replay's critical path by class of constraint."""
+        return self.frame("critical_path")
+
+    @property
+    def critical_path_tasks(self) -> pd.DataFrame:
+        """Per trace, the longest tasks on the critical path."""
+        return self.frame("critical_path_tasks")
+
+    @property
+    def timeline(self) -> pd.DataFrame:
+        """Per trace and side, the GPU-busy fraction of each bin."""
+        return self.frame("timeline")
+
+    @property
+    def warnings(self) -> pd.DataFrame:
+        """Every warning: the reader's, the builder's, the replay's, the
+        job's."""
+        return self.frame("warnings")
+
+    @property
+    def job_steps(self) -> pd.DataFrame:
+        """A job's steps: the slowest rank's, measured and replayed."""
+        return self.frame("job_steps")
+
+    @property
+    def collectives(self) -> pd.DataFrame:
+        """Per matched collective: who arrived last, skew, end spread."""
+        return self.frame("collectives")
+
+    @property
+    def collective_ranks(self) -> pd.DataFrame:
+        """Per matched collective and participant: whom it waited for, how
+        long, its transfer and its end."""
+        return self.frame("collective_ranks")
+
+    @property
+    def waiting(self) -> pd.DataFrame:
+        """Per rank: time spent waiting for peers, time it kept others
+        waiting, how often it arrived last."""
+        return self.frame("waiting")
+
+    @property
+    def job_critical_path(self) -> pd.DataFrame:
+        """The job's critical path: time per rank on it."""
+        return self.frame("job_critical_path")
+
+    @property
+    def clock(self) -> pd.DataFrame:
+        """Per rank: its clock offset to the reference rank."""
+        return self.frame("clock")
+
+    def stragglers(self, side: str = "replayed") -> pd.DataFrame:
+        """The waiting table, ranks that kept others waiting longest
+        first."""
+        _side(side)
+        return (
+            self.waiting.sort_values(f"{side}_caused_us", ascending=False, kind="stable")
+            .reset_index(drop=True)
+        )
+
+    def top_kernels(self, n: int = 10, by: str = "name", side: str = "replayed") -> pd.DataFrame:
+        """The ``n`` kernels (``by="name"``) or launching operators
+        (``by="operator"``) with the most GPU time on ``side``, over all
+        ranks: count, measured_us, replayed_us, and their share of the
+        side's GPU time in ``pct``."""
+        if by not in ("name", "operator"):
+            raise ValueError(f"by must be 'name' or 'operator', got {by!r}")
+        _side(side)
+        k = self.kernels
+        k["operator"] = k["operator"].fillna("(unknown)")
+        g = k.groupby(by, sort=False)[["count", "measured_us", "replayed_us"]].sum()
+        total = g[f"{side}_us"].sum()
+        g["pct"] = g[f"{side}_us"] / total * 100 if total else 0.0
+        g = g.sort_values(f"{side}_us", ascending=False, kind="stable")
+        return g.head(n).reset_index()
+
+
+def _side(side: str) -> None:
+    if side not in ("measured", "replayed"):
+        raise ValueError(f"side must be 'measured' or 'replayed', got {side!r}")
+
+
+class Inspection:
+    """What ``lumos inspect`` reports: per file, what the reader kept and
+    skipped, what the builder found, what structure discovery found; for a
+    job, identities, matching and clocks. ``report`` is ``lumos inspect
+    --json``; the properties are DataFrames of it."""
+
+    def __init__(self, report: Dict[str, Any]) -> None:
+        self.report = report
+
+    def __repr__(self) -> str:
+        return f"<lumos.Inspection: {len(self.report['traces'])} file(s)>"
+
+    @property
+    def job(self) -> Optional[Dict[str, Any]]:
+        """The job object, for the ranks of one job."""
+        return self.report.get("job")
+
+    @property
+    def files(self) -> pd.DataFrame:
+        """Per file: rank, world size, sizes, event counts, threads,
+        streams, typical launch latency (us), warnings."""
+        rows = [
+            {
+                "path": t["path"],
+                "rank": t["rank"],
+                "rank_source": t["rank_source"],
+                "world_size": t["world_size"],
+                "json_bytes": t["json_bytes"],
+                "gzipped": t["gzipped"],
+                "events": t["events"]["total"],
+                "kept": t["events"]["kept"],
+                "flows": t["events"]["flows"],
+                "skipped": t["events"]["skipped"],
+                "threads": t["threads"],
+                "streams": t["streams"],
+                "steps": len(t["steps"]),
+                "typical_launch_latency_us": t["typical_launch_latency_us"],
+                "warnings": len(t["warnings"]),
+            }
+            for t in self.report["traces"]
+        ]
+        cols = ["path", "rank", "rank_source", "world_size", "json_bytes", "gzipped", "events",
+                "kept", "flows", "skipped", "threads", "streams", "steps",
+                "typical_launch_latency_us", "warnings"]
+        return frame(records_table(rows, cols))
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """Per file and step: the annotation's length and the measured step
+        (to the end of its GPU work), us."""
+        rows = [
+            {"rank": t["rank"], "step": s["name"], "annotation_us": s["annotation_us"],
+             "measured_us": s["measured_us"]}
+            for t in self.report["traces"]
+            for s in t["steps"]
+        ]
+        return frame(records_table(rows, ["rank", "step", "annotation_us", "measured_us"]))
+
+    @property
+    def edges(self) -> pd.DataFrame:
+        """Per file: dependencies found (recorded) or inferred, by kind and
+        rule."""
+        rows = [
+            {"rank": t["rank"], **i} for t in self.report["traces"] for i in t["inferred"]
+        ]
+        return frame(records_table(rows, ["rank", "kind", "rule", "recorded", "count"]))
+
+    @property
+    def warnings(self) -> pd.DataFrame:
+        """Every warning, per file (rank None for the job's)."""
+        rows = [
+            {"rank": t["rank"], "message": w} for t in self.report["traces"] for w in t["warnings"]
+        ]
+        if self.job:
+            rows += [{"rank": None, "message": w} for w in self.job["warnings"]]
+        return frame(records_table(rows, ["rank", "message"]))
+
+    @property
+    def findings(self) -> pd.DataFrame:
+        """What structure discovery found per file, each with its confidence
+        (``high``, ``medium``, ``low``) and evidence."""
+        return _findings(
+            (t["rank"], t["structure"]) for t in self.report["traces"]
+        )
+
+
+def _findings(structures: Any) -> pd.DataFrame:
+    rows = [
+        {"rank": rank, **f} for rank, s in structures for f in s.get("findings", [])
+    ]
+    return frame(records_table(rows, ["rank", "what", "value", "confidence", "evidence"]))
+
+
+class Prediction:
+    """A prediction (``lumos predict``): per step the measured, replayed and
+    predicted time; per stage the breakdown; where the predicted durations
+    came from; the calibrated models; every assumption and the confidence of
+    what discovery found. ``report`` is ``lumos predict --json``."""
+
+    def __init__(self, report: Dict[str, Any]) -> None:
+        self.report = report
+
+    def __repr__(self) -> str:
+        r = self.report
+        return (
+            f"<lumos.Prediction: {r['mean_replayed_ms']:.3f} ms replayed -> "
+            f"{r['mean_predicted_ms']:.3f} ms predicted ({r['change_pct']:+.2f}%)>"
+        )
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """Per step: measured_ms, replayed_ms (slowest traced stage),
+        predicted_ms (slowest predicted stage), change_pct (predicted over
+        replayed)."""
+        cols = ["step", "measured_ms", "replayed_ms", "predicted_ms", "change_pct"]
+        return frame(records_table(self.report["steps"], cols))
+
+    @property
+    def stages(self) -> pd.DataFrame:
+        """Per predicted stage and side (``replayed``, ``predicted``): mean
+        step (ms) and breakdown (ms)."""
+        rows = []
+        for s in self.report["stages"]:
+            for side in ("replayed", "predicted"):
+                b = s.get(side)
+                if b is not None:
+                    rows.append({"stage": s["stage"], "side": side, "step_ms": s["step_ms"],
+                                 "dropped_edges": s["dropped_edges"], **b})
+        cols = ["stage", "side", "step_ms", "exposed_compute_ms", "overlapped_ms",
+                "exposed_comm_ms", "idle_ms", "total_ms", "dropped_edges"]
+        return frame(records_table(rows, cols))
+
+    @property
+    def gpu_by_source(self) -> pd.DataFrame:
+        """GPU time (ms) per duration source: measured, scaled, modelled."""
+        rows = [{"source": s, "ms": ms} for s, ms in self.report["gpu_ms_by_source"]]
+        return frame(records_table(rows, ["source", "ms"]))
+
+    @property
+    def assumptions(self) -> pd.DataFrame:
+        """What the prediction assumed, one row each."""
+        rows = [{"assumption": a} for a in self.report["assumptions"]]
+        return frame(records_table(rows, ["assumption"]))
+
+    @property
+    def confidence(self) -> pd.DataFrame:
+        """What discovery found in each input, with its confidence and
+        evidence."""
+        return _findings((i["rank"], i["structure"]) for i in self.report["inputs"])
+
+    @property
+    def network(self) -> pd.DataFrame:
+        """The network model per link class, as calibrated on the traces."""
+        cols = ["link", "samples", "effective_gbps", "latency_scale", "mean_abs_error_pct",
+                "calibrated"]
+        return frame(records_table(self.report["calibration"]["network"], cols))

@@ -1,0 +1,164 @@
+"""The numbers of the Python API are the ones the CLI prints: the same
+report, value for value, and frames built from it, on corpus traces."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import lumos
+
+SINGLE = [
+    "single-rank/v100-ddp-rank1of2-allreduce.json.gz",
+    "single-rank/a100-alexnet-cuda-sync.json.gz",
+    "micro/a100-simple-add.json.gz",
+    "single-rank/rtx2080ti-linear-train.json.gz",
+]
+DLRM = "multi-rank/dlrm-8xv100"
+
+
+def test_replay_reports_equal_the_cli(corpus, cli_json):
+    paths = [str(corpus / p) for p in SINGLE]
+    cli = cli_json(["replay", *paths])
+    r = lumos.replay(paths, progress=False)
+    assert r.report == cli
+
+
+def _frame_matches_steps(r, cli):
+    got = r.steps
+    want = [(t["rank"], s["name"], s["measured_us"], s["replayed_us"], s["error_pct"])
+            for t in cli["traces"] for s in t["steps"]]
+    rows = list(got[["rank", "step", "measured_us", "replayed_us", "error_pct"]]
+                .itertuples(index=False, name=None))
+    assert rows == want
+
+
+def test_frames_hold_the_cli_numbers_on_a_single_trace(corpus, cli_json):
+    path = str(corpus / SINGLE[0])
+    cli = cli_json(["replay", path])
+    r = lumos.replay(path, progress=False)
+    _frame_matches_steps(r, cli)
+    t = cli["traces"][0]
+    w = r.window.iloc[0]
+    assert (w.measured_us, w.replayed_us, w.error_pct) == (
+        t["window"]["measured_us"], t["window"]["replayed_us"], t["window"]["error_pct"])
+    b = r.breakdown.set_index("side")
+    for side in ("measured", "replayed"):
+        for k, v in t["breakdown"][side].items():
+            assert b.loc[side, k] == v, (side, k)
+    cp = r.critical_path
+    assert list(cp["bound"]) == [x["bound"] for x in t["critical_path"]["by_bound"]]
+    assert list(cp["wait_us"]) == [x["wait_us"] for x in t["critical_path"]["by_bound"]]
+    assert list(r.critical_path_tasks["us"]) == [x["us"] for x in t["critical_path"]["top_tasks"]]
+    tl = r.timeline
+    assert list(tl[tl.side == "replayed"]["busy"]) == t["gpu_busy_timeline"]["replayed"]
+    assert list(r.warnings["message"]) == t["warnings"]
+
+
+def test_job_replay_and_its_frames_equal_the_cli(corpus, cli_json):
+    path = str(corpus / DLRM)
+    cli = cli_json(["replay", path])
+    r = lumos.replay(path, progress=False)
+    assert r.is_job
+    assert r.report == cli
+    _frame_matches_steps(r, cli)
+    job = cli["job"]
+    js = r.job_steps.iloc[0]
+    assert (js.measured_us, js.replayed_us, js.slowest_rank_replayed) == (
+        job["steps"][0]["measured_us"], job["steps"][0]["replayed_us"],
+        job["steps"][0]["slowest_rank_replayed"])
+    w = r.waiting.set_index("rank")
+    for x in job["waiting"]:
+        assert w.loc[x["rank"], "replayed_wait_us"] == x["replayed"]["wait_us"]
+        assert w.loc[x["rank"], "measured_caused_us"] == x["measured"]["caused_us"]
+    cr = r.collective_ranks
+    for i, c in enumerate(job["collectives"]):
+        rows = cr[cr["index"] == i]
+        assert list(rows["rank"]) == c["ranks"]
+        assert list(rows["replayed_wait_us"]) == c["replayed"]["wait_us"]
+        assert set(rows["replayed_waited_for"]) == {c["replayed"]["last_rank"]}
+    assert list(r.clock["offset_us"]) == [o["offset_us"] for o in job["clock"]["offsets"]]
+
+
+def test_what_ifs_equal_the_cli(corpus, cli_json):
+    path = str(corpus / SINGLE[0])
+    cli = cli_json(["replay", path, "--scale-kernels", "0.5", "--scale-only", "compute",
+                    "--deps", "no-inter-thread"])
+    r = lumos.replay(path, scale_kernels=0.5, scale_only="compute", deps=["no-inter-thread"],
+                     progress=False)
+    assert r.report == cli
+    job = str(corpus / DLRM)
+    cli = cli_json(["replay", job, "--scale-rank", "3=1.5", "--scale-rank-cpu"])
+    r = lumos.replay(job, scale_rank={3: 1.5}, scale_rank_cpu=True, progress=False)
+    assert r.report == cli
+    assert lumos.load_job(job, progress=False).replay(scale_rank={3: 1.5},
+                                                     scale_rank_cpu=True).report == cli
+
+
+def test_per_trace_and_job_flags_equal_the_cli(corpus, cli_json):
+    job = str(corpus / DLRM)
+    assert lumos.replay(job, job=False, progress=False).report == cli_json(
+        ["replay", job, "--per-trace"])
+    path = str(corpus / SINGLE[2])
+    assert lumos.replay(path, job=True, progress=False).report == cli_json(
+        ["replay", path, "--job"])
+
+
+def test_inspect_equals_the_cli(corpus, cli_json):
+    paths = [str(corpus / SINGLE[1]), str(corpus / DLRM)]
+    cli = cli_json(["inspect", paths[0]])
+    assert lumos.inspect(paths[0], progress=False).report == cli
+    cli = cli_json(["inspect", paths[1]])
+    i = lumos.inspect(paths[1], progress=False)
+    assert i.report == cli
+    assert list(i.files["events"]) == [t["events"]["total"] for t in cli["traces"]]
+    assert i.job is not None and i.job["ranks"] == list(range(8))
+
+
+def test_predict_equals_the_cli(tmp_path, cli_json):
+    files = lumos.synth("gpt-tiny", tmp_path, tp=2, pp=2, dp=2, steps=2, seed=1)
+    cli = cli_json(["predict", *files, "--dp", "4", "--microbatches", "8"])
+    p = lumos.predict(files, dp=4, microbatches=8, progress=False)
+    assert p.report == cli
+    assert list(p.steps["predicted_ms"]) == [s["predicted_ms"] for s in cli["steps"]]
+    assert list(p.assumptions["assumption"]) == cli["assumptions"]
+    assert set(p.confidence["confidence"]) <= {"high", "medium", "low"}
+    assert math.isclose(p.stages["total_ms"].iloc[0], cli["stages"][0]["replayed"]["total_ms"])
+
+
+@pytest.mark.parametrize("recipe,flags", [
+    ({}, []),
+    (dict(cluster="selene", global_batch=8, recompute="selective", precision="fp16",
+          distributed_optimizer=True, sequence_parallel=False, cuda_sync_events=False),
+     ["--cluster", "selene", "--global-batch", "8", "--recompute", "selective",
+      "--precision", "fp16", "--distributed-optimizer", "--no-sequence-parallel",
+      "--no-cuda-sync-events"]),
+    # The interleaved schedule needs more than two stages.
+    (dict(pp=3, virtual_stages=2, micro_batch=2, unfused_attention=True, event_records=False),
+     ["--pp", "3", "--virtual-stages", "2", "--micro-batch", "2", "--unfused-attention",
+      "--no-event-records"]),
+], ids=["layout", "recipe", "schedule"])
+def test_synth_writes_what_the_cli_writes(tmp_path, lumos_bin, recipe, flags):
+    from conftest import run_cli
+
+    model = "gpt-small" if "virtual_stages" in recipe else "gpt-tiny"
+    recipe = {"pp": 2, **recipe}
+    ours = lumos.synth(model, tmp_path / "py", tp=2, dp=1, seed=3, **recipe)
+    flags = flags if "--pp" in flags else ["--pp", "2", *flags]
+    p = run_cli(lumos_bin, ["synth", "--model", model, "--tp", "2", "--seed", "3", *flags,
+                            "--out", str(tmp_path / "cli")])
+    assert p.returncode == 0, p.stderr
+    theirs = p.stdout.split()
+    assert [f.rsplit("/", 1)[1] for f in ours] == [f.rsplit("/", 1)[1] for f in theirs]
+    import gzip
+    for a, b in zip(ours, theirs):
+        assert gzip.open(a).read() == gzip.open(b).read()
+
+
+@pytest.mark.parametrize("rel", SINGLE[:2])
+def test_a_trace_read_once_replays_as_the_cli(corpus, cli_json, rel):
+    path = str(corpus / rel)
+    t = lumos.read_trace(path, progress=False)
+    assert t.replay(scale_kernels=2.0).report == cli_json(["replay", path, "--scale-kernels", "2"])
+    assert t.inspect().report == cli_json(["inspect", path])

@@ -1,0 +1,115 @@
+"""Errors are lumos.LumosError subclasses carrying the CLI's messages."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+import lumos
+from lumos import ConfigError, InputError, LumosError, LumosIOError
+
+
+def test_a_missing_file_is_an_io_error_with_the_cli_message(tmp_path, cli_error):
+    missing = str(tmp_path / "missing.json")
+    code, message = cli_error(["replay", missing])
+    with pytest.raises(LumosIOError) as e:
+        lumos.replay(missing, progress=False)
+    assert code == 1
+    assert str(e.value) == message
+    assert isinstance(e.value, OSError) and isinstance(e.value, LumosError)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b'{"traceEvents": [', b'{"traceEvents": [{"ph": "X",}]}', b"42", b"\x1f\x8b\x08garbage"],
+)
+def test_bad_traces_are_input_errors_with_the_cli_message(tmp_path, cli_error, content):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    code, message = cli_error(["replay", str(bad)])
+    with pytest.raises(InputError) as e:
+        lumos.replay(str(bad), progress=False)
+    assert code == 1
+    assert str(e.value) == message
+    with pytest.raises(InputError):
+        lumos.read_trace(str(bad))
+
+
+def test_a_folder_without_traces_is_an_input_error(tmp_path, cli_error):
+    code, message = cli_error(["inspect", str(tmp_path)])
+    with pytest.raises(InputError) as e:
+        lumos.inspect(str(tmp_path))
+    assert (code, str(e.value)) == (1, message)
+
+
+def test_two_files_claiming_one_rank_are_an_input_error(tmp_path, corpus, cli_error):
+    src = corpus / "multi-rank" / "dlrm-8xv100"
+    first = sorted(src.iterdir())[0]
+    for name in ("a.json.gz", "b.json.gz"):
+        (tmp_path / name).write_bytes(first.read_bytes())
+    code, message = cli_error(["replay", "--job", str(tmp_path)])
+    with pytest.raises(InputError) as e:
+        lumos.load_job(str(tmp_path), progress=False)
+    assert code == 1
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize(
+    "kwargs, text",
+    [
+        ({"scale_kernels": 0}, "scale_kernels must be a positive number, got 0"),
+        ({"scale_kernels": float("nan")}, "scale_kernels must be a positive number, got NaN"),
+        ({"scale_only": "gpu", "scale_kernels": 2}, "scale_only: unknown value `gpu`"),
+        ({"deps": ["no-such"]}, "deps: unknown value `no-such`"),
+        ({"scale_rank_cpu": True}, "scale_rank_cpu needs scale_rank"),
+    ],
+)
+def test_bad_options_are_config_errors(corpus, kwargs, text):
+    path = str(corpus / "micro" / "a100-simple-add.json.gz")
+    with pytest.raises(ConfigError) as e:
+        lumos.replay(path, progress=False, **kwargs)
+    assert text in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_a_rank_the_job_lacks_is_a_config_error_naming_the_cli_text(corpus, cli_error):
+    job = str(corpus / "multi-rank" / "dlrm-8xv100")
+    code, message = cli_error(["replay", job, "--scale-rank", "9=2"])
+    with pytest.raises(ConfigError) as e:
+        lumos.replay(job, scale_rank={9: 2.0}, progress=False)
+    assert code == 2
+    # The CLI names its flag (--scale-rank), the API its argument.
+    assert message.startswith("--scale-rank 9=2: ")
+    assert str(e.value) == message[2:].replace("scale-rank", "scale_rank", 1)
+    single = str(corpus / "micro" / "a100-simple-add.json.gz")
+    with pytest.raises(ConfigError, match="scale_rank needs the ranks of one job"):
+        lumos.replay(single, scale_rank={0: 2.0}, progress=False)
+
+
+def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="dp must be at least 1"):
+        lumos.predict(str(tmp_path / "x.json"), dp=0)
+    with pytest.raises(ConfigError, match="network: "):
+        lumos.predict(str(tmp_path / "x.json"), network="no-such-gpu")
+    with pytest.raises(ConfigError, match="model: "):
+        lumos.synth("gpt-huge", tmp_path)
+    with pytest.raises(ConfigError):
+        lumos.synth("gpt-tiny", tmp_path, tp=0)
+    with pytest.raises(ConfigError, match="ranks: unknown value"):
+        lumos.synth("gpt-tiny", tmp_path, ranks="some")
+    with pytest.raises(ConfigError, match="recompute: \"most\" is not none"):
+        lumos.synth("gpt-tiny", tmp_path, recompute="most")
+    with pytest.raises(ConfigError, match="precision: "):
+        lumos.synth("gpt-tiny", tmp_path, precision="fp4")
+    with pytest.raises(ConfigError, match="cluster: "):
+        lumos.synth("gpt-tiny", tmp_path, cluster="no-such-cluster")
+    with pytest.raises(ConfigError, match="global_batch 7 is not a multiple"):
+        lumos.synth("gpt-tiny", tmp_path, dp=2, global_batch=7)
+
+
+def test_errors_name_the_file(tmp_path):
+    bad = tmp_path / "broken.json.gz"
+    bad.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "ts": '))
+    with pytest.raises(InputError, match="broken.json.gz"):
+        lumos.replay(str(bad), progress=False)

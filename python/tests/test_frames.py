@@ -1,0 +1,103 @@
+"""The tables: documented columns, Arrow types, and sums that hold."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import lumos
+from lumos.frames import COLUMNS
+
+V100 = "single-rank/v100-ddp-rank1of2-allreduce.json.gz"
+
+
+@pytest.fixture(scope="module")
+def job(corpus):
+    return lumos.replay(str(corpus / "multi-rank" / "dlrm-8xv100"), progress=False)
+
+
+@pytest.fixture(scope="module")
+def single(corpus):
+    return lumos.replay(str(corpus / V100), progress=False)
+
+
+def test_every_table_has_exactly_its_documented_columns(job, single):
+    assert set(lumos.Replay.table_names()) == set(COLUMNS)
+    for r in (job, single):
+        for name, cols in COLUMNS.items():
+            assert r.arrow(name).column_names == list(cols), name
+            assert list(r.frame(name).columns) == list(cols), name
+
+
+def test_columns_have_arrow_types(job):
+    k = job.arrow("kernels")
+    assert k.schema.field("rank").type == pa.int64()
+    assert k.schema.field("measured_us").type == pa.float64()
+    assert k.schema.field("comm").type == pa.bool_()
+    assert k.schema.field("operator").type == pa.string()
+    c = job.arrow("collectives")
+    assert c.schema.field("bytes").type == pa.int64()
+    w = job.arrow("warnings")
+    assert w.column("rank").null_count == len(job.report["job"]["warnings"])
+
+
+def test_step_breakdowns_add_up_to_their_steps(job, single):
+    for r in (job, single):
+        b = r.step_breakdown
+        parts = b.exposed_compute_us + b.overlapped_us + b.exposed_comm_us + b.idle_us
+        assert (parts - b.total_us).abs().max() < 1e-6
+        steps = r.steps.set_index(["rank", "step"])
+        for row in b.itertuples():
+            assert row.total_us == steps.loc[(row.rank, row.step), f"{row.side}_us"]
+
+
+def test_kernel_time_is_the_gpu_tasks_time(single, corpus):
+    k = single.kernels
+    assert (k["count"] > 0).all()
+    assert k["measured_us"].sum() > 0
+    # Without what-ifs every duration replays as measured.
+    assert (k["measured_us"] - k["replayed_us"]).abs().max() < 1e-6
+    faster = lumos.replay(str(corpus / V100), scale_kernels=0.5, scale_only="compute",
+                          progress=False).kernels
+    compute = faster[~faster.comm]
+    assert (compute.replayed_us - compute.measured_us / 2).abs().max() < 1.0
+    top = single.top_kernels(5)
+    assert list(top.columns) == ["name", "count", "measured_us", "replayed_us", "pct"]
+    assert top["replayed_us"].is_monotonic_decreasing
+    ops = single.top_kernels(5, by="operator")
+    assert ops["replayed_us"].is_monotonic_decreasing
+    with pytest.raises(ValueError):
+        single.top_kernels(by="stream")
+
+
+def test_who_waited_for_whom(job):
+    cr = job.collective_ranks
+    c = job.collectives.set_index("index")
+    for i, rows in cr.groupby("index"):
+        last = c.loc[i, "replayed_last_rank"]
+        assert (rows.replayed_waited_for == last).all()
+        # The last to arrive waits least.
+        assert rows.loc[rows["rank"] == last, "replayed_wait_us"].iloc[0] == rows.replayed_wait_us.min()
+    s = job.stragglers()
+    assert s["replayed_caused_us"].is_monotonic_decreasing
+
+
+def test_a_replay_of_traces_has_empty_job_tables(single):
+    for name in ("job_steps", "collectives", "collective_ranks", "waiting", "job_critical_path", "clock"):
+        assert single.arrow(name).num_rows == 0, name
+    assert not single.is_job
+
+
+def test_unknown_table_names_are_key_errors(single):
+    with pytest.raises(KeyError, match="no table `nope`"):
+        single.arrow("nope")
+
+
+def test_docs_list_every_table_and_column():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "PYTHON.md").read_text()
+    for name, cols in COLUMNS.items():
+        assert f"**`{name}`**" in doc, name
+        for c in cols:
+            assert f"| `{c}` |" in doc, (name, c)
