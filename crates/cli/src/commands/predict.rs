@@ -23,6 +23,21 @@ pub struct PredictArgs {
     /// stage of the same job.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write each predicted stage's timeline as
+    /// <name>.predicted.json.gz here (opens in Perfetto).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The configuration to predict: `lumos predict`'s flags, which `lumos
+/// report` takes too.
+#[derive(clap::Args)]
+pub struct TargetArgs {
     /// Data-parallel degree (weak scaling).
     #[arg(long)]
     pub dp: Option<u32>,
@@ -54,18 +69,26 @@ pub struct PredictArgs {
     /// file with link bandwidths and latencies.
     #[arg(long, value_name = "PRESET|FILE")]
     pub network: Option<String>,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Write each predicted stage's timeline as
-    /// <name>.predicted.json.gz here (opens in Perfetto).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+}
+
+impl TargetArgs {
+    /// Whether any flag asks for another configuration.
+    pub fn any(&self) -> bool {
+        self.dp.is_some()
+            || self.pp.is_some()
+            || self.microbatches.is_some()
+            || self.layers.is_some()
+            || self.hidden.is_some()
+            || self.ffn.is_some()
+            || self.tp.is_some()
+            || !self.scale_kernels.is_empty()
+            || self.network.is_some()
+    }
 }
 
 /// Reads and builds every trace; what the predicted timelines need of each
 /// trace is kept, the trace itself is not.
-fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
+pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
     let mut loaded = Vec::new();
     let mut sources = Vec::new();
@@ -85,7 +108,7 @@ fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
 }
 
 /// The prediction the flags ask for.
-fn apply<'b>(base: &'b Baseline, a: &PredictArgs) -> Result<Prediction<'b>, PredictError> {
+pub fn apply<'b>(base: &'b Baseline, a: &TargetArgs) -> Result<Prediction<'b>, PredictError> {
     let mut p = base.identity();
     if let Some(x) = a.pp {
         p = p.with_pp(x)?;
@@ -134,10 +157,10 @@ fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
 
 /// Runs `lumos predict`.
 pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
-    check_args(a)?;
+    check_args(&a.target)?;
     let (loaded, sources) = load(&a.paths)?;
     let base = Baseline::new(loaded).map_err(anyhow::Error::msg)?;
-    let pred = apply(&base, a).map_err(anyhow::Error::msg)?;
+    let pred = apply(&base, &a.target).map_err(anyhow::Error::msg)?;
     let (report, outcome) = lumos_report::predict(&base, &pred)?;
     if let Some(dir) = &a.out {
         for t in Timeline::predicted(&pred, &outcome, &sources) {
@@ -277,7 +300,7 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
 }
 
 /// Rejects flag combinations that cannot mean anything.
-pub fn check_args(a: &PredictArgs) -> Result<()> {
+pub fn check_args(a: &TargetArgs) -> Result<()> {
     for (what, v) in [
         ("--dp", a.dp),
         ("--pp", a.pp),
