@@ -1,5 +1,6 @@
 //! The `lumos` command line: inspect traces, replay them, predict other
-//! configurations, write synthetic ones, run the demo.
+//! configurations, report on them in HTML, write synthetic ones, run the
+//! demo.
 //!
 //! This crate parses arguments, reads and writes files, formats reports as
 //! text and chooses the exit code; the reports come from lumos-report. One
@@ -28,7 +29,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::commands::{demo, inspect, predict, replay, synth};
+use crate::commands::{demo, inspect, predict, replay, report, synth};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -57,6 +58,11 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Replay each trace in the simulator and compare with the measurement.
     Replay(replay::ReplayArgs),
+    /// Write one self-contained HTML report of a trace or a job: the
+    /// verdict, steps, GPU-busy timeline, critical path, top kernels,
+    /// waiting per rank, a what-if (with `lumos predict`'s flags) and the
+    /// warnings.
+    Report(report::ReportArgs),
     /// Write synthesized Kineto traces (one per rank) of a Megatron-style
     /// GPT training job: 1F1B pipeline, TP/DP/PP collectives, optimizer.
     Synth(synth::SynthArgs),
@@ -77,6 +83,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<bool> {
         Command::Inspect(a) => inspect::run(a, out)?,
         Command::Replay(a) => replay::run(a, out)?,
         Command::Predict(a) => predict::run(a, out)?,
+        Command::Report(a) => report::run(a, out)?,
         Command::Synth(a) => synth::run(a, out)?,
         Command::Demo(a) => demo::run(a, out)?,
     };

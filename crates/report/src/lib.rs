@@ -21,6 +21,8 @@
 //!   and launching operator, for front ends that show tables.
 //! - [`predict`]: a prediction against the measured run and its replay
 //!   ([`PredictReport`]), and [`Timeline::predicted`].
+//! - [`HtmlReport`]: all of it for one trace or job as one self-contained
+//!   HTML page (`lumos report`), charts as inline SVG.
 //!
 //! Data flows one way: traces, graphs, schedules and predictions come in
 //! from lumos-trace, lumos-graph, lumos-sim and lumos-predict; reports and
@@ -44,6 +46,7 @@
 #![deny(missing_docs)]
 
 mod error;
+mod html;
 mod inspect;
 mod job;
 mod network;
@@ -57,6 +60,7 @@ mod units;
 use serde::Serialize;
 
 pub use error::ReportError;
+pub use html::HtmlReport;
 pub use inspect::{
     file_report, inspect, structure_report, CollectiveCounts, EventCounts, FileReport,
     InferredCount, InspectOutput, SkipCount, StepReport,

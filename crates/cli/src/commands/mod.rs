@@ -5,6 +5,7 @@ pub mod demo;
 pub mod inspect;
 pub mod predict;
 pub mod replay;
+pub mod report;
 pub mod synth;
 
 use lumos_trace::{ReadError, Trace};

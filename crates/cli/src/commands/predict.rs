@@ -23,6 +23,21 @@ pub struct PredictArgs {
     /// stage of the same job.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write each predicted stage's timeline as
+    /// <name>.predicted.json.gz here (opens in Perfetto).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The configuration to predict: `lumos predict`'s flags, which `lumos
+/// report` takes too.
+#[derive(clap::Args)]
+pub struct TargetArgs {
     /// Data-parallel degree, weak scaling (1 to 65536; tp x dp x pp at
     /// most 1048576). Needs data-parallel collectives in the trace.
     #[arg(long, value_parser = count)]
@@ -60,13 +75,21 @@ pub struct PredictArgs {
     /// file with link bandwidths and latencies.
     #[arg(long, value_name = "PRESET|FILE")]
     pub network: Option<String>,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Write each predicted stage's timeline as
-    /// <name>.predicted.json.gz here (opens in Perfetto).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+}
+
+impl TargetArgs {
+    /// Whether any flag asks for another configuration.
+    pub fn any(&self) -> bool {
+        self.dp.is_some()
+            || self.pp.is_some()
+            || self.microbatches.is_some()
+            || self.layers.is_some()
+            || self.hidden.is_some()
+            || self.ffn.is_some()
+            || self.tp.is_some()
+            || !self.scale_kernels.is_empty()
+            || self.network.is_some()
+    }
 }
 
 /// `--scale-kernels PATTERN=FACTOR`, its factor in the range of every
@@ -80,7 +103,7 @@ fn kernel_scale(s: &str) -> Result<KernelScale, String> {
 
 /// A prediction's error, as a usage error (exit 2) when the target or an
 /// edit these traces cannot support is at fault.
-fn predict_error(e: PredictError) -> anyhow::Error {
+pub fn predict_error(e: PredictError) -> anyhow::Error {
     if e.is_usage() {
         usage(e)
     } else {
@@ -90,7 +113,7 @@ fn predict_error(e: PredictError) -> anyhow::Error {
 
 /// Reads and builds every trace; what the predicted timelines need of each
 /// trace is kept, the trace itself is not.
-fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
+pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
     let mut loaded = Vec::new();
     let mut sources = Vec::new();
@@ -111,9 +134,9 @@ fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
 
 /// The prediction the flags ask for, all edits applied together (the
 /// target is judged as a whole).
-fn apply<'b>(
+pub fn apply<'b>(
     base: &'b Baseline,
-    a: &PredictArgs,
+    a: &TargetArgs,
     network: Option<(NetworkModel, String)>,
 ) -> Result<Prediction<'b>, PredictError> {
     let mut edits = Vec::new();
@@ -145,20 +168,24 @@ fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
     lumos_report::network_from_json(&text, arg)
 }
 
-/// Runs `lumos predict`.
-pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
-    check_args(a)?;
-    let (loaded, sources) = load(&a.paths)?;
-    // A network file that cannot be read or parsed is bad input (a preset
-    // name was checked with the arguments).
-    let network = a
-        .network
+/// The `--network` the flags name, read. A network file that cannot be
+/// read or parsed is bad input (a preset name was checked with the
+/// arguments).
+pub fn target_network(a: &TargetArgs) -> Result<Option<(NetworkModel, String)>> {
+    a.network
         .as_deref()
         .map(network_from_arg)
         .transpose()
-        .map_err(anyhow::Error::msg)?;
+        .map_err(anyhow::Error::msg)
+}
+
+/// Runs `lumos predict`.
+pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
+    check_args(&a.target)?;
+    let (loaded, sources) = load(&a.paths)?;
+    let network = target_network(&a.target)?;
     let base = Baseline::new(loaded).map_err(predict_error)?;
-    let pred = apply(&base, a, network).map_err(predict_error)?;
+    let pred = apply(&base, &a.target, network).map_err(predict_error)?;
     let (report, outcome) = lumos_report::predict(&base, &pred)?;
     if let Some(dir) = &a.out {
         for t in Timeline::predicted(&pred, &outcome, &sources) {
@@ -300,7 +327,7 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
 /// Rejects arguments that cannot mean anything, before any trace is read
 /// (the numbers' ranges are clap's; what the traces must hold is checked
 /// with the target).
-pub fn check_args(a: &PredictArgs) -> Result<()> {
+pub fn check_args(a: &TargetArgs) -> Result<()> {
     // A name that is not a file must be a preset; a file's problems are
     // bad input, found when it is read.
     if let Some(n) = a.network.as_deref().filter(|n| !Path::new(n).is_file()) {

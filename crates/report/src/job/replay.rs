@@ -99,8 +99,8 @@ pub fn replay_job(
 
 /// The replayed times of one rank's own tasks, moved back to its own
 /// window origin (where its measured times are).
-struct RankTimes {
-    start_ns: Vec<i64>,
+pub(crate) struct RankTimes {
+    pub(crate) start_ns: Vec<i64>,
     end_ns: Vec<i64>,
 }
 
@@ -144,7 +144,7 @@ pub fn slowest_rank_steps(steps: &[Vec<i64>]) -> Vec<Slowest> {
 
 impl<'j> JobReplayed<'j> {
     /// Rank `pos`'s replayed times on its own window origin.
-    fn rank_times(&self, pos: usize) -> RankTimes {
+    pub(crate) fn rank_times(&self, pos: usize) -> RankTimes {
         let part = &self.graph.ranks[pos];
         let r = part.tasks.start as usize..part.tasks.end as usize;
         let shift = part.start_ns;

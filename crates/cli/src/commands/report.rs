@@ -1,0 +1,109 @@
+//! `lumos report`: one self-contained HTML page of a trace or of the ranks
+//! of one job, with a what-if prediction beside it when `lumos predict`'s
+//! flags are given. The page itself comes from lumos-report
+//! ([`HtmlReport`]); this reads the inputs and writes the file.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use lumos_graph::assemble;
+use lumos_predict::Baseline;
+use lumos_report::HtmlReport;
+use lumos_sim::SimOptions;
+use lumos_trace::{write_atomic, Trace};
+
+use super::predict::{self, TargetArgs};
+use super::JobMode;
+use crate::usage::usage;
+use crate::{inputs, output};
+
+/// `lumos report` arguments.
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// A trace file (.json or .json.gz), or the ranks of one job (files or
+    /// a directory of them).
+    #[arg(required = true, value_name = "TRACE_OR_DIR")]
+    pub paths: Vec<PathBuf>,
+    /// Where to write the page (one HTML file, nothing else needed to open
+    /// it).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub mode: JobMode,
+}
+
+/// Runs `lumos report`: the page appears whole at `--output`, or not at
+/// all.
+pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
+    predict::check_args(&a.target)?;
+    let files = inputs::expand(&a.paths)?;
+    let read = read_every(&files)?;
+    let page = if a.mode.job || lumos_graph::looks_like_job(read.iter().map(|t| &t.meta)) {
+        job_page(read)?
+    } else {
+        trace_page(read)?
+    };
+    let page = if a.target.any() {
+        page.with_prediction(prediction(a)?)
+    } else {
+        page
+    };
+    let html = page.render();
+    write_atomic(&a.output, |w| w.write_all(html.as_bytes()))
+        .with_context(|| format!("{}: cannot write the report", a.output.display()))?;
+    writeln!(out, "wrote {}", a.output.display())?;
+    Ok(true)
+}
+
+/// Every input read; a file that cannot be is bad input (all are named on
+/// stderr, the first is the error).
+fn read_every(files: &[PathBuf]) -> Result<Vec<Trace>> {
+    let mut traces = Vec::new();
+    let mut first_error = None;
+    for r in inputs::read_all(files) {
+        match r {
+            Ok(t) => traces.push(t),
+            Err(e) if first_error.is_none() => first_error = Some(e),
+            Err(e) => output::error(e),
+        }
+    }
+    match first_error {
+        Some(e) => Err(e.into()),
+        None => Ok(traces),
+    }
+}
+
+/// The page of one trace (`--per-trace` or files that are not one job
+/// leave nothing else to show on one page).
+fn trace_page(read: Vec<Trace>) -> Result<HtmlReport> {
+    let [trace] = <[Trace; 1]>::try_from(read).map_err(|read| {
+        usage(format!(
+            "lumos report takes one trace or the ranks of one job; these {} traces are not \
+             one job (--job treats them as one)",
+            read.len()
+        ))
+    })?;
+    let replayed = lumos_report::replay(&trace, &SimOptions::default())?;
+    Ok(HtmlReport::of_trace(&replayed))
+}
+
+/// The page of a job, replayed jointly.
+fn job_page(read: Vec<Trace>) -> Result<HtmlReport> {
+    let (ranks, _) = inputs::ranks_from_read(read.into_iter().map(Ok).collect());
+    let job = assemble(ranks)?;
+    let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false)?;
+    Ok(HtmlReport::of_job(&replayed))
+}
+
+/// The prediction `lumos predict` would make with the same inputs and
+/// flags.
+fn prediction(a: &ReportArgs) -> Result<lumos_report::PredictReport> {
+    let (loaded, _) = predict::load(&a.paths)?;
+    let network = predict::target_network(&a.target)?;
+    let base = Baseline::new(loaded).map_err(predict::predict_error)?;
+    let pred = predict::apply(&base, &a.target, network).map_err(predict::predict_error)?;
+    Ok(lumos_report::predict(&base, &pred)?.0)
+}

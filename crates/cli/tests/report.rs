@@ -1,0 +1,287 @@
+//! `lumos report` as a person sees it: the page of a corpus trace and of a
+//! corpus job rendered by headless Chromium (Debian's package), whose
+//! screenshot must not be blank and whose DOM must hold the charts and
+//! tables; and the command's exit codes and atomic output.
+//!
+//! Without a `chromium` on the PATH the browser checks skip with one line,
+//! unless `LUMOS_REQUIRE_CHROMIUM=1` (`.ci/run` installs it and sets it).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test: printing is its job
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::lumos;
+use lumos_testkit::TempDir;
+
+/// The variable that turns a missing browser from a skip into a failure.
+const REQUIRE_CHROMIUM: &str = "LUMOS_REQUIRE_CHROMIUM";
+
+fn report(args: &[&str], paths: &[&Path], html: &Path) -> Output {
+    lumos()
+        .arg("report")
+        .args(args)
+        .args(paths)
+        .arg("-o")
+        .arg(html)
+        .output()
+        .unwrap()
+}
+
+fn written(out: &Output, html: &Path) -> String {
+    assert!(
+        out.status.success(),
+        "lumos report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&html.display().to_string()), "{stdout}");
+    std::fs::read_to_string(html).unwrap()
+}
+
+/// Nothing in the page may need the network or another file.
+fn assert_self_contained(page: &str) {
+    // The SVG namespace is a name, not something fetched.
+    let page = page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    for bad in [
+        "<script", "<link", "src=", "@import", "url(", "http://", "https://",
+    ] {
+        assert!(!page.contains(bad), "the page holds {bad:?}");
+    }
+}
+
+/// `chromium`, or `None` (with one line on stderr) when absent and not
+/// required.
+fn chromium() -> Option<&'static str> {
+    let found = Command::new("chromium")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return Some("chromium");
+    }
+    let required = std::env::var_os(REQUIRE_CHROMIUM).is_some_and(|v| !v.is_empty());
+    assert!(
+        !required,
+        "{REQUIRE_CHROMIUM} is set but `chromium` is not on the PATH"
+    );
+    eprintln!("skipping the browser checks: no `chromium` (apt-get install chromium)");
+    None
+}
+
+/// Runs headless Chromium on `page` with `args`; its stdout.
+fn browse(browser: &str, profile: &Path, page: &Path, args: &[String]) -> Vec<u8> {
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("chromium did not finish in 180 s on {}", page.display());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap().stdout
+}
+
+/// An RGB image.
+struct Image {
+    width: usize,
+    height: usize,
+    rgb: Vec<[u8; 3]>,
+}
+
+fn decode(path: &Path) -> Image {
+    let mut decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let rgb = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|p| match channels {
+            1 | 2 => [p[0]; 3],
+            _ => [p[0], p[1], p[2]],
+        })
+        .collect();
+    Image {
+        width: info.width as usize,
+        height: info.height as usize,
+        rgb,
+    }
+}
+
+impl Image {
+    /// Share of the pixels in rows `rows` (fractions of the height) that
+    /// are not the white background.
+    fn ink(&self, rows: std::ops::Range<f64>) -> f64 {
+        let (a, b) = (
+            (rows.start * self.height as f64) as usize,
+            (rows.end * self.height as f64) as usize,
+        );
+        let px = &self.rgb[a * self.width..b * self.width];
+        let ink = px.iter().filter(|p| p.iter().any(|&c| c < 235)).count();
+        ink as f64 / px.len().max(1) as f64
+    }
+
+    /// Distinct colors, coarsely: charts add more than black text.
+    fn colors(&self) -> usize {
+        let mut seen: Vec<[u8; 3]> = self.rgb.iter().map(|p| p.map(|c| c / 32)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
+    }
+}
+
+/// Renders `page` and checks what a person would see: a screenshot with
+/// ink in every band, charts (SVG) and the tables `tables` in the DOM.
+fn check_in_browser(page: &Path, dir: &Path, svgs: usize, tables: &[&str]) {
+    let Some(browser) = chromium() else { return };
+    let profile = dir.join("chromium-profile");
+    let dom = String::from_utf8(browse(browser, &profile, page, &["--dump-dom".into()])).unwrap();
+    let n_svg = dom.matches("<svg").count();
+    assert!(n_svg >= svgs, "{n_svg} charts in the DOM, expected {svgs}");
+    for id in tables {
+        assert!(dom.contains(&format!("id=\"{id}\"")), "no #{id} in the DOM");
+    }
+    let shot = dir.join("shot.png");
+    browse(
+        browser,
+        &profile,
+        page,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2400".into(),
+        ],
+    );
+    let img = decode(&shot);
+    assert_eq!((img.width, img.height), (1280, 2400));
+    for band in [0.0..0.15, 0.15..0.4, 0.4..0.7, 0.7..1.0] {
+        let ink = img.ink(band.clone());
+        assert!(
+            ink > 0.01,
+            "the screenshot is blank in rows {band:?}: {ink:.4} ink"
+        );
+    }
+    assert!(
+        img.colors() >= 8,
+        "{} colors: no charts drawn?",
+        img.colors()
+    );
+}
+
+fn corpus_file(rel: &str) -> Option<PathBuf> {
+    Some(lumos_testkit::corpus()?.path(rel))
+}
+
+#[test]
+fn the_report_of_a_trace_with_a_what_if_opens_in_a_browser() {
+    let Some(trace) = corpus_file("single-rank/mi300x-resnet-ddp-rank0of8.json.gz") else {
+        return;
+    };
+    let dir = TempDir::new("cli-report-trace");
+    let html = dir.join("trace.html");
+    let out = report(&["--scale-kernels", "class:compute=0.5"], &[&trace], &html);
+    let page = written(&out, &html);
+    assert_self_contained(&page);
+    for section in [
+        "id=\"verdict\"",
+        "id=\"steps-table\"",
+        "id=\"kernels-table\"",
+        "id=\"what-if\"",
+        "id=\"findings-table\"",
+        "predicted ms",
+    ] {
+        assert!(page.contains(section), "no {section}");
+    }
+    assert!(!page.contains("id=\"waiting\""), "one trace has no peers");
+    check_in_browser(
+        &html,
+        &dir,
+        3,
+        &["steps-table", "kernels-table", "what-if-table"],
+    );
+}
+
+#[test]
+fn the_report_of_a_job_shows_who_waited() {
+    let Some(dlrm) = corpus_file("multi-rank/dlrm-8xv100") else {
+        return;
+    };
+    let dir = TempDir::new("cli-report-job");
+    let html = dir.join("job.html");
+    let page = written(&report(&[], &[&dlrm], &html), &html);
+    assert_self_contained(&page);
+    assert!(page.contains("job of 8 ranks"));
+    assert!(page.contains("id=\"waiting-table\""));
+    assert!(page.contains("slowest rank"));
+    // Steps, busy timeline, critical path, two heat maps.
+    check_in_browser(
+        &html,
+        &dir,
+        5,
+        &["steps-table", "kernels-table", "waiting-table"],
+    );
+}
+
+#[test]
+fn bad_usage_exits_2_and_bad_input_exits_1_without_a_file() {
+    let dir = TempDir::new("cli-report-errors");
+    let html = dir.join("r.html");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"traceEvents\": [").unwrap();
+    // No -o.
+    let out = lumos().args(["report"]).arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = report(&["--dp", "0"], &[&bad], &html);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dp must be at least 1"));
+    let out = report(&[], &[&bad], &html);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.json"));
+    let out = report(&[], &[&dir.join("missing.json")], &html);
+    assert_eq!(out.status.code(), Some(1));
+    // Nothing appeared, not even a temporary file.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("bad.json")]);
+}
+
+#[test]
+fn two_traces_of_no_job_are_bad_usage() {
+    let (Some(a), Some(b)) = (
+        corpus_file("micro/a100-event-sync.json.gz"),
+        corpus_file("micro/a100-simple-add.json.gz"),
+    ) else {
+        return;
+    };
+    let dir = TempDir::new("cli-report-two");
+    let html = dir.join("r.html");
+    let out = report(&["--per-trace"], &[&a, &b], &html);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!html.exists());
+}

@@ -1,0 +1,208 @@
+//! What the HTML report shows beyond the `--json` reports, computed from
+//! the graphs and schedules: the breakdown per step, the top kernels and
+//! who waited in which step. Small private helpers; the per-step analyses
+//! of lumos-report may replace them.
+
+use std::collections::HashMap;
+
+use lumos_graph::{Graph, Measured, RendezvousKind, Span};
+use lumos_sim::{breakdown, rendezvous_times, step_spans, TaskTimes};
+
+use crate::job::JobReplayed;
+use crate::units::us;
+use crate::BreakdownUs;
+
+/// Most kernels listed.
+const TOP_KERNELS: usize = 15;
+
+/// One step: its length and breakdown, measured and replayed.
+#[derive(Debug, Clone)]
+pub(super) struct StepRow {
+    pub name: String,
+    /// The rank it was taken from (a job's step is its slowest rank's).
+    pub rank: Option<u32>,
+    pub measured: BreakdownUs,
+    pub replayed: BreakdownUs,
+}
+
+/// One kernel name over the measured run (every rank of a job).
+#[derive(Debug, Clone)]
+pub(super) struct KernelRow {
+    pub name: String,
+    pub count: usize,
+    pub total_us: f64,
+    pub share_pct: f64,
+    pub comm: bool,
+}
+
+/// Time each rank waited for its peers in each step, µs; `[rank][step]`.
+#[derive(Debug, Clone)]
+pub(super) struct WaitGrid {
+    pub ranks: Vec<u32>,
+    pub steps: Vec<String>,
+    pub measured: Vec<Vec<f64>>,
+    pub replayed: Vec<Vec<f64>>,
+}
+
+/// The steps of one rank, measured and replayed (each on its own origin).
+struct RankSteps {
+    measured: Vec<Span>,
+    replayed: Vec<Span>,
+}
+
+fn rank_steps<T: TaskTimes + ?Sized>(g: &Graph, m: &Measured, replayed: &T) -> RankSteps {
+    RankSteps {
+        measured: step_spans(g, &m.tasks, Some(&m.step_annotations)),
+        replayed: step_spans(g, replayed, None),
+    }
+}
+
+/// Per step of one trace, its breakdown measured and replayed.
+pub(super) fn trace_steps<T: TaskTimes + ?Sized>(
+    g: &Graph,
+    m: &Measured,
+    replayed: &T,
+) -> Vec<StepRow> {
+    let s = rank_steps(g, m, replayed);
+    let names = step_names(g, s.measured.len());
+    s.measured
+        .iter()
+        .zip(&s.replayed)
+        .zip(names)
+        .map(|((&ms, &rs), name)| StepRow {
+            name,
+            rank: None,
+            measured: breakdown(g, &m.tasks, ms).into(),
+            replayed: breakdown(g, replayed, rs).into(),
+        })
+        .collect()
+}
+
+/// The steps' names, `window` for a graph without steps.
+fn step_names(g: &Graph, n: usize) -> Vec<String> {
+    if g.steps.is_empty() {
+        return vec!["whole window".to_owned(); n];
+    }
+    g.steps.iter().map(|s| s.name.clone()).take(n).collect()
+}
+
+/// Per step of a job, the breakdown of the rank slowest in that step
+/// (measured and replayed apart, as the job's step is defined).
+pub(super) fn job_steps(j: &JobReplayed) -> Vec<StepRow> {
+    let job = j.job;
+    let per_rank: Vec<Vec<StepRow>> = (0..job.ranks.len())
+        .map(|p| {
+            let rg = &job.graphs[p];
+            let mut rows = trace_steps(&rg.graph, &rg.measured, &j.rank_times(p));
+            for r in &mut rows {
+                r.rank = Some(job.ranks[p].rank);
+            }
+            rows
+        })
+        .collect();
+    let n = per_rank.iter().map(Vec::len).min().unwrap_or(0);
+    (0..n)
+        .filter_map(|k| {
+            let slowest = |f: fn(&StepRow) -> f64| {
+                per_rank
+                    .iter()
+                    .map(|rows| &rows[k])
+                    .max_by(|a, b| f(a).total_cmp(&f(b)))
+            };
+            let m = slowest(|r| r.measured.total_us)?;
+            let r = slowest(|r| r.replayed.total_us)?;
+            Some(StepRow {
+                replayed: r.replayed,
+                ..m.clone()
+            })
+        })
+        .collect()
+}
+
+/// The kernels (GPU tasks by name) with the most measured time, over
+/// `graphs`.
+pub(super) fn top_kernels<'g>(
+    graphs: impl Iterator<Item = (&'g Graph, &'g Measured)>,
+) -> Vec<KernelRow> {
+    let mut by_name: HashMap<&str, KernelRow> = HashMap::new();
+    let mut total = 0.0;
+    for (g, m) in graphs {
+        for (t, span) in g.tasks.iter().zip(&m.tasks) {
+            if !t.kind.is_gpu() {
+                continue;
+            }
+            let name = g.names[t.name.0 as usize].as_str();
+            let row = by_name.entry(name).or_insert_with(|| KernelRow {
+                name: name.to_owned(),
+                count: 0,
+                total_us: 0.0,
+                share_pct: 0.0,
+                comm: t.is_comm(),
+            });
+            let d = us(span.len_ns());
+            row.count += 1;
+            row.total_us += d;
+            total += d;
+        }
+    }
+    let mut rows: Vec<KernelRow> = by_name.into_values().collect();
+    rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then(a.name.cmp(&b.name)));
+    rows.truncate(TOP_KERNELS);
+    for r in &mut rows {
+        r.share_pct = if total > 0.0 {
+            r.total_us / total * 100.0
+        } else {
+            0.0
+        };
+    }
+    rows
+}
+
+/// Who waited for peers in which step: each matched collective's waits,
+/// counted in the step (of the waiting rank) in which it started.
+pub(super) fn wait_grid(j: &JobReplayed) -> WaitGrid {
+    let job = j.job;
+    let times: Vec<_> = (0..job.ranks.len()).map(|p| j.rank_times(p)).collect();
+    let steps: Vec<RankSteps> = times
+        .iter()
+        .enumerate()
+        .map(|(p, t)| rank_steps(&job.graphs[p].graph, &job.graphs[p].measured, t))
+        .collect();
+    let n = steps.iter().map(|s| s.measured.len()).min().unwrap_or(0);
+    let mut measured = vec![vec![0.0; n]; job.ranks.len()];
+    let mut replayed = measured.clone();
+    let m_rv = rendezvous_times(&j.graph, &j.measured.tasks);
+    let r_rv = rendezvous_times(&j.graph, &j.schedule);
+    for (i, rv) in j.graph.rendezvous.iter().enumerate() {
+        if rv.kind == RendezvousKind::Uncoupled {
+            continue; // replayed as unmatched: nobody waited in it
+        }
+        for (pos, &task) in rv.tasks.iter().enumerate() {
+            let p = j.graph.rank_of(task);
+            let local = (task.0 - j.graph.ranks[p].tasks.start) as usize;
+            let m_start = job.graphs[p].measured.tasks[local].start_ns;
+            let r_start = times[p].start_ns[local];
+            if let Some(k) = step_of(&steps[p].measured, m_start).filter(|&k| k < n) {
+                measured[p][k] += us(m_rv[i].wait_ns[pos]);
+            }
+            if let Some(k) = step_of(&steps[p].replayed, r_start).filter(|&k| k < n) {
+                replayed[p][k] += us(r_rv[i].wait_ns[pos]);
+            }
+        }
+    }
+    let names = job
+        .graphs
+        .first()
+        .map_or_else(Vec::new, |g| step_names(&g.graph, n));
+    WaitGrid {
+        ranks: job.ranks.iter().map(|r| r.rank).collect(),
+        steps: names,
+        measured,
+        replayed,
+    }
+}
+
+/// The step whose span holds `t`.
+fn step_of(spans: &[Span], t: i64) -> Option<usize> {
+    spans.iter().position(|s| s.start_ns <= t && t < s.end_ns)
+}

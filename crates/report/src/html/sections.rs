@@ -1,0 +1,287 @@
+//! The report's sections after the steps: GPU-busy timeline, critical
+//! path, top kernels, per-rank waiting and the what-if comparison.
+
+use std::fmt::{self, Write};
+
+use super::charts;
+use super::data::{KernelRow, WaitGrid};
+use super::page::esc;
+use super::HtmlReport;
+use crate::PredictReport;
+
+/// Whose trace a per-trace chart shows, for its caption.
+fn whose(r: &HtmlReport) -> String {
+    match (&r.replay.job, r.focus_trace()) {
+        (Some(_), Some(t)) => format!("rank {} (the last to finish in the replay)", t.rank),
+        _ => "the trace".to_owned(),
+    }
+}
+
+/// The GPU-busy timeline of the focus trace, measured and replayed.
+pub(super) fn busy(out: &mut String, r: &HtmlReport) -> fmt::Result {
+    out.push_str("<h2 id=\"busy\">GPU-busy timeline</h2>\n");
+    let Some(t) = r.focus_trace() else {
+        return out.write_str("<p>No trace.</p>\n");
+    };
+    let tl = &t.gpu_busy_timeline;
+    let bin_ms = tl.bin_us / 1e3;
+    out.push_str(&charts::legend(&["measured", "replayed"]));
+    out.push_str(&charts::busy(bin_ms, &[&tl.measured, &tl.replayed]));
+    writeln!(
+        out,
+        "<p class=\"note\">Share of each {bin_ms} ms bin in which at least one GPU stream of {} \
+         is busy.</p>",
+        esc(&whose(r))
+    )
+}
+
+/// Where the critical path's time went, and the tasks on it that cost
+/// the most.
+pub(super) fn critical_path(out: &mut String, r: &HtmlReport) -> fmt::Result {
+    out.push_str("<h2 id=\"critical-path\">Critical path</h2>\n");
+    let job_path = r.replay.job.as_ref().and_then(|j| j.critical_path.as_ref());
+    let trace_path = r.focus_trace().and_then(|t| t.critical_path.as_ref());
+    let by_bound = match (job_path, trace_path) {
+        (Some(j), _) => &j.by_bound,
+        (None, Some(t)) => &t.by_bound,
+        (None, None) => return out.write_str("<p>No critical path (no tasks).</p>\n"),
+    };
+    let mut rows: Vec<(String, f64)> = by_bound
+        .iter()
+        .map(|b| (b.bound.clone(), (b.wait_us + b.busy_us) / 1e3))
+        .collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out.push_str(&charts::shares(&rows));
+    out.push_str(
+        "<p class=\"note\">Time on the replay's critical path (waiting plus running) by what \
+         bound each start: a thread's own order (intra_thread), a launch, another stream, a \
+         synchronization, a peer in a collective (rendezvous), ...</p>\n",
+    );
+    if let Some(j) = job_path {
+        write!(
+            out,
+            "<p>From rank {}, changing ranks {} times: ",
+            j.from_rank, j.rank_changes
+        )?;
+        let parts: Vec<String> = j
+            .per_rank_us
+            .iter()
+            .map(|t| format!("rank {} {:.2} ms", t.rank, t.us / 1e3))
+            .collect();
+        writeln!(out, "{}.</p>", parts.join(", "))?;
+    }
+    if let Some(t) = trace_path.filter(|t| !t.top_tasks.is_empty()) {
+        writeln!(
+            out,
+            "<table id=\"path-tasks\"><caption>Longest tasks on the path of {}</caption>\
+             <tr><th class=\"l\">task</th><th>ms</th></tr>",
+            esc(&whose(r))
+        )?;
+        for task in &t.top_tasks {
+            writeln!(
+                out,
+                "<tr><td class=\"l\" title=\"{}\">{}</td><td>{:.3}</td></tr>",
+                esc(&task.name),
+                esc(&shorten(&task.name)),
+                task.us / 1e3
+            )?;
+        }
+        out.push_str("</table>\n");
+    }
+    Ok(())
+}
+
+/// The kernels with the most measured GPU time.
+pub(super) fn kernels(out: &mut String, rows: &[KernelRow]) -> fmt::Result {
+    out.push_str("<h2 id=\"kernels\">Top kernels</h2>\n");
+    if rows.is_empty() {
+        return out.write_str("<p>No GPU work in the trace.</p>\n");
+    }
+    out.push_str(
+        "<table id=\"kernels-table\"><tr><th class=\"l\">kernel</th><th>kind</th><th>count</th>\
+         <th>total ms</th><th>mean µs</th><th>share of GPU time</th></tr>\n",
+    );
+    for k in rows {
+        writeln!(
+            out,
+            "<tr><td class=\"l\" title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{:.1}%</td></tr>",
+            esc(&k.name),
+            esc(&shorten(&k.name)),
+            if k.comm { "comm" } else { "compute" },
+            k.count,
+            k.total_us / 1e3,
+            k.total_us / k.count.max(1) as f64,
+            k.share_pct
+        )?;
+    }
+    out.push_str("</table><p class=\"note\">Measured, summed over every rank.</p>\n");
+    Ok(())
+}
+
+/// Longest kernel name shown in full; the rest is in the cell's tooltip.
+const MAX_NAME: usize = 110;
+
+/// `name`, cut to [`MAX_NAME`] characters.
+fn shorten(name: &str) -> String {
+    match name.char_indices().nth(MAX_NAME) {
+        Some((i, _)) => format!("{}…", &name[..i]),
+        None => name.to_owned(),
+    }
+}
+
+/// Per rank and step, the time spent waiting for peers; then the totals.
+pub(super) fn waits(out: &mut String, r: &HtmlReport, w: &WaitGrid) -> fmt::Result {
+    out.push_str("<h2 id=\"waiting\">Waiting for peers</h2>\n");
+    let rows: Vec<String> = w.ranks.iter().map(|r| format!("rank {r}")).collect();
+    for (label, grid) in [("measured", &w.measured), ("replayed", &w.replayed)] {
+        let max = grid.iter().flatten().copied().fold(0.0, f64::max);
+        writeln!(
+            out,
+            "<h3>{label}</h3><p class=\"note\">ms each rank waited in collectives for its \
+             peers, per step (darkest: {:.2} ms).</p>",
+            max / 1e3
+        )?;
+        out.push_str(&charts::heat_map(&rows, &w.steps, grid));
+    }
+    let Some(waiting) = r.replay.job.as_ref().and_then(|j| j.waiting.as_ref()) else {
+        return Ok(());
+    };
+    out.push_str(
+        "<table id=\"waiting-table\"><tr><th>rank</th><th>waited ms (measured)</th>\
+         <th>replayed</th><th>kept others waiting ms (measured)</th><th>replayed</th>\
+         <th>last to arrive (measured)</th><th>replayed</th></tr>\n",
+    );
+    for x in waiting {
+        writeln!(
+            out,
+            "<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
+            x.rank,
+            x.measured.wait_us / 1e3,
+            x.replayed.wait_us / 1e3,
+            x.measured.caused_us / 1e3,
+            x.replayed.caused_us / 1e3,
+            x.measured.last_arrivals,
+            x.replayed.last_arrivals
+        )?;
+    }
+    out.push_str("</table>\n");
+    Ok(())
+}
+
+/// The prediction against the measured run and its replay, with the
+/// confidence of what it rests on and what it assumed.
+pub(super) fn what_if(out: &mut String, p: &PredictReport) -> fmt::Result {
+    out.push_str("<h2 id=\"what-if\">What-if</h2>\n");
+    writeln!(
+        out,
+        "<p>Traced: {}<br>Predicted: {}</p>",
+        esc(&p.traced.to_string()),
+        esc(&p.target.to_string())
+    )?;
+    for k in &p.kernel_scales {
+        writeln!(out, "<p>kernels {}</p>", esc(k))?;
+    }
+    writeln!(
+        out,
+        "<table id=\"what-if-table\"><tr><th class=\"l\">mean step</th><th>measured ms</th>\
+         <th>replayed ms</th><th>predicted ms</th><th>change</th></tr>\
+         <tr><td class=\"l\">slowest stage</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:+.2}%</td></tr></table>",
+        p.mean_measured_ms, p.mean_replayed_ms, p.mean_predicted_ms, p.change_pct
+    )?;
+    stages(out, p)?;
+    confidence(out, p)?;
+    if !p.assumptions.is_empty() {
+        out.push_str("<h3>Assumptions</h3><ul>");
+        for a in &p.assumptions {
+            write!(out, "<li>{}</li>", esc(a))?;
+        }
+        out.push_str("</ul>\n");
+    }
+    Ok(())
+}
+
+/// The predicted stages' breakdowns, beside the replayed ones.
+fn stages(out: &mut String, p: &PredictReport) -> fmt::Result {
+    out.push_str(
+        "<table id=\"stages-table\"><tr><th>stage</th><th class=\"l\">of</th><th>step ms</th>\
+         <th>compute ms</th><th>overlap ms</th><th>comm ms</th><th>idle ms</th></tr>\n",
+    );
+    for s in &p.stages {
+        for (label, b) in [
+            ("replayed", s.replayed.as_ref()),
+            ("predicted", Some(&s.predicted)),
+        ] {
+            let Some(b) = b else { continue };
+            writeln!(
+                out,
+                "<tr><td>{}</td><td class=\"l\">{label}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                s.stage,
+                if label == "predicted" { s.step_ms } else { b.total_ms },
+                b.exposed_compute_ms,
+                b.overlapped_ms,
+                b.exposed_comm_ms,
+                b.idle_ms
+            )?;
+        }
+    }
+    out.push_str("</table>\n");
+    let parts: Vec<String> = p
+        .gpu_ms_by_source
+        .iter()
+        .map(|(s, ms)| format!("{s} {ms:.1} ms"))
+        .collect();
+    writeln!(
+        out,
+        "<p class=\"note\">GPU time by where its duration came from: {}.</p>",
+        parts.join(", ")
+    )
+}
+
+/// How sure the prediction is of what it rests on: discovery's findings
+/// and the models' fit.
+fn confidence(out: &mut String, p: &PredictReport) -> fmt::Result {
+    out.push_str("<h3>Confidence</h3>\n");
+    let g = &p.calibration.gemm;
+    writeln!(
+        out,
+        "<p>GEMM model: {} GEMMs, mean error {:.1}%{}.",
+        g.samples,
+        g.mean_abs_error_pct,
+        if g.fitted {
+            ""
+        } else {
+            " (preset, not fitted)"
+        }
+    )?;
+    for l in &p.calibration.network {
+        write!(
+            out,
+            " Network {}: {} collectives, mean error {:.1}%{}.",
+            l.link,
+            l.samples,
+            l.mean_abs_error_pct,
+            if l.calibrated {
+                ""
+            } else {
+                " (not calibrated)"
+            }
+        )?;
+    }
+    out.push_str("</p>\n<table id=\"findings-table\"><tr><th class=\"l\">trace</th><th class=\"l\">found</th>\
+        <th class=\"l\">value</th><th>confidence</th><th class=\"l\">evidence</th></tr>\n");
+    for i in &p.inputs {
+        for f in &i.structure.findings {
+            writeln!(
+                out,
+                "<tr><td class=\"l\">rank {}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+                i.rank,
+                esc(&f.what),
+                esc(&f.value),
+                f.confidence,
+                esc(&f.evidence)
+            )?;
+        }
+    }
+    out.push_str("</table>\n");
+    Ok(())
+}
