@@ -31,10 +31,10 @@ pub use check::{check, Violation};
 pub use dump::dump;
 pub use job::{
     align_clocks, assemble, group_by_program, looks_like_job, match_collectives, merge,
-    program_signature, rank_graph, rank_ranges, ClockAlignment, CollectiveMatch, CommPattern,
-    CommTask, Job, JobError, JobGraph, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
-    ProgramSignature, RankGraph, RankGroup, RankInput, RankMeta, RankPart, Rendezvous,
-    RendezvousKind,
+    model_group_peers, program_signature, rank_graph, rank_program, rank_ranges, ClockAlignment,
+    CollectiveMatch, CommPattern, CommTask, CommTiming, Job, JobError, JobGraph, MatchProblem,
+    MatchRule, MatchedSet, Member, ProblemKind, ProgramGroup, ProgramGroups, ProgramSignature,
+    RankGraph, RankGroup, RankInput, RankMeta, RankPart, RankProgram, Rendezvous, RendezvousKind,
 };
 pub use model::*;
 pub use report::{BuildReport, Rule};
