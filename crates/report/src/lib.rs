@@ -12,6 +12,8 @@
 //!   and critical path, replayed against measured ([`TraceReplay`]), and
 //!   [`summarize`] many. [`replay`] keeps the graph and schedule for the
 //!   replayed [`Timeline`].
+//! - A rank read back from a compact `.lgraph` file (lumos-store) gives the
+//!   same reports as its trace: [`inspect_stored`], [`replay_stored`].
 //! - A job ([`lumos_graph::Job`], from [`lumos_graph::assemble`]):
 //!   [`job_report`] (identities, matching, clocks) and [`replay_job`] (the
 //!   joint replay: every rank, the job's step as the slowest rank's, who
@@ -55,8 +57,8 @@ use serde::Serialize;
 
 pub use error::ReportError;
 pub use inspect::{
-    file_report, inspect, structure_report, CollectiveCounts, EventCounts, FileReport,
-    InferredCount, InspectOutput, SkipCount, StepReport,
+    file_report, file_report_of, inspect, inspect_stored, structure_report, structure_report_of,
+    CollectiveCounts, EventCounts, FileReport, InferredCount, InspectOutput, SkipCount, StepReport,
 };
 pub use job::{
     job_report, replay_job, replay_jointly, slowest_rank_steps, ClockReport, CollectiveReport,
@@ -69,9 +71,9 @@ pub use predict::{
     LinkCalibration, PredictReport, StageRow, StepRow,
 };
 pub use replay::{
-    compare, critical_path_report, replay, replay_trace, summarize, BoundShare, BreakdownPair,
-    BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed, StepReplay, Summary,
-    TimelinePair, TraceInfo, TraceReplay,
+    compare, critical_path_report, replay, replay_stored, replay_trace, summarize, BoundShare,
+    BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed,
+    ReplayedStored, StepReplay, Summary, TimelinePair, TraceInfo, TraceReplay,
 };
 pub use structure::{DiscoveredConfig, Finding, GroupReport, PhaseTime, StructureReport};
 pub use timeline::{Timeline, TimelineSource};

@@ -14,13 +14,15 @@ use lumos_sim::{GpuSelector, SimOptions};
 use lumos_trace::write_gz_atomic;
 
 use super::JobMode;
+use crate::inputs::Loaded;
 use crate::usage::usage;
 use crate::{inputs, output};
 
 /// `lumos replay` arguments.
 #[derive(clap::Args)]
 pub struct ReplayArgs {
-    /// Trace files (.json or .json.gz) or directories of them.
+    /// Trace files (.json or .json.gz), compact graphs (.lgraph, from
+    /// `lumos ingest`), or directories of them.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Print JSON instead of tables.
@@ -142,10 +144,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let mut ok = true;
     let mut traces = Vec::new();
     for r in read {
-        match r
-            .map_err(anyhow::Error::from)
-            .and_then(|t| replay_one(&t, &opts, a.out.as_deref()))
-        {
+        match r.and_then(|t| replay_one(&t, &opts, a.out.as_deref())) {
             Ok(x) => traces.push(x),
             Err(e) => {
                 output::error(format_args!("{e:#}"));
@@ -157,17 +156,25 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     Ok(ok)
 }
 
-/// Replays one trace, writing its timeline into `out_dir` if given.
-fn replay_one(
-    trace: &lumos_trace::Trace,
-    opts: &SimOptions,
-    out_dir: Option<&Path>,
-) -> Result<TraceReplay> {
-    let replayed = lumos_report::replay(trace, opts)?;
-    if let Some(dir) = out_dir {
-        write_timeline(dir, &replayed.timeline())?;
+/// Replays one trace (or compact graph), writing its timeline into
+/// `out_dir` if given.
+fn replay_one(input: &Loaded, opts: &SimOptions, out_dir: Option<&Path>) -> Result<TraceReplay> {
+    match input {
+        Loaded::Trace(trace) => {
+            let replayed = lumos_report::replay(trace, opts)?;
+            if let Some(dir) = out_dir {
+                write_timeline(dir, &replayed.timeline())?;
+            }
+            Ok(replayed.report())
+        }
+        Loaded::Stored(stored) => {
+            let replayed = lumos_report::replay_stored(stored, opts)?;
+            if let Some(dir) = out_dir {
+                write_timeline(dir, &replayed.timeline())?;
+            }
+            Ok(replayed.report())
+        }
     }
-    Ok(replayed.report())
 }
 
 /// `lumos replay` on a job: one joint replay, per-rank tables, then the
