@@ -33,8 +33,9 @@ pub use job::{
     align_clocks, assemble, group_by_program, looks_like_job, match_collectives, merge,
     model_group_peers, program_signature, rank_graph, rank_program, rank_ranges, ClockAlignment,
     CollectiveMatch, CommPattern, CommTask, CommTiming, Job, JobError, JobGraph, MatchProblem,
-    MatchRule, MatchedSet, Member, ProblemKind, ProgramGroup, ProgramGroups, ProgramSignature,
-    RankGraph, RankGroup, RankInput, RankMeta, RankPart, RankProgram, Rendezvous, RendezvousKind,
+    MatchRule, MatchedSet, Member, PeerModel, ProblemKind, ProgramGroup, ProgramGroups,
+    ProgramSignature, RankGraph, RankGroup, RankInput, RankMeta, RankPart, RankProgram, Rendezvous,
+    RendezvousKind,
 };
 pub use model::*;
 pub use report::{BuildReport, Rule};

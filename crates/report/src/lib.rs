@@ -18,7 +18,9 @@
 //!   [`job_report`] (identities, matching, clocks) and [`replay_job`] (the
 //!   joint replay: every rank, the job's step as the slowest rank's, who
 //!   waited for whom, the critical path across ranks). [`replay_jointly`]
-//!   keeps the schedule for the ranks' timelines.
+//!   keeps the schedule for the ranks' timelines. [`replay_representatives`]
+//!   replays a large job from one rank per group of ranks that run the same
+//!   communication program, with modelled peers inside each group.
 //! - [`predict`]: a prediction against the measured run and its replay
 //!   ([`PredictReport`]), and [`Timeline::predicted`].
 //!
@@ -61,9 +63,10 @@ pub use inspect::{
     CollectiveCounts, EventCounts, FileReport, InferredCount, InspectOutput, SkipCount, StepReport,
 };
 pub use job::{
-    job_report, replay_job, replay_jointly, slowest_rank_steps, ClockReport, CollectiveReport,
-    JobPathReport, JobReplayed, JobReport, JobStep, MatchingReport, ProblemReport, RankCommReport,
-    RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, Slowest, Spread, WaitUs,
+    job_report, replay_job, replay_jointly, replay_representatives, slowest_rank_steps,
+    ClockReport, CollectiveReport, JobPathReport, JobReplayed, JobReport, JobStep, MatchingReport,
+    ProblemReport, ProgramGroupReport, RankCommReport, RankOffset, RankScale, RankTime,
+    RankWaitReport, RendezvousReport, RepresentativesReport, Slowest, Spread, StepSpread, WaitUs,
 };
 pub use network::network_from_json;
 pub use predict::{

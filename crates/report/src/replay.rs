@@ -11,7 +11,7 @@ use lumos_store::StoredRank;
 use lumos_trace::Trace;
 use serde::Serialize;
 
-use crate::job::JobReport;
+use crate::job::{JobReport, RepresentativesReport};
 use crate::timeline::{Timeline, TimelineSource};
 use crate::units::{err_pct, us};
 use crate::ReportError;
@@ -27,6 +27,9 @@ pub struct ReplayOutput {
     /// The job, when the traces were replayed as one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<JobReport>,
+    /// When the job was replayed from representatives: its groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub representatives: Option<RepresentativesReport>,
 }
 
 impl ReplayOutput {
@@ -36,6 +39,7 @@ impl ReplayOutput {
             summary: summarize(&traces),
             traces,
             job: None,
+            representatives: None,
         }
     }
 }

@@ -54,7 +54,7 @@ use serde::Serialize;
 
 pub use error::{Problem, StoreError};
 pub use format::{has_magic, FORMAT_VERSION, MAGIC};
-pub use stored::{RankSummary, Source, StoredRank, TraceFacts};
+pub use stored::{program_of, RankSummary, Source, StoredRank, TraceFacts};
 
 use format::{Container, Tag, FACT, GRPH, HEAD, PROG};
 use rec::{Bad, FactsRec, GraphSection, HeadRec, TimingRec};

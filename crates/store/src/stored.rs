@@ -137,6 +137,17 @@ impl TraceFacts {
     }
 }
 
+/// What representatives need of a rank ([`lumos_graph::rank_program`] on
+/// its measured step spans).
+pub fn program_of(r: &RankGraph) -> RankProgram {
+    let steps = lumos_sim::step_spans(
+        &r.graph,
+        &r.measured.tasks,
+        Some(&r.measured.step_annotations),
+    );
+    rank_program(r, &steps)
+}
+
 /// Everything an `.lgraph` file holds: one rank's trace, ingested.
 #[derive(Debug, Clone)]
 pub struct StoredRank {
@@ -158,12 +169,7 @@ impl StoredRank {
     /// every command needs of it.
     pub fn from_trace(trace: &Trace, source: Source) -> StoredRank {
         let (graph, report) = rank_graph(trace);
-        let steps = lumos_sim::step_spans(
-            &graph.graph,
-            &graph.measured.tasks,
-            Some(&graph.measured.step_annotations),
-        );
-        let program = rank_program(&graph, &steps);
+        let program = program_of(&graph);
         let facts = TraceFacts::of(trace);
         let summary = RankSummary {
             rank: graph.rank,

@@ -52,6 +52,13 @@ pub struct ReplayArgs {
     /// With --scale-rank: scale the rank's CPU tasks too.
     #[arg(long, requires = "scale_rank")]
     pub scale_rank_cpu: bool,
+    /// Replay a large job from one rank per group of ranks that run the
+    /// same communication program: every input is read (from .lgraph
+    /// files, only their summaries), one graph per group is kept, and the
+    /// collectives inside a group wait for peers modelled from the group's
+    /// measured spread.
+    #[arg(long, conflicts_with_all = ["per_trace", "scale_rank", "out"])]
+    pub representatives: bool,
 }
 
 /// A dependency kind `--deps` drops.
@@ -125,6 +132,12 @@ fn sim_options(a: &ReplayArgs) -> Result<SimOptions> {
 pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let opts = sim_options(a)?;
     let files = inputs::expand(&a.paths)?;
+    if a.representatives {
+        let (r, read_ok) = inputs::load_representatives(&files);
+        let report = lumos_report::replay_representatives(r.reps, &r.groups, &r.peers, &opts)?;
+        write_output(out, &report, a.json)?;
+        return Ok(read_ok);
+    }
     if a.mode.job {
         // Stream: each trace is dropped once its graph is built.
         let (ranks, read_ok) = inputs::load_ranks(&files);
@@ -227,7 +240,38 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, json: bool) -> Result<()>
     if let Some(job) = &r.job {
         write_job(out, job)?;
     }
+    if let Some(reps) = &r.representatives {
+        write_representatives(out, reps)?;
+    }
     write_summary(out, &r.summary)?;
+    Ok(())
+}
+
+/// The groups of a replay from representatives.
+fn write_representatives(
+    out: &mut dyn Write,
+    r: &lumos_report::RepresentativesReport,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  representatives: {} ranks replayed for {} ({} collectives inside groups against modelled peers)",
+        r.replayed_ranks, r.ranks, r.modelled_collectives
+    )?;
+    for g in &r.groups {
+        let steps: Vec<String> = g
+            .measured_steps_us
+            .iter()
+            .map(|s| format!("{:.3}-{:.3} ms", s.min / 1e3, s.max / 1e3))
+            .collect();
+        writeln!(
+            out,
+            "    rank {:>5} for {:>5} ranks ({}): measured steps {}",
+            g.representative,
+            g.size,
+            g.ranks,
+            steps.join(", ")
+        )?;
+    }
     Ok(())
 }
 

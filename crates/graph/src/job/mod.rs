@@ -50,7 +50,8 @@ pub use matching::{
 };
 pub use merge::{merge, JobGraph, RankPart, Rendezvous, RendezvousKind};
 pub use peers::{
-    model_group_peers, rank_program, CommTiming, ProgramGroup, ProgramGroups, RankProgram,
+    model_group_peers, rank_program, CommTiming, PeerModel, ProgramGroup, ProgramGroups,
+    RankProgram,
 };
 pub use program::{group_by_program, program_signature, ProgramSignature, RankGroup};
 

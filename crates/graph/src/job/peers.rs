@@ -4,11 +4,13 @@
 //! inside a group, whose other participants are not replayed, wait for
 //! peers modelled from the group's measurement.
 //!
-//! What is kept of every rank is small ([`RankProgram`]: its signature,
-//! measured step lengths and two numbers per communication task), so the
-//! groups of a job of thousands of ranks are found, and their peers
-//! modelled, without holding more than one graph per group
-//! ([`ProgramGroups`]).
+//! Groups are found from a rank's signature and steps alone
+//! ([`ProgramGroups`]); a representative's peers are modelled
+//! ([`PeerModel`]) from a small [`RankProgram`] (two numbers per
+//! communication task) of each member of its own process groups inside its
+//! program group: its tensor- and data-parallel peers, a few dozen ranks
+//! whatever the size of the job. So a job of thousands of ranks is replayed
+//! holding one graph per group.
 //!
 //! The model, per communication task `i` of a group's program (the same
 //! task on every member: equal signatures mean the same collectives in the
@@ -22,9 +24,12 @@
 //!   the previous task of its process group;
 //! - its *duration*: measured end minus start, waiting included.
 //!
-//! The member that arrived last waited least: the shortest duration over
-//! the members is the transfer. The last member arrived `max(interval) -
-//! interval of the representative` after the representative. The
+//! Over the members of the task's process group (every one in the
+//! representative's program group, so every one runs the same program and
+//! its task `i` is the same collective): the member that arrived last
+//! waited least, so the shortest duration is the transfer, and the last
+//! member arrived `max(interval) - interval of the representative` after
+//! the representative. The
 //! representative's task is replayed for `transfer + that lateness`: its
 //! peers arrive with the group's measured spread, after the
 //! representative's replayed arrival. The first task of a process group
@@ -44,8 +49,11 @@ pub struct CommTiming {
     /// clock; `None` for the first of its group, or when the task records
     /// no process group.
     pub interval_ns: Option<i64>,
-    /// Measured duration, waiting included.
-    pub duration_ns: i64,
+    /// Measured start on the rank's own clock (absolute, as
+    /// [`RankGraph::clock_start_ns`]).
+    pub start_ns: i64,
+    /// Measured end on the rank's own clock.
+    pub end_ns: i64,
 }
 
 /// What a job with representatives keeps of every rank: enough to group it
@@ -83,7 +91,8 @@ pub fn rank_program(r: &RankGraph, steps: &[Span]) -> RankProgram {
             };
             CommTiming {
                 interval_ns,
-                duration_ns: span.len_ns(),
+                start_ns: r.clock_start_ns(c.task),
+                end_ns: r.clock_end_ns(c.task),
             }
         })
         .collect();
@@ -95,8 +104,7 @@ pub fn rank_program(r: &RankGraph, steps: &[Span]) -> RankProgram {
     }
 }
 
-/// One group of ranks that run the same program, with its representative's
-/// modelled peers.
+/// One group of ranks that run the same program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProgramGroup {
     /// The common signature.
@@ -105,11 +113,6 @@ pub struct ProgramGroup {
     pub ranks: Vec<u32>,
     /// Per member (in `ranks` order), its measured step lengths.
     pub steps_ns: Vec<Vec<i64>>,
-    /// Per communication task of the program: how long the
-    /// representative's task is replayed when the task is a collective
-    /// inside the group (transfer plus the last peer's lateness, see the
-    /// module documentation).
-    pub peer_durations_ns: Vec<i64>,
 }
 
 impl ProgramGroup {
@@ -117,24 +120,18 @@ impl ProgramGroup {
     pub fn representative(&self) -> u32 {
         self.ranks[0]
     }
+
+    /// True when `rank` is a member.
+    pub fn contains(&self, rank: u32) -> bool {
+        self.ranks.binary_search(&rank).is_ok()
+    }
 }
 
-/// Per communication task, over the members seen so far.
-#[derive(Debug, Clone)]
-struct Fold {
-    ranks: Vec<(u32, Vec<i64>)>,
-    /// The lowest rank's intervals.
-    rep: (u32, Vec<Option<i64>>),
-    min_duration: Vec<i64>,
-    max_interval: Vec<Option<i64>>,
-}
-
-/// Groups ranks by program, one [`RankProgram`] at a time and in any order,
-/// keeping per group only what its model needs: memory follows the number
-/// of groups and communication tasks, not of ranks.
+/// Groups ranks by program, one rank at a time and in any order, from what
+/// a rank's summary holds (its signature and measured steps).
 #[derive(Debug, Clone, Default)]
 pub struct ProgramGroups {
-    by_signature: BTreeMap<ProgramSignature, Fold>,
+    by_signature: BTreeMap<ProgramSignature, Vec<(u32, Vec<i64>)>>,
 }
 
 impl ProgramGroups {
@@ -143,33 +140,12 @@ impl ProgramGroups {
         ProgramGroups::default()
     }
 
-    /// Adds one rank.
-    pub fn add(&mut self, p: &RankProgram) {
-        let intervals = || p.comms.iter().map(|c| c.interval_ns).collect::<Vec<_>>();
-        let f = self
-            .by_signature
-            .entry(p.signature)
-            .or_insert_with(|| Fold {
-                ranks: Vec::new(),
-                rep: (p.rank, intervals()),
-                min_duration: vec![i64::MAX; p.comms.len()],
-                max_interval: vec![None; p.comms.len()],
-            });
-        f.ranks.push((p.rank, p.steps_ns.clone()));
-        if p.rank < f.rep.0 {
-            f.rep = (p.rank, intervals());
-        }
-        // Equal signatures have equally many communication tasks; `zip`
-        // keeps a hash collision from indexing out of bounds.
-        for ((c, d), m) in p
-            .comms
-            .iter()
-            .zip(&mut f.min_duration)
-            .zip(&mut f.max_interval)
-        {
-            *d = (*d).min(c.duration_ns);
-            *m = (*m).max(c.interval_ns);
-        }
+    /// Adds one rank, with its program's signature and measured steps.
+    pub fn add(&mut self, rank: u32, signature: ProgramSignature, steps_ns: Vec<i64>) {
+        self.by_signature
+            .entry(signature)
+            .or_default()
+            .push((rank, steps_ns));
     }
 
     /// The groups, ordered by representative.
@@ -177,27 +153,13 @@ impl ProgramGroups {
         let mut out: Vec<ProgramGroup> = self
             .by_signature
             .into_iter()
-            .map(|(signature, mut f)| {
-                f.ranks.sort_by_key(|r| r.0);
-                let peer_durations_ns = f
-                    .min_duration
-                    .iter()
-                    .zip(&f.max_interval)
-                    .zip(&f.rep.1)
-                    .map(|((&transfer, &latest), &own)| {
-                        let late = match (latest, own) {
-                            (Some(l), Some(o)) => l.saturating_sub(o).max(0),
-                            _ => 0,
-                        };
-                        transfer.saturating_add(late)
-                    })
-                    .collect();
-                let (ranks, steps_ns) = f.ranks.into_iter().unzip();
+            .map(|(signature, mut members)| {
+                members.sort_by_key(|m| m.0);
+                let (ranks, steps_ns) = members.into_iter().unzip();
                 ProgramGroup {
                     signature,
                     ranks,
                     steps_ns,
-                    peer_durations_ns,
                 }
             })
             .collect();
@@ -206,40 +168,163 @@ impl ProgramGroups {
     }
 }
 
+/// One modelled task of a representative: its process group (an index
+/// into [`PeerModel::sets`]) and what has been folded in of the members.
+#[derive(Debug, Clone)]
+struct Slot {
+    set: usize,
+    /// Over the members of its process group.
+    min_duration: Option<i64>,
+    /// Over every member of the program group.
+    max_interval: Option<i64>,
+}
+
+/// The modelled peers of one representative (see the module
+/// documentation): built from its graph and group, it takes in the
+/// programs of the group's members one at a time, in any order (memory:
+/// one slot per communication task, whatever the group's size), and
+/// gives each collective inside the group its duration.
+#[derive(Debug, Clone)]
+pub struct PeerModel {
+    rank: u32,
+    /// The program group's ranks, ascending.
+    group: Vec<u32>,
+    /// The distinct process groups of the modelled tasks, ascending ranks.
+    sets: Vec<Vec<u32>>,
+    /// Per communication task; `None` when it is not modelled (not a
+    /// group collective, process group not recorded, or reaching outside
+    /// the program group).
+    slots: Vec<Option<Slot>>,
+    /// The representative's own intervals, once taken in.
+    own: Option<Vec<Option<i64>>>,
+}
+
+impl PeerModel {
+    /// The model of `rep`, the representative of `group`.
+    pub fn new(rep: &RankGraph, group: &ProgramGroup) -> PeerModel {
+        let mut sets: Vec<Vec<u32>> = Vec::new();
+        let mut set_of: BTreeMap<u32, Option<usize>> = BTreeMap::new();
+        let slots = rep
+            .comms
+            .iter()
+            .map(|c| {
+                let g = c.group?;
+                if c.pattern != CommPattern::Group {
+                    return None;
+                }
+                let set = (*set_of.entry(g).or_insert_with(|| {
+                    let mut members: Vec<u32> = rep
+                        .groups
+                        .get(g as usize)?
+                        .iter()
+                        .map(|&r| u32::try_from(r).ok().filter(|&r| group.contains(r)))
+                        .collect::<Option<_>>()?;
+                    members.sort_unstable();
+                    members.dedup();
+                    if members.len() < 2 || members.binary_search(&rep.rank).is_err() {
+                        return None;
+                    }
+                    sets.push(members);
+                    Some(sets.len() - 1)
+                }))?;
+                Some(Slot {
+                    set,
+                    min_duration: None,
+                    max_interval: None,
+                })
+            })
+            .collect();
+        PeerModel {
+            rank: rep.rank,
+            group: group.ranks.clone(),
+            sets,
+            slots,
+            own: None,
+        }
+    }
+
+    /// The representative.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// True when the model models anything, and so needs the group's
+    /// programs.
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
+    /// Takes in one member's program (the representative's own too); a
+    /// rank outside the group is ignored.
+    pub fn add(&mut self, p: &RankProgram) {
+        if self.group.binary_search(&p.rank).is_err() {
+            return;
+        }
+        let in_set: Vec<bool> = self
+            .sets
+            .iter()
+            .map(|s| s.binary_search(&p.rank).is_ok())
+            .collect();
+        // Equal signatures have equally many communication tasks; `zip`
+        // keeps a program of another length from indexing out of bounds.
+        for (slot, c) in self.slots.iter_mut().zip(&p.comms) {
+            let Some(slot) = slot else { continue };
+            slot.max_interval = slot.max_interval.max(c.interval_ns);
+            if in_set[slot.set] {
+                let d = c.end_ns.saturating_sub(c.start_ns);
+                slot.min_duration = Some(slot.min_duration.map_or(d, |m| m.min(d)));
+            }
+        }
+        if p.rank == self.rank {
+            self.own = Some(p.comms.iter().map(|c| c.interval_ns).collect());
+        }
+    }
+
+    /// Per communication task of the representative, its modelled
+    /// duration (`None`: not modelled, or its own program not taken in).
+    pub fn durations(&self) -> Vec<Option<i64>> {
+        let Some(own) = &self.own else {
+            return vec![None; self.slots.len()];
+        };
+        self.slots
+            .iter()
+            .zip(own.iter().copied().chain(std::iter::repeat(None)))
+            .map(|(slot, own)| {
+                let s = slot.as_ref()?;
+                let transfer = s.min_duration?;
+                let late = match (s.max_interval, own) {
+                    (Some(l), Some(o)) => l.saturating_sub(o).max(0),
+                    _ => 0,
+                };
+                Some(transfer.saturating_add(late))
+            })
+            .collect()
+    }
+}
+
 /// Replays, in a job merged from representatives (`ranks`, as given to
 /// [`merge`](super::merge) with their match `m`), each representative's
-/// collectives inside its group against modelled peers: every unmatched
-/// group collective whose process group's ranks all belong to the
-/// representative's group (and are more than itself) takes the group's
-/// [`ProgramGroup::peer_durations_ns`] as its duration. Collectives whose
-/// process group is not recorded keep their measured duration. Returns how
-/// many tasks were modelled.
+/// collectives inside its group against modelled peers: each unmatched
+/// communication task with a duration in `durations` (indexed like
+/// `ranks`, then like each rank's [`RankGraph::comms`];
+/// [`PeerModel::durations`]) takes it. Returns how many tasks were
+/// modelled.
 pub fn model_group_peers(
     job: &mut JobGraph,
     ranks: &[RankGraph],
     m: &CollectiveMatch,
-    groups: &[ProgramGroup],
+    durations: &[Vec<Option<i64>>],
 ) -> usize {
     let mut modelled = 0;
     for (pos, r) in ranks.iter().enumerate() {
-        let Some(group) = groups.iter().find(|g| g.representative() == r.rank) else {
-            continue;
-        };
-        let (Some(part), Some(unmatched)) = (job.ranks.get(pos), m.unmatched.get(pos)) else {
+        let (Some(part), Some(unmatched), Some(d)) =
+            (job.ranks.get(pos), m.unmatched.get(pos), durations.get(pos))
+        else {
             continue;
         };
         for &ci in unmatched {
-            let c = &r.comms[ci as usize];
-            let Some(members) = c.group.and_then(|g| r.groups.get(g as usize)) else {
-                continue;
-            };
-            let inside = members.len() > 1
-                && members.iter().all(|&x| {
-                    u32::try_from(x).is_ok_and(|x| group.ranks.binary_search(&x).is_ok())
-                });
-            let duration = group.peer_durations_ns.get(ci as usize);
-            if let (CommPattern::Group, true, Some(&d)) = (c.pattern, inside, duration) {
-                job.graph.tasks[part.task(c.task).idx()].duration_ns = d;
+            if let (Some(c), Some(Some(ns))) = (r.comms.get(ci as usize), d.get(ci as usize)) {
+                job.graph.tasks[part.task(c.task).idx()].duration_ns = *ns;
                 modelled += 1;
             }
         }

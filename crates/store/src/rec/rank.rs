@@ -243,21 +243,36 @@ fn by<K: Ord>(v: Vec<(u8, u64)>, dec: fn(u8) -> Result<K, Bad>) -> Result<BTreeM
     v.into_iter().map(|(k, n)| Ok((dec(k)?, n))).collect()
 }
 
-/// A [`CommTiming`] list.
+/// A [`CommTiming`] list: (interval, start minus the previous start,
+/// length), small numbers.
 #[derive(Serialize, Deserialize)]
-pub(crate) struct TimingRec(Vec<(Option<i64>, i64)>);
+pub(crate) struct TimingRec(Vec<(Option<i64>, i64, i64)>);
 
 impl TimingRec {
     pub(crate) fn of(t: &[CommTiming]) -> TimingRec {
-        TimingRec(t.iter().map(|c| (c.interval_ns, c.duration_ns)).collect())
+        let mut prev = 0i64;
+        TimingRec(
+            t.iter()
+                .map(|c| {
+                    let d = c.start_ns.wrapping_sub(prev);
+                    prev = c.start_ns;
+                    (c.interval_ns, d, c.end_ns.wrapping_sub(c.start_ns))
+                })
+                .collect(),
+        )
     }
 
     pub(crate) fn into_timings(self) -> Vec<CommTiming> {
+        let mut prev = 0i64;
         self.0
             .into_iter()
-            .map(|(interval_ns, duration_ns)| CommTiming {
-                interval_ns,
-                duration_ns,
+            .map(|(interval_ns, d, len)| {
+                prev = prev.wrapping_add(d);
+                CommTiming {
+                    interval_ns,
+                    start_ns: prev,
+                    end_ns: prev.wrapping_add(len),
+                }
             })
             .collect()
     }
