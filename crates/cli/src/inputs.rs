@@ -184,7 +184,7 @@ pub fn ranks_from_read(read: Vec<Result<Loaded>>) -> (Vec<RankInput>, bool) {
 /// The graph kept for a program while its rank is the lowest seen.
 enum Kept {
     /// Built from a trace.
-    Input(RankInput),
+    Input(Box<RankInput>),
     /// In a compact file, read once the groups are known.
     File(PathBuf),
 }
@@ -229,7 +229,7 @@ pub fn load_representatives(files: &[PathBuf]) -> (Representatives, bool) {
                 let input = read_rank(f)?;
                 let p = lumos_store::program_of(&input.graph);
                 lock(&groups).add(p.rank, p.signature, p.steps_ns.clone());
-                offer(p.rank, p.signature, Kept::Input(input));
+                offer(p.rank, p.signature, Kept::Input(Box::new(input)));
                 lock(&programs).insert(p.rank, p);
             }
             Ok(())
@@ -242,7 +242,7 @@ pub fn load_representatives(files: &[PathBuf]) -> (Representatives, bool) {
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|(_, k)| match k {
-            Kept::Input(i) => Ok(i),
+            Kept::Input(i) => Ok(*i),
             Kept::File(f) => read_rank(&f),
         })
         .collect();
