@@ -25,6 +25,7 @@ fn rank(rank: u32) -> RankGraph {
         seq: None,
         bytes: Some(64),
         group_size: Some(4),
+        elements: None,
     };
     RankGraph {
         rank,

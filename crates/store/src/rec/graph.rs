@@ -73,6 +73,7 @@ struct CollRec {
     seq: Option<i64>,
     bytes: Option<u64>,
     group_size: Option<u32>,
+    elements: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -359,6 +360,7 @@ fn coll_rec(c: &Collective) -> CollRec {
         seq,
         bytes,
         group_size,
+        elements,
     } = c;
     CollRec {
         name: name.clone(),
@@ -366,6 +368,7 @@ fn coll_rec(c: &Collective) -> CollRec {
         seq: *seq,
         bytes: *bytes,
         group_size: *group_size,
+        elements: *elements,
     }
 }
 
@@ -376,6 +379,7 @@ fn collective(c: CollRec) -> Collective {
         seq: c.seq,
         bytes: c.bytes,
         group_size: c.group_size,
+        elements: c.elements,
     }
 }
 
