@@ -29,7 +29,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::commands::{demo, inspect, predict, replay, report, synth};
+use crate::commands::{demo, ingest, inspect, predict, replay, report, synth};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -71,6 +71,10 @@ enum Command {
     /// editing the traces' graphs, and compare it with the measured run and
     /// its replay.
     Predict(predict::PredictArgs),
+    /// Read and build each trace once and write its graph as a compact
+    /// .lgraph file, which every command takes in place of the trace (for
+    /// jobs too large to read every trace where the job is replayed).
+    Ingest(ingest::IngestArgs),
     /// Run the built-in example end to end: write a small trace, inspect it,
     /// replay it, and replay a what-if with kernels 2x faster.
     Demo(demo::DemoArgs),
@@ -86,6 +90,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<bool> {
         Command::Report(a) => report::run(a, out)?,
         Command::Synth(a) => synth::run(a, out)?,
         Command::Demo(a) => demo::run(a, out)?,
+        Command::Ingest(a) => ingest::run(a, out)?,
     };
     out.flush()?;
     Ok(ok)

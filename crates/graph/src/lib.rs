@@ -31,10 +31,11 @@ pub use check::{check, Violation};
 pub use dump::dump;
 pub use job::{
     align_clocks, assemble, assemble_with, group_by_program, looks_like_job, match_collectives,
-    merge, program_signature, rank_graph, rank_ranges, ClockAlignment, CollectiveMatch,
-    CommPattern, CommTask, Job, JobError, JobGraph, LeftOut, LeftOutReason, MatchProblem,
-    MatchRule, MatchedSet, Member, ProblemKind, ProgramSignature, RankGraph, RankGroup, RankInput,
-    RankMeta, RankPart, Rendezvous, RendezvousKind, Unreadable, FAR_CLOCK_NS,
+    merge, model_group_peers, program_signature, rank_graph, rank_program, rank_ranges,
+    ClockAlignment, CollectiveMatch, CommPattern, CommTask, CommTiming, Job, JobError, JobGraph,
+    LeftOut, LeftOutReason, MatchProblem, MatchRule, MatchedSet, Member, PeerModel, ProblemKind,
+    ProgramGroup, ProgramGroups, ProgramSignature, RankGraph, RankGroup, RankInput, RankMeta,
+    RankPart, RankProgram, Rendezvous, RendezvousKind, Unreadable, FAR_CLOCK_NS,
 };
 pub use model::*;
 pub use report::{BuildReport, Rule};

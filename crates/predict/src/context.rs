@@ -4,7 +4,7 @@
 //! not carry it.
 
 use lumos_graph::Measured;
-use lumos_trace::Trace;
+use lumos_trace::{Trace, TraceMeta};
 
 /// One process group as the trace records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,13 @@ impl Default for TraceContext {
 impl TraceContext {
     /// The context of `trace`, whose graph was built with `measured`.
     pub fn from_trace(trace: &Trace, measured: &Measured) -> TraceContext {
-        let meta = &trace.meta;
+        TraceContext::from_meta(&trace.meta, measured)
+    }
+
+    /// The context of a trace with metadata `meta`, whose graph was built
+    /// with `measured` (for graphs read back from a compact file, whose
+    /// trace is gone).
+    pub fn from_meta(meta: &TraceMeta, measured: &Measured) -> TraceContext {
         TraceContext {
             rank: meta.rank,
             world_size: meta.world_size,

@@ -34,4 +34,7 @@ pub enum ReportError {
     /// A prediction could not be replayed.
     #[error(transparent)]
     Predict(PredictError),
+    /// The ranks given are not one job.
+    #[error(transparent)]
+    Job(#[from] lumos_graph::JobError),
 }

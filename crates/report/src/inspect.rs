@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use lumos_graph::{build, BuildReport, Graph, Measured};
-use lumos_trace::Trace;
+use lumos_store::{StoredRank, TraceFacts};
+use lumos_trace::{Trace, TraceMeta};
 use serde::Serialize;
 
 use crate::job::JobReport;
@@ -136,10 +137,26 @@ pub fn inspect(trace: &Trace) -> FileReport {
     file_report(trace, &graph, &measured, &report)
 }
 
+/// The report on a trace ingested into a compact file: the same as
+/// [`inspect`] on the trace.
+pub fn inspect_stored(s: &StoredRank) -> FileReport {
+    file_report_of(&s.facts, &s.graph.graph, &s.graph.measured, &s.report)
+}
+
 /// The report on `trace`, whose graph `build` gave as `graph`, `measured`
 /// and `report`.
 pub fn file_report(
     trace: &Trace,
+    graph: &Graph,
+    measured: &Measured,
+    report: &BuildReport,
+) -> FileReport {
+    file_report_of(&TraceFacts::of(trace), graph, measured, report)
+}
+
+/// [`file_report`] from what the trace said about itself ([`TraceFacts`]).
+pub fn file_report_of(
+    trace: &TraceFacts,
     graph: &Graph,
     measured: &Measured,
     report: &BuildReport,
@@ -171,12 +188,11 @@ pub fn file_report(
         gzipped: trace.gzipped,
         events: EventCounts {
             total: trace.events_total,
-            kept: trace.events.len() as u64,
-            flows: trace.flows.len() as u64,
-            skipped: trace.skipped.total(),
+            kept: trace.events_kept,
+            flows: trace.flows,
+            skipped: trace.skipped_total(),
             skipped_by_reason: trace
                 .skipped
-                .counts
                 .iter()
                 .map(|((c, r), n)| SkipCount {
                     category: c.clone(),
@@ -222,12 +238,21 @@ pub fn file_report(
         },
         typical_launch_latency_us: us(report.typical_launch_latency_ns),
         warnings,
-        structure: structure_report(trace, graph, measured),
+        structure: structure_report_of(&trace.meta, graph, measured),
     }
 }
 
 /// What structure discovery finds in one trace's graph.
 pub fn structure_report(trace: &Trace, graph: &Graph, measured: &Measured) -> StructureReport {
-    let ctx = lumos_predict::TraceContext::from_trace(trace, measured);
+    structure_report_of(&trace.meta, graph, measured)
+}
+
+/// [`structure_report`] from the trace's metadata alone.
+pub fn structure_report_of(
+    meta: &TraceMeta,
+    graph: &Graph,
+    measured: &Measured,
+) -> StructureReport {
+    let ctx = lumos_predict::TraceContext::from_meta(meta, measured);
     StructureReport::from(&lumos_predict::discover(graph, measured, &ctx).report)
 }

@@ -12,11 +12,15 @@
 //!   and critical path, replayed against measured ([`TraceReplay`]), and
 //!   [`summarize`] many. [`replay`] keeps the graph and schedule for the
 //!   replayed [`Timeline`].
+//! - A rank read back from a compact `.lgraph` file (lumos-store) gives the
+//!   same reports as its trace: [`inspect_stored`], [`replay_stored`].
 //! - A job ([`lumos_graph::Job`], from [`lumos_graph::assemble`]):
 //!   [`job_report`] (identities, matching, clocks) and [`replay_job`] (the
 //!   joint replay: every rank, the job's step as the slowest rank's, who
 //!   waited for whom, the critical path across ranks). [`replay_jointly`]
-//!   keeps the schedule for the ranks' timelines.
+//!   keeps the schedule for the ranks' timelines. [`replay_representatives`]
+//!   replays a large job from one rank per group of ranks that run the same
+//!   communication program, with modelled peers inside each group.
 //! - [`rank_tables`]: the breakdown per step and the GPU time per kernel
 //!   and launching operator, for front ends that show tables.
 //! - [`predict`]: a prediction against the measured run and its replay
@@ -62,14 +66,15 @@ use serde::Serialize;
 pub use error::ReportError;
 pub use html::HtmlReport;
 pub use inspect::{
-    file_report, inspect, structure_report, CollectiveCounts, EventCounts, FileReport,
-    InferredCount, InspectOutput, SkipCount, StepReport,
+    file_report, file_report_of, inspect, inspect_stored, structure_report, structure_report_of,
+    CollectiveCounts, EventCounts, FileReport, InferredCount, InspectOutput, SkipCount, StepReport,
 };
 pub use job::{
-    job_report, replay_job, replay_jointly, slowest_rank_steps, ClockReport, CollectiveReport,
-    JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport, ProblemReport,
-    RankCommReport, RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, Slowest,
-    Spread, WaitUs,
+    job_report, replay_job, replay_jointly, replay_representatives, slowest_rank_steps,
+    ClockReport, CollectiveReport, JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport,
+    MatchingReport, ProblemReport, ProgramGroupReport, RankCommReport, RankOffset, RankScale,
+    RankTime, RankWaitReport, RendezvousReport, RepresentativesReport, Slowest, Spread, StepSpread,
+    WaitUs,
 };
 pub use network::network_from_json;
 pub use predict::{
@@ -77,9 +82,9 @@ pub use predict::{
     LinkCalibration, PredictReport, StageRow, StepRow,
 };
 pub use replay::{
-    compare, critical_path_report, replay, replay_trace, summarize, BoundShare, BreakdownPair,
-    BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed, StepReplay, Summary,
-    TimelinePair, TraceInfo, TraceReplay,
+    compare, critical_path_report, replay, replay_stored, replay_trace, summarize, BoundShare,
+    BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed,
+    ReplayedStored, StepReplay, Summary, TimelinePair, TraceInfo, TraceReplay,
 };
 pub use structure::{DiscoveredConfig, Finding, GroupReport, PhaseTime, StructureReport};
 pub use tables::{

@@ -7,10 +7,11 @@ use lumos_sim::{
     breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans, timeline_bin_ns,
     whole_span, Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
 };
+use lumos_store::StoredRank;
 use lumos_trace::Trace;
 use serde::Serialize;
 
-use crate::job::JobReport;
+use crate::job::{JobReport, RepresentativesReport};
 use crate::timeline::{Timeline, TimelineSource};
 use crate::units::{err_pct, us};
 use crate::ReportError;
@@ -26,6 +27,9 @@ pub struct ReplayOutput {
     /// The job, when the traces were replayed as one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<JobReport>,
+    /// When the job was replayed from representatives: its groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub representatives: Option<RepresentativesReport>,
 }
 
 impl ReplayOutput {
@@ -35,6 +39,7 @@ impl ReplayOutput {
             summary: summarize(&traces),
             traces,
             job: None,
+            representatives: None,
         }
     }
 }
@@ -262,6 +267,56 @@ pub fn replay<'t>(trace: &'t Trace, opts: &SimOptions) -> Result<Replayed<'t>, R
         build,
         schedule,
     })
+}
+
+/// A rank read back from a compact file ([`lumos_store`]), replayed: what
+/// [`Replayed`] is for a trace, with the same report and timeline.
+#[derive(Debug)]
+pub struct ReplayedStored<'s> {
+    /// The rank, as stored.
+    pub stored: &'s StoredRank,
+    /// The replay.
+    pub schedule: Schedule,
+}
+
+/// Replays the stored rank's graph under `opts`: the same replay as
+/// [`replay`] of the trace it was ingested from.
+pub fn replay_stored<'s>(
+    stored: &'s StoredRank,
+    opts: &SimOptions,
+) -> Result<ReplayedStored<'s>, ReportError> {
+    let schedule = simulate(&stored.graph.graph, opts).map_err(|source| ReportError::Replay {
+        path: stored.facts.path.display().to_string(),
+        source,
+    })?;
+    Ok(ReplayedStored { stored, schedule })
+}
+
+impl ReplayedStored<'_> {
+    /// The replay compared with the measurement.
+    pub fn report(&self) -> TraceReplay {
+        let s = self.stored;
+        let (graph, measured) = (&s.graph.graph, &s.graph.measured);
+        let critical_path = self.schedule.last_task().map(|last| {
+            let cp = critical_path_summary(graph, &self.schedule, last, 10);
+            critical_path_report(graph, &cp)
+        });
+        let mut info = TraceInfo::new(
+            s.facts.path.display().to_string(),
+            s.facts.meta.rank,
+            &s.facts.warnings,
+            &s.report,
+        );
+        info.warnings.extend(self.schedule.warnings());
+        compare(info, graph, measured, &self.schedule, critical_path)
+    }
+
+    /// The replayed timeline, on the trace's own clock.
+    pub fn timeline(&self) -> Timeline<'_> {
+        let s = self.stored;
+        let source = TimelineSource::of_rank(&s.facts.rank_meta());
+        Timeline::replayed(&source, &s.graph.graph, &s.graph.measured, &self.schedule)
+    }
 }
 
 /// Replays `trace` under `opts` and compares the replay with the

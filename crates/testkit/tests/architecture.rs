@@ -20,13 +20,16 @@ const FLOORS: &[(&str, u32)] = &[
     ("lumos-sim", 2),
     ("lumos-synth", 2),
     ("lumos-predict", 3),
+    ("lumos-store", 3),
     ("lumos-report", 4),
     ("lumos", 5),
     ("lumos-python", 5),
 ];
 
-/// Crates whose normal dependencies may include serde or serde_json.
-const SERDE_ALLOWED: &[&str] = &["lumos-report", "lumos", "lumos-python"];
+/// Crates whose normal dependencies may include serde or serde_json:
+/// report, cli and python for JSON, store for the `.lgraph` sections (its
+/// own mirror types, written with postcard).
+const SERDE_ALLOWED: &[&str] = &["lumos-report", "lumos-store", "lumos", "lumos-python"];
 
 /// JSON parsers only the reader may use.
 const JSON_PARSERS: &[&str] = &["sonic-rs", "simd-json"];
@@ -123,7 +126,7 @@ fn every_arrow_points_down() {
 }
 
 #[test]
-fn only_report_and_cli_know_serde_and_only_trace_parses_json() {
+fn only_report_store_and_cli_know_serde_and_only_trace_parses_json() {
     for m in manifests() {
         for d in deps(&m, "dependencies") {
             if d == "serde" || d == "serde_json" {

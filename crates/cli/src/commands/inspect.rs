@@ -7,18 +7,18 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use lumos_graph::{assemble_with, rank_ranges, RankInput, Unreadable};
+use lumos_graph::{assemble_with, rank_ranges};
 use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
-use lumos_trace::Trace;
-use rayon::prelude::*;
 
 use super::JobMode;
+use crate::inputs::Loaded;
 use crate::{inputs, output};
 
 /// `lumos inspect` arguments.
 #[derive(clap::Args)]
 pub struct InspectArgs {
-    /// Trace files (.json or .json.gz) or directories of them.
+    /// Trace files (.json or .json.gz), compact graphs (.lgraph, from
+    /// `lumos ingest`), or directories of them.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Print JSON instead of tables.
@@ -39,18 +39,20 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let mut unreadable = Vec::new();
     for r in &read {
         match r {
-            Ok(t) => traces.push(lumos_report::inspect(t)),
+            Ok(Loaded::Trace(t)) => traces.push(lumos_report::inspect(t)),
+            Ok(Loaded::Stored(s)) => traces.push(lumos_report::inspect_stored(s)),
             Err(e) => {
                 output::error(e);
-                unreadable.push(Unreadable::of(e));
+                unreadable.extend(inputs::unreadable_of(e));
                 ok = false;
             }
         }
     }
     let mut job = None;
     if as_job {
-        let ranks: Vec<&Trace> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
-        let ranks: Vec<RankInput> = ranks.par_iter().map(|t| RankInput::from_trace(t)).collect();
+        // The reports are made; the ranks take the traces (errors were
+        // printed above).
+        let (ranks, _) = inputs::ranks_from_read(read.into_iter().filter(Result::is_ok).collect());
         // Files that are not one job (two claiming one rank) are bad input;
         // the files are still reported.
         match assemble_with(ranks, unreadable) {

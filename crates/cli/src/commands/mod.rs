@@ -2,13 +2,16 @@
 //! form of its reports. The reports themselves come from lumos-report.
 
 pub mod demo;
+pub mod ingest;
 pub mod inspect;
 pub mod predict;
 pub mod replay;
 pub mod report;
 pub mod synth;
 
-use lumos_trace::{ReadError, Trace};
+use anyhow::Result;
+
+use crate::inputs::Loaded;
 
 /// Whether several inputs are the ranks of one job.
 #[derive(clap::Args)]
@@ -25,11 +28,13 @@ pub struct JobMode {
 
 impl JobMode {
     /// Whether `read` (the inputs, read) are to be handled as one job.
-    pub fn is_job(&self, read: &[Result<Trace, ReadError>]) -> bool {
+    pub fn is_job(&self, read: &[Result<Loaded>]) -> bool {
         self.job
             || (!self.per_trace
                 && lumos_graph::looks_like_job(
-                    read.iter().filter_map(|r| r.as_ref().ok()).map(|t| &t.meta),
+                    read.iter()
+                        .filter_map(|r| r.as_ref().ok())
+                        .map(Loaded::meta),
                 ))
     }
 }

@@ -13,14 +13,15 @@ use lumos_predict::{
 };
 use lumos_report::{PredictReport, Timeline, TimelineSource};
 
+use crate::inputs::Loaded;
 use crate::usage::{count, factor, size, usage};
 use crate::{inputs, output};
 
 /// `lumos predict` arguments.
 #[derive(clap::Args)]
 pub struct PredictArgs {
-    /// Trace files or directories: one rank, or one rank per pipeline
-    /// stage of the same job.
+    /// Trace files, compact graphs (.lgraph) or directories: one rank, or
+    /// one rank per pipeline stage of the same job.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
@@ -118,16 +119,29 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let mut loaded = Vec::new();
     let mut sources = Vec::new();
     for r in inputs::read_all(&files) {
-        let trace = r?;
-        let (graph, measured, _) = build(&trace);
-        let ctx = TraceContext::from_trace(&trace, &measured);
-        loaded.push(Input {
-            name: trace.path.display().to_string(),
-            graph,
-            measured,
-            ctx,
-        });
-        sources.push(TimelineSource::of(&trace));
+        match r? {
+            Loaded::Trace(trace) => {
+                let (graph, measured, _) = build(&trace);
+                let ctx = TraceContext::from_trace(&trace, &measured);
+                loaded.push(Input {
+                    name: trace.path.display().to_string(),
+                    graph,
+                    measured,
+                    ctx,
+                });
+                sources.push(TimelineSource::of(&trace));
+            }
+            Loaded::Stored(s) => {
+                let ctx = TraceContext::from_meta(&s.facts.meta, &s.graph.measured);
+                sources.push(TimelineSource::of_rank(&s.facts.rank_meta()));
+                loaded.push(Input {
+                    name: s.facts.path.display().to_string(),
+                    graph: s.graph.graph,
+                    measured: s.graph.measured,
+                    ctx,
+                });
+            }
+        }
     }
     Ok((loaded, sources))
 }

@@ -14,13 +14,15 @@ use lumos_sim::{GpuSelector, SimOptions};
 use lumos_trace::write_gz_atomic;
 
 use super::JobMode;
+use crate::inputs::Loaded;
 use crate::usage::usage;
 use crate::{inputs, output};
 
 /// `lumos replay` arguments.
 #[derive(clap::Args)]
 pub struct ReplayArgs {
-    /// Trace files (.json or .json.gz) or directories of them.
+    /// Trace files (.json or .json.gz), compact graphs (.lgraph, from
+    /// `lumos ingest`), or directories of them.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Print JSON instead of tables.
@@ -52,6 +54,13 @@ pub struct ReplayArgs {
     /// With --scale-rank: scale the rank's CPU tasks too.
     #[arg(long, requires = "scale_rank")]
     pub scale_rank_cpu: bool,
+    /// Replay a large job from one rank per group of ranks that run the
+    /// same communication program: every input is read (from .lgraph
+    /// files, only their summaries), one graph per group is kept, and the
+    /// collectives inside a group wait for peers modelled from the group's
+    /// measured spread.
+    #[arg(long, conflicts_with_all = ["per_trace", "scale_rank", "out"])]
+    pub representatives: bool,
 }
 
 /// A dependency kind `--deps` drops.
@@ -114,6 +123,12 @@ fn sim_options(a: &ReplayArgs) -> SimOptions {
 pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let opts = sim_options(a);
     let files = inputs::expand(&a.paths)?;
+    if a.representatives {
+        let (r, read_ok) = inputs::load_representatives(&files);
+        let report = lumos_report::replay_representatives(r.reps, &r.groups, &r.peers, &opts)?;
+        write_output(out, &report, a.json)?;
+        return Ok(read_ok);
+    }
     if a.mode.job {
         // Stream: each trace is dropped once its graph is built.
         let (ranks, unreadable) = inputs::load_ranks(&files);
@@ -133,10 +148,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let mut ok = true;
     let mut traces = Vec::new();
     for r in read {
-        match r
-            .map_err(anyhow::Error::from)
-            .and_then(|t| replay_one(&t, &opts, a.out.as_deref()))
-        {
+        match r.and_then(|t| replay_one(&t, &opts, a.out.as_deref())) {
             Ok(x) => traces.push(x),
             Err(e) => {
                 output::error(format_args!("{e:#}"));
@@ -148,17 +160,25 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     Ok(ok)
 }
 
-/// Replays one trace, writing its timeline into `out_dir` if given.
-fn replay_one(
-    trace: &lumos_trace::Trace,
-    opts: &SimOptions,
-    out_dir: Option<&Path>,
-) -> Result<TraceReplay> {
-    let replayed = lumos_report::replay(trace, opts)?;
-    if let Some(dir) = out_dir {
-        write_timeline(dir, &replayed.timeline())?;
+/// Replays one trace (or compact graph), writing its timeline into
+/// `out_dir` if given.
+fn replay_one(input: &Loaded, opts: &SimOptions, out_dir: Option<&Path>) -> Result<TraceReplay> {
+    match input {
+        Loaded::Trace(trace) => {
+            let replayed = lumos_report::replay(trace, opts)?;
+            if let Some(dir) = out_dir {
+                write_timeline(dir, &replayed.timeline())?;
+            }
+            Ok(replayed.report())
+        }
+        Loaded::Stored(stored) => {
+            let replayed = lumos_report::replay_stored(stored, opts)?;
+            if let Some(dir) = out_dir {
+                write_timeline(dir, &replayed.timeline())?;
+            }
+            Ok(replayed.report())
+        }
     }
-    Ok(replayed.report())
 }
 
 /// `lumos replay` on a job: one joint replay, per-rank tables, then the
@@ -223,7 +243,38 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, json: bool) -> Result<()>
     if let Some(job) = &r.job {
         write_job(out, job)?;
     }
+    if let Some(reps) = &r.representatives {
+        write_representatives(out, reps)?;
+    }
     write_summary(out, &r.summary)?;
+    Ok(())
+}
+
+/// The groups of a replay from representatives.
+fn write_representatives(
+    out: &mut dyn Write,
+    r: &lumos_report::RepresentativesReport,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  representatives: {} ranks replayed for {} ({} collectives inside groups against modelled peers)",
+        r.replayed_ranks, r.ranks, r.modelled_collectives
+    )?;
+    for g in &r.groups {
+        let steps: Vec<String> = g
+            .measured_steps_us
+            .iter()
+            .map(|s| format!("{:.3}-{:.3} ms", s.min / 1e3, s.max / 1e3))
+            .collect();
+        writeln!(
+            out,
+            "    rank {:>5} for {:>5} ranks ({}): measured steps {}",
+            g.representative,
+            g.size,
+            g.ranks,
+            steps.join(", ")
+        )?;
+    }
     Ok(())
 }
 

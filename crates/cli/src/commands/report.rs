@@ -11,12 +11,13 @@ use lumos_graph::assemble;
 use lumos_predict::Baseline;
 use lumos_report::HtmlReport;
 use lumos_sim::SimOptions;
-use lumos_trace::{write_atomic, Trace};
+use lumos_trace::write_atomic;
 
 use super::predict::{self, TargetArgs};
 use super::JobMode;
+use crate::inputs::{self, Loaded};
+use crate::output;
 use crate::usage::usage;
-use crate::{inputs, output};
 
 /// `lumos report` arguments.
 #[derive(clap::Args)]
@@ -41,7 +42,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
     let files = inputs::expand(&a.paths)?;
     let read = read_every(&files)?;
-    let page = if a.mode.job || lumos_graph::looks_like_job(read.iter().map(|t| &t.meta)) {
+    let page = if a.mode.job || lumos_graph::looks_like_job(read.iter().map(Loaded::meta)) {
         job_page(read)?
     } else {
         trace_page(read)?
@@ -60,7 +61,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
 
 /// Every input read; a file that cannot be is bad input (all are named on
 /// stderr, the first is the error).
-fn read_every(files: &[PathBuf]) -> Result<Vec<Trace>> {
+fn read_every(files: &[PathBuf]) -> Result<Vec<Loaded>> {
     let mut traces = Vec::new();
     let mut first_error = None;
     for r in inputs::read_all(files) {
@@ -78,20 +79,26 @@ fn read_every(files: &[PathBuf]) -> Result<Vec<Trace>> {
 
 /// The page of one trace (`--per-trace` or files that are not one job
 /// leave nothing else to show on one page).
-fn trace_page(read: Vec<Trace>) -> Result<HtmlReport> {
-    let [trace] = <[Trace; 1]>::try_from(read).map_err(|read| {
+fn trace_page(read: Vec<Loaded>) -> Result<HtmlReport> {
+    let [loaded] = <[Loaded; 1]>::try_from(read).map_err(|read| {
         usage(format!(
             "lumos report takes one trace or the ranks of one job; these {} traces are not \
              one job (--job treats them as one)",
             read.len()
         ))
     })?;
+    let Loaded::Trace(trace) = loaded else {
+        return Err(usage(
+            "lumos report of one rank needs its trace: an .lgraph file keeps no timeline to \
+             replay alone (it serves jobs, with --job)",
+        ));
+    };
     let replayed = lumos_report::replay(&trace, &SimOptions::default())?;
     Ok(HtmlReport::of_trace(&replayed))
 }
 
 /// The page of a job, replayed jointly.
-fn job_page(read: Vec<Trace>) -> Result<HtmlReport> {
+fn job_page(read: Vec<Loaded>) -> Result<HtmlReport> {
     let (ranks, _) = inputs::ranks_from_read(read.into_iter().map(Ok).collect());
     let job = assemble(ranks)?;
     let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false)?;

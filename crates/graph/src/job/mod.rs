@@ -18,7 +18,9 @@
 //! the others, a clock hours away), and returns a [`Job`] (or a
 //! [`JobError`]). [`group_by_program`] finds ranks that run the same
 //! communication program, so that a large job can be replayed from one
-//! representative per group.
+//! representative per group; [`ProgramGroups`] does so from a small
+//! [`RankProgram`] per rank and models each representative's peers inside
+//! its group ([`model_group_peers`]).
 //!
 //! Why a rendezvous: on each rank a collective kernel runs from its own start
 //! until the transfer ends, and the transfer cannot end before the last
@@ -40,6 +42,7 @@ mod clock;
 mod comms;
 mod matching;
 mod merge;
+mod peers;
 mod program;
 
 pub use assemble::{
@@ -52,6 +55,10 @@ pub use matching::{
     match_collectives, CollectiveMatch, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
 };
 pub use merge::{merge, JobGraph, RankPart, Rendezvous, RendezvousKind};
+pub use peers::{
+    model_group_peers, rank_program, CommTiming, PeerModel, ProgramGroup, ProgramGroups,
+    RankProgram,
+};
 pub use program::{group_by_program, program_signature, ProgramSignature, RankGroup};
 
 /// Formats a sorted list of ranks compactly: `0-2, 5, 7`.

@@ -6,6 +6,7 @@
 //! per rank (the straggler report) and the critical path across ranks.
 
 mod replay;
+mod representatives;
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,9 @@ use crate::replay::BoundShare;
 use crate::units::us;
 
 pub use replay::{replay_job, replay_jointly, slowest_rank_steps, JobReplayed, RankScale, Slowest};
+pub use representatives::{
+    replay_representatives, ProgramGroupReport, RepresentativesReport, StepSpread,
+};
 
 /// The job object.
 #[derive(Debug, Clone, Serialize)]

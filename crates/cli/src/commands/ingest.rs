@@ -1,0 +1,161 @@
+//! `lumos ingest`: read and build each trace once, and write its graph as
+//! a compact `.lgraph` file that every command takes in place of the trace.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use lumos_store::IngestSummary;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::usage::usage;
+use crate::{inputs, output};
+
+/// `lumos ingest` arguments.
+#[derive(clap::Args)]
+pub struct IngestArgs {
+    /// Trace files (.json or .json.gz) or directories of them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Where to write: a file for one trace, a directory (created if
+    /// needed) for several, each named after its trace (`rank3.json.gz`
+    /// gives `rank3.lgraph`).
+    #[arg(short, long)]
+    pub out: PathBuf,
+    /// Print JSON instead of one line per file.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One file ingested, as `--json` prints it.
+#[derive(Serialize)]
+struct Ingested {
+    trace: String,
+    out: String,
+    rank: u32,
+    signature: String,
+    tasks: u64,
+    json_bytes: u64,
+    bytes_written: u64,
+}
+
+impl From<&IngestSummary> for Ingested {
+    fn from(s: &IngestSummary) -> Ingested {
+        Ingested {
+            trace: s.trace.display().to_string(),
+            out: s.out.display().to_string(),
+            rank: s.rank,
+            signature: format!("{:016x}", s.signature.as_u64()),
+            tasks: s.tasks,
+            json_bytes: s.json_bytes,
+            bytes_written: s.bytes_written,
+        }
+    }
+}
+
+/// The name of a trace's compact file: its own, `.json` / `.json.gz` /
+/// `.gz` replaced by `.lgraph`.
+fn out_name(trace: &Path) -> String {
+    let name = trace
+        .file_name()
+        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
+    let stem = ["json.gz", "json", "gz"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
+        .unwrap_or(&name);
+    format!("{stem}.{}", lumos_store::EXTENSION)
+}
+
+/// Where each trace goes: into `out` as a file for a single trace that is
+/// not given a directory, else into the directory `out`.
+fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
+    if files.len() == 1 && !out.is_dir() {
+        return Ok(vec![out.to_owned()]);
+    }
+    if out.exists() && !out.is_dir() {
+        return Err(usage(format!(
+            "-o {}: {} traces need a directory, and this is a file",
+            out.display(),
+            files.len()
+        )));
+    }
+    let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
+    let mut targets = Vec::with_capacity(files.len());
+    for f in files {
+        let name = out_name(f);
+        if let Some(other) = seen.insert(name.clone(), f) {
+            return Err(usage(format!(
+                "{} and {} would both be written as {name}: ingest them into different \
+                 directories",
+                other.display(),
+                f.display()
+            )));
+        }
+        targets.push(out.join(name));
+    }
+    Ok(targets)
+}
+
+/// Runs `lumos ingest`; false when a trace could not be ingested (the
+/// others still are).
+pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
+    let files = inputs::expand(&a.paths)?;
+    if let Some(f) = files.iter().find(|f| inputs::is_lgraph(f)) {
+        return Err(usage(format!(
+            "{}: already a compact graph; give the traces to ingest",
+            f.display()
+        )));
+    }
+    let targets = targets(&files, &a.out)?;
+    if files.len() > 1 {
+        std::fs::create_dir_all(&a.out)
+            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", a.out.display()))?;
+    }
+    let results: Vec<_> = files
+        .par_iter()
+        .zip(&targets)
+        .map(|(f, t)| lumos_store::ingest_file(f, t))
+        .collect();
+    let mut ok = true;
+    let mut done = Vec::new();
+    for r in results {
+        match r {
+            Ok(s) => done.push(Ingested::from(&s)),
+            Err(e) => {
+                output::error(e);
+                ok = false;
+            }
+        }
+    }
+    if a.json {
+        output::json(out, &done)?;
+    } else {
+        for d in &done {
+            writeln!(
+                out,
+                "{} -> {}: rank {}, {} tasks, {:.1} MB JSON -> {:.2} MB",
+                d.trace,
+                d.out,
+                d.rank,
+                d.tasks,
+                d.json_bytes as f64 / 1e6,
+                d.bytes_written as f64 / 1e6
+            )?;
+        }
+    }
+    Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_files_are_named_after_their_traces() {
+        assert_eq!(out_name(Path::new("a/rank3.json.gz")), "rank3.lgraph");
+        assert_eq!(out_name(Path::new("rank3.json")), "rank3.lgraph");
+        assert_eq!(out_name(Path::new("x.gz")), "x.lgraph");
+    }
+}

@@ -1,0 +1,151 @@
+//! `lumos ingest` and compact graphs end to end: every command gives on an
+//! `.lgraph` file byte for byte the output it gives on its trace.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::lumos;
+use lumos_testkit::TempDir;
+
+fn run(args: &[&str], paths: &[&Path]) -> Output {
+    lumos().args(args).args(paths).output().unwrap()
+}
+
+fn ok(out: Output) -> Vec<u8> {
+    assert!(
+        out.status.success(),
+        "lumos failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The same command on the trace and on its compact graph.
+fn same_output(args: &[&str], trace: &Path, graph: &Path) {
+    let a = ok(run(args, &[trace]));
+    let b = ok(run(args, &[graph]));
+    assert!(
+        a == b,
+        "{args:?} differs between {} and {}",
+        trace.display(),
+        graph.display()
+    );
+}
+
+#[test]
+fn single_ranks_report_the_same_from_their_compact_graphs() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-ingest-single");
+    for rel in [
+        "single-rank/a100-recsys-rank3of8.json.gz",
+        "single-rank/b200-vllm-tp8-rank0.json.gz",
+        "micro/a100-event-sync.json.gz",
+    ] {
+        let trace = c.path(rel);
+        let graph = dir.join("one.lgraph");
+        let out = ok(run(
+            &["ingest", "-o", graph.to_str().unwrap()],
+            &[trace.as_path()],
+        ));
+        assert!(String::from_utf8_lossy(&out).contains("one.lgraph"));
+        same_output(&["replay", "--json"], &trace, &graph);
+        same_output(
+            &["replay", "--json", "--scale-kernels", "0.5"],
+            &trace,
+            &graph,
+        );
+        same_output(&["inspect", "--json"], &trace, &graph);
+    }
+    let trace = c.path("single-rank/a100-recsys-rank3of8.json.gz");
+    let graph = dir.join("recsys.lgraph");
+    ok(run(
+        &["ingest", "-o", graph.to_str().unwrap()],
+        &[trace.as_path()],
+    ));
+    same_output(&["predict", "--json"], &trace, &graph);
+}
+
+#[test]
+fn a_job_replays_the_same_from_a_directory_of_compact_graphs() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dlrm = c.path("multi-rank/dlrm-8xv100");
+    let dir = TempDir::new("cli-ingest-job");
+    let graphs = dir.join("graphs");
+    let out = ok(run(
+        &["ingest", "--json", "-o", graphs.to_str().unwrap()],
+        &[dlrm.as_path()],
+    ));
+    let listed: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 8);
+    assert!(graphs.join("rank7.lgraph").is_file());
+    same_output(&["replay", "--json"], &dlrm, &graphs);
+    same_output(&["replay", "--json", "--job"], &dlrm, &graphs);
+    same_output(
+        &["replay", "--json", "--scale-rank", "3=1.5"],
+        &dlrm,
+        &graphs,
+    );
+    same_output(&["inspect", "--json"], &dlrm, &graphs);
+    same_output(&["predict", "--json", "--dp", "16"], &dlrm, &graphs);
+    // Timelines carry the traces' names.
+    let (t1, t2) = (dir.join("t1"), dir.join("t2"));
+    ok(run(
+        &["replay", "--out", t1.to_str().unwrap()],
+        &[dlrm.as_path()],
+    ));
+    ok(run(
+        &["replay", "--out", t2.to_str().unwrap()],
+        &[graphs.as_path()],
+    ));
+    for r in 0..8 {
+        let name = format!("rank{r}.replayed.json.gz");
+        assert_eq!(
+            lumos_testkit::gunzip_file(&t1.join(&name)),
+            lumos_testkit::gunzip_file(&t2.join(&name)),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn bad_compact_graphs_and_arguments_are_reported() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-ingest-bad");
+    let graph = dir.join("r.lgraph");
+    let trace = c.path("micro/a100-event-sync.json.gz");
+    ok(run(
+        &["ingest", "-o", graph.to_str().unwrap()],
+        &[trace.as_path()],
+    ));
+    let bytes = std::fs::read(&graph).unwrap();
+    std::fs::write(&graph, &bytes[..bytes.len() / 2]).unwrap();
+    let out = run(&["replay", "--json"], &[graph.as_path()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("r.lgraph") && err.contains("truncated"),
+        "{err}"
+    );
+    // A compact graph is not ingested again.
+    let out = run(
+        &["ingest", "-o", dir.join("x").to_str().unwrap()],
+        &[graph.as_path()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    // Several traces need a directory.
+    let file = dir.join("file");
+    std::fs::write(&file, b"").unwrap();
+    let dlrm = c.path("multi-rank/dlrm-8xv100");
+    let out = run(&["ingest", "-o", file.to_str().unwrap()], &[dlrm.as_path()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("need a directory"));
+}

@@ -1,0 +1,169 @@
+//! A large job replayed from one representative per group of ranks that
+//! run the same communication program (`lumos replay --representatives`):
+//! the representatives replay jointly (collectives between groups are
+//! rendezvous), and each one's collectives inside its group wait for
+//! peers modelled from the group's measurement
+//! ([`lumos_graph::model_group_peers`]).
+
+use std::collections::BTreeMap;
+
+use lumos_graph::{assemble, merge, model_group_peers, rank_ranges, ProgramGroup, RankInput};
+use lumos_sim::{simulate_job, SimOptions};
+use serde::Serialize;
+
+use super::replay::{slowest_rank_steps, JobReplayed};
+use crate::replay::ReplayOutput;
+use crate::units::{err_pct, us};
+use crate::ReportError;
+
+/// `representatives` in `lumos replay --representatives --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepresentativesReport {
+    /// Ranks in the job (every group's).
+    pub ranks: usize,
+    /// Ranks replayed: one per group.
+    pub replayed_ranks: usize,
+    /// Collective tasks of the representatives replayed against modelled
+    /// peers (inside their group).
+    pub modelled_collectives: usize,
+    /// The groups, by representative.
+    pub groups: Vec<ProgramGroupReport>,
+}
+
+/// One group of ranks running the same program.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramGroupReport {
+    /// The rank replayed for the group.
+    pub representative: u32,
+    /// Its members, as ranges (`0-7, 16-23`).
+    pub ranks: String,
+    /// How many.
+    pub size: usize,
+    /// Per step, the members' measured lengths.
+    pub measured_steps_us: Vec<StepSpread>,
+}
+
+/// The measured lengths of one step over a group's members.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StepSpread {
+    /// The shortest.
+    pub min: f64,
+    /// The median (the upper one of an even count).
+    pub median: f64,
+    /// The longest.
+    pub max: f64,
+    /// The rank with the longest.
+    pub slowest_rank: u32,
+}
+
+fn step_spread(g: &ProgramGroup, k: usize) -> Option<StepSpread> {
+    let mut v: Vec<(i64, u32)> = g
+        .steps_ns
+        .iter()
+        .zip(&g.ranks)
+        .map(|(s, &r)| s.get(k).map(|&ns| (ns, r)))
+        .collect::<Option<_>>()?;
+    v.sort_unstable_by_key(|&(ns, r)| (ns, std::cmp::Reverse(r)));
+    let (max, slowest_rank) = *v.last()?;
+    Some(StepSpread {
+        min: us(v[0].0),
+        median: us(v[v.len() / 2].0),
+        max: us(max),
+        slowest_rank,
+    })
+}
+
+/// Replays a job from its representatives: `reps` holds one rank per
+/// group of `groups` (each group's [`ProgramGroup::representative`]),
+/// `groups` every rank of the job, and `peers` each representative's
+/// modelled collective durations, by rank
+/// ([`lumos_graph::PeerModel::durations`]). The output is that of
+/// [`replay_job`](crate::replay_job) on the representatives, except that
+/// the job's measured steps are the slowest of every rank's (replayed:
+/// the slowest representative's), its missing ranks those in no group, and
+/// `representatives` says what was replayed for whom.
+pub fn replay_representatives(
+    reps: Vec<RankInput>,
+    groups: &[ProgramGroup],
+    peers: &BTreeMap<u32, Vec<Option<i64>>>,
+    opts: &SimOptions,
+) -> Result<ReplayOutput, ReportError> {
+    let mut job = assemble(reps)?;
+    let mut all: Vec<u32> = groups
+        .iter()
+        .flat_map(|g| g.ranks.iter().copied())
+        .collect();
+    all.sort_unstable();
+    // The ranks that are not replayed are present (in their groups), not
+    // missing: only ranks in no group are.
+    let world = job.world_size.unwrap_or(0);
+    job.missing = (0..world)
+        .filter(|r| all.binary_search(r).is_err())
+        .collect();
+    job.warnings.retain(|w| !w.contains(" missing (no file"));
+    if !job.missing.is_empty() {
+        job.warnings.push(format!(
+            "rank {} of world size {world} missing (no file)",
+            rank_ranges(&job.missing)
+        ));
+    }
+    let (mut graph, measured, merge_warnings) = merge(&job.graphs, &job.matching, &job.clock);
+    let durations: Vec<Vec<Option<i64>>> = job
+        .graphs
+        .iter()
+        .map(|g| peers.get(&g.rank).cloned().unwrap_or_default())
+        .collect();
+    let modelled = model_group_peers(&mut graph, &job.graphs, &job.matching, &durations);
+    let schedule = simulate_job(&graph, opts).map_err(ReportError::JobReplay)?;
+    let replayed = JobReplayed {
+        job: &job,
+        graph,
+        measured,
+        schedule,
+        what_if: Vec::new(),
+        merge_warnings,
+    };
+    let mut out = replayed.report();
+    if let Some(report) = out.job.as_mut() {
+        measured_over_all_ranks(report, groups);
+    }
+    out.representatives = Some(RepresentativesReport {
+        ranks: all.len(),
+        replayed_ranks: job.ranks.len(),
+        modelled_collectives: modelled,
+        groups: groups
+            .iter()
+            .map(|g| ProgramGroupReport {
+                representative: g.representative(),
+                ranks: rank_ranges(&g.ranks),
+                size: g.ranks.len(),
+                measured_steps_us: (0..g.steps_ns.first().map_or(0, Vec::len))
+                    .filter_map(|k| step_spread(g, k))
+                    .collect(),
+            })
+            .collect(),
+    });
+    Ok(out)
+}
+
+/// The job's measured steps become the slowest of every rank's, not only
+/// the representatives'.
+fn measured_over_all_ranks(report: &mut super::JobReport, groups: &[ProgramGroup]) {
+    let ranks: Vec<u32> = groups
+        .iter()
+        .flat_map(|g| g.ranks.iter().copied())
+        .collect();
+    let steps: Vec<Vec<i64>> = groups
+        .iter()
+        .flat_map(|g| g.steps_ns.iter().cloned())
+        .collect();
+    let slowest = slowest_rank_steps(&steps);
+    if let Some(job_steps) = report.steps.as_mut() {
+        for (s, m) in job_steps.iter_mut().zip(&slowest) {
+            s.measured_us = us(m.ns);
+            s.slowest_rank_measured = ranks[m.pos];
+            // `replayed_us` is rounded the same way: recover its ns.
+            s.error_pct = err_pct(m.ns, (s.replayed_us * 1e3).round() as i64);
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Compact per-rank graph files (`.lgraph`): one trace, read and built
+//! once, kept as its graph and everything the commands report about it, so
+//! that the job-level work (grouping ranks, matching collectives, the
+//! joint replay) runs on small files instead of traces.
+//!
+//! Ingest is a pure function of one file ([`ingest_file`]: a trace in, an
+//! `.lgraph` file out), so it can run anywhere: a job array on a cluster,
+//! Ray tasks, one process per file. Reading gives back the same values the
+//! trace would have given:
+//!
+//! - [`read_summary`]: the rank, its communication program's signature,
+//!   its measured steps, sizes; only the file's first section is read, so
+//!   a driver can group thousands of ranks by program from small reads.
+//! - [`read_program`]: the summary's program plus two numbers per
+//!   communication task, what [`lumos_graph::ProgramGroups`] models a
+//!   group's peers from.
+//! - [`read_rank`]: the [`RankInput`] the job functions
+//!   ([`lumos_graph::assemble`]) take; [`read_stored`] everything
+//!   ([`StoredRank`]: also what `lumos inspect` reports of the trace).
+//!
+//! The format (docs/LGRAPH.md): a fixed 64-byte prefix (magic bytes,
+//! format version, the writer's lumos version), a table of sections with
+//! their offsets, lengths and checksums, and the sections, each one
+//! postcard-encoded record of mirror types. A reader rejects other format
+//! versions with an error that says to ingest again; a truncated or
+//! damaged file is an error naming the file, never a panic or an
+//! allocation larger than the file.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), lumos_store::StoreError> {
+//! use std::path::Path;
+//!
+//! let done = lumos_store::ingest_file(Path::new("rank0.json.gz"), Path::new("rank0.lgraph"))?;
+//! let summary = lumos_store::read_summary(Path::new("rank0.lgraph"))?;
+//! assert_eq!(summary.rank, done.rank);
+//! let input = lumos_store::read_rank(Path::new("rank0.lgraph"))?;
+//! assert_eq!(input.graph.graph.tasks.len() as u64, summary.tasks);
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod format;
+mod rec;
+mod stored;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use lumos_graph::{ProgramSignature, RankInput, RankProgram};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use error::{Problem, StoreError};
+pub use format::{has_magic, FORMAT_VERSION, MAGIC};
+pub use stored::{program_of, RankSummary, Source, StoredRank, TraceFacts};
+
+use format::{Container, Tag, FACT, GRPH, HEAD, PROG};
+use rec::{Bad, FactsRec, GraphSection, HeadRec, TimingRec};
+
+/// The file extension of compact per-rank graphs, without the dot.
+pub const EXTENSION: &str = "lgraph";
+
+/// True for a path whose name ends in `.lgraph`.
+pub fn is_lgraph_path(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == EXTENSION)
+}
+
+/// What [`ingest_file`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestSummary {
+    /// The trace read.
+    pub trace: PathBuf,
+    /// The file written.
+    pub out: PathBuf,
+    /// Its rank.
+    pub rank: u32,
+    /// Its program's signature.
+    pub signature: ProgramSignature,
+    /// Tasks in its graph.
+    pub tasks: u64,
+    /// Uncompressed JSON size of the trace.
+    pub json_bytes: u64,
+    /// Size of the file written.
+    pub bytes_written: u64,
+}
+
+/// Reads the trace at `trace`, builds its graph and writes it to `out`
+/// (atomically: the file appears whole or not at all). The same trace
+/// gives the same bytes, whatever machine ingests it, except for the
+/// recorded path and modification time of the trace.
+pub fn ingest_file(trace: &Path, out: &Path) -> Result<IngestSummary, StoreError> {
+    let t = lumos_trace::read_path(trace)
+        .map_err(|e| StoreError::new(trace, Problem::Trace(Box::new(e))))?;
+    let stored = StoredRank::from_trace(&t, Source::of_file(trace));
+    drop(t);
+    let bytes_written = write_stored_file(&stored, out)?;
+    Ok(IngestSummary {
+        trace: trace.to_owned(),
+        out: out.to_owned(),
+        rank: stored.summary.rank,
+        signature: stored.summary.signature,
+        tasks: stored.summary.tasks,
+        json_bytes: stored.summary.json_bytes,
+        bytes_written,
+    })
+}
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    // Writing into a Vec cannot fail, and the records hold nothing serde
+    // could refuse (no maps with non-string keys in a self-describing
+    // sense: postcard writes any serde data model value).
+    postcard::to_stdvec(v).unwrap_or_default()
+}
+
+/// Writes `rank` as an `.lgraph` file into `w`; returns the bytes written.
+pub fn write_stored(rank: &StoredRank, w: &mut dyn Write) -> std::io::Result<u64> {
+    let sections: Vec<(Tag, Vec<u8>)> = vec![
+        (HEAD, encode(&HeadRec::of(&rank.summary))),
+        (PROG, encode(&rec::program_rec(&rank.program))),
+        (FACT, encode(&FactsRec::of(&rank.facts))),
+        (GRPH, encode(&GraphSection::of(rank))),
+    ];
+    format::write_file(w, &sections)
+}
+
+/// Writes `rank` to `path` atomically (a temporary file renamed into
+/// place); returns the bytes written.
+pub fn write_stored_file(rank: &StoredRank, path: &Path) -> Result<u64, StoreError> {
+    lumos_trace::write_atomic(path, |w| write_stored(rank, w))
+        .map_err(|e| StoreError::new(path, Problem::Write(Box::new(e))))
+}
+
+fn decode<T: DeserializeOwned>(path: &Path, tag: &str, bytes: &[u8]) -> Result<T, StoreError> {
+    postcard::from_bytes(bytes).map_err(|e| {
+        StoreError::new(
+            path,
+            Problem::Corrupt(format!("section {tag} cannot be decoded: {e}")),
+        )
+    })
+}
+
+fn bad(path: &Path) -> impl Fn(Bad) -> StoreError + '_ {
+    move |b| StoreError::new(path, Problem::Corrupt(b.0))
+}
+
+/// Reads the summary of the `.lgraph` file at `path`: its first section
+/// only (a few hundred bytes).
+pub fn read_summary(path: &Path) -> Result<RankSummary, StoreError> {
+    let mut c = Container::open(path)?;
+    summary_of(path, &mut c)
+}
+
+fn summary_of(path: &Path, c: &mut Container<'_>) -> Result<RankSummary, StoreError> {
+    let head: HeadRec = decode(path, "HEAD", &c.section(HEAD)?)?;
+    head.into_summary().map_err(bad(path))
+}
+
+/// Reads what [`lumos_graph::ProgramGroups`] needs of the rank: its
+/// summary's program and its communication timings, not its graph.
+pub fn read_program(path: &Path) -> Result<(RankSummary, RankProgram), StoreError> {
+    let mut c = Container::open(path)?;
+    let summary = summary_of(path, &mut c)?;
+    let timings: TimingRec = decode(path, "PROG", &c.section(PROG)?)?;
+    let program = RankProgram {
+        rank: summary.rank,
+        signature: summary.signature,
+        steps_ns: summary.steps_ns.clone(),
+        comms: timings.into_timings(),
+    };
+    if program.comms.len() as u64 != summary.comm_tasks {
+        return Err(StoreError::new(
+            path,
+            Problem::Corrupt("the program does not have the summary's communication tasks".into()),
+        ));
+    }
+    Ok((summary, program))
+}
+
+/// Reads the whole file.
+pub fn read_stored(path: &Path) -> Result<StoredRank, StoreError> {
+    let mut c = Container::open(path)?;
+    let summary = summary_of(path, &mut c)?;
+    let timings: TimingRec = decode(path, "PROG", &c.section(PROG)?)?;
+    let facts: FactsRec = decode(path, "FACT", &c.section(FACT)?)?;
+    let facts = facts.into_facts().map_err(bad(path))?;
+    let section: GraphSection = decode(path, "GRPH", &c.section(GRPH)?)?;
+    let (graph, report) = section.into_parts().map_err(bad(path))?;
+    let program = RankProgram {
+        rank: summary.rank,
+        signature: summary.signature,
+        steps_ns: summary.steps_ns.clone(),
+        comms: timings.into_timings(),
+    };
+    if program.comms.len() != graph.comms.len() {
+        return Err(StoreError::new(
+            path,
+            Problem::Corrupt("the program does not match the graph's communication tasks".into()),
+        ));
+    }
+    Ok(StoredRank {
+        summary,
+        facts,
+        graph,
+        report,
+        program,
+    })
+}
+
+/// Reads the rank as the job functions take it ([`lumos_graph::assemble`],
+/// [`lumos_graph::RankInput`]): what `RankInput::from_trace` gives on the
+/// trace it was ingested from.
+pub fn read_rank(path: &Path) -> Result<RankInput, StoreError> {
+    Ok(read_stored(path)?.into_input())
+}

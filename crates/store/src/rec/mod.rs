@@ -1,0 +1,91 @@
+//! The sections' contents: serde mirror types of the model, which itself
+//! derives nothing (ARCHITECTURE: only mirrors are serializable), and
+//! their conversions. Each section is one postcard-encoded record.
+
+mod codes;
+mod graph;
+mod meta;
+mod rank;
+
+use lumos_graph::{RankGraph, RankProgram};
+use serde::{Deserialize, Serialize};
+
+pub(crate) use meta::{FactsRec, HeadRec};
+pub(crate) use rank::TimingRec;
+
+use crate::stored::StoredRank;
+
+/// A value in a section that cannot be what the format says (an id out
+/// of range, an unknown code): the file is corrupt.
+#[derive(Debug)]
+pub(crate) struct Bad(pub(crate) String);
+
+/// The `GRPH` section: the rank graph and the build report.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct GraphSection {
+    rank: u32,
+    source: String,
+    clock_base_ns: i64,
+    graph: graph::GraphRec,
+    measured: graph::MeasuredRec,
+    comms: Vec<rank::CommRec>,
+    groups: Vec<Vec<i64>>,
+    report: rank::ReportRec,
+}
+
+impl GraphSection {
+    pub(crate) fn of(s: &StoredRank) -> GraphSection {
+        let RankGraph {
+            rank,
+            source,
+            clock_base_ns,
+            graph,
+            measured,
+            comms,
+            groups,
+        } = &s.graph;
+        GraphSection {
+            rank: *rank,
+            source: source.clone(),
+            clock_base_ns: *clock_base_ns,
+            graph: graph::GraphRec::of(graph),
+            measured: graph::MeasuredRec::of(measured),
+            comms: comms.iter().map(rank::CommRec::of).collect(),
+            groups: groups.clone(),
+            report: rank::ReportRec::of(&s.report),
+        }
+    }
+
+    pub(crate) fn into_parts(self) -> Result<(RankGraph, lumos_graph::BuildReport), Bad> {
+        let graph = self.graph.into_graph()?;
+        let measured = self.measured.into_measured(&graph)?;
+        let (tasks, colls, groups) = (
+            graph.tasks.len(),
+            graph.collectives.len(),
+            self.groups.len(),
+        );
+        let comms = self
+            .comms
+            .into_iter()
+            .map(|c| c.into_comm(tasks, colls, groups))
+            .collect::<Result<Vec<_>, Bad>>()?;
+        Ok((
+            RankGraph {
+                rank: self.rank,
+                source: self.source,
+                clock_base_ns: self.clock_base_ns,
+                graph,
+                measured,
+                comms,
+                groups: self.groups,
+            },
+            self.report.into_report()?,
+        ))
+    }
+}
+
+/// The `PROG` section's record of a [`RankProgram`] (its rank, signature
+/// and steps are in the summary).
+pub(crate) fn program_rec(p: &RankProgram) -> TimingRec {
+    TimingRec::of(&p.comms)
+}

@@ -1,0 +1,132 @@
+//! An `.lgraph` file gives back what its trace gave, and a damaged one is
+//! an error naming the file, never a panic.
+
+use std::path::Path;
+
+use lumos_store::{
+    ingest_file, read_program, read_rank, read_stored, read_summary, Problem, Source, StoredRank,
+};
+use lumos_testkit::{corpus, TempDir};
+
+const TRACES: &[&str] = &[
+    "single-rank/a100-recsys-rank3of8.json.gz",
+    "single-rank/a100-alexnet-cuda-sync.json.gz",
+    "single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+    "micro/a100-event-sync.json.gz",
+    "multi-rank/dlrm-8xv100/rank3.json.gz",
+];
+
+/// Everything the file holds, as text: the model types implement `Debug`,
+/// not `PartialEq`.
+fn text(s: &StoredRank) -> String {
+    format!("{s:?}")
+}
+
+#[test]
+fn ingested_traces_read_back_as_built() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-roundtrip");
+    for rel in TRACES {
+        let path = c.path(rel);
+        let out = dir.join("rank.lgraph");
+        let done = ingest_file(&path, &out).unwrap();
+        let trace = lumos_trace::read_path(&path).unwrap();
+        let built = StoredRank::from_trace(&trace, Source::of_file(&path));
+        let read = read_stored(&out).unwrap();
+        assert_eq!(text(&read), text(&built), "{rel}");
+        assert_eq!(done.bytes_written, std::fs::metadata(&out).unwrap().len());
+        let summary = read_summary(&out).unwrap();
+        assert_eq!(summary, built.summary);
+        let (_, program) = read_program(&out).unwrap();
+        assert_eq!(program, built.program);
+        let input = read_rank(&out).unwrap();
+        let direct = lumos_graph::RankInput::from_trace(&trace);
+        assert_eq!(format!("{input:?}"), format!("{direct:?}"), "{rel}");
+        assert_eq!(
+            lumos_graph::dump(&input.graph.graph, Some(&input.report)),
+            lumos_graph::dump(&direct.graph.graph, Some(&direct.report))
+        );
+    }
+}
+
+#[test]
+fn the_same_trace_gives_the_same_bytes() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-stable");
+    let path = c.path(TRACES[0]);
+    ingest_file(&path, &dir.join("a.lgraph")).unwrap();
+    ingest_file(&path, &dir.join("b.lgraph")).unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("a.lgraph")).unwrap(),
+        std::fs::read(dir.join("b.lgraph")).unwrap()
+    );
+}
+
+fn message(path: &Path) -> String {
+    read_stored(path).map(|_| ()).unwrap_err().to_string()
+}
+
+#[test]
+fn damaged_files_are_errors_naming_the_file() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-damaged");
+    let good = dir.join("good.lgraph");
+    ingest_file(&c.path("micro/a100-event-sync.json.gz"), &good).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let bad = dir.join("bad.lgraph");
+    // Every truncation.
+    let step = (bytes.len() / 200).max(1);
+    for len in (0..bytes.len()).step_by(step) {
+        std::fs::write(&bad, &bytes[..len]).unwrap();
+        let e = read_stored(&bad).unwrap_err();
+        assert!(e.to_string().contains("bad.lgraph"), "{e}");
+        if len >= 8 {
+            assert!(matches!(e.problem, Problem::Truncated), "at {len}: {e}");
+        }
+        // The summary alone is read as long as its section is whole.
+        let _ = read_summary(&bad);
+    }
+    // Every flipped byte, a few hundred places.
+    for i in (0..bytes.len()).step_by(step) {
+        let mut b = bytes.clone();
+        b[i] ^= 0x5a;
+        std::fs::write(&bad, &b).unwrap();
+        let e = read_stored(&bad)
+            .map(|_| ())
+            .expect_err(&format!("flip at {i} went unnoticed"));
+        assert!(e.to_string().contains("bad.lgraph"), "{e}");
+    }
+    // A huge section length is an error, not an allocation.
+    let mut b = bytes.clone();
+    b[64 + 16..64 + 24].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+    std::fs::write(&bad, &b).unwrap();
+    assert!(message(&bad).contains("corrupt"), "{}", message(&bad));
+}
+
+#[test]
+fn other_versions_and_other_files_are_told_apart() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-version");
+    let good = dir.join("good.lgraph");
+    ingest_file(&c.path("micro/a100-event-sync.json.gz"), &good).unwrap();
+    let mut bytes = std::fs::read(&good).unwrap();
+    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
+    let other = dir.join("v7.lgraph");
+    std::fs::write(&other, &bytes).unwrap();
+    let e = read_summary(&other).unwrap_err();
+    assert!(e.is_version());
+    let m = e.to_string();
+    assert!(
+        m.contains("v7.lgraph") && m.contains("version 7") && m.contains("ingest"),
+        "{m}"
+    );
+
+    let json = dir.join("trace.lgraph");
+    std::fs::write(&json, b"{\"traceEvents\": []}").unwrap();
+    assert!(matches!(
+        read_summary(&json).unwrap_err().problem,
+        Problem::NotLgraph
+    ));
+    let m = message(&dir.join("absent.lgraph"));
+    assert!(m.contains("absent.lgraph"), "{m}");
+}
