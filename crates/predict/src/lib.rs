@@ -86,7 +86,7 @@ mod testutil;
 mod units;
 
 pub use baseline::{Baseline, Input, Models, ParamCount};
-pub use config::{Config, Coord, KernelScale, KernelSelector, Layout};
+pub use config::{replay_scales, Config, Coord, KernelScale, KernelSelector, Layout};
 pub use context::{GroupInfo, TraceContext};
 pub use couple::Job;
 pub use discover::{
