@@ -34,4 +34,12 @@ pub enum ReportError {
     /// A prediction could not be replayed.
     #[error(transparent)]
     Predict(PredictError),
+    /// A step selection names steps a trace does not have.
+    #[error("{path}: step selection: {problem}")]
+    Steps {
+        /// The trace.
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
 }

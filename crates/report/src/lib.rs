@@ -41,6 +41,9 @@
 //! ```
 #![deny(missing_docs)]
 
+mod analysis;
+mod critical;
+mod diff;
 mod error;
 mod inspect;
 mod job;
@@ -53,15 +56,24 @@ mod units;
 
 use serde::Serialize;
 
+pub use analysis::{
+    analyze, bus_factor, collective_type, nccl_algorithm, operator_of, Analyses, AnalysisOptions,
+    CollectiveRow, DeviceMemory, HtaView, KernelRow, MemoryReport, MemoryTimeline, OperatorRow,
+    StepAnalysis, StepMemory, StepSelection, StepSelectionError, StreamIdle, TraceAnalysis,
+    NO_OPERATOR,
+};
+pub use critical::{CriticalPathExport, CriticalPaths, PathHopRow, PathOperator, StepCriticalPath};
+pub use diff::{diff, DiffInput, DiffOptions, DiffReport, DiffSide, MetricDiff, RowDiff, StepDiff};
 pub use error::ReportError;
 pub use inspect::{
     file_report, inspect, structure_report, CollectiveCounts, EventCounts, FileReport,
     InferredCount, InspectOutput, SkipCount, StepReport,
 };
 pub use job::{
-    job_report, replay_job, replay_jointly, slowest_rank_steps, ClockReport, CollectiveReport,
-    JobPathReport, JobReplayed, JobReport, JobStep, MatchingReport, ProblemReport, RankCommReport,
-    RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, Slowest, Spread, WaitUs,
+    job_report, replay_job, replay_jointly, replay_jointly_scaled, slowest_rank_steps, ClockReport,
+    CollectiveReport, JobPathReport, JobReplayed, JobReport, JobStep, MatchingReport,
+    ProblemReport, RankCommReport, RankOffset, RankScale, RankTime, RankWaitReport,
+    RendezvousReport, Slowest, Spread, WaitUs,
 };
 pub use network::network_from_json;
 pub use predict::{
@@ -69,9 +81,9 @@ pub use predict::{
     LinkCalibration, PredictReport, StageRow, StepRow,
 };
 pub use replay::{
-    compare, critical_path_report, replay, replay_trace, summarize, BoundShare, BreakdownPair,
-    BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed, StepReplay, Summary,
-    TimelinePair, TraceInfo, TraceReplay,
+    compare, critical_path_report, replay, replay_scaled, replay_trace, summarize,
+    with_kernel_scales, BoundShare, BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask,
+    ReplayOutput, Replayed, StepReplay, Summary, TimelinePair, TraceInfo, TraceReplay,
 };
 pub use structure::{DiscoveredConfig, Finding, GroupReport, PhaseTime, StructureReport};
 pub use timeline::{Timeline, TimelineSource};
