@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use lumos_graph::RankInput;
 use lumos_trace::{ReadError, Trace};
 use rayon::prelude::*;
 
-use crate::output;
+use crate::{output, progress};
 
 /// True for names that look like trace files.
 fn is_trace_name(p: &Path) -> bool {
@@ -45,19 +44,15 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Reads every file in parallel with a progress bar on stderr. Each result
-/// keeps its own error so one bad file does not hide the others.
+/// Reads every file in parallel with a progress bar on stderr (when it is
+/// a terminal). Each result keeps its own error so one bad file does not
+/// hide the others.
 pub fn read_all(files: &[PathBuf]) -> Vec<Result<Trace, ReadError>> {
     let total: u64 = files
         .iter()
         .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
         .sum();
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message("reading");
+    let bar = progress::bytes(total, "reading");
     let out = files
         .par_iter()
         .map(|f| {
@@ -75,10 +70,16 @@ pub fn read_all(files: &[PathBuf]) -> Vec<Result<Trace, ReadError>> {
 /// Files that cannot be read are reported and left out (their ranks then
 /// count as missing); the flag says whether all were read.
 pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, bool) {
+    let bar = progress::count(files.len() as u64, "reading ranks");
     let results: Vec<Result<RankInput, ReadError>> = files
         .par_iter()
-        .map(|f| lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t)))
+        .map(|f| {
+            let r = lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t));
+            bar.inc(1);
+            r
+        })
         .collect();
+    bar.finish_and_clear();
     let mut ok = true;
     let mut out = Vec::new();
     for r in results {
@@ -108,9 +109,15 @@ pub fn ranks_from_read(read: Vec<Result<Trace, ReadError>>) -> (Vec<RankInput>, 
             }
         }
     }
+    let bar = progress::count(traces.len() as u64, "building ranks");
     let ranks = traces
         .into_par_iter()
-        .map(|t| RankInput::from_trace(&t))
+        .map(|t| {
+            let r = RankInput::from_trace(&t);
+            bar.inc(1);
+            r
+        })
         .collect();
+    bar.finish_and_clear();
     (ranks, ok)
 }

@@ -20,6 +20,7 @@
 mod commands;
 mod inputs;
 mod output;
+mod progress;
 mod usage;
 
 use std::io::{self, Write};
@@ -28,7 +29,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::commands::{demo, inspect, predict, replay, synth};
+use crate::commands::{demo, diff, inspect, predict, replay, synth};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -65,6 +66,10 @@ enum Command {
     /// editing the traces' graphs, and compare it with the measured run and
     /// its replay.
     Predict(predict::PredictArgs),
+    /// Compare two runs (two traces, or a trace and its replayed or
+    /// predicted timeline): per step, per operator and per kernel, what was
+    /// added, removed, or got slower or faster.
+    Diff(diff::DiffArgs),
     /// Run the built-in example end to end: write a small trace, inspect it,
     /// replay it, and replay a what-if with kernels 2x faster.
     Demo(demo::DemoArgs),
@@ -78,6 +83,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<bool> {
         Command::Replay(a) => replay::run(a, out)?,
         Command::Predict(a) => predict::run(a, out)?,
         Command::Synth(a) => synth::run(a, out)?,
+        Command::Diff(a) => diff::run(a, out)?,
         Command::Demo(a) => demo::run(a, out)?,
     };
     out.flush()?;
