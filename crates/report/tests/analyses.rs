@@ -6,6 +6,8 @@
 //! same numbers with HTA's.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
+use std::collections::HashMap;
+
 use lumos_graph::build;
 use lumos_report::{
     diff, replay, Analyses, AnalysisOptions, DiffInput, DiffOptions, StepAnalysis, TraceReplay,
@@ -260,6 +262,7 @@ fn critical_path_export_marks_the_replayed_timeline() {
     let text = String::from_utf8(marked).unwrap();
     assert!(text.contains("\"critical path\""));
     assert!(text.contains("critical_path_step"));
+    check_marks(&text);
     // Per step, the hops' waits and times tile the path.
     for (k, s) in paths.steps.iter().enumerate() {
         let hops = paths.hops.iter().filter(|h| h.step == s.step);
@@ -270,6 +273,56 @@ fn critical_path_export_marks_the_replayed_timeline() {
             s.length_us
         );
     }
+}
+
+/// The marks of a critical path keep to the rules Perfetto's importer
+/// applies: on each track, slices nest or follow each other (no partial
+/// overlap), and every flow has its start and its end.
+fn check_marks(text: &str) {
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let marks: Vec<&serde_json::Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "critical_path")
+        .collect();
+    let mut tracks: HashMap<(String, String), Vec<(f64, f64)>> = HashMap::new();
+    let mut flows: HashMap<u64, (usize, usize)> = HashMap::new();
+    for e in &marks {
+        let key = (e["pid"].to_string(), e["tid"].to_string());
+        match e["ph"].as_str().unwrap() {
+            "X" => {
+                let ts = e["ts"].as_f64().unwrap();
+                tracks
+                    .entry(key)
+                    .or_default()
+                    .push((ts, ts + e["dur"].as_f64().unwrap()));
+            }
+            "s" => flows.entry(e["id"].as_u64().unwrap()).or_default().0 += 1,
+            "f" => flows.entry(e["id"].as_u64().unwrap()).or_default().1 += 1,
+            ph => panic!("unexpected phase {ph} in {e}"),
+        }
+    }
+    assert!(!tracks.is_empty());
+    for (track, mut slices) in tracks {
+        slices.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        // Times are us since the epoch (~1.7e15): f64 parsing of them is
+        // only good to a fraction of a us, the writer's are whole ns.
+        const EPS: f64 = 0.5;
+        let mut open: Vec<f64> = Vec::new();
+        for (start, end) in slices {
+            while open.last().is_some_and(|&e| e <= start + EPS) {
+                open.pop();
+            }
+            let inside = open.last().is_none_or(|&e| end <= e + EPS);
+            assert!(
+                inside,
+                "{track:?}: [{start}, {end}] overlaps a slice ending at {open:?}"
+            );
+            open.push(end);
+        }
+    }
+    assert!(flows.values().all(|&c| c == (1, 1)), "{flows:?}");
 }
 
 #[test]
