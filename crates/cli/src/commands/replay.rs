@@ -116,7 +116,9 @@ fn parse_scale_kernels(s: &str) -> Result<ScaleArg, String> {
             .parse()
             .map_err(|_| format!("expected PATTERN=FACTOR or FACTOR, got `{s}`"))?;
         if !(f.is_finite() && f > 0.0) {
-            return Err(format!("factor must be a positive number, got {f}"));
+            return Err(format!(
+                "--scale-kernels must be a positive number, got {f}"
+            ));
         }
         return Ok(ScaleArg::Factor(f));
     }
