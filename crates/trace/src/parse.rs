@@ -221,6 +221,10 @@ impl Parsed {
                 cat: own(cat),
                 reason,
             },
+            Parsed::Memory { event, cat } => Parsed::Memory {
+                event,
+                cat: own(cat),
+            },
             Parsed::Repaired { parsed, repairs } => Parsed::Repaired {
                 parsed: Box::new(parsed.into_owned(base)),
                 repairs,
