@@ -6,7 +6,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -17,7 +16,7 @@ use lumos_store::{StoreError, StoredRank};
 use lumos_trace::{ReadError, Trace, TraceMeta};
 use rayon::prelude::*;
 
-use crate::output;
+use crate::{output, progress};
 
 /// True for names that look like trace files or compact graphs.
 fn is_trace_name(p: &Path) -> bool {
@@ -117,19 +116,15 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Reads every file in parallel with a progress bar on stderr. Each result
-/// keeps its own error so one bad file does not hide the others.
+/// Reads every file in parallel with a progress bar on stderr (when it is
+/// a terminal). Each result keeps its own error so one bad file does not
+/// hide the others.
 pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
     let total: u64 = files
         .iter()
         .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
         .sum();
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message("reading");
+    let bar = progress::bytes(total, "reading");
     let out = files
         .par_iter()
         .map(|f| {
@@ -147,7 +142,16 @@ pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
 /// Files that cannot be read are reported and returned apart (the job
 /// names their ranks as unreadable).
 pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, Vec<Unreadable>) {
-    let results: Vec<Result<RankInput>> = files.par_iter().map(|f| read_rank(f)).collect();
+    let bar = progress::count(files.len() as u64, "reading ranks");
+    let results: Vec<Result<RankInput>> = files
+        .par_iter()
+        .map(|f| {
+            let r = read_rank(f);
+            bar.inc(1);
+            r
+        })
+        .collect();
+    bar.finish_and_clear();
     let mut unreadable = Vec::new();
     let mut out = Vec::new();
     for r in results {
@@ -177,7 +181,16 @@ pub fn ranks_from_read(read: Vec<Result<Loaded>>) -> (Vec<RankInput>, Vec<Unread
             }
         }
     }
-    let ranks = traces.into_par_iter().map(Loaded::into_rank).collect();
+    let bar = progress::count(traces.len() as u64, "building ranks");
+    let ranks = traces
+        .into_par_iter()
+        .map(|t| {
+            let r = t.into_rank();
+            bar.inc(1);
+            r
+        })
+        .collect();
+    bar.finish_and_clear();
     (ranks, unreadable)
 }
 

@@ -21,6 +21,7 @@
 mod commands;
 mod inputs;
 mod output;
+mod progress;
 mod usage;
 
 use std::io::{self, Write};
@@ -29,7 +30,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::commands::{demo, ingest, inspect, predict, replay, report, synth};
+use crate::commands::{demo, diff, ingest, inspect, predict, replay, report, synth};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -75,6 +76,10 @@ enum Command {
     /// .lgraph file, which every command takes in place of the trace (for
     /// jobs too large to read every trace where the job is replayed).
     Ingest(ingest::IngestArgs),
+    /// Compare two runs (two traces, or a trace and its replayed or
+    /// predicted timeline): per step, per operator and per kernel, what was
+    /// added, removed, or got slower or faster.
+    Diff(diff::DiffArgs),
     /// Run the built-in example end to end: write a small trace, inspect it,
     /// replay it, and replay a what-if with kernels 2x faster.
     Demo(demo::DemoArgs),
@@ -89,6 +94,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<bool> {
         Command::Predict(a) => predict::run(a, out)?,
         Command::Report(a) => report::run(a, out)?,
         Command::Synth(a) => synth::run(a, out)?,
+        Command::Diff(a) => diff::run(a, out)?,
         Command::Demo(a) => demo::run(a, out)?,
         Command::Ingest(a) => ingest::run(a, out)?,
     };

@@ -4,6 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use lumos_graph::Graph;
+use lumos_sim::{DurationScale, GpuSelector};
+
 use crate::discover::{GroupClass, WorkClass};
 use crate::error::PredictError;
 
@@ -195,6 +198,40 @@ impl FromStr for KernelScale {
         };
         Ok(KernelScale { select, factor })
     }
+}
+
+/// The simulator's duration scales for the speed-ups `scales` on `graph`,
+/// for a replay of the traced graph (`lumos replay --scale-kernels`):
+/// `class:comm`, `class:compute` and name patterns select as
+/// [`GpuSelector`] does; `class:gemm`, `class:attention` and
+/// `class:memory` are the GPU tasks whose work class (from names and
+/// `Input Dims`, as structure discovery finds it) is that class.
+pub fn replay_scales(graph: &Graph, scales: &[KernelScale]) -> Vec<DurationScale> {
+    let mut classes: Option<Vec<WorkClass>> = None;
+    scales
+        .iter()
+        .map(|k| {
+            let select = match &k.select {
+                KernelSelector::Comm => GpuSelector::Comm,
+                KernelSelector::Compute => GpuSelector::Compute,
+                KernelSelector::Name(p) => GpuSelector::NameContains(p.clone()),
+                class => {
+                    let work = classes.get_or_insert_with(|| crate::discover::work_classes(graph));
+                    let set: Vec<bool> = graph
+                        .tasks
+                        .iter()
+                        .zip(work.iter())
+                        .map(|(t, w)| t.kind.is_gpu() && !t.is_comm() && class.matches(w, ""))
+                        .collect();
+                    GpuSelector::Tasks(set.into())
+                }
+            };
+            DurationScale {
+                select,
+                factor: k.factor,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

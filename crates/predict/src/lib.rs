@@ -92,7 +92,7 @@ mod units;
 
 pub use baseline::{Baseline, Input, Models, ParamCount};
 pub use checks::{estimated_tasks, BYTES_PER_PREDICTED_TASK, MAX_PREDICTED_TASKS, MAX_WORLD_SIZE};
-pub use config::{Config, Coord, KernelScale, KernelSelector, Layout};
+pub use config::{replay_scales, Config, Coord, KernelScale, KernelSelector, Layout};
 pub use context::{GroupInfo, TraceContext};
 pub use couple::Job;
 pub use discover::{

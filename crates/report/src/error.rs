@@ -37,4 +37,12 @@ pub enum ReportError {
     /// The ranks given are not one job.
     #[error(transparent)]
     Job(#[from] lumos_graph::JobError),
+    /// A step selection names steps a trace does not have.
+    #[error("{path}: step selection: {problem}")]
+    Steps {
+        /// The trace.
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
 }

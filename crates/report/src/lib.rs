@@ -49,6 +49,9 @@
 //! ```
 #![deny(missing_docs)]
 
+mod analysis;
+mod critical;
+mod diff;
 mod error;
 mod html;
 mod inspect;
@@ -63,6 +66,14 @@ mod units;
 
 use serde::Serialize;
 
+pub use analysis::{
+    analyze, bus_factor, collective_type, nccl_algorithm, operator_of, Analyses, AnalysisOptions,
+    CollectiveRow, DeviceMemory, HtaView, KernelRow, MemoryReport, MemoryTimeline, OperatorRow,
+    StepAnalysis, StepMemory, StepSelection, StepSelectionError, StreamIdle, TraceAnalysis,
+    NO_OPERATOR,
+};
+pub use critical::{CriticalPathExport, CriticalPaths, PathHopRow, PathOperator, StepCriticalPath};
+pub use diff::{diff, DiffInput, DiffOptions, DiffReport, DiffSide, MetricDiff, RowDiff, StepDiff};
 pub use error::ReportError;
 pub use html::HtmlReport;
 pub use inspect::{
@@ -70,11 +81,11 @@ pub use inspect::{
     CollectiveCounts, EventCounts, FileReport, InferredCount, InspectOutput, SkipCount, StepReport,
 };
 pub use job::{
-    job_report, replay_job, replay_jointly, replay_representatives, slowest_rank_steps,
-    ClockReport, CollectiveReport, JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport,
-    MatchingReport, ProblemReport, ProgramGroupReport, RankCommReport, RankOffset, RankScale,
-    RankTime, RankWaitReport, RendezvousReport, RepresentativesReport, Slowest, Spread, StepSpread,
-    WaitUs,
+    job_report, replay_job, replay_jointly, replay_jointly_scaled, replay_representatives,
+    slowest_rank_steps, ClockReport, CollectiveReport, JobPathReport, JobReplayed, JobReport,
+    JobStep, LeftOutReport, MatchingReport, ProblemReport, ProgramGroupReport, RankCommReport,
+    RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, RepresentativesReport,
+    Slowest, Spread, StepSpread, WaitUs,
 };
 pub use network::network_from_json;
 pub use predict::{
@@ -82,13 +93,15 @@ pub use predict::{
     LinkCalibration, PredictReport, StageRow, StepRow,
 };
 pub use replay::{
-    compare, critical_path_report, replay, replay_stored, replay_trace, summarize, BoundShare,
-    BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed,
-    ReplayedStored, StepReplay, Summary, TimelinePair, TraceInfo, TraceReplay,
+    compare, critical_path_report, replay, replay_scaled, replay_stored, replay_trace, summarize,
+    with_kernel_scales, BoundShare, BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask,
+    ReplayOutput, Replayed, ReplayedStored, StepReplay, Summary, TimelinePair, TraceInfo,
+    TraceReplay,
 };
 pub use structure::{DiscoveredConfig, Finding, GroupReport, PhaseTime, StructureReport};
 pub use tables::{
-    job_tables, kernel_rows, rank_tables, step_breakdowns, KernelRow, RankTables, StepBreakdown,
+    job_tables, kernel_rows, rank_tables, step_breakdowns, KernelLaunchRow, RankTables,
+    StepBreakdown,
 };
 pub use timeline::{Timeline, TimelineSource};
 

@@ -11,7 +11,9 @@ use lumos_predict::{Baseline, Outcome, Prediction};
 use lumos_sim::{step_spans, Breakdown};
 use serde::Serialize;
 
+use crate::analysis::{analyze, Analyses, AnalysisOptions};
 use crate::structure::StructureReport;
+use crate::timeline::StageTimes;
 use crate::units::ms;
 use crate::ReportError;
 
@@ -121,6 +123,8 @@ pub struct StageRow {
     pub predicted: BreakdownMs,
     /// Edges that could not be re-attached when the stage was built.
     pub dropped_edges: usize,
+    /// The analyses of the predicted times, over every step of the stage.
+    pub analysis: Analyses,
 }
 
 /// How the models were fitted to the traces.
@@ -397,7 +401,8 @@ fn stage_rows(pred: &Prediction, replayed: &Outcome, outcome: &Outcome) -> Vec<S
         .stages
         .iter()
         .zip(&pred.stages)
-        .map(|(o, st)| StageRow {
+        .enumerate()
+        .map(|(k, (o, st))| StageRow {
             stage: o.stage,
             step_ms: mean_ms(&o.step_ns),
             replayed: replayed
@@ -407,8 +412,22 @@ fn stage_rows(pred: &Prediction, replayed: &Outcome, outcome: &Outcome) -> Vec<S
                 .map(|r| r.breakdown.into()),
             predicted: o.breakdown.into(),
             dropped_edges: st.dropped_edges,
+            analysis: stage_analysis(outcome, k, &st.graph),
         })
         .collect()
+}
+
+/// The analyses of predicted stage `k` (its graph `graph`) at its times in
+/// the joint schedule.
+fn stage_analysis(outcome: &Outcome, k: usize, graph: &lumos_graph::Graph) -> Analyses {
+    let part = &outcome.job.parts[k];
+    let times = StageTimes {
+        schedule: &outcome.schedule,
+        offset: part.start,
+        len: (part.end - part.start) as usize,
+    };
+    let all: Vec<usize> = (0..graph.steps.len()).collect();
+    analyze(graph, &times, None, &all, &AnalysisOptions::default())
 }
 
 fn gpu_ms_by_source(outcome: &Outcome) -> Vec<(&'static str, f64)> {

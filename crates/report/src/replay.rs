@@ -3,6 +3,7 @@
 //! critical path, and the summary over many traces.
 
 use lumos_graph::{build, BuildReport, Graph, Measured};
+use lumos_predict::{replay_scales, KernelScale};
 use lumos_sim::{
     breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans, timeline_bin_ns,
     whole_span, Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
@@ -11,6 +12,10 @@ use lumos_store::StoredRank;
 use lumos_trace::Trace;
 use serde::Serialize;
 
+use crate::analysis::{
+    selected_steps, step_names, trace_analysis, AnalysisInputs, AnalysisOptions, TraceAnalysis,
+};
+use crate::critical::{critical_paths, CriticalPaths};
 use crate::job::{JobReport, RepresentativesReport};
 use crate::timeline::{Timeline, TimelineSource};
 use crate::units::{err_pct, us};
@@ -69,6 +74,10 @@ pub struct TraceReplay {
     pub gpu_busy_timeline: TimelinePair,
     /// The replay's critical path, from the last task to finish.
     pub critical_path: Option<CriticalPath>,
+    /// Per step and over the selected steps, measured and replayed:
+    /// breakdown, overlap, idle time by cause, top kernels and operators,
+    /// collectives; the memory timeline; each step's critical path.
+    pub analysis: TraceAnalysis,
 }
 
 /// One step, measured and replayed.
@@ -255,8 +264,28 @@ pub struct Replayed<'t> {
 
 /// Builds the graph of `trace` and replays it under `opts`.
 pub fn replay<'t>(trace: &'t Trace, opts: &SimOptions) -> Result<Replayed<'t>, ReportError> {
+    replay_scaled(trace, opts, &[])
+}
+
+/// `opts` with the kernel speed-ups `scales` (the predictor's syntax,
+/// `class:gemm=0.5`) resolved on `graph` ([`lumos_predict::replay_scales`])
+/// and added after its own.
+pub fn with_kernel_scales(graph: &Graph, opts: &SimOptions, scales: &[KernelScale]) -> SimOptions {
+    let mut opts = opts.clone();
+    opts.scales.extend(replay_scales(graph, scales));
+    opts
+}
+
+/// [`replay`] with the kernel speed-ups `scales` too
+/// ([`with_kernel_scales`]).
+pub fn replay_scaled<'t>(
+    trace: &'t Trace,
+    opts: &SimOptions,
+    scales: &[KernelScale],
+) -> Result<Replayed<'t>, ReportError> {
     let (graph, measured, build) = build(trace);
-    let schedule = simulate(&graph, opts).map_err(|source| ReportError::Replay {
+    let opts = with_kernel_scales(&graph, opts, scales);
+    let schedule = simulate(&graph, &opts).map_err(|source| ReportError::Replay {
         path: trace.path.display().to_string(),
         source,
     })?;
@@ -308,7 +337,28 @@ impl ReplayedStored<'_> {
             &s.report,
         );
         info.warnings.extend(self.schedule.warnings());
-        compare(info, graph, measured, &self.schedule, critical_path)
+        // As a trace's replay is analysed, but without the memory timeline:
+        // a compact file keeps no `[memory]` events.
+        let all: Vec<usize> = (0..graph.steps.len()).collect();
+        let analysis = trace_analysis(
+            graph,
+            measured,
+            &self.schedule,
+            &all,
+            &AnalysisOptions::default(),
+            AnalysisInputs {
+                memory: None,
+                schedule: Some(&self.schedule),
+            },
+        );
+        compare_with(
+            info,
+            graph,
+            measured,
+            &self.schedule,
+            critical_path,
+            analysis,
+        )
     }
 
     /// The replayed timeline, on the trace's own clock.
@@ -326,20 +376,54 @@ pub fn replay_trace(trace: &Trace, opts: &SimOptions) -> Result<TraceReplay, Rep
 }
 
 impl Replayed<'_> {
-    /// The replay compared with the measurement.
+    /// The replay compared with the measurement, analysed over every
+    /// step.
     pub fn report(&self) -> TraceReplay {
+        let opts = AnalysisOptions::default();
+        self.report_on(&(0..self.graph.steps.len()).collect::<Vec<_>>(), &opts)
+    }
+
+    /// The replay compared with the measurement, analysed over the steps
+    /// `opts` selects; an error when the trace lacks one of them.
+    pub fn report_with(&self, opts: &AnalysisOptions) -> Result<TraceReplay, ReportError> {
+        Ok(self.report_on(&self.positions(opts)?, opts))
+    }
+
+    /// The positions of the steps `opts` selects.
+    pub fn positions(&self, opts: &AnalysisOptions) -> Result<Vec<usize>, ReportError> {
+        opts.steps
+            .resolve(&step_names(&self.graph))
+            .map_err(|problem| ReportError::Steps {
+                path: self.trace.path.display().to_string(),
+                problem,
+            })
+    }
+
+    fn report_on(&self, positions: &[usize], opts: &AnalysisOptions) -> TraceReplay {
         let critical_path = self.schedule.last_task().map(|last| {
             let s = critical_path_summary(&self.graph, &self.schedule, last, 10);
             critical_path_report(&self.graph, &s)
         });
         let mut info = TraceInfo::of(self.trace, &self.build);
         info.warnings.extend(self.schedule.warnings());
-        compare(
+        let analysis = trace_analysis(
+            &self.graph,
+            &self.measured,
+            &self.schedule,
+            positions,
+            opts,
+            AnalysisInputs {
+                memory: Some(&self.trace.memory),
+                schedule: Some(&self.schedule),
+            },
+        );
+        compare_with(
             info,
             &self.graph,
             &self.measured,
             &self.schedule,
             critical_path,
+            analysis,
         )
     }
 
@@ -348,17 +432,58 @@ impl Replayed<'_> {
         let source = TimelineSource::of(self.trace);
         Timeline::replayed(&source, &self.graph, &self.measured, &self.schedule)
     }
+
+    /// The critical path of each step `opts` selects, hop by hop; with
+    /// [`Timeline::with_critical_path`] on [`Replayed::timeline`], the
+    /// replayed timeline with the paths marked.
+    pub fn critical_paths(&self, opts: &AnalysisOptions) -> Result<CriticalPaths, ReportError> {
+        let positions = self.positions(opts)?;
+        let steps = selected_steps(&self.graph, &self.schedule, None, &positions);
+        Ok(critical_paths(
+            &self.graph,
+            &self.schedule,
+            &steps,
+            opts.path_operators,
+        ))
+    }
 }
 
 /// Compares replayed times with the measured ones for one rank's graph:
 /// steps, window, breakdown and busy timeline. `times` are the replayed
 /// times of `graph`'s tasks, on the same window origin as `measured`.
+///
+/// The analyses cover every step, without the memory timeline (which
+/// needs the trace) or per-step critical paths (which need a schedule).
 pub fn compare<T: TaskTimes + ?Sized>(
     info: TraceInfo,
     graph: &Graph,
     measured: &Measured,
     times: &T,
     critical_path: Option<CriticalPath>,
+) -> TraceReplay {
+    let all: Vec<usize> = (0..graph.steps.len()).collect();
+    let analysis = trace_analysis(
+        graph,
+        measured,
+        times,
+        &all,
+        &AnalysisOptions::default(),
+        AnalysisInputs {
+            memory: None,
+            schedule: None,
+        },
+    );
+    compare_with(info, graph, measured, times, critical_path, analysis)
+}
+
+/// [`compare`] with analyses made by the caller.
+pub(crate) fn compare_with<T: TaskTimes + ?Sized>(
+    info: TraceInfo,
+    graph: &Graph,
+    measured: &Measured,
+    times: &T,
+    critical_path: Option<CriticalPath>,
+    analysis: TraceAnalysis,
 ) -> TraceReplay {
     let m_steps = step_spans(graph, &measured.tasks, Some(&measured.step_annotations));
     let r_steps = step_spans(graph, times, None);
@@ -403,6 +528,7 @@ pub fn compare<T: TaskTimes + ?Sized>(
             replayed: gpu_busy_timeline(graph, times, rw, bin).busy,
         },
         critical_path,
+        analysis,
     }
 }
 

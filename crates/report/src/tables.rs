@@ -22,7 +22,7 @@ pub struct RankTables {
     /// Per `ProfilerStep#N` (the whole window when the trace has none).
     pub steps: Vec<StepBreakdown>,
     /// Per kernel name and launching operator.
-    pub kernels: Vec<KernelRow>,
+    pub kernels: Vec<KernelLaunchRow>,
 }
 
 /// Where one step's GPU time went, measured and replayed; each side over
@@ -40,7 +40,7 @@ pub struct StepBreakdown {
 
 /// The GPU tasks of one name launched from one operator.
 #[derive(Debug, Clone)]
-pub struct KernelRow {
+pub struct KernelLaunchRow {
     /// The kernel's (or copy's, or memset's) name.
     pub name: String,
     /// The innermost operator (not annotation) enclosing the call that
@@ -105,8 +105,8 @@ pub fn kernel_rows<T: TaskTimes + ?Sized>(
     graph: &Graph,
     measured: &Measured,
     times: &T,
-) -> Vec<KernelRow> {
-    let mut rows: Vec<KernelRow> = Vec::new();
+) -> Vec<KernelLaunchRow> {
+    let mut rows: Vec<KernelLaunchRow> = Vec::new();
     let mut index: HashMap<(u32, Option<u32>), usize> = HashMap::new();
     for (i, task) in graph.tasks.iter().enumerate() {
         if !task.kind.is_gpu() {
@@ -115,7 +115,7 @@ pub fn kernel_rows<T: TaskTimes + ?Sized>(
         let t = TaskId(i as u32);
         let op = launching_operator(graph, t);
         let slot = *index.entry((task.name.0, op)).or_insert_with(|| {
-            rows.push(KernelRow {
+            rows.push(KernelLaunchRow {
                 name: graph.name(t).to_owned(),
                 operator: op.map(|n| graph.names[n as usize].clone()),
                 kind: task.kind.as_str(),

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use lumos_graph::{Graph, Measured, ProcKind, RankMeta, Span, TaskId, TaskKind};
 use lumos_predict::{Baseline, Outcome, PredictedStage, Prediction};
 use lumos_sim::{annotation_spans, Schedule, TaskTimes};
-use lumos_trace::{Category, DistributedInfo, Fields, KinetoWriter, Layout, Trace};
+use lumos_trace::{Category, DistributedInfo, Fields, FlowPhase, KinetoWriter, Layout, Trace};
 
+use crate::critical::CriticalPaths;
 use crate::units::us;
 
 /// The trace a timeline belongs to: its file (whose name the timeline's
@@ -112,6 +113,8 @@ pub struct Timeline<'a> {
     origin_ns: i64,
     times: Box<dyn TaskTimes + 'a>,
     args: TaskArgs<'a>,
+    /// Critical paths to mark.
+    paths: Option<&'a CriticalPaths>,
 }
 
 impl<'a> Timeline<'a> {
@@ -143,6 +146,7 @@ impl<'a> Timeline<'a> {
             origin_ns: measured.origin_ns,
             times,
             args: TaskArgs::Measured(measured),
+            paths: None,
         }
     }
 
@@ -198,14 +202,31 @@ impl<'a> Timeline<'a> {
                     origin_ns,
                     times: Box::new(times),
                     args: TaskArgs::Predicted { stage: st, base },
+                    paths: None,
                 }
             })
             .collect()
     }
 
+    /// This timeline with `paths` (found on the same times) marked, for
+    /// Perfetto: each task on a step's path carries `critical_path_step`
+    /// (the step's name) in its args, and a process named `critical path`
+    /// has one track per step holding each hop's wait (`wait: <bound>`)
+    /// and time on the path (the task's name), with flow arrows where the
+    /// path moves to another thread or stream. The extra events have a
+    /// category of their own (`critical_path`), which readers of Kineto
+    /// traces (lumos included) leave out. Its file is
+    /// `<name>.critical.json.gz`.
+    pub fn with_critical_path(mut self, paths: &'a CriticalPaths) -> Timeline<'a> {
+        self.paths = Some(paths);
+        self.what = "critical";
+        self
+    }
+
     /// The file name the timeline is meant for: `<name>.replayed.json.gz`
     /// or `<name>.predicted.json.gz`, `<name>` being its trace's (and
-    /// `-stage<k>` for a predicted stage that is not the trace's own).
+    /// `-stage<k>` for a predicted stage that is not the trace's own), or
+    /// `<name>.critical.json.gz` with a critical path marked.
     pub fn file_name(&self) -> String {
         format!("{}.{}.json.gz", self.stem, self.what)
     }
@@ -230,6 +251,16 @@ impl<'a> Timeline<'a> {
     /// The events: every task at its time, then each step's annotation.
     fn events<W: Write>(&self, w: &mut KinetoWriter<W>) {
         let (graph, times) = (self.graph, &*self.times);
+        // The first step whose path each task is on.
+        let mut on_path: Vec<Option<u32>> = Vec::new();
+        if let Some(p) = self.paths {
+            on_path = vec![None; graph.tasks.len()];
+            for m in &p.marks {
+                if let Some(slot) = on_path.get_mut(m.task.idx()) {
+                    slot.get_or_insert(m.step);
+                }
+            }
+        }
         for (i, t) in graph.tasks.iter().enumerate() {
             let (pid, tid, cat) = match graph.processors[t.proc.idx()].kind {
                 ProcKind::Thread { pid, tid } => (
@@ -259,6 +290,9 @@ impl<'a> Timeline<'a> {
                 a.stream(stream).device(device);
             }
             self.args.add(i, &mut a);
+            if let (Some(p), Some(Some(k))) = (self.paths, on_path.get(i)) {
+                a.str("critical_path_step", &p.steps[*k as usize].step);
+            }
         }
         // The annotation itself (CPU side), as the profiler records it, so
         // the re-read trace defines its steps the same way.
@@ -278,15 +312,102 @@ impl<'a> Timeline<'a> {
                 dur,
             );
         }
+        if let Some(p) = self.paths {
+            self.path_track(w, p);
+        }
+    }
+
+    /// The `critical path` process: a track per step with each hop's
+    /// wait and time on the path, and arrows between processors.
+    fn path_track<W: Write>(&self, w: &mut KinetoWriter<W>, p: &CriticalPaths) {
+        const CAT: &str = "critical_path";
+        let graph = self.graph;
+        let place = |t: TaskId| match graph.processors[graph.task(t).proc.idx()].kind {
+            ProcKind::Thread { pid, tid } => (pid, tid),
+            ProcKind::Stream { device, stream } => (device, stream),
+        };
+        // A process id no thread or device of the trace uses.
+        let pid = graph
+            .processors
+            .iter()
+            .map(|pr| match pr.kind {
+                ProcKind::Thread { pid, .. } => pid,
+                ProcKind::Stream { device, .. } => device,
+            })
+            .max()
+            .unwrap_or(0)
+            .saturating_add(1);
+        w.process_name(pid, "critical path");
+        for (k, s) in p.steps.iter().enumerate() {
+            w.thread_name(pid, k as i64, &s.step);
+        }
+        let mut flow = 0u64;
+        for (i, (m, row)) in p.marks.iter().zip(&p.hops).enumerate() {
+            let tid = i64::from(m.step);
+            if m.at_ns > m.wait_from_ns {
+                w.complete_in(
+                    CAT,
+                    &format!("wait: {}", row.bound),
+                    pid,
+                    tid,
+                    self.origin_ns + m.wait_from_ns,
+                    m.at_ns - m.wait_from_ns,
+                )
+                .str("task", &row.task);
+            }
+            if m.anchor_ns > m.at_ns {
+                w.complete_in(
+                    CAT,
+                    graph.name(m.task),
+                    pid,
+                    tid,
+                    self.origin_ns + m.at_ns,
+                    m.anchor_ns - m.at_ns,
+                )
+                .str("category", row.category)
+                .str("bound", row.bound)
+                .str("operator", &row.operator);
+            }
+            // An arrow from the previous hop of the same step when the
+            // path changes thread or stream.
+            let Some(prev) = i.checked_sub(1).map(|j| p.marks[j]) else {
+                continue;
+            };
+            if prev.step != m.step || place(prev.task) == place(m.task) {
+                continue;
+            }
+            flow += 1;
+            let (fp, ft) = place(prev.task);
+            let from_ts = prev.at_ns.max(prev.anchor_ns - 1);
+            w.flow_in(
+                CAT,
+                "critical path",
+                FlowPhase::Start,
+                flow,
+                fp,
+                ft,
+                self.origin_ns + from_ts,
+            );
+            let (tp, tt) = place(m.task);
+            w.flow_in(
+                CAT,
+                "critical path",
+                FlowPhase::End,
+                flow,
+                tp,
+                tt,
+                self.origin_ns + m.at_ns,
+            );
+        }
     }
 }
 
 /// One stage's tasks in a joint schedule (a blocking call starts when it
 /// was issued, as in `lumos replay`).
-struct StageTimes<'a> {
-    schedule: &'a Schedule,
-    offset: u32,
-    len: usize,
+pub(crate) struct StageTimes<'a> {
+    pub schedule: &'a Schedule,
+    pub offset: u32,
+    pub len: usize,
 }
 
 impl TaskTimes for StageTimes<'_> {

@@ -22,6 +22,19 @@ pub struct PathHop {
 /// A blocking call that launched work it then waited for can appear twice:
 /// once where it issued (launching the work) and once where it resumed.
 pub fn critical_path_hops(graph: &Graph, schedule: &Schedule, last: TaskId) -> Vec<PathHop> {
+    critical_path_hops_since(graph, schedule, last, i64::MIN)
+}
+
+/// [`critical_path_hops`], walking back only until the path reaches a hop
+/// placed on it before `since_ns` (that hop included, as it may still run
+/// past `since_ns`): the path of one step costs the hops of that step, not
+/// those of the whole window before it.
+pub fn critical_path_hops_since(
+    graph: &Graph,
+    schedule: &Schedule,
+    last: TaskId,
+    since_ns: i64,
+) -> Vec<PathHop> {
     let mut hops = Vec::new();
     let mut task = last;
     let mut at_issue = false;
@@ -31,11 +44,15 @@ pub fn critical_path_hops(graph: &Graph, schedule: &Schedule, last: TaskId) -> V
     let cap = 2 * schedule.len() + 2;
     while hops.len() < cap {
         let bound = hop_bound(schedule, task, at_issue);
-        hops.push(PathHop {
+        let hop = PathHop {
             task,
             bound,
             at_issue,
-        });
+        };
+        hops.push(hop);
+        if placed_at(schedule, &hop) < since_ns {
+            break;
+        }
         let Some((prev, prev_at_issue)) = step_back(graph, schedule, bound) else {
             break;
         };
@@ -44,6 +61,52 @@ pub fn critical_path_hops(graph: &Graph, schedule: &Schedule, last: TaskId) -> V
     }
     hops.reverse();
     hops
+}
+
+/// When `hop` was placed on the path: where its blocking call issued when
+/// the path passes through the issue, else its start.
+fn placed_at(schedule: &Schedule, hop: &PathHop) -> i64 {
+    match (hop.at_issue, schedule.wait(hop.task)) {
+        (true, Some(wait)) => wait.issue_ns,
+        _ => schedule.start_ns[hop.task.idx()],
+    }
+}
+
+/// A hop of a critical path with its times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedPathHop {
+    /// The hop.
+    pub hop: PathHop,
+    /// The class of the constraint that placed it.
+    pub kind: BoundKind,
+    /// When it was placed on the path (its start, or its issue).
+    pub at_ns: i64,
+    /// The moment of it the next hop's constraint counts from: its end,
+    /// or `at_ns` when the next hop only needed it to have started (a
+    /// launch). `anchor_ns - at_ns` is its time on the path, and the next
+    /// hop's `at_ns - anchor_ns` the wait between them.
+    pub anchor_ns: i64,
+}
+
+/// The times of `hops` (in time order, as [`critical_path_hops`] gives
+/// them).
+pub fn timed_hops(graph: &Graph, schedule: &Schedule, hops: &[PathHop]) -> Vec<TimedPathHop> {
+    hops.iter()
+        .enumerate()
+        .map(|(i, hop)| {
+            let at_ns = placed_at(schedule, hop);
+            let anchor_ns = match hops.get(i + 1).map(|n| n.bound) {
+                Some(Bound::Edge(e)) if graph.edges[e as usize].anchor == Anchor::Start => at_ns,
+                _ => schedule.end_ns[hop.task.idx()],
+            };
+            TimedPathHop {
+                hop: *hop,
+                kind: BoundKind::of(graph, hop.bound),
+                at_ns,
+                anchor_ns,
+            }
+        })
+        .collect()
 }
 
 /// What placed `task` on the path: its issue's bound when the path reached
@@ -162,27 +225,14 @@ pub fn critical_path_summary(
     top_n: usize,
 ) -> CriticalPathSummary {
     let hops = critical_path_hops(graph, schedule, last);
-    let time_on_path = |hop: &PathHop| match (hop.at_issue, schedule.wait(hop.task)) {
-        (true, Some(wait)) => wait.issue_ns,
-        _ => schedule.start_ns[hop.task.idx()],
-    };
-    // The moment of `hop` that the next hop's constraint counts from.
-    let anchor_of = |hop: &PathHop, next: Option<&PathHop>| -> i64 {
-        let end = schedule.end_ns[hop.task.idx()];
-        match next.map(|n| n.bound) {
-            Some(Bound::Edge(i)) if graph.edges[i as usize].anchor == Anchor::Start => {
-                time_on_path(hop)
-            }
-            _ => end,
-        }
-    };
-
-    let timed = hops.iter().enumerate().map(|(i, hop)| TimedHop {
-        task: hop.task,
-        kind: BoundKind::of(graph, hop.bound),
-        at: time_on_path(hop),
-        anchor: anchor_of(hop, hops.get(i + 1)),
-    });
+    let timed = timed_hops(graph, schedule, &hops)
+        .into_iter()
+        .map(|h| TimedHop {
+            task: h.hop.task,
+            kind: h.kind,
+            at: h.at_ns,
+            anchor: h.anchor_ns,
+        });
     summarize(timed, top_n)
 }
 

@@ -95,8 +95,8 @@ mod options;
 mod scheduler;
 
 pub use critical_path::{
-    critical_path, critical_path_hops, critical_path_summary, BoundKind, BoundTotal,
-    CriticalPathSummary, PathHop,
+    critical_path, critical_path_hops, critical_path_hops_since, critical_path_summary, timed_hops,
+    BoundKind, BoundTotal, CriticalPathSummary, PathHop, TimedPathHop,
 };
 pub use error::SimError;
 pub use job::{

@@ -1,7 +1,9 @@
 //! What a replay may change: which dependencies to ignore and how to
 //! rescale GPU durations.
 
-use lumos_graph::{scaled_ns, DepKind, Graph, Task};
+use std::sync::Arc;
+
+use lumos_graph::{scaled_ns, DepKind, Graph, Task, TaskId};
 
 /// How to run a replay. The default replays the graph as built.
 ///
@@ -72,11 +74,15 @@ pub enum GpuSelector {
     Compute,
     /// GPU tasks whose name contains this substring (case-sensitive).
     NameContains(String),
+    /// The GPU tasks whose index is `true` here (indexed like
+    /// [`Graph::tasks`]; tasks past its end are not selected): a set chosen
+    /// by the caller, such as the GEMMs that structure discovery found.
+    Tasks(Arc<[bool]>),
 }
 
 impl GpuSelector {
-    /// True when `task` (named `name`) is selected.
-    pub fn matches(&self, task: &Task, name: &str) -> bool {
+    /// True when `task` (task `id`, named `name`) is selected.
+    pub fn matches(&self, id: TaskId, task: &Task, name: &str) -> bool {
         if !task.kind.is_gpu() {
             return false;
         }
@@ -85,6 +91,7 @@ impl GpuSelector {
             GpuSelector::Comm => task.is_comm(),
             GpuSelector::Compute => !task.is_comm(),
             GpuSelector::NameContains(part) => name.contains(part.as_str()),
+            GpuSelector::Tasks(set) => set.get(id.idx()).copied().unwrap_or(false),
         }
     }
 }
@@ -110,7 +117,8 @@ pub(crate) fn scaled_durations(graph: &Graph, scales: &[DurationScale]) -> Vec<i
     graph
         .tasks
         .iter()
-        .map(|task| {
+        .enumerate()
+        .map(|(i, task)| {
             if !task.kind.is_gpu() {
                 return task.duration_ns;
             }
@@ -123,6 +131,7 @@ pub(crate) fn scaled_durations(graph: &Graph, scales: &[DurationScale]) -> Vec<i
                     GpuSelector::NameContains(_) => {
                         hits.get(task.name.0 as usize).copied().unwrap_or(false)
                     }
+                    GpuSelector::Tasks(set) => set.get(i).copied().unwrap_or(false),
                 };
                 if selected {
                     factor *= scale.factor;

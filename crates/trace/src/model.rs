@@ -326,6 +326,27 @@ pub struct Flow {
     pub ts_ns: i64,
 }
 
+/// A `[memory]` instant event (`profile_memory=True`): one allocation or
+/// free, and the caching allocator's totals after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryEvent {
+    /// Time in ns on the trace's own clock.
+    pub ts_ns: i64,
+    /// `Device Type`: 0 for the CPU, 1 for a CUDA (or HIP) device; -1
+    /// when not recorded.
+    pub device_type: i64,
+    /// `Device Id`: the device's index (-1 for the CPU, or not recorded).
+    pub device_id: i64,
+    /// `Bytes`: allocated (positive) or freed (negative).
+    pub bytes: i64,
+    /// `Total Allocated` after this event, in bytes, when recorded (older
+    /// profilers write only `Bytes`).
+    pub total_allocated: Option<i64>,
+    /// `Total Reserved` (held by the caching allocator) after this event,
+    /// in bytes, when recorded.
+    pub total_reserved: Option<i64>,
+}
+
 /// A `deviceProperties` entry.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Device {
@@ -556,6 +577,10 @@ pub struct Trace {
     pub flows: Vec<Flow>,
     /// Thread and process names.
     pub track_names: Vec<TrackName>,
+    /// `[memory]` instant events, in file order. Like every instant
+    /// event they are not tasks, and are counted in [`Trace::skipped`]
+    /// too.
+    pub memory: Vec<MemoryEvent>,
     /// Number of elements in `traceEvents`.
     pub events_total: u64,
     /// What was not kept, and why.

@@ -22,7 +22,7 @@
 use std::borrow::Cow;
 
 use crate::model::{
-    Category, CollectiveArgs, EventExtra, FlowKind, FlowPhase, RankList, SkipReason,
+    Category, CollectiveArgs, EventExtra, FlowKind, FlowPhase, MemoryEvent, RankList, SkipReason,
 };
 use crate::shapes::InputDims;
 
@@ -124,6 +124,12 @@ pub(crate) enum Parsed {
     },
     /// Other metadata events: neither kept nor counted as skipped.
     Metadata,
+    /// A `[memory]` instant event: kept in [`crate::Trace::memory`], and
+    /// counted as skipped like every instant event (it is not a task).
+    Memory {
+        event: MemoryEvent,
+        cat: Text,
+    },
     /// Not kept; `cat` is the category as written, or `-`.
     Skip {
         cat: Text,
@@ -214,6 +220,10 @@ impl Parsed {
             Parsed::Skip { cat, reason } => Parsed::Skip {
                 cat: own(cat),
                 reason,
+            },
+            Parsed::Memory { event, cat } => Parsed::Memory {
+                event,
+                cat: own(cat),
             },
             Parsed::Repaired { parsed, repairs } => Parsed::Repaired {
                 parsed: Box::new(parsed.into_owned(base)),
@@ -344,8 +354,20 @@ struct RawArgs<'a> {
     input_dims: Option<&'a str>,
     /// Raw JSON text.
     input_type: Option<&'a str>,
+    /// The arguments of `[memory]` instant events.
+    memory: MemoryArgs,
     /// Whether any field that goes to [`EventExtra`] was seen.
     has_extra: bool,
+}
+
+/// `[memory]` event arguments (`profile_memory=True`).
+#[derive(Default)]
+struct MemoryArgs {
+    device_type: Option<i64>,
+    device_id: Option<i64>,
+    bytes: Option<i64>,
+    total_allocated: Option<i64>,
+    total_reserved: Option<i64>,
 }
 
 impl<'a> RawEvent<'a> {
@@ -395,6 +417,15 @@ impl<'a> RawEvent<'a> {
                     pid: PIdent::of(base, pid),
                     tid: PIdent::of(base, tid),
                     ts_ns,
+                };
+            }
+            "i" | "I" if self.name.as_deref() == Some("[memory]") => {
+                return match self.memory_event() {
+                    Some(event) => Parsed::Memory {
+                        event,
+                        cat: label(cat),
+                    },
+                    None => skip(cat, SkipReason::NotATask),
                 };
             }
             "i" | "I" | "C" => return skip(cat, SkipReason::NotATask),
@@ -447,6 +478,23 @@ impl<'a> RawEvent<'a> {
                 .then(|| extra_from(args, input_dims.flatten()))
                 .filter(|e| !e.is_empty())
                 .map(Box::new),
+        })
+    }
+
+    /// A `[memory]` event's allocator state; `None` without a time or a
+    /// byte count.
+    fn memory_event(&self) -> Option<MemoryEvent> {
+        let Some(Micros::Ns(ts_ns)) = self.ts else {
+            return None;
+        };
+        let m = &self.args.memory;
+        Some(MemoryEvent {
+            ts_ns,
+            device_type: m.device_type.unwrap_or(-1),
+            device_id: m.device_id.unwrap_or(-1),
+            bytes: m.bytes?,
+            total_allocated: m.total_allocated,
+            total_reserved: m.total_reserved,
         })
     }
 
@@ -1031,6 +1079,19 @@ impl<'a> Parser<'a> {
                 "Dst Rank" => set(&mut a.dst_rank, p.value()?.int()),
                 "Input Dims" | "Input dims" => set(&mut a.input_dims, p.raw_value()?),
                 "Input type" => set(&mut a.input_type, p.raw_value()?),
+                // `[memory]` arguments: not extras of a complete event.
+                "Device Type" | "Device Id" | "Bytes" | "Total Allocated" | "Total Reserved" => {
+                    let v = p.value()?.int();
+                    let m = &mut a.memory;
+                    *match &*key {
+                        "Device Type" => &mut m.device_type,
+                        "Device Id" => &mut m.device_id,
+                        "Bytes" => &mut m.bytes,
+                        "Total Allocated" => &mut m.total_allocated,
+                        _ => &mut m.total_reserved,
+                    } = v;
+                    false
+                }
                 _ => {
                     p.skip_value()?;
                     false

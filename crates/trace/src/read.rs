@@ -444,6 +444,10 @@ impl Builder {
                 self.trace.track_names.push(TrackName { pid, tid, name });
             }
             Parsed::Metadata => {}
+            Parsed::Memory { event, cat } => {
+                self.trace.memory.push(event);
+                self.skip(cat.bytes(element), SkipReason::NotATask);
+            }
             Parsed::Skip { cat, reason } => self.skip(cat.bytes(element), reason),
             Parsed::Repaired { parsed, repairs } => {
                 self.note_repairs(repairs, Some(self.index));

@@ -56,8 +56,8 @@ pub fn run(a: &DemoArgs, out: &mut dyn Write) -> Result<bool> {
     )?;
     inspect::write_file(out, &report.inspect)?;
     writeln!(out, "\n== replay")?;
-    replay::write_trace(out, &report.replay)?;
+    replay::write_trace(out, &report.replay, 5)?;
     writeln!(out, "\n== what-if: compute kernels 2x faster")?;
-    replay::write_trace(out, &report.what_if)?;
+    replay::write_trace(out, &report.what_if, 5)?;
     Ok(true)
 }

@@ -1,9 +1,12 @@
 //! One module per subcommand: its arguments, its file I/O and the text
 //! form of its reports. The reports themselves come from lumos-report.
 
+pub mod analysis;
 pub mod demo;
+pub mod diff;
 pub mod ingest;
 pub mod inspect;
+pub mod job;
 pub mod predict;
 pub mod replay;
 pub mod report;

@@ -7,16 +7,20 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use lumos_graph::{assemble_with, DepKind, RankInput, Unreadable};
+use lumos_predict::KernelScale;
 use lumos_report::{
-    JobReport, RankScale, ReplayOutput, ReportError, Summary, Timeline, TraceReplay,
+    AnalysisOptions, CriticalPathExport, RankScale, ReplayOutput, ReportError, StepSelection,
+    Summary, Timeline, TraceReplay,
 };
 use lumos_sim::{GpuSelector, SimOptions};
-use lumos_trace::write_gz_atomic;
+use lumos_trace::{write_atomic, write_gz_atomic};
 
+use super::analysis::write_trace_analysis;
+use super::job::{write_job, write_stragglers};
 use super::JobMode;
 use crate::inputs::Loaded;
 use crate::usage::usage;
-use crate::{inputs, output};
+use crate::{inputs, output, progress};
 
 /// `lumos replay` arguments.
 #[derive(clap::Args)]
@@ -34,16 +38,35 @@ pub struct ReplayArgs {
     /// Dependency kinds to drop (ablation), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub deps: Vec<DropDep>,
-    /// Scale GPU task durations by this factor before replay (1e-6 to
-    /// 1e6).
-    #[arg(long, value_parser = crate::usage::factor)]
-    pub scale_kernels: Option<f64>,
-    /// Which GPU tasks --scale-kernels applies to.
+    /// Kernel speed-up, PATTERN=FACTOR (durations multiplied by FACTOR),
+    /// as in `lumos predict`: PATTERN is class:gemm, class:attention,
+    /// class:memory, class:comm, class:compute, or a substring of kernel
+    /// names. Repeatable. A bare FACTOR (every GPU task, or those
+    /// --scale-only / --scale-pattern pick) still works but is deprecated.
+    #[arg(long, value_name = "PATTERN=FACTOR", value_parser = parse_scale_kernels)]
+    pub scale_kernels: Vec<ScaleArg>,
+    /// Deprecated (use --scale-kernels class:compute=F or class:comm=F):
+    /// which GPU tasks a bare --scale-kernels FACTOR applies to.
     #[arg(long, default_value = "all")]
     pub scale_only: ScaleOnly,
-    /// Restrict --scale-kernels to GPU tasks whose name contains this.
+    /// Deprecated (use --scale-kernels NAME=F): restrict a bare
+    /// --scale-kernels FACTOR to GPU tasks whose name contains this.
     #[arg(long)]
     pub scale_pattern: Option<String>,
+    /// Analyse only these steps, comma-separated: positions (0-based, the
+    /// `#` column) `3`, ranges `2..4` (4 excluded) or `2..=4`, or names
+    /// `ProfilerStep#5`.
+    #[arg(long, value_name = "STEPS")]
+    pub steps: Option<StepSelection>,
+    /// Rows of each table (kernels, operators, collectives) in the text
+    /// output; --json has every row.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+    /// Write each trace's critical paths here: <name>.critical.json.gz
+    /// (the replayed timeline with the path of each step marked, for
+    /// Perfetto) and <name>.critical-path.json (every hop).
+    #[arg(long, value_name = "DIR")]
+    pub critical_path: Option<PathBuf>,
     #[command(flatten)]
     pub mode: JobMode,
     /// Multi-rank jobs: scale one rank's GPU compute durations (not its
@@ -84,6 +107,31 @@ pub enum ScaleOnly {
     Comm,
 }
 
+/// One `--scale-kernels` value: `PATTERN=FACTOR`, or the deprecated bare
+/// `FACTOR`.
+#[derive(Clone, Debug)]
+pub enum ScaleArg {
+    /// A bare factor (with --scale-only / --scale-pattern).
+    Factor(f64),
+    /// The predictor's syntax.
+    Pattern(KernelScale),
+}
+
+/// `--scale-kernels PATTERN=FACTOR` or `--scale-kernels FACTOR`: every
+/// check of the value is here.
+fn parse_scale_kernels(s: &str) -> Result<ScaleArg, String> {
+    let Some((_, raw)) = s.rsplit_once('=') else {
+        if s.trim().parse::<f64>().is_err() {
+            return Err(format!("expected PATTERN=FACTOR or FACTOR, got `{s}`"));
+        }
+        return crate::usage::factor(s).map(ScaleArg::Factor);
+    };
+    crate::usage::factor(raw).map_err(|e| format!("factor {e}"))?;
+    s.parse::<KernelScale>()
+        .map(ScaleArg::Pattern)
+        .map_err(|e| e.to_string())
+}
+
 /// `--scale-rank R=FACTOR`.
 fn parse_rank_scale(s: &str) -> Result<RankScale, String> {
     let (r, f) = s
@@ -97,8 +145,9 @@ fn parse_rank_scale(s: &str) -> Result<RankScale, String> {
     Ok(RankScale { rank, factor })
 }
 
-/// The simulator's options for the ablation and scaling flags.
-fn sim_options(a: &ReplayArgs) -> SimOptions {
+/// The simulator's options for the ablation and scaling flags, and the
+/// kernel speed-ups to resolve on each graph.
+fn sim_options(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
     let mut opts = SimOptions::default();
     for d in &a.deps {
         opts = opts.drop_kind(match d {
@@ -107,26 +156,91 @@ fn sim_options(a: &ReplayArgs) -> SimOptions {
             DropDep::NoInterThread => DepKind::InterThread,
         });
     }
-    if let Some(f) = a.scale_kernels {
-        let select = match (&a.scale_pattern, a.scale_only) {
-            (Some(p), _) => GpuSelector::NameContains(p.clone()),
-            (None, ScaleOnly::All) => GpuSelector::All,
-            (None, ScaleOnly::Compute) => GpuSelector::Compute,
-            (None, ScaleOnly::Comm) => GpuSelector::Comm,
-        };
-        opts = opts.scale(select, f);
+    let mut kernels = Vec::new();
+    let mut bare = Vec::new();
+    for s in &a.scale_kernels {
+        match s {
+            ScaleArg::Factor(f) => bare.push(*f),
+            ScaleArg::Pattern(k) => kernels.push(k.clone()),
+        }
     }
-    opts
+    match bare[..] {
+        [] if a.scale_pattern.is_some() || !matches!(a.scale_only, ScaleOnly::All) => {
+            return Err(usage(
+                "--scale-only and --scale-pattern apply to a bare --scale-kernels FACTOR; \
+                 use --scale-kernels PATTERN=FACTOR instead",
+            ))
+        }
+        [] => {}
+        [f] => {
+            let select = match (&a.scale_pattern, a.scale_only) {
+                (Some(p), _) => GpuSelector::NameContains(p.clone()),
+                (None, ScaleOnly::All) => GpuSelector::All,
+                (None, ScaleOnly::Compute) => GpuSelector::Compute,
+                (None, ScaleOnly::Comm) => GpuSelector::Comm,
+            };
+            opts = opts.scale(select, f);
+        }
+        _ => {
+            return Err(usage(
+                "give at most one bare --scale-kernels FACTOR (repeat PATTERN=FACTOR instead)",
+            ))
+        }
+    }
+    Ok((opts, kernels))
+}
+
+/// Replays a compact graph: as a trace is, without step selections or
+/// critical-path exports (they need the trace).
+fn replay_stored(
+    stored: &lumos_store::StoredRank,
+    opts: &SimOptions,
+    kernels: &[KernelScale],
+    a: &ReplayArgs,
+) -> Result<TraceReplay> {
+    if a.steps.is_some() || a.critical_path.is_some() {
+        return Err(usage(format!(
+            "{}: --steps and --critical-path need the trace, not its .lgraph file",
+            stored.facts.path.display()
+        )));
+    }
+    let opts = lumos_report::with_kernel_scales(&stored.graph.graph, opts, kernels);
+    let replayed = lumos_report::replay_stored(stored, &opts)?;
+    if let Some(dir) = &a.out {
+        write_timeline(dir, &replayed.timeline())?;
+    }
+    Ok(replayed.report())
+}
+
+/// The analysis options of the flags.
+fn analysis_options(a: &ReplayArgs) -> AnalysisOptions {
+    AnalysisOptions {
+        steps: a.steps.clone().unwrap_or_default(),
+        ..AnalysisOptions::default()
+    }
+}
+
+/// A step selection a trace cannot satisfy is a usage error.
+fn steps_usage(e: ReportError) -> anyhow::Error {
+    match e {
+        ReportError::Steps { .. } => usage(e),
+        e => e.into(),
+    }
 }
 
 /// Runs `lumos replay`; false when an input could not be read or replayed.
 pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
-    let opts = sim_options(a);
+    let opts = sim_options(a)?;
     let files = inputs::expand(&a.paths)?;
     if a.representatives {
+        if !opts.1.is_empty() {
+            return Err(usage(
+                "--representatives takes a bare --scale-kernels FACTOR, not PATTERN=FACTOR",
+            ));
+        }
         let (r, read_ok) = inputs::load_representatives(&files);
-        let report = lumos_report::replay_representatives(r.reps, &r.groups, &r.peers, &opts)?;
-        write_output(out, &report, a.json)?;
+        let report = lumos_report::replay_representatives(r.reps, &r.groups, &r.peers, &opts.0)?;
+        write_output(out, &report, a)?;
         return Ok(read_ok);
     }
     if a.mode.job {
@@ -148,37 +262,56 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let mut ok = true;
     let mut traces = Vec::new();
     for r in read {
-        match r.and_then(|t| replay_one(&t, &opts, a.out.as_deref())) {
+        match r.and_then(|t| replay_one(&t, &opts, a)) {
             Ok(x) => traces.push(x),
+            Err(e) if crate::usage::is_usage(&e) => return Err(e),
             Err(e) => {
                 output::error(format_args!("{e:#}"));
                 ok = false;
             }
         }
     }
-    write_output(out, &ReplayOutput::of_traces(traces), a.json)?;
+    write_output(out, &ReplayOutput::of_traces(traces), a)?;
     Ok(ok)
 }
 
-/// Replays one trace (or compact graph), writing its timeline into
-/// `out_dir` if given.
-fn replay_one(input: &Loaded, opts: &SimOptions, out_dir: Option<&Path>) -> Result<TraceReplay> {
-    match input {
-        Loaded::Trace(trace) => {
-            let replayed = lumos_report::replay(trace, opts)?;
-            if let Some(dir) = out_dir {
-                write_timeline(dir, &replayed.timeline())?;
-            }
-            Ok(replayed.report())
-        }
-        Loaded::Stored(stored) => {
-            let replayed = lumos_report::replay_stored(stored, opts)?;
-            if let Some(dir) = out_dir {
-                write_timeline(dir, &replayed.timeline())?;
-            }
-            Ok(replayed.report())
-        }
+/// Replays one trace (or compact graph), writing its timeline and critical
+/// paths where the flags ask.
+fn replay_one(
+    input: &Loaded,
+    (opts, kernels): &(SimOptions, Vec<KernelScale>),
+    a: &ReplayArgs,
+) -> Result<TraceReplay> {
+    let trace = match input {
+        Loaded::Trace(trace) => trace,
+        Loaded::Stored(stored) => return replay_stored(stored, opts, kernels, a),
+    };
+    let bar = progress::spinner(&format!("replaying {}", trace.path.display()));
+    let replayed = lumos_report::replay_scaled(trace, opts, kernels)?;
+    let analysis = analysis_options(a);
+    let report = replayed.report_with(&analysis).map_err(steps_usage)?;
+    if let Some(dir) = &a.out {
+        write_timeline(dir, &replayed.timeline())?;
     }
+    if let Some(dir) = &a.critical_path {
+        let paths = replayed.critical_paths(&analysis).map_err(steps_usage)?;
+        write_timeline(dir, &replayed.timeline().with_critical_path(&paths))?;
+        let name = replayed
+            .timeline()
+            .file_name()
+            .replace(".replayed.json.gz", ".critical-path.json");
+        let export = CriticalPathExport {
+            trace: &report.path,
+            paths: &paths,
+        };
+        let path = dir.join(name);
+        write_atomic(&path, |w| {
+            serde_json::to_writer_pretty(&mut *w, &export).map_err(std::io::Error::from)?;
+            w.write_all(b"\n")
+        })?;
+    }
+    bar.finish_and_clear();
+    Ok(report)
 }
 
 /// `lumos replay` on a job: one joint replay, per-rank tables, then the
@@ -188,14 +321,22 @@ fn run_job(
     a: &ReplayArgs,
     ranks: Vec<RankInput>,
     unreadable: Vec<Unreadable>,
-    opts: &SimOptions,
+    (opts, kernels): &(SimOptions, Vec<KernelScale>),
     out: &mut dyn Write,
 ) -> Result<bool> {
+    if a.critical_path.is_some() {
+        return Err(usage(
+            "--critical-path needs traces replayed one by one (add --per-trace); \
+             a job's critical path across ranks is in its report",
+        ));
+    }
     let read_ok = unreadable.is_empty();
     let job = assemble_with(ranks, unreadable)?;
     let all_in = report_left_out(&job);
-    let replayed = lumos_report::replay_jointly(&job, opts, &a.scale_rank, a.scale_rank_cpu)
-        .map_err(|e| match e {
+    let bar = progress::spinner(&format!("replaying {} ranks together", job.ranks.len()));
+    let replayed =
+        lumos_report::replay_jointly_scaled(&job, opts, kernels, &a.scale_rank, a.scale_rank_cpu)
+            .map_err(|e| match e {
             // A rank the command line named: a usage error, naming the flag.
             ReportError::RankNotInJob { rank, .. } => {
                 let factor = a.scale_rank.iter().find(|s| s.rank == rank);
@@ -206,12 +347,16 @@ fn run_job(
             }
             e => e.into(),
         })?;
+    let report = replayed
+        .report_with(&analysis_options(a))
+        .map_err(steps_usage)?;
     if let Some(dir) = &a.out {
         for t in replayed.timelines() {
             write_timeline(dir, &t)?;
         }
     }
-    write_output(out, &replayed.report(), a.json)?;
+    bar.finish_and_clear();
+    write_output(out, &report, a)?;
     Ok(read_ok && all_in)
 }
 
@@ -233,12 +378,16 @@ pub fn write_timeline(dir: &Path, timeline: &Timeline) -> Result<()> {
     Ok(())
 }
 
-fn write_output(out: &mut dyn Write, r: &ReplayOutput, json: bool) -> Result<()> {
-    if json {
+fn write_output(out: &mut dyn Write, r: &ReplayOutput, a: &ReplayArgs) -> Result<()> {
+    if a.json {
         return output::json_sorted(out, r);
     }
+    // A job: who waited for whom first, then each rank, then the rest.
+    if let Some(job) = &r.job {
+        write_stragglers(out, job)?;
+    }
     for t in &r.traces {
-        write_trace(out, t)?;
+        write_trace(out, t, a.top)?;
     }
     if let Some(job) = &r.job {
         write_job(out, job)?;
@@ -297,8 +446,9 @@ fn write_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<()> 
     }
 }
 
-/// The text form of one trace's replay.
-pub fn write_trace(out: &mut dyn Write, t: &TraceReplay) -> std::io::Result<()> {
+/// The text form of one trace's replay, with the analyses (`top` rows per
+/// table).
+pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io::Result<()> {
     writeln!(out, "{} (rank {}, {} tasks)", t.path, t.rank, t.tasks)?;
     writeln!(
         out,
@@ -360,6 +510,7 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay) -> std::io::Result<()> 
             )?;
         }
     }
+    write_trace_analysis(out, &t.analysis, top)?;
     if t.flagged {
         writeln!(
             out,
@@ -368,133 +519,6 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay) -> std::io::Result<()> 
     }
     for w in &t.warnings {
         writeln!(out, "  warning: {w}")?;
-    }
-    Ok(())
-}
-
-/// Most collectives printed in the per-collective table; the JSON has all.
-const MAX_COLLECTIVE_ROWS: usize = 40;
-
-/// The text form of a job's joint replay: identities, then steps, waiting,
-/// collectives and the critical path.
-fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
-    writeln!(out)?;
-    super::inspect::write_job(out, r)?;
-    for w in &r.what_if {
-        writeln!(out, "  what-if: {w}")?;
-    }
-    if let Some(steps) = &r.steps {
-        writeln!(
-            out,
-            "  {:<18} {:>12} {:>12} {:>8}   slowest rank (measured / replayed)",
-            "job step", "measured ms", "replayed ms", "error"
-        )?;
-        for s in steps {
-            writeln!(
-                out,
-                "  {:<18} {:>12.3} {:>12.3} {:>7.2}%   {} / {}",
-                s.name,
-                s.measured_us / 1e3,
-                s.replayed_us / 1e3,
-                s.error_pct,
-                s.slowest_rank_measured,
-                s.slowest_rank_replayed
-            )?;
-        }
-    }
-    if let Some(waiting) = &r.waiting {
-        writeln!(
-            out,
-            "  waiting for peers, per rank (ms, measured / replayed)"
-        )?;
-        writeln!(
-            out,
-            "    {:>4} {:>19} {:>22} {:>12}",
-            "rank", "waited", "kept others waiting", "last to arrive"
-        )?;
-        for w in waiting {
-            writeln!(
-                out,
-                "    {:>4} {:>9.3} / {:<9.3} {:>10.3} / {:<10.3} {:>5} / {:<5}",
-                w.rank,
-                w.measured.wait_us / 1e3,
-                w.replayed.wait_us / 1e3,
-                w.measured.caused_us / 1e3,
-                w.replayed.caused_us / 1e3,
-                w.measured.last_arrivals,
-                w.replayed.last_arrivals
-            )?;
-        }
-    }
-    if let Some(cols) = &r.collectives {
-        write_collectives(out, cols)?;
-    }
-    if let Some(cp) = &r.critical_path {
-        let ranks: Vec<String> = cp
-            .per_rank_us
-            .iter()
-            .map(|t| format!("rank {} {:.2} ms", t.rank, t.us / 1e3))
-            .collect();
-        writeln!(
-            out,
-            "  critical path from rank {} ({} rank changes): {}",
-            cp.from_rank,
-            cp.rank_changes,
-            ranks.join(", ")
-        )?;
-    }
-    Ok(())
-}
-
-/// The per-collective table: at most [`MAX_COLLECTIVE_ROWS`], those with
-/// the largest replayed skew.
-fn write_collectives(
-    out: &mut dyn Write,
-    cols: &[lumos_report::CollectiveReport],
-) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "  per collective (replayed; measured in brackets): last rank, skew, transfer median, end spread"
-    )?;
-    let mut order: Vec<usize> = (0..cols.len()).collect();
-    if cols.len() > MAX_COLLECTIVE_ROWS {
-        // Show the ones with the most waiting.
-        order.sort_by(|&a, &b| {
-            cols[b]
-                .replayed
-                .skew_us
-                .total_cmp(&cols[a].replayed.skew_us)
-        });
-        order.truncate(MAX_COLLECTIVE_ROWS);
-        order.sort_unstable();
-        writeln!(
-            out,
-            "    ({} of {} with the largest skew)",
-            MAX_COLLECTIVE_ROWS,
-            cols.len()
-        )?;
-    }
-    let median = |v: &[f64]| {
-        let mut s = v.to_vec();
-        s.sort_by(f64::total_cmp);
-        s.get(s.len() / 2).copied().unwrap_or(0.0)
-    };
-    for &i in &order {
-        let c = &cols[i];
-        writeln!(
-            out,
-            "    {:<22} {:>10}  rank {:>3} [{:>3}]  skew {:>8.3} ms [{:>8.3}]  transfer {:>8.1} us [{:>8.1}]  end spread {:>6.1} us [{:>6.1}]",
-            c.label,
-            c.bytes.map_or("-".into(), |b| format!("{b} B")),
-            c.replayed.last_rank,
-            c.measured.last_rank,
-            c.replayed.skew_us / 1e3,
-            c.measured.skew_us / 1e3,
-            median(&c.replayed.transfer_us),
-            median(&c.measured.transfer_us),
-            c.replayed.end_spread_us,
-            c.measured.end_spread_us
-        )?;
     }
     Ok(())
 }

@@ -316,6 +316,13 @@ pub fn discover_with_hint(
     s
 }
 
+/// The work class of each task of `graph` from its names and shapes alone
+/// (no structure discovery): communication tasks are not told apart here
+/// and read as [`WorkClass::Memory`].
+pub(crate) fn work_classes(graph: &Graph) -> Vec<WorkClass> {
+    work::work_classes(graph)
+}
+
 /// One line of evidence for the report.
 fn finding(what: &str, value: String, confidence: Confidence, evidence: String) -> Finding {
     Finding {

@@ -16,7 +16,10 @@ use serde::Serialize;
 use crate::replay::BoundShare;
 use crate::units::us;
 
-pub use replay::{replay_job, replay_jointly, slowest_rank_steps, JobReplayed, RankScale, Slowest};
+pub use replay::{
+    replay_job, replay_jointly, replay_jointly_scaled, slowest_rank_steps, JobReplayed, RankScale,
+    Slowest,
+};
 pub use representatives::{
     replay_representatives, ProgramGroupReport, RepresentativesReport, StepSpread,
 };

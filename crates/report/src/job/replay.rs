@@ -14,10 +14,14 @@ use super::{
     job_report, CollectiveReport, JobPathReport, JobStep, RankTime, RankWaitReport,
     RendezvousReport, WaitUs,
 };
-use crate::replay::{compare, critical_path_report, CriticalPath, ReplayOutput, TraceInfo};
+use crate::analysis::{step_names, trace_analysis, AnalysisInputs, AnalysisOptions};
+use crate::replay::{
+    compare_with, critical_path_report, with_kernel_scales, CriticalPath, ReplayOutput, TraceInfo,
+};
 use crate::timeline::{Timeline, TimelineSource};
 use crate::units::{err_pct, us};
 use crate::ReportError;
+use lumos_predict::KernelScale;
 
 /// A what-if for one rank of a job: its GPU compute durations (not its
 /// communication) multiplied by `factor`.
@@ -57,7 +61,20 @@ pub fn replay_jointly<'j>(
     scales: &[RankScale],
     scale_cpu: bool,
 ) -> Result<JobReplayed<'j>, ReportError> {
+    replay_jointly_scaled(job, opts, &[], scales, scale_cpu)
+}
+
+/// [`replay_jointly`] with the kernel speed-ups `kernels` (the predictor's
+/// syntax) resolved on the merged graph and applied on every rank.
+pub fn replay_jointly_scaled<'j>(
+    job: &'j Job,
+    opts: &SimOptions,
+    kernels: &[KernelScale],
+    scales: &[RankScale],
+    scale_cpu: bool,
+) -> Result<JobReplayed<'j>, ReportError> {
     let (mut graph, measured, merge_warnings) = merge(&job.graphs, &job.matching, &job.clock);
+    let opts = &with_kernel_scales(&graph.graph, opts, kernels);
     let mut what_if = Vec::new();
     for s in scales {
         let Some(pos) = job.position(s.rank) else {
@@ -175,8 +192,38 @@ impl<'j> JobReplayed<'j> {
     }
 
     /// Every rank compared with its measurement, their summary, and the
-    /// job report.
+    /// job report; every step analysed.
     pub fn report(&self) -> ReplayOutput {
+        let all: Vec<Vec<usize>> = self
+            .job
+            .graphs
+            .iter()
+            .map(|g| (0..g.graph.steps.len()).collect())
+            .collect();
+        self.report_on(&all, &AnalysisOptions::default())
+    }
+
+    /// [`JobReplayed::report`] with each rank's analyses over the steps
+    /// `opts` selects; an error names a rank that lacks one of them.
+    pub fn report_with(&self, opts: &AnalysisOptions) -> Result<ReplayOutput, ReportError> {
+        let positions = self
+            .job
+            .graphs
+            .iter()
+            .zip(&self.job.ranks)
+            .map(|(g, meta)| {
+                opts.steps
+                    .resolve(&step_names(&g.graph))
+                    .map_err(|problem| ReportError::Steps {
+                        path: meta.path.display().to_string(),
+                        problem,
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.report_on(&positions, opts))
+    }
+
+    fn report_on(&self, positions: &[Vec<usize>], opts: &AnalysisOptions) -> ReplayOutput {
         let job = self.job;
         let mut traces = Vec::with_capacity(job.ranks.len());
         let mut measured_steps = Vec::with_capacity(job.ranks.len());
@@ -196,7 +243,19 @@ impl<'j> JobReplayed<'j> {
                 &meta.warnings,
                 &job.reports[pos],
             );
-            traces.push(compare(info, g, m, &times, self.rank_critical_path(pos)));
+            let analysis = trace_analysis(
+                g,
+                m,
+                &times,
+                &positions[pos],
+                opts,
+                AnalysisInputs {
+                    memory: None,
+                    schedule: None,
+                },
+            );
+            let path = self.rank_critical_path(pos);
+            traces.push(compare_with(info, g, m, &times, path, analysis));
         }
         let mut report = job_report(job);
         report.warnings.extend(self.merge_warnings.iter().cloned());

@@ -1,7 +1,10 @@
 //! Critical path walks and their summaries.
 
 use lumos_graph::{DepKind, TaskKind, WaitTarget};
-use lumos_sim::{critical_path, critical_path_hops, critical_path_summary, BoundKind, BoundTotal};
+use lumos_sim::{
+    critical_path, critical_path_hops, critical_path_hops_since, critical_path_summary, timed_hops,
+    BoundKind, BoundTotal,
+};
 
 use crate::builder::Builder;
 
@@ -83,4 +86,26 @@ fn path_through_a_blocking_copy_visits_the_call_twice() {
         summary.top_tasks,
         vec![(copy, 200), (before, 10), (memcpy, 6), (after, 1)]
     );
+}
+
+#[test]
+fn a_path_cut_at_a_time_keeps_the_hops_after_it_and_the_one_across_it() {
+    let mut b = Builder::new();
+    let (t, st) = (b.thread(), b.stream(0));
+    let c1 = b.call(t, 5);
+    let c2 = b.call(t, 5);
+    let k1 = b.kernel(st, 100);
+    let k2 = b.kernel(st, 100);
+    b.launch(c1, k1, 2);
+    b.launch(c2, k2, 2);
+    let s = b.run();
+    let whole = critical_path_hops(&b.graph, &s, k2);
+    assert_eq!(critical_path_hops_since(&b.graph, &s, k2, i64::MIN), whole);
+    // k1 runs from 2 to 102, k2 from 102: a cut at 50 keeps k1 (across it).
+    let cut = critical_path_hops_since(&b.graph, &s, k2, 50);
+    assert_eq!(cut.iter().map(|h| h.task).collect::<Vec<_>>(), vec![k1, k2]);
+    let timed = timed_hops(&b.graph, &s, &whole);
+    let spans: Vec<_> = timed.iter().map(|h| (h.at_ns, h.anchor_ns)).collect();
+    // The launch only needs c1 to have started: c1's anchor is its start.
+    assert_eq!(spans, vec![(0, 0), (2, 102), (102, 202)]);
 }

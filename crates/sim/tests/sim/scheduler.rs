@@ -327,6 +327,14 @@ fn duration_scaling_selects_gpu_tasks() {
     // CPU tasks never match, even by name.
     let cpu_name = SimOptions::default().scale(GpuSelector::NameContains("op".into()), 9.0);
     assert_eq!(dur(cpu_name), [100, 100, 100]);
+    // A set chosen by the caller: GPU tasks only, missing indices unselected.
+    let mut set = vec![false; 3];
+    set[cpu.idx()] = true;
+    set[nccl.idx()] = true;
+    let tasks = SimOptions::default().scale(GpuSelector::Tasks(set.into()), 2.0);
+    assert_eq!(dur(tasks), [100, 100, 200]);
+    let short = SimOptions::default().scale(GpuSelector::Tasks(vec![].into()), 2.0);
+    assert_eq!(dur(short), [100, 100, 100]);
 }
 
 #[test]

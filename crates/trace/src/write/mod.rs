@@ -310,10 +310,25 @@ impl<W: Write> KinetoWriter<W> {
         ts_ns: i64,
         dur_ns: i64,
     ) -> Fields<'_> {
+        self.complete_in(category.as_str(), name, pid, tid, ts_ns, dur_ns)
+    }
+
+    /// A complete event of a category that is not Kineto's (a viewer's
+    /// annotation track, say): the reader leaves such events out, counted
+    /// as an unknown category, so a trace with them reads as one without.
+    pub fn complete_in(
+        &mut self,
+        category: &str,
+        name: &str,
+        pid: i64,
+        tid: i64,
+        ts_ns: i64,
+        dur_ns: i64,
+    ) -> Fields<'_> {
         let buf = self.event();
-        buf.extend_from_slice(b"{\"ph\":\"X\",\"cat\":\"");
-        buf.extend_from_slice(category.as_str().as_bytes());
-        buf.extend_from_slice(b"\",\"name\":");
+        buf.extend_from_slice(b"{\"ph\":\"X\",\"cat\":");
+        push_str(buf, category);
+        buf.extend_from_slice(b",\"name\":");
         push_str(buf, name);
         buf.extend_from_slice(b",\"pid\":");
         push_i64(buf, pid);
@@ -354,6 +369,44 @@ impl<W: Write> KinetoWriter<W> {
             FlowKind::Launch => b",\"cat\":\"ac2g\",\"name\":\"ac2g\"",
             FlowKind::FwdBwd => b",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\"",
         });
+        if phase == FlowPhase::End {
+            buf.extend_from_slice(b",\"bp\":\"e\"");
+        }
+        buf.push(b'}');
+    }
+
+    /// A flow event of a category that is not a launch or forward-backward
+    /// flow (an arrow drawn for a viewer): `phase` [`FlowPhase::Start`]
+    /// binds to the slice enclosing `ts_ns` on `pid`/`tid`, `End` to the
+    /// slice enclosing it there (`bp: "e"`). The reader leaves such flows
+    /// out.
+    #[allow(clippy::too_many_arguments)] // one per field of the event
+    pub fn flow_in(
+        &mut self,
+        category: &str,
+        name: &str,
+        phase: FlowPhase,
+        id: u64,
+        pid: i64,
+        tid: i64,
+        ts_ns: i64,
+    ) {
+        let buf = self.event();
+        buf.extend_from_slice(match phase {
+            FlowPhase::Start => b"{\"ph\":\"s\",\"id\":",
+            FlowPhase::End => b"{\"ph\":\"f\",\"id\":",
+        });
+        push_u64(buf, id);
+        buf.extend_from_slice(b",\"pid\":");
+        push_i64(buf, pid);
+        buf.extend_from_slice(b",\"tid\":");
+        push_i64(buf, tid);
+        buf.extend_from_slice(b",\"ts\":");
+        push_us(buf, ts_ns);
+        buf.extend_from_slice(b",\"cat\":");
+        push_str(buf, category);
+        buf.extend_from_slice(b",\"name\":");
+        push_str(buf, name);
         if phase == FlowPhase::End {
             buf.extend_from_slice(b",\"bp\":\"e\"");
         }

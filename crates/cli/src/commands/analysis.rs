@@ -1,0 +1,219 @@
+//! The text form of the analyses (lumos-report's `Analyses`): per-step
+//! breakdown, top kernels and operators, collectives, memory and the
+//! critical path per step. Shared by `replay` and `predict`.
+
+use std::io::{self, Write};
+
+use lumos_report::{Analyses, MemoryReport, StepAnalysis, StepCriticalPath, TraceAnalysis};
+
+/// `name` cut to `n` characters, with an ellipsis when cut.
+pub fn short(name: &str, n: usize) -> String {
+    if name.chars().count() <= n {
+        return name.to_owned();
+    }
+    let mut s: String = name.chars().take(n.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// The measured analyses of a trace and its replay's critical paths.
+pub fn write_trace_analysis(out: &mut dyn Write, a: &TraceAnalysis, top: usize) -> io::Result<()> {
+    write_analyses(out, &a.measured, "measured", top)?;
+    if let Some(m) = &a.memory {
+        write_memory(out, m)?;
+    }
+    write_paths(out, &a.critical_path)
+}
+
+/// Per step, kernels, operators and collectives of one run (`what`:
+/// measured, predicted).
+pub fn write_analyses(out: &mut dyn Write, a: &Analyses, what: &str, top: usize) -> io::Result<()> {
+    write_steps(out, a, what)?;
+    write_kernels(out, a, top)?;
+    write_operators(out, a, top)?;
+    write_collectives(out, a, top)
+}
+
+fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> {
+    writeln!(
+        out,
+        "  per step ({what}, % of step)     #   step ms  compute  overlap     comm     idle | comm hidden  idle ms: host wait  kernel gaps   other"
+    )?;
+    let total = (a.steps.len() > 1).then_some(&a.total);
+    for s in a.steps.iter().chain(total) {
+        write_step(out, s)?;
+    }
+    Ok(())
+}
+
+fn write_step(out: &mut dyn Write, s: &StepAnalysis) -> io::Result<()> {
+    let pct = |p: Option<f64>| p.map_or("-".to_owned(), |p| format!("{p:.1}%"));
+    writeln!(
+        out,
+        "    {:<26} {:>3} {:>9.3} {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}% | {:>11} {:>19.3} {:>12.3} {:>7.3}",
+        short(&s.step, 26),
+        s.index.map_or(String::new(), |i| i.to_string()),
+        s.span_us / 1e3,
+        s.exposed_compute_pct,
+        s.overlapped_pct,
+        s.exposed_comm_pct,
+        s.idle_pct,
+        pct(s.overlap_pct),
+        s.idle_host_wait_us / 1e3,
+        s.idle_kernel_gap_us / 1e3,
+        s.idle_other_us / 1e3
+    )
+}
+
+fn write_kernels(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
+    if a.kernels.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  top GPU tasks ({} of {})                                          total ms    count    mean us   share",
+        top.min(a.kernels.len()),
+        a.kernels.len()
+    )?;
+    for k in a.kernels.iter().take(top) {
+        writeln!(
+            out,
+            "    {:<62} {:>9.3} {:>8} {:>10.2} {:>6.1}%",
+            short(&k.name, 62),
+            k.total_us / 1e3,
+            k.count,
+            k.mean_us,
+            k.share_pct
+        )?;
+    }
+    Ok(())
+}
+
+fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
+    if a.operators.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  GPU time by launching operator ({} of {})          total ms  GPU tasks   share   top kernel",
+        top.min(a.operators.len()),
+        a.operators.len()
+    )?;
+    for o in a.operators.iter().take(top) {
+        writeln!(
+            out,
+            "    {:<42} {:>11.3} {:>10} {:>6.1}%   {}",
+            short(&o.operator, 42),
+            o.total_us / 1e3,
+            o.gpu_tasks,
+            o.share_pct,
+            short(&o.top_kernel, 50)
+        )?;
+    }
+    Ok(())
+}
+
+fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
+    if a.collectives.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  collectives                   group      ranks  algorithm   calls   total ms    mean us   algbw GB/s  busbw GB/s"
+    )?;
+    let gbps = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
+    for c in a.collectives.iter().take(top) {
+        let algo = match (&c.algorithm, &c.protocol) {
+            (Some(a), Some(p)) => format!("{a}/{p}"),
+            (Some(a), None) => a.clone(),
+            _ => "-".into(),
+        };
+        writeln!(
+            out,
+            "    {:<25} {:<10} {:>5}  {:<10} {:>6} {:>10.3} {:>10.1} {:>12} {:>11}",
+            short(&c.collective, 25),
+            short(c.process_group.as_deref().unwrap_or("-"), 10),
+            c.group_size.map_or("-".into(), |n| n.to_string()),
+            algo,
+            c.count,
+            c.total_us / 1e3,
+            c.mean_us,
+            gbps(c.algbw_gbps),
+            gbps(c.busbw_gbps)
+        )?;
+    }
+    Ok(())
+}
+
+/// Bytes as GiB with two decimals, `-` when unknown.
+fn gib(b: Option<i64>) -> String {
+    b.map_or("-".into(), |b| {
+        format!("{:.2}", b as f64 / (1u64 << 30) as f64)
+    })
+}
+
+fn write_memory(out: &mut dyn Write, m: &MemoryReport) -> io::Result<()> {
+    for d in &m.devices {
+        writeln!(
+            out,
+            "  memory, GPU {} ({} events, {}): peak allocated {} GiB, reserved {} GiB",
+            d.device,
+            d.events,
+            if d.source == "bytes_sum" {
+                "allocated summed from the trace's start"
+            } else {
+                "allocator totals"
+            },
+            gib(d.peak_allocated_bytes),
+            gib(d.peak_reserved_bytes)
+        )?;
+        for s in m.steps.iter().filter(|s| s.device == d.device) {
+            writeln!(
+                out,
+                "    {:<26} peak allocated {:>7} GiB  reserved {:>7} GiB  allocated {:>8.2} GiB in {} allocations",
+                short(&s.step, 26),
+                gib(s.peak_allocated_bytes),
+                gib(s.peak_reserved_bytes),
+                s.allocated_bytes as f64 / (1u64 << 30) as f64,
+                s.allocations
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `cpu_bound` as a person writes it.
+pub fn verdict(v: &str) -> &str {
+    match v {
+        "cpu_bound" => "CPU-bound",
+        "gpu_bound" => "GPU-bound",
+        "communication_bound" => "communication-bound",
+        other => other,
+    }
+}
+
+fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "  critical path per step (replayed)")?;
+    for p in paths {
+        let ops: Vec<String> = p
+            .top_operators
+            .iter()
+            .take(3)
+            .map(|o| format!("{} {:.1}%", short(&o.operator, 40), o.pct))
+            .collect();
+        writeln!(
+            out,
+            "    {:<26} {:<20} CPU {:>5.1}%  GPU {:>5.1}%  comm {:>5.1}%   most on it: {}",
+            short(&p.step, 26),
+            verdict(p.verdict),
+            p.cpu_pct,
+            p.gpu_compute_pct,
+            p.communication_pct,
+            ops.join(", ")
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! `lumos diff A B`: two runs compared, per step, per operator and per
+//! kernel (lumos-report's `diff`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use lumos_report::{diff, DiffInput, DiffOptions, DiffReport, RowDiff, StepSelection};
+
+use super::analysis::short;
+use crate::inputs::Loaded;
+use crate::usage::usage;
+use crate::{inputs, output, progress};
+
+/// `lumos diff` arguments.
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    /// Run A: a trace file (a capture, or a timeline written by `replay
+    /// --out` or `predict --out`).
+    pub a: PathBuf,
+    /// Run B, compared with A.
+    pub b: PathBuf,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Compare only these steps of each run (as `replay --steps`): steps
+    /// are matched by their position in the selection.
+    #[arg(long, value_name = "STEPS")]
+    pub steps: Option<StepSelection>,
+    /// A change of less than this many us per step is no change.
+    #[arg(long, default_value_t = 10.0, value_name = "US")]
+    pub min_change_us: f64,
+    /// A change of less than this % of A's time is no change.
+    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    pub min_change_pct: f64,
+    /// Rows of the operator and kernel tables in the text output; --json
+    /// has every change.
+    #[arg(long, default_value_t = 15, value_name = "N")]
+    pub top: usize,
+}
+
+/// The trace of an input: a diff compares operators and kernels by name,
+/// which an `.lgraph` file does not keep apart from the graph.
+fn trace_of(l: Loaded) -> Result<lumos_trace::Trace> {
+    match l {
+        Loaded::Trace(t) => Ok(t),
+        Loaded::Stored(s) => Err(usage(format!(
+            "{}: lumos diff needs traces, not .lgraph files",
+            s.facts.path.display()
+        ))),
+    }
+}
+
+/// Runs `lumos diff`.
+pub fn run(a: &DiffArgs, out: &mut dyn Write) -> Result<bool> {
+    for (flag, v) in [
+        ("--min-change-us", a.min_change_us),
+        ("--min-change-pct", a.min_change_pct),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(usage(format!("{flag} must be a number >= 0, got {v}")));
+        }
+    }
+    let opts = DiffOptions {
+        steps: a.steps.clone().unwrap_or_default(),
+        min_change_ns: (a.min_change_us * 1e3).round() as i64,
+        min_change_pct: a.min_change_pct,
+    };
+    let mut read = inputs::read_all(&[a.a.clone(), a.b.clone()]).into_iter();
+    let (ta, tb) = match (read.next(), read.next()) {
+        (Some(x), Some(y)) => (trace_of(x?)?, trace_of(y?)?),
+        _ => anyhow::bail!("diff needs two traces"),
+    };
+    let bar = progress::spinner("building both graphs");
+    let (ia, ib) = rayon::join(|| DiffInput::of(&ta), || DiffInput::of(&tb));
+    drop((ta, tb));
+    let report = diff(&ia, &ib, &opts).map_err(|e| match e {
+        lumos_report::ReportError::Steps { .. } => usage(e),
+        e => e.into(),
+    })?;
+    bar.finish_and_clear();
+    if a.json {
+        output::json(out, &report)?;
+    } else {
+        write_human(out, &report, a.top)?;
+    }
+    Ok(true)
+}
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.prec$}"))
+}
+
+fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Result<()> {
+    let change = if r.a.mean_step_us > 0.0 {
+        (r.b.mean_step_us - r.a.mean_step_us) / r.a.mean_step_us * 100.0
+    } else {
+        0.0
+    };
+    writeln!(
+        out,
+        "A: {} ({} steps, mean {:.3} ms)",
+        r.a.path,
+        r.a.steps,
+        r.a.mean_step_us / 1e3
+    )?;
+    writeln!(
+        out,
+        "B: {} ({} steps, mean {:.3} ms)",
+        r.b.path,
+        r.b.steps,
+        r.b.mean_step_us / 1e3
+    )?;
+    writeln!(
+        out,
+        "mean step {:+.2}%; changes count from {} us and {}% per step",
+        change, r.min_change_us, r.min_change_pct
+    )?;
+    writeln!(
+        out,
+        "  {:>3} {:<22} {:<22} {:>11} {:>11} {:>11} {:>8}  status",
+        "#", "step A", "step B", "A ms", "B ms", "change ms", "change"
+    )?;
+    for s in &r.steps {
+        writeln!(
+            out,
+            "  {:>3} {:<22} {:<22} {:>11} {:>11} {:>11} {:>7}%  {}",
+            s.position,
+            short(s.a_step.as_deref().unwrap_or("-"), 22),
+            short(s.b_step.as_deref().unwrap_or("-"), 22),
+            opt(s.a_us.map(|v| v / 1e3), 3),
+            opt(s.b_us.map(|v| v / 1e3), 3),
+            opt(s.delta_us.map(|v| v / 1e3), 3),
+            opt(s.delta_pct, 2),
+            s.status
+        )?;
+    }
+    writeln!(
+        out,
+        "  per step (ms)          {:>11} {:>11} {:>11} {:>8}",
+        "A", "B", "change", ""
+    )?;
+    for m in &r.breakdown {
+        writeln!(
+            out,
+            "    {:<20} {:>11.3} {:>11.3} {:>+11.3} {:>7}%",
+            m.metric,
+            m.a_us / 1e3,
+            m.b_us / 1e3,
+            m.delta_us / 1e3,
+            opt(m.delta_pct, 1)
+        )?;
+    }
+    let by = if r.by_shape {
+        "name and shapes"
+    } else {
+        "name"
+    };
+    write_rows(
+        out,
+        &format!("operators (CPU tasks, by {by})"),
+        &r.operators,
+        r.unchanged_operators,
+        top,
+    )?;
+    write_rows(
+        out,
+        "GPU tasks (by name)",
+        &r.kernels,
+        r.unchanged_kernels,
+        top,
+    )
+}
+
+fn write_rows(
+    out: &mut dyn Write,
+    what: &str,
+    rows: &[RowDiff],
+    unchanged: usize,
+    top: usize,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  {what}: {} changed, {unchanged} unchanged; most impact first (per step)",
+        rows.len()
+    )?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "    {:<8} {:<60} {:>10} {:>10} {:>10} {:>8} {:>15}",
+        "", "name", "A ms", "B ms", "change ms", "change", "count A / B"
+    )?;
+    for d in rows.iter().take(top) {
+        let name = match &d.shape {
+            Some(s) => format!("{} [{s}]", d.name),
+            None => d.name.clone(),
+        };
+        writeln!(
+            out,
+            "    {:<8} {:<60} {:>10.3} {:>10.3} {:>+10.3} {:>7}% {:>7.1} / {:<7.1}",
+            d.status,
+            short(&name, 60),
+            d.a_us / 1e3,
+            d.b_us / 1e3,
+            d.delta_us / 1e3,
+            opt(d.delta_pct, 1),
+            d.a_count,
+            d.b_count
+        )?;
+    }
+    if rows.len() > top {
+        writeln!(
+            out,
+            "    ... {} more (--top, or --json for all)",
+            rows.len() - top
+        )?;
+    }
+    Ok(())
+}

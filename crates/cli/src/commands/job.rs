@@ -1,0 +1,160 @@
+//! The text form of a job's joint replay: the straggler summary (printed
+//! before the ranks' tables) and the rest of the job report (after them).
+
+use std::io::Write;
+
+use lumos_report::JobReport;
+
+/// Who the job waited for: per step the slowest rank, the rank that kept
+/// the others waiting longest, and every rank's waiting.
+pub fn write_stragglers(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "job: {} ranks; stragglers (measured / replayed)",
+        r.ranks.len()
+    )?;
+    if let Some(w) = r.waiting.as_deref().and_then(|w| {
+        w.iter()
+            .max_by(|a, b| a.measured.caused_us.total_cmp(&b.measured.caused_us))
+    }) {
+        if w.measured.caused_us > 0.0 {
+            writeln!(
+                out,
+                "  rank {} kept the others waiting longest: {:.3} / {:.3} ms, last to arrive at {} / {} collectives",
+                w.rank,
+                w.measured.caused_us / 1e3,
+                w.replayed.caused_us / 1e3,
+                w.measured.last_arrivals,
+                w.replayed.last_arrivals
+            )?;
+        }
+    }
+    if let Some(steps) = &r.steps {
+        writeln!(
+            out,
+            "  {:<18} {:>12} {:>12} {:>8}   slowest rank (measured / replayed)",
+            "job step", "measured ms", "replayed ms", "error"
+        )?;
+        for s in steps {
+            writeln!(
+                out,
+                "  {:<18} {:>12.3} {:>12.3} {:>7.2}%   {} / {}",
+                s.name,
+                s.measured_us / 1e3,
+                s.replayed_us / 1e3,
+                s.error_pct,
+                s.slowest_rank_measured,
+                s.slowest_rank_replayed
+            )?;
+        }
+    }
+    if let Some(waiting) = &r.waiting {
+        writeln!(
+            out,
+            "  waiting for peers, per rank (ms, measured / replayed)"
+        )?;
+        writeln!(
+            out,
+            "    {:>4} {:>19} {:>22} {:>12}",
+            "rank", "waited", "kept others waiting", "last to arrive"
+        )?;
+        for w in waiting {
+            writeln!(
+                out,
+                "    {:>4} {:>9.3} / {:<9.3} {:>10.3} / {:<10.3} {:>5} / {:<5}",
+                w.rank,
+                w.measured.wait_us / 1e3,
+                w.replayed.wait_us / 1e3,
+                w.measured.caused_us / 1e3,
+                w.replayed.caused_us / 1e3,
+                w.measured.last_arrivals,
+                w.replayed.last_arrivals
+            )?;
+        }
+    }
+    writeln!(out)
+}
+
+/// Most collectives printed in the per-collective table; the JSON has all.
+const MAX_COLLECTIVE_ROWS: usize = 40;
+
+/// The rest of a job's joint replay: identities, matching, clocks, the
+/// what-if, collectives and the critical path.
+pub fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
+    writeln!(out)?;
+    super::inspect::write_job(out, r)?;
+    for w in &r.what_if {
+        writeln!(out, "  what-if: {w}")?;
+    }
+    if let Some(cols) = &r.collectives {
+        write_collectives(out, cols)?;
+    }
+    if let Some(cp) = &r.critical_path {
+        let ranks: Vec<String> = cp
+            .per_rank_us
+            .iter()
+            .map(|t| format!("rank {} {:.2} ms", t.rank, t.us / 1e3))
+            .collect();
+        writeln!(
+            out,
+            "  critical path from rank {} ({} rank changes): {}",
+            cp.from_rank,
+            cp.rank_changes,
+            ranks.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// The per-collective table: at most [`MAX_COLLECTIVE_ROWS`], those with
+/// the largest replayed skew.
+fn write_collectives(
+    out: &mut dyn Write,
+    cols: &[lumos_report::CollectiveReport],
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  per collective (replayed; measured in brackets): last rank, skew, transfer median, end spread"
+    )?;
+    let mut order: Vec<usize> = (0..cols.len()).collect();
+    if cols.len() > MAX_COLLECTIVE_ROWS {
+        // Show the ones with the most waiting.
+        order.sort_by(|&a, &b| {
+            cols[b]
+                .replayed
+                .skew_us
+                .total_cmp(&cols[a].replayed.skew_us)
+        });
+        order.truncate(MAX_COLLECTIVE_ROWS);
+        order.sort_unstable();
+        writeln!(
+            out,
+            "    ({} of {} with the largest skew)",
+            MAX_COLLECTIVE_ROWS,
+            cols.len()
+        )?;
+    }
+    let median = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        s.get(s.len() / 2).copied().unwrap_or(0.0)
+    };
+    for &i in &order {
+        let c = &cols[i];
+        writeln!(
+            out,
+            "    {:<22} {:>10}  rank {:>3} [{:>3}]  skew {:>8.3} ms [{:>8.3}]  transfer {:>8.1} us [{:>8.1}]  end spread {:>6.1} us [{:>6.1}]",
+            c.label,
+            c.bytes.map_or("-".into(), |b| format!("{b} B")),
+            c.replayed.last_rank,
+            c.measured.last_rank,
+            c.replayed.skew_us / 1e3,
+            c.measured.skew_us / 1e3,
+            median(&c.replayed.transfer_us),
+            median(&c.measured.transfer_us),
+            c.replayed.end_spread_us,
+            c.measured.end_spread_us
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,335 @@
+//! The analyses from the command line: `replay --steps`, `--critical-path`,
+//! one `--scale-kernels` syntax with `predict`, `lumos diff`, progress
+//! only on a terminal, a job's straggler summary first.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
+
+mod common;
+
+use common::{lumos, lumos_json};
+use lumos_testkit::TempDir;
+
+fn window_us(v: &serde_json::Value) -> f64 {
+    v["traces"][0]["window"]["replayed_us"].as_f64().unwrap()
+}
+
+#[test]
+fn steps_select_what_is_analysed() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let f = [corpus.path("single-rank/a100-recsys-rank3of8.json.gz")];
+    let all = lumos_json(&["replay"], &f);
+    let names: Vec<String> = all["traces"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
+    let some = lumos_json(&["replay", "--steps", "1..3"], &f);
+    let a = &some["traces"][0]["analysis"];
+    assert_eq!(a["selected_steps"], serde_json::json!(names[1..3]));
+    assert_eq!(a["measured"]["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(a["critical_path"].as_array().unwrap().len(), 2);
+    let by_name = lumos_json(&["replay", "--steps", &names[2]], &f);
+    assert_eq!(
+        by_name["traces"][0]["analysis"]["measured"]["steps"][0]["index"],
+        2
+    );
+    // The steps' own table is not cut: the summary still covers them all.
+    assert_eq!(some["traces"][0]["steps"], all["traces"][0]["steps"]);
+    for bad in ["99", "ProfilerStep#0", "3..1"] {
+        let out = lumos()
+            .args(["replay", "--steps", bad])
+            .args(&f)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--steps {bad}");
+    }
+}
+
+#[test]
+fn one_scale_syntax_in_replay_and_predict() {
+    let dir = TempDir::new("scale");
+    let out = lumos()
+        .args(["synth", "--model", "gpt-tiny", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let f = [dir.join("rank0.json.gz")];
+    let base = window_us(&lumos_json(&["replay"], &f));
+    // The deprecated form and the new one are the same what-if.
+    let old = window_us(&lumos_json(
+        &[
+            "replay",
+            "--scale-kernels",
+            "0.5",
+            "--scale-only",
+            "compute",
+        ],
+        &f,
+    ));
+    let new = window_us(&lumos_json(
+        &["replay", "--scale-kernels", "class:compute=0.5"],
+        &f,
+    ));
+    assert_eq!(old, new);
+    assert!(new < base);
+    // Classes found from shapes, as predict finds them; repeatable.
+    let gemm = window_us(&lumos_json(
+        &["replay", "--scale-kernels", "class:gemm=0.5"],
+        &f,
+    ));
+    assert!(new < gemm && gemm < base, "{new} {gemm} {base}");
+    let both = window_us(&lumos_json(
+        &[
+            "replay",
+            "--scale-kernels",
+            "class:gemm=0.5",
+            "--scale-kernels",
+            "class:gemm=2",
+        ],
+        &f,
+    ));
+    assert_eq!(both, base);
+    // predict takes the same values.
+    let p = lumos_json(&["predict", "--scale-kernels", "class:gemm=0.5"], &f);
+    assert!(p["mean_predicted_ms"].as_f64().unwrap() < p["mean_replayed_ms"].as_f64().unwrap());
+    for bad in [
+        vec!["--scale-kernels", "class:nope=2"],
+        vec!["--scale-kernels", "0"],
+        vec!["--scale-kernels", "0.5", "--scale-kernels", "2"],
+        vec!["--scale-only", "comm"],
+        vec!["--scale-kernels", "gemm=0.5", "--scale-pattern", "x"],
+    ] {
+        let out = lumos().arg("replay").args(&bad).args(&f).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+#[test]
+fn critical_paths_are_written_for_perfetto_and_as_json() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("critical");
+    let out = lumos()
+        .arg("replay")
+        .arg(corpus.path("single-rank/a100-alexnet-cuda-sync.json.gz"))
+        .arg("--critical-path")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let marked = dir.join("a100-alexnet-cuda-sync.critical.json.gz");
+    let t = lumos_trace::read_path(&marked).unwrap();
+    assert!(!t.events.is_empty());
+    let json: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("a100-alexnet-cuda-sync.critical-path.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(json["trace"]
+        .as_str()
+        .unwrap()
+        .ends_with("a100-alexnet-cuda-sync.json.gz"));
+    assert!(!json["hops"].as_array().unwrap().is_empty());
+    assert!(json["steps"][0]["verdict"].is_string());
+    // A job's path crosses ranks; it is in the job report instead.
+    let job = lumos()
+        .arg("replay")
+        .arg(corpus.path("multi-rank/dlrm-8xv100"))
+        .arg("--critical-path")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(job.status.code(), Some(2));
+}
+
+#[test]
+fn diff_of_captures_of_a_replay_and_of_a_prediction() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let a = corpus.path("single-rank/v100-resnet50-2021-capture-a.json.gz");
+    let b = corpus.path("single-rank/v100-resnet50-2021-capture-b.json.gz");
+    let d = lumos_json(&["diff"], &[a.clone(), b]);
+    assert_eq!(d["steps"].as_array().unwrap().len(), 6);
+    assert_eq!(d["operators"][0]["status"], "faster");
+    // Thresholds: with a huge one nothing changed.
+    let none = lumos_json(&["diff", "--min-change-us", "1e9"], &[a.clone(), a.clone()]);
+    assert!(none["operators"].as_array().unwrap().is_empty());
+    assert!(none["kernels"].as_array().unwrap().is_empty());
+    // A what-if: the replay with compute kernels twice as fast.
+    let dir = TempDir::new("diff");
+    let out = lumos()
+        .arg("replay")
+        .arg(&a)
+        .args(["--scale-kernels", "class:compute=0.5", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let fast = dir.join("v100-resnet50-2021-capture-a.replayed.json.gz");
+    let d = lumos_json(&["diff"], &[a, fast]);
+    let k = &d["kernels"][0];
+    assert_eq!(k["status"], "faster");
+    assert!((k["delta_pct"].as_f64().unwrap() + 50.0).abs() < 0.1, "{k}");
+    // A prediction's timeline (predict --out) against its trace.
+    let synth = TempDir::new("diff-synth");
+    let ok = lumos()
+        .args(["synth", "--model", "gpt-tiny", "--out"])
+        .arg(synth.path())
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    let pred = TempDir::new("diff-pred");
+    let rank0 = synth.join("rank0.json.gz");
+    let ok = lumos()
+        .arg("predict")
+        .arg(&rank0)
+        .args(["--scale-kernels", "class:gemm=0.5", "--out"])
+        .arg(pred.path())
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let d = lumos_json(&["diff"], &[rank0, pred.join("rank0.predicted.json.gz")]);
+    assert!(d["b"]["mean_step_us"].as_f64() < d["a"]["mean_step_us"].as_f64());
+    let text = lumos()
+        .args(["diff", "--top", "3"])
+        .arg(dir.join("v100-resnet50-2021-capture-a.replayed.json.gz"))
+        .arg(dir.join("v100-resnet50-2021-capture-a.replayed.json.gz"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("mean step +0.00%"), "{text}");
+}
+
+#[test]
+fn piped_stderr_has_no_progress_bars() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for args in [vec!["replay"], vec!["replay", "--json"], vec!["inspect"]] {
+        let out = lumos()
+            .args(&args)
+            .arg(corpus.path("multi-rank/dlrm-8xv100"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        for stream in [&out.stderr, &out.stdout] {
+            assert!(!stream.contains(&0x1b), "{args:?}: escape codes");
+            assert!(!stream.contains(&b'\r'), "{args:?}: carriage returns");
+        }
+    }
+}
+
+#[test]
+fn a_job_starts_with_its_stragglers() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let out = lumos()
+        .arg("replay")
+        .arg(corpus.path("multi-rank/dlrm-8xv100"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("job: 8 ranks; stragglers"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("kept the others waiting longest"),
+        "{}",
+        lines[1]
+    );
+    let first_rank = lines
+        .iter()
+        .position(|l| l.contains("rank0.json.gz"))
+        .unwrap();
+    let waiting = lines
+        .iter()
+        .position(|l| l.contains("waiting for peers"))
+        .unwrap();
+    assert!(
+        waiting < first_rank && first_rank < 20,
+        "{waiting} {first_rank}"
+    );
+}
+
+#[test]
+fn replay_prints_the_analyses_as_tables() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let out = lumos()
+        .arg("replay")
+        .arg(corpus.path("single-rank/v100-resnet50-2021-capture-a.json.gz"))
+        .args(["--steps", "0..3", "--top", "4"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |head: &str| {
+        lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(head))
+            .unwrap_or_else(|| panic!("no `{head}` in\n{text}"))
+    };
+    // Three steps and the selection, each the four parts in % adding up
+    // to 100 (to the rounding of the print).
+    let steps = at("per step (measured, % of step)");
+    let rows = &lines[steps + 1..steps + 5];
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ProfilerStep#5",
+            "ProfilerStep#6",
+            "ProfilerStep#7",
+            "selection"
+        ]
+    );
+    for row in rows {
+        let pcts: Vec<f64> = row
+            .split_whitespace()
+            .filter_map(|w| w.strip_suffix('%')?.parse().ok())
+            .collect();
+        let sum: f64 = pcts[..4].iter().sum();
+        assert!((sum - 100.0).abs() <= 0.21, "{row}: {sum}");
+    }
+    // --top cuts the tables.
+    let kernels = at("top GPU tasks (4 of ");
+    assert_eq!(kernels, steps + 5);
+    let ops = at("GPU time by launching operator (4 of ");
+    assert_eq!(ops, kernels + 5);
+    assert!(
+        lines[ops + 1].contains("aten::cudnn_convolution"),
+        "{}",
+        lines[ops + 1]
+    );
+    // This capture records the bytes of each allocation, not the totals.
+    let memory = at("memory, GPU 0 (");
+    assert!(lines[memory].contains("allocated summed from the trace's start"));
+    assert!(lines[memory + 1].trim_start().starts_with("ProfilerStep#5"));
+    // A verdict per step, with the operators that cost it most.
+    let paths = at("critical path per step (replayed)");
+    for l in &lines[paths + 1..paths + 4] {
+        assert!(l.contains("CPU-bound") || l.contains("GPU-bound"), "{l}");
+        assert!(l.contains("most on it: "), "{l}");
+    }
+}

@@ -1,0 +1,261 @@
+//! Communication by collective type and process group, with the NCCL
+//! algorithm and the algorithm and bus bandwidths nccl-tests reports.
+
+use std::collections::HashMap;
+
+use lumos_graph::{Graph, TaskId};
+use lumos_sim::TaskTimes;
+use serde::Serialize;
+
+use crate::units::us;
+
+/// The communication of one collective type, process group and NCCL
+/// algorithm in a selection.
+///
+/// Bandwidths follow nccl-tests (doc/PERFORMANCE.md there): the algorithm
+/// bandwidth is the message size over the time, the bus bandwidth that
+/// times the collective's bus factor. Sizes are `max(in, out)` elements
+/// times the element size, which is nccl-tests' size for every collective.
+/// On a trace the time of a collective includes waiting for the slowest
+/// peer, so these bandwidths are lower bounds of the link's.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CollectiveRow {
+    /// The collective type ([`collective_type`]): `all_reduce`,
+    /// `all_gather`, `reduce_scatter`, `all_to_all`, `broadcast`,
+    /// `reduce`, `send_recv`, `barrier`, ... or the recorded name,
+    /// lower-cased.
+    pub collective: String,
+    /// The name recorded (the `Collective name` argument, else the
+    /// kernel's family), of the first call.
+    pub name: String,
+    /// The process group, when recorded.
+    pub process_group: Option<String>,
+    /// Ranks in the group, when recorded.
+    pub group_size: Option<u32>,
+    /// The NCCL algorithm in the kernel name (`RING`, `TREE`, ...).
+    pub algorithm: Option<String>,
+    /// The NCCL protocol in the kernel name (`LL`, `LL128`, `SIMPLE`).
+    pub protocol: Option<String>,
+    /// Calls (communication tasks).
+    pub count: usize,
+    /// Their summed durations, us.
+    pub total_us: f64,
+    /// Mean duration, us.
+    pub mean_us: f64,
+    /// Calls whose message size is recorded.
+    pub sized: usize,
+    /// Their summed sizes, bytes (null when none is recorded).
+    pub bytes: Option<u64>,
+    /// Summed size over the summed time of the sized calls, GB/s (1e9
+    /// bytes per second).
+    pub algbw_gbps: Option<f64>,
+    /// nccl-tests' bus factor for the type and group size (2(n-1)/n for
+    /// all-reduce; (n-1)/n for all-gather, reduce-scatter and all-to-all;
+    /// 1 for broadcast, reduce and send/receive).
+    pub bus_factor: Option<f64>,
+    /// `algbw_gbps * bus_factor`, GB/s.
+    pub busbw_gbps: Option<f64>,
+}
+
+/// The collective type of a recorded name (`allreduce`, `nccl:all_reduce`,
+/// `AllReduce`, `_allgather_base`, `all_to_allv`, `SendRecv`, ...).
+///
+/// ```
+/// use lumos_report::collective_type;
+/// assert_eq!(collective_type("nccl:all_to_all"), "all_to_all");
+/// assert_eq!(collective_type("_allgather_base"), "all_gather");
+/// assert_eq!(collective_type("SendRecv"), "send_recv");
+/// assert_eq!(collective_type("Generic"), "generic");
+/// ```
+pub fn collective_type(name: &str) -> String {
+    let n: String = name
+        .strip_prefix("nccl:")
+        .unwrap_or(name)
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let t = if n.contains("allreduce") {
+        "all_reduce"
+    } else if n.contains("reducescatter") {
+        "reduce_scatter"
+    } else if n.contains("allgather") {
+        "all_gather"
+    } else if n.contains("alltoall") {
+        "all_to_all"
+    } else if n.contains("broadcast") {
+        "broadcast"
+    } else if n.contains("send") || n.contains("recv") {
+        "send_recv"
+    } else if n.contains("barrier") {
+        "barrier"
+    } else if n.starts_with("reduce") {
+        "reduce"
+    } else if n.starts_with("gather") {
+        "gather"
+    } else if n.starts_with("scatter") {
+        "scatter"
+    } else {
+        return n;
+    };
+    t.to_owned()
+}
+
+/// nccl-tests' bus factor of a collective type over `n` ranks.
+///
+/// ```
+/// assert_eq!(lumos_report::bus_factor("all_reduce", 8), Some(1.75));
+/// assert_eq!(lumos_report::bus_factor("all_gather", 4), Some(0.75));
+/// assert_eq!(lumos_report::bus_factor("send_recv", 2), Some(1.0));
+/// assert_eq!(lumos_report::bus_factor("barrier", 2), None);
+/// ```
+pub fn bus_factor(collective: &str, n: u32) -> Option<f64> {
+    let n = f64::from(n.max(1));
+    Some(match collective {
+        "all_reduce" => 2.0 * (n - 1.0) / n,
+        "all_gather" | "reduce_scatter" | "all_to_all" => (n - 1.0) / n,
+        "broadcast" | "reduce" | "send_recv" => 1.0,
+        _ => return None,
+    })
+}
+
+/// The NCCL algorithm and protocol in a kernel name
+/// (`ncclKernel_AllReduce_RING_LL_Sum_float(...)`,
+/// `ncclDevKernel_AllGather_RING_LL(...)`).
+///
+/// ```
+/// let (a, p) = lumos_report::nccl_algorithm("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)");
+/// assert_eq!((a.as_deref(), p.as_deref()), (Some("RING"), Some("LL")));
+/// assert_eq!(lumos_report::nccl_algorithm("ncclDevKernel_Generic(x)"), (None, None));
+/// ```
+pub fn nccl_algorithm(kernel: &str) -> (Option<String>, Option<String>) {
+    const ALGORITHMS: [&str; 8] = [
+        "RING",
+        "TREE",
+        "COLLNET",
+        "COLLNETDIRECT",
+        "COLLNETCHAIN",
+        "NVLS",
+        "NVLSTREE",
+        "PAT",
+    ];
+    const PROTOCOLS: [&str; 3] = ["LL", "LL128", "SIMPLE"];
+    if !kernel.contains("ccl") {
+        return (None, None);
+    }
+    let head = kernel.split('(').next().unwrap_or("");
+    let tokens: Vec<&str> = head.split('_').collect();
+    let find = |set: &[&str]| {
+        tokens
+            .iter()
+            .find(|t| set.contains(t))
+            .map(|t| (*t).to_owned())
+    };
+    (find(&ALGORITHMS), find(&PROTOCOLS))
+}
+
+/// The recorded name of a communication task's operation and its type:
+/// the type of an enclosing `nccl:<collective>` operator when there is
+/// one (the recorded name may be only the kernel's family, `SendRecv` for
+/// an all-to-all), else of the recorded name.
+fn type_of(graph: &Graph, t: TaskId, recorded: &str) -> String {
+    let op = graph.scope_chain(t).find_map(|s| {
+        let name = graph.names[graph.scopes[s.0 as usize].name.0 as usize].as_str();
+        name.starts_with("nccl:").then_some(name)
+    });
+    collective_type(op.unwrap_or(recorded))
+}
+
+type Key = (
+    String,
+    Option<String>,
+    Option<u32>,
+    Option<String>,
+    Option<String>,
+);
+
+#[derive(Default)]
+struct Acc {
+    name: String,
+    count: usize,
+    total: i64,
+    sized: usize,
+    bytes: u64,
+    sized_time: i64,
+}
+
+/// The communication tasks of `own`, grouped; most total time first.
+pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    own: &[TaskId],
+) -> Vec<CollectiveRow> {
+    let mut groups: HashMap<Key, Acc> = HashMap::new();
+    for &t in own {
+        let task = graph.task(t);
+        let Some(c) = task
+            .collective
+            .and_then(|i| graph.collectives.get(i as usize))
+        else {
+            continue;
+        };
+        if !task.kind.is_gpu() {
+            continue;
+        }
+        let (algorithm, protocol) = nccl_algorithm(graph.name(t));
+        let key = (
+            type_of(graph, t, &c.name),
+            c.process_group.clone(),
+            c.group_size,
+            algorithm,
+            protocol,
+        );
+        let d = times.end_of(t).saturating_sub(times.start_of(t));
+        let acc = groups.entry(key).or_default();
+        if acc.count == 0 {
+            acc.name = c.name.clone();
+        }
+        acc.count += 1;
+        acc.total = acc.total.saturating_add(d);
+        if let Some(b) = c.bytes {
+            acc.sized += 1;
+            acc.bytes = acc.bytes.saturating_add(b);
+            acc.sized_time = acc.sized_time.saturating_add(d);
+        }
+    }
+    let mut rows: Vec<CollectiveRow> = groups
+        .into_iter()
+        .map(|((collective, pg, size, algorithm, protocol), a)| {
+            // Bytes per ns are GB/s.
+            let algbw =
+                (a.sized > 0 && a.sized_time > 0).then(|| a.bytes as f64 / a.sized_time as f64);
+            let factor = size.and_then(|n| bus_factor(&collective, n));
+            CollectiveRow {
+                busbw_gbps: algbw.zip(factor).map(|(b, f)| b * f),
+                bus_factor: factor,
+                algbw_gbps: algbw,
+                bytes: (a.sized > 0).then_some(a.bytes),
+                sized: a.sized,
+                mean_us: us(a.total) / a.count.max(1) as f64,
+                total_us: us(a.total),
+                count: a.count,
+                collective,
+                name: a.name,
+                process_group: pg,
+                group_size: size,
+                algorithm,
+                protocol,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_us
+            .total_cmp(&a.total_us)
+            .then_with(|| a.collective.cmp(&b.collective))
+            .then_with(|| a.process_group.cmp(&b.process_group))
+            .then_with(|| a.group_size.cmp(&b.group_size))
+            .then_with(|| a.algorithm.cmp(&b.algorithm))
+            .then_with(|| a.protocol.cmp(&b.protocol))
+    });
+    rows
+}

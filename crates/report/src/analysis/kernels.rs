@@ -1,0 +1,189 @@
+//! The top GPU tasks of a selection: by name (kernel, copy or set) and by
+//! the operator that launched them.
+
+use std::collections::HashMap;
+
+use lumos_graph::{Graph, NameId, TaskId, TaskKind};
+use lumos_sim::TaskTimes;
+use serde::Serialize;
+
+use super::breakdown::pct;
+use crate::units::us;
+
+/// The operator of a task without one: no operator encloses its launch.
+pub const NO_OPERATOR: &str = "(no operator)";
+
+/// The operator a task belongs to: a CPU operator task (a leaf of the call
+/// tree) is its own; any other task (a runtime call; a GPU task, through
+/// the call that launched it) belongs to the innermost operator enclosing
+/// it (`record_function` annotations are skipped), else [`NO_OPERATOR`].
+pub fn operator_of(graph: &Graph, t: TaskId) -> &str {
+    if graph.task(t).kind == TaskKind::CpuOp {
+        return graph.name(t);
+    }
+    graph
+        .scope_chain(t)
+        .map(|s| &graph.scopes[s.0 as usize])
+        .find(|s| !s.annotation)
+        .map_or(NO_OPERATOR, |s| graph.names[s.name.0 as usize].as_str())
+}
+
+/// The GPU tasks of one name in a selection.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KernelRow {
+    /// The kernel's name (or `Memcpy DtoH`, ...).
+    pub name: String,
+    /// `kernel`, `memcpy` or `memset`.
+    pub kind: &'static str,
+    /// True for communication.
+    pub comm: bool,
+    /// How many ran.
+    pub count: usize,
+    /// Their summed durations, us.
+    pub total_us: f64,
+    /// Mean duration, us.
+    pub mean_us: f64,
+    /// Shortest, us.
+    pub min_us: f64,
+    /// Longest, us.
+    pub max_us: f64,
+    /// `total_us` in % of the summed durations of every GPU task of the
+    /// selection.
+    pub share_pct: f64,
+}
+
+/// The GPU time one operator launched in a selection.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OperatorRow {
+    /// The launching operator ([`operator_of`]).
+    pub operator: String,
+    /// GPU tasks it launched.
+    pub gpu_tasks: usize,
+    /// Their summed durations, us.
+    pub total_us: f64,
+    /// Mean per GPU task, us.
+    pub mean_us: f64,
+    /// `total_us` in % of the summed durations of every GPU task of the
+    /// selection.
+    pub share_pct: f64,
+    /// The GPU task name with the most time under it.
+    pub top_kernel: String,
+    /// That name's time under it, us.
+    pub top_kernel_us: f64,
+}
+
+/// Durations of the GPU tasks among `own`, with the task.
+fn gpu_durations<'a, T: TaskTimes + ?Sized>(
+    graph: &'a Graph,
+    times: &'a T,
+    own: &'a [TaskId],
+) -> impl Iterator<Item = (TaskId, i64)> + 'a {
+    own.iter()
+        .copied()
+        .filter(|&t| graph.task(t).kind.is_gpu())
+        .map(|t| (t, times.end_of(t).saturating_sub(times.start_of(t))))
+}
+
+#[derive(Default)]
+struct Acc {
+    count: usize,
+    total: i64,
+    min: i64,
+    max: i64,
+}
+
+impl Acc {
+    fn add(&mut self, d: i64) {
+        if self.count == 0 {
+            self.min = d;
+            self.max = d;
+        }
+        self.count += 1;
+        self.total = self.total.saturating_add(d);
+        self.min = self.min.min(d);
+        self.max = self.max.max(d);
+    }
+
+    fn mean(&self) -> f64 {
+        us(self.total) / self.count.max(1) as f64
+    }
+}
+
+/// GPU tasks of `own` by name, most total time first (ties by name).
+pub(crate) fn kernel_rows<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    own: &[TaskId],
+) -> Vec<KernelRow> {
+    let mut by_name: HashMap<NameId, (TaskId, Acc)> = HashMap::new();
+    let mut all = 0i64;
+    for (t, d) in gpu_durations(graph, times, own) {
+        all = all.saturating_add(d);
+        by_name
+            .entry(graph.task(t).name)
+            .or_insert_with(|| (t, Acc::default()))
+            .1
+            .add(d);
+    }
+    let mut rows: Vec<KernelRow> = by_name
+        .into_values()
+        .map(|(t, a)| KernelRow {
+            name: graph.name(t).to_owned(),
+            kind: graph.task(t).kind.as_str(),
+            comm: graph.task(t).is_comm(),
+            count: a.count,
+            total_us: us(a.total),
+            mean_us: a.mean(),
+            min_us: us(a.min),
+            max_us: us(a.max),
+            share_pct: pct(a.total, all),
+        })
+        .collect();
+    rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then(a.name.cmp(&b.name)));
+    rows
+}
+
+/// GPU time of `own` by launching operator, most first (ties by name).
+pub(crate) fn operator_rows<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    own: &[TaskId],
+) -> Vec<OperatorRow> {
+    // Per operator: its total, and per kernel name the time under it.
+    let mut by_op: HashMap<&str, (Acc, HashMap<NameId, i64>)> = HashMap::new();
+    let mut all = 0i64;
+    for (t, d) in gpu_durations(graph, times, own) {
+        all = all.saturating_add(d);
+        let (acc, kernels) = by_op.entry(operator_of(graph, t)).or_default();
+        acc.add(d);
+        *kernels.entry(graph.task(t).name).or_default() += d;
+    }
+    let mut rows: Vec<OperatorRow> = by_op
+        .into_iter()
+        .map(|(op, (a, kernels))| {
+            let (top, top_ns) = kernels
+                .into_iter()
+                .max_by(|x, y| {
+                    x.1.cmp(&y.1).then_with(|| {
+                        graph.names[y.0 .0 as usize].cmp(&graph.names[x.0 .0 as usize])
+                    })
+                })
+                .unwrap_or((NameId(0), 0));
+            OperatorRow {
+                operator: op.to_owned(),
+                gpu_tasks: a.count,
+                total_us: us(a.total),
+                mean_us: a.mean(),
+                share_pct: pct(a.total, all),
+                top_kernel: graph.names.get(top.0 as usize).cloned().unwrap_or_default(),
+                top_kernel_us: us(top_ns),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_us
+            .total_cmp(&a.total_us)
+            .then(a.operator.cmp(&b.operator))
+    });
+    rows
+}

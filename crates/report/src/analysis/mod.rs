@@ -1,0 +1,232 @@
+//! The analyses a person looks for first in a trace, per step and over a
+//! selection of steps: the GPU breakdown in time and in % of the step,
+//! compute/communication overlap, idle time by cause, the top kernels (by
+//! name and by launching operator), collectives with their bandwidth, and
+//! the memory timeline.
+//!
+//! Every analysis takes its times through [`TaskTimes`], so the measured
+//! run, its replay and a prediction go through the same code
+//! ([`analyze`]). The report types are flat rows with their units in
+//! their names (`*_us`, `*_pct`, `*_bytes`, `*_gbps`), ready to become
+//! data frames. docs/ANALYSES.md defines each quantity and compares it
+//! with Holistic Trace Analysis (HTA).
+
+mod breakdown;
+mod collectives;
+mod idle;
+pub(crate) mod intervals;
+mod kernels;
+mod memory;
+mod select;
+
+use lumos_graph::{Graph, Measured, Span, TaskId};
+use lumos_sim::{step_spans, whole_span, Schedule, TaskTimes};
+use lumos_trace::MemoryEvent;
+use serde::Serialize;
+
+pub(crate) use breakdown::pct as pct_of;
+
+pub use breakdown::{HtaView, StepAnalysis, StreamIdle};
+pub use collectives::{bus_factor, collective_type, nccl_algorithm, CollectiveRow};
+pub use kernels::{operator_of, KernelRow, OperatorRow, NO_OPERATOR};
+pub use memory::{DeviceMemory, MemoryReport, MemoryTimeline, StepMemory};
+pub use select::{StepSelection, StepSelectionError};
+
+/// How the analyses are made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnalysisOptions {
+    /// Which steps ([`StepSelection::all`] by default).
+    pub steps: StepSelection,
+    /// An idle gap shorter than this, before GPU work that had been
+    /// launched before the gap began, is a gap between kernels rather than
+    /// "other" idle time: HTA's `consecutive_kernel_delay` (30 us, HTA's
+    /// default; its times are in us).
+    pub kernel_gap_ns: i64,
+    /// Operators listed per step on the critical path.
+    pub path_operators: usize,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            steps: StepSelection::all(),
+            kernel_gap_ns: 30_000,
+            path_operators: 5,
+        }
+    }
+}
+
+/// The analyses of one run (measured, replayed or predicted) over the
+/// selected steps.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analyses {
+    /// One row per selected step, in trace order (one row named `window`,
+    /// the whole timeline, for a trace without `ProfilerStep#N`).
+    pub steps: Vec<StepAnalysis>,
+    /// The selection as a whole: the sum of its steps' times, with the
+    /// percentages of that sum (`step` is `selection`, `index` null).
+    pub total: StepAnalysis,
+    /// The selection under HTA's definitions, to compare with HTA's
+    /// temporal breakdown, overlap and idle-time breakdown.
+    pub hta: HtaView,
+    /// GPU tasks of the selected steps by name, most total time first.
+    pub kernels: Vec<KernelRow>,
+    /// The same GPU time by the operator that launched it, most first.
+    pub operators: Vec<OperatorRow>,
+    /// Communication by collective type, process group and algorithm, most
+    /// total time first.
+    pub collectives: Vec<CollectiveRow>,
+}
+
+/// One step an analysis covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SelectedStep {
+    /// Its position among the graph's steps; `None` for the whole timeline
+    /// of a graph without steps.
+    pub index: Option<usize>,
+    /// Its name (`window` for the whole timeline).
+    pub name: String,
+    /// Its span on the times analysed.
+    pub span: Span,
+}
+
+impl SelectedStep {
+    /// The tasks that belong to it: the step's own (CPU tasks inside its
+    /// annotation and the GPU work they launched), or every task.
+    pub fn tasks<'g>(&self, graph: &'g Graph) -> Box<dyn Iterator<Item = TaskId> + 'g> {
+        match self.index {
+            Some(i) => Box::new(graph.steps[i].tasks.iter().copied()),
+            None => Box::new((0..graph.tasks.len() as u32).map(TaskId)),
+        }
+    }
+}
+
+/// The names of `graph`'s steps, in order.
+pub(crate) fn step_names(graph: &Graph) -> Vec<String> {
+    graph.steps.iter().map(|s| s.name.clone()).collect()
+}
+
+/// The steps `positions` (among `graph`'s steps) on `times`, whose
+/// measured annotations are `annotations` when the times are measured;
+/// a graph without steps has one, the whole timeline.
+pub(crate) fn selected_steps<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    annotations: Option<&[Span]>,
+    positions: &[usize],
+) -> Vec<SelectedStep> {
+    let spans = step_spans(graph, times, annotations);
+    if graph.steps.is_empty() {
+        return vec![SelectedStep {
+            index: None,
+            name: "window".into(),
+            span: spans[0],
+        }];
+    }
+    positions
+        .iter()
+        .filter(|&&i| i < graph.steps.len())
+        .map(|&i| SelectedStep {
+            index: Some(i),
+            name: graph.steps[i].name.clone(),
+            span: spans[i],
+        })
+        .collect()
+}
+
+/// The analyses of `graph` at `times` over the steps `positions`
+/// (resolved with [`StepSelection::resolve`] on the graph's step names;
+/// ignored for a graph without steps). `annotations` are the measured step
+/// annotations when `times` are the measured ones
+/// ([`Measured::step_annotations`](lumos_graph::Measured::step_annotations)),
+/// `None` for replayed or predicted times.
+pub fn analyze<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    annotations: Option<&[Span]>,
+    positions: &[usize],
+    opts: &AnalysisOptions,
+) -> Analyses {
+    let steps = selected_steps(graph, times, annotations, positions);
+    let gpu = breakdown::GpuTime::new(graph, times, &steps, opts.kernel_gap_ns);
+    let rows: Vec<breakdown::StepNs> = steps.iter().map(|s| gpu.step(graph, times, s)).collect();
+    let total = rows
+        .iter()
+        .fold(breakdown::StepNs::default(), |a, b| a.add(b));
+    let own: Vec<TaskId> = steps.iter().flat_map(|s| s.tasks(graph)).collect();
+    Analyses {
+        steps: steps
+            .iter()
+            .zip(&rows)
+            .map(|(s, r)| r.row(s.name.clone(), s.index))
+            .collect(),
+        total: total.row("selection".into(), None),
+        hta: gpu.hta_view(graph, times, &own, opts.kernel_gap_ns),
+        kernels: kernels::kernel_rows(graph, times, &own),
+        operators: kernels::operator_rows(graph, times, &own),
+        collectives: collectives::collective_rows(graph, times, &own),
+    }
+}
+
+/// The analyses of a replay next to those of its measurement, for the
+/// selected steps, with the measured memory timeline and the replay's
+/// critical path per step.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceAnalysis {
+    /// The selected steps, by name (`window` for a trace without steps).
+    pub selected_steps: Vec<String>,
+    /// Of the measured times.
+    pub measured: Analyses,
+    /// Of the replayed times.
+    pub replayed: Analyses,
+    /// The measured memory timeline, when the trace has `[memory]` events
+    /// of a GPU.
+    pub memory: Option<MemoryReport>,
+    /// Per selected step, the replay's critical path and what bounds it
+    /// (empty where no schedule was kept: the ranks of a job).
+    pub critical_path: Vec<crate::StepCriticalPath>,
+}
+
+/// What [`trace_analysis`] needs besides the graph and its times.
+pub(crate) struct AnalysisInputs<'a> {
+    /// The trace's `[memory]` events, when kept.
+    pub memory: Option<&'a [MemoryEvent]>,
+    /// The replay's schedule, when kept, for the critical paths.
+    pub schedule: Option<&'a Schedule>,
+}
+
+/// The analyses of a replay (`times`) next to its measurement over the
+/// steps `positions`.
+pub(crate) fn trace_analysis<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    measured: &Measured,
+    times: &T,
+    positions: &[usize],
+    opts: &AnalysisOptions,
+    inputs: AnalysisInputs<'_>,
+) -> TraceAnalysis {
+    let annotations = Some(measured.step_annotations.as_slice());
+    let m_steps = selected_steps(graph, &measured.tasks, annotations, positions);
+    let memory = inputs.memory.and_then(|events| {
+        memory::memory_report(
+            events,
+            measured.origin_ns,
+            whole_span(&measured.tasks),
+            &m_steps,
+        )
+    });
+    let critical_path = inputs.schedule.map_or_else(Vec::new, |schedule| {
+        let r_steps = selected_steps(graph, schedule, None, positions);
+        crate::critical::critical_paths(graph, schedule, &r_steps, opts.path_operators).steps
+    });
+    TraceAnalysis {
+        selected_steps: m_steps.iter().map(|s| s.name.clone()).collect(),
+        measured: analyze(graph, &measured.tasks, annotations, positions, opts),
+        replayed: analyze(graph, times, None, positions, opts),
+        memory,
+        critical_path,
+    }
+}
+
+#[cfg(test)]
+mod tests;
