@@ -72,7 +72,7 @@ fn read_every(files: &[PathBuf]) -> Result<Vec<Loaded>> {
         }
     }
     match first_error {
-        Some(e) => Err(e.into()),
+        Some(e) => Err(e),
         None => Ok(traces),
     }
 }
