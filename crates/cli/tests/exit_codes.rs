@@ -58,7 +58,7 @@ fn replay_checks_are_usage_errors() {
         let arg = format!("--scale-kernels={scale}");
         let out = run(&["replay", &arg], Some(&f));
         let want = format!(
-            "invalid value '{scale}' for '--scale-kernels <SCALE_KERNELS>': must be a number \
+            "invalid value '{scale}' for '--scale-kernels <PATTERN=FACTOR>': must be a number \
              from 1e-6 to 1e6, got {scale}"
         );
         assert_fails(&out, 2, &want, scale);

@@ -252,7 +252,7 @@ fn bad_usage_exits_2_and_bad_input_exits_1_without_a_file() {
     assert_eq!(out.status.code(), Some(2));
     let out = report(&["--dp", "0"], &[&bad], &html);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--dp must be at least 1"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value '0' for '--dp <DP>'"));
     let out = report(&[], &[&bad], &html);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.json"));
