@@ -1,0 +1,258 @@
+//! The event parser on hand-written elements: fields, types, numbers,
+//! escapes, nesting and the lenient cases.
+
+use super::*;
+
+fn complete(text: &str) -> Complete {
+    match parse_event(text.as_bytes()) {
+        Parsed::Complete(c) => c,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn resolve<'b>(t: &'b Text, element: &'b str) -> &'b str {
+    std::str::from_utf8(t.bytes(element.as_bytes())).unwrap()
+}
+
+#[test]
+fn decimal_micros_are_exact() {
+    assert_eq!(
+        parse_decimal_micros("1712867402348256.123"),
+        Micros::Ns(1_712_867_402_348_256_123)
+    );
+    assert_eq!(parse_decimal_micros("0.5"), Micros::Ns(500));
+    assert_eq!(parse_decimal_micros("-2"), Micros::Ns(-2000));
+    assert_eq!(parse_decimal_micros("x"), Micros::Invalid);
+    assert_eq!(
+        parse_decimal_micros("99999999999999999999"),
+        Micros::OutOfRange
+    );
+}
+
+#[test]
+fn numeric_times_are_exact() {
+    let e = complete(
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,
+            "ts":1712867402348256.123,"dur":1.0005}"#,
+    );
+    assert_eq!(e.ts_ns, 1_712_867_402_348_256_123);
+    assert_eq!(e.dur_ns, 1001);
+    let e = complete(r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5e3,"dur":2}"#);
+    assert_eq!(e.ts_ns, 1_500_000);
+    assert_eq!(e.dur_ns, 2000);
+}
+
+#[test]
+fn strings_escapes_and_idents() {
+    let text = r#"{"ph":"X","cat":"cpu_op","name":"a\"b\\c\u00e9\ud83d\ude00","pid":"Spans",
+            "tid":" 12 ","ts":1,"dur":2,"args":{"External id":"0x10","stream":7.0,
+            "Input Dims":[[1, 2], []],"Collective name":5}}"#;
+    let e = complete(text);
+    assert_eq!(resolve(&e.name, text), "a\"b\\c\u{e9}\u{1f600}");
+    match &e.pid {
+        PIdent::Name(t) => assert_eq!(resolve(t, text), "Spans"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.tid, PIdent::Num(12));
+    assert_eq!(e.external_id, Some(16));
+    assert_eq!(e.stream, Some(7));
+    let extra = e.extra.unwrap();
+    assert_eq!(extra.input_dims, InputDims::parse("[[1, 2], []]"));
+    assert_eq!(extra.collective.unwrap().name.as_deref(), Some("5"));
+    assert!(!e.bad_input_dims);
+}
+
+#[test]
+fn malformed_input_dims_are_dropped_and_flagged() {
+    let e = complete(
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2,
+            "args":{"Input Dims":"[[1, 2]]","Sequence number":4}}"#,
+    );
+    assert!(e.bad_input_dims);
+    let extra = e.extra.unwrap();
+    assert_eq!(extra.input_dims, None);
+    assert_eq!(extra.sequence_number, Some(4));
+    let e = complete(
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2,
+            "args":{"Input Dims":null}}"#,
+    );
+    assert!(!e.bad_input_dims && e.extra.is_none());
+}
+
+#[test]
+fn wrong_types_skip_the_event() {
+    for text in [
+        r#"{"ph":"X","cat":"kernel","name":5,"pid":0,"tid":7,"ts":1,"dur":2}"#,
+        r#"{"ph":["X"],"cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":1.5,"tid":7,"ts":1,"dur":2}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":3}"#,
+    ] {
+        assert!(
+            matches!(
+                parse_event(text.as_bytes()),
+                Parsed::Skip {
+                    reason: SkipReason::BadFieldType,
+                    ..
+                }
+            ),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn syntax_errors_have_offsets() {
+    let cases: &[(&str, usize)] = &[
+        (r#"{"ph":"X","cat":"kernel" "name":"k"}"#, 25),
+        (r#"{"ph":"X","ts":01}"#, 16),
+        (r#"{"ph":"X","ts":1.}"#, 17),
+        (r#"{"ph":"X","ts":tru}"#, 15),
+        (r#"{"ph":"X","name":"a\x"}"#, 19),
+        ("{\"ph\":\"X\",\"name\":\"a\u{1}\"}", 19),
+        (r#"{"ph":"X","args":{"a":[1,}}"#, 25),
+        (r#"{"ph":"X"}}"#, 10),
+        (r#"{"ph":"X","name":"abc"#, 17),
+    ];
+    for &(text, offset) in cases {
+        match parse_event(text.as_bytes()) {
+            Parsed::Syntax {
+                offset: got,
+                message,
+            } => {
+                assert_eq!(got, offset, "{text}: {message}")
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
+    assert!(matches!(
+        parse_event(deep.as_bytes()),
+        Parsed::Syntax { .. }
+    ));
+    // After invalid UTF-8, offsets are still the element's.
+    assert!(matches!(
+        parse_event(b"{\"name\":\"\xff\xfe\", x}"),
+        Parsed::Syntax { offset: 14, .. }
+    ));
+}
+
+#[test]
+fn invalid_utf8_is_replaced() {
+    let text = b"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\xff\",\"pid\":\"p\xc3\",\
+                 \"tid\":1,\"ts\":1,\"dur\":2}";
+    let Parsed::Repaired { parsed, repairs } = parse_event(text) else {
+        panic!("not repaired");
+    };
+    assert_eq!(
+        repairs,
+        Repairs {
+            non_finite: 0,
+            invalid_utf8: true
+        }
+    );
+    let Parsed::Complete(c) = *parsed else {
+        panic!("not kept");
+    };
+    // Owned: the repaired copy the spans would index is gone.
+    assert_eq!(c.name, Text::Owned("k\u{fffd}".into()));
+    assert_eq!(c.pid, PIdent::Name(Text::Owned("p\u{fffd}".into())));
+}
+
+#[test]
+fn non_finite_numbers_are_absent_and_counted() {
+    let text = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":NaN,"ts":1,"dur":2,
+            "args":{"correlation":Infinity,"stream":-Infinity,"x":[NaN]}}"#;
+    let Parsed::Repaired { parsed, repairs } = parse_event(text.as_bytes()) else {
+        panic!("not repaired");
+    };
+    assert_eq!(repairs.non_finite, 4);
+    assert!(matches!(
+        *parsed,
+        Parsed::Skip {
+            reason: SkipReason::MissingPidTid,
+            ..
+        }
+    ));
+    let text = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":1,"ts":1,"dur":NaN}"#;
+    assert!(matches!(
+        parse_event(text.as_bytes()),
+        Parsed::Repaired { parsed, .. } if matches!(*parsed, Parsed::Skip {
+            reason: SkipReason::MissingDur, ..
+        })
+    ));
+    for (bad, offset) in [
+        ("Nan", 15),
+        ("Inf", 15),
+        ("-Inf", 16),
+        ("-x", 16),
+        ("NaNa", 18),
+    ] {
+        let text = format!(r#"{{"ph":"X","ts":{bad}}}"#);
+        match parse_event(text.as_bytes()) {
+            Parsed::Syntax { offset: got, .. } => assert_eq!(got, offset, "{bad}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn huge_times_are_out_of_range() {
+    for (t, want) in [
+        ("1e999", Micros::OutOfRange),
+        ("-1e999", Micros::OutOfRange),
+        ("9223372036854775.807", Micros::Ns(i64::MAX)),
+        ("9223372036854775.9", Micros::OutOfRange),
+        ("99999999999999999999999", Micros::OutOfRange),
+    ] {
+        let text = format!(r#"{{"ph":"X","ts":{t}}}"#);
+        let mut p = Parser::new(&text);
+        let mut ev = RawEvent::default();
+        p.event(&mut ev).unwrap();
+        assert_eq!(ev.ts, Some(want), "{t}");
+    }
+    assert_eq!(
+        parse_decimal_micros("9223372036854775.9"),
+        Micros::OutOfRange
+    );
+}
+
+#[test]
+fn long_strings_with_specials_anywhere() {
+    // A quote, escape, control byte or multi-byte character at every
+    // position of a string longer than the 16- and 8-byte scans.
+    for at in 0..40 {
+        let plain = "é".repeat(at / 2) + &"x".repeat(at % 2);
+        let name = format!("{plain}\\n{plain}é漢");
+        let text = format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":1,"ts":1,"dur":1}}"#
+        );
+        let e = complete(&text);
+        assert_eq!(resolve(&e.name, &text), format!("{plain}\n{plain}é漢"));
+        let bad = text.replace("\\n", "\u{1}");
+        assert!(
+            matches!(parse_event(bad.as_bytes()), Parsed::Syntax { offset, .. }
+                if offset == bad.find('\u{1}').unwrap()),
+            "{at}"
+        );
+    }
+}
+
+#[test]
+fn swar_helpers_are_exact() {
+    for c in 0..=255u8 {
+        for pos in 0..8 {
+            let mut bytes = [b'a'; 8];
+            bytes[pos] = c;
+            let w = u64::from_le_bytes(bytes);
+            let hit = |m: u64| m == 0x80 << (8 * pos);
+            assert_eq!(has_byte(w, b'"') != 0, c == b'"');
+            if c == b'"' {
+                assert!(hit(has_byte(w, b'"')));
+            }
+            assert_eq!(has_less_than(w, 0x20) != 0, c < 0x20, "{c}");
+            if c < 0x20 {
+                assert!(hit(has_less_than(w, 0x20)));
+            }
+        }
+    }
+}
