@@ -84,6 +84,7 @@ mod models;
 mod outcome;
 mod pattern;
 mod plan;
+mod queue;
 mod retime;
 mod shapes;
 #[cfg(test)]
@@ -106,7 +107,8 @@ pub use models::{
     gpu_for_device, network_preset, network_with, CommModel, ComputeModel, GemmCalibration,
     LinkCalibration, LinkOverrides, NetworkCalibration, NetworkOverrides, Source,
 };
-pub use outcome::{Outcome, StageOutcome};
+pub use outcome::{Outcome, StageOutcome, Steadiness};
 pub use plan::StageRole;
+pub use queue::LaunchQueue;
 pub use shapes::GemmShape;
 pub use units::{Unit, Units, NO_UNIT};

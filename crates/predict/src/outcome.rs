@@ -11,6 +11,7 @@ use lumos_sim::{
 use crate::couple::Job;
 use crate::edits::Prediction;
 use crate::error::PredictError;
+use crate::queue::LaunchQueue;
 
 impl Prediction<'_> {
     /// Replays the prediction.
@@ -18,31 +19,47 @@ impl Prediction<'_> {
         self.simulate_job(self.job())
     }
 
-    /// Replays `job`, built from this prediction.
+    /// Replays `job`, built from this prediction, with the launch queue of
+    /// [`LaunchQueue::of`] the traced inputs. Should the queue's waits make
+    /// the replay stuck (a launch order the graph cannot honour), it is
+    /// replayed without them and [`Outcome::launch_queue`] is `None`.
     pub fn simulate_job(&self, job: Job) -> Result<Outcome, PredictError> {
-        let schedule = if job.coupled {
-            simulate_with_rendezvous(&job.graph, &job.rendezvous, &SimOptions::default())
-                .map_err(|error| PredictError::Replay { joint: true, error })?
+        let queue = LaunchQueue::of(&self.base.inputs);
+        let limited = SimOptions::default().launch_queue(queue.depth);
+        match self.replay(&job, &limited) {
+            Ok(schedule) => Ok(Outcome::of(self, job, schedule, Some(queue))),
+            Err(PredictError::Replay {
+                error: lumos_sim::SimError::Stuck { .. },
+                ..
+            }) => {
+                let schedule = self.replay(&job, &SimOptions::default())?;
+                Ok(Outcome::of(self, job, schedule, None))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn replay(&self, job: &Job, opts: &SimOptions) -> Result<Schedule, PredictError> {
+        if job.coupled {
+            simulate_with_rendezvous(&job.graph, &job.rendezvous, opts)
+                .map_err(|error| PredictError::Replay { joint: true, error })
         } else {
-            self.replay_alone(&job)?
-        };
-        Ok(Outcome::of(self, job, schedule))
+            self.replay_alone(job, opts)
+        }
     }
 
     /// Independent stages: each replayed alone (on its own window), exactly
     /// as `lumos replay` does, their schedules laid end to end as `job`
     /// numbers their tasks.
-    fn replay_alone(&self, job: &Job) -> Result<Schedule, PredictError> {
+    fn replay_alone(&self, job: &Job, opts: &SimOptions) -> Result<Schedule, PredictError> {
         let mut start = Vec::with_capacity(job.graph.tasks.len());
         let mut end = Vec::with_capacity(job.graph.tasks.len());
         let mut bound = Vec::new();
         let mut waits = Vec::new();
         for (st, part) in self.stages.iter().zip(&job.parts) {
-            let s = simulate(&st.graph, &SimOptions::default()).map_err(|error| {
-                PredictError::Replay {
-                    joint: false,
-                    error,
-                }
+            let s = simulate(&st.graph, opts).map_err(|error| PredictError::Replay {
+                joint: false,
+                error,
             })?;
             start.extend(s.start_ns);
             end.extend(s.end_ns);
@@ -80,6 +97,34 @@ impl lumos_sim::TaskTimes for StageTimes<'_> {
     }
 }
 
+/// Deviation from the steady-state step that counts as noise however
+/// steady the measured run was.
+const STEADY_TOLERANCE: f64 = 0.05;
+
+/// Whether a prediction's steps repeat, and the step they settle to: see
+/// [`Outcome::steadiness`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Steadiness {
+    /// The median period between consecutive step ends, ns.
+    pub steady_step_ns: i64,
+    /// The largest deviation of a predicted step from it, a fraction.
+    pub worst_deviation: f64,
+    /// The same deviation in the traced graphs' replay (its steps from its
+    /// own steady-state step): the noise of the measured run, a fraction.
+    pub noise: f64,
+    /// True when `worst_deviation` exceeds twice the noise and 5%: the
+    /// predicted steps grow or shrink (the GPU falls behind its CPU, a
+    /// backlog drains), so their mean is not what a longer run would show.
+    pub drifting: bool,
+}
+
+/// The median of `v` (the lower middle one; 0 when empty).
+fn median(v: &[i64]) -> i64 {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s.get(s.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+}
+
 /// One stage's replayed result.
 #[derive(Debug, Clone)]
 pub struct StageOutcome {
@@ -87,6 +132,8 @@ pub struct StageOutcome {
     pub stage: u32,
     /// Step times, ns.
     pub step_ns: Vec<i64>,
+    /// When each step ended, ns on the stage's replay clock.
+    pub step_end_ns: Vec<i64>,
     /// Breakdown over the window of its steps.
     pub breakdown: Breakdown,
 }
@@ -101,10 +148,18 @@ pub struct Outcome {
     pub job: Job,
     /// Its schedule.
     pub schedule: Schedule,
+    /// The launch queue it was replayed with; `None` when the queue's
+    /// waits could not be honoured and it was replayed without a limit.
+    pub launch_queue: Option<LaunchQueue>,
 }
 
 impl Outcome {
-    fn of(p: &Prediction, job: Job, schedule: Schedule) -> Outcome {
+    fn of(
+        p: &Prediction,
+        job: Job,
+        schedule: Schedule,
+        launch_queue: Option<LaunchQueue>,
+    ) -> Outcome {
         let mut stages = Vec::new();
         for (k, part) in job.parts.iter().enumerate() {
             // This stage's tasks and steps alone, numbered from 0, with its
@@ -144,6 +199,7 @@ impl Outcome {
             stages.push(StageOutcome {
                 stage: p.stages[k].stage,
                 step_ns,
+                step_end_ns: spans.iter().map(|s| s.end_ns).collect(),
                 breakdown: breakdown(&sub, &times, window),
             });
         }
@@ -163,7 +219,57 @@ impl Outcome {
             step_ns,
             job,
             schedule,
+            launch_queue,
         }
+    }
+
+    /// Whether the predicted steps are steady, judged against `replayed`
+    /// (the traced graphs' replay: its own spread is the noise).
+    ///
+    /// A step's length runs from its first CPU task to its last GPU task,
+    /// so when the GPU falls behind, the first steps lengthen while the
+    /// launch queue fills and the last one gathers the queue's backlog. The
+    /// period between consecutive step ends is what a steady loop repeats:
+    /// its median is the steady-state step. `None` with fewer than three
+    /// steps.
+    pub fn steadiness(&self, replayed: &Outcome) -> Option<Steadiness> {
+        let steady_step_ns = median(&self.step_periods()?);
+        if steady_step_ns <= 0 {
+            return None;
+        }
+        let spread = |v: &[i64], around: i64| {
+            v.iter()
+                .map(|&x| (x - around).abs() as f64 / around as f64)
+                .fold(0.0, f64::max)
+        };
+        let worst = spread(&self.step_ns, steady_step_ns);
+        // The same measure on the replay: steps that overlap (a CPU a step
+        // ahead of its GPU) or vary in the measured run are not drift.
+        let noise = match replayed.step_periods().map(|p| median(&p)) {
+            Some(m) if m > 0 => spread(&replayed.step_ns, m),
+            _ => 0.0,
+        };
+        Some(Steadiness {
+            steady_step_ns,
+            worst_deviation: worst,
+            noise,
+            drifting: worst > (2.0 * noise).max(STEADY_TOLERANCE),
+        })
+    }
+
+    /// The time between consecutive step ends (the slowest stage's), or
+    /// `None` with fewer than three steps.
+    fn step_periods(&self) -> Option<Vec<i64>> {
+        let periods: Vec<i64> = (1..self.step_ns.len())
+            .map(|k| {
+                self.stages
+                    .iter()
+                    .filter_map(|s| Some(s.step_end_ns.get(k)? - s.step_end_ns.get(k - 1)?))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        (periods.len() >= 2).then_some(periods)
     }
 
     /// Mean step time over steps, ns.

@@ -107,3 +107,70 @@ fn halving_dp_saves_at_most_the_modelled_communication() {
         assert!(delta <= 0 && delta >= added, "step {k}: {delta} vs {added}");
     }
 }
+
+/// The V100 trace's all-reduces, modelled 12x slower than measured (preset
+/// network), leave its GPU behind its CPU: without a launch queue every
+/// predicted step was longer than the last (898 to 3528 ms). With one the
+/// CPU runs at most a queue ahead: the steps between the first (the queue
+/// filling) and the last (the backlog draining) repeat, and the drift is
+/// reported with the step a longer run settles to.
+#[test]
+fn a_gpu_behind_its_cpu_settles_instead_of_running_away() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
+    let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+    let base = Baseline::new(vec![input(&trace)]).unwrap();
+    let replayed = base.identity().simulate().unwrap();
+    let out = base.identity().with_dp(4).unwrap().simulate().unwrap();
+    let queue = out.launch_queue.expect("replayed with a launch queue");
+    assert_eq!(queue.depth, lumos_sim::DEFAULT_LAUNCH_QUEUE);
+    assert!(queue.deepest_measured > 0 && queue.deepest_measured < queue.depth);
+    let steps = &out.step_ns;
+    println!("{rel} dp 4: predicted steps {steps:?}");
+    let middle = &steps[1..steps.len() - 1];
+    let (lo, hi) = (middle.iter().min().unwrap(), middle.iter().max().unwrap());
+    assert!(
+        (hi - lo) as f64 / *lo as f64 <= 0.05,
+        "middle steps differ: {middle:?}"
+    );
+    let s = out.steadiness(&replayed).unwrap();
+    assert!(s.drifting, "{s:?}");
+    // Steady: about the communication stream's modelled work per step.
+    assert!(s.steady_step_ns > replayed.mean_step_ns() as i64);
+    assert!(s.steady_step_ns < *hi);
+    // The traced run itself is steady.
+    let itself = replayed.steadiness(&replayed).unwrap();
+    assert!(!itself.drifting, "{itself:?}");
+}
+
+/// Every corpus DDP trace's own replay, predicted as is, is steady, and its
+/// launch queue (at least as deep as the trace's deepest) leaves its steps
+/// as `lumos replay` replays them.
+#[test]
+fn identity_predictions_are_steady() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for rel in [
+        "single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+        "single-rank/a100-ddp-rank0of2-event-record.json.gz",
+        "single-rank/v100-ddp-rank1of2-allreduce.json.gz",
+    ] {
+        let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+        let base = Baseline::new(vec![input(&trace)]).unwrap();
+        let out = base.identity().simulate().unwrap();
+        assert!(out.launch_queue.is_some(), "{rel}");
+        let g = &base.inputs[0].graph;
+        let free = lumos_sim::simulate(g, &Default::default()).unwrap();
+        let free_steps: Vec<i64> = lumos_sim::step_spans(g, &free, None)
+            .iter()
+            .map(|s| s.end_ns - s.start_ns)
+            .collect();
+        assert_eq!(out.step_ns, free_steps, "{rel}: {:?}", out.launch_queue);
+        if let Some(s) = out.steadiness(&out) {
+            assert!(!s.drifting, "{rel}: {s:?}");
+        }
+    }
+}

@@ -38,6 +38,9 @@ pub struct PredictReport {
     pub mean_predicted_ms: f64,
     /// Predicted over replayed, %.
     pub change_pct: f64,
+    /// Whether the predicted steps are steady, and the step they settle
+    /// to; `None` with fewer than three steps.
+    pub steadiness: Option<SteadinessReport>,
     /// Per predicted stage.
     pub stages: Vec<StageRow>,
     /// GPU time per duration source (`measured`, `scaled`, `modelled`),
@@ -50,6 +53,21 @@ pub struct PredictReport {
     pub calibration: Calibration,
     /// What the prediction assumed.
     pub assumptions: Vec<String>,
+}
+
+/// [`Steadiness`](lumos_predict::Steadiness) in report units.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SteadinessReport {
+    /// The median period between consecutive predicted step ends, ms: the
+    /// step a longer run settles to.
+    pub steady_step_ms: f64,
+    /// The largest deviation of a predicted step from it, %.
+    pub worst_deviation_pct: f64,
+    /// The same deviation in the replay of the traces, %: their noise.
+    pub noise_pct: f64,
+    /// True when the predicted steps grow or shrink beyond noise: their
+    /// mean is over a ramp, and `steady_step_ms` is the figure to use.
+    pub drifting: bool,
 }
 
 /// One trace predicted from.
@@ -329,6 +347,12 @@ pub fn predict_report(
         } else {
             0.0
         },
+        steadiness: outcome.steadiness(replayed).map(|s| SteadinessReport {
+            steady_step_ms: ms(s.steady_step_ns),
+            worst_deviation_pct: s.worst_deviation * 100.0,
+            noise_pct: s.noise * 100.0,
+            drifting: s.drifting,
+        }),
         stages: stage_rows(pred, replayed, outcome),
         gpu_ms_by_source: gpu_ms_by_source(outcome),
         coupled: outcome.job.coupled,
@@ -338,8 +362,20 @@ pub fn predict_report(
             network_start: base.network.start.clone(),
             target_network: pred.target.network.as_ref().map(|(_, w)| w.clone()),
         },
-        assumptions: pred.notes.clone(),
+        assumptions: assumptions(pred, outcome),
     }
+}
+
+/// The prediction's notes, and the launch queue it was replayed with.
+fn assumptions(pred: &Prediction, outcome: &Outcome) -> Vec<String> {
+    let mut out = pred.notes.clone();
+    out.push(match &outcome.launch_queue {
+        Some(q) => q.describe(),
+        None => "launch queue not modelled: its waits could not be honoured in this graph's \
+                 launch order, so a CPU may run arbitrarily far ahead of its GPU"
+            .to_string(),
+    });
+    out
 }
 
 /// The mean of step lengths, ms (0 without steps).

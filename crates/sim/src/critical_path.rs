@@ -128,7 +128,7 @@ pub(crate) fn step_back(
     match bound {
         Bound::Release => None,
         Bound::Processor { prev } => Some((prev, false)),
-        Bound::Runtime { on, .. } => Some((on, false)),
+        Bound::Runtime { on, .. } | Bound::LaunchQueue { on } => Some((on, false)),
         Bound::Edge(i) => {
             let edge = &graph.edges[i as usize];
             let via_issue = edge.anchor == Anchor::Start && schedule.wait(edge.from).is_some();
@@ -156,6 +156,8 @@ pub enum BoundKind {
     Edge(DepKind),
     /// A runtime (GPU-to-CPU sync) dependency.
     Runtime,
+    /// A full launch queue: the call waited for a GPU task's end.
+    LaunchQueue,
     /// A collective's end, set by the start of its last participant on
     /// another rank (multi-rank jobs only; see
     /// [`job_critical_path`](crate::job_critical_path)).
@@ -170,6 +172,7 @@ impl BoundKind {
             Bound::Processor { .. } => BoundKind::Processor,
             Bound::Edge(i) => BoundKind::Edge(graph.edges[i as usize].kind),
             Bound::Runtime { .. } => BoundKind::Runtime,
+            Bound::LaunchQueue { .. } => BoundKind::LaunchQueue,
         }
     }
 
@@ -180,6 +183,7 @@ impl BoundKind {
             BoundKind::Processor => "processor",
             BoundKind::Edge(kind) => kind.as_str(),
             BoundKind::Runtime => "runtime_sync",
+            BoundKind::LaunchQueue => "launch_queue",
             BoundKind::Rendezvous => "rendezvous",
         }
     }

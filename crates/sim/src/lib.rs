@@ -108,5 +108,5 @@ pub use metrics::{
     timeline_bin_ns, whole_span, Breakdown, BusyTimeline, SpanColumns, TaskTimes,
     MAX_TIMELINE_BINS,
 };
-pub use options::{DurationScale, GpuSelector, SimOptions};
+pub use options::{DurationScale, GpuSelector, SimOptions, DEFAULT_LAUNCH_QUEUE};
 pub use scheduler::{simulate, simulate_with_rendezvous, BlockingWait, Bound, Schedule};

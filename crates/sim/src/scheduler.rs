@@ -37,6 +37,12 @@ pub enum Bound {
         /// The GPU task it resolved to and waited for.
         on: TaskId,
     },
+    /// A launch call waited for room in its stream's launch queue
+    /// ([`SimOptions::launch_queue`]): until this GPU task ended.
+    LaunchQueue {
+        /// The task whose end made room.
+        on: TaskId,
+    },
 }
 
 /// A blocking call's issue: the moment it reached the head of its thread,
@@ -197,7 +203,10 @@ const START_ANCHORED: u32 = 1 << 31;
 const LAUNCH: u32 = 1 << 30;
 /// A launch edge of a dropped kind: kept only to track launches.
 const DROPPED: u32 = 1 << 29;
-const EDGE_INDEX: u32 = DROPPED - 1;
+/// Not an edge of the graph: a launch call waits for this GPU task's end
+/// because its stream's launch queue is full.
+const QUEUE_FULL: u32 = 1 << 28;
+const EDGE_INDEX: u32 = QUEUE_FULL - 1;
 
 impl Link {
     #[inline]
@@ -300,7 +309,8 @@ impl<'g> Replay<'g> {
 
         let (proc_next, mut pending, pos_in_proc) = processor_order(graph)?;
         check_task_processors(graph, &pos_in_proc)?;
-        let (link_off, links, has_launch) = dependency_links(graph, opts, &mut pending)?;
+        let queue = launch_queue_waits(graph, opts, &pos_in_proc);
+        let (link_off, links, has_launch) = dependency_links(graph, opts, &queue, &mut pending)?;
         check_runtime_deps(graph)?;
         let (rt_order, rt_first) = runtime_order(graph, opts);
         let streams: Vec<(i64, u32)> = graph
@@ -639,11 +649,12 @@ impl<'g> Replay<'g> {
         for k in self.link_off[ti]..self.link_off[ti + 1] {
             let link = self.links[k as usize];
             if !link.has(START_ANCHORED | DROPPED) {
-                self.satisfy(
-                    link.to,
-                    end.saturating_add(link.latency_ns),
-                    Bound::Edge(link.index()),
-                );
+                let why = if link.has(QUEUE_FULL) {
+                    Bound::LaunchQueue { on: TaskId(t) }
+                } else {
+                    Bound::Edge(link.index())
+                };
+                self.satisfy(link.to, end.saturating_add(link.latency_ns), why);
             }
         }
         let next = self.proc_next[ti];
@@ -756,11 +767,14 @@ fn check_task_processors(graph: &Graph, pos_in_proc: &[u32]) -> Result<(), SimEr
 /// The edges as outgoing links per task (CSR), counting each kept edge as
 /// a dependency of its target in `pending`; launch edges are kept even
 /// when dropped (marked so), since they tell which launch a GPU task waits
-/// for. Also whether each task has a launch edge.
+/// for. The launch-queue waits (`queue`: GPU task, then the call that
+/// waits for its end) join them as links of their own kind. Also whether
+/// each task has a launch edge.
 #[allow(clippy::type_complexity)] // the CSR arrays and a column by task
 fn dependency_links(
     graph: &Graph,
     opts: &SimOptions,
+    queue: &[(u32, u32)],
     pending: &mut [u32],
 ) -> Result<(Vec<u32>, Vec<Link>, Vec<bool>), SimError> {
     let n = graph.tasks.len();
@@ -785,6 +799,10 @@ fn dependency_links(
         if launch || !dropped {
             link_off[e.from.idx() + 1] += 1;
         }
+    }
+    for &(gpu, call) in queue {
+        link_off[gpu as usize + 1] += 1;
+        pending[call as usize] += 1;
     }
     for t in 0..n {
         link_off[t + 1] += link_off[t];
@@ -821,10 +839,61 @@ fn dependency_links(
         };
         *cursor += 1;
     }
+    for &(gpu, call) in queue {
+        let cursor = &mut link_off[gpu as usize];
+        links[*cursor as usize] = Link {
+            latency_ns: 0,
+            to: call,
+            edge: QUEUE_FULL,
+        };
+        *cursor += 1;
+    }
     link_off.copy_within(0..n, 1);
     link_off[0] = 0;
 
     Ok((link_off, links, has_launch))
+}
+
+/// With a launch-queue depth `q`: for the `k`-th task of each stream
+/// (`k >= q`), its launch call waits for the end of the stream's task
+/// `k - q`. Pairs that would make a call wait for its own work (one call
+/// launching more than `q` tasks, a CUDA graph) or for a task launched later
+/// on the same thread are left out: a real queue never waits for work not
+/// yet submitted. Returns (GPU task, call) pairs; none without a depth, or
+/// when launch edges are dropped.
+fn launch_queue_waits(graph: &Graph, opts: &SimOptions, pos_in_proc: &[u32]) -> Vec<(u32, u32)> {
+    let Some(q) = opts.launch_queue.map(|q| q.max(1) as usize) else {
+        return Vec::new();
+    };
+    let n = graph.tasks.len();
+    if opts.drops(DepKind::Launch) {
+        return Vec::new();
+    }
+    let mut launcher = vec![NONE; n];
+    for e in &graph.edges {
+        if e.kind == DepKind::Launch && e.to.idx() < n && e.from.idx() < n {
+            launcher[e.to.idx()] = e.from.0;
+        }
+    }
+    let mut out = Vec::new();
+    for proc in graph.processors.iter().filter(|p| p.is_stream()) {
+        for (k, &t) in proc.tasks.iter().enumerate().skip(q) {
+            let call = launcher[t.idx()];
+            if call == NONE {
+                continue;
+            }
+            let earlier = proc.tasks[k - q];
+            let earlier_call = launcher[earlier.idx()];
+            let launched_after = earlier_call != NONE
+                && (earlier_call == call
+                    || graph.tasks[earlier_call as usize].proc == graph.tasks[call as usize].proc
+                        && pos_in_proc[earlier_call as usize] > pos_in_proc[call as usize]);
+            if !launched_after {
+                out.push((earlier.0, call));
+            }
+        }
+    }
+    out
 }
 
 /// Every runtime dependency belongs to a task and waits for a task or a

@@ -243,23 +243,7 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
     if let Some(n) = &r.calibration.target_network {
         writeln!(out, "          network {n}")?;
     }
-    writeln!(
-        out,
-        "  {:<18} {:>12} {:>12} {:>12} {:>9}",
-        "step", "measured ms", "replayed ms", "predicted ms", "change"
-    )?;
-    for s in &r.steps {
-        writeln!(
-            out,
-            "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>8.2}%",
-            s.step, s.measured_ms, s.replayed_ms, s.predicted_ms, s.change_pct
-        )?;
-    }
-    writeln!(
-        out,
-        "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>8.2}%",
-        "mean", r.mean_measured_ms, r.mean_replayed_ms, r.mean_predicted_ms, r.change_pct
-    )?;
+    write_steps(out, r)?;
     writeln!(
         out,
         "  breakdown per stage (ms)   exposed compute   overlap   exposed comm      idle"
@@ -334,6 +318,50 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
     }
     for n in &r.assumptions {
         writeln!(out, "  assumption: {n}")?;
+    }
+    Ok(())
+}
+
+/// The step table: each step measured, replayed and predicted, their
+/// means, and, when the predicted steps drift, the step they settle to.
+fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  {:<18} {:>12} {:>12} {:>12} {:>9}",
+        "step", "measured ms", "replayed ms", "predicted ms", "change"
+    )?;
+    for s in &r.steps {
+        writeln!(
+            out,
+            "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>8.2}%",
+            s.step, s.measured_ms, s.replayed_ms, s.predicted_ms, s.change_pct
+        )?;
+    }
+    writeln!(
+        out,
+        "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>8.2}%",
+        "mean", r.mean_measured_ms, r.mean_replayed_ms, r.mean_predicted_ms, r.change_pct
+    )?;
+    if let Some(s) = r.steadiness.filter(|s| s.drifting) {
+        let change = if r.mean_replayed_ms > 0.0 {
+            (s.steady_step_ms - r.mean_replayed_ms) / r.mean_replayed_ms * 100.0
+        } else {
+            0.0
+        };
+        writeln!(
+            out,
+            "  {:<18} {:>12} {:>12} {:>12.3} {:>8.2}%",
+            "steady state", "", "", s.steady_step_ms, change
+        )?;
+        writeln!(
+            out,
+            "  warning: the predicted steps are not steady (up to {:.1}% from the steady-state \
+             step; the replay varies {:.1}%): the GPU falls behind its CPU (which runs at most a \
+             full launch queue ahead), and the last step drains the backlog. The mean is over \
+             that ramp; the steady-state step (the median time between step ends) is what a \
+             longer run repeats",
+            s.worst_deviation_pct, s.noise_pct
+        )?;
     }
     Ok(())
 }

@@ -133,7 +133,11 @@ impl Builder {
     }
 
     pub fn try_run(&self) -> Result<Schedule, SimError> {
-        simulate(&self.graph, &SimOptions::default())
+        self.try_run_with(&SimOptions::default())
+    }
+
+    pub fn try_run_with(&self, opts: &SimOptions) -> Result<Schedule, SimError> {
+        simulate(&self.graph, opts)
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod builder;
 mod critical;
+mod launch_queue;
 mod metrics;
 mod props;
 mod rendezvous;

@@ -148,6 +148,7 @@ fn bound_time(g: &Graph, s: &Schedule, bound: Bound, t: usize) -> i64 {
             anchor_time(s, e) + e.latency_ns
         }
         Bound::Runtime { dep, on } => s.end_ns[on.idx()] + g.runtime_deps[dep as usize].latency_ns,
+        Bound::LaunchQueue { on } => s.end_ns[on.idx()],
     }
 }
 
