@@ -12,12 +12,12 @@ work needs far less than the traces. So the work splits in two:
    job (identities, collective matching, clock alignment);
    ``Job.replay`` replays it with any what-if.
 
-:func:`replay_job` does both, on Ray. The per-rank format today is the
-simplest one that gives back the rank's graph exactly: the trace itself,
-copied (see the Rust module ``crates/python/src/ingest.rs``). The compact
-``.lgraph`` files of lumos-store (``lumos ingest``) replace it behind the
-same two functions, and with them the driver's memory follows the per-rank
-graphs rather than the traces.
+:func:`replay_job` does both, on Ray. The per-rank files are the compact
+``.lgraph`` graphs of lumos-store, the files ``lumos ingest`` writes (the
+CLI reads them too): the driver reads graphs, never traces. It still holds
+every rank's graph; the replay by representatives (one rank per
+communication program, ``lumos replay --representatives``) is not yet
+offered here.
 
 Spark (``out`` must be a folder every executor and the driver can reach)::
 

@@ -41,7 +41,7 @@ def test_the_plain_function_runs_in_other_processes(corpus, tmp_path):
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         done = list(pool.map(distributed.ingest_rank, src, [str(tmp_path)] * len(src)))
     assert [os.path.basename(p) for p in done] == [
-        os.path.basename(p).replace(".json.gz", "") + ".rank.json.gz" for p in src
+        os.path.basename(p).replace(".json.gz", "") + ".lgraph" for p in src
     ]
 
 

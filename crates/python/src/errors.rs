@@ -83,6 +83,18 @@ impl From<lumos_trace::ReadError> for Error {
     }
 }
 
+impl From<lumos_store::StoreError> for Error {
+    fn from(e: lumos_store::StoreError) -> Error {
+        use lumos_store::Problem;
+        let kind = match &e.problem {
+            Problem::Io(_) | Problem::Write(_) => Kind::Io,
+            Problem::Trace(t) if matches!(t.kind, lumos_trace::ErrorKind::Io(_)) => Kind::Io,
+            _ => Kind::Input,
+        };
+        Error::from_chain(kind, &e)
+    }
+}
+
 impl From<lumos_report::ReportError> for Error {
     fn from(e: lumos_report::ReportError) -> Error {
         let kind = match e {

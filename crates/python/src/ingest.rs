@@ -1,13 +1,7 @@
 //! The per-rank ingest behind `lumos.distributed`: one trace file in, one
-//! compact per-rank file out, and that file read back as the rank of a
-//! job. One interface ([`ingest`], [`read_rank`]) whatever the format.
-//!
-//! The format today is the simplest one that gives back the rank's graph
-//! exactly: the trace itself, copied as it is (the rank is built from it
-//! when read, by the same `RankInput::from_trace` the CLI calls). It saves
-//! no space and no time on the driver; the compact `.lgraph` files of
-//! lumos-store replace it behind these two functions when that crate
-//! lands.
+//! compact per-rank graph out (an `.lgraph` file of lumos-store, the file
+//! `lumos ingest` writes), and that file read back as the rank of a job.
+//! One interface ([`ingest`], [`read_rank`]) whatever the format.
 
 use std::path::{Path, PathBuf};
 
@@ -29,20 +23,19 @@ pub struct Ingested {
 }
 
 /// The name of the per-rank file of `trace`: its name without `.gz` and
-/// `.json`, then the format's extension.
+/// `.json`, then `.lgraph`.
 pub fn out_name(trace: &Path) -> String {
     let name = trace
         .file_name()
         .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
     let stem = name.strip_suffix(".gz").unwrap_or(&name);
     let stem = stem.strip_suffix(".json").unwrap_or(stem);
-    format!("{stem}.rank.json.gz")
+    format!("{stem}.lgraph")
 }
 
-/// Ingests `trace` into `out_dir` (created if needed).
+/// Ingests `trace` into `out_dir` (created if needed); the file appears
+/// whole or not at all.
 pub fn ingest(trace: &Path, out_dir: &Path) -> Result<Ingested> {
-    let t = lumos_trace::read_path(trace)?;
-    let input = RankInput::from_trace(&t);
     std::fs::create_dir_all(out_dir).map_err(|e| {
         Error::new(
             Kind::Io,
@@ -50,28 +43,16 @@ pub fn ingest(trace: &Path, out_dir: &Path) -> Result<Ingested> {
         )
     })?;
     let out = out_dir.join(out_name(trace));
-    let bytes = copy_atomic(trace, &out)?;
+    let done = lumos_store::ingest_file(trace, &out)?;
     Ok(Ingested {
         out,
-        rank: input.meta.rank,
-        tasks: input.graph.graph.tasks.len() as u64,
-        bytes,
+        rank: done.rank,
+        tasks: done.tasks,
+        bytes: done.bytes_written,
     })
-}
-
-/// Copies `from` to `to` through a temporary file beside it, so `to`
-/// appears whole or not at all.
-fn copy_atomic(from: &Path, to: &Path) -> Result<u64> {
-    let tmp = to.with_extension(format!("tmp{}", std::process::id()));
-    let io =
-        |e: std::io::Error| Error::new(Kind::Io, format!("{}: cannot write: {e}", to.display()));
-    let n = std::fs::copy(from, &tmp).map_err(io)?;
-    std::fs::rename(&tmp, to).map_err(io)?;
-    Ok(n)
 }
 
 /// Reads a per-rank file as the rank of a job.
 pub fn read_rank(path: &Path) -> Result<RankInput> {
-    let t = lumos_trace::read_path(path)?;
-    Ok(RankInput::from_trace(&t))
+    Ok(lumos_store::read_rank(path)?)
 }

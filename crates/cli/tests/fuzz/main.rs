@@ -437,6 +437,16 @@ fn check(
                 .any(|l| l.starts_with("error: ") && l.contains(file));
             (!named).then(|| "exit 1 without an `error:` line naming the file".to_owned())
         }
+        // A prediction the damaged trace cannot support (its collectives
+        // gone, its layers unrecognisable) is refused as a usage error,
+        // naming the file, as issue 10 asks: the flags were fine, the
+        // question is not one this input can answer.
+        Some(2) if matches!(case.command, mutate::Command::Predict) => {
+            let named = stderr
+                .lines()
+                .any(|l| l.starts_with("error: ") && l.contains(file));
+            (!named).then(|| "exit 2 without an `error:` line naming the file".to_owned())
+        }
         Some(code) => Some(format!("exit code {code}")),
         None => Some(format!(
             "killed by signal {}{}",
