@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::{lumos, lumos_json};
 use lumos_testkit::TempDir;
@@ -27,13 +27,39 @@ fn mean_step_ms(t: &serde_json::Value) -> f64 {
 
 #[test]
 fn demo_runs_end_to_end() {
-    let out = lumos().arg("demo").output().unwrap();
+    let dir = TempDir::new("cli-demo");
+    let out = lumos()
+        .arg("demo")
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("== replay"), "{text}");
     assert!(text.contains("ProfilerStep#3"), "{text}");
     assert!(text.contains("synthesized gpt-tiny"), "{text}");
-    let out = lumos().args(["demo", "--json"]).output().unwrap();
+    // It ends with what bounds the job, the what-if's effect and what to
+    // type next, and keeps the files it names.
+    assert!(text.contains("This job is "), "{text}");
+    assert!(text.contains("2x faster shortens the window by"), "{text}");
+    let timeline = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Open ")?.split(" in Perfetto").next())
+        .expect("names the timeline");
+    assert!(Path::new(timeline).is_file(), "{timeline}");
+    let replay_cmd = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("lumos replay "))
+        .expect("suggests a replay");
+    assert!(Path::new(replay_cmd).is_file(), "{replay_cmd}");
+    let again = lumos().args(["replay", replay_cmd]).output().unwrap();
+    assert!(again.status.success());
+    let out = lumos()
+        .args(["demo", "--json", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // Halving compute must shorten the demo's steps.
     let base = v["replay"]["window"]["replayed_us"].as_f64().unwrap();

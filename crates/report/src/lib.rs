@@ -109,6 +109,12 @@ pub use timeline::{Timeline, TimelineSource};
 /// replayed with compute kernels twice as fast.
 #[derive(Debug, Clone, Serialize)]
 pub struct DemoOutput {
+    /// The folder the example was written to.
+    pub out_dir: String,
+    /// The example's traces, one per pipeline stage (the first is shown).
+    pub traces: Vec<String>,
+    /// The replayed timeline of the first, written for Perfetto.
+    pub timeline: String,
     /// The example trace inspected.
     pub inspect: FileReport,
     /// Replayed as traced.

@@ -1,12 +1,15 @@
 //! `lumos demo`: the built-in example end to end. A small GPT job written
 //! by the synthesizer (TP2 x PP2 x DP2, one rank per pipeline stage) is
 //! inspected, replayed, and replayed with compute kernels twice as fast;
-//! rank 0 is shown.
+//! rank 0 is shown. The traces and the replayed timeline stay in a folder
+//! (`--out`, default `lumos-demo`), and the output ends with what bounds
+//! the job, what the what-if shows and the commands to type next.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use lumos_report::DemoOutput;
+use lumos_report::{DemoOutput, TraceReplay};
 use lumos_sim::{GpuSelector, SimOptions};
 
 use super::synth::{RankChoice, SynthArgs};
@@ -19,11 +22,15 @@ pub struct DemoArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Where the example's traces and replayed timeline are written (and
+    /// kept).
+    #[arg(long, default_value = "lumos-demo")]
+    pub out: PathBuf,
 }
 
 /// Runs `lumos demo`.
 pub fn run(a: &DemoArgs, out: &mut dyn Write) -> Result<bool> {
-    let dir = std::env::temp_dir().join(format!("lumos-demo-{}", std::process::id()));
+    let dir = &a.out;
     let files = super::synth::write(&SynthArgs {
         model: "gpt-tiny".into(),
         tp: 2,
@@ -38,15 +45,19 @@ pub fn run(a: &DemoArgs, out: &mut dyn Write) -> Result<bool> {
         recipe: Default::default(),
     })?;
     let trace = lumos_trace::read_path(&files[0])?;
-    let base = lumos_report::replay_trace(&trace, &SimOptions::default())?;
+    let replayed = lumos_report::replay(&trace, &SimOptions::default())?;
+    let timeline = replayed.timeline();
+    replay::write_timeline(dir, &timeline)?;
     let fast = SimOptions::default().scale(GpuSelector::Compute, 0.5);
     let fast = lumos_report::replay_trace(&trace, &fast)?;
     let report = DemoOutput {
+        out_dir: dir.display().to_string(),
+        traces: files.iter().map(|f| f.display().to_string()).collect(),
+        timeline: dir.join(timeline.file_name()).display().to_string(),
         inspect: lumos_report::inspect(&trace),
-        replay: base,
+        replay: replayed.report(),
         what_if: fast,
     };
-    let _ = std::fs::remove_dir_all(&dir);
     if a.json {
         return output::json_sorted(out, &report).map(|()| true);
     }
@@ -59,5 +70,90 @@ pub fn run(a: &DemoArgs, out: &mut dyn Write) -> Result<bool> {
     replay::write_trace(out, &report.replay, 5)?;
     writeln!(out, "\n== what-if: compute kernels 2x faster")?;
     replay::write_trace(out, &report.what_if, 5)?;
+    writeln!(out, "\n== what this shows")?;
+    for line in verdict(&report.replay, &report.what_if) {
+        writeln!(out, "{line}")?;
+    }
+    next_steps(out, dir, &files, &report.timeline)?;
     Ok(true)
+}
+
+/// What bounds the replayed job and what the what-if changed, in words.
+fn verdict(base: &TraceReplay, fast: &TraceReplay) -> Vec<String> {
+    let b = &base.breakdown.replayed;
+    let total = b.total_us.max(1e-9);
+    let pct = |x: f64| x / total * 100.0;
+    let parts = [
+        ("compute-bound", b.exposed_compute_us, "exposed compute"),
+        (
+            "communication-bound",
+            b.exposed_comm_us,
+            "exposed communication",
+        ),
+        (
+            "idle-bound (the GPU waits for the CPU)",
+            b.idle_us,
+            "GPU idle",
+        ),
+    ];
+    let bound = parts
+        .iter()
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .map_or("", |p| p.0);
+    let (before, after) = (base.window.replayed_us, fast.window.replayed_us);
+    let saved = if before > 0.0 {
+        (before - after) / before * 100.0
+    } else {
+        0.0
+    };
+    let why = if saved < 25.0 {
+        "compute is not what holds the step back, so faster kernels help little".to_string()
+    } else {
+        "compute is most of the step, so faster kernels pay".to_string()
+    };
+    vec![
+        format!(
+            "This job is {bound}: of its {:.1} ms replayed window, {:.0}% is exposed compute, \
+             {:.0}% compute overlapped with communication, {:.0}% exposed communication and \
+             {:.0}% GPU idle.",
+            total / 1e3,
+            pct(b.exposed_compute_us),
+            pct(b.overlapped_us),
+            pct(b.exposed_comm_us),
+            pct(b.idle_us)
+        ),
+        format!(
+            "Making every compute kernel 2x faster shortens the window by {saved:.1}% \
+             ({:.1} -> {:.1} ms): {why}.",
+            before / 1e3,
+            after / 1e3
+        ),
+    ]
+}
+
+/// Where the files are and the commands a user would type next.
+fn next_steps(out: &mut dyn Write, dir: &Path, files: &[PathBuf], timeline: &str) -> Result<()> {
+    let rank0 = files
+        .first()
+        .map_or(String::new(), |f| f.display().to_string());
+    let stages: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    writeln!(
+        out,
+        "The example's traces are in {} (one rank per pipeline stage).",
+        dir.display()
+    )?;
+    writeln!(
+        out,
+        "Open {timeline} in Perfetto (ui.perfetto.dev, Open trace file) to see the replayed \
+         timeline; {rank0} is the trace it replays."
+    )?;
+    writeln!(out, "\nNext:")?;
+    writeln!(out, "  lumos replay {rank0}")?;
+    writeln!(out, "  lumos predict {} --dp 4", stages.join(" "))?;
+    writeln!(
+        out,
+        "  lumos report {rank0} -o {}",
+        dir.join("report.html").display()
+    )?;
+    Ok(())
 }
