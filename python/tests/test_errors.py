@@ -44,7 +44,9 @@ def test_a_folder_without_traces_is_an_input_error(tmp_path, cli_error):
     # lists the .lgraph files it takes.
     assert code == 1
     assert message.startswith(f"{tmp_path}: directory has no trace files (*.json, *.json.gz")
-    assert str(e.value) == f"{tmp_path}: directory has no trace files (*.json, *.json.gz)"
+    assert str(e.value) == (
+        f"{tmp_path}: directory has no trace files (*.json, *.json.gz), sub-folders included"
+    )
 
 
 def test_two_files_claiming_one_rank_are_an_input_error(tmp_path, corpus, cli_error):

@@ -88,19 +88,18 @@ pub fn read_rank(f: &Path) -> Result<RankInput> {
     }
 }
 
-/// Expands directories (one level, sorted) into their trace files.
+/// Expands directories (sub-folders included, sorted) into their trace
+/// files.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-                .with_context(|| format!("{}: cannot list directory", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.is_file() && is_trace_name(f))
-                .collect();
+            let mut found = Vec::new();
+            collect_dir(p, MAX_DIR_DEPTH, &mut found)?;
             if found.is_empty() {
                 bail!(
-                    "{}: directory has no trace files (*.json, *.json.gz, *.lgraph)",
+                    "{}: directory has no trace files (*.json, *.json.gz, *.lgraph), \
+                     sub-folders included",
                     p.display()
                 );
             }
@@ -114,6 +113,42 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         bail!("no input traces given");
     }
     Ok(out)
+}
+
+/// How deep [`expand`] looks into sub-folders (runs kept in sub-folders, as
+/// TensorBoard's profiler plugin keeps them, without following a link loop
+/// forever).
+const MAX_DIR_DEPTH: u32 = 8;
+
+/// The trace files under `dir`, its sub-folders included down to `depth`
+/// levels; hidden folders and the timelines lumos itself writes
+/// (`*.replayed.json.gz`, `*.predicted.json.gz`, `*.critical-path.json`)
+/// are left out. A file named on the command line is always read.
+fn collect_dir(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list directory", dir.display()))?;
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            if depth > 0 && !name.starts_with('.') {
+                collect_dir(&path, depth - 1, out)?;
+            }
+        } else if path.is_file() && is_trace_name(&path) && !is_lumos_output(name) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// True for the names of the timelines and exports lumos writes.
+fn is_lumos_output(name: &str) -> bool {
+    [
+        ".replayed.json.gz",
+        ".predicted.json.gz",
+        ".critical-path.json",
+    ]
+    .iter()
+    .any(|s| name.ends_with(s))
 }
 
 /// Reads every file in parallel with a progress bar on stderr (when it is

@@ -332,3 +332,49 @@ fn synth_model_files_are_checked() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.json") && err.contains("hidden"), "{err}");
 }
+
+/// Runs kept in sub-folders (as TensorBoard's profiler plugin keeps them)
+/// are found; hidden folders and the timelines lumos writes are not read as
+/// traces.
+#[test]
+fn directories_are_searched_in_sub_folders_without_lumos_outputs() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-recursive");
+    let runs = dir.path().join("runs");
+    let src = corpus.path("micro/a100-simple-add.json.gz");
+    for (sub, name) in [
+        ("run-a/plugins/profile", "host_1.pt.trace.json.gz"),
+        ("run-a/plugins/profile", "host_1.pt.trace.replayed.json.gz"),
+        (".hidden", "host_2.pt.trace.json.gz"),
+    ] {
+        std::fs::create_dir_all(runs.join(sub)).unwrap();
+        std::fs::copy(&src, runs.join(sub).join(name)).unwrap();
+    }
+    let v = lumos_json(&["inspect"], std::slice::from_ref(&runs));
+    let traces = v["traces"].as_array().unwrap();
+    assert_eq!(traces.len(), 1, "{v}");
+    assert!(traces[0]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("run-a/plugins/profile/host_1.pt.trace.json.gz"));
+    // Named on the command line, a lumos output is read like any trace.
+    let named = runs.join("run-a/plugins/profile/host_1.pt.trace.replayed.json.gz");
+    assert_eq!(
+        lumos_json(&["inspect"], &[named])["traces"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let empty = dir.path().join("empty/deeper");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = lumos()
+        .arg("inspect")
+        .arg(dir.path().join("empty"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sub-folders included"));
+}

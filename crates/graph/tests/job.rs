@@ -1,5 +1,7 @@
 //! Multi-rank jobs: collective matching, clock alignment and merging, on
-//! the 8-rank DLRM set and on fixtures built from it in code.
+//! the 8-rank DLRM set and on fixtures built from it in code. About 800
+//! lines in one file on purpose: the tests share the fixtures built here
+//! (damaged ranks, foreign ranks, shifted clocks).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use lumos_graph::*;

@@ -26,21 +26,13 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             out.push(p.clone());
             continue;
         }
-        let entries = std::fs::read_dir(p).map_err(|e| {
-            Error::new(
-                Kind::Io,
-                format!("{}: cannot list directory: {e}", p.display()),
-            )
-        })?;
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|f| f.is_file() && is_trace_name(f))
-            .collect();
+        let mut found = Vec::new();
+        collect_dir(p, MAX_DIR_DEPTH, &mut found)?;
         if found.is_empty() {
             return Err(Error::new(
                 Kind::Input,
                 format!(
-                    "{}: directory has no trace files (*.json, *.json.gz)",
+                    "{}: directory has no trace files (*.json, *.json.gz), sub-folders included",
                     p.display()
                 ),
             ));
@@ -52,6 +44,42 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         return Err(Error::new(Kind::Input, "no input traces given"));
     }
     Ok(out)
+}
+
+/// How deep [`expand`] looks into sub-folders, as the CLI does.
+const MAX_DIR_DEPTH: u32 = 8;
+
+/// The trace files under `dir` and its sub-folders, as the CLI finds them:
+/// hidden folders and the timelines lumos writes left out.
+fn collect_dir(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        Error::new(
+            Kind::Io,
+            format!("{}: cannot list directory: {e}", dir.display()),
+        )
+    })?;
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            if depth > 0 && !name.starts_with('.') {
+                collect_dir(&path, depth - 1, out)?;
+            }
+        } else if path.is_file() && is_trace_name(&path) && !is_lumos_output(name) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// True for the names of the timelines and exports lumos writes.
+fn is_lumos_output(name: &str) -> bool {
+    [
+        ".replayed.json.gz",
+        ".predicted.json.gz",
+        ".critical-path.json",
+    ]
+    .iter()
+    .any(|s| name.ends_with(s))
 }
 
 fn file_len(f: &Path) -> u64 {
