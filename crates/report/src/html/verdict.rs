@@ -13,7 +13,8 @@ use crate::{BoundShare, BreakdownUs};
 #[derive(Debug, Clone)]
 pub(super) struct Verdict {
     /// One of `compute-bound`, `communication-bound`, `CPU/launch-bound`,
-    /// `waiting for peers`, `idle-bound`.
+    /// `waiting for peers`, `idle-bound`, or `no GPU work` (a CPU-only
+    /// trace).
     pub bound: &'static str,
     /// The shares of the window, in words.
     pub detail: String,
@@ -56,7 +57,10 @@ pub(super) fn verdict(b: &BreakdownUs, path: &[BoundShare]) -> Verdict {
     };
     let cpu = share(&CPU_BOUNDS);
     let peers = share(&["rendezvous", "collective"]);
-    let bound = if idle >= compute.max(comm) {
+    let gpu_work = b.exposed_compute_us + b.overlapped_us + b.exposed_comm_us;
+    let bound = if gpu_work <= 0.0 && b.total_us > 0.0 {
+        "no GPU work"
+    } else if idle >= compute.max(comm) {
         if cpu >= 50.0 {
             "CPU/launch-bound"
         } else if peers >= 50.0 {
@@ -119,5 +123,7 @@ mod tests {
             "waiting for peers"
         );
         assert_eq!(verdict(&b(0.0, 0.0, 0.0), &[]).bound, "idle-bound");
+        // A CPU-only trace: its window has no GPU task at all.
+        assert_eq!(verdict(&b(0.0, 0.0, 50.0), &cpu).bound, "no GPU work");
     }
 }
