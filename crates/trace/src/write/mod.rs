@@ -353,26 +353,12 @@ impl<W: Write> KinetoWriter<W> {
         tid: i64,
         ts_ns: i64,
     ) {
-        let buf = self.event();
-        buf.extend_from_slice(match phase {
-            FlowPhase::Start => b"{\"ph\":\"s\",\"id\":",
-            FlowPhase::End => b"{\"ph\":\"f\",\"id\":",
-        });
-        push_u64(buf, id);
-        buf.extend_from_slice(b",\"pid\":");
-        push_i64(buf, pid);
-        buf.extend_from_slice(b",\"tid\":");
-        push_i64(buf, tid);
-        buf.extend_from_slice(b",\"ts\":");
-        push_us(buf, ts_ns);
+        let buf = flow_head(self.event(), phase, id, pid, tid, ts_ns);
         buf.extend_from_slice(match kind {
             FlowKind::Launch => b",\"cat\":\"ac2g\",\"name\":\"ac2g\"",
             FlowKind::FwdBwd => b",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\"",
         });
-        if phase == FlowPhase::End {
-            buf.extend_from_slice(b",\"bp\":\"e\"");
-        }
-        buf.push(b'}');
+        flow_tail(buf, phase);
     }
 
     /// A flow event of a category that is not a launch or forward-backward
@@ -391,26 +377,12 @@ impl<W: Write> KinetoWriter<W> {
         tid: i64,
         ts_ns: i64,
     ) {
-        let buf = self.event();
-        buf.extend_from_slice(match phase {
-            FlowPhase::Start => b"{\"ph\":\"s\",\"id\":",
-            FlowPhase::End => b"{\"ph\":\"f\",\"id\":",
-        });
-        push_u64(buf, id);
-        buf.extend_from_slice(b",\"pid\":");
-        push_i64(buf, pid);
-        buf.extend_from_slice(b",\"tid\":");
-        push_i64(buf, tid);
-        buf.extend_from_slice(b",\"ts\":");
-        push_us(buf, ts_ns);
+        let buf = flow_head(self.event(), phase, id, pid, tid, ts_ns);
         buf.extend_from_slice(b",\"cat\":");
         push_str(buf, category);
         buf.extend_from_slice(b",\"name\":");
         push_str(buf, name);
-        if phase == FlowPhase::End {
-            buf.extend_from_slice(b",\"bp\":\"e\"");
-        }
-        buf.push(b'}');
+        flow_tail(buf, phase);
     }
 
     /// A `process_name` metadata row.
@@ -623,6 +595,38 @@ impl Drop for Fields<'_> {
 }
 
 /// `[1, 2, 3]`.
+/// The start of a flow event, up to its time: its phase, id, process and
+/// thread. Returns `buf` for the caller's category and name.
+fn flow_head(
+    buf: &mut Vec<u8>,
+    phase: FlowPhase,
+    id: u64,
+    pid: i64,
+    tid: i64,
+    ts_ns: i64,
+) -> &mut Vec<u8> {
+    buf.extend_from_slice(match phase {
+        FlowPhase::Start => b"{\"ph\":\"s\",\"id\":",
+        FlowPhase::End => b"{\"ph\":\"f\",\"id\":",
+    });
+    push_u64(buf, id);
+    buf.extend_from_slice(b",\"pid\":");
+    push_i64(buf, pid);
+    buf.extend_from_slice(b",\"tid\":");
+    push_i64(buf, tid);
+    buf.extend_from_slice(b",\"ts\":");
+    push_us(buf, ts_ns);
+    buf
+}
+
+/// The end of a flow event: an end binds to the slice enclosing it.
+fn flow_tail(buf: &mut Vec<u8>, phase: FlowPhase) {
+    if phase == FlowPhase::End {
+        buf.extend_from_slice(b",\"bp\":\"e\"");
+    }
+    buf.push(b'}');
+}
+
 fn push_list(buf: &mut Vec<u8>, v: &[i64]) {
     buf.push(b'[');
     for (i, &x) in v.iter().enumerate() {
