@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -17,15 +17,6 @@ use lumos_trace::{ReadError, Trace, TraceMeta};
 use rayon::prelude::*;
 
 use crate::{output, progress};
-
-/// True for names that look like trace files or compact graphs.
-fn is_trace_name(p: &Path) -> bool {
-    let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    n.ends_with(".json")
-        || n.ends_with(".json.gz")
-        || n.ends_with(".gz")
-        || lumos_store::is_lgraph_path(p)
-}
 
 /// One input, read: a trace, or a rank read back from an `.lgraph` file,
 /// which every command takes in place of the trace it was made from.
@@ -94,8 +85,9 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let mut found = Vec::new();
-            collect_dir(p, MAX_DIR_DEPTH, &mut found)?;
+            let found = lumos_trace::trace_files_under(p, &|n| {
+                lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph")
+            })?;
             if found.is_empty() {
                 bail!(
                     "{}: directory has no trace files (*.json, *.json.gz, *.lgraph), \
@@ -103,7 +95,6 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
                     p.display()
                 );
             }
-            found.sort();
             out.extend(found);
         } else {
             out.push(p.clone());
@@ -113,42 +104,6 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         bail!("no input traces given");
     }
     Ok(out)
-}
-
-/// How deep [`expand`] looks into sub-folders (runs kept in sub-folders, as
-/// TensorBoard's profiler plugin keeps them, without following a link loop
-/// forever).
-const MAX_DIR_DEPTH: u32 = 8;
-
-/// The trace files under `dir`, its sub-folders included down to `depth`
-/// levels; hidden folders and the timelines lumos itself writes
-/// (`*.replayed.json.gz`, `*.predicted.json.gz`, `*.critical-path.json`)
-/// are left out. A file named on the command line is always read.
-fn collect_dir(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir)
-        .with_context(|| format!("{}: cannot list directory", dir.display()))?;
-    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if path.is_dir() {
-            if depth > 0 && !name.starts_with('.') {
-                collect_dir(&path, depth - 1, out)?;
-            }
-        } else if path.is_file() && is_trace_name(&path) && !is_lumos_output(name) {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// True for the names of the timelines and exports lumos writes.
-fn is_lumos_output(name: &str) -> bool {
-    [
-        ".replayed.json.gz",
-        ".predicted.json.gz",
-        ".critical-path.json",
-    ]
-    .iter()
-    .any(|s| name.ends_with(s))
 }
 
 /// Reads every file in parallel with a progress bar on stderr (when it is

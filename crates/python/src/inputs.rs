@@ -11,12 +11,6 @@ use rayon::prelude::*;
 use crate::errors::{Error, Kind, Result};
 use crate::progress::Progress;
 
-/// True for names that look like trace files.
-fn is_trace_name(p: &Path) -> bool {
-    let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    n.ends_with(".json") || n.ends_with(".json.gz") || n.ends_with(".gz")
-}
-
 /// Expands directories (one level, sorted) into their trace files, with
 /// the CLI's messages.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
@@ -26,8 +20,8 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             out.push(p.clone());
             continue;
         }
-        let mut found = Vec::new();
-        collect_dir(p, MAX_DIR_DEPTH, &mut found)?;
+        let found = lumos_trace::trace_files_under(p, &lumos_trace::is_trace_file_name)
+            .map_err(|e| Error::new(Kind::Io, e.to_string()))?;
         if found.is_empty() {
             return Err(Error::new(
                 Kind::Input,
@@ -37,49 +31,12 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
                 ),
             ));
         }
-        found.sort();
         out.extend(found);
     }
     if out.is_empty() {
         return Err(Error::new(Kind::Input, "no input traces given"));
     }
     Ok(out)
-}
-
-/// How deep [`expand`] looks into sub-folders, as the CLI does.
-const MAX_DIR_DEPTH: u32 = 8;
-
-/// The trace files under `dir` and its sub-folders, as the CLI finds them:
-/// hidden folders and the timelines lumos writes left out.
-fn collect_dir(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        Error::new(
-            Kind::Io,
-            format!("{}: cannot list directory: {e}", dir.display()),
-        )
-    })?;
-    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if path.is_dir() {
-            if depth > 0 && !name.starts_with('.') {
-                collect_dir(&path, depth - 1, out)?;
-            }
-        } else if path.is_file() && is_trace_name(&path) && !is_lumos_output(name) {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// True for the names of the timelines and exports lumos writes.
-fn is_lumos_output(name: &str) -> bool {
-    [
-        ".replayed.json.gz",
-        ".predicted.json.gz",
-        ".critical-path.json",
-    ]
-    .iter()
-    .any(|s| name.ends_with(s))
 }
 
 fn file_len(f: &Path) -> u64 {

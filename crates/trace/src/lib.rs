@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 mod error;
+mod find;
 mod gzip;
 mod meta;
 mod model;
@@ -61,6 +62,7 @@ mod write;
 pub const MAX_NESTING: usize = 128;
 
 pub use error::{ErrorKind, ReadError};
+pub use find::{is_lumos_output, is_trace_file_name, trace_files_under, DirError, MAX_DIR_DEPTH};
 pub use model::*;
 pub use read::{
     rank_from_file_name, read_bytes, read_bytes_with_chunk, read_path, read_path_with_progress,
