@@ -82,10 +82,11 @@ pub use inspect::{
 };
 pub use job::{
     job_report, replay_job, replay_jointly, replay_jointly_scaled, replay_representatives,
-    slowest_rank_steps, ClockReport, CollectiveReport, JobPathReport, JobReplayed, JobReport,
-    JobStep, LeftOutReport, MatchingReport, ProblemReport, ProgramGroupReport, RankCommReport,
-    RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, RepresentativesReport,
-    Slowest, Spread, StepSpread, WaitUs,
+    replay_representatives_kept, slowest_rank_steps, ClockReport, CollectiveReport, JobPathReport,
+    JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport, ProblemReport,
+    ProgramGroupReport, RankCommReport, RankOffset, RankScale, RankTime, RankWaitReport,
+    RendezvousReport, RepresentativesReplayed, RepresentativesReport, Slowest, Spread, StepSpread,
+    WaitUs,
 };
 pub use network::network_from_json;
 pub use predict::{

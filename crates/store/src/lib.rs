@@ -43,6 +43,7 @@
 mod error;
 mod format;
 mod rec;
+mod representatives;
 mod stored;
 
 use std::io::Write;
@@ -54,6 +55,7 @@ use serde::Serialize;
 
 pub use error::{Problem, StoreError};
 pub use format::{has_magic, FORMAT_VERSION, MAGIC};
+pub use representatives::{load_representatives, InputError, Representatives};
 pub use stored::{program_of, RankSummary, Source, StoredRank, TraceFacts};
 
 use format::{Container, Tag, FACT, GRPH, HEAD, PROG};
@@ -65,6 +67,19 @@ pub const EXTENSION: &str = "lgraph";
 /// True for a path whose name ends in `.lgraph`.
 pub fn is_lgraph_path(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == EXTENSION)
+}
+
+/// True when the file at `path` is a compact graph: named `.lgraph`, or
+/// starting with its magic bytes (a file renamed, or without extension).
+pub fn is_lgraph_file(path: &Path) -> bool {
+    use std::io::Read;
+    if is_lgraph_path(path) {
+        return true;
+    }
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut r| r.read_exact(&mut head))
+        .is_ok_and(|()| has_magic(&head))
 }
 
 /// What [`ingest_file`] did.

@@ -21,7 +21,8 @@ pub use replay::{
     Slowest,
 };
 pub use representatives::{
-    replay_representatives, ProgramGroupReport, RepresentativesReport, StepSpread,
+    replay_representatives, replay_representatives_kept, ProgramGroupReport,
+    RepresentativesReplayed, RepresentativesReport, StepSpread,
 };
 
 /// The job object.

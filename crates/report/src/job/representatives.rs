@@ -7,8 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use lumos_graph::{assemble, merge, model_group_peers, rank_ranges, ProgramGroup, RankInput};
-use lumos_sim::{simulate_job, SimOptions};
+use lumos_graph::{
+    assemble, merge, model_group_peers, rank_ranges, Job, JobGraph, ProgramGroup, RankInput,
+};
+use lumos_sim::{simulate_job, Schedule, SimOptions};
 use serde::Serialize;
 
 use super::replay::{slowest_rank_steps, JobReplayed};
@@ -88,6 +90,30 @@ pub fn replay_representatives(
     peers: &BTreeMap<u32, Vec<Option<i64>>>,
     opts: &SimOptions,
 ) -> Result<ReplayOutput, ReportError> {
+    Ok(replay_representatives_kept(reps, groups, peers, opts)?.output)
+}
+
+/// A replay from representatives with what it was made from, for the
+/// tables beyond the report ([`crate::job_tables`]).
+#[derive(Debug)]
+pub struct RepresentativesReplayed {
+    /// The report, as [`replay_representatives`] gives it.
+    pub output: ReplayOutput,
+    /// The job of the representatives.
+    pub job: Job,
+    /// Their merged graph, peers modelled.
+    pub graph: JobGraph,
+    /// The joint replay.
+    pub schedule: Schedule,
+}
+
+/// [`replay_representatives`], keeping the job, graph and schedule.
+pub fn replay_representatives_kept(
+    reps: Vec<RankInput>,
+    groups: &[ProgramGroup],
+    peers: &BTreeMap<u32, Vec<Option<i64>>>,
+    opts: &SimOptions,
+) -> Result<RepresentativesReplayed, ReportError> {
     let mut job = assemble(reps)?;
     let mut all: Vec<u32> = groups
         .iter()
@@ -143,7 +169,15 @@ pub fn replay_representatives(
             })
             .collect(),
     });
-    Ok(out)
+    let JobReplayed {
+        graph, schedule, ..
+    } = replayed;
+    Ok(RepresentativesReplayed {
+        output: out,
+        job,
+        graph,
+        schedule,
+    })
 }
 
 /// The job's measured steps become the slowest of every rank's, not only

@@ -1,0 +1,229 @@
+//! Loading a job to replay from representatives (`lumos replay
+//! --representatives`, and the Python package's `representatives=True`):
+//! every input is read once, of an `.lgraph` file its summary only, and
+//! one graph is kept per group of ranks that run the same communication
+//! program. It lives here, beside the readers it calls, so that every
+//! front end loads a big job the same way; errors are returned, not
+//! printed (a front end decides how to say them).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use lumos_graph::{
+    PeerModel, ProgramGroup, ProgramGroups, ProgramSignature, RankInput, RankProgram,
+};
+use lumos_trace::ReadError;
+use rayon::prelude::*;
+
+use crate::{is_lgraph_file, program_of, read_program, read_rank, read_summary, StoreError};
+
+/// An input that could not be read: a trace, or an `.lgraph` file.
+/// Display names the file and the problem.
+#[derive(Debug)]
+pub enum InputError {
+    /// A trace file.
+    Trace(ReadError),
+    /// A compact graph file.
+    Store(StoreError),
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::Trace(e) => e.fmt(f),
+            InputError::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::Trace(e) => e.source(),
+            InputError::Store(e) => e.source(),
+        }
+    }
+}
+
+/// A job to replay from representatives ([`load_representatives`]).
+pub struct Representatives {
+    /// One rank per group.
+    pub reps: Vec<RankInput>,
+    /// Every rank, by program.
+    pub groups: Vec<ProgramGroup>,
+    /// Each representative's modelled collective durations, by rank.
+    pub peers: BTreeMap<u32, Vec<Option<i64>>>,
+    /// Inputs that could not be read, in the order they were met: the
+    /// inputs' own (in the order of `files`), then the representatives'
+    /// graphs, then their peers' programs. They are left out of the job.
+    pub errors: Vec<InputError>,
+    /// Graphs built or decoded: for `.lgraph` inputs one per group (every
+    /// other file gives its summary and program only); a trace's graph is
+    /// always built (its program comes from it), then dropped unless it
+    /// represents its group.
+    pub graphs_loaded: usize,
+}
+
+/// The graph kept for a program while its rank is the lowest seen.
+enum Kept {
+    /// Built from a trace.
+    Input(Box<RankInput>),
+    /// In a compact file, read once the groups are known.
+    File(PathBuf),
+}
+
+/// What the first pass over the inputs gathers.
+#[derive(Default)]
+struct Gathered {
+    groups: ProgramGroups,
+    kept: BTreeMap<ProgramSignature, (u32, Kept)>,
+    programs: BTreeMap<u32, RankProgram>,
+    files_by_rank: BTreeMap<u32, PathBuf>,
+    traces_built: usize,
+}
+
+impl Gathered {
+    fn offer(&mut self, rank: u32, sig: ProgramSignature, k: Kept) {
+        if self.kept.get(&sig).is_none_or(|(have, _)| rank < *have) {
+            self.kept.insert(sig, (rank, k));
+        }
+    }
+}
+
+/// Loads a job to replay from representatives: `files` are traces or
+/// `.lgraph` files (told apart by [`is_lgraph_file`]), read in parallel,
+/// `done` called after each. Memory follows the number of groups, not of ranks (for traces,
+/// plus a few dozen bytes per communication task of every rank). Files
+/// that cannot be read are left out and returned in
+/// [`Representatives::errors`].
+pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Representatives {
+    let gathered = Mutex::new(Gathered::default());
+    let results: Vec<Result<(), InputError>> = files
+        .par_iter()
+        .map(|f| {
+            let r = gather_one(f, &gathered);
+            done();
+            r
+        })
+        .collect();
+    let mut errors: Vec<InputError> = results.into_iter().filter_map(Result::err).collect();
+    let g = into_inner(gathered);
+    let groups = g.groups.finish();
+    let mut graphs_loaded = g.traces_built;
+    let reps: Vec<Result<(RankInput, bool), InputError>> = g
+        .kept
+        .into_values()
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|(_, k)| match k {
+            Kept::Input(i) => Ok((*i, false)),
+            Kept::File(f) => read_rank(&f).map(|i| (i, true)).map_err(InputError::Store),
+        })
+        .collect();
+    let mut out = Vec::with_capacity(reps.len());
+    for r in reps {
+        match r {
+            Ok((i, decoded)) => {
+                // Graphs built from traces are already counted.
+                graphs_loaded += usize::from(decoded);
+                out.push(i);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    let peers = model_peers(&out, &groups, g.programs, &g.files_by_rank, &mut errors);
+    Representatives {
+        reps: out,
+        groups,
+        peers,
+        errors,
+        graphs_loaded,
+    }
+}
+
+/// Reads one input: of an `.lgraph` file its summary, of a trace its
+/// graph (kept while it is the lowest rank of its program) and program.
+fn gather_one(f: &Path, gathered: &Mutex<Gathered>) -> Result<(), InputError> {
+    if is_lgraph_file(f) {
+        let s = read_summary(f).map_err(InputError::Store)?;
+        let mut g = lock(gathered);
+        g.groups.add(s.rank, s.signature, s.steps_ns);
+        g.files_by_rank.insert(s.rank, f.to_owned());
+        g.offer(s.rank, s.signature, Kept::File(f.to_owned()));
+    } else {
+        let trace = lumos_trace::read_path(f).map_err(InputError::Trace)?;
+        let input = RankInput::from_trace(&trace);
+        drop(trace);
+        let p = program_of(&input.graph);
+        let mut g = lock(gathered);
+        g.traces_built += 1;
+        g.groups.add(p.rank, p.signature, p.steps_ns.clone());
+        g.offer(p.rank, p.signature, Kept::Input(Box::new(input)));
+        g.programs.insert(p.rank, p);
+    }
+    Ok(())
+}
+
+/// Each representative's modelled collective durations: its group's
+/// programs folded into its [`PeerModel`], from `programs` (the traces')
+/// and the compact files in `files` (read now, in parallel, each once).
+fn model_peers(
+    reps: &[RankInput],
+    groups: &[ProgramGroup],
+    programs: BTreeMap<u32, RankProgram>,
+    files: &BTreeMap<u32, PathBuf>,
+    errors: &mut Vec<InputError>,
+) -> BTreeMap<u32, Vec<Option<i64>>> {
+    let models: Vec<Mutex<PeerModel>> = reps
+        .iter()
+        .filter_map(|r| {
+            let g = groups.iter().find(|g| g.representative() == r.graph.rank)?;
+            Some(Mutex::new(PeerModel::new(&r.graph, g)))
+        })
+        .collect();
+    // Which model a rank's program goes to.
+    let mut model_of: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, m) in models.iter().enumerate() {
+        let m = lock(m);
+        if m.is_empty() {
+            continue;
+        }
+        if let Some(g) = groups.iter().find(|g| g.representative() == m.rank()) {
+            model_of.extend(g.ranks.iter().map(|&r| (r, i)));
+        }
+    }
+    for p in programs.values() {
+        if let Some(&i) = model_of.get(&p.rank) {
+            lock(&models[i]).add(p);
+        }
+    }
+    let read: Vec<Result<(), InputError>> = model_of
+        .iter()
+        .filter_map(|(r, &i)| Some((files.get(r)?, i)))
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|(f, i)| {
+            let (_, p) = read_program(f).map_err(InputError::Store)?;
+            lock(&models[i]).add(&p);
+            Ok(())
+        })
+        .collect();
+    errors.extend(read.into_iter().filter_map(Result::err));
+    models
+        .into_iter()
+        .map(|m| {
+            let m = into_inner(m);
+            (m.rank(), m.durations())
+        })
+        .collect()
+}
+
+fn into_inner<T>(m: Mutex<T>) -> T {
+    m.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
