@@ -206,6 +206,7 @@ def replay(
     scale_pattern: Optional[str] = None,
     scale_rank: Optional[Mapping[int, float]] = None,
     scale_rank_cpu: bool = False,
+    representatives: bool = False,
     progress: ProgressArg = None,
 ) -> Replay:
     """``lumos replay``: replays each trace, or the ranks of one job
@@ -221,11 +222,25 @@ def replay(
       name contains ``scale_pattern``.
     - ``scale_rank``: ``{rank: factor}`` slows a job's rank's GPU compute
       (and CPU tasks with ``scale_rank_cpu``).
+    - ``representatives``: replay a big job from one rank per group of
+      ranks that run the same communication program (``lumos replay
+      --representatives``): ``paths`` may be traces or ``.lgraph`` files
+      (:mod:`lumos.distributed`), of which only the summaries are read
+      before one graph per group is loaded; collectives inside a group
+      wait for peers modelled from the group's measurement. Memory follows
+      the number of groups, not of ranks. Not with ``scale_rank`` or
+      ``job=False``; ``Replay.graphs_loaded`` says how many graphs were
+      loaded.
     - ``progress``: ``None`` for a tqdm bar when tqdm is installed,
       ``False`` for none, or ``callback(phase, done, total)``.
     """
     opts = _options(deps, scale_kernels, scale_only, scale_pattern, scale_rank, scale_rank_cpu)
     files = _paths(paths)
+    if representatives:
+        if job is False:
+            raise ConfigError("representatives replays the ranks of one job: not with job=False")
+        with callback(progress) as cb:
+            return Replay(_lumos.replay_representatives(files, opts, cb))
     with callback(progress) as cb:
         if job:
             return Replay(_lumos.load_job(files, cb).replay(opts))
@@ -283,7 +298,7 @@ def predict(
 
 
 def synth(
-    model: str,
+    model: Union[str, "os.PathLike[str]", Mapping[str, object]],
     out: PathLike,
     *,
     tp: int = 1,
@@ -309,7 +324,11 @@ def synth(
     """``lumos synth``: writes synthesized Kineto traces (``rank<N>.json.gz``)
     of a Megatron-style GPT training job into ``out``; returns the files.
     ``model`` is a preset (``gpt-tiny``, ``gpt-small``, ``gpt3-15b``,
-    ``gpt3-44b``, ``gpt3-117b``, ``gpt3-175b``); ``ranks`` is
+    ``gpt3-44b``, ``gpt3-117b``, ``gpt3-175b``), a model file as ``lumos
+    synth --model`` takes (JSON with ``layers``, ``hidden``, ``heads`` and
+    optionally ``name``, ``ffn_hidden``, ``seq_len``, ``micro_batch``,
+    ``vocab``, ``kv_heads``, ``swiglu``), or the same object as a dict;
+    a bad file or dict raises :class:`InputError`. ``ranks`` is
     ``one-per-stage`` or ``all``; ``microbatches`` defaults to ``2 * pp``
     (or follows ``global_batch``).
 
@@ -327,9 +346,13 @@ def synth(
         distributed_optimizer, recompute, precision, unfused_attention,
         cuda_sync_events, event_records,
     )
+    if isinstance(model, Mapping):
+        name, text = "model", json.dumps(dict(model))
+    else:
+        name, text = os.fspath(model), None
     return list(
         _lumos.synth(
-            model, os.fspath(out), tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe
+            name, os.fspath(out), tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe, text
         )
     )
 

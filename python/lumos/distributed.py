@@ -14,10 +14,16 @@ work needs far less than the traces. So the work splits in two:
 
 :func:`replay_job` does both, on Ray. The per-rank files are the compact
 ``.lgraph`` graphs of lumos-store, the files ``lumos ingest`` writes (the
-CLI reads them too): the driver reads graphs, never traces. It still holds
-every rank's graph; the replay by representatives (one rank per
-communication program, ``lumos replay --representatives``) is not yet
-offered here.
+CLI reads them too): the driver reads graphs, never traces.
+
+For big jobs the driver does not even hold every rank's graph:
+:func:`replay_representatives` (``lumos replay --representatives``) reads
+each per-rank file's summary and program only, groups the ranks by
+communication program and loads one graph per group, so that the
+driver's memory follows the number of distinct rank programs, not the
+number of ranks. :func:`replay_job` uses it from
+:data:`REPRESENTATIVES_FROM` ranks on, or whenever
+``representatives=True``.
 
 Spark (``out`` must be a folder every executor and the driver can reach)::
 
@@ -39,9 +45,26 @@ import tempfile
 from typing import Any, List, Optional, Sequence, Tuple
 
 from . import Job, Paths, Replay, _lumos, _paths
+from . import replay as _replay
 from ._progress import ProgressArg, callback
 
-__all__ = ["ingest_rank", "ingest_rank_bytes", "ingest", "load", "replay_job"]
+__all__ = [
+    "REPRESENTATIVES_FROM",
+    "ingest",
+    "ingest_rank",
+    "ingest_rank_bytes",
+    "load",
+    "replay_job",
+    "replay_representatives",
+]
+
+#: From this many ranks on, :func:`replay_job` replays by representatives
+#: unless told otherwise. Below it the joint replay of every rank fits a
+#: driver easily (a 64-rank GPT job's graphs take a few hundred MB) and is
+#: exact; above it, memory and time grow with the ranks while the
+#: representatives' answers stay within half a percent of it on the jobs
+#: tested (crates/cli/tests/representatives.rs).
+REPRESENTATIVES_FROM = 256
 
 
 def ingest_rank(path: str, out_dir: str) -> str:
@@ -71,6 +94,20 @@ def load(paths: Sequence[str], *, progress: ProgressArg = None) -> Job:
     job, read in parallel on this machine."""
     with callback(progress) as cb:
         return Job(_lumos.load_ingested([os.fspath(p) for p in paths], cb))
+
+
+def replay_representatives(
+    paths: Sequence[str], *, progress: ProgressArg = None, **what_if: Any
+) -> Replay:
+    """Replays the job of per-rank files (of :func:`ingest_rank`) from one
+    rank per group of ranks that run the same communication program, as
+    ``lumos replay --representatives`` does on the same files: only each
+    file's summary and program are read, then one graph per group.
+    ``what_if`` takes :func:`lumos.replay`'s options but ``scale_rank``;
+    ``Replay.graphs_loaded`` is the number of graphs read (one per
+    group)."""
+    return _replay([os.fspath(p) for p in paths], representatives=True, progress=progress,
+                   **what_if)
 
 
 def ingest(
@@ -116,12 +153,22 @@ def replay_job(
     *,
     shared_fs: bool = True,
     num_cpus: float = 1,
+    representatives: Optional[bool] = None,
     progress: ProgressArg = None,
     **what_if: Any,
 ) -> Replay:
-    """Ingests every rank on Ray (:func:`ingest`), assembles the job on the
-    driver (:func:`load`) and replays it; ``what_if`` takes
-    :func:`lumos.replay`'s options (``scale_kernels``, ``scale_rank``, ...).
-    The answers are those of ``lumos.replay(paths, job=True, ...)``."""
+    """Ingests every rank on Ray (:func:`ingest`), then on the driver
+    either assembles the job (:func:`load`) and replays every rank
+    jointly, or replays it from representatives
+    (:func:`replay_representatives`): with ``representatives=True``, or
+    by default (``None``) from :data:`REPRESENTATIVES_FROM` ranks on.
+    ``what_if`` takes :func:`lumos.replay`'s options (``scale_kernels``,
+    ``scale_rank`` (not with representatives), ...). The answers are those
+    of ``lumos.replay(paths, job=True, ...)``, or with representatives of
+    ``lumos.replay(paths, representatives=True, ...)``."""
     done = ingest(paths, out_dir, shared_fs=shared_fs, num_cpus=num_cpus)
+    if representatives is None:
+        representatives = len(done) >= REPRESENTATIVES_FROM
+    if representatives:
+        return replay_representatives(done, progress=progress, **what_if)
     return load(done, progress=progress).replay(**what_if)

@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["COLUMNS", "arrow_table", "frame", "records_table"]
+__all__ = ["ANALYSIS_COLUMNS", "COLUMNS", "arrow_table", "frame", "records_table"]
 
 _TYPES = {"f64": pa.float64(), "i64": pa.int64(), "bool": pa.bool_()}
 
@@ -191,5 +191,91 @@ COLUMNS: Dict[str, Dict[str, str]] = {
         "offset_us": "how far its clock is ahead of the reference rank's, us",
         "reference": "True for the reference rank",
         "aligned": "False when it shares no matched collective with the reference",
+    },
+}
+
+
+_RANK_SIDE = {"rank": "the trace's rank", "side": _SIDE}
+
+#: The frames of the CLI's per-step analyses (``Replay.step_analysis``,
+#: ``kernel_summary``, ``operator_summary``, ``collective_summary``,
+#: ``step_critical_paths``): the fields of ``traces[].analysis`` in
+#: ``lumos replay --json``, one row per item, with the rank (and side).
+ANALYSIS_COLUMNS: Dict[str, Dict[str, str]] = {
+    "step_analysis": {
+        **_RANK_SIDE,
+        "step": "the step's name (``window`` without steps, ``total`` over those analysed)",
+        "index": "its position (None for ``window`` and ``total``)",
+        "span_us": "its span, us",
+        "gpu_tasks": "GPU tasks in it",
+        "gpu_task_us": "their durations, summed (overlapping tasks in full), us",
+        "compute_us": "time any compute runs (exposed_compute_us + overlapped_us), us",
+        "comm_us": "time some communication kernel ran, us",
+        "exposed_compute_us": "compute not overlapped by communication, us",
+        "exposed_compute_pct": "the same, % of the span",
+        "overlapped_us": "compute and communication at once, us",
+        "overlapped_pct": "the same, % of the span",
+        "exposed_comm_us": "communication not overlapped by compute, us",
+        "exposed_comm_pct": "the same, % of the span",
+        "idle_us": "no GPU task running, us",
+        "idle_pct": "the same, % of the span",
+        "idle_host_wait_us": "idle because the work ending the gap was launched after it began (the GPU waited for the host), us",
+        "idle_kernel_gap_us": "idle in short gaps before work launched earlier (back-to-back kernels), us",
+        "idle_other_us": "the rest of the idle time, us",
+        "overlap_pct": "communication hidden under compute: overlapped_us / comm_us, % (None without communication)",
+        "hta_overlap_pct": "the same ratio with HTA's kernel classes (its comp_comm_overlap_pctg), % (None without communication)",
+    },
+    "kernel_summary": {
+        **_RANK_SIDE,
+        "name": "GPU kernel, memcpy or memset name",
+        "kind": "``kernel``, ``memcpy`` or ``memset``",
+        "comm": "True for communication kernels",
+        "count": "how many",
+        "total_us": "their durations, summed, us",
+        "mean_us": "mean duration, us",
+        "min_us": "shortest, us",
+        "max_us": "longest, us",
+        "share_pct": "total_us, % of every GPU task's summed durations in the selection",
+    },
+    "operator_summary": {
+        **_RANK_SIDE,
+        "operator": "innermost operator around the launching call",
+        "gpu_tasks": "GPU tasks it launched",
+        "total_us": "their durations, summed, us",
+        "mean_us": "mean duration, us",
+        "share_pct": "total_us, % of every GPU task's summed durations in the selection",
+        "top_kernel": "its kernel with the most time",
+        "top_kernel_us": "that kernel's time, us",
+    },
+    "collective_summary": {
+        **_RANK_SIDE,
+        "collective": "collective kind (``all_reduce``, ``all_to_all``, ...)",
+        "name": "kernel name",
+        "process_group": "process group (None when not recorded)",
+        "group_size": "ranks in it (None when not recorded)",
+        "algorithm": "NCCL algorithm, when recorded",
+        "protocol": "NCCL protocol, when recorded",
+        "count": "how many",
+        "sized": "how many with a recorded size",
+        "total_us": "their durations, summed, us",
+        "mean_us": "mean duration, us",
+        "bytes": "their summed sizes, bytes (None when none is recorded)",
+        "algbw_gbps": "algorithm bandwidth, GB/s",
+        "bus_factor": "nccl-tests' bus factor for the kind and group size (2(n-1)/n for all-reduce)",
+        "busbw_gbps": "bus bandwidth, GB/s",
+    },
+    "step_critical_paths": {
+        "rank": "the trace's rank",
+        "step": "the step's name",
+        "index": "its position",
+        "length_us": "the path's length, us",
+        "hops": "tasks on it",
+        "verdict": "what bounds the step (``cpu_bound``, ``gpu_bound``, ...)",
+        "cpu_us": "CPU time on the path, us",
+        "cpu_pct": "the same, % of its length",
+        "gpu_compute_us": "GPU compute on the path, us",
+        "gpu_compute_pct": "the same, %",
+        "communication_us": "communication on the path, us",
+        "communication_pct": "the same, %",
     },
 }

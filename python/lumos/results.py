@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 from functools import cached_property
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import pandas as pd
 import pyarrow as pa
 
 from . import _lumos
-from .frames import COLUMNS, arrow_table, frame, records_table
+from .frames import ANALYSIS_COLUMNS, COLUMNS, arrow_table, frame, records_table
 
 __all__ = ["Replay", "Inspection", "Prediction"]
 
@@ -43,8 +43,35 @@ class Replay:
     @cached_property
     def report(self) -> Dict[str, Any]:
         """``lumos replay --json``, parsed: ``traces``, ``summary`` and, for a
-        job, ``job``."""
+        job, ``job`` (and ``representatives`` for a replay from
+        representatives)."""
         return json.loads(self._raw.json())
+
+    @property
+    def representatives(self) -> Optional[Dict[str, Any]]:
+        """For a replay from representatives, what was replayed for whom
+        (``ranks``, ``replayed_ranks``, ``modelled_collectives``,
+        ``groups``); else ``None``. ``traces`` and the per-rank tables then
+        hold the representatives only."""
+        return self.report.get("representatives")
+
+    @property
+    def graphs_loaded(self) -> Optional[int]:
+        """For a replay from representatives, how many rank graphs were
+        built or decoded to make it: one per group when the inputs are
+        ``.lgraph`` files (the others gave only their summaries and
+        programs), every rank for traces (each built, then dropped unless
+        it represents its group); else ``None``."""
+        return self._raw.graphs_loaded
+
+    @property
+    def program_groups(self) -> pd.DataFrame:
+        """For a replay from representatives, one row per group of ranks
+        running the same program: ``representative`` (the rank replayed),
+        ``ranks`` (its members, as ranges), ``size``; empty otherwise."""
+        groups = (self.representatives or {}).get("groups", [])
+        rows = [{k: g[k] for k in ("representative", "ranks", "size")} for g in groups]
+        return frame(records_table(rows, ["representative", "ranks", "size"]))
 
     @property
     def summary(self) -> Dict[str, Any]:
@@ -156,6 +183,61 @@ class Replay:
     def clock(self) -> pd.DataFrame:
         """Per rank: its clock offset to the reference rank."""
         return self.frame("clock")
+
+    # The CLI's per-step analyses (``traces[].analysis`` of ``lumos replay
+    # --json``), flattened from the report: the numbers its tables print.
+    @property
+    def step_analysis(self) -> pd.DataFrame:
+        """The CLI's per-step analysis, per rank, side and step (``window``
+        when the trace has no steps, ``total`` over the steps analysed):
+        span, GPU tasks and time, compute, communication, exposed and
+        overlapped parts, idle time split into host waits, kernel gaps and
+        other (us and % of the span), as ``lumos replay`` prints it."""
+        return self._analysis_rows("steps", ANALYSIS_COLUMNS["step_analysis"], total=True)
+
+    @property
+    def kernel_summary(self) -> pd.DataFrame:
+        """The CLI's kernel table, per rank, side and kernel name: count,
+        total, mean, min and max (us), share of GPU time (%)."""
+        return self._analysis_rows("kernels", ANALYSIS_COLUMNS["kernel_summary"])
+
+    @property
+    def operator_summary(self) -> pd.DataFrame:
+        """The CLI's operator table, per rank, side and launching operator:
+        GPU tasks, total and mean (us), share (%), its top kernel."""
+        return self._analysis_rows("operators", ANALYSIS_COLUMNS["operator_summary"])
+
+    @property
+    def collective_summary(self) -> pd.DataFrame:
+        """The CLI's collective table, per rank, side and collective kind:
+        count, total and mean (us), bytes, algorithm and bus bandwidth
+        (GB/s) where sizes are recorded."""
+        return self._analysis_rows("collectives", ANALYSIS_COLUMNS["collective_summary"])
+
+    @property
+    def step_critical_paths(self) -> pd.DataFrame:
+        """The CLI's critical path of each step, per rank: length, hops,
+        CPU, GPU compute and communication time on it (us and %), and its
+        verdict (``cpu_bound``, ``gpu_bound``, ...)."""
+        rows = [
+            {"rank": t["rank"], **c}
+            for t in self.report["traces"]
+            for c in (t.get("analysis") or {}).get("critical_path", [])
+        ]
+        return frame(records_table(rows, list(ANALYSIS_COLUMNS["step_critical_paths"])))
+
+    def _analysis_rows(self, section: str, columns: Mapping[str, str],
+                       total: bool = False) -> pd.DataFrame:
+        rows = []
+        for t in self.report["traces"]:
+            a = t.get("analysis") or {}
+            for side in ("measured", "replayed"):
+                part = a.get(side) or {}
+                items = list(part.get(section, []))
+                if total and part.get("total"):
+                    items.append(part["total"])
+                rows += [{"rank": t["rank"], "side": side, **x} for x in items]
+        return frame(records_table(rows, list(columns)))
 
     def stragglers(self, side: str = "replayed") -> pd.DataFrame:
         """The waiting table, ranks that kept others waiting longest
@@ -319,6 +401,13 @@ class Prediction:
         cols = ["stage", "side", "step_ms", "exposed_compute_ms", "overlapped_ms",
                 "exposed_comm_ms", "idle_ms", "total_ms", "dropped_edges"]
         return frame(records_table(rows, cols))
+
+    @property
+    def steadiness(self) -> Optional[Dict[str, Any]]:
+        """Whether the predicted steps settle (``steady_step_ms``,
+        ``worst_deviation_pct``, ``noise_pct``, ``drifting``), as the CLI's
+        drift warning says; ``None`` with too few steps to tell."""
+        return self.report.get("steadiness")
 
     @property
     def gpu_by_source(self) -> pd.DataFrame:

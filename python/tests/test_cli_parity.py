@@ -162,3 +162,85 @@ def test_a_trace_read_once_replays_as_the_cli(corpus, cli_json, rel):
     t = lumos.read_trace(path, progress=False)
     assert t.replay(scale_kernels=2.0).report == cli_json(["replay", path, "--scale-kernels", "2"])
     assert t.inspect().report == cli_json(["inspect", path])
+
+
+def test_synth_takes_a_model_file_or_dict_as_the_cli_does(tmp_path, lumos_bin):
+    import gzip
+    import json
+
+    from conftest import run_cli
+
+    model = {"name": "gpt-mini", "layers": 2, "hidden": 512, "heads": 8, "ffn_hidden": 1024,
+             "seq_len": 512, "vocab": 8192, "kv_heads": 4, "swiglu": True}
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    p = run_cli(lumos_bin, ["synth", "--model", str(path), "--tp", "2", "--seed", "4",
+                            "--out", str(tmp_path / "cli")])
+    assert p.returncode == 0, p.stderr
+    theirs = p.stdout.split()
+    for ours in (lumos.synth(path, tmp_path / "file", tp=2, seed=4),
+                 lumos.synth(model, tmp_path / "dict", tp=2, seed=4)):
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            assert gzip.open(a).read() == gzip.open(b).read()
+
+
+def test_representatives_equal_the_cli_on_traces(corpus, cli_json):
+    path = str(corpus / DLRM)
+    cli = cli_json(["replay", "--representatives", path, "--scale-kernels", "0.7"])
+    r = lumos.replay(path, representatives=True, scale_kernels=0.7, progress=False)
+    assert r.report == cli
+    reps = cli["representatives"]
+    assert r.representatives == reps
+    assert list(r.program_groups["representative"]) == [
+        g["representative"] for g in reps["groups"]]
+    assert list(r.job_steps["replayed_us"]) == [s["replayed_us"] for s in cli["job"]["steps"]]
+    # From traces every rank's graph is built (its program comes from it).
+    assert r.graphs_loaded == 8
+    # The tables beyond the report cover the representatives.
+    assert set(r.kernels["rank"]) == {g["representative"] for g in reps["groups"]}
+
+
+def test_analysis_frames_hold_the_cli_numbers(corpus, cli_json):
+    from lumos.frames import ANALYSIS_COLUMNS
+
+    path = str(corpus / SINGLE[0])
+    cli = cli_json(["replay", path])
+    r = lumos.replay(path, progress=False)
+    a = cli["traces"][0]["analysis"]
+    for name, section in [("kernel_summary", "kernels"), ("operator_summary", "operators"),
+                          ("collective_summary", "collectives")]:
+        f = getattr(r, name)
+        assert list(f.columns) == list(ANALYSIS_COLUMNS[name]), name
+        for side in ("measured", "replayed"):
+            rows = f[f.side == side]
+            want = a[side][section]
+            assert len(rows) == len(want), (name, side)
+            assert list(rows["total_us"]) == [x["total_us"] for x in want], (name, side)
+    steps = r.step_analysis
+    assert list(steps.columns) == list(ANALYSIS_COLUMNS["step_analysis"])
+    m = steps[steps.side == "measured"]
+    want = a["measured"]["steps"] + [a["measured"]["total"]]
+    assert list(m["step"]) == [s["step"] for s in want]
+    assert list(m["exposed_compute_us"]) == [s["exposed_compute_us"] for s in want]
+    assert list(m["idle_host_wait_us"]) == [s["idle_host_wait_us"] for s in want]
+    cp = r.step_critical_paths
+    assert list(cp["verdict"]) == [c["verdict"] for c in a["critical_path"]]
+    assert list(cp["length_us"]) == [c["length_us"] for c in a["critical_path"]]
+    # The kernels table (per name and launching operator) adds up to the
+    # CLI's kernel table, name by name.
+    k = r.kernels.groupby("name")[["count", "measured_us"]].sum()
+    for x in a["measured"]["kernels"]:
+        assert k.loc[x["name"], "count"] == x["count"], x["name"]
+        assert math.isclose(k.loc[x["name"], "measured_us"], x["total_us"], abs_tol=1e-6)
+
+
+def test_analysis_frames_of_a_job_hold_the_cli_numbers(corpus, cli_json):
+    path = str(corpus / DLRM)
+    cli = cli_json(["replay", path])
+    r = lumos.replay(path, progress=False)
+    c = r.collective_summary
+    want = [(t["rank"], x["collective"], x["count"], x["total_us"])
+            for t in cli["traces"] for x in t["analysis"]["replayed"]["collectives"]]
+    got = c[c.side == "replayed"][["rank", "collective", "count", "total_us"]]
+    assert list(got.itertuples(index=False, name=None)) == want

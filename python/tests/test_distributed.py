@@ -80,3 +80,67 @@ def test_a_synthesized_64_rank_job_on_ray_answers_as_the_local_path(tmp_path, ra
     assert _numbers(r.report) == _numbers(local.report)
     assert list(r.job_steps["replayed_us"]) == list(local.job_steps["replayed_us"])
     assert r.waiting.equals(local.waiting)
+
+
+def _ingested(traces, out, ray_cluster):
+    done = distributed.ingest(str(traces), str(out))
+    assert all(p.endswith(".lgraph") for p in done)
+    return done
+
+
+def _check_representatives(r, cli, ranks):
+    """`r` is the CLI's answer on the same files, and loaded one graph per
+    group."""
+    assert r.report == cli
+    reps = r.representatives
+    assert reps["ranks"] == ranks
+    groups = len(reps["groups"])
+    assert reps["replayed_ranks"] == groups
+    assert r.graphs_loaded == groups
+    assert len(r.traces) == groups
+
+
+def test_dlrm_by_representatives_on_ray_answers_as_the_cli(corpus, tmp_path, ray_cluster,
+                                                          cli_json):
+    done = _ingested(corpus / DLRM, tmp_path / "ingested", ray_cluster)
+    out = str(tmp_path / "ingested")
+    cli = cli_json(["replay", "--representatives", out])
+    r = distributed.replay_representatives(done, progress=False)
+    _check_representatives(r, cli, 8)
+    # The local path, on the same files (a folder of them), and a what-if.
+    assert lumos.replay(out, representatives=True, progress=False).report == cli
+    cli = cli_json(["replay", "--representatives", out, "--scale-kernels", "0.5",
+                    "--scale-only", "compute"])
+    r = distributed.replay_representatives(done, scale_kernels=0.5, scale_only="compute",
+                                           progress=False)
+    _check_representatives(r, cli, 8)
+
+
+def test_replay_job_uses_representatives_for_big_jobs(corpus, tmp_path, ray_cluster,
+                                                      monkeypatch, cli_json):
+    monkeypatch.setattr(distributed, "REPRESENTATIVES_FROM", 8)
+    r = distributed.replay_job(str(corpus / DLRM), str(tmp_path / "big"), progress=False)
+    _check_representatives(r, cli_json(["replay", "--representatives", str(tmp_path / "big")]), 8)
+    r = distributed.replay_job(str(corpus / DLRM), str(tmp_path / "small"),
+                               representatives=False, progress=False)
+    assert r.representatives is None and r.graphs_loaded is None
+    with pytest.raises(lumos.ConfigError, match="scale_rank"):
+        distributed.replay_representatives(
+            [str(p) for p in sorted((tmp_path / "big").iterdir())], scale_rank={1: 2.0})
+
+
+def test_a_64_rank_job_by_representatives_on_ray_answers_as_the_cli(tmp_path, ray_cluster,
+                                                                    cli_json):
+    traces = tmp_path / "traces"
+    files = lumos.synth("gpt-tiny", traces, tp=2, pp=4, dp=8, ranks="all", steps=2, seed=5)
+    assert len(files) == 64
+    out = tmp_path / "ingested"
+    r = distributed.replay_job(str(traces), str(out), representatives=True,
+                               scale_kernels=0.7, progress=False)
+    cli = cli_json(["replay", "--representatives", str(out), "--scale-kernels", "0.7"])
+    _check_representatives(r, cli, 64)
+    # One graph per group, far fewer than the ranks.
+    assert r.graphs_loaded < 64 / 4
+    # Traces give the same answers (their own paths aside).
+    local = lumos.replay(str(traces), representatives=True, scale_kernels=0.7, progress=False)
+    assert _numbers(local.report) == _numbers(r.report)

@@ -119,3 +119,29 @@ def test_errors_name_the_file(tmp_path):
     bad.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "ts": '))
     with pytest.raises(InputError, match="broken.json.gz"):
         lumos.replay(str(bad), progress=False)
+
+
+@pytest.mark.parametrize("content", [
+    '{"layers": 2, "hidden": 512}',
+    '{"layers": 2, "hidden": 512, "heads": 0}',
+    '{"layers": 2, "hidden": 512, "heads": 8, "swiglu": 1}',
+    '{"layers": 2,',
+], ids=["missing", "range", "swiglu", "json"])
+def test_a_bad_model_file_is_an_input_error_with_the_cli_message(tmp_path, cli_error, content):
+    model = tmp_path / "model.json"
+    model.write_text(content)
+    code, message = cli_error(["synth", "--model", str(model), "--out", str(tmp_path / "o")])
+    with pytest.raises(InputError) as e:
+        lumos.synth(model, tmp_path / "p")
+    assert code == 1
+    assert str(e.value) == message
+
+
+def test_synth_refuses_what_the_cli_refuses(tmp_path):
+    with pytest.raises(ConfigError, match="microbatches and global_batch"):
+        lumos.synth("gpt-tiny", tmp_path, microbatches=4, global_batch=8)
+    with pytest.raises(ConfigError, match="GB of JSON"):
+        lumos.synth("gpt3-175b", tmp_path, pp=1, microbatches=65536, steps=100)
+    with pytest.raises(ConfigError, match="at most 1048576"):
+        lumos.synth("gpt-tiny", tmp_path, tp=1024, dp=2048)
+    assert not any(tmp_path.iterdir())

@@ -95,6 +95,15 @@ impl From<lumos_store::StoreError> for Error {
     }
 }
 
+impl From<lumos_store::InputError> for Error {
+    fn from(e: lumos_store::InputError) -> Error {
+        match e {
+            lumos_store::InputError::Trace(e) => e.into(),
+            lumos_store::InputError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<lumos_report::ReportError> for Error {
     fn from(e: lumos_report::ReportError) -> Error {
         let kind = match e {

@@ -11,22 +11,30 @@ use rayon::prelude::*;
 use crate::errors::{Error, Kind, Result};
 use crate::progress::Progress;
 
-/// Expands directories (one level, sorted) into their trace files, with
-/// the CLI's messages.
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// Expands directories (sub-folders included, sorted) into their trace
+/// files, and with `lgraph` their compact graphs too (as the CLI's
+/// commands that read them), with the CLI's messages.
+pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if !p.is_dir() {
             out.push(p.clone());
             continue;
         }
-        let found = lumos_trace::trace_files_under(p, &lumos_trace::is_trace_file_name)
-            .map_err(|e| Error::new(Kind::Io, e.to_string()))?;
+        let found = lumos_trace::trace_files_under(p, &|n| {
+            lumos_trace::is_trace_file_name(n) || (lgraph && n.ends_with(".lgraph"))
+        })
+        .map_err(|e| Error::new(Kind::Io, e.to_string()))?;
         if found.is_empty() {
+            let kinds = if lgraph {
+                "*.json, *.json.gz, *.lgraph"
+            } else {
+                "*.json, *.json.gz"
+            };
             return Err(Error::new(
                 Kind::Input,
                 format!(
-                    "{}: directory has no trace files (*.json, *.json.gz), sub-folders included",
+                    "{}: directory has no trace files ({kinds}), sub-folders included",
                     p.display()
                 ),
             ));

@@ -14,6 +14,7 @@ mod columns;
 mod errors;
 mod ingest;
 mod inputs;
+mod model;
 mod options;
 mod predict;
 mod progress;
@@ -163,10 +164,12 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
-/// The trace files `paths` name, directories expanded (one level, sorted).
+/// The trace files `paths` name, directories expanded (sub-folders
+/// included, sorted); with `lgraph`, compact graphs (`.lgraph`) too.
 #[pyfunction]
-fn expand(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<String>> {
-    let files = py.detach(|| inputs::expand(&paths))?;
+#[pyo3(signature = (paths, lgraph = false))]
+fn expand(py: Python<'_>, paths: Vec<PathBuf>, lgraph: bool) -> PyResult<Vec<String>> {
+    let files = py.detach(|| inputs::expand(&paths, lgraph))?;
     Ok(files.iter().map(|f| f.display().to_string()).collect())
 }
 
@@ -175,7 +178,7 @@ fn expand(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<String>> {
 #[pyfunction]
 #[pyo3(signature = (paths, progress = None))]
 fn read_traces(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Vec<Trace>> {
-    let files = py.detach(|| inputs::expand(&paths))?;
+    let files = py.detach(|| inputs::expand(&paths, false))?;
     let traces = progress::run(py, progress, |p| {
         inputs::all_ok(inputs::read_all(&files, p))
     })??;
@@ -197,7 +200,7 @@ fn looks_like_job(traces: Vec<PyRef<'_, Trace>>) -> bool {
 #[pyfunction]
 #[pyo3(signature = (paths, progress = None))]
 fn load_job(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Job> {
-    let files = py.detach(|| inputs::expand(&paths))?;
+    let files = py.detach(|| inputs::expand(&paths, false))?;
     let job = progress::run(py, progress, |p| {
         let ranks = inputs::load_ranks(&files, p)?;
         p.phase("assembling", 1);
@@ -239,6 +242,24 @@ fn replay_traces(
     Ok(py.detach(|| replay::replay_traces(&traces, options))?)
 }
 
+/// Replays the job `paths` name (traces or `.lgraph` files, or folders
+/// of them) from one rank per communication program, as `lumos replay
+/// --representatives`: of an `.lgraph` file only its summary and program
+/// are read, and one graph is kept per group.
+#[pyfunction]
+#[pyo3(signature = (paths, options, progress = None))]
+fn replay_representatives(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    options: &ReplayOptions,
+    progress: Callback,
+) -> PyResult<ReplayResult> {
+    let files = py.detach(|| inputs::expand(&paths, true))?;
+    Ok(progress::run(py, progress, |p| {
+        replay::replay_representatives(&files, options, p)
+    })??)
+}
+
 /// `lumos inspect --json` of the traces (and, given `job`, its job object).
 #[pyfunction]
 #[pyo3(signature = (traces, job = None))]
@@ -264,8 +285,10 @@ fn inspect_json(
 }
 
 /// Writes a synthesized job as `lumos synth` does; returns the files.
+/// `model` is a preset or a model file; `model_json`, when given, the
+/// model file's content instead (`model` then names it in messages).
 #[pyfunction]
-#[pyo3(signature = (model, out, tp = 1, pp = 1, dp = 1, microbatches = None, gpu = "h100", ranks = "one-per-stage", steps = 2, seed = 0, recipe = None))]
+#[pyo3(signature = (model, out, tp = 1, pp = 1, dp = 1, microbatches = None, gpu = "h100", ranks = "one-per-stage", steps = 2, seed = 0, recipe = None, model_json = None))]
 #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
 fn synth(
     py: Python<'_>,
@@ -280,16 +303,21 @@ fn synth(
     steps: usize,
     seed: u64,
     recipe: Option<PyRef<'_, recipe::SynthRecipe>>,
+    model_json: Option<&str>,
 ) -> PyResult<Vec<String>> {
-    use lumos_synth::{ModelPreset, Parallelism, Ranks, SynthConfig};
-    let model = ModelPreset::preset(model).map_err(|e| Error::config(format!("model: {e}")))?;
+    use lumos_synth::{Parallelism, Ranks, SynthConfig};
+    let model = match model_json {
+        Some(text) => model::from_json(model, text)?,
+        None => model::from_arg(model)?,
+    };
     let gpu = lumos_models::GpuSpec::preset(gpu).map_err(|e| Error::config(format!("gpu: {e}")))?;
+    let recipe = recipe.map_or_else(recipe::SynthRecipe::default, |r| r.clone());
+    if microbatches.is_some() && recipe.global_batch().is_some() {
+        return Err(Error::config("microbatches and global_batch cannot both be given").into());
+    }
     let m = microbatches.unwrap_or(2 * pp);
     let mut cfg = SynthConfig::new(model, Parallelism::new(tp, pp, dp, m), gpu);
-    match recipe {
-        Some(r) => r.apply(&mut cfg)?,
-        None => recipe::SynthRecipe::default().apply(&mut cfg)?,
-    }
+    recipe.apply(&mut cfg)?;
     cfg.steps = steps;
     cfg.seed = seed;
     cfg.ranks = match ranks {
@@ -302,6 +330,7 @@ fn synth(
             .into())
         }
     };
+    model::check_size(&cfg)?;
     cfg.validate()
         .map_err(|e| Error::from_chain(errors::Kind::Config, &e))?;
     let files = py
@@ -377,6 +406,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_job, m)?)?;
     m.add_function(wrap_pyfunction!(job_of_traces, m)?)?;
     m.add_function(wrap_pyfunction!(replay_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_representatives, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_json, m)?)?;
     m.add_class::<recipe::SynthRecipe>()?;

@@ -100,6 +100,11 @@ impl Default for SynthRecipe {
 }
 
 impl SynthRecipe {
+    /// The global batch asked, if any.
+    pub fn global_batch(&self) -> Option<usize> {
+        self.global_batch
+    }
+
     /// Applies the recipe to `cfg` (after its layout and GPU are set), in
     /// the order `lumos synth` applies its flags.
     pub fn apply(&self, cfg: &mut SynthConfig) -> Result<()> {

@@ -1,6 +1,7 @@
 //! `lumos.replay`: one replay per trace, or the joint replay of a job, and
 //! its tables.
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use lumos_graph::{Graph, Job, JobGraph, Measured};
@@ -16,6 +17,7 @@ use rayon::prelude::*;
 use crate::columns::{Builder, Table};
 use crate::errors::{Error, Result};
 use crate::options::ReplayOptions;
+use crate::progress::Progress;
 
 /// What a single-trace replay keeps for its tables.
 struct TraceParts {
@@ -45,6 +47,8 @@ pub struct ReplayResult {
     parts: Parts,
     /// Computed on first use: most sessions never ask.
     tables: OnceLock<Vec<RankTables>>,
+    /// For a replay from representatives: the graphs built or decoded.
+    graphs_loaded: Option<usize>,
 }
 
 /// Replays every trace on its own (in parallel), as `lumos replay
@@ -77,6 +81,7 @@ pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<Repl
         output: ReplayOutput::of_traces(reports),
         parts: Parts::Traces(parts),
         tables: OnceLock::new(),
+        graphs_loaded: None,
     })
 }
 
@@ -103,6 +108,43 @@ pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
             schedule,
         })),
         tables: OnceLock::new(),
+        graphs_loaded: None,
+    })
+}
+
+/// Replays a job from one rank per group of ranks that run the same
+/// communication program, as `lumos replay --representatives`
+/// ([`lumos_store::load_representatives`], then
+/// [`lumos_report::replay_representatives_kept`]). The first input that
+/// cannot be read is raised (the CLI reports it and replays the rest).
+pub fn replay_representatives(
+    files: &[PathBuf],
+    opts: &ReplayOptions,
+    p: &Progress,
+) -> Result<ReplayResult> {
+    if !opts.scales.is_empty() {
+        return Err(Error::config(
+            "scale_rank cannot be used with representatives: the ranks it would slow \
+             are not all replayed",
+        ));
+    }
+    p.phase("loading", files.len() as u64);
+    let r = lumos_store::load_representatives(files, &|| p.add(1));
+    if let Some(e) = r.errors.into_iter().next() {
+        return Err(e.into());
+    }
+    let graphs_loaded = r.graphs_loaded;
+    p.phase("replaying", 1);
+    let done = lumos_report::replay_representatives_kept(r.reps, &r.groups, &r.peers, &opts.sim)?;
+    Ok(ReplayResult {
+        output: done.output,
+        parts: Parts::Job(Box::new(JobParts {
+            job: Arc::new(done.job),
+            graph: done.graph,
+            schedule: done.schedule,
+        })),
+        tables: OnceLock::new(),
+        graphs_loaded: Some(graphs_loaded),
     })
 }
 
@@ -141,6 +183,14 @@ impl ReplayResult {
     #[getter]
     fn is_job(&self) -> bool {
         self.output.job.is_some()
+    }
+
+    /// For a replay from representatives, the graphs built or decoded to
+    /// make it (one per group when the inputs are `.lgraph` files); else
+    /// `None`.
+    #[getter]
+    fn graphs_loaded(&self) -> Option<usize> {
+        self.graphs_loaded
     }
 
     /// The names [`ReplayResult::table`] knows.
