@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lumos
 from ._progress import ProgressArg, callback
 from .errors import ConfigError, InputError, LumosError, LumosIOError
-from .results import Inspection, Prediction, Replay
+from .results import Diff, Inspection, Prediction, Replay
 
 __version__ = _lumos.version()
 
 __all__ = [
     "ConfigError",
+    "Diff",
     "InputError",
     "Inspection",
     "Job",
@@ -43,6 +44,7 @@ __all__ = [
     "Prediction",
     "Replay",
     "Trace",
+    "diff",
     "inspect",
     "load_job",
     "predict",
@@ -62,9 +64,25 @@ def _paths(paths: Paths) -> List[str]:
     return [os.fspath(p) for p in paths]
 
 
+#: ``scale_kernels``: a bare factor (every GPU task, or those
+#: ``scale_only`` / ``scale_pattern`` pick), or ``{pattern: factor}`` (or
+#: ``["pattern=factor", ...]``) as ``--scale-kernels PATTERN=FACTOR``.
+KernelScales = Union[float, Mapping[str, float], Sequence[str], None]
+
+
+def _kernel_scales(scale_kernels: KernelScales) -> Tuple[Optional[float], List[str]]:
+    if scale_kernels is None or isinstance(scale_kernels, (int, float)):
+        return scale_kernels, []
+    if isinstance(scale_kernels, str):
+        return None, [scale_kernels]
+    if isinstance(scale_kernels, Mapping):
+        return None, [f"{k}={v}" for k, v in scale_kernels.items()]
+    return None, list(scale_kernels)
+
+
 def _options(
     deps: Sequence[str] = (),
-    scale_kernels: Optional[float] = None,
+    scale_kernels: KernelScales = None,
     scale_only: str = "all",
     scale_pattern: Optional[str] = None,
     scale_rank: Optional[Mapping[int, float]] = None,
@@ -73,8 +91,9 @@ def _options(
     if isinstance(deps, str):
         deps = [d for d in deps.split(",") if d]
     ranks = sorted((scale_rank or {}).items())
+    bare, patterns = _kernel_scales(scale_kernels)
     return _lumos.ReplayOptions(
-        list(deps), scale_kernels, scale_only, scale_pattern, ranks, scale_rank_cpu
+        list(deps), bare, scale_only, scale_pattern, ranks, scale_rank_cpu, patterns
     )
 
 
@@ -111,7 +130,7 @@ class Trace:
         self,
         *,
         deps: Sequence[str] = (),
-        scale_kernels: Optional[float] = None,
+        scale_kernels: KernelScales = None,
         scale_only: str = "all",
         scale_pattern: Optional[str] = None,
     ) -> Replay:
@@ -165,7 +184,7 @@ class Job:
         self,
         *,
         deps: Sequence[str] = (),
-        scale_kernels: Optional[float] = None,
+        scale_kernels: KernelScales = None,
         scale_only: str = "all",
         scale_pattern: Optional[str] = None,
         scale_rank: Optional[Mapping[int, float]] = None,
@@ -201,7 +220,7 @@ def replay(
     *,
     job: Optional[bool] = None,
     deps: Sequence[str] = (),
-    scale_kernels: Optional[float] = None,
+    scale_kernels: KernelScales = None,
     scale_only: str = "all",
     scale_pattern: Optional[str] = None,
     scale_rank: Optional[Mapping[int, float]] = None,
@@ -217,9 +236,13 @@ def replay(
       ``True`` always (``--job``); ``False`` never (``--per-trace``).
     - ``deps``: dependency kinds to drop: ``no-inter-stream``, ``no-sync``,
       ``no-inter-thread`` (``--deps``).
-    - ``scale_kernels``: multiply GPU task durations by this factor, for
-      ``scale_only`` ``all``, ``compute`` or ``comm`` tasks, or those whose
-      name contains ``scale_pattern``.
+    - ``scale_kernels``: ``{pattern: factor}`` multiplies the durations of
+      the GPU tasks a pattern picks (``class:gemm``, ``class:attention``,
+      ``class:memory``, ``class:comm``, ``class:compute`` or a substring of
+      kernel names), as ``--scale-kernels PATTERN=FACTOR``; a bare factor
+      multiplies every GPU task's, or ``scale_only`` ``compute`` or
+      ``comm`` tasks', or those whose name contains ``scale_pattern``
+      (the CLI's deprecated bare ``--scale-kernels FACTOR``).
     - ``scale_rank``: ``{rank: factor}`` slows a job's rank's GPU compute
       (and CPU tasks with ``scale_rank_cpu``).
     - ``representatives``: replay a big job from one rank per group of
@@ -295,6 +318,27 @@ def predict(
         traces = _lumos.read_traces(_paths(paths), cb)
     report = _lumos.predict_json(traces, opts)
     return Prediction(json.loads(report))
+
+
+def diff(
+    a: PathLike,
+    b: PathLike,
+    *,
+    steps: Optional[str] = None,
+    min_change_us: float = 10.0,
+    min_change_pct: float = 5.0,
+    progress: ProgressArg = None,
+) -> Diff:
+    """``lumos diff A B``: run B compared with run A (two traces: captures,
+    or timelines ``lumos replay --out`` / ``predict --out`` wrote), per
+    step, breakdown metric, operator and kernel. ``steps`` selects the
+    steps of each run as ``--steps`` does (``"3"``, ``"2..4"``,
+    ``"ProfilerStep#5"``, comma-separated), matched by position; a change
+    under ``min_change_us`` per step or ``min_change_pct`` of A's time is
+    no change."""
+    with callback(progress) as cb:
+        ta, tb = _lumos.read_traces([os.fspath(a), os.fspath(b)], cb)
+    return Diff(json.loads(_lumos.diff_json(ta, tb, steps, min_change_us, min_change_pct)))
 
 
 def synth(

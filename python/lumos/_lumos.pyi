@@ -55,6 +55,7 @@ class ReplayOptions:
         scale_pattern: Optional[str] = ...,
         scale_rank: Sequence[Tuple[int, float]] = ...,
         scale_rank_cpu: bool = ...,
+        kernel_scales: Sequence[str] = ...,
     ) -> None: ...
 
 class PredictOptions:
@@ -114,6 +115,13 @@ def replay_representatives(
 ) -> ReplayResult: ...
 def inspect_json(traces: Sequence[Trace], job: Optional[Job] = ...) -> str: ...
 def predict_json(traces: Sequence[Trace], options: PredictOptions) -> str: ...
+def diff_json(
+    a: Trace,
+    b: Trace,
+    steps: Optional[str] = ...,
+    min_change_us: float = ...,
+    min_change_pct: float = ...,
+) -> str: ...
 def synth(
     model: str,
     out: _Path,

@@ -15,7 +15,7 @@ import pyarrow as pa
 from . import _lumos
 from .frames import ANALYSIS_COLUMNS, COLUMNS, arrow_table, frame, records_table
 
-__all__ = ["Replay", "Inspection", "Prediction"]
+__all__ = ["Diff", "Replay", "Inspection", "Prediction"]
 
 
 class Replay:
@@ -433,3 +433,47 @@ class Prediction:
         cols = ["link", "samples", "effective_gbps", "latency_scale", "mean_abs_error_pct",
                 "calibrated"]
         return frame(records_table(self.report["calibration"]["network"], cols))
+
+
+class Diff:
+    """Two runs compared (``lumos diff A B``): per step, per breakdown
+    metric, per operator and per kernel, B against A. ``report`` is ``lumos
+    diff --json``; the properties are DataFrames of it (times in us,
+    ``delta_*`` B minus A; ``status`` ``slower``, ``faster``, ``same``
+    (steps within the thresholds), ``added`` (only in B) or ``removed``
+    (only in A); operators and kernels under the thresholds are counted in
+    the report's ``unchanged_*``, not listed)."""
+
+    def __init__(self, report: Dict[str, Any]) -> None:
+        self.report = report
+
+    def __repr__(self) -> str:
+        a, b = self.report["a"], self.report["b"]
+        return f"<lumos.Diff: {a['mean_step_us']:.1f} us -> {b['mean_step_us']:.1f} us per step>"
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """Per step position: each side's step name and length, the change."""
+        cols = ["position", "a_step", "b_step", "a_us", "b_us", "delta_us", "delta_pct", "status"]
+        return frame(records_table(self.report["steps"], cols))
+
+    @property
+    def breakdown(self) -> pd.DataFrame:
+        """Per breakdown metric (exposed compute, idle, ...): A, B, change."""
+        cols = ["metric", "a_us", "b_us", "delta_us", "delta_pct"]
+        return frame(records_table(self.report["breakdown"], cols))
+
+    @property
+    def operators(self) -> pd.DataFrame:
+        """Operators that changed (by name, and shape where both runs record
+        them): runs and time per step on each side."""
+        return frame(records_table(self.report["operators"], _DIFF_ROW))
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        """Kernels that changed: runs and time per step on each side."""
+        return frame(records_table(self.report["kernels"], _DIFF_ROW))
+
+
+_DIFF_ROW = ["name", "shape", "kind", "inclusive", "status", "a_count", "b_count", "a_us", "b_us",
+             "delta_us", "delta_pct"]

@@ -244,3 +244,40 @@ def test_analysis_frames_of_a_job_hold_the_cli_numbers(corpus, cli_json):
             for t in cli["traces"] for x in t["analysis"]["replayed"]["collectives"]]
     got = c[c.side == "replayed"][["rank", "collective", "count", "total_us"]]
     assert list(got.itertuples(index=False, name=None)) == want
+
+
+def test_kernel_patterns_equal_the_cli(corpus, cli_json):
+    path = str(corpus / SINGLE[0])
+    cli = cli_json(["replay", path, "--scale-kernels", "class:gemm=0.5",
+                    "--scale-kernels", "nccl=2"])
+    r = lumos.replay(path, scale_kernels={"class:gemm": 0.5, "nccl": 2}, progress=False)
+    assert r.report == cli
+    assert lumos.read_trace(path).replay(scale_kernels=["class:gemm=0.5", "nccl=2"]).report == cli
+    job = str(corpus / DLRM)
+    cli = cli_json(["replay", job, "--scale-kernels", "class:compute=0.8",
+                    "--scale-rank", "2=1.2"])
+    r = lumos.replay(job, scale_kernels={"class:compute": 0.8}, scale_rank={2: 1.2},
+                     progress=False)
+    assert r.report == cli
+    with pytest.raises(lumos.ConfigError, match="bare scale_kernels"):
+        lumos.replay(job, representatives=True, scale_kernels={"class:gemm": 0.5})
+    with pytest.raises(lumos.ConfigError, match="scale_kernels class:gemm=0"):
+        lumos.replay(path, scale_kernels={"class:gemm": 0})
+
+
+def test_diff_equals_the_cli(corpus, cli_json, lumos_bin, tmp_path):
+    from conftest import run_cli
+
+    a = str(corpus / SINGLE[0])
+    # B: A's replay with GEMMs twice as fast, as a timeline.
+    p = run_cli(lumos_bin, ["replay", a, "--scale-kernels", "class:gemm=0.5",
+                            "--out", str(tmp_path)])
+    assert p.returncode == 0, p.stderr
+    (b,) = [str(f) for f in tmp_path.iterdir() if f.name.endswith(".replayed.json.gz")]
+    cli = cli_json(["diff", a, b, "--min-change-pct", "1"])
+    d = lumos.diff(a, b, min_change_pct=1, progress=False)
+    assert d.report == cli
+    assert list(d.kernels["name"]) == [k["name"] for k in cli["kernels"]]
+    assert list(d.steps["delta_us"]) == [s["delta_us"] for s in cli["steps"]]
+    with pytest.raises(lumos.ConfigError, match="min_change_us"):
+        lumos.diff(a, b, min_change_us=-1)

@@ -284,6 +284,49 @@ fn inspect_json(
     json(&out)
 }
 
+/// `lumos diff A B --json`: two traces compared per step, operator and
+/// kernel. `steps` is the CLI's `--steps` syntax.
+#[pyfunction]
+#[pyo3(signature = (a, b, steps = None, min_change_us = 10.0, min_change_pct = 5.0))]
+fn diff_json(
+    py: Python<'_>,
+    a: PyRef<'_, Trace>,
+    b: PyRef<'_, Trace>,
+    steps: Option<&str>,
+    min_change_us: f64,
+    min_change_pct: f64,
+) -> PyResult<String> {
+    use lumos_report::{DiffInput, DiffOptions, ReportError, StepSelection};
+    for (name, v) in [
+        ("min_change_us", min_change_us),
+        ("min_change_pct", min_change_pct),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(Error::config(format!("{name} must be a number >= 0, got {v}")).into());
+        }
+    }
+    let steps = match steps {
+        Some(s) => s
+            .parse::<StepSelection>()
+            .map_err(|e| Error::config(format!("steps: {e}")))?,
+        None => StepSelection::default(),
+    };
+    let opts = DiffOptions {
+        steps,
+        min_change_ns: (min_change_us * 1e3).round() as i64,
+        min_change_pct,
+    };
+    let (ta, tb) = (Arc::clone(&a.inner), Arc::clone(&b.inner));
+    let report = py.detach(|| {
+        let (ia, ib) = rayon::join(|| DiffInput::of(&ta), || DiffInput::of(&tb));
+        lumos_report::diff(&ia, &ib, &opts).map_err(|e| match e {
+            ReportError::Steps { .. } => Error::from_chain(errors::Kind::Config, &e),
+            e => e.into(),
+        })
+    })?;
+    json(&report)
+}
+
 /// Writes a synthesized job as `lumos synth` does; returns the files.
 /// `model` is a preset or a model file; `model_json`, when given, the
 /// model file's content instead (`model` then names it in messages).
@@ -409,6 +452,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_representatives, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_json, m)?)?;
+    m.add_function(wrap_pyfunction!(diff_json, m)?)?;
     m.add_class::<recipe::SynthRecipe>()?;
     m.add_function(wrap_pyfunction!(synth, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_rank, m)?)?;

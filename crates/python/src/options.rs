@@ -1,8 +1,10 @@
 //! The replay's options (the CLI's `--deps`, `--scale-kernels`,
-//! `--scale-only`, `--scale-pattern`, `--scale-rank`, `--scale-rank-cpu`),
+//! in both its forms, `--scale-only`, `--scale-pattern`, `--scale-rank`,
+//! `--scale-rank-cpu`),
 //! checked once when made.
 
 use lumos_graph::DepKind;
+use lumos_predict::KernelScale;
 use lumos_report::RankScale;
 use lumos_sim::{GpuSelector, SimOptions};
 use pyo3::prelude::*;
@@ -16,6 +18,9 @@ use crate::errors::{Error, Result};
 pub struct ReplayOptions {
     /// The simulator's options.
     pub sim: SimOptions,
+    /// Kernel speed-ups by pattern (`--scale-kernels PATTERN=FACTOR`),
+    /// resolved on each graph.
+    pub kernels: Vec<KernelScale>,
     /// Per-rank what-ifs of a job.
     pub scales: Vec<RankScale>,
     /// Whether the ranks' CPU tasks scale too.
@@ -59,11 +64,26 @@ fn selector(only: &str, pattern: Option<String>) -> Result<GpuSelector> {
     })
 }
 
+/// `PATTERN=FACTOR`, checked as `lumos replay --scale-kernels` checks it:
+/// a positive factor, then the predictor's syntax.
+fn kernel_scale(s: &str) -> Result<KernelScale> {
+    let bad = |e: String| Error::config(format!("scale_kernels {s}: {e}"));
+    let (_, raw) = s
+        .rsplit_once('=')
+        .ok_or_else(|| bad("expected PATTERN=FACTOR".into()))?;
+    let f: f64 = raw
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("{raw:?} is not a number")))?;
+    positive("factor", f).map_err(|e| bad(e.message))?;
+    s.parse::<KernelScale>().map_err(|e| bad(e.to_string()))
+}
+
 #[pymethods]
 impl ReplayOptions {
     /// Checks and keeps the options; a bad value is a `ConfigError`.
     #[new]
-    #[pyo3(signature = (deps = Vec::new(), scale_kernels = None, scale_only = "all", scale_pattern = None, scale_rank = Vec::new(), scale_rank_cpu = false))]
+    #[pyo3(signature = (deps = Vec::new(), scale_kernels = None, scale_only = "all", scale_pattern = None, scale_rank = Vec::new(), scale_rank_cpu = false, kernel_scales = Vec::new()))]
     fn py_new(
         deps: Vec<String>,
         scale_kernels: Option<f64>,
@@ -71,15 +91,24 @@ impl ReplayOptions {
         scale_pattern: Option<String>,
         scale_rank: Vec<(u32, f64)>,
         scale_rank_cpu: bool,
+        kernel_scales: Vec<String>,
     ) -> PyResult<ReplayOptions> {
-        Ok(ReplayOptions::new(
+        let mut o = ReplayOptions::new(
             &deps,
             scale_kernels,
             scale_only,
             scale_pattern,
             &scale_rank,
             scale_rank_cpu,
-        )?)
+        )?;
+        for k in &kernel_scales {
+            o.kernels.push(kernel_scale(k)?);
+            if !o.described.is_empty() {
+                o.described.push_str(", ");
+            }
+            o.described.push_str(&format!("scale_kernels {k}"));
+        }
+        Ok(o)
     }
 
     fn __repr__(&self) -> String {
@@ -92,6 +121,7 @@ impl ReplayOptions {
     pub fn plain() -> ReplayOptions {
         ReplayOptions {
             sim: SimOptions::default(),
+            kernels: Vec::new(),
             scales: Vec::new(),
             scale_cpu: false,
             described: String::new(),
@@ -134,6 +164,7 @@ impl ReplayOptions {
         }
         Ok(ReplayOptions {
             sim,
+            kernels: Vec::new(),
             scales,
             scale_cpu: scale_rank_cpu,
             described: described.join(", "),

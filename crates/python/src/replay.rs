@@ -63,7 +63,7 @@ pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<Repl
     let done: Vec<(TraceReplay, TraceParts)> = traces
         .par_iter()
         .map(|t| {
-            let r = lumos_report::replay(t, &opts.sim)?;
+            let r = lumos_report::replay_scaled(t, &opts.sim, &opts.kernels)?;
             let report = r.report();
             Ok((
                 report,
@@ -87,17 +87,23 @@ pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<Repl
 
 /// Replays the ranks of `job` together, as `lumos replay --job`.
 pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
-    let replayed = lumos_report::replay_jointly(&job, &opts.sim, &opts.scales, opts.scale_cpu)
-        .map_err(|e| match e {
-            ReportError::RankNotInJob { rank, .. } => {
-                let factor = opts.scales.iter().find(|s| s.rank == rank);
-                Error::config(format!(
-                    "scale_rank {rank}={}: {e}",
-                    factor.map_or(0.0, |s| s.factor)
-                ))
-            }
-            e => e.into(),
-        })?;
+    let replayed = lumos_report::replay_jointly_scaled(
+        &job,
+        &opts.sim,
+        &opts.kernels,
+        &opts.scales,
+        opts.scale_cpu,
+    )
+    .map_err(|e| match e {
+        ReportError::RankNotInJob { rank, .. } => {
+            let factor = opts.scales.iter().find(|s| s.rank == rank);
+            Error::config(format!(
+                "scale_rank {rank}={}: {e}",
+                factor.map_or(0.0, |s| s.factor)
+            ))
+        }
+        e => e.into(),
+    })?;
     let output = replayed.report();
     let (graph, schedule) = (replayed.graph, replayed.schedule);
     Ok(ReplayResult {
@@ -126,6 +132,11 @@ pub fn replay_representatives(
         return Err(Error::config(
             "scale_rank cannot be used with representatives: the ranks it would slow \
              are not all replayed",
+        ));
+    }
+    if !opts.kernels.is_empty() {
+        return Err(Error::config(
+            "representatives takes a bare scale_kernels factor, not {pattern: factor}",
         ));
     }
     p.phase("loading", files.len() as u64);
