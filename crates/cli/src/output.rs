@@ -25,6 +25,41 @@ pub fn json_sorted<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
     json(out, &serde_json::to_value(value)?)
 }
 
+/// How every text table shows a value the trace does not tell (a world
+/// size not recorded, layers not found): one dash, the same in every
+/// command. `--json` writes `null` for the same values.
+pub const UNKNOWN: &str = "-";
+
+/// `x` as text, or [`UNKNOWN`].
+pub fn or_unknown<T: Display>(x: Option<T>) -> String {
+    x.map_or_else(|| UNKNOWN.to_owned(), |v| v.to_string())
+}
+
+/// Widest a folded list runs on one line, in characters: a terminal's
+/// width less the indent and label before it.
+pub const LIST_WIDTH: usize = 100;
+
+/// `items` joined by `sep`, folded when they run past `width` characters:
+/// as many as fit, then `+N more <what>` (the `--json` output has them
+/// all). The first item is always shown, so put the one that matters most
+/// first.
+pub fn fold(items: &[String], sep: &str, width: usize, what: &str) -> String {
+    let mut out = String::new();
+    for (k, item) in items.iter().enumerate() {
+        let more = format!("{sep}+{} more {what}", items.len() - k);
+        let room = if k + 1 == items.len() { 0 } else { more.len() };
+        if k > 0 && out.len() + sep.len() + item.len() + room > width {
+            out.push_str(&more);
+            return out;
+        }
+        if k > 0 {
+            out.push_str(sep);
+        }
+        out.push_str(item);
+    }
+    out
+}
+
 /// Prints `error: <message>` on stderr. A stderr that cannot be written
 /// (closed, or a broken pipe) is ignored: there is nowhere else to say it.
 pub fn error(message: impl Display) {
@@ -64,6 +99,25 @@ mod tests {
         assert!(!is_broken_pipe(&anyhow::anyhow!("broken.json: truncated")));
         let other = anyhow::Error::from(io::Error::from(io::ErrorKind::PermissionDenied));
         assert!(!is_broken_pipe(&other));
+    }
+
+    #[test]
+    fn long_lists_fold_into_a_count_and_short_ones_do_not() {
+        let items: Vec<String> = (0..8)
+            .map(|i| format!("{i}: NVIDIA A100-SXM4-80GB"))
+            .collect();
+        let folded = fold(&items, "; ", 60, "devices");
+        assert_eq!(folded, "0: NVIDIA A100-SXM4-80GB; +7 more devices");
+        assert!(folded.len() <= 60);
+        assert_eq!(
+            fold(&items[..2], "; ", 60, "devices")
+                .matches("A100")
+                .count(),
+            2
+        );
+        assert_eq!(fold(&[], ", ", 10, "x"), "");
+        assert_eq!(or_unknown(None::<u32>), UNKNOWN);
+        assert_eq!(or_unknown(Some(8)), "8");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
 
 use super::JobMode;
 use crate::inputs::Loaded;
+use crate::output::{fold, or_unknown, LIST_WIDTH, UNKNOWN};
 use crate::{inputs, output};
 
 /// `lumos inspect` arguments.
@@ -95,7 +96,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
         "  rank {} ({}), world size {}, {:.1} MB JSON{}",
         r.rank,
         r.rank_source,
-        r.world_size.map_or("?".into(), |w| w.to_string()),
+        or_unknown(r.world_size),
         r.json_bytes as f64 / 1e6,
         if r.gzipped { " (gzip)" } else { "" }
     )?;
@@ -131,7 +132,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
         if r.devices.is_empty() {
             "none listed".into()
         } else {
-            r.devices.join("; ")
+            fold(&devices(&r.devices), "; ", LIST_WIDTH, "kinds of GPU")
         }
     )?;
     let c = &r.collectives;
@@ -145,7 +146,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
             String::new()
         } else {
             let names: Vec<String> = c.by_name.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            format!(": {}", names.join(", "))
+            format!(": {}", fold(&names, ", ", LIST_WIDTH, "names"))
         }
     )?;
     writeln!(
@@ -169,10 +170,57 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A phase's name as the text shows it. Discovery calls everything before
+/// a step's first forward pass its prologue; in a step where no pass was
+/// found that is the whole step, which the name says.
+fn phase_name(phase: &str, passes_found: bool) -> &str {
+    match phase {
+        "prologue" if !passes_found => "whole step (no forward or backward pass found)",
+        "outside" => "outside steps",
+        other => other,
+    }
+}
+
+/// The devices a trace lists, `id: name` each, as one entry per name with
+/// its ids (`NVIDIA A100-SXM4-80GB (0-7)`): a node's eight identical GPUs
+/// take one entry, not eight.
+fn devices(listed: &[String]) -> Vec<String> {
+    let mut by_name: Vec<(&str, Vec<u32>, Vec<&str>)> = Vec::new();
+    for d in listed {
+        let (id, name) = d.split_once(": ").unwrap_or(("", d));
+        let k = match by_name.iter().position(|(n, ..)| *n == name) {
+            Some(k) => k,
+            None => {
+                by_name.push((name, Vec::new(), Vec::new()));
+                by_name.len() - 1
+            }
+        };
+        match id.parse::<u32>() {
+            Ok(n) => by_name[k].1.push(n),
+            Err(_) => by_name[k].2.push(id),
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, mut ids, other)| {
+            ids.sort_unstable();
+            ids.dedup();
+            let mut all = vec![rank_ranges(&ids)];
+            all.extend(other.into_iter().map(str::to_owned));
+            all.retain(|s| !s.is_empty());
+            if all.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{name} ({})", all.join(", "))
+            }
+        })
+        .collect()
+}
+
 /// The text form of a discovery report (a few lines under each file).
 fn write_structure(out: &mut dyn Write, r: &StructureReport) -> std::io::Result<()> {
     let c = &r.config;
-    let opt = |x: Option<u32>| x.map_or("?".into(), |v| v.to_string());
+    let opt = or_unknown::<u32>;
     writeln!(
         out,
         "  structure: {} stage (tp {}, pp {}, dp {}); {} micro-batches; {} layers per pass ({}); order {}{}",
@@ -183,7 +231,7 @@ fn write_structure(out: &mut dyn Write, r: &StructureReport) -> std::io::Result<
         opt(c.microbatches),
         opt(r.layers_per_pass),
         r.layer_method,
-        if r.pass_order.is_empty() { "-" } else { &r.pass_order },
+        if r.pass_order.is_empty() { UNKNOWN } else { &r.pass_order },
         match r.one_f_one_b {
             Some(true) => " (1F1B)",
             Some(false) => " (not 1F1B)",
@@ -194,28 +242,31 @@ fn write_structure(out: &mut dyn Write, r: &StructureReport) -> std::io::Result<
         writeln!(
             out,
             "    shapes: hidden {h}, ffn {f}, tokens {}, sequence parallel {}",
-            c.tokens.map_or("?".into(), |t| t.to_string()),
-            c.sequence_parallel.map_or("?".into(), |b| b.to_string())
+            or_unknown(c.tokens),
+            or_unknown(c.sequence_parallel)
         )?;
     }
     for g in &r.groups {
         writeln!(
             out,
-            "    group {:<6} {:<15} size {:<4} {:>6} tasks {:>10.1} MB/step  {:?} ({})",
+            "    group {:<6} {:<15} size {:<4} {:>6} tasks {:>10.1} MB/step  {} ({} confidence)",
             g.name,
             g.class,
-            g.size.map_or("?".into(), |s| s.to_string()),
+            or_unknown(g.size),
             g.tasks,
             g.bytes_per_step as f64 / 1e6,
-            g.collectives,
+            fold(&g.collectives, ", ", LIST_WIDTH / 2, "names"),
             g.confidence
         )?;
     }
+    let passes_found = r.phases.contains_key("forward") || r.phases.contains_key("backward");
     for (phase, t) in &r.phases {
         writeln!(
             out,
-            "    phase {phase:<10} CPU {:>9.3} ms  GPU {:>9.3} ms per step",
-            t.cpu_ms, t.gpu_ms
+            "    phase {:<10} CPU {:>9.3} ms  GPU {:>9.3} ms per step",
+            phase_name(phase, passes_found),
+            t.cpu_ms,
+            t.gpu_ms
         )?;
     }
     if let Some(why) = &r.structural_edits_blocked {
@@ -232,7 +283,7 @@ pub fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
         "job: {} ranks ({}), world size {}{}",
         r.ranks.len(),
         rank_ranges(&r.ranks),
-        r.world_size.map_or("?".into(), |w| w.to_string()),
+        or_unknown(r.world_size),
         if r.missing_ranks.is_empty() {
             String::new()
         } else {
@@ -280,7 +331,7 @@ pub fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
         out,
         "  clock offsets vs rank {} (us): {}",
         c.reference_rank,
-        offsets.join(", ")
+        fold(&offsets, ", ", LIST_WIDTH, "ranks")
     )?;
     writeln!(
         out,

@@ -5,12 +5,14 @@ use std::io::Write;
 
 use lumos_report::JobReport;
 
-/// Who the job waited for: per step the slowest rank, the rank that kept
-/// the others waiting longest, and every rank's waiting.
+/// Who the job waited for: the straggler (the rank that kept the others
+/// waiting longest), per step the rank whose step lasted longest (often the
+/// one that waited most, not the straggler: waiting makes a step long), and
+/// every rank's waiting.
 pub fn write_stragglers(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
     writeln!(
         out,
-        "job: {} ranks; stragglers (measured / replayed)",
+        "job: {} ranks; who waited for whom (measured / replayed)",
         r.ranks.len()
     )?;
     if let Some(w) = r.waiting.as_deref().and_then(|w| {
@@ -20,7 +22,7 @@ pub fn write_stragglers(out: &mut dyn Write, r: &JobReport) -> std::io::Result<(
         if w.measured.caused_us > 0.0 {
             writeln!(
                 out,
-                "  rank {} kept the others waiting longest: {:.3} / {:.3} ms, last to arrive at {} / {} collectives",
+                "  straggler: rank {} kept the others waiting longest: {:.3} / {:.3} ms, last to arrive at {} / {} collectives",
                 w.rank,
                 w.measured.caused_us / 1e3,
                 w.replayed.caused_us / 1e3,
@@ -32,7 +34,7 @@ pub fn write_stragglers(out: &mut dyn Write, r: &JobReport) -> std::io::Result<(
     if let Some(steps) = &r.steps {
         writeln!(
             out,
-            "  {:<18} {:>12} {:>12} {:>8}   slowest rank (measured / replayed)",
+            "  {:<18} {:>12} {:>12} {:>8}   longest step on rank (measured / replayed)",
             "job step", "measured ms", "replayed ms", "error"
         )?;
         for s in steps {
@@ -47,6 +49,11 @@ pub fn write_stragglers(out: &mut dyn Write, r: &JobReport) -> std::io::Result<(
                 s.slowest_rank_replayed
             )?;
         }
+        writeln!(
+            out,
+            "  (a job step lasts as long as its longest rank's, which is often the rank that \
+             waited most for its peers, not the straggler)"
+        )?;
     }
     if let Some(waiting) = &r.waiting {
         writeln!(
@@ -97,7 +104,8 @@ pub fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
             .collect();
         writeln!(
             out,
-            "  critical path from rank {} ({} rank changes): {}",
+            "  critical path: walked back from rank {}, the last to finish the replay (the \
+             job ends when it does); {} rank changes; time on it per rank: {}",
             cp.from_rank,
             cp.rank_changes,
             ranks.join(", ")

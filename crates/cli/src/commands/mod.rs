@@ -19,12 +19,15 @@ use crate::inputs::Loaded;
 /// Whether several inputs are the ranks of one job.
 #[derive(clap::Args)]
 pub struct JobMode {
-    /// Treat all inputs as the ranks of one job: one joint replay in which
-    /// matched collectives wait for every participant. The default when
-    /// there are several files and all record the same world size > 1.
+    /// Treat all inputs as the ranks of one job: their collectives are
+    /// matched across ranks and their clocks aligned (`replay` and `report`
+    /// then replay the ranks together, each collective waiting for every
+    /// participant). The default when there are several files and all
+    /// record the same world size > 1.
     #[arg(long, conflicts_with = "per_trace")]
     pub job: bool,
-    /// Replay every input on its own, even the ranks of one job.
+    /// Take every input on its own, even the ranks of one job: no matching
+    /// across ranks, no joint replay.
     #[arg(long)]
     pub per_trace: bool,
 }

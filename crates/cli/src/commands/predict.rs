@@ -209,13 +209,35 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     if a.json {
         output::json(out, &report)?;
     } else {
-        write_human(out, &report)?;
+        let kept = pred
+            .stages
+            .iter()
+            .map(|s| s.graph.edges.len() + s.graph.runtime_deps.len())
+            .sum();
+        write_human(out, &report, kept)?;
     }
     Ok(true)
 }
 
-/// The text form of a prediction.
-fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
+/// A configuration as the text shows it: sizes the traces do not tell
+/// (held as 0) are [`output::UNKNOWN`], as in every other table.
+fn config_text(c: &lumos_report::Config) -> String {
+    let known = |v: u64| output::or_unknown((v > 0).then_some(v));
+    format!(
+        "tp{} pp{} dp{}, {} micro-batches, {} layers, hidden {}, ffn {}",
+        c.tp,
+        c.pp,
+        c.dp,
+        c.microbatches,
+        known(u64::from(c.layers)),
+        known(c.hidden),
+        known(c.ffn)
+    )
+}
+
+/// The text form of a prediction; `kept` is how many dependencies the
+/// predicted stages hold (what the dropped ones are a share of).
+fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::Result<()> {
     writeln!(out, "predict from {} trace(s):", r.inputs.len())?;
     for i in &r.inputs {
         writeln!(
@@ -225,18 +247,16 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
             i.rank,
             i.role,
             i.stage,
-            i.structure
-                .layers_per_pass
-                .map_or("?".into(), |l| l.to_string()),
+            output::or_unknown(i.structure.layers_per_pass),
             if i.structure.pass_order.is_empty() {
-                "-"
+                output::UNKNOWN
             } else {
                 &i.structure.pass_order
             }
         )?;
     }
-    writeln!(out, "  traced: {}", r.traced)?;
-    writeln!(out, "  target: {}", r.target)?;
+    writeln!(out, "  traced: {}", config_text(&r.traced))?;
+    writeln!(out, "  target: {}", config_text(&r.target))?;
     for k in &r.kernel_scales {
         writeln!(out, "          kernels {k}")?;
     }
@@ -244,9 +264,10 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
         writeln!(out, "          network {n}")?;
     }
     write_steps(out, r)?;
+    // The steps above are per step; these sums are over the whole window.
     writeln!(
         out,
-        "  breakdown per stage (ms)   exposed compute   overlap   exposed comm      idle"
+        "  whole window, every step together (ms)   exposed compute   overlap   exposed comm      idle"
     )?;
     for s in &r.stages {
         for (label, b) in [
@@ -256,7 +277,7 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
             if let Some(b) = b {
                 writeln!(
                     out,
-                    "    stage {:<2} {:<10} {:>15.3} {:>9.3} {:>14.3} {:>9.3}",
+                    "    stage {:<2} {:<29} {:>15.3} {:>9.3} {:>14.3} {:>9.3}",
                     s.stage,
                     label,
                     b.exposed_compute_ms,
@@ -309,17 +330,29 @@ fn write_human(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
             }
         )?;
     }
-    let dropped: usize = r.stages.iter().map(|s| s.dropped_edges).sum();
-    if dropped > 0 {
-        writeln!(
-            out,
-            "  {dropped} dependencies could not be re-attached in rebuilt stages"
-        )?;
-    }
+    write_dropped(out, r.stages.iter().map(|s| s.dropped_edges).sum(), kept)?;
     for n in &r.assumptions {
         writeln!(out, "  assumption: {n}")?;
     }
     Ok(())
+}
+
+/// What the dependencies the rebuilt stages could not re-attach mean, with
+/// their share of all dependencies.
+fn write_dropped(out: &mut dyn Write, dropped: usize, kept: usize) -> std::io::Result<()> {
+    if dropped == 0 {
+        return Ok(());
+    }
+    let all = dropped + kept;
+    writeln!(
+        out,
+        "  dependencies not re-attached: {dropped} of {all} ({:.2}%) in the rebuilt stages; \
+         their source task has no copy there, so the task each led to waits only for its other \
+         dependencies and its thread's or stream's order. The prediction is optimistic where \
+         those waits mattered: a share of a few per cent or more is worth a look in the \
+         predicted timeline (--out)",
+        dropped as f64 / all as f64 * 100.0
+    )
 }
 
 /// The step table: each step measured, replayed and predicted, their

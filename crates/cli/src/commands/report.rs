@@ -30,9 +30,14 @@ pub struct ReportArgs {
     /// it).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
-    #[command(flatten)]
+    // The page's what-if section: `lumos predict`'s flags, under their own
+    // heading so that they do not read as this command's main options.
+    #[command(
+        flatten,
+        next_help_heading = "What-if (as `lumos predict`; adds a section)"
+    )]
     pub target: TargetArgs,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Several inputs")]
     pub mode: JobMode,
 }
 

@@ -1,7 +1,12 @@
 //! Step 4 of discovery: which parallel group each communication task
 //! serves. A process group's description (Megatron's `pg_desc`) decides
 //! where the trace records one; otherwise the collective's name and where
-//! it runs do: point-to-point transfers serve the pipeline, collectives in
+//! it runs do. The name is what the operator says before what the kernel
+//! says: an enclosing `nccl:<collective>` operator names the collective
+//! (NCCL runs an all-to-all as `SendRecv` kernels, so the kernel's family
+//! alone would call it a pipeline transfer). All-to-alls serve no group the
+//! edits model (embedding or expert sharding), point-to-point transfers
+//! serve the pipeline, collectives in
 //! forward layers the tensor-parallel group, those in the last backward
 //! pass the data-parallel gradient reduction, the world group data
 //! parallelism, the epilogue's the model-parallel gradient norm.
@@ -91,6 +96,26 @@ pub(super) fn collective_kind(name: &str) -> Option<CollectiveKind> {
     }
 }
 
+/// Whether a collective name is an all-to-all (`all_to_all`,
+/// `all_to_allv`, `alltoall_base`): a transfer between every pair of ranks
+/// of its group, neither a pipeline send nor a ring the network model knows.
+pub(super) fn is_all_to_all(name: &str) -> bool {
+    name.to_ascii_lowercase()
+        .replace('_', "")
+        .contains("alltoall")
+}
+
+/// The collective an enclosing `nccl:<collective>` operator of task `t`
+/// names (`all_to_all` for `nccl:all_to_all`), innermost first: what the
+/// program asked for, where the recorded name may be only the kernel's
+/// family.
+pub(super) fn operator_collective(g: &Graph, t: TaskId) -> Option<&str> {
+    g.scope_chain(t).find_map(|s| {
+        let name = g.names.get(g.scopes.get(s.0 as usize)?.name.0 as usize)?;
+        name.strip_prefix("nccl:").filter(|n| !n.is_empty())
+    })
+}
+
 /// The direction of a point-to-point collective name.
 pub(super) fn p2p_of(name: &str) -> Option<P2p> {
     match name.to_ascii_lowercase().as_str() {
@@ -154,7 +179,8 @@ pub(super) fn place_of(role: Role, steps: &[StepStructure]) -> Place {
     }
 }
 
-/// The group class of a collective named `name`, in process group `group`
+/// The group class of a collective named `name` (the operator's name where
+/// there is one, else the recorded one), in process group `group`
 /// (as the trace describes it, if it does), with `group_size` ranks when
 /// recorded, running at `place` on a rank of a world of `world` ranks. The
 /// rules are tried in order; the first that applies decides.
@@ -170,6 +196,10 @@ pub(super) fn group_class(
         .and_then(class_from_desc)
     {
         (cl, Confidence::High)
+    } else if is_all_to_all(name) {
+        // Not a pipeline transfer even where NCCL runs it as `SendRecv`
+        // kernels, and not tensor parallel in a forward layer (experts).
+        (GroupClass::Other, Confidence::Medium)
     } else if p2p_of(name).is_some() || name.eq_ignore_ascii_case("sendrecv") {
         (GroupClass::Pipeline, Confidence::Medium)
     } else if place == Place::ForwardLayer {
@@ -210,13 +240,14 @@ pub(super) fn classify_comms(
             NO_UNIT => Place::Other,
             u => place_of(roles[u as usize], steps),
         };
-        let (class, confidence) = group_class(&c.name, c.group_size, group, place, ctx.world_size);
+        let name = operator_collective(g, TaskId(i as u32)).unwrap_or(&c.name);
+        let (class, confidence) = group_class(name, c.group_size, group, place, ctx.world_size);
         out.push(CommInfo {
             task: TaskId(i as u32),
             class,
             confidence,
-            kind: collective_kind(&c.name),
-            p2p: p2p_of(&c.name),
+            kind: collective_kind(name),
+            p2p: p2p_of(name),
             bytes: c.bytes,
             elements: c.elements,
             ranks: group.map(|gr| gr.ranks.clone()).unwrap_or_default(),

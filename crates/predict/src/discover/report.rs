@@ -158,6 +158,9 @@ pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> St
             gr.confidence,
             match gr.confidence {
                 Confidence::High => "process group description".into(),
+                Confidence::Medium if gr.class == GroupClass::Other => {
+                    "all-to-all collectives (by operator or recorded name)".into()
+                }
                 Confidence::Medium => "point-to-point names or where its collectives run".into(),
                 Confidence::Low => "weak: group size or phase only".into(),
             },
@@ -285,9 +288,13 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
                 confidence: c.confidence,
             });
         e.tasks += 1;
-        let cname = g.collectives[g.task(c.task).collective.unwrap_or(0) as usize]
-            .name
-            .clone();
+        // An all-to-all by its operator's name, not by the `SendRecv`
+        // family of the kernels NCCL runs it as; other names as recorded.
+        let recorded = &g.collectives[g.task(c.task).collective.unwrap_or(0) as usize].name;
+        let cname = super::comms::operator_collective(g, c.task)
+            .filter(|n| super::comms::is_all_to_all(n))
+            .unwrap_or(recorded)
+            .to_owned();
         if !e.collectives.contains(&cname) {
             e.collectives.push(cname);
         }

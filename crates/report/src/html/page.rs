@@ -126,7 +126,7 @@ fn write_steps(out: &mut String, r: &HtmlReport) -> fmt::Result {
     let job = r.replay.job.is_some();
     out.push_str("<table id=\"steps-table\"><tr><th class=\"l\">step</th>");
     if job {
-        out.push_str("<th>slowest rank</th>");
+        out.push_str("<th>longest step on rank</th>");
     }
     out.push_str("<th>measured ms</th><th>replayed ms</th><th>error</th>");
     if predicted.is_some() {
@@ -145,7 +145,9 @@ fn write_steps(out: &mut String, r: &HtmlReport) -> fmt::Result {
     out.push_str(
         "</table><p class=\"note\">compute: GPU compute not overlapped with \
         communication; overlap: both at once; comm: communication alone; idle: no GPU work; \
-        each in % of the step. A job's step is its slowest rank's.",
+        each in % of the step. A job's step lasts as long as its longest rank's \
+        (often the rank that waited most for its peers; the straggler, who kept them \
+        waiting, is under Waiting for peers).",
     );
     if predicted.is_some() {
         out.push_str(

@@ -60,7 +60,8 @@ pub(super) fn critical_path(out: &mut String, r: &HtmlReport) -> fmt::Result {
     if let Some(j) = job_path {
         write!(
             out,
-            "<p>From rank {}, changing ranks {} times: ",
+            "<p>Walked back from rank {}, the last to finish the replay (the job ends when it \
+             does), changing ranks {} times; time on the path per rank: ",
             j.from_rank, j.rank_changes
         )?;
         let parts: Vec<String> = j
@@ -165,6 +166,19 @@ pub(super) fn waits(out: &mut String, r: &HtmlReport, w: &WaitGrid) -> fmt::Resu
         )?;
     }
     out.push_str("</table>\n");
+    let straggler = waiting
+        .iter()
+        .max_by(|a, b| a.measured.caused_us.total_cmp(&b.measured.caused_us))
+        .filter(|x| x.measured.caused_us > 0.0);
+    if let Some(x) = straggler {
+        writeln!(
+            out,
+            "<p class=\"note\">The straggler is rank {}: it kept the others waiting longest \
+             (measured). The ranks that waited most are the ones it held up; their steps are \
+             the longest.</p>",
+            x.rank
+        )?;
+    }
     Ok(())
 }
 

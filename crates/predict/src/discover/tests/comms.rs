@@ -1,7 +1,8 @@
 //! Step 4: communication classes.
 
 use super::super::comms::{
-    class_from_desc, classify_comms, collective_kind, group_class, p2p_of, place_of, Place,
+    class_from_desc, classify_comms, collective_kind, group_class, is_all_to_all, p2p_of, place_of,
+    Place,
 };
 use super::*;
 use crate::context::GroupInfo;
@@ -92,6 +93,45 @@ fn rules_apply_in_order() {
     assert_eq!(
         class("_allgather_base", None, None, Place::Other),
         (GroupClass::Other, Confidence::Low)
+    );
+}
+
+/// Issue 15: NCCL runs an all-to-all as `SendRecv` kernels; the operator's
+/// name (`nccl:all_to_all`, or a `Collective name` of `all_to_allv`) says
+/// what it is, and it is no pipeline transfer, nor tensor parallel where a
+/// forward layer runs it (experts).
+#[test]
+fn all_to_alls_are_not_pipeline_or_tensor_parallel() {
+    for name in ["all_to_all", "all_to_allv", "alltoall_base", "AllToAll"] {
+        assert!(is_all_to_all(name), "{name}");
+        for place in [Place::ForwardLayer, Place::LastBackward, Place::Other] {
+            assert_eq!(
+                group_class(name, None, None, place, Some(8)),
+                (GroupClass::Other, Confidence::Medium),
+                "{name} at {place:?}"
+            );
+        }
+        assert_eq!(collective_kind(name), None, "{name}: no ring model");
+        assert_eq!(p2p_of(name), None, "{name}");
+    }
+    for name in ["SendRecv", "send", "all_reduce", "_allgather_base"] {
+        assert!(!is_all_to_all(name), "{name}");
+    }
+    // A process group's description still comes first.
+    let described = GroupInfo {
+        name: "5".into(),
+        desc: Some("EXPERT_MODEL_PARALLEL_GROUP".into()),
+        ranks: vec![0, 1],
+    };
+    assert_eq!(
+        group_class(
+            "all_to_all",
+            None,
+            Some(&described),
+            Place::ForwardLayer,
+            Some(8)
+        ),
+        (GroupClass::Other, Confidence::High)
     );
 }
 

@@ -1,0 +1,158 @@
+//! Issue 15, names and units: what the text output calls things, read as
+//! printed, on corpus traces (all-to-alls are no pipeline group, the
+//! straggler apart from the longest step, one way to show an unknown value,
+//! long lists folded, a step without passes named for what it is, help
+//! texts true for each command).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{lumos, lumos_json};
+
+/// A corpus file, or `None` when the corpus is absent.
+fn corpus(rel: &str) -> Option<PathBuf> {
+    Some(lumos_testkit::corpus()?.path(rel))
+}
+
+const RECSYS: &str = "single-rank/a100-recsys-rank3of8.json.gz";
+const DLRM: &str = "multi-rank/dlrm-8xv100";
+
+/// `lumos ARGS` as printed on stdout; it must succeed.
+fn text(args: &[&str]) -> String {
+    let out = lumos().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "lumos {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn path_str(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn issue_15_all_to_all_groups_are_not_pipeline_groups() {
+    let (Some(recsys), Some(dlrm)) = (corpus(RECSYS), corpus(DLRM)) else {
+        return;
+    };
+    for p in [recsys.clone(), dlrm.join("rank0.json.gz")] {
+        let v = lumos_json(&["inspect"], std::slice::from_ref(&p));
+        let groups = v["traces"][0]["structure"]["groups"].as_array().unwrap();
+        let a2a: Vec<_> = groups
+            .iter()
+            .filter(|g| {
+                g["collectives"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c == "all_to_all")
+            })
+            .collect();
+        assert_eq!(a2a.len(), 1, "{}: {groups:?}", p.display());
+        assert_eq!(a2a[0]["class"], "other", "{}", p.display());
+        assert!(
+            groups.iter().all(|g| g["class"] != "pipeline"),
+            "{}: no pipeline in a trace without pipeline stages: {groups:?}",
+            p.display()
+        );
+        let t = text(&["inspect", path_str(&p)]);
+        assert!(t.contains("other") && t.contains("all_to_all"), "{t}");
+    }
+    // A data-parallel edit re-times the all-reduces only; the all-to-alls
+    // keep their traced time, and the prediction still runs.
+    let v = lumos_json(&["predict", "--dp", "4"], std::slice::from_ref(&recsys));
+    assert!(v["mean_predicted_ms"].as_f64().unwrap() > 0.0);
+    // A pipeline edit is refused as before: no layers, whatever the groups.
+    let out = lumos()
+        .args(["predict", "--pp", "2"])
+        .arg(&recsys)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn issue_15_the_straggler_and_the_longest_step_are_told_apart() {
+    let Some(dlrm) = corpus(DLRM) else { return };
+    let t = text(&["replay", path_str(&dlrm)]);
+    assert!(
+        t.contains("  straggler: rank 7 kept the others waiting longest"),
+        "{t}"
+    );
+    assert!(
+        t.contains("longest step on rank (measured / replayed)"),
+        "{t}"
+    );
+    assert!(!t.contains("slowest rank"), "{t}");
+    assert!(
+        t.contains("critical path: walked back from rank ")
+            && t.contains("the last to finish the replay"),
+        "{t}"
+    );
+}
+
+#[test]
+fn issue_15_unknown_values_print_as_a_dash_and_units_are_named() {
+    let Some(recsys) = corpus(RECSYS) else { return };
+    let p = path_str(&recsys);
+    let inspect = text(&["inspect", p]);
+    assert!(!inspect.contains('?'), "{inspect}");
+    assert!(
+        inspect.contains("(tp 1, pp 1, dp 8); - micro-batches; - layers per pass"),
+        "{inspect}"
+    );
+    let predict = text(&["predict", p, "--dp", "4"]);
+    assert!(!predict.contains('?'), "{predict}");
+    assert!(
+        !predict.contains(" 0 layers") && predict.contains("- layers, hidden -, ffn -"),
+        "{predict}"
+    );
+    // The breakdown under the per-step table says it is the whole window.
+    assert!(
+        predict.contains("whole window, every step together (ms)"),
+        "{predict}"
+    );
+    assert!(!predict.contains("breakdown per stage"), "{predict}");
+}
+
+#[test]
+fn issue_15_long_lists_are_folded() {
+    let Some(recsys) = corpus(RECSYS) else { return };
+    let t = text(&["inspect", path_str(&recsys)]);
+    let devices = t.lines().find(|l| l.contains("devices:")).unwrap();
+    assert!(
+        devices.ends_with("devices: NVIDIA A100-PG509-200 (0-7)"),
+        "eight identical GPUs in one entry: {devices}"
+    );
+    let widest = t.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 160, "a line of {widest} characters:\n{t}");
+}
+
+#[test]
+fn issue_15_a_step_without_passes_is_not_called_a_prologue() {
+    let Some(recsys) = corpus(RECSYS) else { return };
+    let t = text(&["inspect", path_str(&recsys)]);
+    assert!(!t.contains("phase prologue"), "{t}");
+    assert!(
+        t.contains("phase whole step (no forward or backward pass found)"),
+        "{t}"
+    );
+}
+
+#[test]
+fn issue_15_help_texts_speak_of_their_own_command() {
+    let inspect = text(&["inspect", "--help"]);
+    assert!(!inspect.contains("Replay every input"), "{inspect}");
+    assert!(!inspect.contains("one joint replay in which"), "{inspect}");
+    assert!(inspect.contains("matched across ranks"), "{inspect}");
+    let report = text(&["report", "--help"]);
+    assert!(report.contains("What-if (as `lumos predict`"), "{report}");
+    for cmd in ["replay", "predict", "diff", "ingest", "synth", "demo"] {
+        let h = text(&[cmd, "--help"]);
+        assert!(h.contains(&format!("Usage: lumos {cmd}")), "{h}");
+    }
+}
