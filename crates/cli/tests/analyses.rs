@@ -244,7 +244,7 @@ fn a_job_starts_with_its_stragglers() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(
-        lines[0].starts_with("job: 8 ranks; stragglers"),
+        lines[0].starts_with("job: 8 ranks; who waited for whom"),
         "{}",
         lines[0]
     );

@@ -231,7 +231,7 @@ fn the_report_of_a_job_shows_who_waited() {
     assert_self_contained(&page);
     assert!(page.contains("job of 8 ranks"));
     assert!(page.contains("id=\"waiting-table\""));
-    assert!(page.contains("slowest rank"));
+    assert!(page.contains("longest step on rank"));
     // Steps, busy timeline, critical path, two heat maps.
     check_in_browser(
         &html,

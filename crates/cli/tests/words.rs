@@ -156,3 +156,67 @@ fn issue_15_help_texts_speak_of_their_own_command() {
         assert!(h.contains(&format!("Usage: lumos {cmd}")), "{h}");
     }
 }
+
+#[test]
+fn issue_15_dependencies_not_reattached_say_what_they_mean() {
+    let dir = lumos_testkit::TempDir::new("cli-words-dropped");
+    let traces = dir.path().join("synth");
+    text(&[
+        "synth",
+        "--model",
+        "gpt-tiny",
+        "--pp",
+        "2",
+        "--out",
+        path_str(&traces),
+    ]);
+    let t = text(&["predict", path_str(&traces), "--pp", "4"]);
+    let line = t
+        .lines()
+        .find(|l| l.contains("dependencies not re-attached"))
+        .unwrap_or_else(|| panic!("a --pp 4 rebuild drops a few dependencies:\n{t}"));
+    // A share of all dependencies, and what it does to the prediction.
+    let (count, rest) = line
+        .split_once("dependencies not re-attached: ")
+        .unwrap()
+        .1
+        .split_once(" of ")
+        .unwrap();
+    let all: usize = rest.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(count.parse::<usize>().unwrap() < all, "{line}");
+    assert!(line.contains("%) in the rebuilt stages"), "{line}");
+    assert!(
+        line.contains("waits only for its other dependencies"),
+        "{line}"
+    );
+    assert!(line.contains("optimistic"), "{line}");
+}
+
+#[test]
+fn issue_15_a_change_from_nothing_has_no_percentage() {
+    let Some(a) = corpus("single-rank/v100-resnet50-2021-capture-a.json.gz") else {
+        return;
+    };
+    let b = corpus("single-rank/v100-resnet50-2021-capture-b.json.gz").unwrap();
+    let t = text(&["diff", path_str(&a), path_str(&b)]);
+    assert!(!t.contains("-%"), "{t}");
+    let overlapped = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("overlapped"))
+        .unwrap();
+    assert!(overlapped.trim_end().ends_with(" -"), "{overlapped}");
+}
+
+#[test]
+fn issue_15_the_report_page_tells_the_straggler_from_the_longest_step() {
+    let Some(dlrm) = corpus(DLRM) else { return };
+    let dir = lumos_testkit::TempDir::new("cli-words-report");
+    let page = dir.path().join("dlrm.html");
+    text(&["report", path_str(&dlrm), "-o", path_str(&page)]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<th>longest step on rank</th>"));
+    assert!(!html.contains("slowest rank"));
+    assert!(html.contains("The straggler is rank 7: it kept the others waiting longest"));
+    assert!(html.contains("Walked back from rank "));
+    assert!(html.contains("the last to finish the replay"));
+}

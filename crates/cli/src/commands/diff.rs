@@ -88,7 +88,13 @@ pub fn run(a: &DiffArgs, out: &mut dyn Write) -> Result<bool> {
 }
 
 fn opt(v: Option<f64>, prec: usize) -> String {
-    v.map_or("-".into(), |v| format!("{v:.prec$}"))
+    v.map_or(output::UNKNOWN.into(), |v| format!("{v:.prec$}"))
+}
+
+/// A percentage with its sign, or [`output::UNKNOWN`] alone (a change from
+/// nothing has no percentage; `-%` would read as a number).
+fn pct(v: Option<f64>, prec: usize) -> String {
+    v.map_or(output::UNKNOWN.into(), |v| format!("{v:.prec$}%"))
 }
 
 fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Result<()> {
@@ -124,14 +130,14 @@ fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Resu
     for s in &r.steps {
         writeln!(
             out,
-            "  {:>3} {:<22} {:<22} {:>11} {:>11} {:>11} {:>7}%  {}",
+            "  {:>3} {:<22} {:<22} {:>11} {:>11} {:>11} {:>8}  {}",
             s.position,
             short(s.a_step.as_deref().unwrap_or("-"), 22),
             short(s.b_step.as_deref().unwrap_or("-"), 22),
             opt(s.a_us.map(|v| v / 1e3), 3),
             opt(s.b_us.map(|v| v / 1e3), 3),
             opt(s.delta_us.map(|v| v / 1e3), 3),
-            opt(s.delta_pct, 2),
+            pct(s.delta_pct, 2),
             s.status
         )?;
     }
@@ -143,12 +149,12 @@ fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Resu
     for m in &r.breakdown {
         writeln!(
             out,
-            "    {:<20} {:>11.3} {:>11.3} {:>+11.3} {:>7}%",
+            "    {:<20} {:>11.3} {:>11.3} {:>+11.3} {:>8}",
             m.metric,
             m.a_us / 1e3,
             m.b_us / 1e3,
             m.delta_us / 1e3,
-            opt(m.delta_pct, 1)
+            pct(m.delta_pct, 1)
         )?;
     }
     let by = if r.by_shape {
@@ -199,13 +205,13 @@ fn write_rows(
         };
         writeln!(
             out,
-            "    {:<8} {:<60} {:>10.3} {:>10.3} {:>+10.3} {:>7}% {:>7.1} / {:<7.1}",
+            "    {:<8} {:<60} {:>10.3} {:>10.3} {:>+10.3} {:>8} {:>7.1} / {:<7.1}",
             d.status,
             short(&name, 60),
             d.a_us / 1e3,
             d.b_us / 1e3,
             d.delta_us / 1e3,
-            opt(d.delta_pct, 1),
+            pct(d.delta_pct, 1),
             d.a_count,
             d.b_count
         )?;

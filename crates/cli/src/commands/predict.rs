@@ -303,9 +303,9 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
     let g = &r.calibration.gemm;
     writeln!(
         out,
-        "  GEMM curve: {} GEMMs, max efficiency {:.3}, half at {:.2} GFLOP, mean error {:.1}%{}",
+        "  GEMM curve: {} GEMMs, max efficiency {:.1}% of peak, half at {:.2} GFLOP, mean error {:.1}%{}",
         g.samples,
-        g.max_efficiency,
+        g.max_efficiency * 100.0,
         g.half_gflops,
         g.mean_abs_error_pct,
         if g.fitted {
