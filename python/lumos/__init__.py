@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lumos
@@ -232,7 +233,9 @@ def replay(
     together, and compares with the measurement.
 
     - ``job``: ``None`` (default) replays the files as one job when there
-      are several and all record one world size above 1 (``lumos replay``);
+      are several, most record one world size above 1 and they share at
+      least one collective (``lumos replay``; otherwise they are replayed
+      one by one, with a warning when they looked like a job);
       ``True`` always (``--job``); ``False`` never (``--per-trace``).
     - ``deps``: dependency kinds to drop: ``no-inter-stream``, ``no-sync``,
       ``no-inter-thread`` (``--deps``).
@@ -268,11 +271,23 @@ def replay(
         if job:
             return Replay(_lumos.load_job(files, cb).replay(opts))
         traces = _lumos.read_traces(files, cb)
-        if job is None and _lumos.looks_like_job(traces):
-            assembled = _lumos.job_of_traces(traces, cb)
+        assembled = _detect(traces, cb) if job is None else None
+        if assembled is not None:
             del traces  # the job holds the graphs; the traces can go
             return Replay(assembled.replay(opts))
         return Replay(_lumos.replay_traces(traces, opts))
+
+
+def _detect(traces: List[_lumos.Trace], cb) -> Optional[_lumos.Job]:
+    """The traces as one job when they are one, as ``lumos replay`` decides
+    it (several, one world size above 1, a collective shared); else None,
+    with a warning when they looked like a job but share no collective."""
+    if not _lumos.looks_like_job(traces):
+        return None
+    assembled, note = _lumos.detect_job(traces, cb)
+    if note is not None:
+        warnings.warn(f"{note} (job=True replays them as one job)", stacklevel=3)
+    return assembled
 
 
 def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg = None) -> Inspection:
@@ -282,8 +297,10 @@ def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg =
     :func:`replay`."""
     with callback(progress) as cb:
         traces = _lumos.read_traces(_paths(paths), cb)
-        as_job = bool(job) or (job is None and _lumos.looks_like_job(traces))
-        assembled = _lumos.job_of_traces(traces, cb) if as_job else None
+        if job:
+            assembled = _lumos.job_of_traces(traces, cb)
+        else:
+            assembled = _detect(traces, cb) if job is None else None
         return Inspection(json.loads(_lumos.inspect_json(traces, assembled)))
 
 

@@ -34,11 +34,16 @@ impl Loaded {
         }
     }
 
-    /// The rank as the job functions take it, the trace dropped.
-    pub fn into_rank(self) -> RankInput {
+    /// The rank as the job functions take it, the input kept (a stored
+    /// rank's graph is copied).
+    pub fn rank(&self) -> RankInput {
         match self {
-            Loaded::Trace(t) => RankInput::from_trace(&t),
-            Loaded::Stored(s) => s.into_input(),
+            Loaded::Trace(t) => RankInput::from_trace(t),
+            Loaded::Stored(s) => RankInput {
+                meta: s.facts.rank_meta(),
+                graph: s.graph.clone(),
+                report: s.report.clone(),
+            },
         }
     }
 }
@@ -145,32 +150,34 @@ pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, Vec<Unreadable>) {
     (out, unreadable)
 }
 
-/// Turns traces already read into the ranks of a job, in parallel,
-/// dropping each trace once its graph is built; read errors are printed
-/// and returned apart.
-pub fn ranks_from_read(read: Vec<Result<Loaded>>) -> (Vec<RankInput>, Vec<Unreadable>) {
-    let mut unreadable = Vec::new();
-    let mut traces = Vec::new();
-    for r in read {
-        match r {
-            Ok(t) => traces.push(t),
-            Err(e) => {
-                output::error(&e);
-                unreadable.extend(unreadable_of(&e));
-            }
-        }
-    }
-    let bar = progress::count(traces.len() as u64, "building ranks");
-    let ranks = traces
+/// Builds the ranks of the inputs read (those that could be), in
+/// parallel, keeping the inputs: to tell whether they are one job
+/// ([`lumos_graph::detect_job`]) and replay them one by one if not,
+/// without reading them again.
+pub fn ranks_of(read: &[Result<Loaded>]) -> Vec<RankInput> {
+    let ok: Vec<&Loaded> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
+    let bar = progress::count(ok.len() as u64, "building ranks");
+    let ranks = ok
         .into_par_iter()
-        .map(|t| {
-            let r = t.into_rank();
+        .map(|l| {
+            let r = l.rank();
             bar.inc(1);
             r
         })
         .collect();
     bar.finish_and_clear();
-    (ranks, unreadable)
+    ranks
+}
+
+/// Prints the read errors among `read` and returns the files of the job
+/// they name, dropping the inputs read.
+pub fn unreadable_in(read: Vec<Result<Loaded>>) -> Vec<Unreadable> {
+    let mut unreadable = Vec::new();
+    for e in read.into_iter().filter_map(Result::err) {
+        output::error(&e);
+        unreadable.extend(unreadable_of(&e));
+    }
+    unreadable
 }
 
 /// The file an error of [`read_one`] or [`read_rank`] could not read, for

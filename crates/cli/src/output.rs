@@ -66,6 +66,12 @@ pub fn error(message: impl Display) {
     let _ = writeln!(io::stderr().lock(), "error: {message}");
 }
 
+/// Prints `note: <message>` on stderr: something the user should know
+/// about how the inputs were taken, which is no failure.
+pub fn note(message: impl Display) {
+    let _ = writeln!(io::stderr().lock(), "note: {message}");
+}
+
 /// True when `e`, or anything in its chain of causes, is a broken pipe:
 /// whoever read the output has stopped reading, which is no failure.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {

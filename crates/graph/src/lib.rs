@@ -12,7 +12,8 @@
 //! [`match_collectives`], [`align_clocks`] and [`merge`], which gives one
 //! [`JobGraph`] whose matched collectives are [`Rendezvous`] (see the `job`
 //! module's documentation in the source for the matching rules).
-//! [`assemble`] does the per-rank checks and the first stages for a front
+//! [`detect_job`] tells whether files are one job (one world size, a
+//! collective shared); [`assemble`] does the per-rank checks and the first stages for a front
 //! end: which file is which rank, duplicates, missing ranks ([`Job`],
 //! [`JobError`]); [`group_by_program`] groups ranks that run the same
 //! communication program.
@@ -30,12 +31,13 @@ pub use build::build;
 pub use check::{check, Violation};
 pub use dump::dump;
 pub use job::{
-    align_clocks, assemble, assemble_with, group_by_program, looks_like_job, match_collectives,
-    merge, model_group_peers, program_signature, rank_graph, rank_program, rank_ranges,
-    ClockAlignment, CollectiveMatch, CommPattern, CommTask, CommTiming, Job, JobError, JobGraph,
-    LeftOut, LeftOutReason, MatchProblem, MatchRule, MatchedSet, Member, PeerModel, ProblemKind,
-    ProgramGroup, ProgramGroups, ProgramSignature, RankGraph, RankGroup, RankInput, RankMeta,
-    RankPart, RankProgram, Rendezvous, RendezvousKind, Unreadable, FAR_CLOCK_NS,
+    align_clocks, assemble, assemble_with, detect_job, group_by_program, looks_like_job,
+    match_collectives, merge, model_group_peers, program_signature, rank_graph, rank_program,
+    rank_ranges, shares_collective, ClockAlignment, CollectiveMatch, CommPattern, CommTask,
+    CommTiming, Detected, Job, JobError, JobGraph, LeftOut, LeftOutReason, MatchProblem, MatchRule,
+    MatchedSet, Member, PeerModel, ProblemKind, ProgramGroup, ProgramGroups, ProgramSignature,
+    RankGraph, RankGroup, RankInput, RankMeta, RankPart, RankProgram, Rendezvous, RendezvousKind,
+    Unreadable, FAR_CLOCK_NS,
 };
 pub use model::*;
 pub use report::{BuildReport, Rule};

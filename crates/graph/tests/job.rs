@@ -455,6 +455,7 @@ fn input(r: u32, source: lumos_trace::RankSource, world_size: Option<u32>) -> Ra
             rank: r,
             rank_source: source,
             world_size,
+            written_ranks: Vec::new(),
             base_time_ns: None,
             warnings: Vec::new(),
         },
@@ -490,8 +491,9 @@ fn assemble_checks_which_file_is_which_rank() {
     let e = err(vec![input(1, DistributedInfo, Some(4)), twice]);
     assert_eq!(
         e.to_string(),
-        "rank 1 is claimed by two files: /t/again.json (file_name) and /t/rank1.json \
-         (distributedInfo); give one file per rank"
+        "/t/again.json (file_name) and /t/rank1.json (distributedInfo) both claim rank 1 of \
+         world size 4: a job takes one file per rank; to compare two runs use `lumos replay \
+         --per-trace` or `lumos diff /t/again.json /t/rank1.json`"
     );
 
     let e = err(vec![
@@ -560,6 +562,72 @@ fn looks_like_job_needs_two_files_of_one_world_size() {
     assert!(!job(&[Some(8), Some(4)]));
     assert!(!job(&[Some(8), None]));
     assert!(!job(&[Some(1), Some(1)]));
+}
+
+#[test]
+fn files_are_one_job_only_when_they_share_a_collective() {
+    // One world size and the same collectives: a job.
+    let same = vec![
+        member(0, Some(4), &[1, 2, 3], 0),
+        member(1, Some(4), &[1, 2, 3], 0),
+    ];
+    assert_eq!(detect_job(&same), Detected::Job);
+    assert_eq!(Detected::Job.note(), None);
+    // One world size, nothing shared (two runs' traces): apart, with the
+    // line saying why.
+    let unrelated = vec![
+        member(0, Some(4), &[1, 2, 3], 0),
+        member(3, Some(4), &[101, 102], 0),
+    ];
+    let d = detect_job(&unrelated);
+    assert!(!d.is_job());
+    assert_eq!(
+        d.note().unwrap(),
+        "2 traces record world size 4 but share no collective: replayed one by one"
+    );
+    let three = vec![
+        member(0, Some(4), &[1, 2, 3], 0),
+        member(1, Some(4), &[101, 102], 0),
+        member(2, None, &[201], 0),
+    ];
+    assert_eq!(
+        detect_job(&three).note().unwrap(),
+        "2 of 3 traces record world size 4, but they share no collective: replayed one by one"
+    );
+    // A stray file does not hide the job of the others.
+    let stray = vec![
+        member(0, Some(4), &[1, 2, 3], 0),
+        member(1, Some(4), &[1, 2, 3], 0),
+        member(2, Some(4), &[101, 102], 0),
+        member(3, Some(4), &[1, 2, 3], 0),
+    ];
+    assert_eq!(detect_job(&stray), Detected::Job);
+    // No world size, or one file: apart, quietly.
+    assert_eq!(detect_job(&[member(0, Some(4), &[1], 0)]), Detected::Apart);
+    let none = vec![member(0, None, &[1], 0), member(1, None, &[1], 0)];
+    assert_eq!(detect_job(&none), Detected::Apart);
+    assert_eq!(Detected::Apart.note(), None);
+}
+
+#[test]
+fn a_subset_written_on_purpose_is_complete() {
+    use lumos_trace::RankSource::DistributedInfo;
+    let written = |r: u32| {
+        let mut i = input(r, DistributedInfo, Some(8));
+        i.meta.written_ranks = vec![0, 2];
+        i
+    };
+    let job = assemble(vec![written(2), written(0)]).unwrap();
+    assert_eq!(job.rank_numbers(), [0, 2]);
+    assert!(job.missing.is_empty());
+    assert!(job.warnings.is_empty(), "{:?}", job.warnings);
+    // A written rank without its file is still missing.
+    let job = assemble(vec![written(0)]).unwrap();
+    assert_eq!(job.missing, [2]);
+    assert!(has(
+        &job.warnings,
+        "rank 2 of world size 8 missing (no file)"
+    ));
 }
 
 /// A hand-made rank of a 4-rank job issuing all-reduces with these `Seq`s,

@@ -188,8 +188,9 @@ fn read_traces(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyRes
         .collect())
 }
 
-/// True when the traces look like the ranks of one job (several, all
-/// recording one world size above 1).
+/// True when the traces' metadata says they may be the ranks of one job
+/// (several, most recording one world size above 1); [`detect_job`] also
+/// wants a collective shared.
 #[pyfunction]
 fn looks_like_job(traces: Vec<PyRef<'_, Trace>>) -> bool {
     lumos_graph::looks_like_job(traces.iter().map(|t| &t.inner.meta))
@@ -228,6 +229,36 @@ fn job_of_traces(
     Ok(Job {
         inner: Arc::new(job),
     })
+}
+
+/// The ranks of one job when the traces are one, as `lumos replay` decides
+/// it ([`lumos_graph::detect_job`]: one world size and a collective
+/// shared), assembled; else `None` and, when they looked like a job, the
+/// line saying why they are not.
+#[pyfunction]
+#[pyo3(signature = (traces, progress = None))]
+fn detect_job(
+    py: Python<'_>,
+    traces: Vec<PyRef<'_, Trace>>,
+    progress: Callback,
+) -> PyResult<(Option<Job>, Option<String>)> {
+    let traces: Vec<Arc<lumos_trace::Trace>> =
+        traces.iter().map(|t| Arc::clone(&t.inner)).collect();
+    let found = progress::run(py, progress, |p| {
+        let ranks = inputs::ranks_from_traces(&traces, p);
+        let detected = lumos_graph::detect_job(&ranks);
+        if !detected.is_job() {
+            return Ok((None, detected.note()));
+        }
+        p.phase("assembling", 1);
+        Ok::<_, Error>((Some(lumos_graph::assemble(ranks)?), None))
+    })??;
+    Ok((
+        found.0.map(|job| Job {
+            inner: Arc::new(job),
+        }),
+        found.1,
+    ))
 }
 
 /// Replays traces one by one (in parallel), each on its own.
@@ -448,6 +479,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(looks_like_job, m)?)?;
     m.add_function(wrap_pyfunction!(load_job, m)?)?;
     m.add_function(wrap_pyfunction!(job_of_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(detect_job, m)?)?;
     m.add_function(wrap_pyfunction!(replay_traces, m)?)?;
     m.add_function(wrap_pyfunction!(replay_representatives, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;

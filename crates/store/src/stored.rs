@@ -131,6 +131,7 @@ impl TraceFacts {
             rank: self.meta.rank,
             rank_source: self.meta.rank_source,
             world_size: self.meta.world_size,
+            written_ranks: self.meta.written_ranks.clone(),
             base_time_ns: self.meta.base_time_ns,
             warnings: self.warnings.clone(),
         }

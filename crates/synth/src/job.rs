@@ -177,6 +177,11 @@ fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
         })
         .collect();
     out.device_properties(&devices);
+    let written: Vec<u32> = cfg
+        .selected_ranks()
+        .into_iter()
+        .filter_map(|r| u32::try_from(r).ok())
+        .collect();
     let groups = p.groups_of(rank);
     let ranks: Vec<Vec<i64>> = groups
         .iter()
@@ -199,6 +204,9 @@ fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
         world_size: Some(p.world_size() as u64),
         process_groups: Some(&configs),
         nccl_version: Some("2.21.5"),
+        // Readers take a subset written on purpose (one rank per stage) as
+        // the whole set; all ranks need no list (it would be the world).
+        written_ranks: (written.len() < p.world_size()).then_some(written.as_slice()),
     });
     out.member_int("record_shapes", 1);
     let c = p.coord(rank);

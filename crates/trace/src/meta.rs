@@ -88,6 +88,37 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
     if let Some(pgs) = info.get("pg_config").and_then(Json::as_array) {
         meta.process_groups = pgs.iter().map(process_group_from).collect();
     }
+    if let Some(v) = info.get("written_ranks") {
+        match written_ranks(v, meta.world_size) {
+            Some(ranks) => meta.written_ranks = ranks,
+            None => {
+                applied.warning = Some(
+                    "distributedInfo.written_ranks is not a list of ranks below the world size: \
+                     ignored"
+                        .to_owned(),
+                )
+            }
+        }
+    }
+}
+
+/// `distributedInfo.written_ranks`, sorted and deduplicated: `None` unless
+/// it is a list of ranks below `world_size` (which it needs), so that a
+/// bad list never makes ranks of a job look complete.
+fn written_ranks(v: &Json, world_size: Option<u32>) -> Option<Vec<u32>> {
+    let w = world_size?;
+    let mut out = v
+        .as_array()?
+        .iter()
+        .map(|r| {
+            r.as_u64()
+                .and_then(|r| u32::try_from(r).ok())
+                .filter(|&r| r < w)
+        })
+        .collect::<Option<Vec<u32>>>()?;
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
 }
 
 fn device_from(v: &Json) -> Device {

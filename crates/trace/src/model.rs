@@ -421,6 +421,11 @@ pub struct TraceMeta {
     pub nccl_version: Option<String>,
     /// `distributedInfo.pg_config`.
     pub process_groups: Vec<ProcessGroup>,
+    /// `distributedInfo.written_ranks` (written by lumos, e.g. `lumos
+    /// synth`): the ranks written together with this file when they are a
+    /// subset of the world, ascending, without repeats; empty when not
+    /// recorded (or when it was not a list of ranks below the world size).
+    pub written_ranks: Vec<u32>,
     /// `deviceProperties`.
     pub devices: Vec<Device>,
 }
@@ -437,6 +442,7 @@ impl Default for TraceMeta {
             backend: None,
             nccl_version: None,
             process_groups: Vec::new(),
+            written_ranks: Vec::new(),
             devices: Vec::new(),
         }
     }

@@ -168,6 +168,7 @@ fn write_trace<W: std::io::Write>(w: &mut KinetoWriter<W>) {
             ranks: &[1, 3],
         }]),
         nccl_version: Some("2.21.5"),
+        written_ranks: Some(&[3, 1]),
     });
     w.process_name(PID, "python3");
     w.thread_name(PID, MAIN, "thread 4242 (python3)");
@@ -229,6 +230,7 @@ fn check(t: &Trace) {
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
     assert_eq!(t.meta.schema_version, Some(1));
     assert_eq!((t.meta.rank, t.meta.world_size), (3, Some(4)));
+    assert_eq!(t.meta.written_ranks, [1, 3]);
     assert_eq!(t.meta.process_groups[0].ranks, [1, 3]);
     assert_eq!(t.meta.devices[0].num_sms, Some(132));
     let specs = specs();

@@ -34,7 +34,7 @@ pub struct InspectArgs {
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let files = inputs::expand(&args.paths)?;
     let read = inputs::read_all(&files);
-    let as_job = args.mode.is_job(&read);
+    let job_ranks = args.mode.job_of(&read);
     let mut ok = true;
     let mut traces = Vec::new();
     let mut unreadable = Vec::new();
@@ -50,10 +50,8 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
         }
     }
     let mut job = None;
-    if as_job {
-        // The reports are made; the ranks take the traces (errors were
-        // printed above).
-        let (ranks, _) = inputs::ranks_from_read(read.into_iter().filter(Result::is_ok).collect());
+    drop(read);
+    if let Some(ranks) = job_ranks {
         // Files that are not one job (two claiming one rank) are bad input;
         // the files are still reported.
         match assemble_with(ranks, unreadable) {

@@ -13,8 +13,10 @@ pub mod report;
 pub mod synth;
 
 use anyhow::Result;
+use lumos_graph::{Detected, RankInput};
 
-use crate::inputs::Loaded;
+use crate::inputs::{self, Loaded};
+use crate::output;
 
 /// Whether several inputs are the ranks of one job.
 #[derive(clap::Args)]
@@ -22,8 +24,9 @@ pub struct JobMode {
     /// Treat all inputs as the ranks of one job: their collectives are
     /// matched across ranks and their clocks aligned (`replay` and `report`
     /// then replay the ranks together, each collective waiting for every
-    /// participant). The default when there are several files and all
-    /// record the same world size > 1.
+    /// participant). The default when
+    /// there are several files, most record the same world size > 1 and
+    /// they share at least one collective.
     #[arg(long, conflicts_with = "per_trace")]
     pub job: bool,
     /// Take every input on its own, even the ranks of one job: no matching
@@ -33,14 +36,31 @@ pub struct JobMode {
 }
 
 impl JobMode {
-    /// Whether `read` (the inputs, read) are to be handled as one job.
-    pub fn is_job(&self, read: &[Result<Loaded>]) -> bool {
-        self.job
-            || (!self.per_trace
-                && lumos_graph::looks_like_job(
-                    read.iter()
-                        .filter_map(|r| r.as_ref().ok())
-                        .map(Loaded::meta),
-                ))
+    /// The ranks of one job when `read` (the inputs, read) are to be
+    /// handled as one, built from them ([`lumos_graph::detect_job`] needs
+    /// the ranks built; the reads stay for a replay one by one); `None`
+    /// otherwise. Inputs that looked like a job but share no collective
+    /// get one line on stderr saying so.
+    pub fn job_of(&self, read: &[Result<Loaded>]) -> Option<Vec<RankInput>> {
+        if self.per_trace {
+            return None;
+        }
+        let loaded = || read.iter().filter_map(|r| r.as_ref().ok());
+        if !self.job && !lumos_graph::looks_like_job(loaded().map(Loaded::meta)) {
+            return None;
+        }
+        let ranks = inputs::ranks_of(read);
+        if self.job {
+            return Some(ranks);
+        }
+        match lumos_graph::detect_job(&ranks) {
+            Detected::Job => Some(ranks),
+            d => {
+                if let Some(note) = d.note() {
+                    output::note(format_args!("{note} (--job replays them as one job)"));
+                }
+                None
+            }
+        }
     }
 }

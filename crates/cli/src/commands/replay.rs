@@ -249,14 +249,14 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
         return run_job(a, ranks, unreadable, &opts, out);
     }
     let read = inputs::read_all(&files);
-    if a.mode.is_job(&read) {
-        let (ranks, unreadable) = inputs::ranks_from_read(read);
+    if let Some(ranks) = a.mode.job_of(&read) {
+        let unreadable = inputs::unreadable_in(read);
         return run_job(a, ranks, unreadable, &opts, out);
     }
     if !a.scale_rank.is_empty() {
         return Err(usage(
-            "--scale-rank needs the ranks of one job (several files with one world size, \
-             or --job)",
+            "--scale-rank needs the ranks of one job (several files with one world size that \
+             share collectives, or --job)",
         ));
     }
     let mut ok = true;

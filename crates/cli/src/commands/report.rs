@@ -47,10 +47,10 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
     let files = inputs::expand(&a.paths)?;
     let read = read_every(&files)?;
-    let page = if a.mode.job || lumos_graph::looks_like_job(read.iter().map(Loaded::meta)) {
-        job_page(read)?
-    } else {
-        trace_page(read)?
+    let read: Vec<Result<Loaded>> = read.into_iter().map(Ok).collect();
+    let page = match a.mode.job_of(&read) {
+        Some(ranks) => job_page(ranks)?,
+        None => trace_page(read.into_iter().filter_map(Result::ok).collect())?,
     };
     let page = if a.target.any() {
         page.with_prediction(prediction(a)?)
@@ -103,8 +103,7 @@ fn trace_page(read: Vec<Loaded>) -> Result<HtmlReport> {
 }
 
 /// The page of a job, replayed jointly.
-fn job_page(read: Vec<Loaded>) -> Result<HtmlReport> {
-    let (ranks, _) = inputs::ranks_from_read(read.into_iter().map(Ok).collect());
+fn job_page(ranks: Vec<lumos_graph::RankInput>) -> Result<HtmlReport> {
     let job = assemble(ranks)?;
     let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false)?;
     Ok(HtmlReport::of_job(&replayed))

@@ -2,8 +2,8 @@
 //! are missing, then matching their collectives and aligning their clocks.
 //!
 //! Inputs form a job when a front end says so, or when there are at least
-//! two and most of them record the same `distributedInfo.world_size` above
-//! 1 ([`looks_like_job`]). A job with a rank missing is assembled from the
+//! two, most of them record the same `distributedInfo.world_size` above 1
+//! and they share a collective (the `detect` module). A job with a rank missing is assembled from the
 //! ranks present, with a warning naming the missing ones (and why: no
 //! file, a file that could not be read, a file left out): their
 //! collectives rendezvous among themselves, which is all the missing
@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use lumos_trace::{rank_from_file_name, RankSource, ReadError, Trace, TraceMeta};
+use lumos_trace::{rank_from_file_name, RankSource, ReadError, Trace};
 
 use super::belong::{
     clock_spread_warning, far_clocks, foreign_ranks, group_disagreements, LeftOut, LeftOutReason,
@@ -38,6 +38,10 @@ pub struct RankMeta {
     pub rank_source: RankSource,
     /// `distributedInfo.world_size`, if recorded.
     pub world_size: Option<u32>,
+    /// `distributedInfo.written_ranks`: the ranks written with this file
+    /// when they are a subset of the world on purpose (`lumos synth`);
+    /// empty when not recorded.
+    pub written_ranks: Vec<u32>,
     /// `baseTimeNanoseconds`, if recorded.
     pub base_time_ns: Option<i64>,
     /// The reader's warnings about the file.
@@ -68,6 +72,7 @@ impl RankInput {
                 rank: trace.meta.rank,
                 rank_source: trace.meta.rank_source,
                 world_size: trace.meta.world_size,
+                written_ranks: trace.meta.written_ranks.clone(),
                 base_time_ns: trace.meta.base_time_ns,
                 warnings: trace.warnings.clone(),
             },
@@ -99,23 +104,6 @@ impl Unreadable {
     }
 }
 
-/// True when the traces look like the ranks of one job: at least two, and
-/// more than half of them recording one world size above 1. One file that
-/// records another world size (or none) does not turn job mode off: the
-/// job's assembly names it ([`assemble`]).
-pub fn looks_like_job<'a>(metas: impl Iterator<Item = &'a TraceMeta>) -> bool {
-    let mut n = 0;
-    let mut counts: BTreeMap<Option<u32>, usize> = BTreeMap::new();
-    for m in metas {
-        n += 1;
-        *counts.entry(m.world_size).or_default() += 1;
-    }
-    n >= 2
-        && counts
-            .iter()
-            .any(|(w, &c)| w.is_some_and(|w| w > 1) && c * 2 > n)
-}
-
 /// The ranks of one job, checked: sorted by rank, with what is missing and
 /// how their collectives matched and their clocks aligned. `ranks`,
 /// `reports` and `graphs` are indexed alike (a rank's position).
@@ -130,8 +118,9 @@ pub struct Job {
     /// The world size: the largest any file records.
     pub world_size: Option<u32>,
     /// Ranks below the world size (or below the highest rank present,
-    /// without one) that no file of the job holds: no file, a file that
-    /// could not be read, or one that was left out.
+    /// without one; or among the ranks the files say were written with
+    /// them, [`RankMeta::written_ranks`]) that no file of the job holds: no
+    /// file, a file that could not be read, or one that was left out.
     pub missing: Vec<u32>,
     /// Files given as ranks that were left out of the job, by rank.
     pub left_out: Vec<LeftOut>,
@@ -175,6 +164,8 @@ pub enum JobError {
     DuplicateRank {
         /// The rank.
         rank: u32,
+        /// The world size either file records.
+        world_size: Option<u32>,
         /// The files and how each found the rank, in path order.
         files: [(PathBuf, RankSource); 2],
     },
@@ -199,14 +190,22 @@ impl fmt::Display for JobError {
                  the file name)",
                 path.display()
             ),
-            JobError::DuplicateRank { rank, files } => write!(
-                f,
-                "rank {rank} is claimed by two files: {} ({}) and {} ({}); give one file per rank",
-                files[0].0.display(),
-                files[0].1.as_str(),
-                files[1].0.display(),
-                files[1].1.as_str()
-            ),
+            JobError::DuplicateRank {
+                rank,
+                world_size,
+                files,
+            } => {
+                let (a, b) = (files[0].0.display(), files[1].0.display());
+                write!(
+                    f,
+                    "{a} ({}) and {b} ({}) both claim rank {rank}{}: a job takes one file per \
+                     rank; to compare two runs use `lumos replay --per-trace` or `lumos diff {a} \
+                     {b}`",
+                    files[0].1.as_str(),
+                    files[1].1.as_str(),
+                    world_size.map_or(String::new(), |w| format!(" of world size {w}")),
+                )
+            }
             JobError::OutsideWorld {
                 path,
                 rank,
@@ -260,9 +259,11 @@ pub fn assemble_with(
         let file = |i: &RankInput| (i.meta.path.clone(), i.meta.rank_source);
         return Err(JobError::DuplicateRank {
             rank: w[0].meta.rank,
+            world_size: w[0].meta.world_size.or(w[1].meta.world_size),
             files: [file(&w[0]), file(&w[1])],
         });
     }
+    let written = written_ranks(&inputs);
     let mut warnings = Vec::new();
     let world_size = world_size(&inputs, &mut warnings);
     let mut left_out = Vec::new();
@@ -278,6 +279,7 @@ pub fn assemble_with(
     let missing = missing_ranks(
         &present,
         world_size,
+        &written,
         &absent_reasons(&present, &left_out, &unreadable, &mut warnings),
         &mut warnings,
     );
@@ -462,12 +464,27 @@ fn world_size(inputs: &[RankInput], warnings: &mut Vec<String>) -> Option<u32> {
     Some(chosen)
 }
 
+/// Every rank the inputs say was written with them
+/// ([`RankMeta::written_ranks`]), ascending; empty when none says.
+fn written_ranks(inputs: &[RankInput]) -> Vec<u32> {
+    let mut out: Vec<u32> = inputs
+        .iter()
+        .flat_map(|i| i.meta.written_ranks.iter().copied())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The ranks no input holds among those expected (`present` sorted), with
 /// a warning naming them and, for those in `why`, why (no file
-/// otherwise).
+/// otherwise). Expected are the `written` ranks when the files record
+/// them (a subset written on purpose is complete), else every rank below
+/// the world size.
 fn missing_ranks(
     present: &[u32],
     world_size: Option<u32>,
+    written: &[u32],
     why: &BTreeMap<u32, String>,
     warnings: &mut Vec<String>,
 ) -> Vec<u32> {
@@ -476,10 +493,10 @@ fn missing_ranks(
     // be known.
     let highest = present.last().max(why.keys().next_back()).copied();
     let expected = world_size.or_else(|| highest.map(|r| r + 1));
+    let absent = |r: &u32| present.binary_search(r).is_err();
     let missing: Vec<u32> = match expected {
-        Some(w) => (0..w)
-            .filter(|r| present.binary_search(r).is_err())
-            .collect(),
+        _ if !written.is_empty() => written.iter().copied().filter(absent).collect(),
+        Some(w) => (0..w).filter(absent).collect(),
         None => Vec::new(),
     };
     if missing.is_empty() {

@@ -11,7 +11,9 @@
 //!   --merge--------------> JobGraph (one graph, rendezvous) + Measured on the job timeline
 //! ```
 //!
-//! [`assemble`] runs the first three for a front end: it takes one
+//! [`detect_job`] tells whether files are the ranks of one job at all (one
+//! world size, a collective shared). [`assemble`] runs the first three for
+//! a front end: it takes one
 //! [`RankInput`] per file ([`RankInput::from_trace`]), checks that the files
 //! are the distinct ranks of one job, leaves out the files that cannot be
 //! ranks of it ([`LeftOut`]: another world size, no collective shared with
@@ -40,17 +42,17 @@ mod assemble;
 mod belong;
 mod clock;
 mod comms;
+mod detect;
 mod matching;
 mod merge;
 mod peers;
 mod program;
 
-pub use assemble::{
-    assemble, assemble_with, looks_like_job, Job, JobError, RankInput, RankMeta, Unreadable,
-};
+pub use assemble::{assemble, assemble_with, Job, JobError, RankInput, RankMeta, Unreadable};
 pub use belong::{LeftOut, LeftOutReason, FAR_CLOCK_NS};
 pub use clock::{align_clocks, ClockAlignment};
 pub use comms::{rank_graph, CommPattern, CommTask, RankGraph};
+pub use detect::{detect_job, looks_like_job, shares_collective, Detected};
 pub use matching::{
     match_collectives, CollectiveMatch, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
 };

@@ -132,6 +132,9 @@ impl FactsRec {
             backend,
             nccl_version,
             process_groups,
+            // Not in format 1: a trace ingested keeps no written-ranks
+            // record (docs/LGRAPH.md).
+            written_ranks: _,
             devices,
         } = &f.meta;
         FactsRec {
@@ -192,6 +195,7 @@ impl FactsRec {
                 world_size: self.world_size,
                 backend: self.backend,
                 nccl_version: self.nccl_version,
+                written_ranks: Vec::new(),
                 process_groups: self
                     .process_groups
                     .into_iter()

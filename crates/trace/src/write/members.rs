@@ -1,7 +1,7 @@
 //! The structured top-level members: `deviceProperties` entries and
 //! `distributedInfo` with its process groups.
 
-use super::json::push_i64;
+use super::json::{push_i64, push_u64};
 use super::Fields;
 
 /// One `deviceProperties` entry, with the fields Kineto records for a CUDA
@@ -82,6 +82,12 @@ pub struct DistributedInfo<'a> {
     pub process_groups: Option<&'a [PgConfig<'a>]>,
     /// `nccl_version`.
     pub nccl_version: Option<&'a str>,
+    /// `written_ranks` (lumos's own field, not PyTorch's): every rank
+    /// written with this file when they are a subset of the world, such as
+    /// `lumos synth`'s one rank per pipeline stage. A reader takes those
+    /// files as the whole set: the other ranks were never written, so
+    /// they are not missing.
+    pub written_ranks: Option<&'a [u32]>,
 }
 
 impl DistributedInfo<'_> {
@@ -108,6 +114,17 @@ impl DistributedInfo<'_> {
         }
         if let Some(v) = self.nccl_version {
             f.str("nccl_version", v);
+        }
+        if let Some(ranks) = self.written_ranks {
+            let buf = f.key("written_ranks");
+            buf.push(b'[');
+            for (i, &r) in ranks.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                push_u64(buf, u64::from(r));
+            }
+            buf.push(b']');
         }
     }
 }

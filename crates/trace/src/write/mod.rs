@@ -698,6 +698,7 @@ mod tests {
                     ranks: &[0, 1],
                 }]),
                 nccl_version: None,
+                written_ranks: None,
             });
             w.member_object("empty");
             w.member_object("o")
