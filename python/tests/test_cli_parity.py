@@ -281,3 +281,24 @@ def test_diff_equals_the_cli(corpus, cli_json, lumos_bin, tmp_path):
     assert list(d.steps["delta_us"]) == [s["delta_us"] for s in cli["steps"]]
     with pytest.raises(lumos.ConfigError, match="min_change_us"):
         lumos.diff(a, b, min_change_us=-1)
+
+
+# Rank 3 of a recsys job and rank 0 of a ResNet DDP job: both record world
+# size 8, and they share no collective.
+UNRELATED = [
+    "single-rank/a100-recsys-rank3of8.json.gz",
+    "single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+]
+
+
+def test_unrelated_traces_are_replayed_one_by_one_as_the_cli_does(corpus, cli_json):
+    paths = [str(corpus / p) for p in UNRELATED]
+    note = "2 traces record world size 8 but share no collective: replayed one by one"
+    with pytest.warns(UserWarning, match=note):
+        r = lumos.replay(paths, progress=False)
+    assert not r.is_job
+    assert r.report == cli_json(["replay", *paths])
+    with pytest.warns(UserWarning, match=note):
+        assert lumos.inspect(paths, progress=False).job is None
+    # job=True still forces one job.
+    assert lumos.replay(paths, job=True, progress=False).is_job

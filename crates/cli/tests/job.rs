@@ -273,7 +273,8 @@ fn two_files_claiming_one_rank_is_an_error_naming_both() {
         let out = run(&[cmd], &[dir.path()]);
         assert_eq!(out.status.code(), Some(1), "{cmd}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("rank 3 is claimed by two files"), "{err}");
+        assert!(err.contains("both claim rank 3 of world size 8"), "{err}");
+        assert!(err.contains("`lumos replay --per-trace`"), "{err}");
         assert!(err.contains("again-rank3.json.gz"), "{err}");
         assert!(err.contains("rank3.json.gz ("), "{err}");
     }
