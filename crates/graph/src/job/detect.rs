@@ -100,10 +100,10 @@ fn job_world_size(sizes: impl Iterator<Item = Option<u32>>) -> Option<(u32, usiz
 }
 
 /// True when the traces' metadata says they may be the ranks of one job:
-/// at least two, and more than half of them recording one world size above
-/// 1. One file that records another world size (or none) does not turn job
-/// mode off: the job's assembly names it. This is the first step only:
-/// [`detect_job`] also wants a collective shared.
+/// at least two, and more than half of them recording one world size
+/// above one. A file that records another world size (or none) does not
+/// turn job mode off: the job's assembly names it. This is the first step
+/// only: [`detect_job`] also wants a collective shared.
 pub fn looks_like_job<'a>(metas: impl Iterator<Item = &'a TraceMeta>) -> bool {
     job_world_size(metas.map(|m| m.world_size)).is_some()
 }
