@@ -24,9 +24,8 @@ pub struct JobMode {
     /// Treat all inputs as the ranks of one job: their collectives are
     /// matched across ranks and their clocks aligned (`replay` and `report`
     /// then replay the ranks together, each collective waiting for every
-    /// participant). The default when
-    /// there are several files, most record the same world size > 1 and
-    /// they share at least one collective.
+    /// participant). The default when there are several files, most record
+    /// the same world size > 1 and they share at least one collective.
     #[arg(long, conflicts_with = "per_trace")]
     pub job: bool,
     /// Take every input on its own, even the ranks of one job: no matching
