@@ -110,7 +110,7 @@ pub use tables::{
 pub use timeline::{Timeline, TimelineSource};
 pub use transfer::{
     transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,
-    TransferReport, TransferStep,
+    TransferPrediction, TransferReport, TransferStep,
 };
 
 /// `lumos demo --json`: the built-in example inspected, replayed, and

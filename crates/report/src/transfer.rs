@@ -41,6 +41,19 @@ pub struct TransferReport {
     pub notes: Vec<String>,
 }
 
+/// `lumos predict A --durations-from B --json`: the prediction from A's
+/// graph re-timed with B's durations, and the transfer itself (A's graph
+/// replayed with B's durations beside B's steps).
+#[derive(Debug, Clone, Serialize)]
+pub struct TransferPrediction {
+    /// The prediction, as without `--durations-from` (its replayed run is
+    /// the re-timed graph's).
+    #[serde(flatten)]
+    pub prediction: crate::PredictReport,
+    /// The transfer.
+    pub durations_from: TransferReport,
+}
+
 /// How much of A was matched in B.
 #[derive(Debug, Clone, Serialize)]
 pub struct TransferMatch {
