@@ -116,7 +116,7 @@ fn issue_10_a_synthesized_job_on_another_gpu_reproduces_its_replay() {
     // `lumos predict` with no edit predicts what the transfer replays.
     let p = json(
         &["predict", "--durations-from", b.to_str().unwrap()],
-        &[a.clone()],
+        std::slice::from_ref(&a),
     );
     let predicted = num(&p, &["durations_from", "mean", "predicted_us"]) / 1e3;
     let mean = num(&p, &["mean_predicted_ms"]);
