@@ -40,6 +40,9 @@
 //!   start.
 //! - [`Prediction::simulate`] replays them; several stages replay together,
 //!   coupled by their transfers.
+//! - [`transfer_durations`] re-times a graph with the durations measured in
+//!   another recording of the same program (`--durations-from`), matching
+//!   operators by a sequence alignment ([`Transfer`]).
 //!
 //! See docs/PREDICTION.md for the method, its assumptions and its
 //! validation.
@@ -89,6 +92,7 @@ mod retime;
 mod shapes;
 #[cfg(test)]
 mod testutil;
+mod transfer;
 mod units;
 
 pub use baseline::{Baseline, Input, Models, ParamCount};
@@ -111,4 +115,5 @@ pub use outcome::{Outcome, StageOutcome, Steadiness};
 pub use plan::StageRole;
 pub use queue::LaunchQueue;
 pub use shapes::GemmShape;
+pub use transfer::{transfer_durations, MatchedTime, ThreadPair, Transfer, MIN_MATCHED_SHARE};
 pub use units::{Unit, Units, NO_UNIT};

@@ -25,6 +25,9 @@
 //!   and launching operator, for front ends that show tables.
 //! - [`predict`]: a prediction against the measured run and its replay
 //!   ([`PredictReport`]), and [`Timeline::predicted`].
+//! - [`transfer_replay`]: one recording's graph replayed with another's
+//!   measured durations (`--durations-from`), against the other's steps
+//!   ([`TransferReport`]).
 //! - [`HtmlReport`]: all of it for one trace or job as one self-contained
 //!   HTML page (`lumos report`), charts as inline SVG.
 //!
@@ -62,6 +65,7 @@ mod replay;
 mod structure;
 mod tables;
 mod timeline;
+mod transfer;
 mod units;
 
 use serde::Serialize;
@@ -105,6 +109,10 @@ pub use tables::{
     StepBreakdown,
 };
 pub use timeline::{Timeline, TimelineSource};
+pub use transfer::{
+    transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,
+    TransferPrediction, TransferReport, TransferStep,
+};
 
 /// `lumos demo --json`: the built-in example inspected, replayed, and
 /// replayed with compute kernels twice as fast.

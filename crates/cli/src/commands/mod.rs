@@ -11,6 +11,7 @@ pub mod predict;
 pub mod replay;
 pub mod report;
 pub mod synth;
+pub mod transfer;
 
 use anyhow::Result;
 use lumos_graph::{Detected, RankInput};

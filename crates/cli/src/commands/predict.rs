@@ -33,6 +33,12 @@ pub struct PredictArgs {
     /// <name>.predicted.json.gz here (opens in Perfetto).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Predict from the trace's graph re-timed with the durations measured
+    /// in TRACE, another recording of the same program (as `lumos replay
+    /// --durations-from`): the new configuration on TRACE's hardware or
+    /// software. Takes one trace to predict from.
+    #[arg(long, value_name = "TRACE")]
+    pub durations_from: Option<PathBuf>,
 }
 
 /// The configuration to predict: `lumos predict`'s flags, which `lumos
@@ -196,7 +202,11 @@ pub fn target_network(a: &TargetArgs) -> Result<Option<(NetworkModel, String)>> 
 /// Runs `lumos predict`.
 pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(&a.target)?;
-    let (loaded, sources) = load(&a.paths)?;
+    let (mut loaded, sources) = load(&a.paths)?;
+    let transfer = match &a.durations_from {
+        Some(b) => Some(retime_from(&mut loaded, b)?),
+        None => None,
+    };
     let network = target_network(&a.target)?;
     let base = Baseline::new(loaded).map_err(predict_error)?;
     let pred = apply(&base, &a.target, network).map_err(predict_error)?;
@@ -206,17 +216,47 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             super::replay::write_timeline(dir, &t)?;
         }
     }
-    if a.json {
-        output::json(out, &report)?;
-    } else {
-        let kept = pred
-            .stages
-            .iter()
-            .map(|s| s.graph.edges.len() + s.graph.runtime_deps.len())
-            .sum();
-        write_human(out, &report, kept)?;
+    let kept = pred
+        .stages
+        .iter()
+        .map(|s| s.graph.edges.len() + s.graph.runtime_deps.len())
+        .sum();
+    match (transfer, a.json) {
+        (Some(t), true) => output::json(
+            out,
+            &lumos_report::TransferPrediction {
+                prediction: report,
+                durations_from: t,
+            },
+        )?,
+        (Some(t), false) => {
+            super::transfer::write_transfer(out, &t)?;
+            write_human(out, &report, kept)?;
+        }
+        (None, true) => output::json(out, &report)?,
+        (None, false) => write_human(out, &report, kept)?,
     }
     Ok(true)
+}
+
+/// `--durations-from B`: the one input's graph re-timed with B's
+/// durations, in place; the transfer's report.
+fn retime_from(loaded: &mut [Input], b: &Path) -> Result<lumos_report::TransferReport> {
+    let [input] = loaded else {
+        return Err(usage(format!(
+            "--durations-from takes one trace to predict from, got {}",
+            loaded.len()
+        )));
+    };
+    let timed_b = super::transfer::Timed::read(b)?;
+    let a = lumos_report::Recording {
+        path: &input.name,
+        graph: &input.graph,
+        measured: &input.measured,
+    };
+    let (report, t) = super::transfer::transfer(a, timed_b.recording(), &Default::default())?;
+    input.graph = t.graph;
+    Ok(report)
 }
 
 /// A configuration as the text shows it: sizes the traces do not tell

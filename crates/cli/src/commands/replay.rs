@@ -17,6 +17,7 @@ use lumos_trace::{write_atomic, write_gz_atomic};
 
 use super::analysis::write_trace_analysis;
 use super::job::{write_job, write_stragglers};
+use super::transfer;
 use super::JobMode;
 use crate::inputs::Loaded;
 use crate::usage::usage;
@@ -84,6 +85,15 @@ pub struct ReplayArgs {
     /// measured spread.
     #[arg(long, conflicts_with_all = ["per_trace", "scale_rank", "out"])]
     pub representatives: bool,
+    /// Re-time the trace's graph with the durations measured in TRACE,
+    /// another recording of the same program (other hardware, another
+    /// software version), and compare with TRACE's steps. Operators are
+    /// matched per thread by name, shapes and order; unmatched tasks keep
+    /// their own durations.
+    #[arg(long, value_name = "TRACE", conflicts_with_all = [
+        "representatives", "job", "scale_rank", "critical_path", "steps", "out"
+    ])]
+    pub durations_from: Option<PathBuf>,
 }
 
 /// A dependency kind `--deps` drops.
@@ -231,6 +241,9 @@ fn steps_usage(e: ReportError) -> anyhow::Error {
 /// Runs `lumos replay`; false when an input could not be read or replayed.
 pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let opts = sim_options(a)?;
+    if let Some(b) = &a.durations_from {
+        return run_transfer(a, b, &opts, out);
+    }
     let files = inputs::expand(&a.paths)?;
     if a.representatives {
         if !opts.1.is_empty() {
@@ -273,6 +286,36 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     }
     write_output(out, &ReplayOutput::of_traces(traces), a)?;
     Ok(ok)
+}
+
+/// `lumos replay A --durations-from B`.
+fn run_transfer(
+    a: &ReplayArgs,
+    b: &Path,
+    (opts, kernels): &(SimOptions, Vec<KernelScale>),
+    out: &mut dyn Write,
+) -> Result<bool> {
+    let files = inputs::expand(&a.paths)?;
+    let [file] = &files[..] else {
+        return Err(usage(format!(
+            "--durations-from takes one trace to re-time, got {}",
+            files.len()
+        )));
+    };
+    if !kernels.is_empty() {
+        return Err(usage(
+            "--durations-from takes no --scale-kernels PATTERN=FACTOR (B's durations are the what-if)",
+        ));
+    }
+    let timed_a = transfer::Timed::of(inputs::read_one(file)?);
+    let timed_b = transfer::Timed::read(b)?;
+    let (report, _) = transfer::transfer(timed_a.recording(), timed_b.recording(), opts)?;
+    if a.json {
+        output::json_sorted(out, &report)?;
+    } else {
+        transfer::write_transfer(out, &report)?;
+    }
+    Ok(true)
 }
 
 /// Replays one trace (or compact graph), writing its timeline and critical

@@ -1,0 +1,168 @@
+//! `--durations-from B` on `lumos replay` and `lumos predict`: A's graph
+//! re-timed with the durations measured in B, another recording of the
+//! same program.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use lumos_graph::{build, Graph, Measured};
+use lumos_predict::Transfer;
+use lumos_report::{Recording, ReportError, TransferReport};
+use lumos_sim::SimOptions;
+
+use crate::inputs::{self, Loaded};
+use crate::usage::usage;
+
+/// A recording's graph and measured times, from its trace or `.lgraph`
+/// file.
+pub struct Timed {
+    /// The file, as given.
+    pub path: String,
+    /// Its graph.
+    pub graph: Graph,
+    /// Its measured times.
+    pub measured: Measured,
+}
+
+impl Timed {
+    /// A loaded input's graph.
+    pub fn of(loaded: Loaded) -> Timed {
+        match loaded {
+            Loaded::Trace(trace) => {
+                let (graph, measured, _) = build(&trace);
+                Timed {
+                    path: trace.path.display().to_string(),
+                    graph,
+                    measured,
+                }
+            }
+            Loaded::Stored(s) => Timed {
+                path: s.facts.path.display().to_string(),
+                graph: s.graph.graph,
+                measured: s.graph.measured,
+            },
+        }
+    }
+
+    /// Reads `path` (a trace or an `.lgraph` file).
+    pub fn read(path: &Path) -> Result<Timed> {
+        if path.is_dir() {
+            return Err(usage(format!(
+                "--durations-from {}: give one trace file, not a directory",
+                path.display()
+            )));
+        }
+        Ok(Timed::of(inputs::read_one(path)?))
+    }
+
+    /// As a report's input.
+    pub fn recording(&self) -> Recording<'_> {
+        Recording {
+            path: &self.path,
+            graph: &self.graph,
+            measured: &self.measured,
+        }
+    }
+}
+
+/// A's graph re-timed with B's durations and replayed under `opts`; B
+/// sharing too little with A is a usage error that gives the share.
+pub fn transfer(
+    a: Recording<'_>,
+    b: Recording<'_>,
+    opts: &SimOptions,
+) -> Result<(TransferReport, Transfer)> {
+    lumos_report::transfer_replay(a, b, opts).map_err(|e| match e {
+        ReportError::Predict(p) if p.is_usage() => usage(p),
+        e => e.into(),
+    })
+}
+
+/// The text form of a transfer.
+pub fn write_transfer(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
+    writeln!(out, "{} with the durations of {}", r.path, r.durations_from)?;
+    let m = &r.matched;
+    writeln!(
+        out,
+        "  matched: {:.1}% of A's task time; CPU {:.1}% ({} of {} tasks), GPU {:.1}% ({} of {} \
+         tasks); {} of {} dependencies took B's latency",
+        m.share * 100.0,
+        m.cpu_share * 100.0,
+        m.cpu_tasks_matched,
+        m.cpu_tasks,
+        m.gpu_share * 100.0,
+        m.gpu_tasks_matched,
+        m.gpu_tasks,
+        m.edges_retimed,
+        m.edges
+    )?;
+    for t in &m.threads {
+        writeln!(
+            out,
+            "  thread {} -> {}: {} of {} tasks aligned ({} in B)",
+            t.a, t.b, t.matched, t.a_tasks, t.b_tasks
+        )?;
+    }
+    write_steps(out, r)?;
+    for n in &r.notes {
+        writeln!(out, "  note: {n}")?;
+    }
+    Ok(())
+}
+
+/// A's steps measured and predicted, beside B's measured and replayed.
+fn write_steps(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  {:<18} {:>13} {:>13} {:>13} {:>13} {:>8} {:>10}",
+        "step",
+        "A measured ms",
+        "predicted ms",
+        "B measured ms",
+        "B replay ms",
+        "error",
+        "vs replay"
+    )?;
+    for s in &r.steps {
+        write!(
+            out,
+            "  {:<18} {:>13.3} {:>13.3}",
+            s.name,
+            s.a_measured_us / 1e3,
+            s.predicted_us / 1e3
+        )?;
+        match &s.b {
+            Some(b) => writeln!(
+                out,
+                " {:>13.3} {:>13.3} {:>7.2}% {:>9.2}%",
+                b.measured_us / 1e3,
+                b.replayed_us / 1e3,
+                b.error_pct,
+                b.replay_error_pct
+            )?,
+            None => writeln!(out, " {:>13} {:>13}", "-", "-")?,
+        }
+    }
+    match &r.mean {
+        Some(m) => {
+            writeln!(
+                out,
+                "  {:<18} {:>13.3} {:>13.3} {:>13.3} {:>13.3} {:>7.2}% {:>9.2}%",
+                format!("mean of {}", m.steps),
+                m.a_measured_us / 1e3,
+                m.predicted_us / 1e3,
+                m.b_measured_us / 1e3,
+                m.b_replayed_us / 1e3,
+                m.error_pct,
+                m.replay_error_pct
+            )?;
+            writeln!(
+                out,
+                "  A's own step is {:+.2}% from B's; with B's durations, {:+.2}%",
+                m.a_error_pct, m.error_pct
+            )
+        }
+        None => writeln!(out, "  B has no steps to compare with"),
+    }
+}
