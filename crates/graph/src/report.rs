@@ -137,6 +137,29 @@ impl BuildReport {
         Some(self.edge_rules[i].1)
     }
 
+    /// Sets [`Edge::inferred`](crate::Edge::inferred) and
+    /// [`RuntimeDep::inferred`](crate::RuntimeDep::inferred) of `g` from
+    /// the rules recorded here: a dependency is inferred when its rule is
+    /// not [`Rule::is_recorded`]. The builder calls it once the edges are
+    /// final; a reader of a stored graph calls it with the stored report
+    /// (rules naming an edge `g` does not have are ignored).
+    pub fn mark_inferred(&self, g: &mut Graph) {
+        for e in &mut g.edges {
+            e.inferred = false;
+        }
+        for &(e, rule) in &self.edge_rules {
+            if let Some(edge) = g.edges.get_mut(e as usize) {
+                edge.inferred = !rule.is_recorded();
+            }
+        }
+        for (i, d) in g.runtime_deps.iter_mut().enumerate() {
+            d.inferred = self
+                .runtime_dep_rules
+                .get(i)
+                .is_some_and(|r| !r.is_recorded());
+        }
+    }
+
     /// Counts edge `edge`, of `kind`, as found by `rule`. Edges are
     /// recorded in index order.
     pub(crate) fn record_edge(&mut self, edge: usize, kind: DepKind, rule: Rule) {

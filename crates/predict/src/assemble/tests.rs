@@ -78,6 +78,7 @@ fn edge(from: u32, to: u32, kind: DepKind, latency_ns: i64) -> Edge {
         kind,
         anchor: Anchor::End,
         latency_ns,
+        inferred: false,
     }
 }
 
@@ -303,6 +304,7 @@ fn tasks_are_renumbered_primary_first() {
             task: TaskId(2),
             target: WaitTarget::Task(TaskId(0)),
             latency_ns: 0,
+            inferred: false,
         }],
         ..Graph::default()
     };
@@ -336,6 +338,7 @@ fn unused_processors_are_dropped() {
             task: TaskId(0),
             target: WaitTarget::StreamTail(ProcId(2)),
             latency_ns: 0,
+            inferred: false,
         }],
         ..Graph::default()
     };
