@@ -292,3 +292,52 @@ impl BuildReport {
         self.threads = g.processors.len() as u64 - self.streams;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Anchor, Edge, RuntimeDep, TaskId, WaitTarget};
+
+    #[test]
+    fn only_dependencies_found_by_an_inferring_rule_are_inferred() {
+        let edge = |kind| Edge {
+            from: TaskId(0),
+            to: TaskId(1),
+            kind,
+            anchor: Anchor::End,
+            latency_ns: 0,
+            inferred: true,
+        };
+        let dep = RuntimeDep {
+            task: TaskId(1),
+            target: WaitTarget::Task(TaskId(0)),
+            latency_ns: 0,
+            inferred: true,
+        };
+        let mut g = Graph {
+            edges: vec![
+                edge(DepKind::IntraThread),
+                edge(DepKind::InterStream),
+                edge(DepKind::InterStream),
+            ],
+            runtime_deps: vec![dep, dep, dep],
+            ..Graph::default()
+        };
+        let report = BuildReport {
+            // A rule naming an edge the graph lacks (a damaged stored
+            // report) is ignored.
+            edge_rules: vec![
+                (1, Rule::CudaSyncEvent),
+                (2, Rule::ObservedWait),
+                (9, Rule::ObservedWait),
+            ],
+            runtime_dep_rules: vec![Rule::CudaSyncEvent, Rule::NamedCall],
+            ..BuildReport::default()
+        };
+        report.mark_inferred(&mut g);
+        let edges: Vec<bool> = g.edges.iter().map(|e| e.inferred).collect();
+        assert_eq!(edges, [false, false, true]);
+        let deps: Vec<bool> = g.runtime_deps.iter().map(|d| d.inferred).collect();
+        assert_eq!(deps, [false, true, false]);
+    }
+}
