@@ -237,7 +237,12 @@ fn backward_bursts_hand_over_to_the_main_thread() {
     add_handovers(&mut g, &mut have, &emitted, (main, bwd), 70);
     // After the first burst only: the second unit after a burst came
     // after one in its template too.
-    assert_eq!(g.edges, vec![edge(3, 4, DepKind::InterThread, 70)]);
+    // The predictor's own hand-over: inferred, not read from a trace.
+    let handover = Edge {
+        inferred: true,
+        ..edge(3, 4, DepKind::InterThread, 70)
+    };
+    assert_eq!(g.edges, vec![handover]);
     // Not twice.
     add_handovers(&mut g, &mut have, &emitted, (main, bwd), 70);
     assert_eq!(g.edges.len(), 1);
