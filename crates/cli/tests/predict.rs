@@ -46,6 +46,22 @@ fn identity_prediction_is_the_replay() {
     }
     assert_eq!(v["traced"], v["target"]);
     assert_eq!(v["coupled"], false);
+    // A steady trace predicted as it is: every GPU time measured, high.
+    assert_eq!(v["steadiness"]["drifting"], false, "{}", v["steadiness"]);
+    let c = &v["confidence"];
+    assert_eq!(c["verdict"], "high", "{c}");
+    assert!(c["reasons"].as_array().unwrap().is_empty());
+    assert_eq!(c["measured_gpu_pct"], 100.0);
+    assert!(c["extrapolations"].as_array().unwrap().is_empty());
+    assert_eq!(
+        c["inferred_critical_path_pct"].as_array().unwrap().len(),
+        v["steps"].as_array().unwrap().len()
+    );
+    assert!(c["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["used"] == false));
     // The replay it shows is `lumos replay`'s.
     let r = json(&["replay"], &[path]);
     let replayed: Vec<f64> = r["traces"][0]["steps"]
@@ -96,6 +112,18 @@ fn pipeline_prediction_with_timelines() {
         .map(|x| x[0].as_str().unwrap())
         .collect();
     assert!(sources.contains(&"modelled"));
+    // Two synthesized steps: whether they are steady is unknown, which an
+    // edited prediction's verdict counts.
+    assert!(v["steadiness"].is_null(), "{}", v["steadiness"]);
+    let c = &v["confidence"];
+    assert_ne!(c["verdict"], "high", "{c}");
+    assert!(c["modelled_gpu_pct"].as_f64().unwrap() > 0.0, "{c}");
+    let total = ["measured_gpu_pct", "scaled_gpu_pct", "modelled_gpu_pct"]
+        .iter()
+        .map(|k| c[k].as_f64().unwrap())
+        .sum::<f64>();
+    assert!((total - 100.0).abs() < 1e-6, "{c}");
+    assert!(["high", "medium", "low"].contains(&c["verdict"].as_str().unwrap()));
     // One Perfetto-readable timeline per stage, with the predicted steps.
     let mut written: Vec<PathBuf> = std::fs::read_dir(&out_dir)
         .unwrap()
@@ -186,6 +214,9 @@ fn kernels_network_and_human_output() {
         "predicted ms",
         "GEMM curve",
         "assumption: hidden 1024 -> 2048",
+        "confidence: ",
+        "% modelled; critical path through inferred dependencies",
+        "models used: gemm",
     ] {
         assert!(text.contains(want), "{want:?} not in\n{text}");
     }

@@ -210,6 +210,12 @@ pub struct Edge {
     pub anchor: Anchor,
     /// Minimum time between that moment and the successor's start, in ns.
     pub latency_ns: i64,
+    /// True when a rule inferred the dependency (see
+    /// [`BuildReport::edge_rule`](crate::BuildReport::edge_rule)) instead
+    /// of reading it from the trace (program order, a launch's
+    /// correlation, a `cuda_sync` event): what a prediction's confidence
+    /// counts on its critical path.
+    pub inferred: bool,
 }
 
 /// What a blocking CPU call waits for, resolved during simulation because it
@@ -233,6 +239,10 @@ pub struct RuntimeDep {
     pub target: WaitTarget,
     /// Time between the awaited GPU work's end and the call's earliest start, in ns.
     pub latency_ns: i64,
+    /// True when a rule inferred what the call waits for instead of a
+    /// `cuda_sync` event recording it (see
+    /// [`BuildReport::runtime_dep_rules`](crate::BuildReport::runtime_dep_rules)).
+    pub inferred: bool,
 }
 
 /// A collective (or point-to-point) operation, as recorded on this rank.

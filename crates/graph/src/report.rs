@@ -137,6 +137,29 @@ impl BuildReport {
         Some(self.edge_rules[i].1)
     }
 
+    /// Sets [`Edge::inferred`](crate::Edge::inferred) and
+    /// [`RuntimeDep::inferred`](crate::RuntimeDep::inferred) of `g` from
+    /// the rules recorded here: a dependency is inferred when its rule is
+    /// not [`Rule::is_recorded`]. The builder calls it once the edges are
+    /// final; a reader of a stored graph calls it with the stored report
+    /// (rules naming an edge `g` does not have are ignored).
+    pub fn mark_inferred(&self, g: &mut Graph) {
+        for e in &mut g.edges {
+            e.inferred = false;
+        }
+        for &(e, rule) in &self.edge_rules {
+            if let Some(edge) = g.edges.get_mut(e as usize) {
+                edge.inferred = !rule.is_recorded();
+            }
+        }
+        for (i, d) in g.runtime_deps.iter_mut().enumerate() {
+            d.inferred = self
+                .runtime_dep_rules
+                .get(i)
+                .is_some_and(|r| !r.is_recorded());
+        }
+    }
+
     /// Counts edge `edge`, of `kind`, as found by `rule`. Edges are
     /// recorded in index order.
     pub(crate) fn record_edge(&mut self, edge: usize, kind: DepKind, rule: Rule) {
@@ -267,5 +290,54 @@ impl BuildReport {
         }
         self.streams = g.processors.iter().filter(|p| p.is_stream()).count() as u64;
         self.threads = g.processors.len() as u64 - self.streams;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Anchor, Edge, RuntimeDep, TaskId, WaitTarget};
+
+    #[test]
+    fn only_dependencies_found_by_an_inferring_rule_are_inferred() {
+        let edge = |kind| Edge {
+            from: TaskId(0),
+            to: TaskId(1),
+            kind,
+            anchor: Anchor::End,
+            latency_ns: 0,
+            inferred: true,
+        };
+        let dep = RuntimeDep {
+            task: TaskId(1),
+            target: WaitTarget::Task(TaskId(0)),
+            latency_ns: 0,
+            inferred: true,
+        };
+        let mut g = Graph {
+            edges: vec![
+                edge(DepKind::IntraThread),
+                edge(DepKind::InterStream),
+                edge(DepKind::InterStream),
+            ],
+            runtime_deps: vec![dep, dep, dep],
+            ..Graph::default()
+        };
+        let report = BuildReport {
+            // A rule naming an edge the graph lacks (a damaged stored
+            // report) is ignored.
+            edge_rules: vec![
+                (1, Rule::CudaSyncEvent),
+                (2, Rule::ObservedWait),
+                (9, Rule::ObservedWait),
+            ],
+            runtime_dep_rules: vec![Rule::CudaSyncEvent, Rule::NamedCall],
+            ..BuildReport::default()
+        };
+        report.mark_inferred(&mut g);
+        let edges: Vec<bool> = g.edges.iter().map(|e| e.inferred).collect();
+        assert_eq!(edges, [false, false, true]);
+        let deps: Vec<bool> = g.runtime_deps.iter().map(|d| d.inferred).collect();
+        assert_eq!(deps, [false, true, false]);
     }
 }

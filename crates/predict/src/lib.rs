@@ -77,6 +77,7 @@
 mod assemble;
 mod baseline;
 mod checks;
+mod confidence;
 mod config;
 mod context;
 mod couple;
@@ -97,6 +98,10 @@ mod units;
 
 pub use baseline::{Baseline, Input, Models, ParamCount};
 pub use checks::{estimated_tasks, BYTES_PER_PREDICTED_TASK, MAX_PREDICTED_TASKS, MAX_WORLD_SIZE};
+pub use confidence::{
+    ModelFit, PredictionConfidence, SourceShares, EXTRAPOLATIONS_LOW, INFERRED_PATH_MEDIUM,
+    MODELLED_LOW, MODELLED_MEDIUM, MODEL_ERROR_LOW_PCT, MODEL_ERROR_MEDIUM_PCT,
+};
 pub use config::{replay_scales, Config, Coord, KernelScale, KernelSelector, Layout};
 pub use context::{GroupInfo, TraceContext};
 pub use couple::Job;

@@ -324,6 +324,7 @@ mod tests {
             kind: DepKind::IntraThread,
             anchor: Anchor::End,
             latency_ns: 0,
+            inferred: false,
         });
         let Err(e) = p.simulate_job(p.job_coupled(false)) else {
             panic!("a cycle replays")

@@ -94,8 +94,9 @@ pub use job::{
 };
 pub use network::network_from_json;
 pub use predict::{
-    predict, predict_report, BreakdownMs, Calibration, Config, GemmCalibration, InputReport,
-    LinkCalibration, PredictReport, StageRow, SteadinessReport, StepRow,
+    predict, predict_report, BreakdownMs, Calibration, ConfidenceReport, Config, GemmCalibration,
+    InputReport, LinkCalibration, ModelFitReport, PredictReport, StageRow, SteadinessReport,
+    StepRow,
 };
 pub use replay::{
     compare, critical_path_report, replay, replay_scaled, replay_stored, replay_trace, summarize,

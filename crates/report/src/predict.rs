@@ -53,6 +53,74 @@ pub struct PredictReport {
     pub calibration: Calibration,
     /// What the prediction assumed.
     pub assumptions: Vec<String>,
+    /// How far the prediction can be trusted.
+    pub confidence: ConfidenceReport,
+}
+
+/// [`PredictionConfidence`](lumos_predict::PredictionConfidence) in report
+/// units.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfidenceReport {
+    /// `high`, `medium` or `low`.
+    pub verdict: &'static str,
+    /// Why it is not high, gravest first (empty for high).
+    pub reasons: Vec<String>,
+    /// Predicted GPU time from measured durations, %.
+    pub measured_gpu_pct: f64,
+    /// From measured durations scaled by a model or a factor, %.
+    pub scaled_gpu_pct: f64,
+    /// From a model alone, %.
+    pub modelled_gpu_pct: f64,
+    /// Every duration model of the traces, used by this prediction or not.
+    pub models: Vec<ModelFitReport>,
+    /// Per predicted step, the share of its critical path (the slowest
+    /// stage's) placed by inferred dependencies, %.
+    pub inferred_critical_path_pct: Vec<f64>,
+    /// The largest of them, %.
+    pub max_inferred_critical_path_pct: f64,
+    /// What the prediction extrapolates to beyond the traces.
+    pub extrapolations: Vec<String>,
+}
+
+/// One duration model's fit (mirrors [`lumos_predict::ModelFit`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelFitReport {
+    /// `gemm`, `network intra_node` or `network inter_node`.
+    pub model: String,
+    /// Whether the prediction re-timed work with it.
+    pub used: bool,
+    /// False when the traces could not calibrate it (preset values).
+    pub calibrated: bool,
+    /// Kernels or collectives it was fitted on.
+    pub samples: usize,
+    /// Mean |model - measured| / measured over them, %.
+    pub mean_abs_error_pct: f64,
+}
+
+impl From<&lp::PredictionConfidence> for ConfidenceReport {
+    fn from(c: &lp::PredictionConfidence) -> ConfidenceReport {
+        ConfidenceReport {
+            verdict: crate::structure::confidence(c.level),
+            reasons: c.reasons.clone(),
+            measured_gpu_pct: c.gpu_time.measured * 100.0,
+            scaled_gpu_pct: c.gpu_time.scaled * 100.0,
+            modelled_gpu_pct: c.gpu_time.modelled * 100.0,
+            models: c
+                .models
+                .iter()
+                .map(|m| ModelFitReport {
+                    model: m.model.clone(),
+                    used: m.used,
+                    calibrated: m.calibrated,
+                    samples: m.samples,
+                    mean_abs_error_pct: m.mean_abs_error_pct,
+                })
+                .collect(),
+            inferred_critical_path_pct: c.inferred_path.iter().map(|x| x * 100.0).collect(),
+            max_inferred_critical_path_pct: c.worst_inferred_path() * 100.0,
+            extrapolations: c.extrapolations.clone(),
+        }
+    }
 }
 
 /// [`Steadiness`](lumos_predict::Steadiness) in report units.
@@ -323,6 +391,7 @@ pub fn predict_report(
             }
         })
         .collect();
+    let steadiness = outcome.steadiness(replayed);
     let (mm, mr, mp) = (
         mean_ms(&measured_steps),
         mean_ms(&replayed.step_ns),
@@ -347,7 +416,7 @@ pub fn predict_report(
         } else {
             0.0
         },
-        steadiness: outcome.steadiness(replayed).map(|s| SteadinessReport {
+        steadiness: steadiness.map(|s| SteadinessReport {
             steady_step_ms: ms(s.steady_step_ns),
             worst_deviation_pct: s.worst_deviation * 100.0,
             noise_pct: s.noise * 100.0,
@@ -363,6 +432,7 @@ pub fn predict_report(
             target_network: pred.target.network.as_ref().map(|(_, w)| w.clone()),
         },
         assumptions: assumptions(pred, outcome),
+        confidence: (&pred.confidence(outcome, steadiness)).into(),
     }
 }
 

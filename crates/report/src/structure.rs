@@ -186,7 +186,7 @@ impl From<&lp::Finding> for Finding {
 }
 
 /// The stable name of a confidence.
-fn confidence(c: lp::Confidence) -> &'static str {
+pub(crate) fn confidence(c: lp::Confidence) -> &'static str {
     match c {
         lp::Confidence::Low => "low",
         lp::Confidence::Medium => "medium",

@@ -57,6 +57,7 @@ impl Gen {
                 kind,
                 anchor,
                 latency_ns: lat,
+                inferred: false,
             });
         }
     }
@@ -146,6 +147,7 @@ fn synthetic_graph() -> Graph {
                     task: sync,
                     target: WaitTarget::StreamTail(ProcId((THREADS + s) as u32)),
                     latency_ns: 2_000,
+                    inferred: false,
                 });
                 last_cpu[t] = Some(sync);
             }

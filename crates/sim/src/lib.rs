@@ -77,7 +77,7 @@
 //!     ],
 //!     edges: vec![Edge {
 //!         from: TaskId(0), to: TaskId(1), kind: DepKind::Launch,
-//!         anchor: Anchor::Start, latency_ns: 2_000,
+//!         anchor: Anchor::Start, latency_ns: 2_000, inferred: false,
 //!     }],
 //!     ..Graph::default()
 //! };

@@ -11,7 +11,7 @@ use lumos_models::NetworkModel;
 use lumos_predict::{
     network_preset, Baseline, Edit, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
-use lumos_report::{PredictReport, Timeline, TimelineSource};
+use lumos_report::{ConfidenceReport, PredictReport, Timeline, TimelineSource};
 
 use crate::inputs::Loaded;
 use crate::usage::{count, factor, size, usage};
@@ -373,6 +373,46 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
     write_dropped(out, r.stages.iter().map(|s| s.dropped_edges).sum(), kept)?;
     for n in &r.assumptions {
         writeln!(out, "  assumption: {n}")?;
+    }
+    write_confidence(out, &r.confidence)
+}
+
+/// The confidence lines: the verdict with its reasons, then what it was
+/// judged on (the models' errors are on the calibration lines above).
+fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Result<()> {
+    if c.reasons.is_empty() {
+        writeln!(out, "  confidence: {}", c.verdict)?;
+    } else {
+        writeln!(
+            out,
+            "  confidence: {} ({})",
+            c.verdict,
+            c.reasons.join("; ")
+        )?;
+    }
+    writeln!(
+        out,
+        "    GPU time {:.1}% measured, {:.1}% scaled, {:.1}% modelled; critical path through \
+         inferred dependencies up to {:.1}% of a step",
+        c.measured_gpu_pct, c.scaled_gpu_pct, c.modelled_gpu_pct, c.max_inferred_critical_path_pct
+    )?;
+    let used: Vec<String> = c
+        .models
+        .iter()
+        .filter(|m| m.used)
+        .map(|m| {
+            if m.calibrated {
+                format!("{} {:.1}% error", m.model, m.mean_abs_error_pct)
+            } else {
+                format!("{} not calibrated", m.model)
+            }
+        })
+        .collect();
+    if !used.is_empty() {
+        writeln!(out, "    models used: {}", used.join(", "))?;
+    }
+    for e in &c.extrapolations {
+        writeln!(out, "    extrapolation: {e}")?;
     }
     Ok(())
 }

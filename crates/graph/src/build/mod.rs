@@ -130,6 +130,7 @@ impl<'t> Builder<'t> {
         let steps = self.steps(&annotations, origin);
         self.releases(origin);
         self.report.fill_counts(&self.g);
+        self.report.mark_inferred(&mut self.g);
         self.checks();
         let rel = |start: i64, end: i64| Span {
             start_ns: start.saturating_sub(origin),
@@ -197,6 +198,7 @@ impl<'t> Builder<'t> {
             kind,
             anchor,
             latency_ns: 0,
+            inferred: false,
         });
     }
 

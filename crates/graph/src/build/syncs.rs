@@ -171,6 +171,7 @@ impl Builder<'_> {
             task: waiter,
             target,
             latency_ns: 0,
+            inferred: false,
         });
         if let Some(a) = awaited {
             self.blocking.insert(waiter, a);

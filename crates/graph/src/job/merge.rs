@@ -370,6 +370,7 @@ fn push_runtime_dep(out: &mut Vec<RuntimeDep>, rg: &Graph, d: &RuntimeDep, t0: u
         task,
         target,
         latency_ns: d.latency_ns,
+        inferred: d.inferred,
     };
     match d.target {
         WaitTarget::StreamTail(s) => out.push(dep(WaitTarget::StreamTail(ProcId(s.0 + p0)))),

@@ -214,6 +214,7 @@ impl Copier {
                         task: to,
                         target,
                         latency_ns: d.latency_ns,
+                        inferred: d.inferred,
                     }),
                     None => self.dropped += 1,
                 }

@@ -61,6 +61,7 @@ pub(super) fn add_handovers(
                         kind: DepKind::InterThread,
                         anchor: Anchor::End,
                         latency_ns: latency,
+                        inferred: true,
                     });
                 }
             }

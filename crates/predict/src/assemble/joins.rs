@@ -82,6 +82,7 @@ pub(crate) fn repair_joins(
             kind: DepKind::InterThread,
             anchor: Anchor::End,
             latency_ns: gap,
+            inferred: true,
         });
         added += 1;
     }

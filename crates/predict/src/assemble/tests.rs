@@ -78,6 +78,7 @@ fn edge(from: u32, to: u32, kind: DepKind, latency_ns: i64) -> Edge {
         kind,
         anchor: Anchor::End,
         latency_ns,
+        inferred: false,
     }
 }
 
@@ -236,7 +237,12 @@ fn backward_bursts_hand_over_to_the_main_thread() {
     add_handovers(&mut g, &mut have, &emitted, (main, bwd), 70);
     // After the first burst only: the second unit after a burst came
     // after one in its template too.
-    assert_eq!(g.edges, vec![edge(3, 4, DepKind::InterThread, 70)]);
+    // The predictor's own hand-over: inferred, not read from a trace.
+    let handover = Edge {
+        inferred: true,
+        ..edge(3, 4, DepKind::InterThread, 70)
+    };
+    assert_eq!(g.edges, vec![handover]);
     // Not twice.
     add_handovers(&mut g, &mut have, &emitted, (main, bwd), 70);
     assert_eq!(g.edges.len(), 1);
@@ -303,6 +309,7 @@ fn tasks_are_renumbered_primary_first() {
             task: TaskId(2),
             target: WaitTarget::Task(TaskId(0)),
             latency_ns: 0,
+            inferred: false,
         }],
         ..Graph::default()
     };
@@ -336,6 +343,7 @@ fn unused_processors_are_dropped() {
             task: TaskId(0),
             target: WaitTarget::StreamTail(ProcId(2)),
             latency_ns: 0,
+            inferred: false,
         }],
         ..Graph::default()
     };

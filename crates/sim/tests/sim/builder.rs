@@ -106,6 +106,7 @@ impl Builder {
             kind,
             anchor,
             latency_ns,
+            inferred: false,
         });
         self.graph.edges.len() as u32 - 1
     }
@@ -120,6 +121,7 @@ impl Builder {
             task: call,
             target,
             latency_ns,
+            inferred: false,
         });
         self.graph.runtime_deps.len() as u32 - 1
     }

@@ -110,6 +110,7 @@ fn build(r: &Recipe, any_wait: bool) -> Graph {
             kind: DepKind::ALL[kind],
             anchor: if start { Anchor::Start } else { Anchor::End },
             latency_ns,
+            inferred: false,
         });
     }
     let streams: Vec<ProcId> = (r.threads..r.threads + r.streams)
@@ -133,6 +134,7 @@ fn build(r: &Recipe, any_wait: bool) -> Graph {
             task: TaskId(call as u32),
             target,
             latency_ns,
+            inferred: false,
         });
     }
     g

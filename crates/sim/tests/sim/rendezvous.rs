@@ -311,6 +311,7 @@ mod props {
                         kind: DepKind::Launch,
                         anchor: Anchor::Start,
                         latency_ns: 3,
+                        inferred: false,
                     });
                 }
                 comms[k].push(comm);
@@ -320,6 +321,7 @@ mod props {
                         task: sync,
                         target: WaitTarget::Task(comm),
                         latency_ns: 1,
+                        inferred: false,
                     });
                 }
             }

@@ -211,6 +211,8 @@ impl GraphRec {
                     kind: dep_kind_of(e.kind)?,
                     anchor: anchor_of(e.anchor)?,
                     latency_ns: e.latency_ns,
+                    // Not stored: set from the report's rules on reading.
+                    inferred: false,
                 })
             })
             .collect::<Result<Vec<_>, Bad>>()?;
@@ -228,6 +230,7 @@ impl GraphRec {
                     task: task(d.task)?,
                     target,
                     latency_ns: d.latency_ns,
+                    inferred: false,
                 })
             })
             .collect::<Result<Vec<_>, Bad>>()?;
@@ -329,6 +332,7 @@ fn edge_rec(e: &Edge) -> EdgeRec {
         kind,
         anchor: a,
         latency_ns,
+        inferred: _,
     } = *e;
     EdgeRec {
         from: from.0,

@@ -57,7 +57,7 @@ impl GraphSection {
     }
 
     pub(crate) fn into_parts(self) -> Result<(RankGraph, lumos_graph::BuildReport), Bad> {
-        let graph = self.graph.into_graph()?;
+        let mut graph = self.graph.into_graph()?;
         let measured = self.measured.into_measured(&graph)?;
         let (tasks, colls, groups) = (
             graph.tasks.len(),
@@ -69,6 +69,10 @@ impl GraphSection {
             .into_iter()
             .map(|c| c.into_comm(tasks, colls, groups))
             .collect::<Result<Vec<_>, Bad>>()?;
+        let report = self.report.into_report()?;
+        // Which dependencies were inferred is not stored twice: the
+        // report's rules say it, as they did when the graph was built.
+        report.mark_inferred(&mut graph);
         Ok((
             RankGraph {
                 rank: self.rank,
@@ -79,7 +83,7 @@ impl GraphSection {
                 comms,
                 groups: self.groups,
             },
-            self.report.into_report()?,
+            report,
         ))
     }
 }

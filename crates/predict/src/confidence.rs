@@ -1,0 +1,553 @@
+//! How far a prediction can be trusted: where its GPU time came from, how
+//! well the models it used fit the trace, how much of each step's critical
+//! path runs through inferred dependencies, what it extrapolates to, and a
+//! verdict from documented thresholds (docs/PREDICTION.md, "Confidence").
+
+use std::collections::BTreeMap;
+
+use lumos_graph::{Graph, Span, TaskId};
+use lumos_sim::{critical_path_hops_since, step_spans, timed_hops, Bound, Schedule};
+
+use crate::config::{Coord, Layout};
+use crate::discover::{Confidence, GroupClass};
+use crate::edits::Prediction;
+use crate::models::{gpu_for_device, Source};
+use crate::outcome::{Outcome, Steadiness};
+
+/// Modelled GPU time above this share lowers the verdict to medium.
+pub const MODELLED_MEDIUM: f64 = 0.10;
+/// Modelled GPU time above this share lowers the verdict to low.
+pub const MODELLED_LOW: f64 = 0.50;
+/// A used model whose mean calibration error (%) exceeds this lowers the
+/// verdict to medium.
+pub const MODEL_ERROR_MEDIUM_PCT: f64 = 20.0;
+/// A used model whose mean calibration error (%) exceeds this lowers the
+/// verdict to low.
+pub const MODEL_ERROR_LOW_PCT: f64 = 50.0;
+/// A step critical path running through inferred dependencies for more
+/// than this share of its time lowers the verdict of an edited prediction
+/// to medium.
+pub const INFERRED_PATH_MEDIUM: f64 = 0.50;
+/// This many extrapolations or more lower the verdict to low (one lowers
+/// it to medium).
+pub const EXTRAPOLATIONS_LOW: usize = 2;
+
+/// Shares of the predicted GPU time by [`Source`], fractions summing to 1
+/// (all 0 without GPU time).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SourceShares {
+    /// Measured durations, unchanged.
+    pub measured: f64,
+    /// Measured durations changed by a model ratio or a factor.
+    pub scaled: f64,
+    /// Durations from a model alone.
+    pub modelled: f64,
+}
+
+/// One duration model's fit to the trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelFit {
+    /// `gemm`, or `network <link>` (`intra_node`, `inter_node`).
+    pub model: String,
+    /// Whether the prediction re-timed work with it.
+    pub used: bool,
+    /// False when the trace could not calibrate it (preset values).
+    pub calibrated: bool,
+    /// Kernels or collectives it was fitted on.
+    pub samples: usize,
+    /// Mean |model - measured| / measured over them, %.
+    pub mean_abs_error_pct: f64,
+}
+
+/// How far a prediction can be trusted: see [`Prediction::confidence`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PredictionConfidence {
+    /// Where the predicted GPU time came from.
+    pub gpu_time: SourceShares,
+    /// Every duration model of the baseline, used or not.
+    pub models: Vec<ModelFit>,
+    /// Per predicted step, the share (0 to 1) of its critical path's time
+    /// placed there by inferred dependencies (the slowest stage's path).
+    pub inferred_path: Vec<f64>,
+    /// What the prediction extrapolates to beyond the trace, in words.
+    pub extrapolations: Vec<String>,
+    /// The verdict.
+    pub level: Confidence,
+    /// Why it is not high, gravest first (empty for high).
+    pub reasons: Vec<String>,
+}
+
+impl PredictionConfidence {
+    /// The largest of [`Self::inferred_path`] (0 without steps).
+    pub fn worst_inferred_path(&self) -> f64 {
+        self.inferred_path.iter().copied().fold(0.0, f64::max)
+    }
+}
+
+impl Prediction<'_> {
+    /// The confidence of this prediction replayed as `outcome`, given its
+    /// steadiness ([`Outcome::steadiness`] against the traced replay).
+    pub fn confidence(
+        &self,
+        outcome: &Outcome,
+        steadiness: Option<Steadiness>,
+    ) -> PredictionConfidence {
+        let identity = self.is_identity();
+        let gpu_time = source_shares(outcome);
+        let models = model_fits(self, outcome);
+        let inferred_path = inferred_path_shares(self, outcome);
+        let extrapolations = extrapolations(self);
+        let mut c = PredictionConfidence {
+            gpu_time,
+            models,
+            inferred_path,
+            extrapolations,
+            level: Confidence::High,
+            reasons: Vec::new(),
+        };
+        let (level, reasons) = verdict(&c, steadiness, identity);
+        c.level = level;
+        c.reasons = reasons;
+        c
+    }
+}
+
+fn source_shares(outcome: &Outcome) -> SourceShares {
+    let mut by: BTreeMap<Source, i64> = BTreeMap::new();
+    for (t, s) in outcome.job.graph.tasks.iter().zip(&outcome.job.source) {
+        if t.kind.is_gpu() {
+            *by.entry(*s).or_default() += t.duration_ns;
+        }
+    }
+    let total: f64 = by.values().map(|&n| n as f64).sum();
+    let share = |s: Source| {
+        if total > 0.0 {
+            by.get(&s).copied().unwrap_or(0) as f64 / total
+        } else {
+            0.0
+        }
+    };
+    SourceShares {
+        measured: share(Source::Measured),
+        scaled: share(Source::Scaled),
+        modelled: share(Source::Modelled),
+    }
+}
+
+/// The baseline's models, each marked used when the prediction changed
+/// the configuration or network and re-timed work of its kind (a kernel
+/// speed-up alone scales by the user's factor, not by a model).
+fn model_fits(p: &Prediction, outcome: &Outcome) -> Vec<ModelFit> {
+    let retimed = p.target.config != p.base.config || p.target.network.is_some();
+    let (mut compute, mut comm) = (false, false);
+    for (t, s) in outcome.job.graph.tasks.iter().zip(&outcome.job.source) {
+        if t.kind.is_gpu() && *s != Source::Measured {
+            if t.is_comm() {
+                comm = true;
+            } else {
+                compute = true;
+            }
+        }
+    }
+    let links_used = target_links(p);
+    let g = &p.base.gemm;
+    let mut out = vec![ModelFit {
+        model: "gemm".into(),
+        used: retimed && compute,
+        calibrated: g.fitted,
+        samples: g.samples,
+        mean_abs_error_pct: g.mean_abs_error_pct,
+    }];
+    out.extend(p.base.network.links.iter().map(|l| ModelFit {
+        model: format!("network {}", l.link),
+        used: retimed && comm && links_used.contains(&l.link),
+        calibrated: l.calibrated,
+        samples: l.samples,
+        mean_abs_error_pct: l.mean_abs_error_pct,
+    }));
+    out
+}
+
+/// The first data- and tensor-parallel group of the target, with more
+/// than one rank, as (class name, ranks).
+fn target_groups(p: &Prediction) -> Vec<(&'static str, GroupClass, Vec<i64>)> {
+    let layout = Layout::of(&p.target.config);
+    let origin = Coord {
+        tp: 0,
+        dp: 0,
+        pp: 0,
+    };
+    [
+        ("data-parallel", GroupClass::Data),
+        ("tensor-parallel", GroupClass::Tensor),
+    ]
+    .into_iter()
+    .map(|(name, class)| (name, class, layout.group(class, origin)))
+    .filter(|(_, _, r)| r.len() >= 2)
+    .collect()
+}
+
+/// The link class each group of the target crosses.
+fn link_of(p: &Prediction, ranks: &[i64]) -> &'static str {
+    let r: Vec<usize> = ranks.iter().map(|&x| x.max(0) as usize).collect();
+    if p.base.network.model().spans_nodes(&r) {
+        "inter_node"
+    } else {
+        "intra_node"
+    }
+}
+
+fn target_links(p: &Prediction) -> Vec<&'static str> {
+    target_groups(p)
+        .iter()
+        .map(|(_, _, r)| link_of(p, r))
+        .collect()
+}
+
+/// A link, a GPU or a group size the trace never showed.
+fn extrapolations(p: &Prediction) -> Vec<String> {
+    let (b, t) = (&p.base.config, &p.target.config);
+    let mut out = Vec::new();
+    for (name, traced, target) in [
+        ("data-parallel", b.dp, t.dp),
+        ("tensor-parallel", b.tp, t.tp),
+    ] {
+        if target > traced {
+            out.push(format!(
+                "{name} group of {target} ranks; the trace's had {traced}"
+            ));
+        }
+    }
+    let changed = |class: GroupClass| match class {
+        GroupClass::Data => t.dp != b.dp,
+        _ => t.tp != b.tp,
+    };
+    for (name, class, ranks) in target_groups(p) {
+        if changed(class) && !p.base.network.calibrated_for(&ranks) {
+            out.push(format!(
+                "{name} collectives over the {} link, which the trace did not calibrate \
+                 (preset values)",
+                link_of(p, &ranks)
+            ));
+        }
+    }
+    let retimed = t != b || p.target.network.is_some();
+    let device = p
+        .base
+        .inputs
+        .first()
+        .and_then(|i| i.ctx.device_name.as_deref());
+    if retimed && !gpu_for_device(device).1 {
+        out.push(format!(
+            "GPU {:?} is not among the presets: {} values used where no calibration applies",
+            device.unwrap_or("unknown"),
+            p.base.gemm.gpu
+        ));
+    }
+    if let Some((_, what)) = &p.target.network {
+        let traced = device.unwrap_or("").to_ascii_lowercase();
+        if !traced.contains(&what.to_ascii_lowercase()) {
+            out.push(format!(
+                "target network {what}, not the traced system's ({})",
+                device.unwrap_or("unknown GPU")
+            ));
+        }
+    }
+    out
+}
+
+/// Per predicted step, the inferred share of the critical path of the
+/// stage whose step is the longest.
+fn inferred_path_shares(p: &Prediction, outcome: &Outcome) -> Vec<f64> {
+    let job = &outcome.job;
+    let mut per_stage: Vec<Vec<(i64, f64)>> = Vec::new();
+    for (k, part) in job.parts.iter().enumerate() {
+        let rows = if job.coupled {
+            let steps = job.step_parts[k].clone();
+            stage_shares(&job.graph, &outcome.schedule, steps, Some(part.clone()))
+        } else {
+            // Stages replayed alone: the joint schedule holds each stage's
+            // bounds as its own replay numbered them.
+            let local = local_schedule(&outcome.schedule, part.clone());
+            let g = &p.stages[k].graph;
+            stage_shares(g, &local, 0..g.steps.len() as u32, None)
+        };
+        per_stage.push(rows);
+    }
+    let n = per_stage.iter().map(Vec::len).max().unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            per_stage
+                .iter()
+                .filter_map(|s| s.get(i))
+                .max_by_key(|(len, _)| *len)
+                .map_or(0.0, |&(_, share)| share)
+        })
+        .collect()
+}
+
+/// The part `part` of a schedule whose bounds are numbered per part.
+fn local_schedule(s: &Schedule, part: std::ops::Range<u32>) -> Schedule {
+    let r = part.start as usize..part.end as usize;
+    Schedule {
+        start_ns: s.start_ns[r.clone()].to_vec(),
+        end_ns: s.end_ns[r.clone()].to_vec(),
+        bound_by: s.bound_by[r].to_vec(),
+        waits: s
+            .waits
+            .iter()
+            .filter(|w| part.contains(&w.task.0))
+            .map(|w| lumos_sim::BlockingWait {
+                task: TaskId(w.task.0 - part.start),
+                ..*w
+            })
+            .collect(),
+    }
+}
+
+/// (step length, inferred share) of each step in `steps` of `g`; a graph
+/// without steps gives one row over the tasks of `part` (all of `g` when
+/// `None`).
+fn stage_shares(
+    g: &Graph,
+    s: &Schedule,
+    steps: std::ops::Range<u32>,
+    part: Option<std::ops::Range<u32>>,
+) -> Vec<(i64, f64)> {
+    if g.steps.is_empty() || steps.is_empty() {
+        let part = part.unwrap_or(0..g.tasks.len() as u32);
+        let tasks: Vec<TaskId> = part.map(TaskId).collect();
+        let span = Span {
+            start_ns: tasks.iter().map(|t| s.start_ns[t.idx()]).min().unwrap_or(0),
+            end_ns: tasks.iter().map(|t| s.end_ns[t.idx()]).max().unwrap_or(0),
+        };
+        return path_share(g, s, &tasks, span).into_iter().collect();
+    }
+    let spans = step_spans(g, s, None);
+    steps
+        .filter_map(|i| {
+            let span = *spans.get(i as usize)?;
+            path_share(g, s, &g.steps[i as usize].tasks, span)
+        })
+        .collect()
+}
+
+/// The critical path of one step (its `tasks` over `span`): its length
+/// and the share of it placed by inferred dependencies (a hop reached
+/// through one: the wait for it and its own time on the path).
+fn path_share(g: &Graph, s: &Schedule, tasks: &[TaskId], span: Span) -> Option<(i64, f64)> {
+    let key = |t: &&TaskId| (s.end_ns[t.idx()], std::cmp::Reverse(**t));
+    let last = *tasks
+        .iter()
+        .filter(|t| s.end_ns[t.idx()] <= span.end_ns)
+        .max_by_key(key)
+        .or_else(|| tasks.iter().max_by_key(key))?;
+    let (from, to) = (span.start_ns, s.end_ns[last.idx()].max(span.start_ns));
+    let hops = critical_path_hops_since(g, s, last, from);
+    let clip = |a: i64, b: i64| b.min(to).saturating_sub(a.max(from)).max(0);
+    let mut prev_anchor = from;
+    let mut inferred = 0i64;
+    for h in timed_hops(g, s, &hops) {
+        let through_inferred = match h.hop.bound {
+            Bound::Edge(e) => g.edges.get(e as usize).is_some_and(|e| e.inferred),
+            Bound::Runtime { dep, .. } => {
+                g.runtime_deps.get(dep as usize).is_some_and(|d| d.inferred)
+            }
+            _ => false,
+        };
+        if through_inferred {
+            inferred = inferred.saturating_add(clip(prev_anchor, h.anchor_ns));
+        }
+        prev_anchor = h.anchor_ns;
+    }
+    let length = to - from;
+    Some((
+        length,
+        if length > 0 {
+            (inferred as f64 / length as f64).min(1.0)
+        } else {
+            0.0
+        },
+    ))
+}
+
+/// The verdict and its reasons: the lowest level any criterion gives, and
+/// every criterion short of high, gravest first. The inferred share of the critical path and an
+/// unknown steadiness count only for an edited prediction: on the traced
+/// configuration the replay reproduces the measured run with those edges.
+fn verdict(
+    c: &PredictionConfidence,
+    steadiness: Option<Steadiness>,
+    identity: bool,
+) -> (Confidence, Vec<String>) {
+    let mut found: Vec<(Confidence, String)> = Vec::new();
+    match steadiness {
+        Some(s) if s.drifting => found.push((
+            Confidence::Low,
+            format!(
+                "the predicted steps drift (up to {:.1}% from the steady-state step)",
+                s.worst_deviation * 100.0
+            ),
+        )),
+        None if !identity => found.push((
+            Confidence::Medium,
+            "fewer than three steps: whether the prediction is steady is unknown".into(),
+        )),
+        _ => {}
+    }
+    let modelled = c.gpu_time.modelled;
+    for (limit, level) in [
+        (MODELLED_LOW, Confidence::Low),
+        (MODELLED_MEDIUM, Confidence::Medium),
+    ] {
+        if modelled > limit {
+            found.push((
+                level,
+                format!(
+                    "{:.0}% of the predicted GPU time is modelled (over {:.0}%)",
+                    modelled * 100.0,
+                    limit * 100.0
+                ),
+            ));
+            break;
+        }
+    }
+    for m in c.models.iter().filter(|m| m.used) {
+        if !m.calibrated {
+            found.push((
+                Confidence::Medium,
+                format!(
+                    "{} model not calibrated on the trace: preset values",
+                    m.model
+                ),
+            ));
+            continue;
+        }
+        for (limit, level) in [
+            (MODEL_ERROR_LOW_PCT, Confidence::Low),
+            (MODEL_ERROR_MEDIUM_PCT, Confidence::Medium),
+        ] {
+            if m.mean_abs_error_pct > limit {
+                found.push((
+                    level,
+                    format!(
+                        "{} model fits the trace with {:.0}% mean error (over {:.0}%)",
+                        m.model, m.mean_abs_error_pct, limit
+                    ),
+                ));
+                break;
+            }
+        }
+    }
+    let inferred = c.worst_inferred_path();
+    if !identity && inferred > INFERRED_PATH_MEDIUM {
+        found.push((
+            Confidence::Medium,
+            format!(
+                "{:.0}% of a step's critical path runs through inferred dependencies \
+                 (over {:.0}%)",
+                inferred * 100.0,
+                INFERRED_PATH_MEDIUM * 100.0
+            ),
+        ));
+    }
+    match c.extrapolations.len() {
+        0 => {}
+        n => found.push((
+            if n >= EXTRAPOLATIONS_LOW {
+                Confidence::Low
+            } else {
+                Confidence::Medium
+            },
+            format!(
+                "{n} extrapolation{} beyond the trace",
+                if n == 1 { "" } else { "s" }
+            ),
+        )),
+    }
+    // The gravest reasons first; the order among equals is the checks'.
+    found.sort_by_key(|(l, _)| *l);
+    let level = found.first().map_or(Confidence::High, |(l, _)| *l);
+    (level, found.into_iter().map(|(_, r)| r).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clean() -> PredictionConfidence {
+        PredictionConfidence {
+            gpu_time: SourceShares {
+                measured: 0.9,
+                scaled: 0.1,
+                modelled: 0.0,
+            },
+            models: vec![ModelFit {
+                model: "gemm".into(),
+                used: true,
+                calibrated: true,
+                samples: 10,
+                mean_abs_error_pct: 5.0,
+            }],
+            inferred_path: vec![0.7, 0.2],
+            extrapolations: Vec::new(),
+            level: Confidence::High,
+            reasons: Vec::new(),
+        }
+    }
+
+    fn steady(drifting: bool) -> Option<Steadiness> {
+        Some(Steadiness {
+            steady_step_ns: 100,
+            worst_deviation: if drifting { 0.5 } else { 0.01 },
+            noise: 0.01,
+            drifting,
+        })
+    }
+
+    #[test]
+    fn each_threshold_lowers_the_verdict_with_its_reason() {
+        // The inferred path counts only under an edit.
+        assert_eq!(verdict(&clean(), steady(false), true).0, Confidence::High);
+        let (level, reasons) = verdict(&clean(), steady(false), false);
+        assert_eq!(level, Confidence::Medium);
+        assert!(
+            reasons[0].contains("70% of a step's critical path"),
+            "{reasons:?}"
+        );
+        assert_eq!(verdict(&clean(), None, true).0, Confidence::High);
+        assert_eq!(verdict(&clean(), None, false).0, Confidence::Medium);
+
+        let (level, reasons) = verdict(&clean(), steady(true), true);
+        assert_eq!(level, Confidence::Low);
+        assert!(reasons[0].contains("drift"), "{reasons:?}");
+
+        let mut c = clean();
+        c.gpu_time.modelled = 0.2;
+        assert_eq!(verdict(&c, steady(false), true).0, Confidence::Medium);
+        c.gpu_time.modelled = 0.6;
+        assert_eq!(verdict(&c, steady(false), true).0, Confidence::Low);
+
+        let mut c = clean();
+        c.models[0].mean_abs_error_pct = 30.0;
+        assert_eq!(verdict(&c, steady(false), true).0, Confidence::Medium);
+        c.models[0].mean_abs_error_pct = 108.0;
+        assert_eq!(verdict(&c, steady(false), true).0, Confidence::Low);
+        // An unused model's error does not count.
+        c.models[0].used = false;
+        assert_eq!(verdict(&c, steady(false), true).0, Confidence::High);
+        c.models[0].used = true;
+        c.models[0].calibrated = false;
+        assert_eq!(verdict(&c, steady(false), true).0, Confidence::Medium);
+
+        let mut c = clean();
+        c.extrapolations.push("a".into());
+        assert_eq!(verdict(&c, steady(false), true).0, Confidence::Medium);
+        c.extrapolations.push("b".into());
+        let (level, reasons) = verdict(&c, steady(false), false);
+        assert_eq!(level, Confidence::Low);
+        // Every reason, gravest first.
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert!(reasons[0].contains("2 extrapolations"), "{reasons:?}");
+    }
+}
