@@ -433,16 +433,16 @@ fn link_note(l: &LinkCalibration, gpu: &str) -> Option<String> {
          waiting for its peers)"
     );
     Some(match l.method {
-        "alpha_beta" | "one_factor" => format!(
+        "alpha_beta" | "one_factor" | "bandwidth_only" => format!(
             "network {}: calibrated on {} collectives in {} (kind, size, group) buckets, on \
              {envelope}; {}: {:.1} GB/s effective, latency x{:.2}, mean error {:.1}%",
             l.link,
             l.collectives - l.unsized_collectives,
             l.samples,
-            if l.method == "alpha_beta" {
-                "bandwidth and latency fitted"
-            } else {
-                "one factor on the preset's times"
+            match l.method {
+                "alpha_beta" => "bandwidth and latency fitted",
+                "one_factor" => "one factor on the preset's times",
+                _ => "bandwidth fitted, far below the preset's; latencies the preset's",
             },
             l.effective_gbps,
             l.latency_scale,
@@ -687,7 +687,14 @@ mod tests {
             &[es, s.into_iter().next().unwrap()],
             &identify_gpu(Some("H100"), None, None),
         );
-        assert_eq!(fit, alone);
+        assert_eq!(fit.gpu_source, "device name \"H100\"");
+        assert_eq!(
+            fit,
+            GemmCalibration {
+                gpu_source: fit.gpu_source.clone(),
+                ..alone
+            }
+        );
     }
 
     #[test]

@@ -65,7 +65,8 @@ fn single_rank_collectives_without_sizes_calibrate_the_latency() {
 }
 
 /// A DDP trace whose collectives record sizes (`In msg nelems`, dtype)
-/// calibrates the bandwidth too.
+/// calibrates the bandwidth: its 26 MB all-reduces run at about 12 GB/s
+/// (NCCL's LL protocol), far below NVLink's, and the model says so.
 #[test]
 fn sized_collectives_calibrate_the_bandwidth() {
     let Some(base) = baseline("single-rank/a100-ddp-rank0of2-event-record.json.gz") else {
@@ -76,6 +77,9 @@ fn sized_collectives_calibrate_the_bandwidth() {
     assert!(intra.collectives > 0, "{intra:?}");
     assert_eq!(intra.unsized_collectives, 0, "{intra:?}");
     assert!(intra.samples > 0);
+    assert!(intra.calibrated, "{intra:?}");
+    assert!((5.0..30.0).contains(&intra.effective_gbps), "{intra:?}");
+    assert!(intra.mean_abs_error_pct < 50.0, "{intra:?}");
     assert_eq!(base.gemm.gpu, "a100");
 }
 
@@ -123,7 +127,7 @@ fn a_gemm_curve_with_a_large_error_is_not_used() {
     let m = base.gemm.model();
     assert!((m.time_ns(8e9) / m.time_ns(1e9) - 8.0).abs() < 1e-9);
     assert!(
-        base.notes.iter().any(|n| n.contains("over the 30% limit")),
+        base.notes.iter().any(|n| n.contains("over the 35% limit")),
         "{:?}",
         base.notes
     );

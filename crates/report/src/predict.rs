@@ -277,14 +277,14 @@ pub struct LinkCalibration {
     pub mean_abs_error_pct: f64,
     /// True when the bandwidth was calibrated on the trace.
     pub calibrated: bool,
-    /// How: `alpha_beta`, `one_factor`, `latency_only` (no message size
-    /// recorded) or `preset`.
+    /// How: `alpha_beta`, `one_factor`, `bandwidth_only`, `latency_only`
+    /// (no message size recorded) or `preset`.
     pub method: &'static str,
     /// Collective kernels attributed to this link.
     pub collectives: usize,
     /// Of those, the ones without a recorded message size.
     pub unsized_collectives: usize,
-    /// True when the latencies come from the trace.
+    /// True when the trace's evidence changed this link's model.
     pub latency_calibrated: bool,
 }
 
