@@ -276,7 +276,7 @@ impl GpuSpec {
     }
 
     /// NVIDIA Tesla V100 SXM2 32GB, NVLink 2 (150 GB/s per direction),
-    /// EDR InfiniBand 100 Gb/s shared by two GPUs (DGX-1). Prediction
+    /// EDR InfiniBand 100 Gb/s NICs (DGX-1). Prediction
     /// recognises it in traces; the synthesizer does not offer it (not in
     /// [`GpuSpec::NAMES`]): it has no calibrated kernel tables for it.
     pub fn v100() -> GpuSpec {
@@ -306,9 +306,10 @@ impl GpuSpec {
                     hop_latency_us: 1.0,
                 },
                 inter_node: Link {
-                    // DGX-1 (V100): four EDR InfiniBand 100 Gb/s NICs for
-                    // eight GPUs, 6.25 GB/s per GPU.
-                    bandwidth_gbps: 6.25,
+                    // EDR InfiniBand, 100 Gb/s per NIC (DGX-1 has four for
+                    // eight GPUs; a ring that crosses nodes goes through
+                    // one, which is what this link stands for).
+                    bandwidth_gbps: 12.5,
                     // Assumed.
                     efficiency: 0.9,
                     // Assumed.
@@ -369,9 +370,10 @@ impl GpuSpec {
                     hop_latency_us: 1.0,
                 },
                 inter_node: Link {
-                    // Assumed: one 200 Gb/s NIC (Slingshot-11 or HDR
-                    // InfiniBand) per package, 12.5 GB/s per GCD.
-                    bandwidth_gbps: 12.5,
+                    // Assumed: 200 Gb/s NICs (Slingshot-11 or HDR
+                    // InfiniBand), one per package; a ring that crosses
+                    // nodes goes through one.
+                    bandwidth_gbps: 25.0,
                     // Assumed.
                     efficiency: 0.9,
                     // Assumed.
