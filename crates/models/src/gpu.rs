@@ -275,6 +275,210 @@ impl GpuSpec {
         }
     }
 
+    /// NVIDIA Tesla V100 SXM2 32GB, NVLink 2 (150 GB/s per direction),
+    /// EDR InfiniBand 100 Gb/s NICs (DGX-1). Prediction
+    /// recognises it in traces; the synthesizer does not offer it (not in
+    /// [`GpuSpec::NAMES`]): it has no calibrated kernel tables for it.
+    pub fn v100() -> GpuSpec {
+        GpuSpec {
+            name: "v100",
+            // Corpus: single-rank/v100-ddp-rank1of2-allreduce.
+            device_name: "Tesla V100-SXM2-32GB",
+            arch: "sm70",
+            // Datasheet (NVIDIA V100, SXM2): 125 TFLOP/s tensor
+            // performance (FP16 inputs, dense; Volta has no BF16, so this
+            // is the 16-bit tensor-core peak).
+            peak_bf16_tflops: 125.0,
+            // Volta has no FP8 tensor cores.
+            peak_fp8_tflops: None,
+            // Datasheet (SXM2): 900 GB/s HBM2.
+            hbm_gbps: 900.0,
+            // Assumed: achievable host-to-device rate over PCIe Gen3 x16
+            // (datasheet: 32 GB/s both directions, 16 each way).
+            pcie_gbps: 12.0,
+            network: NetworkModel {
+                intra_node: Link {
+                    // Datasheet (SXM2): NVLink 2, 300 GB/s both directions.
+                    bandwidth_gbps: 150.0,
+                    // Assumed, as for A100 (0.78).
+                    efficiency: 0.78,
+                    // Assumed.
+                    hop_latency_us: 1.0,
+                },
+                inter_node: Link {
+                    // EDR InfiniBand, 100 Gb/s per NIC (DGX-1 has four for
+                    // eight GPUs; a ring that crosses nodes goes through
+                    // one, which is what this link stands for).
+                    bandwidth_gbps: 12.5,
+                    // Assumed.
+                    efficiency: 0.9,
+                    // Assumed.
+                    hop_latency_us: 3.5,
+                },
+                // DGX-1 / HGX-1: eight GPUs per node.
+                gpus_per_node: 8,
+                // Assumed.
+                base_latency_us: 7.0,
+                multi_rail: false,
+            },
+            // Assumed (as A100).
+            gemm_max_efficiency: 0.8,
+            // Assumed: a fixed GEMM cost of 0.4e9 / (125e3 x 0.8) ns, about
+            // 4 us.
+            gemm_half_gflops: 0.4,
+            // Assumed.
+            attention_efficiency: 0.5,
+            // Datasheet and corpus (v100-ddp-rank1of2-allreduce): 80 SMs.
+            num_sms: 80,
+            // Corpus (v100-ddp-rank1of2-allreduce): the driver reports
+            // 34,089,730,048 bytes for the 32 GB board.
+            memory_bytes: 34_089_730_048,
+            // CUDA compute capability 7.0; corpus.
+            compute_capability: (7, 0),
+        }
+    }
+
+    /// One graphics compute die (GCD) of an AMD Instinct MI250 (OAM): the
+    /// unit PyTorch sees as a device (two per package). Not offered by the
+    /// synthesizer (not in [`GpuSpec::NAMES`]).
+    pub fn mi250() -> GpuSpec {
+        GpuSpec {
+            name: "mi250",
+            // Corpus (single-rank/mi250-toy-train): ROCm names the GCD
+            // "AMD Radeon Graphics"; it is recognised by its 104 compute
+            // units and 64 GiB.
+            device_name: "AMD Instinct MI250",
+            arch: "gfx90a",
+            // Datasheet (AMD Instinct MI250): 362.1 TFLOP/s peak FP16 and
+            // BF16 matrix per package of two GCDs; half per GCD.
+            peak_bf16_tflops: 181.05,
+            // CDNA 2 has no FP8.
+            peak_fp8_tflops: None,
+            // Datasheet: 3.2 TB/s HBM2e per package; half per GCD.
+            hbm_gbps: 1600.0,
+            // Assumed: achievable host-to-device rate over PCIe Gen4 x16.
+            pcie_gbps: 25.0,
+            network: NetworkModel {
+                intra_node: Link {
+                    // Datasheet: Infinity Fabric links of 100 GB/s peak
+                    // (both directions); assumed one link's 50 GB/s per
+                    // direction between ring neighbours.
+                    bandwidth_gbps: 50.0,
+                    // Assumed.
+                    efficiency: 0.7,
+                    // Assumed.
+                    hop_latency_us: 1.0,
+                },
+                inter_node: Link {
+                    // Assumed: 200 Gb/s NICs (Slingshot-11 or HDR
+                    // InfiniBand), one per package; a ring that crosses
+                    // nodes goes through one.
+                    bandwidth_gbps: 25.0,
+                    // Assumed.
+                    efficiency: 0.9,
+                    // Assumed.
+                    hop_latency_us: 3.0,
+                },
+                // Assumed: four packages, eight GCDs per node (as in HPE
+                // Cray EX235a nodes).
+                gpus_per_node: 8,
+                // Assumed.
+                base_latency_us: 8.0,
+                multi_rail: false,
+            },
+            // Assumed.
+            gemm_max_efficiency: 0.6,
+            // Assumed: a fixed GEMM cost of 0.5e9 / (181e3 x 0.6) ns, about
+            // 4.6 us.
+            gemm_half_gflops: 0.5,
+            // Assumed.
+            attention_efficiency: 0.4,
+            // Datasheet: 208 compute units per package, 104 per GCD;
+            // corpus (mi250-toy-train): numSms 104.
+            num_sms: 104,
+            // Datasheet: 128 GB HBM2e per package, 64 GiB per GCD; corpus
+            // (mi250-toy-train): 68,702,699,520 bytes.
+            memory_bytes: 68_702_699_520,
+            // gfx90a.
+            compute_capability: (9, 0),
+        }
+    }
+
+    /// AMD Instinct MI300X (OAM), seven Infinity Fabric links to the other
+    /// GPUs of an eight-GPU platform. Not offered by the synthesizer (not
+    /// in [`GpuSpec::NAMES`]).
+    pub fn mi300x() -> GpuSpec {
+        GpuSpec {
+            name: "mi300x",
+            // Corpus: single-rank/mi300x-resnet-ddp-rank0of8.
+            device_name: "AMD Instinct MI300X",
+            arch: "gfx942",
+            // Datasheet (AMD Instinct MI300X): 1,307.4 TFLOP/s peak FP16
+            // and BF16 dense (2,614.9 with sparsity).
+            peak_bf16_tflops: 1307.4,
+            // Datasheet: 2,614.9 TFLOP/s FP8 dense.
+            peak_fp8_tflops: Some(2614.9),
+            // Datasheet: 5.3 TB/s HBM3.
+            hbm_gbps: 5300.0,
+            // Assumed: achievable host-to-device rate over PCIe Gen5 x16.
+            pcie_gbps: 50.0,
+            network: NetworkModel {
+                intra_node: Link {
+                    // Datasheet: seven Infinity Fabric links, 896 GB/s
+                    // peak aggregate (both directions); 448 each way.
+                    bandwidth_gbps: 448.0,
+                    // Assumed: RCCL reaches less of a fully connected mesh
+                    // than NCCL of NVSwitch.
+                    efficiency: 0.7,
+                    // Assumed.
+                    hop_latency_us: 0.8,
+                },
+                inter_node: Link {
+                    // Assumed: one 400 Gb/s NIC per GPU, as in the AMD
+                    // Instinct MI300X platform reference designs.
+                    bandwidth_gbps: 50.0,
+                    // Assumed.
+                    efficiency: 0.9,
+                    // Assumed.
+                    hop_latency_us: 2.5,
+                },
+                // Datasheet (AMD Instinct MI300X platform): eight GPUs.
+                gpus_per_node: 8,
+                // Assumed.
+                base_latency_us: 6.0,
+                multi_rail: false,
+            },
+            // Assumed.
+            gemm_max_efficiency: 0.6,
+            // Assumed: a fixed GEMM cost of 3.5e9 / (1307e3 x 0.6) ns, about
+            // 4.5 us.
+            gemm_half_gflops: 3.5,
+            // Assumed.
+            attention_efficiency: 0.4,
+            // Datasheet and corpus (mi300x-resnet-ddp-rank0of8): 304
+            // compute units.
+            num_sms: 304,
+            // Datasheet: 192 GB HBM3; corpus: 206,141,652,992 bytes.
+            memory_bytes: 206_141_652_992,
+            // gfx942.
+            compute_capability: (9, 4),
+        }
+    }
+
+    /// Every GPU the prediction recognises in a trace: the synthesizer's
+    /// presets and those it has no kernel tables for.
+    pub fn known() -> Vec<GpuSpec> {
+        vec![
+            GpuSpec::v100(),
+            GpuSpec::a100(),
+            GpuSpec::h100(),
+            GpuSpec::h200(),
+            GpuSpec::b200(),
+            GpuSpec::mi250(),
+            GpuSpec::mi300x(),
+        ]
+    }
+
     /// A preset by name (case-insensitive, `nvidia-` prefix allowed).
     pub fn preset(name: &str) -> Result<GpuSpec, UnknownPreset> {
         let lower = name.to_ascii_lowercase();
@@ -349,5 +553,18 @@ mod tests {
         }
         assert_eq!("NVIDIA-H200".parse::<GpuSpec>().unwrap().name, "h200");
         assert!(GpuSpec::preset("v100").is_err());
+    }
+
+    #[test]
+    fn known_gpus_have_sane_numbers() {
+        for g in GpuSpec::known() {
+            assert!(
+                g.peak_bf16_tflops > 100.0 && g.hbm_gbps > 800.0,
+                "{}",
+                g.name
+            );
+            assert!(g.network.intra_node.bandwidth_gbps > g.network.inter_node.bandwidth_gbps);
+            assert!(g.num_sms > 0 && g.memory_bytes > 1 << 30, "{}", g.name);
+        }
     }
 }

@@ -27,7 +27,8 @@
 //!   `n-1` ring steps plus a fixed launch cost. A group inside one node of
 //!   [`NetworkModel::gpus_per_node`] GPUs uses NVLink; a group that spans
 //!   nodes is bound by the per-GPU InfiniBand link.
-//! - [`GpuSpec`]: presets for A100, H100, H200 and B200 (each number says
+//! - [`GpuSpec`]: presets for A100, H100, H200 and B200, and V100, MI250
+//!   and MI300X for recognising traces (each number says
 //!   where it comes from), and the three models above for each;
 //!   [`UnknownPreset`] when a name is not one of them.
 //! - [`Hardware`]: the calibrated models the synthesizer times kernels

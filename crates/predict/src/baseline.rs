@@ -12,13 +12,18 @@ use lumos_graph::{Graph, Measured};
 use lumos_models::{CollectiveKind, GpuSpec};
 
 use crate::config::Config;
+use crate::config::{Coord, Layout};
 use crate::context::TraceContext;
+use crate::discover::CommInfo;
 use crate::discover::{
     discover, discover_with_hint, GroupClass, PassKind, Role, Structure, WorkClass,
 };
 use crate::edits::{realize, Prediction, Target};
 use crate::error::PredictError;
-use crate::models::{gpu_for_device, CommModel, ComputeModel, GemmCalibration, NetworkCalibration};
+use crate::models::{
+    identify_gpu, CommModel, ComputeModel, GemmCalibration, GpuMatch, LinkCalibration,
+    NetworkCalibration, ENVELOPE_PERCENTILE, GEMM_MAX_FIT_ERROR_PCT,
+};
 use crate::plan::StageRole;
 
 /// One traced rank: its graph, ground truth and metadata.
@@ -153,22 +158,22 @@ impl Baseline {
             hidden: d0.hidden.unwrap_or(0),
             ffn: d0.ffn.unwrap_or(0),
         };
-        let (gpu, known) = gpu_for_device(inputs[0].ctx.device_name.as_deref());
-        if !known {
+        let ctx0 = &inputs[0].ctx;
+        let gpu = identify_gpu(
+            ctx0.device_name.as_deref(),
+            ctx0.device_sms,
+            ctx0.device_memory_bytes,
+        );
+        if !gpu.known {
             notes.push(format!(
-                "GPU {:?} not among the presets: H100 values used where no calibration applies \
+                "low confidence: {}: H100 values used where no calibration applies \
                  (GEMM ratios do not depend on the peak)",
-                inputs[0].ctx.device_name.as_deref().unwrap_or("unknown")
+                gpu.how
             ));
         }
         let gemm = fit_gemm(&inputs, &structures, &gpu);
-        if !gemm.fitted {
-            notes.push(
-                "GEMM curve could not be fitted (too few GEMMs with shapes): preset curve used"
-                    .into(),
-            );
-        }
-        let network = fit_network(&inputs, &structures, &gpu, &mut notes);
+        notes.extend(gemm_note(&gemm));
+        let network = fit_network(&inputs, &structures, &config, &gpu.spec, &mut notes);
         let params = structures.iter().map(|s| param_count(s, &config)).collect();
         let templates = templates(&inputs, &structures);
         let models = Models {
@@ -347,23 +352,46 @@ fn one_rank_per_stage(
 }
 
 /// One GEMM curve for every input: the fit over the input with the most
-/// GEMMs with shapes.
-fn fit_gemm(inputs: &[Input], structures: &[Structure], gpu: &GpuSpec) -> GemmCalibration {
-    let mut best = GemmCalibration::fit(&inputs[0].graph, &structures[0], gpu);
+/// GEMMs with shapes, for the GPU `gpu`.
+fn fit_gemm(inputs: &[Input], structures: &[Structure], gpu: &GpuMatch) -> GemmCalibration {
+    let mut best = GemmCalibration::fit(&inputs[0].graph, &structures[0], &gpu.spec);
     for (i, s) in inputs.iter().zip(structures).skip(1) {
-        let c = GemmCalibration::fit(&i.graph, s, gpu);
+        let c = GemmCalibration::fit(&i.graph, s, &gpu.spec);
         if c.samples > best.samples {
             best = c;
         }
     }
+    best.gpu_known = gpu.known;
+    best.gpu_source = gpu.how.clone();
     best
 }
 
+/// What the GEMM calibration assumes, when it is not a plain fit.
+fn gemm_note(g: &GemmCalibration) -> Option<String> {
+    match g.method {
+        "flop_ratio" => Some(format!(
+            "GEMM curve ({}) errs by {:.0}% on the trace's {} GEMMs with shapes, over the \
+             {GEMM_MAX_FIT_ERROR_PCT:.0}% limit: not used; a re-timed GEMM takes its measured \
+             time x its change in FLOPs (the efficiency measured for its own shape)",
+            if g.fitted { "fitted" } else { "preset" },
+            g.mean_abs_error_pct,
+            g.samples
+        )),
+        "preset_curve" => Some(
+            "GEMM curve could not be fitted (too few GEMMs with shapes): preset curve used".into(),
+        ),
+        _ => None,
+    }
+}
+
 /// The GPU preset's network, with the node size the trace shows,
-/// calibrated on every input's collectives.
+/// calibrated on every input's collectives. A collective without recorded
+/// group members is taken to use its class's group in the traced layout
+/// (`config`).
 fn fit_network(
     inputs: &[Input],
     structures: &[Structure],
+    config: &Config,
     gpu: &GpuSpec,
     notes: &mut Vec<String>,
 ) -> NetworkCalibration {
@@ -376,7 +404,69 @@ fn fit_network(
     ));
     let pairs: Vec<(&Graph, &Structure)> =
         inputs.iter().map(|i| &i.graph).zip(structures).collect();
-    NetworkCalibration::fit(&pairs, start, &format!("preset {}", gpu.name))
+    let layout = Layout::of(config);
+    let ranks_of = |stage: usize, c: &CommInfo| -> Vec<i64> {
+        if !c.ranks.is_empty() {
+            return c.ranks.clone();
+        }
+        match c.class {
+            GroupClass::Data | GroupClass::Tensor => {
+                let at: Coord = layout.coord(inputs[stage].ctx.rank as i64);
+                layout.group(c.class, at)
+            }
+            _ => Vec::new(),
+        }
+    };
+    let net = NetworkCalibration::fit(&pairs, start, &format!("preset {}", gpu.name), &ranks_of);
+    notes.extend(net.links.iter().filter_map(|l| link_note(l, gpu.name)));
+    net
+}
+
+/// What was done to calibrate link `l` (on a GPU preset named `gpu`), for
+/// the assumptions; `None` for a link the trace never used.
+fn link_note(l: &LinkCalibration, gpu: &str) -> Option<String> {
+    if l.collectives == 0 {
+        return None;
+    }
+    let envelope = format!(
+        "the {ENVELOPE_PERCENTILE:.0}th percentile of each bucket (a kernel's time includes \
+         waiting for its peers)"
+    );
+    Some(match l.method {
+        "alpha_beta" | "one_factor" | "bandwidth_only" => format!(
+            "network {}: calibrated on {} collectives in {} (kind, size, group) buckets, on \
+             {envelope}; {}: {:.1} GB/s effective, latency x{:.2}, mean error {:.1}%",
+            l.link,
+            l.collectives - l.unsized_collectives,
+            l.samples,
+            match l.method {
+                "alpha_beta" => "bandwidth and latency fitted",
+                "one_factor" => "one factor on the preset's times",
+                _ => "bandwidth fitted, far below the preset's; latencies the preset's",
+            },
+            l.effective_gbps,
+            l.latency_scale,
+            l.mean_abs_error_pct
+        ),
+        "latency_only" => format!(
+            "network {}: the trace's {} collectives on it record no message size: only the \
+             latency calibrated (x{:.2}, on {envelope} of each of {} (kind, group) buckets, mean \
+             error {:.1}%); bandwidth from preset {gpu} ({:.1} GB/s effective); a re-timed \
+             collective without a size gets one inferred from its measured time, waiting \
+             included: an upper bound",
+            l.link,
+            l.collectives,
+            l.latency_scale,
+            l.samples,
+            l.mean_abs_error_pct,
+            l.effective_gbps
+        ),
+        _ => format!(
+            "network {}: its {} collectives ({} without a size) fit no ring model near preset \
+             {gpu}: preset values kept ({:.1} GB/s effective)",
+            l.link, l.collectives, l.unsized_collectives, l.effective_gbps
+        ),
+    })
 }
 
 /// Each input's graph as structural edits copy it: the main thread's
@@ -592,8 +682,19 @@ mod tests {
         let alone = GemmCalibration::fit(&ins[0].graph, &s[0], &gpu);
         assert!(alone.samples > 0 && alone.fitted);
         let both = [e, ins.into_iter().next().unwrap()];
-        let fit = fit_gemm(&both, &[es, s.into_iter().next().unwrap()], &gpu);
-        assert_eq!(fit, alone);
+        let fit = fit_gemm(
+            &both,
+            &[es, s.into_iter().next().unwrap()],
+            &identify_gpu(Some("H100"), None, None),
+        );
+        assert_eq!(fit.gpu_source, "device name \"H100\"");
+        assert_eq!(
+            fit,
+            GemmCalibration {
+                gpu_source: fit.gpu_source.clone(),
+                ..alone
+            }
+        );
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub struct TraceContext {
     pub gpus_per_node: usize,
     /// Name of the rank's GPU (`NVIDIA H100 80GB HBM3`), if recorded.
     pub device_name: Option<String>,
+    /// The GPU's streaming multiprocessors (compute units), if recorded.
+    pub device_sms: Option<u32>,
+    /// The GPU's memory in bytes, if recorded.
+    pub device_memory_bytes: Option<u64>,
     /// Absolute time of the graph's window start (trace base time plus
     /// [`Measured::origin_ns`]), used to line up the stages of one job.
     pub clock_origin_ns: i64,
@@ -43,6 +47,8 @@ impl Default for TraceContext {
             groups: Vec::new(),
             gpus_per_node: 8,
             device_name: None,
+            device_sms: None,
+            device_memory_bytes: None,
             clock_origin_ns: 0,
         }
     }
@@ -76,6 +82,8 @@ impl TraceContext {
                 meta.devices.len()
             },
             device_name: meta.devices.first().map(|d| d.name.clone()),
+            device_sms: meta.devices.first().and_then(|d| d.num_sms),
+            device_memory_bytes: meta.devices.first().and_then(|d| d.total_global_mem),
             clock_origin_ns: meta.base_time_ns.unwrap_or(0) + measured.origin_ns,
         }
     }

@@ -113,8 +113,9 @@ pub use discover::{
 pub use edits::{Edit, PredictedStage, Prediction, Target};
 pub use error::PredictError;
 pub use models::{
-    gpu_for_device, network_preset, network_with, CommModel, ComputeModel, GemmCalibration,
-    LinkCalibration, LinkOverrides, NetworkCalibration, NetworkOverrides, Source,
+    gpu_for_device, identify_gpu, network_preset, network_with, CommModel, ComputeModel,
+    GemmCalibration, GpuMatch, LinkCalibration, LinkOverrides, NetworkCalibration,
+    NetworkOverrides, Source, ENVELOPE_PERCENTILE, GEMM_MAX_FIT_ERROR_PCT,
 };
 pub use outcome::{Outcome, StageOutcome, Steadiness};
 pub use plan::StageRole;

@@ -298,6 +298,17 @@ pub struct GemmCalibration {
     pub fitted: bool,
     /// GPU preset the peak came from.
     pub gpu: String,
+    /// True when the trace's GPU is a known one; false when the preset is
+    /// H100's for lack of a better one (low confidence).
+    pub gpu_known: bool,
+    /// How the GPU was recognised, or why not.
+    pub gpu_source: String,
+    /// How re-timed GEMMs get their durations: `fitted_curve`,
+    /// `preset_curve` or `flop_ratio` (the curve errs by more than
+    /// `max_error_pct`).
+    pub method: &'static str,
+    /// The fit error limit, %.
+    pub max_error_pct: f64,
 }
 
 impl From<&lp::GemmCalibration> for GemmCalibration {
@@ -310,6 +321,10 @@ impl From<&lp::GemmCalibration> for GemmCalibration {
             mean_abs_error_pct: g.mean_abs_error_pct,
             fitted: g.fitted,
             gpu: g.gpu.clone(),
+            gpu_known: g.gpu_known,
+            gpu_source: g.gpu_source.clone(),
+            method: g.method,
+            max_error_pct: g.max_error_pct,
         }
     }
 }
@@ -328,8 +343,17 @@ pub struct LinkCalibration {
     pub latency_scale: f64,
     /// Mean |model - measured| / measured over the samples, %.
     pub mean_abs_error_pct: f64,
-    /// False when the trace had no usable collective on this link.
+    /// True when the bandwidth was calibrated on the trace.
     pub calibrated: bool,
+    /// How: `alpha_beta`, `one_factor`, `bandwidth_only`, `latency_only`
+    /// (no message size recorded) or `preset`.
+    pub method: &'static str,
+    /// Collective kernels attributed to this link.
+    pub collectives: usize,
+    /// Of those, the ones without a recorded message size.
+    pub unsized_collectives: usize,
+    /// True when the trace's evidence changed this link's model.
+    pub latency_calibrated: bool,
 }
 
 impl From<&lp::LinkCalibration> for LinkCalibration {
@@ -341,6 +365,10 @@ impl From<&lp::LinkCalibration> for LinkCalibration {
             latency_scale: l.latency_scale,
             mean_abs_error_pct: l.mean_abs_error_pct,
             calibrated: l.calibrated,
+            method: l.method,
+            collectives: l.collectives,
+            unsized_collectives: l.unsized_collectives,
+            latency_calibrated: l.latency_calibrated,
         }
     }
 }

@@ -348,10 +348,13 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
         g.max_efficiency * 100.0,
         g.half_gflops,
         g.mean_abs_error_pct,
-        if g.fitted {
-            ""
-        } else {
-            " (preset, not fitted)"
+        match (g.method, g.fitted) {
+            ("flop_ratio", _) => format!(
+                " (over the {:.0}% limit: not used, FLOP ratios instead)",
+                g.max_error_pct
+            ),
+            (_, true) => String::new(),
+            _ => " (preset, not fitted)".into(),
         }
     )?;
     for l in &r.calibration.network {
@@ -365,6 +368,11 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
             l.mean_abs_error_pct,
             if l.calibrated {
                 String::new()
+            } else if l.method == "latency_only" {
+                format!(
+                    " (latency only: no message sizes; bandwidth: {} values)",
+                    r.calibration.network_start
+                )
             } else {
                 format!(" (not calibrated: {} values)", r.calibration.network_start)
             }
