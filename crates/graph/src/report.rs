@@ -26,6 +26,14 @@ pub enum Rule {
     PollingLoop,
     /// A long CPU gap that ended right after a task on another thread.
     GapAfterOtherThread,
+    /// Framework semantics: a collective's stream waits for the last
+    /// compute task its thread launched before it (PyTorch's NCCL process
+    /// group syncs the two streams before every collective).
+    CollectiveInput,
+    /// Framework semantics: the thread's compute stream waits for the
+    /// latest collective not yet waited for, at the first compute task
+    /// launched after the wait call (`Work::wait()`).
+    CollectiveConsumer,
 }
 
 impl Rule {
@@ -41,6 +49,8 @@ impl Rule {
             Rule::LongCallEndsAfterGpu => "long_call_ends_after_gpu",
             Rule::PollingLoop => "polling_loop",
             Rule::GapAfterOtherThread => "gap_after_other_thread",
+            Rule::CollectiveInput => "collective_input",
+            Rule::CollectiveConsumer => "collective_consumer",
         }
     }
 

@@ -21,6 +21,7 @@ use crate::model::*;
 use crate::report::{BuildReport, Rule};
 
 mod finish;
+mod frameworks;
 mod streams;
 mod syncs;
 mod tasks;

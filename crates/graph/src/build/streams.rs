@@ -131,20 +131,27 @@ impl Builder<'_> {
                 self.g.tasks[c.idx()].kind == TaskKind::Runtime && is_stream_wait(self.g.name(c))
             })
             .collect();
+        let frameworks = self.framework_waits(&waits, &sync_streams);
         for w in waits {
             let wait_start = self.raw[w.idx()].start;
             let corr = self.g.tasks[w.idx()].correlation;
             // Target: first task launched onto the waiting stream after the call.
             let evidence_here = evidence.get(&corr).copied();
+            let framework = frameworks.get(&w).copied();
             let wait_stream = sync_streams
                 .get(&corr)
                 .and_then(|&(d, s)| self.stream_proc(d, s))
+                .or_else(|| framework.map(|f| self.g.tasks[f.target.idx()].proc))
                 .or_else(|| self.nearby_launch_stream(w, true));
             let Some(ws) = wait_stream else {
                 self.report.unresolved_waits += 1;
                 continue;
             };
-            let Some(target) = self.first_launched_after(ws, wait_start) else {
+            let target = match framework {
+                Some(f) => Some(f.target),
+                None => self.first_launched_after(ws, wait_start),
+            };
+            let Some(target) = target else {
                 self.report.unresolved_waits += 1;
                 continue;
             };
@@ -163,6 +170,9 @@ impl Builder<'_> {
             }
             if found.is_none() {
                 found = self.record_source(w, ws).map(|s| (s, Rule::LaunchSequence));
+            }
+            if found.is_none() {
+                found = framework.and_then(|f| f.source.map(|s| (s, f.rule)));
             }
             if found.is_none() {
                 found = self

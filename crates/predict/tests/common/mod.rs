@@ -117,3 +117,13 @@ pub fn joint_truth_ms(cfg: &SynthConfig) -> f64 {
     let id = base.identity();
     mean_ms(&id.simulate_job(id.job_coupled(true)).unwrap().step_ns)
 }
+
+/// The same job written as most real exporters write it: no `cuda_sync`
+/// events and no `cudaEventRecord` calls, so every inter-stream and sync
+/// edge has to be inferred.
+pub fn stripped(cfg: &SynthConfig) -> SynthConfig {
+    let mut c = cfg.clone();
+    c.training.cuda_sync_events = false;
+    c.training.event_records = false;
+    c
+}

@@ -78,6 +78,8 @@ codes!(
         Rule::LongCallEndsAfterGpu = 6,
         Rule::PollingLoop = 7,
         Rule::GapAfterOtherThread = 8,
+        Rule::CollectiveInput = 9,
+        Rule::CollectiveConsumer = 10,
     ]
 );
 
