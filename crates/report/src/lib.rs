@@ -103,7 +103,7 @@ pub use tables::{
     job_tables, kernel_rows, rank_tables, step_breakdowns, KernelLaunchRow, RankTables,
     StepBreakdown,
 };
-pub use timeline::{Timeline, TimelineSource};
+pub use timeline::{MergedTimeline, Timeline, TimelineSource};
 
 /// `lumos demo --json`: the built-in example inspected, replayed, and
 /// replayed with compute kernels twice as fast.

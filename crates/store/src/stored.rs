@@ -133,6 +133,7 @@ impl TraceFacts {
             world_size: self.meta.world_size,
             base_time_ns: self.meta.base_time_ns,
             warnings: self.warnings.clone(),
+            about: lumos_graph::TraceAbout::of_meta(&self.meta),
         }
     }
 }

@@ -11,7 +11,7 @@ use lumos_models::NetworkModel;
 use lumos_predict::{
     network_preset, Baseline, Edit, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
-use lumos_report::{PredictReport, Timeline, TimelineSource};
+use lumos_report::{MergedTimeline, PredictReport, Timeline, TimelineSource};
 
 use crate::inputs::Loaded;
 use crate::usage::{count, factor, size, usage};
@@ -33,6 +33,10 @@ pub struct PredictArgs {
     /// <name>.predicted.json.gz here (opens in Perfetto).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// With --out, write the stages as one timeline,
+    /// job.predicted.json.gz, each stage's rank a process named "rank N".
+    #[arg(long, requires = "out")]
+    pub merge: bool,
 }
 
 /// The configuration to predict: `lumos predict`'s flags, which `lumos
@@ -202,8 +206,13 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     let pred = apply(&base, &a.target, network).map_err(predict_error)?;
     let (report, outcome) = lumos_report::predict(&base, &pred)?;
     if let Some(dir) = &a.out {
-        for t in Timeline::predicted(&pred, &outcome, &sources) {
-            super::replay::write_timeline(dir, &t)?;
+        let timelines = Timeline::predicted(&pred, &outcome, &sources);
+        if a.merge {
+            super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
+        } else {
+            for t in timelines {
+                super::replay::write_timeline(dir, &t)?;
+            }
         }
     }
     if a.json {

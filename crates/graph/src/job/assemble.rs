@@ -42,6 +42,8 @@ pub struct RankMeta {
     pub base_time_ns: Option<i64>,
     /// The reader's warnings about the file.
     pub warnings: Vec<String>,
+    /// Its tracks, devices and process groups, for timelines.
+    pub about: crate::TraceAbout,
 }
 
 /// One rank, read and built: its metadata, graph and build report. The
@@ -70,6 +72,7 @@ impl RankInput {
                 world_size: trace.meta.world_size,
                 base_time_ns: trace.meta.base_time_ns,
                 warnings: trace.warnings.clone(),
+                about: crate::TraceAbout::of(trace),
             },
             graph,
             report,
