@@ -154,13 +154,12 @@ fn replayed_trace_rereads_with_the_replayed_times() {
     let out = dir.join("a100-event-sync.replayed.json.gz");
     let t = lumos_trace::read_path(&out).unwrap();
     assert_eq!(t.skipped.total(), 0);
-    // The tasks of the re-read trace span the replayed window.
-    let tasks = t
-        .events
-        .iter()
-        .filter(|e| e.category != lumos_trace::Category::UserAnnotation);
-    let start = tasks.clone().map(|e| e.ts_ns).min().unwrap();
-    let end = tasks.map(|e| e.end_ns()).max().unwrap();
+    // The tasks of the re-read trace (not the operators and annotations
+    // around them, whose self time reaches past them) span the replayed
+    // window.
+    let (_, m, _) = lumos_graph::build(&t);
+    let start = m.tasks.iter().map(|s| s.start_ns).min().unwrap();
+    let end = m.tasks.iter().map(|s| s.end_ns).max().unwrap();
     let replayed_us = v["traces"][0]["window"]["replayed_us"].as_f64().unwrap();
     assert!(
         ((end - start) as f64 / 1e3 - replayed_us).abs() < 0.01,
@@ -377,4 +376,47 @@ fn directories_are_searched_in_sub_folders_without_lumos_outputs() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("sub-folders included"));
+}
+
+#[test]
+fn merge_writes_a_job_as_one_timeline_a_process_per_rank() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-merge");
+    let out = dir.join("m");
+    let st = lumos()
+        .args(["replay", "--merge", "--out", out.to_str().unwrap()])
+        .arg(c.path("multi-rank/dlrm-8xv100"))
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let written: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(written, ["job.replayed.json.gz"]);
+    let t = lumos_trace::read_path(&out.join("job.replayed.json.gz")).unwrap();
+    let mut ranks: Vec<String> = t
+        .track_names
+        .iter()
+        .filter(|n| n.tid.is_none())
+        .map(|n| n.name.clone())
+        .collect();
+    ranks.sort();
+    assert_eq!(
+        ranks,
+        (0..8).map(|r| format!("rank {r}")).collect::<Vec<_>>()
+    );
+    // --merge without --out is a usage error.
+    let st = lumos()
+        .args(["replay", "--merge"])
+        .arg(c.path("multi-rank/dlrm-8xv100"))
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(2));
 }

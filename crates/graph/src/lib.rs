@@ -19,6 +19,7 @@
 //! communication program.
 #![deny(missing_docs)]
 
+mod about;
 mod acyclic;
 mod build;
 mod check;
@@ -27,6 +28,7 @@ mod job;
 mod model;
 mod report;
 
+pub use about::{TraceAbout, Track};
 pub use build::build;
 pub use check::{check, Violation};
 pub use dump::dump;

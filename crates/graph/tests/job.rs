@@ -458,6 +458,7 @@ fn input(r: u32, source: lumos_trace::RankSource, world_size: Option<u32>) -> Ra
             written_ranks: Vec::new(),
             base_time_ns: None,
             warnings: Vec::new(),
+            about: Default::default(),
         },
         graph,
         report: BuildReport::default(),

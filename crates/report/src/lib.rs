@@ -109,7 +109,7 @@ pub use tables::{
     job_tables, kernel_rows, rank_tables, step_breakdowns, KernelLaunchRow, RankTables,
     StepBreakdown,
 };
-pub use timeline::{Timeline, TimelineSource};
+pub use timeline::{MergedTimeline, Timeline, TimelineSource};
 pub use transfer::{
     transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,
     TransferPrediction, TransferReport, TransferStep,

@@ -359,7 +359,8 @@ fn diff_of_two_captures_and_of_a_trace_and_its_replay() {
     let back = lumos_trace::read_path(&out).unwrap();
     let d = diff(&ia, &DiffInput::of(&back), &DiffOptions::default()).unwrap();
     assert!(d.steps.iter().all(|s| s.status == "same"), "{:?}", d.steps);
-    assert!(!d.with_scopes, "a replayed timeline keeps only the leaves");
+    assert!(d.with_scopes, "a replayed timeline keeps its operators");
+    assert!(d.operators.is_empty(), "{:?}", d.operators);
     assert!(d.kernels.is_empty(), "{:?}", d.kernels);
     assert!(d.breakdown.iter().all(|m| m.delta_us.abs() < 1e-6));
     // Steps that do not exist in one run are a named error.

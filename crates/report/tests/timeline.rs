@@ -62,10 +62,12 @@ fn a_replayed_timeline_reads_back_to_the_same_tasks() {
     assert_eq!(back.meta.base_time_ns, trace.meta.base_time_ns);
     assert_eq!(back.meta.rank, trace.meta.rank);
 
-    // The file: one event per task, with its name, processor, times to the
-    // ns and correlation, then one per step.
-    assert_eq!(back.events.len(), graph.tasks.len() + graph.steps.len());
-    for (i, e) in back.events.iter().take(graph.tasks.len()).enumerate() {
+    // The file: one event per scope (operators with children and
+    // annotations, steps among them), then one per task, with its name,
+    // processor, times to the ns and correlation.
+    let scopes = back.events.len() - graph.tasks.len();
+    assert_eq!(scopes, graph.scopes.len());
+    for (i, e) in back.events.iter().skip(scopes).enumerate() {
         let id = TaskId(i as u32);
         let t = graph.task(id);
         assert_eq!(back.name(e), graph.name(id));
@@ -107,6 +109,6 @@ fn a_replay_keeps_what_its_report_and_timeline_need() {
     let back = lumos_trace::read_bytes(&trace.path, &bytes).unwrap();
     assert_eq!(
         back.events.len(),
-        replayed.graph.tasks.len() + replayed.graph.steps.len()
+        replayed.graph.tasks.len() + replayed.graph.scopes.len()
     );
 }

@@ -134,6 +134,7 @@ impl TraceFacts {
             written_ranks: self.meta.written_ranks.clone(),
             base_time_ns: self.meta.base_time_ns,
             warnings: self.warnings.clone(),
+            about: lumos_graph::TraceAbout::of_meta(&self.meta),
         }
     }
 }

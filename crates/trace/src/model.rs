@@ -459,6 +459,18 @@ pub struct TrackName {
     pub name: String,
 }
 
+/// A `thread_sort_index` or `process_sort_index` metadata event: where a
+/// viewer lists the track.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackSort {
+    /// Process id.
+    pub pid: Ident,
+    /// Thread id; `None` for a process's index.
+    pub tid: Option<Ident>,
+    /// The index (lower first).
+    pub index: i64,
+}
+
 /// Why an event was not kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SkipReason {
@@ -583,6 +595,8 @@ pub struct Trace {
     pub flows: Vec<Flow>,
     /// Thread and process names.
     pub track_names: Vec<TrackName>,
+    /// Thread and process sort indices (the order viewers list them in).
+    pub track_sorts: Vec<TrackSort>,
     /// `[memory]` instant events, in file order. Like every instant
     /// event they are not tasks, and are counted in [`Trace::skipped`]
     /// too.

@@ -129,6 +129,12 @@ pub(crate) enum Parsed {
         tid: Option<PIdent>,
         name: String,
     },
+    /// A `thread_sort_index` / `process_sort_index` metadata event.
+    TrackSort {
+        pid: PIdent,
+        tid: Option<PIdent>,
+        index: i64,
+    },
     /// Other metadata events: neither kept nor counted as skipped.
     Metadata,
     /// A `[memory]` instant event: kept in [`crate::Trace::memory`], and
@@ -223,6 +229,11 @@ impl Parsed {
                 pid: own_id(pid),
                 tid: tid.map(own_id),
                 name,
+            },
+            Parsed::TrackSort { pid, tid, index } => Parsed::TrackSort {
+                pid: own_id(pid),
+                tid: tid.map(own_id),
+                index,
             },
             Parsed::Skip { cat, reason } => Parsed::Skip {
                 cat: own(cat),
@@ -346,6 +357,8 @@ struct RawArgs<'a> {
     bytes: Option<u64>,
     /// `name` of `thread_name` / `process_name` metadata events.
     name: Option<Cow<'a, str>>,
+    /// `sort_index` of `thread_sort_index` / `process_sort_index` ones.
+    sort_index: Option<i64>,
     collective_name: Option<Cow<'a, str>>,
     in_nelems: Option<u64>,
     out_nelems: Option<u64>,
@@ -509,6 +522,21 @@ impl<'a> RawEvent<'a> {
         let (Some(name), Some(pid)) = (self.name.as_deref(), self.pid.take()) else {
             return Parsed::Metadata;
         };
+        let sort_tid = match name {
+            "thread_sort_index" => Some(self.tid.take()),
+            "process_sort_index" => Some(None),
+            _ => None,
+        };
+        if let Some(tid) = sort_tid {
+            let Some(index) = self.args.sort_index.filter(|_| self.has_args) else {
+                return Parsed::Metadata;
+            };
+            return Parsed::TrackSort {
+                pid: PIdent::of(base, pid),
+                tid: tid.map(|t| PIdent::of(base, t)),
+                index,
+            };
+        }
         let Some(label) = self.args.name.take().filter(|_| self.has_args) else {
             return Parsed::Metadata;
         };
@@ -1060,6 +1088,10 @@ impl<'a> Parser<'a> {
                 }
                 "name" => {
                     a.name = p.value()?.lenient_str();
+                    false
+                }
+                "sort_index" => {
+                    a.sort_index = p.value()?.int();
                     false
                 }
                 "Sequence number" => set(&mut a.sequence_number, p.value()?.int()),

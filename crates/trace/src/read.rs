@@ -443,6 +443,11 @@ impl Builder {
                 let tid = tid.map(|t| self.ident(&t, element));
                 self.trace.track_names.push(TrackName { pid, tid, name });
             }
+            Parsed::TrackSort { pid, tid, index } => {
+                let pid = self.ident(&pid, element);
+                let tid = tid.map(|t| self.ident(&t, element));
+                self.trace.track_sorts.push(TrackSort { pid, tid, index });
+            }
             Parsed::Metadata => {}
             Parsed::Memory { event, cat } => {
                 self.trace.memory.push(event);

@@ -361,3 +361,27 @@ fn input_dims_are_shared_and_malformed_ones_counted() {
         ["2 events with a malformed \"Input Dims\" (first at traceEvents[1]): kept without it"]
     );
 }
+
+#[test]
+fn sort_indices_read_back() {
+    let mut w = KinetoWriter::new(Vec::new(), Layout::Compact);
+    w.process_name(5, "rank 5");
+    w.process_sort_index(5, 2);
+    w.thread_sort_index(5, 7, -1);
+    let bytes = w.finish().unwrap();
+    let t = read_bytes(Path::new("sorts.json"), &bytes).unwrap();
+    let got: Vec<_> = t
+        .track_sorts
+        .iter()
+        .map(|s| (s.pid, s.tid, s.index))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Ident::Num(5), None, 2),
+            (Ident::Num(5), Some(Ident::Num(7)), -1)
+        ]
+    );
+    assert_eq!(t.track_names.len(), 1);
+    assert_eq!(t.skipped.total(), 0);
+}

@@ -11,7 +11,7 @@ use lumos_models::NetworkModel;
 use lumos_predict::{
     network_preset, Baseline, Edit, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
-use lumos_report::{ConfidenceReport, PredictReport, Timeline, TimelineSource};
+use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
 
 use crate::inputs::Loaded;
 use crate::usage::{count, factor, size, usage};
@@ -39,6 +39,10 @@ pub struct PredictArgs {
     /// software. Takes one trace to predict from.
     #[arg(long, value_name = "TRACE")]
     pub durations_from: Option<PathBuf>,
+    /// With --out, write the stages as one timeline,
+    /// job.predicted.json.gz, each stage's rank a process named "rank N".
+    #[arg(long, requires = "out")]
+    pub merge: bool,
 }
 
 /// The configuration to predict: `lumos predict`'s flags, which `lumos
@@ -212,8 +216,13 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     let pred = apply(&base, &a.target, network).map_err(predict_error)?;
     let (report, outcome) = lumos_report::predict(&base, &pred)?;
     if let Some(dir) = &a.out {
-        for t in Timeline::predicted(&pred, &outcome, &sources) {
-            super::replay::write_timeline(dir, &t)?;
+        let timelines = Timeline::predicted(&pred, &outcome, &sources);
+        if a.merge {
+            super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
+        } else {
+            for t in timelines {
+                super::replay::write_timeline(dir, &t)?;
+            }
         }
     }
     let kept = pred

@@ -9,8 +9,8 @@ use clap::ValueEnum;
 use lumos_graph::{assemble_with, DepKind, RankInput, Unreadable};
 use lumos_predict::KernelScale;
 use lumos_report::{
-    AnalysisOptions, CriticalPathExport, RankScale, ReplayOutput, ReportError, StepSelection,
-    Summary, Timeline, TraceReplay,
+    AnalysisOptions, CriticalPathExport, MergedTimeline, RankScale, ReplayOutput, ReportError,
+    StepSelection, Summary, Timeline, TraceReplay,
 };
 use lumos_sim::{GpuSelector, SimOptions};
 use lumos_trace::{write_atomic, write_gz_atomic};
@@ -36,6 +36,10 @@ pub struct ReplayArgs {
     /// Write each replayed timeline as <name>.replayed.json.gz here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// With --out, write a job's ranks as one timeline,
+    /// job.replayed.json.gz, each rank a process named "rank N".
+    #[arg(long, requires = "out")]
+    pub merge: bool,
     /// Dependency kinds to drop (ablation), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub deps: Vec<DropDep>,
@@ -394,8 +398,12 @@ fn run_job(
         .report_with(&analysis_options(a))
         .map_err(steps_usage)?;
     if let Some(dir) = &a.out {
-        for t in replayed.timelines() {
-            write_timeline(dir, &t)?;
+        if a.merge {
+            write_merged(dir, &MergedTimeline::new(replayed.timelines().collect()))?;
+        } else {
+            for t in replayed.timelines() {
+                write_timeline(dir, &t)?;
+            }
         }
     }
     bar.finish_and_clear();
@@ -410,6 +418,15 @@ pub fn report_left_out(job: &lumos_graph::Job) -> bool {
         output::error(l);
     }
     job.left_out.is_empty()
+}
+
+/// Writes a job's merged timeline into `dir` (created if needed) under
+/// its own name.
+pub fn write_merged(dir: &Path, timeline: &MergedTimeline) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let path = dir.join(timeline.file_name());
+    write_gz_atomic(&path, |w| timeline.write(w).map(drop))?;
+    Ok(())
 }
 
 /// Writes `timeline` into `dir` (created if needed) under its own name,

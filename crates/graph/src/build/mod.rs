@@ -275,7 +275,7 @@ fn median(mut v: Vec<i64>) -> i64 {
     *v.select_nth_unstable(k).1
 }
 
-fn ident_num(i: Ident) -> i64 {
+pub(crate) fn ident_num(i: Ident) -> i64 {
     match i {
         Ident::Num(n) => n,
         // Non-numeric ids get a stable negative stand-in.

@@ -46,6 +46,8 @@ pub struct RankMeta {
     pub base_time_ns: Option<i64>,
     /// The reader's warnings about the file.
     pub warnings: Vec<String>,
+    /// Its tracks, devices and process groups, for timelines.
+    pub about: crate::TraceAbout,
 }
 
 /// One rank, read and built: its metadata, graph and build report. The
@@ -75,6 +77,7 @@ impl RankInput {
                 written_ranks: trace.meta.written_ranks.clone(),
                 base_time_ns: trace.meta.base_time_ns,
                 warnings: trace.warnings.clone(),
+                about: crate::TraceAbout::of(trace),
             },
             graph,
             report,

@@ -1,16 +1,16 @@
-//! What the HTML report shows beyond the `--json` reports, computed from
-//! the graphs and schedules: the breakdown per step, the top kernels and
-//! who waited in which step. Small private helpers; the per-step analyses
-//! of lumos-report may replace them.
+//! What the HTML report shows, from the analyses every front end shares
+//! (lumos-report's `analysis`, as `lumos replay --json` has them): the
+//! breakdown per step and the top kernels; and what only the page shows,
+//! computed from the job: who waited in which step.
 
 use std::collections::HashMap;
 
 use lumos_graph::{Graph, Measured, RendezvousKind, Span};
-use lumos_sim::{breakdown, rendezvous_times, step_spans, TaskTimes};
+use lumos_sim::{rendezvous_times, step_spans, TaskTimes};
 
 use crate::job::JobReplayed;
 use crate::units::us;
-use crate::BreakdownUs;
+use crate::{Analyses, BreakdownUs, KernelRow, ReplayOutput, StepAnalysis, TraceReplay};
 
 /// Most kernels listed.
 const TOP_KERNELS: usize = 15;
@@ -23,16 +23,6 @@ pub(super) struct StepRow {
     pub rank: Option<u32>,
     pub measured: BreakdownUs,
     pub replayed: BreakdownUs,
-}
-
-/// One kernel name over the measured run (every rank of a job).
-#[derive(Debug, Clone)]
-pub(super) struct KernelRow {
-    pub name: String,
-    pub count: usize,
-    pub total_us: f64,
-    pub share_pct: f64,
-    pub comm: bool,
 }
 
 /// Time each rank waited for its peers in each step, µs; `[rank][step]`.
@@ -57,45 +47,47 @@ fn rank_steps<T: TaskTimes + ?Sized>(g: &Graph, m: &Measured, replayed: &T) -> R
     }
 }
 
-/// Per step of one trace, its breakdown measured and replayed.
-pub(super) fn trace_steps<T: TaskTimes + ?Sized>(
-    g: &Graph,
-    m: &Measured,
-    replayed: &T,
-) -> Vec<StepRow> {
-    let s = rank_steps(g, m, replayed);
-    let names = step_names(g, s.measured.len());
-    s.measured
+/// A step's breakdown as the page's charts take it.
+fn breakdown_of(s: &StepAnalysis) -> BreakdownUs {
+    BreakdownUs {
+        exposed_compute_us: s.exposed_compute_us,
+        overlapped_us: s.overlapped_us,
+        exposed_comm_us: s.exposed_comm_us,
+        idle_us: s.idle_us,
+        total_us: s.span_us,
+    }
+}
+
+/// Per analysed step of one trace, its breakdown measured and replayed.
+pub(super) fn trace_steps(t: &TraceReplay) -> Vec<StepRow> {
+    let a = &t.analysis;
+    a.measured
+        .steps
         .iter()
-        .zip(&s.replayed)
-        .zip(names)
-        .map(|((&ms, &rs), name)| StepRow {
-            name,
+        .zip(&a.replayed.steps)
+        .map(|(m, r)| StepRow {
+            name: if m.index.is_none() {
+                "whole window".to_owned()
+            } else {
+                m.step.clone()
+            },
             rank: None,
-            measured: breakdown(g, &m.tasks, ms).into(),
-            replayed: breakdown(g, replayed, rs).into(),
+            measured: breakdown_of(m),
+            replayed: breakdown_of(r),
         })
         .collect()
 }
 
-/// The steps' names, `window` for a graph without steps.
-fn step_names(g: &Graph, n: usize) -> Vec<String> {
-    if g.steps.is_empty() {
-        return vec!["whole window".to_owned(); n];
-    }
-    g.steps.iter().map(|s| s.name.clone()).take(n).collect()
-}
-
 /// Per step of a job, the breakdown of the rank slowest in that step
 /// (measured and replayed apart, as the job's step is defined).
-pub(super) fn job_steps(j: &JobReplayed) -> Vec<StepRow> {
-    let job = j.job;
-    let per_rank: Vec<Vec<StepRow>> = (0..job.ranks.len())
-        .map(|p| {
-            let rg = &job.graphs[p];
-            let mut rows = trace_steps(&rg.graph, &rg.measured, &j.rank_times(p));
+pub(super) fn job_steps(replay: &ReplayOutput) -> Vec<StepRow> {
+    let per_rank: Vec<Vec<StepRow>> = replay
+        .traces
+        .iter()
+        .map(|t| {
+            let mut rows = trace_steps(t);
             for r in &mut rows {
-                r.rank = Some(job.ranks[p].rank);
+                r.rank = Some(t.rank);
             }
             rows
         })
@@ -119,36 +111,30 @@ pub(super) fn job_steps(j: &JobReplayed) -> Vec<StepRow> {
         .collect()
 }
 
-/// The kernels (GPU tasks by name) with the most measured time, over
-/// `graphs`.
-pub(super) fn top_kernels<'g>(
-    graphs: impl Iterator<Item = (&'g Graph, &'g Measured)>,
-) -> Vec<KernelRow> {
+/// The kernels (GPU tasks by name) with the most measured time in the
+/// analysed steps, summed over `analyses` (every rank of a job).
+pub(super) fn top_kernels<'a>(analyses: impl Iterator<Item = &'a Analyses>) -> Vec<KernelRow> {
     let mut by_name: HashMap<&str, KernelRow> = HashMap::new();
     let mut total = 0.0;
-    for (g, m) in graphs {
-        for (t, span) in g.tasks.iter().zip(&m.tasks) {
-            if !t.kind.is_gpu() {
-                continue;
-            }
-            let name = g.names[t.name.0 as usize].as_str();
-            let row = by_name.entry(name).or_insert_with(|| KernelRow {
-                name: name.to_owned(),
-                count: 0,
-                total_us: 0.0,
-                share_pct: 0.0,
-                comm: t.is_comm(),
-            });
-            let d = us(span.len_ns());
-            row.count += 1;
-            row.total_us += d;
-            total += d;
+    for a in analyses {
+        for k in &a.kernels {
+            total += k.total_us;
+            by_name
+                .entry(k.name.as_str())
+                .and_modify(|row| {
+                    row.count += k.count;
+                    row.total_us += k.total_us;
+                    row.min_us = row.min_us.min(k.min_us);
+                    row.max_us = row.max_us.max(k.max_us);
+                })
+                .or_insert_with(|| k.clone());
         }
     }
     let mut rows: Vec<KernelRow> = by_name.into_values().collect();
     rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then(a.name.cmp(&b.name)));
     rows.truncate(TOP_KERNELS);
     for r in &mut rows {
+        r.mean_us = r.total_us / r.count.max(1) as f64;
         r.share_pct = if total > 0.0 {
             r.total_us / total * 100.0
         } else {
@@ -156,6 +142,14 @@ pub(super) fn top_kernels<'g>(
         };
     }
     rows
+}
+
+/// The steps' names, `whole window` for a graph without steps.
+fn step_names(g: &Graph, n: usize) -> Vec<String> {
+    if g.steps.is_empty() {
+        return vec!["whole window".to_owned(); n];
+    }
+    g.steps.iter().map(|s| s.name.clone()).take(n).collect()
 }
 
 /// Who waited for peers in which step: each matched collective's waits,

@@ -33,7 +33,8 @@ use crate::job::JobReplayed;
 use crate::replay::Replayed;
 use crate::{PredictReport, ReplayOutput, TraceReplay};
 
-use data::{KernelRow, StepRow, WaitGrid};
+use crate::KernelRow;
+use data::{StepRow, WaitGrid};
 
 /// The HTML report of one trace or one job, ready to render.
 #[derive(Debug, Clone)]
@@ -57,12 +58,13 @@ pub struct HtmlReport {
 impl HtmlReport {
     /// The report of one trace replayed.
     pub fn of_trace(r: &Replayed) -> HtmlReport {
+        let trace = r.report();
         HtmlReport {
             title: r.trace.path.display().to_string(),
-            replay: ReplayOutput::of_traces(vec![r.report()]),
+            steps: data::trace_steps(&trace),
+            kernels: data::top_kernels(std::iter::once(&trace.analysis.measured)),
+            replay: ReplayOutput::of_traces(vec![trace]),
             focus: 0,
-            steps: data::trace_steps(&r.graph, &r.measured, &r.schedule),
-            kernels: data::top_kernels(std::iter::once((&r.graph, &r.measured))),
             waits: None,
             prediction: None,
         }
@@ -92,8 +94,8 @@ impl HtmlReport {
         HtmlReport {
             title,
             focus,
-            steps: data::job_steps(j),
-            kernels: data::top_kernels(j.job.graphs.iter().map(|g| (&g.graph, &g.measured))),
+            steps: data::job_steps(&replay),
+            kernels: data::top_kernels(replay.traces.iter().map(|t| &t.analysis.measured)),
             waits: Some(data::wait_grid(j)),
             prediction: None,
             replay,

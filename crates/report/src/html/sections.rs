@@ -4,9 +4,10 @@
 use std::fmt::{self, Write};
 
 use super::charts;
-use super::data::{KernelRow, WaitGrid};
+use super::data::WaitGrid;
 use super::page::esc;
 use super::HtmlReport;
+use crate::KernelRow;
 use crate::PredictReport;
 
 /// Whose trace a per-trace chart shows, for its caption.
@@ -115,7 +116,9 @@ pub(super) fn kernels(out: &mut String, rows: &[KernelRow]) -> fmt::Result {
             k.share_pct
         )?;
     }
-    out.push_str("</table><p class=\"note\">Measured, summed over every rank.</p>\n");
+    out.push_str(
+        "</table><p class=\"note\">Measured in the analysed steps, summed over every rank.</p>\n",
+    );
     Ok(())
 }
 

@@ -400,7 +400,30 @@ impl<W: Write> KinetoWriter<W> {
         self.metadata("thread_name", pid, tid, "name", name);
     }
 
+    /// A `process_sort_index` metadata row: viewers list processes by
+    /// this index, lowest first.
+    pub fn process_sort_index(&mut self, pid: i64, index: i64) {
+        let buf = self.metadata_head("process_sort_index", pid, 0, "sort_index");
+        push_i64(buf, index);
+        buf.extend_from_slice(b"}}");
+    }
+
+    /// A `thread_sort_index` metadata row: the order of a process's
+    /// threads (and streams), lowest first.
+    pub fn thread_sort_index(&mut self, pid: i64, tid: i64, index: i64) {
+        let buf = self.metadata_head("thread_sort_index", pid, tid, "sort_index");
+        push_i64(buf, index);
+        buf.extend_from_slice(b"}}");
+    }
+
     fn metadata(&mut self, what: &str, pid: i64, tid: i64, key: &str, value: &str) {
+        let buf = self.metadata_head(what, pid, tid, key);
+        push_str(buf, value);
+        buf.extend_from_slice(b"}}");
+    }
+
+    /// A metadata row up to its one argument's value.
+    fn metadata_head(&mut self, what: &str, pid: i64, tid: i64, key: &str) -> &mut Vec<u8> {
         let buf = self.event();
         buf.extend_from_slice(b"{\"name\":");
         push_str(buf, what);
@@ -411,8 +434,7 @@ impl<W: Write> KinetoWriter<W> {
         buf.extend_from_slice(b",\"args\":{");
         push_str(buf, key);
         buf.push(b':');
-        push_str(buf, value);
-        buf.extend_from_slice(b"}}");
+        buf
     }
 
     /// A global instant event (`ph: "i"`, `s: "g"`) with empty pid and tid,

@@ -3,24 +3,43 @@
 //! through lumos-trace's [`KinetoWriter`] on the clock of the trace it came
 //! from, so that it lines up with the original and reads back as a trace.
 //!
+//! A written timeline holds what Perfetto users rely on: every task at its
+//! time, every scope of the graph (operators with children and
+//! annotations, nested as in the input, their spans derived from their
+//! tasks' times: `scopes.rs`), launch flows, the input's process and
+//! thread names and sort order, `deviceProperties` and
+//! `distributedInfo`. [`MergedTimeline`] writes the ranks of a job into
+//! one file, one process per rank.
+//!
 //! A [`Timeline`] only formats; the caller decides where the bytes go
 //! ([`Timeline::write`] takes any `io::Write`) and names the file
 //! [`Timeline::file_name`].
 
+mod merge;
+mod scopes;
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use lumos_graph::{Graph, Measured, ProcKind, RankMeta, Span, TaskId, TaskKind};
+use lumos_graph::{
+    DepKind, Graph, Measured, ProcKind, RankMeta, ScopeId, Span, TaskId, TaskKind, TraceAbout,
+};
 use lumos_predict::{Baseline, Outcome, PredictedStage, Prediction};
 use lumos_sim::{annotation_spans, Schedule, TaskTimes};
-use lumos_trace::{Category, DistributedInfo, Fields, FlowPhase, KinetoWriter, Layout, Trace};
+use lumos_trace::{
+    Category, DeviceProperties, DistributedInfo, Fields, FlowKind, FlowPhase, KinetoWriter, Layout,
+    PgConfig, Trace,
+};
 
 use crate::critical::CriticalPaths;
 use crate::units::us;
 
+pub use merge::MergedTimeline;
+
 /// The trace a timeline belongs to: its file (whose name the timeline's
-/// takes), `baseTimeNanoseconds` and rank.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// takes), `baseTimeNanoseconds`, rank, and what it says about its tracks,
+/// devices and job.
+#[derive(Debug, Clone, PartialEq)]
 pub struct TimelineSource {
     /// The trace file.
     pub path: PathBuf,
@@ -28,6 +47,10 @@ pub struct TimelineSource {
     pub base_time_ns: Option<i64>,
     /// Its rank.
     pub rank: u32,
+    /// Its `distributedInfo.world_size`, if recorded.
+    pub world_size: Option<u32>,
+    /// Its track names and order, devices and process groups.
+    pub about: TraceAbout,
 }
 
 impl TimelineSource {
@@ -37,6 +60,8 @@ impl TimelineSource {
             path: trace.path.clone(),
             base_time_ns: trace.meta.base_time_ns,
             rank: trace.meta.rank,
+            world_size: trace.meta.world_size,
+            about: TraceAbout::of(trace),
         }
     }
 
@@ -46,6 +71,8 @@ impl TimelineSource {
             path: meta.path.clone(),
             base_time_ns: meta.base_time_ns,
             rank: meta.rank,
+            world_size: meta.world_size,
+            about: meta.about.clone(),
         }
     }
 }
@@ -108,6 +135,8 @@ pub struct Timeline<'a> {
     stem: String,
     base_time_ns: Option<i64>,
     rank: u32,
+    world_size: Option<u32>,
+    about: TraceAbout,
     what: &'static str,
     graph: &'a Graph,
     origin_ns: i64,
@@ -141,6 +170,8 @@ impl<'a> Timeline<'a> {
             stem: stem(&source.path).to_owned(),
             base_time_ns: source.base_time_ns,
             rank: source.rank,
+            world_size: source.world_size,
+            about: source.about.clone(),
             what: "replayed",
             graph,
             origin_ns: measured.origin_ns,
@@ -197,6 +228,8 @@ impl<'a> Timeline<'a> {
                     stem: format!("{}{suffix}", stem(&source.path)),
                     base_time_ns: source.base_time_ns,
                     rank: source.rank,
+                    world_size: source.world_size,
+                    about: source.about.clone(),
                     what: "predicted",
                     graph: &st.graph,
                     origin_ns,
@@ -239,17 +272,117 @@ impl<'a> Timeline<'a> {
         if let Some(b) = self.base_time_ns {
             w.base_time_ns(b);
         }
-        w.distributed_info(&DistributedInfo {
-            rank: u64::from(self.rank),
-            ..DistributedInfo::default()
-        });
+        write_devices(&mut w, &self.about.devices.iter().collect::<Vec<_>>());
+        write_distributed(&mut w, self.rank, self.world_size, &self.about);
         w.trace_name(&format!("lumos {}", self.what));
-        self.events(&mut w);
+        for t in &self.about.tracks {
+            match t.tid {
+                None => {
+                    if let Some(n) = &t.name {
+                        w.process_name(t.pid, n);
+                    }
+                    if let Some(k) = t.sort_index {
+                        w.process_sort_index(t.pid, k);
+                    }
+                }
+                Some(tid) => {
+                    if let Some(n) = &t.name {
+                        w.thread_name(t.pid, tid, n);
+                    }
+                    if let Some(k) = t.sort_index {
+                        w.thread_sort_index(t.pid, tid, k);
+                    }
+                }
+            }
+        }
+        let places: Vec<(i64, i64)> = self
+            .graph
+            .processors
+            .iter()
+            .map(|p| place_of(&p.kind))
+            .collect();
+        self.events(&mut w, &places, 0);
+        if let Some(p) = self.paths {
+            self.path_track(&mut w, p);
+        }
         w.finish()
     }
 
-    /// The events: every task at its time, then each step's annotation.
-    fn events<W: Write>(&self, w: &mut KinetoWriter<W>) {
+    /// The events, each processor's on the pid and tid `places` gives:
+    /// every scope, steps that are not scopes, every task at its time,
+    /// then the launch flows (ids from `flow_base` up, so that the ranks
+    /// of a merged file keep theirs apart).
+    fn events<W: Write>(&self, w: &mut KinetoWriter<W>, places: &[(i64, i64)], flow_base: u64) {
+        let (graph, times) = (self.graph, &*self.times);
+        let place = |t: TaskId| places[graph.task(t).proc.idx()];
+        // The annotation itself (CPU side), as the profiler records it, so
+        // the re-read trace defines its steps the same way.
+        let steps: Vec<Span> = annotation_spans(graph, times);
+        let step_scopes: Vec<Option<ScopeId>> = graph
+            .steps
+            .iter()
+            .map(|st| {
+                graph
+                    .scope_chain(st.first_task)
+                    .find(|s| graph.names[graph.scopes[s.0 as usize].name.0 as usize] == st.name)
+            })
+            .collect();
+        let pinned: Vec<(ScopeId, Span)> = step_scopes
+            .iter()
+            .zip(&steps)
+            .filter_map(|(s, span)| s.map(|s| (s, *span)))
+            .collect();
+        let measured = match &self.args {
+            TaskArgs::Measured(m) => Some(*m),
+            TaskArgs::Predicted { .. } => None,
+        };
+        let (spans, order) = scopes::scope_spans(graph, times, measured, &pinned);
+        let scope_at = scope_places(graph, places);
+        for s in order {
+            let (Some(span), sc) = (spans[s as usize], &graph.scopes[s as usize]) else {
+                continue;
+            };
+            let Some(&(pid, tid)) = scope_at.get(&s) else {
+                continue;
+            };
+            let cat = if sc.annotation {
+                Category::UserAnnotation
+            } else {
+                Category::CpuOp
+            };
+            w.complete(
+                cat,
+                &graph.names[sc.name.0 as usize],
+                pid,
+                tid,
+                self.origin_ns + span.start_ns,
+                span.end_ns - span.start_ns,
+            );
+        }
+        for ((st, span), sc) in graph.steps.iter().zip(&steps).zip(&step_scopes) {
+            // A step without children is a task of its own, already there.
+            let first = st.first_task;
+            let own =
+                graph.task(first).kind == TaskKind::Annotation && graph.name(first) == st.name;
+            if sc.is_some() || own {
+                continue;
+            }
+            let (pid, tid) = place(st.first_task);
+            w.complete(
+                Category::UserAnnotation,
+                &st.name,
+                pid,
+                tid,
+                self.origin_ns + span.start_ns,
+                span.end_ns - span.start_ns,
+            );
+        }
+        self.tasks(w, places);
+        self.flows(w, places, flow_base);
+    }
+
+    /// Every task at its time, with its args.
+    fn tasks<W: Write>(&self, w: &mut KinetoWriter<W>, places: &[(i64, i64)]) {
         let (graph, times) = (self.graph, &*self.times);
         // The first step whose path each task is on.
         let mut on_path: Vec<Option<u32>> = Vec::new();
@@ -262,31 +395,21 @@ impl<'a> Timeline<'a> {
             }
         }
         for (i, t) in graph.tasks.iter().enumerate() {
-            let (pid, tid, cat) = match graph.processors[t.proc.idx()].kind {
-                ProcKind::Thread { pid, tid } => (
-                    pid,
-                    tid,
-                    match t.kind {
-                        TaskKind::Runtime => Category::Runtime,
-                        TaskKind::Annotation => Category::UserAnnotation,
-                        _ => Category::CpuOp,
-                    },
-                ),
-                ProcKind::Stream { device, stream } => (
-                    device,
-                    stream,
-                    match t.kind {
-                        TaskKind::Memcpy => Category::Memcpy,
-                        TaskKind::Memset => Category::Memset,
-                        _ => Category::Kernel,
-                    },
-                ),
+            let kind = &graph.processors[t.proc.idx()].kind;
+            let cat = match (kind, t.kind) {
+                (ProcKind::Thread { .. }, TaskKind::Runtime) => Category::Runtime,
+                (ProcKind::Thread { .. }, TaskKind::Annotation) => Category::UserAnnotation,
+                (ProcKind::Thread { .. }, _) => Category::CpuOp,
+                (ProcKind::Stream { .. }, TaskKind::Memcpy) => Category::Memcpy,
+                (ProcKind::Stream { .. }, TaskKind::Memset) => Category::Memset,
+                (ProcKind::Stream { .. }, _) => Category::Kernel,
             };
+            let (pid, tid) = places[t.proc.idx()];
             let id = TaskId(i as u32);
             let (s, e) = (times.start_of(id), times.end_of(id));
             let mut a = w.complete(cat, graph.name(id), pid, tid, self.origin_ns + s, e - s);
             a.correlation(t.correlation);
-            if let ProcKind::Stream { device, stream } = graph.processors[t.proc.idx()].kind {
+            if let ProcKind::Stream { device, stream } = *kind {
                 a.stream(stream).device(device);
             }
             self.args.add(i, &mut a);
@@ -294,26 +417,52 @@ impl<'a> Timeline<'a> {
                 a.str("critical_path_step", &p.steps[*k as usize].step);
             }
         }
-        // The annotation itself (CPU side), as the profiler records it, so
-        // the re-read trace defines its steps the same way.
-        let spans: Vec<Span> = annotation_spans(graph, times);
-        for (st, span) in graph.steps.iter().zip(spans) {
-            let (pid, tid) = match graph.processors[graph.task(st.first_task).proc.idx()].kind {
-                ProcKind::Thread { pid, tid } => (pid, tid),
-                ProcKind::Stream { device, stream } => (device, stream),
-            };
-            let dur = span.end_ns - span.start_ns;
-            w.complete(
-                Category::UserAnnotation,
-                &st.name,
-                pid,
-                tid,
-                self.origin_ns + span.start_ns,
-                dur,
-            );
+    }
+
+    /// An arrow from each launching call to the GPU work it launched, as
+    /// the profiler draws them (`ac2g`): its id is the correlation where
+    /// that is unique, else a fresh number above every correlation.
+    fn flows<W: Write>(&self, w: &mut KinetoWriter<W>, places: &[(i64, i64)], base: u64) {
+        let (graph, times) = (self.graph, &*self.times);
+        let launches: Vec<(TaskId, TaskId)> = graph
+            .edges
+            .iter()
+            .filter(|e| e.kind == DepKind::Launch)
+            .map(|e| (e.from, e.to))
+            .collect();
+        let mut seen = std::collections::HashMap::<u64, u32>::new();
+        for &(_, to) in &launches {
+            *seen.entry(graph.task(to).correlation).or_default() += 1;
         }
-        if let Some(p) = self.paths {
-            self.path_track(w, p);
+        let mut fresh = seen.keys().copied().max().unwrap_or(0);
+        for (from, to) in launches {
+            let c = graph.task(to).correlation;
+            let id = if c != 0 && seen[&c] == 1 {
+                c
+            } else {
+                fresh += 1;
+                fresh
+            };
+            let (fp, ft) = places[graph.task(from).proc.idx()];
+            let (tp, tt) = places[graph.task(to).proc.idx()];
+            let id = base.wrapping_add(id);
+            let (s, e) = (times.start_of(from), times.start_of(to));
+            w.flow(
+                FlowKind::Launch,
+                FlowPhase::Start,
+                id,
+                fp,
+                ft,
+                self.origin_ns + s,
+            );
+            w.flow(
+                FlowKind::Launch,
+                FlowPhase::End,
+                id,
+                tp,
+                tt,
+                self.origin_ns + e,
+            );
         }
     }
 
@@ -322,10 +471,7 @@ impl<'a> Timeline<'a> {
     fn path_track<W: Write>(&self, w: &mut KinetoWriter<W>, p: &CriticalPaths) {
         const CAT: &str = "critical_path";
         let graph = self.graph;
-        let place = |t: TaskId| match graph.processors[graph.task(t).proc.idx()].kind {
-            ProcKind::Thread { pid, tid } => (pid, tid),
-            ProcKind::Stream { device, stream } => (device, stream),
-        };
+        let place = |t: TaskId| place_of(&graph.processors[graph.task(t).proc.idx()].kind);
         // A process id no thread or device of the trace uses.
         let pid = graph
             .processors
@@ -420,4 +566,79 @@ impl TaskTimes for StageTimes<'_> {
     fn end_of(&self, t: TaskId) -> i64 {
         self.schedule.end_of(TaskId(t.0 + self.offset))
     }
+}
+
+/// Where a processor's events go in a file of one rank: a thread on its
+/// process and thread, a stream on its device and stream, as the profiler
+/// writes them.
+fn place_of(kind: &ProcKind) -> (i64, i64) {
+    match *kind {
+        ProcKind::Thread { pid, tid } => (pid, tid),
+        ProcKind::Stream { device, stream } => (device, stream),
+    }
+}
+
+/// The place of each scope that encloses a CPU task: its thread's.
+fn scope_places(
+    graph: &Graph,
+    places: &[(i64, i64)],
+) -> std::collections::HashMap<u32, (i64, i64)> {
+    let mut out = std::collections::HashMap::new();
+    for (i, t) in graph.tasks.iter().enumerate() {
+        if !matches!(graph.processors[t.proc.idx()].kind, ProcKind::Thread { .. }) {
+            continue;
+        }
+        for s in graph.scope_chain(TaskId(i as u32)) {
+            out.entry(s.0).or_insert(places[t.proc.idx()]);
+        }
+    }
+    out
+}
+
+/// `deviceProperties`, when the source recorded any.
+fn write_devices<W: Write>(w: &mut KinetoWriter<W>, devices: &[&lumos_trace::Device]) {
+    if devices.is_empty() {
+        return;
+    }
+    let props: Vec<DeviceProperties<'_>> = devices
+        .iter()
+        .map(|d| DeviceProperties {
+            id: d.id,
+            name: &d.name,
+            total_global_mem: d.total_global_mem.unwrap_or(0),
+            compute_major: d.compute_major.unwrap_or(0),
+            compute_minor: d.compute_minor.unwrap_or(0),
+            num_sms: d.num_sms.unwrap_or(0),
+            ..DeviceProperties::default()
+        })
+        .collect();
+    w.device_properties(&props);
+}
+
+/// `distributedInfo`: the rank, and what the source said of its job.
+fn write_distributed<W: Write>(
+    w: &mut KinetoWriter<W>,
+    rank: u32,
+    world_size: Option<u32>,
+    about: &TraceAbout,
+) {
+    let pgs: Vec<PgConfig<'_>> = about
+        .process_groups
+        .iter()
+        .map(|g| PgConfig {
+            name: &g.name,
+            desc: g.desc.as_deref().unwrap_or(""),
+            // Not kept by the reader: the backend stands in for it.
+            backend_config: about.backend.as_deref().unwrap_or(""),
+            size: u64::from(g.size.unwrap_or(g.ranks.len() as u32)),
+            ranks: &g.ranks,
+        })
+        .collect();
+    w.distributed_info(&DistributedInfo {
+        backend: about.backend.as_deref(),
+        rank: u64::from(rank),
+        world_size: world_size.map(u64::from),
+        process_groups: (!pgs.is_empty()).then_some(&pgs[..]),
+        nccl_version: about.nccl_version.as_deref(),
+    });
 }
