@@ -640,5 +640,8 @@ fn write_distributed<W: Write>(
         world_size: world_size.map(u64::from),
         process_groups: (!pgs.is_empty()).then_some(&pgs[..]),
         nccl_version: about.nccl_version.as_deref(),
+        // A written timeline is one rank's, whatever subset its source
+        // belonged to.
+        written_ranks: None,
     });
 }
