@@ -30,7 +30,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Uni
 from . import _lumos
 from ._progress import ProgressArg, callback
 from .errors import ConfigError, InputError, LumosError, LumosIOError
-from .results import Diff, Inspection, Prediction, Replay
+from .results import Diff, Inspection, Prediction, Replay, Transfer
 
 __version__ = _lumos.version()
 
@@ -45,7 +45,9 @@ __all__ = [
     "Prediction",
     "Replay",
     "Trace",
+    "Transfer",
     "diff",
+    "durations_from",
     "inspect",
     "load_job",
     "predict",
@@ -356,6 +358,19 @@ def diff(
     with callback(progress) as cb:
         ta, tb = _lumos.read_traces([os.fspath(a), os.fspath(b)], cb)
     return Diff(json.loads(_lumos.diff_json(ta, tb, steps, min_change_us, min_change_pct)))
+
+
+def durations_from(a: PathLike, b: PathLike, *, progress: ProgressArg = None) -> Transfer:
+    """``lumos replay A --durations-from B``: A's graph re-timed with the
+    durations measured in B, another recording of the same program (other
+    hardware, another software version), and replayed. Operators are
+    matched per thread by name, shapes and order (a sequence alignment),
+    their GPU work in launch order; unmatched tasks keep A's durations.
+    Raises :class:`ConfigError` with the matched share when B shares too
+    little with A."""
+    with callback(progress) as cb:
+        ta, tb = _lumos.read_traces([os.fspath(a), os.fspath(b)], cb)
+    return Transfer(json.loads(_lumos.durations_from_json(ta, tb)))
 
 
 def synth(

@@ -125,6 +125,7 @@ def diff_json(
     min_change_us: float = ...,
     min_change_pct: float = ...,
 ) -> str: ...
+def durations_from_json(a: Trace, b: Trace) -> str: ...
 def synth(
     model: str,
     out: _Path,

@@ -477,3 +477,46 @@ class Diff:
 
 _DIFF_ROW = ["name", "shape", "kind", "inclusive", "status", "a_count", "b_count", "a_us", "b_us",
              "delta_us", "delta_pct"]
+
+
+class Transfer:
+    """One run re-timed with another run's durations (``lumos replay A
+    --durations-from B``): A's graph with the durations measured in B, the
+    same program recorded again, replayed. ``report`` is that command's
+    ``--json``; ``matched`` holds the shares of A's CPU and GPU time that
+    matched B (0 to 1), ``steps`` each step's prediction beside B's
+    measured step (times in us)."""
+
+    def __init__(self, report: Dict[str, Any]) -> None:
+        self.report = report
+
+    def __repr__(self) -> str:
+        share = self.report["matched"]["share"]
+        return f"<lumos.Transfer: {share:.1%} of A's task time matched B>"
+
+    @property
+    def matched(self) -> Dict[str, Any]:
+        """Matched shares and counts (``share``, ``cpu_share``,
+        ``gpu_share``, tasks and dependencies matched, thread pairs)."""
+        return self.report["matched"]
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """Per step: A's measured step, the prediction, and B's measured and
+        replayed step with the prediction's error against B's measured one
+        (``NaN`` where B has no step at that position)."""
+        rows = []
+        for s in self.report["steps"]:
+            b = s.get("b") or {}
+            rows.append({
+                "step": s["name"],
+                "a_measured_us": s["a_measured_us"],
+                "predicted_us": s["predicted_us"],
+                "b_step": b.get("name"),
+                "b_measured_us": b.get("measured_us"),
+                "b_replayed_us": b.get("replayed_us"),
+                "error_pct": b.get("error_pct"),
+            })
+        cols = ["step", "a_measured_us", "predicted_us", "b_step", "b_measured_us",
+                "b_replayed_us", "error_pct"]
+        return pd.DataFrame(rows, columns=cols)

@@ -302,3 +302,23 @@ def test_unrelated_traces_are_replayed_one_by_one_as_the_cli_does(corpus, cli_js
         assert lumos.inspect(paths, progress=False).job is None
     # job=True still forces one job.
     assert lumos.replay(paths, job=True, progress=False).is_job
+
+
+CAPTURE_A = "single-rank/v100-resnet50-2021-capture-a.json.gz"
+CAPTURE_B = "single-rank/v100-resnet50-2021-capture-b.json.gz"
+
+
+def test_durations_from_equals_the_cli(corpus, cli_json):
+    a, b = str(corpus / CAPTURE_A), str(corpus / CAPTURE_B)
+    t = lumos.durations_from(a, b, progress=False)
+    assert t.report == cli_json(["replay", a, "--durations-from", b])
+    assert t.matched["share"] > 0.5
+    steps = t.steps
+    assert list(steps["predicted_us"]) == [s["predicted_us"] for s in t.report["steps"]]
+    assert steps["error_pct"].notna().all()
+
+
+def test_durations_from_an_unrelated_run_is_refused(corpus):
+    a = str(corpus / "single-rank/mi300x-resnet-ddp-rank0of8.json.gz")
+    with pytest.raises(lumos.ConfigError, match="matched"):
+        lumos.durations_from(a, str(corpus / CAPTURE_A), progress=False)

@@ -358,6 +358,44 @@ fn diff_json(
     json(&report)
 }
 
+/// `lumos replay A --durations-from B --json`: A's graph re-timed with
+/// the durations measured in B (another recording of the same program)
+/// and replayed, beside B's measured and replayed steps. B sharing too
+/// little with A is a configuration error that gives the matched share.
+#[pyfunction]
+fn durations_from_json(
+    py: Python<'_>,
+    a: PyRef<'_, Trace>,
+    b: PyRef<'_, Trace>,
+) -> PyResult<String> {
+    use lumos_report::{Recording, ReportError};
+    let (ta, tb) = (Arc::clone(&a.inner), Arc::clone(&b.inner));
+    let report = py.detach(|| {
+        let ((ga, ma, _), (gb, mb, _)) =
+            rayon::join(|| lumos_graph::build(&ta), || lumos_graph::build(&tb));
+        let (pa, pb) = (ta.path.display().to_string(), tb.path.display().to_string());
+        let ra = Recording {
+            path: &pa,
+            graph: &ga,
+            measured: &ma,
+        };
+        let rb = Recording {
+            path: &pb,
+            graph: &gb,
+            measured: &mb,
+        };
+        lumos_report::transfer_replay(ra, rb, &Default::default())
+            .map(|(report, _)| report)
+            .map_err(|e| match e {
+                ReportError::Predict(ref p) if p.is_usage() => {
+                    Error::from_chain(errors::Kind::Config, &e)
+                }
+                e => e.into(),
+            })
+    })?;
+    json(&report)
+}
+
 /// Writes a synthesized job as `lumos synth` does; returns the files.
 /// `model` is a preset or a model file; `model_json`, when given, the
 /// model file's content instead (`model` then names it in messages).
@@ -485,6 +523,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_json, m)?)?;
     m.add_function(wrap_pyfunction!(diff_json, m)?)?;
+    m.add_function(wrap_pyfunction!(durations_from_json, m)?)?;
     m.add_class::<recipe::SynthRecipe>()?;
     m.add_function(wrap_pyfunction!(synth, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_rank, m)?)?;

@@ -318,6 +318,14 @@ impl<'a> Timeline<'a> {
         // The annotation itself (CPU side), as the profiler records it, so
         // the re-read trace defines its steps the same way.
         let steps: Vec<Span> = annotation_spans(graph, times);
+        let measured = match &self.args {
+            TaskArgs::Measured(m) => Some(*m),
+            TaskArgs::Predicted { .. } => None,
+        };
+        let shared = match measured {
+            Some(_) => Vec::new(),
+            None => scopes::shared_scopes(graph),
+        };
         let step_scopes: Vec<Option<ScopeId>> = graph
             .steps
             .iter()
@@ -325,6 +333,7 @@ impl<'a> Timeline<'a> {
                 graph
                     .scope_chain(st.first_task)
                     .find(|s| graph.names[graph.scopes[s.0 as usize].name.0 as usize] == st.name)
+                    .filter(|s| !shared.contains(s))
             })
             .collect();
         let pinned: Vec<(ScopeId, Span)> = step_scopes
@@ -332,11 +341,7 @@ impl<'a> Timeline<'a> {
             .zip(&steps)
             .filter_map(|(s, span)| s.map(|s| (s, *span)))
             .collect();
-        let measured = match &self.args {
-            TaskArgs::Measured(m) => Some(*m),
-            TaskArgs::Predicted { .. } => None,
-        };
-        let (spans, order) = scopes::scope_spans(graph, times, measured, &pinned);
+        let (spans, order) = scopes::scope_spans(graph, times, measured, &pinned, &shared);
         let scope_at = scope_places(graph, places);
         for s in order {
             let (Some(span), sc) = (spans[s as usize], &graph.scopes[s as usize]) else {
