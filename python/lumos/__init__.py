@@ -318,6 +318,7 @@ def predict(
     tp: Optional[int] = None,
     scale_kernels: Union[Mapping[str, float], Sequence[str], None] = None,
     network: Optional[str] = None,
+    durations_from: Optional[PathLike] = None,
     progress: ProgressArg = None,
 ) -> Prediction:
     """``lumos predict``: another configuration predicted from one rank's
@@ -327,7 +328,11 @@ def predict(
     ``class:memory``, ``class:comm``, ``class:compute`` or a substring of
     kernel names) to a duration factor, e.g. ``{"class:gemm": 0.5}``;
     ``network`` is a GPU preset (``a100``, ``h100``, ``h200``, ``b200``) or a
-    JSON file. See docs/PREDICTION.md."""
+    JSON file. ``durations_from`` (as ``--durations-from``) is another
+    recording of the same program whose measured durations the one trace's
+    graph takes before the edit (see :func:`durations_from`); the report
+    then also holds the transfer under ``durations_from`` (and
+    :attr:`Prediction.transfer`). See docs/PREDICTION.md."""
     if isinstance(scale_kernels, Mapping):
         kernels = [f"{k}={v}" for k, v in scale_kernels.items()]
     else:
@@ -335,8 +340,8 @@ def predict(
     opts = _lumos.PredictOptions(dp, pp, microbatches, layers, hidden, ffn, tp, kernels, network)
     with callback(progress) as cb:
         traces = _lumos.read_traces(_paths(paths), cb)
-    report = _lumos.predict_json(traces, opts)
-    return Prediction(json.loads(report))
+        b = _lumos.read_traces([os.fspath(durations_from)], cb)[0] if durations_from else None
+    return Prediction(json.loads(_lumos.predict_json(traces, opts, b)))
 
 
 def diff(

@@ -380,6 +380,13 @@ class Prediction:
         )
 
     @property
+    def transfer(self) -> Optional["Transfer"]:
+        """With ``durations_from``: how the trace's graph took the other
+        recording's durations (matched shares, steps); else ``None``."""
+        t = self.report.get("durations_from")
+        return Transfer(t) if t is not None else None
+
+    @property
     def steps(self) -> pd.DataFrame:
         """Per step: measured_ms, replayed_ms (slowest traced stage),
         predicted_ms (slowest predicted stage), change_pct (predicted over

@@ -322,3 +322,13 @@ def test_durations_from_an_unrelated_run_is_refused(corpus):
     a = str(corpus / "single-rank/mi300x-resnet-ddp-rank0of8.json.gz")
     with pytest.raises(lumos.ConfigError, match="matched"):
         lumos.durations_from(a, str(corpus / CAPTURE_A), progress=False)
+
+
+def test_predict_with_durations_from_equals_the_cli(corpus, cli_json):
+    a, b = str(corpus / CAPTURE_A), str(corpus / CAPTURE_B)
+    p = lumos.predict(a, durations_from=b, progress=False)
+    assert p.report == cli_json(["predict", a, "--durations-from", b])
+    assert p.transfer is not None and p.transfer.matched["share"] > 0.5
+    assert lumos.predict(a, progress=False).transfer is None
+    with pytest.raises(lumos.ConfigError, match="one trace"):
+        lumos.predict([a, b], durations_from=b, progress=False)

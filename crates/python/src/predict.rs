@@ -105,8 +105,12 @@ fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'
     Ok(p)
 }
 
-fn run(traces: &[Arc<lumos_trace::Trace>], t: &Target) -> Result<String> {
-    let inputs = traces
+fn run(
+    traces: &[Arc<lumos_trace::Trace>],
+    t: &Target,
+    durations_from: Option<&lumos_trace::Trace>,
+) -> Result<String> {
+    let mut inputs: Vec<Input> = traces
         .iter()
         .map(|trace| {
             let (graph, measured, _) = build(trace);
@@ -119,10 +123,56 @@ fn run(traces: &[Arc<lumos_trace::Trace>], t: &Target) -> Result<String> {
             }
         })
         .collect();
+    let transfer = durations_from
+        .map(|b| retime_from(&mut inputs, b))
+        .transpose()?;
     let base = Baseline::new(inputs).map_err(|e| predict_error(Kind::Input, e))?;
     let pred = apply(&base, t).map_err(|e| predict_error(Kind::Input, e))?;
     let (report, _) = lumos_report::predict(&base, &pred)?;
-    serde_json::to_string(&report).map_err(|e| Error::new(Kind::Input, e.to_string()))
+    let text = match transfer {
+        Some(t) => serde_json::to_string(&lumos_report::TransferPrediction {
+            prediction: report,
+            durations_from: t,
+        }),
+        None => serde_json::to_string(&report),
+    };
+    text.map_err(|e| Error::new(Kind::Input, e.to_string()))
+}
+
+/// `durations_from=B`, as `lumos predict --durations-from B`: the one
+/// input's graph re-timed with B's durations, in place; the transfer's
+/// report. B sharing too little with it is a `ConfigError`.
+fn retime_from(
+    inputs: &mut [Input],
+    b: &lumos_trace::Trace,
+) -> Result<lumos_report::TransferReport> {
+    let [input] = inputs else {
+        return Err(Error::config(format!(
+            "durations_from takes one trace to predict from, got {}",
+            inputs.len()
+        )));
+    };
+    let (gb, mb, _) = build(b);
+    let pb = b.path.display().to_string();
+    let a = lumos_report::Recording {
+        path: &input.name,
+        graph: &input.graph,
+        measured: &input.measured,
+    };
+    let rb = lumos_report::Recording {
+        path: &pb,
+        graph: &gb,
+        measured: &mb,
+    };
+    let (report, t) =
+        lumos_report::transfer_replay(a, rb, &Default::default()).map_err(|e| match e {
+            lumos_report::ReportError::Predict(ref p) if p.is_usage() => {
+                Error::from_chain(Kind::Config, &e)
+            }
+            e => e.into(),
+        })?;
+    input.graph = t.graph;
+    Ok(report)
 }
 
 /// The checked target of a prediction (the CLI's flags), made before any
@@ -172,13 +222,18 @@ impl PredictOptions {
     }
 }
 
-/// `lumos predict --json` from traces already read.
+/// `lumos predict --json` from traces already read; `durations_from`, as
+/// `--durations-from`, another recording whose durations the one trace's
+/// graph takes first.
 #[pyfunction]
+#[pyo3(signature = (traces, options, durations_from = None))]
 pub fn predict_json(
     py: Python<'_>,
     traces: Vec<PyRef<'_, Trace>>,
     options: &PredictOptions,
+    durations_from: Option<PyRef<'_, Trace>>,
 ) -> PyResult<String> {
     let traces: Vec<_> = traces.iter().map(|t| Arc::clone(&t.inner)).collect();
-    Ok(py.detach(|| run(&traces, &options.target))?)
+    let b = durations_from.map(|b| Arc::clone(&b.inner));
+    Ok(py.detach(|| run(&traces, &options.target, b.as_deref()))?)
 }

@@ -116,6 +116,19 @@ pub(super) fn operator_collective(g: &Graph, t: TaskId) -> Option<&str> {
     })
 }
 
+/// The collective task `t` runs, by what the program said where that
+/// corrects the recorded name: the enclosing `nccl:` operator's when it is
+/// an all-to-all (NCCL runs those as `SendRecv` kernels) or when
+/// `recorded` names no known collective (a kernel-family name); else
+/// `recorded`, so that an operator name the kind table does not know (a
+/// coalesced variant, say) never turns a known kind into none.
+pub(super) fn program_collective<'g>(g: &'g Graph, t: TaskId, recorded: &'g str) -> &'g str {
+    match operator_collective(g, t) {
+        Some(op) if is_all_to_all(op) || collective_kind(recorded).is_none() => op,
+        _ => recorded,
+    }
+}
+
 /// The direction of a point-to-point collective name.
 pub(super) fn p2p_of(name: &str) -> Option<P2p> {
     match name.to_ascii_lowercase().as_str() {
@@ -240,7 +253,7 @@ pub(super) fn classify_comms(
             NO_UNIT => Place::Other,
             u => place_of(roles[u as usize], steps),
         };
-        let name = operator_collective(g, TaskId(i as u32)).unwrap_or(&c.name);
+        let name = program_collective(g, TaskId(i as u32), &c.name);
         let (class, confidence) = group_class(name, c.group_size, group, place, ctx.world_size);
         out.push(CommInfo {
             task: TaskId(i as u32),
