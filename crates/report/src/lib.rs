@@ -59,6 +59,7 @@ mod error;
 mod html;
 mod inspect;
 mod job;
+mod model_file;
 mod network;
 mod predict;
 mod replay;
@@ -92,6 +93,7 @@ pub use job::{
     RendezvousReport, RepresentativesReplayed, RepresentativesReport, Slowest, Spread, StepSpread,
     WaitUs,
 };
+pub use model_file::{model_from_json, MODEL_COUNT_MAX, MODEL_SIZE_MAX};
 pub use network::network_from_json;
 pub use predict::{
     predict, predict_report, BreakdownMs, Calibration, ConfidenceReport, Config, GemmCalibration,

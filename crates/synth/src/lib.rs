@@ -175,6 +175,7 @@ mod lockstep;
 mod megatron;
 pub mod published;
 mod rng;
+mod size;
 mod training;
 
 pub use config::{
@@ -182,4 +183,5 @@ pub use config::{
 };
 pub use job::{rank_file_name, synthesize_rank, write_job, write_rank, SynthError};
 pub use lockstep::{layer_times, step_times, StepTimes};
+pub use size::{check_size, SizeRefusal, MAX_RANK_BYTES, MAX_WORLD_SIZE};
 pub use training::{Attention, GradDtype, GradSync, Precision, Recompute, Training};

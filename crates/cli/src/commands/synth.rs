@@ -3,11 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use lumos_models::{Cluster, GpuSpec};
 use lumos_synth::{Attention, ModelPreset, Parallelism, Precision, Ranks, Recompute, SynthConfig};
 
-use crate::usage::{batch, count, range, steps, usage};
+use crate::usage::{batch, count, steps, usage};
 
 /// Which ranks `--ranks` selects.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -27,49 +27,7 @@ pub fn model_from_arg(arg: &str) -> Result<ModelPreset> {
         return ModelPreset::preset(arg).map_err(|e| usage(format!("--model: {e}")));
     }
     let text = std::fs::read_to_string(arg).with_context(|| format!("{arg}: cannot read"))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{arg}: invalid JSON"))?;
-    // Counts within the flags' ranges, sizes within --hidden's, so that
-    // every product of them fits the synthesizer's arithmetic.
-    let (count, size) = (u64::from(range::COUNT_MAX), range::SIZE_MAX);
-    let field = |k: &str, max: u64| -> Result<Option<usize>> {
-        match v.get(k) {
-            None => Ok(None),
-            Some(x) => x
-                .as_u64()
-                .filter(|n| (1..=max).contains(n))
-                .map(|n| Some(n as usize))
-                .with_context(|| format!("{arg}: \"{k}\" must be a whole number from 1 to {max}")),
-        }
-    };
-    let (Some(layers), Some(hidden), Some(heads)) = (
-        field("layers", count)?,
-        field("hidden", size)?,
-        field("heads", count)?,
-    ) else {
-        bail!("{arg}: a model file needs \"layers\", \"hidden\" and \"heads\"");
-    };
-    let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("custom");
-    let mut m = ModelPreset::gpt(name, layers, hidden, heads);
-    if let Some(f) = field("ffn_hidden", size)? {
-        m.ffn_hidden = f;
-    }
-    if let Some(s) = field("seq_len", size)? {
-        m.seq_len = s;
-    }
-    if let Some(b) = field("micro_batch", count)? {
-        m.micro_batch = b;
-    }
-    if let Some(b) = field("vocab", size)? {
-        m.vocab = b;
-    }
-    m.kv_heads = field("kv_heads", count)?.unwrap_or(heads);
-    match v.get("swiglu") {
-        None => {}
-        Some(serde_json::Value::Bool(b)) => m.swiglu = *b,
-        Some(_) => bail!("{arg}: \"swiglu\" must be true or false"),
-    }
-    Ok(m)
+    lumos_report::model_from_json(arg, &text).map_err(anyhow::Error::msg)
 }
 
 /// Everything `lumos synth` needs.
@@ -204,62 +162,22 @@ fn apply_recipe(r: &RecipeArgs, cfg: &mut SynthConfig) -> Result<()> {
     Ok(())
 }
 
-/// Most GPUs (tp x pp x dp) a synthesized job may have: each trace lists
-/// its process groups, whose size grows with the world.
-const MAX_WORLD_SIZE: u128 = 1 << 20;
-
-/// Most bytes of JSON one synthesized rank may hold. A rank's trace is
-/// rendered in memory before it is compressed (one per thread at a time),
-/// and 4 GB is the largest trace lumos' reader was measured on
-/// (docs/PERFORMANCE.md, Scale), so that what is written can be read.
-const MAX_RANK_BYTES: u128 = 4_000_000_000;
-
-/// What a synthesized rank holds, measured on gpt-tiny and gpt-small
-/// traces and rounded up: about 290 events per layer and micro-batch (440
-/// with tensor parallelism), 140 per step besides, 215 bytes per event,
-/// and 36 bytes of process-group metadata per rank of the world.
-const EVENTS_PER_LAYER_PASS: u128 = 500;
-const EVENTS_PER_STEP: u128 = 200;
-const BYTES_PER_EVENT: u128 = 250;
-const BYTES_PER_WORLD_RANK: u128 = 64;
-
-/// Refuses a configuration whose traces lumos could not hold (see
-/// [`MAX_RANK_BYTES`]), before anything is allocated: a usage error that
-/// gives the estimate and the limit.
+/// Refuses, before anything is allocated, a configuration whose traces
+/// lumos could not hold (`lumos_synth::check_size`): a usage error that
+/// gives the estimate and the limit, in the flags' terms.
 fn check_size(cfg: &SynthConfig) -> Result<()> {
-    let p = &cfg.parallel;
-    let world = p.tp as u128 * p.pp as u128 * p.dp as u128;
-    if world > MAX_WORLD_SIZE {
-        return Err(usage(format!(
-            "--tp x --pp x --dp is {world} GPUs; lumos synth writes jobs of at most \
-             {MAX_WORLD_SIZE}"
-        )));
-    }
-    // Every model chunk needs a layer; said here, before the
-    // synthesizer's check walks every chunk.
-    let chunks = p.pp as u128 * p.virtual_stages as u128;
-    if chunks > cfg.model.layers as u128 {
-        return Err(usage(format!(
-            "invalid config: {} layers cannot fill {} pipeline stages of {} model chunks",
-            cfg.model.layers, p.pp, p.virtual_stages
-        )));
-    }
-    let layers = (cfg.model.layers as u128).div_ceil(p.pp.max(1) as u128);
-    let events = cfg.steps as u128
-        * (EVENTS_PER_STEP + p.microbatches as u128 * layers * EVENTS_PER_LAYER_PASS);
-    let bytes = events * BYTES_PER_EVENT + world * BYTES_PER_WORLD_RANK;
-    if bytes > MAX_RANK_BYTES {
-        return Err(usage(format!(
-            "each rank's trace would hold about {events} events, about {} GB of JSON \
-             ({} steps of {} micro-batches over {layers} layers per stage); lumos synth writes at \
-             most {} GB per rank",
-            bytes / 1_000_000_000,
-            cfg.steps,
-            p.microbatches,
-            MAX_RANK_BYTES / 1_000_000_000
-        )));
-    }
-    Ok(())
+    lumos_synth::check_size(cfg).map_err(|r| {
+        let text = match r {
+            lumos_synth::SizeRefusal::World { world } => format!(
+                "--tp x --pp x --dp is {world} GPUs; lumos synth writes jobs of at most {}",
+                lumos_synth::MAX_WORLD_SIZE
+            ),
+            other => other
+                .to_string()
+                .replace("synth writes", "lumos synth writes"),
+        };
+        usage(text)
+    })
 }
 
 /// The synthesizer's configuration for these arguments.

@@ -1,0 +1,64 @@
+//! Model files in JSON (`lumos synth --model FILE`, `lumos.synth(model=)`):
+//! the one place their text is parsed, so every front end reads them alike.
+
+use lumos_synth::ModelPreset;
+use serde_json::Value;
+
+/// Largest layer, head, KV-head or micro-batch count a model file may give
+/// (the CLI's count flags' range).
+pub const MODEL_COUNT_MAX: u64 = 65_536;
+/// Largest hidden, FFN, sequence or vocabulary size a model file may give
+/// (`--hidden`'s range), so that every product of them fits the
+/// synthesizer's arithmetic.
+pub const MODEL_SIZE_MAX: u64 = 1 << 20;
+
+/// The model a model file's text describes: `layers`, `hidden`, `heads`
+/// and optionally `name`, `ffn_hidden`, `seq_len`, `micro_batch`, `vocab`,
+/// `kv_heads` and `swiglu` (true or false); other keys are ignored. `what`
+/// names the text in the message of a bad one (the file, or `model` for a
+/// dict); reading the file is the caller's.
+pub fn model_from_json(what: &str, text: &str) -> Result<ModelPreset, String> {
+    let bad = |m: String| format!("{what}: {m}");
+    let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    let field = |k: &str, max: u64| -> Result<Option<usize>, String> {
+        match v.get(k) {
+            None => Ok(None),
+            Some(x) => x
+                .as_u64()
+                .filter(|n| (1..=max).contains(n))
+                .map(|n| Some(n as usize))
+                .ok_or_else(|| bad(format!("\"{k}\" must be a whole number from 1 to {max}"))),
+        }
+    };
+    let (count, size) = (MODEL_COUNT_MAX, MODEL_SIZE_MAX);
+    let (Some(layers), Some(hidden), Some(heads)) = (
+        field("layers", count)?,
+        field("hidden", size)?,
+        field("heads", count)?,
+    ) else {
+        return Err(bad(
+            "a model file needs \"layers\", \"hidden\" and \"heads\"".into(),
+        ));
+    };
+    let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("custom");
+    let mut m = ModelPreset::gpt(name, layers, hidden, heads);
+    if let Some(f) = field("ffn_hidden", size)? {
+        m.ffn_hidden = f;
+    }
+    if let Some(s) = field("seq_len", size)? {
+        m.seq_len = s;
+    }
+    if let Some(b) = field("micro_batch", count)? {
+        m.micro_batch = b;
+    }
+    if let Some(b) = field("vocab", size)? {
+        m.vocab = b;
+    }
+    m.kv_heads = field("kv_heads", count)?.unwrap_or(heads);
+    match v.get("swiglu") {
+        None => {}
+        Some(Value::Bool(b)) => m.swiglu = *b,
+        Some(_) => return Err(bad("\"swiglu\" must be true or false".into())),
+    }
+    Ok(m)
+}
