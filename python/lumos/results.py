@@ -380,6 +380,28 @@ class Prediction:
         )
 
     @property
+    def verdict(self) -> str:
+        """How far the prediction can be trusted: ``high``, ``medium`` or
+        ``low`` (``confidence.reasons`` in the report says why)."""
+        return self.report["confidence"]["verdict"]
+
+    @property
+    def trust(self) -> Dict[str, Any]:
+        """The prediction's confidence block, as ``lumos predict --json``
+        gives it: the verdict and its reasons, the shares of predicted GPU
+        time measured, scaled and modelled (%), the inferred share of each
+        step's critical path (%), and the extrapolations beyond the trace."""
+        return self.report["confidence"]
+
+    @property
+    def model_fits(self) -> pd.DataFrame:
+        """Every duration model the prediction could use: whether it was
+        used, whether it was calibrated on the trace, its samples and its
+        mean absolute error on them (%)."""
+        cols = ["model", "used", "calibrated", "samples", "mean_abs_error_pct"]
+        return frame(records_table(self.report["confidence"]["models"], cols))
+
+    @property
     def transfer(self) -> Optional["Transfer"]:
         """With ``durations_from``: how the trace's graph took the other
         recording's durations (matched shares, steps); else ``None``."""

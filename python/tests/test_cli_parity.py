@@ -332,3 +332,14 @@ def test_predict_with_durations_from_equals_the_cli(corpus, cli_json):
     assert lumos.predict(a, progress=False).transfer is None
     with pytest.raises(lumos.ConfigError, match="one trace"):
         lumos.predict([a, b], durations_from=b, progress=False)
+
+
+def test_prediction_confidence_equals_the_cli(corpus, cli_json):
+    path = str(corpus / "single-rank/v100-ddp-rank1of2-allreduce.json.gz")
+    cli = cli_json(["predict", path, "--dp", "4"])
+    p = lumos.predict(path, dp=4, progress=False)
+    assert p.verdict == cli["confidence"]["verdict"] == "low"
+    assert p.trust == cli["confidence"]
+    fits = p.model_fits
+    assert list(fits["model"]) == [m["model"] for m in cli["confidence"]["models"]]
+    assert list(fits["used"]) == [m["used"] for m in cli["confidence"]["models"]]
