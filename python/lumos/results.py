@@ -548,4 +548,4 @@ class Transfer:
             })
         cols = ["step", "a_measured_us", "predicted_us", "b_step", "b_measured_us",
                 "b_replayed_us", "error_pct"]
-        return pd.DataFrame(rows, columns=cols)
+        return frame(records_table(rows, cols))
