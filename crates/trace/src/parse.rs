@@ -264,9 +264,22 @@ pub(crate) type Result<T> = std::result::Result<T, Box<SyntaxError>>;
 
 /// Parses the element `text` (which starts with `{`).
 pub(crate) fn parse_event(text: &[u8]) -> Parsed {
-    match std::str::from_utf8(text) {
-        Ok(s) => parse_event_str(s),
-        Err(_) => crate::repair::parse_lossy(text, parse_event_str),
+    match as_str(text) {
+        Some(s) => parse_event_str(s),
+        None => crate::repair::parse_lossy(text, parse_event_str),
+    }
+}
+
+/// `text` as a `str` if it is valid UTF-8. Trace text is nearly all ASCII,
+/// which is checked 16 bytes at a time; only text with other bytes pays
+/// for full UTF-8 validation.
+#[inline]
+fn as_str(text: &[u8]) -> Option<&str> {
+    if text.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(text) })
+    } else {
+        std::str::from_utf8(text).ok()
     }
 }
 
@@ -299,9 +312,9 @@ fn parse_event_str(s: &str) -> Parsed {
 /// Parses a `traceEvents` element that is not an object: skipped as
 /// [`SkipReason::NotAnObject`] when it is valid JSON.
 pub(crate) fn parse_non_object(text: &[u8]) -> Parsed {
-    match std::str::from_utf8(text) {
-        Ok(s) => parse_non_object_str(s),
-        Err(_) => crate::repair::parse_lossy(text, parse_non_object_str),
+    match as_str(text) {
+        Some(s) => parse_non_object_str(s),
+        None => crate::repair::parse_lossy(text, parse_non_object_str),
     }
 }
 
@@ -937,9 +950,7 @@ impl<'a> Parser<'a> {
             }
             _ => {}
         }
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
-            self.i += 1;
-        }
+        self.i = skip_ws(self.b, self.i);
     }
 
     /// Expects `c` (after whitespace).
@@ -977,7 +988,7 @@ impl<'a> Parser<'a> {
     }
 
     /// After a member: `true` if another follows (`,`), `false` at `close`.
-    #[inline]
+    #[inline(always)]
     pub fn next_member(&mut self, close: u8, what: &str) -> Result<bool> {
         self.ws();
         match self.b.get(self.i) {
@@ -989,8 +1000,14 @@ impl<'a> Parser<'a> {
                 self.i += 1;
                 Ok(false)
             }
-            _ => Err(self.expected(&format!("',' or '{}' {what}", close as char))),
+            _ => Err(self.no_next_member(close, what)),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn no_next_member(&self, close: u8, what: &str) -> Box<SyntaxError> {
+        self.expected(&format!("',' or '{}' {what}", close as char))
     }
 
     /// Object members: calls `member` with each key, positioned at the
@@ -1254,12 +1271,7 @@ impl<'a> Parser<'a> {
         let mut int: u64 = 0;
         match b.get(i) {
             Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
-                    int = int.wrapping_mul(10).wrapping_add(u64::from(d));
-                    i += 1;
-                }
-            }
+            Some(b'1'..=b'9') => (i, int) = digit_run(b, i),
             _ => return self.fail(i, "invalid number: expected a digit"),
         }
         // Up to 19 digits always fit; longer ones are checked digit by digit.
@@ -1273,19 +1285,16 @@ impl<'a> Parser<'a> {
         if has_frac {
             i += 1;
             let f = i;
-            while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
-                match i - f {
-                    0..=2 => frac3 = frac3 * 10 + u64::from(d),
-                    3 => round_up = d >= 5,
-                    _ => {}
-                }
-                i += 1;
-            }
+            i = digit_run(b, i).0;
+            let digit = |k: usize| u64::from(b[f + k] - b'0');
             match i - f {
                 0 => return self.fail(i, "invalid number: expected a digit after '.'"),
-                1 => frac3 *= 100,
-                2 => frac3 *= 10,
-                _ => {}
+                1 => frac3 = digit(0) * 100,
+                2 => frac3 = digit(0) * 100 + digit(1) * 10,
+                n => {
+                    frac3 = digit(0) * 100 + digit(1) * 10 + digit(2);
+                    round_up = n > 3 && digit(3) >= 5;
+                }
             }
         }
         let has_exp = matches!(b.get(i), Some(b'e' | b'E'));
@@ -1304,7 +1313,7 @@ impl<'a> Parser<'a> {
         }
         self.i = i;
         Ok(Number {
-            text: &self.s[start..i],
+            text: ascii_slice(self.s, start, i),
             neg,
             int,
             has_frac,
@@ -1327,11 +1336,11 @@ impl<'a> Parser<'a> {
         match self.b.get(j) {
             Some(b'"') => {
                 self.i = j + 1;
-                Ok(Cow::Borrowed(&self.s[start..j]))
+                Ok(Cow::Borrowed(ascii_slice(self.s, start, j)))
             }
             Some(b'\\') => {
                 let mut out = String::with_capacity(j - start + 16);
-                out.push_str(&self.s[start..j]);
+                out.push_str(ascii_slice(self.s, start, j));
                 self.i = j;
                 self.string_slow(start - 1, Some(&mut out))?;
                 Ok(Cow::Owned(out))
@@ -1475,6 +1484,83 @@ pub(crate) fn scan_plain(b: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// Index of the first byte of `b` at or after `i` that is not JSON
+/// whitespace (`b.len()` if none). Pretty-printed traces indent every
+/// line, so runs of several spaces after a newline are common: they are
+/// skipped 16 bytes at a time.
+#[inline]
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while i + 16 <= b.len() {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86_64 baseline, and the 16-byte
+        // unaligned load is inside `b` (checked by the loop condition).
+        #[allow(unused_unsafe)]
+        let ws = unsafe {
+            let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+            let is = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+            let ws = _mm_or_si128(
+                _mm_or_si128(is(b' '), is(b'\n')),
+                _mm_or_si128(is(b'\r'), is(b'\t')),
+            );
+            _mm_movemask_epi8(ws) as u32
+        };
+        if ws != 0xffff {
+            return i + (!ws).trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// `s[start..end]` where the bytes at `start - 1` and `end` are ASCII (a
+/// quote, or the text around a number) or the ends of `s`, so both are
+/// character boundaries and the check `&s[start..end]` makes is not needed.
+#[inline]
+fn ascii_slice(s: &str, start: usize, end: usize) -> &str {
+    debug_assert!(s.is_char_boundary(start) && s.is_char_boundary(end));
+    match s.as_bytes().get(start..end) {
+        // SAFETY: the callers pass boundaries next to ASCII bytes (see
+        // above), so the range holds whole characters of valid UTF-8.
+        Some(bytes) => unsafe { std::str::from_utf8_unchecked(bytes) },
+        None => "",
+    }
+}
+
+/// The run of ASCII digits at `b[i..]`: where it ends, and its value
+/// (wrapping past 20 digits, which the caller checks). Eight digits are
+/// read and converted at once where eight bytes remain: timestamps have
+/// 16 digits.
+#[inline]
+fn digit_run(b: &[u8], mut i: usize) -> (usize, u64) {
+    let mut v: u64 = 0;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // Each byte minus '0'; a digit gives 0..=9.
+        let t = w ^ (LO * u64::from(b'0'));
+        // High bit of each byte above 9 (exact: no carries between bytes).
+        let non_digit = (((t & !HI).wrapping_add(LO * 0x76)) | t) & HI;
+        if non_digit != 0 {
+            break;
+        }
+        // Eight digits, first in the lowest byte, to their value:
+        // pairs, then fours, then eight (Lemire's method).
+        let t = t.wrapping_mul(10).wrapping_add(t >> 8) & 0x00ff_00ff_00ff_00ff;
+        let t = t.wrapping_mul(100).wrapping_add(t >> 16) & 0x0000_ffff_0000_ffff;
+        let t = t.wrapping_mul(10000).wrapping_add(t >> 32) & 0xffff_ffff;
+        v = v.wrapping_mul(100_000_000).wrapping_add(t);
+        i += 8;
+    }
+    while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    (i, v)
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
