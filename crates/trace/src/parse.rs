@@ -1040,14 +1040,14 @@ impl<'a> Parser<'a> {
     fn event(&mut self, ev: &mut RawEvent<'a>) -> Result<()> {
         self.object(|p, key| {
             match &*key {
-                "ph" => ev.ph = p.typed(Value::opt_str)?.flatten(),
-                "cat" => ev.cat = p.typed(Value::opt_str)?.flatten(),
-                "name" => ev.name = p.typed(Value::opt_str)?.flatten(),
-                "pid" => ev.pid = p.typed(Value::ident)?.flatten(),
-                "tid" => ev.tid = p.typed(Value::ident)?.flatten(),
-                "ts" => ev.ts = p.value()?.micros(),
-                "dur" => ev.dur = p.value()?.micros(),
-                "id" => ev.id = p.value()?.int(),
+                "ph" => ev.ph = p.opt_str()?,
+                "cat" => ev.cat = p.opt_str()?,
+                "name" => ev.name = p.opt_str()?,
+                "pid" => ev.pid = p.ident()?,
+                "tid" => ev.tid = p.ident()?,
+                "ts" => ev.ts = p.micros()?,
+                "dur" => ev.dur = p.micros()?,
+                "id" => ev.id = p.int()?,
                 "args" => match p.b.get(p.i) {
                     Some(b'{') => {
                         ev.args = RawArgs::default();
@@ -1088,19 +1088,19 @@ impl<'a> Parser<'a> {
         self.object(|p, key| {
             let extra = match &*key {
                 "correlation" => {
-                    a.correlation = p.value()?.int();
+                    a.correlation = p.int()?;
                     false
                 }
                 "External id" | "external id" => {
-                    a.external_id = p.value()?.int();
+                    a.external_id = p.int()?;
                     false
                 }
                 "stream" => {
-                    a.stream = p.value()?.int();
+                    a.stream = p.int()?;
                     false
                 }
                 "device" => {
-                    a.device = p.value()?.int();
+                    a.device = p.int()?;
                     false
                 }
                 "name" => {
@@ -1108,36 +1108,36 @@ impl<'a> Parser<'a> {
                     false
                 }
                 "sort_index" => {
-                    a.sort_index = p.value()?.int();
+                    a.sort_index = p.int()?;
                     false
                 }
-                "Sequence number" => set(&mut a.sequence_number, p.value()?.int()),
-                "Fwd thread id" => set(&mut a.fwd_thread_id, p.value()?.int()),
-                "wait_on_stream" => set(&mut a.wait_on_stream, p.value()?.int()),
+                "Sequence number" => set(&mut a.sequence_number, p.int()?),
+                "Fwd thread id" => set(&mut a.fwd_thread_id, p.int()?),
+                "wait_on_stream" => set(&mut a.wait_on_stream, p.int()?),
                 "wait_on_cuda_event_record_corr_id" => {
-                    set(&mut a.wait_on_cuda_event_record_corr_id, p.value()?.int())
+                    set(&mut a.wait_on_cuda_event_record_corr_id, p.int()?)
                 }
-                "wait_on_cuda_event_id" => set(&mut a.wait_on_cuda_event_id, p.value()?.int()),
-                "event_id" => set(&mut a.event_id, p.value()?.int()),
-                "graph id" => set(&mut a.graph_id, p.value()?.int()),
-                "graph node id" => set(&mut a.graph_node_id, p.value()?.int()),
-                "bytes" => set(&mut a.bytes, p.value()?.int()),
+                "wait_on_cuda_event_id" => set(&mut a.wait_on_cuda_event_id, p.int()?),
+                "event_id" => set(&mut a.event_id, p.int()?),
+                "graph id" => set(&mut a.graph_id, p.int()?),
+                "graph node id" => set(&mut a.graph_node_id, p.int()?),
+                "bytes" => set(&mut a.bytes, p.int()?),
                 "Collective name" => set(&mut a.collective_name, p.value()?.lenient_str()),
-                "In msg nelems" => set(&mut a.in_nelems, p.value()?.int()),
-                "Out msg nelems" => set(&mut a.out_nelems, p.value()?.int()),
-                "Group size" => set(&mut a.group_size, p.value()?.int()),
+                "In msg nelems" => set(&mut a.in_nelems, p.int()?),
+                "Out msg nelems" => set(&mut a.out_nelems, p.int()?),
+                "Group size" => set(&mut a.group_size, p.int()?),
                 "dtype" => set(&mut a.dtype, p.value()?.lenient_str()),
                 "Process Group Name" => set(&mut a.pg_name, p.value()?.lenient_str()),
                 "Process Group Description" => set(&mut a.pg_desc, p.value()?.lenient_str()),
                 "Process Group Ranks" => set(&mut a.pg_ranks, p.value()?.lenient_str()),
-                "Seq" => set(&mut a.seq, p.value()?.int()),
-                "Src Rank" => set(&mut a.src_rank, p.value()?.int()),
-                "Dst Rank" => set(&mut a.dst_rank, p.value()?.int()),
+                "Seq" => set(&mut a.seq, p.int()?),
+                "Src Rank" => set(&mut a.src_rank, p.int()?),
+                "Dst Rank" => set(&mut a.dst_rank, p.int()?),
                 "Input Dims" | "Input dims" => set(&mut a.input_dims, p.raw_value()?),
                 "Input type" => set(&mut a.input_type, p.raw_value()?),
                 // `[memory]` arguments: not extras of a complete event.
                 "Device Type" | "Device Id" | "Bytes" | "Total Allocated" | "Total Reserved" => {
-                    let v = p.value()?.int();
+                    let v = p.int()?;
                     let m = &mut a.memory;
                     *match &*key {
                         "Device Type" => &mut m.device_type,
@@ -1166,6 +1166,73 @@ impl<'a> Parser<'a> {
         Ok((text != "null").then_some(text))
     }
 
+    /// The plain integer here (no sign, fraction or exponent, at most 19
+    /// digits) and where it ends, or `None` for any other value: the
+    /// common case of [`Parser::int`] and [`Parser::micros`], read without
+    /// building a [`Number`].
+    #[inline]
+    fn plain_int(&self) -> Option<(usize, u64)> {
+        let start = self.i;
+        let (end, v) = match self.b.get(start) {
+            Some(b'1'..=b'9') => digit_run(self.b, start),
+            Some(b'0') => (start + 1, 0),
+            _ => return None,
+        };
+        match self.b.get(end) {
+            Some(b'.' | b'e' | b'E' | b'0'..=b'9') => None,
+            _ if end - start > 19 => None,
+            _ => Some((end, v)),
+        }
+    }
+
+    /// `ph`, `cat`, `name` (see [`Value::opt_str`]).
+    #[inline]
+    fn opt_str(&mut self) -> Result<Option<Cow<'a, str>>> {
+        match self.b.get(self.i) {
+            Some(b'"') => self.string().map(Some),
+            _ => Ok(self.typed(Value::opt_str)?.flatten()),
+        }
+    }
+
+    /// `pid`, `tid` (see [`Value::ident`]).
+    #[inline]
+    fn ident(&mut self) -> Result<Option<RawIdent<'a>>> {
+        match self.plain_int() {
+            Some((end, v)) => {
+                self.i = end;
+                let id = i64::try_from(v).ok().map(RawIdent::Num);
+                self.bad_type |= id.is_none();
+                Ok(id)
+            }
+            None => Ok(self.typed(Value::ident)?.flatten()),
+        }
+    }
+
+    /// A lenient integer value (see [`Value::int`]).
+    #[inline]
+    fn int<T: FromJsonNumber>(&mut self) -> Result<Option<T>> {
+        match self.plain_int() {
+            Some((end, v)) => {
+                self.i = end;
+                Ok(T::from_u64(v))
+            }
+            None => Ok(self.value()?.int()),
+        }
+    }
+
+    /// A time value (see [`Value::micros`]).
+    #[inline]
+    fn micros(&mut self) -> Result<Option<Micros>> {
+        match self.plain_int() {
+            Some((end, v)) => {
+                self.i = end;
+                let ns = v.checked_mul(1000).and_then(|n| i64::try_from(n).ok());
+                Ok(Some(ns.map_or(Micros::OutOfRange, Micros::Ns)))
+            }
+            None => Ok(self.value()?.micros()),
+        }
+    }
+
     /// Reads the value here (containers are skipped).
     fn value(&mut self) -> Result<Value<'a>> {
         match self.b.get(self.i) {
@@ -1185,7 +1252,13 @@ impl<'a> Parser<'a> {
     pub fn skip_value(&mut self) -> Result<()> {
         match self.b.get(self.i) {
             Some(b'"') => self.skip_string(),
-            Some(b'0'..=b'9') => self.number().map(drop),
+            Some(b'0'..=b'9') => match self.plain_int() {
+                Some((end, _)) => {
+                    self.i = end;
+                    Ok(())
+                }
+                None => self.number().map(drop),
+            },
             Some(b'-') if self.b.get(self.i + 1) != Some(&b'I') => self.number().map(drop),
             Some(b'N' | b'I' | b'-') => self.non_finite(),
             Some(b'n') => self.literal("null"),
@@ -1533,9 +1606,9 @@ fn ascii_slice(s: &str, start: usize, end: usize) -> &str {
 }
 
 /// The run of ASCII digits at `b[i..]`: where it ends, and its value
-/// (wrapping past 20 digits, which the caller checks). Eight digits are
-/// read and converted at once where eight bytes remain: timestamps have
-/// 16 digits.
+/// (wrapping past 20 digits, which the caller checks). Up to eight digits
+/// are found and converted at once where eight bytes remain (timestamps
+/// have 16 digits, most other numbers fewer than eight).
 #[inline]
 fn digit_run(b: &[u8], mut i: usize) -> (usize, u64) {
     let mut v: u64 = 0;
@@ -1545,16 +1618,22 @@ fn digit_run(b: &[u8], mut i: usize) -> (usize, u64) {
         let t = w ^ (LO * u64::from(b'0'));
         // High bit of each byte above 9 (exact: no carries between bytes).
         let non_digit = (((t & !HI).wrapping_add(LO * 0x76)) | t) & HI;
-        if non_digit != 0 {
-            break;
+        let n = (non_digit.trailing_zeros() / 8) as usize;
+        if n == 0 {
+            return (i, v);
         }
-        // Eight digits, first in the lowest byte, to their value:
-        // pairs, then fours, then eight (Lemire's method).
+        // The n digits moved to the top bytes, zeros below them: the
+        // value of all eight is the value of the n. Pairs, then fours,
+        // then eight (Lemire's method; the first digit is the lowest byte).
+        let t = t << (8 * (8 - n));
         let t = t.wrapping_mul(10).wrapping_add(t >> 8) & 0x00ff_00ff_00ff_00ff;
         let t = t.wrapping_mul(100).wrapping_add(t >> 16) & 0x0000_ffff_0000_ffff;
         let t = t.wrapping_mul(10000).wrapping_add(t >> 32) & 0xffff_ffff;
-        v = v.wrapping_mul(100_000_000).wrapping_add(t);
-        i += 8;
+        v = v.wrapping_mul(POW10[n]).wrapping_add(t);
+        i += n;
+        if n < 8 {
+            return (i, v);
+        }
     }
     while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
         v = v.wrapping_mul(10).wrapping_add(u64::from(d));
@@ -1562,6 +1641,19 @@ fn digit_run(b: &[u8], mut i: usize) -> (usize, u64) {
     }
     (i, v)
 }
+
+/// 10^n for n in 0..=8.
+const POW10: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;

@@ -256,3 +256,57 @@ fn swar_helpers_are_exact() {
         }
     }
 }
+
+/// The reference for [`digit_run`]: one digit at a time.
+fn digit_run_reference(b: &[u8], mut i: usize) -> (usize, u64) {
+    let mut v: u64 = 0;
+    while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+        i += 1;
+    }
+    (i, v)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// Eight-at-a-time digits match one at a time, for any run length,
+    /// any byte after it and any distance from the end of the text.
+    #[test]
+    fn digit_run_matches_reference(bytes in proptest::collection::vec(
+        proptest::sample::select(b"0123456789/:.e -\"\xb0\x00".to_vec()), 0..40), at in 0usize..40) {
+        let at = at.min(bytes.len());
+        proptest::prop_assert_eq!(digit_run(&bytes, at), digit_run_reference(&bytes, at));
+    }
+
+    /// The fast paths for plain integers (`int`, `micros`, `ident`,
+    /// `skip_value`) agree with the general number path on any number-like
+    /// text, valid or not.
+    #[test]
+    fn integer_fast_paths_match_general_path(text in "-?[0-9]{0,24}(\\.[0-9]{0,5})?([eE][-+]?[0-9]{0,3})?[,} x]?") {
+        let general = |text: &str| {
+            let mut p = Parser::new(text);
+            let v = p.value().map(|v| match v {
+                Value::Num(n) => (n.micros(), Value::Num(n).int::<i64>(), Value::Num(n).int::<u64>()),
+                _ => unreachable!("a number"),
+            });
+            v.map(|v| (v, p.i)).map_err(|e| e.offset)
+        };
+        let fast = |text: &str| {
+            let mut p = Parser::new(text);
+            let r = (|| {
+                let m = p.micros()?.expect("a number");
+                let mut q = Parser::new(text);
+                let i = q.int::<i64>()?;
+                let mut q = Parser::new(text);
+                let u = q.int::<u64>()?;
+                Ok((m, i, u))
+            })();
+            r.map(|v| (v, p.i)).map_err(|e: Box<SyntaxError>| e.offset)
+        };
+        proptest::prop_assert_eq!(fast(&text), general(&text));
+        let mut skip = Parser::new(&text);
+        let skipped = skip.skip_value().map(|()| skip.i).map_err(|e| e.offset);
+        proptest::prop_assert_eq!(skipped, general(&text).map(|(_, i)| i));
+    }
+}
