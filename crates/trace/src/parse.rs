@@ -1049,14 +1049,20 @@ impl<'a> Parser<'a> {
                 "dur" => ev.dur = p.micros()?,
                 "id" => ev.id = p.int()?,
                 "args" => match p.b.get(p.i) {
+                    // `args` holds values only after an earlier `args`
+                    // object (`has_args`): resetting costs, so only then.
                     Some(b'{') => {
-                        ev.args = RawArgs::default();
+                        if ev.has_args {
+                            ev.args = RawArgs::default();
+                        }
                         ev.has_args = true;
                         p.args(&mut ev.args)?;
                     }
                     _ => {
+                        if ev.has_args {
+                            ev.args = RawArgs::default();
+                        }
                         ev.has_args = false;
-                        ev.args = RawArgs::default();
                         if !matches!(p.value()?, Value::Null) {
                             p.bad_type = true;
                         }

@@ -310,3 +310,14 @@ proptest::proptest! {
         proptest::prop_assert_eq!(skipped, general(&text).map(|(_, i)| i));
     }
 }
+
+#[test]
+fn a_repeated_args_replaces_the_earlier_one() {
+    let base = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":1,"ts":1,"dur":1,"args":{"External id":5,"correlation":7}"#;
+    let c = complete(&format!(r#"{base},"args":{{"correlation":3}}}}"#));
+    assert_eq!((c.external_id, c.correlation), (None, Some(3)));
+    let c = complete(&format!(r#"{base},"args":null}}"#));
+    assert_eq!((c.external_id, c.correlation), (None, None));
+    let c = complete(&format!(r#"{base}}}"#));
+    assert_eq!((c.external_id, c.correlation), (Some(5), Some(7)));
+}
