@@ -7,13 +7,16 @@
 //! cargo run --release -p lumos-trace --example read_trace -- --repeat N FILE...
 //! cargo run --release -p lumos-trace --example read_trace -- --decompress IN.json.gz OUT.json
 //! cargo run --release -p lumos-trace --example read_trace -- --concat N IN OUT.json
+//! cargo run --release -p lumos-trace --example read_trace -- --inflate IN.json.gz
 //! ```
 //!
 //! `--repeat N` reads the files N times in one process (as a benchmark
 //! does). `--decompress` writes the plain JSON of a gzip trace; `--concat N` writes a
 //! plain JSON trace whose `traceEvents` are those of `IN` repeated `N` times
 //! (a larger input to see how the reader scales). Neither output belongs in
-//! the repository.
+//! the repository. `--inflate` only decompresses a gzip file, with the
+//! inflate and block size the reader uses, and throws the bytes away: the
+//! cost of decompression alone, to compare reading gzip with.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::io::{Read, Write};
@@ -29,6 +32,7 @@ fn main() -> ExitCode {
             std::fs::write(&args[2], text).expect("write output");
             ExitCode::SUCCESS
         }
+        Some("--inflate") if args.len() == 2 => inflate_only(Path::new(&args[1])),
         Some("--concat") if args.len() == 4 => {
             let n: usize = args[1].parse().expect("--concat N: N is a number");
             let text = load(Path::new(&args[2]));
@@ -58,7 +62,8 @@ fn main() -> ExitCode {
         }
         None => {
             eprintln!(
-                "usage: read_trace [--repeat N] FILE... | --decompress IN OUT | --concat N IN OUT"
+                "usage: read_trace [--repeat N] FILE... | --decompress IN OUT | --concat N IN OUT \
+                 | --inflate IN"
             );
             ExitCode::from(2)
         }
@@ -89,6 +94,35 @@ fn read_one(path: &Path) -> bool {
             false
         }
     }
+}
+
+/// Decompresses `path` as the reader does (flate2's zlib-rs inflate over a
+/// 256 KB file buffer, 1 MB blocks), keeping nothing, and prints the time.
+fn inflate_only(path: &Path) -> ExitCode {
+    let start = Instant::now();
+    let file = std::fs::File::open(path).expect("open input");
+    let mut gz =
+        flate2::bufread::MultiGzDecoder::new(std::io::BufReader::with_capacity(1 << 18, file));
+    let mut block = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        match gz.read(&mut block) {
+            Ok(0) => break,
+            Ok(n) => total += n as u64,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{}: inflated {:.1} MB, {secs:.3} s, {:.0} MB/s",
+        path.display(),
+        total as f64 / 1e6,
+        total as f64 / 1e6 / secs
+    );
+    ExitCode::SUCCESS
 }
 
 /// The whole uncompressed text of a trace (gzip detected by content).

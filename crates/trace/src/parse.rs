@@ -1409,14 +1409,23 @@ impl<'a> Parser<'a> {
     }
 
     /// The string starting at the quote here, unescaped.
+    #[inline(always)]
     pub fn string(&mut self) -> Result<Cow<'a, str>> {
         let start = self.i + 1;
         let j = self.scan_plain(start);
+        if self.b.get(j) == Some(&b'"') {
+            self.i = j + 1;
+            return Ok(Cow::Borrowed(ascii_slice(self.s, start, j)));
+        }
+        self.string_rest(start, j)
+    }
+
+    /// [`Parser::string`] from the first byte that is not plain text, at
+    /// `j`: an escape, or an error. Out of line: rare, and it keeps the
+    /// inlined fast path small.
+    #[inline(never)]
+    fn string_rest(&mut self, start: usize, j: usize) -> Result<Cow<'a, str>> {
         match self.b.get(j) {
-            Some(b'"') => {
-                self.i = j + 1;
-                Ok(Cow::Borrowed(ascii_slice(self.s, start, j)))
-            }
             Some(b'\\') => {
                 let mut out = String::with_capacity(j - start + 16);
                 out.push_str(ascii_slice(self.s, start, j));
@@ -1531,24 +1540,26 @@ impl<'a> Parser<'a> {
 #[inline]
 pub(crate) fn scan_plain(b: &[u8], mut i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    while i + 16 <= b.len() {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of the x86_64 baseline, and the 16-byte
-        // unaligned load is inside `b` (checked by the loop condition).
-        #[allow(unused_unsafe)]
-        let mask = unsafe {
-            let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
-            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            // v <= 0x1f, unsigned: max(v, 0x1f) == 0x1f.
-            let limit = _mm_set1_epi8(0x1f);
-            let control = _mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit);
-            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
-        };
-        if mask != 0 {
-            return i + mask.trailing_zeros() as usize;
+    if b.len() >= 16 {
+        while i + 16 <= b.len() {
+            let mask = string_specials(b, i);
+            if mask != 0 {
+                return i + mask.trailing_zeros() as usize;
+            }
+            i += 16;
         }
-        i += 16;
+        if i >= b.len() {
+            return b.len();
+        }
+        // The last 16 bytes, overlapping some already seen: one more load
+        // instead of the byte loop (keys near the end of an element).
+        let last = b.len() - 16;
+        let mask = string_specials(b, last) >> (i - last);
+        return if mask != 0 {
+            i + mask.trailing_zeros() as usize
+        } else {
+            b.len()
+        };
     }
     // Eight bytes at a time while they are plain.
     while i + 8 <= b.len() {
@@ -1565,6 +1576,26 @@ pub(crate) fn scan_plain(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Bit k set if `b[i + k]` is `"`, `\` or a control byte, for k in 0..16.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn string_specials(b: &[u8], i: usize) -> u32 {
+    use std::arch::x86_64::*;
+    assert!(i + 16 <= b.len());
+    // SAFETY: SSE2 is part of the x86_64 baseline, and the 16-byte
+    // unaligned load is inside `b` (asserted above).
+    #[allow(unused_unsafe)]
+    unsafe {
+        let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // v <= 0x1f, unsigned: max(v, 0x1f) == 0x1f.
+        let limit = _mm_set1_epi8(0x1f);
+        let control = _mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit);
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
+    }
+}
+
 /// Index of the first byte of `b` at or after `i` that is not JSON
 /// whitespace (`b.len()` if none). Pretty-printed traces indent every
 /// line, so runs of several spaces after a newline are common: they are
@@ -1572,29 +1603,51 @@ pub(crate) fn scan_plain(b: &[u8], mut i: usize) -> usize {
 #[inline]
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    while i + 16 <= b.len() {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of the x86_64 baseline, and the 16-byte
-        // unaligned load is inside `b` (checked by the loop condition).
-        #[allow(unused_unsafe)]
-        let ws = unsafe {
-            let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
-            let is = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
-            let ws = _mm_or_si128(
-                _mm_or_si128(is(b' '), is(b'\n')),
-                _mm_or_si128(is(b'\r'), is(b'\t')),
-            );
-            _mm_movemask_epi8(ws) as u32
-        };
-        if ws != 0xffff {
-            return i + (!ws).trailing_zeros() as usize;
+    if b.len() >= 16 {
+        while i + 16 <= b.len() {
+            let ws = whitespace(b, i);
+            if ws != 0xffff {
+                return i + (!ws).trailing_zeros() as usize;
+            }
+            i += 16;
         }
-        i += 16;
+        if i >= b.len() {
+            return b.len();
+        }
+        // The last 16 bytes, overlapping: the whitespace before an
+        // element's closing brace.
+        let last = b.len() - 16;
+        let other = !whitespace(b, last) >> (i - last) & (0xffff >> (i - last));
+        return if other != 0 {
+            i + other.trailing_zeros() as usize
+        } else {
+            b.len()
+        };
     }
     while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
         i += 1;
     }
     i
+}
+
+/// Bit k set if `b[i + k]` is JSON whitespace, for k in 0..16.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn whitespace(b: &[u8], i: usize) -> u32 {
+    use std::arch::x86_64::*;
+    assert!(i + 16 <= b.len());
+    // SAFETY: SSE2 is part of the x86_64 baseline, and the 16-byte
+    // unaligned load is inside `b` (asserted above).
+    #[allow(unused_unsafe)]
+    unsafe {
+        let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+        let is = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+        let ws = _mm_or_si128(
+            _mm_or_si128(is(b' '), is(b'\n')),
+            _mm_or_si128(is(b'\r'), is(b'\t')),
+        );
+        _mm_movemask_epi8(ws) as u32
+    }
 }
 
 /// `s[start..end]` where the bytes at `start - 1` and `end` are ASCII (a

@@ -321,3 +321,21 @@ fn a_repeated_args_replaces_the_earlier_one() {
     let c = complete(&format!(r#"{base}}}"#));
     assert_eq!((c.external_id, c.correlation), (Some(5), Some(7)));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// The 16-byte scan (with its overlapping last load) finds the same
+    /// first special byte as a byte-at-a-time scan, from any start.
+    #[test]
+    fn scan_plain_matches_reference(bytes in proptest::collection::vec(
+        proptest::sample::select(b"ab\"\\\x01\x1f \n\t\xc3\xa9".to_vec()), 0..80), at in 0usize..80) {
+        let at = at.min(bytes.len());
+        let want = (at..bytes.len())
+            .find(|&k| STRING_SPECIAL[bytes[k] as usize])
+            .unwrap_or(bytes.len());
+        proptest::prop_assert_eq!(scan_plain(&bytes, at), want);
+        let ws = (at..bytes.len()).find(|&k| !b" \n\r\t".contains(&bytes[k])).unwrap_or(bytes.len());
+        proptest::prop_assert_eq!(skip_ws(&bytes, at), ws);
+    }
+}
