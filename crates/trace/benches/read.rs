@@ -1,8 +1,10 @@
 //! Reader throughput on the largest corpus trace
 //! (`single-rank/v100-ddp-rank1of2-allreduce.json.gz`, 54 MB of JSON), from
 //! gzip and from plain JSON, on a rayon pool of 1 and of 2 threads, plus a
-//! plain JSON three times as large to see how the time grows with size.
-//! Throughput is in uncompressed JSON bytes.
+//! plain JSON three times as large to see how the time grows with size,
+//! and decompressing the gzip file alone (`inflate/gzip`: the same inflate
+//! and block size as the reader, bytes thrown away), what reading gzip is
+//! compared with. Throughput is in uncompressed JSON bytes.
 //!
 //! The plain inputs are written to the temp dir when the bench starts and
 //! removed when it ends. Run with
@@ -10,7 +12,7 @@
 //! pass). See docs/PERFORMANCE.md.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -71,6 +73,21 @@ fn matching_bracket(text: &[u8], open: usize) -> usize {
     panic!("unbalanced traceEvents array");
 }
 
+/// Decompresses `path` as the reader does (flate2's inflate over a 256 KB
+/// file buffer, into 1 MB blocks) and returns the uncompressed size.
+fn inflate_only(path: &Path) -> u64 {
+    let file = std::io::BufReader::with_capacity(1 << 18, std::fs::File::open(path).unwrap());
+    let mut gz = flate2::bufread::MultiGzDecoder::new(file);
+    let mut block = vec![0u8; 1 << 20];
+    let mut total = 0;
+    loop {
+        match gz.read(&mut block).unwrap() {
+            0 => return total,
+            n => total += n as u64,
+        }
+    }
+}
+
 fn main() {
     let Some(corpus) = lumos_testkit::corpus() else {
         return;
@@ -119,5 +136,9 @@ fn main() {
         }
         group.finish();
     }
+    let mut group = c.benchmark_group("inflate");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("gzip", |b| b.iter(|| inflate_only(&gz_path)));
+    group.finish();
     c.final_summary();
 }
