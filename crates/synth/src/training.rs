@@ -117,6 +117,13 @@ pub struct Training {
     /// `--overlap-p2p-communication`, on in NeMo's interleaved recipes);
     /// default off: Megatron waits on every request.
     pub p2p_overlap: bool,
+    /// `torch.cuda.synchronize()` after every batched pipeline transfer
+    /// (Megatron-LM's `_communicate` "to protect against race condition
+    /// when using batch_isend_irecv()": always in the 2021-2022 code,
+    /// Megatron-core's `batch_p2p_comm` and `batch_p2p_sync`, both on by
+    /// default, since): the CPU waits for every stream before it launches
+    /// the next pass. Default off.
+    pub p2p_sync: bool,
     /// `CUDA_LAUNCH_BLOCKING=1`: every kernel launch returns only when its
     /// kernel has finished, so the CPU never runs ahead and no stream
     /// overlaps another (BLOOM's production script sets it: "do not
@@ -143,6 +150,7 @@ impl Default for Training {
             p2p_scatter_gather: false,
             tp_comm_overlap: false,
             p2p_overlap: false,
+            p2p_sync: false,
             launch_blocking: false,
             cuda_sync_events: true,
             event_records: true,

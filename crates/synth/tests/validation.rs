@@ -88,10 +88,11 @@ fn fit_targets_and_report() {
         "fit rows {fmean:.1}%, validation {mean:.1}%"
     );
 
-    // The Lumos runs miss the target (docs/SYNTH.md, "Against published
-    // runs"): PP 8 and 16 and 2x4x16 run 1.5-1.9x longer than any
-    // published network explains. Checked here: the runs at PP 2 and at PP
-    // 4 with DP 4 and 8 within 10%, and no regression past today's errors.
+    // The Lumos runs miss the target (docs/SYNTH-VALIDATION.md, "Why the
+    // Lumos runs miss"): PP 8 and 16 at DP 4 and 2x4x16 run 1.5-1.9x
+    // longer than any sourced mechanism explains. Checked here: the runs
+    // at PP 2 and at PP 4 with DP 4 and 8 within 10%, and no regression
+    // past today's errors (mean 19.5%, max 45.9%).
     let lumos = |label: &str| {
         let i = rows
             .iter()
@@ -107,7 +108,7 @@ fn fit_targets_and_report() {
     });
     let (lmean, lmax) = published::summary(&lv);
     println!("Lumos runs not fitted: mean |error| {lmean:.1}%, max {lmax:.1}%");
-    assert!(lmean <= 21.0 && lmax <= 48.0, "{lmean:.1}% {lmax:.1}%");
+    assert!(lmean <= 19.6 && lmax <= 46.0, "{lmean:.1}% {lmax:.1}%");
 
     let text = published::report(&rows, &outcomes, &fitted);
     let committed = std::fs::read_to_string(REPORT).unwrap_or_default();

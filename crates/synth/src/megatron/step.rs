@@ -171,6 +171,9 @@ impl Rank<'_> {
         if !(send && self.training.p2p_overlap) {
             self.g.wait(COMPUTE, ev);
         }
+        if self.training.p2p_sync {
+            self.g.device_sync();
+        }
         if !send && self.scattered() {
             self.tp_coll(CollectiveKind::AllGather, n, n * self.d.t, true);
         }

@@ -24,6 +24,7 @@ use crate::config::SynthConfig;
 use crate::lockstep::{layer_times, step_times};
 use crate::SynthError;
 
+mod lumos_bounds;
 mod report;
 mod rows;
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{excluded, summary, Measure, Outcome, Param, Row, Split};
+use super::{excluded, lumos_bounds, summary, Measure, Outcome, Param, Row, Split};
 use crate::training::Recompute;
 
 /// A short description of a row's configuration.
@@ -129,6 +129,7 @@ pub fn report(rows: &[Row], outcomes: &[Outcome], fitted: &[(Param, f64)]) -> St
     table(&mut out, &val);
     out.push_str("\n## Lumos GPT-3 15B runs\n\n");
     table(&mut out, &lumos);
+    lumos_bounds::section(&mut out, &lumos);
     out.push_str("\n## Left out\n\n");
     for (what, why) in excluded() {
         let _ = writeln!(out, "- {what}: {why}.");
