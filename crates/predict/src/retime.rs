@@ -728,6 +728,7 @@ mod tests {
         let tag = Tag {
             step: Some(0),
             pass: None,
+            chunk: 0,
             setup: true,
         };
         let place = s.role_of_task(task);
