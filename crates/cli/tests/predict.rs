@@ -422,7 +422,7 @@ fn interleaved_pipelines_are_found_and_predicted() {
         String::from_utf8_lossy(&out.stderr)
     );
     let files: Vec<PathBuf> = (0..3)
-        .map(|r| dir.join(&format!("rank{r}.json.gz")))
+        .map(|r| dir.join(format!("rank{r}.json.gz")))
         .collect();
     let v = json(&["inspect", "--per-trace"], &files);
     for (t, role) in v["traces"]
