@@ -68,7 +68,8 @@ enum Command {
     /// GPT training job: 1F1B pipeline, TP/DP/PP collectives, optimizer.
     Synth(synth::SynthArgs),
     /// Predict another configuration (data, tensor or pipeline degree,
-    /// micro-batches, layers, hidden size, kernel speed-ups, network) by
+    /// interleaved virtual stages, micro-batches, layers, hidden size,
+    /// kernel speed-ups, network) by
     /// editing the traces' graphs, and compare it with the measured run and
     /// its replay.
     Predict(predict::PredictArgs),

@@ -403,3 +403,71 @@ fn all_ranks_of_a_job_are_one_per_stage() {
         .any(|a| a.as_str().unwrap().contains("7 of 8 inputs left out")));
     assert!(v["mean_predicted_ms"].as_f64().unwrap() >= v["mean_replayed_ms"].as_f64().unwrap());
 }
+
+/// An interleaved job (`lumos synth --virtual-stages 2`): `lumos inspect`
+/// reports its chunks, `lumos predict --virtual-stages` changes them, and
+/// what Megatron cannot run is refused with the reason (exit 2).
+#[test]
+fn interleaved_pipelines_are_found_and_predicted() {
+    let dir = temp_dir("interleaved");
+    let out = lumos()
+        .args(["synth", "--model", "gpt-small", "--pp", "3"])
+        .args(["--microbatches", "6", "--virtual-stages", "2", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<PathBuf> = (0..3)
+        .map(|r| dir.join(format!("rank{r}.json.gz")))
+        .collect();
+    let v = json(&["inspect", "--per-trace"], &files);
+    for (t, role) in v["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["first", "middle", "last"])
+    {
+        let s = &t["structure"];
+        assert_eq!(s["stage_role"], role);
+        assert_eq!(s["config"]["virtual_stages"], 2);
+        assert_eq!(s["config"]["microbatches"], 6);
+        assert_eq!(s["one_f_one_b"], true, "{}", s["pass_order"]);
+        assert_eq!(s["layers_per_pass"], 2);
+    }
+    let v = json(&["predict", "--virtual-stages", "1"], &files);
+    assert_eq!(v["traced"]["virtual_stages"], 2);
+    // The plain schedule leaves the field out, as every other prediction.
+    assert!(
+        v["target"].get("virtual_stages").is_none(),
+        "{}",
+        v["target"]
+    );
+    assert!(v["assumptions"].as_array().unwrap().iter().any(|a| a
+        .as_str()
+        .unwrap()
+        .starts_with("virtual stages 2 -> 1: plain 1F1B")));
+    for (args, want) in [
+        (
+            &["--virtual-stages", "5"][..],
+            "12 layers do not divide into 3 pipeline stages x 5 virtual stages",
+        ),
+        (
+            &["--microbatches", "4"][..],
+            "the interleaved schedule needs micro-batches (4) to be a multiple of pp (3)",
+        ),
+        (
+            &["--pp", "2"][..],
+            "the interleaved schedule (2 virtual stages) needs more than 2 pipeline stages",
+        ),
+        (
+            &["--virtual-stages", "0"][..],
+            "must be a whole number from 1",
+        ),
+    ] {
+        assert_refused(args, &files, want);
+    }
+}

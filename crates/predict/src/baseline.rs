@@ -157,6 +157,7 @@ impl Baseline {
             layers,
             hidden: d0.hidden.unwrap_or(0),
             ffn: d0.ffn.unwrap_or(0),
+            virtual_stages: d0.virtual_stages.unwrap_or(1),
         };
         let ctx0 = &inputs[0].ctx;
         let gpu = identify_gpu(
@@ -713,6 +714,7 @@ mod tests {
                 layers: 4,
                 hidden: 1024,
                 ffn: 4096,
+                virtual_stages: 1,
             };
             let pc = param_count(&s[0], &config);
             assert_eq!((pc.per_layer, pc.layers, pc.method), (per_layer, 4, method));

@@ -22,6 +22,9 @@
 //!   uneven split and the synthesizer do). Fewer micro-batches than stages
 //!   is allowed: 1F1B then clips each stage's warm-up to the micro-batches,
 //!   as Megatron's non-interleaved schedule does, and the pipeline idles.
+//! - Interleaving (virtual stages above 1): more than two stages,
+//!   micro-batches a multiple of the stages, layers a multiple of stages x
+//!   virtual stages (Megatron's conditions, and equal chunks); at least 1.
 //! - Size: the tasks of the predicted stages, estimated from the traced
 //!   ones ([`estimated_tasks`]), at most [`MAX_PREDICTED_TASKS`].
 //!
@@ -59,6 +62,9 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
     let invalid = |s: String| Err(PredictError::InvalidTarget(s));
     if c.tp == 0 || c.dp == 0 || c.pp == 0 || c.microbatches == 0 {
         return invalid("tp, dp, pp and micro-batches must be at least 1".into());
+    }
+    if c.virtual_stages == 0 {
+        return invalid("virtual stages must be at least 1 (1: the plain 1F1B schedule)".into());
     }
     let world = u64::from(c.tp) * u64::from(c.dp) * u64::from(c.pp);
     let degrees_edit = (c.tp, c.dp, c.pp) != (b.tp, b.dp, b.pp);
@@ -182,6 +188,9 @@ fn check_structure(base: &Baseline, c: &Config) -> Result<(), PredictError> {
             c.layers, c.pp
         )));
     }
+    if c.virtual_stages > 1 {
+        check_interleaved(c)?;
+    }
     let tasks = estimated_tasks(base, c);
     if tasks > MAX_PREDICTED_TASKS {
         return Err(PredictError::InvalidTarget(format!(
@@ -192,6 +201,38 @@ fn check_structure(base: &Baseline, c: &Config) -> Result<(), PredictError> {
             c.stage_layers(0),
             tasks.saturating_mul(BYTES_PER_PREDICTED_TASK) / 1_000_000_000
         )));
+    }
+    Ok(())
+}
+
+/// Megatron's conditions for the interleaved schedule
+/// (`forward_backward_pipelining_with_interleaving`): more than two
+/// stages, micro-batches in whole groups of `pp`, and here layers that
+/// fill every model chunk equally.
+#[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the MSRV (1.80)
+fn check_interleaved(c: &Config) -> Result<(), PredictError> {
+    let invalid = |s: String| Err(PredictError::InvalidTarget(s));
+    let v = c.virtual_stages;
+    if c.pp <= 2 {
+        return invalid(format!(
+            "the interleaved schedule ({v} virtual stages) needs more than 2 pipeline stages, \
+             got {}",
+            c.pp
+        ));
+    }
+    if c.microbatches % c.pp != 0 {
+        return invalid(format!(
+            "the interleaved schedule needs micro-batches ({}) to be a multiple of pp ({})",
+            c.microbatches, c.pp
+        ));
+    }
+    let chunks = u64::from(c.pp) * u64::from(v);
+    if u64::from(c.layers) % chunks != 0 {
+        return invalid(format!(
+            "{} layers do not divide into {} pipeline stages x {v} virtual stages ({chunks} \
+             model chunks of equal size)",
+            c.layers, c.pp
+        ));
     }
     Ok(())
 }
@@ -223,6 +264,10 @@ pub fn estimated_tasks(base: &Baseline, c: &Config) -> u64 {
             per_mb = per_mb.max(in_passes / traced_m);
         }
     }
+    // Each model chunk runs its own passes: the work outside layers
+    // comes once per chunk and micro-batch.
+    let per_mb =
+        per_mb * f64::from(c.virtual_stages.max(1)) / f64::from(base.config.virtual_stages.max(1));
     let m = f64::from(c.microbatches);
     let total: f64 = (0..c.pp)
         .map(|stage| fixed + m * (per_mb + per_layer_mb * f64::from(c.stage_layers(stage))))

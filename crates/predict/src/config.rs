@@ -27,6 +27,9 @@ pub struct Config {
     pub hidden: u64,
     /// FFN (MLP inner) size.
     pub ffn: u64,
+    /// Model chunks per stage (Megatron's virtual pipeline stages): the
+    /// interleaved 1F1B schedule when above 1.
+    pub virtual_stages: u32,
 }
 
 impl fmt::Display for Config {
@@ -35,7 +38,15 @@ impl fmt::Display for Config {
             f,
             "tp{} pp{} dp{}, {} micro-batches, {} layers, hidden {}, ffn {}",
             self.tp, self.pp, self.dp, self.microbatches, self.layers, self.hidden, self.ffn
-        )
+        )?;
+        if self.virtual_stages > 1 {
+            write!(
+                f,
+                ", {} virtual stages (interleaved 1F1B)",
+                self.virtual_stages
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -45,6 +56,14 @@ impl Config {
     /// and the synthesizer's rule).
     pub fn stage_layers(&self, stage: u32) -> u32 {
         self.layers / self.pp + u32::from(stage < self.layers % self.pp)
+    }
+
+    /// Layers of model chunk `chunk` of `stage` (virtual stage `chunk * pp
+    /// + stage` of `pp * virtual_stages`, spread the same way).
+    pub fn chunk_layers(&self, stage: u32, chunk: u32) -> u32 {
+        let n = self.pp * self.virtual_stages.max(1);
+        let vs = chunk * self.pp + stage;
+        self.layers / n + u32::from(vs < self.layers % n)
     }
 }
 
@@ -272,6 +291,7 @@ mod tests {
             layers: 56,
             hidden: 1,
             ffn: 1,
+            virtual_stages: 1,
         };
         assert_eq!(
             (0..3).map(|s| c.stage_layers(s)).collect::<Vec<_>>(),

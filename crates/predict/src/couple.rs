@@ -98,8 +98,8 @@ impl Prediction<'_> {
         }
     }
 
-    /// Pairs each send with its receive on the neighbouring stage (same
-    /// step, pass kind and micro-batch) and joins the stages' gradient-norm
+    /// Pairs each send with its receive on the neighbouring (virtual)
+    /// stage (same step, pass kind and micro-batch) and joins the stages' gradient-norm
     /// reductions, with modelled transfer times.
     fn couple(
         &self,
@@ -117,8 +117,8 @@ impl Prediction<'_> {
         };
         let layout = Layout::of(&self.target.config);
         let r = Ratios::of(&base.config, &self.target.config);
-        // (stage, step, kind, microbatch, send?) -> task
-        let mut p2p: FxHashMap<(u32, u32, PassKind, u32, bool), TaskId> = FxHashMap::default();
+        // (stage, step, kind, microbatch, chunk, send?) -> task
+        let mut p2p: FxHashMap<(u32, u32, PassKind, u32, u32, bool), TaskId> = FxHashMap::default();
         let mut mp: FxHashMap<u32, Vec<(u32, TaskId)>> = FxHashMap::default();
         for (k, part) in parts.iter().enumerate() {
             let stage = self.stages[k].stage;
@@ -129,7 +129,8 @@ impl Prediction<'_> {
                 let tag = tags[t as usize];
                 match (c.class, c.p2p, tag.step, tag.pass) {
                     (GroupClass::Pipeline, Some(dir), Some(step), Some((kind, mb))) => {
-                        p2p.insert((stage, step, kind, mb, dir == P2p::Send), TaskId(t));
+                        let key = (stage, step, kind, mb, tag.chunk, dir == P2p::Send);
+                        p2p.insert(key, TaskId(t));
                     }
                     (GroupClass::ModelParallel, _, Some(step), None) if tag.setup => {
                         mp.entry(step).or_default().push((stage, TaskId(t)));
@@ -155,19 +156,25 @@ impl Prediction<'_> {
                 };
             (b * f).round() as u64
         };
-        let mut keys: Vec<_> = p2p.keys().copied().filter(|k| k.4).collect();
-        keys.sort_by_key(|k| (k.0, k.1, k.2 as u8, k.3));
-        for (stage, step, kind, mb, _) in keys {
-            let peer = match kind {
-                PassKind::Forward => stage + 1,
-                PassKind::Backward => match stage.checked_sub(1) {
+        let mut keys: Vec<_> = p2p.keys().copied().filter(|k| k.5).collect();
+        keys.sort_by_key(|k| (k.0, k.1, k.2 as u8, k.3, k.4));
+        // Chunk `c` of stage `s` is virtual stage `c pp + s`: activations
+        // go to the next virtual stage (from the last stage to the first
+        // stage's next chunk), gradients to the one before.
+        let pp = self.target.config.pp.max(1);
+        for (stage, step, kind, mb, chunk, _) in keys {
+            let vs = chunk * pp + stage;
+            let to = match kind {
+                PassKind::Forward => vs + 1,
+                PassKind::Backward => match vs.checked_sub(1) {
                     Some(p) => p,
                     None => continue,
                 },
             };
+            let (peer, peer_chunk) = (to % pp, to / pp);
             let (Some(&send), Some(&recv)) = (
-                p2p.get(&(stage, step, kind, mb, true)),
-                p2p.get(&(peer, step, kind, mb, false)),
+                p2p.get(&(stage, step, kind, mb, chunk, true)),
+                p2p.get(&(peer, step, kind, mb, peer_chunk, false)),
             ) else {
                 continue;
             };

@@ -18,9 +18,10 @@ use crate::baseline::Baseline;
 use crate::checks::check_target;
 use crate::config::{Config, Coord, KernelScale, Layout};
 use crate::discover::GroupClass;
+use crate::discover::Structure;
 use crate::error::PredictError;
 use crate::models::Source;
-use crate::plan::{plan_stage, Source as PlanSource, StageTarget};
+use crate::plan::{plan_stage, sources as plan_sources, StageRole, StageTarget};
 use crate::retime::retime;
 
 /// One edit of a target, for [`Prediction::with_edits`].
@@ -34,6 +35,9 @@ pub enum Edit {
     Pp(u32),
     /// Micro-batches per step.
     Microbatches(u32),
+    /// Model chunks per stage (virtual pipeline stages): the interleaved
+    /// 1F1B schedule above 1, the plain one at 1.
+    VirtualStages(u32),
     /// Transformer layers in the whole model.
     Layers(u32),
     /// Hidden size; the FFN size follows in proportion unless an
@@ -56,6 +60,7 @@ impl Edit {
             Edit::Tp(x) => c.tp = x,
             Edit::Pp(x) => c.pp = x,
             Edit::Microbatches(x) => c.microbatches = x,
+            Edit::VirtualStages(x) => c.virtual_stages = x,
             Edit::Layers(x) => c.layers = x,
             Edit::Hidden(h) => {
                 if c.ffn == traced.ffn && traced.hidden > 0 {
@@ -118,7 +123,10 @@ pub struct Prediction<'b> {
 /// micro-batches or layers), so that stages are planned and assembled.
 pub(crate) fn structural_change(base: &Baseline, t: &Target) -> bool {
     let (b, c) = (&base.config, &t.config);
-    b.pp != c.pp || b.microbatches != c.microbatches || b.layers != c.layers
+    b.pp != c.pp
+        || b.microbatches != c.microbatches
+        || b.layers != c.layers
+        || b.virtual_stages != c.virtual_stages
 }
 
 /// Builds the stage graphs of `target` and times them.
@@ -178,6 +186,7 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage> {
             Tag {
                 step: None,
                 pass: None,
+                chunk: 0,
                 setup: false
             };
             inp.graph.tasks.len()
@@ -226,17 +235,14 @@ fn rebuilt_stages(
             structure: s,
         })
         .collect();
-    let sources: Vec<PlanSource> = base
+    let traced: Vec<(&Structure, StageRole, u32)> = base
         .structures
         .iter()
         .zip(&base.roles)
         .zip(&base.stages)
-        .map(|((s, &role), &stage)| PlanSource {
-            structure: s,
-            role,
-            stage,
-        })
+        .map(|((s, &role), &stage)| (s, role, stage))
         .collect();
+    let sources = plan_sources(&traced, base.config.pp, base.config.virtual_stages);
     let new_stages: Vec<u32> = if c.pp == base.config.pp {
         base.stages.clone()
     } else {
@@ -254,11 +260,16 @@ fn rebuilt_stages(
             (0..c.pp).map(|s| c.stage_layers(s)).collect::<Vec<_>>()
         ));
     }
+    if c.virtual_stages != base.config.virtual_stages {
+        notes.push(interleave_note(base.config.virtual_stages, c));
+    }
     let mut stages = Vec::new();
     for &stage in &new_stages {
         // The traced stage itself, with its traced pass order, when the
         // pipeline and micro-batches are unchanged.
-        let keep = (c.pp == base.config.pp && c.microbatches == base.config.microbatches)
+        let keep = (c.pp == base.config.pp
+            && c.microbatches == base.config.microbatches
+            && c.virtual_stages == base.config.virtual_stages)
             .then(|| base.stages.iter().position(|&s| s == stage))
             .flatten();
         let t = StageTarget {
@@ -266,6 +277,7 @@ fn rebuilt_stages(
             stages: c.pp,
             microbatches: c.microbatches,
             layers: c.stage_layers(stage),
+            chunks: c.virtual_stages.max(1),
         };
         let plan = plan_stage(&sources, t, keep)?;
         notes.extend(plan.notes.iter().cloned());
@@ -287,6 +299,27 @@ fn rebuilt_stages(
         ));
     }
     Ok(stages)
+}
+
+/// What changing the virtual stages from `traced` to `c`'s assumes.
+fn interleave_note(traced: u32, c: &Config) -> String {
+    let v = c.virtual_stages.max(1);
+    let schedule = if v > 1 {
+        format!(
+            "interleaved 1F1B with {v} model chunks of {} layers per stage (chunk k of stage s is \
+             virtual stage k x {} + s; the last stage's activations go on to the first stage's \
+             next chunk)",
+            c.layers / (c.pp * v).max(1),
+            c.pp
+        )
+    } else {
+        "plain 1F1B".into()
+    };
+    format!(
+        "virtual stages {traced} -> {v}: {schedule}; each chunk's passes copied from a traced \
+         pass of the same role (first, middle or last virtual stage), with their sends and \
+         receives"
+    )
 }
 
 /// What each edit assumes, in words.
@@ -451,6 +484,12 @@ impl<'b> Prediction<'b> {
     /// with its 1F1B order.
     pub fn with_pp(&self, pp: u32) -> Result<Prediction<'b>, PredictError> {
         self.with_edits([Edit::Pp(pp)])
+    }
+
+    /// Model chunks per stage: Megatron's interleaved 1F1B schedule with
+    /// `v` virtual stages per stage (`1`: the plain 1F1B schedule).
+    pub fn with_virtual_stages(&self, v: u32) -> Result<Prediction<'b>, PredictError> {
+        self.with_edits([Edit::VirtualStages(v)])
     }
 
     /// Micro-batches per step.

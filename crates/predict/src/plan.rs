@@ -12,8 +12,16 @@
 //! the traced last stage. Layers are cloned from (or removed around) the
 //! middle layer of each pass, so that the first and last layers, whose
 //! neighbours are not layers, stay as they were.
+//!
+//! With the interleaved schedule (virtual stages) every model chunk is a
+//! stage of a pipeline of `pp x virtual_stages` virtual stages (chunk `c`
+//! of stage `s` is virtual stage `c pp + s`): each chunk's passes take
+//! their template by that virtual stage's role, by the rules above, and
+//! the stage runs them in Megatron's interleaved order. An interleaved
+//! trace stands for one template per traced chunk, so that a traced
+//! chunk's passes are copied only as passes of the same role.
 
-use lumos_models::{one_f_one_b, Pass};
+use lumos_models::{interleaved_one_f_one_b, Pass};
 
 use crate::assemble::{Tag, UnitRef};
 use crate::discover::{PassKind, PassStructure, Role, Structure};
@@ -66,6 +74,23 @@ pub(crate) struct StageTarget {
     pub microbatches: u32,
     /// Layers on this stage.
     pub layers: u32,
+    /// Model chunks on this stage (virtual stages; 1 for plain 1F1B).
+    pub chunks: u32,
+}
+
+impl StageTarget {
+    /// Chunk `chunk` of this stage as a stage of the pipeline of virtual
+    /// stages, with its share of the layers.
+    fn virtual_stage(self, chunk: u32) -> StageTarget {
+        let v = self.chunks.max(1);
+        StageTarget {
+            stage: chunk * self.stages + self.stage,
+            stages: self.stages * v,
+            microbatches: self.microbatches,
+            layers: self.layers / v,
+            chunks: 1,
+        }
+    }
 }
 
 /// The unit sequence of one new stage.
@@ -79,18 +104,29 @@ pub(crate) struct StagePlan {
     pub notes: Vec<String>,
 }
 
-/// One template as the planner sees it.
+/// One template as the planner sees it: a traced stage, or one model
+/// chunk of an interleaved traced stage.
 pub(crate) struct Source<'a> {
     pub structure: &'a Structure,
+    /// Its role in the traced pipeline (of virtual stages when
+    /// interleaved).
     pub role: StageRole,
-    /// Its stage index in the traced pipeline.
+    /// Its stage index in the traced pipeline (its virtual stage when
+    /// interleaved).
     pub stage: u32,
+    /// The traced input (template) it is part of.
+    pub input: usize,
+    /// The model chunk whose passes it stands for (0 when not
+    /// interleaved).
+    pub chunk: u32,
 }
 
-fn refs(src: usize, us: &[u32]) -> Vec<UnitRef> {
+/// Units `us` of source `src`, as references into its template.
+fn refs(sources: &[Source], src: usize, us: &[u32]) -> Vec<UnitRef> {
+    let input = sources[src].input as u32;
     us.iter()
         .map(|&u| UnitRef {
-            src: src as u32,
+            src: input,
             unit: u,
         })
         .collect()
@@ -120,8 +156,9 @@ fn split_p2p(s: &Structure, us: &[u32]) -> (Vec<u32>, Vec<u32>) {
     (p2p, other)
 }
 
-/// The template pass to copy for micro-batch `k` of `m_new`, coming after a
-/// pass of kind `prev` (`None` at the start of the step). The last backward
+/// The template pass of model chunk `chunk` to copy for micro-batch `k`
+/// of `m_new`, coming after a pass of kind `prev` (`None` at the start of
+/// the step). The last backward
 /// comes from the traced last backward (it carries the gradient reduction);
 /// any other pass from a traced pass of its kind that came after the same
 /// kind of pass where there is one, since the gaps and waits a pass starts
@@ -129,7 +166,7 @@ fn split_p2p(s: &Structure, us: &[u32]) -> (Vec<u32>, Vec<u32>) {
 /// waited for the autograd thread), then the micro-batch closest to `k`.
 fn pick(
     s: &Structure,
-    step: usize,
+    (step, chunk): (usize, u32),
     kind: PassKind,
     k: u32,
     m_new: u32,
@@ -141,7 +178,7 @@ fn pick(
         .iter()
         .enumerate()
         .map(|(i, p)| (i.checked_sub(1).map(|j| step.passes[j].kind), p))
-        .filter(|(_, p)| p.kind == kind)
+        .filter(|(_, p)| p.kind == kind && p.chunk == chunk)
         .collect();
     let m = with_prev.len() as u32;
     if m == 0 {
@@ -299,27 +336,47 @@ fn templates_for(
     }
 }
 
+/// A pass of a new stage: kind, micro-batch and model chunk.
+type PassRef = (PassKind, u32, u32);
+
 /// The passes of new stage `t`, in order: the traced order of
-/// `keep_order`'s first step, else the 1F1B order.
+/// `keep_order`'s first step, else the 1F1B order (interleaved with
+/// several chunks).
 fn pass_order(
     sources: &[Source],
     t: StageTarget,
     keep_order: Option<usize>,
-) -> Vec<(PassKind, u32)> {
-    match keep_order {
-        Some(k) => sources[k].structure.steps[0]
+) -> Result<Vec<PassRef>, PredictError> {
+    if let Some(k) = keep_order {
+        return Ok(sources[k].structure.steps[0]
             .passes
             .iter()
-            .map(|p| (p.kind, p.microbatch))
-            .collect(),
-        None => one_f_one_b(t.stage as usize, t.stages as usize, t.microbatches as usize)
-            .into_iter()
-            .map(|p| match p {
-                Pass::Forward(k) => (PassKind::Forward, k as u32),
-                Pass::Backward(k) => (PassKind::Backward, k as u32),
-            })
-            .collect(),
+            .map(|p| (p.kind, p.microbatch, p.chunk))
+            .collect());
     }
+    let order = interleaved_one_f_one_b(
+        t.stage as usize,
+        t.stages as usize,
+        t.chunks.max(1) as usize,
+        t.microbatches as usize,
+    )
+    .ok_or_else(|| {
+        PredictError::InvalidTarget(format!(
+            "no interleaved 1F1B schedule for stage {} of {} with {} virtual stages and {} \
+             micro-batches",
+            t.stage, t.stages, t.chunks, t.microbatches
+        ))
+    })?;
+    Ok(order
+        .into_iter()
+        .map(|p| {
+            let c = p.chunk as u32;
+            match p.pass {
+                Pass::Forward(k) => (PassKind::Forward, k as u32, c),
+                Pass::Backward(k) => (PassKind::Backward, k as u32, c),
+            }
+        })
+        .collect())
 }
 
 /// The units of pass `(kind, k)` of step `si` of new stage `t`, after a
@@ -336,10 +393,11 @@ fn pass_units(
 ) -> Result<Vec<UnitRef>, PredictError> {
     let primary = from.primary;
     let pass_in = |src: usize| {
-        pick(sources[src].structure, si, kind, k, t.microbatches, prev).ok_or_else(|| {
+        let s = &sources[src];
+        pick(s.structure, (si, s.chunk), kind, k, t.microbatches, prev).ok_or_else(|| {
             PredictError::Unsupported(format!(
                 "the trace of stage {} has no {kind:?} pass to copy",
-                sources[src].stage
+                s.stage
             ))
         })
     };
@@ -348,12 +406,16 @@ fn pass_units(
     // groups (`true`) or the rest (`false`).
     let part = |from: Option<(usize, bool)>, pre: bool| -> Result<Vec<UnitRef>, PredictError> {
         match from {
-            None => Ok(refs(primary, if pre { &own.pre } else { &own.post })),
+            None => Ok(refs(
+                sources,
+                primary,
+                if pre { &own.pre } else { &own.post },
+            )),
             Some((src, p2p)) => {
                 let p = pass_in(src)?;
                 let us = if pre { &p.pre } else { &p.post };
                 let (a, b) = split_p2p(sources[src].structure, us);
-                Ok(refs(src, if p2p { &a } else { &b }))
+                Ok(refs(sources, src, if p2p { &a } else { &b }))
             }
         }
     };
@@ -364,40 +426,62 @@ fn pass_units(
     let mut units = part(pre_from, true)?;
     let post = part(post_from, false)?;
     for layer in layer_sequence(&own.layers, t.layers as usize) {
-        units.extend(refs(primary, layer));
+        units.extend(refs(sources, primary, layer));
     }
     units.extend(post);
     Ok(units)
 }
 
-/// Plans new stage `t` from `sources`. `keep_order` names a source that is
-/// this very stage with the same micro-batch count: its traced pass order
-/// is kept (it may differ from 1F1B); otherwise the 1F1B order is built.
+/// Plans new stage `t` from `sources`. `keep_order` names the traced
+/// input that is this very stage with the same micro-batches and chunks:
+/// its traced pass order is kept (it may differ from 1F1B); otherwise the
+/// 1F1B order (interleaved with several chunks) is built.
 pub(crate) fn plan_stage(
     sources: &[Source],
     t: StageTarget,
     keep_order: Option<usize>,
 ) -> Result<StagePlan, PredictError> {
     let mut notes = Vec::new();
-    let from = templates_for(sources, t, keep_order, &mut notes)?;
-    let primary = from.primary;
-    let ps = sources[primary].structure;
-    let passes = pass_order(sources, t, keep_order);
+    // One set of templates per model chunk, by its virtual stage's role.
+    let chunks = t.chunks.max(1);
+    let mut from = Vec::with_capacity(chunks as usize);
+    for c in 0..chunks {
+        let same =
+            keep_order.and_then(|k| sources.iter().position(|s| s.input == k && s.chunk == c));
+        from.push(templates_for(
+            sources,
+            t.virtual_stage(c),
+            same,
+            &mut notes,
+        )?);
+    }
+    // The stage keeps the steps of its first chunk's template (the last
+    // stage: of its last chunk's, which holds the loss head).
+    let main = if t.stage + 1 == t.stages {
+        chunks - 1
+    } else {
+        0
+    };
+    let primary_src = from[main as usize].primary;
+    let primary = sources[primary_src].input;
+    let ps = sources[primary_src].structure;
+    let kept = keep_order.and_then(|k| sources.iter().position(|s| s.input == k));
+    let passes = pass_order(sources, t, kept)?;
     let mut units: Vec<(UnitRef, Tag)> = Vec::new();
+    let untagged = Tag {
+        step: None,
+        pass: None,
+        chunk: 0,
+        setup: false,
+    };
     let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
         for u in lo..hi {
             if ps.roles[u as usize] == Role::Outside {
-                units.push((
-                    UnitRef {
-                        src: primary as u32,
-                        unit: u,
-                    },
-                    Tag {
-                        step: None,
-                        pass: None,
-                        setup: false,
-                    },
-                ));
+                let r = UnitRef {
+                    src: primary as u32,
+                    unit: u,
+                };
+                units.push((r, untagged));
             }
         }
     };
@@ -407,24 +491,26 @@ pub(crate) fn plan_stage(
         cursor = step.units.end;
         let setup = Tag {
             step: Some(si as u32),
-            pass: None,
             setup: true,
+            ..untagged
         };
-        for r in refs(primary, &step.prologue) {
+        for r in refs(sources, primary_src, &step.prologue) {
             units.push((r, setup));
         }
-        for (pi, &(kind, k)) in passes.iter().enumerate() {
+        for (pi, &(kind, k, c)) in passes.iter().enumerate() {
             let prev = pi.checked_sub(1).map(|j| passes[j].0);
             let tag = Tag {
                 step: Some(si as u32),
                 pass: Some((kind, k)),
+                chunk: c,
                 setup: false,
             };
-            for r in pass_units(sources, &from, t, si, (kind, k), prev)? {
+            let vt = t.virtual_stage(c);
+            for r in pass_units(sources, &from[c as usize], vt, si, (kind, k), prev)? {
                 units.push((r, tag));
             }
         }
-        for r in refs(primary, &step.epilogue) {
+        for r in refs(sources, primary_src, &step.epilogue) {
             units.push((r, setup));
         }
     }
@@ -434,6 +520,37 @@ pub(crate) fn plan_stage(
         units,
         notes,
     })
+}
+
+/// The planner's sources for the traced inputs: one per input, or with
+/// `virtual_stages` model chunks per traced stage one per input and chunk,
+/// each with the role and index of its virtual stage in the traced
+/// pipeline of `pp` stages.
+pub(crate) fn sources<'a>(
+    inputs: &[(&'a Structure, StageRole, u32)],
+    pp: u32,
+    virtual_stages: u32,
+) -> Vec<Source<'a>> {
+    let v = virtual_stages.max(1);
+    let mut out = Vec::new();
+    for (input, &(structure, role, stage)) in inputs.iter().enumerate() {
+        for chunk in 0..v {
+            let (role, stage) = if v == 1 {
+                (role, stage)
+            } else {
+                let vs = chunk * pp + stage;
+                (StageRole::of(vs, pp * v), vs)
+            };
+            out.push(Source {
+                structure,
+                role,
+                stage,
+                input,
+                chunk,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -477,6 +594,8 @@ mod tests {
                 structure,
                 role: StageRole::of(i as u32, s.len() as u32),
                 stage: i as u32,
+                input: i,
+                chunk: 0,
             })
             .collect()
     }
@@ -487,6 +606,7 @@ mod tests {
             stages,
             microbatches: 4,
             layers: 3,
+            chunks: 1,
         }
     }
 
@@ -540,9 +660,10 @@ mod tests {
     fn pass_orders_are_kept_or_rebuilt() {
         let s = pipeline();
         let src = sources(&s);
-        let order = |o: Vec<(PassKind, u32)>| -> String {
-            o.iter()
-                .map(|(k, m)| {
+        let order = |o: Result<Vec<PassRef>, PredictError>| -> String {
+            o.unwrap()
+                .iter()
+                .map(|(k, m, _)| {
                     format!(
                         "{}{}",
                         if *k == PassKind::Forward { 'F' } else { 'B' },
@@ -568,17 +689,41 @@ mod tests {
         let st = &s[0].steps[0];
         let index = |p: &PassStructure| st.passes.iter().position(|q| q == p).unwrap();
         // The last backward carries the gradient reduction: it stays last.
-        let last = pick(&s[0], 0, PassKind::Backward, 5, 6, Some(PassKind::Backward)).unwrap();
+        let last = pick(
+            &s[0],
+            (0, 0),
+            PassKind::Backward,
+            5,
+            6,
+            Some(PassKind::Backward),
+        )
+        .unwrap();
         assert_eq!(last.microbatch, 3);
         // Another backward: never the last traced one.
-        let b = pick(&s[0], 0, PassKind::Backward, 4, 6, Some(PassKind::Backward)).unwrap();
+        let b = pick(
+            &s[0],
+            (0, 0),
+            PassKind::Backward,
+            4,
+            6,
+            Some(PassKind::Backward),
+        )
+        .unwrap();
         assert!(b.microbatch < 3);
         // A forward after a forward is copied from one that followed a
         // forward (F2 in F1 F2 B1 F3 ...).
-        let f = pick(&s[0], 0, PassKind::Forward, 0, 4, Some(PassKind::Forward)).unwrap();
+        let f = pick(
+            &s[0],
+            (0, 0),
+            PassKind::Forward,
+            0,
+            4,
+            Some(PassKind::Forward),
+        )
+        .unwrap();
         assert_eq!(st.passes[index(f) - 1].kind, PassKind::Forward);
         // A later step than traced: the last traced one.
-        assert!(pick(&s[0], 9, PassKind::Forward, 0, 4, None).is_some());
+        assert!(pick(&s[0], (9, 0), PassKind::Forward, 0, 4, None).is_some());
     }
 
     #[test]

@@ -329,19 +329,24 @@ impl<'a> Retimer<'a> {
             dp: coord_old.dp.min(target.config.dp - 1),
             pp: stage,
         };
-        let peer = |layout: &Layout, co: Coord, stages: u32| -> Vec<i64> {
-            // Forward receives and backward sends face the previous stage,
-            // the others the next.
+        let peer = |layout: &Layout, co: Coord, stages: u32, chunks: u32| -> Vec<i64> {
+            // Forward receives and backward sends face the previous
+            // (virtual) stage, the others the next; chunk `c` of stage `s`
+            // is virtual stage `c stages + s`, so the last stage's next is
+            // the first stage's next chunk.
             let prev = matches!(
                 (tag.pass.map(|p| p.0), c.p2p),
                 (Some(PassKind::Forward), Some(P2p::Recv))
                     | (Some(PassKind::Backward), Some(P2p::Send))
             );
+            let chunk = if chunks > 1 { tag.chunk } else { 0 };
+            let vs = chunk * stages + co.pp;
             let other = if prev {
-                co.pp.checked_sub(1)
+                vs.checked_sub(1)
             } else {
-                Some(co.pp + 1).filter(|&x| x < stages)
-            };
+                Some(vs + 1).filter(|&x| x < stages * chunks.max(1))
+            }
+            .map(|x| x % stages.max(1));
             let mut v = vec![layout.rank(co)];
             if let Some(o) = other {
                 v.push(layout.rank(Coord { pp: o, ..co }));
@@ -376,8 +381,18 @@ impl<'a> Retimer<'a> {
                 },
             ),
             GroupClass::Pipeline => (
-                peer(old_layout, coord_old, base.config.pp),
-                peer(new_layout, coord_new, target.config.pp),
+                peer(
+                    old_layout,
+                    coord_old,
+                    base.config.pp,
+                    base.config.virtual_stages,
+                ),
+                peer(
+                    new_layout,
+                    coord_new,
+                    target.config.pp,
+                    target.config.virtual_stages,
+                ),
                 r.hidden
                     * if base.sequence_parallel {
                         r.tp_shard
@@ -584,6 +599,7 @@ mod tests {
             layers: 1,
             hidden,
             ffn,
+            virtual_stages: 1,
         }
     }
 
@@ -712,6 +728,7 @@ mod tests {
         let tag = Tag {
             step: Some(0),
             pass: None,
+            chunk: 0,
             setup: true,
         };
         let place = s.role_of_task(task);

@@ -244,6 +244,15 @@ pub struct Config {
     pub hidden: u64,
     /// FFN (MLP inner) size.
     pub ffn: u64,
+    /// Model chunks per stage (virtual pipeline stages) of the interleaved
+    /// 1F1B schedule; left out for the plain schedule (1).
+    #[serde(skip_serializing_if = "plain_schedule")]
+    pub virtual_stages: u32,
+}
+
+/// Whether `v` model chunks per stage is the plain 1F1B schedule.
+fn plain_schedule(v: &u32) -> bool {
+    *v <= 1
 }
 
 impl From<lp::Config> for Config {
@@ -256,6 +265,7 @@ impl From<lp::Config> for Config {
             layers: c.layers,
             hidden: c.hidden,
             ffn: c.ffn,
+            virtual_stages: c.virtual_stages,
         }
     }
 }
@@ -270,6 +280,7 @@ impl From<Config> for lp::Config {
             layers: c.layers,
             hidden: c.hidden,
             ffn: c.ffn,
+            virtual_stages: c.virtual_stages,
         }
     }
 }

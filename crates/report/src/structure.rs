@@ -97,6 +97,10 @@ pub struct DiscoveredConfig {
     pub sequence_parallel: Option<bool>,
     /// Gradients reduce-scattered over the data-parallel group (ZeRO-1).
     pub distributed_optimizer: Option<bool>,
+    /// Model chunks per stage of the interleaved 1F1B schedule (virtual
+    /// pipeline stages); left out for the plain schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virtual_stages: Option<u32>,
 }
 
 /// One line of the discovery report.
@@ -170,6 +174,7 @@ impl From<&lp::DiscoveredConfig> for DiscoveredConfig {
             heads_local: c.heads_local,
             sequence_parallel: c.sequence_parallel,
             distributed_optimizer: c.distributed_optimizer,
+            virtual_stages: c.virtual_stages,
         }
     }
 }

@@ -61,6 +61,13 @@ pub struct TargetArgs {
     /// allowed).
     #[arg(long, value_parser = count)]
     pub microbatches: Option<u32>,
+    /// Model chunks per pipeline stage (1 to 65536): Megatron's
+    /// interleaved 1F1B schedule (virtual pipeline stages), as `lumos
+    /// synth --virtual-stages`; 1 for plain 1F1B. Above 1 it needs more
+    /// than 2 stages, micro-batches a multiple of the stages and layers a
+    /// multiple of stages x virtual stages.
+    #[arg(long, value_parser = count)]
+    pub virtual_stages: Option<u32>,
     /// Transformer layers in the whole model (1 to 65536; stages may hold
     /// unequal numbers, earlier stages the remainder).
     #[arg(long, value_parser = count)]
@@ -94,6 +101,7 @@ impl TargetArgs {
         self.dp.is_some()
             || self.pp.is_some()
             || self.microbatches.is_some()
+            || self.virtual_stages.is_some()
             || self.layers.is_some()
             || self.hidden.is_some()
             || self.ffn.is_some()
@@ -166,6 +174,7 @@ pub fn apply<'b>(
     let mut edits = Vec::new();
     edits.extend(a.pp.map(Edit::Pp));
     edits.extend(a.microbatches.map(Edit::Microbatches));
+    edits.extend(a.virtual_stages.map(Edit::VirtualStages));
     edits.extend(a.layers.map(Edit::Layers));
     edits.extend(a.hidden.map(Edit::Hidden));
     edits.extend(a.ffn.map(Edit::Ffn));
@@ -273,14 +282,19 @@ fn retime_from(loaded: &mut [Input], b: &Path) -> Result<lumos_report::TransferR
 fn config_text(c: &lumos_report::Config) -> String {
     let known = |v: u64| output::or_unknown((v > 0).then_some(v));
     format!(
-        "tp{} pp{} dp{}, {} micro-batches, {} layers, hidden {}, ffn {}",
+        "tp{} pp{} dp{}, {} micro-batches, {} layers, hidden {}, ffn {}{}",
         c.tp,
         c.pp,
         c.dp,
         c.microbatches,
         known(u64::from(c.layers)),
         known(c.hidden),
-        known(c.ffn)
+        known(c.ffn),
+        if c.virtual_stages > 1 {
+            format!(", {} virtual stages (interleaved 1F1B)", c.virtual_stages)
+        } else {
+            String::new()
+        }
     )
 }
 

@@ -83,6 +83,8 @@ pub(crate) struct Tag {
     pub step: Option<u32>,
     /// The pass it belongs to: kind and micro-batch.
     pub pass: Option<(PassKind, u32)>,
+    /// The model chunk of that pass (0 unless interleaved).
+    pub chunk: u32,
     /// In the prologue or epilogue of its step (otherwise in a pass or
     /// outside any step).
     pub setup: bool,
@@ -314,11 +316,13 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                 Role::Outside => Tag {
                     step: None,
                     pass: None,
+                    chunk: 0,
                     setup: false,
                 },
                 Role::Prologue { step } | Role::Epilogue { step } => Tag {
                     step: Some(step),
                     pass: None,
+                    chunk: 0,
                     setup: true,
                 },
                 Role::Pass { step, pass, .. } => {
@@ -326,6 +330,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     Tag {
                         step: Some(step),
                         pass: Some((p.kind, p.microbatch)),
+                        chunk: p.chunk,
                         setup: false,
                     }
                 }

@@ -218,6 +218,7 @@ fn backward_bursts_hand_over_to_the_main_thread() {
     let pass = |kind| Tag {
         step: Some(0),
         pass: Some((kind, 0)),
+        chunk: 0,
         setup: false,
     };
     let unit = |first: u32, last: u32, proc, kind, after_burst| Emitted {
@@ -317,6 +318,7 @@ fn tasks_are_renumbered_primary_first() {
     let tag = Tag {
         step: None,
         pass: None,
+        chunk: 0,
         setup: false,
     };
     let (o, t) = renumber(&mut g, &origin, &[tag; 3], &[0, 0, 0], 0);

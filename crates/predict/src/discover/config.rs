@@ -44,6 +44,10 @@ pub struct DiscoveredConfig {
     pub sequence_parallel: Option<bool>,
     /// Gradients reduce-scattered over the data-parallel group (ZeRO-1).
     pub distributed_optimizer: Option<bool>,
+    /// Model chunks per stage when the stage runs the interleaved 1F1B
+    /// schedule (Megatron's virtual pipeline stages, at least 2); `None`
+    /// for the plain schedule or when it cannot be told.
+    pub virtual_stages: Option<u32>,
 }
 
 /// The configuration of `s` (everything but its configuration and report

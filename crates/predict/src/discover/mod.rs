@@ -20,7 +20,9 @@
 //! 4. `comms`: the parallel group of every communication task, from the
 //!    process groups' descriptions, else from where it runs.
 //! 5. `config`: the configuration (degrees, stage, micro-batches, layers,
-//!    shapes) with a finding for each value.
+//!    shapes) with a finding for each value; then `interleave`: whether
+//!    the stage runs the interleaved 1F1B schedule, each pass's model
+//!    chunk and micro-batch when it does.
 //! 6. `report`: the report `lumos inspect` and `lumos predict` show.
 //!
 //! # How passes and layers are found
@@ -40,6 +42,7 @@
 
 mod comms;
 mod config;
+mod interleave;
 mod layers;
 mod passes;
 mod report;
@@ -115,6 +118,9 @@ pub struct PassStructure {
     pub kind: PassKind,
     /// Micro-batch, 0-based.
     pub microbatch: u32,
+    /// Model chunk (virtual pipeline stage on this stage), 0-based; 0
+    /// unless the stage runs the interleaved schedule.
+    pub chunk: u32,
     /// Units before the first layer, in global order.
     pub pre: Vec<u32>,
     /// Units of each layer, in global order.
@@ -152,13 +158,23 @@ pub struct StepStructure {
 }
 
 impl StepStructure {
-    /// The pass order as `F1 F2 B1 ...` (1-based micro-batches).
+    /// The pass order as `F1 F2 B1 ...` (1-based micro-batches), with
+    /// each pass's model chunk as `F1.0 F2.0 F1.1 ...` when the stage runs
+    /// the interleaved schedule.
     pub fn order(&self) -> String {
+        let chunks = self.passes.iter().any(|p| p.chunk > 0);
         self.passes
             .iter()
-            .map(|p| match p.kind {
-                PassKind::Forward => format!("F{}", p.microbatch + 1),
-                PassKind::Backward => format!("B{}", p.microbatch + 1),
+            .map(|p| {
+                let kind = match p.kind {
+                    PassKind::Forward => 'F',
+                    PassKind::Backward => 'B',
+                };
+                if chunks {
+                    format!("{kind}{}.{}", p.microbatch + 1, p.chunk)
+                } else {
+                    format!("{kind}{}", p.microbatch + 1)
+                }
             })
             .collect::<Vec<_>>()
             .join(" ")
@@ -312,6 +328,7 @@ pub fn discover_with_hint(
     // The configuration reads the finished structure; the report reads
     // the configuration too.
     s.config = config::infer_config(graph, ctx, &s, &mut findings);
+    interleave::detect(&mut s, &mut findings);
     s.report = report::report(graph, &s, findings);
     s
 }

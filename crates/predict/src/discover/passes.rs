@@ -423,6 +423,7 @@ pub(super) fn core_passes(
         passes.push(PassStructure {
             kind,
             microbatch,
+            chunk: 0,
             pre,
             layers,
             post,

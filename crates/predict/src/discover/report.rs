@@ -55,7 +55,8 @@ pub struct StructureReport {
     pub steps: usize,
     /// Pass order of the first step (`F1 F2 B1 ...`).
     pub pass_order: String,
-    /// Whether that order is the 1F1B order of the discovered stage.
+    /// Whether that order is the 1F1B order of the discovered stage (the
+    /// interleaved 1F1B order when it has virtual stages).
     pub one_f_one_b: Option<bool>,
     /// Layers per pass.
     pub layers_per_pass: Option<u32>,
@@ -121,7 +122,11 @@ pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> St
             },
             if ok {
                 format!(
-                    "the 1F1B order of stage {} of {}",
+                    "the {}1F1B order of stage {} of {}",
+                    match config.virtual_stages {
+                        Some(v) => format!("interleaved ({v} model chunks) "),
+                        None => String::new(),
+                    },
                     config.stage.unwrap_or(0),
                     config.pp.unwrap_or(1)
                 )
@@ -171,7 +176,9 @@ pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> St
         steps: s.steps.len(),
         pass_order: first.map(|st| st.order()).unwrap_or_default(),
         one_f_one_b,
-        layers_per_pass: config.layers,
+        layers_per_pass: config
+            .layers
+            .map(|l| l / config.virtual_stages.unwrap_or(1).max(1)),
         layer_method: method,
         layer_block: s
             .layer_block
@@ -187,8 +194,18 @@ pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> St
 }
 
 /// The stage's place in its pipeline, from the point-to-point work of the
-/// first forward pass: a receive before it and a send after it.
+/// first forward pass: a receive before it and a send after it. An
+/// interleaved stage receives and sends around most of its chunks, so its
+/// place is its index in the pipeline.
 pub(super) fn stage_role(s: &Structure) -> &'static str {
+    if let (Some(_), Some(stage), Some(pp)) = (s.config.virtual_stages, s.config.stage, s.config.pp)
+    {
+        return match stage {
+            0 => "first",
+            s if s + 1 == pp => "last",
+            _ => "middle",
+        };
+    }
     let p2p_in = |p: &PassStructure, dir: P2p, part: Part| -> bool {
         let us: &[u32] = match part {
             Part::Pre => &p.pre,
@@ -220,22 +237,30 @@ pub(super) fn stage_role(s: &Structure) -> &'static str {
 }
 
 /// Whether the first step's pass order is the 1F1B order of the
-/// discovered stage; `None` when the stage, degree or micro-batches are
+/// discovered stage (the interleaved one with virtual stages); `None` when the stage, degree or micro-batches are
 /// unknown or there are no passes.
 pub(super) fn one_f_one_b(s: &Structure) -> Option<bool> {
     let c = &s.config;
     match (s.steps.first(), c.pp, c.stage, c.microbatches) {
         (Some(st), Some(pp), Some(stage), Some(m)) if !st.passes.is_empty() => {
-            let want: Vec<(PassKind, u32)> =
-                lumos_models::one_f_one_b(stage as usize, pp as usize, m as usize)
-                    .into_iter()
-                    .map(|p| match p {
-                        lumos_models::Pass::Forward(k) => (PassKind::Forward, k as u32),
-                        lumos_models::Pass::Backward(k) => (PassKind::Backward, k as u32),
-                    })
-                    .collect();
-            let got: Vec<(PassKind, u32)> =
-                st.passes.iter().map(|p| (p.kind, p.microbatch)).collect();
+            let v = c.virtual_stages.unwrap_or(1);
+            let want: Vec<(PassKind, u32, u32)> = lumos_models::interleaved_one_f_one_b(
+                stage as usize,
+                pp as usize,
+                v as usize,
+                m as usize,
+            )?
+            .into_iter()
+            .map(|p| match p.pass {
+                lumos_models::Pass::Forward(k) => (PassKind::Forward, k as u32, p.chunk as u32),
+                lumos_models::Pass::Backward(k) => (PassKind::Backward, k as u32, p.chunk as u32),
+            })
+            .collect();
+            let got: Vec<(PassKind, u32, u32)> = st
+                .passes
+                .iter()
+                .map(|p| (p.kind, p.microbatch, p.chunk))
+                .collect();
             Some(want == got)
         }
         _ => None,

@@ -45,6 +45,7 @@ fn pass(kind: PassKind, microbatch: u32) -> PassStructure {
     PassStructure {
         kind,
         microbatch,
+        chunk: 0,
         pre: Vec::new(),
         layers: Vec::new(),
         post: Vec::new(),

@@ -1,0 +1,197 @@
+//! Interleaved 1F1B (virtual pipeline stages) against ground truth: the
+//! synthesizer writes a job with `v` model chunks per stage, discovery finds
+//! them, and predictions to and from the interleaved schedule agree with
+//! the synthesized job within the 5% bound of `ground_truth.rs`.
+//!
+//! The model is GPT small with 24 layers (hidden 2048), TP 2 x DP 2, three
+//! steps (for the steadiness): PP 3 and 4 with 2 chunks hold 4 and 3 layers
+//! per chunk. As in `ground_truth.rs`, the synthesizer's duration models are
+//! the ones the prediction calibrates and uses, so this measures the graph
+//! edits (the chunks' passes, their order, the transfers between chunks)
+//! and not the models; predictions are told the synthesized network.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
+
+mod common;
+
+use common::*;
+use lumos_predict::{Confidence, Prediction};
+use lumos_synth::SynthConfig;
+
+/// The job: 24-layer GPT small, TP 2 x PP `pp` x DP 2, `m` micro-batches,
+/// `v` model chunks per stage, three steps.
+fn job(pp: usize, m: usize, v: usize) -> SynthConfig {
+    let mut c = config(&model("gpt-small", Some(24), None), 2, pp, 2, m);
+    c.parallel.virtual_stages = v;
+    c.steps = 3;
+    c
+}
+
+/// The network the synthesized jobs run on.
+fn synth_network(p: Prediction<'_>) -> Prediction<'_> {
+    let net = lumos_models::Cluster::dgx_h100().network;
+    p.with_network(net, "synthesized (dgx-h100)".into())
+        .unwrap()
+}
+
+#[test]
+fn discovery_finds_the_chunks_of_an_interleaved_job() {
+    let base = baseline(&job(3, 6, 2));
+    assert_eq!(base.config.virtual_stages, 2);
+    assert_eq!((base.config.microbatches, base.config.layers), (6, 24));
+    for s in &base.structures {
+        let r = &s.report;
+        assert_eq!(r.config.virtual_stages, Some(2));
+        assert_eq!(r.layers_per_pass, Some(4));
+        assert_eq!(r.one_f_one_b, Some(true), "{}", r.pass_order);
+        assert!(
+            r.pass_order.starts_with("F1.0 F2.0 F3.0 F1.1"),
+            "{}",
+            r.pass_order
+        );
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.what == "virtual pipeline stages")
+            .unwrap();
+        assert_eq!((f.value.as_str(), f.confidence), ("2", Confidence::High));
+    }
+    let roles: Vec<&str> = base
+        .structures
+        .iter()
+        .map(|s| s.report.stage_role.as_str())
+        .collect();
+    assert_eq!(roles, ["first", "middle", "last"]);
+    // The plain job is not taken for an interleaved one.
+    let plain = baseline(&job(3, 6, 1));
+    assert_eq!(plain.config.virtual_stages, 1);
+    assert!(plain
+        .structures
+        .iter()
+        .all(|s| s.report.config.virtual_stages.is_none()));
+}
+
+#[test]
+fn predictions_to_and_from_the_interleaved_schedule_match_the_synthesized_jobs() {
+    let plain = baseline(&job(3, 6, 1));
+    let inter = baseline(&job(3, 6, 2));
+    let (id_plain, id_inter) = (plain.identity(), inter.identity());
+    let replayed_plain = id_plain.simulate().unwrap();
+    let replayed_inter = id_inter.simulate().unwrap();
+    let cases: Vec<(&str, Prediction, &Prediction, SynthConfig)> = vec![
+        (
+            "pp 3: v 1 -> 2",
+            id_plain.with_virtual_stages(2).unwrap(),
+            &id_plain,
+            job(3, 6, 2),
+        ),
+        (
+            "pp 3: v 2 -> 1",
+            id_inter.with_virtual_stages(1).unwrap(),
+            &id_inter,
+            job(3, 6, 1),
+        ),
+        (
+            "pp 3 v 1 -> pp 4 v 2",
+            id_plain
+                .with_edits([
+                    lumos_predict::Edit::Pp(4),
+                    lumos_predict::Edit::Microbatches(8),
+                    lumos_predict::Edit::VirtualStages(2),
+                ])
+                .unwrap(),
+            &id_plain,
+            job(4, 8, 2),
+        ),
+        (
+            "pp 3 v 2 -> pp 4 v 2",
+            id_inter
+                .with_edits([
+                    lumos_predict::Edit::Pp(4),
+                    lumos_predict::Edit::Microbatches(8),
+                ])
+                .unwrap(),
+            &id_inter,
+            job(4, 8, 2),
+        ),
+        (
+            "pp 3 v 2 -> pp 4 v 1",
+            id_inter
+                .with_edits([
+                    lumos_predict::Edit::Pp(4),
+                    lumos_predict::Edit::Microbatches(8),
+                    lumos_predict::Edit::VirtualStages(1),
+                ])
+                .unwrap(),
+            &id_inter,
+            job(4, 8, 1),
+        ),
+    ];
+    let mut errs = Vec::new();
+    for (name, p, from, b) in cases {
+        let p = synth_network(p);
+        let out = p.simulate().unwrap();
+        let got = mean_ms(&out.step_ns);
+        let want = truth_ms(&b);
+        let err = (got - want) / want * 100.0;
+        let joint = joint_truth_ms(&b);
+        let edit = (got - joint) / joint * 100.0;
+        println!(
+            "{name:<22} predicted {got:8.2} ms  truth {want:8.2} ms  error {err:+6.2}%  joint truth {joint:8.2} ms  error {edit:+6.2}%"
+        );
+        assert!(err.abs() < 5.0, "{name}: {err:+.2}%");
+        assert!(
+            edit.abs() < 5.0,
+            "{name}: {edit:+.2}% against the joint replay"
+        );
+        errs.push(err.abs());
+        // Steadiness and confidence, as for every pipeline edit: steady,
+        // the transfers between the new chunks modelled.
+        let replayed = if std::ptr::eq(from, &id_plain) {
+            &replayed_plain
+        } else {
+            &replayed_inter
+        };
+        let s = out.steadiness(replayed);
+        let c = p.confidence(&out, s);
+        assert!(s.is_some_and(|s| !s.drifting), "{name}: {s:?}");
+        assert!(c.gpu_time.modelled > 0.0, "{name}: {:?}", c.gpu_time);
+        assert_eq!(c.inferred_path.len(), out.step_ns.len());
+        assert_eq!(c.reasons.is_empty(), c.level == Confidence::High);
+        assert!(
+            p.notes.iter().any(|n| n.starts_with("virtual stages"))
+                || p.base.config.virtual_stages == p.target.config.virtual_stages,
+            "{name}: {:?}",
+            p.notes
+        );
+    }
+    let mean = errs.iter().sum::<f64>() / errs.len() as f64;
+    println!("mean |error| {mean:.2}% over {} configurations", errs.len());
+}
+
+#[test]
+fn impossible_interleaved_targets_are_refused() {
+    let base = baseline(&job(3, 6, 1));
+    let id = base.identity();
+    let refused = |p: Result<Prediction, lumos_predict::PredictError>| {
+        let e = p.err().expect("refused");
+        assert!(e.is_usage(), "{e}");
+        e.to_string()
+    };
+    assert!(refused(id.with_virtual_stages(0)).contains("at least 1"));
+    // 24 layers do not fill 3 x 5 chunks equally.
+    assert!(refused(id.with_virtual_stages(5)).contains("24 layers do not divide"));
+    // Megatron: micro-batches in whole groups of pp.
+    assert!(refused(id.with_edits([
+        lumos_predict::Edit::VirtualStages(2),
+        lumos_predict::Edit::Microbatches(4),
+    ]))
+    .contains("multiple of pp (3)"));
+    // Megatron: more than two stages.
+    assert!(refused(id.with_edits([
+        lumos_predict::Edit::VirtualStages(2),
+        lumos_predict::Edit::Pp(2),
+    ]))
+    .contains("more than 2 pipeline stages"));
+    // One chunk is the plain schedule: the traced configuration itself.
+    assert!(id.with_virtual_stages(1).unwrap().is_identity());
+}
