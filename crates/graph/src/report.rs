@@ -34,6 +34,16 @@ pub enum Rule {
     /// latest collective not yet waited for, at the first compute task
     /// launched after the wait call (`Work::wait()`).
     CollectiveConsumer,
+    /// Framework semantics in a trace with no stream evidence (no
+    /// stream-wait calls, no `cuda_sync` events): a collective's stream
+    /// waits for the last task its thread launched onto its current
+    /// stream before it.
+    ImpliedCollectiveInput,
+    /// Framework semantics in a trace with no stream evidence: the current
+    /// stream's consumer of a collective (the thread's next compute task
+    /// when it started after the collective ended, else the first to start
+    /// after it that waited for it) waits for it.
+    ImpliedCollectiveConsumer,
 }
 
 impl Rule {
@@ -51,6 +61,8 @@ impl Rule {
             Rule::GapAfterOtherThread => "gap_after_other_thread",
             Rule::CollectiveInput => "collective_input",
             Rule::CollectiveConsumer => "collective_consumer",
+            Rule::ImpliedCollectiveInput => "implied_collective_input",
+            Rule::ImpliedCollectiveConsumer => "implied_collective_consumer",
         }
     }
 

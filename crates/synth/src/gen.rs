@@ -662,7 +662,9 @@ impl<'c> Gen<'c> {
         let start = self.t;
         let dur = self.cpu.around(2_500.0, 0.3);
         let corr = self.corr();
-        self.runtime_event("cudaStreamWaitEvent", start, dur, corr, CBID_STREAM_WAIT);
+        if self.cfg.training.stream_waits {
+            self.runtime_event("cudaStreamWaitEvent", start, dur, corr, CBID_STREAM_WAIT);
+        }
         let s = &mut self.streams[stream];
         s.wait_until = s.wait_until.max(ev.time);
         let at = (start + 3_000).max(s.free);

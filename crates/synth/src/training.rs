@@ -135,6 +135,11 @@ pub struct Training {
     /// Write `cudaEventRecord` runtime events; default on. Some exporters
     /// drop them (method.md section 7).
     pub event_records: bool,
+    /// Write `cudaStreamWaitEvent` runtime events; default on. Many
+    /// exporters and frameworks record none, so with `cuda_sync_events`
+    /// and `event_records` off nothing in the trace shows which stream
+    /// waited for which (the stream still waits: only the record goes).
+    pub stream_waits: bool,
 }
 
 impl Default for Training {
@@ -154,6 +159,7 @@ impl Default for Training {
             launch_blocking: false,
             cuda_sync_events: true,
             event_records: true,
+            stream_waits: true,
         }
     }
 }

@@ -130,7 +130,8 @@ fn joint_replay_reproduces_every_rank() {
 }
 
 /// Traces the way most exporters write them: no `cuda_sync` events, or no
-/// `cudaEventRecord` either. Timing is the same, only the evidence goes.
+/// `cudaEventRecord` either, or no `cudaStreamWaitEvent` either. Timing is
+/// the same, only the evidence goes.
 #[test]
 fn exporter_variants_drop_only_their_events() {
     let base = config("gpt-tiny", 2, 2, 2, 4);
@@ -139,17 +140,26 @@ fn exporter_variants_drop_only_their_events() {
     no_sync.training.cuda_sync_events = false;
     let mut bare = no_sync.clone();
     bare.training.event_records = false;
+    let mut blind = bare.clone();
+    blind.training.stream_waits = false;
     let count = |t: &Trace, f: &dyn Fn(&str, Category) -> bool| {
         t.events.iter().filter(|e| f(t.name(e), e.category)).count()
     };
     let is_sync = |_: &str, c: Category| c == Category::CudaSync;
     let is_record = |n: &str, _: Category| n == "cudaEventRecord";
+    let is_wait = |n: &str, _: Category| n == "cudaStreamWaitEvent";
     let is_kernel = |_: &str, c: Category| c == Category::Kernel;
-    for (cfg, syncs, records) in [(no_sync, false, true), (bare, false, false)] {
+    for (cfg, syncs, records) in [
+        (no_sync, false, true),
+        (bare, false, false),
+        (blind, false, false),
+    ] {
+        let waits = cfg.training.stream_waits;
         for (a, b) in full.iter().zip(traces(&cfg)) {
             assert!(count(a, &is_sync) > 0 && count(a, &is_record) > 0);
             assert_eq!(count(&b, &is_sync) > 0, syncs);
             assert_eq!(count(&b, &is_record) > 0, records);
+            assert_eq!(count(&b, &is_wait) > 0, waits);
             assert_eq!(count(a, &is_kernel), count(&b, &is_kernel));
             assert_eq!(annotations(a), annotations(&b));
             // The graph builder infers the stream waits instead; the
@@ -161,7 +171,10 @@ fn exporter_variants_drop_only_their_events() {
             for (m, r) in m.iter().zip(&r) {
                 let (ml, rl) = (m.end_ns - m.start_ns, r.end_ns - r.start_ns);
                 let err = ((rl - ml) as f64 / ml as f64 * 100.0).abs();
-                assert!(err < 10.0, "syncs {syncs} records {records}: {err:.2}%");
+                assert!(
+                    err < 10.0,
+                    "syncs {syncs} records {records} waits {waits}: {err:.2}%"
+                );
             }
         }
     }

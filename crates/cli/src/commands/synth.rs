@@ -114,6 +114,10 @@ pub struct RecipeArgs {
     /// Write no `cudaEventRecord` calls either (some exporters drop them).
     #[arg(long)]
     pub no_event_records: bool,
+    /// Write no `cudaStreamWaitEvent` calls either (many exporters record
+    /// none): with the two above, no cross-stream evidence at all.
+    #[arg(long)]
+    pub no_stream_waits: bool,
 }
 
 /// Applies the recipe flags to `cfg` (after the layout and GPU are set).
@@ -159,6 +163,7 @@ fn apply_recipe(r: &RecipeArgs, cfg: &mut SynthConfig) -> Result<()> {
     }
     t.cuda_sync_events = !r.no_cuda_sync_events;
     t.event_records = !r.no_event_records;
+    t.stream_waits = !r.no_stream_waits;
     Ok(())
 }
 

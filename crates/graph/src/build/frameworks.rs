@@ -124,7 +124,10 @@ impl Builder<'_> {
 
     /// The launching calls after `call` on its thread, each with the first
     /// GPU task it launched.
-    fn launches_after(&self, call: TaskId) -> impl Iterator<Item = (TaskId, TaskId)> + '_ {
+    pub(super) fn launches_after(
+        &self,
+        call: TaskId,
+    ) -> impl Iterator<Item = (TaskId, TaskId)> + '_ {
         let proc = &self.g.processors[self.g.tasks[call.idx()].proc.idx()];
         let p = self.pos[call.idx()] as usize;
         proc.tasks[p + 1..]
@@ -134,7 +137,7 @@ impl Builder<'_> {
     }
 
     /// The GPU tasks launched before `call` on its thread, latest first.
-    fn launched_before(&self, call: TaskId) -> impl Iterator<Item = TaskId> + '_ {
+    pub(super) fn launched_before(&self, call: TaskId) -> impl Iterator<Item = TaskId> + '_ {
         let proc = &self.g.processors[self.g.tasks[call.idx()].proc.idx()];
         let p = self.pos[call.idx()] as usize;
         proc.tasks[..p]
@@ -149,7 +152,7 @@ impl Builder<'_> {
     /// [`CURRENT_STREAM_WINDOW`] non-communication tasks it launched went
     /// (the latest wins a tie), so that an occasional copy on a side
     /// stream does not stand for it.
-    fn current_stream(&self, call: TaskId) -> Option<ProcId> {
+    pub(super) fn current_stream(&self, call: TaskId) -> Option<ProcId> {
         let mut counts: Vec<(ProcId, usize)> = Vec::new();
         for g in self
             .launched_before(call)

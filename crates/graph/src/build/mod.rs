@@ -22,6 +22,7 @@ use crate::report::{BuildReport, Rule};
 
 mod finish;
 mod frameworks;
+mod implied;
 mod streams;
 mod syncs;
 mod tasks;

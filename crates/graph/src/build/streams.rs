@@ -131,6 +131,9 @@ impl Builder<'_> {
                 self.g.tasks[c.idx()].kind == TaskKind::Runtime && is_stream_wait(self.g.name(c))
             })
             .collect();
+        if self.no_stream_evidence(&waits) {
+            self.implied_collective_edges();
+        }
         let frameworks = self.framework_waits(&waits, &sync_streams);
         for w in waits {
             let wait_start = self.raw[w.idx()].start;

@@ -127,3 +127,13 @@ pub fn stripped(cfg: &SynthConfig) -> SynthConfig {
     c.training.event_records = false;
     c
 }
+
+/// The same job with no cross-stream evidence at all: stripped, and no
+/// `cudaStreamWaitEvent` calls either (many exporters and frameworks
+/// record none), so the graph builder has only program order and the
+/// streams' contents to go on.
+pub fn blind(cfg: &SynthConfig) -> SynthConfig {
+    let mut c = stripped(cfg);
+    c.training.stream_waits = false;
+    c
+}

@@ -80,6 +80,8 @@ codes!(
         Rule::GapAfterOtherThread = 8,
         Rule::CollectiveInput = 9,
         Rule::CollectiveConsumer = 10,
+        Rule::ImpliedCollectiveInput = 11,
+        Rule::ImpliedCollectiveConsumer = 12,
     ]
 );
 
