@@ -322,10 +322,6 @@ impl<'a> Timeline<'a> {
             TaskArgs::Measured(m) => Some(*m),
             TaskArgs::Predicted { .. } => None,
         };
-        let shared = match measured {
-            Some(_) => Vec::new(),
-            None => scopes::shared_scopes(graph),
-        };
         let step_scopes: Vec<Option<ScopeId>> = graph
             .steps
             .iter()
@@ -333,7 +329,6 @@ impl<'a> Timeline<'a> {
                 graph
                     .scope_chain(st.first_task)
                     .find(|s| graph.names[graph.scopes[s.0 as usize].name.0 as usize] == st.name)
-                    .filter(|s| !shared.contains(s))
             })
             .collect();
         let pinned: Vec<(ScopeId, Span)> = step_scopes
@@ -341,7 +336,7 @@ impl<'a> Timeline<'a> {
             .zip(&steps)
             .filter_map(|(s, span)| s.map(|s| (s, *span)))
             .collect();
-        let (spans, order) = scopes::scope_spans(graph, times, measured, &pinned, &shared);
+        let (spans, order) = scopes::scope_spans(graph, times, measured, &pinned);
         let scope_at = scope_places(graph, places);
         for s in order {
             let (Some(span), sc) = (spans[s as usize], &graph.scopes[s as usize]) else {
