@@ -28,7 +28,7 @@ mod job;
 mod model;
 mod report;
 
-pub use about::{TraceAbout, Track};
+pub use about::{FlowEnd, FlowLink, GpuAnnotation, TraceAbout, Track};
 pub use build::build;
 pub use check::{check, Violation};
 pub use dump::dump;

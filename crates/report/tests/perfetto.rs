@@ -160,7 +160,12 @@ fn replayed_timelines_keep_every_operator_annotation_track_and_launch() {
         let about = lumos_graph::TraceAbout::of(&back);
         assert_eq!(about.tracks, source.about.tracks, "{what}");
         // Every launch an arrow: a start and an end each.
-        assert_eq!(back.flows.len(), 2 * launches(&graph).len(), "{what}");
+        let arrows = back
+            .flows
+            .iter()
+            .filter(|f| f.kind == lumos_trace::FlowKind::Launch)
+            .count();
+        assert_eq!(arrows, 2 * launches(&graph).len(), "{what}");
     }
 }
 
@@ -181,37 +186,138 @@ fn the_recsys_trace_keeps_its_40506_operators_and_288_annotations() {
     assert_eq!(back.meta.rank, 3);
 }
 
+/// The scopes of `g` that are not one contiguous run of tasks on one
+/// thread (a scope standing for several ranges cannot nest truthfully).
+fn split_scopes(g: &Graph) -> Vec<String> {
+    let n = g.scopes.len();
+    let mut runs: Vec<Option<(usize, u32, u32, u32)>> = vec![None; n];
+    let mut split = vec![false; n];
+    for (pi, p) in g.processors.iter().enumerate() {
+        if p.is_stream() {
+            continue;
+        }
+        for (k, &t) in p.tasks.iter().enumerate() {
+            for sc in g.scope_chain(t) {
+                let r = runs[sc.0 as usize].get_or_insert((pi, k as u32, k as u32, 0));
+                if r.0 != pi {
+                    split[sc.0 as usize] = true;
+                    continue;
+                }
+                r.1 = r.1.min(k as u32);
+                r.2 = r.2.max(k as u32);
+                r.3 += 1;
+            }
+        }
+    }
+    (0..n)
+        .filter(|&s| split[s] || runs[s].is_some_and(|(_, a, b, c)| b - a + 1 != c))
+        .map(|s| g.names[g.scopes[s].name.0 as usize].clone())
+        .collect()
+}
+
+/// The baseline of `traces` (read from `paths`).
+fn baseline(traces: &[Trace]) -> (Baseline, Vec<TimelineSource>) {
+    let mut inputs = Vec::new();
+    let mut sources = Vec::new();
+    for trace in traces {
+        let (graph, measured, _) = build(trace);
+        let ctx = TraceContext::from_trace(trace, &measured);
+        inputs.push(Input {
+            name: trace.path.display().to_string(),
+            graph,
+            measured,
+            ctx,
+        });
+        sources.push(TimelineSource::of(trace));
+    }
+    (Baseline::new(inputs).unwrap(), sources)
+}
+
+/// Every stage of the prediction `edits` of `traces` is a graph whose
+/// scopes are one range each, and its timeline reads back to the same
+/// tasks, nesting and launches, with no partial overlaps. Returns the
+/// timelines read back.
+fn predicted_nest(what: &str, traces: &[Trace], edits: Vec<Edit>) -> Vec<Trace> {
+    let (base, sources) = baseline(traces);
+    let pred = base.identity().with_edits(edits).unwrap();
+    let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
+    let timelines = Timeline::predicted(&pred, &outcome, &sources);
+    assert_eq!(timelines.len(), pred.stages.len(), "{what}");
+    let mut out = Vec::new();
+    for (k, (t, st)) in timelines.iter().zip(&pred.stages).enumerate() {
+        let what = format!("{what} stage {k}");
+        let split = split_scopes(&st.graph);
+        assert!(split.is_empty(), "{what}: scopes in pieces: {split:?}");
+        let path = &traces[0].path;
+        let back = lumos_trace::read_bytes(path, &t.write(Vec::new()).unwrap()).unwrap();
+        same_graph(&what, &st.graph, &back);
+        // Every scope with CPU tasks is written once.
+        let written = count(&back, Category::CpuOp) + count(&back, Category::UserAnnotation);
+        let cpu_tasks = st
+            .graph
+            .tasks
+            .iter()
+            .filter(|t| !st.graph.processors[t.proc.idx()].is_stream())
+            .filter(|t| t.kind != lumos_graph::TaskKind::Runtime)
+            .count();
+        assert!(written >= cpu_tasks, "{what}: {written} < {cpu_tasks}");
+        out.push(back);
+    }
+    out
+}
+
 #[test]
-fn predicted_timelines_keep_nesting_and_launches() {
+fn predicted_timelines_of_a_synthesized_gpt_job_nest() {
+    let cfg = lumos_synth::SynthConfig::new(
+        lumos_synth::ModelPreset::preset("gpt-tiny").unwrap(),
+        lumos_synth::Parallelism::new(1, 2, 2, 4),
+        lumos_models::GpuSpec::h100(),
+    );
+    let traces: Vec<Trace> = (0..4)
+        .map(|r| {
+            let text = lumos_synth::synthesize_rank(&cfg, r).unwrap();
+            let path = std::path::PathBuf::from(format!("rank{r}.json"));
+            lumos_trace::read_bytes(&path, text.as_bytes()).unwrap()
+        })
+        .collect();
+    for (what, edit) in [
+        ("--pp 4", Edit::Pp(4)),
+        ("--layers 16", Edit::Layers(16)),
+        ("--dp 4", Edit::Dp(4)),
+    ] {
+        let backs = predicted_nest(what, &traces, vec![edit]);
+        // The step annotations stay where the steps are: one per step on
+        // each stage.
+        for back in &backs {
+            let steps = back
+                .events
+                .iter()
+                .filter(|e| back.name(e).starts_with("ProfilerStep#"))
+                .count();
+            assert!(steps > 0, "{what}");
+        }
+    }
+}
+
+#[test]
+fn predicted_timelines_of_corpus_traces_nest() {
     let Some(corpus) = lumos_testkit::corpus() else {
         return;
     };
-    let path = corpus.path("single-rank/a100-recsys-rank3of8.json.gz");
-    let trace = lumos_trace::read_path(&path).unwrap();
-    let (graph, measured, _) = build(&trace);
-    let ctx = TraceContext::from_trace(&trace, &measured);
-    let sources = [TimelineSource::of(&trace)];
-    let base = Baseline::new(vec![Input {
-        name: path.display().to_string(),
-        graph,
-        measured,
-        ctx,
-    }])
-    .unwrap();
-    let pred = base
-        .identity()
-        .with_edits(vec![Edit::KernelScale("gemm=0.5".parse().unwrap())])
-        .unwrap();
-    let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
-    let timelines = Timeline::predicted(&pred, &outcome, &sources);
-    for (t, st) in timelines.iter().zip(&pred.stages) {
-        let back = lumos_trace::read_bytes(&path, &t.write(Vec::new()).unwrap()).unwrap();
-        same_graph("predicted", &st.graph, &back);
-        assert_eq!(
-            count(&back, Category::CpuOp),
-            count(&trace, Category::CpuOp)
-        );
+    let read = |p: &str| lumos_trace::read_path(&corpus.path(p)).unwrap();
+    let recsys = [read("single-rank/a100-recsys-rank3of8.json.gz")];
+    for back in predicted_nest("recsys identity", &recsys, Vec::new()) {
+        for c in [Category::CpuOp, Category::UserAnnotation] {
+            assert_eq!(count(&back, c), count(&recsys[0], c), "{c:?}");
+        }
     }
+    predicted_nest(
+        "recsys gemm=0.5",
+        &recsys,
+        vec![Edit::KernelScale("gemm=0.5".parse().unwrap())],
+    );
+    let v100 = [read("single-rank/v100-ddp-rank1of2-allreduce.json.gz")];
+    predicted_nest("v100 --dp 4", &v100, vec![Edit::Dp(4)]);
 }
 
 #[test]
@@ -272,4 +378,144 @@ fn a_merged_job_is_one_process_per_rank_with_every_rank_complete() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len() * 2, flows, "flow ids are unique per arrow");
+}
+
+/// Each scope's (name, Input Dims, Input type), sorted; dims as text, and
+/// left out where an input is not a flat list of sizes (a timeline does
+/// not write those).
+fn scope_inputs(g: &Graph) -> Vec<(String, String, Option<String>)> {
+    let mut v: Vec<_> = g
+        .scopes
+        .iter()
+        .filter(|s| s.input_dims.is_some() || s.input_type.is_some())
+        .map(|s| {
+            let flat = s
+                .input_dims
+                .as_ref()
+                .filter(|d| d.iter().all(|x| matches!(x, lumos_trace::Input::Tensor(_))));
+            (
+                g.names[s.name.0 as usize].clone(),
+                format!("{flat:?}"),
+                s.input_type.as_ref().map(|t| t.replace(' ', "")),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn replayed_timelines_keep_gpu_annotations_labels_input_dims_and_fwdbwd_flows() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for name in [
+        "a100-ddp-rank0of2-event-record",
+        "mi300x-resnet-ddp-rank0of8",
+        "gp100-train-gpu-annotations",
+    ] {
+        let path = corpus.path(&format!("single-rank/{name}.json.gz"));
+        let trace = lumos_trace::read_path(&path).unwrap();
+        let (graph, measured, _) = build(&trace);
+        let schedule = simulate(&graph, &SimOptions::default()).unwrap();
+        let source = TimelineSource::of(&trace);
+        let timeline = Timeline::replayed(&source, &graph, &measured, &schedule);
+        let back = lumos_trace::read_bytes(&path, &timeline.write(Vec::new()).unwrap()).unwrap();
+        same_graph(name, &graph, &back);
+        // Process labels as the input had them.
+        assert_eq!(back.process_labels, trace.process_labels, "{name}");
+        // GPU-side annotations: each one that enclosed GPU work, on its
+        // stream, around the replayed GPU tasks it enclosed.
+        let gua = count(&trace, Category::GpuUserAnnotation);
+        let written = count(&back, Category::GpuUserAnnotation);
+        println!("{name}: {written} of {gua} gpu_user_annotation written");
+        assert!(gua > 0, "{name}");
+        assert_eq!(written, gua, "{name}: each enclosed GPU work");
+        for e in back
+            .events
+            .iter()
+            .filter(|e| e.category == Category::GpuUserAnnotation)
+        {
+            let inside = back.events.iter().any(|k| {
+                k.category.is_gpu_work()
+                    && (k.pid, k.tid) == (e.pid, e.tid)
+                    && k.ts_ns >= e.ts_ns
+                    && k.end_ns() <= e.end_ns()
+            });
+            assert!(inside, "{name}: {} encloses no GPU task", back.name(e));
+        }
+        // Operators' Input Dims and Input type, read back into the scopes.
+        let (g2, _, _) = build(&back);
+        let (a, b) = (scope_inputs(&graph), scope_inputs(&g2));
+        let (lost, extra) = (minus(&a, &b), minus(&b, &a));
+        assert!(
+            lost.is_empty() && extra.is_empty(),
+            "{name}: {} of {} lost: {:?}; {} extra: {:?}",
+            lost.len(),
+            a.len(),
+            &lost[..lost.len().min(3)],
+            extra.len(),
+            &extra[..extra.len().min(3)]
+        );
+        // Forward-to-backward flows whose both ends were written, each end
+        // where a slice of its track starts.
+        let fwdbwd = |t: &Trace| {
+            t.flows
+                .iter()
+                .filter(|f| f.kind == lumos_trace::FlowKind::FwdBwd)
+                .count()
+        };
+        let (had, kept) = (fwdbwd(&trace), fwdbwd(&back));
+        println!("{name}: {kept} of {had} fwdbwd flow ends written");
+        assert_eq!(kept, had, "{name}: every end binds to a written slice");
+        for f in back
+            .flows
+            .iter()
+            .filter(|f| f.kind == lumos_trace::FlowKind::FwdBwd)
+        {
+            let bound = back
+                .events
+                .iter()
+                .any(|e| (e.pid, e.tid) == (f.pid, f.tid) && e.ts_ns == f.ts_ns);
+            assert!(bound, "{name}: a fwdbwd flow end binds to nothing");
+        }
+    }
+}
+
+#[test]
+fn a_merged_job_says_what_is_true_of_the_whole_job() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let paths = corpus.traces("multi-rank/dlrm-8xv100");
+    let traces: Vec<Trace> = paths
+        .iter()
+        .take(3)
+        .map(|p| lumos_trace::read_path(p).unwrap())
+        .collect();
+    let inputs = traces
+        .iter()
+        .map(lumos_graph::RankInput::from_trace)
+        .collect();
+    let job = lumos_graph::assemble(inputs).unwrap();
+    let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false).unwrap();
+    let merged = MergedTimeline::new(replayed.timelines().collect());
+    let bytes = merged.write(Vec::new()).unwrap();
+    let back = lumos_trace::read_bytes(&paths[0], &bytes).unwrap();
+    // No rank of its own; the job's world size and backend; the three
+    // ranks written, of eight.
+    assert_ne!(
+        back.meta.rank_source,
+        lumos_trace::RankSource::DistributedInfo
+    );
+    assert_eq!(back.meta.world_size, traces[0].meta.world_size);
+    assert_eq!(back.meta.backend, traces[0].meta.backend);
+    let mut written: Vec<u32> = traces.iter().map(|t| t.meta.rank).collect();
+    written.sort_unstable();
+    assert_eq!(back.meta.written_ranks, written);
+    for t in &traces {
+        for g in &t.meta.process_groups {
+            assert!(back.meta.process_groups.contains(g), "{g:?}");
+        }
+    }
 }

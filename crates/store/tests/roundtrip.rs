@@ -41,9 +41,12 @@ fn ingested_traces_read_back_as_built() {
         assert_eq!(program, built.program);
         let input = read_rank(&out).unwrap();
         let mut direct = lumos_graph::RankInput::from_trace(&trace);
-        // Format 1 keeps no track names or sort order (docs/LGRAPH.md): a
-        // timeline written from an .lgraph file has the default ones.
+        // Format 1 keeps no track names, labels or sort order, GPU-side
+        // annotations or non-launch flows (docs/LGRAPH.md): a timeline
+        // written from an .lgraph file has the default tracks and neither.
         direct.meta.about.tracks.clear();
+        direct.meta.about.gpu_annotations.clear();
+        direct.meta.about.flows.clear();
         assert_eq!(format!("{input:?}"), format!("{direct:?}"), "{rel}");
         assert_eq!(
             lumos_graph::dump(&input.graph.graph, Some(&input.report)),

@@ -200,7 +200,7 @@ fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
         .collect();
     out.distributed_info(&DistributedInfo {
         backend: Some("nccl"),
-        rank: rank as u64,
+        rank: Some(rank as u64),
         world_size: Some(p.world_size() as u64),
         process_groups: Some(&configs),
         nccl_version: Some("2.21.5"),

@@ -459,6 +459,16 @@ pub struct TrackName {
     pub name: String,
 }
 
+/// A `process_labels` metadata event: what a viewer shows beside the
+/// process's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessLabels {
+    /// Process id.
+    pub pid: Ident,
+    /// The labels, as one string (`"CPU"`, `"GPU 0"`).
+    pub labels: String,
+}
+
 /// A `thread_sort_index` or `process_sort_index` metadata event: where a
 /// viewer lists the track.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -597,6 +607,9 @@ pub struct Trace {
     pub track_names: Vec<TrackName>,
     /// Thread and process sort indices (the order viewers list them in).
     pub track_sorts: Vec<TrackSort>,
+    /// Process labels (`process_labels`: `"CPU"`, a GPU's name), in file
+    /// order.
+    pub process_labels: Vec<ProcessLabels>,
     /// `[memory]` instant events, in file order. Like every instant
     /// event they are not tasks, and are counted in [`Trace::skipped`]
     /// too.

@@ -142,6 +142,11 @@ pub(crate) enum Parsed {
         tid: Option<PIdent>,
         index: i64,
     },
+    /// A `process_labels` metadata event.
+    ProcessLabels {
+        pid: PIdent,
+        labels: String,
+    },
     /// Other metadata events: neither kept nor counted as skipped.
     Metadata,
     /// A `[memory]` instant event: kept in [`crate::Trace::memory`], and
@@ -241,6 +246,10 @@ impl Parsed {
                 pid: own_id(pid),
                 tid: tid.map(own_id),
                 index,
+            },
+            Parsed::ProcessLabels { pid, labels } => Parsed::ProcessLabels {
+                pid: own_id(pid),
+                labels,
             },
             Parsed::Skip { cat, reason } => Parsed::Skip {
                 cat: own(cat),
@@ -379,6 +388,8 @@ struct RawArgs<'a> {
     name: Option<Cow<'a, str>>,
     /// `sort_index` of `thread_sort_index` / `process_sort_index` ones.
     sort_index: Option<i64>,
+    /// `labels` of `process_labels` ones.
+    labels: Option<Cow<'a, str>>,
     collective_name: Option<Cow<'a, str>>,
     in_nelems: Option<u64>,
     out_nelems: Option<u64>,
@@ -555,6 +566,15 @@ impl<'a> RawEvent<'a> {
                 pid: PIdent::of(base, pid),
                 tid: tid.map(|t| PIdent::of(base, t)),
                 index,
+            };
+        }
+        if name == "process_labels" {
+            let Some(labels) = self.args.labels.take().filter(|_| self.has_args) else {
+                return Parsed::Metadata;
+            };
+            return Parsed::ProcessLabels {
+                pid: PIdent::of(base, pid),
+                labels: labels.into_owned(),
             };
         }
         let Some(label) = self.args.name.take().filter(|_| self.has_args) else {
@@ -1122,6 +1142,10 @@ impl<'a> Parser<'a> {
                 }
                 "sort_index" => {
                     a.sort_index = p.int()?;
+                    false
+                }
+                "labels" => {
+                    a.labels = p.value()?.lenient_str();
                     false
                 }
                 "Sequence number" => set(&mut a.sequence_number, p.int()?),

@@ -448,6 +448,12 @@ impl Builder {
                 let tid = tid.map(|t| self.ident(&t, element));
                 self.trace.track_sorts.push(TrackSort { pid, tid, index });
             }
+            Parsed::ProcessLabels { pid, labels } => {
+                let pid = self.ident(&pid, element);
+                self.trace
+                    .process_labels
+                    .push(ProcessLabels { pid, labels });
+            }
             Parsed::Metadata => {}
             Parsed::Memory { event, cat } => {
                 self.trace.memory.push(event);

@@ -158,7 +158,7 @@ fn write_trace<W: std::io::Write>(w: &mut KinetoWriter<W>) {
     }]);
     w.distributed_info(&DistributedInfo {
         backend: Some("nccl"),
-        rank: 3,
+        rank: Some(3),
         world_size: Some(4),
         process_groups: Some(&[PgConfig {
             name: "1",
@@ -383,5 +383,34 @@ fn sort_indices_read_back() {
         ]
     );
     assert_eq!(t.track_names.len(), 1);
+    assert_eq!(t.skipped.total(), 0);
+}
+
+#[test]
+fn process_labels_and_input_types_from_text_read_back() {
+    let mut w = KinetoWriter::new(Vec::new(), Layout::Compact);
+    w.process_name(0, "python3");
+    w.process_labels(0, "CPU");
+    w.process_labels(1, "GPU 1");
+    w.complete(Category::CpuOp, "aten::cat", 0, 1, 10, 5)
+        .input_type_text(r#"["TensorList", "Scalar"]"#);
+    // Not a list of strings: left out rather than written as it is.
+    w.complete(Category::CpuOp, "aten::add", 0, 1, 20, 5)
+        .input_type_text(r#"["float", 3]"#);
+    let bytes = w.finish().unwrap();
+    let t = read_bytes(Path::new("labels.json"), &bytes).unwrap();
+    let got: Vec<_> = t
+        .process_labels
+        .iter()
+        .map(|l| (l.pid, l.labels.as_str()))
+        .collect();
+    assert_eq!(got, [(Ident::Num(0), "CPU"), (Ident::Num(1), "GPU 1")]);
+    assert_eq!(t.track_names.len(), 1);
+    let types: Vec<Option<&str>> = t
+        .events
+        .iter()
+        .map(|e| e.extra.as_deref().and_then(|x| x.input_type.as_deref()))
+        .collect();
+    assert_eq!(types, [Some(r#"["TensorList", "Scalar"]"#), None]);
     assert_eq!(t.skipped.total(), 0);
 }

@@ -284,7 +284,7 @@ pub(crate) fn ident_num(i: Ident) -> i64 {
     }
 }
 
-fn stream_from_tid(t: &Trace, tid: Ident) -> Option<i64> {
+pub(crate) fn stream_from_tid(t: &Trace, tid: Ident) -> Option<i64> {
     match tid {
         Ident::Num(n) => Some(n),
         Ident::Name(s) => t.str(s).strip_prefix("stream ")?.trim().parse().ok(),

@@ -4,6 +4,7 @@
 use lumos_graph::{Collective, Edge, Graph, ProcId, RuntimeDep, ScopeId, Task, TaskId, WaitTarget};
 use rustc_hash::FxHashMap;
 
+use super::scopes::{ScopeCopier, UnitCopy};
 use super::{Prepared, Tag, Template, UnitRef, NAME_SEARCH};
 use crate::units::NO_UNIT;
 
@@ -27,6 +28,8 @@ pub(super) struct Copier {
     pub(super) copies: FxHashMap<(u32, TaskId), u32>,
     pub(super) dropped: usize,
     pub(super) task_scopes: Vec<Option<ScopeId>>,
+    /// Each unit copy's own scopes.
+    scopes: ScopeCopier,
     /// (step, template, template task) -> new task, for the new steps.
     pub(super) step_tasks: FxHashMap<(u32, u32, TaskId), TaskId>,
     pub(super) step_members: FxHashMap<u32, Vec<TaskId>>,
@@ -42,7 +45,9 @@ pub(super) struct Copier {
 }
 
 impl Copier {
-    pub(super) fn new(templates: &[Template], units: usize) -> Copier {
+    /// A copier of `units` units of `templates` into a graph that starts
+    /// with `scopes` scopes.
+    pub(super) fn new(templates: &[Template], units: usize, scopes: usize) -> Copier {
         Copier {
             origin: Vec::new(),
             tag_of: Vec::new(),
@@ -50,6 +55,7 @@ impl Copier {
             copies: FxHashMap::default(),
             dropped: 0,
             task_scopes: Vec::new(),
+            scopes: ScopeCopier::new(scopes),
             step_tasks: FxHashMap::default(),
             step_members: FxHashMap::default(),
             forward: Vec::new(),
@@ -137,8 +143,7 @@ impl Copier {
                 ..task.clone()
             });
             g.processors[proc.idx()].tasks.push(id);
-            self.task_scopes
-                .push(tg.scope_of(t).map(|s| ScopeId(s.0 + p.scope_off)));
+            self.task_scopes.push(None);
             new_id.insert(t, id);
             let n = self.copies.entry((uref.src, t)).or_insert(0);
             self.copy_no.push(*n);
@@ -150,7 +155,45 @@ impl Copier {
                 self.step_members.entry(si).or_default().push(id);
             }
         }
+        self.copy_scopes(g, p, uref, tag, &new_id);
         new_id
+    }
+
+    /// Sets the scopes of the tasks just copied from unit `uref`: copies
+    /// of their template's scopes of their own (see `scopes.rs`).
+    fn copy_scopes(
+        &mut self,
+        g: &mut Graph,
+        p: &Prepared,
+        uref: UnitRef,
+        tag: Tag,
+        new_id: &FxHashMap<TaskId, TaskId>,
+    ) {
+        let tg = p.t.graph;
+        if tg.task_scopes.len() != tg.tasks.len() {
+            return;
+        }
+        let unit = &p.t.structure.units.units[uref.unit as usize];
+        let at = UnitCopy {
+            serial: self.emitted.len() as u32,
+            step: tag.step,
+            scope_off: p.scope_off,
+            scope_units: &p.scope_units,
+        };
+        self.scopes.begin_unit();
+        let mut chain = Vec::new();
+        for t in unit.cpu() {
+            let id = new_id[t];
+            chain.clear();
+            chain.extend(tg.scope_chain(*t).map(|s| s.0 + p.scope_off));
+            let q = g.tasks[id.idx()].proc;
+            self.task_scopes[id.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
+        }
+        for t in unit.gpu() {
+            if let Some(s) = tg.scope_of(*t) {
+                self.task_scopes[new_id[t].idx()] = Some(self.scopes.gpu_task(s.0 + p.scope_off));
+            }
+        }
     }
 
     /// Re-attaches the edges into the copied unit (by position, see the

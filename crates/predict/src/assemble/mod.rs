@@ -33,6 +33,10 @@
 //! warm-up, where it followed a forward) gets it added, with the primary
 //! template's typical hand-over latency from the autograd thread.
 //!
+//! Each copy of a unit gets scopes of its own (`scopes.rs`), so that every
+//! scope of the new graph is one contiguous range on one thread, as in a
+//! trace, and carries its template's `Input Dims`.
+//!
 //! The identity sequence (every unit once, in its own order) gives back the
 //! graph it came from, task for task: new tasks are numbered by (template,
 //! task id, copy), which for the identity is the original numbering.
@@ -48,6 +52,7 @@
 mod copy;
 mod finish;
 mod joins;
+mod scopes;
 #[cfg(test)]
 mod tests;
 
@@ -126,6 +131,8 @@ pub(super) struct Prepared<'a> {
     pub(super) name_map: Vec<NameId>,
     /// Offset of this template's scopes in the new graph.
     pub(super) scope_off: u32,
+    /// The unit each of its scopes lies inside (`scopes::scope_units`).
+    pub(super) scope_units: Vec<u32>,
 }
 
 /// Role key of a processor, to map processors across templates: the step's
@@ -155,7 +162,7 @@ pub(crate) fn assemble(
     plan: &[(UnitRef, Tag)],
 ) -> Assembled {
     let (mut g, keys, prepared) = prepare(templates, primary);
-    let mut copier = Copier::new(templates, plan.len());
+    let mut copier = Copier::new(templates, plan.len(), g.scopes.len());
     for &(uref, tag) in plan {
         copier.unit(&mut g, &prepared[uref.src as usize], uref, tag);
     }
@@ -303,6 +310,7 @@ impl<'a> Prepared<'a> {
             proc_map,
             name_map,
             scope_off,
+            scope_units: scopes::scope_units(t.graph, &t.structure.units.unit_of),
         }
     }
 }

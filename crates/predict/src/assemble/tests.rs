@@ -49,6 +49,8 @@ fn identity_assembly_gives_back_the_graph() {
         for (p, q) in a.graph.processors.iter().zip(&g.processors) {
             assert_eq!(p.tasks, q.tasks);
         }
+        assert_eq!(a.graph.scopes, g.scopes);
+        assert_eq!(a.graph.task_scopes, g.task_scopes);
         let r1 = lumos_sim::simulate(&g, &Default::default()).unwrap();
         let r2 = lumos_sim::simulate(&a.graph, &Default::default()).unwrap();
         assert_eq!(r1.start_ns, r2.start_ns);
@@ -140,6 +142,27 @@ fn a_cloned_unit_gets_its_own_tasks_and_correlations() {
     let per_copy: std::collections::BTreeSet<u64> =
         launches.map(|&t| g.tasks[t.idx()].correlation).collect();
     assert_eq!(ids.len(), 2 * per_copy.len());
+    // Each copy has scopes of its own, like the original's (names, Input
+    // Dims); the step annotation around both is shared.
+    let unit_scope = unit.scope.expect("a layer's unit is an operator");
+    for &t in unit.cpu() {
+        let both: Vec<usize> = (0..a.origin.len())
+            .filter(|&i| a.origin[i] == (0, t))
+            .collect();
+        let [c0, c1] = [0, 1].map(|k| {
+            a.graph
+                .scope_chain(TaskId(both[k] as u32))
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(c0.len(), c1.len());
+        for (x, y) in c0.iter().zip(&c1) {
+            let (x, y) = (&a.graph.scopes[x.0 as usize], &a.graph.scopes[y.0 as usize]);
+            assert_eq!((x.name, &x.input_dims), (y.name, &y.input_dims));
+        }
+        let at = g.scope_chain(t).position(|s| s == unit_scope).unwrap();
+        assert_ne!(c0[at], c1[at], "the unit's scope is copied");
+        assert_eq!(c0.last(), c1.last(), "the step annotation is shared");
+    }
     // The copy runs: the graph replays.
     lumos_sim::simulate(&a.graph, &Default::default()).unwrap();
 }
@@ -172,6 +195,7 @@ fn sources_are_found_by_position_then_by_name() {
         proc_map: vec![ProcId(0)],
         name_map: vec![NameId(0), NameId(1), NameId(2)],
         scope_off: 0,
+        scope_units: Vec::new(),
     };
     // The new graph so far: b x a b (names 1 2 0 1), the copy of unit 2
     // about to start.

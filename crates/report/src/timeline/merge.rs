@@ -1,13 +1,19 @@
 //! The timelines of a job's ranks as one file: each rank a process
 //! (`rank N`, listed in rank order), its threads and streams the threads of
 //! that process under their own names, every event and flow kept.
+//!
+//! Its `distributedInfo` is the job's, not one rank's: no `rank` (the file
+//! holds several), the world size the ranks recorded (else how many there
+//! are), the backend and NCCL version the first rank recording them gave,
+//! every distinct process group of every rank, and `written_ranks` (the
+//! ranks in the file) when they are fewer than the world.
 
 use std::io::{self, Write};
 
-use lumos_graph::ProcKind;
-use lumos_trace::{KinetoWriter, Layout};
+use lumos_graph::{ProcKind, TraceAbout};
+use lumos_trace::{DistributedInfo, KinetoWriter, Layout, PgConfig};
 
-use super::{write_devices, write_distributed, Timeline};
+use super::{write_devices, Timeline};
 
 /// The timelines of a job's ranks, to be written as one trace.
 pub struct MergedTimeline<'a> {
@@ -36,8 +42,8 @@ impl<'a> MergedTimeline<'a> {
     }
 
     /// Writes the job's timeline as Kineto JSON (uncompressed) into `out`
-    /// and gives `out` back. `distributedInfo` is the first rank's (a
-    /// file holds one); `deviceProperties` lists every rank's devices once.
+    /// and gives `out` back. `distributedInfo` is the job's (see the
+    /// module docs); `deviceProperties` lists every rank's devices once.
     pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
         let mut w = KinetoWriter::new(out, Layout::Compact);
         w.schema_version(1);
@@ -57,7 +63,7 @@ impl<'a> MergedTimeline<'a> {
         }
         devices.sort_by_key(|d| d.id);
         write_devices(&mut w, &devices);
-        write_distributed(&mut w, first.rank, first.world_size, &first.about);
+        self.write_distributed(&mut w);
         w.trace_name(&format!("lumos {} job", first.what));
         for (k, t) in self.ranks.iter().enumerate() {
             let pid = i64::from(t.rank);
@@ -67,6 +73,47 @@ impl<'a> MergedTimeline<'a> {
             t.events(&mut w, &places, (k as u64) << 40);
         }
         w.finish()
+    }
+
+    /// The job's `distributedInfo` (see the module docs).
+    fn write_distributed<W: Write>(&self, w: &mut KinetoWriter<W>) {
+        let abouts: Vec<&TraceAbout> = self.ranks.iter().map(|t| &t.about).collect();
+        let first = |f: fn(&TraceAbout) -> Option<&str>| abouts.iter().find_map(|a| f(a));
+        let backend = first(|a| a.backend.as_deref());
+        let mut ranks: Vec<u32> = self.ranks.iter().map(|t| t.rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let world = self
+            .ranks
+            .iter()
+            .filter_map(|t| t.world_size)
+            .max()
+            .unwrap_or(ranks.len() as u32);
+        let mut pgs: Vec<PgConfig<'_>> = Vec::new();
+        for g in abouts.iter().flat_map(|a| &a.process_groups) {
+            if pgs
+                .iter()
+                .any(|p| p.name == g.name && p.ranks == &g.ranks[..])
+            {
+                continue;
+            }
+            pgs.push(PgConfig {
+                name: &g.name,
+                desc: g.desc.as_deref().unwrap_or(""),
+                // Not kept by the reader: the backend stands in for it.
+                backend_config: backend.unwrap_or(""),
+                size: u64::from(g.size.unwrap_or(g.ranks.len() as u32)),
+                ranks: &g.ranks,
+            });
+        }
+        w.distributed_info(&DistributedInfo {
+            backend,
+            rank: None,
+            world_size: Some(u64::from(world)),
+            process_groups: (!pgs.is_empty()).then_some(&pgs[..]),
+            nccl_version: first(|a| a.nccl_version.as_deref()),
+            written_ranks: ((ranks.len() as u32) < world).then_some(&ranks[..]),
+        });
     }
 
     /// Names and orders the threads of rank `t`'s process: one per

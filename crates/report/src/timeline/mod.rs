@@ -15,6 +15,7 @@
 //! ([`Timeline::write`] takes any `io::Write`) and names the file
 //! [`Timeline::file_name`].
 
+mod extras;
 mod merge;
 mod scopes;
 
@@ -281,6 +282,9 @@ impl<'a> Timeline<'a> {
                     if let Some(n) = &t.name {
                         w.process_name(t.pid, n);
                     }
+                    if let Some(l) = &t.labels {
+                        w.process_labels(t.pid, l);
+                    }
                     if let Some(k) = t.sort_index {
                         w.process_sort_index(t.pid, k);
                     }
@@ -322,10 +326,6 @@ impl<'a> Timeline<'a> {
             TaskArgs::Measured(m) => Some(*m),
             TaskArgs::Predicted { .. } => None,
         };
-        let shared = match measured {
-            Some(_) => Vec::new(),
-            None => scopes::shared_scopes(graph),
-        };
         let step_scopes: Vec<Option<ScopeId>> = graph
             .steps
             .iter()
@@ -333,7 +333,6 @@ impl<'a> Timeline<'a> {
                 graph
                     .scope_chain(st.first_task)
                     .find(|s| graph.names[graph.scopes[s.0 as usize].name.0 as usize] == st.name)
-                    .filter(|s| !shared.contains(s))
             })
             .collect();
         let pinned: Vec<(ScopeId, Span)> = step_scopes
@@ -341,7 +340,7 @@ impl<'a> Timeline<'a> {
             .zip(&steps)
             .filter_map(|(s, span)| s.map(|s| (s, *span)))
             .collect();
-        let (spans, order) = scopes::scope_spans(graph, times, measured, &pinned, &shared);
+        let (spans, order) = scopes::scope_spans(graph, times, measured, &pinned);
         let scope_at = scope_places(graph, places);
         for s in order {
             let (Some(span), sc) = (spans[s as usize], &graph.scopes[s as usize]) else {
@@ -355,7 +354,7 @@ impl<'a> Timeline<'a> {
             } else {
                 Category::CpuOp
             };
-            w.complete(
+            let mut a = w.complete(
                 cat,
                 &graph.names[sc.name.0 as usize],
                 pid,
@@ -363,6 +362,22 @@ impl<'a> Timeline<'a> {
                 self.origin_ns + span.start_ns,
                 span.end_ns - span.start_ns,
             );
+            // Input Dims with an input that is not a flat list of sizes (a
+            // list of tensors) are left out: that input's text was not kept.
+            let sizes: Option<Vec<&[i64]>> = sc.input_dims.as_ref().and_then(|d| {
+                d.iter()
+                    .map(|x| match x {
+                        lumos_trace::Input::Tensor(sizes) => Some(sizes),
+                        lumos_trace::Input::Other => None,
+                    })
+                    .collect()
+            });
+            if let Some(sizes) = sizes {
+                a.input_dims(sizes);
+            }
+            if let Some(t) = &sc.input_type {
+                a.input_type_text(t);
+            }
         }
         for ((st, span), sc) in graph.steps.iter().zip(&steps).zip(&step_scopes) {
             // A step without children is a task of its own, already there.
@@ -382,8 +397,22 @@ impl<'a> Timeline<'a> {
                 span.end_ns - span.start_ns,
             );
         }
+        let placed = measured.map(|m| extras::Placed {
+            graph,
+            measured: m,
+            times,
+            places,
+            origin_ns: self.origin_ns,
+        });
+        if let Some(at) = &placed {
+            extras::gpu_annotations(w, at, &self.about);
+        }
         self.tasks(w, places);
         self.flows(w, places, flow_base);
+        if let Some(at) = &placed {
+            let starts: Vec<Option<i64>> = spans.iter().map(|s| s.map(|s| s.start_ns)).collect();
+            extras::flows(w, at, &self.about, &starts, flow_base);
+        }
     }
 
     /// Every task at its time, with its args.
@@ -641,7 +670,7 @@ fn write_distributed<W: Write>(
         .collect();
     w.distributed_info(&DistributedInfo {
         backend: about.backend.as_deref(),
-        rank: u64::from(rank),
+        rank: Some(u64::from(rank)),
         world_size: world_size.map(u64::from),
         process_groups: (!pgs.is_empty()).then_some(&pgs[..]),
         nccl_version: about.nccl_version.as_deref(),

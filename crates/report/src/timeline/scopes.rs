@@ -30,13 +30,12 @@ enum Child {
 /// tasks, which is not written), and the order to write them in: every
 /// scope before the scopes inside it, so that a reader breaking ties by
 /// file order nests them as they were. `pinned` scopes (step annotations)
-/// take the span given; `shared` scopes are not written.
+/// take the span given.
 pub(super) fn scope_spans<T: TaskTimes + ?Sized>(
     graph: &Graph,
     times: &T,
     measured: Option<&Measured>,
     pinned: &[(ScopeId, Span)],
-    shared: &[ScopeId],
 ) -> (Vec<Option<Span>>, Vec<u32>) {
     let n = graph.scopes.len();
     if n == 0 || graph.task_scopes.len() != graph.tasks.len() {
@@ -48,10 +47,7 @@ pub(super) fn scope_spans<T: TaskTimes + ?Sized>(
             pos[t.idx()] = k as u32;
         }
     }
-    let mut cores = hulls(graph, &pos, |t| (times.start_of(t), times.end_of(t)));
-    for &s in shared {
-        cores[s.0 as usize] = None;
-    }
+    let cores = hulls(graph, &pos, |t| (times.start_of(t), times.end_of(t)));
     let mut wanted: Vec<Span> = cores
         .iter()
         .map(|c| c.map_or(Span::default(), |c| c.span))
@@ -218,42 +214,4 @@ fn fit<T: TaskTimes + ?Sized>(
             }
         }
     }
-}
-
-/// The scopes whose CPU tasks are not one run on their thread: in a
-/// predicted graph every copy of a unit (a micro-batch, a cloned layer)
-/// keeps the scopes of the unit it was copied from, so such a scope stands
-/// for several ranges at once and no one span of it nests truthfully.
-/// Writing it would widen it over its copies' neighbours; it is left out,
-/// and what it enclosed nests in its other scopes.
-pub(super) fn shared_scopes(graph: &Graph) -> Vec<ScopeId> {
-    let n = graph.scopes.len();
-    if n == 0 || graph.task_scopes.len() != graph.tasks.len() {
-        return Vec::new();
-    }
-    // Per scope: its thread, first and last position on it, task count.
-    let mut runs: Vec<Option<(ProcId, u32, u32, u32)>> = vec![None; n];
-    let mut split = vec![false; n];
-    for p in &graph.processors {
-        if !matches!(p.kind, ProcKind::Thread { .. }) {
-            continue;
-        }
-        for (k, &t) in p.tasks.iter().enumerate() {
-            let proc = graph.task(t).proc;
-            for sc in graph.scope_chain(t) {
-                let r = runs[sc.0 as usize].get_or_insert((proc, k as u32, k as u32, 0));
-                if r.0 != proc {
-                    split[sc.0 as usize] = true;
-                    continue;
-                }
-                r.1 = r.1.min(k as u32);
-                r.2 = r.2.max(k as u32);
-                r.3 += 1;
-            }
-        }
-    }
-    (0..n)
-        .filter(|&s| split[s] || runs[s].is_some_and(|(_, a, b, c)| b - a + 1 != c))
-        .map(|s| ScopeId(s as u32))
-        .collect()
 }

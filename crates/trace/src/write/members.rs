@@ -74,8 +74,8 @@ impl DeviceProperties<'_> {
 pub struct DistributedInfo<'a> {
     /// `backend` (`"nccl"`).
     pub backend: Option<&'a str>,
-    /// `rank`.
-    pub rank: u64,
+    /// `rank`; `None` for a file that holds several ranks (a merged job).
+    pub rank: Option<u64>,
     /// `world_size`.
     pub world_size: Option<u64>,
     /// `pg_config` (and `pg_count`, its length).
@@ -96,7 +96,9 @@ impl DistributedInfo<'_> {
         if let Some(b) = self.backend {
             f.str("backend", b);
         }
-        f.uint("rank", self.rank);
+        if let Some(r) = self.rank {
+            f.uint("rank", r);
+        }
         if let Some(w) = self.world_size {
             f.uint("world_size", w);
         }

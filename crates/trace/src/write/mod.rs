@@ -607,6 +607,20 @@ impl<'a> Fields<'a> {
         buf.push(b']');
         self
     }
+
+    /// `Input type` from the JSON text the reader keeps of it
+    /// ([`crate::EventExtra::input_type`]); nothing when that text is not
+    /// a list of strings, so what is written is always valid JSON.
+    pub fn input_type_text(&mut self, text: &str) -> &mut Self {
+        let Ok((crate::tree::Json::Array(items), _)) = crate::tree::parse(text.as_bytes()) else {
+            return self;
+        };
+        let types: Option<Vec<&str>> = items.iter().map(|x| x.as_str()).collect();
+        match types {
+            Some(types) => self.input_types(types),
+            None => self,
+        }
+    }
 }
 
 impl Drop for Fields<'_> {
@@ -710,7 +724,7 @@ mod tests {
             ]);
             w.distributed_info(&DistributedInfo {
                 backend: Some("nccl"),
-                rank: 1,
+                rank: Some(1),
                 world_size: Some(2),
                 process_groups: Some(&[PgConfig {
                     name: "0",
