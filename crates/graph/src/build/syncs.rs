@@ -42,7 +42,6 @@ impl Builder<'_> {
             if self.g.tasks[i].kind != TaskKind::Runtime {
                 continue;
             }
-            let name = self.g.name(call).to_owned();
             let r = self.raw[i];
             // The GPU task that ended last before the call returned, if it
             // ended while the call ran.
@@ -51,8 +50,7 @@ impl Builder<'_> {
                 .checked_sub(1)
                 .map(|j| gpu_by_end[j])
                 .filter(|&(end, _)| end >= r.start);
-            let own = self.launched.get(&call).cloned().unwrap_or_default();
-            let kind = sync_kind(&name);
+            let kind = sync_kind(self.g.name(call));
             let (target, awaited, rule) = match kind {
                 SyncKind::Device => {
                     let device = ended_during
@@ -128,6 +126,7 @@ impl Builder<'_> {
                     // A synchronous copy waits for the copy it launched; any
                     // other long call that returns right after GPU work ends
                     // is blocked on it (full launch queue, pageable copy).
+                    let own = self.launched.get(&call).unwrap_or_default();
                     let own_copy = own.iter().copied().max_by_key(|g| self.raw[g.idx()].end);
                     let blocked = ended_during.filter(|&(end, _)| {
                         r.end.saturating_sub(r.start) >= BLOCKING_MIN_DUR_NS
@@ -198,7 +197,6 @@ impl Builder<'_> {
         task.correlation = 0;
         self.g.tasks.push(task);
         self.raw.push(r);
-        self.incoming.push(Vec::new());
         self.g.task_scopes.push(self.g.task_scopes[call.idx()]);
         self.launcher.push(None);
         self.g.tasks[call.idx()].duration_ns = 0;

@@ -22,19 +22,26 @@ impl Builder<'_> {
         let mut keys: Vec<_> = by_thread.keys().copied().collect();
         keys.sort();
         let mut steps = Vec::new();
+        // (correlation, call) of every runtime call, in the order seen.
+        let mut calls: Vec<(u64, TaskId)> = Vec::new();
         for key in keys {
-            let mut idx = by_thread.remove(&key).unwrap();
             // Parents before children: earlier start, then longer, then
-            // annotations before ops before runtime calls.
-            idx.sort_unstable_by_key(|&i| {
-                let e = &t.events[i];
-                let rank = match e.category {
-                    Category::UserAnnotation => 0,
-                    Category::CpuOp => 1,
-                    _ => 2,
-                };
-                (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
-            });
+            // annotations before ops before runtime calls. The keys are
+            // taken once, so that sorting does not reach into the events.
+            let mut keyed: Vec<_> = (by_thread.remove(&key).unwrap_or_default())
+                .into_iter()
+                .map(|i| {
+                    let e = &t.events[i];
+                    let rank: u8 = match e.category {
+                        Category::UserAnnotation => 0,
+                        Category::CpuOp => 1,
+                        _ => 2,
+                    };
+                    (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
+                })
+                .collect();
+            keyed.sort_unstable();
+            let idx: Vec<usize> = keyed.into_iter().map(|k| k.3).collect();
             let mut has_child = vec![false; idx.len()];
             let mut parent: Vec<Option<usize>> = vec![None; idx.len()];
             let mut stack: Vec<usize> = Vec::new();
@@ -115,9 +122,7 @@ impl Builder<'_> {
                 if kind == TaskKind::Runtime {
                     if let Some(c) = e.correlation {
                         self.report.correlated_calls += 1;
-                        if self.call_by_corr.insert(c, id).is_some() {
-                            self.report.repeated_correlations += 1;
-                        }
+                        calls.push((c, id));
                     }
                 }
             }
@@ -125,6 +130,9 @@ impl Builder<'_> {
                 self.g.processors.pop();
             }
         }
+        let (index, repeated) = CorrIndex::new(&calls);
+        self.call_by_corr = index;
+        self.report.repeated_correlations += repeated;
         steps
     }
 
@@ -141,8 +149,12 @@ impl Builder<'_> {
         let mut keys: Vec<_> = by_stream.keys().copied().collect();
         keys.sort();
         for key in keys {
-            let mut idx = by_stream.remove(&key).unwrap();
-            idx.sort_unstable_by_key(|&i| (t.events[i].ts_ns, t.events[i].correlation, i));
+            let mut keyed: Vec<_> = (by_stream.remove(&key).unwrap_or_default())
+                .into_iter()
+                .map(|i| (t.events[i].ts_ns, t.events[i].correlation, i))
+                .collect();
+            keyed.sort_unstable();
+            let idx: Vec<usize> = keyed.into_iter().map(|k| k.2).collect();
             let proc = self.processor(ProcKind::Stream {
                 device: key.0,
                 stream: key.1,
@@ -168,6 +180,8 @@ impl Builder<'_> {
 
     pub(super) fn launches(&mut self) {
         self.launcher = vec![None; self.g.tasks.len()];
+        // (call, GPU task) in GPU task order.
+        let mut pairs: Vec<(u32, TaskId)> = Vec::new();
         for id in 0..self.g.tasks.len() {
             let tid = TaskId(id as u32);
             let task = &self.g.tasks[id];
@@ -182,12 +196,13 @@ impl Builder<'_> {
                 Some(&call) => {
                     self.g.task_scopes[id] = self.g.task_scopes[call.idx()];
                     self.launcher[id] = Some(call);
-                    self.launched.entry(call).or_default().push(tid);
+                    pairs.push((call.0, tid));
                     self.edge(call, tid, DepKind::Launch, Anchor::Start);
                 }
                 None => self.report.gpu_without_launch += 1,
             }
         }
+        self.launched = Launched::new(self.g.tasks.len(), &pairs);
     }
 
     /// Communication tasks: `Collective name` on the GPU task, else on the
@@ -206,6 +221,9 @@ impl Builder<'_> {
                 }
             }
         }
+        // Whether each name is a collective library's kernel, worked out
+        // once per name rather than once per task.
+        let mut comm_name: Vec<Option<bool>> = vec![None; self.g.names.len()];
         for id in 0..self.g.tasks.len() {
             let task = &self.g.tasks[id];
             if !task.kind.is_gpu() {
@@ -216,7 +234,10 @@ impl Builder<'_> {
             let own = e.extra.as_ref().and_then(|x| x.collective.as_ref());
             let via_op = e.external_id.and_then(|x| by_ext.get(&x).copied());
             let args = own.filter(|c| c.name.is_some()).or(via_op);
-            let by_name = is_comm_kernel_name(name);
+            let by_name = match comm_name.get_mut(task.name.0 as usize) {
+                Some(known) => *known.get_or_insert_with(|| is_comm_kernel_name(name)),
+                None => is_comm_kernel_name(name),
+            };
             let coll = match args {
                 Some(a) if by_name || own.is_some() => Collective {
                     name: a.name.clone().unwrap_or_else(|| comm_family(name)),
