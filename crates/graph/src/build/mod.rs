@@ -93,6 +93,11 @@ struct Builder<'t> {
     polls: rustc_hash::FxHashSet<TaskId>,
     /// Runtime deps per blocking task, with the measured awaited task.
     blocking: FxHashMap<TaskId, TaskId>,
+    /// Indices of the `cuda_sync` events, in file order.
+    sync_events: Vec<u32>,
+    /// Indices of the CPU ops with collective arguments and an
+    /// `External id`, in file order.
+    collective_ops: Vec<u32>,
 }
 
 impl<'t> Builder<'t> {
@@ -115,12 +120,15 @@ impl<'t> Builder<'t> {
             blocking: FxHashMap::default(),
             scope_spans: Vec::new(),
             polls: Default::default(),
+            sync_events: Vec::new(),
+            collective_ops: Vec::new(),
         }
     }
 
     fn run(mut self) -> (Graph, Measured, BuildReport) {
-        let annotations = self.cpu_tasks();
-        self.gpu_tasks();
+        let mut tracks = self.tracks();
+        let annotations = self.cpu_tasks(&mut tracks);
+        self.gpu_tasks(&mut tracks);
         self.streams = self.streams_lookup();
         self.launches();
         self.collectives();

@@ -12,7 +12,7 @@ impl Builder<'_> {
         let mut sync_stream: FxHashMap<u64, i64> = FxHashMap::default();
         // Event syncs naming the record call: (stream waited on, record correlation).
         let mut event_evidence: FxHashMap<u64, (i64, i64, i64)> = FxHashMap::default();
-        for e in &t.events {
+        for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
             if e.category == Category::CudaSync {
                 if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
                     if let (Some(s), Some(r)) =

@@ -3,22 +3,58 @@
 
 use super::*;
 
+/// The indices of the events that become tasks, by track, from the one
+/// pass over the trace's events that every step shares.
+pub(super) struct Tracks {
+    /// CPU events (ops, annotations, runtime and driver calls) by
+    /// (pid, tid), in file order.
+    threads: FxHashMap<(Ident, Ident), Vec<usize>>,
+    /// GPU work by (device, stream), in file order.
+    streams: FxHashMap<(i64, i64), Vec<usize>>,
+}
+
 impl Builder<'_> {
+    /// Sorts the events out in one pass: tasks by track, and the few events
+    /// later steps read (`cuda_sync` events, CPU ops with collective
+    /// arguments) into [`Builder::sync_events`] and
+    /// [`Builder::collective_ops`], so that no step reads every event again.
+    pub(super) fn tracks(&mut self) -> Tracks {
+        let t = self.trace;
+        let mut tracks = Tracks {
+            threads: FxHashMap::default(),
+            streams: FxHashMap::default(),
+        };
+        for (i, e) in t.events.iter().enumerate() {
+            match e.category {
+                Category::CpuOp
+                | Category::UserAnnotation
+                | Category::Runtime
+                | Category::Driver => {
+                    tracks.threads.entry((e.pid, e.tid)).or_default().push(i);
+                    let collective = e.extra.as_ref().is_some_and(|x| x.collective.is_some());
+                    if e.category == Category::CpuOp && e.external_id.is_some() && collective {
+                        self.collective_ops.push(i as u32);
+                    }
+                }
+                Category::Kernel | Category::Memcpy | Category::Memset => {
+                    let device = e.device.unwrap_or(ident_num(e.pid));
+                    let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
+                    tracks.streams.entry((device, stream)).or_default().push(i);
+                }
+                Category::CudaSync => self.sync_events.push(i as u32),
+                _ => {}
+            }
+        }
+        tracks
+    }
+
     /// CPU leaves become tasks; annotations are returned for steps. Nesting
     /// policy: only leaves of each thread's call tree are scheduled; time a
     /// parent spends outside its children becomes the gap before the next
     /// leaf, so CPU overhead survives replay.
-    pub(super) fn cpu_tasks(&mut self) -> Vec<(usize, ProcId)> {
+    pub(super) fn cpu_tasks(&mut self, tracks: &mut Tracks) -> Vec<(usize, ProcId)> {
         let t = self.trace;
-        let mut by_thread: FxHashMap<(Ident, Ident), Vec<usize>> = FxHashMap::default();
-        for (i, e) in t.events.iter().enumerate() {
-            if matches!(
-                e.category,
-                Category::CpuOp | Category::UserAnnotation | Category::Runtime | Category::Driver
-            ) {
-                by_thread.entry((e.pid, e.tid)).or_default().push(i);
-            }
-        }
+        let by_thread = &mut tracks.threads;
         let mut keys: Vec<_> = by_thread.keys().copied().collect();
         keys.sort();
         let mut steps = Vec::new();
@@ -136,16 +172,9 @@ impl Builder<'_> {
         steps
     }
 
-    pub(super) fn gpu_tasks(&mut self) {
+    pub(super) fn gpu_tasks(&mut self, tracks: &mut Tracks) {
         let t = self.trace;
-        let mut by_stream: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
-        for (i, e) in t.events.iter().enumerate() {
-            if e.category.is_gpu_work() {
-                let device = e.device.unwrap_or(ident_num(e.pid));
-                let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
-                by_stream.entry((device, stream)).or_default().push(i);
-            }
-        }
+        let by_stream = &mut tracks.streams;
         let mut keys: Vec<_> = by_stream.keys().copied().collect();
         keys.sort();
         for key in keys {
@@ -211,14 +240,12 @@ impl Builder<'_> {
     pub(super) fn collectives(&mut self) {
         let t = self.trace;
         let mut by_ext: FxHashMap<u64, &lumos_trace::CollectiveArgs> = FxHashMap::default();
-        for e in &t.events {
-            if e.category == Category::CpuOp {
-                if let (Some(x), Some(c)) = (
-                    e.external_id,
-                    e.extra.as_ref().and_then(|x| x.collective.as_ref()),
-                ) {
-                    by_ext.entry(x).or_insert(c);
-                }
+        for e in self.collective_ops.iter().map(|&i| &t.events[i as usize]) {
+            if let (Some(x), Some(c)) = (
+                e.external_id,
+                e.extra.as_ref().and_then(|x| x.collective.as_ref()),
+            ) {
+                by_ext.entry(x).or_insert(c);
             }
         }
         // Whether each name is a collective library's kernel, worked out
