@@ -196,7 +196,8 @@ impl Builder<'_> {
                     }
                 }
             }
-            tasks.sort_unstable();
+            // Distinct ids in runs (a thread's, its launches'): see `syncs`.
+            tasks.sort();
             self.g.steps.push(Step {
                 name: t.name(e).to_owned(),
                 first_task: first,
@@ -219,7 +220,9 @@ impl Builder<'_> {
             .filter(|&i| !self.g.tasks[i].kind.is_gpu())
             .map(|i| self.raw[i])
             .collect();
-        cpu.sort_unstable_by_key(|x| x.start);
+        // In runs (each thread's tasks start in order), which a stable sort
+        // merges; how ties are ordered does not change the holes found.
+        cpu.sort_by_key(|x| x.start);
         let mut reach = i64::MIN;
         for x in &cpu {
             let gap = x.start.saturating_sub(reach);

@@ -151,3 +151,90 @@ impl CorrIndex {
         Some(&self.sorted[k].1)
     }
 }
+
+/// `v.partition_point(pred)`, searched from `from` outwards: forward by
+/// doubling steps when the answer is at or after `from`, else in `v[..from]`.
+/// The same answer from any `from`; fast when successive searches move
+/// forward a little, as they do along a thread's calls, and without the
+/// cache misses of a binary search over a vector larger than the caches.
+pub(super) fn partition_from<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let from = from.min(v.len());
+    if from > 0 && !pred(&v[from - 1]) {
+        return v[..from].partition_point(pred);
+    }
+    // Everything before `lo` satisfies `pred`.
+    let mut lo = from;
+    let mut step = 1;
+    loop {
+        let probe = lo + step - 1;
+        if probe >= v.len() {
+            return lo + v[lo..].partition_point(pred);
+        }
+        if !pred(&v[probe]) {
+            return lo + v[lo..probe].partition_point(pred);
+        }
+        lo = probe + 1;
+        step *= 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_from_agrees_with_partition_point_from_anywhere() {
+        let v: Vec<i64> = vec![1, 1, 2, 3, 5, 5, 5, 8, 13, 21, 34, 34, 55];
+        for x in -1..60 {
+            let want = v.partition_point(|&y| y <= x);
+            for from in 0..=v.len() + 2 {
+                assert_eq!(
+                    partition_from(&v, from, |&y| y <= x),
+                    want,
+                    "x={x} from={from}"
+                );
+            }
+        }
+        assert_eq!(partition_from(&[] as &[i64], 3, |&y| y < 0), 0);
+    }
+
+    #[test]
+    fn csr_keeps_order_within_a_key() {
+        let c = Csr::group(4, &[(2, 'a'), (0, 'b'), (2, 'c'), (3, 'd'), (2, 'e')]);
+        assert_eq!(c.of(0), &['b']);
+        assert_eq!(c.of(1), &[] as &[char]);
+        assert_eq!(c.of(2), &['a', 'c', 'e']);
+        assert_eq!(c.of(3), &['d']);
+        assert_eq!(c.of(9), &[] as &[char]);
+    }
+
+    #[test]
+    fn corr_index_keeps_the_last_call_of_an_id_dense_or_sorted() {
+        let calls = [
+            (10, TaskId(0)),
+            (12, TaskId(1)),
+            (10, TaskId(2)),
+            (11, TaskId(3)),
+        ];
+        let (dense, repeated) = CorrIndex::new(&calls);
+        assert_eq!(repeated, 1);
+        assert!(!dense.dense.is_empty());
+        let sparse_calls = [
+            (10, TaskId(0)),
+            (u64::MAX - 1, TaskId(1)),
+            (10, TaskId(2)),
+            (1 << 40, TaskId(3)),
+        ];
+        let (sparse, repeated) = CorrIndex::new(&sparse_calls);
+        assert_eq!(repeated, 1);
+        assert!(sparse.dense.is_empty());
+        assert_eq!(dense.get(&10), Some(&TaskId(2)));
+        assert_eq!(dense.get(&11), Some(&TaskId(3)));
+        assert_eq!(dense.get(&9), None);
+        assert_eq!(dense.get(&13), None);
+        assert_eq!(sparse.get(&10), Some(&TaskId(2)));
+        assert_eq!(sparse.get(&(u64::MAX - 1)), Some(&TaskId(1)));
+        assert_eq!(sparse.get(&11), None);
+        assert_eq!(CorrIndex::new(&[]).0.get(&0), None);
+    }
+}

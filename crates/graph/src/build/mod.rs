@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
-use index::{CorrIndex, Csr, Launched};
+use index::{partition_from, CorrIndex, Csr, Launched};
 
 mod finish;
 mod frameworks;

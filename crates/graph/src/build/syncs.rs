@@ -35,7 +35,12 @@ impl Builder<'_> {
             .filter(|&i| self.g.tasks[i].kind.is_gpu())
             .map(|i| (self.raw[i].end, TaskId(i as u32)))
             .collect();
-        gpu_by_end.sort_unstable();
+        // Collected stream by stream, each already in order of end: a
+        // stable sort merges those runs (the keys are distinct).
+        gpu_by_end.sort();
+        // Where the last search ended: a thread's calls end in order, so
+        // the next search starts there.
+        let mut cursor = 0;
         let n = self.g.tasks.len();
         for i in 0..n {
             let call = TaskId(i as u32);
@@ -45,7 +50,8 @@ impl Builder<'_> {
             let r = self.raw[i];
             // The GPU task that ended last before the call returned, if it
             // ended while the call ran.
-            let k = gpu_by_end.partition_point(|&(end, _)| end <= r.end);
+            let k = partition_from(&gpu_by_end, cursor, |&(end, _)| end <= r.end);
+            cursor = k;
             let ended_during = k
                 .checked_sub(1)
                 .map(|j| gpu_by_end[j])

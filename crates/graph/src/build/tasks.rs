@@ -76,7 +76,10 @@ impl Builder<'_> {
                     (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
                 })
                 .collect();
-            keyed.sort_unstable();
+            // The keys are distinct (the index is one), so a stable sort
+            // orders them as any sort would; it runs through the long
+            // ordered stretches of a file written in time order.
+            keyed.sort();
             let idx: Vec<usize> = keyed.into_iter().map(|k| k.3).collect();
             let mut has_child = vec![false; idx.len()];
             let mut parent: Vec<Option<usize>> = vec![None; idx.len()];
@@ -182,7 +185,8 @@ impl Builder<'_> {
                 .into_iter()
                 .map(|i| (t.events[i].ts_ns, t.events[i].correlation, i))
                 .collect();
-            keyed.sort_unstable();
+            // Distinct keys, as above.
+            keyed.sort();
             let idx: Vec<usize> = keyed.into_iter().map(|k| k.2).collect();
             let proc = self.processor(ProcKind::Stream {
                 device: key.0,
