@@ -76,10 +76,8 @@ impl Builder<'_> {
                     (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
                 })
                 .collect();
-            // The keys are distinct (the index is one), so a stable sort
-            // orders them as any sort would; it runs through the long
-            // ordered stretches of a file written in time order.
-            keyed.sort();
+            // The keys are distinct (the index is one of them).
+            keyed.sort_unstable();
             let idx: Vec<usize> = keyed.into_iter().map(|k| k.3).collect();
             let mut has_child = vec![false; idx.len()];
             let mut parent: Vec<Option<usize>> = vec![None; idx.len()];
@@ -185,8 +183,7 @@ impl Builder<'_> {
                 .into_iter()
                 .map(|i| (t.events[i].ts_ns, t.events[i].correlation, i))
                 .collect();
-            // Distinct keys, as above.
-            keyed.sort();
+            keyed.sort_unstable();
             let idx: Vec<usize> = keyed.into_iter().map(|k| k.2).collect();
             let proc = self.processor(ProcKind::Stream {
                 device: key.0,
