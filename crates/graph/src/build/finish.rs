@@ -82,51 +82,49 @@ impl Builder<'_> {
             e += 1;
             !drop_edge[e - 1]
         });
-        for list in &mut self.incoming {
-            list.clear();
-        }
-        for (i, e) in self.g.edges.iter().enumerate() {
-            self.incoming[e.to.idx()].push(i as u32);
-        }
     }
 
     /// Gap attribution (see the module docs).
     pub(super) fn attribute_latencies(&mut self) {
-        // Typical latencies per kind, from tasks where that kind binds.
-        let mut samples: FxHashMap<DepKind, Vec<i64>> = FxHashMap::default();
+        let pairs: Vec<(u32, u32)> = (self.g.edges.iter().enumerate())
+            .map(|(i, e)| (e.to.0, i as u32))
+            .collect();
+        self.incoming = Csr::group(self.g.tasks.len(), &pairs);
+        // Typical latencies of the kinds that have one, from tasks where
+        // that kind binds; every other kind's is zero.
+        let (mut launch, mut stream) = (Vec::new(), Vec::new());
         let binding: Vec<Option<u32>> = (0..self.g.tasks.len())
             .map(|t| {
                 let b = self.binding_edge(t);
                 if let Some(e) = b {
                     let e = &self.g.edges[e as usize];
-                    samples
-                        .entry(e.kind)
-                        .or_default()
-                        .push(self.raw[t].start.saturating_sub(self.ready(e)));
+                    let gap = self.raw[t].start.saturating_sub(self.ready(e));
+                    match e.kind {
+                        DepKind::Launch => launch.push(gap),
+                        DepKind::IntraStream => stream.push(gap),
+                        _ => {}
+                    }
                 }
                 b
             })
             .collect();
-        let typical = |kind: DepKind| -> i64 {
-            match kind {
-                DepKind::Launch | DepKind::IntraStream => {
-                    samples.get(&kind).map(|v| median(v.clone())).unwrap_or(0)
-                }
-                _ => 0,
-            }
+        let (launch, stream) = (median(launch), median(stream));
+        let typ = |kind: DepKind| match kind {
+            DepKind::Launch => launch,
+            DepKind::IntraStream => stream,
+            _ => 0,
         };
-        let typ: FxHashMap<DepKind, i64> = DepKind::ALL.iter().map(|&k| (k, typical(k))).collect();
-        self.report.typical_launch_latency_ns = typ[&DepKind::Launch];
-        self.report.typical_stream_gap_ns = typ[&DepKind::IntraStream];
+        self.report.typical_launch_latency_ns = launch;
+        self.report.typical_stream_gap_ns = stream;
         for (t, b) in binding.iter().enumerate() {
             let start = self.raw[t].start;
-            for &e in &self.incoming[t] {
+            for &e in self.incoming.of(t) {
                 let edge = self.g.edges[e as usize];
                 let slack = start.saturating_sub(self.ready(&edge)).max(0);
                 self.g.edges[e as usize].latency_ns = if Some(e) == *b {
                     slack
                 } else {
-                    typ[&edge.kind].min(slack)
+                    typ(edge.kind).min(slack)
                 };
             }
         }
@@ -138,7 +136,9 @@ impl Builder<'_> {
             .blocking
             .get(&TaskId(t as u32))
             .map(|a| self.raw[a.idx()].end);
-        let best = self.incoming[t]
+        let best = self
+            .incoming
+            .of(t)
             .iter()
             .copied()
             .max_by_key(|&e| (self.ready(&self.g.edges[e as usize]), std::cmp::Reverse(e)))?;
@@ -151,7 +151,7 @@ impl Builder<'_> {
     /// Tasks no edge explains get a release offset from the window start.
     pub(super) fn releases(&mut self, origin: i64) {
         for t in 0..self.g.tasks.len() {
-            if self.incoming[t].is_empty() && !self.blocking.contains_key(&TaskId(t as u32)) {
+            if self.incoming.of(t).is_empty() && !self.blocking.contains_key(&TaskId(t as u32)) {
                 self.g.tasks[t].release_ns = self.raw[t].start.saturating_sub(origin);
                 if self.g.tasks[t].kind.is_gpu() {
                     self.report.released_gpu_tasks += 1;
@@ -196,7 +196,8 @@ impl Builder<'_> {
                     }
                 }
             }
-            tasks.sort_unstable();
+            // Distinct ids in runs (a thread's, its launches'): see `syncs`.
+            tasks.sort();
             self.g.steps.push(Step {
                 name: t.name(e).to_owned(),
                 first_task: first,
@@ -219,7 +220,9 @@ impl Builder<'_> {
             .filter(|&i| !self.g.tasks[i].kind.is_gpu())
             .map(|i| self.raw[i])
             .collect();
-        cpu.sort_unstable_by_key(|x| x.start);
+        // In runs (each thread's tasks start in order), which a stable sort
+        // merges; how ties are ordered does not change the holes found.
+        cpu.sort_by_key(|x| x.start);
         let mut reach = i64::MIN;
         for x in &cpu {
             let gap = x.start.saturating_sub(reach);

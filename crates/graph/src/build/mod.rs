@@ -19,10 +19,12 @@ use rustc_hash::FxHashMap;
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
+use index::{partition_from, CorrIndex, Csr, Launched};
 
 mod finish;
 mod frameworks;
 mod implied;
+mod index;
 mod streams;
 mod syncs;
 mod tasks;
@@ -74,23 +76,29 @@ struct Builder<'t> {
     report: BuildReport,
     streams: FxHashMap<(i64, i64), ProcId>,
     /// Runtime call by correlation.
-    call_by_corr: FxHashMap<u64, TaskId>,
+    call_by_corr: CorrIndex,
     /// GPU tasks each runtime call launched.
-    launched: FxHashMap<TaskId, Vec<TaskId>>,
+    launched: Launched,
     /// The launching call of each GPU task.
     launcher: Vec<Option<TaskId>>,
     /// Position of each task in its processor's list.
     pos: Vec<u32>,
     /// Pid of each CPU thread processor.
     thread_pid: FxHashMap<ProcId, Ident>,
-    /// Incoming edges of each task, as indices into g.edges, for attribution.
-    incoming: Vec<Vec<u32>>,
+    /// Incoming edges of each task, as indices into g.edges, for
+    /// attribution: filled once the edges are final (`attribute_latencies`).
+    incoming: Csr<u32>,
     /// Measured span of each scope (absolute trace ns).
     scope_spans: Vec<Span>,
     /// Tasks that stand for a whole `cudaEventQuery` polling loop.
     polls: rustc_hash::FxHashSet<TaskId>,
     /// Runtime deps per blocking task, with the measured awaited task.
     blocking: FxHashMap<TaskId, TaskId>,
+    /// Indices of the `cuda_sync` events, in file order.
+    sync_events: Vec<u32>,
+    /// Indices of the CPU ops with collective arguments and an
+    /// `External id`, in file order.
+    collective_ops: Vec<u32>,
 }
 
 impl<'t> Builder<'t> {
@@ -104,21 +112,24 @@ impl<'t> Builder<'t> {
             raw: Vec::new(),
             report: BuildReport::default(),
             streams: FxHashMap::default(),
-            call_by_corr: FxHashMap::default(),
-            launched: FxHashMap::default(),
+            call_by_corr: CorrIndex::default(),
+            launched: Launched::default(),
             launcher: Vec::new(),
             pos: Vec::new(),
             thread_pid: FxHashMap::default(),
-            incoming: Vec::new(),
+            incoming: Csr::default(),
             blocking: FxHashMap::default(),
             scope_spans: Vec::new(),
             polls: Default::default(),
+            sync_events: Vec::new(),
+            collective_ops: Vec::new(),
         }
     }
 
     fn run(mut self) -> (Graph, Measured, BuildReport) {
-        let annotations = self.cpu_tasks();
-        self.gpu_tasks();
+        let mut tracks = self.tracks();
+        let annotations = self.cpu_tasks(&mut tracks);
+        self.gpu_tasks(&mut tracks);
         self.streams = self.streams_lookup();
         self.launches();
         self.collectives();
@@ -178,7 +189,6 @@ impl<'t> Builder<'t> {
         self.pos
             .push(self.g.processors[proc.idx()].tasks.len() as u32);
         self.g.processors[proc.idx()].tasks.push(id);
-        self.incoming.push(Vec::new());
         self.g.task_scopes.push(None);
         id
     }
@@ -193,7 +203,6 @@ impl<'t> Builder<'t> {
     }
 
     fn edge(&mut self, from: TaskId, to: TaskId, kind: DepKind, anchor: Anchor) {
-        self.incoming[to.idx()].push(self.g.edges.len() as u32);
         self.g.edges.push(Edge {
             from,
             to,

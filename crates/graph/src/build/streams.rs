@@ -99,7 +99,7 @@ impl Builder<'_> {
         let mut evidence: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
         // The stream a cuda_sync event acted on, by the call's correlation.
         let mut sync_streams: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
-        for e in &t.events {
+        for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
             if let (Category::CudaSync, Some(c), Some(s)) = (e.category, e.correlation, e.stream) {
                 if s >= 0 {
                     sync_streams.insert(c, (e.device.unwrap_or(ident_num(e.pid)), s));

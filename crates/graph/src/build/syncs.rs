@@ -12,7 +12,7 @@ impl Builder<'_> {
         let mut sync_stream: FxHashMap<u64, i64> = FxHashMap::default();
         // Event syncs naming the record call: (stream waited on, record correlation).
         let mut event_evidence: FxHashMap<u64, (i64, i64, i64)> = FxHashMap::default();
-        for e in &t.events {
+        for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
             if e.category == Category::CudaSync {
                 if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
                     if let (Some(s), Some(r)) =
@@ -35,24 +35,28 @@ impl Builder<'_> {
             .filter(|&i| self.g.tasks[i].kind.is_gpu())
             .map(|i| (self.raw[i].end, TaskId(i as u32)))
             .collect();
-        gpu_by_end.sort_unstable();
+        // Collected stream by stream, each already in order of end: a
+        // stable sort merges those runs (the keys are distinct).
+        gpu_by_end.sort();
+        // Where the last search ended: a thread's calls end in order, so
+        // the next search starts there.
+        let mut cursor = 0;
         let n = self.g.tasks.len();
         for i in 0..n {
             let call = TaskId(i as u32);
             if self.g.tasks[i].kind != TaskKind::Runtime {
                 continue;
             }
-            let name = self.g.name(call).to_owned();
             let r = self.raw[i];
             // The GPU task that ended last before the call returned, if it
             // ended while the call ran.
-            let k = gpu_by_end.partition_point(|&(end, _)| end <= r.end);
+            let k = partition_from(&gpu_by_end, cursor, |&(end, _)| end <= r.end);
+            cursor = k;
             let ended_during = k
                 .checked_sub(1)
                 .map(|j| gpu_by_end[j])
                 .filter(|&(end, _)| end >= r.start);
-            let own = self.launched.get(&call).cloned().unwrap_or_default();
-            let kind = sync_kind(&name);
+            let kind = sync_kind(self.g.name(call));
             let (target, awaited, rule) = match kind {
                 SyncKind::Device => {
                     let device = ended_during
@@ -128,6 +132,7 @@ impl Builder<'_> {
                     // A synchronous copy waits for the copy it launched; any
                     // other long call that returns right after GPU work ends
                     // is blocked on it (full launch queue, pageable copy).
+                    let own = self.launched.get(&call).unwrap_or_default();
                     let own_copy = own.iter().copied().max_by_key(|g| self.raw[g.idx()].end);
                     let blocked = ended_during.filter(|&(end, _)| {
                         r.end.saturating_sub(r.start) >= BLOCKING_MIN_DUR_NS
@@ -198,7 +203,6 @@ impl Builder<'_> {
         task.correlation = 0;
         self.g.tasks.push(task);
         self.raw.push(r);
-        self.incoming.push(Vec::new());
         self.g.task_scopes.push(self.g.task_scopes[call.idx()]);
         self.launcher.push(None);
         self.g.tasks[call.idx()].duration_ns = 0;

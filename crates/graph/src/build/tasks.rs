@@ -3,38 +3,82 @@
 
 use super::*;
 
+/// The indices of the events that become tasks, by track, from the one
+/// pass over the trace's events that every step shares.
+pub(super) struct Tracks {
+    /// CPU events (ops, annotations, runtime and driver calls) by
+    /// (pid, tid), in file order.
+    threads: FxHashMap<(Ident, Ident), Vec<usize>>,
+    /// GPU work by (device, stream), in file order.
+    streams: FxHashMap<(i64, i64), Vec<usize>>,
+}
+
 impl Builder<'_> {
+    /// Sorts the events out in one pass: tasks by track, and the few events
+    /// later steps read (`cuda_sync` events, CPU ops with collective
+    /// arguments) into [`Builder::sync_events`] and
+    /// [`Builder::collective_ops`], so that no step reads every event again.
+    pub(super) fn tracks(&mut self) -> Tracks {
+        let t = self.trace;
+        let mut tracks = Tracks {
+            threads: FxHashMap::default(),
+            streams: FxHashMap::default(),
+        };
+        for (i, e) in t.events.iter().enumerate() {
+            match e.category {
+                Category::CpuOp
+                | Category::UserAnnotation
+                | Category::Runtime
+                | Category::Driver => {
+                    tracks.threads.entry((e.pid, e.tid)).or_default().push(i);
+                    let collective = e.extra.as_ref().is_some_and(|x| x.collective.is_some());
+                    if e.category == Category::CpuOp && e.external_id.is_some() && collective {
+                        self.collective_ops.push(i as u32);
+                    }
+                }
+                Category::Kernel | Category::Memcpy | Category::Memset => {
+                    let device = e.device.unwrap_or(ident_num(e.pid));
+                    let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
+                    tracks.streams.entry((device, stream)).or_default().push(i);
+                }
+                Category::CudaSync => self.sync_events.push(i as u32),
+                _ => {}
+            }
+        }
+        tracks
+    }
+
     /// CPU leaves become tasks; annotations are returned for steps. Nesting
     /// policy: only leaves of each thread's call tree are scheduled; time a
     /// parent spends outside its children becomes the gap before the next
     /// leaf, so CPU overhead survives replay.
-    pub(super) fn cpu_tasks(&mut self) -> Vec<(usize, ProcId)> {
+    pub(super) fn cpu_tasks(&mut self, tracks: &mut Tracks) -> Vec<(usize, ProcId)> {
         let t = self.trace;
-        let mut by_thread: FxHashMap<(Ident, Ident), Vec<usize>> = FxHashMap::default();
-        for (i, e) in t.events.iter().enumerate() {
-            if matches!(
-                e.category,
-                Category::CpuOp | Category::UserAnnotation | Category::Runtime | Category::Driver
-            ) {
-                by_thread.entry((e.pid, e.tid)).or_default().push(i);
-            }
-        }
+        let by_thread = &mut tracks.threads;
         let mut keys: Vec<_> = by_thread.keys().copied().collect();
         keys.sort();
         let mut steps = Vec::new();
+        // (correlation, call) of every runtime call, in the order seen.
+        let mut calls: Vec<(u64, TaskId)> = Vec::new();
         for key in keys {
-            let mut idx = by_thread.remove(&key).unwrap();
             // Parents before children: earlier start, then longer, then
-            // annotations before ops before runtime calls.
-            idx.sort_unstable_by_key(|&i| {
-                let e = &t.events[i];
-                let rank = match e.category {
-                    Category::UserAnnotation => 0,
-                    Category::CpuOp => 1,
-                    _ => 2,
-                };
-                (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
-            });
+            // annotations before ops before runtime calls. The keys are
+            // taken once, so that sorting does not reach into the events.
+            let mut keyed: Vec<_> = (by_thread.remove(&key).unwrap_or_default())
+                .into_iter()
+                .map(|i| {
+                    let e = &t.events[i];
+                    let rank: u8 = match e.category {
+                        Category::UserAnnotation => 0,
+                        Category::CpuOp => 1,
+                        _ => 2,
+                    };
+                    (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
+                })
+                .collect();
+            // The keys are distinct (the index is one of them).
+            keyed.sort_unstable();
+            let idx: Vec<usize> = keyed.into_iter().map(|k| k.3).collect();
             let mut has_child = vec![false; idx.len()];
             let mut parent: Vec<Option<usize>> = vec![None; idx.len()];
             let mut stack: Vec<usize> = Vec::new();
@@ -115,9 +159,7 @@ impl Builder<'_> {
                 if kind == TaskKind::Runtime {
                     if let Some(c) = e.correlation {
                         self.report.correlated_calls += 1;
-                        if self.call_by_corr.insert(c, id).is_some() {
-                            self.report.repeated_correlations += 1;
-                        }
+                        calls.push((c, id));
                     }
                 }
             }
@@ -125,24 +167,24 @@ impl Builder<'_> {
                 self.g.processors.pop();
             }
         }
+        let (index, repeated) = CorrIndex::new(&calls);
+        self.call_by_corr = index;
+        self.report.repeated_correlations += repeated;
         steps
     }
 
-    pub(super) fn gpu_tasks(&mut self) {
+    pub(super) fn gpu_tasks(&mut self, tracks: &mut Tracks) {
         let t = self.trace;
-        let mut by_stream: FxHashMap<(i64, i64), Vec<usize>> = FxHashMap::default();
-        for (i, e) in t.events.iter().enumerate() {
-            if e.category.is_gpu_work() {
-                let device = e.device.unwrap_or(ident_num(e.pid));
-                let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
-                by_stream.entry((device, stream)).or_default().push(i);
-            }
-        }
+        let by_stream = &mut tracks.streams;
         let mut keys: Vec<_> = by_stream.keys().copied().collect();
         keys.sort();
         for key in keys {
-            let mut idx = by_stream.remove(&key).unwrap();
-            idx.sort_unstable_by_key(|&i| (t.events[i].ts_ns, t.events[i].correlation, i));
+            let mut keyed: Vec<_> = (by_stream.remove(&key).unwrap_or_default())
+                .into_iter()
+                .map(|i| (t.events[i].ts_ns, t.events[i].correlation, i))
+                .collect();
+            keyed.sort_unstable();
+            let idx: Vec<usize> = keyed.into_iter().map(|k| k.2).collect();
             let proc = self.processor(ProcKind::Stream {
                 device: key.0,
                 stream: key.1,
@@ -168,6 +210,8 @@ impl Builder<'_> {
 
     pub(super) fn launches(&mut self) {
         self.launcher = vec![None; self.g.tasks.len()];
+        // (call, GPU task) in GPU task order.
+        let mut pairs: Vec<(u32, TaskId)> = Vec::new();
         for id in 0..self.g.tasks.len() {
             let tid = TaskId(id as u32);
             let task = &self.g.tasks[id];
@@ -182,12 +226,13 @@ impl Builder<'_> {
                 Some(&call) => {
                     self.g.task_scopes[id] = self.g.task_scopes[call.idx()];
                     self.launcher[id] = Some(call);
-                    self.launched.entry(call).or_default().push(tid);
+                    pairs.push((call.0, tid));
                     self.edge(call, tid, DepKind::Launch, Anchor::Start);
                 }
                 None => self.report.gpu_without_launch += 1,
             }
         }
+        self.launched = Launched::new(self.g.tasks.len(), &pairs);
     }
 
     /// Communication tasks: `Collective name` on the GPU task, else on the
@@ -196,16 +241,17 @@ impl Builder<'_> {
     pub(super) fn collectives(&mut self) {
         let t = self.trace;
         let mut by_ext: FxHashMap<u64, &lumos_trace::CollectiveArgs> = FxHashMap::default();
-        for e in &t.events {
-            if e.category == Category::CpuOp {
-                if let (Some(x), Some(c)) = (
-                    e.external_id,
-                    e.extra.as_ref().and_then(|x| x.collective.as_ref()),
-                ) {
-                    by_ext.entry(x).or_insert(c);
-                }
+        for e in self.collective_ops.iter().map(|&i| &t.events[i as usize]) {
+            if let (Some(x), Some(c)) = (
+                e.external_id,
+                e.extra.as_ref().and_then(|x| x.collective.as_ref()),
+            ) {
+                by_ext.entry(x).or_insert(c);
             }
         }
+        // Whether each name is a collective library's kernel, worked out
+        // once per name rather than once per task.
+        let mut comm_name: Vec<Option<bool>> = vec![None; self.g.names.len()];
         for id in 0..self.g.tasks.len() {
             let task = &self.g.tasks[id];
             if !task.kind.is_gpu() {
@@ -216,7 +262,10 @@ impl Builder<'_> {
             let own = e.extra.as_ref().and_then(|x| x.collective.as_ref());
             let via_op = e.external_id.and_then(|x| by_ext.get(&x).copied());
             let args = own.filter(|c| c.name.is_some()).or(via_op);
-            let by_name = is_comm_kernel_name(name);
+            let by_name = match comm_name.get_mut(task.name.0 as usize) {
+                Some(known) => *known.get_or_insert_with(|| is_comm_kernel_name(name)),
+                None => is_comm_kernel_name(name),
+            };
             let coll = match args {
                 Some(a) if by_name || own.is_some() => Collective {
                     name: a.name.clone().unwrap_or_else(|| comm_family(name)),

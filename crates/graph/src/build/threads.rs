@@ -15,7 +15,8 @@ impl Builder<'_> {
             }
         }
         for v in by_pid.values_mut() {
-            v.sort_unstable();
+            // Runs per thread, distinct keys: see `syncs`.
+            v.sort();
         }
         // A thread's first task (an autograd thread woken by `backward()`
         // mid-window) is idle from the window start until then: a gap like

@@ -1,0 +1,75 @@
+//! The graph build alone on one trace file: for profiling (`perf record`,
+//! callgrind) and for comparing two builds of the builder side by side.
+//!
+//! ```text
+//! cargo bench -p lumos-graph --bench build_file -- FILE [--runs N] [--debug OUT]
+//! ```
+//!
+//! Reads FILE once, builds its graph N times (default 5) and prints one
+//! line per run and a summary (best and median build time, tasks/s, ns per
+//! task). With `--debug OUT` it writes the `Debug` form of the last build's
+//! graph, measured times and report to OUT, so two versions of the builder
+//! can be checked to build the very same graph (`cmp` the files).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
+
+use std::time::Instant;
+
+fn main() {
+    let mut file = None;
+    let mut runs = 5usize;
+    let mut debug = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            // `cargo bench` passes this to every bench target.
+            "--bench" => {}
+            "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(runs),
+            "--debug" => debug = args.next(),
+            _ if file.is_none() && !a.starts_with('-') => file = Some(a),
+            _ => {}
+        }
+    }
+    // Without a file (`cargo bench` over every target) there is nothing to do.
+    let Some(file) = file else {
+        eprintln!("build_file: no trace file given, nothing to time");
+        return;
+    };
+    let trace = match lumos_trace::read_path(std::path::Path::new(&file)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("build_file: {file}: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut times = Vec::new();
+    let mut last = None;
+    for run in 0..runs.max(1) {
+        let t0 = Instant::now();
+        let built = lumos_graph::build(&trace);
+        let s = t0.elapsed().as_secs_f64();
+        let tasks = built.0.tasks.len();
+        println!("run {run}: {s:.4} s, {tasks} tasks");
+        times.push(s);
+        // Dropped outside the timing, like a caller that keeps the graph.
+        last = Some(built);
+    }
+    let (graph, measured, report) = last.expect("at least one run");
+    times.sort_by(f64::total_cmp);
+    let (best, median) = (times[0], times[times.len() / 2]);
+    let n = graph.tasks.len() as f64;
+    println!(
+        "{file}: {} events, {} tasks, build best {best:.4} s / median {median:.4} s \
+         ({:.0} k tasks/s best, {:.0} ns/task best)",
+        trace.events.len(),
+        graph.tasks.len(),
+        n / best / 1e3,
+        best * 1e9 / n
+    );
+    if let Some(out) = debug {
+        let text = format!("{graph:#?}\n{measured:#?}\n{report:#?}\n");
+        if let Err(e) = std::fs::write(&out, text) {
+            eprintln!("build_file: {out}: {e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The builder's indexes as flat vectors instead of hash maps: a task's
+//! launches, a task's incoming edges and the runtime call of a correlation
+//! id. Hash maps keyed by task or correlation touch one random cache line
+//! per lookup, which is what made the build slow down per task as traces
+//! grew (docs/PERFORMANCE.md, "Graph build and replay"); these are read in
+//! task order, so they stream through the caches.
+
+use crate::model::TaskId;
+
+/// Lists of items per key `0..n`, in one vector (compressed sparse rows):
+/// the items of key `k` are `items[start[k]..start[k + 1]]`, in the order
+/// they were given.
+pub(super) struct Csr<T> {
+    start: Vec<u32>,
+    items: Vec<T>,
+}
+
+impl<T> Default for Csr<T> {
+    fn default() -> Self {
+        Csr {
+            start: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<T: Copy> Csr<T> {
+    /// Groups `pairs` (key, item) by key, keys below `n`, keeping the order
+    /// of the pairs within each key.
+    pub(super) fn group(n: usize, pairs: &[(u32, T)]) -> Self {
+        let mut start = vec![0u32; n + 1];
+        for &(k, _) in pairs {
+            start[k as usize + 1] += 1;
+        }
+        for k in 0..n {
+            start[k + 1] += start[k];
+        }
+        let mut next = start.clone();
+        // Every slot is written below; the first item only fills them.
+        let mut items = match pairs.first() {
+            Some(&(_, fill)) => vec![fill; pairs.len()],
+            None => Vec::new(),
+        };
+        for &(k, item) in pairs {
+            let slot = &mut next[k as usize];
+            items[*slot as usize] = item;
+            *slot += 1;
+        }
+        Csr { start, items }
+    }
+
+    /// The items of key `k`; none for a key past the end.
+    pub(super) fn of(&self, k: usize) -> &[T] {
+        match (self.start.get(k), self.start.get(k + 1)) {
+            (Some(&a), Some(&b)) => &self.items[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+}
+
+/// The GPU tasks each runtime call launched, in task order.
+#[derive(Default)]
+pub(super) struct Launched(Csr<TaskId>);
+
+impl Launched {
+    /// From (call, GPU task) pairs in GPU task order, over the first `n`
+    /// tasks.
+    pub(super) fn new(n: usize, pairs: &[(u32, TaskId)]) -> Self {
+        Launched(Csr::group(n, pairs))
+    }
+
+    /// What `call` launched, `None` when nothing (like a map without the
+    /// key). Calls split off later (`split_call`) launched nothing.
+    pub(super) fn get(&self, call: &TaskId) -> Option<&[TaskId]> {
+        Some(self.0.of(call.idx())).filter(|l| !l.is_empty())
+    }
+}
+
+/// A runtime call by correlation id. Ids are mostly increasing integers
+/// from one counter, so where they are dense enough a vector indexed by
+/// `id - min` holds them; otherwise a sorted vector, searched.
+#[derive(Default)]
+pub(super) struct CorrIndex {
+    min: u64,
+    /// By `id - min`; [`NO_CALL`] where no call has the id.
+    dense: Vec<TaskId>,
+    /// Sorted by id, one entry per id, when `dense` would be too sparse.
+    sorted: Vec<(u64, TaskId)>,
+}
+
+/// Slots a dense index may spend per call before a sorted one is used.
+const DENSE_SLOTS_PER_CALL: u64 = 4;
+/// An empty slot of the dense index (no trace has 2^32 tasks: ids are `u32`).
+const NO_CALL: TaskId = TaskId(u32::MAX);
+
+impl CorrIndex {
+    /// Indexes `calls` (correlation, call) in the order they were seen; of
+    /// several calls with one id the last seen is kept, as a map's
+    /// `insert` would. Returns the index and how many calls repeated an id
+    /// seen before.
+    pub(super) fn new(calls: &[(u64, TaskId)]) -> (Self, u64) {
+        let (Some(min), Some(max)) = (
+            calls.iter().map(|c| c.0).min(),
+            calls.iter().map(|c| c.0).max(),
+        ) else {
+            return (CorrIndex::default(), 0);
+        };
+        let n = calls.len() as u64;
+        let span = max - min;
+        if span < n.saturating_mul(DENSE_SLOTS_PER_CALL).saturating_add(1024) {
+            let mut dense = vec![NO_CALL; span as usize + 1];
+            let mut repeated = 0;
+            for &(c, t) in calls {
+                let slot = &mut dense[(c - min) as usize];
+                repeated += u64::from(*slot != NO_CALL);
+                *slot = t;
+            }
+            let index = CorrIndex {
+                min,
+                dense,
+                sorted: Vec::new(),
+            };
+            return (index, repeated);
+        }
+        let mut sorted = calls.to_vec();
+        // Stable: calls with one id stay in the order seen, the last kept.
+        sorted.sort_by_key(|c| c.0);
+        let mut kept: Vec<(u64, TaskId)> = Vec::with_capacity(sorted.len());
+        for c in sorted {
+            match kept.last_mut() {
+                Some(last) if last.0 == c.0 => *last = c,
+                _ => kept.push(c),
+            }
+        }
+        let repeated = n - kept.len() as u64;
+        let index = CorrIndex {
+            min,
+            dense: Vec::new(),
+            sorted: kept,
+        };
+        (index, repeated)
+    }
+
+    /// The call with correlation `c`, if one was recorded.
+    pub(super) fn get(&self, c: &u64) -> Option<&TaskId> {
+        if !self.dense.is_empty() {
+            let k = usize::try_from(c.checked_sub(self.min)?).ok()?;
+            return self.dense.get(k).filter(|&&t| t != NO_CALL);
+        }
+        let k = self.sorted.binary_search_by_key(c, |x| x.0).ok()?;
+        Some(&self.sorted[k].1)
+    }
+}
+
+/// `v.partition_point(pred)`, searched from `from` outwards: forward by
+/// doubling steps when the answer is at or after `from`, else in `v[..from]`.
+/// The same answer from any `from`; fast when successive searches move
+/// forward a little, as they do along a thread's calls, and without the
+/// cache misses of a binary search over a vector larger than the caches.
+pub(super) fn partition_from<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let from = from.min(v.len());
+    if from > 0 && !pred(&v[from - 1]) {
+        return v[..from].partition_point(pred);
+    }
+    // Everything before `lo` satisfies `pred`.
+    let mut lo = from;
+    let mut step = 1;
+    loop {
+        let probe = lo + step - 1;
+        if probe >= v.len() {
+            return lo + v[lo..].partition_point(pred);
+        }
+        if !pred(&v[probe]) {
+            return lo + v[lo..probe].partition_point(pred);
+        }
+        lo = probe + 1;
+        step *= 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_from_agrees_with_partition_point_from_anywhere() {
+        let v: Vec<i64> = vec![1, 1, 2, 3, 5, 5, 5, 8, 13, 21, 34, 34, 55];
+        for x in -1..60 {
+            let want = v.partition_point(|&y| y <= x);
+            for from in 0..=v.len() + 2 {
+                assert_eq!(
+                    partition_from(&v, from, |&y| y <= x),
+                    want,
+                    "x={x} from={from}"
+                );
+            }
+        }
+        assert_eq!(partition_from(&[] as &[i64], 3, |&y| y < 0), 0);
+    }
+
+    #[test]
+    fn csr_keeps_order_within_a_key() {
+        let c = Csr::group(4, &[(2, 'a'), (0, 'b'), (2, 'c'), (3, 'd'), (2, 'e')]);
+        assert_eq!(c.of(0), &['b']);
+        assert_eq!(c.of(1), &[] as &[char]);
+        assert_eq!(c.of(2), &['a', 'c', 'e']);
+        assert_eq!(c.of(3), &['d']);
+        assert_eq!(c.of(9), &[] as &[char]);
+    }
+
+    #[test]
+    fn corr_index_keeps_the_last_call_of_an_id_dense_or_sorted() {
+        let calls = [
+            (10, TaskId(0)),
+            (12, TaskId(1)),
+            (10, TaskId(2)),
+            (11, TaskId(3)),
+        ];
+        let (dense, repeated) = CorrIndex::new(&calls);
+        assert_eq!(repeated, 1);
+        assert!(!dense.dense.is_empty());
+        let sparse_calls = [
+            (10, TaskId(0)),
+            (u64::MAX - 1, TaskId(1)),
+            (10, TaskId(2)),
+            (1 << 40, TaskId(3)),
+        ];
+        let (sparse, repeated) = CorrIndex::new(&sparse_calls);
+        assert_eq!(repeated, 1);
+        assert!(sparse.dense.is_empty());
+        assert_eq!(dense.get(&10), Some(&TaskId(2)));
+        assert_eq!(dense.get(&11), Some(&TaskId(3)));
+        assert_eq!(dense.get(&9), None);
+        assert_eq!(dense.get(&13), None);
+        assert_eq!(sparse.get(&10), Some(&TaskId(2)));
+        assert_eq!(sparse.get(&(u64::MAX - 1)), Some(&TaskId(1)));
+        assert_eq!(sparse.get(&11), None);
+        assert_eq!(CorrIndex::new(&[]).0.get(&0), None);
+    }
+}
