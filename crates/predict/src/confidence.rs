@@ -231,6 +231,13 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
             ));
         }
     }
+    if p.sizes_from_envelope > 0 {
+        out.push(format!(
+            "message sizes of {} re-timed collectives modelled from the lower envelope of \
+             their slot over the steps (the trace records none)",
+            p.sizes_from_envelope
+        ));
+    }
     let retimed = t != b || p.target.network.is_some();
     let device = p
         .base

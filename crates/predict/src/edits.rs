@@ -112,6 +112,10 @@ pub struct Prediction<'b> {
     pub stages: Vec<PredictedStage>,
     /// What was assumed in building it.
     pub notes: Vec<String>,
+    /// Re-timed collectives whose message size the trace does not record:
+    /// their sizes are modelled from the lower envelope of their slot over
+    /// the steps (or from their own time where they have no slot).
+    pub sizes_from_envelope: usize,
 }
 
 /// Whether `t` changes the structure of the traced graphs (pipeline,
@@ -137,6 +141,7 @@ pub(crate) fn traced(base: &Baseline, target: Target) -> Prediction<'_> {
         target,
         stages: traced_stages(base),
         notes,
+        sizes_from_envelope: 0,
     };
     retime(&mut p);
     p
@@ -163,6 +168,7 @@ fn realize_with(
         target,
         stages,
         notes,
+        sizes_from_envelope: 0,
     };
     retime(&mut p);
     Ok(p)

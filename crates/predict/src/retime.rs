@@ -11,6 +11,7 @@
 //! | memory-bound kernel in prologue or optimizer | traced x parameter ratio of the stage | scaled |
 //! | other memory-bound kernel | as traced | measured |
 //! | collective | traced + `T_target(new) - T_base(old)` | scaled |
+//! | collective without a recorded size | the same, its size inferred from its slot's envelope (the `slots` module) | modelled |
 //! | transfer between coupled stages | `T_target(new)` | modelled (the `couple` module) |
 //!
 //! where `T_base` is the network model calibrated on the trace and
@@ -28,6 +29,7 @@ use crate::edits::{structural_change, PredictedStage, Prediction, Target};
 use crate::models::{CommModel, ComputeModel, Source};
 use crate::plan::StageRole;
 use crate::shapes::GemmShape;
+use crate::slots::unsized_envelopes;
 
 /// Ratios from the baseline configuration to the target one.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -104,17 +106,51 @@ pub(crate) fn retime(p: &mut Prediction) {
         base,
         target,
         stages,
-        ..
+        notes,
+        sizes_from_envelope,
     } = p;
     let rt = Retimer::new(base, target);
+    // Re-timed collectives without a recorded size: with a slot envelope,
+    // and without one (sized from their own duration).
+    let (mut slotted, mut own) = (0usize, 0usize);
     for st in stages.iter_mut() {
         let optimizer_ratio = rt.optimizer_ratio(st);
         for i in 0..st.graph.tasks.len() {
             let (dur, source) = rt.task(st, i, optimizer_ratio);
             st.graph.tasks[i].duration_ns = dur.round() as i64;
             st.source[i] = source;
+            match rt.unsized_comm(st, i) {
+                Some(true) if source != Source::Measured => slotted += 1,
+                Some(false) if source != Source::Measured => own += 1,
+                _ => {}
+            }
         }
     }
+    *sizes_from_envelope = slotted + own;
+    if slotted + own > 0 {
+        let steps = base.structures.iter().map(|s| s.steps.len()).max();
+        notes.push(unsized_note(slotted, own, steps.unwrap_or(0)));
+    }
+}
+
+/// The assumption re-timing collectives without a recorded size makes.
+fn unsized_note(slotted: usize, own: usize, steps: usize) -> String {
+    let mut s = format!(
+        "{} re-timed collectives record no message size: each one's size is inferred from \
+         the lower envelope ({}th percentile) of its slot, the same collective (kind, group, \
+         k-th in its step) over the {steps} steps, through the calibrated model for the traced \
+         group (the least-waiting occurrence is the transfer; a kernel's time beyond it is \
+         waiting, kept as measured); modelled from the envelope, not measured",
+        slotted + own,
+        crate::models::ENVELOPE_PERCENTILE
+    );
+    if own > 0 {
+        s.push_str(&format!(
+            "; {own} of them have no slot (outside steps, or steps that disagree on the \
+             count): sized from their own time, waiting included, an upper bound"
+        ));
+    }
+    s
 }
 
 /// What re-timing a task needs besides the task.
@@ -132,6 +168,9 @@ struct Retimer<'a> {
     layer_ratio: Vec<f64>,
     /// Per input: its shortest memory-bound kernel.
     floors: Vec<i64>,
+    /// Per input, per collective: its slot's envelope where the trace
+    /// records no size (the `slots` module).
+    envelopes: Vec<Vec<Option<i64>>>,
 }
 
 impl<'a> Retimer<'a> {
@@ -154,6 +193,30 @@ impl<'a> Retimer<'a> {
             new_layout: Layout::of(&target.config),
             layer_ratio: layer_ratios(base, dims, &r),
             floors: memory_floors(base),
+            envelopes: base
+                .inputs
+                .iter()
+                .zip(&base.structures)
+                .map(|(inp, s)| {
+                    let d: Vec<i64> = inp.graph.tasks.iter().map(|t| t.duration_ns).collect();
+                    unsized_envelopes(s, &inp.measured, &d)
+                })
+                .collect(),
+        }
+    }
+
+    /// For task `i` of `st`: `Some(has an envelope)` when it is a
+    /// collective (of a known kind) whose size the trace does not record.
+    fn unsized_comm(&self, st: &PredictedStage, i: usize) -> Option<bool> {
+        let (src, tt) = st.origin[i];
+        let s = &self.base.structures[src as usize];
+        match s.work[tt.idx()] {
+            WorkClass::Comm(ci) => {
+                let c = &s.comms[ci as usize];
+                (c.bytes.is_none() && c.kind.is_some())
+                    .then(|| self.envelopes[src as usize][ci as usize].is_some())
+            }
+            _ => None,
         }
     }
 
@@ -226,7 +289,8 @@ impl<'a> Retimer<'a> {
             }
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
-                self.comm_ns(traced, c, src as usize, st.stage, st.tag[i], place)
+                let env = self.envelopes[src as usize][ci as usize];
+                self.comm_ns(traced, env, c, src as usize, st.stage, st.tag[i], place)
             }
         };
         if st.graph.tasks[i].kind.is_gpu() {
@@ -399,9 +463,14 @@ impl<'a> Retimer<'a> {
     /// A collective: traced + `T_target(new) - T_base(old)` over its new
     /// group and bytes; modelled alone where the traced time waited for
     /// other stages that are gone, or where the new group is one rank.
+    /// Without a recorded size, the size is the base model's inverse of
+    /// `envelope` (its slot's lower envelope), else of `traced`, and the
+    /// result is modelled.
+    #[allow(clippy::too_many_arguments)]
     fn comm_ns(
         &self,
         traced: i64,
+        envelope: Option<i64>,
         c: &CommInfo,
         src: usize,
         stage: u32,
@@ -428,9 +497,9 @@ impl<'a> Retimer<'a> {
                 (t, Source::Modelled)
             }
             Some(kind) if old_ranks.len() >= 2 || new_ranks.len() >= 2 => {
-                let bytes = c
-                    .bytes
-                    .unwrap_or_else(|| invert(self.base_net, kind, traced, &old_ranks));
+                let bytes = c.bytes.unwrap_or_else(|| {
+                    invert(self.base_net, kind, envelope.unwrap_or(traced), &old_ranks)
+                });
                 let new_bytes = (bytes as f64 * bytes_ratio).round() as u64;
                 let same = new_bytes == bytes && new_ranks == old_ranks && target.network.is_none();
                 if same {
@@ -443,12 +512,13 @@ impl<'a> Retimer<'a> {
                     let old_t = self.base_net.collective_ns(kind, bytes, &old_ranks);
                     let new_t = self.target_net.collective_ns(kind, new_bytes, &new_ranks);
                     let d = (traced as f64 + new_t - old_t).max(0.0);
-                    let src_tag =
-                        if !base.models.calibrated || base.network.calibrated_for(&new_ranks) {
-                            Source::Scaled
-                        } else {
-                            Source::Modelled
-                        };
+                    let src_tag = if c.bytes.is_some()
+                        && (!base.models.calibrated || base.network.calibrated_for(&new_ranks))
+                    {
+                        Source::Scaled
+                    } else {
+                        Source::Modelled
+                    };
                     (d, src_tag)
                 }
             }
@@ -715,7 +785,7 @@ mod tests {
             setup: true,
         };
         let place = s.role_of_task(task);
-        let at = |t: &Target| Retimer::new(&base, t).comm_ns(traced, c, 0, 0, tag, place);
+        let at = |t: &Target| Retimer::new(&base, t).comm_ns(traced, None, c, 0, 0, tag, place);
         // Unchanged group and bytes: as traced.
         assert_eq!(
             at(&target(&base, |_| {})),
