@@ -108,6 +108,7 @@ pub(crate) fn retime(p: &mut Prediction) {
         stages,
         notes,
         sizes_from_envelope,
+        sizes_from_own_time,
     } = p;
     let rt = Retimer::new(base, target);
     // Re-timed collectives without a recorded size: with a slot envelope,
@@ -126,31 +127,36 @@ pub(crate) fn retime(p: &mut Prediction) {
             }
         }
     }
-    *sizes_from_envelope = slotted + own;
-    if slotted + own > 0 {
-        let steps = base.structures.iter().map(|s| s.steps.len()).max();
-        notes.push(unsized_note(slotted, own, steps.unwrap_or(0)));
-    }
+    (*sizes_from_envelope, *sizes_from_own_time) = (slotted, own);
+    let steps = base.structures.iter().map(|s| s.steps.len()).max();
+    notes.extend(unsized_notes(slotted, own, steps.unwrap_or(0)));
 }
 
-/// The assumption re-timing collectives without a recorded size makes.
-fn unsized_note(slotted: usize, own: usize, steps: usize) -> String {
-    let mut s = format!(
-        "{} re-timed collectives record no message size: each one's size is inferred from \
-         the lower envelope ({}th percentile) of its slot, the same collective (kind, group, \
-         k-th in its step) over the {steps} steps, through the calibrated model for the traced \
-         group (the least-waiting occurrence is the transfer; a kernel's time beyond it is \
-         waiting, kept as measured); modelled from the envelope, not measured",
-        slotted + own,
-        crate::models::ENVELOPE_PERCENTILE
-    );
-    if own > 0 {
-        s.push_str(&format!(
-            "; {own} of them have no slot (outside steps, or steps that disagree on the \
-             count): sized from their own time, waiting included, an upper bound"
+/// The assumptions re-timing collectives without a recorded size makes:
+/// `slotted` of them sized from their slot's envelope over `steps` steps,
+/// `own` from their own duration.
+fn unsized_notes(slotted: usize, own: usize, steps: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if slotted > 0 {
+        out.push(format!(
+            "{slotted} re-timed collectives record no message size: each one's size is \
+             inferred from the lower envelope ({}th percentile) of its slot, the same \
+             collective (kind, group, k-th in its step) over the {steps} steps, through the \
+             calibrated model for the traced group (the least-waiting occurrence is the \
+             transfer; a kernel's time beyond it is waiting, kept as measured); modelled from \
+             the envelope, not measured",
+            crate::models::ENVELOPE_PERCENTILE
         ));
     }
-    s
+    if own > 0 {
+        out.push(format!(
+            "{own} re-timed collectives record no message size and have no slot (outside \
+             steps, fewer than two steps, or steps that disagree on their count): each one's \
+             size is inferred from its own time, waiting included (an upper bound); modelled, \
+             not measured"
+        ));
+    }
+    out
 }
 
 /// What re-timing a task needs besides the task.
@@ -766,6 +772,18 @@ mod tests {
         assert!((ratio - want).abs() < 1e-12, "{ratio} vs {want}");
         let t = target(&base, |_| {});
         assert_eq!(Retimer::new(&base, &t).optimizer_ratio(st), 1.0);
+    }
+
+    #[test]
+    fn unsized_collectives_are_noted_by_how_they_were_sized() {
+        assert!(unsized_notes(0, 0, 5).is_empty());
+        let n = unsized_notes(404, 0, 5);
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("404 re-timed") && n[0].contains("over the 5 steps"));
+        let n = unsized_notes(0, 3, 1);
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("3 re-timed") && n[0].contains("upper bound"));
+        assert_eq!(unsized_notes(2, 3, 4).len(), 2);
     }
 
     #[test]

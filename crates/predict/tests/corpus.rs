@@ -357,6 +357,7 @@ fn unsized_all_reduces_are_sized_from_their_slot_envelopes() {
             "{what}: {ratio} outside 1/3..{limit}"
         );
         assert_eq!(p.sizes_from_envelope, slots.len() * slots[0].len());
+        assert_eq!(p.sizes_from_own_time, 0);
         let out = p.simulate().unwrap();
         let s = out.steadiness(&replayed).expect("five steps");
         println!("{what}: steps {:?}, {s:?}", out.step_ns);
@@ -366,7 +367,7 @@ fn unsized_all_reduces_are_sized_from_their_slot_envelopes() {
         assert!(
             c.extrapolations
                 .iter()
-                .any(|e| e.contains("modelled from the lower envelope")),
+                .any(|e| e.contains("2020 re-timed collectives inferred from their timing")),
             "{:?}",
             c.extrapolations
         );
