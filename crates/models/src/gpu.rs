@@ -83,6 +83,14 @@ impl GpuSpec {
 
     /// NVIDIA A100 SXM4 80GB, NVLink 3 (300 GB/s per direction), HDR
     /// InfiniBand 200 Gb/s per GPU.
+    ///
+    /// Sources (checked 2026-12-01): NVIDIA A100 Tensor Core GPU datasheet
+    /// (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf, tabulated at
+    /// <https://glennklockwood.com/garden/processors/A100>): BF16 312
+    /// TFLOP/s dense (624 with sparsity), 80 GB HBM2e at 2,039 GB/s, NVLink
+    /// 600 GB/s, PCIe Gen4 32 + 32 GB/s; DGX A100 with eight 200 Gb/s
+    /// Mellanox NICs and NVLink 3 at 600 GB/s
+    /// (<https://developer.nvidia.com/blog/defining-ai-innovation-with-dgx-a100>).
     pub fn a100() -> GpuSpec {
         GpuSpec {
             name: "a100",
@@ -141,6 +149,14 @@ impl GpuSpec {
 
     /// NVIDIA H100 SXM5 80GB, NVLink 4 (450 GB/s per direction), NDR
     /// InfiniBand 400 Gb/s per GPU.
+    ///
+    /// Sources (checked 2026-12-01): NVIDIA H100 datasheet, tabulated at
+    /// <https://glennklockwood.com/garden/processors/h100>: BF16 989.4
+    /// TFLOP/s dense (1,978.9 with sparsity), FP8 1,978.9 dense (3,957.8
+    /// with sparsity), 80 GB HBM3 at 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5
+    /// 128 GB/s, 132 SMs; DGX H100 with eight single-port ConnectX-7 at 400
+    /// Gb/s (NVIDIA DGX BasePOD reference architecture, core components,
+    /// <https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html>).
     pub fn h100() -> GpuSpec {
         GpuSpec {
             name: "h100",
@@ -199,6 +215,14 @@ impl GpuSpec {
     }
 
     /// NVIDIA H200 SXM 141GB: H100 compute with faster, larger HBM3e.
+    ///
+    /// Sources (checked 2026-12-01): NVIDIA H200 product page and datasheet
+    /// figures, as compared with H100's at
+    /// <https://lzwjava.github.io/nvidia-h200-gpu-specs-en>: 141 GB HBM3e at
+    /// 4.8 TB/s, FP8 3,958 TFLOP/s with sparsity (as H100), NVLink 900 GB/s;
+    /// DGX H200: 1,128 GB for eight GPUs, the same eight 400 Gb/s
+    /// ConnectX-7 as DGX H100 (DGX BasePOD reference architecture, as for
+    /// [`GpuSpec::h100`]).
     pub fn h200() -> GpuSpec {
         GpuSpec {
             name: "h200",
@@ -218,6 +242,14 @@ impl GpuSpec {
 
     /// NVIDIA B200, NVLink 5 (900 GB/s per direction), NDR InfiniBand
     /// 400 Gb/s per GPU.
+    ///
+    /// Sources (checked 2026-12-01): HGX B200 figures (1,000 W) tabulated
+    /// at <https://glennklockwood.com/garden/processors/B200>: BF16 2,250
+    /// TFLOP/s dense (4,500 with sparsity), FP8 4,500 dense (9,000 with
+    /// sparsity), 8 TB/s, NVLink 5 at 1.8 TB/s; NVIDIA DGX B200 user guide
+    /// (<https://docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html>):
+    /// eight GPUs with 1,440 GB in all (180 GB each), eight single-port
+    /// ConnectX-7 at up to 400 Gb/s.
     pub fn b200() -> GpuSpec {
         GpuSpec {
             name: "b200",
@@ -279,6 +311,16 @@ impl GpuSpec {
     /// EDR InfiniBand 100 Gb/s NICs (DGX-1). Prediction
     /// recognises it in traces; the synthesizer does not offer it (not in
     /// [`GpuSpec::NAMES`]): it has no calibrated kernel tables for it.
+    ///
+    /// Sources (checked 2026-12-01): NVIDIA Tesla V100 datasheet (SXM2):
+    /// 125 TFLOP/s tensor performance, 900 GB/s HBM2, NVLink 300 GB/s
+    /// (restated with the DGX-1 figures at <https://www.iitr.ac.in/dgx>:
+    /// six NVLinks of 25 GB/s in each direction, 300 GB/s aggregate per
+    /// GPU); the GV100 table of NVIDIA's Volta announcement (80 SMs,
+    /// <https://www.techrival.com/nvidia-volta-tesla-v100-cards-detailed-150w-single-slot-300w-dual-slot-gv100-powered-pcie-accelerators/>);
+    /// NVIDIA DGX-1 with Tesla V100 system architecture white paper: eight
+    /// V100s in a hybrid cube-mesh and four 100 Gb/s InfiniBand NICs
+    /// (<https://leslivresblancs.fr/livre/informatique-et-logiciels/intelligence-artificielle/nvidia-dgx-1-tesla-v100-system>).
     pub fn v100() -> GpuSpec {
         GpuSpec {
             name: "v100",
@@ -341,6 +383,15 @@ impl GpuSpec {
     /// One graphics compute die (GCD) of an AMD Instinct MI250 (OAM): the
     /// unit PyTorch sees as a device (two per package). Not offered by the
     /// synthesizer (not in [`GpuSpec::NAMES`]).
+    ///
+    /// Sources (checked 2026-12-01): AMD Instinct MI250 specifications, as
+    /// tabulated at <https://zexron.com/amd-mi250-x-aldebaran-as-mcm-with-up-to-479-teraflop-s-and-560-watt-tdp>
+    /// (AMD's launch table): 208 CUs, 362.1 TFLOP/s FP16 and BF16 matrix,
+    /// 128 GB HBM2e at 3.2 TB/s per package, six Infinity Fabric links
+    /// (MI250X: eight); ROCm's MI250 microarchitecture page
+    /// (<https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi250.html>):
+    /// 104 CUs and 1.6 TB/s HBM2e per GCD, 50 GB/s per 16-wide Infinity
+    /// Fabric link between GPUs.
     pub fn mi250() -> GpuSpec {
         GpuSpec {
             name: "mi250",
@@ -407,6 +458,13 @@ impl GpuSpec {
     /// AMD Instinct MI300X (OAM), seven Infinity Fabric links to the other
     /// GPUs of an eight-GPU platform. Not offered by the synthesizer (not
     /// in [`GpuSpec::NAMES`]).
+    ///
+    /// Sources (checked 2026-12-01): AMD Instinct MI300X data sheet
+    /// figures, as restated at
+    /// <https://raw.githubusercontent.com/alpharomercoma/MI300X-vs-H200/6077fdc7bfc215171c33435b7cd76ca4c5f2b236/METHODOLOGY.md>
+    /// (BF16 1,307.4 TFLOP/s dense, FP8 2,614.9 dense, 5.3 TB/s, 192 GB)
+    /// and at <https://gpu.blog/gpus/instinct-mi300x-mi300x> (304 CUs,
+    /// Infinity Fabric 896 GB/s, eight GPUs per platform).
     pub fn mi300x() -> GpuSpec {
         GpuSpec {
             name: "mi300x",

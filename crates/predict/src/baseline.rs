@@ -453,8 +453,8 @@ fn link_note(l: &LinkCalibration, gpu: &str) -> Option<String> {
             "network {}: the trace's {} collectives on it record no message size: only the \
              latency calibrated (x{:.2}, on {envelope} of each of {} (kind, group) buckets, mean \
              error {:.1}%); bandwidth from preset {gpu} ({:.1} GB/s effective); a re-timed \
-             collective without a size gets one inferred from its measured time, waiting \
-             included: an upper bound",
+             collective without a size gets one inferred from its timing, its slot's lower \
+             envelope over the steps where it has one (see the notes on re-timed collectives)",
             l.link,
             l.collectives,
             l.latency_scale,

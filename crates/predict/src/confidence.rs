@@ -231,6 +231,15 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
             ));
         }
     }
+    let (slotted, own) = (p.sizes_from_envelope, p.sizes_from_own_time);
+    if slotted + own > 0 {
+        out.push(format!(
+            "message sizes of {} re-timed collectives inferred from their timing, not recorded \
+             ({slotted} from their slot's lower envelope over the steps, {own} from their own \
+             time)",
+            slotted + own
+        ));
+    }
     let retimed = t != b || p.target.network.is_some();
     let device = p
         .base

@@ -117,6 +117,13 @@ pub struct Prediction<'b> {
     pub stages: Vec<PredictedStage>,
     /// What was assumed in building it.
     pub notes: Vec<String>,
+    /// Re-timed collectives whose message size the trace does not record,
+    /// sized from the lower envelope of their slot over the steps.
+    pub sizes_from_envelope: usize,
+    /// Re-timed collectives whose message size the trace does not record
+    /// and that have no slot (outside steps, or steps that disagree on
+    /// their count), sized from their own duration, waiting included.
+    pub sizes_from_own_time: usize,
 }
 
 /// Whether `t` changes the structure of the traced graphs (pipeline,
@@ -145,6 +152,8 @@ pub(crate) fn traced(base: &Baseline, target: Target) -> Prediction<'_> {
         target,
         stages: traced_stages(base),
         notes,
+        sizes_from_envelope: 0,
+        sizes_from_own_time: 0,
     };
     retime(&mut p);
     p
@@ -171,6 +180,8 @@ fn realize_with(
         target,
         stages,
         notes,
+        sizes_from_envelope: 0,
+        sizes_from_own_time: 0,
     };
     retime(&mut p);
     Ok(p)

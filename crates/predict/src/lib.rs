@@ -91,6 +91,7 @@ mod plan;
 mod queue;
 mod retime;
 mod shapes;
+mod slots;
 #[cfg(test)]
 mod testutil;
 mod transfer;

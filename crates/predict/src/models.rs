@@ -314,7 +314,7 @@ pub struct LinkCalibration {
 pub const ENVELOPE_PERCENTILE: f64 = 10.0;
 
 /// The [`ENVELOPE_PERCENTILE`] of `ts` (not empty).
-fn lower_envelope(ts: &[f64]) -> f64 {
+pub(crate) fn lower_envelope(ts: &[f64]) -> f64 {
     let mut ts = ts.to_vec();
     ts.sort_by(f64::total_cmp);
     let i = ((ts.len() - 1) as f64 * ENVELOPE_PERCENTILE / 100.0).floor() as usize;

@@ -11,6 +11,7 @@
 //! | memory-bound kernel in prologue or optimizer | traced x parameter ratio of the stage | scaled |
 //! | other memory-bound kernel | as traced | measured |
 //! | collective | traced + `T_target(new) - T_base(old)` | scaled |
+//! | collective without a recorded size | the same, its size inferred from its slot's envelope (the `slots` module) | modelled |
 //! | transfer between coupled stages | `T_target(new)` | modelled (the `couple` module) |
 //!
 //! where `T_base` is the network model calibrated on the trace and
@@ -28,6 +29,7 @@ use crate::edits::{structural_change, PredictedStage, Prediction, Target};
 use crate::models::{CommModel, ComputeModel, Source};
 use crate::plan::StageRole;
 use crate::shapes::GemmShape;
+use crate::slots::unsized_envelopes;
 
 /// Ratios from the baseline configuration to the target one.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -104,17 +106,57 @@ pub(crate) fn retime(p: &mut Prediction) {
         base,
         target,
         stages,
-        ..
+        notes,
+        sizes_from_envelope,
+        sizes_from_own_time,
     } = p;
     let rt = Retimer::new(base, target);
+    // Re-timed collectives without a recorded size: with a slot envelope,
+    // and without one (sized from their own duration).
+    let (mut slotted, mut own) = (0usize, 0usize);
     for st in stages.iter_mut() {
         let optimizer_ratio = rt.optimizer_ratio(st);
         for i in 0..st.graph.tasks.len() {
             let (dur, source) = rt.task(st, i, optimizer_ratio);
             st.graph.tasks[i].duration_ns = dur.round() as i64;
             st.source[i] = source;
+            match rt.unsized_comm(st, i) {
+                Some(true) if source != Source::Measured => slotted += 1,
+                Some(false) if source != Source::Measured => own += 1,
+                _ => {}
+            }
         }
     }
+    (*sizes_from_envelope, *sizes_from_own_time) = (slotted, own);
+    let steps = base.structures.iter().map(|s| s.steps.len()).max();
+    notes.extend(unsized_notes(slotted, own, steps.unwrap_or(0)));
+}
+
+/// The assumptions re-timing collectives without a recorded size makes:
+/// `slotted` of them sized from their slot's envelope over `steps` steps,
+/// `own` from their own duration.
+fn unsized_notes(slotted: usize, own: usize, steps: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if slotted > 0 {
+        out.push(format!(
+            "{slotted} re-timed collectives record no message size: each one's size is \
+             inferred from the lower envelope ({}th percentile) of its slot, the same \
+             collective (kind, group, k-th in its step) over the {steps} steps, through the \
+             calibrated model for the traced group (the least-waiting occurrence is the \
+             transfer; a kernel's time beyond it is waiting, kept as measured); modelled from \
+             the envelope, not measured",
+            crate::models::ENVELOPE_PERCENTILE
+        ));
+    }
+    if own > 0 {
+        out.push(format!(
+            "{own} re-timed collectives record no message size and have no slot (outside \
+             steps, fewer than two steps, or steps that disagree on their count): each one's \
+             size is inferred from its own time, waiting included (an upper bound); modelled, \
+             not measured"
+        ));
+    }
+    out
 }
 
 /// What re-timing a task needs besides the task.
@@ -132,6 +174,9 @@ struct Retimer<'a> {
     layer_ratio: Vec<f64>,
     /// Per input: its shortest memory-bound kernel.
     floors: Vec<i64>,
+    /// Per input, per collective: its slot's envelope where the trace
+    /// records no size (the `slots` module).
+    envelopes: Vec<Vec<Option<i64>>>,
 }
 
 impl<'a> Retimer<'a> {
@@ -154,6 +199,30 @@ impl<'a> Retimer<'a> {
             new_layout: Layout::of(&target.config),
             layer_ratio: layer_ratios(base, dims, &r),
             floors: memory_floors(base),
+            envelopes: base
+                .inputs
+                .iter()
+                .zip(&base.structures)
+                .map(|(inp, s)| {
+                    let d: Vec<i64> = inp.graph.tasks.iter().map(|t| t.duration_ns).collect();
+                    unsized_envelopes(s, &inp.measured, &d)
+                })
+                .collect(),
+        }
+    }
+
+    /// For task `i` of `st`: `Some(has an envelope)` when it is a
+    /// collective (of a known kind) whose size the trace does not record.
+    fn unsized_comm(&self, st: &PredictedStage, i: usize) -> Option<bool> {
+        let (src, tt) = st.origin[i];
+        let s = &self.base.structures[src as usize];
+        match s.work[tt.idx()] {
+            WorkClass::Comm(ci) => {
+                let c = &s.comms[ci as usize];
+                (c.bytes.is_none() && c.kind.is_some())
+                    .then(|| self.envelopes[src as usize][ci as usize].is_some())
+            }
+            _ => None,
         }
     }
 
@@ -226,7 +295,8 @@ impl<'a> Retimer<'a> {
             }
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
-                self.comm_ns(traced, c, src as usize, st.stage, st.tag[i], place)
+                let env = self.envelopes[src as usize][ci as usize];
+                self.comm_ns(traced, env, c, src as usize, st.stage, st.tag[i], place)
             }
         };
         if st.graph.tasks[i].kind.is_gpu() {
@@ -414,9 +484,14 @@ impl<'a> Retimer<'a> {
     /// A collective: traced + `T_target(new) - T_base(old)` over its new
     /// group and bytes; modelled alone where the traced time waited for
     /// other stages that are gone, or where the new group is one rank.
+    /// Without a recorded size, the size is the base model's inverse of
+    /// `envelope` (its slot's lower envelope), else of `traced`, and the
+    /// result is modelled.
+    #[allow(clippy::too_many_arguments)]
     fn comm_ns(
         &self,
         traced: i64,
+        envelope: Option<i64>,
         c: &CommInfo,
         src: usize,
         stage: u32,
@@ -443,9 +518,9 @@ impl<'a> Retimer<'a> {
                 (t, Source::Modelled)
             }
             Some(kind) if old_ranks.len() >= 2 || new_ranks.len() >= 2 => {
-                let bytes = c
-                    .bytes
-                    .unwrap_or_else(|| invert(self.base_net, kind, traced, &old_ranks));
+                let bytes = c.bytes.unwrap_or_else(|| {
+                    invert(self.base_net, kind, envelope.unwrap_or(traced), &old_ranks)
+                });
                 let new_bytes = (bytes as f64 * bytes_ratio).round() as u64;
                 let same = new_bytes == bytes && new_ranks == old_ranks && target.network.is_none();
                 if same {
@@ -458,12 +533,13 @@ impl<'a> Retimer<'a> {
                     let old_t = self.base_net.collective_ns(kind, bytes, &old_ranks);
                     let new_t = self.target_net.collective_ns(kind, new_bytes, &new_ranks);
                     let d = (traced as f64 + new_t - old_t).max(0.0);
-                    let src_tag =
-                        if !base.models.calibrated || base.network.calibrated_for(&new_ranks) {
-                            Source::Scaled
-                        } else {
-                            Source::Modelled
-                        };
+                    let src_tag = if c.bytes.is_some()
+                        && (!base.models.calibrated || base.network.calibrated_for(&new_ranks))
+                    {
+                        Source::Scaled
+                    } else {
+                        Source::Modelled
+                    };
                     (d, src_tag)
                 }
             }
@@ -715,6 +791,18 @@ mod tests {
     }
 
     #[test]
+    fn unsized_collectives_are_noted_by_how_they_were_sized() {
+        assert!(unsized_notes(0, 0, 5).is_empty());
+        let n = unsized_notes(404, 0, 5);
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("404 re-timed") && n[0].contains("over the 5 steps"));
+        let n = unsized_notes(0, 3, 1);
+        assert_eq!(n.len(), 1);
+        assert!(n[0].starts_with("3 re-timed") && n[0].contains("upper bound"));
+        assert_eq!(unsized_notes(2, 3, 4).len(), 2);
+    }
+
+    #[test]
     fn collectives_move_by_the_model_s_difference() {
         let base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
         let s = &base.structures[0];
@@ -732,7 +820,7 @@ mod tests {
             setup: true,
         };
         let place = s.role_of_task(task);
-        let at = |t: &Target| Retimer::new(&base, t).comm_ns(traced, c, 0, 0, tag, place);
+        let at = |t: &Target| Retimer::new(&base, t).comm_ns(traced, None, c, 0, 0, tag, place);
         // Unchanged group and bytes: as traced.
         assert_eq!(
             at(&target(&base, |_| {})),

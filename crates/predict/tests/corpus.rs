@@ -253,3 +253,131 @@ fn a_pipeline_edit_has_modelled_gpu_time() {
     assert_eq!(c.inferred_path.len(), out.step_ns.len());
     assert_eq!(c.reasons.is_empty(), c.level == Confidence::High);
 }
+
+/// Per step of the V100 trace: the data-parallel all-reduces' durations
+/// in the order they ran (traced graph and measured starts).
+fn traced_slots(base: &Baseline) -> Vec<Vec<i64>> {
+    let (s, inp) = (&base.structures[0], &base.inputs[0]);
+    let mut by_step: Vec<Vec<(i64, i64)>> = vec![Vec::new(); s.steps.len()];
+    for c in s.comms.iter().filter(|c| c.class == GroupClass::Data) {
+        if let lumos_predict::Role::Pass { step, .. }
+        | lumos_predict::Role::Prologue { step }
+        | lumos_predict::Role::Epilogue { step } = s.role_of_task(c.task)
+        {
+            by_step[step as usize].push((
+                inp.measured.tasks[c.task.idx()].start_ns,
+                inp.graph.tasks[c.task.idx()].duration_ns,
+            ));
+        }
+    }
+    by_step
+        .into_iter()
+        .map(|mut v| {
+            v.sort();
+            v.into_iter().map(|(_, d)| d).collect()
+        })
+        .collect()
+}
+
+/// Per step of stage 0 of `p`: its data-parallel collectives' predicted
+/// time.
+fn predicted_comm(p: &Prediction) -> Vec<i64> {
+    let st = &p.stages[0];
+    let s = &p.base.structures[0];
+    st.graph
+        .steps
+        .iter()
+        .map(|step| {
+            step.tasks
+                .iter()
+                .filter(|t| {
+                    s.comm(st.origin[t.idx()].1)
+                        .is_some_and(|c| c.class == GroupClass::Data)
+                })
+                .map(|t| st.graph.tasks[t.idx()].duration_ns)
+                .sum()
+        })
+        .collect()
+}
+
+/// Issue 10 item 2: the V100 trace records no all-reduce size. Each one is
+/// sized from its slot's least-waiting occurrence over the steps (the k-th
+/// all-reduce of every step is the same gradient), not from its own time,
+/// waiting included. On the trace's own link (nodes of four GPUs) the
+/// predicted all-reduces then take about the ring factor's ratio of that
+/// envelope (`2(4-1)/4` over `2(2-1)/2`, 1.5) and the prediction is steady;
+/// across nodes (the trace lists two GPUs, so dp 4 spans two nodes) the
+/// preset's NVLink-to-NIC bandwidth ratio comes on top, and the prediction
+/// says it is low confidence and why.
+#[test]
+fn unsized_all_reduces_are_sized_from_their_slot_envelopes() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
+    let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+    let base = Baseline::new(vec![input(&trace)]).unwrap();
+    let slots = traced_slots(&base);
+    assert!(slots.len() >= 3 && slots.iter().all(|s| s.len() == slots[0].len()));
+    // The measured envelope of a step: each slot's least-waiting time.
+    let envelope: i64 = (0..slots[0].len())
+        .map(|k| slots.iter().map(|s| s[k]).min().unwrap())
+        .sum();
+    let ring = (2.0 * 3.0 / 4.0) / (2.0 * 1.0 / 2.0);
+    let replayed = base.identity().simulate().unwrap();
+    let mut net = base.network.model();
+    net.gpus_per_node = 4;
+    for (what, p, limit) in [
+        (
+            "nodes of four",
+            base.identity()
+                .with_dp(4)
+                .unwrap()
+                .with_network(net, "calibrated, nodes of 4".into())
+                .unwrap(),
+            3.0,
+        ),
+        ("nodes of two", base.identity().with_dp(4).unwrap(), {
+            let m = base.network.model();
+            let rate = |l: lumos_models::Link| l.bandwidth_gbps * l.efficiency;
+            3.0 * rate(m.intra_node) / rate(m.inter_node)
+        }),
+    ] {
+        let comm = predicted_comm(&p);
+        // The least-waiting step: its waiting is kept as measured.
+        let least = *comm.iter().min().unwrap();
+        let ratio = least as f64 / (envelope as f64 * ring);
+        println!(
+            "{rel} dp 4, {what}: all-reduces per step {:?} ms, envelope {:.3} ms x {ring}: {ratio:.2}x",
+            comm.iter().map(|&c| c as f64 / 1e6).collect::<Vec<_>>(),
+            envelope as f64 / 1e6
+        );
+        assert!(
+            (1.0 / 3.0..=limit).contains(&ratio),
+            "{what}: {ratio} outside 1/3..{limit}"
+        );
+        assert_eq!(p.sizes_from_envelope, slots.len() * slots[0].len());
+        assert_eq!(p.sizes_from_own_time, 0);
+        let out = p.simulate().unwrap();
+        let s = out.steadiness(&replayed).expect("five steps");
+        println!("{what}: steps {:?}, {s:?}", out.step_ns);
+        let c = p.confidence(&out, Some(s));
+        println!("{what}: {c:?}");
+        assert!(c.gpu_time.modelled > 0.0, "{c:?}");
+        assert!(
+            c.extrapolations
+                .iter()
+                .any(|e| e.contains("2020 re-timed collectives inferred from their timing")),
+            "{:?}",
+            c.extrapolations
+        );
+        assert!(p
+            .notes
+            .iter()
+            .any(|n| n.contains("lower envelope") && n.contains("not measured")));
+        assert_ne!(c.level, Confidence::High);
+        if what == "nodes of four" {
+            assert!(!s.drifting, "{what}: {s:?}");
+        }
+    }
+}
