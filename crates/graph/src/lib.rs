@@ -36,10 +36,10 @@ pub use job::{
     align_clocks, assemble, assemble_with, detect_job, group_by_program, looks_like_job,
     match_collectives, merge, model_group_peers, program_signature, rank_graph, rank_program,
     rank_ranges, shares_collective, ClockAlignment, CollectiveMatch, CommPattern, CommTask,
-    CommTiming, Detected, Job, JobError, JobGraph, LeftOut, LeftOutReason, MatchProblem, MatchRule,
-    MatchedSet, Member, PeerModel, ProblemKind, ProgramGroup, ProgramGroups, ProgramSignature,
-    RankGraph, RankGroup, RankInput, RankMeta, RankPart, RankProgram, Rendezvous, RendezvousKind,
-    Unreadable, FAR_CLOCK_NS,
+    CommTiming, Detected, HostClock, Job, JobError, JobGraph, LeftOut, LeftOutReason, MatchProblem,
+    MatchRule, MatchedSet, Member, PeerModel, ProblemKind, ProgramGroup, ProgramGroups,
+    ProgramSignature, RankGraph, RankGroup, RankInput, RankMeta, RankPart, RankProgram, Rendezvous,
+    RendezvousKind, Unreadable, FAR_CLOCK_NS,
 };
 pub use model::*;
 pub use report::{BuildReport, Rule};

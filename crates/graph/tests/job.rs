@@ -284,6 +284,7 @@ fn rank(rank: u32, comms: &[(&str, Option<i64>, CommPattern, Option<u64>)]) -> R
         rank,
         source: format!("rank{rank}.json"),
         clock_base_ns: 0,
+        host: None,
         measured: Measured {
             origin_ns: 0,
             tasks: (0..n as i64)

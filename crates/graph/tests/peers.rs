@@ -31,6 +31,7 @@ fn rank(rank: u32) -> RankGraph {
         rank,
         source: format!("rank{rank}"),
         clock_base_ns: 0,
+        host: None,
         graph: Graph {
             names: vec!["nccl".into()],
             tasks: vec![task(0), task(1)],

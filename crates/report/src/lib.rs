@@ -87,8 +87,8 @@ pub use inspect::{
 };
 pub use job::{
     job_report, replay_job, replay_jointly, replay_jointly_scaled, replay_representatives,
-    replay_representatives_kept, slowest_rank_steps, ClockReport, CollectiveReport, JobPathReport,
-    JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport, ProblemReport,
+    replay_representatives_kept, slowest_rank_steps, ClockReport, CollectiveReport, HostOffset,
+    JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport, ProblemReport,
     ProgramGroupReport, RankCommReport, RankOffset, RankScale, RankTime, RankWaitReport,
     RendezvousReport, RepresentativesReplayed, RepresentativesReport, Slowest, Spread, StepSpread,
     WaitUs,

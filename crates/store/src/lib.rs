@@ -199,9 +199,10 @@ pub fn read_stored(path: &Path) -> Result<StoredRank, StoreError> {
     let summary = summary_of(path, &mut c)?;
     let timings: TimingRec = decode(path, "PROG", &c.section(PROG)?)?;
     let facts: FactsRec = decode(path, "FACT", &c.section(FACT)?)?;
-    let facts = facts.into_facts().map_err(bad(path))?;
+    let mut facts = facts.into_facts().map_err(bad(path))?;
     let section: GraphSection = decode(path, "GRPH", &c.section(GRPH)?)?;
     let (graph, report) = section.into_parts().map_err(bad(path))?;
+    facts.meta.hostname.clone_from(&graph.host);
     let program = RankProgram {
         rank: summary.rank,
         signature: summary.signature,

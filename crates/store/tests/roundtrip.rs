@@ -136,3 +136,20 @@ fn other_versions_and_other_files_are_told_apart() {
     let m = message(&dir.join("absent.lgraph"));
     assert!(m.contains("absent.lgraph"), "{m}");
 }
+
+#[test]
+fn the_host_a_trace_names_reads_back() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-host");
+    let path = c.path("micro/a100-event-sync.json.gz");
+    let mut trace = lumos_trace::read_path(&path).unwrap();
+    trace.meta.hostname = Some("node7".into());
+    let built = StoredRank::from_trace(&trace, Source::of_file(&path));
+    assert_eq!(built.graph.host.as_deref(), Some("node7"));
+    let out = dir.join("rank.lgraph");
+    lumos_store::write_stored_file(&built, &out).unwrap();
+    let read = read_stored(&out).unwrap();
+    assert_eq!(read.graph.host.as_deref(), Some("node7"));
+    assert_eq!(read.facts.meta.hostname.as_deref(), Some("node7"));
+    assert_eq!(text(&read), text(&built));
+}

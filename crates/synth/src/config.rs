@@ -312,6 +312,34 @@ pub enum Ranks {
     List(Vec<usize>),
 }
 
+/// Which host each rank runs on, and how far each host's clock is off:
+/// what the traces of a job over several hosts show. Set
+/// [`SynthConfig::hosts`] to write it; synthesized traces name no host
+/// otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostClocks {
+    /// Ranks per host: rank `r` runs on host `r / ranks_per_host`, named
+    /// `node<k>` in its trace's `hostname` member (at least 1).
+    pub ranks_per_host: usize,
+    /// Per host `k`: how far its clock runs ahead of the true time, in ns,
+    /// added to its ranks' `baseTimeNanoseconds` (0 past the list's end).
+    /// Every event keeps its place on the host's own clock, as when one
+    /// host's system clock is off.
+    pub skew_ns: Vec<i64>,
+}
+
+impl HostClocks {
+    /// The host rank `rank` runs on.
+    pub fn host_of(&self, rank: usize) -> usize {
+        rank / self.ranks_per_host.max(1)
+    }
+
+    /// How far the clock of `rank`'s host runs ahead, in ns.
+    pub fn skew_of(&self, rank: usize) -> i64 {
+        self.skew_ns.get(self.host_of(rank)).copied().unwrap_or(0)
+    }
+}
+
 /// Everything that determines a synthesized job. Same config, same bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SynthConfig {
@@ -341,6 +369,9 @@ pub struct SynthConfig {
     /// First step number (`ProfilerStep#<first_step>`); profiler schedules
     /// usually skip a few warm-up iterations.
     pub first_step: usize,
+    /// Hosts and their clock skews; `None` (the default): the traces name
+    /// no host and share one clock.
+    pub hosts: Option<HostClocks>,
 }
 
 impl SynthConfig {
@@ -358,6 +389,7 @@ impl SynthConfig {
             ranks: Ranks::OnePerStage,
             noise: 1.0,
             first_step: 2,
+            hosts: None,
         }
     }
 
@@ -396,6 +428,9 @@ impl SynthConfig {
         }
         if p.virtual_stages == 0 {
             return bad("virtual_stages must be at least 1".into());
+        }
+        if self.hosts.as_ref().is_some_and(|h| h.ranks_per_host == 0) {
+            return bad("hosts.ranks_per_host must be at least 1".into());
         }
         let virtual_stages = p.pp * p.virtual_stages;
         if (0..virtual_stages).any(|vs| self.chunk_layers(vs) == 0) {

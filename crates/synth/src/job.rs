@@ -233,7 +233,14 @@ fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
         .uint("tp_rank", c.tp as u64)
         .uint("dp_rank", c.dp as u64);
     out.display_time_unit("ms");
-    out.base_time_ns(BASE_TIME_NS);
+    let skew = match &cfg.hosts {
+        Some(h) => {
+            out.member_str("hostname", &format!("node{}", h.host_of(rank)));
+            h.skew_of(rank)
+        }
+        None => 0,
+    };
+    out.base_time_ns(BASE_TIME_NS.saturating_add(skew));
 }
 
 #[cfg(test)]

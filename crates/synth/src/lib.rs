@@ -180,7 +180,7 @@ mod size;
 mod training;
 
 pub use config::{
-    GroupKind, ModelPreset, Parallelism, ProcessGroup, RankCoord, Ranks, SynthConfig,
+    GroupKind, HostClocks, ModelPreset, Parallelism, ProcessGroup, RankCoord, Ranks, SynthConfig,
 };
 pub use job::{rank_file_name, synthesize_rank, write_job, write_rank, SynthError};
 pub use lockstep::{layer_times, step_times, StepTimes};

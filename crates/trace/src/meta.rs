@@ -16,6 +16,9 @@ pub(crate) fn is_used(key: &str) -> bool {
             | "displayTimeUnit"
             | "deviceProperties"
             | "distributedInfo"
+            | "hostname"
+            | "hostName"
+            | "host_name"
     )
 }
 
@@ -40,6 +43,12 @@ pub(crate) fn apply(key: &str, value: &Json, meta: &mut TraceMeta) -> Applied {
                 .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
         }
         "displayTimeUnit" => meta.display_time_unit = value.as_str().map(str::to_owned),
+        "hostname" | "hostName" | "host_name" => {
+            // An empty name says nothing: the rank keeps a clock of its own.
+            if let Some(h) = value.as_str().map(str::trim).filter(|h| !h.is_empty()) {
+                meta.hostname = Some(h.to_owned());
+            }
+        }
         "deviceProperties" => {
             if let Some(arr) = value.as_array() {
                 meta.devices = arr.iter().map(device_from).collect();

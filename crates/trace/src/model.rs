@@ -428,6 +428,12 @@ pub struct TraceMeta {
     pub written_ranks: Vec<u32>,
     /// `deviceProperties`.
     pub devices: Vec<Device>,
+    /// The host the rank ran on: a top-level `hostname` (also `hostName`,
+    /// `host_name`) string member. Kineto does not write one itself; a
+    /// user adds it (`prof.add_metadata("hostname", socket.gethostname())`)
+    /// and `lumos synth` writes it when asked. Ranks naming one host share
+    /// one clock (docs/JOBS.md, clock alignment).
+    pub hostname: Option<String>,
 }
 
 impl Default for TraceMeta {
@@ -444,6 +450,7 @@ impl Default for TraceMeta {
             process_groups: Vec::new(),
             written_ranks: Vec::new(),
             devices: Vec::new(),
+            hostname: None,
         }
     }
 }

@@ -342,6 +342,19 @@ pub fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
          ({:.1} us max as recorded)",
         c.end_spread_us.median, c.end_spread_us.max, c.raw_end_spread_us.max
     )?;
+    for h in &c.hosts {
+        let worst = h.residual_us.iter().fold(0.0f64, |w, r| w.max(r.abs()));
+        writeln!(
+            out,
+            "  host {} (rank {}): one clock, offset {:+.1} us from {} collective ends; residual \
+             per rank up to {:.1} us",
+            h.host,
+            rank_ranges(&h.ranks),
+            h.offset_us,
+            h.collective_ends,
+            worst
+        )?;
+    }
     for w in &r.warnings {
         writeln!(out, "  warning: {w}")?;
     }

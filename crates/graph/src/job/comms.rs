@@ -59,6 +59,11 @@ pub struct RankGraph {
     /// `baseTimeNanoseconds` when the trace has it (its times are relative
     /// to it), else 0.
     pub clock_base_ns: i64,
+    /// The host it ran on, when the trace names it
+    /// ([`TraceMeta::hostname`](lumos_trace::TraceMeta::hostname)): ranks
+    /// on one host share one clock, so [`align_clocks`](super::align_clocks)
+    /// gives them one offset.
+    pub host: Option<String>,
     /// The rank's execution graph, as [`build`] makes it.
     pub graph: Graph,
     /// Its measured times.
@@ -100,6 +105,7 @@ pub fn rank_graph(trace: &Trace) -> (RankGraph, BuildReport) {
         rank: trace.meta.rank,
         source: trace.path.display().to_string(),
         clock_base_ns: trace.meta.base_time_ns.unwrap_or(0),
+        host: trace.meta.hostname.clone(),
         graph,
         measured,
         comms,

@@ -50,7 +50,7 @@ mod program;
 
 pub use assemble::{assemble, assemble_with, Job, JobError, RankInput, RankMeta, Unreadable};
 pub use belong::{LeftOut, LeftOutReason, FAR_CLOCK_NS};
-pub use clock::{align_clocks, ClockAlignment};
+pub use clock::{align_clocks, ClockAlignment, HostClock};
 pub use comms::{rank_graph, CommPattern, CommTask, RankGraph};
 pub use detect::{detect_job, looks_like_job, shares_collective, Detected};
 pub use matching::{

@@ -132,6 +132,28 @@ pub struct ClockReport {
     pub end_spread_us: Spread,
     /// The same on the clocks as recorded.
     pub raw_end_spread_us: Spread,
+    /// One per host the traces name (absent when none does): its ranks
+    /// share its clock and its offset.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostOffset>,
+}
+
+/// One host's clock offset, shared by its ranks.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostOffset {
+    /// The host, as the traces name it.
+    pub host: String,
+    /// Its ranks, ascending.
+    pub ranks: Vec<u32>,
+    /// How far its clock is ahead of the reference rank's.
+    pub offset_us: f64,
+    /// How many collective ends of its ranks the offset is the median of
+    /// (0 for the reference rank's host).
+    pub collective_ends: usize,
+    /// Per rank, in `ranks` order: the median of its aligned collective
+    /// end minus the other participants' median, how far its own clock
+    /// sits from the host's (a few us when the ranks do share a clock).
+    pub residual_us: Vec<f64>,
 }
 
 /// One rank's clock offset.
@@ -343,5 +365,21 @@ fn clock_report(job: &Job) -> ClockReport {
         unaligned_ranks: job.clock.unaligned.iter().map(|&p| rank(p)).collect(),
         end_spread_us: spread(&job.clock.end_spread_ns),
         raw_end_spread_us: spread(&job.clock.raw_end_spread_ns),
+        hosts: job
+            .clock
+            .hosts
+            .iter()
+            .map(|h| HostOffset {
+                host: h.host.clone(),
+                ranks: h.ranks.iter().map(|&p| rank(p)).collect(),
+                offset_us: us(h.offset_ns),
+                collective_ends: h.evidence,
+                residual_us: h
+                    .ranks
+                    .iter()
+                    .map(|&p| us(job.clock.residual_ns.get(p as usize).copied().unwrap_or(0)))
+                    .collect(),
+            })
+            .collect(),
     }
 }

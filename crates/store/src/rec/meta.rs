@@ -136,6 +136,9 @@ impl FactsRec {
             // record (docs/LGRAPH.md).
             written_ranks: _,
             devices,
+            // Stored once, in GRPH (`RankGraph::host`); `read_stored` puts
+            // it back.
+            hostname: _,
         } = &f.meta;
         FactsRec {
             path: f.path.to_string_lossy().into_owned(),
@@ -196,6 +199,7 @@ impl FactsRec {
                 backend: self.backend,
                 nccl_version: self.nccl_version,
                 written_ranks: Vec::new(),
+                hostname: None,
                 process_groups: self
                     .process_groups
                     .into_iter()

@@ -31,6 +31,8 @@ pub(crate) struct GraphSection {
     comms: Vec<rank::CommRec>,
     groups: Vec<Vec<i64>>,
     report: rank::ReportRec,
+    /// Since format 2.
+    host: Option<String>,
 }
 
 impl GraphSection {
@@ -39,6 +41,7 @@ impl GraphSection {
             rank,
             source,
             clock_base_ns,
+            host,
             graph,
             measured,
             comms,
@@ -53,6 +56,7 @@ impl GraphSection {
             comms: comms.iter().map(rank::CommRec::of).collect(),
             groups: groups.clone(),
             report: rank::ReportRec::of(&s.report),
+            host: host.clone(),
         }
     }
 
@@ -78,6 +82,7 @@ impl GraphSection {
                 rank: self.rank,
                 source: self.source,
                 clock_base_ns: self.clock_base_ns,
+                host: self.host,
                 graph,
                 measured,
                 comms,
