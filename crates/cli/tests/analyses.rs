@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{lumos, lumos_json};
+use common::{lumos, lumos_json, run_ok};
 use lumos_testkit::TempDir;
 
 fn window_us(v: &serde_json::Value) -> f64 {
@@ -113,17 +113,12 @@ fn critical_paths_are_written_for_perfetto_and_as_json() {
         return;
     };
     let dir = TempDir::new("critical");
-    let out = lumos()
-        .arg("replay")
-        .arg(corpus.path("single-rank/a100-alexnet-cuda-sync.json.gz"))
-        .arg("--critical-path")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        lumos()
+            .arg("replay")
+            .arg(corpus.path("single-rank/a100-alexnet-cuda-sync.json.gz"))
+            .arg("--critical-path")
+            .arg(dir.path()),
     );
     let marked = dir.join("a100-alexnet-cuda-sync.critical.json.gz");
     let t = lumos_trace::read_path(&marked).unwrap();

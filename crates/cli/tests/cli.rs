@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{lumos, lumos_json};
+use common::{lumos, lumos_json, run_ok};
 use lumos_testkit::TempDir;
 
 fn replay_json(args: &[&str], paths: &[PathBuf]) -> serde_json::Value {
@@ -232,18 +232,13 @@ fn inspect_json_counts_match_the_trace() {
 #[test]
 fn synth_recipe_flags_write_a_job_that_replays() {
     let dir = TempDir::new("cli-synth-recipe");
-    let out = lumos()
-        .args(["synth", "--model", "gpt-small", "--tp", "2", "--pp", "4"])
-        .args(["--dp", "2", "--global-batch", "16", "--virtual-stages", "3"])
-        .args(["--recompute", "full", "--precision", "fp8"])
-        .args(["--no-cuda-sync-events", "--no-event-records", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-small", "--tp", "2", "--pp", "4"])
+            .args(["--dp", "2", "--global-batch", "16", "--virtual-stages", "3"])
+            .args(["--recompute", "full", "--precision", "fp8"])
+            .args(["--no-cuda-sync-events", "--no-event-records", "--out"])
+            .arg(dir.path()),
     );
     let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -264,18 +259,13 @@ fn synth_recipe_flags_write_a_job_that_replays() {
 #[test]
 fn synth_writes_a_job_that_replays_exactly() {
     let dir = TempDir::new("cli-synth");
-    let out = lumos()
-        .args([
-            "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "1",
-        ])
-        .args(["--ranks", "all", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        lumos()
+            .args([
+                "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "1",
+            ])
+            .args(["--ranks", "all", "--out"])
+            .arg(dir.path()),
     );
     let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -306,17 +296,12 @@ fn synth_model_files_are_checked() {
         r#"{"name": "mine", "layers": 2, "hidden": 512, "heads": 8}"#,
     )
     .unwrap();
-    let out = lumos()
-        .args(["synth", "--model"])
-        .arg(&good)
-        .arg("--out")
-        .arg(dir.join("job"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        lumos()
+            .args(["synth", "--model"])
+            .arg(&good)
+            .arg("--out")
+            .arg(dir.join("job")),
     );
     let bad = dir.join("bad.json");
     std::fs::write(&bad, r#"{"layers": 2, "hidden": "wide"}"#).unwrap();

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{lumos, lumos_json as json};
+use common::{lumos, lumos_json as json, run_ok};
 use lumos_testkit::TempDir;
 use serde_json::Value;
 
@@ -30,17 +30,12 @@ fn num(v: &Value, path: &[&str]) -> f64 {
 
 /// `lumos synth --model gpt-small` on `gpu` with `extra` flags: its rank 0.
 fn synth(dir: &Path, gpu: &str, extra: &[&str]) -> PathBuf {
-    let out = lumos()
-        .args(["synth", "--model", "gpt-small", "--gpu", gpu])
-        .args(extra)
-        .arg("--out")
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-small", "--gpu", gpu])
+            .args(extra)
+            .arg("--out")
+            .arg(dir),
     );
     dir.join("rank0.json.gz")
 }

@@ -9,20 +9,15 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::lumos;
+use common::{lumos, run_ok};
 use lumos_testkit::TempDir;
 
 /// One synthesized rank (gpt-tiny, no parallelism) in `dir`.
 fn one_rank(dir: &Path) -> PathBuf {
-    let out = lumos()
-        .args(["synth", "--model", "gpt-tiny", "--out"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--out"])
+            .arg(dir),
     );
     let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::lumos;
+use common::{lumos, run_ok};
 use lumos_testkit::TempDir;
 use serde_json::Value;
 
@@ -30,16 +30,7 @@ fn ranks_naming_a_host_share_its_offset_in_the_job_report() {
     let Some(job) = named_hosts(&dir) else {
         return;
     };
-    let out = lumos()
-        .args(["replay", "--json"])
-        .arg(&job)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(lumos().args(["replay", "--json"]).arg(&job));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let clock = &v["job"]["clock"];
     let hosts = clock["hosts"].as_array().unwrap();

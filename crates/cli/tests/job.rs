@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::lumos;
+use common::{lumos, run_ok};
 use lumos_testkit::TempDir;
 use serde_json::Value;
 
@@ -438,18 +438,13 @@ fn ranks_from_file_names_need_job_and_gaps_are_reported() {
 #[test]
 fn synthesized_job_matches_by_seq_and_point_to_point() {
     let dir = temp_dir("synth");
-    let out = lumos()
-        .args([
-            "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2", "--ranks",
-            "all", "--out",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        lumos()
+            .args([
+                "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2", "--ranks",
+                "all", "--out",
+            ])
+            .arg(dir.path()),
     );
     let v = replay(&[], &dir);
     let m = &v["job"]["matching"];

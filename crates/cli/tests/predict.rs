@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{lumos, lumos_json as json};
+use common::{lumos, lumos_json as json, run_ok};
 use lumos_testkit::TempDir;
 
 fn temp_dir(what: &str) -> TempDir {
@@ -15,18 +15,13 @@ fn temp_dir(what: &str) -> TempDir {
 
 /// One rank per stage of a synthesized GPT tiny at TP2 x PP2 x DP2.
 fn synth_pipeline(dir: &Path) -> Vec<PathBuf> {
-    let out = lumos()
-        .args([
-            "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2",
-        ])
-        .args(["--microbatches", "4", "--out"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        lumos()
+            .args([
+                "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2",
+            ])
+            .args(["--microbatches", "4", "--out"])
+            .arg(dir),
     );
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -197,15 +192,10 @@ fn kernels_network_and_human_output() {
         &files,
     );
     assert_eq!(v["kernel_scales"].as_array().unwrap().len(), 2);
-    let out = lumos()
-        .args(["predict", "--hidden", "2048", "--tp", "1"])
-        .args(&files)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        lumos()
+            .args(["predict", "--hidden", "2048", "--tp", "1"])
+            .args(&files),
     );
     let text = String::from_utf8_lossy(&out.stdout);
     for want in [
@@ -410,16 +400,11 @@ fn all_ranks_of_a_job_are_one_per_stage() {
 #[test]
 fn interleaved_pipelines_are_found_and_predicted() {
     let dir = temp_dir("interleaved");
-    let out = lumos()
-        .args(["synth", "--model", "gpt-small", "--pp", "3"])
-        .args(["--microbatches", "6", "--virtual-stages", "2", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-small", "--pp", "3"])
+            .args(["--microbatches", "6", "--virtual-stages", "2", "--out"])
+            .arg(dir.path()),
     );
     let files: Vec<PathBuf> = (0..3)
         .map(|r| dir.join(format!("rank{r}.json.gz")))

@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use common::lumos;
+use common::{lumos, run_ok};
 use lumos_testkit::TempDir;
 use serde_json::Value;
 
@@ -43,30 +43,25 @@ fn steps(json: &[u8]) -> Vec<(f64, f64)> {
 fn representatives_replay_a_64_rank_job_within_half_a_percent() {
     let dir = TempDir::new("cli-representatives-64");
     let traces = dir.join("traces");
-    let out = lumos()
-        .args([
-            "synth",
-            "--model",
-            "gpt-small",
-            "--tp",
-            "8",
-            "--pp",
-            "2",
-            "--dp",
-            "4",
-            "--microbatches",
-            "4",
-            "--ranks",
-            "all",
-            "--out",
-        ])
-        .arg(&traces)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        lumos()
+            .args([
+                "synth",
+                "--model",
+                "gpt-small",
+                "--tp",
+                "8",
+                "--pp",
+                "2",
+                "--dp",
+                "4",
+                "--microbatches",
+                "4",
+                "--ranks",
+                "all",
+                "--out",
+            ])
+            .arg(&traces),
     );
 
     // A what-if, so that the replay is not simply the measurement.
@@ -98,17 +93,7 @@ fn representatives_replay_a_64_rank_job_within_half_a_percent() {
 
     // From compact graphs: byte for byte the same.
     let graphs = dir.join("graphs");
-    let out = lumos()
-        .args(["ingest", "-o"])
-        .arg(&graphs)
-        .arg(&traces)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(lumos().args(["ingest", "-o"]).arg(&graphs).arg(&traces));
     assert!(
         ok(&reps_args, &graphs) == reps,
         "representatives differ from .lgraph files"

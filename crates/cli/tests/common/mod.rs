@@ -12,16 +12,19 @@ pub fn lumos() -> Command {
 
 /// Runs `lumos ARGS --json PATHS`, asserts success and parses stdout.
 pub fn lumos_json(args: &[&str], paths: &[PathBuf]) -> serde_json::Value {
-    let out = lumos()
-        .args(args)
-        .arg("--json")
-        .args(paths)
-        .output()
-        .unwrap();
+    let out = run_ok(lumos().args(args).arg("--json").args(paths));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs `cmd`, asserts that it succeeded (showing its stderr if not) and
+/// returns its output.
+pub fn run_ok(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "lumos {args:?}: {}",
+        "{:?}: {}",
+        cmd,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    out
 }
