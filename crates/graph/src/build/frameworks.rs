@@ -46,6 +46,7 @@ impl Builder<'_> {
         explained: &FxHashMap<u64, (i64, i64)>,
     ) -> FxHashMap<TaskId, FrameworkWait> {
         let comms = self.comms_by_launch();
+        let comm_calls = self.comm_calls();
         let mut by_time: Vec<TaskId> = waits
             .iter()
             .copied()
@@ -55,7 +56,7 @@ impl Builder<'_> {
         let mut consumed = FxHashSet::default();
         let mut out = FxHashMap::default();
         for w in by_time {
-            if let Some(f) = self.framework_wait(w, &comms, &consumed) {
+            if let Some(f) = self.framework_wait(w, &comms, &comm_calls, &consumed) {
                 if f.rule == Rule::CollectiveConsumer {
                     consumed.extend(f.source);
                 }
@@ -82,6 +83,7 @@ impl Builder<'_> {
         &self,
         w: TaskId,
         comms: &[(i64, TaskId)],
+        comm_calls: &[Vec<u32>],
         consumed: &FxHashSet<TaskId>,
     ) -> Option<FrameworkWait> {
         let mut after = self.launches_after(w);
@@ -114,7 +116,7 @@ impl Builder<'_> {
                 .find(|&g| !self.g.tasks[g.idx()].is_comm())?,
         };
         let stream = self.g.tasks[target.idx()].proc;
-        let source = self.unwaited_comm_before(w, stream, comms, consumed)?;
+        let source = self.unwaited_comm_before(w, stream, comms, comm_calls, consumed)?;
         Some(FrameworkWait {
             target,
             source: Some(source),
@@ -177,12 +179,14 @@ impl Builder<'_> {
     /// than `not_on` that no earlier wait consumed: by the call's own
     /// thread, else by any thread on the device (the backward pass may run
     /// on another thread than the one that waits). `comms` holds every
-    /// collective by launch time.
+    /// collective by launch time, `comm_calls` the calls that launched one
+    /// ([`Self::comm_calls`]).
     fn unwaited_comm_before(
         &self,
         call: TaskId,
         not_on: ProcId,
         comms: &[(i64, TaskId)],
+        comm_calls: &[Vec<u32>],
         consumed: &FxHashSet<TaskId>,
     ) -> Option<TaskId> {
         let free = |g: TaskId| {
@@ -193,8 +197,8 @@ impl Builder<'_> {
         // tensor-parallel linear's backward) is for that collective, even
         // when an asynchronous one (a gradient bucket) was launched since.
         let mine = || {
-            self.launched_before(call)
-                .filter(|&g| self.g.tasks[g.idx()].is_comm() && free(g))
+            self.comms_launched_before(call, comm_calls)
+                .filter(|&g| free(g))
         };
         let scope = self.g.task_scopes[call.idx()];
         let inside = scope.and_then(|s| {
@@ -218,6 +222,50 @@ impl Builder<'_> {
                 let proc = self.g.tasks[g.idx()].proc;
                 proc != not_on && self.device_of(proc) == device && !consumed.contains(&g)
             })
+    }
+
+    /// The collectives launched before `call` on its thread, latest first,
+    /// within the same [`SOURCE_WINDOW`] tasks as [`Self::launched_before`]
+    /// (its collectives, in its order), found through `comm_calls` so that
+    /// the calls in between that launched none are not walked.
+    fn comms_launched_before<'a>(
+        &'a self,
+        call: TaskId,
+        comm_calls: &'a [Vec<u32>],
+    ) -> impl Iterator<Item = TaskId> + 'a {
+        let proc_id = self.g.tasks[call.idx()].proc;
+        let proc = &self.g.processors[proc_id.idx()];
+        let calls = &comm_calls[proc_id.idx()];
+        let p = self.pos[call.idx()];
+        let lo = p.saturating_sub(SOURCE_WINDOW as u32);
+        let (a, b) = (
+            calls.partition_point(|&q| q < lo),
+            calls.partition_point(|&q| q < p),
+        );
+        calls[a..b]
+            .iter()
+            .rev()
+            .filter_map(|&q| self.launched.get(&proc.tasks[q as usize]))
+            .flat_map(|g| g.iter().rev().copied())
+            .filter(|&g| self.g.tasks[g.idx()].is_comm())
+    }
+
+    /// For each processor, the positions in its task list of the calls
+    /// that launched a collective, in order.
+    fn comm_calls(&self) -> Vec<Vec<u32>> {
+        self.g
+            .processors
+            .iter()
+            .map(|proc| {
+                (0..proc.tasks.len() as u32)
+                    .filter(|&q| {
+                        self.launched
+                            .get(&proc.tasks[q as usize])
+                            .is_some_and(|g| g.iter().any(|t| self.g.tasks[t.idx()].is_comm()))
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// True when `scope` is `outer` or lies inside it.
