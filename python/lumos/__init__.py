@@ -312,6 +312,7 @@ def predict(
     dp: Optional[int] = None,
     pp: Optional[int] = None,
     microbatches: Optional[int] = None,
+    virtual_stages: Optional[int] = None,
     layers: Optional[int] = None,
     hidden: Optional[int] = None,
     ffn: Optional[int] = None,
@@ -328,7 +329,11 @@ def predict(
     ``class:memory``, ``class:comm``, ``class:compute`` or a substring of
     kernel names) to a duration factor, e.g. ``{"class:gemm": 0.5}``;
     ``network`` is a GPU preset (``a100``, ``h100``, ``h200``, ``b200``) or a
-    JSON file. ``durations_from`` (as ``--durations-from``) is another
+    JSON file. ``virtual_stages`` (as ``--virtual-stages``) is the model
+    chunks per stage of Megatron's interleaved 1F1B schedule (1: plain
+    1F1B); above 1 it needs more than 2 stages, micro-batches a multiple of
+    the stages and layers a multiple of stages x virtual stages, else
+    :class:`ConfigError`. ``durations_from`` (as ``--durations-from``) is another
     recording of the same program whose measured durations the one trace's
     graph takes before the edit (see :func:`durations_from`); the report
     then also holds the transfer under ``durations_from`` (and
@@ -337,7 +342,10 @@ def predict(
         kernels = [f"{k}={v}" for k, v in scale_kernels.items()]
     else:
         kernels = list(scale_kernels or [])
-    opts = _lumos.PredictOptions(dp, pp, microbatches, layers, hidden, ffn, tp, kernels, network)
+    opts = _lumos.PredictOptions(
+        dp, pp, microbatches, layers, hidden, ffn, tp, kernels, network,
+        virtual_stages=virtual_stages,
+    )
     with callback(progress) as cb:
         traces = _lumos.read_traces(_paths(paths), cb)
         b = _lumos.read_traces([os.fspath(durations_from)], cb)[0] if durations_from else None
@@ -401,6 +409,7 @@ def synth(
     unfused_attention: bool = False,
     cuda_sync_events: bool = True,
     event_records: bool = True,
+    stream_waits: bool = True,
 ) -> List[str]:
     """``lumos synth``: writes synthesized Kineto traces (``rank<N>.json.gz``)
     of a Megatron-style GPT training job into ``out``; returns the files.
@@ -420,12 +429,13 @@ def synth(
     ``distributed_optimizer``, ``recompute`` (``none``, ``selective``,
     ``full``), ``precision`` (``bf16``, ``fp16``, ``fp8``),
     ``unfused_attention``, and what the profiler writes:
-    ``cuda_sync_events``, ``event_records``. A bad value raises
+    ``cuda_sync_events``, ``event_records``, ``stream_waits`` (``False``
+    is ``--no-stream-waits``: no ``cudaStreamWaitEvent``). A bad value raises
     :class:`ConfigError`."""
     recipe = _lumos.SynthRecipe(
         cluster, global_batch, micro_batch, virtual_stages, sequence_parallel,
         distributed_optimizer, recompute, precision, unfused_attention,
-        cuda_sync_events, event_records,
+        cuda_sync_events, event_records, stream_waits,
     )
     if isinstance(model, Mapping):
         name, text = "model", json.dumps(dict(model))

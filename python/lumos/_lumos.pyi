@@ -72,6 +72,7 @@ class PredictOptions:
         tp: Optional[int] = ...,
         scale_kernels: Sequence[str] = ...,
         network: Optional[str] = ...,
+        virtual_stages: Optional[int] = ...,
     ) -> None: ...
 
 class SynthRecipe:
@@ -90,6 +91,7 @@ class SynthRecipe:
         unfused_attention: bool = ...,
         cuda_sync_events: bool = ...,
         event_records: bool = ...,
+        stream_waits: bool = ...,
     ) -> None: ...
 
 class ReplayResult:

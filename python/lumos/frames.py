@@ -192,6 +192,13 @@ COLUMNS: Dict[str, Dict[str, str]] = {
         "reference": "True for the reference rank",
         "aligned": "False when it shares no matched collective with the reference",
     },
+    "clock_hosts": {
+        "host": "the host, as the traces name it (no rows when none does)",
+        "rank": "one of its ranks",
+        "offset_us": "the host's clock offset to the reference rank's, shared by its ranks, us",
+        "collective_ends": "collective ends of its ranks the offset is the median of (0 for the reference's host)",
+        "residual_us": "the rank's median aligned collective end minus the other participants', us",
+    },
 }
 
 

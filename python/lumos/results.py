@@ -184,6 +184,13 @@ class Replay:
         """Per rank: its clock offset to the reference rank."""
         return self.frame("clock")
 
+    @property
+    def clock_hosts(self) -> pd.DataFrame:
+        """Per rank of each host the traces name: the host's shared clock
+        offset and the rank's residual from it (empty when no trace names
+        its host)."""
+        return self.frame("clock_hosts")
+
     # The CLI's per-step analyses (``traces[].analysis`` of ``lumos replay
     # --json``), flattened from the report: the numbers its tables print.
     @property

@@ -135,9 +135,10 @@ def test_predict_equals_the_cli(tmp_path, cli_json):
       "--precision", "fp16", "--distributed-optimizer", "--no-sequence-parallel",
       "--no-cuda-sync-events"]),
     # The interleaved schedule needs more than two stages.
-    (dict(pp=3, virtual_stages=2, micro_batch=2, unfused_attention=True, event_records=False),
+    (dict(pp=3, virtual_stages=2, micro_batch=2, unfused_attention=True, event_records=False,
+          stream_waits=False),
      ["--pp", "3", "--virtual-stages", "2", "--micro-batch", "2", "--unfused-attention",
-      "--no-event-records"]),
+      "--no-event-records", "--no-stream-waits"]),
 ], ids=["layout", "recipe", "schedule"])
 def test_synth_writes_what_the_cli_writes(tmp_path, lumos_bin, recipe, flags):
     from conftest import run_cli
@@ -343,3 +344,67 @@ def test_prediction_confidence_equals_the_cli(corpus, cli_json):
     fits = p.model_fits
     assert list(fits["model"]) == [m["model"] for m in cli["confidence"]["models"]]
     assert list(fits["used"]) == [m["used"] for m in cli["confidence"]["models"]]
+
+
+def test_predict_virtual_stages_equals_the_cli(tmp_path, cli_json):
+    # The interleaved schedule needs more than two stages; gpt-small's 12
+    # layers fill 3 stages x 2 chunks, its default 6 micro-batches 2 x pp.
+    files = lumos.synth("gpt-small", tmp_path, pp=3, steps=2, seed=2)
+    cli = cli_json(["predict", *files, "--virtual-stages", "2"])
+    p = lumos.predict(files, virtual_stages=2, progress=False)
+    assert p.report == cli
+    assert list(p.steps["predicted_ms"]) == [s["predicted_ms"] for s in cli["steps"]]
+
+
+def test_virtual_stages_on_two_stages_are_refused_as_by_the_cli(tmp_path, cli_error):
+    from lumos import ConfigError
+
+    files = lumos.synth("gpt-tiny", tmp_path, pp=2, steps=2, seed=1)
+    code, message = cli_error(["predict", *files, "--virtual-stages", "2"])
+    assert code == 2 and "more than 2 pipeline stages" in message
+    with pytest.raises(ConfigError) as e:
+        lumos.predict(files, virtual_stages=2, progress=False)
+    assert str(e.value) == message
+    with pytest.raises(ConfigError, match="virtual_stages must be at least 1"):
+        lumos.predict(files, virtual_stages=0, progress=False)
+
+
+def test_clock_hosts_are_empty_when_no_trace_names_its_host(corpus, cli_json):
+    path = str(corpus / DLRM)
+    cli = cli_json(["replay", path])
+    assert "hosts" not in cli["job"]["clock"]
+    hosts = lumos.replay(path, progress=False).clock_hosts
+    assert hosts.empty
+    assert list(hosts.columns) == ["host", "rank", "offset_us", "collective_ends", "residual_us"]
+
+
+def test_clock_hosts_hold_the_clis_host_offsets(corpus, cli_json, tmp_path):
+    import gzip
+    import json
+
+    # The DLRM ranks written again naming two hosts of four ranks each.
+    for r in range(8):
+        v = json.loads(gzip.open(corpus / DLRM / f"rank{r}.json.gz").read())
+        v["hostname"] = "a" if r < 4 else "b"
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(v))
+    cli = cli_json(["replay", str(tmp_path)])
+    hosts = lumos.replay(str(tmp_path), progress=False).clock_hosts
+    want = [(h["host"], rank, h["offset_us"], h["collective_ends"], h["residual_us"][i])
+            for h in cli["job"]["clock"]["hosts"] for i, rank in enumerate(h["ranks"])]
+    assert len(want) == 8
+    got = list(hosts[["host", "rank", "offset_us", "collective_ends", "residual_us"]]
+               .itertuples(index=False, name=None))
+    assert got == want
+
+
+def test_synth_without_stream_waits_writes_no_cuda_stream_wait_event(tmp_path):
+    import gzip
+
+    def text(files):
+        return "".join(gzip.open(f).read().decode() for f in files)
+
+    # Data parallelism puts the gradient all-reduce on a stream of its own.
+    on = lumos.synth("gpt-tiny", tmp_path / "on", dp=2, seed=5)
+    assert "cudaStreamWaitEvent" in text(on)
+    off = lumos.synth("gpt-tiny", tmp_path / "off", dp=2, seed=5, stream_waits=False)
+    assert "cudaStreamWaitEvent" not in text(off)

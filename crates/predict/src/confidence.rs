@@ -11,8 +11,9 @@ use lumos_sim::{critical_path_hops_since, step_spans, timed_hops, Bound, Schedul
 use crate::config::{Coord, Layout};
 use crate::discover::{Confidence, GroupClass};
 use crate::edits::Prediction;
-use crate::models::{gpu_for_device, Source};
+use crate::models::{gpu_for_device, LinkCalibration, Source};
 use crate::outcome::{Outcome, Steadiness};
+use lumos_models::NetworkModel;
 
 /// Modelled GPU time above this share lowers the verdict to medium.
 pub const MODELLED_MEDIUM: f64 = 0.10;
@@ -187,14 +188,40 @@ fn target_groups(p: &Prediction) -> Vec<(&'static str, GroupClass, Vec<i64>)> {
     .collect()
 }
 
-/// The link class each group of the target crosses.
-fn link_of(p: &Prediction, ranks: &[i64]) -> &'static str {
+/// The network the target runs on: `--network`'s when given, so that its
+/// node size decides which groups cross nodes, else the trace's calibrated
+/// one.
+fn target_network(p: &Prediction) -> NetworkModel {
+    p.target
+        .network
+        .as_ref()
+        .map_or_else(|| p.base.network.model(), |(m, _)| *m)
+}
+
+/// The link class `ranks` cross on `net`.
+fn link_on(net: &NetworkModel, ranks: &[i64]) -> &'static str {
     let r: Vec<usize> = ranks.iter().map(|&x| x.max(0) as usize).collect();
-    if p.base.network.model().spans_nodes(&r) {
+    if net.spans_nodes(&r) {
         "inter_node"
     } else {
         "intra_node"
     }
+}
+
+/// The link class each group of the target crosses.
+fn link_of(p: &Prediction, ranks: &[i64]) -> &'static str {
+    link_on(&target_network(p), ranks)
+}
+
+/// The link `ranks` cross on the target network `net` when the trace did
+/// not calibrate that link class (`links`, the baseline's calibration).
+fn uncalibrated_link(
+    links: &[LinkCalibration],
+    net: &NetworkModel,
+    ranks: &[i64],
+) -> Option<&'static str> {
+    let link = link_on(net, ranks);
+    (!links.iter().any(|l| l.link == link && l.calibrated)).then_some(link)
 }
 
 fn target_links(p: &Prediction) -> Vec<&'static str> {
@@ -222,12 +249,15 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
         GroupClass::Data => t.dp != b.dp,
         _ => t.tp != b.tp,
     };
+    let net = target_network(p);
     for (name, class, ranks) in target_groups(p) {
-        if changed(class) && !p.base.network.calibrated_for(&ranks) {
+        if !changed(class) {
+            continue;
+        }
+        if let Some(link) = uncalibrated_link(&p.base.network.links, &net, &ranks) {
             out.push(format!(
-                "{name} collectives over the {} link, which the trace did not calibrate \
-                 (preset values)",
-                link_of(p, &ranks)
+                "{name} collectives over the {link} link, which the trace did not calibrate \
+                 (preset values)"
             ));
         }
     }
@@ -558,5 +588,58 @@ mod tests {
         // Every reason, gravest first.
         assert_eq!(reasons.len(), 2, "{reasons:?}");
         assert!(reasons[0].contains("2 extrapolations"), "{reasons:?}");
+    }
+
+    fn net(gpus_per_node: usize) -> NetworkModel {
+        let link = lumos_models::Link {
+            bandwidth_gbps: 100.0,
+            efficiency: 0.8,
+            hop_latency_us: 1.0,
+        };
+        NetworkModel {
+            intra_node: link,
+            inter_node: link,
+            gpus_per_node,
+            base_latency_us: 5.0,
+            multi_rail: false,
+        }
+    }
+
+    fn calibrated(link: &'static str) -> LinkCalibration {
+        LinkCalibration {
+            link,
+            samples: 4,
+            effective_gbps: 80.0,
+            latency_scale: 1.0,
+            mean_abs_error_pct: 3.0,
+            calibrated: true,
+            method: "alpha_beta",
+            collectives: 4,
+            unsized_collectives: 0,
+            latency_calibrated: true,
+        }
+    }
+
+    #[test]
+    fn the_target_networks_node_size_decides_the_link() {
+        // A trace of four GPUs per node calibrated only its NVLink; a group
+        // of eight crosses nodes there, but fits in one node of eight.
+        let links = [calibrated("intra_node")];
+        let group: Vec<i64> = (0..8).collect();
+        assert_eq!(
+            uncalibrated_link(&links, &net(4), &group),
+            Some("inter_node")
+        );
+        assert_eq!(uncalibrated_link(&links, &net(8), &group), None);
+        assert_eq!(link_on(&net(8), &group), "intra_node");
+        // An uncalibrated link inside the node is still reported.
+        let preset = [LinkCalibration {
+            calibrated: false,
+            ..calibrated("intra_node")
+        }];
+        assert_eq!(
+            uncalibrated_link(&preset, &net(8), &group),
+            Some("intra_node")
+        );
     }
 }

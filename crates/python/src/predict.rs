@@ -7,7 +7,7 @@ use std::sync::Arc;
 use lumos_graph::build;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, Input, KernelScale, PredictError, Prediction, TraceContext,
+    network_preset, Baseline, Edit, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
 use lumos_report::network_from_json;
 use pyo3::prelude::*;
@@ -21,6 +21,7 @@ struct Target {
     dp: Option<u32>,
     pp: Option<u32>,
     microbatches: Option<u32>,
+    virtual_stages: Option<u32>,
     layers: Option<u32>,
     hidden: Option<u64>,
     ffn: Option<u64>,
@@ -44,6 +45,7 @@ fn check(t: &Target) -> Result<()> {
         ("pp", t.pp),
         ("tp", t.tp),
         ("microbatches", t.microbatches),
+        ("virtual_stages", t.virtual_stages),
         ("layers", t.layers),
     ] {
         if v == Some(0) {
@@ -72,37 +74,24 @@ fn network(arg: &str) -> std::result::Result<(NetworkModel, String), PredictErro
     network_from_json(&text, arg)
 }
 
+/// Every edit applied together, in the CLI's order (the target is judged
+/// as a whole, so that e.g. `pp` and `virtual_stages` are checked jointly).
 fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'b>, PredictError> {
-    let mut p = base.identity();
-    if let Some(x) = t.pp {
-        p = p.with_pp(x)?;
-    }
-    if let Some(x) = t.microbatches {
-        p = p.with_microbatches(x)?;
-    }
-    if let Some(x) = t.layers {
-        p = p.with_layers(x)?;
-    }
-    if let Some(x) = t.hidden {
-        p = p.with_hidden(x)?;
-    }
-    if let Some(x) = t.ffn {
-        p = p.with_ffn(x)?;
-    }
-    if let Some(x) = t.tp {
-        p = p.with_tp(x)?;
-    }
-    if let Some(x) = t.dp {
-        p = p.with_dp(x)?;
-    }
-    for k in &t.scale_kernels {
-        p = p.with_kernel_scale(k.clone())?;
-    }
+    let mut edits = Vec::new();
+    edits.extend(t.pp.map(Edit::Pp));
+    edits.extend(t.microbatches.map(Edit::Microbatches));
+    edits.extend(t.virtual_stages.map(Edit::VirtualStages));
+    edits.extend(t.layers.map(Edit::Layers));
+    edits.extend(t.hidden.map(Edit::Hidden));
+    edits.extend(t.ffn.map(Edit::Ffn));
+    edits.extend(t.tp.map(Edit::Tp));
+    edits.extend(t.dp.map(Edit::Dp));
+    edits.extend(t.scale_kernels.iter().cloned().map(Edit::KernelScale));
     if let Some(n) = &t.network {
         let (net, what) = network(n)?;
-        p = p.with_network(net, what)?;
+        edits.push(Edit::Network(net, what));
     }
-    Ok(p)
+    base.identity().with_edits(edits)
 }
 
 fn run(
@@ -186,7 +175,7 @@ pub struct PredictOptions {
 impl PredictOptions {
     /// Checks the target; a bad value is a `ConfigError`.
     #[new]
-    #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None))]
+    #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None, virtual_stages = None))]
     #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
     fn py_new(
         dp: Option<u32>,
@@ -198,6 +187,7 @@ impl PredictOptions {
         tp: Option<u32>,
         scale_kernels: Vec<String>,
         network: Option<String>,
+        virtual_stages: Option<u32>,
     ) -> PyResult<PredictOptions> {
         let scale_kernels = scale_kernels
             .iter()
@@ -210,6 +200,7 @@ impl PredictOptions {
             dp,
             pp,
             microbatches,
+            virtual_stages,
             layers,
             hidden,
             ffn,

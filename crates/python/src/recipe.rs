@@ -27,13 +27,14 @@ pub struct SynthRecipe {
     unfused_attention: bool,
     cuda_sync_events: bool,
     event_records: bool,
+    stream_waits: bool,
 }
 
 #[pymethods]
 impl SynthRecipe {
     /// Checks and keeps the recipe; a bad name is a `ConfigError`.
     #[new]
-    #[pyo3(signature = (cluster = None, global_batch = None, micro_batch = None, virtual_stages = None, sequence_parallel = true, distributed_optimizer = false, recompute = None, precision = None, unfused_attention = false, cuda_sync_events = true, event_records = true))]
+    #[pyo3(signature = (cluster = None, global_batch = None, micro_batch = None, virtual_stages = None, sequence_parallel = true, distributed_optimizer = false, recompute = None, precision = None, unfused_attention = false, cuda_sync_events = true, event_records = true, stream_waits = true))]
     #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
     fn py_new(
         cluster: Option<&str>,
@@ -47,6 +48,7 @@ impl SynthRecipe {
         unfused_attention: bool,
         cuda_sync_events: bool,
         event_records: bool,
+        stream_waits: bool,
     ) -> PyResult<SynthRecipe> {
         let cluster = cluster
             .map(|c| Cluster::preset(c).map_err(|e| Error::config(format!("cluster: {e}"))))
@@ -77,6 +79,7 @@ impl SynthRecipe {
             unfused_attention,
             cuda_sync_events,
             event_records,
+            stream_waits,
         })
     }
 }
@@ -95,6 +98,7 @@ impl Default for SynthRecipe {
             unfused_attention: false,
             cuda_sync_events: true,
             event_records: true,
+            stream_waits: true,
         }
     }
 }
@@ -143,6 +147,7 @@ impl SynthRecipe {
         }
         t.cuda_sync_events = self.cuda_sync_events;
         t.event_records = self.event_records;
+        t.stream_waits = self.stream_waits;
         Ok(())
     }
 }

@@ -177,6 +177,7 @@ const TABLES: &[&str] = &[
     "waiting",
     "job_critical_path",
     "clock",
+    "clock_hosts",
 ];
 
 #[pymethods]
@@ -259,6 +260,7 @@ impl ReplayResult {
             "waiting" => waiting_table(job),
             "job_critical_path" => job_path_table(job),
             "clock" => clock_table(job),
+            "clock_hosts" => clock_hosts_table(job),
             _ => return None,
         })
     }
@@ -531,5 +533,22 @@ fn clock_table(job: Option<&JobReport>) -> Table {
         .bool("aligned", |r| {
             !r.0.clock.unaligned_ranks.contains(&r.1.rank)
         })
+        .build()
+}
+
+/// One row per rank of each host the traces name (none when no trace
+/// names its host): the host's shared offset and the rank's residual.
+fn clock_hosts_table(job: Option<&JobReport>) -> Table {
+    let rows: Vec<_> = job
+        .into_iter()
+        .flat_map(|j| &j.clock.hosts)
+        .flat_map(|h| (0..h.ranks.len()).map(move |i| (h, i)))
+        .collect();
+    Builder::new(&rows)
+        .str("host", |r| r.0.host.as_str())
+        .int("rank", |r| r.0.ranks[r.1].into())
+        .f64("offset_us", |r| r.0.offset_us)
+        .int("collective_ends", |r| r.0.collective_ends as i64)
+        .opt_f64("residual_us", |r| r.0.residual_us.get(r.1).copied())
         .build()
 }
