@@ -75,6 +75,56 @@ impl Edit {
     }
 }
 
+/// The edits a front end asks for, by kind (`None` or empty where not
+/// asked). [`EditSet::into_edits`] lists them in the one order the CLI and
+/// the Python package both apply them in, so a target is judged as a whole
+/// and the same way everywhere.
+#[derive(Debug, Clone, Default)]
+pub struct EditSet {
+    /// Pipeline stages.
+    pub pp: Option<u32>,
+    /// Micro-batches per step.
+    pub microbatches: Option<u32>,
+    /// Virtual pipeline stages (interleaved 1F1B).
+    pub virtual_stages: Option<u32>,
+    /// Transformer layers.
+    pub layers: Option<u32>,
+    /// Hidden size.
+    pub hidden: Option<u64>,
+    /// Feed-forward size.
+    pub ffn: Option<u64>,
+    /// Tensor-parallel degree.
+    pub tp: Option<u32>,
+    /// Data-parallel degree.
+    pub dp: Option<u32>,
+    /// Kernel speed-ups.
+    pub scale_kernels: Vec<KernelScale>,
+    /// The target network, with a description.
+    pub network: Option<(NetworkModel, String)>,
+}
+
+impl EditSet {
+    /// The edits in application order: structure first (pipeline,
+    /// micro-batches, interleaving, layers, sizes, tensor and data
+    /// parallelism), then kernel speed-ups, then the network.
+    pub fn into_edits(self) -> Vec<Edit> {
+        let mut edits = Vec::new();
+        edits.extend(self.pp.map(Edit::Pp));
+        edits.extend(self.microbatches.map(Edit::Microbatches));
+        edits.extend(self.virtual_stages.map(Edit::VirtualStages));
+        edits.extend(self.layers.map(Edit::Layers));
+        edits.extend(self.hidden.map(Edit::Hidden));
+        edits.extend(self.ffn.map(Edit::Ffn));
+        edits.extend(self.tp.map(Edit::Tp));
+        edits.extend(self.dp.map(Edit::Dp));
+        edits.extend(self.scale_kernels.into_iter().map(Edit::KernelScale));
+        if let Some((net, what)) = self.network {
+            edits.push(Edit::Network(net, what));
+        }
+        edits
+    }
+}
+
 /// What to predict: a configuration, kernel speed-ups, a network.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {

@@ -111,7 +111,7 @@ pub use discover::{
     GroupReport, LayerHint, LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role,
     StepStructure, Structure, StructureReport, WorkClass,
 };
-pub use edits::{Edit, PredictedStage, Prediction, Target};
+pub use edits::{Edit, EditSet, PredictedStage, Prediction, Target};
 pub use error::PredictError;
 pub use models::{
     gpu_for_device, identify_gpu, network_preset, network_with, CommModel, ComputeModel,

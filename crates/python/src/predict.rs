@@ -7,7 +7,7 @@ use std::sync::Arc;
 use lumos_graph::build;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, Edit, Input, KernelScale, PredictError, Prediction, TraceContext,
+    network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
 use lumos_report::network_from_json;
 use pyo3::prelude::*;
@@ -77,21 +77,20 @@ fn network(arg: &str) -> std::result::Result<(NetworkModel, String), PredictErro
 /// Every edit applied together, in the CLI's order (the target is judged
 /// as a whole, so that e.g. `pp` and `virtual_stages` are checked jointly).
 fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'b>, PredictError> {
-    let mut edits = Vec::new();
-    edits.extend(t.pp.map(Edit::Pp));
-    edits.extend(t.microbatches.map(Edit::Microbatches));
-    edits.extend(t.virtual_stages.map(Edit::VirtualStages));
-    edits.extend(t.layers.map(Edit::Layers));
-    edits.extend(t.hidden.map(Edit::Hidden));
-    edits.extend(t.ffn.map(Edit::Ffn));
-    edits.extend(t.tp.map(Edit::Tp));
-    edits.extend(t.dp.map(Edit::Dp));
-    edits.extend(t.scale_kernels.iter().cloned().map(Edit::KernelScale));
-    if let Some(n) = &t.network {
-        let (net, what) = network(n)?;
-        edits.push(Edit::Network(net, what));
-    }
-    base.identity().with_edits(edits)
+    let network = t.network.as_deref().map(network).transpose()?;
+    let edits = EditSet {
+        pp: t.pp,
+        microbatches: t.microbatches,
+        virtual_stages: t.virtual_stages,
+        layers: t.layers,
+        hidden: t.hidden,
+        ffn: t.ffn,
+        tp: t.tp,
+        dp: t.dp,
+        scale_kernels: t.scale_kernels.clone(),
+        network,
+    };
+    base.identity().with_edits(edits.into_edits())
 }
 
 fn run(

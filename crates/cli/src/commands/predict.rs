@@ -9,7 +9,7 @@ use anyhow::Result;
 use lumos_graph::build;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, Edit, Input, KernelScale, PredictError, Prediction, TraceContext,
+    network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
 
@@ -171,20 +171,19 @@ pub fn apply<'b>(
     a: &TargetArgs,
     network: Option<(NetworkModel, String)>,
 ) -> Result<Prediction<'b>, PredictError> {
-    let mut edits = Vec::new();
-    edits.extend(a.pp.map(Edit::Pp));
-    edits.extend(a.microbatches.map(Edit::Microbatches));
-    edits.extend(a.virtual_stages.map(Edit::VirtualStages));
-    edits.extend(a.layers.map(Edit::Layers));
-    edits.extend(a.hidden.map(Edit::Hidden));
-    edits.extend(a.ffn.map(Edit::Ffn));
-    edits.extend(a.tp.map(Edit::Tp));
-    edits.extend(a.dp.map(Edit::Dp));
-    edits.extend(a.scale_kernels.iter().cloned().map(Edit::KernelScale));
-    if let Some((net, what)) = network {
-        edits.push(Edit::Network(net, what));
-    }
-    base.identity().with_edits(edits)
+    let edits = EditSet {
+        pp: a.pp,
+        microbatches: a.microbatches,
+        virtual_stages: a.virtual_stages,
+        layers: a.layers,
+        hidden: a.hidden,
+        ffn: a.ffn,
+        tp: a.tp,
+        dp: a.dp,
+        scale_kernels: a.scale_kernels.clone(),
+        network,
+    };
+    base.identity().with_edits(edits.into_edits())
 }
 
 /// The `--network` argument: a GPU preset name, or a JSON file, read here
