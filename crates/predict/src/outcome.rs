@@ -78,25 +78,6 @@ impl Prediction<'_> {
     }
 }
 
-/// One stage's tasks in a joint schedule, numbered from 0.
-struct StageTimes<'a> {
-    schedule: &'a Schedule,
-    offset: u32,
-    len: usize,
-}
-
-impl lumos_sim::TaskTimes for StageTimes<'_> {
-    fn task_count(&self) -> usize {
-        self.len
-    }
-    fn start_of(&self, t: TaskId) -> i64 {
-        self.schedule.start_of(TaskId(t.0 + self.offset))
-    }
-    fn end_of(&self, t: TaskId) -> i64 {
-        self.schedule.end_of(TaskId(t.0 + self.offset))
-    }
-}
-
 /// Deviation from the steady-state step that counts as noise however
 /// steady the measured run was.
 const STEADY_TOLERANCE: f64 = 0.05;
@@ -181,7 +162,7 @@ impl Outcome {
                     .collect(),
                 ..Graph::default()
             };
-            let times = StageTimes {
+            let times = lumos_sim::ScheduleSlice {
                 schedule: &schedule,
                 offset: off,
                 len: sub.tasks.len(),

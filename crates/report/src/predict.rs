@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use crate::analysis::{analyze, Analyses, AnalysisOptions};
 use crate::structure::StructureReport;
-use crate::timeline::StageTimes;
 use crate::units::ms;
 use crate::ReportError;
 
@@ -566,7 +565,7 @@ fn stage_rows(pred: &Prediction, replayed: &Outcome, outcome: &Outcome) -> Vec<S
 /// the joint schedule.
 fn stage_analysis(outcome: &Outcome, k: usize, graph: &lumos_graph::Graph) -> Analyses {
     let part = &outcome.job.parts[k];
-    let times = StageTimes {
+    let times = lumos_sim::ScheduleSlice {
         schedule: &outcome.schedule,
         offset: part.start,
         len: (part.end - part.start) as usize,

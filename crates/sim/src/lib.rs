@@ -105,7 +105,7 @@ pub use job::{
 };
 pub use metrics::{
     annotation_spans, breakdown, gpu_busy_intervals, gpu_busy_timeline, step_spans,
-    timeline_bin_ns, whole_span, Breakdown, BusyTimeline, SpanColumns, TaskTimes,
+    timeline_bin_ns, whole_span, Breakdown, BusyTimeline, ScheduleSlice, SpanColumns, TaskTimes,
     MAX_TIMELINE_BINS,
 };
 pub use options::{DurationScale, GpuSelector, SimOptions, DEFAULT_LAUNCH_QUEUE};

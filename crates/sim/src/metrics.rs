@@ -36,6 +36,31 @@ impl TaskTimes for Schedule {
     }
 }
 
+/// A run of consecutive tasks of a [`Schedule`], numbered from 0: one
+/// stage's (or one rank's) tasks in a joint schedule, with a blocking call
+/// starting when it was issued, as for the whole schedule.
+#[derive(Debug, Clone, Copy)]
+pub struct ScheduleSlice<'a> {
+    /// The joint schedule.
+    pub schedule: &'a Schedule,
+    /// The first task of the run in the joint schedule.
+    pub offset: u32,
+    /// How many tasks the run holds.
+    pub len: usize,
+}
+
+impl TaskTimes for ScheduleSlice<'_> {
+    fn task_count(&self) -> usize {
+        self.len
+    }
+    fn start_of(&self, t: TaskId) -> i64 {
+        self.schedule.start_of(TaskId(t.0 + self.offset))
+    }
+    fn end_of(&self, t: TaskId) -> i64 {
+        self.schedule.end_of(TaskId(t.0 + self.offset))
+    }
+}
+
 impl TaskTimes for [Span] {
     fn task_count(&self) -> usize {
         self.len()

@@ -26,7 +26,7 @@ use lumos_graph::{
     DepKind, Graph, Measured, ProcKind, RankMeta, ScopeId, Span, TaskId, TaskKind, TraceAbout,
 };
 use lumos_predict::{Baseline, Outcome, PredictedStage, Prediction};
-use lumos_sim::{annotation_spans, Schedule, TaskTimes};
+use lumos_sim::{annotation_spans, TaskTimes};
 use lumos_trace::{
     Category, DeviceProperties, DistributedInfo, Fields, FlowKind, FlowPhase, KinetoWriter, Layout,
     PgConfig, Trace,
@@ -205,7 +205,7 @@ impl<'a> Timeline<'a> {
             .enumerate()
             .map(|(k, st)| {
                 let part = job.parts[k].clone();
-                let times = StageTimes {
+                let times = lumos_sim::ScheduleSlice {
                     schedule: &outcome.schedule,
                     offset: part.start,
                     len: (part.end - part.start) as usize,
@@ -579,26 +579,6 @@ impl<'a> Timeline<'a> {
                 self.origin_ns + m.at_ns,
             );
         }
-    }
-}
-
-/// One stage's tasks in a joint schedule (a blocking call starts when it
-/// was issued, as in `lumos replay`).
-pub(crate) struct StageTimes<'a> {
-    pub schedule: &'a Schedule,
-    pub offset: u32,
-    pub len: usize,
-}
-
-impl TaskTimes for StageTimes<'_> {
-    fn task_count(&self) -> usize {
-        self.len
-    }
-    fn start_of(&self, t: TaskId) -> i64 {
-        self.schedule.start_of(TaskId(t.0 + self.offset))
-    }
-    fn end_of(&self, t: TaskId) -> i64 {
-        self.schedule.end_of(TaskId(t.0 + self.offset))
     }
 }
 
