@@ -630,6 +630,118 @@ fn extra_from(a: &RawArgs, input_dims: Option<InputDims>) -> EventExtra {
     }
 }
 
+/// The `args` members the model reads, by key.
+#[derive(Clone, Copy)]
+enum ArgKey {
+    Other,
+    Correlation,
+    ExternalId,
+    Stream,
+    Device,
+    Name,
+    SortIndex,
+    Labels,
+    SequenceNumber,
+    FwdThreadId,
+    WaitOnStream,
+    WaitOnEventRecordCorrId,
+    WaitOnEventId,
+    EventId,
+    GraphId,
+    GraphNodeId,
+    Bytes,
+    CollectiveName,
+    InNelems,
+    OutNelems,
+    GroupSize,
+    Dtype,
+    PgName,
+    PgDesc,
+    PgRanks,
+    Seq,
+    SrcRank,
+    DstRank,
+    InputDims,
+    InputType,
+    MemDeviceType,
+    MemDeviceId,
+    MemBytes,
+    MemTotalAllocated,
+    MemTotalReserved,
+}
+
+impl ArgKey {
+    /// The key `k`. A `match` on strings tries its arms one after another;
+    /// matching on the length first leaves one to three comparisons for
+    /// any key, known or not (kernels carry a dozen arguments the model
+    /// never reads).
+    #[inline]
+    fn of(k: &[u8]) -> ArgKey {
+        use ArgKey as K;
+        match k.len() {
+            3 if k == b"Seq" => K::Seq,
+            4 if k == b"name" => K::Name,
+            5 => match k {
+                b"bytes" => K::Bytes,
+                b"dtype" => K::Dtype,
+                b"Bytes" => K::MemBytes,
+                _ => K::Other,
+            },
+            6 => match k {
+                b"stream" => K::Stream,
+                b"device" => K::Device,
+                b"labels" => K::Labels,
+                _ => K::Other,
+            },
+            8 => match k {
+                b"event_id" => K::EventId,
+                b"graph id" => K::GraphId,
+                b"Src Rank" => K::SrcRank,
+                b"Dst Rank" => K::DstRank,
+                _ => K::Other,
+            },
+            9 if k == b"Device Id" => K::MemDeviceId,
+            10 => match k {
+                b"sort_index" => K::SortIndex,
+                b"Group size" => K::GroupSize,
+                b"Input Dims" | b"Input dims" => K::InputDims,
+                b"Input type" => K::InputType,
+                _ => K::Other,
+            },
+            11 => match k {
+                b"External id" | b"external id" => K::ExternalId,
+                b"correlation" => K::Correlation,
+                b"Device Type" => K::MemDeviceType,
+                _ => K::Other,
+            },
+            13 => match k {
+                b"Fwd thread id" => K::FwdThreadId,
+                b"graph node id" => K::GraphNodeId,
+                b"In msg nelems" => K::InNelems,
+                _ => K::Other,
+            },
+            14 => match k {
+                b"wait_on_stream" => K::WaitOnStream,
+                b"Out msg nelems" => K::OutNelems,
+                b"Total Reserved" => K::MemTotalReserved,
+                _ => K::Other,
+            },
+            15 => match k {
+                b"Sequence number" => K::SequenceNumber,
+                b"Collective name" => K::CollectiveName,
+                b"Total Allocated" => K::MemTotalAllocated,
+                _ => K::Other,
+            },
+            18 if k == b"Process Group Name" => K::PgName,
+            19 if k == b"Process Group Ranks" => K::PgRanks,
+            21 if k == b"wait_on_cuda_event_id" => K::WaitOnEventId,
+            25 if k == b"Process Group Description" => K::PgDesc,
+            33 if k == b"wait_on_cuda_event_record_corr_id" => K::WaitOnEventRecordCorrId,
+            _ => K::Other,
+        }
+    }
+}
+
 /// Stores `v`; true if it is a value (for [`RawArgs::has_extra`]).
 fn set<T>(field: &mut Option<T>, v: Option<T>) -> bool {
     *field = v;
@@ -1039,6 +1151,7 @@ impl<'a> Parser<'a> {
 
     /// Object members: calls `member` with each key, positioned at the
     /// value, which `member` must consume.
+    #[inline(always)]
     pub fn object(
         &mut self,
         mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<()>,
@@ -1064,6 +1177,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline(always)]
     fn event(&mut self, ev: &mut RawEvent<'a>) -> Result<()> {
         self.object(|p, key| {
             match &*key {
@@ -1117,76 +1231,86 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline(always)]
     fn args(&mut self, a: &mut RawArgs<'a>) -> Result<()> {
         self.object(|p, key| {
-            let extra = match &*key {
-                "correlation" => {
+            use ArgKey as K;
+            let extra = match ArgKey::of(key.as_bytes()) {
+                K::Other => {
+                    p.skip_value()?;
+                    false
+                }
+                K::Correlation => {
                     a.correlation = p.int()?;
                     false
                 }
-                "External id" | "external id" => {
+                K::ExternalId => {
                     a.external_id = p.int()?;
                     false
                 }
-                "stream" => {
+                K::Stream => {
                     a.stream = p.int()?;
                     false
                 }
-                "device" => {
+                K::Device => {
                     a.device = p.int()?;
                     false
                 }
-                "name" => {
+                K::Name => {
                     a.name = p.value()?.lenient_str();
                     false
                 }
-                "sort_index" => {
+                K::SortIndex => {
                     a.sort_index = p.int()?;
                     false
                 }
-                "labels" => {
+                K::Labels => {
                     a.labels = p.value()?.lenient_str();
                     false
                 }
-                "Sequence number" => set(&mut a.sequence_number, p.int()?),
-                "Fwd thread id" => set(&mut a.fwd_thread_id, p.int()?),
-                "wait_on_stream" => set(&mut a.wait_on_stream, p.int()?),
-                "wait_on_cuda_event_record_corr_id" => {
+                K::SequenceNumber => set(&mut a.sequence_number, p.int()?),
+                K::FwdThreadId => set(&mut a.fwd_thread_id, p.int()?),
+                K::WaitOnStream => set(&mut a.wait_on_stream, p.int()?),
+                K::WaitOnEventRecordCorrId => {
                     set(&mut a.wait_on_cuda_event_record_corr_id, p.int()?)
                 }
-                "wait_on_cuda_event_id" => set(&mut a.wait_on_cuda_event_id, p.int()?),
-                "event_id" => set(&mut a.event_id, p.int()?),
-                "graph id" => set(&mut a.graph_id, p.int()?),
-                "graph node id" => set(&mut a.graph_node_id, p.int()?),
-                "bytes" => set(&mut a.bytes, p.int()?),
-                "Collective name" => set(&mut a.collective_name, p.value()?.lenient_str()),
-                "In msg nelems" => set(&mut a.in_nelems, p.int()?),
-                "Out msg nelems" => set(&mut a.out_nelems, p.int()?),
-                "Group size" => set(&mut a.group_size, p.int()?),
-                "dtype" => set(&mut a.dtype, p.value()?.lenient_str()),
-                "Process Group Name" => set(&mut a.pg_name, p.value()?.lenient_str()),
-                "Process Group Description" => set(&mut a.pg_desc, p.value()?.lenient_str()),
-                "Process Group Ranks" => set(&mut a.pg_ranks, p.value()?.lenient_str()),
-                "Seq" => set(&mut a.seq, p.int()?),
-                "Src Rank" => set(&mut a.src_rank, p.int()?),
-                "Dst Rank" => set(&mut a.dst_rank, p.int()?),
-                "Input Dims" | "Input dims" => set(&mut a.input_dims, p.raw_value()?),
-                "Input type" => set(&mut a.input_type, p.raw_value()?),
+                K::WaitOnEventId => set(&mut a.wait_on_cuda_event_id, p.int()?),
+                K::EventId => set(&mut a.event_id, p.int()?),
+                K::GraphId => set(&mut a.graph_id, p.int()?),
+                K::GraphNodeId => set(&mut a.graph_node_id, p.int()?),
+                K::Bytes => set(&mut a.bytes, p.int()?),
+                K::CollectiveName => set(&mut a.collective_name, p.value()?.lenient_str()),
+                K::InNelems => set(&mut a.in_nelems, p.int()?),
+                K::OutNelems => set(&mut a.out_nelems, p.int()?),
+                K::GroupSize => set(&mut a.group_size, p.int()?),
+                K::Dtype => set(&mut a.dtype, p.value()?.lenient_str()),
+                K::PgName => set(&mut a.pg_name, p.value()?.lenient_str()),
+                K::PgDesc => set(&mut a.pg_desc, p.value()?.lenient_str()),
+                K::PgRanks => set(&mut a.pg_ranks, p.value()?.lenient_str()),
+                K::Seq => set(&mut a.seq, p.int()?),
+                K::SrcRank => set(&mut a.src_rank, p.int()?),
+                K::DstRank => set(&mut a.dst_rank, p.int()?),
+                K::InputDims => set(&mut a.input_dims, p.raw_value()?),
+                K::InputType => set(&mut a.input_type, p.raw_value()?),
                 // `[memory]` arguments: not extras of a complete event.
-                "Device Type" | "Device Id" | "Bytes" | "Total Allocated" | "Total Reserved" => {
-                    let v = p.int()?;
-                    let m = &mut a.memory;
-                    *match &*key {
-                        "Device Type" => &mut m.device_type,
-                        "Device Id" => &mut m.device_id,
-                        "Bytes" => &mut m.bytes,
-                        "Total Allocated" => &mut m.total_allocated,
-                        _ => &mut m.total_reserved,
-                    } = v;
+                K::MemDeviceType => {
+                    a.memory.device_type = p.int()?;
                     false
                 }
-                _ => {
-                    p.skip_value()?;
+                K::MemDeviceId => {
+                    a.memory.device_id = p.int()?;
+                    false
+                }
+                K::MemBytes => {
+                    a.memory.bytes = p.int()?;
+                    false
+                }
+                K::MemTotalAllocated => {
+                    a.memory.total_allocated = p.int()?;
+                    false
+                }
+                K::MemTotalReserved => {
+                    a.memory.total_reserved = p.int()?;
                     false
                 }
             };
@@ -1207,15 +1331,46 @@ impl<'a> Parser<'a> {
     /// digits) and where it ends, or `None` for any other value: the
     /// common case of [`Parser::int`] and [`Parser::micros`], read without
     /// building a [`Number`].
-    #[inline]
+    #[inline(always)]
     fn plain_int(&self) -> Option<(usize, u64)> {
         let start = self.i;
-        let (end, v) = match self.b.get(start) {
-            Some(b'1'..=b'9') => digit_run(self.b, start),
+        // Most integers (ids, pids, durations) have fewer than eight
+        // digits and eight bytes follow them: one load finds and converts
+        // them, with no loop. Longer ones are out of line.
+        if let Some(chunk) = self.b.get(start..start + 8) {
+            let t = digits_minus_zero(chunk);
+            let n = digit_count(t);
+            if n < 8 {
+                return plain_end(self.b, start, start + n, chunk[n], swar_value(t, n));
+            }
+        }
+        self.plain_int_long(start)
+    }
+
+    /// [`Parser::plain_int`] for eight digits or more (timestamps have 16),
+    /// or near the end of the element.
+    #[inline(never)]
+    fn plain_int_long(&self, start: usize) -> Option<(usize, u64)> {
+        let b = self.b;
+        let mut i = start;
+        let mut v: u64 = 0;
+        while let Some(chunk) = b.get(i..i + 8) {
+            let t = digits_minus_zero(chunk);
+            let n = digit_count(t);
+            if n > 0 {
+                v = v.wrapping_mul(POW10[n]).wrapping_add(swar_value(t, n));
+                i += n;
+            }
+            if n < 8 {
+                return plain_end(b, start, i, chunk[n], v);
+            }
+        }
+        let (end, v) = match b.get(start) {
+            Some(b'1'..=b'9') => digit_run(b, start),
             Some(b'0') => (start + 1, 0),
             _ => return None,
         };
-        match self.b.get(end) {
+        match b.get(end) {
             Some(b'.' | b'e' | b'E' | b'0'..=b'9') => None,
             _ if end - start > 19 => None,
             _ => Some((end, v)),
@@ -1232,7 +1387,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `pid`, `tid` (see [`Value::ident`]).
-    #[inline]
+    #[inline(always)]
     fn ident(&mut self) -> Result<Option<RawIdent<'a>>> {
         match self.plain_int() {
             Some((end, v)) => {
@@ -1246,7 +1401,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A lenient integer value (see [`Value::int`]).
-    #[inline]
+    #[inline(always)]
     fn int<T: FromJsonNumber>(&mut self) -> Result<Option<T>> {
         match self.plain_int() {
             Some((end, v)) => {
@@ -1258,7 +1413,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A time value (see [`Value::micros`]).
-    #[inline]
+    #[inline(always)]
     fn micros(&mut self) -> Result<Option<Micros>> {
         match self.plain_int() {
             Some((end, v)) => {
@@ -1712,14 +1867,7 @@ fn digit_run(b: &[u8], mut i: usize) -> (usize, u64) {
         if n == 0 {
             return (i, v);
         }
-        // The n digits moved to the top bytes, zeros below them: the
-        // value of all eight is the value of the n. Pairs, then fours,
-        // then eight (Lemire's method; the first digit is the lowest byte).
-        let t = t << (8 * (8 - n));
-        let t = t.wrapping_mul(10).wrapping_add(t >> 8) & 0x00ff_00ff_00ff_00ff;
-        let t = t.wrapping_mul(100).wrapping_add(t >> 16) & 0x0000_ffff_0000_ffff;
-        let t = t.wrapping_mul(10000).wrapping_add(t >> 32) & 0xffff_ffff;
-        v = v.wrapping_mul(POW10[n]).wrapping_add(t);
+        v = v.wrapping_mul(POW10[n]).wrapping_add(swar_value(t, n));
         i += n;
         if n < 8 {
             return (i, v);
@@ -1730,6 +1878,47 @@ fn digit_run(b: &[u8], mut i: usize) -> (usize, u64) {
         i += 1;
     }
     (i, v)
+}
+
+/// Eight bytes of text minus `'0'` each: a digit gives 0..=9.
+#[inline(always)]
+fn digits_minus_zero(chunk: &[u8]) -> u64 {
+    u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ (LO * u64::from(b'0'))
+}
+
+/// How many of the eight bytes of `t` ([`digits_minus_zero`]) are digits
+/// before the first that is not.
+#[inline(always)]
+fn digit_count(t: u64) -> usize {
+    // High bit of each byte above 9 (exact: no carries between bytes).
+    let non_digit = (((t & !HI).wrapping_add(LO * 0x76)) | t) & HI;
+    (non_digit.trailing_zeros() / 8) as usize
+}
+
+/// The plain integer `b[start..end]` of value `v`, followed by the byte
+/// `next` (not a digit): `None` if it is empty, longer than 19 digits,
+/// has a leading zero that does not stand alone, or goes on as a fraction
+/// or an exponent.
+#[inline(always)]
+fn plain_end(b: &[u8], start: usize, end: usize, next: u8, v: u64) -> Option<(usize, u64)> {
+    let len = end - start;
+    if len == 0 || len > 19 || (b[start] == b'0' && len > 1) || matches!(next, b'.' | b'e' | b'E') {
+        return None;
+    }
+    Some((end, v))
+}
+
+/// The value of the first `n` (1..=8) digits of `t`, eight bytes of text
+/// minus `'0'` each, the first digit in the lowest byte.
+#[inline(always)]
+fn swar_value(t: u64, n: usize) -> u64 {
+    // The n digits moved to the top bytes, zeros below them: the value of
+    // all eight is the value of the n. Pairs, then fours, then eight
+    // (Lemire's method).
+    let t = t << (8 * (8 - n));
+    let t = t.wrapping_mul(10).wrapping_add(t >> 8) & 0x00ff_00ff_00ff_00ff;
+    let t = t.wrapping_mul(100).wrapping_add(t >> 16) & 0x0000_ffff_0000_ffff;
+    t.wrapping_mul(10000).wrapping_add(t >> 32) & 0xffff_ffff
 }
 
 /// 10^n for n in 0..=8.

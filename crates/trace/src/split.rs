@@ -308,12 +308,49 @@ impl Splitter {
     /// if the buffer ends first. Scans 64 bytes at a time (see [`Block`]) and
     /// looks only at the brackets outside strings, checking that they match.
     fn nested_end(&mut self, buf: &[u8], start: usize) -> Result<Option<usize>, ScanError> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { self.nested_end_avx2(buf, start) };
+        }
+        self.nested_end_with(buf, start, Block::at)
+    }
+
+    /// [`Splitter::nested_end`] with the block masks built from two 32-byte
+    /// loads instead of four 16-byte ones: a third of the instructions of
+    /// the splitter's inner loop.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn nested_end_avx2(
+        &mut self,
+        buf: &[u8],
+        start: usize,
+    ) -> Result<Option<usize>, ScanError> {
+        // The closure and `nested_end_with` are inlined here, so compiled
+        // with AVX2 too.
+        self.nested_end_with(buf, start, |buf, p| {
+            // SAFETY: this function's caller checked for AVX2.
+            unsafe { Block::at_avx2(buf, p) }
+        })
+    }
+
+    /// [`Splitter::nested_end`], building block masks with `block`.
+    #[inline(always)]
+    fn nested_end_with(
+        &mut self,
+        buf: &[u8],
+        start: usize,
+        block: impl Fn(&[u8], usize) -> Block,
+    ) -> Result<Option<usize>, ScanError> {
         self.stack.clear();
         let mut carry = Carry::default();
         let mut p = start;
         while p < buf.len() {
-            let block = Block::at(buf, p);
-            let mut brackets = block.brackets_outside_strings(&mut carry);
+            let mut brackets = block(buf, p).brackets_outside_strings(&mut carry);
             while brackets != 0 {
                 let i = p + brackets.trailing_zeros() as usize;
                 brackets &= brackets - 1;
@@ -343,6 +380,17 @@ impl Splitter {
         }
         Ok(None)
     }
+}
+
+/// `x`, hidden from the optimizer (no instruction is emitted).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn opaque(mut x: u64) -> u64 {
+    // SAFETY: an empty assembly block that leaves `x` in its register.
+    unsafe {
+        std::arch::asm!("/* {0} */", inout(reg) x, options(pure, nomem, nostack, preserves_flags));
+    }
+    x
 }
 
 /// State carried from one 64-byte block to the next.
@@ -409,6 +457,70 @@ impl Block {
             quote,
             backslash,
             bracket,
+        }
+    }
+
+    /// [`Block::at`] with AVX2.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn at_avx2(buf: &[u8], p: usize) -> Block {
+        match buf.get(p..p + 64) {
+            // SAFETY: as this function's (AVX2 is there).
+            Some(b) => unsafe { Block::of_avx2(b.try_into().expect("64 bytes")) },
+            None => {
+                let mut padded = [b' '; 64];
+                padded[..buf.len() - p].copy_from_slice(&buf[p..]);
+                // SAFETY: as above.
+                unsafe { Block::of_avx2(&padded) }
+            }
+        }
+    }
+
+    /// [`Block::of`] with AVX2.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn of_avx2(b: &[u8; 64]) -> Block {
+        use std::arch::x86_64::*;
+        let (mut quote, mut backslash, mut bracket) = (0u64, 0u64, 0u64);
+        // SAFETY: the caller checked for AVX2, and each unaligned 32-byte
+        // load is inside the 64-byte array.
+        #[allow(unused_unsafe)]
+        unsafe {
+            let q = _mm256_set1_epi8(b'"' as i8);
+            let bs = _mm256_set1_epi8(b'\\' as i8);
+            // `[` `]` are `{` `}` with bit 0x20 clear; setting it folds them.
+            let case = _mm256_set1_epi8(0x20);
+            let open = _mm256_set1_epi8(b'{' as i8);
+            let close = _mm256_set1_epi8(b'}' as i8);
+            for k in 0..2 {
+                let v = _mm256_loadu_si256(b.as_ptr().add(32 * k) as *const __m256i);
+                let folded = _mm256_or_si256(v, case);
+                let mask = |m: __m256i| _mm256_movemask_epi8(m) as u32 as u64;
+                quote |= mask(_mm256_cmpeq_epi8(v, q)) << (32 * k);
+                backslash |= mask(_mm256_cmpeq_epi8(v, bs)) << (32 * k);
+                bracket |= mask(_mm256_or_si256(
+                    _mm256_cmpeq_epi8(folded, open),
+                    _mm256_cmpeq_epi8(folded, close),
+                )) << (32 * k);
+            }
+        }
+        // Without the barrier LLVM rewrites the masks as vectors of single
+        // bits and then takes them apart bit by bit (three times the
+        // instructions of the SSE2 version).
+        Block {
+            quote: opaque(quote),
+            backslash: opaque(backslash),
+            bracket: opaque(bracket),
         }
     }
 
@@ -609,6 +721,14 @@ mod tests {
             proptest::prop_assert_eq!(fast.quote, slow.quote);
             proptest::prop_assert_eq!(fast.backslash, slow.backslash);
             proptest::prop_assert_eq!(fast.bracket, slow.bracket);
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 is there (checked just above).
+                let wide = unsafe { Block::of_avx2(b) };
+                proptest::prop_assert_eq!(wide.quote, slow.quote);
+                proptest::prop_assert_eq!(wide.backslash, slow.backslash);
+                proptest::prop_assert_eq!(wide.bracket, slow.bracket);
+            }
         }
 
         #[test]
@@ -617,7 +737,10 @@ mod tests {
             let mut buf = b"{".to_vec();
             buf.extend_from_slice(&tail);
             let got = Splitter::new().nested_end(&buf, 0).map_err(|e| e.offset);
-            proptest::prop_assert_eq!(got, nested_end_reference(&buf, 0));
+            proptest::prop_assert_eq!(&got, &nested_end_reference(&buf, 0));
+            // The SSE2 path too, where `nested_end` took the AVX2 one.
+            let sse2 = Splitter::new().nested_end_with(&buf, 0, Block::at).map_err(|e| e.offset);
+            proptest::prop_assert_eq!(sse2, got);
         }
     }
 

@@ -281,9 +281,10 @@ proptest::proptest! {
 
     /// The fast paths for plain integers (`int`, `micros`, `ident`,
     /// `skip_value`) agree with the general number path on any number-like
-    /// text, valid or not.
+    /// text, valid or not, with or without eight bytes after it (the
+    /// one-load path of `plain_int`).
     #[test]
-    fn integer_fast_paths_match_general_path(text in "-?[0-9]{0,24}(\\.[0-9]{0,5})?([eE][-+]?[0-9]{0,3})?[,} x]?") {
+    fn integer_fast_paths_match_general_path(text in "-?[0-9]{0,24}(\\.[0-9]{0,5})?([eE][-+]?[0-9]{0,3})?[,} x]?[ ,}x0]{0,9}") {
         let general = |text: &str| {
             let mut p = Parser::new(text);
             let v = p.value().map(|v| match v {
