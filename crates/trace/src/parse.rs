@@ -1333,7 +1333,18 @@ impl<'a> Parser<'a> {
     /// building a [`Number`].
     #[inline(always)]
     fn plain_int(&self) -> Option<(usize, u64)> {
-        let start = self.i;
+        let (end, v) = self.int_part(self.i)?;
+        match self.b.get(end) {
+            Some(b'.' | b'e' | b'E') => None,
+            _ => Some((end, v)),
+        }
+    }
+
+    /// The integer part of a number without a sign at `start` (at most 19
+    /// digits, no leading zero unless alone), its end and value; what
+    /// follows is not looked at.
+    #[inline(always)]
+    fn int_part(&self, start: usize) -> Option<(usize, u64)> {
         // Most integers (ids, pids, durations) have fewer than eight
         // digits and eight bytes follow them: one load finds and converts
         // them, with no loop. Longer ones are out of line.
@@ -1341,20 +1352,28 @@ impl<'a> Parser<'a> {
             let t = digits_minus_zero(chunk);
             let n = digit_count(t);
             if n < 8 {
-                return plain_end(self.b, start, start + n, chunk[n], swar_value(t, n));
+                if n == 0 || (chunk[0] == b'0' && n > 1) {
+                    return None;
+                }
+                return Some((start + n, swar_value(t, n)));
             }
         }
-        self.plain_int_long(start)
+        self.int_part_long(start)
     }
 
-    /// [`Parser::plain_int`] for eight digits or more (timestamps have 16),
+    /// [`Parser::int_part`] for eight digits or more (timestamps have 16),
     /// or near the end of the element.
     #[inline(never)]
-    fn plain_int_long(&self, start: usize) -> Option<(usize, u64)> {
+    fn int_part_long(&self, start: usize) -> Option<(usize, u64)> {
         let b = self.b;
         let mut i = start;
         let mut v: u64 = 0;
-        while let Some(chunk) = b.get(i..i + 8) {
+        loop {
+            let Some(chunk) = b.get(i..i + 8) else {
+                // Near the end: the rest a byte at a time.
+                (i, v) = digit_run_from(b, i, v);
+                break;
+            };
             let t = digits_minus_zero(chunk);
             let n = digit_count(t);
             if n > 0 {
@@ -1362,19 +1381,34 @@ impl<'a> Parser<'a> {
                 i += n;
             }
             if n < 8 {
-                return plain_end(b, start, i, chunk[n], v);
+                break;
             }
         }
-        let (end, v) = match b.get(start) {
-            Some(b'1'..=b'9') => digit_run(b, start),
-            Some(b'0') => (start + 1, 0),
-            _ => return None,
-        };
-        match b.get(end) {
-            Some(b'.' | b'e' | b'E' | b'0'..=b'9') => None,
-            _ if end - start > 19 => None,
-            _ => Some((end, v)),
+        let len = i - start;
+        if len == 0 || len > 19 || (b[start] == b'0' && len > 1) {
+            return None;
         }
+        Some((i, v))
+    }
+
+    /// The fraction digits of a number at `start` (after the `.`), if
+    /// there are one to seven and no exponent follows: where they end,
+    /// the first three as an integer (`.5` gives 500), and whether the
+    /// fourth is 5 or more, as [`Parser::number`] computes them.
+    #[inline(always)]
+    fn short_fraction(&self, start: usize) -> Option<(usize, u64, bool)> {
+        let chunk = self.b.get(start..start + 8)?;
+        let n = digit_count(digits_minus_zero(chunk));
+        if n == 0 || n == 8 || matches!(chunk[n], b'e' | b'E') {
+            return None;
+        }
+        let d = |k: usize| u64::from(chunk[k] - b'0');
+        let frac3 = match n {
+            1 => d(0) * 100,
+            2 => d(0) * 100 + d(1) * 10,
+            _ => d(0) * 100 + d(1) * 10 + d(2),
+        };
+        Some((start + n, frac3, n > 3 && d(3) >= 5))
     }
 
     /// `ph`, `cat`, `name` (see [`Value::opt_str`]).
@@ -1412,17 +1446,27 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A time value (see [`Value::micros`]).
+    /// A time value (see [`Value::micros`]). Plain integers and decimals
+    /// with up to seven fraction digits (`1669783687464181`, `5112.002`)
+    /// are converted here, anything else by the general path.
     #[inline(always)]
     fn micros(&mut self) -> Result<Option<Micros>> {
-        match self.plain_int() {
-            Some((end, v)) => {
+        if let Some((end, int)) = self.int_part(self.i) {
+            let frac = match self.b.get(end) {
+                Some(b'e' | b'E') => None,
+                Some(b'.') => self.short_fraction(end + 1),
+                _ => Some((end, 0, false)),
+            };
+            if let Some((end, frac3, round_up)) = frac {
                 self.i = end;
-                let ns = v.checked_mul(1000).and_then(|n| i64::try_from(n).ok());
-                Ok(Some(ns.map_or(Micros::OutOfRange, Micros::Ns)))
+                let ns = int
+                    .checked_mul(1000)
+                    .and_then(|n| n.checked_add(frac3 + u64::from(round_up)))
+                    .and_then(|n| i64::try_from(n).ok());
+                return Ok(Some(ns.map_or(Micros::OutOfRange, Micros::Ns)));
             }
-            None => Ok(self.value()?.micros()),
         }
+        Ok(self.value()?.micros())
     }
 
     /// Reads the value here (containers are skipped).
@@ -1895,19 +1939,6 @@ fn digit_count(t: u64) -> usize {
     (non_digit.trailing_zeros() / 8) as usize
 }
 
-/// The plain integer `b[start..end]` of value `v`, followed by the byte
-/// `next` (not a digit): `None` if it is empty, longer than 19 digits,
-/// has a leading zero that does not stand alone, or goes on as a fraction
-/// or an exponent.
-#[inline(always)]
-fn plain_end(b: &[u8], start: usize, end: usize, next: u8, v: u64) -> Option<(usize, u64)> {
-    let len = end - start;
-    if len == 0 || len > 19 || (b[start] == b'0' && len > 1) || matches!(next, b'.' | b'e' | b'E') {
-        return None;
-    }
-    Some((end, v))
-}
-
 /// The value of the first `n` (1..=8) digits of `t`, eight bytes of text
 /// minus `'0'` each, the first digit in the lowest byte.
 #[inline(always)]
@@ -1919,6 +1950,17 @@ fn swar_value(t: u64, n: usize) -> u64 {
     let t = t.wrapping_mul(10).wrapping_add(t >> 8) & 0x00ff_00ff_00ff_00ff;
     let t = t.wrapping_mul(100).wrapping_add(t >> 16) & 0x0000_ffff_0000_ffff;
     t.wrapping_mul(10000).wrapping_add(t >> 32) & 0xffff_ffff
+}
+
+/// The digits at `b[i..]` one at a time, appended to `v`: where they end
+/// and the value (wrapping; the caller checks the length).
+#[inline]
+fn digit_run_from(b: &[u8], mut i: usize, mut v: u64) -> (usize, u64) {
+    while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    (i, v)
 }
 
 /// 10^n for n in 0..=8.
