@@ -1180,16 +1180,19 @@ impl<'a> Parser<'a> {
     #[inline(always)]
     fn event(&mut self, ev: &mut RawEvent<'a>) -> Result<()> {
         self.object(|p, key| {
-            match &*key {
-                "ph" => ev.ph = p.opt_str()?,
-                "cat" => ev.cat = p.opt_str()?,
-                "name" => ev.name = p.opt_str()?,
-                "pid" => ev.pid = p.ident()?,
-                "tid" => ev.tid = p.ident()?,
-                "ts" => ev.ts = p.micros()?,
-                "dur" => ev.dur = p.micros()?,
-                "id" => ev.id = p.int()?,
-                "args" => match p.b.get(p.i) {
+            // On the length first, as in `ArgKey::of`: one or two
+            // comparisons for any key.
+            let k = key.as_bytes();
+            match k.len() {
+                2 if k == b"ph" => ev.ph = p.opt_str()?,
+                2 if k == b"ts" => ev.ts = p.micros()?,
+                2 if k == b"id" => ev.id = p.int()?,
+                3 if k == b"cat" => ev.cat = p.opt_str()?,
+                3 if k == b"pid" => ev.pid = p.ident()?,
+                3 if k == b"tid" => ev.tid = p.ident()?,
+                3 if k == b"dur" => ev.dur = p.micros()?,
+                4 if k == b"name" => ev.name = p.opt_str()?,
+                4 if k == b"args" => match p.b.get(p.i) {
                     // `args` holds values only after an earlier `args`
                     // object (`has_args`): resetting costs, so only then.
                     Some(b'{') => {
