@@ -117,12 +117,25 @@ pub struct Training {
     /// `--overlap-p2p-communication`, on in NeMo's interleaved recipes);
     /// default off: Megatron waits on every request.
     pub p2p_overlap: bool,
-    /// `torch.cuda.synchronize()` after every batched pipeline transfer
-    /// (Megatron-LM's `_communicate` "to protect against race condition
-    /// when using batch_isend_irecv()": always in the 2021-2022 code,
-    /// Megatron-core's `batch_p2p_comm` and `batch_p2p_sync`, both on by
-    /// default, since): the CPU waits for every stream before it launches
-    /// the next pass. Default off.
+    /// `torch.cuda.synchronize()` after every batched pipeline transfer,
+    /// "to protect against race condition when using
+    /// batch_isend_irecv()": the CPU waits for every stream, the
+    /// data-parallel one included, before it launches the next pass.
+    /// Megatron-LM's `_communicate` did it unconditionally from February
+    /// 2021 (`megatron/p2p_communication.py`) to May 2023; since then
+    /// Megatron-core does it when `batch_p2p_comm and batch_p2p_sync`,
+    /// where `batch_p2p_sync` defaults to True with no flag to turn it off
+    /// and `batch_p2p_comm = not overlap_p2p_comm`
+    /// (`megatron/training/argument_utils.py`), and the non-interleaved
+    /// schedule forces `overlap_p2p_comm` off, so Megatron runs the plain
+    /// 1F1B with it. It has no effect with [`Training::p2p_overlap`]
+    /// (Megatron-core refuses both: "Can not use both overlap_p2p_comm and
+    /// batch_p2p_comm"), nor without pipeline parallelism; the DeepSpeed
+    /// pipeline engine's blocking `send`/`recv` do not synchronize.
+    /// Default off, although Megatron's is on: with it, `lumos predict`
+    /// mispredicts pipeline edits of short passes (docs/SYNTH.md, "Pipeline
+    /// transfers"), so the built-in example and the prediction tests would
+    /// move for that reason, not for the model's.
     pub p2p_sync: bool,
     /// `CUDA_LAUNCH_BLOCKING=1`: every kernel launch returns only when its
     /// kernel has finished, so the CPU never runs ahead and no stream

@@ -171,7 +171,7 @@ impl Rank<'_> {
         if !(send && self.training.p2p_overlap) {
             self.g.wait(COMPUTE, ev);
         }
-        if self.training.p2p_sync {
+        if self.training.p2p_sync && !self.training.p2p_overlap {
             self.g.device_sync();
         }
         if !send && self.scattered() {

@@ -129,7 +129,7 @@ pub fn report(rows: &[Row], outcomes: &[Outcome], fitted: &[(Param, f64)]) -> St
     table(&mut out, &val);
     out.push_str("\n## Lumos GPT-3 15B runs\n\n");
     table(&mut out, &lumos);
-    lumos_bounds::section(&mut out, &lumos);
+    lumos_bounds::section(&mut out, &lumos, &pick(&|r| !r.is_lumos()));
     out.push_str("\n## Left out\n\n");
     for (what, why) in excluded() {
         let _ = writeln!(out, "- {what}: {why}.");

@@ -340,7 +340,9 @@ fn korthikanti_table4(out: &mut Vec<Row>) {
 /// pipeline, no sequence parallelism; the pipeline engine sends
 /// activations and gradients partitioned over the tensor-parallel ranks
 /// (`is_pipe_partitioned = is_model_parallel` in DeepSpeed's
-/// `runtime/pipe/engine.py`), as SC21's scatter/gather.
+/// `runtime/pipe/engine.py`), as SC21's scatter/gather, with blocking
+/// `dist.send` / `dist.recv` and no device synchronization after them
+/// (`runtime/pipe/p2p.py`: only its unused asynchronous path syncs).
 fn deepspeed(embedding_as_layer: bool) -> Training {
     Training {
         recompute: Recompute::Full,
@@ -350,6 +352,7 @@ fn deepspeed(embedding_as_layer: bool) -> Training {
         overlap_param_gather: false,
         embedding_as_layer,
         p2p_scatter_gather: true,
+        p2p_sync: false,
         ..Training::default()
     }
 }
@@ -551,8 +554,9 @@ fn nemo_rows(out: &mut Vec<Row>) {
 /// setup section) runs the non-interleaved 1F1B through Megatron-core with
 /// NeMo's `batch_p2p_comm` default (`self.cfg.get('batch_p2p_comm',
 /// True)`) and Megatron-core's `batch_p2p_sync = True`: a device
-/// synchronization after every pipeline transfer. The rest is the
-/// synthesizer's defaults.
+/// synchronization after every pipeline transfer (Megatron's default, not
+/// yet the synthesizer's: docs/SYNTH.md, "Pipeline transfers"). The rest
+/// is the synthesizer's defaults.
 fn lumos_training() -> Training {
     Training {
         p2p_sync: true,
