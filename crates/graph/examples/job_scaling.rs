@@ -1,13 +1,20 @@
-//! Times each stage of a multi-rank joint replay and estimates the memory
-//! its graphs take, for docs/PERFORMANCE.md.
+//! Times each stage of a multi-rank joint replay and measures the memory
+//! it holds, for docs/PERFORMANCE.md ("How jobs grow with ranks").
 //!
 //! `cargo run --release -p lumos-graph --example job_scaling -- DIR`
-//! (DIR holds one trace per rank; scripts/replicate_ranks.py makes large
-//! synthetic jobs from a real one).
+//!
+//! DIR holds one file per rank: compact graphs (`.lgraph`, from `lumos
+//! ingest`) or traces (`.json`, `.json.gz`; scripts/replicate_ranks.py
+//! makes large synthetic jobs from a real one). The stages are those of
+//! `lumos replay --job`: read every rank (one at a time), assemble (match
+//! collectives, align clocks), merge, simulate, then the rendezvous
+//! waits. Per stage it prints wall and CPU seconds (the machine is shared:
+//! CPU time is the steadier figure) and the resident size after it and at
+//! its peak (`VmHWM`, reset before each stage where the kernel allows).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::mem::size_of;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lumos_graph::*;
@@ -39,53 +46,122 @@ fn graph_bytes(g: &Graph) -> usize {
         + g.task_scopes.capacity() * size_of::<Option<ScopeId>>()
 }
 
+fn status_kb(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// User plus system CPU seconds of the whole process so far.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here;
+    // in clock ticks, 100 per second on Linux.
+    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
+}
+
+/// Runs one stage and prints its wall and CPU time, resident size after it
+/// and peak during it.
+fn stage<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    // Resets the high-water mark to the current resident size (Linux 4.0+);
+    // where not allowed, peaks are cumulative.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let (t, c) = (Instant::now(), cpu_s());
+    let out = f();
+    println!(
+        "  {name:<10} wall {:>7.2} s  cpu {:>7.2} s  rss after {:>7.0} MB  peak {:>7.0} MB",
+        t.elapsed().as_secs_f64(),
+        cpu_s() - c,
+        status_kb("VmRSS:") as f64 / 1e3,
+        status_kb("VmHWM:") as f64 / 1e3,
+    );
+    out
+}
+
+fn load(f: &Path) -> RankInput {
+    if lumos_store::is_lgraph_path(f) {
+        lumos_store::read_rank(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+    } else {
+        let trace = lumos_trace::read_path(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        RankInput::from_trace(&trace)
+    }
+}
+
 fn main() {
-    let dir = std::env::args().nth(1).expect("usage: job_scaling DIR");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `--owned`: merge with `merge_owned`, each rank's graph freed once
+    // appended, as a joint replay that needs no per-rank report can.
+    let owned = args.iter().any(|a| a == "--owned");
+    let dir = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .expect("usage: job_scaling [--owned] DIR")
+        .clone();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().contains(".json"))
+        .filter(|p| p.to_string_lossy().contains(".json") || lumos_store::is_lgraph_path(p))
         .collect();
     files.sort();
-    let t0 = Instant::now();
-    // One file at a time, as `lumos replay --job` does per thread.
-    let ranks: Vec<RankGraph> = files
-        .iter()
-        .map(|f| rank_graph(&lumos_trace::read_path(Path::new(f)).unwrap()).0)
-        .collect();
-    let t_load = t0.elapsed();
-    let t1 = Instant::now();
-    let m = match_collectives(&ranks);
-    let t_match = t1.elapsed();
-    let t2 = Instant::now();
-    let c = align_clocks(&ranks, &m);
-    let t_clock = t2.elapsed();
-    let t3 = Instant::now();
-    let (job, measured, _) = merge(&ranks, &m, &c);
-    let t_merge = t3.elapsed();
-    let t4 = Instant::now();
-    let s = lumos_sim::simulate_job(&job, &lumos_sim::SimOptions::default()).unwrap();
-    let t_sim = t4.elapsed();
-    let t5 = Instant::now();
-    let rv = lumos_sim::rendezvous_times(&job, &s);
-    let _ = lumos_sim::rank_waits(&job, &rv);
-    let t_waits = t5.elapsed();
-    let per_rank: usize = ranks.iter().map(|r| graph_bytes(&r.graph)).sum();
-    let tasks = job.graph.tasks.len();
     println!(
-        "ranks {} tasks {} rendezvous {} | read+build {:.0} ms, match {:.2} ms, clocks {:.2} ms, merge {:.1} ms, simulate {:.1} ms, waits {:.2} ms | per-rank graphs {:.1} MB, job graph {:.1} MB ({:.0} B/task), measured {:.1} MB",
-        ranks.len(),
+        "{dir}: {} files, {}",
+        files.len(),
+        if owned { "merge_owned" } else { "merge" }
+    );
+    // One file at a time, as `lumos replay --job` does per thread.
+    let inputs: Vec<RankInput> = stage("read", || files.iter().map(|f| load(f)).collect());
+    let per_rank: usize = inputs.iter().map(|r| graph_bytes(&r.graph.graph)).sum();
+    let mut job = stage("assemble", || assemble(inputs).expect("one job"));
+    let (jg, measured, _) = if owned {
+        let graphs = std::mem::take(&mut job.graphs);
+        stage("merge", || merge_owned(graphs, &job.matching, &job.clock))
+    } else {
+        stage("merge", || merge(&job.graphs, &job.matching, &job.clock))
+    };
+    let s = stage("simulate", || {
+        lumos_sim::simulate_job(&jg, &lumos_sim::SimOptions::default()).unwrap()
+    });
+    stage("waits", || {
+        let rv = lumos_sim::rendezvous_times(&jg, &s);
+        lumos_sim::rank_waits(&jg, &rv)
+    });
+    let tasks = jg.graph.tasks.len();
+    let g = &jg.graph;
+    println!(
+        "job graph per task: tasks {} x {} B, edges {:.2} x {} B, runtime deps {:.3} x {} B, task scopes {} B, processors {}, steps {}, scopes {}, names {}",
         tasks,
-        job.rendezvous.len(),
-        t_load.as_secs_f64() * 1e3,
-        t_match.as_secs_f64() * 1e3,
-        t_clock.as_secs_f64() * 1e3,
-        t_merge.as_secs_f64() * 1e3,
-        t_sim.as_secs_f64() * 1e3,
-        t_waits.as_secs_f64() * 1e3,
+        size_of::<Task>(),
+        g.edges.len() as f64 / tasks as f64,
+        size_of::<Edge>(),
+        g.runtime_deps.len() as f64 / tasks as f64,
+        size_of::<RuntimeDep>(),
+        size_of::<Option<ScopeId>>(),
+        g.processors.len(),
+        g.steps.len(),
+        g.scopes.len(),
+        g.names.len(),
+    );
+    println!(
+        "ranks {} tasks {} rendezvous {} makespan {} ns | per-rank graphs {:.1} MB ({:.0} B/task), job graph {:.1} MB ({:.0} B/task), measured {:.1} MB",
+        job.ranks.len(),
+        tasks,
+        jg.rendezvous.len(),
+        s.makespan_ns(),
         per_rank as f64 / 1e6,
-        graph_bytes(&job.graph) as f64 / 1e6,
-        graph_bytes(&job.graph) as f64 / tasks as f64,
+        per_rank as f64 / tasks as f64,
+        graph_bytes(&jg.graph) as f64 / 1e6,
+        graph_bytes(&jg.graph) as f64 / tasks as f64,
         (measured.tasks.len() * 16) as f64 / 1e6,
     );
 }

@@ -130,6 +130,28 @@ fn shifted_clocks_are_recovered() {
 }
 
 #[test]
+fn merge_owned_gives_what_merge_gives() {
+    let Some(traces) = dlrm_traces() else {
+        return;
+    };
+    let ranks = ranks_of(&traces);
+    // Also with one rank's clock off, so that releases move on the job
+    // timeline and transfers are timed across clocks.
+    let mut shifted = traces.clone();
+    shift_clock(&mut shifted[3], 2_000_000);
+    for ranks in [ranks, ranks_of(&shifted)] {
+        let m = match_collectives(&ranks);
+        let c = align_clocks(&ranks, &m);
+        let (a, ma, wa) = merge(&ranks, &m, &c);
+        let (b, mb, wb) = merge_owned(ranks.clone(), &m, &c);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        assert_eq!(format!("{ma:?}"), format!("{mb:?}"));
+        assert_eq!(wa, wb);
+        assert!(!a.rendezvous.is_empty());
+    }
+}
+
+#[test]
 fn merged_dlrm_job_is_a_valid_graph_with_transfer_durations() {
     let Some(traces) = dlrm_traces() else {
         return;

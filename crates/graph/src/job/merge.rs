@@ -183,11 +183,107 @@ impl JobGraph {
 /// graph's tasks and steps), and warnings about transfers that measured
 /// inconsistent (a participant ended well before another started: a wrong
 /// match or a bad clock offset).
+///
+/// The ranks stay as they are, so the job holds every task twice (once per
+/// rank, once merged); a caller that needs the ranks' graphs no more
+/// passes them to [`merge_owned`] instead.
 pub fn merge(
     ranks: &[RankGraph],
     m: &CollectiveMatch,
     clock: &ClockAlignment,
 ) -> (JobGraph, Measured, Vec<String>) {
+    let mut list = ranks;
+    merge_from(&mut list, m, clock)
+}
+
+/// [`merge`], taking the ranks: each rank's graph and measured times are
+/// freed as soon as they are appended to the job graph, so the job never
+/// holds every task twice (at 1,024 ranks that is the difference between
+/// fitting in 24 GB and not). The result is exactly [`merge`]'s.
+pub fn merge_owned(
+    ranks: Vec<RankGraph>,
+    m: &CollectiveMatch,
+    clock: &ClockAlignment,
+) -> (JobGraph, Measured, Vec<String>) {
+    let mut list = Owned {
+        ranks,
+        freed_tasks: 0,
+    };
+    merge_from(&mut list, m, clock)
+}
+
+/// The ranks [`merge_from`] appends one after another: borrowed, or owned
+/// and emptied as it goes.
+trait RankList {
+    fn ranks(&self) -> &[RankGraph];
+    /// Rank `p` has been appended: what only the job graph needs of it now
+    /// may go. [`couple`] still reads its rank and communication tasks.
+    fn appended(&mut self, p: usize);
+}
+
+impl RankList for &[RankGraph] {
+    fn ranks(&self) -> &[RankGraph] {
+        self
+    }
+    fn appended(&mut self, _: usize) {}
+}
+
+/// Owned ranks, and how many tasks' worth of them were freed since the
+/// heap was last trimmed.
+struct Owned {
+    ranks: Vec<RankGraph>,
+    freed_tasks: usize,
+}
+
+/// Tasks' worth of rank graphs (about 200 B each) freed before the heap is
+/// trimmed: often enough that the freed memory never piles up to more
+/// than a few hundred MB, rarely enough that trimming costs nothing.
+const TRIM_EVERY_TASKS: usize = 1 << 21;
+
+impl RankList for Owned {
+    fn ranks(&self) -> &[RankGraph] {
+        &self.ranks
+    }
+    fn appended(&mut self, p: usize) {
+        if let Some(r) = self.ranks.get_mut(p) {
+            self.freed_tasks += r.graph.tasks.len();
+            r.graph = Graph::default();
+            r.measured = Measured::default();
+        }
+        if self.freed_tasks >= TRIM_EVERY_TASKS || p + 1 == self.ranks.len() {
+            self.freed_tasks = 0;
+            trim_heap();
+        }
+    }
+}
+
+/// Gives the pages the allocator holds free back to the system. A rank's
+/// graph is thousands of vectors of a few MB at most, which glibc serves
+/// from its heap and, once freed, keeps there: the job graph's vectors are
+/// allocated apart (they are large), so without this the ranks' memory
+/// would stay resident next to the job graph that replaced it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_heap() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> std::ffi::c_int;
+    }
+    // SAFETY: `malloc_trim` takes no pointer and only returns free pages
+    // to the kernel (madvise); glibc serializes it with other allocations.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+/// Other allocators return freed memory on their own terms.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_heap() {}
+
+fn merge_from(
+    list: &mut impl RankList,
+    m: &CollectiveMatch,
+    clock: &ClockAlignment,
+) -> (JobGraph, Measured, Vec<String>) {
+    let ranks = list.ranks();
     let offset = |p: usize| clock.offsets_ns.get(p).copied().unwrap_or(0);
     let aligned_origin: Vec<i64> = ranks
         .iter()
@@ -196,28 +292,20 @@ pub fn merge(
         .collect();
     let job_origin = aligned_origin.iter().copied().min().unwrap_or(0);
 
-    let mut job = Appender {
-        g: Graph::default(),
-        measured: Measured {
-            origin_ns: job_origin,
-            ..Measured::default()
-        },
-        names: FxHashMap::default(),
-    };
-    let parts: Vec<RankPart> = ranks
-        .iter()
-        .enumerate()
-        .map(|(p, r)| {
-            let shift = aligned_origin[p].saturating_sub(job_origin);
-            job.append(r, shift, offset(p))
-        })
-        .collect();
+    let mut job = Appender::with_room_for(ranks, job_origin);
+    let mut parts = Vec::with_capacity(ranks.len());
+    for (p, origin) in aligned_origin.iter().enumerate() {
+        let shift = origin.saturating_sub(job_origin);
+        parts.push(job.append(&list.ranks()[p], shift, offset(p)));
+        list.appended(p);
+    }
+    let ranks = list.ranks();
     let Appender {
         mut g, measured, ..
     } = job;
     // The graph's convention: no scopes, no per-task scope list.
     if g.scopes.is_empty() {
-        g.task_scopes.clear();
+        g.task_scopes = Vec::new();
     }
     let (mut all, early) = couple(&mut g, &parts, ranks, &measured, m);
     let mut warnings = Vec::new();
@@ -245,6 +333,38 @@ struct Appender {
 }
 
 impl Appender {
+    /// An empty job graph with room for every rank's parts: each vector is
+    /// allocated once at its final size, instead of doubling as ranks are
+    /// appended (which copies it each time and leaves up to half of it
+    /// unused).
+    fn with_room_for(ranks: &[RankGraph], origin_ns: i64) -> Appender {
+        let sum = |f: fn(&RankGraph) -> usize| ranks.iter().map(f).sum::<usize>();
+        let g = Graph {
+            tasks: Vec::with_capacity(sum(|r| r.graph.tasks.len())),
+            task_scopes: Vec::with_capacity(sum(|r| r.graph.tasks.len())),
+            processors: Vec::with_capacity(sum(|r| r.graph.processors.len())),
+            edges: Vec::with_capacity(sum(|r| r.graph.edges.len())),
+            // A device-wide wait may become several stream waits, so this
+            // is a lower bound.
+            runtime_deps: Vec::with_capacity(sum(|r| r.graph.runtime_deps.len())),
+            collectives: Vec::with_capacity(sum(|r| r.graph.collectives.len())),
+            steps: Vec::with_capacity(sum(|r| r.graph.steps.len())),
+            scopes: Vec::with_capacity(sum(|r| r.graph.scopes.len())),
+            ..Graph::default()
+        };
+        let measured = Measured {
+            origin_ns,
+            tasks: Vec::with_capacity(sum(|r| r.measured.tasks.len())),
+            step_annotations: Vec::with_capacity(sum(|r| r.measured.step_annotations.len())),
+            scopes: Vec::with_capacity(sum(|r| r.measured.scopes.len())),
+        };
+        Appender {
+            g,
+            measured,
+            names: FxHashMap::default(),
+        }
+    }
+
     /// Appends rank `r`, its window starting `shift` ns into the job
     /// timeline, and says where its part sits.
     fn append(&mut self, r: &RankGraph, shift: i64, clock_offset_ns: i64) -> RankPart {
@@ -316,11 +436,15 @@ impl Appender {
         rank_names
             .iter()
             .map(|n| {
-                let next = g.names.len() as u32;
-                NameId(*names.entry(n.clone()).or_insert_with(|| {
-                    g.names.push(n.clone());
-                    next
-                }))
+                // Most names are known by now (the ranks run one program):
+                // look them up without copying them.
+                if let Some(&id) = names.get(n.as_str()) {
+                    return NameId(id);
+                }
+                let id = g.names.len() as u32;
+                names.insert(n.clone(), id);
+                g.names.push(n.clone());
+                NameId(id)
             })
             .collect()
     }

@@ -56,7 +56,7 @@ pub use detect::{detect_job, looks_like_job, shares_collective, Detected};
 pub use matching::{
     match_collectives, CollectiveMatch, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
 };
-pub use merge::{merge, JobGraph, RankPart, Rendezvous, RendezvousKind};
+pub use merge::{merge, merge_owned, JobGraph, RankPart, Rendezvous, RendezvousKind};
 pub use peers::{
     model_group_peers, rank_program, CommTiming, PeerModel, ProgramGroup, ProgramGroups,
     RankProgram,
