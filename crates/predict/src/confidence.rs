@@ -328,12 +328,11 @@ fn inferred_path_shares(p: &Prediction, outcome: &Outcome) -> Vec<f64> {
 /// The part `part` of a schedule whose bounds are numbered per part.
 fn local_schedule(s: &Schedule, part: std::ops::Range<u32>) -> Schedule {
     let r = part.start as usize..part.end as usize;
-    Schedule {
-        start_ns: s.start_ns[r.clone()].to_vec(),
-        end_ns: s.end_ns[r.clone()].to_vec(),
-        bound_by: s.bound_by[r].to_vec(),
-        waits: s
-            .waits
+    Schedule::new(
+        s.start_ns[r.clone()].to_vec(),
+        s.end_ns[r.clone()].to_vec(),
+        s.bound_by[r].to_vec(),
+        s.waits
             .iter()
             .filter(|w| part.contains(&w.task.0))
             .map(|w| lumos_sim::BlockingWait {
@@ -341,7 +340,7 @@ fn local_schedule(s: &Schedule, part: std::ops::Range<u32>) -> Schedule {
                 ..*w
             })
             .collect(),
-    }
+    )
 }
 
 /// (step length, inferred share) of each step in `steps` of `g`; a graph

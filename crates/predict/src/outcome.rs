@@ -69,12 +69,7 @@ impl Prediction<'_> {
                 w
             }));
         }
-        Ok(Schedule {
-            start_ns: start,
-            end_ns: end,
-            bound_by: bound,
-            waits,
-        })
+        Ok(Schedule::new(start, end, bound, waits))
     }
 }
 

@@ -326,10 +326,6 @@ impl ReplayedStored<'_> {
     pub fn report(&self) -> TraceReplay {
         let s = self.stored;
         let (graph, measured) = (&s.graph.graph, &s.graph.measured);
-        let critical_path = self.schedule.last_task().map(|last| {
-            let cp = critical_path_summary(graph, &self.schedule, last, 10);
-            critical_path_report(graph, &cp)
-        });
         let mut info = TraceInfo::new(
             s.facts.path.display().to_string(),
             s.facts.meta.rank,
@@ -340,25 +336,20 @@ impl ReplayedStored<'_> {
         // As a trace's replay is analysed, but without the memory timeline:
         // a compact file keeps no `[memory]` events.
         let all: Vec<usize> = (0..graph.steps.len()).collect();
-        let analysis = trace_analysis(
-            graph,
-            measured,
-            &self.schedule,
-            &all,
-            &AnalysisOptions::default(),
-            AnalysisInputs {
-                memory: None,
-                schedule: Some(&self.schedule),
-            },
-        );
-        compare_with(
-            info,
-            graph,
-            measured,
-            &self.schedule,
-            critical_path,
-            analysis,
-        )
+        let (critical_path, analysis, compared) = analysed(graph, measured, &self.schedule, || {
+            trace_analysis(
+                graph,
+                measured,
+                &self.schedule,
+                &all,
+                &AnalysisOptions::default(),
+                AnalysisInputs {
+                    memory: None,
+                    schedule: Some(&self.schedule),
+                },
+            )
+        });
+        compared.report(info, graph, critical_path, analysis)
     }
 
     /// The replayed timeline, on the trace's own clock.
@@ -367,6 +358,28 @@ impl ReplayedStored<'_> {
         let source = TimelineSource::of_rank(&s.facts.rank_meta());
         Timeline::replayed(&source, &s.graph.graph, &s.graph.measured, &self.schedule)
     }
+}
+
+/// The whole window's critical path, the analyses `analysis` makes and
+/// the comparison of `schedule` with `measured`: three independent parts
+/// of one rank's report, computed side by side on rayon's threads (each
+/// as it would be alone, so the report does not depend on the threads).
+fn analysed(
+    graph: &Graph,
+    measured: &Measured,
+    schedule: &Schedule,
+    analysis: impl FnOnce() -> TraceAnalysis + Send,
+) -> (Option<CriticalPath>, TraceAnalysis, Compared) {
+    let (critical_path, (analysis, compared)) = rayon::join(
+        || {
+            schedule.last_task().map(|last| {
+                let s = critical_path_summary(graph, schedule, last, 10);
+                critical_path_report(graph, &s)
+            })
+        },
+        || rayon::join(analysis, || Compared::of(graph, measured, schedule)),
+    );
+    (critical_path, analysis, compared)
 }
 
 /// Replays `trace` under `opts` and compares the replay with the
@@ -400,31 +413,23 @@ impl Replayed<'_> {
     }
 
     fn report_on(&self, positions: &[usize], opts: &AnalysisOptions) -> TraceReplay {
-        let critical_path = self.schedule.last_task().map(|last| {
-            let s = critical_path_summary(&self.graph, &self.schedule, last, 10);
-            critical_path_report(&self.graph, &s)
-        });
         let mut info = TraceInfo::of(self.trace, &self.build);
         info.warnings.extend(self.schedule.warnings());
-        let analysis = trace_analysis(
-            &self.graph,
-            &self.measured,
-            &self.schedule,
-            positions,
-            opts,
-            AnalysisInputs {
-                memory: Some(&self.trace.memory),
-                schedule: Some(&self.schedule),
-            },
-        );
-        compare_with(
-            info,
-            &self.graph,
-            &self.measured,
-            &self.schedule,
-            critical_path,
-            analysis,
-        )
+        let (critical_path, analysis, compared) =
+            analysed(&self.graph, &self.measured, &self.schedule, || {
+                trace_analysis(
+                    &self.graph,
+                    &self.measured,
+                    &self.schedule,
+                    positions,
+                    opts,
+                    AnalysisInputs {
+                        memory: Some(&self.trace.memory),
+                        schedule: Some(&self.schedule),
+                    },
+                )
+            });
+        compared.report(info, &self.graph, critical_path, analysis)
     }
 
     /// The replayed timeline, on the trace's own clock.
@@ -454,7 +459,7 @@ impl Replayed<'_> {
 ///
 /// The analyses cover every step, without the memory timeline (which
 /// needs the trace) or per-step critical paths (which need a schedule).
-pub fn compare<T: TaskTimes + ?Sized>(
+pub fn compare<T: TaskTimes + Sync + ?Sized>(
     info: TraceInfo,
     graph: &Graph,
     measured: &Measured,
@@ -477,7 +482,7 @@ pub fn compare<T: TaskTimes + ?Sized>(
 }
 
 /// [`compare`] with analyses made by the caller.
-pub(crate) fn compare_with<T: TaskTimes + ?Sized>(
+pub(crate) fn compare_with<T: TaskTimes + Sync + ?Sized>(
     info: TraceInfo,
     graph: &Graph,
     measured: &Measured,
@@ -485,50 +490,106 @@ pub(crate) fn compare_with<T: TaskTimes + ?Sized>(
     critical_path: Option<CriticalPath>,
     analysis: TraceAnalysis,
 ) -> TraceReplay {
-    let m_steps = step_spans(graph, &measured.tasks, Some(&measured.step_annotations));
-    let r_steps = step_spans(graph, times, None);
-    let steps = graph
-        .steps
-        .iter()
-        .zip(m_steps.iter().zip(&r_steps))
-        .map(|(s, (m, r))| {
-            let (m, r) = (m.len_ns(), r.len_ns());
-            StepReplay {
-                name: s.name.clone(),
-                measured_us: us(m),
-                replayed_us: us(r),
-                error_pct: err_pct(m, r),
-            }
-        })
-        .collect();
-    let mw = whole_span(&measured.tasks);
-    let rw = whole_span(times);
-    let (ml, rl) = (mw.len_ns(), rw.len_ns());
-    // One width for both sides: the one the longer window needs.
-    let bin = timeline_bin_ns(ml.max(rl), 1_000_000);
-    TraceReplay {
-        path: info.path,
-        rank: info.rank,
-        warnings: info.warnings,
-        flagged: info.flagged,
-        tasks: graph.tasks.len(),
-        steps,
-        window: Compare {
-            measured_us: us(ml),
-            replayed_us: us(rl),
-            error_pct: err_pct(ml, rl),
-        },
-        breakdown: BreakdownPair {
-            measured: breakdown(graph, &measured.tasks, mw).into(),
-            replayed: breakdown(graph, times, rw).into(),
-        },
-        gpu_busy_timeline: TimelinePair {
-            bin_us: us(bin),
-            measured: gpu_busy_timeline(graph, &measured.tasks, mw, bin).busy,
-            replayed: gpu_busy_timeline(graph, times, rw, bin).busy,
-        },
-        critical_path,
-        analysis,
+    Compared::of(graph, measured, times).report(info, graph, critical_path, analysis)
+}
+
+/// The measured and replayed times of one rank side by side: steps,
+/// window, breakdown and busy timeline, the parts of a [`TraceReplay`]
+/// that need neither the critical path nor the analyses, so that callers
+/// can compute them alongside.
+pub(crate) struct Compared {
+    steps: Vec<StepReplay>,
+    window: Compare,
+    breakdown: BreakdownPair,
+    gpu_busy_timeline: TimelinePair,
+}
+
+/// One side's step spans, window and breakdown.
+fn side<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    annotations: Option<&[lumos_graph::Span]>,
+) -> (Vec<lumos_graph::Span>, lumos_graph::Span, Breakdown) {
+    let steps = step_spans(graph, times, annotations);
+    let window = whole_span(times);
+    (steps, window, breakdown(graph, times, window))
+}
+
+impl Compared {
+    /// Compares `times` (replayed) with `measured`; the measured and the
+    /// replayed side are computed side by side on rayon's threads, each
+    /// as it would be alone.
+    pub(crate) fn of<T: TaskTimes + Sync + ?Sized>(
+        graph: &Graph,
+        measured: &Measured,
+        times: &T,
+    ) -> Compared {
+        let ((m_steps, mw, m_breakdown), (r_steps, rw, r_breakdown)) = rayon::join(
+            || side(graph, &measured.tasks, Some(&measured.step_annotations)),
+            || side(graph, times, None),
+        );
+        let steps = graph
+            .steps
+            .iter()
+            .zip(m_steps.iter().zip(&r_steps))
+            .map(|(s, (m, r))| {
+                let (m, r) = (m.len_ns(), r.len_ns());
+                StepReplay {
+                    name: s.name.clone(),
+                    measured_us: us(m),
+                    replayed_us: us(r),
+                    error_pct: err_pct(m, r),
+                }
+            })
+            .collect();
+        let (ml, rl) = (mw.len_ns(), rw.len_ns());
+        // One width for both sides: the one the longer window needs.
+        let bin = timeline_bin_ns(ml.max(rl), 1_000_000);
+        let (m_busy, r_busy) = rayon::join(
+            || gpu_busy_timeline(graph, &measured.tasks, mw, bin).busy,
+            || gpu_busy_timeline(graph, times, rw, bin).busy,
+        );
+        Compared {
+            steps,
+            window: Compare {
+                measured_us: us(ml),
+                replayed_us: us(rl),
+                error_pct: err_pct(ml, rl),
+            },
+            breakdown: BreakdownPair {
+                measured: m_breakdown.into(),
+                replayed: r_breakdown.into(),
+            },
+            gpu_busy_timeline: TimelinePair {
+                bin_us: us(bin),
+                measured: m_busy,
+                replayed: r_busy,
+            },
+        }
+    }
+
+    /// The report of the trace `info` describes, with its critical path
+    /// and analyses.
+    pub(crate) fn report(
+        self,
+        info: TraceInfo,
+        graph: &Graph,
+        critical_path: Option<CriticalPath>,
+        analysis: TraceAnalysis,
+    ) -> TraceReplay {
+        TraceReplay {
+            path: info.path,
+            rank: info.rank,
+            warnings: info.warnings,
+            flagged: info.flagged,
+            tasks: graph.tasks.len(),
+            steps: self.steps,
+            window: self.window,
+            breakdown: self.breakdown,
+            gpu_busy_timeline: self.gpu_busy_timeline,
+            critical_path,
+            analysis,
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use lumos_graph::{assemble_with, rank_ranges};
 use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
+use rayon::prelude::*;
 
 use super::JobMode;
 use crate::inputs::Loaded;
@@ -36,21 +37,34 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let read = inputs::read_all(&files);
     let job_ranks = args.mode.job_of(&read);
     let mut ok = true;
-    let mut traces = Vec::new();
     let mut unreadable = Vec::new();
-    for r in &read {
-        match r {
-            Ok(Loaded::Trace(t)) => traces.push(lumos_report::inspect(t)),
-            Ok(Loaded::Stored(s)) => traces.push(lumos_report::inspect_stored(s)),
-            Err(e) => {
-                output::error(e);
-                unreadable.extend(inputs::unreadable_of(e));
-                ok = false;
-            }
-        }
+    for e in read.iter().filter_map(|r| r.as_ref().err()) {
+        output::error(e);
+        unreadable.extend(inputs::unreadable_of(e));
+        ok = false;
     }
+    let loaded: Vec<&Loaded> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
+    let traces: Vec<FileReport> = match &job_ranks {
+        // The job's ranks are the graphs of the files read, in order: their
+        // reports come from those graphs instead of building each again.
+        Some(ranks) if ranks.len() == loaded.len() => loaded
+            .par_iter()
+            .zip(ranks)
+            .map(|(l, rank)| match l {
+                Loaded::Trace(t) => lumos_report::file_report(
+                    t,
+                    &rank.graph.graph,
+                    &rank.graph.measured,
+                    &rank.report,
+                ),
+                Loaded::Stored(s) => lumos_report::inspect_stored(s),
+            })
+            .collect(),
+        _ => loaded.par_iter().map(|l| file_report(l)).collect(),
+    };
+    drop(loaded);
     let mut job = None;
-    drop(read);
+    inputs::drop_in_background(read);
     if let Some(ranks) = job_ranks {
         // Files that are not one job (two claiming one rank) are bad input;
         // the files are still reported.
@@ -77,6 +91,20 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
         }
     }
     Ok(ok)
+}
+
+/// The report on one input read: a trace's graph is built for it (and
+/// freed in the background), a compact file's read back.
+fn file_report(l: &Loaded) -> FileReport {
+    match l {
+        Loaded::Trace(t) => {
+            let (graph, measured, report) = lumos_graph::build(t);
+            let r = lumos_report::file_report(t, &graph, &measured, &report);
+            inputs::drop_in_background((graph, measured, report));
+            r
+        }
+        Loaded::Stored(s) => lumos_report::inspect_stored(s),
+    }
 }
 
 fn join(m: &BTreeMap<&str, u64>) -> String {

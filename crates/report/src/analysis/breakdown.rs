@@ -162,6 +162,13 @@ pub(crate) enum HtaClass {
 }
 
 impl HtaClass {
+    /// The class of every name of `graph`, indexed by name id: a graph has
+    /// far fewer names than tasks, and the analyses ask for each GPU
+    /// task's class several times, each a dozen substring searches.
+    pub fn of_names(graph: &Graph) -> Vec<HtaClass> {
+        graph.names.iter().map(|n| HtaClass::of(n)).collect()
+    }
+
     pub fn of(name: &str) -> HtaClass {
         let starts = |p: &str| name.starts_with(p);
         if starts("nccl") || starts("hip") || starts("hccl") || name.contains("ncclKernel") {
@@ -247,7 +254,8 @@ impl GpuTime {
         kernel_gap_ns: i64,
     ) -> GpuTime {
         let comm_task = |t: TaskId| graph.task(t).is_comm();
-        let hta = |t: TaskId| HtaClass::of(graph.name(t));
+        let classes = HtaClass::of_names(graph);
+        let hta = |t: TaskId| classes[graph.task(t).name.0 as usize];
         let compute = Intervals::union(gpu_spans(graph, times, |t| !comm_task(t)));
         let comm = Intervals::union(gpu_spans(graph, times, comm_task));
         let busy = Intervals::union(compute.spans().iter().chain(comm.spans()).copied());
@@ -319,7 +327,8 @@ impl GpuTime {
             .copied()
             .filter(|&t| graph.task(t).kind.is_gpu())
             .collect();
-        let class = |t: TaskId| HtaClass::of(graph.name(t));
+        let classes = HtaClass::of_names(graph);
+        let class = |t: TaskId| classes[graph.task(t).name.0 as usize];
         let spans = |pick: &dyn Fn(TaskId) -> bool| {
             Intervals::union(
                 gpu.iter()
