@@ -40,6 +40,7 @@ impl Builder<'_> {
     /// explains (`explained` holds the correlations of those that one
     /// does), decided in time order so that each `wait()` consumes the
     /// collective it stands for before later waits look.
+    #[inline(never)]
     pub(super) fn framework_waits(
         &self,
         waits: &[TaskId],

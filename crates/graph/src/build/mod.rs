@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
-use index::{partition_from, CorrIndex, Csr, Launched};
+use index::{merge_sorted, partition_from, sort_nested, sorted_distinct, CorrIndex, Csr, Launched};
 
 mod finish;
 mod frameworks;
@@ -59,14 +59,12 @@ pub fn build(trace: &Trace) -> (Graph, Measured, BuildReport) {
     Builder::new(trace).run()
 }
 
-/// What one task is while building: its measured span (absolute trace ns)
-/// and where it came from.
+/// What one task is while building: its measured span (absolute trace ns).
+/// Read for every task by most steps, so it holds nothing else.
 #[derive(Clone, Copy)]
 struct Raw {
     start: i64,
     end: i64,
-    /// Index of the task's event in `Trace::events`.
-    event: u32,
 }
 
 struct Builder<'t> {
@@ -81,6 +79,12 @@ struct Builder<'t> {
     launched: Launched,
     /// The launching call of each GPU task.
     launcher: Vec<Option<TaskId>>,
+    /// Every GPU task, in task order, with its event's `External id` and
+    /// own collective arguments: filled by `gpu_tasks`, used up by
+    /// `collectives`.
+    gpu_args: Vec<(TaskId, Option<u64>, Option<&'t lumos_trace::CollectiveArgs>)>,
+    /// Launch time of each stream's tasks, by processor (`launches`).
+    launch_times: Vec<Vec<i64>>,
     /// Position of each task in its processor's list.
     pos: Vec<u32>,
     /// Pid of each CPU thread processor.
@@ -115,6 +119,8 @@ impl<'t> Builder<'t> {
             call_by_corr: CorrIndex::default(),
             launched: Launched::default(),
             launcher: Vec::new(),
+            launch_times: Vec::new(),
+            gpu_args: Vec::new(),
             pos: Vec::new(),
             thread_pid: FxHashMap::default(),
             incoming: Csr::default(),
@@ -126,6 +132,8 @@ impl<'t> Builder<'t> {
         }
     }
 
+    /// Each step it calls is kept out of line (`#[inline(never)]`): they
+    /// run once per build, and profiles (callgrind, perf) then name them.
     fn run(mut self) -> (Graph, Measured, BuildReport) {
         let mut tracks = self.tracks();
         let annotations = self.cpu_tasks(&mut tracks);
@@ -145,6 +153,9 @@ impl<'t> Builder<'t> {
         self.report.fill_counts(&self.g);
         self.report.mark_inferred(&mut self.g);
         self.checks();
+        // Reserved for every event that could have become a task.
+        self.g.tasks.shrink_to_fit();
+        self.g.task_scopes.shrink_to_fit();
         let rel = |start: i64, end: i64| Span {
             start_ns: start.saturating_sub(origin),
             end_ns: end.saturating_sub(origin),
@@ -181,11 +192,7 @@ impl<'t> Builder<'t> {
             collective: None,
             correlation: e.correlation.unwrap_or(0),
         });
-        self.raw.push(Raw {
-            start,
-            end,
-            event: event as u32,
-        });
+        self.raw.push(Raw { start, end });
         self.pos
             .push(self.g.processors[proc.idx()].tasks.len() as u32);
         self.g.processors[proc.idx()].tasks.push(id);

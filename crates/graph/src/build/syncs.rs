@@ -6,6 +6,7 @@ use super::*;
 impl Builder<'_> {
     /// GPU-to-CPU synchronization: named sync calls, blocking copies, and
     /// calls that block without being named so.
+    #[inline(never)]
     pub(super) fn syncs(&mut self) {
         let t = self.trace;
         // cuda_sync evidence by the call's correlation.
@@ -41,6 +42,9 @@ impl Builder<'_> {
         // Where the last search ended: a thread's calls end in order, so
         // the next search starts there.
         let mut cursor = 0;
+        // The sync kind of each name, worked out once per name rather than
+        // once per call.
+        let mut kinds: Vec<Option<SyncKind>> = vec![None; self.g.names.len()];
         let n = self.g.tasks.len();
         for i in 0..n {
             let call = TaskId(i as u32);
@@ -56,7 +60,10 @@ impl Builder<'_> {
                 .checked_sub(1)
                 .map(|j| gpu_by_end[j])
                 .filter(|&(end, _)| end >= r.start);
-            let kind = sync_kind(self.g.name(call));
+            let kind = match kinds.get_mut(self.g.tasks[i].name.0 as usize) {
+                Some(known) => *known.get_or_insert_with(|| sync_kind(self.g.name(call))),
+                None => sync_kind(self.g.name(call)),
+            };
             let (target, awaited, rule) = match kind {
                 SyncKind::Device => {
                     let device = ended_during
