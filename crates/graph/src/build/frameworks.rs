@@ -44,7 +44,7 @@ impl Builder<'_> {
     pub(super) fn framework_waits(
         &self,
         waits: &[TaskId],
-        explained: &FxHashMap<u64, (i64, i64)>,
+        explained: &ByCorr<(i64, i64)>,
     ) -> FxHashMap<TaskId, FrameworkWait> {
         let comms = self.comms_by_launch();
         let comm_calls = self.comm_calls();

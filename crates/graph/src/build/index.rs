@@ -152,6 +152,54 @@ impl CorrIndex {
     }
 }
 
+/// Values by correlation id, where a hash map's random probes into a table
+/// larger than the caches were most of the inter-stream step on large
+/// traces: ids sorted (they come nearly in order, which the stable sort
+/// merges cheaply), each looked up from where the last lookup ended, since
+/// callers ask in nearly increasing order too.
+pub(super) struct ByCorr<V> {
+    keys: Vec<u64>,
+    values: Vec<V>,
+    cursor: std::cell::Cell<usize>,
+}
+
+impl<V: Copy> ByCorr<V> {
+    /// From (id, value) pairs in the order seen; of several values for one
+    /// id the last is kept, as a map's `insert` would.
+    pub(super) fn new(mut pairs: Vec<(u64, V)>) -> Self {
+        // Stable: pairs with one id stay in the order seen.
+        pairs.sort_by_key(|p| p.0);
+        let mut keys: Vec<u64> = Vec::with_capacity(pairs.len());
+        let mut values: Vec<V> = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs {
+            match (keys.last(), values.last_mut()) {
+                (Some(&last), Some(slot)) if last == k => *slot = v,
+                _ => {
+                    keys.push(k);
+                    values.push(v);
+                }
+            }
+        }
+        ByCorr {
+            keys,
+            values,
+            cursor: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The value of id `c`, if one was given.
+    pub(super) fn get(&self, c: &u64) -> Option<&V> {
+        let k = partition_from(&self.keys, self.cursor.get(), |&x| x < *c);
+        self.cursor.set(k);
+        (self.keys.get(k) == Some(c)).then(|| &self.values[k])
+    }
+
+    /// Whether id `c` has a value.
+    pub(super) fn contains_key(&self, c: &u64) -> bool {
+        self.get(c).is_some()
+    }
+}
+
 /// `v.partition_point(pred)`, searched from `from` outwards: forward by
 /// doubling steps when the answer is at or after `from`, else in `v[..from]`.
 /// The same answer from any `from`; fast when successive searches move
@@ -361,5 +409,22 @@ mod tests {
         let got: Vec<u32> = sorted_distinct(&ids).iter().map(|t| t.0).collect();
         assert_eq!(got, vec![3, 4, 64, 70, 200]);
         assert!(sorted_distinct(&[]).is_empty());
+    }
+
+    #[test]
+    fn by_corr_keeps_the_last_value_and_finds_from_anywhere() {
+        let m = ByCorr::new(vec![(7, 'a'), (3, 'b'), (7, 'c'), (9, 'd'), (1, 'e')]);
+        for c in [9, 1, 7, 3, 8, 0, 10, 7, 1] {
+            let want = match c {
+                1 => Some('e'),
+                3 => Some('b'),
+                7 => Some('c'),
+                9 => Some('d'),
+                _ => None,
+            };
+            assert_eq!(m.get(&c).copied(), want, "id {c}");
+            assert_eq!(m.contains_key(&c), want.is_some());
+        }
+        assert_eq!(ByCorr::<u8>::new(Vec::new()).get(&0), None);
     }
 }

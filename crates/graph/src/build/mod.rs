@@ -19,7 +19,9 @@ use rustc_hash::FxHashMap;
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
-use index::{merge_sorted, partition_from, sort_nested, sorted_distinct, CorrIndex, Csr, Launched};
+use index::{
+    merge_sorted, partition_from, sort_nested, sorted_distinct, ByCorr, CorrIndex, Csr, Launched,
+};
 
 mod finish;
 mod frameworks;
@@ -67,6 +69,22 @@ struct Raw {
     end: i64,
 }
 
+/// What `inter_stream` and `syncs` read of a `cuda_sync` event, taken in
+/// the one pass over the events (`tracks`), where the event is at hand:
+/// going back to each event later is a cache miss on a large trace.
+#[derive(Clone, Copy)]
+struct SyncRecord {
+    correlation: Option<u64>,
+    stream: Option<i64>,
+    /// The event's device, else its pid as a number.
+    device: i64,
+    /// Whether it is a "Stream Wait Event".
+    stream_wait: bool,
+    /// The stream and the record call's correlation it waited on, where
+    /// both were recorded.
+    waits_on: Option<(i64, i64)>,
+}
+
 struct Builder<'t> {
     trace: &'t Trace,
     g: Graph,
@@ -98,8 +116,8 @@ struct Builder<'t> {
     polls: rustc_hash::FxHashSet<TaskId>,
     /// Runtime deps per blocking task, with the measured awaited task.
     blocking: FxHashMap<TaskId, TaskId>,
-    /// Indices of the `cuda_sync` events, in file order.
-    sync_events: Vec<u32>,
+    /// What the steps read of each `cuda_sync` event, in file order.
+    sync_events: Vec<SyncRecord>,
     /// Indices of the CPU ops with collective arguments and an
     /// `External id`, in file order.
     collective_ops: Vec<u32>,

@@ -119,31 +119,23 @@ impl Builder<'_> {
     /// waiting.
     #[inline(never)]
     pub(super) fn inter_stream(&mut self) {
-        let t = self.trace;
-        let mut evidence: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
+        let mut evidence: Vec<(u64, (i64, i64))> = Vec::new();
         // The stream a cuda_sync event acted on, by the call's correlation.
-        let mut sync_streams: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
-        for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
-            if let (Category::CudaSync, Some(c), Some(s)) = (e.category, e.correlation, e.stream) {
+        let mut sync_streams: Vec<(u64, (i64, i64))> = Vec::new();
+        for r in &self.sync_events {
+            if let (Some(c), Some(s)) = (r.correlation, r.stream) {
                 if s >= 0 {
-                    sync_streams.insert(c, (e.device.unwrap_or(ident_num(e.pid)), s));
+                    sync_streams.push((c, (r.device, s)));
                 }
             }
-            if e.category == Category::CudaSync && t.name(e) == "Stream Wait Event" {
-                if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
-                    if let (Some(s), Some(r)) =
-                        (x.wait_on_stream, x.wait_on_event_record_correlation)
-                    {
-                        if s >= 0 && r >= 0 {
-                            evidence.insert(c, (s, r));
-                        }
-                    }
+            if let (true, Some(c), Some((s, rec))) = (r.stream_wait, r.correlation, r.waits_on) {
+                if s >= 0 && rec >= 0 {
+                    evidence.push((c, (s, rec)));
                 }
-            }
-            if e.category == Category::CudaSync {
-                self.report.cuda_sync_events += 1;
             }
         }
+        self.report.cuda_sync_events += self.sync_events.len() as u64;
+        let (evidence, sync_streams) = (ByCorr::new(evidence), ByCorr::new(sync_streams));
         if self.report.cuda_sync_events == 0 {
             self.report
                 .warnings

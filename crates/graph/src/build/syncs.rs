@@ -8,30 +8,23 @@ impl Builder<'_> {
     /// calls that block without being named so.
     #[inline(never)]
     pub(super) fn syncs(&mut self) {
-        let t = self.trace;
         // cuda_sync evidence by the call's correlation.
-        let mut sync_stream: FxHashMap<u64, i64> = FxHashMap::default();
+        let mut sync_stream: Vec<(u64, i64)> = Vec::new();
         // Event syncs naming the record call: (stream waited on, record correlation).
-        let mut event_evidence: FxHashMap<u64, (i64, i64, i64)> = FxHashMap::default();
-        for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
-            if e.category == Category::CudaSync {
-                if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
-                    if let (Some(s), Some(r)) =
-                        (x.wait_on_stream, x.wait_on_event_record_correlation)
-                    {
-                        if s >= 0 && r >= 0 {
-                            let d = e.device.unwrap_or(ident_num(e.pid));
-                            event_evidence.insert(c, (d, s, r));
-                        }
-                    }
+        let mut event_evidence: Vec<(u64, (i64, i64, i64))> = Vec::new();
+        for r in &self.sync_events {
+            if let (Some(c), Some((s, rec))) = (r.correlation, r.waits_on) {
+                if s >= 0 && rec >= 0 {
+                    event_evidence.push((c, (r.device, s, rec)));
                 }
-                if let (Some(c), Some(s)) = (e.correlation, e.stream) {
-                    if s >= 0 {
-                        sync_stream.insert(c, s);
-                    }
+            }
+            if let (Some(c), Some(s)) = (r.correlation, r.stream) {
+                if s >= 0 {
+                    sync_stream.push((c, s));
                 }
             }
         }
+        let (sync_stream, event_evidence) = (ByCorr::new(sync_stream), ByCorr::new(event_evidence));
         let mut gpu_by_end: Vec<(i64, TaskId)> = (0..self.g.tasks.len())
             .filter(|&i| self.g.tasks[i].kind.is_gpu())
             .map(|i| (self.raw[i].end, TaskId(i as u32)))

@@ -80,7 +80,15 @@ impl Builder<'_> {
                     let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
                     streams.push((device, stream), i);
                 }
-                Category::CudaSync => self.sync_events.push(i as u32),
+                Category::CudaSync => self.sync_events.push(SyncRecord {
+                    correlation: e.correlation,
+                    stream: e.stream,
+                    device: e.device.unwrap_or(ident_num(e.pid)),
+                    stream_wait: t.name(e) == "Stream Wait Event",
+                    waits_on: e.extra.as_ref().and_then(|x| {
+                        Some((x.wait_on_stream?, x.wait_on_event_record_correlation?))
+                    }),
+                }),
                 _ => {}
             }
         }
