@@ -5,7 +5,12 @@ use super::*;
 
 impl Builder<'_> {
     /// Program order on threads and streams as explicit edges.
+    #[inline(never)]
     pub(super) fn order_edges(&mut self) {
+        let n: usize = (self.g.processors.iter())
+            .map(|p| p.tasks.len().saturating_sub(1))
+            .sum();
+        self.g.edges.reserve(n);
         for p in 0..self.g.processors.len() {
             let kind = if self.g.processors[p].is_stream() {
                 DepKind::IntraStream
@@ -24,6 +29,7 @@ impl Builder<'_> {
     /// and the releases only see what the graph keeps. Runtime dependencies
     /// wait, in this check, for what they waited for in the measured run:
     /// the stream tails as the replay resolves them, on measured times.
+    #[inline(never)]
     pub(super) fn break_cycles(&mut self) {
         let raw = &self.raw;
         let times = |t: TaskId| (raw[t.idx()].start, raw[t.idx()].end);
@@ -85,17 +91,24 @@ impl Builder<'_> {
     }
 
     /// Gap attribution (see the module docs).
+    #[inline(never)]
     pub(super) fn attribute_latencies(&mut self) {
         let pairs: Vec<(u32, u32)> = (self.g.edges.iter().enumerate())
             .map(|(i, e)| (e.to.0, i as u32))
             .collect();
         self.incoming = Csr::group(self.g.tasks.len(), &pairs);
+        // When each blocking task's awaited work ended, by task: looked up
+        // for every task, so a vector rather than the map.
+        let mut awaited_end: Vec<Option<i64>> = vec![None; self.g.tasks.len()];
+        for (w, a) in &self.blocking {
+            awaited_end[w.idx()] = Some(self.raw[a.idx()].end);
+        }
         // Typical latencies of the kinds that have one, from tasks where
         // that kind binds; every other kind's is zero.
         let (mut launch, mut stream) = (Vec::new(), Vec::new());
         let binding: Vec<Option<u32>> = (0..self.g.tasks.len())
             .map(|t| {
-                let b = self.binding_edge(t);
+                let b = self.binding_edge(t, awaited_end[t]);
                 if let Some(e) = b {
                     let e = &self.g.edges[e as usize];
                     let gap = self.raw[t].start.saturating_sub(self.ready(e));
@@ -130,12 +143,10 @@ impl Builder<'_> {
         }
     }
 
-    /// The incoming edge with the latest measured ready time.
-    pub(super) fn binding_edge(&self, t: usize) -> Option<u32> {
-        let blocked = self
-            .blocking
-            .get(&TaskId(t as u32))
-            .map(|a| self.raw[a.idx()].end);
+    /// The incoming edge with the latest measured ready time; none when
+    /// the task is blocking and its awaited work, which ended at `blocked`,
+    /// held it longer.
+    pub(super) fn binding_edge(&self, t: usize, blocked: Option<i64>) -> Option<u32> {
         let best = self
             .incoming
             .of(t)
@@ -149,9 +160,14 @@ impl Builder<'_> {
     }
 
     /// Tasks no edge explains get a release offset from the window start.
+    #[inline(never)]
     pub(super) fn releases(&mut self, origin: i64) {
-        for t in 0..self.g.tasks.len() {
-            if self.incoming.of(t).is_empty() && !self.blocking.contains_key(&TaskId(t as u32)) {
+        let mut blocking = vec![false; self.g.tasks.len()];
+        for w in self.blocking.keys() {
+            blocking[w.idx()] = true;
+        }
+        for (t, &blocks) in blocking.iter().enumerate() {
+            if self.incoming.of(t).is_empty() && !blocks {
                 self.g.tasks[t].release_ns = self.raw[t].start.saturating_sub(origin);
                 if self.g.tasks[t].kind.is_gpu() {
                     self.report.released_gpu_tasks += 1;
@@ -160,6 +176,7 @@ impl Builder<'_> {
         }
     }
 
+    #[inline(never)]
     pub(super) fn steps(&mut self, annotations: &[(usize, ProcId)], origin: i64) -> Vec<Span> {
         let t = self.trace;
         let mut spans = Vec::new();
@@ -169,11 +186,12 @@ impl Builder<'_> {
             let e = &t.events[i];
             let (a0, a1) = (e.ts_ns, e.end_ns());
             let on_thread = &self.g.processors[proc.idx()].tasks;
-            let inside: Vec<TaskId> = on_thread
-                .iter()
-                .copied()
-                .filter(|&x| self.raw[x.idx()].start >= a0 && self.raw[x.idx()].end <= a1)
-                .collect();
+            // A thread's starts and ends never go back (leaves are clipped
+            // to one at a time), so the tasks inside the annotation are one
+            // run, found by two searches instead of a pass per step.
+            let lo = on_thread.partition_point(|&x| self.raw[x.idx()].start < a0);
+            let hi = on_thread.partition_point(|&x| self.raw[x.idx()].end <= a1);
+            let inside = on_thread.get(lo..hi.max(lo)).unwrap_or_default();
             let (Some(&first), Some(&last)) = (inside.first(), inside.last()) else {
                 self.report
                     .warnings
@@ -186,18 +204,18 @@ impl Builder<'_> {
                 if self.thread_pid.get(&ProcId(pi as u32)) != Some(&pid) {
                     continue;
                 }
-                for &x in &p.tasks {
-                    let r = self.raw[x.idx()];
-                    if r.start >= a0 && r.start < a1 {
-                        tasks.push(x);
-                        if let Some(gs) = self.launched.get(&x) {
-                            tasks.extend(gs.iter().copied());
-                        }
+                let lo = p.tasks.partition_point(|&x| self.raw[x.idx()].start < a0);
+                let hi = p.tasks.partition_point(|&x| self.raw[x.idx()].start < a1);
+                for &x in p.tasks.get(lo..hi.max(lo)).unwrap_or_default() {
+                    tasks.push(x);
+                    if let Some(gs) = self.launched.get(&x) {
+                        tasks.extend(gs.iter().copied());
                     }
                 }
             }
-            // Distinct ids in runs (a thread's, its launches'): see `syncs`.
-            tasks.sort();
+            // Distinct ids (each task is on one thread or launched by one
+            // call), in runs that interleave: see `sorted_distinct`.
+            let tasks = sorted_distinct(&tasks);
             self.g.steps.push(Step {
                 name: t.name(e).to_owned(),
                 first_task: first,
@@ -237,6 +255,7 @@ impl Builder<'_> {
     /// Signs of dropped events and invariant checks that feed warnings.
     /// Runs after `fill_counts`, so [`BuildReport::flag_reasons`] sees the
     /// task counts and every reason it gives is warned about here.
+    #[inline(never)]
     pub(super) fn checks(&mut self) {
         self.count_cpu_holes();
         let r = &mut self.report;

@@ -40,10 +40,11 @@ impl Builder<'_> {
     /// explains (`explained` holds the correlations of those that one
     /// does), decided in time order so that each `wait()` consumes the
     /// collective it stands for before later waits look.
+    #[inline(never)]
     pub(super) fn framework_waits(
         &self,
         waits: &[TaskId],
-        explained: &FxHashMap<u64, (i64, i64)>,
+        explained: &ByCorr<(i64, i64)>,
     ) -> FxHashMap<TaskId, FrameworkWait> {
         let comms = self.comms_by_launch();
         let comm_calls = self.comm_calls();

@@ -26,6 +26,7 @@ impl Builder<'_> {
     /// stream's consumer waits for it ([`Rule::ImpliedCollectiveConsumer`]).
     /// Only for traces with no stream evidence (see
     /// [`Self::no_stream_evidence`]).
+    #[inline(never)]
     pub(super) fn implied_collective_edges(&mut self) {
         let mut found = Vec::new();
         let mut seen = FxHashSet::default();

@@ -152,6 +152,54 @@ impl CorrIndex {
     }
 }
 
+/// Values by correlation id, where a hash map's random probes into a table
+/// larger than the caches were most of the inter-stream step on large
+/// traces: ids sorted (they come nearly in order, which the stable sort
+/// merges cheaply), each looked up from where the last lookup ended, since
+/// callers ask in nearly increasing order too.
+pub(super) struct ByCorr<V> {
+    keys: Vec<u64>,
+    values: Vec<V>,
+    cursor: std::cell::Cell<usize>,
+}
+
+impl<V: Copy> ByCorr<V> {
+    /// From (id, value) pairs in the order seen; of several values for one
+    /// id the last is kept, as a map's `insert` would.
+    pub(super) fn new(mut pairs: Vec<(u64, V)>) -> Self {
+        // Stable: pairs with one id stay in the order seen.
+        pairs.sort_by_key(|p| p.0);
+        let mut keys: Vec<u64> = Vec::with_capacity(pairs.len());
+        let mut values: Vec<V> = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs {
+            match (keys.last(), values.last_mut()) {
+                (Some(&last), Some(slot)) if last == k => *slot = v,
+                _ => {
+                    keys.push(k);
+                    values.push(v);
+                }
+            }
+        }
+        ByCorr {
+            keys,
+            values,
+            cursor: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The value of id `c`, if one was given.
+    pub(super) fn get(&self, c: &u64) -> Option<&V> {
+        let k = partition_from(&self.keys, self.cursor.get(), |&x| x < *c);
+        self.cursor.set(k);
+        (self.keys.get(k) == Some(c)).then(|| &self.values[k])
+    }
+
+    /// Whether id `c` has a value.
+    pub(super) fn contains_key(&self, c: &u64) -> bool {
+        self.get(c).is_some()
+    }
+}
+
 /// `v.partition_point(pred)`, searched from `from` outwards: forward by
 /// doubling steps when the answer is at or after `from`, else in `v[..from]`.
 /// The same answer from any `from`; fast when successive searches move
@@ -176,6 +224,97 @@ pub(super) fn partition_from<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool)
         lo = probe + 1;
         step *= 2;
     }
+}
+
+/// Sorts `v` (distinct keys), in linear time for the orders profilers
+/// write a thread's call tree in: parents before children (pre-order, by
+/// start) or children before parents (post-order, by end, as the
+/// synthesizer and some exporters do), where a comparison sort would pay
+/// n log n. Each key is read once in file order: the finished subtrees
+/// whose first key is greater than the new key's are its descendants and
+/// follow it; what remains lists the subtrees in order. That answer is
+/// checked, and sorted (adaptively: it is mostly ordered) if another order
+/// left it unsorted, so the result is always the sorted order.
+pub(super) fn sort_nested<K: Ord + Copy>(v: &mut [K]) {
+    const END: u32 = u32::MAX;
+    let n = v.len();
+    if n < 2 || n >= END as usize {
+        v.sort();
+        return;
+    }
+    // Subtrees as linked lists: `next` links each key to the one after it.
+    let mut next = vec![END; n];
+    // Finished subtrees, (first, last) key positions, in the order found.
+    let mut stack: Vec<(u32, u32)> = Vec::new();
+    for i in 0..n {
+        let mut k = stack.len();
+        while k > 0 && v[stack[k - 1].0 as usize] > v[i] {
+            k -= 1;
+        }
+        let mut last = i as u32;
+        for &(first, end) in &stack[k..] {
+            next[last as usize] = first;
+            last = end;
+        }
+        stack.truncate(k);
+        stack.push((i as u32, last));
+    }
+    for w in stack.windows(2) {
+        next[w[0].1 as usize] = w[1].0;
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut c = stack[0].0;
+    while c != END {
+        out.push(v[c as usize]);
+        c = next[c as usize];
+    }
+    if !out.windows(2).all(|w| w[0] < w[1]) {
+        out.sort();
+    }
+    v.copy_from_slice(&out);
+}
+
+/// Merges two sorted lists into one sorted list.
+pub(super) fn merge_sorted<K: Ord + Copy>(a: &[K], b: &[K]) -> Vec<K> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if b[j] < a[i] {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// Distinct task ids in increasing order, through a bit per id over their
+/// range: linear where a comparison sort of ids gathered in interleaved
+/// runs (a thread's calls and the GPU tasks each launched) is n log n.
+pub(super) fn sorted_distinct(ids: &[TaskId]) -> Vec<TaskId> {
+    let (Some(lo), Some(hi)) = (ids.iter().map(|t| t.0).min(), ids.iter().map(|t| t.0).max())
+    else {
+        return Vec::new();
+    };
+    let mut bits = vec![0u64; ((hi - lo) as usize >> 6) + 1];
+    for t in ids {
+        let k = (t.0 - lo) as usize;
+        bits[k >> 6] |= 1 << (k & 63);
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for (w, &word) in bits.iter().enumerate() {
+        let mut x = word;
+        while x != 0 {
+            let b = x.trailing_zeros();
+            out.push(TaskId(lo + (w as u32) * 64 + b));
+            x &= x - 1;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -236,5 +375,56 @@ mod tests {
         assert_eq!(sparse.get(&(u64::MAX - 1)), Some(&TaskId(1)));
         assert_eq!(sparse.get(&11), None);
         assert_eq!(CorrIndex::new(&[]).0.get(&0), None);
+    }
+
+    #[test]
+    fn sort_nested_sorts_any_order() {
+        // Pre-order, post-order (children first), interleaved leaves, and
+        // orders the linear pass gets wrong (checked and sorted).
+        let cases: Vec<Vec<i32>> = vec![
+            vec![],
+            vec![5],
+            vec![1, 2, 3, 4, 5],
+            vec![3, 4, 2, 6, 7, 5, 1, 9, 8],
+            vec![1, 2, 5, 3, 4],
+            vec![9, 8, 7, 6, 5, 4, 3, 2, 1],
+            vec![4, 1, 3, 9, 2, 8, 5, 7, 6, 0],
+        ];
+        for mut c in cases {
+            let mut want = c.clone();
+            want.sort();
+            sort_nested(&mut c);
+            assert_eq!(c, want);
+        }
+    }
+
+    #[test]
+    fn merge_and_sorted_distinct() {
+        assert_eq!(
+            merge_sorted(&[1, 4, 6], &[2, 3, 7, 8]),
+            vec![1, 2, 3, 4, 6, 7, 8]
+        );
+        assert_eq!(merge_sorted::<i32>(&[], &[2]), vec![2]);
+        let ids = [TaskId(70), TaskId(3), TaskId(200), TaskId(4), TaskId(64)];
+        let got: Vec<u32> = sorted_distinct(&ids).iter().map(|t| t.0).collect();
+        assert_eq!(got, vec![3, 4, 64, 70, 200]);
+        assert!(sorted_distinct(&[]).is_empty());
+    }
+
+    #[test]
+    fn by_corr_keeps_the_last_value_and_finds_from_anywhere() {
+        let m = ByCorr::new(vec![(7, 'a'), (3, 'b'), (7, 'c'), (9, 'd'), (1, 'e')]);
+        for c in [9, 1, 7, 3, 8, 0, 10, 7, 1] {
+            let want = match c {
+                1 => Some('e'),
+                3 => Some('b'),
+                7 => Some('c'),
+                9 => Some('d'),
+                _ => None,
+            };
+            assert_eq!(m.get(&c).copied(), want, "id {c}");
+            assert_eq!(m.contains_key(&c), want.is_some());
+        }
+        assert_eq!(ByCorr::<u8>::new(Vec::new()).get(&0), None);
     }
 }

@@ -19,7 +19,9 @@ use rustc_hash::FxHashMap;
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
-use index::{partition_from, CorrIndex, Csr, Launched};
+use index::{
+    merge_sorted, partition_from, sort_nested, sorted_distinct, ByCorr, CorrIndex, Csr, Launched,
+};
 
 mod finish;
 mod frameworks;
@@ -59,14 +61,28 @@ pub fn build(trace: &Trace) -> (Graph, Measured, BuildReport) {
     Builder::new(trace).run()
 }
 
-/// What one task is while building: its measured span (absolute trace ns)
-/// and where it came from.
+/// What one task is while building: its measured span (absolute trace ns).
+/// Read for every task by most steps, so it holds nothing else.
 #[derive(Clone, Copy)]
 struct Raw {
     start: i64,
     end: i64,
-    /// Index of the task's event in `Trace::events`.
-    event: u32,
+}
+
+/// What `inter_stream` and `syncs` read of a `cuda_sync` event, taken in
+/// the one pass over the events (`tracks`), where the event is at hand:
+/// going back to each event later is a cache miss on a large trace.
+#[derive(Clone, Copy)]
+struct SyncRecord {
+    correlation: Option<u64>,
+    stream: Option<i64>,
+    /// The event's device, else its pid as a number.
+    device: i64,
+    /// Whether it is a "Stream Wait Event".
+    stream_wait: bool,
+    /// The stream and the record call's correlation it waited on, where
+    /// both were recorded.
+    waits_on: Option<(i64, i64)>,
 }
 
 struct Builder<'t> {
@@ -81,6 +97,12 @@ struct Builder<'t> {
     launched: Launched,
     /// The launching call of each GPU task.
     launcher: Vec<Option<TaskId>>,
+    /// Every GPU task, in task order, with its event's `External id` and
+    /// own collective arguments: filled by `gpu_tasks`, used up by
+    /// `collectives`.
+    gpu_args: Vec<(TaskId, Option<u64>, Option<&'t lumos_trace::CollectiveArgs>)>,
+    /// Launch time of each stream's tasks, by processor (`launches`).
+    launch_times: Vec<Vec<i64>>,
     /// Position of each task in its processor's list.
     pos: Vec<u32>,
     /// Pid of each CPU thread processor.
@@ -94,8 +116,8 @@ struct Builder<'t> {
     polls: rustc_hash::FxHashSet<TaskId>,
     /// Runtime deps per blocking task, with the measured awaited task.
     blocking: FxHashMap<TaskId, TaskId>,
-    /// Indices of the `cuda_sync` events, in file order.
-    sync_events: Vec<u32>,
+    /// What the steps read of each `cuda_sync` event, in file order.
+    sync_events: Vec<SyncRecord>,
     /// Indices of the CPU ops with collective arguments and an
     /// `External id`, in file order.
     collective_ops: Vec<u32>,
@@ -115,6 +137,8 @@ impl<'t> Builder<'t> {
             call_by_corr: CorrIndex::default(),
             launched: Launched::default(),
             launcher: Vec::new(),
+            launch_times: Vec::new(),
+            gpu_args: Vec::new(),
             pos: Vec::new(),
             thread_pid: FxHashMap::default(),
             incoming: Csr::default(),
@@ -126,6 +150,8 @@ impl<'t> Builder<'t> {
         }
     }
 
+    /// Each step it calls is kept out of line (`#[inline(never)]`): they
+    /// run once per build, and profiles (callgrind, perf) then name them.
     fn run(mut self) -> (Graph, Measured, BuildReport) {
         let mut tracks = self.tracks();
         let annotations = self.cpu_tasks(&mut tracks);
@@ -145,6 +171,9 @@ impl<'t> Builder<'t> {
         self.report.fill_counts(&self.g);
         self.report.mark_inferred(&mut self.g);
         self.checks();
+        // Reserved for every event that could have become a task.
+        self.g.tasks.shrink_to_fit();
+        self.g.task_scopes.shrink_to_fit();
         let rel = |start: i64, end: i64| Span {
             start_ns: start.saturating_sub(origin),
             end_ns: end.saturating_sub(origin),
@@ -181,11 +210,7 @@ impl<'t> Builder<'t> {
             collective: None,
             correlation: e.correlation.unwrap_or(0),
         });
-        self.raw.push(Raw {
-            start,
-            end,
-            event: event as u32,
-        });
+        self.raw.push(Raw { start, end });
         self.pos
             .push(self.g.processors[proc.idx()].tasks.len() as u32);
         self.g.processors[proc.idx()].tasks.push(id);

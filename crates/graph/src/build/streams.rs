@@ -18,18 +18,40 @@ impl Builder<'_> {
         }
     }
 
+    /// The launch time of every task of every stream, in the stream's
+    /// order (empty for threads): searched by the two functions below, one
+    /// read per probe where `launch_time` takes three dependent ones.
+    pub(super) fn stream_launch_times(&self) -> Vec<Vec<i64>> {
+        (self.g.processors.iter())
+            .map(|p| match p.kind {
+                ProcKind::Stream { .. } => p.tasks.iter().map(|&g| self.launch_time(g)).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
     /// Last GPU task on `stream` launched before `time`.
     pub(super) fn last_launched_before(&self, stream: ProcId, time: i64) -> Option<TaskId> {
         let tasks = &self.g.processors[stream.idx()].tasks;
-        let n = tasks.partition_point(|&g| self.launch_time(g) < time);
+        let n = self.launched_at(stream).partition_point(|&t| t < time);
         n.checked_sub(1).map(|i| tasks[i])
     }
 
     /// First GPU task on `stream` launched after `time`.
     pub(super) fn first_launched_after(&self, stream: ProcId, time: i64) -> Option<TaskId> {
         let tasks = &self.g.processors[stream.idx()].tasks;
-        let n = tasks.partition_point(|&g| self.launch_time(g) <= time);
+        let n = self.launched_at(stream).partition_point(|&t| t <= time);
         tasks.get(n).copied()
+    }
+
+    /// The launch times of `stream`'s tasks ([`Self::stream_launch_times`]).
+    fn launched_at(&self, stream: ProcId) -> &[i64] {
+        let times = self
+            .launch_times
+            .get(stream.idx())
+            .map_or(&[][..], Vec::as_slice);
+        debug_assert_eq!(times.len(), self.g.processors[stream.idx()].tasks.len());
+        times
     }
 
     /// The stream of the nearest launch by the same thread after (or before)
@@ -72,6 +94,7 @@ impl Builder<'_> {
         self.streams.get(&(device, stream)).copied()
     }
 
+    #[inline(never)]
     pub(super) fn streams_lookup(&self) -> FxHashMap<(i64, i64), ProcId> {
         self.g
             .processors
@@ -94,32 +117,25 @@ impl Builder<'_> {
     /// Inter-stream edges: from `cuda_sync` "Stream Wait Event" where
     /// recorded, else inferred from the launch sequence, else from observed
     /// waiting.
+    #[inline(never)]
     pub(super) fn inter_stream(&mut self) {
-        let t = self.trace;
-        let mut evidence: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
+        let mut evidence: Vec<(u64, (i64, i64))> = Vec::new();
         // The stream a cuda_sync event acted on, by the call's correlation.
-        let mut sync_streams: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
-        for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
-            if let (Category::CudaSync, Some(c), Some(s)) = (e.category, e.correlation, e.stream) {
+        let mut sync_streams: Vec<(u64, (i64, i64))> = Vec::new();
+        for r in &self.sync_events {
+            if let (Some(c), Some(s)) = (r.correlation, r.stream) {
                 if s >= 0 {
-                    sync_streams.insert(c, (e.device.unwrap_or(ident_num(e.pid)), s));
+                    sync_streams.push((c, (r.device, s)));
                 }
             }
-            if e.category == Category::CudaSync && t.name(e) == "Stream Wait Event" {
-                if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
-                    if let (Some(s), Some(r)) =
-                        (x.wait_on_stream, x.wait_on_event_record_correlation)
-                    {
-                        if s >= 0 && r >= 0 {
-                            evidence.insert(c, (s, r));
-                        }
-                    }
+            if let (true, Some(c), Some((s, rec))) = (r.stream_wait, r.correlation, r.waits_on) {
+                if s >= 0 && rec >= 0 {
+                    evidence.push((c, (s, rec)));
                 }
-            }
-            if e.category == Category::CudaSync {
-                self.report.cuda_sync_events += 1;
             }
         }
+        self.report.cuda_sync_events += self.sync_events.len() as u64;
+        let (evidence, sync_streams) = (ByCorr::new(evidence), ByCorr::new(sync_streams));
         if self.report.cuda_sync_events == 0 {
             self.report
                 .warnings

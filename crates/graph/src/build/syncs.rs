@@ -6,31 +6,25 @@ use super::*;
 impl Builder<'_> {
     /// GPU-to-CPU synchronization: named sync calls, blocking copies, and
     /// calls that block without being named so.
+    #[inline(never)]
     pub(super) fn syncs(&mut self) {
-        let t = self.trace;
         // cuda_sync evidence by the call's correlation.
-        let mut sync_stream: FxHashMap<u64, i64> = FxHashMap::default();
+        let mut sync_stream: Vec<(u64, i64)> = Vec::new();
         // Event syncs naming the record call: (stream waited on, record correlation).
-        let mut event_evidence: FxHashMap<u64, (i64, i64, i64)> = FxHashMap::default();
-        for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
-            if e.category == Category::CudaSync {
-                if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
-                    if let (Some(s), Some(r)) =
-                        (x.wait_on_stream, x.wait_on_event_record_correlation)
-                    {
-                        if s >= 0 && r >= 0 {
-                            let d = e.device.unwrap_or(ident_num(e.pid));
-                            event_evidence.insert(c, (d, s, r));
-                        }
-                    }
+        let mut event_evidence: Vec<(u64, (i64, i64, i64))> = Vec::new();
+        for r in &self.sync_events {
+            if let (Some(c), Some((s, rec))) = (r.correlation, r.waits_on) {
+                if s >= 0 && rec >= 0 {
+                    event_evidence.push((c, (r.device, s, rec)));
                 }
-                if let (Some(c), Some(s)) = (e.correlation, e.stream) {
-                    if s >= 0 {
-                        sync_stream.insert(c, s);
-                    }
+            }
+            if let (Some(c), Some(s)) = (r.correlation, r.stream) {
+                if s >= 0 {
+                    sync_stream.push((c, s));
                 }
             }
         }
+        let (sync_stream, event_evidence) = (ByCorr::new(sync_stream), ByCorr::new(event_evidence));
         let mut gpu_by_end: Vec<(i64, TaskId)> = (0..self.g.tasks.len())
             .filter(|&i| self.g.tasks[i].kind.is_gpu())
             .map(|i| (self.raw[i].end, TaskId(i as u32)))
@@ -41,6 +35,9 @@ impl Builder<'_> {
         // Where the last search ended: a thread's calls end in order, so
         // the next search starts there.
         let mut cursor = 0;
+        // The sync kind of each name, worked out once per name rather than
+        // once per call.
+        let mut kinds: Vec<Option<SyncKind>> = vec![None; self.g.names.len()];
         let n = self.g.tasks.len();
         for i in 0..n {
             let call = TaskId(i as u32);
@@ -56,7 +53,10 @@ impl Builder<'_> {
                 .checked_sub(1)
                 .map(|j| gpu_by_end[j])
                 .filter(|&(end, _)| end >= r.start);
-            let kind = sync_kind(self.g.name(call));
+            let kind = match kinds.get_mut(self.g.tasks[i].name.0 as usize) {
+                Some(known) => *known.get_or_insert_with(|| sync_kind(self.g.name(call))),
+                None => sync_kind(self.g.name(call)),
+            };
             let (target, awaited, rule) = match kind {
                 SyncKind::Device => {
                     let device = ended_during

@@ -13,38 +13,97 @@ pub(super) struct Tracks {
     streams: FxHashMap<(i64, i64), Vec<usize>>,
 }
 
+/// Event indices grouped by track while the events are read. Consecutive
+/// events are mostly on one track, so the last track's list is kept at hand
+/// and the map is only hashed into when the track changes.
+struct ByTrack<K> {
+    slot: FxHashMap<K, usize>,
+    lists: Vec<(K, Vec<usize>)>,
+    last: Option<(K, usize)>,
+}
+
+impl<K: Copy + Eq + std::hash::Hash> ByTrack<K> {
+    fn new() -> Self {
+        ByTrack {
+            slot: FxHashMap::default(),
+            lists: Vec::new(),
+            last: None,
+        }
+    }
+
+    fn push(&mut self, key: K, i: usize) {
+        let s = match self.last {
+            Some((k, s)) if k == key => s,
+            _ => {
+                let n = self.lists.len();
+                let s = *self.slot.entry(key).or_insert(n);
+                if s == n {
+                    self.lists.push((key, Vec::new()));
+                }
+                self.last = Some((key, s));
+                s
+            }
+        };
+        self.lists[s].1.push(i);
+    }
+
+    fn into_map(self) -> FxHashMap<K, Vec<usize>> {
+        self.lists.into_iter().collect()
+    }
+}
+
 impl Builder<'_> {
     /// Sorts the events out in one pass: tasks by track, and the few events
     /// later steps read (`cuda_sync` events, CPU ops with collective
     /// arguments) into [`Builder::sync_events`] and
     /// [`Builder::collective_ops`], so that no step reads every event again.
+    #[inline(never)]
     pub(super) fn tracks(&mut self) -> Tracks {
         let t = self.trace;
-        let mut tracks = Tracks {
-            threads: FxHashMap::default(),
-            streams: FxHashMap::default(),
-        };
+        let (mut threads, mut streams) = (ByTrack::new(), ByTrack::new());
         for (i, e) in t.events.iter().enumerate() {
             match e.category {
                 Category::CpuOp
                 | Category::UserAnnotation
                 | Category::Runtime
                 | Category::Driver => {
-                    tracks.threads.entry((e.pid, e.tid)).or_default().push(i);
-                    let collective = e.extra.as_ref().is_some_and(|x| x.collective.is_some());
-                    if e.category == Category::CpuOp && e.external_id.is_some() && collective {
+                    threads.push((e.pid, e.tid), i);
+                    // The boxed extra is looked at last: reaching it is a
+                    // cache miss.
+                    let collective = || e.extra.as_ref().is_some_and(|x| x.collective.is_some());
+                    if e.category == Category::CpuOp && e.external_id.is_some() && collective() {
                         self.collective_ops.push(i as u32);
                     }
                 }
                 Category::Kernel | Category::Memcpy | Category::Memset => {
                     let device = e.device.unwrap_or(ident_num(e.pid));
                     let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
-                    tracks.streams.entry((device, stream)).or_default().push(i);
+                    streams.push((device, stream), i);
                 }
-                Category::CudaSync => self.sync_events.push(i as u32),
+                Category::CudaSync => self.sync_events.push(SyncRecord {
+                    correlation: e.correlation,
+                    stream: e.stream,
+                    device: e.device.unwrap_or(ident_num(e.pid)),
+                    stream_wait: t.name(e) == "Stream Wait Event",
+                    waits_on: e.extra.as_ref().and_then(|x| {
+                        Some((x.wait_on_stream?, x.wait_on_event_record_correlation?))
+                    }),
+                }),
                 _ => {}
             }
         }
+        let tracks = Tracks {
+            threads: threads.into_map(),
+            streams: streams.into_map(),
+        };
+        // At most one task per event (a few more where calls are split):
+        // reserved once instead of grown, which copies them several times.
+        let n = (tracks.threads.values().map(Vec::len).sum::<usize>())
+            + tracks.streams.values().map(Vec::len).sum::<usize>();
+        self.g.tasks.reserve(n);
+        self.raw.reserve(n);
+        self.pos.reserve(n);
+        self.g.task_scopes.reserve(n);
         tracks
     }
 
@@ -52,6 +111,7 @@ impl Builder<'_> {
     /// policy: only leaves of each thread's call tree are scheduled; time a
     /// parent spends outside its children becomes the gap before the next
     /// leaf, so CPU overhead survives replay.
+    #[inline(never)]
     pub(super) fn cpu_tasks(&mut self, tracks: &mut Tracks) -> Vec<(usize, ProcId)> {
         let t = self.trace;
         let by_thread = &mut tracks.threads;
@@ -64,35 +124,49 @@ impl Builder<'_> {
             // Parents before children: earlier start, then longer, then
             // annotations before ops before runtime calls. The keys are
             // taken once, so that sorting does not reach into the events.
-            let mut keyed: Vec<_> = (by_thread.remove(&key).unwrap_or_default())
-                .into_iter()
-                .map(|i| {
-                    let e = &t.events[i];
-                    let rank: u8 = match e.category {
-                        Category::UserAnnotation => 0,
-                        Category::CpuOp => 1,
-                        _ => 2,
-                    };
-                    (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i)
-                })
-                .collect();
-            // The keys are distinct (the index is one of them).
-            keyed.sort_unstable();
-            let idx: Vec<usize> = keyed.into_iter().map(|k| k.3).collect();
+            // The keys are distinct (the index is one of them), so every
+            // way of sorting them gives this one order. Exporters write a
+            // thread's calls and its ops in separate runs, each in tree
+            // order, which `sort_nested` sorts in linear time; the two are
+            // then merged.
+            let list = by_thread.remove(&key).unwrap_or_default();
+            let (mut ops_k, mut calls_k) = (Vec::with_capacity(list.len()), Vec::new());
+            for i in list {
+                let e = &t.events[i];
+                let rank: u8 = match e.category {
+                    Category::UserAnnotation => 0,
+                    Category::CpuOp => 1,
+                    _ => 2,
+                };
+                let k = (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i);
+                if rank == 2 {
+                    calls_k.push(k);
+                } else {
+                    ops_k.push(k);
+                }
+            }
+            sort_nested(&mut calls_k);
+            sort_nested(&mut ops_k);
+            let keyed = merge_sorted(&ops_k, &calls_k);
+            drop((ops_k, calls_k));
+            let idx: Vec<usize> = keyed.iter().map(|k| k.3).collect();
             let mut has_child = vec![false; idx.len()];
             let mut parent: Vec<Option<usize>> = vec![None; idx.len()];
             let mut stack: Vec<usize> = Vec::new();
-            for (k, &i) in idx.iter().enumerate() {
-                let e = &t.events[i];
+            // The tree is built from the keys alone, without going back to
+            // the events (each a cache miss on a large trace).
+            for (k, &(ts, std::cmp::Reverse(dur), _, _)) in keyed.iter().enumerate() {
+                let end = ts.saturating_add(dur);
                 while let Some(&top) = stack.last() {
-                    let p = &t.events[idx[top]];
+                    let (p_ts, std::cmp::Reverse(p_dur), p_rank, _) = keyed[top];
+                    let p_end = p_ts.saturating_add(p_dur);
                     // Runtime calls are never parents: a zero-length call at
                     // the same timestamp is a sibling, not a child.
-                    let can_parent = !p.category.is_runtime();
-                    if can_parent && e.ts_ns < p.end_ns() && e.end_ns() <= p.end_ns() {
+                    let can_parent = p_rank != 2;
+                    if can_parent && ts < p_end && end <= p_end {
                         break;
                     }
-                    if can_parent && e.ts_ns < p.end_ns() {
+                    if can_parent && ts < p_end {
                         self.report.partial_overlaps += 1;
                     }
                     stack.pop();
@@ -173,6 +247,7 @@ impl Builder<'_> {
         steps
     }
 
+    #[inline(never)]
     pub(super) fn gpu_tasks(&mut self, tracks: &mut Tracks) {
         let t = self.trace;
         let by_stream = &mut tracks.streams;
@@ -203,11 +278,15 @@ impl Builder<'_> {
                 }
                 let end = e.end_ns().max(start);
                 last_end = end;
-                self.add_task(kind, i, proc, start, end);
+                let id = self.add_task(kind, i, proc, start, end);
+                // What `collectives` reads, taken while the event is at hand.
+                let own = e.extra.as_ref().and_then(|x| x.collective.as_ref());
+                self.gpu_args.push((id, e.external_id, own));
             }
         }
     }
 
+    #[inline(never)]
     pub(super) fn launches(&mut self) {
         self.launcher = vec![None; self.g.tasks.len()];
         // (call, GPU task) in GPU task order.
@@ -233,11 +312,15 @@ impl Builder<'_> {
             }
         }
         self.launched = Launched::new(self.g.tasks.len(), &pairs);
+        // Fixed from here on: later steps split calls, which keeps their
+        // start, and add no GPU task.
+        self.launch_times = self.stream_launch_times();
     }
 
     /// Communication tasks: `Collective name` on the GPU task, else on the
     /// CPU op it was launched under (same `External id`), else a name
     /// pattern.
+    #[inline(never)]
     pub(super) fn collectives(&mut self) {
         let t = self.trace;
         let mut by_ext: FxHashMap<u64, &lumos_trace::CollectiveArgs> = FxHashMap::default();
@@ -252,15 +335,13 @@ impl Builder<'_> {
         // Whether each name is a collective library's kernel, worked out
         // once per name rather than once per task.
         let mut comm_name: Vec<Option<bool>> = vec![None; self.g.names.len()];
-        for id in 0..self.g.tasks.len() {
+        // Every GPU task, in task order, with its event's `External id` and
+        // collective arguments (`gpu_tasks`).
+        for (tid, external_id, own) in std::mem::take(&mut self.gpu_args) {
+            let id = tid.idx();
             let task = &self.g.tasks[id];
-            if !task.kind.is_gpu() {
-                continue;
-            }
             let name = &self.g.names[task.name.0 as usize];
-            let e = &t.events[self.raw[id].event as usize];
-            let own = e.extra.as_ref().and_then(|x| x.collective.as_ref());
-            let via_op = e.external_id.and_then(|x| by_ext.get(&x).copied());
+            let via_op = external_id.and_then(|x| by_ext.get(&x).copied());
             let args = own.filter(|c| c.name.is_some()).or(via_op);
             let by_name = match comm_name.get_mut(task.name.0 as usize) {
                 Some(known) => *known.get_or_insert_with(|| is_comm_kernel_name(name)),

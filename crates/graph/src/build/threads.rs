@@ -6,6 +6,7 @@ use super::*;
 impl Builder<'_> {
     /// Inter-thread edges: a long gap on a thread that ends right after a
     /// task on another thread of the same process ends.
+    #[inline(never)]
     pub(super) fn inter_thread(&mut self) {
         let mut by_pid: FxHashMap<Ident, Vec<(i64, TaskId)>> = FxHashMap::default();
         for (i, p) in self.g.processors.iter().enumerate() {
