@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::shapes::InputDims;
 
@@ -127,13 +128,73 @@ impl Event {
     }
 }
 
-/// Arguments most events lack.
+/// Arguments most events lack, allocated only when one is present.
+///
+/// Kept small because about a quarter of the events of a trace recorded
+/// with shapes have one (operators with `Input Dims`): the arguments of
+/// CUDA activity records and the collective arguments, rarer still, are
+/// boxed apart, and `Input Dims` / `Input type` are shared between the
+/// events (and graph scopes) that carry equal values.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventExtra {
     /// `Sequence number` (autograd).
     pub sequence_number: Option<i64>,
     /// `Fwd thread id` (autograd).
     pub fwd_thread_id: Option<i64>,
+    /// `Input Dims`, parsed (shared: equal lists are one allocation).
+    pub input_dims: Option<InputDims>,
+    /// `Input type` as raw JSON text (shared: equal texts are one
+    /// allocation).
+    pub input_type: Option<Arc<str>>,
+    /// Arguments of CUDA activity records (syncs, events, graph kernels,
+    /// copies); see the accessors below.
+    pub activity: Option<Box<ActivityArgs>>,
+    /// Collective arguments (`record_param_comms`, NCCL kernels).
+    pub collective: Option<Box<CollectiveArgs>>,
+}
+
+impl EventExtra {
+    /// True if no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == EventExtra::default()
+    }
+
+    /// `cuda_sync`: the stream waited on (`wait_on_stream`).
+    pub fn wait_on_stream(&self) -> Option<i64> {
+        self.activity.as_ref()?.wait_on_stream
+    }
+
+    /// `cuda_sync`: correlation of the `cudaEventRecord` call waited on.
+    pub fn wait_on_event_record_correlation(&self) -> Option<i64> {
+        self.activity.as_ref()?.wait_on_event_record_correlation
+    }
+
+    /// `cuda_sync` / `cuda_event`: the CUDA event id.
+    pub fn event_id(&self) -> Option<i64> {
+        self.activity.as_ref()?.event_id
+    }
+
+    /// `graph id` of a kernel launched through a CUDA graph.
+    pub fn graph_id(&self) -> Option<i64> {
+        self.activity.as_ref()?.graph_id
+    }
+
+    /// `graph node id` of such a kernel.
+    pub fn graph_node_id(&self) -> Option<i64> {
+        self.activity.as_ref()?.graph_node_id
+    }
+
+    /// `bytes` moved by a memcpy or memset.
+    pub fn bytes(&self) -> Option<u64> {
+        self.activity.as_ref()?.bytes
+    }
+}
+
+/// The arguments CUPTI activity records carry: on `cuda_sync`,
+/// `cuda_event`, CUDA-graph kernels and copies only, so boxed apart from
+/// [`EventExtra`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ActivityArgs {
     /// `cuda_sync`: the stream waited on (`wait_on_stream`).
     pub wait_on_stream: Option<i64>,
     /// `cuda_sync`: correlation of the `cudaEventRecord` call waited on.
@@ -146,27 +207,22 @@ pub struct EventExtra {
     pub graph_node_id: Option<i64>,
     /// `bytes` moved by a memcpy or memset.
     pub bytes: Option<u64>,
-    /// Collective arguments (`record_param_comms`, NCCL kernels).
-    pub collective: Option<CollectiveArgs>,
-    /// `Input Dims`, parsed (shared: equal lists are one allocation).
-    pub input_dims: Option<InputDims>,
-    /// `Input type` as raw JSON text.
-    pub input_type: Option<String>,
 }
 
-impl EventExtra {
+impl ActivityArgs {
     /// True if no field is set.
     pub fn is_empty(&self) -> bool {
-        *self == EventExtra::default()
+        *self == ActivityArgs::default()
     }
 }
 
 /// The collective keys PyTorch records on `record_param_comms` and copies to
-/// NCCL kernels.
+/// NCCL kernels. Texts and rank lists repeat across a trace's collectives
+/// and are shared between them, as [`EventExtra::input_type`] is.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CollectiveArgs {
     /// `Collective name`.
-    pub name: Option<String>,
+    pub name: Option<Arc<str>>,
     /// `In msg nelems`.
     pub in_nelems: Option<u64>,
     /// `Out msg nelems`.
@@ -174,13 +230,13 @@ pub struct CollectiveArgs {
     /// `Group size`.
     pub group_size: Option<u32>,
     /// `dtype`.
-    pub dtype: Option<String>,
+    pub dtype: Option<Arc<str>>,
     /// `Process Group Name`.
-    pub pg_name: Option<String>,
+    pub pg_name: Option<Arc<str>>,
     /// `Process Group Description`.
-    pub pg_desc: Option<String>,
+    pub pg_desc: Option<Arc<str>>,
     /// `Process Group Ranks`, parsed; see [`RankList`].
-    pub pg_ranks: Option<RankList>,
+    pub pg_ranks: Option<Arc<RankList>>,
     /// `Seq`.
     pub seq: Option<i64>,
     /// `Src Rank` (point-to-point).
@@ -213,7 +269,7 @@ pub fn dtype_size(dtype: &str) -> Option<u64> {
 }
 
 /// A process group's ranks, possibly truncated with `...` by PyTorch.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RankList {
     /// The ranks written out.
     pub ranks: Vec<i64>,

@@ -108,7 +108,7 @@ impl Builder<'_> {
             if e.category == Category::CudaSync && t.name(e) == "Stream Wait Event" {
                 if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
                     if let (Some(s), Some(r)) =
-                        (x.wait_on_stream, x.wait_on_event_record_correlation)
+                        (x.wait_on_stream(), x.wait_on_event_record_correlation())
                     {
                         if s >= 0 && r >= 0 {
                             evidence.insert(c, (s, r));

@@ -16,7 +16,7 @@ impl Builder<'_> {
             if e.category == Category::CudaSync {
                 if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
                     if let (Some(s), Some(r)) =
-                        (x.wait_on_stream, x.wait_on_event_record_correlation)
+                        (x.wait_on_stream(), x.wait_on_event_record_correlation())
                     {
                         if s >= 0 && r >= 0 {
                             let d = e.device.unwrap_or(ident_num(e.pid));

@@ -259,7 +259,7 @@ impl Builder<'_> {
             }
             let name = &self.g.names[task.name.0 as usize];
             let e = &t.events[self.raw[id].event as usize];
-            let own = e.extra.as_ref().and_then(|x| x.collective.as_ref());
+            let own = e.extra.as_ref().and_then(|x| x.collective.as_deref());
             let via_op = e.external_id.and_then(|x| by_ext.get(&x).copied());
             let args = own.filter(|c| c.name.is_some()).or(via_op);
             let by_name = match comm_name.get_mut(task.name.0 as usize) {
@@ -268,8 +268,11 @@ impl Builder<'_> {
             };
             let coll = match args {
                 Some(a) if by_name || own.is_some() => Collective {
-                    name: a.name.clone().unwrap_or_else(|| comm_family(name)),
-                    process_group: a.pg_name.clone(),
+                    name: a
+                        .name
+                        .as_deref()
+                        .map_or_else(|| comm_family(name), str::to_owned),
+                    process_group: a.pg_name.as_deref().map(str::to_owned),
                     seq: a.seq,
                     bytes: a.bytes(),
                     elements: a.in_nelems.max(a.out_nelems),

@@ -171,7 +171,7 @@ fn comm_tasks(
                 .min_by_key(|&i| trace.events[i].ts_ns.abs_diff(start))
                 .map(|i| &trace.events[i])
         });
-        let own = event.and_then(|e| e.extra.as_ref().and_then(|x| x.collective.as_ref()));
+        let own = event.and_then(|e| e.extra.as_ref().and_then(|x| x.collective.as_deref()));
         let via_op = event
             .and_then(|e| e.external_id)
             .and_then(|x| by_ext.get(&x).copied());
