@@ -93,6 +93,12 @@ impl Category {
 }
 
 /// One complete (`ph: "X"`) event of a kept category.
+///
+/// 96 bytes: a trace holds millions, so the four optional ids are packed
+/// in 8 bytes each (one value of each range stands for "absent"; the
+/// reader drops and counts an argument that holds it) and read through
+/// [`Event::correlation`], [`Event::external_id`], [`Event::stream`] and
+/// [`Event::device`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     /// Category.
@@ -108,23 +114,130 @@ pub struct Event {
     pub ts_ns: i64,
     /// Duration in ns.
     pub dur_ns: i64,
-    /// CUPTI correlation id.
-    pub correlation: Option<u64>,
-    /// `External id`: ties a runtime call and its GPU work to a CPU op.
-    pub external_id: Option<u64>,
-    /// `stream` arg (GPU events and `cuda_sync`).
-    pub stream: Option<i64>,
-    /// `device` arg.
-    pub device: Option<i64>,
+    correlation: OptU64,
+    external_id: OptU64,
+    stream: OptI64,
+    device: OptI64,
     /// Rarer arguments, allocated only when present.
     pub extra: Option<Box<EventExtra>>,
 }
 
 impl Event {
+    /// An event without ids or extra arguments; the setters add them.
+    pub fn new(
+        category: Category,
+        name: StrId,
+        pid: Ident,
+        tid: Ident,
+        ts_ns: i64,
+        dur_ns: i64,
+    ) -> Event {
+        Event {
+            category,
+            name,
+            pid,
+            tid,
+            ts_ns,
+            dur_ns,
+            correlation: OptU64::NONE,
+            external_id: OptU64::NONE,
+            stream: OptI64::NONE,
+            device: OptI64::NONE,
+            extra: None,
+        }
+    }
+
     /// End time in ns, saturating at `i64::MAX` (the reader keeps only
     /// events whose end fits, but the fields are public).
     pub fn end_ns(&self) -> i64 {
         self.ts_ns.saturating_add(self.dur_ns)
+    }
+
+    /// CUPTI correlation id.
+    pub fn correlation(&self) -> Option<u64> {
+        self.correlation.get()
+    }
+
+    /// `External id`: ties a runtime call and its GPU work to a CPU op.
+    pub fn external_id(&self) -> Option<u64> {
+        self.external_id.get()
+    }
+
+    /// `stream` arg (GPU events and `cuda_sync`).
+    pub fn stream(&self) -> Option<i64> {
+        self.stream.get()
+    }
+
+    /// `device` arg.
+    pub fn device(&self) -> Option<i64> {
+        self.device.get()
+    }
+
+    /// Sets [`Event::correlation`]; false (and absent) for `u64::MAX`,
+    /// the one value it cannot hold.
+    pub fn set_correlation(&mut self, v: Option<u64>) -> bool {
+        self.correlation.set(v)
+    }
+
+    /// Sets [`Event::external_id`]; false (and absent) for `u64::MAX`.
+    pub fn set_external_id(&mut self, v: Option<u64>) -> bool {
+        self.external_id.set(v)
+    }
+
+    /// Sets [`Event::stream`]; false (and absent) for `i64::MIN`.
+    pub fn set_stream(&mut self, v: Option<i64>) -> bool {
+        self.stream.set(v)
+    }
+
+    /// Sets [`Event::device`]; false (and absent) for `i64::MIN`.
+    pub fn set_device(&mut self, v: Option<i64>) -> bool {
+        self.device.set(v)
+    }
+}
+
+/// An optional `u64` in 8 bytes: `u64::MAX` is "absent".
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct OptU64(u64);
+
+impl OptU64 {
+    const NONE: OptU64 = OptU64(u64::MAX);
+
+    fn get(self) -> Option<u64> {
+        (self != Self::NONE).then_some(self.0)
+    }
+
+    fn set(&mut self, v: Option<u64>) -> bool {
+        *self = v.map_or(Self::NONE, OptU64);
+        v == self.get()
+    }
+}
+
+impl fmt::Debug for OptU64 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// An optional `i64` in 8 bytes: `i64::MIN` is "absent".
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct OptI64(i64);
+
+impl OptI64 {
+    const NONE: OptI64 = OptI64(i64::MIN);
+
+    fn get(self) -> Option<i64> {
+        (self != Self::NONE).then_some(self.0)
+    }
+
+    fn set(&mut self, v: Option<i64>) -> bool {
+        *self = v.map_or(Self::NONE, OptI64);
+        v == self.get()
+    }
+}
+
+impl fmt::Debug for OptI64 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
     }
 }
 

@@ -534,30 +534,30 @@ impl Builder {
             }
         }
         if c.bad_input_dims {
-            let bad = self
-                .trace
-                .skipped
-                .bad_args
-                .entry("Input Dims")
-                .or_insert(BadArg {
-                    count: 0,
-                    first_index: self.index,
-                });
-            bad.count += 1;
+            self.bad_arg("Input Dims");
         }
-        self.trace.events.push(Event {
-            category: c.category,
-            name,
-            pid,
-            tid,
-            ts_ns: c.ts_ns,
-            dur_ns: c.dur_ns,
-            correlation: c.correlation,
-            external_id: c.external_id,
-            stream: c.stream,
-            device: c.device,
-            extra,
+        let mut e = Event::new(c.category, name, pid, tid, c.ts_ns, c.dur_ns);
+        e.extra = extra;
+        let kept = [
+            ("correlation", e.set_correlation(c.correlation)),
+            ("External id", e.set_external_id(c.external_id)),
+            ("stream", e.set_stream(c.stream)),
+            ("device", e.set_device(c.device)),
+        ];
+        for (key, _) in kept.iter().filter(|(_, ok)| !ok) {
+            self.bad_arg(key);
+        }
+        self.trace.events.push(e);
+    }
+
+    /// Counts an argument of the current event that was dropped as
+    /// malformed (or, for the packed ids of [`Event`], out of range).
+    fn bad_arg(&mut self, key: &'static str) {
+        let bad = self.trace.skipped.bad_args.entry(key).or_insert(BadArg {
+            count: 0,
+            first_index: self.index,
         });
+        bad.count += 1;
     }
 
     /// Replaces `dims` by the equal list seen before, if any.

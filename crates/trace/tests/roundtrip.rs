@@ -272,7 +272,7 @@ fn check(t: &Trace) {
         (f.pid, f.tid, f.ts_ns),
         (Ident::Num(0), Ident::Num(7), t.events[3].ts_ns)
     );
-    assert_eq!(t.events[2].correlation, t.events[3].correlation);
+    assert_eq!(t.events[2].correlation(), t.events[3].correlation());
     let names: Vec<&str> = t.track_names.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(
         names,
@@ -295,10 +295,10 @@ fn check_event(t: &Trace, e: &Event, s: &Spec) {
         s.name
     );
     assert_eq!((e.ts_ns, e.dur_ns), (s.ts, s.dur), "{}", s.name);
-    assert_eq!(e.correlation, s.correlation, "{}", s.name);
-    assert_eq!(e.external_id, s.external_id, "{}", s.name);
-    assert_eq!(e.device, s.gpu.map(|g| g.0), "{}", s.name);
-    assert_eq!(e.stream, s.gpu.map(|g| g.1), "{}", s.name);
+    assert_eq!(e.correlation(), s.correlation, "{}", s.name);
+    assert_eq!(e.external_id(), s.external_id, "{}", s.name);
+    assert_eq!(e.device(), s.gpu.map(|g| g.0), "{}", s.name);
+    assert_eq!(e.stream(), s.gpu.map(|g| g.1), "{}", s.name);
 }
 
 #[test]

@@ -100,13 +100,15 @@ impl Builder<'_> {
         // The stream a cuda_sync event acted on, by the call's correlation.
         let mut sync_streams: FxHashMap<u64, (i64, i64)> = FxHashMap::default();
         for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
-            if let (Category::CudaSync, Some(c), Some(s)) = (e.category, e.correlation, e.stream) {
+            if let (Category::CudaSync, Some(c), Some(s)) =
+                (e.category, e.correlation(), e.stream())
+            {
                 if s >= 0 {
-                    sync_streams.insert(c, (e.device.unwrap_or(ident_num(e.pid)), s));
+                    sync_streams.insert(c, (e.device().unwrap_or(ident_num(e.pid)), s));
                 }
             }
             if e.category == Category::CudaSync && t.name(e) == "Stream Wait Event" {
-                if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
+                if let (Some(c), Some(x)) = (e.correlation(), e.extra.as_ref()) {
                     if let (Some(s), Some(r)) =
                         (x.wait_on_stream(), x.wait_on_event_record_correlation())
                     {

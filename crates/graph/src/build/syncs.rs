@@ -14,17 +14,17 @@ impl Builder<'_> {
         let mut event_evidence: FxHashMap<u64, (i64, i64, i64)> = FxHashMap::default();
         for e in self.sync_events.iter().map(|&i| &t.events[i as usize]) {
             if e.category == Category::CudaSync {
-                if let (Some(c), Some(x)) = (e.correlation, e.extra.as_ref()) {
+                if let (Some(c), Some(x)) = (e.correlation(), e.extra.as_ref()) {
                     if let (Some(s), Some(r)) =
                         (x.wait_on_stream(), x.wait_on_event_record_correlation())
                     {
                         if s >= 0 && r >= 0 {
-                            let d = e.device.unwrap_or(ident_num(e.pid));
+                            let d = e.device().unwrap_or(ident_num(e.pid));
                             event_evidence.insert(c, (d, s, r));
                         }
                     }
                 }
-                if let (Some(c), Some(s)) = (e.correlation, e.stream) {
+                if let (Some(c), Some(s)) = (e.correlation(), e.stream()) {
                     if s >= 0 {
                         sync_stream.insert(c, s);
                     }

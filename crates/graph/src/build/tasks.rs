@@ -32,13 +32,16 @@ impl Builder<'_> {
                 | Category::Driver => {
                     tracks.threads.entry((e.pid, e.tid)).or_default().push(i);
                     let collective = e.extra.as_ref().is_some_and(|x| x.collective.is_some());
-                    if e.category == Category::CpuOp && e.external_id.is_some() && collective {
+                    if e.category == Category::CpuOp && e.external_id().is_some() && collective {
                         self.collective_ops.push(i as u32);
                     }
                 }
                 Category::Kernel | Category::Memcpy | Category::Memset => {
-                    let device = e.device.unwrap_or(ident_num(e.pid));
-                    let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
+                    let device = e.device().unwrap_or(ident_num(e.pid));
+                    let stream = e
+                        .stream()
+                        .or_else(|| stream_from_tid(t, e.tid))
+                        .unwrap_or(0);
                     tracks.streams.entry((device, stream)).or_default().push(i);
                 }
                 Category::CudaSync => self.sync_events.push(i as u32),
@@ -157,7 +160,7 @@ impl Builder<'_> {
                     self.report.polling_loops += 1;
                 }
                 if kind == TaskKind::Runtime {
-                    if let Some(c) = e.correlation {
+                    if let Some(c) = e.correlation() {
                         self.report.correlated_calls += 1;
                         calls.push((c, id));
                     }
@@ -181,7 +184,7 @@ impl Builder<'_> {
         for key in keys {
             let mut keyed: Vec<_> = (by_stream.remove(&key).unwrap_or_default())
                 .into_iter()
-                .map(|i| (t.events[i].ts_ns, t.events[i].correlation, i))
+                .map(|i| (t.events[i].ts_ns, t.events[i].correlation(), i))
                 .collect();
             keyed.sort_unstable();
             let idx: Vec<usize> = keyed.into_iter().map(|k| k.2).collect();
@@ -243,7 +246,7 @@ impl Builder<'_> {
         let mut by_ext: FxHashMap<u64, &lumos_trace::CollectiveArgs> = FxHashMap::default();
         for e in self.collective_ops.iter().map(|&i| &t.events[i as usize]) {
             if let (Some(x), Some(c)) = (
-                e.external_id,
+                e.external_id(),
                 e.extra.as_ref().and_then(|x| x.collective.as_ref()),
             ) {
                 by_ext.entry(x).or_insert(c);
@@ -260,7 +263,7 @@ impl Builder<'_> {
             let name = &self.g.names[task.name.0 as usize];
             let e = &t.events[self.raw[id].event as usize];
             let own = e.extra.as_ref().and_then(|x| x.collective.as_deref());
-            let via_op = e.external_id.and_then(|x| by_ext.get(&x).copied());
+            let via_op = e.external_id().and_then(|x| by_ext.get(&x).copied());
             let args = own.filter(|c| c.name.is_some()).or(via_op);
             let by_name = match comm_name.get_mut(task.name.0 as usize) {
                 Some(known) => *known.get_or_insert_with(|| is_comm_kernel_name(name)),
