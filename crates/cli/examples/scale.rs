@@ -41,7 +41,7 @@ use lumos_models::GpuSpec;
 use lumos_report::slowest_rank_steps;
 use lumos_sim::{simulate, simulate_job, step_spans, SimOptions};
 use lumos_synth::{ModelPreset, Parallelism, SynthConfig};
-use lumos_trace::{Event, EventExtra, Flow, Trace};
+use lumos_trace::{ActivityArgs, CollectiveArgs, Event, EventExtra, Flow, Trace};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -203,10 +203,6 @@ fn string_bytes(s: &String) -> usize {
     size_of::<String>() + s.capacity()
 }
 
-fn opt_string_heap(s: &Option<String>) -> usize {
-    s.as_ref().map_or(0, String::capacity)
-}
-
 /// Heap and inline bytes of a trace's parts, in MB: what the reader's
 /// result holds (allocator overhead and spare capacity of small vectors
 /// not counted).
@@ -216,17 +212,15 @@ fn trace_bytes(t: &Trace) -> Value {
     for e in &t.events {
         if let Some(x) = &e.extra {
             with_extra += 1;
-            // `Input Dims` lists are shared (one copy per distinct list):
-            // not counted per event.
-            extras += size_of::<EventExtra>() + opt_string_heap(&x.input_type);
-            if let Some(c) = &x.collective {
-                extras += opt_string_heap(&c.name)
-                    + opt_string_heap(&c.dtype)
-                    + opt_string_heap(&c.pg_name)
-                    + opt_string_heap(&c.pg_desc)
-                    + c.pg_ranks
-                        .as_ref()
-                        .map_or(0, |r| r.ranks.capacity() * size_of::<i64>());
+            // `Input Dims` lists and `Input type` texts are shared (one
+            // copy per distinct value): not counted per event.
+            extras += size_of::<EventExtra>();
+            if x.activity.is_some() {
+                extras += size_of::<ActivityArgs>();
+            }
+            if x.collective.is_some() {
+                // Its texts and rank lists are shared too.
+                extras += size_of::<CollectiveArgs>();
             }
         }
     }
@@ -257,14 +251,9 @@ fn graph_bytes(g: &Graph, m: &Measured) -> Value {
         .iter()
         .map(|s| size_of::<Step>() + s.tasks.capacity() * size_of::<TaskId>())
         .sum();
-    let scopes: usize = g
-        .scopes
-        .iter()
-        .map(|s| {
-            // `Input Dims` are shared with the trace's events.
-            size_of::<Scope>() + opt_string_heap(&s.input_type)
-        })
-        .sum::<usize>()
+    // `Input Dims` and `Input type` are shared with the trace's events:
+    // not counted per scope.
+    let scopes = g.scopes.capacity() * size_of::<Scope>()
         + g.task_scopes.capacity() * size_of::<Option<ScopeId>>();
     let other: usize = g.names.iter().map(string_bytes).sum::<usize>()
         + g.collectives.capacity() * size_of::<Collective>();

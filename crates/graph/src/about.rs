@@ -152,9 +152,9 @@ fn gpu_annotations(trace: &Trace) -> Vec<GpuAnnotation> {
         .filter(|e| e.category == Category::GpuUserAnnotation)
         .map(|e| GpuAnnotation {
             name: trace.name(e).to_owned(),
-            device: e.device.unwrap_or(ident_num(e.pid)),
+            device: e.device().unwrap_or(ident_num(e.pid)),
             stream: e
-                .stream
+                .stream()
                 .or_else(|| stream_from_tid(trace, e.tid))
                 .unwrap_or(0),
             start_ns: e.ts_ns,

@@ -281,8 +281,9 @@ pub struct Scope {
     pub annotation: bool,
     /// `Input Dims`, when recorded (shared with the trace's event).
     pub input_dims: Option<lumos_trace::InputDims>,
-    /// `Input type` as raw JSON text, when recorded.
-    pub input_type: Option<String>,
+    /// `Input type` as raw JSON text, when recorded (shared with the
+    /// trace's event and every scope with the same text).
+    pub input_type: Option<std::sync::Arc<str>>,
 }
 
 /// A `ProfilerStep#N` iteration, described by its tasks.

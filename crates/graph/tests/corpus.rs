@@ -29,7 +29,7 @@ fn invariants_hold_on_every_corpus_trace() {
             .events
             .iter()
             .filter(|e| e.category.is_runtime())
-            .filter_map(|e| e.correlation)
+            .filter_map(|e| e.correlation())
             .fold(Default::default(), |mut m, c| {
                 *m.entry(c).or_insert(0) += 1;
                 m

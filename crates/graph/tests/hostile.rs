@@ -80,13 +80,13 @@ fn drop_cpu_window(t: &mut Trace, rng: &mut Rng, len_ns: i64) {
 /// nearby call, as when the profiler's id buffer wraps or merges.
 fn repeat_correlations(t: &mut Trace, rng: &mut Rng, share: f64) {
     let calls: Vec<usize> = (0..t.events.len())
-        .filter(|&i| t.events[i].category.is_runtime() && t.events[i].correlation.is_some())
+        .filter(|&i| t.events[i].category.is_runtime() && t.events[i].correlation().is_some())
         .collect();
     for w in 1..calls.len() {
         if rng.chance(share) {
             let back = 1 + rng.below(8.min(w as u64)) as usize;
-            let c = t.events[calls[w - back]].correlation;
-            t.events[calls[w]].correlation = c;
+            let c = t.events[calls[w - back]].correlation();
+            t.events[calls[w]].set_correlation(c);
         }
     }
 }
@@ -154,8 +154,8 @@ const TRACES: [&str; 10] = [
 fn repeat_gpu_correlations(t: &mut Trace, rng: &mut Rng, share: f64) {
     for e in &mut t.events {
         if e.category.is_gpu_work() && rng.chance(share) {
-            if let Some(c) = e.correlation {
-                e.correlation = Some(c.saturating_sub(1 + rng.below(4)));
+            if let Some(c) = e.correlation() {
+                e.set_correlation(Some(c.saturating_sub(1 + rng.below(4))));
             }
         }
     }

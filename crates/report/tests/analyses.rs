@@ -457,7 +457,7 @@ fn hta_numbers(
     let launch = launches(trace);
     let mut streams: std::collections::BTreeMap<(String, i64), Vec<_>> = Default::default();
     for e in &gpu {
-        let stream = e.stream.unwrap_or(-1);
+        let stream = e.stream().unwrap_or(-1);
         streams
             .entry((trace.ident(e.pid), stream))
             .or_default()
@@ -470,7 +470,7 @@ fn hta_numbers(
         for w in es.windows(2) {
             let prev_end = w[0].end_ns();
             let gap = (w[1].ts_ns - prev_end).max(0);
-            let launched = w[1].correlation.and_then(|c| launch.get(&c));
+            let launched = w[1].correlation().and_then(|c| launch.get(&c));
             if launched.is_some_and(|&l| l > prev_end) {
                 host += gap;
             } else if gap < 30_000 {
@@ -500,7 +500,7 @@ fn launches(trace: &lumos_trace::Trace) -> std::collections::HashMap<u64, i64> {
         .events
         .iter()
         .filter(|e| e.category.is_runtime())
-        .filter_map(|e| Some((e.correlation?, e.ts_ns)))
+        .filter_map(|e| Some((e.correlation()?, e.ts_ns)))
         .collect()
 }
 
@@ -578,7 +578,7 @@ fn the_hta_view_of_steps_is_htas_numbers_on_their_work() {
             .collect();
         let launch = launches(&trace);
         let in_step = |e: &lumos_trace::Event| {
-            e.correlation
+            e.correlation()
                 .and_then(|c| launch.get(&c))
                 .is_some_and(|&l| steps.iter().any(|&(s, z)| s <= l && l < z))
         };

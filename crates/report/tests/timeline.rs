@@ -71,7 +71,7 @@ fn a_replayed_timeline_reads_back_to_the_same_tasks() {
         let id = TaskId(i as u32);
         let t = graph.task(id);
         assert_eq!(back.name(e), graph.name(id));
-        assert_eq!(e.correlation, Some(t.correlation));
+        assert_eq!(e.correlation(), Some(t.correlation));
         assert_eq!(e.ts_ns, measured.origin_ns + schedule.start_of(id));
         assert_eq!(e.end_ns(), measured.origin_ns + schedule.end_of(id));
     }

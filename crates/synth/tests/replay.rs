@@ -219,7 +219,7 @@ fn pipeline_transfers_match_across_ranks() {
             .filter(|c| matches!(c.name.as_deref(), Some("send" | "recv")))
             .map(|c| {
                 (
-                    c.name.clone().unwrap(),
+                    c.name.as_deref().unwrap().to_owned(),
                     c.src_rank.unwrap(),
                     c.dst_rank.unwrap(),
                     c.seq.unwrap(),

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::shapes::InputDims;
 
@@ -92,6 +93,12 @@ impl Category {
 }
 
 /// One complete (`ph: "X"`) event of a kept category.
+///
+/// 96 bytes: a trace holds millions, so the four optional ids are packed
+/// in 8 bytes each (one value of each range stands for "absent"; the
+/// reader drops and counts an argument that holds it) and read through
+/// [`Event::correlation`], [`Event::external_id`], [`Event::stream`] and
+/// [`Event::device`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     /// Category.
@@ -107,33 +114,200 @@ pub struct Event {
     pub ts_ns: i64,
     /// Duration in ns.
     pub dur_ns: i64,
-    /// CUPTI correlation id.
-    pub correlation: Option<u64>,
-    /// `External id`: ties a runtime call and its GPU work to a CPU op.
-    pub external_id: Option<u64>,
-    /// `stream` arg (GPU events and `cuda_sync`).
-    pub stream: Option<i64>,
-    /// `device` arg.
-    pub device: Option<i64>,
+    correlation: OptU64,
+    external_id: OptU64,
+    stream: OptI64,
+    device: OptI64,
     /// Rarer arguments, allocated only when present.
     pub extra: Option<Box<EventExtra>>,
 }
 
 impl Event {
+    /// An event without ids or extra arguments; the setters add them.
+    pub fn new(
+        category: Category,
+        name: StrId,
+        pid: Ident,
+        tid: Ident,
+        ts_ns: i64,
+        dur_ns: i64,
+    ) -> Event {
+        Event {
+            category,
+            name,
+            pid,
+            tid,
+            ts_ns,
+            dur_ns,
+            correlation: OptU64::NONE,
+            external_id: OptU64::NONE,
+            stream: OptI64::NONE,
+            device: OptI64::NONE,
+            extra: None,
+        }
+    }
+
     /// End time in ns, saturating at `i64::MAX` (the reader keeps only
     /// events whose end fits, but the fields are public).
     pub fn end_ns(&self) -> i64 {
         self.ts_ns.saturating_add(self.dur_ns)
     }
+
+    /// CUPTI correlation id.
+    pub fn correlation(&self) -> Option<u64> {
+        self.correlation.get()
+    }
+
+    /// `External id`: ties a runtime call and its GPU work to a CPU op.
+    pub fn external_id(&self) -> Option<u64> {
+        self.external_id.get()
+    }
+
+    /// `stream` arg (GPU events and `cuda_sync`).
+    pub fn stream(&self) -> Option<i64> {
+        self.stream.get()
+    }
+
+    /// `device` arg.
+    pub fn device(&self) -> Option<i64> {
+        self.device.get()
+    }
+
+    /// Sets [`Event::correlation`]; false (and absent) for `u64::MAX`,
+    /// the one value it cannot hold.
+    pub fn set_correlation(&mut self, v: Option<u64>) -> bool {
+        self.correlation.set(v)
+    }
+
+    /// Sets [`Event::external_id`]; false (and absent) for `u64::MAX`.
+    pub fn set_external_id(&mut self, v: Option<u64>) -> bool {
+        self.external_id.set(v)
+    }
+
+    /// Sets [`Event::stream`]; false (and absent) for `i64::MIN`.
+    pub fn set_stream(&mut self, v: Option<i64>) -> bool {
+        self.stream.set(v)
+    }
+
+    /// Sets [`Event::device`]; false (and absent) for `i64::MIN`.
+    pub fn set_device(&mut self, v: Option<i64>) -> bool {
+        self.device.set(v)
+    }
 }
 
-/// Arguments most events lack.
+/// An optional `u64` in 8 bytes: `u64::MAX` is "absent".
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct OptU64(u64);
+
+impl OptU64 {
+    const NONE: OptU64 = OptU64(u64::MAX);
+
+    fn get(self) -> Option<u64> {
+        (self != Self::NONE).then_some(self.0)
+    }
+
+    fn set(&mut self, v: Option<u64>) -> bool {
+        *self = v.map_or(Self::NONE, OptU64);
+        v == self.get()
+    }
+}
+
+impl fmt::Debug for OptU64 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// An optional `i64` in 8 bytes: `i64::MIN` is "absent".
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct OptI64(i64);
+
+impl OptI64 {
+    const NONE: OptI64 = OptI64(i64::MIN);
+
+    fn get(self) -> Option<i64> {
+        (self != Self::NONE).then_some(self.0)
+    }
+
+    fn set(&mut self, v: Option<i64>) -> bool {
+        *self = v.map_or(Self::NONE, OptI64);
+        v == self.get()
+    }
+}
+
+impl fmt::Debug for OptI64 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+/// Arguments most events lack, allocated only when one is present.
+///
+/// Kept small because about a quarter of the events of a trace recorded
+/// with shapes have one (operators with `Input Dims`): the arguments of
+/// CUDA activity records and the collective arguments, rarer still, are
+/// boxed apart, and `Input Dims` / `Input type` are shared between the
+/// events (and graph scopes) that carry equal values.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EventExtra {
     /// `Sequence number` (autograd).
     pub sequence_number: Option<i64>,
     /// `Fwd thread id` (autograd).
     pub fwd_thread_id: Option<i64>,
+    /// `Input Dims`, parsed (shared: equal lists are one allocation).
+    pub input_dims: Option<InputDims>,
+    /// `Input type` as raw JSON text (shared: equal texts are one
+    /// allocation).
+    pub input_type: Option<Arc<str>>,
+    /// Arguments of CUDA activity records (syncs, events, graph kernels,
+    /// copies); see the accessors below.
+    pub activity: Option<Box<ActivityArgs>>,
+    /// Collective arguments (`record_param_comms`, NCCL kernels).
+    pub collective: Option<Box<CollectiveArgs>>,
+}
+
+impl EventExtra {
+    /// True if no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == EventExtra::default()
+    }
+
+    /// `cuda_sync`: the stream waited on (`wait_on_stream`).
+    pub fn wait_on_stream(&self) -> Option<i64> {
+        self.activity.as_ref()?.wait_on_stream
+    }
+
+    /// `cuda_sync`: correlation of the `cudaEventRecord` call waited on.
+    pub fn wait_on_event_record_correlation(&self) -> Option<i64> {
+        self.activity.as_ref()?.wait_on_event_record_correlation
+    }
+
+    /// `cuda_sync` / `cuda_event`: the CUDA event id.
+    pub fn event_id(&self) -> Option<i64> {
+        self.activity.as_ref()?.event_id
+    }
+
+    /// `graph id` of a kernel launched through a CUDA graph.
+    pub fn graph_id(&self) -> Option<i64> {
+        self.activity.as_ref()?.graph_id
+    }
+
+    /// `graph node id` of such a kernel.
+    pub fn graph_node_id(&self) -> Option<i64> {
+        self.activity.as_ref()?.graph_node_id
+    }
+
+    /// `bytes` moved by a memcpy or memset.
+    pub fn bytes(&self) -> Option<u64> {
+        self.activity.as_ref()?.bytes
+    }
+}
+
+/// The arguments CUPTI activity records carry: on `cuda_sync`,
+/// `cuda_event`, CUDA-graph kernels and copies only, so boxed apart from
+/// [`EventExtra`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ActivityArgs {
     /// `cuda_sync`: the stream waited on (`wait_on_stream`).
     pub wait_on_stream: Option<i64>,
     /// `cuda_sync`: correlation of the `cudaEventRecord` call waited on.
@@ -146,27 +320,22 @@ pub struct EventExtra {
     pub graph_node_id: Option<i64>,
     /// `bytes` moved by a memcpy or memset.
     pub bytes: Option<u64>,
-    /// Collective arguments (`record_param_comms`, NCCL kernels).
-    pub collective: Option<CollectiveArgs>,
-    /// `Input Dims`, parsed (shared: equal lists are one allocation).
-    pub input_dims: Option<InputDims>,
-    /// `Input type` as raw JSON text.
-    pub input_type: Option<String>,
 }
 
-impl EventExtra {
+impl ActivityArgs {
     /// True if no field is set.
     pub fn is_empty(&self) -> bool {
-        *self == EventExtra::default()
+        *self == ActivityArgs::default()
     }
 }
 
 /// The collective keys PyTorch records on `record_param_comms` and copies to
-/// NCCL kernels.
+/// NCCL kernels. Texts and rank lists repeat across a trace's collectives
+/// and are shared between them, as [`EventExtra::input_type`] is.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CollectiveArgs {
     /// `Collective name`.
-    pub name: Option<String>,
+    pub name: Option<Arc<str>>,
     /// `In msg nelems`.
     pub in_nelems: Option<u64>,
     /// `Out msg nelems`.
@@ -174,13 +343,13 @@ pub struct CollectiveArgs {
     /// `Group size`.
     pub group_size: Option<u32>,
     /// `dtype`.
-    pub dtype: Option<String>,
+    pub dtype: Option<Arc<str>>,
     /// `Process Group Name`.
-    pub pg_name: Option<String>,
+    pub pg_name: Option<Arc<str>>,
     /// `Process Group Description`.
-    pub pg_desc: Option<String>,
+    pub pg_desc: Option<Arc<str>>,
     /// `Process Group Ranks`, parsed; see [`RankList`].
-    pub pg_ranks: Option<RankList>,
+    pub pg_ranks: Option<Arc<RankList>>,
     /// `Seq`.
     pub seq: Option<i64>,
     /// `Src Rank` (point-to-point).
@@ -213,7 +382,7 @@ pub fn dtype_size(dtype: &str) -> Option<u64> {
 }
 
 /// A process group's ranks, possibly truncated with `...` by PyTorch.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RankList {
     /// The ranks written out.
     pub ranks: Vec<i64>,

@@ -36,7 +36,8 @@
 use std::borrow::Cow;
 
 use crate::model::{
-    Category, CollectiveArgs, EventExtra, FlowKind, FlowPhase, MemoryEvent, RankList, SkipReason,
+    ActivityArgs, Category, CollectiveArgs, EventExtra, FlowKind, FlowPhase, MemoryEvent, RankList,
+    SkipReason,
 };
 use crate::shapes::InputDims;
 
@@ -599,7 +600,7 @@ fn extra_from(a: &RawArgs, input_dims: Option<InputDims>) -> EventExtra {
         || a.in_nelems.is_some()
         || a.seq.is_some()
     {
-        Some(CollectiveArgs {
+        Some(Box::new(CollectiveArgs {
             name: a.collective_name.as_deref().map(Into::into),
             in_nelems: a.in_nelems,
             out_nelems: a.out_nelems,
@@ -607,26 +608,34 @@ fn extra_from(a: &RawArgs, input_dims: Option<InputDims>) -> EventExtra {
             dtype: a.dtype.as_deref().map(Into::into),
             pg_name: a.pg_name.as_deref().map(Into::into),
             pg_desc: a.pg_desc.as_deref().map(Into::into),
-            pg_ranks: a.pg_ranks.as_deref().and_then(RankList::parse),
+            pg_ranks: a
+                .pg_ranks
+                .as_deref()
+                .and_then(RankList::parse)
+                .map(Into::into),
             seq: a.seq,
             src_rank: a.src_rank,
             dst_rank: a.dst_rank,
-        })
+        }))
     } else {
         None
     };
-    EventExtra {
-        sequence_number: a.sequence_number,
-        fwd_thread_id: a.fwd_thread_id,
+    let activity = ActivityArgs {
         wait_on_stream: a.wait_on_stream,
         wait_on_event_record_correlation: a.wait_on_cuda_event_record_corr_id,
         event_id: a.wait_on_cuda_event_id.or(a.event_id),
         graph_id: a.graph_id,
         graph_node_id: a.graph_node_id,
         bytes: a.bytes,
+    };
+    EventExtra {
+        sequence_number: a.sequence_number,
+        fwd_thread_id: a.fwd_thread_id,
+        activity: (!activity.is_empty()).then(|| Box::new(activity)),
         collective,
         input_dims,
-        input_type: a.input_type.map(str::to_owned),
+        // Shared with equal texts by the fold (`Reader::share_type`).
+        input_type: a.input_type.map(Into::into),
     }
 }
 

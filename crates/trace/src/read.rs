@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -354,6 +354,11 @@ struct Builder {
     skipped: FxHashMap<SkipReason, FxHashMap<Box<[u8]>, u64>>,
     /// Every distinct `Input Dims` seen: events share one copy each.
     shapes: FxHashSet<InputDims>,
+    /// Every distinct `Input type` and collective text seen, shared the
+    /// same way.
+    texts: FxHashSet<Arc<str>>,
+    /// Every distinct `Process Group Ranks` list seen.
+    rank_lists: FxHashSet<Arc<RankList>>,
     /// Index of the next `traceEvents` element.
     index: u64,
     distributed_rank: Option<u32>,
@@ -373,6 +378,8 @@ impl Builder {
             interned: FxHashMap::default(),
             skipped: FxHashMap::default(),
             shapes: FxHashSet::default(),
+            texts: FxHashSet::default(),
+            rank_lists: FxHashSet::default(),
             index: 0,
             distributed_rank: None,
             saw_nodes: false,
@@ -502,34 +509,55 @@ impl Builder {
         let pid = self.ident(&c.pid, element);
         let tid = self.ident(&c.tid, element);
         let mut extra = c.extra;
-        if let Some(dims) = extra.as_deref_mut().and_then(|x| x.input_dims.as_mut()) {
-            self.share(dims);
+        if let Some(x) = extra.as_deref_mut() {
+            if let Some(dims) = x.input_dims.as_mut() {
+                self.share(dims);
+            }
+            for text in x.input_type.iter_mut() {
+                self.share_text(text);
+            }
+            if let Some(c) = x.collective.as_deref_mut() {
+                for text in [&mut c.name, &mut c.dtype, &mut c.pg_name, &mut c.pg_desc]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.share_text(text);
+                }
+                if let Some(ranks) = c.pg_ranks.as_mut() {
+                    match self.rank_lists.get(ranks) {
+                        Some(seen) => *ranks = seen.clone(),
+                        None => {
+                            self.rank_lists.insert(ranks.clone());
+                        }
+                    }
+                }
+            }
         }
         if c.bad_input_dims {
-            let bad = self
-                .trace
-                .skipped
-                .bad_args
-                .entry("Input Dims")
-                .or_insert(BadArg {
-                    count: 0,
-                    first_index: self.index,
-                });
-            bad.count += 1;
+            self.bad_arg("Input Dims");
         }
-        self.trace.events.push(Event {
-            category: c.category,
-            name,
-            pid,
-            tid,
-            ts_ns: c.ts_ns,
-            dur_ns: c.dur_ns,
-            correlation: c.correlation,
-            external_id: c.external_id,
-            stream: c.stream,
-            device: c.device,
-            extra,
+        let mut e = Event::new(c.category, name, pid, tid, c.ts_ns, c.dur_ns);
+        e.extra = extra;
+        let kept = [
+            ("correlation", e.set_correlation(c.correlation)),
+            ("External id", e.set_external_id(c.external_id)),
+            ("stream", e.set_stream(c.stream)),
+            ("device", e.set_device(c.device)),
+        ];
+        for (key, _) in kept.iter().filter(|(_, ok)| !ok) {
+            self.bad_arg(key);
+        }
+        self.trace.events.push(e);
+    }
+
+    /// Counts an argument of the current event that was dropped as
+    /// malformed (or, for the packed ids of [`Event`], out of range).
+    fn bad_arg(&mut self, key: &'static str) {
+        let bad = self.trace.skipped.bad_args.entry(key).or_insert(BadArg {
+            count: 0,
+            first_index: self.index,
         });
+        bad.count += 1;
     }
 
     /// Replaces `dims` by the equal list seen before, if any.
@@ -538,6 +566,18 @@ impl Builder {
             Some(seen) => *dims = seen.clone(),
             None => {
                 self.shapes.insert(dims.clone());
+            }
+        }
+    }
+
+    /// Replaces `text` by the equal text seen before, if any: operators
+    /// repeat a handful of `Input type` lists, and collectives a handful
+    /// of names, dtypes and groups, millions of times.
+    fn share_text(&mut self, text: &mut Arc<str>) {
+        match self.texts.get(&**text) {
+            Some(seen) => *text = seen.clone(),
+            None => {
+                self.texts.insert(text.clone());
             }
         }
     }

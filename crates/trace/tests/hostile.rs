@@ -149,8 +149,8 @@ fn issue_11_nan_and_infinity_are_absent_values_counted_once() {
     );
     let t = read_ok_any_chunk("nan.json", text.as_bytes());
     assert_eq!(t.events.len(), 2);
-    assert_eq!(t.events[1].correlation, None);
-    assert_eq!(t.events[1].stream, Some(7));
+    assert_eq!(t.events[1].correlation(), None);
+    assert_eq!(t.events[1].stream(), Some(7));
     assert_eq!(t.meta.devices[0].total_global_mem, None);
     assert_eq!(t.meta.devices[0].num_sms, Some(108));
     assert_eq!(skipped(&t, "kernel", SkipReason::MissingTs), 1);
@@ -472,26 +472,62 @@ fn issue_11_numbers_out_of_range_are_skipped_with_a_reason() {
     assert_eq!(t.events[0].dur_ns, 0, "1e-999 us is 0 ns");
     let last = &t.events[1];
     assert_eq!(
-        (last.correlation, last.external_id, last.stream),
+        (last.correlation(), last.external_id(), last.stream()),
         (None, None, None)
     );
 }
 
 #[test]
+fn ids_at_the_packed_absent_value_are_dropped_and_counted() {
+    // `Event` packs its optional ids in 8 bytes, `u64::MAX` and
+    // `i64::MIN` standing for "absent": an argument holding that value
+    // is dropped like a malformed one, never read as something else.
+    let extreme = format!(
+        r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1,"args":{{"correlation":{},"External id":{},"stream":{},"device":{}}}}}"#,
+        u64::MAX,
+        u64::MAX,
+        i64::MIN,
+        i64::MIN
+    );
+    let near = format!(
+        r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":2,"dur":1,"args":{{"correlation":{},"External id":0,"stream":{},"device":{}}}}}"#,
+        u64::MAX - 1,
+        i64::MIN + 1,
+        i64::MAX
+    );
+    let t = read_ok_any_chunk("ids.json", trace_of(&[&extreme, &near]).as_bytes());
+    assert_eq!(t.events.len(), 2);
+    let e = &t.events[0];
+    assert_eq!(
+        (e.correlation(), e.external_id(), e.stream(), e.device()),
+        (None, None, None, None)
+    );
+    for key in ["correlation", "External id", "stream", "device"] {
+        let bad = t.skipped.bad_args[key];
+        assert_eq!((bad.count, bad.first_index), (1, 0), "{key}");
+    }
+    let e = &t.events[1];
+    assert_eq!(
+        (e.correlation(), e.external_id(), e.stream(), e.device()),
+        (
+            Some(u64::MAX - 1),
+            Some(0),
+            Some(i64::MIN + 1),
+            Some(i64::MAX)
+        )
+    );
+}
+
+#[test]
 fn issue_11_model_arithmetic_saturates() {
-    let e = Event {
-        category: lumos_trace::Category::Kernel,
-        name: lumos_trace::StrId(0),
-        pid: lumos_trace::Ident::Num(0),
-        tid: lumos_trace::Ident::Num(0),
-        ts_ns: i64::MAX - 5,
-        dur_ns: 100,
-        correlation: None,
-        external_id: None,
-        stream: None,
-        device: None,
-        extra: None,
-    };
+    let e = Event::new(
+        lumos_trace::Category::Kernel,
+        lumos_trace::StrId(0),
+        lumos_trace::Ident::Num(0),
+        lumos_trace::Ident::Num(0),
+        i64::MAX - 5,
+        100,
+    );
     assert_eq!(e.end_ns(), i64::MAX);
     let huge = CollectiveArgs {
         in_nelems: Some(u64::MAX / 2),

@@ -253,9 +253,9 @@ fn check(t: &Trace) {
     assert_eq!(coll.pg_ranks.as_ref().unwrap().ranks, [1, 3]);
     assert_eq!(coll.bytes(), Some(2048));
     let sync = t.events[7].extra.as_deref().unwrap();
-    assert_eq!(sync.wait_on_stream, Some(20));
-    assert_eq!(sync.wait_on_event_record_correlation, Some(12));
-    assert_eq!(t.events[5].extra.as_deref().unwrap().bytes, Some(1 << 20));
+    assert_eq!(sync.wait_on_stream(), Some(20));
+    assert_eq!(sync.wait_on_event_record_correlation(), Some(12));
+    assert_eq!(t.events[5].extra.as_deref().unwrap().bytes(), Some(1 << 20));
     // The launch flow links the runtime call to its kernel.
     assert_eq!(t.flows.len(), 2);
     let (s, f) = (&t.flows[0], &t.flows[1]);
@@ -272,7 +272,7 @@ fn check(t: &Trace) {
         (f.pid, f.tid, f.ts_ns),
         (Ident::Num(0), Ident::Num(7), t.events[3].ts_ns)
     );
-    assert_eq!(t.events[2].correlation, t.events[3].correlation);
+    assert_eq!(t.events[2].correlation(), t.events[3].correlation());
     let names: Vec<&str> = t.track_names.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(
         names,
@@ -295,10 +295,10 @@ fn check_event(t: &Trace, e: &Event, s: &Spec) {
         s.name
     );
     assert_eq!((e.ts_ns, e.dur_ns), (s.ts, s.dur), "{}", s.name);
-    assert_eq!(e.correlation, s.correlation, "{}", s.name);
-    assert_eq!(e.external_id, s.external_id, "{}", s.name);
-    assert_eq!(e.device, s.gpu.map(|g| g.0), "{}", s.name);
-    assert_eq!(e.stream, s.gpu.map(|g| g.1), "{}", s.name);
+    assert_eq!(e.correlation(), s.correlation, "{}", s.name);
+    assert_eq!(e.external_id(), s.external_id, "{}", s.name);
+    assert_eq!(e.device(), s.gpu.map(|g| g.0), "{}", s.name);
+    assert_eq!(e.stream(), s.gpu.map(|g| g.1), "{}", s.name);
 }
 
 #[test]
@@ -384,6 +384,34 @@ fn sort_indices_read_back() {
     );
     assert_eq!(t.track_names.len(), 1);
     assert_eq!(t.skipped.total(), 0);
+}
+
+#[test]
+fn equal_input_types_share_one_text() {
+    let op = |ty: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":1,"args":{{"Input type":{ty}}}}}"#
+        )
+    };
+    let text = format!(
+        r#"{{"traceEvents":[{},{},{}]}}"#,
+        op(r#"["float", "float"]"#),
+        op(r#"["c10::BFloat16"]"#),
+        op(r#"["float", "float"]"#),
+    );
+    let t = read_bytes(Path::new("types.json"), text.as_bytes()).unwrap();
+    let types: Vec<&std::sync::Arc<str>> = t
+        .events
+        .iter()
+        .map(|e| e.extra.as_deref().unwrap().input_type.as_ref().unwrap())
+        .collect();
+    assert_eq!(&**types[0], r#"["float", "float"]"#);
+    assert_eq!(&**types[1], r#"["c10::BFloat16"]"#);
+    assert!(std::sync::Arc::ptr_eq(types[0], types[2]));
+    assert!(!std::sync::Arc::ptr_eq(types[0], types[1]));
+    // Only what an operator with shapes carries stays inline; the rest is
+    // boxed apart (see `EventExtra`).
+    assert!(std::mem::size_of::<lumos_trace::EventExtra>() <= 80);
 }
 
 #[test]

@@ -208,7 +208,7 @@ impl<'t> Builder<'t> {
             duration_ns: end.saturating_sub(start),
             release_ns: 0,
             collective: None,
-            correlation: e.correlation.unwrap_or(0),
+            correlation: e.correlation().unwrap_or(0),
         });
         self.raw.push(Raw { start, end });
         self.pos

@@ -71,22 +71,22 @@ impl Builder<'_> {
                     // The boxed extra is looked at last: reaching it is a
                     // cache miss.
                     let collective = || e.extra.as_ref().is_some_and(|x| x.collective.is_some());
-                    if e.category == Category::CpuOp && e.external_id.is_some() && collective() {
+                    if e.category == Category::CpuOp && e.external_id().is_some() && collective() {
                         self.collective_ops.push(i as u32);
                     }
                 }
                 Category::Kernel | Category::Memcpy | Category::Memset => {
-                    let device = e.device.unwrap_or(ident_num(e.pid));
-                    let stream = e.stream.or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
+                    let device = e.device().unwrap_or(ident_num(e.pid));
+                    let stream = e.stream().or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
                     streams.push((device, stream), i);
                 }
                 Category::CudaSync => self.sync_events.push(SyncRecord {
-                    correlation: e.correlation,
-                    stream: e.stream,
-                    device: e.device.unwrap_or(ident_num(e.pid)),
+                    correlation: e.correlation(),
+                    stream: e.stream(),
+                    device: e.device().unwrap_or(ident_num(e.pid)),
                     stream_wait: t.name(e) == "Stream Wait Event",
                     waits_on: e.extra.as_ref().and_then(|x| {
-                        Some((x.wait_on_stream?, x.wait_on_event_record_correlation?))
+                        Some((x.wait_on_stream()?, x.wait_on_event_record_correlation()?))
                     }),
                 }),
                 _ => {}
@@ -231,7 +231,7 @@ impl Builder<'_> {
                     self.report.polling_loops += 1;
                 }
                 if kind == TaskKind::Runtime {
-                    if let Some(c) = e.correlation {
+                    if let Some(c) = e.correlation() {
                         self.report.correlated_calls += 1;
                         calls.push((c, id));
                     }
@@ -256,7 +256,7 @@ impl Builder<'_> {
         for key in keys {
             let mut keyed: Vec<_> = (by_stream.remove(&key).unwrap_or_default())
                 .into_iter()
-                .map(|i| (t.events[i].ts_ns, t.events[i].correlation, i))
+                .map(|i| (t.events[i].ts_ns, t.events[i].correlation(), i))
                 .collect();
             keyed.sort_unstable();
             let idx: Vec<usize> = keyed.into_iter().map(|k| k.2).collect();
@@ -280,8 +280,8 @@ impl Builder<'_> {
                 last_end = end;
                 let id = self.add_task(kind, i, proc, start, end);
                 // What `collectives` reads, taken while the event is at hand.
-                let own = e.extra.as_ref().and_then(|x| x.collective.as_ref());
-                self.gpu_args.push((id, e.external_id, own));
+                let own = e.extra.as_ref().and_then(|x| x.collective.as_deref());
+                self.gpu_args.push((id, e.external_id(), own));
             }
         }
     }
@@ -326,7 +326,7 @@ impl Builder<'_> {
         let mut by_ext: FxHashMap<u64, &lumos_trace::CollectiveArgs> = FxHashMap::default();
         for e in self.collective_ops.iter().map(|&i| &t.events[i as usize]) {
             if let (Some(x), Some(c)) = (
-                e.external_id,
+                e.external_id(),
                 e.extra.as_ref().and_then(|x| x.collective.as_ref()),
             ) {
                 by_ext.entry(x).or_insert(c);
@@ -349,8 +349,11 @@ impl Builder<'_> {
             };
             let coll = match args {
                 Some(a) if by_name || own.is_some() => Collective {
-                    name: a.name.clone().unwrap_or_else(|| comm_family(name)),
-                    process_group: a.pg_name.clone(),
+                    name: a
+                        .name
+                        .as_deref()
+                        .map_or_else(|| comm_family(name), str::to_owned),
+                    process_group: a.pg_name.as_deref().map(str::to_owned),
                     seq: a.seq,
                     bytes: a.bytes(),
                     elements: a.in_nelems.max(a.out_nelems),

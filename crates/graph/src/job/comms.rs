@@ -136,13 +136,13 @@ fn comm_tasks(
     for (i, e) in trace.events.iter().enumerate() {
         if e.category == Category::CpuOp {
             if let (Some(x), Some(c)) = (
-                e.external_id,
+                e.external_id(),
                 e.extra.as_ref().and_then(|x| x.collective.as_ref()),
             ) {
                 by_ext.entry(x).or_insert(c);
             }
         } else if e.category.is_gpu_work() {
-            if let Some(c) = e.correlation {
+            if let Some(c) = e.correlation() {
                 gpu_by_corr.entry(c).or_default().push(i);
             }
         }
@@ -171,9 +171,9 @@ fn comm_tasks(
                 .min_by_key(|&i| trace.events[i].ts_ns.abs_diff(start))
                 .map(|i| &trace.events[i])
         });
-        let own = event.and_then(|e| e.extra.as_ref().and_then(|x| x.collective.as_ref()));
+        let own = event.and_then(|e| e.extra.as_ref().and_then(|x| x.collective.as_deref()));
         let via_op = event
-            .and_then(|e| e.external_id)
+            .and_then(|e| e.external_id())
             .and_then(|x| by_ext.get(&x).copied());
         let args = own.filter(|c| c.name.is_some()).or(via_op);
         let coll = &graph.collectives[ci as usize];

@@ -3,6 +3,8 @@
 //! against what it indexes, so a damaged file cannot give a graph that
 //! panics later.
 
+use std::sync::Arc;
+
 use lumos_graph::{
     Collective, Edge, Graph, Measured, NameId, ProcId, ProcKind, Processor, RuntimeDep, Scope,
     ScopeId, Span, Step, Task, TaskId, WaitTarget,
@@ -250,6 +252,7 @@ impl GraphRec {
             .collect::<Result<Vec<_>, Bad>>()?;
         let n_scopes = self.scopes.len();
         let mut shared: FxHashSet<InputDims> = FxHashSet::default();
+        let mut types: FxHashSet<Arc<str>> = FxHashSet::default();
         let scopes = self
             .scopes
             .into_iter()
@@ -262,7 +265,7 @@ impl GraphRec {
                         .transpose()?,
                     annotation: s.annotation,
                     input_dims: s.input_dims.map(|d| input_dims(&d, &mut shared)),
-                    input_type: s.input_type,
+                    input_type: s.input_type.map(|t| input_type(t, &mut types)),
                 })
             })
             .collect::<Result<Vec<_>, Bad>>()?;
@@ -427,8 +430,19 @@ fn scope_rec(s: &Scope) -> ScopeRec {
                 })
                 .collect()
         }),
-        input_type: input_type.clone(),
+        input_type: input_type.as_deref().map(str::to_owned),
     }
+}
+
+/// The `Input type` text of a record, one allocation per distinct text
+/// (as the reader shares them).
+fn input_type(text: String, shared: &mut FxHashSet<Arc<str>>) -> Arc<str> {
+    if let Some(seen) = shared.get(text.as_str()) {
+        return seen.clone();
+    }
+    let text: Arc<str> = text.into();
+    shared.insert(text.clone());
+    text
 }
 
 /// The `Input Dims` of a record, one allocation per distinct list (as the
