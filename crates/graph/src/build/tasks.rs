@@ -77,7 +77,10 @@ impl Builder<'_> {
                 }
                 Category::Kernel | Category::Memcpy | Category::Memset => {
                     let device = e.device().unwrap_or(ident_num(e.pid));
-                    let stream = e.stream().or_else(|| stream_from_tid(t, e.tid)).unwrap_or(0);
+                    let stream = e
+                        .stream()
+                        .or_else(|| stream_from_tid(t, e.tid))
+                        .unwrap_or(0);
                     streams.push((device, stream), i);
                 }
                 Category::CudaSync => self.sync_events.push(SyncRecord {
