@@ -133,7 +133,8 @@ fn refs(sources: &[Source], src: usize, us: &[u32]) -> Vec<UnitRef> {
 }
 
 /// Splits units into point-to-point groups (a send or receive with the
-/// stream waits right after it) and the rest, keeping order in each.
+/// stream waits and the device synchronization right after it) and the
+/// rest, keeping order in each.
 fn split_p2p(s: &Structure, us: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let mut p2p = Vec::new();
     let mut other = Vec::new();
@@ -146,7 +147,7 @@ fn split_p2p(s: &Structure, us: &[u32]) -> (Vec<u32>, Vec<u32>) {
         if s.unit_p2p(u).is_some() {
             p2p.push(u);
             in_group = true;
-        } else if in_group && bare_wait {
+        } else if in_group && (bare_wait || s.units.is_bare_device_sync(u as usize)) {
             p2p.push(u);
         } else {
             other.push(u);

@@ -77,6 +77,15 @@ pub(crate) fn is_layer_name(name: &str) -> bool {
         && !lower.starts_with("aten::")
 }
 
+/// Whether `name` is a runtime call that waits for every stream of its
+/// device (the names the graph builder gives a device-wide wait).
+pub(crate) fn is_device_sync_name(name: &str) -> bool {
+    matches!(
+        name,
+        "cudaDeviceSynchronize" | "hipDeviceSynchronize" | "cuCtxSynchronize"
+    )
+}
+
 /// A name with every run of digits replaced by `#`.
 pub(crate) fn token_text(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -237,6 +246,18 @@ impl Units {
     /// The token text of unit `u`.
     pub fn token(&self, u: usize) -> &str {
         &self.tokens[self.units[u].token as usize]
+    }
+
+    /// Whether unit `u` is a lone device-wide synchronization call
+    /// (`torch.cuda.synchronize()`), in no operator and launching nothing:
+    /// after a pipeline transfer (Megatron's `batch_p2p_sync`) it belongs
+    /// to the transfer, so that a copied transfer brings the wait with it.
+    pub(crate) fn is_bare_device_sync(&self, u: usize) -> bool {
+        let unit = &self.units[u];
+        unit.scope.is_none()
+            && unit.cpu_len == 1
+            && unit.gpu().is_empty()
+            && is_device_sync_name(self.token(u))
     }
 }
 

@@ -132,10 +132,9 @@ pub struct Training {
     /// (Megatron-core refuses both: "Can not use both overlap_p2p_comm and
     /// batch_p2p_comm"), nor without pipeline parallelism; the DeepSpeed
     /// pipeline engine's blocking `send`/`recv` do not synchronize.
-    /// Default off, although Megatron's is on: with it, `lumos predict`
-    /// mispredicts pipeline edits of short passes (docs/SYNTH.md, "Pipeline
-    /// transfers"), so the built-in example and the prediction tests would
-    /// move for that reason, not for the model's.
+    /// Default on, as Megatron's (`lumos predict` copies the
+    /// synchronization with the transfer it follows; docs/SYNTH.md,
+    /// "Pipeline transfers").
     pub p2p_sync: bool,
     /// `CUDA_LAUNCH_BLOCKING=1`: every kernel launch returns only when its
     /// kernel has finished, so the CPU never runs ahead and no stream
@@ -168,7 +167,7 @@ impl Default for Training {
             p2p_scatter_gather: false,
             tp_comm_overlap: false,
             p2p_overlap: false,
-            p2p_sync: false,
+            p2p_sync: true,
             launch_blocking: false,
             cuda_sync_events: true,
             event_records: true,

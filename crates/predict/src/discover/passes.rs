@@ -477,6 +477,12 @@ pub(super) fn between_passes(
                 if sends < rest.len() && is_bare_wait(g, units, rest[sends]) {
                     sends += 1;
                 }
+                // Megatron's `batch_p2p_sync`: the device synchronization
+                // right after the transfer belongs to it, so that a copied
+                // send brings the wait it caused.
+                if sends < rest.len() && units.is_bare_device_sync(rest[sends] as usize) {
+                    sends += 1;
+                }
             }
             out.post[k - 1].extend_from_slice(&rest[..sends]);
             rest = &rest[sends..];
