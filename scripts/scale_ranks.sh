@@ -63,13 +63,17 @@ fi
 cargo build --release -p lumos --bin lumos 2>&1 | tail -1
 LUMOS=${CARGO_TARGET_DIR:-$ROOT/target}/release/lumos
 
-# Runs a command under /usr/bin/time -v with stdout to $2; prints its line.
+# Runs a command under /usr/bin/time -v with stdout to $2; prints its line,
+# with the 1-minute load average before and after (other users' work makes
+# the wall time longer than the CPU time / cores).
 timed() { # LABEL STDOUT CMD...
-    local label=$1 out=$2 rc=0
+    local label=$1 out=$2 rc=0 load0 load1
     shift 2
+    load0=$(cut -d' ' -f1 /proc/loadavg)
     /usr/bin/time -v -o "$WORK/time.log" "$@" >"$out" 2>"$WORK/stderr.log" || rc=$?
+    load1=$(cut -d' ' -f1 /proc/loadavg)
     read -r wall cpu rss _ < <(python3 scripts/scale_report.py time "$WORK/time.log" "$rc")
-    echo "   $label: $wall s wall, $cpu s CPU, $rss MB peak RSS (exit $rc)"
+    echo "   $label: $wall s wall, $cpu s CPU, $rss MB peak RSS, load $load0 -> $load1 (exit $rc)"
     [ "$rc" = 0 ] || { tail -3 "$WORK/stderr.log"; exit 1; }
 }
 
