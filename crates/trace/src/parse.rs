@@ -36,10 +36,9 @@
 use std::borrow::Cow;
 
 use crate::model::{
-    ActivityArgs, Category, CollectiveArgs, EventExtra, FlowKind, FlowPhase, MemoryEvent, RankList,
+    ActivityArgs, Category, CollectiveArgs, EventExtra, FlowKind, FlowPhase, MemoryEvent,
     SkipReason,
 };
-use crate::shapes::InputDims;
 
 use crate::MAX_NESTING;
 
@@ -113,9 +112,46 @@ pub(crate) struct Complete {
     pub external_id: Option<u64>,
     pub stream: Option<i64>,
     pub device: Option<i64>,
+    /// The arguments beyond these, except the texts in `texts`.
     pub extra: Option<Box<EventExtra>>,
-    /// `Input Dims` was there but not a list (dropped, and counted).
-    pub bad_input_dims: bool,
+    /// The texts of `extra` still to convert, if any.
+    pub texts: Option<Box<ExtraTexts>>,
+}
+
+/// The texts of an event's arguments that the fold converts into shared
+/// values (`Input Dims`, `Input type`, collective names and groups). A
+/// trace repeats a handful of each millions of times, and the fold shares
+/// equal values anyway: converted there, once per distinct text, each
+/// repeat costs a hash lookup instead of a parse and an allocation here.
+#[derive(Debug, Default)]
+pub(crate) struct ExtraTexts {
+    /// `Input Dims`, as raw JSON text.
+    pub input_dims: Option<Text>,
+    /// `Input type`, as raw JSON text.
+    pub input_type: Option<Text>,
+    /// The collective's texts; set only when the event has collective
+    /// arguments ([`EventExtra::collective`]).
+    pub collective_name: Option<Text>,
+    pub dtype: Option<Text>,
+    pub pg_name: Option<Text>,
+    pub pg_desc: Option<Text>,
+    /// `Process Group Ranks`, unparsed.
+    pub pg_ranks: Option<Text>,
+}
+
+impl ExtraTexts {
+    /// Every text, for converting them all alike.
+    fn all_mut(&mut self) -> [&mut Option<Text>; 7] {
+        [
+            &mut self.input_dims,
+            &mut self.input_type,
+            &mut self.collective_name,
+            &mut self.dtype,
+            &mut self.pg_name,
+            &mut self.pg_desc,
+            &mut self.pg_ranks,
+        ]
+    }
 }
 
 /// What one element of `traceEvents` amounts to. It borrows nothing, so the
@@ -221,6 +257,9 @@ impl Parsed {
                 c.name = own(c.name);
                 c.pid = own_id(c.pid);
                 c.tid = own_id(c.tid);
+                for text in c.texts.iter_mut().flat_map(|t| t.all_mut()) {
+                    *text = text.take().map(own);
+                }
                 Parsed::Complete(c)
             }
             Parsed::Flow {
@@ -512,7 +551,17 @@ impl<'a> RawEvent<'a> {
             return skip(cat, SkipReason::MissingPidTid);
         };
         let args = &self.args;
-        let input_dims = args.input_dims.map(InputDims::parse);
+        let extra = args.has_extra.then(|| extra_from(args));
+        let texts = args
+            .has_extra
+            .then(|| extra_texts(args, base, extra.as_ref()))
+            .flatten();
+        // With texts still to convert, whether the extras are empty is
+        // known only once they are (a malformed `Input Dims` is dropped).
+        let extra = match texts {
+            Some(_) => extra,
+            None => extra.filter(|e| !e.is_empty()),
+        };
         Parsed::Complete(Complete {
             category,
             name: Text::of(base, name),
@@ -524,12 +573,8 @@ impl<'a> RawEvent<'a> {
             external_id: args.external_id,
             stream: args.stream,
             device: args.device,
-            bad_input_dims: matches!(input_dims, Some(None)),
-            extra: args
-                .has_extra
-                .then(|| extra_from(args, input_dims.flatten()))
-                .filter(|e| !e.is_empty())
-                .map(Box::new),
+            extra: extra.map(Box::new),
+            texts: texts.map(Box::new),
         })
     }
 
@@ -594,28 +639,21 @@ impl<'a> RawEvent<'a> {
     }
 }
 
-fn extra_from(a: &RawArgs, input_dims: Option<InputDims>) -> EventExtra {
+/// The extras of `a`, its texts left out (see [`ExtraTexts`]).
+fn extra_from(a: &RawArgs) -> EventExtra {
     let collective = if a.collective_name.is_some()
         || a.pg_name.is_some()
         || a.in_nelems.is_some()
         || a.seq.is_some()
     {
         Some(Box::new(CollectiveArgs {
-            name: a.collective_name.as_deref().map(Into::into),
             in_nelems: a.in_nelems,
             out_nelems: a.out_nelems,
             group_size: a.group_size.and_then(|g| u32::try_from(g).ok()),
-            dtype: a.dtype.as_deref().map(Into::into),
-            pg_name: a.pg_name.as_deref().map(Into::into),
-            pg_desc: a.pg_desc.as_deref().map(Into::into),
-            pg_ranks: a
-                .pg_ranks
-                .as_deref()
-                .and_then(RankList::parse)
-                .map(Into::into),
             seq: a.seq,
             src_rank: a.src_rank,
             dst_rank: a.dst_rank,
+            ..CollectiveArgs::default()
         }))
     } else {
         None
@@ -633,10 +671,30 @@ fn extra_from(a: &RawArgs, input_dims: Option<InputDims>) -> EventExtra {
         fwd_thread_id: a.fwd_thread_id,
         activity: (!activity.is_empty()).then(|| Box::new(activity)),
         collective,
-        input_dims,
-        // Shared with equal texts by the fold (`Reader::share_type`).
-        input_type: a.input_type.map(Into::into),
+        input_dims: None,
+        input_type: None,
     }
+}
+
+/// The texts of `a` that go to `extra` (see [`ExtraTexts`]), as texts of
+/// the element `base`; `None` if there are none.
+fn extra_texts(a: &RawArgs, base: &str, extra: Option<&EventExtra>) -> Option<ExtraTexts> {
+    let text = |s: &Option<Cow<'_, str>>| s.clone().map(|s| Text::of(base, s));
+    let raw = |s: Option<&str>| s.map(|s| Text::of(base, Cow::Borrowed(s)));
+    let mut t = ExtraTexts {
+        input_dims: raw(a.input_dims),
+        input_type: raw(a.input_type),
+        ..ExtraTexts::default()
+    };
+    if extra.is_some_and(|e| e.collective.is_some()) {
+        t.collective_name = text(&a.collective_name);
+        t.dtype = text(&a.dtype);
+        t.pg_name = text(&a.pg_name);
+        t.pg_desc = text(&a.pg_desc);
+        t.pg_ranks = text(&a.pg_ranks);
+    }
+    let any = t.all_mut().into_iter().any(|t| t.is_some());
+    any.then_some(t)
 }
 
 /// The `args` members the model reads, by key.
@@ -1378,6 +1436,9 @@ impl<'a> Parser<'a> {
     #[inline(never)]
     fn int_part_long(&self, start: usize) -> Option<(usize, u64)> {
         let b = self.b;
+        if let Some(run) = sixteen_or_fewer_digits(b, start) {
+            return run;
+        }
         let mut i = start;
         let mut v: u64 = 0;
         loop {
@@ -1940,6 +2001,30 @@ fn digit_run(b: &[u8], mut i: usize) -> (usize, u64) {
 #[inline(always)]
 fn digits_minus_zero(chunk: &[u8]) -> u64 {
     u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ (LO * u64::from(b'0'))
+}
+
+/// [`Parser::int_part`] of a run of 8 to 16 digits at `b[start..]` where
+/// 16 bytes follow: `Some(None)` for a leading zero, `None` if the run is
+/// shorter or longer (or the bytes are missing). Timestamps have 16
+/// digits: two loads convert them with no loop, where the general loop
+/// takes three rounds.
+#[inline(always)]
+fn sixteen_or_fewer_digits(b: &[u8], start: usize) -> Option<Option<(usize, u64)>> {
+    let chunk = b.get(start..start + 16)?;
+    let high = digits_minus_zero(&chunk[..8]);
+    if digit_count(high) != 8 {
+        return None;
+    }
+    let low = digits_minus_zero(&chunk[8..]);
+    let n = digit_count(low);
+    if n == 8 && b.get(start + 16).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    if chunk[0] == b'0' {
+        return Some(None);
+    }
+    let low_value = if n == 0 { 0 } else { swar_value(low, n) };
+    Some(Some((start + 8 + n, swar_value(high, 8) * POW10[n] + low_value)))
 }
 
 /// How many of the eight bytes of `t` ([`digits_minus_zero`]) are digits

@@ -2,6 +2,7 @@
 //! JSON into chunks of events, parse each chunk's events in parallel, and
 //! fold them into a [`Trace`] in order.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -13,7 +14,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{ErrorKind, ReadError};
 use crate::gzip::{self, BlockReader, GZIP_BLOCKS_IN_FLIGHT};
 use crate::model::*;
-use crate::parse::{self, Complete, PIdent, Parsed, Repairs};
+use crate::parse::{self, Complete, ExtraTexts, PIdent, Parsed, Repairs, Text};
 use crate::shapes::InputDims;
 use crate::sniff::{self, SNIFF_BYTES};
 use crate::split::{Item, ScanError, Splitter};
@@ -22,6 +23,13 @@ use crate::{meta, tree};
 /// Bytes of JSON read per chunk. Large enough that parallel parsing pays,
 /// small enough that the buffer stays a small part of peak memory.
 const CHUNK: usize = 1 << 20;
+
+/// The text of `t`, a string of `element`: valid UTF-8 (the parser
+/// checked it, and made the spans of repaired elements owned), read as
+/// [`Builder::intern`] reads names.
+fn text_str<'b>(t: &'b Text, element: &'b [u8]) -> Cow<'b, str> {
+    String::from_utf8_lossy(t.bytes(element))
+}
 
 /// Reads a trace file (`.json` or gzip-compressed, detected by content).
 pub fn read_path(path: &Path) -> Result<Trace, ReadError> {
@@ -359,6 +367,10 @@ struct Builder {
     texts: FxHashSet<Arc<str>>,
     /// Every distinct `Process Group Ranks` list seen.
     rank_lists: FxHashSet<Arc<RankList>>,
+    /// `Input Dims` by raw text: each distinct text parsed once.
+    dims_by_text: FxHashMap<Box<str>, Option<InputDims>>,
+    /// `Process Group Ranks` by text, likewise.
+    ranks_by_text: FxHashMap<Box<str>, Option<Arc<RankList>>>,
     /// Index of the next `traceEvents` element.
     index: u64,
     distributed_rank: Option<u32>,
@@ -380,6 +392,8 @@ impl Builder {
             shapes: FxHashSet::default(),
             texts: FxHashSet::default(),
             rank_lists: FxHashSet::default(),
+            dims_by_text: FxHashMap::default(),
+            ranks_by_text: FxHashMap::default(),
             index: 0,
             distributed_rank: None,
             saw_nodes: false,
@@ -509,32 +523,12 @@ impl Builder {
         let pid = self.ident(&c.pid, element);
         let tid = self.ident(&c.tid, element);
         let mut extra = c.extra;
-        if let Some(x) = extra.as_deref_mut() {
-            if let Some(dims) = x.input_dims.as_mut() {
-                self.share(dims);
+        if let Some(texts) = c.texts {
+            let x = extra.get_or_insert_with(Box::default);
+            self.convert_texts(x, *texts, element);
+            if x.is_empty() {
+                extra = None;
             }
-            for text in x.input_type.iter_mut() {
-                self.share_text(text);
-            }
-            if let Some(c) = x.collective.as_deref_mut() {
-                for text in [&mut c.name, &mut c.dtype, &mut c.pg_name, &mut c.pg_desc]
-                    .into_iter()
-                    .flatten()
-                {
-                    self.share_text(text);
-                }
-                if let Some(ranks) = c.pg_ranks.as_mut() {
-                    match self.rank_lists.get(ranks) {
-                        Some(seen) => *ranks = seen.clone(),
-                        None => {
-                            self.rank_lists.insert(ranks.clone());
-                        }
-                    }
-                }
-            }
-        }
-        if c.bad_input_dims {
-            self.bad_arg("Input Dims");
         }
         let mut e = Event::new(c.category, name, pid, tid, c.ts_ns, c.dur_ns);
         e.extra = extra;
@@ -560,26 +554,76 @@ impl Builder {
         bad.count += 1;
     }
 
-    /// Replaces `dims` by the equal list seen before, if any.
-    fn share(&mut self, dims: &mut InputDims) {
-        match self.shapes.get(dims) {
-            Some(seen) => *dims = seen.clone(),
+    /// Fills in the extras of the current event from its `texts` (of
+    /// `element`), each shared with the equal values seen before.
+    fn convert_texts(&mut self, x: &mut EventExtra, texts: ExtraTexts, element: &[u8]) {
+        if let Some(t) = &texts.input_dims {
+            x.input_dims = self.input_dims(&text_str(t, element));
+            if x.input_dims.is_none() {
+                self.bad_arg("Input Dims");
+            }
+        }
+        x.input_type = texts.input_type.map(|t| self.text(&text_str(&t, element)));
+        if let Some(c) = x.collective.as_deref_mut() {
+            let mut text = |t: Option<Text>| t.map(|t| self.text(&text_str(&t, element)));
+            c.name = text(texts.collective_name);
+            c.dtype = text(texts.dtype);
+            c.pg_name = text(texts.pg_name);
+            c.pg_desc = text(texts.pg_desc);
+            c.pg_ranks = texts
+                .pg_ranks
+                .and_then(|t| self.rank_list(&text_str(&t, element)));
+        }
+    }
+
+    /// `Input Dims` of the raw JSON `text`, parsed once per distinct text
+    /// and shared with the equal lists seen before; `None` if malformed.
+    fn input_dims(&mut self, text: &str) -> Option<InputDims> {
+        if let Some(dims) = self.dims_by_text.get(text) {
+            return dims.clone();
+        }
+        let dims = InputDims::parse(text).map(|d| match self.shapes.get(&d) {
+            Some(seen) => seen.clone(),
             None => {
-                self.shapes.insert(dims.clone());
+                self.shapes.insert(d.clone());
+                d
+            }
+        });
+        self.dims_by_text.insert(text.into(), dims.clone());
+        dims
+    }
+
+    /// `text`, shared with the equal text seen before, if any: operators
+    /// repeat a handful of `Input type` lists, and collectives a handful
+    /// of names, dtypes and groups, millions of times.
+    fn text(&mut self, text: &str) -> Arc<str> {
+        match self.texts.get(text) {
+            Some(seen) => seen.clone(),
+            None => {
+                let new: Arc<str> = text.into();
+                self.texts.insert(new.clone());
+                new
             }
         }
     }
 
-    /// Replaces `text` by the equal text seen before, if any: operators
-    /// repeat a handful of `Input type` lists, and collectives a handful
-    /// of names, dtypes and groups, millions of times.
-    fn share_text(&mut self, text: &mut Arc<str>) {
-        match self.texts.get(&**text) {
-            Some(seen) => *text = seen.clone(),
-            None => {
-                self.texts.insert(text.clone());
-            }
+    /// The `Process Group Ranks` list of `text`, parsed once per distinct
+    /// text and shared with the equal lists seen before; `None` if
+    /// malformed.
+    fn rank_list(&mut self, text: &str) -> Option<Arc<RankList>> {
+        if let Some(ranks) = self.ranks_by_text.get(text) {
+            return ranks.clone();
         }
+        let ranks = RankList::parse(text).map(|r| match self.rank_lists.get(&r) {
+            Some(seen) => seen.clone(),
+            None => {
+                let new = Arc::new(r);
+                self.rank_lists.insert(new.clone());
+                new
+            }
+        });
+        self.ranks_by_text.insert(text.into(), ranks.clone());
+        ranks
     }
 
     /// The id of a string given as UTF-8 bytes (checked by the parser).

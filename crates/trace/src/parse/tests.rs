@@ -1,7 +1,10 @@
 //! The event parser on hand-written elements: fields, types, numbers,
 //! escapes, nesting and the lenient cases.
 
+use std::sync::Arc;
+
 use super::*;
+use crate::shapes::InputDims;
 
 fn complete(text: &str) -> Complete {
     match parse_event(text.as_bytes()) {
@@ -56,27 +59,83 @@ fn strings_escapes_and_idents() {
     assert_eq!(e.tid, PIdent::Num(12));
     assert_eq!(e.external_id, Some(16));
     assert_eq!(e.stream, Some(7));
-    let extra = e.extra.unwrap();
-    assert_eq!(extra.input_dims, InputDims::parse("[[1, 2], []]"));
-    assert_eq!(extra.collective.unwrap().name.as_deref(), Some("5"));
-    assert!(!e.bad_input_dims);
+    assert!(e.extra.unwrap().collective.is_some());
+    // The texts are converted by the fold (`read.rs`), once per distinct
+    // text.
+    let texts = e.texts.unwrap();
+    assert_eq!(
+        resolve(texts.input_dims.as_ref().unwrap(), text),
+        "[[1, 2], []]"
+    );
+    assert_eq!(resolve(texts.collective_name.as_ref().unwrap(), text), "5");
+}
+
+/// The one event of `events` (JSON elements) as read, and the trace.
+fn read_one(event: &str) -> crate::Trace {
+    let text = format!(r#"{{"traceEvents":[{event}]}}"#);
+    crate::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap()
+}
+
+#[test]
+fn input_dims_and_collective_texts_are_converted_and_shared() {
+    let event = r#"{"ph":"X","cat":"cpu_op","name":"c","pid":1,"tid":1,"ts":1,"dur":2,
+        "args":{"Input Dims":[[1, 2], []],"Input type":["float", ""],
+        "Collective name":5,"dtype":"Float","Process Group Ranks":"[0, 1]"}}"#;
+    let trace = read_one(&[event, event].join(","));
+    let [a, b] = &trace.events[..] else {
+        panic!("{:?}", trace.events.len())
+    };
+    let (a, b) = (a.extra.as_deref().unwrap(), b.extra.as_deref().unwrap());
+    assert_eq!(a.input_dims, InputDims::parse("[[1, 2], []]"));
+    assert_eq!(a.input_type.as_deref(), Some(r#"["float", ""]"#));
+    let (ca, cb) = (
+        a.collective.as_deref().unwrap(),
+        b.collective.as_deref().unwrap(),
+    );
+    assert_eq!(ca.name.as_deref(), Some("5"));
+    assert_eq!(ca.dtype.as_deref(), Some("Float"));
+    assert_eq!(
+        ca.pg_ranks.as_deref().map(|r| r.ranks.clone()),
+        Some(vec![0, 1])
+    );
+    // One allocation per distinct value.
+    assert!(Arc::ptr_eq(
+        a.input_type.as_ref().unwrap(),
+        b.input_type.as_ref().unwrap()
+    ));
+    assert!(Arc::ptr_eq(
+        ca.name.as_ref().unwrap(),
+        cb.name.as_ref().unwrap()
+    ));
+    assert!(Arc::ptr_eq(
+        ca.pg_ranks.as_ref().unwrap(),
+        cb.pg_ranks.as_ref().unwrap()
+    ));
+    assert!(trace.skipped.bad_args.is_empty());
 }
 
 #[test]
 fn malformed_input_dims_are_dropped_and_flagged() {
-    let e = complete(
+    let trace = read_one(
         r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2,
             "args":{"Input Dims":"[[1, 2]]","Sequence number":4}}"#,
     );
-    assert!(e.bad_input_dims);
-    let extra = e.extra.unwrap();
+    assert_eq!(trace.skipped.bad_args["Input Dims"].count, 1);
+    let extra = trace.events[0].extra.as_deref().unwrap();
     assert_eq!(extra.input_dims, None);
     assert_eq!(extra.sequence_number, Some(4));
+    // Nothing else: no extras at all.
+    let trace = read_one(
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2,
+            "args":{"Input Dims":"[[1, 2]]"}}"#,
+    );
+    assert_eq!(trace.skipped.bad_args["Input Dims"].count, 1);
+    assert!(trace.events[0].extra.is_none());
     let e = complete(
         r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2,
             "args":{"Input Dims":null}}"#,
     );
-    assert!(!e.bad_input_dims && e.extra.is_none());
+    assert!(e.texts.is_none() && e.extra.is_none());
 }
 
 #[test]
