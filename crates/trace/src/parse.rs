@@ -339,7 +339,8 @@ fn as_str(text: &[u8]) -> Option<&str> {
     }
 }
 
-fn parse_event_str(s: &str) -> Parsed {
+/// [`parse_event`] of text known to be UTF-8.
+pub(crate) fn parse_event_str(s: &str) -> Parsed {
     let mut p = Parser::new(s);
     // Filled in place: the struct is large, and moving it costs.
     let mut ev = RawEvent::default();
@@ -363,6 +364,23 @@ fn parse_event_str(s: &str) -> Parsed {
         non_finite: p.non_finite,
         invalid_utf8: false,
     })
+}
+
+/// True if every byte of `b` is ASCII: 64 bytes a step (eight words
+/// OR-ed, which LLVM turns into vector loads), where `<[u8]>::is_ascii`
+/// takes a word at a time.
+pub(crate) fn all_ascii(b: &[u8]) -> bool {
+    let mut blocks = b.chunks_exact(64);
+    for block in &mut blocks {
+        let high = block
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            .fold(0, |acc, w| acc | w);
+        if high & HI != 0 {
+            return false;
+        }
+    }
+    blocks.remainder().is_ascii()
 }
 
 /// Parses a `traceEvents` element that is not an object: skipped as
@@ -2024,7 +2042,10 @@ fn sixteen_or_fewer_digits(b: &[u8], start: usize) -> Option<Option<(usize, u64)
         return Some(None);
     }
     let low_value = if n == 0 { 0 } else { swar_value(low, n) };
-    Some(Some((start + 8 + n, swar_value(high, 8) * POW10[n] + low_value)))
+    Some(Some((
+        start + 8 + n,
+        swar_value(high, 8) * POW10[n] + low_value,
+    )))
 }
 
 /// How many of the eight bytes of `t` ([`digits_minus_zero`]) are digits

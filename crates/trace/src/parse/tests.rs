@@ -399,3 +399,16 @@ proptest::proptest! {
         proptest::prop_assert_eq!(skip_ws(&bytes, at), ws);
     }
 }
+
+#[test]
+fn all_ascii_finds_a_non_ascii_byte_anywhere() {
+    for len in [0, 1, 63, 64, 65, 200] {
+        let mut text = vec![b'a'; len];
+        assert!(all_ascii(&text));
+        for at in 0..len {
+            text[at] = 0x80 | (at as u8);
+            assert!(!all_ascii(&text), "{len} {at}");
+            text[at] = b'a';
+        }
+    }
+}
