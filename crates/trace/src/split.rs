@@ -61,7 +61,43 @@ pub(crate) struct Splitter {
     saw_events: bool,
     /// Elements of `traceEvents` seen so far.
     pub events_seen: u64,
-    stack: Vec<u8>,
+}
+
+/// The brackets open at a point of a value, innermost last: a stack of at
+/// most [`MAX_NESTING`] bits in one integer, where a `Vec` would check its
+/// capacity and length at every bracket.
+#[derive(Default)]
+struct OpenBrackets {
+    /// Bit k is 1 if the bracket k levels out from the innermost is `{`, 0
+    /// for `[`.
+    braces: u128,
+    depth: usize,
+}
+
+const _: () = assert!(MAX_NESTING <= u128::BITS as usize);
+
+impl OpenBrackets {
+    /// Opens `{` (`brace`) or `[`; false if that is too deep.
+    #[inline(always)]
+    fn push(&mut self, brace: bool) -> bool {
+        if self.depth == MAX_NESTING {
+            return false;
+        }
+        self.braces = (self.braces << 1) | u128::from(brace);
+        self.depth += 1;
+        true
+    }
+
+    /// Closes with `}` (`brace`) or `]`; false if that is not what is open.
+    #[inline(always)]
+    fn pop(&mut self, brace: bool) -> bool {
+        if self.depth == 0 || (self.braces & 1 == 1) != brace {
+            return false;
+        }
+        self.braces >>= 1;
+        self.depth -= 1;
+        true
+    }
 }
 
 const WS: u8 = 1;
@@ -91,7 +127,6 @@ impl Splitter {
             key: String::new(),
             saw_events: false,
             events_seen: 0,
-            stack: Vec::with_capacity(16),
         }
     }
 
@@ -346,8 +381,8 @@ impl Splitter {
         start: usize,
         block: impl Fn(&[u8], usize) -> Block,
     ) -> Result<Option<usize>, ScanError> {
-        self.stack.clear();
         let mut carry = Carry::default();
+        let mut open = OpenBrackets::default();
         let mut p = start;
         while p < buf.len() {
             let mut brackets = block(buf, p).brackets_outside_strings(&mut carry);
@@ -356,23 +391,21 @@ impl Splitter {
                 brackets &= brackets - 1;
                 let c = buf[i];
                 if c == b'{' || c == b'[' {
-                    if self.stack.len() == MAX_NESTING {
+                    if !open.push(c == b'{') {
                         return Err(ScanError {
                             offset: i,
                             message: format!("nesting deeper than {MAX_NESTING} levels"),
                         });
                     }
-                    self.stack.push(c);
                     continue;
                 }
-                let want = if c == b'}' { b'{' } else { b'[' };
-                if self.stack.pop() != Some(want) {
+                if !open.pop(c == b'}') {
                     return Err(ScanError {
                         offset: i,
                         message: format!("mismatched {}", show(c)),
                     });
                 }
-                if self.stack.is_empty() {
+                if open.depth == 0 {
                     return Ok(Some(i + 1));
                 }
             }
