@@ -70,9 +70,10 @@ fn strings_escapes_and_idents() {
     assert_eq!(resolve(texts.collective_name.as_ref().unwrap(), text), "5");
 }
 
-/// The one event of `events` (JSON elements) as read, and the trace.
-fn read_one(event: &str) -> crate::Trace {
-    let text = format!(r#"{{"traceEvents":[{event}]}}"#);
+/// The trace whose `traceEvents` are `events` (JSON elements, comma
+/// separated), as read.
+fn read_one(events: &str) -> crate::Trace {
+    let text = format!(r#"{{"traceEvents":[{events}]}}"#);
     crate::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap()
 }
 
