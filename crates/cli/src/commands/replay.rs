@@ -421,6 +421,10 @@ fn run_job(
         write_job_timelines(dir, &replayed, a.merge)?;
     }
     bar.finish_and_clear();
+    // The job graph and schedule (most of the memory) are done with: freed
+    // here, before `--json` builds its tree of the report, they do not add
+    // to that peak.
+    drop(replayed);
     write_output(out, &report, a)?;
     Ok(read_ok && all_in)
 }
