@@ -151,6 +151,50 @@ fn merge_owned_gives_what_merge_gives() {
     }
 }
 
+/// The rank's graph and measured times as text, to compare exactly.
+fn text(g: &Graph, m: &Measured) -> String {
+    format!("{g:?}\n{m:?}")
+}
+
+#[test]
+fn every_rank_reads_back_from_the_job_graph_as_it_was_merged() {
+    let Some(traces) = dlrm_traces() else {
+        return;
+    };
+    // With one rank's clock off too, so that its window (releases and
+    // measured times) moves on the job timeline.
+    let mut shifted = traces.clone();
+    shift_clock(&mut shifted[3], 2_000_000);
+    for ranks in [ranks_of(&traces), ranks_of(&shifted)] {
+        let m = match_collectives(&ranks);
+        let c = align_clocks(&ranks, &m);
+        let (a, ma, wa) = merge(&ranks, &m, &c);
+        let mut emptied = ranks.clone();
+        let (mut b, mb, wb) = merge_emptying(&mut emptied, &m, &c);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        assert_eq!(format!("{ma:?}"), format!("{mb:?}"));
+        assert_eq!(wa, wb);
+        assert!(a.ranks.iter().any(|p| p.start_ns > 0));
+        // Emptied ranks keep what the job's reports read of them.
+        for (e, r) in emptied.iter().zip(&ranks) {
+            assert!(e.graph.tasks.is_empty() && e.measured.tasks.is_empty());
+            assert_eq!((e.rank, e.comms.len()), (r.rank, r.comms.len()));
+        }
+        // Rendezvous changed durations; what-ifs change more.
+        b.scale_rank(2, 1.7, true);
+        b.scale_rank(2, 0.5, false);
+        let t = b.ranks[5].task(ranks[5].comms[0].task);
+        b.set_duration(t, 123);
+        for (pos, r) in ranks.iter().enumerate() {
+            let (g, own) = b.rank_graph(pos, &mb).unwrap();
+            assert_eq!(text(&g, &own), text(&r.graph, &r.measured), "rank {pos}");
+        }
+        assert!(b.rank_graph(ranks.len(), &mb).is_none());
+        // The job graph itself kept its changes.
+        assert_eq!(b.graph.tasks[t.idx()].duration_ns, 123);
+    }
+}
+
 #[test]
 fn merged_dlrm_job_is_a_valid_graph_with_transfer_durations() {
     let Some(traces) = dlrm_traces() else {

@@ -86,12 +86,12 @@ pub use inspect::{
     CollectiveCounts, EventCounts, FileReport, InferredCount, InspectOutput, SkipCount, StepReport,
 };
 pub use job::{
-    job_report, replay_job, replay_jointly, replay_jointly_scaled, replay_representatives,
-    replay_representatives_kept, slowest_rank_steps, ClockReport, CollectiveReport, HostOffset,
-    JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport, ProblemReport,
-    ProgramGroupReport, RankCommReport, RankOffset, RankScale, RankTime, RankWaitReport,
-    RendezvousReport, RepresentativesReplayed, RepresentativesReport, Slowest, Spread, StepSpread,
-    WaitUs,
+    job_report, replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled,
+    replay_representatives, replay_representatives_kept, slowest_rank_steps, ClockReport,
+    CollectiveReport, HostOffset, JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport,
+    MatchingReport, ProblemReport, ProgramGroupReport, RankCommReport, RankOffset, RankScale,
+    RankTime, RankWaitReport, RendezvousReport, RepresentativesReplayed, RepresentativesReport,
+    Slowest, Spread, StepSpread, WaitUs,
 };
 pub use model_file::{model_from_json, MODEL_COUNT_MAX, MODEL_SIZE_MAX};
 pub use network::network_from_json;

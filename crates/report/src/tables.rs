@@ -183,7 +183,23 @@ impl TaskTimes for Shifted<'_> {
 impl JobReplayed<'_> {
     /// Every rank's tables, by position, from the joint schedule.
     pub fn tables(&self) -> Vec<RankTables> {
-        job_tables(self.job, &self.graph, &self.schedule)
+        (0..self.rank_count())
+            .map(|pos| {
+                let (graph, measured) = self.rank(pos);
+                let part = &self.graph.ranks[pos];
+                rank_tables(part.rank, &graph, &measured, &shifted(part, &self.schedule))
+            })
+            .collect()
+    }
+}
+
+/// Rank `part`'s replayed times in `schedule`, on its own window origin.
+fn shifted<'a>(part: &lumos_graph::RankPart, schedule: &'a lumos_sim::Schedule) -> Shifted<'a> {
+    let r = part.tasks.start as usize..part.tasks.end as usize;
+    Shifted {
+        start_ns: &schedule.start_ns[r.clone()],
+        end_ns: &schedule.end_ns[r],
+        shift: part.start_ns,
     }
 }
 
@@ -199,13 +215,12 @@ pub fn job_tables(
         .iter()
         .zip(&job.graphs)
         .map(|(part, rank)| {
-            let r = part.tasks.start as usize..part.tasks.end as usize;
-            let times = Shifted {
-                start_ns: &schedule.start_ns[r.clone()],
-                end_ns: &schedule.end_ns[r],
-                shift: part.start_ns,
-            };
-            rank_tables(rank.rank, &rank.graph, &rank.measured, &times)
+            rank_tables(
+                rank.rank,
+                &rank.graph,
+                &rank.measured,
+                &shifted(part, schedule),
+            )
         })
         .collect()
 }

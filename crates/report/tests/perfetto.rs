@@ -336,7 +336,16 @@ fn a_merged_job_is_one_process_per_rank_with_every_rank_complete() {
         .collect();
     let job = lumos_graph::assemble(inputs).unwrap();
     let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false).unwrap();
-    let merged = MergedTimeline::new(replayed.timelines().collect());
+    let ranks: Vec<_> = (0..replayed.rank_count())
+        .map(|p| replayed.rank(p))
+        .collect();
+    let merged = MergedTimeline::new(
+        ranks
+            .iter()
+            .enumerate()
+            .map(|(p, r)| replayed.timeline(p, r))
+            .collect(),
+    );
     assert_eq!(merged.file_name(), "job.replayed.json.gz");
     let back = lumos_trace::read_bytes(&paths[0], &merged.write(Vec::new()).unwrap()).unwrap();
     assert_eq!(back.skipped.total(), 0);
@@ -499,7 +508,16 @@ fn a_merged_job_says_what_is_true_of_the_whole_job() {
         .collect();
     let job = lumos_graph::assemble(inputs).unwrap();
     let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false).unwrap();
-    let merged = MergedTimeline::new(replayed.timelines().collect());
+    let ranks: Vec<_> = (0..replayed.rank_count())
+        .map(|p| replayed.rank(p))
+        .collect();
+    let merged = MergedTimeline::new(
+        ranks
+            .iter()
+            .enumerate()
+            .map(|(p, r)| replayed.timeline(p, r))
+            .collect(),
+    );
     let bytes = merged.write(Vec::new()).unwrap();
     let back = lumos_trace::read_bytes(&paths[0], &bytes).unwrap();
     // No rank of its own; the job's world size and backend; the three

@@ -9,8 +9,8 @@ use clap::ValueEnum;
 use lumos_graph::{assemble_with, DepKind, RankInput, Unreadable};
 use lumos_predict::KernelScale;
 use lumos_report::{
-    AnalysisOptions, CriticalPathExport, MergedTimeline, RankScale, ReplayOutput, ReportError,
-    StepSelection, Summary, Timeline, TraceReplay,
+    AnalysisOptions, CriticalPathExport, JobReplayed, MergedTimeline, RankScale, ReplayOutput,
+    ReportError, StepSelection, Summary, Timeline, TraceReplay,
 };
 use lumos_sim::{GpuSelector, SimOptions};
 use lumos_trace::{write_atomic, write_gz_atomic};
@@ -399,34 +399,54 @@ fn run_job(
     let job = assemble_with(ranks, unreadable)?;
     let all_in = report_left_out(&job);
     let bar = progress::spinner(&format!("replaying {} ranks together", job.ranks.len()));
+    // The job is given up: each rank's graph is freed as it is merged, and
+    // read back from the job graph, one at a time, for its report.
     let replayed =
-        lumos_report::replay_jointly_scaled(&job, opts, kernels, &a.scale_rank, a.scale_rank_cpu)
+        lumos_report::replay_jointly_owned(job, opts, kernels, &a.scale_rank, a.scale_rank_cpu)
             .map_err(|e| match e {
-            // A rank the command line named: a usage error, naming the flag.
-            ReportError::RankNotInJob { rank, .. } => {
-                let factor = a.scale_rank.iter().find(|s| s.rank == rank);
-                usage(format!(
-                    "--scale-rank {rank}={}: {e}",
-                    factor.map_or(0.0, |s| s.factor)
-                ))
-            }
-            e => e.into(),
-        })?;
+                // A rank the command line named: a usage error, naming the flag.
+                ReportError::RankNotInJob { rank, .. } => {
+                    let factor = a.scale_rank.iter().find(|s| s.rank == rank);
+                    usage(format!(
+                        "--scale-rank {rank}={}: {e}",
+                        factor.map_or(0.0, |s| s.factor)
+                    ))
+                }
+                e => e.into(),
+            })?;
     let report = replayed
         .report_with(&analysis_options(a))
         .map_err(steps_usage)?;
     if let Some(dir) = &a.out {
-        if a.merge {
-            write_merged(dir, &MergedTimeline::new(replayed.timelines().collect()))?;
-        } else {
-            for t in replayed.timelines() {
-                write_timeline(dir, &t)?;
-            }
-        }
+        write_job_timelines(dir, &replayed, a.merge)?;
     }
     bar.finish_and_clear();
+    // The job graph and schedule (most of the memory) are done with: freed
+    // here, before `--json` builds its tree of the report, they do not add
+    // to that peak.
+    drop(replayed);
     write_output(out, &report, a)?;
     Ok(read_ok && all_in)
+}
+
+/// Writes each rank's replayed timeline into `dir`, or all of them as one
+/// file with `merge` (which holds every rank's graph at once).
+fn write_job_timelines(dir: &Path, replayed: &JobReplayed, merge: bool) -> Result<()> {
+    let positions = 0..replayed.rank_count();
+    if merge {
+        let ranks: Vec<_> = positions.map(|pos| replayed.rank(pos)).collect();
+        let timelines = ranks
+            .iter()
+            .enumerate()
+            .map(|(pos, rank)| replayed.timeline(pos, rank))
+            .collect();
+        return write_merged(dir, &MergedTimeline::new(timelines));
+    }
+    for pos in positions {
+        let rank = replayed.rank(pos);
+        write_timeline(dir, &replayed.timeline(pos, &rank))?;
+    }
+    Ok(())
 }
 
 /// Prints an error for each file left out of `job` (it is an input that

@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 use super::clock::ClockAlignment;
 use super::comms::RankGraph;
 use super::matching::{CollectiveMatch, MatchRule};
+use super::restore::RankRestore;
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails};
 use crate::model::*;
 
@@ -125,6 +126,10 @@ pub struct JobGraph {
     pub ranks: Vec<RankPart>,
     /// One per matched set: `rendezvous[i]` is `CollectiveMatch::sets[i]`.
     pub rendezvous: Vec<Rendezvous>,
+    /// One per rank, like [`JobGraph::ranks`]: what
+    /// [`JobGraph::rank_graph`] needs to give the rank's own graph back.
+    /// Empty in a job graph not made by [`merge`] or [`merge_owned`].
+    pub restore: Vec<RankRestore>,
 }
 
 impl JobGraph {
@@ -159,15 +164,20 @@ impl JobGraph {
             return;
         };
         let range = part.tasks.start as usize..part.tasks.end as usize;
-        for task in &mut self.graph.tasks[range] {
+        let mut changed = Vec::new();
+        for (i, task) in self.graph.tasks[range].iter_mut().enumerate() {
             let selected = if task.kind.is_gpu() {
                 !task.is_comm()
             } else {
                 cpu
             };
             if selected {
+                changed.push((TaskId(i as u32), task.duration_ns));
                 task.duration_ns = scaled_ns(task.duration_ns, factor);
             }
+        }
+        if let Some(restore) = self.restore.get_mut(rank_pos) {
+            restore.durations.extend(changed);
         }
     }
 }
@@ -186,7 +196,8 @@ impl JobGraph {
 ///
 /// The ranks stay as they are, so the job holds every task twice (once per
 /// rank, once merged); a caller that needs the ranks' graphs no more
-/// passes them to [`merge_owned`] instead.
+/// passes them to [`merge_owned`] or [`merge_emptying`] instead, and reads
+/// each back with [`JobGraph::rank_graph`] when it needs it.
 pub fn merge(
     ranks: &[RankGraph],
     m: &CollectiveMatch,
@@ -202,6 +213,20 @@ pub fn merge(
 /// fitting in 24 GB and not). The result is exactly [`merge`]'s.
 pub fn merge_owned(
     ranks: Vec<RankGraph>,
+    m: &CollectiveMatch,
+    clock: &ClockAlignment,
+) -> (JobGraph, Measured, Vec<String>) {
+    let mut ranks = ranks;
+    merge_emptying(&mut ranks, m, clock)
+}
+
+/// [`merge_owned`] on ranks left in place: once appended, each rank's
+/// graph and measured times are emptied (`Graph::default()`), while its
+/// rank number, source, host, communication tasks and groups stay, for
+/// the reports that read them ([`JobGraph::rank_graph`] gives the rest
+/// back). The result is exactly [`merge`]'s.
+pub fn merge_emptying(
+    ranks: &mut [RankGraph],
     m: &CollectiveMatch,
     clock: &ClockAlignment,
 ) -> (JobGraph, Measured, Vec<String>) {
@@ -230,8 +255,8 @@ impl RankList for &[RankGraph] {
 
 /// Owned ranks, and how many tasks' worth of them were freed since the
 /// heap was last trimmed.
-struct Owned {
-    ranks: Vec<RankGraph>,
+struct Owned<'r> {
+    ranks: &'r mut [RankGraph],
     freed_tasks: usize,
 }
 
@@ -240,9 +265,9 @@ struct Owned {
 /// than a few hundred MB, rarely enough that trimming costs nothing.
 const TRIM_EVERY_TASKS: usize = 1 << 21;
 
-impl RankList for Owned {
+impl RankList for Owned<'_> {
     fn ranks(&self) -> &[RankGraph] {
-        &self.ranks
+        self.ranks
     }
     fn appended(&mut self, p: usize) {
         if let Some(r) = self.ranks.get_mut(p) {
@@ -294,9 +319,12 @@ fn merge_from(
 
     let mut job = Appender::with_room_for(ranks, job_origin);
     let mut parts = Vec::with_capacity(ranks.len());
+    let mut restore = Vec::with_capacity(ranks.len());
     for (p, origin) in aligned_origin.iter().enumerate() {
         let shift = origin.saturating_sub(job_origin);
-        parts.push(job.append(&list.ranks()[p], shift, offset(p)));
+        let (part, r) = job.append(&list.ranks()[p], shift, offset(p));
+        parts.push(part);
+        restore.push(r);
         list.appended(p);
     }
     let ranks = list.ranks();
@@ -307,19 +335,17 @@ fn merge_from(
     if g.scopes.is_empty() {
         g.task_scopes = Vec::new();
     }
-    let (mut all, early) = couple(&mut g, &parts, ranks, &measured, m);
+    let mut job = JobGraph {
+        graph: g,
+        ranks: parts,
+        rendezvous: Vec::new(),
+        restore,
+    };
+    let early = couple(&mut job, ranks, &measured, m);
     let mut warnings = Vec::new();
-    warnings.extend(uncouple_deadlocks(&mut g, &mut all, &measured, m));
+    warnings.extend(uncouple_deadlocks(&mut job, &measured, m));
     warnings.extend(early);
-    (
-        JobGraph {
-            graph: g,
-            ranks: parts,
-            rendezvous: all,
-        },
-        measured,
-        warnings,
-    )
+    (job, measured, warnings)
 }
 
 /// The job graph and measured times being built by [`merge`], one rank
@@ -366,8 +392,13 @@ impl Appender {
     }
 
     /// Appends rank `r`, its window starting `shift` ns into the job
-    /// timeline, and says where its part sits.
-    fn append(&mut self, r: &RankGraph, shift: i64, clock_offset_ns: i64) -> RankPart {
+    /// timeline, and says where its part sits and how to give it back.
+    fn append(
+        &mut self,
+        r: &RankGraph,
+        shift: i64,
+        clock_offset_ns: i64,
+    ) -> (RankPart, RankRestore) {
         let g = &self.g;
         let (t0, p0, e0) = (
             g.tasks.len() as u32,
@@ -382,6 +413,7 @@ impl Appender {
         let rg = &r.graph;
         let name_map = self.intern_names(&rg.names);
         self.append_tasks(rg, &name_map, shift);
+        let restore = RankRestore::of(rg, &r.measured, name_map, shift);
         let g = &mut self.g;
         let tid = |t: TaskId| TaskId(t.0 + t0);
         for proc in &rg.processors {
@@ -417,7 +449,7 @@ impl Appender {
             .step_annotations
             .extend(r.measured.step_annotations.iter().map(moved));
         measured.scopes.extend(r.measured.scopes.iter().map(moved));
-        RankPart {
+        let part = RankPart {
             rank: r.rank,
             tasks: t0..g.tasks.len() as u32,
             processors: p0..g.processors.len() as u32,
@@ -427,7 +459,8 @@ impl Appender {
             scopes: sc0..g.scopes.len() as u32,
             start_ns: shift,
             clock_offset_ns,
-        }
+        };
+        (part, restore)
     }
 
     /// The job-graph name of each of a rank's names, interning new ones.
@@ -528,12 +561,11 @@ fn push_runtime_dep(out: &mut Vec<RuntimeDep>, rg: &Graph, d: &RuntimeDep, t0: u
 /// start) as durations. Returns them, and a warning when transfers ended
 /// before their last participant started.
 fn couple(
-    g: &mut Graph,
-    parts: &[RankPart],
+    job: &mut JobGraph,
     ranks: &[RankGraph],
     measured: &Measured,
     m: &CollectiveMatch,
-) -> (Vec<Rendezvous>, Option<String>) {
+) -> Option<String> {
     let mut all = Vec::with_capacity(m.sets.len());
     // Transfers whose measured end precedes their last participant's start:
     // how many, and the worst (gap, set label, rank that ended, last rank).
@@ -544,7 +576,7 @@ fn couple(
             .members
             .iter()
             .map(|mb| {
-                let part = &parts[mb.rank_pos as usize];
+                let part = &job.ranks[mb.rank_pos as usize];
                 part.task(ranks[mb.rank_pos as usize].comms[mb.comm as usize].task)
             })
             .collect();
@@ -575,11 +607,12 @@ fn couple(
                     worst = Some((early_by, &set.label, rank(i), rank(last_pos)));
                 }
             }
-            g.tasks[t.idx()].duration_ns = end.saturating_sub(last_start).max(0);
+            job.set_duration(t, end.saturating_sub(last_start).max(0));
         }
         all.push(rendezvous);
     }
-    let warning = worst.map(|(gap, label, rank, last)| {
+    job.rendezvous = all;
+    worst.map(|(gap, label, rank, last)| {
         format!(
             "{early} collective tasks ended before their last participant started (worst: \
              {label}, rank {rank} ended {:.1} us before rank {last} started): wrong matches or \
@@ -587,8 +620,7 @@ fn couple(
              times are taken as 0",
             gap as f64 / 1e3
         )
-    });
-    (all, warning)
+    })
 }
 
 /// Makes every rendezvous that would close a cycle [`RendezvousKind::Uncoupled`],
@@ -596,15 +628,14 @@ fn couple(
 /// are kept as built, runtime waits resolved on the measured job times.
 /// Returns the warning, if any was uncoupled.
 fn uncouple_deadlocks(
-    g: &mut Graph,
-    rendezvous: &mut [Rendezvous],
+    job: &mut JobGraph,
     measured: &Measured,
     m: &CollectiveMatch,
 ) -> Option<String> {
     let span = |t: TaskId| measured.tasks.get(t.idx()).copied().unwrap_or_default();
     let times = |t: TaskId| (span(t).start_ns, span(t).end_ns);
     let rejected = {
-        let graph = &*g;
+        let (graph, rendezvous) = (&job.graph, &job.rendezvous);
         let tails = StreamTails::new(graph, |t| span(t).start_ns);
         let optional = Optional {
             rendezvous: true,
@@ -623,11 +654,11 @@ fn uncouple_deadlocks(
     };
     let first = rejected.first().map(|&grp| ungroup(grp).1)?;
     for &grp in &rejected {
-        let r = &mut rendezvous[ungroup(grp).1];
+        let r = &mut job.rendezvous[ungroup(grp).1];
         r.kind = RendezvousKind::Uncoupled;
-        for &t in &r.tasks {
+        for t in r.tasks.clone() {
             let s = span(t);
-            g.tasks[t.idx()].duration_ns = s.end_ns.saturating_sub(s.start_ns).max(0);
+            job.set_duration(t, s.end_ns.saturating_sub(s.start_ns).max(0));
         }
     }
     let label = m.sets.get(first).map_or("?", |s| s.label.as_str());

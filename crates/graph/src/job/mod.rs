@@ -47,6 +47,7 @@ mod matching;
 mod merge;
 mod peers;
 mod program;
+mod restore;
 
 pub use assemble::{assemble, assemble_with, Job, JobError, RankInput, RankMeta, Unreadable};
 pub use belong::{LeftOut, LeftOutReason, FAR_CLOCK_NS};
@@ -56,12 +57,15 @@ pub use detect::{detect_job, looks_like_job, shares_collective, Detected};
 pub use matching::{
     match_collectives, CollectiveMatch, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
 };
-pub use merge::{merge, merge_owned, JobGraph, RankPart, Rendezvous, RendezvousKind};
+pub use merge::{
+    merge, merge_emptying, merge_owned, JobGraph, RankPart, Rendezvous, RendezvousKind,
+};
 pub use peers::{
     model_group_peers, rank_program, CommTiming, PeerModel, ProgramGroup, ProgramGroups,
     RankProgram,
 };
 pub use program::{group_by_program, program_signature, ProgramSignature, RankGroup};
+pub use restore::RankRestore;
 
 /// Formats a sorted list of ranks compactly: `0-2, 5, 7`.
 pub fn rank_ranges(ranks: &[u32]) -> String {

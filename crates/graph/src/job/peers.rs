@@ -38,7 +38,7 @@
 use std::collections::BTreeMap;
 
 use super::{CollectiveMatch, CommPattern, JobGraph, ProgramSignature, RankGraph};
-use crate::model::Span;
+use crate::model::{Span, TaskId};
 
 /// What the peer model needs of one communication task of a rank (see the
 /// module documentation).
@@ -317,14 +317,16 @@ pub fn model_group_peers(
 ) -> usize {
     let mut modelled = 0;
     for (pos, r) in ranks.iter().enumerate() {
-        let (Some(part), Some(unmatched), Some(d)) =
-            (job.ranks.get(pos), m.unmatched.get(pos), durations.get(pos))
-        else {
+        let (Some(first), Some(unmatched), Some(d)) = (
+            job.ranks.get(pos).map(|p| p.tasks.start),
+            m.unmatched.get(pos),
+            durations.get(pos),
+        ) else {
             continue;
         };
         for &ci in unmatched {
             if let (Some(c), Some(Some(ns))) = (r.comms.get(ci as usize), d.get(ci as usize)) {
-                job.graph.tasks[part.task(c.task).idx()].duration_ns = *ns;
+                job.set_duration(TaskId(first + c.task.0), *ns);
                 modelled += 1;
             }
         }

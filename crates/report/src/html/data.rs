@@ -155,12 +155,13 @@ fn step_names(g: &Graph, n: usize) -> Vec<String> {
 /// Who waited for peers in which step: each matched collective's waits,
 /// counted in the step (of the waiting rank) in which it started.
 pub(super) fn wait_grid(j: &JobReplayed) -> WaitGrid {
-    let job = j.job;
+    let job = &*j.job;
     let times: Vec<_> = (0..job.ranks.len()).map(|p| j.rank_times(p)).collect();
+    let own: Vec<_> = (0..job.ranks.len()).map(|p| j.rank(p)).collect();
     let steps: Vec<RankSteps> = times
         .iter()
-        .enumerate()
-        .map(|(p, t)| rank_steps(&job.graphs[p].graph, &job.graphs[p].measured, t))
+        .zip(&own)
+        .map(|(t, (graph, measured))| rank_steps(graph, measured, t))
         .collect();
     let n = steps.iter().map(|s| s.measured.len()).min().unwrap_or(0);
     let mut measured = vec![vec![0.0; n]; job.ranks.len()];
@@ -174,7 +175,7 @@ pub(super) fn wait_grid(j: &JobReplayed) -> WaitGrid {
         for (pos, &task) in rv.tasks.iter().enumerate() {
             let p = j.graph.rank_of(task);
             let local = (task.0 - j.graph.ranks[p].tasks.start) as usize;
-            let m_start = job.graphs[p].measured.tasks[local].start_ns;
+            let m_start = own[p].1.tasks[local].start_ns;
             let r_start = times[p].start_ns[local];
             if let Some(k) = step_of(&steps[p].measured, m_start).filter(|&k| k < n) {
                 measured[p][k] += us(m_rv[i].wait_ns[pos]);
@@ -184,10 +185,9 @@ pub(super) fn wait_grid(j: &JobReplayed) -> WaitGrid {
             }
         }
     }
-    let names = job
-        .graphs
+    let names = own
         .first()
-        .map_or_else(Vec::new, |g| step_names(&g.graph, n));
+        .map_or_else(Vec::new, |(graph, _)| step_names(graph, n));
     WaitGrid {
         ranks: job.ranks.iter().map(|r| r.rank).collect(),
         steps: names,

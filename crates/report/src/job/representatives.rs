@@ -142,7 +142,7 @@ pub fn replay_representatives_kept(
     let modelled = model_group_peers(&mut graph, &job.graphs, &job.matching, &durations);
     let schedule = simulate_job(&graph, opts).map_err(ReportError::JobReplay)?;
     let replayed = JobReplayed {
-        job: &job,
+        job: std::borrow::Cow::Borrowed(&job),
         graph,
         measured,
         schedule,

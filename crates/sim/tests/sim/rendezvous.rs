@@ -59,6 +59,7 @@ fn job_of(x: &TwoRanks) -> JobGraph {
         graph: x.b.graph.clone(),
         ranks: vec![part(0, 0..3), part(1, 3..6)],
         rendezvous: vec![Rendezvous::collective(x.comm.to_vec())],
+        restore: Vec::new(),
     }
 }
 
