@@ -20,13 +20,12 @@
 //!
 //! The verdict is the largest category.
 
-use std::collections::HashMap;
-
 use lumos_graph::{DepKind, Graph, ProcKind, ScopeId, TaskId};
 use lumos_sim::{critical_path_hops_since, timed_hops, BoundKind, Schedule};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::analysis::{operator_of, SelectedStep, NO_OPERATOR};
+use crate::analysis::{ScopeOperators, SelectedStep, NO_OPERATOR};
 use crate::units::us;
 
 /// One step's critical path: what bounds the step, in a word and in
@@ -174,17 +173,23 @@ impl Category {
 /// one enclosing both it and the hop before it when that is on the same
 /// thread (the time a parent spends outside its children is the gap
 /// before its next child), else its own innermost scope.
-fn waiting_in(graph: &Graph, t: TaskId, prev: Option<TaskId>) -> &str {
+fn waiting_in<'g>(
+    graph: &'g Graph,
+    operators: &ScopeOperators,
+    t: TaskId,
+    prev: Option<TaskId>,
+) -> &'g str {
     if graph.task(t).kind.is_gpu() {
-        return operator_of(graph, t);
+        return operators.operator(graph, t);
     }
     let name = |s: ScopeId| graph.names[graph.scopes[s.0 as usize].name.0 as usize].as_str();
     let same_thread = prev.filter(|&p| graph.task(p).proc == graph.task(t).proc);
     let scope = match same_thread {
-        Some(p) => {
-            let outer: Vec<ScopeId> = graph.scope_chain(p).collect();
-            graph.scope_chain(t).find(|s| outer.contains(s))
-        }
+        // Chains are a few scopes deep: walking the outer one per scope
+        // costs less than collecting it, once per hop.
+        Some(p) => graph
+            .scope_chain(t)
+            .find(|&s| graph.scope_chain(p).any(|o| o == s)),
         None => graph.scope_of(t),
     };
     scope.map_or(NO_OPERATOR, name)
@@ -221,38 +226,79 @@ pub(crate) fn critical_paths(
     steps: &[SelectedStep],
     n_operators: usize,
 ) -> CriticalPaths {
-    let mut out = CriticalPaths {
-        steps: Vec::new(),
-        hops: Vec::new(),
-        marks: Vec::new(),
-    };
+    let mut hops = Hops::default();
+    let operators = ScopeOperators::of(graph);
+    let steps = step_rows(
+        graph,
+        schedule,
+        steps,
+        (n_operators, &operators),
+        Some(&mut hops),
+    );
+    CriticalPaths {
+        steps,
+        hops: hops.rows,
+        marks: hops.marks,
+    }
+}
+
+/// The row of each step's critical path, without its hops: what a
+/// replay's report keeps ([`critical_paths`] less the hop rows, whose
+/// strings cost more than the walk itself on a long path).
+pub(crate) fn step_critical_paths(
+    graph: &Graph,
+    schedule: &Schedule,
+    steps: &[SelectedStep],
+    n_operators: usize,
+    operators: &ScopeOperators,
+) -> Vec<StepCriticalPath> {
+    step_rows(graph, schedule, steps, (n_operators, operators), None)
+}
+
+/// The hops of the paths, for export and for the marked timeline.
+#[derive(Default)]
+struct Hops {
+    rows: Vec<PathHopRow>,
+    marks: Vec<Mark>,
+}
+
+/// Each step's row, with its `top.0` costliest operators (`top.1` names
+/// each task's); its hops appended to `hops` when given.
+fn step_rows(
+    graph: &Graph,
+    schedule: &Schedule,
+    steps: &[SelectedStep],
+    top: (usize, &ScopeOperators),
+    mut hops: Option<&mut Hops>,
+) -> Vec<StepCriticalPath> {
+    let mut rows = Vec::new();
     for step in steps {
         let Some(last) = last_task(graph, schedule, step) else {
             continue;
         };
-        let k = out.steps.len() as u32;
-        let row = step_path(graph, schedule, step, last, n_operators, k, &mut out);
-        out.steps.push(row);
+        let k = rows.len() as u32;
+        let row = step_path(graph, schedule, step, (last, k), top, hops.as_deref_mut());
+        rows.push(row);
     }
-    out
+    rows
 }
 
-/// One step's path: its row, and its hops appended to `out`.
+/// One step's path, from its `last` task (the step is the `k`th row):
+/// its row, and its hops appended to `out` when given.
 fn step_path(
     graph: &Graph,
     schedule: &Schedule,
     step: &SelectedStep,
-    last: TaskId,
-    n_operators: usize,
-    k: u32,
-    out: &mut CriticalPaths,
+    (last, k): (TaskId, u32),
+    (n_operators, operators): (usize, &ScopeOperators),
+    mut out: Option<&mut Hops>,
 ) -> StepCriticalPath {
     let from = step.span.start_ns;
     let to = schedule.end_ns[last.idx()].max(from);
     let hops = critical_path_hops_since(graph, schedule, last, from);
     let timed = timed_hops(graph, schedule, &hops);
-    let mut by_cat: HashMap<Category, i64> = HashMap::new();
-    let mut by_op: HashMap<&str, i64> = HashMap::new();
+    let mut by_cat = [0i64; 3];
+    let mut by_op: FxHashMap<&str, i64> = FxHashMap::default();
     let mut prev_anchor = i64::MIN;
     let mut prev_task = None;
     let mut inside = 0;
@@ -271,12 +317,17 @@ fn step_path(
             Category::of_wait(graph, t, h.kind),
             Category::of_task(graph, t),
         );
-        *by_cat.entry(wc).or_default() += wait;
-        *by_cat.entry(bc).or_default() += busy;
-        let op = operator_of(graph, t);
+        by_cat[wc as usize] += wait;
+        by_cat[bc as usize] += busy;
+        let op = operators.operator(graph, t);
         *by_op.entry(op).or_default() += busy;
-        *by_op.entry(waiting_in(graph, t, before)).or_default() += wait;
-        out.hops.push(PathHopRow {
+        *by_op
+            .entry(waiting_in(graph, operators, t, before))
+            .or_default() += wait;
+        let Some(out) = out.as_deref_mut() else {
+            continue;
+        };
+        out.rows.push(PathHopRow {
             step: step.name.clone(),
             index: step.index,
             task: graph.name(t).to_owned(),
@@ -300,7 +351,7 @@ fn step_path(
         });
     }
     let length = to - from;
-    let share = |c: Category| by_cat.get(&c).copied().unwrap_or(0);
+    let share = |c: Category| by_cat[c as usize];
     let (cpu, gpu, comm) = (
         share(Category::Cpu),
         share(Category::GpuCompute),

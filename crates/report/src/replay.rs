@@ -5,15 +5,17 @@
 use lumos_graph::{build, BuildReport, Graph, Measured};
 use lumos_predict::{replay_scales, KernelScale};
 use lumos_sim::{
-    breakdown, critical_path_summary, gpu_busy_timeline, simulate, step_spans, timeline_bin_ns,
-    whole_span, Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
+    busy_timeline, critical_path_summary, simulate, step_spans, timeline_bin_ns, whole_span,
+    Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
 };
 use lumos_store::StoredRank;
 use lumos_trace::Trace;
 use serde::Serialize;
 
+use crate::analysis::intervals::Intervals;
 use crate::analysis::{
-    selected_steps, step_names, trace_analysis, AnalysisInputs, AnalysisOptions, TraceAnalysis,
+    selected_steps, step_names, trace_analysis, trace_analysis_with, AnalysisInputs,
+    AnalysisOptions, GpuOrder, GraphFacts, Shared, TraceAnalysis,
 };
 use crate::critical::{critical_paths, CriticalPaths};
 use crate::job::{JobReport, RepresentativesReport};
@@ -336,19 +338,21 @@ impl ReplayedStored<'_> {
         // As a trace's replay is analysed, but without the memory timeline:
         // a compact file keeps no `[memory]` events.
         let all: Vec<usize> = (0..graph.steps.len()).collect();
-        let (critical_path, analysis, compared) = analysed(graph, measured, &self.schedule, || {
-            trace_analysis(
-                graph,
-                measured,
-                &self.schedule,
-                &all,
-                &AnalysisOptions::default(),
-                AnalysisInputs {
-                    memory: None,
-                    schedule: Some(&self.schedule),
-                },
-            )
-        });
+        let (critical_path, analysis, compared) =
+            analysed(graph, measured, &self.schedule, |shared| {
+                trace_analysis_with(
+                    graph,
+                    measured,
+                    &self.schedule,
+                    &all,
+                    &AnalysisOptions::default(),
+                    AnalysisInputs {
+                        memory: None,
+                        schedule: Some(&self.schedule),
+                    },
+                    shared,
+                )
+            });
         compared.report(info, graph, critical_path, analysis)
     }
 
@@ -363,12 +367,14 @@ impl ReplayedStored<'_> {
 /// The whole window's critical path, the analyses `analysis` makes and
 /// the comparison of `schedule` with `measured`: three independent parts
 /// of one rank's report, computed side by side on rayon's threads (each
-/// as it would be alone, so the report does not depend on the threads).
+/// as it would be alone, so the report does not depend on the threads),
+/// after what the last two share ([`Shared`]: each side's GPU tasks
+/// sorted by start once, rather than once per breakdown and union).
 fn analysed(
     graph: &Graph,
     measured: &Measured,
     schedule: &Schedule,
-    analysis: impl FnOnce() -> TraceAnalysis + Send,
+    analysis: impl FnOnce(Shared<'_>) -> TraceAnalysis + Send,
 ) -> (Option<CriticalPath>, TraceAnalysis, Compared) {
     let (critical_path, (analysis, compared)) = rayon::join(
         || {
@@ -377,7 +383,26 @@ fn analysed(
                 critical_path_report(graph, &s)
             })
         },
-        || rayon::join(analysis, || Compared::of(graph, measured, schedule)),
+        || {
+            let (facts, (m_order, r_order)) = rayon::join(
+                || GraphFacts::of(graph),
+                || {
+                    rayon::join(
+                        || GpuOrder::new(graph, &measured.tasks),
+                        || GpuOrder::new(graph, schedule),
+                    )
+                },
+            );
+            let shared = Shared {
+                facts: &facts,
+                measured: &m_order,
+                replayed: &r_order,
+            };
+            rayon::join(
+                || analysis(shared),
+                || Compared::of_orders(graph, measured, schedule, [&m_order, &r_order]),
+            )
+        },
     );
     (critical_path, analysis, compared)
 }
@@ -416,8 +441,8 @@ impl Replayed<'_> {
         let mut info = TraceInfo::of(self.trace, &self.build);
         info.warnings.extend(self.schedule.warnings());
         let (critical_path, analysis, compared) =
-            analysed(&self.graph, &self.measured, &self.schedule, || {
-                trace_analysis(
+            analysed(&self.graph, &self.measured, &self.schedule, |shared| {
+                trace_analysis_with(
                     &self.graph,
                     &self.measured,
                     &self.schedule,
@@ -427,6 +452,7 @@ impl Replayed<'_> {
                         memory: Some(&self.trace.memory),
                         schedule: Some(&self.schedule),
                     },
+                    shared,
                 )
             });
         compared.report(info, &self.graph, critical_path, analysis)
@@ -504,15 +530,39 @@ pub(crate) struct Compared {
     gpu_busy_timeline: TimelinePair,
 }
 
-/// One side's step spans, window and breakdown.
+/// One side's step spans, window, breakdown and busy intervals, from
+/// its GPU tasks by start (`order`).
 fn side<T: TaskTimes + ?Sized>(
     graph: &Graph,
     times: &T,
     annotations: Option<&[lumos_graph::Span]>,
-) -> (Vec<lumos_graph::Span>, lumos_graph::Span, Breakdown) {
+    order: &GpuOrder,
+) -> (
+    Vec<lumos_graph::Span>,
+    lumos_graph::Span,
+    Breakdown,
+    Intervals,
+) {
     let steps = step_spans(graph, times, annotations);
     let window = whole_span(times);
-    (steps, window, breakdown(graph, times, window))
+    let [compute, comm, busy] = order.comm_unions(graph);
+    // The window holds every task, so nothing needs clipping:
+    // `lumos_sim::breakdown` of the window, without its sort.
+    let (c, m, b) = (
+        compute.measure_in(window),
+        comm.measure_in(window),
+        busy.measure_in(window),
+    );
+    let overlapped = c + m - b;
+    let total_ns = window.len_ns().max(0);
+    let breakdown = Breakdown {
+        exposed_compute_ns: c - overlapped,
+        overlapped_ns: overlapped,
+        exposed_comm_ns: m - overlapped,
+        idle_ns: total_ns - b,
+        total_ns,
+    };
+    (steps, window, breakdown, busy)
 }
 
 impl Compared {
@@ -524,9 +574,25 @@ impl Compared {
         measured: &Measured,
         times: &T,
     ) -> Compared {
-        let ((m_steps, mw, m_breakdown), (r_steps, rw, r_breakdown)) = rayon::join(
-            || side(graph, &measured.tasks, Some(&measured.step_annotations)),
-            || side(graph, times, None),
+        let (m_order, r_order) = rayon::join(
+            || GpuOrder::new(graph, &measured.tasks),
+            || GpuOrder::new(graph, times),
+        );
+        Compared::of_orders(graph, measured, times, [&m_order, &r_order])
+    }
+
+    /// [`Compared::of`] with each side's GPU tasks by start, measured
+    /// then replayed, found by the caller.
+    pub(crate) fn of_orders<T: TaskTimes + Sync + ?Sized>(
+        graph: &Graph,
+        measured: &Measured,
+        times: &T,
+        [m_order, r_order]: [&GpuOrder; 2],
+    ) -> Compared {
+        let annotations = Some(measured.step_annotations.as_slice());
+        let ((m_steps, mw, m_breakdown, m_busy), (r_steps, rw, r_breakdown, r_busy)) = rayon::join(
+            || side(graph, &measured.tasks, annotations, m_order),
+            || side(graph, times, None, r_order),
         );
         let steps = graph
             .steps
@@ -545,10 +611,6 @@ impl Compared {
         let (ml, rl) = (mw.len_ns(), rw.len_ns());
         // One width for both sides: the one the longer window needs.
         let bin = timeline_bin_ns(ml.max(rl), 1_000_000);
-        let (m_busy, r_busy) = rayon::join(
-            || gpu_busy_timeline(graph, &measured.tasks, mw, bin).busy,
-            || gpu_busy_timeline(graph, times, rw, bin).busy,
-        );
         Compared {
             steps,
             window: Compare {
@@ -562,8 +624,8 @@ impl Compared {
             },
             gpu_busy_timeline: TimelinePair {
                 bin_us: us(bin),
-                measured: m_busy,
-                replayed: r_busy,
+                measured: busy_timeline(m_busy.spans(), mw, bin).busy,
+                replayed: busy_timeline(r_busy.spans(), rw, bin).busy,
             },
         }
     }

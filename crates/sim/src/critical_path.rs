@@ -284,8 +284,16 @@ pub(crate) fn summarize(hops: impl Iterator<Item = TimedHop>, top_n: usize) -> C
     }
     totals.sort_by_key(|t| t.kind);
     busy_per_task.retain(|&(_, busy)| busy > 0);
-    busy_per_task.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    busy_per_task.truncate(top_n);
+    let longest_first = |a: &(TaskId, i64), b: &(TaskId, i64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+    // A whole window's path has a hop per task or so: only the top ones
+    // need sorting.
+    if top_n == 0 {
+        busy_per_task.clear();
+    } else if busy_per_task.len() > top_n {
+        busy_per_task.select_nth_unstable_by(top_n - 1, longest_first);
+        busy_per_task.truncate(top_n);
+    }
+    busy_per_task.sort_by(longest_first);
     CriticalPathSummary {
         hops: count,
         end_ns: prev_anchor,

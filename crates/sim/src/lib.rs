@@ -104,7 +104,7 @@ pub use job::{
     JobBound, JobCriticalPath, JobHop, RankWait, RendezvousTimes,
 };
 pub use metrics::{
-    annotation_spans, breakdown, gpu_busy_intervals, gpu_busy_timeline, step_spans,
+    annotation_spans, breakdown, busy_timeline, gpu_busy_intervals, gpu_busy_timeline, step_spans,
     timeline_bin_ns, whole_span, Breakdown, BusyTimeline, ScheduleSlice, SpanColumns, TaskTimes,
     MAX_TIMELINE_BINS,
 };

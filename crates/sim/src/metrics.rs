@@ -363,6 +363,16 @@ pub fn gpu_busy_timeline<T: TaskTimes + ?Sized>(
     window: Span,
     min_bin_ns: i64,
 ) -> BusyTimeline {
+    busy_timeline(
+        &gpu_busy_intervals(graph, times, window),
+        window,
+        min_bin_ns,
+    )
+}
+
+/// [`gpu_busy_timeline`] from the busy intervals inside `window`, sorted
+/// and disjoint ([`gpu_busy_intervals`]), for a caller that has them.
+pub fn busy_timeline(busy_intervals: &[Span], window: Span, min_bin_ns: i64) -> BusyTimeline {
     let len = window.end_ns.saturating_sub(window.start_ns);
     let bin_ns = timeline_bin_ns(len, min_bin_ns);
     if len <= 0 || bin_ns <= 0 {
@@ -378,7 +388,7 @@ pub fn gpu_busy_timeline<T: TaskTimes + ?Sized>(
             .saturating_add((bin as i64).saturating_mul(bin_ns))
     };
     let mut busy = vec![0i64; bins];
-    for span in gpu_busy_intervals(graph, times, window) {
+    for span in busy_intervals {
         let mut at = span.start_ns;
         while at < span.end_ns {
             let bin = (at.saturating_sub(window.start_ns) / bin_ns) as usize;

@@ -1,14 +1,13 @@
 //! The GPU breakdown of each step (time and % of the step), overlap and
 //! idle time by cause, and the selection under HTA's definitions.
 
-use std::collections::HashMap;
-
 use lumos_graph::{Graph, ProcKind, Span, TaskId};
 use lumos_sim::{whole_span, TaskTimes};
 use serde::Serialize;
 
 use super::idle::{idle_causes, launchers, IdleCauses};
 use super::intervals::Intervals;
+use super::kernels::ScopeOperators;
 use super::SelectedStep;
 use crate::units::us;
 
@@ -207,9 +206,105 @@ impl HtaClass {
     }
 }
 
+/// What the analyses of any times of one graph read about its tasks,
+/// found once per graph and shared by the measured and the replayed side:
+/// each task's launching call (a scan of every edge), each name's HTA
+/// class (a dozen substring searches) and each task's operator (a walk up
+/// its scopes).
+pub(crate) struct GraphFacts {
+    /// The HTA class of each name, by name id.
+    classes: Vec<HtaClass>,
+    /// The CPU task that launched each task.
+    launcher: Vec<Option<TaskId>>,
+    /// Each task's operator.
+    pub operators: ScopeOperators,
+}
+
+impl GraphFacts {
+    /// The facts of `graph`.
+    pub fn of(graph: &Graph) -> GraphFacts {
+        GraphFacts {
+            classes: HtaClass::of_names(graph),
+            launcher: launchers(graph),
+            operators: ScopeOperators::of(graph),
+        }
+    }
+
+    fn class(&self, graph: &Graph, t: TaskId) -> HtaClass {
+        self.classes[graph.task(t).name.0 as usize]
+    }
+}
+
+/// Every GPU task of a timeline with its span, by start (ties by task):
+/// sorted once, it gives each union of GPU time in one merging pass, the
+/// tasks starting at any moment by binary search, and each stream's tasks
+/// in order.
+pub(crate) struct GpuOrder {
+    tasks: Vec<(Span, TaskId)>,
+}
+
+impl GpuOrder {
+    /// The GPU tasks of `graph` at `times`.
+    pub fn new<T: TaskTimes + ?Sized>(graph: &Graph, times: &T) -> GpuOrder {
+        let mut tasks: Vec<(Span, TaskId)> = graph
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.kind.is_gpu())
+            .map(|(i, _)| {
+                let t = TaskId(i as u32);
+                (span_of(times, t), t)
+            })
+            .collect();
+        tasks.sort_unstable_by_key(|&(s, t)| (s.start_ns, t));
+        GpuOrder { tasks }
+    }
+
+    /// The unions of the compute tasks' spans, of the communication
+    /// tasks' and of both (busy time), in one pass.
+    pub fn comm_unions(&self, graph: &Graph) -> [Intervals; 3] {
+        let [mut compute, mut comm, mut busy]: [Vec<Span>; 3] = Default::default();
+        for &(s, t) in self.non_empty() {
+            push_merged(&mut busy, s);
+            push_merged(
+                if graph.task(t).is_comm() {
+                    &mut comm
+                } else {
+                    &mut compute
+                },
+                s,
+            );
+        }
+        [compute, comm, busy].map(Intervals::from_disjoint)
+    }
+
+    /// The tasks whose span is not empty, by start.
+    fn non_empty(&self) -> impl Iterator<Item = &(Span, TaskId)> {
+        self.tasks.iter().filter(|(s, _)| s.start_ns < s.end_ns)
+    }
+
+    /// The non-empty spans starting at `at`, with their tasks.
+    fn starting_at(&self, at: i64) -> impl Iterator<Item = &(Span, TaskId)> {
+        let from = self.tasks.partition_point(|(s, _)| s.start_ns < at);
+        self.tasks[from..]
+            .iter()
+            .take_while(move |(s, _)| s.start_ns == at)
+            .filter(|(s, _)| s.start_ns < s.end_ns)
+    }
+}
+
+/// Adds `s` to the union `v` of spans added by start: merged with the
+/// last one where they touch.
+fn push_merged(v: &mut Vec<Span>, s: Span) {
+    match v.last_mut() {
+        Some(last) if s.start_ns <= last.end_ns => last.end_ns = last.end_ns.max(s.end_ns),
+        _ => v.push(s),
+    }
+}
+
 /// The unions of GPU time a timeline's analyses measure, and the
 /// classified idle gaps.
-pub(crate) struct GpuTime {
+pub(crate) struct GpuTime<'f> {
     compute: Intervals,
     comm: Intervals,
     overlapped: Intervals,
@@ -217,7 +312,8 @@ pub(crate) struct GpuTime {
     hta_comm: Intervals,
     hta_overlapped: Intervals,
     idle: IdleCauses,
-    launcher: Vec<Option<TaskId>>,
+    order: &'f GpuOrder,
+    facts: &'f GraphFacts,
 }
 
 /// The span of GPU task `t`.
@@ -228,23 +324,7 @@ fn span_of<T: TaskTimes + ?Sized>(times: &T, t: TaskId) -> Span {
     }
 }
 
-/// The spans of the GPU tasks `pick` selects.
-fn gpu_spans<'a, T: TaskTimes + ?Sized>(
-    graph: &'a Graph,
-    times: &'a T,
-    pick: impl Fn(TaskId) -> bool + 'a,
-) -> impl Iterator<Item = Span> + 'a {
-    graph
-        .tasks
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.kind.is_gpu())
-        .map(|(i, _)| TaskId(i as u32))
-        .filter(move |&t| pick(t))
-        .map(move |t| span_of(times, t))
-}
-
-impl GpuTime {
+impl<'f> GpuTime<'f> {
     /// The unions of `graph` at `times`; idle gaps are classified over the
     /// whole timeline and every span of `steps`.
     pub fn new<T: TaskTimes + ?Sized>(
@@ -252,25 +332,42 @@ impl GpuTime {
         times: &T,
         steps: &[SelectedStep],
         kernel_gap_ns: i64,
-    ) -> GpuTime {
-        let comm_task = |t: TaskId| graph.task(t).is_comm();
-        let classes = HtaClass::of_names(graph);
-        let hta = |t: TaskId| classes[graph.task(t).name.0 as usize];
-        let compute = Intervals::union(gpu_spans(graph, times, |t| !comm_task(t)));
-        let comm = Intervals::union(gpu_spans(graph, times, comm_task));
-        let busy = Intervals::union(compute.spans().iter().chain(comm.spans()).copied());
-        let hta_compute =
-            Intervals::union(gpu_spans(graph, times, |t| hta(t) == HtaClass::Computation));
-        let hta_comm = Intervals::union(gpu_spans(graph, times, |t| {
-            hta(t) == HtaClass::Communication
-        }));
+        (order, facts): (&'f GpuOrder, &'f GraphFacts),
+    ) -> GpuTime<'f> {
+        // The five unions in one pass over the tasks by start.
+        let [mut compute, mut comm, mut busy, mut hta_compute, mut hta_comm]: [Vec<Span>; 5] =
+            Default::default();
+        for &(s, t) in order.non_empty() {
+            push_merged(&mut busy, s);
+            push_merged(
+                if graph.task(t).is_comm() {
+                    &mut comm
+                } else {
+                    &mut compute
+                },
+                s,
+            );
+            match facts.class(graph, t) {
+                HtaClass::Computation => push_merged(&mut hta_compute, s),
+                HtaClass::Communication => push_merged(&mut hta_comm, s),
+                _ => {}
+            }
+        }
+        let [compute, comm, busy, hta_compute, hta_comm] =
+            [compute, comm, busy, hta_compute, hta_comm].map(Intervals::from_disjoint);
         let mut domain = whole_span(times);
         for s in steps {
             domain.start_ns = domain.start_ns.min(s.span.start_ns);
             domain.end_ns = domain.end_ns.max(s.span.end_ns);
         }
-        let launcher = launchers(graph);
-        let idle = idle_causes(graph, times, &busy, &launcher, domain, kernel_gap_ns);
+        let launched_after = |gap_start: i64, at: i64| -> bool {
+            let mut starting = order.starting_at(at).peekable();
+            starting.peek().is_some()
+                && starting.all(|&(_, t)| {
+                    facts.launcher[t.idx()].is_some_and(|l| times.start_of(l) > gap_start)
+                })
+        };
+        let idle = idle_causes(&busy, launched_after, domain, kernel_gap_ns);
         GpuTime {
             overlapped: compute.intersect(&comm),
             hta_overlapped: hta_compute.intersect(&hta_comm),
@@ -279,7 +376,8 @@ impl GpuTime {
             busy,
             hta_comm,
             idle,
-            launcher,
+            order,
+            facts,
         }
     }
 
@@ -322,24 +420,22 @@ impl GpuTime {
         own: &[TaskId],
         kernel_gap_ns: i64,
     ) -> HtaView {
-        let gpu: Vec<TaskId> = own
-            .iter()
-            .copied()
-            .filter(|&t| graph.task(t).kind.is_gpu())
-            .collect();
-        let classes = HtaClass::of_names(graph);
-        let class = |t: TaskId| classes[graph.task(t).name.0 as usize];
-        let spans = |pick: &dyn Fn(TaskId) -> bool| {
-            Intervals::union(
-                gpu.iter()
-                    .copied()
-                    .filter(|&t| pick(t))
-                    .map(|t| span_of(times, t)),
-            )
-        };
-        let all = spans(&|_| true);
-        let compute = spans(&|t| class(t) == HtaClass::Computation);
-        let comm = spans(&|t| class(t) == HtaClass::Communication);
+        let mut is_own = vec![false; graph.tasks.len()];
+        for &t in own {
+            is_own[t.idx()] = true;
+        }
+        // The selection's GPU tasks by start, as the timeline's.
+        let gpu = || self.order.tasks.iter().filter(|(_, t)| is_own[t.idx()]);
+        let [mut all, mut compute, mut comm]: [Vec<Span>; 3] = Default::default();
+        for &(s, t) in gpu().filter(|(s, _)| s.start_ns < s.end_ns) {
+            push_merged(&mut all, s);
+            match self.facts.class(graph, t) {
+                HtaClass::Computation => push_merged(&mut compute, s),
+                HtaClass::Communication => push_merged(&mut comm, s),
+                _ => {}
+            }
+        }
+        let [all, compute, comm] = [all, compute, comm].map(Intervals::from_disjoint);
         let window = match (all.spans().first(), all.spans().last()) {
             (Some(a), Some(z)) => Span {
                 start_ns: a.start_ns,
@@ -361,54 +457,66 @@ impl GpuTime {
             compute_pct: pct(compute_ns, kernel_time),
             non_compute_pct: pct(busy - compute_ns, kernel_time),
             comm_comp_overlap_pct: opt_pct(compute.intersect(&comm).measure_in(window), comm_ns),
-            idle_by_stream: self.stream_idle(graph, times, &gpu, kernel_gap_ns),
+            idle_by_stream: self.stream_idle(graph, times, gpu().map(|&(_, t)| t), kernel_gap_ns),
         }
     }
 
-    /// HTA's idle-time breakdown of each stream of `gpu` (tasks).
+    /// HTA's idle-time breakdown of each stream of the tasks `gpu`, given
+    /// by start (ties by task): before each task, the gap since the
+    /// previous one on its stream ended.
     fn stream_idle<T: TaskTimes + ?Sized>(
         &self,
         graph: &Graph,
         times: &T,
-        gpu: &[TaskId],
+        gpu: impl Iterator<Item = TaskId>,
         kernel_gap_ns: i64,
     ) -> Vec<StreamIdle> {
-        let mut by_proc: HashMap<u32, Vec<TaskId>> = HashMap::new();
-        for &t in gpu {
-            by_proc.entry(graph.task(t).proc.0).or_default().push(t);
+        /// One stream's previous end and its gaps so far: host, kernel
+        /// wait, other.
+        #[derive(Clone, Copy)]
+        struct Stream {
+            prev_end: Option<i64>,
+            gaps: [i64; 3],
         }
-        let mut out: Vec<StreamIdle> = by_proc
-            .into_iter()
-            .map(|(p, mut tasks)| {
-                tasks.sort_unstable_by_key(|&t| (times.start_of(t), t));
-                let (device, stream) = match graph.processors[p as usize].kind {
+        let mut streams = vec![
+            Stream {
+                prev_end: None,
+                gaps: [0; 3]
+            };
+            graph.processors.len()
+        ];
+        for t in gpu {
+            let stream = &mut streams[graph.task(t).proc.idx()];
+            if let Some(prev_end) = stream.prev_end {
+                let gap = (times.start_of(t) - prev_end).max(0);
+                let launched = self.facts.launcher[t.idx()].map(|l| times.start_of(l));
+                let cause = if launched.is_some_and(|l| l > prev_end) {
+                    0
+                } else if gap < kernel_gap_ns {
+                    1
+                } else {
+                    2
+                };
+                stream.gaps[cause] += gap;
+            }
+            stream.prev_end = Some(times.end_of(t));
+        }
+        let mut out: Vec<StreamIdle> = streams
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.prev_end.is_some())
+            .map(|(p, s)| {
+                let (device, stream) = match graph.processors[p].kind {
                     ProcKind::Stream { device, stream } => (device, stream),
                     ProcKind::Thread { pid, tid } => (pid, tid),
                 };
-                let mut row = StreamIdle {
+                StreamIdle {
                     device,
                     stream,
-                    host_wait_us: 0.0,
-                    kernel_wait_us: 0.0,
-                    other_us: 0.0,
-                };
-                let (mut host, mut wait, mut other) = (0i64, 0i64, 0i64);
-                for pair in tasks.windows(2) {
-                    let prev_end = times.end_of(pair[0]);
-                    let gap = (times.start_of(pair[1]) - prev_end).max(0);
-                    let launched = self.launcher[pair[1].idx()].map(|l| times.start_of(l));
-                    if launched.is_some_and(|l| l > prev_end) {
-                        host += gap;
-                    } else if gap < kernel_gap_ns {
-                        wait += gap;
-                    } else {
-                        other += gap;
-                    }
+                    host_wait_us: us(s.gaps[0]),
+                    kernel_wait_us: us(s.gaps[1]),
+                    other_us: us(s.gaps[2]),
                 }
-                row.host_wait_us = us(host);
-                row.kernel_wait_us = us(wait);
-                row.other_us = us(other);
-                row
             })
             .collect();
         out.sort_by_key(|r| (r.device, r.stream));

@@ -1,10 +1,9 @@
 //! Communication by collective type and process group, with the NCCL
 //! algorithm and the algorithm and bus bandwidths nccl-tests reports.
 
-use std::collections::HashMap;
-
-use lumos_graph::{Graph, TaskId};
+use lumos_graph::{Graph, NameId, TaskId};
 use lumos_sim::TaskTimes;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::units::us;
@@ -129,6 +128,13 @@ pub fn bus_factor(collective: &str, n: u32) -> Option<f64> {
 /// assert_eq!(lumos_report::nccl_algorithm("ncclDevKernel_Generic(x)"), (None, None));
 /// ```
 pub fn nccl_algorithm(kernel: &str) -> (Option<String>, Option<String>) {
+    let (a, p) = nccl_tokens(kernel);
+    (a.map(str::to_owned), p.map(str::to_owned))
+}
+
+/// [`nccl_algorithm`] as the names of the algorithm and protocol NCCL
+/// has, without allocating.
+fn nccl_tokens(kernel: &str) -> (Option<&'static str>, Option<&'static str>) {
     const ALGORITHMS: [&str; 8] = [
         "RING",
         "TREE",
@@ -144,39 +150,39 @@ pub fn nccl_algorithm(kernel: &str) -> (Option<String>, Option<String>) {
         return (None, None);
     }
     let head = kernel.split('(').next().unwrap_or("");
-    let tokens: Vec<&str> = head.split('_').collect();
-    let find = |set: &[&str]| {
-        tokens
-            .iter()
-            .find(|t| set.contains(t))
-            .map(|t| (*t).to_owned())
+    let find = |set: &[&'static str]| {
+        head.split('_')
+            .find_map(|t| set.iter().find(|&&known| known == t).copied())
     };
     (find(&ALGORITHMS), find(&PROTOCOLS))
 }
 
-/// The recorded name of a communication task's operation and its type:
-/// the type of an enclosing `nccl:<collective>` operator when there is
-/// one (the recorded name may be only the kernel's family, `SendRecv` for
-/// an all-to-all), else of the recorded name.
-fn type_of(graph: &Graph, t: TaskId, recorded: &str) -> String {
+/// The name a communication task's type is read from: an enclosing
+/// `nccl:<collective>` operator when there is one (the recorded name may
+/// be only the kernel's family, `SendRecv` for an all-to-all), else the
+/// recorded name.
+fn typed_name<'g>(graph: &'g Graph, t: TaskId, recorded: &'g str) -> &'g str {
     let op = graph.scope_chain(t).find_map(|s| {
         let name = graph.names[graph.scopes[s.0 as usize].name.0 as usize].as_str();
         name.starts_with("nccl:").then_some(name)
     });
-    collective_type(op.unwrap_or(recorded))
+    op.unwrap_or(recorded)
 }
 
-type Key = (
-    String,
-    Option<String>,
+/// A group: the collective type (its position among the types seen),
+/// process group, group size, algorithm and protocol; borrowed from the
+/// graph so that grouping a task allocates nothing.
+type Key<'g> = (
+    u32,
+    Option<&'g str>,
     Option<u32>,
-    Option<String>,
-    Option<String>,
+    Option<&'static str>,
+    Option<&'static str>,
 );
 
 #[derive(Default)]
-struct Acc {
-    name: String,
+struct Acc<'g> {
+    name: &'g str,
     count: usize,
     total: i64,
     sized: usize,
@@ -190,7 +196,13 @@ pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
     times: &T,
     own: &[TaskId],
 ) -> Vec<CollectiveRow> {
-    let mut groups: HashMap<Key, Acc> = HashMap::new();
+    let mut groups: FxHashMap<Key<'_>, Acc<'_>> = FxHashMap::default();
+    // Each kernel name's algorithm and protocol, and each typed name's
+    // type (by its position in `types`), found once.
+    let mut tokens: FxHashMap<NameId, (Option<&'static str>, Option<&'static str>)> =
+        FxHashMap::default();
+    let mut type_ids: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut types: Vec<String> = Vec::new();
     for &t in own {
         let task = graph.task(t);
         let Some(c) = task
@@ -202,10 +214,25 @@ pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
         if !task.kind.is_gpu() {
             continue;
         }
-        let (algorithm, protocol) = nccl_algorithm(graph.name(t));
+        let (algorithm, protocol) = *tokens
+            .entry(task.name)
+            .or_insert_with(|| nccl_tokens(graph.name(t)));
+        let typed = typed_name(graph, t, &c.name);
+        let type_id = *type_ids.entry(typed).or_insert_with(|| {
+            let ty = collective_type(typed);
+            // Two typed names may have one type (`allreduce`,
+            // `AllReduce`): their tasks are one group.
+            match types.iter().position(|known| *known == ty) {
+                Some(i) => i as u32,
+                None => {
+                    types.push(ty);
+                    types.len() as u32 - 1
+                }
+            }
+        });
         let key = (
-            type_of(graph, t, &c.name),
-            c.process_group.clone(),
+            type_id,
+            c.process_group.as_deref(),
             c.group_size,
             algorithm,
             protocol,
@@ -213,7 +240,7 @@ pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
         let d = times.end_of(t).saturating_sub(times.start_of(t));
         let acc = groups.entry(key).or_default();
         if acc.count == 0 {
-            acc.name = c.name.clone();
+            acc.name = &c.name;
         }
         acc.count += 1;
         acc.total = acc.total.saturating_add(d);
@@ -225,7 +252,8 @@ pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
     }
     let mut rows: Vec<CollectiveRow> = groups
         .into_iter()
-        .map(|((collective, pg, size, algorithm, protocol), a)| {
+        .map(|((type_id, pg, size, algorithm, protocol), a)| {
+            let collective = types[type_id as usize].clone();
             // Bytes per ns are GB/s.
             let algbw =
                 (a.sized > 0 && a.sized_time > 0).then(|| a.bytes as f64 / a.sized_time as f64);
@@ -240,11 +268,11 @@ pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
                 total_us: us(a.total),
                 count: a.count,
                 collective,
-                name: a.name,
-                process_group: pg,
+                name: a.name.to_owned(),
+                process_group: pg.map(str::to_owned),
                 group_size: size,
-                algorithm,
-                protocol,
+                algorithm: algorithm.map(str::to_owned),
+                protocol: protocol.map(str::to_owned),
             }
         })
         .collect();

@@ -15,7 +15,6 @@
 //! `idle_by_stream`).
 
 use lumos_graph::{DepKind, Graph, Span, TaskId};
-use lumos_sim::TaskTimes;
 
 use super::intervals::Intervals;
 
@@ -41,37 +40,15 @@ pub(crate) struct IdleCauses {
 }
 
 /// Classifies every gap of `busy` inside `domain` (which covers every
-/// span the gaps will be measured in).
-pub(crate) fn idle_causes<T: TaskTimes + ?Sized>(
-    graph: &Graph,
-    times: &T,
+/// span the gaps will be measured in); `launched_after(gap_start, at)`
+/// says whether GPU work starts at `at` and all of it was launched after
+/// `gap_start`.
+pub(crate) fn idle_causes(
     busy: &Intervals,
-    launcher: &[Option<TaskId>],
+    launched_after: impl Fn(i64, i64) -> bool,
     domain: Span,
     kernel_gap_ns: i64,
 ) -> IdleCauses {
-    // GPU tasks by start, each with its launch time (None: unknown).
-    let mut starts: Vec<(i64, Option<i64>)> = graph
-        .tasks
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.kind.is_gpu())
-        .map(|(i, _)| TaskId(i as u32))
-        .filter(|&t| times.start_of(t) < times.end_of(t))
-        .map(|t| {
-            let launched = launcher[t.idx()].map(|l| times.start_of(l));
-            (times.start_of(t), launched)
-        })
-        .collect();
-    starts.sort_unstable_by_key(|s| s.0);
-    let launched_after = |gap_start: i64, at: i64| -> bool {
-        let from = starts.partition_point(|s| s.0 < at);
-        let upto = starts.partition_point(|s| s.0 <= at);
-        from < upto
-            && starts[from..upto]
-                .iter()
-                .all(|s| s.1.is_some_and(|l| l > gap_start))
-    };
     let (mut host, mut gap, mut other) = (Vec::new(), Vec::new(), Vec::new());
     let mut prev_end = domain.start_ns;
     for b in busy.spans() {

@@ -31,7 +31,8 @@ impl Intervals {
         Intervals::from_disjoint(merged)
     }
 
-    fn from_disjoint(spans: Vec<Span>) -> Intervals {
+    /// The intervals `spans`, already sorted, disjoint and not touching.
+    pub(crate) fn from_disjoint(spans: Vec<Span>) -> Intervals {
         let mut prefix = Vec::with_capacity(spans.len() + 1);
         let mut total = 0i64;
         prefix.push(0);

@@ -1,10 +1,9 @@
 //! The top GPU tasks of a selection: by name (kernel, copy or set) and by
 //! the operator that launched them.
 
-use std::collections::HashMap;
-
 use lumos_graph::{Graph, NameId, TaskId, TaskKind};
 use lumos_sim::TaskTimes;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::breakdown::pct;
@@ -26,6 +25,62 @@ pub fn operator_of(graph: &Graph, t: TaskId) -> &str {
         .map(|s| &graph.scopes[s.0 as usize])
         .find(|s| !s.annotation)
         .map_or(NO_OPERATOR, |s| graph.names[s.name.0 as usize].as_str())
+}
+
+/// [`operator_of`] for every task of a graph: the operator of each scope
+/// (its innermost enclosing operator, itself included, skipping
+/// annotations), found once per graph, so that a task's operator is one
+/// lookup rather than a walk up its scope chain.
+pub(crate) struct ScopeOperators {
+    /// By scope id: the operator's name id, [`ScopeOperators::NONE`] where
+    /// no operator encloses the scope.
+    of_scope: Vec<u32>,
+}
+
+impl ScopeOperators {
+    const NONE: u32 = u32::MAX;
+    const UNSET: u32 = u32::MAX - 1;
+
+    /// The operators of `graph`'s scopes.
+    pub fn of(graph: &Graph) -> ScopeOperators {
+        let mut of_scope = vec![Self::UNSET; graph.scopes.len()];
+        let mut path = Vec::new();
+        for first in 0..of_scope.len() {
+            // Up from `first` to a scope whose operator is known, or is
+            // one; every annotation passed on the way gets the same.
+            let mut s = first;
+            let op = loop {
+                if of_scope[s] != Self::UNSET {
+                    break of_scope[s];
+                }
+                let scope = &graph.scopes[s];
+                if !scope.annotation {
+                    of_scope[s] = scope.name.0;
+                    break scope.name.0;
+                }
+                path.push(s);
+                match scope.parent {
+                    Some(p) => s = p.0 as usize,
+                    None => break Self::NONE,
+                }
+            };
+            for s in path.drain(..) {
+                of_scope[s] = op;
+            }
+        }
+        ScopeOperators { of_scope }
+    }
+
+    /// [`operator_of`] `t`.
+    pub fn operator<'g>(&self, graph: &'g Graph, t: TaskId) -> &'g str {
+        if graph.task(t).kind == TaskKind::CpuOp {
+            return graph.name(t);
+        }
+        match graph.scope_of(t).map(|s| self.of_scope[s.0 as usize]) {
+            Some(op) if op != Self::NONE => graph.names[op as usize].as_str(),
+            _ => NO_OPERATOR,
+        }
+    }
 }
 
 /// The GPU tasks of one name in a selection.
@@ -115,7 +170,7 @@ pub(crate) fn kernel_rows<T: TaskTimes + ?Sized>(
     times: &T,
     own: &[TaskId],
 ) -> Vec<KernelRow> {
-    let mut by_name: HashMap<NameId, (TaskId, Acc)> = HashMap::new();
+    let mut by_name: FxHashMap<NameId, (TaskId, Acc)> = FxHashMap::default();
     let mut all = 0i64;
     for (t, d) in gpu_durations(graph, times, own) {
         all = all.saturating_add(d);
@@ -148,13 +203,14 @@ pub(crate) fn operator_rows<T: TaskTimes + ?Sized>(
     graph: &Graph,
     times: &T,
     own: &[TaskId],
+    operators: &ScopeOperators,
 ) -> Vec<OperatorRow> {
     // Per operator: its total, and per kernel name the time under it.
-    let mut by_op: HashMap<&str, (Acc, HashMap<NameId, i64>)> = HashMap::new();
+    let mut by_op: FxHashMap<&str, (Acc, FxHashMap<NameId, i64>)> = FxHashMap::default();
     let mut all = 0i64;
     for (t, d) in gpu_durations(graph, times, own) {
         all = all.saturating_add(d);
-        let (acc, kernels) = by_op.entry(operator_of(graph, t)).or_default();
+        let (acc, kernels) = by_op.entry(operators.operator(graph, t)).or_default();
         acc.add(d);
         *kernels.entry(graph.task(t).name).or_default() += d;
     }

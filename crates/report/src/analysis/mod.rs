@@ -25,9 +25,11 @@ use lumos_trace::MemoryEvent;
 use serde::Serialize;
 
 pub(crate) use breakdown::pct as pct_of;
+pub(crate) use breakdown::{GpuOrder, GraphFacts};
 
 pub use breakdown::{HtaView, StepAnalysis, StreamIdle};
 pub use collectives::{bus_factor, collective_type, nccl_algorithm, CollectiveRow};
+pub(crate) use kernels::ScopeOperators;
 pub use kernels::{operator_of, KernelRow, OperatorRow, NO_OPERATOR};
 pub use memory::{DeviceMemory, MemoryReport, MemoryTimeline, StepMemory};
 pub use select::{StepSelection, StepSelectionError};
@@ -147,8 +149,23 @@ pub fn analyze<T: TaskTimes + ?Sized>(
     positions: &[usize],
     opts: &AnalysisOptions,
 ) -> Analyses {
+    let facts = GraphFacts::of(graph);
+    let order = GpuOrder::new(graph, times);
+    analyze_with(graph, times, annotations, positions, opts, (&order, &facts))
+}
+
+/// [`analyze`] with the GPU tasks of `times` by start and the graph's
+/// facts found by the caller, who shares them.
+fn analyze_with<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+    annotations: Option<&[Span]>,
+    positions: &[usize],
+    opts: &AnalysisOptions,
+    (order, facts): (&GpuOrder, &GraphFacts),
+) -> Analyses {
     let steps = selected_steps(graph, times, annotations, positions);
-    let gpu = breakdown::GpuTime::new(graph, times, &steps, opts.kernel_gap_ns);
+    let gpu = breakdown::GpuTime::new(graph, times, &steps, opts.kernel_gap_ns, (order, facts));
     let rows: Vec<breakdown::StepNs> = steps.iter().map(|s| gpu.step(graph, times, s)).collect();
     let total = rows
         .iter()
@@ -163,7 +180,7 @@ pub fn analyze<T: TaskTimes + ?Sized>(
         total: total.row("selection".into(), None),
         hta: gpu.hta_view(graph, times, &own, opts.kernel_gap_ns),
         kernels: kernels::kernel_rows(graph, times, &own),
-        operators: kernels::operator_rows(graph, times, &own),
+        operators: kernels::operator_rows(graph, times, &own, &facts.operators),
         collectives: collectives::collective_rows(graph, times, &own),
     }
 }
@@ -211,12 +228,65 @@ pub(crate) fn trace_analysis<T: TaskTimes + Sync + ?Sized>(
     opts: &AnalysisOptions,
     inputs: AnalysisInputs<'_>,
 ) -> TraceAnalysis {
+    let (facts, orders) = rayon::join(
+        || GraphFacts::of(graph),
+        || {
+            rayon::join(
+                || GpuOrder::new(graph, &measured.tasks),
+                || GpuOrder::new(graph, times),
+            )
+        },
+    );
+    let shared = Shared {
+        facts: &facts,
+        measured: &orders.0,
+        replayed: &orders.1,
+    };
+    trace_analysis_with(graph, measured, times, positions, opts, inputs, shared)
+}
+
+/// What the parts of one rank's report share: the graph's facts and each
+/// side's GPU tasks by start, found once (side by side).
+#[derive(Clone, Copy)]
+pub(crate) struct Shared<'a> {
+    /// The graph's.
+    pub facts: &'a GraphFacts,
+    /// The measured times' GPU tasks.
+    pub measured: &'a GpuOrder,
+    /// The replayed times' GPU tasks.
+    pub replayed: &'a GpuOrder,
+}
+
+/// [`trace_analysis`] from what the caller found for the rest of the
+/// report too.
+pub(crate) fn trace_analysis_with<T: TaskTimes + Sync + ?Sized>(
+    graph: &Graph,
+    measured: &Measured,
+    times: &T,
+    positions: &[usize],
+    opts: &AnalysisOptions,
+    inputs: AnalysisInputs<'_>,
+    shared: Shared<'_>,
+) -> TraceAnalysis {
     let annotations = Some(measured.step_annotations.as_slice());
+    let facts = shared.facts;
     let ((measured_analyses, replayed_analyses), ((m_steps, memory), critical_path)) = rayon::join(
         || {
             rayon::join(
-                || analyze(graph, &measured.tasks, annotations, positions, opts),
-                || analyze(graph, times, None, positions, opts),
+                || {
+                    let with = (shared.measured, facts);
+                    analyze_with(graph, &measured.tasks, annotations, positions, opts, with)
+                },
+                || {
+                    analyze_with(
+                        graph,
+                        times,
+                        None,
+                        positions,
+                        opts,
+                        (shared.replayed, facts),
+                    )
+                },
             )
         },
         || {
@@ -236,13 +306,13 @@ pub(crate) fn trace_analysis<T: TaskTimes + Sync + ?Sized>(
                 || {
                     inputs.schedule.map_or_else(Vec::new, |schedule| {
                         let r_steps = selected_steps(graph, schedule, None, positions);
-                        crate::critical::critical_paths(
+                        crate::critical::step_critical_paths(
                             graph,
                             schedule,
                             &r_steps,
                             opts.path_operators,
+                            &facts.operators,
                         )
-                        .steps
                     })
                 },
             )
