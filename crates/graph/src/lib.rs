@@ -29,7 +29,7 @@ mod model;
 mod report;
 
 pub use about::{FlowEnd, FlowLink, GpuAnnotation, TraceAbout, Track};
-pub use build::build;
+pub use build::{build, build_owned};
 pub use check::{check, Violation};
 pub use dump::dump;
 pub use job::{

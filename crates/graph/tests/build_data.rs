@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use lumos_graph::{build, check, dump};
+use lumos_graph::{build, build_owned, check, dump};
 
 /// The trace of one case, or `None` when it names a corpus trace and the
 /// corpus is absent.
@@ -26,14 +26,32 @@ fn trace_of(case: &Path) -> Option<PathBuf> {
     Some(lumos_testkit::corpus()?.path(rel.trim()))
 }
 
-/// The dump of one case's graph, after the graph's invariants are checked.
+/// The dump of one case's graph, after the graph's invariants are checked
+/// and the build that takes the trace (`build_owned`, which frees its
+/// events midway) is checked to give the same graph, measured times and
+/// report.
 fn actual(case: &Path, trace: &Path) -> String {
     let t = lumos_trace::read_path(trace).unwrap_or_else(|e| panic!("{e}"));
     let (g, measured, report) = build(&t);
     let v = check(&g);
     assert!(v.is_empty(), "{}: {v:?}", case.display());
     assert_eq!(measured.tasks.len(), g.tasks.len());
-    dump(&g, Some(&report))
+    let got = dump(&g, Some(&report));
+    let (g2, measured2, report2) = build_owned(t);
+    assert_eq!(
+        dump(&g2, Some(&report2)),
+        got,
+        "{}: build_owned",
+        case.display()
+    );
+    assert_eq!(
+        format!("{measured2:?}"),
+        format!("{measured:?}"),
+        "{}: build_owned's measured times",
+        case.display()
+    );
+    assert_eq!(report2.warnings, report.warnings, "{}", case.display());
+    got
 }
 
 #[test]

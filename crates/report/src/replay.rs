@@ -2,14 +2,14 @@
 //! (`lumos replay`): steps, window, breakdown, GPU-busy timeline and the
 //! critical path, and the summary over many traces.
 
-use lumos_graph::{build, BuildReport, Graph, Measured};
+use lumos_graph::{build, build_owned, BuildReport, Graph, Measured, RankMeta};
 use lumos_predict::{replay_scales, KernelScale};
 use lumos_sim::{
     busy_timeline, critical_path_summary, simulate, step_spans, timeline_bin_ns, whole_span,
     Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
 };
 use lumos_store::StoredRank;
-use lumos_trace::Trace;
+use lumos_trace::{MemoryEvent, Trace};
 use serde::Serialize;
 
 use crate::analysis::intervals::Intervals;
@@ -249,11 +249,15 @@ fn flagged(report: &BuildReport) -> bool {
 
 /// One trace replayed: its graph, measured times and schedule, from which
 /// its report ([`Replayed::report`]) and timeline ([`Replayed::timeline`])
-/// are made.
+/// are made, and the little of the trace they read besides: not the
+/// trace, so that [`replay_owned`] can free it during the build.
 #[derive(Debug)]
-pub struct Replayed<'t> {
-    /// The trace.
-    pub trace: &'t Trace,
+pub struct Replayed {
+    /// What the trace says about its file and rank: path, rank, the
+    /// reader's warnings, and its tracks for the timeline.
+    pub meta: RankMeta,
+    /// The trace's `[memory]` events, for the memory timeline.
+    pub memory: Vec<MemoryEvent>,
     /// Its graph.
     pub graph: Graph,
     /// Its measured times.
@@ -265,7 +269,7 @@ pub struct Replayed<'t> {
 }
 
 /// Builds the graph of `trace` and replays it under `opts`.
-pub fn replay<'t>(trace: &'t Trace, opts: &SimOptions) -> Result<Replayed<'t>, ReportError> {
+pub fn replay(trace: &Trace, opts: &SimOptions) -> Result<Replayed, ReportError> {
     replay_scaled(trace, opts, &[])
 }
 
@@ -280,19 +284,44 @@ pub fn with_kernel_scales(graph: &Graph, opts: &SimOptions, scales: &[KernelScal
 
 /// [`replay`] with the kernel speed-ups `scales` too
 /// ([`with_kernel_scales`]).
-pub fn replay_scaled<'t>(
-    trace: &'t Trace,
+pub fn replay_scaled(
+    trace: &Trace,
     opts: &SimOptions,
     scales: &[KernelScale],
-) -> Result<Replayed<'t>, ReportError> {
-    let (graph, measured, build) = build(trace);
+) -> Result<Replayed, ReportError> {
+    let (meta, memory) = (RankMeta::of(trace), trace.memory.clone());
+    replay_built(meta, memory, build(trace), opts, scales)
+}
+
+/// [`replay_scaled`], taking the trace: the same replay, with the trace's
+/// events freed as soon as the graph's tasks are made of them
+/// ([`lumos_graph::build_owned`]), so that the trace is not in memory
+/// with the graph, the schedule and the report's analyses.
+pub fn replay_owned(
+    mut trace: Trace,
+    opts: &SimOptions,
+    scales: &[KernelScale],
+) -> Result<Replayed, ReportError> {
+    let (meta, memory) = (RankMeta::of(&trace), std::mem::take(&mut trace.memory));
+    replay_built(meta, memory, build_owned(trace), opts, scales)
+}
+
+/// Replays a trace's graph, `built` from it, under `opts` and `scales`.
+fn replay_built(
+    meta: RankMeta,
+    memory: Vec<MemoryEvent>,
+    (graph, measured, build): (Graph, Measured, BuildReport),
+    opts: &SimOptions,
+    scales: &[KernelScale],
+) -> Result<Replayed, ReportError> {
     let opts = with_kernel_scales(&graph, opts, scales);
     let schedule = simulate(&graph, &opts).map_err(|source| ReportError::Replay {
-        path: trace.path.display().to_string(),
+        path: meta.path.display().to_string(),
         source,
     })?;
     Ok(Replayed {
-        trace,
+        meta,
+        memory,
         graph,
         measured,
         build,
@@ -413,7 +442,7 @@ pub fn replay_trace(trace: &Trace, opts: &SimOptions) -> Result<TraceReplay, Rep
     Ok(replay(trace, opts)?.report())
 }
 
-impl Replayed<'_> {
+impl Replayed {
     /// The replay compared with the measurement, analysed over every
     /// step.
     pub fn report(&self) -> TraceReplay {
@@ -432,13 +461,15 @@ impl Replayed<'_> {
         opts.steps
             .resolve(&step_names(&self.graph))
             .map_err(|problem| ReportError::Steps {
-                path: self.trace.path.display().to_string(),
+                path: self.meta.path.display().to_string(),
                 problem,
             })
     }
 
     fn report_on(&self, positions: &[usize], opts: &AnalysisOptions) -> TraceReplay {
-        let mut info = TraceInfo::of(self.trace, &self.build);
+        let meta = &self.meta;
+        let path = meta.path.display().to_string();
+        let mut info = TraceInfo::new(path, meta.rank, &meta.warnings, &self.build);
         info.warnings.extend(self.schedule.warnings());
         let (critical_path, analysis, compared) =
             analysed(&self.graph, &self.measured, &self.schedule, |shared| {
@@ -449,7 +480,7 @@ impl Replayed<'_> {
                     positions,
                     opts,
                     AnalysisInputs {
-                        memory: Some(&self.trace.memory),
+                        memory: Some(&self.memory),
                         schedule: Some(&self.schedule),
                     },
                     shared,
@@ -460,7 +491,7 @@ impl Replayed<'_> {
 
     /// The replayed timeline, on the trace's own clock.
     pub fn timeline(&self) -> Timeline<'_> {
-        let source = TimelineSource::of(self.trace);
+        let source = TimelineSource::of_rank(&self.meta);
         Timeline::replayed(&source, &self.graph, &self.measured, &self.schedule)
     }
 

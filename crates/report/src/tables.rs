@@ -148,15 +148,10 @@ fn launching_operator(graph: &Graph, t: TaskId) -> Option<u32> {
         .map(|s| s.name.0)
 }
 
-impl Replayed<'_> {
+impl Replayed {
     /// The trace's tables: breakdown per step and kernels.
     pub fn tables(&self) -> RankTables {
-        rank_tables(
-            self.trace.meta.rank,
-            &self.graph,
-            &self.measured,
-            &self.schedule,
-        )
+        rank_tables(self.meta.rank, &self.graph, &self.measured, &self.schedule)
     }
 }
 

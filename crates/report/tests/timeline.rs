@@ -112,3 +112,28 @@ fn a_replay_keeps_what_its_report_and_timeline_need() {
         replayed.graph.tasks.len() + replayed.graph.scopes.len()
     );
 }
+
+#[test]
+fn a_replay_that_takes_the_trace_gives_the_same_report_and_timeline() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    // With `gpu_user_annotation` events and launch flows, which the
+    // timeline writes again: taken out before the owned build frees them.
+    for rel in [
+        "micro/a100-event-sync.json.gz",
+        "single-rank/gp100-train-gpu-annotations.json.gz",
+    ] {
+        let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+        let opts = SimOptions::default();
+        let borrowed = lumos_report::replay(&trace, &opts).unwrap();
+        let owned = lumos_report::replay_owned(trace.clone(), &opts, &[]).unwrap();
+        let json = |r: &lumos_report::Replayed| serde_json::to_string(&r.report()).unwrap();
+        assert_eq!(json(&owned), json(&borrowed), "{rel}");
+        let timeline = |r: &lumos_report::Replayed| r.timeline().write(Vec::new()).unwrap();
+        assert!(
+            timeline(&owned) == timeline(&borrowed),
+            "{rel}: timelines differ"
+        );
+    }
+}

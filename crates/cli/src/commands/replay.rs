@@ -279,16 +279,12 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let mut ok = true;
     let mut traces = Vec::new();
     for r in read {
-        let replayed = r.and_then(|t| {
-            // On one of rayon's threads, where the report's analyses run
-            // too (side by side, `lumos_report::Replayed::report_with`):
-            // they then reuse the memory the graph build freed there
-            // instead of each thread taking fresh pages, which kept the
-            // peak 170 MB higher on a 1 GB trace.
-            let report = rayon::scope(|_| replay_one(&t, &opts, a));
-            inputs::drop_in_background(t);
-            report
-        });
+        // On one of rayon's threads, where the report's analyses run too
+        // (side by side, `lumos_report::Replayed::report_with`): they then
+        // reuse the memory the graph build freed there instead of each
+        // thread taking fresh pages, which kept the peak 170 MB higher on
+        // a 1 GB trace.
+        let replayed = r.and_then(|t| rayon::scope(|_| replay_one(t, &opts, a)));
         match replayed {
             Ok(x) => traces.push(x),
             Err(e) if crate::usage::is_usage(&e) => return Err(e),
@@ -333,18 +329,23 @@ fn run_transfer(
 }
 
 /// Replays one trace (or compact graph), writing its timeline and critical
-/// paths where the flags ask.
+/// paths where the flags ask. The trace is freed while its graph is built
+/// (`lumos_report::replay_owned`), the rest once the report is made.
 fn replay_one(
-    input: &Loaded,
+    input: Loaded,
     (opts, kernels): &(SimOptions, Vec<KernelScale>),
     a: &ReplayArgs,
 ) -> Result<TraceReplay> {
     let trace = match input {
         Loaded::Trace(trace) => trace,
-        Loaded::Stored(stored) => return replay_stored(stored, opts, kernels, a),
+        Loaded::Stored(stored) => {
+            let report = replay_stored(&stored, opts, kernels, a);
+            inputs::drop_in_background(stored);
+            return report;
+        }
     };
     let bar = progress::spinner(&format!("replaying {}", trace.path.display()));
-    let replayed = lumos_report::replay_scaled(trace, opts, kernels)?;
+    let replayed = lumos_report::replay_owned(trace, opts, kernels)?;
     let analysis = analysis_options(a);
     let report = replayed.report_with(&analysis).map_err(steps_usage)?;
     if let Some(dir) = &a.out {
@@ -368,14 +369,7 @@ fn replay_one(
         })?;
     }
     bar.finish_and_clear();
-    let lumos_report::Replayed {
-        graph,
-        measured,
-        build,
-        schedule,
-        ..
-    } = replayed;
-    inputs::drop_in_background((graph, measured, build, schedule));
+    inputs::drop_in_background(replayed);
     Ok(report)
 }
 

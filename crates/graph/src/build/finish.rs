@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Builder<'_> {
+impl Builder {
     /// Program order on threads and streams as explicit edges.
     #[inline(never)]
     pub(super) fn order_edges(&mut self) {
@@ -177,14 +177,18 @@ impl Builder<'_> {
     }
 
     #[inline(never)]
-    pub(super) fn steps(&mut self, annotations: &[(usize, ProcId)], origin: i64) -> Vec<Span> {
-        let t = self.trace;
+    pub(super) fn steps(&mut self, annotations: &[StepAnnotation], origin: i64) -> Vec<Span> {
         let mut spans = Vec::new();
         let mut anns: Vec<_> = annotations.to_vec();
-        anns.sort_by_key(|&(i, _)| t.events[i].ts_ns);
-        for (i, proc) in anns {
-            let e = &t.events[i];
-            let (a0, a1) = (e.ts_ns, e.end_ns());
+        anns.sort_by_key(|a| a.start);
+        for StepAnnotation {
+            name,
+            proc,
+            start: a0,
+            end: a1,
+        } in anns
+        {
+            let name = &self.g.names[name.0 as usize];
             let on_thread = &self.g.processors[proc.idx()].tasks;
             // A thread's starts and ends never go back (leaves are clipped
             // to one at a time), so the tasks inside the annotation are one
@@ -195,7 +199,7 @@ impl Builder<'_> {
             let (Some(&first), Some(&last)) = (inside.first(), inside.last()) else {
                 self.report
                     .warnings
-                    .push(format!("{} has no CPU work inside", t.name(e)));
+                    .push(format!("{name} has no CPU work inside"));
                 continue;
             };
             let pid = self.thread_pid[&proc];
@@ -217,7 +221,7 @@ impl Builder<'_> {
             // call), in runs that interleave: see `sorted_distinct`.
             let tasks = sorted_distinct(&tasks);
             self.g.steps.push(Step {
-                name: t.name(e).to_owned(),
+                name: name.clone(),
                 first_task: first,
                 lead_ns: self.raw[first.idx()].start.saturating_sub(a0),
                 last_task: last,

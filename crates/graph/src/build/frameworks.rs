@@ -35,7 +35,7 @@ pub(super) struct FrameworkWait {
     pub(super) rule: Rule,
 }
 
-impl Builder<'_> {
+impl Builder {
     /// The framework role of every wait call that no `cuda_sync` event
     /// explains (`explained` holds the correlations of those that one
     /// does), decided in time order so that each `wait()` consumes the

@@ -13,7 +13,7 @@ use rustc_hash::FxHashSet;
 
 use super::*;
 
-impl Builder<'_> {
+impl Builder {
     /// True when nothing in the trace says which stream waited for which:
     /// no stream-wait calls (`waits` is empty) and no `cuda_sync` events.
     pub(super) fn no_stream_evidence(&self, waits: &[TaskId]) -> bool {

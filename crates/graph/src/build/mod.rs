@@ -13,7 +13,7 @@
 //! `syncs` (GPU-to-CPU waits), `threads` (inter-thread hand-offs), then
 //! `finish` (processor order, cycle removal, latencies, releases, steps).
 
-use lumos_trace::{Category, Ident, Trace};
+use lumos_trace::{Category, Event, Ident, Trace};
 use rustc_hash::FxHashMap;
 
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
@@ -58,7 +58,28 @@ pub(crate) const CPU_HOLE_NS: i64 = 40_000_000;
 /// saturate: a trace spanning more than an `i64` of ns (292 years) gets
 /// times as late as can be, never wrapped ones.
 pub fn build(trace: &Trace) -> (Graph, Measured, BuildReport) {
-    Builder::new(trace).run()
+    let mut b = Builder::new(trace.strings.clone());
+    let annotations = b.tasks(&trace.events);
+    b.run(annotations)
+}
+
+/// [`build`], taking the trace: the graph is the same, but the trace's
+/// events are freed as soon as the tasks are made of them, so that the
+/// trace and the finished graph are never in memory together (on a
+/// synthesized 1 GB rank the events are 0.4 GB, the graph and its
+/// builder's indexes 0.6 GB). Its names move into the graph; flows,
+/// track names, `[memory]` events and the rest are freed before the build
+/// begins, so a caller that needs any of them (a timeline's
+/// [`crate::TraceAbout`], a report's memory timeline) takes them out first
+/// ([`crate::RankMeta::of`], `std::mem::take(&mut trace.memory)`).
+pub fn build_owned(mut trace: Trace) -> (Graph, Measured, BuildReport) {
+    let events = std::mem::take(&mut trace.events);
+    let mut b = Builder::new(std::mem::take(&mut trace.strings));
+    // Nothing else of the trace is read.
+    drop(trace);
+    let annotations = b.tasks(&events);
+    drop(events);
+    b.run(annotations)
 }
 
 /// What one task is while building: its measured span (absolute trace ns).
@@ -85,8 +106,23 @@ struct SyncRecord {
     waits_on: Option<(i64, i64)>,
 }
 
-struct Builder<'t> {
-    trace: &'t Trace,
+/// A `ProfilerStep#N` annotation on a CPU thread: what `steps` reads of
+/// its event, taken while the events are at hand (an owned build has
+/// freed them by then).
+#[derive(Clone, Copy)]
+struct StepAnnotation {
+    name: NameId,
+    proc: ProcId,
+    start: i64,
+    end: i64,
+}
+
+/// Every GPU task, in task order, with its event's `External id` and own
+/// collective arguments: made by `gpu_tasks`, used up by `collectives`,
+/// both while the events are alive.
+type GpuArgs<'e> = Vec<(TaskId, Option<u64>, Option<&'e lumos_trace::CollectiveArgs>)>;
+
+struct Builder {
     g: Graph,
     raw: Vec<Raw>,
     report: BuildReport,
@@ -97,10 +133,6 @@ struct Builder<'t> {
     launched: Launched,
     /// The launching call of each GPU task.
     launcher: Vec<Option<TaskId>>,
-    /// Every GPU task, in task order, with its event's `External id` and
-    /// own collective arguments: filled by `gpu_tasks`, used up by
-    /// `collectives`.
-    gpu_args: Vec<(TaskId, Option<u64>, Option<&'t lumos_trace::CollectiveArgs>)>,
     /// Launch time of each stream's tasks, by processor (`launches`).
     launch_times: Vec<Vec<i64>>,
     /// Position of each task in its processor's list.
@@ -123,12 +155,12 @@ struct Builder<'t> {
     collective_ops: Vec<u32>,
 }
 
-impl<'t> Builder<'t> {
-    fn new(trace: &'t Trace) -> Self {
+impl Builder {
+    /// A builder for a trace whose interned strings are `names`.
+    fn new(names: Vec<String>) -> Self {
         Builder {
-            trace,
             g: Graph {
-                names: trace.strings.clone(),
+                names,
                 ..Graph::default()
             },
             raw: Vec::new(),
@@ -138,7 +170,6 @@ impl<'t> Builder<'t> {
             launched: Launched::default(),
             launcher: Vec::new(),
             launch_times: Vec::new(),
-            gpu_args: Vec::new(),
             pos: Vec::new(),
             thread_pid: FxHashMap::default(),
             incoming: Csr::default(),
@@ -150,15 +181,23 @@ impl<'t> Builder<'t> {
         }
     }
 
-    /// Each step it calls is kept out of line (`#[inline(never)]`): they
-    /// run once per build, and profiles (callgrind, perf) then name them.
-    fn run(mut self) -> (Graph, Measured, BuildReport) {
-        let mut tracks = self.tracks();
-        let annotations = self.cpu_tasks(&mut tracks);
-        self.gpu_tasks(&mut tracks);
+    /// The steps that read the trace's events: tasks, launches and
+    /// collectives. Returns the step annotations, for `run`; nothing after
+    /// this reads an event. Each step it calls, and each `run` calls, is
+    /// kept out of line (`#[inline(never)]`): they run once per build, and
+    /// profiles (callgrind, perf) then name them.
+    fn tasks(&mut self, events: &[Event]) -> Vec<StepAnnotation> {
+        let mut tracks = self.tracks(events);
+        let annotations = self.cpu_tasks(events, &mut tracks);
+        let gpu_args = self.gpu_tasks(events, &mut tracks);
         self.streams = self.streams_lookup();
         self.launches();
-        self.collectives();
+        self.collectives(events, gpu_args);
+        annotations
+    }
+
+    /// The steps after [`Builder::tasks`], on the tasks alone.
+    fn run(mut self, annotations: Vec<StepAnnotation>) -> (Graph, Measured, BuildReport) {
         self.inter_stream();
         self.syncs();
         self.inter_thread();
@@ -194,12 +233,11 @@ impl<'t> Builder<'t> {
     fn add_task(
         &mut self,
         kind: TaskKind,
-        event: usize,
+        e: &Event,
         proc: ProcId,
         start: i64,
         end: i64,
     ) -> TaskId {
-        let e = &self.trace.events[event];
         let id = TaskId(self.g.tasks.len() as u32);
         self.g.tasks.push(Task {
             kind,
@@ -263,18 +301,24 @@ const POLL_MIN_RUN: usize = 8;
 /// tasks that cannot end sooner when the GPU does (method.md section 3.1);
 /// it becomes one task, its first call stretched to the last call's end,
 /// which the sync inference then ties to the GPU work it waited for.
-/// Returns each run's end at its first call, and which calls it absorbed.
+/// Returns each run's first call with the run's end, in call-tree order
+/// (runs are few: not a slot per call), and which calls it absorbed.
 fn polling_runs(
-    t: &Trace,
+    events: &[Event],
+    names: &[String],
     idx: &[usize],
     has_child: &[bool],
-    parent: &[Option<usize>],
-) -> (Vec<Option<i64>>, Vec<bool>) {
-    let mut end = vec![None; idx.len()];
+    parent: &[Option<u32>],
+) -> (Vec<(usize, i64)>, Vec<bool>) {
+    let mut end = Vec::new();
     let mut absorbed = vec![false; idx.len()];
     let is_query = |k: usize| {
-        let e = &t.events[idx[k]];
-        e.category.is_runtime() && matches!(t.name(e), "cudaEventQuery" | "hipEventQuery")
+        let e = &events[idx[k]];
+        e.category.is_runtime()
+            && matches!(
+                names[e.name.0 as usize].as_str(),
+                "cudaEventQuery" | "hipEventQuery"
+            )
     };
     let leaves: Vec<usize> = (0..idx.len()).filter(|&k| !has_child[k]).collect();
     let mut a = 0;
@@ -284,8 +328,8 @@ fn polling_runs(
             b += 1;
         }
         if b - a >= POLL_MIN_RUN {
-            let last = &t.events[idx[leaves[b - 1]]];
-            end[leaves[a]] = Some(last.end_ns());
+            let last = &events[idx[leaves[b - 1]]];
+            end.push((leaves[a], last.end_ns()));
             for &k in &leaves[a + 1..b] {
                 absorbed[k] = true;
             }
@@ -319,9 +363,19 @@ pub(crate) fn ident_num(i: Ident) -> i64 {
 }
 
 pub(crate) fn stream_from_tid(t: &Trace, tid: Ident) -> Option<i64> {
+    stream_of_tid(&t.strings, tid)
+}
+
+/// [`stream_from_tid`] with the trace's interned strings alone.
+fn stream_of_tid(names: &[String], tid: Ident) -> Option<i64> {
     match tid {
         Ident::Num(n) => Some(n),
-        Ident::Name(s) => t.str(s).strip_prefix("stream ")?.trim().parse().ok(),
+        Ident::Name(s) => names
+            .get(s.0 as usize)?
+            .strip_prefix("stream ")?
+            .trim()
+            .parse()
+            .ok(),
     }
 }
 

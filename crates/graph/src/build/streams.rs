@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Builder<'_> {
+impl Builder {
     /// The launch time of a GPU task: its call's start, or its own start
     /// when no call was recorded.
     /// The call that launched a GPU task, if recorded.

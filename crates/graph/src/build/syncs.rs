@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Builder<'_> {
+impl Builder {
     /// GPU-to-CPU synchronization: named sync calls, blocking copies, and
     /// calls that block without being named so.
     #[inline(never)]

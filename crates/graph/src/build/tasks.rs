@@ -8,17 +8,20 @@ use super::*;
 pub(super) struct Tracks {
     /// CPU events (ops, annotations, runtime and driver calls) by
     /// (pid, tid), in file order.
-    threads: FxHashMap<(Ident, Ident), Vec<usize>>,
+    threads: FxHashMap<(Ident, Ident), Vec<u32>>,
     /// GPU work by (device, stream), in file order.
-    streams: FxHashMap<(i64, i64), Vec<usize>>,
+    streams: FxHashMap<(i64, i64), Vec<u32>>,
 }
 
 /// Event indices grouped by track while the events are read. Consecutive
 /// events are mostly on one track, so the last track's list is kept at hand
-/// and the map is only hashed into when the track changes.
+/// and the map is only hashed into when the track changes. Indices are
+/// `u32` (the reader keeps fewer than 2^32 events: `collective_ops` is
+/// `u32` too): the lists hold every event until its track's tasks are
+/// made.
 struct ByTrack<K> {
     slot: FxHashMap<K, usize>,
-    lists: Vec<(K, Vec<usize>)>,
+    lists: Vec<(K, Vec<u32>)>,
     last: Option<(K, usize)>,
 }
 
@@ -31,7 +34,7 @@ impl<K: Copy + Eq + std::hash::Hash> ByTrack<K> {
         }
     }
 
-    fn push(&mut self, key: K, i: usize) {
+    fn push(&mut self, key: K, i: u32) {
         let s = match self.last {
             Some((k, s)) if k == key => s,
             _ => {
@@ -47,27 +50,27 @@ impl<K: Copy + Eq + std::hash::Hash> ByTrack<K> {
         self.lists[s].1.push(i);
     }
 
-    fn into_map(self) -> FxHashMap<K, Vec<usize>> {
+    fn into_map(self) -> FxHashMap<K, Vec<u32>> {
         self.lists.into_iter().collect()
     }
 }
 
-impl Builder<'_> {
+impl Builder {
     /// Sorts the events out in one pass: tasks by track, and the few events
     /// later steps read (`cuda_sync` events, CPU ops with collective
     /// arguments) into [`Builder::sync_events`] and
     /// [`Builder::collective_ops`], so that no step reads every event again.
     #[inline(never)]
-    pub(super) fn tracks(&mut self) -> Tracks {
-        let t = self.trace;
+    pub(super) fn tracks(&mut self, events: &[Event]) -> Tracks {
+        let names = &self.g.names;
         let (mut threads, mut streams) = (ByTrack::new(), ByTrack::new());
-        for (i, e) in t.events.iter().enumerate() {
+        for (i, e) in events.iter().enumerate() {
             match e.category {
                 Category::CpuOp
                 | Category::UserAnnotation
                 | Category::Runtime
                 | Category::Driver => {
-                    threads.push((e.pid, e.tid), i);
+                    threads.push((e.pid, e.tid), i as u32);
                     // The boxed extra is looked at last: reaching it is a
                     // cache miss.
                     let collective = || e.extra.as_ref().is_some_and(|x| x.collective.is_some());
@@ -79,15 +82,15 @@ impl Builder<'_> {
                     let device = e.device().unwrap_or(ident_num(e.pid));
                     let stream = e
                         .stream()
-                        .or_else(|| stream_from_tid(t, e.tid))
+                        .or_else(|| stream_of_tid(names, e.tid))
                         .unwrap_or(0);
-                    streams.push((device, stream), i);
+                    streams.push((device, stream), i as u32);
                 }
                 Category::CudaSync => self.sync_events.push(SyncRecord {
                     correlation: e.correlation(),
                     stream: e.stream(),
                     device: e.device().unwrap_or(ident_num(e.pid)),
-                    stream_wait: t.name(e) == "Stream Wait Event",
+                    stream_wait: names[e.name.0 as usize] == "Stream Wait Event",
                     waits_on: e.extra.as_ref().and_then(|x| {
                         Some((x.wait_on_stream()?, x.wait_on_event_record_correlation()?))
                     }),
@@ -115,8 +118,11 @@ impl Builder<'_> {
     /// parent spends outside its children becomes the gap before the next
     /// leaf, so CPU overhead survives replay.
     #[inline(never)]
-    pub(super) fn cpu_tasks(&mut self, tracks: &mut Tracks) -> Vec<(usize, ProcId)> {
-        let t = self.trace;
+    pub(super) fn cpu_tasks(
+        &mut self,
+        events: &[Event],
+        tracks: &mut Tracks,
+    ) -> Vec<StepAnnotation> {
         let by_thread = &mut tracks.threads;
         let mut keys: Vec<_> = by_thread.keys().copied().collect();
         keys.sort();
@@ -135,12 +141,14 @@ impl Builder<'_> {
             let list = by_thread.remove(&key).unwrap_or_default();
             let (mut ops_k, mut calls_k) = (Vec::with_capacity(list.len()), Vec::new());
             for i in list {
-                let e = &t.events[i];
+                let e = &events[i as usize];
                 let rank: u8 = match e.category {
                     Category::UserAnnotation => 0,
                     Category::CpuOp => 1,
                     _ => 2,
                 };
+                // The index as `u32` (its list's type): 24 bytes a key, not
+                // 32, over the three lists alive while they are merged.
                 let k = (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i);
                 if rank == 2 {
                     calls_k.push(k);
@@ -152,9 +160,12 @@ impl Builder<'_> {
             sort_nested(&mut ops_k);
             let keyed = merge_sorted(&ops_k, &calls_k);
             drop((ops_k, calls_k));
-            let idx: Vec<usize> = keyed.iter().map(|k| k.3).collect();
+            let idx: Vec<usize> = keyed.iter().map(|k| k.3 as usize).collect();
             let mut has_child = vec![false; idx.len()];
-            let mut parent: Vec<Option<usize>> = vec![None; idx.len()];
+            // Positions as `u32` (a thread has fewer than 2^32 events):
+            // these vectors are the build's largest while a long thread's
+            // tasks are made.
+            let mut parent: Vec<Option<u32>> = vec![None; idx.len()];
             let mut stack: Vec<usize> = Vec::new();
             // The tree is built from the keys alone, without going back to
             // the events (each a cache miss on a large trace).
@@ -176,29 +187,40 @@ impl Builder<'_> {
                 }
                 if let Some(&top) = stack.last() {
                     has_child[top] = true;
-                    parent[k] = Some(top);
+                    parent[k] = Some(top as u32);
                 }
                 stack.push(k);
             }
+            drop((keyed, stack));
             let proc = self.processor(ProcKind::Thread {
                 pid: ident_num(key.0),
                 tid: ident_num(key.1),
             });
             self.thread_pid.insert(proc, key.0);
-            let (poll_end, absorbed) = polling_runs(t, &idx, &has_child, &parent);
+            let (polls, absorbed) = polling_runs(events, &self.g.names, &idx, &has_child, &parent);
+            let mut next_poll = 0;
             let mut last_end = i64::MIN;
             let mut scope_of: Vec<Option<ScopeId>> = vec![None; idx.len()];
             for (k, &i) in idx.iter().enumerate() {
+                while polls.get(next_poll).is_some_and(|p| p.0 < k) {
+                    next_poll += 1;
+                }
+                let poll_end = polls.get(next_poll).filter(|p| p.0 == k).map(|p| p.1);
                 if absorbed[k] {
                     continue;
                 }
-                let e = &t.events[i];
-                let name = t.name(e);
+                let e = &events[i];
+                let name = &self.g.names[e.name.0 as usize];
                 // Legacy traces record steps as `Operator` events.
                 if name.starts_with("ProfilerStep#") && !e.category.is_runtime() {
-                    steps.push((i, proc));
+                    steps.push(StepAnnotation {
+                        name: NameId(e.name.0),
+                        proc,
+                        start: e.ts_ns,
+                        end: e.end_ns(),
+                    });
                 }
-                let enclosing = parent[k].and_then(|p| scope_of[p]);
+                let enclosing = parent[k].and_then(|p| scope_of[p as usize]);
                 if has_child[k] {
                     // Parents come before their children in this order, so
                     // the enclosing scope already exists.
@@ -225,11 +247,11 @@ impl Builder<'_> {
                 // Leaves that overlap a previous leaf (clock noise) are
                 // clipped so the thread runs one thing at a time.
                 let start = e.ts_ns.max(last_end);
-                let end = poll_end[k].unwrap_or(e.end_ns()).max(start);
+                let end = poll_end.unwrap_or(e.end_ns()).max(start);
                 last_end = end;
-                let id = self.add_task(kind, i, proc, start, end);
+                let id = self.add_task(kind, e, proc, start, end);
                 self.g.task_scopes[id.idx()] = enclosing;
-                if poll_end[k].is_some() {
+                if poll_end.is_some() {
                     self.polls.insert(id);
                     self.report.polling_loops += 1;
                 }
@@ -251,25 +273,35 @@ impl Builder<'_> {
     }
 
     #[inline(never)]
-    pub(super) fn gpu_tasks(&mut self, tracks: &mut Tracks) {
-        let t = self.trace;
+    pub(super) fn gpu_tasks<'e>(
+        &mut self,
+        events: &'e [Event],
+        tracks: &mut Tracks,
+    ) -> GpuArgs<'e> {
+        let mut gpu_args = GpuArgs::new();
         let by_stream = &mut tracks.streams;
         let mut keys: Vec<_> = by_stream.keys().copied().collect();
         keys.sort();
         for key in keys {
             let mut keyed: Vec<_> = (by_stream.remove(&key).unwrap_or_default())
                 .into_iter()
-                .map(|i| (t.events[i].ts_ns, t.events[i].correlation(), i))
+                .map(|i| {
+                    (
+                        events[i as usize].ts_ns,
+                        events[i as usize].correlation(),
+                        i,
+                    )
+                })
                 .collect();
             keyed.sort_unstable();
-            let idx: Vec<usize> = keyed.into_iter().map(|k| k.2).collect();
+            let idx: Vec<usize> = keyed.into_iter().map(|k| k.2 as usize).collect();
             let proc = self.processor(ProcKind::Stream {
                 device: key.0,
                 stream: key.1,
             });
             let mut last_end = i64::MIN;
             for &i in &idx {
-                let e = &t.events[i];
+                let e = &events[i];
                 let kind = match e.category {
                     Category::Kernel => TaskKind::Kernel,
                     Category::Memcpy => TaskKind::Memcpy,
@@ -281,12 +313,13 @@ impl Builder<'_> {
                 }
                 let end = e.end_ns().max(start);
                 last_end = end;
-                let id = self.add_task(kind, i, proc, start, end);
+                let id = self.add_task(kind, e, proc, start, end);
                 // What `collectives` reads, taken while the event is at hand.
                 let own = e.extra.as_ref().and_then(|x| x.collective.as_deref());
-                self.gpu_args.push((id, e.external_id(), own));
+                gpu_args.push((id, e.external_id(), own));
             }
         }
+        gpu_args
     }
 
     #[inline(never)]
@@ -324,10 +357,9 @@ impl Builder<'_> {
     /// CPU op it was launched under (same `External id`), else a name
     /// pattern.
     #[inline(never)]
-    pub(super) fn collectives(&mut self) {
-        let t = self.trace;
+    pub(super) fn collectives(&mut self, events: &[Event], gpu_args: GpuArgs<'_>) {
         let mut by_ext: FxHashMap<u64, &lumos_trace::CollectiveArgs> = FxHashMap::default();
-        for e in self.collective_ops.iter().map(|&i| &t.events[i as usize]) {
+        for e in self.collective_ops.iter().map(|&i| &events[i as usize]) {
             if let (Some(x), Some(c)) = (
                 e.external_id(),
                 e.extra.as_ref().and_then(|x| x.collective.as_ref()),
@@ -340,7 +372,7 @@ impl Builder<'_> {
         let mut comm_name: Vec<Option<bool>> = vec![None; self.g.names.len()];
         // Every GPU task, in task order, with its event's `External id` and
         // collective arguments (`gpu_tasks`).
-        for (tid, external_id, own) in std::mem::take(&mut self.gpu_args) {
+        for (tid, external_id, own) in gpu_args {
             let id = tid.idx();
             let task = &self.g.tasks[id];
             let name = &self.g.names[task.name.0 as usize];

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Builder<'_> {
+impl Builder {
     /// Inter-thread edges: a long gap on a thread that ends right after a
     /// task on another thread of the same process ends.
     #[inline(never)]

@@ -69,18 +69,25 @@ impl RankInput {
     pub fn from_trace(trace: &Trace) -> RankInput {
         let (graph, report) = rank_graph(trace);
         RankInput {
-            meta: RankMeta {
-                path: trace.path.clone(),
-                rank: trace.meta.rank,
-                rank_source: trace.meta.rank_source,
-                world_size: trace.meta.world_size,
-                written_ranks: trace.meta.written_ranks.clone(),
-                base_time_ns: trace.meta.base_time_ns,
-                warnings: trace.warnings.clone(),
-                about: crate::TraceAbout::of(trace),
-            },
+            meta: RankMeta::of(trace),
             graph,
             report,
+        }
+    }
+}
+
+impl RankMeta {
+    /// What `trace` says about its rank and file.
+    pub fn of(trace: &Trace) -> RankMeta {
+        RankMeta {
+            path: trace.path.clone(),
+            rank: trace.meta.rank,
+            rank_source: trace.meta.rank_source,
+            world_size: trace.meta.world_size,
+            written_ranks: trace.meta.written_ranks.clone(),
+            base_time_ns: trace.meta.base_time_ns,
+            warnings: trace.warnings.clone(),
+            about: crate::TraceAbout::of(trace),
         }
     }
 }

@@ -60,7 +60,7 @@ impl HtmlReport {
     pub fn of_trace(r: &Replayed) -> HtmlReport {
         let trace = r.report();
         HtmlReport {
-            title: r.trace.path.display().to_string(),
+            title: r.meta.path.display().to_string(),
             steps: data::trace_steps(&trace),
             kernels: data::top_kernels(std::iter::once(&trace.analysis.measured)),
             replay: ReplayOutput::of_traces(vec![trace]),
