@@ -53,7 +53,8 @@ impl Builder<'_> {
             |d| tails.targets(g, d, raw[g.runtime_deps[d].task.idx()].start),
             optional,
             &times,
-        );
+        )
+        .ranked_by_times();
         // The mandatory arcs (processor order, launches from CPU to GPU)
         // cannot form a cycle, so there is always an answer.
         let rejected = rejected_groups(&net).unwrap_or_default();
