@@ -89,6 +89,16 @@ pub enum TaskKind {
 }
 
 impl TaskKind {
+    /// All kinds, in declaration order (`kind as usize` is the index).
+    pub const ALL: [TaskKind; 6] = [
+        TaskKind::CpuOp,
+        TaskKind::Annotation,
+        TaskKind::Runtime,
+        TaskKind::Kernel,
+        TaskKind::Memcpy,
+        TaskKind::Memset,
+    ];
+
     /// True for tasks that run on a GPU stream.
     pub fn is_gpu(self) -> bool {
         matches!(self, TaskKind::Kernel | TaskKind::Memcpy | TaskKind::Memset)

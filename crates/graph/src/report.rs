@@ -300,15 +300,28 @@ impl BuildReport {
         *self.inferred.entry((DepKind::Sync, rule)).or_insert(0) += 1;
     }
 
+    /// Counts the graph's tasks, edges and processors by kind. Counted in
+    /// arrays indexed by kind and then added to the maps: a map entry per
+    /// task and per edge cost more than the rest of the count.
     pub(crate) fn fill_counts(&mut self, g: &Graph) {
+        let mut tasks = [0u64; TaskKind::ALL.len()];
         for t in &g.tasks {
-            *self.tasks_by_kind.entry(t.kind).or_insert(0) += 1;
+            tasks[t.kind as usize] += 1;
         }
+        for (kind, n) in TaskKind::ALL.into_iter().zip(tasks) {
+            if n > 0 {
+                *self.tasks_by_kind.entry(kind).or_insert(0) += n;
+            }
+        }
+        let mut edges = [0u64; DepKind::ALL.len()];
         for e in &g.edges {
-            *self.edges_by_kind.entry(e.kind).or_insert(0) += 1;
+            edges[e.kind as usize] += 1;
         }
-        if !g.runtime_deps.is_empty() {
-            *self.edges_by_kind.entry(DepKind::Sync).or_insert(0) += g.runtime_deps.len() as u64;
+        edges[DepKind::Sync as usize] += g.runtime_deps.len() as u64;
+        for (kind, n) in DepKind::ALL.into_iter().zip(edges) {
+            if n > 0 {
+                *self.edges_by_kind.entry(kind).or_insert(0) += n;
+            }
         }
         self.streams = g.processors.iter().filter(|p| p.is_stream()).count() as u64;
         self.threads = g.processors.len() as u64 - self.streams;
@@ -319,6 +332,17 @@ impl BuildReport {
 mod tests {
     use super::*;
     use crate::model::{Anchor, Edge, RuntimeDep, TaskId, WaitTarget};
+
+    #[test]
+    fn kinds_are_listed_in_declaration_order() {
+        // `fill_counts` indexes its arrays by `kind as usize`.
+        for (i, k) in TaskKind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i, "{k:?}");
+        }
+        for (i, k) in DepKind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i, "{k:?}");
+        }
+    }
 
     #[test]
     fn only_dependencies_found_by_an_inferring_rule_are_inferred() {

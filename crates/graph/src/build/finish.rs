@@ -3,6 +3,12 @@
 
 use super::*;
 
+/// No incoming edge (gap attribution).
+const NO_EDGE: u32 = u32::MAX;
+/// Incoming edges, none of which held the task: it blocked on GPU work
+/// that ended later.
+const NO_BINDING: u32 = u32::MAX - 1;
+
 impl Builder {
     /// Program order on threads and streams as explicit edges.
     #[inline(never)]
@@ -47,7 +53,8 @@ impl Builder {
             |d| tails.targets(g, d, raw[g.runtime_deps[d].task.idx()].start),
             optional,
             &times,
-        );
+        )
+        .ranked_by_times();
         // The mandatory arcs (processor order, launches from CPU to GPU)
         // cannot form a cycle, so there is always an answer.
         let rejected = rejected_groups(&net).unwrap_or_default();
@@ -90,37 +97,44 @@ impl Builder {
         });
     }
 
-    /// Gap attribution (see the module docs).
+    /// Gap attribution (see the module docs), in passes over the edges in
+    /// index order instead of over each task's list of incoming edges:
+    /// the ready time of every edge is read once, and the binding edge of
+    /// each task is the first of its latest-ready edges, as before.
     #[inline(never)]
     pub(super) fn attribute_latencies(&mut self) {
-        let pairs: Vec<(u32, u32)> = (self.g.edges.iter().enumerate())
-            .map(|(i, e)| (e.to.0, i as u32))
-            .collect();
-        self.incoming = Csr::group(self.g.tasks.len(), &pairs);
-        // When each blocking task's awaited work ended, by task: looked up
-        // for every task, so a vector rather than the map.
-        let mut awaited_end: Vec<Option<i64>> = vec![None; self.g.tasks.len()];
+        let n = self.g.tasks.len();
+        let ready: Vec<i64> = self.g.edges.iter().map(|e| self.ready(e)).collect();
+        // Per task: its latest ready time and the first edge that has it.
+        let mut latest: Vec<(i64, u32)> = vec![(i64::MIN, NO_EDGE); n];
+        for (i, e) in self.g.edges.iter().enumerate() {
+            let best = &mut latest[e.to.idx()];
+            if best.1 == NO_EDGE || ready[i] > best.0 {
+                *best = (ready[i], i as u32);
+            }
+        }
+        // A blocking task whose awaited work ended no earlier than its
+        // latest edge was held by that work, not by an edge.
         for (w, a) in &self.blocking {
-            awaited_end[w.idx()] = Some(self.raw[a.idx()].end);
+            let best = &mut latest[w.idx()];
+            if best.1 != NO_EDGE && self.raw[a.idx()].end >= best.0 {
+                best.1 = NO_BINDING;
+            }
         }
         // Typical latencies of the kinds that have one, from tasks where
         // that kind binds; every other kind's is zero.
         let (mut launch, mut stream) = (Vec::new(), Vec::new());
-        let binding: Vec<Option<u32>> = (0..self.g.tasks.len())
-            .map(|t| {
-                let b = self.binding_edge(t, awaited_end[t]);
-                if let Some(e) = b {
-                    let e = &self.g.edges[e as usize];
-                    let gap = self.raw[t].start.saturating_sub(self.ready(e));
-                    match e.kind {
-                        DepKind::Launch => launch.push(gap),
-                        DepKind::IntraStream => stream.push(gap),
-                        _ => {}
-                    }
-                }
-                b
-            })
-            .collect();
+        for (t, &(at, e)) in latest.iter().enumerate() {
+            if e == NO_EDGE || e == NO_BINDING {
+                continue;
+            }
+            let gap = self.raw[t].start.saturating_sub(at);
+            match self.g.edges[e as usize].kind {
+                DepKind::Launch => launch.push(gap),
+                DepKind::IntraStream => stream.push(gap),
+                _ => {}
+            }
+        }
         let (launch, stream) = (median(launch), median(stream));
         let typ = |kind: DepKind| match kind {
             DepKind::Launch => launch,
@@ -129,34 +143,16 @@ impl Builder {
         };
         self.report.typical_launch_latency_ns = launch;
         self.report.typical_stream_gap_ns = stream;
-        for (t, b) in binding.iter().enumerate() {
-            let start = self.raw[t].start;
-            for &e in self.incoming.of(t) {
-                let edge = self.g.edges[e as usize];
-                let slack = start.saturating_sub(self.ready(&edge)).max(0);
-                self.g.edges[e as usize].latency_ns = if Some(e) == *b {
-                    slack
-                } else {
-                    typ(edge.kind).min(slack)
-                };
-            }
+        for (i, edge) in self.g.edges.iter_mut().enumerate() {
+            let t = edge.to.idx();
+            let slack = self.raw[t].start.saturating_sub(ready[i]).max(0);
+            edge.latency_ns = if latest[t].1 == i as u32 {
+                slack
+            } else {
+                typ(edge.kind).min(slack)
+            };
         }
-    }
-
-    /// The incoming edge with the latest measured ready time; none when
-    /// the task is blocking and its awaited work, which ended at `blocked`,
-    /// held it longer.
-    pub(super) fn binding_edge(&self, t: usize, blocked: Option<i64>) -> Option<u32> {
-        let best = self
-            .incoming
-            .of(t)
-            .iter()
-            .copied()
-            .max_by_key(|&e| (self.ready(&self.g.edges[e as usize]), std::cmp::Reverse(e)))?;
-        match blocked {
-            Some(b) if b >= self.ready(&self.g.edges[best as usize]) => None,
-            _ => Some(best),
-        }
+        self.has_incoming = latest.iter().map(|&(_, e)| e != NO_EDGE).collect();
     }
 
     /// Tasks no edge explains get a release offset from the window start.
@@ -167,7 +163,7 @@ impl Builder {
             blocking[w.idx()] = true;
         }
         for (t, &blocks) in blocking.iter().enumerate() {
-            if self.incoming.of(t).is_empty() && !blocks {
+            if !self.has_incoming[t] && !blocks {
                 self.g.tasks[t].release_ns = self.raw[t].start.saturating_sub(origin);
                 if self.g.tasks[t].kind.is_gpu() {
                     self.report.released_gpu_tasks += 1;

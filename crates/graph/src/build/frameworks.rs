@@ -46,13 +46,18 @@ impl Builder {
         waits: &[TaskId],
         explained: &ByCorr<(i64, i64)>,
     ) -> FxHashMap<TaskId, FrameworkWait> {
-        let comms = self.comms_by_launch();
-        let comm_calls = self.comm_calls();
         let mut by_time: Vec<TaskId> = waits
             .iter()
             .copied()
             .filter(|&w| !explained.contains_key(&self.g.tasks[w.idx()].correlation))
             .collect();
+        // Traces whose cuda_sync events explain every wait skip the two
+        // passes over all tasks below.
+        if by_time.is_empty() {
+            return FxHashMap::default();
+        }
+        let comms = self.comms_by_launch();
+        let comm_calls = self.comm_calls();
         by_time.sort_by_key(|&w| (self.raw[w.idx()].start, w));
         let mut consumed = FxHashSet::default();
         let mut out = FxHashMap::default();

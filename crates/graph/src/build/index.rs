@@ -1,6 +1,5 @@
 //! The builder's indexes as flat vectors instead of hash maps: a task's
-//! launches, a task's incoming edges and the runtime call of a correlation
-//! id. Hash maps keyed by task or correlation touch one random cache line
+//! launches and the runtime call of a correlation id. Hash maps keyed by task or correlation touch one random cache line
 //! per lookup, which is what made the build slow down per task as traces
 //! grew (docs/PERFORMANCE.md, "Graph build and replay"); these are read in
 //! task order, so they stream through the caches.

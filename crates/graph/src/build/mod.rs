@@ -20,7 +20,7 @@ use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, 
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
 use index::{
-    merge_sorted, partition_from, sort_nested, sorted_distinct, ByCorr, CorrIndex, Csr, Launched,
+    merge_sorted, partition_from, sort_nested, sorted_distinct, ByCorr, CorrIndex, Launched,
 };
 
 mod finish;
@@ -139,9 +139,9 @@ struct Builder {
     pos: Vec<u32>,
     /// Pid of each CPU thread processor.
     thread_pid: FxHashMap<ProcId, Ident>,
-    /// Incoming edges of each task, as indices into g.edges, for
-    /// attribution: filled once the edges are final (`attribute_latencies`).
-    incoming: Csr<u32>,
+    /// Whether each task has an incoming edge: filled once the edges are
+    /// final (`attribute_latencies`).
+    has_incoming: Vec<bool>,
     /// Measured span of each scope (absolute trace ns).
     scope_spans: Vec<Span>,
     /// Tasks that stand for a whole `cudaEventQuery` polling loop.
@@ -172,7 +172,7 @@ impl Builder {
             launch_times: Vec::new(),
             pos: Vec::new(),
             thread_pid: FxHashMap::default(),
-            incoming: Csr::default(),
+            has_incoming: Vec::new(),
             blocking: FxHashMap::default(),
             scope_spans: Vec::new(),
             polls: Default::default(),

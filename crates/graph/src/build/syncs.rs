@@ -132,8 +132,14 @@ impl Builder {
                     // A synchronous copy waits for the copy it launched; any
                     // other long call that returns right after GPU work ends
                     // is blocked on it (full launch queue, pageable copy).
-                    let own = self.launched.get(&call).unwrap_or_default();
-                    let own_copy = own.iter().copied().max_by_key(|g| self.raw[g.idx()].end);
+                    // Only a copy's own launches matter: other calls skip
+                    // the look-up (most calls here are kernel launches).
+                    let own_copy = match kind {
+                        SyncKind::BlockingCopy => self.launched.get(&call).and_then(|own| {
+                            own.iter().copied().max_by_key(|g| self.raw[g.idx()].end)
+                        }),
+                        _ => None,
+                    };
                     let blocked = ended_during.filter(|&(end, _)| {
                         r.end.saturating_sub(r.start) >= BLOCKING_MIN_DUR_NS
                             && r.end.saturating_sub(end) <= BLOCKING_WINDOW_NS
