@@ -41,6 +41,7 @@ use lumos_models::GpuSpec;
 use lumos_report::slowest_rank_steps;
 use lumos_sim::{simulate, simulate_job, step_spans, SimOptions};
 use lumos_synth::{ModelPreset, Parallelism, SynthConfig};
+use lumos_testkit::proc_status_kib;
 use lumos_trace::{ActivityArgs, CollectiveArgs, Event, EventExtra, Flow, Trace};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -91,18 +92,7 @@ enum Cmd {
 
 /// Resident high-water mark of this process, in bytes.
 fn peak_rss() -> u64 {
-    status_kb("VmHWM:") * 1024
-}
-
-fn status_kb(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
+    proc_status_kib("VmHWM:") * 1024
 }
 
 /// Resets the high-water mark to the current resident size (Linux 4.0+).
@@ -283,7 +273,7 @@ fn single(file: &Path) -> Result<Value> {
     let ((graph, measured, _report), t_build, m_build) = stage(|| build(&trace));
     // The trace is not needed once the graph is built.
     drop(trace);
-    let rss_graph = status_kb("VmRSS:") * 1024;
+    let rss_graph = proc_status_kib("VmRSS:") * 1024;
     let (schedule, t_sim, m_sim) = stage(|| simulate(&graph, &SimOptions::default()));
     let schedule = schedule?;
     let measured_steps = step_durations(&step_spans(

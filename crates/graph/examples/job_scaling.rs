@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lumos_graph::*;
+use lumos_testkit::proc_status_kib;
 
 fn graph_bytes(g: &Graph) -> usize {
     let names: usize = g
@@ -46,17 +47,6 @@ fn graph_bytes(g: &Graph) -> usize {
         + g.task_scopes.capacity() * size_of::<Option<ScopeId>>()
 }
 
-fn status_kb(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
-
 /// User plus system CPU seconds of the whole process so far.
 fn cpu_s() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -83,8 +73,8 @@ fn stage<T>(name: &str, f: impl FnOnce() -> T) -> T {
         "  {name:<10} wall {:>7.2} s  cpu {:>7.2} s  rss after {:>7.0} MB  peak {:>7.0} MB",
         t.elapsed().as_secs_f64(),
         cpu_s() - c,
-        status_kb("VmRSS:") as f64 / 1e3,
-        status_kb("VmHWM:") as f64 / 1e3,
+        proc_status_kib("VmRSS:") as f64 / 1e3,
+        proc_status_kib("VmHWM:") as f64 / 1e3,
     );
     out
 }

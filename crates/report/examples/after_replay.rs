@@ -12,6 +12,7 @@
 use std::time::Instant;
 
 use lumos_sim::SimOptions;
+use lumos_testkit::proc_status_kib;
 
 /// User plus system CPU time of the whole process, in seconds, from
 /// `/proc/self/stat` (clock ticks of 10 ms).
@@ -32,18 +33,6 @@ fn mb(kib: u64) -> f64 {
     kib as f64 * 1024.0 / 1e6
 }
 
-/// A `/proc/self/status` value, in KiB (which it calls kB).
-fn status_kb(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let file = args.get(1).ok_or("usage: after_replay FILE [RUNS]")?;
@@ -58,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::sleep(std::time::Duration::from_secs(2));
     }
     for run in 0..runs {
-        let before_kb = status_kb("VmRSS:");
+        let before_kb = proc_status_kib("VmRSS:");
         // Resets the high-water mark to the current resident size.
         let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
         let (t, c) = (Instant::now(), cpu_s());
@@ -77,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             replayed.graph.tasks.len(),
             cpu_s() - c,
             mb(before_kb),
-            mb(status_kb("VmHWM:")),
+            mb(proc_status_kib("VmHWM:")),
             json.len()
         );
     }
