@@ -197,6 +197,21 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     enc.finish().expect("writing to memory")
 }
 
+/// A size from this process's `/proc/self/status` (`key` with its colon,
+/// e.g. `"VmHWM:"` for the resident high-water mark), in KiB (which the
+/// file calls kB); 0 where the file or the key is missing (not Linux).
+/// For the benches' and examples' memory figures.
+pub fn proc_status_kib(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,19 +233,4 @@ mod tests {
         assert_eq!(gunzip(&gzip(text)).unwrap(), text);
         assert!(gunzip(b"not gzip").is_err());
     }
-}
-
-/// A size from this process's `/proc/self/status` (`key` with its colon,
-/// e.g. `"VmHWM:"` for the resident high-water mark), in KiB (which the
-/// file calls kB); 0 where the file or the key is missing (not Linux).
-/// For the benches' and examples' memory figures.
-pub fn proc_status_kib(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
 }
