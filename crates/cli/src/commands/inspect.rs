@@ -34,7 +34,7 @@ pub struct InspectArgs {
 /// files are not one job.
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let files = inputs::expand(&args.paths)?;
-    let read = inputs::read_all(&files);
+    let mut read = inputs::read_all(&files);
     let job_ranks = args.mode.job_of(&read);
     let mut ok = true;
     let mut unreadable = Vec::new();
@@ -43,12 +43,15 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
         unreadable.extend(inputs::unreadable_of(e));
         ok = false;
     }
-    let loaded: Vec<&Loaded> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
+    let loaded_count = read.iter().filter(|r| r.is_ok()).count();
     let traces: Vec<FileReport> = match &job_ranks {
         // The job's ranks are the graphs of the files read, in order: their
         // reports come from those graphs instead of building each again.
-        Some(ranks) if ranks.len() == loaded.len() => loaded
-            .par_iter()
+        Some(ranks) if ranks.len() == loaded_count => read
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .collect::<Vec<&Loaded>>()
+            .into_par_iter()
             .zip(ranks)
             .map(|(l, rank)| match l {
                 Loaded::Trace(t) => lumos_report::file_report(
@@ -60,9 +63,14 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
                 Loaded::Stored(s) => lumos_report::inspect_stored(s),
             })
             .collect(),
-        _ => loaded.par_iter().map(|l| file_report(l)).collect(),
+        // Nothing reads the files after their reports: each trace is given
+        // to its build, which frees its events as it goes.
+        _ => std::mem::take(&mut read)
+            .into_par_iter()
+            .filter_map(Result::ok)
+            .map(file_report)
+            .collect(),
     };
-    drop(loaded);
     let mut job = None;
     inputs::drop_in_background(read);
     if let Some(ranks) = job_ranks {
@@ -93,17 +101,19 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     Ok(ok)
 }
 
-/// The report on one input read: a trace's graph is built for it (and
-/// freed in the background), a compact file's read back.
-fn file_report(l: &Loaded) -> FileReport {
+/// The report on one input read: a trace's graph is built from it (the
+/// trace consumed, the graph freed in the background), a compact file's
+/// read back.
+fn file_report(l: Loaded) -> FileReport {
     match l {
         Loaded::Trace(t) => {
-            let (graph, measured, report) = lumos_graph::build(t);
-            let r = lumos_report::file_report(t, &graph, &measured, &report);
+            let facts = lumos_store::TraceFacts::of(&t);
+            let (graph, measured, report) = lumos_graph::build_owned(t);
+            let r = lumos_report::file_report_of(&facts, &graph, &measured, &report);
             inputs::drop_in_background((graph, measured, report));
             r
         }
-        Loaded::Stored(s) => lumos_report::inspect_stored(s),
+        Loaded::Stored(s) => lumos_report::inspect_stored(&s),
     }
 }
 
