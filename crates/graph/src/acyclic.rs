@@ -397,7 +397,8 @@ pub(crate) struct GraphNet<'g> {
     optional: Optional,
     /// Measured start and end of each task, for [`Arcs::key`].
     times: &'g dyn Fn(TaskId) -> (i64, i64),
-    /// Whether [`Arcs::rank`] reads `times` (see [`GraphNet::ranked_by_times`]).
+    /// Whether the cycle check first tries to prove the order by `times`
+    /// (see [`GraphNet::ranked_by_times`]).
     ranked: bool,
 }
 

@@ -285,7 +285,9 @@ pub struct ScopeId(pub u32);
 pub struct Scope {
     /// Operator or annotation name.
     pub name: NameId,
-    /// The enclosing scope.
+    /// The enclosing scope, which comes before this one in
+    /// [`Graph::scopes`] (the builder makes parents first; merges and copies
+    /// keep the order).
     pub parent: Option<ScopeId>,
     /// True for `record_function` annotations, false for operators.
     pub annotation: bool,

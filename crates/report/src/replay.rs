@@ -584,13 +584,15 @@ fn side<T: TaskTimes + ?Sized>(
         comm.measure_in(window),
         busy.measure_in(window),
     );
-    let overlapped = c + m - b;
+    // Saturating, as `lumos_sim::breakdown`: hostile spans near i64's
+    // ends must not overflow.
+    let overlapped = c.saturating_add(m).saturating_sub(b);
     let total_ns = window.len_ns().max(0);
     let breakdown = Breakdown {
-        exposed_compute_ns: c - overlapped,
+        exposed_compute_ns: c.saturating_sub(overlapped),
         overlapped_ns: overlapped,
-        exposed_comm_ns: m - overlapped,
-        idle_ns: total_ns - b,
+        exposed_comm_ns: m.saturating_sub(overlapped),
+        idle_ns: total_ns.saturating_sub(b),
         total_ns,
     };
     (steps, window, breakdown, busy)

@@ -327,8 +327,8 @@ pub(crate) fn parse_event(text: &[u8]) -> Parsed {
 }
 
 /// `text` as a `str` if it is valid UTF-8. Trace text is nearly all ASCII,
-/// which is checked 16 bytes at a time; only text with other bytes pays
-/// for full UTF-8 validation.
+/// which `<[u8]>::is_ascii` checks a word at a time; only text with other
+/// bytes pays for full UTF-8 validation.
 #[inline]
 fn as_str(text: &[u8]) -> Option<&str> {
     if text.is_ascii() {

@@ -299,6 +299,15 @@ pub(super) fn sorted_distinct(ids: &[TaskId]) -> Vec<TaskId> {
     else {
         return Vec::new();
     };
+    // A few ids spread over a wide range (a step of a few tasks among
+    // millions, many steps): sorting them is cheaper than the bits, and
+    // keeps many tiny steps from costing steps x tasks.
+    if ((hi - lo) as usize >> 6) > ids.len() {
+        let mut out = ids.to_vec();
+        out.sort_unstable();
+        out.dedup();
+        return out;
+    }
     let mut bits = vec![0u64; ((hi - lo) as usize >> 6) + 1];
     for t in ids {
         let k = (t.0 - lo) as usize;
@@ -407,6 +416,18 @@ mod tests {
         let ids = [TaskId(70), TaskId(3), TaskId(200), TaskId(4), TaskId(64)];
         let got: Vec<u32> = sorted_distinct(&ids).iter().map(|t| t.0).collect();
         assert_eq!(got, vec![3, 4, 64, 70, 200]);
+        // Repeats; and a few ids over a wide range (sorted, not bits).
+        let ids = [TaskId(70), TaskId(3), TaskId(70), TaskId(4), TaskId(3)];
+        let got: Vec<u32> = sorted_distinct(&ids).iter().map(|t| t.0).collect();
+        assert_eq!(got, vec![3, 4, 70]);
+        let ids = [
+            TaskId(u32::MAX - 1),
+            TaskId(5),
+            TaskId(u32::MAX - 1),
+            TaskId(9),
+        ];
+        let got: Vec<u32> = sorted_distinct(&ids).iter().map(|t| t.0).collect();
+        assert_eq!(got, vec![5, 9, u32::MAX - 1]);
         assert!(sorted_distinct(&[]).is_empty());
     }
 

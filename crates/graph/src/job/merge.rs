@@ -128,7 +128,8 @@ pub struct JobGraph {
     pub rendezvous: Vec<Rendezvous>,
     /// One per rank, like [`JobGraph::ranks`]: what
     /// [`JobGraph::rank_graph`] needs to give the rank's own graph back.
-    /// Empty in a job graph not made by [`merge`] or [`merge_owned`].
+    /// Empty in a job graph not made by [`merge`], [`merge_owned`] or
+    /// [`merge_emptying`].
     pub restore: Vec<RankRestore>,
 }
 

@@ -19,7 +19,8 @@ use crate::model::*;
 /// What [`JobGraph::rank_graph`] needs, beyond the job graph itself, to give
 /// one rank's graph and measured times back exactly as they were merged.
 /// A few bytes per name, runtime dependency and changed duration of the
-/// rank; nothing per task.
+/// rank (one entry per change: a task scaled twice has two); nothing per
+/// unchanged task.
 #[derive(Debug, Clone, Default)]
 pub struct RankRestore {
     /// The rank's [`Measured::origin_ns`].

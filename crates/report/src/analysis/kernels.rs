@@ -59,9 +59,12 @@ impl ScopeOperators {
                     break scope.name.0;
                 }
                 path.push(s);
+                // Parents come before their scopes (the builder's order,
+                // checked when a compact file is read); going strictly down
+                // also ends the walk on a graph made by hand without it.
                 match scope.parent {
-                    Some(p) => s = p.0 as usize,
-                    None => break Self::NONE,
+                    Some(p) if (p.0 as usize) < s => s = p.0 as usize,
+                    _ => break Self::NONE,
                 }
             };
             for s in path.drain(..) {

@@ -256,12 +256,16 @@ impl GraphRec {
         let scopes = self
             .scopes
             .into_iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
                 Ok(Scope {
                     name: NameId(check(s.name, names, "name id")?),
+                    // A parent comes before its scope (the builder's order):
+                    // so a damaged file cannot make the walks up a scope
+                    // chain go round forever.
                     parent: s
                         .parent
-                        .map(|p| check(p, n_scopes, "scope id").map(ScopeId))
+                        .map(|p| check(p, i, "scope parent (before its scope)").map(ScopeId))
                         .transpose()?,
                     annotation: s.annotation,
                     input_dims: s.input_dims.map(|d| input_dims(&d, &mut shared)),
@@ -535,5 +539,36 @@ impl MeasuredRec {
             step_annotations: self.step_annotations.into_spans(),
             scopes: self.scopes.into_spans(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(parent: Option<ScopeId>) -> Scope {
+        Scope {
+            name: NameId(0),
+            parent,
+            annotation: true,
+            input_dims: None,
+            input_type: None,
+        }
+    }
+
+    #[test]
+    fn a_scope_whose_parent_does_not_come_first_is_refused() {
+        let mut g = Graph {
+            names: vec!["a".into()],
+            ..Graph::default()
+        };
+        g.scopes = vec![scope(None), scope(Some(ScopeId(0)))];
+        assert!(GraphRec::of(&g).into_graph().is_ok());
+        // A cycle (0 -> 1 -> 0) and a scope that is its own parent.
+        g.scopes = vec![scope(Some(ScopeId(1))), scope(Some(ScopeId(0)))];
+        let e = GraphRec::of(&g).into_graph().unwrap_err();
+        assert!(e.0.contains("scope parent"), "{}", e.0);
+        g.scopes = vec![scope(Some(ScopeId(0)))];
+        assert!(GraphRec::of(&g).into_graph().is_err());
     }
 }
