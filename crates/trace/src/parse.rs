@@ -44,22 +44,32 @@ use crate::MAX_NESTING;
 
 /// A string of an element that does not borrow it: a byte range of the
 /// element's text (most strings), the unescaped text of a string that had
-/// escapes, or a constant.
+/// escapes, or the `-` that labels an event without a category. 16 bytes
+/// (a `u32` range, a thin box), so that [`Parsed`] stays small enough to
+/// move without a `memcpy` call.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Text {
-    Span(usize, usize),
-    Owned(Box<str>),
-    Static(&'static str),
+    Span(u32, u32),
+    /// Rare (escapes, repairs): boxed twice so the variant is one pointer
+    /// (a `String` is three, a `Box<str>` two).
+    #[allow(clippy::box_collection)]
+    Owned(Box<String>),
+    Dash,
 }
 
 impl Text {
     /// The bytes, given the text of the element it came from (valid UTF-8).
     pub fn bytes<'b>(&'b self, element: &'b [u8]) -> &'b [u8] {
         match self {
-            Text::Span(start, end) => &element[*start..*end],
+            Text::Span(start, end) => &element[*start as usize..*end as usize],
             Text::Owned(s) => s.as_bytes(),
-            Text::Static(s) => s.as_bytes(),
+            Text::Dash => b"-",
         }
+    }
+
+    /// An owned text.
+    pub fn owned(s: impl Into<String>) -> Text {
+        Text::Owned(Box::new(s.into()))
     }
 
     /// `s`, a string of the element `base` or an owned one.
@@ -68,9 +78,18 @@ impl Text {
             Cow::Borrowed(b) => {
                 let start = b.as_ptr() as usize - base.as_ptr() as usize;
                 debug_assert!(start + b.len() <= base.len());
-                Text::Span(start, start + b.len())
+                Text::span(start, b)
             }
-            Cow::Owned(o) => Text::Owned(o.into_boxed_str()),
+            Cow::Owned(o) => Text::owned(o),
+        }
+    }
+
+    /// The string `s` found at byte `start` of its element: a span, or a
+    /// copy if it ends past what a `u32` holds (an element over 4 GiB).
+    fn span(start: usize, s: &str) -> Text {
+        match (u32::try_from(start), u32::try_from(start + s.len())) {
+            (Ok(a), Ok(b)) => Text::Span(a, b),
+            _ => Text::owned(s),
         }
     }
 }
@@ -83,19 +102,60 @@ pub(crate) enum PIdent {
 }
 
 impl PIdent {
-    fn of(base: &str, raw: RawIdent<'_>) -> PIdent {
+    fn of(strs: &Strs<'_>, raw: RawIdent<'_>) -> PIdent {
         match raw {
             RawIdent::Num(n) => PIdent::Num(n),
-            RawIdent::Name(s) => PIdent::Name(Text::of(base, s)),
+            RawIdent::Name(s) => PIdent::Name(strs.text(s)),
         }
     }
 }
 
-/// A `pid` / `tid` while parsing.
+/// A `pid` / `tid` as a JSON value.
 #[derive(Debug, Clone, PartialEq)]
-enum RawIdent<'a> {
+enum IdentValue<'a> {
     Num(i64),
     Name(Cow<'a, str>),
+}
+
+/// A `pid` / `tid` while parsing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RawIdent<'a> {
+    Num(i64),
+    Name(RawStr<'a>),
+}
+
+/// A string of the element while parsing: borrowed from it, or the
+/// `k`-th unescaped string of the [`Parser`] (rare). `Copy`, unlike a
+/// `Cow`, so that [`RawEvent`], made and dropped for every element, has
+/// nothing to drop (its `Copy` derive proves it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RawStr<'a> {
+    Borrowed(&'a str),
+    Unescaped(usize),
+}
+
+/// What the [`RawStr`]s of one element refer to: the element's text and
+/// the parser's unescaped strings.
+struct Strs<'s> {
+    base: &'s str,
+    unescaped: &'s [String],
+}
+
+impl<'s> Strs<'s> {
+    fn str(&self, r: RawStr<'s>) -> &'s str {
+        match r {
+            RawStr::Borrowed(b) => b,
+            RawStr::Unescaped(k) => &self.unescaped[k],
+        }
+    }
+
+    /// `r` as a [`Text`] of the element: a span, or an owned copy.
+    fn text(&self, r: RawStr<'_>) -> Text {
+        match r {
+            RawStr::Borrowed(b) => Text::of(self.base, Cow::Borrowed(b)),
+            RawStr::Unescaped(k) => Text::owned(self.unescaped[k].as_str()),
+        }
+    }
 }
 
 /// A kept complete event, before interning. Strings are [`Text`]s of the
@@ -108,14 +168,71 @@ pub(crate) struct Complete {
     pub tid: PIdent,
     pub ts_ns: i64,
     pub dur_ns: i64,
-    pub correlation: Option<u64>,
-    pub external_id: Option<u64>,
-    pub stream: Option<i64>,
-    pub device: Option<i64>,
+    /// `correlation`, `External id`, `stream`, `device`.
+    pub ids: EventIds,
     /// The arguments beyond these, except the texts in `texts`.
     pub extra: Option<Box<EventExtra>>,
     /// The texts of `extra` still to convert, if any.
     pub texts: Option<Box<ExtraTexts>>,
+}
+
+/// The four `args` ids that [`crate::model::Event`] has slots for, each
+/// optional: one byte of flags instead of an `Option` (16 bytes) each,
+/// which keeps [`Parsed`] under the 128 bytes that moves inline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct EventIds {
+    /// The values in the order of the accessors; `i64`s as their bits.
+    values: [u64; 4],
+    /// Bit `k` set if `values[k]` is there.
+    present: u8,
+}
+
+impl EventIds {
+    fn new(
+        correlation: Option<u64>,
+        external_id: Option<u64>,
+        stream: Option<i64>,
+        device: Option<i64>,
+    ) -> EventIds {
+        let all = [
+            correlation,
+            external_id,
+            stream.map(|v| v as u64),
+            device.map(|v| v as u64),
+        ];
+        let mut ids = EventIds::default();
+        for (k, v) in all.into_iter().enumerate() {
+            if let Some(v) = v {
+                ids.values[k] = v;
+                ids.present |= 1 << k;
+            }
+        }
+        ids
+    }
+
+    fn get(&self, k: usize) -> Option<u64> {
+        (self.present & (1 << k) != 0).then_some(self.values[k])
+    }
+
+    /// `correlation`.
+    pub fn correlation(&self) -> Option<u64> {
+        self.get(0)
+    }
+
+    /// `External id`.
+    pub fn external_id(&self) -> Option<u64> {
+        self.get(1)
+    }
+
+    /// `stream`.
+    pub fn stream(&self) -> Option<i64> {
+        self.get(2).map(|v| v as i64)
+    }
+
+    /// `device`.
+    pub fn device(&self) -> Option<i64> {
+        self.get(3).map(|v| v as i64)
+    }
 }
 
 /// The texts of an event's arguments that the fold converts into shared
@@ -245,7 +362,7 @@ impl Parsed {
     /// not index the original).
     pub fn into_owned(self, base: &str) -> Parsed {
         let own = |t: Text| match t {
-            Text::Span(a, b) => Text::Owned(base[a..b].into()),
+            Text::Span(a, b) => Text::owned(&base[a as usize..b as usize]),
             other => other,
         };
         let own_id = |id: PIdent| match id {
@@ -346,10 +463,13 @@ pub(crate) fn parse_event_str(s: &str) -> Parsed {
     let mut ev = RawEvent::default();
     let parsed = match p.event(&mut ev).and_then(|()| p.end()) {
         Ok(()) if p.bad_type => Parsed::Skip {
-            cat: Text::Static("-"),
+            cat: Text::Dash,
             reason: SkipReason::BadFieldType,
         },
-        Ok(()) => ev.take_parsed(s),
+        Ok(()) => ev.take_parsed(&Strs {
+            base: s,
+            unescaped: &p.unescaped,
+        }),
         Err(e) => {
             return Parsed::Syntax {
                 offset: e.offset,
@@ -397,7 +517,7 @@ fn parse_non_object_str(s: &str) -> Parsed {
     p.ws();
     match p.skip_value().and_then(|()| p.end()) {
         Ok(()) => Parsed::Skip {
-            cat: Text::Static("-"),
+            cat: Text::Dash,
             reason: SkipReason::NotAnObject,
         }
         .with_repairs(Repairs {
@@ -412,11 +532,11 @@ fn parse_non_object_str(s: &str) -> Parsed {
 }
 
 /// The fields of an event as written, converted but not yet checked.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct RawEvent<'a> {
-    ph: Option<Cow<'a, str>>,
-    cat: Option<Cow<'a, str>>,
-    name: Option<Cow<'a, str>>,
+    ph: Option<RawStr<'a>>,
+    cat: Option<RawStr<'a>>,
+    name: Option<RawStr<'a>>,
     pid: Option<RawIdent<'a>>,
     tid: Option<RawIdent<'a>>,
     ts: Option<Micros>,
@@ -427,7 +547,7 @@ struct RawEvent<'a> {
     args: RawArgs<'a>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct RawArgs<'a> {
     correlation: Option<u64>,
     external_id: Option<u64>,
@@ -443,19 +563,19 @@ struct RawArgs<'a> {
     graph_node_id: Option<i64>,
     bytes: Option<u64>,
     /// `name` of `thread_name` / `process_name` metadata events.
-    name: Option<Cow<'a, str>>,
+    name: Option<RawStr<'a>>,
     /// `sort_index` of `thread_sort_index` / `process_sort_index` ones.
     sort_index: Option<i64>,
     /// `labels` of `process_labels` ones.
-    labels: Option<Cow<'a, str>>,
-    collective_name: Option<Cow<'a, str>>,
+    labels: Option<RawStr<'a>>,
+    collective_name: Option<RawStr<'a>>,
     in_nelems: Option<u64>,
     out_nelems: Option<u64>,
     group_size: Option<u64>,
-    dtype: Option<Cow<'a, str>>,
-    pg_name: Option<Cow<'a, str>>,
-    pg_desc: Option<Cow<'a, str>>,
-    pg_ranks: Option<Cow<'a, str>>,
+    dtype: Option<RawStr<'a>>,
+    pg_name: Option<RawStr<'a>>,
+    pg_desc: Option<RawStr<'a>>,
+    pg_ranks: Option<RawStr<'a>>,
     seq: Option<i64>,
     src_rank: Option<i64>,
     dst_rank: Option<i64>,
@@ -470,7 +590,7 @@ struct RawArgs<'a> {
 }
 
 /// `[memory]` event arguments (`profile_memory=True`).
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct MemoryArgs {
     device_type: Option<i64>,
     device_id: Option<i64>,
@@ -480,31 +600,32 @@ struct MemoryArgs {
 }
 
 impl<'a> RawEvent<'a> {
-    /// What the event amounts to; takes the fields out of `self`. `base`
-    /// is the element's text.
-    fn take_parsed(&mut self, base: &'a str) -> Parsed {
-        if self.ph.as_deref() == Some("M") {
-            return self.take_metadata(base);
+    /// What the event amounts to; its strings are in `strs`.
+    fn take_parsed(&mut self, strs: &Strs<'a>) -> Parsed {
+        let ph = self.ph.map(|ph| strs.str(ph));
+        if ph == Some("M") {
+            return self.take_metadata(strs);
         }
-        let cat = self.cat.take().unwrap_or(Cow::Borrowed(""));
-        let label = |cat: Cow<'a, str>| {
+        let raw_cat = self.cat.take().unwrap_or(RawStr::Borrowed(""));
+        let cat = strs.str(raw_cat);
+        let label = |cat: &str| {
             if cat.is_empty() {
-                Text::Static("-")
+                Text::Dash
             } else {
-                Text::of(base, cat)
+                strs.text(raw_cat)
             }
         };
         let skip = |cat, reason| Parsed::Skip {
             cat: label(cat),
             reason,
         };
-        let Some(ph) = self.ph.as_deref() else {
+        let Some(ph) = ph else {
             return skip(cat, SkipReason::MissingPhase);
         };
         match ph {
             "X" => {}
             "s" | "f" | "t" => {
-                let kind = match &*cat {
+                let kind = match cat {
                     "ac2g" | "async_cpu_to_gpu" | "async" => FlowKind::Launch,
                     "fwdbwd" => FlowKind::FwdBwd,
                     _ => return skip(cat, SkipReason::BadFlow),
@@ -523,12 +644,12 @@ impl<'a> RawEvent<'a> {
                     kind,
                     phase,
                     id,
-                    pid: PIdent::of(base, pid),
-                    tid: PIdent::of(base, tid),
+                    pid: PIdent::of(strs, pid),
+                    tid: PIdent::of(strs, tid),
                     ts_ns,
                 };
             }
-            "i" | "I" if self.name.as_deref() == Some("[memory]") => {
+            "i" | "I" if self.name.map(|n| strs.str(n)) == Some("[memory]") => {
                 return match self.memory_event() {
                     Some(event) => Parsed::Memory {
                         event,
@@ -540,8 +661,8 @@ impl<'a> RawEvent<'a> {
             "i" | "I" | "C" => return skip(cat, SkipReason::NotATask),
             _ => return skip(cat, SkipReason::UnsupportedPhase),
         }
-        let Some(category) = Category::parse(&cat) else {
-            let reason = if is_known_unmodeled(&cat) {
+        let Some(category) = Category::parse(cat) else {
+            let reason = if is_known_unmodeled(cat) {
                 SkipReason::NotModeled
             } else {
                 SkipReason::UnknownCategory
@@ -572,7 +693,7 @@ impl<'a> RawEvent<'a> {
         let extra = args.has_extra.then(|| extra_from(args));
         let texts = args
             .has_extra
-            .then(|| extra_texts(args, base, extra.as_ref()))
+            .then(|| extra_texts(args, strs, extra.as_ref()))
             .flatten();
         // With texts still to convert, whether the extras are empty is
         // known only once they are (a malformed `Input Dims` is dropped).
@@ -582,15 +703,12 @@ impl<'a> RawEvent<'a> {
         };
         Parsed::Complete(Complete {
             category,
-            name: Text::of(base, name),
-            pid: PIdent::of(base, pid),
-            tid: PIdent::of(base, tid),
+            name: strs.text(name),
+            pid: PIdent::of(strs, pid),
+            tid: PIdent::of(strs, tid),
             ts_ns,
             dur_ns,
-            correlation: args.correlation,
-            external_id: args.external_id,
-            stream: args.stream,
-            device: args.device,
+            ids: EventIds::new(args.correlation, args.external_id, args.stream, args.device),
             extra: extra.map(Box::new),
             texts: texts.map(Box::new),
         })
@@ -613,8 +731,8 @@ impl<'a> RawEvent<'a> {
         })
     }
 
-    fn take_metadata(&mut self, base: &'a str) -> Parsed {
-        let (Some(name), Some(pid)) = (self.name.as_deref(), self.pid.take()) else {
+    fn take_metadata(&mut self, strs: &Strs<'a>) -> Parsed {
+        let (Some(name), Some(pid)) = (self.name.map(|n| strs.str(n)), self.pid.take()) else {
             return Parsed::Metadata;
         };
         let sort_tid = match name {
@@ -627,8 +745,8 @@ impl<'a> RawEvent<'a> {
                 return Parsed::Metadata;
             };
             return Parsed::TrackSort {
-                pid: PIdent::of(base, pid),
-                tid: tid.map(|t| PIdent::of(base, t)),
+                pid: PIdent::of(strs, pid),
+                tid: tid.map(|t| PIdent::of(strs, t)),
                 index,
             };
         }
@@ -637,8 +755,8 @@ impl<'a> RawEvent<'a> {
                 return Parsed::Metadata;
             };
             return Parsed::ProcessLabels {
-                pid: PIdent::of(base, pid),
-                labels: labels.into_owned(),
+                pid: PIdent::of(strs, pid),
+                labels: strs.str(labels).to_owned(),
             };
         }
         let Some(label) = self.args.name.take().filter(|_| self.has_args) else {
@@ -650,9 +768,9 @@ impl<'a> RawEvent<'a> {
             _ => return Parsed::Metadata,
         };
         Parsed::TrackName {
-            pid: PIdent::of(base, pid),
-            tid: tid.map(|t| PIdent::of(base, t)),
-            name: label.into_owned(),
+            pid: PIdent::of(strs, pid),
+            tid: tid.map(|t| PIdent::of(strs, t)),
+            name: strs.str(label).to_owned(),
         }
     }
 }
@@ -696,9 +814,9 @@ fn extra_from(a: &RawArgs) -> EventExtra {
 
 /// The texts of `a` that go to `extra` (see [`ExtraTexts`]), as texts of
 /// the element `base`; `None` if there are none.
-fn extra_texts(a: &RawArgs, base: &str, extra: Option<&EventExtra>) -> Option<ExtraTexts> {
-    let text = |s: &Option<Cow<'_, str>>| s.clone().map(|s| Text::of(base, s));
-    let raw = |s: Option<&str>| s.map(|s| Text::of(base, Cow::Borrowed(s)));
+fn extra_texts(a: &RawArgs, strs: &Strs<'_>, extra: Option<&EventExtra>) -> Option<ExtraTexts> {
+    let text = |s: &Option<RawStr<'_>>| s.map(|s| strs.text(s));
+    let raw = |s: Option<&str>| s.map(|s| strs.text(RawStr::Borrowed(s)));
     let mut t = ExtraTexts {
         input_dims: raw(a.input_dims),
         input_type: raw(a.input_type),
@@ -1013,22 +1131,22 @@ impl<'a> Value<'a> {
     }
 
     /// `pid`, `tid`: an integer, a string, or null.
-    fn ident(self) -> std::result::Result<Option<RawIdent<'a>>, ()> {
+    fn ident(self) -> std::result::Result<Option<IdentValue<'a>>, ()> {
         match self {
             Value::Null => Ok(None),
             Value::Num(n) => match n.value() {
                 NumValue::U(u) => i64::try_from(u)
-                    .map(|v| Some(RawIdent::Num(v)))
+                    .map(|v| Some(IdentValue::Num(v)))
                     .map_err(drop),
-                NumValue::I(i) => Ok(Some(RawIdent::Num(i))),
+                NumValue::I(i) => Ok(Some(IdentValue::Num(i))),
                 NumValue::F(f) if f.fract() == 0.0 && f.abs() < 9.0e18 => {
-                    Ok(Some(RawIdent::Num(f as i64)))
+                    Ok(Some(IdentValue::Num(f as i64)))
                 }
                 NumValue::F(_) => Err(()),
             },
             Value::Str(s) => Ok(Some(match s.trim().parse::<i64>() {
-                Ok(n) => RawIdent::Num(n),
-                Err(_) => RawIdent::Name(s),
+                Ok(n) => IdentValue::Num(n),
+                Err(_) => IdentValue::Name(s),
             })),
             _ => Err(()),
         }
@@ -1131,6 +1249,8 @@ pub(crate) struct Parser<'a> {
     bad_type: bool,
     /// `NaN` / `Infinity` literals read as null so far.
     pub non_finite: u32,
+    /// The strings with escapes that [`RawStr::Unescaped`] refers to.
+    unescaped: Vec<String>,
 }
 
 impl<'a> Parser<'a> {
@@ -1142,6 +1262,7 @@ impl<'a> Parser<'a> {
             depth: 0,
             bad_type: false,
             non_finite: 0,
+            unescaped: Vec::new(),
         }
     }
 
@@ -1269,14 +1390,14 @@ impl<'a> Parser<'a> {
             // comparisons for any key.
             let k = key.as_bytes();
             match k.len() {
-                2 if k == b"ph" => ev.ph = p.opt_str()?,
+                2 if k == b"ph" => ev.ph = p.raw_str()?,
                 2 if k == b"ts" => ev.ts = p.micros()?,
                 2 if k == b"id" => ev.id = p.int()?,
-                3 if k == b"cat" => ev.cat = p.opt_str()?,
+                3 if k == b"cat" => ev.cat = p.raw_str()?,
                 3 if k == b"pid" => ev.pid = p.ident()?,
                 3 if k == b"tid" => ev.tid = p.ident()?,
                 3 if k == b"dur" => ev.dur = p.micros()?,
-                4 if k == b"name" => ev.name = p.opt_str()?,
+                4 if k == b"name" => ev.name = p.raw_str()?,
                 4 if k == b"args" => match p.b.get(p.i) {
                     // `args` holds values only after an earlier `args`
                     // object (`has_args`): resetting costs, so only then.
@@ -1345,7 +1466,7 @@ impl<'a> Parser<'a> {
                     false
                 }
                 K::Name => {
-                    a.name = p.value()?.lenient_str();
+                    a.name = p.lenient_str()?;
                     false
                 }
                 K::SortIndex => {
@@ -1353,7 +1474,7 @@ impl<'a> Parser<'a> {
                     false
                 }
                 K::Labels => {
-                    a.labels = p.value()?.lenient_str();
+                    a.labels = p.lenient_str()?;
                     false
                 }
                 K::SequenceNumber => set(&mut a.sequence_number, p.int()?),
@@ -1367,14 +1488,14 @@ impl<'a> Parser<'a> {
                 K::GraphId => set(&mut a.graph_id, p.int()?),
                 K::GraphNodeId => set(&mut a.graph_node_id, p.int()?),
                 K::Bytes => set(&mut a.bytes, p.int()?),
-                K::CollectiveName => set(&mut a.collective_name, p.value()?.lenient_str()),
+                K::CollectiveName => set(&mut a.collective_name, p.lenient_str()?),
                 K::InNelems => set(&mut a.in_nelems, p.int()?),
                 K::OutNelems => set(&mut a.out_nelems, p.int()?),
                 K::GroupSize => set(&mut a.group_size, p.int()?),
-                K::Dtype => set(&mut a.dtype, p.value()?.lenient_str()),
-                K::PgName => set(&mut a.pg_name, p.value()?.lenient_str()),
-                K::PgDesc => set(&mut a.pg_desc, p.value()?.lenient_str()),
-                K::PgRanks => set(&mut a.pg_ranks, p.value()?.lenient_str()),
+                K::Dtype => set(&mut a.dtype, p.lenient_str()?),
+                K::PgName => set(&mut a.pg_name, p.lenient_str()?),
+                K::PgDesc => set(&mut a.pg_desc, p.lenient_str()?),
+                K::PgRanks => set(&mut a.pg_ranks, p.lenient_str()?),
                 K::Seq => set(&mut a.seq, p.int()?),
                 K::SrcRank => set(&mut a.src_rank, p.int()?),
                 K::DstRank => set(&mut a.dst_rank, p.int()?),
@@ -1521,8 +1642,40 @@ impl<'a> Parser<'a> {
                 self.bad_type |= id.is_none();
                 Ok(id)
             }
-            None => Ok(self.typed(Value::ident)?.flatten()),
+            None => Ok(self.typed(Value::ident)?.flatten().map(|id| match id {
+                IdentValue::Num(n) => RawIdent::Num(n),
+                IdentValue::Name(s) => RawIdent::Name(self.keep(s)),
+            })),
         }
+    }
+
+    /// `s` as a [`RawStr`]: unescaped strings move to the parser's list.
+    #[inline(always)]
+    fn keep(&mut self, s: Cow<'a, str>) -> RawStr<'a> {
+        match s {
+            Cow::Borrowed(b) => RawStr::Borrowed(b),
+            Cow::Owned(o) => self.keep_owned(o),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep_owned(&mut self, s: String) -> RawStr<'a> {
+        self.unescaped.push(s);
+        RawStr::Unescaped(self.unescaped.len() - 1)
+    }
+
+    /// `ph`, `cat`, `name`, kept (see [`Parser::keep`]).
+    #[inline(always)]
+    fn raw_str(&mut self) -> Result<Option<RawStr<'a>>> {
+        let s = self.opt_str()?;
+        Ok(s.map(|s| self.keep(s)))
+    }
+
+    /// A lenient string argument (see [`Value::lenient_str`]), kept.
+    fn lenient_str(&mut self) -> Result<Option<RawStr<'a>>> {
+        let s = self.value()?.lenient_str();
+        Ok(s.map(|s| self.keep(s)))
     }
 
     /// A lenient integer value (see [`Value::int`]).

@@ -550,10 +550,10 @@ impl Builder {
         let mut e = Event::new(c.category, name, pid, tid, c.ts_ns, c.dur_ns);
         e.extra = extra;
         let kept = [
-            ("correlation", e.set_correlation(c.correlation)),
-            ("External id", e.set_external_id(c.external_id)),
-            ("stream", e.set_stream(c.stream)),
-            ("device", e.set_device(c.device)),
+            ("correlation", e.set_correlation(c.ids.correlation())),
+            ("External id", e.set_external_id(c.ids.external_id())),
+            ("stream", e.set_stream(c.ids.stream())),
+            ("device", e.set_device(c.ids.device())),
         ];
         for (key, _) in kept.iter().filter(|(_, ok)| !ok) {
             self.bad_arg(key);

@@ -57,8 +57,8 @@ fn strings_escapes_and_idents() {
         other => panic!("{other:?}"),
     }
     assert_eq!(e.tid, PIdent::Num(12));
-    assert_eq!(e.external_id, Some(16));
-    assert_eq!(e.stream, Some(7));
+    assert_eq!(e.ids.external_id(), Some(16));
+    assert_eq!(e.ids.stream(), Some(7));
     assert!(e.extra.unwrap().collective.is_some());
     // The texts are converted by the fold (`read.rs`), once per distinct
     // text.
@@ -214,8 +214,8 @@ fn invalid_utf8_is_replaced() {
         panic!("not kept");
     };
     // Owned: the repaired copy the spans would index is gone.
-    assert_eq!(c.name, Text::Owned("k\u{fffd}".into()));
-    assert_eq!(c.pid, PIdent::Name(Text::Owned("p\u{fffd}".into())));
+    assert_eq!(c.name, Text::owned("k\u{fffd}"));
+    assert_eq!(c.pid, PIdent::Name(Text::owned("p\u{fffd}")));
 }
 
 #[test]
@@ -376,11 +376,14 @@ proptest::proptest! {
 fn a_repeated_args_replaces_the_earlier_one() {
     let base = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":1,"ts":1,"dur":1,"args":{"External id":5,"correlation":7}"#;
     let c = complete(&format!(r#"{base},"args":{{"correlation":3}}}}"#));
-    assert_eq!((c.external_id, c.correlation), (None, Some(3)));
+    assert_eq!((c.ids.external_id(), c.ids.correlation()), (None, Some(3)));
     let c = complete(&format!(r#"{base},"args":null}}"#));
-    assert_eq!((c.external_id, c.correlation), (None, None));
+    assert_eq!((c.ids.external_id(), c.ids.correlation()), (None, None));
     let c = complete(&format!(r#"{base}}}"#));
-    assert_eq!((c.external_id, c.correlation), (Some(5), Some(7)));
+    assert_eq!(
+        (c.ids.external_id(), c.ids.correlation()),
+        (Some(5), Some(7))
+    );
 }
 
 proptest::proptest! {
@@ -411,5 +414,68 @@ fn all_ascii_finds_a_non_ascii_byte_anywhere() {
             assert!(!all_ascii(&text), "{len} {at}");
             text[at] = b'a';
         }
+    }
+}
+
+#[test]
+fn parsed_elements_move_without_memcpy() {
+    // LLVM moves up to 128 bytes with inline stores and calls `memcpy`
+    // above; a parsed element is moved three times on its way to the fold.
+    assert!(std::mem::size_of::<Option<Parsed>>() <= 128);
+    assert_eq!(std::mem::size_of::<Text>(), 16);
+    assert_eq!(std::mem::size_of::<PIdent>(), 16);
+}
+
+#[test]
+fn spans_past_u32_are_copied() {
+    assert_eq!(Text::span(7, "ab"), Text::Span(7, 9));
+    let far = u32::MAX as usize - 1;
+    assert_eq!(Text::span(far, "a"), Text::Span(u32::MAX - 1, u32::MAX));
+    assert_eq!(Text::span(far, "ab"), Text::owned("ab"));
+}
+
+#[test]
+fn event_ids_keep_every_value() {
+    let ids = EventIds::new(Some(u64::MAX), None, Some(-1), Some(i64::MIN));
+    assert_eq!(ids.correlation(), Some(u64::MAX));
+    assert_eq!(ids.external_id(), None);
+    assert_eq!(ids.stream(), Some(-1));
+    assert_eq!(ids.device(), Some(i64::MIN));
+    let none = EventIds::new(None, Some(0), None, None);
+    assert_eq!((none.correlation(), none.external_id()), (None, Some(0)));
+    assert_eq!((none.stream(), none.device()), (None, None));
+}
+
+#[test]
+fn each_unescaped_string_keeps_its_own_text() {
+    // Several strings with escapes in one element: each `RawStr` must
+    // resolve to its own entry of the parser's list.
+    let text = r#"{"ph":"X","cat":"kernel","name":"n\u0041","pid":"p\"1","tid":"t\\2",
+        "ts":1,"dur":2,"args":{"Collective name":"c\u0042","Process Group Name":"g\/3",
+        "In msg nelems":4}}"#;
+    let e = complete(text);
+    assert_eq!(e.name, Text::owned("nA"));
+    assert_eq!(e.pid, PIdent::Name(Text::owned("p\"1")));
+    assert_eq!(e.tid, PIdent::Name(Text::owned("t\\2")));
+    let texts = e.texts.expect("collective texts");
+    assert_eq!(texts.collective_name, Some(Text::owned("cB")));
+    assert_eq!(texts.pg_name, Some(Text::owned("g/3")));
+    let skipped = r#"{"ph":"X","cat":"c\u0061t","name":"k","pid":1,"tid":1,"ts":1,"dur":1}"#;
+    match parse_event(skipped.as_bytes()) {
+        Parsed::Skip { cat, reason } => {
+            assert_eq!(cat, Text::owned("cat"));
+            assert_eq!(reason, SkipReason::UnknownCategory);
+        }
+        other => panic!("{other:?}"),
+    }
+    let meta =
+        r#"{"ph":"M","name":"thread_name","pid":"p\u0031","tid":2,"args":{"name":"w\u00e9"}}"#;
+    match parse_event(meta.as_bytes()) {
+        Parsed::TrackName { pid, tid, name } => {
+            assert_eq!(pid, PIdent::Name(Text::owned("p1")));
+            assert_eq!(tid, Some(PIdent::Num(2)));
+            assert_eq!(name, "w\u{e9}");
+        }
+        other => panic!("{other:?}"),
     }
 }
