@@ -2,8 +2,9 @@
 //! JSON into chunks of events, parse each chunk's events in parallel, and
 //! fold them into a [`Trace`] in order.
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::fs::File;
+use std::hash::Hash;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::{mpsc, Arc};
@@ -370,6 +371,37 @@ fn parse_items(chunk: &Chunk, mut out: Vec<Option<Parsed>>) -> Vec<Option<Parsed
     out
 }
 
+/// The value in `seen` equal to `value`, or, the first time, the one
+/// `make` builds, stored for the next: how the fold shares the copies of
+/// `Input Dims`, texts and rank lists that events repeat.
+fn shared<T, Q>(seen: &mut FxHashSet<T>, value: &Q, make: impl FnOnce() -> T) -> T
+where
+    T: Borrow<Q> + Hash + Eq + Clone,
+    Q: Hash + Eq + ?Sized,
+{
+    if let Some(seen) = seen.get(value) {
+        return seen.clone();
+    }
+    let new = make();
+    seen.insert(new.clone());
+    new
+}
+
+/// `convert(text)`, computed once per distinct `text` and remembered in
+/// `by_text` (a failed conversion too).
+fn converted_once<T: Clone>(
+    by_text: &mut FxHashMap<Box<str>, Option<T>>,
+    text: &str,
+    convert: impl FnOnce(&str) -> Option<T>,
+) -> Option<T> {
+    if let Some(v) = by_text.get(text) {
+        return v.clone();
+    }
+    let v = convert(text);
+    by_text.insert(text.into(), v.clone());
+    v
+}
+
 /// Folds parsed items into a [`Trace`].
 struct Builder {
     trace: Trace,
@@ -596,51 +628,25 @@ impl Builder {
     /// `Input Dims` of the raw JSON `text`, parsed once per distinct text
     /// and shared with the equal lists seen before; `None` if malformed.
     fn input_dims(&mut self, text: &str) -> Option<InputDims> {
-        if let Some(dims) = self.dims_by_text.get(text) {
-            return dims.clone();
-        }
-        let dims = InputDims::parse(text).map(|d| match self.shapes.get(&d) {
-            Some(seen) => seen.clone(),
-            None => {
-                self.shapes.insert(d.clone());
-                d
-            }
-        });
-        self.dims_by_text.insert(text.into(), dims.clone());
-        dims
+        converted_once(&mut self.dims_by_text, text, |t| {
+            InputDims::parse(t).map(|d| shared(&mut self.shapes, &d, || d.clone()))
+        })
     }
 
     /// `text`, shared with the equal text seen before, if any: operators
     /// repeat a handful of `Input type` lists, and collectives a handful
     /// of names, dtypes and groups, millions of times.
     fn text(&mut self, text: &str) -> Arc<str> {
-        match self.texts.get(text) {
-            Some(seen) => seen.clone(),
-            None => {
-                let new: Arc<str> = text.into();
-                self.texts.insert(new.clone());
-                new
-            }
-        }
+        shared(&mut self.texts, text, || text.into())
     }
 
     /// The `Process Group Ranks` list of `text`, parsed once per distinct
     /// text and shared with the equal lists seen before; `None` if
     /// malformed.
     fn rank_list(&mut self, text: &str) -> Option<Arc<RankList>> {
-        if let Some(ranks) = self.ranks_by_text.get(text) {
-            return ranks.clone();
-        }
-        let ranks = RankList::parse(text).map(|r| match self.rank_lists.get(&r) {
-            Some(seen) => seen.clone(),
-            None => {
-                let new = Arc::new(r);
-                self.rank_lists.insert(new.clone());
-                new
-            }
-        });
-        self.ranks_by_text.insert(text.into(), ranks.clone());
-        ranks
+        converted_once(&mut self.ranks_by_text, text, |t| {
+            RankList::parse(t).map(|r| shared(&mut self.rank_lists, &r, || Arc::new(r.clone())))
+        })
     }
 
     /// The id of a string given as UTF-8 bytes (checked by the parser).
@@ -787,5 +793,24 @@ mod tests {
         );
         assert_eq!(rank_from_file_name(Path::new("x_RANK_12.json")), Some(12));
         assert_eq!(rank_from_file_name(Path::new("trace.json")), None);
+    }
+
+    #[test]
+    fn equal_values_are_shared_and_texts_converted_once() {
+        let mut seen: FxHashSet<Arc<str>> = FxHashSet::default();
+        let a = shared(&mut seen, "x", || "x".into());
+        let b = shared(&mut seen, "x", || unreachable!("already seen"));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(seen.len(), 1);
+        let mut by_text = FxHashMap::default();
+        let mut calls = 0;
+        for text in ["1", "bad", "1", "bad"] {
+            let v = converted_once(&mut by_text, text, |t| {
+                calls += 1;
+                t.parse::<u32>().ok()
+            });
+            assert_eq!(v, text.parse().ok());
+        }
+        assert_eq!(calls, 2);
     }
 }
