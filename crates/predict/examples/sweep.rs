@@ -3,6 +3,8 @@
 //! stage), predict each configuration B from it, synthesize B, and compare
 //! the predicted iteration time with B's traces replayed one by one (the
 //! traces' own times) and jointly (stages coupled, as predictions are).
+//! The predictions are told the synthesized network (DGX H100), as the
+//! ground-truth tests are.
 //!
 //! ```sh
 //! cargo run --release -p lumos-predict --example sweep            # GPT-3 15B
@@ -80,7 +82,17 @@ fn main() {
     let t0 = Instant::now();
     let base = Baseline::new(inputs(&a)).unwrap();
     let base_s = t0.elapsed().as_secs_f64();
-    let id = base.identity();
+    // The synthesized jobs run on a DGX H100 network whose rings use every
+    // NIC of a node, which A's traces (data-parallel groups inside a node)
+    // cannot show: the predictions are told it, as `lumos predict
+    // --network` would be and as `tests/ground_truth.rs` does.
+    let id = base
+        .identity()
+        .with_network(
+            lumos_models::Cluster::dgx_h100().network,
+            "synthesized (dgx-h100)".into(),
+        )
+        .unwrap();
     let (a_alone, a_joint) = truths(&a);
     println!(
         "A = {name} {tp}x{pp}x{dp} (tp x pp x dp), {m} micro-batches, H100 preset: traces {a_alone:.1} ms, \

@@ -64,6 +64,11 @@ impl ParamCount {
 pub struct Baseline {
     /// The traced ranks, one per pipeline stage (or one rank).
     pub inputs: Vec<Input>,
+    /// Each input's position among those given to [`Baseline::new`]:
+    /// where several traced ranks share a stage only one is kept, so
+    /// anything a front end keeps per given input (file names, trace
+    /// metadata) is found through this.
+    pub given: Vec<usize>,
     /// What discovery found in each.
     pub structures: Vec<Structure>,
     /// Each input's graph as structural edits copy it: the main thread's
@@ -109,6 +114,7 @@ pub struct Models {
 /// The traced ranks kept, one per stage, with what was found in them.
 struct Kept {
     inputs: Vec<Input>,
+    given: Vec<usize>,
     structures: Vec<Structure>,
     roles: Vec<StageRole>,
     stages: Vec<u32>,
@@ -128,6 +134,7 @@ impl Baseline {
         let (roles, stages) = stage_roles(&inputs, &structures)?;
         let Kept {
             inputs,
+            given,
             structures,
             roles,
             stages,
@@ -184,6 +191,7 @@ impl Baseline {
         };
         Ok(Baseline {
             inputs,
+            given,
             structures,
             templates,
             roles,
@@ -321,6 +329,7 @@ fn one_rank_per_stage(
     keep.sort_unstable();
     if keep.len() == inputs.len() {
         return Kept {
+            given: keep,
             inputs,
             structures,
             roles,
@@ -349,6 +358,7 @@ fn one_rank_per_stage(
             .collect(),
         roles: keep.iter().map(|&i| roles[i]).collect(),
         stages: keep.iter().map(|&i| stages[i]).collect(),
+        given: keep,
     }
 }
 
@@ -609,6 +619,8 @@ mod tests {
         // The lowest rank of each stage, in input order.
         let ranks: Vec<u32> = k.inputs.iter().map(|i| i.ctx.rank).collect();
         assert_eq!(ranks, vec![1, 0]);
+        // Where each kept input was among those given.
+        assert_eq!(k.given, vec![2, 3]);
         assert_eq!(k.stages, vec![1, 0]);
         assert_eq!(k.roles, vec![StageRole::Last, StageRole::First]);
         assert_eq!(k.structures.len(), 2);
@@ -626,6 +638,7 @@ mod tests {
         let roles = vec![StageRole::First, StageRole::Last];
         let k = one_rank_per_stage(inputs, structures, roles, vec![0, 1], &mut notes);
         assert_eq!(k.inputs.len(), 2);
+        assert_eq!(k.given, vec![0, 1]);
         assert!(notes.is_empty());
     }
 

@@ -587,6 +587,36 @@ impl<'b> Prediction<'b> {
         self.with_edits([Edit::Network(net, what)])
     }
 
+    /// The global rank predicted stage `k` stands for in the target job:
+    /// its template's tensor and data indices at the stage's place in the
+    /// target layout (Megatron's order), so a stage rebuilt from another
+    /// stage's trace is not labelled with the traced rank. A stage kept as
+    /// traced, or a traced rank its own layout cannot hold (degrees the
+    /// trace did not show), keeps the traced rank.
+    pub fn stage_rank(&self, k: usize) -> u32 {
+        let st = &self.stages[k];
+        let traced = self.base.inputs[st.primary].ctx.rank;
+        let from = Layout::of(&self.base.config);
+        let to = Layout::of(&self.target.config);
+        let unchanged = from == to && st.stage == self.base.stages[st.primary];
+        if unchanged || i64::from(traced) >= i64::from(from.tp * from.dp * from.pp) {
+            return traced;
+        }
+        let c = from.coord(i64::from(traced));
+        let at = Coord {
+            tp: c.tp % to.tp.max(1),
+            dp: c.dp % to.dp.max(1),
+            pp: st.stage,
+        };
+        u32::try_from(to.rank(at)).unwrap_or(traced)
+    }
+
+    /// Ranks in the target job (tensor x data x pipeline degrees).
+    pub fn world_size(&self) -> u32 {
+        let c = &self.target.config;
+        c.tp.saturating_mul(c.dp).saturating_mul(c.pp)
+    }
+
     /// GPU time per duration source, ns, summed over stages (saturating:
     /// durations as long as an `i64` allows do not wrap into a negative
     /// sum).
@@ -618,6 +648,37 @@ mod tests {
             scales: Vec::new(),
             network: None,
         }
+    }
+
+    /// Predicted stages are labelled with their own rank in the target
+    /// job, not the rank of the trace they were built from.
+    #[test]
+    fn predicted_stages_take_their_ranks_in_the_target_job() {
+        // TP 2 x PP 2 x DP 2, traced on ranks 1 (stage 0) and 5 (stage 1).
+        let layout = [2, 2, 2, 4];
+        let traces = [1, 5].map(|r| {
+            crate::testutil::input(
+                &crate::testutil::synth_layers("gpt-tiny", None, layout, r),
+                &format!("rank{r}"),
+            )
+        });
+        let base = Baseline::new(traces.into()).unwrap();
+        let ranks =
+            |p: &Prediction| -> Vec<u32> { (0..p.stages.len()).map(|k| p.stage_rank(k)).collect() };
+        let id = base.identity();
+        assert_eq!(ranks(&id), vec![1, 5]);
+        assert_eq!(id.world_size(), 8);
+        // Four stages: the middle ones are copies of traced stages, but
+        // stand for ranks 5 and 9 of a 16-rank job.
+        let pp4 = id.with_pp(4).unwrap();
+        let stages: Vec<u32> = pp4.stages.iter().map(|s| s.stage).collect();
+        assert_eq!(stages, vec![0, 1, 2, 3]);
+        assert_eq!(ranks(&pp4), vec![1, 5, 9, 13]);
+        assert_eq!(pp4.world_size(), 16);
+        // More replicas move the later stage's ranks up.
+        assert_eq!(ranks(&id.with_dp(4).unwrap()), vec![1, 9]);
+        // Fewer tensor-parallel ranks: the tensor index wraps.
+        assert_eq!(ranks(&id.with_tp(1).unwrap()), vec![0, 2]);
     }
 
     #[test]

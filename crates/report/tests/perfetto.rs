@@ -537,3 +537,46 @@ fn a_merged_job_says_what_is_true_of_the_whole_job() {
         }
     }
 }
+
+/// Each predicted stage's timeline is labelled as the stage it predicts:
+/// named after the trace it was built from (the one kept for its stage
+/// when several ranks were traced) with the predicted stage, and written
+/// with its own rank in the target job and the target's world size.
+#[test]
+fn predicted_timelines_carry_the_predicted_stage_and_rank() {
+    // TP 1 x PP 2 x DP 2: ranks 0 and 1 trace stage 0, ranks 2 and 3
+    // stage 1; the baseline keeps ranks 0 and 2.
+    let cfg = lumos_synth::SynthConfig::new(
+        lumos_synth::ModelPreset::preset("gpt-tiny").unwrap(),
+        lumos_synth::Parallelism::new(1, 2, 2, 4),
+        lumos_models::GpuSpec::h100(),
+    );
+    let traces: Vec<Trace> = (0..4)
+        .map(|r| {
+            let text = lumos_synth::synthesize_rank(&cfg, r).unwrap();
+            let path = std::path::PathBuf::from(format!("rank{r}.json"));
+            lumos_trace::read_bytes(&path, text.as_bytes()).unwrap()
+        })
+        .collect();
+    let (base, sources) = baseline(&traces);
+    assert_eq!(base.given, vec![0, 2]);
+    let pred = base.identity().with_edits(vec![Edit::Pp(4)]).unwrap();
+    let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
+    let timelines = Timeline::predicted(&pred, &outcome, &sources);
+    let names: Vec<String> = timelines.iter().map(|t| t.file_name()).collect();
+    assert_eq!(
+        names,
+        [
+            "rank0-stage0",
+            "rank2-stage1",
+            "rank2-stage2",
+            "rank2-stage3"
+        ]
+        .map(|s| format!("{s}.predicted.json.gz"))
+    );
+    for (k, t) in timelines.iter().enumerate() {
+        let back = lumos_trace::read_bytes(&traces[0].path, &t.write(Vec::new()).unwrap()).unwrap();
+        assert_eq!(back.meta.rank, 2 * k as u32, "stage {k}");
+        assert_eq!(back.meta.world_size, Some(8), "stage {k}");
+    }
+}

@@ -67,8 +67,9 @@
 //!    gradient comes back from the next virtual stage; after it, it goes to
 //!    the previous one. Each transfer is a `c10d::send` / `c10d::recv_` on
 //!    the communicator stream of that pair of stages, and the compute
-//!    stream waits for it (Megatron waits on every request; with
-//!    [`Training::p2p_overlap`] only for receives). `Seq` counts per peer
+//!    stream waits for it (Megatron waits on every request; in the
+//!    interleaved schedule, with [`Training::p2p_overlap`] as Megatron-LM's
+//!    default, only for receives). `Seq` counts per peer
 //!    and direction, so the n-th send of a rank and the n-th receive of
 //!    its peer carry the same (`Src Rank`, `Dst Rank`, `Seq`);
 //! 3. per micro-batch forward (main thread): data loading and host-to-

@@ -113,9 +113,15 @@ pub struct Training {
     /// `tp_comm_overlap` in NeMo's performance recipes), so compute does
     /// not wait for them; default off (Megatron's default).
     pub tp_comm_overlap: bool,
-    /// Pipeline sends do not hold the compute stream (Megatron-core's
-    /// `--overlap-p2p-communication`, on in NeMo's interleaved recipes);
-    /// default off: Megatron waits on every request.
+    /// Pipeline sends do not hold the compute stream, and no device
+    /// synchronization follows them (Megatron's `overlap_p2p_comm`). It
+    /// applies to the interleaved schedule only: Megatron-LM forces it off
+    /// for the plain one ("non-interleaved schedule does not support
+    /// overlapping p2p communication", `megatron/training/arguments.py`),
+    /// and so does the synthesizer. Default on, as Megatron-LM's since
+    /// October 2023 (the flag became `--no-overlap-p2p-communication`);
+    /// from May to October 2023 it was opt-in, and before May 2023 it did
+    /// not exist, so rows of older runs turn it off.
     pub p2p_overlap: bool,
     /// `torch.cuda.synchronize()` after every batched pipeline transfer,
     /// "to protect against race condition when using
@@ -128,8 +134,8 @@ pub struct Training {
     /// and `batch_p2p_comm = not overlap_p2p_comm`
     /// (`megatron/training/argument_utils.py`), and the non-interleaved
     /// schedule forces `overlap_p2p_comm` off, so Megatron runs the plain
-    /// 1F1B with it. It has no effect with [`Training::p2p_overlap`]
-    /// (Megatron-core refuses both: "Can not use both overlap_p2p_comm and
+    /// 1F1B with it. It has no effect where [`Training::p2p_overlap`]
+    /// applies (an interleaved schedule; Megatron-core refuses both: "Can not use both overlap_p2p_comm and
     /// batch_p2p_comm"), nor without pipeline parallelism; the DeepSpeed
     /// pipeline engine's blocking `send`/`recv` do not synchronize.
     /// Default on, as Megatron's (`lumos predict` copies the
@@ -166,7 +172,7 @@ impl Default for Training {
             embedding_as_layer: false,
             p2p_scatter_gather: false,
             tp_comm_overlap: false,
-            p2p_overlap: false,
+            p2p_overlap: true,
             p2p_sync: true,
             launch_blocking: false,
             cuda_sync_events: true,

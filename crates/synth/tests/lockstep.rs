@@ -182,6 +182,37 @@ fn exporter_variants_drop_only_their_events() {
 
 /// Recipes that change the trace's structure still replay within 2% on
 /// every stage, and do what they say to the step time.
+/// `Training::p2p_overlap`, on by default, applies to the interleaved
+/// schedule only: Megatron-LM forces `overlap_p2p_comm` off for the plain
+/// one, so a plain job's traces do not depend on it.
+#[test]
+fn pipeline_sends_overlap_only_when_interleaved() {
+    let plain = config("gpt-small", 2, 4, 1, 8);
+    assert!(plain.training.p2p_overlap);
+    let mut blocking = plain.clone();
+    blocking.training.p2p_overlap = false;
+    for rank in [0, 2, 6] {
+        assert_eq!(
+            synthesize_rank(&plain, rank).unwrap(),
+            synthesize_rank(&blocking, rank).unwrap(),
+            "plain 1F1B, rank {rank}"
+        );
+    }
+    let step = |c: &SynthConfig| {
+        let mut q = c.clone();
+        q.noise = 0.0;
+        step_times(&q).unwrap().iteration_ns()
+    };
+    let mut inter = plain.clone();
+    inter.parallel.virtual_stages = 3;
+    let mut inter_blocking = inter.clone();
+    inter_blocking.training.p2p_overlap = false;
+    assert!(
+        step(&inter) < step(&inter_blocking),
+        "overlapped sends and no synchronization make the interleaved step shorter"
+    );
+}
+
 #[test]
 fn recipes_replay_and_cost_what_they_should() {
     let base = config("gpt-small", 2, 4, 1, 8);
@@ -193,11 +224,11 @@ fn recipes_replay_and_cost_what_they_should() {
     selective.training.recompute = Recompute::Selective;
     let mut inter = base.clone();
     inter.parallel.virtual_stages = 3;
-    // As NeMo's interleaved recipes run it: with overlapped pipeline sends
-    // (and so without Megatron's device synchronization after each
-    // transfer, which would cost GPT small's short passes more than the
-    // bubble saves).
-    inter.training.p2p_overlap = true;
+    // Megatron-LM's default for the interleaved schedule (and NeMo's
+    // recipes): overlapped pipeline sends, so no device synchronization
+    // after each transfer, which would cost GPT small's short passes more
+    // than the bubble saves.
+    assert!(inter.training.p2p_overlap);
     let mut fp8 = base.clone();
     fp8.training.precision = Precision::Fp8;
     let mut a100 = full.clone();

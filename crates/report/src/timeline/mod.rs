@@ -183,7 +183,10 @@ impl<'a> Timeline<'a> {
     }
 
     /// The timeline of each predicted stage, on the clock of the trace it
-    /// was built from; `sources` are indexed like the baseline's inputs.
+    /// was built from; `sources` are indexed like the inputs given to
+    /// [`Baseline::new`] (the baseline keeps one per stage: its `given`
+    /// says which). A stage is labelled with its own rank in the target
+    /// job ([`Prediction::stage_rank`]) and the target's world size.
     /// Each task also carries where its duration came from (`source`) and
     /// its traced counterpart's duration (`traced_dur_us`).
     pub fn predicted(
@@ -210,7 +213,7 @@ impl<'a> Timeline<'a> {
                     offset: part.start,
                     len: (part.end - part.start) as usize,
                 };
-                let source = &sources[st.primary];
+                let source = &sources[base.given[st.primary]];
                 let inp = &base.inputs[st.primary];
                 // Coupled stages share the job timeline, which starts at the
                 // earliest traced window; a stage replayed alone starts at
@@ -228,8 +231,8 @@ impl<'a> Timeline<'a> {
                 Timeline {
                     stem: format!("{}{suffix}", stem(&source.path)),
                     base_time_ns: source.base_time_ns,
-                    rank: source.rank,
-                    world_size: source.world_size,
+                    rank: pred.stage_rank(k),
+                    world_size: source.world_size.map(|_| pred.world_size()),
                     about: source.about.clone(),
                     what: "predicted",
                     graph: &st.graph,

@@ -146,6 +146,13 @@ impl Rank<'_> {
         !self.d.sp && self.d.t > 1 && self.training.p2p_scatter_gather
     }
 
+    /// Whether pipeline sends overlap compute: Megatron-LM turns
+    /// `overlap_p2p_comm` off for the plain 1F1B schedule, whatever was
+    /// asked, so [`crate::Training::p2p_overlap`] needs model chunks.
+    fn p2p_overlapped(&self) -> bool {
+        self.training.p2p_overlap && self.g.cfg.parallel.virtual_stages > 1
+    }
+
     /// A pipeline transfer with the stage `delta` away (wrapping around).
     /// A receive cannot end before the matching send started plus the
     /// transfer; the compute stream waits for both (Megatron waits on
@@ -168,10 +175,11 @@ impl Rank<'_> {
         c.channels = 2;
         let ev = self.g.collective(&c);
         let start = self.g.last_start;
-        if !(send && self.training.p2p_overlap) {
+        let overlapped = self.p2p_overlapped();
+        if !(send && overlapped) {
             self.g.wait(COMPUTE, ev);
         }
-        if self.training.p2p_sync && !self.training.p2p_overlap {
+        if self.training.p2p_sync && !overlapped {
             self.g.device_sync();
         }
         if !send && self.scattered() {

@@ -98,7 +98,9 @@ fn row(
 /// unfused attention, scatter/gather, no sequence parallelism; PyTorch DDP
 /// (overlapped) for PP = 1, Megatron's local DDP (after the backward)
 /// otherwise, both on FP16 gradients; `torch.cuda.synchronize()` after
-/// every pipeline transfer (the 2021 `_communicate`, unconditionally).
+/// every pipeline transfer (the 2021 `_communicate`, unconditionally),
+/// whose sends hold the compute stream (`overlap_p2p_comm` came in May
+/// 2023).
 fn sc21(pp: usize) -> Training {
     Training {
         precision: Precision::Fp16,
@@ -111,6 +113,7 @@ fn sc21(pp: usize) -> Training {
         },
         grad_dtype: GradDtype::Half,
         p2p_scatter_gather: true,
+        p2p_overlap: false,
         p2p_sync: true,
         ..Training::default()
     }
@@ -198,7 +201,8 @@ fn sc21_table2(out: &mut Vec<Row>) {
 /// Korthikanti et al.'s runs: full recomputation without sequence
 /// parallelism, or ("present work") selective recomputation with it;
 /// Megatron's 2022 unfused attention; the 2022 `_communicate` still
-/// synchronizes the device after every pipeline transfer.
+/// synchronizes the device after every pipeline transfer and holds the
+/// compute stream until its sends finish (no `overlap_p2p_comm` yet).
 fn korthikanti(present: bool) -> Training {
     Training {
         recompute: if present {
@@ -209,6 +213,7 @@ fn korthikanti(present: bool) -> Training {
         attention: Attention::Unfused,
         grad_sync: GradSync::AfterBackward,
         p2p_scatter_gather: true,
+        p2p_overlap: false,
         p2p_sync: true,
         ..Training::default()
     }
@@ -352,6 +357,7 @@ fn deepspeed(embedding_as_layer: bool) -> Training {
         overlap_param_gather: false,
         embedding_as_layer,
         p2p_scatter_gather: true,
+        p2p_overlap: false,
         p2p_sync: false,
         ..Training::default()
     }
