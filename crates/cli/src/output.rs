@@ -12,17 +12,27 @@ use anyhow::Result;
 use serde::Serialize;
 
 /// Writes `value` as pretty JSON and a newline, fields in their declared
-/// order (`lumos predict --json`).
+/// order (`lumos predict --json`), as it is serialized.
 pub fn json<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
-    writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+    let mut w = io::BufWriter::new(out);
+    serde_json::to_writer_pretty(&mut w, value)?;
+    w.write_all(b"\n")?;
+    w.flush()?;
     Ok(())
 }
 
 /// Writes `value` as pretty JSON and a newline with every object's keys
 /// sorted, as `inspect`, `replay` and `demo` have always written them
-/// (their output went through `serde_json::Value`, whose maps sort).
+/// (their output went through `serde_json::Value`, whose maps sort): the
+/// same text, written as it is serialized
+/// ([`crate::sorted_json::to_writer_pretty_sorted`]), without a tree of
+/// the whole report in memory first.
 pub fn json_sorted<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
-    json(out, &serde_json::to_value(value)?)
+    let mut w = io::BufWriter::new(out);
+    crate::sorted_json::to_writer_pretty_sorted(&mut w, value)?;
+    w.write_all(b"\n")?;
+    w.flush()?;
+    Ok(())
 }
 
 /// How every text table shows a value the trace does not tell (a world
