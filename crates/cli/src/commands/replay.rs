@@ -428,8 +428,7 @@ fn run_job(
     }
     bar.finish_and_clear();
     // The job graph and schedule (most of the memory) are done with: freed
-    // here, before `--json` builds its tree of the report, they do not add
-    // to that peak.
+    // here, before the report is written, they are not held while it is.
     drop(replayed);
     write_output(out, &report, a)?;
     Ok(read_ok && all_in)
