@@ -33,15 +33,15 @@ use clap::{Parser, Subcommand};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use lumos_graph::{
-    align_clocks, build, group_by_program, match_collectives, merge, program_signature, rank_graph,
-    Collective, Edge, Graph, JobGraph, Measured, Processor, ProgramSignature, RankGraph,
-    RuntimeDep, Scope, ScopeId, Span, Step, Task, TaskId,
+    align_clocks, build, group_by_program, match_collectives, merge_owned, program_signature,
+    rank_graph, Collective, Edge, Graph, JobGraph, Measured, Processor, ProgramSignature,
+    RankGraph, RuntimeDep, Scope, ScopeId, Span, Step, Task, TaskId,
 };
 use lumos_models::GpuSpec;
 use lumos_report::slowest_rank_steps;
 use lumos_sim::{simulate, simulate_job, step_spans, SimOptions};
 use lumos_synth::{ModelPreset, Parallelism, SynthConfig};
-use lumos_testkit::proc_status_kib;
+use lumos_testkit::{proc_status_kib, reset_peak_rss};
 use lumos_trace::{ActivityArgs, CollectiveArgs, Event, EventExtra, Flow, Trace};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -95,17 +95,10 @@ fn peak_rss() -> u64 {
     proc_status_kib("VmHWM:") * 1024
 }
 
-/// Resets the high-water mark to the current resident size (Linux 4.0+).
-/// Returns false where the kernel does not allow it; stage peaks are then
-/// cumulative.
-fn reset_peak() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
 /// Times `f`, resetting the peak first; returns its result, seconds and
 /// the peak resident bytes during it.
 fn stage<T>(f: impl FnOnce() -> T) -> (T, f64, u64) {
-    reset_peak();
+    reset_peak_rss();
     let t = Instant::now();
     let out = f();
     (out, t.elapsed().as_secs_f64(), peak_rss())
@@ -299,7 +292,7 @@ fn single(file: &Path) -> Result<Value> {
         "simulate_tasks_per_s": (tasks as f64 / t_sim).round(),
         "peak_mb": { "start": mb(base), "read": mb(m_read), "build": mb(m_build),
                      "graph_alone": mb(rss_graph), "simulate": mb(m_sim) },
-        "peak_reset_per_stage": reset_peak(),
+        "peak_reset_per_stage": reset_peak_rss(),
         "measured_steps_ms": measured_steps.iter().map(|&d| d as f64 / 1e6).collect::<Vec<_>>(),
         "replayed_steps_ms": replayed_steps.iter().map(|&d| d as f64 / 1e6).collect::<Vec<_>>(),
     }))
@@ -414,10 +407,11 @@ fn job(dir: &Path, representatives: bool) -> Result<Value> {
 
     let (m, t_match, _) = stage(|| match_collectives(&graphs));
     let (clock, t_clock, _) = stage(|| align_clocks(&graphs, &m));
-    let ((jg, _measured, merge_warnings), t_merge, m_merge) = stage(|| merge(&graphs, &m, &clock));
     let replayed_ranks: Vec<u32> = graphs.iter().map(|g| g.rank).collect();
-    // The per-rank graphs are not needed by the joint replay.
-    drop(graphs);
+    // The per-rank graphs are not needed by the joint replay: each is freed
+    // once merged.
+    let ((jg, _measured, merge_warnings), t_merge, m_merge) =
+        stage(|| merge_owned(graphs, &m, &clock));
     let (schedule, t_sim, m_sim) = stage(|| simulate_job(&jg, &SimOptions::default()));
     let schedule = schedule.context("joint replay failed")?;
     let replayed = job_steps(&jg, &|g| step_spans(g, &schedule, None));

@@ -3,6 +3,8 @@
 //! (and building the ranks of a job) in parallel.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::OnceLock;
 
 use anyhow::{bail, Result};
 
@@ -207,15 +209,76 @@ pub fn load_representatives(files: &[PathBuf]) -> (Representatives, bool) {
     (r, ok)
 }
 
-/// Frees `value` on a thread of its own, so the caller goes on (to its
+/// Frees `value` on the dropper thread, so the caller goes on (to its
 /// report, its next input, or exit) while a large trace or graph is
 /// freed: freeing a 1 GB trace's millions of allocations takes a tenth of
 /// a second or more, which nothing needs to wait for. When the process
-/// ends first, the operating system takes the memory back whole. Where no
-/// thread can be started, the value is freed here.
+/// ends first, the operating system takes the memory back whole.
+///
+/// One thread frees everything, in the order given, and at most
+/// [`DROPS_WAITING`] values wait for it: a caller that gives values
+/// faster than they are freed waits instead of piling them up (each
+/// waiting value is memory not yet returned). Where the thread cannot be
+/// started, the value is freed here.
 pub fn drop_in_background<T: Send + 'static>(value: T) {
-    // `spawn` drops the closure, and with it `value`, when it fails.
-    let _ = std::thread::Builder::new()
-        .name("lumos-drop".into())
-        .spawn(move || drop(value));
+    let value: Box<dyn Send> = Box::new(value);
+    match dropper() {
+        // A send fails only if the thread has gone, and gives the value
+        // back, to be freed here.
+        Some(tx) => drop(tx.send(value)),
+        None => drop(value),
+    }
+}
+
+/// How many values [`drop_in_background`] lets wait for the dropper
+/// thread (besides the one it is freeing).
+pub const DROPS_WAITING: usize = 2;
+
+/// The channel to the dropper thread, started on first use; `None` where
+/// it could not be started.
+fn dropper() -> Option<&'static SyncSender<Box<dyn Send>>> {
+    static DROPPER: OnceLock<Option<SyncSender<Box<dyn Send>>>> = OnceLock::new();
+    DROPPER
+        .get_or_init(|| {
+            let (tx, rx) = sync_channel::<Box<dyn Send>>(DROPS_WAITING);
+            std::thread::Builder::new()
+                .name("lumos-drop".into())
+                .spawn(move || rx.into_iter().for_each(drop))
+                .ok()
+                .map(|_| tx)
+        })
+        .as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Counts its drops and the threads they ran on.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            assert_eq!(std::thread::current().name(), Some("lumos-drop"));
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn every_value_is_freed_on_the_one_dropper_thread() {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        for _ in 0..50 {
+            drop_in_background(Counted(dropped.clone()));
+        }
+        // The channel holds at most DROPS_WAITING: all but those (and
+        // the one being freed) are gone by the time the last is sent.
+        assert!(dropped.load(Ordering::SeqCst) >= 50 - DROPS_WAITING - 1);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while dropped.load(Ordering::SeqCst) < 50 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(dropped.load(Ordering::SeqCst), 50);
+    }
 }

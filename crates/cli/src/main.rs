@@ -22,6 +22,7 @@ mod commands;
 mod inputs;
 mod output;
 mod progress;
+mod sorted_json;
 mod usage;
 
 use std::io::{self, Write};

@@ -12,17 +12,33 @@ use anyhow::Result;
 use serde::Serialize;
 
 /// Writes `value` as pretty JSON and a newline, fields in their declared
-/// order (`lumos predict --json`).
+/// order (`lumos predict --json`), as it is serialized.
 pub fn json<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
-    writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+    let mut w = io::BufWriter::new(out);
+    serde_json::to_writer_pretty(&mut w, value).map_err(io_error)?;
+    w.write_all(b"\n")?;
+    w.flush()?;
     Ok(())
 }
 
 /// Writes `value` as pretty JSON and a newline with every object's keys
 /// sorted, as `inspect`, `replay` and `demo` have always written them
-/// (their output went through `serde_json::Value`, whose maps sort).
+/// (their output went through `serde_json::Value`, whose maps sort): the
+/// same text, written as it is serialized
+/// ([`crate::sorted_json::to_writer_pretty_sorted`]), without a tree of
+/// the whole report in memory first.
 pub fn json_sorted<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
-    json(out, &serde_json::to_value(value)?)
+    let mut w = io::BufWriter::new(out);
+    crate::sorted_json::to_writer_pretty_sorted(&mut w, value).map_err(io_error)?;
+    w.write_all(b"\n")?;
+    w.flush()?;
+    Ok(())
+}
+
+/// A JSON writer's error as the `io::Error` it wraps, where it is one: a
+/// closed stdout must reach `main` as a broken pipe ([`is_broken_pipe`]).
+fn io_error(e: serde_json::Error) -> io::Error {
+    io::Error::from(e)
 }
 
 /// How every text table shows a value the trace does not tell (a world
@@ -101,6 +117,13 @@ mod tests {
     #[test]
     fn a_closed_pipe_is_an_error_main_recognizes() {
         let e = json(&mut Closed, &[1, 2]).context("inspect").unwrap_err();
+        assert!(is_broken_pipe(&e));
+        // Larger than the writer's buffer: the error comes from inside the
+        // serializer, not from the final flush.
+        let long = vec![u64::MAX; 10_000];
+        let e = json_sorted(&mut Closed, &long)
+            .context("replay")
+            .unwrap_err();
         assert!(is_broken_pipe(&e));
         assert!(!is_broken_pipe(&anyhow::anyhow!("broken.json: truncated")));
         let other = anyhow::Error::from(io::Error::from(io::ErrorKind::PermissionDenied));

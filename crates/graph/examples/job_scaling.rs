@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lumos_graph::*;
-use lumos_testkit::proc_status_kib;
+use lumos_testkit::{cpu_s, proc_status_kib, reset_peak_rss};
 
 fn graph_bytes(g: &Graph) -> usize {
     let names: usize = g
@@ -47,26 +47,11 @@ fn graph_bytes(g: &Graph) -> usize {
         + g.task_scopes.capacity() * size_of::<Option<ScopeId>>()
 }
 
-/// User plus system CPU seconds of the whole process so far.
-fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) in parentheses.
-    let rest = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here;
-    // in clock ticks, 100 per second on Linux.
-    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
-}
-
 /// Runs one stage and prints its wall and CPU time, resident size after it
 /// and peak during it.
 fn stage<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    // Resets the high-water mark to the current resident size (Linux 4.0+);
-    // where not allowed, peaks are cumulative.
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    // Where not allowed, peaks are cumulative.
+    reset_peak_rss();
     let (t, c) = (Instant::now(), cpu_s());
     let out = f();
     println!(

@@ -190,6 +190,12 @@ fn every_rank_reads_back_from_the_job_graph_as_it_was_merged() {
             assert_eq!(text(&g, &own), text(&r.graph, &r.measured), "rank {pos}");
         }
         assert!(b.rank_graph(ranks.len(), &mb).is_none());
+        // Measured times of another merge (here, none) give nothing back
+        // rather than a panic.
+        let last = ranks.len() - 1;
+        assert!(b
+            .rank_graph(last, &lumos_graph::Measured::default())
+            .is_none());
         // The job graph itself kept its changes.
         assert_eq!(b.graph.tasks[t.idx()].duration_ns, 123);
     }

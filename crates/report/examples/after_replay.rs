@@ -12,21 +12,7 @@
 use std::time::Instant;
 
 use lumos_sim::SimOptions;
-use lumos_testkit::proc_status_kib;
-
-/// User plus system CPU time of the whole process, in seconds, from
-/// `/proc/self/stat` (clock ticks of 10 ms).
-fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name, which is in parentheses.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<f64> = rest
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0.0))
-        .collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-    (f.get(11).unwrap_or(&0.0) + f.get(12).unwrap_or(&0.0)) / 100.0
-}
+use lumos_testkit::{cpu_s, proc_status_kib, reset_peak_rss};
 
 /// MB (10^6 bytes) of a `/proc/self/status` size, given in KiB.
 fn mb(kib: u64) -> f64 {
@@ -48,8 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     for run in 0..runs {
         let before_kb = proc_status_kib("VmRSS:");
-        // Resets the high-water mark to the current resident size.
-        let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        let reset = reset_peak_rss();
         let (t, c) = (Instant::now(), cpu_s());
         let report = replayed.report();
         let report_s = t.elapsed().as_secs_f64();

@@ -87,11 +87,11 @@ pub use inspect::{
 };
 pub use job::{
     job_report, replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled,
-    replay_representatives, replay_representatives_kept, slowest_rank_steps, ClockReport,
-    CollectiveReport, HostOffset, JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport,
-    MatchingReport, ProblemReport, ProgramGroupReport, RankCommReport, RankOffset, RankScale,
-    RankTime, RankWaitReport, RendezvousReport, RepresentativesReplayed, RepresentativesReport,
-    Slowest, Spread, StepSpread, WaitUs,
+    replay_rank_alone, replay_representatives, replay_representatives_kept, slowest_rank_steps,
+    ClockReport, CollectiveReport, HostOffset, JobPathReport, JobReplayed, JobReport, JobStep,
+    LeftOutReport, MatchingReport, OwnRank, ProblemReport, ProgramGroupReport, RankCommReport,
+    RankOffset, RankScale, RankTime, RankWaitReport, RendezvousReport, RepresentativesReplayed,
+    RepresentativesReport, Slowest, Spread, StepSpread, WaitUs,
 };
 pub use model_file::{model_from_json, MODEL_COUNT_MAX, MODEL_SIZE_MAX};
 pub use network::network_from_json;
@@ -111,7 +111,7 @@ pub use tables::{
     job_tables, kernel_rows, rank_tables, step_breakdowns, KernelLaunchRow, RankTables,
     StepBreakdown,
 };
-pub use timeline::{MergedTimeline, Timeline, TimelineSource};
+pub use timeline::{merged_file_name, MergedTimeline, MergedWriter, Timeline, TimelineSource};
 pub use transfer::{
     transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,
     TransferPrediction, TransferReport, TransferStep,

@@ -307,7 +307,7 @@ pub fn replay_owned(
 }
 
 /// Replays a trace's graph, `built` from it, under `opts` and `scales`.
-fn replay_built(
+pub(crate) fn replay_built(
     meta: RankMeta,
     memory: Vec<MemoryEvent>,
     (graph, measured, build): (Graph, Measured, BuildReport),

@@ -110,9 +110,16 @@ fn the_owned_replay_gives_what_the_borrowed_one_gives(job: Job, scales: &[RankSc
         let owned = replay_jointly_owned(job.clone(), &opts, &[], scales, cpu).unwrap();
         assert!(owned.job.graphs.iter().all(|r| r.graph.tasks.is_empty()));
         assert_eq!(serde_json::to_string(&owned.report()).unwrap(), before);
-        assert_eq!(
-            timelines_from(&owned, &|pos| owned.rank(pos)),
-            timelines_before
+        let own_back = |pos: usize| {
+            let (g, m) = owned.rank(pos);
+            (g.into_owned(), m.into_owned())
+        };
+        assert_eq!(timelines_from(&owned, &own_back), timelines_before);
+        // The merged timeline, written rank by rank from the emptied job,
+        // is the borrowed job's.
+        assert!(
+            owned.write_merged_timeline(Vec::new()).unwrap()
+                == borrowed.write_merged_timeline(Vec::new()).unwrap()
         );
         let written: Vec<Vec<u8>> = (0..owned.rank_count())
             .map(|pos| {

@@ -320,14 +320,24 @@ fn predicted_timelines_of_corpus_traces_nest() {
     predicted_nest("v100 --dp 4", &v100, vec![Edit::Dp(4)]);
 }
 
-#[test]
-fn a_merged_job_is_one_process_per_rank_with_every_rank_complete() {
-    let Some(corpus) = lumos_testkit::corpus() else {
-        return;
-    };
+/// The first `ranks` ranks of the DLRM job (all with `usize::MAX`),
+/// replayed jointly and written as one timeline, read back.
+struct MergedDlrm {
+    traces: Vec<Trace>,
+    job: lumos_graph::Job,
+    back: Trace,
+}
+
+/// [`MergedDlrm`] of the corpus's DLRM job; `None` without the corpus.
+/// The file written rank by rank (`JobReplayed::write_merged_timeline`,
+/// as `lumos replay --job --out --merge` writes it) is checked to be the
+/// one `MergedTimeline` writes of every rank's timeline at once.
+fn merged_dlrm(ranks: usize) -> Option<MergedDlrm> {
+    let corpus = lumos_testkit::corpus()?;
     let paths = corpus.traces("multi-rank/dlrm-8xv100");
     let traces: Vec<Trace> = paths
         .iter()
+        .take(ranks)
         .map(|p| lumos_trace::read_path(p).unwrap())
         .collect();
     let inputs = traces
@@ -336,18 +346,35 @@ fn a_merged_job_is_one_process_per_rank_with_every_rank_complete() {
         .collect();
     let job = lumos_graph::assemble(inputs).unwrap();
     let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false).unwrap();
-    let ranks: Vec<_> = (0..replayed.rank_count())
+    let own: Vec<_> = (0..replayed.rank_count())
         .map(|p| replayed.rank(p))
         .collect();
     let merged = MergedTimeline::new(
-        ranks
-            .iter()
+        own.iter()
             .enumerate()
             .map(|(p, r)| replayed.timeline(p, r))
             .collect(),
     );
     assert_eq!(merged.file_name(), "job.replayed.json.gz");
-    let back = lumos_trace::read_bytes(&paths[0], &merged.write(Vec::new()).unwrap()).unwrap();
+    assert_eq!(
+        merged.file_name(),
+        lumos_report::merged_file_name("replayed")
+    );
+    let bytes = merged.write(Vec::new()).unwrap();
+    assert!(
+        replayed.write_merged_timeline(Vec::new()).unwrap() == bytes,
+        "the timeline written rank by rank differs"
+    );
+    drop(merged);
+    let back = lumos_trace::read_bytes(&paths[0], &bytes).unwrap();
+    Some(MergedDlrm { traces, job, back })
+}
+
+#[test]
+fn a_merged_job_is_one_process_per_rank_with_every_rank_complete() {
+    let Some(MergedDlrm { traces, job, back }) = merged_dlrm(usize::MAX) else {
+        return;
+    };
     assert_eq!(back.skipped.total(), 0);
     let bad = partial_overlaps(&back);
     assert!(bad.is_empty(), "{:?}", &bad[..bad.len().min(5)]);
@@ -493,33 +520,9 @@ fn replayed_timelines_keep_gpu_annotations_labels_input_dims_and_fwdbwd_flows() 
 
 #[test]
 fn a_merged_job_says_what_is_true_of_the_whole_job() {
-    let Some(corpus) = lumos_testkit::corpus() else {
+    let Some(MergedDlrm { traces, back, .. }) = merged_dlrm(3) else {
         return;
     };
-    let paths = corpus.traces("multi-rank/dlrm-8xv100");
-    let traces: Vec<Trace> = paths
-        .iter()
-        .take(3)
-        .map(|p| lumos_trace::read_path(p).unwrap())
-        .collect();
-    let inputs = traces
-        .iter()
-        .map(lumos_graph::RankInput::from_trace)
-        .collect();
-    let job = lumos_graph::assemble(inputs).unwrap();
-    let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false).unwrap();
-    let ranks: Vec<_> = (0..replayed.rank_count())
-        .map(|p| replayed.rank(p))
-        .collect();
-    let merged = MergedTimeline::new(
-        ranks
-            .iter()
-            .enumerate()
-            .map(|(p, r)| replayed.timeline(p, r))
-            .collect(),
-    );
-    let bytes = merged.write(Vec::new()).unwrap();
-    let back = lumos_trace::read_bytes(&paths[0], &bytes).unwrap();
     // No rank of its own; the job's world size and backend; the three
     // ranks written, of eight.
     assert_ne!(

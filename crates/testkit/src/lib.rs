@@ -212,6 +212,31 @@ pub fn proc_status_kib(key: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// This process's CPU time so far, user and system, in seconds (from
+/// `/proc/self/stat`, in clock ticks of 1/100 s as on Linux); 0 where the
+/// file is missing. For the benches' and examples' CPU figures.
+pub fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may
+    // hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    ticks as f64 / 100.0
+}
+
+/// Resets this process's resident high-water mark (`VmHWM`) to its
+/// current resident size, through `/proc/self/clear_refs` (Linux 4.0+),
+/// so the next [`proc_status_kib`]`("VmHWM:")` is the peak since. False
+/// where the kernel does not allow it: peaks are then cumulative.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,16 @@ pub struct JobMode {
     pub per_trace: bool,
 }
 
+/// What [`JobMode::take`] made of the inputs read.
+pub enum Taken {
+    /// The ranks of one job, built.
+    Job(Vec<RankInput>),
+    /// Inputs to take one by one: by position among the reads, the rank a
+    /// trace was built into to tell whether they were one job (`None`
+    /// where none was built, and for compact files, which need no build).
+    Apart(Vec<Option<RankInput>>),
+}
+
 impl JobMode {
     /// The ranks of one job when `read` (the inputs, read) are to be
     /// handled as one, built from them ([`lumos_graph::detect_job`] needs
@@ -42,25 +52,50 @@ impl JobMode {
     /// otherwise. Inputs that looked like a job but share no collective
     /// get one line on stderr saying so.
     pub fn job_of(&self, read: &[Result<Loaded>]) -> Option<Vec<RankInput>> {
+        match self.take(read) {
+            Taken::Job(ranks) => Some(ranks),
+            Taken::Apart(_) => None,
+        }
+    }
+
+    /// [`JobMode::job_of`], giving back the ranks built to tell when the
+    /// inputs are not one job, so that a replay one by one need not build
+    /// each trace a second time.
+    pub fn take(&self, read: &[Result<Loaded>]) -> Taken {
+        let unbuilt = || Taken::Apart(read.iter().map(|_| None).collect());
         if self.per_trace {
-            return None;
+            return unbuilt();
         }
         let loaded = || read.iter().filter_map(|r| r.as_ref().ok());
         if !self.job && !lumos_graph::looks_like_job(loaded().map(Loaded::meta)) {
-            return None;
+            return unbuilt();
         }
         let ranks = inputs::ranks_of(read);
         if self.job {
-            return Some(ranks);
+            return Taken::Job(ranks);
         }
         match lumos_graph::detect_job(&ranks) {
-            Detected::Job => Some(ranks),
+            Detected::Job => Taken::Job(ranks),
             d => {
                 if let Some(note) = d.note() {
                     output::note(format_args!("{note} (--job replays them as one job)"));
                 }
-                None
+                Taken::Apart(by_read(read, ranks))
             }
         }
     }
+}
+
+/// `ranks` (one per input read, in order) by position among `read`, kept
+/// for the traces only: a compact file's rank is a copy of its graph,
+/// which its own replay reads in place.
+fn by_read(read: &[Result<Loaded>], ranks: Vec<RankInput>) -> Vec<Option<RankInput>> {
+    let mut ranks = ranks.into_iter();
+    read.iter()
+        .map(|r| match r {
+            Ok(Loaded::Trace(_)) => ranks.next(),
+            Ok(Loaded::Stored(_)) => ranks.next().and(None),
+            Err(_) => None,
+        })
+        .collect()
 }

@@ -9,8 +9,8 @@ use clap::ValueEnum;
 use lumos_graph::{assemble_with, DepKind, RankInput, Unreadable};
 use lumos_predict::KernelScale;
 use lumos_report::{
-    AnalysisOptions, CriticalPathExport, JobReplayed, MergedTimeline, RankScale, ReplayOutput,
-    ReportError, StepSelection, Summary, Timeline, TraceReplay,
+    merged_file_name, AnalysisOptions, CriticalPathExport, JobReplayed, MergedTimeline, RankScale,
+    ReplayOutput, ReportError, StepSelection, Summary, Timeline, TraceReplay,
 };
 use lumos_sim::{GpuSelector, SimOptions};
 use lumos_trace::{write_atomic, write_gz_atomic};
@@ -18,7 +18,7 @@ use lumos_trace::{write_atomic, write_gz_atomic};
 use super::analysis::write_trace_analysis;
 use super::job::{write_job, write_stragglers};
 use super::transfer;
-use super::JobMode;
+use super::{JobMode, Taken};
 use crate::inputs::Loaded;
 use crate::usage::usage;
 use crate::{inputs, output, progress};
@@ -266,10 +266,13 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
         return run_job(a, ranks, unreadable, &opts, out);
     }
     let read = inputs::read_all(&files);
-    if let Some(ranks) = a.mode.job_of(&read) {
-        let unreadable = inputs::unreadable_in(read);
-        return run_job(a, ranks, unreadable, &opts, out);
-    }
+    let built = match a.mode.take(&read) {
+        Taken::Job(ranks) => {
+            let unreadable = inputs::unreadable_in(read);
+            return run_job(a, ranks, unreadable, &opts, out);
+        }
+        Taken::Apart(built) => built,
+    };
     if !a.scale_rank.is_empty() {
         return Err(usage(
             "--scale-rank needs the ranks of one job (several files with one world size that \
@@ -278,13 +281,13 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     }
     let mut ok = true;
     let mut traces = Vec::new();
-    for r in read {
+    for (r, rank) in read.into_iter().zip(built) {
         // On one of rayon's threads, where the report's analyses run too
         // (side by side, `lumos_report::Replayed::report_with`): they then
         // reuse the memory the graph build freed there instead of each
         // thread taking fresh pages, which kept the peak 170 MB higher on
         // a 1 GB trace.
-        let replayed = r.and_then(|t| rayon::scope(|_| replay_one(t, &opts, a)));
+        let replayed = r.and_then(|t| rayon::scope(|_| replay_one(t, rank, &opts, a)));
         match replayed {
             Ok(x) => traces.push(x),
             Err(e) if crate::usage::is_usage(&e) => return Err(e),
@@ -333,10 +336,11 @@ fn run_transfer(
 /// (`lumos_report::replay_owned`), the rest once the report is made.
 fn replay_one(
     input: Loaded,
+    built: Option<RankInput>,
     (opts, kernels): &(SimOptions, Vec<KernelScale>),
     a: &ReplayArgs,
 ) -> Result<TraceReplay> {
-    let trace = match input {
+    let mut trace = match input {
         Loaded::Trace(trace) => trace,
         Loaded::Stored(stored) => {
             let report = replay_stored(&stored, opts, kernels, a);
@@ -345,7 +349,15 @@ fn replay_one(
         }
     };
     let bar = progress::spinner(&format!("replaying {}", trace.path.display()));
-    let replayed = lumos_report::replay_owned(trace, opts, kernels)?;
+    let replayed = match built {
+        // Built already, to tell whether the inputs were one job.
+        Some(rank) => {
+            let memory = std::mem::take(&mut trace.memory);
+            inputs::drop_in_background(trace);
+            lumos_report::replay_rank_alone(rank, memory, opts, kernels)?
+        }
+        None => lumos_report::replay_owned(trace, opts, kernels)?,
+    };
     let analysis = analysis_options(a);
     let report = replayed.report_with(&analysis).map_err(steps_usage)?;
     if let Some(dir) = &a.out {
@@ -416,27 +428,22 @@ fn run_job(
     }
     bar.finish_and_clear();
     // The job graph and schedule (most of the memory) are done with: freed
-    // here, before `--json` builds its tree of the report, they do not add
-    // to that peak.
+    // here, before the report is written, they are not held while it is.
     drop(replayed);
     write_output(out, &report, a)?;
     Ok(read_ok && all_in)
 }
 
 /// Writes each rank's replayed timeline into `dir`, or all of them as one
-/// file with `merge` (which holds every rank's graph at once).
+/// file with `merge`; either way one rank's graph is read back from the
+/// job graph at a time.
 fn write_job_timelines(dir: &Path, replayed: &JobReplayed, merge: bool) -> Result<()> {
-    let positions = 0..replayed.rank_count();
     if merge {
-        let ranks: Vec<_> = positions.map(|pos| replayed.rank(pos)).collect();
-        let timelines = ranks
-            .iter()
-            .enumerate()
-            .map(|(pos, rank)| replayed.timeline(pos, rank))
-            .collect();
-        return write_merged(dir, &MergedTimeline::new(timelines));
+        return write_gz_into(dir, &merged_file_name("replayed"), |w| {
+            replayed.write_merged_timeline(w).map(drop)
+        });
     }
-    for pos in positions {
+    for pos in 0..replayed.rank_count() {
         let rank = replayed.rank(pos);
         write_timeline(dir, &replayed.timeline(pos, &rank))?;
     }
@@ -455,18 +462,24 @@ pub fn report_left_out(job: &lumos_graph::Job) -> bool {
 /// Writes a job's merged timeline into `dir` (created if needed) under
 /// its own name.
 pub fn write_merged(dir: &Path, timeline: &MergedTimeline) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    let path = dir.join(timeline.file_name());
-    write_gz_atomic(&path, |w| timeline.write(w).map(drop))?;
-    Ok(())
+    write_gz_into(dir, &timeline.file_name(), |w| timeline.write(w).map(drop))
 }
 
 /// Writes `timeline` into `dir` (created if needed) under its own name,
 /// atomically.
 pub fn write_timeline(dir: &Path, timeline: &Timeline) -> Result<()> {
+    write_gz_into(dir, &timeline.file_name(), |w| timeline.write(w).map(drop))
+}
+
+/// Writes file `name` of `dir` (created if needed), gzip-compressed and
+/// atomically, with what `write` writes.
+fn write_gz_into(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    let path = dir.join(timeline.file_name());
-    write_gz_atomic(&path, |w| timeline.write(w).map(drop))?;
+    write_gz_atomic(&dir.join(name), write)?;
     Ok(())
 }
 

@@ -492,20 +492,13 @@ impl Appender {
             g.collectives.len() as u32,
             g.scopes.len() as u32,
         );
-        let mut has_incoming = vec![false; rg.tasks.len()];
-        for e in &rg.edges {
-            has_incoming[e.to.idx()] = true;
-        }
+        let explained = explained_by_edges(rg.tasks.len(), &rg.edges);
         for (i, t) in rg.tasks.iter().enumerate() {
             let mut t = t.clone();
             t.name = name_map[t.name.0 as usize];
             t.proc = ProcId(t.proc.0 + p0);
             t.collective = t.collective.map(|c| c + c0);
-            // Tasks that no edge explains start at a fixed offset from the
-            // rank's window start, which now sits at `shift` on the job
-            // timeline. Other tasks keep release 0: their dependencies
-            // place them.
-            if !has_incoming[i] || t.release_ns > 0 {
+            if release_moves(explained[i], t.release_ns) {
                 t.release_ns = t.release_ns.saturating_add(shift);
             }
             g.tasks.push(t);
@@ -518,6 +511,27 @@ impl Appender {
             ..s.clone()
         }));
     }
+}
+
+/// Which of `task_count` tasks an edge of `edges` leads to.
+pub(super) fn explained_by_edges(task_count: usize, edges: &[Edge]) -> Vec<bool> {
+    let mut explained = vec![false; task_count];
+    for e in edges {
+        if let Some(x) = explained.get_mut(e.to.idx()) {
+            *x = true;
+        }
+    }
+    explained
+}
+
+/// Whether merging moves a task's release (`release_ns`, as the rank had
+/// it) by the rank's shift onto the job timeline: tasks that no edge
+/// explains start at a fixed offset from the rank's window start, which
+/// then sits at the shift, and so do tasks released after it. Other tasks
+/// keep a release at or below 0: their dependencies place them. Merging
+/// and [`JobGraph::rank_graph`], which undoes it, both ask this.
+pub(super) fn release_moves(explained: bool, release_ns: i64) -> bool {
+    !explained || release_ns > 0
 }
 
 /// Appends one of rank graph `rg`'s runtime dependencies, renumbered (its

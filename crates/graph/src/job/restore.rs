@@ -13,7 +13,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::merge::JobGraph;
+use super::merge::{explained_by_edges, release_moves, JobGraph};
 use crate::model::*;
 
 /// What [`JobGraph::rank_graph`] needs, beyond the job graph itself, to give
@@ -66,8 +66,9 @@ impl JobGraph {
     /// origin), exactly as they were given to [`merge`](super::merge) or
     /// [`merge_owned`](super::merge_owned), read back from the job graph
     /// and `measured` (the job's, as merging returned it). Costs one copy
-    /// of the rank; `None` for a position out of range or a job graph not
-    /// made by merging.
+    /// of the rank; `None` (never a panic) for a position out of range, a
+    /// job graph not made by merging, or measured times that are not the
+    /// job graph's.
     pub fn rank_graph(&self, pos: usize, measured: &Measured) -> Option<(Graph, Measured)> {
         let part = self.ranks.get(pos)?;
         let restore = self.restore.get(pos)?;
@@ -76,6 +77,22 @@ impl JobGraph {
         }
         let g = &self.graph;
         let range = |r: &std::ops::Range<u32>| r.start as usize..r.end as usize;
+        // Every part of the rank, by its ranges: `None` (not a panic) where
+        // a range is not inside the job graph or `measured`, which only a
+        // job graph and measured times of different merges can give.
+        let tasks = g.tasks.get(range(&part.tasks))?;
+        let processors = g.processors.get(range(&part.processors))?;
+        let collectives = g.collectives.get(range(&part.collectives))?;
+        let steps = g.steps.get(range(&part.steps))?;
+        let scopes = g.scopes.get(range(&part.scopes))?;
+        let measured_tasks = measured.tasks.get(range(&part.tasks))?;
+        let measured_steps = measured.step_annotations.get(range(&part.steps))?;
+        let measured_scopes = measured.scopes.get(range(&part.scopes))?;
+        let names = restore
+            .names
+            .iter()
+            .map(|n| g.names.get(n.0 as usize).cloned())
+            .collect::<Option<Vec<String>>>()?;
         let (t0, p0, c0, sc0) = (
             part.tasks.start,
             part.processors.start,
@@ -86,7 +103,9 @@ impl JobGraph {
         let scope = |s: ScopeId| ScopeId(s.0 - sc0);
         let rank_name = restore.rank_names();
         let name = |n: NameId| rank_name.get(&n.0).map_or(n, |&i| NameId(i));
-        let edges: Vec<Edge> = g.edges[range(&part.edges)]
+        let edges: Vec<Edge> = g
+            .edges
+            .get(range(&part.edges))?
             .iter()
             .map(|e| Edge {
                 from: local(e.from),
@@ -94,7 +113,7 @@ impl JobGraph {
                 ..*e
             })
             .collect();
-        let mut tasks = unshifted_tasks(&g.tasks[range(&part.tasks)], &edges, part.start_ns);
+        let mut tasks = unshifted_tasks(tasks, &edges, part.start_ns);
         for t in &mut tasks {
             t.name = name(t.name);
             t.proc = ProcId(t.proc.0 - p0);
@@ -108,13 +127,9 @@ impl JobGraph {
             }
         }
         let graph = Graph {
-            names: restore
-                .names
-                .iter()
-                .map(|n| g.names[n.0 as usize].clone())
-                .collect(),
+            names,
             tasks,
-            processors: g.processors[range(&part.processors)]
+            processors: processors
                 .iter()
                 .map(|p| Processor {
                     kind: p.kind.clone(),
@@ -123,8 +138,8 @@ impl JobGraph {
                 .collect(),
             edges,
             runtime_deps: restore.runtime_deps.clone(),
-            collectives: g.collectives[range(&part.collectives)].to_vec(),
-            steps: g.steps[range(&part.steps)]
+            collectives: collectives.to_vec(),
+            steps: steps
                 .iter()
                 .map(|s| Step {
                     name: s.name.clone(),
@@ -135,7 +150,7 @@ impl JobGraph {
                     tasks: s.tasks.iter().map(|&t| local(t)).collect(),
                 })
                 .collect(),
-            scopes: g.scopes[range(&part.scopes)]
+            scopes: scopes
                 .iter()
                 .map(|s| Scope {
                     name: name(s.name),
@@ -164,9 +179,9 @@ impl JobGraph {
         };
         let own = Measured {
             origin_ns: restore.origin_ns,
-            tasks: back(&measured.tasks[range(&part.tasks)]),
-            step_annotations: back(&measured.step_annotations[range(&part.steps)]),
-            scopes: back(&measured.scopes[range(&part.scopes)]),
+            tasks: back(measured_tasks),
+            step_annotations: back(measured_steps),
+            scopes: back(measured_scopes),
         };
         Some((graph, own))
     }
@@ -204,23 +219,18 @@ impl RankRestore {
     }
 }
 
-/// The rank's tasks with the job timeline's shift taken off their
-/// releases: merging adds `shift` to a task that no edge explains, and to
-/// any other whose release was positive (so above `shift` afterwards,
-/// while the others stay at or below 0). Exact where [`moves_exactly`].
+/// The rank's tasks with the job timeline's shift taken off the releases
+/// merging moved ([`release_moves`]: before the move those were positive
+/// or unexplained, so above `shift` afterwards or unexplained; the others
+/// stay at or below 0). Exact where [`moves_exactly`].
 fn unshifted_tasks(tasks: &[Task], edges: &[Edge], shift: i64) -> Vec<Task> {
-    let mut has_incoming = vec![false; tasks.len()];
-    for e in edges {
-        if let Some(h) = has_incoming.get_mut(e.to.idx()) {
-            *h = true;
-        }
-    }
+    let explained = explained_by_edges(tasks.len(), edges);
     tasks
         .iter()
-        .zip(&has_incoming)
-        .map(|(t, &h)| {
+        .zip(&explained)
+        .map(|(t, &e)| {
             let mut t = t.clone();
-            if !h || t.release_ns > shift {
+            if release_moves(e, t.release_ns.saturating_sub(shift)) {
                 t.release_ns -= shift;
             }
             t

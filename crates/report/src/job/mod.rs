@@ -17,8 +17,8 @@ use crate::replay::BoundShare;
 use crate::units::us;
 
 pub use replay::{
-    replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled, slowest_rank_steps,
-    JobReplayed, RankScale, Slowest,
+    replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled, replay_rank_alone,
+    slowest_rank_steps, JobReplayed, OwnRank, RankScale, Slowest,
 };
 pub use representatives::{
     replay_representatives, replay_representatives_kept, ProgramGroupReport,

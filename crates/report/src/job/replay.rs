@@ -4,12 +4,16 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
+use std::io::{self, Write};
 
-use lumos_graph::{merge, merge_emptying, rank_ranges, Graph, Job, JobGraph, Measured, TaskId};
+use lumos_graph::{
+    merge, merge_emptying, rank_ranges, Graph, Job, JobGraph, Measured, RankInput, TaskId,
+};
 use lumos_sim::{
     job_critical_path, rank_waits, rendezvous_times, simulate_job, step_spans, RankWait,
     RendezvousTimes, Schedule, SimOptions, TaskTimes,
 };
+use lumos_trace::MemoryEvent;
 use rayon::prelude::*;
 
 use super::{
@@ -18,9 +22,12 @@ use super::{
 };
 use crate::analysis::{trace_analysis, AnalysisInputs, AnalysisOptions};
 use crate::replay::{
-    compare_with, critical_path_report, with_kernel_scales, CriticalPath, ReplayOutput, TraceInfo,
+    compare_with, critical_path_report, replay_built, with_kernel_scales, CriticalPath,
+    ReplayOutput, Replayed, TraceInfo,
 };
-use crate::timeline::{Timeline, TimelineSource};
+#[cfg(doc)]
+use crate::timeline::merged_file_name;
+use crate::timeline::{MergedWriter, Timeline, TimelineSource};
 use crate::units::{err_pct, us};
 use crate::ReportError;
 use lumos_predict::KernelScale;
@@ -150,6 +157,35 @@ pub fn replay_job(
     Ok(replay_jointly(job, opts, scales, scale_cpu)?.report())
 }
 
+/// One rank's own graph and measured times ([`JobReplayed::rank`]):
+/// borrowed from the job, or a copy read back from the job graph.
+pub type OwnRank<'a> = (Cow<'a, Graph>, Cow<'a, Measured>);
+
+/// Replays one of several inputs that turned out not to be one job on its
+/// own, from the rank [`RankInput::from_trace`] built of its trace (to ask
+/// [`lumos_graph::detect_job`]): the replay
+/// [`replay_owned`](crate::replay_owned) makes of the trace, without
+/// building it a second time. `memory` is the trace's `[memory]` events.
+pub fn replay_rank_alone(
+    rank: RankInput,
+    memory: Vec<MemoryEvent>,
+    opts: &SimOptions,
+    scales: &[KernelScale],
+) -> Result<Replayed, ReportError> {
+    let RankInput {
+        meta,
+        graph,
+        report,
+    } = rank;
+    replay_built(
+        meta,
+        memory,
+        (graph.graph, graph.measured, report),
+        opts,
+        scales,
+    )
+}
+
 /// The replayed times of one rank's own tasks, moved back to its own
 /// window origin (where its measured times are).
 pub(crate) struct RankTimes {
@@ -197,17 +233,40 @@ pub fn slowest_rank_steps(steps: &[Vec<i64>]) -> Vec<Slowest> {
 
 impl<'j> JobReplayed<'j> {
     /// Rank `pos`'s own graph and measured times (its window origin), as
-    /// they were before merging: read back from the job graph
-    /// ([`JobGraph::rank_graph`]), one copy of the rank.
+    /// they were before merging: borrowed from the job where it still
+    /// holds them (a job [`replay_jointly`] borrowed), else read back from
+    /// the job graph ([`JobGraph::rank_graph`]: one copy of the rank).
     ///
     /// # Panics
     ///
     /// When `pos` is not a rank's position, or the job graph was not made
     /// by merging (every `JobReplayed` of this crate's functions is).
-    pub fn rank(&self, pos: usize) -> (Graph, Measured) {
-        self.graph
+    pub fn rank(&self, pos: usize) -> OwnRank<'_> {
+        if let Cow::Borrowed(job) = &self.job {
+            let r = &job.graphs[pos];
+            return (Cow::Borrowed(&r.graph), Cow::Borrowed(&r.measured));
+        }
+        let (graph, measured) = self
+            .graph
             .rank_graph(pos, &self.measured)
-            .expect("a merged job graph gives back each of its ranks")
+            .expect("a merged job graph gives back each of its ranks");
+        (Cow::Owned(graph), Cow::Owned(measured))
+    }
+
+    /// Writes every rank's replayed timeline into `out` as one Kineto
+    /// trace (uncompressed; [`MergedTimeline`](crate::MergedTimeline)'s
+    /// file, named [`merged_file_name`]`("replayed")`) and gives `out`
+    /// back. One rank's graph is read back at a time and freed once
+    /// written, so the job's ranks are never all copied at once.
+    pub fn write_merged_timeline<W: Write>(&self, out: W) -> io::Result<W> {
+        let sources: Vec<TimelineSource> =
+            self.job.ranks.iter().map(TimelineSource::of_rank).collect();
+        let mut w = MergedWriter::new(out, &sources, "replayed");
+        for pos in 0..self.rank_count() {
+            let rank = self.rank(pos);
+            w.rank(&mut self.timeline(pos, &rank));
+        }
+        w.finish()
     }
 
     /// The number of ranks replayed.
@@ -236,7 +295,7 @@ impl<'j> JobReplayed<'j> {
     /// Rank `pos`'s replayed timeline on its own clock; `rank` is its own
     /// graph and measured times ([`JobReplayed::rank`]), which the
     /// timeline borrows.
-    pub fn timeline<'a>(&'a self, pos: usize, rank: &'a (Graph, Measured)) -> Timeline<'a> {
+    pub fn timeline<'a>(&'a self, pos: usize, rank: &'a OwnRank<'_>) -> Timeline<'a> {
         Timeline::with_times(
             &TimelineSource::of_rank(&self.job.ranks[pos]),
             &rank.0,

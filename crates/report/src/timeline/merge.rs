@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use lumos_graph::{ProcKind, TraceAbout};
 use lumos_trace::{DistributedInfo, KinetoWriter, Layout, PgConfig};
 
-use super::{write_devices, Timeline};
+use super::{write_devices, Timeline, TimelineSource};
 
 /// The timelines of a job's ranks, to be written as one trace.
 pub struct MergedTimeline<'a> {
@@ -27,35 +27,112 @@ impl<'a> MergedTimeline<'a> {
     pub fn new(mut ranks: Vec<Timeline<'a>>) -> MergedTimeline<'a> {
         let base0 = ranks.first().and_then(|t| t.base_time_ns);
         for t in &mut ranks {
-            if let (Some(b0), Some(b)) = (base0, t.base_time_ns) {
-                t.origin_ns = t.origin_ns.saturating_add(b.saturating_sub(b0));
-                t.base_time_ns = Some(b0);
-            }
+            onto_base(t, base0);
         }
         MergedTimeline { ranks }
     }
 
     /// `job.replayed.json.gz` or `job.predicted.json.gz`.
     pub fn file_name(&self) -> String {
-        let what = self.ranks.first().map_or("replayed", |t| t.what);
-        format!("job.{what}.json.gz")
+        merged_file_name(self.ranks.first().map_or("replayed", |t| t.what))
     }
 
     /// Writes the job's timeline as Kineto JSON (uncompressed) into `out`
     /// and gives `out` back. `distributedInfo` is the job's (see the
     /// module docs); `deviceProperties` lists every rank's devices once.
     pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
+        let heads: Vec<RankHead<'_>> = self.ranks.iter().map(RankHead::of_timeline).collect();
+        let what = self.ranks.first().map_or("replayed", |t| t.what);
+        let mut w = MergedWriter::start(out, &heads, what);
+        for t in &self.ranks {
+            w.write_rank(t);
+        }
+        w.finish()
+    }
+}
+
+/// Moves `t`'s clock onto `base0` (the first rank's
+/// `baseTimeNanoseconds`) where both are known and differ.
+fn onto_base(t: &mut Timeline<'_>, base0: Option<i64>) {
+    if let (Some(b0), Some(b)) = (base0, t.base_time_ns) {
+        t.origin_ns = t.origin_ns.saturating_add(b.saturating_sub(b0));
+        t.base_time_ns = Some(b0);
+    }
+}
+
+/// `job.<what>.json.gz`: the name of a job's merged timeline.
+pub fn merged_file_name(what: &str) -> String {
+    format!("job.{what}.json.gz")
+}
+
+/// What the header of a merged timeline needs of one rank, known before
+/// its graph is at hand.
+struct RankHead<'s> {
+    about: &'s TraceAbout,
+    rank: u32,
+    world_size: Option<u32>,
+    base_time_ns: Option<i64>,
+}
+
+impl<'s> RankHead<'s> {
+    fn of_timeline(t: &'s Timeline<'_>) -> RankHead<'s> {
+        RankHead {
+            about: &t.about,
+            rank: t.rank,
+            world_size: t.world_size,
+            base_time_ns: t.base_time_ns,
+        }
+    }
+
+    fn of_source(s: &'s TimelineSource) -> RankHead<'s> {
+        RankHead {
+            about: &s.about,
+            rank: s.rank,
+            world_size: s.world_size,
+            base_time_ns: s.base_time_ns,
+        }
+    }
+}
+
+/// A job's merged timeline written one rank at a time, so that only the
+/// rank being written needs its graph: the header (devices,
+/// `distributedInfo`) is made from every rank's [`TimelineSource`] first,
+/// then each rank's timeline is given to [`MergedWriter::rank`] in turn.
+/// The file is the one [`MergedTimeline::write`] writes of the same
+/// timelines, byte for byte.
+pub struct MergedWriter<W: Write> {
+    w: KinetoWriter<W>,
+    /// The first rank's `baseTimeNanoseconds`, every rank's clock moved
+    /// onto it.
+    base0: Option<i64>,
+    /// Ranks written so far.
+    written: usize,
+}
+
+impl<W: Write> MergedWriter<W> {
+    /// Starts the file of the ranks `sources` are (in the order their
+    /// timelines will be given); `what` is "replayed" or "predicted".
+    pub fn new(out: W, sources: &[TimelineSource], what: &'static str) -> MergedWriter<W> {
+        let heads: Vec<RankHead<'_>> = sources.iter().map(RankHead::of_source).collect();
+        MergedWriter::start(out, &heads, what)
+    }
+
+    fn start(out: W, heads: &[RankHead<'_>], what: &str) -> MergedWriter<W> {
         let mut w = KinetoWriter::new(out, Layout::Compact);
         w.schema_version(1);
-        let Some(first) = self.ranks.first() else {
-            return w.finish();
+        let Some(first) = heads.first() else {
+            return MergedWriter {
+                w,
+                base0: None,
+                written: 0,
+            };
         };
         if let Some(b) = first.base_time_ns {
             w.base_time_ns(b);
         }
         let mut devices: Vec<&lumos_trace::Device> = Vec::new();
-        for t in &self.ranks {
-            for d in &t.about.devices {
+        for h in heads {
+            for d in &h.about.devices {
                 if !devices.iter().any(|x| x.id == d.id) {
                     devices.push(d);
                 }
@@ -63,86 +140,105 @@ impl<'a> MergedTimeline<'a> {
         }
         devices.sort_by_key(|d| d.id);
         write_devices(&mut w, &devices);
-        self.write_distributed(&mut w);
-        w.trace_name(&format!("lumos {} job", first.what));
-        for (k, t) in self.ranks.iter().enumerate() {
-            let pid = i64::from(t.rank);
-            w.process_name(pid, &format!("rank {}", t.rank));
-            w.process_sort_index(pid, i64::from(t.rank));
-            let places = self.tracks(&mut w, t);
-            t.events(&mut w, &places, (k as u64) << 40);
+        write_distributed(&mut w, heads);
+        w.trace_name(&format!("lumos {what} job"));
+        MergedWriter {
+            w,
+            base0: first.base_time_ns,
+            written: 0,
         }
-        w.finish()
     }
 
-    /// The job's `distributedInfo` (see the module docs).
-    fn write_distributed<W: Write>(&self, w: &mut KinetoWriter<W>) {
-        let abouts: Vec<&TraceAbout> = self.ranks.iter().map(|t| &t.about).collect();
-        let first = |f: fn(&TraceAbout) -> Option<&str>| abouts.iter().find_map(|a| f(a));
-        let backend = first(|a| a.backend.as_deref());
-        let mut ranks: Vec<u32> = self.ranks.iter().map(|t| t.rank).collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        let world = self
-            .ranks
+    /// Writes the next rank's timeline: its process (`rank N`), threads
+    /// and events, its clock moved onto the first rank's
+    /// `baseTimeNanoseconds` where they differ.
+    pub fn rank(&mut self, t: &mut Timeline<'_>) {
+        onto_base(t, self.base0);
+        self.write_rank(t);
+    }
+
+    /// Writes the next rank's timeline, its clock already on the first
+    /// rank's.
+    fn write_rank(&mut self, t: &Timeline<'_>) {
+        let pid = i64::from(t.rank);
+        self.w.process_name(pid, &format!("rank {}", t.rank));
+        self.w.process_sort_index(pid, i64::from(t.rank));
+        let places = tracks(&mut self.w, t);
+        t.events(&mut self.w, &places, (self.written as u64) << 40);
+        self.written += 1;
+    }
+
+    /// Ends the file and gives `out` back.
+    pub fn finish(self) -> io::Result<W> {
+        self.w.finish()
+    }
+}
+
+/// The job's `distributedInfo` (see the module docs).
+fn write_distributed<W: Write>(w: &mut KinetoWriter<W>, heads: &[RankHead<'_>]) {
+    let first = |f: fn(&TraceAbout) -> Option<&str>| heads.iter().find_map(|h| f(h.about));
+    let backend = first(|a| a.backend.as_deref());
+    let mut ranks: Vec<u32> = heads.iter().map(|h| h.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let world = heads
+        .iter()
+        .filter_map(|h| h.world_size)
+        .max()
+        .unwrap_or(ranks.len() as u32);
+    let mut pgs: Vec<PgConfig<'_>> = Vec::new();
+    for g in heads.iter().flat_map(|h| &h.about.process_groups) {
+        if pgs
             .iter()
-            .filter_map(|t| t.world_size)
-            .max()
-            .unwrap_or(ranks.len() as u32);
-        let mut pgs: Vec<PgConfig<'_>> = Vec::new();
-        for g in abouts.iter().flat_map(|a| &a.process_groups) {
-            if pgs
-                .iter()
-                .any(|p| p.name == g.name && p.ranks == &g.ranks[..])
-            {
-                continue;
-            }
-            pgs.push(PgConfig {
-                name: &g.name,
-                desc: g.desc.as_deref().unwrap_or(""),
-                // Not kept by the reader: the backend stands in for it.
-                backend_config: backend.unwrap_or(""),
-                size: u64::from(g.size.unwrap_or(g.ranks.len() as u32)),
-                ranks: &g.ranks,
-            });
+            .any(|p| p.name == g.name && p.ranks == &g.ranks[..])
+        {
+            continue;
         }
-        w.distributed_info(&DistributedInfo {
-            backend,
-            rank: None,
-            world_size: Some(u64::from(world)),
-            process_groups: (!pgs.is_empty()).then_some(&pgs[..]),
-            nccl_version: first(|a| a.nccl_version.as_deref()),
-            written_ranks: ((ranks.len() as u32) < world).then_some(&ranks[..]),
+        pgs.push(PgConfig {
+            name: &g.name,
+            desc: g.desc.as_deref().unwrap_or(""),
+            // Not kept by the reader: the backend stands in for it.
+            backend_config: backend.unwrap_or(""),
+            size: u64::from(g.size.unwrap_or(g.ranks.len() as u32)),
+            ranks: &g.ranks,
         });
     }
+    w.distributed_info(&DistributedInfo {
+        backend,
+        rank: None,
+        world_size: Some(u64::from(world)),
+        process_groups: (!pgs.is_empty()).then_some(&pgs[..]),
+        nccl_version: first(|a| a.nccl_version.as_deref()),
+        written_ranks: ((ranks.len() as u32) < world).then_some(&ranks[..]),
+    });
+}
 
-    /// Names and orders the threads of rank `t`'s process: one per
-    /// processor, CPU threads first, each under the name its trace gave
-    /// it. Returns where each processor's events go.
-    fn tracks<W: Write>(&self, w: &mut KinetoWriter<W>, t: &Timeline<'_>) -> Vec<(i64, i64)> {
-        let pid = i64::from(t.rank);
-        let mut places = Vec::with_capacity(t.graph.processors.len());
-        for (k, p) in t.graph.processors.iter().enumerate() {
-            let tid = k as i64;
-            let (opid, otid) = super::place_of(&p.kind);
-            let named = t
-                .about
-                .tracks
-                .iter()
-                .find(|x| x.pid == opid && x.tid == Some(otid))
-                .and_then(|x| x.name.clone());
-            let name = match p.kind {
-                ProcKind::Thread { tid, .. } => named.unwrap_or_else(|| format!("thread {tid}")),
-                ProcKind::Stream { device, stream } => {
-                    let n = named.unwrap_or_else(|| format!("stream {stream}"));
-                    format!("GPU {device} {n}")
-                }
-            };
-            w.thread_name(pid, tid, &name);
-            let order = if p.is_stream() { 1 << 20 } else { 0 } + tid;
-            w.thread_sort_index(pid, tid, order);
-            places.push((pid, tid));
-        }
-        places
+/// Names and orders the threads of rank `t`'s process: one per
+/// processor, CPU threads first, each under the name its trace gave it.
+/// Returns where each processor's events go.
+fn tracks<W: Write>(w: &mut KinetoWriter<W>, t: &Timeline<'_>) -> Vec<(i64, i64)> {
+    let pid = i64::from(t.rank);
+    let mut places = Vec::with_capacity(t.graph.processors.len());
+    for (k, p) in t.graph.processors.iter().enumerate() {
+        let tid = k as i64;
+        let (opid, otid) = super::place_of(&p.kind);
+        let named = t
+            .about
+            .tracks
+            .iter()
+            .find(|x| x.pid == opid && x.tid == Some(otid))
+            .and_then(|x| x.name.clone());
+        let name = match p.kind {
+            ProcKind::Thread { tid, .. } => named.unwrap_or_else(|| format!("thread {tid}")),
+            ProcKind::Stream { device, stream } => {
+                let n = named.unwrap_or_else(|| format!("stream {stream}"));
+                format!("GPU {device} {n}")
+            }
+        };
+        w.thread_name(pid, tid, &name);
+        let order = if p.is_stream() { 1 << 20 } else { 0 } + tid;
+        w.thread_sort_index(pid, tid, order);
+        places.push((pid, tid));
     }
+    places
 }

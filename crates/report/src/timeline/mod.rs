@@ -35,7 +35,7 @@ use lumos_trace::{
 use crate::critical::CriticalPaths;
 use crate::units::us;
 
-pub use merge::MergedTimeline;
+pub use merge::{merged_file_name, MergedTimeline, MergedWriter};
 
 /// The trace a timeline belongs to: its file (whose name the timeline's
 /// takes), `baseTimeNanoseconds`, rank, and what it says about its tracks,
