@@ -93,8 +93,8 @@ struct Raw {
 }
 
 /// What `inter_stream` and `syncs` read of a `cuda_sync` event, taken in
-/// the one pass over the events (`tracks`), where the event is at hand:
-/// going back to each event later is a cache miss on a large trace.
+/// the one pass over the events (`tracks_borrowed` / `tracks_owned`), where
+/// the event is at hand: an owned build frees the events in that pass.
 #[derive(Clone, Copy)]
 struct SyncRecord {
     correlation: Option<u64>,
@@ -109,8 +109,8 @@ struct SyncRecord {
 }
 
 /// A `ProfilerStep#N` annotation on a CPU thread: what `steps` reads of
-/// its event, taken while the events are at hand (an owned build has
-/// freed them by then).
+/// its event's record, taken while `cpu_tasks` has the thread's records
+/// (they are freed thread by thread).
 #[derive(Clone, Copy)]
 struct StepAnnotation {
     name: NameId,
