@@ -2,7 +2,7 @@
 //! callgrind) and for comparing two builds of the builder side by side.
 //!
 //! ```text
-//! cargo bench -p lumos-graph --bench build_file -- FILE [--runs N] [--debug OUT]
+//! cargo bench -p lumos-graph --bench build_file -- FILE [--runs N] [--owned] [--debug OUT]
 //! ```
 //!
 //! Reads FILE once, builds its graph N times (default 5) and prints one
@@ -11,7 +11,10 @@
 //! `/proc/thread-self/schedstat`): on a loaded machine the wall clock also
 //! counts the time other processes held the core, the CPU time does not. With `--debug OUT` it writes the `Debug` form of the last build's
 //! graph, measured times and report to OUT, so two versions of the builder
-//! can be checked to build the very same graph (`cmp` the files).
+//! can be checked to build the very same graph (`cmp` the files). With
+//! `--owned` each run builds with `build_owned` (what `lumos replay` does),
+//! on a copy of the trace made outside the timing; the last run takes the
+//! trace itself, so `--owned --runs 1` holds one trace only.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::time::Instant;
@@ -20,6 +23,7 @@ fn main() {
     let mut file = None;
     let mut runs = 5usize;
     let mut debug = None;
+    let mut owned = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -27,6 +31,7 @@ fn main() {
             "--bench" => {}
             "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(runs),
             "--debug" => debug = args.next(),
+            "--owned" => owned = true,
             _ if file.is_none() && !a.starts_with('-') => file = Some(a),
             _ => {}
         }
@@ -36,7 +41,7 @@ fn main() {
         eprintln!("build_file: no trace file given, nothing to time");
         return;
     };
-    let trace = match lumos_trace::read_path(std::path::Path::new(&file)) {
+    let mut trace = match lumos_trace::read_path(std::path::Path::new(&file)) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("build_file: {file}: {e}");
@@ -46,10 +51,20 @@ fn main() {
     let mut times = Vec::new();
     let mut cpu_times = Vec::new();
     let mut last = None;
-    for run in 0..runs.max(1) {
+    let events = trace.events.len();
+    let runs = runs.max(1);
+    for run in 0..runs {
+        let given = match (owned, run + 1 == runs) {
+            (false, _) => None,
+            (true, false) => Some(trace.clone()),
+            (true, true) => Some(std::mem::take(&mut trace)),
+        };
         let c0 = thread_cpu_s();
         let t0 = Instant::now();
-        let built = lumos_graph::build(&trace);
+        let built = match given {
+            Some(t) => lumos_graph::build_owned(t),
+            None => lumos_graph::build(&trace),
+        };
         let s = t0.elapsed().as_secs_f64();
         let cpu = thread_cpu_s().zip(c0).map(|(b, a)| b - a);
         let tasks = built.0.tasks.len();
@@ -71,7 +86,7 @@ fn main() {
     println!(
         "{file}: {} events, {} tasks, build best {best:.4} s / median {median:.4} s \
          ({:.0} k tasks/s best, {:.0} ns/task best)",
-        trace.events.len(),
+        events,
         graph.tasks.len(),
         n / best / 1e3,
         best * 1e9 / n

@@ -195,6 +195,12 @@ impl Event {
     }
 }
 
+// A trace holds millions of events, a quarter of them with an extra: a
+// field that grows either is memory on every one (docs/PERFORMANCE.md,
+// "Compact events"), so a change of size fails the build.
+const _: () = assert!(std::mem::size_of::<Event>() == 96);
+const _: () = assert!(std::mem::size_of::<EventExtra>() == 80);
+
 /// An optional `u64` in 8 bytes: `u64::MAX` is "absent".
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct OptU64(u64);

@@ -59,13 +59,15 @@ pub(crate) const CPU_HOLE_NS: i64 = 40_000_000;
 /// times as late as can be, never wrapped ones.
 pub fn build(trace: &Trace) -> (Graph, Measured, BuildReport) {
     let mut b = Builder::new(trace.strings.clone());
-    let annotations = b.tasks(&trace.events);
+    let tracks = b.tracks_borrowed(&trace.events);
+    let annotations = b.tasks(tracks);
     b.run(annotations)
 }
 
 /// [`build`], taking the trace: the graph is the same, but the trace's
-/// events are freed as soon as the tasks are made of them, so that the
-/// trace and the finished graph are never in memory together (on a
+/// events are freed as they are turned into compact per-track records
+/// (40 or 48 bytes where an event is 96), before any task is made, so that
+/// the events and the graph are never in memory together (on a
 /// synthesized 1 GB rank the events are 0.4 GB, the graph and its
 /// builder's indexes 0.6 GB). Its names move into the graph; flows,
 /// track names, `[memory]` events and the rest are freed before the build
@@ -77,8 +79,8 @@ pub fn build_owned(mut trace: Trace) -> (Graph, Measured, BuildReport) {
     let mut b = Builder::new(std::mem::take(&mut trace.strings));
     // Nothing else of the trace is read.
     drop(trace);
-    let annotations = b.tasks(&events);
-    drop(events);
+    let tracks = b.tracks_owned(events);
+    let annotations = b.tasks(tracks);
     b.run(annotations)
 }
 
@@ -91,8 +93,8 @@ struct Raw {
 }
 
 /// What `inter_stream` and `syncs` read of a `cuda_sync` event, taken in
-/// the one pass over the events (`tracks`), where the event is at hand:
-/// going back to each event later is a cache miss on a large trace.
+/// the one pass over the events (`tracks_borrowed` / `tracks_owned`), where
+/// the event is at hand: an owned build frees the events in that pass.
 #[derive(Clone, Copy)]
 struct SyncRecord {
     correlation: Option<u64>,
@@ -107,8 +109,8 @@ struct SyncRecord {
 }
 
 /// A `ProfilerStep#N` annotation on a CPU thread: what `steps` reads of
-/// its event, taken while the events are at hand (an owned build has
-/// freed them by then).
+/// its event's record, taken while `cpu_tasks` has the thread's records
+/// (they are freed thread by thread).
 #[derive(Clone, Copy)]
 struct StepAnnotation {
     name: NameId,
@@ -117,10 +119,10 @@ struct StepAnnotation {
     end: i64,
 }
 
-/// Every GPU task, in task order, with its event's `External id` and own
-/// collective arguments: made by `gpu_tasks`, used up by `collectives`,
-/// both while the events are alive.
-type GpuArgs<'e> = Vec<(TaskId, Option<u64>, Option<&'e lumos_trace::CollectiveArgs>)>;
+/// Every GPU task, in task order, with its event's `External id` and
+/// extra arguments (its own collective arguments): made by `gpu_tasks`,
+/// used up by `collectives`.
+type GpuArgs<X> = Vec<(TaskId, Option<u64>, X)>;
 
 struct Builder {
     g: Graph,
@@ -150,9 +152,9 @@ struct Builder {
     blocking: FxHashMap<TaskId, TaskId>,
     /// What the steps read of each `cuda_sync` event, in file order.
     sync_events: Vec<SyncRecord>,
-    /// Indices of the CPU ops with collective arguments and an
-    /// `External id`, in file order.
-    collective_ops: Vec<u32>,
+    /// The CPU ops with collective arguments and an `External id`: the
+    /// id and the arguments, in file order (few: one per collective call).
+    collective_ops: Vec<(u64, lumos_trace::CollectiveArgs)>,
 }
 
 impl Builder {
@@ -181,18 +183,19 @@ impl Builder {
         }
     }
 
-    /// The steps that read the trace's events: tasks, launches and
-    /// collectives. Returns the step annotations, for `run`; nothing after
-    /// this reads an event. Each step it calls, and each `run` calls, is
-    /// kept out of line (`#[inline(never)]`): they run once per build, and
-    /// profiles (callgrind, perf) then name them.
-    fn tasks(&mut self, events: &[Event]) -> Vec<StepAnnotation> {
-        let mut tracks = self.tracks(events);
-        let annotations = self.cpu_tasks(events, &mut tracks);
-        let gpu_args = self.gpu_tasks(events, &mut tracks);
+    /// The steps that read the events' records (`tracks_borrowed` or
+    /// `tracks_owned` made them): tasks, launches and collectives. Returns
+    /// the step annotations, for `run`; nothing after this reads an event.
+    /// Each step it calls, and each `run` calls, is kept out of line
+    /// (`#[inline(never)]`): they run once per build, and profiles
+    /// (callgrind, perf) then name them.
+    fn tasks<X: tasks::ExtraRef>(&mut self, mut tracks: tasks::Tracks<X>) -> Vec<StepAnnotation> {
+        let annotations = self.cpu_tasks(&mut tracks);
+        let gpu_args = self.gpu_tasks(&mut tracks);
+        drop(tracks);
         self.streams = self.streams_lookup();
         self.launches();
-        self.collectives(events, gpu_args);
+        self.collectives(gpu_args);
         annotations
     }
 
@@ -233,7 +236,8 @@ impl Builder {
     fn add_task(
         &mut self,
         kind: TaskKind,
-        e: &Event,
+        name: u32,
+        correlation: Option<u64>,
         proc: ProcId,
         start: i64,
         end: i64,
@@ -241,12 +245,12 @@ impl Builder {
         let id = TaskId(self.g.tasks.len() as u32);
         self.g.tasks.push(Task {
             kind,
-            name: NameId(e.name.0),
+            name: NameId(name),
             proc,
             duration_ns: end.saturating_sub(start),
             release_ns: 0,
             collective: None,
-            correlation: e.correlation().unwrap_or(0),
+            correlation: correlation.unwrap_or(0),
         });
         self.raw.push(Raw { start, end });
         self.pos
@@ -303,8 +307,8 @@ const POLL_MIN_RUN: usize = 8;
 /// which the sync inference then ties to the GPU work it waited for.
 /// Returns each run's first call with the run's end, in call-tree order
 /// (runs are few: not a slot per call), and which calls it absorbed.
-fn polling_runs(
-    events: &[Event],
+fn polling_runs<X>(
+    records: &[tasks::CpuRecord<X>],
     names: &[String],
     idx: &[usize],
     has_child: &[bool],
@@ -313,10 +317,10 @@ fn polling_runs(
     let mut end = Vec::new();
     let mut absorbed = vec![false; idx.len()];
     let is_query = |k: usize| {
-        let e = &events[idx[k]];
+        let e = &records[idx[k]];
         e.category.is_runtime()
             && matches!(
-                names[e.name.0 as usize].as_str(),
+                names[e.name as usize].as_str(),
                 "cudaEventQuery" | "hipEventQuery"
             )
     };
@@ -328,8 +332,8 @@ fn polling_runs(
             b += 1;
         }
         if b - a >= POLL_MIN_RUN {
-            let last = &events[idx[leaves[b - 1]]];
-            end.push((leaves[a], last.end_ns()));
+            let last = &records[idx[leaves[b - 1]]];
+            end.push((leaves[a], last.end()));
             for &k in &leaves[a + 1..b] {
                 absorbed[k] = true;
             }

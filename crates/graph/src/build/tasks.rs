@@ -1,31 +1,109 @@
 //! Tasks: CPU leaves per thread (polling loops folded), GPU tasks per stream,
 //! launches by correlation, and collectives.
 
+use lumos_trace::{CollectiveArgs, EventExtra};
+
 use super::*;
 
-/// The indices of the events that become tasks, by track, from the one
-/// pass over the trace's events that every step shares.
-pub(super) struct Tracks {
-    /// CPU events (ops, annotations, runtime and driver calls) by
-    /// (pid, tid), in file order.
-    threads: FxHashMap<(Ident, Ident), Vec<u32>>,
-    /// GPU work by (device, stream), in file order.
-    streams: FxHashMap<(i64, i64), Vec<u32>>,
+/// How a task record holds its event's boxed extra arguments: moved out of
+/// the event in an owned build (`Option<Box<EventExtra>>`, so that the event
+/// can be freed), borrowed from it otherwise (`Option<&EventExtra>`). Both
+/// are one pointer.
+pub(super) trait ExtraRef: Default {
+    /// The extra arguments, if the event had any.
+    fn get(&self) -> Option<&EventExtra>;
 }
 
-/// Event indices grouped by track while the events are read. Consecutive
-/// events are mostly on one track, so the last track's list is kept at hand
-/// and the map is only hashed into when the track changes. Indices are
-/// `u32` (the reader keeps fewer than 2^32 events: `collective_ops` is
-/// `u32` too): the lists hold every event until its track's tasks are
-/// made.
-struct ByTrack<K> {
+impl ExtraRef for Option<Box<EventExtra>> {
+    fn get(&self) -> Option<&EventExtra> {
+        self.as_deref()
+    }
+}
+
+impl ExtraRef for Option<&EventExtra> {
+    fn get(&self) -> Option<&EventExtra> {
+        *self
+    }
+}
+
+/// "No id" in a record's packed ids, as in the reader's `Event` (which
+/// cannot hold `u64::MAX` either).
+const NO_ID: u64 = u64::MAX;
+
+fn pack_id(v: Option<u64>) -> u64 {
+    v.unwrap_or(NO_ID)
+}
+
+fn unpack_id(v: u64) -> Option<u64> {
+    (v != NO_ID).then_some(v)
+}
+
+/// What the CPU-task step reads of a CPU event (op, annotation, runtime or
+/// driver call): 40 bytes where the event is 96, made in the one pass over
+/// the events so that an owned build frees them before any task is made.
+pub(super) struct CpuRecord<X> {
+    pub(super) ts: i64,
+    pub(super) dur: i64,
+    /// Correlation id, [`NO_ID`] when absent.
+    pub(super) correlation: u64,
+    /// The event's boxed extra arguments (`Input Dims` and `Input type`
+    /// for the scope an op may become).
+    pub(super) extra: X,
+    pub(super) name: u32,
+    pub(super) category: Category,
+}
+
+/// What the GPU-task and collective steps read of a kernel, memcpy or
+/// memset: 48 bytes.
+pub(super) struct GpuRecord<X> {
+    pub(super) ts: i64,
+    pub(super) dur: i64,
+    /// Correlation id, [`NO_ID`] when absent.
+    pub(super) correlation: u64,
+    /// `External id`, [`NO_ID`] when absent.
+    pub(super) external_id: u64,
+    /// The event's boxed extra arguments (its own collective arguments).
+    pub(super) extra: X,
+    pub(super) name: u32,
+    pub(super) category: Category,
+}
+
+// A regression in the records' size is memory on every event of a trace.
+const _: () = assert!(std::mem::size_of::<CpuRecord<Option<Box<EventExtra>>>>() == 40);
+const _: () = assert!(std::mem::size_of::<GpuRecord<Option<Box<EventExtra>>>>() == 48);
+
+impl<X> CpuRecord<X> {
+    pub(super) fn end(&self) -> i64 {
+        self.ts.saturating_add(self.dur)
+    }
+}
+
+impl<X> GpuRecord<X> {
+    pub(super) fn end(&self) -> i64 {
+        self.ts.saturating_add(self.dur)
+    }
+}
+
+/// The events that become tasks, as records by track, from the one pass
+/// over the trace's events that every step shares.
+pub(super) struct Tracks<X> {
+    /// CPU events (ops, annotations, runtime and driver calls) by
+    /// (pid, tid), in file order.
+    threads: FxHashMap<(Ident, Ident), Vec<CpuRecord<X>>>,
+    /// GPU work by (device, stream), in file order.
+    streams: FxHashMap<(i64, i64), Vec<GpuRecord<X>>>,
+}
+
+/// Records grouped by track while the events are read. Consecutive events
+/// are mostly on one track, so the last track's list is kept at hand and
+/// the map is only hashed into when the track changes.
+struct ByTrack<K, R> {
     slot: FxHashMap<K, usize>,
-    lists: Vec<(K, Vec<u32>)>,
+    lists: Vec<(K, Vec<R>)>,
     last: Option<(K, usize)>,
 }
 
-impl<K: Copy + Eq + std::hash::Hash> ByTrack<K> {
+impl<K: Copy + Eq + std::hash::Hash, R> ByTrack<K, R> {
     fn new() -> Self {
         ByTrack {
             slot: FxHashMap::default(),
@@ -34,7 +112,7 @@ impl<K: Copy + Eq + std::hash::Hash> ByTrack<K> {
         }
     }
 
-    fn push(&mut self, key: K, i: u32) {
+    fn push(&mut self, key: K, r: R) {
         let s = match self.last {
             Some((k, s)) if k == key => s,
             _ => {
@@ -47,60 +125,142 @@ impl<K: Copy + Eq + std::hash::Hash> ByTrack<K> {
                 s
             }
         };
-        self.lists[s].1.push(i);
+        self.lists[s].1.push(r);
     }
 
-    fn into_map(self) -> FxHashMap<K, Vec<u32>> {
-        self.lists.into_iter().collect()
+    /// The lists by track; reversed first when the events were read last
+    /// to first, so that each list is in file order.
+    fn into_map(self, reversed: bool) -> FxHashMap<K, Vec<R>> {
+        (self.lists.into_iter())
+            .map(|(k, mut v)| {
+                if reversed {
+                    v.reverse();
+                }
+                (k, v)
+            })
+            .collect()
     }
 }
 
+/// The one pass over the events, in either direction (see
+/// [`Builder::tracks_owned`]).
+struct Sorter<X> {
+    threads: ByTrack<(Ident, Ident), CpuRecord<X>>,
+    streams: ByTrack<(i64, i64), GpuRecord<X>>,
+}
+
 impl Builder {
-    /// Sorts the events out in one pass: tasks by track, and the few events
-    /// later steps read (`cuda_sync` events, CPU ops with collective
-    /// arguments) into [`Builder::sync_events`] and
-    /// [`Builder::collective_ops`], so that no step reads every event again.
+    /// Sorts the borrowed events out in one pass: see [`Builder::sort_event`].
     #[inline(never)]
-    pub(super) fn tracks(&mut self, events: &[Event]) -> Tracks {
-        let names = &self.g.names;
-        let (mut threads, mut streams) = (ByTrack::new(), ByTrack::new());
-        for (i, e) in events.iter().enumerate() {
-            match e.category {
-                Category::CpuOp
-                | Category::UserAnnotation
-                | Category::Runtime
-                | Category::Driver => {
-                    threads.push((e.pid, e.tid), i as u32);
-                    // The boxed extra is looked at last: reaching it is a
-                    // cache miss.
-                    let collective = || e.extra.as_ref().is_some_and(|x| x.collective.is_some());
-                    if e.category == Category::CpuOp && e.external_id().is_some() && collective() {
-                        self.collective_ops.push(i as u32);
-                    }
-                }
-                Category::Kernel | Category::Memcpy | Category::Memset => {
-                    let device = e.device().unwrap_or(ident_num(e.pid));
-                    let stream = e
-                        .stream()
-                        .or_else(|| stream_of_tid(names, e.tid))
-                        .unwrap_or(0);
-                    streams.push((device, stream), i as u32);
-                }
-                Category::CudaSync => self.sync_events.push(SyncRecord {
-                    correlation: e.correlation(),
-                    stream: e.stream(),
-                    device: e.device().unwrap_or(ident_num(e.pid)),
-                    stream_wait: names[e.name.0 as usize] == "Stream Wait Event",
-                    waits_on: e.extra.as_ref().and_then(|x| {
-                        Some((x.wait_on_stream()?, x.wait_on_event_record_correlation()?))
-                    }),
-                }),
-                _ => {}
+    pub(super) fn tracks_borrowed<'e>(
+        &mut self,
+        events: &'e [Event],
+    ) -> Tracks<Option<&'e EventExtra>> {
+        let mut s = Sorter {
+            threads: ByTrack::new(),
+            streams: ByTrack::new(),
+        };
+        for e in events {
+            self.sort_event(&mut s, e, e.extra.as_deref());
+        }
+        self.tracks_done(s, false)
+    }
+
+    /// [`Builder::tracks_borrowed`], consuming the events: they are read
+    /// last to first, each one's boxed extra moved into its record, and the
+    /// vector shrunk as it empties, so that the events and the records are
+    /// never both whole in memory (with glibc a large vector shrinks in
+    /// place, handing its tail's pages back). The records' lists are then
+    /// reversed into file order.
+    #[inline(never)]
+    pub(super) fn tracks_owned(
+        &mut self,
+        mut events: Vec<Event>,
+    ) -> Tracks<Option<Box<EventExtra>>> {
+        let mut s = Sorter {
+            threads: ByTrack::new(),
+            streams: ByTrack::new(),
+        };
+        // Shrinking by an eighth at a time bounds the copying where an
+        // allocator moves the vector to shrink it (8 times its size in all).
+        let step = |cap: usize| (cap / 8).max(1 << 12);
+        let mut shrink_at = events.len().saturating_sub(step(events.len()));
+        while let Some(mut e) = events.pop() {
+            let extra = e.extra.take();
+            self.sort_event(&mut s, &e, extra);
+            if events.len() <= shrink_at {
+                events.shrink_to_fit();
+                shrink_at = events.len().saturating_sub(step(events.len()));
             }
         }
+        drop(events);
+        self.sync_events.reverse();
+        self.collective_ops.reverse();
+        self.tracks_done(s, true)
+    }
+
+    /// Files one event: CPU and GPU work as records by track, and the few
+    /// events later steps read (`cuda_sync` events, CPU ops with collective
+    /// arguments) into [`Builder::sync_events`] and
+    /// [`Builder::collective_ops`], so that no step reads the events again.
+    fn sort_event<X: ExtraRef>(&mut self, s: &mut Sorter<X>, e: &Event, extra: X) {
+        let names = &self.g.names;
+        match e.category {
+            Category::CpuOp | Category::UserAnnotation | Category::Runtime | Category::Driver => {
+                // The boxed extra is looked at last: reaching it is a
+                // cache miss.
+                if e.category == Category::CpuOp {
+                    if let Some(x) = e.external_id() {
+                        if let Some(c) = extra.get().and_then(|x| x.collective.as_deref()) {
+                            self.collective_ops.push((x, c.clone()));
+                        }
+                    }
+                }
+                let r = CpuRecord {
+                    ts: e.ts_ns,
+                    dur: e.dur_ns,
+                    correlation: pack_id(e.correlation()),
+                    extra,
+                    name: e.name.0,
+                    category: e.category,
+                };
+                s.threads.push((e.pid, e.tid), r);
+            }
+            Category::Kernel | Category::Memcpy | Category::Memset => {
+                let device = e.device().unwrap_or(ident_num(e.pid));
+                let stream = e
+                    .stream()
+                    .or_else(|| stream_of_tid(names, e.tid))
+                    .unwrap_or(0);
+                let r = GpuRecord {
+                    ts: e.ts_ns,
+                    dur: e.dur_ns,
+                    correlation: pack_id(e.correlation()),
+                    external_id: pack_id(e.external_id()),
+                    extra,
+                    name: e.name.0,
+                    category: e.category,
+                };
+                s.streams.push((device, stream), r);
+            }
+            Category::CudaSync => self.sync_events.push(SyncRecord {
+                correlation: e.correlation(),
+                stream: e.stream(),
+                device: e.device().unwrap_or(ident_num(e.pid)),
+                stream_wait: names[e.name.0 as usize] == "Stream Wait Event",
+                waits_on: extra.get().and_then(|x| {
+                    Some((x.wait_on_stream()?, x.wait_on_event_record_correlation()?))
+                }),
+            }),
+            _ => {}
+        }
+    }
+
+    /// The records by track, and the task vectors reserved for them.
+    fn tracks_done<X>(&mut self, s: Sorter<X>, reversed: bool) -> Tracks<X> {
         let tracks = Tracks {
-            threads: threads.into_map(),
-            streams: streams.into_map(),
+            threads: s.threads.into_map(reversed),
+            streams: s.streams.into_map(reversed),
         };
         // At most one task per event (a few more where calls are split):
         // reserved once instead of grown, which copies them several times.
@@ -116,13 +276,10 @@ impl Builder {
     /// CPU leaves become tasks; annotations are returned for steps. Nesting
     /// policy: only leaves of each thread's call tree are scheduled; time a
     /// parent spends outside its children becomes the gap before the next
-    /// leaf, so CPU overhead survives replay.
+    /// leaf, so CPU overhead survives replay. Each thread's records are
+    /// freed once its tasks are made.
     #[inline(never)]
-    pub(super) fn cpu_tasks(
-        &mut self,
-        events: &[Event],
-        tracks: &mut Tracks,
-    ) -> Vec<StepAnnotation> {
+    pub(super) fn cpu_tasks<X: ExtraRef>(&mut self, tracks: &mut Tracks<X>) -> Vec<StepAnnotation> {
         let by_thread = &mut tracks.threads;
         let mut keys: Vec<_> = by_thread.keys().copied().collect();
         keys.sort();
@@ -130,74 +287,14 @@ impl Builder {
         // (correlation, call) of every runtime call, in the order seen.
         let mut calls: Vec<(u64, TaskId)> = Vec::new();
         for key in keys {
-            // Parents before children: earlier start, then longer, then
-            // annotations before ops before runtime calls. The keys are
-            // taken once, so that sorting does not reach into the events.
-            // The keys are distinct (the index is one of them), so every
-            // way of sorting them gives this one order. Exporters write a
-            // thread's calls and its ops in separate runs, each in tree
-            // order, which `sort_nested` sorts in linear time; the two are
-            // then merged.
             let list = by_thread.remove(&key).unwrap_or_default();
-            let (mut ops_k, mut calls_k) = (Vec::with_capacity(list.len()), Vec::new());
-            for i in list {
-                let e = &events[i as usize];
-                let rank: u8 = match e.category {
-                    Category::UserAnnotation => 0,
-                    Category::CpuOp => 1,
-                    _ => 2,
-                };
-                // The index as `u32` (its list's type): 24 bytes a key, not
-                // 32, over the three lists alive while they are merged.
-                let k = (e.ts_ns, std::cmp::Reverse(e.dur_ns), rank, i);
-                if rank == 2 {
-                    calls_k.push(k);
-                } else {
-                    ops_k.push(k);
-                }
-            }
-            sort_nested(&mut calls_k);
-            sort_nested(&mut ops_k);
-            let keyed = merge_sorted(&ops_k, &calls_k);
-            drop((ops_k, calls_k));
-            let idx: Vec<usize> = keyed.iter().map(|k| k.3 as usize).collect();
-            let mut has_child = vec![false; idx.len()];
-            // Positions as `u32` (a thread has fewer than 2^32 events):
-            // these vectors are the build's largest while a long thread's
-            // tasks are made.
-            let mut parent: Vec<Option<u32>> = vec![None; idx.len()];
-            let mut stack: Vec<usize> = Vec::new();
-            // The tree is built from the keys alone, without going back to
-            // the events (each a cache miss on a large trace).
-            for (k, &(ts, std::cmp::Reverse(dur), _, _)) in keyed.iter().enumerate() {
-                let end = ts.saturating_add(dur);
-                while let Some(&top) = stack.last() {
-                    let (p_ts, std::cmp::Reverse(p_dur), p_rank, _) = keyed[top];
-                    let p_end = p_ts.saturating_add(p_dur);
-                    // Runtime calls are never parents: a zero-length call at
-                    // the same timestamp is a sibling, not a child.
-                    let can_parent = p_rank != 2;
-                    if can_parent && ts < p_end && end <= p_end {
-                        break;
-                    }
-                    if can_parent && ts < p_end {
-                        self.report.partial_overlaps += 1;
-                    }
-                    stack.pop();
-                }
-                if let Some(&top) = stack.last() {
-                    has_child[top] = true;
-                    parent[k] = Some(top as u32);
-                }
-                stack.push(k);
-            }
-            drop((keyed, stack));
+            let (idx, has_child, parent) = self.call_tree(&list);
             let proc = self.processor(ProcKind::Thread {
                 pid: ident_num(key.0),
                 tid: ident_num(key.1),
             });
             self.thread_pid.insert(proc, key.0);
-            let (polls, absorbed) = polling_runs(events, &self.g.names, &idx, &has_child, &parent);
+            let (polls, absorbed) = polling_runs(&list, &self.g.names, &idx, &has_child, &parent);
             let mut next_poll = 0;
             let mut last_end = i64::MIN;
             let mut scope_of: Vec<Option<ScopeId>> = vec![None; idx.len()];
@@ -209,15 +306,15 @@ impl Builder {
                 if absorbed[k] {
                     continue;
                 }
-                let e = &events[i];
-                let name = &self.g.names[e.name.0 as usize];
+                let e = &list[i];
+                let name = &self.g.names[e.name as usize];
                 // Legacy traces record steps as `Operator` events.
                 if name.starts_with("ProfilerStep#") && !e.category.is_runtime() {
                     steps.push(StepAnnotation {
-                        name: NameId(e.name.0),
+                        name: NameId(e.name),
                         proc,
-                        start: e.ts_ns,
-                        end: e.end_ns(),
+                        start: e.ts,
+                        end: e.end(),
                     });
                 }
                 let enclosing = parent[k].and_then(|p| scope_of[p as usize]);
@@ -225,17 +322,17 @@ impl Builder {
                     // Parents come before their children in this order, so
                     // the enclosing scope already exists.
                     scope_of[k] = Some(ScopeId(self.g.scopes.len() as u32));
-                    let extra = e.extra.as_deref();
+                    let extra = e.extra.get();
                     self.g.scopes.push(Scope {
-                        name: NameId(e.name.0),
+                        name: NameId(e.name),
                         parent: enclosing,
                         annotation: e.category == Category::UserAnnotation,
                         input_dims: extra.and_then(|x| x.input_dims.clone()),
                         input_type: extra.and_then(|x| x.input_type.clone()),
                     });
                     self.scope_spans.push(Span {
-                        start_ns: e.ts_ns,
-                        end_ns: e.end_ns(),
+                        start_ns: e.ts,
+                        end_ns: e.end(),
                     });
                     continue;
                 }
@@ -246,17 +343,18 @@ impl Builder {
                 };
                 // Leaves that overlap a previous leaf (clock noise) are
                 // clipped so the thread runs one thing at a time.
-                let start = e.ts_ns.max(last_end);
-                let end = poll_end.unwrap_or(e.end_ns()).max(start);
+                let start = e.ts.max(last_end);
+                let end = poll_end.unwrap_or(e.end()).max(start);
                 last_end = end;
-                let id = self.add_task(kind, e, proc, start, end);
+                let correlation = unpack_id(e.correlation);
+                let id = self.add_task(kind, e.name, correlation, proc, start, end);
                 self.g.task_scopes[id.idx()] = enclosing;
                 if poll_end.is_some() {
                     self.polls.insert(id);
                     self.report.polling_loops += 1;
                 }
                 if kind == TaskKind::Runtime {
-                    if let Some(c) = e.correlation() {
+                    if let Some(c) = correlation {
                         self.report.correlated_calls += 1;
                         calls.push((c, id));
                     }
@@ -272,51 +370,108 @@ impl Builder {
         steps
     }
 
+    /// A thread's call tree: its records' positions in tree order, and per
+    /// position whether it has a child and its parent's position.
+    fn call_tree<X>(&mut self, list: &[CpuRecord<X>]) -> (Vec<usize>, Vec<bool>, Vec<Option<u32>>) {
+        // Parents before children: earlier start, then longer, then
+        // annotations before ops before runtime calls. The keys are
+        // taken once, so that sorting does not reach into the records.
+        // The keys are distinct (the position is one of them), so every
+        // way of sorting them gives this one order. Exporters write a
+        // thread's calls and its ops in separate runs, each in tree
+        // order, which `sort_nested` sorts in linear time; the two are
+        // then merged.
+        let (mut ops_k, mut calls_k) = (Vec::with_capacity(list.len()), Vec::new());
+        for (i, e) in list.iter().enumerate() {
+            let rank: u8 = match e.category {
+                Category::UserAnnotation => 0,
+                Category::CpuOp => 1,
+                _ => 2,
+            };
+            // The position as `u32` (a thread has fewer than 2^32 events):
+            // 24 bytes a key, not 32, over the three lists alive while they
+            // are merged.
+            let k = (e.ts, std::cmp::Reverse(e.dur), rank, i as u32);
+            if rank == 2 {
+                calls_k.push(k);
+            } else {
+                ops_k.push(k);
+            }
+        }
+        sort_nested(&mut calls_k);
+        sort_nested(&mut ops_k);
+        let keyed = merge_sorted(&ops_k, &calls_k);
+        drop((ops_k, calls_k));
+        let idx: Vec<usize> = keyed.iter().map(|k| k.3 as usize).collect();
+        let mut has_child = vec![false; idx.len()];
+        // Positions as `u32`: these vectors are the build's largest while a
+        // long thread's tasks are made.
+        let mut parent: Vec<Option<u32>> = vec![None; idx.len()];
+        let mut stack: Vec<usize> = Vec::new();
+        // The tree is built from the keys alone, without going back to
+        // the records.
+        for (k, &(ts, std::cmp::Reverse(dur), _, _)) in keyed.iter().enumerate() {
+            let end = ts.saturating_add(dur);
+            while let Some(&top) = stack.last() {
+                let (p_ts, std::cmp::Reverse(p_dur), p_rank, _) = keyed[top];
+                let p_end = p_ts.saturating_add(p_dur);
+                // Runtime calls are never parents: a zero-length call at
+                // the same timestamp is a sibling, not a child.
+                let can_parent = p_rank != 2;
+                if can_parent && ts < p_end && end <= p_end {
+                    break;
+                }
+                if can_parent && ts < p_end {
+                    self.report.partial_overlaps += 1;
+                }
+                stack.pop();
+            }
+            if let Some(&top) = stack.last() {
+                has_child[top] = true;
+                parent[k] = Some(top as u32);
+            }
+            stack.push(k);
+        }
+        (idx, has_child, parent)
+    }
+
+    /// GPU work becomes tasks, each stream's in start order; returns what
+    /// `collectives` reads of each. Each stream's records are freed once
+    /// its tasks are made.
     #[inline(never)]
-    pub(super) fn gpu_tasks<'e>(
-        &mut self,
-        events: &'e [Event],
-        tracks: &mut Tracks,
-    ) -> GpuArgs<'e> {
+    pub(super) fn gpu_tasks<X: ExtraRef>(&mut self, tracks: &mut Tracks<X>) -> GpuArgs<X> {
         let mut gpu_args = GpuArgs::new();
         let by_stream = &mut tracks.streams;
         let mut keys: Vec<_> = by_stream.keys().copied().collect();
         keys.sort();
         for key in keys {
-            let mut keyed: Vec<_> = (by_stream.remove(&key).unwrap_or_default())
-                .into_iter()
-                .map(|i| {
-                    (
-                        events[i as usize].ts_ns,
-                        events[i as usize].correlation(),
-                        i,
-                    )
-                })
+            let mut list = by_stream.remove(&key).unwrap_or_default();
+            let mut keyed: Vec<_> = (list.iter().enumerate())
+                .map(|(i, e)| (e.ts, unpack_id(e.correlation), i as u32))
                 .collect();
             keyed.sort_unstable();
-            let idx: Vec<usize> = keyed.into_iter().map(|k| k.2 as usize).collect();
             let proc = self.processor(ProcKind::Stream {
                 device: key.0,
                 stream: key.1,
             });
             let mut last_end = i64::MIN;
-            for &i in &idx {
-                let e = &events[i];
+            for (_, correlation, i) in keyed {
+                let e = &mut list[i as usize];
                 let kind = match e.category {
                     Category::Kernel => TaskKind::Kernel,
                     Category::Memcpy => TaskKind::Memcpy,
                     _ => TaskKind::Memset,
                 };
-                let start = e.ts_ns.max(last_end);
-                if start > e.ts_ns {
+                let start = e.ts.max(last_end);
+                if start > e.ts {
                     self.report.clipped_gpu_overlaps += 1;
                 }
-                let end = e.end_ns().max(start);
+                let end = e.end().max(start);
                 last_end = end;
-                let id = self.add_task(kind, e, proc, start, end);
-                // What `collectives` reads, taken while the event is at hand.
-                let own = e.extra.as_ref().and_then(|x| x.collective.as_deref());
-                gpu_args.push((id, e.external_id(), own));
+                let id = self.add_task(kind, e.name, correlation, proc, start, end);
+                // What `collectives` reads.
+                let extra = std::mem::take(&mut e.extra);
+                gpu_args.push((id, unpack_id(e.external_id), extra));
             }
         }
         gpu_args
@@ -357,22 +512,19 @@ impl Builder {
     /// CPU op it was launched under (same `External id`), else a name
     /// pattern.
     #[inline(never)]
-    pub(super) fn collectives(&mut self, events: &[Event], gpu_args: GpuArgs<'_>) {
-        let mut by_ext: FxHashMap<u64, &lumos_trace::CollectiveArgs> = FxHashMap::default();
-        for e in self.collective_ops.iter().map(|&i| &events[i as usize]) {
-            if let (Some(x), Some(c)) = (
-                e.external_id(),
-                e.extra.as_ref().and_then(|x| x.collective.as_ref()),
-            ) {
-                by_ext.entry(x).or_insert(c);
-            }
+    pub(super) fn collectives<X: ExtraRef>(&mut self, gpu_args: GpuArgs<X>) {
+        let ops = std::mem::take(&mut self.collective_ops);
+        let mut by_ext: FxHashMap<u64, &CollectiveArgs> = FxHashMap::default();
+        for (x, c) in &ops {
+            by_ext.entry(*x).or_insert(c);
         }
         // Whether each name is a collective library's kernel, worked out
         // once per name rather than once per task.
         let mut comm_name: Vec<Option<bool>> = vec![None; self.g.names.len()];
         // Every GPU task, in task order, with its event's `External id` and
         // collective arguments (`gpu_tasks`).
-        for (tid, external_id, own) in gpu_args {
+        for (tid, external_id, extra) in gpu_args {
+            let own = extra.get().and_then(|x| x.collective.as_deref());
             let id = tid.idx();
             let task = &self.g.tasks[id];
             let name = &self.g.names[task.name.0 as usize];
