@@ -21,7 +21,7 @@
 //! The verdict is the largest category.
 
 use lumos_graph::{DepKind, Graph, ProcKind, ScopeId, TaskId};
-use lumos_sim::{critical_path_hops_since, timed_hops, BoundKind, Schedule};
+use lumos_sim::{critical_path_hops_since, timed_hops_iter, BoundKind, Schedule};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -296,13 +296,12 @@ fn step_path(
     let from = step.span.start_ns;
     let to = schedule.end_ns[last.idx()].max(from);
     let hops = critical_path_hops_since(graph, schedule, last, from);
-    let timed = timed_hops(graph, schedule, &hops);
     let mut by_cat = [0i64; 3];
     let mut by_op: FxHashMap<&str, i64> = FxHashMap::default();
     let mut prev_anchor = i64::MIN;
     let mut prev_task = None;
     let mut inside = 0;
-    for h in &timed {
+    for h in timed_hops_iter(graph, schedule, &hops) {
         let t = h.hop.task;
         let wait = clipped(prev_anchor, h.at_ns, from, to);
         let busy = clipped(h.at_ns, h.anchor_ns, from, to);

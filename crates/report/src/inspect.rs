@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use lumos_graph::{build, BuildReport, Graph, Measured};
+use lumos_graph::{build, build_owned, BuildReport, Graph, Measured};
 use lumos_store::{StoredRank, TraceFacts};
 use lumos_trace::{Trace, TraceMeta};
 use serde::Serialize;
@@ -135,6 +135,18 @@ pub struct CollectiveCounts {
 pub fn inspect(trace: &Trace) -> FileReport {
     let (graph, measured, report) = build(trace);
     file_report(trace, &graph, &measured, &report)
+}
+
+/// [`inspect`], taking the trace: its events are freed as the graph is
+/// built ([`build_owned`]), so that the trace and the graph are not in
+/// memory together. The graph, its measured times and the builder's
+/// report come back with the file's report, for the caller to free when
+/// it likes (`lumos inspect` frees them on a background thread).
+pub fn inspect_owned(trace: Trace) -> (FileReport, (Graph, Measured, BuildReport)) {
+    let facts = TraceFacts::of(&trace);
+    let (graph, measured, report) = build_owned(trace);
+    let file = file_report_of(&facts, &graph, &measured, &report);
+    (file, (graph, measured, report))
 }
 
 /// The report on a trace ingested into a compact file: the same as

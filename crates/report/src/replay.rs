@@ -2,20 +2,19 @@
 //! (`lumos replay`): steps, window, breakdown, GPU-busy timeline and the
 //! critical path, and the summary over many traces.
 
-use lumos_graph::{build, build_owned, BuildReport, Graph, Measured, RankMeta};
+use lumos_graph::{build, build_owned, BuildReport, Graph, Measured, RankMeta, Span};
 use lumos_predict::{replay_scales, KernelScale};
 use lumos_sim::{
-    busy_timeline, critical_path_summary, simulate, step_spans, timeline_bin_ns, whole_span,
-    Breakdown, CriticalPathSummary, Schedule, SimOptions, TaskTimes,
+    critical_path_summary, simulate, timeline_bin_ns, whole_span, Breakdown, BusyBins,
+    CriticalPathSummary, Schedule, SimOptions, TaskTimes,
 };
 use lumos_store::StoredRank;
 use lumos_trace::{MemoryEvent, Trace};
 use serde::Serialize;
 
-use crate::analysis::intervals::Intervals;
 use crate::analysis::{
     selected_steps, step_names, trace_analysis, trace_analysis_with, AnalysisInputs,
-    AnalysisOptions, GpuOrder, GraphFacts, Shared, TraceAnalysis,
+    AnalysisOptions, Found, GpuOrder, Shared, Side, TraceAnalysis,
 };
 use crate::critical::{critical_paths, CriticalPaths};
 use crate::job::{JobReport, RepresentativesReport};
@@ -217,13 +216,13 @@ pub struct TraceInfo {
 }
 
 impl TraceInfo {
-    /// The information of `trace`, whose graph `build` reported on in
-    /// `report`.
-    pub fn of(trace: &Trace, report: &BuildReport) -> TraceInfo {
+    /// The information of the rank `meta` describes, whose graph the
+    /// builder reported on in `report`.
+    pub fn of_rank(meta: &RankMeta, report: &BuildReport) -> TraceInfo {
         TraceInfo::new(
-            trace.path.display().to_string(),
-            trace.meta.rank,
-            &trace.warnings,
+            meta.path.display().to_string(),
+            meta.rank,
+            &meta.warnings,
             report,
         )
     }
@@ -398,7 +397,8 @@ impl ReplayedStored<'_> {
 /// of one rank's report, computed side by side on rayon's threads (each
 /// as it would be alone, so the report does not depend on the threads),
 /// after what the last two share ([`Shared`]: each side's GPU tasks
-/// sorted by start once, rather than once per breakdown and union).
+/// sorted by start and its step spans, found once rather than once per
+/// part).
 fn analysed(
     graph: &Graph,
     measured: &Measured,
@@ -413,23 +413,14 @@ fn analysed(
             })
         },
         || {
-            let (facts, (m_order, r_order)) = rayon::join(
-                || GraphFacts::of(graph),
-                || {
-                    rayon::join(
-                        || GpuOrder::new(graph, &measured.tasks),
-                        || GpuOrder::new(graph, schedule),
-                    )
-                },
-            );
-            let shared = Shared {
-                facts: &facts,
-                measured: &m_order,
-                replayed: &r_order,
-            };
+            let found = Found::of(graph, measured, schedule);
+            let shared = found.shared();
             rayon::join(
                 || analysis(shared),
-                || Compared::of_orders(graph, measured, schedule, [&m_order, &r_order]),
+                || {
+                    let sides = [shared.measured, shared.replayed];
+                    Compared::of_sides(graph, measured, schedule, sides)
+                },
             )
         },
     );
@@ -467,9 +458,7 @@ impl Replayed {
     }
 
     fn report_on(&self, positions: &[usize], opts: &AnalysisOptions) -> TraceReplay {
-        let meta = &self.meta;
-        let path = meta.path.display().to_string();
-        let mut info = TraceInfo::new(path, meta.rank, &meta.warnings, &self.build);
+        let mut info = TraceInfo::of_rank(&self.meta, &self.build);
         info.warnings.extend(self.schedule.warnings());
         let (critical_path, analysis, compared) =
             analysed(&self.graph, &self.measured, &self.schedule, |shared| {
@@ -561,41 +550,18 @@ pub(crate) struct Compared {
     gpu_busy_timeline: TimelinePair,
 }
 
-/// One side's step spans, window, breakdown and busy intervals, from
-/// its GPU tasks by start (`order`).
-fn side<T: TaskTimes + ?Sized>(
-    graph: &Graph,
-    times: &T,
-    annotations: Option<&[lumos_graph::Span]>,
-    order: &GpuOrder,
-) -> (
-    Vec<lumos_graph::Span>,
-    lumos_graph::Span,
-    Breakdown,
-    Intervals,
-) {
-    let steps = step_spans(graph, times, annotations);
-    let window = whole_span(times);
-    let [compute, comm, busy] = order.comm_unions(graph);
-    // The window holds every task, so nothing needs clipping:
-    // `lumos_sim::breakdown` of the window, without its sort.
-    let (c, m, b) = (
-        compute.measure_in(window),
-        comm.measure_in(window),
-        busy.measure_in(window),
-    );
-    // Saturating, as `lumos_sim::breakdown`: hostile spans near i64's
-    // ends must not overflow.
-    let overlapped = c.saturating_add(m).saturating_sub(b);
+/// One side's breakdown and GPU-busy timeline over its `window`, in
+/// bins `bin_ns` wide, from its GPU tasks by start (`order`), with no
+/// union kept: the window holds every task, so each union's part in it
+/// is its length.
+fn side(graph: &Graph, order: &GpuOrder, window: Span, bin_ns: i64) -> (Breakdown, Vec<f64>) {
+    let mut bins = BusyBins::new(window, bin_ns);
+    let [c, m, b] = order.comm_measures(graph, |s| bins.add(s));
     let total_ns = window.len_ns().max(0);
-    let breakdown = Breakdown {
-        exposed_compute_ns: c.saturating_sub(overlapped),
-        overlapped_ns: overlapped,
-        exposed_comm_ns: m.saturating_sub(overlapped),
-        idle_ns: total_ns.saturating_sub(b),
-        total_ns,
-    };
-    (steps, window, breakdown, busy)
+    (
+        Breakdown::from_measures(c, m, b, total_ns),
+        bins.finish().busy,
+    )
 }
 
 impl Compared {
@@ -607,30 +573,34 @@ impl Compared {
         measured: &Measured,
         times: &T,
     ) -> Compared {
-        let (m_order, r_order) = rayon::join(
-            || GpuOrder::new(graph, &measured.tasks),
-            || GpuOrder::new(graph, times),
+        let annotations = Some(measured.step_annotations.as_slice());
+        let (m_side, r_side) = rayon::join(
+            || Side::new(graph, &measured.tasks, annotations),
+            || Side::new(graph, times, None),
         );
-        Compared::of_orders(graph, measured, times, [&m_order, &r_order])
+        Compared::of_sides(graph, measured, times, [&m_side, &r_side])
     }
 
-    /// [`Compared::of`] with each side's GPU tasks by start, measured
-    /// then replayed, found by the caller.
-    pub(crate) fn of_orders<T: TaskTimes + Sync + ?Sized>(
+    /// [`Compared::of`] with each side's GPU tasks by start and step
+    /// spans, measured then replayed, found by the caller.
+    pub(crate) fn of_sides<T: TaskTimes + Sync + ?Sized>(
         graph: &Graph,
         measured: &Measured,
         times: &T,
-        [m_order, r_order]: [&GpuOrder; 2],
+        [m_side, r_side]: [&Side; 2],
     ) -> Compared {
-        let annotations = Some(measured.step_annotations.as_slice());
-        let ((m_steps, mw, m_breakdown, m_busy), (r_steps, rw, r_breakdown, r_busy)) = rayon::join(
-            || side(graph, &measured.tasks, annotations, m_order),
-            || side(graph, times, None, r_order),
+        let (mw, rw) = (whole_span(&measured.tasks), whole_span(times));
+        let (ml, rl) = (mw.len_ns(), rw.len_ns());
+        // One width for both sides: the one the longer window needs.
+        let bin = timeline_bin_ns(ml.max(rl), 1_000_000);
+        let ((m_breakdown, m_busy), (r_breakdown, r_busy)) = rayon::join(
+            || side(graph, &m_side.order, mw, bin),
+            || side(graph, &r_side.order, rw, bin),
         );
         let steps = graph
             .steps
             .iter()
-            .zip(m_steps.iter().zip(&r_steps))
+            .zip(m_side.steps.iter().zip(&r_side.steps))
             .map(|(s, (m, r))| {
                 let (m, r) = (m.len_ns(), r.len_ns());
                 StepReplay {
@@ -641,9 +611,6 @@ impl Compared {
                 }
             })
             .collect();
-        let (ml, rl) = (mw.len_ns(), rw.len_ns());
-        // One width for both sides: the one the longer window needs.
-        let bin = timeline_bin_ns(ml.max(rl), 1_000_000);
         Compared {
             steps,
             window: Compare {
@@ -657,8 +624,8 @@ impl Compared {
             },
             gpu_busy_timeline: TimelinePair {
                 bin_us: us(bin),
-                measured: busy_timeline(m_busy.spans(), mw, bin).busy,
-                replayed: busy_timeline(r_busy.spans(), rw, bin).busy,
+                measured: m_busy,
+                replayed: r_busy,
             },
         }
     }

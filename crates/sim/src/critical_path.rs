@@ -91,22 +91,30 @@ pub struct TimedPathHop {
 /// The times of `hops` (in time order, as [`critical_path_hops`] gives
 /// them).
 pub fn timed_hops(graph: &Graph, schedule: &Schedule, hops: &[PathHop]) -> Vec<TimedPathHop> {
-    hops.iter()
-        .enumerate()
-        .map(|(i, hop)| {
-            let at_ns = placed_at(schedule, hop);
-            let anchor_ns = match hops.get(i + 1).map(|n| n.bound) {
-                Some(Bound::Edge(e)) if graph.edges[e as usize].anchor == Anchor::Start => at_ns,
-                _ => schedule.end_ns[hop.task.idx()],
-            };
-            TimedPathHop {
-                hop: *hop,
-                kind: BoundKind::of(graph, hop.bound),
-                at_ns,
-                anchor_ns,
-            }
-        })
-        .collect()
+    timed_hops_iter(graph, schedule, hops).collect()
+}
+
+/// [`timed_hops`] one by one, for a caller that reads each once: a
+/// whole window's path has about a hop per task, and their times (48
+/// bytes a hop) need not be kept beside the hops.
+pub fn timed_hops_iter<'a>(
+    graph: &'a Graph,
+    schedule: &'a Schedule,
+    hops: &'a [PathHop],
+) -> impl Iterator<Item = TimedPathHop> + 'a {
+    hops.iter().enumerate().map(|(i, hop)| {
+        let at_ns = placed_at(schedule, hop);
+        let anchor_ns = match hops.get(i + 1).map(|n| n.bound) {
+            Some(Bound::Edge(e)) if graph.edges[e as usize].anchor == Anchor::Start => at_ns,
+            _ => schedule.end_ns[hop.task.idx()],
+        };
+        TimedPathHop {
+            hop: *hop,
+            kind: BoundKind::of(graph, hop.bound),
+            at_ns,
+            anchor_ns,
+        }
+    })
 }
 
 /// What placed `task` on the path: its issue's bound when the path reached
@@ -229,14 +237,12 @@ pub fn critical_path_summary(
     top_n: usize,
 ) -> CriticalPathSummary {
     let hops = critical_path_hops(graph, schedule, last);
-    let timed = timed_hops(graph, schedule, &hops)
-        .into_iter()
-        .map(|h| TimedHop {
-            task: h.hop.task,
-            kind: h.kind,
-            at: h.at_ns,
-            anchor: h.anchor_ns,
-        });
+    let timed = timed_hops_iter(graph, schedule, &hops).map(|h| TimedHop {
+        task: h.hop.task,
+        kind: h.kind,
+        at: h.at_ns,
+        anchor: h.anchor_ns,
+    });
     summarize(timed, top_n)
 }
 

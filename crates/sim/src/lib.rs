@@ -96,7 +96,7 @@ mod scheduler;
 
 pub use critical_path::{
     critical_path, critical_path_hops, critical_path_hops_since, critical_path_summary, timed_hops,
-    BoundKind, BoundTotal, CriticalPathSummary, PathHop, TimedPathHop,
+    timed_hops_iter, BoundKind, BoundTotal, CriticalPathSummary, PathHop, TimedPathHop,
 };
 pub use error::SimError;
 pub use job::{
@@ -105,8 +105,8 @@ pub use job::{
 };
 pub use metrics::{
     annotation_spans, breakdown, busy_timeline, gpu_busy_intervals, gpu_busy_timeline, step_spans,
-    timeline_bin_ns, whole_span, Breakdown, BusyTimeline, ScheduleSlice, SpanColumns, TaskTimes,
-    MAX_TIMELINE_BINS,
+    timeline_bin_ns, whole_span, Breakdown, BusyBins, BusyTimeline, ScheduleSlice, SpanColumns,
+    TaskTimes, MAX_TIMELINE_BINS,
 };
 pub use options::{DurationScale, GpuSelector, SimOptions, DEFAULT_LAUNCH_QUEUE};
 pub use scheduler::{simulate, simulate_with_rendezvous, BlockingWait, Bound, Schedule};

@@ -24,13 +24,16 @@ pub trait TaskTimes {
 /// not when its wait ended: metrics see the call's whole span, as on the
 /// measured side.
 impl TaskTimes for Schedule {
+    #[inline]
     fn task_count(&self) -> usize {
         self.start_ns.len()
     }
+    #[inline]
     fn start_of(&self, t: TaskId) -> i64 {
         let start = self.start_ns[t.idx()];
         self.wait(t).map_or(start, |w| w.issue_ns.min(start))
     }
+    #[inline]
     fn end_of(&self, t: TaskId) -> i64 {
         self.end_ns[t.idx()]
     }
@@ -50,36 +53,45 @@ pub struct ScheduleSlice<'a> {
 }
 
 impl TaskTimes for ScheduleSlice<'_> {
+    #[inline]
     fn task_count(&self) -> usize {
         self.len
     }
+    #[inline]
     fn start_of(&self, t: TaskId) -> i64 {
         self.schedule.start_of(TaskId(t.0 + self.offset))
     }
+    #[inline]
     fn end_of(&self, t: TaskId) -> i64 {
         self.schedule.end_of(TaskId(t.0 + self.offset))
     }
 }
 
 impl TaskTimes for [Span] {
+    #[inline]
     fn task_count(&self) -> usize {
         self.len()
     }
+    #[inline]
     fn start_of(&self, t: TaskId) -> i64 {
         self[t.idx()].start_ns
     }
+    #[inline]
     fn end_of(&self, t: TaskId) -> i64 {
         self[t.idx()].end_ns
     }
 }
 
 impl TaskTimes for Vec<Span> {
+    #[inline]
     fn task_count(&self) -> usize {
         self.len()
     }
+    #[inline]
     fn start_of(&self, t: TaskId) -> i64 {
         self[t.idx()].start_ns
     }
+    #[inline]
     fn end_of(&self, t: TaskId) -> i64 {
         self[t.idx()].end_ns
     }
@@ -95,12 +107,15 @@ pub struct SpanColumns<'a> {
 }
 
 impl TaskTimes for SpanColumns<'_> {
+    #[inline]
     fn task_count(&self) -> usize {
         self.start_ns.len()
     }
+    #[inline]
     fn start_of(&self, t: TaskId) -> i64 {
         self.start_ns[t.idx()]
     }
+    #[inline]
     fn end_of(&self, t: TaskId) -> i64 {
         self.end_ns[t.idx()]
     }
@@ -201,6 +216,21 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
+    /// The breakdown of a window `total_ns` long in which compute runs
+    /// `compute_ns` (|C|), communication `comm_ns` (|M|) and either of
+    /// them `busy_ns` (|C ∪ M|). Saturating: hostile spans near `i64`'s
+    /// ends must not overflow.
+    pub fn from_measures(compute_ns: i64, comm_ns: i64, busy_ns: i64, total_ns: i64) -> Breakdown {
+        let overlapped = compute_ns.saturating_add(comm_ns).saturating_sub(busy_ns);
+        Breakdown {
+            exposed_compute_ns: compute_ns.saturating_sub(overlapped),
+            overlapped_ns: overlapped,
+            exposed_comm_ns: comm_ns.saturating_sub(overlapped),
+            idle_ns: total_ns.saturating_sub(busy_ns),
+            total_ns,
+        }
+    }
+
     /// Time at least one GPU task runs: |C ∪ M|.
     pub fn busy_ns(&self) -> i64 {
         self.exposed_compute_ns
@@ -248,29 +278,27 @@ pub fn breakdown<T: TaskTimes + ?Sized>(graph: &Graph, times: &T, window: Span) 
         });
     }
     bounds.sort_unstable_by_key(|b| b.at);
-
-    let mut out = Breakdown {
-        total_ns,
-        ..Breakdown::default()
-    };
     // Boundaries at the same instant leave zero-length segments between
     // them, so their order within an instant does not matter.
     let (mut compute, mut comm) = (0i32, 0i32);
+    let (mut c, mut m, mut busy) = (0i64, 0i64, 0i64);
     let mut prev = window.start_ns;
     for b in &bounds {
         let len = b.at.saturating_sub(prev);
-        match (compute > 0, comm > 0) {
-            (true, false) => out.exposed_compute_ns = out.exposed_compute_ns.saturating_add(len),
-            (true, true) => out.overlapped_ns = out.overlapped_ns.saturating_add(len),
-            (false, true) => out.exposed_comm_ns = out.exposed_comm_ns.saturating_add(len),
-            (false, false) => {}
+        if compute > 0 {
+            c = c.saturating_add(len);
+        }
+        if comm > 0 {
+            m = m.saturating_add(len);
+        }
+        if compute > 0 || comm > 0 {
+            busy = busy.saturating_add(len);
         }
         compute += b.compute;
         comm += b.comm;
         prev = b.at;
     }
-    out.idle_ns = total_ns - out.busy_ns();
-    out
+    Breakdown::from_measures(c, m, busy, total_ns)
 }
 
 /// The union of GPU busy intervals inside `window`, sorted and disjoint.
@@ -373,38 +401,79 @@ pub fn gpu_busy_timeline<T: TaskTimes + ?Sized>(
 /// [`gpu_busy_timeline`] from the busy intervals inside `window`, sorted
 /// and disjoint ([`gpu_busy_intervals`]), for a caller that has them.
 pub fn busy_timeline(busy_intervals: &[Span], window: Span, min_bin_ns: i64) -> BusyTimeline {
-    let len = window.end_ns.saturating_sub(window.start_ns);
-    let bin_ns = timeline_bin_ns(len, min_bin_ns);
-    if len <= 0 || bin_ns <= 0 {
-        return BusyTimeline {
-            bin_ns,
-            busy: Vec::new(),
-        };
+    let mut bins = BusyBins::new(window, min_bin_ns);
+    for &span in busy_intervals {
+        bins.add(span);
     }
-    let bins = bin_count(len, bin_ns) as usize;
-    let bin_start = |bin: usize| {
-        window
+    bins.finish()
+}
+
+/// A GPU-busy timeline being filled span by span: [`busy_timeline`] for
+/// a caller that makes the busy intervals one at a time (merging tasks
+/// by start) and need not keep them.
+#[derive(Debug, Clone)]
+pub struct BusyBins {
+    window: Span,
+    bin_ns: i64,
+    /// Busy ns per bin; empty when the window or the width is.
+    busy: Vec<i64>,
+}
+
+impl BusyBins {
+    /// The empty timeline of `window`, in bins [`timeline_bin_ns`] gives
+    /// for `min_bin_ns`.
+    pub fn new(window: Span, min_bin_ns: i64) -> BusyBins {
+        let len = window.end_ns.saturating_sub(window.start_ns);
+        let bin_ns = timeline_bin_ns(len, min_bin_ns);
+        let bins = if len <= 0 || bin_ns <= 0 {
+            0
+        } else {
+            bin_count(len, bin_ns) as usize
+        };
+        BusyBins {
+            window,
+            bin_ns,
+            busy: vec![0; bins],
+        }
+    }
+
+    fn bin_start(&self, bin: usize) -> i64 {
+        self.window
             .start_ns
-            .saturating_add((bin as i64).saturating_mul(bin_ns))
-    };
-    let mut busy = vec![0i64; bins];
-    for span in busy_intervals {
+            .saturating_add((bin as i64).saturating_mul(self.bin_ns))
+    }
+
+    /// Adds the busy interval `span`, inside the window; the spans added
+    /// are sorted and disjoint, as [`busy_timeline`]'s.
+    pub fn add(&mut self, span: Span) {
+        let bins = self.busy.len();
+        if bins == 0 {
+            return;
+        }
         let mut at = span.start_ns;
         while at < span.end_ns {
-            let bin = (at.saturating_sub(window.start_ns) / bin_ns) as usize;
-            let upto = bin_start(bin + 1).min(span.end_ns);
-            busy[bin.min(bins - 1)] += upto - at;
+            let bin = (at.saturating_sub(self.window.start_ns) / self.bin_ns) as usize;
+            let upto = self.bin_start(bin + 1).min(span.end_ns);
+            self.busy[bin.min(bins - 1)] += upto - at;
             at = upto;
         }
     }
-    let busy = busy
-        .iter()
-        .enumerate()
-        .map(|(bin, &b)| {
-            let start = bin_start(bin);
-            let bin_len = start.saturating_add(bin_ns).min(window.end_ns) - start;
-            b as f64 / bin_len as f64
-        })
-        .collect();
-    BusyTimeline { bin_ns, busy }
+
+    /// The timeline of the spans added.
+    pub fn finish(self) -> BusyTimeline {
+        let busy = self
+            .busy
+            .iter()
+            .enumerate()
+            .map(|(bin, &b)| {
+                let start = self.bin_start(bin);
+                let bin_len = start.saturating_add(self.bin_ns).min(self.window.end_ns) - start;
+                b as f64 / bin_len as f64
+            })
+            .collect();
+        BusyTimeline {
+            bin_ns: self.bin_ns,
+            busy,
+        }
+    }
 }

@@ -70,7 +70,12 @@ pub struct BlockingWait {
 
 /// The replayed timeline: one start and end per task, indexed by
 /// [`TaskId`], in ns since the window start.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Two schedules are equal when their times, bounds and waits are: the
+/// index over the waits is a cache of them, and one built from waits
+/// later changed through the public field must not make equal replays
+/// differ.
+#[derive(Debug, Clone, Default)]
 pub struct Schedule {
     /// Start of each task.
     pub start_ns: Vec<i64>,
@@ -83,6 +88,17 @@ pub struct Schedule {
     /// Where each task's wait is in `waits`.
     wait_index: WaitIndex,
 }
+
+impl PartialEq for Schedule {
+    fn eq(&self, other: &Schedule) -> bool {
+        self.start_ns == other.start_ns
+            && self.end_ns == other.end_ns
+            && self.bound_by == other.bound_by
+            && self.waits == other.waits
+    }
+}
+
+impl Eq for Schedule {}
 
 impl Schedule {
     /// Number of tasks.
@@ -142,6 +158,9 @@ impl Schedule {
     }
 
     /// The issue record of a task that had runtime dependencies.
+    // Inlined into other crates: every metric asks it of every task
+    // through `TaskTimes::start_of`.
+    #[inline]
     pub fn wait(&self, t: TaskId) -> Option<&BlockingWait> {
         match self.wait_index.lookup(t, self.waits.len()) {
             Lookup::Absent => None,
@@ -233,6 +252,7 @@ impl WaitIndex {
     }
 
     /// Where task `t`'s wait is among `n_waits` waits.
+    #[inline]
     fn lookup(&self, t: TaskId, n_waits: usize) -> Lookup {
         if n_waits != self.waits {
             return Lookup::Unknown;
@@ -1128,5 +1148,18 @@ mod tests {
         let mut empty = Schedule::default();
         empty.waits.push(wait_of(0));
         assert!(empty.wait(TaskId(0)).is_some());
+    }
+
+    /// Equality is that of what the schedule says: one whose waits were
+    /// set after it was made equals one made with them.
+    #[test]
+    fn schedules_compare_their_times_and_waits_not_their_index() {
+        let made = schedule_with_waits(10, &[2, 5]);
+        let mut edited = schedule_with_waits(10, &[2]);
+        assert_ne!(made, edited);
+        edited.waits.push(wait_of(5));
+        assert_eq!(made, edited);
+        edited.end_ns[3] += 1;
+        assert_ne!(made, edited);
     }
 }

@@ -107,10 +107,8 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
 fn file_report(l: Loaded) -> FileReport {
     match l {
         Loaded::Trace(t) => {
-            let facts = lumos_store::TraceFacts::of(&t);
-            let (graph, measured, report) = lumos_graph::build_owned(t);
-            let r = lumos_report::file_report_of(&facts, &graph, &measured, &report);
-            inputs::drop_in_background((graph, measured, report));
+            let (r, built) = lumos_report::inspect_owned(t);
+            inputs::drop_in_background(built);
             r
         }
         Loaded::Stored(s) => lumos_report::inspect_stored(&s),

@@ -5,8 +5,8 @@ use lumos_graph::{Graph, ProcKind, Span, TaskId};
 use lumos_sim::{whole_span, TaskTimes};
 use serde::Serialize;
 
-use super::idle::{idle_causes, launchers, IdleCauses};
-use super::intervals::Intervals;
+use super::idle::{Cause, Gaps, Launchers};
+use super::intervals::InWindows;
 use super::kernels::ScopeOperators;
 use super::SelectedStep;
 use crate::units::us;
@@ -215,7 +215,7 @@ pub(crate) struct GraphFacts {
     /// The HTA class of each name, by name id.
     classes: Vec<HtaClass>,
     /// The CPU task that launched each task.
-    launcher: Vec<Option<TaskId>>,
+    launcher: Launchers,
     /// Each task's operator.
     pub operators: ScopeOperators,
 }
@@ -225,7 +225,7 @@ impl GraphFacts {
     pub fn of(graph: &Graph) -> GraphFacts {
         GraphFacts {
             classes: HtaClass::of_names(graph),
-            launcher: launchers(graph),
+            launcher: Launchers::of(graph),
             operators: ScopeOperators::of(graph),
         }
     }
@@ -246,36 +246,92 @@ pub(crate) struct GpuOrder {
 impl GpuOrder {
     /// The GPU tasks of `graph` at `times`.
     pub fn new<T: TaskTimes + ?Sized>(graph: &Graph, times: &T) -> GpuOrder {
-        let mut tasks: Vec<(Span, TaskId)> = graph
-            .tasks
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.kind.is_gpu())
-            .map(|(i, _)| {
-                let t = TaskId(i as u32);
-                (span_of(times, t), t)
-            })
-            .collect();
+        // Sized exactly: collected through a filter, the vector would grow
+        // by doubling, up to twice the tasks' 24 bytes each, and copy
+        // itself on the way.
+        let gpu = graph.tasks.iter().filter(|t| t.kind.is_gpu()).count();
+        let mut tasks: Vec<(Span, TaskId)> = Vec::with_capacity(gpu);
+        tasks.extend(
+            graph
+                .tasks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.kind.is_gpu())
+                .map(|(i, _)| {
+                    let t = TaskId(i as u32);
+                    (span_of(times, t), t)
+                }),
+        );
         tasks.sort_unstable_by_key(|&(s, t)| (s.start_ns, t));
         GpuOrder { tasks }
     }
 
-    /// The unions of the compute tasks' spans, of the communication
-    /// tasks' and of both (busy time), in one pass.
-    pub fn comm_unions(&self, graph: &Graph) -> [Intervals; 3] {
-        let [mut compute, mut comm, mut busy]: [Vec<Span>; 3] = Default::default();
-        for &(s, t) in self.non_empty() {
-            push_merged(&mut busy, s);
-            push_merged(
-                if graph.task(t).is_comm() {
-                    &mut comm
-                } else {
-                    &mut compute
-                },
-                s,
-            );
+    /// The lengths of the unions of the compute tasks' spans, of the
+    /// communication tasks' and of both (busy time), in one pass; each
+    /// span of the busy union, in order, is handed to `busy` as it is
+    /// complete, so that no union is kept.
+    pub fn comm_measures(&self, graph: &Graph, mut busy: impl FnMut(Span)) -> [i64; 3] {
+        let mut lengths = [0i64; 3];
+        self.merge_unions(
+            graph,
+            None,
+            |_| true,
+            |u, s| {
+                // As `Intervals::from_disjoint` sums them.
+                let len = &mut lengths[u as usize];
+                *len = len.saturating_add(s.end_ns.saturating_sub(s.start_ns));
+                if u == Union::Busy {
+                    busy(s);
+                }
+            },
+        );
+        [
+            lengths[Union::Compute as usize],
+            lengths[Union::Comm as usize],
+            lengths[Union::Busy as usize],
+        ]
+    }
+
+    /// Merges the non-empty spans of the tasks `keep` keeps, by start,
+    /// into the busy union, the compute or the communication union and,
+    /// given the graph's `facts`, HTA's computation or communication union
+    /// and the union of both; hands each merged span to `sink` once
+    /// complete (each union's in order).
+    fn merge_unions(
+        &self,
+        graph: &Graph,
+        facts: Option<&GraphFacts>,
+        keep: impl Fn(TaskId) -> bool,
+        mut sink: impl FnMut(Union, Span),
+    ) {
+        let mut open: [Option<Span>; 6] = [None; 6];
+        let mut add = |u: Union, s: Span| match &mut open[u as usize] {
+            Some(last) if s.start_ns <= last.end_ns => last.end_ns = last.end_ns.max(s.end_ns),
+            slot => {
+                if let Some(done) = slot.replace(s) {
+                    sink(u, done);
+                }
+            }
+        };
+        for &(s, t) in self.non_empty().filter(|&&(_, t)| keep(t)) {
+            add(Union::Busy, s);
+            let comm = graph.task(t).is_comm();
+            add(if comm { Union::Comm } else { Union::Compute }, s);
+            let hta = match facts.map(|f| f.class(graph, t)) {
+                Some(HtaClass::Computation) => Some(Union::HtaCompute),
+                Some(HtaClass::Communication) => Some(Union::HtaComm),
+                _ => None,
+            };
+            if let Some(u) = hta {
+                add(u, s);
+                add(Union::HtaEither, s);
+            }
         }
-        [compute, comm, busy].map(Intervals::from_disjoint)
+        for u in Union::ALL {
+            if let Some(s) = open[u as usize] {
+                sink(u, s);
+            }
+        }
     }
 
     /// The tasks whose span is not empty, by start.
@@ -293,27 +349,64 @@ impl GpuOrder {
     }
 }
 
-/// Adds `s` to the union `v` of spans added by start: merged with the
-/// last one where they touch.
-fn push_merged(v: &mut Vec<Span>, s: Span) {
-    match v.last_mut() {
-        Some(last) if s.start_ns <= last.end_ns => last.end_ns = last.end_ns.max(s.end_ns),
-        _ => v.push(s),
+/// The unions of GPU time [`GpuOrder::merge_unions`] makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Union {
+    Busy,
+    Compute,
+    Comm,
+    HtaCompute,
+    HtaComm,
+    /// HTA's computation and communication together.
+    HtaEither,
+}
+
+impl Union {
+    const ALL: [Union; 6] = [
+        Union::Busy,
+        Union::Compute,
+        Union::Comm,
+        Union::HtaCompute,
+        Union::HtaComm,
+        Union::HtaEither,
+    ];
+}
+
+/// What a timeline's analyses measure of its GPU time in each selected
+/// step: the unions of GPU time and the classified idle gaps, measured as
+/// they are made, none kept.
+pub(crate) struct GpuTime<'f> {
+    /// Per step (in the order given), per [`Measure`], ns.
+    in_steps: Vec<[i64; Measure::COUNT]>,
+    order: &'f GpuOrder,
+    facts: &'f GraphFacts,
+}
+
+/// What [`GpuTime`] measures in each step: the unions of
+/// [`GpuOrder::merge_unions`] in their order, then the idle gaps by cause.
+#[derive(Debug, Clone, Copy)]
+enum Measure {
+    HostWait = 6,
+    KernelGap = 7,
+    Other = 8,
+}
+
+impl Measure {
+    const COUNT: usize = 9;
+
+    fn of_cause(cause: Cause) -> Measure {
+        match cause {
+            Cause::HostWait => Measure::HostWait,
+            Cause::KernelGap => Measure::KernelGap,
+            Cause::Other => Measure::Other,
+        }
     }
 }
 
-/// The unions of GPU time a timeline's analyses measure, and the
-/// classified idle gaps.
-pub(crate) struct GpuTime<'f> {
-    compute: Intervals,
-    comm: Intervals,
-    overlapped: Intervals,
-    busy: Intervals,
-    hta_comm: Intervals,
-    hta_overlapped: Intervals,
-    idle: IdleCauses,
-    order: &'f GpuOrder,
-    facts: &'f GraphFacts,
+/// The time two unions `a` and `b` overlap, from their lengths and their
+/// union's (saturating, as the rest).
+fn overlap(a: i64, b: i64, either: i64) -> i64 {
+    a.saturating_add(b).saturating_sub(either)
 }
 
 /// The span of GPU task `t`.
@@ -325,8 +418,8 @@ fn span_of<T: TaskTimes + ?Sized>(times: &T, t: TaskId) -> Span {
 }
 
 impl<'f> GpuTime<'f> {
-    /// The unions of `graph` at `times`; idle gaps are classified over the
-    /// whole timeline and every span of `steps`.
+    /// The measures of `graph` at `times` in `steps`; idle gaps are
+    /// classified over the whole timeline and every span of `steps`.
     pub fn new<T: TaskTimes + ?Sized>(
         graph: &Graph,
         times: &T,
@@ -334,27 +427,10 @@ impl<'f> GpuTime<'f> {
         kernel_gap_ns: i64,
         (order, facts): (&'f GpuOrder, &'f GraphFacts),
     ) -> GpuTime<'f> {
-        // The five unions in one pass over the tasks by start.
-        let [mut compute, mut comm, mut busy, mut hta_compute, mut hta_comm]: [Vec<Span>; 5] =
-            Default::default();
-        for &(s, t) in order.non_empty() {
-            push_merged(&mut busy, s);
-            push_merged(
-                if graph.task(t).is_comm() {
-                    &mut comm
-                } else {
-                    &mut compute
-                },
-                s,
-            );
-            match facts.class(graph, t) {
-                HtaClass::Computation => push_merged(&mut hta_compute, s),
-                HtaClass::Communication => push_merged(&mut hta_comm, s),
-                _ => {}
-            }
-        }
-        let [compute, comm, busy, hta_compute, hta_comm] =
-            [compute, comm, busy, hta_compute, hta_comm].map(Intervals::from_disjoint);
+        let windows: Vec<Span> = steps.iter().map(|s| s.span).collect();
+        let first = InWindows::new(&windows);
+        let mut measures: [InWindows<'_>; Measure::COUNT] =
+            std::array::from_fn(|_| first.another());
         let mut domain = whole_span(times);
         for s in steps {
             domain.start_ns = domain.start_ns.min(s.span.start_ns);
@@ -364,31 +440,48 @@ impl<'f> GpuTime<'f> {
             let mut starting = order.starting_at(at).peekable();
             starting.peek().is_some()
                 && starting.all(|&(_, t)| {
-                    facts.launcher[t.idx()].is_some_and(|l| times.start_of(l) > gap_start)
+                    facts
+                        .launcher
+                        .of_task(t)
+                        .is_some_and(|l| times.start_of(l) > gap_start)
                 })
         };
-        let idle = idle_causes(&busy, launched_after, domain, kernel_gap_ns);
+        let mut gaps = Gaps::new(domain, kernel_gap_ns);
+        order.merge_unions(
+            graph,
+            Some(facts),
+            |_| true,
+            |u, s| {
+                if u == Union::Busy {
+                    if let Some((cause, gap)) = gaps.before(s, launched_after) {
+                        measures[Measure::of_cause(cause) as usize].add(gap);
+                    }
+                }
+                measures[u as usize].add(s);
+            },
+        );
+        if let Some(gap) = gaps.after() {
+            measures[Measure::Other as usize].add(gap);
+        }
+        let sums = measures.map(InWindows::sums);
+        let in_steps = (0..steps.len())
+            .map(|i| std::array::from_fn(|m| sums[m][i]))
+            .collect();
         GpuTime {
-            overlapped: compute.intersect(&comm),
-            hta_overlapped: hta_compute.intersect(&hta_comm),
-            compute,
-            comm,
-            busy,
-            hta_comm,
-            idle,
+            in_steps,
             order,
             facts,
         }
     }
 
-    /// The times of `step`.
+    /// The times of `step`, the `i`th of the steps given to
+    /// [`GpuTime::new`].
     pub fn step<T: TaskTimes + ?Sized>(
         &self,
         graph: &Graph,
         times: &T,
-        step: &SelectedStep,
+        (i, step): (usize, &SelectedStep),
     ) -> StepNs {
-        let w = step.span;
         let (mut gpu_tasks, mut gpu_task) = (0, 0i64);
         for t in step.tasks(graph) {
             if graph.task(t).kind.is_gpu() {
@@ -396,17 +489,24 @@ impl<'f> GpuTime<'f> {
                 gpu_task = gpu_task.saturating_add(span_of(times, t).len_ns());
             }
         }
+        let m = &self.in_steps[i];
+        let of = |u: Union| m[u as usize];
         StepNs {
-            span: w.len_ns(),
-            compute: self.compute.measure_in(w),
-            comm: self.comm.measure_in(w),
-            overlapped: self.overlapped.measure_in(w),
-            busy: self.busy.measure_in(w),
-            hta_comm: self.hta_comm.measure_in(w),
-            hta_overlapped: self.hta_overlapped.measure_in(w),
-            host_wait: self.idle.host_wait.measure_in(w),
-            kernel_gap: self.idle.kernel_gap.measure_in(w),
-            other: self.idle.other.measure_in(w),
+            span: step.span.len_ns(),
+            compute: of(Union::Compute),
+            comm: of(Union::Comm),
+            // |C ∩ M| = |C| + |M| - |C ∪ M|, in the step as anywhere.
+            overlapped: overlap(of(Union::Compute), of(Union::Comm), of(Union::Busy)),
+            busy: of(Union::Busy),
+            hta_comm: of(Union::HtaComm),
+            hta_overlapped: overlap(
+                of(Union::HtaCompute),
+                of(Union::HtaComm),
+                of(Union::HtaEither),
+            ),
+            host_wait: m[Measure::HostWait as usize],
+            kernel_gap: m[Measure::KernelGap as usize],
+            other: m[Measure::Other as usize],
             gpu_tasks,
             gpu_task,
         }
@@ -426,28 +526,28 @@ impl<'f> GpuTime<'f> {
         }
         // The selection's GPU tasks by start, as the timeline's.
         let gpu = || self.order.tasks.iter().filter(|(_, t)| is_own[t.idx()]);
-        let [mut all, mut compute, mut comm]: [Vec<Span>; 3] = Default::default();
-        for &(s, t) in gpu().filter(|(s, _)| s.start_ns < s.end_ns) {
-            push_merged(&mut all, s);
-            match self.facts.class(graph, t) {
-                HtaClass::Computation => push_merged(&mut compute, s),
-                HtaClass::Communication => push_merged(&mut comm, s),
-                _ => {}
-            }
-        }
-        let [all, compute, comm] = [all, compute, comm].map(Intervals::from_disjoint);
-        let window = match (all.spans().first(), all.spans().last()) {
-            (Some(a), Some(z)) => Span {
-                start_ns: a.start_ns,
-                end_ns: z.end_ns,
-            },
-            _ => Span::default(),
-        };
+        // Every union lies in the window from the first busy span to the
+        // last, so each one's part in it is its length.
+        let mut lengths = [0i64; Union::ALL.len()];
+        let mut window: Option<Span> = None;
+        let keep = |t: TaskId| is_own[t.idx()];
+        self.order
+            .merge_unions(graph, Some(self.facts), keep, |u, s| {
+                let len = &mut lengths[u as usize];
+                *len = len.saturating_add(s.end_ns.saturating_sub(s.start_ns));
+                if u == Union::Busy {
+                    let w = window.get_or_insert(s);
+                    w.end_ns = s.end_ns;
+                }
+            });
+        let window = window.unwrap_or_default();
+        let of = |u: Union| lengths[u as usize];
         let kernel_time = window.len_ns();
-        let busy = all.measure_in(window);
-        let compute_ns = compute.measure_in(window);
-        let comm_ns = comm.measure_in(window);
+        let busy = of(Union::Busy);
+        let compute_ns = of(Union::HtaCompute);
+        let comm_ns = of(Union::HtaComm);
         let idle = kernel_time - busy;
+        let overlapped = overlap(compute_ns, comm_ns, of(Union::HtaEither));
         HtaView {
             kernel_time_us: us(kernel_time),
             idle_us: us(idle),
@@ -456,7 +556,7 @@ impl<'f> GpuTime<'f> {
             idle_pct: pct(idle, kernel_time),
             compute_pct: pct(compute_ns, kernel_time),
             non_compute_pct: pct(busy - compute_ns, kernel_time),
-            comm_comp_overlap_pct: opt_pct(compute.intersect(&comm).measure_in(window), comm_ns),
+            comm_comp_overlap_pct: opt_pct(overlapped, comm_ns),
             idle_by_stream: self.stream_idle(graph, times, gpu().map(|&(_, t)| t), kernel_gap_ns),
         }
     }
@@ -489,7 +589,7 @@ impl<'f> GpuTime<'f> {
             let stream = &mut streams[graph.task(t).proc.idx()];
             if let Some(prev_end) = stream.prev_end {
                 let gap = (times.start_of(t) - prev_end).max(0);
-                let launched = self.facts.launcher[t.idx()].map(|l| times.start_of(l));
+                let launched = self.facts.launcher.of_task(t).map(|l| times.start_of(l));
                 let cause = if launched.is_some_and(|l| l > prev_end) {
                     0
                 } else if gap < kernel_gap_ns {

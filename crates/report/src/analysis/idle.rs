@@ -16,66 +16,97 @@
 
 use lumos_graph::{DepKind, Graph, Span, TaskId};
 
-use super::intervals::Intervals;
+/// The CPU task that launched each task (by its launch edge), if any:
+/// 4 bytes a task where an `Option<TaskId>` takes 8, since it is alive
+/// through the whole report.
+pub(crate) struct Launchers {
+    /// By task, its launcher's id, [`Launchers::NONE`] where there is none.
+    of_task: Vec<u32>,
+}
 
-/// The CPU task that launched each task (by its launch edge), if any.
-pub(crate) fn launchers(graph: &Graph) -> Vec<Option<TaskId>> {
-    let mut out = vec![None; graph.tasks.len()];
-    for e in &graph.edges {
-        if e.kind == DepKind::Launch {
-            if let Some(slot) = out.get_mut(e.to.idx()) {
-                *slot = Some(e.from);
+impl Launchers {
+    const NONE: u32 = u32::MAX;
+
+    /// The launchers of `graph`'s tasks.
+    pub fn of(graph: &Graph) -> Launchers {
+        let mut of_task = vec![Self::NONE; graph.tasks.len()];
+        for e in &graph.edges {
+            if e.kind == DepKind::Launch {
+                if let Some(slot) = of_task.get_mut(e.to.idx()) {
+                    *slot = e.from.0;
+                }
             }
         }
+        Launchers { of_task }
     }
-    out
+
+    /// The task that launched `t`.
+    pub fn of_task(&self, t: TaskId) -> Option<TaskId> {
+        let l = self.of_task[t.idx()];
+        (l != Self::NONE).then_some(TaskId(l))
+    }
 }
 
-/// The idle gaps of a timeline, by cause.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct IdleCauses {
-    pub host_wait: Intervals,
-    pub kernel_gap: Intervals,
-    pub other: Intervals,
+/// Why the GPU was idle in a gap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    HostWait,
+    KernelGap,
+    Other,
 }
 
-/// Classifies every gap of `busy` inside `domain` (which covers every
-/// span the gaps will be measured in); `launched_after(gap_start, at)`
-/// says whether GPU work starts at `at` and all of it was launched after
-/// `gap_start`.
-pub(crate) fn idle_causes(
-    busy: &Intervals,
-    launched_after: impl Fn(i64, i64) -> bool,
+/// The idle gaps of a timeline, found from its busy spans in order: each
+/// gap inside `domain` (which covers every span the gaps will be measured
+/// in) before a busy span, then the one after the last.
+pub(crate) struct Gaps {
+    prev_end: i64,
     domain: Span,
     kernel_gap_ns: i64,
-) -> IdleCauses {
-    let (mut host, mut gap, mut other) = (Vec::new(), Vec::new(), Vec::new());
-    let mut prev_end = domain.start_ns;
-    for b in busy.spans() {
-        if b.start_ns > prev_end {
+}
+
+impl Gaps {
+    /// No busy span seen yet.
+    pub fn new(domain: Span, kernel_gap_ns: i64) -> Gaps {
+        Gaps {
+            prev_end: domain.start_ns,
+            domain,
+            kernel_gap_ns,
+        }
+    }
+
+    /// The gap before the busy span `b`, the next of the union, if any,
+    /// with its cause; `launched_after(gap_start, at)` says whether GPU
+    /// work starts at `at` and all of it was launched after `gap_start`.
+    /// Each cause's gaps come in order with busy time between them: a
+    /// union as they are.
+    pub fn before(
+        &mut self,
+        b: Span,
+        launched_after: impl Fn(i64, i64) -> bool,
+    ) -> Option<(Cause, Span)> {
+        let gap = (b.start_ns > self.prev_end).then(|| {
             let g = Span {
-                start_ns: prev_end,
+                start_ns: self.prev_end,
                 end_ns: b.start_ns,
             };
-            if launched_after(g.start_ns, b.start_ns) {
-                host.push(g);
-            } else if g.len_ns() < kernel_gap_ns {
-                gap.push(g);
+            let cause = if launched_after(g.start_ns, b.start_ns) {
+                Cause::HostWait
+            } else if g.len_ns() < self.kernel_gap_ns {
+                Cause::KernelGap
             } else {
-                other.push(g);
-            }
-        }
-        prev_end = prev_end.max(b.end_ns);
-    }
-    if domain.end_ns > prev_end {
-        other.push(Span {
-            start_ns: prev_end,
-            end_ns: domain.end_ns,
+                Cause::Other
+            };
+            (cause, g)
         });
+        self.prev_end = self.prev_end.max(b.end_ns);
+        gap
     }
-    IdleCauses {
-        host_wait: Intervals::union(host),
-        kernel_gap: Intervals::union(gap),
-        other: Intervals::union(other),
+
+    /// The gap after the last busy span, to the domain's end (`other`).
+    pub fn after(self) -> Option<Span> {
+        (self.domain.end_ns > self.prev_end).then_some(Span {
+            start_ns: self.prev_end,
+            end_ns: self.domain.end_ns,
+        })
     }
 }

@@ -101,6 +101,12 @@ impl SelectedStep {
             None => Box::new((0..graph.tasks.len() as u32).map(TaskId)),
         }
     }
+
+    /// How many tasks [`SelectedStep::tasks`] gives.
+    pub fn task_count(&self, graph: &Graph) -> usize {
+        self.index
+            .map_or(graph.tasks.len(), |i| graph.steps[i].tasks.len())
+    }
 }
 
 /// The names of `graph`'s steps, in order.
@@ -117,7 +123,16 @@ pub(crate) fn selected_steps<T: TaskTimes + ?Sized>(
     annotations: Option<&[Span]>,
     positions: &[usize],
 ) -> Vec<SelectedStep> {
-    let spans = step_spans(graph, times, annotations);
+    selected_steps_of(graph, &step_spans(graph, times, annotations), positions)
+}
+
+/// [`selected_steps`] from the spans of every step, found by the caller
+/// ([`step_spans`]): the report needs each side's spans in four places.
+pub(crate) fn selected_steps_of(
+    graph: &Graph,
+    spans: &[Span],
+    positions: &[usize],
+) -> Vec<SelectedStep> {
     if graph.steps.is_empty() {
         return vec![SelectedStep {
             index: None,
@@ -150,27 +165,33 @@ pub fn analyze<T: TaskTimes + ?Sized>(
     opts: &AnalysisOptions,
 ) -> Analyses {
     let facts = GraphFacts::of(graph);
-    let order = GpuOrder::new(graph, times);
-    analyze_with(graph, times, annotations, positions, opts, (&order, &facts))
+    let side = Side::new(graph, times, annotations);
+    analyze_with(graph, times, positions, opts, (&side, &facts))
 }
 
-/// [`analyze`] with the GPU tasks of `times` by start and the graph's
-/// facts found by the caller, who shares them.
+/// [`analyze`] with what the caller found of `times` ([`Side`]) and of
+/// the graph, shared with the rest of its report.
 fn analyze_with<T: TaskTimes + ?Sized>(
     graph: &Graph,
     times: &T,
-    annotations: Option<&[Span]>,
     positions: &[usize],
     opts: &AnalysisOptions,
-    (order, facts): (&GpuOrder, &GraphFacts),
+    (side, facts): (&Side, &GraphFacts),
 ) -> Analyses {
-    let steps = selected_steps(graph, times, annotations, positions);
+    let steps = selected_steps_of(graph, &side.steps, positions);
+    let order = &side.order;
     let gpu = breakdown::GpuTime::new(graph, times, &steps, opts.kernel_gap_ns, (order, facts));
-    let rows: Vec<breakdown::StepNs> = steps.iter().map(|s| gpu.step(graph, times, s)).collect();
+    let rows: Vec<breakdown::StepNs> = steps
+        .iter()
+        .enumerate()
+        .map(|s| gpu.step(graph, times, s))
+        .collect();
     let total = rows
         .iter()
         .fold(breakdown::StepNs::default(), |a, b| a.add(b));
-    let own: Vec<TaskId> = steps.iter().flat_map(|s| s.tasks(graph)).collect();
+    // Sized exactly: boxed step iterators give no size hint.
+    let mut own: Vec<TaskId> = Vec::with_capacity(steps.iter().map(|s| s.task_count(graph)).sum());
+    own.extend(steps.iter().flat_map(|s| s.tasks(graph)));
     Analyses {
         steps: steps
             .iter()
@@ -228,33 +249,95 @@ pub(crate) fn trace_analysis<T: TaskTimes + Sync + ?Sized>(
     opts: &AnalysisOptions,
     inputs: AnalysisInputs<'_>,
 ) -> TraceAnalysis {
-    let (facts, orders) = rayon::join(
-        || GraphFacts::of(graph),
-        || {
-            rayon::join(
-                || GpuOrder::new(graph, &measured.tasks),
-                || GpuOrder::new(graph, times),
-            )
-        },
-    );
-    let shared = Shared {
-        facts: &facts,
-        measured: &orders.0,
-        replayed: &orders.1,
-    };
-    trace_analysis_with(graph, measured, times, positions, opts, inputs, shared)
+    let found = Found::of(graph, measured, times);
+    trace_analysis_with(
+        graph,
+        measured,
+        times,
+        positions,
+        opts,
+        inputs,
+        found.shared(),
+    )
+}
+
+/// What one side of a rank's report (measured or replayed times) reads
+/// in several of its parts, found once: its GPU tasks by start, and the
+/// span of every step.
+pub(crate) struct Side {
+    /// The GPU tasks by start.
+    pub order: GpuOrder,
+    /// Every step's span ([`step_spans`]).
+    pub steps: Vec<Span>,
+}
+
+impl Side {
+    /// The side of `times`, whose step annotations are `annotations`
+    /// when they are measured.
+    pub fn new<T: TaskTimes + ?Sized>(
+        graph: &Graph,
+        times: &T,
+        annotations: Option<&[Span]>,
+    ) -> Side {
+        Side {
+            order: GpuOrder::new(graph, times),
+            steps: step_spans(graph, times, annotations),
+        }
+    }
+}
+
+/// What the parts of one rank's report share, owned: found side by side
+/// on rayon's threads.
+pub(crate) struct Found {
+    facts: GraphFacts,
+    measured: Side,
+    replayed: Side,
+}
+
+impl Found {
+    /// The facts of `graph`, and the sides of `measured` and `times`.
+    pub fn of<T: TaskTimes + Sync + ?Sized>(
+        graph: &Graph,
+        measured: &Measured,
+        times: &T,
+    ) -> Found {
+        let annotations = Some(measured.step_annotations.as_slice());
+        let (facts, (measured, replayed)) = rayon::join(
+            || GraphFacts::of(graph),
+            || {
+                rayon::join(
+                    || Side::new(graph, &measured.tasks, annotations),
+                    || Side::new(graph, times, None),
+                )
+            },
+        );
+        Found {
+            facts,
+            measured,
+            replayed,
+        }
+    }
+
+    /// Borrowed, for the parts.
+    pub fn shared(&self) -> Shared<'_> {
+        Shared {
+            facts: &self.facts,
+            measured: &self.measured,
+            replayed: &self.replayed,
+        }
+    }
 }
 
 /// What the parts of one rank's report share: the graph's facts and each
-/// side's GPU tasks by start, found once (side by side).
+/// side's GPU tasks by start and step spans, found once (side by side).
 #[derive(Clone, Copy)]
 pub(crate) struct Shared<'a> {
     /// The graph's.
     pub facts: &'a GraphFacts,
-    /// The measured times' GPU tasks.
-    pub measured: &'a GpuOrder,
-    /// The replayed times' GPU tasks.
-    pub replayed: &'a GpuOrder,
+    /// The measured times'.
+    pub measured: &'a Side,
+    /// The replayed times'.
+    pub replayed: &'a Side,
 }
 
 /// [`trace_analysis`] from what the caller found for the rest of the
@@ -268,31 +351,21 @@ pub(crate) fn trace_analysis_with<T: TaskTimes + Sync + ?Sized>(
     inputs: AnalysisInputs<'_>,
     shared: Shared<'_>,
 ) -> TraceAnalysis {
-    let annotations = Some(measured.step_annotations.as_slice());
     let facts = shared.facts;
     let ((measured_analyses, replayed_analyses), ((m_steps, memory), critical_path)) = rayon::join(
         || {
             rayon::join(
                 || {
                     let with = (shared.measured, facts);
-                    analyze_with(graph, &measured.tasks, annotations, positions, opts, with)
+                    analyze_with(graph, &measured.tasks, positions, opts, with)
                 },
-                || {
-                    analyze_with(
-                        graph,
-                        times,
-                        None,
-                        positions,
-                        opts,
-                        (shared.replayed, facts),
-                    )
-                },
+                || analyze_with(graph, times, positions, opts, (shared.replayed, facts)),
             )
         },
         || {
             rayon::join(
                 || {
-                    let m_steps = selected_steps(graph, &measured.tasks, annotations, positions);
+                    let m_steps = selected_steps_of(graph, &shared.measured.steps, positions);
                     let memory = inputs.memory.and_then(|events| {
                         memory::memory_report(
                             events,
@@ -305,7 +378,7 @@ pub(crate) fn trace_analysis_with<T: TaskTimes + Sync + ?Sized>(
                 },
                 || {
                     inputs.schedule.map_or_else(Vec::new, |schedule| {
-                        let r_steps = selected_steps(graph, schedule, None, positions);
+                        let r_steps = selected_steps_of(graph, &shared.replayed.steps, positions);
                         crate::critical::step_critical_paths(
                             graph,
                             schedule,
