@@ -13,8 +13,8 @@ use lumos_trace::{MemoryEvent, Trace};
 use serde::Serialize;
 
 use crate::analysis::{
-    selected_steps, step_names, trace_analysis, trace_analysis_with, AnalysisInputs,
-    AnalysisOptions, Found, GpuOrder, Shared, Side, TraceAnalysis,
+    selected_steps, step_names, trace_analysis_with, AnalysisInputs, AnalysisOptions, Found,
+    GpuOrder, Shared, Side, TraceAnalysis,
 };
 use crate::critical::{critical_paths, CriticalPaths};
 use crate::job::{JobReport, RepresentativesReport};
@@ -513,30 +513,16 @@ pub fn compare<T: TaskTimes + Sync + ?Sized>(
     critical_path: Option<CriticalPath>,
 ) -> TraceReplay {
     let all: Vec<usize> = (0..graph.steps.len()).collect();
-    let analysis = trace_analysis(
-        graph,
-        measured,
-        times,
-        &all,
-        &AnalysisOptions::default(),
-        AnalysisInputs {
-            memory: None,
-            schedule: None,
-        },
-    );
-    compare_with(info, graph, measured, times, critical_path, analysis)
-}
-
-/// [`compare`] with analyses made by the caller.
-pub(crate) fn compare_with<T: TaskTimes + Sync + ?Sized>(
-    info: TraceInfo,
-    graph: &Graph,
-    measured: &Measured,
-    times: &T,
-    critical_path: Option<CriticalPath>,
-    analysis: TraceAnalysis,
-) -> TraceReplay {
-    Compared::of(graph, measured, times).report(info, graph, critical_path, analysis)
+    let found = Found::of(graph, measured, times);
+    let shared = found.shared();
+    let inputs = AnalysisInputs {
+        memory: None,
+        schedule: None,
+    };
+    let options = AnalysisOptions::default();
+    let analysis = trace_analysis_with(graph, measured, times, &all, &options, inputs, shared);
+    let sides = [shared.measured, shared.replayed];
+    Compared::of_sides(graph, measured, times, sides).report(info, graph, critical_path, analysis)
 }
 
 /// The measured and replayed times of one rank side by side: steps,
@@ -565,24 +551,9 @@ fn side(graph: &Graph, order: &GpuOrder, window: Span, bin_ns: i64) -> (Breakdow
 }
 
 impl Compared {
-    /// Compares `times` (replayed) with `measured`; the measured and the
-    /// replayed side are computed side by side on rayon's threads, each
-    /// as it would be alone.
-    pub(crate) fn of<T: TaskTimes + Sync + ?Sized>(
-        graph: &Graph,
-        measured: &Measured,
-        times: &T,
-    ) -> Compared {
-        let annotations = Some(measured.step_annotations.as_slice());
-        let (m_side, r_side) = rayon::join(
-            || Side::new(graph, &measured.tasks, annotations),
-            || Side::new(graph, times, None),
-        );
-        Compared::of_sides(graph, measured, times, [&m_side, &r_side])
-    }
-
-    /// [`Compared::of`] with each side's GPU tasks by start and step
-    /// spans, measured then replayed, found by the caller.
+    /// Compares `times` (replayed) with `measured`, from each side's GPU
+    /// tasks by start and step spans, measured then replayed, found by the
+    /// caller; the two sides' breakdowns are computed side by side.
     pub(crate) fn of_sides<T: TaskTimes + Sync + ?Sized>(
         graph: &Graph,
         measured: &Measured,

@@ -225,40 +225,12 @@ pub struct TraceAnalysis {
     pub critical_path: Vec<crate::StepCriticalPath>,
 }
 
-/// What [`trace_analysis`] needs besides the graph and its times.
+/// What [`trace_analysis_with`] needs besides the graph and its times.
 pub(crate) struct AnalysisInputs<'a> {
     /// The trace's `[memory]` events, when kept.
     pub memory: Option<&'a [MemoryEvent]>,
     /// The replay's schedule, when kept, for the critical paths.
     pub schedule: Option<&'a Schedule>,
-}
-
-/// The analyses of a replay (`times`) next to its measurement over the
-/// steps `positions`.
-///
-/// The four parts (measured and replayed analyses, critical paths, memory
-/// timeline) read the same inputs and none reads another's result, so they
-/// run side by side on rayon's threads: on a 1 GB trace they are most of
-/// what `lumos replay` does after the replay itself. Each is computed as
-/// it would be alone, so the result does not depend on the threads.
-pub(crate) fn trace_analysis<T: TaskTimes + Sync + ?Sized>(
-    graph: &Graph,
-    measured: &Measured,
-    times: &T,
-    positions: &[usize],
-    opts: &AnalysisOptions,
-    inputs: AnalysisInputs<'_>,
-) -> TraceAnalysis {
-    let found = Found::of(graph, measured, times);
-    trace_analysis_with(
-        graph,
-        measured,
-        times,
-        positions,
-        opts,
-        inputs,
-        found.shared(),
-    )
 }
 
 /// What one side of a rank's report (measured or replayed times) reads
@@ -340,8 +312,15 @@ pub(crate) struct Shared<'a> {
     pub replayed: &'a Side,
 }
 
-/// [`trace_analysis`] from what the caller found for the rest of the
-/// report too.
+/// The analyses of a replay (`times`) next to its measurement over the
+/// steps `positions`, from what the caller found (`shared`) for the rest
+/// of the report too.
+///
+/// The four parts (measured and replayed analyses, critical paths, memory
+/// timeline) read the same inputs and none reads another's result, so they
+/// run side by side on rayon's threads: on a 1 GB trace they are most of
+/// what `lumos replay` does after the replay itself. Each is computed as
+/// it would be alone, so the result does not depend on the threads.
 pub(crate) fn trace_analysis_with<T: TaskTimes + Sync + ?Sized>(
     graph: &Graph,
     measured: &Measured,

@@ -10,8 +10,8 @@ use lumos_graph::{
     merge, merge_emptying, rank_ranges, Graph, Job, JobGraph, Measured, RankInput, TaskId,
 };
 use lumos_sim::{
-    job_critical_path, rank_waits, rendezvous_times, simulate_job, step_spans, RankWait,
-    RendezvousTimes, Schedule, SimOptions, TaskTimes,
+    job_critical_path, rank_waits, rendezvous_times, simulate_job, RankWait, RendezvousTimes,
+    Schedule, SimOptions, TaskTimes,
 };
 use lumos_trace::MemoryEvent;
 use rayon::prelude::*;
@@ -20,10 +20,10 @@ use super::{
     job_report, CollectiveReport, JobPathReport, JobStep, RankTime, RankWaitReport,
     RendezvousReport, WaitUs,
 };
-use crate::analysis::{trace_analysis, AnalysisInputs, AnalysisOptions};
+use crate::analysis::{trace_analysis_with, AnalysisInputs, AnalysisOptions, Found};
 use crate::replay::{
-    compare_with, critical_path_report, replay_built, with_kernel_scales, CriticalPath,
-    ReplayOutput, Replayed, TraceInfo,
+    critical_path_report, replay_built, with_kernel_scales, Compared, CriticalPath, ReplayOutput,
+    Replayed, TraceInfo,
 };
 #[cfg(doc)]
 use crate::timeline::merged_file_name;
@@ -389,31 +389,24 @@ impl<'j> JobReplayed<'j> {
         let meta = &job.ranks[pos];
         let (g, m) = self.rank(pos);
         let times = self.rank_times(pos);
-        let lengths = |spans: Vec<lumos_graph::Span>| -> Vec<i64> {
+        let found = Found::of(&g, &m, &times);
+        let shared = found.shared();
+        let lengths = |spans: &[lumos_graph::Span]| -> Vec<i64> {
             spans.iter().map(lumos_graph::Span::len_ns).collect()
         };
-        let measured_steps = lengths(step_spans(&g, &m.tasks, Some(&m.step_annotations)));
-        let replayed_steps = lengths(step_spans(&g, &times, None));
-        let info = TraceInfo::new(
-            meta.path.display().to_string(),
-            meta.rank,
-            &meta.warnings,
-            &job.reports[pos],
-        );
-        let analysis = trace_analysis(
-            &g,
-            &m,
-            &times,
-            steps,
-            opts,
-            AnalysisInputs {
-                memory: None,
-                schedule: None,
-            },
-        );
+        let measured_steps = lengths(&shared.measured.steps);
+        let replayed_steps = lengths(&shared.replayed.steps);
+        let info = TraceInfo::of_rank(meta, &job.reports[pos]);
+        let inputs = AnalysisInputs {
+            memory: None,
+            schedule: None,
+        };
+        let analysis = trace_analysis_with(&g, &m, &times, steps, opts, inputs, shared);
+        let sides = [shared.measured, shared.replayed];
+        let compared = Compared::of_sides(&g, &m, &times, sides);
         let path = self.rank_critical_path(pos);
         RankReport {
-            trace: compare_with(info, &g, &m, &times, path, analysis),
+            trace: compared.report(info, &g, path, analysis),
             measured_steps,
             replayed_steps,
         }
