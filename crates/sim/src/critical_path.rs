@@ -230,20 +230,61 @@ pub struct CriticalPathSummary {
 
 /// Summarizes the critical path ending at `last`: wait and run time per
 /// class of constraint, and the `top_n` tasks that spent most time on it.
+///
+/// The path is summarized as it is walked back, hop by hop, so a whole
+/// window's path (about a hop per task) is never held: what it keeps is
+/// one hop and the `top_n` longest so far.
 pub fn critical_path_summary(
     graph: &Graph,
     schedule: &Schedule,
     last: TaskId,
     top_n: usize,
 ) -> CriticalPathSummary {
-    let hops = critical_path_hops(graph, schedule, last);
-    let timed = timed_hops_iter(graph, schedule, &hops).map(|h| TimedHop {
-        task: h.hop.task,
-        kind: h.kind,
-        at: h.at_ns,
-        anchor: h.anchor_ns,
-    });
-    summarize(timed, top_n)
+    let mut totals = PathTotals::new(top_n);
+    // The hop after the current one in time order, walked just before it:
+    // its bound sets the current hop's anchor, and the current hop's
+    // anchor its wait.
+    let mut later: Option<(TimedHop, Bound)> = None;
+    let mut end_ns = 0i64;
+    let (mut task, mut at_issue) = (last, false);
+    // As in `critical_path_hops_since`: the cap only guards against a
+    // schedule edited by hand.
+    let cap = 2 * schedule.len() + 2;
+    let mut count = 0;
+    while count < cap {
+        count += 1;
+        let bound = hop_bound(schedule, task, at_issue);
+        let hop = PathHop {
+            task,
+            bound,
+            at_issue,
+        };
+        let at = placed_at(schedule, &hop);
+        let anchor = match later.as_ref().map(|(_, b)| *b) {
+            Some(Bound::Edge(e)) if graph.edges[e as usize].anchor == Anchor::Start => at,
+            _ => schedule.end_ns[task.idx()],
+        };
+        let timed = TimedHop {
+            task,
+            kind: BoundKind::of(graph, bound),
+            at,
+            anchor,
+        };
+        match later.take() {
+            Some((next, _)) => totals.add(&next, anchor),
+            None => end_ns = anchor,
+        }
+        later = Some((timed, bound));
+        let Some((prev, prev_at_issue)) = step_back(graph, schedule, bound) else {
+            break;
+        };
+        task = prev;
+        at_issue = prev_at_issue;
+    }
+    if let Some((first, _)) = later {
+        totals.add(&first, 0);
+    }
+    totals.finish(count, end_ns)
 }
 
 /// One hop of a critical path with its times: it was placed on the path at
@@ -258,52 +299,105 @@ pub(crate) struct TimedHop {
 /// Totals per class of constraint and the tasks longest on the path, from
 /// hops in time order.
 pub(crate) fn summarize(hops: impl Iterator<Item = TimedHop>, top_n: usize) -> CriticalPathSummary {
-    let mut totals: Vec<BoundTotal> = Vec::new();
-    let mut busy_per_task: Vec<(TaskId, i64)> = Vec::new();
+    let mut totals = PathTotals::new(top_n);
     let mut prev_anchor = 0i64;
     let mut count = 0;
     for hop in hops {
         count += 1;
-        let total = match totals.iter_mut().find(|t| t.kind == hop.kind) {
-            Some(total) => total,
-            None => {
-                totals.push(BoundTotal {
-                    kind: hop.kind,
-                    hops: 0,
-                    wait_ns: 0,
-                    busy_ns: 0,
-                });
-                totals.last_mut().expect("just pushed")
-            }
-        };
-        total.hops += 1;
-        // Saturating: times near i64::MAX (a saturated what-if) must not
-        // wrap into negative totals.
-        let (wait, busy) = (
-            hop.at.saturating_sub(prev_anchor),
-            hop.anchor.saturating_sub(hop.at),
-        );
-        total.wait_ns = total.wait_ns.saturating_add(wait);
-        total.busy_ns = total.busy_ns.saturating_add(busy);
-        busy_per_task.push((hop.task, busy));
+        totals.add(&hop, prev_anchor);
         prev_anchor = hop.anchor;
     }
-    totals.sort_by_key(|t| t.kind);
-    busy_per_task.retain(|&(_, busy)| busy > 0);
-    let longest_first = |a: &(TaskId, i64), b: &(TaskId, i64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
-    // A whole window's path has a hop per task or so: only the top ones
-    // need sorting.
-    if top_n == 0 {
-        busy_per_task.clear();
-    } else if busy_per_task.len() > top_n {
-        busy_per_task.select_nth_unstable_by(top_n - 1, longest_first);
-        busy_per_task.truncate(top_n);
+    totals.finish(count, prev_anchor)
+}
+
+/// The sums of a [`CriticalPathSummary`], hop by hop in any order.
+///
+/// Sums are exact (in `i128`) and clamped to `i64` at the end, so they do
+/// not depend on the order of the hops, and times near `i64::MAX` (a
+/// saturated what-if) cannot wrap into negative totals.
+struct PathTotals {
+    /// Per class: hops, wait and busy time.
+    totals: Vec<(BoundKind, usize, i128, i128)>,
+    /// The longest hops so far, pruned to `top_n` whenever it reaches
+    /// twice that (and at least [`PathTotals::MIN_KEPT`]).
+    busy_per_task: Vec<(TaskId, i64)>,
+    top_n: usize,
+}
+
+impl PathTotals {
+    const MIN_KEPT: usize = 1024;
+
+    fn new(top_n: usize) -> PathTotals {
+        PathTotals {
+            totals: Vec::new(),
+            busy_per_task: Vec::new(),
+            top_n,
+        }
     }
-    busy_per_task.sort_by(longest_first);
-    CriticalPathSummary {
-        hops: count,
-        end_ns: prev_anchor,
-        by_bound: totals,
-        top_tasks: busy_per_task,
+
+    /// Counts `hop`, whose constraint counted from `prev_anchor` (the
+    /// anchor of the hop before it in time, 0 for the first).
+    fn add(&mut self, hop: &TimedHop, prev_anchor: i64) {
+        let i = match self.totals.iter().position(|t| t.0 == hop.kind) {
+            Some(i) => i,
+            None => {
+                self.totals.push((hop.kind, 0, 0, 0));
+                self.totals.len() - 1
+            }
+        };
+        let wait = i128::from(hop.at) - i128::from(prev_anchor);
+        let busy = i128::from(hop.anchor) - i128::from(hop.at);
+        let total = &mut self.totals[i];
+        total.1 += 1;
+        total.2 += wait;
+        total.3 += busy;
+        if self.top_n > 0 && busy > 0 {
+            self.busy_per_task.push((hop.task, clamp(busy)));
+            if self.busy_per_task.len() >= (2 * self.top_n).max(Self::MIN_KEPT) {
+                self.keep_top();
+            }
+        }
     }
+
+    /// Keeps the `top_n` longest (ties by id), in no particular order.
+    fn keep_top(&mut self) {
+        if self.busy_per_task.len() > self.top_n {
+            self.busy_per_task
+                .select_nth_unstable_by(self.top_n - 1, longest_first);
+            self.busy_per_task.truncate(self.top_n);
+        }
+    }
+
+    fn finish(mut self, hops: usize, end_ns: i64) -> CriticalPathSummary {
+        self.keep_top();
+        self.busy_per_task.sort_by(longest_first);
+        let mut by_bound: Vec<BoundTotal> = self
+            .totals
+            .into_iter()
+            .map(|(kind, hops, wait, busy)| BoundTotal {
+                kind,
+                hops,
+                wait_ns: clamp(wait),
+                busy_ns: clamp(busy),
+            })
+            .collect();
+        by_bound.sort_by_key(|t| t.kind);
+        CriticalPathSummary {
+            hops,
+            end_ns,
+            by_bound,
+            top_tasks: self.busy_per_task,
+        }
+    }
+}
+
+/// Longest first, ties by task id: a total order, so the `top_n` kept do
+/// not depend on the order the hops came in.
+fn longest_first(a: &(TaskId, i64), b: &(TaskId, i64)) -> std::cmp::Ordering {
+    b.1.cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// `v` clamped to `i64`.
+fn clamp(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
 }

@@ -109,3 +109,29 @@ fn a_path_cut_at_a_time_keeps_the_hops_after_it_and_the_one_across_it() {
     // The launch only needs c1 to have started: c1's anchor is its start.
     assert_eq!(spans, vec![(0, 0), (2, 102), (102, 202)]);
 }
+
+#[test]
+fn a_long_path_keeps_the_same_top_tasks_as_sorting_every_hop() {
+    // Longer than the summary keeps before pruning, with many equal
+    // durations, so the pruning and its ties by id are exercised.
+    let mut b = Builder::new();
+    let t = b.thread();
+    let tasks: Vec<_> = (0..5000u64)
+        .map(|i| b.cpu(t, (i * 7919 % 97 + 1) as i64))
+        .collect();
+    let s = b.run();
+    let last = *tasks.last().unwrap();
+    let hops = critical_path_hops(&b.graph, &s, last);
+    let mut expected: Vec<_> = timed_hops(&b.graph, &s, &hops)
+        .iter()
+        .map(|h| (h.hop.task, h.anchor_ns - h.at_ns))
+        .filter(|&(_, busy)| busy > 0)
+        .collect();
+    expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    expected.truncate(7);
+    let summary = critical_path_summary(&b.graph, &s, last, 7);
+    assert_eq!(summary.hops, hops.len());
+    assert_eq!(summary.top_tasks, expected);
+    let total: i64 = summary.by_bound.iter().map(|t| t.wait_ns + t.busy_ns).sum();
+    assert_eq!(total, summary.end_ns);
+}
