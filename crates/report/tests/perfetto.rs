@@ -266,20 +266,26 @@ fn predicted_nest(what: &str, traces: &[Trace], edits: Vec<Edit>) -> Vec<Trace> 
     out
 }
 
-#[test]
-fn predicted_timelines_of_a_synthesized_gpt_job_nest() {
+/// The four ranks of a synthesized gpt-tiny job, TP 1 x PP 2 x DP 2 with
+/// 4 micro-batches, read back as traces.
+fn tiny_gpt_job() -> Vec<Trace> {
     let cfg = lumos_synth::SynthConfig::new(
         lumos_synth::ModelPreset::preset("gpt-tiny").unwrap(),
         lumos_synth::Parallelism::new(1, 2, 2, 4),
         lumos_models::GpuSpec::h100(),
     );
-    let traces: Vec<Trace> = (0..4)
+    (0..4)
         .map(|r| {
             let text = lumos_synth::synthesize_rank(&cfg, r).unwrap();
             let path = std::path::PathBuf::from(format!("rank{r}.json"));
             lumos_trace::read_bytes(&path, text.as_bytes()).unwrap()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn predicted_timelines_of_a_synthesized_gpt_job_nest() {
+    let traces = tiny_gpt_job();
     for (what, edit) in [
         ("--pp 4", Edit::Pp(4)),
         ("--layers 16", Edit::Layers(16)),
@@ -549,18 +555,7 @@ fn a_merged_job_says_what_is_true_of_the_whole_job() {
 fn predicted_timelines_carry_the_predicted_stage_and_rank() {
     // TP 1 x PP 2 x DP 2: ranks 0 and 1 trace stage 0, ranks 2 and 3
     // stage 1; the baseline keeps ranks 0 and 2.
-    let cfg = lumos_synth::SynthConfig::new(
-        lumos_synth::ModelPreset::preset("gpt-tiny").unwrap(),
-        lumos_synth::Parallelism::new(1, 2, 2, 4),
-        lumos_models::GpuSpec::h100(),
-    );
-    let traces: Vec<Trace> = (0..4)
-        .map(|r| {
-            let text = lumos_synth::synthesize_rank(&cfg, r).unwrap();
-            let path = std::path::PathBuf::from(format!("rank{r}.json"));
-            lumos_trace::read_bytes(&path, text.as_bytes()).unwrap()
-        })
-        .collect();
+    let traces = tiny_gpt_job();
     let (base, sources) = baseline(&traces);
     assert_eq!(base.given, vec![0, 2]);
     let pred = base.identity().with_edits(vec![Edit::Pp(4)]).unwrap();
