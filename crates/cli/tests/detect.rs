@@ -70,6 +70,11 @@ fn unrelated_traces_of_one_world_size_are_replayed_one_by_one() {
     // reports what its replay on its own does.
     let apart = json_of(&run(&["replay", "--json"], &[&a, &b]));
     assert_eq!(apart, per_trace);
+    // So does inspect, from the same builds.
+    let apart = json_of(&run(&["inspect", "--json"], &[&a, &b]));
+    let per_trace = json_of(&run(&["inspect", "--json", "--per-trace"], &[&a, &b]));
+    assert_eq!(apart, per_trace);
+    assert_eq!(apart["traces"].as_array().unwrap().len(), 2);
 }
 
 #[test]

@@ -7,11 +7,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use lumos_graph::{assemble_with, rank_ranges};
+use lumos_graph::{assemble_with, rank_ranges, RankInput};
 use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
 use rayon::prelude::*;
 
-use super::JobMode;
+use super::{JobMode, Taken};
 use crate::inputs::Loaded;
 use crate::output::{fold, or_unknown, LIST_WIDTH, UNKNOWN};
 use crate::{inputs, output};
@@ -35,7 +35,10 @@ pub struct InspectArgs {
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let files = inputs::expand(&args.paths)?;
     let mut read = inputs::read_all(&files);
-    let job_ranks = args.mode.job_of(&read);
+    let (job_ranks, built) = match args.mode.take(&read) {
+        Taken::Job(ranks) => (Some(ranks), Vec::new()),
+        Taken::Apart(built) => (None, built),
+    };
     let mut ok = true;
     let mut unreadable = Vec::new();
     for e in read.iter().filter_map(|r| r.as_ref().err()) {
@@ -63,13 +66,11 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
                 Loaded::Stored(s) => lumos_report::inspect_stored(s),
             })
             .collect(),
-        // Nothing reads the files after their reports: each trace is given
-        // to its build, which frees its events as it goes.
-        _ => std::mem::take(&mut read)
-            .into_par_iter()
-            .filter_map(Result::ok)
-            .map(file_report)
-            .collect(),
+        // Nothing reads the files after their reports: a trace built
+        // already (to tell that the files are not one job) is reported from
+        // that build, any other is given to its build, which frees its
+        // events as it goes.
+        _ => reports_apart(std::mem::take(&mut read), built),
     };
     let mut job = None;
     inputs::drop_in_background(read);
@@ -99,6 +100,26 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
         }
     }
     Ok(ok)
+}
+
+/// The reports on the inputs read that could be read, in order; `built`
+/// holds, by position among `read`, the rank a trace was already built
+/// into (empty when none was).
+fn reports_apart(read: Vec<Result<Loaded>>, built: Vec<Option<RankInput>>) -> Vec<FileReport> {
+    let mut built = built;
+    built.resize_with(read.len(), || None);
+    read.into_par_iter()
+        .zip(built)
+        .filter_map(|(r, rank)| match (r.ok()?, rank) {
+            (Loaded::Trace(t), Some(rank)) => {
+                let g = &rank.graph;
+                let report = lumos_report::file_report(&t, &g.graph, &g.measured, &rank.report);
+                inputs::drop_in_background((t, rank));
+                Some(report)
+            }
+            (l, _) => Some(file_report(l)),
+        })
+        .collect()
 }
 
 /// The report on one input read: a trace's graph is built from it (the
