@@ -575,41 +575,30 @@ impl<C: SerializeMap> SerializeMap for Inside<C> {
     }
 }
 
-impl<C: SerializeStruct> SerializeStruct for Inside<C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), C::Error> {
-        self.0.serialize_field(key, &Sorted(v))
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
-        self.0.skip_field(key)
-    }
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.0.end()
-    }
+/// `inside!` for the named-field kinds, which can also skip a field.
+macro_rules! inside_fields {
+    ($($tr:ident),*) => {
+        $(impl<C: $tr> $tr for Inside<C> {
+            type Ok = C::Ok;
+            type Error = C::Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), C::Error> {
+                self.0.serialize_field(key, &Sorted(v))
+            }
+            fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+                self.0.skip_field(key)
+            }
+            fn end(self) -> Result<C::Ok, C::Error> {
+                self.0.end()
+            }
+        })*
+    };
 }
 
-impl<C: SerializeStructVariant> SerializeStructVariant for Inside<C> {
-    type Ok = C::Ok;
-    type Error = C::Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), C::Error> {
-        self.0.serialize_field(key, &Sorted(v))
-    }
-    fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
-        self.0.skip_field(key)
-    }
-    fn end(self) -> Result<C::Ok, C::Error> {
-        self.0.end()
-    }
-}
+inside_fields!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests {
