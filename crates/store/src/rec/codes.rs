@@ -126,14 +126,7 @@ mod tests {
 
     #[test]
     fn every_code_decodes_to_its_variant() {
-        for k in [
-            TaskKind::CpuOp,
-            TaskKind::Annotation,
-            TaskKind::Runtime,
-            TaskKind::Kernel,
-            TaskKind::Memcpy,
-            TaskKind::Memset,
-        ] {
+        for k in TaskKind::ALL {
             assert_eq!(task_kind_of(task_kind(k)).unwrap(), k);
         }
         for k in DepKind::ALL {
