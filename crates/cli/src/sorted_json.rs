@@ -8,8 +8,8 @@
 //! the report structs: a value is asked first for its shape (a struct's
 //! field names, without serializing the fields), and a struct whose fields
 //! do not come in sorted order is serialized once per field, in sorted
-//! order, each pass writing only that field. Nothing is buffered but the
-//! field names of the struct being written. A map whose keys do not come
+//! order, each pass writing only that field. Little is buffered: the
+//! field names of each struct being written, and a map's last key. A map whose keys do not come
 //! sorted (none in the reports: their maps are `BTreeMap`s) or a struct
 //! variant with unsorted fields still goes through a `Value` of its own,
 //! which gives the same text.

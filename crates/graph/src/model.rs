@@ -285,9 +285,9 @@ pub struct ScopeId(pub u32);
 pub struct Scope {
     /// Operator or annotation name.
     pub name: NameId,
-    /// The enclosing scope, which comes before this one in
-    /// [`Graph::scopes`] (the builder makes parents first; merges and copies
-    /// keep the order).
+    /// The enclosing scope. In a built or merged graph it comes before
+    /// this one in [`Graph::scopes`] (the builder makes parents first and a
+    /// merge keeps the order); a predicted graph's copied scopes need not.
     pub parent: Option<ScopeId>,
     /// True for `record_function` annotations, false for operators.
     pub annotation: bool,

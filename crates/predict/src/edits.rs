@@ -599,7 +599,9 @@ impl<'b> Prediction<'b> {
         let from = Layout::of(&self.base.config);
         let to = Layout::of(&self.target.config);
         let unchanged = from == to && st.stage == self.base.stages[st.primary];
-        if unchanged || i64::from(traced) >= i64::from(from.tp * from.dp * from.pp) {
+        if unchanged
+            || i64::from(traced) >= i64::from(from.tp) * i64::from(from.dp) * i64::from(from.pp)
+        {
             return traced;
         }
         let c = from.coord(i64::from(traced));

@@ -353,7 +353,7 @@ impl PathTotals {
         total.3 += busy;
         if self.top_n > 0 && busy > 0 {
             self.busy_per_task.push((hop.task, clamp(busy)));
-            if self.busy_per_task.len() >= (2 * self.top_n).max(Self::MIN_KEPT) {
+            if self.busy_per_task.len() >= self.top_n.saturating_mul(2).max(Self::MIN_KEPT) {
                 self.keep_top();
             }
         }

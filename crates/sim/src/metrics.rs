@@ -443,17 +443,21 @@ impl BusyBins {
             .saturating_add((bin as i64).saturating_mul(self.bin_ns))
     }
 
-    /// Adds the busy interval `span`, inside the window; the spans added
-    /// are sorted and disjoint, as [`busy_timeline`]'s.
+    /// Adds the busy interval `span`, clipped to the window; the spans
+    /// added are sorted and disjoint, as [`busy_timeline`]'s.
     pub fn add(&mut self, span: Span) {
         let bins = self.busy.len();
-        if bins == 0 {
+        let (start, end) = (
+            span.start_ns.max(self.window.start_ns),
+            span.end_ns.min(self.window.end_ns),
+        );
+        if bins == 0 || start >= end {
             return;
         }
-        let mut at = span.start_ns;
-        while at < span.end_ns {
+        let mut at = start;
+        while at < end {
             let bin = (at.saturating_sub(self.window.start_ns) / self.bin_ns) as usize;
-            let upto = self.bin_start(bin + 1).min(span.end_ns);
+            let upto = self.bin_start(bin + 1).min(end);
             self.busy[bin.min(bins - 1)] += upto - at;
             at = upto;
         }

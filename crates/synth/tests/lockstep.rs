@@ -180,8 +180,6 @@ fn exporter_variants_drop_only_their_events() {
     }
 }
 
-/// Recipes that change the trace's structure still replay within 2% on
-/// every stage, and do what they say to the step time.
 /// `Training::p2p_overlap`, on by default, applies to the interleaved
 /// schedule only: Megatron-LM forces `overlap_p2p_comm` off for the plain
 /// one, so a plain job's traces do not depend on it.
@@ -213,6 +211,8 @@ fn pipeline_sends_overlap_only_when_interleaved() {
     );
 }
 
+/// Recipes that change the trace's structure still replay within 2% on
+/// every stage, and do what they say to the step time.
 #[test]
 fn recipes_replay_and_cost_what_they_should() {
     let base = config("gpt-small", 2, 4, 1, 8);

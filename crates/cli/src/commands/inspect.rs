@@ -35,10 +35,7 @@ pub struct InspectArgs {
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let files = inputs::expand(&args.paths)?;
     let mut read = inputs::read_all(&files);
-    let (job_ranks, built) = match args.mode.take(&read) {
-        Taken::Job(ranks) => (Some(ranks), Vec::new()),
-        Taken::Apart(built) => (None, built),
-    };
+    let taken = args.mode.take(&read);
     let mut ok = true;
     let mut unreadable = Vec::new();
     for e in read.iter().filter_map(|r| r.as_ref().err()) {
@@ -46,31 +43,13 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
         unreadable.extend(inputs::unreadable_of(e));
         ok = false;
     }
-    let loaded_count = read.iter().filter(|r| r.is_ok()).count();
-    let traces: Vec<FileReport> = match &job_ranks {
-        // The job's ranks are the graphs of the files read, in order: their
-        // reports come from those graphs instead of building each again.
-        Some(ranks) if ranks.len() == loaded_count => read
-            .iter()
-            .filter_map(|r| r.as_ref().ok())
-            .collect::<Vec<&Loaded>>()
-            .into_par_iter()
-            .zip(ranks)
-            .map(|(l, rank)| match l {
-                Loaded::Trace(t) => lumos_report::file_report(
-                    t,
-                    &rank.graph.graph,
-                    &rank.graph.measured,
-                    &rank.report,
-                ),
-                Loaded::Stored(s) => lumos_report::inspect_stored(s),
-            })
-            .collect(),
+    let (traces, job_ranks) = match taken {
+        Taken::Job(ranks) => (job_file_reports(&read, &ranks), Some(ranks)),
         // Nothing reads the files after their reports: a trace built
         // already (to tell that the files are not one job) is reported from
         // that build, any other is given to its build, which frees its
         // events as it goes.
-        _ => reports_apart(std::mem::take(&mut read), built),
+        Taken::Apart(built) => (reports_apart(std::mem::take(&mut read), built), None),
     };
     let mut job = None;
     inputs::drop_in_background(read);
@@ -102,20 +81,40 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     Ok(ok)
 }
 
+/// The reports on the files of one job: its ranks are the graphs of the
+/// files read, in order, so each report comes from its rank's graph
+/// instead of building the file again.
+fn job_file_reports(read: &[Result<Loaded>], ranks: &[RankInput]) -> Vec<FileReport> {
+    let loaded: Vec<&Loaded> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
+    debug_assert_eq!(loaded.len(), ranks.len(), "one rank per input read");
+    loaded
+        .into_par_iter()
+        .zip(ranks)
+        .map(|(l, rank)| match l {
+            Loaded::Trace(t) => {
+                let g = &rank.graph;
+                lumos_report::file_report(t, &g.graph, &g.measured, &rank.report)
+            }
+            Loaded::Stored(s) => lumos_report::inspect_stored(s),
+        })
+        .collect()
+}
+
 /// The reports on the inputs read that could be read, in order; `built`
 /// holds, by position among `read`, the rank a trace was already built
-/// into (empty when none was).
+/// into. Each input is freed on the worker that reported it.
 fn reports_apart(read: Vec<Result<Loaded>>, built: Vec<Option<RankInput>>) -> Vec<FileReport> {
-    let mut built = built;
-    built.resize_with(read.len(), || None);
     read.into_par_iter()
         .zip(built)
         .filter_map(|(r, rank)| match (r.ok()?, rank) {
             (Loaded::Trace(t), Some(rank)) => {
                 let g = &rank.graph;
-                let report = lumos_report::file_report(&t, &g.graph, &g.measured, &rank.report);
-                inputs::drop_in_background((t, rank));
-                Some(report)
+                Some(lumos_report::file_report(
+                    &t,
+                    &g.graph,
+                    &g.measured,
+                    &rank.report,
+                ))
             }
             (l, _) => Some(file_report(l)),
         })
@@ -123,15 +122,11 @@ fn reports_apart(read: Vec<Result<Loaded>>, built: Vec<Option<RankInput>>) -> Ve
 }
 
 /// The report on one input read: a trace's graph is built from it (the
-/// trace consumed, the graph freed in the background), a compact file's
-/// read back.
+/// trace consumed, the graph freed on this worker: one dropper thread for
+/// every worker would free them one at a time), a compact file's read back.
 fn file_report(l: Loaded) -> FileReport {
     match l {
-        Loaded::Trace(t) => {
-            let (r, built) = lumos_report::inspect_owned(t);
-            inputs::drop_in_background(built);
-            r
-        }
+        Loaded::Trace(t) => lumos_report::inspect_owned(t).0,
         Loaded::Stored(s) => lumos_report::inspect_stored(&s),
     }
 }

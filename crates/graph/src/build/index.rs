@@ -1,6 +1,6 @@
 //! The builder's indexes as flat vectors instead of hash maps: a task's
-//! launches and the runtime call of a correlation id. Hash maps keyed by task or correlation touch one random cache line
-//! per lookup, which is what made the build slow down per task as traces
+//! launches and the runtime call of a correlation id. Hash maps keyed by
+//! task or correlation touch one random cache line per lookup, which is what made the build slow down per task as traces
 //! grew (docs/PERFORMANCE.md, "Graph build and replay"); these are read in
 //! task order, so they stream through the caches.
 
@@ -294,6 +294,8 @@ pub(super) fn merge_sorted<K: Ord + Copy>(a: &[K], b: &[K]) -> Vec<K> {
 /// Distinct task ids in increasing order, through a bit per id over their
 /// range: linear where a comparison sort of ids gathered in interleaved
 /// runs (a thread's calls and the GPU tasks each launched) is n log n.
+/// Few ids spread over a wide range are sorted instead, so the bits never
+/// cost more than the ids.
 pub(super) fn sorted_distinct(ids: &[TaskId]) -> Vec<TaskId> {
     let (Some(lo), Some(hi)) = (ids.iter().map(|t| t.0).min(), ids.iter().map(|t| t.0).max())
     else {

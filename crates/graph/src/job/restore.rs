@@ -172,8 +172,8 @@ impl JobGraph {
             spans
                 .iter()
                 .map(|s| Span {
-                    start_ns: s.start_ns - part.start_ns,
-                    end_ns: s.end_ns - part.start_ns,
+                    start_ns: s.start_ns.saturating_sub(part.start_ns),
+                    end_ns: s.end_ns.saturating_sub(part.start_ns),
                 })
                 .collect()
         };

@@ -382,6 +382,9 @@ pub(crate) struct GpuTime<'f> {
     facts: &'f GraphFacts,
 }
 
+// `Measure` numbers its idle causes after the unions.
+const _: () = assert!(Union::ALL.len() == Measure::HostWait as usize);
+
 /// What [`GpuTime`] measures in each step: the unions of
 /// [`GpuOrder::merge_unions`] in their order, then the idle gaps by cause.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,7 @@
 use lumos_graph::{Span, Step, TaskId};
 use lumos_sim::{
     annotation_spans, breakdown, gpu_busy_timeline, step_spans, timeline_bin_ns, whole_span,
-    Breakdown, SpanColumns, MAX_TIMELINE_BINS,
+    Breakdown, BusyBins, SpanColumns, MAX_TIMELINE_BINS,
 };
 
 use crate::builder::Builder;
@@ -184,4 +184,17 @@ fn graph_without_steps_uses_the_whole_timeline() {
     let (b, measured) = overlap_example();
     assert_eq!(step_spans(&b.graph, &measured, None), vec![sp(0, 120)]);
     assert_eq!(whole_span(&measured), sp(0, 120));
+}
+
+#[test]
+fn busy_bins_count_only_what_lies_inside_the_window() {
+    // Window 100..200 in bins of 50: spans reaching outside it are clipped,
+    // never counted into a wrong bin.
+    let mut bins = BusyBins::new(sp(100, 200), 50);
+    bins.add(sp(-1_000_000, 120));
+    bins.add(sp(180, 10_000_000));
+    bins.add(sp(300, 400));
+    let t = bins.finish();
+    assert_eq!(t.bin_ns, 50);
+    assert_eq!(t.busy, vec![0.4, 0.4]);
 }
