@@ -16,7 +16,8 @@ use crate::config::{Coord, Layout};
 use crate::context::TraceContext;
 use crate::discover::CommInfo;
 use crate::discover::{
-    discover, discover_with_hint, GroupClass, PassKind, Role, Structure, WorkClass,
+    discover, discover_with_hint, one_layer_hint, GroupClass, LayerHint, PassKind, Role, Structure,
+    WorkClass,
 };
 use crate::edits::{realize, Prediction, Target};
 use crate::error::PredictError;
@@ -246,28 +247,87 @@ impl Baseline {
 
 /// Discovery on every input. A stage with one layer per pass repeats no
 /// block of its own: the blocks another stage showed are looked for
-/// instead.
+/// instead, and where no stage repeats one (every stage runs one layer
+/// per pass), the stages' own passes are the candidates
+/// ([`one_layer_hint`]), shortest first: a middle stage's is the layer
+/// alone, and it is taken when it unblocks every blocked stage and either
+/// the stages offered two different candidates or two stages the same.
 fn discover_all(inputs: &[Input]) -> Vec<Structure> {
     let mut structures: Vec<Structure> = inputs
         .iter()
         .map(|i| discover(&i.graph, &i.measured, &i.ctx))
         .collect();
+    let blocked = |ss: &[Structure]| -> Vec<usize> {
+        (0..ss.len())
+            .filter(|&i| ss[i].report.structural_edits_blocked.is_some())
+            .collect()
+    };
+    let todo = blocked(&structures);
+    if todo.is_empty() {
+        return structures;
+    }
     if let Some(hint) = structures.iter().find_map(|s| s.layer_hint()) {
-        for (i, s) in structures.iter_mut().enumerate() {
-            if s.report.structural_edits_blocked.is_some() {
-                let again = discover_with_hint(
-                    &inputs[i].graph,
-                    &inputs[i].measured,
-                    &inputs[i].ctx,
-                    Some(&hint),
-                );
-                if again.report.structural_edits_blocked.is_none() {
-                    *s = again;
-                }
-            }
+        retry_with_hint(inputs, &mut structures, &todo, &hint, false);
+        return structures;
+    }
+    let mut offered: Vec<(LayerHint, Option<u32>)> = todo
+        .iter()
+        .filter_map(|&i| {
+            let h = one_layer_hint(&inputs[i].graph, &inputs[i].measured)?;
+            Some((h, structures[i].config.stage))
+        })
+        .collect();
+    offered.sort_by_key(|(h, st)| (h.backward.len() + h.forward.len(), h.backward.clone(), *st));
+    offered.dedup();
+    let mut candidates: Vec<LayerHint> = offered.iter().map(|(h, _)| h.clone()).collect();
+    candidates.dedup();
+    // One candidate from one stage may be an end stage's superset of the
+    // layer. The layer is told apart by a shorter candidate that the
+    // longer ones run too (tried below), or by two stages offering the
+    // same one (two end stages cannot: one adds the embedding, the other
+    // the loss).
+    let stages_agree = offered.len() >= 2 && offered.iter().all(|(_, st)| st.is_some());
+    if candidates.len() < 2 && !stages_agree {
+        return structures;
+    }
+    for hint in &candidates {
+        if retry_with_hint(inputs, &mut structures, &todo, hint, true) {
+            break;
         }
     }
     structures
+}
+
+/// Discovers the stages `todo` again with `hint`, keeping each result that
+/// unblocks its stage; with `all_or_none`, keeps them only when every one
+/// of `todo` is unblocked. Whether every one was.
+fn retry_with_hint(
+    inputs: &[Input],
+    structures: &mut [Structure],
+    todo: &[usize],
+    hint: &LayerHint,
+    all_or_none: bool,
+) -> bool {
+    let again: Vec<(usize, Structure)> = todo
+        .iter()
+        .map(|&i| {
+            let s = discover_with_hint(
+                &inputs[i].graph,
+                &inputs[i].measured,
+                &inputs[i].ctx,
+                Some(hint),
+            );
+            (i, s)
+        })
+        .filter(|(_, s)| s.report.structural_edits_blocked.is_none())
+        .collect();
+    let every = again.len() == todo.len();
+    if every || !all_or_none {
+        for (i, s) in again {
+            structures[i] = s;
+        }
+    }
+    every
 }
 
 /// A degree or count found in the traces, 1 when none was found; a 0

@@ -107,9 +107,9 @@ pub use config::{replay_scales, Config, Coord, KernelScale, KernelSelector, Layo
 pub use context::{GroupInfo, TraceContext};
 pub use couple::Job;
 pub use discover::{
-    discover, discover_with_hint, CommInfo, Confidence, DiscoveredConfig, Finding, GroupClass,
-    GroupReport, LayerHint, LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime, Role,
-    StepStructure, Structure, StructureReport, WorkClass,
+    discover, discover_with_hint, one_layer_hint, CommInfo, Confidence, DiscoveredConfig, Finding,
+    GroupClass, GroupReport, LayerHint, LayerMethod, P2p, Part, PassKind, PassStructure, PhaseTime,
+    Role, StepStructure, Structure, StructureReport, WorkClass,
 };
 pub use edits::{Edit, EditSet, PredictedStage, Prediction, Target};
 pub use error::PredictError;

@@ -7,7 +7,9 @@
 //! block that repeats exactly that often on the main thread, preferably
 //! one that shares names with the backward block ([`forward_block`]). A
 //! trace that repeats nothing (one layer per pass) may take another
-//! stage's blocks ([`blocks_from_hint`]); one with no CPU operators at all
+//! stage's blocks ([`blocks_from_hint`]), and offers its passes as a
+//! candidate layer for the job ([`one_layer_per_pass`]); one with no CPU
+//! operators at all
 //! is looked at kernel by kernel, for the report only ([`kernel_pattern`]).
 
 use lumos_graph::Graph;
@@ -199,6 +201,61 @@ pub(super) fn forward_block(
         })
         .map(|(_, b)| b)
         .filter(|b| layer(b))
+}
+
+/// The candidate blocks of a pipeline stage that runs one layer per pass
+/// (as many stages as layers, or one layer per model chunk of the
+/// interleaved schedule), where no block repeats inside a pass: every
+/// backward burst holds the same tokens once (over the tokens every burst
+/// holds), which is the backward candidate; the forward candidate is the
+/// block that repeats most on the main thread once `between` (the tokens
+/// of the units that run between passes: pipeline sends and receives,
+/// their stream waits and device synchronizations) is left out, and it
+/// must share a name with the backward one. On a middle stage they are
+/// the layer; on an end stage they also hold the embedding or the loss,
+/// which one trace cannot tell apart, so the job picks among its stages'
+/// candidates (`lumos_predict::discover::one_layer_hint`). `None` on a
+/// trace with no pipeline transfers (there a backward pass with nothing
+/// repeated is a whole model) or with fewer than two bursts.
+pub(super) fn one_layer_per_pass(
+    units: &Units,
+    bursts: &[Vec<u32>],
+    main_tokens: &[Vec<u32>],
+    between: &[u32],
+) -> Option<(Vec<u32>, Vec<u32>)> {
+    if between.is_empty() || bursts.len() < 2 {
+        return None;
+    }
+    let common = common_tokens(bursts);
+    let mut kept = bursts.iter().map(|b| {
+        b.iter()
+            .copied()
+            .filter(|t| common.contains(t))
+            .collect::<Vec<u32>>()
+    });
+    let backward = kept.next()?;
+    if !kept.all(|b| b == backward) || !is_layer_block(units, &backward) {
+        return None;
+    }
+    let main: Vec<Vec<u32>> = main_tokens
+        .iter()
+        .map(|m| {
+            m.iter()
+                .copied()
+                .filter(|t| between.binary_search(t).is_err())
+                .collect()
+        })
+        .collect();
+    let refs: Vec<&[u32]> = main.iter().map(|v| v.as_slice()).collect();
+    let (_, forward) = best_period(&refs)?;
+    let bwd_names: FxHashSet<String> = backward
+        .iter()
+        .map(|&t| forward_name(&units.tokens[t as usize]))
+        .collect();
+    let shares = forward
+        .iter()
+        .any(|&t| bwd_names.contains(units.tokens[t as usize].as_str()));
+    (shares && is_layer_block(units, &forward)).then_some((forward, backward))
 }
 
 /// Another stage's blocks, when this trace has every token of both and

@@ -291,6 +291,28 @@ impl Structure {
     }
 }
 
+/// The layer blocks a pipeline stage that runs one layer per pass offers
+/// the job, when no stage repeats a block inside its passes (as many
+/// stages as layers, or one layer per model chunk): the forward and
+/// backward work of each of its passes, less what runs between passes.
+/// On a middle stage that is the layer; an end stage's also holds the
+/// embedding or the loss, so a job takes the candidate that every stage
+/// runs (`Baseline` tries the shortest first). `None` where the trace has
+/// no pipeline transfers or its passes differ.
+pub fn one_layer_hint(graph: &Graph, measured: &Measured) -> Option<LayerHint> {
+    let units = Units::build(graph, measured);
+    let (f, b) = passes::one_layer_candidate(graph, &units)?;
+    let text = |v: &[u32]| {
+        v.iter()
+            .map(|&t| units.tokens[t as usize].clone())
+            .collect()
+    };
+    Some(LayerHint {
+        forward: text(&f),
+        backward: text(&b),
+    })
+}
+
 /// Runs discovery on one rank's graph.
 pub fn discover(graph: &Graph, measured: &Measured, ctx: &TraceContext) -> Structure {
     discover_with_hint(graph, measured, ctx, None)

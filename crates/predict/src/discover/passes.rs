@@ -13,7 +13,7 @@ use lumos_graph::{Graph, ProcId, TaskId, TaskKind};
 use rustc_hash::FxHashMap;
 
 use super::comms::p2p_of;
-use super::layers::{kernel_pattern, layer_blocks, LayerBlocks};
+use super::layers::{kernel_pattern, layer_blocks, one_layer_per_pass, LayerBlocks};
 use super::{
     finding, tokens, Confidence, Finding, LayerHint, LayerMethod, P2p, Part, PassKind,
     PassStructure, Role, StepStructure,
@@ -503,6 +503,47 @@ fn is_send(g: &Graph, units: &Units, u: u32) -> bool {
             .collective
             .is_some_and(|c| p2p_of(&g.collectives[c as usize].name) == Some(P2p::Send))
     })
+}
+
+/// The tokens of the units that run between the passes of a pipeline
+/// stage (sorted): its sends and receives, and the lone stream waits and
+/// device synchronizations around them. Empty when the trace sends or
+/// receives nothing between stages.
+fn between_pass_tokens(g: &Graph, units: &Units) -> Vec<u32> {
+    let p2p = |u: &crate::units::Unit| {
+        u.gpu().iter().any(|&t| {
+            g.task(t)
+                .collective
+                .is_some_and(|c| p2p_of(&g.collectives[c as usize].name).is_some())
+        })
+    };
+    if !units.units.iter().any(p2p) {
+        return Vec::new();
+    }
+    let mut out: Vec<u32> = (0..units.units.len())
+        .filter(|&u| {
+            p2p(&units.units[u]) || is_bare_wait(g, units, u as u32) || units.is_bare_device_sync(u)
+        })
+        .map(|u| units.units[u].token)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// A pipeline stage's candidate layer blocks when it runs one layer per
+/// pass ([`one_layer_per_pass`]): (forward, backward) tokens.
+pub(super) fn one_layer_candidate(g: &Graph, units: &Units) -> Option<(Vec<u32>, Vec<u32>)> {
+    let threads = step_threads(g, units);
+    let bursts: Vec<Vec<u32>> = threads
+        .iter()
+        .flat_map(|r| r.bursts.iter().map(|b| tokens(units, b)))
+        .collect();
+    let main: Vec<Vec<u32>> = threads
+        .iter()
+        .map(|r| tokens(units, &r.main_units))
+        .collect();
+    one_layer_per_pass(units, &bursts, &main, &between_pass_tokens(g, units))
 }
 
 /// Whether unit `u` is a lone `cudaStreamWaitEvent` call, in no operator.

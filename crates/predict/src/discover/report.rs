@@ -353,6 +353,12 @@ pub(super) fn edits_blocked(s: &Structure) -> Option<String> {
             LayerMethod::ScopePattern | LayerMethod::Annotation | LayerMethod::OtherStage
         ) {
             Some("no repeated layer block among the CPU operators".into())
+        } else if s.backward_block.is_empty() && s.comms.iter().any(|c| c.p2p.is_some()) {
+            Some(
+                "no layer block repeats inside a backward pass (one layer per pass): the layer \
+                 is told from the job's other pipeline stages, so give every stage's trace"
+                    .into(),
+            )
         } else if s
             .steps
             .iter()
