@@ -250,8 +250,8 @@ impl Baseline {
 /// instead, and where no stage repeats one (every stage runs one layer
 /// per pass), the stages' own passes are the candidates
 /// ([`one_layer_hint`]), shortest first: a middle stage's is the layer
-/// alone, and it is taken when it unblocks every blocked stage and either
-/// the stages offered two different candidates or two stages the same.
+/// alone, and it is taken when it unblocks every blocked stage, of at
+/// least two distinct stages.
 fn discover_all(inputs: &[Input]) -> Vec<Structure> {
     let mut structures: Vec<Structure> = inputs
         .iter()
@@ -270,26 +270,23 @@ fn discover_all(inputs: &[Input]) -> Vec<Structure> {
         retry_with_hint(inputs, &mut structures, &todo, &hint, false);
         return structures;
     }
-    let mut offered: Vec<(LayerHint, Option<u32>)> = todo
-        .iter()
-        .filter_map(|&i| {
-            let h = one_layer_hint(&inputs[i].graph, &inputs[i].measured)?;
-            Some((h, structures[i].config.stage))
-        })
-        .collect();
-    offered.sort_by_key(|(h, st)| (h.backward.len() + h.forward.len(), h.backward.clone(), *st));
-    offered.dedup();
-    let mut candidates: Vec<LayerHint> = offered.iter().map(|(h, _)| h.clone()).collect();
-    candidates.dedup();
-    // One candidate from one stage may be an end stage's superset of the
-    // layer. The layer is told apart by a shorter candidate that the
-    // longer ones run too (tried below), or by two stages offering the
-    // same one (two end stages cannot: one adds the embedding, the other
-    // the loss).
-    let stages_agree = offered.len() >= 2 && offered.iter().all(|(_, st)| st.is_some());
-    if candidates.len() < 2 && !stages_agree {
+    // One stage's candidate may be an end stage's superset of the layer
+    // (with the embedding or the loss), which its own trace cannot tell
+    // apart; one that every blocked stage of two or more distinct stages
+    // runs is the layer: the first stage's has the embedding the last
+    // stage lacks, and the other way round.
+    let mut stages: Vec<Option<u32>> = todo.iter().map(|&i| structures[i].config.stage).collect();
+    stages.sort_unstable();
+    stages.dedup();
+    if stages.len() < 2 || stages.contains(&None) {
         return structures;
     }
+    let mut candidates: Vec<LayerHint> = todo
+        .iter()
+        .filter_map(|&i| one_layer_hint(&inputs[i].graph, &inputs[i].measured))
+        .collect();
+    candidates.sort_by_key(|h| (h.backward.len() + h.forward.len(), h.backward.clone()));
+    candidates.dedup();
     for hint in &candidates {
         if retry_with_hint(inputs, &mut structures, &todo, hint, true) {
             break;

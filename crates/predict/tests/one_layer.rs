@@ -54,6 +54,12 @@ fn one_layer_per_stage_and_per_chunk_is_found_and_predicted() {
             vec![Edit::Pp(4), Edit::Microbatches(8), Edit::VirtualStages(3)],
             job(4, 8, 3),
         ),
+        (
+            "pp 3 v 4 -> v 2",
+            job(3, 6, 4),
+            vec![Edit::VirtualStages(2)],
+            job(3, 6, 2),
+        ),
     ];
     for (name, from, edits, to) in cases {
         let base = baseline(&from);
@@ -68,17 +74,26 @@ fn one_layer_per_stage_and_per_chunk_is_found_and_predicted() {
 }
 
 #[test]
-fn one_end_stage_alone_is_refused_with_the_reason() {
-    // The first stage alone: its pass holds the embedding and the layer,
-    // which nothing in one trace tells apart.
-    let cfg = job(12, 12, 1);
-    let first = inputs(&cfg).into_iter().next().unwrap();
-    let base = Baseline::new(vec![first]).unwrap();
-    let why = base.structures[0]
-        .report
-        .structural_edits_blocked
-        .clone()
-        .unwrap();
-    assert!(why.contains("one layer per pass"), "{why}");
-    assert!(base.identity().with_edits([Edit::Pp(6)]).is_err());
+fn end_stages_without_a_middle_one_are_refused_with_the_reason() {
+    // The first stage's pass holds the embedding and the layer, the last
+    // stage's the layer and the loss: without a middle stage nothing tells
+    // the layer apart, alone or together.
+    for keep in [vec![0], vec![0, 11]] {
+        let chosen: Vec<_> = inputs(&job(12, 12, 1))
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep.contains(i))
+            .map(|(_, x)| x)
+            .collect();
+        let base = Baseline::new(chosen).unwrap();
+        for s in &base.structures {
+            let why = s.report.structural_edits_blocked.clone();
+            assert!(
+                why.as_deref()
+                    .is_some_and(|w| w.contains("one layer per pass")),
+                "stages {keep:?}: {why:?}"
+            );
+        }
+        assert!(base.identity().with_edits([Edit::Pp(6)]).is_err());
+    }
 }
