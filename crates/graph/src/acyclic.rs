@@ -60,7 +60,7 @@ pub(crate) trait Arcs {
     /// A rank per node that, if every arc goes from a lower rank to a
     /// higher one, proves the network acyclic without the full check (see
     /// [`ranks_increase`]). `None`, the default, where a node has none.
-    fn rank(&self, _node: u32) -> Option<(i64, u32)> {
+    fn rank(&self, _node: u32) -> Option<(i64, u64)> {
         None
     }
     /// Whether [`Arcs::rank`] is worth trying: false skips the walk.
@@ -464,8 +464,10 @@ impl<'g> GraphNet<'g> {
     /// Lets the cycle check first try ranks read from the measured times,
     /// for a network whose times are those of one measured run (the
     /// builder's): a task ranks by its start, or by its end where it
-    /// blocks (it has an issue node, which ranks by the start), with ties
-    /// broken by node number; rendezvous and their end nodes have no rank.
+    /// blocks (it has an issue node, which ranks by the start); ties are
+    /// broken by task number, a blocking task's issue node just before the
+    /// task's own, so that a blocking call of zero length still ranks
+    /// above its issue; rendezvous and their end nodes have no rank.
     /// In a measured run almost every arc then goes up, and a network
     /// where one does not gets the full check.
     pub(crate) fn ranked_by_times(mut self) -> Self {
@@ -578,14 +580,15 @@ impl Arcs for GraphNet<'_> {
         self.ranked
     }
 
-    fn rank(&self, node: u32) -> Option<(i64, u32)> {
+    fn rank(&self, node: u32) -> Option<(i64, u64)> {
         let n = self.g.tasks.len() as u32;
         if node < n {
             let (start, end) = (self.times)(TaskId(node));
+            let tie = 2 * u64::from(node);
             // A blocking task's node is where its wait ends.
             return Some(match self.issue[node as usize] {
-                NONE => (start, node),
-                _ => (end, node),
+                NONE => (start, tie),
+                _ => (end, tie + 1),
             });
         }
         if node >= self.rv_base {
@@ -593,7 +596,7 @@ impl Arcs for GraphNet<'_> {
         }
         let t = TaskId(self.owner[(node - n) as usize]);
         match self.issue[t.idx()] == node {
-            true => Some(((self.times)(t).0, node)),
+            true => Some(((self.times)(t).0, 2 * u64::from(t.0))),
             false => None,
         }
     }
@@ -782,8 +785,8 @@ mod tests {
         fn key(&self, node: u32) -> i64 {
             self.0.key(node)
         }
-        fn rank(&self, node: u32) -> Option<(i64, u32)> {
-            Some((0, node))
+        fn rank(&self, node: u32) -> Option<(i64, u64)> {
+            Some((0, u64::from(node)))
         }
         fn ranked(&self) -> bool {
             true
@@ -814,6 +817,51 @@ mod tests {
         assert_eq!(left_in_cycles(&cycle, 3), 3);
         // Without ranks there is nothing to try.
         assert!(!ranks_increase(&up.0));
+    }
+
+    /// A kernel (task 0) and a blocking call (task 1) that waits for it,
+    /// both ranked by
+    /// their measured times `t`: whether the ranks prove it acyclic.
+    fn blocking_call(t: &dyn Fn(TaskId) -> (i64, i64)) -> bool {
+        use crate::model::{NameId, ProcId, RuntimeDep, Task, TaskKind};
+        let task = |proc| Task {
+            kind: TaskKind::Runtime,
+            name: NameId(0),
+            proc: ProcId(proc),
+            duration_ns: 0,
+            release_ns: 0,
+            collective: None,
+            correlation: 0,
+        };
+        let g = Graph {
+            tasks: vec![task(0), task(1)],
+            runtime_deps: vec![RuntimeDep {
+                task: TaskId(1),
+                target: WaitTarget::Task(TaskId(0)),
+                latency_ns: 0,
+                inferred: false,
+            }],
+            ..Graph::default()
+        };
+        let net =
+            GraphNet::new(&g, &[], |_| vec![TaskId(0)], Optional::default(), t).ranked_by_times();
+        ranks_increase(&net)
+    }
+
+    #[test]
+    fn a_blocking_call_of_zero_length_is_ranked_above_its_issue() {
+        // The kernel runs 0-10; the call is issued at 5 and returns at 12,
+        // or is issued and returns at 12 (zero length): its issue node and
+        // its own node then have the same time, and only the tie-break
+        // (issue first) keeps the ranks rising.
+        let long = |t: TaskId| if t.0 == 0 { (0, 10) } else { (5, 12) };
+        let zero = |t: TaskId| if t.0 == 0 { (0, 10) } else { (12, 12) };
+        assert!(blocking_call(&long));
+        assert!(blocking_call(&zero));
+        // A kernel that starts after the call returned: no proof (the
+        // full check decides).
+        let late = |t: TaskId| if t.0 == 0 { (20, 30) } else { (12, 12) };
+        assert!(!blocking_call(&late));
     }
 
     #[test]

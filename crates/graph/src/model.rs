@@ -420,3 +420,16 @@ pub struct Measured {
     /// Measured span of each scope, parallel to [`Graph::scopes`].
     pub scopes: Vec<Span>,
 }
+
+/// Which of `task_count` tasks an edge of `edges` leads to: the tasks
+/// that no edge explains start at a release offset instead (the builder's
+/// `releases`, a job merge moving those releases).
+pub(crate) fn explained_by_edges(task_count: usize, edges: &[Edge]) -> Vec<bool> {
+    let mut explained = vec![false; task_count];
+    for e in edges {
+        if let Some(x) = explained.get_mut(e.to.idx()) {
+            *x = true;
+        }
+    }
+    explained
+}

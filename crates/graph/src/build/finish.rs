@@ -152,7 +152,6 @@ impl Builder {
                 typ(edge.kind).min(slack)
             };
         }
-        self.has_incoming = latest.iter().map(|&(_, e)| e != NO_EDGE).collect();
     }
 
     /// Tasks no edge explains get a release offset from the window start.
@@ -162,8 +161,9 @@ impl Builder {
         for w in self.blocking.keys() {
             blocking[w.idx()] = true;
         }
+        let explained = explained_by_edges(self.g.tasks.len(), &self.g.edges);
         for (t, &blocks) in blocking.iter().enumerate() {
-            if !self.has_incoming[t] && !blocks {
+            if !explained[t] && !blocks {
                 self.g.tasks[t].release_ns = self.raw[t].start.saturating_sub(origin);
                 if self.g.tasks[t].kind.is_gpu() {
                     self.report.released_gpu_tasks += 1;

@@ -4,7 +4,7 @@
 //! grew (docs/PERFORMANCE.md, "Graph build and replay"); these are read in
 //! task order, so they stream through the caches.
 
-use crate::model::TaskId;
+use crate::model::{NameId, TaskId};
 
 /// Lists of items per key `0..n`, in one vector (compressed sparse rows):
 /// the items of key `k` are `items[start[k]..start[k + 1]]`, in the order
@@ -222,6 +222,23 @@ pub(super) fn partition_from<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool)
         }
         lo = probe + 1;
         step *= 2;
+    }
+}
+
+/// A property of each interned name, worked out on a name's first use
+/// rather than once per task that bears it.
+pub(super) struct PerName<T>(Vec<Option<T>>);
+
+impl<T: Copy> PerName<T> {
+    /// No name worked out yet, among `count` names.
+    pub(super) fn new(count: usize) -> Self {
+        PerName(vec![None; count])
+    }
+
+    /// `of(names[name])`, from the memo after the first time.
+    pub(super) fn get(&mut self, name: NameId, names: &[String], of: impl FnOnce(&str) -> T) -> T {
+        let i = name.0 as usize;
+        *self.0[i].get_or_insert_with(|| of(&names[i]))
     }
 }
 

@@ -21,6 +21,7 @@ use crate::model::*;
 use crate::report::{BuildReport, Rule};
 use index::{
     merge_sorted, partition_from, sort_nested, sorted_distinct, ByCorr, CorrIndex, Launched,
+    PerName,
 };
 
 mod finish;
@@ -141,9 +142,6 @@ struct Builder {
     pos: Vec<u32>,
     /// Pid of each CPU thread processor.
     thread_pid: FxHashMap<ProcId, Ident>,
-    /// Whether each task has an incoming edge: filled once the edges are
-    /// final (`attribute_latencies`).
-    has_incoming: Vec<bool>,
     /// Measured span of each scope (absolute trace ns).
     scope_spans: Vec<Span>,
     /// Tasks that stand for a whole `cudaEventQuery` polling loop.
@@ -174,7 +172,6 @@ impl Builder {
             launch_times: Vec::new(),
             pos: Vec::new(),
             thread_pid: FxHashMap::default(),
-            has_incoming: Vec::new(),
             blocking: FxHashMap::default(),
             scope_spans: Vec::new(),
             polls: Default::default(),

@@ -141,18 +141,13 @@ impl Builder {
                 .warnings
                 .push("no cuda_sync events: inter-stream and sync edges inferred".into());
         }
-        // Whether each name is a stream wait, worked out once per name
-        // rather than once per call.
-        let mut wait_names: Vec<Option<bool>> = vec![None; self.g.names.len()];
+        let mut wait_names = PerName::new(self.g.names.len());
         let waits: Vec<TaskId> = (0..self.g.tasks.len())
             .map(|i| TaskId(i as u32))
             .filter(|&c| {
                 let task = &self.g.tasks[c.idx()];
                 task.kind == TaskKind::Runtime
-                    && match wait_names.get_mut(task.name.0 as usize) {
-                        Some(known) => *known.get_or_insert_with(|| is_stream_wait(self.g.name(c))),
-                        None => is_stream_wait(self.g.name(c)),
-                    }
+                    && wait_names.get(task.name, &self.g.names, is_stream_wait)
             })
             .collect();
         if self.no_stream_evidence(&waits) {

@@ -35,9 +35,7 @@ impl Builder {
         // Where the last search ended: a thread's calls end in order, so
         // the next search starts there.
         let mut cursor = 0;
-        // The sync kind of each name, worked out once per name rather than
-        // once per call.
-        let mut kinds: Vec<Option<SyncKind>> = vec![None; self.g.names.len()];
+        let mut kinds = PerName::new(self.g.names.len());
         let n = self.g.tasks.len();
         for i in 0..n {
             let call = TaskId(i as u32);
@@ -53,10 +51,7 @@ impl Builder {
                 .checked_sub(1)
                 .map(|j| gpu_by_end[j])
                 .filter(|&(end, _)| end >= r.start);
-            let kind = match kinds.get_mut(self.g.tasks[i].name.0 as usize) {
-                Some(known) => *known.get_or_insert_with(|| sync_kind(self.g.name(call))),
-                None => sync_kind(self.g.name(call)),
-            };
+            let kind = kinds.get(self.g.tasks[i].name, &self.g.names, sync_kind);
             let (target, awaited, rule) = match kind {
                 SyncKind::Device => {
                     let device = ended_during

@@ -513,17 +513,6 @@ impl Appender {
     }
 }
 
-/// Which of `task_count` tasks an edge of `edges` leads to.
-pub(super) fn explained_by_edges(task_count: usize, edges: &[Edge]) -> Vec<bool> {
-    let mut explained = vec![false; task_count];
-    for e in edges {
-        if let Some(x) = explained.get_mut(e.to.idx()) {
-            *x = true;
-        }
-    }
-    explained
-}
-
 /// Whether merging moves a task's release (`release_ns`, as the rank had
 /// it) by the rank's shift onto the job timeline: tasks that no edge
 /// explains start at a fixed offset from the rank's window start, which
