@@ -24,6 +24,7 @@ mod acyclic;
 mod build;
 mod check;
 mod dump;
+mod heap;
 mod job;
 mod model;
 mod report;
@@ -32,6 +33,7 @@ pub use about::{FlowEnd, FlowLink, GpuAnnotation, TraceAbout, Track};
 pub use build::{build, build_owned};
 pub use check::{check, Violation};
 pub use dump::dump;
+pub use heap::trim_heap;
 pub use job::{
     align_clocks, assemble, assemble_with, detect_job, group_by_program, looks_like_job,
     match_collectives, merge, merge_emptying, merge_owned, model_group_peers, program_signature,

@@ -219,7 +219,12 @@ impl Builder {
         };
         let measured = Measured {
             origin_ns: origin,
-            tasks: self.raw.iter().map(|r| rel(r.start, r.end)).collect(),
+            // In place (a `Raw` and a `Span` are the same size): a second
+            // array of every task's span would be the build's peak.
+            tasks: std::mem::take(&mut self.raw)
+                .into_iter()
+                .map(|r| rel(r.start, r.end))
+                .collect(),
             step_annotations: steps,
             scopes: self
                 .scope_spans

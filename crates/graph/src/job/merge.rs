@@ -278,31 +278,15 @@ impl RankList for Owned<'_> {
         }
         if self.freed_tasks >= TRIM_EVERY_TASKS || p + 1 == self.ranks.len() {
             self.freed_tasks = 0;
-            trim_heap();
+            // A rank's graph is thousands of vectors of a few MB at most,
+            // which glibc serves from its heap and keeps there once freed:
+            // the job graph's vectors are allocated apart (they are large),
+            // so without this the ranks' memory would stay resident next to
+            // the job graph that replaced it.
+            crate::trim_heap();
         }
     }
 }
-
-/// Gives the pages the allocator holds free back to the system. A rank's
-/// graph is thousands of vectors of a few MB at most, which glibc serves
-/// from its heap and, once freed, keeps there: the job graph's vectors are
-/// allocated apart (they are large), so without this the ranks' memory
-/// would stay resident next to the job graph that replaced it.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn trim_heap() {
-    extern "C" {
-        fn malloc_trim(pad: usize) -> std::ffi::c_int;
-    }
-    // SAFETY: `malloc_trim` takes no pointer and only returns free pages
-    // to the kernel (madvise); glibc serializes it with other allocations.
-    unsafe {
-        malloc_trim(0);
-    }
-}
-
-/// Other allocators return freed memory on their own terms.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn trim_heap() {}
 
 fn merge_from(
     list: &mut impl RankList,
