@@ -111,6 +111,44 @@ fn a_path_cut_at_a_time_keeps_the_hops_after_it_and_the_one_across_it() {
 }
 
 #[test]
+fn the_summary_walked_back_counts_a_launch_as_the_timed_hops_do() {
+    // c1 launches k1 (start-anchored: c1 has no time on the path), k2
+    // follows k1 on the stream: the summary, walked back hop by hop, must
+    // give each hop the anchor the forward timed hops give it.
+    let mut b = Builder::new();
+    let (t, st) = (b.thread(), b.stream(0));
+    let c1 = b.call(t, 5);
+    let k1 = b.kernel(st, 100);
+    let k2 = b.kernel(st, 100);
+    b.launch(c1, k1, 2);
+    let s = b.run();
+    let timed = timed_hops(&b.graph, &s, &critical_path_hops(&b.graph, &s, k2));
+    let summary = critical_path_summary(&b.graph, &s, k2, 10);
+    let mut expected: Vec<BoundTotal> = Vec::new();
+    let mut prev_anchor = 0;
+    for h in &timed {
+        let (wait_ns, busy_ns) = (h.at_ns - prev_anchor, h.anchor_ns - h.at_ns);
+        match expected.iter_mut().find(|t| t.kind == h.kind) {
+            Some(t) => {
+                (t.hops, t.wait_ns, t.busy_ns) =
+                    (t.hops + 1, t.wait_ns + wait_ns, t.busy_ns + busy_ns)
+            }
+            None => expected.push(BoundTotal {
+                kind: h.kind,
+                hops: 1,
+                wait_ns,
+                busy_ns,
+            }),
+        }
+        prev_anchor = h.anchor_ns;
+    }
+    expected.sort_by_key(|t| t.kind);
+    assert_eq!(summary.by_bound, expected);
+    assert_eq!((summary.hops, summary.end_ns), (3, 202));
+    assert_eq!(summary.top_tasks, vec![(k1, 100), (k2, 100)]);
+}
+
+#[test]
 fn a_long_path_keeps_the_same_top_tasks_as_sorting_every_hop() {
     // Longer than the summary keeps before pruning, with many equal
     // durations, so the pruning and its ties by id are exercised.
