@@ -45,6 +45,17 @@ fn synth_network(p: Prediction<'_>) -> Prediction<'_> {
         .unwrap()
 }
 
+/// `p` edited to 4 pipeline stages of 8 micro-batches, and to
+/// `virtual_stages` virtual stages per rank where given (else `p`'s).
+fn to_pp4<'a>(p: &Prediction<'a>, virtual_stages: Option<u32>) -> Prediction<'a> {
+    let mut edits = vec![
+        lumos_predict::Edit::Pp(4),
+        lumos_predict::Edit::Microbatches(8),
+    ];
+    edits.extend(virtual_stages.map(lumos_predict::Edit::VirtualStages));
+    p.with_edits(edits).unwrap()
+}
+
 #[test]
 fn discovery_finds_the_chunks_of_an_interleaved_job() {
     let base = baseline(&job(3, 6, 2));
@@ -107,47 +118,25 @@ fn predictions_to_and_from_the_interleaved_schedule_match_the_synthesized_jobs()
         ),
         (
             "pp 3 v 1 -> pp 4 v 2",
-            id_plain
-                .with_edits([
-                    lumos_predict::Edit::Pp(4),
-                    lumos_predict::Edit::Microbatches(8),
-                    lumos_predict::Edit::VirtualStages(2),
-                ])
-                .unwrap(),
+            to_pp4(&id_plain, Some(2)),
             &id_plain,
             job(4, 8, 2),
         ),
         (
             "pp 3 v 2 -> pp 4 v 2",
-            id_inter
-                .with_edits([
-                    lumos_predict::Edit::Pp(4),
-                    lumos_predict::Edit::Microbatches(8),
-                ])
-                .unwrap(),
+            to_pp4(&id_inter, None),
             &id_inter,
             job(4, 8, 2),
         ),
         (
             "pp 3 v 2 -> pp 4 v 1",
-            id_inter
-                .with_edits([
-                    lumos_predict::Edit::Pp(4),
-                    lumos_predict::Edit::Microbatches(8),
-                    lumos_predict::Edit::VirtualStages(1),
-                ])
-                .unwrap(),
+            to_pp4(&id_inter, Some(1)),
             &id_inter,
             job(4, 8, 1),
         ),
         (
             "pp 3 v 2 -> pp 4 v 2, overlapped sends",
-            id_overlapped
-                .with_edits([
-                    lumos_predict::Edit::Pp(4),
-                    lumos_predict::Edit::Microbatches(8),
-                ])
-                .unwrap(),
+            to_pp4(&id_overlapped, None),
             &id_overlapped,
             overlapped(4, 8, 2),
         ),

@@ -36,31 +36,73 @@ pub fn critical_path_hops_since(
     since_ns: i64,
 ) -> Vec<PathHop> {
     let mut hops = Vec::new();
-    let mut task = last;
-    let mut at_issue = false;
-    // Every hop goes to a task that was placed strictly earlier in the
-    // replay, so the walk ends; the cap only guards against a schedule that
-    // was edited by hand.
-    let cap = 2 * schedule.len() + 2;
-    while hops.len() < cap {
-        let bound = hop_bound(schedule, task, at_issue);
-        let hop = PathHop {
-            task,
-            bound,
-            at_issue,
-        };
+    for hop in backward_hops(graph, schedule, last) {
         hops.push(hop);
         if placed_at(schedule, &hop) < since_ns {
             break;
         }
-        let Some((prev, prev_at_issue)) = step_back(graph, schedule, bound) else {
-            break;
-        };
-        task = prev;
-        at_issue = prev_at_issue;
     }
     hops.reverse();
     hops
+}
+
+/// The hops of the path ending at `last`, walked back from it: `last`
+/// first, the hop at a release last.
+fn backward_hops<'a>(
+    graph: &'a Graph,
+    schedule: &'a Schedule,
+    last: TaskId,
+) -> impl Iterator<Item = PathHop> + 'a {
+    // Every hop goes to a task that was placed strictly earlier in the
+    // replay, so the walk ends; the cap only guards against a schedule that
+    // was edited by hand.
+    let cap = 2 * schedule.len() + 2;
+    let mut next = Some((last, false));
+    std::iter::from_fn(move || {
+        let (task, at_issue) = next.take()?;
+        let bound = hop_bound(schedule, task, at_issue);
+        next = step_back(graph, schedule, bound);
+        Some(PathHop {
+            task,
+            bound,
+            at_issue,
+        })
+    })
+    .take(cap)
+}
+
+/// The times of `hop`, whose next hop in time (if any) was placed by
+/// `next_bound`.
+fn timed(
+    graph: &Graph,
+    schedule: &Schedule,
+    hop: &PathHop,
+    next_bound: Option<Bound>,
+) -> TimedPathHop {
+    let at_ns = placed_at(schedule, hop);
+    TimedPathHop {
+        hop: *hop,
+        kind: BoundKind::of(graph, hop.bound),
+        at_ns,
+        anchor_ns: anchor_ns(graph, schedule, hop.task, at_ns, next_bound),
+    }
+}
+
+/// The moment of `task` (placed on the path at `at_ns`) the next hop's
+/// constraint counts from: `at_ns` when that hop was placed by a
+/// start-anchored edge (it only needed `task` to have started), else
+/// `task`'s end.
+pub(crate) fn anchor_ns(
+    graph: &Graph,
+    schedule: &Schedule,
+    task: TaskId,
+    at_ns: i64,
+    next_bound: Option<Bound>,
+) -> i64 {
+    match next_bound {
+        Some(Bound::Edge(e)) if graph.edges[e as usize].anchor == Anchor::Start => at_ns,
+        _ => schedule.end_ns[task.idx()],
+    }
 }
 
 /// When `hop` was placed on the path: where its blocking call issued when
@@ -102,19 +144,9 @@ pub fn timed_hops_iter<'a>(
     schedule: &'a Schedule,
     hops: &'a [PathHop],
 ) -> impl Iterator<Item = TimedPathHop> + 'a {
-    hops.iter().enumerate().map(|(i, hop)| {
-        let at_ns = placed_at(schedule, hop);
-        let anchor_ns = match hops.get(i + 1).map(|n| n.bound) {
-            Some(Bound::Edge(e)) if graph.edges[e as usize].anchor == Anchor::Start => at_ns,
-            _ => schedule.end_ns[hop.task.idx()],
-        };
-        TimedPathHop {
-            hop: *hop,
-            kind: BoundKind::of(graph, hop.bound),
-            at_ns,
-            anchor_ns,
-        }
-    })
+    hops.iter()
+        .enumerate()
+        .map(|(i, hop)| timed(graph, schedule, hop, hops.get(i + 1).map(|n| n.bound)))
 }
 
 /// What placed `task` on the path: its issue's bound when the path reached
@@ -244,45 +276,19 @@ pub fn critical_path_summary(
     // The hop after the current one in time order, walked just before it:
     // its bound sets the current hop's anchor, and the current hop's
     // anchor its wait.
-    let mut later: Option<(TimedHop, Bound)> = None;
+    let mut later: Option<TimedPathHop> = None;
     let mut end_ns = 0i64;
-    let (mut task, mut at_issue) = (last, false);
-    // As in `critical_path_hops_since`: the cap only guards against a
-    // schedule edited by hand.
-    let cap = 2 * schedule.len() + 2;
     let mut count = 0;
-    while count < cap {
+    for hop in backward_hops(graph, schedule, last) {
         count += 1;
-        let bound = hop_bound(schedule, task, at_issue);
-        let hop = PathHop {
-            task,
-            bound,
-            at_issue,
-        };
-        let at = placed_at(schedule, &hop);
-        let anchor = match later.as_ref().map(|(_, b)| *b) {
-            Some(Bound::Edge(e)) if graph.edges[e as usize].anchor == Anchor::Start => at,
-            _ => schedule.end_ns[task.idx()],
-        };
-        let timed = TimedHop {
-            task,
-            kind: BoundKind::of(graph, bound),
-            at,
-            anchor,
-        };
-        match later.take() {
-            Some((next, _)) => totals.add(&next, anchor),
-            None => end_ns = anchor,
+        let t = timed(graph, schedule, &hop, later.map(|l| l.hop.bound));
+        match later.replace(t) {
+            Some(next) => totals.add(&next.into(), t.anchor_ns),
+            None => end_ns = t.anchor_ns,
         }
-        later = Some((timed, bound));
-        let Some((prev, prev_at_issue)) = step_back(graph, schedule, bound) else {
-            break;
-        };
-        task = prev;
-        at_issue = prev_at_issue;
     }
-    if let Some((first, _)) = later {
-        totals.add(&first, 0);
+    if let Some(first) = later {
+        totals.add(&first.into(), 0);
     }
     totals.finish(count, end_ns)
 }
@@ -294,6 +300,17 @@ pub(crate) struct TimedHop {
     pub(crate) kind: BoundKind,
     pub(crate) at: i64,
     pub(crate) anchor: i64,
+}
+
+impl From<TimedPathHop> for TimedHop {
+    fn from(t: TimedPathHop) -> TimedHop {
+        TimedHop {
+            task: t.hop.task,
+            kind: t.kind,
+            at: t.at_ns,
+            anchor: t.anchor_ns,
+        }
+    }
 }
 
 /// Totals per class of constraint and the tasks longest on the path, from

@@ -9,10 +9,10 @@
 //! [`job_critical_path`] walks back across ranks through the participant
 //! that arrived last.
 
-use lumos_graph::{Anchor, JobGraph, RendezvousKind, TaskId};
+use lumos_graph::{JobGraph, RendezvousKind, TaskId};
 
 use crate::critical_path::{
-    hop_bound, step_back, summarize, BoundKind, CriticalPathSummary, TimedHop,
+    anchor_ns, hop_bound, step_back, summarize, BoundKind, CriticalPathSummary, TimedHop,
 };
 use crate::error::SimError;
 use crate::metrics::TaskTimes;
@@ -242,14 +242,11 @@ pub fn job_critical_path(
     // The moment of `hop` the next hop counts from: its start when the next
     // is a rendezvous it arrived at last or a start-anchored successor.
     let anchor_of = |hop: &JobHop, next: Option<&JobHop>| -> i64 {
+        let at = time_on_path(hop);
         match next.map(|n| n.bound) {
-            Some(JobBound::Rendezvous { .. }) => time_on_path(hop),
-            Some(JobBound::Local(Bound::Edge(i)))
-                if graph.edges[i as usize].anchor == Anchor::Start =>
-            {
-                time_on_path(hop)
-            }
-            _ => schedule.end_ns[hop.task.idx()],
+            Some(JobBound::Rendezvous { .. }) => at,
+            Some(JobBound::Local(b)) => anchor_ns(graph, schedule, hop.task, at, Some(b)),
+            None => anchor_ns(graph, schedule, hop.task, at, None),
         }
     };
     let timed: Vec<TimedHop> = hops

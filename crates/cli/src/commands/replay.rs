@@ -333,7 +333,10 @@ fn run_transfer(
 
 /// Replays one trace (or compact graph), writing its timeline and critical
 /// paths where the flags ask. The trace is freed while its graph is built
-/// (`lumos_report::replay_owned`), the rest once the report is made.
+/// (`lumos_report::replay_owned`), the rest once the report is made, here
+/// on the worker: handed to the one dropper thread, each input would wait
+/// there behind the last (the dropper lets two wait), its memory kept
+/// while the next trace is read and replayed.
 fn replay_one(
     input: Loaded,
     built: Option<RankInput>,
@@ -343,9 +346,7 @@ fn replay_one(
     let mut trace = match input {
         Loaded::Trace(trace) => trace,
         Loaded::Stored(stored) => {
-            let report = replay_stored(&stored, opts, kernels, a);
-            inputs::drop_in_background(stored);
-            return report;
+            return replay_stored(&stored, opts, kernels, a);
         }
     };
     let bar = progress::spinner(&format!("replaying {}", trace.path.display()));
@@ -353,7 +354,7 @@ fn replay_one(
         // Built already, to tell whether the inputs were one job.
         Some(rank) => {
             let memory = std::mem::take(&mut trace.memory);
-            inputs::drop_in_background(trace);
+            drop(trace);
             lumos_report::replay_rank_alone(rank, memory, opts, kernels)?
         }
         None => lumos_report::replay_owned(trace, opts, kernels)?,
@@ -381,7 +382,6 @@ fn replay_one(
         })?;
     }
     bar.finish_and_clear();
-    inputs::drop_in_background(replayed);
     Ok(report)
 }
 

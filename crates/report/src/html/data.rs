@@ -154,20 +154,58 @@ fn step_names(g: &Graph, n: usize) -> Vec<String> {
 
 /// Who waited for peers in which step: each matched collective's waits,
 /// counted in the step (of the waiting rank) in which it started.
+///
+/// One rank's own graph and times are at hand at a time: the grid itself
+/// (a number per rank and step) is all that is kept of the ranks.
 pub(super) fn wait_grid(j: &JobReplayed) -> WaitGrid {
     let job = &*j.job;
-    let times: Vec<_> = (0..job.ranks.len()).map(|p| j.rank_times(p)).collect();
-    let own: Vec<_> = (0..job.ranks.len()).map(|p| j.rank(p)).collect();
-    let steps: Vec<RankSteps> = times
-        .iter()
-        .zip(&own)
-        .map(|(t, (graph, measured))| rank_steps(graph, measured, t))
-        .collect();
-    let n = steps.iter().map(|s| s.measured.len()).min().unwrap_or(0);
-    let mut measured = vec![vec![0.0; n]; job.ranks.len()];
-    let mut replayed = measured.clone();
     let m_rv = rendezvous_times(&j.graph, &j.measured.tasks);
     let r_rv = rendezvous_times(&j.graph, &j.schedule);
+    let waits = waits_by_rank(j);
+    let mut measured = Vec::with_capacity(job.ranks.len());
+    let mut replayed = Vec::with_capacity(job.ranks.len());
+    let mut names = Vec::new();
+    for (p, waits) in waits.iter().enumerate() {
+        let times = j.rank_times(p);
+        let (graph, own) = j.rank(p);
+        let steps = rank_steps(&graph, &own, &times);
+        let len = steps.measured.len();
+        let (mut m_row, mut r_row) = (vec![0.0; len], vec![0.0; len]);
+        // In the order of the job's rendezvous, as every cell's sum was.
+        for &(local, i, pos) in waits {
+            if let Some(k) =
+                step_of(&steps.measured, own.tasks[local].start_ns).filter(|&k| k < len)
+            {
+                m_row[k] += us(m_rv[i].wait_ns[pos]);
+            }
+            if let Some(k) = step_of(&steps.replayed, times.start_ns[local]).filter(|&k| k < len) {
+                r_row[k] += us(r_rv[i].wait_ns[pos]);
+            }
+        }
+        if p == 0 {
+            names = step_names(&graph, len);
+        }
+        measured.push(m_row);
+        replayed.push(r_row);
+    }
+    // Steps every rank has.
+    let n = measured.iter().map(Vec::len).min().unwrap_or(0);
+    for row in measured.iter_mut().chain(&mut replayed) {
+        row.truncate(n);
+    }
+    names.truncate(n);
+    WaitGrid {
+        ranks: job.ranks.iter().map(|r| r.rank).collect(),
+        steps: names,
+        measured,
+        replayed,
+    }
+}
+
+/// Per rank, the tasks of its matched collectives: `(its index in the
+/// rank, rendezvous, position in the rendezvous)`, in rendezvous order.
+fn waits_by_rank(j: &JobReplayed) -> Vec<Vec<(usize, usize, usize)>> {
+    let mut waits = vec![Vec::new(); j.job.ranks.len()];
     for (i, rv) in j.graph.rendezvous.iter().enumerate() {
         if rv.kind == RendezvousKind::Uncoupled {
             continue; // replayed as unmatched: nobody waited in it
@@ -175,25 +213,10 @@ pub(super) fn wait_grid(j: &JobReplayed) -> WaitGrid {
         for (pos, &task) in rv.tasks.iter().enumerate() {
             let p = j.graph.rank_of(task);
             let local = (task.0 - j.graph.ranks[p].tasks.start) as usize;
-            let m_start = own[p].1.tasks[local].start_ns;
-            let r_start = times[p].start_ns[local];
-            if let Some(k) = step_of(&steps[p].measured, m_start).filter(|&k| k < n) {
-                measured[p][k] += us(m_rv[i].wait_ns[pos]);
-            }
-            if let Some(k) = step_of(&steps[p].replayed, r_start).filter(|&k| k < n) {
-                replayed[p][k] += us(r_rv[i].wait_ns[pos]);
-            }
+            waits[p].push((local, i, pos));
         }
     }
-    let names = own
-        .first()
-        .map_or_else(Vec::new, |(graph, _)| step_names(graph, n));
-    WaitGrid {
-        ranks: job.ranks.iter().map(|r| r.rank).collect(),
-        steps: names,
-        measured,
-        replayed,
-    }
+    waits
 }
 
 /// The step whose span holds `t`.

@@ -27,7 +27,7 @@ use crate::replay::{
 };
 #[cfg(doc)]
 use crate::timeline::merged_file_name;
-use crate::timeline::{MergedWriter, Timeline, TimelineSource};
+use crate::timeline::{MergedWriter, Timeline};
 use crate::units::{err_pct, us};
 use crate::ReportError;
 use lumos_predict::KernelScale;
@@ -259,9 +259,7 @@ impl<'j> JobReplayed<'j> {
     /// back. One rank's graph is read back at a time and freed once
     /// written, so the job's ranks are never all copied at once.
     pub fn write_merged_timeline<W: Write>(&self, out: W) -> io::Result<W> {
-        let sources: Vec<TimelineSource> =
-            self.job.ranks.iter().map(TimelineSource::of_rank).collect();
-        let mut w = MergedWriter::new(out, &sources, "replayed");
+        let mut w = MergedWriter::of_ranks(out, &self.job.ranks, "replayed");
         for pos in 0..self.rank_count() {
             let rank = self.rank(pos);
             w.rank(&mut self.timeline(pos, &rank));
@@ -296,8 +294,8 @@ impl<'j> JobReplayed<'j> {
     /// graph and measured times ([`JobReplayed::rank`]), which the
     /// timeline borrows.
     pub fn timeline<'a>(&'a self, pos: usize, rank: &'a OwnRank<'_>) -> Timeline<'a> {
-        Timeline::with_times(
-            &TimelineSource::of_rank(&self.job.ranks[pos]),
+        Timeline::of_rank(
+            &self.job.ranks[pos],
             &rank.0,
             &rank.1,
             Box::new(self.rank_times(pos)),

@@ -10,7 +10,7 @@
 
 use std::io::{self, Write};
 
-use lumos_graph::{ProcKind, TraceAbout};
+use lumos_graph::{ProcKind, RankMeta, TraceAbout};
 use lumos_trace::{DistributedInfo, KinetoWriter, Layout, PgConfig};
 
 use super::{write_devices, Timeline, TimelineSource};
@@ -67,11 +67,11 @@ pub fn merged_file_name(what: &str) -> String {
 
 /// What the header of a merged timeline needs of one rank, known before
 /// its graph is at hand.
-struct RankHead<'s> {
-    about: &'s TraceAbout,
-    rank: u32,
-    world_size: Option<u32>,
-    base_time_ns: Option<i64>,
+pub(super) struct RankHead<'s> {
+    pub(super) about: &'s TraceAbout,
+    pub(super) rank: u32,
+    pub(super) world_size: Option<u32>,
+    pub(super) base_time_ns: Option<i64>,
 }
 
 impl<'s> RankHead<'s> {
@@ -84,7 +84,18 @@ impl<'s> RankHead<'s> {
         }
     }
 
-    fn of_source(s: &'s TimelineSource) -> RankHead<'s> {
+    /// The head of the trace `meta` describes, a rank of a job.
+    pub(super) fn of_meta(m: &'s RankMeta) -> RankHead<'s> {
+        RankHead {
+            about: &m.about,
+            rank: m.rank,
+            world_size: m.world_size,
+            base_time_ns: m.base_time_ns,
+        }
+    }
+
+    /// The head of the trace `s` is.
+    pub(super) fn of_source(s: &'s TimelineSource) -> RankHead<'s> {
         RankHead {
             about: &s.about,
             rank: s.rank,
@@ -114,6 +125,13 @@ impl<W: Write> MergedWriter<W> {
     /// timelines will be given); `what` is "replayed" or "predicted".
     pub fn new(out: W, sources: &[TimelineSource], what: &'static str) -> MergedWriter<W> {
         let heads: Vec<RankHead<'_>> = sources.iter().map(RankHead::of_source).collect();
+        MergedWriter::start(out, &heads, what)
+    }
+
+    /// [`MergedWriter::new`] for the ranks of a job, borrowing what each
+    /// says about its trace.
+    pub(crate) fn of_ranks(out: W, ranks: &[RankMeta], what: &'static str) -> MergedWriter<W> {
+        let heads: Vec<RankHead<'_>> = ranks.iter().map(RankHead::of_meta).collect();
         MergedWriter::start(out, &heads, what)
     }
 

@@ -19,6 +19,7 @@ mod extras;
 mod merge;
 mod scopes;
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -35,6 +36,7 @@ use lumos_trace::{
 use crate::critical::CriticalPaths;
 use crate::units::us;
 
+use merge::RankHead;
 pub use merge::{merged_file_name, MergedTimeline, MergedWriter};
 
 /// The trace a timeline belongs to: its file (whose name the timeline's
@@ -137,7 +139,8 @@ pub struct Timeline<'a> {
     base_time_ns: Option<i64>,
     rank: u32,
     world_size: Option<u32>,
-    about: TraceAbout,
+    /// Borrowed from a job's rank where the job outlives the timeline.
+    about: Cow<'a, TraceAbout>,
     what: &'static str,
     graph: &'a Graph,
     origin_ns: i64,
@@ -157,22 +160,39 @@ impl<'a> Timeline<'a> {
         measured: &'a Measured,
         times: &'a T,
     ) -> Timeline<'a> {
-        Timeline::with_times(source, graph, measured, Box::new(Borrowed(times)))
+        let head = (source.path.as_path(), RankHead::of_source(source));
+        let about = Cow::Owned(source.about.clone());
+        Timeline::with_times(head, about, (graph, measured), Box::new(Borrowed(times)))
     }
 
-    /// [`Timeline::replayed`] with times the timeline keeps.
-    pub(crate) fn with_times(
-        source: &TimelineSource,
+    /// The replayed timeline of a job's rank `meta` (its own `graph` and
+    /// `measured` times, replayed `times`), borrowing what `meta` says
+    /// about the trace instead of copying it.
+    pub(crate) fn of_rank(
+        meta: &'a RankMeta,
         graph: &'a Graph,
         measured: &'a Measured,
         times: Box<dyn TaskTimes + 'a>,
     ) -> Timeline<'a> {
+        let about = Cow::Borrowed(&meta.about);
+        let head = (meta.path.as_path(), RankHead::of_meta(meta));
+        Timeline::with_times(head, about, (graph, measured), times)
+    }
+
+    /// A replayed timeline of the trace file `head` describes (`about` is
+    /// what it says of itself), with times the timeline keeps.
+    fn with_times(
+        (path, head): (&Path, RankHead<'_>),
+        about: Cow<'a, TraceAbout>,
+        (graph, measured): (&'a Graph, &'a Measured),
+        times: Box<dyn TaskTimes + 'a>,
+    ) -> Timeline<'a> {
         Timeline {
-            stem: stem(&source.path).to_owned(),
-            base_time_ns: source.base_time_ns,
-            rank: source.rank,
-            world_size: source.world_size,
-            about: source.about.clone(),
+            stem: stem(path).to_owned(),
+            base_time_ns: head.base_time_ns,
+            rank: head.rank,
+            world_size: head.world_size,
+            about,
             what: "replayed",
             graph,
             origin_ns: measured.origin_ns,
@@ -233,7 +253,7 @@ impl<'a> Timeline<'a> {
                     base_time_ns: source.base_time_ns,
                     rank: pred.stage_rank(k),
                     world_size: source.world_size.map(|_| pred.world_size()),
-                    about: source.about.clone(),
+                    about: Cow::Owned(source.about.clone()),
                     what: "predicted",
                     graph: &st.graph,
                     origin_ns,

@@ -1,15 +1,18 @@
 //! Critical path walks and their summaries.
 
-use lumos_graph::{DepKind, TaskKind, WaitTarget};
+use lumos_graph::{DepKind, TaskId, TaskKind, WaitTarget};
 use lumos_sim::{
     critical_path, critical_path_hops, critical_path_hops_since, critical_path_summary, timed_hops,
-    BoundKind, BoundTotal,
+    BoundKind, BoundTotal, Schedule,
 };
 
 use crate::builder::Builder;
 
-#[test]
-fn path_follows_launch_and_stream_order() {
+/// Two calls of 5 ns on a thread, each launching a kernel of 100 ns (2 ns
+/// later) on one stream: the path is the first call, its kernel, and the
+/// second kernel, which waits for the first on the stream. Gives the
+/// builder, its replay and the path's tasks.
+fn two_launches() -> (Builder, Schedule, [TaskId; 3]) {
     let mut b = Builder::new();
     let (t, st) = (b.thread(), b.stream(0));
     let c1 = b.call(t, 5);
@@ -19,6 +22,12 @@ fn path_follows_launch_and_stream_order() {
     b.launch(c1, k1, 2);
     b.launch(c2, k2, 2);
     let s = b.run();
+    (b, s, [c1, k1, k2])
+}
+
+#[test]
+fn path_follows_launch_and_stream_order() {
+    let (b, s, [c1, k1, k2]) = two_launches();
     assert_eq!(s.last_task(), Some(k2));
     assert_eq!(critical_path(&b.graph, &s, k2), vec![c1, k1, k2]);
     let summary = critical_path_summary(&b.graph, &s, k2, 1);
@@ -90,15 +99,7 @@ fn path_through_a_blocking_copy_visits_the_call_twice() {
 
 #[test]
 fn a_path_cut_at_a_time_keeps_the_hops_after_it_and_the_one_across_it() {
-    let mut b = Builder::new();
-    let (t, st) = (b.thread(), b.stream(0));
-    let c1 = b.call(t, 5);
-    let c2 = b.call(t, 5);
-    let k1 = b.kernel(st, 100);
-    let k2 = b.kernel(st, 100);
-    b.launch(c1, k1, 2);
-    b.launch(c2, k2, 2);
-    let s = b.run();
+    let (b, s, [_, k1, k2]) = two_launches();
     let whole = critical_path_hops(&b.graph, &s, k2);
     assert_eq!(critical_path_hops_since(&b.graph, &s, k2, i64::MIN), whole);
     // k1 runs from 2 to 102, k2 from 102: a cut at 50 keeps k1 (across it).
@@ -108,6 +109,38 @@ fn a_path_cut_at_a_time_keeps_the_hops_after_it_and_the_one_across_it() {
     let spans: Vec<_> = timed.iter().map(|h| (h.at_ns, h.anchor_ns)).collect();
     // The launch only needs c1 to have started: c1's anchor is its start.
     assert_eq!(spans, vec![(0, 0), (2, 102), (102, 202)]);
+}
+
+#[test]
+fn the_summary_walked_back_counts_a_launch_as_the_timed_hops_do() {
+    // c1 launches k1 (start-anchored: c1 has no time on the path), k2
+    // follows k1 on the stream (its own launch long done): the summary, walked back hop by hop, must
+    // give each hop the anchor the forward timed hops give it.
+    let (b, s, [_, k1, k2]) = two_launches();
+    let timed = timed_hops(&b.graph, &s, &critical_path_hops(&b.graph, &s, k2));
+    let summary = critical_path_summary(&b.graph, &s, k2, 10);
+    let mut expected: Vec<BoundTotal> = Vec::new();
+    let mut prev_anchor = 0;
+    for h in &timed {
+        let (wait_ns, busy_ns) = (h.at_ns - prev_anchor, h.anchor_ns - h.at_ns);
+        match expected.iter_mut().find(|t| t.kind == h.kind) {
+            Some(t) => {
+                (t.hops, t.wait_ns, t.busy_ns) =
+                    (t.hops + 1, t.wait_ns + wait_ns, t.busy_ns + busy_ns)
+            }
+            None => expected.push(BoundTotal {
+                kind: h.kind,
+                hops: 1,
+                wait_ns,
+                busy_ns,
+            }),
+        }
+        prev_anchor = h.anchor_ns;
+    }
+    expected.sort_by_key(|t| t.kind);
+    assert_eq!(summary.by_bound, expected);
+    assert_eq!((summary.hops, summary.end_ns), (3, 202));
+    assert_eq!(summary.top_tasks, vec![(k1, 100), (k2, 100)]);
 }
 
 #[test]
