@@ -26,13 +26,15 @@ fn kinds_of(passes: impl Iterator<Item = Pass>) -> Vec<bool> {
 /// The model chunks per stage whose interleaved order on `stage` of `pp`
 /// the forward/backward order `kinds` (`n` of each) is, or `None` when it
 /// is the plain 1F1B order or no interleaved order fits. Megatron
-/// interleaves only with several stages (more than two unless sends
-/// overlap compute) and micro-batches in whole groups of `pp`.
+/// interleaves only with more than one stage and micro-batches in whole
+/// groups of `pp`; two stages are not looked at: the order of stage 1 of
+/// two with 2 chunks is the plain order of stage 1 of four (found when a
+/// predicted stage is discovered again), so it cannot tell them apart.
 #[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the MSRV (1.80)
 pub(super) fn chunks_of_order(kinds: &[bool], stage: u32, pp: u32) -> Option<u32> {
     let n = kinds.iter().filter(|&&f| f).count();
     let (s, p) = (stage as usize, pp as usize);
-    if p <= 1 || s >= p || n == 0 || 2 * n != kinds.len() {
+    if p <= 2 || s >= p || n == 0 || 2 * n != kinds.len() {
         return None;
     }
     if kinds_of(one_f_one_b(s, p, n).into_iter()) == kinds {
