@@ -191,8 +191,22 @@ fn synth_checks_are_usage_errors() {
             "invalid config: a100 has no FP8 tensor cores",
         ),
         (
-            &["--model", "gpt-tiny", "--pp", "2", "--virtual-stages", "2"][..],
-            "invalid config: the interleaved schedule needs more than 2 pipeline stages, got 2",
+            &[
+                "--model",
+                "gpt-tiny",
+                "--pp",
+                "2",
+                "--virtual-stages",
+                "2",
+                "--no-overlap-p2p-communication",
+            ][..],
+            "invalid config: the interleaved schedule without overlapped pipeline sends \
+             (Megatron-LM's --no-overlap-p2p-communication) needs more than 2 pipeline stages, \
+             got 2",
+        ),
+        (
+            &["--model", "gpt-tiny", "--virtual-stages", "2"][..],
+            "invalid config: the interleaved schedule needs more than 1 pipeline stage, got 1",
         ),
         (
             &["--model", "gpt-tiny", "--global-batch", "1e9"][..],

@@ -445,14 +445,72 @@ fn interleaved_pipelines_are_found_and_predicted() {
             "the interleaved schedule needs micro-batches (4) to be a multiple of pp (3)",
         ),
         (
-            &["--pp", "2"][..],
-            "the interleaved schedule (2 virtual stages) needs more than 2 pipeline stages",
-        ),
-        (
             &["--virtual-stages", "0"][..],
             "must be a whole number from 1",
         ),
     ] {
         assert_refused(args, &files, want);
     }
+    // The traced sends overlap compute (the interleaved default), so two
+    // stages may interleave (Megatron-LM's rule).
+    let v = json(&["predict", "--pp", "2", "--microbatches", "4"], &files);
+    assert_eq!(v["target"]["pp"], 2);
+    assert_eq!(v["target"]["virtual_stages"], 2);
+}
+
+/// Two interleaved stages: synthesized with overlapped sends and replayed
+/// exactly; without them refused by `lumos synth`, and a prediction from
+/// synchronized transfers to two interleaved stages refused with
+/// Megatron-LM's reason.
+#[test]
+fn two_interleaved_stages_need_overlapped_sends() {
+    let dir = temp_dir("interleaved-pp2");
+    let synth = |out: &Path, extra: &[&str]| {
+        let mut c = lumos();
+        c.args(["synth", "--model", "gpt-small", "--virtual-stages", "2"])
+            .args(extra)
+            .arg("--out")
+            .arg(out);
+        c
+    };
+    let out = run_ok(&mut synth(
+        &dir.join("pp2"),
+        &["--pp", "2", "--microbatches", "4"],
+    ));
+    let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    assert_eq!(files.len(), 2);
+    let r = lumos().arg("replay").arg(dir.join("pp2")).output().unwrap();
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(
+        text.contains("summary: mean |error| 0.00%, max 0.00%"),
+        "{text}"
+    );
+    let no_overlap = ["--pp", "2", "--no-overlap-p2p-communication"];
+    // (2 x pp micro-batches by default.)
+    let refused = synth(&dir.join("refused"), &no_overlap).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("Megatron-LM refuses it"));
+    let out = run_ok(&mut synth(
+        &dir.join("pp3"),
+        &[
+            "--pp",
+            "3",
+            "--microbatches",
+            "6",
+            "--no-overlap-p2p-communication",
+        ],
+    ));
+    let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    assert_refused(
+        &["--pp", "2", "--microbatches", "4"],
+        &files,
+        "a prediction keeps the traced pipeline transfers' mode",
+    );
 }

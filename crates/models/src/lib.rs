@@ -77,4 +77,6 @@ pub use hardware::{
 };
 pub use memory::MemoryModel;
 pub use network::{CollectiveKind, Link, NetworkModel};
-pub use schedule::{interleaved_one_f_one_b, one_f_one_b, ChunkPass, Pass};
+pub use schedule::{
+    interleaved_one_f_one_b, interleaved_stages_check, one_f_one_b, ChunkPass, Pass,
+};

@@ -146,6 +146,31 @@ pub fn interleaved_one_f_one_b(
     Some(out)
 }
 
+/// Megatron-LM's condition on the pipeline stages of its interleaved
+/// schedule (`validate_args`, `megatron/training/arguments.py`): more than
+/// one stage when pipeline sends overlap compute (`overlap_p2p_comm`),
+/// more than two when they do not, "to avoid having multiple p2p sends
+/// and recvs between same 2 ranks per communication batch" (with two
+/// stages the next and the previous stage are one rank, so one batched
+/// transfer would carry an activation and a gradient between them).
+/// `Err` says why, in Megatron's terms.
+pub fn interleaved_stages_check(stages: usize, overlapped_sends: bool) -> Result<(), String> {
+    if overlapped_sends && stages <= 1 {
+        return Err(format!(
+            "the interleaved schedule needs more than 1 pipeline stage, got {stages}"
+        ));
+    }
+    if !overlapped_sends && stages <= 2 {
+        return Err(format!(
+            "the interleaved schedule without overlapped pipeline sends (Megatron-LM's \
+             --no-overlap-p2p-communication) needs more than 2 pipeline stages, got {stages}: \
+             Megatron-LM refuses it to avoid having multiple p2p sends and recvs between the \
+             same 2 ranks per communication batch"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +220,28 @@ mod tests {
             .zip(&orders)
             .all(|(&i, o)| i == o.len())
             .then(|| *free.iter().max().unwrap())
+    }
+
+    #[test]
+    fn interleaved_stages_follow_megatron() {
+        for (stages, overlapped, ok) in [
+            (1, true, false),
+            (2, true, true),
+            (3, true, true),
+            (1, false, false),
+            (2, false, false),
+            (3, false, true),
+        ] {
+            let r = interleaved_stages_check(stages, overlapped);
+            assert_eq!(
+                r.is_ok(),
+                ok,
+                "{stages} stages, overlapped {overlapped}: {r:?}"
+            );
+            if let Err(why) = r {
+                assert!(why.contains(&format!("got {stages}")), "{why}");
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,9 @@
 //!   uneven split and the synthesizer do). Fewer micro-batches than stages
 //!   is allowed: 1F1B then clips each stage's warm-up to the micro-batches,
 //!   as Megatron's non-interleaved schedule does, and the pipeline idles.
-//! - Interleaving (virtual stages above 1): more than two stages,
+//! - Interleaving (virtual stages above 1): more than two stages, or more
+//!   than one where the traced pipeline sends overlap compute (Megatron-LM's
+//!   rule; a prediction keeps the traced transfers' mode),
 //!   micro-batches a multiple of the stages, layers a multiple of stages x
 //!   virtual stages (Megatron's conditions, and equal chunks); at least 1.
 //! - Size: the tasks of the predicted stages, estimated from the traced
@@ -189,7 +191,7 @@ fn check_structure(base: &Baseline, c: &Config) -> Result<(), PredictError> {
         )));
     }
     if c.virtual_stages > 1 {
-        check_interleaved(c)?;
+        check_interleaved(base, c)?;
     }
     let tasks = estimated_tasks(base, c);
     if tasks > MAX_PREDICTED_TASKS {
@@ -206,19 +208,25 @@ fn check_structure(base: &Baseline, c: &Config) -> Result<(), PredictError> {
 }
 
 /// Megatron's conditions for the interleaved schedule
-/// (`forward_backward_pipelining_with_interleaving`): more than two
-/// stages, micro-batches in whole groups of `pp`, and here layers that
-/// fill every model chunk equally.
+/// (`forward_backward_pipelining_with_interleaving`): the stages
+/// [`lumos_models::interleaved_stages_check`] asks for the traced
+/// pipeline transfers' mode (a prediction keeps it), micro-batches in
+/// whole groups of `pp`, and here layers that fill every model chunk
+/// equally.
 #[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the MSRV (1.80)
-fn check_interleaved(c: &Config) -> Result<(), PredictError> {
+fn check_interleaved(base: &Baseline, c: &Config) -> Result<(), PredictError> {
     let invalid = |s: String| Err(PredictError::InvalidTarget(s));
     let v = c.virtual_stages;
-    if c.pp <= 2 {
-        return invalid(format!(
-            "the interleaved schedule ({v} virtual stages) needs more than 2 pipeline stages, \
-             got {}",
-            c.pp
-        ));
+    let overlapped = traced_sends_overlap(base);
+    if let Err(why) = lumos_models::interleaved_stages_check(c.pp as usize, overlapped) {
+        let kept = if overlapped || c.pp <= 1 {
+            ""
+        } else {
+            "; a prediction keeps the traced pipeline transfers' mode, and the traced sends \
+             hold the compute stream or are followed by a device synchronization (or the traces \
+             show no transfers or stream waits to tell)"
+        };
+        return invalid(format!("{v} virtual stages: {why}{kept}"));
     }
     if c.microbatches % c.pp != 0 {
         return invalid(format!(
@@ -235,6 +243,18 @@ fn check_interleaved(c: &Config) -> Result<(), PredictError> {
         ));
     }
     Ok(())
+}
+
+/// Whether every traced stage's pipeline sends overlap compute
+/// ([`crate::discover::Structure::p2p_overlapped`]); false without traced
+/// transfers.
+fn traced_sends_overlap(base: &Baseline) -> bool {
+    let modes: Vec<bool> = base
+        .structures
+        .iter()
+        .filter_map(|s| s.p2p_overlapped())
+        .collect();
+    !modes.is_empty() && modes.iter().all(|&o| o)
 }
 
 /// The tasks the stages of `c` would hold together, from the traced

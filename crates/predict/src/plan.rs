@@ -140,14 +140,10 @@ fn split_p2p(s: &Structure, us: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let mut other = Vec::new();
     let mut in_group = false;
     for &u in us {
-        let unit = &s.units.units[u as usize];
-        let bare_wait = unit.scope.is_none()
-            && s.units.token(u as usize).contains("StreamWaitEvent")
-            && unit.gpu().is_empty();
         if s.unit_p2p(u).is_some() {
             p2p.push(u);
             in_group = true;
-        } else if in_group && (bare_wait || s.units.is_bare_device_sync(u as usize)) {
+        } else if in_group && (s.is_bare_wait(u) || s.units.is_bare_device_sync(u as usize)) {
             p2p.push(u);
         } else {
             other.push(u);

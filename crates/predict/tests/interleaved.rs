@@ -4,7 +4,7 @@
 //! the synthesized job within the 5% bound of `ground_truth.rs`.
 //!
 //! The model is GPT small with 24 layers (hidden 2048), TP 2 x DP 2, three
-//! steps (for the steadiness): PP 3 and 4 with 2 chunks hold 4 and 3 layers
+//! steps (for the steadiness): PP 2, 3 and 4 with 2 chunks hold 6, 4 and 3 layers
 //! per chunk. As in `ground_truth.rs`, the synthesizer's duration models are
 //! the ones the prediction calibrates and uses, so this measures the graph
 //! edits (the chunks' passes, their order, the transfers between chunks)
@@ -140,6 +140,17 @@ fn predictions_to_and_from_the_interleaved_schedule_match_the_synthesized_jobs()
             &id_overlapped,
             overlapped(4, 8, 2),
         ),
+        (
+            "pp 3 v 2 -> pp 2 v 2, 4 micro-batches, overlapped sends",
+            id_overlapped
+                .with_edits([
+                    lumos_predict::Edit::Pp(2),
+                    lumos_predict::Edit::Microbatches(4),
+                ])
+                .unwrap(),
+            &id_overlapped,
+            overlapped(2, 4, 2),
+        ),
     ];
     let mut errs = Vec::new();
     for (name, p, from, b) in cases {
@@ -203,12 +214,23 @@ fn impossible_interleaved_targets_are_refused() {
         lumos_predict::Edit::Microbatches(4),
     ]))
     .contains("multiple of pp (3)"));
-    // Megatron: more than two stages.
-    assert!(refused(id.with_edits([
+    // Megatron: more than two stages when sends do not overlap compute
+    // (these are blocking and synchronized, and a prediction keeps them).
+    let two = refused(id.with_edits([
         lumos_predict::Edit::VirtualStages(2),
         lumos_predict::Edit::Pp(2),
-    ]))
-    .contains("more than 2 pipeline stages"));
+    ]));
+    assert!(two.contains("more than 2 pipeline stages"), "{two}");
+    assert!(
+        two.contains("keeps the traced pipeline transfers' mode"),
+        "{two}"
+    );
+    // With overlapped sends two stages may interleave, one never.
+    let over = baseline(&overlapped(3, 6, 2));
+    let id_over = over.identity();
+    assert!(id_over.with_edits([lumos_predict::Edit::Pp(2)]).is_ok());
+    let one = refused(id_over.with_edits([lumos_predict::Edit::Pp(1)]));
+    assert!(one.contains("more than 1 pipeline stage"), "{one}");
     // One chunk is the plain schedule: the traced configuration itself.
     assert!(id.with_virtual_stages(1).unwrap().is_identity());
 }

@@ -3,7 +3,9 @@
 
 use std::str::FromStr;
 
-use lumos_models::{Cluster, GpuSpec, Hardware, NetworkModel, UnknownPreset};
+use lumos_models::{
+    interleaved_stages_check, Cluster, GpuSpec, Hardware, NetworkModel, UnknownPreset,
+};
 
 use crate::training::{Precision, Training};
 use crate::SynthError;
@@ -440,14 +442,10 @@ impl SynthConfig {
             ));
         }
         if p.virtual_stages > 1 {
-            // Megatron's interleaved schedule: more than two stages (so
-            // that each pair of neighbours carries one kind of transfer)
-            // and whole groups of `pp` micro-batches.
-            if p.pp <= 2 {
-                return bad(format!(
-                    "the interleaved schedule needs more than 2 pipeline stages, got {}",
-                    p.pp
-                ));
+            // Megatron's interleaved schedule: whole groups of `pp`
+            // micro-batches, and enough stages for the transfer mode.
+            if let Err(why) = interleaved_stages_check(p.pp, self.training.p2p_overlap) {
+                return bad(why);
             }
             if p.microbatches % p.pp != 0 {
                 return bad(format!(
@@ -673,7 +671,13 @@ mod tests {
         c.parallel.microbatches = 6;
         assert!(c.validate().is_err());
         c.parallel.microbatches = 8;
+        // Two stages only with overlapped sends (Megatron-LM), one never.
         c.parallel.pp = 2;
+        assert!(c.validate().is_ok());
+        c.training.p2p_overlap = false;
+        assert!(c.validate().is_err());
+        c.training.p2p_overlap = true;
+        c.parallel.pp = 1;
         assert!(c.validate().is_err());
         c.parallel.pp = 4;
         // Grouped-query attention: kv heads divide heads, split over TP.

@@ -121,7 +121,9 @@ pub struct Training {
     /// and so does the synthesizer. Default on, as Megatron-LM's since
     /// October 2023 (the flag became `--no-overlap-p2p-communication`);
     /// from May to October 2023 it was opt-in, and before May 2023 it did
-    /// not exist, so rows of older runs turn it off.
+    /// not exist, so rows of older runs turn it off. Without it the
+    /// interleaved schedule needs more than two stages, with it more than
+    /// one ([`lumos_models::interleaved_stages_check`], Megatron-LM's rule).
     pub p2p_overlap: bool,
     /// `torch.cuda.synchronize()` after every batched pipeline transfer,
     /// "to protect against race condition when using

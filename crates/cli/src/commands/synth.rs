@@ -92,6 +92,11 @@ pub struct RecipeArgs {
     /// stages); default 1, plain 1F1B.
     #[arg(long, value_parser = count)]
     pub virtual_stages: Option<u32>,
+    /// With --virtual-stages: pipeline sends hold the compute stream and a
+    /// device synchronization follows each batched transfer (Megatron-LM's
+    /// flag of that name; needs pp > 2). Plain 1F1B always does this.
+    #[arg(long)]
+    pub no_overlap_p2p_communication: bool,
     /// Turn Megatron's sequence parallelism off (on by default with tp > 1).
     #[arg(long)]
     pub no_sequence_parallel: bool,
@@ -161,6 +166,7 @@ fn apply_recipe(r: &RecipeArgs, cfg: &mut SynthConfig) -> Result<()> {
     if r.unfused_attention {
         t.attention = Attention::Unfused;
     }
+    t.p2p_overlap = !r.no_overlap_p2p_communication;
     t.cuda_sync_events = !r.no_cuda_sync_events;
     t.event_records = !r.no_event_records;
     t.stream_waits = !r.no_stream_waits;

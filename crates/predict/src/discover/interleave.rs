@@ -26,8 +26,10 @@ fn kinds_of(passes: impl Iterator<Item = Pass>) -> Vec<bool> {
 /// The model chunks per stage whose interleaved order on `stage` of `pp`
 /// the forward/backward order `kinds` (`n` of each) is, or `None` when it
 /// is the plain 1F1B order or no interleaved order fits. Megatron
-/// interleaves only with more than two stages and micro-batches in whole
-/// groups of `pp`.
+/// interleaves only with more than one stage and micro-batches in whole
+/// groups of `pp`; two stages are not looked at: the order of stage 1 of
+/// two with 2 chunks is the plain order of stage 1 of four (found when a
+/// predicted stage is discovered again), so it cannot tell them apart.
 #[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the MSRV (1.80)
 pub(super) fn chunks_of_order(kinds: &[bool], stage: u32, pp: u32) -> Option<u32> {
     let n = kinds.iter().filter(|&&f| f).count();

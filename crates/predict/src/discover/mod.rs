@@ -259,6 +259,49 @@ impl Structure {
             .iter()
             .find_map(|&t| self.comm(t).and_then(|c| c.p2p))
     }
+
+    /// Whether the traced pipeline sends overlap compute (Megatron's
+    /// `overlap_p2p_comm`): no transfer is followed by a device
+    /// synchronization, some send by no stream wait either (held sends are
+    /// each followed by the compute stream's wait; a wait after an
+    /// overlapped send is another stream's, the data-parallel one waiting
+    /// for gradients), and some receive by a stream wait, which shows that
+    /// the trace records the waits a held send would have. `None` without
+    /// pipeline transfers in the passes; false also when the trace cannot
+    /// show it (no stream waits recorded).
+    pub fn p2p_overlapped(&self) -> Option<bool> {
+        let (mut transfers, mut synced, mut free_send, mut recv_waited) =
+            (false, false, false, false);
+        for pass in self.steps.iter().flat_map(|st| st.passes.iter()) {
+            let us: Vec<u32> = pass.units().collect();
+            for (i, &u) in us.iter().enumerate() {
+                let Some(dir) = self.unit_p2p(u) else {
+                    continue;
+                };
+                transfers = true;
+                let after = &us[i + 1..];
+                let waits = after.iter().take_while(|&&w| self.is_bare_wait(w)).count();
+                let sync = after
+                    .get(waits)
+                    .is_some_and(|&w| self.units.is_bare_device_sync(w as usize));
+                synced |= sync;
+                match dir {
+                    P2p::Send => free_send |= waits == 0 && !sync,
+                    P2p::Recv => recv_waited |= waits > 0,
+                }
+            }
+        }
+        transfers.then_some(!synced && free_send && recv_waited)
+    }
+
+    /// Whether unit `u` is a lone `cudaStreamWaitEvent` call, in no
+    /// operator and launching nothing.
+    pub(crate) fn is_bare_wait(&self, u: u32) -> bool {
+        let unit = &self.units.units[u as usize];
+        unit.scope.is_none()
+            && unit.gpu().is_empty()
+            && self.units.token(u as usize).contains("StreamWaitEvent")
+    }
 }
 
 /// The layer blocks one stage's trace showed, as token texts, for
