@@ -453,6 +453,18 @@ impl SynthConfig {
                     p.microbatches, p.pp
                 ));
             }
+            // Megatron-LM asserts that the layers per pipeline stage are
+            // a multiple of the layers per virtual stage: every model
+            // chunk holds the same layers (`lumos predict` edits such
+            // chunks only, and reads no other interleaved trace).
+            if (1..virtual_stages).any(|vs| self.chunk_layers(vs) != self.chunk_layers(0)) {
+                return bad(format!(
+                    "the interleaved schedule needs {} layers to fill {} pipeline stages of {} \
+                     model chunks equally (Megatron-LM: the layers per stage must be a multiple \
+                     of the layers per virtual stage)",
+                    m.layers, p.pp, p.virtual_stages
+                ));
+            }
         }
         if self.training.precision == Precision::Fp8 && self.gpu.peak_fp8_tflops.is_none() {
             return bad(format!("{} has no FP8 tensor cores", self.gpu.name));
