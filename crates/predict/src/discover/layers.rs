@@ -43,14 +43,7 @@ pub(super) fn layer_blocks(
     threads: &[StepThreads],
     hint: Option<&LayerHint>,
 ) -> LayerBlocks {
-    let burst_tokens: Vec<Vec<u32>> = threads
-        .iter()
-        .flat_map(|r| r.bursts.iter().map(|b| tokens(units, b)))
-        .collect();
-    let main_tokens: Vec<Vec<u32>> = threads
-        .iter()
-        .map(|r| tokens(units, &r.main_units))
-        .collect();
+    let (burst_tokens, main_tokens) = thread_tokens(units, threads);
     let bwd = backward_block(units, &burst_tokens);
     let mut per_pass = bwd.as_ref().and_then(|b| {
         mode(
@@ -88,6 +81,22 @@ pub(super) fn layer_blocks(
         per_pass,
         method,
     }
+}
+
+/// The tokens of every backward burst, and of each step's main thread.
+pub(super) fn thread_tokens(
+    units: &Units,
+    threads: &[StepThreads],
+) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+    let bursts = threads
+        .iter()
+        .flat_map(|r| r.bursts.iter().map(|b| tokens(units, b)))
+        .collect();
+    let main = threads
+        .iter()
+        .map(|r| tokens(units, &r.main_units))
+        .collect();
+    (bursts, main)
 }
 
 /// A layer is a block of at least two operators (or one named like a

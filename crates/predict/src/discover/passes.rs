@@ -13,7 +13,7 @@ use lumos_graph::{Graph, ProcId, TaskId, TaskKind};
 use rustc_hash::FxHashMap;
 
 use super::comms::p2p_of;
-use super::layers::{kernel_pattern, layer_blocks, one_layer_per_pass, LayerBlocks};
+use super::layers::{kernel_pattern, layer_blocks, one_layer_per_pass, thread_tokens, LayerBlocks};
 use super::{
     finding, tokens, Confidence, Finding, LayerHint, LayerMethod, P2p, Part, PassKind,
     PassStructure, Role, StepStructure,
@@ -534,15 +534,7 @@ fn between_pass_tokens(g: &Graph, units: &Units) -> Vec<u32> {
 /// A pipeline stage's candidate layer blocks when it runs one layer per
 /// pass ([`one_layer_per_pass`]): (forward, backward) tokens.
 pub(super) fn one_layer_candidate(g: &Graph, units: &Units) -> Option<(Vec<u32>, Vec<u32>)> {
-    let threads = step_threads(g, units);
-    let bursts: Vec<Vec<u32>> = threads
-        .iter()
-        .flat_map(|r| r.bursts.iter().map(|b| tokens(units, b)))
-        .collect();
-    let main: Vec<Vec<u32>> = threads
-        .iter()
-        .map(|r| tokens(units, &r.main_units))
-        .collect();
+    let (bursts, main) = thread_tokens(units, &step_threads(g, units));
     one_layer_per_pass(units, &bursts, &main, &between_pass_tokens(g, units))
 }
 
