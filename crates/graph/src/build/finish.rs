@@ -104,31 +104,42 @@ impl Builder {
     #[inline(never)]
     pub(super) fn attribute_latencies(&mut self) {
         let n = self.g.tasks.len();
-        let ready: Vec<i64> = self.g.edges.iter().map(|e| self.ready(e)).collect();
-        // Per task: its latest ready time and the first edge that has it.
-        let mut latest: Vec<(i64, u32)> = vec![(i64::MIN, NO_EDGE); n];
+        // The measured ready time an edge imposes (zero latency), read
+        // from the raw spans each time rather than kept per edge: at the
+        // build's memory peak an array of them is 8 bytes an edge (tens
+        // of MB on a 1 GB trace).
+        let raw = &self.raw;
+        let ready = |e: &Edge| match e.anchor {
+            Anchor::End => raw[e.from.idx()].end,
+            Anchor::Start => raw[e.from.idx()].start,
+        };
+        // Per task: its latest ready time and the first edge that has it,
+        // as two arrays (12 bytes a task, where pairs pad to 16).
+        let mut latest_at: Vec<i64> = vec![i64::MIN; n];
+        let mut latest_edge: Vec<u32> = vec![NO_EDGE; n];
         for (i, e) in self.g.edges.iter().enumerate() {
-            let best = &mut latest[e.to.idx()];
-            if best.1 == NO_EDGE || ready[i] > best.0 {
-                *best = (ready[i], i as u32);
+            let (t, r) = (e.to.idx(), ready(e));
+            if latest_edge[t] == NO_EDGE || r > latest_at[t] {
+                latest_at[t] = r;
+                latest_edge[t] = i as u32;
             }
         }
         // A blocking task whose awaited work ended no earlier than its
         // latest edge was held by that work, not by an edge.
         for (w, a) in &self.blocking {
-            let best = &mut latest[w.idx()];
-            if best.1 != NO_EDGE && self.raw[a.idx()].end >= best.0 {
-                best.1 = NO_BINDING;
+            let w = w.idx();
+            if latest_edge[w] != NO_EDGE && raw[a.idx()].end >= latest_at[w] {
+                latest_edge[w] = NO_BINDING;
             }
         }
         // Typical latencies of the kinds that have one, from tasks where
         // that kind binds; every other kind's is zero.
         let (mut launch, mut stream) = (Vec::new(), Vec::new());
-        for (t, &(at, e)) in latest.iter().enumerate() {
+        for (t, (&at, &e)) in latest_at.iter().zip(&latest_edge).enumerate() {
             if e == NO_EDGE || e == NO_BINDING {
                 continue;
             }
-            let gap = self.raw[t].start.saturating_sub(at);
+            let gap = raw[t].start.saturating_sub(at);
             match self.g.edges[e as usize].kind {
                 DepKind::Launch => launch.push(gap),
                 DepKind::IntraStream => stream.push(gap),
@@ -143,10 +154,11 @@ impl Builder {
         };
         self.report.typical_launch_latency_ns = launch;
         self.report.typical_stream_gap_ns = stream;
+        drop(latest_at);
         for (i, edge) in self.g.edges.iter_mut().enumerate() {
             let t = edge.to.idx();
-            let slack = self.raw[t].start.saturating_sub(ready[i]).max(0);
-            edge.latency_ns = if latest[t].1 == i as u32 {
+            let slack = raw[t].start.saturating_sub(ready(edge)).max(0);
+            edge.latency_ns = if latest_edge[t] == i as u32 {
                 slack
             } else {
                 typ(edge.kind).min(slack)

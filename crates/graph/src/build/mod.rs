@@ -287,14 +287,6 @@ impl Builder {
         self.edge(from, to, kind, Anchor::End);
         self.report.record_edge(self.g.edges.len() - 1, kind, rule);
     }
-
-    /// Measured ready time an edge imposes, with zero latency.
-    fn ready(&self, e: &Edge) -> i64 {
-        match e.anchor {
-            Anchor::End => self.raw[e.from.idx()].end,
-            Anchor::Start => self.raw[e.from.idx()].start,
-        }
-    }
 }
 
 /// Consecutive event queries on a thread, under one parent, that make a
