@@ -257,12 +257,9 @@ fn discover_all(inputs: &[Input]) -> Vec<Structure> {
         .iter()
         .map(|i| discover(&i.graph, &i.measured, &i.ctx))
         .collect();
-    let blocked = |ss: &[Structure]| -> Vec<usize> {
-        (0..ss.len())
-            .filter(|&i| ss[i].report.structural_edits_blocked.is_some())
-            .collect()
-    };
-    let todo = blocked(&structures);
+    let todo: Vec<usize> = (0..structures.len())
+        .filter(|&i| structures[i].report.structural_edits_blocked.is_some())
+        .collect();
     if todo.is_empty() {
         return structures;
     }

@@ -143,7 +143,9 @@ fn split_p2p(s: &Structure, us: &[u32]) -> (Vec<u32>, Vec<u32>) {
         if s.unit_p2p(u).is_some() {
             p2p.push(u);
             in_group = true;
-        } else if in_group && (s.is_bare_wait(u) || s.units.is_bare_device_sync(u as usize)) {
+        } else if in_group
+            && (s.units.is_bare_wait(u as usize) || s.units.is_bare_device_sync(u as usize))
+        {
             p2p.push(u);
         } else {
             other.push(u);

@@ -259,6 +259,14 @@ impl Units {
             && unit.gpu().is_empty()
             && is_device_sync_name(self.token(u))
     }
+
+    /// Whether unit `u` is a lone `cudaStreamWaitEvent` call, in no
+    /// operator and launching nothing: after a pipeline transfer it is the
+    /// compute stream waiting for it, and it belongs to the transfer.
+    pub(crate) fn is_bare_wait(&self, u: usize) -> bool {
+        let unit = &self.units[u];
+        unit.scope.is_none() && unit.gpu().is_empty() && self.token(u).contains("StreamWaitEvent")
+    }
 }
 
 #[cfg(test)]

@@ -692,6 +692,13 @@ mod tests {
         c.parallel.pp = 1;
         assert!(c.validate().is_err());
         c.parallel.pp = 4;
+        // Chunks of unequal layers, which Megatron-LM refuses: 16 layers
+        // in 4 stages of 3 chunks would be 2 and 1.
+        let layers = c.model.layers;
+        c.model.layers = 16;
+        let why = c.validate().unwrap_err().to_string();
+        assert!(why.contains("equally"), "{why}");
+        c.model.layers = layers;
         // Grouped-query attention: kv heads divide heads, split over TP.
         c.model.kv_heads = 8;
         assert!(c.validate().is_ok());

@@ -14,7 +14,6 @@
 use rustc_hash::FxHashMap;
 
 use super::merge::{release_moves, JobGraph};
-use crate::model::explained_by_edges;
 use crate::model::*;
 
 /// What [`JobGraph::rank_graph`] needs, beyond the job graph itself, to give

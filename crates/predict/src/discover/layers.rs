@@ -223,7 +223,7 @@ pub(super) fn forward_block(
 /// must share a name with the backward one. On a middle stage they are
 /// the layer; on an end stage they also hold the embedding or the loss,
 /// which one trace cannot tell apart, so the job picks among its stages'
-/// candidates (`lumos_predict::discover::one_layer_hint`). `None` on a
+/// candidates (`lumos_predict::one_layer_hint`). `None` on a
 /// trace with no pipeline transfers (there a backward pass with nothing
 /// repeated is a whole model) or with fewer than two bursts.
 pub(super) fn one_layer_per_pass(

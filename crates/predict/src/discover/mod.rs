@@ -280,7 +280,10 @@ impl Structure {
                 };
                 transfers = true;
                 let after = &us[i + 1..];
-                let waits = after.iter().take_while(|&&w| self.is_bare_wait(w)).count();
+                let waits = after
+                    .iter()
+                    .take_while(|&&w| self.units.is_bare_wait(w as usize))
+                    .count();
                 let sync = after
                     .get(waits)
                     .is_some_and(|&w| self.units.is_bare_device_sync(w as usize));
@@ -292,15 +295,6 @@ impl Structure {
             }
         }
         transfers.then_some(!synced && free_send && recv_waited)
-    }
-
-    /// Whether unit `u` is a lone `cudaStreamWaitEvent` call, in no
-    /// operator and launching nothing.
-    pub(crate) fn is_bare_wait(&self, u: u32) -> bool {
-        let unit = &self.units.units[u as usize];
-        unit.scope.is_none()
-            && unit.gpu().is_empty()
-            && self.units.token(u as usize).contains("StreamWaitEvent")
     }
 }
 
