@@ -201,6 +201,7 @@ impl Builder {
         self.inter_stream();
         self.syncs();
         self.inter_thread();
+        self.free_linking_indexes();
         self.order_edges();
         self.break_cycles();
         self.attribute_latencies();
