@@ -22,7 +22,9 @@
 //! 5. `config`: the configuration (degrees, stage, micro-batches, layers,
 //!    shapes) with a finding for each value; then `interleave`: whether
 //!    the stage runs the interleaved 1F1B schedule, each pass's model
-//!    chunk and micro-batch when it does.
+//!    chunk and micro-batch when it does; then `tails`: the work a
+//!    forward leaves behind it (the loss head) given back to it where the
+//!    passes after it differ.
 //! 6. `report`: the report `lumos inspect` and `lumos predict` show.
 //!
 //! # How passes and layers are found
@@ -46,6 +48,7 @@ mod interleave;
 mod layers;
 mod passes;
 mod report;
+mod tails;
 mod work;
 
 #[cfg(test)]
@@ -388,6 +391,8 @@ pub fn discover_with_hint(
     // the configuration too.
     s.config = config::infer_config(graph, ctx, &s, &mut findings);
     interleave::detect(&mut s, &mut findings);
+    // With the chunks known, each forward's loss head is its own.
+    tails::give_forwards_their_tails(&mut s);
     s.report = report::report(graph, &s, findings);
     s
 }
