@@ -1770,11 +1770,29 @@ impl<'a> Parser<'a> {
     pub fn skip_value(&mut self) -> Result<()> {
         match self.b.get(self.i) {
             Some(b'"') => self.skip_string(),
-            Some(b'0'..=b'9') => match self.plain_int() {
-                Some((end, _)) => {
-                    self.i = end;
-                    Ok(())
-                }
+            Some(b'0'..=b'9') => match self.int_part(self.i) {
+                // Plain decimals too (`"blocks per SM": 7943.757576`, in
+                // every kernel's arguments), whose value is not needed:
+                // without building a `Number`. Exponents, and anything
+                // the general path would reject, go to `number`, so the
+                // end and any error are the same.
+                Some((end, _)) => match self.b.get(end) {
+                    Some(b'e' | b'E') => self.number().map(drop),
+                    Some(b'.') => match digit_run(self.b, end + 1).0 {
+                        frac_end
+                            if frac_end > end + 1
+                                && !matches!(self.b.get(frac_end), Some(b'e' | b'E')) =>
+                        {
+                            self.i = frac_end;
+                            Ok(())
+                        }
+                        _ => self.number().map(drop),
+                    },
+                    _ => {
+                        self.i = end;
+                        Ok(())
+                    }
+                },
                 None => self.number().map(drop),
             },
             Some(b'-') if self.b.get(self.i + 1) != Some(&b'I') => self.number().map(drop),
