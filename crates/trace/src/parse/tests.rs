@@ -372,6 +372,26 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    /// `skip_value`'s path for plain decimals ends where the general
+    /// number parser does, and fails where it fails, for fractions of any
+    /// length (past the eight digits of one load) and whatever follows.
+    #[test]
+    fn decimal_skip_matches_general_path(text in "[0-9]{0,21}(\\.[0-9]{0,20})?([eE.][-+]?[0-9]{0,2})?[,} x.]?[ ,}x0]{0,9}") {
+        let mut general = Parser::new(&text);
+        let want = general.number().map(|_| general.i).map_err(|e| e.offset);
+        let mut skip = Parser::new(&text);
+        let got = skip.skip_value().map(|()| skip.i).map_err(|e| e.offset);
+        match text.as_bytes().first() {
+            Some(b'0'..=b'9') => proptest::prop_assert_eq!(got, want),
+            // Not a number: both fail (`skip_value` says what it expected).
+            _ => proptest::prop_assert!(got.is_err() && want.is_err()),
+        }
+    }
+}
+
 #[test]
 fn a_repeated_args_replaces_the_earlier_one() {
     let base = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":1,"ts":1,"dur":1,"args":{"External id":5,"correlation":7}"#;
