@@ -5,8 +5,8 @@
 use lumos_graph::{build, build_owned, trim_heap, BuildReport, Graph, Measured, RankMeta, Span};
 use lumos_predict::{replay_scales, KernelScale};
 use lumos_sim::{
-    critical_path_summary, simulate, timeline_bin_ns, whole_span, Breakdown, BusyBins,
-    CriticalPathSummary, Schedule, SimOptions, TaskTimes,
+    critical_path_summary, simulate, timeline_bin_ns, Breakdown, BusyBins, CriticalPathSummary,
+    Schedule, SimOptions, TaskTimes,
 };
 use lumos_store::StoredRank;
 use lumos_trace::{MemoryEvent, Trace};
@@ -427,7 +427,7 @@ fn analysed(
                 || analysis(shared),
                 || {
                     let sides = [shared.measured, shared.replayed];
-                    Compared::of_sides(graph, measured, schedule, sides)
+                    Compared::of_sides(graph, sides)
                 },
             )
         },
@@ -530,7 +530,7 @@ pub fn compare<T: TaskTimes + Sync + ?Sized>(
     let options = AnalysisOptions::default();
     let analysis = trace_analysis_with(graph, measured, times, &all, &options, inputs, shared);
     let sides = [shared.measured, shared.replayed];
-    Compared::of_sides(graph, measured, times, sides).report(info, graph, critical_path, analysis)
+    Compared::of_sides(graph, sides).report(info, graph, critical_path, analysis)
 }
 
 /// The measured and replayed times of one rank side by side: steps,
@@ -559,16 +559,12 @@ fn side(graph: &Graph, order: &GpuOrder, window: Span, bin_ns: i64) -> (Breakdow
 }
 
 impl Compared {
-    /// Compares `times` (replayed) with `measured`, from each side's GPU
-    /// tasks by start and step spans, measured then replayed, found by the
-    /// caller; the two sides' breakdowns are computed side by side.
-    pub(crate) fn of_sides<T: TaskTimes + Sync + ?Sized>(
-        graph: &Graph,
-        measured: &Measured,
-        times: &T,
-        [m_side, r_side]: [&Side; 2],
-    ) -> Compared {
-        let (mw, rw) = (whole_span(&measured.tasks), whole_span(times));
+    /// Compares the replayed side with the measured one (the sides
+    /// measured then replayed, found by the caller: GPU tasks by start,
+    /// step spans, whole spans); the two breakdowns are computed side by
+    /// side.
+    pub(crate) fn of_sides(graph: &Graph, [m_side, r_side]: [&Side; 2]) -> Compared {
+        let (mw, rw) = (m_side.whole, r_side.whole);
         let (ml, rl) = (mw.len_ns(), rw.len_ns());
         // One width for both sides: the one the longer window needs.
         let bin = timeline_bin_ns(ml.max(rl), 1_000_000);

@@ -2,13 +2,13 @@
 //! idle time by cause, and the selection under HTA's definitions.
 
 use lumos_graph::{Graph, ProcKind, Span, TaskId};
-use lumos_sim::{whole_span, TaskTimes};
+use lumos_sim::TaskTimes;
 use serde::Serialize;
 
 use super::idle::{Cause, Gaps, Launchers};
 use super::intervals::InWindows;
 use super::kernels::ScopeOperators;
-use super::SelectedStep;
+use super::{SelectedStep, Side};
 use crate::units::us;
 
 /// One step's GPU time, and the same row for a whole selection.
@@ -428,13 +428,14 @@ impl<'f> GpuTime<'f> {
         times: &T,
         steps: &[SelectedStep],
         kernel_gap_ns: i64,
-        (order, facts): (&'f GpuOrder, &'f GraphFacts),
+        (side, facts): (&'f Side, &'f GraphFacts),
     ) -> GpuTime<'f> {
+        let order = &side.order;
         let windows: Vec<Span> = steps.iter().map(|s| s.span).collect();
         let first = InWindows::new(&windows);
         let mut measures: [InWindows<'_>; Measure::COUNT] =
             std::array::from_fn(|_| first.another());
-        let mut domain = whole_span(times);
+        let mut domain = side.whole;
         for s in steps {
             domain.start_ns = domain.start_ns.min(s.span.start_ns);
             domain.end_ns = domain.end_ns.max(s.span.end_ns);

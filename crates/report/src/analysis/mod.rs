@@ -179,8 +179,7 @@ fn analyze_with<T: TaskTimes + ?Sized>(
     (side, facts): (&Side, &GraphFacts),
 ) -> Analyses {
     let steps = selected_steps_of(graph, &side.steps, positions);
-    let order = &side.order;
-    let gpu = breakdown::GpuTime::new(graph, times, &steps, opts.kernel_gap_ns, (order, facts));
+    let gpu = breakdown::GpuTime::new(graph, times, &steps, opts.kernel_gap_ns, (side, facts));
     let rows: Vec<breakdown::StepNs> = steps
         .iter()
         .enumerate()
@@ -234,13 +233,15 @@ pub(crate) struct AnalysisInputs<'a> {
 }
 
 /// What one side of a rank's report (measured or replayed times) reads
-/// in several of its parts, found once: its GPU tasks by start, and the
-/// span of every step.
+/// in several of its parts, found once: its GPU tasks by start, the span
+/// of every step, and the span of all its tasks.
 pub(crate) struct Side {
     /// The GPU tasks by start.
     pub order: GpuOrder,
     /// Every step's span ([`step_spans`]).
     pub steps: Vec<Span>,
+    /// From the first task's start to the last one's end ([`whole_span`]).
+    pub whole: Span,
 }
 
 impl Side {
@@ -254,6 +255,7 @@ impl Side {
         Side {
             order: GpuOrder::new(graph, times),
             steps: step_spans(graph, times, annotations),
+            whole: whole_span(times),
         }
     }
 }
@@ -349,7 +351,7 @@ pub(crate) fn trace_analysis_with<T: TaskTimes + Sync + ?Sized>(
                         memory::memory_report(
                             events,
                             measured.origin_ns,
-                            whole_span(&measured.tasks),
+                            shared.measured.whole,
                             &m_steps,
                         )
                     });

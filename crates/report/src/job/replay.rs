@@ -401,7 +401,7 @@ impl<'j> JobReplayed<'j> {
         };
         let analysis = trace_analysis_with(&g, &m, &times, steps, opts, inputs, shared);
         let sides = [shared.measured, shared.replayed];
-        let compared = Compared::of_sides(&g, &m, &times, sides);
+        let compared = Compared::of_sides(&g, sides);
         let path = self.rank_critical_path(pos);
         RankReport {
             trace: compared.report(info, &g, path, analysis),
