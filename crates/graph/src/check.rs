@@ -1,7 +1,7 @@
 //! Invariants every built graph must satisfy.
 
 use crate::acyclic::{left_in_cycles, named_targets, GraphNet, Optional};
-use crate::model::{DepKind, Graph, TaskId};
+use crate::model::{DepKind, Graph, ScopeId, TaskId};
 
 /// A broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,10 +14,15 @@ pub enum Violation {
     BadIndex,
     /// A task is on no processor, or on the wrong one.
     Misplaced(TaskId),
+    /// A scope's parent does not come before it in [`Graph::scopes`], so
+    /// walks up the scope chain that go strictly down (the report's, the
+    /// compact file's reader) stop at it.
+    ScopeOrder(ScopeId),
 }
 
-/// Checks acyclicity, at most one launch edge per GPU task, and that every
-/// task sits exactly once on its own processor.
+/// Checks acyclicity, at most one launch edge per GPU task, that every
+/// task sits exactly once on its own processor, and that every scope's
+/// parent comes before it.
 ///
 /// Acyclicity is checked on the network the replay runs: edges, processor
 /// order, and the runtime dependencies that name their GPU task (a blocking
@@ -59,6 +64,11 @@ pub fn check(g: &Graph) -> Vec<Violation> {
     for (i, &l) in launches.iter().enumerate() {
         if l > 1 {
             out.push(Violation::MultipleLaunches(TaskId(i as u32)));
+        }
+    }
+    for (i, s) in g.scopes.iter().enumerate() {
+        if s.parent.is_some_and(|p| p.0 as usize >= i) {
+            out.push(Violation::ScopeOrder(ScopeId(i as u32)));
         }
     }
     let no_times = |_: TaskId| (0, 0);

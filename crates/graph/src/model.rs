@@ -285,9 +285,10 @@ pub struct ScopeId(pub u32);
 pub struct Scope {
     /// Operator or annotation name.
     pub name: NameId,
-    /// The enclosing scope. In a built or merged graph it comes before
-    /// this one in [`Graph::scopes`] (the builder makes parents first and a
-    /// merge keeps the order); a predicted graph's copied scopes need not.
+    /// The enclosing scope. It comes before this one in [`Graph::scopes`]
+    /// (the builder makes parents first, a merge keeps the order, and a
+    /// predicted graph copies a scope again rather than give it a later
+    /// parent); [`check`](crate::check()) tells.
     pub parent: Option<ScopeId>,
     /// True for `record_function` annotations, false for operators.
     pub annotation: bool,

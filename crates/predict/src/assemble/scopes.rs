@@ -156,12 +156,14 @@ impl ScopeCopier {
     }
 }
 
-/// A copy of scope `s` of `g` under `parent`: `s` itself the first time,
-/// a new scope like it after that.
+/// A copy of scope `s` of `g` under `parent`: `s` itself the first time
+/// (when `parent` comes before it, as every scope's parent must), a new
+/// scope like it, after every other, otherwise.
 fn copy_scope(g: &mut Graph, used: &mut [bool], s: u32, parent: Option<ScopeId>) -> ScopeId {
-    let first = used
-        .get_mut(s as usize)
-        .is_some_and(|u| !std::mem::replace(u, true));
+    let first = parent.is_none_or(|p| p.0 < s)
+        && used
+            .get_mut(s as usize)
+            .is_some_and(|u| !std::mem::replace(u, true));
     if first {
         g.scopes[s as usize].parent = parent;
         return ScopeId(s);
