@@ -489,6 +489,10 @@ fn two_interleaved_stages_need_overlapped_sends() {
         text.contains("summary: mean |error| 0.00%, max 0.00%"),
         "{text}"
     );
+    let v = json(&["inspect", "--per-trace"], &files);
+    for t in v["traces"].as_array().unwrap() {
+        assert_eq!(t["structure"]["config"]["virtual_stages"], 2);
+    }
     let no_overlap = ["--pp", "2", "--no-overlap-p2p-communication"];
     // (2 x pp micro-batches by default.)
     let refused = synth(&dir.join("refused"), &no_overlap).output().unwrap();

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use common::*;
 use lumos_graph::{check, DepKind};
-use lumos_predict::{Baseline, Outcome, Prediction, Source, WorkClass};
+use lumos_predict::{Baseline, Confidence, Outcome, Prediction, Source, WorkClass};
 
 fn base() -> &'static Baseline {
     static BASE: OnceLock<Baseline> = OnceLock::new();
@@ -297,6 +297,20 @@ fn pipeline_parallel_2_to_4_gives_the_worked_example() {
             _ => "middle",
         };
         assert_eq!(roles, want_role, "stage {k}");
+        // Read with the traced job's groups (two stages), stage 1 of four
+        // runs the interleaved order of stage 1 of two with 2 chunks; no
+        // loss head after only some of its forwards says it is not.
+        if k == 1 {
+            let f = s
+                .report
+                .findings
+                .iter()
+                .find(|f| f.what == "virtual pipeline stages")
+                .expect("a finding on the order read as plain");
+            assert_eq!((f.value.as_str(), f.confidence), ("1", Confidence::Low));
+            assert!(f.evidence.contains("the loss head"), "{}", f.evidence);
+            assert_eq!(s.config.virtual_stages, None);
+        }
     }
     // Every send meets its receive: 3 stage boundaries, 8 micro-batches,
     // both directions, 2 steps; and one gradient-norm rendezvous per step.
@@ -335,6 +349,35 @@ fn pipeline_parallel_to_one_and_to_eight() {
     for k in [0usize, 3, 7] {
         assert_eq!(rediscover(&p, &out, k).config.layers, Some(6));
     }
+}
+
+/// Stage 0 of five runs 4 warm-up forwards, as stage 0 of two does with
+/// 2 chunks: read with the traced job's groups (two stages) its order is
+/// the interleaved one, but its embedding runs before every forward, not
+/// before the first chunk's only, so it is read as plain.
+#[test]
+fn a_deeper_first_stage_is_not_taken_for_an_interleaved_one() {
+    let p = base().identity().with_pp(5).unwrap();
+    let p = p.with_microbatches(8).unwrap();
+    let out = sound(&p);
+    let s = rediscover(&p, &out, 0);
+    let want: Vec<String> = lumos_models::one_f_one_b(0, 5, 8)
+        .into_iter()
+        .map(|x| match x {
+            lumos_models::Pass::Forward(i) => format!("F{}", i + 1),
+            lumos_models::Pass::Backward(i) => format!("B{}", i + 1),
+        })
+        .collect();
+    assert_eq!(s.steps[0].order(), want.join(" "));
+    assert_eq!(s.config.virtual_stages, None);
+    let f = s
+        .report
+        .findings
+        .iter()
+        .find(|f| f.what == "virtual pipeline stages")
+        .expect("a finding on the order read as plain");
+    assert_eq!((f.value.as_str(), f.confidence), ("1", Confidence::Low));
+    assert!(f.evidence.contains("the embedding"), "{}", f.evidence);
 }
 
 /// A caller's own compute model replaces the fitted curve: with GEMM time

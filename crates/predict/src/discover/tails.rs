@@ -25,7 +25,9 @@
 //! the forward's tail from the next pass's head, and a copy keeps them
 //! together as traced.
 
-use super::{Part, Role, Structure};
+use lumos_graph::ProcId;
+
+use super::{Part, PassKind, PassStructure, Role, Structure};
 
 /// Moves each forward's tail (see the module docs) from the `pre` of the
 /// pass after it to the forward's `post`, in every step of `s`, and sets
@@ -57,7 +59,7 @@ pub(super) fn give_forwards_their_tails(s: &mut Structure) {
             let step = &mut s.steps[si];
             for pi in 0..step.passes.len().saturating_sub(1) {
                 let p = &step.passes[pi];
-                if p.kind != super::PassKind::Forward || p.chunk != chunk {
+                if p.kind != PassKind::Forward || p.chunk != chunk {
                     continue;
                 }
                 let tail: Vec<u32> = step.passes[pi + 1].pre.drain(..moved).collect();
@@ -86,10 +88,10 @@ pub(super) fn give_forwards_their_tails(s: &mut Structure) {
 /// forwards of the chunk have a pass after them.
 fn tail_len(s: &Structure, si: usize, chunk: u32) -> usize {
     let step = &s.steps[si];
-    let followers: Vec<&super::PassStructure> = step
+    let followers: Vec<&PassStructure> = step
         .passes
         .windows(2)
-        .filter(|w| w[0].kind == super::PassKind::Forward && w[0].chunk == chunk)
+        .filter(|w| w[0].kind == PassKind::Forward && w[0].chunk == chunk)
         .map(|w| &w[1])
         .collect();
     if followers.len() < 2
@@ -99,24 +101,9 @@ fn tail_len(s: &Structure, si: usize, chunk: u32) -> usize {
     {
         return 0;
     }
-    // The units of the forward's own a follower opens with: on the main
-    // thread, before its receive.
-    let opening = |f: &super::PassStructure| -> Vec<u32> {
-        f.pre
-            .iter()
-            .take_while(|&&u| {
-                let i = u as usize;
-                s.units.units[i].thread == step.main
-                    && s.unit_p2p(u).is_none()
-                    && !s.units.is_bare_wait(i)
-                    && !s.units.is_bare_device_sync(i)
-            })
-            .map(|&u| s.units.units[u as usize].token)
-            .collect()
-    };
-    let first = opening(followers[0]);
+    let first = opening(s, step.main, &followers[0].pre);
     followers[1..].iter().fold(first.len(), |n, f| {
-        let other = opening(f);
+        let other = opening(s, step.main, &f.pre);
         first
             .iter()
             .zip(&other)
@@ -124,4 +111,21 @@ fn tail_len(s: &Structure, si: usize, chunk: u32) -> usize {
             .take_while(|(a, b)| a == b)
             .count()
     })
+}
+
+/// The tokens of the units that `pre` (the `pre` of the pass after a
+/// forward) opens with that may be the forward's own: on the `main`
+/// thread, before the next pass's receive (the first pipeline transfer,
+/// lone stream wait or device synchronization).
+pub(super) fn opening(s: &Structure, main: ProcId, pre: &[u32]) -> Vec<u32> {
+    pre.iter()
+        .take_while(|&&u| {
+            let i = u as usize;
+            s.units.units[i].thread == main
+                && s.unit_p2p(u).is_none()
+                && !s.units.is_bare_wait(i)
+                && !s.units.is_bare_device_sync(i)
+        })
+        .map(|&u| s.units.units[u as usize].token)
+        .collect()
 }
