@@ -248,7 +248,7 @@ fn check_interleaved(base: &Baseline, c: &Config) -> Result<(), PredictError> {
 /// Whether every traced stage's pipeline sends overlap compute
 /// ([`crate::discover::Structure::p2p_overlapped`]); false without traced
 /// transfers.
-fn traced_sends_overlap(base: &Baseline) -> bool {
+pub(crate) fn traced_sends_overlap(base: &Baseline) -> bool {
     let modes: Vec<bool> = base
         .structures
         .iter()

@@ -15,7 +15,7 @@ use lumos_models::NetworkModel;
 
 use crate::assemble::{assemble, identity_plan, Tag, Template};
 use crate::baseline::Baseline;
-use crate::checks::check_target;
+use crate::checks::{check_target, traced_sends_overlap};
 use crate::config::{Config, Coord, KernelScale, Layout};
 use crate::discover::GroupClass;
 use crate::discover::Structure;
@@ -465,6 +465,15 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
             "micro-batches {} -> {}: forward and backward passes copied (the last backward, which              carries the gradient reduction, stays last), 1F1B order rebuilt",
             b.microbatches, c.microbatches
         ));
+    }
+    if b.virtual_stages > 1 && c.virtual_stages <= 1 && c.pp > 1 && traced_sends_overlap(base) {
+        out.push(
+            "plain 1F1B keeps the trace's overlapped pipeline transfers (a prediction keeps the \
+             traced transfer mode); Megatron-LM overlaps them only in the interleaved schedule and \
+             waits on each one in plain 1F1B, so for a Megatron-LM job this step time is a lower \
+             bound"
+                .into(),
+        );
     }
     if !t.scales.is_empty() {
         out.push(format!(

@@ -423,6 +423,12 @@ fn two_interleaved_stages_are_found_and_predicted_from() {
         ),
     ] {
         let p = synth_network(id2.with_edits(edits).unwrap());
+        // The prediction says so.
+        assert!(
+            p.notes.iter().any(|n| n.contains("lower bound")),
+            "{name}: {:?}",
+            p.notes
+        );
         let got = mean_ms(&p.simulate().unwrap().step_ns);
         let want = truth_ms(&truth);
         let err = (got - want) / want * 100.0;
