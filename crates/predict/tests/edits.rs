@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use common::*;
 use lumos_graph::{check, DepKind};
-use lumos_predict::{Baseline, Confidence, Outcome, Prediction, Source, WorkClass};
+use lumos_predict::{Baseline, Confidence, Outcome, Prediction, Source, Structure, WorkClass};
 
 fn base() -> &'static Baseline {
     static BASE: OnceLock<Baseline> = OnceLock::new();
@@ -281,14 +281,7 @@ fn pipeline_parallel_2_to_4_gives_the_worked_example() {
     for k in 0..4 {
         let s = rediscover(&p, &out, k);
         assert_eq!(s.config.layers, Some(12), "stage {k}");
-        let want: Vec<String> = lumos_models::one_f_one_b(k, 4, 8)
-            .into_iter()
-            .map(|x| match x {
-                lumos_models::Pass::Forward(i) => format!("F{}", i + 1),
-                lumos_models::Pass::Backward(i) => format!("B{}", i + 1),
-            })
-            .collect();
-        assert_eq!(s.steps[0].order(), want.join(" "), "stage {k}");
+        assert_eq!(s.steps[0].order(), plain_order(k, 4, 8), "stage {k}");
         // Receives from the previous stage exactly where there is one.
         let roles = s.report.stage_role.clone();
         let want_role = match k {
@@ -301,15 +294,7 @@ fn pipeline_parallel_2_to_4_gives_the_worked_example() {
         // runs the interleaved order of stage 1 of two with 2 chunks; no
         // loss head after only some of its forwards says it is not.
         if k == 1 {
-            let f = s
-                .report
-                .findings
-                .iter()
-                .find(|f| f.what == "virtual pipeline stages")
-                .expect("a finding on the order read as plain");
-            assert_eq!((f.value.as_str(), f.confidence), ("1", Confidence::Low));
-            assert!(f.evidence.contains("the loss head"), "{}", f.evidence);
-            assert_eq!(s.config.virtual_stages, None);
+            assert_read_as_plain(&s, "the loss head");
         }
     }
     // Every send meets its receive: 3 stage boundaries, 8 micro-batches,
@@ -361,14 +346,26 @@ fn a_deeper_first_stage_is_not_taken_for_an_interleaved_one() {
     let p = p.with_microbatches(8).unwrap();
     let out = sound(&p);
     let s = rediscover(&p, &out, 0);
-    let want: Vec<String> = lumos_models::one_f_one_b(0, 5, 8)
+    assert_eq!(s.steps[0].order(), plain_order(0, 5, 8));
+    assert_read_as_plain(&s, "the embedding");
+}
+
+/// The 1F1B order of `stage` of `pp` with `m` micro-batches, as a
+/// structure's report writes it.
+fn plain_order(stage: usize, pp: usize, m: usize) -> String {
+    let passes: Vec<String> = lumos_models::one_f_one_b(stage, pp, m)
         .into_iter()
         .map(|x| match x {
             lumos_models::Pass::Forward(i) => format!("F{}", i + 1),
             lumos_models::Pass::Backward(i) => format!("B{}", i + 1),
         })
         .collect();
-    assert_eq!(s.steps[0].order(), want.join(" "));
+    passes.join(" ")
+}
+
+/// `s` is read as plain 1F1B, with a low finding on the virtual stages
+/// whose evidence names the end work (`missing`) the trace lacks.
+fn assert_read_as_plain(s: &Structure, missing: &str) {
     assert_eq!(s.config.virtual_stages, None);
     let f = s
         .report
@@ -377,7 +374,7 @@ fn a_deeper_first_stage_is_not_taken_for_an_interleaved_one() {
         .find(|f| f.what == "virtual pipeline stages")
         .expect("a finding on the order read as plain");
     assert_eq!((f.value.as_str(), f.confidence), ("1", Confidence::Low));
-    assert!(f.evidence.contains("the embedding"), "{}", f.evidence);
+    assert!(f.evidence.contains(missing), "{}", f.evidence);
 }
 
 /// A caller's own compute model replaces the fitted curve: with GEMM time
