@@ -242,27 +242,23 @@ impl<T: Copy> PerName<T> {
     }
 }
 
-/// Sorts `v` (distinct keys), in linear time for the orders profilers
-/// write a thread's call tree in: parents before children (pre-order, by
-/// start) or children before parents (post-order, by end, as the
-/// synthesizer and some exporters do), where a comparison sort would pay
-/// n log n. Each key is read once in file order: the finished subtrees
-/// whose first key is greater than the new key's are its descendants and
-/// follow it; what remains lists the subtrees in order. That answer is
-/// checked, and sorted (adaptively: it is mostly ordered) if another order
-/// left it unsorted, so the result is always the sorted order.
-pub(super) fn sort_nested<K: Ord + Copy>(v: &mut [K]) {
-    const END: u32 = u32::MAX;
-    let n = v.len();
-    if n < 2 || n >= END as usize {
-        v.sort();
-        return;
-    }
-    // Subtrees as linked lists: `next` links each key to the one after it.
-    let mut next = vec![END; n];
+const END: u32 = u32::MAX;
+
+/// The keys of `v` (distinct) in sorted order, as a chain: the first
+/// position and each position's successor ([`END`] after the last). Linear
+/// for the orders profilers write a thread's call tree in: parents before
+/// children (pre-order, by start) or children before parents (post-order,
+/// by end, as the synthesizer and some exporters do), where a comparison
+/// sort would pay n log n. Each key is read once in file order: the
+/// finished subtrees whose first key is greater than the new key's are its
+/// descendants and follow it; what remains lists the subtrees in order.
+/// Other orders give a chain that is not sorted, which [`merge_nested`]
+/// checks. `v` is shorter than [`END`].
+fn nested_chain<K: Ord>(v: &[K]) -> (u32, Vec<u32>) {
+    let mut next = vec![END; v.len()];
     // Finished subtrees, (first, last) key positions, in the order found.
     let mut stack: Vec<(u32, u32)> = Vec::new();
-    for i in 0..n {
+    for i in 0..v.len() {
         let mut k = stack.len();
         while k > 0 && v[stack[k - 1].0 as usize] > v[i] {
             k -= 1;
@@ -278,33 +274,45 @@ pub(super) fn sort_nested<K: Ord + Copy>(v: &mut [K]) {
     for w in stack.windows(2) {
         next[w[0].1 as usize] = w[1].0;
     }
-    let mut out = Vec::with_capacity(n);
-    let mut c = stack[0].0;
-    while c != END {
-        out.push(v[c as usize]);
-        c = next[c as usize];
+    (stack.first().map_or(END, |s| s.0), next)
+}
+
+/// The keys of `a` and `b` (distinct over both) in one sorted list: each
+/// list ordered by [`nested_chain`] and the two chains merged as they are
+/// walked, so that neither list is copied in order before the merge. The
+/// answer is checked and sorted (adaptively: it is mostly ordered) if an
+/// order the chains do not handle left it unsorted, so it is always the
+/// sorted order.
+pub(super) fn merge_nested<K: Ord + Copy>(a: &[K], b: &[K]) -> Vec<K> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    if a.len() >= END as usize || b.len() >= END as usize {
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+        out.sort();
+        return out;
+    }
+    let (mut i, next_a) = nested_chain(a);
+    let (mut j, next_b) = nested_chain(b);
+    while i != END && j != END {
+        if b[j as usize] < a[i as usize] {
+            out.push(b[j as usize]);
+            j = next_b[j as usize];
+        } else {
+            out.push(a[i as usize]);
+            i = next_a[i as usize];
+        }
+    }
+    while i != END {
+        out.push(a[i as usize]);
+        i = next_a[i as usize];
+    }
+    while j != END {
+        out.push(b[j as usize]);
+        j = next_b[j as usize];
     }
     if !out.windows(2).all(|w| w[0] < w[1]) {
         out.sort();
     }
-    v.copy_from_slice(&out);
-}
-
-/// Merges two sorted lists into one sorted list.
-pub(super) fn merge_sorted<K: Ord + Copy>(a: &[K], b: &[K]) -> Vec<K> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if b[j] < a[i] {
-            out.push(b[j]);
-            j += 1;
-        } else {
-            out.push(a[i]);
-            i += 1;
-        }
-    }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
     out
 }
 
@@ -405,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn sort_nested_sorts_any_order() {
+    fn merge_nested_sorts_any_order() {
         // Pre-order, post-order (children first), interleaved leaves, and
         // orders the linear pass gets wrong (checked and sorted).
         let cases: Vec<Vec<i32>> = vec![
@@ -417,21 +425,29 @@ mod tests {
             vec![9, 8, 7, 6, 5, 4, 3, 2, 1],
             vec![4, 1, 3, 9, 2, 8, 5, 7, 6, 0],
         ];
-        for mut c in cases {
+        for c in &cases {
             let mut want = c.clone();
             want.sort();
-            sort_nested(&mut c);
-            assert_eq!(c, want);
+            assert_eq!(merge_nested(c, &[]), want);
+            assert_eq!(merge_nested(&[], c), want);
+            // Split into two lists every way: both orders merged.
+            for cut in 0..=c.len() {
+                let (even, odd): (Vec<i32>, Vec<i32>) = c
+                    .iter()
+                    .partition(|&&x| x.rem_euclid(2) == 0 || x < cut as i32);
+                assert_eq!(merge_nested(&even, &odd), want);
+                assert_eq!(merge_nested(&odd, &even), want);
+            }
         }
     }
 
     #[test]
     fn merge_and_sorted_distinct() {
         assert_eq!(
-            merge_sorted(&[1, 4, 6], &[2, 3, 7, 8]),
+            merge_nested(&[1, 4, 6], &[2, 3, 7, 8]),
             vec![1, 2, 3, 4, 6, 7, 8]
         );
-        assert_eq!(merge_sorted::<i32>(&[], &[2]), vec![2]);
+        assert_eq!(merge_nested::<i32>(&[], &[2]), vec![2]);
         let ids = [TaskId(70), TaskId(3), TaskId(200), TaskId(4), TaskId(64)];
         let got: Vec<u32> = sorted_distinct(&ids).iter().map(|t| t.0).collect();
         assert_eq!(got, vec![3, 4, 64, 70, 200]);

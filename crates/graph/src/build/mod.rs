@@ -19,10 +19,7 @@ use rustc_hash::FxHashMap;
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, PHASE_DEPS};
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
-use index::{
-    merge_sorted, partition_from, sort_nested, sorted_distinct, ByCorr, CorrIndex, Launched,
-    PerName,
-};
+use index::{merge_nested, partition_from, sorted_distinct, ByCorr, CorrIndex, Launched, PerName};
 
 mod finish;
 mod frameworks;
@@ -305,14 +302,14 @@ const POLL_MIN_RUN: usize = 8;
 fn polling_runs<X>(
     records: &[tasks::CpuRecord<X>],
     names: &[String],
-    idx: &[usize],
+    idx: &[u32],
     has_child: &[bool],
-    parent: &[Option<u32>],
+    parent: &[u32],
 ) -> (Vec<(usize, i64)>, Vec<bool>) {
     let mut end = Vec::new();
     let mut absorbed = vec![false; idx.len()];
     let is_query = |k: usize| {
-        let e = &records[idx[k]];
+        let e = &records[idx[k] as usize];
         e.category.is_runtime()
             && matches!(
                 names[e.name as usize].as_str(),
@@ -327,7 +324,7 @@ fn polling_runs<X>(
             b += 1;
         }
         if b - a >= POLL_MIN_RUN {
-            let last = &records[idx[leaves[b - 1]]];
+            let last = &records[idx[leaves[b - 1]] as usize];
             end.push((leaves[a], last.end()));
             for &k in &leaves[a + 1..b] {
                 absorbed[k] = true;

@@ -26,6 +26,9 @@ impl ExtraRef for Option<&EventExtra> {
     }
 }
 
+/// "No parent" in a call tree's parent positions ([`Builder::call_tree`]).
+pub(super) const NO_PARENT: u32 = u32::MAX;
+
 /// "No id" in a record's packed ids, as in the reader's `Event` (which
 /// cannot hold `u64::MAX` either).
 const NO_ID: u64 = u64::MAX;
@@ -303,6 +306,7 @@ impl Builder {
             let mut last_end = i64::MIN;
             let mut scope_of: Vec<Option<ScopeId>> = vec![None; idx.len()];
             for (k, &i) in idx.iter().enumerate() {
+                let i = i as usize;
                 while polls.get(next_poll).is_some_and(|p| p.0 < k) {
                     next_poll += 1;
                 }
@@ -321,7 +325,9 @@ impl Builder {
                         end: e.end(),
                     });
                 }
-                let enclosing = parent[k].and_then(|p| scope_of[p as usize]);
+                let enclosing = (parent[k] != NO_PARENT)
+                    .then(|| scope_of[parent[k] as usize])
+                    .flatten();
                 if has_child[k] {
                     // Parents come before their children in this order, so
                     // the enclosing scope already exists.
@@ -375,16 +381,17 @@ impl Builder {
     }
 
     /// A thread's call tree: its records' positions in tree order, and per
-    /// position whether it has a child and its parent's position.
-    fn call_tree<X>(&mut self, list: &[CpuRecord<X>]) -> (Vec<usize>, Vec<bool>, Vec<Option<u32>>) {
+    /// position whether it has a child and its parent's position
+    /// ([`NO_PARENT`] for none).
+    fn call_tree<X>(&mut self, list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>) {
         // Parents before children: earlier start, then longer, then
         // annotations before ops before runtime calls. The keys are
         // taken once, so that sorting does not reach into the records.
         // The keys are distinct (the position is one of them), so every
         // way of sorting them gives this one order. Exporters write a
         // thread's calls and its ops in separate runs, each in tree
-        // order, which `sort_nested` sorts in linear time; the two are
-        // then merged.
+        // order, which `merge_nested` orders in linear time and merges
+        // as it goes.
         // Each list sized exactly: grown by doubling, they were copied on
         // the way (a tenth of the build's instructions went to such copies).
         let rank_of = |c: Category| -> u8 {
@@ -409,15 +416,14 @@ impl Builder {
                 ops_k.push(k);
             }
         }
-        sort_nested(&mut calls_k);
-        sort_nested(&mut ops_k);
-        let keyed = merge_sorted(&ops_k, &calls_k);
+        let keyed = merge_nested(&ops_k, &calls_k);
         drop((ops_k, calls_k));
-        let idx: Vec<usize> = keyed.iter().map(|k| k.3 as usize).collect();
+        let idx: Vec<u32> = keyed.iter().map(|k| k.3).collect();
         let mut has_child = vec![false; idx.len()];
-        // Positions as `u32`: these vectors are the build's largest while a
-        // long thread's tasks are made.
-        let mut parent: Vec<Option<u32>> = vec![None; idx.len()];
+        // Positions as `u32` ([`NO_PARENT`] for none: 4 bytes, not an
+        // `Option`'s 8): these vectors are the build's largest while a long
+        // thread's tasks are made.
+        let mut parent: Vec<u32> = vec![NO_PARENT; idx.len()];
         let mut stack: Vec<usize> = Vec::new();
         // The tree is built from the keys alone, without going back to
         // the records.
@@ -439,7 +445,7 @@ impl Builder {
             }
             if let Some(&top) = stack.last() {
                 has_child[top] = true;
-                parent[k] = Some(top as u32);
+                parent[k] = top as u32;
             }
             stack.push(k);
         }
@@ -451,8 +457,9 @@ impl Builder {
     /// its tasks are made.
     #[inline(never)]
     pub(super) fn gpu_tasks<X: ExtraRef>(&mut self, tracks: &mut Tracks<X>) -> GpuArgs<X> {
-        let mut gpu_args = GpuArgs::new();
         let by_stream = &mut tracks.streams;
+        // One entry per GPU record: sized once rather than grown.
+        let mut gpu_args = GpuArgs::with_capacity(by_stream.values().map(Vec::len).sum());
         let mut keys: Vec<_> = by_stream.keys().copied().collect();
         keys.sort();
         for key in keys {
@@ -491,8 +498,9 @@ impl Builder {
     #[inline(never)]
     pub(super) fn launches(&mut self) {
         self.launcher = vec![None; self.g.tasks.len()];
-        // (call, GPU task) in GPU task order.
-        let mut pairs: Vec<(u32, TaskId)> = Vec::new();
+        // (call, GPU task) in GPU task order: at most one per GPU task.
+        let gpu = self.g.tasks.iter().filter(|t| t.kind.is_gpu()).count();
+        let mut pairs: Vec<(u32, TaskId)> = Vec::with_capacity(gpu);
         for id in 0..self.g.tasks.len() {
             let tid = TaskId(id as u32);
             let task = &self.g.tasks[id];
