@@ -121,25 +121,45 @@ impl Units {
         };
         let scope_name =
             |s: ScopeId| -> &str { &graph.names[graph.scopes[s.0 as usize].name.0 as usize] };
+        // What each name is, worked out once per name rather than once per
+        // task and enclosing scope (`is_layer_name` lowercases the name).
+        let (step_name, layer_name): (Vec<bool>, Vec<bool>) = graph
+            .names
+            .iter()
+            .map(|n| (n.starts_with("ProfilerStep#"), is_layer_name(n)))
+            .unzip();
+        // The outermost scope below any step annotation; a layer
+        // annotation, where there is one, wins (the outermost of them).
+        let key_of = |inner: Option<ScopeId>| -> Option<ScopeId> {
+            let (mut key, mut layer) = (None, None);
+            for s in std::iter::successors(inner, |s| graph.scopes[s.0 as usize].parent) {
+                let name = graph.scopes[s.0 as usize].name.0 as usize;
+                if !step_name[name] {
+                    key = Some(s);
+                }
+                if layer_name[name] {
+                    layer = Some(s);
+                }
+            }
+            layer.or(key)
+        };
         for (pi, p) in graph.processors.iter().enumerate() {
             if p.is_stream() {
                 continue;
             }
             let mut current: Option<(Option<ScopeId>, usize)> = None;
+            // Consecutive tasks mostly share their innermost scope.
+            let mut last: Option<(Option<ScopeId>, Option<ScopeId>)> = None;
             for &t in &p.tasks {
-                // The outermost scope below any step annotation; a layer
-                // annotation, where there is one, wins.
-                let chain: Vec<ScopeId> = graph.scope_chain(t).collect();
-                let mut key = None;
-                for &s in chain.iter().rev() {
-                    if !scope_name(s).starts_with("ProfilerStep#") {
-                        key = Some(s);
-                        break;
+                let inner = graph.scope_of(t);
+                let key = match last {
+                    Some((i, k)) if i == inner => k,
+                    _ => {
+                        let k = key_of(inner);
+                        last = Some((inner, k));
+                        k
                     }
-                }
-                if let Some(&layer) = chain.iter().rev().find(|&&s| is_layer_name(scope_name(s))) {
-                    key = Some(layer);
-                }
+                };
                 let same = matches!(current, Some((Some(k), _)) if key == Some(k));
                 if !same {
                     let name = match key {

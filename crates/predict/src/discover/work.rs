@@ -41,6 +41,16 @@ pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
             _ => WorkClass::Cpu,
         })
         .collect();
+    // What each name is, worked out once per name rather than once per
+    // task and scope visited (each test lowercases the name: on a 1 GB
+    // trace that was a few million allocations).
+    let by_name =
+        |test: fn(&str) -> bool| -> Vec<bool> { g.names.iter().map(|n| test(n)).collect() };
+    let (attention, gemm_op, gemm_kernel) = (
+        by_name(is_attention_kernel_name),
+        by_name(is_gemm_op),
+        by_name(is_gemm_kernel_name),
+    );
     // GEMM kernels: grouped by the GEMM operator that launched them; the
     // one with a GEMM-library name (else the longest) is the product.
     let mut by_op: FxHashMap<u32, Vec<TaskId>> = FxHashMap::default();
@@ -49,7 +59,7 @@ pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
         if t.kind != TaskKind::Kernel || t.is_comm() {
             continue;
         }
-        if is_attention_kernel_name(g.name(id)) {
+        if attention[t.name.0 as usize] {
             let dims = g.scope_chain(id).find_map(|s| {
                 let sc = &g.scopes[s.0 as usize];
                 sc.input_dims.as_ref().and_then(attention_shape)
@@ -59,7 +69,7 @@ pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
         }
         if let Some(s) = g.scope_chain(id).find(|&s| {
             let sc = &g.scopes[s.0 as usize];
-            is_gemm_op(&g.names[sc.name.0 as usize]) && sc.input_dims.is_some()
+            gemm_op[sc.name.0 as usize] && sc.input_dims.is_some()
         }) {
             by_op.entry(s.0).or_default().push(id);
         }
@@ -76,7 +86,7 @@ pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
         let pick = kernels
             .iter()
             .copied()
-            .filter(|&k| is_gemm_kernel_name(g.name(k)))
+            .filter(|&k| gemm_kernel[g.task(k).name.0 as usize])
             .max_by_key(|&k| g.task(k).duration_ns)
             .or_else(|| {
                 kernels
