@@ -2,7 +2,7 @@
 //! micro traces give exactly the edges their `cuda_sync` events imply.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
-use lumos_graph::{build, check, DepKind, Graph, ProcKind, TaskId, WaitTarget};
+use lumos_graph::{build, check, DepKind, Graph, ProcKind, TaskId, Violation, WaitTarget};
 use lumos_trace::{read_path, Category};
 
 fn stream_of(g: &Graph, t: TaskId) -> i64 {
@@ -236,4 +236,27 @@ fn event_query_runs_become_one_task() {
     assert!(report.polling_loops > 0);
     assert!(tasks < queries / 10, "{tasks} of {queries}");
     assert!(check(&g).is_empty());
+}
+
+/// A scope whose parent comes after it (as a predicted graph's copied
+/// scopes once could) is named by `check`, which walks up scope chains
+/// that go strictly down rely on.
+#[test]
+fn a_parent_after_its_scope_is_a_violation() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace = read_path(&corpus.path("single-rank/v100-ddp-rank1of2-allreduce.json.gz")).unwrap();
+    let (mut g, _, _) = build(&trace);
+    assert!(check(&g).is_empty());
+    let child = (0..g.scopes.len())
+        .find(|&i| g.scopes[i].parent.is_some())
+        .expect("a nested scope");
+    let later = lumos_graph::ScopeId(g.scopes.len() as u32 - 1);
+    assert!(later.0 as usize > child);
+    g.scopes[child].parent = Some(later);
+    assert_eq!(
+        check(&g),
+        vec![Violation::ScopeOrder(lumos_graph::ScopeId(child as u32))]
+    );
 }
