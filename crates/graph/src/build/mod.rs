@@ -25,6 +25,7 @@ mod finish;
 mod frameworks;
 mod implied;
 mod index;
+mod per_track;
 mod streams;
 mod syncs;
 mod tasks;
@@ -107,7 +108,7 @@ struct SyncRecord {
 }
 
 /// A `ProfilerStep#N` annotation on a CPU thread: what `steps` reads of
-/// its event's record, taken while `cpu_tasks` has the thread's records
+/// its event's record, taken while `track_tasks` has the thread's records
 /// (they are freed thread by thread).
 #[derive(Clone, Copy)]
 struct StepAnnotation {
@@ -118,7 +119,7 @@ struct StepAnnotation {
 }
 
 /// Every GPU task, in task order, with its event's `External id` and
-/// extra arguments (its own collective arguments): made by `gpu_tasks`,
+/// extra arguments (its own collective arguments): made by `track_tasks`,
 /// used up by `collectives`.
 type GpuArgs<X> = Vec<(TaskId, Option<u64>, X)>;
 
@@ -183,10 +184,15 @@ impl Builder {
     /// Each step it calls, and each `run` calls, is kept out of line
     /// (`#[inline(never)]`): they run once per build, and profiles
     /// (callgrind, perf) then name them.
-    fn tasks<X: tasks::ExtraRef>(&mut self, mut tracks: tasks::Tracks<X>) -> Vec<StepAnnotation> {
-        let annotations = self.cpu_tasks(&mut tracks);
-        let gpu_args = self.gpu_tasks(&mut tracks);
-        drop(tracks);
+    fn tasks<X: tasks::ExtraRef + Send + Sync>(
+        &mut self,
+        tracks: tasks::Tracks<X>,
+    ) -> Vec<StepAnnotation> {
+        let (annotations, gpu_args) = self.track_tasks(tracks);
+        // What the tracks' fills freed on the other core stays in that
+        // thread's arena, under the later steps' peak (about 40 MB on a
+        // 1 GB rank), unless given back.
+        crate::heap::trim_heap();
         self.streams = self.streams_lookup();
         self.launches();
         self.collectives(gpu_args);
@@ -231,33 +237,6 @@ impl Builder {
                 .collect(),
         };
         (self.g, measured, self.report)
-    }
-
-    fn add_task(
-        &mut self,
-        kind: TaskKind,
-        name: u32,
-        correlation: Option<u64>,
-        proc: ProcId,
-        start: i64,
-        end: i64,
-    ) -> TaskId {
-        let id = TaskId(self.g.tasks.len() as u32);
-        self.g.tasks.push(Task {
-            kind,
-            name: NameId(name),
-            proc,
-            duration_ns: end.saturating_sub(start),
-            release_ns: 0,
-            collective: None,
-            correlation: correlation.unwrap_or(0),
-        });
-        self.raw.push(Raw { start, end });
-        self.pos
-            .push(self.g.processors[proc.idx()].tasks.len() as u32);
-        self.g.processors[proc.idx()].tasks.push(id);
-        self.g.task_scopes.push(None);
-        id
     }
 
     fn processor(&mut self, kind: ProcKind) -> ProcId {

@@ -1,5 +1,5 @@
-//! Tasks: CPU leaves per thread (polling loops folded), GPU tasks per stream,
-//! launches by correlation, and collectives.
+//! The events' records by track (the tasks are made from them in
+//! `per_track`), launches by correlation, and collectives.
 
 use lumos_trace::{CollectiveArgs, EventExtra};
 
@@ -37,7 +37,7 @@ fn pack_id(v: Option<u64>) -> u64 {
     v.unwrap_or(NO_ID)
 }
 
-fn unpack_id(v: u64) -> Option<u64> {
+pub(super) fn unpack_id(v: u64) -> Option<u64> {
     (v != NO_ID).then_some(v)
 }
 
@@ -95,6 +95,23 @@ pub(super) struct Tracks<X> {
     threads: FxHashMap<(Ident, Ident), Vec<CpuRecord<X>>>,
     /// GPU work by (device, stream), in file order.
     streams: FxHashMap<(i64, i64), Vec<GpuRecord<X>>>,
+}
+
+impl<X> Tracks<X> {
+    /// The threads' and the streams' record lists, each in key order.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn into_sorted(
+        self,
+    ) -> (
+        Vec<((Ident, Ident), Vec<CpuRecord<X>>)>,
+        Vec<((i64, i64), Vec<GpuRecord<X>>)>,
+    ) {
+        let mut threads: Vec<_> = self.threads.into_iter().collect();
+        threads.sort_unstable_by_key(|(k, _)| *k);
+        let mut streams: Vec<_> = self.streams.into_iter().collect();
+        streams.sort_unstable_by_key(|(k, _)| *k);
+        (threads, streams)
+    }
 }
 
 /// Records grouped by track while the events are read. Consecutive events
@@ -276,225 +293,6 @@ impl Builder {
         tracks
     }
 
-    /// CPU leaves become tasks; annotations are returned for steps. Nesting
-    /// policy: only leaves of each thread's call tree are scheduled; time a
-    /// parent spends outside its children becomes the gap before the next
-    /// leaf, so CPU overhead survives replay. Each thread's records are
-    /// freed once its tasks are made.
-    #[inline(never)]
-    pub(super) fn cpu_tasks<X: ExtraRef>(&mut self, tracks: &mut Tracks<X>) -> Vec<StepAnnotation> {
-        let by_thread = &mut tracks.threads;
-        let mut keys: Vec<_> = by_thread.keys().copied().collect();
-        keys.sort();
-        let mut steps = Vec::new();
-        // (correlation, call) of every runtime call, in the order seen.
-        let mut calls: Vec<(u64, TaskId)> = Vec::new();
-        for key in keys {
-            let list = by_thread.remove(&key).unwrap_or_default();
-            let (idx, has_child, parent) = self.call_tree(&list);
-            let proc = self.processor(ProcKind::Thread {
-                pid: ident_num(key.0),
-                tid: ident_num(key.1),
-            });
-            self.thread_pid.insert(proc, key.0);
-            let (polls, absorbed) = polling_runs(&list, &self.g.names, &idx, &has_child, &parent);
-            // Every parent becomes a scope.
-            let parents = has_child.iter().filter(|&&c| c).count();
-            self.g.scopes.reserve(parents);
-            self.scope_spans.reserve(parents);
-            let mut next_poll = 0;
-            let mut last_end = i64::MIN;
-            let mut scope_of: Vec<Option<ScopeId>> = vec![None; idx.len()];
-            for (k, &i) in idx.iter().enumerate() {
-                let i = i as usize;
-                while polls.get(next_poll).is_some_and(|p| p.0 < k) {
-                    next_poll += 1;
-                }
-                let poll_end = polls.get(next_poll).filter(|p| p.0 == k).map(|p| p.1);
-                if absorbed[k] {
-                    continue;
-                }
-                let e = &list[i];
-                let name = &self.g.names[e.name as usize];
-                // Legacy traces record steps as `Operator` events.
-                if name.starts_with("ProfilerStep#") && !e.category.is_runtime() {
-                    steps.push(StepAnnotation {
-                        name: NameId(e.name),
-                        proc,
-                        start: e.ts,
-                        end: e.end(),
-                    });
-                }
-                let enclosing = (parent[k] != NO_PARENT)
-                    .then(|| scope_of[parent[k] as usize])
-                    .flatten();
-                if has_child[k] {
-                    // Parents come before their children in this order, so
-                    // the enclosing scope already exists.
-                    scope_of[k] = Some(ScopeId(self.g.scopes.len() as u32));
-                    let extra = e.extra.get();
-                    self.g.scopes.push(Scope {
-                        name: NameId(e.name),
-                        parent: enclosing,
-                        annotation: e.category == Category::UserAnnotation,
-                        input_dims: extra.and_then(|x| x.input_dims.clone()),
-                        input_type: extra.and_then(|x| x.input_type.clone()),
-                    });
-                    self.scope_spans.push(Span {
-                        start_ns: e.ts,
-                        end_ns: e.end(),
-                    });
-                    continue;
-                }
-                let kind = match e.category {
-                    Category::CpuOp => TaskKind::CpuOp,
-                    Category::UserAnnotation => TaskKind::Annotation,
-                    _ => TaskKind::Runtime,
-                };
-                // Leaves that overlap a previous leaf (clock noise) are
-                // clipped so the thread runs one thing at a time.
-                let start = e.ts.max(last_end);
-                let end = poll_end.unwrap_or(e.end()).max(start);
-                last_end = end;
-                let correlation = unpack_id(e.correlation);
-                let id = self.add_task(kind, e.name, correlation, proc, start, end);
-                self.g.task_scopes[id.idx()] = enclosing;
-                if poll_end.is_some() {
-                    self.polls.insert(id);
-                    self.report.polling_loops += 1;
-                }
-                if kind == TaskKind::Runtime {
-                    if let Some(c) = correlation {
-                        self.report.correlated_calls += 1;
-                        calls.push((c, id));
-                    }
-                }
-            }
-            if self.g.processors[proc.idx()].tasks.is_empty() {
-                self.g.processors.pop();
-            }
-        }
-        let (index, repeated) = CorrIndex::new(&calls);
-        self.call_by_corr = index;
-        self.report.repeated_correlations += repeated;
-        steps
-    }
-
-    /// A thread's call tree: its records' positions in tree order, and per
-    /// position whether it has a child and its parent's position
-    /// ([`NO_PARENT`] for none).
-    fn call_tree<X>(&mut self, list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>) {
-        // Parents before children: earlier start, then longer, then
-        // annotations before ops before runtime calls. The keys are
-        // taken once, so that sorting does not reach into the records.
-        // The keys are distinct (the position is one of them), so every
-        // way of sorting them gives this one order. Exporters write a
-        // thread's calls and its ops in separate runs, each in tree
-        // order, which `merge_nested` orders in linear time and merges
-        // as it goes.
-        // Each list sized exactly: grown by doubling, they were copied on
-        // the way (a tenth of the build's instructions went to such copies).
-        let rank_of = |c: Category| -> u8 {
-            match c {
-                Category::UserAnnotation => 0,
-                Category::CpuOp => 1,
-                _ => 2,
-            }
-        };
-        let calls = list.iter().filter(|e| rank_of(e.category) == 2).count();
-        let mut ops_k = Vec::with_capacity(list.len() - calls);
-        let mut calls_k = Vec::with_capacity(calls);
-        for (i, e) in list.iter().enumerate() {
-            let rank = rank_of(e.category);
-            // The position as `u32` (a thread has fewer than 2^32 events):
-            // 24 bytes a key, not 32, over the three lists alive while they
-            // are merged.
-            let k = (e.ts, std::cmp::Reverse(e.dur), rank, i as u32);
-            if rank == 2 {
-                calls_k.push(k);
-            } else {
-                ops_k.push(k);
-            }
-        }
-        let keyed = merge_nested(&ops_k, &calls_k);
-        drop((ops_k, calls_k));
-        let idx: Vec<u32> = keyed.iter().map(|k| k.3).collect();
-        let mut has_child = vec![false; idx.len()];
-        // Positions as `u32` ([`NO_PARENT`] for none: 4 bytes, not an
-        // `Option`'s 8): these vectors are the build's largest while a long
-        // thread's tasks are made.
-        let mut parent: Vec<u32> = vec![NO_PARENT; idx.len()];
-        let mut stack: Vec<usize> = Vec::new();
-        // The tree is built from the keys alone, without going back to
-        // the records.
-        for (k, &(ts, std::cmp::Reverse(dur), _, _)) in keyed.iter().enumerate() {
-            let end = ts.saturating_add(dur);
-            while let Some(&top) = stack.last() {
-                let (p_ts, std::cmp::Reverse(p_dur), p_rank, _) = keyed[top];
-                let p_end = p_ts.saturating_add(p_dur);
-                // Runtime calls are never parents: a zero-length call at
-                // the same timestamp is a sibling, not a child.
-                let can_parent = p_rank != 2;
-                if can_parent && ts < p_end && end <= p_end {
-                    break;
-                }
-                if can_parent && ts < p_end {
-                    self.report.partial_overlaps += 1;
-                }
-                stack.pop();
-            }
-            if let Some(&top) = stack.last() {
-                has_child[top] = true;
-                parent[k] = top as u32;
-            }
-            stack.push(k);
-        }
-        (idx, has_child, parent)
-    }
-
-    /// GPU work becomes tasks, each stream's in start order; returns what
-    /// `collectives` reads of each. Each stream's records are freed once
-    /// its tasks are made.
-    #[inline(never)]
-    pub(super) fn gpu_tasks<X: ExtraRef>(&mut self, tracks: &mut Tracks<X>) -> GpuArgs<X> {
-        let by_stream = &mut tracks.streams;
-        // One entry per GPU record: sized once rather than grown.
-        let mut gpu_args = GpuArgs::with_capacity(by_stream.values().map(Vec::len).sum());
-        let mut keys: Vec<_> = by_stream.keys().copied().collect();
-        keys.sort();
-        for key in keys {
-            let mut list = by_stream.remove(&key).unwrap_or_default();
-            let mut keyed: Vec<_> = (list.iter().enumerate())
-                .map(|(i, e)| (e.ts, unpack_id(e.correlation), i as u32))
-                .collect();
-            keyed.sort_unstable();
-            let proc = self.processor(ProcKind::Stream {
-                device: key.0,
-                stream: key.1,
-            });
-            let mut last_end = i64::MIN;
-            for (_, correlation, i) in keyed {
-                let e = &mut list[i as usize];
-                let kind = match e.category {
-                    Category::Kernel => TaskKind::Kernel,
-                    Category::Memcpy => TaskKind::Memcpy,
-                    _ => TaskKind::Memset,
-                };
-                let start = e.ts.max(last_end);
-                if start > e.ts {
-                    self.report.clipped_gpu_overlaps += 1;
-                }
-                let end = e.end().max(start);
-                last_end = end;
-                let id = self.add_task(kind, e.name, correlation, proc, start, end);
-                // What `collectives` reads.
-                let extra = std::mem::take(&mut e.extra);
-                gpu_args.push((id, unpack_id(e.external_id), extra));
-            }
-        }
-        gpu_args
-    }
-
     #[inline(never)]
     pub(super) fn launches(&mut self) {
         self.launcher = vec![None; self.g.tasks.len()];
@@ -541,7 +339,7 @@ impl Builder {
         // once per name rather than once per task.
         let mut comm_name: Vec<Option<bool>> = vec![None; self.g.names.len()];
         // Every GPU task, in task order, with its event's `External id` and
-        // collective arguments (`gpu_tasks`).
+        // collective arguments (`track_tasks`).
         for (tid, external_id, extra) in gpu_args {
             let own = extra.get().and_then(|x| x.collective.as_deref());
             let id = tid.idx();
