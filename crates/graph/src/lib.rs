@@ -30,7 +30,7 @@ mod model;
 mod report;
 
 pub use about::{FlowEnd, FlowLink, GpuAnnotation, TraceAbout, Track};
-pub use build::{build, build_owned};
+pub use build::{build, build_owned, build_streamed, TrackSink};
 pub use check::{check, Violation};
 pub use dump::dump;
 pub use heap::trim_heap;

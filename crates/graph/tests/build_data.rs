@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use lumos_graph::{build, build_owned, check, dump};
+use lumos_graph::{build, build_owned, build_streamed, check, dump, TrackSink};
 
 /// The trace of one case, or `None` when it names a corpus trace and the
 /// corpus is absent.
@@ -26,10 +26,26 @@ fn trace_of(case: &Path) -> Option<PathBuf> {
     Some(lumos_testkit::corpus()?.path(rel.trim()))
 }
 
+/// The graph, measured times and report of `trace` built as `lumos replay`
+/// builds one file: its events filed as the reader folds them
+/// (`build_streamed`).
+fn streamed(
+    trace: &Path,
+) -> (
+    lumos_graph::Graph,
+    lumos_graph::Measured,
+    lumos_graph::BuildReport,
+) {
+    let mut sink = TrackSink::new();
+    let t =
+        lumos_trace::read_path_into(trace, &|_| {}, &mut sink).unwrap_or_else(|e| panic!("{e}"));
+    build_streamed(t, sink)
+}
+
 /// The dump of one case's graph, after the graph's invariants are checked
-/// and the build that takes the trace (`build_owned`, which frees its
-/// events midway) is checked to give the same graph, measured times and
-/// report.
+/// and the builds that take the trace (`build_owned`, which frees its
+/// events midway, and `build_streamed`, whose events never were in the
+/// trace) are checked to give the same graph, measured times and report.
 fn actual(case: &Path, trace: &Path) -> String {
     let t = lumos_trace::read_path(trace).unwrap_or_else(|e| panic!("{e}"));
     let (g, measured, report) = build(&t);
@@ -51,7 +67,55 @@ fn actual(case: &Path, trace: &Path) -> String {
         case.display()
     );
     assert_eq!(report2.warnings, report.warnings, "{}", case.display());
+    let (g3, measured3, report3) = streamed(trace);
+    assert_eq!(
+        format!("{g3:?}"),
+        format!("{g2:?}"),
+        "{}: build_streamed",
+        case.display()
+    );
+    assert_eq!(
+        format!("{measured3:?}"),
+        format!("{measured:?}"),
+        "{}: build_streamed's measured times",
+        case.display()
+    );
+    assert_eq!(
+        format!("{report3:?}"),
+        format!("{report2:?}"),
+        "{}: build_streamed's report",
+        case.display()
+    );
     got
+}
+
+/// On every corpus trace, the build fed by the reader (`build_streamed`,
+/// what `lumos replay FILE` runs) gives exactly what `build_owned` of the
+/// trace read gives: the graph, the measured times and the report.
+#[test]
+fn the_streamed_build_equals_the_owned_build_on_every_corpus_trace() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let files = corpus.traces("");
+    assert!(!files.is_empty());
+    for path in files {
+        let t = lumos_trace::read_path(&path).unwrap_or_else(|e| panic!("{e}"));
+        let (g, measured, report) = build_owned(t);
+        let (g2, measured2, report2) = streamed(&path);
+        let name = path.display();
+        assert_eq!(format!("{g2:?}"), format!("{g:?}"), "{name}: graph");
+        assert_eq!(
+            format!("{measured2:?}"),
+            format!("{measured:?}"),
+            "{name}: measured"
+        );
+        assert_eq!(
+            format!("{report2:?}"),
+            format!("{report:?}"),
+            "{name}: report"
+        );
+    }
 }
 
 #[test]

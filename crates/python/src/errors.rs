@@ -108,6 +108,8 @@ impl From<lumos_report::ReportError> for Error {
     fn from(e: lumos_report::ReportError) -> Error {
         let kind = match e {
             lumos_report::ReportError::RankNotInJob { .. } => Kind::Config,
+            // The reader's own mapping (a file that cannot be opened is Io).
+            lumos_report::ReportError::Read(e) => return e.into(),
             _ => Kind::Input,
         };
         Error::from_chain(kind, &e)

@@ -3,8 +3,8 @@
 use lumos_predict::PredictError;
 use lumos_sim::SimError;
 
-/// Why a report could not be made: the replay behind it failed, or the
-/// request does not fit the job.
+/// Why a report could not be made: the trace could not be read, the
+/// replay behind it failed, or the request does not fit the job.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReportError {
@@ -37,6 +37,9 @@ pub enum ReportError {
     /// The ranks given are not one job.
     #[error(transparent)]
     Job(#[from] lumos_graph::JobError),
+    /// The trace file could not be read ([`crate::replay_path`]).
+    #[error(transparent)]
+    Read(#[from] lumos_trace::ReadError),
     /// A step selection names steps a trace does not have.
     #[error("{path}: step selection: {problem}")]
     Steps {

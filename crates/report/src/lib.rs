@@ -102,7 +102,7 @@ pub use predict::{
     StepRow,
 };
 pub use replay::{
-    compare, critical_path_report, replay, replay_owned, replay_scaled, replay_stored,
+    compare, critical_path_report, replay, replay_owned, replay_path, replay_scaled, replay_stored,
     replay_trace, summarize, with_kernel_scales, BoundShare, BreakdownPair, BreakdownUs, Compare,
     CriticalPath, PathTask, ReplayOutput, Replayed, ReplayedStored, StepReplay, Summary,
     TimelinePair, TraceInfo, TraceReplay,

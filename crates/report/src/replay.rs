@@ -2,14 +2,17 @@
 //! (`lumos replay`): steps, window, breakdown, GPU-busy timeline and the
 //! critical path, and the summary over many traces.
 
-use lumos_graph::{build, build_owned, trim_heap, BuildReport, Graph, Measured, RankMeta, Span};
+use lumos_graph::{
+    build, build_owned, build_streamed, trim_heap, BuildReport, Graph, Measured, RankMeta, Span,
+    TrackSink,
+};
 use lumos_predict::{replay_scales, KernelScale};
 use lumos_sim::{
     critical_path_summary, simulate, timeline_bin_ns, Breakdown, BusyBins, CriticalPathSummary,
     Schedule, SimOptions, TaskTimes,
 };
 use lumos_store::StoredRank;
-use lumos_trace::{MemoryEvent, Trace};
+use lumos_trace::{read_path_into, MemoryEvent, Trace};
 use serde::Serialize;
 
 use crate::analysis::{
@@ -306,6 +309,27 @@ pub fn replay_owned(
     // The events and the build's indexes are freed: what glibc keeps of
     // them would stay resident under the simulation and the report (on a
     // 1 GB trace about 180 MB, which otherwise is the command's peak).
+    trim_heap();
+    replay_built(meta, memory, built, opts, scales)
+}
+
+/// Reads the trace file at `path` and replays it: [`replay_owned`] of
+/// [`lumos_trace::read_path`]'s trace, with the graph build's first pass
+/// done as the file is read ([`lumos_graph::build_streamed`]), so that the
+/// trace's events are never all in memory and that pass runs beside the
+/// reader's parsing. `progress` gets the uncompressed bytes read so far
+/// after each chunk, and nothing once the read is done.
+pub fn replay_path(
+    path: &std::path::Path,
+    opts: &SimOptions,
+    scales: &[KernelScale],
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Replayed, ReportError> {
+    let mut sink = TrackSink::new();
+    let mut trace = read_path_into(path, progress, &mut sink)?;
+    let (meta, memory) = (RankMeta::of(&trace), std::mem::take(&mut trace.memory));
+    let built = build_streamed(trace, sink);
+    // As in `replay_owned`: the build's indexes are freed.
     trim_heap();
     replay_built(meta, memory, built, opts, scales)
 }

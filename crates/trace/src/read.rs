@@ -55,13 +55,49 @@ pub fn read_path_with_progress(
         BufReader::with_capacity(1 << 18, file),
         CHUNK,
         progress,
+        None,
+    )
+}
+
+/// Takes the kept complete events of a trace as the reader folds them,
+/// in file order, instead of [`Trace::events`]: a consumer that turns
+/// events into something smaller (the graph builder's per-track records)
+/// then does it while the file is read, and the events are never all in
+/// memory. See [`read_path_into`].
+pub trait EventSink: Send {
+    /// Takes one kept event, or gives it back (`Some`), to be kept in
+    /// [`Trace::events`] as [`read_path`] keeps every event. `names` are
+    /// the trace's interned strings so far ([`Trace::strings`] at the end):
+    /// the event's name and its string pid and tid are among them. Called
+    /// on the thread that folds, which may change from call to call.
+    fn event(&mut self, event: Event, names: &[String]) -> Option<Event>;
+}
+
+/// [`read_path_with_progress`], handing each kept complete event to `sink`
+/// as it is read (see [`EventSink`]): the trace returned holds in
+/// [`Trace::events`] only the events the sink gave back, and everything
+/// else (strings, flows, metadata, counts, warnings) as [`read_path`]
+/// gives it. On an error the sink has taken part of the file's events;
+/// what it made of them is to be dropped.
+pub fn read_path_into(
+    path: &Path,
+    progress: &(dyn Fn(u64) + Sync),
+    sink: &mut dyn EventSink,
+) -> Result<Trace, ReadError> {
+    let file = File::open(path).map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
+    read_from(
+        path,
+        BufReader::with_capacity(1 << 18, file),
+        CHUNK,
+        progress,
+        Some(sink),
     )
 }
 
 /// Reads a trace from bytes already in memory; `path` only names it in
 /// errors and in [`Trace::path`].
 pub fn read_bytes(path: &Path, data: &[u8]) -> Result<Trace, ReadError> {
-    read_from(path, data, CHUNK, &|_| {})
+    read_from(path, data, CHUNK, &|_| {}, None)
 }
 
 /// [`read_bytes`] with the JSON read `chunk` bytes at a time instead of
@@ -69,7 +105,7 @@ pub fn read_bytes(path: &Path, data: &[u8]) -> Result<Trace, ReadError> {
 /// chunks end. Not part of the stable API.
 #[doc(hidden)]
 pub fn read_bytes_with_chunk(path: &Path, data: &[u8], chunk: usize) -> Result<Trace, ReadError> {
-    read_from(path, data, chunk.max(1), &|_| {})
+    read_from(path, data, chunk.max(1), &|_| {}, None)
 }
 
 fn read_from<R: BufRead + Send>(
@@ -77,12 +113,13 @@ fn read_from<R: BufRead + Send>(
     mut input: R,
     chunk: usize,
     progress: &(dyn Fn(u64) + Sync),
+    sink: Option<&mut dyn EventSink>,
 ) -> Result<Trace, ReadError> {
     let head = input
         .fill_buf()
         .map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
     if !head.starts_with(&[0x1f, 0x8b]) {
-        return read_json(path, input, false, chunk, progress);
+        return read_json(path, input, false, chunk, progress, sink);
     }
     // Decompress on a second thread, overlapping with splitting and parsing.
     let (read, tail) = std::thread::scope(|scope| {
@@ -91,7 +128,7 @@ fn read_from<R: BufRead + Send>(
         let inflater = scope.spawn(move || gzip::inflate(input, full_tx, empty_rx));
         let reader = BlockReader::new(full_rx, empty_tx);
         // The reader is dropped when this returns, so the thread stops.
-        let read = read_json(path, reader, true, chunk, progress);
+        let read = read_json(path, reader, true, chunk, progress, sink);
         (read, inflater.join())
     });
     let mut trace = read?;
@@ -228,6 +265,7 @@ fn read_json<R: Read + Send>(
     gzipped: bool,
     chunk: usize,
     progress: &(dyn Fn(u64) + Sync),
+    sink: Option<&mut dyn EventSink>,
 ) -> Result<Trace, ReadError> {
     let mut source = Source {
         path,
@@ -236,7 +274,7 @@ fn read_json<R: Read + Send>(
         chunk,
         splitter: Splitter::new(),
     };
-    let mut builder = Builder::new(path, gzipped);
+    let mut builder = Builder::new(path, gzipped, sink);
     // Storage handed from stage to stage, so that the kernel does not hand
     // out (and zero) fresh pages for every chunk.
     let mut spare_chunk = Chunk::default();
@@ -310,7 +348,7 @@ fn read_json<R: Read + Send>(
 fn finish(
     path: &Path,
     splitter: &Splitter,
-    mut builder: Builder,
+    mut builder: Builder<'_>,
     total: u64,
     ends_between_values: bool,
 ) -> Result<Trace, ReadError> {
@@ -403,8 +441,10 @@ fn converted_once<T: Clone>(
 }
 
 /// Folds parsed items into a [`Trace`].
-struct Builder {
+struct Builder<'s> {
     trace: Trace,
+    /// Where kept complete events go, if not into `trace.events`.
+    sink: Option<&'s mut dyn EventSink>,
     /// Interned strings by their UTF-8 bytes.
     interned: FxHashMap<Box<[u8]>, StrId>,
     /// Skip counts by reason, then category as written (UTF-8 bytes).
@@ -428,14 +468,15 @@ struct Builder {
     saw_nodes: bool,
 }
 
-impl Builder {
-    fn new(path: &Path, gzipped: bool) -> Builder {
+impl<'s> Builder<'s> {
+    fn new(path: &Path, gzipped: bool, sink: Option<&'s mut dyn EventSink>) -> Builder<'s> {
         Builder {
             trace: Trace {
                 path: path.to_owned(),
                 gzipped,
                 ..Trace::default()
             },
+            sink,
             interned: FxHashMap::default(),
             skipped: FxHashMap::default(),
             shapes: FxHashSet::default(),
@@ -590,7 +631,13 @@ impl Builder {
         for (key, _) in kept.iter().filter(|(_, ok)| !ok) {
             self.bad_arg(key);
         }
-        self.trace.events.push(e);
+        let kept = match &mut self.sink {
+            Some(sink) => sink.event(e, &self.trace.strings),
+            None => Some(e),
+        };
+        if let Some(e) = kept {
+            self.trace.events.push(e);
+        }
     }
 
     /// Counts an argument of the current event that was dropped as

@@ -265,6 +265,11 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
         let (ranks, unreadable) = inputs::load_ranks(&files);
         return run_job(a, ranks, unreadable, &opts, out);
     }
+    if let [file] = &files[..] {
+        if !inputs::is_lgraph(file) {
+            return run_one_trace(a, file, &opts, out);
+        }
+    }
     let read = inputs::read_all(&files);
     let built = match a.mode.take(&read) {
         Taken::Job(ranks) => {
@@ -274,10 +279,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
         Taken::Apart(built) => built,
     };
     if !a.scale_rank.is_empty() {
-        return Err(usage(
-            "--scale-rank needs the ranks of one job (several files with one world size that \
-             share collectives, or --job)",
-        ));
+        return Err(scale_rank_usage());
     }
     let mut ok = true;
     let mut traces = Vec::new();
@@ -297,6 +299,40 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             }
         }
     }
+    write_output(out, &ReplayOutput::of_traces(traces), a)?;
+    Ok(ok)
+}
+
+/// `--scale-rank` given for inputs that are not one job.
+fn scale_rank_usage() -> anyhow::Error {
+    usage(
+        "--scale-rank needs the ranks of one job (several files with one world size that \
+         share collectives, or --job)",
+    )
+}
+
+/// `lumos replay FILE` of one trace file, not a job: what [`run`] does with
+/// it, but read and replayed in one go (`lumos_report::replay_path`), the
+/// graph build's first pass done as the file is read.
+fn run_one_trace(
+    a: &ReplayArgs,
+    file: &Path,
+    opts: &(SimOptions, Vec<KernelScale>),
+    out: &mut dyn Write,
+) -> Result<bool> {
+    // One file is never a job.
+    if !a.scale_rank.is_empty() {
+        return Err(scale_rank_usage());
+    }
+    // On one of rayon's threads, as `run` replays each input (see there).
+    let (traces, ok) = match rayon::scope(|_| replay_file(file, opts, a)) {
+        Ok(x) => (vec![x], true),
+        Err(e) if crate::usage::is_usage(&e) => return Err(e),
+        Err(e) => {
+            output::error(format_args!("{e:#}"));
+            (Vec::new(), false)
+        }
+    };
     write_output(out, &ReplayOutput::of_traces(traces), a)?;
     Ok(ok)
 }
@@ -359,6 +395,36 @@ fn replay_one(
         }
         None => lumos_report::replay_owned(trace, opts, kernels)?,
     };
+    let report = report_replayed(&replayed, a)?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+/// Reads the trace file `file` and replays it (`lumos_report::replay_path`),
+/// writing its timeline and critical paths where the flags ask: what
+/// [`replay_one`] does with the file read.
+fn replay_file(
+    file: &Path,
+    (opts, kernels): &(SimOptions, Vec<KernelScale>),
+    a: &ReplayArgs,
+) -> Result<TraceReplay> {
+    let what = format!("replaying {}", file.display());
+    let bar = progress::spinner(&what);
+    let read = |bytes: u64| {
+        if !bar.is_hidden() {
+            bar.set_message(format!("{what} ({} MB read)", bytes / 1_000_000));
+        }
+    };
+    let replayed = lumos_report::replay_path(file, opts, kernels, &read)?;
+    bar.set_message(what.clone());
+    let report = report_replayed(&replayed, a)?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+/// The report of a trace `replayed`, with its timeline and critical paths
+/// written where the flags ask.
+fn report_replayed(replayed: &lumos_report::Replayed, a: &ReplayArgs) -> Result<TraceReplay> {
     let analysis = analysis_options(a);
     let report = replayed.report_with(&analysis).map_err(steps_usage)?;
     if let Some(dir) = &a.out {
@@ -381,7 +447,6 @@ fn replay_one(
             w.write_all(b"\n")
         })?;
     }
-    bar.finish_and_clear();
     Ok(report)
 }
 

@@ -20,12 +20,14 @@ use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails, 
 use crate::model::*;
 use crate::report::{BuildReport, Rule};
 use index::{merge_nested, partition_from, sorted_distinct, ByCorr, CorrIndex, Launched, PerName};
+pub use streamed::TrackSink;
 
 mod finish;
 mod frameworks;
 mod implied;
 mod index;
 mod per_track;
+mod streamed;
 mod streams;
 mod syncs;
 mod tasks;
@@ -83,6 +85,23 @@ pub fn build_owned(mut trace: Trace) -> (Graph, Measured, BuildReport) {
     b.run(annotations)
 }
 
+/// [`build_owned`] of a trace read with `sink`
+/// ([`lumos_trace::read_path_into`]), which filed its events as they were
+/// read: the same graph, measured times and report, without the trace's
+/// events ever being in memory together. `trace` holds the events the sink
+/// gave back, which no step reads; as in [`build_owned`], a caller that
+/// needs anything else of it takes it out first.
+pub fn build_streamed(mut trace: Trace, sink: TrackSink) -> (Graph, Measured, BuildReport) {
+    // The strings are complete only now that the file is read: the sink
+    // read the names it needed as each event came.
+    let mut b = Builder::new(std::mem::take(&mut trace.strings));
+    drop(trace);
+    // The records came in file order: none to reverse.
+    let tracks = b.tracks_done(sink.into_sorter(), false);
+    let annotations = b.tasks(tracks);
+    b.run(annotations)
+}
+
 /// What one task is while building: its measured span (absolute trace ns).
 /// Read for every task by most steps, so it holds nothing else.
 #[derive(Clone, Copy)]
@@ -92,8 +111,9 @@ struct Raw {
 }
 
 /// What `inter_stream` and `syncs` read of a `cuda_sync` event, taken in
-/// the one pass over the events (`tracks_borrowed` / `tracks_owned`), where
-/// the event is at hand: an owned build frees the events in that pass.
+/// the one pass over the events (`tracks_borrowed` / `tracks_owned`, or
+/// [`TrackSink`] during the read), where the event is at hand: an owned
+/// build frees the events in that pass.
 #[derive(Clone, Copy)]
 struct SyncRecord {
     correlation: Option<u64>,

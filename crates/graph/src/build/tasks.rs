@@ -117,7 +117,7 @@ impl<X> Tracks<X> {
 /// Records grouped by track while the events are read. Consecutive events
 /// are mostly on one track, so the last track's list is kept at hand and
 /// the map is only hashed into when the track changes.
-struct ByTrack<K, R> {
+pub(super) struct ByTrack<K, R> {
     slot: FxHashMap<K, usize>,
     lists: Vec<(K, Vec<R>)>,
     last: Option<(K, usize)>,
@@ -163,68 +163,35 @@ impl<K: Copy + Eq + std::hash::Hash, R> ByTrack<K, R> {
 }
 
 /// The one pass over the events, in either direction (see
-/// [`Builder::tracks_owned`]).
-struct Sorter<X> {
+/// [`Builder::tracks_owned`]), or as the reader folds them
+/// ([`super::TrackSink`]): what every later step reads of the events.
+pub(super) struct Sorter<X> {
     threads: ByTrack<(Ident, Ident), CpuRecord<X>>,
     streams: ByTrack<(i64, i64), GpuRecord<X>>,
+    /// What the steps read of each `cuda_sync` event, in the order sorted.
+    sync_events: Vec<SyncRecord>,
+    /// The CPU ops with collective arguments and an `External id`, in the
+    /// order sorted.
+    collective_ops: Vec<(u64, CollectiveArgs)>,
 }
 
-impl Builder {
-    /// Sorts the borrowed events out in one pass: see [`Builder::sort_event`].
-    #[inline(never)]
-    pub(super) fn tracks_borrowed<'e>(
-        &mut self,
-        events: &'e [Event],
-    ) -> Tracks<Option<&'e EventExtra>> {
-        let mut s = Sorter {
+impl<X: ExtraRef> Sorter<X> {
+    pub(super) fn new() -> Self {
+        Sorter {
             threads: ByTrack::new(),
             streams: ByTrack::new(),
-        };
-        for e in events {
-            self.sort_event(&mut s, e, e.extra.as_deref());
+            sync_events: Vec::new(),
+            collective_ops: Vec::new(),
         }
-        self.tracks_done(s, false)
-    }
-
-    /// [`Builder::tracks_borrowed`], consuming the events: they are read
-    /// last to first, each one's boxed extra moved into its record, and the
-    /// vector shrunk as it empties, so that the events and the records are
-    /// never both whole in memory (with glibc a large vector shrinks in
-    /// place, handing its tail's pages back). The records' lists are then
-    /// reversed into file order.
-    #[inline(never)]
-    pub(super) fn tracks_owned(
-        &mut self,
-        mut events: Vec<Event>,
-    ) -> Tracks<Option<Box<EventExtra>>> {
-        let mut s = Sorter {
-            threads: ByTrack::new(),
-            streams: ByTrack::new(),
-        };
-        // Shrinking by an eighth at a time bounds the copying where an
-        // allocator moves the vector to shrink it (8 times its size in all).
-        let step = |cap: usize| (cap / 8).max(1 << 12);
-        let mut shrink_at = events.len().saturating_sub(step(events.len()));
-        while let Some(mut e) = events.pop() {
-            let extra = e.extra.take();
-            self.sort_event(&mut s, &e, extra);
-            if events.len() <= shrink_at {
-                events.shrink_to_fit();
-                shrink_at = events.len().saturating_sub(step(events.len()));
-            }
-        }
-        drop(events);
-        self.sync_events.reverse();
-        self.collective_ops.reverse();
-        self.tracks_done(s, true)
     }
 
     /// Files one event: CPU and GPU work as records by track, and the few
     /// events later steps read (`cuda_sync` events, CPU ops with collective
-    /// arguments) into [`Builder::sync_events`] and
-    /// [`Builder::collective_ops`], so that no step reads the events again.
-    fn sort_event<X: ExtraRef>(&mut self, s: &mut Sorter<X>, e: &Event, extra: X) {
-        let names = &self.g.names;
+    /// arguments) into `sync_events` and `collective_ops`, so that no step
+    /// reads the events again. `names` are the trace's interned strings,
+    /// those of the event's name and tid at least. Gives `extra` back when
+    /// the event is not one the build reads.
+    pub(super) fn sort(&mut self, e: &Event, extra: X, names: &[String]) -> Result<(), X> {
         match e.category {
             Category::CpuOp | Category::UserAnnotation | Category::Runtime | Category::Driver => {
                 // The boxed extra is looked at last: reaching it is a
@@ -244,7 +211,7 @@ impl Builder {
                     name: e.name.0,
                     category: e.category,
                 };
-                s.threads.push((e.pid, e.tid), r);
+                self.threads.push((e.pid, e.tid), r);
             }
             Category::Kernel | Category::Memcpy | Category::Memset => {
                 let device = e.device().unwrap_or(ident_num(e.pid));
@@ -261,23 +228,78 @@ impl Builder {
                     name: e.name.0,
                     category: e.category,
                 };
-                s.streams.push((device, stream), r);
+                self.streams.push((device, stream), r);
             }
             Category::CudaSync => self.sync_events.push(SyncRecord {
                 correlation: e.correlation(),
                 stream: e.stream(),
                 device: e.device().unwrap_or(ident_num(e.pid)),
-                stream_wait: names[e.name.0 as usize] == "Stream Wait Event",
+                stream_wait: names
+                    .get(e.name.0 as usize)
+                    .is_some_and(|n| n == "Stream Wait Event"),
                 waits_on: extra.get().and_then(|x| {
                     Some((x.wait_on_stream()?, x.wait_on_event_record_correlation()?))
                 }),
             }),
-            _ => {}
+            _ => return Err(extra),
         }
+        Ok(())
+    }
+}
+
+impl Builder {
+    /// Sorts the borrowed events out in one pass: see [`Sorter::sort`].
+    #[inline(never)]
+    pub(super) fn tracks_borrowed<'e>(
+        &mut self,
+        events: &'e [Event],
+    ) -> Tracks<Option<&'e EventExtra>> {
+        let mut s = Sorter::new();
+        for e in events {
+            // Events no step reads are left as they are.
+            let _ = s.sort(e, e.extra.as_deref(), &self.g.names);
+        }
+        self.tracks_done(s, false)
     }
 
-    /// The records by track, and the task vectors reserved for them.
-    fn tracks_done<X>(&mut self, s: Sorter<X>, reversed: bool) -> Tracks<X> {
+    /// [`Builder::tracks_borrowed`], consuming the events: they are read
+    /// last to first, each one's boxed extra moved into its record, and the
+    /// vector shrunk as it empties, so that the events and the records are
+    /// never both whole in memory (with glibc a large vector shrinks in
+    /// place, handing its tail's pages back). The records' lists are then
+    /// reversed into file order.
+    #[inline(never)]
+    pub(super) fn tracks_owned(
+        &mut self,
+        mut events: Vec<Event>,
+    ) -> Tracks<Option<Box<EventExtra>>> {
+        let mut s = Sorter::new();
+        // Shrinking by an eighth at a time bounds the copying where an
+        // allocator moves the vector to shrink it (8 times its size in all).
+        let step = |cap: usize| (cap / 8).max(1 << 12);
+        let mut shrink_at = events.len().saturating_sub(step(events.len()));
+        while let Some(mut e) = events.pop() {
+            let extra = e.extra.take();
+            // Events no step reads are freed with the rest.
+            let _ = s.sort(&e, extra, &self.g.names);
+            if events.len() <= shrink_at {
+                events.shrink_to_fit();
+                shrink_at = events.len().saturating_sub(step(events.len()));
+            }
+        }
+        drop(events);
+        self.tracks_done(s, true)
+    }
+
+    /// The records by track, and the task vectors reserved for them;
+    /// `reversed` when the events were sorted last to first.
+    pub(super) fn tracks_done<X>(&mut self, mut s: Sorter<X>, reversed: bool) -> Tracks<X> {
+        if reversed {
+            s.sync_events.reverse();
+            s.collective_ops.reverse();
+        }
+        self.sync_events = s.sync_events;
+        self.collective_ops = s.collective_ops;
         let tracks = Tracks {
             threads: s.threads.into_map(reversed),
             streams: s.streams.into_map(reversed),

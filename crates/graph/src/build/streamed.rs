@@ -1,0 +1,61 @@
+//! The build's one pass over the events, fed by the reader as it folds
+//! them ([`TrackSink`], [`super::build_streamed`]) instead of after the
+//! read: the events are never all in memory, and the pass runs beside the
+//! parsing of the next chunk instead of alone after it.
+
+use lumos_trace::{Event, EventExtra, EventSink};
+
+use super::tasks::Sorter;
+
+/// What the graph build reads of each event, filed as the reader hands the
+/// events over ([`lumos_trace::read_path_into`]): compact per-track records
+/// (40 bytes for a CPU event, 48 for GPU work, where an event is 96) and
+/// the few events later steps read. It takes the events the build reads
+/// and gives the others back (`gpu_user_annotation`, `cuda_event`), which
+/// the trace then keeps for what reads them
+/// ([`crate::TraceAbout::of`]). [`super::build_streamed`] finishes the
+/// build from it and the trace read.
+pub struct TrackSink {
+    sorter: Sorter<Option<Box<EventExtra>>>,
+}
+
+impl TrackSink {
+    /// An empty sink, for one trace file.
+    pub fn new() -> TrackSink {
+        TrackSink {
+            sorter: Sorter::new(),
+        }
+    }
+
+    /// What the sink filed, for the build.
+    pub(super) fn into_sorter(self) -> Sorter<Option<Box<EventExtra>>> {
+        self.sorter
+    }
+}
+
+impl Default for TrackSink {
+    fn default() -> TrackSink {
+        TrackSink::new()
+    }
+}
+
+impl std::fmt::Debug for TrackSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrackSink").finish_non_exhaustive()
+    }
+}
+
+impl EventSink for TrackSink {
+    fn event(&mut self, mut event: Event, names: &[String]) -> Option<Event> {
+        // Moved into the record, as an owned build does, so that freeing
+        // the event frees nothing the record needs.
+        let extra = event.extra.take();
+        match self.sorter.sort(&event, extra, names) {
+            Ok(()) => None,
+            Err(extra) => {
+                event.extra = extra;
+                Some(event)
+            }
+        }
+    }
+}
