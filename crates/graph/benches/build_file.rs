@@ -7,9 +7,11 @@
 //!
 //! Reads FILE once, builds its graph N times (default 5) and prints one
 //! line per run and a summary (best and median build time, tasks/s, ns per
-//! task), in wall-clock time and in the thread's CPU time (Linux's
-//! `/proc/thread-self/schedstat`): on a loaded machine the wall clock also
-//! counts the time other processes held the core, the CPU time does not. With `--debug OUT` it writes the `Debug` form of the last build's
+//! task), in wall-clock time and in the CPU time of all the process's
+//! threads (Linux's `/proc/self/task/*/schedstat`; the build makes its
+//! tasks on rayon's threads too): on a loaded machine the wall clock also
+//! counts the time other processes held the cores, the CPU time does not.
+//! `RAYON_NUM_THREADS=1` gives the one-core build. With `--debug OUT` it writes the `Debug` form of the last build's
 //! graph, measured times and report to OUT, so two versions of the builder
 //! can be checked to build the very same graph (`cmp` the files). With
 //! `--owned` each run builds with `build_owned` (what `lumos replay` does),
@@ -59,14 +61,14 @@ fn main() {
             (true, false) => Some(trace.clone()),
             (true, true) => Some(std::mem::take(&mut trace)),
         };
-        let c0 = thread_cpu_s();
+        let c0 = process_cpu_s();
         let t0 = Instant::now();
         let built = match given {
             Some(t) => lumos_graph::build_owned(t),
             None => lumos_graph::build(&trace),
         };
         let s = t0.elapsed().as_secs_f64();
-        let cpu = thread_cpu_s().zip(c0).map(|(b, a)| b - a);
+        let cpu = process_cpu_s().zip(c0).map(|(b, a)| b - a);
         let tasks = built.0.tasks.len();
         match cpu {
             Some(c) => {
@@ -113,10 +115,16 @@ fn main() {
 }
 
 /// CPU time this thread has run, in seconds: the first field of
-/// `/proc/thread-self/schedstat` (ns on a CPU). `None` where there is no
-/// such file (not Linux, no schedstats).
-fn thread_cpu_s() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+/// The CPU time of every thread of the process so far, in seconds: the
+/// first field of each `/proc/self/task/*/schedstat` (ns on a CPU), added
+/// up, since the build makes its tasks on rayon's threads too (which live
+/// as long as the process, so a difference of two readings is the build's).
+/// `None` where there is no such file (not Linux, no schedstats).
+fn process_cpu_s() -> Option<f64> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        ns += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
     Some(ns as f64 / 1e9)
 }
