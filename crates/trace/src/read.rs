@@ -49,14 +49,7 @@ pub fn read_path_with_progress(
     path: &Path,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Trace, ReadError> {
-    let file = File::open(path).map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
-    read_from(
-        path,
-        BufReader::with_capacity(1 << 18, file),
-        CHUNK,
-        progress,
-        None,
-    )
+    read_file(path, progress, None)
 }
 
 /// Takes the kept complete events of a trace as the reader folds them,
@@ -84,14 +77,18 @@ pub fn read_path_into(
     progress: &(dyn Fn(u64) + Sync),
     sink: &mut dyn EventSink,
 ) -> Result<Trace, ReadError> {
+    read_file(path, progress, Some(sink))
+}
+
+/// Opens and reads the file at `path`.
+fn read_file(
+    path: &Path,
+    progress: &(dyn Fn(u64) + Sync),
+    sink: Option<&mut dyn EventSink>,
+) -> Result<Trace, ReadError> {
     let file = File::open(path).map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
-    read_from(
-        path,
-        BufReader::with_capacity(1 << 18, file),
-        CHUNK,
-        progress,
-        Some(sink),
-    )
+    let input = BufReader::with_capacity(1 << 18, file);
+    read_from(path, input, CHUNK, progress, sink)
 }
 
 /// Reads a trace from bytes already in memory; `path` only names it in
