@@ -286,28 +286,31 @@ fn read_json<R: Read + Send>(
             Some(Ok(c)) => Some(parse_items(c, std::mem::take(&mut spare_parsed))),
             _ => None,
         };
-        let mut fold_and_read = || {
-            let folded = match &mut pending {
-                Some((c, parsed)) => builder.fold(c, parsed),
-                None => Ok(()),
-            };
-            let next = match &cur {
-                Some(Ok(c)) if folded.is_ok() && c.error.is_none() && !c.eof => {
-                    let tail = &c.buf[c.end..c.len];
-                    let base = c.base + c.end as u64;
-                    Some(source.next(tail, base, std::mem::take(&mut spare_chunk)))
-                }
-                _ => None,
-            };
-            (folded, next)
+        let mut fold = || match &mut pending {
+            Some((c, parsed)) => builder.fold(c, parsed),
+            None => Ok(()),
+        };
+        // Read and split ahead even if the fold fails: the fold's error is
+        // returned first, and the chunk read is then dropped.
+        let mut read_next = || match &cur {
+            Some(Ok(c)) if c.error.is_none() && !c.eof => {
+                let tail = &c.buf[c.end..c.len];
+                let base = c.base + c.end as u64;
+                Some(source.next(tail, base, std::mem::take(&mut spare_chunk)))
+            }
+            _ => None,
         };
         // Handing work to the pool costs microseconds: worth it for chunks
-        // of many elements, not for the tiny chunks of the tests.
+        // of many elements, not for the tiny chunks of the tests. The fold
+        // and the read of the next chunk are the pipeline's serial chain:
+        // side by side, neither waits for the other, and the chain is the
+        // longer of the two rather than their sum (on two cores the
+        // parsing fills the rest).
         let many = matches!(&cur, Some(Ok(c)) if c.items.len() >= 64);
         let (parsed, (folded, next)) = if many {
-            rayon::join(parse, fold_and_read)
+            rayon::join(parse, || rayon::join(fold, read_next))
         } else {
-            (parse(), fold_and_read())
+            (parse(), (fold(), read_next()))
         };
         // Finish the folded chunk first: its errors come before any later.
         if let Some((mut done, mut done_parsed)) = pending.take() {
