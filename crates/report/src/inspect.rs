@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use lumos_graph::{build, build_owned, BuildReport, Graph, Measured};
+use lumos_graph::{build, build_owned, build_streamed, BuildReport, Graph, Measured, TrackSink};
 use lumos_store::{StoredRank, TraceFacts};
 use lumos_trace::{Trace, TraceMeta};
 use serde::Serialize;
@@ -147,6 +147,25 @@ pub fn inspect_owned(trace: Trace) -> (FileReport, (Graph, Measured, BuildReport
     let (graph, measured, report) = build_owned(trace);
     let file = file_report_of(&facts, &graph, &measured, &report);
     (file, (graph, measured, report))
+}
+
+/// [`inspect`] of the trace file at `path`, read and built in one go: the
+/// graph build's first pass is done as the file is read
+/// ([`lumos_graph::build_streamed`]), so the trace's events are never all
+/// in memory. `progress` gets the uncompressed bytes read so far after
+/// each chunk.
+pub fn inspect_path(
+    path: &std::path::Path,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<FileReport, crate::ReportError> {
+    let mut sink = TrackSink::new();
+    let trace = lumos_trace::read_path_into(path, progress, &mut sink)?;
+    let mut facts = TraceFacts::of(&trace);
+    // The events the sink took were kept by the reader as much as those
+    // the trace holds.
+    facts.events_kept += sink.events_taken();
+    let (graph, measured, report) = build_streamed(trace, sink);
+    Ok(file_report_of(&facts, &graph, &measured, &report))
 }
 
 /// The report on a trace ingested into a compact file: the same as

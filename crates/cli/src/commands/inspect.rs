@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use lumos_graph::{assemble_with, rank_ranges, RankInput};
@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::{JobMode, Taken};
 use crate::inputs::Loaded;
 use crate::output::{fold, or_unknown, LIST_WIDTH, UNKNOWN};
-use crate::{inputs, output};
+use crate::{inputs, output, progress};
 
 /// `lumos inspect` arguments.
 #[derive(clap::Args)]
@@ -34,6 +34,11 @@ pub struct InspectArgs {
 /// files are not one job.
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let files = inputs::expand(&args.paths)?;
+    if let [file] = &files[..] {
+        if !args.mode.job && !inputs::is_lgraph(file) {
+            return run_one_trace(args, file, out);
+        }
+    }
     let mut read = inputs::read_all(&files);
     let taken = args.mode.take(&read);
     let mut ok = true;
@@ -67,7 +72,38 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
             }
         }
     }
-    let report = InspectOutput { traces, job };
+    write_output(out, &InspectOutput { traces, job }, args)?;
+    Ok(ok)
+}
+
+/// `lumos inspect FILE` of one trace file, not a job: what [`run`] does
+/// with it, but read and built in one go (`lumos_report::inspect_path`),
+/// the graph build's first pass done as the file is read.
+fn run_one_trace(args: &InspectArgs, file: &Path, out: &mut dyn Write) -> Result<bool> {
+    let what = format!("inspecting {}", file.display());
+    let bar = progress::spinner(&what);
+    let read = |bytes: u64| {
+        if !bar.is_hidden() {
+            bar.set_message(format!("{what} ({} MB read)", bytes / 1_000_000));
+        }
+    };
+    // On one of rayon's threads, as `run` reports each input.
+    let inspected = rayon::scope(|_| lumos_report::inspect_path(file, &read));
+    bar.finish_and_clear();
+    let (traces, ok) = match inspected {
+        Ok(report) => (vec![report], true),
+        Err(e) => {
+            output::error(e);
+            (Vec::new(), false)
+        }
+    };
+    let report = InspectOutput { traces, job: None };
+    write_output(out, &report, args)?;
+    Ok(ok)
+}
+
+/// The report, as tables or as JSON.
+fn write_output(out: &mut dyn Write, report: &InspectOutput, args: &InspectArgs) -> Result<()> {
     if args.json {
         output::json_sorted(out, &report)?;
     } else {
@@ -78,7 +114,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
             write_job(out, j)?;
         }
     }
-    Ok(ok)
+    Ok(())
 }
 
 /// The reports on the files of one job: its ranks are the graphs of the

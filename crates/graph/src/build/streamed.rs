@@ -17,6 +17,8 @@ use super::tasks::Sorter;
 /// build from it and the trace read.
 pub struct TrackSink {
     sorter: Sorter<Option<Box<EventExtra>>>,
+    /// The events it took (not given back).
+    taken: u64,
 }
 
 impl TrackSink {
@@ -24,7 +26,15 @@ impl TrackSink {
     pub fn new() -> TrackSink {
         TrackSink {
             sorter: Sorter::new(),
+            taken: 0,
         }
+    }
+
+    /// How many events it took: with the events the trace kept, the
+    /// complete events the reader kept ([`lumos_trace::read_path`]'s
+    /// `events.len()`).
+    pub fn events_taken(&self) -> u64 {
+        self.taken
     }
 
     /// What the sink filed, for the build.
@@ -51,7 +61,10 @@ impl EventSink for TrackSink {
         // the event frees nothing the record needs.
         let extra = event.extra.take();
         match self.sorter.sort(&event, extra, names) {
-            Ok(()) => None,
+            Ok(()) => {
+                self.taken += 1;
+                None
+            }
             Err(extra) => {
                 event.extra = extra;
                 Some(event)
