@@ -91,3 +91,22 @@ fn structure_mirrors_serialize_enumerations_by_name() {
     assert_eq!(v["rank"], 3);
     assert_eq!(v["rank_source"], "distributedInfo");
 }
+
+/// `inspect_path` (the trace read into the build as it is read) reports
+/// each corpus trace exactly as `inspect` of the trace read whole does.
+#[test]
+fn the_streamed_inspect_reports_as_the_whole_trace_does() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for path in corpus.traces("single-rank") {
+        let whole = lumos_report::inspect(&lumos_trace::read_path(&path).unwrap());
+        let streamed = lumos_report::inspect_path(&path, &|_| {}).unwrap();
+        assert_eq!(
+            serde_json::to_string(&streamed).unwrap(),
+            serde_json::to_string(&whole).unwrap(),
+            "{}",
+            path.display()
+        );
+    }
+}
