@@ -51,6 +51,10 @@ const OBSERVED_WAIT_MIN_NS: i64 = 5_000;
 /// Slack for clock rounding when checking an inferred edge against the
 /// measured times.
 const TIME_TOLERANCE_NS: i64 = 1_000;
+/// Builds of at least this many tasks give back what the task step freed
+/// on other threads ([`Builder::tasks`]): about 25 bytes a task kept in a
+/// second arena, so from here on tens of MB.
+const TRIM_AFTER_TASKS: usize = 1 << 20;
 /// A CPU-side window this long without any CPU event suggests dropped events.
 pub(crate) const CPU_HOLE_NS: i64 = 40_000_000;
 
@@ -211,8 +215,11 @@ impl Builder {
         let (annotations, gpu_args) = self.track_tasks(tracks);
         // What the tracks' fills freed on the other core stays in that
         // thread's arena, under the later steps' peak (about 40 MB on a
-        // 1 GB rank), unless given back.
-        crate::heap::trim_heap();
+        // 1 GB rank), unless given back. Small builds (a job's many ranks)
+        // keep little there, and would pay the trim once each.
+        if self.g.tasks.len() >= TRIM_AFTER_TASKS {
+            crate::heap::trim_heap();
+        }
         self.streams = self.streams_lookup();
         self.launches();
         self.collectives(gpu_args);

@@ -228,10 +228,11 @@ fn spare<T>(v: &mut Vec<T>, n: usize) -> &mut [MaybeUninit<T>] {
 }
 
 /// What one track's fill hands back to the sequential end of the step.
-#[derive(Default)]
 struct TrackDone {
-    /// The track's processor and its tasks, in order.
-    proc_tasks: Option<(ProcId, Vec<TaskId>)>,
+    /// The track's processor.
+    proc: ProcId,
+    /// Its tasks, in order.
+    ids: Vec<TaskId>,
     steps: Vec<StepAnnotation>,
     /// Tasks standing for a polling loop.
     polls: Vec<TaskId>,
@@ -239,6 +240,21 @@ struct TrackDone {
     clipped_gpu_overlaps: u64,
     /// Whether every slot of the track was written.
     filled: bool,
+}
+
+impl TrackDone {
+    /// Nothing handed back yet by the track of `proc`.
+    fn new(proc: ProcId) -> TrackDone {
+        TrackDone {
+            proc,
+            ids: Vec::new(),
+            steps: Vec::new(),
+            polls: Vec::new(),
+            partial_overlaps: 0,
+            clipped_gpu_overlaps: 0,
+            filled: false,
+        }
+    }
 }
 
 /// A thread's share of the parallel fill.
@@ -249,28 +265,14 @@ struct ThreadWork<'a, X> {
     slots: ThreadSlots<'a>,
 }
 
-impl<'a, X: ExtraRef> ThreadWork<'a, X> {
-    fn new(
-        list: Vec<CpuRecord<X>>,
-        tree: ThreadTree,
-        proc: ProcId,
-        slots: ThreadSlots<'a>,
-    ) -> Self {
-        ThreadWork {
-            list,
-            tree,
-            proc,
-            slots,
-        }
-    }
-
+impl<X: ExtraRef> ThreadWork<'_, X> {
     /// The thread's leaves become tasks and its parents scopes, in tree
     /// order.
     fn fill(mut self, names: &[String]) -> TrackDone {
         let (list, tree, proc) = (&self.list, &self.tree, self.proc);
         let mut done = TrackDone {
             partial_overlaps: tree.partial_overlaps,
-            ..TrackDone::default()
+            ..TrackDone::new(proc)
         };
         // The scope each tree position became, by id ([`NO_PARENT`] for
         // none: 4 bytes a record, where an `Option` takes 8).
@@ -348,7 +350,7 @@ impl<'a, X: ExtraRef> ThreadWork<'a, X> {
         let slots = &self.slots;
         done.filled =
             t == slots.tasks.tasks.len() && s == slots.scopes.len() && c == slots.calls.len();
-        done.proc_tasks = Some((proc, slots.tasks.ids()));
+        done.ids = slots.tasks.ids();
         done
     }
 }
@@ -377,7 +379,7 @@ struct StreamWork<'a, X> {
 impl<X: ExtraRef> StreamWork<'_, X> {
     /// The stream's work becomes tasks in start order.
     fn fill(mut self) -> TrackDone {
-        let mut done = TrackDone::default();
+        let mut done = TrackDone::new(self.proc);
         let mut last_end = i64::MIN;
         let n = self.order.len();
         for (t, &i) in self.order.iter().enumerate() {
@@ -400,7 +402,7 @@ impl<X: ExtraRef> StreamWork<'_, X> {
             self.gpu_args[t].write((id, unpack_id(e.external_id), extra));
         }
         done.filled = n == self.slots.tasks.len() && n == self.gpu_args.len();
-        done.proc_tasks = Some((self.proc, self.slots.ids()));
+        done.ids = self.slots.ids();
         done
     }
 }
@@ -573,11 +575,16 @@ impl Builder {
             let mut slots = b.split(&layout, &mut gpu_args, &mut calls);
             let mut work = Vec::with_capacity(layout.tasks.len());
             let mut procs = procs.into_iter();
-            for ((list, tree), thread) in
-                (threads.into_iter().map(|(_, l)| l).zip(trees)).zip(slots.threads.by_ref())
+            let thread_parts = threads.into_iter().map(|(_, l)| l).zip(trees);
+            for ((list, tree), (slots, proc)) in
+                thread_parts.zip(slots.threads.by_ref().zip(procs.by_ref()))
             {
-                let proc = procs.next().unwrap_or(ProcId(0));
-                work.push(TrackWork::Thread(ThreadWork::new(list, tree, proc, thread)));
+                work.push(TrackWork::Thread(ThreadWork {
+                    list,
+                    tree,
+                    proc,
+                    slots,
+                }));
             }
             let stream_parts = streams.into_iter().map(|(_, l)| l).zip(orders);
             for (((list, order), (task_slots, gpu_args)), proc) in
@@ -675,9 +682,7 @@ impl Builder {
     fn gather(&mut self, done: Vec<TrackDone>) -> Vec<StepAnnotation> {
         let mut steps = Vec::new();
         for d in done {
-            if let Some((proc, ids)) = d.proc_tasks {
-                self.g.processors[proc.idx()].tasks = ids;
-            }
+            self.g.processors[d.proc.idx()].tasks = d.ids;
             steps.extend(d.steps);
             self.report.polling_loops += d.polls.len() as u64;
             self.polls.extend(d.polls);
