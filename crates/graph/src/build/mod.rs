@@ -142,11 +142,6 @@ struct StepAnnotation {
     end: i64,
 }
 
-/// Every GPU task, in task order, with its event's `External id` and
-/// extra arguments (its own collective arguments): made by `track_tasks`,
-/// used up by `collectives`.
-type GpuArgs<X> = Vec<(TaskId, Option<u64>, X)>;
-
 struct Builder {
     g: Graph,
     raw: Vec<Raw>,
@@ -212,7 +207,7 @@ impl Builder {
         &mut self,
         tracks: tasks::Tracks<X>,
     ) -> Vec<StepAnnotation> {
-        let (annotations, gpu_args) = self.track_tasks(tracks);
+        let annotations = self.track_tasks(tracks);
         // What the tracks' fills freed on the other core stays in that
         // thread's arena, under the later steps' peak (about 40 MB on a
         // 1 GB rank), unless given back. Small builds (a job's many ranks)
@@ -222,7 +217,6 @@ impl Builder {
         }
         self.streams = self.streams_lookup();
         self.launches();
-        self.collectives(gpu_args);
         annotations
     }
 

@@ -9,7 +9,11 @@
 //! thread at a time did), the task and scope vectors reserved once; and
 //! the tracks then fill their own disjoint slices of them in parallel,
 //! largest first. The graph is the one a single thread makes, to the task
-//! number (tests/threads.rs builds it on 1 to 8 threads).
+//! number (tests/threads.rs builds it on 1 to 8 threads). A stream also
+//! names its communication tasks' collectives as it makes them
+//! ([`CommFinder`]): the GPU events' extra arguments are read and freed
+//! there, on both cores, where a later single-threaded pass kept them all
+//! (32 bytes a GPU task) and freed them one by one.
 //!
 //! Memory: tracks filled side by side hold their records at the same
 //! time, so the slots are written in place as each track reaches them
@@ -27,7 +31,9 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
-use super::tasks::{unpack_id, CpuRecord, ExtraRef, GpuRecord, Tracks, NO_PARENT};
+use super::tasks::{
+    unpack_id, CommEvidence, CommFinder, CpuRecord, ExtraRef, GpuRecord, Tracks, NO_PARENT,
+};
 use super::*;
 
 /// A thread's call tree ([`call_tree`]) and what the fill needs to know of
@@ -238,6 +244,9 @@ struct TrackDone {
     polls: Vec<TaskId>,
     partial_overlaps: u64,
     clipped_gpu_overlaps: u64,
+    /// A stream's communication tasks, in order, with their collectives
+    /// and what named them.
+    collectives: Vec<(TaskId, Collective, CommEvidence)>,
     /// Whether every slot of the track was written.
     filled: bool,
 }
@@ -252,6 +261,7 @@ impl TrackDone {
             polls: Vec::new(),
             partial_overlaps: 0,
             clipped_gpu_overlaps: 0,
+            collectives: Vec::new(),
             filled: false,
         }
     }
@@ -372,18 +382,18 @@ struct StreamWork<'a, X> {
     order: Vec<u32>,
     proc: ProcId,
     slots: TaskSlots<'a>,
-    /// What `collectives` reads of each of the stream's tasks.
-    gpu_args: &'a mut [MaybeUninit<GpuArg<X>>],
 }
 
 impl<X: ExtraRef> StreamWork<'_, X> {
-    /// The stream's work becomes tasks in start order.
-    fn fill(mut self) -> TrackDone {
+    /// The stream's work becomes tasks in start order, its communication
+    /// tasks found as they are made (`comms`).
+    fn fill(mut self, comms: &CommFinder) -> TrackDone {
         let mut done = TrackDone::new(self.proc);
+        let mut comm_name = FxHashMap::default();
         let mut last_end = i64::MIN;
         let n = self.order.len();
         for (t, &i) in self.order.iter().enumerate() {
-            let e = &mut self.list[i as usize];
+            let e = &self.list[i as usize];
             let correlation = unpack_id(e.correlation);
             let kind = match e.category {
                 Category::Kernel => TaskKind::Kernel,
@@ -398,10 +408,13 @@ impl<X: ExtraRef> StreamWork<'_, X> {
             last_end = end;
             let task = new_task(kind, e.name, correlation, self.proc, start, end);
             let id = self.slots.set(t, task, Raw { start, end }, None);
-            let extra = std::mem::take(&mut e.extra);
-            self.gpu_args[t].write((id, unpack_id(e.external_id), extra));
+            let own = e.extra.get().and_then(|x| x.collective.as_deref());
+            let external_id = unpack_id(e.external_id);
+            if let Some((c, how)) = comms.collective(e.name, own, external_id, &mut comm_name) {
+                done.collectives.push((id, c, how));
+            }
         }
-        done.filled = n == self.slots.tasks.len() && n == self.gpu_args.len();
+        done.filled = n == self.slots.tasks.len();
         done.ids = self.slots.ids();
         done
     }
@@ -432,10 +445,10 @@ impl<X: ExtraRef> TrackWork<'_, X> {
 
     /// Fills the track's slots; its records (and the events' boxed extras
     /// they own) are freed here, on the core that filled them.
-    fn fill(self, names: &[String]) -> TrackDone {
+    fn fill(self, names: &[String], comms: &CommFinder) -> TrackDone {
         match self {
             TrackWork::Thread(w) => w.fill(names),
-            TrackWork::Stream(w) => w.fill(),
+            TrackWork::Stream(w) => w.fill(comms),
         }
     }
 }
@@ -485,20 +498,17 @@ struct Layout {
     scopes: Vec<usize>,
     /// Correlated runtime calls per thread.
     calls: Vec<usize>,
-    /// GPU tasks per stream.
-    gpu: Vec<usize>,
 }
 
 impl Layout {
     fn of<X>(trees: &[ThreadTree], streams: &[StreamList<X>], b: &Builder) -> Layout {
-        let gpu: Vec<usize> = streams.iter().map(|(_, l)| l.len()).collect();
+        let gpu = streams.iter().map(|(_, l)| l.len());
         Layout {
             first_task: b.g.tasks.len(),
             first_scope: b.g.scopes.len(),
-            tasks: trees.iter().map(|t| t.tasks).chain(gpu.clone()).collect(),
+            tasks: trees.iter().map(|t| t.tasks).chain(gpu).collect(),
             scopes: trees.iter().map(|t| t.scopes).collect(),
             calls: trees.iter().map(|t| t.calls).collect(),
-            gpu,
         }
     }
 
@@ -544,24 +554,25 @@ fn shapes<X: Sync>(
 fn fill_all<X: ExtraRef + Send>(
     mut work: Vec<TrackWork<'_, X>>,
     names: &[String],
+    comms: &CommFinder,
 ) -> Vec<TrackDone> {
     work.sort_by_key(|w| std::cmp::Reverse(w.records()));
     let mut done: Vec<(usize, TrackDone)> = (work.into_par_iter().with_max_len(1))
-        .map(|w| (w.order(), w.fill(names)))
+        .map(|w| (w.order(), w.fill(names, comms)))
         .collect();
     done.sort_unstable_by_key(|(k, _)| *k);
     done.into_iter().map(|(_, d)| d).collect()
 }
 
 impl Builder {
-    /// CPU leaves and GPU work become tasks (see the module's docs); returns
-    /// the step annotations, for `run`, and what `collectives` reads of each
-    /// GPU task. Nesting policy: only leaves of each thread's call tree are
+    /// CPU leaves and GPU work become tasks (see the module's docs), the
+    /// communication tasks among the GPU ones get their collectives;
+    /// returns the step annotations, for `run`. Nesting policy: only leaves of each thread's call tree are
     /// scheduled; time a parent spends outside its children becomes the gap
     /// before the next leaf, so CPU overhead survives replay. Each track's
     /// records are freed once its tasks are made.
     #[inline(never)]
-    pub(super) fn track_tasks<X>(&mut self, tracks: Tracks<X>) -> (Vec<StepAnnotation>, GpuArgs<X>)
+    pub(super) fn track_tasks<X>(&mut self, tracks: Tracks<X>) -> Vec<StepAnnotation>
     where
         X: ExtraRef + Send + Sync,
     {
@@ -569,10 +580,13 @@ impl Builder {
         let (trees, orders) = shapes(&threads, &streams, &self.g.names);
         let procs = self.track_processors(&threads, &streams);
         let layout = Layout::of(&trees, &streams, self);
-        let (mut gpu_args, mut calls) = (Vec::new(), Vec::new());
+        let mut calls = Vec::new();
+        // Read by the streams' fills; not needed after them.
+        let ops = std::mem::take(&mut self.collective_ops);
         let done = {
             let (b, names) = self.slots_and_names();
-            let mut slots = b.split(&layout, &mut gpu_args, &mut calls);
+            let comms = CommFinder::new(&ops, names);
+            let mut slots = b.split(&layout, &mut calls);
             let mut work = Vec::with_capacity(layout.tasks.len());
             let mut procs = procs.into_iter();
             let thread_parts = threads.into_iter().map(|(_, l)| l).zip(trees);
@@ -587,7 +601,7 @@ impl Builder {
                 }));
             }
             let stream_parts = streams.into_iter().map(|(_, l)| l).zip(orders);
-            for (((list, order), (task_slots, gpu_args)), proc) in
+            for (((list, order), task_slots), proc) in
                 stream_parts.zip(slots.streams.by_ref()).zip(procs)
             {
                 work.push(TrackWork::Stream(StreamWork {
@@ -595,11 +609,11 @@ impl Builder {
                     order,
                     proc,
                     slots: task_slots,
-                    gpu_args,
                 }));
             }
-            fill_all(work, names)
+            fill_all(work, names, &comms)
         };
+        drop(ops);
         // Every track wrote each of its slots (a track that did not is a
         // bug here; its slots are left out, and leaked, rather than read).
         assert!(
@@ -610,13 +624,13 @@ impl Builder {
         // (`split`: the layout's lengths add up to those added here), and
         // every track wrote every one of its slots (`filled`, checked just
         // above).
-        unsafe { self.take_slots(&layout, &mut gpu_args, &mut calls) };
+        unsafe { self.take_slots(&layout, &mut calls) };
         let steps = self.gather(done);
         self.report.correlated_calls += calls.len() as u64;
         let (index, repeated) = CorrIndex::new(&calls);
         self.call_by_corr = index;
         self.report.repeated_correlations += repeated;
-        (steps, gpu_args)
+        steps
     }
 
     /// A processor for each track: threads in key order, then streams. A
@@ -659,12 +673,7 @@ impl Builder {
     ///
     /// # Safety
     /// Every slot the layout gives a track was written.
-    unsafe fn take_slots(
-        &mut self,
-        layout: &Layout,
-        gpu_args: &mut Vec<impl Sized>,
-        calls: &mut Vec<(u64, TaskId)>,
-    ) {
+    unsafe fn take_slots(&mut self, layout: &Layout, calls: &mut Vec<(u64, TaskId)>) {
         let tasks = layout.first_task + layout.tasks.iter().sum::<usize>();
         let scopes = layout.first_scope + layout.scopes.iter().sum::<usize>();
         self.g.tasks.set_len(tasks);
@@ -673,7 +682,6 @@ impl Builder {
         self.g.task_scopes.set_len(tasks);
         self.g.scopes.set_len(scopes);
         self.scope_spans.set_len(scopes);
-        gpu_args.set_len(layout.gpu.iter().sum());
         calls.set_len(layout.calls.iter().sum());
     }
 
@@ -688,6 +696,15 @@ impl Builder {
             self.polls.extend(d.polls);
             self.report.partial_overlaps += d.partial_overlaps;
             self.report.clipped_gpu_overlaps += d.clipped_gpu_overlaps;
+            // Numbered in task order, as the tracks are.
+            for (id, c, how) in d.collectives {
+                match how {
+                    CommEvidence::Args => self.report.comm_by_args += 1,
+                    CommEvidence::Name => self.report.comm_by_name += 1,
+                }
+                self.g.tasks[id.idx()].collective = Some(self.g.collectives.len() as u32);
+                self.g.collectives.push(c);
+            }
         }
         steps
     }
@@ -713,23 +730,15 @@ struct ThreadSlots<'a> {
 }
 
 /// Every track's slots, in task order.
-struct Split<'a, X> {
+struct Split<'a> {
     threads: std::vec::IntoIter<ThreadSlots<'a>>,
-    streams: std::vec::IntoIter<(TaskSlots<'a>, &'a mut [MaybeUninit<GpuArg<X>>])>,
+    streams: std::vec::IntoIter<TaskSlots<'a>>,
 }
-
-/// What `collectives` reads of a GPU task.
-type GpuArg<X> = (TaskId, Option<u64>, X);
 
 impl<'a> Filled<'a> {
     /// The spare slots the layout calls for, reserved and cut into one
     /// range per track.
-    fn split<X>(
-        self,
-        layout: &Layout,
-        gpu_args: &'a mut Vec<GpuArg<X>>,
-        calls: &'a mut Vec<(u64, TaskId)>,
-    ) -> Split<'a, X> {
+    fn split(self, layout: &Layout, calls: &'a mut Vec<(u64, TaskId)>) -> Split<'a> {
         let n = layout.tasks.iter().sum();
         let per_task = (
             spare(self.tasks, n),
@@ -757,12 +766,9 @@ impl<'a> Filled<'a> {
                 },
             )
             .collect();
-        let gpu_n = layout.gpu.iter().sum();
-        let gpu = split_into(spare(gpu_args, gpu_n), &layout.gpu);
-        let streams: Vec<_> = tasks.zip(gpu).collect();
         Split {
             threads: threads.into_iter(),
-            streams: streams.into_iter(),
+            streams: tasks.collect::<Vec<_>>().into_iter(),
         }
     }
 }

@@ -346,62 +346,83 @@ impl Builder {
         // start, and add no GPU task.
         self.launch_times = self.stream_launch_times();
     }
+}
 
-    /// Communication tasks: `Collective name` on the GPU task, else on the
-    /// CPU op it was launched under (same `External id`), else a name
-    /// pattern.
-    #[inline(never)]
-    pub(super) fn collectives<X: ExtraRef>(&mut self, gpu_args: GpuArgs<X>) {
-        let ops = std::mem::take(&mut self.collective_ops);
+/// Which GPU tasks are communication, and their collectives: read by each
+/// stream as its tasks are made (`per_track`), so that the GPU events'
+/// extra arguments are read and freed on the core that fills the stream,
+/// not kept until a later pass.
+pub(super) struct CommFinder<'a> {
+    /// The CPU ops' collective arguments by `External id` (the first op
+    /// with an id wins).
+    by_ext: FxHashMap<u64, &'a CollectiveArgs>,
+    names: &'a [String],
+}
+
+/// Whether a collective was named by its arguments (`Collective name` on
+/// the task or its CPU op) or by its kernel's name alone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum CommEvidence {
+    Args,
+    Name,
+}
+
+impl<'a> CommFinder<'a> {
+    /// A finder over the CPU ops with collective arguments (`ops`: their
+    /// `External id`s and arguments, in file order) of a trace whose
+    /// interned strings are `names`.
+    pub(super) fn new(ops: &'a [(u64, CollectiveArgs)], names: &'a [String]) -> Self {
         let mut by_ext: FxHashMap<u64, &CollectiveArgs> = FxHashMap::default();
-        for (x, c) in &ops {
+        for (x, c) in ops {
             by_ext.entry(*x).or_insert(c);
         }
-        // Whether each name is a collective library's kernel, worked out
-        // once per name rather than once per task.
-        let mut comm_name: Vec<Option<bool>> = vec![None; self.g.names.len()];
-        // Every GPU task, in task order, with its event's `External id` and
-        // collective arguments (`track_tasks`).
-        for (tid, external_id, extra) in gpu_args {
-            let own = extra.get().and_then(|x| x.collective.as_deref());
-            let id = tid.idx();
-            let task = &self.g.tasks[id];
-            let name = &self.g.names[task.name.0 as usize];
-            let via_op = external_id.and_then(|x| by_ext.get(&x).copied());
-            let args = own.filter(|c| c.name.is_some()).or(via_op);
-            let by_name = match comm_name.get_mut(task.name.0 as usize) {
-                Some(known) => *known.get_or_insert_with(|| is_comm_kernel_name(name)),
-                None => is_comm_kernel_name(name),
-            };
-            let coll = match args {
-                Some(a) if by_name || own.is_some() => Collective {
-                    name: a
-                        .name
-                        .as_deref()
-                        .map_or_else(|| comm_family(name), str::to_owned),
-                    process_group: a.pg_name.as_deref().map(str::to_owned),
-                    seq: a.seq,
-                    bytes: a.bytes(),
-                    elements: a.in_nelems.max(a.out_nelems),
-                    group_size: a.group_size,
-                },
-                _ if by_name => Collective {
-                    name: comm_family(name),
-                    process_group: None,
-                    seq: None,
-                    bytes: None,
-                    elements: None,
-                    group_size: None,
-                },
-                _ => continue,
-            };
-            if args.is_some() {
-                self.report.comm_by_args += 1;
-            } else {
-                self.report.comm_by_name += 1;
-            }
-            self.g.tasks[id].collective = Some(self.g.collectives.len() as u32);
-            self.g.collectives.push(coll);
-        }
+        CommFinder { by_ext, names }
+    }
+
+    /// The collective a GPU task named `name` runs, if it is communication:
+    /// `Collective name` on the task (`own`), else on the CPU op it was
+    /// launched under (same `External id`), else a name pattern.
+    /// `comm_name` remembers, per name, whether it is a collective
+    /// library's kernel (worked out once per name, not once per task).
+    pub(super) fn collective(
+        &self,
+        name: u32,
+        own: Option<&CollectiveArgs>,
+        external_id: Option<u64>,
+        comm_name: &mut FxHashMap<u32, bool>,
+    ) -> Option<(Collective, CommEvidence)> {
+        let text = self.names.get(name as usize).map_or("", String::as_str);
+        let via_op = external_id.and_then(|x| self.by_ext.get(&x).copied());
+        let args = own.filter(|c| c.name.is_some()).or(via_op);
+        let by_name = *comm_name
+            .entry(name)
+            .or_insert_with(|| is_comm_kernel_name(text));
+        let coll = match args {
+            Some(a) if by_name || own.is_some() => Collective {
+                name: a
+                    .name
+                    .as_deref()
+                    .map_or_else(|| comm_family(text), str::to_owned),
+                process_group: a.pg_name.as_deref().map(str::to_owned),
+                seq: a.seq,
+                bytes: a.bytes(),
+                elements: a.in_nelems.max(a.out_nelems),
+                group_size: a.group_size,
+            },
+            _ if by_name => Collective {
+                name: comm_family(text),
+                process_group: None,
+                seq: None,
+                bytes: None,
+                elements: None,
+                group_size: None,
+            },
+            _ => return None,
+        };
+        let evidence = match args {
+            Some(_) => CommEvidence::Args,
+            None => CommEvidence::Name,
+        };
+        Some((coll, evidence))
     }
 }
