@@ -50,13 +50,15 @@ impl Builder {
         }
     }
 
-    /// Leaves out every found or inferred dependency that would close a
-    /// cycle (see `acyclic`), before latencies are attributed, so that they
-    /// and the releases only see what the graph keeps. Runtime dependencies
-    /// wait, in this check, for what they waited for in the measured run:
-    /// the stream tails as the replay resolves them, on measured times.
+    /// The found or inferred dependencies that would close a cycle (see
+    /// `acyclic`), as groups for [`Self::break_cycles`]: they are left out
+    /// before latencies are attributed, so that latencies and releases only
+    /// see what the graph keeps. Runtime dependencies wait, in this check,
+    /// for what they waited for in the measured run: the stream tails as
+    /// the replay resolves them, on measured times. The search reads the
+    /// graph only, so it runs beside [`Self::task_facts`].
     #[inline(never)]
-    pub(super) fn break_cycles(&mut self) {
+    pub(super) fn cycle_rejections(&self) -> Vec<u64> {
         let raw = &self.raw;
         let times = |t: TaskId| (raw[t.idx()].start, raw[t.idx()].end);
         let tails = StreamTails::new(&self.g, |t| raw[t.idx()].start);
@@ -77,7 +79,12 @@ impl Builder {
         .ranked_by_times();
         // The mandatory arcs (processor order, launches from CPU to GPU)
         // cannot form a cycle, so there is always an answer.
-        let rejected = rejected_groups(&net).unwrap_or_default();
+        rejected_groups(&net).unwrap_or_default()
+    }
+
+    /// Leaves out the dependencies [`Self::cycle_rejections`] rejected.
+    #[inline(never)]
+    pub(super) fn break_cycles(&mut self, rejected: Vec<u64>) {
         if rejected.is_empty() {
             return;
         }
@@ -204,9 +211,31 @@ impl Builder {
         }
     }
 
+    /// What the last steps read of the finished tasks, their processors
+    /// and launches, and of no edge: found beside the cycle search
+    /// ([`Self::cycle_rejections`]), which reads the edges.
+    pub(super) fn task_facts(&self, annotations: &[StepAnnotation], origin: i64) -> TaskFacts {
+        let (steps, spans, step_warnings) = self.steps(annotations, origin);
+        let (cpu_holes, longest_cpu_hole_ns) = self.cpu_holes();
+        TaskFacts {
+            steps,
+            spans,
+            step_warnings,
+            cpu_holes,
+            longest_cpu_hole_ns,
+            stream_order_violations: self.stream_order_violations(),
+        }
+    }
+
+    /// The steps `annotations` mark, their spans relative to `origin`, and
+    /// a warning for each annotation with no CPU work inside.
     #[inline(never)]
-    pub(super) fn steps(&mut self, annotations: &[StepAnnotation], origin: i64) -> Vec<Span> {
-        let mut spans = Vec::new();
+    fn steps(
+        &self,
+        annotations: &[StepAnnotation],
+        origin: i64,
+    ) -> (Vec<Step>, Vec<Span>, Vec<String>) {
+        let (mut steps, mut spans, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
         let mut anns: Vec<_> = annotations.to_vec();
         anns.sort_by_key(|a| a.start);
         for StepAnnotation {
@@ -225,9 +254,7 @@ impl Builder {
             let hi = on_thread.partition_point(|&x| self.raw[x.idx()].end <= a1);
             let inside = on_thread.get(lo..hi.max(lo)).unwrap_or_default();
             let (Some(&first), Some(&last)) = (inside.first(), inside.last()) else {
-                self.report
-                    .warnings
-                    .push(format!("{name} has no CPU work inside"));
+                warnings.push(format!("{name} has no CPU work inside"));
                 continue;
             };
             let pid = self.thread_pid[&proc];
@@ -248,7 +275,7 @@ impl Builder {
             // Distinct ids (each task is on one thread or launched by one
             // call), in runs that interleave: see `sorted_distinct`.
             let tasks = sorted_distinct(&tasks);
-            self.g.steps.push(Step {
+            steps.push(Step {
                 name: name.clone(),
                 first_task: first,
                 lead_ns: self.raw[first.idx()].start.saturating_sub(a0),
@@ -261,7 +288,7 @@ impl Builder {
                 end_ns: a1.saturating_sub(origin),
             });
         }
-        spans
+        (steps, spans, warnings)
     }
 
     /// Long windows with no CPU event at all, inside the CPU activity.
@@ -270,7 +297,8 @@ impl Builder {
     /// its memory peak): each thread's tasks start in order, so a heap of
     /// one cursor per thread yields them all in start order. How ties are
     /// ordered does not change the holes found.
-    pub(super) fn count_cpu_holes(&mut self) {
+    /// Returns how many there are and the longest one's length.
+    fn cpu_holes(&self) -> (u64, i64) {
         let raw = &self.raw;
         let start = |t: &TaskId| raw[t.idx()].start;
         // Always in order in a built graph; a sorted copy keeps the count
@@ -290,6 +318,7 @@ impl Builder {
         let mut next: BinaryHeap<Reverse<(i64, usize, usize)>> = (threads.iter().enumerate())
             .filter_map(|(l, ts)| Some(Reverse((start(ts.first()?), l, 0))))
             .collect();
+        let (mut holes, mut longest) = (0, 0);
         let mut reach = i64::MIN;
         while let Some(Reverse((_, l, k))) = next.pop() {
             let x = raw[threads[l][k].idx()];
@@ -298,33 +327,17 @@ impl Builder {
             }
             let gap = x.start.saturating_sub(reach);
             if reach != i64::MIN && gap > CPU_HOLE_NS {
-                self.report.cpu_holes += 1;
-                self.report.longest_cpu_hole_ns = self.report.longest_cpu_hole_ns.max(gap);
+                holes += 1;
+                longest = gap.max(longest);
             }
             reach = reach.max(x.end);
         }
+        (holes, longest)
     }
 
-    /// Signs of dropped events and invariant checks that feed warnings.
-    /// Runs after `fill_counts`, so [`BuildReport::flag_reasons`] sees the
-    /// task counts and every reason it gives is warned about here.
-    #[inline(never)]
-    pub(super) fn checks(&mut self) {
-        self.count_cpu_holes();
-        let r = &mut self.report;
-        let flag_reasons = r.flag_reasons();
-        let missing = r.missing_launch_warning();
-        // Without any recorded launch call, missing launches are a capture
-        // mode, worth a word only when they flag the trace.
-        if let Some(w) = missing.filter(|w| r.correlated_calls > 0 || flag_reasons.contains(w)) {
-            r.warnings.push(w);
-        }
-        r.warnings.extend(r.repeated_correlation_warning());
-        r.warnings.extend(r.cpu_hole_warning());
-        if self.g.tasks.iter().all(|t| !t.kind.is_gpu()) {
-            r.warnings.push("no GPU activity in this trace".into());
-        }
-        // Stream order must follow launch order.
+    /// GPU tasks launched before one that ran ahead of them on their
+    /// stream: stream order must follow launch order.
+    fn stream_order_violations(&self) -> u64 {
         let mut misordered = 0u64;
         for p in &self.g.processors {
             if !p.is_stream() {
@@ -341,6 +354,32 @@ impl Builder {
                 }
             }
         }
+        misordered
+    }
+
+    /// Signs of dropped events and invariant checks that feed warnings.
+    /// Runs after `fill_counts`, so [`BuildReport::flag_reasons`] sees the
+    /// task counts and every reason it gives is warned about here.
+    /// `facts` are the holes and misordered tasks [`Self::task_facts`]
+    /// counted.
+    #[inline(never)]
+    pub(super) fn checks(&mut self, facts: &TaskFacts) {
+        let r = &mut self.report;
+        r.cpu_holes += facts.cpu_holes;
+        r.longest_cpu_hole_ns = r.longest_cpu_hole_ns.max(facts.longest_cpu_hole_ns);
+        let flag_reasons = r.flag_reasons();
+        let missing = r.missing_launch_warning();
+        // Without any recorded launch call, missing launches are a capture
+        // mode, worth a word only when they flag the trace.
+        if let Some(w) = missing.filter(|w| r.correlated_calls > 0 || flag_reasons.contains(w)) {
+            r.warnings.push(w);
+        }
+        r.warnings.extend(r.repeated_correlation_warning());
+        r.warnings.extend(r.cpu_hole_warning());
+        if self.g.tasks.iter().all(|t| !t.kind.is_gpu()) {
+            r.warnings.push("no GPU activity in this trace".into());
+        }
+        let misordered = facts.stream_order_violations;
         r.stream_order_violations = misordered;
         if misordered > 0 {
             r.warnings.push(format!(
@@ -355,4 +394,20 @@ impl Builder {
         }
         r.warnings.extend(r.rejected_cycle_warning());
     }
+}
+
+/// What [`Builder::task_facts`] finds.
+pub(super) struct TaskFacts {
+    /// The steps, in start order.
+    pub steps: Vec<Step>,
+    /// Their measured spans (relative to the window's origin).
+    pub spans: Vec<Span>,
+    /// One per step annotation with no CPU work inside.
+    pub step_warnings: Vec<String>,
+    /// Long windows with no CPU event.
+    pub cpu_holes: u64,
+    /// The longest such window's length.
+    pub longest_cpu_hole_ns: i64,
+    /// GPU tasks that ran in a different order than they were launched.
+    pub stream_order_violations: u64,
 }

@@ -227,14 +227,23 @@ impl Builder {
         self.inter_thread();
         self.free_linking_indexes();
         self.order_edges();
-        self.break_cycles();
-        self.attribute_latencies();
         let origin = self.raw.iter().map(|r| r.start).min().unwrap_or(0);
-        let steps = self.steps(&annotations, origin);
+        // The tasks and processors are final: what is read of them alone
+        // is found on the other core while the cycle search reads the edges.
+        let this = &self;
+        let (rejected, mut facts) = rayon::join(
+            || this.cycle_rejections(),
+            || this.task_facts(&annotations, origin),
+        );
+        self.break_cycles(rejected);
+        self.attribute_latencies();
+        self.g.steps.append(&mut facts.steps);
+        self.report.warnings.append(&mut facts.step_warnings);
         self.releases(origin);
         self.report.fill_counts(&self.g);
         self.report.mark_inferred(&mut self.g);
-        self.checks();
+        self.checks(&facts);
+        let steps = facts.spans;
         // Reserved for every event that could have become a task.
         self.g.tasks.shrink_to_fit();
         self.g.task_scopes.shrink_to_fit();
