@@ -59,3 +59,40 @@ pub fn spinner(msg: &str) -> ProgressBar {
     bar.enable_steady_tick(Duration::from_millis(100));
     bar
 }
+
+/// A [`spinner`] for work on one file that is read as it goes: the
+/// message says what is done to the file and, while the read lasts, how
+/// much of it has been read.
+pub struct FileWork {
+    bar: ProgressBar,
+    what: String,
+}
+
+impl FileWork {
+    /// A spinner saying `what` (e.g. "replaying FILE").
+    pub fn new(what: String) -> FileWork {
+        FileWork {
+            bar: spinner(&what),
+            what,
+        }
+    }
+
+    /// The read's progress: `bytes` (uncompressed) read so far.
+    pub fn read(&self, bytes: u64) {
+        if !self.bar.is_hidden() {
+            let mb = bytes / 1_000_000;
+            self.bar
+                .set_message(format!("{} ({mb} MB read)", self.what));
+        }
+    }
+
+    /// The read is done: the message says `what` alone again.
+    pub fn read_done(&self) {
+        self.bar.set_message(self.what.clone());
+    }
+
+    /// Clears the spinner.
+    pub fn finish(self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -80,16 +80,10 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
 /// with it, but read and built in one go (`lumos_report::inspect_path`),
 /// the graph build's first pass done as the file is read.
 fn run_one_trace(args: &InspectArgs, file: &Path, out: &mut dyn Write) -> Result<bool> {
-    let what = format!("inspecting {}", file.display());
-    let bar = progress::spinner(&what);
-    let read = |bytes: u64| {
-        if !bar.is_hidden() {
-            bar.set_message(format!("{what} ({} MB read)", bytes / 1_000_000));
-        }
-    };
+    let work = progress::FileWork::new(format!("inspecting {}", file.display()));
     // On one of rayon's threads, as `run` reports each input.
-    let inspected = rayon::scope(|_| lumos_report::inspect_path(file, &read));
-    bar.finish_and_clear();
+    let inspected = rayon::scope(|_| lumos_report::inspect_path(file, &|b| work.read(b)));
+    work.finish();
     let (traces, ok) = match inspected {
         Ok(report) => (vec![report], true),
         Err(e) => {

@@ -408,17 +408,11 @@ fn replay_file(
     (opts, kernels): &(SimOptions, Vec<KernelScale>),
     a: &ReplayArgs,
 ) -> Result<TraceReplay> {
-    let what = format!("replaying {}", file.display());
-    let bar = progress::spinner(&what);
-    let read = |bytes: u64| {
-        if !bar.is_hidden() {
-            bar.set_message(format!("{what} ({} MB read)", bytes / 1_000_000));
-        }
-    };
-    let replayed = lumos_report::replay_path(file, opts, kernels, &read)?;
-    bar.set_message(what.clone());
+    let work = progress::FileWork::new(format!("replaying {}", file.display()));
+    let replayed = lumos_report::replay_path(file, opts, kernels, &|b| work.read(b))?;
+    work.read_done();
     let report = report_replayed(&replayed, a)?;
-    bar.finish_and_clear();
+    work.finish();
     Ok(report)
 }
 

@@ -4,7 +4,7 @@
 //! ([`HtmlReport`]); this reads the inputs and writes the file.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use lumos_graph::assemble;
@@ -16,8 +16,8 @@ use lumos_trace::write_atomic;
 use super::predict::{self, TargetArgs};
 use super::JobMode;
 use crate::inputs::{self, Loaded};
-use crate::output;
 use crate::usage::usage;
+use crate::{output, progress};
 
 /// `lumos report` arguments.
 #[derive(clap::Args)]
@@ -46,11 +46,16 @@ pub struct ReportArgs {
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
     let files = inputs::expand(&a.paths)?;
-    let read = read_every(&files)?;
-    let read: Vec<Result<Loaded>> = read.into_iter().map(Ok).collect();
-    let page = match a.mode.job_of(&read) {
-        Some(ranks) => job_page(ranks)?,
-        None => trace_page(read.into_iter().filter_map(Result::ok).collect())?,
+    let page = match &files[..] {
+        [file] if !a.mode.job && !inputs::is_lgraph(file) => file_page(file)?,
+        _ => {
+            let read = read_every(&files)?;
+            let read: Vec<Result<Loaded>> = read.into_iter().map(Ok).collect();
+            match a.mode.job_of(&read) {
+                Some(ranks) => job_page(ranks)?,
+                None => trace_page(read.into_iter().filter_map(Result::ok).collect())?,
+            }
+        }
     };
     let page = if a.target.any() {
         page.with_prediction(prediction(a)?)
@@ -100,6 +105,22 @@ fn trace_page(read: Vec<Loaded>) -> Result<HtmlReport> {
     };
     let replayed = lumos_report::replay(&trace, &SimOptions::default())?;
     Ok(HtmlReport::of_trace(&replayed))
+}
+
+/// The page of one trace file: what [`trace_page`] makes of it, but read
+/// and replayed in one go (`lumos_report::replay_path`), the graph build's
+/// first pass done as the file is read, so the trace's events are never
+/// all in memory.
+fn file_page(file: &Path) -> Result<HtmlReport> {
+    let work = progress::FileWork::new(format!("replaying {}", file.display()));
+    // On one of rayon's threads, as `lumos replay` replays a file.
+    let replayed = rayon::scope(|_| {
+        lumos_report::replay_path(file, &SimOptions::default(), &[], &|b| work.read(b))
+    })?;
+    work.read_done();
+    let page = HtmlReport::of_trace(&replayed);
+    work.finish();
+    Ok(page)
 }
 
 /// The page of a job, replayed jointly.
