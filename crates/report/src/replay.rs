@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::analysis::{
     selected_steps, step_names, trace_analysis_with, AnalysisInputs, AnalysisOptions, Found,
-    GpuOrder, Shared, Side, TraceAnalysis,
+    GpuOrder, Prefound, Shared, Side, TraceAnalysis,
 };
 use crate::critical::{critical_paths, CriticalPaths};
 use crate::job::{JobReport, RepresentativesReport};
@@ -253,6 +253,11 @@ fn flagged(report: &BuildReport) -> bool {
 /// its report ([`Replayed::report`]) and timeline ([`Replayed::timeline`])
 /// are made, and the little of the trace they read besides: not the
 /// trace, so that [`replay_owned`] can free it during the build.
+///
+/// It also keeps what its reports find of the graph and the measured
+/// times alone, found while the simulation ran; a `Replayed` is therefore
+/// made only by this crate's replay functions, and its reports assume
+/// that `graph` and `measured` are the ones it was replayed from.
 #[derive(Debug)]
 pub struct Replayed {
     /// What the trace says about its file and rank: path, rank, the
@@ -268,6 +273,8 @@ pub struct Replayed {
     pub build: BuildReport,
     /// The replay.
     pub schedule: Schedule,
+    /// What every report of it reads of `graph` and `measured` alone.
+    prefound: Prefound,
 }
 
 /// Builds the graph of `trace` and replays it under `opts`.
@@ -343,7 +350,14 @@ pub(crate) fn replay_built(
     scales: &[KernelScale],
 ) -> Result<Replayed, ReportError> {
     let opts = with_kernel_scales(&graph, opts, scales);
-    let schedule = simulate(&graph, &opts).map_err(|source| ReportError::Replay {
+    // The simulation runs on one thread; what the report finds of the
+    // graph and the measured times alone is found on another meanwhile,
+    // rather than after it.
+    let (schedule, prefound) = rayon::join(
+        || simulate(&graph, &opts),
+        || Prefound::of(&graph, &measured),
+    );
+    let schedule = schedule.map_err(|source| ReportError::Replay {
         path: meta.path.display().to_string(),
         source,
     })?;
@@ -357,6 +371,7 @@ pub(crate) fn replay_built(
         measured,
         build,
         schedule,
+        prefound,
     })
 }
 
@@ -399,7 +414,7 @@ impl ReplayedStored<'_> {
         // a compact file keeps no `[memory]` events.
         let all: Vec<usize> = (0..graph.steps.len()).collect();
         let (critical_path, analysis, compared) =
-            analysed(graph, measured, &self.schedule, |shared| {
+            analysed(graph, measured, &self.schedule, None, |shared| {
                 trace_analysis_with(
                     graph,
                     measured,
@@ -430,11 +445,12 @@ impl ReplayedStored<'_> {
 /// as it would be alone, so the report does not depend on the threads),
 /// after what the last two share ([`Shared`]: each side's GPU tasks
 /// sorted by start and its step spans, found once rather than once per
-/// part).
+/// part). What `prefound` holds, found before, is not found again.
 fn analysed(
     graph: &Graph,
     measured: &Measured,
     schedule: &Schedule,
+    prefound: Option<&Prefound>,
     analysis: impl FnOnce(Shared<'_>) -> TraceAnalysis + Send,
 ) -> (Option<CriticalPath>, TraceAnalysis, Compared) {
     let (critical_path, (analysis, compared)) = rayon::join(
@@ -445,8 +461,17 @@ fn analysed(
             })
         },
         || {
-            let found = Found::of(graph, measured, schedule);
-            let shared = found.shared();
+            let (found, replayed);
+            let shared = match prefound {
+                Some(prefound) => {
+                    replayed = Side::new(graph, schedule, None);
+                    prefound.shared(&replayed)
+                }
+                None => {
+                    found = Found::of(graph, measured, schedule);
+                    found.shared()
+                }
+            };
             rayon::join(
                 || analysis(shared),
                 || {
@@ -492,8 +517,12 @@ impl Replayed {
     fn report_on(&self, positions: &[usize], opts: &AnalysisOptions) -> TraceReplay {
         let mut info = TraceInfo::of_rank(&self.meta, &self.build);
         info.warnings.extend(self.schedule.warnings());
-        let (critical_path, analysis, compared) =
-            analysed(&self.graph, &self.measured, &self.schedule, |shared| {
+        let (critical_path, analysis, compared) = analysed(
+            &self.graph,
+            &self.measured,
+            &self.schedule,
+            Some(&self.prefound),
+            |shared| {
                 trace_analysis_with(
                     &self.graph,
                     &self.measured,
@@ -506,7 +535,8 @@ impl Replayed {
                     },
                     shared,
                 )
-            });
+            },
+        );
         compared.report(info, &self.graph, critical_path, analysis)
     }
 

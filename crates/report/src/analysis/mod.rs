@@ -260,11 +260,49 @@ impl Side {
     }
 }
 
+/// What a rank's report finds of its graph and measured times alone: the
+/// graph's facts and the measured side. Neither depends on a replay or
+/// on the steps selected, so a replay finds them while its simulation
+/// runs (`replay_built`) and every report of it borrows them.
+pub(crate) struct Prefound {
+    facts: GraphFacts,
+    measured: Side,
+}
+
+impl Prefound {
+    /// The facts of `graph` and the side of its `measured` times, found
+    /// side by side.
+    pub fn of(graph: &Graph, measured: &Measured) -> Prefound {
+        let annotations = Some(measured.step_annotations.as_slice());
+        let (facts, measured) = rayon::join(
+            || GraphFacts::of(graph),
+            || Side::new(graph, &measured.tasks, annotations),
+        );
+        Prefound { facts, measured }
+    }
+
+    /// Borrowed with the `replayed` side, for the parts.
+    pub fn shared<'a>(&'a self, replayed: &'a Side) -> Shared<'a> {
+        Shared {
+            facts: &self.facts,
+            measured: &self.measured,
+            replayed,
+        }
+    }
+}
+
+impl std::fmt::Debug for Prefound {
+    // Derived values of the graph and its measured times: their contents
+    // say nothing those do not.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prefound").finish_non_exhaustive()
+    }
+}
+
 /// What the parts of one rank's report share, owned: found side by side
 /// on rayon's threads.
 pub(crate) struct Found {
-    facts: GraphFacts,
-    measured: Side,
+    prefound: Prefound,
     replayed: Side,
 }
 
@@ -275,30 +313,16 @@ impl Found {
         measured: &Measured,
         times: &T,
     ) -> Found {
-        let annotations = Some(measured.step_annotations.as_slice());
-        let (facts, (measured, replayed)) = rayon::join(
-            || GraphFacts::of(graph),
-            || {
-                rayon::join(
-                    || Side::new(graph, &measured.tasks, annotations),
-                    || Side::new(graph, times, None),
-                )
-            },
+        let (prefound, replayed) = rayon::join(
+            || Prefound::of(graph, measured),
+            || Side::new(graph, times, None),
         );
-        Found {
-            facts,
-            measured,
-            replayed,
-        }
+        Found { prefound, replayed }
     }
 
     /// Borrowed, for the parts.
     pub fn shared(&self) -> Shared<'_> {
-        Shared {
-            facts: &self.facts,
-            measured: &self.measured,
-            replayed: &self.replayed,
-        }
+        self.prefound.shared(&self.replayed)
     }
 }
 
