@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::analysis::{
     selected_steps, step_names, trace_analysis_with, AnalysisInputs, AnalysisOptions, Found,
-    GpuOrder, Prefound, Shared, Side, TraceAnalysis,
+    GpuOrder, MeasuredPart, Prefound, ReplayedPart, Side, TraceAnalysis,
 };
 use crate::critical::{critical_paths, CriticalPaths};
 use crate::job::{JobReport, RepresentativesReport};
@@ -413,21 +413,9 @@ impl ReplayedStored<'_> {
         // As a trace's replay is analysed, but without the memory timeline:
         // a compact file keeps no `[memory]` events.
         let all: Vec<usize> = (0..graph.steps.len()).collect();
+        let opts = AnalysisOptions::default();
         let (critical_path, analysis, compared) =
-            analysed(graph, measured, &self.schedule, None, |shared| {
-                trace_analysis_with(
-                    graph,
-                    measured,
-                    &self.schedule,
-                    &all,
-                    &AnalysisOptions::default(),
-                    AnalysisInputs {
-                        memory: None,
-                        schedule: Some(&self.schedule),
-                    },
-                    shared,
-                )
-            });
+            analysed(graph, measured, &self.schedule, None, (&all, &opts, None));
         compared.report(info, graph, critical_path, analysis)
     }
 
@@ -439,49 +427,66 @@ impl ReplayedStored<'_> {
     }
 }
 
-/// The whole window's critical path, the analyses `analysis` makes and
-/// the comparison of `schedule` with `measured`: three independent parts
-/// of one rank's report, computed side by side on rayon's threads (each
-/// as it would be alone, so the report does not depend on the threads),
-/// after what the last two share ([`Shared`]: each side's GPU tasks
-/// sorted by start and its step spans, found once rather than once per
-/// part). What `prefound` holds, found before, is not found again.
+/// The whole window's critical path, the analyses of the steps
+/// `positions` (with the memory timeline of `memory` when kept) and the
+/// comparison of `schedule` with `measured`: three independent parts of
+/// one rank's report, computed side by side on rayon's threads (each as
+/// it would be alone, so the report does not depend on the threads),
+/// after what the last two share ([`Shared`](crate::analysis::Shared):
+/// each side's GPU tasks sorted by start and its step spans, found once
+/// rather than once per part).
+///
+/// With what was found before the replay (`prefound`), only the replayed
+/// side is left to find, and the measured analyses need nothing else: they
+/// start at once, beside it, rather than after it.
 fn analysed(
     graph: &Graph,
     measured: &Measured,
     schedule: &Schedule,
     prefound: Option<&Prefound>,
-    analysis: impl FnOnce(Shared<'_>) -> TraceAnalysis + Send,
+    (positions, opts, memory): (&[usize], &AnalysisOptions, Option<&[MemoryEvent]>),
 ) -> (Option<CriticalPath>, TraceAnalysis, Compared) {
-    let (critical_path, (analysis, compared)) = rayon::join(
-        || {
-            schedule.last_task().map(|last| {
-                let s = critical_path_summary(graph, schedule, last, 10);
-                critical_path_report(graph, &s)
-            })
-        },
-        || {
-            let (found, replayed);
-            let shared = match prefound {
-                Some(prefound) => {
-                    replayed = Side::new(graph, schedule, None);
-                    prefound.shared(&replayed)
-                }
-                None => {
-                    found = Found::of(graph, measured, schedule);
-                    found.shared()
-                }
+    let whole_path = || {
+        schedule.last_task().map(|last| {
+            let s = critical_path_summary(graph, schedule, last, 10);
+            critical_path_report(graph, &s)
+        })
+    };
+    let Some(prefound) = prefound else {
+        let (critical_path, (analysis, compared)) = rayon::join(whole_path, || {
+            let found = Found::of(graph, measured, schedule);
+            let shared = found.shared();
+            let inputs = AnalysisInputs {
+                memory,
+                schedule: Some(schedule),
             };
             rayon::join(
-                || analysis(shared),
-                || {
-                    let sides = [shared.measured, shared.replayed];
-                    Compared::of_sides(graph, sides)
-                },
+                || trace_analysis_with(graph, measured, schedule, positions, opts, inputs, shared),
+                || Compared::of_sides(graph, [shared.measured, shared.replayed]),
+            )
+        });
+        return (critical_path, analysis, compared);
+    };
+    // The replayed side and then its analyses are the longest chain: this
+    // thread takes it, and the measured half, then the whole path, go to
+    // the other; the comparison and the step paths to whichever is free.
+    let ((replayed, compared), (measured, critical_path)) = rayon::join(
+        || {
+            let replayed = Side::new(graph, schedule, None);
+            let shared = prefound.shared(&replayed);
+            let with = (shared.replayed, shared.facts);
+            rayon::join(
+                || ReplayedPart::of(graph, schedule, positions, opts, Some(schedule), with),
+                || Compared::of_sides(graph, [shared.measured, shared.replayed]),
             )
         },
+        || {
+            let with = prefound.measured();
+            let part = MeasuredPart::of(graph, measured, positions, opts, memory, with);
+            (part, whole_path())
+        },
     );
-    (critical_path, analysis, compared)
+    (critical_path, measured.with(replayed), compared)
 }
 
 /// Replays `trace` under `opts` and compares the replay with the
@@ -522,20 +527,7 @@ impl Replayed {
             &self.measured,
             &self.schedule,
             Some(&self.prefound),
-            |shared| {
-                trace_analysis_with(
-                    &self.graph,
-                    &self.measured,
-                    &self.schedule,
-                    positions,
-                    opts,
-                    AnalysisInputs {
-                        memory: Some(&self.memory),
-                        schedule: Some(&self.schedule),
-                    },
-                    shared,
-                )
-            },
+            (positions, opts, Some(&self.memory)),
         );
         compared.report(info, &self.graph, critical_path, analysis)
     }
