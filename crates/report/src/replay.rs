@@ -376,13 +376,17 @@ pub(crate) fn replay_built(
 }
 
 /// A rank read back from a compact file ([`lumos_store`]), replayed: what
-/// [`Replayed`] is for a trace, with the same report and timeline.
+/// [`Replayed`] is for a trace, with the same report and timeline; made
+/// only by [`replay_stored`], as it keeps what its report finds before the
+/// replay.
 #[derive(Debug)]
 pub struct ReplayedStored<'s> {
     /// The rank, as stored.
     pub stored: &'s StoredRank,
     /// The replay.
     pub schedule: Schedule,
+    /// What its report reads of the stored graph and measured times alone.
+    prefound: Prefound,
 }
 
 /// Replays the stored rank's graph under `opts`: the same replay as
@@ -391,11 +395,19 @@ pub fn replay_stored<'s>(
     stored: &'s StoredRank,
     opts: &SimOptions,
 ) -> Result<ReplayedStored<'s>, ReportError> {
-    let schedule = simulate(&stored.graph.graph, opts).map_err(|source| ReportError::Replay {
+    let (graph, measured) = (&stored.graph.graph, &stored.graph.measured);
+    // As in a trace's replay: found beside the simulation.
+    let (schedule, prefound) =
+        rayon::join(|| simulate(graph, opts), || Prefound::of(graph, measured));
+    let schedule = schedule.map_err(|source| ReportError::Replay {
         path: stored.facts.path.display().to_string(),
         source,
     })?;
-    Ok(ReplayedStored { stored, schedule })
+    Ok(ReplayedStored {
+        stored,
+        schedule,
+        prefound,
+    })
 }
 
 impl ReplayedStored<'_> {
@@ -414,8 +426,13 @@ impl ReplayedStored<'_> {
         // a compact file keeps no `[memory]` events.
         let all: Vec<usize> = (0..graph.steps.len()).collect();
         let opts = AnalysisOptions::default();
-        let (critical_path, analysis, compared) =
-            analysed(graph, measured, &self.schedule, None, (&all, &opts, None));
+        let (critical_path, analysis, compared) = analysed(
+            graph,
+            measured,
+            &self.schedule,
+            &self.prefound,
+            (&all, &opts, None),
+        );
         compared.report(info, graph, critical_path, analysis)
     }
 
@@ -431,42 +448,18 @@ impl ReplayedStored<'_> {
 /// `positions` (with the memory timeline of `memory` when kept) and the
 /// comparison of `schedule` with `measured`: three independent parts of
 /// one rank's report, computed side by side on rayon's threads (each as
-/// it would be alone, so the report does not depend on the threads),
-/// after what the last two share ([`Shared`](crate::analysis::Shared):
-/// each side's GPU tasks sorted by start and its step spans, found once
-/// rather than once per part).
-///
-/// With what was found before the replay (`prefound`), only the replayed
-/// side is left to find, and the measured analyses need nothing else: they
-/// start at once, beside it, rather than after it.
+/// it would be alone, so the report does not depend on the threads).
+/// What was found before the replay (`prefound`: the graph's facts, the
+/// measured side) leaves the replayed side to find, which the replayed
+/// analyses and the comparison need; the measured analyses need nothing
+/// more, so they start at once, beside it.
 fn analysed(
     graph: &Graph,
     measured: &Measured,
     schedule: &Schedule,
-    prefound: Option<&Prefound>,
+    prefound: &Prefound,
     (positions, opts, memory): (&[usize], &AnalysisOptions, Option<&[MemoryEvent]>),
 ) -> (Option<CriticalPath>, TraceAnalysis, Compared) {
-    let whole_path = || {
-        schedule.last_task().map(|last| {
-            let s = critical_path_summary(graph, schedule, last, 10);
-            critical_path_report(graph, &s)
-        })
-    };
-    let Some(prefound) = prefound else {
-        let (critical_path, (analysis, compared)) = rayon::join(whole_path, || {
-            let found = Found::of(graph, measured, schedule);
-            let shared = found.shared();
-            let inputs = AnalysisInputs {
-                memory,
-                schedule: Some(schedule),
-            };
-            rayon::join(
-                || trace_analysis_with(graph, measured, schedule, positions, opts, inputs, shared),
-                || Compared::of_sides(graph, [shared.measured, shared.replayed]),
-            )
-        });
-        return (critical_path, analysis, compared);
-    };
     // The replayed side and then its analyses are the longest chain: this
     // thread takes it, and the measured half, then the whole path, go to
     // the other; the comparison and the step paths to whichever is free.
@@ -483,7 +476,11 @@ fn analysed(
         || {
             let with = prefound.measured();
             let part = MeasuredPart::of(graph, measured, positions, opts, memory, with);
-            (part, whole_path())
+            let critical_path = schedule.last_task().map(|last| {
+                let s = critical_path_summary(graph, schedule, last, 10);
+                critical_path_report(graph, &s)
+            });
+            (part, critical_path)
         },
     );
     (critical_path, measured.with(replayed), compared)
@@ -526,7 +523,7 @@ impl Replayed {
             &self.graph,
             &self.measured,
             &self.schedule,
-            Some(&self.prefound),
+            &self.prefound,
             (positions, opts, Some(&self.memory)),
         );
         compared.report(info, &self.graph, critical_path, analysis)
