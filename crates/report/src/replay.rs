@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::analysis::{
     selected_steps, step_names, trace_analysis_with, AnalysisInputs, AnalysisOptions, Found,
-    GpuOrder, Shared, Side, TraceAnalysis,
+    GpuOrder, MeasuredPart, Prefound, ReplayedPart, Side, TraceAnalysis,
 };
 use crate::critical::{critical_paths, CriticalPaths};
 use crate::job::{JobReport, RepresentativesReport};
@@ -253,6 +253,11 @@ fn flagged(report: &BuildReport) -> bool {
 /// its report ([`Replayed::report`]) and timeline ([`Replayed::timeline`])
 /// are made, and the little of the trace they read besides: not the
 /// trace, so that [`replay_owned`] can free it during the build.
+///
+/// It also keeps what its reports find of the graph and the measured
+/// times alone, found while the simulation ran; a `Replayed` is therefore
+/// made only by this crate's replay functions, and its reports assume
+/// that `graph` and `measured` are the ones it was replayed from.
 #[derive(Debug)]
 pub struct Replayed {
     /// What the trace says about its file and rank: path, rank, the
@@ -268,6 +273,8 @@ pub struct Replayed {
     pub build: BuildReport,
     /// The replay.
     pub schedule: Schedule,
+    /// What every report of it reads of `graph` and `measured` alone.
+    prefound: Prefound,
 }
 
 /// Builds the graph of `trace` and replays it under `opts`.
@@ -343,7 +350,14 @@ pub(crate) fn replay_built(
     scales: &[KernelScale],
 ) -> Result<Replayed, ReportError> {
     let opts = with_kernel_scales(&graph, opts, scales);
-    let schedule = simulate(&graph, &opts).map_err(|source| ReportError::Replay {
+    // The simulation runs on one thread; what the report finds of the
+    // graph and the measured times alone is found on another meanwhile,
+    // rather than after it.
+    let (schedule, prefound) = rayon::join(
+        || simulate(&graph, &opts),
+        || Prefound::of(&graph, &measured),
+    );
+    let schedule = schedule.map_err(|source| ReportError::Replay {
         path: meta.path.display().to_string(),
         source,
     })?;
@@ -357,17 +371,22 @@ pub(crate) fn replay_built(
         measured,
         build,
         schedule,
+        prefound,
     })
 }
 
 /// A rank read back from a compact file ([`lumos_store`]), replayed: what
-/// [`Replayed`] is for a trace, with the same report and timeline.
+/// [`Replayed`] is for a trace, with the same report and timeline; made
+/// only by [`replay_stored`], as it keeps what its report finds before the
+/// replay.
 #[derive(Debug)]
 pub struct ReplayedStored<'s> {
     /// The rank, as stored.
     pub stored: &'s StoredRank,
     /// The replay.
     pub schedule: Schedule,
+    /// What its report reads of the stored graph and measured times alone.
+    prefound: Prefound,
 }
 
 /// Replays the stored rank's graph under `opts`: the same replay as
@@ -376,11 +395,19 @@ pub fn replay_stored<'s>(
     stored: &'s StoredRank,
     opts: &SimOptions,
 ) -> Result<ReplayedStored<'s>, ReportError> {
-    let schedule = simulate(&stored.graph.graph, opts).map_err(|source| ReportError::Replay {
+    let (graph, measured) = (&stored.graph.graph, &stored.graph.measured);
+    // As in a trace's replay: found beside the simulation.
+    let (schedule, prefound) =
+        rayon::join(|| simulate(graph, opts), || Prefound::of(graph, measured));
+    let schedule = schedule.map_err(|source| ReportError::Replay {
         path: stored.facts.path.display().to_string(),
         source,
     })?;
-    Ok(ReplayedStored { stored, schedule })
+    Ok(ReplayedStored {
+        stored,
+        schedule,
+        prefound,
+    })
 }
 
 impl ReplayedStored<'_> {
@@ -398,21 +425,14 @@ impl ReplayedStored<'_> {
         // As a trace's replay is analysed, but without the memory timeline:
         // a compact file keeps no `[memory]` events.
         let all: Vec<usize> = (0..graph.steps.len()).collect();
-        let (critical_path, analysis, compared) =
-            analysed(graph, measured, &self.schedule, |shared| {
-                trace_analysis_with(
-                    graph,
-                    measured,
-                    &self.schedule,
-                    &all,
-                    &AnalysisOptions::default(),
-                    AnalysisInputs {
-                        memory: None,
-                        schedule: Some(&self.schedule),
-                    },
-                    shared,
-                )
-            });
+        let opts = AnalysisOptions::default();
+        let (critical_path, analysis, compared) = analysed(
+            graph,
+            measured,
+            &self.schedule,
+            &self.prefound,
+            (&all, &opts, None),
+        );
         compared.report(info, graph, critical_path, analysis)
     }
 
@@ -424,39 +444,46 @@ impl ReplayedStored<'_> {
     }
 }
 
-/// The whole window's critical path, the analyses `analysis` makes and
-/// the comparison of `schedule` with `measured`: three independent parts
-/// of one rank's report, computed side by side on rayon's threads (each
-/// as it would be alone, so the report does not depend on the threads),
-/// after what the last two share ([`Shared`]: each side's GPU tasks
-/// sorted by start and its step spans, found once rather than once per
-/// part).
+/// The whole window's critical path, the analyses of the steps
+/// `positions` (with the memory timeline of `memory` when kept) and the
+/// comparison of `schedule` with `measured`: three independent parts of
+/// one rank's report, computed side by side on rayon's threads (each as
+/// it would be alone, so the report does not depend on the threads).
+/// What was found before the replay (`prefound`: the graph's facts, the
+/// measured side) leaves the replayed side to find, which the replayed
+/// analyses and the comparison need; the measured analyses need nothing
+/// more, so they start at once, beside it.
 fn analysed(
     graph: &Graph,
     measured: &Measured,
     schedule: &Schedule,
-    analysis: impl FnOnce(Shared<'_>) -> TraceAnalysis + Send,
+    prefound: &Prefound,
+    (positions, opts, memory): (&[usize], &AnalysisOptions, Option<&[MemoryEvent]>),
 ) -> (Option<CriticalPath>, TraceAnalysis, Compared) {
-    let (critical_path, (analysis, compared)) = rayon::join(
+    // The replayed side and then its analyses are the longest chain: this
+    // thread takes it, and the measured half, then the whole path, go to
+    // the other; the comparison and the step paths to whichever is free.
+    let ((replayed, compared), (measured, critical_path)) = rayon::join(
         || {
-            schedule.last_task().map(|last| {
-                let s = critical_path_summary(graph, schedule, last, 10);
-                critical_path_report(graph, &s)
-            })
-        },
-        || {
-            let found = Found::of(graph, measured, schedule);
-            let shared = found.shared();
+            let replayed = Side::new(graph, schedule, None);
+            let shared = prefound.shared(&replayed);
+            let with = (shared.replayed, shared.facts);
             rayon::join(
-                || analysis(shared),
-                || {
-                    let sides = [shared.measured, shared.replayed];
-                    Compared::of_sides(graph, sides)
-                },
+                || ReplayedPart::of(graph, schedule, positions, opts, Some(schedule), with),
+                || Compared::of_sides(graph, [shared.measured, shared.replayed]),
             )
         },
+        || {
+            let with = prefound.measured();
+            let part = MeasuredPart::of(graph, measured, positions, opts, memory, with);
+            let critical_path = schedule.last_task().map(|last| {
+                let s = critical_path_summary(graph, schedule, last, 10);
+                critical_path_report(graph, &s)
+            });
+            (part, critical_path)
+        },
     );
-    (critical_path, analysis, compared)
+    (critical_path, measured.with(replayed), compared)
 }
 
 /// Replays `trace` under `opts` and compares the replay with the
@@ -492,21 +519,13 @@ impl Replayed {
     fn report_on(&self, positions: &[usize], opts: &AnalysisOptions) -> TraceReplay {
         let mut info = TraceInfo::of_rank(&self.meta, &self.build);
         info.warnings.extend(self.schedule.warnings());
-        let (critical_path, analysis, compared) =
-            analysed(&self.graph, &self.measured, &self.schedule, |shared| {
-                trace_analysis_with(
-                    &self.graph,
-                    &self.measured,
-                    &self.schedule,
-                    positions,
-                    opts,
-                    AnalysisInputs {
-                        memory: Some(&self.memory),
-                        schedule: Some(&self.schedule),
-                    },
-                    shared,
-                )
-            });
+        let (critical_path, analysis, compared) = analysed(
+            &self.graph,
+            &self.measured,
+            &self.schedule,
+            &self.prefound,
+            (positions, opts, Some(&self.memory)),
+        );
         compared.report(info, &self.graph, critical_path, analysis)
     }
 

@@ -260,11 +260,54 @@ impl Side {
     }
 }
 
+/// What a rank's report finds of its graph and measured times alone: the
+/// graph's facts and the measured side. Neither depends on a replay or
+/// on the steps selected, so a replay finds them while its simulation
+/// runs (`replay_built`) and every report of it borrows them.
+pub(crate) struct Prefound {
+    facts: GraphFacts,
+    measured: Side,
+}
+
+impl Prefound {
+    /// The facts of `graph` and the side of its `measured` times, found
+    /// side by side.
+    pub fn of(graph: &Graph, measured: &Measured) -> Prefound {
+        let annotations = Some(measured.step_annotations.as_slice());
+        let (facts, measured) = rayon::join(
+            || GraphFacts::of(graph),
+            || Side::new(graph, &measured.tasks, annotations),
+        );
+        Prefound { facts, measured }
+    }
+
+    /// The measured side and the graph's facts, for [`MeasuredPart::of`].
+    pub fn measured(&self) -> (&Side, &GraphFacts) {
+        (&self.measured, &self.facts)
+    }
+
+    /// Borrowed with the `replayed` side, for the parts.
+    pub fn shared<'a>(&'a self, replayed: &'a Side) -> Shared<'a> {
+        Shared {
+            facts: &self.facts,
+            measured: &self.measured,
+            replayed,
+        }
+    }
+}
+
+impl std::fmt::Debug for Prefound {
+    // Derived values of the graph and its measured times: their contents
+    // say nothing those do not.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prefound").finish_non_exhaustive()
+    }
+}
+
 /// What the parts of one rank's report share, owned: found side by side
 /// on rayon's threads.
 pub(crate) struct Found {
-    facts: GraphFacts,
-    measured: Side,
+    prefound: Prefound,
     replayed: Side,
 }
 
@@ -275,30 +318,16 @@ impl Found {
         measured: &Measured,
         times: &T,
     ) -> Found {
-        let annotations = Some(measured.step_annotations.as_slice());
-        let (facts, (measured, replayed)) = rayon::join(
-            || GraphFacts::of(graph),
-            || {
-                rayon::join(
-                    || Side::new(graph, &measured.tasks, annotations),
-                    || Side::new(graph, times, None),
-                )
-            },
+        let (prefound, replayed) = rayon::join(
+            || Prefound::of(graph, measured),
+            || Side::new(graph, times, None),
         );
-        Found {
-            facts,
-            measured,
-            replayed,
-        }
+        Found { prefound, replayed }
     }
 
     /// Borrowed, for the parts.
     pub fn shared(&self) -> Shared<'_> {
-        Shared {
-            facts: &self.facts,
-            measured: &self.measured,
-            replayed: &self.replayed,
-        }
+        self.prefound.shared(&self.replayed)
     }
 }
 
@@ -332,52 +361,107 @@ pub(crate) fn trace_analysis_with<T: TaskTimes + Sync + ?Sized>(
     inputs: AnalysisInputs<'_>,
     shared: Shared<'_>,
 ) -> TraceAnalysis {
-    let facts = shared.facts;
-    let ((measured_analyses, replayed_analyses), ((m_steps, memory), critical_path)) = rayon::join(
+    let (m, r) = rayon::join(
         || {
-            rayon::join(
-                || {
-                    let with = (shared.measured, facts);
-                    analyze_with(graph, &measured.tasks, positions, opts, with)
-                },
-                || analyze_with(graph, times, positions, opts, (shared.replayed, facts)),
-            )
+            let with = (shared.measured, shared.facts);
+            MeasuredPart::of(graph, measured, positions, opts, inputs.memory, with)
         },
         || {
-            rayon::join(
-                || {
-                    let m_steps = selected_steps_of(graph, &shared.measured.steps, positions);
-                    let memory = inputs.memory.and_then(|events| {
-                        memory::memory_report(
-                            events,
-                            measured.origin_ns,
-                            shared.measured.whole,
-                            &m_steps,
-                        )
-                    });
-                    (m_steps, memory)
-                },
-                || {
-                    inputs.schedule.map_or_else(Vec::new, |schedule| {
-                        let r_steps = selected_steps_of(graph, &shared.replayed.steps, positions);
-                        crate::critical::step_critical_paths(
-                            graph,
-                            schedule,
-                            &r_steps,
-                            opts.path_operators,
-                            &facts.operators,
-                        )
-                    })
-                },
-            )
+            let with = (shared.replayed, shared.facts);
+            ReplayedPart::of(graph, times, positions, opts, inputs.schedule, with)
         },
     );
-    TraceAnalysis {
-        selected_steps: m_steps.iter().map(|s| s.name.clone()).collect(),
-        measured: measured_analyses,
-        replayed: replayed_analyses,
-        memory,
-        critical_path,
+    m.with(r)
+}
+
+/// The half of a [`TraceAnalysis`] that reads the measured times alone:
+/// their analyses and the memory timeline, which a report can start
+/// before its replayed side is found.
+pub(crate) struct MeasuredPart {
+    selected_steps: Vec<String>,
+    analyses: Analyses,
+    memory: Option<MemoryReport>,
+}
+
+impl MeasuredPart {
+    /// The measured analyses over the steps `positions`, and the memory
+    /// timeline of the trace's `memory` events when kept, from the
+    /// measured side and the graph's facts; the two side by side.
+    pub fn of(
+        graph: &Graph,
+        measured: &Measured,
+        positions: &[usize],
+        opts: &AnalysisOptions,
+        memory: Option<&[MemoryEvent]>,
+        (side, facts): (&Side, &GraphFacts),
+    ) -> MeasuredPart {
+        let (analyses, (m_steps, memory)) = rayon::join(
+            || analyze_with(graph, &measured.tasks, positions, opts, (side, facts)),
+            || {
+                let m_steps = selected_steps_of(graph, &side.steps, positions);
+                let memory = memory.and_then(|events| {
+                    memory::memory_report(events, measured.origin_ns, side.whole, &m_steps)
+                });
+                (m_steps, memory)
+            },
+        );
+        MeasuredPart {
+            selected_steps: m_steps.iter().map(|s| s.name.clone()).collect(),
+            analyses,
+            memory,
+        }
+    }
+
+    /// The whole analysis, with the replayed half.
+    pub fn with(self, replayed: ReplayedPart) -> TraceAnalysis {
+        TraceAnalysis {
+            selected_steps: self.selected_steps,
+            measured: self.analyses,
+            replayed: replayed.analyses,
+            memory: self.memory,
+            critical_path: replayed.critical_path,
+        }
+    }
+}
+
+/// The half of a [`TraceAnalysis`] that reads the replayed times: their
+/// analyses and each step's critical path.
+pub(crate) struct ReplayedPart {
+    analyses: Analyses,
+    critical_path: Vec<crate::StepCriticalPath>,
+}
+
+impl ReplayedPart {
+    /// The analyses of `times` over the steps `positions`, and each
+    /// step's critical path when the `schedule` is kept, from the
+    /// replayed side and the graph's facts; the two side by side.
+    pub fn of<T: TaskTimes + Sync + ?Sized>(
+        graph: &Graph,
+        times: &T,
+        positions: &[usize],
+        opts: &AnalysisOptions,
+        schedule: Option<&Schedule>,
+        (side, facts): (&Side, &GraphFacts),
+    ) -> ReplayedPart {
+        let (analyses, critical_path) = rayon::join(
+            || analyze_with(graph, times, positions, opts, (side, facts)),
+            || {
+                schedule.map_or_else(Vec::new, |schedule| {
+                    let r_steps = selected_steps_of(graph, &side.steps, positions);
+                    crate::critical::step_critical_paths(
+                        graph,
+                        schedule,
+                        &r_steps,
+                        opts.path_operators,
+                        &facts.operators,
+                    )
+                })
+            },
+        );
+        ReplayedPart {
+            analyses,
+            critical_path,
+        }
     }
 }
 
