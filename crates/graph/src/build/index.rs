@@ -4,6 +4,8 @@
 //! grew (docs/PERFORMANCE.md, "Graph build and replay"); these are read in
 //! task order, so they stream through the caches.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::model::{NameId, TaskId};
 
 /// Lists of items per key `0..n`, in one vector (compressed sparse rows):
@@ -155,11 +157,13 @@ impl CorrIndex {
 /// larger than the caches were most of the inter-stream step on large
 /// traces: ids sorted (they come nearly in order, which the stable sort
 /// merges cheaply), each looked up from where the last lookup ended, since
-/// callers ask in nearly increasing order too.
+/// callers ask in nearly increasing order too. Callers on several threads
+/// each keep their own cursor ([`ByCorr::get_from`]); the shared one is
+/// only a hint, so it is atomic for the map to be shared, not for order.
 pub(super) struct ByCorr<V> {
     keys: Vec<u64>,
     values: Vec<V>,
-    cursor: std::cell::Cell<usize>,
+    cursor: AtomicUsize,
 }
 
 impl<V: Copy> ByCorr<V> {
@@ -182,14 +186,23 @@ impl<V: Copy> ByCorr<V> {
         ByCorr {
             keys,
             values,
-            cursor: std::cell::Cell::new(0),
+            cursor: AtomicUsize::new(0),
         }
     }
 
     /// The value of id `c`, if one was given.
     pub(super) fn get(&self, c: &u64) -> Option<&V> {
-        let k = partition_from(&self.keys, self.cursor.get(), |&x| x < *c);
-        self.cursor.set(k);
+        let mut cursor = self.cursor.load(Ordering::Relaxed);
+        let v = self.get_from(c, &mut cursor);
+        self.cursor.store(cursor, Ordering::Relaxed);
+        v
+    }
+
+    /// [`ByCorr::get`], searched from the caller's own `cursor`, which is
+    /// left where the search ended.
+    pub(super) fn get_from(&self, c: &u64, cursor: &mut usize) -> Option<&V> {
+        let k = partition_from(&self.keys, *cursor, |&x| x < *c);
+        *cursor = k;
         (self.keys.get(k) == Some(c)).then(|| &self.values[k])
     }
 

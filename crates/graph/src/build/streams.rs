@@ -1,16 +1,19 @@
 //! Inter-stream dependencies: from `cuda_sync` evidence, else inferred from
 //! the launch sequence, observed waiting, or the last other stream.
 
+use rayon::prelude::*;
+
+use super::frameworks::FrameworkWait;
 use super::*;
 
 impl Builder {
-    /// The launch time of a GPU task: its call's start, or its own start
-    /// when no call was recorded.
     /// The call that launched a GPU task, if recorded.
     pub(super) fn launcher_of(&self, g: TaskId) -> Option<TaskId> {
         self.launcher.get(g.idx()).copied().flatten()
     }
 
+    /// The launch time of a GPU task: its call's start, or its own start
+    /// when no call was recorded.
     pub(super) fn launch_time(&self, g: TaskId) -> i64 {
         match self.launcher_of(g) {
             Some(c) => self.raw[c.idx()].start,
@@ -154,75 +157,97 @@ impl Builder {
             self.implied_collective_edges();
         }
         let frameworks = self.framework_waits(&waits, &sync_streams);
-        for w in waits {
-            let wait_start = self.raw[w.idx()].start;
-            let corr = self.g.tasks[w.idx()].correlation;
-            // Target: first task launched onto the waiting stream after the call.
-            let evidence_here = evidence.get(&corr).copied();
-            let framework = frameworks.get(&w).copied();
-            let wait_stream = sync_streams
-                .get(&corr)
-                .and_then(|&(d, s)| self.stream_proc(d, s))
-                .or_else(|| framework.map(|f| self.g.tasks[f.target.idx()].proc))
-                .or_else(|| self.nearby_launch_stream(w, true));
-            let Some(ws) = wait_stream else {
-                self.report.unresolved_waits += 1;
-                continue;
-            };
-            let target = match framework {
-                Some(f) => Some(f.target),
-                None => self.first_launched_after(ws, wait_start),
-            };
-            let Some(target) = target else {
-                self.report.unresolved_waits += 1;
-                continue;
-            };
-            let device = self.device_of(ws).unwrap_or(0);
-            // Source, best rule first.
-            let mut found = None;
-            if let Some((s, rec_corr)) = evidence_here {
-                if let (Some(sp), Some(&rec)) = (
-                    self.stream_proc(device, s),
-                    self.call_by_corr.get(&(rec_corr as u64)),
-                ) {
-                    found = self
-                        .last_launched_before(sp, self.raw[rec.idx()].start)
-                        .map(|src| (src, Rule::CudaSyncEvent));
-                }
-            }
-            if found.is_none() {
-                found = self.record_source(w, ws).map(|s| (s, Rule::LaunchSequence));
-            }
-            if found.is_none() {
-                found = framework.and_then(|f| f.source.map(|s| (s, f.rule)));
-            }
-            if found.is_none() {
-                found = self
-                    .observed_wait_source(target)
-                    .map(|s| (s, Rule::ObservedWait));
-            }
-            if found.is_none() {
-                found = self
-                    .latest_other_stream_launch(ws, device, wait_start)
-                    .map(|s| (s, Rule::LastOtherStream));
-            }
-            match found {
-                // A real dependency cannot be violated by the measured run: an
-                // inferred source that ends after its target starts is wrong.
-                Some((src, _))
-                    if self.raw[src.idx()].end
-                        > self.raw[target.idx()]
-                            .start
-                            .saturating_add(TIME_TOLERANCE_NS) =>
-                {
-                    self.report.rejected_waits += 1;
-                }
-                Some((src, rule)) if self.g.tasks[src.idx()].proc != ws => {
+        let known = WaitEvidence {
+            evidence: &evidence,
+            sync_streams: &sync_streams,
+            frameworks: &frameworks,
+        };
+        // Each wait is resolved on its own (reads only), on every core: a
+        // trace can hold one per collective and per pipeline transfer.
+        let resolved: Vec<WaitOutcome> = (waits.par_iter().with_min_len(1024))
+            .map_init(Cursors::default, |at, &w| self.resolve_wait(w, &known, at))
+            .collect();
+        for outcome in resolved {
+            match outcome {
+                WaitOutcome::Edge(src, target, rule) => {
                     self.found_edge(src, target, DepKind::InterStream, rule);
                 }
-                Some(_) => self.report.same_stream_waits += 1,
-                None => self.report.unresolved_waits += 1,
+                WaitOutcome::Rejected => self.report.rejected_waits += 1,
+                WaitOutcome::SameStream => self.report.same_stream_waits += 1,
+                WaitOutcome::Unresolved => self.report.unresolved_waits += 1,
             }
+        }
+    }
+
+    /// What wait call `w` makes its stream wait for: the first task launched
+    /// onto the waiting stream after the call waits for a source found by
+    /// the best rule that applies.
+    /// `at` is the calling thread's place in the evidence's indexes.
+    fn resolve_wait(&self, w: TaskId, known: &WaitEvidence, at: &mut Cursors) -> WaitOutcome {
+        let wait_start = self.raw[w.idx()].start;
+        let corr = self.g.tasks[w.idx()].correlation;
+        // Target: first task launched onto the waiting stream after the call.
+        let evidence_here = known.evidence.get_from(&corr, &mut at.evidence).copied();
+        let framework = known.frameworks.get(&w).copied();
+        let wait_stream = (known.sync_streams.get_from(&corr, &mut at.sync_streams))
+            .and_then(|&(d, s)| self.stream_proc(d, s))
+            .or_else(|| framework.map(|f| self.g.tasks[f.target.idx()].proc))
+            .or_else(|| self.nearby_launch_stream(w, true));
+        let Some(ws) = wait_stream else {
+            return WaitOutcome::Unresolved;
+        };
+        let target = match framework {
+            Some(f) => Some(f.target),
+            None => self.first_launched_after(ws, wait_start),
+        };
+        let Some(target) = target else {
+            return WaitOutcome::Unresolved;
+        };
+        let device = self.device_of(ws).unwrap_or(0);
+        // Source, best rule first.
+        let mut found = None;
+        if let Some((s, rec_corr)) = evidence_here {
+            if let (Some(sp), Some(&rec)) = (
+                self.stream_proc(device, s),
+                self.call_by_corr.get(&(rec_corr as u64)),
+            ) {
+                found = self
+                    .last_launched_before(sp, self.raw[rec.idx()].start)
+                    .map(|src| (src, Rule::CudaSyncEvent));
+            }
+        }
+        if found.is_none() {
+            found = self.record_source(w, ws).map(|s| (s, Rule::LaunchSequence));
+        }
+        if found.is_none() {
+            found = framework.and_then(|f| f.source.map(|s| (s, f.rule)));
+        }
+        if found.is_none() {
+            found = self
+                .observed_wait_source(target)
+                .map(|s| (s, Rule::ObservedWait));
+        }
+        if found.is_none() {
+            found = self
+                .latest_other_stream_launch(ws, device, wait_start)
+                .map(|s| (s, Rule::LastOtherStream));
+        }
+        match found {
+            // A real dependency cannot be violated by the measured run: an
+            // inferred source that ends after its target starts is wrong.
+            Some((src, _))
+                if self.raw[src.idx()].end
+                    > self.raw[target.idx()]
+                        .start
+                        .saturating_add(TIME_TOLERANCE_NS) =>
+            {
+                WaitOutcome::Rejected
+            }
+            Some((src, rule)) if self.g.tasks[src.idx()].proc != ws => {
+                WaitOutcome::Edge(src, target, rule)
+            }
+            Some(_) => WaitOutcome::SameStream,
+            None => WaitOutcome::Unresolved,
         }
     }
 
@@ -302,4 +327,35 @@ impl Builder {
         }
         best.map(|(_, t)| t)
     }
+}
+
+/// What the trace says about wait calls, by the call's correlation or id:
+/// what [`Builder::resolve_wait`] reads besides the graph.
+struct WaitEvidence<'a> {
+    /// `cuda_sync` "Stream Wait Event": the stream and the record call's
+    /// correlation.
+    evidence: &'a ByCorr<(i64, i64)>,
+    /// The stream a `cuda_sync` event acted on.
+    sync_streams: &'a ByCorr<(i64, i64)>,
+    /// The framework role of the waits no `cuda_sync` event explains.
+    frameworks: &'a FxHashMap<TaskId, FrameworkWait>,
+}
+
+/// What became of one wait call.
+enum WaitOutcome {
+    /// An inter-stream edge from the source to the target, by a rule.
+    Edge(TaskId, TaskId, Rule),
+    /// The source found ended after the target started.
+    Rejected,
+    /// The source found is on the waiting stream itself.
+    SameStream,
+    /// No waiting stream, target or source.
+    Unresolved,
+}
+
+/// Where one thread's last lookups in [`WaitEvidence`]'s indexes ended.
+#[derive(Default)]
+struct Cursors {
+    evidence: usize,
+    sync_streams: usize,
 }
