@@ -5,10 +5,29 @@
 use std::path::Path;
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: discover TRACE");
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: discover TRACE [--time RUNS]");
     let trace = lumos_trace::read_path(Path::new(&path)).unwrap();
     let (g, meas, _) = lumos_graph::build(&trace);
     let ctx = lumos_predict::TraceContext::from_trace(&trace, &meas);
+    // `--time RUNS`: how long discovery alone takes (wall), run after run.
+    if std::env::args().nth(2).as_deref() == Some("--time") {
+        let runs: usize = std::env::args()
+            .nth(3)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(5);
+        for _ in 0..runs {
+            let t = std::time::Instant::now();
+            let s = lumos_predict::discover(&g, &meas, &ctx);
+            eprintln!(
+                "discover: {:.3} s ({} steps)",
+                t.elapsed().as_secs_f64(),
+                s.steps.len()
+            );
+        }
+        return;
+    }
     let s = lumos_predict::discover(&g, &meas, &ctx);
     println!("{:#?}", s.report);
     let toks =

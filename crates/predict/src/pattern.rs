@@ -10,6 +10,8 @@
 //! which is why callers choose the period with what else they know (see
 //! [`best_period`] and [`period_with_repeats`]).
 
+use rayon::prelude::*;
+
 /// A maximal periodic stretch of a token sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Run {
@@ -66,9 +68,15 @@ fn coverage(tokens: &[u32], p: usize) -> usize {
 /// (a backward pass), so that passes cannot repeat inside it.
 pub(crate) fn best_period(seqs: &[&[u32]]) -> Option<(usize, Vec<u32>)> {
     let longest = seqs.iter().map(|s| s.len()).max()?;
+    // Each period's coverage on its own (a pass over every sequence per
+    // period: on a long trace most of discovery's time), on every core;
+    // the best is then picked in period order, as one loop would.
+    let covered: Vec<usize> = (1..=(longest / 2).min(MAX_PERIOD))
+        .into_par_iter()
+        .map(|p| seqs.iter().map(|s| coverage(s, p)).sum())
+        .collect();
     let mut best: Option<(usize, usize)> = None;
-    for p in 1..=(longest / 2).min(MAX_PERIOD) {
-        let c: usize = seqs.iter().map(|s| coverage(s, p)).sum();
+    for (c, p) in covered.into_iter().zip(1..) {
         if c > 0 && best.is_none_or(|(bc, _)| c > bc) {
             best = Some((c, p));
         }
@@ -90,18 +98,20 @@ pub(crate) fn best_period(seqs: &[&[u32]]) -> Option<(usize, Vec<u32>)> {
 pub(crate) fn period_with_repeats(
     tokens: &[u32],
     want: usize,
-    accept: impl Fn(&[u32]) -> bool,
+    accept: impl Fn(&[u32]) -> bool + Sync,
 ) -> Option<(usize, Vec<u32>)> {
-    let mut cands: Vec<(usize, usize, Run)> = Vec::new();
-    for p in 1..=(tokens.len() / 2).min(MAX_PERIOD) {
-        let hits: Vec<Run> = runs(tokens, p)
-            .into_iter()
-            .filter(|r| r.repeats == want && accept(&tokens[r.start..r.start + p]))
-            .collect();
-        if let Some(&first) = hits.first() {
-            cands.push((p, hits.len() * want * p, first));
-        }
-    }
+    // Each period on its own, on every core, kept in period order (see
+    // `best_period`).
+    let cands: Vec<(usize, usize, Run)> = (1..=(tokens.len() / 2).min(MAX_PERIOD))
+        .into_par_iter()
+        .filter_map(|p| {
+            let mut hits = runs(tokens, p)
+                .into_iter()
+                .filter(|r| r.repeats == want && accept(&tokens[r.start..r.start + p]));
+            let first = hits.next()?;
+            Some((p, (1 + hits.count()) * want * p, first))
+        })
+        .collect();
     let best = cands.iter().map(|c| c.1).max()?;
     let &(p, _, run) = cands.iter().find(|c| 2 * c.1 >= best)?;
     Some((p, tokens[run.start..run.start + p].to_vec()))
