@@ -340,8 +340,8 @@ impl Builder {
         (holes, longest)
     }
 
-    /// GPU tasks launched before one that ran ahead of them on their
-    /// stream: stream order must follow launch order.
+    /// GPU tasks that run on their stream after one launched later than
+    /// them: stream order must follow launch order.
     fn stream_order_violations(&self) -> u64 {
         let mut misordered = 0u64;
         for p in &self.g.processors {
