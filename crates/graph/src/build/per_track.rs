@@ -389,7 +389,7 @@ impl<X: ExtraRef> StreamWork<'_, X> {
     /// tasks found as they are made (`comms`).
     fn fill(mut self, comms: &CommFinder) -> TrackDone {
         let mut done = TrackDone::new(self.proc);
-        let mut comm_name = FxHashMap::default();
+        let mut comm_name = comms.name_memo();
         let mut last_end = i64::MIN;
         let n = self.order.len();
         for (t, &i) in self.order.iter().enumerate() {

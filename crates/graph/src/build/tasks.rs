@@ -379,24 +379,29 @@ impl<'a> CommFinder<'a> {
         CommFinder { by_ext, names }
     }
 
+    /// An empty memo of which names are a collective library's kernels,
+    /// for one caller of [`Self::collective`].
+    pub(super) fn name_memo(&self) -> PerName<bool> {
+        PerName::new(self.names.len())
+    }
+
     /// The collective a GPU task named `name` runs, if it is communication:
     /// `Collective name` on the task (`own`), else on the CPU op it was
     /// launched under (same `External id`), else a name pattern.
-    /// `comm_name` remembers, per name, whether it is a collective
-    /// library's kernel (worked out once per name, not once per task).
+    /// `comm_name` ([`Self::name_memo`]) remembers, per name, whether it is
+    /// a collective library's kernel (worked out once per name, not once
+    /// per task).
     pub(super) fn collective(
         &self,
         name: u32,
         own: Option<&CollectiveArgs>,
         external_id: Option<u64>,
-        comm_name: &mut FxHashMap<u32, bool>,
+        comm_name: &mut PerName<bool>,
     ) -> Option<(Collective, CommEvidence)> {
-        let text = self.names.get(name as usize).map_or("", String::as_str);
+        let text = &self.names[name as usize];
         let via_op = external_id.and_then(|x| self.by_ext.get(&x).copied());
         let args = own.filter(|c| c.name.is_some()).or(via_op);
-        let by_name = *comm_name
-            .entry(name)
-            .or_insert_with(|| is_comm_kernel_name(text));
+        let by_name = comm_name.get(NameId(name), self.names, is_comm_kernel_name);
         let coll = match args {
             Some(a) if by_name || own.is_some() => Collective {
                 name: a
