@@ -35,21 +35,27 @@ impl Builder {
     /// Program order on threads and streams as explicit edges.
     #[inline(never)]
     pub(super) fn order_edges(&mut self) {
-        let n: usize = (self.g.processors.iter())
-            .map(|p| p.tasks.len().saturating_sub(1))
-            .sum();
-        self.g.edges.reserve(n);
-        for p in 0..self.g.processors.len() {
-            let kind = if self.g.processors[p].is_stream() {
-                DepKind::IntraStream
-            } else {
-                DepKind::IntraThread
-            };
-            let tasks = self.g.processors[p].tasks.clone();
-            for w in tasks.windows(2) {
-                self.edge(w[0], w[1], kind, Anchor::End);
-            }
+        let procs = &self.g.processors;
+        // Where each processor's edges start among the new ones, so that
+        // every edge is made on its own (on every core) in the order a
+        // processor-by-processor loop would push them.
+        let mut starts = Vec::with_capacity(procs.len() + 1);
+        starts.push(0);
+        for p in procs {
+            starts.push(starts[starts.len() - 1] + p.tasks.len().saturating_sub(1));
         }
+        let n = starts[procs.len()];
+        let edge = |k: usize| {
+            let p = starts.partition_point(|&s| s <= k) - 1;
+            let (tasks, j) = (&procs[p].tasks, k - starts[p]);
+            let kind = match procs[p].is_stream() {
+                true => DepKind::IntraStream,
+                false => DepKind::IntraThread,
+            };
+            new_edge(tasks[j], tasks[j + 1], kind, Anchor::End)
+        };
+        let order = (0..n).into_par_iter().with_min_len(PAR_MIN).map(edge);
+        self.g.edges.par_extend(order);
     }
 
     /// The found or inferred dependencies that would close a cycle (see
@@ -186,7 +192,7 @@ impl Builder {
         drop(latest_at);
         // Each edge's latency on its own: on every core.
         (self.g.edges.par_iter_mut().enumerate())
-            .with_min_len(1 << 14)
+            .with_min_len(PAR_MIN)
             .for_each(|(i, edge)| {
                 let t = edge.to.idx();
                 let slack = raw[t].start.saturating_sub(ready(edge)).max(0);

@@ -55,6 +55,10 @@ const TIME_TOLERANCE_NS: i64 = 1_000;
 /// on other threads ([`Builder::tasks`]): about 25 bytes a task kept in a
 /// second arena, so from here on tens of MB.
 const TRIM_AFTER_TASKS: usize = 1 << 20;
+/// The fewest items a core takes in the build's parallel passes over every
+/// task or edge: smaller builds (a job's many ranks) stay on one thread,
+/// where handing work out would cost more than it saves.
+const PAR_MIN: usize = 1 << 14;
 /// A CPU-side window this long without any CPU event suggests dropped events.
 pub(crate) const CPU_HOLE_NS: i64 = 40_000_000;
 
@@ -279,20 +283,26 @@ impl Builder {
     }
 
     fn edge(&mut self, from: TaskId, to: TaskId, kind: DepKind, anchor: Anchor) {
-        self.g.edges.push(Edge {
-            from,
-            to,
-            kind,
-            anchor,
-            latency_ns: 0,
-            inferred: false,
-        });
+        self.g.edges.push(new_edge(from, to, kind, anchor));
     }
 
     /// An end-anchored edge that had to be found, recorded with its rule.
     fn found_edge(&mut self, from: TaskId, to: TaskId, kind: DepKind, rule: Rule) {
         self.edge(from, to, kind, Anchor::End);
         self.report.record_edge(self.g.edges.len() - 1, kind, rule);
+    }
+}
+
+/// A dependency as a step finds it: no latency yet (`attribute_latencies`
+/// gives it one), read from the trace rather than inferred.
+fn new_edge(from: TaskId, to: TaskId, kind: DepKind, anchor: Anchor) -> Edge {
+    Edge {
+        from,
+        to,
+        kind,
+        anchor,
+        latency_ns: 0,
+        inferred: false,
     }
 }
 

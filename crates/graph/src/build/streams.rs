@@ -25,7 +25,7 @@ impl Builder {
     /// order (empty for threads): searched by the two functions below, one
     /// read per probe where `launch_time` takes three dependent ones.
     pub(super) fn stream_launch_times(&self) -> Vec<Vec<i64>> {
-        (self.g.processors.iter())
+        (self.g.processors.par_iter())
             .map(|p| match p.kind {
                 ProcKind::Stream { .. } => p.tasks.iter().map(|&g| self.launch_time(g)).collect(),
                 _ => Vec::new(),

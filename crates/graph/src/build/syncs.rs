@@ -1,6 +1,8 @@
 //! GPU-to-CPU synchronization: named sync calls, blocking copies, and long
 //! calls that return right after GPU work ends.
 
+use rayon::prelude::*;
+
 use super::*;
 
 impl Builder {
@@ -26,12 +28,14 @@ impl Builder {
         }
         let (sync_stream, event_evidence) = (ByCorr::new(sync_stream), ByCorr::new(event_evidence));
         let mut gpu_by_end: Vec<(i64, TaskId)> = (0..self.g.tasks.len())
+            .into_par_iter()
+            .with_min_len(PAR_MIN)
             .filter(|&i| self.g.tasks[i].kind.is_gpu())
             .map(|i| (self.raw[i].end, TaskId(i as u32)))
             .collect();
         // Collected stream by stream, each already in order of end: a
         // stable sort merges those runs (the keys are distinct).
-        gpu_by_end.sort();
+        gpu_by_end.par_sort();
         // Where the last search ended: a thread's calls end in order, so
         // the next search starts there.
         let mut cursor = 0;

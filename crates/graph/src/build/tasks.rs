@@ -2,6 +2,7 @@
 //! `per_track`), launches by correlation, and collectives.
 
 use lumos_trace::{CollectiveArgs, EventExtra};
+use rayon::prelude::*;
 
 use super::*;
 
@@ -317,30 +318,34 @@ impl Builder {
 
     #[inline(never)]
     pub(super) fn launches(&mut self) {
-        self.launcher = vec![None; self.g.tasks.len()];
+        // The look-ups and the scopes read one task at a time: on every
+        // core, in task order.
+        let (tasks, by_corr) = (&self.g.tasks, &self.call_by_corr);
+        self.launcher = (tasks.par_iter().with_min_len(PAR_MIN))
+            .map(|t| match t.kind.is_gpu() && t.correlation != 0 {
+                true => by_corr.get(&t.correlation).copied(),
+                false => None,
+            })
+            .collect();
         // (call, GPU task) in GPU task order: at most one per GPU task.
-        let gpu = self.g.tasks.iter().filter(|t| t.kind.is_gpu()).count();
-        let mut pairs: Vec<(u32, TaskId)> = Vec::with_capacity(gpu);
-        for id in 0..self.g.tasks.len() {
-            let tid = TaskId(id as u32);
-            let task = &self.g.tasks[id];
-            if !task.kind.is_gpu() {
-                continue;
-            }
-            if task.correlation == 0 {
-                self.report.gpu_without_launch += 1;
-                continue;
-            }
-            match self.call_by_corr.get(&task.correlation) {
-                Some(&call) => {
-                    self.g.task_scopes[id] = self.g.task_scopes[call.idx()];
-                    self.launcher[id] = Some(call);
-                    pairs.push((call.0, tid));
-                    self.edge(call, tid, DepKind::Launch, Anchor::Start);
-                }
-                None => self.report.gpu_without_launch += 1,
+        let mut pairs: Vec<(u32, TaskId)> = Vec::new();
+        for (id, (task, call)) in tasks.iter().zip(&self.launcher).enumerate() {
+            match (task.kind.is_gpu(), call) {
+                (true, Some(c)) => pairs.push((c.0, TaskId(id as u32))),
+                (true, None) => self.report.gpu_without_launch += 1,
+                (false, _) => {}
             }
         }
+        // A GPU task runs in its launching call's scope (calls keep theirs).
+        let (launcher, scopes) = (&self.launcher, &self.g.task_scopes);
+        let own_and_call = (scopes.par_iter().zip(launcher)).with_min_len(PAR_MIN);
+        self.g.task_scopes = own_and_call
+            .map(|(&own, call)| call.map_or(own, |c| scopes[c.idx()]))
+            .collect();
+        self.g.edges.par_extend(
+            (pairs.par_iter().with_min_len(PAR_MIN))
+                .map(|&(call, g)| new_edge(TaskId(call), g, DepKind::Launch, Anchor::Start)),
+        );
         self.launched = Launched::new(self.g.tasks.len(), &pairs);
         // Fixed from here on: later steps split calls, which keeps their
         // start, and add no GPU task.
