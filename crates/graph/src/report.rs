@@ -168,9 +168,7 @@ impl BuildReport {
     /// final; a reader of a stored graph calls it with the stored report
     /// (rules naming an edge `g` does not have are ignored).
     pub fn mark_inferred(&self, g: &mut Graph) {
-        for e in &mut g.edges {
-            e.inferred = false;
-        }
+        (g.edges.par_iter_mut().with_min_len(1 << 14)).for_each(|e| e.inferred = false);
         for &(e, rule) in &self.edge_rules {
             if let Some(edge) = g.edges.get_mut(e as usize) {
                 edge.inferred = !rule.is_recorded();
@@ -331,14 +329,16 @@ impl BuildReport {
 
 /// How many of `items` fall in each of `N` classes (`class` is below `N`).
 fn count_by<T: Sync, const N: usize>(items: &[T], class: impl Fn(&T) -> usize + Sync) -> [u64; N] {
-    (items.par_iter().with_min_len(1 << 14))
-        .fold(
-            || [0u64; N],
-            |mut n, x| {
+    // A plain loop per chunk: about 3x faster on a 1 GB rank's tasks and
+    // edges than a fold, which carries the array from item to item.
+    (items.par_chunks(1 << 14))
+        .map(|chunk| {
+            let mut n = [0u64; N];
+            for x in chunk {
                 n[class(x)] += 1;
-                n
-            },
-        )
+            }
+            n
+        })
         .reduce(
             || [0u64; N],
             |mut a, b| {
