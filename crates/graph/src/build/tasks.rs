@@ -316,6 +316,9 @@ impl Builder {
         tracks
     }
 
+    /// Launch edges: each GPU task's call, found by correlation, launches
+    /// it and gives it its scope; what later steps read of the launches
+    /// (`launcher`, `launched`, `launch_times`) is indexed here.
     #[inline(never)]
     pub(super) fn launches(&mut self) {
         // The look-ups and the scopes read one task at a time: on every
