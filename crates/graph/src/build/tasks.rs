@@ -341,6 +341,7 @@ impl Builder {
         }
         // A GPU task runs in its launching call's scope (calls keep theirs).
         let (launcher, scopes) = (&self.launcher, &self.g.task_scopes);
+        debug_assert_eq!(scopes.len(), launcher.len(), "a scope per task");
         let own_and_call = (scopes.par_iter().zip(launcher)).with_min_len(PAR_MIN);
         self.g.task_scopes = own_and_call
             .map(|(&own, call)| call.map_or(own, |c| scopes[c.idx()]))
