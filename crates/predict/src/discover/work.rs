@@ -1,7 +1,7 @@
 //! Step 2 of discovery: what kind of work each task is.
 
-use lumos_graph::{Graph, TaskId, TaskKind};
-use rustc_hash::FxHashMap;
+use lumos_graph::{Graph, ScopeId, TaskId, TaskKind};
+use rayon::prelude::*;
 
 use crate::shapes::{
     attention_shape, gemm_shape, is_attention_kernel_name, is_gemm_kernel_name, is_gemm_op,
@@ -32,9 +32,7 @@ pub enum WorkClass {
 /// attention and communication by name and arguments. Communication is
 /// classified later, by [`super::comms`]; here it is memory-bound work.
 pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
-    let mut out: Vec<WorkClass> = g
-        .tasks
-        .iter()
+    let mut out: Vec<WorkClass> = (g.tasks.par_iter().with_min_len(PAR_MIN))
         .map(|t| match t.kind {
             TaskKind::Kernel => WorkClass::Memory,
             TaskKind::Memcpy | TaskKind::Memset => WorkClass::Copy,
@@ -45,37 +43,44 @@ pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
     // task and scope visited (each test lowercases the name: on a 1 GB
     // trace that was a few million allocations).
     let by_name =
-        |test: fn(&str) -> bool| -> Vec<bool> { g.names.iter().map(|n| test(n)).collect() };
+        |test: fn(&str) -> bool| -> Vec<bool> { g.names.par_iter().map(|n| test(n)).collect() };
     let (attention, gemm_op, gemm_kernel) = (
         by_name(is_attention_kernel_name),
         by_name(is_gemm_op),
         by_name(is_gemm_kernel_name),
     );
-    // GEMM kernels: grouped by the GEMM operator that launched them; the
-    // one with a GEMM-library name (else the longest) is the product.
-    let mut by_op: FxHashMap<u32, Vec<TaskId>> = FxHashMap::default();
-    for (i, t) in g.tasks.iter().enumerate() {
-        let id = TaskId(i as u32);
-        if t.kind != TaskKind::Kernel || t.is_comm() {
-            continue;
-        }
-        if attention[t.name.0 as usize] {
-            let dims = g.scope_chain(id).find_map(|s| {
-                let sc = &g.scopes[s.0 as usize];
-                sc.input_dims.as_ref().and_then(attention_shape)
-            });
-            out[i] = WorkClass::Attention(dims);
-            continue;
-        }
-        if let Some(s) = g.scope_chain(id).find(|&s| {
-            let sc = &g.scopes[s.0 as usize];
-            gemm_op[sc.name.0 as usize] && sc.input_dims.is_some()
-        }) {
-            by_op.entry(s.0).or_default().push(id);
+    // Each kernel's launching operator is found on its own (a walk up its
+    // scopes), on every core, in task order.
+    let found: Vec<(TaskId, Launcher)> = (g.tasks.par_iter().enumerate().with_min_len(PAR_MIN))
+        .filter(|(_, t)| t.kind == TaskKind::Kernel && !t.is_comm())
+        .filter_map(|(i, t)| {
+            let id = TaskId(i as u32);
+            let launcher = match attention[t.name.0 as usize] {
+                true => Launcher::Attention(g.scope_chain(id).find_map(|s| {
+                    let sc = &g.scopes[s.0 as usize];
+                    sc.input_dims.as_ref().and_then(attention_shape)
+                })),
+                false => Launcher::GemmOp(g.scope_chain(id).find(|&s| {
+                    let sc = &g.scopes[s.0 as usize];
+                    gemm_op[sc.name.0 as usize] && sc.input_dims.is_some()
+                })?),
+            };
+            Some((id, launcher))
+        })
+        .collect();
+    // GEMM kernels: grouped by the GEMM operator that launched them (in
+    // task order within each); the one with a GEMM-library name (else the
+    // longest) is the product.
+    let mut by_op: Vec<(u32, TaskId)> = Vec::new();
+    for (id, launcher) in found {
+        match launcher {
+            Launcher::Attention(dims) => out[id.idx()] = WorkClass::Attention(dims),
+            Launcher::GemmOp(s) => by_op.push((s.0, id)),
         }
     }
-    for (s, kernels) in by_op {
-        let sc = &g.scopes[s as usize];
+    by_op.sort_by_key(|&(s, _)| s);
+    for op in by_op.chunk_by(|a, b| a.0 == b.0) {
+        let sc = &g.scopes[op[0].0 as usize];
         let Some(shape) = sc
             .input_dims
             .as_ref()
@@ -83,20 +88,26 @@ pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
         else {
             continue;
         };
-        let pick = kernels
-            .iter()
-            .copied()
+        let kernels = op.iter().map(|&(_, k)| k);
+        let pick = (kernels.clone())
             .filter(|&k| gemm_kernel[g.task(k).name.0 as usize])
             .max_by_key(|&k| g.task(k).duration_ns)
-            .or_else(|| {
-                kernels
-                    .iter()
-                    .copied()
-                    .max_by_key(|&k| g.task(k).duration_ns)
-            });
+            .or_else(|| kernels.max_by_key(|&k| g.task(k).duration_ns));
         if let Some(k) = pick {
             out[k.idx()] = WorkClass::Gemm(shape);
         }
     }
     out
 }
+
+/// What launched a kernel, as far as its work class is concerned.
+enum Launcher {
+    /// An attention kernel (by its name), with the shape its scopes record.
+    Attention(Option<[u64; 4]>),
+    /// The innermost GEMM operator with recorded input dimensions.
+    GemmOp(ScopeId),
+}
+
+/// The fewest tasks a core takes in the parallel passes: a small trace
+/// stays on one thread.
+const PAR_MIN: usize = 1 << 14;
