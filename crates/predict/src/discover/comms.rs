@@ -13,6 +13,7 @@
 
 use lumos_graph::{Graph, TaskId};
 use lumos_models::CollectiveKind;
+use rustc_hash::FxHashMap;
 
 use super::{Confidence, Part, PassKind, Role, StepStructure};
 use crate::context::{GroupInfo, TraceContext};
@@ -158,7 +159,7 @@ pub(super) fn class_from_desc(desc: &str) -> Option<GroupClass> {
 }
 
 /// Where a communication task runs, as far as the structural rules care.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Place {
     /// In a layer of a forward pass.
     ForwardLayer,
@@ -244,23 +245,37 @@ pub(super) fn classify_comms(
     roles: &[Role],
     steps: &[StepStructure],
 ) -> Vec<CommInfo> {
+    // A step's many communication tasks repeat a few names, groups and
+    // places: what those decide (lowercased name tests, the group's
+    // description) is worked out once per combination.
+    let mut classified: FxHashMap<ClassKey, Classified> = FxHashMap::default();
     let mut out = Vec::new();
     for (i, t) in g.tasks.iter().enumerate() {
         let Some(ci) = t.collective else { continue };
-        let c = &g.collectives[ci as usize];
+        let (task, c) = (TaskId(i as u32), &g.collectives[ci as usize]);
         let group = c.process_group.as_deref().and_then(|n| ctx.group(n));
         let place = match units.unit_of[i] {
             NO_UNIT => Place::Other,
             u => place_of(roles[u as usize], steps),
         };
-        let name = program_collective(g, TaskId(i as u32), &c.name);
-        let (class, confidence) = group_class(name, c.group_size, group, place, ctx.world_size);
+        let key = (
+            c.name.as_str(),
+            operator_collective(g, task),
+            c.group_size,
+            c.process_group.as_deref(),
+            place,
+        );
+        let (class, confidence, kind, p2p) = *classified.entry(key).or_insert_with(|| {
+            let name = program_collective(g, task, &c.name);
+            let (class, confidence) = group_class(name, c.group_size, group, place, ctx.world_size);
+            (class, confidence, collective_kind(name), p2p_of(name))
+        });
         out.push(CommInfo {
-            task: TaskId(i as u32),
+            task,
             class,
             confidence,
-            kind: collective_kind(name),
-            p2p: p2p_of(name),
+            kind,
+            p2p,
             bytes: c.bytes,
             elements: c.elements,
             ranks: group.map(|gr| gr.ranks.clone()).unwrap_or_default(),
@@ -269,3 +284,17 @@ pub(super) fn classify_comms(
     }
     out
 }
+
+/// What decides a communication task's class ([`classify_comms`]): its
+/// recorded collective, the enclosing `nccl:` operator's, its group size
+/// and process group name, and its place.
+type ClassKey<'g> = (
+    &'g str,
+    Option<&'g str>,
+    Option<u32>,
+    Option<&'g str>,
+    Place,
+);
+
+/// What [`classify_comms`] finds for one [`ClassKey`].
+type Classified = (GroupClass, Confidence, Option<CollectiveKind>, Option<P2p>);
