@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
+use crate::build::PAR_MIN;
 use crate::model::{DepKind, Graph, TaskKind};
 
 /// How an edge was found.
@@ -168,7 +169,7 @@ impl BuildReport {
     /// final; a reader of a stored graph calls it with the stored report
     /// (rules naming an edge `g` does not have are ignored).
     pub fn mark_inferred(&self, g: &mut Graph) {
-        (g.edges.par_iter_mut().with_min_len(1 << 14)).for_each(|e| e.inferred = false);
+        (g.edges.par_iter_mut().with_min_len(PAR_MIN)).for_each(|e| e.inferred = false);
         for &(e, rule) in &self.edge_rules {
             if let Some(edge) = g.edges.get_mut(e as usize) {
                 edge.inferred = !rule.is_recorded();
@@ -331,7 +332,7 @@ impl BuildReport {
 fn count_by<T: Sync, const N: usize>(items: &[T], class: impl Fn(&T) -> usize + Sync) -> [u64; N] {
     // A plain loop per chunk: about 3x faster on a 1 GB rank's tasks and
     // edges than a fold, which carries the array from item to item.
-    (items.par_chunks(1 << 14))
+    (items.par_chunks(PAR_MIN))
         .map(|chunk| {
             let mut n = [0u64; N];
             for x in chunk {

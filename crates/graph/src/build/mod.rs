@@ -56,9 +56,10 @@ const TIME_TOLERANCE_NS: i64 = 1_000;
 /// second arena, so from here on tens of MB.
 const TRIM_AFTER_TASKS: usize = 1 << 20;
 /// The fewest items a core takes in the build's parallel passes over every
-/// task or edge: smaller builds (a job's many ranks) stay on one thread,
-/// where handing work out would cost more than it saves.
-const PAR_MIN: usize = 1 << 14;
+/// task or edge (and the build report's counts): smaller builds (a job's
+/// many ranks) stay on one thread, where handing work out would cost more
+/// than it saves.
+pub(crate) const PAR_MIN: usize = 1 << 14;
 /// A CPU-side window this long without any CPU event suggests dropped events.
 pub(crate) const CPU_HOLE_NS: i64 = 40_000_000;
 
