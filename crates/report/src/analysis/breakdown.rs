@@ -246,23 +246,13 @@ pub(crate) struct GpuOrder {
 impl GpuOrder {
     /// The GPU tasks of `graph` at `times`.
     pub fn new<T: TaskTimes + ?Sized>(graph: &Graph, times: &T) -> GpuOrder {
-        // Sized exactly: collected through a filter, the vector would grow
-        // by doubling, up to twice the tasks' 24 bytes each, and copy
-        // itself on the way.
-        let gpu = graph.tasks.iter().filter(|t| t.kind.is_gpu()).count();
-        let mut tasks: Vec<(Span, TaskId)> = Vec::with_capacity(gpu);
-        tasks.extend(
-            graph
-                .tasks
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.kind.is_gpu())
-                .map(|(i, _)| {
-                    let t = TaskId(i as u32);
-                    (span_of(times, t), t)
-                }),
-        );
-        tasks.sort_unstable_by_key(|&(s, t)| (s.start_ns, t));
+        let mut tasks =
+            in_processor_order(graph, times).unwrap_or_else(|| in_task_order(graph, times));
+        // Stable, so that it finds the processors' runs (a stream's tasks
+        // start in its order) and merges them: a few passes instead of a
+        // sort from scratch. The keys are unique, so the order is the
+        // unstable sort's.
+        tasks.sort_by_key(|&(s, t)| (s.start_ns, t));
         GpuOrder { tasks }
     }
 
@@ -347,6 +337,49 @@ impl GpuOrder {
             .take_while(move |(s, _)| s.start_ns == at)
             .filter(|(s, _)| s.start_ns < s.end_ns)
     }
+}
+
+/// Every GPU task with its span at `times`, processor by processor in
+/// each one's order; `None` if the processors do not list every GPU task
+/// exactly once (a graph the simulator has not checked).
+fn in_processor_order<T: TaskTimes + ?Sized>(
+    graph: &Graph,
+    times: &T,
+) -> Option<Vec<(Span, TaskId)>> {
+    let gpu = graph.tasks.iter().filter(|t| t.kind.is_gpu()).count();
+    let mut seen = vec![false; graph.tasks.len()];
+    let mut tasks: Vec<(Span, TaskId)> = Vec::with_capacity(gpu);
+    for &t in graph.processors.iter().flat_map(|p| &p.tasks) {
+        let task = graph.tasks.get(t.idx())?;
+        if task.kind.is_gpu() {
+            if std::mem::replace(&mut seen[t.idx()], true) {
+                return None;
+            }
+            tasks.push((span_of(times, t), t));
+        }
+    }
+    (tasks.len() == gpu).then_some(tasks)
+}
+
+/// Every GPU task with its span at `times`, in task order.
+fn in_task_order<T: TaskTimes + ?Sized>(graph: &Graph, times: &T) -> Vec<(Span, TaskId)> {
+    // Sized exactly: collected through a filter, the vector would grow
+    // by doubling, up to twice the tasks' 24 bytes each, and copy
+    // itself on the way.
+    let gpu = graph.tasks.iter().filter(|t| t.kind.is_gpu()).count();
+    let mut tasks: Vec<(Span, TaskId)> = Vec::with_capacity(gpu);
+    tasks.extend(
+        graph
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.kind.is_gpu())
+            .map(|(i, _)| {
+                let t = TaskId(i as u32);
+                (span_of(times, t), t)
+            }),
+    );
+    tasks
 }
 
 /// The unions of GPU time [`GpuOrder::merge_unions`] makes.
