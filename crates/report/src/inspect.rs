@@ -153,11 +153,13 @@ pub fn inspect_owned(trace: Trace) -> (FileReport, (Graph, Measured, BuildReport
 /// graph build's first pass is done as the file is read
 /// ([`lumos_graph::build_streamed`]), so the trace's events are never all
 /// in memory. `progress` gets the uncompressed bytes read so far after
-/// each chunk.
+/// each chunk. The graph, its measured times and the builder's report
+/// come back with the file's report, as from [`inspect_owned`], for the
+/// caller to free when it likes.
 pub fn inspect_path(
     path: &std::path::Path,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<FileReport, crate::ReportError> {
+) -> Result<(FileReport, (Graph, Measured, BuildReport)), crate::ReportError> {
     let mut sink = TrackSink::new();
     let trace = lumos_trace::read_path_into(path, progress, &mut sink)?;
     let mut facts = TraceFacts::of(&trace);
@@ -165,7 +167,8 @@ pub fn inspect_path(
     // the trace holds.
     facts.events_kept += sink.events_taken();
     let (graph, measured, report) = build_streamed(trace, sink);
-    Ok(file_report_of(&facts, &graph, &measured, &report))
+    let file = file_report_of(&facts, &graph, &measured, &report);
+    Ok((file, (graph, measured, report)))
 }
 
 /// The report on a trace ingested into a compact file: the same as

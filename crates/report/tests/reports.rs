@@ -101,7 +101,7 @@ fn the_streamed_inspect_reports_as_the_whole_trace_does() {
     };
     for path in corpus.traces("single-rank") {
         let whole = lumos_report::inspect(&lumos_trace::read_path(&path).unwrap());
-        let streamed = lumos_report::inspect_path(&path, &|_| {}).unwrap();
+        let (streamed, _) = lumos_report::inspect_path(&path, &|_| {}).unwrap();
         assert_eq!(
             serde_json::to_string(&streamed).unwrap(),
             serde_json::to_string(&whole).unwrap(),

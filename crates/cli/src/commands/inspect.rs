@@ -85,7 +85,12 @@ fn run_one_trace(args: &InspectArgs, file: &Path, out: &mut dyn Write) -> Result
     let inspected = rayon::scope(|_| lumos_report::inspect_path(file, &|b| work.read(b)));
     work.finish();
     let (traces, ok) = match inspected {
-        Ok(report) => (vec![report], true),
+        Ok((report, built)) => {
+            // Freeing the graph of a 1 GB trace takes tens of
+            // milliseconds; the report is written meanwhile.
+            crate::inputs::drop_in_background(built);
+            (vec![report], true)
+        }
         Err(e) => {
             output::error(e);
             (Vec::new(), false)
