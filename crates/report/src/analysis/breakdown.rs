@@ -707,3 +707,48 @@ pub struct StreamIdle {
     /// us.
     pub other_us: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lumos_sim::SimOptions;
+
+    /// The order taken processor by processor is the order of every GPU
+    /// task sorted from scratch; a graph whose processors leave a GPU
+    /// task out, or list one twice, falls back to task order.
+    #[test]
+    fn gpu_order_from_the_processors_is_the_sorted_order() {
+        let Some(corpus) = lumos_testkit::corpus() else {
+            return;
+        };
+        let path = corpus.path("single-rank/a100-recsys-rank3of8.json.gz");
+        let trace = lumos_trace::read_path(&path).unwrap();
+        let r = crate::replay(&trace, &SimOptions::default()).unwrap();
+        let (graph, schedule) = (&r.graph, &r.schedule);
+        let mut sorted = in_task_order(graph, schedule);
+        sorted.sort_unstable_by_key(|&(s, t)| (s.start_ns, t));
+        assert!(sorted.len() > 1000);
+        assert_eq!(GpuOrder::new(graph, schedule).tasks, sorted);
+        assert!(in_processor_order(graph, schedule).is_some());
+
+        // A stream and the positions of two of its GPU tasks.
+        let is_gpu = |t: &TaskId| graph.task(*t).kind.is_gpu();
+        let (stream, a, b) = (graph.processors.iter().enumerate())
+            .find_map(|(p, proc)| {
+                let mut gpu = (proc.tasks.iter().enumerate())
+                    .filter(|(_, t)| is_gpu(t))
+                    .map(|(k, _)| k);
+                Some((p, gpu.next()?, gpu.next()?))
+            })
+            .unwrap();
+        let mut left_out = graph.clone();
+        left_out.processors[stream].tasks.remove(b);
+        assert!(in_processor_order(&left_out, schedule).is_none());
+        assert_eq!(GpuOrder::new(&left_out, schedule).tasks, sorted);
+        let mut twice = graph.clone();
+        let first = twice.processors[stream].tasks[a];
+        twice.processors[stream].tasks[b] = first;
+        assert!(in_processor_order(&twice, schedule).is_none());
+        assert_eq!(GpuOrder::new(&twice, schedule).tasks, sorted);
+    }
+}
