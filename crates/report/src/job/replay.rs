@@ -184,6 +184,7 @@ pub fn replay_rank_alone(
         opts,
         scales,
     )
+    .map(crate::replay::trimmed)
 }
 
 /// The replayed times of one rank's own tasks, moved back to its own
