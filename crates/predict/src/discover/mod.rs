@@ -367,9 +367,14 @@ pub fn discover_with_hint(
     ctx: &TraceContext,
     hint: Option<&LayerHint>,
 ) -> Structure {
-    let units = Units::build(graph, measured);
+    // The units are built on one core (a sequential walk of each
+    // thread's tasks); the work classes, which read the graph alone, take
+    // the other meanwhile.
+    let (units, mut work) = rayon::join(
+        || Units::build(graph, measured),
+        || work::work_classes(graph),
+    );
     let mut findings = Vec::new();
-    let mut work = work::work_classes(graph);
     let cut = passes::passes_and_layers(graph, &units, hint, &mut findings);
     let comms = comms::classify_comms(graph, ctx, &units, &cut.roles, &cut.steps);
     for (i, c) in comms.iter().enumerate() {
