@@ -11,7 +11,7 @@
 //! come first; graph edits need that, since they rebuild each processor's
 //! order from the units.
 
-use lumos_graph::{DepKind, Graph, Measured, ProcId, ScopeId, TaskId};
+use lumos_graph::{DepKind, Graph, Measured, NameId, ProcId, ScopeId, TaskId};
 use rustc_hash::FxHashMap;
 
 /// One top-level operator (or lone task) on a thread and the GPU work it
@@ -62,6 +62,9 @@ pub struct Units {
 
 /// Sentinel for "no unit".
 pub const NO_UNIT: u32 = u32::MAX;
+
+/// "No token yet" in [`Units::build`]'s token of each name.
+const NO_TOKEN: u32 = u32::MAX;
 
 /// Scope names that mark a transformer layer in annotated traces
 /// (`ParallelTransformerLayer`, `model.layers.3`, `GPT2Block`, ...).
@@ -119,8 +122,16 @@ impl Units {
                 next
             })
         };
-        let scope_name =
-            |s: ScopeId| -> &str { &graph.names[graph.scopes[s.0 as usize].name.0 as usize] };
+        // Each name's token, made once per name: units repeat a few
+        // names (a million units of a 1 GB trace, a few hundred names).
+        let mut token_of_name: Vec<u32> = vec![NO_TOKEN; graph.names.len()];
+        let mut token_of = |name: NameId| -> u32 {
+            let slot = &mut token_of_name[name.0 as usize];
+            if *slot == NO_TOKEN {
+                *slot = intern(token_text(&graph.names[name.0 as usize]));
+            }
+            *slot
+        };
         // What each name is, worked out once per name rather than once per
         // task and enclosing scope (`is_layer_name` lowercases the name).
         let (step_name, layer_name): (Vec<bool>, Vec<bool>) = graph
@@ -163,14 +174,14 @@ impl Units {
                 let same = matches!(current, Some((Some(k), _)) if key == Some(k));
                 if !same {
                     let name = match key {
-                        Some(s) => scope_name(s),
-                        None => graph.name(t),
+                        Some(s) => graph.scopes[s.0 as usize].name,
+                        None => graph.tasks[t.idx()].name,
                     };
                     units.push(Unit {
                         thread: ProcId(pi as u32),
                         tasks: Vec::new(),
                         cpu_len: 0,
-                        token: intern(token_text(name)),
+                        token: token_of(name),
                         scope: key,
                         start_ns: measured.tasks[t.idx()].start_ns,
                         end_ns: measured.tasks[t.idx()].end_ns,
@@ -227,7 +238,10 @@ impl Units {
         for (k, &u) in order.iter().enumerate() {
             rank[u] = k as u32;
         }
-        let units: Vec<Unit> = order.iter().map(|&u| units[u].clone()).collect();
+        // Moved into their order, not copied (`order` is a permutation,
+        // so each is taken once).
+        let mut unordered: Vec<Option<Unit>> = units.into_iter().map(Some).collect();
+        let units: Vec<Unit> = order.iter().filter_map(|&u| unordered[u].take()).collect();
         for x in unit_of.iter_mut() {
             if *x != NO_UNIT {
                 *x = rank[*x as usize];
