@@ -122,8 +122,8 @@ impl Units {
                 next
             })
         };
-        // Each name's token, made once per name: units repeat a few
-        // names (a million units of a 1 GB trace, a few hundred names).
+        // Each name's token, made once per name: many units share a
+        // name, and making the token allocates.
         let mut token_of_name: Vec<u32> = vec![NO_TOKEN; graph.names.len()];
         let mut token_of = |name: NameId| -> u32 {
             let slot = &mut token_of_name[name.0 as usize];
