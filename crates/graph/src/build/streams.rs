@@ -164,8 +164,21 @@ impl Builder {
         };
         // Each wait is resolved on its own (reads only), on every core: a
         // trace can hold one per collective and per pipeline transfer.
-        let resolved: Vec<WaitOutcome> = (waits.par_iter().with_min_len(1024))
-            .map_init(Cursors::default, |at, &w| self.resolve_wait(w, &known, at))
+        // In chunks, so that each wait's call is asked for ahead: the
+        // calls are far apart in the task arrays (a cache miss each).
+        let this = &*self;
+        let resolved: Vec<WaitOutcome> = (waits.par_chunks(1024))
+            .flat_map_iter(|chunk| {
+                let mut at = Cursors::default();
+                let known = &known;
+                chunk.iter().enumerate().map(move |(k, &w)| {
+                    if let Some(ahead) = chunk.get(k + WAITS_AHEAD) {
+                        prefetch(&this.raw[ahead.idx()]);
+                        prefetch(&this.g.tasks[ahead.idx()]);
+                    }
+                    this.resolve_wait(w, known, &mut at)
+                })
+            })
             .collect();
         for outcome in resolved {
             match outcome {
@@ -328,6 +341,9 @@ impl Builder {
         best.map(|(_, t)| t)
     }
 }
+
+/// How many wait calls ahead [`Builder::inter_stream`] asks for.
+const WAITS_AHEAD: usize = 8;
 
 /// What the trace says about wait calls, by the call's correlation or id:
 /// what [`Builder::resolve_wait`] reads besides the graph.

@@ -248,6 +248,28 @@ impl<X: ExtraRef> Sorter<X> {
     }
 }
 
+/// How many events ahead [`prefetch_extras`] looks: enough for a load from
+/// memory to finish while the events between are sorted.
+const PREFETCH_AHEAD: usize = 16;
+
+/// Starts loading what [`Sorter::sort`] will read behind the events' boxes:
+/// the boxed extras of `far` (CPU ops with arguments, kernels, syncs), and
+/// the activity arguments of `near`, a sync whose extra the call before
+/// started loading. A box is wherever the reader's allocation put it, so
+/// each is a cache miss on a large trace; both loops sort in event order,
+/// where the addresses are known ahead.
+#[inline(always)]
+fn prefetch_extras(far: Option<&Event>, near: Option<&Event>) {
+    if let Some(x) = far.and_then(|e| e.extra.as_deref()) {
+        prefetch(x);
+    }
+    if let Some(e) = near.filter(|e| e.category == Category::CudaSync) {
+        if let Some(a) = e.extra.as_deref().and_then(|x| x.activity.as_deref()) {
+            prefetch(a);
+        }
+    }
+}
+
 impl Builder {
     /// Sorts the borrowed events out in one pass: see [`Sorter::sort`].
     #[inline(never)]
@@ -256,7 +278,11 @@ impl Builder {
         events: &'e [Event],
     ) -> Tracks<Option<&'e EventExtra>> {
         let mut s = Sorter::new();
-        for e in events {
+        for (i, e) in events.iter().enumerate() {
+            prefetch_extras(
+                events.get(i + PREFETCH_AHEAD),
+                events.get(i + PREFETCH_AHEAD / 2),
+            );
             // Events no step reads are left as they are.
             let _ = s.sort(e, e.extra.as_deref(), &self.g.names);
         }
@@ -280,6 +306,11 @@ impl Builder {
         let step = |cap: usize| (cap / 8).max(1 << 12);
         let mut shrink_at = events.len().saturating_sub(step(events.len()));
         while let Some(mut e) = events.pop() {
+            let n = events.len();
+            prefetch_extras(
+                n.checked_sub(PREFETCH_AHEAD).map(|k| &events[k]),
+                n.checked_sub(PREFETCH_AHEAD / 2).map(|k| &events[k]),
+            );
             let extra = e.extra.take();
             // Events no step reads are freed with the rest.
             let _ = s.sort(&e, extra, &self.g.names);
