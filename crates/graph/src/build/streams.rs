@@ -47,6 +47,33 @@ impl Builder {
         tasks.get(n).copied()
     }
 
+    /// [`Self::first_launched_after`] and [`Self::last_launched_before`],
+    /// searched from where the last search of `stream` ended (`at`), which
+    /// they update: the same answer, without a binary search's cache
+    /// misses when successive times are close.
+    fn first_launched_after_near(
+        &self,
+        stream: ProcId,
+        time: i64,
+        at: &mut Cursors,
+    ) -> Option<TaskId> {
+        let at = at.launches(stream);
+        *at = partition_from(self.launched_at(stream), *at, |&t| t <= time);
+        self.g.processors[stream.idx()].tasks.get(*at).copied()
+    }
+
+    fn last_launched_before_near(
+        &self,
+        stream: ProcId,
+        time: i64,
+        at: &mut Cursors,
+    ) -> Option<TaskId> {
+        let at = at.launches(stream);
+        *at = partition_from(self.launched_at(stream), *at, |&t| t < time);
+        let tasks = &self.g.processors[stream.idx()].tasks;
+        at.checked_sub(1).map(|i| tasks[i])
+    }
+
     /// The launch times of `stream`'s tasks ([`Self::stream_launch_times`]).
     fn launched_at(&self, stream: ProcId) -> &[i64] {
         let times = self
@@ -211,7 +238,7 @@ impl Builder {
         };
         let target = match framework {
             Some(f) => Some(f.target),
-            None => self.first_launched_after(ws, wait_start),
+            None => self.first_launched_after_near(ws, wait_start, at),
         };
         let Some(target) = target else {
             return WaitOutcome::Unresolved;
@@ -225,7 +252,7 @@ impl Builder {
                 self.call_by_corr.get(&(rec_corr as u64)),
             ) {
                 found = self
-                    .last_launched_before(sp, self.raw[rec.idx()].start)
+                    .last_launched_before_near(sp, self.raw[rec.idx()].start, at)
                     .map(|src| (src, Rule::CudaSyncEvent));
             }
         }
@@ -369,9 +396,22 @@ enum WaitOutcome {
     Unresolved,
 }
 
-/// Where one thread's last lookups in [`WaitEvidence`]'s indexes ended.
+/// Where one thread's last lookups in [`WaitEvidence`]'s indexes and in
+/// each stream's launch times ended: successive waits search near the last.
 #[derive(Default)]
 struct Cursors {
     evidence: usize,
     sync_streams: usize,
+    /// By stream (the [`ProcId`]'s index); grown as streams are searched.
+    launches: Vec<usize>,
+}
+
+impl Cursors {
+    /// Where the last search of `stream`'s launch times ended.
+    fn launches(&mut self, stream: ProcId) -> &mut usize {
+        if self.launches.len() <= stream.idx() {
+            self.launches.resize(stream.idx() + 1, 0);
+        }
+        &mut self.launches[stream.idx()]
+    }
 }
