@@ -389,7 +389,7 @@ impl<X: ExtraRef> StreamWork<'_, X> {
     /// tasks found as they are made (`comms`).
     fn fill(mut self, comms: &CommFinder) -> TrackDone {
         let mut done = TrackDone::new(self.proc);
-        let mut comm_name = comms.name_memo();
+        let mut memo = comms.memo();
         let mut last_end = i64::MIN;
         let n = self.order.len();
         for (t, &i) in self.order.iter().enumerate() {
@@ -410,7 +410,7 @@ impl<X: ExtraRef> StreamWork<'_, X> {
             let id = self.slots.set(t, task, Raw { start, end }, None);
             let own = e.extra.get().and_then(|x| x.collective.as_deref());
             let external_id = unpack_id(e.external_id);
-            if let Some((c, how)) = comms.collective(e.name, own, external_id, &mut comm_name) {
+            if let Some((c, how)) = comms.collective(e.name, own, external_id, &mut memo) {
                 done.collectives.push((id, c, how));
             }
         }

@@ -394,9 +394,19 @@ impl Builder {
 /// not kept until a later pass.
 pub(super) struct CommFinder<'a> {
     /// The CPU ops' collective arguments by `External id` (the first op
-    /// with an id wins).
-    by_ext: FxHashMap<u64, &'a CollectiveArgs>,
+    /// with an id wins), sorted: a stream's kernels ask in nearly
+    /// increasing order, where a hash map's probes were a cache miss each.
+    by_ext: ByCorr<&'a CollectiveArgs>,
     names: &'a [String],
+}
+
+/// What one caller of [`CommFinder::collective`] remembers between calls:
+/// per name, whether it is a collective library's kernel (worked out once
+/// per name, not once per task), and where its last look-up of an
+/// `External id` ended.
+pub(super) struct CommMemo {
+    comm_name: PerName<bool>,
+    ops_cursor: usize,
 }
 
 /// Whether a collective was named by its arguments (`Collective name` on
@@ -412,36 +422,41 @@ impl<'a> CommFinder<'a> {
     /// `External id`s and arguments, in file order) of a trace whose
     /// interned strings are `names`.
     pub(super) fn new(ops: &'a [(u64, CollectiveArgs)], names: &'a [String]) -> Self {
-        let mut by_ext: FxHashMap<u64, &CollectiveArgs> = FxHashMap::default();
-        for (x, c) in ops {
-            by_ext.entry(*x).or_insert(c);
-        }
+        // Last to first: `ByCorr` keeps the last value of an id.
+        let by_ext = ByCorr::new(ops.iter().rev().map(|(x, c)| (*x, c)).collect());
         CommFinder { by_ext, names }
     }
 
-    /// An empty memo of which names are a collective library's kernels,
-    /// for one caller of [`Self::collective`].
-    pub(super) fn name_memo(&self) -> PerName<bool> {
-        PerName::new(self.names.len())
+    /// An empty memo for one caller of [`Self::collective`].
+    pub(super) fn memo(&self) -> CommMemo {
+        CommMemo {
+            comm_name: PerName::new(self.names.len()),
+            ops_cursor: 0,
+        }
     }
 
     /// The collective a GPU task named `name` runs, if it is communication:
     /// `Collective name` on the task (`own`), else on the CPU op it was
-    /// launched under (same `External id`), else a name pattern.
-    /// `comm_name` ([`Self::name_memo`]) remembers, per name, whether it is
-    /// a collective library's kernel (worked out once per name, not once
-    /// per task).
+    /// launched under (same `External id`), else a name pattern. `memo`
+    /// ([`Self::memo`]) is the caller's own.
     pub(super) fn collective(
         &self,
         name: u32,
         own: Option<&CollectiveArgs>,
         external_id: Option<u64>,
-        comm_name: &mut PerName<bool>,
+        memo: &mut CommMemo,
     ) -> Option<(Collective, CommEvidence)> {
+        let by_name = (memo.comm_name).get(NameId(name), self.names, is_comm_kernel_name);
+        // Neither a collective's kernel nor arguments of its own: not
+        // communication, whatever its CPU op says, so the op (a look-up
+        // in a table as large as the trace's collectives) is not needed.
+        if !by_name && own.is_none() {
+            return None;
+        }
         let text = &self.names[name as usize];
-        let via_op = external_id.and_then(|x| self.by_ext.get(&x).copied());
+        let via_op =
+            external_id.and_then(|x| self.by_ext.get_from(&x, &mut memo.ops_cursor).copied());
         let args = own.filter(|c| c.name.is_some()).or(via_op);
-        let by_name = comm_name.get(NameId(name), self.names, is_comm_kernel_name);
         let coll = match args {
             Some(a) if by_name || own.is_some() => Collective {
                 name: a
@@ -469,5 +484,56 @@ impl<'a> CommFinder<'a> {
             None => CommEvidence::Name,
         };
         Some((coll, evidence))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(name: &str, seq: i64) -> CollectiveArgs {
+        CollectiveArgs {
+            name: Some(name.into()),
+            seq: Some(seq),
+            ..CollectiveArgs::default()
+        }
+    }
+
+    #[test]
+    fn comm_finder_takes_the_first_op_of_an_external_id_and_skips_compute_kernels() {
+        let names: Vec<String> = ["ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "gemm_kernel"]
+            .map(String::from)
+            .to_vec();
+        // Ids out of order, one twice: the first op in file order wins.
+        let ops = vec![
+            (7, op("allreduce", 1)),
+            (3, op("broadcast", 0)),
+            (7, op("allgather", 2)),
+        ];
+        let finder = CommFinder::new(&ops, &names);
+        let mut memo = finder.memo();
+        let (c, how) = finder
+            .collective(0, None, Some(7), &mut memo)
+            .expect("a collective");
+        assert_eq!((c.name.as_str(), c.seq), ("allreduce", Some(1)));
+        assert!(how == CommEvidence::Args);
+        // Looked up after a later id: the search goes back.
+        let (c, _) = finder
+            .collective(0, None, Some(3), &mut memo)
+            .expect("a collective");
+        assert_eq!(c.name, "broadcast");
+        // An id with no op: the kernel's name alone.
+        let (c, how) = finder
+            .collective(0, None, Some(5), &mut memo)
+            .expect("a collective");
+        assert!(how == CommEvidence::Name && c.seq.is_none());
+        // A compute kernel under a collective's CPU op is not communication.
+        assert!(finder.collective(1, None, Some(7), &mut memo).is_none());
+        // ... unless it carries collective arguments of its own.
+        let own = op("alltoall", 9);
+        let (c, _) = finder
+            .collective(1, Some(&own), Some(7), &mut memo)
+            .expect("own");
+        assert_eq!(c.name, "alltoall");
     }
 }
