@@ -275,6 +275,9 @@ struct ThreadWork<'a, X> {
     slots: ThreadSlots<'a>,
 }
 
+/// How many records ahead a thread's fill asks for their boxed arguments.
+const EXTRAS_AHEAD: usize = 8;
+
 impl<X: ExtraRef> ThreadWork<'_, X> {
     /// The thread's leaves become tasks and its parents scopes, in tree
     /// order.
@@ -291,6 +294,13 @@ impl<X: ExtraRef> ThreadWork<'_, X> {
         let mut next_poll = 0;
         let mut last_end = i64::MIN;
         for (k, &i) in tree.idx.iter().enumerate() {
+            // A scope copies its record's boxed arguments: asked for ahead,
+            // as they are wherever the reader put them.
+            if let Some(x) =
+                (tree.idx.get(k + EXTRAS_AHEAD)).and_then(|&a| list[a as usize].extra.get())
+            {
+                prefetch(x);
+            }
             while tree.polls.get(next_poll).is_some_and(|p| p.0 < k) {
                 next_poll += 1;
             }
