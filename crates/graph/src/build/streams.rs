@@ -47,31 +47,43 @@ impl Builder {
         tasks.get(n).copied()
     }
 
-    /// [`Self::first_launched_after`] and [`Self::last_launched_before`],
-    /// searched from where the last search of `stream` ended (`at`), which
-    /// they update: the same answer, without a binary search's cache
-    /// misses when successive times are close.
+    /// [`Self::first_launched_after`], searched from where the thread's
+    /// last search of `stream` ended (`at`): the same answer, without a
+    /// binary search's cache misses when successive times are close.
     fn first_launched_after_near(
         &self,
         stream: ProcId,
         time: i64,
         at: &mut Cursors,
     ) -> Option<TaskId> {
-        let at = at.launches(stream);
-        *at = partition_from(self.launched_at(stream), *at, |&t| t <= time);
-        self.g.processors[stream.idx()].tasks.get(*at).copied()
+        let n = self.launched_while(stream, at, |t| t <= time);
+        self.g.processors[stream.idx()].tasks.get(n).copied()
     }
 
+    /// [`Self::last_launched_before`], searched as the one above.
     fn last_launched_before_near(
         &self,
         stream: ProcId,
         time: i64,
         at: &mut Cursors,
     ) -> Option<TaskId> {
+        let n = self.launched_while(stream, at, |t| t < time);
+        n.checked_sub(1)
+            .map(|i| self.g.processors[stream.idx()].tasks[i])
+    }
+
+    /// How many of `stream`'s tasks have launch times that `holds` (true
+    /// of a prefix of them), searched from `at`'s place for `stream`,
+    /// which is left at the answer.
+    fn launched_while(
+        &self,
+        stream: ProcId,
+        at: &mut Cursors,
+        holds: impl Fn(i64) -> bool,
+    ) -> usize {
         let at = at.launches(stream);
-        *at = partition_from(self.launched_at(stream), *at, |&t| t < time);
-        let tasks = &self.g.processors[stream.idx()].tasks;
-        at.checked_sub(1).map(|i| tasks[i])
+        *at = partition_from(self.launched_at(stream), *at, |&t| holds(t));
+        *at
     }
 
     /// The launch times of `stream`'s tasks ([`Self::stream_launch_times`]).
