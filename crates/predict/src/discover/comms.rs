@@ -189,14 +189,8 @@ pub(super) struct Places<'s> {
 
 impl<'s> Places<'s> {
     pub(super) fn new(steps: &'s [StepStructure]) -> Places<'s> {
-        let backwards = steps
-            .iter()
-            .map(|st| {
-                st.passes
-                    .iter()
-                    .filter(|q| q.kind == PassKind::Backward)
-                    .count() as u32
-            })
+        let backwards = (steps.iter())
+            .map(|st| st.backward_passes() as u32)
             .collect();
         Places { steps, backwards }
     }

@@ -172,11 +172,7 @@ fn pipeline_stage(ctx: &TraceContext, comms: &[CommInfo], pp: Option<u32>) -> Op
 /// Micro-batches (backward passes) and layers per pass (the most common
 /// count) of the first step.
 fn pass_counts(first: &StepStructure, c: &mut DiscoveredConfig, findings: &mut Vec<Finding>) {
-    let nb = first
-        .passes
-        .iter()
-        .filter(|p| p.kind == PassKind::Backward)
-        .count();
+    let nb = first.backward_passes();
     let nf = first.passes.len() - nb;
     if nb > 0 {
         c.microbatches = Some(nb as u32);

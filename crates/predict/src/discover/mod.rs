@@ -161,6 +161,13 @@ pub struct StepStructure {
 }
 
 impl StepStructure {
+    /// How many of the step's passes are backward passes.
+    pub fn backward_passes(&self) -> usize {
+        (self.passes.iter())
+            .filter(|p| p.kind == PassKind::Backward)
+            .count()
+    }
+
     /// The pass order as `F1 F2 B1 ...` (1-based micro-batches), with
     /// each pass's model chunk as `F1.0 F2.0 F1.1 ...` when the stage runs
     /// the interleaved schedule.
