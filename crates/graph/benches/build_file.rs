@@ -11,7 +11,11 @@
 //! threads (Linux's `/proc/self/task/*/schedstat`; the build makes its
 //! tasks on rayon's threads too): on a loaded machine the wall clock also
 //! counts the time other processes held the cores, the CPU time does not.
-//! `RAYON_NUM_THREADS=1` gives the one-core build. With `--debug OUT` it writes the `Debug` form of the last build's
+//! The CPU time is also split into user and system time (`/proc/self/stat`,
+//! 10 ms ticks): the system time is mostly the kernel handing the build
+//! fresh pages, which on a virtual machine can cost as much as the build's
+//! own work and move from run to run. `RAYON_NUM_THREADS=1` gives the
+//! one-core build. With `--debug OUT` it writes the `Debug` form of the last build's
 //! graph, measured times and report to OUT, so two versions of the builder
 //! can be checked to build the very same graph (`cmp` the files). With
 //! `--owned` each run builds with `build_owned` (what `lumos replay` does),
@@ -52,6 +56,7 @@ fn main() {
     };
     let mut times = Vec::new();
     let mut cpu_times = Vec::new();
+    let mut user_times = Vec::new();
     let mut last = None;
     let events = trace.events.len();
     let runs = runs.max(1);
@@ -62,6 +67,7 @@ fn main() {
             (true, true) => Some(std::mem::take(&mut trace)),
         };
         let c0 = process_cpu_s();
+        let us0 = process_user_system_s();
         let t0 = Instant::now();
         let built = match given {
             Some(t) => lumos_graph::build_owned(t),
@@ -69,13 +75,18 @@ fn main() {
         };
         let s = t0.elapsed().as_secs_f64();
         let cpu = process_cpu_s().zip(c0).map(|(b, a)| b - a);
+        let user_system = (process_user_system_s().zip(us0)).map(|(b, a)| (b.0 - a.0, b.1 - a.1));
         let tasks = built.0.tasks.len();
+        let split = user_system.map_or(String::new(), |(u, k)| {
+            user_times.push(u);
+            format!(" ({u:.2} s user, {k:.2} s system)")
+        });
         match cpu {
             Some(c) => {
-                println!("run {run}: {s:.4} s, {c:.4} s CPU, {tasks} tasks");
+                println!("run {run}: {s:.4} s, {c:.4} s CPU{split}, {tasks} tasks");
                 cpu_times.push(c);
             }
-            None => println!("run {run}: {s:.4} s, {tasks} tasks"),
+            None => println!("run {run}: {s:.4} s{split}, {tasks} tasks"),
         }
         times.push(s);
         // Dropped outside the timing, like a caller that keeps the graph.
@@ -105,6 +116,16 @@ fn main() {
             median * 1e9 / n
         );
     }
+    if !user_times.is_empty() {
+        user_times.sort_by(f64::total_cmp);
+        let (best, median) = (user_times[0], user_times[user_times.len() / 2]);
+        println!(
+            "{file}: user time best {best:.2} s / median {median:.2} s \
+             ({:.0} / {:.0} ns/task; 10 ms ticks)",
+            best * 1e9 / n,
+            median * 1e9 / n
+        );
+    }
     if let Some(out) = debug {
         let text = format!("{graph:#?}\n{measured:#?}\n{report:#?}\n");
         if let Err(e) = std::fs::write(&out, text) {
@@ -114,7 +135,6 @@ fn main() {
     }
 }
 
-/// CPU time this thread has run, in seconds: the first field of
 /// The CPU time of every thread of the process so far, in seconds: the
 /// first field of each `/proc/self/task/*/schedstat` (ns on a CPU), added
 /// up, since the build makes its tasks on rayon's threads too (which live
@@ -127,4 +147,20 @@ fn process_cpu_s() -> Option<f64> {
         ns += text.split_whitespace().next()?.parse::<u64>().ok()?;
     }
     Some(ns as f64 / 1e9)
+}
+
+/// The process's user and system CPU time so far, in seconds: fields 14
+/// and 15 of `/proc/self/stat`, in the kernel's `USER_HZ` ticks (100 a
+/// second on every architecture Linux exports them for). Coarser than
+/// [`process_cpu_s`], but it tells the build's own work from the kernel's
+/// (on a virtual machine handing out fresh pages slowly, the system time
+/// of a large build moves from run to run while the user time does not).
+fn process_user_system_s() -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: f64 = fields.next()?.parse().ok()?;
+    let system: f64 = fields.next()?.parse().ok()?;
+    Some((user / 100.0, system / 100.0))
 }
