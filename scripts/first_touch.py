@@ -36,14 +36,23 @@ def touch(gib: float) -> float:
 
 
 def main() -> int:
+    usage = __doc__.strip().splitlines()[2].strip()
     try:
         sizes = [float(a) for a in sys.argv[1:]] or [1.0, 4.0]
     except ValueError:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print(f"usage: {usage}", file=sys.stderr)
+        return 2
+    if any(not gib * (1 << 30) >= PAGE for gib in sizes):
+        print("first_touch: each size must be at least one page (4 KiB)", file=sys.stderr)
+        print(f"usage: {usage}", file=sys.stderr)
         return 2
     for gib in sizes:
-        seconds = touch(gib)
-        print(f"{gib:g} GiB: {seconds:.2f} s, {gib / seconds:.2f} GiB/s")
+        try:
+            seconds = touch(gib)
+        except (OSError, OverflowError, MemoryError) as e:
+            print(f"first_touch: cannot map {gib:g} GiB: {e}", file=sys.stderr)
+            return 1
+        print(f"{gib:g} GiB: {seconds:.2f} s, {gib / max(seconds, 1e-9):.2f} GiB/s")
     return 0
 
 
