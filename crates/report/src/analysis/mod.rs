@@ -157,7 +157,7 @@ pub(crate) fn selected_steps_of(
 /// annotations when `times` are the measured ones
 /// ([`Measured::step_annotations`](lumos_graph::Measured::step_annotations)),
 /// `None` for replayed or predicted times.
-pub fn analyze<T: TaskTimes + ?Sized>(
+pub fn analyze<T: TaskTimes + Sync + ?Sized>(
     graph: &Graph,
     times: &T,
     annotations: Option<&[Span]>,
@@ -171,7 +171,7 @@ pub fn analyze<T: TaskTimes + ?Sized>(
 
 /// [`analyze`] with what the caller found of `times` ([`Side`]) and of
 /// the graph, shared with the rest of its report.
-fn analyze_with<T: TaskTimes + ?Sized>(
+fn analyze_with<T: TaskTimes + Sync + ?Sized>(
     graph: &Graph,
     times: &T,
     positions: &[usize],
@@ -179,18 +179,35 @@ fn analyze_with<T: TaskTimes + ?Sized>(
     (side, facts): (&Side, &GraphFacts),
 ) -> Analyses {
     let steps = selected_steps_of(graph, &side.steps, positions);
-    let gpu = breakdown::GpuTime::new(graph, times, &steps, opts.kernel_gap_ns, (side, facts));
-    let rows: Vec<breakdown::StepNs> = steps
-        .iter()
-        .enumerate()
-        .map(|s| gpu.step(graph, times, s))
-        .collect();
-    let total = rows
-        .iter()
-        .fold(breakdown::StepNs::default(), |a, b| a.add(b));
     // Sized exactly: boxed step iterators give no size hint.
     let mut own: Vec<TaskId> = Vec::with_capacity(steps.iter().map(|s| s.task_count(graph)).sum());
     own.extend(steps.iter().flat_map(|s| s.tasks(graph)));
+    // The breakdown and the three tables read the same inputs and not each
+    // other: side by side, as each would be alone.
+    let gap = opts.kernel_gap_ns;
+    let ((rows, hta), (kernels, (operators, collectives))) = rayon::join(
+        || {
+            let gpu = breakdown::GpuTime::new(graph, times, &steps, gap, (side, facts));
+            let rows: Vec<breakdown::StepNs> = (steps.iter().enumerate())
+                .map(|s| gpu.step(graph, times, s))
+                .collect();
+            (rows, gpu.hta_view(graph, times, &own, gap))
+        },
+        || {
+            rayon::join(
+                || kernels::kernel_rows(graph, times, &own),
+                || {
+                    rayon::join(
+                        || kernels::operator_rows(graph, times, &own, &facts.operators),
+                        || collectives::collective_rows(graph, times, &own),
+                    )
+                },
+            )
+        },
+    );
+    let total = rows
+        .iter()
+        .fold(breakdown::StepNs::default(), |a, b| a.add(b));
     Analyses {
         steps: steps
             .iter()
@@ -198,10 +215,10 @@ fn analyze_with<T: TaskTimes + ?Sized>(
             .map(|(s, r)| r.row(s.name.clone(), s.index))
             .collect(),
         total: total.row("selection".into(), None),
-        hta: gpu.hta_view(graph, times, &own, opts.kernel_gap_ns),
-        kernels: kernels::kernel_rows(graph, times, &own),
-        operators: kernels::operator_rows(graph, times, &own, &facts.operators),
-        collectives: collectives::collective_rows(graph, times, &own),
+        hta,
+        kernels,
+        operators,
+        collectives,
     }
 }
 
@@ -377,6 +394,7 @@ pub(crate) fn trace_analysis_with<T: TaskTimes + Sync + ?Sized>(
 /// The half of a [`TraceAnalysis`] that reads the measured times alone:
 /// their analyses and the memory timeline, which a report can start
 /// before its replayed side is found.
+#[derive(Debug)]
 pub(crate) struct MeasuredPart {
     selected_steps: Vec<String>,
     analyses: Analyses,
