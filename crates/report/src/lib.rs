@@ -102,10 +102,10 @@ pub use predict::{
     StepRow,
 };
 pub use replay::{
-    compare, critical_path_report, replay, replay_owned, replay_path, replay_scaled, replay_stored,
-    replay_trace, summarize, with_kernel_scales, BoundShare, BreakdownPair, BreakdownUs, Compare,
-    CriticalPath, PathTask, ReplayOutput, Replayed, ReplayedStored, StepReplay, Summary,
-    TimelinePair, TraceInfo, TraceReplay,
+    compare, critical_path_report, replay, replay_owned, replay_path, replay_path_for,
+    replay_scaled, replay_stored, replay_trace, summarize, with_kernel_scales, BoundShare,
+    BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed,
+    ReplayedStored, StepReplay, Summary, TimelinePair, TraceInfo, TraceReplay,
 };
 pub use structure::{DiscoveredConfig, Finding, GroupReport, PhaseTime, StructureReport};
 pub use tables::{

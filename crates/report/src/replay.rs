@@ -14,6 +14,7 @@ use lumos_sim::{
 use lumos_store::StoredRank;
 use lumos_trace::{read_path_into, MemoryEvent, Trace};
 use serde::Serialize;
+use std::sync::Mutex;
 
 use crate::analysis::{
     selected_steps, step_names, trace_analysis_with, AnalysisInputs, AnalysisOptions, Found,
@@ -275,6 +276,40 @@ pub struct Replayed {
     pub schedule: Schedule,
     /// What every report of it reads of `graph` and `measured` alone.
     prefound: Prefound,
+    /// The measured half of one report, found beside the simulation for
+    /// the first report that asks for it.
+    ahead: Mutex<Option<Ahead>>,
+}
+
+/// The measured half of the report over the steps `positions` under
+/// `opts`, found while the simulation ran ([`replay_built`]): on a 1 GB
+/// rank the simulation holds one core for about 0.15 s, which this fills,
+/// rather than wait for the replayed half after it.
+#[derive(Debug)]
+struct Ahead {
+    positions: Vec<usize>,
+    opts: AnalysisOptions,
+    part: MeasuredPart,
+}
+
+impl Ahead {
+    /// The measured half of the report `opts` asks for, on the graph's
+    /// steps; `None` if the steps are not the graph's (the report will
+    /// say so).
+    fn find(
+        (graph, measured, memory): (&Graph, &Measured, &[MemoryEvent]),
+        opts: &AnalysisOptions,
+        prefound: &Prefound,
+    ) -> Option<Ahead> {
+        let positions = opts.steps.resolve(&step_names(graph)).ok()?;
+        let with = prefound.measured();
+        let part = MeasuredPart::of(graph, measured, &positions, opts, Some(memory), with);
+        Some(Ahead {
+            positions,
+            opts: opts.clone(),
+            part,
+        })
+    }
 }
 
 /// Builds the graph of `trace` and replays it under `opts`.
@@ -292,14 +327,24 @@ pub fn with_kernel_scales(graph: &Graph, opts: &SimOptions, scales: &[KernelScal
 }
 
 /// [`replay`] with the kernel speed-ups `scales` too
-/// ([`with_kernel_scales`]).
+/// ([`with_kernel_scales`]). The measured half of the default report
+/// ([`Replayed::report`]) is found while the simulation runs, as in every
+/// replay of a trace but [`replay_path_for`]'s, which is told the report.
 pub fn replay_scaled(
     trace: &Trace,
     opts: &SimOptions,
     scales: &[KernelScale],
 ) -> Result<Replayed, ReportError> {
     let (meta, memory) = (RankMeta::of(trace), trace.memory.clone());
-    replay_built(meta, memory, build(trace), opts, scales).map(trimmed)
+    replay_built(
+        meta,
+        memory,
+        build(trace),
+        opts,
+        scales,
+        Some(&AnalysisOptions::default()),
+    )
+    .map(trimmed)
 }
 
 /// [`replay_scaled`], taking the trace: the same replay, with the trace's
@@ -317,7 +362,15 @@ pub fn replay_owned(
     // them would stay resident under the simulation and the report (on a
     // 1 GB trace about 180 MB, which otherwise is the command's peak).
     trim_heap();
-    replay_built(meta, memory, built, opts, scales).map(trimmed)
+    replay_built(
+        meta,
+        memory,
+        built,
+        opts,
+        scales,
+        Some(&AnalysisOptions::default()),
+    )
+    .map(trimmed)
 }
 
 /// Reads the trace file at `path` and replays it: [`replay_owned`] of
@@ -332,6 +385,20 @@ pub fn replay_path(
     scales: &[KernelScale],
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Replayed, ReportError> {
+    let report = AnalysisOptions::default();
+    replay_path_for(path, (opts, scales), &report, progress)
+}
+
+/// [`replay_path`] for a report under `report` rather than the default
+/// options: the measured half of that report is found while the
+/// simulation runs, and [`Replayed::report_with`] of the same options
+/// only finds the rest.
+pub fn replay_path_for(
+    path: &std::path::Path,
+    (opts, scales): (&SimOptions, &[KernelScale]),
+    report: &AnalysisOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Replayed, ReportError> {
     let mut sink = TrackSink::new();
     let mut trace = read_path_into(path, progress, &mut sink)?;
     let (meta, memory) = (RankMeta::of(&trace), std::mem::take(&mut trace.memory));
@@ -342,7 +409,7 @@ pub fn replay_path(
     // trims gave about 110 MB back that those then faulted in afresh
     // (28 k page faults, 3 to 4% of the command's wall) for 20 to 30 MB
     // less peak (0.54x of the JSON with them, at most 0.57x without).
-    replay_built(meta, memory, built, opts, scales)
+    replay_built(meta, memory, built, opts, scales, Some(report))
 }
 
 /// `replayed`, after the heap is given back to the system
@@ -360,14 +427,21 @@ pub(crate) fn replay_built(
     (graph, measured, build): (Graph, Measured, BuildReport),
     opts: &SimOptions,
     scales: &[KernelScale],
+    report: Option<&AnalysisOptions>,
 ) -> Result<Replayed, ReportError> {
     let opts = with_kernel_scales(&graph, opts, scales);
     // The simulation runs on one thread; what the report finds of the
-    // graph and the measured times alone is found on another meanwhile,
-    // rather than after it.
-    let (schedule, prefound) = rayon::join(
+    // graph and the measured times alone (and the measured half of the
+    // `report` expected) is found on another meanwhile, rather than after
+    // it.
+    let (schedule, (prefound, ahead)) = rayon::join(
         || simulate(&graph, &opts),
-        || Prefound::of(&graph, &measured),
+        || {
+            let prefound = Prefound::of(&graph, &measured);
+            let inputs = (&graph, &measured, memory.as_slice());
+            let ahead = report.and_then(|r| Ahead::find(inputs, r, &prefound));
+            (prefound, ahead)
+        },
     );
     let schedule = schedule.map_err(|source| ReportError::Replay {
         path: meta.path.display().to_string(),
@@ -381,6 +455,7 @@ pub(crate) fn replay_built(
         build,
         schedule,
         prefound,
+        ahead: Mutex::new(ahead),
     })
 }
 
@@ -441,6 +516,7 @@ impl ReplayedStored<'_> {
             &self.schedule,
             &self.prefound,
             (&all, &opts, None),
+            None,
         );
         compared.report(info, graph, critical_path, analysis)
     }
@@ -461,13 +537,15 @@ impl ReplayedStored<'_> {
 /// What was found before the replay (`prefound`: the graph's facts, the
 /// measured side) leaves the replayed side to find, which the replayed
 /// analyses and the comparison need; the measured analyses need nothing
-/// more, so they start at once, beside it.
+/// more, so they start at once, beside it, unless they were found beside
+/// the simulation already (`ahead`, for these steps and options).
 fn analysed(
     graph: &Graph,
     measured: &Measured,
     schedule: &Schedule,
     prefound: &Prefound,
     (positions, opts, memory): (&[usize], &AnalysisOptions, Option<&[MemoryEvent]>),
+    ahead: Option<MeasuredPart>,
 ) -> (Option<CriticalPath>, TraceAnalysis, Compared) {
     // The replayed side and then its analyses are the longest chain: this
     // thread takes it, and the measured half, then the whole path, go to
@@ -483,8 +561,10 @@ fn analysed(
             )
         },
         || {
-            let with = prefound.measured();
-            let part = MeasuredPart::of(graph, measured, positions, opts, memory, with);
+            let part = ahead.unwrap_or_else(|| {
+                let with = prefound.measured();
+                MeasuredPart::of(graph, measured, positions, opts, memory, with)
+            });
             let critical_path = schedule.last_task().map(|last| {
                 let s = critical_path_summary(graph, schedule, last, 10);
                 critical_path_report(graph, &s)
@@ -528,12 +608,16 @@ impl Replayed {
     fn report_on(&self, positions: &[usize], opts: &AnalysisOptions) -> TraceReplay {
         let mut info = TraceInfo::of_rank(&self.meta, &self.build);
         info.warnings.extend(self.schedule.warnings());
+        let ahead = (self.ahead.lock().ok())
+            .and_then(|mut a| a.take_if(|a| a.positions == positions && a.opts == *opts))
+            .map(|a| a.part);
         let (critical_path, analysis, compared) = analysed(
             &self.graph,
             &self.measured,
             &self.schedule,
             &self.prefound,
             (positions, opts, Some(&self.memory)),
+            ahead,
         );
         compared.report(info, &self.graph, critical_path, analysis)
     }
@@ -733,5 +817,43 @@ pub fn summarize(traces: &[TraceReplay]) -> Summary {
         max_abs_error_pct: (!ok.is_empty()).then(|| ok.iter().copied().fold(0.0, f64::max)),
         steps: ok.len(),
         flagged_mean_abs_error_pct: (!bad.is_empty()).then(|| mean(&bad)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StepSelection;
+
+    /// The measured half found beside the simulation is the one a report
+    /// would find after it, and only a report under the same options
+    /// takes it.
+    #[test]
+    fn the_measured_half_found_ahead_is_the_one_found_after() {
+        let Some(corpus) = lumos_testkit::corpus() else {
+            return;
+        };
+        // Steps and a memory timeline: every part of the measured half.
+        let path = corpus.path("single-rank/v100-resnet50-2021-capture-a.json.gz");
+        let sim = (&SimOptions::default(), &[][..]);
+        let later: AnalysisOptions = AnalysisOptions {
+            steps: "1..".parse::<StepSelection>().unwrap(),
+            ..AnalysisOptions::default()
+        };
+        let json = |r: &TraceReplay| serde_json::to_value(r).unwrap();
+        for (asked, report) in [
+            (AnalysisOptions::default(), AnalysisOptions::default()),
+            (later.clone(), later.clone()),
+            (AnalysisOptions::default(), later),
+        ] {
+            let replayed = replay_path_for(&path, sim, &asked, &|_| {}).unwrap();
+            let ahead = |r: &Replayed| r.ahead.lock().unwrap().is_some();
+            assert!(ahead(&replayed));
+            let first = replayed.report_with(&report).unwrap();
+            assert_eq!(ahead(&replayed), asked != report, "taken only if asked");
+            assert!(first.analysis.memory.is_some());
+            let again = replayed.report_with(&report).unwrap();
+            assert_eq!(json(&first), json(&again));
+        }
     }
 }

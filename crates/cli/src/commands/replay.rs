@@ -409,7 +409,9 @@ fn replay_file(
     a: &ReplayArgs,
 ) -> Result<TraceReplay> {
     let work = progress::FileWork::new(format!("replaying {}", file.display()));
-    let replayed = lumos_report::replay_path(file, opts, kernels, &|b| work.read(b))?;
+    let report = analysis_options(a);
+    let sim = (opts, kernels.as_slice());
+    let replayed = lumos_report::replay_path_for(file, sim, &report, &|b| work.read(b))?;
     work.read_done();
     let report = report_replayed(&replayed, a)?;
     // Freeing the graph and its analyses takes tens of milliseconds at

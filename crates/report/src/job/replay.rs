@@ -183,6 +183,7 @@ pub fn replay_rank_alone(
         (graph.graph, graph.measured, report),
         opts,
         scales,
+        Some(&crate::AnalysisOptions::default()),
     )
     .map(crate::replay::trimmed)
 }
