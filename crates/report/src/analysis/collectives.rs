@@ -160,19 +160,30 @@ fn nccl_tokens(kernel: &str) -> (Option<&'static str>, Option<&'static str>) {
 /// The enclosing `nccl:<collective>` operator of each scope a
 /// communication task was in, found once per scope: the tasks of one
 /// operator share its scope, and walking every task's scope chain was a
-/// visible part of the collectives' time on a large trace.
-#[derive(Default)]
+/// visible part of the collectives' time on a large trace. A trace
+/// whose names include no `nccl:` operator has no scope to walk to: on
+/// one (a synthesized 1 GB rank) each task's walk to the root missed the
+/// cache at every scope, a few tens of ms at the end of the report.
 struct NcclOperators<'g> {
     of_scope: FxHashMap<ScopeId, Option<&'g str>>,
+    any: bool,
 }
 
 impl<'g> NcclOperators<'g> {
+    /// For the tasks of `graph`.
+    fn new(graph: &Graph) -> Self {
+        NcclOperators {
+            of_scope: FxHashMap::default(),
+            any: graph.names.iter().any(|n| n.starts_with("nccl:")),
+        }
+    }
+
     /// The name a communication task's type is read from: an enclosing
     /// `nccl:<collective>` operator when there is one (the recorded name
     /// may be only the kernel's family, `SendRecv` for an all-to-all),
     /// else the recorded name.
     fn typed_name(&mut self, graph: &'g Graph, t: TaskId, recorded: &'g str) -> &'g str {
-        let Some(scope) = graph.scope_of(t) else {
+        let Some(scope) = graph.scope_of(t).filter(|_| self.any) else {
             return recorded;
         };
         let op = *self.of_scope.entry(scope).or_insert_with(|| {
@@ -221,7 +232,7 @@ pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
         FxHashMap::default();
     let mut type_ids: FxHashMap<&str, u32> = FxHashMap::default();
     let mut types: Vec<String> = Vec::new();
-    let mut nccl = NcclOperators::default();
+    let mut nccl = NcclOperators::new(graph);
     for &t in own {
         let task = graph.task(t);
         let Some(c) = task
