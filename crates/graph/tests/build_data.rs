@@ -11,7 +11,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use lumos_graph::{build, build_owned, build_streamed, check, dump, TrackSink};
+use lumos_graph::{build, build_owned, build_streamed, check, dump, TraceAbout, TrackSink};
+use lumos_trace::FlowKind;
 
 /// The trace of one case, or `None` when it names a corpus trace and the
 /// corpus is absent.
@@ -116,6 +117,34 @@ fn the_streamed_build_equals_the_owned_build_on_every_corpus_trace() {
             "{name}: report"
         );
     }
+}
+
+/// On every corpus trace, the trace the streamed read leaves holds what
+/// the replay's timeline reads of it (`TraceAbout`: tracks, GPU
+/// annotations, forward-backward flows) as the trace `read_path` gives,
+/// and the sink counts the launch flows it took instead of keeping them.
+#[test]
+fn the_streamed_read_keeps_what_the_timeline_reads() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let mut fwd_bwd = 0;
+    for path in corpus.traces("") {
+        let name = path.display();
+        let t = lumos_trace::read_path(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut sink = TrackSink::new();
+        let s = lumos_trace::read_path_into(&path, &|_| {}, &mut sink)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let about = |t: &lumos_trace::Trace| format!("{:?}", TraceAbout::of(t));
+        assert_eq!(about(&s), about(&t), "{name}");
+        let is_launch = |f: &&lumos_trace::Flow| f.kind == FlowKind::Launch;
+        let others: Vec<_> = t.flows.iter().filter(|f| !is_launch(f)).copied().collect();
+        assert_eq!(s.flows, others, "{name}");
+        let launches = t.flows.iter().filter(is_launch).count() as u64;
+        assert_eq!(sink.launch_flows_taken(), launches, "{name}");
+        fwd_bwd += others.len();
+    }
+    assert!(fwd_bwd > 0, "no forward-backward flows in the corpus");
 }
 
 #[test]

@@ -163,9 +163,10 @@ pub fn inspect_path(
     let mut sink = TrackSink::new();
     let trace = lumos_trace::read_path_into(path, progress, &mut sink)?;
     let mut facts = TraceFacts::of(&trace);
-    // The events the sink took were kept by the reader as much as those
-    // the trace holds.
+    // The events and launch flows the sink took were kept by the reader
+    // as much as those the trace holds.
     facts.events_kept += sink.events_taken();
+    facts.flows += sink.launch_flows_taken();
     let (graph, measured, report) = build_streamed(trace, sink);
     let file = file_report_of(&facts, &graph, &measured, &report);
     Ok((file, (graph, measured, report)))

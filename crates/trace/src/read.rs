@@ -64,6 +64,13 @@ pub trait EventSink: Send {
     /// the event's name and its string pid and tid are among them. Called
     /// on the thread that folds, which may change from call to call.
     fn event(&mut self, event: Event, names: &[String]) -> Option<Event>;
+
+    /// Takes one flow event, or gives it back (`Some`), to be kept in
+    /// [`Trace::flows`] as [`read_path`] keeps every flow. By default each
+    /// is given back: a sink takes only the flows nothing after it reads.
+    fn flow(&mut self, flow: Flow) -> Option<Flow> {
+        Some(flow)
+    }
 }
 
 /// [`read_path_with_progress`], handing each kept complete event to `sink`
@@ -540,14 +547,19 @@ impl<'s> Builder<'s> {
             } => {
                 let pid = self.ident(&pid, element);
                 let tid = self.ident(&tid, element);
-                self.trace.flows.push(Flow {
+                let flow = Flow {
                     kind,
                     phase,
                     id,
                     pid,
                     tid,
                     ts_ns,
-                });
+                };
+                let kept = match &mut self.sink {
+                    Some(sink) => sink.flow(flow),
+                    None => Some(flow),
+                };
+                self.trace.flows.extend(kept);
             }
             Parsed::TrackName { pid, tid, name } => {
                 let pid = self.ident(&pid, element);

@@ -1,18 +1,20 @@
 //! `read_path_into`: a sink handed the kept events as the reader folds
 //! them sees every event `read_path` keeps, in file order, with its names
 //! already interned, and the trace it returns is `read_path`'s but for
-//! the events the sink took.
+//! the events and flows the sink took.
 
 use std::path::{Path, PathBuf};
 
 use lumos_testkit::{gunzip_file, TempDir};
-use lumos_trace::{read_path, read_path_into, Event, EventSink, Ident, Trace};
+use lumos_trace::{read_path, read_path_into, Event, EventSink, Flow, Ident, Trace};
 
-/// Takes every event (`keep: false`) or gives every one back, checking
-/// that the strings each one refers to are interned when it arrives.
+/// Takes every event and flow (`keep: false`) or gives every one back,
+/// checking that the strings each event refers to are interned when it
+/// arrives.
 struct Collect {
     keep: bool,
     taken: Vec<Event>,
+    flows: Vec<Flow>,
 }
 
 impl EventSink for Collect {
@@ -29,31 +31,42 @@ impl EventSink for Collect {
         self.taken.push(event);
         None
     }
+
+    fn flow(&mut self, flow: Flow) -> Option<Flow> {
+        if self.keep {
+            return Some(flow);
+        }
+        self.flows.push(flow);
+        None
+    }
 }
 
-fn read_into(path: &Path, keep: bool) -> (Trace, Vec<Event>) {
+fn read_into(path: &Path, keep: bool) -> (Trace, Vec<Event>, Vec<Flow>) {
     let mut sink = Collect {
         keep,
         taken: Vec::new(),
+        flows: Vec::new(),
     };
     let trace = read_path_into(path, &|_| {}, &mut sink).unwrap_or_else(|e| panic!("{e}"));
-    (trace, sink.taken)
+    (trace, sink.taken, sink.flows)
 }
 
 /// `read_path_into` against `read_path` on one file.
 fn check_file(path: &Path) {
     let name = path.display();
     let want = read_path(path).unwrap_or_else(|e| panic!("{e}"));
-    let (given_back, none) = read_into(path, true);
-    assert!(none.is_empty());
+    let (given_back, none, no_flows) = read_into(path, true);
+    assert!(none.is_empty() && no_flows.is_empty());
     assert_eq!(format!("{given_back:?}"), format!("{want:?}"), "{name}");
-    let (mut rest, taken) = read_into(path, false);
-    assert!(rest.events.is_empty(), "{name}");
+    let (mut rest, taken, flows) = read_into(path, false);
+    assert!(rest.events.is_empty() && rest.flows.is_empty(), "{name}");
     assert_eq!(
         taken, want.events,
         "{name}: the events taken, in file order"
     );
+    assert_eq!(flows, want.flows, "{name}: the flows taken, in file order");
     rest.events = want.events.clone();
+    rest.flows = want.flows.clone();
     assert_eq!(format!("{rest:?}"), format!("{want:?}"), "{name}");
 }
 
@@ -106,6 +119,7 @@ fn a_file_that_cannot_be_read_gives_read_paths_error() {
         let mut sink = Collect {
             keep: false,
             taken: Vec::new(),
+            flows: Vec::new(),
         };
         let got = read_path_into(&path, &|_| {}, &mut sink)
             .unwrap_err()
@@ -116,6 +130,7 @@ fn a_file_that_cannot_be_read_gives_read_paths_error() {
     let mut sink = Collect {
         keep: true,
         taken: Vec::new(),
+        flows: Vec::new(),
     };
     assert_eq!(
         read_path_into(&missing, &|_| {}, &mut sink)
