@@ -232,7 +232,10 @@ def replay(
     progress: ProgressArg = None,
 ) -> Replay:
     """``lumos replay``: replays each trace, or the ranks of one job
-    together, and compares with the measurement.
+    together, and compares with the measurement. One trace file is read
+    straight into the graph build, as ``lumos replay FILE`` does: its
+    events are never all in memory (:meth:`Trace.replay` of a trace read
+    first holds it whole).
 
     - ``job``: ``None`` (default) replays the files as one job when there
       are several, most record one world size above 1 and they share at
@@ -272,7 +275,12 @@ def replay(
     with callback(progress) as cb:
         if job:
             return Replay(_lumos.load_job(files, cb).replay(opts))
-        traces = _lumos.read_traces(files, cb)
+        found = _lumos.expand(files)
+        if len(found) == 1:
+            # One file is never a job: read straight into the graph build,
+            # as `lumos replay FILE` does (the trace never all in memory).
+            return Replay(_lumos.replay_file(found[0], opts, cb))
+        traces = _lumos.read_traces(found, cb)
         assembled = _detect(traces, cb) if job is None else None
         if assembled is not None:
             del traces  # the job holds the graphs; the traces can go

@@ -25,6 +25,19 @@ def test_replay_reports_equal_the_cli(corpus, cli_json):
     assert r.report == cli
 
 
+def test_one_file_read_into_the_build_equals_the_trace_read_first(corpus):
+    """`lumos.replay(PATH)` reads the file straight into the graph build;
+    a trace read first and then replayed gives the same report and the
+    same tables made from the graph and the schedule."""
+    path = str(corpus / SINGLE[0])
+    streamed = lumos.replay(path, progress=False)
+    read_first = lumos.read_trace(path, progress=False).replay()
+    assert streamed.report == read_first.report
+    assert not streamed.kernels.empty
+    for name in ("kernels", "timeline", "kernel_summary", "collective_summary"):
+        assert getattr(streamed, name).equals(getattr(read_first, name)), name
+
+
 def _frame_matches_steps(r, cli):
     got = r.steps
     want = [(t["rank"], s["name"], s["measured_us"], s["replayed_us"], s["error_pct"])

@@ -273,6 +273,21 @@ fn replay_traces(
     Ok(py.detach(|| replay::replay_traces(&traces, options))?)
 }
 
+/// Replays one trace file, read straight into the graph build (the
+/// trace is never all in memory), as `lumos replay FILE`.
+#[pyfunction]
+#[pyo3(signature = (path, options, progress = None))]
+fn replay_file(
+    py: Python<'_>,
+    path: PathBuf,
+    options: &ReplayOptions,
+    progress: Callback,
+) -> PyResult<ReplayResult> {
+    Ok(progress::run(py, progress, |p| {
+        replay::replay_file(&path, options, p)
+    })??)
+}
+
 /// Replays the job `paths` name (traces or `.lgraph` files, or folders
 /// of them) from one rank per communication program, as `lumos replay
 /// --representatives`: of an `.lgraph` file only its summary and program
@@ -519,6 +534,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(job_of_traces, m)?)?;
     m.add_function(wrap_pyfunction!(detect_job, m)?)?;
     m.add_function(wrap_pyfunction!(replay_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_file, m)?)?;
     m.add_function(wrap_pyfunction!(replay_representatives, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_json, m)?)?;

@@ -1,7 +1,7 @@
 //! `lumos.replay`: one replay per trace, or the joint replay of a job, and
 //! its tables.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use lumos_graph::{Graph, Job, JobGraph, Measured};
@@ -51,15 +51,22 @@ pub struct ReplayResult {
     graphs_loaded: Option<usize>,
 }
 
-/// Replays every trace on its own (in parallel), as `lumos replay
-/// --per-trace`; the first failure is raised.
-pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<ReplayResult> {
+/// `scale_rank` (`opts.scales`) slows ranks of a job: an error for a
+/// replay of traces one by one.
+fn no_rank_scales(opts: &ReplayOptions) -> Result<()> {
     if !opts.scales.is_empty() {
         return Err(Error::config(
             "scale_rank needs the ranks of one job (several files with one world size, \
              or job=True)",
         ));
     }
+    Ok(())
+}
+
+/// Replays every trace on its own (in parallel), as `lumos replay
+/// --per-trace`; the first failure is raised.
+pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<ReplayResult> {
+    no_rank_scales(opts)?;
     let done: Vec<(TraceReplay, TraceParts)> = traces
         .par_iter()
         .map(|t| {
@@ -80,6 +87,31 @@ pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<Repl
     Ok(ReplayResult {
         output: ReplayOutput::of_traces(reports),
         parts: Parts::Traces(parts),
+        tables: OnceLock::new(),
+        graphs_loaded: None,
+    })
+}
+
+/// Replays one trace file as `lumos replay FILE` does: read straight into
+/// the graph build ([`lumos_report::replay_path`]), so that the trace's
+/// events are never all in memory (what [`replay_traces`] of the file read
+/// first gives, with about a third of the peak on a large file).
+pub fn replay_file(file: &Path, opts: &ReplayOptions, p: &Progress) -> Result<ReplayResult> {
+    no_rank_scales(opts)?;
+    let len = std::fs::metadata(file).map_or(0, |m| m.len());
+    p.phase("reading", len);
+    let replayed = lumos_report::replay_path(file, &opts.sim, &opts.kernels, &|_| {})?;
+    p.add(len);
+    let report = replayed.report();
+    let parts = TraceParts {
+        rank: replayed.meta.rank,
+        graph: replayed.graph,
+        measured: replayed.measured,
+        schedule: replayed.schedule,
+    };
+    Ok(ReplayResult {
+        output: ReplayOutput::of_traces(vec![report]),
+        parts: Parts::Traces(vec![parts]),
         tables: OnceLock::new(),
         graphs_loaded: None,
     })
