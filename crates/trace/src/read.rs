@@ -73,12 +73,12 @@ pub trait EventSink: Send {
     }
 }
 
-/// [`read_path_with_progress`], handing each kept complete event to `sink`
-/// as it is read (see [`EventSink`]): the trace returned holds in
-/// [`Trace::events`] only the events the sink gave back, and everything
-/// else (strings, flows, metadata, counts, warnings) as [`read_path`]
-/// gives it. On an error the sink has taken part of the file's events;
-/// what it made of them is to be dropped.
+/// [`read_path_with_progress`], handing each kept complete event and each
+/// flow to `sink` as it is read (see [`EventSink`]): the trace returned
+/// holds in [`Trace::events`] and [`Trace::flows`] only those the sink
+/// gave back, and everything else (strings, metadata, counts, warnings) as
+/// [`read_path`] gives it. On an error the sink has taken part of the
+/// file's events; what it made of them is to be dropped.
 pub fn read_path_into(
     path: &Path,
     progress: &(dyn Fn(u64) + Sync),
