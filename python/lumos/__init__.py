@@ -304,9 +304,13 @@ def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg =
     """``lumos inspect``: what each file holds (events, tasks, edges found
     and inferred, steps, collectives, structure, warnings) and, for the ranks
     of one job, their identities, matching and clocks. ``job`` as in
-    :func:`replay`."""
+    :func:`replay`. One trace file is read straight into the graph build,
+    as ``lumos inspect FILE`` does."""
     with callback(progress) as cb:
-        traces = _lumos.read_traces(_paths(paths), cb)
+        found = _lumos.expand(_paths(paths))
+        if len(found) == 1 and not job:
+            return Inspection(json.loads(_lumos.inspect_file(found[0], cb)))
+        traces = _lumos.read_traces(found, cb)
         if job:
             assembled = _lumos.job_of_traces(traces, cb)
         else:

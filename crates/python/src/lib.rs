@@ -330,6 +330,26 @@ fn inspect_json(
     json(&out)
 }
 
+/// `lumos inspect --json` of one trace file, read straight into the graph
+/// build (the trace is never all in memory), as `lumos inspect FILE`.
+#[pyfunction]
+#[pyo3(signature = (path, progress = None))]
+fn inspect_file(py: Python<'_>, path: PathBuf, progress: Callback) -> PyResult<String> {
+    let report = progress::run(py, progress, |p| {
+        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+        p.phase("reading", len);
+        // The graph is dropped here, without the GIL.
+        let inspected = lumos_report::inspect_path(&path, &|_| {}).map(|(report, _)| report);
+        p.add(len);
+        inspected
+    })?
+    .map_err(errors::Error::from)?;
+    json(&lumos_report::InspectOutput {
+        traces: vec![report],
+        job: None,
+    })
+}
+
 /// `lumos diff A B --json`: two traces compared per step, operator and
 /// kernel. `steps` is the CLI's `--steps` syntax.
 #[pyfunction]
@@ -537,6 +557,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_file, m)?)?;
     m.add_function(wrap_pyfunction!(replay_representatives, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect_file, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_json, m)?)?;
     m.add_function(wrap_pyfunction!(diff_json, m)?)?;
     m.add_function(wrap_pyfunction!(durations_from_json, m)?)?;
