@@ -328,8 +328,9 @@ pub fn with_kernel_scales(graph: &Graph, opts: &SimOptions, scales: &[KernelScal
 
 /// [`replay`] with the kernel speed-ups `scales` too
 /// ([`with_kernel_scales`]). The measured half of the default report
-/// ([`Replayed::report`]) is found while the simulation runs, as in every
-/// replay of a trace but [`replay_path_for`]'s, which is told the report.
+/// ([`Replayed::report`]) is found while the simulation runs, as in
+/// [`replay`] and [`replay_path`] ([`replay_path_for`] and
+/// [`replay_owned`] are told the report).
 pub fn replay_scaled(
     trace: &Trace,
     opts: &SimOptions,
@@ -350,11 +351,14 @@ pub fn replay_scaled(
 /// [`replay_scaled`], taking the trace: the same replay, with the trace's
 /// events freed as soon as the graph's tasks are made of them
 /// ([`lumos_graph::build_owned`]), so that the trace is not in memory
-/// with the graph, the schedule and the report's analyses.
+/// with the graph, the schedule and the report's analyses. The measured
+/// half of the report under `report` is found while the simulation runs,
+/// as in [`replay_path_for`].
 pub fn replay_owned(
     mut trace: Trace,
     opts: &SimOptions,
     scales: &[KernelScale],
+    report: &AnalysisOptions,
 ) -> Result<Replayed, ReportError> {
     let (meta, memory) = (RankMeta::of(&trace), std::mem::take(&mut trace.memory));
     let built = build_owned(trace);
@@ -362,15 +366,7 @@ pub fn replay_owned(
     // them would stay resident under the simulation and the report (on a
     // 1 GB trace about 180 MB, which otherwise is the command's peak).
     trim_heap();
-    replay_built(
-        meta,
-        memory,
-        built,
-        opts,
-        scales,
-        Some(&AnalysisOptions::default()),
-    )
-    .map(trimmed)
+    replay_built(meta, memory, built, opts, scales, Some(report)).map(trimmed)
 }
 
 /// Reads the trace file at `path` and replays it: [`replay_owned`] of

@@ -127,7 +127,8 @@ fn a_replay_that_takes_the_trace_gives_the_same_report_and_timeline() {
         let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
         let opts = SimOptions::default();
         let borrowed = lumos_report::replay(&trace, &opts).unwrap();
-        let owned = lumos_report::replay_owned(trace.clone(), &opts, &[]).unwrap();
+        let owned =
+            lumos_report::replay_owned(trace.clone(), &opts, &[], &Default::default()).unwrap();
         let json = |r: &lumos_report::Replayed| serde_json::to_string(&r.report()).unwrap();
         assert_eq!(json(&owned), json(&borrowed), "{rel}");
         let timeline = |r: &lumos_report::Replayed| r.timeline().write(Vec::new()).unwrap();

@@ -386,14 +386,16 @@ fn replay_one(
         }
     };
     let bar = progress::spinner(&format!("replaying {}", trace.path.display()));
+    let report = analysis_options(a);
     let replayed = match built {
         // Built already, to tell whether the inputs were one job.
         Some(rank) => {
             let memory = std::mem::take(&mut trace.memory);
             drop(trace);
-            lumos_report::replay_rank_alone(rank, memory, opts, kernels)?
+            let sim = (opts, kernels.as_slice());
+            lumos_report::replay_rank_alone(rank, memory, sim, &report)?
         }
-        None => lumos_report::replay_owned(trace, opts, kernels)?,
+        None => lumos_report::replay_owned(trace, opts, kernels, &report)?,
     };
     let report = report_replayed(&replayed, a)?;
     bar.finish_and_clear();

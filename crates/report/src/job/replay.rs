@@ -165,12 +165,14 @@ pub type OwnRank<'a> = (Cow<'a, Graph>, Cow<'a, Measured>);
 /// own, from the rank [`RankInput::from_trace`] built of its trace (to ask
 /// [`lumos_graph::detect_job`]): the replay
 /// [`replay_owned`](crate::replay_owned) makes of the trace, without
-/// building it a second time. `memory` is the trace's `[memory]` events.
+/// building it a second time. `memory` is the trace's `[memory]` events;
+/// the measured half of the report under `analysis` is found while the
+/// simulation runs ([`replay_path_for`](crate::replay_path_for)).
 pub fn replay_rank_alone(
     rank: RankInput,
     memory: Vec<MemoryEvent>,
-    opts: &SimOptions,
-    scales: &[KernelScale],
+    (opts, scales): (&SimOptions, &[KernelScale]),
+    analysis: &crate::AnalysisOptions,
 ) -> Result<Replayed, ReportError> {
     let RankInput {
         meta,
@@ -183,7 +185,7 @@ pub fn replay_rank_alone(
         (graph.graph, graph.measured, report),
         opts,
         scales,
-        Some(&crate::AnalysisOptions::default()),
+        Some(analysis),
     )
     .map(crate::replay::trimmed)
 }
