@@ -18,6 +18,10 @@ def test_a_missing_file_is_an_io_error_with_the_cli_message(tmp_path, cli_error)
     assert code == 1
     assert str(e.value) == message
     assert isinstance(e.value, OSError) and isinstance(e.value, LumosError)
+    # One file is inspected as it is read, as replayed: the same error.
+    with pytest.raises(LumosIOError) as e:
+        lumos.inspect(missing, progress=False)
+    assert str(e.value) == message
 
 
 @pytest.mark.parametrize(
@@ -34,6 +38,9 @@ def test_bad_traces_are_input_errors_with_the_cli_message(tmp_path, cli_error, c
     assert str(e.value) == message
     with pytest.raises(InputError):
         lumos.read_trace(str(bad))
+    with pytest.raises(InputError) as e:
+        lumos.inspect(str(bad), progress=False)
+    assert str(e.value) == cli_error(["inspect", str(bad)])[1]
 
 
 def test_a_folder_without_traces_is_an_input_error(tmp_path, cli_error):

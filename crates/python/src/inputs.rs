@@ -51,6 +51,17 @@ fn file_len(f: &Path) -> u64 {
     std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)
 }
 
+/// `work` on the one file `f`, read as it goes (the streamed replay and
+/// inspection), shown as the reading phase of its bytes, as
+/// [`read_all`] shows a file.
+pub fn reading_one<T>(f: &Path, p: &Progress, work: impl FnOnce() -> T) -> T {
+    let len = file_len(f);
+    p.phase("reading", len);
+    let out = work();
+    p.add(len);
+    out
+}
+
 /// What a file left unread because the caller cancelled gives: an error
 /// (of an empty file) that [`crate::progress::run`] replaces by the
 /// cancellation's own.

@@ -336,12 +336,10 @@ fn inspect_json(
 #[pyo3(signature = (path, progress = None))]
 fn inspect_file(py: Python<'_>, path: PathBuf, progress: Callback) -> PyResult<String> {
     let report = progress::run(py, progress, |p| {
-        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
-        p.phase("reading", len);
         // The graph is dropped here, without the GIL.
-        let inspected = lumos_report::inspect_path(&path, &|_| {}).map(|(report, _)| report);
-        p.add(len);
-        inspected
+        inputs::reading_one(&path, p, || {
+            lumos_report::inspect_path(&path, &|_| {}).map(|(report, _)| report)
+        })
     })?
     .map_err(errors::Error::from)?;
     json(&lumos_report::InspectOutput {

@@ -98,10 +98,9 @@ pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<Repl
 /// first gives, with about a third of the peak on a large file).
 pub fn replay_file(file: &Path, opts: &ReplayOptions, p: &Progress) -> Result<ReplayResult> {
     no_rank_scales(opts)?;
-    let len = std::fs::metadata(file).map_or(0, |m| m.len());
-    p.phase("reading", len);
-    let replayed = lumos_report::replay_path(file, &opts.sim, &opts.kernels, &|_| {})?;
-    p.add(len);
+    let replayed = crate::inputs::reading_one(file, p, || {
+        lumos_report::replay_path(file, &opts.sim, &opts.kernels, &|_| {})
+    })?;
     let report = replayed.report();
     let parts = TraceParts {
         rank: replayed.meta.rank,

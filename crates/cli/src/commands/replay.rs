@@ -386,16 +386,16 @@ fn replay_one(
         }
     };
     let bar = progress::spinner(&format!("replaying {}", trace.path.display()));
-    let report = analysis_options(a);
+    let analysis = analysis_options(a);
     let replayed = match built {
         // Built already, to tell whether the inputs were one job.
         Some(rank) => {
             let memory = std::mem::take(&mut trace.memory);
             drop(trace);
             let sim = (opts, kernels.as_slice());
-            lumos_report::replay_rank_alone(rank, memory, sim, &report)?
+            lumos_report::replay_rank_alone(rank, memory, sim, &analysis)?
         }
-        None => lumos_report::replay_owned(trace, opts, kernels, &report)?,
+        None => lumos_report::replay_owned(trace, opts, kernels, &analysis)?,
     };
     let report = report_replayed(&replayed, a)?;
     bar.finish_and_clear();
@@ -411,9 +411,9 @@ fn replay_file(
     a: &ReplayArgs,
 ) -> Result<TraceReplay> {
     let work = progress::FileWork::new(format!("replaying {}", file.display()));
-    let report = analysis_options(a);
+    let analysis = analysis_options(a);
     let sim = (opts, kernels.as_slice());
-    let replayed = lumos_report::replay_path_for(file, sim, &report, &|b| work.read(b))?;
+    let replayed = lumos_report::replay_path_for(file, sim, &analysis, &|b| work.read(b))?;
     work.read_done();
     let report = report_replayed(&replayed, a)?;
     // Freeing the graph and its analyses takes tens of milliseconds at
