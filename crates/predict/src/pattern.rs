@@ -28,31 +28,50 @@ pub(crate) struct Run {
 const MAX_PERIOD: usize = 1024;
 
 /// The maximal runs of period `p` with at least two whole blocks.
+///
+/// A run of two blocks is a stretch of at least `p` positions where each
+/// token equals the one `p` further on, so it holds a multiple of `p`:
+/// only those positions are probed, and the stretch around a probe that
+/// hits is measured. Callers try every period up to [`MAX_PERIOD`], so
+/// this is most of discovery's time: probing costs `n / p` per period
+/// plus the stretches found, where comparing at every position cost `n`
+/// (on a synthesized GPT-3 rank of 100 MB, 0.2 G of discovery's 0.44 G
+/// instructions).
 pub(crate) fn runs(tokens: &[u32], p: usize) -> Vec<Run> {
     let mut out = Vec::new();
     if p == 0 || tokens.len() < 2 * p {
         return out;
     }
     let last = tokens.len() - p;
-    let mut i = 0;
-    while i < last {
-        if tokens[i] != tokens[i + p] {
-            i += 1;
+    let repeats_at = |i: usize| tokens[i] == tokens[i + p];
+    let mut probe = 0;
+    while probe < last {
+        if !repeats_at(probe) {
+            probe += p;
             continue;
         }
-        let a = i;
-        while i < last && tokens[i] == tokens[i + p] {
-            i += 1;
+        // The stretch reaches back at most to the probe before, which
+        // missed (or to the end of the stretch before, which is a miss).
+        let mut start = probe;
+        while start > 0 && repeats_at(start - 1) {
+            start -= 1;
         }
-        // tokens[a .. i + p] has period p.
-        let repeats = (i - a + p) / p;
+        let mut end = probe + 1;
+        while end < last && repeats_at(end) {
+            end += 1;
+        }
+        // tokens[start .. end + p] has period p.
+        let repeats = (end - start + p) / p;
         if repeats >= 2 {
             out.push(Run {
-                start: a,
+                start,
                 period: p,
                 repeats,
             });
         }
+        // `end` is a miss (or the last position): the next stretch starts
+        // after it.
+        probe = (end / p + 1) * p;
     }
     out
 }
@@ -196,6 +215,62 @@ mod tests {
         assert!(runs(&t, 4).is_empty());
         // A partial block at the end is not a whole repeat.
         assert_eq!(runs(&toks("abab a"), 2)[0].repeats, 2);
+    }
+
+    /// [`runs`] by comparing at every position: what the probes must
+    /// find.
+    fn runs_by_scan(tokens: &[u32], p: usize) -> Vec<Run> {
+        let mut out = Vec::new();
+        if p == 0 || tokens.len() < 2 * p {
+            return out;
+        }
+        let last = tokens.len() - p;
+        let mut i = 0;
+        while i < last {
+            if tokens[i] != tokens[i + p] {
+                i += 1;
+                continue;
+            }
+            let a = i;
+            while i < last && tokens[i] == tokens[i + p] {
+                i += 1;
+            }
+            let repeats = (i - a + p) / p;
+            if repeats >= 2 {
+                out.push(Run {
+                    start: a,
+                    period: p,
+                    repeats,
+                });
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn probing_finds_what_comparing_everywhere_finds(
+            // Few distinct tokens, so that stretches of every length occur,
+            // and blocks repeated with damage, as layers are.
+            block in proptest::collection::vec(0u32..4, 1..12),
+            copies in 0usize..8,
+            noise in proptest::collection::vec((0usize..200, 0u32..6), 0..12),
+            head in proptest::collection::vec(0u32..4, 0..20),
+        ) {
+            let mut t = head;
+            for _ in 0..copies {
+                t.extend_from_slice(&block);
+            }
+            for (at, tok) in noise {
+                if !t.is_empty() {
+                    let at = at % t.len();
+                    t[at] = tok;
+                }
+            }
+            for p in 0..=t.len() / 2 + 1 {
+                proptest::prop_assert_eq!(runs(&t, p), runs_by_scan(&t, p), "period {}", p);
+            }
+        }
     }
 
     #[test]
