@@ -9,8 +9,7 @@
 //! units between them ([`between_passes`], [`first_pass_own`]), and
 //! whatever is left ([`absorb_leftovers`]).
 
-use lumos_graph::{Graph, ProcId, TaskId, TaskKind};
-use rustc_hash::FxHashMap;
+use lumos_graph::{Graph, ProcId, TaskKind};
 
 use super::comms::p2p_of;
 use super::layers::{kernel_pattern, layer_blocks, one_layer_per_pass, thread_tokens, LayerBlocks};
@@ -123,18 +122,20 @@ pub(super) fn step_threads(g: &Graph, units: &Units) -> Vec<StepThreads> {
 
 /// The step of each unit: that of its first CPU task.
 fn step_of_units(g: &Graph, units: &Units) -> Vec<Option<u32>> {
-    let mut step_of_task: FxHashMap<TaskId, u32> = FxHashMap::default();
+    // By task id, not hashed: steps hold most of a trace's tasks. A task
+    // in two steps is the later one's.
+    let mut step_of_task: Vec<Option<u32>> = vec![None; g.tasks.len()];
     for (si, s) in g.steps.iter().enumerate() {
         for &t in &s.tasks {
             if !g.task(t).kind.is_gpu() {
-                step_of_task.insert(t, si as u32);
+                step_of_task[t.idx()] = Some(si as u32);
             }
         }
     }
     units
         .units
         .iter()
-        .map(|u| u.cpu().first().and_then(|t| step_of_task.get(t).copied()))
+        .map(|u| u.cpu().first().and_then(|t| step_of_task[t.idx()]))
         .collect()
 }
 
