@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use lumos_graph::Graph;
+use lumos_graph::{Graph, TaskId};
+use rustc_hash::FxHashMap;
 
 use super::{
     finding, Confidence, DiscoveredConfig, GroupClass, LayerMethod, P2p, Part, PassKind,
@@ -206,6 +207,15 @@ pub(super) fn stage_role(s: &Structure) -> &'static str {
             _ => "middle",
         };
     }
+    // The point-to-point tasks, looked up by task: every collective of a
+    // large trace checked against every GPU task around the pass was
+    // quadratic in the trace.
+    let key = |t: TaskId, dir: P2p| (t, dir == P2p::Recv);
+    let mut p2p: Vec<(TaskId, bool)> = (s.comms.iter())
+        .filter_map(|c| Some(key(c.task, c.p2p?)))
+        .collect();
+    p2p.sort_unstable();
+    let is_p2p = |t: TaskId, dir: P2p| p2p.binary_search(&key(t, dir)).is_ok();
     let p2p_in = |p: &PassStructure, dir: P2p, part: Part| -> bool {
         let us: &[u32] = match part {
             Part::Pre => &p.pre,
@@ -215,7 +225,7 @@ pub(super) fn stage_role(s: &Structure) -> &'static str {
             s.units.units[u as usize]
                 .gpu()
                 .iter()
-                .any(|&t| s.comms.iter().any(|c| c.task == t && c.p2p == Some(dir)))
+                .any(|&t| is_p2p(t, dir))
         })
     };
     let first_forward = s
@@ -270,21 +280,25 @@ pub(super) fn one_f_one_b(s: &Structure) -> Option<bool> {
 /// Time per phase (`prologue`, `forward`, `backward`, `optimizer`,
 /// `outside`), summed over the units of each and divided by the steps.
 pub(super) fn phases(g: &Graph, s: &Structure) -> BTreeMap<String, PhaseTime> {
+    const NAMES: [&str; 5] = ["outside", "prologue", "optimizer", "forward", "backward"];
     let nsteps = s.steps.len().max(1) as f64;
-    let mut phases: BTreeMap<String, PhaseTime> = BTreeMap::new();
+    // Summed by the phase's place in `NAMES` (a unit's phase named and
+    // looked up in the map was most of the report's time), each in the
+    // order the map summed it.
+    let mut sums: [Option<PhaseTime>; NAMES.len()] = Default::default();
     for (u, unit) in s.units.units.iter().enumerate() {
         let phase = match s.roles[u] {
-            Role::Outside => "outside",
-            Role::Prologue { .. } => "prologue",
-            Role::Epilogue { .. } => "optimizer",
+            Role::Outside => 0,
+            Role::Prologue { .. } => 1,
+            Role::Epilogue { .. } => 2,
             Role::Pass { step, pass, .. } => {
                 match s.steps[step as usize].passes[pass as usize].kind {
-                    PassKind::Forward => "forward",
-                    PassKind::Backward => "backward",
+                    PassKind::Forward => 3,
+                    PassKind::Backward => 4,
                 }
             }
         };
-        let e = phases.entry(phase.into()).or_default();
+        let e = sums[phase].get_or_insert_with(PhaseTime::default);
         for &t in unit.cpu() {
             e.cpu_ms += g.task(t).duration_ns as f64 / 1e6 / nsteps;
         }
@@ -292,19 +306,24 @@ pub(super) fn phases(g: &Graph, s: &Structure) -> BTreeMap<String, PhaseTime> {
             e.gpu_ms += g.task(t).duration_ns as f64 / 1e6 / nsteps;
         }
     }
-    phases
+    (NAMES.iter().zip(sums))
+        .filter_map(|(name, sum)| Some(((*name).to_owned(), sum?)))
+        .collect()
 }
 
 /// The parallel groups, by process group name and class, with the bytes
 /// their collectives move in the first step.
 pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
-    let mut groups: BTreeMap<(String, GroupClass), GroupReport> = BTreeMap::new();
+    // By (name, class), looked up without making the name: a large
+    // trace's collectives repeat a handful of groups.
+    let mut slot: FxHashMap<(&str, GroupClass), usize> = FxHashMap::default();
+    let mut groups: Vec<GroupReport> = Vec::new();
+    let nccl = super::comms::NcclOperators::of(g);
     for c in &s.comms {
-        let name = c.group.clone().unwrap_or_else(|| "-".into());
-        let e = groups
-            .entry((name.clone(), c.class))
-            .or_insert_with(|| GroupReport {
-                name,
+        let name = c.group.as_deref().unwrap_or("-");
+        let i = *slot.entry((name, c.class)).or_insert_with(|| {
+            groups.push(GroupReport {
+                name: name.to_owned(),
                 class: c.class,
                 size: (!c.ranks.is_empty()).then_some(c.ranks.len()),
                 tasks: 0,
@@ -312,16 +331,18 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
                 bytes_per_step: 0,
                 confidence: c.confidence,
             });
+            groups.len() - 1
+        });
+        let e = &mut groups[i];
         e.tasks += 1;
         // An all-to-all by its operator's name, not by the `SendRecv`
         // family of the kernels NCCL runs it as; other names as recorded.
         let recorded = &g.collectives[g.task(c.task).collective.unwrap_or(0) as usize].name;
-        let cname = super::comms::operator_collective(g, c.task)
+        let cname = (nccl.collective(c.task))
             .filter(|n| super::comms::is_all_to_all(n))
-            .unwrap_or(recorded)
-            .to_owned();
-        if !e.collectives.contains(&cname) {
-            e.collectives.push(cname);
+            .unwrap_or(recorded);
+        if !e.collectives.iter().any(|x| x == cname) {
+            e.collectives.push(cname.to_owned());
         }
         let in_first_step = match s.units.unit_of[c.task.idx()] {
             NO_UNIT => false,
@@ -336,7 +357,9 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
             e.bytes_per_step += c.bytes.unwrap_or(0);
         }
     }
-    groups.into_values().collect()
+    // In (name, class) order, as reports list them.
+    groups.sort_by(|a, b| (a.name.as_str(), a.class).cmp(&(b.name.as_str(), b.class)));
+    groups
 }
 
 /// Why the graph cannot be edited structurally (layers, micro-batches,
