@@ -6,16 +6,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use lumos_graph::build;
+use lumos_graph::{build_streamed, TrackSink};
 use lumos_models::NetworkModel;
 use lumos_predict::{
     network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction, TraceContext,
 };
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
+use rayon::prelude::*;
 
-use crate::inputs::Loaded;
 use crate::usage::{count, factor, size, usage};
-use crate::{inputs, output};
+use crate::{inputs, output, progress};
 
 /// `lumos predict` arguments.
 #[derive(clap::Args)]
@@ -130,38 +130,63 @@ pub fn predict_error(e: PredictError) -> anyhow::Error {
     }
 }
 
-/// Reads and builds every trace; what the predicted timelines need of each
-/// trace is kept, the trace itself is not.
+/// Reads and builds every trace, on every core; what the predicted
+/// timelines need of each trace is kept, the trace itself is not.
 pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
+    let len = |f: &PathBuf| std::fs::metadata(f).map_or(0, |m| m.len());
+    let bar = progress::bytes(files.iter().map(len).sum(), "reading");
+    let read: Vec<Result<(Input, TimelineSource)>> = (files.par_iter())
+        .map(|f| {
+            let r = load_one(f);
+            bar.inc(len(f));
+            r
+        })
+        .collect();
+    bar.finish_and_clear();
+    // The first file that failed, in the order given, is the error.
     let mut loaded = Vec::new();
     let mut sources = Vec::new();
-    for r in inputs::read_all(&files) {
-        match r? {
-            Loaded::Trace(trace) => {
-                let (graph, measured, _) = build(&trace);
-                let ctx = TraceContext::from_trace(&trace, &measured);
-                loaded.push(Input {
-                    name: trace.path.display().to_string(),
-                    graph,
-                    measured,
-                    ctx,
-                });
-                sources.push(TimelineSource::of(&trace));
-            }
-            Loaded::Stored(s) => {
-                let ctx = TraceContext::from_meta(&s.facts.meta, &s.graph.measured);
-                sources.push(TimelineSource::of_rank(&s.facts.rank_meta()));
-                loaded.push(Input {
-                    name: s.facts.path.display().to_string(),
-                    graph: s.graph.graph,
-                    measured: s.graph.measured,
-                    ctx,
-                });
-            }
-        }
+    for r in read {
+        let (input, source) = r?;
+        loaded.push(input);
+        sources.push(source);
     }
     Ok((loaded, sources))
+}
+
+/// One input file, read and built. A trace is read straight into its
+/// graph's build (`lumos_graph::TrackSink`), as `lumos replay` reads one,
+/// so that its events and its graph are never in memory together (the
+/// whole trace read first held the 1 GB rank's 0.4 GB of events beside the
+/// graph).
+fn load_one(f: &Path) -> Result<(Input, TimelineSource)> {
+    if inputs::is_lgraph(f) {
+        let s = lumos_store::read_stored(f)?;
+        let ctx = TraceContext::from_meta(&s.facts.meta, &s.graph.measured);
+        let source = TimelineSource::of_rank(&s.facts.rank_meta());
+        let input = Input {
+            name: s.facts.path.display().to_string(),
+            graph: s.graph.graph,
+            measured: s.graph.measured,
+            ctx,
+        };
+        return Ok((input, source));
+    }
+    let mut sink = TrackSink::new();
+    let mut trace = lumos_trace::read_path_into(f, &|_| {}, &mut sink)?;
+    let source = TimelineSource::of(&trace);
+    let name = trace.path.display().to_string();
+    let meta = std::mem::take(&mut trace.meta);
+    let (graph, measured, _) = build_streamed(trace, sink);
+    let ctx = TraceContext::from_meta(&meta, &measured);
+    let input = Input {
+        name,
+        graph,
+        measured,
+        ctx,
+    };
+    Ok((input, source))
 }
 
 /// The prediction the flags ask for, all edits applied together (the
