@@ -6,7 +6,7 @@
 //! network fitted to the inputs, each stage's parameters, and the templates
 //! structural edits copy.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use lumos_graph::{Graph, Measured};
 use lumos_models::{CollectiveKind, GpuSpec};
@@ -72,9 +72,10 @@ pub struct Baseline {
     pub given: Vec<usize>,
     /// What discovery found in each.
     pub structures: Vec<Structure>,
-    /// Each input's graph as structural edits copy it: the main thread's
-    /// waits for backward bursts made explicit (see the `assemble` module).
-    pub templates: Vec<Graph>,
+    /// Each input's graph as structural edits copy it ([`Baseline::templates`]),
+    /// made on first use: a prediction that edits no structure never
+    /// needs this copy of every graph.
+    templates: OnceLock<Vec<Graph>>,
     /// Each input's role in its pipeline.
     pub roles: Vec<StageRole>,
     /// Each input's stage index.
@@ -184,7 +185,6 @@ impl Baseline {
         notes.extend(gemm_note(&gemm));
         let network = fit_network(&inputs, &structures, &config, &gpu.spec, &mut notes);
         let params = structures.iter().map(|s| param_count(s, &config)).collect();
-        let templates = templates(&inputs, &structures);
         let models = Models {
             compute: Arc::new(gemm.model()),
             comm: Arc::new(network.model()),
@@ -194,7 +194,7 @@ impl Baseline {
             inputs,
             given,
             structures,
-            templates,
+            templates: OnceLock::new(),
             roles,
             stages,
             config,
@@ -242,6 +242,14 @@ impl Baseline {
     /// The prediction for `target`.
     pub fn predict(&self, target: Target) -> Result<Prediction<'_>, PredictError> {
         realize(self, target)
+    }
+
+    /// Each input's graph as structural edits copy it: the main thread's
+    /// waits for backward bursts made explicit (see the `assemble`
+    /// module). Made the first time it is asked for.
+    pub fn templates(&self) -> &[Graph] {
+        self.templates
+            .get_or_init(|| templates(&self.inputs, &self.structures))
     }
 }
 

@@ -288,7 +288,7 @@ fn rebuilt_stages(
         }
     }
     let templates: Vec<Template> = base
-        .templates
+        .templates()
         .iter()
         .zip(&base.structures)
         .map(|(g, s)| Template {

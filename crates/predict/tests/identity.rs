@@ -108,7 +108,7 @@ fn rebuilt_stages_in_the_traced_order_replay_the_same() {
 fn hand_over_repair_keeps_the_replay() {
     let cfg = config(&model("gpt-small", None, None), 2, 2, 2, 4);
     let base = baseline(&cfg);
-    for (g, inp) in base.templates.iter().zip(&base.inputs) {
+    for (g, inp) in base.templates().iter().zip(&base.inputs) {
         assert!(g.edges.len() >= inp.graph.edges.len());
         let a = lumos_sim::simulate(g, &Default::default()).unwrap();
         let b = lumos_sim::simulate(&inp.graph, &Default::default()).unwrap();
