@@ -10,6 +10,8 @@
 //! edits does not matter and an edit to the traced value changes nothing
 //! at all.
 
+use std::borrow::Cow;
+
 use lumos_graph::{Graph, TaskId};
 use lumos_models::NetworkModel;
 
@@ -139,11 +141,13 @@ pub struct Target {
 
 /// One predicted stage graph.
 #[derive(Debug, Clone)]
-pub struct PredictedStage {
+pub struct PredictedStage<'b> {
     /// Its index in the new pipeline.
     pub stage: u32,
-    /// The graph.
-    pub graph: Graph,
+    /// The graph: a traced input's own until an edit changes it (the
+    /// identity prediction, the traced replay every prediction is compared
+    /// with, copies no graph), else the stage's.
+    pub graph: Cow<'b, Graph>,
     /// Input index and task each task was copied from.
     pub origin: Vec<(u32, TaskId)>,
     /// Where each task's duration came from.
@@ -164,7 +168,7 @@ pub struct Prediction<'b> {
     pub target: Target,
     /// One graph per stage of the new pipeline (one per traced input when
     /// the pipeline is unchanged).
-    pub stages: Vec<PredictedStage>,
+    pub stages: Vec<PredictedStage<'b>>,
     /// What was assumed in building it.
     pub notes: Vec<String>,
     /// Re-timed collectives whose message size the trace does not record,
@@ -239,7 +243,7 @@ fn realize_with(
 
 /// The traced graphs as they are, each task tagged with its unit's step
 /// and pass.
-fn traced_stages(base: &Baseline) -> Vec<PredictedStage> {
+fn traced_stages(base: &Baseline) -> Vec<PredictedStage<'_>> {
     let mut stages = Vec::new();
     for (i, inp) in base.inputs.iter().enumerate() {
         let s = &base.structures[i];
@@ -259,7 +263,7 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage> {
         }
         stages.push(PredictedStage {
             stage: base.stages[i],
-            graph: inp.graph.clone(),
+            graph: Cow::Borrowed(&inp.graph),
             origin: (0..inp.graph.tasks.len() as u32)
                 .map(|t| (i as u32, TaskId(t)))
                 .collect(),
@@ -274,11 +278,11 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage> {
 
 /// Every stage of the pipeline of `c`, planned from the traced stages and
 /// assembled from their templates.
-fn rebuilt_stages(
-    base: &Baseline,
+fn rebuilt_stages<'b>(
+    base: &'b Baseline,
     c: &Config,
     notes: &mut Vec<String>,
-) -> Result<Vec<PredictedStage>, PredictError> {
+) -> Result<Vec<PredictedStage<'b>>, PredictError> {
     for (i, s) in base.structures.iter().enumerate() {
         if let Some(why) = &s.report.structural_edits_blocked {
             return Err(PredictError::Unsupported(format!(
@@ -346,7 +350,7 @@ fn rebuilt_stages(
         stages.push(PredictedStage {
             stage,
             source: vec![Source::Measured; a.graph.tasks.len()],
-            graph: a.graph,
+            graph: Cow::Owned(a.graph),
             origin: a.origin,
             primary: plan.primary,
             tag: a.tag,
@@ -820,7 +824,7 @@ mod tests {
     fn gpu_time_saturates() {
         let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
         let mut p = base.identity();
-        for t in &mut p.stages[0].graph.tasks {
+        for t in &mut p.stages[0].graph.to_mut().tasks {
             t.duration_ns = i64::MAX;
         }
         assert!(p.gpu_time_by_source().iter().all(|&(_, ns)| ns == i64::MAX));

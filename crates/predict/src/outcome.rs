@@ -291,7 +291,7 @@ mod tests {
         let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
         let mut p = base.identity();
         // A cycle: the first task of a thread waits for the one after it.
-        let g = &mut p.stages[1].graph;
+        let g = p.stages[1].graph.to_mut();
         let thread = g.processors.iter().find(|q| !q.is_stream()).unwrap();
         let (a, b) = (thread.tasks[0], thread.tasks[1]);
         g.edges.push(Edge {

@@ -118,7 +118,7 @@ pub(crate) fn retime(p: &mut Prediction) {
         let optimizer_ratio = rt.optimizer_ratio(st);
         for i in 0..st.graph.tasks.len() {
             let (dur, source) = rt.task(st, i, optimizer_ratio);
-            st.graph.tasks[i].duration_ns = dur.round() as i64;
+            st.graph.to_mut().tasks[i].duration_ns = dur.round() as i64;
             st.source[i] = source;
             match rt.unsized_comm(st, i) {
                 Some(true) if source != Source::Measured => slotted += 1,
@@ -213,7 +213,7 @@ impl<'a> Retimer<'a> {
 
     /// For task `i` of `st`: `Some(has an envelope)` when it is a
     /// collective (of a known kind) whose size the trace does not record.
-    fn unsized_comm(&self, st: &PredictedStage, i: usize) -> Option<bool> {
+    fn unsized_comm(&self, st: &PredictedStage<'_>, i: usize) -> Option<bool> {
         let (src, tt) = st.origin[i];
         let s = &self.base.structures[src as usize];
         match s.work[tt.idx()] {
@@ -230,7 +230,7 @@ impl<'a> Retimer<'a> {
     /// kernels scale by on stage `st`: its parameters after the edit over
     /// before, and with a distributed optimizer over the data-parallel
     /// shard too.
-    fn optimizer_ratio(&self, st: &PredictedStage) -> f64 {
+    fn optimizer_ratio(&self, st: &PredictedStage<'_>) -> f64 {
         let (base, target, r) = (self.base, self.target, &self.r);
         let role = StageRole::of(st.stage, target.config.pp);
         let prim = st.primary;
@@ -277,7 +277,7 @@ impl<'a> Retimer<'a> {
     }
 
     /// The new duration of task `i` of stage `st` and where it came from.
-    fn task(&self, st: &PredictedStage, i: usize, optimizer_ratio: f64) -> (f64, Source) {
+    fn task(&self, st: &PredictedStage<'_>, i: usize, optimizer_ratio: f64) -> (f64, Source) {
         let (src, tt) = st.origin[i];
         let inp = &self.base.inputs[src as usize];
         let s = &self.base.structures[src as usize];

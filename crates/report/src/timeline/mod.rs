@@ -96,7 +96,7 @@ enum TaskArgs<'a> {
     /// `source` (where the predicted duration came from) and
     /// `traced_dur_us` (the duration of the traced task it was made from).
     Predicted {
-        stage: &'a PredictedStage,
+        stage: &'a PredictedStage<'a>,
         base: &'a Baseline,
     },
 }
