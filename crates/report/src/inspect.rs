@@ -208,10 +208,14 @@ pub fn file_report_of(
             measured_us: us(sp.end_ns - sp.start_ns),
         })
         .collect();
-    let mut by_name = BTreeMap::new();
+    // Counted by reference: a large trace's collectives repeat a few names.
+    let mut by_ref: BTreeMap<&str, u64> = BTreeMap::new();
     for c in &graph.collectives {
-        *by_name.entry(c.name.clone()).or_insert(0) += 1;
+        *by_ref.entry(c.name.as_str()).or_insert(0) += 1;
     }
+    let by_name = (by_ref.into_iter())
+        .map(|(n, count)| (n.to_owned(), count))
+        .collect();
     let mut warnings = trace.warnings.clone();
     warnings.extend(report.warnings.iter().cloned());
     FileReport {
