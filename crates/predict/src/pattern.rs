@@ -24,7 +24,8 @@ pub(crate) struct Run {
 }
 
 /// Periods longer than this are not considered: a layer is a few hundred
-/// operators at most, and the search costs O(n x max period).
+/// operators at most. (Each period costs `n / p` probes plus the stretches
+/// found, see [`runs`].)
 const MAX_PERIOD: usize = 1024;
 
 /// The maximal runs of period `p` with at least two whole blocks.
@@ -87,9 +88,8 @@ fn coverage(tokens: &[u32], p: usize) -> usize {
 /// (a backward pass), so that passes cannot repeat inside it.
 pub(crate) fn best_period(seqs: &[&[u32]]) -> Option<(usize, Vec<u32>)> {
     let longest = seqs.iter().map(|s| s.len()).max()?;
-    // Each period's coverage on its own (a pass over every sequence per
-    // period: on a long trace most of discovery's time), on every core;
-    // the best is then picked in period order, as one loop would.
+    // Each period's coverage on its own, on every core; the best is then
+    // picked in period order, as one loop would.
     let covered: Vec<usize> = (1..=(longest / 2).min(MAX_PERIOD))
         .into_par_iter()
         .map(|p| seqs.iter().map(|s| coverage(s, p)).sum())
