@@ -120,6 +120,31 @@ fn predict_checks_are_usage_errors() {
     assert_fails(&out, 1, "net.json: invalid JSON", "network file");
 }
 
+/// `lumos predict` reads its files in parallel; a file it cannot read is
+/// bad input (1), and the error names the first such file in the order
+/// the files were given, whichever was read first.
+#[test]
+fn predict_names_the_first_unreadable_file_in_order() {
+    let dir = TempDir::new("cli-exit-predict-files");
+    let f = one_rank(&dir.join("job"));
+    let truncated = dir.join("truncated.json");
+    std::fs::write(&truncated, "{\"traceEvents\": [").unwrap();
+    let missing = dir.join("missing.json");
+    let run_files = |files: &[&Path]| {
+        lumos()
+            .args(["predict", "--dp", "4"])
+            .args(files)
+            .output()
+            .unwrap()
+    };
+    let out = run_files(&[&f, &truncated, &missing]);
+    assert_fails(&out, 1, "truncated.json: truncated JSON", "truncated first");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("missing.json"));
+    let out = run_files(&[&missing, &f, &truncated]);
+    assert_fails(&out, 1, "missing.json: cannot read file", "missing first");
+    assert!(out.stdout.is_empty(), "printed a result");
+}
+
 #[test]
 fn synth_checks_are_usage_errors() {
     let dir = TempDir::new("cli-exit-synth");

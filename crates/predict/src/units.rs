@@ -156,8 +156,9 @@ impl Units {
         };
         // Each unit's tasks are gathered first and stored once, in a vector
         // of their number: pushed one by one, the vectors grew and moved
-        // several times each (a fifth of building the units). A unit's CPU
-        // tasks are a run of its thread's: where the run starts.
+        // several times each (5 M of discovery's 144 M instructions on a
+        // 100 MB trace). A unit's CPU tasks are a run of its thread's:
+        // where the run starts.
         let mut cpu_from: Vec<usize> = Vec::new();
         for (pi, p) in graph.processors.iter().enumerate() {
             if p.is_stream() {

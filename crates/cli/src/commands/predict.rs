@@ -134,12 +134,14 @@ pub fn predict_error(e: PredictError) -> anyhow::Error {
 /// timelines need of each trace is kept, the trace itself is not.
 pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
-    let len = |f: &PathBuf| std::fs::metadata(f).map_or(0, |m| m.len());
-    let bar = progress::bytes(files.iter().map(len).sum(), "reading");
-    let read: Vec<Result<(Input, TimelineSource)>> = (files.par_iter())
-        .map(|f| {
+    let lens: Vec<u64> = (files.iter())
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .collect();
+    let bar = progress::bytes(lens.iter().sum(), "reading");
+    let read: Vec<Result<(Input, TimelineSource)>> = (files.par_iter().zip(&lens))
+        .map(|(f, &len)| {
             let r = load_one(f);
-            bar.inc(len(f));
+            bar.inc(len);
             r
         })
         .collect();
