@@ -336,6 +336,8 @@ def predict(
 ) -> Prediction:
     """``lumos predict``: another configuration predicted from one rank's
     trace, or one rank per pipeline stage, by editing their graphs.
+    ``paths`` may be traces or ``.lgraph`` files (``lumos ingest``), as
+    for the CLI; each is read straight into its graph's build.
 
     ``scale_kernels`` maps a pattern (``class:gemm``, ``class:attention``,
     ``class:memory``, ``class:comm``, ``class:compute`` or a substring of
@@ -358,10 +360,9 @@ def predict(
         dp, pp, microbatches, layers, hidden, ffn, tp, kernels, network,
         virtual_stages=virtual_stages,
     )
+    b = os.fspath(durations_from) if durations_from else None
     with callback(progress) as cb:
-        traces = _lumos.read_traces(_paths(paths), cb)
-        b = _lumos.read_traces([os.fspath(durations_from)], cb)[0] if durations_from else None
-    return Prediction(json.loads(_lumos.predict_json(traces, opts, b)))
+        return Prediction(json.loads(_lumos.predict_files(_paths(paths), opts, b, cb)))
 
 
 def diff(

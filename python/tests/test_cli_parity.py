@@ -140,6 +140,20 @@ def test_predict_equals_the_cli(tmp_path, cli_json):
     assert math.isclose(p.stages["total_ms"].iloc[0], cli["stages"][0]["replayed"]["total_ms"])
 
 
+def test_predict_from_compact_graphs_equals_the_cli(tmp_path, cli_json):
+    """`lumos.predict` takes `.lgraph` files, as the CLI does, and predicts
+    from them what it predicts from the traces they were ingested from."""
+    from lumos.distributed import ingest_rank
+
+    files = lumos.synth("gpt-tiny", tmp_path / "t", tp=2, pp=2, dp=2, steps=2, seed=1)
+    graphs = [ingest_rank(f, str(tmp_path / "g")) for f in files]
+    cli = cli_json(["predict", *graphs, "--dp", "4"])
+    p = lumos.predict(graphs, dp=4, progress=False)
+    assert p.report == cli
+    from_traces = lumos.predict(files, dp=4, progress=False)
+    assert list(p.steps["predicted_ms"]) == list(from_traces.steps["predicted_ms"])
+
+
 @pytest.mark.parametrize("recipe,flags", [
     ({}, []),
     (dict(cluster="selene", global_batch=8, recompute="selective", precision="fp16",

@@ -90,6 +90,27 @@ pub fn all_ok(read: Vec<std::result::Result<Trace, ReadError>>) -> Result<Vec<Tr
     read.into_iter().map(|r| r.map_err(Error::from)).collect()
 }
 
+/// Loads every file (traces or `.lgraph` files) as a prediction's input
+/// in parallel ([`lumos_report::prediction_input`], as `lumos predict`
+/// does: each trace read straight into its graph's build); the first file
+/// that failed, in the order given, is the error.
+pub fn prediction_inputs(files: &[PathBuf], p: &Progress) -> Result<Vec<lumos_predict::Input>> {
+    p.phase("reading", files.iter().map(|f| file_len(f)).sum());
+    let loaded: Vec<Result<lumos_predict::Input>> = files
+        .par_iter()
+        .map(|f| {
+            if p.cancelled() {
+                // Replaced by the cancellation's own error.
+                return Err(Error::new(Kind::Input, "cancelled"));
+            }
+            let r = lumos_report::prediction_input(f);
+            p.add(file_len(f));
+            r.map(|(input, _)| input).map_err(Error::from)
+        })
+        .collect();
+    loaded.into_iter().collect()
+}
+
 /// Reads and builds every file of a job in parallel, dropping each trace
 /// once its graph is built (one trace per thread in memory at a time).
 pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {

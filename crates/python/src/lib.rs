@@ -556,7 +556,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_representatives, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_file, m)?)?;
-    m.add_function(wrap_pyfunction!(predict::predict_json, m)?)?;
+    m.add_function(wrap_pyfunction!(predict::predict_files, m)?)?;
     m.add_function(wrap_pyfunction!(diff_json, m)?)?;
     m.add_function(wrap_pyfunction!(durations_from_json, m)?)?;
     m.add_class::<recipe::SynthRecipe>()?;

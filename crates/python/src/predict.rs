@@ -1,19 +1,19 @@
 //! `lumos.predict`: another configuration predicted from traced ranks, as
 //! `lumos predict` does.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
 use lumos_graph::build;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction, TraceContext,
+    network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction,
 };
 use lumos_report::network_from_json;
 use pyo3::prelude::*;
 
 use crate::errors::{Error, Kind, Result};
-use crate::Trace;
+use crate::inputs;
+use crate::Callback;
 
 /// The target configuration, as the CLI's flags.
 #[derive(Debug, Default)]
@@ -94,23 +94,10 @@ fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'
 }
 
 fn run(
-    traces: &[Arc<lumos_trace::Trace>],
+    mut inputs: Vec<Input>,
     t: &Target,
     durations_from: Option<&lumos_trace::Trace>,
 ) -> Result<String> {
-    let mut inputs: Vec<Input> = traces
-        .iter()
-        .map(|trace| {
-            let (graph, measured, _) = build(trace);
-            let ctx = TraceContext::from_trace(trace, &measured);
-            Input {
-                name: trace.path.display().to_string(),
-                graph,
-                measured,
-                ctx,
-            }
-        })
-        .collect();
     let transfer = durations_from
         .map(|b| retime_from(&mut inputs, b))
         .transpose()?;
@@ -212,18 +199,27 @@ impl PredictOptions {
     }
 }
 
-/// `lumos predict --json` from traces already read; `durations_from`, as
-/// `--durations-from`, another recording whose durations the one trace's
-/// graph takes first.
+/// `lumos predict --json` of trace or `.lgraph` files (directories
+/// expanded), loaded in parallel as the CLI loads them; `durations_from`,
+/// as `--durations-from`, another recording whose durations the one
+/// input's graph takes first.
 #[pyfunction]
-#[pyo3(signature = (traces, options, durations_from = None))]
-pub fn predict_json(
+#[pyo3(signature = (paths, options, durations_from = None, progress = None))]
+pub fn predict_files(
     py: Python<'_>,
-    traces: Vec<PyRef<'_, Trace>>,
+    paths: Vec<PathBuf>,
     options: &PredictOptions,
-    durations_from: Option<PyRef<'_, Trace>>,
+    durations_from: Option<PathBuf>,
+    progress: Callback,
 ) -> PyResult<String> {
-    let traces: Vec<_> = traces.iter().map(|t| Arc::clone(&t.inner)).collect();
-    let b = durations_from.map(|b| Arc::clone(&b.inner));
-    Ok(py.detach(|| run(&traces, &options.target, b.as_deref()))?)
+    let files = py.detach(|| inputs::expand(&paths, true))?;
+    let (loaded, b) = crate::progress::run(py, progress, |p| {
+        let loaded = inputs::prediction_inputs(&files, p)?;
+        let b = durations_from
+            .map(|b| inputs::all_ok(inputs::read_all(&[b], p)))
+            .transpose()?
+            .and_then(|mut b| b.pop());
+        Ok::<_, Error>((loaded, b))
+    })??;
+    Ok(py.detach(|| run(loaded, &options.target, b.as_ref()))?)
 }

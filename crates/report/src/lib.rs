@@ -24,7 +24,8 @@
 //! - [`rank_tables`]: the breakdown per step and the GPU time per kernel
 //!   and launching operator, for front ends that show tables.
 //! - [`predict`]: a prediction against the measured run and its replay
-//!   ([`PredictReport`]), and [`Timeline::predicted`].
+//!   ([`PredictReport`]), and [`Timeline::predicted`]; its inputs loaded
+//!   from trace or `.lgraph` files by [`prediction_input`].
 //! - [`transfer_replay`]: one recording's graph replayed with another's
 //!   measured durations (`--durations-from`), against the other's steps
 //!   ([`TransferReport`]).
@@ -35,7 +36,9 @@
 //! from lumos-trace, lumos-graph, lumos-sim and lumos-predict; reports and
 //! timelines go out. The model types of those crates are not serializable;
 //! the report types here mirror what is shown of them and convert by hand.
-//! Nothing here prints, exits or opens files: a [`Timeline`] writes into any
+//! Nothing here prints or exits, and files are read only through the
+//! readers of lumos-trace and lumos-store ([`replay_path`],
+//! [`inspect_path`], [`prediction_input`]): a [`Timeline`] writes into any
 //! `io::Write` the caller gives it.
 //!
 //! ```
@@ -62,6 +65,7 @@ mod job;
 mod model_file;
 mod network;
 mod predict;
+mod predict_input;
 mod replay;
 mod structure;
 mod tables;
@@ -101,6 +105,7 @@ pub use predict::{
     InputReport, LinkCalibration, ModelFitReport, PredictReport, StageRow, SteadinessReport,
     StepRow,
 };
+pub use predict_input::prediction_input;
 pub use replay::{
     compare, critical_path_report, replay, replay_owned, replay_path, replay_path_for,
     replay_scaled, replay_stored, replay_trace, summarize, with_kernel_scales, BoundShare,

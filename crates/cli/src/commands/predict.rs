@@ -6,12 +6,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use lumos_graph::{build_streamed, TrackSink};
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction, TraceContext,
+    network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction,
 };
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
+use lumos_store::InputError;
 use rayon::prelude::*;
 
 use crate::usage::{count, factor, size, usage};
@@ -130,17 +130,18 @@ pub fn predict_error(e: PredictError) -> anyhow::Error {
     }
 }
 
-/// Reads and builds every trace, on every core; what the predicted
-/// timelines need of each trace is kept, the trace itself is not.
+/// Reads and builds every trace, on every core
+/// ([`lumos_report::prediction_input`]); what the predicted timelines need
+/// of each trace is kept, the trace itself is not.
 pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
     let lens: Vec<u64> = (files.iter())
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .collect();
     let bar = progress::bytes(lens.iter().sum(), "reading");
-    let read: Vec<Result<(Input, TimelineSource)>> = (files.par_iter().zip(&lens))
+    let read: Vec<Result<(Input, TimelineSource), InputError>> = (files.par_iter().zip(&lens))
         .map(|(f, &len)| {
-            let r = load_one(f);
+            let r = lumos_report::prediction_input(f);
             bar.inc(len);
             r
         })
@@ -150,45 +151,14 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let mut loaded = Vec::new();
     let mut sources = Vec::new();
     for r in read {
-        let (input, source) = r?;
+        let (input, source) = r.map_err(|e| match e {
+            InputError::Trace(e) => anyhow::Error::from(e),
+            InputError::Store(e) => e.into(),
+        })?;
         loaded.push(input);
         sources.push(source);
     }
     Ok((loaded, sources))
-}
-
-/// One input file, read and built. A trace is read straight into its
-/// graph's build (`lumos_graph::TrackSink`), as `lumos replay` reads one,
-/// so that its events and its graph are never in memory together (the
-/// whole trace read first held the 1 GB rank's 0.4 GB of events beside the
-/// graph).
-fn load_one(f: &Path) -> Result<(Input, TimelineSource)> {
-    if inputs::is_lgraph(f) {
-        let s = lumos_store::read_stored(f)?;
-        let ctx = TraceContext::from_meta(&s.facts.meta, &s.graph.measured);
-        let source = TimelineSource::of_rank(&s.facts.rank_meta());
-        let input = Input {
-            name: s.facts.path.display().to_string(),
-            graph: s.graph.graph,
-            measured: s.graph.measured,
-            ctx,
-        };
-        return Ok((input, source));
-    }
-    let mut sink = TrackSink::new();
-    let mut trace = lumos_trace::read_path_into(f, &|_| {}, &mut sink)?;
-    let source = TimelineSource::of(&trace);
-    let name = trace.path.display().to_string();
-    let meta = std::mem::take(&mut trace.meta);
-    let (graph, measured, _) = build_streamed(trace, sink);
-    let ctx = TraceContext::from_meta(&meta, &measured);
-    let input = Input {
-        name,
-        graph,
-        measured,
-        ctx,
-    };
-    Ok((input, source))
 }
 
 /// The prediction the flags ask for, all edits applied together (the
