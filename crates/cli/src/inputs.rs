@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 use anyhow::{bail, Result};
 
 use lumos_graph::{RankInput, Unreadable};
-use lumos_store::{Representatives, StoreError, StoredRank};
-use lumos_trace::{ReadError, Trace, TraceMeta};
+use lumos_store::{Representatives, StoreError, StoredRank, TraceFacts};
+use lumos_trace::{MemoryEvent, ReadError, Trace, TraceMeta};
 use rayon::prelude::*;
 
 use crate::{output, progress};
@@ -25,29 +25,6 @@ pub enum Loaded {
     Trace(Trace),
     /// A compact graph file.
     Stored(StoredRank),
-}
-
-impl Loaded {
-    /// The trace's metadata.
-    pub fn meta(&self) -> &TraceMeta {
-        match self {
-            Loaded::Trace(t) => &t.meta,
-            Loaded::Stored(s) => &s.facts.meta,
-        }
-    }
-
-    /// The rank as the job functions take it, the input kept (a stored
-    /// rank's graph is copied).
-    pub fn rank(&self) -> RankInput {
-        match self {
-            Loaded::Trace(t) => RankInput::from_trace(t),
-            Loaded::Stored(s) => RankInput {
-                meta: s.facts.rank_meta(),
-                graph: s.graph.clone(),
-                report: s.report.clone(),
-            },
-        }
-    }
 }
 
 /// True when `f` is a compact graph: named `.lgraph`, or starting with its
@@ -123,6 +100,77 @@ pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
     out
 }
 
+/// A trace read and built into its rank, the trace itself dropped: what
+/// the commands read of it, as the ranks of a job or on its own.
+pub struct BuiltTrace {
+    /// The rank (its graph, measured times and build report); `None` only
+    /// while [`crate::commands::JobMode::sort`] has lent it out.
+    pub rank: Option<RankInput>,
+    /// What the reader said of the file.
+    pub facts: TraceFacts,
+    /// Its `[memory]` events.
+    pub memory: Vec<MemoryEvent>,
+}
+
+/// One input of several, prepared in [`prepare_all`]: a trace built into
+/// its rank (and dropped), or an `.lgraph` file read back.
+// As in `Loaded`: a few alive at a time, the size difference does not
+// matter.
+#[allow(clippy::large_enum_variant)]
+pub enum Prepared {
+    /// A trace file, built.
+    Built(BuiltTrace),
+    /// A compact graph file.
+    Stored(StoredRank),
+}
+
+impl Prepared {
+    /// The file's metadata.
+    pub fn meta(&self) -> &TraceMeta {
+        match self {
+            Prepared::Built(b) => &b.facts.meta,
+            Prepared::Stored(s) => &s.facts.meta,
+        }
+    }
+}
+
+/// Reads one input and, for a trace, builds its rank and drops the trace.
+fn prepare_one(f: &Path) -> Result<Prepared> {
+    if is_lgraph(f) {
+        return Ok(Prepared::Stored(lumos_store::read_stored(f)?));
+    }
+    let mut trace = lumos_trace::read_path(f)?;
+    let memory = std::mem::take(&mut trace.memory);
+    let facts = TraceFacts::of(&trace);
+    let rank = RankInput::from_trace(&trace);
+    Ok(Prepared::Built(BuiltTrace {
+        rank: Some(rank),
+        facts,
+        memory,
+    }))
+}
+
+/// Reads every file in parallel and builds each trace's rank, dropping the
+/// trace as soon as its rank is built (memory: the ranks, and one trace
+/// per thread at a time, where [`read_all`] holds every trace), with a
+/// progress bar on stderr (when it is a terminal). Each result keeps its
+/// own error so one bad file does not hide the others.
+pub fn prepare_all(files: &[PathBuf]) -> Vec<Result<Prepared>> {
+    let lens: Vec<u64> = (files.iter())
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .collect();
+    let bar = progress::bytes(lens.iter().sum(), "reading");
+    let out = (files.par_iter().zip(&lens))
+        .map(|(f, &len)| {
+            let r = prepare_one(f);
+            bar.inc(len);
+            r
+        })
+        .collect();
+    bar.finish_and_clear();
+    out
+}
+
 /// Reads and builds every file of a job in parallel, dropping each trace as
 /// soon as its graph is built (memory: one trace per thread at a time).
 /// Files that cannot be read are reported and returned apart (the job
@@ -152,28 +200,9 @@ pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, Vec<Unreadable>) {
     (out, unreadable)
 }
 
-/// Builds the ranks of the inputs read (those that could be), in
-/// parallel, keeping the inputs: to tell whether they are one job
-/// ([`lumos_graph::detect_job`]) and replay them one by one if not,
-/// without reading them again.
-pub fn ranks_of(read: &[Result<Loaded>]) -> Vec<RankInput> {
-    let ok: Vec<&Loaded> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
-    let bar = progress::count(ok.len() as u64, "building ranks");
-    let ranks = ok
-        .into_par_iter()
-        .map(|l| {
-            let r = l.rank();
-            bar.inc(1);
-            r
-        })
-        .collect();
-    bar.finish_and_clear();
-    ranks
-}
-
 /// Prints the read errors among `read` and returns the files of the job
 /// they name, dropping the inputs read.
-pub fn unreadable_in(read: Vec<Result<Loaded>>) -> Vec<Unreadable> {
+pub fn unreadable_in<T>(read: Vec<Result<T>>) -> Vec<Unreadable> {
     let mut unreadable = Vec::new();
     for e in read.into_iter().filter_map(Result::err) {
         output::error(&e);

@@ -11,8 +11,10 @@ use lumos_graph::{assemble_with, rank_ranges, RankInput};
 use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
 use rayon::prelude::*;
 
-use super::{JobMode, Taken};
-use crate::inputs::Loaded;
+use lumos_store::TraceFacts;
+
+use super::{JobMode, Sorted};
+use crate::inputs::Prepared;
 use crate::output::{fold, or_unknown, LIST_WIDTH, UNKNOWN};
 use crate::{inputs, output, progress};
 
@@ -39,8 +41,13 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
             return run_one_trace(args, file, out);
         }
     }
-    let mut read = inputs::read_all(&files);
-    let taken = args.mode.take(&read);
+    // Each trace is built into its rank as it is read and dropped, so no
+    // trace is held beside the ranks.
+    let prepared = inputs::prepare_all(&files);
+    let (read, job_ranks) = match args.mode.sort(prepared) {
+        Sorted::Job(ranks, read) => (read, Some(ranks)),
+        Sorted::Apart(read) => (read, None),
+    };
     let mut ok = true;
     let mut unreadable = Vec::new();
     for e in read.iter().filter_map(|r| r.as_ref().err()) {
@@ -48,16 +55,15 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
         unreadable.extend(inputs::unreadable_of(e));
         ok = false;
     }
-    let (traces, job_ranks) = match taken {
-        Taken::Job(ranks) => (job_file_reports(&read, &ranks), Some(ranks)),
-        // Nothing reads the files after their reports: a trace built
-        // already (to tell that the files are not one job) is reported from
-        // that build, any other is given to its build, which frees its
-        // events as it goes.
-        Taken::Apart(built) => (reports_apart(std::mem::take(&mut read), built), None),
+    let traces = match &job_ranks {
+        Some(ranks) => {
+            let reports = job_file_reports(&read, ranks);
+            inputs::drop_in_background(read);
+            reports
+        }
+        None => reports_apart(read),
     };
     let mut job = None;
-    inputs::drop_in_background(read);
     if let Some(ranks) = job_ranks {
         // Files that are not one job (two claiming one rank) are bad input;
         // the files are still reported.
@@ -119,51 +125,42 @@ fn write_output(out: &mut dyn Write, report: &InspectOutput, args: &InspectArgs)
 /// The reports on the files of one job: its ranks are the graphs of the
 /// files read, in order, so each report comes from its rank's graph
 /// instead of building the file again.
-fn job_file_reports(read: &[Result<Loaded>], ranks: &[RankInput]) -> Vec<FileReport> {
-    let loaded: Vec<&Loaded> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
+fn job_file_reports(read: &[Result<Prepared>], ranks: &[RankInput]) -> Vec<FileReport> {
+    let loaded: Vec<&Prepared> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
     debug_assert_eq!(loaded.len(), ranks.len(), "one rank per input read");
     loaded
         .into_par_iter()
         .zip(ranks)
-        .map(|(l, rank)| match l {
-            Loaded::Trace(t) => {
-                let g = &rank.graph;
-                lumos_report::file_report(t, &g.graph, &g.measured, &rank.report)
-            }
-            Loaded::Stored(s) => lumos_report::inspect_stored(s),
+        .map(|(p, rank)| match p {
+            Prepared::Built(b) => rank_report(&b.facts, rank),
+            Prepared::Stored(s) => lumos_report::inspect_stored(s),
         })
         .collect()
 }
 
-/// The reports on the inputs read that could be read, in order; `built`
-/// holds, by position among `read`, the rank a trace was already built
-/// into. Each input is freed on the worker that reported it.
-fn reports_apart(read: Vec<Result<Loaded>>, built: Vec<Option<RankInput>>) -> Vec<FileReport> {
+/// The report on a trace's file from the rank built of it.
+fn rank_report(facts: &TraceFacts, rank: &RankInput) -> FileReport {
+    let g = &rank.graph;
+    lumos_report::file_report_of(facts, &g.graph, &g.measured, &rank.report)
+}
+
+/// The reports on the inputs read that could be read, in order, each from
+/// its rank (built as the trace was read) or compact file, freed on the
+/// worker that reported it: one dropper thread for every worker would
+/// free them one at a time.
+fn reports_apart(read: Vec<Result<Prepared>>) -> Vec<FileReport> {
     read.into_par_iter()
-        .zip(built)
-        .filter_map(|(r, rank)| match (r.ok()?, rank) {
-            (Loaded::Trace(t), Some(rank)) => {
-                let g = &rank.graph;
-                Some(lumos_report::file_report(
-                    &t,
-                    &g.graph,
-                    &g.measured,
-                    &rank.report,
-                ))
+        .filter_map(|r| match r.ok()? {
+            Prepared::Built(b) => {
+                let rank = b
+                    .rank
+                    .as_ref()
+                    .expect("JobMode::sort gives every rank back");
+                Some(rank_report(&b.facts, rank))
             }
-            (l, _) => Some(file_report(l)),
+            Prepared::Stored(s) => Some(lumos_report::inspect_stored(&s)),
         })
         .collect()
-}
-
-/// The report on one input read: a trace's graph is built from it (the
-/// trace consumed, the graph freed on this worker: one dropper thread for
-/// every worker would free them one at a time), a compact file's read back.
-fn file_report(l: Loaded) -> FileReport {
-    match l {
-        Loaded::Trace(t) => lumos_report::inspect_owned(t).0,
-        Loaded::Stored(s) => lumos_report::inspect_stored(&s),
-    }
 }
 
 fn join(m: &BTreeMap<&str, u64>) -> String {

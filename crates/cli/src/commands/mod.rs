@@ -16,7 +16,7 @@ pub mod transfer;
 use anyhow::Result;
 use lumos_graph::{Detected, RankInput};
 
-use crate::inputs::{self, Loaded};
+use crate::inputs::Prepared;
 use crate::output;
 
 /// Whether several inputs are the ranks of one job.
@@ -35,67 +35,68 @@ pub struct JobMode {
     pub per_trace: bool,
 }
 
-/// What [`JobMode::take`] made of the inputs read.
-pub enum Taken {
-    /// The ranks of one job, built.
-    Job(Vec<RankInput>),
-    /// Inputs to take one by one: by position among the reads, the rank a
-    /// trace was built into to tell whether they were one job (`None`
-    /// where none was built, and for compact files, which need no build).
-    Apart(Vec<Option<RankInput>>),
+/// What [`JobMode::sort`] made of the inputs prepared.
+pub enum Sorted {
+    /// The ranks of one job, and the inputs they were lent from, in order
+    /// (a trace's rank taken out, a compact file's copied; errors in
+    /// place).
+    Job(Vec<RankInput>, Vec<Result<Prepared>>),
+    /// Inputs to take one by one, in the order given, errors in place.
+    Apart(Vec<Result<Prepared>>),
 }
 
 impl JobMode {
-    /// The ranks of one job when `read` (the inputs, read) are to be
-    /// handled as one, built from them ([`lumos_graph::detect_job`] needs
-    /// the ranks built; the reads stay for a replay one by one); `None`
-    /// otherwise. Inputs that looked like a job but share no collective
-    /// get one line on stderr saying so.
-    pub fn job_of(&self, read: &[Result<Loaded>]) -> Option<Vec<RankInput>> {
-        match self.take(read) {
-            Taken::Job(ranks) => Some(ranks),
-            Taken::Apart(_) => None,
+    /// The ranks of one job when the inputs prepared
+    /// ([`inputs::prepare_all`]: each trace built into its rank and
+    /// dropped, so that no trace is held beside the ranks) are to be
+    /// handled as one ([`lumos_graph::detect_job`] needs the ranks built),
+    /// else the inputs, each trace's rank in place, to be taken one by one.
+    /// Inputs that looked like a job but share no collective get one line
+    /// on stderr saying so.
+    pub fn sort(&self, mut prepared: Vec<Result<Prepared>>) -> Sorted {
+        let looks_like_job = |p: &[Result<Prepared>]| {
+            lumos_graph::looks_like_job(
+                p.iter().filter_map(|r| r.as_ref().ok()).map(Prepared::meta),
+            )
+        };
+        if self.per_trace || (!self.job && !looks_like_job(&prepared)) {
+            return Sorted::Apart(prepared);
         }
-    }
-
-    /// [`JobMode::job_of`], giving back the ranks built to tell when the
-    /// inputs are not one job, so that a replay one by one need not build
-    /// each trace a second time.
-    pub fn take(&self, read: &[Result<Loaded>]) -> Taken {
-        let unbuilt = || Taken::Apart(read.iter().map(|_| None).collect());
-        if self.per_trace {
-            return unbuilt();
-        }
-        let loaded = || read.iter().filter_map(|r| r.as_ref().ok());
-        if !self.job && !lumos_graph::looks_like_job(loaded().map(Loaded::meta)) {
-            return unbuilt();
-        }
-        let ranks = inputs::ranks_of(read);
-        if self.job {
-            return Taken::Job(ranks);
-        }
-        match lumos_graph::detect_job(&ranks) {
-            Detected::Job => Taken::Job(ranks),
-            d => {
+        // A trace's rank is moved out (and back if the inputs are not one
+        // job); a compact file's is a copy of its graph.
+        let ranks: Vec<RankInput> = (prepared.iter_mut())
+            .filter_map(|r| r.as_mut().ok())
+            .map(|p| match p {
+                Prepared::Built(b) => b.rank.take().expect("each rank is lent once"),
+                Prepared::Stored(s) => RankInput {
+                    meta: s.facts.rank_meta(),
+                    graph: s.graph.clone(),
+                    report: s.report.clone(),
+                },
+            })
+            .collect();
+        if !self.job {
+            let d = lumos_graph::detect_job(&ranks);
+            if !matches!(d, Detected::Job) {
                 if let Some(note) = d.note() {
                     output::note(format_args!("{note} (--job replays them as one job)"));
                 }
-                Taken::Apart(by_read(read, ranks))
+                give_back(&mut prepared, ranks);
+                return Sorted::Apart(prepared);
             }
         }
+        Sorted::Job(ranks, prepared)
     }
 }
 
-/// `ranks` (one per input read, in order) by position among `read`, kept
-/// for the traces only: a compact file's rank is a copy of its graph,
-/// which its own replay reads in place.
-fn by_read(read: &[Result<Loaded>], ranks: Vec<RankInput>) -> Vec<Option<RankInput>> {
+/// Puts the ranks [`JobMode::sort`] lent back into their traces, in order
+/// (a compact file's copy is dropped).
+fn give_back(prepared: &mut [Result<Prepared>], ranks: Vec<RankInput>) {
     let mut ranks = ranks.into_iter();
-    read.iter()
-        .map(|r| match r {
-            Ok(Loaded::Trace(_)) => ranks.next(),
-            Ok(Loaded::Stored(_)) => ranks.next().and(None),
-            Err(_) => None,
-        })
-        .collect()
+    for p in prepared.iter_mut().filter_map(|r| r.as_mut().ok()) {
+        let rank = ranks.next();
+        if let Prepared::Built(b) = p {
+            b.rank = rank;
+        }
+    }
 }

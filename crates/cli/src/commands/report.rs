@@ -14,8 +14,8 @@ use lumos_sim::SimOptions;
 use lumos_trace::write_atomic;
 
 use super::predict::{self, TargetArgs};
-use super::JobMode;
-use crate::inputs::{self, Loaded};
+use super::{JobMode, Sorted};
+use crate::inputs::{self, Prepared};
 use crate::usage::usage;
 use crate::{output, progress};
 
@@ -50,10 +50,11 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
         [file] if !a.mode.job && !inputs::is_lgraph(file) => file_page(file)?,
         _ => {
             let read = read_every(&files)?;
-            let read: Vec<Result<Loaded>> = read.into_iter().map(Ok).collect();
-            match a.mode.job_of(&read) {
-                Some(ranks) => job_page(ranks)?,
-                None => trace_page(read.into_iter().filter_map(Result::ok).collect())?,
+            match a.mode.sort(read.into_iter().map(Ok).collect()) {
+                Sorted::Job(ranks, _) => job_page(ranks)?,
+                Sorted::Apart(read) => {
+                    trace_page(read.into_iter().filter_map(Result::ok).collect())?
+                }
             }
         }
     };
@@ -69,12 +70,13 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     Ok(true)
 }
 
-/// Every input read; a file that cannot be is bad input (all are named on
-/// stderr, the first is the error).
-fn read_every(files: &[PathBuf]) -> Result<Vec<Loaded>> {
+/// Every input read, each trace built into its rank and dropped
+/// ([`inputs::prepare_all`]); a file that cannot be is bad input (all are
+/// named on stderr, the first is the error).
+fn read_every(files: &[PathBuf]) -> Result<Vec<Prepared>> {
     let mut traces = Vec::new();
     let mut first_error = None;
-    for r in inputs::read_all(files) {
+    for r in inputs::prepare_all(files) {
         match r {
             Ok(t) => traces.push(t),
             Err(e) if first_error.is_none() => first_error = Some(e),
@@ -89,21 +91,24 @@ fn read_every(files: &[PathBuf]) -> Result<Vec<Loaded>> {
 
 /// The page of one trace (`--per-trace` or files that are not one job
 /// leave nothing else to show on one page).
-fn trace_page(read: Vec<Loaded>) -> Result<HtmlReport> {
-    let [loaded] = <[Loaded; 1]>::try_from(read).map_err(|read| {
+fn trace_page(read: Vec<Prepared>) -> Result<HtmlReport> {
+    let [prepared] = <[Prepared; 1]>::try_from(read).map_err(|read| {
         usage(format!(
             "lumos report takes one trace or the ranks of one job; these {} traces are not \
              one job (--job treats them as one)",
             read.len()
         ))
     })?;
-    let Loaded::Trace(trace) = loaded else {
+    let Prepared::Built(built) = prepared else {
         return Err(usage(
             "lumos report of one rank needs its trace: an .lgraph file keeps no timeline to \
              replay alone (it serves jobs, with --job)",
         ));
     };
-    let replayed = lumos_report::replay(&trace, &SimOptions::default())?;
+    let rank = built.rank.expect("JobMode::sort gives every rank back");
+    let sim = (&SimOptions::default(), &[][..]);
+    let analysis = lumos_report::AnalysisOptions::default();
+    let replayed = lumos_report::replay_rank_alone(rank, built.memory, sim, &analysis)?;
     Ok(HtmlReport::of_trace(&replayed))
 }
 
