@@ -128,10 +128,13 @@ fn file_page(file: &Path) -> Result<HtmlReport> {
     Ok(page)
 }
 
-/// The page of a job, replayed jointly.
+/// The page of a job, replayed jointly. The job is given up, as `lumos
+/// replay` gives it: each rank's graph is freed as it is merged and read
+/// back from the job graph for the page.
 fn job_page(ranks: Vec<lumos_graph::RankInput>) -> Result<HtmlReport> {
     let job = assemble(ranks)?;
-    let replayed = lumos_report::replay_jointly(&job, &SimOptions::default(), &[], false)?;
+    let replayed =
+        lumos_report::replay_jointly_owned(job, &SimOptions::default(), &[], &[], false)?;
     Ok(HtmlReport::of_job(&replayed))
 }
 
