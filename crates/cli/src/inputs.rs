@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 use anyhow::{bail, Result};
 
 use lumos_graph::{RankInput, Unreadable};
-use lumos_store::{Representatives, StoreError, StoredRank, TraceFacts};
-use lumos_trace::{MemoryEvent, ReadError, Trace, TraceMeta};
+use lumos_store::{InputError, Prepared, Representatives, StoreError, StoredRank};
+use lumos_trace::{ReadError, Trace};
 use rayon::prelude::*;
 
 use crate::{output, progress};
@@ -100,56 +100,6 @@ pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
     out
 }
 
-/// A trace read and built into its rank, the trace itself dropped: what
-/// the commands read of it, as the ranks of a job or on its own.
-pub struct BuiltTrace {
-    /// The rank (its graph, measured times and build report); `None` only
-    /// while [`crate::commands::JobMode::sort`] has lent it out.
-    pub rank: Option<RankInput>,
-    /// What the reader said of the file.
-    pub facts: TraceFacts,
-    /// Its `[memory]` events.
-    pub memory: Vec<MemoryEvent>,
-}
-
-/// One input of several, prepared in [`prepare_all`]: a trace built into
-/// its rank (and dropped), or an `.lgraph` file read back.
-// As in `Loaded`: a few alive at a time, the size difference does not
-// matter.
-#[allow(clippy::large_enum_variant)]
-pub enum Prepared {
-    /// A trace file, built.
-    Built(BuiltTrace),
-    /// A compact graph file.
-    Stored(StoredRank),
-}
-
-impl Prepared {
-    /// The file's metadata.
-    pub fn meta(&self) -> &TraceMeta {
-        match self {
-            Prepared::Built(b) => &b.facts.meta,
-            Prepared::Stored(s) => &s.facts.meta,
-        }
-    }
-}
-
-/// Reads one input and, for a trace, builds its rank and drops the trace.
-fn prepare_one(f: &Path) -> Result<Prepared> {
-    if is_lgraph(f) {
-        return Ok(Prepared::Stored(lumos_store::read_stored(f)?));
-    }
-    let mut trace = lumos_trace::read_path(f)?;
-    let memory = std::mem::take(&mut trace.memory);
-    let facts = TraceFacts::of(&trace);
-    let rank = RankInput::from_trace(&trace);
-    Ok(Prepared::Built(BuiltTrace {
-        rank: Some(rank),
-        facts,
-        memory,
-    }))
-}
-
 /// Reads every file in parallel and builds each trace's rank, dropping the
 /// trace as soon as its rank is built (memory: the ranks, and one trace
 /// per thread at a time, where [`read_all`] holds every trace), with a
@@ -162,7 +112,10 @@ pub fn prepare_all(files: &[PathBuf]) -> Vec<Result<Prepared>> {
     let bar = progress::bytes(lens.iter().sum(), "reading");
     let out = (files.par_iter().zip(&lens))
         .map(|(f, &len)| {
-            let r = prepare_one(f);
+            let r = lumos_store::prepare(f).map_err(|e| match e {
+                InputError::Trace(e) => anyhow::Error::from(e),
+                InputError::Store(e) => e.into(),
+            });
             bar.inc(len);
             r
         })

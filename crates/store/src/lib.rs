@@ -17,6 +17,9 @@
 //! - [`read_rank`]: the [`RankInput`] the job functions
 //!   ([`lumos_graph::assemble`]) take; [`read_stored`] everything
 //!   ([`StoredRank`]: also what `lumos inspect` reports of the trace).
+//! - [`prepare`] and [`sort`]: several inputs, traces or `.lgraph` files,
+//!   each trace built into its rank as it is read and dropped, then taken
+//!   as one job or one by one, as every front end decides it.
 //!
 //! The format (docs/LGRAPH.md): a fixed 64-byte prefix (magic bytes,
 //! format version, the writer's lumos version), a table of sections with
@@ -42,6 +45,7 @@
 
 mod error;
 mod format;
+mod prepared;
 mod rec;
 mod representatives;
 mod stored;
@@ -55,6 +59,7 @@ use serde::Serialize;
 
 pub use error::{Problem, StoreError};
 pub use format::{has_magic, FORMAT_VERSION, MAGIC};
+pub use prepared::{prepare, sort, BuiltTrace, JobChoice, Prepared, Sorted};
 pub use representatives::{load_representatives, InputError, Representatives};
 pub use stored::{program_of, RankSummary, Source, StoredRank, TraceFacts};
 

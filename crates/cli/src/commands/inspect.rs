@@ -9,12 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use lumos_graph::{assemble_with, rank_ranges, RankInput};
 use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
+use lumos_store::{Prepared, Sorted, TraceFacts};
 use rayon::prelude::*;
 
-use lumos_store::TraceFacts;
-
-use super::{JobMode, Sorted};
-use crate::inputs::Prepared;
+use super::JobMode;
 use crate::output::{fold, or_unknown, LIST_WIDTH, UNKNOWN};
 use crate::{inputs, output, progress};
 
@@ -46,7 +44,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     let prepared = inputs::prepare_all(&files);
     let (read, job_ranks) = match args.mode.sort(prepared) {
         Sorted::Job(ranks, read) => (read, Some(ranks)),
-        Sorted::Apart(read) => (read, None),
+        Sorted::Apart(read, _) => (read, None),
     };
     let mut ok = true;
     let mut unreadable = Vec::new();

@@ -14,9 +14,8 @@ pub mod synth;
 pub mod transfer;
 
 use anyhow::Result;
-use lumos_graph::{Detected, RankInput};
+use lumos_store::{JobChoice, Prepared, Sorted};
 
-use crate::inputs::Prepared;
 use crate::output;
 
 /// Whether several inputs are the ranks of one job.
@@ -35,68 +34,20 @@ pub struct JobMode {
     pub per_trace: bool,
 }
 
-/// What [`JobMode::sort`] made of the inputs prepared.
-pub enum Sorted {
-    /// The ranks of one job, and the inputs they were lent from, in order
-    /// (a trace's rank taken out, a compact file's copied; errors in
-    /// place).
-    Job(Vec<RankInput>, Vec<Result<Prepared>>),
-    /// Inputs to take one by one, in the order given, errors in place.
-    Apart(Vec<Result<Prepared>>),
-}
-
 impl JobMode {
-    /// The ranks of one job when the inputs prepared
-    /// ([`inputs::prepare_all`]: each trace built into its rank and
-    /// dropped, so that no trace is held beside the ranks) are to be
-    /// handled as one ([`lumos_graph::detect_job`] needs the ranks built),
-    /// else the inputs, each trace's rank in place, to be taken one by one.
-    /// Inputs that looked like a job but share no collective get one line
-    /// on stderr saying so.
-    pub fn sort(&self, mut prepared: Vec<Result<Prepared>>) -> Sorted {
-        let looks_like_job = |p: &[Result<Prepared>]| {
-            lumos_graph::looks_like_job(
-                p.iter().filter_map(|r| r.as_ref().ok()).map(Prepared::meta),
-            )
+    /// The inputs prepared ([`inputs::prepare_all`]) as one job or one by
+    /// one ([`lumos_store::sort`]); inputs that looked like a job but
+    /// share no collective get one line on stderr saying so.
+    pub fn sort(&self, prepared: Vec<Result<Prepared>>) -> Sorted<anyhow::Error> {
+        let choice = match (self.job, self.per_trace) {
+            (true, _) => JobChoice::Always,
+            (_, true) => JobChoice::Never,
+            _ => JobChoice::Detect,
         };
-        if self.per_trace || (!self.job && !looks_like_job(&prepared)) {
-            return Sorted::Apart(prepared);
+        let sorted = lumos_store::sort(prepared, choice);
+        if let Sorted::Apart(_, Some(note)) = &sorted {
+            output::note(format_args!("{note} (--job replays them as one job)"));
         }
-        // A trace's rank is moved out (and back if the inputs are not one
-        // job); a compact file's is a copy of its graph.
-        let ranks: Vec<RankInput> = (prepared.iter_mut())
-            .filter_map(|r| r.as_mut().ok())
-            .map(|p| match p {
-                Prepared::Built(b) => b.rank.take().expect("each rank is lent once"),
-                Prepared::Stored(s) => RankInput {
-                    meta: s.facts.rank_meta(),
-                    graph: s.graph.clone(),
-                    report: s.report.clone(),
-                },
-            })
-            .collect();
-        if !self.job {
-            let d = lumos_graph::detect_job(&ranks);
-            if !matches!(d, Detected::Job) {
-                if let Some(note) = d.note() {
-                    output::note(format_args!("{note} (--job replays them as one job)"));
-                }
-                give_back(&mut prepared, ranks);
-                return Sorted::Apart(prepared);
-            }
-        }
-        Sorted::Job(ranks, prepared)
-    }
-}
-
-/// Puts the ranks [`JobMode::sort`] lent back into their traces, in order
-/// (a compact file's copy is dropped).
-fn give_back(prepared: &mut [Result<Prepared>], ranks: Vec<RankInput>) {
-    let mut ranks = ranks.into_iter();
-    for p in prepared.iter_mut().filter_map(|r| r.as_mut().ok()) {
-        let rank = ranks.next();
-        if let Prepared::Built(b) = p {
-            b.rank = rank;
-        }
+        sorted
     }
 }

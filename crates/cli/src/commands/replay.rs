@@ -13,13 +13,13 @@ use lumos_report::{
     ReplayOutput, ReportError, StepSelection, Summary, Timeline, TraceReplay,
 };
 use lumos_sim::{GpuSelector, SimOptions};
+use lumos_store::{Prepared, Sorted};
 use lumos_trace::{write_atomic, write_gz_atomic};
 
 use super::analysis::write_trace_analysis;
 use super::job::{write_job, write_stragglers};
 use super::transfer;
-use super::{JobMode, Sorted};
-use crate::inputs::Prepared;
+use super::JobMode;
 use crate::usage::usage;
 use crate::{inputs, output, progress};
 
@@ -280,7 +280,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             let unreadable = inputs::unreadable_in(inputs);
             return run_job(a, ranks, unreadable, &opts, out);
         }
-        Sorted::Apart(apart) => apart,
+        Sorted::Apart(apart, _) => apart,
     };
     if !a.scale_rank.is_empty() {
         return Err(scale_rank_usage());

@@ -11,13 +11,13 @@ use lumos_graph::assemble;
 use lumos_predict::Baseline;
 use lumos_report::HtmlReport;
 use lumos_sim::SimOptions;
+use lumos_store::{Prepared, Sorted};
 use lumos_trace::write_atomic;
 
 use super::predict::{self, TargetArgs};
-use super::{JobMode, Sorted};
-use crate::inputs::{self, Prepared};
+use super::JobMode;
 use crate::usage::usage;
-use crate::{output, progress};
+use crate::{inputs, output, progress};
 
 /// `lumos report` arguments.
 #[derive(clap::Args)]
@@ -52,7 +52,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
             let read = read_every(&files)?;
             match a.mode.sort(read.into_iter().map(Ok).collect()) {
                 Sorted::Job(ranks, _) => job_page(ranks)?,
-                Sorted::Apart(read) => {
+                Sorted::Apart(read, _) => {
                     trace_page(read.into_iter().filter_map(Result::ok).collect())?
                 }
             }
