@@ -280,24 +280,18 @@ def replay(
             # One file is never a job: read straight into the graph build,
             # as `lumos replay FILE` does (the trace never all in memory).
             return Replay(_lumos.replay_file(found[0], opts, cb))
-        traces = _lumos.read_traces(found, cb)
-        assembled = _detect(traces, cb) if job is None else None
-        if assembled is not None:
-            del traces  # the job holds the graphs; the traces can go
-            return Replay(assembled.replay(opts))
-        return Replay(_lumos.replay_traces(traces, opts))
+        # Each trace is built into its rank as it is read and dropped, as
+        # `lumos replay` does: no trace is held beside the ranks.
+        replayed, note = _lumos.replay_files(found, opts, job, cb)
+    _warn_not_a_job(note)
+    return Replay(replayed)
 
 
-def _detect(traces: List[_lumos.Trace], cb) -> Optional[_lumos.Job]:
-    """The traces as one job when they are one, as ``lumos replay`` decides
-    it (several, one world size above 1, a collective shared); else None,
-    with a warning when they looked like a job but share no collective."""
-    if not _lumos.looks_like_job(traces):
-        return None
-    assembled, note = _lumos.detect_job(traces, cb)
+def _warn_not_a_job(note: Optional[str]) -> None:
+    """Warns, as ``lumos replay`` notes it, when files that looked like a
+    job (one world size above 1) share no collective."""
     if note is not None:
         warnings.warn(f"{note} (job=True replays them as one job)", stacklevel=3)
-    return assembled
 
 
 def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg = None) -> Inspection:
@@ -307,15 +301,14 @@ def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg =
     :func:`replay`. One trace file is read straight into the graph build,
     as ``lumos inspect FILE`` does."""
     with callback(progress) as cb:
-        found = _lumos.expand(_paths(paths))
-        if len(found) == 1 and not job:
+        found = _lumos.expand(_paths(paths), True)
+        if len(found) == 1 and not job and not found[0].endswith(".lgraph"):
             return Inspection(json.loads(_lumos.inspect_file(found[0], cb)))
-        traces = _lumos.read_traces(found, cb)
-        if job:
-            assembled = _lumos.job_of_traces(traces, cb)
-        else:
-            assembled = _detect(traces, cb) if job is None else None
-        return Inspection(json.loads(_lumos.inspect_json(traces, assembled)))
+        # Each trace is built into its rank as it is read and dropped, and
+        # reported from it, as `lumos inspect` does.
+        report, note = _lumos.inspect_files(found, job, cb)
+    _warn_not_a_job(note)
+    return Inspection(json.loads(report))
 
 
 def predict(

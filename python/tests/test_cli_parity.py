@@ -140,6 +140,21 @@ def test_predict_equals_the_cli(tmp_path, cli_json):
     assert math.isclose(p.stages["total_ms"].iloc[0], cli["stages"][0]["replayed"]["total_ms"])
 
 
+def test_inspect_of_compact_graphs_equals_the_cli(tmp_path, corpus, cli_json):
+    """`lumos.inspect` of a job's `.lgraph` files, and of traces and an
+    `.lgraph` file together, is the CLI's report."""
+    from lumos.distributed import ingest_rank
+
+    src = sorted(str(p) for p in (corpus / DLRM).iterdir())
+    graphs = [ingest_rank(f, str(tmp_path)) for f in src]
+    assert lumos.inspect(graphs, progress=False).report == cli_json(["inspect", *graphs])
+    mixed = [*src[:2], graphs[2]]
+    assert lumos.inspect(mixed, progress=False).report == cli_json(["inspect", *mixed])
+    assert lumos.inspect(mixed, job=False, progress=False).report == cli_json(
+        ["inspect", "--per-trace", *mixed]
+    )
+
+
 def test_predict_from_compact_graphs_equals_the_cli(tmp_path, cli_json):
     """`lumos.predict` takes `.lgraph` files, as the CLI does, and predicts
     from them what it predicts from the traces they were ingested from."""

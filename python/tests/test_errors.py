@@ -47,10 +47,15 @@ def test_a_folder_without_traces_is_an_input_error(tmp_path, cli_error):
     code, message = cli_error(["inspect", str(tmp_path)])
     with pytest.raises(InputError) as e:
         lumos.inspect(str(tmp_path))
-    # The same error, but the package reads traces only: the CLI also
-    # lists the .lgraph files it takes.
+    # The same error: `lumos.inspect` takes .lgraph files too, as the CLI.
     assert code == 1
-    assert message.startswith(f"{tmp_path}: directory has no trace files (*.json, *.json.gz")
+    assert str(e.value) == message == (
+        f"{tmp_path}: directory has no trace files (*.json, *.json.gz, *.lgraph), "
+        "sub-folders included"
+    )
+    # `lumos.replay` of traces one by one reads traces only.
+    with pytest.raises(InputError) as e:
+        lumos.replay(str(tmp_path))
     assert str(e.value) == (
         f"{tmp_path}: directory has no trace files (*.json, *.json.gz), sub-folders included"
     )

@@ -2,7 +2,6 @@
 //! parallel, as the CLI's `inputs` does, with progress in bytes read.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use lumos_graph::RankInput;
 use lumos_trace::{ReadError, Trace};
@@ -111,6 +110,32 @@ pub fn prediction_inputs(files: &[PathBuf], p: &Progress) -> Result<Vec<lumos_pr
     loaded.into_iter().collect()
 }
 
+/// Reads every file in parallel as [`lumos_store::prepare`] does (each
+/// trace built into its rank and dropped, an `.lgraph` file read back),
+/// for [`lumos_store::sort`]; each result keeps its own error.
+pub fn prepare_all(files: &[PathBuf], p: &Progress) -> Vec<Result<lumos_store::Prepared>> {
+    p.phase("reading", files.iter().map(|f| file_len(f)).sum());
+    files
+        .par_iter()
+        .map(|f| {
+            if p.cancelled() {
+                // Replaced by the cancellation's own error.
+                return Err(Error::new(Kind::Input, "cancelled"));
+            }
+            let r = lumos_store::prepare(f).map_err(Error::from);
+            p.add(file_len(f));
+            r
+        })
+        .collect()
+}
+
+/// The first error among `prepared`, in order, or every input.
+pub fn all_prepared(
+    prepared: Vec<Result<lumos_store::Prepared>>,
+) -> Result<Vec<lumos_store::Prepared>> {
+    prepared.into_iter().collect()
+}
+
 /// Reads and builds every file of a job in parallel, dropping each trace
 /// once its graph is built (one trace per thread in memory at a time).
 pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {
@@ -126,19 +151,6 @@ pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {
             let r = lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t));
             p.add(file_len(f));
             r.map_err(Error::from)
-        })
-        .collect()
-}
-
-/// Builds the ranks of traces already read, in parallel.
-pub fn ranks_from_traces(traces: &[Arc<Trace>], p: &Progress) -> Vec<RankInput> {
-    p.phase("building", traces.len() as u64);
-    traces
-        .par_iter()
-        .map(|t| {
-            let r = RankInput::from_trace(t);
-            p.add(1);
-            r
         })
         .collect()
 }

@@ -14,6 +14,7 @@ mod columns;
 mod errors;
 mod ingest;
 mod inputs;
+mod inspect;
 mod model;
 mod options;
 mod predict;
@@ -188,14 +189,6 @@ fn read_traces(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyRes
         .collect())
 }
 
-/// True when the traces' metadata says they may be the ranks of one job
-/// (several, most recording one world size above 1); [`detect_job`] also
-/// wants a collective shared.
-#[pyfunction]
-fn looks_like_job(traces: Vec<PyRef<'_, Trace>>) -> bool {
-    lumos_graph::looks_like_job(traces.iter().map(|t| &t.inner.meta))
-}
-
 /// Reads the traces `paths` name and assembles them as the ranks of one
 /// job, dropping each trace once its graph is built.
 #[pyfunction]
@@ -212,65 +205,66 @@ fn load_job(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult
     })
 }
 
-/// Assembles traces already read as the ranks of one job.
-#[pyfunction]
-#[pyo3(signature = (traces, progress = None))]
-fn job_of_traces(
-    py: Python<'_>,
-    traces: Vec<PyRef<'_, Trace>>,
-    progress: Callback,
-) -> PyResult<Job> {
-    let traces: Vec<Arc<lumos_trace::Trace>> =
-        traces.iter().map(|t| Arc::clone(&t.inner)).collect();
-    let job = progress::run(py, progress, |p| {
-        let ranks = inputs::ranks_from_traces(&traces, p);
-        Ok::<_, Error>(lumos_graph::assemble(ranks)?)
-    })??;
-    Ok(Job {
-        inner: Arc::new(job),
-    })
+/// The job choice of `job=`: `None` detects, `True` always, `False` never.
+fn job_choice(job: Option<bool>) -> lumos_store::JobChoice {
+    match job {
+        None => lumos_store::JobChoice::Detect,
+        Some(true) => lumos_store::JobChoice::Always,
+        Some(false) => lumos_store::JobChoice::Never,
+    }
 }
 
-/// The ranks of one job when the traces are one, as `lumos replay` decides
-/// it ([`lumos_graph::detect_job`]: one world size and a collective
-/// shared), assembled; else `None` and, when they looked like a job, the
-/// line saying why they are not.
+/// Replays several trace files as `lumos replay` does: one job or one by
+/// one (`job` as in `lumos.replay`), each trace built into its rank as it
+/// is read and dropped. Also the line saying why files that looked like a
+/// job are not one, for the caller to warn with.
 #[pyfunction]
-#[pyo3(signature = (traces, progress = None))]
-fn detect_job(
+#[pyo3(signature = (paths, options, job = None, progress = None))]
+fn replay_files(
     py: Python<'_>,
-    traces: Vec<PyRef<'_, Trace>>,
-    progress: Callback,
-) -> PyResult<(Option<Job>, Option<String>)> {
-    let traces: Vec<Arc<lumos_trace::Trace>> =
-        traces.iter().map(|t| Arc::clone(&t.inner)).collect();
-    let found = progress::run(py, progress, |p| {
-        let ranks = inputs::ranks_from_traces(&traces, p);
-        let detected = lumos_graph::detect_job(&ranks);
-        if !detected.is_job() {
-            return Ok((None, detected.note()));
-        }
-        p.phase("assembling", 1);
-        Ok::<_, Error>((Some(lumos_graph::assemble(ranks)?), None))
-    })??;
-    Ok((
-        found.0.map(|job| Job {
-            inner: Arc::new(job),
-        }),
-        found.1,
-    ))
-}
-
-/// Replays traces one by one (in parallel), each on its own.
-#[pyfunction]
-fn replay_traces(
-    py: Python<'_>,
-    traces: Vec<PyRef<'_, Trace>>,
+    paths: Vec<PathBuf>,
     options: &ReplayOptions,
-) -> PyResult<ReplayResult> {
-    let traces: Vec<Arc<lumos_trace::Trace>> =
-        traces.iter().map(|t| Arc::clone(&t.inner)).collect();
-    Ok(py.detach(|| replay::replay_traces(&traces, options))?)
+    job: Option<bool>,
+    progress: Callback,
+) -> PyResult<(ReplayResult, Option<String>)> {
+    let files = py.detach(|| inputs::expand(&paths, false))?;
+    Ok(progress::run(py, progress, |p| {
+        replay::replay_files(&files, options, job_choice(job), p)
+    })??)
+}
+
+/// `lumos inspect --json` of several files (traces or `.lgraph` files), as
+/// `lumos inspect` makes it: one job or one by one (`job` as in
+/// `lumos.inspect`), each trace built into its rank as it is read and
+/// dropped, each file reported from its rank. Also the line saying why
+/// files that looked like a job are not one.
+#[pyfunction]
+#[pyo3(signature = (paths, job = None, progress = None))]
+fn inspect_files(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    job: Option<bool>,
+    progress: Callback,
+) -> PyResult<(String, Option<String>)> {
+    let files = py.detach(|| inputs::expand(&paths, true))?;
+    let (out, note) = progress::run(py, progress, |p| {
+        let prepared = inputs::prepare_all(&files, p);
+        let (read, ranks, note) = match lumos_store::sort(prepared, job_choice(job)) {
+            lumos_store::Sorted::Job(ranks, read) => (read, Some(ranks), None),
+            lumos_store::Sorted::Apart(read, note) => (read, None, note),
+        };
+        let read = inputs::all_prepared(read)?;
+        let traces = inspect::file_reports(&read, ranks.as_deref());
+        let job = match ranks {
+            Some(ranks) => {
+                p.phase("assembling", 1);
+                Some(lumos_report::job_report(&lumos_graph::assemble(ranks)?))
+            }
+            None => None,
+        };
+        Ok::<_, errors::Error>((lumos_report::InspectOutput { traces, job }, note))
+    })??;
+    Ok((json(&out)?, note))
 }
 
 /// Replays one trace file, read straight into the graph build (the
@@ -304,30 +298,6 @@ fn replay_representatives(
     Ok(progress::run(py, progress, |p| {
         replay::replay_representatives(&files, options, p)
     })??)
-}
-
-/// `lumos inspect --json` of the traces (and, given `job`, its job object).
-#[pyfunction]
-#[pyo3(signature = (traces, job = None))]
-fn inspect_json(
-    py: Python<'_>,
-    traces: Vec<PyRef<'_, Trace>>,
-    job: Option<PyRef<'_, Job>>,
-) -> PyResult<String> {
-    let traces: Vec<Arc<lumos_trace::Trace>> =
-        traces.iter().map(|t| Arc::clone(&t.inner)).collect();
-    let job = job.map(|j| Arc::clone(&j.inner));
-    let out = py.detach(|| {
-        use rayon::prelude::*;
-        lumos_report::InspectOutput {
-            traces: traces
-                .par_iter()
-                .map(|t| lumos_report::inspect(t))
-                .collect(),
-            job: job.map(|j| lumos_report::job_report(&j)),
-        }
-    });
-    json(&out)
 }
 
 /// `lumos inspect --json` of one trace file, read straight into the graph
@@ -547,14 +517,11 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<predict::PredictOptions>()?;
     m.add_function(wrap_pyfunction!(expand, m)?)?;
     m.add_function(wrap_pyfunction!(read_traces, m)?)?;
-    m.add_function(wrap_pyfunction!(looks_like_job, m)?)?;
     m.add_function(wrap_pyfunction!(load_job, m)?)?;
-    m.add_function(wrap_pyfunction!(job_of_traces, m)?)?;
-    m.add_function(wrap_pyfunction!(detect_job, m)?)?;
-    m.add_function(wrap_pyfunction!(replay_traces, m)?)?;
     m.add_function(wrap_pyfunction!(replay_file, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_files, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect_files, m)?)?;
     m.add_function(wrap_pyfunction!(replay_representatives, m)?)?;
-    m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_file, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_files, m)?)?;
     m.add_function(wrap_pyfunction!(diff_json, m)?)?;

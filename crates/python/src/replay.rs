@@ -9,6 +9,7 @@ use lumos_report::{
     CollectiveReport, JobReport, RankTables, ReplayOutput, ReportError, TraceReplay,
 };
 use lumos_sim::Schedule;
+use lumos_store::{JobChoice, Prepared, Sorted};
 use lumos_trace::Trace;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -83,6 +84,77 @@ pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<Repl
             ))
         })
         .collect::<std::result::Result<_, ReportError>>()?;
+    let (reports, parts): (Vec<_>, Vec<_>) = done.into_iter().unzip();
+    Ok(ReplayResult {
+        output: ReplayOutput::of_traces(reports),
+        parts: Parts::Traces(parts),
+        tables: OnceLock::new(),
+        graphs_loaded: None,
+    })
+}
+
+/// Replays several files as `lumos replay` does: as the ranks of one job
+/// or one by one under `choice` ([`lumos_store::sort`]), each trace built
+/// into its rank as it is read and dropped, so that no trace is held
+/// beside the ranks. The first input that cannot be read is raised; the
+/// line saying why inputs that looked like a job are not one comes back.
+pub fn replay_files(
+    files: &[PathBuf],
+    opts: &ReplayOptions,
+    choice: JobChoice,
+    p: &Progress,
+) -> Result<(ReplayResult, Option<String>)> {
+    let prepared = crate::inputs::prepare_all(files, p);
+    match lumos_store::sort(prepared, choice) {
+        Sorted::Job(ranks, read) => {
+            crate::inputs::all_prepared(read)?;
+            p.phase("assembling", 1);
+            let job = lumos_graph::assemble(ranks)?;
+            Ok((replay_job(Arc::new(job), opts)?, None))
+        }
+        Sorted::Apart(read, note) => {
+            let read = crate::inputs::all_prepared(read)?;
+            Ok((replay_apart(read, opts)?, note))
+        }
+    }
+}
+
+/// Replays every input on its own (in parallel), from the rank built of
+/// its trace, as `lumos replay --per-trace`; the first failure is raised.
+fn replay_apart(read: Vec<Prepared>, opts: &ReplayOptions) -> Result<ReplayResult> {
+    no_rank_scales(opts)?;
+    let analysis = lumos_report::AnalysisOptions::default();
+    let done: Vec<(TraceReplay, TraceParts)> = read
+        .into_par_iter()
+        .map(|p| {
+            let built = match p {
+                Prepared::Built(built) => built,
+                Prepared::Stored(s) => {
+                    return Err(Error::new(
+                        crate::errors::Kind::Input,
+                        format!(
+                            "{}: an .lgraph file is replayed as a rank of a job (job=True, \
+                             or representatives=True)",
+                            s.facts.path.display()
+                        ),
+                    ))
+                }
+            };
+            let rank = built.rank.expect("sort gives every rank back");
+            let sim = (&opts.sim, opts.kernels.as_slice());
+            let r = lumos_report::replay_rank_alone(rank, built.memory, sim, &analysis)?;
+            let report = r.report();
+            Ok((
+                report,
+                TraceParts {
+                    rank: r.meta.rank,
+                    graph: r.graph,
+                    measured: r.measured,
+                    schedule: r.schedule,
+                },
+            ))
+        })
+        .collect::<Result<_>>()?;
     let (reports, parts): (Vec<_>, Vec<_>) = done.into_iter().unzip();
     Ok(ReplayResult {
         output: ReplayOutput::of_traces(reports),
