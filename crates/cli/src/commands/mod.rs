@@ -35,7 +35,7 @@ pub struct JobMode {
 }
 
 impl JobMode {
-    /// The inputs prepared ([`inputs::prepare_all`]) as one job or one by
+    /// The inputs prepared ([`crate::inputs::prepare_all`]) as one job or one by
     /// one ([`lumos_store::sort`]); inputs that looked like a job but
     /// share no collective get one line on stderr saying so.
     pub fn sort(&self, prepared: Vec<Result<Prepared>>) -> Sorted<anyhow::Error> {
