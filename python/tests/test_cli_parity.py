@@ -140,6 +140,20 @@ def test_predict_equals_the_cli(tmp_path, cli_json):
     assert math.isclose(p.stages["total_ms"].iloc[0], cli["stages"][0]["replayed"]["total_ms"])
 
 
+def test_a_job_found_in_files_replays_as_a_loaded_job(corpus):
+    """`lumos.replay(DIR)` of a job replays it owning the job (each rank read
+    back from the job graph for the tables); `lumos.load_job(DIR).replay()`
+    keeps the job. Same report, same tables."""
+    found = lumos.replay(str(corpus / DLRM), progress=False)
+    loaded = lumos.load_job(str(corpus / DLRM), progress=False).replay()
+    assert found.is_job and loaded.is_job
+    assert found.report == loaded.report
+    a, b = found.tables(), loaded.tables()
+    assert set(a) == set(b)
+    for name in a:
+        assert a[name].equals(b[name]), name
+
+
 def test_inspect_of_compact_graphs_equals_the_cli(tmp_path, corpus, cli_json):
     """`lumos.inspect` of a job's `.lgraph` files, and of traces and an
     `.lgraph` file together, is the CLI's report."""

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use lumos_graph::{Graph, Job, JobGraph, Measured};
 use lumos_report::{
-    CollectiveReport, JobReport, RankTables, ReplayOutput, ReportError, TraceReplay,
+    CollectiveReport, JobReplayed, JobReport, RankTables, ReplayOutput, ReportError, TraceReplay,
 };
 use lumos_sim::Schedule;
 use lumos_store::{JobChoice, Prepared, Sorted};
@@ -32,6 +32,9 @@ struct TraceParts {
 enum Parts {
     Traces(Vec<TraceParts>),
     Job(Box<JobParts>),
+    /// A joint replay that owns its job, each rank read back for the
+    /// tables.
+    Replayed(Box<JobReplayed<'static>>),
 }
 
 /// What a joint replay keeps for its tables.
@@ -110,7 +113,7 @@ pub fn replay_files(
             crate::inputs::all_prepared(read)?;
             p.phase("assembling", 1);
             let job = lumos_graph::assemble(ranks)?;
-            Ok((replay_job(Arc::new(job), opts)?, None))
+            Ok((replay_job_owned(job, opts)?, None))
         }
         Sorted::Apart(read, note) => {
             let read = crate::inputs::all_prepared(read)?;
@@ -188,16 +191,10 @@ pub fn replay_file(file: &Path, opts: &ReplayOptions, p: &Progress) -> Result<Re
     })
 }
 
-/// Replays the ranks of `job` together, as `lumos replay --job`.
-pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
-    let replayed = lumos_report::replay_jointly_scaled(
-        &job,
-        &opts.sim,
-        &opts.kernels,
-        &opts.scales,
-        opts.scale_cpu,
-    )
-    .map_err(|e| match e {
+/// A joint replay's error: a rank `scale_rank` names that the job lacks is
+/// a `ConfigError` naming the option.
+fn job_replay_error(e: ReportError, opts: &ReplayOptions) -> Error {
+    match e {
         ReportError::RankNotInJob { rank, .. } => {
             let factor = opts.scales.iter().find(|s| s.rank == rank);
             Error::config(format!(
@@ -206,7 +203,36 @@ pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
             ))
         }
         e => e.into(),
-    })?;
+    }
+}
+
+/// Replays the ranks of `job` together, as `lumos replay --job`, giving the
+/// job up (`lumos_report::replay_jointly_owned`): each rank's graph is
+/// freed as it is merged and read back from the job graph for the tables,
+/// so the job and its merged graph are not held together.
+fn replay_job_owned(job: Job, opts: &ReplayOptions) -> Result<ReplayResult> {
+    let (sim, kernels, scales) = (&opts.sim, &opts.kernels, &opts.scales);
+    let replayed = lumos_report::replay_jointly_owned(job, sim, kernels, scales, opts.scale_cpu)
+        .map_err(|e| job_replay_error(e, opts))?;
+    Ok(ReplayResult {
+        output: replayed.report(),
+        parts: Parts::Replayed(Box::new(replayed)),
+        tables: OnceLock::new(),
+        graphs_loaded: None,
+    })
+}
+
+/// Replays the ranks of `job` together, as `lumos replay --job`; the job
+/// stays the caller's (a `lumos.Job` can be replayed again).
+pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
+    let replayed = lumos_report::replay_jointly_scaled(
+        &job,
+        &opts.sim,
+        &opts.kernels,
+        &opts.scales,
+        opts.scale_cpu,
+    )
+    .map_err(|e| job_replay_error(e, opts))?;
     let output = replayed.report();
     let (graph, schedule) = (replayed.graph, replayed.schedule);
     Ok(ReplayResult {
@@ -335,6 +361,7 @@ impl ReplayResult {
                 .map(|t| lumos_report::rank_tables(t.rank, &t.graph, &t.measured, &t.schedule))
                 .collect(),
             Parts::Job(j) => lumos_report::job_tables(&j.job, &j.graph, &j.schedule),
+            Parts::Replayed(j) => j.tables(),
         })
     }
 
