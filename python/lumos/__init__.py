@@ -211,8 +211,9 @@ def read_traces(paths: Paths, *, progress: ProgressArg = None) -> List[Trace]:
 
 
 def load_job(paths: Paths, *, progress: ProgressArg = None) -> Job:
-    """Reads the ranks of one job and assembles them, dropping each trace as
-    soon as its graph is built. Two files claiming one rank are an
+    """Reads the ranks of one job (traces or ``.lgraph`` files) and
+    assembles them, dropping each trace as soon as its graph is built. Two
+    files claiming one rank are an
     :class:`InputError`; missing ranks a warning."""
     with callback(progress) as cb:
         return Job(_lumos.load_job(_paths(paths), cb))
@@ -273,15 +274,14 @@ def replay(
         with callback(progress) as cb:
             return Replay(_lumos.replay_representatives(files, opts, cb))
     with callback(progress) as cb:
-        if job:
-            return Replay(_lumos.load_job(files, cb).replay(opts))
-        found = _lumos.expand(files)
-        if len(found) == 1:
+        found = _lumos.expand(files, True)
+        if len(found) == 1 and not job and not _lumos.is_lgraph(found[0]):
             # One file is never a job: read straight into the graph build,
             # as `lumos replay FILE` does (the trace never all in memory).
             return Replay(_lumos.replay_file(found[0], opts, cb))
         # Each trace is built into its rank as it is read and dropped, as
-        # `lumos replay` does: no trace is held beside the ranks.
+        # `lumos replay` does: no trace is held beside the ranks; a job is
+        # given up to its joint replay.
         replayed, note = _lumos.replay_files(found, opts, job, cb)
     _warn_not_a_job(note)
     return Replay(replayed)
@@ -302,7 +302,7 @@ def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg =
     as ``lumos inspect FILE`` does."""
     with callback(progress) as cb:
         found = _lumos.expand(_paths(paths), True)
-        if len(found) == 1 and not job and not found[0].endswith(".lgraph"):
+        if len(found) == 1 and not job and not _lumos.is_lgraph(found[0]):
             return Inspection(json.loads(_lumos.inspect_file(found[0], cb)))
         # Each trace is built into its rank as it is read and dropped, and
         # reported from it, as `lumos inspect` does.

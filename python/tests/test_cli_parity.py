@@ -154,9 +154,10 @@ def test_a_job_found_in_files_replays_as_a_loaded_job(corpus):
         assert a[name].equals(b[name]), name
 
 
-def test_inspect_of_compact_graphs_equals_the_cli(tmp_path, corpus, cli_json):
+def test_inspect_and_replay_of_compact_graphs_equal_the_cli(tmp_path, corpus, cli_json):
     """`lumos.inspect` of a job's `.lgraph` files, and of traces and an
-    `.lgraph` file together, is the CLI's report."""
+    `.lgraph` file together, is the CLI's report; so is `lumos.replay` of
+    the job's `.lgraph` files."""
     from lumos.distributed import ingest_rank
 
     src = sorted(str(p) for p in (corpus / DLRM).iterdir())
@@ -167,6 +168,14 @@ def test_inspect_of_compact_graphs_equals_the_cli(tmp_path, corpus, cli_json):
     assert lumos.inspect(mixed, job=False, progress=False).report == cli_json(
         ["inspect", "--per-trace", *mixed]
     )
+    # Replayed as the ranks of their job, found or told, as the CLI does.
+    cli = cli_json(["replay", *graphs])
+    assert lumos.replay(graphs, progress=False).report == cli
+    assert lumos.replay(graphs, job=True, progress=False).report == cli
+    assert lumos.load_job(graphs, progress=False).replay().report == cli
+    # Alone, a compact file is named with what to do instead.
+    with pytest.raises(lumos.InputError, match="rank of its job"):
+        lumos.replay(graphs[0], progress=False)
 
 
 def test_predict_from_compact_graphs_equals_the_cli(tmp_path, cli_json):

@@ -100,6 +100,16 @@ pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
     out
 }
 
+/// An input that could not be read, as the error its reader gave (a
+/// [`ReadError`] or a [`StoreError`], which [`unreadable_of`] and the exit
+/// codes recognise).
+pub fn input_error(e: InputError) -> anyhow::Error {
+    match e {
+        InputError::Trace(e) => e.into(),
+        InputError::Store(e) => e.into(),
+    }
+}
+
 /// Reads every file in parallel and builds each trace's rank, dropping the
 /// trace as soon as its rank is built (memory: the ranks, and one trace
 /// per thread at a time, where [`read_all`] holds every trace), with a
@@ -112,10 +122,7 @@ pub fn prepare_all(files: &[PathBuf]) -> Vec<Result<Prepared>> {
     let bar = progress::bytes(lens.iter().sum(), "reading");
     let out = (files.par_iter().zip(&lens))
         .map(|(f, &len)| {
-            let r = lumos_store::prepare(f).map_err(|e| match e {
-                InputError::Trace(e) => anyhow::Error::from(e),
-                InputError::Store(e) => e.into(),
-            });
+            let r = lumos_store::prepare(f).map_err(input_error);
             bar.inc(len);
             r
         })

@@ -129,15 +129,21 @@ pub fn prepare_all(files: &[PathBuf], p: &Progress) -> Vec<Result<lumos_store::P
         .collect()
 }
 
-/// The first error among `prepared`, in order, or every input.
-pub fn all_prepared(
-    prepared: Vec<Result<lumos_store::Prepared>>,
-) -> Result<Vec<lumos_store::Prepared>> {
-    prepared.into_iter().collect()
+/// Every input prepared ([`prepare_all`]), ready for [`lumos_store::sort`],
+/// or the first that could not be read, in order: the package raises it,
+/// so nothing is built or copied to tell whether the rest are one job.
+pub fn prepare_every(
+    files: &[PathBuf],
+    p: &Progress,
+) -> Result<Vec<std::result::Result<lumos_store::Prepared, std::convert::Infallible>>> {
+    let read: Vec<lumos_store::Prepared> =
+        prepare_all(files, p).into_iter().collect::<Result<_>>()?;
+    Ok(read.into_iter().map(Ok).collect())
 }
 
-/// Reads and builds every file of a job in parallel, dropping each trace
-/// once its graph is built (one trace per thread in memory at a time).
+/// Reads and builds every file of a job in parallel (an `.lgraph` file
+/// read back), dropping each trace once its graph is built (one trace per
+/// thread in memory at a time).
 pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {
     p.phase("reading", files.iter().map(|f| file_len(f)).sum());
     files
@@ -148,9 +154,17 @@ pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {
                     .map(|t| RankInput::from_trace(&t))
                     .map_err(Error::from);
             }
-            let r = lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t));
+            let r = if lumos_store::is_lgraph_file(f) {
+                lumos_store::read_rank(f).map_err(Error::from)
+            } else {
+                let r = lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t));
+                r.map_err(Error::from)
+            };
             p.add(file_len(f));
-            r.map_err(Error::from)
+            r
         })
+        .collect::<Vec<_>>()
+        .into_iter()
+        // The first that failed, in the order given.
         .collect()
 }

@@ -189,12 +189,12 @@ fn read_traces(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyRes
         .collect())
 }
 
-/// Reads the traces `paths` name and assembles them as the ranks of one
-/// job, dropping each trace once its graph is built.
+/// Reads the traces (or `.lgraph` files) `paths` name and assembles them
+/// as the ranks of one job, dropping each trace once its graph is built.
 #[pyfunction]
 #[pyo3(signature = (paths, progress = None))]
 fn load_job(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Job> {
-    let files = py.detach(|| inputs::expand(&paths, false))?;
+    let files = py.detach(|| inputs::expand(&paths, true))?;
     let job = progress::run(py, progress, |p| {
         let ranks = inputs::load_ranks(&files, p)?;
         p.phase("assembling", 1);
@@ -203,6 +203,13 @@ fn load_job(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult
     Ok(Job {
         inner: Arc::new(job),
     })
+}
+
+/// True when `path` is a compact graph (`.lgraph`): named so, or starting
+/// with its magic bytes, as the CLI tells.
+#[pyfunction]
+fn is_lgraph(path: PathBuf) -> bool {
+    lumos_store::is_lgraph_file(&path)
 }
 
 /// The job choice of `job=`: `None` detects, `True` always, `False` never.
@@ -227,7 +234,7 @@ fn replay_files(
     job: Option<bool>,
     progress: Callback,
 ) -> PyResult<(ReplayResult, Option<String>)> {
-    let files = py.detach(|| inputs::expand(&paths, false))?;
+    let files = py.detach(|| inputs::expand(&paths, true))?;
     Ok(progress::run(py, progress, |p| {
         replay::replay_files(&files, options, job_choice(job), p)
     })??)
@@ -248,13 +255,15 @@ fn inspect_files(
 ) -> PyResult<(String, Option<String>)> {
     let files = py.detach(|| inputs::expand(&paths, true))?;
     let (out, note) = progress::run(py, progress, |p| {
-        let prepared = inputs::prepare_all(&files, p);
+        let prepared = inputs::prepare_every(&files, p)?;
         let (read, ranks, note) = match lumos_store::sort(prepared, job_choice(job)) {
             lumos_store::Sorted::Job(ranks, read) => (read, Some(ranks), None),
             lumos_store::Sorted::Apart(read, note) => (read, None, note),
         };
-        let read = inputs::all_prepared(read)?;
+        let read: Vec<_> = read.into_iter().flatten().collect();
+        p.phase("reporting", 1);
         let traces = inspect::file_reports(&read, ranks.as_deref());
+        drop(read);
         let job = match ranks {
             Some(ranks) => {
                 p.phase("assembling", 1);
@@ -520,6 +529,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_job, m)?)?;
     m.add_function(wrap_pyfunction!(replay_file, m)?)?;
     m.add_function(wrap_pyfunction!(replay_files, m)?)?;
+    m.add_function(wrap_pyfunction!(is_lgraph, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_files, m)?)?;
     m.add_function(wrap_pyfunction!(replay_representatives, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_file, m)?)?;

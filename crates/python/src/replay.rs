@@ -9,7 +9,7 @@ use lumos_report::{
     CollectiveReport, JobReplayed, JobReport, RankTables, ReplayOutput, ReportError, TraceReplay,
 };
 use lumos_sim::Schedule;
-use lumos_store::{JobChoice, Prepared, Sorted};
+use lumos_store::{BuiltTrace, JobChoice, Prepared, Sorted};
 use lumos_trace::Trace;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -107,46 +107,50 @@ pub fn replay_files(
     choice: JobChoice,
     p: &Progress,
 ) -> Result<(ReplayResult, Option<String>)> {
-    let prepared = crate::inputs::prepare_all(files, p);
+    let prepared = crate::inputs::prepare_every(files, p)?;
     match lumos_store::sort(prepared, choice) {
         Sorted::Job(ranks, read) => {
-            crate::inputs::all_prepared(read)?;
+            drop(read);
             p.phase("assembling", 1);
             let job = lumos_graph::assemble(ranks)?;
+            p.phase("replaying", 1);
             Ok((replay_job_owned(job, opts)?, None))
         }
         Sorted::Apart(read, note) => {
-            let read = crate::inputs::all_prepared(read)?;
-            Ok((replay_apart(read, opts)?, note))
+            let read: Vec<Prepared> = read.into_iter().flatten().collect();
+            p.phase("replaying", read.len() as u64);
+            Ok((replay_apart(read, opts, p)?, note))
         }
     }
 }
 
 /// Replays every input on its own (in parallel), from the rank built of
 /// its trace, as `lumos replay --per-trace`; the first failure is raised.
-fn replay_apart(read: Vec<Prepared>, opts: &ReplayOptions) -> Result<ReplayResult> {
+fn replay_apart(read: Vec<Prepared>, opts: &ReplayOptions, p: &Progress) -> Result<ReplayResult> {
     no_rank_scales(opts)?;
+    // Named before any replay: the first in the order given.
+    let built: Vec<BuiltTrace> = (read.into_iter())
+        .map(|p| match p {
+            Prepared::Built(built) => Ok(built),
+            Prepared::Stored(s) => Err(Error::new(
+                crate::errors::Kind::Input,
+                format!(
+                    "{}: an .lgraph file is replayed as a rank of its job, with the other \
+                     ranks' files, or with representatives=True",
+                    s.facts.path.display()
+                ),
+            )),
+        })
+        .collect::<Result<_>>()?;
     let analysis = lumos_report::AnalysisOptions::default();
-    let done: Vec<(TraceReplay, TraceParts)> = read
+    let done: Vec<(TraceReplay, TraceParts)> = built
         .into_par_iter()
-        .map(|p| {
-            let built = match p {
-                Prepared::Built(built) => built,
-                Prepared::Stored(s) => {
-                    return Err(Error::new(
-                        crate::errors::Kind::Input,
-                        format!(
-                            "{}: an .lgraph file is replayed as a rank of a job (job=True, \
-                             or representatives=True)",
-                            s.facts.path.display()
-                        ),
-                    ))
-                }
-            };
+        .map(|built| {
             let rank = built.rank.expect("sort gives every rank back");
             let sim = (&opts.sim, opts.kernels.as_slice());
             let r = lumos_report::replay_rank_alone(rank, built.memory, sim, &analysis)?;
             let report = r.report();
+            p.add(1);
             Ok((
                 report,
                 TraceParts {

@@ -17,8 +17,8 @@ use crate::{is_lgraph_file, read_stored, InputError, StoredRank, TraceFacts};
 /// A trace read and built into its rank, the trace itself dropped: what
 /// the commands read of it, as a rank of a job or on its own.
 pub struct BuiltTrace {
-    /// The rank (its graph, measured times and build report); `None` only
-    /// while [`sort`] has lent it out.
+    /// The rank (its graph, measured times and build report); `None` once
+    /// [`sort`] has given it to a job ([`Sorted::Job`]).
     pub rank: Option<RankInput>,
     /// What the reader said of the file.
     pub facts: TraceFacts,

@@ -151,10 +151,7 @@ pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let mut loaded = Vec::new();
     let mut sources = Vec::new();
     for r in read {
-        let (input, source) = r.map_err(|e| match e {
-            InputError::Trace(e) => anyhow::Error::from(e),
-            InputError::Store(e) => e.into(),
-        })?;
+        let (input, source) = r.map_err(inputs::input_error)?;
         loaded.push(input);
         sources.push(source);
     }

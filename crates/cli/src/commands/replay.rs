@@ -276,8 +276,8 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     // 380 MB).
     let prepared = inputs::prepare_all(&files);
     let apart = match a.mode.sort(prepared) {
-        Sorted::Job(ranks, inputs) => {
-            let unreadable = inputs::unreadable_in(inputs);
+        Sorted::Job(ranks, read) => {
+            let unreadable = inputs::unreadable_in(read);
             return run_job(a, ranks, unreadable, &opts, out);
         }
         Sorted::Apart(apart, _) => apart,
@@ -289,10 +289,8 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let mut traces = Vec::new();
     for r in apart {
         // On one of rayon's threads, where the report's analyses run too
-        // (side by side, `lumos_report::Replayed::report_with`): they then
-        // reuse the memory the graph build freed there instead of each
-        // thread taking fresh pages, which kept the peak 170 MB higher on
-        // a 1 GB trace.
+        // (side by side, `lumos_report::Replayed::report_with`), as for one
+        // file (`run_one_trace`).
         let replayed = r.and_then(|p| rayon::scope(|_| replay_one(p, &opts, a)));
         match replayed {
             Ok(x) => traces.push(x),

@@ -51,7 +51,11 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
         _ => {
             let read = read_every(&files)?;
             match a.mode.sort(read.into_iter().map(Ok).collect()) {
-                Sorted::Job(ranks, _) => job_page(ranks)?,
+                Sorted::Job(ranks, read) => {
+                    // What the job does not need of the inputs.
+                    drop(read);
+                    job_page(ranks)?
+                }
                 Sorted::Apart(read, _) => {
                     trace_page(read.into_iter().filter_map(Result::ok).collect())?
                 }

@@ -161,11 +161,11 @@ pub fn replay_job(
 /// borrowed from the job, or a copy read back from the job graph.
 pub type OwnRank<'a> = (Cow<'a, Graph>, Cow<'a, Measured>);
 
-/// Replays one of several inputs that turned out not to be one job on its
-/// own, from the rank [`RankInput::from_trace`] built of its trace (to ask
-/// [`lumos_graph::detect_job`]): the replay
-/// [`replay_owned`](crate::replay_owned) makes of the trace, without
-/// building it a second time. `memory` is the trace's `[memory]` events;
+/// Replays one of several inputs on its own, from the rank
+/// [`RankInput::from_trace`] built of its trace (`lumos_store::prepare`
+/// builds every input so, to tell with [`lumos_graph::detect_job`] whether
+/// they are one job): the replay [`replay_owned`](crate::replay_owned)
+/// makes of the trace, without building it a second time. `memory` is the trace's `[memory]` events;
 /// the measured half of the report under `analysis` is found while the
 /// simulation runs ([`replay_path_for`](crate::replay_path_for)).
 pub fn replay_rank_alone(
