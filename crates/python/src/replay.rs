@@ -6,7 +6,8 @@ use std::sync::{Arc, OnceLock};
 
 use lumos_graph::{Graph, Job, JobGraph, Measured};
 use lumos_report::{
-    CollectiveReport, JobReplayed, JobReport, RankTables, ReplayOutput, ReportError, TraceReplay,
+    CollectiveReport, JobReplayed, JobReport, RankTables, ReplayOutput, Replayed, ReportError,
+    TraceReplay,
 };
 use lumos_sim::Schedule;
 use lumos_store::{BuiltTrace, JobChoice, Prepared, Sorted};
@@ -73,27 +74,32 @@ pub fn replay_traces(traces: &[Arc<Trace>], opts: &ReplayOptions) -> Result<Repl
     no_rank_scales(opts)?;
     let done: Vec<(TraceReplay, TraceParts)> = traces
         .par_iter()
-        .map(|t| {
-            let r = lumos_report::replay_scaled(t, &opts.sim, &opts.kernels)?;
-            let report = r.report();
-            Ok((
-                report,
-                TraceParts {
-                    rank: t.meta.rank,
-                    graph: r.graph,
-                    measured: r.measured,
-                    schedule: r.schedule,
-                },
-            ))
-        })
+        .map(|t| lumos_report::replay_scaled(t, &opts.sim, &opts.kernels).map(parts_of))
         .collect::<std::result::Result<_, ReportError>>()?;
+    Ok(traces_result(done))
+}
+
+/// One trace's replay: its report, and what its tables read.
+fn parts_of(r: Replayed) -> (TraceReplay, TraceParts) {
+    let report = r.report();
+    let parts = TraceParts {
+        rank: r.meta.rank,
+        graph: r.graph,
+        measured: r.measured,
+        schedule: r.schedule,
+    };
+    (report, parts)
+}
+
+/// Replays of traces one by one ([`parts_of`] each), as a result.
+fn traces_result(done: Vec<(TraceReplay, TraceParts)>) -> ReplayResult {
     let (reports, parts): (Vec<_>, Vec<_>) = done.into_iter().unzip();
-    Ok(ReplayResult {
+    ReplayResult {
         output: ReplayOutput::of_traces(reports),
         parts: Parts::Traces(parts),
         tables: OnceLock::new(),
         graphs_loaded: None,
-    })
+    }
 }
 
 /// Replays several files as `lumos replay` does: as the ranks of one job
@@ -148,27 +154,12 @@ fn replay_apart(read: Vec<Prepared>, opts: &ReplayOptions, p: &Progress) -> Resu
         .map(|built| {
             let rank = built.rank.expect("sort gives every rank back");
             let sim = (&opts.sim, opts.kernels.as_slice());
-            let r = lumos_report::replay_rank_alone(rank, built.memory, sim, &analysis)?;
-            let report = r.report();
+            let r = lumos_report::replay_rank_alone(rank, built.memory, sim, &analysis);
             p.add(1);
-            Ok((
-                report,
-                TraceParts {
-                    rank: r.meta.rank,
-                    graph: r.graph,
-                    measured: r.measured,
-                    schedule: r.schedule,
-                },
-            ))
+            r.map(parts_of)
         })
-        .collect::<Result<_>>()?;
-    let (reports, parts): (Vec<_>, Vec<_>) = done.into_iter().unzip();
-    Ok(ReplayResult {
-        output: ReplayOutput::of_traces(reports),
-        parts: Parts::Traces(parts),
-        tables: OnceLock::new(),
-        graphs_loaded: None,
-    })
+        .collect::<std::result::Result<_, ReportError>>()?;
+    Ok(traces_result(done))
 }
 
 /// Replays one trace file as `lumos replay FILE` does: read straight into
@@ -180,19 +171,7 @@ pub fn replay_file(file: &Path, opts: &ReplayOptions, p: &Progress) -> Result<Re
     let replayed = crate::inputs::reading_one(file, p, || {
         lumos_report::replay_path(file, &opts.sim, &opts.kernels, &|_| {})
     })?;
-    let report = replayed.report();
-    let parts = TraceParts {
-        rank: replayed.meta.rank,
-        graph: replayed.graph,
-        measured: replayed.measured,
-        schedule: replayed.schedule,
-    };
-    Ok(ReplayResult {
-        output: ReplayOutput::of_traces(vec![report]),
-        parts: Parts::Traces(vec![parts]),
-        tables: OnceLock::new(),
-        graphs_loaded: None,
-    })
+    Ok(traces_result(vec![parts_of(replayed)]))
 }
 
 /// A joint replay's error: a rank `scale_rank` names that the job lacks is
