@@ -400,6 +400,16 @@ def test_predict_with_durations_from_equals_the_cli(corpus, cli_json):
         lumos.predict([a, b], durations_from=b, progress=False)
 
 
+def test_durations_from_a_compact_graph_equals_the_cli(tmp_path, corpus, cli_json):
+    """`durations_from` may be an `.lgraph` file, as `--durations-from`."""
+    from lumos.distributed import ingest_rank
+
+    a = str(corpus / CAPTURE_A)
+    b = ingest_rank(str(corpus / CAPTURE_B), str(tmp_path))
+    p = lumos.predict(a, durations_from=b, progress=False)
+    assert p.report == cli_json(["predict", a, "--durations-from", b])
+
+
 def test_prediction_confidence_equals_the_cli(corpus, cli_json):
     path = str(corpus / "single-rank/v100-ddp-rank1of2-allreduce.json.gz")
     cli = cli_json(["predict", path, "--dp", "4"])

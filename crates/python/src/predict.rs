@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use lumos_graph::build;
 use lumos_models::NetworkModel;
 use lumos_predict::{
     network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction,
@@ -93,11 +92,7 @@ fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'
     base.identity().with_edits(edits.into_edits())
 }
 
-fn run(
-    mut inputs: Vec<Input>,
-    t: &Target,
-    durations_from: Option<&lumos_trace::Trace>,
-) -> Result<String> {
+fn run(mut inputs: Vec<Input>, t: &Target, durations_from: Option<&Input>) -> Result<String> {
     let transfer = durations_from
         .map(|b| retime_from(&mut inputs, b))
         .transpose()?;
@@ -117,27 +112,22 @@ fn run(
 /// `durations_from=B`, as `lumos predict --durations-from B`: the one
 /// input's graph re-timed with B's durations, in place; the transfer's
 /// report. B sharing too little with it is a `ConfigError`.
-fn retime_from(
-    inputs: &mut [Input],
-    b: &lumos_trace::Trace,
-) -> Result<lumos_report::TransferReport> {
+fn retime_from(inputs: &mut [Input], b: &Input) -> Result<lumos_report::TransferReport> {
     let [input] = inputs else {
         return Err(Error::config(format!(
             "durations_from takes one trace to predict from, got {}",
             inputs.len()
         )));
     };
-    let (gb, mb, _) = build(b);
-    let pb = b.path.display().to_string();
     let a = lumos_report::Recording {
         path: &input.name,
         graph: &input.graph,
         measured: &input.measured,
     };
     let rb = lumos_report::Recording {
-        path: &pb,
-        graph: &gb,
-        measured: &mb,
+        path: &b.name,
+        graph: &b.graph,
+        measured: &b.measured,
     };
     let (report, t) =
         lumos_report::transfer_replay(a, rb, &Default::default()).map_err(|e| match e {
@@ -215,8 +205,10 @@ pub fn predict_files(
     let files = py.detach(|| inputs::expand(&paths, true))?;
     let (loaded, b) = crate::progress::run(py, progress, |p| {
         let loaded = inputs::prediction_inputs(&files, p)?;
+        // B as the CLI reads it: a trace into its build, or an `.lgraph`
+        // file.
         let b = durations_from
-            .map(|b| inputs::all_ok(inputs::read_all(&[b], p)))
+            .map(|b| inputs::prediction_inputs(&[b], p))
             .transpose()?
             .and_then(|mut b| b.pop());
         Ok::<_, Error>((loaded, b))
