@@ -236,7 +236,9 @@ def replay(
     together, and compares with the measurement. One trace file is read
     straight into the graph build, as ``lumos replay FILE`` does: its
     events are never all in memory (:meth:`Trace.replay` of a trace read
-    first holds it whole).
+    first holds it whole); of several files, each trace is built into its
+    rank and dropped as it is read. ``.lgraph`` files (``lumos ingest``)
+    are replayed as the ranks of their job.
 
     - ``job``: ``None`` (default) replays the files as one job when there
       are several, most record one world size above 1 and they share at
