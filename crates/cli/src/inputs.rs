@@ -42,14 +42,10 @@ pub fn read_one(f: &Path) -> Result<Loaded> {
     }
 }
 
-/// Reads one input file as a rank of a job: a trace is read and built,
-/// then dropped.
+/// Reads one input file as a rank of a job: a trace is built as it is
+/// read ([`lumos_store::read_rank_input`]).
 pub fn read_rank(f: &Path) -> Result<RankInput> {
-    if is_lgraph(f) {
-        Ok(lumos_store::read_rank(f)?)
-    } else {
-        Ok(RankInput::from_trace(&lumos_trace::read_path(f)?))
-    }
+    lumos_store::read_rank_input(f).map_err(input_error)
 }
 
 /// Expands directories (sub-folders included, sorted) into their trace

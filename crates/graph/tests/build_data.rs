@@ -11,7 +11,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use lumos_graph::{build, build_owned, build_streamed, check, dump, TraceAbout, TrackSink};
+use lumos_graph::{
+    build, build_owned, build_streamed, check, dump, CommSink, RankInput, TraceAbout, TrackSink,
+};
 use lumos_trace::FlowKind;
 
 /// The trace of one case, or `None` when it names a corpus trace and the
@@ -189,4 +191,32 @@ fn every_builder_rule_gives_its_expected_graph() {
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// On every corpus trace, the rank built as the reader reads it
+/// (`RankInput::from_sink`, what loading several files runs) is exactly
+/// the rank built from the trace read whole (`RankInput::from_trace`): its
+/// metadata, graph, measured times, communication tasks (arguments, peers,
+/// process groups, issue order) and report.
+#[test]
+fn the_streamed_rank_equals_the_rank_of_the_trace_on_every_corpus_trace() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let mut comms = 0;
+    for path in corpus.traces("") {
+        let name = path.display();
+        let t = lumos_trace::read_path(&path).unwrap_or_else(|e| panic!("{e}"));
+        let whole = RankInput::from_trace(&t);
+        drop(t);
+        let mut sink = CommSink::new();
+        let s = lumos_trace::read_path_into(&path, &|_| {}, &mut sink)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let streamed = RankInput::from_sink(s, sink);
+        assert_eq!(streamed.graph.comms, whole.graph.comms, "{name}: comms");
+        assert_eq!(streamed.graph.groups, whole.graph.groups, "{name}: groups");
+        assert_eq!(format!("{streamed:?}"), format!("{whole:?}"), "{name}");
+        comms += whole.graph.comms.len();
+    }
+    assert!(comms > 0, "no communication tasks in the corpus");
 }

@@ -154,12 +154,7 @@ pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {
                     .map(|t| RankInput::from_trace(&t))
                     .map_err(Error::from);
             }
-            let r = if lumos_store::is_lgraph_file(f) {
-                lumos_store::read_rank(f).map_err(Error::from)
-            } else {
-                let r = lumos_trace::read_path(f).map(|t| RankInput::from_trace(&t));
-                r.map_err(Error::from)
-            };
+            let r = lumos_store::read_rank_input(f).map_err(Error::from);
             p.add(file_len(f));
             r
         })

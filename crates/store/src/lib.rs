@@ -59,7 +59,7 @@ use serde::Serialize;
 
 pub use error::{Problem, StoreError};
 pub use format::{has_magic, FORMAT_VERSION, MAGIC};
-pub use prepared::{prepare, sort, BuiltTrace, JobChoice, Prepared, Sorted};
+pub use prepared::{prepare, read_rank_input, sort, BuiltTrace, JobChoice, Prepared, Sorted};
 pub use representatives::{load_representatives, InputError, Representatives};
 pub use stored::{program_of, RankSummary, Source, StoredRank, TraceFacts};
 
@@ -111,10 +111,12 @@ pub struct IngestSummary {
 /// gives the same bytes, whatever machine ingests it, except for the
 /// recorded path and modification time of the trace.
 pub fn ingest_file(trace: &Path, out: &Path) -> Result<IngestSummary, StoreError> {
-    let t = lumos_trace::read_path(trace)
+    // Read straight into the rank's build: the events are never all in
+    // memory.
+    let mut sink = lumos_graph::CommSink::new();
+    let t = lumos_trace::read_path_into(trace, &|_| {}, &mut sink)
         .map_err(|e| StoreError::new(trace, Problem::Trace(Box::new(e))))?;
-    let stored = StoredRank::from_trace(&t, Source::of_file(trace));
-    drop(t);
+    let stored = StoredRank::from_sink(t, sink, Source::of_file(trace));
     let bytes_written = write_stored_file(&stored, out)?;
     Ok(IngestSummary {
         trace: trace.to_owned(),

@@ -1,15 +1,15 @@
 //! Several inputs, read to be taken as the ranks of one job or one by one
 //! (`lumos replay`, `inspect` and `report` of several files, and the
 //! Python package's `replay` and `inspect`): each trace is built into its
-//! rank as it is read and dropped, so that no trace is held beside the
-//! ranks, and the ranks are lent to [`lumos_graph::detect_job`] to tell
+//! rank as it is read (its events never all in memory) and dropped, so
+//! that no trace is held beside the ranks, and the ranks are lent to [`lumos_graph::detect_job`] to tell
 //! which. It lives here, beside the readers, so that every front end
 //! decides the same way; errors are returned, notes given back, nothing
 //! printed.
 
 use std::path::Path;
 
-use lumos_graph::{detect_job, looks_like_job, Detected, RankInput};
+use lumos_graph::{detect_job, looks_like_job, CommSink, Detected, RankInput};
 use lumos_trace::{MemoryEvent, TraceMeta};
 
 use crate::{is_lgraph_file, read_stored, InputError, StoredRank, TraceFacts};
@@ -47,23 +47,43 @@ impl Prepared {
     }
 }
 
-/// Reads one input and, for a trace, builds its rank and drops the trace
-/// (on this thread: run it on several for several files).
+/// Reads one input and, for a trace, builds its rank as the file is read
+/// ([`CommSink`], [`RankInput::from_sink`]: the events are never all in
+/// memory) and drops the trace (on this thread: run it on several for
+/// several files).
 pub fn prepare(path: &Path) -> Result<Prepared, InputError> {
     if is_lgraph_file(path) {
         return read_stored(path)
             .map(Prepared::Stored)
             .map_err(InputError::Store);
     }
-    let mut trace = lumos_trace::read_path(path).map_err(InputError::Trace)?;
+    let mut sink = CommSink::new();
+    let mut trace =
+        lumos_trace::read_path_into(path, &|_| {}, &mut sink).map_err(InputError::Trace)?;
     let memory = std::mem::take(&mut trace.memory);
-    let facts = TraceFacts::of(&trace);
-    let rank = RankInput::from_trace(&trace);
+    let mut facts = TraceFacts::of(&trace);
+    // The events and launch flows the sink took were kept by the reader
+    // as much as those the trace holds.
+    facts.events_kept += sink.tracks().events_taken();
+    facts.flows += sink.tracks().launch_flows_taken();
+    let rank = RankInput::from_sink(trace, sink);
     Ok(Prepared::Built(BuiltTrace {
         rank: Some(rank),
         facts,
         memory,
     }))
+}
+
+/// One input's rank, as the job functions take it: a trace built as it
+/// is read ([`RankInput::from_sink`]: its events never all in memory), or
+/// an `.lgraph` file's ([`crate::read_rank`]).
+pub fn read_rank_input(path: &Path) -> Result<RankInput, InputError> {
+    if is_lgraph_file(path) {
+        return crate::read_rank(path).map_err(InputError::Store);
+    }
+    let mut sink = CommSink::new();
+    let trace = lumos_trace::read_path_into(path, &|_| {}, &mut sink).map_err(InputError::Trace)?;
+    Ok(RankInput::from_sink(trace, sink))
 }
 
 /// Whether several inputs are the ranks of one job.

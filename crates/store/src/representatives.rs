@@ -153,9 +153,7 @@ fn gather_one(f: &Path, gathered: &Mutex<Gathered>) -> Result<(), InputError> {
         g.files_by_rank.insert(s.rank, f.to_owned());
         g.offer(s.rank, s.signature, Kept::File(f.to_owned()));
     } else {
-        let trace = lumos_trace::read_path(f).map_err(InputError::Trace)?;
-        let input = RankInput::from_trace(&trace);
-        drop(trace);
+        let input = crate::read_rank_input(f)?;
         let p = program_of(&input.graph);
         let mut g = lock(gathered);
         g.traces_built += 1;

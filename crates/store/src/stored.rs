@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use lumos_graph::{
-    program_signature, rank_graph, rank_program, BuildReport, ProgramSignature, RankGraph,
-    RankInput, RankMeta, RankProgram,
+    program_signature, rank_graph, rank_graph_streamed, rank_program, BuildReport, CommSink,
+    ProgramSignature, RankGraph, RankInput, RankMeta, RankProgram,
 };
 use lumos_trace::{RankSource, SkipReason, Trace, TraceMeta};
 
@@ -171,18 +171,37 @@ impl StoredRank {
     /// every command needs of it.
     pub fn from_trace(trace: &Trace, source: Source) -> StoredRank {
         let (graph, report) = rank_graph(trace);
+        StoredRank::of(TraceFacts::of(trace), graph, report, source)
+    }
+
+    /// [`StoredRank::from_trace`] of a trace read with `sink`
+    /// ([`lumos_trace::read_path_into`]): the rank built as the file was
+    /// read ([`rank_graph_streamed`]), its events never all in memory. The
+    /// same rank.
+    pub fn from_sink(trace: Trace, sink: CommSink, source: Source) -> StoredRank {
+        let mut facts = TraceFacts::of(&trace);
+        // The events and launch flows the sink took were kept by the
+        // reader as much as those the trace holds.
+        facts.events_kept += sink.tracks().events_taken();
+        facts.flows += sink.tracks().launch_flows_taken();
+        let (graph, report) = rank_graph_streamed(trace, sink);
+        StoredRank::of(facts, graph, report, source)
+    }
+
+    /// What every command needs of a rank built as `graph` and `report`,
+    /// of a trace that said `facts`.
+    fn of(facts: TraceFacts, graph: RankGraph, report: BuildReport, source: Source) -> StoredRank {
         let program = program_of(&graph);
-        let facts = TraceFacts::of(trace);
         let summary = RankSummary {
             rank: graph.rank,
-            rank_source: trace.meta.rank_source,
-            world_size: trace.meta.world_size,
+            rank_source: facts.meta.rank_source,
+            world_size: facts.meta.world_size,
             signature: program_signature(&graph),
             steps_ns: program.steps_ns.clone(),
             tasks: graph.graph.tasks.len() as u64,
             comm_tasks: graph.comms.len() as u64,
-            devices: trace.meta.devices.len() as u32,
-            json_bytes: trace.json_bytes,
+            devices: facts.meta.devices.len() as u32,
+            json_bytes: facts.json_bytes,
             source,
             lumos_version: env!("CARGO_PKG_VERSION").to_owned(),
         };

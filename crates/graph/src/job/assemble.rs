@@ -21,7 +21,7 @@ use super::belong::{
 };
 use super::clock::align_refs;
 use super::matching::match_refs;
-use super::{rank_graph, rank_ranges};
+use super::{rank_graph, rank_graph_streamed, rank_ranges, CommSink};
 use super::{ClockAlignment, CollectiveMatch, RankGraph};
 use crate::BuildReport;
 
@@ -70,6 +70,19 @@ impl RankInput {
         let (graph, report) = rank_graph(trace);
         RankInput {
             meta: RankMeta::of(trace),
+            graph,
+            report,
+        }
+    }
+
+    /// [`RankInput::from_trace`] of a trace read with `sink`
+    /// ([`lumos_trace::read_path_into`], [`rank_graph_streamed`]): the
+    /// same rank, its events never all in memory.
+    pub fn from_sink(trace: Trace, sink: CommSink) -> RankInput {
+        let meta = RankMeta::of(&trace);
+        let (graph, report) = rank_graph_streamed(trace, sink);
+        RankInput {
+            meta,
             graph,
             report,
         }

@@ -2,10 +2,12 @@
 //! needs: who takes part in each collective and in which order the rank
 //! issued them.
 
-use lumos_trace::{Category, CollectiveArgs, Trace};
+use std::path::Path;
+
+use lumos_trace::{Category, CollectiveArgs, Event, EventSink, Flow, StrId, Trace, TraceMeta};
 use rustc_hash::FxHashMap;
 
-use crate::build::build;
+use crate::build::{build, build_streamed, TrackSink};
 use crate::model::{DepKind, Graph, Measured, TaskId};
 use crate::report::BuildReport;
 
@@ -99,19 +101,123 @@ impl RankGraph {
 /// tasks with their process groups, peers and issue order.
 pub fn rank_graph(trace: &Trace) -> (RankGraph, BuildReport) {
     let (graph, measured, report) = build(trace);
+    let mut events = CommEvents::default();
+    for e in &trace.events {
+        events.add(e);
+    }
+    let rank = rank_of(&trace.meta, &trace.path, &events, graph, measured);
+    (rank, report)
+}
+
+/// [`rank_graph`] of a trace read with `sink`
+/// ([`lumos_trace::read_path_into`]): the build's first pass, and what the
+/// communication tasks read of the events, were taken as the file was read
+/// ([`build_streamed`]), so the trace's events were never all in memory.
+/// The same rank graph and report.
+pub fn rank_graph_streamed(mut trace: Trace, sink: CommSink) -> (RankGraph, BuildReport) {
+    let meta = std::mem::take(&mut trace.meta);
+    let path = std::mem::take(&mut trace.path);
+    let (graph, measured, report) = build_streamed(trace, sink.tracks);
+    let rank = rank_of(&meta, &path, &sink.events, graph, measured);
+    (rank, report)
+}
+
+/// The rank graph of a trace whose metadata is `meta`, read from `path`,
+/// built as `graph` and `measured`; `events` is what the communication
+/// tasks read of its events.
+fn rank_of(
+    meta: &TraceMeta,
+    path: &Path,
+    events: &CommEvents,
+    graph: Graph,
+    measured: Measured,
+) -> RankGraph {
     let mut groups = Vec::new();
-    let comms = comm_tasks(trace, &graph, &measured, &mut groups);
-    let rank = RankGraph {
-        rank: trace.meta.rank,
-        source: trace.path.display().to_string(),
-        clock_base_ns: trace.meta.base_time_ns.unwrap_or(0),
-        host: trace.meta.hostname.clone(),
+    let comms = comm_tasks(meta, events, &graph, &measured, &mut groups);
+    RankGraph {
+        rank: meta.rank,
+        source: path.display().to_string(),
+        clock_base_ns: meta.base_time_ns.unwrap_or(0),
+        host: meta.hostname.clone(),
         graph,
         measured,
         comms,
         groups,
-    };
-    (rank, report)
+    }
+}
+
+/// A [`TrackSink`] that also keeps what [`rank_graph`] reads of the events
+/// beyond the build (the communication tasks' arguments), for
+/// [`rank_graph_streamed`]: a few words per GPU event, and the arguments
+/// of the few events that carry collective ones.
+#[derive(Debug, Default)]
+pub struct CommSink {
+    tracks: TrackSink,
+    events: CommEvents,
+}
+
+impl CommSink {
+    /// An empty sink, for one trace file.
+    pub fn new() -> CommSink {
+        CommSink::default()
+    }
+
+    /// The build's part ([`TrackSink`]), to count what it took.
+    pub fn tracks(&self) -> &TrackSink {
+        &self.tracks
+    }
+}
+
+impl EventSink for CommSink {
+    fn event(&mut self, event: Event, names: &[String]) -> Option<Event> {
+        self.events.add(&event);
+        self.tracks.event(event, names)
+    }
+
+    fn flow(&mut self, flow: Flow) -> Option<Flow> {
+        self.tracks.flow(flow)
+    }
+}
+
+/// What the communication tasks read of a GPU event: the one behind a
+/// task is found by correlation, name and nearest start.
+#[derive(Debug)]
+struct GpuEvent {
+    correlation: u64,
+    name: StrId,
+    ts_ns: i64,
+    external_id: Option<u64>,
+    collective: Option<Box<CollectiveArgs>>,
+}
+
+/// What the communication tasks read of a trace's events, in file order.
+#[derive(Debug, Default)]
+struct CommEvents {
+    /// The CPU ops with an `External id` and collective arguments.
+    ops: Vec<(u64, CollectiveArgs)>,
+    /// The GPU events with a correlation id.
+    gpu: Vec<GpuEvent>,
+}
+
+impl CommEvents {
+    fn add(&mut self, e: &Event) {
+        let collective = || e.extra.as_ref().and_then(|x| x.collective.as_ref());
+        if e.category == Category::CpuOp {
+            if let (Some(x), Some(c)) = (e.external_id(), collective()) {
+                self.ops.push((x, (**c).clone()));
+            }
+        } else if e.category.is_gpu_work() {
+            if let Some(correlation) = e.correlation() {
+                self.gpu.push(GpuEvent {
+                    correlation,
+                    name: e.name,
+                    ts_ns: e.ts_ns,
+                    external_id: e.external_id(),
+                    collective: collective().cloned(),
+                });
+            }
+        }
+    }
 }
 
 /// Point-to-point collective names as PyTorch records them.
@@ -124,7 +230,8 @@ fn p2p_direction(name: &str) -> Option<bool> {
 }
 
 fn comm_tasks(
-    trace: &Trace,
+    meta: &TraceMeta,
+    events: &CommEvents,
     graph: &Graph,
     measured: &Measured,
     groups: &mut Vec<Vec<i64>>,
@@ -132,20 +239,12 @@ fn comm_tasks(
     // The same sources of collective arguments as the graph builder uses:
     // the GPU event's own, else those of the CPU op it was launched under.
     let mut by_ext: FxHashMap<u64, &CollectiveArgs> = FxHashMap::default();
+    for (x, c) in &events.ops {
+        by_ext.entry(*x).or_insert(c);
+    }
     let mut gpu_by_corr: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
-    for (i, e) in trace.events.iter().enumerate() {
-        if e.category == Category::CpuOp {
-            if let (Some(x), Some(c)) = (
-                e.external_id(),
-                e.extra.as_ref().and_then(|x| x.collective.as_ref()),
-            ) {
-                by_ext.entry(x).or_insert(c);
-            }
-        } else if e.category.is_gpu_work() {
-            if let Some(c) = e.correlation() {
-                gpu_by_corr.entry(c).or_default().push(i);
-            }
-        }
+    for (i, e) in events.gpu.iter().enumerate() {
+        gpu_by_corr.entry(e.correlation).or_default().push(i);
     }
     let mut launcher: FxHashMap<TaskId, TaskId> = FxHashMap::default();
     for e in &graph.edges {
@@ -167,13 +266,13 @@ fn comm_tasks(
         let event = gpu_by_corr.get(&task.correlation).and_then(|v| {
             v.iter()
                 .copied()
-                .filter(|&i| trace.name(&trace.events[i]) == graph.name(t))
-                .min_by_key(|&i| trace.events[i].ts_ns.abs_diff(start))
-                .map(|i| &trace.events[i])
+                .filter(|&i| graph.names[events.gpu[i].name.0 as usize] == graph.name(t))
+                .min_by_key(|&i| events.gpu[i].ts_ns.abs_diff(start))
+                .map(|i| &events.gpu[i])
         });
-        let own = event.and_then(|e| e.extra.as_ref().and_then(|x| x.collective.as_deref()));
+        let own = event.and_then(|e| e.collective.as_deref());
         let via_op = event
-            .and_then(|e| e.external_id())
+            .and_then(|e| e.external_id)
             .and_then(|x| by_ext.get(&x).copied());
         let args = own.filter(|c| c.name.is_some()).or(via_op);
         let coll = &graph.collectives[ci as usize];
@@ -187,9 +286,7 @@ fn comm_tasks(
             })
             .or_else(|| {
                 let name = coll.process_group.as_deref()?;
-                trace
-                    .meta
-                    .process_groups
+                meta.process_groups
                     .iter()
                     .find(|g| g.name == name && !g.ranks.is_empty())
                     .map(|g| g.ranks.clone())

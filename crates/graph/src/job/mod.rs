@@ -52,7 +52,7 @@ mod restore;
 pub use assemble::{assemble, assemble_with, Job, JobError, RankInput, RankMeta, Unreadable};
 pub use belong::{LeftOut, LeftOutReason, FAR_CLOCK_NS};
 pub use clock::{align_clocks, ClockAlignment, HostClock};
-pub use comms::{rank_graph, CommPattern, CommTask, RankGraph};
+pub use comms::{rank_graph, rank_graph_streamed, CommPattern, CommSink, CommTask, RankGraph};
 pub use detect::{detect_job, looks_like_job, shares_collective, Detected};
 pub use matching::{
     match_collectives, CollectiveMatch, MatchProblem, MatchRule, MatchedSet, Member, ProblemKind,
