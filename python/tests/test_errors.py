@@ -107,6 +107,9 @@ def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
         lumos.predict(str(tmp_path / "x.json"), dp=0)
     with pytest.raises(ConfigError, match="network: "):
         lumos.predict(str(tmp_path / "x.json"), network="no-such-gpu")
+    # As `--durations-from DIR`: one recording, not a folder of them.
+    with pytest.raises(ConfigError, match="give one trace file, not a directory"):
+        lumos.predict(str(tmp_path / "x.json"), durations_from=str(tmp_path))
     with pytest.raises(ConfigError, match="model: "):
         lumos.synth("gpt-huge", tmp_path)
     with pytest.raises(ConfigError):

@@ -203,6 +203,13 @@ pub fn predict_files(
     progress: Callback,
 ) -> PyResult<String> {
     let files = py.detach(|| inputs::expand(&paths, true))?;
+    if let Some(b) = durations_from.as_deref().filter(|b| b.is_dir()) {
+        return Err(Error::config(format!(
+            "durations_from {}: give one trace file, not a directory",
+            b.display()
+        ))
+        .into());
+    }
     let (loaded, b) = crate::progress::run(py, progress, |p| {
         let loaded = inputs::prediction_inputs(&files, p)?;
         // B as the CLI reads it: a trace into its build, or an `.lgraph`

@@ -45,7 +45,8 @@ impl Timed {
         }
     }
 
-    /// Reads `path` (a trace or an `.lgraph` file).
+    /// Reads `path` (a trace, straight into its graph's build, or an
+    /// `.lgraph` file: [`lumos_report::prediction_input`]).
     pub fn read(path: &Path) -> Result<Timed> {
         if path.is_dir() {
             return Err(usage(format!(
@@ -53,7 +54,12 @@ impl Timed {
                 path.display()
             )));
         }
-        Ok(Timed::of(inputs::read_one(path)?))
+        let (input, _) = lumos_report::prediction_input(path).map_err(inputs::input_error)?;
+        Ok(Timed {
+            path: input.name,
+            graph: input.graph,
+            measured: input.measured,
+        })
     }
 
     /// As a report's input.
