@@ -75,25 +75,28 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Reads every file in parallel with a progress bar on stderr (when it is
-/// a terminal). Each result keeps its own error so one bad file does not
-/// hide the others.
-pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
-    let total: u64 = files
-        .iter()
-        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
-        .sum();
-    let bar = progress::bytes(total, "reading");
-    let out = files
-        .par_iter()
-        .map(|f| {
-            let r = read_one(f);
-            bar.inc(std::fs::metadata(f).map(|m| m.len()).unwrap_or(0));
+/// `work` on every file in parallel, with a progress bar of the bytes
+/// read on stderr (when it is a terminal); the results in the order given.
+pub fn each_file<T: Send>(files: &[PathBuf], work: impl Fn(&Path) -> T + Sync) -> Vec<T> {
+    let lens: Vec<u64> = (files.iter())
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .collect();
+    let bar = progress::bytes(lens.iter().sum(), "reading");
+    let out = (files.par_iter().zip(&lens))
+        .map(|(f, &len)| {
+            let r = work(f);
+            bar.inc(len);
             r
         })
         .collect();
     bar.finish_and_clear();
     out
+}
+
+/// Reads every file in parallel ([`each_file`]). Each result keeps its own
+/// error so one bad file does not hide the others.
+pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
+    each_file(files, read_one)
 }
 
 /// An input that could not be read, as the error its reader gave (a
@@ -108,23 +111,11 @@ pub fn input_error(e: InputError) -> anyhow::Error {
 
 /// Reads every file in parallel and builds each trace's rank, dropping the
 /// trace as soon as its rank is built (memory: the ranks, and one trace
-/// per thread at a time, where [`read_all`] holds every trace), with a
-/// progress bar on stderr (when it is a terminal). Each result keeps its
-/// own error so one bad file does not hide the others.
+/// per thread at a time, where [`read_all`] holds every trace), with
+/// [`each_file`]'s progress bar. Each result keeps its own error so one
+/// bad file does not hide the others.
 pub fn prepare_all(files: &[PathBuf]) -> Vec<Result<Prepared>> {
-    let lens: Vec<u64> = (files.iter())
-        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
-        .collect();
-    let bar = progress::bytes(lens.iter().sum(), "reading");
-    let out = (files.par_iter().zip(&lens))
-        .map(|(f, &len)| {
-            let r = lumos_store::prepare(f).map_err(input_error);
-            bar.inc(len);
-            r
-        })
-        .collect();
-    bar.finish_and_clear();
-    out
+    each_file(files, |f| lumos_store::prepare(f).map_err(input_error))
 }
 
 /// Reads and builds every file of a job in parallel, dropping each trace as

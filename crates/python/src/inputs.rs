@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use lumos_graph::RankInput;
-use lumos_trace::{ReadError, Trace};
+use lumos_trace::Trace;
 use rayon::prelude::*;
 
 use crate::errors::{Error, Kind, Result};
@@ -61,32 +61,35 @@ pub fn reading_one<T>(f: &Path, p: &Progress, work: impl FnOnce() -> T) -> T {
     out
 }
 
-/// What a file left unread because the caller cancelled gives: an error
-/// (of an empty file) that [`crate::progress::run`] replaces by the
-/// cancellation's own.
-fn cancelled(f: &Path) -> std::result::Result<Trace, ReadError> {
-    lumos_trace::read_bytes(f, b"")
-}
-
-/// Reads every file in parallel; each result keeps its own error.
-pub fn read_all(files: &[PathBuf], p: &Progress) -> Vec<std::result::Result<Trace, ReadError>> {
+/// `work` on every file in parallel, shown as the reading phase of their
+/// bytes; each result keeps its own error, in the order given. Once the
+/// caller cancels, the files not started give an error that
+/// [`crate::progress::run`] replaces by the cancellation's own.
+fn each_file<T: Send>(
+    files: &[PathBuf],
+    p: &Progress,
+    work: impl Fn(&Path) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
     p.phase("reading", files.iter().map(|f| file_len(f)).sum());
     files
         .par_iter()
         .map(|f| {
             if p.cancelled() {
-                return cancelled(f);
+                return Err(Error::new(Kind::Input, "cancelled"));
             }
-            let r = lumos_trace::read_path(f);
+            let r = work(f);
             p.add(file_len(f));
             r
         })
         .collect()
 }
 
-/// The first read error, or every trace.
-pub fn all_ok(read: Vec<std::result::Result<Trace, ReadError>>) -> Result<Vec<Trace>> {
-    read.into_iter().map(|r| r.map_err(Error::from)).collect()
+/// Reads every trace in parallel; the first that cannot be read, in the
+/// order given, is the error.
+pub fn read_all(files: &[PathBuf], p: &Progress) -> Result<Vec<Trace>> {
+    each_file(files, p, |f| lumos_trace::read_path(f).map_err(Error::from))
+        .into_iter()
+        .collect()
 }
 
 /// Loads every file (traces or `.lgraph` files) as a prediction's input
@@ -94,72 +97,36 @@ pub fn all_ok(read: Vec<std::result::Result<Trace, ReadError>>) -> Result<Vec<Tr
 /// does: each trace read straight into its graph's build); the first file
 /// that failed, in the order given, is the error.
 pub fn prediction_inputs(files: &[PathBuf], p: &Progress) -> Result<Vec<lumos_predict::Input>> {
-    p.phase("reading", files.iter().map(|f| file_len(f)).sum());
-    let loaded: Vec<Result<lumos_predict::Input>> = files
-        .par_iter()
-        .map(|f| {
-            if p.cancelled() {
-                // Replaced by the cancellation's own error.
-                return Err(Error::new(Kind::Input, "cancelled"));
-            }
-            let r = lumos_report::prediction_input(f);
-            p.add(file_len(f));
-            r.map(|(input, _)| input).map_err(Error::from)
-        })
-        .collect();
-    loaded.into_iter().collect()
-}
-
-/// Reads every file in parallel as [`lumos_store::prepare`] does (each
-/// trace built into its rank and dropped, an `.lgraph` file read back),
-/// for [`lumos_store::sort`]; each result keeps its own error.
-pub fn prepare_all(files: &[PathBuf], p: &Progress) -> Vec<Result<lumos_store::Prepared>> {
-    p.phase("reading", files.iter().map(|f| file_len(f)).sum());
-    files
-        .par_iter()
-        .map(|f| {
-            if p.cancelled() {
-                // Replaced by the cancellation's own error.
-                return Err(Error::new(Kind::Input, "cancelled"));
-            }
-            let r = lumos_store::prepare(f).map_err(Error::from);
-            p.add(file_len(f));
-            r
-        })
+    let load = |f: &Path| lumos_report::prediction_input(f).map(|(input, _)| input);
+    each_file(files, p, |f| load(f).map_err(Error::from))
+        .into_iter()
         .collect()
 }
 
-/// Every input prepared ([`prepare_all`]), ready for [`lumos_store::sort`],
-/// or the first that could not be read, in order: the package raises it,
-/// so nothing is built or copied to tell whether the rest are one job.
+/// Every input prepared in parallel ([`lumos_store::prepare`]: each
+/// trace built into its rank and dropped, an `.lgraph` file read back),
+/// ready for [`lumos_store::sort`], or the first that could not be read,
+/// in order: the package raises it, so nothing is built or copied to tell
+/// whether the rest are one job.
 pub fn prepare_every(
     files: &[PathBuf],
     p: &Progress,
 ) -> Result<Vec<std::result::Result<lumos_store::Prepared, std::convert::Infallible>>> {
-    let read: Vec<lumos_store::Prepared> =
-        prepare_all(files, p).into_iter().collect::<Result<_>>()?;
+    let prepare = |f: &Path| lumos_store::prepare(f).map_err(Error::from);
+    let read: Vec<lumos_store::Prepared> = each_file(files, p, prepare)
+        .into_iter()
+        .collect::<Result<_>>()?;
     Ok(read.into_iter().map(Ok).collect())
 }
 
 /// Reads and builds every file of a job in parallel (an `.lgraph` file
-/// read back), dropping each trace once its graph is built (one trace per
-/// thread in memory at a time).
+/// read back), each trace built as it is read
+/// ([`lumos_store::read_rank_input`]); the first that failed, in the
+/// order given, is the error.
 pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {
-    p.phase("reading", files.iter().map(|f| file_len(f)).sum());
-    files
-        .par_iter()
-        .map(|f| {
-            if p.cancelled() {
-                return cancelled(f)
-                    .map(|t| RankInput::from_trace(&t))
-                    .map_err(Error::from);
-            }
-            let r = lumos_store::read_rank_input(f).map_err(Error::from);
-            p.add(file_len(f));
-            r
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        // The first that failed, in the order given.
-        .collect()
+    each_file(files, p, |f| {
+        lumos_store::read_rank_input(f).map_err(Error::from)
+    })
+    .into_iter()
+    .collect()
 }

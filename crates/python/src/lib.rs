@@ -14,7 +14,6 @@ mod columns;
 mod errors;
 mod ingest;
 mod inputs;
-mod inspect;
 mod model;
 mod options;
 mod predict;
@@ -26,6 +25,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 use crate::errors::Error;
 use crate::options::ReplayOptions;
@@ -180,9 +180,7 @@ fn expand(py: Python<'_>, paths: Vec<PathBuf>, lgraph: bool) -> PyResult<Vec<Str
 #[pyo3(signature = (paths, progress = None))]
 fn read_traces(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Vec<Trace>> {
     let files = py.detach(|| inputs::expand(&paths, false))?;
-    let traces = progress::run(py, progress, |p| {
-        inputs::all_ok(inputs::read_all(&files, p))
-    })??;
+    let traces = progress::run(py, progress, |p| inputs::read_all(&files, p))??;
     Ok(traces
         .into_iter()
         .map(|t| Trace { inner: Arc::new(t) })
@@ -262,7 +260,12 @@ fn inspect_files(
         };
         let read: Vec<_> = read.into_iter().flatten().collect();
         p.phase("reporting", 1);
-        let traces = inspect::file_reports(&read, ranks.as_deref());
+        let traces = (read.par_iter().enumerate())
+            .map(|(i, input)| {
+                let lent = ranks.as_ref().map(|r| &r[i]);
+                lumos_report::inspect_prepared(input, lent)
+            })
+            .collect();
         drop(read);
         let job = match ranks {
             Some(ranks) => {
@@ -494,7 +497,6 @@ fn ingest_rank(
 #[pyo3(signature = (paths, progress = None))]
 fn load_ingested(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Job> {
     let job = progress::run(py, progress, |p| {
-        use rayon::prelude::*;
         p.phase("loading", paths.len() as u64);
         let ranks = paths
             .par_iter()

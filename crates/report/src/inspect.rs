@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use lumos_graph::{build, build_owned, build_streamed, BuildReport, Graph, Measured, TrackSink};
-use lumos_store::{StoredRank, TraceFacts};
+use lumos_graph::{
+    build, build_owned, build_streamed, BuildReport, Graph, Measured, RankInput, TrackSink,
+};
+use lumos_store::{Prepared, StoredRank, TraceFacts};
 use lumos_trace::{Trace, TraceMeta};
 use serde::Serialize;
 
@@ -170,6 +172,28 @@ pub fn inspect_path(
     let (graph, measured, report) = build_streamed(trace, sink);
     let file = file_report_of(&facts, &graph, &measured, &report);
     Ok((file, (graph, measured, report)))
+}
+
+/// The report on one input of several ([`lumos_store::prepare`]): a
+/// trace's from the rank built of it (`lent`, when [`lumos_store::sort`]
+/// gave the ranks to a job; else the rank in place), a compact file's from
+/// what it stored ([`inspect_stored`]).
+///
+/// # Panics
+///
+/// When a trace's rank is neither lent nor in place (`sort` gives back
+/// every rank it does not give to a job).
+pub fn inspect_prepared(input: &Prepared, lent: Option<&RankInput>) -> FileReport {
+    match input {
+        Prepared::Built(b) => {
+            let rank = lent
+                .or(b.rank.as_ref())
+                .expect("a trace's rank is lent to the job or in place");
+            let g = &rank.graph;
+            file_report_of(&b.facts, &g.graph, &g.measured, &rank.report)
+        }
+        Prepared::Stored(s) => inspect_stored(s),
+    }
 }
 
 /// The report on a trace ingested into a compact file: the same as

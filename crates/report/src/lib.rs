@@ -86,9 +86,9 @@ pub use diff::{diff, DiffInput, DiffOptions, DiffReport, DiffSide, MetricDiff, R
 pub use error::ReportError;
 pub use html::HtmlReport;
 pub use inspect::{
-    file_report, file_report_of, inspect, inspect_owned, inspect_path, inspect_stored,
-    structure_report, structure_report_of, CollectiveCounts, EventCounts, FileReport,
-    InferredCount, InspectOutput, SkipCount, StepReport,
+    file_report, file_report_of, inspect, inspect_owned, inspect_path, inspect_prepared,
+    inspect_stored, structure_report, structure_report_of, CollectiveCounts, EventCounts,
+    FileReport, InferredCount, InspectOutput, SkipCount, StepReport,
 };
 pub use job::{
     job_report, replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use lumos_graph::{assemble_with, rank_ranges, RankInput};
 use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
-use lumos_store::{Prepared, Sorted, TraceFacts};
+use lumos_store::{Prepared, Sorted};
 use rayon::prelude::*;
 
 use super::JobMode;
@@ -126,20 +126,9 @@ fn write_output(out: &mut dyn Write, report: &InspectOutput, args: &InspectArgs)
 fn job_file_reports(read: &[Result<Prepared>], ranks: &[RankInput]) -> Vec<FileReport> {
     let loaded: Vec<&Prepared> = read.iter().filter_map(|r| r.as_ref().ok()).collect();
     debug_assert_eq!(loaded.len(), ranks.len(), "one rank per input read");
-    loaded
-        .into_par_iter()
-        .zip(ranks)
-        .map(|(p, rank)| match p {
-            Prepared::Built(b) => rank_report(&b.facts, rank),
-            Prepared::Stored(s) => lumos_report::inspect_stored(s),
-        })
+    (loaded.into_par_iter().zip(ranks))
+        .map(|(p, rank)| lumos_report::inspect_prepared(p, Some(rank)))
         .collect()
-}
-
-/// The report on a trace's file from the rank built of it.
-fn rank_report(facts: &TraceFacts, rank: &RankInput) -> FileReport {
-    let g = &rank.graph;
-    lumos_report::file_report_of(facts, &g.graph, &g.measured, &rank.report)
 }
 
 /// The reports on the inputs read that could be read, in order, each from
@@ -147,17 +136,8 @@ fn rank_report(facts: &TraceFacts, rank: &RankInput) -> FileReport {
 /// worker that reported it: one dropper thread for every worker would
 /// free them one at a time.
 fn reports_apart(read: Vec<Result<Prepared>>) -> Vec<FileReport> {
-    read.into_par_iter()
-        .filter_map(|r| match r.ok()? {
-            Prepared::Built(b) => {
-                let rank = b
-                    .rank
-                    .as_ref()
-                    .expect("JobMode::sort gives every rank back");
-                Some(rank_report(&b.facts, rank))
-            }
-            Prepared::Stored(s) => Some(lumos_report::inspect_stored(&s)),
-        })
+    (read.into_par_iter())
+        .filter_map(|r| Some(lumos_report::inspect_prepared(&r.ok()?, None)))
         .collect()
 }
 

@@ -11,11 +11,9 @@ use lumos_predict::{
     network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction,
 };
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
-use lumos_store::InputError;
-use rayon::prelude::*;
 
 use crate::usage::{count, factor, size, usage};
-use crate::{inputs, output, progress};
+use crate::{inputs, output};
 
 /// `lumos predict` arguments.
 #[derive(clap::Args)]
@@ -135,18 +133,7 @@ pub fn predict_error(e: PredictError) -> anyhow::Error {
 /// of each trace is kept, the trace itself is not.
 pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
-    let lens: Vec<u64> = (files.iter())
-        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
-        .collect();
-    let bar = progress::bytes(lens.iter().sum(), "reading");
-    let read: Vec<Result<(Input, TimelineSource), InputError>> = (files.par_iter().zip(&lens))
-        .map(|(f, &len)| {
-            let r = lumos_report::prediction_input(f);
-            bar.inc(len);
-            r
-        })
-        .collect();
-    bar.finish_and_clear();
+    let read = inputs::each_file(&files, lumos_report::prediction_input);
     // The first file that failed, in the order given, is the error.
     let mut loaded = Vec::new();
     let mut sources = Vec::new();
