@@ -105,12 +105,13 @@ pub use predict::{
     InputReport, LinkCalibration, ModelFitReport, PredictReport, StageRow, SteadinessReport,
     StepRow,
 };
-pub use predict_input::prediction_input;
+pub use predict_input::{prediction_input, prediction_input_of_replay};
 pub use replay::{
     compare, critical_path_report, replay, replay_owned, replay_path, replay_path_for,
-    replay_scaled, replay_stored, replay_trace, summarize, with_kernel_scales, BoundShare,
-    BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask, ReplayOutput, Replayed,
-    ReplayedStored, StepReplay, Summary, TimelinePair, TraceInfo, TraceReplay,
+    replay_path_with_meta, replay_scaled, replay_stored, replay_trace, summarize,
+    with_kernel_scales, BoundShare, BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask,
+    ReplayOutput, Replayed, ReplayedStored, StepReplay, Summary, TimelinePair, TraceInfo,
+    TraceReplay,
 };
 pub use structure::{DiscoveredConfig, Finding, GroupReport, PhaseTime, StructureReport};
 pub use tables::{

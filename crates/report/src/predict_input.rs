@@ -7,8 +7,9 @@ use std::path::Path;
 use lumos_graph::{build_streamed, TrackSink};
 use lumos_predict::{Input, TraceContext};
 use lumos_store::{is_lgraph_file, read_stored, InputError};
+use lumos_trace::TraceMeta;
 
-use crate::TimelineSource;
+use crate::{Replayed, TimelineSource};
 
 /// One file as a prediction's input, with what the predicted timeline
 /// needs of it. A trace is read straight into its graph's build
@@ -44,4 +45,20 @@ pub fn prediction_input(path: &Path) -> Result<(Input, TimelineSource), InputErr
         ctx,
     };
     Ok((input, source))
+}
+
+/// The prediction input of a trace already replayed with
+/// [`crate::replay_path_with_meta`], which gave `replayed` and `meta`: its
+/// graph and measured times, the very input [`prediction_input`] reads
+/// from the file (both build it with [`build_streamed`], and a replay
+/// leaves the graph as built). The replay's schedule and analyses are
+/// dropped.
+pub fn prediction_input_of_replay(replayed: Replayed, meta: &TraceMeta) -> Input {
+    let ctx = TraceContext::from_meta(meta, &replayed.measured);
+    Input {
+        name: replayed.meta.path.display().to_string(),
+        graph: replayed.graph,
+        measured: replayed.measured,
+        ctx,
+    }
 }

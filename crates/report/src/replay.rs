@@ -12,7 +12,7 @@ use lumos_sim::{
     Schedule, SimOptions, TaskTimes,
 };
 use lumos_store::StoredRank;
-use lumos_trace::{read_path_into, MemoryEvent, Trace};
+use lumos_trace::{read_path_into, MemoryEvent, Trace, TraceMeta};
 use serde::Serialize;
 use std::sync::Mutex;
 
@@ -395,9 +395,24 @@ pub fn replay_path_for(
     report: &AnalysisOptions,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Replayed, ReportError> {
+    replay_path_with_meta(path, (opts, scales), report, progress).map(|(replayed, _)| replayed)
+}
+
+/// [`replay_path_for`], also giving the trace's metadata: with the replay's
+/// graph and measured times, it is what a prediction reads of the file
+/// ([`crate::prediction_input_of_replay`]), so that a page and a
+/// prediction of one trace (`lumos report` with what-if flags) read it
+/// once.
+pub fn replay_path_with_meta(
+    path: &std::path::Path,
+    (opts, scales): (&SimOptions, &[KernelScale]),
+    report: &AnalysisOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Replayed, TraceMeta), ReportError> {
     let mut sink = TrackSink::new();
     let mut trace = read_path_into(path, progress, &mut sink)?;
     let (meta, memory) = (RankMeta::of(&trace), std::mem::take(&mut trace.memory));
+    let trace_meta = std::mem::take(&mut trace.meta);
     let built = build_streamed(trace, sink);
     // Unlike `replay_owned`, no trims: no trace's events were freed, and
     // what the build's indexes and the simulator's arrays leave free is
@@ -405,7 +420,8 @@ pub fn replay_path_for(
     // trims gave about 110 MB back that those then faulted in afresh
     // (28 k page faults, 3 to 4% of the command's wall) for 20 to 30 MB
     // less peak (0.54x of the JSON with them, at most 0.57x without).
-    replay_built(meta, memory, built, opts, scales, Some(report))
+    let replayed = replay_built(meta, memory, built, opts, scales, Some(report))?;
+    Ok((replayed, trace_meta))
 }
 
 /// `replayed`, after the heap is given back to the system

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use lumos_graph::assemble;
-use lumos_predict::Baseline;
+use lumos_predict::{Baseline, Input};
 use lumos_report::HtmlReport;
 use lumos_sim::SimOptions;
 use lumos_store::{Prepared, Sorted};
@@ -46,8 +46,14 @@ pub struct ReportArgs {
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
     let files = inputs::expand(&a.paths)?;
+    // A single trace's page and prediction share one read of the file.
+    let mut loaded = None;
     let page = match &files[..] {
-        [file] if !a.mode.job && !inputs::is_lgraph(file) => file_page(file)?,
+        [file] if !a.mode.job && !inputs::is_lgraph(file) => {
+            let (page, input) = file_page(file, a.target.any())?;
+            loaded = input;
+            page
+        }
         _ => {
             let read = read_every(&files)?;
             match a.mode.sort(read.into_iter().map(Ok).collect()) {
@@ -57,13 +63,13 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                     job_page(ranks)?
                 }
                 Sorted::Apart(read, _) => {
-                    trace_page(read.into_iter().filter_map(Result::ok).collect())?
+                    return Err(no_page(read.into_iter().filter_map(Result::ok).collect()))
                 }
             }
         }
     };
     let page = if a.target.any() {
-        page.with_prediction(prediction(a)?)
+        page.with_prediction(prediction(a, loaded)?)
     } else {
         page
     };
@@ -93,43 +99,44 @@ fn read_every(files: &[PathBuf]) -> Result<Vec<Prepared>> {
     }
 }
 
-/// The page of one trace (`--per-trace` or files that are not one job
-/// leave nothing else to show on one page).
-fn trace_page(read: Vec<Prepared>) -> Result<HtmlReport> {
-    let [prepared] = <[Prepared; 1]>::try_from(read).map_err(|read| {
-        usage(format!(
+/// Why inputs that are not one job make no page: a page shows one trace
+/// or the ranks of one job, and an `.lgraph` file alone keeps no timeline
+/// to replay. A single trace file never comes here: [`file_page`] reads
+/// and replays it.
+fn no_page(read: Vec<Prepared>) -> anyhow::Error {
+    match &read[..] {
+        [Prepared::Stored(_)] => usage(
+            "lumos report of one rank needs its trace: an .lgraph file keeps no timeline to \
+             replay alone (it serves jobs, with --job)",
+        ),
+        _ => usage(format!(
             "lumos report takes one trace or the ranks of one job; these {} traces are not \
              one job (--job treats them as one)",
             read.len()
-        ))
-    })?;
-    let Prepared::Built(built) = prepared else {
-        return Err(usage(
-            "lumos report of one rank needs its trace: an .lgraph file keeps no timeline to \
-             replay alone (it serves jobs, with --job)",
-        ));
-    };
-    let rank = built.rank.expect("JobMode::sort gives every rank back");
-    let sim = (&SimOptions::default(), &[][..]);
-    let analysis = lumos_report::AnalysisOptions::default();
-    let replayed = lumos_report::replay_rank_alone(rank, built.memory, sim, &analysis)?;
-    Ok(HtmlReport::of_trace(&replayed))
+        )),
+    }
 }
 
-/// The page of one trace file: what [`trace_page`] makes of it, but read
-/// and replayed in one go (`lumos_report::replay_path`), the graph build's
-/// first pass done as the file is read, so the trace's events are never
-/// all in memory.
-fn file_page(file: &Path) -> Result<HtmlReport> {
+/// The page of one trace file, read and replayed in one go
+/// (`lumos_report::replay_path_with_meta`), the graph build's first pass
+/// done as the file is read, so the trace's events are never all in
+/// memory. With `predicting`, also the file's
+/// prediction input, made of the replayed graph
+/// ([`lumos_report::prediction_input_of_replay`]) rather than of a second
+/// read of the file.
+fn file_page(file: &Path, predicting: bool) -> Result<(HtmlReport, Option<Input>)> {
     let work = progress::FileWork::new(format!("replaying {}", file.display()));
+    let report = lumos_report::AnalysisOptions::default();
     // On one of rayon's threads, as `lumos replay` replays a file.
-    let replayed = rayon::scope(|_| {
-        lumos_report::replay_path(file, &SimOptions::default(), &[], &|b| work.read(b))
+    let (replayed, meta) = rayon::scope(|_| {
+        let sim = (&SimOptions::default(), &[][..]);
+        lumos_report::replay_path_with_meta(file, sim, &report, &|b| work.read(b))
     })?;
     work.read_done();
     let page = HtmlReport::of_trace(&replayed);
     work.finish();
-    Ok(page)
+    let input = predicting.then(|| lumos_report::prediction_input_of_replay(replayed, &meta));
+    Ok((page, input))
 }
 
 /// The page of a job, replayed jointly. The job is given up, as `lumos
@@ -143,9 +150,14 @@ fn job_page(ranks: Vec<lumos_graph::RankInput>) -> Result<HtmlReport> {
 }
 
 /// The prediction `lumos predict` would make with the same inputs and
-/// flags.
-fn prediction(a: &ReportArgs) -> Result<lumos_report::PredictReport> {
-    let (loaded, _) = predict::load(&a.paths)?;
+/// flags: of `loaded`, the input already made of the page's trace, or
+/// else of the files read again (the ranks of a job were given up to the
+/// page's joint replay).
+fn prediction(a: &ReportArgs, loaded: Option<Input>) -> Result<lumos_report::PredictReport> {
+    let loaded = match loaded {
+        Some(input) => vec![input],
+        None => predict::load(&a.paths)?.0,
+    };
     let network = predict::target_network(&a.target)?;
     let base = Baseline::new(loaded).map_err(predict::predict_error)?;
     let pred = predict::apply(&base, &a.target, network).map_err(predict::predict_error)?;
