@@ -4,9 +4,10 @@
 //! events, wrong types, huge and non-finite numbers, deep nesting, long
 //! strings, invalid UTF-8, the array form, a BOM, zero padding, gzip in
 //! several members, padded, truncated or damaged, a tar archive), each
-//! run through the real `lumos` binary (inspect, replay, predict) as a
-//! subprocess, so that an abort or a stack overflow is a failure like a
-//! panic.
+//! run through the real `lumos` binary (inspect, replay, predict, report,
+//! ingest) as a subprocess, so that an abort or a stack overflow is a
+//! failure like a panic. A file a command writes (a page, an `.lgraph`
+//! file) must appear whole on success and not at all on failure.
 //!
 //! Every run must exit 0 or 1 within [`TIME_LIMIT`] and [`MEMORY_LIMIT_KB`]
 //! of address space, print nothing about a panic, print valid JSON when
@@ -344,7 +345,28 @@ fn run_case(
                 job_dir.display().to_string(),
             ]
         }
+        mutate::Command::Report => vec!["report".into(), file_arg.clone(), "-o".into()],
+        mutate::Command::ReportPredict => {
+            let dp = ["--dp".into(), "2".into()];
+            [
+                vec!["report".into(), file_arg.clone()],
+                dp.to_vec(),
+                vec!["-o".into()],
+            ]
+            .concat()
+        }
+        mutate::Command::Ingest => vec!["ingest".into(), file_arg.clone(), "-o".into()],
     };
+    // What a command writes besides stdout, next to the case.
+    let written = match case.command {
+        mutate::Command::Report | mutate::Command::ReportPredict => Some(dir.join("page.html")),
+        mutate::Command::Ingest => Some(dir.join("rank.lgraph")),
+        _ => None,
+    };
+    if let Some(w) = &written {
+        let _ = std::fs::remove_file(w);
+        args.push(w.display().to_string());
+    }
     if case.command == mutate::Command::ReplayOut {
         args.push(out_dir.display().to_string());
     }
@@ -357,7 +379,19 @@ fn run_case(
     let stderr =
         String::from_utf8_lossy(&std::fs::read(&stderr_path).unwrap_or_default()).into_owned();
     let _ = std::fs::remove_dir_all(&out_dir);
-    match check(case, status, &stdout, &stderr, &file_arg) {
+    // A written file appears whole on success and not at all on failure.
+    let problem = check(case, status, &stdout, &stderr, &file_arg).or_else(|| {
+        let w = written.as_ref()?;
+        let size = std::fs::metadata(w).map(|m| m.len()).ok();
+        match (status.success(), size) {
+            (true, None | Some(0)) => {
+                Some(format!("exit 0 but {} is missing or empty", w.display()))
+            }
+            (false, Some(_)) => Some(format!("failed but wrote {}", w.display())),
+            _ => None,
+        }
+    });
+    match problem {
         Some(p) => Err(format!(
             "{p} (after {:.2} s)\n  stderr: {}",
             elapsed.as_secs_f64(),
@@ -420,9 +454,12 @@ fn check(
     }
     match status.code() {
         Some(0) => {
-            let json = !matches!(
+            let json = matches!(
                 case.command,
-                mutate::Command::Inspect | mutate::Command::ReplayOut
+                mutate::Command::InspectJson
+                    | mutate::Command::Replay
+                    | mutate::Command::Predict
+                    | mutate::Command::ReplayJob
             );
             if json {
                 if let Err(e) = serde_json::from_slice::<serde_json::Value>(stdout) {
@@ -441,7 +478,12 @@ fn check(
         // gone, its layers unrecognisable) is refused as a usage error,
         // naming the file, as issue 10 asks: the flags were fine, the
         // question is not one this input can answer.
-        Some(2) if matches!(case.command, mutate::Command::Predict) => {
+        Some(2)
+            if matches!(
+                case.command,
+                mutate::Command::Predict | mutate::Command::ReportPredict
+            ) =>
+        {
             let named = stderr
                 .lines()
                 .any(|l| l.starts_with("error: ") && l.contains(file));

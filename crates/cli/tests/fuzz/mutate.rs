@@ -57,6 +57,13 @@ pub enum Command {
     ReplayOut,
     /// `predict --dp 2` (only on the rank of a job).
     Predict,
+    /// `report -o PAGE`: the HTML page of the trace.
+    Report,
+    /// `report --dp 2 -o PAGE`: the page with a what-if section (only on
+    /// the rank of a job), the page and the prediction made of one read.
+    ReportPredict,
+    /// `ingest -o RANK.lgraph`: the compact graph file.
+    Ingest,
     /// `replay --json` of the whole job, one rank of which is the case
     /// (only on the rank of a job).
     ReplayJob,
@@ -294,11 +301,14 @@ impl Case {
         let input = rng.below(inputs as u64) as usize;
         let roll = rng.below(10);
         let command = match roll {
-            _ if Some(input) == job && roll <= 2 => Command::Predict,
+            _ if Some(input) == job && roll <= 1 => Command::Predict,
+            _ if Some(input) == job && roll == 2 => Command::ReportPredict,
             _ if Some(input) == job && roll <= 5 => Command::ReplayJob,
             0..=2 => Command::Inspect,
-            3..=4 => Command::InspectJson,
-            5..=8 => Command::Replay,
+            3 => Command::InspectJson,
+            4 => Command::Ingest,
+            5..=7 => Command::Replay,
+            8 => Command::Report,
             _ => Command::ReplayOut,
         };
         let n = 1 + rng.below(3) as usize;
