@@ -63,6 +63,12 @@ impl GraphSection {
     pub(crate) fn into_parts(self) -> Result<(RankGraph, lumos_graph::BuildReport), Bad> {
         let mut graph = self.graph.into_graph()?;
         let measured = self.measured.into_measured(&graph)?;
+        // Well-formed sections can still hold a graph no build makes (a
+        // cycle, a task on two processors), which would stall or trip the
+        // replay far from this file: refused here, naming it.
+        if let Some(v) = lumos_graph::check_measured(&graph, &measured).first() {
+            return Err(Bad(format!("its graph is not one a build makes: {v}")));
+        }
         let (tasks, colls, groups) = (
             graph.tasks.len(),
             graph.collectives.len(),

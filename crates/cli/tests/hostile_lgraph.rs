@@ -1,0 +1,252 @@
+//! Compact graph files that are well formed (magic, version, checksums,
+//! ids in range) but whose graph no builder makes: a cycle, a task on two
+//! processors or on none, durations that are negative or overflow, a
+//! launch edge into a CPU task, steps whose ends are out of order. Such a
+//! file is hostile input like a damaged trace: every command must exit 0
+//! or 1 (or 2 for a prediction the file cannot support), naming the file
+//! in its error, and never panic, hang or abort.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test: printing is its job
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::lumos;
+use lumos_graph::{Anchor, DepKind, Edge, Graph, TaskId};
+use lumos_store::{Source, StoredRank};
+use lumos_testkit::TempDir;
+
+/// Each command is given this long; a hang is a failure.
+const TIME_LIMIT: Duration = Duration::from_secs(60);
+
+/// One way to make a well-formed graph hostile.
+type Mutation = (&'static str, fn(&mut Graph));
+
+fn last_on_first_processor(g: &Graph) -> (TaskId, TaskId) {
+    let p = g.processors.iter().find(|p| p.tasks.len() >= 2).unwrap();
+    (p.tasks[0], *p.tasks.last().unwrap())
+}
+
+const MUTATIONS: &[Mutation] = &[
+    ("an edge back to the processor's first task", |g| {
+        let (first, last) = last_on_first_processor(g);
+        g.edges.push(Edge {
+            from: last,
+            to: first,
+            kind: DepKind::InterThread,
+            anchor: Anchor::End,
+            latency_ns: 0,
+            inferred: false,
+        });
+    }),
+    ("a launch edge back to the processor's first task", |g| {
+        let (first, last) = last_on_first_processor(g);
+        g.edges.push(Edge {
+            from: last,
+            to: first,
+            kind: DepKind::Launch,
+            anchor: Anchor::Start,
+            latency_ns: 0,
+            inferred: false,
+        });
+    }),
+    ("a task that waits for itself", |g| {
+        let (first, _) = last_on_first_processor(g);
+        g.edges.push(Edge {
+            from: first,
+            to: first,
+            kind: DepKind::InterStream,
+            anchor: Anchor::End,
+            latency_ns: 0,
+            inferred: false,
+        });
+    }),
+    ("the processors' order reversed", |g| {
+        for p in &mut g.processors {
+            p.tasks.reverse();
+        }
+    }),
+    ("a task on two processors", |g| {
+        let t = g.processors[0].tasks[0];
+        let last = g.processors.len() - 1;
+        g.processors[last].tasks.push(t);
+    }),
+    ("every task on no processor", |g| {
+        for p in &mut g.processors {
+            p.tasks.clear();
+        }
+    }),
+    ("no processors at all", |g| g.processors.clear()),
+    ("negative durations, latencies and releases", |g| {
+        for t in &mut g.tasks {
+            t.duration_ns = -1_000_000_000;
+            t.release_ns = -5;
+        }
+        for e in &mut g.edges {
+            e.latency_ns = -1;
+        }
+    }),
+    ("durations at the largest integer", |g| {
+        for t in &mut g.tasks {
+            t.duration_ns = i64::MAX;
+        }
+        for e in &mut g.edges {
+            e.latency_ns = i64::MAX;
+        }
+    }),
+    ("durations at the smallest integer", |g| {
+        for t in &mut g.tasks {
+            t.duration_ns = i64::MIN;
+            t.release_ns = i64::MIN;
+        }
+    }),
+    ("steps out of order, their ends swapped", |g| {
+        for s in &mut g.steps {
+            std::mem::swap(&mut s.first_task, &mut s.last_task);
+            s.lead_ns = i64::MIN;
+            s.tail_ns = i64::MAX;
+            s.tasks.reverse();
+        }
+        g.steps.reverse();
+    }),
+    ("every edge and dependency dropped", |g| {
+        g.edges.clear();
+        g.runtime_deps.clear();
+    }),
+    ("every task a collective of the first one", |g| {
+        if !g.collectives.is_empty() {
+            for t in &mut g.tasks {
+                t.collective = Some(0);
+            }
+        }
+    }),
+    ("every task one scope, its own parent's child", |g| {
+        if !g.scopes.is_empty() {
+            g.scopes[0].parent = None;
+            for s in &mut g.task_scopes {
+                *s = Some(lumos_graph::ScopeId(0));
+            }
+        }
+    }),
+];
+
+/// The commands every file goes through.
+fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
+    let f = file.display().to_string();
+    let o = out.display().to_string();
+    vec![
+        vec!["inspect".into(), "--json".into(), f.clone()],
+        vec!["replay".into(), "--json".into(), f.clone()],
+        vec!["replay".into(), "--job".into(), "--json".into(), f.clone()],
+        vec!["replay".into(), f.clone(), "--out".into(), o.clone()],
+        vec!["predict".into(), "--dp".into(), "2".into(), f.clone()],
+        vec![
+            "predict".into(),
+            "--scale-kernels".into(),
+            "all=0.5".into(),
+            f.clone(),
+        ],
+        vec![
+            "report".into(),
+            "--job".into(),
+            f.clone(),
+            "-o".into(),
+            format!("{o}.html"),
+        ],
+    ]
+}
+
+/// What is wrong with one run, if anything. An error must name `file`;
+/// a prediction's refusal may name `source` instead, the trace the file
+/// was ingested from, as every report of the rank names it (a refusal is
+/// about the rank, not about the file).
+fn problem(args: &[String], file: &str, source: &str) -> Option<String> {
+    let started = Instant::now();
+    let mut child = lumos()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = String::new();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            break s;
+        }
+        if started.elapsed() > TIME_LIMIT {
+            let _ = child.kill();
+            return Some(format!("no answer within {TIME_LIMIT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    if stderr.contains("panicked") || stderr.contains("overflow") {
+        return Some(format!("panicked: {stderr}"));
+    }
+    let names = |f: &str| {
+        stderr
+            .lines()
+            .any(|l| l.starts_with("error: ") && l.contains(f))
+    };
+    match status.code() {
+        Some(0) => None,
+        Some(1) if names(file) => None,
+        Some(2) if args[0] == "predict" && (names(file) || names(source)) => None,
+        _ => Some(format!("{status}: {stderr}")),
+    }
+}
+
+#[test]
+fn well_formed_but_hostile_compact_files_are_refused_or_read() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-hostile-lgraph");
+    let traces: Vec<PathBuf> = [
+        "single-rank/v100-ddp-rank1of2-allreduce.json.gz",
+        "micro/a100-stream-wait-event-3streams.json.gz",
+        "multi-rank/dlrm-8xv100",
+    ]
+    .iter()
+    .flat_map(|rel| {
+        let p = corpus.path(rel);
+        if p.is_dir() {
+            corpus.traces(rel).into_iter().take(1).collect()
+        } else {
+            vec![p]
+        }
+    })
+    .collect();
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    for trace in &traces {
+        let t = lumos_trace::read_path(trace).unwrap();
+        let clean = StoredRank::from_trace(&t, Source::of_file(trace));
+        for (k, (what, mutate)) in MUTATIONS.iter().enumerate() {
+            let mut rank = clean.clone();
+            mutate(&mut rank.graph.graph);
+            let file = dir.join(format!("case{k}.lgraph"));
+            lumos_store::write_stored_file(&rank, &file).unwrap();
+            for args in commands(&file, &dir.join(format!("out{k}"))) {
+                runs += 1;
+                let (f, source) = (file.display().to_string(), trace.display().to_string());
+                if let Some(p) = problem(&args, &f, &source) {
+                    failures.push(format!(
+                        "{}: {what}: lumos {}: {p}",
+                        trace.display(),
+                        args.join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    println!("{runs} runs, {} failed", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
