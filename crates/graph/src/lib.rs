@@ -27,6 +27,7 @@ mod dump;
 mod heap;
 mod job;
 mod model;
+mod nccl;
 mod report;
 
 pub use about::{FlowEnd, FlowLink, GpuAnnotation, TraceAbout, Track};
@@ -45,4 +46,5 @@ pub use job::{
     Unreadable, FAR_CLOCK_NS,
 };
 pub use model::*;
+pub use nccl::NcclOperators;
 pub use report::{BuildReport, Rule};

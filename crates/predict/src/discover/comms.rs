@@ -11,7 +11,7 @@
 //! pass the data-parallel gradient reduction, the world group data
 //! parallelism, the epilogue's the model-parallel gradient norm.
 
-use lumos_graph::{Graph, TaskId};
+use lumos_graph::{Graph, NcclOperators, TaskId};
 use lumos_models::CollectiveKind;
 use rustc_hash::FxHashMap;
 
@@ -106,50 +106,20 @@ pub(super) fn is_all_to_all(name: &str) -> bool {
         .contains("alltoall")
 }
 
-/// The `nccl:<collective>` operators (`nccl:all_to_all`) of one graph, by
-/// the tasks they enclose.
-#[derive(Clone, Copy)]
-pub(super) struct NcclOperators<'g> {
-    g: &'g Graph,
-    /// Whether the graph names any such operator: most traces name none,
-    /// and then no task's scopes are walked to the root (a cache miss at
-    /// every scope, for every collective of a large trace).
-    any: bool,
-}
-
-impl<'g> NcclOperators<'g> {
-    /// The operators of `g`.
-    pub(super) fn of(g: &'g Graph) -> Self {
-        let any = (g.names.iter()).any(|n| n.strip_prefix("nccl:").is_some_and(|c| !c.is_empty()));
-        NcclOperators { g, any }
-    }
-
-    /// The collective an enclosing `nccl:<collective>` operator of task
-    /// `t` names (`all_to_all` for `nccl:all_to_all`), innermost first:
-    /// what the program asked for, where the recorded name may be only the
-    /// kernel's family.
-    pub(super) fn collective(&self, t: TaskId) -> Option<&'g str> {
-        if !self.any {
-            return None;
-        }
-        let g = self.g;
-        g.scope_chain(t).find_map(|s| {
-            let name = g.names.get(g.scopes.get(s.0 as usize)?.name.0 as usize)?;
-            name.strip_prefix("nccl:").filter(|n| !n.is_empty())
-        })
-    }
-
-    /// The collective task `t` runs, by what the program said where that
-    /// corrects the recorded name: the enclosing `nccl:` operator's when
-    /// it is an all-to-all (NCCL runs those as `SendRecv` kernels) or when
-    /// `recorded` names no known collective (a kernel-family name); else
-    /// `recorded`, so that an operator name the kind table does not know
-    /// (a coalesced variant, say) never turns a known kind into none.
-    pub(super) fn program_collective(&self, t: TaskId, recorded: &'g str) -> &'g str {
-        match self.collective(t) {
-            Some(op) if is_all_to_all(op) || collective_kind(recorded).is_none() => op,
-            _ => recorded,
-        }
+/// The collective task `t` runs, by what the program said where that
+/// corrects the recorded name: the enclosing `nccl:` operator's when it is
+/// an all-to-all (NCCL runs those as `SendRecv` kernels) or when
+/// `recorded` names no known collective (a kernel-family name); else
+/// `recorded`, so that an operator name the kind table does not know (a
+/// coalesced variant, say) never turns a known kind into none.
+pub(super) fn program_collective<'g>(
+    nccl: &mut NcclOperators<'g>,
+    t: TaskId,
+    recorded: &'g str,
+) -> &'g str {
+    match nccl.collective(t) {
+        Some(op) if is_all_to_all(op) || collective_kind(recorded).is_none() => op,
+        _ => recorded,
     }
 }
 
@@ -296,7 +266,7 @@ pub(super) fn classify_comms(
     // description) is worked out once per combination.
     let mut classified: FxHashMap<ClassKey, Classified> = FxHashMap::default();
     let places = Places::new(steps);
-    let nccl = NcclOperators::of(g);
+    let mut nccl = NcclOperators::of(g);
     let mut out = Vec::new();
     for (i, t) in g.tasks.iter().enumerate() {
         let Some(ci) = t.collective else { continue };
@@ -314,7 +284,7 @@ pub(super) fn classify_comms(
             place,
         );
         let (class, confidence, kind, p2p) = *classified.entry(key).or_insert_with(|| {
-            let name = nccl.program_collective(task, &c.name);
+            let name = program_collective(&mut nccl, task, &c.name);
             let (class, confidence) = group_class(name, c.group_size, group, place, ctx.world_size);
             (class, confidence, collective_kind(name), p2p_of(name))
         });

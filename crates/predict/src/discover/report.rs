@@ -318,7 +318,7 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
     // trace's collectives repeat a handful of groups.
     let mut slot: FxHashMap<(&str, GroupClass), usize> = FxHashMap::default();
     let mut groups: Vec<GroupReport> = Vec::new();
-    let nccl = super::comms::NcclOperators::of(g);
+    let mut nccl = lumos_graph::NcclOperators::of(g);
     for c in &s.comms {
         let name = c.group.as_deref().unwrap_or("-");
         let i = *slot.entry((name, c.class)).or_insert_with(|| {

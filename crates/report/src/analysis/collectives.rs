@@ -1,7 +1,7 @@
 //! Communication by collective type and process group, with the NCCL
 //! algorithm and the algorithm and bus bandwidths nccl-tests reports.
 
-use lumos_graph::{Graph, NameId, ScopeId, TaskId};
+use lumos_graph::{Graph, NameId, NcclOperators, TaskId};
 use lumos_sim::TaskTimes;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -157,47 +157,6 @@ fn nccl_tokens(kernel: &str) -> (Option<&'static str>, Option<&'static str>) {
     (find(&ALGORITHMS), find(&PROTOCOLS))
 }
 
-/// The enclosing `nccl:<collective>` operator of each scope a
-/// communication task was in, found once per scope: the tasks of one
-/// operator share its scope, and walking every task's scope chain was a
-/// visible part of the collectives' time on a large trace. A trace
-/// whose names include no `nccl:` operator has no scope to walk to: on
-/// one (a synthesized 1 GB rank) each task's walk to the root missed the
-/// cache at every scope, a few tens of ms at the end of the report.
-struct NcclOperators<'g> {
-    of_scope: FxHashMap<ScopeId, Option<&'g str>>,
-    any: bool,
-}
-
-impl<'g> NcclOperators<'g> {
-    /// For the tasks of `graph`.
-    fn new(graph: &Graph) -> Self {
-        NcclOperators {
-            of_scope: FxHashMap::default(),
-            any: graph.names.iter().any(|n| n.starts_with("nccl:")),
-        }
-    }
-
-    /// The name a communication task's type is read from: an enclosing
-    /// `nccl:<collective>` operator when there is one (the recorded name
-    /// may be only the kernel's family, `SendRecv` for an all-to-all),
-    /// else the recorded name.
-    fn typed_name(&mut self, graph: &'g Graph, t: TaskId, recorded: &'g str) -> &'g str {
-        let Some(scope) = graph.scope_of(t).filter(|_| self.any) else {
-            return recorded;
-        };
-        let op = *self.of_scope.entry(scope).or_insert_with(|| {
-            std::iter::successors(Some(scope), |s| graph.scopes[s.0 as usize].parent).find_map(
-                |s| {
-                    let name = graph.names[graph.scopes[s.0 as usize].name.0 as usize].as_str();
-                    name.starts_with("nccl:").then_some(name)
-                },
-            )
-        });
-        op.unwrap_or(recorded)
-    }
-}
-
 /// A group: the collective type (its position among the types seen),
 /// process group, group size, algorithm and protocol; borrowed from the
 /// graph so that grouping a task allocates nothing.
@@ -232,7 +191,7 @@ pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
         FxHashMap::default();
     let mut type_ids: FxHashMap<&str, u32> = FxHashMap::default();
     let mut types: Vec<String> = Vec::new();
-    let mut nccl = NcclOperators::new(graph);
+    let mut nccl = NcclOperators::of(graph);
     for &t in own {
         let task = graph.task(t);
         let Some(c) = task
@@ -247,7 +206,10 @@ pub(crate) fn collective_rows<T: TaskTimes + ?Sized>(
         let (algorithm, protocol) = *tokens
             .entry(task.name)
             .or_insert_with(|| nccl_tokens(graph.name(t)));
-        let typed = nccl.typed_name(graph, t, &c.name);
+        // The type an enclosing `nccl:<collective>` operator names, where
+        // the recorded name may be only the kernels' family (`SendRecv`
+        // for an all-to-all).
+        let typed = nccl.collective(t).unwrap_or(&c.name);
         let type_id = *type_ids.entry(typed).or_insert_with(|| {
             let ty = collective_type(typed);
             // Two typed names may have one type (`allreduce`,
