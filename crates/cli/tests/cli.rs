@@ -405,3 +405,52 @@ fn merge_writes_a_job_as_one_timeline_a_process_per_rank() {
         .unwrap();
     assert_eq!(st.status.code(), Some(2));
 }
+
+/// A trace read from a pipe (`lumos replay <(zcat t.json.gz)`, `zcat ... |
+/// lumos replay /dev/stdin`), gzip or plain, gives what the file gives:
+/// nothing reads the input's first bytes before the reader does (a
+/// compact graph is told by its magic bytes only in a regular file).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_trace_read_from_a_pipe_replays_as_the_file() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let file = corpus.path("single-rank/a100-recsys-rank3of8.json.gz");
+    let gz = std::fs::read(&file).unwrap();
+    let plain = lumos_testkit::gunzip(&gz).unwrap();
+    let want = replay_json(&[], std::slice::from_ref(&file));
+    for (what, bytes) in [("gzip", gz), ("plain", plain)] {
+        for cmd in [
+            &["replay", "--json"][..],
+            &["predict", "--json", "--dp", "16"],
+        ] {
+            let mut child = lumos()
+                .args(cmd)
+                .arg("/dev/stdin")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            let bytes = bytes.clone();
+            // Written from another thread: the pipe holds less than a trace.
+            let writer = std::thread::spawn(move || {
+                let _ = stdin.write_all(&bytes);
+            });
+            let out = child.wait_with_output().unwrap();
+            writer.join().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{what} {cmd:?}: {err}");
+            if cmd[0] == "replay" {
+                let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                let steps = |v: &serde_json::Value| v["traces"][0]["steps"].clone();
+                assert_eq!(steps(&got), steps(&want), "{what}");
+                assert_eq!(got["summary"], want["summary"], "{what}");
+            }
+        }
+    }
+}

@@ -75,11 +75,18 @@ pub fn is_lgraph_path(path: &Path) -> bool {
 }
 
 /// True when the file at `path` is a compact graph: named `.lgraph`, or
-/// starting with its magic bytes (a file renamed, or without extension).
+/// a regular file starting with its magic bytes (a file renamed, or
+/// without extension). Only a regular file is looked into: the bytes read
+/// from a pipe (`lumos replay <(zcat trace.json.gz)`, `/dev/stdin`) would
+/// be gone for the reader, so such an input is a compact graph only by
+/// its name.
 pub fn is_lgraph_file(path: &Path) -> bool {
     use std::io::Read;
     if is_lgraph_path(path) {
         return true;
+    }
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
     }
     let mut head = [0u8; 8];
     std::fs::File::open(path)
