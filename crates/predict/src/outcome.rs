@@ -144,25 +144,37 @@ impl Outcome {
             let off = part.start;
             let sp = job.step_parts[k].clone();
             let local = |t: TaskId| TaskId(t.0 - off);
-            let sub = Graph {
-                tasks: job.graph.tasks[part.start as usize..part.end as usize].to_vec(),
-                steps: job.graph.steps[sp.start as usize..sp.end as usize]
-                    .iter()
-                    .map(|st| Step {
-                        first_task: local(st.first_task),
-                        last_task: local(st.last_task),
-                        tasks: st.tasks.iter().map(|&t| local(t)).collect(),
-                        ..st.clone()
-                    })
-                    .collect(),
-                ..Graph::default()
+            // A stage that is the whole job (one rank, or stages replayed
+            // apart with one of them) is read in place: what is read of it
+            // here is its tasks and steps, which a copy would repeat.
+            let whole = part.start == 0
+                && part.end as usize == job.graph.tasks.len()
+                && sp == (0..job.graph.steps.len() as u32);
+            let copy;
+            let sub = if whole {
+                &job.graph
+            } else {
+                copy = Graph {
+                    tasks: job.graph.tasks[part.start as usize..part.end as usize].to_vec(),
+                    steps: job.graph.steps[sp.start as usize..sp.end as usize]
+                        .iter()
+                        .map(|st| Step {
+                            first_task: local(st.first_task),
+                            last_task: local(st.last_task),
+                            tasks: st.tasks.iter().map(|&t| local(t)).collect(),
+                            ..st.clone()
+                        })
+                        .collect(),
+                    ..Graph::default()
+                };
+                &copy
             };
             let times = lumos_sim::ScheduleSlice {
                 schedule: &schedule,
                 offset: off,
                 len: sub.tasks.len(),
             };
-            let spans = step_spans(&sub, &times, None);
+            let spans = step_spans(sub, &times, None);
             let step_ns: Vec<i64> = spans.iter().map(|s| s.end_ns - s.start_ns).collect();
             let window = if sub.steps.is_empty() {
                 whole_span(&times)
@@ -176,7 +188,7 @@ impl Outcome {
                 stage: p.stages[k].stage,
                 step_ns,
                 step_end_ns: spans.iter().map(|s| s.end_ns).collect(),
-                breakdown: breakdown(&sub, &times, window),
+                breakdown: breakdown(sub, &times, window),
             });
         }
         let nsteps = stages.iter().map(|s| s.step_ns.len()).max().unwrap_or(0);
