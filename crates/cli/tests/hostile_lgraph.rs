@@ -28,39 +28,30 @@ fn last_on_first_processor(g: &Graph) -> (TaskId, TaskId) {
     (p.tasks[0], *p.tasks.last().unwrap())
 }
 
+/// An edge of `kind` from `from` to `to`, found by no rule.
+fn push_edge(g: &mut Graph, (from, to): (TaskId, TaskId), kind: DepKind, anchor: Anchor) {
+    g.edges.push(Edge {
+        from,
+        to,
+        kind,
+        anchor,
+        latency_ns: 0,
+        inferred: false,
+    });
+}
+
 const MUTATIONS: &[Mutation] = &[
     ("an edge back to the processor's first task", |g| {
         let (first, last) = last_on_first_processor(g);
-        g.edges.push(Edge {
-            from: last,
-            to: first,
-            kind: DepKind::InterThread,
-            anchor: Anchor::End,
-            latency_ns: 0,
-            inferred: false,
-        });
+        push_edge(g, (last, first), DepKind::InterThread, Anchor::End);
     }),
     ("a launch edge back to the processor's first task", |g| {
         let (first, last) = last_on_first_processor(g);
-        g.edges.push(Edge {
-            from: last,
-            to: first,
-            kind: DepKind::Launch,
-            anchor: Anchor::Start,
-            latency_ns: 0,
-            inferred: false,
-        });
+        push_edge(g, (last, first), DepKind::Launch, Anchor::Start);
     }),
     ("a task that waits for itself", |g| {
         let (first, _) = last_on_first_processor(g);
-        g.edges.push(Edge {
-            from: first,
-            to: first,
-            kind: DepKind::InterStream,
-            anchor: Anchor::End,
-            latency_ns: 0,
-            inferred: false,
-        });
+        push_edge(g, (first, first), DepKind::InterStream, Anchor::End);
     }),
     ("the processors' order reversed", |g| {
         for p in &mut g.processors {
