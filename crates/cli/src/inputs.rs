@@ -49,11 +49,14 @@ pub fn read_rank(f: &Path) -> Result<RankInput> {
 }
 
 /// Expands directories (sub-folders included, sorted) into their trace
-/// files.
+/// files, and `-` into standard input (`/dev/stdin`, which errors then
+/// name), as Unix tools take it.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
-        if p.is_dir() {
+        if cfg!(unix) && p.as_os_str() == "-" {
+            out.push(PathBuf::from("/dev/stdin"));
+        } else if p.is_dir() {
             let found = lumos_trace::trace_files_under(p, &|n| {
                 lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph")
             })?;

@@ -407,8 +407,8 @@ fn merge_writes_a_job_as_one_timeline_a_process_per_rank() {
 }
 
 /// A trace read from a pipe (`lumos replay <(zcat t.json.gz)`, `zcat ... |
-/// lumos replay /dev/stdin`), gzip or plain, gives what the file gives:
-/// nothing reads the input's first bytes before the reader does (a
+/// lumos replay -` or `/dev/stdin`), gzip or plain, gives what the file
+/// gives: nothing reads the input's first bytes before the reader does (a
 /// compact graph is told by its magic bytes only in a regular file).
 #[cfg(target_os = "linux")]
 #[test]
@@ -422,14 +422,14 @@ fn a_trace_read_from_a_pipe_replays_as_the_file() {
     let gz = std::fs::read(&file).unwrap();
     let plain = lumos_testkit::gunzip(&gz).unwrap();
     let want = replay_json(&[], std::slice::from_ref(&file));
-    for (what, bytes) in [("gzip", gz), ("plain", plain)] {
+    for (what, bytes, path) in [("gzip", gz, "/dev/stdin"), ("plain", plain, "-")] {
         for cmd in [
             &["replay", "--json"][..],
             &["predict", "--json", "--dp", "16"],
         ] {
             let mut child = lumos()
                 .args(cmd)
-                .arg("/dev/stdin")
+                .arg(path)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

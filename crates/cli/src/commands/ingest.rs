@@ -16,7 +16,8 @@ use crate::{inputs, output};
 /// `lumos ingest` arguments.
 #[derive(clap::Args)]
 pub struct IngestArgs {
-    /// Trace files (.json or .json.gz) or directories of them.
+    /// Trace files (.json or .json.gz) or directories of them; `-` reads
+    /// standard input.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Where to write: a file for one trace, a directory (created if

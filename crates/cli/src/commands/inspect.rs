@@ -20,7 +20,7 @@ use crate::{inputs, output, progress};
 #[derive(clap::Args)]
 pub struct InspectArgs {
     /// Trace files (.json or .json.gz), compact graphs (.lgraph, from
-    /// `lumos ingest`), or directories of them.
+    /// `lumos ingest`), or directories of them; `-` reads standard input.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Print JSON instead of tables.

@@ -19,7 +19,8 @@ use crate::{inputs, output};
 #[derive(clap::Args)]
 pub struct PredictArgs {
     /// Trace files, compact graphs (.lgraph) or directories: one rank, or
-    /// one rank per pipeline stage of the same job.
+    /// one rank per pipeline stage of the same job; `-` reads standard
+    /// input.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     #[command(flatten)]

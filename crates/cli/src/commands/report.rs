@@ -23,7 +23,7 @@ use crate::{inputs, output, progress};
 #[derive(clap::Args)]
 pub struct ReportArgs {
     /// A trace file (.json or .json.gz), or the ranks of one job (files or
-    /// a directory of them).
+    /// a directory of them); `-` reads standard input.
     #[arg(required = true, value_name = "TRACE_OR_DIR")]
     pub paths: Vec<PathBuf>,
     /// Where to write the page (one HTML file, nothing else needed to open
