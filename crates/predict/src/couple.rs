@@ -5,6 +5,8 @@
 //! A receive's traced duration includes waiting for the other stage, which
 //! the joint replay computes instead.
 
+use std::borrow::Cow;
+
 use lumos_graph::{Graph, ProcKind, Rendezvous, RendezvousKind, Step, TaskId, WaitTarget};
 use lumos_models::CollectiveKind;
 use rustc_hash::FxHashMap;
@@ -17,9 +19,12 @@ use crate::models::{CommModel, Source};
 use crate::retime::Ratios;
 
 /// The joint graph of several stages and the rendezvous that couple them.
-pub struct Job {
-    /// Every stage's tasks.
-    pub graph: Graph,
+pub struct Job<'p> {
+    /// Every stage's tasks: the one stage's own graph, borrowed from the
+    /// prediction, when there is one stage to replay alone (a copy of it
+    /// was a third graph in memory and a tenth of a large rank's
+    /// prediction).
+    pub graph: Cow<'p, Graph>,
     /// Transfers and reductions that couple stages.
     pub rendezvous: Vec<Rendezvous>,
     /// Each stage's tasks in `graph`.
@@ -36,19 +41,49 @@ pub struct Job {
     pub stage_of_part: Vec<u32>,
 }
 
+impl Job<'_> {
+    /// The job with its graph its own (a copy where it borrowed a stage's).
+    pub fn into_owned(self) -> Job<'static> {
+        Job {
+            graph: Cow::Owned(self.graph.into_owned()),
+            rendezvous: self.rendezvous,
+            parts: self.parts,
+            step_parts: self.step_parts,
+            source: self.source,
+            origin: self.origin,
+            coupled: self.coupled,
+            stage_of_part: self.stage_of_part,
+        }
+    }
+}
+
 impl Prediction<'_> {
     /// One graph with every stage. With several stages and any change,
     /// their transfers and gradient-norm reductions are coupled as
     /// rendezvous with modelled transfer times; otherwise they are
     /// independent.
-    pub fn job(&self) -> Job {
+    pub fn job(&self) -> Job<'_> {
         self.job_coupled(self.stages.len() > 1 && !self.is_identity())
     }
 
     /// [`Prediction::job`] with the coupling decided by the caller (for
     /// measuring what coupling alone does to the traced configuration).
-    pub fn job_coupled(&self, couple: bool) -> Job {
+    pub fn job_coupled(&self, couple: bool) -> Job<'_> {
         let couple = couple && self.stages.len() > 1;
+        if let [st] = &self.stages[..] {
+            if distinct_names(&st.graph) {
+                return Job {
+                    graph: Cow::Borrowed(&*st.graph),
+                    rendezvous: Vec::new(),
+                    parts: std::iter::once(0..st.graph.tasks.len() as u32).collect(),
+                    step_parts: std::iter::once(0..st.graph.steps.len() as u32).collect(),
+                    source: st.source.clone(),
+                    origin: st.origin.clone(),
+                    coupled: false,
+                    stage_of_part: vec![st.stage],
+                };
+            }
+        }
         let mut g = Graph::default();
         let mut parts = Vec::new();
         let mut step_parts = Vec::new();
@@ -87,7 +122,7 @@ impl Prediction<'_> {
             self.couple(&mut g, &parts, &origin, &tags, &mut source, &mut rendezvous);
         }
         Job {
-            graph: g,
+            graph: Cow::Owned(g),
             rendezvous,
             parts,
             step_parts,
@@ -212,6 +247,13 @@ impl Prediction<'_> {
             rendezvous.push(Rendezvous::collective(tasks));
         }
     }
+}
+
+/// Whether no two of `g`'s names are equal, as a build interns them: then
+/// a stage's graph is its own joint graph (appending renumbers nothing).
+fn distinct_names(g: &Graph) -> bool {
+    let mut seen = rustc_hash::FxHashSet::default();
+    g.names.iter().all(|n| seen.insert(n.as_str()))
 }
 
 /// Appends stage graph `sg`, the `k`-th, to the joint graph `g`: its tasks,
@@ -355,14 +397,38 @@ mod tests {
     fn the_first_stage_is_copied_as_mapping_would_append_it() {
         let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
         for input in &base.inputs {
-            let sg = &input.graph;
-            let (mut copied, mut mapped) = (Graph::default(), Graph::default());
-            let (mut a, mut b) = (FxHashMap::default(), FxHashMap::default());
-            append_stage(&mut copied, &mut a, 0, sg, 0);
-            append_mapped(&mut mapped, &mut b, 0, sg, 0);
-            assert_eq!(format!("{copied:?}"), format!("{mapped:?}"));
-            assert_eq!(a, b);
+            // As built; without scopes; with a name twice (which only the
+            // mapped path handles: the copy must not be taken).
+            let mut unscoped = input.graph.clone();
+            unscoped.scopes.clear();
+            unscoped.task_scopes.clear();
+            let mut twice = input.graph.clone();
+            twice.names.push(twice.names[0].clone());
+            for sg in [&input.graph, &unscoped, &twice] {
+                let (mut copied, mut mapped) = (Graph::default(), Graph::default());
+                let (mut a, mut b) = (FxHashMap::default(), FxHashMap::default());
+                append_stage(&mut copied, &mut a, 0, sg, 0);
+                append_mapped(&mut mapped, &mut b, 0, sg, 0);
+                assert_eq!(format!("{copied:?}"), format!("{mapped:?}"));
+                assert_eq!(a, b);
+            }
+            assert!(distinct_names(&input.graph) && !distinct_names(&twice));
         }
+    }
+
+    #[test]
+    fn a_one_stage_job_is_the_stage_itself() {
+        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let id = base.identity();
+        let job = id.job();
+        assert!(matches!(job.graph, Cow::Borrowed(_)));
+        let (mut mapped, mut names) = (Graph::default(), FxHashMap::default());
+        append_mapped(&mut mapped, &mut names, 0, &id.stages[0].graph, 0);
+        assert_eq!(format!("{:?}", *job.graph), format!("{mapped:?}"));
+        assert_eq!(job.parts.len(), 1);
+        assert_eq!(job.parts[0], 0..mapped.tasks.len() as u32);
+        assert_eq!(job.step_parts.len(), 1);
+        assert_eq!(job.step_parts[0], 0..mapped.steps.len() as u32);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::queue::LaunchQueue;
 
 impl Prediction<'_> {
     /// Replays the prediction.
-    pub fn simulate(&self) -> Result<Outcome, PredictError> {
+    pub fn simulate(&self) -> Result<Outcome<'_>, PredictError> {
         self.simulate_job(self.job())
     }
 
@@ -23,7 +23,7 @@ impl Prediction<'_> {
     /// [`LaunchQueue::of`] the traced inputs. Should the queue's waits make
     /// the replay stuck (a launch order the graph cannot honour), it is
     /// replayed without them and [`Outcome::launch_queue`] is `None`.
-    pub fn simulate_job(&self, job: Job) -> Result<Outcome, PredictError> {
+    pub fn simulate_job<'j>(&self, job: Job<'j>) -> Result<Outcome<'j>, PredictError> {
         let queue = LaunchQueue::of(&self.base.inputs);
         let limited = SimOptions::default().launch_queue(queue.depth);
         match self.replay(&job, &limited) {
@@ -39,7 +39,7 @@ impl Prediction<'_> {
         }
     }
 
-    fn replay(&self, job: &Job, opts: &SimOptions) -> Result<Schedule, PredictError> {
+    fn replay(&self, job: &Job<'_>, opts: &SimOptions) -> Result<Schedule, PredictError> {
         if job.coupled {
             simulate_with_rendezvous(&job.graph, &job.rendezvous, opts)
                 .map_err(|error| PredictError::Replay { joint: true, error })
@@ -51,7 +51,7 @@ impl Prediction<'_> {
     /// Independent stages: each replayed alone (on its own window), exactly
     /// as `lumos replay` does, their schedules laid end to end as `job`
     /// numbers their tasks.
-    fn replay_alone(&self, job: &Job, opts: &SimOptions) -> Result<Schedule, PredictError> {
+    fn replay_alone(&self, job: &Job<'_>, opts: &SimOptions) -> Result<Schedule, PredictError> {
         let mut start = Vec::with_capacity(job.graph.tasks.len());
         let mut end = Vec::with_capacity(job.graph.tasks.len());
         let mut bound = Vec::new();
@@ -115,13 +115,13 @@ pub struct StageOutcome {
 }
 
 /// A replayed prediction.
-pub struct Outcome {
+pub struct Outcome<'p> {
     /// Per stage.
     pub stages: Vec<StageOutcome>,
     /// Iteration time per step: the slowest stage's.
     pub step_ns: Vec<i64>,
     /// The joint graph.
-    pub job: Job,
+    pub job: Job<'p>,
     /// Its schedule.
     pub schedule: Schedule,
     /// The launch queue it was replayed with; `None` when the queue's
@@ -129,13 +129,13 @@ pub struct Outcome {
     pub launch_queue: Option<LaunchQueue>,
 }
 
-impl Outcome {
+impl<'j> Outcome<'j> {
     fn of(
         p: &Prediction,
-        job: Job,
+        job: Job<'j>,
         schedule: Schedule,
         launch_queue: Option<LaunchQueue>,
-    ) -> Outcome {
+    ) -> Outcome<'j> {
         let mut stages = Vec::new();
         for (k, part) in job.parts.iter().enumerate() {
             // This stage's tasks and steps alone, numbered from 0, with its
@@ -144,9 +144,8 @@ impl Outcome {
             let off = part.start;
             let sp = job.step_parts[k].clone();
             let local = |t: TaskId| TaskId(t.0 - off);
-            // A stage that is the whole job (one rank, or stages replayed
-            // apart with one of them) is read in place: what is read of it
-            // here is its tasks and steps, which a copy would repeat.
+            // The stage of a one-stage job is read in place: what is read
+            // of it here is its tasks and steps, which a copy would repeat.
             let whole = part.start == 0
                 && part.end as usize == job.graph.tasks.len()
                 && sp == (0..job.graph.steps.len() as u32);
@@ -211,6 +210,18 @@ impl Outcome {
         }
     }
 
+    /// The outcome with its joint graph its own (a copy where it borrowed
+    /// the prediction's one stage), to keep beyond the prediction.
+    pub fn into_owned(self) -> Outcome<'static> {
+        Outcome {
+            job: self.job.into_owned(),
+            stages: self.stages,
+            step_ns: self.step_ns,
+            schedule: self.schedule,
+            launch_queue: self.launch_queue,
+        }
+    }
+
     /// Whether the predicted steps are steady, judged against `replayed`
     /// (the traced graphs' replay: its own spread is the noise).
     ///
@@ -220,7 +231,7 @@ impl Outcome {
     /// period between consecutive step ends is what a steady loop repeats:
     /// its median is the steady-state step. `None` with fewer than three
     /// steps.
-    pub fn steadiness(&self, replayed: &Outcome) -> Option<Steadiness> {
+    pub fn steadiness(&self, replayed: &Outcome<'_>) -> Option<Steadiness> {
         let steady_step_ns = median(&self.step_periods()?);
         if steady_step_ns <= 0 {
             return None;
@@ -280,7 +291,8 @@ mod tests {
     #[test]
     fn the_outcome_is_each_stage_s_replay() {
         let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
-        let out = base.identity().simulate().unwrap();
+        let identity = base.identity();
+        let out = identity.simulate().unwrap();
         for (k, inp) in base.inputs.iter().enumerate() {
             let s = simulate(&inp.graph, &SimOptions::default()).unwrap();
             let want: Vec<i64> = step_spans(&inp.graph, &s, None)

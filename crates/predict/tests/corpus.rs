@@ -160,8 +160,10 @@ fn a_gpu_behind_its_cpu_settles_instead_of_running_away() {
     let rel = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
     let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
     let base = Baseline::new(vec![input(&trace)]).unwrap();
-    let replayed = base.identity().simulate().unwrap();
-    let out = base.identity().with_dp(4).unwrap().simulate().unwrap();
+    let identity = base.identity();
+    let replayed = identity.simulate().unwrap();
+    let pred = base.identity().with_dp(4).unwrap();
+    let out = pred.simulate().unwrap();
     let queue = out.launch_queue.expect("replayed with a launch queue");
     assert_eq!(queue.depth, lumos_sim::DEFAULT_LAUNCH_QUEUE);
     assert!(queue.deepest_measured > 0 && queue.deepest_measured < queue.depth);
@@ -212,7 +214,8 @@ fn identity_predictions_are_steady() {
     ] {
         let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
         let base = Baseline::new(vec![input(&trace)]).unwrap();
-        let out = base.identity().simulate().unwrap();
+        let identity = base.identity();
+        let out = identity.simulate().unwrap();
         assert!(out.launch_queue.is_some(), "{rel}");
         let g = &base.inputs[0].graph;
         let free = lumos_sim::simulate(g, &Default::default()).unwrap();
@@ -242,7 +245,8 @@ fn a_pipeline_edit_has_modelled_gpu_time() {
     // Three steps, for the steadiness.
     cfg.steps = 3;
     let base = Baseline::new(inputs(&cfg)).unwrap();
-    let replayed = base.identity().simulate().unwrap();
+    let identity = base.identity();
+    let replayed = identity.simulate().unwrap();
     let p = base.identity().with_pp(4).unwrap();
     let out = p.simulate().unwrap();
     let s = out.steadiness(&replayed);
@@ -324,7 +328,8 @@ fn unsized_all_reduces_are_sized_from_their_slot_envelopes() {
         .map(|k| slots.iter().map(|s| s[k]).min().unwrap())
         .sum();
     let ring = (2.0 * 3.0 / 4.0) / (2.0 * 1.0 / 2.0);
-    let replayed = base.identity().simulate().unwrap();
+    let identity = base.identity();
+    let replayed = identity.simulate().unwrap();
     let mut net = base.network.model();
     net.gpus_per_node = 4;
     for (what, p, limit) in [

@@ -19,7 +19,7 @@ fn base() -> &'static Baseline {
 }
 
 /// Checks the prediction's graphs and replays it.
-fn sound(p: &Prediction) -> Outcome {
+fn sound<'p>(p: &'p Prediction<'_>) -> Outcome<'p> {
     for st in &p.stages {
         let v = check(&st.graph);
         assert!(
@@ -43,9 +43,9 @@ fn sound(p: &Prediction) -> Outcome {
 
 /// The coupled replay of the traced configuration: the reference for
 /// effects, so that coupling itself is not counted as the edit's.
-fn coupled_identity() -> Outcome {
+fn coupled_identity() -> Outcome<'static> {
     let id = base().identity();
-    id.simulate_job(id.job_coupled(true)).unwrap()
+    id.simulate_job(id.job_coupled(true)).unwrap().into_owned()
 }
 
 fn order(p: &Prediction, out: &Outcome, k: usize) -> String {
@@ -234,9 +234,11 @@ fn network_bandwidth_moves_data_parallel_time() {
         ..Default::default()
     };
     let (net, what) = lumos_predict::network_with(&fast_links, "fast.json").unwrap();
-    let fast = sound(&id.with_network(net, what).unwrap());
+    let fast_pred = id.with_network(net, what).unwrap();
+    let fast = sound(&fast_pred);
     let (net, what) = lumos_predict::network_preset("a100").unwrap();
-    let slow = sound(&id.with_network(net, what).unwrap());
+    let slow_pred = id.with_network(net, what).unwrap();
+    let slow = sound(&slow_pred);
     let (d, f, s) = (
         mean_ms(&default.step_ns),
         mean_ms(&fast.step_ns),

@@ -145,7 +145,8 @@ fn identity_is_the_replay_on_corpus_traces() {
                 .collect()
         };
         let base = Baseline::new(vec![inp]).unwrap();
-        let out = base.identity().simulate().unwrap();
+        let identity = base.identity();
+        let out = identity.simulate().unwrap();
         assert_eq!(out.step_ns, want, "{rel}");
     }
 }

@@ -386,19 +386,17 @@ impl From<&lp::LinkCalibration> for LinkCalibration {
 /// Replays the traced graphs (the identity prediction) and `pred`, and
 /// compares them with the measurement. The prediction's outcome comes back
 /// too, for its timelines ([`Timeline::predicted`](crate::Timeline::predicted)).
-pub fn predict(
+pub fn predict<'p>(
     base: &Baseline,
-    pred: &Prediction,
-) -> Result<(PredictReport, Outcome), ReportError> {
-    let mut replayed = base
-        .identity()
-        .simulate()
-        .map_err(ReportError::TracedReplay)?;
+    pred: &'p Prediction<'_>,
+) -> Result<(PredictReport, Outcome<'p>), ReportError> {
+    let identity = base.identity();
+    let mut replayed = identity.simulate().map_err(ReportError::TracedReplay)?;
     // The report reads the traced replay's steps and stages only: its joint
-    // graph and schedule (a copy of every traced graph, and a time for
-    // each task) are freed before the prediction, which holds its own, is
-    // simulated (on a 1 GB rank, about a quarter of `lumos predict`'s
-    // peak).
+    // graph and schedule (with several stages a copy of every traced graph,
+    // and a time for each task) are freed before the prediction, which
+    // holds its own, is simulated (on a 1 GB rank, about a quarter of
+    // `lumos predict`'s peak before one stage's joint graph was its own).
     drop(std::mem::take(&mut replayed.job.graph));
     drop(std::mem::take(&mut replayed.schedule));
     let outcome = pred.simulate().map_err(ReportError::Predict)?;
