@@ -406,51 +406,80 @@ fn merge_writes_a_job_as_one_timeline_a_process_per_rank() {
     assert_eq!(st.status.code(), Some(2));
 }
 
+/// `lumos ARGS` with `bytes` written to its standard input.
+#[cfg(target_os = "linux")]
+fn piped(args: &[&str], bytes: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = lumos()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let bytes = bytes.to_vec();
+    // Written from another thread: the pipe holds less than a trace.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
 /// A trace read from a pipe (`lumos replay <(zcat t.json.gz)`, `zcat ... |
 /// lumos replay -` or `/dev/stdin`), gzip or plain, gives what the file
 /// gives: nothing reads the input's first bytes before the reader does (a
-/// compact graph is told by its magic bytes only in a regular file).
+/// compact graph is told by its magic bytes only in a regular file, and
+/// one sent through a pipe is named as such).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_trace_read_from_a_pipe_replays_as_the_file() {
-    use std::io::Write;
-    use std::process::Stdio;
     let Some(corpus) = lumos_testkit::corpus() else {
         return;
     };
     let file = corpus.path("single-rank/a100-recsys-rank3of8.json.gz");
     let gz = std::fs::read(&file).unwrap();
     let plain = lumos_testkit::gunzip(&gz).unwrap();
-    let want = replay_json(&[], std::slice::from_ref(&file));
-    for (what, bytes, path) in [("gzip", gz, "/dev/stdin"), ("plain", plain, "-")] {
-        for cmd in [
-            &["replay", "--json"][..],
-            &["predict", "--json", "--dp", "16"],
-        ] {
-            let mut child = lumos()
-                .args(cmd)
-                .arg(path)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let mut stdin = child.stdin.take().unwrap();
-            let bytes = bytes.clone();
-            // Written from another thread: the pipe holds less than a trace.
-            let writer = std::thread::spawn(move || {
-                let _ = stdin.write_all(&bytes);
-            });
-            let out = child.wait_with_output().unwrap();
-            writer.join().unwrap();
+    let replayed = replay_json(&[], std::slice::from_ref(&file));
+    let predicted = lumos_json(&["predict", "--dp", "16"], std::slice::from_ref(&file));
+    let dir = TempDir::new("cli-pipe");
+    let page = dir.join("page.html");
+    let page_arg = page.to_str().unwrap();
+    for (what, bytes, path) in [("gzip", &gz, "/dev/stdin"), ("plain", &plain, "-")] {
+        let json = |args: &[&str]| {
+            let out = piped(&[args, &[path, "--json"]].concat(), bytes);
             let err = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{what} {cmd:?}: {err}");
-            if cmd[0] == "replay" {
-                let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-                let steps = |v: &serde_json::Value| v["traces"][0]["steps"].clone();
-                assert_eq!(steps(&got), steps(&want), "{what}");
-                assert_eq!(got["summary"], want["summary"], "{what}");
-            }
+            assert!(out.status.success(), "{what} {args:?}: {err}");
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        };
+        let got = json(&["replay"]);
+        assert_eq!(
+            got["traces"][0]["steps"], replayed["traces"][0]["steps"],
+            "{what}"
+        );
+        assert_eq!(got["summary"], replayed["summary"], "{what}");
+        let got = json(&["predict", "--dp", "16"]);
+        for key in ["steps", "stages", "confidence"] {
+            assert_eq!(got[key], predicted[key], "{what} {key}");
         }
+        // The page and its what-if share one read of the pipe.
+        let out = piped(&["report", "--dp", "2", path, "-o", page_arg], bytes);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{what} report: {err}");
+        assert!(std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("id=\"what-if\""));
     }
+    let lgraph = dir.join("rank.lgraph");
+    run_ok(lumos().arg("ingest").arg(&file).arg("-o").arg(&lgraph));
+    let out = piped(&["replay", "-"], &std::fs::read(&lgraph).unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/dev/stdin: is a compact graph (.lgraph) read as a trace"),
+        "{err}"
+    );
 }

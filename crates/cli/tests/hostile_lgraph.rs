@@ -4,7 +4,9 @@
 //! launch edge into a CPU task, steps whose ends are out of order. Such a
 //! file is hostile input like a damaged trace: every command must exit 0
 //! or 1 (or 2 for a prediction the file cannot support), naming the file
-//! in its error, and never panic, hang or abort.
+//! in its error, and never panic, hang or abort; a graph that breaks a
+//! build's invariants (a cycle, a task not exactly once on its processor)
+//! is refused as a corrupt file when read.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a test: printing is its job
 
 mod common;
@@ -20,8 +22,9 @@ use lumos_testkit::TempDir;
 /// Each command is given this long; a hang is a failure.
 const TIME_LIMIT: Duration = Duration::from_secs(60);
 
-/// One way to make a well-formed graph hostile.
-type Mutation = (&'static str, fn(&mut Graph));
+/// One way to make a well-formed graph hostile: what it does, whether
+/// reading the file must refuse it (a graph no build makes), and the edit.
+type Mutation = (&'static str, bool, fn(&mut Graph));
 
 fn last_on_first_processor(g: &Graph) -> (TaskId, TaskId) {
     let p = g.processors.iter().find(|p| p.tasks.len() >= 2).unwrap();
@@ -41,35 +44,39 @@ fn push_edge(g: &mut Graph, (from, to): (TaskId, TaskId), kind: DepKind, anchor:
 }
 
 const MUTATIONS: &[Mutation] = &[
-    ("an edge back to the processor's first task", |g| {
+    ("an edge back to the processor's first task", true, |g| {
         let (first, last) = last_on_first_processor(g);
         push_edge(g, (last, first), DepKind::InterThread, Anchor::End);
     }),
-    ("a launch edge back to the processor's first task", |g| {
-        let (first, last) = last_on_first_processor(g);
-        push_edge(g, (last, first), DepKind::Launch, Anchor::Start);
-    }),
-    ("a task that waits for itself", |g| {
+    (
+        "a launch edge back to the processor's first task",
+        true,
+        |g| {
+            let (first, last) = last_on_first_processor(g);
+            push_edge(g, (last, first), DepKind::Launch, Anchor::Start);
+        },
+    ),
+    ("a task that waits for itself", true, |g| {
         let (first, _) = last_on_first_processor(g);
         push_edge(g, (first, first), DepKind::InterStream, Anchor::End);
     }),
-    ("the processors' order reversed", |g| {
+    ("the processors' order reversed", true, |g| {
         for p in &mut g.processors {
             p.tasks.reverse();
         }
     }),
-    ("a task on two processors", |g| {
+    ("a task on two processors", true, |g| {
         let t = g.processors[0].tasks[0];
         let last = g.processors.len() - 1;
         g.processors[last].tasks.push(t);
     }),
-    ("every task on no processor", |g| {
+    ("every task on no processor", true, |g| {
         for p in &mut g.processors {
             p.tasks.clear();
         }
     }),
-    ("no processors at all", |g| g.processors.clear()),
-    ("negative durations, latencies and releases", |g| {
+    ("no processors at all", true, |g| g.processors.clear()),
+    ("negative durations, latencies and releases", false, |g| {
         for t in &mut g.tasks {
             t.duration_ns = -1_000_000_000;
             t.release_ns = -5;
@@ -78,7 +85,7 @@ const MUTATIONS: &[Mutation] = &[
             e.latency_ns = -1;
         }
     }),
-    ("durations at the largest integer", |g| {
+    ("durations at the largest integer", false, |g| {
         for t in &mut g.tasks {
             t.duration_ns = i64::MAX;
         }
@@ -86,13 +93,13 @@ const MUTATIONS: &[Mutation] = &[
             e.latency_ns = i64::MAX;
         }
     }),
-    ("durations at the smallest integer", |g| {
+    ("durations at the smallest integer", false, |g| {
         for t in &mut g.tasks {
             t.duration_ns = i64::MIN;
             t.release_ns = i64::MIN;
         }
     }),
-    ("steps out of order, their ends swapped", |g| {
+    ("steps out of order, their ends swapped", false, |g| {
         for s in &mut g.steps {
             std::mem::swap(&mut s.first_task, &mut s.last_task);
             s.lead_ns = i64::MIN;
@@ -101,18 +108,18 @@ const MUTATIONS: &[Mutation] = &[
         }
         g.steps.reverse();
     }),
-    ("every edge and dependency dropped", |g| {
+    ("every edge and dependency dropped", false, |g| {
         g.edges.clear();
         g.runtime_deps.clear();
     }),
-    ("every task a collective of the first one", |g| {
+    ("every task a collective of the first one", false, |g| {
         if !g.collectives.is_empty() {
             for t in &mut g.tasks {
                 t.collective = Some(0);
             }
         }
     }),
-    ("every task one scope, its own parent's child", |g| {
+    ("every task in the first scope, made a root", false, |g| {
         if !g.scopes.is_empty() {
             g.scopes[0].parent = None;
             for s in &mut g.task_scopes {
@@ -151,25 +158,24 @@ fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
 /// What is wrong with one run, if anything. An error must name `file`;
 /// a prediction's refusal may name `source` instead, the trace the file
 /// was ingested from, as every report of the rank names it (a refusal is
-/// about the rank, not about the file).
-fn problem(args: &[String], file: &str, source: &str) -> Option<String> {
+/// about the rank, not about the file). A file whose graph no build makes
+/// (`refused`) must be refused when read, as a corrupt file. Stderr goes to
+/// `err`, so that a full pipe cannot stall the command.
+fn problem(
+    args: &[String],
+    (file, source): (&str, &str),
+    refused: bool,
+    err: &Path,
+) -> Option<String> {
     let started = Instant::now();
     let mut child = lumos()
         .args(args)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(err).unwrap())
         .spawn()
         .unwrap();
-    let mut stderr = String::new();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
-            use std::io::Read;
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut stderr)
-                .unwrap();
             break s;
         }
         if started.elapsed() > TIME_LIMIT {
@@ -178,6 +184,7 @@ fn problem(args: &[String], file: &str, source: &str) -> Option<String> {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
+    let stderr = std::fs::read_to_string(err).unwrap_or_default();
     if stderr.contains("panicked") || stderr.contains("overflow") {
         return Some(format!("panicked: {stderr}"));
     }
@@ -186,6 +193,13 @@ fn problem(args: &[String], file: &str, source: &str) -> Option<String> {
             .lines()
             .any(|l| l.starts_with("error: ") && l.contains(f))
     };
+    if refused {
+        let corrupt = stderr.lines().any(|l| {
+            l.starts_with("error: ") && l.contains(file) && l.contains("corrupt .lgraph file")
+        });
+        return (!(status.code() == Some(1) && corrupt))
+            .then(|| format!("not refused as a corrupt file: {status}: {stderr}"));
+    }
     match status.code() {
         Some(0) => None,
         Some(1) if names(file) => None,
@@ -220,7 +234,7 @@ fn well_formed_but_hostile_compact_files_are_refused_or_read() {
     for trace in &traces {
         let t = lumos_trace::read_path(trace).unwrap();
         let clean = StoredRank::from_trace(&t, Source::of_file(trace));
-        for (k, (what, mutate)) in MUTATIONS.iter().enumerate() {
+        for (k, (what, refused, mutate)) in MUTATIONS.iter().enumerate() {
             let mut rank = clean.clone();
             mutate(&mut rank.graph.graph);
             let file = dir.join(format!("case{k}.lgraph"));
@@ -228,7 +242,8 @@ fn well_formed_but_hostile_compact_files_are_refused_or_read() {
             for args in commands(&file, &dir.join(format!("out{k}"))) {
                 runs += 1;
                 let (f, source) = (file.display().to_string(), trace.display().to_string());
-                if let Some(p) = problem(&args, &f, &source) {
+                let err = dir.join("stderr");
+                if let Some(p) = problem(&args, (&f, &source), *refused, &err) {
                     failures.push(format!(
                         "{}: {what}: lumos {}: {p}",
                         trace.display(),

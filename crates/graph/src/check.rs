@@ -6,7 +6,8 @@ use crate::model::{DepKind, Graph, Measured, ScopeId, TaskId};
 /// A broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {
-    /// The edges (with processor order) form a cycle through this many tasks.
+    /// The edges (with processor order) form a cycle: this many tasks are
+    /// in it or behind it (no order of the network reaches them).
     Cycle(usize),
     /// A GPU task has more than one launch edge.
     MultipleLaunches(TaskId),
@@ -23,7 +24,7 @@ pub enum Violation {
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Violation::Cycle(n) => write!(f, "its dependencies form a cycle through {n} tasks"),
+            Violation::Cycle(n) => write!(f, "{n} tasks are in or behind a dependency cycle"),
             Violation::MultipleLaunches(t) => write!(f, "GPU task {} has several launches", t.0),
             Violation::BadIndex => {
                 write!(f, "an edge or a processor names a task that is not there")
@@ -117,4 +118,96 @@ fn check_on(g: &Graph, measured: Option<&Measured>) -> Vec<Violation> {
         out.push(Violation::Cycle(left));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Anchor, Edge, NameId, ProcId, ProcKind, Processor, Span, Task, TaskKind};
+
+    /// Three CPU tasks in order on one thread, and `edges` between them.
+    fn chain(edges: &[(u32, u32)]) -> Graph {
+        let task = || Task {
+            kind: TaskKind::CpuOp,
+            name: NameId(0),
+            proc: ProcId(0),
+            duration_ns: 1,
+            release_ns: 0,
+            collective: None,
+            correlation: 0,
+        };
+        Graph {
+            names: vec!["op".into()],
+            tasks: vec![task(), task(), task()],
+            processors: vec![Processor {
+                kind: ProcKind::Thread { pid: 1, tid: 1 },
+                tasks: vec![TaskId(0), TaskId(1), TaskId(2)],
+            }],
+            edges: (edges.iter())
+                .map(|&(from, to)| Edge {
+                    from: TaskId(from),
+                    to: TaskId(to),
+                    kind: DepKind::InterThread,
+                    anchor: Anchor::End,
+                    latency_ns: 0,
+                    inferred: false,
+                })
+                .collect(),
+            ..Graph::default()
+        }
+    }
+
+    fn measured(starts: &[i64]) -> Measured {
+        Measured {
+            tasks: (starts.iter())
+                .map(|&s| Span {
+                    start_ns: s,
+                    end_ns: s + 1,
+                })
+                .collect(),
+            ..Measured::default()
+        }
+    }
+
+    #[test]
+    fn measured_times_give_the_same_verdict_as_the_full_check() {
+        let forward = measured(&[0, 10, 20]);
+        // Against the processor's order in measured time, which the ranks
+        // cannot prove acyclic: the full pass decides.
+        let backward = measured(&[20, 10, 0]);
+        let short = measured(&[0, 10]);
+        for (edges, cycle) in [(&[(0, 2)][..], false), (&[(2, 0)][..], true)] {
+            let g = chain(edges);
+            let want = check(&g);
+            assert_eq!(want.is_empty(), !cycle, "{edges:?}");
+            for m in [&forward, &backward, &short] {
+                assert_eq!(check_measured(&g, m), want, "{edges:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn violations_read_as_sentences() {
+        let said = [
+            (
+                Violation::Cycle(3),
+                "3 tasks are in or behind a dependency cycle",
+            ),
+            (
+                Violation::MultipleLaunches(TaskId(7)),
+                "GPU task 7 has several launches",
+            ),
+            (
+                Violation::Misplaced(TaskId(2)),
+                "task 2 is not exactly once on its own processor",
+            ),
+            (
+                Violation::ScopeOrder(ScopeId(4)),
+                "scope 4 comes before its parent",
+            ),
+        ];
+        for (v, text) in said {
+            assert_eq!(v.to_string(), text);
+        }
+    }
 }

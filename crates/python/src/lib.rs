@@ -203,8 +203,8 @@ fn load_job(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult
     })
 }
 
-/// True when `path` is a compact graph (`.lgraph`): named so, or starting
-/// with its magic bytes, as the CLI tells.
+/// True when `path` is a compact graph (`.lgraph`): named so, or a regular
+/// file starting with its magic bytes, as the CLI tells.
 #[pyfunction]
 fn is_lgraph(path: PathBuf) -> bool {
     lumos_store::is_lgraph_file(&path)

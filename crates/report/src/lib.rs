@@ -25,7 +25,8 @@
 //!   and launching operator, for front ends that show tables.
 //! - [`predict`]: a prediction against the measured run and its replay
 //!   ([`PredictReport`]), and [`Timeline::predicted`]; its inputs loaded
-//!   from trace or `.lgraph` files by [`prediction_input`].
+//!   from trace or `.lgraph` files by [`prediction_input`], or made of a
+//!   trace's replay by [`prediction_input_of_replay`].
 //! - [`transfer_replay`]: one recording's graph replayed with another's
 //!   measured durations (`--durations-from`), against the other's steps
 //!   ([`TransferReport`]).
@@ -38,7 +39,8 @@
 //! the report types here mirror what is shown of them and convert by hand.
 //! Nothing here prints or exits, and files are read only through the
 //! readers of lumos-trace and lumos-store ([`replay_path`],
-//! [`inspect_path`], [`prediction_input`]): a [`Timeline`] writes into any
+//! [`replay_path_with_meta`], [`inspect_path`], [`prediction_input`]): a
+//! [`Timeline`] writes into any
 //! `io::Write` the caller gives it.
 //!
 //! ```

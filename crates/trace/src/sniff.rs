@@ -40,6 +40,13 @@ pub(crate) fn identify(head: &[u8]) -> Option<(&'static str, &'static str)> {
             "UTF-16 text",
             "convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8)",
         ),
+        // lumos-store's `MAGIC`: a compact graph reaches the trace reader
+        // only through a pipe, where its bytes are not looked into first.
+        (
+            b"\x89LGRF\r\n\x1a",
+            "a compact graph (.lgraph) read as a trace",
+            "give its path (a compact graph is recognised in a file, not through a pipe)",
+        ),
         (
             b"SQLite format 3\x00",
             "an SQLite database (an Nsight Systems export?)",

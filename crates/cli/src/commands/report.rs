@@ -104,6 +104,10 @@ fn read_every(files: &[PathBuf]) -> Result<Vec<Prepared>> {
 /// to replay. A single trace file never comes here: [`file_page`] reads
 /// and replays it.
 fn no_page(read: Vec<Prepared>) -> anyhow::Error {
+    debug_assert!(
+        !matches!(&read[..], [Prepared::Built(_)]),
+        "a single trace file is replayed by file_page"
+    );
     match &read[..] {
         [Prepared::Stored(_)] => usage(
             "lumos report of one rank needs its trace: an .lgraph file keeps no timeline to \

@@ -6,8 +6,9 @@
 //! several members, padded, truncated or damaged, a tar archive), each
 //! run through the real `lumos` binary (inspect, replay, predict, report,
 //! ingest) as a subprocess, so that an abort or a stack overflow is a
-//! failure like a panic. A file a command writes (a page, an `.lgraph`
-//! file) must appear whole on success and not at all on failure.
+//! failure like a panic. A file a command writes must appear whole on
+//! success (a page to its closing tag, an `.lgraph` file that reads back)
+//! and not at all on failure, with no temporary file left.
 //!
 //! Every run must exit 0 or 1 within [`TIME_LIMIT`] and [`MEMORY_LIMIT_KB`]
 //! of address space, print nothing about a panic, print valid JSON when
@@ -379,18 +380,8 @@ fn run_case(
     let stderr =
         String::from_utf8_lossy(&std::fs::read(&stderr_path).unwrap_or_default()).into_owned();
     let _ = std::fs::remove_dir_all(&out_dir);
-    // A written file appears whole on success and not at all on failure.
-    let problem = check(case, status, &stdout, &stderr, &file_arg).or_else(|| {
-        let w = written.as_ref()?;
-        let size = std::fs::metadata(w).map(|m| m.len()).ok();
-        match (status.success(), size) {
-            (true, None | Some(0)) => {
-                Some(format!("exit 0 but {} is missing or empty", w.display()))
-            }
-            (false, Some(_)) => Some(format!("failed but wrote {}", w.display())),
-            _ => None,
-        }
-    });
+    let problem = check(case, status, &stdout, &stderr, &file_arg)
+        .or_else(|| written_problem(written.as_deref()?, status.success()));
     match problem {
         Some(p) => Err(format!(
             "{p} (after {:.2} s)\n  stderr: {}",
@@ -399,6 +390,35 @@ fn run_case(
         )),
         None => Ok(status.success()),
     }
+}
+
+/// What is wrong with the file a command wrote (`w`, a page or an
+/// `.lgraph` file): on success it must be whole (a page to its closing
+/// tag, a compact graph that reads back), on failure absent, with no
+/// temporary file left beside it.
+fn written_problem(w: &Path, success: bool) -> Option<String> {
+    let shown = w.display();
+    if !success {
+        let dir = w.parent()?;
+        let name = w.file_name()?.to_string_lossy().into_owned();
+        let left = std::fs::read_dir(dir).ok()?.flatten().find(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&format!(".{name}.")) && n.ends_with(".tmp")
+        });
+        return match (w.exists(), left) {
+            (true, _) => Some(format!("failed but wrote {shown}")),
+            (false, Some(e)) => Some(format!("failed and left {}", e.path().display())),
+            (false, None) => None,
+        };
+    }
+    if w.extension().is_some_and(|e| e == "html") {
+        let page = std::fs::read_to_string(w).unwrap_or_default();
+        return (!page.trim_end().ends_with("</html>"))
+            .then(|| format!("exit 0 but {shown} is not a whole page"));
+    }
+    lumos_store::read_stored(w)
+        .err()
+        .map(|e| format!("exit 0 but {shown} does not read back: {e}"))
 }
 
 /// `lumos ARGS` with stdout and stderr to files, the address space limited
