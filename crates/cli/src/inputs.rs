@@ -48,14 +48,22 @@ pub fn read_rank(f: &Path) -> Result<RankInput> {
     lumos_store::read_rank_input(f).map_err(input_error)
 }
 
+/// The file an input argument names: `-` is standard input
+/// (`/dev/stdin`, which errors then name), as Unix tools take it.
+pub fn input_path(p: &Path) -> PathBuf {
+    match cfg!(unix) && p.as_os_str() == "-" {
+        true => PathBuf::from("/dev/stdin"),
+        false => p.to_owned(),
+    }
+}
+
 /// Expands directories (sub-folders included, sorted) into their trace
-/// files, and `-` into standard input (`/dev/stdin`, which errors then
-/// name), as Unix tools take it.
+/// files, and `-` into standard input ([`input_path`]).
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
-        if cfg!(unix) && p.as_os_str() == "-" {
-            out.push(PathBuf::from("/dev/stdin"));
+        if p.as_os_str() == "-" {
+            out.push(input_path(p));
         } else if p.is_dir() {
             let found = lumos_trace::trace_files_under(p, &|n| {
                 lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph")

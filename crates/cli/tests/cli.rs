@@ -465,6 +465,16 @@ fn a_trace_read_from_a_pipe_replays_as_the_file() {
         for key in ["steps", "stages", "confidence"] {
             assert_eq!(got[key], predicted[key], "{what} {key}");
         }
+        // `-` wherever a trace is named: a run to diff, durations to take.
+        let file_arg = file.to_str().unwrap();
+        for args in [
+            &["diff", "--json", path, file_arg][..],
+            &["replay", "--json", "--durations-from", path, file_arg],
+        ] {
+            let out = piped(args, bytes);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{what} {args:?}: {err}");
+        }
         // The page and its what-if share one read of the pipe.
         let out = piped(&["report", "--dp", "2", path, "-o", page_arg], bytes);
         let err = String::from_utf8_lossy(&out.stderr);

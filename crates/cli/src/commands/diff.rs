@@ -16,7 +16,7 @@ use crate::{inputs, output, progress};
 #[derive(clap::Args)]
 pub struct DiffArgs {
     /// Run A: a trace file (a capture, or a timeline written by `replay
-    /// --out` or `predict --out`).
+    /// --out` or `predict --out`); `-` reads standard input.
     pub a: PathBuf,
     /// Run B, compared with A.
     pub b: PathBuf,
@@ -66,7 +66,8 @@ pub fn run(a: &DiffArgs, out: &mut dyn Write) -> Result<bool> {
         min_change_ns: (a.min_change_us * 1e3).round() as i64,
         min_change_pct: a.min_change_pct,
     };
-    let mut read = inputs::read_all(&[a.a.clone(), a.b.clone()]).into_iter();
+    let files = [inputs::input_path(&a.a), inputs::input_path(&a.b)];
+    let mut read = inputs::read_all(&files).into_iter();
     let (ta, tb) = match (read.next(), read.next()) {
         (Some(x), Some(y)) => (trace_of(x?)?, trace_of(y?)?),
         _ => anyhow::bail!("diff needs two traces"),

@@ -48,6 +48,7 @@ impl Timed {
     /// Reads `path` (a trace, straight into its graph's build, or an
     /// `.lgraph` file: [`lumos_report::prediction_input`]).
     pub fn read(path: &Path) -> Result<Timed> {
+        let path = &inputs::input_path(path);
         if path.is_dir() {
             return Err(usage(format!(
                 "--durations-from {}: give one trace file, not a directory",
