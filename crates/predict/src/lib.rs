@@ -68,7 +68,8 @@
 //!
 //! // ...predicted with twice the layers and sixteen data-parallel ranks.
 //! let p = base.identity().with_layers(8).unwrap().with_dp(16).unwrap();
-//! let replayed = base.identity().simulate().unwrap();
+//! let traced = base.identity();
+//! let replayed = traced.simulate().unwrap();
 //! let predicted = p.simulate().unwrap();
 //! assert!(predicted.mean_step_ns() > replayed.mean_step_ns());
 //! ```
