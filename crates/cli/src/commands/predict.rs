@@ -13,7 +13,7 @@ use lumos_predict::{
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
 
 use crate::usage::{count, factor, size, usage};
-use crate::{inputs, output};
+use crate::{inputs, output, progress};
 
 /// `lumos predict` arguments.
 #[derive(clap::Args)]
@@ -202,9 +202,12 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
         None => None,
     };
     let network = target_network(&a.target)?;
+    // Discovery, the edits and two replays: seconds on a large rank.
+    let bar = progress::spinner("predicting");
     let base = Baseline::new(loaded).map_err(predict_error)?;
     let pred = apply(&base, &a.target, network).map_err(predict_error)?;
     let (report, outcome) = lumos_report::predict(&base, &pred)?;
+    bar.finish_and_clear();
     if let Some(dir) = &a.out {
         let timelines = Timeline::predicted(&pred, &outcome, &sources);
         if a.merge {

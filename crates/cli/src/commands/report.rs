@@ -163,7 +163,10 @@ fn prediction(a: &ReportArgs, loaded: Option<Input>) -> Result<lumos_report::Pre
         None => predict::load(&a.paths)?.0,
     };
     let network = predict::target_network(&a.target)?;
+    let bar = progress::spinner("predicting");
     let base = Baseline::new(loaded).map_err(predict::predict_error)?;
     let pred = predict::apply(&base, &a.target, network).map_err(predict::predict_error)?;
-    Ok(lumos_report::predict(&base, &pred)?.0)
+    let report = lumos_report::predict(&base, &pred)?.0;
+    bar.finish_and_clear();
+    Ok(report)
 }
