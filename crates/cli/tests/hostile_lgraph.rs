@@ -185,7 +185,7 @@ fn problem(
         std::thread::sleep(Duration::from_millis(5));
     };
     let stderr = std::fs::read_to_string(err).unwrap_or_default();
-    if stderr.contains("panicked") || stderr.contains("overflow") {
+    if stderr.contains("panicked") || stderr.contains("stack overflow") {
         return Some(format!("panicked: {stderr}"));
     }
     let names = |f: &str| {
