@@ -62,9 +62,8 @@ pub fn input_path(p: &Path) -> PathBuf {
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
-        if p.as_os_str() == "-" {
-            out.push(input_path(p));
-        } else if p.is_dir() {
+        let p = &input_path(p);
+        if p.is_dir() {
             let found = lumos_trace::trace_files_under(p, &|n| {
                 lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph")
             })?;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction,
+    network_preset, Baseline, EditSet, Input, KernelScale, Outcome, PredictError, Prediction,
 };
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
 
@@ -193,6 +193,24 @@ pub fn target_network(a: &TargetArgs) -> Result<Option<(NetworkModel, String)>> 
         .map_err(anyhow::Error::msg)
 }
 
+/// The prediction the flags `target` ask for of the inputs `loaded` (with
+/// a spinner: discovery, the edits and two replays take seconds on a
+/// large rank), its report, and what `then` makes of the prediction and
+/// its outcome while they live (the outcome borrows the prediction).
+pub fn predict_then<T>(
+    loaded: Vec<Input>,
+    target: &TargetArgs,
+    then: impl FnOnce(&Prediction<'_>, &Outcome<'_>) -> Result<T>,
+) -> Result<(PredictReport, T)> {
+    let network = target_network(target)?;
+    let bar = progress::spinner("predicting");
+    let base = Baseline::new(loaded).map_err(predict_error)?;
+    let pred = apply(&base, target, network).map_err(predict_error)?;
+    let (report, outcome) = lumos_report::predict(&base, &pred)?;
+    bar.finish_and_clear();
+    Ok((report, then(&pred, &outcome)?))
+}
+
 /// Runs `lumos predict`.
 pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(&a.target)?;
@@ -201,28 +219,23 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
         Some(b) => Some(retime_from(&mut loaded, b)?),
         None => None,
     };
-    let network = target_network(&a.target)?;
-    // Discovery, the edits and two replays: seconds on a large rank.
-    let bar = progress::spinner("predicting");
-    let base = Baseline::new(loaded).map_err(predict_error)?;
-    let pred = apply(&base, &a.target, network).map_err(predict_error)?;
-    let (report, outcome) = lumos_report::predict(&base, &pred)?;
-    bar.finish_and_clear();
-    if let Some(dir) = &a.out {
-        let timelines = Timeline::predicted(&pred, &outcome, &sources);
-        if a.merge {
-            super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
-        } else {
-            for t in timelines {
-                super::replay::write_timeline(dir, &t)?;
+    let (report, kept) = predict_then(loaded, &a.target, |pred, outcome| {
+        if let Some(dir) = &a.out {
+            let timelines = Timeline::predicted(pred, outcome, &sources);
+            if a.merge {
+                super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
+            } else {
+                for t in timelines {
+                    super::replay::write_timeline(dir, &t)?;
+                }
             }
         }
-    }
-    let kept = pred
-        .stages
-        .iter()
-        .map(|s| s.graph.edges.len() + s.graph.runtime_deps.len())
-        .sum();
+        Ok(pred
+            .stages
+            .iter()
+            .map(|s| s.graph.edges.len() + s.graph.runtime_deps.len())
+            .sum::<usize>())
+    })?;
     match (transfer, a.json) {
         (Some(t), true) => output::json(
             out,

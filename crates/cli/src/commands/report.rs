@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use lumos_graph::assemble;
-use lumos_predict::{Baseline, Input};
+use lumos_predict::Input;
 use lumos_report::HtmlReport;
 use lumos_sim::SimOptions;
 use lumos_store::{Prepared, Sorted};
@@ -162,11 +162,5 @@ fn prediction(a: &ReportArgs, loaded: Option<Input>) -> Result<lumos_report::Pre
         Some(input) => vec![input],
         None => predict::load(&a.paths)?.0,
     };
-    let network = predict::target_network(&a.target)?;
-    let bar = progress::spinner("predicting");
-    let base = Baseline::new(loaded).map_err(predict::predict_error)?;
-    let pred = predict::apply(&base, &a.target, network).map_err(predict::predict_error)?;
-    let report = lumos_report::predict(&base, &pred)?.0;
-    bar.finish_and_clear();
-    Ok(report)
+    Ok(predict::predict_then(loaded, &a.target, |_, _| Ok(()))?.0)
 }
