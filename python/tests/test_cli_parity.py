@@ -4,6 +4,7 @@ report, value for value, and frames built from it, on corpus traces."""
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -176,6 +177,18 @@ def test_inspect_and_replay_of_compact_graphs_equal_the_cli(tmp_path, corpus, cl
     # Alone, a compact file is named with what to do instead.
     with pytest.raises(lumos.InputError, match="rank of its job"):
         lumos.replay(graphs[0], progress=False)
+
+
+def test_predict_of_every_rank_equals_the_cli(tmp_path, cli_json):
+    """Every rank of a pipeline, highest first: one rank per stage stands
+    for it, as the CLI takes them (each rank discovered as it is read)."""
+    files = lumos.synth("gpt-tiny", tmp_path, tp=2, pp=2, dp=2, ranks="all", steps=2, seed=1)
+    files = sorted(files, key=lambda f: -int(os.path.basename(f)[4:].split(".")[0]))
+    cli = cli_json(["predict", *files, "--dp", "4"])
+    p = lumos.predict(files, dp=4, progress=False)
+    assert p.report == cli
+    assert [i["rank"] for i in cli["inputs"]] == [4, 0]
+    assert any("6 of 8 inputs left out" in a for a in p.assumptions["assumption"])
 
 
 def test_predict_from_compact_graphs_equals_the_cli(tmp_path, cli_json):

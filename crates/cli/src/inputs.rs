@@ -103,6 +103,36 @@ pub fn each_file<T: Send>(files: &[PathBuf], work: impl Fn(&Path) -> T + Sync) -
     out
 }
 
+/// [`each_file`] for results used one at a time, in the order given, that
+/// need not all be held: the files are worked on a window at a time (one
+/// per thread), and each window's results go to `then` before the next
+/// window starts. Stops at the first error of `then`, reading no more.
+pub fn each_file_then<T: Send>(
+    files: &[PathBuf],
+    work: impl Fn(&Path) -> T + Sync,
+    mut then: impl FnMut(T) -> Result<()>,
+) -> Result<()> {
+    let lens: Vec<u64> = (files.iter())
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .collect();
+    let bar = progress::bytes(lens.iter().sum(), "reading");
+    let window = rayon::current_num_threads().max(1);
+    for (files, lens) in files.chunks(window).zip(lens.chunks(window)) {
+        let done: Vec<T> = (files.par_iter().zip(lens))
+            .map(|(f, &len)| {
+                let r = work(f);
+                bar.inc(len);
+                r
+            })
+            .collect();
+        for r in done {
+            then(r)?;
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
 /// Reads every file in parallel ([`each_file`]). Each result keeps its own
 /// error so one bad file does not hide the others.
 pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {

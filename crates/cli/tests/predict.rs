@@ -394,6 +394,57 @@ fn all_ranks_of_a_job_are_one_per_stage() {
     assert!(v["mean_predicted_ms"].as_f64().unwrap() >= v["mean_replayed_ms"].as_f64().unwrap());
 }
 
+/// Every rank of a pipeline given, highest first: each rank lower than the
+/// one standing for its stage takes its place as it comes (the CLI holds
+/// one graph per stage), and the prediction is the one of the lowest rank
+/// of each stage alone, but for the note on those left out.
+#[test]
+fn all_ranks_of_a_pipeline_in_any_order() {
+    let dir = temp_dir("all-ranks");
+    let out = run_ok(
+        lumos()
+            .args([
+                "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2",
+            ])
+            .args(["--microbatches", "4", "--ranks", "all", "--out"])
+            .arg(dir.path()),
+    );
+    let mut files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    assert_eq!(files.len(), 8);
+    let rank = |f: &PathBuf| -> u32 {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        name.trim_start_matches("rank")
+            .trim_end_matches(".json.gz")
+            .parse()
+            .unwrap()
+    };
+    files.sort_by_key(|f| std::cmp::Reverse(rank(f)));
+    let args = ["predict", "--dp", "4", "--pp", "1", "--microbatches", "8"];
+    let mut all = json(&args, &files);
+    let lowest: Vec<PathBuf> = files.iter().filter(|f| rank(f) % 4 == 0).cloned().collect();
+    let mut alone = json(&args, &lowest);
+    let notes = all["assumptions"].as_array_mut().unwrap();
+    let left_out = notes.remove(0);
+    assert_eq!(
+        left_out,
+        "6 of 8 inputs left out: one rank per pipeline stage stands for its stage \
+         (rank 4 for stage 1, rank 0 for stage 0)"
+    );
+    let ranks = |v: &serde_json::Value| -> Vec<u64> {
+        let inputs = v["inputs"].as_array().unwrap();
+        inputs.iter().map(|i| i["rank"].as_u64().unwrap()).collect()
+    };
+    assert_eq!(ranks(&all), [4, 0]);
+    // The inputs' file names aside, the rest is the same prediction.
+    for v in [&mut all, &mut alone] {
+        v.as_object_mut().unwrap().remove("inputs");
+    }
+    assert_eq!(all, alone);
+}
+
 /// An interleaved job (`lumos synth --virtual-stages 2`): `lumos inspect`
 /// reports its chunks, `lumos predict --virtual-stages` changes them, and
 /// what Megatron cannot run is refused with the reason (exit 2).

@@ -11,14 +11,12 @@ use std::sync::{Arc, OnceLock};
 use lumos_graph::{Graph, Measured};
 use lumos_models::{CollectiveKind, GpuSpec};
 
+use crate::candidates::{Candidates, Kept};
 use crate::config::Config;
 use crate::config::{Coord, Layout};
 use crate::context::TraceContext;
 use crate::discover::CommInfo;
-use crate::discover::{
-    discover, discover_with_hint, one_layer_hint, GroupClass, LayerHint, PassKind, Role, Structure,
-    WorkClass,
-};
+use crate::discover::{GroupClass, PassKind, Role, Structure, WorkClass};
 use crate::edits::{realize, Prediction, Target};
 use crate::error::PredictError;
 use crate::models::{
@@ -113,34 +111,30 @@ pub struct Models {
     pub calibrated: bool,
 }
 
-/// The traced ranks kept, one per stage, with what was found in them.
-struct Kept {
-    inputs: Vec<Input>,
-    given: Vec<usize>,
-    structures: Vec<Structure>,
-    roles: Vec<StageRole>,
-    stages: Vec<u32>,
-}
-
 impl Baseline {
     /// Discovers structure in every input, calibrates the models and reads
     /// the configuration. Inputs are the ranks of one pipeline (one per
     /// stage), or a single rank.
     pub fn new(inputs: Vec<Input>) -> Result<Baseline, PredictError> {
-        if inputs.is_empty() {
+        Baseline::of(Candidates::discover_all(inputs))
+    }
+
+    /// [`Baseline::new`] of ranks given one at a time ([`Candidates`]),
+    /// each already discovered: the ranks that cannot stand for their
+    /// stage were left out as they came.
+    pub fn of(candidates: Candidates) -> Result<Baseline, PredictError> {
+        if candidates.is_empty() {
             return Err(PredictError::NoInputs);
         }
         let mut notes = Vec::new();
-        let structures = discover_all(&inputs);
-        let d0 = structures[0].config.clone();
-        let (roles, stages) = stage_roles(&inputs, &structures)?;
         let Kept {
             inputs,
             given,
             structures,
             roles,
             stages,
-        } = one_rank_per_stage(inputs, structures, roles, stages, &mut notes);
+            first_config: d0,
+        } = candidates.keep(&mut notes)?;
         let pp = at_least_one(d0.pp, "pipeline-parallel degree", &mut notes);
         let complete = stages.len() as u32 == pp;
         let layers = if complete {
@@ -253,85 +247,6 @@ impl Baseline {
     }
 }
 
-/// Discovery on every input. A stage with one layer per pass repeats no
-/// block of its own: the blocks another stage showed are looked for
-/// instead, and where no stage repeats one (every stage runs one layer
-/// per pass), the stages' own passes are the candidates
-/// ([`one_layer_hint`]), shortest first: a middle stage's is the layer
-/// alone, and it is taken when it unblocks every blocked stage, of at
-/// least two distinct stages.
-fn discover_all(inputs: &[Input]) -> Vec<Structure> {
-    let mut structures: Vec<Structure> = inputs
-        .iter()
-        .map(|i| discover(&i.graph, &i.measured, &i.ctx))
-        .collect();
-    let todo: Vec<usize> = (0..structures.len())
-        .filter(|&i| structures[i].report.structural_edits_blocked.is_some())
-        .collect();
-    if todo.is_empty() {
-        return structures;
-    }
-    if let Some(hint) = structures.iter().find_map(|s| s.layer_hint()) {
-        retry_with_hint(inputs, &mut structures, &todo, &hint, false);
-        return structures;
-    }
-    // One stage's candidate may be an end stage's superset of the layer
-    // (with the embedding or the loss), which its own trace cannot tell
-    // apart; one that every blocked stage of two or more distinct stages
-    // runs is the layer: the first stage's has the embedding the last
-    // stage lacks, and the other way round.
-    let mut stages: Vec<Option<u32>> = todo.iter().map(|&i| structures[i].config.stage).collect();
-    stages.sort_unstable();
-    stages.dedup();
-    if stages.len() < 2 || stages.contains(&None) {
-        return structures;
-    }
-    let mut candidates: Vec<LayerHint> = todo
-        .iter()
-        .filter_map(|&i| one_layer_hint(&inputs[i].graph, &inputs[i].measured))
-        .collect();
-    candidates.sort_by_key(|h| (h.backward.len() + h.forward.len(), h.backward.clone()));
-    candidates.dedup();
-    for hint in &candidates {
-        if retry_with_hint(inputs, &mut structures, &todo, hint, true) {
-            break;
-        }
-    }
-    structures
-}
-
-/// Discovers the stages `todo` again with `hint`, keeping each result that
-/// unblocks its stage; with `all_or_none`, keeps them only when every one
-/// of `todo` is unblocked. Whether every one was.
-fn retry_with_hint(
-    inputs: &[Input],
-    structures: &mut [Structure],
-    todo: &[usize],
-    hint: &LayerHint,
-    all_or_none: bool,
-) -> bool {
-    let again: Vec<(usize, Structure)> = todo
-        .iter()
-        .map(|&i| {
-            let s = discover_with_hint(
-                &inputs[i].graph,
-                &inputs[i].measured,
-                &inputs[i].ctx,
-                Some(hint),
-            );
-            (i, s)
-        })
-        .filter(|(_, s)| s.report.structural_edits_blocked.is_none())
-        .collect();
-    let every = again.len() == todo.len();
-    if every || !all_or_none {
-        for (i, s) in again {
-            structures[i] = s;
-        }
-    }
-    every
-}
-
 /// A degree or count found in the traces, 1 when none was found; a 0
 /// (a group of no ranks, which no job has) is taken as 1 and noted, so
 /// that every configuration a baseline holds can be predicted.
@@ -342,85 +257,6 @@ fn at_least_one(found: Option<u32>, what: &str, notes: &mut Vec<String>) -> u32 
             1
         }
         x => x.unwrap_or(1),
-    }
-}
-
-/// Each input's role and stage in its pipeline; an error when the inputs'
-/// parallel degrees differ (they are then not ranks of one job).
-fn stage_roles(
-    inputs: &[Input],
-    structures: &[Structure],
-) -> Result<(Vec<StageRole>, Vec<u32>), PredictError> {
-    let degrees = |s: &Structure| {
-        let c = &s.config;
-        (c.tp.unwrap_or(1), c.dp.unwrap_or(1), c.pp.unwrap_or(1))
-    };
-    let first = degrees(&structures[0]);
-    let mut roles = Vec::new();
-    let mut stages = Vec::new();
-    for (i, s) in structures.iter().enumerate() {
-        if degrees(s) != first {
-            return Err(PredictError::NotOneJob(format!(
-                "{}: parallel degrees differ from {}'s: are these ranks of one job?",
-                inputs[i].name, inputs[0].name
-            )));
-        }
-        let c = &s.config;
-        roles.push(
-            StageRole::from_report(&s.report.stage_role)
-                .unwrap_or_else(|| StageRole::of(c.stage.unwrap_or(0), first.2)),
-        );
-        stages.push(c.stage.unwrap_or(i as u32));
-    }
-    Ok((roles, stages))
-}
-
-/// One rank per stage: ranks that differ only by their tensor or data
-/// index are taken to behave alike, so the first of each stage (lowest
-/// rank) stands for it. Inputs keep their order.
-fn one_rank_per_stage(
-    inputs: Vec<Input>,
-    structures: Vec<Structure>,
-    roles: Vec<StageRole>,
-    stages: Vec<u32>,
-    notes: &mut Vec<String>,
-) -> Kept {
-    let mut keep: Vec<usize> = (0..inputs.len()).collect();
-    keep.sort_by_key(|&i| (stages[i], inputs[i].ctx.rank));
-    keep.dedup_by_key(|i| stages[*i]);
-    keep.sort_unstable();
-    if keep.len() == inputs.len() {
-        return Kept {
-            given: keep,
-            inputs,
-            structures,
-            roles,
-            stages,
-        };
-    }
-    notes.push(format!(
-        "{} of {} inputs left out: one rank per pipeline stage stands for its stage ({})",
-        inputs.len() - keep.len(),
-        inputs.len(),
-        keep.iter()
-            .map(|&i| format!("rank {} for stage {}", inputs[i].ctx.rank, stages[i]))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    let mut taken: Vec<Option<Input>> = inputs.into_iter().map(Some).collect();
-    let mut st: Vec<Option<Structure>> = structures.into_iter().map(Some).collect();
-    Kept {
-        inputs: keep
-            .iter()
-            .map(|&i| taken[i].take().expect("kept once"))
-            .collect(),
-        structures: keep
-            .iter()
-            .map(|&i| st[i].take().expect("kept once"))
-            .collect(),
-        roles: keep.iter().map(|&i| roles[i]).collect(),
-        stages: keep.iter().map(|&i| stages[i]).collect(),
-        given: keep,
     }
 }
 
@@ -616,6 +452,7 @@ fn param_count(s: &Structure, c: &Config) -> ParamCount {
 mod tests {
     use super::*;
     use crate::testutil::{baseline, inputs, synth};
+    use crate::Discovered;
 
     #[test]
     fn a_degree_of_zero_is_taken_as_one_and_noted() {
@@ -656,7 +493,7 @@ mod tests {
             rank,
             ..TraceContext::default()
         };
-        let s = discover(&Graph::default(), &Measured::default(), &ctx);
+        let s = crate::discover(&Graph::default(), &Measured::default(), &ctx);
         let input = Input {
             name: format!("rank{rank}"),
             graph: Graph::default(),
@@ -666,21 +503,50 @@ mod tests {
         (input, s)
     }
 
+    /// The ranks kept of `inputs`, given in order.
+    fn kept(inputs: Vec<Input>) -> Result<Kept, PredictError> {
+        Candidates::discover_all(inputs).keep(&mut Vec::new())
+    }
+
     #[test]
     fn one_rank_stands_for_each_stage() {
-        let (inputs, structures): (Vec<Input>, Vec<Structure>) =
-            [3, 2, 1, 0].into_iter().map(empty).unzip();
-        let roles = vec![
+        use crate::candidates::{one_rank_per_stage, Entry, Summary};
+        let entries = |ranks: &[u32]| -> Vec<Entry> {
+            (ranks.iter())
+                .map(|&r| {
+                    let (input, structure) = empty(r);
+                    Entry::Held(Box::new(Discovered { input, structure }))
+                })
+                .collect()
+        };
+        let summaries = |ranks: &[u32], stages: &[u32], roles: &[StageRole]| -> Vec<Summary> {
+            (ranks.iter().zip(stages).zip(roles))
+                .map(|((&rank, &stage), &role)| Summary {
+                    name: format!("rank{rank}"),
+                    rank,
+                    degrees: (1, 1, 2),
+                    stage,
+                    role,
+                })
+                .collect()
+        };
+        let ranks = [3, 2, 1, 0];
+        let roles = [
             StageRole::Last,
             StageRole::First,
             StageRole::Last,
             StageRole::First,
         ];
         let mut notes = Vec::new();
-        let k = one_rank_per_stage(inputs, structures, roles, vec![1, 0, 1, 0], &mut notes);
+        let k = one_rank_per_stage(
+            entries(&ranks),
+            &summaries(&ranks, &[1, 0, 1, 0], &roles),
+            Default::default(),
+            &mut notes,
+        );
         // The lowest rank of each stage, in input order.
-        let ranks: Vec<u32> = k.inputs.iter().map(|i| i.ctx.rank).collect();
-        assert_eq!(ranks, vec![1, 0]);
+        let kept_ranks: Vec<u32> = k.inputs.iter().map(|i| i.ctx.rank).collect();
+        assert_eq!(kept_ranks, vec![1, 0]);
         // Where each kept input was among those given.
         assert_eq!(k.given, vec![2, 3]);
         assert_eq!(k.stages, vec![1, 0]);
@@ -694,29 +560,85 @@ mod tests {
             ]
         );
         // One per stage already: nothing left out, nothing noted.
-        let (inputs, structures): (Vec<Input>, Vec<Structure>) =
-            [0, 1].into_iter().map(empty).unzip();
         let mut notes = Vec::new();
-        let roles = vec![StageRole::First, StageRole::Last];
-        let k = one_rank_per_stage(inputs, structures, roles, vec![0, 1], &mut notes);
+        let roles = [StageRole::First, StageRole::Last];
+        let k = one_rank_per_stage(
+            entries(&[0, 1]),
+            &summaries(&[0, 1], &[0, 1], &roles),
+            Default::default(),
+            &mut notes,
+        );
         assert_eq!(k.inputs.len(), 2);
         assert_eq!(k.given, vec![0, 1]);
         assert!(notes.is_empty());
     }
 
+    /// Rank `rank` of the synthesized gpt-tiny job on `layout`, named
+    /// after it.
+    fn rank_of_job(layout: [usize; 4], rank: usize) -> Input {
+        let t = crate::testutil::synth_layers("gpt-tiny", Some(4), layout, rank);
+        crate::testutil::input(&t, &format!("rank{rank}"))
+    }
+
+    #[test]
+    fn ranks_left_out_give_up_their_graph_as_they_come() {
+        // TP2 PP2 DP2: ranks 0-3 are stage 0, 4-7 stage 1. Given from the
+        // highest rank down, each rank is lower than the one standing for
+        // its stage: that one is left out, and one graph per stage is held.
+        let layout = [2, 2, 2, 2];
+        let mut c = Candidates::new();
+        for rank in (0..8).rev() {
+            c.push(Discovered::new(rank_of_job(layout, rank)));
+            assert!(c.held() <= 2, "{} held after rank {rank}", c.held());
+        }
+        assert_eq!((c.len(), c.held()), (8, 2));
+        let mut notes = Vec::new();
+        let k = c.keep(&mut notes).unwrap();
+        let names: Vec<&str> = k.inputs.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["rank4", "rank0"]);
+        assert_eq!(k.given, vec![3, 7]);
+        assert_eq!(k.stages, vec![1, 0]);
+        assert_eq!(k.roles, vec![StageRole::Last, StageRole::First]);
+        assert_eq!(
+            notes,
+            vec![
+                "6 of 8 inputs left out: one rank per pipeline stage stands for its stage \
+                 (rank 4 for stage 1, rank 0 for stage 0)"
+            ]
+        );
+        // The same baseline as of only the two ranks that stand.
+        let all = Baseline::new((0..8).rev().map(|r| rank_of_job(layout, r)).collect()).unwrap();
+        let two = Baseline::new(vec![rank_of_job(layout, 4), rank_of_job(layout, 0)]).unwrap();
+        assert_eq!(all.config, two.config);
+        assert_eq!(all.stages, two.stages);
+        assert_eq!(all.params, two.params);
+        assert_eq!(all.notes[1..], two.notes[..]);
+    }
+
     #[test]
     fn ranks_of_other_jobs_are_refused() {
-        let ins = [
+        let ins = vec![
             crate::testutil::input(&synth("gpt-tiny", 2, 1, 1, 2, 0), "a.json"),
             crate::testutil::input(&synth("gpt-tiny", 1, 1, 1, 2, 0), "b.json"),
         ];
-        let structures = discover_all(&ins);
-        let e = stage_roles(&ins, &structures).unwrap_err();
+        let e = kept(ins).err().unwrap();
         assert!(matches!(e, PredictError::NotOneJob(_)));
         assert!(!e.is_usage());
         assert_eq!(
             e.to_string(),
             "b.json: parallel degrees differ from a.json's: are these ranks of one job?"
+        );
+        // Also when the first rank was left out: b.json (rank 0 of its
+        // stage) stands for the stage a.json (rank 1) is of.
+        let ins = vec![
+            crate::testutil::input(&synth("gpt-tiny", 1, 1, 2, 2, 1), "a.json"),
+            crate::testutil::input(&synth("gpt-tiny", 1, 1, 2, 2, 0), "b.json"),
+            crate::testutil::input(&synth("gpt-tiny", 2, 1, 1, 2, 0), "c.json"),
+        ];
+        let e = kept(ins).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "c.json: parallel degrees differ from a.json's: are these ranks of one job?"
         );
         assert!(matches!(
             Baseline::new(Vec::new()),
@@ -726,23 +648,21 @@ mod tests {
 
     #[test]
     fn stages_and_roles_of_a_pipeline() {
-        let ins = inputs("gpt-tiny", Some(6), [1, 3, 1, 3]);
-        let s = discover_all(&ins);
-        let (roles, stages) = stage_roles(&ins, &s).unwrap();
+        let k = kept(inputs("gpt-tiny", Some(6), [1, 3, 1, 3])).unwrap();
         assert_eq!(
-            roles,
+            k.roles,
             vec![StageRole::First, StageRole::Middle, StageRole::Last]
         );
-        assert_eq!(stages, vec![0, 1, 2]);
+        assert_eq!(k.stages, vec![0, 1, 2]);
     }
 
     #[test]
     fn a_stage_with_one_layer_is_discovered_with_another_s_blocks() {
         // Three layers over two stages: the second has one per pass.
         let ins = inputs("gpt-tiny", Some(3), [1, 2, 1, 3]);
-        let alone = discover(&ins[1].graph, &ins[1].measured, &ins[1].ctx);
+        let alone = crate::discover(&ins[1].graph, &ins[1].measured, &ins[1].ctx);
         assert!(alone.report.structural_edits_blocked.is_some());
-        let s = discover_all(&ins);
+        let s = kept(ins).unwrap().structures;
         assert_eq!(s[0].layer_method, crate::LayerMethod::ScopePattern);
         assert_eq!(s[1].layer_method, crate::LayerMethod::OtherStage);
         assert_eq!(s[1].config.layers, Some(1));
@@ -752,8 +672,11 @@ mod tests {
     #[test]
     fn the_gemm_curve_comes_from_the_input_with_most_gemms() {
         let (e, es) = empty(1);
-        let ins = inputs("gpt-tiny", None, [1, 1, 1, 2]);
-        let s = discover_all(&ins);
+        let Kept {
+            inputs: ins,
+            structures: s,
+            ..
+        } = kept(inputs("gpt-tiny", None, [1, 1, 1, 2])).unwrap();
         let gpu = GpuSpec::h100();
         let alone = GemmCalibration::fit(&ins[0].graph, &s[0], &gpu);
         assert!(alone.samples > 0 && alone.fitted);
@@ -779,8 +702,9 @@ mod tests {
         // layer norms.
         let per_layer = 12.0 * 1024.0 * 1024.0 + 4.0 * 1024.0;
         for (dp, method) in [(2, "gradient_bytes"), (1, "layers_only")] {
-            let ins = inputs("gpt-tiny", None, [1, 1, dp, 2]);
-            let s = discover_all(&ins);
+            let s = kept(inputs("gpt-tiny", None, [1, 1, dp, 2]))
+                .unwrap()
+                .structures;
             let config = Config {
                 tp: 1,
                 dp: dp as u32,

@@ -77,6 +77,7 @@
 
 mod assemble;
 mod baseline;
+mod candidates;
 mod checks;
 mod confidence;
 mod config;
@@ -99,6 +100,7 @@ mod transfer;
 mod units;
 
 pub use baseline::{Baseline, Input, Models, ParamCount};
+pub use candidates::{Candidates, Discovered};
 pub use checks::{estimated_tasks, BYTES_PER_PREDICTED_TASK, MAX_PREDICTED_TASKS, MAX_WORLD_SIZE};
 pub use confidence::{
     ModelFit, PredictionConfidence, SourceShares, EXTRAPOLATIONS_LOW, INFERRED_PATH_MEDIUM,

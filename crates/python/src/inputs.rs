@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use lumos_graph::RankInput;
+use lumos_predict::{Candidates, Discovered};
 use lumos_trace::Trace;
 use rayon::prelude::*;
 
@@ -71,17 +72,38 @@ fn each_file<T: Send>(
     work: impl Fn(&Path) -> Result<T> + Sync,
 ) -> Vec<Result<T>> {
     p.phase("reading", files.iter().map(|f| file_len(f)).sum());
-    files
-        .par_iter()
-        .map(|f| {
-            if p.cancelled() {
-                return Err(Error::new(Kind::Input, "cancelled"));
-            }
-            let r = work(f);
-            p.add(file_len(f));
-            r
-        })
-        .collect()
+    files.par_iter().map(|f| one_file(f, p, &work)).collect()
+}
+
+/// [`each_file`] for results used one at a time, in the order given, that
+/// need not all be held: the files are worked on a window at a time (one
+/// per thread), each window's results going to `then` before the next
+/// starts. Stops at the first error, reading no more.
+fn each_file_then<T: Send>(
+    files: &[PathBuf],
+    p: &Progress,
+    work: impl Fn(&Path) -> Result<T> + Sync,
+    mut then: impl FnMut(T),
+) -> Result<()> {
+    p.phase("reading", files.iter().map(|f| file_len(f)).sum());
+    for window in files.chunks(rayon::current_num_threads().max(1)) {
+        let done: Vec<Result<T>> = window.par_iter().map(|f| one_file(f, p, &work)).collect();
+        for r in done {
+            then(r?);
+        }
+    }
+    Ok(())
+}
+
+/// `work` on `f`, its bytes added to the reading phase; an error once the
+/// caller cancelled.
+fn one_file<T>(f: &Path, p: &Progress, work: impl Fn(&Path) -> Result<T>) -> Result<T> {
+    if p.cancelled() {
+        return Err(Error::new(Kind::Input, "cancelled"));
+    }
+    let r = work(f);
+    p.add(file_len(f));
+    r
 }
 
 /// Reads every trace in parallel; the first that cannot be read, in the
@@ -101,6 +123,21 @@ pub fn prediction_inputs(files: &[PathBuf], p: &Progress) -> Result<Vec<lumos_pr
     each_file(files, p, |f| load(f).map_err(Error::from))
         .into_iter()
         .collect()
+}
+
+/// [`prediction_inputs`], each rank discovered as it is read, keeping one
+/// graph per pipeline stage ([`lumos_predict::Candidates`], as `lumos
+/// predict` loads them): a whole job's files are never held at once.
+pub fn prediction_candidates(files: &[PathBuf], p: &Progress) -> Result<Candidates> {
+    let load = |f: &Path| lumos_report::prediction_input(f).map(|(input, _)| input);
+    let mut candidates = Candidates::new();
+    each_file_then(
+        files,
+        p,
+        |f| load(f).map(Discovered::new).map_err(Error::from),
+        |d| candidates.push(d),
+    )?;
+    Ok(candidates)
 }
 
 /// Every input prepared in parallel ([`lumos_store::prepare`]: each

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, EditSet, Input, KernelScale, PredictError, Prediction,
+    network_preset, Baseline, Candidates, EditSet, Input, KernelScale, PredictError, Prediction,
 };
 use lumos_report::network_from_json;
 use pyo3::prelude::*;
@@ -92,11 +92,15 @@ fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'
     base.identity().with_edits(edits.into_edits())
 }
 
-fn run(mut inputs: Vec<Input>, t: &Target, durations_from: Option<&Input>) -> Result<String> {
-    let transfer = durations_from
-        .map(|b| retime_from(&mut inputs, b))
-        .transpose()?;
-    let base = Baseline::new(inputs).map_err(|e| predict_error(Kind::Input, e))?;
+/// The prediction of `candidates` for target `t`, as `lumos predict
+/// --json` writes it; with `transfer`, the report of the re-timing its
+/// one input took first (`durations_from`).
+fn run(
+    candidates: Candidates,
+    t: &Target,
+    transfer: Option<lumos_report::TransferReport>,
+) -> Result<String> {
+    let base = Baseline::of(candidates).map_err(|e| predict_error(Kind::Input, e))?;
     let pred = apply(&base, t).map_err(|e| predict_error(Kind::Input, e))?;
     let (report, _) = lumos_report::predict(&base, &pred)?;
     let text = match transfer {
@@ -210,15 +214,16 @@ pub fn predict_files(
         ))
         .into());
     }
-    let (loaded, b) = crate::progress::run(py, progress, |p| {
-        let loaded = inputs::prediction_inputs(&files, p)?;
+    let (loaded, transfer) = crate::progress::run(py, progress, |p| {
+        let Some(b) = durations_from else {
+            return Ok::<_, Error>((inputs::prediction_candidates(&files, p)?, None));
+        };
+        let mut loaded = inputs::prediction_inputs(&files, p)?;
         // B as the CLI reads it: a trace into its build, or an `.lgraph`
         // file.
-        let b = durations_from
-            .map(|b| inputs::prediction_inputs(&[b], p))
-            .transpose()?
-            .and_then(|mut b| b.pop());
-        Ok::<_, Error>((loaded, b))
+        let b = inputs::prediction_inputs(&[b], p)?.pop();
+        let transfer = b.map(|b| retime_from(&mut loaded, &b)).transpose()?;
+        Ok((Candidates::discover_all(loaded), transfer))
     })??;
-    Ok(py.detach(|| run(loaded, &options.target, b.as_ref()))?)
+    Ok(py.detach(|| run(loaded, &options.target, transfer))?)
 }

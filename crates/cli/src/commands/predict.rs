@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use lumos_models::NetworkModel;
 use lumos_predict::{
-    network_preset, Baseline, EditSet, Input, KernelScale, Outcome, PredictError, Prediction,
+    network_preset, Baseline, Candidates, Discovered, EditSet, Input, KernelScale, Outcome,
+    PredictError, Prediction,
 };
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
 
@@ -129,13 +130,38 @@ pub fn predict_error(e: PredictError) -> anyhow::Error {
     }
 }
 
-/// Reads and builds every trace, on every core
-/// ([`lumos_report::prediction_input`]); what the predicted timelines need
-/// of each trace is kept, the trace itself is not.
-pub fn load(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
+/// Reads, builds and discovers every trace, a few at a time on every core
+/// ([`lumos_report::prediction_input`], [`Discovered::new`]); a rank that
+/// cannot stand for its pipeline stage gives up its graph as it comes
+/// ([`Candidates`]), so a whole job's directory is held as one graph per
+/// stage. What the predicted timelines need of each trace is kept, the
+/// trace itself is not.
+pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>)> {
+    let files = inputs::expand(paths)?;
+    let mut candidates = Candidates::new();
+    let mut sources = Vec::new();
+    // The first file that failed, in the order given, is the error.
+    inputs::each_file_then(
+        &files,
+        |f| {
+            lumos_report::prediction_input(f)
+                .map(|(input, source)| (Discovered::new(input), source))
+        },
+        |r| {
+            let (discovered, source) = r.map_err(inputs::input_error)?;
+            candidates.push(discovered);
+            sources.push(source);
+            Ok(())
+        },
+    )?;
+    Ok((candidates, sources))
+}
+
+/// Every trace read and built as [`load`] does, but not discovered and
+/// all held: `--durations-from` re-times its one input before discovery.
+fn load_all(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
     let read = inputs::each_file(&files, lumos_report::prediction_input);
-    // The first file that failed, in the order given, is the error.
     let mut loaded = Vec::new();
     let mut sources = Vec::new();
     for r in read {
@@ -198,13 +224,13 @@ pub fn target_network(a: &TargetArgs) -> Result<Option<(NetworkModel, String)>> 
 /// large rank), its report, and what `then` makes of the prediction and
 /// its outcome while they live (the outcome borrows the prediction).
 pub fn predict_then<T>(
-    loaded: Vec<Input>,
+    loaded: Candidates,
     target: &TargetArgs,
     then: impl FnOnce(&Prediction<'_>, &Outcome<'_>) -> Result<T>,
 ) -> Result<(PredictReport, T)> {
     let network = target_network(target)?;
     let bar = progress::spinner("predicting");
-    let base = Baseline::new(loaded).map_err(predict_error)?;
+    let base = Baseline::of(loaded).map_err(predict_error)?;
     let pred = apply(&base, target, network).map_err(predict_error)?;
     let (report, outcome) = lumos_report::predict(&base, &pred)?;
     bar.finish_and_clear();
@@ -214,10 +240,16 @@ pub fn predict_then<T>(
 /// Runs `lumos predict`.
 pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(&a.target)?;
-    let (mut loaded, sources) = load(&a.paths)?;
-    let transfer = match &a.durations_from {
-        Some(b) => Some(retime_from(&mut loaded, b)?),
-        None => None,
+    let (loaded, sources, transfer) = match &a.durations_from {
+        Some(b) => {
+            let (mut inputs, sources) = load_all(&a.paths)?;
+            let transfer = retime_from(&mut inputs, b)?;
+            (Candidates::discover_all(inputs), sources, Some(transfer))
+        }
+        None => {
+            let (candidates, sources) = load(&a.paths)?;
+            (candidates, sources, None)
+        }
     };
     let (report, kept) = predict_then(loaded, &a.target, |pred, outcome| {
         if let Some(dir) = &a.out {

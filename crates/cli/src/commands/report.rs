@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use lumos_graph::assemble;
-use lumos_predict::Input;
+use lumos_predict::{Candidates, Input};
 use lumos_report::HtmlReport;
 use lumos_sim::SimOptions;
 use lumos_store::{Prepared, Sorted};
@@ -159,7 +159,7 @@ fn job_page(ranks: Vec<lumos_graph::RankInput>) -> Result<HtmlReport> {
 /// page's joint replay).
 fn prediction(a: &ReportArgs, loaded: Option<Input>) -> Result<lumos_report::PredictReport> {
     let loaded = match loaded {
-        Some(input) => vec![input],
+        Some(input) => Candidates::discover_all(vec![input]),
         None => predict::load(&a.paths)?.0,
     };
     Ok(predict::predict_then(loaded, &a.target, |_, _| Ok(()))?.0)

@@ -1,0 +1,361 @@
+//! The traced ranks a [`Baseline`](crate::Baseline) is made of, given one
+//! at a time. Only one rank stands for each pipeline stage (the lowest),
+//! so a rank that can no longer be that one gives up its graph as soon as
+//! it is known: every rank of a job of thousands can be given, and at most
+//! one graph per stage is held, plus those of stages discovery could not
+//! settle alone (they are looked at again with another stage's layer
+//! blocks, so their stage is not known until every rank was given).
+
+use std::collections::HashMap;
+
+use crate::baseline::Input;
+use crate::discover::{discover, discover_with_hint, one_layer_hint, LayerHint, Structure};
+use crate::error::PredictError;
+use crate::plan::StageRole;
+use crate::DiscoveredConfig;
+
+/// A traced rank and what discovery found in it on its own
+/// ([`Discovered::new`]): the step of a baseline that needs no other rank,
+/// which callers may run for several ranks in parallel.
+pub struct Discovered {
+    pub(crate) input: Input,
+    pub(crate) structure: Structure,
+}
+
+impl Discovered {
+    /// Runs discovery on `input`.
+    pub fn new(input: Input) -> Discovered {
+        let structure = discover(&input.graph, &input.measured, &input.ctx);
+        Discovered { input, structure }
+    }
+
+    /// The rank.
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// What discovery found in it on its own.
+    pub fn structure(&self) -> &Structure {
+        &self.structure
+    }
+}
+
+/// The traced ranks given for a baseline so far, in order, each
+/// discovered. Push every rank with [`Candidates::push`], then make the
+/// baseline with [`Baseline::of`](crate::Baseline::of); the result is the
+/// one [`Baseline::new`](crate::Baseline::new) makes of the same ranks.
+#[derive(Default)]
+pub struct Candidates {
+    entries: Vec<Entry>,
+    /// The layer blocks of the first rank that showed both, for stages
+    /// that repeat none of their own.
+    first_hint: Option<LayerHint>,
+    /// The first rank's configuration, kept should it be left out.
+    first_config: Option<DiscoveredConfig>,
+    /// Per stage, the held settled rank that stands for it so far.
+    lowest: HashMap<u32, usize>,
+}
+
+/// A rank given, held whole or left out.
+pub(crate) enum Entry {
+    /// Boxed: a left-out rank's summary is a twentieth of its size.
+    Held(Box<Discovered>),
+    /// Left out: another settled rank of its stage has a lower rank.
+    LeftOut(Summary),
+}
+
+/// What the checks between ranks read of a rank.
+pub(crate) struct Summary {
+    pub name: String,
+    pub rank: u32,
+    /// Tensor-, data- and pipeline-parallel degrees (1 when not found).
+    pub degrees: (u32, u32, u32),
+    pub stage: u32,
+    pub role: StageRole,
+}
+
+impl Summary {
+    /// The summary of `input`, given at `index`, found to be `s`. A rank
+    /// whose stage was not found stands for a stage of its own (its
+    /// index); one whose role was not found takes the role of its stage.
+    pub fn of(input: &Input, s: &Structure, index: usize) -> Summary {
+        let c = &s.config;
+        let degrees = (c.tp.unwrap_or(1), c.dp.unwrap_or(1), c.pp.unwrap_or(1));
+        Summary {
+            name: input.name.clone(),
+            rank: input.ctx.rank,
+            degrees,
+            stage: c.stage.unwrap_or(index as u32),
+            role: StageRole::from_report(&s.report.stage_role)
+                .unwrap_or_else(|| StageRole::of(c.stage.unwrap_or(0), degrees.2)),
+        }
+    }
+}
+
+/// Whether discovery could not settle the rank alone: its stage repeats
+/// no layer block of its own.
+fn unsettled(s: &Structure) -> bool {
+    s.report.structural_edits_blocked.is_some()
+}
+
+impl Candidates {
+    /// No rank yet.
+    pub fn new() -> Candidates {
+        Candidates::default()
+    }
+
+    /// Every one of `inputs` discovered and pushed, in order.
+    pub fn discover_all(inputs: Vec<Input>) -> Candidates {
+        let mut candidates = Candidates::new();
+        for input in inputs {
+            candidates.push(Discovered::new(input));
+        }
+        candidates
+    }
+
+    /// Ranks given so far.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True before the first rank.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Ranks whose graph is held: at most one per stage, plus the ranks
+    /// discovery could not settle alone.
+    pub fn held(&self) -> usize {
+        let held = |e: &&Entry| matches!(e, Entry::Held(_));
+        self.entries.iter().filter(held).count()
+    }
+
+    /// Adds the next rank. If another settled rank of its stage has a
+    /// lower rank (or the same, given earlier), this one is left out now;
+    /// if it is lower than the one standing for its stage, that one is.
+    pub fn push(&mut self, d: Discovered) {
+        let index = self.entries.len();
+        if index == 0 {
+            self.first_config = Some(d.structure.config.clone());
+        }
+        if self.first_hint.is_none() {
+            self.first_hint = d.structure.layer_hint();
+        }
+        if unsettled(&d.structure) {
+            self.entries.push(Entry::Held(Box::new(d)));
+            return;
+        }
+        let summary = Summary::of(&d.input, &d.structure, index);
+        match self.lowest.get(&summary.stage).copied() {
+            Some(j) if self.rank_of(j) <= summary.rank => {
+                self.entries.push(Entry::LeftOut(summary));
+            }
+            standing => {
+                if let Some(j) = standing {
+                    self.leave_out(j);
+                }
+                self.lowest.insert(summary.stage, index);
+                self.entries.push(Entry::Held(Box::new(d)));
+            }
+        }
+    }
+
+    fn rank_of(&self, j: usize) -> u32 {
+        match &self.entries[j] {
+            Entry::Held(d) => d.input.ctx.rank,
+            Entry::LeftOut(s) => s.rank,
+        }
+    }
+
+    /// Frees the graph of settled entry `j`, keeping its summary.
+    fn leave_out(&mut self, j: usize) {
+        if let Entry::Held(d) = &self.entries[j] {
+            self.entries[j] = Entry::LeftOut(Summary::of(&d.input, &d.structure, j));
+        }
+    }
+
+    /// The ranks that stand for their stages, one per stage, after the
+    /// unsettled ranks were discovered again with another stage's blocks;
+    /// the note on those left out goes to `notes`. An error when the
+    /// ranks' parallel degrees differ (they are then not of one job).
+    pub(crate) fn keep(self, notes: &mut Vec<String>) -> Result<Kept, PredictError> {
+        let Candidates {
+            mut entries,
+            first_hint,
+            first_config,
+            ..
+        } = self;
+        let mut unsettled_ranks: Vec<(&Input, &mut Structure)> = (entries.iter_mut())
+            .filter_map(|e| match e {
+                Entry::Held(d) if unsettled(&d.structure) => {
+                    let Discovered { input, structure } = &mut **d;
+                    Some((&*input, structure))
+                }
+                _ => None,
+            })
+            .collect();
+        retry_unsettled(&mut unsettled_ranks, first_hint.as_ref());
+        let first_config = match &entries[0] {
+            Entry::Held(d) => d.structure.config.clone(),
+            Entry::LeftOut(_) => first_config.unwrap_or_default(),
+        };
+        let summaries: Vec<Summary> = (entries.iter().enumerate())
+            .map(|(i, e)| match e {
+                Entry::Held(d) => Summary::of(&d.input, &d.structure, i),
+                Entry::LeftOut(s) => s.clone(),
+            })
+            .collect();
+        one_job(&summaries)?;
+        Ok(one_rank_per_stage(entries, &summaries, first_config, notes))
+    }
+}
+
+impl Clone for Summary {
+    fn clone(&self) -> Summary {
+        Summary {
+            name: self.name.clone(),
+            ..*self
+        }
+    }
+}
+
+/// The traced ranks kept, one per stage, with what was found in them.
+pub(crate) struct Kept {
+    pub inputs: Vec<Input>,
+    /// Each kept rank's position among those given.
+    pub given: Vec<usize>,
+    pub structures: Vec<Structure>,
+    pub roles: Vec<StageRole>,
+    pub stages: Vec<u32>,
+    /// The first rank's configuration (given first, kept or not).
+    pub first_config: DiscoveredConfig,
+}
+
+/// Discovery of the unsettled ranks again. A stage with one layer per
+/// pass repeats no block of its own: the blocks another stage showed
+/// (`hint`) are looked for instead, and where no stage repeats one (every
+/// stage runs one layer per pass), the stages' own passes are the
+/// candidates ([`one_layer_hint`]), shortest first: a middle stage's is
+/// the layer alone, and it is taken when it unblocks every unsettled
+/// rank, of at least two distinct stages.
+pub(crate) fn retry_unsettled(ranks: &mut [(&Input, &mut Structure)], hint: Option<&LayerHint>) {
+    if ranks.is_empty() {
+        return;
+    }
+    if let Some(hint) = hint {
+        retry_with_hint(ranks, hint, false);
+        return;
+    }
+    // One stage's candidate may be an end stage's superset of the layer
+    // (with the embedding or the loss), which its own trace cannot tell
+    // apart; one that every unsettled rank of two or more distinct stages
+    // runs is the layer: the first stage's has the embedding the last
+    // stage lacks, and the other way round.
+    let mut stages: Vec<Option<u32>> = ranks.iter().map(|(_, s)| s.config.stage).collect();
+    stages.sort_unstable();
+    stages.dedup();
+    if stages.len() < 2 || stages.contains(&None) {
+        return;
+    }
+    let mut candidates: Vec<LayerHint> = (ranks.iter())
+        .filter_map(|(i, _)| one_layer_hint(&i.graph, &i.measured))
+        .collect();
+    candidates.sort_by_key(|h| (h.backward.len() + h.forward.len(), h.backward.clone()));
+    candidates.dedup();
+    for hint in &candidates {
+        if retry_with_hint(ranks, hint, true) {
+            break;
+        }
+    }
+}
+
+/// Discovers `ranks` again with `hint`, keeping each result that settles
+/// its rank; with `all_or_none`, keeps them only when every one is
+/// settled. Whether every one was.
+fn retry_with_hint(
+    ranks: &mut [(&Input, &mut Structure)],
+    hint: &LayerHint,
+    all_or_none: bool,
+) -> bool {
+    let again: Vec<Option<Structure>> = (ranks.iter())
+        .map(|(i, _)| {
+            let s = discover_with_hint(&i.graph, &i.measured, &i.ctx, Some(hint));
+            (!unsettled(&s)).then_some(s)
+        })
+        .collect();
+    let every = again.iter().all(Option::is_some);
+    if every || !all_or_none {
+        for ((_, s), found) in ranks.iter_mut().zip(again) {
+            if let Some(found) = found {
+                **s = found;
+            }
+        }
+    }
+    every
+}
+
+/// An error when the ranks' parallel degrees differ from the first's
+/// (they are then not ranks of one job).
+pub(crate) fn one_job(ranks: &[Summary]) -> Result<(), PredictError> {
+    let first = &ranks[0];
+    match ranks.iter().find(|r| r.degrees != first.degrees) {
+        Some(r) => Err(PredictError::NotOneJob(format!(
+            "{}: parallel degrees differ from {}'s: are these ranks of one job?",
+            r.name, first.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// One rank per stage: ranks that differ only by their tensor or data
+/// index are taken to behave alike, so the first of each stage (lowest
+/// rank) stands for it. Ranks keep their order. Every one kept is held:
+/// a rank is left out only for a settled one of its stage with a lower
+/// rank.
+pub(crate) fn one_rank_per_stage(
+    entries: Vec<Entry>,
+    summaries: &[Summary],
+    first_config: DiscoveredConfig,
+    notes: &mut Vec<String>,
+) -> Kept {
+    let mut keep: Vec<usize> = (0..entries.len()).collect();
+    keep.sort_by_key(|&i| (summaries[i].stage, summaries[i].rank));
+    keep.dedup_by_key(|i| summaries[*i].stage);
+    keep.sort_unstable();
+    if keep.len() < entries.len() {
+        notes.push(format!(
+            "{} of {} inputs left out: one rank per pipeline stage stands for its stage ({})",
+            entries.len() - keep.len(),
+            entries.len(),
+            keep.iter()
+                .map(|&i| format!(
+                    "rank {} for stage {}",
+                    summaries[i].rank, summaries[i].stage
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let mut held: Vec<Option<Discovered>> = (entries.into_iter())
+        .map(|e| match e {
+            Entry::Held(d) => Some(*d),
+            Entry::LeftOut(_) => None,
+        })
+        .collect();
+    let (inputs, structures) = (keep.iter())
+        .map(|&i| {
+            let d = held[i]
+                .take()
+                .expect("a rank left out has a settled rank of its stage below it");
+            (d.input, d.structure)
+        })
+        .unzip();
+    Kept {
+        inputs,
+        structures,
+        roles: keep.iter().map(|&i| summaries[i].role).collect(),
+        stages: keep.iter().map(|&i| summaries[i].stage).collect(),
+        given: keep,
+        first_config,
+    }
+}
