@@ -15,7 +15,14 @@
 //! 10 ms ticks): the system time is mostly the kernel handing the build
 //! fresh pages, which on a virtual machine can cost as much as the build's
 //! own work and move from run to run. `RAYON_NUM_THREADS=1` gives the
-//! one-core build. With `--debug OUT` it writes the `Debug` form of the last build's
+//! one-core build. For the build's own cost without that, run on a warm
+//! heap: `MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=4294967296
+//! MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_TOP_PAD_=0` make glibc keep
+//! what each run frees on its one heap (with more arenas, the vectors the
+//! build allocates on rayon's threads are mapped apart once over 64 MB and
+//! returned to the kernel when freed), and each run's graph is freed
+//! before the next is built, so after the first runs grow the heap the
+//! later ones touch no fresh page. With `--debug OUT` it writes the `Debug` form of the last build's
 //! graph, measured times and report to OUT, so two versions of the builder
 //! can be checked to build the very same graph (`cmp` the files). With
 //! `--owned` each run builds with `build_owned` (what `lumos replay` does),
@@ -66,6 +73,10 @@ fn main() {
             (true, false) => Some(trace.clone()),
             (true, true) => Some(std::mem::take(&mut trace)),
         };
+        // The previous run's graph is freed before this one is built, so
+        // that a warm heap (see the module's docs) is reused, not grown to
+        // hold two graphs.
+        drop(last.take());
         let c0 = process_cpu_s();
         let us0 = process_user_system_s();
         let t0 = Instant::now();
