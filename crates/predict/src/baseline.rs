@@ -616,6 +616,48 @@ mod tests {
     }
 
     #[test]
+    fn unsettled_ranks_are_held_and_the_lowest_of_each_stage_stands() {
+        // PP4 DP2 over four layers: every stage runs one layer per pass,
+        // which its own trace cannot tell from the embedding or the loss,
+        // so no rank is settled alone and all are held until the end;
+        // then the lowest rank of each stage stands for it, as if only
+        // those had been given.
+        let layout = [1, 4, 2, 2];
+        let rank = |r: usize| {
+            let t = crate::testutil::synth_layers("gpt-tiny", Some(4), layout, r);
+            crate::testutil::input(&t, &format!("rank{r}"))
+        };
+        let mut c = Candidates::new();
+        for r in (0..8).rev() {
+            c.push(Discovered::new(rank(r)));
+        }
+        assert_eq!(c.held(), 8);
+        let all = Baseline::of(c).unwrap();
+        let names: Vec<&str> = all.inputs.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["rank6", "rank4", "rank2", "rank0"]);
+        assert_eq!(all.given, vec![1, 3, 5, 7]);
+        assert_eq!(all.stages, vec![3, 2, 1, 0]);
+        let lowest = Baseline::new([6, 4, 2, 0].into_iter().map(rank).collect()).unwrap();
+        assert_eq!(all.config, lowest.config);
+        assert_eq!(all.params, lowest.params);
+        assert_eq!(all.roles, lowest.roles);
+        let methods = |b: &Baseline| -> Vec<crate::LayerMethod> {
+            b.structures.iter().map(|s| s.layer_method).collect()
+        };
+        assert_eq!(methods(&all), methods(&lowest));
+        assert!(all
+            .structures
+            .iter()
+            .all(|s| s.report.structural_edits_blocked.is_none()));
+        assert_eq!(all.notes[1..], lowest.notes[..]);
+        assert!(
+            all.notes[0].starts_with("4 of 8 inputs left out"),
+            "{}",
+            all.notes[0]
+        );
+    }
+
+    #[test]
     fn ranks_of_other_jobs_are_refused() {
         let ins = vec![
             crate::testutil::input(&synth("gpt-tiny", 2, 1, 1, 2, 0), "a.json"),

@@ -214,16 +214,36 @@ pub fn predict_files(
         ))
         .into());
     }
-    let (loaded, transfer) = crate::progress::run(py, progress, |p| {
+    let loaded = crate::progress::run(py, progress, |p| {
         let Some(b) = durations_from else {
-            return Ok::<_, Error>((inputs::prediction_candidates(&files, p)?, None));
+            let candidates = inputs::prediction_candidates(&files, p)?;
+            return Ok::<_, Error>(Loaded::Discovered(Box::new(candidates)));
         };
-        let mut loaded = inputs::prediction_inputs(&files, p)?;
+        let loaded = inputs::prediction_inputs(&files, p)?;
         // B as the CLI reads it: a trace into its build, or an `.lgraph`
         // file.
-        let b = inputs::prediction_inputs(&[b], p)?.pop();
-        let transfer = b.map(|b| retime_from(&mut loaded, &b)).transpose()?;
-        Ok((Candidates::discover_all(loaded), transfer))
+        let b = inputs::prediction_inputs(&[b], p)?;
+        Ok(Loaded::ToRetime(loaded, b))
     })??;
-    Ok(py.detach(|| run(loaded, &options.target, transfer))?)
+    Ok(py.detach(|| {
+        let (candidates, transfer) = match loaded {
+            Loaded::Discovered(c) => (*c, None),
+            Loaded::ToRetime(mut inputs, b) => {
+                let transfer = (b.first())
+                    .map(|b| retime_from(&mut inputs, b))
+                    .transpose()?;
+                (Candidates::discover_all(inputs), transfer)
+            }
+        };
+        run(candidates, &options.target, transfer)
+    })?)
+}
+
+/// The inputs of a prediction as read: discovered as they came, or read
+/// whole with (a list of one) the recording whose durations the one input
+/// takes first (`durations_from`), re-timed after the reading's progress
+/// ends.
+enum Loaded {
+    Discovered(Box<Candidates>),
+    ToRetime(Vec<Input>, Vec<Input>),
 }
