@@ -21,7 +21,11 @@
 //! - [`Baseline`] holds the traced ranks (one per pipeline stage, or one
 //!   rank), the traced [`Config`], the GEMM efficiency curve and network
 //!   model calibrated on them ([`GemmCalibration`], [`NetworkCalibration`];
-//!   replaceable through [`Baseline::with_models`]).
+//!   replaceable through [`Baseline::with_models`]). Given every rank of a
+//!   large job, push them one at a time into [`Candidates`] (each
+//!   [`Discovered`] as it is read) and make the baseline with
+//!   [`Baseline::of`]: a rank that cannot stand for its stage gives up its
+//!   graph as it comes.
 //! - A [`Prediction`] is built by edits, each a function returning a new
 //!   prediction with new graphs: [`Prediction::with_dp`],
 //!   [`Prediction::with_tp`], [`Prediction::with_pp`],
