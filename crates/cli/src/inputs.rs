@@ -297,4 +297,36 @@ mod tests {
         }
         assert_eq!(dropped.load(Ordering::SeqCst), 50);
     }
+
+    #[test]
+    fn files_go_to_then_in_order_a_window_at_a_time() {
+        let files: Vec<PathBuf> = (0..10).map(|i| PathBuf::from(format!("f{i}"))).collect();
+        let window = rayon::current_num_threads().max(1);
+        let worked = AtomicUsize::new(0);
+        // Each result is its file; `then` sees them in order, and at most
+        // a window of results has been made and not yet taken.
+        let mut seen = Vec::new();
+        let work = |f: &Path| {
+            worked.fetch_add(1, Ordering::SeqCst);
+            f.to_path_buf()
+        };
+        each_file_then(&files, work, |f| {
+            let taken = seen.len() + 1;
+            assert!(worked.load(Ordering::SeqCst) <= taken - 1 + window);
+            seen.push(f);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, files);
+        // An error stops the reading: no file after the failing one's
+        // window is worked on.
+        worked.store(0, Ordering::SeqCst);
+        let e = each_file_then(&files, work, |f| match f.to_str() {
+            Some("f0") => bail!("{}: bad", f.display()),
+            _ => Ok(()),
+        })
+        .unwrap_err();
+        assert_eq!(e.to_string(), "f0: bad");
+        assert_eq!(worked.load(Ordering::SeqCst), window.min(files.len()));
+    }
 }
