@@ -204,7 +204,7 @@ def read_trace(path: PathLike, *, progress: ProgressArg = None) -> Trace:
 
 
 def read_traces(paths: Paths, *, progress: ProgressArg = None) -> List[Trace]:
-    """Reads trace files, or directories of them (one level, sorted), in
+    """Reads trace files, or directories of them (natural order), in
     parallel; the first that cannot be read is raised."""
     with callback(progress) as cb:
         return [Trace(t) for t in _lumos.read_traces(_paths(paths), cb)]

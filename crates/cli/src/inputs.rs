@@ -57,8 +57,8 @@ pub fn input_path(p: &Path) -> PathBuf {
     }
 }
 
-/// Expands directories (sub-folders included, sorted) into their trace
-/// files, and `-` into standard input ([`input_path`]).
+/// Expands directories (sub-folders included, in natural order) into
+/// their trace files, and `-` into standard input ([`input_path`]).
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {

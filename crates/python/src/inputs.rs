@@ -11,9 +11,9 @@ use rayon::prelude::*;
 use crate::errors::{Error, Kind, Result};
 use crate::progress::Progress;
 
-/// Expands directories (sub-folders included, sorted) into their trace
-/// files, and with `lgraph` their compact graphs too (as the CLI's
-/// commands that read them), with the CLI's messages.
+/// Expands directories (sub-folders included, in natural order) into
+/// their trace files, and with `lgraph` their compact graphs too (as the
+/// CLI's commands that read them), with the CLI's messages.
 pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {

@@ -1,6 +1,7 @@
 //! Finding trace files under a folder: what the front ends expand a
 //! directory argument into, the same way everywhere.
 
+use std::cmp::Ordering;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -50,16 +51,72 @@ pub fn is_lumos_output(name: &str) -> bool {
 }
 
 /// The files under `dir` whose names `accepts`, sub-folders included down
-/// to [`MAX_DIR_DEPTH`] levels, sorted; hidden folders and lumos's own
-/// outputs ([`is_lumos_output`]) are left out.
+/// to [`MAX_DIR_DEPTH`] levels, in natural order (runs of digits by
+/// value: `rank2` before `rank10`); hidden folders and lumos's own outputs
+/// ([`is_lumos_output`]) are left out.
 pub fn trace_files_under(
     dir: &Path,
     accepts: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<PathBuf>, DirError> {
     let mut out = Vec::new();
     collect(dir, MAX_DIR_DEPTH, accepts, &mut out)?;
-    out.sort();
+    out.sort_by(|a, b| natural_order(a, b));
     Ok(out)
+}
+
+/// Paths compared as people number files: component by component, runs of
+/// digits by their value (`rank2` < `rank10`), the rest byte by byte; two
+/// paths equal so (`r01`, `r1`) keep their byte order.
+fn natural_order(a: &Path, b: &Path) -> Ordering {
+    let by_component = a.components().zip(b.components()).find_map(|(x, y)| {
+        let o = natural_text_order(
+            x.as_os_str().as_encoded_bytes(),
+            y.as_os_str().as_encoded_bytes(),
+        );
+        o.is_ne().then_some(o)
+    });
+    by_component
+        .unwrap_or_else(|| a.components().count().cmp(&b.components().count()))
+        .then_with(|| a.cmp(b))
+}
+
+/// [`natural_order`] of one component's bytes.
+fn natural_text_order(mut a: &[u8], mut b: &[u8]) -> Ordering {
+    loop {
+        match (a.first(), b.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let (da, ra) = split_digits(a);
+                let (db, rb) = split_digits(b);
+                let o = digits_value_order(da, db);
+                if o.is_ne() {
+                    return o;
+                }
+                (a, b) = (ra, rb);
+            }
+            (Some(x), Some(y)) => {
+                if x != y {
+                    return x.cmp(y);
+                }
+                (a, b) = (&a[1..], &b[1..]);
+            }
+        }
+    }
+}
+
+/// The leading run of ASCII digits of `s`, and the rest.
+fn split_digits(s: &[u8]) -> (&[u8], &[u8]) {
+    let n = s.iter().take_while(|c| c.is_ascii_digit()).count();
+    s.split_at(n)
+}
+
+/// Two runs of digits by value, of any length (no overflow).
+fn digits_value_order(a: &[u8], b: &[u8]) -> Ordering {
+    let strip = |d: &[u8]| -> usize { d.iter().take_while(|&&c| c == b'0').count() };
+    let (a, b) = (&a[strip(a)..], &b[strip(b)..]);
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
 fn collect(
@@ -83,4 +140,45 @@ fn collect(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_in_natural_order() {
+        let mut v: Vec<PathBuf> = [
+            "job/rank10.json.gz",
+            "job/rank2.json.gz",
+            "job/rank1.json.gz",
+            "job/rank02.json.gz",
+            "job/rank100.json.gz",
+            "job/a/rank3.json",
+            "job/rank2.json",
+            "job2/rank0.json",
+            "job/Rank9.json",
+            "job/rank18446744073709551616999.json",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        v.sort_by(|a, b| natural_order(a, b));
+        let got: Vec<&str> = v.iter().map(|p| p.to_str().unwrap()).collect();
+        assert_eq!(
+            got,
+            [
+                "job/Rank9.json",
+                "job/a/rank3.json",
+                "job/rank1.json.gz",
+                "job/rank2.json",
+                "job/rank02.json.gz",
+                "job/rank2.json.gz",
+                "job/rank10.json.gz",
+                "job/rank100.json.gz",
+                "job/rank18446744073709551616999.json",
+                "job2/rank0.json",
+            ]
+        );
+    }
 }
