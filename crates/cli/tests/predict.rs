@@ -385,6 +385,7 @@ fn all_ranks_of_a_job_are_one_per_stage() {
     let dir = corpus.path("multi-rank/dlrm-8xv100");
     let v = json(&["predict", "--dp", "16"], &[dir]);
     assert_eq!(v["inputs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["inputs_given"], 8);
     assert_eq!(v["inputs"][0]["rank"], 0);
     assert!(v["assumptions"]
         .as_array()
@@ -438,11 +439,24 @@ fn all_ranks_of_a_pipeline_in_any_order() {
         inputs.iter().map(|i| i["rank"].as_u64().unwrap()).collect()
     };
     assert_eq!(ranks(&all), [4, 0]);
-    // The inputs' file names aside, the rest is the same prediction.
+    assert_eq!(
+        (&all["inputs_given"], &alone["inputs_given"]),
+        (&8.into(), &2.into())
+    );
+    // The inputs' file names and count aside, the rest is the same
+    // prediction.
     for v in [&mut all, &mut alone] {
         v.as_object_mut().unwrap().remove("inputs");
+        v.as_object_mut().unwrap().remove("inputs_given");
     }
     assert_eq!(all, alone);
+    // The text says how many were given before it lists those kept.
+    let out = run_ok(lumos().args(args).args(&files));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("predict from 2 of 8 traces (the lowest rank of each pipeline stage):\n"),
+        "{text}"
+    );
 }
 
 /// An interleaved job (`lumos synth --virtual-stages 2`): `lumos inspect`

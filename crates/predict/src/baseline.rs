@@ -68,6 +68,9 @@ pub struct Baseline {
     /// anything a front end keeps per given input (file names, trace
     /// metadata) is found through this.
     pub given: Vec<usize>,
+    /// How many traced ranks were given (more than `inputs` when ranks of
+    /// one stage were left out).
+    pub given_count: usize,
     /// What discovery found in each.
     pub structures: Vec<Structure>,
     /// Each input's graph as structural edits copy it ([`Baseline::templates`]),
@@ -134,6 +137,7 @@ impl Baseline {
             roles,
             stages,
             first_config: d0,
+            given_count,
         } = candidates.keep(&mut notes)?;
         let pp = at_least_one(d0.pp, "pipeline-parallel degree", &mut notes);
         let complete = stages.len() as u32 == pp;
@@ -187,6 +191,7 @@ impl Baseline {
         Ok(Baseline {
             inputs,
             given,
+            given_count,
             structures,
             templates: OnceLock::new(),
             roles,

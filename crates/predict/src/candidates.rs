@@ -229,6 +229,8 @@ pub(crate) struct Kept {
     pub stages: Vec<u32>,
     /// The first rank's configuration (given first, kept or not).
     pub first_config: DiscoveredConfig,
+    /// How many ranks were given.
+    pub given_count: usize,
 }
 
 /// Discovery of the unsettled ranks again. A stage with one layer per
@@ -336,6 +338,7 @@ pub(crate) fn one_rank_per_stage(
                 .join(", ")
         ));
     }
+    let given_count = entries.len();
     let mut held: Vec<Option<Discovered>> = (entries.into_iter())
         .map(|e| match e {
             Entry::Held(d) => Some(*d),
@@ -357,5 +360,6 @@ pub(crate) fn one_rank_per_stage(
         stages: keep.iter().map(|&i| summaries[i].stage).collect(),
         given: keep,
         first_config,
+        given_count,
     }
 }

@@ -21,6 +21,9 @@ use crate::ReportError;
 pub struct PredictReport {
     /// The traces predicted from, one per traced stage.
     pub inputs: Vec<InputReport>,
+    /// How many traces were given: more than `inputs` when several ranks
+    /// of a stage were, and the lowest stands for it.
+    pub inputs_given: usize,
     /// The configuration traced.
     pub traced: Config,
     /// The configuration predicted.
@@ -443,6 +446,7 @@ pub fn predict_report(
     );
     PredictReport {
         inputs: input_reports(base),
+        inputs_given: base.given_count,
         traced: base.config.into(),
         target: pred.target.config.into(),
         kernel_scales: pred

@@ -330,7 +330,14 @@ fn config_text(c: &lumos_report::Config) -> String {
 /// The text form of a prediction; `kept` is how many dependencies the
 /// predicted stages hold (what the dropped ones are a share of).
 fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::Result<()> {
-    writeln!(out, "predict from {} trace(s):", r.inputs.len())?;
+    match r.inputs_given {
+        given if given > r.inputs.len() => writeln!(
+            out,
+            "predict from {} of {given} traces (the lowest rank of each pipeline stage):",
+            r.inputs.len()
+        )?,
+        _ => writeln!(out, "predict from {} trace(s):", r.inputs.len())?,
+    }
     for i in &r.inputs {
         writeln!(
             out,
