@@ -2,6 +2,7 @@
 //! `.lgraph` graphs that `lumos ingest` made of them), and reading them
 //! (and building the ranks of a job) in parallel.
 
+use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::OnceLock;
@@ -88,18 +89,13 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// `work` on every file in parallel, with a progress bar of the bytes
 /// read on stderr (when it is a terminal); the results in the order given.
 pub fn each_file<T: Send>(files: &[PathBuf], work: impl Fn(&Path) -> T + Sync) -> Vec<T> {
-    let lens: Vec<u64> = (files.iter())
-        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
-        .collect();
-    let bar = progress::bytes(lens.iter().sum(), "reading");
-    let out = (files.par_iter().zip(&lens))
-        .map(|(f, &len)| {
-            let r = work(f);
-            bar.inc(len);
-            r
-        })
-        .collect();
-    bar.finish_and_clear();
+    let mut out = Vec::with_capacity(files.len());
+    let all_at_once = files.len().max(1);
+    let pushed = in_windows(files, all_at_once, work, |r| {
+        out.push(r);
+        Ok::<_, Infallible>(())
+    });
+    pushed.unwrap_or_else(|never| match never {});
     out
 }
 
@@ -110,13 +106,23 @@ pub fn each_file<T: Send>(files: &[PathBuf], work: impl Fn(&Path) -> T + Sync) -
 pub fn each_file_then<T: Send>(
     files: &[PathBuf],
     work: impl Fn(&Path) -> T + Sync,
-    mut then: impl FnMut(T) -> Result<()>,
+    then: impl FnMut(T) -> Result<()>,
 ) -> Result<()> {
+    in_windows(files, rayon::current_num_threads().max(1), work, then)
+}
+
+/// `work` on `window` files at a time in parallel, their results handed
+/// to `then` in order, with a progress bar of the bytes read.
+fn in_windows<T: Send, E>(
+    files: &[PathBuf],
+    window: usize,
+    work: impl Fn(&Path) -> T + Sync,
+    mut then: impl FnMut(T) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
     let lens: Vec<u64> = (files.iter())
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .collect();
     let bar = progress::bytes(lens.iter().sum(), "reading");
-    let window = rayon::current_num_threads().max(1);
     for (files, lens) in files.chunks(window).zip(lens.chunks(window)) {
         let done: Vec<T> = (files.par_iter().zip(lens))
             .map(|(f, &len)| {

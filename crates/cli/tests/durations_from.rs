@@ -154,8 +154,10 @@ fn issue_10_another_program_is_refused_with_its_matched_share() {
             assert!(err.contains("not a recording of the same program"), "{err}");
         }
     }
-    let err = usage_error(&["replay", b, b, "--durations-from", b]);
-    assert!(err.contains("takes one trace"), "{err}");
+    for cmd in ["replay", "predict"] {
+        let err = usage_error(&[cmd, b, b, "--durations-from", b]);
+        assert!(err.contains("takes one trace"), "{err}");
+    }
     usage_error(&["replay", b, "--durations-from", b, "--job"]);
 }
 

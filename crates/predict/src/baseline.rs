@@ -515,12 +515,12 @@ mod tests {
 
     #[test]
     fn one_rank_stands_for_each_stage() {
-        use crate::candidates::{one_rank_per_stage, Entry, Summary};
-        let entries = |ranks: &[u32]| -> Vec<Entry> {
+        use crate::candidates::{one_rank_per_stage, Summary};
+        let entries = |ranks: &[u32]| -> Vec<Option<Discovered>> {
             (ranks.iter())
                 .map(|&r| {
                     let (input, structure) = empty(r);
-                    Entry::Held(Box::new(Discovered { input, structure }))
+                    Some(Discovered { input, structure })
                 })
                 .collect()
         };

@@ -199,23 +199,18 @@ impl Candidates {
             Entry::Held(d) => d.structure.config.clone(),
             Entry::LeftOut(_) => first_config.unwrap_or_default(),
         };
-        let summaries: Vec<Summary> = (entries.iter().enumerate())
-            .map(|(i, e)| match e {
-                Entry::Held(d) => Summary::of(&d.input, &d.structure, i),
-                Entry::LeftOut(s) => s.clone(),
-            })
-            .collect();
+        let (held, summaries): (Vec<Option<Discovered>>, Vec<Summary>) =
+            (entries.into_iter().enumerate())
+                .map(|(i, e)| match e {
+                    Entry::Held(d) => {
+                        let summary = Summary::of(&d.input, &d.structure, i);
+                        (Some(*d), summary)
+                    }
+                    Entry::LeftOut(s) => (None, s),
+                })
+                .unzip();
         one_job(&summaries)?;
-        Ok(one_rank_per_stage(entries, &summaries, first_config, notes))
-    }
-}
-
-impl Clone for Summary {
-    fn clone(&self) -> Summary {
-        Summary {
-            name: self.name.clone(),
-            ..*self
-        }
+        Ok(one_rank_per_stage(held, &summaries, first_config, notes))
     }
 }
 
@@ -313,22 +308,22 @@ pub(crate) fn one_job(ranks: &[Summary]) -> Result<(), PredictError> {
 /// index are taken to behave alike, so the first of each stage (lowest
 /// rank) stands for it. Ranks keep their order. Every one kept is held:
 /// a rank is left out only for a settled one of its stage with a lower
-/// rank.
+/// rank. `held` has each rank given, `None` for those left out.
 pub(crate) fn one_rank_per_stage(
-    entries: Vec<Entry>,
+    mut held: Vec<Option<Discovered>>,
     summaries: &[Summary],
     first_config: DiscoveredConfig,
     notes: &mut Vec<String>,
 ) -> Kept {
-    let mut keep: Vec<usize> = (0..entries.len()).collect();
+    let mut keep: Vec<usize> = (0..held.len()).collect();
     keep.sort_by_key(|&i| (summaries[i].stage, summaries[i].rank));
     keep.dedup_by_key(|i| summaries[*i].stage);
     keep.sort_unstable();
-    if keep.len() < entries.len() {
+    if keep.len() < held.len() {
         notes.push(format!(
             "{} of {} inputs left out: one rank per pipeline stage stands for its stage ({})",
-            entries.len() - keep.len(),
-            entries.len(),
+            held.len() - keep.len(),
+            held.len(),
             keep.iter()
                 .map(|&i| format!(
                     "rank {} for stage {}",
@@ -338,13 +333,7 @@ pub(crate) fn one_rank_per_stage(
                 .join(", ")
         ));
     }
-    let given_count = entries.len();
-    let mut held: Vec<Option<Discovered>> = (entries.into_iter())
-        .map(|e| match e {
-            Entry::Held(d) => Some(*d),
-            Entry::LeftOut(_) => None,
-        })
-        .collect();
+    let given_count = held.len();
     let (inputs, structures) = (keep.iter())
         .map(|&i| {
             let d = held[i]

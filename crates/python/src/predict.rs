@@ -222,16 +222,14 @@ pub fn predict_files(
         let loaded = inputs::prediction_inputs(&files, p)?;
         // B as the CLI reads it: a trace into its build, or an `.lgraph`
         // file.
-        let b = inputs::prediction_inputs(&[b], p)?;
+        let b = inputs::prediction_inputs(&[b], p)?.pop().map(Box::new);
         Ok(Loaded::ToRetime(loaded, b))
     })??;
     Ok(py.detach(|| {
         let (candidates, transfer) = match loaded {
             Loaded::Discovered(c) => (*c, None),
             Loaded::ToRetime(mut inputs, b) => {
-                let transfer = (b.first())
-                    .map(|b| retime_from(&mut inputs, b))
-                    .transpose()?;
+                let transfer = b.map(|b| retime_from(&mut inputs, &b)).transpose()?;
                 (Candidates::discover_all(inputs), transfer)
             }
         };
@@ -240,10 +238,9 @@ pub fn predict_files(
 }
 
 /// The inputs of a prediction as read: discovered as they came, or read
-/// whole with (a list of one) the recording whose durations the one input
-/// takes first (`durations_from`), re-timed after the reading's progress
-/// ends.
+/// whole with the recording whose durations the one input takes first
+/// (`durations_from`), re-timed after the reading's progress ends.
 enum Loaded {
     Discovered(Box<Candidates>),
-    ToRetime(Vec<Input>, Vec<Input>),
+    ToRetime(Vec<Input>, Option<Box<Input>>),
 }

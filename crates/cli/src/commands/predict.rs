@@ -157,19 +157,22 @@ pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>)> {
     Ok((candidates, sources))
 }
 
-/// Every trace read and built as [`load`] does, but not discovered and
-/// all held: `--durations-from` re-times its one input before discovery.
-fn load_all(paths: &[PathBuf]) -> Result<(Vec<Input>, Vec<TimelineSource>)> {
+/// The one trace `--durations-from` re-times (before discovery), read and
+/// built as [`load`] does; more than one is bad usage, refused before
+/// any is read.
+fn load_one(paths: &[PathBuf]) -> Result<(Input, TimelineSource)> {
     let files = inputs::expand(paths)?;
-    let read = inputs::each_file(&files, lumos_report::prediction_input);
-    let mut loaded = Vec::new();
-    let mut sources = Vec::new();
-    for r in read {
-        let (input, source) = r.map_err(inputs::input_error)?;
-        loaded.push(input);
-        sources.push(source);
-    }
-    Ok((loaded, sources))
+    let [file] = &files[..] else {
+        return Err(usage(format!(
+            "--durations-from takes one trace to predict from, got {}",
+            files.len()
+        )));
+    };
+    let read = inputs::each_file(std::slice::from_ref(file), lumos_report::prediction_input);
+    read.into_iter()
+        .next()
+        .expect("one file, one result")
+        .map_err(inputs::input_error)
 }
 
 /// The prediction the flags ask for, all edits applied together (the
@@ -242,9 +245,13 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(&a.target)?;
     let (loaded, sources, transfer) = match &a.durations_from {
         Some(b) => {
-            let (mut inputs, sources) = load_all(&a.paths)?;
-            let transfer = retime_from(&mut inputs, b)?;
-            (Candidates::discover_all(inputs), sources, Some(transfer))
+            let (mut input, source) = load_one(&a.paths)?;
+            let transfer = retime_from(&mut input, b)?;
+            (
+                Candidates::discover_all(vec![input]),
+                vec![source],
+                Some(transfer),
+            )
         }
         None => {
             let (candidates, sources) = load(&a.paths)?;
@@ -288,13 +295,7 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
 
 /// `--durations-from B`: the one input's graph re-timed with B's
 /// durations, in place; the transfer's report.
-fn retime_from(loaded: &mut [Input], b: &Path) -> Result<lumos_report::TransferReport> {
-    let [input] = loaded else {
-        return Err(usage(format!(
-            "--durations-from takes one trace to predict from, got {}",
-            loaded.len()
-        )));
-    };
+fn retime_from(input: &mut Input, b: &Path) -> Result<lumos_report::TransferReport> {
     let timed_b = super::transfer::Timed::read(b)?;
     let a = lumos_report::Recording {
         path: &input.name,
