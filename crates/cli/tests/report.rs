@@ -242,6 +242,34 @@ fn the_report_of_a_job_shows_who_waited() {
 }
 
 #[test]
+fn the_what_if_of_a_job_is_lumos_predicts() {
+    // The page's prediction is made of the ranks its joint replay read
+    // (lent before the replay takes them), not of the files read again:
+    // the same numbers and notes as `lumos predict` of the job.
+    let Some(dlrm) = corpus_file("multi-rank/dlrm-8xv100") else {
+        return;
+    };
+    let dir = TempDir::new("cli-report-job-what-if");
+    let html = dir.join("job.html");
+    let page = written(&report(&["--dp", "16"], &[&dlrm], &html), &html);
+    let p = common::lumos_json(&["predict", "--dp", "16"], &[dlrm]);
+    assert_eq!(p["inputs_given"], 8);
+    let at = page.find("id=\"what-if\"").expect("a what-if section");
+    let what_if = &page[at..];
+    let mean = |k: &str| format!("{:.3}", p[k].as_f64().unwrap());
+    let row = format!(
+        "<td>{}</td><td>{}</td><td>{}</td>",
+        mean("mean_measured_ms"),
+        mean("mean_replayed_ms"),
+        mean("mean_predicted_ms")
+    );
+    assert!(what_if.contains(&row), "no {row} in the what-if section");
+    let left_out = p["assumptions"][0].as_str().unwrap();
+    assert!(left_out.starts_with("7 of 8 inputs left out"), "{left_out}");
+    assert!(what_if.contains(left_out), "the page lacks {left_out:?}");
+}
+
+#[test]
 fn bad_usage_exits_2_and_bad_input_exits_1_without_a_file() {
     let dir = TempDir::new("cli-report-errors");
     let html = dir.join("r.html");

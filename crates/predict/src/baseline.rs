@@ -621,6 +621,44 @@ mod tests {
     }
 
     #[test]
+    fn lent_ranks_are_copied_only_where_they_stand_for_their_stage() {
+        // TP2 PP2 DP2, given lowest first: ranks 0 and 4 stand for the two
+        // stages, the six others are left out as they come, never copied.
+        let layout = [2, 2, 2, 2];
+        let ranks: Vec<Input> = (0..8).map(|r| rank_of_job(layout, r)).collect();
+        let mut c = Candidates::new();
+        let mut copied = Vec::new();
+        for r in &ranks {
+            let lent = crate::LentInput {
+                name: &r.name,
+                graph: &r.graph,
+                measured: &r.measured,
+                ctx: &r.ctx,
+            };
+            let structure = crate::discover_lent(&lent);
+            c.push_lent(&lent, structure, || {
+                copied.push(r.name.clone());
+                Input {
+                    name: r.name.clone(),
+                    graph: r.graph.clone(),
+                    measured: r.measured.clone(),
+                    ctx: r.ctx.clone(),
+                }
+            });
+        }
+        assert_eq!(copied, ["rank0", "rank4"]);
+        assert_eq!((c.len(), c.held()), (8, 2));
+        // The baseline of the ranks given whole.
+        let lent = Baseline::of(c).unwrap();
+        let given = Baseline::new(ranks).unwrap();
+        assert_eq!(lent.config, given.config);
+        assert_eq!(lent.stages, given.stages);
+        assert_eq!(lent.given, given.given);
+        assert_eq!(lent.params, given.params);
+        assert_eq!(lent.notes, given.notes);
+    }
+
+    #[test]
     fn unsettled_ranks_are_held_and_the_lowest_of_each_stage_stands() {
         // PP4 DP2 over four layers: every stage runs one layer per pass,
         // which its own trace cannot tell from the embedding or the loss,

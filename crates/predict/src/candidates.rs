@@ -8,7 +8,10 @@
 
 use std::collections::HashMap;
 
+use lumos_graph::{Graph, Measured};
+
 use crate::baseline::Input;
+use crate::context::TraceContext;
 use crate::discover::{discover, discover_with_hint, one_layer_hint, LayerHint, Structure};
 use crate::error::PredictError;
 use crate::plan::StageRole;
@@ -38,6 +41,26 @@ impl Discovered {
     pub fn structure(&self) -> &Structure {
         &self.structure
     }
+}
+
+/// A traced rank lent, not given: the parts of an [`Input`] borrowed from
+/// a caller that keeps them ([`Candidates::push_lent`]).
+#[derive(Clone, Copy)]
+pub struct LentInput<'a> {
+    /// A name for reports (the file).
+    pub name: &'a str,
+    /// Its graph.
+    pub graph: &'a Graph,
+    /// Its measured times.
+    pub measured: &'a Measured,
+    /// Its metadata.
+    pub ctx: &'a TraceContext,
+}
+
+/// What discovery finds in `lent` on its own, as [`Discovered::new`] finds
+/// it in an owned input; several ranks may be discovered in parallel.
+pub fn discover_lent(lent: &LentInput<'_>) -> Structure {
+    discover(lent.graph, lent.measured, lent.ctx)
 }
 
 /// The traced ranks given for a baseline so far, in order, each
@@ -75,15 +98,21 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
-    /// The summary of `input`, given at `index`, found to be `s`. A rank
-    /// whose stage was not found stands for a stage of its own (its
-    /// index); one whose role was not found takes the role of its stage.
+    /// The summary of `input`, given at `index`, found to be `s`.
     pub fn of(input: &Input, s: &Structure, index: usize) -> Summary {
+        Summary::of_named(&input.name, input.ctx.rank, s, index)
+    }
+
+    /// The summary of the rank `rank` named `name`, given at `index`,
+    /// found to be `s`. A rank whose stage was not found stands for a
+    /// stage of its own (its index); one whose role was not found takes
+    /// the role of its stage.
+    fn of_named(name: &str, rank: u32, s: &Structure, index: usize) -> Summary {
         let c = &s.config;
         let degrees = (c.tp.unwrap_or(1), c.dp.unwrap_or(1), c.pp.unwrap_or(1));
         Summary {
-            name: input.name.clone(),
-            rank: input.ctx.rank,
+            name: name.to_owned(),
+            rank,
             degrees,
             stage: c.stage.unwrap_or(index as u32),
             role: StageRole::from_report(&s.report.stage_role)
@@ -134,18 +163,53 @@ impl Candidates {
     /// lower rank (or the same, given earlier), this one is left out now;
     /// if it is lower than the one standing for its stage, that one is.
     pub fn push(&mut self, d: Discovered) {
+        let Discovered { input, structure } = d;
+        let (name, rank) = (input.name.clone(), input.ctx.rank);
+        self.push_parts(&name, rank, structure, || input);
+    }
+
+    /// Adds the next rank as [`push`](Candidates::push) does, lent:
+    /// `structure` is what [`discover_lent`] found in `lent`, and `own`
+    /// makes the rank's [`Input`] (a copy of `lent`) only if the rank is
+    /// held. A rank left out at once is never copied, so a caller that
+    /// keeps its ranks for other work (a joint replay) lends them all and
+    /// copies at most one per stage, plus those discovery could not settle
+    /// alone.
+    pub fn push_lent(
+        &mut self,
+        lent: &LentInput<'_>,
+        structure: Structure,
+        own: impl FnOnce() -> Input,
+    ) {
+        self.push_parts(lent.name, lent.ctx.rank, structure, own);
+    }
+
+    /// [`push`](Candidates::push) of rank `rank` named `name`, found to be
+    /// `structure`; `input` is called only if the rank is held.
+    fn push_parts(
+        &mut self,
+        name: &str,
+        rank: u32,
+        structure: Structure,
+        input: impl FnOnce() -> Input,
+    ) {
         let index = self.entries.len();
         if index == 0 {
-            self.first_config = Some(d.structure.config.clone());
+            self.first_config = Some(structure.config.clone());
         }
         if self.first_hint.is_none() {
-            self.first_hint = d.structure.layer_hint();
+            self.first_hint = structure.layer_hint();
         }
-        if unsettled(&d.structure) {
-            self.entries.push(Entry::Held(Box::new(d)));
+        let held = |structure| {
+            let input = input();
+            debug_assert_eq!(input.ctx.rank, rank, "the input is the rank given");
+            Entry::Held(Box::new(Discovered { input, structure }))
+        };
+        if unsettled(&structure) {
+            self.entries.push(held(structure));
             return;
         }
-        let summary = Summary::of(&d.input, &d.structure, index);
+        let summary = Summary::of_named(name, rank, &structure, index);
         match self.lowest.get(&summary.stage).copied() {
             Some(j) if self.rank_of(j) <= summary.rank => {
                 self.entries.push(Entry::LeftOut(summary));
@@ -155,7 +219,7 @@ impl Candidates {
                     self.leave_out(j);
                 }
                 self.lowest.insert(summary.stage, index);
-                self.entries.push(Entry::Held(Box::new(d)));
+                self.entries.push(held(structure));
             }
         }
     }

@@ -107,7 +107,7 @@ pub use predict::{
     InputReport, LinkCalibration, ModelFitReport, PredictReport, StageRow, SteadinessReport,
     StepRow,
 };
-pub use predict_input::{prediction_input, prediction_input_of_replay};
+pub use predict_input::{prediction_candidates_of, prediction_input, prediction_input_of_replay};
 pub use replay::{
     compare, critical_path_report, replay, replay_owned, replay_path, replay_path_for,
     replay_path_with_meta, replay_scaled, replay_stored, replay_trace, summarize,

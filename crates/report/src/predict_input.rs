@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
-use lumos_graph::{build_streamed, TrackSink};
-use lumos_predict::{Input, TraceContext};
+use lumos_graph::{build_streamed, Graph, Measured, RankInput, TrackSink};
+use lumos_predict::{discover_lent, Candidates, Input, LentInput, TraceContext};
 use lumos_store::{is_lgraph_file, read_stored, InputError};
 use lumos_trace::TraceMeta;
+use rayon::prelude::*;
 
 use crate::{Replayed, TimelineSource};
 
@@ -60,5 +61,70 @@ pub fn prediction_input_of_replay(replayed: Replayed, meta: &TraceMeta) -> Input
         graph: replayed.graph,
         measured: replayed.measured,
         ctx,
+    }
+}
+
+/// The prediction's ranks of a job already read for other work (the joint
+/// replay of `lumos report`'s page), in the order given, `metas` being
+/// each rank's trace metadata ([`lumos_store::Prepared::meta`]): each
+/// discovered as lent ([`discover_lent`]; a window of one rank per rayon
+/// thread at a time) and copied only where it stands for its stage
+/// ([`Candidates::push_lent`]), so the files are not read again and at
+/// most one graph per stage is copied. The same candidates as
+/// [`prediction_input`] of each file pushed in order: both build the
+/// graph as [`lumos_store::prepare`] does.
+pub fn prediction_candidates_of(ranks: &[RankInput], metas: &[&TraceMeta]) -> Candidates {
+    assert_eq!(ranks.len(), metas.len(), "one trace's metadata per rank");
+    let parts: Vec<RankParts<'_>> = (ranks.iter().zip(metas))
+        .map(|(r, meta)| RankParts::of(r, meta))
+        .collect();
+    let mut candidates = Candidates::new();
+    let window = rayon::current_num_threads().max(1);
+    for ranks in parts.chunks(window) {
+        let found: Vec<_> = (ranks.par_iter())
+            .map(|p| discover_lent(&p.lent()))
+            .collect();
+        for (p, structure) in ranks.iter().zip(found) {
+            candidates.push_lent(&p.lent(), structure, || p.to_input());
+        }
+    }
+    candidates
+}
+
+/// What a prediction reads of a rank, borrowed.
+struct RankParts<'a> {
+    name: String,
+    graph: &'a Graph,
+    measured: &'a Measured,
+    ctx: TraceContext,
+}
+
+impl<'a> RankParts<'a> {
+    fn of(rank: &'a RankInput, meta: &TraceMeta) -> RankParts<'a> {
+        let measured = &rank.graph.measured;
+        RankParts {
+            name: rank.meta.path.display().to_string(),
+            graph: &rank.graph.graph,
+            measured,
+            ctx: TraceContext::from_meta(meta, measured),
+        }
+    }
+
+    fn lent(&self) -> LentInput<'_> {
+        LentInput {
+            name: &self.name,
+            graph: self.graph,
+            measured: self.measured,
+            ctx: &self.ctx,
+        }
+    }
+
+    fn to_input(&self) -> Input {
+        Input {
+            name: self.name.clone(),
+            graph: self.graph.clone(),
+            measured: self.measured.clone(),
+            ctx: self.ctx.clone(),
+        }
     }
 }

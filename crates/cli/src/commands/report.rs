@@ -46,18 +46,26 @@ pub struct ReportArgs {
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
     let files = inputs::expand(&a.paths)?;
-    // A single trace's page and prediction share one read of the file.
+    // The page and the prediction share one read of the inputs.
     let mut loaded = None;
     let page = match &files[..] {
         [file] if !a.mode.job && !inputs::is_lgraph(file) => {
             let (page, input) = file_page(file, a.target.any())?;
-            loaded = input;
+            loaded = input.map(|i| Candidates::discover_all(vec![i]));
             page
         }
         _ => {
             let read = read_every(&files)?;
             match a.mode.sort(read.into_iter().map(Ok).collect()) {
                 Sorted::Job(ranks, read) => {
+                    // The prediction's ranks are lent from this one read
+                    // before the page's replay takes them, copied only
+                    // where one stands for its stage (the files are not
+                    // read again).
+                    if a.target.any() {
+                        let metas: Vec<_> = read.iter().flatten().map(Prepared::meta).collect();
+                        loaded = Some(lumos_report::prediction_candidates_of(&ranks, &metas));
+                    }
                     // What the job does not need of the inputs.
                     drop(read);
                     job_page(ranks)?
@@ -68,10 +76,9 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
             }
         }
     };
-    let page = if a.target.any() {
-        page.with_prediction(prediction(a, loaded)?)
-    } else {
-        page
+    let page = match loaded {
+        Some(loaded) => page.with_prediction(prediction(a, loaded)?),
+        None => page,
     };
     let html = page.render();
     write_atomic(&a.output, |w| w.write_all(html.as_bytes()))
@@ -154,13 +161,7 @@ fn job_page(ranks: Vec<lumos_graph::RankInput>) -> Result<HtmlReport> {
 }
 
 /// The prediction `lumos predict` would make with the same inputs and
-/// flags: of `loaded`, the input already made of the page's trace, or
-/// else of the files read again (the ranks of a job were given up to the
-/// page's joint replay).
-fn prediction(a: &ReportArgs, loaded: Option<Input>) -> Result<lumos_report::PredictReport> {
-    let loaded = match loaded {
-        Some(input) => Candidates::discover_all(vec![input]),
-        None => predict::load(&a.paths)?.0,
-    };
+/// flags, of `loaded`: the ranks made of the page's own read of them.
+fn prediction(a: &ReportArgs, loaded: Candidates) -> Result<lumos_report::PredictReport> {
     Ok(predict::predict_then(loaded, &a.target, |_, _| Ok(()))?.0)
 }
