@@ -313,7 +313,11 @@ fn run_case(
 ) -> Result<bool, String> {
     let job_dir = dir.join("job");
     let _ = std::fs::remove_dir_all(&job_dir);
-    let file = if case.command == mutate::Command::ReplayJob {
+    let in_job = matches!(
+        case.command,
+        mutate::Command::ReplayJob | mutate::Command::ReportJobPredict
+    );
+    let file = if in_job {
         std::fs::create_dir_all(&job_dir).expect("job dir");
         for (name, data) in others {
             std::fs::write(job_dir.join(name), data).expect("write a rank");
@@ -346,6 +350,13 @@ fn run_case(
                 job_dir.display().to_string(),
             ]
         }
+        mutate::Command::ReportJobPredict => vec![
+            "report".into(),
+            "--dp".into(),
+            "2".into(),
+            job_dir.display().to_string(),
+            "-o".into(),
+        ],
         mutate::Command::Report => vec!["report".into(), file_arg.clone(), "-o".into()],
         mutate::Command::ReportPredict => {
             let dp = ["--dp".into(), "2".into()];
@@ -360,7 +371,9 @@ fn run_case(
     };
     // What a command writes besides stdout, next to the case.
     let written = match case.command {
-        mutate::Command::Report | mutate::Command::ReportPredict => Some(dir.join("page.html")),
+        mutate::Command::Report
+        | mutate::Command::ReportPredict
+        | mutate::Command::ReportJobPredict => Some(dir.join("page.html")),
         mutate::Command::Ingest => Some(dir.join("rank.lgraph")),
         _ => None,
     };
@@ -508,6 +521,16 @@ fn check(
                 .lines()
                 .any(|l| l.starts_with("error: ") && l.contains(file));
             (!named).then(|| "exit 2 without an `error:` line naming the file".to_owned())
+        }
+        // A job's prediction may be refused for what another rank lacks
+        // beside the damaged one (degrees that differ from it): the line
+        // names a rank of the job.
+        Some(2) if case.command == mutate::Command::ReportJobPredict => {
+            let job = Path::new(file).parent().map(|d| d.display().to_string());
+            let named = stderr
+                .lines()
+                .any(|l| l.starts_with("error: ") && job.as_deref().is_some_and(|j| l.contains(j)));
+            (!named).then(|| "exit 2 without an `error:` line naming a rank of the job".to_owned())
         }
         Some(code) => Some(format!("exit code {code}")),
         None => Some(format!(

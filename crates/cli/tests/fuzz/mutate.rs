@@ -67,6 +67,10 @@ pub enum Command {
     /// `replay --json` of the whole job, one rank of which is the case
     /// (only on the rank of a job).
     ReplayJob,
+    /// `report --dp 2 -o PAGE` of the whole job, one rank of which is the
+    /// case (only on the rank of a job): the page's joint replay and the
+    /// prediction made of one read of the ranks.
+    ReportJobPredict,
 }
 
 /// Where deep nesting goes.
@@ -303,7 +307,8 @@ impl Case {
         let command = match roll {
             _ if Some(input) == job && roll <= 1 => Command::Predict,
             _ if Some(input) == job && roll == 2 => Command::ReportPredict,
-            _ if Some(input) == job && roll <= 5 => Command::ReplayJob,
+            _ if Some(input) == job && roll <= 4 => Command::ReplayJob,
+            _ if Some(input) == job && roll == 5 => Command::ReportJobPredict,
             0..=2 => Command::Inspect,
             3 => Command::InspectJson,
             4 => Command::Ingest,
