@@ -73,7 +73,13 @@ pub fn prediction_input_of_replay(replayed: Replayed, meta: &TraceMeta) -> Input
 /// most one graph per stage is copied. The same candidates as
 /// [`prediction_input`] of each file pushed in order: both build the
 /// graph as [`lumos_store::prepare`] does.
-pub fn prediction_candidates_of(ranks: &[RankInput], metas: &[&TraceMeta]) -> Candidates {
+///
+/// `None` as soon as a rank cannot be settled alone (its stage repeats no
+/// layer block of its own: one layer per pass): such ranks are all held
+/// until the last rank is given, so lending would copy every one of them
+/// beside the page's replay. The caller then makes the prediction of the
+/// files read again after the page, when the ranks are freed.
+pub fn prediction_candidates_of(ranks: &[RankInput], metas: &[&TraceMeta]) -> Option<Candidates> {
     assert_eq!(ranks.len(), metas.len(), "one trace's metadata per rank");
     let parts: Vec<RankParts<'_>> = (ranks.iter().zip(metas))
         .map(|(r, meta)| RankParts::of(r, meta))
@@ -85,10 +91,13 @@ pub fn prediction_candidates_of(ranks: &[RankInput], metas: &[&TraceMeta]) -> Ca
             .map(|p| discover_lent(&p.lent()))
             .collect();
         for (p, structure) in ranks.iter().zip(found) {
+            if structure.report.structural_edits_blocked.is_some() {
+                return None;
+            }
             candidates.push_lent(&p.lent(), structure, || p.to_input());
         }
     }
-    candidates
+    Some(candidates)
 }
 
 /// What a prediction reads of a rank, borrowed.

@@ -47,11 +47,14 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
     let files = inputs::expand(&a.paths)?;
     // The page and the prediction share one read of the inputs.
-    let mut loaded = None;
+    let mut ranks_for_prediction = RanksForPrediction::NotAsked;
     let page = match &files[..] {
         [file] if !a.mode.job && !inputs::is_lgraph(file) => {
             let (page, input) = file_page(file, a.target.any())?;
-            loaded = input.map(|i| Candidates::discover_all(vec![i]));
+            if let Some(input) = input {
+                let ready = Candidates::discover_all(vec![input]);
+                ranks_for_prediction = RanksForPrediction::Ready(ready);
+            }
             page
         }
         _ => {
@@ -60,11 +63,16 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                 Sorted::Job(ranks, read) => {
                     // The prediction's ranks are lent from this one read
                     // before the page's replay takes them, copied only
-                    // where one stands for its stage (the files are not
-                    // read again).
+                    // where one stands for its stage; where ranks cannot
+                    // be settled alone (all would be copied), the files
+                    // are read again after the page instead.
                     if a.target.any() {
                         let metas: Vec<_> = read.iter().flatten().map(Prepared::meta).collect();
-                        loaded = Some(lumos_report::prediction_candidates_of(&ranks, &metas));
+                        ranks_for_prediction =
+                            match lumos_report::prediction_candidates_of(&ranks, &metas) {
+                                Some(ready) => RanksForPrediction::Ready(ready),
+                                None => RanksForPrediction::ReadAgain,
+                            };
                     }
                     // What the job does not need of the inputs.
                     drop(read);
@@ -76,8 +84,13 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
             }
         }
     };
-    let page = match loaded {
-        Some(loaded) => page.with_prediction(prediction(a, loaded)?),
+    let ranks = match ranks_for_prediction {
+        RanksForPrediction::NotAsked => None,
+        RanksForPrediction::Ready(ready) => Some(ready),
+        RanksForPrediction::ReadAgain => Some(predict::load(&a.paths)?.0),
+    };
+    let page = match ranks {
+        Some(ranks) => page.with_prediction(prediction(a, ranks)?),
         None => page,
     };
     let html = page.render();
@@ -85,6 +98,19 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
         .with_context(|| format!("{}: cannot write the report", a.output.display()))?;
     writeln!(out, "wrote {}", a.output.display())?;
     Ok(true)
+}
+
+/// The ranks a page's what-if prediction is made of.
+// One per run: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
+enum RanksForPrediction {
+    /// No what-if flag was given.
+    NotAsked,
+    /// Made of the page's own read of the inputs.
+    Ready(Candidates),
+    /// To be read again once the page is made: the job's ranks could not
+    /// be lent ([`lumos_report::prediction_candidates_of`]).
+    ReadAgain,
 }
 
 /// Every input read, each trace built into its rank and dropped
@@ -161,7 +187,7 @@ fn job_page(ranks: Vec<lumos_graph::RankInput>) -> Result<HtmlReport> {
 }
 
 /// The prediction `lumos predict` would make with the same inputs and
-/// flags, of `loaded`: the ranks made of the page's own read of them.
-fn prediction(a: &ReportArgs, loaded: Candidates) -> Result<lumos_report::PredictReport> {
-    Ok(predict::predict_then(loaded, &a.target, |_, _| Ok(()))?.0)
+/// flags, of `ranks`.
+fn prediction(a: &ReportArgs, ranks: Candidates) -> Result<lumos_report::PredictReport> {
+    Ok(predict::predict_then(ranks, &a.target, |_, _| Ok(()))?.0)
 }
