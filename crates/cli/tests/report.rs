@@ -241,19 +241,11 @@ fn the_report_of_a_job_shows_who_waited() {
     );
 }
 
-#[test]
-fn the_what_if_of_a_job_is_lumos_predicts() {
-    // The page's prediction is made of the ranks its joint replay read
-    // (lent before the replay takes them), not of the files read again:
-    // the same numbers and notes as `lumos predict` of the job.
-    let Some(dlrm) = corpus_file("multi-rank/dlrm-8xv100") else {
-        return;
-    };
-    let dir = TempDir::new("cli-report-job-what-if");
-    let html = dir.join("job.html");
-    let page = written(&report(&["--dp", "16"], &[&dlrm], &html), &html);
-    let p = common::lumos_json(&["predict", "--dp", "16"], &[dlrm]);
-    assert_eq!(p["inputs_given"], 8);
+/// Asserts that the what-if section of `page` shows the mean steps and
+/// the note on the ranks left out of `lumos predict ARGS --json JOB`
+/// (`left_out`: how that note starts).
+fn assert_what_if_is_lumos_predicts(page: &str, args: &[&str], job: &[PathBuf], left_out: &str) {
+    let p = common::lumos_json(args, job);
     let at = page.find("id=\"what-if\"").expect("a what-if section");
     let what_if = &page[at..];
     let mean = |k: &str| format!("{:.3}", p[k].as_f64().unwrap());
@@ -264,9 +256,60 @@ fn the_what_if_of_a_job_is_lumos_predicts() {
         mean("mean_predicted_ms")
     );
     assert!(what_if.contains(&row), "no {row} in the what-if section");
-    let left_out = p["assumptions"][0].as_str().unwrap();
-    assert!(left_out.starts_with("7 of 8 inputs left out"), "{left_out}");
-    assert!(what_if.contains(left_out), "the page lacks {left_out:?}");
+    let note = p["assumptions"][0].as_str().unwrap();
+    assert!(note.starts_with(left_out), "{note}");
+    assert!(what_if.contains(note), "the page lacks {note:?}");
+}
+
+#[test]
+fn the_what_if_of_a_job_is_lumos_predicts() {
+    // A transformer job's ranks are lent to the prediction before the
+    // page's joint replay takes them (one copied per stage), from traces
+    // and from compact graphs: the same numbers and notes as `lumos
+    // predict` of the job.
+    let dir = TempDir::new("cli-report-job-what-if");
+    let traces = dir.join("traces");
+    let synth = lumos()
+        .args([
+            "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2",
+        ])
+        .args(["--microbatches", "4", "--ranks", "all", "--out"])
+        .arg(&traces)
+        .output()
+        .unwrap();
+    assert!(
+        synth.status.success(),
+        "{}",
+        String::from_utf8_lossy(&synth.stderr)
+    );
+    let graphs = dir.join("graphs");
+    let ingest = lumos()
+        .arg("ingest")
+        .arg(&traces)
+        .arg("-o")
+        .arg(&graphs)
+        .output();
+    assert!(ingest.unwrap().status.success());
+    for job in [&traces, &graphs] {
+        let html = dir.join("job.html");
+        let page = written(&report(&["--dp", "4"], &[job], &html), &html);
+        let job = [job.to_path_buf()];
+        assert_what_if_is_lumos_predicts(&page, &["predict", "--dp", "4"], &job, "6 of 8 inputs");
+    }
+}
+
+#[test]
+fn the_what_if_of_a_job_without_layers_is_lumos_predicts() {
+    // The DLRM job's ranks repeat no layer block, so discovery cannot
+    // settle them alone: nothing is lent, and its files are read again
+    // for the prediction after the page.
+    let Some(dlrm) = corpus_file("multi-rank/dlrm-8xv100") else {
+        return;
+    };
+    let dir = TempDir::new("cli-report-job-what-if-dlrm");
+    let html = dir.join("job.html");
+    let page = written(&report(&["--dp", "16"], &[&dlrm], &html), &html);
+    assert_what_if_is_lumos_predicts(&page, &["predict", "--dp", "16"], &[dlrm], "7 of 8 inputs");
 }
 
 #[test]

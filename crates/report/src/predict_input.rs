@@ -74,11 +74,15 @@ pub fn prediction_input_of_replay(replayed: Replayed, meta: &TraceMeta) -> Input
 /// [`prediction_input`] of each file pushed in order: both build the
 /// graph as [`lumos_store::prepare`] does.
 ///
-/// `None` as soon as a rank cannot be settled alone (its stage repeats no
-/// layer block of its own: one layer per pass): such ranks are all held
-/// until the last rank is given, so lending would copy every one of them
-/// beside the page's replay. The caller then makes the prediction of the
-/// files read again after the page, when the ranks are freed.
+/// `None` as soon as a rank would be held whatever the ranks after it:
+/// one that discovery cannot settle alone (structural edits blocked: no
+/// repeated layer block, as in a model without transformer layers, or one
+/// layer per pass, whose stage another stage's blocks decide), or one
+/// whose pipeline stage was not found (it stands for a stage of its own).
+/// Lending would copy every such rank beside the page's replay; the
+/// caller makes the prediction of the files read again after the page
+/// instead, when the ranks are freed. The ranks discovered until then
+/// (at least a window) are discovered again there.
 pub fn prediction_candidates_of(ranks: &[RankInput], metas: &[&TraceMeta]) -> Option<Candidates> {
     assert_eq!(ranks.len(), metas.len(), "one trace's metadata per rank");
     let parts: Vec<RankParts<'_>> = (ranks.iter().zip(metas))
@@ -91,7 +95,8 @@ pub fn prediction_candidates_of(ranks: &[RankInput], metas: &[&TraceMeta]) -> Op
             .map(|p| discover_lent(&p.lent()))
             .collect();
         for (p, structure) in ranks.iter().zip(found) {
-            if structure.report.structural_edits_blocked.is_some() {
+            let settled = structure.report.structural_edits_blocked.is_none();
+            if !settled || structure.config.stage.is_none() {
                 return None;
             }
             candidates.push_lent(&p.lent(), structure, || p.to_input());

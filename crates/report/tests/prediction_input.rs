@@ -72,6 +72,8 @@ fn a_jobs_ranks_lent_predict_as_its_files_read_again() {
         let Some(candidates) = candidates else {
             continue;
         };
+        // One rank per stage held (copied), the others left out.
+        assert_eq!((candidates.len(), candidates.held()), (8, 2));
         let mut read_again = lumos_predict::Candidates::new();
         for f in &files {
             let (input, _) = prediction_input(f).unwrap();

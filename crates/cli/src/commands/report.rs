@@ -63,8 +63,9 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                 Sorted::Job(ranks, read) => {
                     // The prediction's ranks are lent from this one read
                     // before the page's replay takes them, copied only
-                    // where one stands for its stage; where ranks cannot
-                    // be settled alone (all would be copied), the files
+                    // where one stands for its stage; where ranks would
+                    // be held whatever the others (discovery cannot
+                    // settle them alone, or finds no stage), the files
                     // are read again after the page instead.
                     if a.target.any() {
                         let metas: Vec<_> = read.iter().flatten().map(Prepared::meta).collect();

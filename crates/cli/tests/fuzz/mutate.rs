@@ -68,8 +68,9 @@ pub enum Command {
     /// (only on the rank of a job).
     ReplayJob,
     /// `report --dp 2 -o PAGE` of the whole job, one rank of which is the
-    /// case (only on the rank of a job): the page's joint replay and the
-    /// prediction made of one read of the ranks.
+    /// case (only on the rank of a job): the page's joint replay, then the
+    /// prediction (the corpus job's ranks repeat no layer block, so it is
+    /// made of the files read again, not of ranks lent by the page).
     ReportJobPredict,
 }
 
