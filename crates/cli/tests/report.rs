@@ -296,6 +296,19 @@ fn the_what_if_of_a_job_is_lumos_predicts() {
         let job = [job.to_path_buf()];
         assert_what_if_is_lumos_predicts(&page, &["predict", "--dp", "4"], &job, "6 of 8 inputs");
     }
+    // A damaged rank is bad input, named, and no page appears.
+    let rank3 = traces.join("rank3.json.gz");
+    let bytes = std::fs::read(&rank3).unwrap();
+    std::fs::write(&rank3, &bytes[..bytes.len() / 2]).unwrap();
+    let html = dir.join("damaged.html");
+    let out = report(&["--dp", "4"], &[&traces], &html);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error: ") && err.contains("rank3.json.gz"),
+        "{err}"
+    );
+    assert!(!html.exists());
 }
 
 #[test]

@@ -638,12 +638,7 @@ mod tests {
             let structure = crate::discover_lent(&lent);
             c.push_lent(&lent, structure, || {
                 copied.push(r.name.clone());
-                Input {
-                    name: r.name.clone(),
-                    graph: r.graph.clone(),
-                    measured: r.measured.clone(),
-                    ctx: r.ctx.clone(),
-                }
+                lent.to_input()
             });
         }
         assert_eq!(copied, ["rank0", "rank4"]);

@@ -57,6 +57,18 @@ pub struct LentInput<'a> {
     pub ctx: &'a TraceContext,
 }
 
+impl LentInput<'_> {
+    /// The rank's own copy, for [`Candidates::push_lent`] to hold.
+    pub fn to_input(&self) -> Input {
+        Input {
+            name: self.name.to_owned(),
+            graph: self.graph.clone(),
+            measured: self.measured.clone(),
+            ctx: self.ctx.clone(),
+        }
+    }
+}
+
 /// What discovery finds in `lent` on its own, as [`Discovered::new`] finds
 /// it in an owned input; several ranks may be discovered in parallel.
 pub fn discover_lent(lent: &LentInput<'_>) -> Structure {
@@ -125,6 +137,15 @@ impl Summary {
 /// no layer block of its own.
 fn unsettled(s: &Structure) -> bool {
     s.report.structural_edits_blocked.is_some()
+}
+
+/// Whether a rank found to be `s` is held until the last rank is given,
+/// whatever the ranks after it: one discovery could not settle alone, or
+/// one whose pipeline stage was not found (it stands for a stage of its
+/// own). A caller that lends its ranks ([`Candidates::push_lent`]) would
+/// copy every such rank.
+pub fn held_to_the_end(s: &Structure) -> bool {
+    unsettled(s) || s.config.stage.is_none()
 }
 
 impl Candidates {

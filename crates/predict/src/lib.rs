@@ -104,7 +104,7 @@ mod transfer;
 mod units;
 
 pub use baseline::{Baseline, Input, Models, ParamCount};
-pub use candidates::{discover_lent, Candidates, Discovered, LentInput};
+pub use candidates::{discover_lent, held_to_the_end, Candidates, Discovered, LentInput};
 pub use checks::{estimated_tasks, BYTES_PER_PREDICTED_TASK, MAX_PREDICTED_TASKS, MAX_WORLD_SIZE};
 pub use confidence::{
     ModelFit, PredictionConfidence, SourceShares, EXTRAPOLATIONS_LOW, INFERRED_PATH_MEDIUM,

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use lumos_graph::{build_streamed, Graph, Measured, RankInput, TrackSink};
-use lumos_predict::{discover_lent, Candidates, Input, LentInput, TraceContext};
+use lumos_predict::{discover_lent, held_to_the_end, Candidates, Input, LentInput, TraceContext};
 use lumos_store::{is_lgraph_file, read_stored, InputError};
 use lumos_trace::TraceMeta;
 use rayon::prelude::*;
@@ -74,11 +74,11 @@ pub fn prediction_input_of_replay(replayed: Replayed, meta: &TraceMeta) -> Input
 /// [`prediction_input`] of each file pushed in order: both build the
 /// graph as [`lumos_store::prepare`] does.
 ///
-/// `None` as soon as a rank would be held whatever the ranks after it:
-/// one that discovery cannot settle alone (structural edits blocked: no
-/// repeated layer block, as in a model without transformer layers, or one
-/// layer per pass, whose stage another stage's blocks decide), or one
-/// whose pipeline stage was not found (it stands for a stage of its own).
+/// `None` as soon as a rank would be held whatever the ranks after it
+/// ([`held_to_the_end`]): one that discovery cannot settle alone
+/// (structural edits blocked: no repeated layer block, as in a model
+/// without transformer layers, or one layer per pass, whose stage another
+/// stage's blocks decide), or one whose pipeline stage was not found.
 /// Lending would copy every such rank beside the page's replay; the
 /// caller makes the prediction of the files read again after the page
 /// instead, when the ranks are freed. The ranks discovered until then
@@ -95,11 +95,11 @@ pub fn prediction_candidates_of(ranks: &[RankInput], metas: &[&TraceMeta]) -> Op
             .map(|p| discover_lent(&p.lent()))
             .collect();
         for (p, structure) in ranks.iter().zip(found) {
-            let settled = structure.report.structural_edits_blocked.is_none();
-            if !settled || structure.config.stage.is_none() {
+            if held_to_the_end(&structure) {
                 return None;
             }
-            candidates.push_lent(&p.lent(), structure, || p.to_input());
+            let lent = p.lent();
+            candidates.push_lent(&lent, structure, || lent.to_input());
         }
     }
     Some(candidates)
@@ -130,15 +130,6 @@ impl<'a> RankParts<'a> {
             graph: self.graph,
             measured: self.measured,
             ctx: &self.ctx,
-        }
-    }
-
-    fn to_input(&self) -> Input {
-        Input {
-            name: self.name.clone(),
-            graph: self.graph.clone(),
-            measured: self.measured.clone(),
-            ctx: self.ctx.clone(),
         }
     }
 }
