@@ -20,6 +20,11 @@
 //! uncompressed JSON and the event index ([`ReadError`]). Malformed input of
 //! any kind gives an error, never a panic (see the property tests and the
 //! CLI's fuzzer), and no JSON value may nest deeper than [`MAX_NESTING`].
+//! One exception, for speed: an event skipped for its category
+//! (`python_function`, or a category the model does not know) is read only
+//! up to its `cat`; what follows is checked only for its structure
+//! (strings closed, brackets matched), so a malformed value there is not
+//! reported.
 //!
 //! Lenient where the format or common writers are: a UTF-8 byte order
 //! mark; `NaN` and `Infinity` (read as absent, counted in

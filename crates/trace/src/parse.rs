@@ -11,7 +11,19 @@
 //! written as a string or with another JSON type reads as a number or as
 //! absent rather than failing the event. A `ph`, `cat`, `name`, `pid`,
 //! `tid` or `args` of the wrong JSON type skips the event
-//! ([`SkipReason::BadFieldType`]). Any JSON syntax error fails the file.
+//! ([`SkipReason::BadFieldType`]). Any JSON syntax error fails the file,
+//! except after the category of an event the model leaves out.
+//!
+//! An event is left out once its `ph` is `"X"` and its `cat` is not a
+//! task's (`python_function`, often most of a trace recorded with
+//! `with_stack`, or an unknown category), when nothing after them could
+//! change that: no escape (a key spelled with one) and no second `"ph"` or
+//! `"cat"`, found sixteen or 32 bytes a step. The parser then jumps to the
+//! element's closing brace (`Parser::pass_over_left_out`), so the rest is
+//! checked only by the splitter (strings closed, brackets matched, nesting
+//! bounded): a bad number or a field of the wrong type there is not
+//! reported, and a `NaN` there is not counted. The event is skipped for
+//! its category, as a full parse would skip it.
 //!
 //! Lenient where common writers are: `NaN`, `Infinity` and `-Infinity`
 //! (which Python's `json.dump` writes) read as `null` and are counted, and
@@ -545,6 +557,9 @@ struct RawEvent<'a> {
     /// Whether `args` was an object.
     has_args: bool,
     args: RawArgs<'a>,
+    /// `Category::parse` of `cat`, where [`Parser::pass_over_left_out`]
+    /// has already worked it out; else `None`.
+    category: Option<Category>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -661,7 +676,7 @@ impl<'a> RawEvent<'a> {
             "i" | "I" | "C" => return skip(cat, SkipReason::NotATask),
             _ => return skip(cat, SkipReason::UnsupportedPhase),
         }
-        let Some(category) = Category::parse(cat) else {
+        let Some(category) = self.category.or_else(|| Category::parse(cat)) else {
             let reason = if is_known_unmodeled(cat) {
                 SkipReason::NotModeled
             } else {
@@ -1399,10 +1414,17 @@ impl<'a> Parser<'a> {
             // comparisons for any key.
             let k = key.as_bytes();
             match k.len() {
-                2 if k == b"ph" => ev.ph = p.raw_str()?,
+                2 if k == b"ph" => {
+                    ev.ph = p.raw_str()?;
+                    p.pass_over_left_out(ev);
+                }
                 2 if k == b"ts" => ev.ts = p.micros()?,
                 2 if k == b"id" => ev.id = p.int()?,
-                3 if k == b"cat" => ev.cat = p.raw_str()?,
+                3 if k == b"cat" => {
+                    ev.cat = p.raw_str()?;
+                    ev.category = None;
+                    p.pass_over_left_out(ev);
+                }
                 3 if k == b"pid" => ev.pid = p.ident()?,
                 3 if k == b"tid" => ev.tid = p.ident()?,
                 3 if k == b"dur" => ev.dur = p.micros()?,
@@ -1431,6 +1453,32 @@ impl<'a> Parser<'a> {
             }
             Ok(())
         })
+    }
+
+    /// Once `ev` is known to be a complete event of a category the model
+    /// leaves out (`"ph": "X"` and a `cat` that is not a task's), moves to
+    /// its closing brace: what follows cannot change how it is read (see
+    /// [`cannot_change_the_event`]), so it is not parsed. Its structure
+    /// (strings, brackets, nesting) was checked by the splitter; its
+    /// values are not read, so neither their syntax nor their types are
+    /// checked, and a `NaN` among them is not counted.
+    #[inline]
+    fn pass_over_left_out(&mut self, ev: &mut RawEvent<'a>) {
+        // By reference and one at a time: this runs for every event.
+        let Some(RawStr::Borrowed(cat)) = &ev.cat else {
+            return;
+        };
+        if !matches!(&ev.ph, Some(RawStr::Borrowed("X"))) {
+            return;
+        }
+        ev.category = Category::parse(cat);
+        if ev.category.is_some() || self.bad_type {
+            return;
+        }
+        let close = self.b.len() - 1;
+        if self.b.get(close) == Some(&b'}') && cannot_change_the_event(&self.b[self.i..close]) {
+            self.i = close;
+        }
     }
 
     /// Reads a value and converts it; a wrong type sets `bad_type` and
@@ -2082,6 +2130,144 @@ impl<'a> Parser<'a> {
         }
         Ok(v)
     }
+}
+
+/// Whether `rest`, the members of an event after its `ph` and `cat`,
+/// cannot change what the event is read as: it holds no escape (an
+/// escaped key could spell `ph` or `cat`) and no string `"ph"` or `"cat"`
+/// (a repeated key overrides the first). 32 or 16 bytes a step, looking
+/// closer only at quotes before a `p` or a `c`: a `memchr2` call per
+/// quote cost three times as much as the 16-byte steps, which cost twice
+/// as much as the 32-byte ones.
+fn cannot_change_the_event(rest: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if rest.len() > 32 && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 was detected just above.
+        return unsafe { inert_avx2(rest) };
+    }
+    inert_sse2(rest)
+}
+
+/// Whether a `"` at `at` in `rest` opens the string `"ph"` or `"cat"`.
+#[inline(always)]
+fn names_ph_or_cat(rest: &[u8], at: usize) -> bool {
+    let after = &rest[at + 1..];
+    after.starts_with(b"ph\"") || after.starts_with(b"cat\"")
+}
+
+/// No escape in `backslashes`, and none of `quotes` (bit k: a quote at
+/// `i + k`) opens `"ph"` or `"cat"`.
+#[inline(always)]
+fn inert_at(rest: &[u8], i: usize, mut quotes: u32, backslashes: u32) -> bool {
+    if backslashes != 0 {
+        return false;
+    }
+    while quotes != 0 {
+        if names_ph_or_cat(rest, i + quotes.trailing_zeros() as usize) {
+            return false;
+        }
+        quotes &= quotes - 1;
+    }
+    true
+}
+
+/// [`cannot_change_the_event`] a byte at a time.
+fn inert_bytes(rest: &[u8]) -> bool {
+    (rest.iter().enumerate())
+        .all(|(at, &c)| c != b'\\' && !(c == b'"' && names_ph_or_cat(rest, at)))
+}
+
+/// [`cannot_change_the_event`] 16 bytes a step where SSE2 is.
+fn inert_sse2(rest: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if rest.len() > 16 {
+        let mut i = 0;
+        while i + 17 <= rest.len() {
+            let (quotes, backslashes) = quotes_before_p_or_c(rest, i);
+            if !inert_at(rest, i, quotes, backslashes) {
+                return false;
+            }
+            i += 16;
+        }
+        // The last 17 bytes, overlapping those already seen (bits for 16
+        // of them: a quote in the last byte opens nothing).
+        let last = rest.len() - 17;
+        let (quotes, backslashes) = quotes_before_p_or_c(rest, last);
+        return rest[rest.len() - 1] != b'\\'
+            && inert_at(rest, i, quotes >> (i - last), backslashes >> (i - last));
+    }
+    inert_bytes(rest)
+}
+
+/// For k in 0..16: bit k of the first mask set where `b[i + k]` is a `"`
+/// followed by `p` or `c`, and of the second where it is a `\`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn quotes_before_p_or_c(b: &[u8], i: usize) -> (u32, u32) {
+    use std::arch::x86_64::*;
+    assert!(i + 17 <= b.len());
+    // SAFETY: SSE2 is part of the x86_64 baseline, and both 16-byte
+    // unaligned loads are inside `b` (asserted above).
+    #[allow(unused_unsafe)]
+    unsafe {
+        let at = |k: usize| _mm_loadu_si128(b.as_ptr().add(i + k) as *const __m128i);
+        let (v, next) = (at(0), at(1));
+        let is = |v, c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+        let quote = _mm_and_si128(is(v, b'"'), _mm_or_si128(is(next, b'p'), is(next, b'c')));
+        (
+            _mm_movemask_epi8(quote) as u32,
+            _mm_movemask_epi8(is(v, b'\\')) as u32,
+        )
+    }
+}
+
+/// [`cannot_change_the_event`] 32 bytes a step, for `rest` longer than
+/// 32 bytes.
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn inert_avx2(rest: &[u8]) -> bool {
+    use std::arch::x86_64::*;
+    assert!(rest.len() > 32);
+    let masks = |i: usize| {
+        assert!(i + 33 <= rest.len());
+        // SAFETY: both 32-byte unaligned loads are inside `rest`
+        // (asserted above), and the caller has AVX2.
+        unsafe {
+            let at = |k: usize| _mm256_loadu_si256(rest.as_ptr().add(i + k) as *const __m256i);
+            let (v, next) = (at(0), at(1));
+            let is = |v, c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
+            let quote =
+                _mm256_and_si256(is(v, b'"'), _mm256_or_si256(is(next, b'p'), is(next, b'c')));
+            (
+                _mm256_movemask_epi8(quote) as u32,
+                _mm256_movemask_epi8(is(v, b'\\')) as u32,
+            )
+        }
+    };
+    let mut i = 0;
+    while i + 33 <= rest.len() {
+        let (quotes, backslashes) = masks(i);
+        if !inert_at(rest, i, quotes, backslashes) {
+            return false;
+        }
+        i += 32;
+    }
+    // The last 33 bytes, overlapping those already seen (bits for 32 of
+    // them: a quote in the last byte opens nothing). All 32 seen: none.
+    let last = rest.len() - 33;
+    let (quotes, backslashes) = masks(last);
+    let seen = (i - last) as u32;
+    rest[rest.len() - 1] != b'\\'
+        && inert_at(
+            rest,
+            i,
+            quotes.checked_shr(seen).unwrap_or(0),
+            backslashes.checked_shr(seen).unwrap_or(0),
+        )
 }
 
 /// Index of the first `"`, `\` or control byte of `b` at or after `i`

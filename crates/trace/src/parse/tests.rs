@@ -499,3 +499,100 @@ fn each_unescaped_string_keeps_its_own_text() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The category the element was skipped under, and why.
+fn skipped(text: &str) -> (String, SkipReason) {
+    match parse_event(text.as_bytes()) {
+        Parsed::Skip { cat, reason } => (resolve(&cat, text).to_owned(), reason),
+        other => panic!("{text}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_left_out_category_is_not_read_past() {
+    // What follows `ph` and `cat` is not parsed: neither its types nor
+    // its numbers' syntax are checked, and a NaN in it is not counted.
+    for rest in [
+        r#""name":5,"pid":[],"ts":"x","dur":-1"#,
+        r#""name":"f","ts":01,"args":{"a":[1,}}"#,
+        r#""name":"f","ts":tru,"dur":NaN"#,
+        r#""args":{"Python id":1} "name":"f""#,
+    ] {
+        for cat in ["python_function", "quantum_op"] {
+            let text = format!(r#"{{"ph":"X","cat":"{cat}",{rest}}}"#);
+            let reason = match cat {
+                "python_function" => SkipReason::NotModeled,
+                _ => SkipReason::UnknownCategory,
+            };
+            assert_eq!(skipped(&text), (cat.to_owned(), reason), "{text}");
+        }
+    }
+    // Pretty-printed, as Kineto writes it, and `cat` before `ph`.
+    let text = "{\n    \"cat\": \"python_function\",\n    \"ph\": \"X\",\n    \
+        \"name\": \"torch/nn/modules/module.py(1736): _call_impl\",\n    \"pid\": 1,\n    \
+        \"tid\": 1,\n    \"ts\": 1.5,\n    \"dur\": 2,\n    \"args\": {\n      \
+        \"Python parent id\": 1,\n      \"Python id\": 2,\n      \"Ev Idx\": 3\n    }\n  }";
+    assert_eq!(
+        skipped(text),
+        ("python_function".to_owned(), SkipReason::NotModeled)
+    );
+}
+
+#[test]
+fn what_could_change_a_left_out_event_is_read() {
+    // A later `cat` or `ph` overrides the first, a key may be escaped, and
+    // an earlier member of the wrong type skips the event as such: each is
+    // read as the whole element says.
+    let late_cat = r#"{"ph":"X","cat":"python_function","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"cat":"kernel"}"#;
+    assert_eq!(complete(late_cat).category, Category::Kernel);
+    let escaped = r#"{"ph":"X","cat":"python_function","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"c\u0061t":"kernel"}"#;
+    assert_eq!(complete(escaped).category, Category::Kernel);
+    let late_ph =
+        r#"{"ph":"X","cat":"python_function","name":"k","pid":0,"tid":7,"ts":1,"ph":"i"}"#;
+    assert_eq!(
+        skipped(late_ph),
+        ("python_function".to_owned(), SkipReason::NotATask)
+    );
+    let bad_before = r#"{"name":5,"ph":"X","cat":"python_function","ts":1}"#;
+    assert_eq!(skipped(bad_before).1, SkipReason::BadFieldType);
+    // An escape anywhere after the category: read in full, so its errors
+    // are reported.
+    let text = r#"{"ph":"X","cat":"python_function","name":"a\tb","ts":tru}"#;
+    assert!(matches!(
+        parse_event(text.as_bytes()),
+        Parsed::Syntax { .. }
+    ));
+    // Every length around the 16-byte steps, with the later `cat` at the
+    // very end.
+    for pad in 0..40 {
+        let name = "n".repeat(pad);
+        let text = format!(
+            r#"{{"ph":"X","cat":"python_function","name":"{name}","cat":"kernel","pid":0,"tid":1,"ts":1,"dur":1}}"#
+        );
+        assert_eq!(complete(&text).category, Category::Kernel, "{text}");
+        let text = format!(r#"{{"ph":"X","cat":"python_function","name":"{name}","ph":"i"}}"#);
+        assert_eq!(skipped(&text).1, SkipReason::NotATask, "{text}");
+        let text = format!(r#"{{"ph":"X","cat":"python_function","name":"{name}","ts":"x"}}"#);
+        assert_eq!(skipped(&text).1, SkipReason::NotModeled, "{text}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5000))]
+
+    /// The 32- and 16-byte scans of what follows a left-out event's
+    /// category agree with the byte at a time one, for any length and any
+    /// place of a quote, `p`, `c` or backslash.
+    #[test]
+    fn inert_scans_match_bytes(rest in proptest::collection::vec(
+        proptest::sample::select(b"\"phcat\\x :{}".to_vec()), 0..120)) {
+        let bytes = inert_bytes(&rest);
+        proptest::prop_assert_eq!(inert_sse2(&rest), bytes);
+        proptest::prop_assert_eq!(cannot_change_the_event(&rest), bytes);
+        #[cfg(target_arch = "x86_64")]
+        if rest.len() > 32 && std::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected just above.
+            proptest::prop_assert_eq!(unsafe { inert_avx2(&rest) }, bytes);
+        }
+    }
+}
