@@ -1874,6 +1874,10 @@ impl<'a> Parser<'a> {
                 Ok(())
             }
             Some(b'[') => {
+                if let Some(end) = self.plain_array_end() {
+                    self.i = end;
+                    return Ok(());
+                }
                 self.enter()?;
                 self.i += 1;
                 self.ws();
@@ -1892,6 +1896,66 @@ impl<'a> Parser<'a> {
                 Ok(())
             }
             _ => Err(self.expected("a value")),
+        }
+    }
+
+    /// The end of the array at `self.i` when it holds only arrays, plain
+    /// integers and strings without escapes (operators' `Input Dims`,
+    /// `Input Strides`, `Concrete Inputs`, `Input type`, kernels' `grid`
+    /// and `block`), checked as JSON in one loop; `None` for anything
+    /// else, valid or not, which the general path then reads (so errors,
+    /// repairs and the nesting limit are its own). About a third of the
+    /// general path's instructions an element, which recurses into
+    /// `skip_value` for each.
+    #[inline(never)]
+    fn plain_array_end(&self) -> Option<usize> {
+        let b = self.b;
+        let mut i = self.i;
+        let mut depth = 0;
+        loop {
+            // A value, or the end of an array just opened.
+            match b.get(i)? {
+                b'[' => {
+                    depth += 1;
+                    if self.depth + depth > MAX_NESTING {
+                        return None;
+                    }
+                    i = ws_end(b, i + 1);
+                    if b.get(i) != Some(&b']') {
+                        continue;
+                    }
+                    i += 1;
+                    depth -= 1;
+                }
+                b'0' => i = plain_number_end(b, i + 1)?,
+                b'1'..=b'9' => i = plain_number_end(b, digit_end(b, i + 1))?,
+                b'"' => {
+                    let end = scan_plain(b, i + 1);
+                    if b.get(end) != Some(&b'"') {
+                        return None;
+                    }
+                    i = end + 1;
+                }
+                _ => return None,
+            }
+            // After a value: the arrays it closes, then a comma or the end.
+            loop {
+                if depth == 0 {
+                    return Some(i);
+                }
+                i = ws_end(b, i);
+                match b.get(i)? {
+                    b',' => {
+                        i = ws_end(b, i + 1);
+                        break;
+                    }
+                    b']' => {
+                        i += 1;
+                        depth -= 1;
+                    }
+                    _ => return None,
+                }
+            }
         }
     }
 
@@ -2331,6 +2395,17 @@ fn string_specials(b: &[u8], i: usize) -> u32 {
     }
 }
 
+/// [`skip_ws`], with the common cases first: most often there is no
+/// whitespace, or a single space (as [`Parser::ws`]).
+#[inline(always)]
+fn ws_end(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(&c) if c > b' ' => i,
+        Some(b' ') if b.get(i + 1).is_some_and(|&c| c > b' ') => i + 1,
+        _ => skip_ws(b, i),
+    }
+}
+
 /// Index of the first byte of `b` at or after `i` that is not JSON
 /// whitespace (`b.len()` if none). Pretty-printed traces indent every
 /// line, so runs of several spaces after a newline are common: they are
@@ -2427,6 +2502,33 @@ fn digit_run(b: &[u8], mut i: usize) -> (usize, u64) {
         i += 1;
     }
     (i, v)
+}
+
+/// The end of the run of ASCII digits of `b` at `i`.
+#[inline]
+fn digit_end(b: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let n = digit_count(digits_minus_zero(chunk));
+        i += n;
+        if n < 8 {
+            return i;
+        }
+    }
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// `end`, the end of an integer's digits, if no digit, fraction or
+/// exponent follows (a leading zero, or a number that is not a plain
+/// integer: for the general path).
+#[inline(always)]
+fn plain_number_end(b: &[u8], end: usize) -> Option<usize> {
+    match b.get(end) {
+        Some(b'0'..=b'9' | b'.' | b'e' | b'E') => None,
+        _ => Some(end),
+    }
 }
 
 /// Eight bytes of text minus `'0'` each: a digit gives 0..=9.

@@ -596,3 +596,74 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20000))]
+
+    /// Where the one-loop array skip takes an array, it is JSON (as
+    /// serde_json reads it) and ends where serde_json's value ends; where
+    /// it does not, the general path reads it, errors included.
+    #[test]
+    fn plain_arrays_are_json(
+        bytes in "\\[[\\[\\]0-9 ,\"a.e\\-\\\\\n]{0,40}",
+        tokens in proptest::collection::vec(proptest::sample::select(vec![
+            "[", "[", "]", "]", ",", ",", " ", "\n", "1", "23", "0", "\"x\"", "\"\"", "-", ".5",
+        ]), 1..40),
+    ) {
+        for text in [bytes, format!("[{}", tokens.concat())] {
+            check_plain_array(&text)?;
+        }
+    }
+}
+
+/// [`plain_arrays_are_json`] of one text.
+fn check_plain_array(text: &str) -> std::result::Result<(), proptest::test_runner::TestCaseError> {
+    if let Some(end) = Parser::new(text).plain_array_end() {
+        let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+        let value = values.next();
+        proptest::prop_assert!(
+            matches!(value, Some(Ok(serde_json::Value::Array(_)))),
+            "{text:?}"
+        );
+        proptest::prop_assert_eq!(values.byte_offset(), end, "{:?}", text);
+    }
+    Ok(())
+}
+
+#[test]
+fn plain_arrays_take_the_common_lists() {
+    for (text, end) in [
+        ("[[2048, 12288], [12288, 1536], []]", 34),
+        ("[16, 24, 1]}", 11),
+        ("[\n  \"\",\n  \"[-1]\",\n  \"False\"\n],", 29),
+        ("[ ]", 3),
+        ("[0]", 3),
+    ] {
+        assert_eq!(Parser::new(text).plain_array_end(), Some(end), "{text}");
+    }
+    // Left to the general path: signs, fractions, exponents, escapes,
+    // literals, objects, leading zeros, and arrays that do not end.
+    for text in [
+        "[-1]",
+        "[1.5]",
+        "[1e3]",
+        "[\"a\\\"\"]",
+        "[null]",
+        "[{}]",
+        "[01]",
+        "[1,]",
+        "[1",
+        "[NaN]",
+    ] {
+        assert_eq!(Parser::new(text).plain_array_end(), None, "{text}");
+    }
+    // The nesting limit is the general path's to report.
+    let deep = format!(
+        "{}{}",
+        "[".repeat(MAX_NESTING + 1),
+        "]".repeat(MAX_NESTING + 1)
+    );
+    assert_eq!(Parser::new(&deep).plain_array_end(), None);
+    let limit = format!("{}{}", "[".repeat(MAX_NESTING), "]".repeat(MAX_NESTING));
+    assert_eq!(Parser::new(&limit).plain_array_end(), Some(limit.len()));
+}
