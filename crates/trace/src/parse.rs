@@ -447,7 +447,11 @@ pub(crate) struct SyntaxError {
 /// Boxed so that results stay small on the hot path.
 pub(crate) type Result<T> = std::result::Result<T, Box<SyntaxError>>;
 
-/// Parses the element `text` (which starts with `{`).
+/// Parses the element `text` (which starts with `{`), as the splitter cut
+/// it: its strings closed, its brackets matched and nothing after its
+/// closing brace. An event left out for its category is not read past its
+/// `cat` (see the module's documentation), so on text the splitter would
+/// reject that part of the check is the splitter's alone.
 pub(crate) fn parse_event(text: &[u8]) -> Parsed {
     match as_str(text) {
         Some(s) => parse_event_str(s),
