@@ -4,7 +4,10 @@
 //! plain JSON three times as large to see how the time grows with size,
 //! and decompressing the gzip file alone (`inflate/gzip`: the same inflate
 //! and block size as the reader, bytes thrown away), what reading gzip is
-//! compared with. Throughput is in uncompressed JSON bytes.
+//! compared with. `plain-with-stack` is a trace recorded with
+//! `with_stack=True` (`single-rank/b200-vllm-tp8-rank0.json.gz`, 14 MB of
+//! JSON, 62% `python_function` events, which the reader does not parse
+//! past their category). Throughput is in uncompressed JSON bytes.
 //!
 //! The plain inputs are written to the temp dir when the bench starts and
 //! removed when it ends. Run with
@@ -20,6 +23,7 @@ use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use lumos_testkit::{gunzip_file, TempDir};
 
 const TRACE: &str = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
+const WITH_STACK: &str = "single-rank/b200-vllm-tp8-rank0.json.gz";
 
 /// Writes `path` through a buffered writer.
 fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write)) {
@@ -100,6 +104,9 @@ fn main() {
     let triple = tmp.join("v100x3.json");
     write_file(&triple, |out| repeat_events(&text, 3, out));
     let triple_len = std::fs::metadata(&triple).unwrap().len();
+    let stack_text = gunzip_file(&corpus.path(WITH_STACK));
+    let with_stack = tmp.join("with-stack.json");
+    write_file(&with_stack, |out| out.write_all(&stack_text).unwrap());
     let events = lumos_trace::read_path(&gz_path).unwrap().events_total;
     assert_eq!(
         lumos_trace::read_path(&triple).unwrap().events_total,
@@ -116,6 +123,7 @@ fn main() {
         ("gzip", &gz_path, text.len() as u64),
         ("plain", &plain, text.len() as u64),
         ("plain-x3", &triple, triple_len),
+        ("plain-with-stack", &with_stack, stack_text.len() as u64),
     ];
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new()
