@@ -110,10 +110,10 @@ fn parse_str(s: &str) -> Result<(Json, Repairs)> {
 
 /// The value at `p.i`.
 fn value(p: &mut Parser<'_>) -> Result<Json> {
-    match p.b.get(p.i) {
+    match p.bytes().get(p.i) {
         Some(b'"') => Ok(Json::Str(p.string()?.into_owned())),
         Some(b'0'..=b'9') => number(p),
-        Some(b'-') if p.b.get(p.i + 1) != Some(&b'I') => number(p),
+        Some(b'-') if p.bytes().get(p.i + 1) != Some(&b'I') => number(p),
         Some(b'N' | b'I' | b'-') => p.non_finite().map(|()| Json::Null),
         Some(b'n') => p.literal("null").map(|()| Json::Null),
         Some(b't') => p.literal("true").map(|()| Json::Bool(true)),
@@ -134,7 +134,7 @@ fn value(p: &mut Parser<'_>) -> Result<Json> {
             p.i += 1;
             p.ws();
             let mut items = Vec::new();
-            if p.b.get(p.i) == Some(&b']') {
+            if p.bytes().get(p.i) == Some(&b']') {
                 p.i += 1;
             } else {
                 loop {
