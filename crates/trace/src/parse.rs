@@ -572,6 +572,33 @@ struct RawArgs<'a> {
     external_id: Option<u64>,
     stream: Option<i64>,
     device: Option<i64>,
+    /// `name` of `thread_name` / `process_name` metadata events.
+    name: Option<RawStr<'a>>,
+    /// `sort_index` of `thread_sort_index` / `process_sort_index` ones.
+    sort_index: Option<i64>,
+    /// `labels` of `process_labels` ones.
+    labels: Option<RawStr<'a>>,
+    /// The arguments of `[memory]` instant events.
+    memory: MemoryArgs,
+    /// The fields that go to [`EventExtra`], made when the first of their
+    /// keys is seen: most events have none, and setting their 22 fields
+    /// to `None` for every element cost about 30 instructions.
+    extra: Option<ExtraArgs<'a>>,
+    /// Whether any field that goes to [`EventExtra`] was seen.
+    has_extra: bool,
+}
+
+impl<'a> RawArgs<'a> {
+    /// The extra fields, made empty on first use.
+    #[inline(always)]
+    fn extra(&mut self) -> &mut ExtraArgs<'a> {
+        self.extra.get_or_insert_with(ExtraArgs::default)
+    }
+}
+
+/// The arguments of an event that go to [`EventExtra`], as written.
+#[derive(Default, Clone, Copy)]
+struct ExtraArgs<'a> {
     sequence_number: Option<i64>,
     fwd_thread_id: Option<i64>,
     wait_on_stream: Option<i64>,
@@ -581,12 +608,6 @@ struct RawArgs<'a> {
     graph_id: Option<i64>,
     graph_node_id: Option<i64>,
     bytes: Option<u64>,
-    /// `name` of `thread_name` / `process_name` metadata events.
-    name: Option<RawStr<'a>>,
-    /// `sort_index` of `thread_sort_index` / `process_sort_index` ones.
-    sort_index: Option<i64>,
-    /// `labels` of `process_labels` ones.
-    labels: Option<RawStr<'a>>,
     collective_name: Option<RawStr<'a>>,
     in_nelems: Option<u64>,
     out_nelems: Option<u64>,
@@ -602,10 +623,6 @@ struct RawArgs<'a> {
     input_dims: Option<&'a str>,
     /// Raw JSON text.
     input_type: Option<&'a str>,
-    /// The arguments of `[memory]` instant events.
-    memory: MemoryArgs,
-    /// Whether any field that goes to [`EventExtra`] was seen.
-    has_extra: bool,
 }
 
 /// `[memory]` event arguments (`profile_memory=True`).
@@ -709,11 +726,10 @@ impl<'a> RawEvent<'a> {
             return skip(cat, SkipReason::MissingPidTid);
         };
         let args = &self.args;
-        let extra = args.has_extra.then(|| extra_from(args));
-        let texts = args
-            .has_extra
-            .then(|| extra_texts(args, strs, extra.as_ref()))
-            .flatten();
+        // `has_extra` is set only once a value went into `args.extra`.
+        let raw_extra = args.extra.as_ref().filter(|_| args.has_extra);
+        let extra = raw_extra.map(extra_from);
+        let texts = raw_extra.and_then(|a| extra_texts(a, strs, extra.as_ref()));
         // With texts still to convert, whether the extras are empty is
         // known only once they are (a malformed `Input Dims` is dropped).
         let extra = match texts {
@@ -795,7 +811,7 @@ impl<'a> RawEvent<'a> {
 }
 
 /// The extras of `a`, its texts left out (see [`ExtraTexts`]).
-fn extra_from(a: &RawArgs) -> EventExtra {
+fn extra_from(a: &ExtraArgs) -> EventExtra {
     let collective = if a.collective_name.is_some()
         || a.pg_name.is_some()
         || a.in_nelems.is_some()
@@ -833,7 +849,7 @@ fn extra_from(a: &RawArgs) -> EventExtra {
 
 /// The texts of `a` that go to `extra` (see [`ExtraTexts`]), as texts of
 /// the element `base`; `None` if there are none.
-fn extra_texts(a: &RawArgs, strs: &Strs<'_>, extra: Option<&EventExtra>) -> Option<ExtraTexts> {
+fn extra_texts(a: &ExtraArgs, strs: &Strs<'_>, extra: Option<&EventExtra>) -> Option<ExtraTexts> {
     let text = |s: &Option<RawStr<'_>>| s.map(|s| strs.text(s));
     let raw = |s: Option<&str>| s.map(|s| strs.text(RawStr::Borrowed(s)));
     let mut t = ExtraTexts {
@@ -1589,30 +1605,30 @@ impl<'a> Parser<'a> {
                     a.labels = p.lenient_str()?;
                     false
                 }
-                K::SequenceNumber => set(&mut a.sequence_number, p.int()?),
-                K::FwdThreadId => set(&mut a.fwd_thread_id, p.int()?),
-                K::WaitOnStream => set(&mut a.wait_on_stream, p.int()?),
+                K::SequenceNumber => set(&mut a.extra().sequence_number, p.int()?),
+                K::FwdThreadId => set(&mut a.extra().fwd_thread_id, p.int()?),
+                K::WaitOnStream => set(&mut a.extra().wait_on_stream, p.int()?),
                 K::WaitOnEventRecordCorrId => {
-                    set(&mut a.wait_on_cuda_event_record_corr_id, p.int()?)
+                    set(&mut a.extra().wait_on_cuda_event_record_corr_id, p.int()?)
                 }
-                K::WaitOnEventId => set(&mut a.wait_on_cuda_event_id, p.int()?),
-                K::EventId => set(&mut a.event_id, p.int()?),
-                K::GraphId => set(&mut a.graph_id, p.int()?),
-                K::GraphNodeId => set(&mut a.graph_node_id, p.int()?),
-                K::Bytes => set(&mut a.bytes, p.int()?),
-                K::CollectiveName => set(&mut a.collective_name, p.lenient_str()?),
-                K::InNelems => set(&mut a.in_nelems, p.int()?),
-                K::OutNelems => set(&mut a.out_nelems, p.int()?),
-                K::GroupSize => set(&mut a.group_size, p.int()?),
-                K::Dtype => set(&mut a.dtype, p.lenient_str()?),
-                K::PgName => set(&mut a.pg_name, p.lenient_str()?),
-                K::PgDesc => set(&mut a.pg_desc, p.lenient_str()?),
-                K::PgRanks => set(&mut a.pg_ranks, p.lenient_str()?),
-                K::Seq => set(&mut a.seq, p.int()?),
-                K::SrcRank => set(&mut a.src_rank, p.int()?),
-                K::DstRank => set(&mut a.dst_rank, p.int()?),
-                K::InputDims => set(&mut a.input_dims, p.raw_value()?),
-                K::InputType => set(&mut a.input_type, p.raw_value()?),
+                K::WaitOnEventId => set(&mut a.extra().wait_on_cuda_event_id, p.int()?),
+                K::EventId => set(&mut a.extra().event_id, p.int()?),
+                K::GraphId => set(&mut a.extra().graph_id, p.int()?),
+                K::GraphNodeId => set(&mut a.extra().graph_node_id, p.int()?),
+                K::Bytes => set(&mut a.extra().bytes, p.int()?),
+                K::CollectiveName => set(&mut a.extra().collective_name, p.lenient_str()?),
+                K::InNelems => set(&mut a.extra().in_nelems, p.int()?),
+                K::OutNelems => set(&mut a.extra().out_nelems, p.int()?),
+                K::GroupSize => set(&mut a.extra().group_size, p.int()?),
+                K::Dtype => set(&mut a.extra().dtype, p.lenient_str()?),
+                K::PgName => set(&mut a.extra().pg_name, p.lenient_str()?),
+                K::PgDesc => set(&mut a.extra().pg_desc, p.lenient_str()?),
+                K::PgRanks => set(&mut a.extra().pg_ranks, p.lenient_str()?),
+                K::Seq => set(&mut a.extra().seq, p.int()?),
+                K::SrcRank => set(&mut a.extra().src_rank, p.int()?),
+                K::DstRank => set(&mut a.extra().dst_rank, p.int()?),
+                K::InputDims => set(&mut a.extra().input_dims, p.raw_value()?),
+                K::InputType => set(&mut a.extra().input_type, p.raw_value()?),
                 // `[memory]` arguments: not extras of a complete event.
                 K::MemDeviceType => {
                     a.memory.device_type = p.int()?;
