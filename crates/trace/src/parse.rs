@@ -2143,6 +2143,22 @@ impl<'a> Parser<'a> {
     #[inline(always)]
     pub fn string(&mut self) -> Result<Cow<'a, str>> {
         let start = self.i + 1;
+        // Most keys and short values end within one 16-byte load: taken
+        // on its own, it leaves out `scan_plain`'s loop and end checks,
+        // and the closing quote's position is known to be in the text and
+        // after `start`, so neither needs checking again (about 7
+        // instructions a string).
+        #[cfg(target_arch = "x86_64")]
+        if start + 16 <= self.b.len() {
+            let mask = string_specials(self.b, start);
+            if mask != 0 {
+                let j = start + mask.trailing_zeros() as usize;
+                if self.b[j] == b'"' {
+                    self.i = j + 1;
+                    return Ok(Cow::Borrowed(self.slice(start, j)));
+                }
+            }
+        }
         let j = self.scan_plain(start);
         if self.b.get(j) == Some(&b'"') {
             self.i = j + 1;
