@@ -25,13 +25,13 @@ use crate::{meta, tree};
 /// small enough that the buffer stays a small part of peak memory.
 const CHUNK: usize = 1 << 20;
 
-/// The text of `t`, a string of `element`: valid UTF-8 (the parser
+/// `bytes`, the text of a string of an element: valid UTF-8 (the parser
 /// checked it, and made the spans of repaired elements owned). Checked
 /// again rather than assumed, with `from_utf8` (a fast ASCII path; the
 /// lossy conversion is several times slower on every text), so that a
-/// mistake cannot read invalid UTF-8.
-fn text_str<'b>(t: &'b Text, element: &'b [u8]) -> Cow<'b, str> {
-    let bytes = t.bytes(element);
+/// mistake cannot read invalid UTF-8. The fold converts each distinct
+/// text once, and finds the ones it has seen by their bytes.
+fn text_str(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
         Ok(s) => Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(bytes),
@@ -435,14 +435,14 @@ where
 /// `convert(text)`, computed once per distinct `text` and remembered in
 /// `by_text` (a failed conversion too).
 fn converted_once<T: Clone>(
-    by_text: &mut FxHashMap<Box<str>, Option<T>>,
-    text: &str,
-    convert: impl FnOnce(&str) -> Option<T>,
-) -> Option<T> {
+    by_text: &mut FxHashMap<Box<[u8]>, T>,
+    text: &[u8],
+    convert: impl FnOnce(&str) -> T,
+) -> T {
     if let Some(v) = by_text.get(text) {
         return v.clone();
     }
-    let v = convert(text);
+    let v = convert(&text_str(text));
     by_text.insert(text.into(), v.clone());
     v
 }
@@ -458,15 +458,15 @@ struct Builder<'s> {
     skipped: FxHashMap<SkipReason, FxHashMap<Box<[u8]>, u64>>,
     /// Every distinct `Input Dims` seen: events share one copy each.
     shapes: FxHashSet<InputDims>,
-    /// Every distinct `Input type` and collective text seen, shared the
-    /// same way.
-    texts: FxHashSet<Arc<str>>,
+    /// Every distinct `Input type` and collective text seen, by its
+    /// bytes: events share one copy each.
+    texts: FxHashMap<Box<[u8]>, Arc<str>>,
     /// Every distinct `Process Group Ranks` list seen.
     rank_lists: FxHashSet<Arc<RankList>>,
     /// `Input Dims` by raw text: each distinct text parsed once.
-    dims_by_text: FxHashMap<Box<str>, Option<InputDims>>,
+    dims_by_text: FxHashMap<Box<[u8]>, Option<InputDims>>,
     /// `Process Group Ranks` by text, likewise.
-    ranks_by_text: FxHashMap<Box<str>, Option<Arc<RankList>>>,
+    ranks_by_text: FxHashMap<Box<[u8]>, Option<Arc<RankList>>>,
     /// Index of the next `traceEvents` element.
     index: u64,
     distributed_rank: Option<u32>,
@@ -487,7 +487,7 @@ impl<'s> Builder<'s> {
             interned: FxHashMap::default(),
             skipped: FxHashMap::default(),
             shapes: FxHashSet::default(),
-            texts: FxHashSet::default(),
+            texts: FxHashMap::default(),
             rank_lists: FxHashSet::default(),
             dims_by_text: FxHashMap::default(),
             ranks_by_text: FxHashMap::default(),
@@ -666,27 +666,27 @@ impl<'s> Builder<'s> {
     /// `element`), each shared with the equal values seen before.
     fn convert_texts(&mut self, x: &mut EventExtra, texts: ExtraTexts, element: &[u8]) {
         if let Some(t) = &texts.input_dims {
-            x.input_dims = self.input_dims(&text_str(t, element));
+            x.input_dims = self.input_dims(t.bytes(element));
             if x.input_dims.is_none() {
                 self.bad_arg("Input Dims");
             }
         }
-        x.input_type = texts.input_type.map(|t| self.text(&text_str(&t, element)));
+        x.input_type = texts.input_type.map(|t| self.text(t.bytes(element)));
         if let Some(c) = x.collective.as_deref_mut() {
-            let mut text = |t: Option<Text>| t.map(|t| self.text(&text_str(&t, element)));
+            let mut text = |t: Option<Text>| t.map(|t| self.text(t.bytes(element)));
             c.name = text(texts.collective_name);
             c.dtype = text(texts.dtype);
             c.pg_name = text(texts.pg_name);
             c.pg_desc = text(texts.pg_desc);
             c.pg_ranks = texts
                 .pg_ranks
-                .and_then(|t| self.rank_list(&text_str(&t, element)));
+                .and_then(|t| self.rank_list(t.bytes(element)));
         }
     }
 
     /// `Input Dims` of the raw JSON `text`, parsed once per distinct text
     /// and shared with the equal lists seen before; `None` if malformed.
-    fn input_dims(&mut self, text: &str) -> Option<InputDims> {
+    fn input_dims(&mut self, text: &[u8]) -> Option<InputDims> {
         converted_once(&mut self.dims_by_text, text, |t| {
             InputDims::parse(t).map(|d| shared(&mut self.shapes, &d, || d.clone()))
         })
@@ -695,14 +695,14 @@ impl<'s> Builder<'s> {
     /// `text`, shared with the equal text seen before, if any: operators
     /// repeat a handful of `Input type` lists, and collectives a handful
     /// of names, dtypes and groups, millions of times.
-    fn text(&mut self, text: &str) -> Arc<str> {
-        shared(&mut self.texts, text, || text.into())
+    fn text(&mut self, text: &[u8]) -> Arc<str> {
+        converted_once(&mut self.texts, text, |t| t.into())
     }
 
     /// The `Process Group Ranks` list of `text`, parsed once per distinct
     /// text and shared with the equal lists seen before; `None` if
     /// malformed.
-    fn rank_list(&mut self, text: &str) -> Option<Arc<RankList>> {
+    fn rank_list(&mut self, text: &[u8]) -> Option<Arc<RankList>> {
         converted_once(&mut self.ranks_by_text, text, |t| {
             RankList::parse(t).map(|r| shared(&mut self.rank_lists, &r, || Arc::new(r.clone())))
         })
@@ -864,7 +864,7 @@ mod tests {
         let mut by_text = FxHashMap::default();
         let mut calls = 0;
         for text in ["1", "bad", "1", "bad"] {
-            let v = converted_once(&mut by_text, text, |t| {
+            let v = converted_once(&mut by_text, text.as_bytes(), |t| {
                 calls += 1;
                 t.parse::<u32>().ok()
             });
