@@ -2154,6 +2154,9 @@ impl<'a> Parser<'a> {
     /// The string starting at the quote here, unescaped.
     #[inline(always)]
     pub fn string(&mut self) -> Result<Cow<'a, str>> {
+        // Every caller has checked the opening quote: the unchecked reads
+        // below rely on the text starting at an ASCII byte.
+        debug_assert_eq!(self.b.get(self.i), Some(&b'"'));
         let start = self.i + 1;
         // Most keys and short values end within one 16-byte load: taken
         // on its own, it leaves out `scan_plain`'s loop and end checks.
