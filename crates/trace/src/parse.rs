@@ -908,10 +908,10 @@ enum ArgKey {
 }
 
 impl ArgKey {
-    /// The key `k`; `None` for a key the model does not read. A `match` on strings tries its arms one after another;
-    /// matching on the length first leaves one to three comparisons for
-    /// any key, known or not (kernels carry a dozen arguments the model
-    /// never reads).
+    /// The key `k`; `None` for a key the model does not read. A `match`
+    /// on strings tries its arms one after another; matching on the length
+    /// first leaves one to three comparisons for any key, known or not
+    /// (kernels carry a dozen arguments the model never reads).
     #[inline]
     fn of(k: &[u8]) -> Option<ArgKey> {
         use ArgKey as K;
