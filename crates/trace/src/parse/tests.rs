@@ -187,6 +187,16 @@ fn syntax_errors_have_offsets() {
         (r#"{"ph":"X","args":{"a":[1,}}"#, 25),
         (r#"{"ph":"X"}}"#, 10),
         (r#"{"ph":"X","name":"abc"#, 17),
+        // Separators are looked for before whitespace: the offsets are
+        // still those of the first byte that is wrong, after any spaces.
+        (r#"{"ph" "X"}"#, 6),
+        (r#"{"ph":"X" , "cat":"kernel" x}"#, 27),
+        (r#"{ "ph":"X",}"#, 11),
+        // Arguments the model does not read are skipped in the members'
+        // loop, and checked as before; read ones too.
+        (r#"{"ph":"X","args":{"queued":01}}"#, 28),
+        (r#"{"ph":"X","args":{"queued":[1,2] "x":1}}"#, 33),
+        (r#"{"ph":"X","args":{"Sequence number":1x}}"#, 37),
     ];
     for &(text, offset) in cases {
         match parse_event(text.as_bytes()) {
@@ -419,6 +429,15 @@ fn a_repeated_args_replaces_the_earlier_one() {
         (c.ids.external_id(), c.ids.correlation()),
         (Some(5), Some(7))
     );
+    // The extras too, which are made only once one of their keys is seen.
+    let c = complete(&format!(
+        r#"{base},"args":{{"Sequence number":4}},"args":{{"correlation":3}}}}"#
+    ));
+    assert!(c.extra.is_none() && c.texts.is_none());
+    let c = complete(&format!(r#"{base},"args":{{"Sequence number":4}}}}"#));
+    assert_eq!(c.extra.map(|x| x.sequence_number), Some(Some(4)));
+    let c = complete(&format!(r#"{base},"args":{{"Sequence number":null}}}}"#));
+    assert!(c.extra.is_none());
 }
 
 proptest::proptest! {
