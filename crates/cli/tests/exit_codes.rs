@@ -326,3 +326,38 @@ fn issue_11_deeply_nested_network_and_model_files_are_errors() {
         .unwrap();
     assert_fails(&out, 1, "deep.json: invalid JSON", "deep model file");
 }
+
+/// A decompression bomb: about 1 MB of gzip (1,100 members of 1 MiB of
+/// `a` each, which gzip readers take one after another) that inflates to
+/// one event of 1.1 GiB. Each event is held whole while it is parsed, so
+/// it stops at lumos-trace's limit (1 GiB) as bad input, naming the event,
+/// instead of taking all memory (it took 7.3 GB for 3 GB before).
+#[test]
+fn issue_12_a_decompression_bomb_is_bad_input() {
+    use std::io::Write;
+    let member = |data: &[u8]| {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    };
+    let mut gz = member(
+        br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"x": ""#,
+    );
+    let block = member(&vec![b'a'; 1 << 20]);
+    for _ in 0..1100 {
+        gz.extend_from_slice(&block);
+    }
+    gz.extend_from_slice(&member(br#""}}]}"#));
+    assert!(gz.len() < 2 << 20, "{} bytes of gzip", gz.len());
+    let dir = TempDir::new("cli-exit-bomb");
+    let bomb = dir.join("bomb.json.gz");
+    std::fs::write(&bomb, &gz).unwrap();
+    let out = run(&["inspect"], Some(&bomb));
+    assert_fails(
+        &out,
+        1,
+        "bomb.json.gz: traceEvents[0] at byte 17 is larger than 1 GiB, the most lumos reads of one \
+         value (a damaged or hostile file: Kineto's events are a few KB)",
+        "bomb",
+    );
+}

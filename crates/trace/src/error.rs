@@ -60,6 +60,20 @@ pub enum ErrorKind {
         /// What is wrong.
         message: String,
     },
+    /// One `traceEvents` element or top-level member is larger than
+    /// `limit` bytes ([`crate::MAX_ITEM_BYTES`]).
+    #[error("{} at byte {offset} is larger than {}, the most lumos reads of one value{}",
+        event.map_or("a top-level member's value".to_string(), |i| format!("traceEvents[{i}]")),
+        size(*limit),
+        if event.is_some() { " (a damaged or hostile file: Kineto's events are a few KB)" } else { "" })]
+    TooLarge {
+        /// Byte offset of the value's start in the uncompressed JSON.
+        offset: u64,
+        /// Index in `traceEvents`, if it is an event.
+        event: Option<u64>,
+        /// The limit.
+        limit: u64,
+    },
     /// Valid JSON that is not a trace.
     #[error("not a Kineto/Chrome trace: {0}")]
     NotATrace(String),
@@ -72,4 +86,14 @@ pub enum ErrorKind {
         /// What to do: "extract the trace from it first".
         advice: &'static str,
     },
+}
+
+/// `bytes` in the largest binary unit that divides it: "1 GiB", "4 KiB".
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
 }

@@ -66,12 +66,21 @@ mod write;
 /// exhaust the stack. Kineto's events nest 3 or 4 levels.
 pub const MAX_NESTING: usize = 128;
 
+/// The largest `traceEvents` element or top-level member, in bytes of
+/// JSON, that lumos reads. Each is held whole while it is parsed, so a
+/// few MB of gzip that inflate to one giant value (a decompression bomb)
+/// would otherwise take every byte of memory; larger is an error
+/// ([`ErrorKind::TooLarge`]), found before about 2.5 times this is held
+/// (the buffer that holds it and the chunk before it). Kineto's elements
+/// are at most a few KB.
+pub const MAX_ITEM_BYTES: usize = 1 << 30;
+
 pub use error::{ErrorKind, ReadError};
 pub use find::{is_lumos_output, is_trace_file_name, trace_files_under, DirError, MAX_DIR_DEPTH};
 pub use model::*;
 pub use read::{
-    rank_from_file_name, read_bytes, read_bytes_with_chunk, read_path, read_path_into,
-    read_path_with_progress, EventSink,
+    rank_from_file_name, read_bytes, read_bytes_with_chunk, read_bytes_with_limits, read_path,
+    read_path_into, read_path_with_progress, EventSink,
 };
 pub use shapes::{Input, InputDims};
 pub use write::{

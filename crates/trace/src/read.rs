@@ -19,7 +19,7 @@ use crate::parse::{self, Complete, ExtraTexts, PIdent, Parsed, Repairs, Text};
 use crate::shapes::InputDims;
 use crate::sniff::{self, SNIFF_BYTES};
 use crate::split::{Item, ScanError, Splitter};
-use crate::{meta, tree};
+use crate::{meta, tree, MAX_ITEM_BYTES};
 
 /// Bytes of JSON read per chunk. Large enough that parallel parsing pays,
 /// small enough that the buffer stays a small part of peak memory.
@@ -95,13 +95,13 @@ fn read_file(
 ) -> Result<Trace, ReadError> {
     let file = File::open(path).map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
     let input = BufReader::with_capacity(1 << 18, file);
-    read_from(path, input, CHUNK, progress, sink)
+    read_from(path, input, Sizes::DEFAULT, progress, sink)
 }
 
 /// Reads a trace from bytes already in memory; `path` only names it in
 /// errors and in [`Trace::path`].
 pub fn read_bytes(path: &Path, data: &[u8]) -> Result<Trace, ReadError> {
-    read_from(path, data, CHUNK, &|_| {}, None)
+    read_from(path, data, Sizes::DEFAULT, &|_| {}, None)
 }
 
 /// [`read_bytes`] with the JSON read `chunk` bytes at a time instead of
@@ -109,13 +109,44 @@ pub fn read_bytes(path: &Path, data: &[u8]) -> Result<Trace, ReadError> {
 /// chunks end. Not part of the stable API.
 #[doc(hidden)]
 pub fn read_bytes_with_chunk(path: &Path, data: &[u8], chunk: usize) -> Result<Trace, ReadError> {
-    read_from(path, data, chunk.max(1), &|_| {}, None)
+    read_bytes_with_limits(path, data, chunk, MAX_ITEM_BYTES)
+}
+
+/// [`read_bytes_with_chunk`] with elements and members of at most
+/// `max_item` bytes instead of [`MAX_ITEM_BYTES`], so tests can reach the
+/// limit without a gigabyte. Not part of the stable API.
+#[doc(hidden)]
+pub fn read_bytes_with_limits(
+    path: &Path,
+    data: &[u8],
+    chunk: usize,
+    max_item: usize,
+) -> Result<Trace, ReadError> {
+    let sizes = Sizes {
+        chunk: chunk.max(1),
+        max_item,
+    };
+    read_from(path, data, sizes, &|_| {}, None)
+}
+
+/// How much of the JSON is read at a time, and the largest item held.
+#[derive(Clone, Copy)]
+struct Sizes {
+    chunk: usize,
+    max_item: usize,
+}
+
+impl Sizes {
+    const DEFAULT: Sizes = Sizes {
+        chunk: CHUNK,
+        max_item: MAX_ITEM_BYTES,
+    };
 }
 
 fn read_from<R: BufRead + Send>(
     path: &Path,
     mut input: R,
-    chunk: usize,
+    sizes: Sizes,
     progress: &(dyn Fn(u64) + Sync),
     sink: Option<&mut dyn EventSink>,
 ) -> Result<Trace, ReadError> {
@@ -123,7 +154,7 @@ fn read_from<R: BufRead + Send>(
         .fill_buf()
         .map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
     if !head.starts_with(&[0x1f, 0x8b]) {
-        return read_json(path, input, false, chunk, progress, sink);
+        return read_json(path, input, false, sizes, progress, sink);
     }
     // Decompress on a second thread, overlapping with splitting and parsing.
     let (read, tail) = std::thread::scope(|scope| {
@@ -132,7 +163,7 @@ fn read_from<R: BufRead + Send>(
         let inflater = scope.spawn(move || gzip::inflate(input, full_tx, empty_rx));
         let reader = BlockReader::new(full_rx, empty_tx);
         // The reader is dropped when this returns, so the thread stops.
-        let read = read_json(path, reader, true, chunk, progress, sink);
+        let read = read_json(path, reader, true, sizes, progress, sink);
         (read, inflater.join())
     });
     let mut trace = read?;
@@ -160,8 +191,9 @@ struct Chunk {
     /// incomplete item, carried over to the next chunk.
     end: usize,
     items: Vec<Item>,
-    /// A structural error after the items, with the element it is in.
-    error: Option<(ScanError, Option<u64>)>,
+    /// An error after the items: a structural one, with the element it
+    /// is in, or an item over the size limit.
+    error: Option<ErrorKind>,
     eof: bool,
 }
 
@@ -170,20 +202,32 @@ struct Source<'p, R> {
     path: &'p Path,
     src: R,
     gzipped: bool,
-    chunk: usize,
+    sizes: Sizes,
     splitter: Splitter,
 }
 
 impl<R: Read> Source<'_, R> {
     /// The chunk after one whose incomplete end is `tail`, at `base`: the
-    /// tail and at least `self.chunk` new bytes (so that an item larger
+    /// tail and at least `sizes.chunk` new bytes (so that an item larger
     /// than a chunk still completes after a few rounds), split. Reuses the
-    /// storage of `into`.
+    /// storage of `into`. An item that grows past `sizes.max_item` is an
+    /// error.
     fn next(&mut self, tail: &[u8], base: u64, mut into: Chunk) -> Result<Chunk, ReadError> {
+        // The splitter leaves `tail` at the start of the incomplete item.
+        let Sizes { chunk, max_item } = self.sizes;
+        if tail.len() > max_item {
+            let kind = ErrorKind::TooLarge {
+                offset: base,
+                event: self.splitter.current_event(),
+                limit: max_item as u64,
+            };
+            return Err(ReadError::new(self.path, kind));
+        }
         // At least doubling while one item does not complete: the splitter
         // rescans it from its start each round, so a 1 GB string costs a
-        // few passes over it, not one per chunk.
-        let target = tail.len() + self.chunk.max(tail.len());
+        // few passes over it, not one per chunk. No more than one byte
+        // past the limit is needed to know an item is over it.
+        let target = (tail.len() + chunk.max(tail.len())).min(max_item.saturating_add(chunk));
         if into.buf.len() < target {
             into.buf.resize(target, 0);
         }
@@ -221,7 +265,21 @@ impl<R: Read> Source<'_, R> {
                 return Err(e);
             }
         }
-        into.error = scanned.err().map(|e| (e, self.splitter.current_event()));
+        into.error = scanned
+            .err()
+            .map(|ScanError { offset, message }| ErrorKind::Syntax {
+                offset: base + offset as u64,
+                event: self.splitter.current_event(),
+                message,
+            });
+        // Items complete in a buffer over the limit may be over it too:
+        // the first is the error, after the items before it.
+        if len > max_item {
+            if let Some((k, kind)) = self.first_too_large(&into.items, base, max_item) {
+                into.items.truncate(k);
+                into.error = Some(kind);
+            }
+        }
         into.len = len;
         into.base = base;
         into.end = end;
@@ -231,6 +289,33 @@ impl<R: Read> Source<'_, R> {
 }
 
 impl<R: Read> Source<'_, R> {
+    /// The first of `items` (just scanned, in a buffer at `base`) larger
+    /// than `max_item`, and its error.
+    #[cold]
+    fn first_too_large(
+        &self,
+        items: &[Item],
+        base: u64,
+        max_item: usize,
+    ) -> Option<(usize, ErrorKind)> {
+        let range = |item: &Item| match item {
+            Item::Event(r) | Item::NonObject(r) | Item::Member { value: r, .. } => r.clone(),
+        };
+        let k = items.iter().position(|it| range(it).len() > max_item)?;
+        let is_element = |it: &Item| !matches!(it, Item::Member { .. });
+        // The splitter has counted every element up to the buffer's end.
+        let event = is_element(&items[k]).then(|| {
+            let from_k = items[k..].iter().filter(|it| is_element(it)).count();
+            self.splitter.events_seen - from_k as u64
+        });
+        let kind = ErrorKind::TooLarge {
+            offset: base + range(&items[k]).start as u64,
+            event,
+            limit: max_item as u64,
+        };
+        Some((k, kind))
+    }
+
     /// The error for input that is not JSON from its first byte and whose
     /// first bytes (`head`, and more read if needed) show what it is.
     #[cold]
@@ -267,7 +352,7 @@ fn read_json<R: Read + Send>(
     path: &Path,
     src: R,
     gzipped: bool,
-    chunk: usize,
+    sizes: Sizes,
     progress: &(dyn Fn(u64) + Sync),
     sink: Option<&mut dyn EventSink>,
 ) -> Result<Trace, ReadError> {
@@ -275,7 +360,7 @@ fn read_json<R: Read + Send>(
         path,
         src,
         gzipped,
-        chunk,
+        sizes,
         splitter: Splitter::new(),
     };
     let mut builder = Builder::new(path, gzipped, sink);
@@ -324,15 +409,8 @@ fn read_json<R: Read + Send>(
             done_parsed.clear();
             spare_parsed = done_parsed;
             folded?;
-            if let Some((ScanError { offset, message }, event)) = done.error.take() {
-                return Err(ReadError::new(
-                    path,
-                    ErrorKind::Syntax {
-                        offset: done.base + offset as u64,
-                        event,
-                        message,
-                    },
-                ));
+            if let Some(kind) = done.error.take() {
+                return Err(ReadError::new(path, kind));
             }
             progress(done.base + done.end as u64);
             if done.eof {

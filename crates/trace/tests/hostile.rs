@@ -564,3 +564,78 @@ fn issue_11_a_huge_item_reads_in_linear_time() {
     assert_eq!(t.name(&t.events[0]).len(), 8 << 20);
     assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
 }
+
+/// A decompression bomb: a few MB of gzip that inflate to one giant value.
+/// Each element or member is held whole while parsed, so one larger than
+/// the limit is an error naming it, not all of memory.
+#[test]
+fn issue_12_a_value_over_the_size_limit_is_an_error_naming_it() {
+    use lumos_trace::{read_bytes_with_limits, MAX_ITEM_BYTES};
+    assert_eq!(MAX_ITEM_BYTES, 1 << 30);
+    let limit = 4096;
+    let big_event = KERNEL.replace(
+        r#""name": "k""#,
+        &format!(r#""name": "{}""#, "k".repeat(limit)),
+    );
+    assert_ne!(big_event, KERNEL, "the kernel's name was replaced");
+    let events = trace_of(&[KERNEL, &big_event, KERNEL]);
+    let member = format!(
+        r#"{{"systemTraceEvents": "{}", "traceEvents": [{KERNEL}]}}"#,
+        "x".repeat(limit)
+    );
+    for (name, text, event) in [
+        ("event.json", &events, Some(1)),
+        ("member.json", &member, None),
+    ] {
+        let offset = match event {
+            Some(_) => text.find(&big_event).unwrap_or(0),
+            None => text.find(": \"x").map_or(0, |i| i + 2),
+        };
+        for data in [text.as_bytes().to_vec(), gzip(text.as_bytes())] {
+            // Whatever the chunks, the same error.
+            for chunk in [1, 100, 1 << 20] {
+                let e = read_bytes_with_limits(name.as_ref(), &data, chunk, limit).unwrap_err();
+                match e.kind {
+                    ErrorKind::TooLarge {
+                        offset: got,
+                        event: got_event,
+                        limit: got_limit,
+                    } => assert_eq!(
+                        (got, got_event, got_limit),
+                        (offset as u64, event, limit as u64),
+                        "{name} {chunk}: {e}"
+                    ),
+                    _ => panic!("{name} {chunk}: {e}"),
+                }
+            }
+        }
+        // Under a larger limit, read as always.
+        let t = read_bytes_with_limits(name.as_ref(), text.as_bytes(), 100, 2 * limit).unwrap();
+        assert_eq!(
+            t.events.len(),
+            if event.is_some() { 3 } else { 1 },
+            "{name}"
+        );
+    }
+    // The first error in the file is the one reported.
+    let bad = r#"{"ph": "X", "ts": 1x}"#;
+    for (order, first_is_syntax) in [([bad, &big_event], true), ([&big_event, bad], false)] {
+        let text = trace_of(&order);
+        for chunk in [1, 100, 1 << 20] {
+            let e = read_bytes_with_limits("o.json".as_ref(), text.as_bytes(), chunk, limit)
+                .unwrap_err();
+            let syntax = matches!(e.kind, ErrorKind::Syntax { .. });
+            assert_eq!(syntax, first_is_syntax, "{chunk}: {e}");
+        }
+    }
+    let e =
+        read_bytes_with_limits("event.json".as_ref(), events.as_bytes(), 100, limit).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "event.json: traceEvents[1] at byte {} is larger than 4 KiB, the most lumos reads of \
+             one value (a damaged or hostile file: Kineto's events are a few KB)",
+            events.find(&big_event).unwrap()
+        )
+    );
+}
