@@ -75,6 +75,14 @@ pub const MAX_NESTING: usize = 128;
 /// are at most a few KB.
 pub const MAX_ITEM_BYTES: usize = 1 << 30;
 
+/// The longest name, category, thread name or argument text lumos keeps,
+/// in bytes: longer ones are cut to it at a character boundary, and
+/// counted in a warning (an `Input Dims` list over it is dropped as
+/// malformed). Each distinct text is kept, so many giant ones inflated
+/// from a little gzip could otherwise fill memory; the longest kernel
+/// names are a few KB.
+pub const MAX_TEXT_BYTES: usize = 64 << 10;
+
 pub use error::{ErrorKind, ReadError};
 pub use find::{is_lumos_output, is_trace_file_name, trace_files_under, DirError, MAX_DIR_DEPTH};
 pub use model::*;

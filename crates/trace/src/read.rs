@@ -19,11 +19,14 @@ use crate::parse::{self, Complete, ExtraTexts, PIdent, Parsed, Repairs, Text};
 use crate::shapes::InputDims;
 use crate::sniff::{self, SNIFF_BYTES};
 use crate::split::{Item, ScanError, Splitter};
-use crate::{meta, tree, MAX_ITEM_BYTES};
+use crate::{meta, tree, MAX_ITEM_BYTES, MAX_TEXT_BYTES};
 
 /// Bytes of JSON read per chunk. Large enough that parallel parsing pays,
 /// small enough that the buffer stays a small part of peak memory.
 const CHUNK: usize = 1 << 20;
+
+/// Unknown categories named in the warning that they were skipped.
+const MAX_CATEGORIES_SHOWN: usize = 20;
 
 /// `bytes`, the text of a string of an element: valid UTF-8 (the parser
 /// checked it, and made the spans of repaired elements owned). Checked
@@ -551,6 +554,8 @@ struct Builder<'s> {
     /// Whether a top-level `nodes` member was seen: a PyTorch execution
     /// trace, if there are no events.
     saw_nodes: bool,
+    /// Texts longer than [`MAX_TEXT_BYTES`] that were cut.
+    texts_cut: u64,
 }
 
 impl<'s> Builder<'s> {
@@ -572,6 +577,7 @@ impl<'s> Builder<'s> {
             index: 0,
             distributed_rank: None,
             saw_nodes: false,
+            texts_cut: 0,
         }
     }
 
@@ -639,7 +645,8 @@ impl<'s> Builder<'s> {
                 };
                 self.trace.flows.extend(kept);
             }
-            Parsed::TrackName { pid, tid, name } => {
+            Parsed::TrackName { pid, tid, mut name } => {
+                self.cut_string(&mut name);
                 let pid = self.ident(&pid, element);
                 let tid = tid.map(|t| self.ident(&t, element));
                 self.trace.track_names.push(TrackName { pid, tid, name });
@@ -649,7 +656,8 @@ impl<'s> Builder<'s> {
                 let tid = tid.map(|t| self.ident(&t, element));
                 self.trace.track_sorts.push(TrackSort { pid, tid, index });
             }
-            Parsed::ProcessLabels { pid, labels } => {
+            Parsed::ProcessLabels { pid, mut labels } => {
+                self.cut_string(&mut labels);
                 let pid = self.ident(&pid, element);
                 self.trace
                     .process_labels
@@ -684,6 +692,7 @@ impl<'s> Builder<'s> {
     }
 
     fn skip(&mut self, cat: &[u8], reason: SkipReason) {
+        let cat = self.cut(cat);
         let by_cat = self.skipped.entry(reason).or_default();
         match by_cat.get_mut(cat) {
             Some(n) => *n += 1,
@@ -765,6 +774,11 @@ impl<'s> Builder<'s> {
     /// `Input Dims` of the raw JSON `text`, parsed once per distinct text
     /// and shared with the equal lists seen before; `None` if malformed.
     fn input_dims(&mut self, text: &[u8]) -> Option<InputDims> {
+        // Parsed, a list takes up to four times its text: over the limit
+        // it is dropped as malformed rather than cut.
+        if text.len() > MAX_TEXT_BYTES {
+            return None;
+        }
         converted_once(&mut self.dims_by_text, text, |t| {
             InputDims::parse(t).map(|d| shared(&mut self.shapes, &d, || d.clone()))
         })
@@ -774,6 +788,7 @@ impl<'s> Builder<'s> {
     /// repeat a handful of `Input type` lists, and collectives a handful
     /// of names, dtypes and groups, millions of times.
     fn text(&mut self, text: &[u8]) -> Arc<str> {
+        let text = self.cut(text);
         converted_once(&mut self.texts, text, |t| t.into())
     }
 
@@ -786,8 +801,31 @@ impl<'s> Builder<'s> {
         })
     }
 
+    /// `text` (UTF-8) cut to at most [`MAX_TEXT_BYTES`] at a character
+    /// boundary, counted when cut: a name or category is kept, and a few MB
+    /// of gzip could otherwise inflate to many distinct giant ones.
+    fn cut<'t>(&mut self, text: &'t [u8]) -> &'t [u8] {
+        if text.len() <= MAX_TEXT_BYTES {
+            return text;
+        }
+        self.texts_cut += 1;
+        let mut end = MAX_TEXT_BYTES;
+        // Back to the first byte of a character (not 0b10xxxxxx).
+        while end > 0 && text[end] & 0xc0 == 0x80 {
+            end -= 1;
+        }
+        &text[..end]
+    }
+
+    /// [`Builder::cut`] of an owned string.
+    fn cut_string(&mut self, text: &mut String) {
+        let end = self.cut(text.as_bytes()).len();
+        text.truncate(end);
+    }
+
     /// The id of a string given as UTF-8 bytes (checked by the parser).
     fn intern(&mut self, s: &[u8]) -> StrId {
+        let s = self.cut(s);
         if let Some(&id) = self.interned.get(s) {
             return id;
         }
@@ -854,9 +892,23 @@ impl<'s> Builder<'s> {
             .map(|((c, _), n)| format!("{c} ({n})"))
             .collect();
         if !unknown.is_empty() {
+            // A few names say what happened; thousands would bury it.
+            let shown = unknown.len().min(MAX_CATEGORIES_SHOWN);
+            let more = match unknown.len() - shown {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
             t.warnings.push(format!(
-                "events of unknown categories skipped: {}",
-                unknown.join(", ")
+                "events of unknown categories skipped: {}{more}",
+                unknown[..shown].join(", ")
+            ));
+        }
+        if self.texts_cut > 0 {
+            t.warnings.push(format!(
+                "{} names, categories or texts longer than {} KiB cut to their first {} KiB",
+                self.texts_cut,
+                MAX_TEXT_BYTES >> 10,
+                MAX_TEXT_BYTES >> 10
             ));
         }
         let bad = t.skipped.total()

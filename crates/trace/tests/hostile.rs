@@ -561,7 +561,8 @@ fn issue_11_a_huge_item_reads_in_linear_time() {
     let start = std::time::Instant::now();
     let t =
         read_bytes_with_chunk(std::path::Path::new("long.json"), text.as_bytes(), 1024).unwrap();
-    assert_eq!(t.name(&t.events[0]).len(), 8 << 20);
+    // Kept cut to its first 64 KiB (`issue_12_giant_texts_are_cut_and_counted`).
+    assert_eq!(t.name(&t.events[0]).len(), lumos_trace::MAX_TEXT_BYTES);
     assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
 }
 
@@ -637,5 +638,67 @@ fn issue_12_a_value_over_the_size_limit_is_an_error_naming_it() {
              one value (a damaged or hostile file: Kineto's events are a few KB)",
             events.find(&big_event).unwrap()
         )
+    );
+}
+
+/// Each distinct name, category or text is kept, so a little gzip could
+/// inflate to many giant ones: past 64 KiB they are cut (at a character
+/// boundary) and counted, and the warning naming unknown categories names
+/// 20 of them.
+#[test]
+fn issue_12_giant_texts_are_cut_and_counted() {
+    use lumos_trace::MAX_TEXT_BYTES;
+    assert_eq!(MAX_TEXT_BYTES, 64 << 10);
+    // `é` (two bytes) straddles the limit: the cut falls before it.
+    let long = format!("{}é{}", "k".repeat(MAX_TEXT_BYTES - 1), "k".repeat(100));
+    let kernel = |name: &str, cat: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": 7, "ts": 10, "dur": 5}}"#
+        )
+    };
+    let mut events = vec![
+        kernel(&long, "kernel"),
+        kernel("k", &long),
+        format!(
+            r#"{{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {{"name": "{long}"}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 0, "tid": 1, "ts": 1, "dur": 2,
+                "args": {{"Input Dims": [{}[1]]}}}}"#,
+            "[1], ".repeat(MAX_TEXT_BYTES / 5)
+        ),
+    ];
+    for k in 0..25 {
+        events.push(kernel("k", &format!("odd{k:02}")));
+    }
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_ok_any_chunk("long.json", trace_of(&refs).as_bytes());
+    let cut = &long[..MAX_TEXT_BYTES - 1];
+    assert_eq!(t.strings[t.events[0].name.0 as usize], cut);
+    assert_eq!(skipped(&t, cut, SkipReason::UnknownCategory), 1);
+    assert_eq!(t.track_names[0].name, cut);
+    let op = t
+        .events
+        .iter()
+        .find(|e| e.category == lumos_trace::Category::CpuOp)
+        .unwrap();
+    assert!(op.extra.as_ref().is_none_or(|x| x.input_dims.is_none()));
+    assert_eq!(t.skipped.bad_args["Input Dims"].count, 1);
+    let warned = |what: &str| t.warnings.iter().filter(|w| w.contains(what)).count();
+    assert_eq!(
+        warned("3 names, categories or texts longer than 64 KiB cut to their first 64 KiB"),
+        1,
+        "{:?}",
+        t.warnings
+    );
+    let unknown = t
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("events of unknown categories"))
+        .unwrap();
+    assert!(
+        unknown.ends_with("and 6 more"),
+        "{}",
+        &unknown[unknown.len() - 80..]
     );
 }
