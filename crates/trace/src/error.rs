@@ -63,7 +63,7 @@ pub enum ErrorKind {
     /// One `traceEvents` element or top-level member is larger than
     /// `limit` bytes ([`crate::MAX_ITEM_BYTES`]).
     #[error("{} at byte {offset} is larger than {}, the most lumos reads of one value{}",
-        event.map_or("a top-level member's value".to_string(), |i| format!("traceEvents[{i}]")),
+        event.map_or("a top-level member".to_string(), |i| format!("traceEvents[{i}]")),
         size(*limit),
         if event.is_some() { " (a damaged or hostile file: Kineto's events are a few KB)" } else { "" })]
     TooLarge {

@@ -77,10 +77,11 @@ pub const MAX_ITEM_BYTES: usize = 1 << 30;
 
 /// The longest name, category, thread name or argument text lumos keeps,
 /// in bytes: longer ones are cut to it at a character boundary, and
-/// counted in a warning (an `Input Dims` list over it is dropped as
-/// malformed). Each distinct text is kept, so many giant ones inflated
-/// from a little gzip could otherwise fill memory; the longest kernel
-/// names are a few KB.
+/// counted in a warning. Each distinct text is kept, so many giant ones
+/// inflated from a little gzip could otherwise fill memory; the longest
+/// kernel names are a few KB. (Lists, `Input Dims`, `Input type` and
+/// `Process Group Ranks`, which a cut would break, are kept whole up to
+/// 1 MiB and dropped as malformed over it.)
 pub const MAX_TEXT_BYTES: usize = 64 << 10;
 
 pub use error::{ErrorKind, ReadError};

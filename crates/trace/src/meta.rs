@@ -7,6 +7,9 @@ use crate::model::{Device, ProcessGroup, RankList, TraceMeta};
 use crate::parse::Repairs;
 use crate::tree::{self, Json};
 
+/// The devices of `deviceProperties` kept; the rest are ignored.
+const MAX_DEVICES: usize = 1024;
+
 /// True for the members [`apply`] reads; the others are never parsed.
 pub(crate) fn is_used(key: &str) -> bool {
     matches!(
@@ -51,7 +54,8 @@ pub(crate) fn apply(key: &str, value: &Json, meta: &mut TraceMeta) -> Applied {
         }
         "deviceProperties" => {
             if let Some(arr) = value.as_array() {
-                meta.devices = arr.iter().map(device_from).collect();
+                // A host has a handful; thousands are a damaged file.
+                meta.devices = arr.iter().take(MAX_DEVICES).map(device_from).collect();
             }
         }
         "distributedInfo" => {

@@ -28,6 +28,21 @@ const CHUNK: usize = 1 << 20;
 /// Unknown categories named in the warning that they were skipped.
 const MAX_CATEGORIES_SHOWN: usize = 20;
 
+/// The longest `Input Dims`, `Input type` or `Process Group Ranks` text
+/// kept: lists, which a cut would break, so longer ones are dropped as
+/// malformed. Each distinct one is kept (and parsed), so this bounds what
+/// a little gzip inflating to many distinct giant lists can hold; an
+/// operator over every parameter of a large model (`_foreach_*`) can list
+/// thousands of shapes, over [`MAX_TEXT_BYTES`].
+const MAX_LIST_TEXT_BYTES: usize = 1 << 20;
+
+/// The largest top-level member the model uses (`deviceProperties`,
+/// `distributedInfo`, ...) that is parsed; larger ones are ignored with a
+/// warning. Parsed, such a value takes up to 50 times its text; real ones
+/// are a few KB (the process groups of a job of thousands of ranks, a few
+/// hundred).
+const MAX_META_BYTES: usize = 4 << 20;
+
 /// `bytes`, the text of a string of an element: valid UTF-8 (the parser
 /// checked it, and made the spans of repaired elements owned). Checked
 /// again rather than assumed, with `from_utf8` (a fast ASCII path; the
@@ -268,13 +283,24 @@ impl<R: Read> Source<'_, R> {
                 return Err(e);
             }
         }
-        into.error = scanned
-            .err()
-            .map(|ScanError { offset, message }| ErrorKind::Syntax {
-                offset: base + offset as u64,
-                event: self.splitter.current_event(),
-                message,
-            });
+        let event = self.splitter.current_event();
+        into.error = scanned.err().map(|ScanError { offset, message }| {
+            // An error inside an item already over the limit: the limit is
+            // the first thing wrong, as when the item is read in pieces.
+            if offset.saturating_sub(end) > max_item {
+                ErrorKind::TooLarge {
+                    offset: base + end as u64,
+                    event,
+                    limit: max_item as u64,
+                }
+            } else {
+                ErrorKind::Syntax {
+                    offset: base + offset as u64,
+                    event,
+                    message,
+                }
+            }
+        });
         // Items complete in a buffer over the limit may be over it too:
         // the first is the error, after the items before it.
         if len > max_item {
@@ -304,7 +330,13 @@ impl<R: Read> Source<'_, R> {
         let range = |item: &Item| match item {
             Item::Event(r) | Item::NonObject(r) | Item::Member { value: r, .. } => r.clone(),
         };
-        let k = items.iter().position(|it| range(it).len() > max_item)?;
+        // A member's key, with its quotes, is measured as an item of its
+        // own, as it is when read in pieces; the offset is its value's.
+        let over = |item: &Item| match item {
+            Item::Member { key, value } => key.len() + 2 > max_item || value.len() > max_item,
+            _ => range(item).len() > max_item,
+        };
+        let k = items.iter().position(over)?;
         let is_element = |it: &Item| !matches!(it, Item::Member { .. });
         // The splitter has counted every element up to the buffer's end.
         let event = is_element(&items[k]).then(|| {
@@ -758,7 +790,14 @@ impl<'s> Builder<'s> {
                 self.bad_arg("Input Dims");
             }
         }
-        x.input_type = texts.input_type.map(|t| self.text(t.bytes(element)));
+        if let Some(t) = &texts.input_type {
+            let t = t.bytes(element);
+            // A list: cut, it would no longer be one.
+            x.input_type = (t.len() <= MAX_LIST_TEXT_BYTES).then(|| self.shared_text(t));
+            if x.input_type.is_none() {
+                self.bad_arg("Input type");
+            }
+        }
         if let Some(c) = x.collective.as_deref_mut() {
             let mut text = |t: Option<Text>| t.map(|t| self.text(t.bytes(element)));
             c.name = text(texts.collective_name);
@@ -776,7 +815,7 @@ impl<'s> Builder<'s> {
     fn input_dims(&mut self, text: &[u8]) -> Option<InputDims> {
         // Parsed, a list takes up to four times its text: over the limit
         // it is dropped as malformed rather than cut.
-        if text.len() > MAX_TEXT_BYTES {
+        if text.len() > MAX_LIST_TEXT_BYTES {
             return None;
         }
         converted_once(&mut self.dims_by_text, text, |t| {
@@ -789,6 +828,11 @@ impl<'s> Builder<'s> {
     /// of names, dtypes and groups, millions of times.
     fn text(&mut self, text: &[u8]) -> Arc<str> {
         let text = self.cut(text);
+        self.shared_text(text)
+    }
+
+    /// [`Builder::text`] without the cut.
+    fn shared_text(&mut self, text: &[u8]) -> Arc<str> {
         converted_once(&mut self.texts, text, |t| t.into())
     }
 
@@ -796,6 +840,9 @@ impl<'s> Builder<'s> {
     /// text and shared with the equal lists seen before; `None` if
     /// malformed.
     fn rank_list(&mut self, text: &[u8]) -> Option<Arc<RankList>> {
+        if text.len() > MAX_LIST_TEXT_BYTES {
+            return None;
+        }
         converted_once(&mut self.ranks_by_text, text, |t| {
             RankList::parse(t).map(|r| shared(&mut self.rank_lists, &r, || Arc::new(r.clone())))
         })
@@ -849,6 +896,16 @@ impl<'s> Builder<'s> {
     fn add_member(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ReadError> {
         if !meta::is_used(key) {
             self.saw_nodes |= key == "nodes";
+            return Ok(());
+        }
+        // Parsed into a tree, a value takes many times its text (a list of
+        // devices 50 times): a few KB are normal, a large one is ignored.
+        if value.len() > MAX_META_BYTES {
+            self.trace.warnings.push(format!(
+                "top-level \"{key}\" of {} MB is over {} MiB: ignored",
+                value.len() / 1_000_000,
+                MAX_META_BYTES >> 20
+            ));
             return Ok(());
         }
         let (json, repairs) = tree::parse(value).map_err(|e| {
@@ -905,10 +962,11 @@ impl<'s> Builder<'s> {
         }
         if self.texts_cut > 0 {
             t.warnings.push(format!(
-                "{} names, categories or texts longer than {} KiB cut to their first {} KiB",
-                self.texts_cut,
+                "names, categories or texts longer than {} KiB cut to their first {} KiB \
+                 ({} times)",
                 MAX_TEXT_BYTES >> 10,
-                MAX_TEXT_BYTES >> 10
+                MAX_TEXT_BYTES >> 10,
+                self.texts_cut
             ));
         }
         let bad = t.skipped.total()

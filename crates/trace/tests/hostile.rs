@@ -662,12 +662,22 @@ fn issue_12_giant_texts_are_cut_and_counted() {
         format!(
             r#"{{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {{"name": "{long}"}}}}"#
         ),
-        format!(
-            r#"{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 0, "tid": 1, "ts": 1, "dur": 2,
-                "args": {{"Input Dims": [{}[1]]}}}}"#,
-            "[1], ".repeat(MAX_TEXT_BYTES / 5)
-        ),
     ];
+    // Lists are not cut (a cut one is no list): kept whole up to 1 MiB
+    // (an operator over every parameter of a large model lists thousands
+    // of shapes), dropped as malformed over it.
+    let op = |tid: u32, inputs: usize| {
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 0, "tid": {tid}, "ts": 1, "dur": 2,
+                "args": {{"Input Dims": [{}[1]], "Input type": [{}"float"],
+                          "Process Group Ranks": "[{}0]"}}}}"#,
+            "[1], ".repeat(inputs),
+            "\"float\", ".repeat(inputs),
+            "0, ".repeat(inputs)
+        )
+    };
+    events.push(op(1, 20_000));
+    events.push(op(2, 300_000));
     for k in 0..25 {
         events.push(kernel("k", &format!("odd{k:02}")));
     }
@@ -677,16 +687,21 @@ fn issue_12_giant_texts_are_cut_and_counted() {
     assert_eq!(t.strings[t.events[0].name.0 as usize], cut);
     assert_eq!(skipped(&t, cut, SkipReason::UnknownCategory), 1);
     assert_eq!(t.track_names[0].name, cut);
-    let op = t
-        .events
-        .iter()
-        .find(|e| e.category == lumos_trace::Category::CpuOp)
-        .unwrap();
-    assert!(op.extra.as_ref().is_none_or(|x| x.input_dims.is_none()));
+    let ops: Vec<_> = (t.events.iter())
+        .filter(|e| e.category == lumos_trace::Category::CpuOp)
+        .collect();
+    let x = ops[0].extra.as_ref().unwrap();
+    assert_eq!(x.input_dims.as_ref().unwrap().len(), 20_001);
+    assert!(x.input_type.as_ref().unwrap().len() > MAX_TEXT_BYTES);
+    assert!(ops[1]
+        .extra
+        .as_ref()
+        .is_none_or(|x| x.input_dims.is_none() && x.input_type.is_none()));
     assert_eq!(t.skipped.bad_args["Input Dims"].count, 1);
+    assert_eq!(t.skipped.bad_args["Input type"].count, 1);
     let warned = |what: &str| t.warnings.iter().filter(|w| w.contains(what)).count();
     assert_eq!(
-        warned("3 names, categories or texts longer than 64 KiB cut to their first 64 KiB"),
+        warned("names, categories or texts longer than 64 KiB cut to their first 64 KiB (3 times)"),
         1,
         "{:?}",
         t.warnings
@@ -700,5 +715,109 @@ fn issue_12_giant_texts_are_cut_and_counted() {
         unknown.ends_with("and 6 more"),
         "{}",
         &unknown[unknown.len() - 80..]
+    );
+}
+
+/// The size limit's edges: an item of exactly the limit reads, one byte
+/// more does not; every kind of item and layout, and an error inside an
+/// item already over the limit, give the same error whatever the chunks.
+#[test]
+fn issue_12_the_size_limit_holds_for_every_item_and_chunking() {
+    use lumos_trace::read_bytes_with_limits;
+    let limit = 200;
+    // An event of `len` bytes.
+    let event = |len: usize| {
+        let e = KERNEL.replace(r#""name": "k""#, r#""name": """#);
+        e.replace(
+            r#""name": """#,
+            &format!(r#""name": "{}""#, "k".repeat(len - e.len())),
+        )
+    };
+    assert_eq!(event(limit).len(), limit);
+    let err = |text: &str| {
+        let mut seen = None;
+        for data in [text.as_bytes().to_vec(), gzip(text.as_bytes())] {
+            for chunk in [1, 7, 64, 199, 200, 201, 4096] {
+                let r = read_bytes_with_limits("e.json".as_ref(), &data, chunk, limit);
+                let got = match r {
+                    Ok(t) => format!("ok {}", t.events.len()),
+                    Err(e) => match e.kind {
+                        ErrorKind::TooLarge { offset, event, .. } => {
+                            format!("too large {offset} {event:?}")
+                        }
+                        ErrorKind::Syntax { offset, .. } => format!("syntax {offset}"),
+                        other => format!("{other}"),
+                    },
+                };
+                match &seen {
+                    None => seen = Some(got),
+                    Some(s) => assert_eq!(&got, s, "chunk {chunk}: {text}"),
+                }
+            }
+        }
+        seen.unwrap()
+    };
+    let at = |text: &str, part: &str| text.find(part).unwrap();
+    // Exactly the limit, and one byte over.
+    let text = trace_of(&[KERNEL, &event(limit)]);
+    assert_eq!(err(&text), "ok 2");
+    let text = trace_of(&[KERNEL, &event(limit + 1)]);
+    assert_eq!(
+        err(&text),
+        format!("too large {} Some(1)", at(&text, &event(limit + 1)))
+    );
+    // A value that is not an object, in the array form of a trace.
+    let long = format!("\"{}\"", "x".repeat(limit));
+    let text = format!("[{KERNEL}, 7, {long}, {KERNEL}]");
+    assert_eq!(
+        err(&text),
+        format!("too large {} Some(2)", at(&text, &long))
+    );
+    // A member after `traceEvents`.
+    let text = format!(r#"{{"traceEvents": [{KERNEL}], "other": {long}}}"#);
+    assert_eq!(err(&text), format!("too large {} None", at(&text, &long)));
+    // A key: an error too, at the key or at its value (the key is gone
+    // from the buffer once read whole).
+    let text = format!(r#"{{{long}: 1, "traceEvents": [{KERNEL}]}}"#);
+    for chunk in [1, 7, 64, 4096] {
+        let e = read_bytes_with_limits("k.json".as_ref(), text.as_bytes(), chunk, limit);
+        let e = e.unwrap_err();
+        assert!(
+            matches!(e.kind, ErrorKind::TooLarge { event: None, .. }),
+            "{chunk}: {e}"
+        );
+    }
+    // An error inside an item already over the limit: the limit.
+    let bad = format!(r#"{{"ph": "X", "args": {{"a": {long}, "b": [}}}}"#);
+    let text = trace_of(&[KERNEL, &bad]);
+    assert_eq!(err(&text), format!("too large {} Some(1)", at(&text, &bad)));
+    // Within the limit, the error itself.
+    let bad = r#"{"ph": "X", "args": {"b": [}}"#;
+    let text = trace_of(&[KERNEL, bad]);
+    assert_eq!(err(&text), format!("syntax {}", at(&text, "}}]")));
+}
+
+/// A member the model reads is parsed into a tree that takes many times
+/// its text: over 4 MiB it is ignored, with a warning, and the trace read.
+#[test]
+fn issue_12_a_giant_member_the_model_reads_is_ignored() {
+    let zeros = vec!["0"; 3 << 20].join(",");
+    let text = format!(r#"{{"deviceProperties": [{zeros}], "traceEvents": [{KERNEL}]}}"#);
+    let t = read_ok("dev.json", text.as_bytes());
+    assert!(t.meta.devices.is_empty());
+    assert_eq!(t.events.len(), 1);
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w == "top-level \"deviceProperties\" of 6 MB is over 4 MiB: ignored"),
+        "{:?}",
+        t.warnings
+    );
+    // Under it, the devices a host could have are kept, the rest ignored.
+    let zeros = vec!["{}"; 5000].join(",");
+    let text = format!(r#"{{"deviceProperties": [{zeros}], "traceEvents": [{KERNEL}]}}"#);
+    assert_eq!(
+        read_ok("dev.json", text.as_bytes()).meta.devices.len(),
+        1024
     );
 }
