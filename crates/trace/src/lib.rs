@@ -70,9 +70,10 @@ pub const MAX_NESTING: usize = 128;
 /// JSON, that lumos reads. Each is held whole while it is parsed, so a
 /// few MB of gzip that inflate to one giant value (a decompression bomb)
 /// would otherwise take every byte of memory; larger is an error
-/// ([`ErrorKind::TooLarge`]), found before about 2.5 times this is held
-/// (the buffer that holds it and the chunk before it). Kineto's elements
-/// are at most a few KB.
+/// ([`ErrorKind::TooLarge`]), found before two to three times this is
+/// held (the buffer that holds it and the chunks before it, which large
+/// values before it may have grown). Kineto's elements are at most a few
+/// KB.
 pub const MAX_ITEM_BYTES: usize = 1 << 30;
 
 /// The longest name, category, thread name or argument text lumos keeps,
