@@ -159,6 +159,15 @@ impl Sizes {
         chunk: CHUNK,
         max_item: MAX_ITEM_BYTES,
     };
+
+    /// The error for an item over the limit at `offset`.
+    fn too_large(self, offset: u64, event: Option<u64>) -> ErrorKind {
+        ErrorKind::TooLarge {
+            offset,
+            event,
+            limit: self.max_item as u64,
+        }
+    }
 }
 
 fn read_from<R: BufRead + Send>(
@@ -234,11 +243,7 @@ impl<R: Read> Source<'_, R> {
         // The splitter leaves `tail` at the start of the incomplete item.
         let Sizes { chunk, max_item } = self.sizes;
         if tail.len() > max_item {
-            let kind = ErrorKind::TooLarge {
-                offset: base,
-                event: self.splitter.current_event(),
-                limit: max_item as u64,
-            };
+            let kind = self.sizes.too_large(base, self.splitter.current_event());
             return Err(ReadError::new(self.path, kind));
         }
         // At least doubling while one item does not complete: the splitter
@@ -288,11 +293,7 @@ impl<R: Read> Source<'_, R> {
             // An error inside an item already over the limit: the limit is
             // the first thing wrong, as when the item is read in pieces.
             if offset.saturating_sub(end) > max_item {
-                ErrorKind::TooLarge {
-                    offset: base + end as u64,
-                    event,
-                    limit: max_item as u64,
-                }
+                self.sizes.too_large(base + end as u64, event)
             } else {
                 ErrorKind::Syntax {
                     offset: base + offset as u64,
@@ -343,12 +344,8 @@ impl<R: Read> Source<'_, R> {
             let from_k = items[k..].iter().filter(|it| is_element(it)).count();
             self.splitter.events_seen - from_k as u64
         });
-        let kind = ErrorKind::TooLarge {
-            offset: base + range(&items[k]).start as u64,
-            event,
-            limit: max_item as u64,
-        };
-        Some((k, kind))
+        let offset = base + range(&items[k]).start as u64;
+        Some((k, self.sizes.too_large(offset, event)))
     }
 
     /// The error for input that is not JSON from its first byte and whose
@@ -963,23 +960,21 @@ impl<'s> Builder<'s> {
             t.meta.rank = r;
             t.meta.rank_source = RankSource::FileName;
         }
-        let unknown: Vec<String> = t
-            .skipped
-            .counts
-            .iter()
-            .filter(|((_, r), _)| *r == SkipReason::UnknownCategory)
-            .map(|((c, _), n)| format!("{c} ({n})"))
-            .collect();
-        if !unknown.is_empty() {
+        let unknown =
+            || (t.skipped.counts.iter()).filter(|((_, r), _)| *r == SkipReason::UnknownCategory);
+        let count = unknown().count();
+        if count > 0 {
             // A few names say what happened; thousands would bury it.
-            let shown = unknown.len().min(MAX_CATEGORIES_SHOWN);
-            let more = match unknown.len() - shown {
+            let shown: Vec<String> = (unknown().take(MAX_CATEGORIES_SHOWN))
+                .map(|((c, _), n)| format!("{c} ({n})"))
+                .collect();
+            let more = match count - shown.len() {
                 0 => String::new(),
                 n => format!(" and {n} more"),
             };
             t.warnings.push(format!(
                 "events of unknown categories skipped: {}{more}",
-                unknown[..shown].join(", ")
+                shown.join(", ")
             ));
         }
         if self.texts_cut > 0 {
