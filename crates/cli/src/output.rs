@@ -41,6 +41,11 @@ fn io_error(e: serde_json::Error) -> io::Error {
     io::Error::from(e)
 }
 
+/// `n` and the noun that agrees with it: "1 thread", "2 threads".
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// How every text table shows a value the trace does not tell (a world
 /// size not recorded, layers not found): one dash, the same in every
 /// command. `--json` writes `null` for the same values.

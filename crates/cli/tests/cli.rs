@@ -493,3 +493,58 @@ fn a_trace_read_from_a_pipe_replays_as_the_file() {
         "{err}"
     );
 }
+
+/// A file that makes up many categories gets a table a person can read:
+/// at most twenty rows of skipped events and one line summing the rest,
+/// while `--json` lists them all.
+#[test]
+fn inspect_sums_skipped_rows_past_twenty() {
+    let dir = TempDir::new("cli-categories");
+    let path = dir.join("made_up.json");
+    let mut events = vec![
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":0,"dur":10}"#
+            .to_string(),
+    ];
+    // Category i has i + 1 events, so the largest counts are the last.
+    for i in 0..30 {
+        for _ in 0..=i {
+            events.push(format!(
+                r#"{{"ph":"X","cat":"made_up_{i:02}","name":"x","pid":1,"tid":1,"ts":1,"dur":1}}"#
+            ));
+        }
+    }
+    let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+    std::fs::write(&path, text).unwrap();
+    let out = run_ok(lumos().arg("inspect").arg(&path));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("skipped"))
+        .collect();
+    assert_eq!(rows.len(), 21, "{text}");
+    // The twenty largest keep their order; the ten smallest are summed.
+    assert!(rows[0].contains("made_up_10"), "{text}");
+    assert!(rows[19].contains("made_up_29"), "{text}");
+    assert!(
+        rows[20].contains(&(1..=10).sum::<u32>().to_string())
+            && rows[20].contains("in 10 more categories"),
+        "{text}"
+    );
+    // The warning names the twenty most frequent too.
+    let warning = (text.lines())
+        .find(|l| l.contains("events of unknown categories skipped"))
+        .unwrap();
+    assert!(
+        warning.contains("made_up_29 (30)")
+            && !warning.contains("made_up_09")
+            && warning.ends_with("and 10 more"),
+        "{warning}"
+    );
+    assert!(text.contains("  1 thread, 0 streams;"), "{text}");
+    let v = lumos_json(&["inspect"], &[path]);
+    let listed = v["traces"][0]["events"]["skipped_by_reason"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(listed, 30);
+}

@@ -225,14 +225,18 @@ impl BuildReport {
         }
         Some(if self.correlated_calls > 0 {
             format!(
-                "{} GPU tasks have no recorded launch call (events dropped by the profiler?)",
-                self.gpu_without_launch
+                "{} no recorded launch call (events dropped by the profiler?)",
+                counted(self.gpu_without_launch, "GPU task has", "GPU tasks have")
             )
         } else {
             format!(
-                "no launch calls recorded: {} GPU tasks keep their measured start times \
+                "no launch calls recorded: {} measured start times \
                  (a GPU-only capture, or every launch dropped?)",
-                self.gpu_without_launch
+                counted(
+                    self.gpu_without_launch,
+                    "GPU task keeps its",
+                    "GPU tasks keep their"
+                )
             )
         })
     }
@@ -240,8 +244,12 @@ impl BuildReport {
     pub(crate) fn repeated_correlation_warning(&self) -> Option<String> {
         (self.repeated_correlations > 0).then(|| {
             format!(
-                "{} runtime calls repeat a correlation id (events dropped or merged?)",
-                self.repeated_correlations
+                "{} a correlation id (events dropped or merged?)",
+                counted(
+                    self.repeated_correlations,
+                    "runtime call repeats",
+                    "runtime calls repeat"
+                )
             )
         })
     }
@@ -249,8 +257,8 @@ impl BuildReport {
     pub(crate) fn cpu_hole_warning(&self) -> Option<String> {
         (self.cpu_holes > 0).then(|| {
             format!(
-                "{} windows over {} ms with no CPU events (longest {:.1} ms): events dropped?",
-                self.cpu_holes,
+                "{} over {} ms with no CPU events (longest {:.1} ms): events dropped?",
+                counted(self.cpu_holes, "window", "windows"),
                 crate::build::CPU_HOLE_NS / 1_000_000,
                 self.longest_cpu_hole_ns as f64 / 1e6
             )
@@ -266,8 +274,10 @@ impl BuildReport {
                 .map(|(k, n)| format!("{k} {n}"))
                 .collect();
             format!(
-                "{total} dependencies left out because they would close a cycle ({}): \
+                "{} left out because {} close a cycle ({}): \
                  times or ids contradict each other (events dropped?)",
+                counted(total, "dependency", "dependencies"),
+                if total == 1 { "it would" } else { "they would" },
                 kinds.join(", ")
             )
         })
@@ -347,6 +357,11 @@ fn count_by<T: Sync, const N: usize>(items: &[T], class: impl Fn(&T) -> usize + 
                 a
             },
         )
+}
+
+/// `n` and the noun phrase that agrees with it: "1 window", "2 windows".
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]

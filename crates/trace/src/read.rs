@@ -964,8 +964,15 @@ impl<'s> Builder<'s> {
             || (t.skipped.counts.iter()).filter(|((_, r), _)| *r == SkipReason::UnknownCategory);
         let count = unknown().count();
         if count > 0 {
-            // A few names say what happened; thousands would bury it.
-            let shown: Vec<String> = (unknown().take(MAX_CATEGORIES_SHOWN))
+            // A few names say what happened; thousands would bury it. The
+            // most frequent are named, in the counts' order.
+            let mut named: Vec<_> = unknown().collect();
+            if named.len() > MAX_CATEGORIES_SHOWN {
+                named.sort_by(|a, b| b.1.cmp(a.1));
+                named.truncate(MAX_CATEGORIES_SHOWN);
+                named.sort_by(|a, b| a.0.cmp(b.0));
+            }
+            let shown: Vec<String> = (named.iter())
                 .map(|((c, _), n)| format!("{c} ({n})"))
                 .collect();
             let more = match count - shown.len() {
@@ -1001,13 +1008,15 @@ impl<'s> Builder<'s> {
         if bad > 0 {
             let first = t.skipped.first_index.values().min().copied().unwrap_or(0);
             t.warnings.push(format!(
-                "{bad} malformed events skipped (first at traceEvents[{first}])"
+                "{} skipped (first at traceEvents[{first}])",
+                counted(bad, "malformed event", "malformed events")
             ));
         }
         for (key, bad) in &t.skipped.bad_args {
             t.warnings.push(format!(
-                "{} events with a malformed {key:?} (first at traceEvents[{}]): kept without it",
-                bad.count, bad.first_index
+                "{} with a malformed {key:?} (first at traceEvents[{}]): kept without it",
+                counted(bad.count, "event", "events"),
+                bad.first_index
             ));
         }
         let first = |o: &Occurrences| match o.first_index {
@@ -1017,21 +1026,25 @@ impl<'s> Builder<'s> {
         let s = &t.skipped;
         if s.non_finite.count > 0 {
             t.warnings.push(format!(
-                "{} numbers written as NaN or Infinity ({}): read as absent values",
-                s.non_finite.count,
+                "{} written as NaN or Infinity ({}): read as absent values",
+                counted(s.non_finite.count, "number", "numbers"),
                 first(&s.non_finite)
             ));
         }
         if s.invalid_utf8.count > 0 {
             t.warnings.push(format!(
-                "{} events or members with invalid UTF-8 ({}): read with U+FFFD in place of the \
-                 bad bytes",
-                s.invalid_utf8.count,
+                "{} with invalid UTF-8 ({}): read with U+FFFD in place of the bad bytes",
+                counted(s.invalid_utf8.count, "event or member", "events or members"),
                 first(&s.invalid_utf8)
             ));
         }
         self.trace
     }
+}
+
+/// `n` and the noun that agrees with it: "1 event", "2 events".
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The number after the last `rank` in a file name (`rank3.json.gz`,

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use lumos_graph::{assemble_with, rank_ranges, RankInput};
-use lumos_report::{FileReport, InspectOutput, JobReport, StructureReport};
+use lumos_report::{FileReport, InspectOutput, JobReport, SkipCount, StructureReport};
 use lumos_store::{Prepared, Sorted};
 use rayon::prelude::*;
 
 use super::JobMode;
-use crate::output::{fold, or_unknown, LIST_WIDTH, UNKNOWN};
+use crate::output::{counted, fold, or_unknown, LIST_WIDTH, UNKNOWN};
 use crate::{inputs, output, progress};
 
 /// `lumos inspect` arguments.
@@ -148,6 +148,38 @@ fn join(m: &BTreeMap<&str, u64>) -> String {
         .join(", ")
 }
 
+/// Rows of the skipped-events table a person reads; the rest are summed
+/// in one line (`--json` lists them all).
+const MAX_SKIPPED_ROWS: usize = 20;
+
+/// The skipped events by category and reason, in the report's order. A
+/// file that makes up thousands of categories would print a row for each,
+/// so past [`MAX_SKIPPED_ROWS`] only the largest counts get a row.
+fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount]) -> std::io::Result<()> {
+    let mut order: Vec<usize> = (0..skipped.len()).collect();
+    // Stable: of equal counts, the first in the report's order is shown.
+    order.sort_by(|&a, &b| skipped[b].count.cmp(&skipped[a].count));
+    let (shown, rest) = order.split_at(order.len().min(MAX_SKIPPED_ROWS));
+    let mut shown = shown.to_vec();
+    shown.sort_unstable();
+    for s in shown.iter().map(|&i| &skipped[i]) {
+        writeln!(
+            out,
+            "    skipped {:>8}  {:<24} {}",
+            s.count, s.category, s.reason
+        )?;
+    }
+    if !rest.is_empty() {
+        let events: u64 = rest.iter().map(|&i| skipped[i].count).sum();
+        writeln!(
+            out,
+            "    skipped {events:>8}  in {} more categories or reasons (--json lists them)",
+            rest.len()
+        )?;
+    }
+    Ok(())
+}
+
 /// The text form of one file's report.
 pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
     writeln!(out, "{}", r.path)?;
@@ -165,13 +197,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
         "  events: {} total, {} kept, {} flows, {} skipped",
         r.events.total, r.events.kept, r.events.flows, r.events.skipped
     )?;
-    for s in &r.events.skipped_by_reason {
-        writeln!(
-            out,
-            "    skipped {:>8}  {:<24} {}",
-            s.count, s.category, s.reason
-        )?;
-    }
+    write_skipped(out, &r.events.skipped_by_reason)?;
     writeln!(out, "  tasks: {}", join(&r.tasks_by_kind))?;
     writeln!(out, "  edges: {}", join(&r.edges_by_kind))?;
     for i in &r.inferred {
@@ -186,9 +212,9 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
     }
     writeln!(
         out,
-        "  {} threads, {} streams; devices: {}",
-        r.threads,
-        r.streams,
+        "  {}, {}; devices: {}",
+        counted(r.threads, "thread", "threads"),
+        counted(r.streams, "stream", "streams"),
         if r.devices.is_empty() {
             "none listed".into()
         } else {

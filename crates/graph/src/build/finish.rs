@@ -8,6 +8,7 @@ use std::collections::BinaryHeap;
 use rayon::prelude::*;
 
 use super::*;
+use crate::report::counted;
 
 /// No incoming edge (gap attribution).
 const NO_EDGE: u32 = u32::MAX;
@@ -394,13 +395,23 @@ impl Builder {
         r.stream_order_violations = misordered;
         if misordered > 0 {
             r.warnings.push(format!(
-                "{misordered} GPU tasks run in a different order than they were launched"
+                "{} in a different order than {} launched",
+                counted(misordered, "GPU task runs", "GPU tasks run"),
+                if misordered == 1 {
+                    "it was"
+                } else {
+                    "they were"
+                }
             ));
         }
         if r.unresolved_waits > 0 {
             r.warnings.push(format!(
-                "{} stream waits could not be resolved to an edge",
-                r.unresolved_waits
+                "{} not be resolved to an edge",
+                counted(
+                    r.unresolved_waits,
+                    "stream wait could",
+                    "stream waits could"
+                )
             ));
         }
         r.warnings.extend(r.rejected_cycle_warning());

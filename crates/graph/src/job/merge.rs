@@ -11,6 +11,7 @@ use super::matching::{CollectiveMatch, MatchRule};
 use super::restore::RankRestore;
 use crate::acyclic::{rejected_groups, ungroup, GraphNet, Optional, StreamTails};
 use crate::model::*;
+use crate::report::counted;
 
 /// A transfer's measured end may precede its last participant's start by
 /// this much (clock-alignment noise) before it is reported as suspect.
@@ -651,9 +652,18 @@ fn uncouple_deadlocks(
     }
     let label = m.sets.get(first).map_or("?", |s| s.label.as_str());
     Some(format!(
-        "{} matched collectives would deadlock the joint replay (first: {label}): a \
-         participant waits, through its rank's dependencies, for another's end; they are \
+        "{} deadlock the joint replay (first: {label}): a \
+         participant waits, through its rank's dependencies, for another's end; {} \
          replayed uncoupled, each task for its measured time",
-        rejected.len()
+        counted(
+            rejected.len() as u64,
+            "matched collective would",
+            "matched collectives would"
+        ),
+        if rejected.len() == 1 {
+            "it is"
+        } else {
+            "they are"
+        }
     ))
 }
