@@ -31,7 +31,7 @@ mod nccl;
 mod report;
 
 pub use about::{FlowEnd, FlowLink, GpuAnnotation, TraceAbout, Track};
-pub use build::{build, build_owned, build_streamed, TrackSink};
+pub use build::{build, build_owned, build_streamed, TrackSink, MAX_TRACKS};
 pub use check::{check, check_measured, Violation};
 pub use dump::dump;
 pub use heap::trim_heap;

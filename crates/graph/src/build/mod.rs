@@ -21,6 +21,7 @@ use crate::model::*;
 use crate::report::{BuildReport, Rule};
 use index::{merge_nested, partition_from, sorted_distinct, ByCorr, CorrIndex, Launched, PerName};
 pub use streamed::TrackSink;
+pub use tasks::MAX_TRACKS;
 
 mod finish;
 mod frameworks;

@@ -1,8 +1,13 @@
 //! The events' records by track (the tasks are made from them in
 //! `per_track`), launches by correlation, and collectives.
 
+use std::collections::BinaryHeap;
+
 use lumos_trace::{CollectiveArgs, EventExtra};
 use rayon::prelude::*;
+use rustc_hash::FxHashSet;
+
+use crate::report::counted;
 
 use super::*;
 
@@ -115,38 +120,94 @@ impl<X> Tracks<X> {
     }
 }
 
+/// Most threads, and most streams, whose records a build keeps. A trace
+/// has tens of each; every track costs about a kilobyte of build state
+/// however few its events, so a file that gave each event a thread of its
+/// own would take 13 times its size without a bound.
+pub const MAX_TRACKS: usize = 1 << 16;
+
 /// Records grouped by track while the events are read. Consecutive events
 /// are mostly on one track, so the last track's list is kept at hand and
 /// the map is only hashed into when the track changes.
+///
+/// At most `limit` tracks are kept: those with the smallest keys, so that
+/// which ones does not depend on the order the events are read in (a
+/// larger key kept so far gives its place, and its records, to a smaller
+/// new one).
 pub(super) struct ByTrack<K, R> {
     slot: FxHashMap<K, usize>,
     lists: Vec<(K, Vec<R>)>,
     last: Option<(K, usize)>,
+    limit: usize,
+    /// The kept keys, largest first out.
+    kept: BinaryHeap<K>,
+    /// Keys of the tracks left out, and how many records they had.
+    left_out: FxHashSet<K>,
+    records_left_out: u64,
 }
 
-impl<K: Copy + Eq + std::hash::Hash, R> ByTrack<K, R> {
-    fn new() -> Self {
+impl<K: Copy + Ord + std::hash::Hash, R> ByTrack<K, R> {
+    fn new(limit: usize) -> Self {
         ByTrack {
             slot: FxHashMap::default(),
             lists: Vec::new(),
             last: None,
+            limit,
+            kept: BinaryHeap::new(),
+            left_out: FxHashSet::default(),
+            records_left_out: 0,
         }
     }
 
     fn push(&mut self, key: K, r: R) {
         let s = match self.last {
             Some((k, s)) if k == key => s,
-            _ => {
-                let n = self.lists.len();
-                let s = *self.slot.entry(key).or_insert(n);
-                if s == n {
-                    self.lists.push((key, Vec::new()));
+            _ => match self.slot.get(&key) {
+                Some(&s) => {
+                    self.last = Some((key, s));
+                    s
                 }
-                self.last = Some((key, s));
-                s
-            }
+                None => match self.new_track(key) {
+                    Some(s) => s,
+                    None => {
+                        self.records_left_out += 1;
+                        return;
+                    }
+                },
+            },
         };
         self.lists[s].1.push(r);
+    }
+
+    /// The slot of a key not seen before, or of one left out (`None`).
+    #[cold]
+    #[inline(never)]
+    fn new_track(&mut self, key: K) -> Option<usize> {
+        if self.left_out.contains(&key) {
+            return None;
+        }
+        let s = if self.lists.len() < self.limit {
+            // One slot: most tracks of a trace with very many have one
+            // event, and four (the first growth) would be 160 bytes each.
+            self.lists.push((key, Vec::with_capacity(1)));
+            self.lists.len() - 1
+        } else {
+            let largest = *self.kept.peek()?;
+            if key > largest {
+                self.left_out.insert(key);
+                return None;
+            }
+            self.kept.pop();
+            self.left_out.insert(largest);
+            let s = self.slot.remove(&largest).expect("a kept key has a slot");
+            let (_, records) = std::mem::replace(&mut self.lists[s], (key, Vec::with_capacity(1)));
+            self.records_left_out += records.len() as u64;
+            s
+        };
+        self.kept.push(key);
+        self.slot.insert(key, s);
+        self.last = Some((key, s));
+        Some(s)
     }
 
     /// The lists by track; reversed first when the events were read last
@@ -160,6 +221,11 @@ impl<K: Copy + Eq + std::hash::Hash, R> ByTrack<K, R> {
                 (k, v)
             })
             .collect()
+    }
+
+    /// How many tracks were left out, and their records.
+    fn left_out(&self) -> (u64, u64) {
+        (self.left_out.len() as u64, self.records_left_out)
     }
 }
 
@@ -179,8 +245,8 @@ pub(super) struct Sorter<X> {
 impl<X: ExtraRef> Sorter<X> {
     pub(super) fn new() -> Self {
         Sorter {
-            threads: ByTrack::new(),
-            streams: ByTrack::new(),
+            threads: ByTrack::new(MAX_TRACKS),
+            streams: ByTrack::new(MAX_TRACKS),
             sync_events: Vec::new(),
             collective_ops: Vec::new(),
         }
@@ -332,6 +398,20 @@ impl Builder {
         }
         self.sync_events = s.sync_events;
         self.collective_ops = s.collective_ops;
+        let left_out = [
+            (("thread", "threads"), s.threads.left_out()),
+            (("stream", "streams"), s.streams.left_out()),
+        ];
+        for ((one, many), (tracks, records)) in left_out {
+            if tracks > 0 {
+                self.report.warnings.push(format!(
+                    "{} past the {MAX_TRACKS} with the smallest ids left out ({}): \
+                     a trace has tens",
+                    counted(tracks, one, many),
+                    counted(records, "event", "events"),
+                ));
+            }
+        }
         let tracks = Tracks {
             threads: s.threads.into_map(reversed),
             streams: s.streams.into_map(reversed),
