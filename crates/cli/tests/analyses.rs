@@ -328,3 +328,79 @@ fn replay_prints_the_analyses_as_tables() {
         assert!(l.contains("most on it: "), "{l}");
     }
 }
+
+/// A job of more ranks than a person reads prints sixteen ranks' rows and
+/// tables, those the summary names among them, and says how many it left
+/// out; `--top` shows more and `--json` every rank.
+#[test]
+fn a_large_job_prints_the_ranks_that_matter() {
+    let job = TempDir::new("large-job");
+    let synth = lumos()
+        .args(["synth", "--model", "gpt-tiny", "--pp", "2", "--dp", "12"])
+        .args(["--ranks", "all", "--out"])
+        .arg(job.path())
+        .output()
+        .unwrap();
+    assert!(
+        synth.status.success(),
+        "{}",
+        String::from_utf8_lossy(&synth.stderr)
+    );
+    let replay = |top: &str| {
+        let out = run_ok(lumos().args(["replay", "--top", top]).arg(job.path()));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let sections = |text: &str| -> Vec<u32> {
+        (text.lines())
+            .filter_map(|l| {
+                l.split_once(".json.gz (rank ")?
+                    .1
+                    .split_once(',')?
+                    .0
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    };
+    let text = replay("10");
+    let shown = sections(&text);
+    assert_eq!(shown.len(), 16, "{text}");
+    let rows = (text.lines())
+        .skip_while(|l| !l.contains("kept others waiting"))
+        .skip(1)
+        .take_while(|l| !l.contains("more ranks"))
+        .count();
+    assert_eq!(rows, 16, "{text}");
+    assert!(text.contains("    ... 8 more ranks (shown: "), "{text}");
+    assert!(text.contains("(8 more ranks' tables left out"), "{text}");
+    // The ranks the summary names have their tables.
+    let straggler = (text.lines())
+        .find_map(|l| {
+            l.split_once("straggler: rank ")?
+                .1
+                .split_once(' ')?
+                .0
+                .parse()
+                .ok()
+        })
+        .unwrap();
+    assert!(shown.contains(&straggler), "{straggler} {shown:?}");
+    let job_steps = (text.lines())
+        .skip_while(|l| !l.contains("longest step on rank"))
+        .skip(1)
+        .take_while(|l| !l.contains("(a job step lasts"));
+    for line in job_steps {
+        let ranks = line.split_once("%   ").unwrap().1;
+        let longest: u32 = ranks.split(" / ").next().unwrap().parse().unwrap();
+        assert!(shown.contains(&longest), "{line}: {shown:?}");
+    }
+    let all = replay("30");
+    assert_eq!(sections(&all).len(), 24);
+    assert!(
+        !all.contains("more ranks (shown") && !all.contains("tables left out"),
+        "{all}"
+    );
+    let v = lumos_json(&["replay"], &[job.path().to_path_buf()]);
+    assert_eq!(v["traces"].as_array().unwrap().len(), 24);
+    assert_eq!(v["job"]["waiting"].as_array().unwrap().len(), 24);
+}

@@ -1,35 +1,74 @@
 //! The text form of a job's joint replay: the straggler summary (printed
 //! before the ranks' tables) and the rest of the job report (after them).
 
+use std::collections::BTreeSet;
 use std::io::Write;
 
-use lumos_report::JobReport;
+use lumos_report::{JobReport, RankWaitReport};
+
+/// Ranks of a job whose rows and sections the text output prints at
+/// least (`--top` more if larger); `--json` has every rank. A job of
+/// thousands of ranks would otherwise print tens of thousands of lines.
+pub const MIN_RANKS_SHOWN: usize = 16;
+
+/// The ranks a job's text output shows when it has more than `limit`;
+/// `None` when it shows every rank. First the ranks the summary names (the
+/// longest steps' and the straggler), then those that kept the others
+/// waiting longest (measured; of equal times, the lowest rank).
+pub fn shown_ranks(r: &JobReport, limit: usize) -> Option<BTreeSet<u32>> {
+    if r.ranks.len() <= limit {
+        return None;
+    }
+    let named = (r.steps.iter().flatten()).map(|s| s.slowest_rank_measured);
+    let named = named.chain(straggler(r).map(|w| w.rank));
+    let mut by_waiting: Vec<_> = r.waiting.iter().flatten().collect();
+    by_waiting.sort_by(|a, b| {
+        (b.measured.caused_us.total_cmp(&a.measured.caused_us)).then(a.rank.cmp(&b.rank))
+    });
+    let waiting = by_waiting.into_iter().map(|w| w.rank);
+    let mut shown = BTreeSet::new();
+    for rank in named.chain(waiting).chain(r.ranks.iter().copied()) {
+        if shown.len() == limit {
+            break;
+        }
+        shown.insert(rank);
+    }
+    Some(shown)
+}
+
+/// The straggler: the rank that kept the others waiting longest
+/// (measured), if any did.
+fn straggler(r: &JobReport) -> Option<&RankWaitReport> {
+    let waiting = r.waiting.as_deref()?;
+    (waiting.iter())
+        .max_by(|a, b| a.measured.caused_us.total_cmp(&b.measured.caused_us))
+        .filter(|w| w.measured.caused_us > 0.0)
+}
 
 /// Who the job waited for: the straggler (the rank that kept the others
 /// waiting longest), per step the rank whose step lasted longest (often the
 /// one that waited most, not the straggler: waiting makes a step long), and
-/// every rank's waiting.
-pub fn write_stragglers(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
+/// every rank's waiting (with `shown`, only those ranks' rows).
+pub fn write_stragglers(
+    out: &mut dyn Write,
+    r: &JobReport,
+    shown: Option<&BTreeSet<u32>>,
+) -> std::io::Result<()> {
     writeln!(
         out,
         "job: {} ranks; who waited for whom (measured / replayed)",
         r.ranks.len()
     )?;
-    if let Some(w) = r.waiting.as_deref().and_then(|w| {
-        w.iter()
-            .max_by(|a, b| a.measured.caused_us.total_cmp(&b.measured.caused_us))
-    }) {
-        if w.measured.caused_us > 0.0 {
-            writeln!(
-                out,
-                "  straggler: rank {} kept the others waiting longest: {:.3} / {:.3} ms, last to arrive at {} / {} collectives",
-                w.rank,
-                w.measured.caused_us / 1e3,
-                w.replayed.caused_us / 1e3,
-                w.measured.last_arrivals,
-                w.replayed.last_arrivals
-            )?;
-        }
+    if let Some(w) = straggler(r) {
+        writeln!(
+            out,
+            "  straggler: rank {} kept the others waiting longest: {:.3} / {:.3} ms, last to arrive at {} / {} collectives",
+            w.rank,
+            w.measured.caused_us / 1e3,
+            w.replayed.caused_us / 1e3,
+            w.measured.last_arrivals,
+            w.replayed.last_arrivals
+        )?;
     }
     if let Some(steps) = &r.steps {
         writeln!(
@@ -65,7 +104,8 @@ pub fn write_stragglers(out: &mut dyn Write, r: &JobReport) -> std::io::Result<(
             "    {:>4} {:>19} {:>22} {:>12}",
             "rank", "waited", "kept others waiting", "last to arrive"
         )?;
-        for w in waiting {
+        let is_shown = |rank: &u32| shown.is_none_or(|s| s.contains(rank));
+        for w in waiting.iter().filter(|w| is_shown(&w.rank)) {
             writeln!(
                 out,
                 "    {:>4} {:>9.3} / {:<9.3} {:>10.3} / {:<10.3} {:>5} / {:<5}",
@@ -76,6 +116,15 @@ pub fn write_stragglers(out: &mut dyn Write, r: &JobReport) -> std::io::Result<(
                 w.replayed.caused_us / 1e3,
                 w.measured.last_arrivals,
                 w.replayed.last_arrivals
+            )?;
+        }
+        let hidden = waiting.iter().filter(|w| !is_shown(&w.rank)).count();
+        if hidden > 0 {
+            writeln!(
+                out,
+                "    ... {hidden} more ranks (shown: the longest steps' ranks, the straggler \
+                 and those that kept the others waiting longest; --top N shows more, \
+                 --json every rank)"
             )?;
         }
     }

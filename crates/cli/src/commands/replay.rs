@@ -17,7 +17,7 @@ use lumos_store::{Prepared, Sorted};
 use lumos_trace::{write_atomic, write_gz_atomic};
 
 use super::analysis::write_trace_analysis;
-use super::job::{write_job, write_stragglers};
+use super::job::{shown_ranks, write_job, write_stragglers, MIN_RANKS_SHOWN};
 use super::transfer;
 use super::JobMode;
 use crate::usage::usage;
@@ -64,7 +64,9 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "STEPS")]
     pub steps: Option<StepSelection>,
     /// Rows of each table (kernels, operators, collectives) in the text
-    /// output; --json has every row.
+    /// output, and ranks of a job shown (at least 16: those the summary
+    /// names and those that kept the others waiting longest); --json has
+    /// every row and rank.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
     /// Write each trace's critical paths here: <name>.critical.json.gz
@@ -548,11 +550,24 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, a: &ReplayArgs) -> Result
         return output::json_sorted(out, r);
     }
     // A job: who waited for whom first, then each rank, then the rest.
+    let shown = (r.job.as_ref()).and_then(|j| shown_ranks(j, a.top.max(MIN_RANKS_SHOWN)));
     if let Some(job) = &r.job {
-        write_stragglers(out, job)?;
+        write_stragglers(out, job, shown.as_ref())?;
     }
+    let in_job = |t: &TraceReplay| r.job.as_ref().is_some_and(|j| j.ranks.contains(&t.rank));
+    let mut hidden = 0;
     for t in &r.traces {
-        write_trace(out, t, a.top)?;
+        match &shown {
+            Some(s) if in_job(t) && !s.contains(&t.rank) => hidden += 1,
+            _ => write_trace(out, t, a.top)?,
+        }
+    }
+    if hidden > 0 {
+        writeln!(
+            out,
+            "({hidden} more ranks' tables left out, as in the waiting table above; \
+             --top N shows more, --json every rank)"
+        )?;
     }
     if let Some(job) = &r.job {
         write_job(out, job)?;
