@@ -16,7 +16,8 @@ const EXTRA: usize = 300;
 /// One CPU op per thread and one kernel per stream, `MAX_TRACKS + EXTRA`
 /// of each, their ids in a scrambled order (a multiplicative permutation),
 /// so that smaller ids keep arriving after the limit is reached; thread 0
-/// and stream 0 have a second event, at the end of the file.
+/// and stream 0 have a second event, at the end of the file, followed by a
+/// sync on the last stream.
 fn trace_json() -> String {
     let n = (MAX_TRACKS + EXTRA) as u64;
     let mut events = Vec::new();
@@ -32,6 +33,11 @@ fn trace_json() -> String {
     events.push(
         r#"{"ph":"X","cat":"cpu_op","name":"op","pid":1,"tid":0,"ts":999999,"dur":1}"#.into(),
     );
+    // A sync on a stream left out goes with it.
+    events.push(format!(
+        r#"{{"ph":"X","cat":"cuda_sync","name":"Stream Sync","pid":0,"tid":{last},"ts":999999,"dur":1,"args":{{"device":0,"stream":{last},"correlation":1}}}}"#,
+        last = n - 1
+    ));
     events.push(
         r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":0,"ts":999999,"dur":1,"args":{"device":0,"stream":0}}"#
             .into(),
@@ -45,7 +51,7 @@ fn issue_12_tracks_past_the_limit_are_left_out_the_same_way_by_every_build() {
     let path = dir.join("many_tracks.json");
     std::fs::write(&path, trace_json()).unwrap();
     let t = lumos_trace::read_path(&path).unwrap();
-    assert_eq!(t.events.len(), 2 * (MAX_TRACKS + EXTRA) + 2);
+    assert_eq!(t.events.len(), 2 * (MAX_TRACKS + EXTRA) + 3);
     let (g, _, report) = build(&t);
     assert!(check(&g).is_empty());
     let (mut threads, mut streams) = (Vec::new(), Vec::new());
@@ -62,9 +68,10 @@ fn issue_12_tracks_past_the_limit_are_left_out_the_same_way_by_every_build() {
     assert_eq!(threads, kept);
     assert_eq!(streams, kept);
     assert_eq!(g.tasks.len(), 2 * MAX_TRACKS + 2);
-    for what in ["threads", "streams"] {
+    for (what, events) in [("threads", EXTRA), ("streams", EXTRA + 1)] {
         let line = format!(
-            "{EXTRA} {what} past the {MAX_TRACKS} with the smallest ids left out ({EXTRA} events)"
+            "{events} events left out with their {what}: a build keeps the 65,536 {what} with \
+             the smallest ids"
         );
         assert!(
             report.warnings.iter().any(|w| w.starts_with(&line)),

@@ -5,7 +5,6 @@ use std::collections::BinaryHeap;
 
 use lumos_trace::{CollectiveArgs, EventExtra};
 use rayon::prelude::*;
-use rustc_hash::FxHashSet;
 
 use crate::report::counted;
 
@@ -125,6 +124,8 @@ impl<X> Tracks<X> {
 /// however few its events, so a file that gave each event a thread of its
 /// own would take 13 times its size without a bound.
 pub const MAX_TRACKS: usize = 1 << 16;
+// The build's warning spells it out.
+const _: () = assert!(MAX_TRACKS == 65_536);
 
 /// Records grouped by track while the events are read. Consecutive events
 /// are mostly on one track, so the last track's list is kept at hand and
@@ -133,7 +134,8 @@ pub const MAX_TRACKS: usize = 1 << 16;
 /// At most `limit` tracks are kept: those with the smallest keys, so that
 /// which ones does not depend on the order the events are read in (a
 /// larger key kept so far gives its place, and its records, to a smaller
-/// new one).
+/// new one). Once `limit` are kept, the largest kept key only falls, so
+/// every key left out is larger than it: no set of them is needed.
 pub(super) struct ByTrack<K, R> {
     slot: FxHashMap<K, usize>,
     lists: Vec<(K, Vec<R>)>,
@@ -141,8 +143,7 @@ pub(super) struct ByTrack<K, R> {
     limit: usize,
     /// The kept keys, largest first out.
     kept: BinaryHeap<K>,
-    /// Keys of the tracks left out, and how many records they had.
-    left_out: FxHashSet<K>,
+    /// Records of the tracks left out.
     records_left_out: u64,
 }
 
@@ -154,7 +155,6 @@ impl<K: Copy + Ord + std::hash::Hash, R> ByTrack<K, R> {
             last: None,
             limit,
             kept: BinaryHeap::new(),
-            left_out: FxHashSet::default(),
             records_left_out: 0,
         }
     }
@@ -183,9 +183,6 @@ impl<K: Copy + Ord + std::hash::Hash, R> ByTrack<K, R> {
     #[cold]
     #[inline(never)]
     fn new_track(&mut self, key: K) -> Option<usize> {
-        if self.left_out.contains(&key) {
-            return None;
-        }
         let s = if self.lists.len() < self.limit {
             // One slot: most tracks of a trace with very many have one
             // event, and four (the first growth) would be 160 bytes each.
@@ -194,11 +191,9 @@ impl<K: Copy + Ord + std::hash::Hash, R> ByTrack<K, R> {
         } else {
             let largest = *self.kept.peek()?;
             if key > largest {
-                self.left_out.insert(key);
                 return None;
             }
             self.kept.pop();
-            self.left_out.insert(largest);
             let s = self.slot.remove(&largest).expect("a kept key has a slot");
             let (_, records) = std::mem::replace(&mut self.lists[s], (key, Vec::with_capacity(1)));
             self.records_left_out += records.len() as u64;
@@ -223,9 +218,11 @@ impl<K: Copy + Ord + std::hash::Hash, R> ByTrack<K, R> {
             .collect()
     }
 
-    /// How many tracks were left out, and their records.
-    fn left_out(&self) -> (u64, u64) {
-        (self.left_out.len() as u64, self.records_left_out)
+    /// True if `key`'s track was left out (its records with it).
+    fn is_left_out(&self, key: &K) -> bool {
+        self.lists.len() == self.limit
+            && !self.slot.contains_key(key)
+            && self.kept.peek().is_some_and(|largest| key > largest)
     }
 }
 
@@ -396,21 +393,29 @@ impl Builder {
             s.sync_events.reverse();
             s.collective_ops.reverse();
         }
+        // A sync on a stream left out, or waiting on one, would be tied to
+        // another stream by the fallback rules: it goes with its stream.
+        let syncs = s.sync_events.len();
+        let streams = &s.streams;
+        s.sync_events.retain(|e| {
+            let on = |stream: i64| streams.is_left_out(&(e.device, stream));
+            !(e.stream.is_some_and(on) || e.waits_on.is_some_and(|(w, _)| on(w)))
+        });
+        s.streams.records_left_out += (syncs - s.sync_events.len()) as u64;
         self.sync_events = s.sync_events;
         self.collective_ops = s.collective_ops;
         let left_out = [
-            (("thread", "threads"), s.threads.left_out()),
-            (("stream", "streams"), s.streams.left_out()),
+            ("threads", "pid, then tid", s.threads.records_left_out),
+            ("streams", "device, then stream", s.streams.records_left_out),
         ];
-        for ((one, many), (tracks, records)) in left_out {
-            if tracks > 0 {
-                self.report.warnings.push(format!(
-                    "{} past the {MAX_TRACKS} with the smallest ids left out ({}): \
-                     a trace has tens",
-                    counted(tracks, one, many),
-                    counted(records, "event", "events"),
-                ));
-            }
+        for (what, ids, records) in left_out.into_iter().filter(|l| l.2 > 0) {
+            self.report.warnings.push(format!(
+                "{} left out with their {what}: a build keeps the 65,536 {what} with the \
+                 smallest ids ({ids}), where a trace has tens; what the others launched, \
+                 annotated or synchronized is missing, which warnings below may blame on \
+                 the profiler",
+                counted(records, "event", "events"),
+            ));
         }
         let tracks = Tracks {
             threads: s.threads.into_map(reversed),
