@@ -89,6 +89,13 @@ fn browse(browser: &str, profile: &Path, page: &Path, args: &[String]) -> Vec<u8
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Read while it runs: a page's DOM larger than the pipe's buffer would
+    // otherwise block it until the deadline.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
+    });
     let deadline = Instant::now() + Duration::from_secs(180);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -97,7 +104,7 @@ fn browse(browser: &str, profile: &Path, page: &Path, args: &[String]) -> Vec<u8
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    child.wait_with_output().unwrap().stdout
+    reader.join().unwrap().unwrap()
 }
 
 /// An RGB image.
@@ -239,6 +246,43 @@ fn the_report_of_a_job_shows_who_waited() {
         5,
         &["steps-table", "kernels-table", "waiting-table"],
     );
+}
+
+#[test]
+fn the_report_of_a_large_job_bins_its_heat_maps() {
+    // 72 ranks: each heat map row is the mean of two consecutive ranks,
+    // where a row per rank of 4,096 would be a chart 115,000 pixels tall;
+    // the table keeps a row per rank.
+    let dir = TempDir::new("cli-report-large-job");
+    let job = dir.join("job");
+    let synth = lumos()
+        .args(["synth", "--model", "gpt-tiny", "--pp", "2", "--dp", "36"])
+        .args(["--ranks", "all", "--out"])
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert!(
+        synth.status.success(),
+        "{}",
+        String::from_utf8_lossy(&synth.stderr)
+    );
+    let html = dir.join("job.html");
+    let page = written(&report(&[], &[&job], &html), &html);
+    assert_self_contained(&page);
+    assert!(page.contains("job of 72 ranks"));
+    assert!(page.contains("the mean of the consecutive ranks of each row"));
+    for label in ["rank 0-1", "rank 70-71"] {
+        assert_eq!(
+            page.matches(&format!(">\n{label}\n<")).count(),
+            2,
+            "{label}"
+        );
+    }
+    assert!(!page.contains(">\nrank 1\n<"));
+    let table = &page[page.find("id=\"waiting-table\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr><td>").count(), 72);
+    check_in_browser(&html, &dir, 5, &["steps-table", "waiting-table"]);
 }
 
 /// Asserts that the what-if section of `page` shows the mean steps and

@@ -133,19 +133,55 @@ fn shorten(name: &str) -> String {
     }
 }
 
+/// Most rows of a waiting heat map. A row is 28 pixels: a job of 4,096
+/// ranks would be a chart 115,000 pixels tall, so a larger job's ranks are
+/// binned, each row the mean of consecutive ranks.
+const MAX_HEAT_ROWS: usize = 64;
+
+/// The heat map's rows of `grid` (a row per rank, in `ranks`' order): at
+/// most [`MAX_HEAT_ROWS`], each the mean of up to `per_row` consecutive
+/// ranks, with their labels.
+fn heat_rows(ranks: &[u32], grid: &[Vec<f64>]) -> (Vec<String>, Vec<Vec<f64>>) {
+    let per_row = ranks.len().div_ceil(MAX_HEAT_ROWS).max(1);
+    let labels = (ranks.chunks(per_row))
+        .map(|c| match c {
+            [r] => format!("rank {r}"),
+            [first, .., last] => format!("rank {first}-{last}"),
+            [] => String::new(),
+        })
+        .collect();
+    let rows = (grid.chunks(per_row))
+        .map(|rows| {
+            let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+            (0..columns)
+                .map(|c| {
+                    let sum: f64 = rows.iter().filter_map(|r| r.get(c)).sum();
+                    sum / rows.len() as f64
+                })
+                .collect()
+        })
+        .collect();
+    (labels, rows)
+}
+
 /// Per rank and step, the time spent waiting for peers; then the totals.
 pub(super) fn waits(out: &mut String, r: &HtmlReport, w: &WaitGrid) -> fmt::Result {
     out.push_str("<h2 id=\"waiting\">Waiting for peers</h2>\n");
-    let rows: Vec<String> = w.ranks.iter().map(|r| format!("rank {r}")).collect();
+    let binned = w.ranks.len() > MAX_HEAT_ROWS;
     for (label, grid) in [("measured", &w.measured), ("replayed", &w.replayed)] {
+        let (rows, grid) = heat_rows(&w.ranks, grid);
         let max = grid.iter().flatten().copied().fold(0.0, f64::max);
+        let mean = match binned {
+            true => ", the mean of the consecutive ranks of each row",
+            false => "",
+        };
         writeln!(
             out,
             "<h3>{label}</h3><p class=\"note\">ms each rank waited in collectives for its \
-             peers, per step (darkest: {:.2} ms).</p>",
+             peers, per step{mean} (darkest: {:.2} ms).</p>",
             max / 1e3
         )?;
-        out.push_str(&charts::heat_map(&rows, &w.steps, grid));
+        out.push_str(&charts::heat_map(&rows, &w.steps, &grid));
     }
     let Some(waiting) = r.replay.job.as_ref().and_then(|j| j.waiting.as_ref()) else {
         return Ok(());
@@ -301,4 +337,30 @@ fn confidence(out: &mut String, p: &PredictReport) -> fmt::Result {
     }
     out.push_str("</table>\n");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heat_rows_bin_a_large_job_into_means() {
+        // A job the chart holds rank by rank.
+        let ranks: Vec<u32> = (0..3).collect();
+        let grid = vec![vec![1.0, 2.0], vec![3.0, 4.0], vec![5.0, 6.0]];
+        let (labels, rows) = heat_rows(&ranks, &grid);
+        assert_eq!(labels, ["rank 0", "rank 1", "rank 2"]);
+        assert_eq!(rows, grid);
+        // 130 ranks: three to a row, the last row the two left.
+        let ranks: Vec<u32> = (0..130).collect();
+        let grid: Vec<Vec<f64>> = ranks.iter().map(|&r| vec![f64::from(r)]).collect();
+        let (labels, rows) = heat_rows(&ranks, &grid);
+        assert_eq!(labels.len(), 44);
+        assert!(labels.len() <= MAX_HEAT_ROWS);
+        assert_eq!(labels[0], "rank 0-2");
+        assert_eq!(labels[43], "rank 129");
+        assert_eq!(rows[0], [1.0]);
+        assert_eq!(rows[42], [127.0]);
+        assert_eq!(rows[43], [129.0]);
+    }
 }
