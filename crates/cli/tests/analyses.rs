@@ -335,16 +335,11 @@ fn replay_prints_the_analyses_as_tables() {
 #[test]
 fn a_large_job_prints_the_ranks_that_matter() {
     let job = TempDir::new("large-job");
-    let synth = lumos()
-        .args(["synth", "--model", "gpt-tiny", "--pp", "2", "--dp", "12"])
-        .args(["--ranks", "all", "--out"])
-        .arg(job.path())
-        .output()
-        .unwrap();
-    assert!(
-        synth.status.success(),
-        "{}",
-        String::from_utf8_lossy(&synth.stderr)
+    run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--pp", "2", "--dp", "12"])
+            .args(["--ranks", "all", "--out"])
+            .arg(job.path()),
     );
     let replay = |top: &str| {
         let out = run_ok(lumos().args(["replay", "--top", top]).arg(job.path()));

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::lumos;
+use common::{lumos, run_ok};
 use lumos_testkit::TempDir;
 
 /// The variable that turns a missing browser from a skip into a failure.
@@ -255,16 +255,11 @@ fn the_report_of_a_large_job_bins_its_heat_maps() {
     // the table keeps a row per rank.
     let dir = TempDir::new("cli-report-large-job");
     let job = dir.join("job");
-    let synth = lumos()
-        .args(["synth", "--model", "gpt-tiny", "--pp", "2", "--dp", "36"])
-        .args(["--ranks", "all", "--out"])
-        .arg(&job)
-        .output()
-        .unwrap();
-    assert!(
-        synth.status.success(),
-        "{}",
-        String::from_utf8_lossy(&synth.stderr)
+    run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--pp", "2", "--dp", "36"])
+            .args(["--ranks", "all", "--out"])
+            .arg(&job),
     );
     let html = dir.join("job.html");
     let page = written(&report(&[], &[&job], &html), &html);
