@@ -366,8 +366,14 @@ fn a_large_job_prints_the_ranks_that_matter() {
         .take_while(|l| !l.contains("more ranks"))
         .count();
     assert_eq!(rows, 16, "{text}");
-    assert!(text.contains("    ... 8 more ranks (shown: "), "{text}");
-    assert!(text.contains("(8 more ranks' tables left out"), "{text}");
+    assert!(
+        text.contains("    ... 8 more ranks (--top N shows more"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(the tables of 8 more ranks left out"),
+        "{text}"
+    );
     // The ranks the summary names have their tables.
     let straggler = (text.lines())
         .find_map(|l| {
@@ -384,18 +390,34 @@ fn a_large_job_prints_the_ranks_that_matter() {
         .skip_while(|l| !l.contains("longest step on rank"))
         .skip(1)
         .take_while(|l| !l.contains("(a job step lasts"));
+    let mut named = vec![straggler];
     for line in job_steps {
         let ranks = line.split_once("%   ").unwrap().1;
         let longest: u32 = ranks.split(" / ").next().unwrap().parse().unwrap();
         assert!(shown.contains(&longest), "{line}: {shown:?}");
+        named.push(longest);
     }
     let all = replay("30");
     assert_eq!(sections(&all).len(), 24);
     assert!(
-        !all.contains("more ranks (shown") && !all.contains("tables left out"),
+        !all.contains("more ranks (--top") && !all.contains("tables of"),
         "{all}"
     );
     let v = lumos_json(&["replay"], &[job.path().to_path_buf()]);
     assert_eq!(v["traces"].as_array().unwrap().len(), 24);
-    assert_eq!(v["job"]["waiting"].as_array().unwrap().len(), 24);
+    let waiting = v["job"]["waiting"].as_array().unwrap();
+    assert_eq!(waiting.len(), 24);
+    // The rest of those shown kept the others waiting at least as long as
+    // any rank left out.
+    let caused = |w: &serde_json::Value| w["measured"]["caused_us"].as_f64().unwrap();
+    let rank = |w: &serde_json::Value| w["rank"].as_u64().unwrap() as u32;
+    let least_shown = (waiting.iter())
+        .filter(|w| shown.contains(&rank(w)) && !named.contains(&rank(w)))
+        .map(caused)
+        .fold(f64::INFINITY, f64::min);
+    let most_hidden = (waiting.iter())
+        .filter(|w| !shown.contains(&rank(w)))
+        .map(caused)
+        .fold(0.0, f64::max);
+    assert!(least_shown >= most_hidden, "{least_shown} {most_hidden}");
 }

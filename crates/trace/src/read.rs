@@ -987,26 +987,28 @@ impl<'s> Builder<'s> {
         if self.texts_cut > 0 {
             t.warnings.push(format!(
                 "names, categories or texts longer than {} KiB cut to their first {} KiB \
-                 ({} times)",
+                 ({})",
                 MAX_TEXT_BYTES >> 10,
                 MAX_TEXT_BYTES >> 10,
-                self.texts_cut
+                counted(self.texts_cut, "time", "times")
             ));
         }
-        let bad = t.skipped.total()
-            - t.skipped
-                .counts
-                .iter()
-                .filter(|((_, r), _)| {
-                    matches!(
-                        r,
-                        SkipReason::NotModeled | SkipReason::NotATask | SkipReason::UnknownCategory
-                    )
-                })
-                .map(|(_, n)| n)
-                .sum::<u64>();
+        let malformed = |r: &SkipReason| {
+            !matches!(
+                r,
+                SkipReason::NotModeled | SkipReason::NotATask | SkipReason::UnknownCategory
+            )
+        };
+        let bad = (t.skipped.counts.iter())
+            .filter(|((_, r), _)| malformed(r))
+            .map(|(_, n)| n)
+            .sum::<u64>();
         if bad > 0 {
-            let first = t.skipped.first_index.values().min().copied().unwrap_or(0);
+            let first = (t.skipped.first_index.iter())
+                .filter(|(r, _)| malformed(r))
+                .map(|(_, &i)| i)
+                .min()
+                .unwrap_or(0);
             t.warnings.push(format!(
                 "{} skipped (first at traceEvents[{first}])",
                 counted(bad, "malformed event", "malformed events")

@@ -345,6 +345,24 @@ fn elements_of_the_wrong_type_are_skipped() {
 }
 
 #[test]
+fn the_first_malformed_event_is_named_past_events_left_out_on_purpose() {
+    // An unknown category and an instant event are skipped before the
+    // malformed one, but they are not malformed: the warning names [3].
+    let text = trace_of(&[
+        KERNEL,
+        r#"{"ph": "X", "cat": "made_up", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}"#,
+        r#"{"ph": "i", "cat": "cpu_op", "name": "k", "pid": 0, "tid": 7, "ts": 10}"#,
+        r#"{"ph": "X", "cat": "cpu_op", "name": "k", "pid": 0, "tid": 7, "ts": "zz", "dur": 5}"#,
+    ]);
+    let t = read_ok("first.json", text.as_bytes());
+    let warning = t.warnings.join("\n");
+    assert!(
+        warning.contains("1 malformed event skipped (first at traceEvents[3])"),
+        "{warning}"
+    );
+}
+
+#[test]
 fn missing_times_and_negative_durations_are_skipped() {
     let text = trace_of(&[
         r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 5}"#,

@@ -173,8 +173,12 @@ fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount]) -> std::io::Result<
         let events: u64 = rest.iter().map(|&i| skipped[i].count).sum();
         writeln!(
             out,
-            "    skipped {events:>8}  in {} more categories or reasons (--json lists them)",
-            rest.len()
+            "    skipped {events:>8}  in {} (--json lists them)",
+            counted(
+                rest.len() as u64,
+                "more category or reason",
+                "more categories or reasons"
+            )
         )?;
     }
     Ok(())

@@ -6,6 +6,8 @@ use std::io::Write;
 
 use lumos_report::{JobReport, RankWaitReport};
 
+use crate::output::counted;
+
 /// Ranks of a job whose rows and sections the text output prints at
 /// least (`--top` more if larger); `--json` has every rank. A job of
 /// thousands of ranks would otherwise print tens of thousands of lines.
@@ -13,14 +15,15 @@ pub const MIN_RANKS_SHOWN: usize = 16;
 
 /// The ranks a job's text output shows when it has more than `limit`;
 /// `None` when it shows every rank. First the ranks the summary names (the
-/// longest steps' and the straggler), then those that kept the others
-/// waiting longest (measured; of equal times, the lowest rank).
+/// straggler, then the longest steps'), then those that kept the others
+/// waiting longest (measured; of equal times, the lowest rank), then the
+/// lowest ranks.
 pub fn shown_ranks(r: &JobReport, limit: usize) -> Option<BTreeSet<u32>> {
     if r.ranks.len() <= limit {
         return None;
     }
-    let named = (r.steps.iter().flatten()).map(|s| s.slowest_rank_measured);
-    let named = named.chain(straggler(r).map(|w| w.rank));
+    let longest = (r.steps.iter().flatten()).map(|s| s.slowest_rank_measured);
+    let named = straggler(r).map(|w| w.rank).into_iter().chain(longest);
     let mut by_waiting: Vec<_> = r.waiting.iter().flatten().collect();
     by_waiting.sort_by(|a, b| {
         (b.measured.caused_us.total_cmp(&a.measured.caused_us)).then(a.rank.cmp(&b.rank))
@@ -118,13 +121,12 @@ pub fn write_stragglers(
                 w.replayed.last_arrivals
             )?;
         }
-        let hidden = waiting.iter().filter(|w| !is_shown(&w.rank)).count();
+        let hidden = waiting.iter().filter(|w| !is_shown(&w.rank)).count() as u64;
         if hidden > 0 {
             writeln!(
                 out,
-                "    ... {hidden} more ranks (shown: the longest steps' ranks, the straggler \
-                 and those that kept the others waiting longest; --top N shows more, \
-                 --json every rank)"
+                "    ... {} (--top N shows more, --json every rank)",
+                counted(hidden, "more rank", "more ranks")
             )?;
         }
     }

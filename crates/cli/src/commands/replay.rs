@@ -64,9 +64,9 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "STEPS")]
     pub steps: Option<StepSelection>,
     /// Rows of each table (kernels, operators, collectives) in the text
-    /// output, and ranks of a job shown (at least 16: those the summary
-    /// names and those that kept the others waiting longest); --json has
-    /// every row and rank.
+    /// output, and ranks of a job shown (at least 16: the straggler, the
+    /// longest steps' ranks, then those that kept the others waiting
+    /// longest); --json has every row and rank.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
     /// Write each trace's critical paths here: <name>.critical.json.gz
@@ -555,7 +555,7 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, a: &ReplayArgs) -> Result
         write_stragglers(out, job, shown.as_ref())?;
     }
     let in_job = |t: &TraceReplay| r.job.as_ref().is_some_and(|j| j.ranks.contains(&t.rank));
-    let mut hidden = 0;
+    let mut hidden = 0u64;
     for t in &r.traces {
         match &shown {
             Some(s) if in_job(t) && !s.contains(&t.rank) => hidden += 1,
@@ -565,8 +565,9 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, a: &ReplayArgs) -> Result
     if hidden > 0 {
         writeln!(
             out,
-            "({hidden} more ranks' tables left out, as in the waiting table above; \
-             --top N shows more, --json every rank)"
+            "(the tables of {} left out, as in the waiting table above; --top N shows \
+             more, --json every rank)",
+            output::counted(hidden, "more rank", "more ranks")
         )?;
     }
     if let Some(job) = &r.job {

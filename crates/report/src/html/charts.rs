@@ -235,11 +235,15 @@ pub(super) fn heat_map(rows: &[String], columns: &[String], grid: &[Vec<f64>]) -
     let (nr, nc) = (rows.len().max(1), columns.len().max(1));
     let max = grid.iter().flatten().copied().fold(0.0, f64::max);
     let height = 70 + 28 * nr as u32;
+    // A binned job's labels (`ranks 4032-4095`) are wider than a rank's:
+    // about 8 px a character at the labels' 14 px.
+    let widest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0) as u32;
+    let label_area = Y_LABELS.max(8 * widest + 12);
     svg(height, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin(12)
             .x_label_area_size(36)
-            .y_label_area_size(Y_LABELS)
+            .y_label_area_size(label_area)
             .build_cartesian_2d(0.0..nc as f64, 0.0..nr as f64)?;
         chart
             .configure_mesh()

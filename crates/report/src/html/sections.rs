@@ -139,24 +139,27 @@ fn shorten(name: &str) -> String {
 const MAX_HEAT_ROWS: usize = 64;
 
 /// The heat map's rows of `grid` (a row per rank, in `ranks`' order): at
-/// most [`MAX_HEAT_ROWS`], each the mean of up to `per_row` consecutive
-/// ranks, with their labels.
+/// most [`MAX_HEAT_ROWS`], each the mean of consecutive ranks (as evenly
+/// shared as they divide), with their labels. A cell a rank lacks is left
+/// out of its row's mean.
 fn heat_rows(ranks: &[u32], grid: &[Vec<f64>]) -> (Vec<String>, Vec<Vec<f64>>) {
-    let per_row = ranks.len().div_ceil(MAX_HEAT_ROWS).max(1);
-    let labels = (ranks.chunks(per_row))
-        .map(|c| match c {
+    let n = ranks.len().min(grid.len());
+    let bins = n.min(MAX_HEAT_ROWS);
+    let bin = |b: usize| b * n / bins..(b + 1) * n / bins;
+    let labels = (0..bins)
+        .map(|b| match &ranks[bin(b)] {
             [r] => format!("rank {r}"),
-            [first, .., last] => format!("rank {first}-{last}"),
-            [] => String::new(),
+            some => format!("ranks {}", lumos_graph::rank_ranges(some)),
         })
         .collect();
-    let rows = (grid.chunks(per_row))
-        .map(|rows| {
+    let rows = (0..bins)
+        .map(|b| {
+            let rows = &grid[bin(b)];
             let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
             (0..columns)
                 .map(|c| {
-                    let sum: f64 = rows.iter().filter_map(|r| r.get(c)).sum();
-                    sum / rows.len() as f64
+                    let cells: Vec<f64> = rows.iter().filter_map(|r| r.get(c).copied()).collect();
+                    cells.iter().sum::<f64>() / cells.len() as f64
                 })
                 .collect()
         })
@@ -351,16 +354,25 @@ mod tests {
         let (labels, rows) = heat_rows(&ranks, &grid);
         assert_eq!(labels, ["rank 0", "rank 1", "rank 2"]);
         assert_eq!(rows, grid);
-        // 130 ranks: three to a row, the last row the two left.
+        // 130 ranks: 64 rows of two or three, as evenly as they divide.
         let ranks: Vec<u32> = (0..130).collect();
         let grid: Vec<Vec<f64>> = ranks.iter().map(|&r| vec![f64::from(r)]).collect();
         let (labels, rows) = heat_rows(&ranks, &grid);
-        assert_eq!(labels.len(), 44);
-        assert!(labels.len() <= MAX_HEAT_ROWS);
-        assert_eq!(labels[0], "rank 0-2");
-        assert_eq!(labels[43], "rank 129");
-        assert_eq!(rows[0], [1.0]);
-        assert_eq!(rows[42], [127.0]);
-        assert_eq!(rows[43], [129.0]);
+        assert_eq!(labels.len(), MAX_HEAT_ROWS);
+        assert_eq!(labels[0], "ranks 0, 1");
+        assert_eq!(labels[63], "ranks 127-129");
+        assert_eq!(rows[0], [0.5]);
+        assert_eq!(rows[63], [128.0]);
+        // 65 ranks: 64 rows, one of them two ranks.
+        let (labels, _) = heat_rows(&ranks[..65], &grid[..65]);
+        assert_eq!(labels.len(), MAX_HEAT_ROWS);
+        // A rank missing from the job is not claimed by its row's label;
+        // a cell a rank lacks is not counted as zero.
+        let ranks: Vec<u32> = (0..130).filter(|r| *r != 1).collect();
+        let mut grid: Vec<Vec<f64>> = ranks.iter().map(|&r| vec![f64::from(r), 1.0]).collect();
+        grid[0].pop();
+        let (labels, rows) = heat_rows(&ranks, &grid);
+        assert_eq!(labels[0], "ranks 0, 2");
+        assert_eq!(rows[0], [1.0, 1.0]);
     }
 }
