@@ -14,6 +14,7 @@ use lumos_store::{InputError, Prepared, Representatives, StoreError, StoredRank}
 use lumos_trace::{ReadError, Trace};
 use rayon::prelude::*;
 
+use crate::memory::MemoryGuard;
 use crate::{output, progress};
 
 /// One input, read: a trace, or a rank read back from an `.lgraph` file,
@@ -160,25 +161,46 @@ pub fn input_error(e: InputError) -> anyhow::Error {
 /// per thread at a time, where [`read_all`] holds every trace), with
 /// [`each_file`]'s progress bar. Each result keeps its own error so one
 /// bad file does not hide the others.
-pub fn prepare_all(files: &[PathBuf]) -> Vec<Result<Prepared>> {
-    each_file(files, |f| lumos_store::prepare(f).map_err(input_error))
+///
+/// A [`MemoryGuard`] stops the read (an error) once the ranks would outgrow
+/// the machine.
+pub fn prepare_all(files: &[PathBuf]) -> Result<Vec<Result<Prepared>>> {
+    let guard = MemoryGuard::new(files.len())?;
+    let prepared = each_file(files, |f| {
+        if !guard.may_start() {
+            return Err(anyhow::anyhow!("not read"));
+        }
+        let p = lumos_store::prepare(f).map_err(input_error);
+        guard.finished();
+        p
+    });
+    guard.check()?;
+    Ok(prepared)
 }
 
 /// Reads and builds every file of a job in parallel, dropping each trace as
 /// soon as its graph is built (memory: one trace per thread at a time).
 /// Files that cannot be read are reported and returned apart (the job
 /// names their ranks as unreadable).
-pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, Vec<Unreadable>) {
+/// A [`MemoryGuard`] stops the read (an error) once the ranks would outgrow
+/// the machine.
+pub fn load_ranks(files: &[PathBuf]) -> Result<(Vec<RankInput>, Vec<Unreadable>)> {
+    let guard = MemoryGuard::new(files.len())?;
     let bar = progress::count(files.len() as u64, "reading ranks");
     let results: Vec<Result<RankInput>> = files
         .par_iter()
         .map(|f| {
+            if !guard.may_start() {
+                return Err(anyhow::anyhow!("not read"));
+            }
             let r = read_rank(f);
+            guard.finished();
             bar.inc(1);
             r
         })
         .collect();
     bar.finish_and_clear();
+    guard.check()?;
     let mut unreadable = Vec::new();
     let mut out = Vec::new();
     for r in results {
@@ -190,7 +212,7 @@ pub fn load_ranks(files: &[PathBuf]) -> (Vec<RankInput>, Vec<Unreadable>) {
             }
         }
     }
-    (out, unreadable)
+    Ok((out, unreadable))
 }
 
 /// Prints the read errors among `read` and returns the files of the job

@@ -20,6 +20,7 @@
 
 mod commands;
 mod inputs;
+mod memory;
 mod output;
 mod progress;
 mod sorted_json;
@@ -39,7 +40,13 @@ Exit codes:
   1  bad input: a trace (or model or network file) that cannot be read or
      processed; the other inputs are still reported
   2  bad usage: an unknown flag, an invalid value, or arguments that cannot
-     go together";
+     go together
+
+Environment:
+  LUMOS_MEMORY_LIMIT  resident size at which reading a job's ranks stops with
+                      an error (bytes, or 512M, 16G; default 85% of the memory
+                      available at the start)
+  LUMOS_NO_PROGRESS   set: no progress bars";
 
 #[derive(Parser)]
 #[command(

@@ -361,3 +361,63 @@ fn issue_12_a_decompression_bomb_is_bad_input() {
         "bomb",
     );
 }
+
+/// A job whose ranks would outgrow the machine stops reading with an error
+/// that says what to do instead (exit 1), where the kernel would kill it
+/// without a word; `LUMOS_MEMORY_LIMIT` stands for a small machine here.
+#[test]
+fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
+    let dir = TempDir::new("memory-limit");
+    let job = dir.join("job");
+    run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--pp", "2", "--dp", "12"])
+            .args(["--ranks", "all", "--out"])
+            .arg(&job),
+    );
+    for args in [
+        &["replay"][..],
+        &["replay", "--job"],
+        &["inspect"],
+        &["report", "-o"],
+    ] {
+        let mut cmd = lumos();
+        cmd.args(args);
+        if args[0] == "report" {
+            cmd.arg(dir.join("job.html"));
+        }
+        let out = cmd
+            .arg(&job)
+            .env("LUMOS_MEMORY_LIMIT", "1M")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("of 24 inputs: lumos held") && err.contains("--representatives"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!dir.join("job.html").exists());
+    // Representatives hold one graph per group, not every rank: not stopped.
+    let reps = lumos()
+        .args(["replay", "--representatives"])
+        .arg(&job)
+        .env("LUMOS_MEMORY_LIMIT", "1M")
+        .output()
+        .unwrap();
+    assert!(
+        reps.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reps.stderr)
+    );
+    // Without the variable the machine's memory is the limit: the job reads.
+    run_ok(lumos().arg("replay").arg(&job));
+    let bad = lumos()
+        .arg("inspect")
+        .arg(&job)
+        .env("LUMOS_MEMORY_LIMIT", "lots")
+        .output();
+    assert_eq!(bad.unwrap().status.code(), Some(2));
+}

@@ -264,7 +264,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     }
     if a.mode.job {
         // Stream: each trace is dropped once its graph is built.
-        let (ranks, unreadable) = inputs::load_ranks(&files);
+        let (ranks, unreadable) = inputs::load_ranks(&files)?;
         return run_job(a, ranks, unreadable, &opts, out);
     }
     if let [file] = &files[..] {
@@ -276,7 +276,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     // trace is held beside the ranks (all traces read first held a job's
     // traces and its ranks together: 2.7 against 1.7 GB for 8 ranks of
     // 380 MB).
-    let prepared = inputs::prepare_all(&files);
+    let prepared = inputs::prepare_all(&files)?;
     let apart = match a.mode.sort(prepared) {
         Sorted::Job(ranks, read) => {
             let unreadable = inputs::unreadable_in(read);

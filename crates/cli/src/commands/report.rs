@@ -120,7 +120,7 @@ enum RanksForPrediction {
 fn read_every(files: &[PathBuf]) -> Result<Vec<Prepared>> {
     let mut traces = Vec::new();
     let mut first_error = None;
-    for r in inputs::prepare_all(files) {
+    for r in inputs::prepare_all(files)? {
         match r {
             Ok(t) => traces.push(t),
             Err(e) if first_error.is_none() => first_error = Some(e),
