@@ -9,7 +9,8 @@
 //!
 //! Exit codes: 0 success (also when stdout is closed early: whoever read it
 //! has stopped reading); 1 at least one input could not be processed (the
-//! others are still reported); 2 usage errors (from clap, or a
+//! others are still reported), or the inputs would outgrow the memory
+//! lumos may use (`memory`); 2 usage errors (from clap, or a
 //! [`usage::UsageError`] from the checks made after parsing).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 // the one crate that prints and exits
@@ -38,14 +39,15 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  bad input: a trace (or model or network file) that cannot be read or
-     processed; the other inputs are still reported
+     processed (the other inputs are still reported), or inputs that would
+     outgrow the memory lumos may use (LUMOS_MEMORY_LIMIT)
   2  bad usage: an unknown flag, an invalid value, or arguments that cannot
      go together
 
 Environment:
   LUMOS_MEMORY_LIMIT  resident size at which reading a job's ranks stops with
-                      an error (bytes, or 512M, 16G; default 85% of the memory
-                      available at the start)
+                      an error (bytes, or 512M, 16G; `off`; default 85% of the
+                      memory available at the start; Linux only)
   LUMOS_NO_PROGRESS   set: no progress bars";
 
 #[derive(Parser)]

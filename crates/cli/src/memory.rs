@@ -5,10 +5,11 @@
 //! once the process holds most of the memory that was available when it
 //! began, so the command can say why, and what to do instead.
 //!
-//! It reads Linux's `/proc` (and a cgroup's limit, in a container);
-//! elsewhere it never stops anything.
-//! `LUMOS_MEMORY_LIMIT` (bytes, or with a `K`, `M` or `G` suffix, powers of
-//! 1,024) sets the limit on the resident size instead.
+//! Linux only (it reads `/proc`, and a cgroup v2 limit where the process
+//! has one, as in a container); elsewhere it never stops anything.
+//! `LUMOS_MEMORY_LIMIT` sets the limit on the resident size instead
+//! (bytes, or with a `K`, `M`, `G` or `T` suffix, powers of 1,024), or
+//! turns the guard off (`off`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -24,10 +25,14 @@ const LIMIT_VAR: &str = "LUMOS_MEMORY_LIMIT";
 /// Stops a parallel read of `total` files once the process's resident
 /// size passes its limit.
 pub struct MemoryGuard {
-    /// Resident bytes allowed; `None` where they cannot be read.
+    /// Resident bytes allowed; `None` where they cannot be read, or with
+    /// the guard turned off.
     limit: Option<u64>,
+    /// True when `LUMOS_MEMORY_LIMIT` set the limit.
+    from_variable: bool,
     total: u64,
-    finished: AtomicU64,
+    /// Files not started because the guard had stopped the read.
+    skipped: AtomicU64,
     /// The resident size when the guard stopped the read.
     stopped_at: AtomicU64,
     stopped: AtomicBool,
@@ -37,35 +42,56 @@ impl MemoryGuard {
     /// A guard for reading `total` files; an unreadable `LUMOS_MEMORY_LIMIT`
     /// is a usage error.
     pub fn new(total: usize) -> Result<MemoryGuard> {
-        let limit = match std::env::var(LIMIT_VAR) {
-            Ok(v) => Some(parse_size(&v).ok_or_else(|| {
-                crate::usage::usage(format!(
-                    "{LIMIT_VAR}={v:?}: not a size (bytes, or a number with K, M or G)"
-                ))
-            })?),
-            Err(_) => resident_bytes()
-                .zip(available_bytes())
-                .map(|(now, free)| now + (free as f64 * SHARE) as u64),
+        let (limit, from_variable) = match std::env::var_os(LIMIT_VAR) {
+            Some(v) => {
+                let text = v.to_string_lossy();
+                let limit = match text.trim() {
+                    "off" => None,
+                    t => Some(parse_size(t).ok_or_else(|| {
+                        crate::usage::usage(format!(
+                            "{LIMIT_VAR}={text:?}: not a size (bytes, or a number with K, M, \
+                             G or T), nor `off`"
+                        ))
+                    })?),
+                };
+                (limit, true)
+            }
+            None => {
+                let limit = (resident_bytes().zip(available_bytes()))
+                    .map(|(now, free)| now + (free as f64 * SHARE) as u64);
+                (limit, false)
+            }
         };
         Ok(MemoryGuard {
             limit,
+            from_variable,
             total: total as u64,
-            finished: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
             stopped_at: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
         })
     }
 
-    /// False once the guard has stopped the read: the next file is not
-    /// started.
+    /// False once the process is over its limit: the next file is not
+    /// started (and is counted as skipped). Checked before each file too,
+    /// so that the files the threads start first are not read unchecked.
     pub fn may_start(&self) -> bool {
-        !self.stopped.load(Ordering::Relaxed)
+        self.over_limit();
+        if self.stopped.load(Ordering::Relaxed) {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 
     /// After a file is read: stops the read if the process is over its
     /// limit.
     pub fn finished(&self) {
-        self.finished.fetch_add(1, Ordering::Relaxed);
+        self.over_limit();
+    }
+
+    /// Stops the read if the resident size is over the limit.
+    fn over_limit(&self) {
         let (Some(limit), Some(now)) = (self.limit, resident_bytes()) else {
             return;
         };
@@ -74,40 +100,44 @@ impl MemoryGuard {
         }
     }
 
-    /// The error once the guard has stopped the read.
+    /// The error once the guard has kept a file from being read. Past the
+    /// limit with every file read, the command goes on: what it holds may
+    /// still fit.
     pub fn check(&self) -> Result<()> {
-        if !self.stopped.load(Ordering::Relaxed) {
+        let skipped = self.skipped.load(Ordering::Relaxed);
+        if skipped == 0 {
             return Ok(());
         }
-        let read = self.finished.load(Ordering::Relaxed).max(1);
-        let held = self.stopped_at.load(Ordering::Relaxed);
-        let all = held as f64 * self.total as f64 / read as f64;
+        let limit = match self.from_variable {
+            true => LIMIT_VAR.to_string(),
+            false => {
+                format!("85% of the memory available when it started; {LIMIT_VAR} sets another")
+            }
+        };
         Err(anyhow!(
-            "stopped after reading {read} of {} inputs: lumos held {}, over its limit of {} \
-             ({LIMIT_VAR}; by default 85% of the memory available when it started), and all \
-             {} would hold about {}. For a job this large, `lumos replay --representatives` \
-             replays one rank per group of ranks that run the same communication program \
-             (`lumos ingest` the traces first to read each only once); or use a machine with \
-             more memory",
+            "stopped with {skipped} of {} inputs not read: lumos held {}, over its limit of {} \
+             ({limit}). Read fewer inputs at a time, or use a machine with more memory; a job \
+             this large replays with `lumos replay --representatives` (one rank per group of \
+             ranks that run the same communication program; `lumos ingest` the traces first to \
+             read each only once)",
             self.total,
-            size(held as f64),
-            size(self.limit.unwrap_or(0) as f64),
-            self.total,
-            size(all),
+            size(self.stopped_at.load(Ordering::Relaxed)),
+            size(self.limit.unwrap_or(0)),
         ))
     }
 }
 
-/// `bytes` for a person: MB below a GB, GB above.
-fn size(bytes: f64) -> String {
-    match bytes < 1e9 {
-        true => format!("{:.0} MB", bytes / 1e6),
-        false => format!("{:.1} GB", bytes / 1e9),
+/// `bytes` for a person, in the powers of 1,024 the limit is given in.
+fn size(bytes: u64) -> String {
+    let b = bytes as f64;
+    match bytes < 1 << 30 {
+        true => format!("{:.1} MiB", b / f64::from(1 << 20)),
+        false => format!("{:.1} GiB", b / f64::from(1 << 30)),
     }
 }
 
-/// `text` as a number of bytes: digits, then an optional `K`, `M` or `G`
-/// (powers of 1,024; `KB`, `MiB` and lower case are taken too).
+/// `text` as a number of bytes: digits, then an optional `K`, `M`, `G` or
+/// `T` (powers of 1,024; `KB`, `MiB` and lower case are taken too).
 fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -117,6 +147,7 @@ fn parse_size(text: &str) -> Option<u64> {
         "K" | "KB" | "KIB" => 10,
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
         _ => return None,
     };
     n.checked_mul(1 << shift)
@@ -131,27 +162,37 @@ fn resident_bytes() -> Option<u64> {
 }
 
 /// The memory the kernel could give without swapping (`MemAvailable`),
-/// bytes, or less where the process's cgroup (a container) is limited to
-/// less.
+/// bytes, or less where the process's cgroup v2 (a container) is limited
+/// to less.
 fn available_bytes() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let machine = kib_field(&meminfo, "MemAvailable:")?;
-    let cgroup = |name: &str| -> Option<u64> {
-        let text = std::fs::read_to_string(format!("/sys/fs/cgroup/{name}")).ok()?;
-        text.trim().parse().ok()
-    };
-    // `memory.max` is `max` where there is no limit: no number, no bound.
-    let in_cgroup =
-        cgroup("memory.max").map(|max| max.saturating_sub(cgroup("memory.current").unwrap_or(0)));
-    Some(in_cgroup.map_or(machine, |c| c.min(machine)))
+    Some(cgroup_available().map_or(machine, |c| c.min(machine)))
+}
+
+/// What the process's cgroup v2 may still take: its `memory.max` less
+/// what it uses apart from the file cache (which the kernel reclaims), as
+/// `docker stats` counts it. `None` without a limit, on cgroup v1, or where
+/// the files cannot be read.
+fn cgroup_available() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
+    let dir = format!("/sys/fs/cgroup{}", path.trim_end_matches('/'));
+    let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).ok();
+    // `max` where there is no limit: no number, no bound.
+    let max: u64 = read("memory.max")?.trim().parse().ok()?;
+    let current: u64 = read("memory.current")?.trim().parse().ok()?;
+    let stat = read("memory.stat").unwrap_or_default();
+    let file = (stat.lines())
+        .find_map(|l| l.strip_prefix("file ")?.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    Some(max.saturating_sub(current.saturating_sub(file)))
 }
 
 /// The value of `/proc`'s `name   N kB` line, in bytes.
 fn kib_field(text: &str, name: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with(name))?;
-    let kib: u64 = line[name.len()..]
-        .trim()
-        .trim_end_matches("kB")
+    let kib: u64 = (line[name.len()..].trim().trim_end_matches("kB"))
         .trim()
         .parse()
         .ok()?;
@@ -168,11 +209,15 @@ mod tests {
         assert_eq!(parse_size("2K"), Some(2048));
         assert_eq!(parse_size("3 MiB"), Some(3 << 20));
         assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("2T"), Some(2 << 40));
         assert_eq!(parse_size("1.5G"), None);
         assert_eq!(parse_size("G"), None);
+        assert_eq!(parse_size(""), None);
         assert_eq!(parse_size("99999999999999999999G"), None);
         let status = "Name:\tlumos\nVmRSS:\t   1234 kB\n";
         assert_eq!(kib_field(status, "VmRSS:"), Some(1234 * 1024));
         assert_eq!(kib_field(status, "MemAvailable:"), None);
+        assert_eq!(size(16 << 30), "16.0 GiB");
+        assert_eq!(size(300 << 20), "300.0 MiB");
     }
 }
