@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import re
+import sys
 
 import pytest
 
@@ -157,3 +159,23 @@ def test_synth_refuses_what_the_cli_refuses(tmp_path):
     with pytest.raises(ConfigError, match="at most 1048576"):
         lumos.synth("gpt-tiny", tmp_path, tp=1024, dp=2048)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard reads /proc")
+def test_a_job_past_the_memory_limit_is_an_input_error_with_the_cli_message(
+    tmp_path, cli_error, monkeypatch
+):
+    # Reading every rank of a job that would outgrow the machine stops with
+    # the CLI's message, where the kernel would kill the interpreter.
+    lumos.synth("gpt-tiny", tmp_path, pp=2, dp=4, ranks="all", steps=2, seed=1)
+    monkeypatch.setenv("LUMOS_MEMORY_LIMIT", "1M")
+    code, message = cli_error(["replay", str(tmp_path)])
+    assert code == 1 and "inputs not read" in message
+    with pytest.raises(InputError) as e:
+        lumos.replay(str(tmp_path), progress=False)
+    # The same words; the sizes and counts are each process's own.
+    digits = lambda m: re.sub(r"[0-9.]+", "N", m)
+    assert digits(str(e.value)) == digits(message)
+    monkeypatch.setenv("LUMOS_MEMORY_LIMIT", "lots")
+    with pytest.raises(ConfigError, match="LUMOS_MEMORY_LIMIT"):
+        lumos.replay(str(tmp_path), progress=False)

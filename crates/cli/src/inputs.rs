@@ -10,11 +10,10 @@ use std::sync::OnceLock;
 use anyhow::{bail, Result};
 
 use lumos_graph::{RankInput, Unreadable};
-use lumos_store::{InputError, Prepared, Representatives, StoreError, StoredRank};
+use lumos_store::{InputError, MemoryGuard, Prepared, Representatives, StoreError, StoredRank};
 use lumos_trace::{ReadError, Trace};
 use rayon::prelude::*;
 
-use crate::memory::MemoryGuard;
 use crate::{output, progress};
 
 /// One input, read: a trace, or a rank read back from an `.lgraph` file,
@@ -140,6 +139,12 @@ fn in_windows<T: Send, E>(
     Ok(())
 }
 
+/// A [`MemoryGuard`] for reading `total` files; an unreadable
+/// `LUMOS_MEMORY_LIMIT` is a usage error.
+fn memory_guard(total: usize) -> Result<MemoryGuard> {
+    MemoryGuard::new(total).map_err(|e| crate::usage::usage(e.to_string()))
+}
+
 /// Reads every file in parallel ([`each_file`]). Each result keeps its own
 /// error so one bad file does not hide the others.
 pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
@@ -165,7 +170,7 @@ pub fn input_error(e: InputError) -> anyhow::Error {
 /// A [`MemoryGuard`] stops the read (an error) once the ranks would outgrow
 /// the machine.
 pub fn prepare_all(files: &[PathBuf]) -> Result<Vec<Result<Prepared>>> {
-    let guard = MemoryGuard::new(files.len())?;
+    let guard = memory_guard(files.len())?;
     let prepared = each_file(files, |f| {
         if !guard.may_start() {
             return Err(anyhow::anyhow!("not read"));
@@ -185,7 +190,7 @@ pub fn prepare_all(files: &[PathBuf]) -> Result<Vec<Result<Prepared>>> {
 /// A [`MemoryGuard`] stops the read (an error) once the ranks would outgrow
 /// the machine.
 pub fn load_ranks(files: &[PathBuf]) -> Result<(Vec<RankInput>, Vec<Unreadable>)> {
-    let guard = MemoryGuard::new(files.len())?;
+    let guard = memory_guard(files.len())?;
     let bar = progress::count(files.len() as u64, "reading ranks");
     let results: Vec<Result<RankInput>> = files
         .par_iter()

@@ -10,7 +10,7 @@
 //! Exit codes: 0 success (also when stdout is closed early: whoever read it
 //! has stopped reading); 1 at least one input could not be processed (the
 //! others are still reported), or the inputs would outgrow the memory
-//! lumos may use (`memory`); 2 usage errors (from clap, or a
+//! lumos may use (`lumos_store::MemoryGuard`); 2 usage errors (from clap, or a
 //! [`usage::UsageError`] from the checks made after parsing).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 // the one crate that prints and exits
@@ -21,7 +21,6 @@
 
 mod commands;
 mod inputs;
-mod memory;
 mod output;
 mod progress;
 mod sorted_json;

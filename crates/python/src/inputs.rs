@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use lumos_graph::RankInput;
 use lumos_predict::{Candidates, Discovered};
+use lumos_store::MemoryGuard;
 use lumos_trace::Trace;
 use rayon::prelude::*;
 
@@ -66,13 +67,34 @@ pub fn reading_one<T>(f: &Path, p: &Progress, work: impl FnOnce() -> T) -> T {
 /// bytes; each result keeps its own error, in the order given. Once the
 /// caller cancels, the files not started give an error that
 /// [`crate::progress::run`] replaces by the cancellation's own.
+///
+/// A [`MemoryGuard`] stops starting files once the process holds most of
+/// the memory available when it began (what was read is held until the
+/// caller is done with every file): its error is then the only result.
 fn each_file<T: Send>(
     files: &[PathBuf],
     p: &Progress,
     work: impl Fn(&Path) -> Result<T> + Sync,
 ) -> Vec<Result<T>> {
+    let guard = match MemoryGuard::new(files.len()) {
+        Ok(g) => g,
+        Err(e) => return vec![Err(Error::config(e.to_string()))],
+    };
     p.phase("reading", files.iter().map(|f| file_len(f)).sum());
-    files.par_iter().map(|f| one_file(f, p, &work)).collect()
+    let read: Vec<Result<T>> = (files.par_iter())
+        .map(|f| {
+            if !guard.may_start() {
+                return Err(Error::new(Kind::Input, "not read"));
+            }
+            let r = one_file(f, p, &work);
+            guard.finished();
+            r
+        })
+        .collect();
+    match guard.check() {
+        Ok(()) => read,
+        Err(e) => vec![Err(Error::new(Kind::Input, e.to_string()))],
+    }
 }
 
 /// [`each_file`] for results used one at a time, in the order given, that

@@ -45,6 +45,7 @@
 
 mod error;
 mod format;
+mod memory;
 mod prepared;
 mod rec;
 mod representatives;
@@ -59,6 +60,7 @@ use serde::Serialize;
 
 pub use error::{Problem, StoreError};
 pub use format::{has_magic, FORMAT_VERSION, MAGIC};
+pub use memory::{BadMemoryLimit, MemoryGuard, OverMemoryLimit};
 pub use prepared::{prepare, read_rank_input, sort, BuiltTrace, JobChoice, Prepared, Sorted};
 pub use representatives::{load_representatives, InputError, Representatives};
 pub use stored::{program_of, RankSummary, Source, StoredRank, TraceFacts};

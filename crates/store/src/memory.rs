@@ -13,14 +13,41 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use anyhow::{anyhow, Result};
-
 /// Share of the memory available at the start that the inputs may take:
 /// the rest is for the files still being read and what follows the read.
 const SHARE: f64 = 0.85;
 
 /// The variable that sets the limit.
 const LIMIT_VAR: &str = "LUMOS_MEMORY_LIMIT";
+
+/// An unreadable `LUMOS_MEMORY_LIMIT`: a usage error.
+#[derive(Debug, thiserror::Error)]
+#[error("{LIMIT_VAR}={0:?}: not a size (bytes, or a number with K, M, G or T), nor `off`")]
+pub struct BadMemoryLimit(pub String);
+
+/// The guard kept inputs from being read: what it says.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "stopped with {skipped} of {total} inputs not read: lumos held {}, over its limit of {} \
+     ({}). Read fewer inputs at a time, or use a machine with more memory; a job this large \
+     replays from representatives (one rank per group of ranks that run the same \
+     communication program: `lumos replay --representatives`, `representatives=True` in \
+     Python; `lumos ingest` the traces first to read each only once)",
+    size(*held), size(*limit),
+    if *from_variable { LIMIT_VAR.to_string() } else { format!("85% of the memory available when it started; {LIMIT_VAR} sets another") }
+)]
+pub struct OverMemoryLimit {
+    /// Inputs not read.
+    pub skipped: u64,
+    /// Inputs in all.
+    pub total: u64,
+    /// The resident size when the read stopped, bytes.
+    pub held: u64,
+    /// The limit, bytes.
+    pub limit: u64,
+    /// True when `LUMOS_MEMORY_LIMIT` set the limit.
+    pub from_variable: bool,
+}
 
 /// Stops a parallel read of `total` files once the process's resident
 /// size passes its limit.
@@ -41,18 +68,13 @@ pub struct MemoryGuard {
 impl MemoryGuard {
     /// A guard for reading `total` files; an unreadable `LUMOS_MEMORY_LIMIT`
     /// is a usage error.
-    pub fn new(total: usize) -> Result<MemoryGuard> {
+    pub fn new(total: usize) -> Result<MemoryGuard, BadMemoryLimit> {
         let (limit, from_variable) = match std::env::var_os(LIMIT_VAR) {
             Some(v) => {
                 let text = v.to_string_lossy();
                 let limit = match text.trim() {
                     "off" => None,
-                    t => Some(parse_size(t).ok_or_else(|| {
-                        crate::usage::usage(format!(
-                            "{LIMIT_VAR}={text:?}: not a size (bytes, or a number with K, M, \
-                             G or T), nor `off`"
-                        ))
-                    })?),
+                    t => Some(parse_size(t).ok_or_else(|| BadMemoryLimit(text.to_string()))?),
                 };
                 (limit, true)
             }
@@ -101,29 +123,20 @@ impl MemoryGuard {
     }
 
     /// The error once the guard has kept a file from being read. Past the
-    /// limit with every file read, the command goes on: what it holds may
+    /// limit with every file read, the read goes on: what it holds may
     /// still fit.
-    pub fn check(&self) -> Result<()> {
+    pub fn check(&self) -> Result<(), OverMemoryLimit> {
         let skipped = self.skipped.load(Ordering::Relaxed);
         if skipped == 0 {
             return Ok(());
         }
-        let limit = match self.from_variable {
-            true => LIMIT_VAR.to_string(),
-            false => {
-                format!("85% of the memory available when it started; {LIMIT_VAR} sets another")
-            }
-        };
-        Err(anyhow!(
-            "stopped with {skipped} of {} inputs not read: lumos held {}, over its limit of {} \
-             ({limit}). Read fewer inputs at a time, or use a machine with more memory; a job \
-             this large replays with `lumos replay --representatives` (one rank per group of \
-             ranks that run the same communication program; `lumos ingest` the traces first to \
-             read each only once)",
-            self.total,
-            size(self.stopped_at.load(Ordering::Relaxed)),
-            size(self.limit.unwrap_or(0)),
-        ))
+        Err(OverMemoryLimit {
+            skipped,
+            total: self.total,
+            held: self.stopped_at.load(Ordering::Relaxed),
+            limit: self.limit.unwrap_or(0),
+            from_variable: self.from_variable,
+        })
     }
 }
 
