@@ -172,12 +172,8 @@ pub fn input_error(e: InputError) -> anyhow::Error {
 pub fn prepare_all(files: &[PathBuf]) -> Result<Vec<Result<Prepared>>> {
     let guard = memory_guard(files.len())?;
     let prepared = each_file(files, |f| {
-        if !guard.may_start() {
-            return Err(anyhow::anyhow!("not read"));
-        }
-        let p = lumos_store::prepare(f).map_err(input_error);
-        guard.finished();
-        p
+        let prepared = guard.read(|| lumos_store::prepare(f).map_err(input_error));
+        prepared.unwrap_or_else(|| Err(anyhow::anyhow!("not read")))
     });
     guard.check()?;
     Ok(prepared)
@@ -195,13 +191,9 @@ pub fn load_ranks(files: &[PathBuf]) -> Result<(Vec<RankInput>, Vec<Unreadable>)
     let results: Vec<Result<RankInput>> = files
         .par_iter()
         .map(|f| {
-            if !guard.may_start() {
-                return Err(anyhow::anyhow!("not read"));
-            }
-            let r = read_rank(f);
-            guard.finished();
+            let r = guard.read(|| read_rank(f));
             bar.inc(1);
-            r
+            r.unwrap_or_else(|| Err(anyhow::anyhow!("not read")))
         })
         .collect();
     bar.finish_and_clear();

@@ -83,12 +83,8 @@ fn each_file<T: Send>(
     p.phase("reading", files.iter().map(|f| file_len(f)).sum());
     let read: Vec<Result<T>> = (files.par_iter())
         .map(|f| {
-            if !guard.may_start() {
-                return Err(Error::new(Kind::Input, "not read"));
-            }
-            let r = one_file(f, p, &work);
-            guard.finished();
-            r
+            let r = guard.read(|| one_file(f, p, &work));
+            r.unwrap_or_else(|| Err(Error::new(Kind::Input, "not read")))
         })
         .collect();
     match guard.check() {

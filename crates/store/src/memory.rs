@@ -94,22 +94,19 @@ impl MemoryGuard {
         })
     }
 
-    /// False once the process is over its limit: the next file is not
-    /// started (and is counted as skipped). Checked before each file too,
-    /// so that the files the threads start first are not read unchecked.
-    pub fn may_start(&self) -> bool {
+    /// `read()` of one file, unless the process is already over its limit
+    /// (`None`: the file is counted as not read). The resident size is
+    /// checked before the file too, so that the files the threads start
+    /// first are not read unchecked, and after it.
+    pub fn read<T>(&self, read: impl FnOnce() -> T) -> Option<T> {
         self.over_limit();
         if self.stopped.load(Ordering::Relaxed) {
             self.skipped.fetch_add(1, Ordering::Relaxed);
-            return false;
+            return None;
         }
-        true
-    }
-
-    /// After a file is read: stops the read if the process is over its
-    /// limit.
-    pub fn finished(&self) {
+        let out = read();
         self.over_limit();
+        Some(out)
     }
 
     /// Stops the read if the resident size is over the limit.
