@@ -154,3 +154,44 @@ fn bad_compact_graphs_and_arguments_are_reported() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("need a directory"));
 }
+
+/// A trace with more threads than a build keeps: `lumos inspect` counts
+/// the events left out with them as skipped, not kept, on the trace and on
+/// its compact graph alike.
+#[test]
+fn issue_12_events_left_out_with_their_threads_are_not_counted_kept() {
+    const EXTRA: usize = 7;
+    let threads = lumos_graph::MAX_TRACKS + EXTRA;
+    let events: Vec<String> = (0..threads)
+        .map(|tid| {
+            format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"op","pid":1,"tid":{tid},"ts":{tid},"dur":1}}"#
+            )
+        })
+        .collect();
+    let dir = TempDir::new("cli-ingest-many-threads");
+    let trace = dir.join("many_threads.json");
+    std::fs::write(
+        &trace,
+        format!(r#"{{"traceEvents":[{}]}}"#, events.join(",")),
+    )
+    .unwrap();
+    let graph = dir.join("many_threads.lgraph");
+    ok(run(&["ingest", "-o", graph.to_str().unwrap()], &[&trace]));
+    same_output(&["inspect", "--json"], &trace, &graph);
+    let report: serde_json::Value =
+        serde_json::from_slice(&ok(run(&["inspect", "--json"], &[&trace]))).unwrap();
+    let counts = &report["traces"][0]["events"];
+    assert_eq!(counts["total"], threads);
+    assert_eq!(counts["kept"], lumos_graph::MAX_TRACKS);
+    assert_eq!(counts["skipped"], EXTRA);
+    let rows = counts["skipped_by_reason"].as_array().unwrap();
+    assert!(
+        rows.iter().any(|r| r["count"] == EXTRA
+            && r["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("on a thread past the 65,536")),
+        "{rows:?}"
+    );
+}

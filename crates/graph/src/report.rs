@@ -88,6 +88,12 @@ pub struct BuildReport {
     pub threads: u64,
     /// GPU streams with tasks.
     pub streams: u64,
+    /// Events left out with their threads: those of threads past the
+    /// [`crate::MAX_TRACKS`] a build keeps.
+    pub events_on_left_out_threads: u64,
+    /// Events left out with their streams (past [`crate::MAX_TRACKS`]),
+    /// and the `cuda_sync` events waiting on one.
+    pub events_on_left_out_streams: u64,
     /// Communication tasks identified by `Collective name`.
     pub comm_by_args: u64,
     /// Communication tasks identified by kernel name only.

@@ -79,6 +79,8 @@ fn issue_12_tracks_past_the_limit_are_left_out_the_same_way_by_every_build() {
             report.warnings
         );
     }
+    assert_eq!(report.events_on_left_out_threads, EXTRA as u64);
+    assert_eq!(report.events_on_left_out_streams, EXTRA as u64 + 1);
     // The owned build reads the events last to first, the streamed one as
     // the reader folds them: the same graph and report.
     let want = dump(&g, Some(&report));

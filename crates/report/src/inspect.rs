@@ -74,11 +74,13 @@ pub struct FileReport {
 pub struct EventCounts {
     /// Events in the file.
     pub total: u64,
-    /// Complete events kept.
+    /// Complete events kept: read, and on a thread or stream the build
+    /// keeps.
     pub kept: u64,
     /// Flow events kept.
     pub flows: u64,
-    /// Events skipped, all reasons.
+    /// Events skipped, all reasons (those left out with their threads or
+    /// streams among them).
     pub skipped: u64,
     /// Skipped events per category and reason.
     pub skipped_by_reason: Vec<SkipCount>,
@@ -202,6 +204,44 @@ pub fn inspect_stored(s: &StoredRank) -> FileReport {
     file_report_of(&s.facts, &s.graph.graph, &s.graph.measured, &s.report)
 }
 
+/// What the reader kept of the trace's events, less what the build left
+/// out with threads and streams past the ones it keeps (counted as
+/// skipped, under their own reasons).
+fn event_counts(trace: &TraceFacts, report: &BuildReport) -> EventCounts {
+    let mut skipped_by_reason: Vec<SkipCount> = (trace.skipped.iter())
+        .map(|((c, r), n)| SkipCount {
+            category: c.clone(),
+            reason: r.as_str(),
+            count: *n,
+        })
+        .collect();
+    let left_out = [
+        (
+            report.events_on_left_out_threads,
+            "on a thread past the 65,536 a build keeps",
+        ),
+        (
+            report.events_on_left_out_streams,
+            "on a stream past the 65,536 a build keeps",
+        ),
+    ];
+    for (count, reason) in left_out.into_iter().filter(|l| l.0 > 0) {
+        skipped_by_reason.push(SkipCount {
+            category: "(any)".to_owned(),
+            reason,
+            count,
+        });
+    }
+    let left_out = report.events_on_left_out_threads + report.events_on_left_out_streams;
+    EventCounts {
+        total: trace.events_total,
+        kept: trace.events_kept.saturating_sub(left_out),
+        flows: trace.flows,
+        skipped: trace.skipped_total() + left_out,
+        skipped_by_reason,
+    }
+}
+
 /// The report on `trace`, whose graph `build` gave as `graph`, `measured`
 /// and `report`.
 pub fn file_report(
@@ -249,21 +289,7 @@ pub fn file_report_of(
         world_size: trace.meta.world_size,
         json_bytes: trace.json_bytes,
         gzipped: trace.gzipped,
-        events: EventCounts {
-            total: trace.events_total,
-            kept: trace.events_kept,
-            flows: trace.flows,
-            skipped: trace.skipped_total(),
-            skipped_by_reason: trace
-                .skipped
-                .iter()
-                .map(|((c, r), n)| SkipCount {
-                    category: c.clone(),
-                    reason: r.as_str(),
-                    count: *n,
-                })
-                .collect(),
-        },
+        events: event_counts(trace, report),
         tasks_by_kind: report
             .tasks_by_kind
             .iter()

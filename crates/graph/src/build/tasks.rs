@@ -404,6 +404,8 @@ impl Builder {
         s.streams.records_left_out += (syncs - s.sync_events.len()) as u64;
         self.sync_events = s.sync_events;
         self.collective_ops = s.collective_ops;
+        self.report.events_on_left_out_threads = s.threads.records_left_out;
+        self.report.events_on_left_out_streams = s.streams.records_left_out;
         let left_out = [
             ("threads", "pid, then tid", s.threads.records_left_out),
             ("streams", "device, then stream", s.streams.records_left_out),
