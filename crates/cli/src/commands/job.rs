@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use lumos_report::{JobReport, RankWaitReport};
+use lumos_report::JobReport;
 
 use crate::output::counted;
 
@@ -23,7 +23,7 @@ pub fn shown_ranks(r: &JobReport, limit: usize) -> Option<BTreeSet<u32>> {
         return None;
     }
     let longest = (r.steps.iter().flatten()).map(|s| s.slowest_rank_measured);
-    let named = straggler(r).map(|w| w.rank).into_iter().chain(longest);
+    let named = r.straggler().map(|w| w.rank).into_iter().chain(longest);
     let mut by_waiting: Vec<_> = r.waiting.iter().flatten().collect();
     by_waiting.sort_by(|a, b| {
         (b.measured.caused_us.total_cmp(&a.measured.caused_us)).then(a.rank.cmp(&b.rank))
@@ -37,15 +37,6 @@ pub fn shown_ranks(r: &JobReport, limit: usize) -> Option<BTreeSet<u32>> {
         shown.insert(rank);
     }
     Some(shown)
-}
-
-/// The straggler: the rank that kept the others waiting longest
-/// (measured), if any did.
-fn straggler(r: &JobReport) -> Option<&RankWaitReport> {
-    let waiting = r.waiting.as_deref()?;
-    (waiting.iter())
-        .max_by(|a, b| a.measured.caused_us.total_cmp(&b.measured.caused_us))
-        .filter(|w| w.measured.caused_us > 0.0)
 }
 
 /// Who the job waited for: the straggler (the rank that kept the others
@@ -62,7 +53,7 @@ pub fn write_stragglers(
         "job: {} ranks; who waited for whom (measured / replayed)",
         r.ranks.len()
     )?;
-    if let Some(w) = straggler(r) {
+    if let Some(w) = r.straggler() {
         writeln!(
             out,
             "  straggler: rank {} kept the others waiting longest: {:.3} / {:.3} ms, last to arrive at {} / {} collectives",

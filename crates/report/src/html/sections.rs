@@ -208,11 +208,7 @@ pub(super) fn waits(out: &mut String, r: &HtmlReport, w: &WaitGrid) -> fmt::Resu
         )?;
     }
     out.push_str("</table>\n");
-    let straggler = waiting
-        .iter()
-        .max_by(|a, b| a.measured.caused_us.total_cmp(&b.measured.caused_us))
-        .filter(|x| x.measured.caused_us > 0.0);
-    if let Some(x) = straggler {
+    if let Some(x) = r.replay.job.as_ref().and_then(|j| j.straggler()) {
         writeln!(
             out,
             "<p class=\"note\">The straggler is rank {}: it kept the others waiting longest \

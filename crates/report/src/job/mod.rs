@@ -64,6 +64,22 @@ pub struct JobReport {
     pub critical_path: Option<JobPathReport>,
 }
 
+impl JobReport {
+    /// The straggler: the rank that kept the others waiting longest
+    /// (measured), the lowest of equal ones; none if no rank did.
+    pub fn straggler(&self) -> Option<&RankWaitReport> {
+        straggler_of(self.waiting.as_deref()?)
+    }
+}
+
+fn straggler_of(waiting: &[RankWaitReport]) -> Option<&RankWaitReport> {
+    (waiting.iter())
+        .filter(|w| w.measured.caused_us > 0.0)
+        .max_by(|a, b| {
+            (a.measured.caused_us.total_cmp(&b.measured.caused_us)).then(b.rank.cmp(&a.rank))
+        })
+}
+
 /// A file given as a rank that was left out of the job.
 #[derive(Debug, Clone, Serialize)]
 pub struct LeftOutReport {
@@ -381,5 +397,33 @@ fn clock_report(job: &Job) -> ClockReport {
                     .collect(),
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waits(caused_us: &[f64]) -> Vec<RankWaitReport> {
+        let w = |caused_us| WaitUs {
+            wait_us: 0.0,
+            caused_us,
+            last_arrivals: 0,
+        };
+        (caused_us.iter().enumerate())
+            .map(|(rank, &c)| RankWaitReport {
+                rank: rank as u32,
+                measured: w(c),
+                replayed: w(0.0),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_straggler_is_the_lowest_of_equal_ranks_and_none_kept_none_waiting() {
+        let rank = |c: &[f64]| straggler_of(&waits(c)).map(|w| w.rank);
+        assert_eq!(rank(&[1.0, 3.0, 2.0, 3.0]), Some(1));
+        assert_eq!(rank(&[0.0, 0.0]), None);
+        assert_eq!(rank(&[]), None);
     }
 }
