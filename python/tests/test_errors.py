@@ -176,6 +176,12 @@ def test_a_job_past_the_memory_limit_is_an_input_error_with_the_cli_message(
     # The same words; the sizes and counts are each process's own.
     digits = lambda m: re.sub(r"[0-9.]+", "N", m)
     assert digits(str(e.value)) == digits(message)
+    # A prediction's way out is fewer traces.
+    code, message = cli_error(["predict", "--dp", "2", str(tmp_path)])
+    assert code == 1 and "one trace per pipeline stage" in message
+    with pytest.raises(InputError) as e:
+        lumos.predict(str(tmp_path), dp=2, progress=False)
+    assert digits(str(e.value)) == digits(message)
     monkeypatch.setenv("LUMOS_MEMORY_LIMIT", "lots")
     with pytest.raises(ConfigError, match="LUMOS_MEMORY_LIMIT"):
         lumos.replay(str(tmp_path), progress=False)

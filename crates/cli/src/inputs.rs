@@ -10,7 +10,9 @@ use std::sync::OnceLock;
 use anyhow::{bail, Result};
 
 use lumos_graph::{RankInput, Unreadable};
-use lumos_store::{InputError, MemoryGuard, Prepared, Representatives, StoreError, StoredRank};
+use lumos_store::{
+    InputError, MemoryGuard, Prepared, ReadFor, Representatives, StoreError, StoredRank,
+};
 use lumos_trace::{ReadError, Trace};
 use rayon::prelude::*;
 
@@ -139,10 +141,10 @@ fn in_windows<T: Send, E>(
     Ok(())
 }
 
-/// A [`MemoryGuard`] for reading `total` files; an unreadable
-/// `LUMOS_MEMORY_LIMIT` is a usage error.
-fn memory_guard(total: usize) -> Result<MemoryGuard> {
-    MemoryGuard::new(total).map_err(|e| crate::usage::usage(e.to_string()))
+/// A [`MemoryGuard`] for reading `total` files for `purpose`; an
+/// unreadable `LUMOS_MEMORY_LIMIT` is a usage error.
+pub fn memory_guard(total: usize, purpose: ReadFor) -> Result<MemoryGuard> {
+    MemoryGuard::new(total, purpose).map_err(|e| crate::usage::usage(e.to_string()))
 }
 
 /// Reads every file in parallel ([`each_file`]). Each result keeps its own
@@ -170,7 +172,7 @@ pub fn input_error(e: InputError) -> anyhow::Error {
 /// A [`MemoryGuard`] stops the read (an error) once the ranks would outgrow
 /// the machine.
 pub fn prepare_all(files: &[PathBuf]) -> Result<Vec<Result<Prepared>>> {
-    let guard = memory_guard(files.len())?;
+    let guard = memory_guard(files.len(), ReadFor::Job)?;
     let prepared = each_file(files, |f| {
         let prepared = guard.read(|| lumos_store::prepare(f).map_err(input_error));
         prepared.unwrap_or_else(|| Err(anyhow::anyhow!("not read")))
@@ -186,7 +188,7 @@ pub fn prepare_all(files: &[PathBuf]) -> Result<Vec<Result<Prepared>>> {
 /// A [`MemoryGuard`] stops the read (an error) once the ranks would outgrow
 /// the machine.
 pub fn load_ranks(files: &[PathBuf]) -> Result<(Vec<RankInput>, Vec<Unreadable>)> {
-    let guard = memory_guard(files.len())?;
+    let guard = memory_guard(files.len(), ReadFor::Job)?;
     let bar = progress::count(files.len() as u64, "reading ranks");
     let results: Vec<Result<RankInput>> = files
         .par_iter()

@@ -44,7 +44,8 @@ Exit codes:
      go together
 
 Environment:
-  LUMOS_MEMORY_LIMIT  resident size at which reading a job's ranks stops with
+  LUMOS_MEMORY_LIMIT  resident size at which reading a job's ranks (or the
+                      traces to predict from) stops with
                       an error (bytes, or 512M, 16G; `off`; default 85% of the
                       memory available at the start; Linux only)
   LUMOS_NO_PROGRESS   set: no progress bars";

@@ -402,6 +402,22 @@ fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     assert!(!dir.join("job.html").exists());
+    // A prediction holds every rank until it can tell the stages apart;
+    // its way out is fewer traces, not representatives.
+    let predict = lumos()
+        .args(["predict", "--dp", "6"])
+        .arg(&job)
+        .env("LUMOS_MEMORY_LIMIT", "1M")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&predict.stderr);
+    assert_eq!(predict.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("inputs not read: lumos held") && err.contains("one trace per pipeline stage"),
+        "{err}"
+    );
+    assert!(predict.stdout.is_empty());
+    run_ok(lumos().args(["predict", "--dp", "6"]).arg(&job));
     // Representatives hold one graph per group, not every rank: not stopped.
     let reps = lumos()
         .args(["replay", "--representatives"])

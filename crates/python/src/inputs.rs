@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use lumos_graph::RankInput;
 use lumos_predict::{Candidates, Discovered};
-use lumos_store::MemoryGuard;
+use lumos_store::{MemoryGuard, ReadFor};
 use lumos_trace::Trace;
 use rayon::prelude::*;
 
@@ -74,9 +74,10 @@ pub fn reading_one<T>(f: &Path, p: &Progress, work: impl FnOnce() -> T) -> T {
 fn each_file<T: Send>(
     files: &[PathBuf],
     p: &Progress,
+    purpose: ReadFor,
     work: impl Fn(&Path) -> Result<T> + Sync,
 ) -> Vec<Result<T>> {
-    let guard = match MemoryGuard::new(files.len()) {
+    let guard = match MemoryGuard::new(files.len(), purpose) {
         Ok(g) => g,
         Err(e) => return vec![Err(Error::config(e.to_string()))],
     };
@@ -96,18 +97,30 @@ fn each_file<T: Send>(
 /// [`each_file`] for results used one at a time, in the order given, that
 /// need not all be held: the files are worked on a window at a time (one
 /// per thread), each window's results going to `then` before the next
-/// starts. Stops at the first error, reading no more.
+/// starts. Stops at the first error, reading no more, and, as
+/// [`each_file`], once the process holds most of the memory available.
 fn each_file_then<T: Send>(
     files: &[PathBuf],
     p: &Progress,
+    purpose: ReadFor,
     work: impl Fn(&Path) -> Result<T> + Sync,
     mut then: impl FnMut(T),
 ) -> Result<()> {
+    let guard = MemoryGuard::new(files.len(), purpose).map_err(|e| Error::config(e.to_string()))?;
     p.phase("reading", files.iter().map(|f| file_len(f)).sum());
+    let mut handed = 0;
     for window in files.chunks(rayon::current_num_threads().max(1)) {
-        let done: Vec<Result<T>> = window.par_iter().map(|f| one_file(f, p, &work)).collect();
+        let done: Vec<Option<Result<T>>> = (window.par_iter())
+            .map(|f| guard.read(|| one_file(f, p, &work)))
+            .collect();
         for r in done {
+            // Neither this file nor any after it is read.
+            let r = r.ok_or_else(|| {
+                let e = guard.not_read(files.len() - handed);
+                Error::new(Kind::Input, e.to_string())
+            })?;
             then(r?);
+            handed += 1;
         }
     }
     Ok(())
@@ -127,9 +140,11 @@ fn one_file<T>(f: &Path, p: &Progress, work: impl Fn(&Path) -> Result<T>) -> Res
 /// Reads every trace in parallel; the first that cannot be read, in the
 /// order given, is the error.
 pub fn read_all(files: &[PathBuf], p: &Progress) -> Result<Vec<Trace>> {
-    each_file(files, p, |f| lumos_trace::read_path(f).map_err(Error::from))
-        .into_iter()
-        .collect()
+    each_file(files, p, ReadFor::Job, |f| {
+        lumos_trace::read_path(f).map_err(Error::from)
+    })
+    .into_iter()
+    .collect()
 }
 
 /// Loads every file (traces or `.lgraph` files) as a prediction's input
@@ -138,9 +153,11 @@ pub fn read_all(files: &[PathBuf], p: &Progress) -> Result<Vec<Trace>> {
 /// that failed, in the order given, is the error.
 pub fn prediction_inputs(files: &[PathBuf], p: &Progress) -> Result<Vec<lumos_predict::Input>> {
     let load = |f: &Path| lumos_report::prediction_input(f).map(|(input, _)| input);
-    each_file(files, p, |f| load(f).map_err(Error::from))
-        .into_iter()
-        .collect()
+    each_file(files, p, ReadFor::Prediction, |f| {
+        load(f).map_err(Error::from)
+    })
+    .into_iter()
+    .collect()
 }
 
 /// [`prediction_inputs`], each rank discovered as it is read, keeping one
@@ -152,6 +169,7 @@ pub fn prediction_candidates(files: &[PathBuf], p: &Progress) -> Result<Candidat
     each_file_then(
         files,
         p,
+        ReadFor::Prediction,
         |f| load(f).map(Discovered::new).map_err(Error::from),
         |d| candidates.push(d),
     )?;
@@ -168,7 +186,7 @@ pub fn prepare_every(
     p: &Progress,
 ) -> Result<Vec<std::result::Result<lumos_store::Prepared, std::convert::Infallible>>> {
     let prepare = |f: &Path| lumos_store::prepare(f).map_err(Error::from);
-    let read: Vec<lumos_store::Prepared> = each_file(files, p, prepare)
+    let read: Vec<lumos_store::Prepared> = each_file(files, p, ReadFor::Job, prepare)
         .into_iter()
         .collect::<Result<_>>()?;
     Ok(read.into_iter().map(Ok).collect())
@@ -179,7 +197,7 @@ pub fn prepare_every(
 /// ([`lumos_store::read_rank_input`]); the first that failed, in the
 /// order given, is the error.
 pub fn load_ranks(files: &[PathBuf], p: &Progress) -> Result<Vec<RankInput>> {
-    each_file(files, p, |f| {
+    each_file(files, p, ReadFor::Job, |f| {
         lumos_store::read_rank_input(f).map_err(Error::from)
     })
     .into_iter()

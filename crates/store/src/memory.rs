@@ -29,12 +29,10 @@ pub struct BadMemoryLimit(pub String);
 #[derive(Debug, thiserror::Error)]
 #[error(
     "stopped with {skipped} of {total} inputs not read: lumos held {}, over its limit of {} \
-     ({}). Read fewer inputs at a time, or use a machine with more memory; a job this large \
-     replays from representatives (one rank per group of ranks that run the same \
-     communication program: `lumos replay --representatives`, `representatives=True` in \
-     Python; `lumos ingest` the traces first to read each only once)",
+     ({}). Read fewer inputs at a time, or use a machine with more memory; {}",
     size(*held), size(*limit),
-    if *from_variable { LIMIT_VAR.to_string() } else { format!("85% of the memory available when it started; {LIMIT_VAR} sets another") }
+    if *from_variable { LIMIT_VAR.to_string() } else { format!("85% of the memory available when it started; {LIMIT_VAR} sets another") },
+    purpose.way_out()
 )]
 pub struct OverMemoryLimit {
     /// Inputs not read.
@@ -47,6 +45,34 @@ pub struct OverMemoryLimit {
     pub limit: u64,
     /// True when `LUMOS_MEMORY_LIMIT` set the limit.
     pub from_variable: bool,
+    /// What the inputs were read for.
+    pub purpose: ReadFor,
+}
+
+/// What a guarded read is for, which decides the way out its error offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFor {
+    /// A job's replay, report or inspection: every rank held at once.
+    Job,
+    /// A prediction, which holds one rank per pipeline stage once it can
+    /// tell the stages apart, and every rank until then.
+    Prediction,
+}
+
+impl ReadFor {
+    fn way_out(self) -> &'static str {
+        match self {
+            ReadFor::Job => {
+                "a job this large replays from representatives (one rank per group of ranks \
+                 that run the same communication program: `lumos replay --representatives`, \
+                 `representatives=True` in Python; `lumos ingest` the traces first to read each \
+                 only once)"
+            }
+            ReadFor::Prediction => {
+                "a prediction needs only one trace per pipeline stage: give it those alone"
+            }
+        }
+    }
 }
 
 /// Stops a parallel read of `total` files once the process's resident
@@ -57,6 +83,7 @@ pub struct MemoryGuard {
     limit: Option<u64>,
     /// True when `LUMOS_MEMORY_LIMIT` set the limit.
     from_variable: bool,
+    purpose: ReadFor,
     total: u64,
     /// Files not started because the guard had stopped the read.
     skipped: AtomicU64,
@@ -66,9 +93,9 @@ pub struct MemoryGuard {
 }
 
 impl MemoryGuard {
-    /// A guard for reading `total` files; an unreadable `LUMOS_MEMORY_LIMIT`
-    /// is a usage error.
-    pub fn new(total: usize) -> Result<MemoryGuard, BadMemoryLimit> {
+    /// A guard for reading `total` files for `purpose`; an unreadable
+    /// `LUMOS_MEMORY_LIMIT` is a usage error.
+    pub fn new(total: usize, purpose: ReadFor) -> Result<MemoryGuard, BadMemoryLimit> {
         let (limit, from_variable) = match std::env::var_os(LIMIT_VAR) {
             Some(v) => {
                 let text = v.to_string_lossy();
@@ -87,6 +114,7 @@ impl MemoryGuard {
         Ok(MemoryGuard {
             limit,
             from_variable,
+            purpose,
             total: total as u64,
             skipped: AtomicU64::new(0),
             stopped_at: AtomicU64::new(0),
@@ -123,17 +151,23 @@ impl MemoryGuard {
     /// limit with every file read, the read goes on: what it holds may
     /// still fit.
     pub fn check(&self) -> Result<(), OverMemoryLimit> {
-        let skipped = self.skipped.load(Ordering::Relaxed);
-        if skipped == 0 {
-            return Ok(());
+        match self.skipped.load(Ordering::Relaxed) {
+            0 => Ok(()),
+            skipped => Err(self.not_read(skipped as usize)),
         }
-        Err(OverMemoryLimit {
-            skipped,
+    }
+
+    /// The error for a read that stopped with `skipped` inputs not read
+    /// (a read in windows gives up the windows after the one it stopped in).
+    pub fn not_read(&self, skipped: usize) -> OverMemoryLimit {
+        OverMemoryLimit {
+            skipped: skipped as u64,
             total: self.total,
             held: self.stopped_at.load(Ordering::Relaxed),
             limit: self.limit.unwrap_or(0),
             from_variable: self.from_variable,
-        })
+            purpose: self.purpose,
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use lumos_predict::{
     PredictError, Prediction,
 };
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
+use lumos_store::ReadFor;
 
 use crate::usage::{count, factor, size, usage};
 use crate::{inputs, output, progress};
@@ -135,19 +136,26 @@ pub fn predict_error(e: PredictError) -> anyhow::Error {
 /// cannot stand for its pipeline stage gives up its graph as it comes
 /// ([`Candidates`]), so a whole job's directory is held as one graph per
 /// stage. What the predicted timelines need of each trace is kept, the
-/// trace itself is not.
+/// trace itself is not. Until the stages can be told apart every rank is
+/// held, so a [`lumos_store::MemoryGuard`] stops the read (an error) once
+/// they would outgrow the machine.
 pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
+    let guard = inputs::memory_guard(files.len(), ReadFor::Prediction)?;
     let mut candidates = Candidates::new();
     let mut sources = Vec::new();
     // The first file that failed, in the order given, is the error.
     inputs::each_file_then(
         &files,
         |f| {
-            lumos_report::prediction_input(f)
-                .map(|(input, source)| (Discovered::new(input), source))
+            guard.read(|| {
+                lumos_report::prediction_input(f)
+                    .map(|(input, source)| (Discovered::new(input), source))
+            })
         },
         |r| {
+            // Neither this file nor any after it is read.
+            let r = r.ok_or_else(|| guard.not_read(files.len() - sources.len()))?;
             let (discovered, source) = r.map_err(inputs::input_error)?;
             candidates.push(discovered);
             sources.push(source);
