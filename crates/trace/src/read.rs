@@ -36,6 +36,14 @@ const MAX_CATEGORIES_SHOWN: usize = 20;
 /// thousands of shapes, over [`MAX_TEXT_BYTES`].
 const MAX_LIST_TEXT_BYTES: usize = 1 << 20;
 
+/// The distinct `Input Dims`, `Input type` and `Process Group Ranks` texts
+/// a trace may hold, in all. Each is kept, parsed at up to about four
+/// times its text, so a file of distinct lists just under
+/// [`MAX_LIST_TEXT_BYTES`] held several times its own size; real traces
+/// have at most a few MB of them. Past this, a new distinct list is
+/// dropped (the event kept without it) and counted in one warning.
+const MAX_DISTINCT_LIST_BYTES: usize = 256 << 20;
+
 /// The largest top-level member the model uses (`deviceProperties`,
 /// `distributedInfo`, ...) that is parsed; larger ones are ignored with a
 /// warning. Parsed, such a value takes up to 50 times its text; real ones
@@ -544,6 +552,33 @@ where
 
 /// `convert(text)`, computed once per distinct `text` and remembered in
 /// `by_text` (a failed conversion too).
+/// What is left of [`MAX_DISTINCT_LIST_BYTES`], and the lists refused.
+struct ListBudget {
+    left: usize,
+    refused: u64,
+}
+
+/// [`converted_once`] for a list: a new distinct `text` takes its length
+/// from `budget`, and is refused (`None`) when the budget cannot hold it.
+fn list_converted_once<T: Clone>(
+    by_text: &mut FxHashMap<Box<[u8]>, T>,
+    budget: &mut ListBudget,
+    text: &[u8],
+    convert: impl FnOnce(&str) -> T,
+) -> Option<T> {
+    if let Some(v) = by_text.get(text) {
+        return Some(v.clone());
+    }
+    if text.len() > budget.left {
+        budget.refused += 1;
+        return None;
+    }
+    budget.left -= text.len();
+    let v = convert(&text_str(text));
+    by_text.insert(text.into(), v.clone());
+    Some(v)
+}
+
 fn converted_once<T: Clone>(
     by_text: &mut FxHashMap<Box<[u8]>, T>,
     text: &[u8],
@@ -585,6 +620,8 @@ struct Builder<'s> {
     saw_nodes: bool,
     /// Texts longer than [`MAX_TEXT_BYTES`] that were cut.
     texts_cut: u64,
+    /// The distinct lists it may still keep.
+    lists: ListBudget,
 }
 
 impl<'s> Builder<'s> {
@@ -607,6 +644,10 @@ impl<'s> Builder<'s> {
             distributed_rank: None,
             saw_nodes: false,
             texts_cut: 0,
+            lists: ListBudget {
+                left: MAX_DISTINCT_LIST_BYTES,
+                refused: 0,
+            },
         }
     }
 
@@ -795,16 +836,19 @@ impl<'s> Builder<'s> {
     /// `element`), each shared with the equal values seen before.
     fn convert_texts(&mut self, x: &mut EventExtra, texts: ExtraTexts, element: &[u8]) {
         if let Some(t) = &texts.input_dims {
+            let refused = self.lists.refused;
             x.input_dims = self.input_dims(t.bytes(element));
-            if x.input_dims.is_none() {
+            if x.input_dims.is_none() && self.lists.refused == refused {
                 self.bad_arg("Input Dims");
             }
         }
         if let Some(t) = &texts.input_type {
-            let t = t.bytes(element);
+            let (t, refused) = (t.bytes(element), self.lists.refused);
             // A list: cut, it would no longer be one.
-            x.input_type = (t.len() <= MAX_LIST_TEXT_BYTES).then(|| self.shared_text(t));
-            if x.input_type.is_none() {
+            x.input_type = (t.len() <= MAX_LIST_TEXT_BYTES)
+                .then(|| list_converted_once(&mut self.texts, &mut self.lists, t, |t| t.into()))
+                .flatten();
+            if x.input_type.is_none() && self.lists.refused == refused {
                 self.bad_arg("Input type");
             }
         }
@@ -828,9 +872,10 @@ impl<'s> Builder<'s> {
         if text.len() > MAX_LIST_TEXT_BYTES {
             return None;
         }
-        converted_once(&mut self.dims_by_text, text, |t| {
+        list_converted_once(&mut self.dims_by_text, &mut self.lists, text, |t| {
             InputDims::parse(t).map(|d| shared(&mut self.shapes, &d, || d.clone()))
         })
+        .flatten()
     }
 
     /// `text`, shared with the equal text seen before, if any: operators
@@ -853,9 +898,10 @@ impl<'s> Builder<'s> {
         if text.len() > MAX_LIST_TEXT_BYTES {
             return None;
         }
-        converted_once(&mut self.ranks_by_text, text, |t| {
+        list_converted_once(&mut self.ranks_by_text, &mut self.lists, text, |t| {
             RankList::parse(t).map(|r| shared(&mut self.rank_lists, &r, || Arc::new(r.clone())))
         })
+        .flatten()
     }
 
     /// `text` (UTF-8) cut to at most [`MAX_TEXT_BYTES`] at a character
@@ -984,6 +1030,15 @@ impl<'s> Builder<'s> {
                 shown.join(", ")
             ));
         }
+        if self.lists.refused > 0 {
+            t.warnings.push(format!(
+                "{} dropped, the events kept without them: a trace keeps its distinct \
+                 `Input Dims`, `Input type` and `Process Group Ranks` lists up to {} MiB of \
+                 text, and this one has more",
+                counted(self.lists.refused, "argument list", "argument lists"),
+                MAX_DISTINCT_LIST_BYTES >> 20
+            ));
+        }
         if self.texts_cut > 0 {
             t.warnings.push(format!(
                 "names, categories or texts longer than {} KiB cut to their first {} KiB \
@@ -1091,5 +1146,24 @@ mod tests {
             assert_eq!(v, text.parse().ok());
         }
         assert_eq!(calls, 2);
+    }
+
+    #[test]
+    fn distinct_lists_past_the_budget_are_refused_and_counted() {
+        let mut budget = ListBudget {
+            left: 6,
+            refused: 0,
+        };
+        let mut by_text = FxHashMap::default();
+        let mut keep =
+            |t: &str| list_converted_once(&mut by_text, &mut budget, t.as_bytes(), |t| t.len());
+        assert_eq!(keep("[1,2]"), Some(5));
+        // Seen before: no more of the budget.
+        assert_eq!(keep("[1,2]"), Some(5));
+        assert_eq!(keep("[3,4]"), None);
+        assert_eq!(keep("[]"), None);
+        assert_eq!(keep("1"), Some(1));
+        assert_eq!(keep("[1,2]"), Some(5));
+        assert_eq!((budget.left, budget.refused), (0, 2));
     }
 }
