@@ -232,12 +232,14 @@ fn event_counts(trace: &TraceFacts, report: &BuildReport) -> EventCounts {
             count,
         });
     }
-    let left_out = report.events_on_left_out_threads + report.events_on_left_out_streams;
+    // Saturating: a hand-made `.lgraph` file may hold any counts.
+    let left_out =
+        (report.events_on_left_out_threads).saturating_add(report.events_on_left_out_streams);
     EventCounts {
         total: trace.events_total,
         kept: trace.events_kept.saturating_sub(left_out),
         flows: trace.flows,
-        skipped: trace.skipped_total() + left_out,
+        skipped: trace.skipped_total().saturating_add(left_out),
         skipped_by_reason,
     }
 }

@@ -151,21 +151,41 @@ pub fn read_bytes_with_limits(
     let sizes = Sizes {
         chunk: chunk.max(1),
         max_item,
+        ..Sizes::DEFAULT
     };
     read_from(path, data, sizes, &|_| {}, None)
 }
 
-/// How much of the JSON is read at a time, and the largest item held.
+/// [`read_bytes`] keeping at most `bytes` of distinct argument lists
+/// instead of [`MAX_DISTINCT_LIST_BYTES`], so tests can reach the limit
+/// without hundreds of MB. Not part of the stable API.
+#[doc(hidden)]
+pub fn read_bytes_with_list_budget(
+    path: &Path,
+    data: &[u8],
+    bytes: usize,
+) -> Result<Trace, ReadError> {
+    let sizes = Sizes {
+        distinct_lists: bytes,
+        ..Sizes::DEFAULT
+    };
+    read_from(path, data, sizes, &|_| {}, None)
+}
+
+/// How much of the JSON is read at a time, the largest item held, and
+/// the distinct argument lists kept.
 #[derive(Clone, Copy)]
 struct Sizes {
     chunk: usize,
     max_item: usize,
+    distinct_lists: usize,
 }
 
 impl Sizes {
     const DEFAULT: Sizes = Sizes {
         chunk: CHUNK,
         max_item: MAX_ITEM_BYTES,
+        distinct_lists: MAX_DISTINCT_LIST_BYTES,
     };
 
     /// The error for an item over the limit at `offset`.
@@ -249,7 +269,9 @@ impl<R: Read> Source<'_, R> {
     /// error.
     fn next(&mut self, tail: &[u8], base: u64, mut into: Chunk) -> Result<Chunk, ReadError> {
         // The splitter leaves `tail` at the start of the incomplete item.
-        let Sizes { chunk, max_item } = self.sizes;
+        let Sizes {
+            chunk, max_item, ..
+        } = self.sizes;
         if tail.len() > max_item {
             let kind = self.sizes.too_large(base, self.splitter.current_event());
             return Err(ReadError::new(self.path, kind));
@@ -403,7 +425,7 @@ fn read_json<R: Read + Send>(
         sizes,
         splitter: Splitter::new(),
     };
-    let mut builder = Builder::new(path, gzipped, sink);
+    let mut builder = Builder::new(path, gzipped, sink, sizes.distinct_lists);
     // Storage handed from stage to stage, so that the kernel does not hand
     // out (and zero) fresh pages for every chunk.
     let mut spare_chunk = Chunk::default();
@@ -550,9 +572,8 @@ where
     new
 }
 
-/// `convert(text)`, computed once per distinct `text` and remembered in
-/// `by_text` (a failed conversion too).
-/// What is left of [`MAX_DISTINCT_LIST_BYTES`], and the lists refused.
+/// What is left of the distinct lists' budget ([`MAX_DISTINCT_LIST_BYTES`]),
+/// and how many times a list was refused.
 struct ListBudget {
     left: usize,
     refused: u64,
@@ -579,6 +600,8 @@ fn list_converted_once<T: Clone>(
     Some(v)
 }
 
+/// `convert(text)`, computed once per distinct `text` and remembered in
+/// `by_text` (a failed conversion too).
 fn converted_once<T: Clone>(
     by_text: &mut FxHashMap<Box<[u8]>, T>,
     text: &[u8],
@@ -625,7 +648,12 @@ struct Builder<'s> {
 }
 
 impl<'s> Builder<'s> {
-    fn new(path: &Path, gzipped: bool, sink: Option<&'s mut dyn EventSink>) -> Builder<'s> {
+    fn new(
+        path: &Path,
+        gzipped: bool,
+        sink: Option<&'s mut dyn EventSink>,
+        distinct_lists: usize,
+    ) -> Builder<'s> {
         Builder {
             trace: Trace {
                 path: path.to_owned(),
@@ -645,7 +673,7 @@ impl<'s> Builder<'s> {
             saw_nodes: false,
             texts_cut: 0,
             lists: ListBudget {
-                left: MAX_DISTINCT_LIST_BYTES,
+                left: distinct_lists,
                 refused: 0,
             },
         }
@@ -836,8 +864,13 @@ impl<'s> Builder<'s> {
     /// `element`), each shared with the equal values seen before.
     fn convert_texts(&mut self, x: &mut EventExtra, texts: ExtraTexts, element: &[u8]) {
         if let Some(t) = &texts.input_dims {
-            let refused = self.lists.refused;
-            x.input_dims = self.input_dims(t.bytes(element));
+            let (t, refused) = (t.bytes(element), self.lists.refused);
+            x.input_dims = self.input_dims(t);
+            // A list refused for the budget is still checked: a malformed
+            // one is counted as such, not as refused.
+            if self.lists.refused > refused && InputDims::parse(&text_str(t)).is_none() {
+                self.lists.refused = refused;
+            }
             if x.input_dims.is_none() && self.lists.refused == refused {
                 self.bad_arg("Input Dims");
             }
@@ -1032,10 +1065,10 @@ impl<'s> Builder<'s> {
         }
         if self.lists.refused > 0 {
             t.warnings.push(format!(
-                "{} dropped, the events kept without them: a trace keeps its distinct \
-                 `Input Dims`, `Input type` and `Process Group Ranks` lists up to {} MiB of \
-                 text, and this one has more",
-                counted(self.lists.refused, "argument list", "argument lists"),
+                "argument lists left out {}, each event kept without it: a trace keeps its \
+                 distinct `Input Dims`, `Input type` and `Process Group Ranks` lists up to {} \
+                 MiB of text, and this one has more",
+                counted(self.lists.refused, "time", "times"),
                 MAX_DISTINCT_LIST_BYTES >> 20
             ));
         }

@@ -718,6 +718,68 @@ fn issue_12_giant_texts_are_cut_and_counted() {
     );
 }
 
+/// Distinct argument lists are kept up to a budget (256 MiB; 40 bytes
+/// here): a new list past it is left out of its event and counted in one
+/// warning, a list seen before is still kept, and a malformed one is
+/// counted as malformed.
+#[test]
+fn issue_12_distinct_argument_lists_past_the_budget_are_left_out_and_counted() {
+    let op = |ts: u32, args: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"op","pid":0,"tid":1,"ts":{ts},"dur":1,"args":{{{args}}}}}"#
+        )
+    };
+    let events = [
+        // 11 + 15 bytes kept: 14 left.
+        op(
+            1,
+            r#""Input Dims":[[1,2],[3]],"Input type":["float","int"]"#,
+        ),
+        op(2, r#""Input Dims":[[4,5,6],[7,8,9]]"#),
+        op(3, r#""Input Dims":[[1,2],[3]]"#),
+        op(4, r#""Input Dims":"not a list, and long enough""#),
+        op(
+            5,
+            r#""Collective name":"allreduce","Process Group Ranks":"[0, 1, 2, 3, 4, 5, 6, 7]""#,
+        ),
+        op(6, r#""Input Dims":[[1]]"#),
+    ];
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let text = trace_of(&refs);
+    let t = lumos_trace::read_bytes_with_list_budget("lists.json".as_ref(), text.as_bytes(), 40)
+        .unwrap();
+    let dims: Vec<Option<usize>> = (t.events.iter())
+        .map(|e| e.extra.as_ref()?.input_dims.as_ref().map(|d| d.len()))
+        .collect();
+    assert_eq!(dims, [Some(2), None, Some(2), None, None, Some(1)]);
+    let x = t.events[0].extra.as_ref().unwrap();
+    assert_eq!(x.input_type.as_deref(), Some(r#"["float","int"]"#));
+    let ranks = (t.events[4].extra.as_ref()).and_then(|x| x.collective.as_ref()?.pg_ranks.clone());
+    assert_eq!(ranks, None);
+    assert_eq!(t.skipped.bad_args["Input Dims"].count, 1);
+    let warned: Vec<&String> = (t.warnings.iter())
+        .filter(|w| w.starts_with("argument lists left out"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{:?}", t.warnings);
+    assert!(
+        warned[0].starts_with("argument lists left out 2 times"),
+        "{}",
+        warned[0]
+    );
+    // The default budget keeps them all.
+    let t = lumos_trace::read_bytes("lists.json".as_ref(), text.as_bytes()).unwrap();
+    assert!(t.warnings.iter().all(|w| !w.starts_with("argument lists")));
+    assert!(t.events[4]
+        .extra
+        .as_ref()
+        .unwrap()
+        .collective
+        .as_ref()
+        .unwrap()
+        .pg_ranks
+        .is_some());
+}
+
 /// The size limit's edges: an item of exactly the limit reads, one byte
 /// more does not; every kind of item and layout, and an error inside an
 /// item already over the limit, give the same error whatever the chunks.
