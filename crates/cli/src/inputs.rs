@@ -147,6 +147,12 @@ pub fn memory_guard(total: usize, purpose: ReadFor) -> Result<MemoryGuard> {
     MemoryGuard::new(total, purpose).map_err(|e| crate::usage::usage(e.to_string()))
 }
 
+/// The [`MemoryGuard`] for reading `files` as the ranks of a job, which a
+/// joint replay then checks too ([`lumos_report::room_to_replay`]).
+pub fn job_guard(files: &[PathBuf]) -> Result<MemoryGuard> {
+    memory_guard(files.len(), ReadFor::Job)
+}
+
 /// Reads every file in parallel ([`each_file`]). Each result keeps its own
 /// error so one bad file does not hide the others.
 pub fn read_all(files: &[PathBuf]) -> Vec<Result<Loaded>> {
@@ -169,10 +175,9 @@ pub fn input_error(e: InputError) -> anyhow::Error {
 /// [`each_file`]'s progress bar. Each result keeps its own error so one
 /// bad file does not hide the others.
 ///
-/// A [`MemoryGuard`] stops the read (an error) once the ranks would outgrow
-/// the machine.
-pub fn prepare_all(files: &[PathBuf]) -> Result<Vec<Result<Prepared>>> {
-    let guard = memory_guard(files.len(), ReadFor::Job)?;
+/// `guard` ([`job_guard`]) stops the read (an error) once the ranks would
+/// outgrow the machine.
+pub fn prepare_all(files: &[PathBuf], guard: &MemoryGuard) -> Result<Vec<Result<Prepared>>> {
     let prepared = each_file(files, |f| {
         let prepared = guard.read(|| lumos_store::prepare(f).map_err(input_error));
         prepared.unwrap_or_else(|| Err(anyhow::anyhow!("not read")))
@@ -185,10 +190,12 @@ pub fn prepare_all(files: &[PathBuf]) -> Result<Vec<Result<Prepared>>> {
 /// soon as its graph is built (memory: one trace per thread at a time).
 /// Files that cannot be read are reported and returned apart (the job
 /// names their ranks as unreadable).
-/// A [`MemoryGuard`] stops the read (an error) once the ranks would outgrow
-/// the machine.
-pub fn load_ranks(files: &[PathBuf]) -> Result<(Vec<RankInput>, Vec<Unreadable>)> {
-    let guard = memory_guard(files.len(), ReadFor::Job)?;
+/// `guard` ([`job_guard`]) stops the read (an error) once the ranks would
+/// outgrow the machine.
+pub fn load_ranks(
+    files: &[PathBuf],
+    guard: &MemoryGuard,
+) -> Result<(Vec<RankInput>, Vec<Unreadable>)> {
     let bar = progress::count(files.len() as u64, "reading ranks");
     let results: Vec<Result<RankInput>> = files
         .par_iter()

@@ -77,10 +77,25 @@ fn each_file<T: Send>(
     purpose: ReadFor,
     work: impl Fn(&Path) -> Result<T> + Sync,
 ) -> Vec<Result<T>> {
-    let guard = match MemoryGuard::new(files.len(), purpose) {
-        Ok(g) => g,
-        Err(e) => return vec![Err(Error::config(e.to_string()))],
-    };
+    match guard(files, purpose) {
+        Ok(g) => each_file_under(files, p, &g, work),
+        Err(e) => vec![Err(e)],
+    }
+}
+
+/// The [`MemoryGuard`] for reading `files` for `purpose`; an unreadable
+/// `LUMOS_MEMORY_LIMIT` is a `ConfigError`.
+pub fn guard(files: &[PathBuf], purpose: ReadFor) -> Result<MemoryGuard> {
+    MemoryGuard::new(files.len(), purpose).map_err(|e| Error::config(e.to_string()))
+}
+
+/// [`each_file`] under `guard`, which the caller keeps.
+fn each_file_under<T: Send>(
+    files: &[PathBuf],
+    p: &Progress,
+    guard: &MemoryGuard,
+    work: impl Fn(&Path) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
     p.phase("reading", files.iter().map(|f| file_len(f)).sum());
     let read: Vec<Result<T>> = (files.par_iter())
         .map(|f| {
@@ -106,21 +121,21 @@ fn each_file_then<T: Send>(
     work: impl Fn(&Path) -> Result<T> + Sync,
     mut then: impl FnMut(T),
 ) -> Result<()> {
-    let guard = MemoryGuard::new(files.len(), purpose).map_err(|e| Error::config(e.to_string()))?;
+    let guard = guard(files, purpose)?;
     p.phase("reading", files.iter().map(|f| file_len(f)).sum());
-    let mut handed = 0;
+    let mut started = 0;
     for window in files.chunks(rayon::current_num_threads().max(1)) {
+        started += window.len();
         let done: Vec<Option<Result<T>>> = (window.par_iter())
             .map(|f| guard.read(|| one_file(f, p, &work)))
             .collect();
         for r in done {
-            // Neither this file nor any after it is read.
+            // No file after this window's is started.
             let r = r.ok_or_else(|| {
-                let e = guard.not_read(files.len() - handed);
+                let e = guard.not_read(files.len() - started);
                 Error::new(Kind::Input, e.to_string())
             })?;
             then(r?);
-            handed += 1;
         }
     }
     Ok(())
@@ -180,13 +195,15 @@ pub fn prediction_candidates(files: &[PathBuf], p: &Progress) -> Result<Candidat
 /// trace built into its rank and dropped, an `.lgraph` file read back),
 /// ready for [`lumos_store::sort`], or the first that could not be read,
 /// in order: the package raises it, so nothing is built or copied to tell
-/// whether the rest are one job.
+/// whether the rest are one job. `guard` ([`guard`]) stops the read once
+/// the ranks would outgrow the machine.
 pub fn prepare_every(
     files: &[PathBuf],
     p: &Progress,
+    guard: &MemoryGuard,
 ) -> Result<Vec<std::result::Result<lumos_store::Prepared, std::convert::Infallible>>> {
     let prepare = |f: &Path| lumos_store::prepare(f).map_err(Error::from);
-    let read: Vec<lumos_store::Prepared> = each_file(files, p, ReadFor::Job, prepare)
+    let read: Vec<lumos_store::Prepared> = each_file_under(files, p, guard, prepare)
         .into_iter()
         .collect::<Result<_>>()?;
     Ok(read.into_iter().map(Ok).collect())

@@ -253,7 +253,8 @@ fn inspect_files(
 ) -> PyResult<(String, Option<String>)> {
     let files = py.detach(|| inputs::expand(&paths, true))?;
     let (out, note) = progress::run(py, progress, |p| {
-        let prepared = inputs::prepare_every(&files, p)?;
+        let guard = inputs::guard(&files, lumos_store::ReadFor::Job)?;
+        let prepared = inputs::prepare_every(&files, p, &guard)?;
         let (read, ranks, note) = match lumos_store::sort(prepared, job_choice(job)) {
             lumos_store::Sorted::Job(ranks, read) => (read, Some(ranks), None),
             lumos_store::Sorted::Apart(read, note) => (read, None, note),

@@ -113,12 +113,15 @@ pub fn replay_files(
     choice: JobChoice,
     p: &Progress,
 ) -> Result<(ReplayResult, Option<String>)> {
-    let prepared = crate::inputs::prepare_every(files, p)?;
+    let guard = crate::inputs::guard(files, lumos_store::ReadFor::Job)?;
+    let prepared = crate::inputs::prepare_every(files, p, &guard)?;
     match lumos_store::sort(prepared, choice) {
         Sorted::Job(ranks, read) => {
             drop(read);
             p.phase("assembling", 1);
             let job = lumos_graph::assemble(ranks)?;
+            lumos_report::room_to_replay(&guard, &job)
+                .map_err(|e| Error::new(crate::errors::Kind::Input, e.to_string()))?;
             p.phase("replaying", 1);
             Ok((replay_job_owned(job, opts)?, None))
         }

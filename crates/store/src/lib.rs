@@ -60,7 +60,7 @@ use serde::Serialize;
 
 pub use error::{Problem, StoreError};
 pub use format::{has_magic, FORMAT_VERSION, MAGIC};
-pub use memory::{BadMemoryLimit, MemoryGuard, OverMemoryLimit, ReadFor};
+pub use memory::{BadMemoryLimit, MemoryGuard, NoRoomToReplay, OverMemoryLimit, ReadFor};
 pub use prepared::{prepare, read_rank_input, sort, BuiltTrace, JobChoice, Prepared, Sorted};
 pub use representatives::{load_representatives, InputError, Representatives};
 pub use stored::{program_of, RankSummary, Source, StoredRank, TraceFacts};

@@ -30,9 +30,7 @@ pub struct BadMemoryLimit(pub String);
 #[error(
     "stopped with {skipped} of {total} inputs not read: lumos held {}, over its limit of {} \
      ({}). Read fewer inputs at a time, or use a machine with more memory; {}",
-    size(*held), size(*limit),
-    if *from_variable { LIMIT_VAR.to_string() } else { format!("85% of the memory available when it started; {LIMIT_VAR} sets another") },
-    purpose.way_out()
+    size(*held), size(*limit), limit_source(*from_variable), purpose.way_out()
 )]
 pub struct OverMemoryLimit {
     /// Inputs not read.
@@ -47,6 +45,39 @@ pub struct OverMemoryLimit {
     pub from_variable: bool,
     /// What the inputs were read for.
     pub purpose: ReadFor,
+}
+
+/// Ranks read whose joint replay would take lumos past its limit.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "stopped before replaying {ranks} ranks together: lumos holds {} after reading them, and \
+     the replay of their {tasks} tasks needs at least {} more, over its limit of {} ({}). Use \
+     a machine with more memory; {}",
+    size(*held), size(*need), size(*limit), limit_source(*from_variable), ReadFor::Job.way_out()
+)]
+pub struct NoRoomToReplay {
+    /// Ranks read.
+    pub ranks: usize,
+    /// Their tasks.
+    pub tasks: usize,
+    /// The resident size after the read, bytes.
+    pub held: u64,
+    /// The least the replay takes beyond it, bytes.
+    pub need: u64,
+    /// The limit, bytes.
+    pub limit: u64,
+    /// True when `LUMOS_MEMORY_LIMIT` set the limit.
+    pub from_variable: bool,
+}
+
+/// Where a limit came from, for a person.
+fn limit_source(from_variable: bool) -> String {
+    match from_variable {
+        true => LIMIT_VAR.to_string(),
+        false => {
+            format!("85% of the memory available when it started; {LIMIT_VAR} sets another")
+        }
+    }
 }
 
 /// What a guarded read is for, which decides the way out its error offers.
@@ -153,15 +184,42 @@ impl MemoryGuard {
     pub fn check(&self) -> Result<(), OverMemoryLimit> {
         match self.skipped.load(Ordering::Relaxed) {
             0 => Ok(()),
-            skipped => Err(self.not_read(skipped as usize)),
+            _ => Err(self.not_read(0)),
         }
     }
 
-    /// The error for a read that stopped with `skipped` inputs not read
-    /// (a read in windows gives up the windows after the one it stopped in).
-    pub fn not_read(&self, skipped: usize) -> OverMemoryLimit {
+    /// Refuses a joint replay of `ranks` ranks and `tasks` tasks that
+    /// needs at least `need` bytes beyond what the process holds, where that
+    /// would pass the limit: the kernel would kill the process part way
+    /// through it, without a word.
+    pub fn room_to_replay(
+        &self,
+        ranks: usize,
+        tasks: usize,
+        need: u64,
+    ) -> Result<(), NoRoomToReplay> {
+        let (Some(limit), Some(held)) = (self.limit, resident_bytes()) else {
+            return Ok(());
+        };
+        if held.saturating_add(need) <= limit {
+            return Ok(());
+        }
+        Err(NoRoomToReplay {
+            ranks,
+            tasks,
+            held,
+            need,
+            limit,
+            from_variable: self.from_variable,
+        })
+    }
+
+    /// The error for a read that stopped: the inputs the guard kept from
+    /// being read, and `not_started` more (a read in windows starts none
+    /// after the window it stopped in).
+    pub fn not_read(&self, not_started: usize) -> OverMemoryLimit {
         OverMemoryLimit {
-            skipped: skipped as u64,
+            skipped: self.skipped.load(Ordering::Relaxed) + not_started as u64,
             total: self.total,
             held: self.stopped_at.load(Ordering::Relaxed),
             limit: self.limit.unwrap_or(0),
@@ -263,5 +321,45 @@ mod tests {
         assert_eq!(kib_field(status, "MemAvailable:"), None);
         assert_eq!(size(16 << 30), "16.0 GiB");
         assert_eq!(size(300 << 20), "300.0 MiB");
+    }
+
+    /// A guard with `limit` bytes of limit, as `LUMOS_MEMORY_LIMIT` sets
+    /// (the variable is the process's, shared by parallel tests).
+    fn guard_at(limit: u64) -> MemoryGuard {
+        MemoryGuard {
+            limit: Some(limit),
+            from_variable: true,
+            purpose: ReadFor::Job,
+            total: 4,
+            skipped: AtomicU64::new(0),
+            stopped_at: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_replay_past_the_limit_is_refused_and_a_stopped_read_counts_what_it_skipped() {
+        let held = resident_bytes().unwrap();
+        let g = guard_at(held + (64 << 20));
+        assert!(g.room_to_replay(4, 1000, 1 << 20).is_ok());
+        let e = g.room_to_replay(4, 1000, 128 << 20).unwrap_err();
+        assert_eq!((e.ranks, e.tasks, e.need), (4, 1000, 128 << 20));
+        assert!(e
+            .to_string()
+            .starts_with("stopped before replaying 4 ranks together"));
+        assert!(e.to_string().contains("--representatives"));
+        // Under a limit already passed, no file is read: each is counted.
+        let g = guard_at(1);
+        assert!(g.read(|| ()).is_none() && g.read(|| ()).is_none());
+        assert_eq!(g.check().unwrap_err().skipped, 2);
+        assert_eq!(g.not_read(2).skipped, 4);
+        // Without a limit, nothing is refused.
+        let off = MemoryGuard {
+            limit: None,
+            ..guard_at(0)
+        };
+        assert!(off.room_to_replay(1, 1, u64::MAX).is_ok());
+        assert!(off.read(|| 1) == Some(1) && off.check().is_ok());
     }
 }

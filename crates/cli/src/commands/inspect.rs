@@ -41,7 +41,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
     }
     // Each trace is built into its rank as it is read and dropped, so no
     // trace is held beside the ranks.
-    let prepared = inputs::prepare_all(&files)?;
+    let prepared = inputs::prepare_all(&files, &inputs::job_guard(&files)?)?;
     let (read, job_ranks) = match args.mode.sort(prepared) {
         Sorted::Job(ranks, read) => (read, Some(ranks)),
         Sorted::Apart(read, _) => (read, None),

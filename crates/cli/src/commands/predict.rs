@@ -142,20 +142,23 @@ pub fn predict_error(e: PredictError) -> anyhow::Error {
 pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>)> {
     let files = inputs::expand(paths)?;
     let guard = inputs::memory_guard(files.len(), ReadFor::Prediction)?;
+    let started = std::sync::atomic::AtomicUsize::new(0);
     let mut candidates = Candidates::new();
     let mut sources = Vec::new();
     // The first file that failed, in the order given, is the error.
     inputs::each_file_then(
         &files,
         |f| {
+            started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             guard.read(|| {
                 lumos_report::prediction_input(f)
                     .map(|(input, source)| (Discovered::new(input), source))
             })
         },
         |r| {
-            // Neither this file nor any after it is read.
-            let r = r.ok_or_else(|| guard.not_read(files.len() - sources.len()))?;
+            // No file after this window's is started.
+            let not_started = files.len() - started.load(std::sync::atomic::Ordering::Relaxed);
+            let r = r.ok_or_else(|| guard.not_read(not_started))?;
             let (discovered, source) = r.map_err(inputs::input_error)?;
             candidates.push(discovered);
             sources.push(source);

@@ -13,7 +13,7 @@ use lumos_report::{
     ReplayOutput, ReportError, StepSelection, Summary, Timeline, TraceReplay,
 };
 use lumos_sim::{GpuSelector, SimOptions};
-use lumos_store::{Prepared, Sorted};
+use lumos_store::{MemoryGuard, Prepared, Sorted};
 use lumos_trace::{write_atomic, write_gz_atomic};
 
 use super::analysis::write_trace_analysis;
@@ -264,8 +264,9 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     }
     if a.mode.job {
         // Stream: each trace is dropped once its graph is built.
-        let (ranks, unreadable) = inputs::load_ranks(&files)?;
-        return run_job(a, ranks, unreadable, &opts, out);
+        let guard = inputs::job_guard(&files)?;
+        let (ranks, unreadable) = inputs::load_ranks(&files, &guard)?;
+        return run_job(a, ranks, unreadable, &guard, &opts, out);
     }
     if let [file] = &files[..] {
         if !inputs::is_lgraph(file) {
@@ -276,11 +277,12 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     // trace is held beside the ranks (all traces read first held a job's
     // traces and its ranks together: 2.7 against 1.7 GB for 8 ranks of
     // 380 MB).
-    let prepared = inputs::prepare_all(&files)?;
+    let guard = inputs::job_guard(&files)?;
+    let prepared = inputs::prepare_all(&files, &guard)?;
     let apart = match a.mode.sort(prepared) {
         Sorted::Job(ranks, read) => {
             let unreadable = inputs::unreadable_in(read);
-            return run_job(a, ranks, unreadable, &opts, out);
+            return run_job(a, ranks, unreadable, &guard, &opts, out);
         }
         Sorted::Apart(apart, _) => apart,
     };
@@ -454,6 +456,7 @@ fn run_job(
     a: &ReplayArgs,
     ranks: Vec<RankInput>,
     unreadable: Vec<Unreadable>,
+    guard: &MemoryGuard,
     (opts, kernels): &(SimOptions, Vec<KernelScale>),
     out: &mut dyn Write,
 ) -> Result<bool> {
@@ -465,6 +468,7 @@ fn run_job(
     }
     let read_ok = unreadable.is_empty();
     let job = assemble_with(ranks, unreadable)?;
+    lumos_report::room_to_replay(guard, &job)?;
     let all_in = report_left_out(&job);
     let bar = progress::spinner(&format!("replaying {} ranks together", job.ranks.len()));
     // The job is given up: each rank's graph is freed as it is merged, and

@@ -11,7 +11,7 @@ use lumos_graph::assemble;
 use lumos_predict::{Candidates, Input};
 use lumos_report::HtmlReport;
 use lumos_sim::SimOptions;
-use lumos_store::{Prepared, Sorted};
+use lumos_store::{MemoryGuard, Prepared, Sorted};
 use lumos_trace::write_atomic;
 
 use super::predict::{self, TargetArgs};
@@ -58,7 +58,8 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
             page
         }
         _ => {
-            let read = read_every(&files)?;
+            let guard = inputs::job_guard(&files)?;
+            let read = read_every(&files, &guard)?;
             match a.mode.sort(read.into_iter().map(Ok).collect()) {
                 Sorted::Job(ranks, read) => {
                     // The prediction's ranks are lent from this one read
@@ -77,7 +78,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                     }
                     // What the job does not need of the inputs.
                     drop(read);
-                    job_page(ranks)?
+                    job_page(ranks, &guard)?
                 }
                 Sorted::Apart(read, _) => {
                     return Err(no_page(read.into_iter().filter_map(Result::ok).collect()))
@@ -117,10 +118,10 @@ enum RanksForPrediction {
 /// Every input read, each trace built into its rank and dropped
 /// ([`inputs::prepare_all`]); a file that cannot be is bad input (all are
 /// named on stderr, the first is the error).
-fn read_every(files: &[PathBuf]) -> Result<Vec<Prepared>> {
+fn read_every(files: &[PathBuf], guard: &MemoryGuard) -> Result<Vec<Prepared>> {
     let mut traces = Vec::new();
     let mut first_error = None;
-    for r in inputs::prepare_all(files)? {
+    for r in inputs::prepare_all(files, guard)? {
         match r {
             Ok(t) => traces.push(t),
             Err(e) if first_error.is_none() => first_error = Some(e),
@@ -180,8 +181,9 @@ fn file_page(file: &Path, predicting: bool) -> Result<(HtmlReport, Option<Input>
 /// The page of a job, replayed jointly. The job is given up, as `lumos
 /// replay` gives it: each rank's graph is freed as it is merged and read
 /// back from the job graph for the page.
-fn job_page(ranks: Vec<lumos_graph::RankInput>) -> Result<HtmlReport> {
+fn job_page(ranks: Vec<lumos_graph::RankInput>, guard: &MemoryGuard) -> Result<HtmlReport> {
     let job = assemble(ranks)?;
+    lumos_report::room_to_replay(guard, &job)?;
     let replayed =
         lumos_report::replay_jointly_owned(job, &SimOptions::default(), &[], &[], false)?;
     Ok(HtmlReport::of_job(&replayed))
