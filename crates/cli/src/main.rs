@@ -44,10 +44,10 @@ Exit codes:
      go together
 
 Environment:
-  LUMOS_MEMORY_LIMIT  resident size at which reading a job's ranks (or the
-                      traces to predict from) stops with
-                      an error (bytes, or 512M, 16G; `off`; default 85% of the
-                      memory available at the start; Linux only)
+  LUMOS_MEMORY_LIMIT  resident size past which reading a job's ranks (or the
+                      traces to predict from), or their joint replay, stops
+                      with an error (bytes, or 512M, 16G; `off`; default 85%
+                      of the memory available at the start; Linux only)
   LUMOS_NO_PROGRESS   set: no progress bars";
 
 #[derive(Parser)]
