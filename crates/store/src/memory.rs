@@ -5,12 +5,14 @@
 //! once the process holds most of the memory that was available when it
 //! began, so the command can say why, and what to do instead.
 //!
-//! Linux only (it reads `/proc`, and a cgroup v2 limit where the process
-//! has one, as in a container); elsewhere it never stops anything.
+//! Linux only (it reads `/proc`, and the limits of the process's cgroup
+//! and its ancestors, v2 or v1's memory controller, as in a container);
+//! elsewhere it never stops anything.
 //! `LUMOS_MEMORY_LIMIT` sets the limit on the resident size instead
 //! (bytes, or with a `K`, `M`, `G` or `T` suffix, powers of 1,024), or
 //! turns the guard off (`off`).
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Share of the memory available at the start that the inputs may take:
@@ -264,31 +266,80 @@ fn resident_bytes() -> Option<u64> {
 }
 
 /// The memory the kernel could give without swapping (`MemAvailable`),
-/// bytes, or less where the process's cgroup v2 (a container) is limited
-/// to less.
+/// bytes, or less where the process's cgroup (a container) is limited to
+/// less.
 fn available_bytes() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let machine = kib_field(&meminfo, "MemAvailable:")?;
-    Some(cgroup_available().map_or(machine, |c| c.min(machine)))
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let cgroup = cgroup_available(Path::new("/sys/fs/cgroup"), &own);
+    Some(cgroup.map_or(machine, |c| c.min(machine)))
 }
 
-/// What the process's cgroup v2 may still take: its `memory.max` less
-/// what it uses apart from the file cache (which the kernel reclaims), as
-/// `docker stats` counts it. `None` without a limit, on cgroup v1, or where
-/// the files cannot be read.
-fn cgroup_available() -> Option<u64> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
-    let dir = format!("/sys/fs/cgroup{}", path.trim_end_matches('/'));
-    let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).ok();
-    // `max` where there is no limit: no number, no bound.
+/// What the process's cgroup may still take, the least over it and its
+/// ancestors (a parent's limit bounds its children): a limit less what
+/// the cgroup uses apart from the file cache (which the kernel reclaims),
+/// as `docker stats` counts it. cgroup v2's `memory.max`, or the v1
+/// memory controller's `memory.limit_in_bytes`; `own` is
+/// `/proc/self/cgroup`, `root` where the hierarchies are mounted. `None`
+/// without a limit, or where the files cannot be read.
+fn cgroup_available(root: &Path, own: &str) -> Option<u64> {
+    let mut least: Option<u64> = None;
+    for line in own.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next(), fields.next(), fields.next());
+        let (Some(controllers), Some(path)) = (controllers, path) else {
+            continue;
+        };
+        let (mount, room): (PathBuf, fn(&Path) -> Option<u64>) = match controllers {
+            "" => (root.to_owned(), v2_room),
+            c if c.split(',').any(|c| c == "memory") => (root.join("memory"), v1_room),
+            _ => continue,
+        };
+        // This cgroup and its ancestors, up to the mount (a container's
+        // own cgroup is often the mount's root).
+        let mut dir = mount.join(path.trim().trim_start_matches('/'));
+        loop {
+            if let Some(r) = room(&dir) {
+                least = Some(least.map_or(r, |l| l.min(r)));
+            }
+            if dir == mount || !dir.pop() {
+                break;
+            }
+        }
+    }
+    least
+}
+
+/// A cgroup v2 directory's room: `memory.max` (none when `max`) less
+/// `memory.current` apart from `memory.stat`'s `file`.
+fn v2_room(dir: &Path) -> Option<u64> {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
     let max: u64 = read("memory.max")?.trim().parse().ok()?;
     let current: u64 = read("memory.current")?.trim().parse().ok()?;
-    let stat = read("memory.stat").unwrap_or_default();
-    let file = (stat.lines())
-        .find_map(|l| l.strip_prefix("file ")?.trim().parse::<u64>().ok())
-        .unwrap_or(0);
+    let file = stat_field(&read("memory.stat").unwrap_or_default(), "file");
     Some(max.saturating_sub(current.saturating_sub(file)))
+}
+
+/// A cgroup v1 memory controller directory's room: `memory.limit_in_bytes`
+/// (none when it is the page-rounded `i64::MAX` that means no limit) less
+/// `memory.usage_in_bytes` apart from `memory.stat`'s `total_cache`.
+fn v1_room(dir: &Path) -> Option<u64> {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    let limit: u64 = read("memory.limit_in_bytes")?.trim().parse().ok()?;
+    if limit >= 1 << 62 {
+        return None;
+    }
+    let usage: u64 = read("memory.usage_in_bytes")?.trim().parse().ok()?;
+    let cache = stat_field(&read("memory.stat").unwrap_or_default(), "total_cache");
+    Some(limit.saturating_sub(usage.saturating_sub(cache)))
+}
+
+/// The number on `memory.stat`'s `name N` line, 0 without one.
+fn stat_field(stat: &str, name: &str) -> u64 {
+    (stat.lines())
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// The value of `/proc`'s `name   N kB` line, in bytes.
@@ -321,6 +372,60 @@ mod tests {
         assert_eq!(kib_field(status, "MemAvailable:"), None);
         assert_eq!(size(16 << 30), "16.0 GiB");
         assert_eq!(size(300 << 20), "300.0 MiB");
+    }
+
+    #[test]
+    fn cgroup_limits_v1_and_v2_the_least_over_the_ancestors() {
+        let dir = lumos_testkit::TempDir::new("cgroups");
+        let root = dir.join("sys");
+        let write = |path: &str, files: &[(&str, &str)]| {
+            let d = root.join(path);
+            std::fs::create_dir_all(&d).unwrap();
+            for (name, text) in files {
+                std::fs::write(d.join(name), text).unwrap();
+            }
+        };
+        // v2: the parent's limit is the lower; the file cache is not use.
+        write("", &[("memory.stat", "anon 1\n")]);
+        write(
+            "pod",
+            &[
+                ("memory.max", "1000\n"),
+                ("memory.current", "600\n"),
+                ("memory.stat", ""),
+            ],
+        );
+        write(
+            "pod/app",
+            &[
+                ("memory.max", "max\n"),
+                ("memory.current", "500\n"),
+                ("memory.stat", "anon 300\nfile 200\nfile_mapped 5\n"),
+            ],
+        );
+        assert_eq!(cgroup_available(&root, "0::/pod/app\n"), Some(400));
+        assert_eq!(cgroup_available(&root, "0::/\n"), None);
+        // v1: no limit at the root; the memory controller's own line.
+        write(
+            "memory",
+            &[("memory.limit_in_bytes", "9223372036854771712\n")],
+        );
+        write(
+            "memory/job",
+            &[
+                ("memory.limit_in_bytes", "5000\n"),
+                ("memory.usage_in_bytes", "3000\n"),
+                ("memory.stat", "cache 10\ntotal_cache 1000\n"),
+            ],
+        );
+        let v1 = "5:cpu,cpuacct:/job\n4:memory:/job\n0::/\n";
+        assert_eq!(cgroup_available(&root, v1), Some(3000));
+        // Both: the least.
+        let both = "4:memory:/job\n0::/pod/app\n";
+        assert_eq!(cgroup_available(&root, both), Some(400));
+        // A path that is not there, and no cgroup file at all.
+        assert_eq!(cgroup_available(&root, "4:memory:/elsewhere\n"), None);
+        assert_eq!(cgroup_available(&root, ""), None);
     }
 
     /// A guard with `limit` bytes of limit, as `LUMOS_MEMORY_LIMIT` sets
