@@ -185,3 +185,47 @@ def test_a_job_past_the_memory_limit_is_an_input_error_with_the_cli_message(
     monkeypatch.setenv("LUMOS_MEMORY_LIMIT", "lots")
     with pytest.raises(ConfigError, match="LUMOS_MEMORY_LIMIT"):
         lumos.replay(str(tmp_path), progress=False)
+
+
+_REFUSED_REPLAY = """
+import os, sys, lumos
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) * 1024
+job, how = sys.argv[1], sys.argv[2]
+try:
+    if how == "replay":
+        # The 16 ranks take about 208 MiB once read, and their replay at
+        # least 76 MiB more: 245 MiB lets the read through, not the replay.
+        os.environ["LUMOS_MEMORY_LIMIT"] = str(rss() + (245 << 20))
+        lumos.replay(job, progress=False)
+    else:
+        j = lumos.load_job(job, progress=False)
+        # A replay that keeps the job needs at least 229 MiB more.
+        os.environ["LUMOS_MEMORY_LIMIT"] = str(rss() + (120 << 20))
+        j.replay()
+    print("replayed")
+except lumos.InputError as e:
+    print("InputError:", e)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard reads /proc")
+def test_a_joint_replay_past_the_memory_limit_is_refused_before_it_starts(tmp_path):
+    # In a fresh interpreter each, so that the resident size is this read's.
+    import subprocess
+
+    lumos.synth("gpt3-175b", tmp_path, tp=8, pp=2, microbatches=4, ranks="all", seed=1)
+    for how in ["replay", "job"]:
+        p = subprocess.run(
+            [sys.executable, "-c", _REFUSED_REPLAY, str(tmp_path), how],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.startswith("InputError: stopped before replaying 16 ranks together"), (
+            how,
+            p.stdout,
+        )

@@ -446,3 +446,42 @@ fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
         .output();
     assert_eq!(bad.unwrap().status.code(), Some(2));
 }
+
+/// A job whose ranks read under the limit but whose joint replay would
+/// pass it stops before the replay, where the kernel would kill it part
+/// way. The 16 ranks hold about 216 MiB once read and the replay needs at
+/// least 76 MiB more (1 M tasks), so a limit of 250 MiB lets the read
+/// through and refuses the replay, with 35 MiB of margin each way.
+#[test]
+#[cfg(target_os = "linux")]
+fn issue_12_a_joint_replay_past_the_memory_limit_is_refused_before_it_starts() {
+    let dir = TempDir::new("memory-limit-replay");
+    let job = dir.join("job");
+    run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt3-175b", "--tp", "8", "--pp", "2"])
+            .args(["--microbatches", "4", "--ranks", "all", "--out"])
+            .arg(&job),
+    );
+    for args in [&["replay"][..], &["report", "-o"]] {
+        let mut cmd = lumos();
+        cmd.args(args);
+        if args[0] == "report" {
+            cmd.arg(dir.join("job.html"));
+        }
+        let out = cmd
+            .arg(&job)
+            .env("LUMOS_MEMORY_LIMIT", "250M")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("stopped before replaying 16 ranks together")
+                && err.contains("--representatives"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!dir.join("job.html").exists());
+}

@@ -468,8 +468,8 @@ fn run_job(
     }
     let read_ok = unreadable.is_empty();
     let job = assemble_with(ranks, unreadable)?;
-    lumos_report::room_to_replay(guard, &job)?;
     let all_in = report_left_out(&job);
+    lumos_report::room_to_replay(guard, &job)?;
     let bar = progress::spinner(&format!("replaying {} ranks together", job.ranks.len()));
     // The job is given up: each rank's graph is freed as it is merged, and
     // read back from the job graph, one at a time, for its report.

@@ -101,12 +101,30 @@ pub fn replay_jointly_scaled<'j>(
 /// that [`room_to_replay`] refuses no job that fits.
 pub const JOINT_REPLAY_BYTES_PER_TASK: u64 = 80;
 
-/// Refuses the joint replay of `job` where `guard`, the one its ranks
-/// were read under, finds that it would pass the limit.
+/// [`JOINT_REPLAY_BYTES_PER_TASK`] for a replay that keeps the job
+/// ([`replay_jointly_scaled`], a `lumos.Job` replayed from Python): its
+/// merged graph is a copy of every rank's. Measured likewise, in the
+/// Python package (`load_job(DIR).replay()`, the peak less the size after
+/// `load_job`, 5 December 2026): 251 B on synthesized GPT-3 175B jobs of
+/// 16 and 64 ranks (1.0 and 4.1 M tasks), 277 and 291 B on smaller ones.
+pub const JOINT_REPLAY_KEEPING_JOB_BYTES_PER_TASK: u64 = 240;
+
+/// Refuses the joint replay of `job` that gives the job up
+/// ([`replay_jointly_owned`]) where `guard`, the one its ranks were read
+/// under, finds that it would pass the limit.
 pub fn room_to_replay(guard: &MemoryGuard, job: &Job) -> Result<(), NoRoomToReplay> {
+    room_at(guard, job, JOINT_REPLAY_BYTES_PER_TASK)
+}
+
+/// [`room_to_replay`] for a replay that keeps the job
+/// ([`replay_jointly_scaled`]).
+pub fn room_to_replay_keeping_job(guard: &MemoryGuard, job: &Job) -> Result<(), NoRoomToReplay> {
+    room_at(guard, job, JOINT_REPLAY_KEEPING_JOB_BYTES_PER_TASK)
+}
+
+fn room_at(guard: &MemoryGuard, job: &Job, per_task: u64) -> Result<(), NoRoomToReplay> {
     let tasks: usize = job.graphs.iter().map(|g| g.graph.tasks.len()).sum();
-    let need = tasks as u64 * JOINT_REPLAY_BYTES_PER_TASK;
-    guard.room_to_replay(job.graphs.len(), tasks, need)
+    guard.room_to_replay(job.graphs.len(), tasks, tasks as u64 * per_task)
 }
 
 /// [`replay_jointly_scaled`], taking the job: each rank's graph and
