@@ -377,31 +377,14 @@ fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
             .args(["--ranks", "all", "--out"])
             .arg(&job),
     );
-    for args in [
+    let commands = [
         &["replay"][..],
         &["replay", "--job"],
         &["inspect"],
         &["report", "-o"],
-    ] {
-        let mut cmd = lumos();
-        cmd.args(args);
-        if args[0] == "report" {
-            cmd.arg(dir.join("job.html"));
-        }
-        let out = cmd
-            .arg(&job)
-            .env("LUMOS_MEMORY_LIMIT", "1M")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.contains("of 24 inputs not read: lumos held") && err.contains("--representatives"),
-            "{args:?}: {err}"
-        );
-        assert!(out.stdout.is_empty(), "{args:?}");
-    }
-    assert!(!dir.join("job.html").exists());
+    ];
+    let said = "of 24 inputs not read: lumos held";
+    stopped_by_memory_limit(&dir, &job, &commands, "1M", said);
     // A prediction holds every rank until it can tell the stages apart;
     // its way out is fewer traces, not representatives.
     let predict = lumos()
@@ -463,22 +446,31 @@ fn issue_12_a_joint_replay_past_the_memory_limit_is_refused_before_it_starts() {
             .args(["--microbatches", "4", "--ranks", "all", "--out"])
             .arg(&job),
     );
-    for args in [&["replay"][..], &["report", "-o"]] {
+    let commands = [&["replay"][..], &["report", "-o"]];
+    let said = "stopped before replaying 16 ranks together";
+    stopped_by_memory_limit(&dir, &job, &commands, "250M", said);
+}
+
+/// Each of `commands` on `job` under `LUMOS_MEMORY_LIMIT=limit` exits 1
+/// with an error that says `said` and names `--representatives`, prints
+/// nothing and writes no page (`report -o` writes into `dir`).
+#[cfg(target_os = "linux")]
+fn stopped_by_memory_limit(dir: &Path, job: &Path, commands: &[&[&str]], limit: &str, said: &str) {
+    for args in commands {
         let mut cmd = lumos();
-        cmd.args(args);
+        cmd.args(*args);
         if args[0] == "report" {
             cmd.arg(dir.join("job.html"));
         }
         let out = cmd
-            .arg(&job)
-            .env("LUMOS_MEMORY_LIMIT", "250M")
+            .arg(job)
+            .env("LUMOS_MEMORY_LIMIT", limit)
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(
-            err.contains("stopped before replaying 16 ranks together")
-                && err.contains("--representatives"),
+            err.contains(said) && err.contains("--representatives"),
             "{args:?}: {err}"
         );
         assert!(out.stdout.is_empty(), "{args:?}");
