@@ -196,8 +196,9 @@ def rss():
 job, how = sys.argv[1], sys.argv[2]
 try:
     if how == "replay":
-        # The 16 ranks take about 208 MiB once read, and their replay at
-        # least 76 MiB more: 245 MiB lets the read through, not the replay.
+        # The 16 ranks take about 215 MiB once read by two threads (more
+        # threads hold more at once), and their replay at least 76 MiB
+        # more: 245 MiB lets the read through, not the replay.
         os.environ["LUMOS_MEMORY_LIMIT"] = str(rss() + (245 << 20))
         lumos.replay(job, progress=False)
     else:
@@ -213,7 +214,9 @@ except lumos.InputError as e:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard reads /proc")
 def test_a_joint_replay_past_the_memory_limit_is_refused_before_it_starts(tmp_path):
-    # In a fresh interpreter each, so that the resident size is this read's.
+    # In a fresh interpreter each, so that the resident size is this
+    # read's, and with two threads whatever the machine.
+    import os
     import subprocess
 
     lumos.synth("gpt3-175b", tmp_path, tp=8, pp=2, microbatches=4, ranks="all", seed=1)
@@ -223,6 +226,7 @@ def test_a_joint_replay_past_the_memory_limit_is_refused_before_it_starts(tmp_pa
             capture_output=True,
             text=True,
             timeout=300,
+            env={**os.environ, "RAYON_NUM_THREADS": "2"},
         )
         assert p.returncode == 0, p.stderr
         assert p.stdout.startswith("InputError: stopped before replaying 16 ranks together"), (

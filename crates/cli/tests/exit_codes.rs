@@ -432,9 +432,10 @@ fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
 
 /// A job whose ranks read under the limit but whose joint replay would
 /// pass it stops before the replay, where the kernel would kill it part
-/// way. The 16 ranks hold about 216 MiB once read and the replay needs at
-/// least 76 MiB more (1 M tasks), so a limit of 250 MiB lets the read
-/// through and refuses the replay, with 35 MiB of margin each way.
+/// way. The 16 ranks hold about 208 MiB once read by two threads (more
+/// threads hold more at once) and the replay needs at least 76 MiB more
+/// (1 M tasks), so a limit of 250 MiB lets the read through and refuses
+/// the replay, with about 35 MiB of margin each way.
 #[test]
 #[cfg(target_os = "linux")]
 fn issue_12_a_joint_replay_past_the_memory_limit_is_refused_before_it_starts() {
@@ -453,7 +454,8 @@ fn issue_12_a_joint_replay_past_the_memory_limit_is_refused_before_it_starts() {
 
 /// Each of `commands` on `job` under `LUMOS_MEMORY_LIMIT=limit` exits 1
 /// with an error that says `said` and names `--representatives`, prints
-/// nothing and writes no page (`report -o` writes into `dir`).
+/// nothing and writes no page (`report -o` writes into `dir`). Two
+/// threads read, whatever the machine, so the sizes are this test's.
 #[cfg(target_os = "linux")]
 fn stopped_by_memory_limit(dir: &Path, job: &Path, commands: &[&[&str]], limit: &str, said: &str) {
     for args in commands {
@@ -465,6 +467,7 @@ fn stopped_by_memory_limit(dir: &Path, job: &Path, commands: &[&[&str]], limit: 
         let out = cmd
             .arg(job)
             .env("LUMOS_MEMORY_LIMIT", limit)
+            .env("RAYON_NUM_THREADS", "2")
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -95,9 +95,9 @@ pub use inspect::{
 pub use job::{
     job_report, replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled,
     replay_rank_alone, replay_representatives, replay_representatives_kept, room_to_replay,
-    room_to_replay_keeping_job, slowest_rank_steps, ClockReport, CollectiveReport, HostOffset,
-    JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport, OwnRank,
-    ProblemReport, ProgramGroupReport, RankCommReport, RankOffset, RankScale, RankTime,
+    room_to_replay_keeping_job, scaled_ranks_in, slowest_rank_steps, ClockReport, CollectiveReport,
+    HostOffset, JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport,
+    OwnRank, ProblemReport, ProgramGroupReport, RankCommReport, RankOffset, RankScale, RankTime,
     RankWaitReport, RendezvousReport, RepresentativesReplayed, RepresentativesReport, Slowest,
     Spread, StepSpread, WaitUs, JOINT_REPLAY_BYTES_PER_TASK,
     JOINT_REPLAY_KEEPING_JOB_BYTES_PER_TASK,

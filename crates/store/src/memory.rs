@@ -278,11 +278,13 @@ fn available_bytes() -> Option<u64> {
 
 /// What the process's cgroup may still take, the least over it and its
 /// ancestors (a parent's limit bounds its children): a limit less what
-/// the cgroup uses apart from the file cache (which the kernel reclaims),
-/// as `docker stats` counts it. cgroup v2's `memory.max`, or the v1
-/// memory controller's `memory.limit_in_bytes`; `own` is
-/// `/proc/self/cgroup`, `root` where the hierarchies are mounted. `None`
-/// without a limit, or where the files cannot be read.
+/// the cgroup uses apart from its inactive file pages (which the kernel
+/// reclaims first), the working set as Docker and Kubernetes count it.
+/// cgroup v2's `memory.max`, or the v1 memory controller's
+/// `memory.limit_in_bytes`; `own` is `/proc/self/cgroup`, `root` where
+/// the hierarchies are mounted. `None` without a limit, or where the
+/// files cannot be read. A path that climbs (`..`, a cgroup outside the
+/// process's namespace) is not followed: what it names is not an ancestor.
 fn cgroup_available(root: &Path, own: &str) -> Option<u64> {
     let mut least: Option<u64> = None;
     for line in own.lines() {
@@ -291,6 +293,9 @@ fn cgroup_available(root: &Path, own: &str) -> Option<u64> {
         let (Some(controllers), Some(path)) = (controllers, path) else {
             continue;
         };
+        if path.split('/').any(|part| part == "..") {
+            continue;
+        }
         let (mount, room): (PathBuf, fn(&Path) -> Option<u64>) = match controllers {
             "" => (root.to_owned(), v2_room),
             c if c.split(',').any(|c| c == "memory") => (root.join("memory"), v1_room),
@@ -312,18 +317,19 @@ fn cgroup_available(root: &Path, own: &str) -> Option<u64> {
 }
 
 /// A cgroup v2 directory's room: `memory.max` (none when `max`) less
-/// `memory.current` apart from `memory.stat`'s `file`.
+/// `memory.current` apart from `memory.stat`'s `inactive_file`.
 fn v2_room(dir: &Path) -> Option<u64> {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
     let max: u64 = read("memory.max")?.trim().parse().ok()?;
     let current: u64 = read("memory.current")?.trim().parse().ok()?;
-    let file = stat_field(&read("memory.stat").unwrap_or_default(), "file");
+    let file = stat_field(&read("memory.stat").unwrap_or_default(), "inactive_file");
     Some(max.saturating_sub(current.saturating_sub(file)))
 }
 
 /// A cgroup v1 memory controller directory's room: `memory.limit_in_bytes`
 /// (none when it is the page-rounded `i64::MAX` that means no limit) less
-/// `memory.usage_in_bytes` apart from `memory.stat`'s `total_cache`.
+/// `memory.usage_in_bytes` apart from `memory.stat`'s
+/// `total_inactive_file`.
 fn v1_room(dir: &Path) -> Option<u64> {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
     let limit: u64 = read("memory.limit_in_bytes")?.trim().parse().ok()?;
@@ -331,7 +337,10 @@ fn v1_room(dir: &Path) -> Option<u64> {
         return None;
     }
     let usage: u64 = read("memory.usage_in_bytes")?.trim().parse().ok()?;
-    let cache = stat_field(&read("memory.stat").unwrap_or_default(), "total_cache");
+    let cache = stat_field(
+        &read("memory.stat").unwrap_or_default(),
+        "total_inactive_file",
+    );
     Some(limit.saturating_sub(usage.saturating_sub(cache)))
 }
 
@@ -385,7 +394,7 @@ mod tests {
                 std::fs::write(d.join(name), text).unwrap();
             }
         };
-        // v2: the parent's limit is the lower; the file cache is not use.
+        // v2: the parent's limit is the lower; inactive file pages are not use.
         write("", &[("memory.stat", "anon 1\n")]);
         write(
             "pod",
@@ -400,7 +409,7 @@ mod tests {
             &[
                 ("memory.max", "max\n"),
                 ("memory.current", "500\n"),
-                ("memory.stat", "anon 300\nfile 200\nfile_mapped 5\n"),
+                ("memory.stat", "anon 300\nfile 250\ninactive_file 200\n"),
             ],
         );
         assert_eq!(cgroup_available(&root, "0::/pod/app\n"), Some(400));
@@ -415,7 +424,10 @@ mod tests {
             &[
                 ("memory.limit_in_bytes", "5000\n"),
                 ("memory.usage_in_bytes", "3000\n"),
-                ("memory.stat", "cache 10\ntotal_cache 1000\n"),
+                (
+                    "memory.stat",
+                    "total_cache 1500\ninactive_file 10\ntotal_inactive_file 1000\n",
+                ),
             ],
         );
         let v1 = "5:cpu,cpuacct:/job\n4:memory:/job\n0::/\n";
@@ -425,6 +437,8 @@ mod tests {
         assert_eq!(cgroup_available(&root, both), Some(400));
         // A path that is not there, and no cgroup file at all.
         assert_eq!(cgroup_available(&root, "4:memory:/elsewhere\n"), None);
+        // A cgroup outside the namespace: not an ancestor, not followed.
+        assert_eq!(cgroup_available(&root, "0::/../pod/app\n"), None);
         assert_eq!(cgroup_available(&root, ""), None);
     }
 

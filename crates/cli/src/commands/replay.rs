@@ -469,23 +469,26 @@ fn run_job(
     let read_ok = unreadable.is_empty();
     let job = assemble_with(ranks, unreadable)?;
     let all_in = report_left_out(&job);
+    // A rank the command line named that the job lacks: a usage error,
+    // naming the flag, before the memory is checked.
+    let job_replay_error = |e: ReportError| match e {
+        ReportError::RankNotInJob { rank, .. } => {
+            let factor = a.scale_rank.iter().find(|s| s.rank == rank);
+            usage(format!(
+                "--scale-rank {rank}={}: {e}",
+                factor.map_or(0.0, |s| s.factor)
+            ))
+        }
+        e => e.into(),
+    };
+    lumos_report::scaled_ranks_in(&job, &a.scale_rank).map_err(job_replay_error)?;
     lumos_report::room_to_replay(guard, &job)?;
     let bar = progress::spinner(&format!("replaying {} ranks together", job.ranks.len()));
     // The job is given up: each rank's graph is freed as it is merged, and
     // read back from the job graph, one at a time, for its report.
     let replayed =
         lumos_report::replay_jointly_owned(job, opts, kernels, &a.scale_rank, a.scale_rank_cpu)
-            .map_err(|e| match e {
-                // A rank the command line named: a usage error, naming the flag.
-                ReportError::RankNotInJob { rank, .. } => {
-                    let factor = a.scale_rank.iter().find(|s| s.rank == rank);
-                    usage(format!(
-                        "--scale-rank {rank}={}: {e}",
-                        factor.map_or(0.0, |s| s.factor)
-                    ))
-                }
-                e => e.into(),
-            })?;
+            .map_err(job_replay_error)?;
     let report = replayed
         .report_with(&analysis_options(a))
         .map_err(steps_usage)?;

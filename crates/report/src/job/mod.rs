@@ -18,8 +18,9 @@ use crate::units::us;
 
 pub use replay::{
     replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled, replay_rank_alone,
-    room_to_replay, room_to_replay_keeping_job, slowest_rank_steps, JobReplayed, OwnRank,
-    RankScale, Slowest, JOINT_REPLAY_BYTES_PER_TASK, JOINT_REPLAY_KEEPING_JOB_BYTES_PER_TASK,
+    room_to_replay, room_to_replay_keeping_job, scaled_ranks_in, slowest_rank_steps, JobReplayed,
+    OwnRank, RankScale, Slowest, JOINT_REPLAY_BYTES_PER_TASK,
+    JOINT_REPLAY_KEEPING_JOB_BYTES_PER_TASK,
 };
 pub use representatives::{
     replay_representatives, replay_representatives_kept, ProgramGroupReport,

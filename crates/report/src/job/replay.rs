@@ -143,6 +143,18 @@ pub fn replay_jointly_owned(
     replay_merged(Cow::Owned(job), merged, opts, kernels, scales, scale_cpu)
 }
 
+/// The error for the first rank `scales` names that `job` lacks, if any:
+/// front ends check before they spend memory on the replay.
+pub fn scaled_ranks_in(job: &Job, scales: &[RankScale]) -> Result<(), ReportError> {
+    match scales.iter().find(|s| job.position(s.rank).is_none()) {
+        Some(s) => Err(ReportError::RankNotInJob {
+            rank: s.rank,
+            ranks: rank_ranges(&job.rank_numbers()),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Scales the ranks `scales` name in the job graph `merge` made of `job`,
 /// then replays it.
 fn replay_merged<'j>(
@@ -154,14 +166,13 @@ fn replay_merged<'j>(
     scale_cpu: bool,
 ) -> Result<JobReplayed<'j>, ReportError> {
     let opts = &with_kernel_scales(&graph.graph, opts, kernels);
+    scaled_ranks_in(&job, scales)?;
     let mut what_if = Vec::new();
-    for s in scales {
-        let Some(pos) = job.position(s.rank) else {
-            return Err(ReportError::RankNotInJob {
-                rank: s.rank,
-                ranks: rank_ranges(&job.rank_numbers()),
-            });
-        };
+    // Every one is in the job (checked above).
+    for (s, pos) in scales
+        .iter()
+        .filter_map(|s| Some((s, job.position(s.rank)?)))
+    {
         graph.scale_rank(pos, s.factor, scale_cpu);
         what_if.push(format!(
             "rank {}: GPU compute{} x{}",
