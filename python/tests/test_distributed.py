@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import multiprocessing
+import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
@@ -32,6 +33,17 @@ def test_the_plain_function_round_trips_a_rank(corpus, tmp_path):
     assert job.ranks == list(range(8))
     local = lumos.replay(str(corpus / DLRM), progress=False)
     assert _numbers(job.replay().report) == _numbers(local.report)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard reads /proc")
+def test_loading_ingested_ranks_past_the_memory_limit_is_an_input_error(
+    corpus, tmp_path, monkeypatch
+):
+    src = sorted((corpus / DLRM).iterdir())
+    done = [distributed.ingest_rank(str(p), str(tmp_path)) for p in src]
+    monkeypatch.setenv("LUMOS_MEMORY_LIMIT", "1M")
+    with pytest.raises(lumos.InputError, match="of 8 inputs not read"):
+        distributed.load(done, progress=False)
 
 
 def test_the_plain_function_runs_in_other_processes(corpus, tmp_path):

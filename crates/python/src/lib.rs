@@ -493,20 +493,27 @@ fn ingest_rank(
     ))
 }
 
-/// Assembles per-rank files (of [`ingest_rank`]) as the ranks of one job.
+/// Assembles per-rank files (of [`ingest_rank`]) as the ranks of one job,
+/// under a [`lumos_store::MemoryGuard`] as every read of a job's ranks.
 #[pyfunction]
 #[pyo3(signature = (paths, progress = None))]
 fn load_ingested(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Job> {
     let job = progress::run(py, progress, |p| {
+        let guard = inputs::guard(&paths, lumos_store::ReadFor::Job)?;
         p.phase("loading", paths.len() as u64);
-        let ranks = paths
-            .par_iter()
+        let read: Vec<Option<errors::Result<_>>> = (paths.par_iter())
             .map(|f| {
-                let r = ingest::read_rank(f);
+                let r = guard.read(|| ingest::read_rank(f));
                 p.add(1);
                 r
             })
-            .collect::<errors::Result<Vec<_>>>()?;
+            .collect();
+        // The guard's error first: the files it kept from being read have
+        // no error of their own.
+        guard
+            .check()
+            .map_err(|e| Error::new(errors::Kind::Input, e.to_string()))?;
+        let ranks = (read.into_iter().flatten()).collect::<errors::Result<Vec<_>>>()?;
         Ok::<_, Error>(lumos_graph::assemble(ranks)?)
     })??;
     Ok(Job {
