@@ -212,7 +212,7 @@ fn replay_job_owned(job: Job, opts: &ReplayOptions) -> Result<ReplayResult> {
 /// stays the caller's (a `lumos.Job` can be replayed again).
 pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
     // A guard from now: the job was read earlier, maybe long ago.
-    let guard = lumos_store::MemoryGuard::new(job.graphs.len(), lumos_store::ReadFor::Job)
+    let guard = lumos_store::MemoryGuard::new(job.graphs.len(), lumos_store::ReadFor::HeldJob)
         .map_err(|e| Error::config(e.to_string()))?;
     lumos_report::room_to_replay_keeping_job(&guard, &job)
         .map_err(|e| Error::new(crate::errors::Kind::Input, e.to_string()))?;

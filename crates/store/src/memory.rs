@@ -32,7 +32,7 @@ pub struct BadMemoryLimit(pub String);
 #[error(
     "stopped with {skipped} of {total} inputs not read: lumos held {}, over its limit of {} \
      ({}). Read fewer inputs at a time, or use a machine with more memory; {}",
-    size(*held), size(*limit), limit_source(*from_variable), purpose.way_out()
+    size(*held), size(*limit), limit_source(*from_variable, *purpose), purpose.way_out()
 )]
 pub struct OverMemoryLimit {
     /// Inputs not read.
@@ -55,7 +55,7 @@ pub struct OverMemoryLimit {
     "stopped before replaying {ranks} ranks together: lumos holds {} after reading them, and \
      the replay of their {tasks} tasks needs at least {} more, over its limit of {} ({}). Use \
      a machine with more memory; {}",
-    size(*held), size(*need), size(*limit), limit_source(*from_variable), ReadFor::Job.way_out()
+    size(*held), size(*need), size(*limit), limit_source(*from_variable, *purpose), purpose.way_out()
 )]
 pub struct NoRoomToReplay {
     /// Ranks read.
@@ -70,15 +70,19 @@ pub struct NoRoomToReplay {
     pub limit: u64,
     /// True when `LUMOS_MEMORY_LIMIT` set the limit.
     pub from_variable: bool,
+    /// What the guard was made for.
+    pub purpose: ReadFor,
 }
 
 /// Where a limit came from, for a person.
-fn limit_source(from_variable: bool) -> String {
+fn limit_source(from_variable: bool, purpose: ReadFor) -> String {
+    let when = match purpose {
+        ReadFor::HeldJob => "when the replay was asked for",
+        ReadFor::Job | ReadFor::Prediction => "when it started",
+    };
     match from_variable {
         true => LIMIT_VAR.to_string(),
-        false => {
-            format!("85% of the memory available when it started; {LIMIT_VAR} sets another")
-        }
+        false => format!("85% of the memory available {when}; {LIMIT_VAR} sets another"),
     }
 }
 
@@ -90,12 +94,15 @@ pub enum ReadFor {
     /// A prediction, which holds one rank per pipeline stage once it can
     /// tell the stages apart, and every rank until then.
     Prediction,
+    /// The replay of a job read before (a `lumos.Job` in Python): a guard
+    /// made when the replay is asked for, that reads nothing.
+    HeldJob,
 }
 
 impl ReadFor {
     fn way_out(self) -> &'static str {
         match self {
-            ReadFor::Job => {
+            ReadFor::Job | ReadFor::HeldJob => {
                 "a job this large replays from representatives (one rank per group of ranks \
                  that run the same communication program: `lumos replay --representatives`, \
                  `representatives=True` in Python; `lumos ingest` the traces first to read each \
@@ -213,6 +220,7 @@ impl MemoryGuard {
             need,
             limit,
             from_variable: self.from_variable,
+            purpose: self.purpose,
         })
     }
 
@@ -467,6 +475,18 @@ mod tests {
         assert!(e
             .to_string()
             .starts_with("stopped before replaying 4 ranks together"));
+        assert!(e.to_string().contains("--representatives"));
+        // A job read before is replayed under a guard made then: its
+        // error says so.
+        let held_job = MemoryGuard {
+            from_variable: false,
+            purpose: ReadFor::HeldJob,
+            ..guard_at(held + (64 << 20))
+        };
+        let e = held_job.room_to_replay(4, 1000, 128 << 20).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("available when the replay was asked for"));
         assert!(e.to_string().contains("--representatives"));
         // Under a limit already passed, no file is read: each is counted.
         let g = guard_at(1);
