@@ -13,7 +13,7 @@
 //! turns the guard off (`off`).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Share of the memory available at the start that the inputs may take:
 /// the rest is for the files still being read and what follows the read.
@@ -127,9 +127,9 @@ pub struct MemoryGuard {
     total: u64,
     /// Files not started because the guard had stopped the read.
     skipped: AtomicU64,
-    /// The resident size when the guard stopped the read.
+    /// The resident size when the guard stopped the read; 0 until then
+    /// (a process holds more than nothing).
     stopped_at: AtomicU64,
-    stopped: AtomicBool,
 }
 
 impl MemoryGuard {
@@ -158,7 +158,6 @@ impl MemoryGuard {
             total: total as u64,
             skipped: AtomicU64::new(0),
             stopped_at: AtomicU64::new(0),
-            stopped: AtomicBool::new(false),
         })
     }
 
@@ -168,7 +167,7 @@ impl MemoryGuard {
     /// first are not read unchecked, and after it.
     pub fn read<T>(&self, read: impl FnOnce() -> T) -> Option<T> {
         self.over_limit();
-        if self.stopped.load(Ordering::Relaxed) {
+        if self.stopped_at.load(Ordering::Relaxed) != 0 {
             self.skipped.fetch_add(1, Ordering::Relaxed);
             return None;
         }
@@ -182,8 +181,10 @@ impl MemoryGuard {
         let (Some(limit), Some(now)) = (self.limit, resident_bytes()) else {
             return;
         };
-        if now > limit && !self.stopped.swap(true, Ordering::Relaxed) {
-            self.stopped_at.store(now, Ordering::Relaxed);
+        if now > limit {
+            // The first stop's size is the one reported.
+            let _ =
+                (self.stopped_at).compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 
@@ -460,7 +461,6 @@ mod tests {
             total: 4,
             skipped: AtomicU64::new(0),
             stopped_at: AtomicU64::new(0),
-            stopped: AtomicBool::new(false),
         }
     }
 
