@@ -1,5 +1,5 @@
-//! What a replay may change: which dependencies to ignore and how to
-//! rescale GPU durations.
+//! What a replay may change: which dependencies to ignore, each task's
+//! duration and how to rescale GPU durations, and the launch queue.
 
 use std::sync::Arc;
 
@@ -35,6 +35,12 @@ pub struct SimOptions {
     /// stream's queue is full (see [`DEFAULT_LAUNCH_QUEUE`]). `None`: no
     /// limit, the CPU may run arbitrarily far ahead of its GPU.
     pub launch_queue: Option<u32>,
+    /// Each task's duration in place of the graph's, indexed like
+    /// [`Graph::tasks`] (one for every task); `scales` apply on top. A
+    /// caller that re-times a graph it borrows (a prediction of a traced
+    /// rank) passes the new durations here rather than copying the graph
+    /// to write them into it.
+    pub durations: Option<Arc<[i64]>>,
 }
 
 /// The launch-queue depth of a CUDA stream when the trace shows none of
@@ -63,6 +69,13 @@ impl SimOptions {
     /// `depth` (at least 1).
     pub fn launch_queue(mut self, depth: u32) -> Self {
         self.launch_queue = Some(depth.max(1));
+        self
+    }
+
+    /// Replays each task for `durations[i]` instead of its graph duration
+    /// (see [`SimOptions::durations`]).
+    pub fn durations(mut self, durations: Arc<[i64]>) -> Self {
+        self.durations = Some(durations);
         self
     }
 
@@ -116,10 +129,17 @@ impl GpuSelector {
     }
 }
 
-/// The duration each task runs for in this replay, after scaling.
-pub(crate) fn scaled_durations(graph: &Graph, scales: &[DurationScale]) -> Vec<i64> {
+/// The duration each task runs for in this replay: its graph duration or
+/// the one `opts` gives for it, after scaling. The caller has checked that
+/// `opts` gives one for every task.
+pub(crate) fn scaled_durations(graph: &Graph, opts: &SimOptions) -> Vec<i64> {
+    let given = opts.durations.as_deref();
+    let own = |i: usize, task: &Task| given.map_or(task.duration_ns, |d| d[i]);
+    let scales = &opts.scales[..];
     if scales.is_empty() {
-        return graph.tasks.iter().map(|t| t.duration_ns).collect();
+        return (graph.tasks.iter().enumerate())
+            .map(|(i, t)| own(i, t))
+            .collect();
     }
     // Substring matching per task would dominate the replay on million-task
     // graphs; names are interned, so match each distinct name once.
@@ -139,8 +159,9 @@ pub(crate) fn scaled_durations(graph: &Graph, scales: &[DurationScale]) -> Vec<i
         .iter()
         .enumerate()
         .map(|(i, task)| {
+            let ns = own(i, task);
             if !task.kind.is_gpu() {
-                return task.duration_ns;
+                return ns;
             }
             let mut factor = 1.0;
             for (scale, hits) in scales.iter().zip(&name_hits) {
@@ -158,9 +179,9 @@ pub(crate) fn scaled_durations(graph: &Graph, scales: &[DurationScale]) -> Vec<i
                 }
             }
             if factor == 1.0 {
-                task.duration_ns
+                ns
             } else {
-                scaled_ns(task.duration_ns, factor)
+                scaled_ns(ns, factor)
             }
         })
         .collect()

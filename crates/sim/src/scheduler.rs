@@ -303,6 +303,17 @@ pub fn simulate_with_rendezvous(
             )));
         }
     }
+    if let Some(d) = opts
+        .durations
+        .as_deref()
+        .filter(|d| d.len() != graph.tasks.len())
+    {
+        return Err(SimError::InvalidOptions(format!(
+            "{} durations given for {} tasks",
+            d.len(),
+            graph.tasks.len()
+        )));
+    }
     let mut replay = Replay::new(graph, opts)?;
     replay.add_rendezvous(rendezvous)?;
     replay.run();
@@ -459,7 +470,7 @@ impl<'g> Replay<'g> {
             earliest: graph.tasks.iter().map(|t| t.release_ns).collect(),
             bound: vec![Bound::Release; n],
             state: vec![State::Waiting; n],
-            end: scaled_durations(graph, &opts.scales),
+            end: scaled_durations(graph, opts),
             scheduled: 0,
             waits: Vec::new(),
             abandoned: Vec::new(),

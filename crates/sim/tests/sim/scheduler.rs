@@ -349,6 +349,30 @@ fn scaled_kernel_moves_its_successors() {
 }
 
 #[test]
+fn given_durations_replace_the_graphs_and_are_scaled() {
+    let mut b = Builder::new();
+    let (t, s0) = (b.thread(), b.stream(0));
+    let cpu = b.cpu(t, 100);
+    let k = b.kernel(s0, 100);
+    b.edge(cpu, k, DepKind::Launch, Anchor::End, 0);
+    let given: std::sync::Arc<[i64]> = vec![30, 40].into();
+    let s = b.run_with(&SimOptions::default().durations(given.clone()));
+    assert_eq!((span(&s, cpu), span(&s, k)), ((0, 30), (30, 70)));
+    // Scales multiply the given duration, not the graph's.
+    let halved = SimOptions::default()
+        .durations(given)
+        .scale(GpuSelector::All, 0.5);
+    assert_eq!(span(&b.run_with(&halved), k), (30, 50));
+    // One duration for every task, or none.
+    let short = SimOptions::default().durations(vec![30].into());
+    let err = lumos_sim::simulate(&b.graph, &short).unwrap_err();
+    assert_eq!(
+        err,
+        SimError::InvalidOptions("1 durations given for 2 tasks".into())
+    );
+}
+
+#[test]
 fn bad_duration_factor_is_an_error() {
     let b = Builder::new();
     let opts = SimOptions::default().scale(GpuSelector::All, f64::NAN);
