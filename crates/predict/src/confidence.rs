@@ -3,8 +3,6 @@
 //! path runs through inferred dependencies, what it extrapolates to, and a
 //! verdict from documented thresholds (docs/PREDICTION.md, "Confidence").
 
-use std::collections::BTreeMap;
-
 use lumos_graph::{Graph, Span, TaskId};
 use lumos_sim::{critical_path_hops_since, step_spans, timed_hops, Bound, Schedule};
 
@@ -114,12 +112,7 @@ impl Prediction<'_> {
 }
 
 fn source_shares(outcome: &Outcome) -> SourceShares {
-    let mut by: BTreeMap<Source, i64> = BTreeMap::new();
-    for (t, s) in outcome.job.graph.tasks.iter().zip(&outcome.job.source) {
-        if t.kind.is_gpu() {
-            *by.entry(*s).or_default() += t.duration_ns;
-        }
-    }
+    let by = outcome.job.gpu_time_by_source();
     let total: f64 = by.values().map(|&n| n as f64).sum();
     let share = |s: Source| {
         if total > 0.0 {
@@ -141,7 +134,7 @@ fn source_shares(outcome: &Outcome) -> SourceShares {
 fn model_fits(p: &Prediction, outcome: &Outcome) -> Vec<ModelFit> {
     let retimed = p.target.config != p.base.config || p.target.network.is_some();
     let (mut compute, mut comm) = (false, false);
-    for (t, s) in outcome.job.graph.tasks.iter().zip(&outcome.job.source) {
+    for (t, s) in outcome.job.graph.tasks.iter().zip(&*outcome.job.source) {
         if t.kind.is_gpu() && *s != Source::Measured {
             if t.is_comm() {
                 comm = true;

@@ -6,6 +6,8 @@
 //! the joint replay computes instead.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use lumos_graph::{Graph, ProcKind, Rendezvous, RendezvousKind, Step, TaskId, WaitTarget};
 use lumos_models::CollectiveKind;
@@ -31,10 +33,14 @@ pub struct Job<'p> {
     pub parts: Vec<std::ops::Range<u32>>,
     /// Each stage's steps in `graph`.
     pub step_parts: Vec<std::ops::Range<u32>>,
+    /// Each task's duration, ns: what the replay runs it for (the graph's
+    /// tasks keep the durations they were built with, see
+    /// [`PredictedStage::durations`](crate::PredictedStage::durations)).
+    pub durations: Arc<[i64]>,
     /// Where each task's duration came from.
-    pub source: Vec<Source>,
+    pub source: Cow<'p, [Source]>,
     /// Input and task each task came from.
-    pub origin: Vec<(u32, TaskId)>,
+    pub origin: Cow<'p, [(u32, TaskId)]>,
     /// True when stages are coupled.
     pub coupled: bool,
     /// Stage of each part.
@@ -42,15 +48,32 @@ pub struct Job<'p> {
 }
 
 impl Job<'_> {
-    /// The job with its graph its own (a copy where it borrowed a stage's).
+    /// GPU time per duration source, ns, summed over the job's tasks,
+    /// saturating: durations as long as an `i64` allows do not wrap into a
+    /// negative sum.
+    pub fn gpu_time_by_source(&self) -> BTreeMap<Source, i64> {
+        let mut by: BTreeMap<Source, i64> = BTreeMap::new();
+        let each = self.graph.tasks.iter().zip(&*self.durations);
+        for ((t, &ns), s) in each.zip(&*self.source) {
+            if t.kind.is_gpu() {
+                let sum = by.entry(*s).or_default();
+                *sum = sum.saturating_add(ns);
+            }
+        }
+        by
+    }
+
+    /// The job with its graph, sources and origins its own (copies where it
+    /// borrowed a stage's).
     pub fn into_owned(self) -> Job<'static> {
         Job {
             graph: Cow::Owned(self.graph.into_owned()),
             rendezvous: self.rendezvous,
             parts: self.parts,
             step_parts: self.step_parts,
-            source: self.source,
-            origin: self.origin,
+            durations: self.durations,
+            source: Cow::Owned(self.source.into_owned()),
+            origin: Cow::Owned(self.origin.into_owned()),
             coupled: self.coupled,
             stage_of_part: self.stage_of_part,
         }
@@ -77,8 +100,9 @@ impl Prediction<'_> {
                     rendezvous: Vec::new(),
                     parts: std::iter::once(0..st.graph.tasks.len() as u32).collect(),
                     step_parts: std::iter::once(0..st.graph.steps.len() as u32).collect(),
-                    source: st.source.clone(),
-                    origin: st.origin.clone(),
+                    durations: st.durations.clone(),
+                    source: Cow::Borrowed(&st.source),
+                    origin: Cow::Borrowed(&st.origin),
                     coupled: false,
                     stage_of_part: vec![st.stage],
                 };
@@ -87,6 +111,7 @@ impl Prediction<'_> {
         let mut g = Graph::default();
         let mut parts = Vec::new();
         let mut step_parts = Vec::new();
+        let mut durations = Vec::new();
         let mut source = Vec::new();
         let mut origin = Vec::new();
         let mut tags: Vec<Tag> = Vec::new();
@@ -108,6 +133,7 @@ impl Prediction<'_> {
             };
             let (t0, s0) = (g.tasks.len() as u32, g.steps.len() as u32);
             append_stage(&mut g, &mut names, k, &st.graph, shift);
+            durations.extend_from_slice(&st.durations);
             source.extend(st.source.iter().copied());
             origin.extend(st.origin.iter().copied());
             tags.extend(st.tag.iter().copied());
@@ -119,15 +145,20 @@ impl Prediction<'_> {
         }
         let mut rendezvous = Vec::new();
         if couple {
-            self.couple(&mut g, &parts, &origin, &tags, &mut source, &mut rendezvous);
+            let times = JobTimes {
+                durations: &mut durations,
+                source: &mut source,
+            };
+            self.couple(&parts, &origin, &tags, times, &mut rendezvous);
         }
         Job {
             graph: Cow::Owned(g),
             rendezvous,
             parts,
             step_parts,
-            source,
-            origin,
+            durations: durations.into(),
+            source: Cow::Owned(source),
+            origin: Cow::Owned(origin),
             coupled: couple,
             stage_of_part: self.stages.iter().map(|s| s.stage).collect(),
         }
@@ -138,11 +169,10 @@ impl Prediction<'_> {
     /// reductions, with modelled transfer times.
     fn couple(
         &self,
-        g: &mut Graph,
         parts: &[std::ops::Range<u32>],
         origin: &[(u32, TaskId)],
         tags: &[Tag],
-        source: &mut [Source],
+        mut times: JobTimes,
         rendezvous: &mut Vec<Rendezvous>,
     ) {
         let base = self.base;
@@ -218,8 +248,7 @@ impl Prediction<'_> {
                 .collective_ns(CollectiveKind::SendRecv, bytes_of(send), &ranks)
                 .round() as i64;
             for t in [send, recv] {
-                g.tasks[t.idx()].duration_ns = d;
-                source[t.idx()] = Source::Modelled;
+                times.set_modelled(t, d);
             }
             // The send is eager; the receive ends when the send has started
             // and the transfer is done.
@@ -241,11 +270,24 @@ impl Prediction<'_> {
                 .round() as i64;
             let tasks: Vec<TaskId> = members.iter().map(|m| m.1).collect();
             for &t in &tasks {
-                g.tasks[t.idx()].duration_ns = d;
-                source[t.idx()] = Source::Modelled;
+                times.set_modelled(t, d);
             }
             rendezvous.push(Rendezvous::collective(tasks));
         }
+    }
+}
+
+/// The joint graph's durations and their sources, which coupling sets.
+struct JobTimes<'a> {
+    durations: &'a mut [i64],
+    source: &'a mut [Source],
+}
+
+impl JobTimes<'_> {
+    /// Task `t` runs for the modelled `ns`.
+    fn set_modelled(&mut self, t: TaskId, ns: i64) {
+        self.durations[t.idx()] = ns;
+        self.source[t.idx()] = Source::Modelled;
     }
 }
 
@@ -417,6 +459,16 @@ mod tests {
     }
 
     #[test]
+    fn gpu_time_by_source_saturates() {
+        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let id = base.identity();
+        let mut job = id.job();
+        job.durations = vec![i64::MAX; job.graph.tasks.len()].into();
+        let by = job.gpu_time_by_source();
+        assert!(!by.is_empty() && by.values().all(|&ns| ns == i64::MAX));
+    }
+
+    #[test]
     fn a_one_stage_job_is_the_stage_itself() {
         let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
         let id = base.identity();
@@ -497,10 +549,10 @@ mod tests {
                 .collect();
             assert_eq!(stages.len(), 2);
             assert_ne!(stages[0], stages[1], "across stages");
-            let d = job.graph.tasks[r.tasks[0].idx()].duration_ns;
+            let d = job.durations[r.tasks[0].idx()];
             for t in &r.tasks {
                 assert_eq!(job.source[t.idx()], Source::Modelled);
-                assert_eq!(job.graph.tasks[t.idx()].duration_ns, d);
+                assert_eq!(job.durations[t.idx()], d);
             }
         }
         // A single stage couples nothing.

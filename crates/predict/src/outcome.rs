@@ -2,6 +2,9 @@
 //! own (exactly as `lumos replay` replays its trace), and the outcome per
 //! stage and per step.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use lumos_graph::{Graph, Step, TaskId};
 use lumos_sim::{
     breakdown, simulate, simulate_with_rendezvous, step_spans, whole_span, Breakdown, Schedule,
@@ -41,7 +44,8 @@ impl Prediction<'_> {
 
     fn replay(&self, job: &Job<'_>, opts: &SimOptions) -> Result<Schedule, PredictError> {
         if job.coupled {
-            simulate_with_rendezvous(&job.graph, &job.rendezvous, opts)
+            let opts = opts.clone().durations(job.durations.clone());
+            simulate_with_rendezvous(&job.graph, &job.rendezvous, &opts)
                 .map_err(|error| PredictError::Replay { joint: true, error })
         } else {
             self.replay_alone(job, opts)
@@ -50,14 +54,17 @@ impl Prediction<'_> {
 
     /// Independent stages: each replayed alone (on its own window), exactly
     /// as `lumos replay` does, their schedules laid end to end as `job`
-    /// numbers their tasks.
+    /// numbers their tasks. Each runs for its stage's own durations, which
+    /// `job.durations` repeats in the same order (only coupling, which
+    /// stages replayed alone do not have, changes the job's).
     fn replay_alone(&self, job: &Job<'_>, opts: &SimOptions) -> Result<Schedule, PredictError> {
         let mut start = Vec::with_capacity(job.graph.tasks.len());
         let mut end = Vec::with_capacity(job.graph.tasks.len());
         let mut bound = Vec::new();
         let mut waits = Vec::new();
         for (st, part) in self.stages.iter().zip(&job.parts) {
-            let s = simulate(&st.graph, opts).map_err(|error| PredictError::Replay {
+            let opts = opts.clone().durations(st.durations.clone());
+            let s = simulate(&st.graph, &opts).map_err(|error| PredictError::Replay {
                 joint: false,
                 error,
             })?;
@@ -222,6 +229,34 @@ impl<'j> Outcome<'j> {
         }
     }
 
+    /// The outcome's steps and stages alone, which is what comparing
+    /// another outcome with it reads ([`Outcome::steadiness`], a report's
+    /// replayed column). The joint graph, the schedule and the job's parts
+    /// and per-task vectors are let go (they are empty, so nothing can
+    /// slice the schedule by a part), and with them what they borrowed:
+    /// the traced replay of a large rank is that much less beside the
+    /// prediction's.
+    pub fn steps_only(self) -> Outcome<'static> {
+        let job = Job {
+            graph: Cow::Owned(Graph::default()),
+            rendezvous: Vec::new(),
+            parts: Vec::new(),
+            step_parts: Vec::new(),
+            durations: Arc::from([]),
+            source: Cow::Owned(Vec::new()),
+            origin: Cow::Owned(Vec::new()),
+            coupled: self.job.coupled,
+            stage_of_part: Vec::new(),
+        };
+        Outcome {
+            job,
+            stages: self.stages,
+            step_ns: self.step_ns,
+            schedule: Schedule::default(),
+            launch_queue: self.launch_queue,
+        }
+    }
+
     /// Whether the predicted steps are steady, judged against `replayed`
     /// (the traced graphs' replay: its own spread is the noise).
     ///
@@ -308,6 +343,25 @@ mod tests {
         }
         let mean = out.step_ns.iter().sum::<i64>() as f64 / out.step_ns.len() as f64;
         assert_eq!(out.mean_step_ns(), mean);
+    }
+
+    #[test]
+    fn steps_only_keeps_what_a_comparison_reads() {
+        let base = baseline("gpt-tiny", None, [1, 2, 1, 4]);
+        let id = base.identity();
+        let p = id
+            .with_kernel_scale("class:gemm=0.5".parse().unwrap())
+            .unwrap();
+        let out = p.simulate().unwrap();
+        let (full, kept) = (id.simulate().unwrap(), id.simulate().unwrap().steps_only());
+        assert!(kept.job.graph.tasks.is_empty() && kept.schedule.start_ns.is_empty());
+        assert!(kept.job.parts.is_empty() && kept.job.durations.is_empty());
+        assert_eq!((&kept.step_ns, kept.stages.len()), (&full.step_ns, 2));
+        for (a, b) in kept.stages.iter().zip(&full.stages) {
+            assert_eq!((a.stage, &a.step_ns), (b.stage, &b.step_ns));
+            assert_eq!(a.step_end_ns, b.step_end_ns);
+        }
+        assert_eq!(out.steadiness(&kept), out.steadiness(&full));
     }
 
     #[test]

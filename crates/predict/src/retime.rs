@@ -19,6 +19,8 @@
 //! speed-ups multiply last. The identity keeps every traced duration as it
 //! is.
 
+use std::sync::Arc;
+
 use lumos_models::CollectiveKind;
 
 use crate::assemble::Tag;
@@ -116,9 +118,13 @@ pub(crate) fn retime(p: &mut Prediction) {
     let (mut slotted, mut own) = (0usize, 0usize);
     for st in stages.iter_mut() {
         let optimizer_ratio = rt.optimizer_ratio(st);
-        for i in 0..st.graph.tasks.len() {
+        // Written in place (the stage's durations are its own until the
+        // replay shares them); each task is re-timed from its traced one,
+        // so nothing below reads `st.durations`, empty until the loop ends.
+        let mut durations = std::mem::take(&mut st.durations);
+        for (i, ns) in Arc::make_mut(&mut durations).iter_mut().enumerate() {
             let (dur, source) = rt.task(st, i, optimizer_ratio);
-            st.graph.to_mut().tasks[i].duration_ns = dur.round() as i64;
+            *ns = dur.round() as i64;
             st.source[i] = source;
             match rt.unsized_comm(st, i) {
                 Some(true) if source != Source::Measured => slotted += 1,
@@ -126,6 +132,7 @@ pub(crate) fn retime(p: &mut Prediction) {
                 _ => {}
             }
         }
+        st.durations = durations;
     }
     (*sizes_from_envelope, *sizes_from_own_time) = (slotted, own);
     let steps = base.structures.iter().map(|s| s.steps.len()).max();

@@ -50,8 +50,7 @@ fn deltas(corpus: &Corpus, rel: &str, dp: u32) -> Vec<(i64, i64)> {
                         .is_some_and(|c| c.class == GroupClass::Data)
                 })
                 .map(|t| {
-                    st.graph.tasks[t.idx()].duration_ns
-                        - traced.tasks[st.origin[t.idx()].1.idx()].duration_ns
+                    st.durations[t.idx()] - traced.tasks[st.origin[t.idx()].1.idx()].duration_ns
                 })
                 .sum::<i64>();
             (after[k] - before[k], cumulative)
@@ -298,7 +297,7 @@ fn predicted_comm(p: &Prediction) -> Vec<i64> {
                     s.comm(st.origin[t.idx()].1)
                         .is_some_and(|c| c.class == GroupClass::Data)
                 })
-                .map(|t| st.graph.tasks[t.idx()].duration_ns)
+                .map(|t| st.durations[t.idx()])
                 .sum()
         })
         .collect()

@@ -3,7 +3,6 @@
 //! and the calibration of the models. The predictor's configuration and
 //! calibration types are mirrored here as serializable values.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use lumos_predict as lp;
@@ -393,15 +392,15 @@ pub fn predict<'p>(
     base: &Baseline,
     pred: &'p Prediction<'_>,
 ) -> Result<(PredictReport, Outcome<'p>), ReportError> {
-    let identity = base.identity();
-    let mut replayed = identity.simulate().map_err(ReportError::TracedReplay)?;
     // The report reads the traced replay's steps and stages only: its joint
     // graph and schedule (with several stages a copy of every traced graph,
-    // and a time for each task) are freed before the prediction, which
-    // holds its own, is simulated (on a 1 GB rank, about a quarter of
-    // `lumos predict`'s peak before one stage's joint graph was its own).
-    drop(std::mem::take(&mut replayed.job.graph));
-    drop(std::mem::take(&mut replayed.schedule));
+    // and a time for each task) and the identity prediction's tags are
+    // freed before the prediction, which holds its own, is simulated (on a
+    // 1 GB rank, about a quarter of `lumos predict`'s peak before one
+    // stage's joint graph was its own).
+    let replayed = (base.identity().simulate())
+        .map_err(ReportError::TracedReplay)?
+        .steps_only();
     let outcome = pred.simulate().map_err(ReportError::Predict)?;
     let report = predict_report(base, pred, &replayed, &outcome);
     Ok((report, outcome))
@@ -585,13 +584,7 @@ fn stage_analysis(outcome: &Outcome, k: usize, graph: &lumos_graph::Graph) -> An
 }
 
 fn gpu_ms_by_source(outcome: &Outcome) -> Vec<(&'static str, f64)> {
-    let mut by_source: BTreeMap<lp::Source, i64> = BTreeMap::new();
-    for (t, s) in outcome.job.graph.tasks.iter().zip(&outcome.job.source) {
-        if t.kind.is_gpu() {
-            *by_source.entry(*s).or_default() += t.duration_ns;
-        }
-    }
-    by_source
+    (outcome.job.gpu_time_by_source())
         .into_iter()
         .map(|(s, ns)| (s.as_str(), ns as f64 / 1e6))
         .collect()

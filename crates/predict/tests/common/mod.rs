@@ -97,7 +97,7 @@ pub fn rediscover(p: &Prediction, out: &Outcome, k: usize) -> Structure {
         scopes: Vec::new(),
     };
     let ctx = p.base.inputs[st.primary].ctx.clone();
-    discover(&st.graph, &measured, &ctx)
+    discover(&st.retimed_graph(), &measured, &ctx)
 }
 
 /// Mean step, ms.
