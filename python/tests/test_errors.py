@@ -104,6 +104,23 @@ def test_a_rank_the_job_lacks_is_a_config_error_naming_the_cli_text(corpus, cli_
         lumos.replay(single, scale_rank={0: 2.0}, progress=False)
 
 
+def test_a_misspelt_key_in_a_network_or_model_file_is_an_input_error(
+    tmp_path, corpus, cli_error
+):
+    # The preset's value, or the model's default, would be taken silently.
+    trace = str(corpus / "micro" / "a100-simple-add.json.gz")
+    net = tmp_path / "net.json"
+    net.write_text('{"inter_node": {"bandwidth": 100}}')
+    code, message = cli_error(["predict", "--network", str(net), trace])
+    assert code == 1 and 'unknown key "bandwidth" in "inter_node"' in message
+    with pytest.raises(InputError) as e:
+        lumos.predict(trace, network=str(net), progress=False)
+    assert str(e.value) == message
+    model = {"layers": 2, "hidden": 64, "heads": 2, "seq_length": 128}
+    with pytest.raises(InputError, match='unknown key "seq_length" in a model file'):
+        lumos.synth(model, tmp_path / "out")
+
+
 def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="dp must be at least 1"):
         lumos.predict(str(tmp_path / "x.json"), dp=0)

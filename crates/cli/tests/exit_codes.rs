@@ -118,6 +118,12 @@ fn predict_checks_are_usage_errors() {
     std::fs::write(&net, "{\"inter_node\": ").unwrap();
     let out = run(&["predict", "--network", net.to_str().unwrap()], Some(&f));
     assert_fails(&out, 1, "net.json: invalid JSON", "network file");
+    // So is one whose key is misspelt: the preset's value would be taken
+    // without a word.
+    std::fs::write(&net, r#"{"inter_node": {"bandwidth": 100}}"#).unwrap();
+    let out = run(&["predict", "--network", net.to_str().unwrap()], Some(&f));
+    let want = "net.json: unknown key \"bandwidth\" in \"inter_node\"";
+    assert_fails(&out, 1, want, "misspelt network key");
 }
 
 /// `lumos predict` reads its files in parallel; a file it cannot read is

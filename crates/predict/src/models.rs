@@ -670,13 +670,16 @@ pub fn network_preset(name: &str) -> Result<(NetworkModel, String), PredictError
         })
 }
 
+/// Most GPUs per node a network may give (the count flags' range).
+const GPUS_PER_NODE_MAX: u32 = 65_536;
+
 /// Changes to a preset network, each field left out keeping the preset's
 /// value (a `--network` file's content, parsed by the front end).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NetworkOverrides {
     /// The preset the others change (`h100` when `None`).
     pub preset: Option<String>,
-    /// GPUs per node.
+    /// GPUs per node (a whole number from 1 to 65,536).
     pub gpus_per_node: Option<f64>,
     /// The latency every collective pays once, in microseconds.
     pub base_latency_us: Option<f64>,
@@ -691,7 +694,7 @@ pub struct NetworkOverrides {
 pub struct LinkOverrides {
     /// Bandwidth per GPU and direction, GB/s.
     pub bandwidth_gbps: Option<f64>,
-    /// Achieved share of the bandwidth (at most 1).
+    /// Achieved share of the bandwidth (more than 0, at most 1).
     pub efficiency: Option<f64>,
     /// Latency per ring hop, microseconds.
     pub hop_latency_us: Option<f64>,
@@ -721,7 +724,12 @@ pub fn network_with(
             x => Ok(x),
         }
     };
-    if let Some(n) = positive(overrides.gpus_per_node, "gpus_per_node")? {
+    if let Some(n) = overrides.gpus_per_node {
+        if !(n.fract() == 0.0 && (1.0..=GPUS_PER_NODE_MAX as f64).contains(&n)) {
+            return Err(invalid(format!(
+                "\"gpus_per_node\" must be a whole number from 1 to {GPUS_PER_NODE_MAX}"
+            )));
+        }
         net.gpus_per_node = n as usize;
     }
     if let Some(b) = positive(overrides.base_latency_us, "base_latency_us")? {
@@ -734,8 +742,14 @@ pub fn network_with(
         if let Some(b) = positive(o.bandwidth_gbps, "bandwidth_gbps")? {
             link.bandwidth_gbps = b;
         }
-        if let Some(e) = positive(o.efficiency, "efficiency")? {
-            link.efficiency = e.min(1.0);
+        if let Some(e) = o.efficiency {
+            // A share: 80 meaning 80% is refused, not taken as 1.
+            if !(e > 0.0 && e <= 1.0) {
+                return Err(invalid(
+                    "\"efficiency\" must be a share from 0 to 1 (more than 0, at most 1)".into(),
+                ));
+            }
+            link.efficiency = e;
         }
         if let Some(h) = positive(o.hop_latency_us, "hop_latency_us")? {
             link.hop_latency_us = h;

@@ -64,6 +64,7 @@ mod error;
 mod html;
 mod inspect;
 mod job;
+mod json_object;
 mod model_file;
 mod network;
 mod predict;

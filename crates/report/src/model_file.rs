@@ -4,6 +4,22 @@
 use lumos_synth::ModelPreset;
 use serde_json::Value;
 
+use crate::json_object::object_with_keys;
+
+/// The keys a model file may hold.
+const MODEL_KEYS: [&str; 10] = [
+    "name",
+    "layers",
+    "hidden",
+    "heads",
+    "ffn_hidden",
+    "seq_len",
+    "micro_batch",
+    "vocab",
+    "kv_heads",
+    "swiglu",
+];
+
 /// Largest layer, head, KV-head or micro-batch count a model file may give
 /// (the CLI's count flags' range).
 pub const MODEL_COUNT_MAX: u64 = 65_536;
@@ -14,12 +30,14 @@ pub const MODEL_SIZE_MAX: u64 = 1 << 20;
 
 /// The model a model file's text describes: `layers`, `hidden`, `heads`
 /// and optionally `name`, `ffn_hidden`, `seq_len`, `micro_batch`, `vocab`,
-/// `kv_heads` and `swiglu` (true or false); other keys are ignored. `what`
-/// names the text in the message of a bad one (the file, or `model` for a
-/// dict); reading the file is the caller's.
+/// `kv_heads` and `swiglu` (true or false). Any other key is an error naming
+/// it (a misspelt optional key would otherwise leave the default in place
+/// without a word). `what` names the text in the message of a bad one (the
+/// file, or `model` for a dict); reading the file is the caller's.
 pub fn model_from_json(what: &str, text: &str) -> Result<ModelPreset, String> {
     let bad = |m: String| format!("{what}: {m}");
     let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    object_with_keys(&v, "a model file", &MODEL_KEYS).map_err(bad)?;
     let field = |k: &str, max: u64| -> Result<Option<usize>, String> {
         match v.get(k) {
             None => Ok(None),
@@ -40,7 +58,11 @@ pub fn model_from_json(what: &str, text: &str) -> Result<ModelPreset, String> {
             "a model file needs \"layers\", \"hidden\" and \"heads\"".into(),
         ));
     };
-    let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("custom");
+    let name = match v.get("name") {
+        None => "custom",
+        Some(Value::String(n)) => n,
+        Some(_) => return Err(bad("\"name\" must be a string".into())),
+    };
     let mut m = ModelPreset::gpt(name, layers, hidden, heads);
     if let Some(f) = field("ffn_hidden", size)? {
         m.ffn_hidden = f;
@@ -61,4 +83,32 @@ pub fn model_from_json(what: &str, text: &str) -> Result<ModelPreset, String> {
         Some(_) => return Err(bad("\"swiglu\" must be true or false".into())),
     }
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_the_file_cannot_take_is_named() {
+        let m = model_from_json("m.json", r#"{"layers": 2, "hidden": 512, "heads": 8}"#).unwrap();
+        assert_eq!((m.layers, m.hidden, m.heads), (2, 512, 8));
+        for (text, problem) in [
+            (
+                r#"{"layers": 2, "hidden": 512, "heads": 8, "seq_length": 4096}"#,
+                "m.json: unknown key \"seq_length\" in a model file (it takes name, layers,",
+            ),
+            (
+                "[2, 512, 8]",
+                "m.json: a model file must be a JSON object, not an array",
+            ),
+            (
+                r#"{"layers": 2, "hidden": 512, "heads": 8, "name": 7}"#,
+                "m.json: \"name\" must be a string",
+            ),
+        ] {
+            let e = model_from_json("m.json", text).unwrap_err();
+            assert!(e.starts_with(problem), "{text}: {e}");
+        }
+    }
 }

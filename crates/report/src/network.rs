@@ -5,6 +5,8 @@ use lumos_models::NetworkModel;
 use lumos_predict::{network_with, LinkOverrides, NetworkOverrides, PredictError};
 use serde_json::Value;
 
+use crate::json_object::object_with_keys;
+
 /// A network described in JSON, with its description for reports. `name`
 /// says where the text came from (the `--network` file): errors start with
 /// it and the description names it. Reading the file is the caller's.
@@ -12,7 +14,9 @@ use serde_json::Value;
 /// The text holds any of `gpus_per_node`, `base_latency_us`, and
 /// `intra_node` / `inter_node` objects with `bandwidth_gbps` (per GPU and
 /// direction, GB/s), `efficiency` and `hop_latency_us`; what it leaves out
-/// comes from `"preset"` (default `h100`); other keys are ignored:
+/// comes from `"preset"` (default `h100`). Any other key, or a value of the
+/// wrong kind, is an error naming it (a misspelt key would otherwise leave
+/// the preset's value in place without a word):
 ///
 /// ```json
 /// { "preset": "h100", "inter_node": { "bandwidth_gbps": 100 } }
@@ -23,6 +27,14 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
         problem,
     };
     let v: Value = serde_json::from_str(text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
+    let keys = [
+        "preset",
+        "gpus_per_node",
+        "base_latency_us",
+        "intra_node",
+        "inter_node",
+    ];
+    object_with_keys(&v, "a network file", &keys).map_err(invalid)?;
     let num = |o: &Value, k: &str| -> Result<Option<f64>, PredictError> {
         match o.get(k) {
             None => Ok(None),
@@ -37,14 +49,21 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
         let Some(o) = v.get(key) else {
             return Ok(LinkOverrides::default());
         };
+        let keys = ["bandwidth_gbps", "efficiency", "hop_latency_us"];
+        object_with_keys(o, &format!("\"{key}\""), &keys).map_err(invalid)?;
         Ok(LinkOverrides {
             bandwidth_gbps: num(o, "bandwidth_gbps")?,
             efficiency: num(o, "efficiency")?,
             hop_latency_us: num(o, "hop_latency_us")?,
         })
     };
+    let preset = match v.get("preset") {
+        None => None,
+        Some(Value::String(p)) => Some(p.clone()),
+        Some(_) => return Err(invalid("\"preset\" must be a preset's name".into())),
+    };
     let overrides = NetworkOverrides {
-        preset: v.get("preset").and_then(Value::as_str).map(str::to_owned),
+        preset,
         gpus_per_node: num(&v, "gpus_per_node")?,
         base_latency_us: num(&v, "base_latency_us")?,
         intra_node: link("intra_node")?,
@@ -83,6 +102,28 @@ mod tests {
                 "\"efficiency\" must be a positive number",
             ),
             (r#"{"preset": "tpu"}"#, "tpu"),
+            (r#"{"preset": 5}"#, "\"preset\" must be a preset's name"),
+            ("null", "a network file must be a JSON object, not null"),
+            (
+                r#"{"inter_node": {"bandwidth": 100}}"#,
+                "unknown key \"bandwidth\" in \"inter_node\" (it takes bandwidth_gbps, efficiency, hop_latency_us)",
+            ),
+            (
+                r#"{"intra_node": 5}"#,
+                "\"intra_node\" must be a JSON object, not a number",
+            ),
+            (
+                r#"{"gpus_per_node": 8, "nvlink_gbps": 900}"#,
+                "unknown key \"nvlink_gbps\" in a network file",
+            ),
+            (
+                r#"{"gpus_per_node": 0.5}"#,
+                "\"gpus_per_node\" must be a whole number from 1 to 65536",
+            ),
+            (
+                r#"{"inter_node": {"efficiency": 80}}"#,
+                "\"efficiency\" must be a share from 0 to 1",
+            ),
         ] {
             let e = network_from_json(text, "net.json").unwrap_err().to_string();
             assert!(e.starts_with("net.json"), "{e}");

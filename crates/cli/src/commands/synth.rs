@@ -21,7 +21,7 @@ pub enum RankChoice {
 /// A preset name, or a JSON file with `layers`, `hidden`, `heads` and
 /// optionally `name`, `ffn_hidden`, `seq_len`, `micro_batch`, `vocab`,
 /// `kv_heads` and `swiglu` (true or false). An unknown preset is a usage
-/// error, a bad file bad input.
+/// error, a bad file (any other key included) bad input.
 pub fn model_from_arg(arg: &str) -> Result<ModelPreset> {
     if !Path::new(arg).is_file() {
         return ModelPreset::preset(arg).map_err(|e| usage(format!("--model: {e}")));
