@@ -15,6 +15,8 @@
 //!   the attention heads, the hidden size and the FFN size must divide by
 //!   it. Heads are known when an attention kernel recorded its shapes; when
 //!   they are not, the check is skipped and a note says so.
+//! - Kernel speed-ups: each must select a GPU task of the traces (a
+//!   misspelt kernel name would otherwise change nothing, without a word).
 //! - Shapes: the hidden size must be a multiple of the heads (which a
 //!   hidden-size edit keeps) and of tp; both sizes must have been found.
 //! - Structure: every pipeline stage holds at least one layer; layers may
@@ -34,8 +36,10 @@
 //! an edit the traces cannot support is [`PredictError::Unsupported`]. Both
 //! are the caller's to fix ([`PredictError::is_usage`]).
 
+use lumos_graph::TaskId;
+
 use crate::baseline::Baseline;
-use crate::config::Config;
+use crate::config::{Config, KernelSelector};
 use crate::discover::GroupClass;
 use crate::edits::Target;
 use crate::error::PredictError;
@@ -90,11 +94,33 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
             files(base)
         )));
     }
+    if let Some(k) = t
+        .scales
+        .iter()
+        .find(|k| !selects_a_gpu_task(base, &k.select))
+    {
+        return Err(PredictError::Unsupported(format!(
+            "kernel speed-up {k} selects no GPU task in {}: nothing to speed up (a pattern \
+             is class:gemm, class:attention, class:memory, class:comm, class:compute, or a \
+             case-sensitive part of kernel names)",
+            files(base)
+        )));
+    }
     let notes = check_shapes(base, c)?;
     if crate::edits::structural_change(base, t) {
         check_structure(base, c)?;
     }
     Ok(notes)
+}
+
+/// Whether `select` picks a GPU task of any traced input (by its work
+/// class and name, as re-timing applies it).
+fn selects_a_gpu_task(base: &Baseline, select: &KernelSelector) -> bool {
+    base.inputs.iter().zip(&base.structures).any(|(inp, s)| {
+        let g = &inp.graph;
+        (g.tasks.iter().zip(&s.work).enumerate())
+            .any(|(i, (t, w))| t.kind.is_gpu() && select.matches(w, g.name(TaskId(i as u32))))
+    })
 }
 
 /// The inputs' names, for messages.
@@ -412,6 +438,36 @@ mod tests {
             e.to_string(),
             "no data-parallel collectives found in rank0; nothing to re-time"
         );
+    }
+
+    #[test]
+    fn a_kernel_speed_up_must_select_a_gpu_task() {
+        // A one-GPU job: no communication kernel. Names are matched as
+        // written (case-sensitive).
+        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let with = |k: &str| {
+            let mut t = target(&base, |_| {});
+            t.scales.push(k.parse().unwrap());
+            check_target(&base, &t)
+        };
+        for k in [
+            "class:gemm=0.5",
+            "class:memory=2",
+            "class:compute=0.9",
+            "gemm=0.5",
+        ] {
+            assert!(with(k).is_ok(), "{k}");
+        }
+        for k in ["class:comm=0.5", "no_such_kernel=2", "GEMM=0.5"] {
+            let e = with(k).unwrap_err();
+            assert!(matches!(e, PredictError::Unsupported(_)) && e.is_usage());
+            assert!(
+                e.to_string().starts_with(&format!(
+                    "kernel speed-up {k} selects no GPU task in rank0: nothing to speed up"
+                )),
+                "{e}"
+            );
+        }
     }
 
     #[test]

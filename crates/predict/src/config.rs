@@ -187,6 +187,21 @@ pub struct KernelScale {
     pub factor: f64,
 }
 
+/// As the speed-up is written: `class:gemm=0.5`, `flash_fwd=2`.
+impl std::fmt::Display for KernelScale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let class = match &self.select {
+            KernelSelector::Gemm => "gemm",
+            KernelSelector::Attention => "attention",
+            KernelSelector::Memory => "memory",
+            KernelSelector::Comm => "comm",
+            KernelSelector::Compute => "compute",
+            KernelSelector::Name(p) => return write!(f, "{p}={}", self.factor),
+        };
+        write!(f, "class:{class}={}", self.factor)
+    }
+}
+
 impl FromStr for KernelScale {
     type Err = PredictError;
     fn from_str(s: &str) -> Result<KernelScale, PredictError> {

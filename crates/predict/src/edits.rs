@@ -501,7 +501,7 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
             "kernel speed-ups applied after every model: {}",
             t.scales
                 .iter()
-                .map(|k| format!("{:?} x{}", k.select, k.factor))
+                .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
@@ -819,7 +819,7 @@ mod tests {
         t.scales.push("class:gemm=0.5".parse().unwrap());
         assert_eq!(
             edit_notes(&base, &t)[0],
-            "kernel speed-ups applied after every model: Gemm x0.5"
+            "kernel speed-ups applied after every model: class:gemm=0.5"
         );
     }
 

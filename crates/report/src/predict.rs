@@ -448,12 +448,7 @@ pub fn predict_report(
         inputs_given: base.given_count,
         traced: base.config.into(),
         target: pred.target.config.into(),
-        kernel_scales: pred
-            .target
-            .scales
-            .iter()
-            .map(|k| format!("{:?} x{}", k.select, k.factor))
-            .collect(),
+        kernel_scales: pred.target.scales.iter().map(ToString::to_string).collect(),
         steps,
         mean_measured_ms: mm,
         mean_replayed_ms: mr,
