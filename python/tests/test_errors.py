@@ -121,6 +121,18 @@ def test_a_misspelt_key_in_a_network_or_model_file_is_an_input_error(
         lumos.synth(model, tmp_path / "out")
 
 
+def test_a_kernel_speed_up_that_selects_nothing_is_a_config_error(tmp_path, cli_error):
+    # It would change nothing without a word.
+    (trace,) = lumos.synth("gpt-tiny", tmp_path)
+    code, message = cli_error(["replay", "--scale-kernels", "GEMM=0.5", str(trace)])
+    assert code == 2 and "selects no GPU task in" in message
+    with pytest.raises(ConfigError) as e:
+        lumos.replay(str(trace), scale_kernels={"GEMM": 0.5}, progress=False)
+    assert str(e.value) == message
+    with pytest.raises(ConfigError, match="class:comm=0.5 selects no GPU task"):
+        lumos.predict(str(trace), scale_kernels={"class:comm": 0.5}, progress=False)
+
+
 def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="dp must be at least 1"):
         lumos.predict(str(tmp_path / "x.json"), dp=0)

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use lumos_report::ReportError;
+
 /// A usage error, carried through `anyhow` and recognized in `main`.
 #[derive(Debug)]
 pub struct UsageError(String);
@@ -22,9 +24,17 @@ pub fn usage(message: impl fmt::Display) -> anyhow::Error {
     UsageError(message.to_string()).into()
 }
 
-/// True when `e`, or anything in its chain of causes, is a usage error.
+/// True when `e`, or anything in its chain of causes, is a usage error:
+/// ours, or a report's refusal of what a flag asked for (a kernel speed-up
+/// that selects nothing).
 pub fn is_usage(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.is::<UsageError>())
+    e.chain().any(|c| {
+        c.is::<UsageError>()
+            || matches!(
+                c.downcast_ref::<ReportError>(),
+                Some(ReportError::Predict(p)) if p.is_usage()
+            )
+    })
 }
 
 /// The documented ranges of numeric flags (each flag's `--help` says its

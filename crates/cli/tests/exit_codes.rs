@@ -27,6 +27,27 @@ fn one_rank(dir: &Path) -> PathBuf {
     files.into_iter().next().unwrap()
 }
 
+/// A kernel speed-up that selects nothing would change nothing without a
+/// word: `replay` and `predict` refuse it as bad usage, naming the file.
+#[test]
+fn a_kernel_speed_up_that_selects_nothing_is_a_usage_error() {
+    let dir = TempDir::new("cli-exit-scale");
+    let f = one_rank(&dir.join("job"));
+    let name = f.file_name().unwrap().to_string_lossy().into_owned();
+    for cmd in ["replay", "predict"] {
+        // Names are matched as written: gpt-tiny's GEMM kernels say "gemm".
+        let out = run(&[cmd, "--scale-kernels", "GEMM=0.5"], Some(&f));
+        let want = "kernel speed-up GEMM=0.5 selects no GPU task in ";
+        assert_fails(&out, 2, want, cmd);
+        assert_fails(&out, 2, &name, cmd);
+        // One GPU, no communication kernel.
+        let out = run(&[cmd, "--scale-kernels", "class:comm=0.5"], Some(&f));
+        assert_fails(&out, 2, "class:comm=0.5 selects no GPU task", cmd);
+        let out = run(&[cmd, "--scale-kernels", "gemm=0.5", "--json"], Some(&f));
+        assert_eq!(out.status.code(), Some(0), "{cmd}");
+    }
+}
+
 fn run(args: &[&str], path: Option<&Path>) -> Output {
     lumos().args(args).args(path).output().unwrap()
 }

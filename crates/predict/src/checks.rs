@@ -39,7 +39,7 @@
 use lumos_graph::TaskId;
 
 use crate::baseline::Baseline;
-use crate::config::{Config, KernelSelector};
+use crate::config::{selects_no_gpu_task, Config, KernelSelector};
 use crate::discover::GroupClass;
 use crate::edits::Target;
 use crate::error::PredictError;
@@ -99,12 +99,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         .iter()
         .find(|k| !selects_a_gpu_task(base, &k.select))
     {
-        return Err(PredictError::Unsupported(format!(
-            "kernel speed-up {k} selects no GPU task in {}: nothing to speed up (a pattern \
-             is class:gemm, class:attention, class:memory, class:comm, class:compute, or a \
-             case-sensitive part of kernel names)",
-            files(base)
-        )));
+        return Err(selects_no_gpu_task(k, &files(base)));
     }
     let notes = check_shapes(base, c)?;
     if crate::edits::structural_change(base, t) {

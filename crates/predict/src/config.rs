@@ -239,33 +239,55 @@ impl FromStr for KernelScale {
 /// `class:comm`, `class:compute` and name patterns select as
 /// [`GpuSelector`] does; `class:gemm`, `class:attention` and
 /// `class:memory` are the GPU tasks whose work class (from names and
-/// `Input Dims`, as structure discovery finds it) is that class.
-pub fn replay_scales(graph: &Graph, scales: &[KernelScale]) -> Vec<DurationScale> {
+/// `Input Dims`, as structure discovery finds it) is that class. A
+/// speed-up that selects no GPU task of `graph` (`what` names it) is refused
+/// ([`PredictError::Unsupported`], as a prediction refuses it): a misspelt
+/// name would change nothing without a word.
+pub fn replay_scales(
+    graph: &Graph,
+    scales: &[KernelScale],
+    what: &str,
+) -> Result<Vec<DurationScale>, PredictError> {
     let mut classes: Option<Vec<WorkClass>> = None;
-    scales
-        .iter()
-        .map(|k| {
-            let select = match &k.select {
-                KernelSelector::Comm => GpuSelector::Comm,
-                KernelSelector::Compute => GpuSelector::Compute,
-                KernelSelector::Name(p) => GpuSelector::NameContains(p.clone()),
-                class => {
-                    let work = classes.get_or_insert_with(|| crate::discover::work_classes(graph));
-                    let set: Vec<bool> = graph
-                        .tasks
-                        .iter()
-                        .zip(work.iter())
-                        .map(|(t, w)| t.kind.is_gpu() && !t.is_comm() && class.matches(w, ""))
-                        .collect();
-                    GpuSelector::Tasks(set.into())
-                }
-            };
-            DurationScale {
-                select,
-                factor: k.factor,
+    let each = scales.iter().map(|k| {
+        let select = match &k.select {
+            KernelSelector::Comm => GpuSelector::Comm,
+            KernelSelector::Compute => GpuSelector::Compute,
+            KernelSelector::Name(p) => GpuSelector::NameContains(p.clone()),
+            class => {
+                let work = classes.get_or_insert_with(|| crate::discover::work_classes(graph));
+                let set: Vec<bool> = graph
+                    .tasks
+                    .iter()
+                    .zip(work.iter())
+                    .map(|(t, w)| t.kind.is_gpu() && !t.is_comm() && class.matches(w, ""))
+                    .collect();
+                GpuSelector::Tasks(set.into())
             }
+        };
+        let picks = |(i, t): (usize, &lumos_graph::Task)| {
+            let id = lumos_graph::TaskId(i as u32);
+            select.matches(id, t, graph.name(id))
+        };
+        if !graph.tasks.iter().enumerate().any(picks) {
+            return Err(selects_no_gpu_task(k, what));
+        }
+        Ok(DurationScale {
+            select,
+            factor: k.factor,
         })
-        .collect()
+    });
+    each.collect()
+}
+
+/// The refusal of speed-up `k`, which selects no GPU task of `what`.
+pub(crate) fn selects_no_gpu_task(k: &KernelScale, what: &str) -> PredictError {
+    PredictError::Unsupported(format!(
+        "kernel speed-up {k} selects no GPU task in {what}: nothing to speed up (a pattern is \
+         class:gemm, class:attention, class:memory, class:comm, class:compute, or a \
+         case-sensitive part of kernel names; GEMMs and attention are known by the shapes \
+         their operators recorded)"
+    ))
 }
 
 #[cfg(test)]

@@ -108,6 +108,8 @@ impl From<lumos_report::ReportError> for Error {
     fn from(e: lumos_report::ReportError) -> Error {
         let kind = match e {
             lumos_report::ReportError::RankNotInJob { .. } => Kind::Config,
+            // A kernel speed-up that selects nothing, as the CLI's usage error.
+            lumos_report::ReportError::Predict(ref p) if p.is_usage() => Kind::Config,
             // The reader's own mapping (a file that cannot be opened is Io).
             lumos_report::ReportError::Read(e) => return e.into(),
             _ => Kind::Input,

@@ -30,8 +30,10 @@ struct Target {
 }
 
 fn predict_error(kind: Kind, e: PredictError) -> Error {
+    // As the CLI's usage errors (exit 2): a target that cannot exist, or
+    // an edit the traces cannot support (nothing to re-time or speed up).
     let kind = match e {
-        PredictError::InvalidTarget(_) => Kind::Config,
+        PredictError::InvalidTarget(_) | PredictError::Unsupported(_) => Kind::Config,
         _ => kind,
     };
     Error::from_chain(kind, &e)

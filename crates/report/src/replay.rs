@@ -320,10 +320,20 @@ pub fn replay(trace: &Trace, opts: &SimOptions) -> Result<Replayed, ReportError>
 /// `opts` with the kernel speed-ups `scales` (the predictor's syntax,
 /// `class:gemm=0.5`) resolved on `graph` ([`lumos_predict::replay_scales`])
 /// and added after its own.
-pub fn with_kernel_scales(graph: &Graph, opts: &SimOptions, scales: &[KernelScale]) -> SimOptions {
+///
+/// A speed-up that selects no GPU task of `graph` (`what` names it: the
+/// file, or the job) is refused ([`ReportError::Predict`] of a usage
+/// error, as a prediction refuses it).
+pub fn with_kernel_scales(
+    graph: &Graph,
+    opts: &SimOptions,
+    scales: &[KernelScale],
+    what: &str,
+) -> Result<SimOptions, ReportError> {
     let mut opts = opts.clone();
-    opts.scales.extend(replay_scales(graph, scales));
-    opts
+    let added = replay_scales(graph, scales, what).map_err(ReportError::Predict)?;
+    opts.scales.extend(added);
+    Ok(opts)
 }
 
 /// [`replay`] with the kernel speed-ups `scales` too
@@ -441,7 +451,7 @@ pub(crate) fn replay_built(
     scales: &[KernelScale],
     report: Option<&AnalysisOptions>,
 ) -> Result<Replayed, ReportError> {
-    let opts = with_kernel_scales(&graph, opts, scales);
+    let opts = with_kernel_scales(&graph, opts, scales, &meta.path.display().to_string())?;
     // The simulation runs on one thread; what the report finds of the
     // graph and the measured times alone (and the measured half of the
     // `report` expected) is found on another meanwhile, rather than after

@@ -220,7 +220,8 @@ fn replay_stored(
             stored.facts.path.display()
         )));
     }
-    let opts = lumos_report::with_kernel_scales(&stored.graph.graph, opts, kernels);
+    let what = stored.facts.path.display().to_string();
+    let opts = lumos_report::with_kernel_scales(&stored.graph.graph, opts, kernels, &what)?;
     let replayed = lumos_report::replay_stored(stored, &opts)?;
     if let Some(dir) = &a.out {
         write_timeline(dir, &replayed.timeline())?;

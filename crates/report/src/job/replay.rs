@@ -165,7 +165,7 @@ fn replay_merged<'j>(
     scales: &[RankScale],
     scale_cpu: bool,
 ) -> Result<JobReplayed<'j>, ReportError> {
-    let opts = &with_kernel_scales(&graph.graph, opts, kernels);
+    let opts = &with_kernel_scales(&graph.graph, opts, kernels, "the job")?;
     scaled_ranks_in(&job, scales)?;
     let mut what_if = Vec::new();
     // Every one is in the job (checked above).
