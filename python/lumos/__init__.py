@@ -249,8 +249,10 @@ def replay(
       ``no-inter-thread`` (``--deps``).
     - ``scale_kernels``: ``{pattern: factor}`` multiplies the durations of
       the GPU tasks a pattern picks (``class:gemm``, ``class:attention``,
-      ``class:memory``, ``class:comm``, ``class:compute`` or a substring of
-      kernel names), as ``--scale-kernels PATTERN=FACTOR``; a bare factor
+      ``class:memory``, ``class:comm``, ``class:compute`` or a
+      case-sensitive substring of kernel names), as ``--scale-kernels
+      PATTERN=FACTOR``; a pattern that picks no GPU task raises
+      :class:`ConfigError`; a bare factor
       multiplies every GPU task's, or ``scale_only`` ``compute`` or
       ``comm`` tasks', or those whose name contains ``scale_pattern``
       (the CLI's deprecated bare ``--scale-kernels FACTOR``).
@@ -335,8 +337,10 @@ def predict(
     for the CLI; each is read straight into its graph's build.
 
     ``scale_kernels`` maps a pattern (``class:gemm``, ``class:attention``,
-    ``class:memory``, ``class:comm``, ``class:compute`` or a substring of
-    kernel names) to a duration factor, e.g. ``{"class:gemm": 0.5}``;
+    ``class:memory``, ``class:comm``, ``class:compute`` or a case-sensitive
+    substring of kernel names) to a duration factor, e.g. ``{"class:gemm":
+    0.5}``; a pattern that picks no GPU task of the traces raises
+    :class:`ConfigError`;
     ``network`` is a GPU preset (``a100``, ``h100``, ``h200``, ``b200``) or a
     JSON file. ``virtual_stages`` (as ``--virtual-stages``) is the model
     chunks per stage of Megatron's interleaved 1F1B schedule (1: plain

@@ -142,7 +142,7 @@ fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
         vec![
             "predict".into(),
             "--scale-kernels".into(),
-            "all=0.5".into(),
+            "class:compute=0.5".into(),
             f.clone(),
         ],
         vec![

@@ -36,11 +36,9 @@
 //! an edit the traces cannot support is [`PredictError::Unsupported`]. Both
 //! are the caller's to fix ([`PredictError::is_usage`]).
 
-use lumos_graph::TaskId;
-
 use crate::baseline::Baseline;
-use crate::config::{selects_no_gpu_task, Config, KernelSelector};
-use crate::discover::GroupClass;
+use crate::config::{name_hits, selects_no_gpu_task, Config, KernelSelector};
+use crate::discover::{GroupClass, WorkClass};
 use crate::edits::Target;
 use crate::error::PredictError;
 
@@ -113,8 +111,18 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
 fn selects_a_gpu_task(base: &Baseline, select: &KernelSelector) -> bool {
     base.inputs.iter().zip(&base.structures).any(|(inp, s)| {
         let g = &inp.graph;
-        (g.tasks.iter().zip(&s.work).enumerate())
-            .any(|(i, (t, w))| t.kind.is_gpu() && select.matches(w, g.name(TaskId(i as u32))))
+        // A name pattern is matched once per distinct name.
+        let hit = match select {
+            KernelSelector::Name(p) => name_hits(g, p),
+            _ => Vec::new(),
+        };
+        let picks = |t: &lumos_graph::Task, w: &WorkClass| match select {
+            KernelSelector::Name(_) => {
+                !matches!(w, WorkClass::Cpu) && hit.get(t.name.0 as usize) == Some(&true)
+            }
+            class => class.matches(w, ""),
+        };
+        (g.tasks.iter().zip(&s.work)).any(|(t, w)| t.kind.is_gpu() && picks(t, w))
     })
 }
 

@@ -265,11 +265,7 @@ pub fn replay_scales(
                 GpuSelector::Tasks(set.into())
             }
         };
-        let picks = |(i, t): (usize, &lumos_graph::Task)| {
-            let id = lumos_graph::TaskId(i as u32);
-            select.matches(id, t, graph.name(id))
-        };
-        if !graph.tasks.iter().enumerate().any(picks) {
+        if !selects_any(graph, &select) {
             return Err(selects_no_gpu_task(k, what));
         }
         Ok(DurationScale {
@@ -278,6 +274,25 @@ pub fn replay_scales(
         })
     });
     each.collect()
+}
+
+/// Whether `select` picks a GPU task of `graph`; a name pattern is matched
+/// once per distinct name, not once per task.
+fn selects_any(graph: &Graph, select: &GpuSelector) -> bool {
+    match select {
+        GpuSelector::NameContains(p) => {
+            let hit = name_hits(graph, p);
+            let named = |t: &lumos_graph::Task| hit.get(t.name.0 as usize) == Some(&true);
+            graph.tasks.iter().any(|t| t.kind.is_gpu() && named(t))
+        }
+        s => (graph.tasks.iter().enumerate())
+            .any(|(i, t)| s.matches(lumos_graph::TaskId(i as u32), t, "")),
+    }
+}
+
+/// For each of `graph`'s interned names, whether it contains `pattern`.
+pub(crate) fn name_hits(graph: &Graph, pattern: &str) -> Vec<bool> {
+    graph.names.iter().map(|n| n.contains(pattern)).collect()
 }
 
 /// The refusal of speed-up `k`, which selects no GPU task of `what`.

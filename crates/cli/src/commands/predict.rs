@@ -86,8 +86,9 @@ pub struct TargetArgs {
     pub tp: Option<u32>,
     /// Kernel speed-up, PATTERN=FACTOR (durations multiplied by FACTOR,
     /// 1e-6 to 1e6). PATTERN is class:gemm, class:attention, class:memory,
-    /// class:comm, class:compute, or a substring of kernel names.
-    /// Repeatable.
+    /// class:comm, class:compute (GEMMs and attention known by recorded
+    /// shapes), or a case-sensitive substring of kernel names; one that
+    /// selects no GPU task of the traces is refused. Repeatable.
     #[arg(long, value_name = "PATTERN=FACTOR", value_parser = kernel_scale)]
     pub scale_kernels: Vec<KernelScale>,
     /// Target network: a GPU preset (a100, h100, h200, b200) or a JSON

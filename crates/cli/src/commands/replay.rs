@@ -45,9 +45,11 @@ pub struct ReplayArgs {
     pub deps: Vec<DropDep>,
     /// Kernel speed-up, PATTERN=FACTOR (durations multiplied by FACTOR),
     /// as in `lumos predict`: PATTERN is class:gemm, class:attention,
-    /// class:memory, class:comm, class:compute, or a substring of kernel
-    /// names. Repeatable. A bare FACTOR (every GPU task, or those
-    /// --scale-only / --scale-pattern pick) still works but is deprecated.
+    /// class:memory, class:comm, class:compute (GEMMs and attention known
+    /// by recorded shapes), or a case-sensitive substring of kernel names;
+    /// one that selects no GPU task is refused. Repeatable. A bare FACTOR
+    /// (every GPU task, or those --scale-only / --scale-pattern pick) still
+    /// works but is deprecated (and not checked).
     #[arg(long, value_name = "PATTERN=FACTOR", value_parser = parse_scale_kernels)]
     pub scale_kernels: Vec<ScaleArg>,
     /// Deprecated (use --scale-kernels class:compute=F or class:comm=F):

@@ -165,7 +165,8 @@ fn replay_merged<'j>(
     scales: &[RankScale],
     scale_cpu: bool,
 ) -> Result<JobReplayed<'j>, ReportError> {
-    let opts = &with_kernel_scales(&graph.graph, opts, kernels, "the job")?;
+    let what = format!("the job of {} ranks", job.rank_numbers().len());
+    let opts = &with_kernel_scales(&graph.graph, opts, kernels, &what)?;
     scaled_ranks_in(&job, scales)?;
     let mut what_if = Vec::new();
     // Every one is in the job (checked above).
