@@ -449,12 +449,16 @@ fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
             .arg(&job)
             .env("LUMOS_MEMORY_LIMIT", "off"),
     );
-    let bad = lumos()
-        .arg("inspect")
-        .arg(&job)
-        .env("LUMOS_MEMORY_LIMIT", "lots")
-        .output();
-    assert_eq!(bad.unwrap().status.code(), Some(2));
+    // Not a size, or a size that would refuse every job (a slip for off).
+    for value in ["lots", "0", "0G"] {
+        let bad = lumos()
+            .arg("inspect")
+            .arg(&job)
+            .env("LUMOS_MEMORY_LIMIT", value)
+            .output()
+            .unwrap();
+        assert_fails(&bad, 2, "not a size above 0", value);
+    }
 }
 
 /// A job whose ranks read under the limit but whose joint replay would

@@ -24,7 +24,7 @@ const LIMIT_VAR: &str = "LUMOS_MEMORY_LIMIT";
 
 /// An unreadable `LUMOS_MEMORY_LIMIT`: a usage error.
 #[derive(Debug, thiserror::Error)]
-#[error("{LIMIT_VAR}={0:?}: not a size (bytes, or a number with K, M, G or T), nor `off`")]
+#[error("{LIMIT_VAR}={0:?}: not a size above 0 (bytes, or a number with K, M, G or T), nor `off`")]
 pub struct BadMemoryLimit(pub String);
 
 /// The guard kept inputs from being read: what it says.
@@ -141,7 +141,11 @@ impl MemoryGuard {
                 let text = v.to_string_lossy();
                 let limit = match text.trim() {
                     "off" => None,
-                    t => Some(parse_size(t).ok_or_else(|| BadMemoryLimit(text.to_string()))?),
+                    // 0 would refuse every job: a slip for `off`, not a limit.
+                    t => Some(
+                        (parse_size(t).filter(|&n| n > 0))
+                            .ok_or_else(|| BadMemoryLimit(text.to_string()))?,
+                    ),
                 };
                 (limit, true)
             }
