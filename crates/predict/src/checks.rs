@@ -38,7 +38,7 @@
 
 use crate::baseline::Baseline;
 use crate::config::{name_hits, selects_no_gpu_task, Config, KernelSelector};
-use crate::discover::{GroupClass, WorkClass};
+use crate::discover::GroupClass;
 use crate::edits::Target;
 use crate::error::PredictError;
 
@@ -116,13 +116,13 @@ fn selects_a_gpu_task(base: &Baseline, select: &KernelSelector) -> bool {
             KernelSelector::Name(p) => name_hits(g, p),
             _ => Vec::new(),
         };
-        let picks = |t: &lumos_graph::Task, w: &WorkClass| match select {
-            KernelSelector::Name(_) => {
-                !matches!(w, WorkClass::Cpu) && hit.get(t.name.0 as usize) == Some(&true)
-            }
-            class => class.matches(w, ""),
-        };
-        (g.tasks.iter().zip(&s.work)).any(|(t, w)| t.kind.is_gpu() && picks(t, w))
+        (g.tasks.iter().zip(&s.work)).any(|(t, w)| {
+            t.kind.is_gpu()
+                && match select {
+                    KernelSelector::Name(_) => hit.get(t.name.0 as usize) == Some(&true),
+                    class => class.matches(w, ""),
+                }
+        })
     })
 }
 

@@ -3,15 +3,11 @@
 //! key is an error naming it rather than a value silently left at the
 //! preset's.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// `v` as an object whose keys are all in `known`; else why not, `what`
-/// naming the object ("a network file", "\"intra_node\"").
-pub(crate) fn object_with_keys<'v>(
-    v: &'v Value,
-    what: &str,
-    known: &[&str],
-) -> Result<&'v Map<String, Value>, String> {
+/// Whether `v` is an object whose keys are all in `known`; else why not,
+/// `what` naming the object ("a network file", "\"intra_node\"").
+pub(crate) fn object_with_keys(v: &Value, what: &str, known: &[&str]) -> Result<(), String> {
     let Value::Object(o) = v else {
         return Err(format!("{what} must be a JSON object, not {}", kind(v)));
     };
@@ -21,7 +17,7 @@ pub(crate) fn object_with_keys<'v>(
             k.escape_debug(),
             known.join(", ")
         )),
-        None => Ok(o),
+        None => Ok(()),
     }
 }
 
@@ -46,10 +42,10 @@ mod tests {
         let known = ["a", "b"];
         let check = |text: &str| {
             let v: Value = serde_json::from_str(text).unwrap();
-            object_with_keys(&v, "the file", &known).map(|o| o.len())
+            object_with_keys(&v, "the file", &known)
         };
-        assert_eq!(check(r#"{"a": 1, "b": 2}"#), Ok(2));
-        assert_eq!(check("{}"), Ok(0));
+        assert_eq!(check(r#"{"a": 1, "b": 2}"#), Ok(()));
+        assert_eq!(check("{}"), Ok(()));
         assert_eq!(
             check(r#"{"a": 1, "c\n": 2}"#),
             Err("unknown key \"c\\n\" in the file (it takes a, b)".into())
