@@ -578,3 +578,33 @@ fn predicted_timelines_carry_the_predicted_stage_and_rank() {
         assert_eq!(back.meta.world_size, Some(8), "stage {k}");
     }
 }
+
+/// A predicted timeline marks each task with the source of the duration
+/// it was replayed for: the job's, so the transfers that couple stages
+/// (modelled when the stages are joined) say `modelled`, in the same
+/// number as the job has them.
+#[test]
+fn predicted_timelines_mark_the_coupled_transfers_as_modelled() {
+    let traces = tiny_gpt_job();
+    let (base, sources) = baseline(&traces);
+    let pred = base.identity().with_edits(vec![Edit::Pp(4)]).unwrap();
+    let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
+    assert!(outcome.job.coupled);
+    let timelines = Timeline::predicted(&pred, &outcome, &sources);
+    let mut marked = 0;
+    for (k, t) in timelines.iter().enumerate() {
+        let part = outcome.job.parts[k].clone();
+        let modelled = outcome.job.source[part.start as usize..part.end as usize]
+            .iter()
+            .filter(|s| **s == lumos_predict::Source::Modelled)
+            .count();
+        let text = String::from_utf8(t.write(Vec::new()).unwrap()).unwrap();
+        let written = text.matches(r#""source":"modelled""#).count();
+        assert_eq!(written, modelled, "stage {k}");
+        marked += written;
+    }
+    assert!(
+        marked > 0,
+        "no transfer between the four stages was modelled"
+    );
+}

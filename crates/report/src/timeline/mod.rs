@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use lumos_graph::{
     DepKind, Graph, Measured, ProcKind, RankMeta, ScopeId, Span, TaskId, TaskKind, TraceAbout,
 };
-use lumos_predict::{Baseline, Outcome, PredictedStage, Prediction};
+use lumos_predict::{Baseline, Outcome, PredictedStage, Prediction, Source};
 use lumos_sim::{annotation_spans, TaskTimes};
 use lumos_trace::{
     Category, DeviceProperties, DistributedInfo, Fields, FlowKind, FlowPhase, KinetoWriter, Layout,
@@ -93,10 +93,12 @@ fn stem(path: &Path) -> &str {
 enum TaskArgs<'a> {
     /// `measured_dur_us`: the task's measured duration.
     Measured(&'a Measured),
-    /// `source` (where the predicted duration came from) and
+    /// `source` (where the predicted duration came from: the job's,
+    /// which marks the transfers coupling stages as modelled) and
     /// `traced_dur_us` (the duration of the traced task it was made from).
     Predicted {
         stage: &'a PredictedStage<'a>,
+        source: &'a [Source],
         base: &'a Baseline,
     },
 }
@@ -108,10 +110,14 @@ impl TaskArgs<'_> {
                 let m = &m.tasks[i];
                 a.float("measured_dur_us", us(m.end_ns - m.start_ns));
             }
-            TaskArgs::Predicted { stage, base } => {
+            TaskArgs::Predicted {
+                stage,
+                source,
+                base,
+            } => {
                 let (src, t) = stage.origin[i];
                 let traced = base.inputs[src as usize].graph.tasks[t.idx()].duration_ns;
-                a.str("source", stage.source[i].as_str())
+                a.str("source", source[i].as_str())
                     .float("traced_dur_us", us(traced));
             }
         }
@@ -258,7 +264,11 @@ impl<'a> Timeline<'a> {
                     graph: &st.graph,
                     origin_ns,
                     times: Box::new(times),
-                    args: TaskArgs::Predicted { stage: st, base },
+                    args: TaskArgs::Predicted {
+                        stage: st,
+                        source: &job.source[part.start as usize..part.end as usize],
+                        base,
+                    },
                     paths: None,
                 }
             })
