@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import sys
 
@@ -117,8 +118,16 @@ def test_a_misspelt_key_in_a_network_or_model_file_is_an_input_error(
         lumos.predict(trace, network=str(net), progress=False)
     assert str(e.value) == message
     model = {"layers": 2, "hidden": 64, "heads": 2, "seq_length": 128}
-    with pytest.raises(InputError, match='unknown key "seq_length" in a model file'):
+    # A dict is an option, as a preset's name is: a ConfigError.
+    with pytest.raises(ConfigError, match='^model: unknown key "seq_length" in the model '):
         lumos.synth(model, tmp_path / "out")
+    # The file with the same object is bad input, as in the CLI.
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    code, message = cli_error(["synth", "--model", str(tmp_path / "m.json"), "--out", str(tmp_path / "o")])
+    assert code == 1 and 'unknown key "seq_length" in the model' in message
+    with pytest.raises(InputError) as e:
+        lumos.synth(str(tmp_path / "m.json"), tmp_path / "out")
+    assert str(e.value) == message
 
 
 def test_a_kernel_speed_up_that_selects_nothing_is_a_config_error(tmp_path, cli_error):
@@ -262,3 +271,14 @@ def test_a_joint_replay_past_the_memory_limit_is_refused_before_it_starts(tmp_pa
             how,
             p.stdout,
         )
+
+
+def test_an_empty_list_of_traces_is_a_config_error(cli_error):
+    # As a command without its trace argument is bad usage in the CLI.
+    code, _ = cli_error(["replay"])
+    assert code == 2
+    for call in (lumos.replay, lumos.inspect):
+        with pytest.raises(ConfigError, match="^no input traces given$"):
+            call([], progress=False)
+    with pytest.raises(ConfigError, match="^no input traces given$"):
+        lumos.predict([], dp=2, progress=False)

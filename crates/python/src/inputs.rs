@@ -42,8 +42,10 @@ pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
         }
         out.extend(found);
     }
+    // An empty list is the caller's mistake, as a command without its
+    // trace argument is the CLI's usage error (exit 2).
     if out.is_empty() {
-        return Err(Error::new(Kind::Input, "no input traces given"));
+        return Err(Error::config("no input traces given"));
     }
     Ok(out)
 }

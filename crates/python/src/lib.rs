@@ -435,7 +435,7 @@ fn synth(
 ) -> PyResult<Vec<String>> {
     use lumos_synth::{Parallelism, Ranks, SynthConfig};
     let model = match model_json {
-        Some(text) => model::from_json(model, text)?,
+        Some(text) => model::from_dict_json(text)?,
         None => model::from_arg(model)?,
     };
     let gpu = lumos_models::GpuSpec::preset(gpu).map_err(|e| Error::config(format!("gpu: {e}")))?;

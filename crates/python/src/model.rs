@@ -21,13 +21,14 @@ pub fn from_arg(arg: &str) -> Result<ModelPreset> {
     }
     let text = std::fs::read_to_string(arg)
         .map_err(|e| Error::new(Kind::Io, format!("{arg}: cannot read: {e}")))?;
-    from_json(arg, &text)
+    lumos_report::model_from_json(arg, &text).map_err(|m| Error::new(Kind::Input, m))
 }
 
-/// The model of a model file's text; `what` names it in messages (the
-/// file, or `model` for a dict). A bad one is an `InputError`.
-pub fn from_json(what: &str, text: &str) -> Result<ModelPreset> {
-    lumos_report::model_from_json(what, text).map_err(|m| Error::new(Kind::Input, m))
+/// The model of a dict given as `model` (its JSON text): a bad one is a
+/// `ConfigError`, as a bad option is, where a bad model file is an
+/// `InputError`.
+pub fn from_dict_json(text: &str) -> Result<ModelPreset> {
+    lumos_report::model_from_json("model", text).map_err(Error::config)
 }
 
 /// Refuses, before anything is allocated, a configuration whose traces

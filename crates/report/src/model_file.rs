@@ -37,7 +37,7 @@ pub const MODEL_SIZE_MAX: u64 = 1 << 20;
 pub fn model_from_json(what: &str, text: &str) -> Result<ModelPreset, String> {
     let bad = |m: String| format!("{what}: {m}");
     let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("invalid JSON: {e}")))?;
-    object_with_keys(&v, "a model file", &MODEL_KEYS).map_err(bad)?;
+    object_with_keys(&v, "the model", &MODEL_KEYS).map_err(bad)?;
     let field = |k: &str, max: u64| -> Result<Option<usize>, String> {
         match v.get(k) {
             None => Ok(None),
@@ -55,7 +55,7 @@ pub fn model_from_json(what: &str, text: &str) -> Result<ModelPreset, String> {
         field("heads", count)?,
     ) else {
         return Err(bad(
-            "a model file needs \"layers\", \"hidden\" and \"heads\"".into(),
+            "the model needs \"layers\", \"hidden\" and \"heads\"".into()
         ));
     };
     let name = match v.get("name") {
@@ -96,11 +96,11 @@ mod tests {
         for (text, problem) in [
             (
                 r#"{"layers": 2, "hidden": 512, "heads": 8, "seq_length": 4096}"#,
-                "m.json: unknown key \"seq_length\" in a model file (it takes name, layers,",
+                "m.json: unknown key \"seq_length\" in the model (it takes name, layers,",
             ),
             (
                 "[2, 512, 8]",
-                "m.json: a model file must be a JSON object, not an array",
+                "m.json: the model must be a JSON object, not an array",
             ),
             (
                 r#"{"layers": 2, "hidden": 512, "heads": 8, "name": 7}"#,
