@@ -278,6 +278,15 @@ def test_representatives_equal_the_cli_on_traces(corpus, cli_json):
     assert r.graphs_loaded == 8
     # The tables beyond the report cover the representatives.
     assert set(r.kernels["rank"]) == {g["representative"] for g in reps["groups"]}
+    # A bare factor that picks kernels (which a replay of one graph checks
+    # as a pattern) still applies here, where no pattern is taken.
+    flags = ["--scale-kernels", "0.5", "--scale-pattern", "ncclKernel"]
+    cli = cli_json(["replay", "--representatives", path] + flags)
+    r = lumos.replay(path, representatives=True, scale_kernels=0.5,
+                     scale_pattern="ncclKernel", progress=False)
+    assert r.report == cli
+    plain = cli_json(["replay", "--representatives", path])
+    assert cli["job"]["steps"] != plain["job"]["steps"]
 
 
 def test_analysis_frames_hold_the_cli_numbers(corpus, cli_json):

@@ -140,6 +140,16 @@ def test_a_kernel_speed_up_that_selects_nothing_is_a_config_error(tmp_path, cli_
     assert str(e.value) == message
     with pytest.raises(ConfigError, match="class:comm=0.5 selects no GPU task"):
         lumos.predict(str(trace), scale_kernels={"class:comm": 0.5}, progress=False)
+    # The deprecated bare factor picks kernels the same way, and is checked too.
+    code, message = cli_error(
+        ["replay", "--scale-kernels", "0.5", "--scale-pattern", "GEMM", str(trace)]
+    )
+    assert code == 2 and "GEMM=0.5 selects no GPU task in" in message
+    with pytest.raises(ConfigError) as e:
+        lumos.replay(str(trace), scale_kernels=0.5, scale_pattern="GEMM", progress=False)
+    assert str(e.value) == message
+    with pytest.raises(ConfigError, match="class:comm=0.5 selects no GPU task"):
+        lumos.replay(str(trace), scale_kernels=0.5, scale_only="comm", progress=False)
 
 
 def test_bad_predict_and_synth_options_are_config_errors(tmp_path):

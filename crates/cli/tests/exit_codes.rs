@@ -46,6 +46,31 @@ fn a_kernel_speed_up_that_selects_nothing_is_a_usage_error() {
         let out = run(&[cmd, "--scale-kernels", "gemm=0.5", "--json"], Some(&f));
         assert_eq!(out.status.code(), Some(0), "{cmd}");
     }
+    // The deprecated bare form picks the same kernels, and is checked too.
+    for (flags, want) in [
+        (["--scale-pattern", "GEMM"], "GEMM=0.5 selects no GPU task"),
+        (
+            ["--scale-only", "comm"],
+            "class:comm=0.5 selects no GPU task",
+        ),
+    ] {
+        let out = run(
+            &[&["replay", "--scale-kernels", "0.5"], &flags[..]].concat(),
+            Some(&f),
+        );
+        assert_fails(&out, 2, want, "bare");
+    }
+    let out = run(
+        &[
+            "replay",
+            "--scale-kernels",
+            "0.5",
+            "--scale-pattern",
+            "gemm",
+        ],
+        Some(&f),
+    );
+    assert_eq!(out.status.code(), Some(0), "bare");
 }
 
 fn run(args: &[&str], path: Option<&Path>) -> Output {

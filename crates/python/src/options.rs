@@ -4,7 +4,7 @@
 //! checked once when made.
 
 use lumos_graph::DepKind;
-use lumos_predict::KernelScale;
+use lumos_predict::{KernelScale, KernelSelector};
 use lumos_report::RankScale;
 use lumos_sim::{GpuSelector, SimOptions};
 use pyo3::prelude::*;
@@ -19,8 +19,13 @@ pub struct ReplayOptions {
     /// The simulator's options.
     pub sim: SimOptions,
     /// Kernel speed-ups by pattern (`--scale-kernels PATTERN=FACTOR`),
-    /// resolved on each graph.
+    /// resolved on each graph: first the bare factor's, when it picks
+    /// some kernels (`scale_only` or `scale_pattern`), so that it is
+    /// checked as a pattern is.
     pub kernels: Vec<KernelScale>,
+    /// The bare factor's selection when it is among `kernels`, for the
+    /// replay that takes only a bare factor (representatives).
+    bare: Option<(GpuSelector, f64)>,
     /// Per-rank what-ifs of a job.
     pub scales: Vec<RankScale>,
     /// Whether the ranks' CPU tasks scale too.
@@ -50,12 +55,17 @@ fn dep_kind(name: &str) -> Result<DepKind> {
     }
 }
 
-fn selector(only: &str, pattern: Option<String>) -> Result<GpuSelector> {
+/// The bare factor's selection, and the same as a pattern's (`None` for
+/// every GPU task, which needs no check).
+fn selector(only: &str, pattern: Option<String>) -> Result<(GpuSelector, Option<KernelSelector>)> {
     Ok(match (pattern, only) {
-        (Some(p), _) => GpuSelector::NameContains(p),
-        (None, "all") => GpuSelector::All,
-        (None, "compute") => GpuSelector::Compute,
-        (None, "comm") => GpuSelector::Comm,
+        (Some(p), _) => (
+            GpuSelector::NameContains(p.clone()),
+            Some(KernelSelector::Name(p)),
+        ),
+        (None, "all") => (GpuSelector::All, None),
+        (None, "compute") => (GpuSelector::Compute, Some(KernelSelector::Compute)),
+        (None, "comm") => (GpuSelector::Comm, Some(KernelSelector::Comm)),
         (None, other) => {
             return Err(Error::config(format!(
                 "scale_only: unknown value `{other}` (expected all, compute or comm)"
@@ -122,6 +132,7 @@ impl ReplayOptions {
         ReplayOptions {
             sim: SimOptions::default(),
             kernels: Vec::new(),
+            bare: None,
             scales: Vec::new(),
             scale_cpu: false,
             described: String::new(),
@@ -138,6 +149,7 @@ impl ReplayOptions {
         scale_rank_cpu: bool,
     ) -> Result<ReplayOptions> {
         let mut sim = SimOptions::default();
+        let (mut kernels, mut bare) = (Vec::new(), None);
         let mut described = Vec::new();
         for d in deps {
             sim = sim.drop_kind(dep_kind(d)?);
@@ -149,7 +161,16 @@ impl ReplayOptions {
                 "scale_kernels={f} ({})",
                 scale_pattern.as_deref().unwrap_or(scale_only)
             ));
-            sim = sim.scale(selector(scale_only, scale_pattern)?, f);
+            match selector(scale_only, scale_pattern)? {
+                (select, None) => sim = sim.scale(select, f),
+                (select, Some(checked)) => {
+                    kernels.push(KernelScale {
+                        select: checked,
+                        factor: f,
+                    });
+                    bare = Some((select, f));
+                }
+            }
         } else {
             selector(scale_only, scale_pattern)?;
         }
@@ -164,10 +185,26 @@ impl ReplayOptions {
         }
         Ok(ReplayOptions {
             sim,
-            kernels: Vec::new(),
+            kernels,
+            bare,
             scales,
             scale_cpu: scale_rank_cpu,
             described: described.join(", "),
+        })
+    }
+
+    /// The simulator's options for a replay that takes no pattern (of
+    /// representatives, which have no one graph to check one on): the
+    /// bare factor applied unchecked; a pattern is a `ConfigError`.
+    pub fn bare_only(&self, what: &str) -> Result<SimOptions> {
+        if self.kernels.len() > usize::from(self.bare.is_some()) {
+            return Err(Error::config(format!(
+                "{what} takes a bare scale_kernels factor, not {{pattern: factor}}"
+            )));
+        }
+        Ok(match &self.bare {
+            Some((select, f)) => self.sim.clone().scale(select.clone(), *f),
+            None => self.sim.clone(),
         })
     }
 }

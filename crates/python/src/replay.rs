@@ -254,11 +254,7 @@ pub fn replay_representatives(
              are not all replayed",
         ));
     }
-    if !opts.kernels.is_empty() {
-        return Err(Error::config(
-            "representatives takes a bare scale_kernels factor, not {pattern: factor}",
-        ));
-    }
+    let sim = opts.bare_only("representatives")?;
     p.phase("loading", files.len() as u64);
     let r = lumos_store::load_representatives(files, &|| p.add(1));
     if let Some(e) = r.errors.into_iter().next() {
@@ -266,7 +262,7 @@ pub fn replay_representatives(
     }
     let graphs_loaded = r.graphs_loaded;
     p.phase("replaying", 1);
-    let done = lumos_report::replay_representatives_kept(r.reps, &r.groups, &r.peers, &opts.sim)?;
+    let done = lumos_report::replay_representatives_kept(r.reps, &r.groups, &r.peers, &sim)?;
     Ok(ReplayResult {
         output: done.output,
         parts: Parts::Job(Box::new(JobParts {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use lumos_graph::{assemble_with, DepKind, RankInput, Unreadable};
-use lumos_predict::KernelScale;
+use lumos_predict::{KernelScale, KernelSelector};
 use lumos_report::{
     merged_file_name, AnalysisOptions, CriticalPathExport, JobReplayed, MergedTimeline, RankScale,
     ReplayOutput, ReportError, StepSelection, Summary, Timeline, TraceReplay,
@@ -49,7 +49,9 @@ pub struct ReplayArgs {
     /// by recorded shapes), or a case-sensitive substring of kernel names;
     /// one that selects no GPU task is refused. Repeatable. A bare FACTOR
     /// (every GPU task, or those --scale-only / --scale-pattern pick) still
-    /// works but is deprecated (and not checked).
+    /// works but is deprecated (with --scale-only or --scale-pattern,
+    /// checked as PATTERN=FACTOR is, except with --representatives or
+    /// --durations-from).
     #[arg(long, value_name = "PATTERN=FACTOR", value_parser = parse_scale_kernels)]
     pub scale_kernels: Vec<ScaleArg>,
     /// Deprecated (use --scale-kernels class:compute=F or class:comm=F):
@@ -191,13 +193,27 @@ fn sim_options(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
         }
         [] => {}
         [f] => {
-            let select = match (&a.scale_pattern, a.scale_only) {
-                (Some(p), _) => GpuSelector::NameContains(p.clone()),
-                (None, ScaleOnly::All) => GpuSelector::All,
-                (None, ScaleOnly::Compute) => GpuSelector::Compute,
-                (None, ScaleOnly::Comm) => GpuSelector::Comm,
+            let (select, checked) = match (&a.scale_pattern, a.scale_only) {
+                (Some(p), _) => (
+                    GpuSelector::NameContains(p.clone()),
+                    KernelSelector::Name(p.clone()),
+                ),
+                (None, ScaleOnly::All) => return Ok((opts.scale(GpuSelector::All, f), kernels)),
+                (None, ScaleOnly::Compute) => (GpuSelector::Compute, KernelSelector::Compute),
+                (None, ScaleOnly::Comm) => (GpuSelector::Comm, KernelSelector::Comm),
             };
-            opts = opts.scale(select, f);
+            if a.representatives || a.durations_from.is_some() {
+                // These replays take no PATTERN=FACTOR (they have no one
+                // graph to check it on): the selection is used unchecked.
+                opts = opts.scale(select, f);
+            } else {
+                // Checked on each graph as PATTERN=FACTOR is (the same
+                // selection): refused where it selects no GPU task.
+                kernels.push(KernelScale {
+                    select: checked,
+                    factor: f,
+                });
+            }
         }
         _ => {
             return Err(usage(
