@@ -111,7 +111,11 @@ impl Prediction<'_> {
         let mut g = Graph::default();
         let mut parts = Vec::new();
         let mut step_parts = Vec::new();
-        let mut durations = Vec::new();
+        // Made at its full size and filled in place: collected into a
+        // `Vec` and turned into the job's `Arc` it was copied once more.
+        let total: usize = self.stages.iter().map(|st| st.durations.len()).sum();
+        let mut durations: Arc<[i64]> = std::iter::repeat_n(0, total).collect();
+        let filled = Arc::get_mut(&mut durations).expect("just made, not shared");
         let mut source = Vec::new();
         let mut origin = Vec::new();
         let mut tags: Vec<Tag> = Vec::new();
@@ -133,7 +137,8 @@ impl Prediction<'_> {
             };
             let (t0, s0) = (g.tasks.len() as u32, g.steps.len() as u32);
             append_stage(&mut g, &mut names, k, &st.graph, shift);
-            durations.extend_from_slice(&st.durations);
+            debug_assert_eq!(g.tasks.len() - t0 as usize, st.durations.len());
+            filled[t0 as usize..g.tasks.len()].copy_from_slice(&st.durations);
             source.extend(st.source.iter().copied());
             origin.extend(st.origin.iter().copied());
             tags.extend(st.tag.iter().copied());
@@ -146,7 +151,7 @@ impl Prediction<'_> {
         let mut rendezvous = Vec::new();
         if couple {
             let times = JobTimes {
-                durations: &mut durations,
+                durations: filled,
                 source: &mut source,
             };
             self.couple(&parts, &origin, &tags, times, &mut rendezvous);
@@ -156,7 +161,7 @@ impl Prediction<'_> {
             rendezvous,
             parts,
             step_parts,
-            durations: durations.into(),
+            durations,
             source: Cow::Owned(source),
             origin: Cow::Owned(origin),
             coupled: couple,
