@@ -431,7 +431,8 @@ def synth(
     synth --model`` takes (JSON with ``layers``, ``hidden``, ``heads`` and
     optionally ``name``, ``ffn_hidden``, ``seq_len``, ``micro_batch``,
     ``vocab``, ``kv_heads``, ``swiglu``), or the same object as a dict;
-    a bad file or dict, or a key it cannot take, raises :class:`InputError`. ``ranks`` is
+    a bad file, or a key it cannot take, raises :class:`InputError`, a bad dict
+    :class:`ConfigError`. ``ranks`` is
     ``one-per-stage`` or ``all``; ``microbatches`` defaults to ``2 * pp``
     (or follows ``global_batch``).
 

@@ -150,6 +150,13 @@ def test_a_kernel_speed_up_that_selects_nothing_is_a_config_error(tmp_path, cli_
     assert str(e.value) == message
     with pytest.raises(ConfigError, match="class:comm=0.5 selects no GPU task"):
         lumos.replay(str(trace), scale_kernels=0.5, scale_only="comm", progress=False)
+    # Representatives take only the bare form, and apply it unchecked.
+    r = lumos.replay(str(trace), representatives=True, scale_kernels=0.5,
+                     scale_pattern="GEMM", progress=False)
+    assert len(r.job_steps) > 0
+    with pytest.raises(ConfigError, match="representatives takes a bare scale_kernels"):
+        lumos.replay(str(trace), representatives=True, scale_kernels={"gemm": 0.5},
+                     progress=False)
 
 
 def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
@@ -292,3 +299,5 @@ def test_an_empty_list_of_traces_is_a_config_error(cli_error):
             call([], progress=False)
     with pytest.raises(ConfigError, match="^no input traces given$"):
         lumos.predict([], dp=2, progress=False)
+    with pytest.raises(ConfigError, match="^no input traces given$"):
+        lumos.distributed.load([], progress=False)

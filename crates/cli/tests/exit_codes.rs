@@ -71,6 +71,14 @@ fn a_kernel_speed_up_that_selects_nothing_is_a_usage_error() {
         Some(&f),
     );
     assert_eq!(out.status.code(), Some(0), "bare");
+    // The replays that take only the bare form apply it unchecked.
+    let bare = ["--scale-kernels", "0.5", "--scale-pattern", "GEMM"];
+    let from = f.to_str().unwrap();
+    for flags in [&["--representatives"][..], &["--durations-from", from][..]] {
+        let out = run(&[&["replay"], flags, &bare[..]].concat(), Some(&f));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{flags:?}: {err}");
+    }
 }
 
 fn run(args: &[&str], path: Option<&Path>) -> Output {

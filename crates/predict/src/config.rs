@@ -187,7 +187,8 @@ pub struct KernelScale {
     pub factor: f64,
 }
 
-/// As the speed-up is written: `class:gemm=0.5`, `flash_fwd=2`.
+/// As the speed-up is written: `class:gemm=0.5`, `flash_fwd=2` (a name
+/// pattern that would read as a class, or an empty one, in quotes).
 impl std::fmt::Display for KernelScale {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let class = match &self.select {
@@ -196,6 +197,11 @@ impl std::fmt::Display for KernelScale {
             KernelSelector::Memory => "memory",
             KernelSelector::Comm => "comm",
             KernelSelector::Compute => "compute",
+            // A name that reads as a class, or no name at all (possible
+            // through the deprecated `--scale-pattern`), is quoted.
+            KernelSelector::Name(p) if p.is_empty() || p.starts_with("class:") => {
+                return write!(f, "{p:?}={}", self.factor)
+            }
             KernelSelector::Name(p) => return write!(f, "{p}={}", self.factor),
         };
         write!(f, "class:{class}={}", self.factor)
@@ -363,5 +369,20 @@ mod tests {
         assert!("gemm=-1".parse::<KernelScale>().is_err());
         assert!(KernelSelector::Compute.matches(&WorkClass::Memory, "x"));
         assert!(!KernelSelector::Compute.matches(&WorkClass::Comm(0), "x"));
+    }
+
+    #[test]
+    fn kernel_scales_display_as_written_and_a_name_never_as_a_class() {
+        for written in ["class:gemm=0.5", "class:comm=2", "flash_fwd=0.8"] {
+            let k: KernelScale = written.parse().unwrap();
+            assert_eq!(k.to_string(), written);
+        }
+        // Only the deprecated `--scale-pattern` makes these names.
+        let name = |p: &str| KernelScale {
+            select: KernelSelector::Name(p.into()),
+            factor: 0.5,
+        };
+        assert_eq!(name("class:gemm").to_string(), "\"class:gemm\"=0.5");
+        assert_eq!(name("").to_string(), "\"\"=0.5");
     }
 }

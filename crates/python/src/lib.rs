@@ -413,8 +413,9 @@ fn durations_from_json(
 }
 
 /// Writes a synthesized job as `lumos synth` does; returns the files.
-/// `model` is a preset or a model file; `model_json`, when given, the
-/// model file's content instead (`model` then names it in messages).
+/// `model` is a preset or a model file; `model_json`, when given, a
+/// model dict as JSON instead (its messages say `model:`, and `model` is
+/// not read).
 #[pyfunction]
 #[pyo3(signature = (model, out, tp = 1, pp = 1, dp = 1, microbatches = None, gpu = "h100", ranks = "one-per-stage", steps = 2, seed = 0, recipe = None, model_json = None))]
 #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
@@ -498,6 +499,10 @@ fn ingest_rank(
 #[pyfunction]
 #[pyo3(signature = (paths, progress = None))]
 fn load_ingested(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Job> {
+    // As `lumos.replay([])`: an empty list is the caller's mistake.
+    if paths.is_empty() {
+        return Err(Error::config("no input traces given").into());
+    }
     let job = progress::run(py, progress, |p| {
         let guard = inputs::guard(&paths, lumos_store::ReadFor::Job)?;
         p.phase("loading", paths.len() as u64);

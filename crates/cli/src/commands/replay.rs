@@ -49,9 +49,9 @@ pub struct ReplayArgs {
     /// by recorded shapes), or a case-sensitive substring of kernel names;
     /// one that selects no GPU task is refused. Repeatable. A bare FACTOR
     /// (every GPU task, or those --scale-only / --scale-pattern pick) still
-    /// works but is deprecated (with --scale-only or --scale-pattern,
-    /// checked as PATTERN=FACTOR is, except with --representatives or
-    /// --durations-from).
+    /// works but is deprecated (with --scale-only compute|comm or
+    /// --scale-pattern, checked as PATTERN=FACTOR is, except with
+    /// --representatives or --durations-from).
     #[arg(long, value_name = "PATTERN=FACTOR", value_parser = parse_scale_kernels)]
     pub scale_kernels: Vec<ScaleArg>,
     /// Deprecated (use --scale-kernels class:compute=F or class:comm=F):
