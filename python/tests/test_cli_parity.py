@@ -424,6 +424,14 @@ def test_predict_with_durations_from_equals_the_cli(corpus, cli_json):
         lumos.predict([a, b], durations_from=b, progress=False)
 
 
+def test_predict_with_durations_from_refuses_several_traces_before_reading(tmp_path, corpus):
+    # The second file is not a trace: read, it would be an InputError.
+    a, junk = str(corpus / CAPTURE_A), tmp_path / "junk.json"
+    junk.write_text("not json")
+    with pytest.raises(lumos.ConfigError, match="takes one trace to predict from, got 2"):
+        lumos.predict([a, str(junk)], durations_from=a, progress=False)
+
+
 def test_durations_from_a_compact_graph_equals_the_cli(tmp_path, corpus, cli_json):
     """`durations_from` may be an `.lgraph` file, as `--durations-from`."""
     from lumos.distributed import ingest_rank

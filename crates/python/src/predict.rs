@@ -216,6 +216,14 @@ pub fn predict_files(
         ))
         .into());
     }
+    // Refused before anything is read, as the CLI refuses it.
+    if durations_from.is_some() && files.len() != 1 {
+        return Err(Error::config(format!(
+            "durations_from takes one trace to predict from, got {}",
+            files.len()
+        ))
+        .into());
+    }
     let loaded = crate::progress::run(py, progress, |p| {
         let Some(b) = durations_from else {
             let candidates = inputs::prediction_candidates(&files, p)?;
