@@ -458,7 +458,15 @@ impl BusyBins {
         while at < end {
             let bin = (at.saturating_sub(self.window.start_ns) / self.bin_ns) as usize;
             let upto = self.bin_start(bin + 1).min(end);
-            self.busy[bin.min(bins - 1)] += upto - at;
+            // The last bin takes the rest, also where a window as long as
+            // the clock's range saturates the bins' edges (the loop made no
+            // progress there, and never ended).
+            if bin >= bins - 1 || upto <= at {
+                let last = &mut self.busy[bin.min(bins - 1)];
+                *last = last.saturating_add(end.saturating_sub(at));
+                return;
+            }
+            self.busy[bin] += upto - at;
             at = upto;
         }
     }

@@ -153,3 +153,61 @@ fn the_host_a_trace_names_reads_back() {
     assert_eq!(read.facts.meta.hostname.as_deref(), Some("node7"));
     assert_eq!(text(&read), text(&built));
 }
+
+/// Values a trace could not have given, written into well-formed files
+/// (their checksums right), are errors naming the file: each was a hang,
+/// an abort or an error without the file's name further on.
+#[test]
+fn impossible_values_are_errors_naming_the_file() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-impossible");
+    let path = c.path("multi-rank/dlrm-8xv100/rank3.json.gz");
+    let trace = lumos_trace::read_path(&path).unwrap();
+    let good = StoredRank::from_trace(&trace, Source::of_file(&path));
+    assert!(!good.graph.comms.is_empty() && !good.graph.graph.steps.is_empty());
+    let thread = (good.graph.graph.processors.iter())
+        .position(|p| !p.is_stream())
+        .unwrap();
+    type Damage = Box<dyn Fn(&mut StoredRank)>;
+    let cases: Vec<(&str, Damage)> = vec![
+        ("world size 4294967295 is above 1048576", {
+            Box::new(|s| s.facts.meta.world_size = Some(u32::MAX))
+        }),
+        ("world size 4294967295 is above 1048576", {
+            Box::new(|s| s.summary.world_size = Some(u32::MAX))
+        }),
+        ("a measured time starts at", {
+            Box::new(|s| s.graph.measured.tasks[1].end_ns = i64::MIN)
+        }),
+        ("which is not a GPU stream", {
+            Box::new(move |s| {
+                s.graph.graph.runtime_deps.push(lumos_graph::RuntimeDep {
+                    task: lumos_graph::TaskId(0),
+                    target: lumos_graph::WaitTarget::StreamTail(lumos_graph::ProcId(thread as u32)),
+                    latency_ns: 0,
+                    inferred: false,
+                })
+            })
+        }),
+        ("listed twice among the communication tasks", {
+            Box::new(|s| {
+                let first = s.graph.comms[0].clone();
+                s.graph.comms.push(first);
+                let timing = s.program.comms[0];
+                s.program.comms.push(timing);
+                s.summary.comm_tasks += 1;
+            })
+        }),
+        ("before its first task", {
+            Box::new(|s| s.graph.graph.steps[0].lead_ns = -1)
+        }),
+    ];
+    for (want, damage) in cases {
+        let mut s = StoredRank::from_trace(&trace, Source::of_file(&path));
+        damage(&mut s);
+        let bad = dir.join("bad.lgraph");
+        lumos_store::write_stored_file(&s, &bad).unwrap();
+        let m = message(&bad);
+        assert!(m.contains("bad.lgraph") && m.contains(want), "{want}: {m}");
+    }
+}

@@ -3,7 +3,7 @@
 //! skipped unparsed, however large: the splitter has already checked its
 //! brackets, strings and nesting depth, which is all the reader needs of it.
 
-use crate::model::{Device, ProcessGroup, RankList, TraceMeta};
+use crate::model::{Device, ProcessGroup, RankList, TraceMeta, MAX_WORLD_SIZE};
 use crate::parse::Repairs;
 use crate::tree::{self, Json};
 
@@ -93,6 +93,12 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
     };
     applied.distributed_rank = Some(small("rank"));
     meta.world_size = small("world_size");
+    if let Some(w) = meta.world_size.filter(|&w| w > MAX_WORLD_SIZE) {
+        meta.world_size = None;
+        applied.warning = Some(format!(
+            "distributedInfo.world_size {w} is above {MAX_WORLD_SIZE}: ignored"
+        ));
+    }
     meta.backend = info.get("backend").and_then(Json::as_str).map(Into::into);
     meta.nccl_version = info
         .get("nccl_version")
@@ -105,11 +111,12 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
         match written_ranks(v, meta.world_size) {
             Some(ranks) => meta.written_ranks = ranks,
             None => {
-                applied.warning = Some(
+                // A world size left out above is the first thing to say.
+                applied.warning.get_or_insert_with(|| {
                     "distributedInfo.written_ranks is not a list of ranks below the world size: \
                      ignored"
-                        .to_owned(),
-                )
+                        .to_owned()
+                });
             }
         }
     }

@@ -575,6 +575,11 @@ impl RankSource {
     }
 }
 
+/// The largest world size a trace may record, 1,048,576 GPUs (as many as
+/// `lumos synth` and `lumos predict` take): a job's missing ranks are
+/// listed from it, so a damaged value must not ask for billions.
+pub const MAX_WORLD_SIZE: u32 = 1 << 20;
+
 /// File-level metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceMeta {
@@ -588,7 +593,8 @@ pub struct TraceMeta {
     pub rank: u32,
     /// Where the rank came from.
     pub rank_source: RankSource,
-    /// `distributedInfo.world_size`.
+    /// `distributedInfo.world_size`: at most [`MAX_WORLD_SIZE`] (a larger
+    /// one is left out with a warning).
     pub world_size: Option<u32>,
     /// `distributedInfo.backend`.
     pub backend: Option<String>,

@@ -118,6 +118,29 @@ fn issue_11_distributed_info_string_holding_deep_json_is_a_warning() {
     assert_eq!(t.skipped.non_finite.count, 1);
 }
 
+/// A job's missing ranks are listed from its world size: one of billions
+/// (a damaged value) asked for gigabytes, and the process was aborted.
+#[test]
+fn a_world_size_above_a_million_gpus_is_left_out_with_a_warning() {
+    for (w, kept) in [
+        (1u64 << 20, Some(1u32 << 20)),
+        ((1 << 20) + 1, None),
+        (4_294_967_295, None),
+    ] {
+        let text = format!(
+            "{{\"distributedInfo\": {{\"rank\": 0, \"world_size\": {w}}}, \"traceEvents\": [{KERNEL}]}}"
+        );
+        let t = read_ok("world.json", text.as_bytes());
+        assert_eq!(t.meta.world_size, kept, "{w}");
+        let warned = t.warnings.iter().any(|m| {
+            m.contains(&format!(
+                "distributedInfo.world_size {w} is above 1048576: ignored"
+            ))
+        });
+        assert_eq!(warned, kept.is_none(), "{w}: {:?}", t.warnings);
+    }
+}
+
 #[test]
 fn issue_11_byte_order_mark_is_accepted() {
     let plain = trace_of(&[KERNEL, KERNEL]);

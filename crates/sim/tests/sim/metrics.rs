@@ -198,3 +198,20 @@ fn busy_bins_count_only_what_lies_inside_the_window() {
     assert_eq!(t.bin_ns, 50);
     assert_eq!(t.busy, vec![0.4, 0.4]);
 }
+
+#[test]
+fn busy_bins_of_a_window_longer_than_the_clock_range_finish() {
+    // A damaged input can make a window whose length does not fit in an
+    // `i64`: its bins' edges saturate, and adding a span once never ended.
+    let window = sp(-6_000_000_000_000_000_000, 6_000_000_000_000_000_000);
+    let mut bins = BusyBins::new(window, 1_000);
+    bins.add(sp(-5_000_000_000_000_000_000, -4_000_000_000_000_000_000));
+    bins.add(sp(5_000_000_000_000_000_000, 5_500_000_000_000_000_000));
+    let t = bins.finish();
+    assert!(!t.busy.is_empty());
+    assert!(
+        t.busy.iter().all(|b| b.is_finite() && *b >= 0.0),
+        "{:?}",
+        t.busy
+    );
+}

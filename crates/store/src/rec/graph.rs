@@ -223,7 +223,18 @@ impl GraphRec {
             .into_iter()
             .map(|d| {
                 let target = match d.target {
-                    0 => WaitTarget::StreamTail(ProcId(id_below(d.value, procs, "processor id")?)),
+                    0 => {
+                        let p = id_below(d.value, procs, "processor id")?;
+                        // The simulator refuses a stream tail on a thread;
+                        // refused here, the error names the file.
+                        if !processors[p as usize].is_stream() {
+                            return Err(Bad(format!(
+                                "a runtime dependency waits for processor {p}, which is not a \
+                                 GPU stream"
+                            )));
+                        }
+                        WaitTarget::StreamTail(ProcId(p))
+                    }
                     1 => WaitTarget::DeviceTail(d.value),
                     2 => WaitTarget::Task(TaskId(id_below(d.value, n, "task id")?)),
                     k => return Err(Bad(format!("unknown wait target {k}"))),
@@ -240,6 +251,14 @@ impl GraphRec {
             .steps
             .into_iter()
             .map(|s| {
+                // The annotation holds its first and last tasks.
+                if s.lead_ns < 0 || s.tail_ns < 0 {
+                    return Err(Bad(format!(
+                        "step {:?} starts {} ns before its first task and ends {} ns after \
+                         its last",
+                        s.name, s.lead_ns, s.tail_ns
+                    )));
+                }
                 Ok(Step {
                     name: s.name,
                     first_task: task(s.first_task)?,
@@ -482,15 +501,23 @@ impl SpansRec {
         )
     }
 
-    pub(crate) fn into_spans(self) -> Vec<Span> {
+    /// The spans, each start the sum of the deltas so far (wrapping, as
+    /// [`SpansRec::of`] took them); a span that ends before it starts, or
+    /// past the clock's range, no trace could have given.
+    pub(crate) fn into_spans(self) -> Result<Vec<Span>, Bad> {
         let mut prev = 0i64;
         self.0
             .into_iter()
             .map(|(d, len)| {
                 prev = prev.wrapping_add(d);
-                Span {
-                    start_ns: prev,
-                    end_ns: prev.wrapping_add(len),
+                match prev.checked_add(len) {
+                    Some(end_ns) if len >= 0 => Ok(Span {
+                        start_ns: prev,
+                        end_ns,
+                    }),
+                    _ => Err(Bad(format!(
+                        "a measured time starts at {prev} ns and lasts {len} ns"
+                    ))),
                 }
             })
             .collect()
@@ -535,9 +562,9 @@ impl MeasuredRec {
         }
         Ok(Measured {
             origin_ns: self.origin_ns,
-            tasks: self.tasks.into_spans(),
-            step_annotations: self.step_annotations.into_spans(),
-            scopes: self.scopes.into_spans(),
+            tasks: self.tasks.into_spans()?,
+            step_annotations: self.step_annotations.into_spans()?,
+            scopes: self.scopes.into_spans()?,
         })
     }
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use lumos_graph::ProgramSignature;
-use lumos_trace::{Device, ProcessGroup, TraceMeta};
+use lumos_trace::{Device, ProcessGroup, TraceMeta, MAX_WORLD_SIZE};
 use serde::{Deserialize, Serialize};
 
 use super::codes::{rank_source, rank_source_of, skip_reason, skip_reason_of};
@@ -60,6 +60,7 @@ impl HeadRec {
     }
 
     pub(crate) fn into_summary(self) -> Result<RankSummary, Bad> {
+        world_size_in_range(self.world_size)?;
         Ok(RankSummary {
             rank: self.rank,
             rank_source: rank_source_of(self.rank_source)?,
@@ -185,6 +186,7 @@ impl FactsRec {
     }
 
     pub(crate) fn into_facts(self) -> Result<TraceFacts, Bad> {
+        world_size_in_range(self.world_size)?;
         Ok(TraceFacts {
             path: PathBuf::from(self.path),
             json_bytes: self.json_bytes,
@@ -233,5 +235,16 @@ impl FactsRec {
                 .collect::<Result<_, Bad>>()?,
             warnings: self.warnings,
         })
+    }
+}
+
+/// A world size no trace could have recorded (the reader leaves out one
+/// above [`MAX_WORLD_SIZE`]) is a damaged file.
+fn world_size_in_range(w: Option<u32>) -> Result<(), Bad> {
+    match w {
+        Some(w) if w > MAX_WORLD_SIZE => {
+            Err(Bad(format!("world size {w} is above {MAX_WORLD_SIZE}")))
+        }
+        _ => Ok(()),
     }
 }

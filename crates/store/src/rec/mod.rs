@@ -7,7 +7,7 @@ mod graph;
 mod meta;
 mod rank;
 
-use lumos_graph::{RankGraph, RankProgram};
+use lumos_graph::{CommTask, RankGraph, RankProgram};
 use serde::{Deserialize, Serialize};
 
 pub(crate) use meta::{FactsRec, HeadRec};
@@ -78,7 +78,18 @@ impl GraphSection {
             .comms
             .into_iter()
             .map(|c| c.into_comm(tasks, colls, groups))
-            .collect::<Result<Vec<_>, Bad>>()?;
+            .collect::<Result<Vec<CommTask>, Bad>>()?;
+        // A task is one collective's member at most (a joint replay's
+        // rendezvous would hold it twice).
+        let mut seen = vec![false; tasks];
+        for c in &comms {
+            if std::mem::replace(&mut seen[c.task.idx()], true) {
+                return Err(Bad(format!(
+                    "task {} is listed twice among the communication tasks",
+                    c.task.0
+                )));
+            }
+        }
         let report = self.report.into_report()?;
         // Which dependencies were inferred is not stored twice: the
         // report's rules say it, as they did when the graph was built.
