@@ -166,6 +166,7 @@ pub fn input_error(e: InputError) -> anyhow::Error {
     match e {
         InputError::Trace(e) => e.into(),
         InputError::Store(e) => e.into(),
+        e @ InputError::SameRank { .. } => anyhow::Error::msg(e.to_string()),
     }
 }
 

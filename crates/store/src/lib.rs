@@ -231,6 +231,19 @@ pub fn read_stored(path: &Path) -> Result<StoredRank, StoreError> {
             Problem::Corrupt("the program does not match the graph's communication tasks".into()),
         ));
     }
+    // The summary, read alone by representatives, must say what the rest
+    // of the file does.
+    let agree = summary.rank == graph.rank
+        && summary.rank == facts.meta.rank
+        && summary.world_size == facts.meta.world_size
+        && summary.tasks == graph.graph.tasks.len() as u64
+        && summary.comm_tasks == graph.comms.len() as u64;
+    if !agree {
+        return Err(StoreError::new(
+            path,
+            Problem::Corrupt("the summary does not match the graph or the trace's facts".into()),
+        ));
+    }
     Ok(StoredRank {
         summary,
         facts,

@@ -27,6 +27,14 @@ pub enum InputError {
     Trace(ReadError),
     /// A compact graph file.
     Store(StoreError),
+    /// Two inputs (in the order given) claim one rank: the job is not
+    /// replayed, as `lumos replay --job` refuses it.
+    SameRank {
+        /// The rank.
+        rank: u32,
+        /// The first two files that claim it.
+        files: [PathBuf; 2],
+    },
 }
 
 impl fmt::Display for InputError {
@@ -34,6 +42,12 @@ impl fmt::Display for InputError {
         match self {
             InputError::Trace(e) => e.fmt(f),
             InputError::Store(e) => e.fmt(f),
+            InputError::SameRank { rank, files } => write!(
+                f,
+                "{} and {} both claim rank {rank}: a job takes one file per rank",
+                files[0].display(),
+                files[1].display()
+            ),
         }
     }
 }
@@ -43,6 +57,7 @@ impl std::error::Error for InputError {
         match self {
             InputError::Trace(e) => e.source(),
             InputError::Store(e) => e.source(),
+            InputError::SameRank { .. } => None,
         }
     }
 }
@@ -81,6 +96,8 @@ struct Gathered {
     kept: BTreeMap<ProgramSignature, (u32, Kept)>,
     programs: BTreeMap<u32, RankProgram>,
     files_by_rank: BTreeMap<u32, PathBuf>,
+    /// The inputs (their places in the files given) that claim each rank.
+    claimed: BTreeMap<u32, Vec<usize>>,
     traces_built: usize,
 }
 
@@ -102,14 +119,30 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
     let gathered = Mutex::new(Gathered::default());
     let results: Vec<Result<(), InputError>> = files
         .par_iter()
-        .map(|f| {
-            let r = gather_one(f, &gathered);
+        .enumerate()
+        .map(|(i, f)| {
+            let r = gather_one(f, i, &gathered);
             done();
             r
         })
         .collect();
     let mut errors: Vec<InputError> = results.into_iter().filter_map(Result::err).collect();
     let g = into_inner(gathered);
+    // Two files of one rank would both be counted in its group, and one
+    // of them taken for its peers' model: not a job to replay.
+    if let Some((&rank, at)) = g.claimed.iter().find(|(_, at)| at.len() > 1) {
+        let mut at = at.clone();
+        at.sort_unstable();
+        let files = [files[at[0]].clone(), files[at[1]].clone()];
+        errors.push(InputError::SameRank { rank, files });
+        return Representatives {
+            reps: Vec::new(),
+            groups: Vec::new(),
+            peers: BTreeMap::new(),
+            errors,
+            graphs_loaded: g.traces_built,
+        };
+    }
     let groups = g.groups.finish();
     let mut graphs_loaded = g.traces_built;
     let reps: Vec<Result<(RankInput, bool), InputError>> = g
@@ -145,10 +178,11 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
 
 /// Reads one input: of an `.lgraph` file its summary, of a trace its
 /// graph (kept while it is the lowest rank of its program) and program.
-fn gather_one(f: &Path, gathered: &Mutex<Gathered>) -> Result<(), InputError> {
+fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), InputError> {
     if is_lgraph_file(f) {
         let s = read_summary(f).map_err(InputError::Store)?;
         let mut g = lock(gathered);
+        g.claimed.entry(s.rank).or_default().push(at);
         g.groups.add(s.rank, s.signature, s.steps_ns);
         g.files_by_rank.insert(s.rank, f.to_owned());
         g.offer(s.rank, s.signature, Kept::File(f.to_owned()));
@@ -156,6 +190,7 @@ fn gather_one(f: &Path, gathered: &Mutex<Gathered>) -> Result<(), InputError> {
         let input = crate::read_rank_input(f)?;
         let p = program_of(&input.graph);
         let mut g = lock(gathered);
+        g.claimed.entry(p.rank).or_default().push(at);
         g.traces_built += 1;
         g.groups.add(p.rank, p.signature, p.steps_ns.clone());
         g.offer(p.rank, p.signature, Kept::Input(Box::new(input)));

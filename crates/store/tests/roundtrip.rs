@@ -201,6 +201,12 @@ fn impossible_values_are_errors_naming_the_file() {
         ("before its first task", {
             Box::new(|s| s.graph.graph.steps[0].lead_ns = -1)
         }),
+        ("the summary does not match", {
+            Box::new(|s| s.summary.rank += 1)
+        }),
+        ("the summary does not match", {
+            Box::new(|s| s.summary.world_size = Some(7))
+        }),
     ];
     for (want, damage) in cases {
         let mut s = StoredRank::from_trace(&trace, Source::of_file(&path));
@@ -210,4 +216,25 @@ fn impossible_values_are_errors_naming_the_file() {
         let m = message(&bad);
         assert!(m.contains("bad.lgraph") && m.contains(want), "{want}: {m}");
     }
+}
+
+/// Two files of one rank are not a job to replay from representatives,
+/// as they are not for `lumos replay --job`: both would be counted in the
+/// rank's group (a forged summary rank does the same).
+#[test]
+fn representatives_refuse_two_files_of_one_rank() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-same-rank");
+    let (a, b) = (dir.join("a.lgraph"), dir.join("b.lgraph"));
+    ingest_file(&c.path("multi-rank/dlrm-8xv100/rank3.json.gz"), &a).unwrap();
+    std::fs::copy(&a, &b).unwrap();
+    let r = lumos_store::load_representatives(&[a.clone(), b.clone()], &|| {});
+    assert!(r.reps.is_empty() && r.groups.is_empty());
+    let messages: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+    let want = format!(
+        "{} and {} both claim rank 3: a job takes one file per rank",
+        a.display(),
+        b.display()
+    );
+    assert_eq!(messages, [want]);
 }

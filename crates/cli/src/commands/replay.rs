@@ -277,6 +277,11 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             ));
         }
         let (r, read_ok) = inputs::load_representatives(&files);
+        if r.reps.is_empty() && !read_ok {
+            // Each input's error (or two claiming a rank) is printed, and
+            // nothing is left to replay.
+            return Ok(false);
+        }
         let report = lumos_report::replay_representatives(r.reps, &r.groups, &r.peers, &opts.0)?;
         write_output(out, &report, a)?;
         return Ok(read_ok);
