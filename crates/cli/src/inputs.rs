@@ -166,7 +166,9 @@ pub fn input_error(e: InputError) -> anyhow::Error {
     match e {
         InputError::Trace(e) => e.into(),
         InputError::Store(e) => e.into(),
-        e @ InputError::SameRank { .. } => anyhow::Error::msg(e.to_string()),
+        e @ (InputError::SameRank { .. } | InputError::UnknownRank(_)) => {
+            anyhow::Error::msg(e.to_string())
+        }
     }
 }
 

@@ -102,7 +102,8 @@ const MUTATIONS: &[Mutation] = &[
     ("steps out of order, their ends swapped", false, |g| {
         for s in &mut g.steps {
             std::mem::swap(&mut s.first_task, &mut s.last_task);
-            s.lead_ns = i64::MIN;
+            // As large as they come: a negative one is refused on reading.
+            s.lead_ns = i64::MAX;
             s.tail_ns = i64::MAX;
             s.tasks.reverse();
         }

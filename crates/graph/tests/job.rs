@@ -580,6 +580,31 @@ fn assemble_checks_which_file_is_which_rank() {
     );
 }
 
+/// Missing ranks are listed from the world size, or without one from the
+/// highest rank: a damaged rank of billions (the largest a `u32` holds,
+/// too) must not ask for gigabytes. Past the most GPUs a trace may record
+/// none are listed.
+#[test]
+fn a_rank_of_billions_lists_no_missing_ranks() {
+    use lumos_trace::RankSource::DistributedInfo;
+    for rank in [3_000_000_000, u32::MAX] {
+        let job = assemble(vec![
+            input(0, DistributedInfo, None),
+            input(rank, DistributedInfo, None),
+        ])
+        .unwrap();
+        assert_eq!(job.rank_numbers(), [0, rank]);
+        assert!(job.missing.is_empty(), "{rank}");
+    }
+    // Below the bound they are listed as before.
+    let job = assemble(vec![
+        input(0, DistributedInfo, None),
+        input(3, DistributedInfo, None),
+    ])
+    .unwrap();
+    assert_eq!(job.missing, [1, 2]);
+}
+
 #[test]
 fn assemble_sorts_ranks_and_warns_about_missing_ones() {
     use lumos_trace::RankSource::DistributedInfo;

@@ -100,7 +100,8 @@ impl From<lumos_store::InputError> for Error {
         match e {
             lumos_store::InputError::Trace(e) => e.into(),
             lumos_store::InputError::Store(e) => e.into(),
-            e @ lumos_store::InputError::SameRank { .. } => Error::new(Kind::Input, e.to_string()),
+            e @ (lumos_store::InputError::SameRank { .. }
+            | lumos_store::InputError::UnknownRank(_)) => Error::new(Kind::Input, e.to_string()),
         }
     }
 }

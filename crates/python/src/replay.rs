@@ -242,7 +242,8 @@ pub fn replay_job(job: Arc<Job>, opts: &ReplayOptions) -> Result<ReplayResult> {
 /// communication program, as `lumos replay --representatives`
 /// ([`lumos_store::load_representatives`], then
 /// [`lumos_report::replay_representatives_kept`]). The first input that
-/// cannot be read is raised (the CLI reports it and replays the rest).
+/// cannot be read is raised (the CLI reports it and replays the rest,
+/// unless two inputs claim one rank: then nothing is replayed).
 pub fn replay_representatives(
     files: &[PathBuf],
     opts: &ReplayOptions,

@@ -443,6 +443,12 @@ impl BusyBins {
             .saturating_add((bin as i64).saturating_mul(self.bin_ns))
     }
 
+    /// The length of `bin` (the last may be shorter), ns.
+    fn bin_len(&self, bin: usize) -> i64 {
+        let start = self.bin_start(bin);
+        (start.saturating_add(self.bin_ns).min(self.window.end_ns) - start).max(0)
+    }
+
     /// Adds the busy interval `span`, clipped to the window; the spans
     /// added are sorted and disjoint, as [`busy_timeline`]'s.
     pub fn add(&mut self, span: Span) {
@@ -462,8 +468,10 @@ impl BusyBins {
             // the clock's range saturates the bins' edges (the loop made no
             // progress there, and never ended).
             if bin >= bins - 1 || upto <= at {
-                let last = &mut self.busy[bin.min(bins - 1)];
-                *last = last.saturating_add(end.saturating_sub(at));
+                let bin = bin.min(bins - 1);
+                let rest = end.saturating_sub(at).min(self.bin_len(bin));
+                let last = &mut self.busy[bin];
+                *last = last.saturating_add(rest);
                 return;
             }
             self.busy[bin] += upto - at;
@@ -478,9 +486,9 @@ impl BusyBins {
             .iter()
             .enumerate()
             .map(|(bin, &b)| {
-                let start = self.bin_start(bin);
-                let bin_len = start.saturating_add(self.bin_ns).min(self.window.end_ns) - start;
-                b as f64 / bin_len as f64
+                // At most 1: only the bins of a window longer than the
+                // clock's range (their edges saturated) could hold more.
+                (b as f64 / self.bin_len(bin) as f64).min(1.0)
             })
             .collect();
         BusyTimeline {

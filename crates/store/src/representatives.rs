@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use lumos_graph::{
-    PeerModel, ProgramGroup, ProgramGroups, ProgramSignature, RankInput, RankProgram,
+    JobError, PeerModel, ProgramGroup, ProgramGroups, ProgramSignature, RankInput, RankProgram,
 };
-use lumos_trace::ReadError;
+use lumos_trace::{RankSource, ReadError};
 use rayon::prelude::*;
 
 use crate::{is_lgraph_file, program_of, read_program, read_rank, read_summary, StoreError};
@@ -27,6 +27,9 @@ pub enum InputError {
     Trace(ReadError),
     /// A compact graph file.
     Store(StoreError),
+    /// An input of several records no rank and has none in its name: the
+    /// job is not replayed, as `lumos replay --job` refuses it.
+    UnknownRank(PathBuf),
     /// Two inputs (in the order given) claim one rank: the job is not
     /// replayed, as `lumos replay --job` refuses it.
     SameRank {
@@ -42,6 +45,7 @@ impl fmt::Display for InputError {
         match self {
             InputError::Trace(e) => e.fmt(f),
             InputError::Store(e) => e.fmt(f),
+            InputError::UnknownRank(path) => JobError::UnknownRank { path: path.clone() }.fmt(f),
             InputError::SameRank { rank, files } => write!(
                 f,
                 "{} and {} both claim rank {rank}: a job takes one file per rank",
@@ -57,7 +61,7 @@ impl std::error::Error for InputError {
         match self {
             InputError::Trace(e) => e.source(),
             InputError::Store(e) => e.source(),
-            InputError::SameRank { .. } => None,
+            InputError::UnknownRank(_) | InputError::SameRank { .. } => None,
         }
     }
 }
@@ -72,7 +76,9 @@ pub struct Representatives {
     pub peers: BTreeMap<u32, Vec<Option<i64>>>,
     /// Inputs that could not be read, in the order they were met: the
     /// inputs' own (in the order of `files`), then the representatives'
-    /// graphs, then their peers' programs. They are left out of the job.
+    /// graphs, then their peers' programs. They are left out of the job;
+    /// last, where two inputs claim one rank (or one has no rank), why
+    /// the job is empty.
     pub errors: Vec<InputError>,
     /// Graphs built or decoded: for `.lgraph` inputs one per group (every
     /// other file gives its summary and program only); a trace's graph is
@@ -96,8 +102,9 @@ struct Gathered {
     kept: BTreeMap<ProgramSignature, (u32, Kept)>,
     programs: BTreeMap<u32, RankProgram>,
     files_by_rank: BTreeMap<u32, PathBuf>,
-    /// The inputs (their places in the files given) that claim each rank.
-    claimed: BTreeMap<u32, Vec<usize>>,
+    /// The inputs that claim each rank: their places in the files given,
+    /// and whether the rank was only a default (none recorded).
+    claimed: BTreeMap<u32, Vec<(usize, bool)>>,
     traces_built: usize,
 }
 
@@ -133,8 +140,15 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
     if let Some((&rank, at)) = g.claimed.iter().find(|(_, at)| at.len() > 1) {
         let mut at = at.clone();
         at.sort_unstable();
-        let files = [files[at[0]].clone(), files[at[1]].clone()];
-        errors.push(InputError::SameRank { rank, files });
+        // A file whose rank is only the default claims none: say so, as
+        // `--job` does.
+        errors.push(match at.iter().find(|(_, guessed)| *guessed) {
+            Some(&(i, _)) => InputError::UnknownRank(files[i].clone()),
+            None => InputError::SameRank {
+                rank,
+                files: [files[at[0].0].clone(), files[at[1].0].clone()],
+            },
+        });
         return Representatives {
             reps: Vec::new(),
             groups: Vec::new(),
@@ -182,15 +196,17 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
     if is_lgraph_file(f) {
         let s = read_summary(f).map_err(InputError::Store)?;
         let mut g = lock(gathered);
-        g.claimed.entry(s.rank).or_default().push(at);
+        let guessed = s.rank_source == RankSource::Default;
+        g.claimed.entry(s.rank).or_default().push((at, guessed));
         g.groups.add(s.rank, s.signature, s.steps_ns);
         g.files_by_rank.insert(s.rank, f.to_owned());
         g.offer(s.rank, s.signature, Kept::File(f.to_owned()));
     } else {
         let input = crate::read_rank_input(f)?;
         let p = program_of(&input.graph);
+        let guessed = input.meta.rank_source == RankSource::Default;
         let mut g = lock(gathered);
-        g.claimed.entry(p.rank).or_default().push(at);
+        g.claimed.entry(p.rank).or_default().push((at, guessed));
         g.traces_built += 1;
         g.groups.add(p.rank, p.signature, p.steps_ns.clone());
         g.offer(p.rank, p.signature, Kept::Input(Box::new(input)));

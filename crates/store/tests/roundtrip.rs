@@ -198,7 +198,7 @@ fn impossible_values_are_errors_naming_the_file() {
                 s.summary.comm_tasks += 1;
             })
         }),
-        ("before its first task", {
+        ("has a lead of -1 ns", {
             Box::new(|s| s.graph.graph.steps[0].lead_ns = -1)
         }),
         ("the summary does not match", {
@@ -237,4 +237,27 @@ fn representatives_refuse_two_files_of_one_rank() {
         b.display()
     );
     assert_eq!(messages, [want]);
+}
+
+/// Two files that record no rank (and have none in their names) both
+/// default to rank 0, but neither claims it: the error says so, as
+/// `--job`'s does.
+#[test]
+fn representatives_name_a_file_without_a_rank() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-no-rank");
+    let (a, b) = (dir.join("first.json.gz"), dir.join("second.json.gz"));
+    std::fs::copy(c.path("single-rank/h100-vit-inference.json.gz"), &a).unwrap();
+    std::fs::copy(&a, &b).unwrap();
+    let r = lumos_store::load_representatives(&[a.clone(), b], &|| {});
+    assert!(r.reps.is_empty());
+    let messages: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(
+        messages[0].starts_with(&format!(
+            "{}: cannot tell which rank this file is",
+            a.display()
+        )),
+        "{messages:?}"
+    );
 }

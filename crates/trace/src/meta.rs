@@ -93,7 +93,8 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
     };
     applied.distributed_rank = Some(small("rank"));
     meta.world_size = small("world_size");
-    if let Some(w) = meta.world_size.filter(|&w| w > MAX_WORLD_SIZE) {
+    let recorded = info.get("world_size").and_then(Json::as_u64);
+    if let Some(w) = recorded.filter(|&w| w > u64::from(MAX_WORLD_SIZE)) {
         meta.world_size = None;
         applied.warning = Some(format!(
             "distributedInfo.world_size {w} is above {MAX_WORLD_SIZE}: ignored"

@@ -126,6 +126,7 @@ fn a_world_size_above_a_million_gpus_is_left_out_with_a_warning() {
         (1u64 << 20, Some(1u32 << 20)),
         ((1 << 20) + 1, None),
         (4_294_967_295, None),
+        (1 << 40, None),
     ] {
         let text = format!(
             "{{\"distributedInfo\": {{\"rank\": 0, \"world_size\": {w}}}, \"traceEvents\": [{KERNEL}]}}"

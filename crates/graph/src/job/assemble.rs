@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-use lumos_trace::{rank_from_file_name, RankSource, ReadError, Trace};
+use lumos_trace::{rank_from_file_name, RankSource, ReadError, Trace, MAX_WORLD_SIZE};
 
 use super::belong::{
     clock_spread_warning, far_clocks, foreign_ranks, group_disagreements, LeftOut, LeftOutReason,
@@ -515,7 +515,12 @@ fn missing_ranks(
     // in a file left out or unreadable) are expected; ranks above it cannot
     // be known.
     let highest = present.last().max(why.keys().next_back()).copied();
-    let expected = world_size.or_else(|| highest.map(|r| r + 1));
+    // Ranks past the most GPUs a trace may record (a damaged rank, with
+    // no world size to bound it) are not listed: billions of them would
+    // not fit in memory.
+    let expected = world_size
+        .or_else(|| highest.and_then(|r| r.checked_add(1)))
+        .filter(|&w| w <= MAX_WORLD_SIZE);
     let absent = |r: &u32| present.binary_search(r).is_err();
     let missing: Vec<u32> = match expected {
         _ if !written.is_empty() => written.iter().copied().filter(absent).collect(),

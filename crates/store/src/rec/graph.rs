@@ -254,8 +254,8 @@ impl GraphRec {
                 // The annotation holds its first and last tasks.
                 if s.lead_ns < 0 || s.tail_ns < 0 {
                     return Err(Bad(format!(
-                        "step {:?} starts {} ns before its first task and ends {} ns after \
-                         its last",
+                        "step {:?} has a lead of {} ns and a tail of {} ns (its annotation \
+                         holds its first and last tasks, so neither is below 0)",
                         s.name, s.lead_ns, s.tail_ns
                     )));
                 }
