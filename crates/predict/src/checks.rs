@@ -42,10 +42,11 @@ use crate::discover::GroupClass;
 use crate::edits::Target;
 use crate::error::PredictError;
 
-/// Most GPUs (tp x dp x pp) a target may have. Group lists and the rank
+/// Most GPUs (tp x dp x pp) a target may have: as many as a trace may
+/// record ([`lumos_trace::MAX_WORLD_SIZE`]). Group lists and the rank
 /// layout hold one entry per rank of a group; 2^20 GPUs is beyond any
 /// training job run so far.
-pub const MAX_WORLD_SIZE: u64 = 1 << 20;
+pub const MAX_WORLD_SIZE: u64 = lumos_trace::MAX_WORLD_SIZE as u64;
 
 /// Memory a predicted task takes, all copies counted (its stage graph with
 /// origin, duration source and tag, the coupled job graph built from the
