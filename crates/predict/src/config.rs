@@ -174,6 +174,19 @@ impl KernelSelector {
             KernelSelector::Name(p) => !matches!(w, WorkClass::Cpu) && name.contains(p.as_str()),
         }
     }
+
+    /// The simulator's selector of the same tasks, where it needs no work
+    /// classes (`class:comm`, `class:compute`, a name); `None` for
+    /// `class:gemm`, `class:attention` and `class:memory`, which
+    /// [`replay_scales`] resolves on a graph.
+    pub fn gpu_selector(&self) -> Option<GpuSelector> {
+        match self {
+            KernelSelector::Comm => Some(GpuSelector::Comm),
+            KernelSelector::Compute => Some(GpuSelector::Compute),
+            KernelSelector::Name(p) => Some(GpuSelector::NameContains(p.clone())),
+            KernelSelector::Gemm | KernelSelector::Attention | KernelSelector::Memory => None,
+        }
+    }
 }
 
 /// A kernel speed-up: `PATTERN=FACTOR`, where PATTERN is `class:gemm`,
@@ -256,21 +269,16 @@ pub fn replay_scales(
 ) -> Result<Vec<DurationScale>, PredictError> {
     let mut classes: Option<Vec<WorkClass>> = None;
     let each = scales.iter().map(|k| {
-        let select = match &k.select {
-            KernelSelector::Comm => GpuSelector::Comm,
-            KernelSelector::Compute => GpuSelector::Compute,
-            KernelSelector::Name(p) => GpuSelector::NameContains(p.clone()),
-            class => {
-                let work = classes.get_or_insert_with(|| crate::discover::work_classes(graph));
-                let set: Vec<bool> = graph
-                    .tasks
-                    .iter()
-                    .zip(work.iter())
-                    .map(|(t, w)| t.kind.is_gpu() && !t.is_comm() && class.matches(w, ""))
-                    .collect();
-                GpuSelector::Tasks(set.into())
-            }
-        };
+        let select = k.select.gpu_selector().unwrap_or_else(|| {
+            let work = classes.get_or_insert_with(|| crate::discover::work_classes(graph));
+            let set: Vec<bool> = graph
+                .tasks
+                .iter()
+                .zip(work.iter())
+                .map(|(t, w)| t.kind.is_gpu() && !t.is_comm() && k.select.matches(w, ""))
+                .collect();
+            GpuSelector::Tasks(set.into())
+        });
         if !selects_any(graph, &select) {
             return Err(selects_no_gpu_task(k, what));
         }

@@ -55,17 +55,14 @@ fn dep_kind(name: &str) -> Result<DepKind> {
     }
 }
 
-/// The bare factor's selection, and the same as a pattern's (`None` for
-/// every GPU task, which needs no check).
-fn selector(only: &str, pattern: Option<String>) -> Result<(GpuSelector, Option<KernelSelector>)> {
+/// The bare factor's selection as a pattern's (`None` for every GPU task,
+/// which needs no check).
+fn selector(only: &str, pattern: Option<String>) -> Result<Option<KernelSelector>> {
     Ok(match (pattern, only) {
-        (Some(p), _) => (
-            GpuSelector::NameContains(p.clone()),
-            Some(KernelSelector::Name(p)),
-        ),
-        (None, "all") => (GpuSelector::All, None),
-        (None, "compute") => (GpuSelector::Compute, Some(KernelSelector::Compute)),
-        (None, "comm") => (GpuSelector::Comm, Some(KernelSelector::Comm)),
+        (Some(p), _) => Some(KernelSelector::Name(p)),
+        (None, "all") => None,
+        (None, "compute") => Some(KernelSelector::Compute),
+        (None, "comm") => Some(KernelSelector::Comm),
         (None, other) => {
             return Err(Error::config(format!(
                 "scale_only: unknown value `{other}` (expected all, compute or comm)"
@@ -162,13 +159,10 @@ impl ReplayOptions {
                 scale_pattern.as_deref().unwrap_or(scale_only)
             ));
             match selector(scale_only, scale_pattern)? {
-                (select, None) => sim = sim.scale(select, f),
-                (select, Some(checked)) => {
-                    kernels.push(KernelScale {
-                        select: checked,
-                        factor: f,
-                    });
-                    bare = Some((select, f));
+                None => sim = sim.scale(GpuSelector::All, f),
+                Some(select) => {
+                    bare = select.gpu_selector().map(|gpu| (gpu, f));
+                    kernels.push(KernelScale { select, factor: f });
                 }
             }
         } else {

@@ -27,7 +27,7 @@ pub enum InputError {
     Trace(ReadError),
     /// A compact graph file.
     Store(StoreError),
-    /// An input of several records no rank and has none in its name: the
+    /// One input of several records no rank and has none in its name: the
     /// job is not replayed, as `lumos replay --job` refuses it.
     UnknownRank(PathBuf),
     /// Two inputs (in the order given) claim one rank: the job is not
@@ -135,20 +135,8 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
         .collect();
     let mut errors: Vec<InputError> = results.into_iter().filter_map(Result::err).collect();
     let g = into_inner(gathered);
-    // Two files of one rank would both be counted in its group, and one
-    // of them taken for its peers' model: not a job to replay.
-    if let Some((&rank, at)) = g.claimed.iter().find(|(_, at)| at.len() > 1) {
-        let mut at = at.clone();
-        at.sort_unstable();
-        // A file whose rank is only the default claims none: say so, as
-        // `--job` does.
-        errors.push(match at.iter().find(|(_, guessed)| *guessed) {
-            Some(&(i, _)) => InputError::UnknownRank(files[i].clone()),
-            None => InputError::SameRank {
-                rank,
-                files: [files[at[0].0].clone(), files[at[1].0].clone()],
-            },
-        });
+    if let Some(e) = not_one_file_per_rank(&g.claimed, files) {
+        errors.push(e);
         return Representatives {
             reps: Vec::new(),
             groups: Vec::new(),
@@ -188,6 +176,31 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
         errors,
         graphs_loaded,
     }
+}
+
+/// Why the inputs that were read are not one file per rank, as `--job`
+/// refuses them ([`lumos_graph::assemble`]): among several, one records no
+/// rank (the first in the order given), or two claim one rank (both would
+/// be counted in its group, and one taken for its peers' model).
+fn not_one_file_per_rank(
+    claimed: &BTreeMap<u32, Vec<(usize, bool)>>,
+    files: &[PathBuf],
+) -> Option<InputError> {
+    let read: usize = claimed.values().map(Vec::len).sum();
+    let guessed = (claimed.values().flatten())
+        .filter(|(_, guessed)| *guessed)
+        .map(|&(i, _)| i)
+        .min();
+    if let Some(i) = guessed.filter(|_| read > 1) {
+        return Some(InputError::UnknownRank(files[i].clone()));
+    }
+    let (&rank, at) = claimed.iter().find(|(_, at)| at.len() > 1)?;
+    let mut at: Vec<usize> = at.iter().map(|&(i, _)| i).collect();
+    at.sort_unstable();
+    Some(InputError::SameRank {
+        rank,
+        files: [files[at[0]].clone(), files[at[1]].clone()],
+    })
 }
 
 /// Reads one input: of an `.lgraph` file its summary, of a trace its

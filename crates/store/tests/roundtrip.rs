@@ -239,8 +239,8 @@ fn representatives_refuse_two_files_of_one_rank() {
     assert_eq!(messages, [want]);
 }
 
-/// Two files that record no rank (and have none in their names) both
-/// default to rank 0, but neither claims it: the error says so, as
+/// A file that records no rank (and has none in its name), among
+/// several, defaults to rank 0 but claims none: the error says so, as
 /// `--job`'s does.
 #[test]
 fn representatives_name_a_file_without_a_rank() {
@@ -249,15 +249,19 @@ fn representatives_name_a_file_without_a_rank() {
     let (a, b) = (dir.join("first.json.gz"), dir.join("second.json.gz"));
     std::fs::copy(c.path("single-rank/h100-vit-inference.json.gz"), &a).unwrap();
     std::fs::copy(&a, &b).unwrap();
-    let r = lumos_store::load_representatives(&[a.clone(), b], &|| {});
-    assert!(r.reps.is_empty());
-    let messages: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
-    assert_eq!(messages.len(), 1, "{messages:?}");
-    assert!(
-        messages[0].starts_with(&format!(
-            "{}: cannot tell which rank this file is",
-            a.display()
-        )),
-        "{messages:?}"
-    );
+    // With another file of a recorded rank too: no clash, the same refusal.
+    let ranked = c.path("multi-rank/dlrm-8xv100/rank3.json.gz");
+    for inputs in [vec![a.clone(), b], vec![ranked, a.clone()]] {
+        let r = lumos_store::load_representatives(&inputs, &|| {});
+        assert!(r.reps.is_empty());
+        let messages: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].starts_with(&format!(
+                "{}: cannot tell which rank this file is",
+                a.display()
+            )),
+            "{messages:?}"
+        );
+    }
 }

@@ -193,26 +193,20 @@ fn sim_options(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
         }
         [] => {}
         [f] => {
-            let (select, checked) = match (&a.scale_pattern, a.scale_only) {
-                (Some(p), _) => (
-                    GpuSelector::NameContains(p.clone()),
-                    KernelSelector::Name(p.clone()),
-                ),
+            let select = match (&a.scale_pattern, a.scale_only) {
+                (Some(p), _) => KernelSelector::Name(p.clone()),
                 (None, ScaleOnly::All) => return Ok((opts.scale(GpuSelector::All, f), kernels)),
-                (None, ScaleOnly::Compute) => (GpuSelector::Compute, KernelSelector::Compute),
-                (None, ScaleOnly::Comm) => (GpuSelector::Comm, KernelSelector::Comm),
+                (None, ScaleOnly::Compute) => KernelSelector::Compute,
+                (None, ScaleOnly::Comm) => KernelSelector::Comm,
             };
-            if a.representatives || a.durations_from.is_some() {
+            let unchecked = a.representatives || a.durations_from.is_some();
+            match select.gpu_selector() {
                 // These replays take no PATTERN=FACTOR (they have no one
                 // graph to check it on): the selection is used unchecked.
-                opts = opts.scale(select, f);
-            } else {
-                // Checked on each graph as PATTERN=FACTOR is (the same
-                // selection): refused where it selects no GPU task.
-                kernels.push(KernelScale {
-                    select: checked,
-                    factor: f,
-                });
+                Some(gpu) if unchecked => opts = opts.scale(gpu, f),
+                // Checked on each graph as PATTERN=FACTOR is: refused
+                // where it selects no GPU task.
+                _ => kernels.push(KernelScale { select, factor: f }),
             }
         }
         _ => {
