@@ -532,6 +532,7 @@ fn input(r: u32, source: lumos_trace::RankSource, world_size: Option<u32>) -> Ra
             base_time_ns: None,
             warnings: Vec::new(),
             about: Default::default(),
+            compact: None,
         },
         graph,
         report: BuildReport::default(),

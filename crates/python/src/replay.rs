@@ -146,7 +146,7 @@ fn replay_apart(read: Vec<Prepared>, opts: &ReplayOptions, p: &Progress) -> Resu
                 format!(
                     "{}: an .lgraph file is replayed as a rank of its job, with the other \
                      ranks' files, or with representatives=True",
-                    s.facts.path.display()
+                    s.file().display()
                 ),
             )),
         })

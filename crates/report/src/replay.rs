@@ -451,7 +451,7 @@ pub(crate) fn replay_built(
     scales: &[KernelScale],
     report: Option<&AnalysisOptions>,
 ) -> Result<Replayed, ReportError> {
-    let opts = with_kernel_scales(&graph, opts, scales, &meta.path.display().to_string())?;
+    let opts = with_kernel_scales(&graph, opts, scales, &meta.file().display().to_string())?;
     // The simulation runs on one thread; what the report finds of the
     // graph and the measured times alone (and the measured half of the
     // `report` expected) is found on another meanwhile, rather than after
@@ -466,7 +466,7 @@ pub(crate) fn replay_built(
         },
     );
     let schedule = schedule.map_err(|source| ReportError::Replay {
-        path: meta.path.display().to_string(),
+        path: meta.file().display().to_string(),
         source,
     })?;
     Ok(Replayed {
@@ -506,7 +506,7 @@ pub fn replay_stored<'s>(
     let (schedule, prefound) =
         rayon::join(|| simulate(graph, opts), || Prefound::of(graph, measured));
     let schedule = schedule.map_err(|source| ReportError::Replay {
-        path: stored.facts.path.display().to_string(),
+        path: stored.file().display().to_string(),
         source,
     })?;
     Ok(ReplayedStored {

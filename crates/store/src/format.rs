@@ -170,6 +170,7 @@ impl<'p> Container<'p> {
                 }
             }
         }
+        check_layout(&entries, count, size).map_err(|e| err(Problem::Corrupt(e)))?;
         Ok(Container {
             path,
             file,
@@ -199,6 +200,31 @@ impl<'p> Container<'p> {
             ))));
         }
         Ok(body)
+    }
+}
+
+/// Checks that the sections follow the table one after another, in table
+/// order, and end where the file does, as [`write_file`] lays them out:
+/// bytes nothing covers (appended to the file, or a second file joined to
+/// it) are an error, not ignored.
+fn check_layout(entries: &[Entry], count: u32, size: u64) -> Result<(), String> {
+    let mut end = (PREFIX_LEN + ENTRY_LEN * count as usize) as u64;
+    for e in entries {
+        if e.offset != end {
+            return Err(format!(
+                "section {} does not start where the one before it ends",
+                tag_name(&e.tag)
+            ));
+        }
+        // Each entry lies inside the file (checked on reading the table).
+        end = e.offset + e.len;
+    }
+    match size.checked_sub(end) {
+        Some(0) | None => Ok(()),
+        Some(extra) => Err(format!(
+            "the file goes on past its last section ({extra} bytes: appended to it, or another \
+             file joined to it)"
+        )),
     }
 }
 
@@ -241,4 +267,64 @@ fn read_exact_or(
 /// True when `bytes` (a file's first bytes) start like an `.lgraph` file.
 pub fn has_magic(bytes: &[u8]) -> bool {
     bytes.starts_with(&MAGIC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(sections: &[(Tag, Vec<u8>)]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        write_file(&mut bytes, sections).unwrap();
+        bytes
+    }
+
+    /// The message of opening `bytes` as a file, or "" where it opens.
+    fn opened(bytes: &[u8]) -> String {
+        let dir = lumos_testkit::TempDir::new("store-layout");
+        let path = dir.join("rank.lgraph");
+        std::fs::write(&path, bytes).unwrap();
+        Container::open(&path)
+            .err()
+            .map_or_else(String::new, |e| e.to_string())
+    }
+
+    #[test]
+    fn a_file_laid_out_as_written_opens() {
+        let two = [(HEAD, vec![1, 2, 3]), (PROG, vec![4; 20])];
+        assert_eq!(opened(&written(&two)), "");
+        assert_eq!(opened(&written(&[])), "");
+    }
+
+    /// Bytes no section covers are not ignored: a file with something
+    /// appended, or two files joined, is corrupt.
+    #[test]
+    fn bytes_past_the_last_section_are_an_error() {
+        let one = written(&[(HEAD, vec![1, 2, 3])]);
+        let mut appended = one.clone();
+        appended.push(b'\n');
+        let m = opened(&appended);
+        assert!(m.contains("goes on past its last section (1 bytes"), "{m}");
+        let joined = [one.clone(), one].concat();
+        assert!(opened(&joined).contains("past its last section"));
+    }
+
+    /// A table whose checksum is right but whose sections overlap, or
+    /// leave a gap, is not one [`write_file`] lays out.
+    #[test]
+    fn sections_out_of_place_are_an_error() {
+        let mut bytes = written(&[(HEAD, vec![1, 2, 3]), (PROG, vec![4, 5])]);
+        // The second entry's offset, one byte early: it overlaps the first.
+        let at = PREFIX_LEN + ENTRY_LEN + 8;
+        let offset = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) - 1;
+        bytes[at..at + 8].copy_from_slice(&offset.to_le_bytes());
+        let table_end = PREFIX_LEN + 2 * ENTRY_LEN;
+        let sum = header_checksum(&bytes[..PREFIX_LEN], &bytes[PREFIX_LEN..table_end]);
+        bytes[56..64].copy_from_slice(&sum.to_le_bytes());
+        let m = opened(&bytes);
+        assert!(
+            m.contains("section PROG does not start where the one before it ends"),
+            "{m}"
+        );
+    }
 }

@@ -164,12 +164,15 @@ pub fn write_stored_file(rank: &StoredRank, path: &Path) -> Result<u64, StoreErr
 }
 
 fn decode<T: DeserializeOwned>(path: &Path, tag: &str, bytes: &[u8]) -> Result<T, StoreError> {
-    postcard::from_bytes(bytes).map_err(|e| {
-        StoreError::new(
-            path,
-            Problem::Corrupt(format!("section {tag} cannot be decoded: {e}")),
-        )
-    })
+    let corrupt = |what: String| StoreError::new(path, Problem::Corrupt(what));
+    match postcard::take_from_bytes(bytes) {
+        Ok((record, [])) => Ok(record),
+        Ok((_, rest)) => Err(corrupt(format!(
+            "section {tag} is longer than its record ({} bytes left over)",
+            rest.len()
+        ))),
+        Err(e) => Err(corrupt(format!("section {tag} cannot be decoded: {e}"))),
+    }
 }
 
 fn bad(path: &Path) -> impl Fn(Bad) -> StoreError + '_ {
@@ -250,6 +253,7 @@ pub fn read_stored(path: &Path) -> Result<StoredRank, StoreError> {
         graph,
         report,
         program,
+        compact: Some(path.to_owned()),
     })
 }
 
@@ -258,4 +262,27 @@ pub fn read_stored(path: &Path) -> Result<StoredRank, StoreError> {
 /// trace it was ingested from.
 pub fn read_rank(path: &Path) -> Result<RankInput, StoreError> {
     Ok(read_stored(path)?.into_input())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record followed by bytes it does not use: the section is longer
+    /// than what was written into it, so it is not what the writer wrote.
+    #[test]
+    fn a_section_longer_than_its_record_is_corrupt() {
+        let path = Path::new("rank.lgraph");
+        let record = postcard::to_allocvec(&(7u32, String::from("x"))).unwrap();
+        assert_eq!(decode::<(u32, String)>(path, "HEAD", &record).unwrap().0, 7);
+        let longer = [record.as_slice(), &[0, 0]].concat();
+        let m = decode::<(u32, String)>(path, "HEAD", &longer)
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("rank.lgraph"), "{m}");
+        assert!(
+            m.contains("section HEAD is longer than its record (2 bytes left over)"),
+            "{m}"
+        );
+    }
 }

@@ -128,7 +128,7 @@ pub fn sort<E>(mut prepared: Vec<Result<Prepared, E>>, choice: JobChoice) -> Sor
         .map(|p| match p {
             Prepared::Built(b) => b.rank.take().expect("each rank is lent once"),
             Prepared::Stored(s) => RankInput {
-                meta: s.facts.rank_meta(),
+                meta: s.rank_meta(),
                 graph: s.graph.clone(),
                 report: s.report.clone(),
             },

@@ -135,6 +135,7 @@ impl TraceFacts {
             base_time_ns: self.meta.base_time_ns,
             warnings: self.warnings.clone(),
             about: lumos_graph::TraceAbout::of_meta(&self.meta),
+            compact: None,
         }
     }
 }
@@ -164,6 +165,9 @@ pub struct StoredRank {
     pub report: BuildReport,
     /// What representatives need of the rank.
     pub program: RankProgram,
+    /// The `.lgraph` file it was read from; `None` when it was built from
+    /// its trace. Errors name it; reports and timelines name the trace.
+    pub compact: Option<PathBuf>,
 }
 
 impl StoredRank {
@@ -211,13 +215,30 @@ impl StoredRank {
             graph,
             report,
             program,
+            compact: None,
         }
+    }
+
+    /// What the job's functions need to know of the rank's file: its
+    /// trace's [`TraceFacts::rank_meta`], and the `.lgraph` file it was
+    /// read from.
+    pub fn rank_meta(&self) -> RankMeta {
+        RankMeta {
+            compact: self.compact.clone(),
+            ..self.facts.rank_meta()
+        }
+    }
+
+    /// The file the rank was read from: its `.lgraph` file, else its
+    /// trace.
+    pub fn file(&self) -> &Path {
+        self.compact.as_deref().unwrap_or(&self.facts.path)
     }
 
     /// The rank as the job functions take it.
     pub fn into_input(self) -> RankInput {
         RankInput {
-            meta: self.facts.rank_meta(),
+            meta: self.rank_meta(),
             graph: self.graph,
             report: self.report,
         }

@@ -31,8 +31,12 @@ fn ingested_traces_read_back_as_built() {
         let out = dir.join("rank.lgraph");
         let done = ingest_file(&path, &out).unwrap();
         let trace = lumos_trace::read_path(&path).unwrap();
-        let built = StoredRank::from_trace(&trace, Source::of_file(&path));
+        let mut built = StoredRank::from_trace(&trace, Source::of_file(&path));
         let read = read_stored(&out).unwrap();
+        // What is read knows the file it was read from; errors name it.
+        assert_eq!(read.compact.as_deref(), Some(out.as_path()));
+        assert_eq!(read.file(), out);
+        built.compact = Some(out.clone());
         assert_eq!(text(&read), text(&built), "{rel}");
         assert_eq!(done.bytes_written, std::fs::metadata(&out).unwrap().len());
         let summary = read_summary(&out).unwrap();
@@ -47,6 +51,7 @@ fn ingested_traces_read_back_as_built() {
         direct.meta.about.tracks.clear();
         direct.meta.about.gpu_annotations.clear();
         direct.meta.about.flows.clear();
+        direct.meta.compact = Some(out.clone());
         assert_eq!(format!("{input:?}"), format!("{direct:?}"), "{rel}");
         assert_eq!(
             lumos_graph::dump(&input.graph.graph, Some(&input.report)),
@@ -144,9 +149,10 @@ fn the_host_a_trace_names_reads_back() {
     let path = c.path("micro/a100-event-sync.json.gz");
     let mut trace = lumos_trace::read_path(&path).unwrap();
     trace.meta.hostname = Some("node7".into());
-    let built = StoredRank::from_trace(&trace, Source::of_file(&path));
+    let mut built = StoredRank::from_trace(&trace, Source::of_file(&path));
     assert_eq!(built.graph.host.as_deref(), Some("node7"));
     let out = dir.join("rank.lgraph");
+    built.compact = Some(out.clone());
     lumos_store::write_stored_file(&built, &out).unwrap();
     let read = read_stored(&out).unwrap();
     assert_eq!(read.graph.host.as_deref(), Some("node7"));
@@ -237,6 +243,19 @@ fn representatives_refuse_two_files_of_one_rank() {
         b.display()
     );
     assert_eq!(messages, [want]);
+    // As a job's ranks (`--job`), the error names the files given, not the
+    // trace both were ingested from.
+    let ranks = vec![read_rank(&a).unwrap(), read_rank(&b).unwrap()];
+    let m = lumos_graph::assemble(ranks).unwrap_err().to_string();
+    assert!(
+        m.contains(&format!(
+            "{} (distributedInfo) and {}",
+            a.display(),
+            b.display()
+        )),
+        "{m}"
+    );
+    assert!(!m.contains("rank3.json.gz"), "{m}");
 }
 
 /// A file that records no rank (and has none in its name), among

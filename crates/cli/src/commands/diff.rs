@@ -46,7 +46,7 @@ fn trace_of(l: Loaded) -> Result<lumos_trace::Trace> {
         Loaded::Trace(t) => Ok(t),
         Loaded::Stored(s) => Err(usage(format!(
             "{}: lumos diff needs traces, not .lgraph files",
-            s.facts.path.display()
+            s.file().display()
         ))),
     }
 }

@@ -228,11 +228,12 @@ fn replay_stored(
 ) -> Result<TraceReplay> {
     if a.steps.is_some() || a.critical_path.is_some() {
         return Err(usage(format!(
-            "{}: --steps and --critical-path need the trace, not its .lgraph file",
+            "{}: --steps and --critical-path need the trace ({}), not its .lgraph file",
+            stored.file().display(),
             stored.facts.path.display()
         )));
     }
-    let what = stored.facts.path.display().to_string();
+    let what = stored.file().display().to_string();
     let opts = lumos_report::with_kernel_scales(&stored.graph.graph, opts, kernels, &what)?;
     let replayed = lumos_report::replay_stored(stored, &opts)?;
     if let Some(dir) = &a.out {

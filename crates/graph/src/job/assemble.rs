@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use lumos_trace::{rank_from_file_name, RankSource, ReadError, Trace, MAX_WORLD_SIZE};
 
@@ -48,6 +48,10 @@ pub struct RankMeta {
     pub warnings: Vec<String>,
     /// Its tracks, devices and process groups, for timelines.
     pub about: crate::TraceAbout,
+    /// The compact graph file (`.lgraph`) the rank was read from, where it
+    /// was not read from its trace: errors name the file given, reports
+    /// and timelines the trace (so that their output is the trace's).
+    pub compact: Option<PathBuf>,
 }
 
 /// One rank, read and built: its metadata, graph and build report. The
@@ -101,7 +105,14 @@ impl RankMeta {
             base_time_ns: trace.meta.base_time_ns,
             warnings: trace.warnings.clone(),
             about: crate::TraceAbout::of(trace),
+            compact: None,
         }
+    }
+
+    /// The file the rank was read from: its `.lgraph` file, else its
+    /// trace.
+    pub fn file(&self) -> &Path {
+        self.compact.as_deref().unwrap_or(&self.path)
     }
 }
 
@@ -268,7 +279,7 @@ pub fn assemble_with(
             .find(|i| i.meta.rank_source == RankSource::Default)
         {
             return Err(JobError::UnknownRank {
-                path: i.meta.path.clone(),
+                path: i.meta.file().to_owned(),
             });
         }
     }
@@ -279,7 +290,7 @@ pub fn assemble_with(
             .then(a.meta.path.cmp(&b.meta.path))
     });
     if let Some(w) = inputs.windows(2).find(|w| w[0].meta.rank == w[1].meta.rank) {
-        let file = |i: &RankInput| (i.meta.path.clone(), i.meta.rank_source);
+        let file = |i: &RankInput| (i.meta.file().to_owned(), i.meta.rank_source);
         return Err(JobError::DuplicateRank {
             rank: w[0].meta.rank,
             world_size: w[0].meta.world_size.or(w[1].meta.world_size),
@@ -354,7 +365,7 @@ fn outside_world(
         .find(|i| i.meta.rank >= w && i.meta.world_size == Some(w))
     {
         return Err(JobError::OutsideWorld {
-            path: i.meta.path.clone(),
+            path: i.meta.file().to_owned(),
             rank: i.meta.rank,
             world_size: w,
         });
