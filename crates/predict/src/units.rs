@@ -60,6 +60,24 @@ pub struct Units {
     pub inconsistency: Option<String>,
 }
 
+/// The scope right below `scope` among those enclosing task `t` (`None`
+/// where `t` is directly inside it).
+fn child_below(graph: &Graph, t: TaskId, scope: ScopeId) -> Option<ScopeId> {
+    let mut below = None;
+    for c in graph.scope_chain(t) {
+        if c == scope {
+            return below;
+        }
+        below = Some(c);
+    }
+    below
+}
+
+/// Operators (or lone calls) directly inside an annotation's units, on
+/// average, from which it is taken for a wrapper around a pass
+/// ([`Units::wrappers`]) rather than one operator among many.
+pub(crate) const WRAPPER_CHILDREN: usize = 4;
+
 /// Sentinel for "no unit".
 pub const NO_UNIT: u32 = u32::MAX;
 
@@ -110,6 +128,13 @@ pub(crate) fn token_text(name: &str) -> String {
 impl Units {
     /// Cuts every thread of `graph` into units and orders them.
     pub fn build(graph: &Graph, measured: &Measured) -> Units {
+        Units::build_below(graph, measured, &[])
+    }
+
+    /// [`Units::build`], with the scopes whose name `wrappers` marks (by
+    /// [`NameId`]; a shorter slice marks none past its end) passed over as
+    /// the step annotation is: their units are the operators inside them.
+    pub fn build_below(graph: &Graph, measured: &Measured, wrappers: &[bool]) -> Units {
         let n = graph.tasks.len();
         let mut units: Vec<Unit> = Vec::new();
         let mut unit_of = vec![NO_UNIT; n];
@@ -137,7 +162,11 @@ impl Units {
         let (step_name, layer_name): (Vec<bool>, Vec<bool>) = graph
             .names
             .iter()
-            .map(|n| (n.starts_with("ProfilerStep#"), is_layer_name(n)))
+            .enumerate()
+            .map(|(i, n)| {
+                let wrapper = wrappers.get(i).copied().unwrap_or(false);
+                (n.starts_with("ProfilerStep#") || wrapper, is_layer_name(n))
+            })
             .unzip();
         // The outermost scope below any step annotation; a layer
         // annotation, where there is one, wins (the outermost of them).
@@ -294,6 +323,57 @@ impl Units {
             tokens,
             inconsistency,
         }
+    }
+
+    /// The annotations (`record_function` scopes, by name) that wrap
+    /// whole passes rather than being one operator among many: the units
+    /// they make hold, on average, at least [`WRAPPER_CHILDREN`] operators
+    /// or lone calls directly inside them, or each exactly one annotation
+    /// and nothing else (`## forward ##` around
+    /// `DistributedDataParallel.forward`). Operators and layer
+    /// annotations never are. Indexed by [`NameId`]; `None` where there
+    /// are none.
+    pub(crate) fn wrappers(&self, graph: &Graph) -> Option<Vec<bool>> {
+        // Per name: units, children in all, and units whose one child is
+        // an annotation.
+        let mut seen: FxHashMap<NameId, (usize, usize, usize)> = FxHashMap::default();
+        for u in &self.units {
+            let Some(scope) = u.scope else { continue };
+            let wrapping = &graph.scopes[scope.0 as usize];
+            let name = wrapping.name;
+            if !wrapping.annotation || is_layer_name(&graph.names[name.0 as usize]) {
+                continue;
+            }
+            // The units it would make, as `build_below` cuts them: a run
+            // of tasks in one scope right below it, or one lone task.
+            let (mut children, mut lone, mut last) = (0, 0, None);
+            for &t in u.cpu() {
+                match child_below(graph, t, scope) {
+                    None => lone += 1,
+                    Some(c) if last != Some(c) => {
+                        children += 1;
+                        last = Some(c);
+                    }
+                    Some(_) => {}
+                }
+            }
+            let one_annotation = lone == 0
+                && children == 1
+                && last.is_some_and(|c| graph.scopes[c.0 as usize].annotation);
+            let e = seen.entry(name).or_default();
+            e.0 += 1;
+            e.1 += children + lone;
+            e.2 += usize::from(one_annotation);
+        }
+        let mut out = vec![false; graph.names.len()];
+        let mut any = false;
+        for (name, (units, children, one)) in seen {
+            if children >= WRAPPER_CHILDREN * units || one == units {
+                out[name.0 as usize] = true;
+                any = true;
+            }
+        }
+        any.then_some(out)
     }
 
     /// The token text of unit `u`.

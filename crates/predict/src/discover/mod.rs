@@ -40,7 +40,9 @@
 //! one-token block. Units between passes belong to the next pass, except
 //! point-to-point sends, which end the pass before them; the units before
 //! the first pass that also precede every other forward pass are that pass's
-//! own, the rest is the step's prologue.
+//! own, the rest is the step's prologue. Where annotations wrap whole
+//! passes (`## forward ##`, DDP's forward) and the structure cannot be
+//! edited, the units are cut again inside them ([`Units::wrappers`]).
 
 mod comms;
 mod config;
@@ -377,11 +379,84 @@ pub fn discover_with_hint(
     // The units are built on one core (a sequential walk of each
     // thread's tasks); the work classes, which read the graph alone, take
     // the other meanwhile.
-    let (units, mut work) = rayon::join(
+    let (units, work) = rayon::join(
         || Units::build(graph, measured),
         || work::work_classes(graph),
     );
-    let mut findings = Vec::new();
+    let s = discover_units(graph, ctx, hint, units, work, Vec::new());
+    // Without steps no cut into passes helps.
+    if !blocked(&s) || s.steps.is_empty() {
+        return s;
+    }
+    // Annotations around whole passes (`## forward ##`, DDP's
+    // `DistributedDataParallel.forward`) make each pass one unit, so no
+    // block repeats, or one unit of a whole step holds work that runs
+    // after the next: the units are taken inside them instead, where that
+    // makes the structure editable (else the structure found first
+    // stands).
+    let mut wrappers: Vec<bool> = Vec::new();
+    let mut units = None;
+    for _ in 0..MAX_WRAPPER_DEPTH {
+        let Some(more) = units.as_ref().unwrap_or(&s.units).wrappers(graph) else {
+            break;
+        };
+        wrappers.resize(more.len(), false);
+        for (w, m) in wrappers.iter_mut().zip(more) {
+            *w |= m;
+        }
+        units = Some(Units::build_below(graph, measured, &wrappers));
+    }
+    let Some(units) = units else { return s };
+    let names: Vec<&str> = (wrappers.iter().enumerate())
+        .filter(|(_, &w)| w)
+        .map(|(i, _)| graph.names[i].as_str())
+        .collect();
+    let why = report::edits_blocked(&s).unwrap_or_default();
+    let found = finding(
+        "units",
+        format!("taken inside {}", quoted_list(&names)),
+        Confidence::Medium,
+        format!(
+            "these annotations each hold many operators (or one such annotation); taken as \
+             one unit each, the structure could not be edited: {why}"
+        ),
+    );
+    // The work classes again (the first structure's hold its
+    // communication tasks): only traces with such wrappers pay for them.
+    let work = work::work_classes(graph);
+    let inside = discover_units(graph, ctx, hint, units, work, vec![found]);
+    if blocked(&inside) {
+        s
+    } else {
+        inside
+    }
+}
+
+/// Annotations inside annotations that [`discover_with_hint`] looks
+/// through for a repeated block, at most.
+const MAX_WRAPPER_DEPTH: usize = 4;
+
+/// Whether structural edits of `s` are refused ([`report::edits_blocked`]).
+fn blocked(s: &Structure) -> bool {
+    report::edits_blocked(s).is_some()
+}
+
+/// `names`, each in backquotes, joined by commas.
+fn quoted_list(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    quoted.join(", ")
+}
+
+/// Discovery's steps after the units: passes and layers, communication,
+/// configuration, report. `findings` are those found before.
+fn discover_units(
+    graph: &Graph,
+    ctx: &TraceContext,
+    hint: Option<&LayerHint>,
+    units: Units,
+    mut work: Vec<WorkClass>,
+    mut findings: Vec<Finding>,
+) -> Structure {
     let cut = passes::passes_and_layers(graph, &units, hint, &mut findings);
     let comms = comms::classify_comms(graph, ctx, &units, &cut.roles, &cut.steps);
     for (i, c) in comms.iter().enumerate() {

@@ -311,3 +311,66 @@ fn synthesized_steps_are_cut_into_1f1b_passes() {
         }
     }
 }
+
+/// `trace` with each step's main-thread work inside `names`, outermost
+/// first, one annotation in the next (as `## forward ##` holds DDP's
+/// `DistributedDataParallel.forward`, which holds the model's operators).
+fn wrapped(mut trace: lumos_trace::Trace, names: &[&str]) -> lumos_trace::Trace {
+    use lumos_trace::{Category, Event, StrId};
+    let steps: Vec<Event> = (trace.events.iter())
+        .filter(|e| trace.name(e).starts_with("ProfilerStep#"))
+        .cloned()
+        .collect();
+    for s in steps {
+        let inside = (trace.events.iter()).filter(|e| {
+            (e.pid, e.tid) == (s.pid, s.tid) && e.ts_ns > s.ts_ns && e.end_ns() <= s.end_ns()
+        });
+        let first = inside.clone().map(|e| e.ts_ns).min().unwrap();
+        let last = inside.map(Event::end_ns).max().unwrap();
+        for (depth, text) in (1..).zip(names) {
+            // Each inside the one before, all inside the step and around
+            // its work (which starts and ends microseconds inside it).
+            let (ts, end) = (s.ts_ns + depth, s.end_ns() - depth);
+            assert!(ts < first && end >= last);
+            let name = StrId(trace.strings.len() as u32);
+            trace.strings.push(text.to_string());
+            let e = Event::new(Category::UserAnnotation, name, s.pid, s.tid, ts, end - ts);
+            trace.events.push(e);
+        }
+    }
+    trace
+}
+
+/// Annotations around whole passes (user code's `## forward ##`, DDP's
+/// forward) made each step one unit, so the structure could not be
+/// edited: the units are taken inside them, and the structure is the
+/// plain trace's.
+#[test]
+fn annotations_around_whole_steps_are_looked_inside() {
+    let plain = synth("gpt-tiny", 1, 1, 2, 2, 0);
+    let (_, _, _, want) = discovered(&plain);
+    assert_eq!(super::super::report::edits_blocked(&want), None);
+    for names in [&["## train_step ##"][..], &["## outer ##", "## inner ##"]] {
+        let (_, _, _, got) = discovered(&wrapped(plain.clone(), names));
+        assert_eq!(super::super::report::edits_blocked(&got), None, "{names:?}");
+        assert_eq!(got.config, want.config, "{names:?}");
+        assert_eq!(got.layer_method, want.layer_method);
+        let shape = |s: &Structure| {
+            (s.steps.iter())
+                .map(|st| {
+                    (
+                        st.passes.len(),
+                        st.passes.iter().map(|p| p.layers.len()).sum::<usize>(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shape(&got), shape(&want), "{names:?}");
+        let units = (got.report.findings.iter())
+            .find(|f| f.what == "units")
+            .expect("a finding says where the units were taken");
+        for n in names {
+            assert!(units.value.contains(&format!("`{n}`")), "{}", units.value);
+        }
+    }
+}
