@@ -157,7 +157,7 @@ fn commands(file: &Path, out: &Path) -> Vec<Vec<String>> {
 }
 
 /// What is wrong with one run, if anything. An error must name `file`;
-/// a prediction's refusal may name `source` instead, the trace the file
+/// a prediction's refusal or error may name `source` instead, the trace the file
 /// was ingested from, as every report of the rank names it (a refusal is
 /// about the rank, not about the file). A file whose graph no build makes
 /// (`refused`) must be refused when read, as a corrupt file. Stderr goes to
@@ -203,7 +203,7 @@ fn problem(
     }
     match status.code() {
         Some(0) => None,
-        Some(1) if names(file) => None,
+        Some(1) if names(file) || (args[0] == "predict" && names(source)) => None,
         Some(2) if args[0] == "predict" && (names(file) || names(source)) => None,
         _ => Some(format!("{status}: {stderr}")),
     }

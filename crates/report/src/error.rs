@@ -18,8 +18,15 @@ pub enum ReportError {
         source: SimError,
     },
     /// The joint replay of a job's ranks failed.
-    #[error("joint replay of the job failed")]
-    JobReplay(#[source] SimError),
+    #[error("joint replay of the job failed{at}")]
+    JobReplay {
+        /// Where the task the error names comes from (` at rank N
+        /// (FILE)`), or empty.
+        at: String,
+        /// Why.
+        #[source]
+        source: SimError,
+    },
     /// A what-if names a rank the job does not have.
     #[error("rank {rank} is not in the job (ranks {ranks})")]
     RankNotInJob {
@@ -29,8 +36,14 @@ pub enum ReportError {
         ranks: String,
     },
     /// The traced graphs of a prediction could not be replayed.
-    #[error("replay of the traced graphs")]
-    TracedReplay(#[source] PredictError),
+    #[error("replay of the traced graphs of {files}")]
+    TracedReplay {
+        /// The inputs, as the prediction names them, comma-separated.
+        files: String,
+        /// Why.
+        #[source]
+        source: PredictError,
+    },
     /// A prediction could not be replayed.
     #[error(transparent)]
     Predict(PredictError),
@@ -48,4 +61,23 @@ pub enum ReportError {
         /// What is wrong.
         problem: String,
     },
+}
+
+impl ReportError {
+    /// The failed joint replay of `graph`, merged from `job`: the rank and
+    /// file of the task `source` names, where it names one, so that a
+    /// replay refused for one rank's times says which file gave them.
+    pub(crate) fn job_replay(
+        job: &lumos_graph::Job,
+        graph: &lumos_graph::JobGraph,
+        source: SimError,
+    ) -> ReportError {
+        let at = (source.example())
+            .filter(|t| t.idx() < graph.graph.tasks.len())
+            .and_then(|t| job.ranks.get(graph.rank_of(t)))
+            .map_or_else(String::new, |m| {
+                format!(" at rank {} ({})", m.rank, m.file().display())
+            });
+        ReportError::JobReplay { at, source }
+    }
 }

@@ -45,6 +45,18 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
                 .ok_or_else(|| invalid(format!("\"{k}\" must be a positive number"))),
         }
     };
+    // Beyond these no network is (a microsecond's latency is 1e-6 s of a
+    // second; bandwidth from 1 MB/s to 1 PB/s): a value past them is a
+    // slip, not a what-if, and would only make times past any run.
+    let within = |o: &Value, k: &str, (lo, hi): (f64, f64)| -> Result<Option<f64>, PredictError> {
+        match num(o, k)? {
+            Some(x) if !(lo..=hi).contains(&x) => Err(invalid(format!(
+                "\"{k}\" must be from {lo} to {hi}, not {x}"
+            ))),
+            x => Ok(x),
+        }
+    };
+    const LATENCY_US: (f64, f64) = (0.0, 1e6);
     let link = |key: &str| -> Result<LinkOverrides, PredictError> {
         let Some(o) = v.get(key) else {
             return Ok(LinkOverrides::default());
@@ -52,9 +64,9 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
         let keys = ["bandwidth_gbps", "efficiency", "hop_latency_us"];
         object_with_keys(o, &format!("\"{key}\""), &keys).map_err(invalid)?;
         Ok(LinkOverrides {
-            bandwidth_gbps: num(o, "bandwidth_gbps")?,
+            bandwidth_gbps: within(o, "bandwidth_gbps", (1e-3, 1e6))?,
             efficiency: num(o, "efficiency")?,
-            hop_latency_us: num(o, "hop_latency_us")?,
+            hop_latency_us: within(o, "hop_latency_us", LATENCY_US)?,
         })
     };
     let preset = match v.get("preset") {
@@ -65,7 +77,7 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
     let overrides = NetworkOverrides {
         preset,
         gpus_per_node: num(&v, "gpus_per_node")?,
-        base_latency_us: num(&v, "base_latency_us")?,
+        base_latency_us: within(&v, "base_latency_us", LATENCY_US)?,
         intra_node: link("intra_node")?,
         inter_node: link("inter_node")?,
     };
@@ -123,6 +135,20 @@ mod tests {
             (
                 r#"{"inter_node": {"efficiency": 80}}"#,
                 "\"efficiency\" must be a share from 0 to 1",
+            ),
+            // Values that made predicted steps of -9.2e12 ms before the
+            // simulator refused clocks past their range.
+            (
+                r#"{"base_latency_us": 1e14}"#,
+                "\"base_latency_us\" must be from 0 to 1000000, not 100000000000000",
+            ),
+            (
+                r#"{"intra_node": {"hop_latency_us": 1e308}}"#,
+                "\"hop_latency_us\" must be from 0 to 1000000",
+            ),
+            (
+                r#"{"intra_node": {"bandwidth_gbps": 1e-12}}"#,
+                "\"bandwidth_gbps\" must be from 0.001 to 1000000, not 0.000000000001",
             ),
         ] {
             let e = network_from_json(text, "net.json").unwrap_err().to_string();

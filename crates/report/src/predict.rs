@@ -399,7 +399,12 @@ pub fn predict<'p>(
     // 1 GB rank, about a quarter of `lumos predict`'s peak before one
     // stage's joint graph was its own).
     let replayed = (base.identity().simulate())
-        .map_err(ReportError::TracedReplay)?
+        .map_err(|source| ReportError::TracedReplay {
+            files: (base.inputs.iter().map(|i| i.name.as_str()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            source,
+        })?
         .steps_only();
     let outcome = pred.simulate().map_err(ReportError::Predict)?;
     let report = predict_report(base, pred, &replayed, &outcome);

@@ -28,6 +28,15 @@ pub enum SimError {
     InvalidGraph(String),
     /// A [`SimOptions`](crate::SimOptions) value cannot be applied.
     InvalidOptions(String),
+    /// The simulated clock ran past its range (about 292 years of
+    /// nanoseconds): durations, latencies or scale factors far out of any
+    /// real range. No time of such a replay means anything.
+    ClockOverflow {
+        /// The first task (by id) that ended past the range.
+        example: TaskId,
+        /// Its name.
+        example_name: String,
+    },
 }
 
 impl fmt::Display for SimError {
@@ -45,6 +54,28 @@ impl fmt::Display for SimError {
             ),
             SimError::InvalidGraph(why) => write!(f, "invalid graph: {why}"),
             SimError::InvalidOptions(why) => write!(f, "invalid simulation options: {why}"),
+            SimError::ClockOverflow {
+                example,
+                example_name,
+            } => write!(
+                f,
+                "the simulated times run past the clock's range (292 years): durations, \
+                 latencies or scale factors far beyond any real run; e.g. task {} \
+                 `{example_name}`",
+                example.0
+            ),
+        }
+    }
+}
+
+impl SimError {
+    /// The task the error names as an example, if it names one.
+    pub fn example(&self) -> Option<TaskId> {
+        match self {
+            SimError::Stuck { example, .. } | SimError::ClockOverflow { example, .. } => {
+                Some(*example)
+            }
+            SimError::InvalidGraph(_) | SimError::InvalidOptions(_) => None,
         }
     }
 }

@@ -27,8 +27,10 @@
 //! that can never start (a cycle of fixed dependencies), [`simulate`]
 //! returns [`SimError::Stuck`] rather than hang.
 //!
-//! Times saturate at `i64::MAX` instead of wrapping: a duration scaled past
-//! the range of an `i64` gives times as late as can be, never earlier ones.
+//! Times saturate at `i64::MAX` instead of wrapping, and a replay in which
+//! a task ends there is [`SimError::ClockOverflow`]: a duration scaled past
+//! the range of an `i64` never gives earlier times, nor late ones that
+//! would be reported as if they meant something.
 //!
 //! Blocking calls issue before they block: their launches count from the
 //! moment they reach the head of their thread, so a blocking `cudaMemcpy`

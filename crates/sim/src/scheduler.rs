@@ -827,6 +827,16 @@ impl<'g> Replay<'g> {
                 example_name: self.graph.names.get(name_id).cloned().unwrap_or_default(),
             });
         }
+        // Times saturate rather than wrap: a task that ends at the clock's
+        // last instant ran past it (durations, waits or factors that add
+        // up past 292 years), and every time after it is meaningless.
+        if let Some(t) = (0..n).find(|&t| self.end[t] == i64::MAX) {
+            let name_id = self.graph.tasks[t].name.0 as usize;
+            return Err(SimError::ClockOverflow {
+                example: TaskId(t as u32),
+                example_name: self.graph.names.get(name_id).cloned().unwrap_or_default(),
+            });
+        }
         self.waits.sort_unstable_by_key(|w| w.task);
         Ok(Schedule::new(
             self.earliest,

@@ -182,7 +182,8 @@ fn replay_merged<'j>(
             s.factor
         ));
     }
-    let schedule = simulate_job(&graph, opts).map_err(ReportError::JobReplay)?;
+    let schedule =
+        simulate_job(&graph, opts).map_err(|e| ReportError::job_replay(&job, &graph, e))?;
     Ok(JobReplayed {
         job,
         graph,

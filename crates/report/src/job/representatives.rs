@@ -140,7 +140,8 @@ pub fn replay_representatives_kept(
         .map(|g| peers.get(&g.rank).cloned().unwrap_or_default())
         .collect();
     let modelled = model_group_peers(&mut graph, &job.graphs, &job.matching, &durations);
-    let schedule = simulate_job(&graph, opts).map_err(ReportError::JobReplay)?;
+    let schedule =
+        simulate_job(&graph, opts).map_err(|e| ReportError::job_replay(&job, &graph, e))?;
     let replayed = JobReplayed {
         job: std::borrow::Cow::Borrowed(&job),
         graph,

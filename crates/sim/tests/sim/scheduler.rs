@@ -472,10 +472,11 @@ fn ties_are_broken_by_task_id_deterministically() {
 }
 
 #[test]
-fn huge_durations_saturate_instead_of_wrapping() {
+fn times_past_the_clock_are_an_error_not_wrapped_or_saturated_times() {
     // A launch, then two kernels a factor of 1e18 makes longer than time
-    // itself, then a CPU call waiting for the stream: every later time is
-    // i64::MAX, never a wrapped, shorter one.
+    // itself, then a CPU call waiting for the stream: the first kernel
+    // would end at i64::MAX (times saturate, never wrap) and every time
+    // after it would mean nothing, so the replay is refused, naming it.
     let mut b = Builder::new();
     let (t, s) = (b.thread(), b.stream(0));
     let call = b.call(t, 1_000);
@@ -486,19 +487,18 @@ fn huge_durations_saturate_instead_of_wrapping() {
     b.wait(sync, WaitTarget::StreamTail(s), 7);
     let after = b.cpu(t, 50);
     b.edge(k2, after, DepKind::Sync, Anchor::End, 3);
-    let opts = SimOptions::default().scale(GpuSelector::All, 1e18);
-    let sch = b.run_with(&opts);
-    assert_eq!(span(&sch, k1), (500, i64::MAX));
-    assert_eq!(span(&sch, k2), (i64::MAX, i64::MAX));
-    assert_eq!(span(&sch, after), (i64::MAX, i64::MAX));
-    assert!(sch
-        .start_ns
-        .iter()
-        .zip(&sch.end_ns)
-        .all(|(s, e)| 0 <= *s && s <= e));
-    // The largest finite factor too.
-    let sch = b.run_with(&SimOptions::default().scale(GpuSelector::All, f64::MAX));
-    assert_eq!(sch.makespan_ns(), i64::MAX);
+    for factor in [1e18, f64::MAX] {
+        let opts = SimOptions::default().scale(GpuSelector::All, factor);
+        let err = lumos_sim::simulate(&b.graph, &opts).unwrap_err();
+        assert!(
+            matches!(err, SimError::ClockOverflow { example, .. } if example == k1),
+            "{err}"
+        );
+        assert!(err.to_string().contains("past the clock's range"), "{err}");
+    }
+    // Long, but within the range: replayed.
+    let sch = b.run_with(&SimOptions::default().scale(GpuSelector::All, 1e12));
+    assert_eq!(span(&sch, k1), (500, 500 + 10_000 * 1_000_000_000_000));
 }
 
 #[test]
