@@ -88,6 +88,77 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Why `arg`, given where a preset name or a JSON file goes (`--network`,
+/// `--model`), names neither, when it reads as a path: it is there but not
+/// a file, or it has a folder or a `.json` ending but nothing is there.
+/// `None` where it reads as a preset name (the preset's own error says
+/// which names there are).
+pub fn not_a_file(arg: &str) -> Option<String> {
+    let path = Path::new(arg);
+    if path.exists() && !path.is_file() {
+        return Some(format!("{arg}: not a file (a directory?)"));
+    }
+    let looks_like_a_path = arg.contains(std::path::MAIN_SEPARATOR)
+        || arg.contains('/')
+        || arg.to_ascii_lowercase().ends_with(".json");
+    (looks_like_a_path && !path.exists()).then(|| format!("{arg}: no such file"))
+}
+
+/// Refuses inputs that would write their outputs into one directory (given
+/// with `flag`) under one name: two traces of one file name in different
+/// folders (`a/rank0.json.gz`, `b/rank0.json.gz`) would each replace the
+/// other's timeline, as `lumos ingest` refuses them.
+pub fn distinct_output_names(files: &[PathBuf], flag: &str) -> Result<()> {
+    let mut seen: std::collections::HashMap<&str, &Path> = std::collections::HashMap::new();
+    for f in files {
+        let name = (f.file_name().and_then(|n| n.to_str())).unwrap_or_default();
+        let stem = (name.trim_end_matches(".gz"))
+            .trim_end_matches(".json")
+            .trim_end_matches(".lgraph");
+        if let Some(other) = seen.insert(stem, f) {
+            return Err(crate::usage::usage(format!(
+                "{} and {} would both be written as {stem}.* into {flag}'s directory: give \
+                 files of different names, write them apart, or merge a job's ranks (--merge)",
+                other.display(),
+                f.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `output` (given with `flag`) when it is one of `inputs`, links
+/// followed: writing it would replace an input (`lumos report -o
+/// t.json.gz t.json.gz` did, then said "wrote").
+pub fn output_not_an_input(output: &Path, inputs: &[PathBuf], flag: &str) -> Result<()> {
+    let Ok(written) = std::fs::metadata(output) else {
+        return Ok(());
+    };
+    match inputs
+        .iter()
+        .find(|i| std::fs::metadata(i).is_ok_and(|read| same_file(&written, &read, output, i)))
+    {
+        Some(i) => Err(crate::usage::usage(format!(
+            "{flag} {}: is the input {}; the output would replace it",
+            output.display(),
+            i.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Whether two paths, whose metadata are `a` and `b`, are one file.
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata, _: &Path, _: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.is_file() && (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(a: &std::fs::Metadata, _: &std::fs::Metadata, x: &Path, y: &Path) -> bool {
+    a.is_file() && std::fs::canonicalize(x).ok() == std::fs::canonicalize(y).ok()
+}
+
 /// `work` on every file in parallel, with a progress bar of the bytes
 /// read on stderr (when it is a terminal); the results in the order given.
 pub fn each_file<T: Send>(files: &[PathBuf], work: impl Fn(&Path) -> T + Sync) -> Vec<T> {

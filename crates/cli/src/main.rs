@@ -115,7 +115,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<bool> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli, &mut io::stdout().lock()) {
+    let ran = usage::stdin_once(std::env::args_os().skip(1))
+        .and_then(|()| usage::memory_limit_readable())
+        .and_then(|()| run(&cli, &mut io::stdout().lock()));
+    match ran {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -24,6 +24,34 @@ pub fn usage(message: impl fmt::Display) -> anyhow::Error {
     UsageError(message.to_string()).into()
 }
 
+/// Refuses a command line that names standard input (`-`) more than once:
+/// the first read takes all of it, so the second would find it empty and
+/// call the input bad.
+pub fn stdin_once<S: AsRef<std::ffi::OsStr>>(
+    args: impl IntoIterator<Item = S>,
+) -> anyhow::Result<()> {
+    let n = args.into_iter().filter(|a| a.as_ref() == "-").count();
+    match n {
+        0 | 1 => Ok(()),
+        n => Err(usage(format!(
+            "standard input (-) is given {n} times; it can be read once"
+        ))),
+    }
+}
+
+/// Refuses an unreadable `LUMOS_MEMORY_LIMIT` whatever the command, as
+/// the commands that read a job's files do, rather than ignore it where a
+/// command has no use for it (`ingest`, `diff`, `synth`, `demo` took
+/// `abc` without a word).
+pub fn memory_limit_readable() -> anyhow::Result<()> {
+    if std::env::var_os("LUMOS_MEMORY_LIMIT").is_none() {
+        return Ok(());
+    }
+    lumos_store::MemoryGuard::new(0, lumos_store::ReadFor::Job)
+        .map(drop)
+        .map_err(usage)
+}
+
 /// True when `e`, or anything in its chain of causes, is a usage error:
 /// ours, or a report's refusal of what a flag asked for (a kernel speed-up
 /// that selects nothing).

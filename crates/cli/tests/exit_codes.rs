@@ -387,6 +387,134 @@ fn issue_11_deeply_nested_network_and_model_files_are_errors() {
     assert_fails(&out, 1, "deep.json: invalid JSON", "deep model file");
 }
 
+/// Times past the clock's range (292 years) are refused, never printed:
+/// a network file's latency past any network's is a bad file, and speed-ups
+/// that multiply past the range stop the replay, naming a task and, for a
+/// job, its rank's file. Before, such a latency gave predicted steps of
+/// -9.2e12 ms and such factors steps of 292 years, with exit 0.
+#[test]
+fn times_past_the_clock_are_refused_not_printed() {
+    let dir = TempDir::new("cli-exit-clock");
+    let f = one_rank(&dir.join("job"));
+    let net = dir.join("net.json");
+    std::fs::write(&net, r#"{"base_latency_us": 1e14}"#).unwrap();
+    let out = run(&["predict", "--network", net.to_str().unwrap()], Some(&f));
+    let want = "net.json: \"base_latency_us\" must be from 0 to 1000000";
+    assert_fails(&out, 1, want, "a latency of 1e14 us");
+    let slower = ["--scale-kernels", "class:compute=1e6"];
+    let three = [&slower[..], &slower, &slower].concat();
+    for cmd in ["replay", "predict"] {
+        let out = run(&[&[cmd][..], &three].concat(), Some(&f));
+        assert_fails(&out, 1, "past the clock's range", cmd);
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(!printed.contains("ProfilerStep"), "{cmd}: {printed}");
+    }
+    let out = run(&[&["replay", "--job"][..], &three].concat(), Some(&f));
+    let name = f.file_name().unwrap().to_string_lossy().into_owned();
+    assert_fails(&out, 1, "joint replay of the job failed at rank 0 (", "job");
+    assert_fails(&out, 1, &name, "job");
+}
+
+/// An output that is one of the inputs is refused before anything is
+/// read or written: `lumos report -o t.json.gz t.json.gz` replaced the
+/// trace with the page, then said "wrote". Through a link too.
+#[test]
+fn an_output_that_is_an_input_is_refused() {
+    let dir = TempDir::new("cli-exit-same-file");
+    let f = one_rank(&dir.join("job"));
+    let before = std::fs::read(&f).unwrap();
+    let link = dir.join("link.json.gz");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    #[cfg(not(unix))]
+    std::fs::copy(&f, &link).unwrap();
+    for out_path in [&f, &link] {
+        let out = lumos()
+            .arg("report")
+            .arg(&f)
+            .arg("-o")
+            .arg(out_path)
+            .output()
+            .unwrap();
+        assert_fails(&out, 2, "the output would replace it", "report");
+        let out = lumos()
+            .arg("ingest")
+            .arg(&f)
+            .arg("-o")
+            .arg(out_path)
+            .output()
+            .unwrap();
+        assert_fails(&out, 2, "the output would replace it", "ingest");
+    }
+    assert_eq!(std::fs::read(&f).unwrap(), before);
+}
+
+/// Command lines that did something other than asked without a word, or
+/// said something else than what was wrong (a fuzz of flag values, 5
+/// December 2026): each is now a usage error that says what is wrong.
+#[test]
+fn flags_that_were_ignored_or_misnamed_are_usage_errors_that_say_why() {
+    let dir = TempDir::new("cli-exit-flags");
+    let f = one_rank(&dir.join("job"));
+    let file = |args: &[&str], path: &Path| run(args, Some(path));
+    let out_dir = dir.join("out");
+    let o = out_dir.to_str().unwrap();
+    // Standard input read twice found it empty: "file is empty".
+    let out = lumos()
+        .args(["inspect", "-", "-"])
+        .stdin(std::fs::File::open(&f).unwrap())
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "standard input (-) is given 2 times", "stdin");
+    // --merge of inputs that are not one job wrote them apart.
+    let out = file(&["replay", "--merge", "--out", o], &f);
+    assert_fails(&out, 2, "--merge writes the ranks of a job", "merge");
+    let out = file(&["replay", "--merge", "--per-trace", "--out", o], &f);
+    assert_fails(
+        &out,
+        2,
+        "'--merge' cannot be used with '--per-trace'",
+        "merge",
+    );
+    // --representatives wrote no critical path.
+    let out = file(&["replay", "--representatives", "--critical-path", o], &f);
+    assert_fails(&out, 2, "cannot be used with '--critical-path", "reps");
+    // Two inputs of one name replaced each other's timelines.
+    let twin = dir.join("twin");
+    std::fs::create_dir_all(&twin).unwrap();
+    std::fs::copy(&f, twin.join(f.file_name().unwrap())).unwrap();
+    let out = lumos()
+        .args(["replay", "--per-trace", "--out", o])
+        .arg(&f)
+        .arg(twin.join(f.file_name().unwrap()))
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "would both be written as", "same names");
+    assert!(!out_dir.exists(), "nothing is written");
+    // A missing or a folder given for a file was "an unknown preset".
+    let missing = dir.join("none.json");
+    let missing = missing.to_str().unwrap();
+    let out = file(&["predict", "--network", missing], &f);
+    assert_fails(&out, 2, "none.json: no such file", "network");
+    let out = file(&["predict", "--network", o.trim_end_matches("out")], &f);
+    assert_fails(&out, 2, "not a file (a directory?)", "network folder");
+    let out = lumos()
+        .args(["synth", "--model", missing, "--out", o])
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "--model: ", "model");
+    assert_fails(&out, 2, "none.json: no such file", "model");
+    // An unreadable memory limit was taken without a word by commands
+    // that read no job.
+    let out = lumos()
+        .env("LUMOS_MEMORY_LIMIT", "abc")
+        .args(["synth", "--model", "gpt-tiny", "--out", o])
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "LUMOS_MEMORY_LIMIT=\"abc\"", "limit");
+    assert!(!out_dir.exists(), "nothing is written");
+}
+
 /// A decompression bomb: about 1 MB of gzip (1,100 members of 1 MiB of
 /// `a` each, which gzip readers take one after another) that inflates to
 /// one event of 1.1 GiB. Each event is held whole while it is parsed, so
@@ -490,7 +618,7 @@ fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
             .env("LUMOS_MEMORY_LIMIT", value)
             .output()
             .unwrap();
-        assert_fails(&bad, 2, "not a size above 0", value);
+        assert_fails(&bad, 2, "not a size from 1 byte to 16 EiB", value);
     }
 }
 

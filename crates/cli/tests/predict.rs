@@ -240,6 +240,12 @@ fn bad_arguments_fail_with_a_message() {
     let out = run(&["--layers", "12"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("structural edits impossible"));
+    // So are pipeline stages, for the same reason: "0 layers cannot fill
+    // 2 pipeline stages" said what followed from it.
+    let out = run(&["--pp", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("structural edits impossible"), "{err}");
 }
 
 /// Runs `lumos predict ARGS PATHS` and asserts a usage error (exit 2, no

@@ -292,13 +292,9 @@ fn durations_of(g: &Graph) -> Arc<[i64]> {
     g.tasks.iter().map(|t| t.duration_ns).collect()
 }
 
-/// Every stage of the pipeline of `c`, planned from the traced stages and
-/// assembled from their templates.
-fn rebuilt_stages<'b>(
-    base: &'b Baseline,
-    c: &Config,
-    notes: &mut Vec<String>,
-) -> Result<Vec<PredictedStage<'b>>, PredictError> {
+/// Refuses structural edits of a trace whose structure does not allow them,
+/// saying why (the first input's reason).
+pub(crate) fn structural_edits_possible(base: &Baseline) -> Result<(), PredictError> {
     for (i, s) in base.structures.iter().enumerate() {
         if let Some(why) = &s.report.structural_edits_blocked {
             return Err(PredictError::Unsupported(format!(
@@ -307,6 +303,17 @@ fn rebuilt_stages<'b>(
             )));
         }
     }
+    Ok(())
+}
+
+/// Every stage of the pipeline of `c`, planned from the traced stages and
+/// assembled from their templates.
+fn rebuilt_stages<'b>(
+    base: &'b Baseline,
+    c: &Config,
+    notes: &mut Vec<String>,
+) -> Result<Vec<PredictedStage<'b>>, PredictError> {
+    structural_edits_possible(base)?;
     let templates: Vec<Template> = base
         .templates()
         .iter()

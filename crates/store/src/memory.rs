@@ -24,7 +24,10 @@ const LIMIT_VAR: &str = "LUMOS_MEMORY_LIMIT";
 
 /// An unreadable `LUMOS_MEMORY_LIMIT`: a usage error.
 #[derive(Debug, thiserror::Error)]
-#[error("{LIMIT_VAR}={0:?}: not a size above 0 (bytes, or a number with K, M, G or T), nor `off`")]
+#[error(
+    "{LIMIT_VAR}={0:?}: not a size from 1 byte to 16 EiB (bytes, or a number with K, M, G or T), \
+     nor `off`"
+)]
 pub struct BadMemoryLimit(pub String);
 
 /// The guard kept inputs from being read: what it says.
@@ -247,9 +250,11 @@ impl MemoryGuard {
 /// `bytes` for a person, in the powers of 1,024 the limit is given in.
 fn size(bytes: u64) -> String {
     let b = bytes as f64;
-    match bytes < 1 << 30 {
-        true => format!("{:.1} MiB", b / f64::from(1 << 20)),
-        false => format!("{:.1} GiB", b / f64::from(1 << 30)),
+    match bytes {
+        0..1024 => format!("{bytes} bytes"),
+        1024..0x10_0000 => format!("{:.1} KiB", b / 1024.0),
+        0x10_0000..0x4000_0000 => format!("{:.1} MiB", b / f64::from(1 << 20)),
+        _ => format!("{:.1} GiB", b / f64::from(1 << 30)),
     }
 }
 
@@ -394,6 +399,9 @@ mod tests {
         assert_eq!(kib_field(status, "MemAvailable:"), None);
         assert_eq!(size(16 << 30), "16.0 GiB");
         assert_eq!(size(300 << 20), "300.0 MiB");
+        // A limit of 1K said "0.0 MiB".
+        assert_eq!(size(1 << 10), "1.0 KiB");
+        assert_eq!(size(5), "5 bytes");
     }
 
     #[test]

@@ -110,6 +110,9 @@ pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
         )));
     }
     let targets = targets(&files, &a.out)?;
+    for t in &targets {
+        inputs::output_not_an_input(t, &files, "-o")?;
+    }
     if files.len() > 1 {
         std::fs::create_dir_all(&a.out)
             .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", a.out.display()))?;

@@ -214,7 +214,13 @@ pub fn apply<'b>(
 fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
     let path = Path::new(arg);
     if !path.is_file() {
-        return network_preset(arg);
+        return network_preset(arg).map_err(|e| match crate::inputs::not_a_file(arg) {
+            Some(problem) => PredictError::InvalidNetwork {
+                name: None,
+                problem: format!("{problem}; a network is a GPU preset or a JSON file"),
+            },
+            None => e,
+        });
     }
     let text = std::fs::read_to_string(path).map_err(|e| PredictError::InvalidNetwork {
         name: Some(arg.to_owned()),
@@ -276,6 +282,16 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             if a.merge {
                 super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
             } else {
+                let mut names: Vec<String> = timelines.iter().map(Timeline::file_name).collect();
+                names.sort_unstable();
+                if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+                    return Err(usage(format!(
+                        "--out: two predicted timelines would both be written as {} (inputs \
+                         of one file name from different folders); give files of different \
+                         names, or --merge",
+                        twice[0]
+                    )));
+                }
                 for t in timelines {
                     super::replay::write_timeline(dir, &t)?;
                 }

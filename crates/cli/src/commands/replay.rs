@@ -38,7 +38,7 @@ pub struct ReplayArgs {
     pub out: Option<PathBuf>,
     /// With --out, write a job's ranks as one timeline,
     /// job.replayed.json.gz, each rank a process named "rank N".
-    #[arg(long, requires = "out")]
+    #[arg(long, requires = "out", conflicts_with = "per_trace")]
     pub merge: bool,
     /// Dependency kinds to drop (ablation), comma-separated.
     #[arg(long, value_delimiter = ',')]
@@ -93,7 +93,7 @@ pub struct ReplayArgs {
     /// files, only their summaries), one graph per group is kept, and the
     /// collectives inside a group wait for peers modelled from the group's
     /// measured spread.
-    #[arg(long, conflicts_with_all = ["per_trace", "scale_rank", "out"])]
+    #[arg(long, conflicts_with_all = ["per_trace", "scale_rank", "out", "critical_path", "steps"])]
     pub representatives: bool,
     /// Re-time the trace's graph with the durations measured in TRACE,
     /// another recording of the same program (other hardware, another
@@ -258,6 +258,15 @@ fn steps_usage(e: ReportError) -> anyhow::Error {
     }
 }
 
+/// `--merge` of inputs that are not one job: there are no ranks to merge
+/// (it wrote each trace's timeline apart, without a word, before).
+fn merge_needs_a_job() -> anyhow::Error {
+    usage(
+        "--merge writes the ranks of a job as one timeline; these inputs are not one job \
+         (--job treats them as one)",
+    )
+}
+
 /// Runs `lumos replay`; false when an input could not be read or replayed.
 pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let opts = sim_options(a)?;
@@ -265,6 +274,12 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
         return run_transfer(a, b, &opts, out);
     }
     let files = inputs::expand(&a.paths)?;
+    if a.out.is_some() && !a.merge {
+        inputs::distinct_output_names(&files, "--out")?;
+    }
+    if a.critical_path.is_some() {
+        inputs::distinct_output_names(&files, "--critical-path")?;
+    }
     if a.representatives {
         if !opts.1.is_empty() {
             return Err(usage(
@@ -289,6 +304,9 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     }
     if let [file] = &files[..] {
         if !inputs::is_lgraph(file) {
+            if a.merge {
+                return Err(merge_needs_a_job());
+            }
             return run_one_trace(a, file, &opts, out);
         }
     }
@@ -307,6 +325,9 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     };
     if !a.scale_rank.is_empty() {
         return Err(scale_rank_usage());
+    }
+    if a.merge {
+        return Err(merge_needs_a_job());
     }
     let mut ok = true;
     let mut traces = Vec::new();

@@ -46,6 +46,7 @@ pub struct ReportArgs {
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
     let files = inputs::expand(&a.paths)?;
+    inputs::output_not_an_input(&a.output, &files, "-o")?;
     // The page and the prediction share one read of the inputs.
     let mut ranks_for_prediction = RanksForPrediction::NotAsked;
     let page = match &files[..] {

@@ -29,6 +29,12 @@ pub struct WriteError {
 /// (`.<name>.<pid>.<n>.tmp`), never a partial `path`. Nothing is synced to
 /// disk: this guards against failures and interrupts, not power loss.
 ///
+/// A symbolic link is written through: the file it points to is
+/// replaced, not the link. A path that names something other than a
+/// regular file or a directory (`/dev/null`, a named pipe) is written to
+/// in place, as a shell redirection would, since renaming onto it would
+/// replace the device or pipe with a file.
+///
 /// `write` gets a buffered writer.
 pub fn write_atomic<T>(
     path: &Path,
@@ -38,11 +44,17 @@ pub fn write_atomic<T>(
         path: path.to_owned(),
         error,
     };
-    let (tmp, file) = TempFile::create(path).map_err(fail)?;
+    let target = Target::of(path).map_err(fail)?;
+    let (tmp, file) = match target.open().map_err(fail)? {
+        Opened::Temp(tmp, file) => (Some(tmp), file),
+        Opened::InPlace(file) => (None, file),
+    };
     let mut w = BufWriter::with_capacity(1 << 16, file);
     let value = write(&mut w).map_err(fail)?;
     w.into_inner().map_err(|e| fail(e.into_error()))?;
-    tmp.commit(path).map_err(fail)?;
+    if let Some(tmp) = tmp {
+        tmp.commit(&target.path).map_err(fail)?;
+    }
     Ok(value)
 }
 
@@ -57,7 +69,11 @@ pub fn write_gz_atomic<T>(
         path: path.to_owned(),
         error,
     };
-    let (tmp, file) = TempFile::create(path).map_err(fail)?;
+    let target = Target::of(path).map_err(fail)?;
+    let (tmp, file) = match target.open().map_err(fail)? {
+        Opened::Temp(tmp, file) => (Some(tmp), file),
+        Opened::InPlace(file) => (None, file),
+    };
     let gz = GzEncoder::new(file, Compression::fast());
     let mut w = BufWriter::with_capacity(1 << 16, gz);
     let value = write(&mut w).map_err(fail)?;
@@ -65,8 +81,66 @@ pub fn write_gz_atomic<T>(
         .map_err(|e| fail(e.into_error()))?
         .finish()
         .map_err(fail)?;
-    tmp.commit(path).map_err(fail)?;
+    if let Some(tmp) = tmp {
+        tmp.commit(&target.path).map_err(fail)?;
+    }
     Ok(value)
+}
+
+/// Where an output goes: the path given, or the file its symbolic link
+/// names; and whether it is written in place.
+struct Target {
+    path: PathBuf,
+    in_place: bool,
+}
+
+/// An output file opened for writing.
+enum Opened {
+    /// A temporary file, renamed onto the target once written.
+    Temp(TempFile, File),
+    /// The target itself (a device or a pipe).
+    InPlace(File),
+}
+
+impl Target {
+    /// The target of `path`: links followed (a dangling link's target is
+    /// created), and what is there looked at.
+    fn of(path: &Path) -> io::Result<Target> {
+        let mut path = path.to_owned();
+        // Links to links: as many as the system follows, then an error.
+        for _ in 0..40 {
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    let to = fs::read_link(&path)?;
+                    path = match path.parent() {
+                        Some(dir) => dir.join(to),
+                        None => to,
+                    };
+                }
+                Ok(m) => {
+                    let in_place = !m.is_file() && !m.is_dir();
+                    return Ok(Target { path, in_place });
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Ok(Target {
+                        path,
+                        in_place: false,
+                    })
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::other("too many levels of symbolic links"))
+    }
+
+    fn open(&self) -> io::Result<Opened> {
+        if self.in_place {
+            let file = File::options().write(true).open(&self.path)?;
+            return Ok(Opened::InPlace(file));
+        }
+        let (tmp, file) = TempFile::create(&self.path)?;
+        Ok(Opened::Temp(tmp, file))
+    }
 }
 
 /// The path of a temporary file next to a target, removed when dropped
@@ -154,6 +228,46 @@ mod tests {
         write_atomic(&plain, |w| w.write_all(b"[]")).unwrap();
         assert_eq!(fs::read(&plain).unwrap(), b"[]");
         assert_eq!(entries(&dir), ["a.json", "b.json.gz"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A link is written through, and a device written in place: renamed
+    /// onto, `-o /dev/null` replaced the device with a file (as root).
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_and_devices_written_in_place() {
+        let dir = temp_dir("atomic-link");
+        let real = dir.join("real.json");
+        fs::write(&real, b"old").unwrap();
+        let link = dir.join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        write_atomic(&link, |w| w.write_all(b"new")).unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&real).unwrap(), b"new");
+        // A dangling link makes the file it names.
+        let dangling = dir.join("dangling.json.gz");
+        std::os::unix::fs::symlink("made.json.gz", &dangling).unwrap();
+        write_gz_atomic(&dangling, |w| w.write_all(b"[]")).unwrap();
+        assert!(dir.join("made.json.gz").is_file());
+        // A character device stays one.
+        let null = Path::new("/dev/null");
+        write_atomic(null, |w| w.write_all(b"{}")).unwrap();
+        write_gz_atomic(null, |w| w.write_all(b"{}")).unwrap();
+        let kind = fs::symlink_metadata(null).unwrap().file_type();
+        assert!(!kind.is_file() && !kind.is_symlink());
+        // Links that loop are an error naming the path given.
+        let a = dir.join("a.json");
+        std::os::unix::fs::symlink("b.json", &a).unwrap();
+        std::os::unix::fs::symlink("a.json", dir.join("b.json")).unwrap();
+        let err = write_atomic(&a, |w| w.write_all(b"{}")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a.json: cannot write: too many levels"),
+            "{err}"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 
