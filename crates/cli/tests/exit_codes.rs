@@ -251,7 +251,7 @@ fn synth_checks_are_usage_errors() {
         ),
         (
             &["--model", "gpt-tiny", "--steps", "20000"][..],
-            "each rank's trace would hold about 84000000 events, about 21 GB of JSON (20000 \
+            "each rank's trace would hold about 84960000 events, about 21 GB of JSON (20000 \
              steps of 2 micro-batches over 4 layers per stage); lumos synth writes at most 4 GB \
              per rank",
         ),
@@ -346,6 +346,19 @@ fn synth_model_files_are_bounded() {
         let want = format!("model.json: \"{field}\" must be a whole number from 1 to");
         assert_fails(&out, 1, &want, field);
     }
+    // Within every bound, but its optimizer's kernels alone would make a
+    // trace of about 10 GB (it aborted on a 16 GiB allocation): refused
+    // before anything is allocated.
+    let model = dir.join("model.json");
+    std::fs::write(&model, r#"{"layers": 4, "hidden": 1048576, "heads": 16}"#).unwrap();
+    let out = lumos()
+        .args(["synth", "--model"])
+        .arg(&model)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "GB of JSON", "hidden 1048576");
     assert!(!dir.join("out").exists());
 }
 

@@ -23,6 +23,13 @@ const EVENTS_PER_LAYER_PASS: u128 = 500;
 const EVENTS_PER_STEP: u128 = 200;
 const BYTES_PER_EVENT: u128 = 250;
 const BYTES_PER_WORLD_RANK: u128 = 64;
+/// Per step and per chunk of parameters a rank's optimizer updates: four
+/// multi-tensor kernels (the gradient norm, its scaling, Adam, the copy to
+/// BF16), each with its launch call, whose long kernel names make about
+/// 3,750 bytes (measured on a 4-layer model of hidden size 524,288:
+/// 4.72 GB of JSON for 2 steps of 629,000 chunks), rounded up.
+const EVENTS_PER_OPTIMIZER_CHUNK: u128 = 8;
+const BYTES_PER_OPTIMIZER_CHUNK: u128 = 4_000;
 
 /// Why a configuration is too big to synthesize; each front end words it
 /// in its own terms (flags or keywords).
@@ -109,9 +116,19 @@ pub fn check_size(cfg: &SynthConfig) -> Result<(), SizeRefusal> {
         });
     }
     let layers_per_stage = (cfg.model.layers as u128).div_ceil(p.pp.max(1) as u128);
-    let events = cfg.steps as u128
+    // The optimizer's kernels grow with the parameters a rank updates, not
+    // with the layers: a model of huge hidden size is mostly those (a
+    // 4-layer model of hidden size 1,048,576 aborted on a 16 GiB
+    // allocation). Bounded above by the model's over the tensor-parallel
+    // ranks.
+    let params = u128::from(cfg.model.params()) / p.tp.max(1) as u128;
+    let chunks = cfg.steps as u128 * params.div_ceil(u128::from(crate::megatron::MTA_CHUNK));
+    let passes = cfg.steps as u128
         * (EVENTS_PER_STEP + p.microbatches as u128 * layers_per_stage * EVENTS_PER_LAYER_PASS);
-    let bytes = events * BYTES_PER_EVENT + world * BYTES_PER_WORLD_RANK;
+    let events = passes + chunks * EVENTS_PER_OPTIMIZER_CHUNK;
+    let bytes = passes * BYTES_PER_EVENT
+        + chunks * BYTES_PER_OPTIMIZER_CHUNK
+        + world * BYTES_PER_WORLD_RANK;
     if bytes > MAX_RANK_BYTES {
         return Err(SizeRefusal::Bytes {
             events,

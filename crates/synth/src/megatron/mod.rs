@@ -22,7 +22,7 @@ mod layer;
 mod step;
 
 use kernels::{Names, K_FP8_CAST, SH_GEMM};
-pub(crate) use step::PassNeed;
+pub(crate) use step::{PassNeed, MTA_CHUNK};
 
 /// Sizes of one model chunk as this rank holds it.
 #[derive(Debug, Clone, Copy)]

@@ -14,7 +14,7 @@ use crate::training::GradSync;
 
 /// Elements one multi-tensor-apply launch covers (apex: 320 blocks of
 /// 65536 elements for four tensor lists).
-const MTA_CHUNK: u64 = 320 * 65_536;
+pub(crate) const MTA_CHUNK: u64 = 320 * 65_536;
 
 /// The pipeline of the current iteration on one stage.
 #[derive(Debug, Clone, Default)]
