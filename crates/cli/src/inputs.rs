@@ -63,6 +63,7 @@ pub fn input_path(p: &Path) -> PathBuf {
 /// Expands directories (sub-folders included, in natural order) into
 /// their trace files, and `-` into standard input ([`input_path`]).
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    crate::usage::stdin_once(paths)?;
     let mut out = Vec::new();
     for p in paths {
         let p = &input_path(p);
@@ -95,8 +96,11 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// which names there are).
 pub fn not_a_file(arg: &str) -> Option<String> {
     let path = Path::new(arg);
+    if path.is_dir() {
+        return Some(format!("{arg}: a directory, not a file"));
+    }
     if path.exists() && !path.is_file() {
-        return Some(format!("{arg}: not a file (a directory?)"));
+        return Some(format!("{arg}: not a regular file"));
     }
     let looks_like_a_path = arg.contains(std::path::MAIN_SEPARATOR)
         || arg.contains('/')
@@ -104,21 +108,24 @@ pub fn not_a_file(arg: &str) -> Option<String> {
     (looks_like_a_path && !path.exists()).then(|| format!("{arg}: no such file"))
 }
 
-/// Refuses inputs that would write their outputs into one directory (given
-/// with `flag`) under one name: two traces of one file name in different
-/// folders (`a/rank0.json.gz`, `b/rank0.json.gz`) would each replace the
-/// other's timeline, as `lumos ingest` refuses them.
-pub fn distinct_output_names(files: &[PathBuf], flag: &str) -> Result<()> {
+/// Refuses inputs whose outputs into one directory (given with `flag`)
+/// would take one name: outputs are named after the trace each input was
+/// read from (`traces`; of an `.lgraph` file, the trace it was ingested
+/// from), so two traces of one file name in different folders
+/// (`a/rank0.json.gz`, `b/rank0.json.gz`) would each replace the other's,
+/// as `lumos ingest` refuses them.
+pub fn distinct_output_names<'p>(
+    traces: impl IntoIterator<Item = &'p Path>,
+    flag: &str,
+) -> Result<()> {
     let mut seen: std::collections::HashMap<&str, &Path> = std::collections::HashMap::new();
-    for f in files {
+    for f in traces {
         let name = (f.file_name().and_then(|n| n.to_str())).unwrap_or_default();
-        let stem = (name.trim_end_matches(".gz"))
-            .trim_end_matches(".json")
-            .trim_end_matches(".lgraph");
+        let stem = name.trim_end_matches(".gz").trim_end_matches(".json");
         if let Some(other) = seen.insert(stem, f) {
             return Err(crate::usage::usage(format!(
                 "{} and {} would both be written as {stem}.* into {flag}'s directory: give \
-                 files of different names, write them apart, or merge a job's ranks (--merge)",
+                 traces of different file names, or write them apart",
                 other.display(),
                 f.display()
             )));

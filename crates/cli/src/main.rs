@@ -115,9 +115,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<bool> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let ran = usage::stdin_once(std::env::args_os().skip(1))
-        .and_then(|()| usage::memory_limit_readable())
-        .and_then(|()| run(&cli, &mut io::stdout().lock()));
+    let ran = usage::memory_limit_readable().and_then(|()| run(&cli, &mut io::stdout().lock()));
     match ran {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),

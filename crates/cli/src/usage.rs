@@ -26,7 +26,8 @@ pub fn usage(message: impl fmt::Display) -> anyhow::Error {
 
 /// Refuses a command line that names standard input (`-`) more than once:
 /// the first read takes all of it, so the second would find it empty and
-/// call the input bad.
+/// call the input bad. `args` are every input path of the command (a `-`
+/// given as another flag's value, a name pattern say, is no input).
 pub fn stdin_once<S: AsRef<std::ffi::OsStr>>(
     args: impl IntoIterator<Item = S>,
 ) -> anyhow::Result<()> {
@@ -44,7 +45,8 @@ pub fn stdin_once<S: AsRef<std::ffi::OsStr>>(
 /// command has no use for it (`ingest`, `diff`, `synth`, `demo` took
 /// `abc` without a word).
 pub fn memory_limit_readable() -> anyhow::Result<()> {
-    if std::env::var_os("LUMOS_MEMORY_LIMIT").is_none() {
+    // Set but empty (`LUMOS_MEMORY_LIMIT= lumos ...`) is read as unset.
+    if std::env::var_os("LUMOS_MEMORY_LIMIT").is_none_or(|v| v.is_empty()) {
         return Ok(());
     }
     lumos_store::MemoryGuard::new(0, lumos_store::ReadFor::Job)

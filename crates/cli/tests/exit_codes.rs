@@ -412,7 +412,7 @@ fn times_past_the_clock_are_refused_not_printed() {
     let net = dir.join("net.json");
     std::fs::write(&net, r#"{"base_latency_us": 1e14}"#).unwrap();
     let out = run(&["predict", "--network", net.to_str().unwrap()], Some(&f));
-    let want = "net.json: \"base_latency_us\" must be from 0 to 1000000";
+    let want = "net.json: \"base_latency_us\" must be at most 1000000";
     assert_fails(&out, 1, want, "a latency of 1e14 us");
     let slower = ["--scale-kernels", "class:compute=1e6"];
     let three = [&slower[..], &slower, &slower].concat();
@@ -426,6 +426,23 @@ fn times_past_the_clock_are_refused_not_printed() {
     let name = f.file_name().unwrap().to_string_lossy().into_owned();
     assert_fails(&out, 1, "joint replay of the job failed at rank 0 (", "job");
     assert_fails(&out, 1, &name, "job");
+    // In a job of two, the rank whose times ran past the clock is named,
+    // not the first rank that waited for it.
+    let job = dir.join("two");
+    run_ok(
+        lumos()
+            .args([
+                "synth", "--model", "gpt-tiny", "--dp", "2", "--ranks", "all", "--out",
+            ])
+            .arg(&job),
+    );
+    for rank in ["0", "1"] {
+        let scale = format!("{rank}=1e6,{rank}=1e6,{rank}=1e6");
+        let out = run(&["replay", "--job", "--scale-rank", &scale], Some(&job));
+        let want = format!("failed at rank {rank} (");
+        assert_fails(&out, 1, &want, &scale);
+        assert_fails(&out, 1, &format!("rank{rank}.json.gz"), &scale);
+    }
 }
 
 /// An output that is one of the inputs is refused before anything is
@@ -504,13 +521,67 @@ fn flags_that_were_ignored_or_misnamed_are_usage_errors_that_say_why() {
         .unwrap();
     assert_fails(&out, 2, "would both be written as", "same names");
     assert!(!out_dir.exists(), "nothing is written");
+    // Names are the traces', also through compact files: two of one trace
+    // name clash whatever the files' names, two of different trace names
+    // do not (however the files are named).
+    let (g0, g1) = (dir.join("g0"), dir.join("g1"));
+    std::fs::create_dir_all(&g0).unwrap();
+    std::fs::create_dir_all(&g1).unwrap();
+    let ingest = |trace: &Path, out: &Path| {
+        run_ok(lumos().arg("ingest").arg(trace).arg("-o").arg(out));
+    };
+    ingest(&f, &g0.join("a.lgraph"));
+    ingest(&twin.join(f.file_name().unwrap()), &g1.join("b.lgraph"));
+    let out = lumos()
+        .args(["replay", "--per-trace", "--out", o])
+        .arg(g0.join("a.lgraph"))
+        .arg(g1.join("b.lgraph"))
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "would both be written as", "compact, same traces");
+    let other = one_rank(&dir.join("other"));
+    let renamed = dir.join("renamed.json.gz");
+    std::fs::copy(&other, &renamed).unwrap();
+    ingest(&renamed, &g1.join("a.lgraph"));
+    let out = lumos()
+        .args(["replay", "--per-trace", "--out", o])
+        .arg(g0.join("a.lgraph"))
+        .arg(g1.join("a.lgraph"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    std::fs::remove_dir_all(&out_dir).unwrap();
+    // A `-` that is another flag's value is no input.
+    let out = lumos()
+        .args([
+            "replay",
+            "-",
+            "--scale-kernels",
+            "2",
+            "--scale-pattern",
+            "-",
+        ])
+        .stdin(std::fs::File::open(&f).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("standard input (-) is given"), "{err}");
+    // Standard output is written to as it is, not renamed onto.
+    let out = lumos()
+        .arg("report")
+        .arg(&f)
+        .args(["-o", "/dev/stdout"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<html"));
     // A missing or a folder given for a file was "an unknown preset".
     let missing = dir.join("none.json");
     let missing = missing.to_str().unwrap();
     let out = file(&["predict", "--network", missing], &f);
     assert_fails(&out, 2, "none.json: no such file", "network");
     let out = file(&["predict", "--network", o.trim_end_matches("out")], &f);
-    assert_fails(&out, 2, "not a file (a directory?)", "network folder");
+    assert_fails(&out, 2, "a directory, not a file", "network folder");
     let out = lumos()
         .args(["synth", "--model", missing, "--out", o])
         .output()
@@ -631,7 +702,7 @@ fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
             .env("LUMOS_MEMORY_LIMIT", value)
             .output()
             .unwrap();
-        assert_fails(&bad, 2, "not a size from 1 byte to 16 EiB", value);
+        assert_fails(&bad, 2, "not a size from 1 byte to below 16 EiB", value);
     }
 }
 

@@ -45,14 +45,14 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
                 .ok_or_else(|| invalid(format!("\"{k}\" must be a positive number"))),
         }
     };
-    // Beyond these no network is (a microsecond's latency is 1e-6 s of a
-    // second; bandwidth from 1 MB/s to 1 PB/s): a value past them is a
-    // slip, not a what-if, and would only make times past any run.
+    // Beyond these no network is (latencies above 1 s; bandwidths outside
+    // 1 MB/s to 1 PB/s): a value past them is a slip, not a what-if, and
+    // would only make times past any run. Zero and below are refused as
+    // not positive.
     let within = |o: &Value, k: &str, (lo, hi): (f64, f64)| -> Result<Option<f64>, PredictError> {
         match num(o, k)? {
-            Some(x) if !(lo..=hi).contains(&x) => Err(invalid(format!(
-                "\"{k}\" must be from {lo} to {hi}, not {x}"
-            ))),
+            Some(x) if x > hi => Err(invalid(format!("\"{k}\" must be at most {hi}, not {x}"))),
+            Some(x) if x < lo => Err(invalid(format!("\"{k}\" must be at least {lo}, not {x}"))),
             x => Ok(x),
         }
     };
@@ -140,15 +140,15 @@ mod tests {
             // simulator refused clocks past their range.
             (
                 r#"{"base_latency_us": 1e14}"#,
-                "\"base_latency_us\" must be from 0 to 1000000, not 100000000000000",
+                "\"base_latency_us\" must be at most 1000000, not 100000000000000",
             ),
             (
                 r#"{"intra_node": {"hop_latency_us": 1e308}}"#,
-                "\"hop_latency_us\" must be from 0 to 1000000",
+                "\"hop_latency_us\" must be at most 1000000",
             ),
             (
                 r#"{"intra_node": {"bandwidth_gbps": 1e-12}}"#,
-                "\"bandwidth_gbps\" must be from 0.001 to 1000000, not 0.000000000001",
+                "\"bandwidth_gbps\" must be at least 0.001, not 0.000000000001",
             ),
         ] {
             let e = network_from_json(text, "net.json").unwrap_err().to_string();

@@ -317,7 +317,7 @@ pub fn simulate_with_rendezvous(
     let mut replay = Replay::new(graph, opts)?;
     replay.add_rendezvous(rendezvous)?;
     replay.run();
-    replay.finish()
+    replay.finish(opts)
 }
 
 /// A fixed edge as the hot loop reads it: 16 bytes, next to the other
@@ -812,7 +812,25 @@ impl<'g> Replay<'g> {
         }
     }
 
-    fn finish(mut self) -> Result<Schedule, SimError> {
+    /// A task that ended at the clock's last instant, if any (times
+    /// saturate rather than wrap: it ran past it, and every time after it
+    /// is meaningless). Preferably one whose own duration took it there
+    /// (from a start within the range), rather than one that waited for
+    /// it: the culprit, not the first of its waiters.
+    fn past_the_clock(&self, opts: &SimOptions) -> Option<usize> {
+        let n = self.graph.tasks.len();
+        let first = (0..n).find(|&t| self.end[t] == i64::MAX)?;
+        // The durations again, on this error's path only.
+        let own = scaled_durations(self.graph, opts);
+        let crossed = (0..n).find(|&t| {
+            self.end[t] == i64::MAX
+                && self.earliest[t] < i64::MAX
+                && self.earliest[t].saturating_add(own[t]) == i64::MAX
+        });
+        Some(crossed.unwrap_or(first))
+    }
+
+    fn finish(mut self, opts: &SimOptions) -> Result<Schedule, SimError> {
         let n = self.graph.tasks.len();
         if self.scheduled < n {
             let example = self
@@ -830,7 +848,7 @@ impl<'g> Replay<'g> {
         // Times saturate rather than wrap: a task that ends at the clock's
         // last instant ran past it (durations, waits or factors that add
         // up past 292 years), and every time after it is meaningless.
-        if let Some(t) = (0..n).find(|&t| self.end[t] == i64::MAX) {
+        if let Some(t) = self.past_the_clock(opts) {
             let name_id = self.graph.tasks[t].name.0 as usize;
             return Err(SimError::ClockOverflow {
                 example: TaskId(t as u32),

@@ -25,8 +25,8 @@ const LIMIT_VAR: &str = "LUMOS_MEMORY_LIMIT";
 /// An unreadable `LUMOS_MEMORY_LIMIT`: a usage error.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{LIMIT_VAR}={0:?}: not a size from 1 byte to 16 EiB (bytes, or a number with K, M, G or T), \
-     nor `off`"
+    "{LIMIT_VAR}={0:?}: not a size from 1 byte to below 16 EiB (bytes, or a number with K, M, G or \
+     T), nor `off`"
 )]
 pub struct BadMemoryLimit(pub String);
 
@@ -140,7 +140,8 @@ impl MemoryGuard {
     /// `LUMOS_MEMORY_LIMIT` is a usage error.
     pub fn new(total: usize, purpose: ReadFor) -> Result<MemoryGuard, BadMemoryLimit> {
         let (limit, from_variable) = match std::env::var_os(LIMIT_VAR) {
-            Some(v) => {
+            // Set but empty: as if unset.
+            Some(v) if !v.is_empty() => {
                 let text = v.to_string_lossy();
                 let limit = match text.trim() {
                     "off" => None,
@@ -152,7 +153,7 @@ impl MemoryGuard {
                 };
                 (limit, true)
             }
-            None => {
+            _ => {
                 let limit = (resident_bytes().zip(available_bytes()))
                     .map(|(now, free)| now + (free as f64 * SHARE) as u64);
                 (limit, false)

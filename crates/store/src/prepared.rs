@@ -45,6 +45,15 @@ impl Prepared {
             Prepared::Stored(s) => &s.facts.meta,
         }
     }
+
+    /// The trace it was read from (of an `.lgraph` file, the trace it was
+    /// ingested from): what reports and timelines are named after.
+    pub fn trace_path(&self) -> &std::path::Path {
+        match self {
+            Prepared::Built(b) => &b.facts.path,
+            Prepared::Stored(s) => &s.facts.path,
+        }
+    }
 }
 
 /// Reads one input and, for a trace, builds its rank as the file is read

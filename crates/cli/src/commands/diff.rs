@@ -66,6 +66,7 @@ pub fn run(a: &DiffArgs, out: &mut dyn Write) -> Result<bool> {
         min_change_ns: (a.min_change_us * 1e3).round() as i64,
         min_change_pct: a.min_change_pct,
     };
+    crate::usage::stdin_once([&a.a, &a.b])?;
     let files = [inputs::input_path(&a.a), inputs::input_path(&a.b)];
     let mut read = inputs::read_all(&files).into_iter();
     let (ta, tb) = match (read.next(), read.next()) {

@@ -263,6 +263,7 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(&a.target)?;
     let (loaded, sources, transfer) = match &a.durations_from {
         Some(b) => {
+            crate::usage::stdin_once(a.paths.iter().map(PathBuf::as_path).chain([b.as_path()]))?;
             let (mut input, source) = load_one(&a.paths)?;
             let transfer = retime_from(&mut input, b)?;
             (
@@ -276,22 +277,18 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             (candidates, sources, None)
         }
     };
+    if a.out.is_some() && !a.merge {
+        // Checked before the prediction: its timelines are named after the
+        // traces of their stages.
+        let traces = sources.iter().map(|s| s.path.as_path());
+        crate::inputs::distinct_output_names(traces, "--out")?;
+    }
     let (report, kept) = predict_then(loaded, &a.target, |pred, outcome| {
         if let Some(dir) = &a.out {
             let timelines = Timeline::predicted(pred, outcome, &sources);
             if a.merge {
                 super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
             } else {
-                let mut names: Vec<String> = timelines.iter().map(Timeline::file_name).collect();
-                names.sort_unstable();
-                if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
-                    return Err(usage(format!(
-                        "--out: two predicted timelines would both be written as {} (inputs \
-                         of one file name from different folders); give files of different \
-                         names, or --merge",
-                        twice[0]
-                    )));
-                }
                 for t in timelines {
                     super::replay::write_timeline(dir, &t)?;
                 }

@@ -274,12 +274,6 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
         return run_transfer(a, b, &opts, out);
     }
     let files = inputs::expand(&a.paths)?;
-    if a.out.is_some() && !a.merge {
-        inputs::distinct_output_names(&files, "--out")?;
-    }
-    if a.critical_path.is_some() {
-        inputs::distinct_output_names(&files, "--critical-path")?;
-    }
     if a.representatives {
         if !opts.1.is_empty() {
             return Err(usage(
@@ -328,6 +322,14 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     }
     if a.merge {
         return Err(merge_needs_a_job());
+    }
+    // Before any is written: their outputs are named after their traces.
+    let traces = || apart.iter().flatten().map(Prepared::trace_path);
+    if a.out.is_some() {
+        inputs::distinct_output_names(traces(), "--out")?;
+    }
+    if a.critical_path.is_some() {
+        inputs::distinct_output_names(traces(), "--critical-path")?;
     }
     let mut ok = true;
     let mut traces = Vec::new();
@@ -390,6 +392,7 @@ fn run_transfer(
     (opts, kernels): &(SimOptions, Vec<KernelScale>),
     out: &mut dyn Write,
 ) -> Result<bool> {
+    crate::usage::stdin_once(a.paths.iter().map(PathBuf::as_path).chain([b]))?;
     let files = inputs::expand(&a.paths)?;
     let [file] = &files[..] else {
         return Err(usage(format!(
@@ -505,6 +508,11 @@ fn run_job(
             "--critical-path needs traces replayed one by one (add --per-trace); \
              a job's critical path across ranks is in its report",
         ));
+    }
+    if a.out.is_some() && !a.merge {
+        // Each rank's timeline is named after its trace.
+        let traces = ranks.iter().map(|r| r.meta.path.as_path());
+        inputs::distinct_output_names(traces, "--out")?;
     }
     let read_ok = unreadable.is_empty();
     let job = assemble_with(ranks, unreadable)?;

@@ -394,42 +394,47 @@ pub fn discover_with_hint(
     // after the next: the units are taken inside them instead, where that
     // makes the structure editable (else the structure found first
     // stands).
+    let why = report::edits_blocked(&s).unwrap_or_default();
+    // The work classes again for each try (the first structure's hold its
+    // communication tasks), made once: this path is taken by traces that
+    // cannot be edited and have such annotations (an optimizer's step is
+    // one), up to one discovery per level.
+    let work = work::work_classes(graph);
     let mut wrappers: Vec<bool> = Vec::new();
-    let mut units = None;
+    let mut last = s.units.wrappers(graph);
     for _ in 0..MAX_WRAPPER_DEPTH {
-        let Some(more) = units.as_ref().unwrap_or(&s.units).wrappers(graph) else {
-            break;
-        };
-        wrappers.resize(more.len(), false);
+        let Some(more) = last.take() else { break };
+        wrappers.resize(more.len().max(wrappers.len()), false);
+        let mut added = false;
         for (w, m) in wrappers.iter_mut().zip(more) {
+            added |= m && !*w;
             *w |= m;
         }
-        units = Some(Units::build_below(graph, measured, &wrappers));
+        if !added {
+            break;
+        }
+        let units = Units::build_below(graph, measured, &wrappers);
+        let names: Vec<&str> = (wrappers.iter().enumerate())
+            .filter(|(_, &w)| w)
+            .map(|(i, _)| graph.names[i].as_str())
+            .collect();
+        let found = finding(
+            "units",
+            format!("taken inside {}", quoted_list(&names)),
+            Confidence::Medium,
+            format!(
+                "these annotations each hold many operators (or one such annotation); taken as \
+                 one unit each, the structure could not be edited: {why}"
+            ),
+        );
+        let inside = discover_units(graph, ctx, hint, units, work.clone(), vec![found]);
+        // The first level that can be edited is kept.
+        if !blocked(&inside) {
+            return inside;
+        }
+        last = inside.units.wrappers(graph);
     }
-    let Some(units) = units else { return s };
-    let names: Vec<&str> = (wrappers.iter().enumerate())
-        .filter(|(_, &w)| w)
-        .map(|(i, _)| graph.names[i].as_str())
-        .collect();
-    let why = report::edits_blocked(&s).unwrap_or_default();
-    let found = finding(
-        "units",
-        format!("taken inside {}", quoted_list(&names)),
-        Confidence::Medium,
-        format!(
-            "these annotations each hold many operators (or one such annotation); taken as \
-             one unit each, the structure could not be edited: {why}"
-        ),
-    );
-    // The work classes again (the first structure's hold its
-    // communication tasks): only traces with such wrappers pay for them.
-    let work = work::work_classes(graph);
-    let inside = discover_units(graph, ctx, hint, units, work, vec![found]);
-    if blocked(&inside) {
-        s
-    } else {
-        inside
-    }
+    s
 }
 
 /// Annotations inside annotations that [`discover_with_hint`] looks

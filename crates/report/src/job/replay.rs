@@ -388,7 +388,7 @@ impl<'j> JobReplayed<'j> {
                 opts.steps
                     .resolve(&self.step_names_of(pos))
                     .map_err(|problem| ReportError::Steps {
-                        path: meta.path.display().to_string(),
+                        path: meta.file().display().to_string(),
                         problem,
                     })
             })

@@ -106,6 +106,32 @@ impl Target {
     /// The target of `path`: links followed (a dangling link's target is
     /// created), and what is there looked at.
     fn of(path: &Path) -> io::Result<Target> {
+        // What the path names, links followed by the system (which knows
+        // `/dev/stdout` -> `/proc/self/fd/1` -> a pipe): a device or pipe
+        // is written in place through the path as given.
+        // A process's own streams are written to as they are, whatever
+        // they are (`-o /dev/stdout > page.html` must not rename a file
+        // onto page.html under the shell's open file).
+        let stream = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"]
+            .iter()
+            .any(|s| path.to_str().is_some_and(|p| p.starts_with(s)));
+        match fs::metadata(path) {
+            Ok(m) if stream || (!m.is_file() && !m.is_dir()) => {
+                return Ok(Target {
+                    path: path.to_owned(),
+                    in_place: true,
+                })
+            }
+            Ok(m) if m.is_file() => {
+                return Ok(Target {
+                    path: fs::canonicalize(path)?,
+                    in_place: false,
+                })
+            }
+            _ => {}
+        }
+        // A folder (the rename says so), nothing, or a dangling link whose
+        // file is to be made: its links walked one by one.
         let mut path = path.to_owned();
         // Links to links: as many as the system follows, then an error.
         for _ in 0..40 {
