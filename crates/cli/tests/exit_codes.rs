@@ -575,19 +575,20 @@ fn flags_that_were_ignored_or_misnamed_are_usage_errors_that_say_why() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("<html"));
-    // A missing or a folder given for a file was "an unknown preset".
+    // A missing file or a folder given for a file was "an unknown preset"
+    // (bad usage): it is a file that cannot be read (bad input).
     let missing = dir.join("none.json");
     let missing = missing.to_str().unwrap();
     let out = file(&["predict", "--network", missing], &f);
-    assert_fails(&out, 2, "none.json: no such file", "network");
+    assert_fails(&out, 1, "none.json: no such file", "network");
     let out = file(&["predict", "--network", o.trim_end_matches("out")], &f);
-    assert_fails(&out, 2, "a directory, not a file", "network folder");
+    assert_fails(&out, 1, "a directory, not a file", "network folder");
     let out = lumos()
         .args(["synth", "--model", missing, "--out", o])
         .output()
         .unwrap();
-    assert_fails(&out, 2, "--model: ", "model");
-    assert_fails(&out, 2, "none.json: no such file", "model");
+    assert_fails(&out, 1, "--model ", "model");
+    assert_fails(&out, 1, "none.json: no such file", "model");
     // An unreadable memory limit was taken without a word by commands
     // that read no job.
     let out = lumos()

@@ -214,13 +214,7 @@ pub fn apply<'b>(
 fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
     let path = Path::new(arg);
     if !path.is_file() {
-        return network_preset(arg).map_err(|e| match crate::inputs::not_a_file(arg) {
-            Some(problem) => PredictError::InvalidNetwork {
-                name: None,
-                problem: format!("{problem}; a network is a GPU preset or a JSON file"),
-            },
-            None => e,
-        });
+        return network_preset(arg);
     }
     let text = std::fs::read_to_string(path).map_err(|e| PredictError::InvalidNetwork {
         name: Some(arg.to_owned()),
@@ -579,6 +573,11 @@ pub fn check_args(a: &TargetArgs) -> Result<()> {
     // A name that is not a file must be a preset; a file's problems are
     // bad input, found when it is read.
     if let Some(n) = a.network.as_deref().filter(|n| !Path::new(n).is_file()) {
+        // A path with nothing there (or a folder) is a file that cannot be
+        // read: bad input, as a trace's is; only a name is a preset's.
+        if let Some(problem) = crate::inputs::not_a_file(n) {
+            anyhow::bail!("--network {problem}; a network is a GPU preset or a JSON file");
+        }
         network_from_arg(n).map_err(|e| usage(format!("--network: {e}")))?;
     }
     Ok(())

@@ -24,12 +24,12 @@ pub enum RankChoice {
 /// error, a bad file (any other key included) bad input.
 pub fn model_from_arg(arg: &str) -> Result<ModelPreset> {
     if !Path::new(arg).is_file() {
-        return ModelPreset::preset(arg).map_err(|e| match crate::inputs::not_a_file(arg) {
-            Some(problem) => usage(format!(
-                "--model: {problem}; a model is a preset or a JSON file"
-            )),
-            None => usage(format!("--model: {e}")),
-        });
+        // A path with nothing there (or a folder) is a file that cannot be
+        // read: bad input; only a name is a preset's.
+        if let Some(problem) = crate::inputs::not_a_file(arg) {
+            anyhow::bail!("--model {problem}; a model is a preset or a JSON file");
+        }
+        return ModelPreset::preset(arg).map_err(|e| usage(format!("--model: {e}")));
     }
     let text = std::fs::read_to_string(arg).with_context(|| format!("{arg}: cannot read"))?;
     lumos_report::model_from_json(arg, &text).map_err(anyhow::Error::msg)
