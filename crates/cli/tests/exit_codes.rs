@@ -323,6 +323,17 @@ fn synth_checks_are_usage_errors() {
 #[test]
 fn synth_model_files_are_bounded() {
     let dir = TempDir::new("cli-exit-model");
+    let synth = |body: &str| {
+        let model = dir.join("model.json");
+        std::fs::write(&model, body).unwrap();
+        lumos()
+            .args(["synth", "--model"])
+            .arg(&model)
+            .arg("--out")
+            .arg(dir.join("out"))
+            .output()
+            .unwrap()
+    };
     for (body, field) in [
         (r#"{"layers": 4, "hidden": 1024, "heads": 0}"#, "heads"),
         (
@@ -334,30 +345,14 @@ fn synth_model_files_are_bounded() {
             "vocab",
         ),
     ] {
-        let model = dir.join("model.json");
-        std::fs::write(&model, body).unwrap();
-        let out = lumos()
-            .args(["synth", "--model"])
-            .arg(&model)
-            .arg("--out")
-            .arg(dir.join("out"))
-            .output()
-            .unwrap();
+        let out = synth(body);
         let want = format!("model.json: \"{field}\" must be a whole number from 1 to");
         assert_fails(&out, 1, &want, field);
     }
     // Within every bound, but its optimizer's kernels alone would make a
     // trace of about 10 GB (it aborted on a 16 GiB allocation): refused
     // before anything is allocated.
-    let model = dir.join("model.json");
-    std::fs::write(&model, r#"{"layers": 4, "hidden": 1048576, "heads": 16}"#).unwrap();
-    let out = lumos()
-        .args(["synth", "--model"])
-        .arg(&model)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .output()
-        .unwrap();
+    let out = synth(r#"{"layers": 4, "hidden": 1048576, "heads": 16}"#);
     assert_fails(&out, 2, "GB of JSON", "hidden 1048576");
     assert!(!dir.join("out").exists());
 }
