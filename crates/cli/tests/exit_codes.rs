@@ -119,6 +119,12 @@ fn replay_checks_are_usage_errors() {
         "factor must be a number from 1e-6 to 1e6",
         "rank factor",
     );
+    // One rank twice would multiply its factors.
+    let out = run(
+        &["replay", "--job", "--scale-rank", "0=1e6,0=1e6"],
+        Some(&f),
+    );
+    assert_fails(&out, 2, "--scale-rank names rank 0 twice", "twice");
     // One trace is not a job...
     let out = run(&["replay", "--scale-rank", "0=2"], Some(&f));
     assert_fails(&out, 2, "--scale-rank needs the ranks of one job", "no job");
@@ -422,7 +428,8 @@ fn times_past_the_clock_are_refused_not_printed() {
     assert_fails(&out, 1, "joint replay of the job failed at rank 0 (", "job");
     assert_fails(&out, 1, &name, "job");
     // In a job of two, the rank whose times ran past the clock is named,
-    // not the first rank that waited for it.
+    // not the first rank that waited for it. Each rank's first kernel
+    // takes 1e13 us, which one factor of 1e6 takes past the range.
     let job = dir.join("two");
     run_ok(
         lumos()
@@ -432,7 +439,16 @@ fn times_past_the_clock_are_refused_not_printed() {
             .arg(&job),
     );
     for rank in ["0", "1"] {
-        let scale = format!("{rank}=1e6,{rank}=1e6,{rank}=1e6");
+        let path = job.join(format!("rank{rank}.json.gz"));
+        let text = String::from_utf8(lumos_testkit::gunzip_file(&path)).unwrap();
+        let kernel = text.find("\"cat\":\"kernel\"").unwrap();
+        let dur = kernel + text[kernel..].find("\"dur\":").unwrap() + "\"dur\":".len();
+        let end = dur + text[dur..].find([',', '}']).unwrap();
+        let long = format!("{}10000000000000{}", &text[..dur], &text[end..]);
+        std::fs::write(&path, lumos_testkit::gzip(long.as_bytes())).unwrap();
+    }
+    for rank in ["0", "1"] {
+        let scale = format!("{rank}=1e6");
         let out = run(&["replay", "--job", "--scale-rank", &scale], Some(&job));
         let want = format!("failed at rank {rank} (");
         assert_fails(&out, 1, &want, &scale);
