@@ -510,6 +510,13 @@ fn flags_that_were_ignored_or_misnamed_are_usage_errors_that_say_why() {
     // --merge of inputs that are not one job wrote them apart.
     let out = file(&["replay", "--merge", "--out", o], &f);
     assert_fails(&out, 2, "--merge writes the ranks of a job", "merge");
+    let out = lumos()
+        .args(["replay", "--merge", "--out", o])
+        .arg(&f)
+        .arg(one_rank(&dir.join("apart")))
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "--merge writes the ranks of a job", "merge of two");
     let out = file(&["replay", "--merge", "--per-trace", "--out", o], &f);
     assert_fails(
         &out,
@@ -531,6 +538,15 @@ fn flags_that_were_ignored_or_misnamed_are_usage_errors_that_say_why() {
         .output()
         .unwrap();
     assert_fails(&out, 2, "would both be written as", "same names");
+    assert!(!out_dir.exists(), "nothing is written");
+    let out = lumos()
+        .arg("ingest")
+        .arg(&f)
+        .arg(twin.join(f.file_name().unwrap()))
+        .args(["-o", o])
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "would both be written as", "ingest, same names");
     assert!(!out_dir.exists(), "nothing is written");
     // Names are the traces', also through compact files: two of one trace
     // name clash whatever the files' names, two of different trace names

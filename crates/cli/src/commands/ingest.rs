@@ -1,7 +1,6 @@
 //! `lumos ingest`: read and build each trace once, and write its graph as
 //! a compact `.lgraph` file that every command takes in place of the trace.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -82,21 +81,8 @@ fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
             files.len()
         )));
     }
-    let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
-    let mut targets = Vec::with_capacity(files.len());
-    for f in files {
-        let name = out_name(f);
-        if let Some(other) = seen.insert(name.clone(), f) {
-            return Err(usage(format!(
-                "{} and {} would both be written as {name}: ingest them into different \
-                 directories",
-                other.display(),
-                f.display()
-            )));
-        }
-        targets.push(out.join(name));
-    }
-    Ok(targets)
+    inputs::distinct_output_names(files.iter().map(PathBuf::as_path), "-o")?;
+    Ok(files.iter().map(|f| out.join(out_name(f))).collect())
 }
 
 /// Runs `lumos ingest`; false when a trace could not be ingested (the

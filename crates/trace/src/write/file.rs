@@ -45,16 +45,11 @@ pub fn write_atomic<T>(
         error,
     };
     let target = Target::of(path).map_err(fail)?;
-    let (tmp, file) = match target.open().map_err(fail)? {
-        Opened::Temp(tmp, file) => (Some(tmp), file),
-        Opened::InPlace(file) => (None, file),
-    };
+    let (tmp, file) = target.open().map_err(fail)?;
     let mut w = BufWriter::with_capacity(1 << 16, file);
     let value = write(&mut w).map_err(fail)?;
     w.into_inner().map_err(|e| fail(e.into_error()))?;
-    if let Some(tmp) = tmp {
-        tmp.commit(&target.path).map_err(fail)?;
-    }
+    target.commit(tmp).map_err(fail)?;
     Ok(value)
 }
 
@@ -70,10 +65,7 @@ pub fn write_gz_atomic<T>(
         error,
     };
     let target = Target::of(path).map_err(fail)?;
-    let (tmp, file) = match target.open().map_err(fail)? {
-        Opened::Temp(tmp, file) => (Some(tmp), file),
-        Opened::InPlace(file) => (None, file),
-    };
+    let (tmp, file) = target.open().map_err(fail)?;
     let gz = GzEncoder::new(file, Compression::fast());
     let mut w = BufWriter::with_capacity(1 << 16, gz);
     let value = write(&mut w).map_err(fail)?;
@@ -81,9 +73,7 @@ pub fn write_gz_atomic<T>(
         .map_err(|e| fail(e.into_error()))?
         .finish()
         .map_err(fail)?;
-    if let Some(tmp) = tmp {
-        tmp.commit(&target.path).map_err(fail)?;
-    }
+    target.commit(tmp).map_err(fail)?;
     Ok(value)
 }
 
@@ -94,24 +84,16 @@ struct Target {
     in_place: bool,
 }
 
-/// An output file opened for writing.
-enum Opened {
-    /// A temporary file, renamed onto the target once written.
-    Temp(TempFile, File),
-    /// The target itself (a device or a pipe).
-    InPlace(File),
-}
-
 impl Target {
     /// The target of `path`: links followed (a dangling link's target is
     /// created), and what is there looked at.
     fn of(path: &Path) -> io::Result<Target> {
         // What the path names, links followed by the system (which knows
         // `/dev/stdout` -> `/proc/self/fd/1` -> a pipe): a device or pipe
-        // is written in place through the path as given.
-        // A process's own streams are written to as they are, whatever
-        // they are (`-o /dev/stdout > page.html` must not rename a file
-        // onto page.html under the shell's open file).
+        // is written in place through the path as given. So are a
+        // process's own streams, whatever they are (`-o /dev/stdout >
+        // page.html` must not rename a file onto page.html under the
+        // shell's open file).
         let stream = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"]
             .iter()
             .any(|s| path.to_str().is_some_and(|p| p.starts_with(s)));
@@ -159,13 +141,21 @@ impl Target {
         Err(io::Error::other("too many levels of symbolic links"))
     }
 
-    fn open(&self) -> io::Result<Opened> {
+    /// The file to write: the target itself when written in place, else
+    /// a temporary file beside it, to be [`Target::commit`]ted.
+    fn open(&self) -> io::Result<(Option<TempFile>, File)> {
         if self.in_place {
             let file = File::options().write(true).open(&self.path)?;
-            return Ok(Opened::InPlace(file));
+            return Ok((None, file));
         }
         let (tmp, file) = TempFile::create(&self.path)?;
-        Ok(Opened::Temp(tmp, file))
+        Ok((Some(tmp), file))
+    }
+
+    /// Moves the written (and closed) temporary file, if any, onto the
+    /// target.
+    fn commit(&self, tmp: Option<TempFile>) -> io::Result<()> {
+        tmp.map_or(Ok(()), |tmp| tmp.commit(&self.path))
     }
 }
 
