@@ -9,6 +9,12 @@
 //! JSON, 62% `python_function` events, which the reader does not parse
 //! past their category). Throughput is in uncompressed JSON bytes.
 //!
+//! `reference/*` parses the same plain files with general JSON parsers
+//! (benches/common/reference.rs), so that the reader's speed can be set
+//! against what a JSON library reaches on the same machine in the same
+//! run. They parse the file's bytes already in memory, so their time leaves
+//! out the read that the reader's includes: a bound in their favour.
+//!
 //! The plain inputs are written to the temp dir when the bench starts and
 //! removed when it ends. Run with
 //! `cargo bench -p lumos-trace --bench read` (add `-- --quick` for a fast
@@ -21,6 +27,10 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use lumos_testkit::{gunzip_file, TempDir};
+
+#[path = "common/reference.rs"]
+mod reference;
+use reference::parse_reference;
 
 const TRACE: &str = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
 const WITH_STACK: &str = "single-rank/b200-vllm-tp8-rank0.json.gz";
@@ -144,6 +154,26 @@ fn main() {
         }
         group.finish();
     }
+    let mut group = c.benchmark_group("reference");
+    for how in reference::PARSERS {
+        // The plain inputs but the tripled one, whose time only grows.
+        for (name, path, bytes) in [&inputs[1], &inputs[3]] {
+            let expected = lumos_trace::read_path(path).unwrap().events_total;
+            let text = std::fs::read(path).unwrap();
+            assert_eq!(
+                parse_reference(how, &text) as u64,
+                expected,
+                "{how} on {name}"
+            );
+            group.throughput(Throughput::Bytes(*bytes));
+            // The file already in memory: the reference's time is its parse
+            // alone, where the reader's includes reading the file.
+            group.bench_with_input(BenchmarkId::new(how, name), &text, |b, text| {
+                b.iter(|| parse_reference(how, text))
+            });
+        }
+    }
+    group.finish();
     let mut group = c.benchmark_group("inflate");
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.bench_function("gzip", |b| b.iter(|| inflate_only(&gz_path)));

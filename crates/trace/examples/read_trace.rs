@@ -8,6 +8,7 @@
 //! cargo run --release -p lumos-trace --example read_trace -- --decompress IN.json.gz OUT.json
 //! cargo run --release -p lumos-trace --example read_trace -- --concat N IN OUT.json
 //! cargo run --release -p lumos-trace --example read_trace -- --inflate IN.json.gz
+//! cargo run --release -p lumos-trace --example read_trace -- --reference PARSER N FILE...
 //! ```
 //!
 //! `--repeat N` reads the files N times in one process (as a benchmark
@@ -17,12 +18,19 @@
 //! the repository. `--inflate` only decompresses a gzip file, with the
 //! inflate and block size the reader uses, and throws the bytes away: the
 //! cost of decompression alone, to compare reading gzip with.
+//! `--reference PARSER N` parses each plain file N times with a general
+//! JSON parser (`serde_json-typed`, `sonic-rs-typed` or `sonic-rs-dom`, benches/common/
+//! reference.rs), the file read into memory before the clock starts: what
+//! the reader's speed is set against.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
+
+#[path = "../benches/common/reference.rs"]
+mod reference;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -33,6 +41,17 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("--inflate") if args.len() == 2 => inflate_only(Path::new(&args[1])),
+        Some("--reference") if args.len() >= 4 => {
+            let repeat: usize = args[2]
+                .parse()
+                .expect("--reference PARSER N: N is a number");
+            for _ in 0..repeat {
+                args[3..]
+                    .iter()
+                    .for_each(|a| parse_one(&args[1], Path::new(a)));
+            }
+            ExitCode::SUCCESS
+        }
         Some("--concat") if args.len() == 4 => {
             let n: usize = args[1].parse().expect("--concat N: N is a number");
             let text = load(Path::new(&args[2]));
@@ -63,7 +82,7 @@ fn main() -> ExitCode {
         None => {
             eprintln!(
                 "usage: read_trace [--repeat N] FILE... | --decompress IN OUT | --concat N IN OUT \
-                 | --inflate IN"
+                 | --inflate IN | --reference PARSER N FILE..."
             );
             ExitCode::from(2)
         }
@@ -94,6 +113,21 @@ fn read_one(path: &Path) -> bool {
             false
         }
     }
+}
+
+/// Parses the plain JSON file `path` with the reference parser `how`
+/// and prints the time of the parse alone.
+fn parse_one(how: &str, path: &Path) {
+    let text = std::fs::read(path).expect("read input");
+    let start = Instant::now();
+    let events = reference::parse_reference(how, &text);
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{}: {how}: {events} events, {:.1} MB JSON, {secs:.3} s, {:.0} MB/s",
+        path.display(),
+        text.len() as f64 / 1e6,
+        text.len() as f64 / 1e6 / secs
+    );
 }
 
 /// Decompresses `path` as the reader does (flate2's zlib-rs inflate over a
