@@ -31,7 +31,9 @@ pub struct PredictArgs {
     #[arg(long)]
     pub json: bool,
     /// Write each predicted stage's timeline as
-    /// <name>.predicted.json.gz here (opens in Perfetto).
+    /// <name>.predicted.json.gz here (opens in Perfetto); <name> is its
+    /// trace's, with .rank<N> (the stage's rank) after it when two stages'
+    /// traces share a file name.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Predict from the trace's graph re-timed with the durations measured
@@ -271,19 +273,15 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             (candidates, sources, None)
         }
     };
-    if a.out.is_some() && !a.merge {
-        // Checked before the prediction: its timelines are named after the
-        // traces of their stages.
-        let traces = sources.iter().map(|s| s.path.as_path());
-        crate::inputs::distinct_output_names(traces, "--out")?;
-    }
     let (report, kept) = predict_then(loaded, &a.target, |pred, outcome| {
         if let Some(dir) = &a.out {
             let timelines = Timeline::predicted(pred, outcome, &sources);
             if a.merge {
                 super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
             } else {
-                for t in timelines {
+                // Named after the traces of their stages, and their ranks
+                // too where two traces share a file name.
+                for t in super::replay::named_apart(timelines)? {
                     super::replay::write_timeline(dir, &t)?;
                 }
             }
