@@ -90,7 +90,8 @@ pub struct TargetArgs {
     /// 1e-6 to 1e6). PATTERN is class:gemm, class:attention, class:memory,
     /// class:comm, class:compute (GEMMs and attention known by recorded
     /// shapes), or a case-sensitive substring of kernel names; one that
-    /// selects no GPU task of the traces is refused. Repeatable.
+    /// selects no GPU task of the traces is refused. Repeatable, each
+    /// pattern once.
     #[arg(long, value_name = "PATTERN=FACTOR", value_parser = kernel_scale)]
     pub scale_kernels: Vec<KernelScale>,
     /// Target network: a GPU preset (a100, h100, h200, b200) or a JSON
@@ -568,6 +569,7 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
 /// (the numbers' ranges are clap's; what the traces must hold is checked
 /// with the target).
 pub fn check_args(a: &TargetArgs) -> Result<()> {
+    super::replay::distinct_patterns(&a.scale_kernels, "--scale-kernels")?;
     // A name that is not a file must be a preset; a file's problems are
     // bad input, found when it is read.
     if let Some(n) = a.network.as_deref().filter(|n| !Path::new(n).is_file()) {

@@ -49,7 +49,8 @@ pub struct ReplayArgs {
     /// as in `lumos predict`: PATTERN is class:gemm, class:attention,
     /// class:memory, class:comm, class:compute (GEMMs and attention known
     /// by recorded shapes), or a case-sensitive substring of kernel names;
-    /// one that selects no GPU task is refused. Repeatable. A bare FACTOR
+    /// one that selects no GPU task is refused. Repeatable, each pattern
+    /// once. A bare FACTOR
     /// (every GPU task, or those --scale-only / --scale-pattern pick) still
     /// works but is deprecated (with --scale-only compute|comm or
     /// --scale-pattern, checked as PATTERN=FACTOR is, except with
@@ -180,6 +181,27 @@ fn sim_options(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
             w[0]
         )));
     }
+    let (opts, kernels) = scales(a)?;
+    // So would one pattern's, the bare FACTOR's selection among them.
+    distinct_patterns(&kernels, "--scale-kernels")?;
+    Ok((opts, kernels))
+}
+
+/// Refuses a kernel pattern given twice to `flag`: its factors would be
+/// multiplied (two of 1e6 make 1e12, past the range each is checked
+/// against), a slip like a rank given twice to `--scale-rank`.
+pub fn distinct_patterns(kernels: &[KernelScale], flag: &str) -> Result<()> {
+    match lumos_predict::repeated_pattern(kernels) {
+        Some(p) => Err(usage(format!(
+            "{flag} names pattern {p} twice; give each pattern one factor"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What [`sim_options`] gives, before its checks of a rank or a pattern
+/// given twice.
+fn scales(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
     let mut opts = SimOptions::default();
     for d in &a.deps {
         opts = opts.drop_kind(match d {
