@@ -432,8 +432,8 @@ fn issue_11_deeply_nested_network_and_model_files_are_errors() {
 
 /// Times past the clock's range (292 years) are refused, never printed:
 /// a network file's latency past any network's is a bad file, and speed-ups
-/// that multiply past the range stop the replay, naming a task and, for a
-/// job, its rank's file. Before, such a latency gave predicted steps of
+/// that multiply past the range stop the replay, naming a task and its
+/// file (for a job, its rank's; for a prediction, its inputs). Before, such a latency gave predicted steps of
 /// -9.2e12 ms and such factors steps of 292 years, with exit 0.
 #[test]
 fn times_past_the_clock_are_refused_not_printed() {
@@ -449,14 +449,26 @@ fn times_past_the_clock_are_refused_not_printed() {
     // refused).
     with_a_long_kernel(&f);
     let slower = ["--scale-kernels", "class:compute=1e6"];
+    let name = f.file_name().unwrap().to_string_lossy().into_owned();
     for cmd in ["replay", "predict"] {
         let out = run(&[&[cmd][..], &slower].concat(), Some(&f));
         assert_fails(&out, 1, "past the clock's range", cmd);
+        // Each names the file whose replay it refused (the predicted one
+        // did not).
+        assert_fails(&out, 1, &name, cmd);
         let printed = String::from_utf8_lossy(&out.stdout);
         assert!(!printed.contains("ProfilerStep"), "{cmd}: {printed}");
     }
+    let out = run(&[&["predict"][..], &slower].concat(), Some(&f));
+    let want = format!("replay of the predicted graphs of {}: ", f.display());
+    assert_fails(&out, 1, &want, "predicted");
+    // So does the page's what-if, which is the same prediction.
+    let page = dir.join("page.html");
+    let page_args = ["report", "-o", page.to_str().unwrap()];
+    let out = run(&[&page_args[..], &slower].concat(), Some(&f));
+    assert_fails(&out, 1, &want, "report");
+    assert!(!page.exists(), "nothing is written");
     let out = run(&[&["replay", "--job"][..], &slower].concat(), Some(&f));
-    let name = f.file_name().unwrap().to_string_lossy().into_owned();
     assert_fails(&out, 1, "joint replay of the job failed at rank 0 (", "job");
     assert_fails(&out, 1, &name, "job");
     // In a job of two, the rank whose times ran past the clock is named,
