@@ -69,7 +69,8 @@ def _paths(paths: Paths) -> List[str]:
 
 #: ``scale_kernels``: a bare factor (every GPU task, or those
 #: ``scale_only`` / ``scale_pattern`` pick), or ``{pattern: factor}`` (or
-#: ``["pattern=factor", ...]``) as ``--scale-kernels PATTERN=FACTOR``.
+#: ``["pattern=factor", ...]``, each pattern once: one given twice raises
+#: :class:`ConfigError`) as ``--scale-kernels PATTERN=FACTOR``.
 KernelScales = Union[float, Mapping[str, float], Sequence[str], None]
 
 

@@ -159,6 +159,23 @@ def test_a_kernel_speed_up_that_selects_nothing_is_a_config_error(tmp_path, cli_
                      progress=False)
 
 
+def test_a_kernel_pattern_given_twice_is_a_config_error(tmp_path, cli_error):
+    # Its factors would be multiplied, past the range each is checked against.
+    (trace,) = lumos.synth("gpt-tiny", tmp_path)
+    twice = ["--scale-kernels", "class:gemm=2", "--scale-kernels", "class:gemm=3"]
+    code, message = cli_error(["replay", *twice, str(trace)])
+    assert code == 2 and "--scale-kernels names pattern class:gemm twice" in message
+    want = message.replace("--scale-kernels", "scale_kernels")
+    with pytest.raises(ConfigError) as e:
+        lumos.replay(str(trace), scale_kernels=["class:gemm=2", "class:gemm=3"], progress=False)
+    assert str(e.value) == want
+    with pytest.raises(ConfigError) as e:
+        lumos.predict(str(trace), scale_kernels=["class:gemm=2", "class:gemm=3"], progress=False)
+    assert str(e.value) == want
+    # A name and a class are two patterns.
+    lumos.replay(str(trace), scale_kernels=["gemm=2", "class:gemm=3"], progress=False)
+
+
 def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="dp must be at least 1"):
         lumos.predict(str(tmp_path / "x.json"), dp=0)

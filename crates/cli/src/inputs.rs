@@ -118,20 +118,32 @@ pub fn distinct_output_names<'p>(
     traces: impl IntoIterator<Item = &'p Path>,
     flag: &str,
 ) -> Result<()> {
+    match output_name_clash(traces) {
+        Some((a, b, stem)) => Err(crate::usage::usage(format!(
+            "{} and {} would both be written as {stem}.* into {flag}'s directory: give \
+             traces of different file names, or write them apart",
+            a.display(),
+            b.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The first two of `traces` whose outputs would take one name (their
+/// file names without `.json` or `.json.gz`, which outputs are named
+/// after, are one), and that name.
+pub fn output_name_clash<'p>(
+    traces: impl IntoIterator<Item = &'p Path>,
+) -> Option<(&'p Path, &'p Path, &'p str)> {
     let mut seen: std::collections::HashMap<&str, &Path> = std::collections::HashMap::new();
     for f in traces {
         let name = (f.file_name().and_then(|n| n.to_str())).unwrap_or_default();
         let stem = name.trim_end_matches(".gz").trim_end_matches(".json");
         if let Some(other) = seen.insert(stem, f) {
-            return Err(crate::usage::usage(format!(
-                "{} and {} would both be written as {stem}.* into {flag}'s directory: give \
-                 traces of different file names, or write them apart",
-                other.display(),
-                f.display()
-            )));
+            return Some((other, f, stem));
         }
     }
-    Ok(())
+    None
 }
 
 /// Refuses `output` (given with `flag`) when it is one of `inputs`, links

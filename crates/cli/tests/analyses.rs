@@ -75,7 +75,9 @@ fn one_scale_syntax_in_replay_and_predict() {
     ));
     assert_eq!(old, new);
     assert!(new < base);
-    // Classes found from shapes, as predict finds them; repeatable.
+    // Classes found from shapes, as predict finds them; repeatable, the
+    // factors of one kernel multiplied (gpt-tiny's GEMMs are the kernels
+    // named `gemm`; one pattern twice is refused).
     let gemm = window_us(&lumos_json(
         &["replay", "--scale-kernels", "class:gemm=0.5"],
         &f,
@@ -87,7 +89,7 @@ fn one_scale_syntax_in_replay_and_predict() {
             "--scale-kernels",
             "class:gemm=0.5",
             "--scale-kernels",
-            "class:gemm=2",
+            "gemm=2",
         ],
         &f,
     ));
@@ -99,6 +101,12 @@ fn one_scale_syntax_in_replay_and_predict() {
         vec!["--scale-kernels", "class:nope=2"],
         vec!["--scale-kernels", "0"],
         vec!["--scale-kernels", "0.5", "--scale-kernels", "2"],
+        vec![
+            "--scale-kernels",
+            "class:gemm=0.5",
+            "--scale-kernels",
+            "class:gemm=2",
+        ],
         vec!["--scale-only", "comm"],
         vec!["--scale-kernels", "gemm=0.5", "--scale-pattern", "x"],
     ] {

@@ -125,6 +125,35 @@ fn replay_checks_are_usage_errors() {
         Some(&f),
     );
     assert_fails(&out, 2, "--scale-rank names rank 0 twice", "twice");
+    // So would one kernel pattern twice, in each command that takes them,
+    // whatever the factors; two patterns that overlap are two what-ifs.
+    let report = dir.join("page.html");
+    let twice = ["class:gemm=1e6", "gemm=2", "class:gemm=3"];
+    let twice: Vec<&str> = twice.iter().flat_map(|k| ["--scale-kernels", k]).collect();
+    let want = "--scale-kernels names pattern class:gemm twice; give each pattern one factor";
+    for cmd in [
+        &["replay"][..],
+        &["predict"],
+        &["report", "-o", report.to_str().unwrap()],
+    ] {
+        let out = run(&[cmd, &twice[..]].concat(), Some(&f));
+        assert_fails(&out, 2, want, cmd[0]);
+    }
+    assert!(!report.exists(), "nothing is written");
+    // The deprecated bare factor's selection is its pattern.
+    let out = run(
+        &[
+            "replay",
+            "--scale-kernels",
+            "2",
+            "--scale-pattern",
+            "gemm",
+            "--scale-kernels",
+            "gemm=2",
+        ],
+        Some(&f),
+    );
+    assert_fails(&out, 2, "--scale-kernels names pattern gemm twice", "bare");
     // One trace is not a job...
     let out = run(&["replay", "--scale-rank", "0=2"], Some(&f));
     assert_fails(&out, 2, "--scale-rank needs the ranks of one job", "no job");
@@ -403,8 +432,8 @@ fn issue_11_deeply_nested_network_and_model_files_are_errors() {
 
 /// Times past the clock's range (292 years) are refused, never printed:
 /// a network file's latency past any network's is a bad file, and speed-ups
-/// that multiply past the range stop the replay, naming a task and, for a
-/// job, its rank's file. Before, such a latency gave predicted steps of
+/// that multiply past the range stop the replay, naming a task and its
+/// file (for a job, its rank's; for a prediction, its inputs). Before, such a latency gave predicted steps of
 /// -9.2e12 ms and such factors steps of 292 years, with exit 0.
 #[test]
 fn times_past_the_clock_are_refused_not_printed() {
@@ -415,21 +444,35 @@ fn times_past_the_clock_are_refused_not_printed() {
     let out = run(&["predict", "--network", net.to_str().unwrap()], Some(&f));
     let want = "net.json: \"base_latency_us\" must be at most 1000000";
     assert_fails(&out, 1, want, "a latency of 1e14 us");
+    // The first kernel takes 1e13 us, which one factor of 1e6 takes past
+    // the range (a pattern given twice, whose factors would multiply, is
+    // refused).
+    with_a_long_kernel(&f);
     let slower = ["--scale-kernels", "class:compute=1e6"];
-    let three = [&slower[..], &slower, &slower].concat();
+    let name = f.file_name().unwrap().to_string_lossy().into_owned();
     for cmd in ["replay", "predict"] {
-        let out = run(&[&[cmd][..], &three].concat(), Some(&f));
+        let out = run(&[&[cmd][..], &slower].concat(), Some(&f));
         assert_fails(&out, 1, "past the clock's range", cmd);
+        // Each names the file whose replay it refused (the predicted one
+        // did not).
+        assert_fails(&out, 1, &name, cmd);
         let printed = String::from_utf8_lossy(&out.stdout);
         assert!(!printed.contains("ProfilerStep"), "{cmd}: {printed}");
     }
-    let out = run(&[&["replay", "--job"][..], &three].concat(), Some(&f));
-    let name = f.file_name().unwrap().to_string_lossy().into_owned();
+    let out = run(&[&["predict"][..], &slower].concat(), Some(&f));
+    let want = format!("replay of the predicted graphs of {}: ", f.display());
+    assert_fails(&out, 1, &want, "predicted");
+    // So does the page's what-if, which is the same prediction.
+    let page = dir.join("page.html");
+    let page_args = ["report", "-o", page.to_str().unwrap()];
+    let out = run(&[&page_args[..], &slower].concat(), Some(&f));
+    assert_fails(&out, 1, &want, "report");
+    assert!(!page.exists(), "nothing is written");
+    let out = run(&[&["replay", "--job"][..], &slower].concat(), Some(&f));
     assert_fails(&out, 1, "joint replay of the job failed at rank 0 (", "job");
     assert_fails(&out, 1, &name, "job");
     // In a job of two, the rank whose times ran past the clock is named,
-    // not the first rank that waited for it. Each rank's first kernel
-    // takes 1e13 us, which one factor of 1e6 takes past the range.
+    // not the first rank that waited for it.
     let job = dir.join("two");
     run_ok(
         lumos()
@@ -439,13 +482,7 @@ fn times_past_the_clock_are_refused_not_printed() {
             .arg(&job),
     );
     for rank in ["0", "1"] {
-        let path = job.join(format!("rank{rank}.json.gz"));
-        let text = String::from_utf8(lumos_testkit::gunzip_file(&path)).unwrap();
-        let kernel = text.find("\"cat\":\"kernel\"").unwrap();
-        let dur = kernel + text[kernel..].find("\"dur\":").unwrap() + "\"dur\":".len();
-        let end = dur + text[dur..].find([',', '}']).unwrap();
-        let long = format!("{}10000000000000{}", &text[..dur], &text[end..]);
-        std::fs::write(&path, lumos_testkit::gzip(long.as_bytes())).unwrap();
+        with_a_long_kernel(&job.join(format!("rank{rank}.json.gz")));
     }
     for rank in ["0", "1"] {
         let scale = format!("{rank}=1e6");
@@ -454,6 +491,17 @@ fn times_past_the_clock_are_refused_not_printed() {
         assert_fails(&out, 1, &want, &scale);
         assert_fails(&out, 1, &format!("rank{rank}.json.gz"), &scale);
     }
+}
+
+/// Rewrites the synthesized trace `path` (gzip) with its first kernel
+/// taking 1e13 us.
+fn with_a_long_kernel(path: &Path) {
+    let text = String::from_utf8(lumos_testkit::gunzip_file(path)).unwrap();
+    let kernel = text.find("\"cat\":\"kernel\"").unwrap();
+    let dur = kernel + text[kernel..].find("\"dur\":").unwrap() + "\"dur\":".len();
+    let end = dur + text[dur..].find([',', '}']).unwrap();
+    let long = format!("{}10000000000000{}", &text[..dur], &text[end..]);
+    std::fs::write(path, lumos_testkit::gzip(long.as_bytes())).unwrap();
 }
 
 /// An output that is one of the inputs is refused before anything is

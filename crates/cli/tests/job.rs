@@ -433,6 +433,60 @@ fn ranks_from_file_names_need_job_and_gaps_are_reported() {
     assert_steps_within_5pct(&v);
 }
 
+/// A job whose ranks come as one file name in per-host folders
+/// (`host0/trace.json.gz`, `host1/...`), as jobs often do: `--out` writes
+/// every rank's timeline under a name with its rank,
+/// `trace.rank<N>.replayed.json.gz`, where the job was refused (its
+/// timelines would all have been `trace.replayed.json.gz`). The same
+/// files replayed apart (`--per-trace`) are still refused: they are not
+/// ranks of one job, so nothing tells their outputs apart.
+#[test]
+fn ranks_of_one_file_name_are_written_under_their_ranks() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = temp_dir("one-name");
+    let job = dir.join("job");
+    for r in 0..8 {
+        let host = job.join(format!("host{r}"));
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::copy(rank_file(&dlrm, r), host.join("trace.json.gz")).unwrap();
+    }
+    let out_dir = dir.join("out");
+    let o = out_dir.to_str().unwrap();
+    let v = json_of(&run(&["replay", "--json", "--out", o], &[&job]));
+    assert_eq!(
+        v["job"]["ranks"],
+        serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7])
+    );
+    let mut written: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    written.sort();
+    let want: Vec<String> = (0..8)
+        .map(|r| format!("trace.rank{r}.replayed.json.gz"))
+        .collect();
+    assert_eq!(written, want);
+    // Each is its own rank's timeline, not one written eight times.
+    for (r, name) in want.iter().enumerate() {
+        let t = load_json(&out_dir.join(name));
+        assert_eq!(t["distributedInfo"]["rank"], r, "{name}");
+    }
+    let first = std::fs::read(out_dir.join(&want[0])).unwrap();
+    assert_ne!(first, std::fs::read(out_dir.join(&want[1])).unwrap());
+    // Apart, they are refused before anything is written.
+    let apart = dir.join("apart");
+    let out = run(
+        &["replay", "--per-trace", "--out", apart.to_str().unwrap()],
+        &[&job],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("would both be written as trace.*"), "{err}");
+    assert!(!apart.exists());
+}
+
 /// A synthesized TP2 x PP2 x DP2 job has what the DLRM set lacks: process
 /// groups with `Seq`, and pipeline sends and receives with their peers.
 #[test]

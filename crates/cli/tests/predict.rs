@@ -155,6 +155,70 @@ fn pipeline_prediction_with_timelines() {
     }
 }
 
+/// A pipeline's stages whose traces share a file name, in per-host
+/// folders: each stage's timeline is named after its rank too, where
+/// predict refused them (both would have been `trace.predicted.json.gz`);
+/// stages named apart already (`-stage<k>`) keep their names.
+#[test]
+fn stages_of_one_file_name_are_written_under_their_ranks() {
+    let dir = temp_dir("one-name");
+    let files = synth_pipeline(&dir.join("traces"));
+    assert_eq!(files.len(), 2);
+    let mut ranks = Vec::new();
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        let rank: u32 = name
+            .trim_start_matches("rank")
+            .trim_end_matches(".json.gz")
+            .parse()
+            .unwrap();
+        let host = dir.join(format!("host{rank}"));
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::copy(f, host.join("trace.json.gz")).unwrap();
+        ranks.push(rank);
+    }
+    ranks.sort_unstable();
+    let hosts: Vec<PathBuf> = ranks.iter().map(|r| dir.join(format!("host{r}"))).collect();
+    let written = |out_dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(out_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let out_dir = dir.join("out");
+    json(&["predict", "--out", out_dir.to_str().unwrap()], &hosts);
+    let want: Vec<String> = ranks
+        .iter()
+        .map(|r| format!("trace.rank{r}.predicted.json.gz"))
+        .collect();
+    assert_eq!(written(&out_dir), want);
+    for (name, rank) in want.iter().zip(&ranks) {
+        let t: serde_json::Value =
+            serde_json::from_slice(&lumos_testkit::gunzip_file(&out_dir.join(name))).unwrap();
+        assert_eq!(t["distributedInfo"]["rank"], *rank, "{name}");
+    }
+    let more = dir.join("more");
+    let args = [
+        "predict",
+        "--pp",
+        "4",
+        "--microbatches",
+        "8",
+        "--layers",
+        "8",
+    ];
+    json(
+        &[&args[..], &["--out", more.to_str().unwrap()]].concat(),
+        &hosts,
+    );
+    let want: Vec<String> = (0..4)
+        .map(|k| format!("trace-stage{k}.predicted.json.gz"))
+        .collect();
+    assert_eq!(written(&more), want);
+}
+
 #[test]
 fn kernels_network_and_human_output() {
     let dir = temp_dir("net");

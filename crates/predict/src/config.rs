@@ -200,11 +200,11 @@ pub struct KernelScale {
     pub factor: f64,
 }
 
-/// As the speed-up is written: `class:gemm=0.5`, `flash_fwd=2` (a name
-/// pattern that would read as a class, or an empty one, in quotes).
-impl std::fmt::Display for KernelScale {
+/// As the pattern is written: `class:gemm`, `flash_fwd` (a name that
+/// would read as a class, or an empty one, in quotes).
+impl std::fmt::Display for KernelSelector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let class = match &self.select {
+        let class = match self {
             KernelSelector::Gemm => "gemm",
             KernelSelector::Attention => "attention",
             KernelSelector::Memory => "memory",
@@ -213,12 +213,33 @@ impl std::fmt::Display for KernelScale {
             // A name that reads as a class, or no name at all (possible
             // through the deprecated `--scale-pattern`), is quoted.
             KernelSelector::Name(p) if p.is_empty() || p.starts_with("class:") => {
-                return write!(f, "{p:?}={}", self.factor)
+                return write!(f, "{p:?}")
             }
-            KernelSelector::Name(p) => return write!(f, "{p}={}", self.factor),
+            KernelSelector::Name(p) => return f.write_str(p),
         };
-        write!(f, "class:{class}={}", self.factor)
+        write!(f, "class:{class}")
     }
+}
+
+/// As the speed-up is written: `class:gemm=0.5`, `flash_fwd=2`.
+impl std::fmt::Display for KernelScale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.select, self.factor)
+    }
+}
+
+/// The first pattern `scales` give twice, if any. The factors of a
+/// kernel's speed-ups multiply, so one pattern given 1e6 twice makes
+/// 1e12, past the range a front end checks each factor against: the
+/// front ends refuse it as a slip. (Different patterns that select some
+/// kernels alike, `class:compute` and a name, are separate what-ifs, left
+/// as given.)
+pub fn repeated_pattern(scales: &[KernelScale]) -> Option<&KernelSelector> {
+    scales
+        .iter()
+        .enumerate()
+        .find(|(i, k)| scales[..*i].iter().any(|e| e.select == k.select))
+        .map(|(_, k)| &k.select)
 }
 
 impl FromStr for KernelScale {
@@ -392,5 +413,20 @@ mod tests {
         };
         assert_eq!(name("class:gemm").to_string(), "\"class:gemm\"=0.5");
         assert_eq!(name("").to_string(), "\"\"=0.5");
+    }
+
+    #[test]
+    fn a_pattern_given_twice_is_found_whatever_its_factors() {
+        let scales =
+            |s: &[&str]| -> Vec<KernelScale> { s.iter().map(|k| k.parse().unwrap()).collect() };
+        let twice = scales(&["gemm=2", "class:gemm=2", "class:gemm=3"]);
+        assert_eq!(repeated_pattern(&twice), Some(&KernelSelector::Gemm));
+        let names = scales(&["flash=2", "class:compute=2", "flash=2"]);
+        let flash = KernelSelector::Name("flash".into());
+        assert_eq!(repeated_pattern(&names), Some(&flash));
+        assert_eq!(flash.to_string(), "flash");
+        // A name and a class are two patterns, even where they overlap.
+        let apart = scales(&["gemm=2", "class:gemm=2", "class:compute=2"]);
+        assert_eq!(repeated_pattern(&apart), None);
     }
 }

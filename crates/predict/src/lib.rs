@@ -110,7 +110,9 @@ pub use confidence::{
     ModelFit, PredictionConfidence, SourceShares, EXTRAPOLATIONS_LOW, INFERRED_PATH_MEDIUM,
     MODELLED_LOW, MODELLED_MEDIUM, MODEL_ERROR_LOW_PCT, MODEL_ERROR_MEDIUM_PCT,
 };
-pub use config::{replay_scales, Config, Coord, KernelScale, KernelSelector, Layout};
+pub use config::{
+    repeated_pattern, replay_scales, Config, Coord, KernelScale, KernelSelector, Layout,
+};
 pub use context::{GroupInfo, TraceContext};
 pub use couple::Job;
 pub use discover::{

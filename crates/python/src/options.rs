@@ -86,6 +86,19 @@ fn kernel_scale(s: &str) -> Result<KernelScale> {
     s.parse::<KernelScale>().map_err(|e| bad(e.to_string()))
 }
 
+/// Refuses a pattern given twice among `kernels`, as the CLI refuses
+/// `--scale-kernels` naming one twice: its factors would be multiplied,
+/// past the range each is checked against. (A dict cannot repeat a key,
+/// a list can.)
+pub fn distinct_patterns(kernels: &[KernelScale]) -> Result<()> {
+    match lumos_predict::repeated_pattern(kernels) {
+        Some(p) => Err(Error::config(format!(
+            "scale_kernels names pattern {p} twice; give each pattern one factor"
+        ))),
+        None => Ok(()),
+    }
+}
+
 #[pymethods]
 impl ReplayOptions {
     /// Checks and keeps the options; a bad value is a `ConfigError`.
@@ -115,6 +128,7 @@ impl ReplayOptions {
             }
             o.described.push_str(&format!("scale_kernels {k}"));
         }
+        distinct_patterns(&o.kernels)?;
         Ok(o)
     }
 

@@ -178,6 +178,7 @@ impl PredictOptions {
                     .map_err(|e| Error::config(format!("scale_kernels: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;
+        crate::options::distinct_patterns(&scale_kernels)?;
         let target = Target {
             dp,
             pp,

@@ -44,7 +44,17 @@ pub enum ReportError {
         #[source]
         source: PredictError,
     },
-    /// A prediction could not be replayed.
+    /// The predicted graphs could not be replayed (their times ran past
+    /// the clock, say).
+    #[error("replay of the predicted graphs of {files}")]
+    PredictedReplay {
+        /// The inputs, as the prediction names them, comma-separated.
+        files: String,
+        /// Why.
+        #[source]
+        source: PredictError,
+    },
+    /// A prediction could not be made, or a what-if not applied.
     #[error(transparent)]
     Predict(PredictError),
     /// The ranks given are not one job.

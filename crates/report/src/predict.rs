@@ -398,15 +398,25 @@ pub fn predict<'p>(
     // freed before the prediction, which holds its own, is simulated (on a
     // 1 GB rank, about a quarter of `lumos predict`'s peak before one
     // stage's joint graph was its own).
+    // Either replay's failure names the inputs, as a replay names its
+    // trace.
+    let files = || {
+        (base.inputs.iter().map(|i| i.name.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let replayed = (base.identity().simulate())
         .map_err(|source| ReportError::TracedReplay {
-            files: (base.inputs.iter().map(|i| i.name.as_str()))
-                .collect::<Vec<_>>()
-                .join(", "),
+            files: files(),
             source,
         })?
         .steps_only();
-    let outcome = pred.simulate().map_err(ReportError::Predict)?;
+    let outcome = pred
+        .simulate()
+        .map_err(|source| ReportError::PredictedReplay {
+            files: files(),
+            source,
+        })?;
     let report = predict_report(base, pred, &replayed, &outcome);
     Ok((report, outcome))
 }

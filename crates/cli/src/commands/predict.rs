@@ -31,7 +31,9 @@ pub struct PredictArgs {
     #[arg(long)]
     pub json: bool,
     /// Write each predicted stage's timeline as
-    /// <name>.predicted.json.gz here (opens in Perfetto).
+    /// <name>.predicted.json.gz here (opens in Perfetto); <name> is its
+    /// trace's, with .rank<N> (the stage's rank) after it when two stages'
+    /// traces share a file name.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Predict from the trace's graph re-timed with the durations measured
@@ -88,7 +90,8 @@ pub struct TargetArgs {
     /// 1e-6 to 1e6). PATTERN is class:gemm, class:attention, class:memory,
     /// class:comm, class:compute (GEMMs and attention known by recorded
     /// shapes), or a case-sensitive substring of kernel names; one that
-    /// selects no GPU task of the traces is refused. Repeatable.
+    /// selects no GPU task of the traces is refused. Repeatable, each
+    /// pattern once.
     #[arg(long, value_name = "PATTERN=FACTOR", value_parser = kernel_scale)]
     pub scale_kernels: Vec<KernelScale>,
     /// Target network: a GPU preset (a100, h100, h200, b200) or a JSON
@@ -271,19 +274,15 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             (candidates, sources, None)
         }
     };
-    if a.out.is_some() && !a.merge {
-        // Checked before the prediction: its timelines are named after the
-        // traces of their stages.
-        let traces = sources.iter().map(|s| s.path.as_path());
-        crate::inputs::distinct_output_names(traces, "--out")?;
-    }
     let (report, kept) = predict_then(loaded, &a.target, |pred, outcome| {
         if let Some(dir) = &a.out {
             let timelines = Timeline::predicted(pred, outcome, &sources);
             if a.merge {
                 super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
             } else {
-                for t in timelines {
+                // Named after the traces of their stages, and their ranks
+                // too where two traces share a file name.
+                for t in super::replay::named_apart(timelines)? {
                     super::replay::write_timeline(dir, &t)?;
                 }
             }
@@ -570,6 +569,7 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
 /// (the numbers' ranges are clap's; what the traces must hold is checked
 /// with the target).
 pub fn check_args(a: &TargetArgs) -> Result<()> {
+    super::replay::distinct_patterns(&a.scale_kernels, "--scale-kernels")?;
     // A name that is not a file must be a preset; a file's problems are
     // bad input, found when it is read.
     if let Some(n) = a.network.as_deref().filter(|n| !Path::new(n).is_file()) {

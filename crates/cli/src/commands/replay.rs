@@ -33,7 +33,9 @@ pub struct ReplayArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Write each replayed timeline as <name>.replayed.json.gz here.
+    /// Write each replayed timeline as <name>.replayed.json.gz here
+    /// (<name> is its trace's; a job's ranks as <name>.rank<N>.replayed.json.gz
+    /// when two of their traces share a file name).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// With --out, write a job's ranks as one timeline,
@@ -47,7 +49,8 @@ pub struct ReplayArgs {
     /// as in `lumos predict`: PATTERN is class:gemm, class:attention,
     /// class:memory, class:comm, class:compute (GEMMs and attention known
     /// by recorded shapes), or a case-sensitive substring of kernel names;
-    /// one that selects no GPU task is refused. Repeatable. A bare FACTOR
+    /// one that selects no GPU task is refused. Repeatable, each pattern
+    /// once. A bare FACTOR
     /// (every GPU task, or those --scale-only / --scale-pattern pick) still
     /// works but is deprecated (with --scale-only compute|comm or
     /// --scale-pattern, checked as PATTERN=FACTOR is, except with
@@ -178,6 +181,27 @@ fn sim_options(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
             w[0]
         )));
     }
+    let (opts, kernels) = scales(a)?;
+    // So would one pattern's, the bare FACTOR's selection among them.
+    distinct_patterns(&kernels, "--scale-kernels")?;
+    Ok((opts, kernels))
+}
+
+/// Refuses a kernel pattern given twice to `flag`: its factors would be
+/// multiplied (two of 1e6 make 1e12, past the range each is checked
+/// against), a slip like a rank given twice to `--scale-rank`.
+pub fn distinct_patterns(kernels: &[KernelScale], flag: &str) -> Result<()> {
+    match lumos_predict::repeated_pattern(kernels) {
+        Some(p) => Err(usage(format!(
+            "{flag} names pattern {p} twice; give each pattern one factor"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What [`sim_options`] gives, before its checks of a rank or a pattern
+/// given twice.
+fn scales(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
     let mut opts = SimOptions::default();
     for d in &a.deps {
         opts = opts.drop_kind(match d {
@@ -519,11 +543,15 @@ fn run_job(
              a job's critical path across ranks is in its report",
         ));
     }
-    if a.out.is_some() && !a.merge {
-        // Each rank's timeline is named after its trace.
-        let traces = ranks.iter().map(|r| r.meta.path.as_path());
-        inputs::distinct_output_names(traces, "--out")?;
-    }
+    // Each rank's timeline is named after its trace; where two traces
+    // share a file name (`host0/trace.json`, `host1/trace.json`, as jobs
+    // often come), every rank's is named after its rank too, which is
+    // the job's own (no two of its ranks have one), so none replaces
+    // another's. Every rank's, not only the two that clash, so that the
+    // files of one job are named alike.
+    let by_rank = a.out.is_some()
+        && !a.merge
+        && inputs::output_name_clash(ranks.iter().map(|r| r.meta.path.as_path())).is_some();
     let read_ok = unreadable.is_empty();
     let job = assemble_with(ranks, unreadable)?;
     let all_in = report_left_out(&job);
@@ -551,7 +579,7 @@ fn run_job(
         .report_with(&analysis_options(a))
         .map_err(steps_usage)?;
     if let Some(dir) = &a.out {
-        write_job_timelines(dir, &replayed, a.merge)?;
+        write_job_timelines(dir, &replayed, a.merge, by_rank)?;
     }
     bar.finish_and_clear();
     // The job graph and schedule (most of the memory) are done with: freed
@@ -561,10 +589,16 @@ fn run_job(
     Ok(read_ok && all_in)
 }
 
-/// Writes each rank's replayed timeline into `dir`, or all of them as one
-/// file with `merge`; either way one rank's graph is read back from the
-/// job graph at a time.
-fn write_job_timelines(dir: &Path, replayed: &JobReplayed, merge: bool) -> Result<()> {
+/// Writes each rank's replayed timeline into `dir` (named after its rank
+/// too with `by_rank`: [`Timeline::with_rank_in_name`]), or all of them as
+/// one file with `merge`; either way one rank's graph is read back from
+/// the job graph at a time.
+fn write_job_timelines(
+    dir: &Path,
+    replayed: &JobReplayed,
+    merge: bool,
+    by_rank: bool,
+) -> Result<()> {
     if merge {
         return write_gz_into(dir, &merged_file_name("replayed"), |w| {
             replayed.write_merged_timeline(w).map(drop)
@@ -572,9 +606,42 @@ fn write_job_timelines(dir: &Path, replayed: &JobReplayed, merge: bool) -> Resul
     }
     for pos in 0..replayed.rank_count() {
         let rank = replayed.rank(pos);
-        write_timeline(dir, &replayed.timeline(pos, &rank))?;
+        let timeline = replayed.timeline(pos, &rank);
+        match by_rank {
+            true => write_timeline(dir, &timeline.with_rank_in_name())?,
+            false => write_timeline(dir, &timeline)?,
+        }
     }
     Ok(())
+}
+
+/// The timelines of a job's ranks or a prediction's stages, to be written
+/// into one directory: under their own names, or, where two would take
+/// one (their traces share a file name: `host0/trace.json`,
+/// `host1/trace.json`), every one named after its rank too
+/// ([`Timeline::with_rank_in_name`]). Two that would still take one name
+/// (one rank twice) are refused, as inputs apart of one file name are.
+pub fn named_apart(timelines: Vec<Timeline<'_>>) -> Result<Vec<Timeline<'_>>> {
+    let clash = |ts: &[Timeline]| {
+        let mut seen = std::collections::HashSet::new();
+        ts.iter()
+            .map(Timeline::file_name)
+            .find(|n| !seen.insert(n.clone()))
+    };
+    if clash(&timelines).is_none() {
+        return Ok(timelines);
+    }
+    let renamed: Vec<Timeline> = timelines
+        .into_iter()
+        .map(Timeline::with_rank_in_name)
+        .collect();
+    match clash(&renamed) {
+        Some(name) => Err(usage(format!(
+            "two timelines would both be written as {name} into --out's directory: give \
+             traces of different file names, or write them apart"
+        ))),
+        None => Ok(renamed),
+    }
 }
 
 /// Prints an error for each file left out of `job` (it is an input that

@@ -290,9 +290,20 @@ impl<'a> Timeline<'a> {
         self
     }
 
+    /// This timeline named after its rank as well as its trace:
+    /// `<name>.rank<N>.replayed.json.gz` (and so on), `N` being the rank
+    /// its `distributedInfo` gives. For the ranks of a job whose traces
+    /// share a file name (`host0/trace.json`, `host1/trace.json`), whose
+    /// timelines would otherwise take one name.
+    pub fn with_rank_in_name(mut self) -> Timeline<'a> {
+        self.stem = format!("{}.rank{}", self.stem, self.rank);
+        self
+    }
+
     /// The file name the timeline is meant for: `<name>.replayed.json.gz`
     /// or `<name>.predicted.json.gz`, `<name>` being its trace's (and
-    /// `-stage<k>` for a predicted stage that is not the trace's own), or
+    /// `-stage<k>` for a predicted stage that is not the trace's own, and
+    /// `.rank<N>` after [`Timeline::with_rank_in_name`]), or
     /// `<name>.critical.json.gz` with a critical path marked.
     pub fn file_name(&self) -> String {
         format!("{}.{}.json.gz", self.stem, self.what)
