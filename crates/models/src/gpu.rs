@@ -129,7 +129,9 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 6.0,
-                multi_rail: false,
+                // One NIC per GPU: NCCL spreads a ring's node crossings over
+                // the NICs of the group's members on a node.
+                multi_rail: true,
             },
             // Assumed.
             gemm_max_efficiency: 0.82,
@@ -194,7 +196,9 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 5.0,
-                multi_rail: false,
+                // One NIC per GPU: NCCL spreads a ring's node crossings over
+                // the NICs of the group's members on a node.
+                multi_rail: true,
             },
             // Assumed.
             gemm_max_efficiency: 0.72,
@@ -288,7 +292,9 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 5.0,
-                multi_rail: false,
+                // One NIC per GPU: NCCL spreads a ring's node crossings over
+                // the NICs of the group's members on a node.
+                multi_rail: true,
             },
             // Assumed.
             gemm_max_efficiency: 0.7,
@@ -361,6 +367,7 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 7.0,
+                // Fewer NICs than GPUs: a crossing goes through one.
                 multi_rail: false,
             },
             // Assumed (as A100).
@@ -435,6 +442,7 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 8.0,
+                // Fewer NICs than GPUs: a crossing goes through one.
                 multi_rail: false,
             },
             // Assumed.
@@ -504,7 +512,9 @@ impl GpuSpec {
                 gpus_per_node: 8,
                 // Assumed.
                 base_latency_us: 6.0,
-                multi_rail: false,
+                // One NIC per GPU: NCCL spreads a ring's node crossings over
+                // the NICs of the group's members on a node.
+                multi_rail: true,
             },
             // Assumed.
             gemm_max_efficiency: 0.6,

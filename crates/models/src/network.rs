@@ -70,9 +70,10 @@ pub struct NetworkModel {
     /// synchronization).
     pub base_latency_us: f64,
     /// How a ring that spans nodes uses the NICs. Off: the whole ring is
-    /// bound by one [`inter_node`](Self::inter_node) link (the
-    /// conservative model the GPU presets and uncalibrated predictions
-    /// use). On: NCCL runs one ring per channel and starts the channels'
+    /// bound by one [`inter_node`](Self::inter_node) link (nodes with fewer
+    /// NICs than GPUs: the V100 and MI250X presets). On (nodes with one NIC
+    /// per GPU: the A100, H100, H200, B200 and MI300X presets, and the
+    /// cluster presets): NCCL runs one ring per channel and starts the channels'
     /// node crossings at different GPUs, so with `g` group members on a
     /// node the crossing traffic spreads over their `g` NICs while the
     /// other hops use NVLink: a ring of `T` bytes per rank takes
@@ -176,6 +177,9 @@ mod tests {
     #[test]
     fn multi_rail_rings_use_every_members_nic() {
         let mut net = GpuSpec::a100().network;
+        // DGX A100 has a NIC per GPU.
+        assert!(net.multi_rail);
+        net.multi_rail = false;
         let b = 1 << 30;
         // Eight ranks, four on each of two nodes (TP 2 x DP 8 in
         // Megatron's order: the data-parallel group of TP rank 0).

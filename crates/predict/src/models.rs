@@ -687,6 +687,9 @@ pub struct NetworkOverrides {
     pub intra_node: LinkOverrides,
     /// Changes to the link between nodes.
     pub inter_node: LinkOverrides,
+    /// Whether a ring that spans nodes spreads its crossings over the NICs
+    /// of its members on a node ([`NetworkModel::multi_rail`]).
+    pub multi_rail: Option<bool>,
 }
 
 /// Changes to one link of a preset network.
@@ -734,6 +737,9 @@ pub fn network_with(
     }
     if let Some(b) = positive(overrides.base_latency_us, "base_latency_us")? {
         net.base_latency_us = b;
+    }
+    if let Some(m) = overrides.multi_rail {
+        net.multi_rail = m;
     }
     for (o, link) in [
         (&overrides.intra_node, &mut net.intra_node),

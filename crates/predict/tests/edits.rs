@@ -244,7 +244,10 @@ fn network_bandwidth_moves_data_parallel_time() {
         mean_ms(&fast.step_ns),
         mean_ms(&slow.step_ns),
     );
-    assert!(f < 0.8 * d, "{f} vs {d}");
+    // H100 nodes have a NIC per GPU: the data-parallel rings' crossings
+    // spread over the NICs of their members on a node (multi-rail), so
+    // doubling each NIC moves the step by a few percent, not a fifth.
+    assert!(f < 0.97 * d, "{f} vs {d}");
     assert!(s > d, "{s} vs {d}");
 }
 

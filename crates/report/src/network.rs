@@ -11,7 +11,9 @@ use crate::json_object::object_with_keys;
 /// says where the text came from (the `--network` file): errors start with
 /// it and the description names it. Reading the file is the caller's.
 ///
-/// The text holds any of `gpus_per_node`, `base_latency_us`, and
+/// The text holds any of `gpus_per_node`, `base_latency_us`,
+/// `multi_rail` (true or false: whether rings that span nodes use the NICs
+/// of all their members on a node, as on nodes with a NIC per GPU), and
 /// `intra_node` / `inter_node` objects with `bandwidth_gbps` (per GPU and
 /// direction, GB/s), `efficiency` and `hop_latency_us`; what it leaves out
 /// comes from `"preset"` (default `h100`). Any other key, or a value of the
@@ -31,6 +33,7 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
         "preset",
         "gpus_per_node",
         "base_latency_us",
+        "multi_rail",
         "intra_node",
         "inter_node",
     ];
@@ -51,8 +54,14 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
     // not positive.
     let within = |o: &Value, k: &str, (lo, hi): (f64, f64)| -> Result<Option<f64>, PredictError> {
         match num(o, k)? {
-            Some(x) if x > hi => Err(invalid(format!("\"{k}\" must be at most {hi}, not {x}"))),
-            Some(x) if x < lo => Err(invalid(format!("\"{k}\" must be at least {lo}, not {x}"))),
+            Some(x) if x > hi => Err(invalid(format!(
+                "\"{k}\" must be at most {hi}, not {}",
+                shown(x)
+            ))),
+            Some(x) if x < lo => Err(invalid(format!(
+                "\"{k}\" must be at least {lo}, not {}",
+                shown(x)
+            ))),
             x => Ok(x),
         }
     };
@@ -74,14 +83,30 @@ pub fn network_from_json(text: &str, name: &str) -> Result<(NetworkModel, String
         Some(Value::String(p)) => Some(p.clone()),
         Some(_) => return Err(invalid("\"preset\" must be a preset's name".into())),
     };
+    let multi_rail = match v.get("multi_rail") {
+        None => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err(invalid("\"multi_rail\" must be true or false".into())),
+    };
     let overrides = NetworkOverrides {
         preset,
         gpus_per_node: num(&v, "gpus_per_node")?,
         base_latency_us: within(&v, "base_latency_us", LATENCY_US)?,
         intra_node: link("intra_node")?,
         inter_node: link("inter_node")?,
+        multi_rail,
     };
     network_with(&overrides, name)
+}
+
+/// `x` as a person reads it: in exponent form past 1e15 or below 1e-4,
+/// where `f64`'s `Display` writes every digit (300 of them for 1e300).
+fn shown(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +124,22 @@ mod tests {
         assert_eq!(net.inter_node.bandwidth_gbps, 7.0);
         assert_eq!(net.intra_node, a100.intra_node);
         assert_eq!(what, "file f.json (over preset a100)");
+    }
+
+    #[test]
+    fn a_file_says_how_rings_cross_nodes() {
+        // The H100 preset has a NIC per GPU; a file can say its nodes do not.
+        let h100 = lumos_predict::network_preset("h100").unwrap().0;
+        assert!(h100.multi_rail);
+        let (net, _) = network_from_json(r#"{"multi_rail": false}"#, "f.json").unwrap();
+        assert!(!net.multi_rail);
+        assert_eq!(net.inter_node, h100.inter_node);
+        let e = network_from_json(r#"{"multi_rail": 1}"#, "f.json").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("\"multi_rail\" must be true or false"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -144,11 +185,11 @@ mod tests {
             ),
             (
                 r#"{"intra_node": {"hop_latency_us": 1e308}}"#,
-                "\"hop_latency_us\" must be at most 1000000",
+                "\"hop_latency_us\" must be at most 1000000, not 1e308",
             ),
             (
                 r#"{"intra_node": {"bandwidth_gbps": 1e-12}}"#,
-                "\"bandwidth_gbps\" must be at least 0.001, not 0.000000000001",
+                "\"bandwidth_gbps\" must be at least 0.001, not 1e-12",
             ),
         ] {
             let e = network_from_json(text, "net.json").unwrap_err().to_string();
