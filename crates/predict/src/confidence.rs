@@ -70,6 +70,9 @@ pub struct PredictionConfidence {
     pub inferred_path: Vec<f64>,
     /// What the prediction extrapolates to beyond the trace, in words.
     pub extrapolations: Vec<String>,
+    /// The process groups the prediction re-times whose class discovery
+    /// only guessed (low confidence), each with the rule it rests on.
+    pub guessed_groups: Vec<String>,
     /// The verdict.
     pub level: Confidence,
     /// Why it is not high, gravest first (empty for high).
@@ -96,11 +99,13 @@ impl Prediction<'_> {
         let models = model_fits(self, outcome);
         let inferred_path = inferred_path_shares(self, outcome);
         let extrapolations = extrapolations(self);
+        let guessed_groups = guessed_groups(self);
         let mut c = PredictionConfidence {
             gpu_time,
             models,
             inferred_path,
             extrapolations,
+            guessed_groups,
             level: Confidence::High,
             reasons: Vec::new(),
         };
@@ -288,6 +293,44 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
     out
 }
 
+/// The groups an edited degree re-times (the data-parallel group's under
+/// `--dp`, the tensor-parallel group's under `--tp`) that discovery
+/// classified by a guess, each with the rule it rests on: the whole
+/// prediction is then about collectives that may serve something else
+/// (the tensor-parallel all-reduces of an inference trace read as a
+/// data-parallel world group).
+fn guessed_groups(p: &Prediction) -> Vec<String> {
+    let (b, t) = (&p.base.config, &p.target.config);
+    let mut out: Vec<String> = Vec::new();
+    for (class, name, traced, target) in [
+        (GroupClass::Data, "data-parallel", b.dp, t.dp),
+        (GroupClass::Tensor, "tensor-parallel", b.tp, t.tp),
+    ] {
+        if traced == target {
+            continue;
+        }
+        for s in &p.base.structures {
+            let guessed = (s.report.groups.iter())
+                .filter(|g| g.class == class && g.confidence == Confidence::Low);
+            for g in guessed {
+                let line = format!(
+                    "{name} edit {traced} -> {target} re-times process group {} ({} tasks: {}), \
+                     classified {} by a guess (low confidence): {}",
+                    g.name,
+                    g.tasks,
+                    g.collectives.join(", "),
+                    class.as_str(),
+                    g.basis
+                );
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Per predicted step, the inferred share of the critical path of the
 /// stage whose step is the longest.
 fn inferred_path_shares(p: &Prediction, outcome: &Outcome) -> Vec<f64> {
@@ -470,6 +513,18 @@ fn verdict(
             }
         }
     }
+    // A group classified by a guess: what the edit re-times may not be
+    // what it means to re-time (docs/PREDICTION.md section 1.5).
+    match c.guessed_groups.len() {
+        0 => {}
+        n => found.push((
+            Confidence::Low,
+            format!(
+                "{n} re-timed process group{} classified by a guess (low confidence)",
+                if n == 1 { "" } else { "s" }
+            ),
+        )),
+    }
     let inferred = c.worst_inferred_path();
     if !identity && inferred > INFERRED_PATH_MEDIUM {
         found.push((
@@ -522,6 +577,7 @@ mod tests {
             }],
             inferred_path: vec![0.7, 0.2],
             extrapolations: Vec::new(),
+            guessed_groups: Vec::new(),
             level: Confidence::High,
             reasons: Vec::new(),
         }
@@ -580,6 +636,17 @@ mod tests {
         // Every reason, gravest first.
         assert_eq!(reasons.len(), 2, "{reasons:?}");
         assert!(reasons[0].contains("2 extrapolations"), "{reasons:?}");
+
+        // A re-timed group classified by a guess: low, saying which.
+        let mut c = clean();
+        c.guessed_groups
+            .push("data-parallel edit 8 -> 2 re-times process group -".into());
+        let (level, reasons) = verdict(&c, steady(false), true);
+        assert_eq!(level, Confidence::Low);
+        assert_eq!(
+            reasons[0], "1 re-timed process group classified by a guess (low confidence)",
+            "{reasons:?}"
+        );
     }
 
     fn net(gpus_per_node: usize) -> NetworkModel {

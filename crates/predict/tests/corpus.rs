@@ -385,3 +385,31 @@ fn unsized_all_reduces_are_sized_from_their_slot_envelopes() {
         }
     }
 }
+
+/// The baseline of one corpus trace.
+fn corpus_base(corpus: &Corpus, rel: &str) -> Baseline {
+    let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+    Baseline::new(vec![input(&trace)]).unwrap()
+}
+
+/// Issue A: the vLLM TP8 inference trace's tensor-parallel all-reduces
+/// were read as a data-parallel world group (a guess) and `--dp 2`
+/// re-timed them at medium confidence. An inference trace (no backward
+/// pass) reduces no gradients: a data-parallel edit is refused, as it is
+/// for the two-event trace whose one all-reduce has no group and no world
+/// size. Both traces list no backward operator.
+#[test]
+fn data_parallel_edits_of_inference_traces_are_refused() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for rel in [
+        "single-rank/b200-vllm-tp8-rank0.json.gz",
+        "micro/two-events-large-integers.json.gz",
+    ] {
+        let base = corpus_base(&corpus, rel);
+        let e = base.identity().with_dp(2).err().expect(rel);
+        assert!(e.is_usage(), "{rel}: {e}");
+        assert!(e.to_string().contains("no backward pass"), "{rel}: {e}");
+    }
+}
