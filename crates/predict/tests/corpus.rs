@@ -392,6 +392,58 @@ fn corpus_base(corpus: &Corpus, rel: &str) -> Baseline {
     Baseline::new(vec![input(&trace)]).unwrap()
 }
 
+/// A kernel speed-up alone scales the traced durations by the user's
+/// factor: no collective goes through the network model, so none has its
+/// size inferred and nothing is extrapolated (the V100 trace records no
+/// all-reduce size; before, its 2,020 all-reduces counted as "message
+/// sizes inferred", one extrapolation, medium). A group of one issues no
+/// collective, whatever its size: `--dp 1` infers nothing either, but it
+/// rests on the data-parallel group discovery only guessed (an all-reduce
+/// outside any pass found), which makes it low and says so.
+#[test]
+fn only_collectives_sized_through_the_model_count_as_inferred() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
+    let base = corpus_base(&corpus, rel);
+    let identity = base.identity();
+    let replayed = identity.simulate().unwrap();
+    let k: lumos_predict::KernelScale = "class:comm=0.5".parse().unwrap();
+    let p = base.identity().with_kernel_scale(k).unwrap();
+    assert_eq!((p.sizes_from_envelope, p.sizes_from_own_time), (0, 0));
+    // Each all-reduce is exactly half its traced time: scaled, not modelled.
+    let (st, traced) = (&p.stages[0], &base.inputs[0].graph);
+    for c in base.structures[0].comms.iter() {
+        let i = st.origin.iter().position(|o| o.1 == c.task).unwrap();
+        let want = (traced.tasks[c.task.idx()].duration_ns as f64 * 0.5).round() as i64;
+        assert_eq!(st.durations[i], want);
+        assert_eq!(st.source[i], lumos_predict::Source::Scaled);
+    }
+    let out = p.simulate().unwrap();
+    let c = p.confidence(&out, out.steadiness(&replayed));
+    assert!(c.extrapolations.is_empty(), "{c:?}");
+    assert_eq!(c.gpu_time.modelled, 0.0, "{c:?}");
+    assert!(c.models.iter().all(|m| !m.used), "{c:?}");
+    assert!(!p
+        .notes
+        .iter()
+        .any(|n| n.contains("re-timed collectives record no message size")));
+
+    let p = base.identity().with_dp(1).unwrap();
+    assert_eq!((p.sizes_from_envelope, p.sizes_from_own_time), (0, 0));
+    let out = p.simulate().unwrap();
+    let c = p.confidence(&out, out.steadiness(&replayed));
+    assert!(c.extrapolations.is_empty(), "{c:?}");
+    assert_eq!(c.level, Confidence::Low, "{c:?}");
+    assert_eq!(c.guessed_groups.len(), 1, "{c:?}");
+    assert!(
+        c.guessed_groups[0].contains("an all-reduce outside every forward layer"),
+        "{c:?}"
+    );
+    assert!(c.reasons[0].contains("classified by a guess"), "{c:?}");
+}
+
 /// Issue A: the vLLM TP8 inference trace's tensor-parallel all-reduces
 /// were read as a data-parallel world group (a guess) and `--dp 2`
 /// re-timed them at medium confidence. An inference trace (no backward
