@@ -56,6 +56,9 @@ pub struct ModelFit {
     pub samples: usize,
     /// Mean |model - measured| / measured over them, %.
     pub mean_abs_error_pct: f64,
+    /// Why a link the trace ran collectives over is not calibrated (`None`
+    /// for a calibrated model, the GEMM curve, or a link never seen).
+    pub uncalibrated_why: Option<String>,
 }
 
 /// How far a prediction can be trusted: see [`Prediction::confidence`].
@@ -156,6 +159,7 @@ fn model_fits(p: &Prediction, outcome: &Outcome) -> Vec<ModelFit> {
         calibrated: g.fitted,
         samples: g.samples,
         mean_abs_error_pct: g.mean_abs_error_pct,
+        uncalibrated_why: None,
     }];
     out.extend(p.base.network.links.iter().map(|l| ModelFit {
         model: format!("network {}", l.link),
@@ -163,6 +167,7 @@ fn model_fits(p: &Prediction, outcome: &Outcome) -> Vec<ModelFit> {
         calibrated: l.calibrated,
         samples: l.samples,
         mean_abs_error_pct: l.mean_abs_error_pct,
+        uncalibrated_why: l.why_uncalibrated(),
     }));
     out
 }
@@ -211,15 +216,21 @@ fn link_of(p: &Prediction, ranks: &[i64]) -> &'static str {
     link_on(&target_network(p), ranks)
 }
 
-/// The link `ranks` cross on the target network `net` when the trace did
-/// not calibrate that link class (`links`, the baseline's calibration).
-fn uncalibrated_link(
+/// The link `ranks` cross on the target network `net` when the trace
+/// never used that link class (`links`, the baseline's calibration). A
+/// link the trace ran collectives over but could not calibrate is no
+/// extrapolation (the traced collectives ran on it): the model-fit
+/// criterion counts it, with why.
+fn unseen_link(
     links: &[LinkCalibration],
     net: &NetworkModel,
     ranks: &[i64],
 ) -> Option<&'static str> {
     let link = link_on(net, ranks);
-    (!links.iter().any(|l| l.link == link && l.calibrated)).then_some(link)
+    (!links
+        .iter()
+        .any(|l| l.link == link && (l.calibrated || l.seen())))
+    .then_some(link)
 }
 
 fn target_links(p: &Prediction) -> Vec<&'static str> {
@@ -252,7 +263,7 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
         if !changed(class) {
             continue;
         }
-        if let Some(link) = uncalibrated_link(&p.base.network.links, &net, &ranks) {
+        if let Some(link) = unseen_link(&p.base.network.links, &net, &ranks) {
             out.push(format!(
                 "{name} collectives over the {link} link, which the trace did not calibrate \
                  (preset values)"
@@ -490,10 +501,13 @@ fn verdict(
         if !m.calibrated {
             found.push((
                 Confidence::Medium,
-                format!(
-                    "{} model not calibrated on the trace: preset values",
-                    m.model
-                ),
+                match &m.uncalibrated_why {
+                    Some(why) => format!("{} model not calibrated on the trace: {why}", m.model),
+                    None => format!(
+                        "{} model not calibrated on the trace: preset values",
+                        m.model
+                    ),
+                },
             ));
             continue;
         }
@@ -574,6 +588,7 @@ mod tests {
                 calibrated: true,
                 samples: 10,
                 mean_abs_error_pct: 5.0,
+                uncalibrated_why: None,
             }],
             inferred_path: vec![0.7, 0.2],
             extrapolations: Vec::new(),
@@ -685,20 +700,25 @@ mod tests {
         // of eight crosses nodes there, but fits in one node of eight.
         let links = [calibrated("intra_node")];
         let group: Vec<i64> = (0..8).collect();
-        assert_eq!(
-            uncalibrated_link(&links, &net(4), &group),
-            Some("inter_node")
-        );
-        assert_eq!(uncalibrated_link(&links, &net(8), &group), None);
+        assert_eq!(unseen_link(&links, &net(4), &group), Some("inter_node"));
+        assert_eq!(unseen_link(&links, &net(8), &group), None);
         assert_eq!(link_on(&net(8), &group), "intra_node");
-        // An uncalibrated link inside the node is still reported.
-        let preset = [LinkCalibration {
+        // A link the trace never used is reported, calibrated or not...
+        let never = [LinkCalibration {
             calibrated: false,
+            collectives: 0,
             ..calibrated("intra_node")
         }];
-        assert_eq!(
-            uncalibrated_link(&preset, &net(8), &group),
-            Some("intra_node")
-        );
+        assert_eq!(unseen_link(&never, &net(8), &group), Some("intra_node"));
+        // ...but one its collectives ran over, uncalibrated (a fit too far
+        // from the preset), is no extrapolation: it says why instead.
+        let used = [LinkCalibration {
+            calibrated: false,
+            method: "preset",
+            ..calibrated("intra_node")
+        }];
+        assert_eq!(unseen_link(&used, &net(8), &group), None);
+        let why = used[0].why_uncalibrated().unwrap();
+        assert!(why.contains("fit no ring model near the preset"), "{why}");
     }
 }

@@ -444,6 +444,43 @@ fn only_collectives_sized_through_the_model_count_as_inferred() {
     assert!(c.reasons[0].contains("classified by a guess"), "{c:?}");
 }
 
+/// The a100-recsys trace (DP 8 on one node) ran its all-reduces over the
+/// node's link, which could not be fitted: `--dp 2` stays on that link, so
+/// the prediction is no extrapolation to an unseen link; it says that the
+/// link was used but not calibrated, and why.
+#[test]
+fn a_link_used_but_not_calibrated_is_said_so() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let base = corpus_base(&corpus, "single-rank/a100-recsys-rank3of8.json.gz");
+    let p = base.identity().with_dp(2).unwrap();
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.starts_with("data parallel 8 -> 2"))
+        .unwrap();
+    assert!(
+        note.contains("a link the trace used but could not calibrate: its 18 collectives"),
+        "{note}"
+    );
+    assert!(!note.contains("not seen"), "{note}");
+    let out = p.simulate().unwrap();
+    let c = p.confidence(&out, None);
+    assert!(
+        !c.extrapolations
+            .iter()
+            .any(|e| e.contains("did not calibrate")),
+        "{c:?}"
+    );
+    assert!(
+        c.reasons
+            .iter()
+            .any(|r| r.contains("intra_node model not calibrated on the trace: its 18")),
+        "{c:?}"
+    );
+}
+
 /// Issue A: the vLLM TP8 inference trace's tensor-parallel all-reduces
 /// were read as a data-parallel world group (a guess) and `--dp 2`
 /// re-timed them at medium confidence. An inference trace (no backward
