@@ -501,4 +501,13 @@ fn data_parallel_edits_of_inference_traces_are_refused() {
         assert!(e.is_usage(), "{rel}: {e}");
         assert!(e.to_string().contains("no backward pass"), "{rel}: {e}");
     }
+    // The two-event trace lists no devices: its node size is assumed.
+    let base = corpus_base(&corpus, "micro/two-events-large-integers.json.gz");
+    assert!(
+        base.notes
+            .iter()
+            .any(|n| n.starts_with("8 GPUs per node (assumed: the trace lists no devices)")),
+        "{:?}",
+        base.notes
+    );
 }
