@@ -654,6 +654,39 @@ fn two_interleaved_stages_need_overlapped_sends() {
     );
 }
 
+/// Structural edits need at least two traced micro-batches, to tell the
+/// first forward's own work from the step's prologue (docs/PREDICTION.md
+/// section 2): a one-micro-batch trace is refused them, synthesized or
+/// real (DLRM: one micro-batch, one step; before, `--microbatches 2` gave
+/// +46% at exit 0). Edits that keep the structure still run.
+#[test]
+fn one_micro_batch_traces_are_refused_structural_edits() {
+    let dir = temp_dir("one-micro-batch");
+    let out = run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--dp", "2"])
+            .args(["--microbatches", "1", "--steps", "3", "--out"])
+            .arg(dir.path()),
+    );
+    let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    let want = "structural edits impossible: 1 micro-batch traced; they need at least two";
+    for args in [&["--microbatches", "4"][..], &["--layers", "8"][..]] {
+        assert_refused(args, &files, want);
+    }
+    let v = json(&["predict", "--dp", "4"], &files);
+    assert_eq!(v["target"]["dp"], 4);
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dlrm = vec![corpus.path("multi-rank/dlrm-8xv100")];
+    for args in [&["--microbatches", "2"][..], &["--layers", "4"][..]] {
+        assert_refused(args, &dlrm, want);
+    }
+}
+
 /// A data-parallel edit of an inference trace (no backward pass) is
 /// refused: its all-reduces (vLLM's tensor-parallel `multimem_all_reduce`,
 /// read as a data-parallel world group by a guess) reduce no gradients.
