@@ -397,7 +397,8 @@ class Prediction:
         """The prediction's confidence block, as ``lumos predict --json``
         gives it: the verdict and its reasons, the shares of predicted GPU
         time measured, scaled and modelled (%), the inferred share of each
-        step's critical path (%), and the extrapolations beyond the trace."""
+        step's critical path (%), the extrapolations beyond the trace, and
+        the re-timed process groups whose class was only guessed."""
         return self.report["confidence"]
 
     @property

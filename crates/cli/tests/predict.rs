@@ -653,3 +653,67 @@ fn two_interleaved_stages_need_overlapped_sends() {
         "a prediction keeps the traced pipeline transfers' mode",
     );
 }
+
+/// Structural edits need at least two traced micro-batches, to tell the
+/// first forward's own work from the step's prologue (docs/PREDICTION.md
+/// section 2): a one-micro-batch trace is refused them, synthesized or
+/// real (DLRM: one micro-batch, one step; before, `--microbatches 2` gave
+/// +46% at exit 0). Edits that keep the structure still run.
+#[test]
+fn one_micro_batch_traces_are_refused_structural_edits() {
+    let dir = temp_dir("one-micro-batch");
+    let out = run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--dp", "2"])
+            .args(["--microbatches", "1", "--steps", "3", "--out"])
+            .arg(dir.path()),
+    );
+    let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    let want = "structural edits impossible: 1 micro-batch traced; they need at least two";
+    for args in [&["--microbatches", "4"][..], &["--layers", "8"][..]] {
+        assert_refused(args, &files, want);
+    }
+    let v = json(&["predict", "--dp", "4"], &files);
+    assert_eq!(v["target"]["dp"], 4);
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dlrm = vec![corpus.path("multi-rank/dlrm-8xv100")];
+    for args in [&["--microbatches", "2"][..], &["--layers", "4"][..]] {
+        assert_refused(args, &dlrm, want);
+    }
+}
+
+/// A data-parallel edit of an inference trace (no backward pass) is
+/// refused: its all-reduces (vLLM's tensor-parallel `multimem_all_reduce`,
+/// read as a data-parallel world group by a guess) reduce no gradients.
+#[test]
+fn data_parallel_edits_of_an_inference_trace_are_refused() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let path = vec![corpus.path("single-rank/b200-vllm-tp8-rank0.json.gz")];
+    assert_refused(&["--dp", "2"], &path, "no backward pass");
+    assert_refused(&["--tp", "2"], &path, "no tensor-parallel collectives");
+    // A training trace's world group, taken for data parallel by a guess:
+    // the edit runs, low, and the output names the rule it rests on.
+    let path = vec![corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz")];
+    let v = json(&["predict", "--dp", "4"], &path);
+    let c = &v["confidence"];
+    assert_eq!(c["verdict"], "low", "{c}");
+    let g = c["guessed_groups"][0].as_str().unwrap();
+    assert!(
+        g.contains("process group 0") && g.contains("the world group"),
+        "{g}"
+    );
+    let text =
+        String::from_utf8_lossy(&run_ok(lumos().args(["predict", "--dp", "4"]).args(&path)).stdout)
+            .to_string();
+    assert!(
+        text.contains("    guessed group: data-parallel edit 2 -> 4"),
+        "{text}"
+    );
+}

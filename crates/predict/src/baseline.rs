@@ -312,9 +312,14 @@ fn fit_network(
     let mut start = gpu.network;
     start.gpus_per_node = inputs[0].ctx.gpus_per_node.max(1);
     notes.push(format!(
-        "{} GPUs per node (the devices the trace lists); groups within a node use the \
-         intra-node link, others the inter-node one",
-        start.gpus_per_node
+        "{} GPUs per node ({}); groups within a node use the intra-node link, others the \
+         inter-node one",
+        start.gpus_per_node,
+        if inputs[0].ctx.devices_listed {
+            "the devices the trace lists"
+        } else {
+            "assumed: the trace lists no devices"
+        }
     ));
     let pairs: Vec<(&Graph, &Structure)> =
         inputs.iter().map(|i| &i.graph).zip(structures).collect();

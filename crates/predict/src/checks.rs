@@ -86,6 +86,16 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
             files(base)
         )));
     }
+    if c.dp != b.dp && !shows_a_backward_pass(base) {
+        return Err(PredictError::Unsupported(format!(
+            "no backward pass in {}: none of its CPU operators is an autograd backward function \
+             or AccumulateGrad (an inference trace); data parallelism reduces gradients, so the \
+             collectives taken for data-parallel ({}) serve something else and a data-parallel \
+             edit has nothing to re-time",
+            files(base),
+            class_names(base, GroupClass::Data).join(", ")
+        )));
+    }
     if c.tp != b.tp && !has_class(base, GroupClass::Tensor) {
         return Err(PredictError::Unsupported(format!(
             "no tensor-parallel collectives found in {}: the traced model has no tensor \
@@ -137,6 +147,55 @@ fn files(base: &Baseline) -> String {
         .map(|i| i.name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Whether the traces show a backward pass: an autograd operator
+/// (`autograd::engine::evaluate_function: ...`, `MmBackward0`,
+/// `AccumulateGrad`) among the CPU tasks or scopes of any input. A trace
+/// without CPU operators (GPU only) cannot tell, and passes.
+fn shows_a_backward_pass(base: &Baseline) -> bool {
+    let backward = |n: &str| {
+        n.contains("Backward") || n.contains("AccumulateGrad") || n.starts_with("autograd::")
+    };
+    let mut any_cpu = false;
+    for inp in &base.inputs {
+        let g = &inp.graph;
+        let cpu = g.tasks.iter().filter(|t| {
+            matches!(
+                t.kind,
+                lumos_graph::TaskKind::CpuOp | lumos_graph::TaskKind::Annotation
+            )
+        });
+        // Names are interned: each is tested once.
+        let mut seen = vec![false; g.names.len()];
+        for t in cpu.map(|t| t.name).chain(g.scopes.iter().map(|s| s.name)) {
+            any_cpu = true;
+            let i = t.0 as usize;
+            if !seen[i] {
+                seen[i] = true;
+                if backward(&g.names[i]) {
+                    return true;
+                }
+            }
+        }
+    }
+    !any_cpu
+}
+
+/// The distinct collective names of `class` in the traces, as their
+/// groups report them.
+fn class_names(base: &Baseline, class: GroupClass) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for gr in base.structures.iter().flat_map(|s| &s.report.groups) {
+        if gr.class == class {
+            for n in &gr.collectives {
+                if !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Whether any traced input has a collective of `class`.

@@ -56,6 +56,9 @@ pub struct ModelFit {
     pub samples: usize,
     /// Mean |model - measured| / measured over them, %.
     pub mean_abs_error_pct: f64,
+    /// Why a link the trace ran collectives over is not calibrated (`None`
+    /// for a calibrated model, the GEMM curve, or a link never seen).
+    pub uncalibrated_why: Option<String>,
 }
 
 /// How far a prediction can be trusted: see [`Prediction::confidence`].
@@ -70,6 +73,9 @@ pub struct PredictionConfidence {
     pub inferred_path: Vec<f64>,
     /// What the prediction extrapolates to beyond the trace, in words.
     pub extrapolations: Vec<String>,
+    /// The process groups the prediction re-times whose class discovery
+    /// only guessed (low confidence), each with the rule it rests on.
+    pub guessed_groups: Vec<String>,
     /// The verdict.
     pub level: Confidence,
     /// Why it is not high, gravest first (empty for high).
@@ -96,11 +102,13 @@ impl Prediction<'_> {
         let models = model_fits(self, outcome);
         let inferred_path = inferred_path_shares(self, outcome);
         let extrapolations = extrapolations(self);
+        let guessed_groups = guessed_groups(self);
         let mut c = PredictionConfidence {
             gpu_time,
             models,
             inferred_path,
             extrapolations,
+            guessed_groups,
             level: Confidence::High,
             reasons: Vec::new(),
         };
@@ -151,6 +159,7 @@ fn model_fits(p: &Prediction, outcome: &Outcome) -> Vec<ModelFit> {
         calibrated: g.fitted,
         samples: g.samples,
         mean_abs_error_pct: g.mean_abs_error_pct,
+        uncalibrated_why: None,
     }];
     out.extend(p.base.network.links.iter().map(|l| ModelFit {
         model: format!("network {}", l.link),
@@ -158,6 +167,7 @@ fn model_fits(p: &Prediction, outcome: &Outcome) -> Vec<ModelFit> {
         calibrated: l.calibrated,
         samples: l.samples,
         mean_abs_error_pct: l.mean_abs_error_pct,
+        uncalibrated_why: l.why_uncalibrated(),
     }));
     out
 }
@@ -206,15 +216,21 @@ fn link_of(p: &Prediction, ranks: &[i64]) -> &'static str {
     link_on(&target_network(p), ranks)
 }
 
-/// The link `ranks` cross on the target network `net` when the trace did
-/// not calibrate that link class (`links`, the baseline's calibration).
-fn uncalibrated_link(
+/// The link `ranks` cross on the target network `net` when the trace
+/// never used that link class (`links`, the baseline's calibration). A
+/// link the trace ran collectives over but could not calibrate is no
+/// extrapolation (the traced collectives ran on it): the model-fit
+/// criterion counts it, with why.
+fn unseen_link(
     links: &[LinkCalibration],
     net: &NetworkModel,
     ranks: &[i64],
 ) -> Option<&'static str> {
     let link = link_on(net, ranks);
-    (!links.iter().any(|l| l.link == link && l.calibrated)).then_some(link)
+    (!links
+        .iter()
+        .any(|l| l.link == link && (l.calibrated || l.seen())))
+    .then_some(link)
 }
 
 fn target_links(p: &Prediction) -> Vec<&'static str> {
@@ -247,7 +263,7 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
         if !changed(class) {
             continue;
         }
-        if let Some(link) = uncalibrated_link(&p.base.network.links, &net, &ranks) {
+        if let Some(link) = unseen_link(&p.base.network.links, &net, &ranks) {
             out.push(format!(
                 "{name} collectives over the {link} link, which the trace did not calibrate \
                  (preset values)"
@@ -283,6 +299,44 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
                 "target network {what}, not the traced system's ({})",
                 device.unwrap_or("unknown GPU")
             ));
+        }
+    }
+    out
+}
+
+/// The groups an edited degree re-times (the data-parallel group's under
+/// `--dp`, the tensor-parallel group's under `--tp`) that discovery
+/// classified by a guess, each with the rule it rests on: the whole
+/// prediction is then about collectives that may serve something else
+/// (the tensor-parallel all-reduces of an inference trace read as a
+/// data-parallel world group).
+fn guessed_groups(p: &Prediction) -> Vec<String> {
+    let (b, t) = (&p.base.config, &p.target.config);
+    let mut out: Vec<String> = Vec::new();
+    for (class, name, traced, target) in [
+        (GroupClass::Data, "data-parallel", b.dp, t.dp),
+        (GroupClass::Tensor, "tensor-parallel", b.tp, t.tp),
+    ] {
+        if traced == target {
+            continue;
+        }
+        for s in &p.base.structures {
+            let guessed = (s.report.groups.iter())
+                .filter(|g| g.class == class && g.confidence == Confidence::Low);
+            for g in guessed {
+                let line = format!(
+                    "{name} edit {traced} -> {target} re-times process group {} ({} tasks: {}), \
+                     classified {} by a guess (low confidence): {}",
+                    g.name,
+                    g.tasks,
+                    g.collectives.join(", "),
+                    class.as_str(),
+                    g.basis
+                );
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
         }
     }
     out
@@ -447,10 +501,13 @@ fn verdict(
         if !m.calibrated {
             found.push((
                 Confidence::Medium,
-                format!(
-                    "{} model not calibrated on the trace: preset values",
-                    m.model
-                ),
+                match &m.uncalibrated_why {
+                    Some(why) => format!("{} model not calibrated on the trace: {why}", m.model),
+                    None => format!(
+                        "{} model not calibrated on the trace: preset values",
+                        m.model
+                    ),
+                },
             ));
             continue;
         }
@@ -469,6 +526,18 @@ fn verdict(
                 break;
             }
         }
+    }
+    // A group classified by a guess: what the edit re-times may not be
+    // what it means to re-time (docs/PREDICTION.md section 1.5).
+    match c.guessed_groups.len() {
+        0 => {}
+        n => found.push((
+            Confidence::Low,
+            format!(
+                "{n} re-timed process group{} classified by a guess (low confidence)",
+                if n == 1 { "" } else { "s" }
+            ),
+        )),
     }
     let inferred = c.worst_inferred_path();
     if !identity && inferred > INFERRED_PATH_MEDIUM {
@@ -519,9 +588,11 @@ mod tests {
                 calibrated: true,
                 samples: 10,
                 mean_abs_error_pct: 5.0,
+                uncalibrated_why: None,
             }],
             inferred_path: vec![0.7, 0.2],
             extrapolations: Vec::new(),
+            guessed_groups: Vec::new(),
             level: Confidence::High,
             reasons: Vec::new(),
         }
@@ -580,6 +651,17 @@ mod tests {
         // Every reason, gravest first.
         assert_eq!(reasons.len(), 2, "{reasons:?}");
         assert!(reasons[0].contains("2 extrapolations"), "{reasons:?}");
+
+        // A re-timed group classified by a guess: low, saying which.
+        let mut c = clean();
+        c.guessed_groups
+            .push("data-parallel edit 8 -> 2 re-times process group -".into());
+        let (level, reasons) = verdict(&c, steady(false), true);
+        assert_eq!(level, Confidence::Low);
+        assert_eq!(
+            reasons[0], "1 re-timed process group classified by a guess (low confidence)",
+            "{reasons:?}"
+        );
     }
 
     fn net(gpus_per_node: usize) -> NetworkModel {
@@ -618,20 +700,25 @@ mod tests {
         // of eight crosses nodes there, but fits in one node of eight.
         let links = [calibrated("intra_node")];
         let group: Vec<i64> = (0..8).collect();
-        assert_eq!(
-            uncalibrated_link(&links, &net(4), &group),
-            Some("inter_node")
-        );
-        assert_eq!(uncalibrated_link(&links, &net(8), &group), None);
+        assert_eq!(unseen_link(&links, &net(4), &group), Some("inter_node"));
+        assert_eq!(unseen_link(&links, &net(8), &group), None);
         assert_eq!(link_on(&net(8), &group), "intra_node");
-        // An uncalibrated link inside the node is still reported.
-        let preset = [LinkCalibration {
+        // A link the trace never used is reported, calibrated or not...
+        let never = [LinkCalibration {
             calibrated: false,
+            collectives: 0,
             ..calibrated("intra_node")
         }];
-        assert_eq!(
-            uncalibrated_link(&preset, &net(8), &group),
-            Some("intra_node")
-        );
+        assert_eq!(unseen_link(&never, &net(8), &group), Some("intra_node"));
+        // ...but one its collectives ran over, uncalibrated (a fit too far
+        // from the preset), is no extrapolation: it says why instead.
+        let used = [LinkCalibration {
+            calibrated: false,
+            method: "preset",
+            ..calibrated("intra_node")
+        }];
+        assert_eq!(unseen_link(&used, &net(8), &group), None);
+        let why = used[0].why_uncalibrated().unwrap();
+        assert!(why.contains("fit no ring model near the preset"), "{why}");
     }
 }

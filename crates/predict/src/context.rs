@@ -28,6 +28,9 @@ pub struct TraceContext {
     pub groups: Vec<GroupInfo>,
     /// GPUs per node: the devices the trace lists, else 8.
     pub gpus_per_node: usize,
+    /// Whether [`Self::gpus_per_node`] is the devices the trace lists
+    /// (false: none listed, 8 assumed).
+    pub devices_listed: bool,
     /// Name of the rank's GPU (`NVIDIA H100 80GB HBM3`), if recorded.
     pub device_name: Option<String>,
     /// The GPU's streaming multiprocessors (compute units), if recorded.
@@ -46,6 +49,7 @@ impl Default for TraceContext {
             world_size: None,
             groups: Vec::new(),
             gpus_per_node: 8,
+            devices_listed: false,
             device_name: None,
             device_sms: None,
             device_memory_bytes: None,
@@ -81,6 +85,7 @@ impl TraceContext {
             } else {
                 meta.devices.len()
             },
+            devices_listed: !meta.devices.is_empty(),
             device_name: meta.devices.first().map(|d| d.name.clone()),
             device_sms: meta.devices.first().and_then(|d| d.num_sms),
             device_memory_bytes: meta.devices.first().and_then(|d| d.total_global_mem),

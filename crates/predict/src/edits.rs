@@ -23,7 +23,7 @@ use crate::config::{Config, Coord, KernelScale, Layout};
 use crate::discover::GroupClass;
 use crate::discover::Structure;
 use crate::error::PredictError;
-use crate::models::Source;
+use crate::models::{LinkCalibration, Source};
 use crate::plan::{plan_stage, sources as plan_sources, StageRole, StageTarget};
 use crate::retime::retime;
 
@@ -292,6 +292,19 @@ fn durations_of(g: &Graph) -> Arc<[i64]> {
     g.tasks.iter().map(|t| t.duration_ns).collect()
 }
 
+/// What the trace told of a link a re-timed group crosses: calibrated,
+/// used but not calibrated (and why), or never used.
+fn link_state(l: Option<&LinkCalibration>) -> String {
+    match l {
+        Some(l) if l.calibrated => "calibrated link".into(),
+        Some(l) => match l.why_uncalibrated() {
+            Some(why) => format!("a link the trace used but could not calibrate: {why}"),
+            None => "link not seen in the trace: preset values".into(),
+        },
+        None => "link not seen in the trace: preset values".into(),
+    }
+}
+
 /// Refuses structural edits of a trace whose structure does not allow them,
 /// saying why (the first input's reason).
 pub(crate) fn structural_edits_possible(base: &Baseline) -> Result<(), PredictError> {
@@ -302,6 +315,20 @@ pub(crate) fn structural_edits_possible(base: &Baseline) -> Result<(), PredictEr
                 base.inputs[i].name
             )));
         }
+    }
+    // The first forward's own work is told from the step's prologue by
+    // what precedes every other forward too; with one micro-batch there is
+    // no other, so a copied pass would carry the prologue (or lose its
+    // own leading work) once per new micro-batch (docs/PREDICTION.md
+    // section 2).
+    if base.config.microbatches < 2 {
+        let names: Vec<&str> = base.inputs.iter().map(|i| i.name.as_str()).collect();
+        return Err(PredictError::Unsupported(format!(
+            "{}: structural edits impossible: {} micro-batch traced; they need at least two, to \
+             tell the first forward pass's own work from the step's prologue",
+            names.join(", "),
+            base.config.microbatches
+        )));
     }
     Ok(())
 }
@@ -443,13 +470,9 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
             c.dp,
             spans(GroupClass::Data, c),
             net.gpus_per_node,
-            if base.network.calibrated_for(
+            link_state(base.network.link_for(
                 &Layout::of(c).group(GroupClass::Data, Coord { tp: 0, dp: 0, pp: 0 })
-            ) {
-                "calibrated link"
-            } else {
-                "link not seen in the trace: preset values"
-            },
+            )),
             if base.distributed_optimizer {
                 "; optimizer work per rank x traced dp / new dp (distributed optimizer)"
             } else {

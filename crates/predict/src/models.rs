@@ -307,6 +307,35 @@ pub struct LinkCalibration {
     pub latency_calibrated: bool,
 }
 
+impl LinkCalibration {
+    /// Whether the trace ran collectives over this link (calibrated or
+    /// not): a prediction over it is no extrapolation to a link never seen.
+    pub fn seen(&self) -> bool {
+        self.collectives > 0
+    }
+
+    /// Why a link the trace ran collectives over has no calibrated
+    /// bandwidth, in words; `None` when it has one or was never seen.
+    pub fn why_uncalibrated(&self) -> Option<String> {
+        if self.calibrated || !self.seen() {
+            return None;
+        }
+        Some(if self.method == "latency_only" {
+            format!(
+                "its {} collectives in the trace record no message size: only the latency \
+                 calibrated, the bandwidth the preset's",
+                self.collectives
+            )
+        } else {
+            format!(
+                "its {} collectives in the trace ({} without a size) fit no ring model near the \
+                 preset: preset values",
+                self.collectives, self.unsized_collectives
+            )
+        })
+    }
+}
+
 /// The statistic each bucket of same-size collectives is fitted on: a
 /// kernel's duration includes the time it waited for its slowest peer, so
 /// the transfer itself is the lower envelope. The 10th percentile rather
@@ -365,13 +394,18 @@ impl NetworkCalibration {
 
     /// True when the link class `ranks` use was calibrated.
     pub fn calibrated_for(&self, ranks: &[i64]) -> bool {
+        self.link_for(ranks).is_some_and(|l| l.calibrated)
+    }
+
+    /// The calibration of the link class `ranks` use.
+    pub fn link_for(&self, ranks: &[i64]) -> Option<&LinkCalibration> {
         let r: Vec<usize> = ranks.iter().map(|&x| x.max(0) as usize).collect();
         let name = if self.model.spans_nodes(&r) {
             "inter_node"
         } else {
             "intra_node"
         };
-        self.links.iter().any(|l| l.link == name && l.calibrated)
+        self.links.iter().find(|l| l.link == name)
     }
 
     /// Fits `start` to the collectives of the graphs (one per stage): per

@@ -123,12 +123,15 @@ pub(crate) fn retime(p: &mut Prediction) {
         // so nothing below reads `st.durations`, empty until the loop ends.
         let mut durations = std::mem::take(&mut st.durations);
         for (i, ns) in Arc::make_mut(&mut durations).iter_mut().enumerate() {
-            let (dur, source) = rt.task(st, i, optimizer_ratio);
+            let (dur, source, sized_from_timing) = rt.task(st, i, optimizer_ratio);
             *ns = dur.round() as i64;
             st.source[i] = source;
+            // Only a collective whose inferred size went into the network
+            // model counts: one kept as traced and only sped up by a user
+            // factor, or one not issued (a group of one), needed no size.
             match rt.unsized_comm(st, i) {
-                Some(true) if source != Source::Measured => slotted += 1,
-                Some(false) if source != Source::Measured => own += 1,
+                Some(true) if sized_from_timing => slotted += 1,
+                Some(false) if sized_from_timing => own += 1,
                 _ => {}
             }
         }
@@ -283,8 +286,10 @@ impl<'a> Retimer<'a> {
             }
     }
 
-    /// The new duration of task `i` of stage `st` and where it came from.
-    fn task(&self, st: &PredictedStage<'_>, i: usize, optimizer_ratio: f64) -> (f64, Source) {
+    /// The new duration of task `i` of stage `st`, where it came from, and
+    /// whether it is a collective re-timed through the network model with a
+    /// size inferred from its timing (see [`Retimer::comm_ns`]).
+    fn task(&self, st: &PredictedStage<'_>, i: usize, optimizer_ratio: f64) -> (f64, Source, bool) {
         let (src, tt) = st.origin[i];
         let inp = &self.base.inputs[src as usize];
         let s = &self.base.structures[src as usize];
@@ -292,6 +297,7 @@ impl<'a> Retimer<'a> {
         let name = &inp.graph.names[inp.graph.tasks[tt.idx()].name.0 as usize];
         let work = s.work[tt.idx()];
         let place = s.role_of_task(tt);
+        let mut sized_from_timing = false;
         let (mut dur, mut source) = match work {
             WorkClass::Cpu | WorkClass::Copy => (traced as f64, Source::Measured),
             WorkClass::Gemm(sh) => self.gemm_ns(traced, sh),
@@ -303,7 +309,10 @@ impl<'a> Retimer<'a> {
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
                 let env = self.envelopes[src as usize][ci as usize];
-                self.comm_ns(traced, env, c, src as usize, st.stage, st.tag[i], place)
+                let (d, source, inferred) =
+                    self.comm_ns(traced, env, c, src as usize, st.stage, st.tag[i], place);
+                sized_from_timing = inferred;
+                (d, source)
             }
         };
         if st.graph.tasks[i].kind.is_gpu() {
@@ -316,7 +325,7 @@ impl<'a> Retimer<'a> {
                 }
             }
         }
-        (dur, source)
+        (dur, source, sized_from_timing)
     }
 
     /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs.
@@ -493,7 +502,9 @@ impl<'a> Retimer<'a> {
     /// other stages that are gone, or where the new group is one rank.
     /// Without a recorded size, the size is the base model's inverse of
     /// `envelope` (its slot's lower envelope), else of `traced`, and the
-    /// result is modelled.
+    /// result is modelled. The flag is true when such an inferred size went
+    /// into the network model: not for a collective kept as traced, nor
+    /// for one a group of one does not issue.
     #[allow(clippy::too_many_arguments)]
     fn comm_ns(
         &self,
@@ -504,7 +515,7 @@ impl<'a> Retimer<'a> {
         stage: u32,
         tag: Tag,
         place: Role,
-    ) -> (f64, Source) {
+    ) -> (f64, Source, bool) {
         let (base, target) = (self.base, self.target);
         let (old_ranks, new_ranks, bytes_ratio) = self.comm_groups(c, src, stage, tag, place);
         // A transfer between stages or the reduction over all stages waited
@@ -522,7 +533,7 @@ impl<'a> Retimer<'a> {
                 } else {
                     self.target_net.collective_ns(kind, new_bytes, &new_ranks)
                 };
-                (t, Source::Modelled)
+                (t, Source::Modelled, false)
             }
             Some(kind) if old_ranks.len() >= 2 || new_ranks.len() >= 2 => {
                 let bytes = c.bytes.unwrap_or_else(|| {
@@ -531,11 +542,11 @@ impl<'a> Retimer<'a> {
                 let new_bytes = (bytes as f64 * bytes_ratio).round() as u64;
                 let same = new_bytes == bytes && new_ranks == old_ranks && target.network.is_none();
                 if same {
-                    (traced as f64, Source::Measured)
+                    (traced as f64, Source::Measured, false)
                 } else if new_ranks.len() < 2 {
                     // A group of one: the collective is not issued (kept as
-                    // an empty kernel).
-                    (0.0, Source::Modelled)
+                    // an empty kernel), whatever its size.
+                    (0.0, Source::Modelled, false)
                 } else {
                     let old_t = self.base_net.collective_ns(kind, bytes, &old_ranks);
                     let new_t = self.target_net.collective_ns(kind, new_bytes, &new_ranks);
@@ -547,10 +558,10 @@ impl<'a> Retimer<'a> {
                     } else {
                         Source::Modelled
                     };
-                    (d, src_tag)
+                    (d, src_tag, c.bytes.is_none())
                 }
             }
-            _ => (traced as f64, Source::Measured),
+            _ => (traced as f64, Source::Measured, false),
         }
     }
 }
@@ -827,7 +838,13 @@ mod tests {
             setup: true,
         };
         let place = s.role_of_task(task);
-        let at = |t: &Target| Retimer::new(&base, t).comm_ns(traced, None, c, 0, 0, tag, place);
+        let at = |t: &Target| {
+            let (d, source, inferred) =
+                Retimer::new(&base, t).comm_ns(traced, None, c, 0, 0, tag, place);
+            // The collective records its size: nothing inferred.
+            assert!(!inferred);
+            (d, source)
+        };
         // Unchanged group and bytes: as traced.
         assert_eq!(
             at(&target(&base, |_| {})),

@@ -385,3 +385,129 @@ fn unsized_all_reduces_are_sized_from_their_slot_envelopes() {
         }
     }
 }
+
+/// The baseline of one corpus trace.
+fn corpus_base(corpus: &Corpus, rel: &str) -> Baseline {
+    let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+    Baseline::new(vec![input(&trace)]).unwrap()
+}
+
+/// A kernel speed-up alone scales the traced durations by the user's
+/// factor: no collective goes through the network model, so none has its
+/// size inferred and nothing is extrapolated (the V100 trace records no
+/// all-reduce size; before, its 2,020 all-reduces counted as "message
+/// sizes inferred", one extrapolation, medium). A group of one issues no
+/// collective, whatever its size: `--dp 1` infers nothing either, but it
+/// rests on the data-parallel group discovery only guessed (an all-reduce
+/// outside any pass found), which makes it low and says so.
+#[test]
+fn only_collectives_sized_through_the_model_count_as_inferred() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/v100-ddp-rank1of2-allreduce.json.gz";
+    let base = corpus_base(&corpus, rel);
+    let identity = base.identity();
+    let replayed = identity.simulate().unwrap();
+    let k: lumos_predict::KernelScale = "class:comm=0.5".parse().unwrap();
+    let p = base.identity().with_kernel_scale(k).unwrap();
+    assert_eq!((p.sizes_from_envelope, p.sizes_from_own_time), (0, 0));
+    // Each all-reduce is exactly half its traced time: scaled, not modelled.
+    let (st, traced) = (&p.stages[0], &base.inputs[0].graph);
+    for c in base.structures[0].comms.iter() {
+        let i = st.origin.iter().position(|o| o.1 == c.task).unwrap();
+        let want = (traced.tasks[c.task.idx()].duration_ns as f64 * 0.5).round() as i64;
+        assert_eq!(st.durations[i], want);
+        assert_eq!(st.source[i], lumos_predict::Source::Scaled);
+    }
+    let out = p.simulate().unwrap();
+    let c = p.confidence(&out, out.steadiness(&replayed));
+    assert!(c.extrapolations.is_empty(), "{c:?}");
+    assert_eq!(c.gpu_time.modelled, 0.0, "{c:?}");
+    assert!(c.models.iter().all(|m| !m.used), "{c:?}");
+    assert!(!p
+        .notes
+        .iter()
+        .any(|n| n.contains("re-timed collectives record no message size")));
+
+    let p = base.identity().with_dp(1).unwrap();
+    assert_eq!((p.sizes_from_envelope, p.sizes_from_own_time), (0, 0));
+    let out = p.simulate().unwrap();
+    let c = p.confidence(&out, out.steadiness(&replayed));
+    assert!(c.extrapolations.is_empty(), "{c:?}");
+    assert_eq!(c.level, Confidence::Low, "{c:?}");
+    assert_eq!(c.guessed_groups.len(), 1, "{c:?}");
+    assert!(
+        c.guessed_groups[0].contains("an all-reduce outside every forward layer"),
+        "{c:?}"
+    );
+    assert!(c.reasons[0].contains("classified by a guess"), "{c:?}");
+}
+
+/// The a100-recsys trace (DP 8 on one node) ran its all-reduces over the
+/// node's link, which could not be fitted: `--dp 2` stays on that link, so
+/// the prediction is no extrapolation to an unseen link; it says that the
+/// link was used but not calibrated, and why.
+#[test]
+fn a_link_used_but_not_calibrated_is_said_so() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let base = corpus_base(&corpus, "single-rank/a100-recsys-rank3of8.json.gz");
+    let p = base.identity().with_dp(2).unwrap();
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.starts_with("data parallel 8 -> 2"))
+        .unwrap();
+    assert!(
+        note.contains("a link the trace used but could not calibrate: its 18 collectives"),
+        "{note}"
+    );
+    assert!(!note.contains("not seen"), "{note}");
+    let out = p.simulate().unwrap();
+    let c = p.confidence(&out, None);
+    assert!(
+        !c.extrapolations
+            .iter()
+            .any(|e| e.contains("did not calibrate")),
+        "{c:?}"
+    );
+    assert!(
+        c.reasons
+            .iter()
+            .any(|r| r.contains("intra_node model not calibrated on the trace: its 18")),
+        "{c:?}"
+    );
+}
+
+/// Issue A: the vLLM TP8 inference trace's tensor-parallel all-reduces
+/// were read as a data-parallel world group (a guess) and `--dp 2`
+/// re-timed them at medium confidence. An inference trace (no backward
+/// pass) reduces no gradients: a data-parallel edit is refused, as it is
+/// for the two-event trace whose one all-reduce has no group and no world
+/// size. Both traces list no backward operator.
+#[test]
+fn data_parallel_edits_of_inference_traces_are_refused() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for rel in [
+        "single-rank/b200-vllm-tp8-rank0.json.gz",
+        "micro/two-events-large-integers.json.gz",
+    ] {
+        let base = corpus_base(&corpus, rel);
+        let e = base.identity().with_dp(2).err().expect(rel);
+        assert!(e.is_usage(), "{rel}: {e}");
+        assert!(e.to_string().contains("no backward pass"), "{rel}: {e}");
+    }
+    // The two-event trace lists no devices: its node size is assumed.
+    let base = corpus_base(&corpus, "micro/two-events-large-integers.json.gz");
+    assert!(
+        base.notes
+            .iter()
+            .any(|n| n.starts_with("8 GPUs per node (assumed: the trace lists no devices)")),
+        "{:?}",
+        base.notes
+    );
+}

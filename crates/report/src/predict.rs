@@ -81,6 +81,9 @@ pub struct ConfidenceReport {
     pub max_inferred_critical_path_pct: f64,
     /// What the prediction extrapolates to beyond the traces.
     pub extrapolations: Vec<String>,
+    /// The re-timed process groups whose class discovery only guessed,
+    /// each with the rule it rests on (each makes the verdict low).
+    pub guessed_groups: Vec<String>,
 }
 
 /// One duration model's fit (mirrors [`lumos_predict::ModelFit`]).
@@ -120,6 +123,7 @@ impl From<&lp::PredictionConfidence> for ConfidenceReport {
             inferred_critical_path_pct: c.inferred_path.iter().map(|x| x * 100.0).collect(),
             max_inferred_critical_path_pct: c.worst_inferred_path() * 100.0,
             extrapolations: c.extrapolations.clone(),
+            guessed_groups: c.guessed_groups.clone(),
         }
     }
 }

@@ -500,6 +500,9 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
     for e in &c.extrapolations {
         writeln!(out, "    extrapolation: {e}")?;
     }
+    for g in &c.guessed_groups {
+        writeln!(out, "    guessed group: {g}")?;
+    }
     Ok(())
 }
 

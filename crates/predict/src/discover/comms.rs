@@ -66,6 +66,9 @@ pub struct CommInfo {
     pub class: GroupClass,
     /// How the class was found.
     pub confidence: Confidence,
+    /// The rule that decided the class, in words (a low-confidence one is
+    /// a guess: predictions that re-time the group say so).
+    pub basis: &'static str,
     /// The ring pattern, when it is one the network model knows.
     pub kind: Option<CollectiveKind>,
     /// Send or receive.
@@ -214,6 +217,7 @@ impl<'s> Places<'s> {
 /// (as the trace describes it, if it does), with `group_size` ranks when
 /// recorded, running at `place` on a rank of a world of `world` ranks. The
 /// rules are tried in order; the first that applies decides.
+#[cfg(test)]
 pub(super) fn group_class(
     name: &str,
     group_size: Option<u32>,
@@ -221,34 +225,76 @@ pub(super) fn group_class(
     place: Place,
     world: Option<u32>,
 ) -> (GroupClass, Confidence) {
+    let (class, confidence, _) = classify(name, group_size, group, place, world);
+    (class, confidence)
+}
+
+/// [`group_class`] with the rule that decided, in words.
+pub(super) fn classify(
+    name: &str,
+    group_size: Option<u32>,
+    group: Option<&GroupInfo>,
+    place: Place,
+    world: Option<u32>,
+) -> (GroupClass, Confidence, &'static str) {
     if let Some(cl) = group
         .and_then(|gr| gr.desc.as_deref())
         .and_then(class_from_desc)
     {
-        (cl, Confidence::High)
+        (cl, Confidence::High, "the process group's description")
     } else if is_all_to_all(name) {
         // Not a pipeline transfer even where NCCL runs it as `SendRecv`
         // kernels, and not tensor parallel in a forward layer (experts).
-        (GroupClass::Other, Confidence::Medium)
+        (
+            GroupClass::Other,
+            Confidence::Medium,
+            "an all-to-all (by operator or recorded name)",
+        )
     } else if p2p_of(name).is_some() || name.eq_ignore_ascii_case("sendrecv") {
-        (GroupClass::Pipeline, Confidence::Medium)
+        (
+            GroupClass::Pipeline,
+            Confidence::Medium,
+            "a point-to-point transfer, taken for the pipeline's",
+        )
     } else if place == Place::ForwardLayer {
-        (GroupClass::Tensor, Confidence::Medium)
+        (
+            GroupClass::Tensor,
+            Confidence::Medium,
+            "a collective inside a forward layer",
+        )
     } else if place == Place::LastBackward {
-        (GroupClass::Data, Confidence::Medium)
+        (
+            GroupClass::Data,
+            Confidence::Medium,
+            "a collective in the last backward pass (gradient buckets)",
+        )
     } else if group.is_some_and(|gr| {
         gr.desc.as_deref() == Some("default_pg")
             || (!gr.ranks.is_empty() && gr.ranks.len() as u32 == world.unwrap_or(0))
     }) || group_size.is_some_and(|s| Some(s) == world)
     {
         // The world group: data parallel when nothing else is.
-        (GroupClass::Data, Confidence::Low)
+        (
+            GroupClass::Data,
+            Confidence::Low,
+            "the world group (by its description or size), taken for data parallelism \
+             since no other rule applies",
+        )
     } else if place == Place::Epilogue {
-        (GroupClass::ModelParallel, Confidence::Low)
+        (
+            GroupClass::ModelParallel,
+            Confidence::Low,
+            "a collective in the step's epilogue, taken for the model-parallel gradient norm",
+        )
     } else if collective_kind(name) == Some(CollectiveKind::AllReduce) {
-        (GroupClass::Data, Confidence::Low)
+        (
+            GroupClass::Data,
+            Confidence::Low,
+            "an all-reduce outside every forward layer and last backward pass (none found), \
+             taken for a data-parallel gradient reduction by its kind alone",
+        )
     } else {
-        (GroupClass::Other, Confidence::Low)
+        (GroupClass::Other, Confidence::Low, "no rule applies")
     }
 }
 
@@ -283,15 +329,23 @@ pub(super) fn classify_comms(
             c.process_group.as_deref(),
             place,
         );
-        let (class, confidence, kind, p2p) = *classified.entry(key).or_insert_with(|| {
+        let (class, confidence, basis, kind, p2p) = *classified.entry(key).or_insert_with(|| {
             let name = program_collective(&mut nccl, task, &c.name);
-            let (class, confidence) = group_class(name, c.group_size, group, place, ctx.world_size);
-            (class, confidence, collective_kind(name), p2p_of(name))
+            let (class, confidence, basis) =
+                classify(name, c.group_size, group, place, ctx.world_size);
+            (
+                class,
+                confidence,
+                basis,
+                collective_kind(name),
+                p2p_of(name),
+            )
         });
         out.push(CommInfo {
             task,
             class,
             confidence,
+            basis,
             kind,
             p2p,
             bytes: c.bytes,
@@ -315,4 +369,10 @@ type ClassKey<'g> = (
 );
 
 /// What [`classify_comms`] finds for one [`ClassKey`].
-type Classified = (GroupClass, Confidence, Option<CollectiveKind>, Option<P2p>);
+type Classified = (
+    GroupClass,
+    Confidence,
+    &'static str,
+    Option<CollectiveKind>,
+    Option<P2p>,
+);

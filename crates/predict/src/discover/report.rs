@@ -44,6 +44,8 @@ pub struct GroupReport {
     pub bytes_per_step: u64,
     /// How the role was found.
     pub confidence: Confidence,
+    /// The rule that found it, in words (its first collective's).
+    pub basis: &'static str,
 }
 
 /// The discovery report, for `lumos inspect` and `lumos predict`.
@@ -168,7 +170,7 @@ pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> St
                     "all-to-all collectives (by operator or recorded name)".into()
                 }
                 Confidence::Medium => "point-to-point names or where its collectives run".into(),
-                Confidence::Low => "weak: group size or phase only".into(),
+                Confidence::Low => format!("weak: {}", gr.basis),
             },
         ));
     }
@@ -330,6 +332,7 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
                 collectives: Vec::new(),
                 bytes_per_step: 0,
                 confidence: c.confidence,
+                basis: c.basis,
             });
             groups.len() - 1
         });
