@@ -425,14 +425,16 @@ class Prediction:
 
     @property
     def stages(self) -> pd.DataFrame:
-        """Per predicted stage and side (``replayed``, ``predicted``): mean
-        step (ms) and breakdown (ms)."""
+        """Per predicted stage and side (``replayed``: the traced stage's
+        replay, only when the pipeline keeps its stages; ``predicted``): that
+        side's mean step (ms, the report's ``replayed_step_ms`` and
+        ``step_ms``) and breakdown (ms)."""
         rows = []
         for s in self.report["stages"]:
-            for side in ("replayed", "predicted"):
+            for side, step in (("replayed", "replayed_step_ms"), ("predicted", "step_ms")):
                 b = s.get(side)
                 if b is not None:
-                    rows.append({"stage": s["stage"], "side": side, "step_ms": s["step_ms"],
+                    rows.append({"stage": s["stage"], "side": side, "step_ms": s[step],
                                  "dropped_edges": s["dropped_edges"], **b})
         cols = ["stage", "side", "step_ms", "exposed_compute_ms", "overlapped_ms",
                 "exposed_comm_ms", "idle_ms", "total_ms", "dropped_edges"]

@@ -141,6 +141,23 @@ def test_predict_equals_the_cli(tmp_path, cli_json):
     assert math.isclose(p.stages["total_ms"].iloc[0], cli["stages"][0]["replayed"]["total_ms"])
 
 
+def test_prediction_stages_give_each_side_its_own_step(corpus, cli_json):
+    """`Prediction.stages`: the `replayed` row's step is the traced stage's
+    replayed mean step (`replayed_step_ms`), the `predicted` row's the
+    predicted one (`step_ms`), not one number on both rows. With one
+    stage, the replayed one is the report's mean replayed step."""
+    path = str(corpus / SINGLE[0])
+    cli = cli_json(["predict", path, "--dp", "4"])
+    p = lumos.predict(path, dp=4, progress=False)
+    assert p.report == cli
+    st = p.stages.set_index("side")
+    assert math.isclose(st.loc["replayed", "step_ms"], cli["stages"][0]["replayed_step_ms"])
+    assert math.isclose(st.loc["replayed", "step_ms"], cli["mean_replayed_ms"])
+    assert math.isclose(st.loc["predicted", "step_ms"], cli["stages"][0]["step_ms"])
+    assert math.isclose(st.loc["predicted", "step_ms"], cli["mean_predicted_ms"])
+    assert st.loc["replayed", "step_ms"] != st.loc["predicted", "step_ms"]
+
+
 def test_a_job_found_in_files_replays_as_a_loaded_job(corpus):
     """`lumos.replay(DIR)` of a job replays it owning the job (each rank read
     back from the job graph for the tables); `lumos.load_job(DIR).replay()`
