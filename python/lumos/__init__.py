@@ -23,6 +23,7 @@ engine). Errors are :class:`LumosError` s (:mod:`lumos.errors`).
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import warnings
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -75,13 +76,31 @@ KernelScales = Union[float, Mapping[str, float], Sequence[str], None]
 
 
 def _kernel_scales(scale_kernels: KernelScales) -> Tuple[Optional[float], List[str]]:
-    if scale_kernels is None or isinstance(scale_kernels, (int, float)):
+    if scale_kernels is None or isinstance(scale_kernels, numbers.Real):
         return scale_kernels, []
     if isinstance(scale_kernels, str):
         return None, [scale_kernels]
     if isinstance(scale_kernels, Mapping):
         return None, [f"{k}={v}" for k, v in scale_kernels.items()]
     return None, list(scale_kernels)
+
+
+def _rank_scales(scale_rank: Union[Mapping[int, float], Iterable[Tuple[int, float]], None]
+                 ) -> List[Tuple[object, object]]:
+    """``scale_rank`` as ``(rank, factor)`` pairs: a dict, or pairs (a rank
+    given twice is refused by the extension, as the CLI refuses it)."""
+    if scale_rank is None:
+        return []
+    if isinstance(scale_rank, Mapping):
+        return list(scale_rank.items())
+    pairs = []
+    for p in scale_rank if not isinstance(scale_rank, (str, bytes)) else [scale_rank]:
+        if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:
+            raise ConfigError(
+                f"scale_rank: expected {{rank: factor}} or (rank, factor) pairs, got {p!r}"
+            )
+        pairs.append((p[0], p[1]))
+    return pairs
 
 
 def _options(
@@ -94,10 +113,10 @@ def _options(
 ) -> _lumos.ReplayOptions:
     if isinstance(deps, str):
         deps = [d for d in deps.split(",") if d]
-    ranks = sorted((scale_rank or {}).items())
     bare, patterns = _kernel_scales(scale_kernels)
     return _lumos.ReplayOptions(
-        list(deps), bare, scale_only, scale_pattern, ranks, scale_rank_cpu, patterns
+        list(deps), bare, scale_only, scale_pattern, _rank_scales(scale_rank), scale_rank_cpu,
+        patterns,
     )
 
 

@@ -489,8 +489,11 @@ def test_virtual_stages_on_two_stages_are_refused_as_by_the_cli(tmp_path, cli_er
     with pytest.raises(ConfigError) as e:
         lumos.predict(files, virtual_stages=2, progress=False)
     assert str(e.value) == message
-    with pytest.raises(ConfigError, match="virtual_stages must be at least 1"):
+    code, message = cli_error(["predict", *files, "--virtual-stages", "0"])
+    assert code == 2
+    with pytest.raises(ConfigError) as e:
         lumos.predict(files, virtual_stages=0, progress=False)
+    assert str(e.value) == "virtual_stages: " + message.split("': ", 1)[1]
 
 
 def test_clock_hosts_are_empty_when_no_trace_names_its_host(corpus, cli_json):

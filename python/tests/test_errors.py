@@ -76,8 +76,10 @@ def test_two_files_claiming_one_rank_are_an_input_error(tmp_path, corpus, cli_er
 @pytest.mark.parametrize(
     "kwargs, text",
     [
-        ({"scale_kernels": 0}, "scale_kernels must be a positive number, got 0"),
-        ({"scale_kernels": float("nan")}, "scale_kernels must be a positive number, got NaN"),
+        ({"scale_kernels": 0}, "scale_kernels: must be a number from 1e-6 to 1e6, got 0"),
+        ({"scale_kernels": float("nan")},
+         "scale_kernels: must be a number from 1e-6 to 1e6, got nan"),
+        ({"scale_kernels": 1e300}, "scale_kernels: must be a number from 1e-6 to 1e6, got 1e+300"),
         ({"scale_only": "gpu", "scale_kernels": 2}, "scale_only: unknown value `gpu`"),
         ({"deps": ["no-such"]}, "deps: unknown value `no-such`"),
         ({"scale_rank_cpu": True}, "scale_rank_cpu needs scale_rank"),
@@ -177,7 +179,7 @@ def test_a_kernel_pattern_given_twice_is_a_config_error(tmp_path, cli_error):
 
 
 def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
-    with pytest.raises(ConfigError, match="dp must be at least 1"):
+    with pytest.raises(ConfigError, match="^dp: must be a whole number from 1 to 65536, got 0$"):
         lumos.predict(str(tmp_path / "x.json"), dp=0)
     with pytest.raises(ConfigError, match="network: "):
         lumos.predict(str(tmp_path / "x.json"), network="no-such-gpu")
@@ -318,3 +320,66 @@ def test_an_empty_list_of_traces_is_a_config_error(cli_error):
         lumos.predict([], dp=2, progress=False)
     with pytest.raises(ConfigError, match="^no input traces given$"):
         lumos.distributed.load([], progress=False)
+
+
+V = "single-rank/v100-ddp-rank1of2-allreduce.json.gz"
+JOB = "multi-rank/dlrm-8xv100"
+
+
+def _cli_tail(message: str) -> str:
+    """What clap says of a value after naming it and its flag
+    (`invalid value '65537' for '--dp <DP>': must be ...`)."""
+    assert message.startswith("invalid value '"), message
+    return message.split("': ", 1)[1]
+
+
+@pytest.mark.parametrize("cli, call, argument", [
+    (["predict", V, "--dp", "65537"], lambda v, j: lumos.predict(v, dp=65537), "dp"),
+    (["predict", V, "--microbatches", "0"], lambda v, j: lumos.predict(v, microbatches=0),
+     "microbatches"),
+    (["predict", V, "--ffn", "1048577"], lambda v, j: lumos.predict(v, ffn=1048577), "ffn"),
+    (["predict", V, "--scale-kernels", "class:compute=0"],
+     lambda v, j: lumos.predict(v, scale_kernels={"class:compute": 0}),
+     "scale_kernels class:compute=0"),
+    (["replay", V, "--scale-kernels", "class:compute=1e7"],
+     lambda v, j: lumos.replay(v, scale_kernels=["class:compute=1e7"]),
+     "scale_kernels class:compute=1e7"),
+    (["replay", V, "--scale-kernels", "0"], lambda v, j: lumos.replay(v, scale_kernels=0),
+     "scale_kernels"),
+])
+def test_numbers_outside_the_cli_ranges_are_config_errors(corpus, cli_error, cli, call,
+                                                          argument):
+    """The CLI's ranges (`lumos_report::range`, the same checks): what it
+    refuses (exit 2) is a ConfigError naming the argument, with its words,
+    before any file is read."""
+    cli = [str(corpus / a) if a in (V, JOB) else a for a in cli]
+    code, message = cli_error(cli)
+    assert code == 2
+    with pytest.raises(ConfigError) as e:
+        call(str(corpus / V), str(corpus / JOB))
+    assert str(e.value) == f"{argument}: {_cli_tail(message)}"
+
+
+def test_factors_and_counts_past_the_cli_ranges_give_no_numbers(tmp_path, corpus, cli_error):
+    v, job = str(corpus / V), str(corpus / JOB)
+    code, message = cli_error(["replay", job, "--scale-rank", "3=1e9"])
+    assert code == 2 and _cli_tail(message) == "factor must be a number from 1e-6 to 1e6, got 1e9"
+    with pytest.raises(ConfigError) as e:
+        lumos.load_job(job, progress=False).replay(scale_rank={3: 1e9})
+    assert str(e.value) == (
+        "scale_rank 3=1000000000.0: factor must be a number from 1e-6 to 1e6, got 1000000000.0")
+    # A factor too big to scale a duration is the option's fault, not the trace's.
+    with pytest.raises(ConfigError, match="^scale_kernels: must be a number from 1e-6 to 1e6"):
+        lumos.replay(v, scale_kernels=1e300, progress=False)
+    for bad in (0, -1.0, float("inf"), float("nan"), 10 ** 400):
+        with pytest.raises(ConfigError, match="must be a number from 1e-6 to 1e6"):
+            lumos.replay(v, scale_kernels={"class:compute": bad}, progress=False)
+    with pytest.raises(ConfigError, match="^dp: must be a whole number from 1 to 65536, got 65537$"):
+        lumos.synth("gpt-tiny", tmp_path, dp=65537)
+    with pytest.raises(ConfigError, match="^steps: must be a whole number from 2 to 65536, got 1$"):
+        lumos.synth("gpt-tiny", tmp_path, steps=1)
+    with pytest.raises(ConfigError, match="^micro_batch: must be a whole number from 1 to 65536"):
+        lumos.synth("gpt-tiny", tmp_path, micro_batch=65537)
+    assert not any(tmp_path.iterdir())
+    # The bounds themselves are taken, as by the CLI.
+    lumos.predict(v, dp=1, scale_kernels={"class:compute": 1e-6}, progress=False)

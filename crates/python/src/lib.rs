@@ -10,6 +10,7 @@
 //! (`errors`). The pure-Python half (python/lumos) holds the documented
 //! API; this module's names are its building blocks.
 
+mod args;
 mod columns;
 mod errors;
 mod ingest;
@@ -417,24 +418,38 @@ fn durations_from_json(
 /// model dict as JSON instead (its messages say `model:`, and `model` is
 /// not read).
 #[pyfunction]
-#[pyo3(signature = (model, out, tp = 1, pp = 1, dp = 1, microbatches = None, gpu = "h100", ranks = "one-per-stage", steps = 2, seed = 0, recipe = None, model_json = None))]
+#[pyo3(signature = (model, out, tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe = None, model_json = None))]
 #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
 fn synth(
     py: Python<'_>,
     model: &str,
     out: PathBuf,
-    tp: usize,
-    pp: usize,
-    dp: usize,
-    microbatches: Option<usize>,
+    tp: Bound<'_, PyAny>,
+    pp: Bound<'_, PyAny>,
+    dp: Bound<'_, PyAny>,
+    microbatches: Option<Bound<'_, PyAny>>,
     gpu: &str,
     ranks: &str,
-    steps: usize,
-    seed: u64,
+    steps: Bound<'_, PyAny>,
+    seed: Bound<'_, PyAny>,
     recipe: Option<PyRef<'_, recipe::SynthRecipe>>,
     model_json: Option<&str>,
 ) -> PyResult<Vec<String>> {
+    use lumos_report::range;
     use lumos_synth::{Parallelism, Ranks, SynthConfig};
+    // Each number in the range of its CLI flag, checked first as clap
+    // checks them.
+    let count = |what, v: &Bound<'_, PyAny>| {
+        args::whole(what, v, 1, u64::from(range::COUNT_MAX)).map(|v| v as usize)
+    };
+    let (tp, pp, dp) = (count("tp", &tp)?, count("pp", &pp)?, count("dp", &dp)?);
+    let microbatches = microbatches
+        .as_ref()
+        .map(|m| count("microbatches", m))
+        .transpose()?;
+    let max = u64::from(range::COUNT_MAX);
+    let steps = args::whole("steps", &steps, u64::from(range::STEPS_MIN), max)? as usize;
+    let seed = args::whole("seed", &seed, 0, u64::MAX)?;
     let model = match model_json {
         Some(text) => model::from_dict_json(text)?,
         None => model::from_arg(model)?,

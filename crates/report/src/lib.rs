@@ -69,6 +69,7 @@ mod model_file;
 mod network;
 mod predict;
 mod predict_input;
+pub mod range;
 mod replay;
 mod structure;
 mod tables;
