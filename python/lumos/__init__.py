@@ -276,7 +276,9 @@ def replay(
       multiplies every GPU task's, or ``scale_only`` ``compute`` or
       ``comm`` tasks', or those whose name contains ``scale_pattern``
       (the CLI's deprecated bare ``--scale-kernels FACTOR``), the last
-      three checked as a pattern is, except with ``representatives``.
+      three checked as a pattern is, except with ``representatives``
+      (``scale_only`` or ``scale_pattern`` without a bare factor raises
+      :class:`ConfigError`, as the CLI refuses them).
     - ``scale_rank``: ``{rank: factor}`` slows a job's rank's GPU compute
       (and CPU tasks with ``scale_rank_cpu``).
     - ``representatives``: replay a big job from one rank per group of

@@ -383,3 +383,23 @@ def test_factors_and_counts_past_the_cli_ranges_give_no_numbers(tmp_path, corpus
     assert not any(tmp_path.iterdir())
     # The bounds themselves are taken, as by the CLI.
     lumos.predict(v, dp=1, scale_kernels={"class:compute": 1e-6}, progress=False)
+
+
+def test_scale_only_and_scale_pattern_without_a_bare_factor_are_config_errors(corpus, cli_error):
+    """They apply to a bare factor only: without one the CLI refuses them
+    (exit 2) rather than ignore them, and so does the package."""
+    v = str(corpus / V)
+    code, message = cli_error(["replay", v, "--scale-only", "comm", "--scale-pattern", "nccl"])
+    assert code == 2 and "apply to a bare --scale-kernels FACTOR" in message
+    want = ("scale_only and scale_pattern apply to a bare scale_kernels factor; "
+            "use scale_kernels={pattern: factor} instead")
+    for kwargs in ({"scale_only": "comm", "scale_pattern": "nccl"},
+                   {"scale_kernels": {"class:compute": 0.5}, "scale_only": "comm"},
+                   {"scale_pattern": "nccl"}):
+        with pytest.raises(ConfigError) as e:
+            lumos.replay(v, progress=False, **kwargs)
+        assert str(e.value) == want
+    code, _ = cli_error(["replay", v, "--scale-kernels", "class:compute=0.5", "--scale-only", "comm"])
+    assert code == 2
+    with pytest.raises(ConfigError, match="apply to a bare scale_kernels factor"):
+        lumos.load_job(str(corpus / JOB), progress=False).replay(scale_only="compute")

@@ -198,7 +198,14 @@ impl ReplayOptions {
                 }
             }
         } else {
-            selector(scale_only, scale_pattern)?;
+            // As the CLI refuses them without a bare factor, rather than
+            // ignore them.
+            if selector(scale_only, scale_pattern)?.is_some() {
+                return Err(Error::config(
+                    "scale_only and scale_pattern apply to a bare scale_kernels factor; \
+                     use scale_kernels={pattern: factor} instead",
+                ));
+            }
         }
         let mut scales = Vec::new();
         for &(rank, factor) in scale_rank {
