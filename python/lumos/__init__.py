@@ -219,8 +219,17 @@ class Job:
 
 
 def read_trace(path: PathLike, *, progress: ProgressArg = None) -> Trace:
-    """Reads one trace file (``.json`` or gzip, by content)."""
-    return read_traces([path], progress=progress)[0]
+    """Reads one trace file (``.json`` or gzip, by content). A directory
+    raises :class:`ConfigError` before anything is read: one trace is
+    asked for (:func:`load_job` or :func:`replay` take a folder of a job's
+    traces, :func:`read_traces` reads each of its files)."""
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        raise ConfigError(
+            f"{os.fsdecode(p)}: a directory; read_trace reads one trace file "
+            "(load_job or replay take a folder of traces, read_traces reads each of its files)"
+        )
+    return read_traces([p], progress=progress)[0]
 
 
 def read_traces(paths: Paths, *, progress: ProgressArg = None) -> List[Trace]:

@@ -403,3 +403,14 @@ def test_scale_only_and_scale_pattern_without_a_bare_factor_are_config_errors(co
     assert code == 2
     with pytest.raises(ConfigError, match="apply to a bare scale_kernels factor"):
         lumos.load_job(str(corpus / JOB), progress=False).replay(scale_only="compute")
+
+
+def test_read_trace_of_a_directory_is_a_config_error(tmp_path, corpus):
+    """One trace is asked for: a folder is refused before anything is read,
+    not answered with its first file."""
+    folder = corpus / JOB
+    with pytest.raises(ConfigError) as e:
+        lumos.read_trace(folder, progress=False)
+    assert str(e.value).startswith(f"{folder}: a directory; read_trace reads one trace file")
+    assert "load_job" in str(e.value)
+    assert len(lumos.read_traces(str(folder), progress=False)) == 8
