@@ -509,6 +509,12 @@ fn ingest_rank(
     ))
 }
 
+/// The name of the per-rank file [`ingest_rank`] writes for `path`.
+#[pyfunction]
+fn ingest_name(path: PathBuf) -> String {
+    ingest::out_name(&path)
+}
+
 /// Assembles per-rank files (of [`ingest_rank`]) as the ranks of one job,
 /// under a [`lumos_store::MemoryGuard`] as every read of a job's ranks.
 #[pyfunction]
@@ -569,6 +575,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<recipe::SynthRecipe>()?;
     m.add_function(wrap_pyfunction!(synth, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_rank, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest_name, m)?)?;
     m.add_function(wrap_pyfunction!(load_ingested, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
