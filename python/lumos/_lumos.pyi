@@ -130,6 +130,9 @@ def predict_files(
     durations_from: Optional[_Path] = ...,
     progress: _Progress = ...,
 ) -> str: ...
+def check_diff_options(
+    steps: Optional[str] = ..., min_change_us: float = ..., min_change_pct: float = ...
+) -> None: ...
 def diff_json(
     a: Trace,
     b: Trace,

@@ -60,6 +60,13 @@ def callback(progress: ProgressArg) -> Iterator[Callback]:
     """The callback for ``progress``: ``None`` or ``True`` give tqdm bars
     when tqdm is installed (silence without it), ``False`` silence, a
     callable itself."""
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        from .errors import ConfigError
+
+        raise ConfigError(
+            "progress: expected None, True, False or a callable (phase, done, total), "
+            f"got {progress!r}"
+        )
     if progress is False or (progress in (None, True) and _tqdm is None):
         # Still a callback: while one is given, the extension checks for
         # Ctrl-C as it waits.

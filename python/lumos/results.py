@@ -6,6 +6,7 @@ DataFrames (and pyarrow tables).
 from __future__ import annotations
 
 import json
+import numbers
 from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional
 
@@ -13,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import _lumos
+from .errors import ConfigError
 from .frames import ANALYSIS_COLUMNS, COLUMNS, arrow_table, frame, records_table
 
 __all__ = ["Diff", "Replay", "Inspection", "Prediction"]
@@ -259,9 +261,12 @@ class Replay:
         """The ``n`` kernels (``by="name"``) or launching operators
         (``by="operator"``) with the most GPU time on ``side``, over all
         ranks: count, measured_us, replayed_us, and their share of the
-        side's GPU time in ``pct``."""
+        side's GPU time in ``pct``. A negative ``n``, or another ``by`` or
+        ``side``, raises :class:`~lumos.ConfigError` (a ``ValueError``)."""
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ConfigError(f"n must be a whole number >= 0, got {n!r}")
         if by not in ("name", "operator"):
-            raise ValueError(f"by must be 'name' or 'operator', got {by!r}")
+            raise ConfigError(f"by must be 'name' or 'operator', got {by!r}")
         _side(side)
         k = self.kernels
         k["operator"] = k["operator"].fillna("(unknown)")
@@ -274,7 +279,7 @@ class Replay:
 
 def _side(side: str) -> None:
     if side not in ("measured", "replayed"):
-        raise ValueError(f"side must be 'measured' or 'replayed', got {side!r}")
+        raise ConfigError(f"side must be 'measured' or 'replayed', got {side!r}")
 
 
 class Inspection:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import sys
 
@@ -414,3 +415,74 @@ def test_read_trace_of_a_directory_is_a_config_error(tmp_path, corpus):
     assert str(e.value).startswith(f"{folder}: a directory; read_trace reads one trace file")
     assert "load_job" in str(e.value)
     assert len(lumos.read_traces(str(folder), progress=False)) == 8
+
+
+@pytest.mark.parametrize("call, text", [
+    (lambda v, j, o: lumos.predict(v, dp=-1), "dp: must be a whole number from 1 to 65536, got -1"),
+    (lambda v, j, o: lumos.predict(v, microbatches=-3),
+     "microbatches: must be a whole number from 1 to 65536, got -3"),
+    (lambda v, j, o: lumos.predict(v, dp=2 ** 40),
+     "dp: must be a whole number from 1 to 65536, got 1099511627776"),
+    (lambda v, j, o: lumos.predict(v, ffn=-1), "ffn: must be a whole number from 1 to 1048576, got -1"),
+    (lambda v, j, o: lumos.predict(v, dp=4.0), "dp: must be a whole number from 1 to 65536, got 4.0"),
+    (lambda v, j, o: lumos.synth("gpt-tiny", o, tp=-1),
+     "tp: must be a whole number from 1 to 65536, got -1"),
+    (lambda v, j, o: lumos.synth("gpt-tiny", o, steps=-1),
+     "steps: must be a whole number from 2 to 65536, got -1"),
+    (lambda v, j, o: lumos.synth("gpt-tiny", o, seed=-1),
+     "seed: must be a whole number from 0 to 18446744073709551615, got -1"),
+    (lambda v, j, o: lumos.replay(j, scale_rank={-1: 2}), "scale_rank -1=2: `-1` is not a rank number"),
+    (lambda v, j, o: lumos.replay(j, scale_rank=[(3, 2), (3, 1.5)]),
+     "scale_rank names rank 3 twice; give each rank one factor"),
+    (lambda v, j, o: lumos.replay(j, scale_rank=[3]),
+     "scale_rank: expected {rank: factor} or (rank, factor) pairs, got 3"),
+    (lambda v, j, o: lumos.predict(v, scale_kernels="class:compute=0"),
+     "scale_kernels class:compute=0: factor must be a number from 1e-6 to 1e6, got 0"),
+    (lambda v, j, o: lumos.replay(v, progress=5),
+     "progress: expected None, True, False or a callable (phase, done, total), got 5"),
+    (lambda v, j, o: lumos.synth({"layers": 2, "hidden": 64, "heads": 2, "seq_len": float("nan")}, o),
+     "model: seq_len is nan, not a JSON number, string or bool"),
+    (lambda v, j, o: lumos.diff(o / "nope", o / "nope", steps="2..1"), "steps: empty step range \"2..1\""),
+    (lambda v, j, o: lumos.diff(o / "nope", o / "nope", min_change_us=-1),
+     "min_change_us must be a number >= 0, got -1"),
+    (lambda v, j, o: lumos.diff(v, j), "b <JOB>: give one trace file, not a directory"),
+    (lambda v, j, o: lumos.durations_from(j, j), "a <JOB>: give one trace file, not a directory"),
+    (lambda v, j, o: lumos.replay(v).top_kernels(-1), "n must be a whole number >= 0, got -1"),
+])
+def test_bad_arguments_are_config_errors_with_clear_messages(tmp_path, corpus, call, text):
+    """Not an OverflowError, a ValueError from unpacking, a TypeError or a
+    string iterated by character: a ConfigError saying what is wrong,
+    before any file is read (the files named here do not exist)."""
+    with pytest.raises(ConfigError) as e:
+        call(str(corpus / V), str(corpus / JOB), tmp_path)
+    assert str(e.value) == text.replace("<JOB>", str(corpus / JOB))
+    assert not any(tmp_path.iterdir())
+
+
+def test_paths_are_taken_as_str_bytes_or_pathlike(tmp_path, corpus, cli_error):
+    import pathlib
+
+    v = str(corpus / V)
+    # A str is one pattern, as for replay, not a string of characters.
+    a = lumos.predict(v, scale_kernels="class:compute=0.5", progress=False)
+    b = lumos.predict(v, scale_kernels={"class:compute": 0.5}, progress=False)
+    assert a.report == b.report
+    assert lumos.replay(os.fsencode(v), progress=False).report == lumos.replay(v, progress=False).report
+    net = tmp_path / "net.json"
+    net.write_text('{"preset": "h100"}')
+    assert lumos.predict(v, network=pathlib.Path(net), progress=False).report == lumos.predict(
+        v, network=str(net), progress=False).report
+    # A path with nothing there is bad input, as the CLI says, not an unknown preset.
+    code, message = cli_error(["predict", v, "--network", "/nonexistent.json"])
+    assert code == 1
+    with pytest.raises(InputError) as e:
+        lumos.predict(v, network="/nonexistent.json", progress=False)
+    assert str(e.value) == message.replace("--network", "network")
+    code, message = cli_error(["synth", "--model", "/nonexistent.json", "--out", str(tmp_path / "o")])
+    assert code == 1
+    with pytest.raises(InputError) as e:
+        lumos.synth("/nonexistent.json", tmp_path / "o")
+    assert str(e.value) == message.replace("--model", "model")
+    with pytest.raises(ConfigError, match="^paths: expected a path"):
+        lumos.replay(5, progress=False)
+

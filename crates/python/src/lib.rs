@@ -332,6 +332,50 @@ fn inspect_file(py: Python<'_>, path: PathBuf, progress: Callback) -> PyResult<S
     })
 }
 
+/// `lumos diff`'s options, checked as the CLI checks its flags; a bad one
+/// is a `ConfigError`.
+fn diff_options(
+    steps: Option<&str>,
+    min_change_us: f64,
+    min_change_pct: f64,
+) -> Result<lumos_report::DiffOptions, Error> {
+    use lumos_report::StepSelection;
+    for (name, v) in [
+        ("min_change_us", min_change_us),
+        ("min_change_pct", min_change_pct),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(Error::config(format!(
+                "{name} must be a number >= 0, got {v}"
+            )));
+        }
+    }
+    let steps = match steps {
+        Some(s) => s
+            .parse::<StepSelection>()
+            .map_err(|e| Error::config(format!("steps: {e}")))?,
+        None => StepSelection::default(),
+    };
+    Ok(lumos_report::DiffOptions {
+        steps,
+        min_change_ns: (min_change_us * 1e3).round() as i64,
+        min_change_pct,
+    })
+}
+
+/// Checks `lumos.diff`'s options before any file is read, as the CLI
+/// checks its flags first.
+#[pyfunction]
+#[pyo3(signature = (steps = None, min_change_us = 10.0, min_change_pct = 5.0))]
+fn check_diff_options(
+    steps: Option<&str>,
+    min_change_us: f64,
+    min_change_pct: f64,
+) -> PyResult<()> {
+    diff_options(steps, min_change_us, min_change_pct)?;
+    Ok(())
+}
+
 /// `lumos diff A B --json`: two traces compared per step, operator and
 /// kernel. `steps` is the CLI's `--steps` syntax.
 #[pyfunction]
@@ -344,26 +388,8 @@ fn diff_json(
     min_change_us: f64,
     min_change_pct: f64,
 ) -> PyResult<String> {
-    use lumos_report::{DiffInput, DiffOptions, ReportError, StepSelection};
-    for (name, v) in [
-        ("min_change_us", min_change_us),
-        ("min_change_pct", min_change_pct),
-    ] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(Error::config(format!("{name} must be a number >= 0, got {v}")).into());
-        }
-    }
-    let steps = match steps {
-        Some(s) => s
-            .parse::<StepSelection>()
-            .map_err(|e| Error::config(format!("steps: {e}")))?,
-        None => StepSelection::default(),
-    };
-    let opts = DiffOptions {
-        steps,
-        min_change_ns: (min_change_us * 1e3).round() as i64,
-        min_change_pct,
-    };
+    use lumos_report::{DiffInput, ReportError};
+    let opts = diff_options(steps, min_change_us, min_change_pct)?;
     let (ta, tb) = (Arc::clone(&a.inner), Arc::clone(&b.inner));
     let report = py.detach(|| {
         let (ia, ib) = rayon::join(|| DiffInput::of(&ta), || DiffInput::of(&tb));
@@ -571,6 +597,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inspect_file, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_files, m)?)?;
     m.add_function(wrap_pyfunction!(diff_json, m)?)?;
+    m.add_function(wrap_pyfunction!(check_diff_options, m)?)?;
     m.add_function(wrap_pyfunction!(durations_from_json, m)?)?;
     m.add_class::<recipe::SynthRecipe>()?;
     m.add_function(wrap_pyfunction!(synth, m)?)?;

@@ -44,6 +44,14 @@ fn predict_error(kind: Kind, e: PredictError) -> Error {
 /// (checked as each is taken, [`crate::args`]).
 fn check(t: &Target) -> Result<()> {
     if let Some(n) = t.network.as_deref().filter(|n| !Path::new(n).is_file()) {
+        // A path with nothing there (or a folder) is a file that cannot be
+        // read: bad input, as the CLI says; only a name is a preset's.
+        if let Some(problem) = lumos_report::not_a_file(n) {
+            return Err(Error::new(
+                Kind::Input,
+                format!("network {problem}; a network is a GPU preset or a JSON file"),
+            ));
+        }
         network(n).map_err(|e| Error::config(format!("network: {e}")))?;
     }
     Ok(())
