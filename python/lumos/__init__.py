@@ -266,9 +266,23 @@ def load_job(paths: Paths, *, progress: ProgressArg = None) -> Job:
     """Reads the ranks of one job (traces or ``.lgraph`` files) and
     assembles them, dropping each trace as soon as its graph is built. Two
     files claiming one rank are an
-    :class:`InputError`; missing ranks a warning."""
+    :class:`InputError`; ranks below the world size that no file holds a
+    ``UserWarning`` (and :attr:`Job.missing_ranks`)."""
     with callback(progress) as cb:
-        return Job(_lumos.load_job(_paths(paths), cb))
+        job = Job(_lumos.load_job(_paths(paths), cb))
+    _warn_missing(job)
+    return job
+
+
+def _warn_missing(job: Job) -> None:
+    """Warns when ranks below the job's world size have no file."""
+    missing = job.missing_ranks
+    if missing:
+        warnings.warn(
+            f"{len(missing)} of {job.world_size} ranks have no file: "
+            f"{', '.join(map(str, missing))} (Job.missing_ranks)",
+            stacklevel=3,
+        )
 
 
 def replay(

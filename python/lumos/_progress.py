@@ -4,8 +4,9 @@ otherwise, or a callable of the caller's.
 The extension calls the callback as ``callback(phase, done, total)`` about
 ten times a second while Rust works (the GIL is released meanwhile, so
 other Python threads run), and once at the end. ``phase`` is ``reading``
-(``done`` and ``total`` in bytes), ``building``, ``loading`` or
-``assembling`` (in ranks).
+(``done`` and ``total`` in bytes), ``building``, ``loading``,
+``assembling`` or ``replaying`` (in ranks; 1 for a job's joint replay), or
+``reporting`` (1).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ import os
 import tempfile
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import ConfigError, Job, Paths, Replay, _lumos, _paths
+from . import ConfigError, Job, Paths, Replay, _lumos, _paths, _warn_missing
 from . import replay as _replay
 from ._progress import ProgressArg, callback
 
@@ -99,9 +99,12 @@ def ingest_rank_bytes(path: str) -> Tuple[str, bytes]:
 
 def load(paths: Sequence[str], *, progress: ProgressArg = None) -> Job:
     """Assembles per-rank files (of :func:`ingest_rank`) as the ranks of one
-    job, read in parallel on this machine."""
+    job, read in parallel on this machine; missing ranks a ``UserWarning``,
+    as :func:`lumos.load_job`."""
     with callback(progress) as cb:
-        return Job(_lumos.load_ingested([os.fspath(p) for p in paths], cb))
+        job = Job(_lumos.load_ingested([os.fspath(p) for p in paths], cb))
+    _warn_missing(job)
+    return job
 
 
 def replay_representatives(

@@ -211,8 +211,8 @@ _RANK_SIDE = {"rank": "the trace's rank", "side": _SIDE}
 ANALYSIS_COLUMNS: Dict[str, Dict[str, str]] = {
     "step_analysis": {
         **_RANK_SIDE,
-        "step": "the step's name (``window`` without steps, ``total`` over those analysed)",
-        "index": "its position (None for ``window`` and ``total``)",
+        "step": "the step's name (``window`` without steps; ``selection`` for the row over the steps analysed, the report's ``total``, as the CLI's JSON names it)",
+        "index": "its position (None for ``window`` and ``selection``)",
         "span_us": "its span, us",
         "gpu_tasks": "GPU tasks in it",
         "gpu_task_us": "their durations, summed (overlapping tasks in full), us",

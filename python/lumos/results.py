@@ -198,7 +198,9 @@ class Replay:
     @property
     def step_analysis(self) -> pd.DataFrame:
         """The CLI's per-step analysis, per rank, side and step (``window``
-        when the trace has no steps, ``total`` over the steps analysed):
+        when the trace has no steps), and a row over the steps analysed
+        whose ``step`` is ``selection`` (the report's ``total``, named as
+        the CLI's JSON names it):
         span, GPU tasks and time, compute, communication, exposed and
         overlapped parts, idle time split into host waits, kernel gaps and
         other (us and % of the span), as ``lumos replay`` prints it."""

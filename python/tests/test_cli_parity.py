@@ -327,6 +327,10 @@ def test_analysis_frames_hold_the_cli_numbers(corpus, cli_json):
     m = steps[steps.side == "measured"]
     want = a["measured"]["steps"] + [a["measured"]["total"]]
     assert list(m["step"]) == [s["step"] for s in want]
+    # The row over the steps analysed is named as the CLI's JSON names it,
+    # and as the docs say.
+    assert m["step"].iloc[-1] == a["measured"]["total"]["step"] == "selection"
+    assert "``selection``" in ANALYSIS_COLUMNS["step_analysis"]["step"]
     assert list(m["exposed_compute_us"]) == [s["exposed_compute_us"] for s in want]
     assert list(m["idle_host_wait_us"]) == [s["idle_host_wait_us"] for s in want]
     cp = r.step_critical_paths
@@ -426,9 +430,16 @@ def test_durations_from_equals_the_cli(corpus, cli_json):
 
 
 def test_durations_from_an_unrelated_run_is_refused(corpus):
+    """The refusal names the Python argument, not the CLI's flag."""
     a = str(corpus / "single-rank/mi300x-resnet-ddp-rank0of8.json.gz")
-    with pytest.raises(lumos.ConfigError, match="matched"):
-        lumos.durations_from(a, str(corpus / CAPTURE_A), progress=False)
+    b = str(corpus / CAPTURE_A)
+    with pytest.raises(lumos.ConfigError, match="matched") as e:
+        lumos.durations_from(a, b, progress=False)
+    assert str(e.value).startswith(f"b {b}: only ") and "--durations-from" not in str(e.value)
+    with pytest.raises(lumos.ConfigError, match="matched") as e:
+        lumos.predict(a, durations_from=b, progress=False)
+    assert f"durations_from {b}: only " in str(e.value)
+    assert "--durations-from" not in str(e.value)
 
 
 def test_predict_with_durations_from_equals_the_cli(corpus, cli_json):

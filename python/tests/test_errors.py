@@ -486,3 +486,24 @@ def test_paths_are_taken_as_str_bytes_or_pathlike(tmp_path, corpus, cli_error):
     with pytest.raises(ConfigError, match="^paths: expected a path"):
         lumos.replay(5, progress=False)
 
+
+
+def test_a_job_with_missing_ranks_warns(tmp_path, corpus):
+    """As the docstring says: ranks below the world size with no file are
+    a UserWarning (and Job.missing_ranks)."""
+    src = sorted((corpus / JOB).iterdir())
+    with pytest.warns(UserWarning, match=r"1 of 8 ranks have no file: 3 "):
+        job = lumos.load_job([str(p) for p in src if p.name != "rank3.json.gz"], progress=False)
+    assert job.missing_ranks == [3]
+
+
+def test_an_ingest_error_says_its_cause_once(tmp_path, cli_error):
+    from lumos.distributed import ingest_rank
+
+    missing = str(tmp_path / "nonexistent.json")
+    code, message = cli_error(["ingest", missing, "-o", str(tmp_path / "out.lgraph")])
+    with pytest.raises(LumosIOError) as e:
+        ingest_rank(missing, str(tmp_path / "out"))
+    assert code == 1
+    assert str(e.value) == message
+    assert str(e.value).count("No such file") == 1

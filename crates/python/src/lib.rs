@@ -431,7 +431,7 @@ fn durations_from_json(
             .map(|(report, _)| report)
             .map_err(|e| match e {
                 ReportError::Predict(ref p) if p.is_usage() => {
-                    Error::from_chain(errors::Kind::Config, &e)
+                    Error::from_chain(errors::Kind::Config, &e).naming("--durations-from", "b")
                 }
                 e => e.into(),
             })

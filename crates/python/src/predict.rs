@@ -133,7 +133,7 @@ fn retime_from(inputs: &mut [Input], b: &Input) -> Result<lumos_report::Transfer
     let (report, t) =
         lumos_report::transfer_replay(a, rb, &Default::default()).map_err(|e| match e {
             lumos_report::ReportError::Predict(ref p) if p.is_usage() => {
-                Error::from_chain(Kind::Config, &e)
+                Error::from_chain(Kind::Config, &e).naming("--durations-from", "durations_from")
             }
             e => e.into(),
         })?;
