@@ -130,7 +130,10 @@ class Replay:
     @property
     def kernels(self) -> pd.DataFrame:
         """GPU time per rank, kernel name and launching operator, measured
-        and replayed."""
+        and replayed, over the trace's whole window (every GPU task).
+        :attr:`kernel_summary`, the CLI's kernel table, covers the steps
+        analysed instead: the two agree only where the steps hold every
+        GPU task."""
         return self.frame("kernels")
 
     @property
@@ -209,7 +212,9 @@ class Replay:
     @property
     def kernel_summary(self) -> pd.DataFrame:
         """The CLI's kernel table, per rank, side and kernel name: count,
-        total, mean, min and max (us), share of GPU time (%)."""
+        total, mean, min and max (us), share of GPU time (%), over the
+        steps analysed (the whole window for a trace without steps; see
+        :attr:`kernels` for every GPU task of the window)."""
         return self._analysis_rows("kernels", ANALYSIS_COLUMNS["kernel_summary"])
 
     @property

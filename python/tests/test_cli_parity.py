@@ -344,6 +344,28 @@ def test_analysis_frames_hold_the_cli_numbers(corpus, cli_json):
         assert math.isclose(k.loc[x["name"], "measured_us"], x["total_us"], abs_tol=1e-6)
 
 
+@pytest.mark.parametrize("trace", ["single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+                                   "single-rank/h100-qwen-0.5b-inference.json.gz"])
+def test_kernels_cover_the_window_and_the_kernel_summary_the_steps(corpus, cli_json, trace):
+    """On traces with GPU work outside their steps the scopes differ, as the
+    docs say: `kernel_summary` is the CLI's kernel table (the steps
+    analysed, adding up to their GPU task time); `kernels` has every GPU
+    task of the window, at least as many of each name, more in all."""
+    path = str(corpus / trace)
+    a = cli_json(["replay", path])["traces"][0]["analysis"]["measured"]
+    r = lumos.replay(path, progress=False)
+    ks = r.kernel_summary
+    ks = ks[ks.side == "measured"]
+    assert list(ks["name"]) == [x["name"] for x in a["kernels"]]
+    assert list(ks["count"]) == [x["count"] for x in a["kernels"]]
+    assert math.isclose(ks["total_us"].sum(), a["total"]["gpu_task_us"], rel_tol=1e-6, abs_tol=1.0)
+    k = r.kernels.groupby("name")["count"].sum()
+    for name, count in zip(ks["name"], ks["count"]):
+        assert k[name] >= count, name
+    assert k.sum() > ks["count"].sum()
+    assert r.kernels["measured_us"].sum() > ks["total_us"].sum()
+
+
 def test_analysis_frames_of_a_job_hold_the_cli_numbers(corpus, cli_json):
     path = str(corpus / DLRM)
     cli = cli_json(["replay", path])
