@@ -23,6 +23,7 @@ engine). Errors are :class:`LumosError` s (:mod:`lumos.errors`).
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import warnings
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -61,10 +62,33 @@ PathLike = Union[str, "os.PathLike[str]"]
 Paths = Union[PathLike, Iterable[PathLike]]
 
 
+def _path(p: object, what: str = "paths") -> str:
+    """One path as ``str`` (``bytes`` decoded as the file system does)."""
+    if not isinstance(p, (str, bytes, os.PathLike)):
+        raise ConfigError(f"{what}: expected a path (str or os.PathLike), got {p!r}")
+    return os.fsdecode(os.fspath(p))
+
+
 def _paths(paths: Paths) -> List[str]:
-    if isinstance(paths, (str, os.PathLike)):
-        return [os.fspath(paths)]
-    return [os.fspath(p) for p in paths]
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        return [_path(paths)]
+    try:
+        items = list(paths)  # type: ignore[arg-type]
+    except TypeError:
+        raise ConfigError(
+            f"paths: expected a path or a list of paths, got {paths!r}"
+        ) from None
+    return [_path(p) for p in items]
+
+
+def _one_file(p: PathLike, what: str) -> str:
+    """``p`` as the one trace file an argument takes: a directory (which
+    would expand to many) raises :class:`ConfigError` before anything is
+    read."""
+    path = _path(p, what)
+    if os.path.isdir(path):
+        raise ConfigError(f"{what} {path}: give one trace file, not a directory")
+    return path
 
 
 #: ``scale_kernels``: a bare factor (every GPU task, or those
@@ -75,13 +99,31 @@ KernelScales = Union[float, Mapping[str, float], Sequence[str], None]
 
 
 def _kernel_scales(scale_kernels: KernelScales) -> Tuple[Optional[float], List[str]]:
-    if scale_kernels is None or isinstance(scale_kernels, (int, float)):
+    if scale_kernels is None or isinstance(scale_kernels, numbers.Real):
         return scale_kernels, []
     if isinstance(scale_kernels, str):
         return None, [scale_kernels]
     if isinstance(scale_kernels, Mapping):
         return None, [f"{k}={v}" for k, v in scale_kernels.items()]
     return None, list(scale_kernels)
+
+
+def _rank_scales(scale_rank: Union[Mapping[int, float], Iterable[Tuple[int, float]], None]
+                 ) -> List[Tuple[object, object]]:
+    """``scale_rank`` as ``(rank, factor)`` pairs: a dict, or pairs (a rank
+    given twice is refused by the extension, as the CLI refuses it)."""
+    if scale_rank is None:
+        return []
+    if isinstance(scale_rank, Mapping):
+        return list(scale_rank.items())
+    pairs = []
+    for p in scale_rank if not isinstance(scale_rank, (str, bytes)) else [scale_rank]:
+        if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:
+            raise ConfigError(
+                f"scale_rank: expected {{rank: factor}} or (rank, factor) pairs, got {p!r}"
+            )
+        pairs.append((p[0], p[1]))
+    return pairs
 
 
 def _options(
@@ -94,10 +136,10 @@ def _options(
 ) -> _lumos.ReplayOptions:
     if isinstance(deps, str):
         deps = [d for d in deps.split(",") if d]
-    ranks = sorted((scale_rank or {}).items())
     bare, patterns = _kernel_scales(scale_kernels)
     return _lumos.ReplayOptions(
-        list(deps), bare, scale_only, scale_pattern, ranks, scale_rank_cpu, patterns
+        list(deps), bare, scale_only, scale_pattern, _rank_scales(scale_rank), scale_rank_cpu,
+        patterns,
     )
 
 
@@ -200,8 +242,17 @@ class Job:
 
 
 def read_trace(path: PathLike, *, progress: ProgressArg = None) -> Trace:
-    """Reads one trace file (``.json`` or gzip, by content)."""
-    return read_traces([path], progress=progress)[0]
+    """Reads one trace file (``.json`` or gzip, by content). A directory
+    raises :class:`ConfigError` before anything is read: one trace is
+    asked for (:func:`load_job` or :func:`replay` take a folder of a job's
+    traces, :func:`read_traces` reads each of its files)."""
+    p = _path(path, "path")
+    if os.path.isdir(p):
+        raise ConfigError(
+            f"{p}: a directory; read_trace reads one trace file "
+            "(load_job or replay take a folder of traces, read_traces reads each of its files)"
+        )
+    return read_traces([p], progress=progress)[0]
 
 
 def read_traces(paths: Paths, *, progress: ProgressArg = None) -> List[Trace]:
@@ -215,9 +266,23 @@ def load_job(paths: Paths, *, progress: ProgressArg = None) -> Job:
     """Reads the ranks of one job (traces or ``.lgraph`` files) and
     assembles them, dropping each trace as soon as its graph is built. Two
     files claiming one rank are an
-    :class:`InputError`; missing ranks a warning."""
+    :class:`InputError`; ranks below the world size that no file holds a
+    ``UserWarning`` (and :attr:`Job.missing_ranks`)."""
     with callback(progress) as cb:
-        return Job(_lumos.load_job(_paths(paths), cb))
+        job = Job(_lumos.load_job(_paths(paths), cb))
+    _warn_missing(job)
+    return job
+
+
+def _warn_missing(job: Job) -> None:
+    """Warns when ranks below the job's world size have no file."""
+    missing = job.missing_ranks
+    if missing:
+        warnings.warn(
+            f"{len(missing)} of {job.world_size} ranks have no file: "
+            f"{', '.join(map(str, missing))} (Job.missing_ranks)",
+            stacklevel=3,
+        )
 
 
 def replay(
@@ -257,7 +322,9 @@ def replay(
       multiplies every GPU task's, or ``scale_only`` ``compute`` or
       ``comm`` tasks', or those whose name contains ``scale_pattern``
       (the CLI's deprecated bare ``--scale-kernels FACTOR``), the last
-      three checked as a pattern is, except with ``representatives``.
+      three checked as a pattern is, except with ``representatives``
+      (``scale_only`` or ``scale_pattern`` without a bare factor raises
+      :class:`ConfigError`, as the CLI refuses them).
     - ``scale_rank``: ``{rank: factor}`` slows a job's rank's GPU compute
       (and CPU tasks with ``scale_rank_cpu``).
     - ``representatives``: replay a big job from one rank per group of
@@ -328,8 +395,8 @@ def predict(
     hidden: Optional[int] = None,
     ffn: Optional[int] = None,
     tp: Optional[int] = None,
-    scale_kernels: Union[Mapping[str, float], Sequence[str], None] = None,
-    network: Optional[str] = None,
+    scale_kernels: Union[Mapping[str, float], Sequence[str], str, None] = None,
+    network: Optional[PathLike] = None,
     durations_from: Optional[PathLike] = None,
     progress: ProgressArg = None,
 ) -> Prediction:
@@ -341,10 +408,11 @@ def predict(
     ``scale_kernels`` maps a pattern (``class:gemm``, ``class:attention``,
     ``class:memory``, ``class:comm``, ``class:compute`` or a case-sensitive
     substring of kernel names) to a duration factor, e.g. ``{"class:gemm":
-    0.5}``; a pattern that picks no GPU task of the traces raises
-    :class:`ConfigError`;
+    0.5}`` (or ``"pattern=factor"``, one or a list); a pattern that picks no
+    GPU task of the traces raises :class:`ConfigError`;
     ``network`` is a GPU preset (``a100``, ``h100``, ``h200``, ``b200``) or a
-    JSON file. ``virtual_stages`` (as ``--virtual-stages``) is the model
+    JSON file (``str`` or ``os.PathLike``; a path with nothing there raises
+    :class:`InputError`, as the CLI says). ``virtual_stages`` (as ``--virtual-stages``) is the model
     chunks per stage of Megatron's interleaved 1F1B schedule (1: plain
     1F1B); above 1 it needs more than 2 stages, micro-batches a multiple of
     the stages and layers a multiple of stages x virtual stages, else
@@ -353,15 +421,18 @@ def predict(
     graph takes before the edit (see :func:`durations_from`); the report
     then also holds the transfer under ``durations_from`` (and
     :attr:`Prediction.transfer`). See docs/PREDICTION.md."""
-    if isinstance(scale_kernels, Mapping):
-        kernels = [f"{k}={v}" for k, v in scale_kernels.items()]
-    else:
-        kernels = list(scale_kernels or [])
+    bare, kernels = _kernel_scales(scale_kernels)
+    if bare is not None:
+        raise ConfigError(
+            f"scale_kernels: predict takes {{pattern: factor}} (or \"pattern=factor\"), "
+            f"not a bare factor ({bare!r})"
+        )
+    net = _path(network, "network") if network is not None else None
     opts = _lumos.PredictOptions(
-        dp, pp, microbatches, layers, hidden, ffn, tp, kernels, network,
+        dp, pp, microbatches, layers, hidden, ffn, tp, kernels, net,
         virtual_stages=virtual_stages,
     )
-    b = os.fspath(durations_from) if durations_from else None
+    b = _path(durations_from, "durations_from") if durations_from is not None else None
     with callback(progress) as cb:
         return Prediction(json.loads(_lumos.predict_files(_paths(paths), opts, b, cb)))
 
@@ -381,9 +452,14 @@ def diff(
     steps of each run as ``--steps`` does (``"3"``, ``"2..4"``,
     ``"ProfilerStep#5"``, comma-separated), matched by position; a change
     under ``min_change_us`` per step or ``min_change_pct`` of A's time is
-    no change."""
+    no change. Options are checked, and ``a`` and ``b`` must each be one
+    file (a directory raises :class:`ConfigError`), before anything is
+    read."""
+    # Options first, then the two files, before anything is read.
+    _lumos.check_diff_options(steps, min_change_us, min_change_pct)
+    files = [_one_file(a, "a"), _one_file(b, "b")]
     with callback(progress) as cb:
-        ta, tb = _lumos.read_traces([os.fspath(a), os.fspath(b)], cb)
+        ta, tb = _lumos.read_traces(files, cb)
     return Diff(json.loads(_lumos.diff_json(ta, tb, steps, min_change_us, min_change_pct)))
 
 
@@ -395,8 +471,9 @@ def durations_from(a: PathLike, b: PathLike, *, progress: ProgressArg = None) ->
     their GPU work in launch order; unmatched tasks keep A's durations.
     Raises :class:`ConfigError` with the matched share when B shares too
     little with A."""
+    files = [_one_file(a, "a"), _one_file(b, "b")]
     with callback(progress) as cb:
-        ta, tb = _lumos.read_traces([os.fspath(a), os.fspath(b)], cb)
+        ta, tb = _lumos.read_traces(files, cb)
     return Transfer(json.loads(_lumos.durations_from_json(ta, tb)))
 
 
@@ -453,14 +530,26 @@ def synth(
         cuda_sync_events, event_records, stream_waits,
     )
     if isinstance(model, Mapping):
-        name, text = "model", json.dumps(dict(model))
+        name, text = "model", _model_json(model)
     else:
-        name, text = os.fspath(model), None
+        name, text = _path(model, "model"), None
     return list(
         _lumos.synth(
-            name, os.fspath(out), tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe, text
+            name, _path(out, "out"), tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe, text
         )
     )
+
+def _model_json(model: Mapping[str, object]) -> str:
+    """A model dict as JSON text; a value JSON cannot hold (NaN, an
+    infinity, an object) raises :class:`ConfigError` naming its key, as
+    the dict is an option (a file's JSON would be invalid)."""
+    for k, v in model.items():
+        try:
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ConfigError(f"model: {k} is {v!r}, not a JSON number, string or bool") from None
+    return json.dumps(dict(model), allow_nan=False)
+
 
 # lumos.distributed is a submodule of its own; importing it here makes
 # `lumos.distributed.ingest_rank` work after a plain `import lumos`.

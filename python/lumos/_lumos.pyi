@@ -50,10 +50,10 @@ class ReplayOptions:
     def __init__(
         self,
         deps: Sequence[str] = ...,
-        scale_kernels: Optional[float] = ...,
+        scale_kernels: Optional[object] = ...,
         scale_only: str = ...,
         scale_pattern: Optional[str] = ...,
-        scale_rank: Sequence[Tuple[int, float]] = ...,
+        scale_rank: Sequence[Tuple[object, object]] = ...,
         scale_rank_cpu: bool = ...,
         kernel_scales: Sequence[str] = ...,
     ) -> None: ...
@@ -130,6 +130,9 @@ def predict_files(
     durations_from: Optional[_Path] = ...,
     progress: _Progress = ...,
 ) -> str: ...
+def check_diff_options(
+    steps: Optional[str] = ..., min_change_us: float = ..., min_change_pct: float = ...
+) -> None: ...
 def diff_json(
     a: Trace,
     b: Trace,
@@ -141,17 +144,18 @@ def durations_from_json(a: Trace, b: Trace) -> str: ...
 def synth(
     model: str,
     out: _Path,
-    tp: int = ...,
-    pp: int = ...,
-    dp: int = ...,
-    microbatches: Optional[int] = ...,
-    gpu: str = ...,
-    ranks: str = ...,
-    steps: int = ...,
-    seed: int = ...,
+    tp: int,
+    pp: int,
+    dp: int,
+    microbatches: Optional[int],
+    gpu: str,
+    ranks: str,
+    steps: int,
+    seed: int,
     recipe: Optional[SynthRecipe] = ...,
     model_json: Optional[str] = ...,
 ) -> List[str]: ...
+def ingest_name(path: _Path) -> str: ...
 def ingest_rank(path: _Path, out_dir: _Path) -> Tuple[str, int, int, int]: ...
 def load_ingested(paths: Sequence[_Path], progress: _Progress = ...) -> Job: ...
 def version() -> str: ...

@@ -4,8 +4,9 @@ otherwise, or a callable of the caller's.
 The extension calls the callback as ``callback(phase, done, total)`` about
 ten times a second while Rust works (the GIL is released meanwhile, so
 other Python threads run), and once at the end. ``phase`` is ``reading``
-(``done`` and ``total`` in bytes), ``building``, ``loading`` or
-``assembling`` (in ranks).
+(``done`` and ``total`` in bytes), ``building``, ``loading``,
+``assembling`` or ``replaying`` (in ranks; 1 for a job's joint replay), or
+``reporting`` (1).
 """
 
 from __future__ import annotations
@@ -60,6 +61,13 @@ def callback(progress: ProgressArg) -> Iterator[Callback]:
     """The callback for ``progress``: ``None`` or ``True`` give tqdm bars
     when tqdm is installed (silence without it), ``False`` silence, a
     callable itself."""
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        from .errors import ConfigError
+
+        raise ConfigError(
+            "progress: expected None, True, False or a callable (phase, done, total), "
+            f"got {progress!r}"
+        )
     if progress is False or (progress in (None, True) and _tqdm is None):
         # Still a callback: while one is given, the extension checks for
         # Ctrl-C as it waits.

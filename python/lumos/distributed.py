@@ -44,7 +44,7 @@ import os
 import tempfile
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import Job, Paths, Replay, _lumos, _paths
+from . import ConfigError, Job, Paths, Replay, _lumos, _paths, _warn_missing
 from . import replay as _replay
 from ._progress import ProgressArg, callback
 
@@ -73,6 +73,14 @@ def ingest_rank(path: str, out_dir: str) -> str:
     whole or not at all). Returns the file's path. Raises the
     :mod:`lumos.errors` exceptions, with the CLI's messages.
 
+    The file is named after the trace (``rank3.json.gz`` gives
+    ``rank3.lgraph``): an existing one of another trace (two traces of one
+    file name in different folders) is not replaced but raises
+    :class:`~lumos.ConfigError` (the same trace ingested again replaces
+    its own). Two such calls running at once cannot see each other:
+    :func:`ingest` refuses such traces up front, as ``lumos ingest``
+    does; give them different ``out_dir`` s otherwise.
+
     Engine-agnostic: a pure function of its two arguments, picklable, safe
     to run in parallel in threads or processes."""
     out, _rank, _tasks, _bytes = _lumos.ingest_rank(os.fspath(path), os.fspath(out_dir))
@@ -91,9 +99,12 @@ def ingest_rank_bytes(path: str) -> Tuple[str, bytes]:
 
 def load(paths: Sequence[str], *, progress: ProgressArg = None) -> Job:
     """Assembles per-rank files (of :func:`ingest_rank`) as the ranks of one
-    job, read in parallel on this machine."""
+    job, read in parallel on this machine; missing ranks a ``UserWarning``,
+    as :func:`lumos.load_job`."""
     with callback(progress) as cb:
-        return Job(_lumos.load_ingested([os.fspath(p) for p in paths], cb))
+        job = Job(_lumos.load_ingested([os.fspath(p) for p in paths], cb))
+    _warn_missing(job)
+    return job
 
 
 def replay_representatives(
@@ -121,15 +132,18 @@ def ingest(
     """Runs :func:`ingest_rank` on every trace as Ray tasks (Ray must be
     initialised, or is started locally) and returns the per-rank files, in
     the order of ``paths`` (directories expanded as :func:`lumos.replay`
-    does).
+    does). Traces whose per-rank files would take one name (``n0/trace.json.gz``
+    and ``n1/trace.json.gz``) raise :class:`~lumos.ConfigError` before any
+    task starts, as ``lumos ingest`` refuses them.
 
     With ``shared_fs`` (the default), workers write into ``out_dir``
     themselves: it must be reachable from every node and the driver under
     the same path. Without it, workers return the files' contents through
     Ray's object store and the driver writes them into ``out_dir``."""
+    files = _lumos.expand(_paths(paths))
+    _distinct_names(files)
     import ray  # optional dependency: pip install ray
 
-    files = _lumos.expand(_paths(paths))
     args = {"num_cpus": num_cpus, **(ray_remote_args or {})}
     if shared_fs:
         task: Any = ray.remote(**args)(ingest_rank)
@@ -145,6 +159,22 @@ def ingest(
         os.replace(tmp, dest)
         out.append(dest)
     return out
+
+
+def _distinct_names(files: Sequence[str]) -> None:
+    """Refuses traces whose per-rank files would take one name in
+    ``out_dir`` (each would replace the other's), as ``lumos ingest``
+    refuses them."""
+    seen: dict = {}
+    for f in files:
+        name = _lumos.ingest_name(f)
+        if name in seen:
+            stem = name[: -len(".lgraph")]
+            raise ConfigError(
+                f"{seen[name]} and {f} would both be written as {stem}.* into out_dir: "
+                "give traces of different file names, or write them apart"
+            )
+        seen[name] = f
 
 
 def replay_job(

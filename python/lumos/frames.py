@@ -50,12 +50,41 @@ def frame(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas()
 
 
+#: Columns of the report's tables that are whole numbers or flags; the
+#: others are floats when their unit is in the name (``_us``, ``_ms``,
+#: ``_pct``, ``_gbps``, ``busy``, ``bus_factor``), else strings.
+_INT_COLUMNS = {
+    "rank", "index", "stage", "position", "count", "gpu_tasks", "hops", "sized", "bytes",
+    "samples", "steps", "events", "kept", "flows", "skipped", "threads", "streams", "warnings",
+    "json_bytes", "world_size", "group_size", "dropped_edges", "representative", "size",
+    "a_count", "b_count", "tasks",
+}
+_BOOL_COLUMNS = {"comm", "gzipped", "calibrated", "used", "recorded", "inclusive"}
+_FLOAT_SUFFIXES = ("_us", "_ms", "_pct", "_gbps")
+
+
+def column_type(name: str) -> pa.DataType:
+    """The Arrow type of a column of the report's tables, by its name (as
+    the docs give them): what an empty table's column takes, where its
+    values cannot say."""
+    if name in _INT_COLUMNS:
+        return pa.int64()
+    if name in _BOOL_COLUMNS:
+        return pa.bool_()
+    if name.endswith(_FLOAT_SUFFIXES) or name in ("busy", "bus_factor", "ms"):
+        return pa.float64()
+    return pa.string()
+
+
 def records_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pa.Table:
     """A pyarrow table of dict rows, with exactly ``columns`` (in that order;
-    an empty table keeps them)."""
+    an empty table keeps them, each with its documented type, not all
+    ``object`` in pandas)."""
     rows = list(rows)
     data: Dict[str, List[Any]] = {c: [r.get(c) for r in rows] for c in columns}
-    return pa.table(data) if rows else pa.table({c: pa.array([], pa.null()) for c in columns})
+    if rows:
+        return pa.table(data)
+    return pa.table({c: pa.array([], column_type(c)) for c in columns})
 
 
 _SIDE = "``measured`` or ``replayed``"
@@ -211,8 +240,8 @@ _RANK_SIDE = {"rank": "the trace's rank", "side": _SIDE}
 ANALYSIS_COLUMNS: Dict[str, Dict[str, str]] = {
     "step_analysis": {
         **_RANK_SIDE,
-        "step": "the step's name (``window`` without steps, ``total`` over those analysed)",
-        "index": "its position (None for ``window`` and ``total``)",
+        "step": "the step's name (``window`` without steps; ``selection`` for the row over the steps analysed, the report's ``total``, as the CLI's JSON names it)",
+        "index": "its position (None for ``window`` and ``selection``)",
         "span_us": "its span, us",
         "gpu_tasks": "GPU tasks in it",
         "gpu_task_us": "their durations, summed (overlapping tasks in full), us",

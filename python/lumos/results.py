@@ -6,6 +6,7 @@ DataFrames (and pyarrow tables).
 from __future__ import annotations
 
 import json
+import numbers
 from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional
 
@@ -13,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import _lumos
+from .errors import ConfigError
 from .frames import ANALYSIS_COLUMNS, COLUMNS, arrow_table, frame, records_table
 
 __all__ = ["Diff", "Replay", "Inspection", "Prediction"]
@@ -128,7 +130,10 @@ class Replay:
     @property
     def kernels(self) -> pd.DataFrame:
         """GPU time per rank, kernel name and launching operator, measured
-        and replayed."""
+        and replayed, over the trace's whole window (every GPU task).
+        :attr:`kernel_summary`, the CLI's kernel table, covers the steps
+        analysed instead: the two agree only where the steps hold every
+        GPU task."""
         return self.frame("kernels")
 
     @property
@@ -196,7 +201,9 @@ class Replay:
     @property
     def step_analysis(self) -> pd.DataFrame:
         """The CLI's per-step analysis, per rank, side and step (``window``
-        when the trace has no steps, ``total`` over the steps analysed):
+        when the trace has no steps), and a row over the steps analysed
+        whose ``step`` is ``selection`` (the report's ``total``, named as
+        the CLI's JSON names it):
         span, GPU tasks and time, compute, communication, exposed and
         overlapped parts, idle time split into host waits, kernel gaps and
         other (us and % of the span), as ``lumos replay`` prints it."""
@@ -205,7 +212,9 @@ class Replay:
     @property
     def kernel_summary(self) -> pd.DataFrame:
         """The CLI's kernel table, per rank, side and kernel name: count,
-        total, mean, min and max (us), share of GPU time (%)."""
+        total, mean, min and max (us), share of GPU time (%), over the
+        steps analysed (the whole window for a trace without steps; see
+        :attr:`kernels` for every GPU task of the window)."""
         return self._analysis_rows("kernels", ANALYSIS_COLUMNS["kernel_summary"])
 
     @property
@@ -259,9 +268,12 @@ class Replay:
         """The ``n`` kernels (``by="name"``) or launching operators
         (``by="operator"``) with the most GPU time on ``side``, over all
         ranks: count, measured_us, replayed_us, and their share of the
-        side's GPU time in ``pct``."""
+        side's GPU time in ``pct``. A negative ``n``, or another ``by`` or
+        ``side``, raises :class:`~lumos.ConfigError` (a ``ValueError``)."""
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ConfigError(f"n must be a whole number >= 0, got {n!r}")
         if by not in ("name", "operator"):
-            raise ValueError(f"by must be 'name' or 'operator', got {by!r}")
+            raise ConfigError(f"by must be 'name' or 'operator', got {by!r}")
         _side(side)
         k = self.kernels
         k["operator"] = k["operator"].fillna("(unknown)")
@@ -274,7 +286,7 @@ class Replay:
 
 def _side(side: str) -> None:
     if side not in ("measured", "replayed"):
-        raise ValueError(f"side must be 'measured' or 'replayed', got {side!r}")
+        raise ConfigError(f"side must be 'measured' or 'replayed', got {side!r}")
 
 
 class Inspection:
@@ -426,14 +438,16 @@ class Prediction:
 
     @property
     def stages(self) -> pd.DataFrame:
-        """Per predicted stage and side (``replayed``, ``predicted``): mean
-        step (ms) and breakdown (ms)."""
+        """Per predicted stage and side (``replayed``: the traced stage's
+        replay, only when the pipeline keeps its stages; ``predicted``): that
+        side's mean step (ms, the report's ``replayed_step_ms`` and
+        ``step_ms``) and breakdown (ms)."""
         rows = []
         for s in self.report["stages"]:
-            for side in ("replayed", "predicted"):
+            for side, step in (("replayed", "replayed_step_ms"), ("predicted", "step_ms")):
                 b = s.get(side)
                 if b is not None:
-                    rows.append({"stage": s["stage"], "side": side, "step_ms": s["step_ms"],
+                    rows.append({"stage": s["stage"], "side": side, "step_ms": s[step],
                                  "dropped_edges": s["dropped_edges"], **b})
         cols = ["stage", "side", "step_ms", "exposed_compute_ms", "overlapped_ms",
                 "exposed_comm_ms", "idle_ms", "total_ms", "dropped_edges"]

@@ -141,6 +141,23 @@ def test_predict_equals_the_cli(tmp_path, cli_json):
     assert math.isclose(p.stages["total_ms"].iloc[0], cli["stages"][0]["replayed"]["total_ms"])
 
 
+def test_prediction_stages_give_each_side_its_own_step(corpus, cli_json):
+    """`Prediction.stages`: the `replayed` row's step is the traced stage's
+    replayed mean step (`replayed_step_ms`), the `predicted` row's the
+    predicted one (`step_ms`), not one number on both rows. With one
+    stage, the replayed one is the report's mean replayed step."""
+    path = str(corpus / SINGLE[0])
+    cli = cli_json(["predict", path, "--dp", "4"])
+    p = lumos.predict(path, dp=4, progress=False)
+    assert p.report == cli
+    st = p.stages.set_index("side")
+    assert math.isclose(st.loc["replayed", "step_ms"], cli["stages"][0]["replayed_step_ms"])
+    assert math.isclose(st.loc["replayed", "step_ms"], cli["mean_replayed_ms"])
+    assert math.isclose(st.loc["predicted", "step_ms"], cli["stages"][0]["step_ms"])
+    assert math.isclose(st.loc["predicted", "step_ms"], cli["mean_predicted_ms"])
+    assert st.loc["replayed", "step_ms"] != st.loc["predicted", "step_ms"]
+
+
 def test_a_job_found_in_files_replays_as_a_loaded_job(corpus):
     """`lumos.replay(DIR)` of a job replays it owning the job (each rank read
     back from the job graph for the tables); `lumos.load_job(DIR).replay()`
@@ -310,6 +327,10 @@ def test_analysis_frames_hold_the_cli_numbers(corpus, cli_json):
     m = steps[steps.side == "measured"]
     want = a["measured"]["steps"] + [a["measured"]["total"]]
     assert list(m["step"]) == [s["step"] for s in want]
+    # The row over the steps analysed is named as the CLI's JSON names it,
+    # and as the docs say.
+    assert m["step"].iloc[-1] == a["measured"]["total"]["step"] == "selection"
+    assert "``selection``" in ANALYSIS_COLUMNS["step_analysis"]["step"]
     assert list(m["exposed_compute_us"]) == [s["exposed_compute_us"] for s in want]
     assert list(m["idle_host_wait_us"]) == [s["idle_host_wait_us"] for s in want]
     cp = r.step_critical_paths
@@ -321,6 +342,28 @@ def test_analysis_frames_hold_the_cli_numbers(corpus, cli_json):
     for x in a["measured"]["kernels"]:
         assert k.loc[x["name"], "count"] == x["count"], x["name"]
         assert math.isclose(k.loc[x["name"], "measured_us"], x["total_us"], abs_tol=1e-6)
+
+
+@pytest.mark.parametrize("trace", ["single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+                                   "single-rank/h100-qwen-0.5b-inference.json.gz"])
+def test_kernels_cover_the_window_and_the_kernel_summary_the_steps(corpus, cli_json, trace):
+    """On traces with GPU work outside their steps the scopes differ, as the
+    docs say: `kernel_summary` is the CLI's kernel table (the steps
+    analysed, adding up to their GPU task time); `kernels` has every GPU
+    task of the window, at least as many of each name, more in all."""
+    path = str(corpus / trace)
+    a = cli_json(["replay", path])["traces"][0]["analysis"]["measured"]
+    r = lumos.replay(path, progress=False)
+    ks = r.kernel_summary
+    ks = ks[ks.side == "measured"]
+    assert list(ks["name"]) == [x["name"] for x in a["kernels"]]
+    assert list(ks["count"]) == [x["count"] for x in a["kernels"]]
+    assert math.isclose(ks["total_us"].sum(), a["total"]["gpu_task_us"], rel_tol=1e-6, abs_tol=1.0)
+    k = r.kernels.groupby("name")["count"].sum()
+    for name, count in zip(ks["name"], ks["count"]):
+        assert k[name] >= count, name
+    assert k.sum() > ks["count"].sum()
+    assert r.kernels["measured_us"].sum() > ks["total_us"].sum()
 
 
 def test_analysis_frames_of_a_job_hold_the_cli_numbers(corpus, cli_json):
@@ -409,9 +452,16 @@ def test_durations_from_equals_the_cli(corpus, cli_json):
 
 
 def test_durations_from_an_unrelated_run_is_refused(corpus):
+    """The refusal names the Python argument, not the CLI's flag."""
     a = str(corpus / "single-rank/mi300x-resnet-ddp-rank0of8.json.gz")
-    with pytest.raises(lumos.ConfigError, match="matched"):
-        lumos.durations_from(a, str(corpus / CAPTURE_A), progress=False)
+    b = str(corpus / CAPTURE_A)
+    with pytest.raises(lumos.ConfigError, match="matched") as e:
+        lumos.durations_from(a, b, progress=False)
+    assert str(e.value).startswith(f"b {b}: only ") and "--durations-from" not in str(e.value)
+    with pytest.raises(lumos.ConfigError, match="matched") as e:
+        lumos.predict(a, durations_from=b, progress=False)
+    assert f"durations_from {b}: only " in str(e.value)
+    assert "--durations-from" not in str(e.value)
 
 
 def test_predict_with_durations_from_equals_the_cli(corpus, cli_json):
@@ -472,8 +522,11 @@ def test_virtual_stages_on_two_stages_are_refused_as_by_the_cli(tmp_path, cli_er
     with pytest.raises(ConfigError) as e:
         lumos.predict(files, virtual_stages=2, progress=False)
     assert str(e.value) == message
-    with pytest.raises(ConfigError, match="virtual_stages must be at least 1"):
+    code, message = cli_error(["predict", *files, "--virtual-stages", "0"])
+    assert code == 2
+    with pytest.raises(ConfigError) as e:
         lumos.predict(files, virtual_stages=0, progress=False)
+    assert str(e.value) == "virtual_stages: " + message.split("': ", 1)[1]
 
 
 def test_clock_hosts_are_empty_when_no_trace_names_its_host(corpus, cli_json):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import sys
 
@@ -76,8 +77,10 @@ def test_two_files_claiming_one_rank_are_an_input_error(tmp_path, corpus, cli_er
 @pytest.mark.parametrize(
     "kwargs, text",
     [
-        ({"scale_kernels": 0}, "scale_kernels must be a positive number, got 0"),
-        ({"scale_kernels": float("nan")}, "scale_kernels must be a positive number, got NaN"),
+        ({"scale_kernels": 0}, "scale_kernels: must be a number from 1e-6 to 1e6, got 0"),
+        ({"scale_kernels": float("nan")},
+         "scale_kernels: must be a number from 1e-6 to 1e6, got nan"),
+        ({"scale_kernels": 1e300}, "scale_kernels: must be a number from 1e-6 to 1e6, got 1e+300"),
         ({"scale_only": "gpu", "scale_kernels": 2}, "scale_only: unknown value `gpu`"),
         ({"deps": ["no-such"]}, "deps: unknown value `no-such`"),
         ({"scale_rank_cpu": True}, "scale_rank_cpu needs scale_rank"),
@@ -177,7 +180,7 @@ def test_a_kernel_pattern_given_twice_is_a_config_error(tmp_path, cli_error):
 
 
 def test_bad_predict_and_synth_options_are_config_errors(tmp_path):
-    with pytest.raises(ConfigError, match="dp must be at least 1"):
+    with pytest.raises(ConfigError, match="^dp: must be a whole number from 1 to 65536, got 0$"):
         lumos.predict(str(tmp_path / "x.json"), dp=0)
     with pytest.raises(ConfigError, match="network: "):
         lumos.predict(str(tmp_path / "x.json"), network="no-such-gpu")
@@ -318,3 +321,189 @@ def test_an_empty_list_of_traces_is_a_config_error(cli_error):
         lumos.predict([], dp=2, progress=False)
     with pytest.raises(ConfigError, match="^no input traces given$"):
         lumos.distributed.load([], progress=False)
+
+
+V = "single-rank/v100-ddp-rank1of2-allreduce.json.gz"
+JOB = "multi-rank/dlrm-8xv100"
+
+
+def _cli_tail(message: str) -> str:
+    """What clap says of a value after naming it and its flag
+    (`invalid value '65537' for '--dp <DP>': must be ...`)."""
+    assert message.startswith("invalid value '"), message
+    return message.split("': ", 1)[1]
+
+
+@pytest.mark.parametrize("cli, call, argument", [
+    (["predict", V, "--dp", "65537"], lambda v, j: lumos.predict(v, dp=65537), "dp"),
+    (["predict", V, "--microbatches", "0"], lambda v, j: lumos.predict(v, microbatches=0),
+     "microbatches"),
+    (["predict", V, "--ffn", "1048577"], lambda v, j: lumos.predict(v, ffn=1048577), "ffn"),
+    (["predict", V, "--scale-kernels", "class:compute=0"],
+     lambda v, j: lumos.predict(v, scale_kernels={"class:compute": 0}),
+     "scale_kernels class:compute=0"),
+    (["replay", V, "--scale-kernels", "class:compute=1e7"],
+     lambda v, j: lumos.replay(v, scale_kernels=["class:compute=1e7"]),
+     "scale_kernels class:compute=1e7"),
+    (["replay", V, "--scale-kernels", "0"], lambda v, j: lumos.replay(v, scale_kernels=0),
+     "scale_kernels"),
+])
+def test_numbers_outside_the_cli_ranges_are_config_errors(corpus, cli_error, cli, call,
+                                                          argument):
+    """The CLI's ranges (`lumos_report::range`, the same checks): what it
+    refuses (exit 2) is a ConfigError naming the argument, with its words,
+    before any file is read."""
+    cli = [str(corpus / a) if a in (V, JOB) else a for a in cli]
+    code, message = cli_error(cli)
+    assert code == 2
+    with pytest.raises(ConfigError) as e:
+        call(str(corpus / V), str(corpus / JOB))
+    assert str(e.value) == f"{argument}: {_cli_tail(message)}"
+
+
+def test_factors_and_counts_past_the_cli_ranges_give_no_numbers(tmp_path, corpus, cli_error):
+    v, job = str(corpus / V), str(corpus / JOB)
+    code, message = cli_error(["replay", job, "--scale-rank", "3=1e9"])
+    assert code == 2 and _cli_tail(message) == "factor must be a number from 1e-6 to 1e6, got 1e9"
+    with pytest.raises(ConfigError) as e:
+        lumos.load_job(job, progress=False).replay(scale_rank={3: 1e9})
+    assert str(e.value) == (
+        "scale_rank 3=1000000000.0: factor must be a number from 1e-6 to 1e6, got 1000000000.0")
+    # A factor too big to scale a duration is the option's fault, not the trace's.
+    with pytest.raises(ConfigError, match="^scale_kernels: must be a number from 1e-6 to 1e6"):
+        lumos.replay(v, scale_kernels=1e300, progress=False)
+    for bad in (0, -1.0, float("inf"), float("nan"), 10 ** 400):
+        with pytest.raises(ConfigError, match="must be a number from 1e-6 to 1e6"):
+            lumos.replay(v, scale_kernels={"class:compute": bad}, progress=False)
+    with pytest.raises(ConfigError, match="^dp: must be a whole number from 1 to 65536, got 65537$"):
+        lumos.synth("gpt-tiny", tmp_path, dp=65537)
+    with pytest.raises(ConfigError, match="^steps: must be a whole number from 2 to 65536, got 1$"):
+        lumos.synth("gpt-tiny", tmp_path, steps=1)
+    with pytest.raises(ConfigError, match="^micro_batch: must be a whole number from 1 to 65536"):
+        lumos.synth("gpt-tiny", tmp_path, micro_batch=65537)
+    assert not any(tmp_path.iterdir())
+    # The bounds themselves are taken, as by the CLI.
+    lumos.predict(v, dp=1, scale_kernels={"class:compute": 1e-6}, progress=False)
+
+
+def test_scale_only_and_scale_pattern_without_a_bare_factor_are_config_errors(corpus, cli_error):
+    """They apply to a bare factor only: without one the CLI refuses them
+    (exit 2) rather than ignore them, and so does the package."""
+    v = str(corpus / V)
+    code, message = cli_error(["replay", v, "--scale-only", "comm", "--scale-pattern", "nccl"])
+    assert code == 2 and "apply to a bare --scale-kernels FACTOR" in message
+    want = ("scale_only and scale_pattern apply to a bare scale_kernels factor; "
+            "use scale_kernels={pattern: factor} instead")
+    for kwargs in ({"scale_only": "comm", "scale_pattern": "nccl"},
+                   {"scale_kernels": {"class:compute": 0.5}, "scale_only": "comm"},
+                   {"scale_pattern": "nccl"}):
+        with pytest.raises(ConfigError) as e:
+            lumos.replay(v, progress=False, **kwargs)
+        assert str(e.value) == want
+    code, _ = cli_error(["replay", v, "--scale-kernels", "class:compute=0.5", "--scale-only", "comm"])
+    assert code == 2
+    with pytest.raises(ConfigError, match="apply to a bare scale_kernels factor"):
+        lumos.load_job(str(corpus / JOB), progress=False).replay(scale_only="compute")
+
+
+def test_read_trace_of_a_directory_is_a_config_error(tmp_path, corpus):
+    """One trace is asked for: a folder is refused before anything is read,
+    not answered with its first file."""
+    folder = corpus / JOB
+    with pytest.raises(ConfigError) as e:
+        lumos.read_trace(folder, progress=False)
+    assert str(e.value).startswith(f"{folder}: a directory; read_trace reads one trace file")
+    assert "load_job" in str(e.value)
+    assert len(lumos.read_traces(str(folder), progress=False)) == 8
+
+
+@pytest.mark.parametrize("call, text", [
+    (lambda v, j, o: lumos.predict(v, dp=-1), "dp: must be a whole number from 1 to 65536, got -1"),
+    (lambda v, j, o: lumos.predict(v, microbatches=-3),
+     "microbatches: must be a whole number from 1 to 65536, got -3"),
+    (lambda v, j, o: lumos.predict(v, dp=2 ** 40),
+     "dp: must be a whole number from 1 to 65536, got 1099511627776"),
+    (lambda v, j, o: lumos.predict(v, ffn=-1), "ffn: must be a whole number from 1 to 1048576, got -1"),
+    (lambda v, j, o: lumos.predict(v, dp=4.0), "dp: must be a whole number from 1 to 65536, got 4.0"),
+    (lambda v, j, o: lumos.synth("gpt-tiny", o, tp=-1),
+     "tp: must be a whole number from 1 to 65536, got -1"),
+    (lambda v, j, o: lumos.synth("gpt-tiny", o, steps=-1),
+     "steps: must be a whole number from 2 to 65536, got -1"),
+    (lambda v, j, o: lumos.synth("gpt-tiny", o, seed=-1),
+     "seed: must be a whole number from 0 to 18446744073709551615, got -1"),
+    (lambda v, j, o: lumos.replay(j, scale_rank={-1: 2}), "scale_rank -1=2: `-1` is not a rank number"),
+    (lambda v, j, o: lumos.replay(j, scale_rank=[(3, 2), (3, 1.5)]),
+     "scale_rank names rank 3 twice; give each rank one factor"),
+    (lambda v, j, o: lumos.replay(j, scale_rank=[3]),
+     "scale_rank: expected {rank: factor} or (rank, factor) pairs, got 3"),
+    (lambda v, j, o: lumos.predict(v, scale_kernels="class:compute=0"),
+     "scale_kernels class:compute=0: factor must be a number from 1e-6 to 1e6, got 0"),
+    (lambda v, j, o: lumos.replay(v, progress=5),
+     "progress: expected None, True, False or a callable (phase, done, total), got 5"),
+    (lambda v, j, o: lumos.synth({"layers": 2, "hidden": 64, "heads": 2, "seq_len": float("nan")}, o),
+     "model: seq_len is nan, not a JSON number, string or bool"),
+    (lambda v, j, o: lumos.diff(o / "nope", o / "nope", steps="2..1"), "steps: empty step range \"2..1\""),
+    (lambda v, j, o: lumos.diff(o / "nope", o / "nope", min_change_us=-1),
+     "min_change_us must be a number >= 0, got -1"),
+    (lambda v, j, o: lumos.diff(v, j), "b <JOB>: give one trace file, not a directory"),
+    (lambda v, j, o: lumos.durations_from(j, j), "a <JOB>: give one trace file, not a directory"),
+    (lambda v, j, o: lumos.replay(v).top_kernels(-1), "n must be a whole number >= 0, got -1"),
+])
+def test_bad_arguments_are_config_errors_with_clear_messages(tmp_path, corpus, call, text):
+    """Not an OverflowError, a ValueError from unpacking, a TypeError or a
+    string iterated by character: a ConfigError saying what is wrong,
+    before any file is read (the files named here do not exist)."""
+    with pytest.raises(ConfigError) as e:
+        call(str(corpus / V), str(corpus / JOB), tmp_path)
+    assert str(e.value) == text.replace("<JOB>", str(corpus / JOB))
+    assert not any(tmp_path.iterdir())
+
+
+def test_paths_are_taken_as_str_bytes_or_pathlike(tmp_path, corpus, cli_error):
+    import pathlib
+
+    v = str(corpus / V)
+    # A str is one pattern, as for replay, not a string of characters.
+    a = lumos.predict(v, scale_kernels="class:compute=0.5", progress=False)
+    b = lumos.predict(v, scale_kernels={"class:compute": 0.5}, progress=False)
+    assert a.report == b.report
+    assert lumos.replay(os.fsencode(v), progress=False).report == lumos.replay(v, progress=False).report
+    net = tmp_path / "net.json"
+    net.write_text('{"preset": "h100"}')
+    assert lumos.predict(v, network=pathlib.Path(net), progress=False).report == lumos.predict(
+        v, network=str(net), progress=False).report
+    # A path with nothing there is bad input, as the CLI says, not an unknown preset.
+    code, message = cli_error(["predict", v, "--network", "/nonexistent.json"])
+    assert code == 1
+    with pytest.raises(InputError) as e:
+        lumos.predict(v, network="/nonexistent.json", progress=False)
+    assert str(e.value) == message.replace("--network", "network")
+    code, message = cli_error(["synth", "--model", "/nonexistent.json", "--out", str(tmp_path / "o")])
+    assert code == 1
+    with pytest.raises(InputError) as e:
+        lumos.synth("/nonexistent.json", tmp_path / "o")
+    assert str(e.value) == message.replace("--model", "model")
+    with pytest.raises(ConfigError, match="^paths: expected a path"):
+        lumos.replay(5, progress=False)
+
+
+
+def test_a_job_with_missing_ranks_warns(tmp_path, corpus):
+    """As the docstring says: ranks below the world size with no file are
+    a UserWarning (and Job.missing_ranks)."""
+    src = sorted((corpus / JOB).iterdir())
+    with pytest.warns(UserWarning, match=r"1 of 8 ranks have no file: 3 "):
+        job = lumos.load_job([str(p) for p in src if p.name != "rank3.json.gz"], progress=False)
+    assert job.missing_ranks == [3]
+
+
+def test_an_ingest_error_says_its_cause_once(tmp_path, cli_error):
+    from lumos.distributed import ingest_rank
+
+    missing = str(tmp_path / "nonexistent.json")
+    code, message = cli_error(["ingest", missing, "-o", str(tmp_path / "out.lgraph")])
+    with pytest.raises(LumosIOError) as e:
+        ingest_rank(missing, str(tmp_path / "out"))
+    assert code == 1
+    assert str(e.value) == message
+    assert str(e.value).count("No such file") == 1

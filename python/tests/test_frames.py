@@ -101,3 +101,21 @@ def test_docs_list_every_table_and_column():
         assert f"**`{name}`**" in doc, name
         for c in cols:
             assert f"| `{c}` |" in doc, (name, c)
+
+
+def test_empty_frames_from_the_report_have_their_documented_types(corpus):
+    """A frame with no rows (no collectives, no program groups, no steps)
+    keeps each column's type, as the same frame with rows has it where no
+    value is missing: numbers as int64/float64, flags as bool, names as
+    strings, not every column `object`."""
+    empty = lumos.replay(str(corpus / "micro/a100-simple-add.json.gz"), progress=False)
+    full = lumos.replay(str(corpus / "single-rank/v100-ddp-rank1of2-allreduce.json.gz"),
+                        progress=False)
+    e, f = empty.collective_summary, full.collective_summary
+    assert e.empty and not f.empty
+    for c in e.columns:
+        if not f[c].isna().any():
+            assert e[c].dtype == f[c].dtype, c
+    assert e["total_us"].dtype == "float64" and e["count"].dtype == "int64"
+    groups = empty.program_groups
+    assert groups.empty and groups["representative"].dtype == "int64"

@@ -90,23 +90,9 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 /// Why `arg`, given where a preset name or a JSON file goes (`--network`,
-/// `--model`), names neither, when it reads as a path: it is there but not
-/// a file, or it has a folder or a `.json` ending but nothing is there.
-/// `None` where it reads as a preset name (the preset's own error says
-/// which names there are).
-pub fn not_a_file(arg: &str) -> Option<String> {
-    let path = Path::new(arg);
-    if path.is_dir() {
-        return Some(format!("{arg}: a directory, not a file"));
-    }
-    if path.exists() && !path.is_file() {
-        return Some(format!("{arg}: not a regular file"));
-    }
-    let looks_like_a_path = arg.contains(std::path::MAIN_SEPARATOR)
-        || arg.contains('/')
-        || arg.to_ascii_lowercase().ends_with(".json");
-    (looks_like_a_path && !path.exists()).then(|| format!("{arg}: no such file"))
-}
+/// `--model`), names neither, when it reads as a path (lumos-report's,
+/// which the Python package says too).
+pub use lumos_report::not_a_file;
 
 /// Refuses inputs whose outputs into one directory (given with `flag`)
 /// would take one name: outputs are named after the trace each input was

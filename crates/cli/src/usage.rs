@@ -68,70 +68,9 @@ pub fn is_usage(e: &anyhow::Error) -> bool {
 }
 
 /// The documented ranges of numeric flags (each flag's `--help` says its
-/// own). Scale factors are multipliers of durations: a million times
-/// faster or slower is beyond any what-if, and keeps scaled durations far
-/// from the `i64` nanoseconds they are held in.
-pub mod range {
-    /// Smallest scale factor.
-    pub const FACTOR_MIN: f64 = 1e-6;
-    /// Largest scale factor.
-    pub const FACTOR_MAX: f64 = 1e6;
-    /// Largest parallel degree, micro-batch count, layer count or step
-    /// count; configurations are further bounded by what they would hold
-    /// (checked before anything is built).
-    pub const COUNT_MAX: u32 = 65_536;
-    /// Largest hidden or FFN size (GPT-3 175B's hidden size is 12,288).
-    pub const SIZE_MAX: u64 = 1 << 20;
-    /// Largest global batch, in sequences (published runs use at most a
-    /// few thousand).
-    pub const BATCH_MAX: u64 = 1 << 24;
-}
-
-/// A degree or count: a whole number from 1 to [`range::COUNT_MAX`].
-pub fn count(s: &str) -> Result<u32, String> {
-    whole(s, 1, u64::from(range::COUNT_MAX)).map(|v| v as u32)
-}
-
-/// A step count: a whole number from 2 (the synthesizer's least) to
-/// [`range::COUNT_MAX`].
-pub fn steps(s: &str) -> Result<u32, String> {
-    whole(s, 2, u64::from(range::COUNT_MAX)).map(|v| v as u32)
-}
-
-/// A global batch: a whole number from 1 to [`range::BATCH_MAX`].
-pub fn batch(s: &str) -> Result<u64, String> {
-    whole(s, 1, range::BATCH_MAX)
-}
-
-/// A hidden or FFN size: a whole number from 1 to [`range::SIZE_MAX`].
-pub fn size(s: &str) -> Result<u64, String> {
-    whole(s, 1, range::SIZE_MAX)
-}
-
-fn whole(s: &str, min: u64, max: u64) -> Result<u64, String> {
-    s.trim()
-        .parse()
-        .ok()
-        .filter(|v| (min..=max).contains(v))
-        .ok_or_else(|| format!("must be a whole number from {min} to {max}, got {s}"))
-}
-
-/// A scale factor: a finite number in
-/// [`range::FACTOR_MIN`]..=[`range::FACTOR_MAX`] (clap names the flag).
-pub fn factor(s: &str) -> Result<f64, String> {
-    let f: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number"))?;
-    if !(range::FACTOR_MIN..=range::FACTOR_MAX).contains(&f) {
-        return Err(format!(
-            "must be a number from {:e} to {:e}, got {s}",
-            range::FACTOR_MIN,
-            range::FACTOR_MAX
-        ));
-    }
-    Ok(f)
-}
+/// own), and their checks: lumos-report's, which the Python package
+/// applies to its arguments too.
+pub use lumos_report::range::{batch, count, factor, size, steps};
 
 #[cfg(test)]
 mod tests {

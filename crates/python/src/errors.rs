@@ -58,6 +58,15 @@ impl Error {
     pub fn from_chain(kind: Kind, e: &dyn std::error::Error) -> Error {
         Error::new(kind, chain(e))
     }
+
+    /// The error with the CLI's `flag` (`--durations-from`), where a
+    /// library message names it, named as the Python argument `arg`.
+    pub fn naming(self, flag: &str, arg: &str) -> Error {
+        let message = self
+            .message
+            .replace(&format!("{flag} "), &format!("{arg} "));
+        Error { message, ..self }
+    }
 }
 
 /// `e` and its causes joined by `: `, as the CLI (anyhow's `{:#}`) prints
@@ -91,7 +100,15 @@ impl From<lumos_store::StoreError> for Error {
             Problem::Trace(t) if matches!(t.kind, lumos_trace::ErrorKind::Io(_)) => Kind::Io,
             _ => Kind::Input,
         };
-        Error::from_chain(kind, &e)
+        // The store's message already holds its cause's (a trace's or a
+        // write's error naming its file, an I/O error's text), as the CLI
+        // prints it: the cause is not repeated after it.
+        let message = match &e.problem {
+            Problem::Trace(t) => chain(t.as_ref()),
+            Problem::Write(w) => chain(w.as_ref()),
+            _ => e.to_string(),
+        };
+        Error::new(kind, message)
     }
 }
 

@@ -10,6 +10,7 @@
 //! (`errors`). The pure-Python half (python/lumos) holds the documented
 //! API; this module's names are its building blocks.
 
+mod args;
 mod columns;
 mod errors;
 mod ingest;
@@ -331,6 +332,50 @@ fn inspect_file(py: Python<'_>, path: PathBuf, progress: Callback) -> PyResult<S
     })
 }
 
+/// `lumos diff`'s options, checked as the CLI checks its flags; a bad one
+/// is a `ConfigError`.
+fn diff_options(
+    steps: Option<&str>,
+    min_change_us: f64,
+    min_change_pct: f64,
+) -> Result<lumos_report::DiffOptions, Error> {
+    use lumos_report::StepSelection;
+    for (name, v) in [
+        ("min_change_us", min_change_us),
+        ("min_change_pct", min_change_pct),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(Error::config(format!(
+                "{name} must be a number >= 0, got {v}"
+            )));
+        }
+    }
+    let steps = match steps {
+        Some(s) => s
+            .parse::<StepSelection>()
+            .map_err(|e| Error::config(format!("steps: {e}")))?,
+        None => StepSelection::default(),
+    };
+    Ok(lumos_report::DiffOptions {
+        steps,
+        min_change_ns: (min_change_us * 1e3).round() as i64,
+        min_change_pct,
+    })
+}
+
+/// Checks `lumos.diff`'s options before any file is read, as the CLI
+/// checks its flags first.
+#[pyfunction]
+#[pyo3(signature = (steps = None, min_change_us = 10.0, min_change_pct = 5.0))]
+fn check_diff_options(
+    steps: Option<&str>,
+    min_change_us: f64,
+    min_change_pct: f64,
+) -> PyResult<()> {
+    diff_options(steps, min_change_us, min_change_pct)?;
+    Ok(())
+}
+
 /// `lumos diff A B --json`: two traces compared per step, operator and
 /// kernel. `steps` is the CLI's `--steps` syntax.
 #[pyfunction]
@@ -343,26 +388,8 @@ fn diff_json(
     min_change_us: f64,
     min_change_pct: f64,
 ) -> PyResult<String> {
-    use lumos_report::{DiffInput, DiffOptions, ReportError, StepSelection};
-    for (name, v) in [
-        ("min_change_us", min_change_us),
-        ("min_change_pct", min_change_pct),
-    ] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(Error::config(format!("{name} must be a number >= 0, got {v}")).into());
-        }
-    }
-    let steps = match steps {
-        Some(s) => s
-            .parse::<StepSelection>()
-            .map_err(|e| Error::config(format!("steps: {e}")))?,
-        None => StepSelection::default(),
-    };
-    let opts = DiffOptions {
-        steps,
-        min_change_ns: (min_change_us * 1e3).round() as i64,
-        min_change_pct,
-    };
+    use lumos_report::{DiffInput, ReportError};
+    let opts = diff_options(steps, min_change_us, min_change_pct)?;
     let (ta, tb) = (Arc::clone(&a.inner), Arc::clone(&b.inner));
     let report = py.detach(|| {
         let (ia, ib) = rayon::join(|| DiffInput::of(&ta), || DiffInput::of(&tb));
@@ -404,7 +431,7 @@ fn durations_from_json(
             .map(|(report, _)| report)
             .map_err(|e| match e {
                 ReportError::Predict(ref p) if p.is_usage() => {
-                    Error::from_chain(errors::Kind::Config, &e)
+                    Error::from_chain(errors::Kind::Config, &e).naming("--durations-from", "b")
                 }
                 e => e.into(),
             })
@@ -417,24 +444,38 @@ fn durations_from_json(
 /// model dict as JSON instead (its messages say `model:`, and `model` is
 /// not read).
 #[pyfunction]
-#[pyo3(signature = (model, out, tp = 1, pp = 1, dp = 1, microbatches = None, gpu = "h100", ranks = "one-per-stage", steps = 2, seed = 0, recipe = None, model_json = None))]
+#[pyo3(signature = (model, out, tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe = None, model_json = None))]
 #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
 fn synth(
     py: Python<'_>,
     model: &str,
     out: PathBuf,
-    tp: usize,
-    pp: usize,
-    dp: usize,
-    microbatches: Option<usize>,
+    tp: Bound<'_, PyAny>,
+    pp: Bound<'_, PyAny>,
+    dp: Bound<'_, PyAny>,
+    microbatches: Option<Bound<'_, PyAny>>,
     gpu: &str,
     ranks: &str,
-    steps: usize,
-    seed: u64,
+    steps: Bound<'_, PyAny>,
+    seed: Bound<'_, PyAny>,
     recipe: Option<PyRef<'_, recipe::SynthRecipe>>,
     model_json: Option<&str>,
 ) -> PyResult<Vec<String>> {
+    use lumos_report::range;
     use lumos_synth::{Parallelism, Ranks, SynthConfig};
+    // Each number in the range of its CLI flag, checked first as clap
+    // checks them.
+    let count = |what, v: &Bound<'_, PyAny>| {
+        args::whole(what, v, 1, u64::from(range::COUNT_MAX)).map(|v| v as usize)
+    };
+    let (tp, pp, dp) = (count("tp", &tp)?, count("pp", &pp)?, count("dp", &dp)?);
+    let microbatches = microbatches
+        .as_ref()
+        .map(|m| count("microbatches", m))
+        .transpose()?;
+    let max = u64::from(range::COUNT_MAX);
+    let steps = args::whole("steps", &steps, u64::from(range::STEPS_MIN), max)? as usize;
+    let seed = args::whole("seed", &seed, 0, u64::MAX)?;
     let model = match model_json {
         Some(text) => model::from_dict_json(text)?,
         None => model::from_arg(model)?,
@@ -494,6 +535,12 @@ fn ingest_rank(
     ))
 }
 
+/// The name of the per-rank file [`ingest_rank`] writes for `path`.
+#[pyfunction]
+fn ingest_name(path: PathBuf) -> String {
+    ingest::out_name(&path)
+}
+
 /// Assembles per-rank files (of [`ingest_rank`]) as the ranks of one job,
 /// under a [`lumos_store::MemoryGuard`] as every read of a job's ranks.
 #[pyfunction]
@@ -550,10 +597,12 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inspect_file, m)?)?;
     m.add_function(wrap_pyfunction!(predict::predict_files, m)?)?;
     m.add_function(wrap_pyfunction!(diff_json, m)?)?;
+    m.add_function(wrap_pyfunction!(check_diff_options, m)?)?;
     m.add_function(wrap_pyfunction!(durations_from_json, m)?)?;
     m.add_class::<recipe::SynthRecipe>()?;
     m.add_function(wrap_pyfunction!(synth, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_rank, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest_name, m)?)?;
     m.add_function(wrap_pyfunction!(load_ingested, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())

@@ -17,6 +17,14 @@ use crate::errors::{Error, Kind, Result};
 /// `InputError` (an unreadable one a `LumosIOError`) naming it.
 pub fn from_arg(arg: &str) -> Result<ModelPreset> {
     if !Path::new(arg).is_file() {
+        // A path with nothing there (or a folder) is a file that cannot be
+        // read: bad input, as the CLI says; only a name is a preset's.
+        if let Some(problem) = lumos_report::not_a_file(arg) {
+            return Err(Error::new(
+                Kind::Input,
+                format!("model {problem}; a model is a preset or a JSON file"),
+            ));
+        }
         return ModelPreset::preset(arg).map_err(|e| Error::config(format!("model: {e}")));
     }
     let text = std::fs::read_to_string(arg)

@@ -5,10 +5,11 @@
 
 use lumos_graph::DepKind;
 use lumos_predict::{KernelScale, KernelSelector};
-use lumos_report::RankScale;
+use lumos_report::{range, RankScale};
 use lumos_sim::{GpuSelector, SimOptions};
 use pyo3::prelude::*;
 
+use crate::args;
 use crate::errors::{Error, Result};
 
 /// Checked replay options; `lumos.replay` and friends make one from their
@@ -32,16 +33,6 @@ pub struct ReplayOptions {
     pub scale_cpu: bool,
     /// The options as the report's `what_if` lists them, for `repr`.
     described: String,
-}
-
-fn positive(what: &str, f: f64) -> Result<f64> {
-    if f.is_finite() && f > 0.0 {
-        Ok(f)
-    } else {
-        Err(Error::config(format!(
-            "{what} must be a positive number, got {f}"
-        )))
-    }
 }
 
 fn dep_kind(name: &str) -> Result<DepKind> {
@@ -71,19 +62,42 @@ fn selector(only: &str, pattern: Option<String>) -> Result<Option<KernelSelector
     })
 }
 
-/// `PATTERN=FACTOR`, checked as `lumos replay --scale-kernels` checks it:
-/// a positive factor, then the predictor's syntax.
-fn kernel_scale(s: &str) -> Result<KernelScale> {
+/// `PATTERN=FACTOR`, checked as `lumos replay --scale-kernels` and `lumos
+/// predict --scale-kernels` check it: a factor in the CLI's range
+/// (`lumos_report::range`), then the predictor's syntax.
+pub fn kernel_scale(s: &str) -> Result<KernelScale> {
     let bad = |e: String| Error::config(format!("scale_kernels {s}: {e}"));
     let (_, raw) = s
         .rsplit_once('=')
         .ok_or_else(|| bad("expected PATTERN=FACTOR".into()))?;
-    let f: f64 = raw
-        .trim()
-        .parse()
-        .map_err(|_| bad(format!("{raw:?} is not a number")))?;
-    positive("factor", f).map_err(|e| bad(e.message))?;
+    range::factor(raw).map_err(|e| bad(format!("factor {e}")))?;
     s.parse::<KernelScale>().map_err(|e| bad(e.to_string()))
+}
+
+/// The `scale_rank` pairs, each checked as `--scale-rank RANK=FACTOR` is
+/// (a rank number, a factor in the CLI's range), a rank given twice
+/// refused as the CLI refuses it (its factors would be multiplied).
+fn rank_scales(pairs: &[(Bound<'_, PyAny>, Bound<'_, PyAny>)]) -> Result<Vec<(u32, f64)>> {
+    let mut out: Vec<(u32, f64)> = Vec::new();
+    for (r, f) in pairs {
+        let bad = |e: String| {
+            Error::config(format!(
+                "scale_rank {}={}: {e}",
+                args::shown(r),
+                args::shown(f)
+            ))
+        };
+        let rank = args::rank(r).map_err(bad)?;
+        let factor = args::factor(f).map_err(|e| bad(format!("factor {e}")))?;
+        if out.iter().any(|&(seen, _)| seen == rank) {
+            return Err(Error::config(format!(
+                "scale_rank names rank {rank} twice; give each rank one factor"
+            )));
+        }
+        out.push((rank, factor));
+    }
+    out.sort_by_key(|&(r, _)| r);
+    Ok(out)
 }
 
 /// Refuses a pattern given twice among `kernels`, as the CLI refuses
@@ -106,13 +120,17 @@ impl ReplayOptions {
     #[pyo3(signature = (deps = Vec::new(), scale_kernels = None, scale_only = "all", scale_pattern = None, scale_rank = Vec::new(), scale_rank_cpu = false, kernel_scales = Vec::new()))]
     fn py_new(
         deps: Vec<String>,
-        scale_kernels: Option<f64>,
+        scale_kernels: Option<Bound<'_, PyAny>>,
         scale_only: &str,
         scale_pattern: Option<String>,
-        scale_rank: Vec<(u32, f64)>,
+        scale_rank: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)>,
         scale_rank_cpu: bool,
         kernel_scales: Vec<String>,
     ) -> PyResult<ReplayOptions> {
+        let scale_kernels = (scale_kernels.as_ref())
+            .map(|f| args::factor(f).map_err(|e| Error::config(format!("scale_kernels: {e}"))))
+            .transpose()?;
+        let scale_rank = rank_scales(&scale_rank)?;
         let mut o = ReplayOptions::new(
             &deps,
             scale_kernels,
@@ -150,7 +168,8 @@ impl ReplayOptions {
         }
     }
 
-    /// Checked options, as the CLI checks its flags.
+    /// Checked options, as the CLI checks its flags (the factors are
+    /// checked against its range by the caller).
     pub fn new(
         deps: &[String],
         scale_kernels: Option<f64>,
@@ -167,7 +186,6 @@ impl ReplayOptions {
             described.push(format!("deps={d}"));
         }
         if let Some(f) = scale_kernels {
-            let f = positive("scale_kernels", f)?;
             described.push(format!(
                 "scale_kernels={f} ({})",
                 scale_pattern.as_deref().unwrap_or(scale_only)
@@ -180,11 +198,17 @@ impl ReplayOptions {
                 }
             }
         } else {
-            selector(scale_only, scale_pattern)?;
+            // As the CLI refuses them without a bare factor, rather than
+            // ignore them.
+            if selector(scale_only, scale_pattern)?.is_some() {
+                return Err(Error::config(
+                    "scale_only and scale_pattern apply to a bare scale_kernels factor; \
+                     use scale_kernels={pattern: factor} instead",
+                ));
+            }
         }
         let mut scales = Vec::new();
         for &(rank, factor) in scale_rank {
-            let factor = positive(&format!("scale_rank {rank}"), factor)?;
             scales.push(RankScale { rank, factor });
             described.push(format!("scale_rank {rank}={factor}"));
         }

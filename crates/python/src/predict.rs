@@ -10,6 +10,7 @@ use lumos_predict::{
 use lumos_report::network_from_json;
 use pyo3::prelude::*;
 
+use crate::args;
 use crate::errors::{Error, Kind, Result};
 use crate::inputs;
 use crate::Callback;
@@ -39,24 +40,18 @@ fn predict_error(kind: Kind, e: PredictError) -> Error {
     Error::from_chain(kind, &e)
 }
 
-/// The checks `lumos predict` makes on its flags.
+/// The checks `lumos predict` makes on its flags beyond their ranges
+/// (checked as each is taken, [`crate::args`]).
 fn check(t: &Target) -> Result<()> {
-    for (what, v) in [
-        ("dp", t.dp),
-        ("pp", t.pp),
-        ("tp", t.tp),
-        ("microbatches", t.microbatches),
-        ("virtual_stages", t.virtual_stages),
-        ("layers", t.layers),
-    ] {
-        if v == Some(0) {
-            return Err(Error::config(format!("{what} must be at least 1")));
-        }
-    }
-    if t.hidden == Some(0) || t.ffn == Some(0) {
-        return Err(Error::config("hidden and ffn must be at least 1"));
-    }
     if let Some(n) = t.network.as_deref().filter(|n| !Path::new(n).is_file()) {
+        // A path with nothing there (or a folder) is a file that cannot be
+        // read: bad input, as the CLI says; only a name is a preset's.
+        if let Some(problem) = lumos_report::not_a_file(n) {
+            return Err(Error::new(
+                Kind::Input,
+                format!("network {problem}; a network is a GPU preset or a JSON file"),
+            ));
+        }
         network(n).map_err(|e| Error::config(format!("network: {e}")))?;
     }
     Ok(())
@@ -138,7 +133,7 @@ fn retime_from(inputs: &mut [Input], b: &Input) -> Result<lumos_report::Transfer
     let (report, t) =
         lumos_report::transfer_replay(a, rb, &Default::default()).map_err(|e| match e {
             lumos_report::ReportError::Predict(ref p) if p.is_usage() => {
-                Error::from_chain(Kind::Config, &e)
+                Error::from_chain(Kind::Config, &e).naming("--durations-from", "durations_from")
             }
             e => e.into(),
         })?;
@@ -160,23 +155,29 @@ impl PredictOptions {
     #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None, virtual_stages = None))]
     #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
     fn py_new(
-        dp: Option<u32>,
-        pp: Option<u32>,
-        microbatches: Option<u32>,
-        layers: Option<u32>,
-        hidden: Option<u64>,
-        ffn: Option<u64>,
-        tp: Option<u32>,
+        dp: Option<Bound<'_, PyAny>>,
+        pp: Option<Bound<'_, PyAny>>,
+        microbatches: Option<Bound<'_, PyAny>>,
+        layers: Option<Bound<'_, PyAny>>,
+        hidden: Option<Bound<'_, PyAny>>,
+        ffn: Option<Bound<'_, PyAny>>,
+        tp: Option<Bound<'_, PyAny>>,
         scale_kernels: Vec<String>,
         network: Option<String>,
-        virtual_stages: Option<u32>,
+        virtual_stages: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PredictOptions> {
+        // Each number in the range of its CLI flag, as clap checks them
+        // before anything else.
+        let count = |what, v: &Option<Bound<'_, PyAny>>| args::count(what, v.as_ref());
+        let size = |what, v: &Option<Bound<'_, PyAny>>| args::size(what, v.as_ref());
+        let (dp, pp, tp) = (count("dp", &dp)?, count("pp", &pp)?, count("tp", &tp)?);
+        let microbatches = count("microbatches", &microbatches)?;
+        let layers = count("layers", &layers)?;
+        let (hidden, ffn) = (size("hidden", &hidden)?, size("ffn", &ffn)?);
+        let virtual_stages = count("virtual_stages", &virtual_stages)?;
         let scale_kernels = scale_kernels
             .iter()
-            .map(|s| {
-                s.parse::<KernelScale>()
-                    .map_err(|e| Error::config(format!("scale_kernels: {e}")))
-            })
+            .map(|s| crate::options::kernel_scale(s))
             .collect::<Result<Vec<_>>>()?;
         crate::options::distinct_patterns(&scale_kernels)?;
         let target = Target {

@@ -6,9 +6,11 @@
 //! synthesizer's configuration as `lumos synth` applies its flags.
 
 use lumos_models::Cluster;
+use lumos_report::range;
 use lumos_synth::{Attention, Precision, Recompute, SynthConfig};
 use pyo3::prelude::*;
 
+use crate::args;
 use crate::errors::{Error, Result};
 
 /// How the synthesized job trains and what its profiler writes, beyond
@@ -38,9 +40,9 @@ impl SynthRecipe {
     #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
     fn py_new(
         cluster: Option<&str>,
-        global_batch: Option<usize>,
-        micro_batch: Option<usize>,
-        virtual_stages: Option<usize>,
+        global_batch: Option<Bound<'_, PyAny>>,
+        micro_batch: Option<Bound<'_, PyAny>>,
+        virtual_stages: Option<Bound<'_, PyAny>>,
         sequence_parallel: bool,
         distributed_optimizer: bool,
         recompute: Option<&str>,
@@ -50,6 +52,14 @@ impl SynthRecipe {
         event_records: bool,
         stream_waits: bool,
     ) -> PyResult<SynthRecipe> {
+        // Each number in the range of its CLI flag.
+        let global_batch = (global_batch.as_ref())
+            .map(|v| args::whole("global_batch", v, 1, range::BATCH_MAX))
+            .transpose()?
+            .map(|v| v as usize);
+        let micro_batch = args::count("micro_batch", micro_batch.as_ref())?.map(|v| v as usize);
+        let virtual_stages =
+            args::count("virtual_stages", virtual_stages.as_ref())?.map(|v| v as usize);
         let cluster = cluster
             .map(|c| Cluster::preset(c).map_err(|e| Error::config(format!("cluster: {e}"))))
             .transpose()?;

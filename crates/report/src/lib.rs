@@ -69,6 +69,8 @@ mod model_file;
 mod network;
 mod predict;
 mod predict_input;
+mod preset_or_file;
+pub mod range;
 mod replay;
 mod structure;
 mod tables;
@@ -111,6 +113,7 @@ pub use predict::{
     StepRow,
 };
 pub use predict_input::{prediction_candidates_of, prediction_input, prediction_input_of_replay};
+pub use preset_or_file::not_a_file;
 pub use replay::{
     compare, critical_path_report, replay, replay_owned, replay_path, replay_path_for,
     replay_path_with_meta, replay_scaled, replay_stored, replay_trace, summarize,

@@ -205,8 +205,11 @@ impl From<Breakdown> for BreakdownMs {
 pub struct StageRow {
     /// Its index in the new pipeline.
     pub stage: u32,
-    /// Mean step time, ms.
+    /// Mean step time, predicted, ms.
     pub step_ms: f64,
+    /// The traced stage's mean step time, replayed, ms, when the pipeline
+    /// keeps its stages (as `replayed`).
+    pub replayed_step_ms: Option<f64>,
     /// The traced stage's replayed breakdown, when the pipeline keeps its
     /// stages.
     pub replayed: Option<BreakdownMs>,
@@ -569,17 +572,18 @@ fn stage_rows(pred: &Prediction, replayed: &Outcome, outcome: &Outcome) -> Vec<S
         .iter()
         .zip(&pred.stages)
         .enumerate()
-        .map(|(k, (o, st))| StageRow {
-            stage: o.stage,
-            step_ms: mean_ms(&o.step_ns),
-            replayed: replayed
-                .stages
-                .iter()
-                .find(|r| r.stage == o.stage && pred.stages.len() == replayed.stages.len())
-                .map(|r| r.breakdown.into()),
-            predicted: o.breakdown.into(),
-            dropped_edges: st.dropped_edges,
-            analysis: stage_analysis(outcome, k, &st.graph),
+        .map(|(k, (o, st))| {
+            let traced = (replayed.stages.iter())
+                .find(|r| r.stage == o.stage && pred.stages.len() == replayed.stages.len());
+            StageRow {
+                stage: o.stage,
+                step_ms: mean_ms(&o.step_ns),
+                replayed_step_ms: traced.map(|r| mean_ms(&r.step_ns)),
+                replayed: traced.map(|r| r.breakdown.into()),
+                predicted: o.breakdown.into(),
+                dropped_edges: st.dropped_edges,
+                analysis: stage_analysis(outcome, k, &st.graph),
+            }
         })
         .collect()
 }
