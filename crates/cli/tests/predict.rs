@@ -698,17 +698,29 @@ fn data_parallel_edits_of_an_inference_trace_are_refused() {
     let path = vec![corpus.path("single-rank/b200-vllm-tp8-rank0.json.gz")];
     assert_refused(&["--dp", "2"], &path, "no backward pass");
     assert_refused(&["--tp", "2"], &path, "no tensor-parallel collectives");
-    // A training trace's world group, taken for data parallel by a guess:
-    // the edit runs, low, and the output names the rule it rests on.
+    // DDP's bucket all-reduces, launched from the gradient accumulation
+    // hooks: data parallel from that evidence (medium), which also
+    // classifies the broadcast of the same process group.
     let path = vec![corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz")];
+    let v = json(&["predict", "--dp", "4"], &path);
+    let c = &v["confidence"];
+    assert_eq!(c["verdict"], "medium", "{c}");
+    assert_eq!(c["guessed_groups"].as_array().map(Vec::len), Some(0), "{c}");
+    let inspected =
+        String::from_utf8_lossy(&run_ok(lumos().arg("inspect").args(&path)).stdout).to_string();
+    assert!(
+        inspected.contains("broadcast, allreduce (medium confidence)"),
+        "{inspected}"
+    );
+    // All-reduces found nowhere telling (a compiled model's backward, no
+    // pass found), taken for data parallel by their kind alone: the edit
+    // runs, low, and the output names the rule it rests on.
+    let path = vec![corpus.path("single-rank/v100-ddp-rank1of2-allreduce.json.gz")];
     let v = json(&["predict", "--dp", "4"], &path);
     let c = &v["confidence"];
     assert_eq!(c["verdict"], "low", "{c}");
     let g = c["guessed_groups"][0].as_str().unwrap();
-    assert!(
-        g.contains("process group 0") && g.contains("the world group"),
-        "{g}"
-    );
+    assert!(g.contains("by its kind alone"), "{g}");
     let text =
         String::from_utf8_lossy(&run_ok(lumos().args(["predict", "--dp", "4"]).args(&path)).stdout)
             .to_string();

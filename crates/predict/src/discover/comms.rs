@@ -163,6 +163,11 @@ pub(super) enum Place {
     LastBackward,
     /// In its step's epilogue.
     Epilogue,
+    /// Launched from the hook that runs once a parameter's gradient is
+    /// accumulated (`autograd::engine::evaluate_function:
+    /// torch::autograd::AccumulateGrad`): where DDP's reducer starts its
+    /// bucket all-reduces, found even where no pass is.
+    GradientHook,
     /// Anywhere else, or in no unit.
     Other,
 }
@@ -268,6 +273,17 @@ pub(super) fn classify(
             Confidence::Medium,
             "a collective in the last backward pass (gradient buckets)",
         )
+    } else if place == Place::GradientHook
+        && matches!(
+            collective_kind(name),
+            Some(CollectiveKind::AllReduce | CollectiveKind::ReduceScatter)
+        )
+    {
+        (
+            GroupClass::Data,
+            Confidence::Medium,
+            "a reduction launched from a gradient's accumulation hook (DDP's bucket reducer)",
+        )
     } else if group.is_some_and(|gr| {
         gr.desc.as_deref() == Some("default_pg")
             || (!gr.ranks.is_empty() && gr.ranks.len() as u32 == world.unwrap_or(0))
@@ -313,6 +329,7 @@ pub(super) fn classify_comms(
     let mut classified: FxHashMap<ClassKey, Classified> = FxHashMap::default();
     let places = Places::new(steps);
     let mut nccl = NcclOperators::of(g);
+    let mut hooks = GradientHooks::of(g);
     let mut out = Vec::new();
     for (i, t) in g.tasks.iter().enumerate() {
         let Some(ci) = t.collective else { continue };
@@ -321,6 +338,10 @@ pub(super) fn classify_comms(
         let place = match units.unit_of[i] {
             NO_UNIT => Place::Other,
             u => places.of(roles[u as usize]),
+        };
+        let place = match place {
+            Place::Other if hooks.launched_in(task) => Place::GradientHook,
+            p => p,
         };
         let key = (
             c.name.as_str(),
@@ -355,6 +376,49 @@ pub(super) fn classify_comms(
         });
     }
     out
+}
+
+/// The scopes of one graph that run inside a gradient accumulation hook
+/// ([`Place::GradientHook`]), each scope looked up once.
+struct GradientHooks<'g> {
+    g: &'g Graph,
+    /// The hook's operator name, if the graph has it: most traces without
+    /// DDP do not, and then no scope is walked.
+    hook: Option<u32>,
+    in_hook: FxHashMap<u32, bool>,
+}
+
+/// The operator PyTorch records around a parameter's gradient
+/// accumulation, whose post-hooks DDP's reducer uses.
+const ACCUMULATE_GRAD: &str =
+    "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad";
+
+impl<'g> GradientHooks<'g> {
+    fn of(g: &'g Graph) -> Self {
+        let hook = g.names.iter().position(|n| n == ACCUMULATE_GRAD);
+        GradientHooks {
+            g,
+            hook: hook.map(|h| h as u32),
+            in_hook: FxHashMap::default(),
+        }
+    }
+
+    /// Whether task `t` was launched inside a gradient accumulation hook.
+    fn launched_in(&mut self, t: TaskId) -> bool {
+        let (g, Some(hook)) = (self.g, self.hook) else {
+            return false;
+        };
+        let Some(scope) = g.scope_of(t) else {
+            return false;
+        };
+        *self.in_hook.entry(scope.0).or_insert_with(|| {
+            std::iter::successors(Some(scope), |s| g.scopes.get(s.0 as usize)?.parent).any(|s| {
+                g.scopes
+                    .get(s.0 as usize)
+                    .is_some_and(|sc| sc.name.0 == hook)
+            })
+        })
+    }
 }
 
 /// What decides a communication task's class ([`classify_comms`]): its

@@ -338,6 +338,13 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
         });
         let e = &mut groups[i];
         e.tasks += 1;
+        // One process group is one set of ranks: its strongest evidence
+        // classifies it (DDP's bucket all-reduces, found in the gradient
+        // hooks, vouch for the broadcast at its start, which only the
+        // world group's size tells).
+        if c.confidence > e.confidence {
+            (e.confidence, e.basis) = (c.confidence, c.basis);
+        }
         // An all-to-all by its operator's name, not by the `SendRecv`
         // family of the kernels NCCL runs it as; other names as recorded.
         let recorded = &g.collectives[g.task(c.task).collective.unwrap_or(0) as usize].name;

@@ -90,6 +90,20 @@ fn rules_apply_in_order() {
         class("allreduce", None, None, Place::Other),
         (Data, Confidence::Low)
     );
+    // DDP's bucket reductions, launched from the gradient hooks, before the
+    // world group; other collectives there are no gradient reduction.
+    assert_eq!(
+        class("allreduce", None, Some(&world), Place::GradientHook),
+        (Data, Confidence::Medium)
+    );
+    assert_eq!(
+        class("reduce_scatter", Some(8), None, Place::GradientHook),
+        (Data, Confidence::Medium)
+    );
+    assert_eq!(
+        class("broadcast", None, Some(&world), Place::GradientHook),
+        (Data, Confidence::Low)
+    );
     assert_eq!(
         class("_allgather_base", None, None, Place::Other),
         (GroupClass::Other, Confidence::Low)
