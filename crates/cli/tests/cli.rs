@@ -385,7 +385,8 @@ fn merge_writes_a_job_as_one_timeline_a_process_per_rank() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(written, ["job.replayed.json.gz"]);
-    let t = lumos_trace::read_path(&out.join("job.replayed.json.gz")).unwrap();
+    let merged = out.join("job.replayed.json.gz");
+    let t = lumos_trace::read_bytes_merged(&merged, &lumos_testkit::gunzip_file(&merged)).unwrap();
     let mut ranks: Vec<String> = t
         .track_names
         .iter()
