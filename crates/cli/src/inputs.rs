@@ -68,15 +68,14 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     for p in paths {
         let p = &input_path(p);
         if p.is_dir() {
-            let found = lumos_trace::trace_files_under(p, &|n| {
-                lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph")
-            })?;
+            let accepts = |n: &str| lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph");
+            let found = lumos_trace::trace_files_under(p, &accepts)?;
             if found.is_empty() {
-                bail!(
-                    "{}: directory has no trace files (*.json, *.json.gz, *.lgraph), \
-                     sub-folders included",
-                    p.display()
-                );
+                bail!(lumos_trace::no_trace_files(
+                    p,
+                    "*.json, *.json.gz, *.lgraph",
+                    &accepts
+                ));
             }
             out.extend(found);
         } else {
