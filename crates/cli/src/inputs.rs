@@ -165,6 +165,35 @@ pub fn output_not_an_input(output: &Path, inputs: &[PathBuf], flag: &str) -> Res
     }
 }
 
+/// Refuses `dir`, given with `flag` as the directory to write into
+/// (created if needed), when it cannot be one: it, or a folder above it,
+/// is there and is not a directory (a file, a device). A usage error,
+/// checked before any work: the command would otherwise read and replay
+/// everything, then fail to create the directory.
+pub fn output_dir(dir: &Path, flag: &str) -> Result<()> {
+    // The nearest part of the path that is there decides: a directory can
+    // hold what is missing below it; a link to one is one.
+    for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                let what = if p == dir {
+                    "exists and is not a directory".to_owned()
+                } else {
+                    format!("{} is not a directory", p.display())
+                };
+                return Err(crate::usage::usage(format!(
+                    "{flag} {}: {what}; {flag} names the directory to write into (created if \
+                     needed)",
+                    dir.display()
+                )));
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Whether two paths, whose metadata are `a` and `b`, are one file.
 #[cfg(unix)]
 fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata, _: &Path, _: &Path) -> bool {

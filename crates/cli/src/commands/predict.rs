@@ -261,6 +261,9 @@ pub fn predict_then<T>(
 /// Runs `lumos predict`.
 pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(&a.target)?;
+    if let Some(dir) = &a.out {
+        inputs::output_dir(dir, "--out")?;
+    }
     let (loaded, sources, transfer) = match &a.durations_from {
         Some(b) => {
             crate::usage::stdin_once(a.paths.iter().map(PathBuf::as_path).chain([b.as_path()]))?;
