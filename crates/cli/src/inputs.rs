@@ -68,15 +68,14 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     for p in paths {
         let p = &input_path(p);
         if p.is_dir() {
-            let found = lumos_trace::trace_files_under(p, &|n| {
-                lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph")
-            })?;
+            let accepts = |n: &str| lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph");
+            let found = lumos_trace::trace_files_under(p, &accepts)?;
             if found.is_empty() {
-                bail!(
-                    "{}: directory has no trace files (*.json, *.json.gz, *.lgraph), \
-                     sub-folders included",
-                    p.display()
-                );
+                bail!(lumos_trace::no_trace_files(
+                    p,
+                    "*.json, *.json.gz, *.lgraph",
+                    &accepts
+                ));
             }
             out.extend(found);
         } else {
@@ -150,6 +149,35 @@ pub fn output_not_an_input(output: &Path, inputs: &[PathBuf], flag: &str) -> Res
         ))),
         None => Ok(()),
     }
+}
+
+/// Refuses `dir`, given with `flag` as the directory to write into
+/// (created if needed), when it cannot be one: it, or a folder above it,
+/// is there and is not a directory (a file, a device). A usage error,
+/// checked before any work: the command would otherwise read and replay
+/// everything, then fail to create the directory.
+pub fn output_dir(dir: &Path, flag: &str) -> Result<()> {
+    // The nearest part of the path that is there decides: a directory can
+    // hold what is missing below it; a link to one is one.
+    for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                let what = if p == dir {
+                    "exists and is not a directory".to_owned()
+                } else {
+                    format!("{} is not a directory", p.display())
+                };
+                return Err(crate::usage::usage(format!(
+                    "{flag} {}: {what}; {flag} names the directory to write into (created if \
+                     needed)",
+                    dir.display()
+                )));
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Whether two paths, whose metadata are `a` and `b`, are one file.

@@ -317,6 +317,51 @@ fn synth_model_files_are_checked() {
     assert!(err.contains("bad.json") && err.contains("hidden"), "{err}");
 }
 
+/// A folder holding only lumos's own outputs (which a directory argument
+/// leaves out) is refused as bad input, saying so, how many and one of
+/// them, and that they can be given as files; an empty folder as before.
+#[test]
+fn a_folder_of_lumos_outputs_says_so() {
+    let dir = TempDir::new("cli-only-outputs");
+    let job = dir.path().join("job");
+    run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2"])
+            .arg("--out")
+            .arg(&job),
+    );
+    let out = dir.path().join("rt");
+    run_ok(
+        lumos()
+            .args(["predict", "--layers", "8", "--out"])
+            .arg(&out)
+            .arg(&job),
+    );
+    let refused = |cmd: &str, path: &Path| {
+        let o = lumos().arg(cmd).arg(path).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{cmd}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    for cmd in ["replay", "predict", "inspect"] {
+        let err = refused(cmd, &out);
+        for want in [
+            "holds only lumos's own outputs (2 files such as ",
+            "rank0.predicted.json.gz), ",
+            "give them as files",
+        ] {
+            assert!(err.contains(want), "{cmd}: {err}");
+        }
+    }
+    // Given as files, they are read.
+    let named = out.join("rank0.predicted.json.gz");
+    assert!(named.is_file());
+    lumos_json(&["inspect"], &[named]);
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = refused("replay", &empty);
+    assert!(err.contains("has no trace files"), "{err}");
+}
+
 /// Runs kept in sub-folders (as TensorBoard's profiler plugin keeps them)
 /// are found; hidden folders and the timelines lumos writes are not read as
 /// traces.
@@ -385,7 +430,8 @@ fn merge_writes_a_job_as_one_timeline_a_process_per_rank() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(written, ["job.replayed.json.gz"]);
-    let t = lumos_trace::read_path(&out.join("job.replayed.json.gz")).unwrap();
+    let merged = out.join("job.replayed.json.gz");
+    let t = lumos_trace::read_bytes_merged(&merged, &lumos_testkit::gunzip_file(&merged)).unwrap();
     let mut ranks: Vec<String> = t
         .track_names
         .iter()

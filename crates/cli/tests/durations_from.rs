@@ -122,6 +122,69 @@ fn issue_10_a_synthesized_job_on_another_gpu_reproduces_its_replay() {
     assert!(p["steps"].is_array());
 }
 
+#[test]
+fn a_prediction_with_another_gpu_s_durations_is_on_that_gpu() {
+    // The audit's pair: the same job on an H100 and an A100. The durations
+    // come from the A100 recording, so its GPU (peak, efficiency) and its
+    // network presets must be the prediction's too: predicting from the
+    // H100 graph with the A100 durations is predicting from the A100
+    // recording itself, the programs being the same to the operator.
+    let dir = TempDir::new("durations-from-hardware");
+    let job = ["--tp", "2", "--dp", "2", "--steps", "3"];
+    let h100 = synth(&dir.path().join("h100"), "h100", &job);
+    let a100 = synth(&dir.path().join("a100"), "a100", &job);
+    let out = dir.path().join("out");
+    let across = json(
+        &[
+            "predict",
+            "--dp",
+            "8",
+            "--durations-from",
+            a100.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        std::slice::from_ref(&h100),
+    );
+    let own = json(&["predict", "--dp", "8"], std::slice::from_ref(&a100));
+    let (p, q) = (
+        num(&across, &["mean_predicted_ms"]),
+        num(&own, &["mean_predicted_ms"]),
+    );
+    assert!((p - q).abs() < 1e-6 * q, "{p} vs the A100's own {q}");
+    let gemm = &across["calibration"]["gemm"];
+    assert_eq!(gemm["gpu"], "a100", "{gemm}");
+    assert_eq!(
+        gemm["peak_tflops"],
+        own["calibration"]["gemm"]["peak_tflops"]
+    );
+    assert_eq!(across["calibration"]["network_start"], "preset a100");
+    assert_eq!(
+        across["calibration"]["network"],
+        own["calibration"]["network"]
+    );
+    // Said, with what A recorded.
+    let notes = across["durations_from"]["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|n| n.contains("on B's hardware")
+                && n.contains("GPU \"NVIDIA A100")
+                && n.contains("A: GPU \"NVIDIA H100")),
+        "{notes:?}"
+    );
+    // The predicted timeline lists the GPUs its durations ran on (its
+    // tracks keep A's names and labels: display, not hardware).
+    let timeline = lumos_testkit::gunzip_file(&out.join("rank0.predicted.json.gz"));
+    let timeline: Value = serde_json::from_slice(&timeline).unwrap();
+    let devices = timeline["deviceProperties"].as_array().unwrap();
+    assert!(!devices.is_empty());
+    for d in devices {
+        assert_eq!(d["name"], "NVIDIA A100-SXM4-80GB", "{d}");
+    }
+}
+
 /// Runs `lumos ARGS`, expecting a usage error; its stderr.
 fn usage_error(args: &[&str]) -> String {
     let out = lumos().args(args).output().unwrap();

@@ -538,6 +538,50 @@ fn an_output_that_is_an_input_is_refused() {
     assert_eq!(std::fs::read(&f).unwrap(), before);
 }
 
+/// A directory-valued output naming a file (or a path under one) was
+/// found out only after the work, as bad input ("cannot create: File
+/// exists"): every such flag is a usage error now, said before any work,
+/// and the file is left as it was.
+#[test]
+fn a_directory_output_that_is_a_file_is_a_usage_error() {
+    let dir = TempDir::new("cli-exit-out-file");
+    let f = one_rank(&dir.join("job"));
+    let taken = dir.join("taken");
+    std::fs::write(&taken, "mine").unwrap();
+    let t = taken.to_str().unwrap();
+    let under = taken.join("sub");
+    let u = under.to_str().unwrap();
+    let with_trace: [&[&str]; 5] = [
+        &["predict", "--out", t],
+        &["predict", "--out", u],
+        &["replay", "--out", t],
+        &["replay", "--out", u],
+        &["replay", "--per-trace", "--critical-path", t],
+    ];
+    for args in with_trace {
+        let out = run(args, Some(&f));
+        let flag = args[args.len() - 2];
+        assert_fails(&out, 2, &format!("{flag} {}: ", args[args.len() - 1]), flag);
+        assert_fails(&out, 2, "names the directory to write into", flag);
+    }
+    let out = run(&["replay", "--out", u], Some(&f));
+    assert_fails(&out, 2, &format!("{t} is not a directory"), "under a file");
+    for args in [
+        &["synth", "--model", "gpt-tiny", "--out", t][..],
+        &["demo", "--out", t],
+    ] {
+        let out = run(args, None);
+        assert_fails(&out, 2, "exists and is not a directory", args[0]);
+    }
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "mine");
+    // A directory that is there, or one to create, is written into.
+    for out_dir in [dir.join("job"), dir.join("new/deeper")] {
+        let o = out_dir.to_str().unwrap();
+        let out = run(&["predict", "--out", o], Some(&f));
+        assert_eq!(out.status.code(), Some(0), "{o}");
+    }
+}
+
 /// Command lines that did something other than asked without a word, or
 /// said something else than what was wrong (a fuzz of flag values, 5
 /// December 2026): each is now a usage error that says what is wrong.

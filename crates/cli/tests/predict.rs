@@ -219,6 +219,60 @@ fn stages_of_one_file_name_are_written_under_their_ranks() {
     assert_eq!(written(&more), want);
 }
 
+/// The timelines `--merge` writes (`job.predicted.json.gz`,
+/// `job.replayed.json.gz`) hold several ranks, each a process `rank N`:
+/// read as one rank they made nonsense (+290% steps), so every command
+/// refuses them as bad input, saying what they are and what to give
+/// instead; the per-rank timelines read back.
+#[test]
+fn merged_timelines_are_refused_as_inputs() {
+    let dir = temp_dir("merged-back");
+    let traces = dir.join("traces");
+    synth_pipeline(&traces);
+    let predicted = dir.join("predicted");
+    let replayed = dir.join("replayed");
+    let run = |args: &[&str], out: &Path| {
+        run_ok(lumos().args(args).arg("--out").arg(out).arg(&traces));
+    };
+    run(
+        &["predict", "--pp", "4", "--layers", "8", "--merge"],
+        &predicted,
+    );
+    run(&["replay", "--merge"], &replayed);
+    for (file, ranks) in [
+        (predicted.join("job.predicted.json.gz"), 4),
+        (replayed.join("job.replayed.json.gz"), 2),
+    ] {
+        for cmd in ["replay", "predict", "inspect"] {
+            let out = lumos().arg(cmd).arg(&file).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{cmd} {}: {err}",
+                file.display()
+            );
+            for want in [
+                &format!("merged of {ranks} ranks")[..],
+                "one rank per file",
+                "without --merge",
+            ] {
+                assert!(err.contains(want), "{cmd}: {err}");
+            }
+        }
+    }
+    // The same timelines written apart read back, each as its rank.
+    let apart = dir.join("apart");
+    run(&["predict", "--pp", "4", "--layers", "8"], &apart);
+    let files: Vec<PathBuf> = std::fs::read_dir(&apart)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 4);
+    let r = json(&["replay", "--per-trace"], &files);
+    assert_eq!(r["traces"].as_array().unwrap().len(), 4, "{r}");
+}
+
 #[test]
 fn kernels_network_and_human_output() {
     let dir = temp_dir("net");

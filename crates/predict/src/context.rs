@@ -93,6 +93,19 @@ impl TraceContext {
         }
     }
 
+    /// Takes the hardware `other` describes (its GPU and node size) in
+    /// place of this rank's own, keeping the rank, its groups and its
+    /// clock: the context of a graph re-timed with another recording's
+    /// durations (`--durations-from`), whose GPU preset, network presets
+    /// and calibration must be those of the recording the durations come
+    /// from.
+    pub fn take_hardware_of(&mut self, other: &TraceContext) {
+        self.gpus_per_node = other.gpus_per_node;
+        self.device_name = other.device_name.clone();
+        self.device_sms = other.device_sms;
+        self.device_memory_bytes = other.device_memory_bytes;
+    }
+
     /// The group named `name`.
     pub fn group(&self, name: &str) -> Option<&GroupInfo> {
         self.groups.iter().find(|g| g.name == name)

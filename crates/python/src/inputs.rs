@@ -22,10 +22,10 @@ pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
             out.push(p.clone());
             continue;
         }
-        let found = lumos_trace::trace_files_under(p, &|n| {
-            lumos_trace::is_trace_file_name(n) || (lgraph && n.ends_with(".lgraph"))
-        })
-        .map_err(|e| Error::new(Kind::Io, e.to_string()))?;
+        let accepts =
+            |n: &str| lumos_trace::is_trace_file_name(n) || (lgraph && n.ends_with(".lgraph"));
+        let found = lumos_trace::trace_files_under(p, &accepts)
+            .map_err(|e| Error::new(Kind::Io, e.to_string()))?;
         if found.is_empty() {
             let kinds = if lgraph {
                 "*.json, *.json.gz, *.lgraph"
@@ -34,10 +34,7 @@ pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
             };
             return Err(Error::new(
                 Kind::Input,
-                format!(
-                    "{}: directory has no trace files ({kinds}), sub-folders included",
-                    p.display()
-                ),
+                lumos_trace::no_trace_files(p, kinds, &accepts),
             ));
         }
         out.extend(found);

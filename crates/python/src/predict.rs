@@ -111,8 +111,9 @@ fn run(
 }
 
 /// `durations_from=B`, as `lumos predict --durations-from B`: the one
-/// input's graph re-timed with B's durations, in place; the transfer's
-/// report. B sharing too little with it is a `ConfigError`.
+/// input's graph re-timed with B's durations, in place, on B's hardware
+/// ([`lumos_report::retime_input`]); the transfer's report. B sharing too
+/// little with it is a `ConfigError`.
 fn retime_from(inputs: &mut [Input], b: &Input) -> Result<lumos_report::TransferReport> {
     let [input] = inputs else {
         return Err(Error::config(format!(
@@ -120,25 +121,12 @@ fn retime_from(inputs: &mut [Input], b: &Input) -> Result<lumos_report::Transfer
             inputs.len()
         )));
     };
-    let a = lumos_report::Recording {
-        path: &input.name,
-        graph: &input.graph,
-        measured: &input.measured,
-    };
-    let rb = lumos_report::Recording {
-        path: &b.name,
-        graph: &b.graph,
-        measured: &b.measured,
-    };
-    let (report, t) =
-        lumos_report::transfer_replay(a, rb, &Default::default()).map_err(|e| match e {
-            lumos_report::ReportError::Predict(ref p) if p.is_usage() => {
-                Error::from_chain(Kind::Config, &e).naming("--durations-from", "durations_from")
-            }
-            e => e.into(),
-        })?;
-    input.graph = t.graph;
-    Ok(report)
+    lumos_report::retime_input(input, b).map_err(|e| match e {
+        lumos_report::ReportError::Predict(ref p) if p.is_usage() => {
+            Error::from_chain(Kind::Config, &e).naming("--durations-from", "durations_from")
+        }
+        e => e.into(),
+    })
 }
 
 /// The checked target of a prediction (the CLI's flags), made before any

@@ -29,7 +29,8 @@
 //!   trace's replay by [`prediction_input_of_replay`].
 //! - [`transfer_replay`]: one recording's graph replayed with another's
 //!   measured durations (`--durations-from`), against the other's steps
-//!   ([`TransferReport`]).
+//!   ([`TransferReport`]); [`retime_input`], a prediction's one input
+//!   re-timed so, and on the other's hardware.
 //! - [`HtmlReport`]: all of it for one trace or job as one self-contained
 //!   HTML page (`lumos report`), charts as inline SVG.
 //!
@@ -128,7 +129,7 @@ pub use tables::{
 };
 pub use timeline::{merged_file_name, MergedTimeline, MergedWriter, Timeline, TimelineSource};
 pub use transfer::{
-    transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,
+    retime_input, transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,
     TransferPrediction, TransferReport, TransferStep,
 };
 

@@ -2,7 +2,7 @@
 //! measured in another, next to the other's measured steps.
 
 use lumos_graph::{Graph, Measured, ProcId, ProcKind};
-use lumos_predict::{transfer_durations, MatchedTime, Transfer};
+use lumos_predict::{transfer_durations, Input, MatchedTime, Transfer};
 use lumos_sim::{simulate, step_spans, SimOptions};
 use serde::Serialize;
 
@@ -214,6 +214,59 @@ pub fn transfer_replay(
         steps,
     };
     Ok((report, t))
+}
+
+/// `lumos predict A --durations-from B`: the one input `a` re-timed in
+/// place with B's durations ([`transfer_replay`], replayed as is), and
+/// given B's hardware: B's durations were measured on B's GPU and network,
+/// so the GPU preset (peak, GEMM efficiency), the presets of links the
+/// calibration cannot fit and the node size that decides which link a
+/// group uses are B's too ([`lumos_predict::TraceContext::take_hardware_of`]).
+/// A keeps its graph, configuration, ranks and groups. The report's notes
+/// say which hardware the prediction took.
+pub fn retime_input(a: &mut Input, b: &Input) -> Result<TransferReport, ReportError> {
+    let (mut report, t) = transfer_replay(
+        Recording {
+            path: &a.name,
+            graph: &a.graph,
+            measured: &a.measured,
+        },
+        Recording {
+            path: &b.name,
+            graph: &b.graph,
+            measured: &b.measured,
+        },
+        &SimOptions::default(),
+    )?;
+    a.graph = t.graph;
+    report.notes.push(hardware_note(&a.ctx, &b.ctx));
+    a.ctx.take_hardware_of(&b.ctx);
+    Ok(report)
+}
+
+/// What [`retime_input`] takes of B's hardware, against what A recorded.
+fn hardware_note(a: &lumos_predict::TraceContext, b: &lumos_predict::TraceContext) -> String {
+    let gpu = |c: &lumos_predict::TraceContext| {
+        format!(
+            "GPU {}, {} GPUs per node",
+            c.device_name
+                .as_deref()
+                .map_or("unrecorded".into(), |n| format!("{n:?}")),
+            c.gpus_per_node
+        )
+    };
+    let (a_hw, b_hw) = (gpu(a), gpu(b));
+    let a_said = if a_hw == b_hw {
+        "A's as well".to_owned()
+    } else {
+        format!("A: {a_hw}")
+    };
+    format!(
+        "the prediction is on B's hardware, where its durations were measured: {b_hw} ({a_said}), \
+         whose presets (peak, GEMM efficiency, links the calibration cannot fit) and node size \
+         it uses, calibrated on B's durations; A gives the graph, the configuration, the ranks \
+         and their groups"
+    )
 }
 
 /// The matched shares and thread pairs.

@@ -207,6 +207,7 @@ fn header(cfg: &SynthConfig, rank: usize, out: &mut KinetoWriter<Vec<u8>>) {
         // Readers take a subset written on purpose (one rank per stage) as
         // the whole set; all ranks need no list (it would be the world).
         written_ranks: (written.len() < p.world_size()).then_some(written.as_slice()),
+        merged_ranks: None,
     });
     out.member_int("record_shapes", 1);
     let c = p.coord(rank);

@@ -77,6 +77,21 @@ pub enum ErrorKind {
     /// Valid JSON that is not a trace.
     #[error("not a Kineto/Chrome trace: {0}")]
     NotATrace(String),
+    /// A timeline lumos merged of several ranks (`lumos replay --merge`,
+    /// `lumos predict --merge`), each rank a process `rank N`: lumos
+    /// reads one rank per file. Known by what lumos wrote into it
+    /// (`distributedInfo.merged_ranks`, or the `traceName` it gave such
+    /// files before that).
+    #[error(
+        "a timeline lumos merged of {} into one file (--merge), each rank a process \"rank N\"; \
+         lumos reads one rank per file: give it the traces the timeline came from, or the \
+         per-rank timelines that --out writes without --merge",
+        ranks.map_or("several ranks".to_owned(), |n| format!("{n} rank{}", if n == 1 { "" } else { "s" }))
+    )]
+    MergedTimeline {
+        /// The ranks it holds, when it lists them.
+        ranks: Option<usize>,
+    },
     /// Not JSON but a format recognised by its first bytes: an archive,
     /// another compression, a web page, binary data.
     #[error("is {what}; {advice}")]

@@ -59,9 +59,41 @@ pub fn trace_files_under(
     accepts: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<PathBuf>, DirError> {
     let mut out = Vec::new();
-    collect(dir, MAX_DIR_DEPTH, accepts, &mut out)?;
+    let keep = |n: &str| accepts(n) && !is_lumos_output(n);
+    collect(dir, MAX_DIR_DEPTH, &keep, &mut out)?;
     out.sort_by(|a, b| natural_order(a, b));
     Ok(out)
+}
+
+/// What to say of `dir` when [`trace_files_under`] found no file in it
+/// that `accepts`, `kinds` naming those (`*.json, *.json.gz`): that it
+/// holds only lumos's own outputs, how many and one of them, which can be
+/// given as files (a directory leaves them out so that a run's outputs
+/// are not read as its inputs), or else that it has none.
+pub fn no_trace_files(dir: &Path, kinds: &str, accepts: &dyn Fn(&str) -> bool) -> String {
+    let mut outputs = Vec::new();
+    let keep = |n: &str| accepts(n) && is_lumos_output(n);
+    // Listed again only on this path; a folder that cannot be listed now
+    // gets the plain message.
+    if collect(dir, MAX_DIR_DEPTH, &keep, &mut outputs).is_ok() {
+        outputs.sort_by(|a, b| natural_order(a, b));
+    }
+    match &outputs[..] {
+        [] => format!(
+            "{}: directory has no trace files ({kinds}), sub-folders included",
+            dir.display()
+        ),
+        [first, ..] => format!(
+            "{}: directory holds only lumos's own outputs ({} such as {}), which a directory \
+             argument leaves out; give them as files to read them",
+            dir.display(),
+            match outputs.len() {
+                1 => "1 file".to_owned(),
+                n => format!("{n} files"),
+            },
+            first.display()
+        ),
+    }
 }
 
 /// Paths compared as people number files: component by component, runs of
@@ -119,10 +151,12 @@ fn digits_value_order(a: &[u8], b: &[u8]) -> Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
+/// The files under `dir` (down to `depth` more levels of sub-folders, not
+/// hidden ones) whose names `keep`, into `out`.
 fn collect(
     dir: &Path,
     depth: u32,
-    accepts: &dyn Fn(&str) -> bool,
+    keep: &dyn Fn(&str) -> bool,
     out: &mut Vec<PathBuf>,
 ) -> Result<(), DirError> {
     let entries = std::fs::read_dir(dir).map_err(|error| DirError {
@@ -133,9 +167,9 @@ fn collect(
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if path.is_dir() {
             if depth > 0 && !name.starts_with('.') {
-                collect(&path, depth - 1, accepts, out)?;
+                collect(&path, depth - 1, keep, out)?;
             }
-        } else if path.is_file() && accepts(name) && !is_lumos_output(name) {
+        } else if path.is_file() && keep(name) {
             out.push(path);
         }
     }

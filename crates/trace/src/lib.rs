@@ -86,11 +86,14 @@ pub const MAX_ITEM_BYTES: usize = 1 << 30;
 pub const MAX_TEXT_BYTES: usize = 64 << 10;
 
 pub use error::{ErrorKind, ReadError};
-pub use find::{is_lumos_output, is_trace_file_name, trace_files_under, DirError, MAX_DIR_DEPTH};
+pub use find::{
+    is_lumos_output, is_trace_file_name, no_trace_files, trace_files_under, DirError, MAX_DIR_DEPTH,
+};
 pub use model::*;
 pub use read::{
-    rank_from_file_name, read_bytes, read_bytes_with_chunk, read_bytes_with_limits,
-    read_bytes_with_list_budget, read_path, read_path_into, read_path_with_progress, EventSink,
+    rank_from_file_name, read_bytes, read_bytes_merged, read_bytes_with_chunk,
+    read_bytes_with_limits, read_bytes_with_list_budget, read_path, read_path_into,
+    read_path_with_progress, EventSink,
 };
 pub use shapes::{Input, InputDims};
 pub use write::{

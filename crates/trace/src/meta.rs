@@ -25,6 +25,18 @@ pub(crate) fn is_used(key: &str) -> bool {
     )
 }
 
+/// Whether `value`, the text of a top-level `traceName`, is one lumos gave
+/// its merged timelines (`job.replayed.json.gz`, `job.predicted.json.gz`:
+/// lumos-report's `timeline/merge.rs`) before it marked them with
+/// `distributedInfo.merged_ranks`; Kineto names a trace after its file,
+/// never so. The text is compared as written (lumos writes these names
+/// without escapes), not parsed: `traceName` is otherwise unused, and an
+/// unused member is never parsed.
+pub(crate) fn is_merged_trace_name(value: &[u8]) -> bool {
+    let value = value.trim_ascii();
+    [&b"\"lumos replayed job\""[..], b"\"lumos predicted job\""].contains(&value)
+}
+
 /// What reading one member gave besides [`TraceMeta`] fields.
 #[derive(Debug, Default)]
 pub(crate) struct Applied {
@@ -33,6 +45,9 @@ pub(crate) struct Applied {
     /// Repairs inside a `distributedInfo` written as a string of JSON.
     pub repairs: Repairs,
     pub warning: Option<String>,
+    /// `Some(n)` when `distributedInfo.merged_ranks` says that the file is
+    /// a timeline lumos merged of `n` ranks (`None` when it is not a list).
+    pub merged: Option<Option<usize>>,
 }
 
 /// Stores what the member `key` (one [`is_used`] accepts) says in `meta`.
@@ -107,6 +122,10 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
         .map(Into::into);
     if let Some(pgs) = info.get("pg_config").and_then(Json::as_array) {
         meta.process_groups = pgs.iter().map(process_group_from).collect();
+    }
+    if let Some(v) = info.get("merged_ranks") {
+        // Whatever the list holds, lumos wrote it on a merged timeline.
+        applied.merged = Some(v.as_array().map(|a| a.len()));
     }
     if let Some(v) = info.get("written_ranks") {
         match written_ranks(v, meta.world_size) {

@@ -172,13 +172,29 @@ pub fn read_bytes_with_list_budget(
     read_from(path, data, sizes, &|_| {}, None)
 }
 
-/// How much of the JSON is read at a time, the largest item held, and
-/// the distinct argument lists kept.
+/// [`read_bytes`] of a timeline lumos merged of several ranks (`--merge`),
+/// which every other entry point refuses
+/// ([`ErrorKind::MergedTimeline`]): its [`Trace`] holds every rank's
+/// events, each rank on its process `rank N`, and means nothing as one
+/// rank. For the tests of the merged timeline's writer; not part of the
+/// stable API.
+#[doc(hidden)]
+pub fn read_bytes_merged(path: &Path, data: &[u8]) -> Result<Trace, ReadError> {
+    let sizes = Sizes {
+        merged_allowed: true,
+        ..Sizes::DEFAULT
+    };
+    read_from(path, data, sizes, &|_| {}, None)
+}
+
+/// How much of the JSON is read at a time, the largest item held, the
+/// distinct argument lists kept, and whether a merged timeline is read.
 #[derive(Clone, Copy)]
 struct Sizes {
     chunk: usize,
     max_item: usize,
     distinct_lists: usize,
+    merged_allowed: bool,
 }
 
 impl Sizes {
@@ -186,6 +202,7 @@ impl Sizes {
         chunk: CHUNK,
         max_item: MAX_ITEM_BYTES,
         distinct_lists: MAX_DISTINCT_LIST_BYTES,
+        merged_allowed: false,
     };
 
     /// The error for an item over the limit at `offset`.
@@ -425,7 +442,7 @@ fn read_json<R: Read + Send>(
         sizes,
         splitter: Splitter::new(),
     };
-    let mut builder = Builder::new(path, gzipped, sink, sizes.distinct_lists);
+    let mut builder = Builder::new(path, gzipped, sink, sizes);
     // Storage handed from stage to stage, so that the kernel does not hand
     // out (and zero) fresh pages for every chunk.
     let mut spare_chunk = Chunk::default();
@@ -642,6 +659,9 @@ struct Builder<'s> {
     texts_cut: u64,
     /// The distinct lists it may still keep.
     lists: ListBudget,
+    /// Whether a timeline lumos merged of several ranks is read
+    /// ([`read_bytes_merged`]) rather than refused.
+    merged_allowed: bool,
 }
 
 impl<'s> Builder<'s> {
@@ -649,7 +669,7 @@ impl<'s> Builder<'s> {
         path: &Path,
         gzipped: bool,
         sink: Option<&'s mut dyn EventSink>,
-        distinct_lists: usize,
+        sizes: Sizes,
     ) -> Builder<'s> {
         Builder {
             trace: Trace {
@@ -670,9 +690,10 @@ impl<'s> Builder<'s> {
             saw_nodes: false,
             texts_cut: 0,
             lists: ListBudget {
-                left: distinct_lists,
+                left: sizes.distinct_lists,
                 refused: 0,
             },
+            merged_allowed: sizes.merged_allowed,
         }
     }
 
@@ -1015,6 +1036,9 @@ impl<'s> Builder<'s> {
     /// Reads a top-level member into the metadata if it is one the model
     /// uses; the others are not parsed.
     fn add_member(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ReadError> {
+        if key == "traceName" && meta::is_merged_trace_name(value) {
+            return self.merged(None);
+        }
         if !meta::is_used(key) {
             self.saw_nodes |= key == "nodes";
             return Ok(());
@@ -1038,12 +1062,29 @@ impl<'s> Builder<'s> {
         })?;
         self.note_repairs(repairs, None);
         let applied = meta::apply(key, &json, &mut self.trace.meta);
+        if let Some(ranks) = applied.merged {
+            self.merged(ranks)?;
+        }
         self.note_repairs(applied.repairs, None);
         if let Some(rank) = applied.distributed_rank {
             self.distributed_rank = rank;
         }
         self.trace.warnings.extend(applied.warning);
         Ok(())
+    }
+
+    /// A timeline lumos merged of several ranks (`ranks` of them, when
+    /// known): refused unless asked for, as soon as it is known (lumos
+    /// writes its marks before the events), rather than read as one rank
+    /// of nonsense.
+    fn merged(&self, ranks: Option<usize>) -> Result<(), ReadError> {
+        if self.merged_allowed {
+            return Ok(());
+        }
+        Err(ReadError::new(
+            &self.trace.path,
+            ErrorKind::MergedTimeline { ranks },
+        ))
     }
 
     fn finish(mut self) -> Trace {

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use lumos_trace::{
-    read_bytes, read_path, write_gz_atomic, Category, DeviceProperties, DistributedInfo, Event,
-    FlowKind, FlowPhase, Ident, Input, InputDims, KinetoWriter, Layout, PgConfig, Trace,
+    read_bytes, read_path, write_gz_atomic, Category, DeviceProperties, DistributedInfo, ErrorKind,
+    Event, FlowKind, FlowPhase, Ident, Input, InputDims, KinetoWriter, Layout, PgConfig, Trace,
 };
 
 /// One complete event as written.
@@ -169,6 +169,7 @@ fn write_trace<W: std::io::Write>(w: &mut KinetoWriter<W>) {
         }]),
         nccl_version: Some("2.21.5"),
         written_ranks: Some(&[3, 1]),
+        merged_ranks: None,
     });
     w.process_name(PID, "python3");
     w.thread_name(PID, MAIN, "thread 4242 (python3)");
@@ -441,4 +442,59 @@ fn process_labels_and_input_types_from_text_read_back() {
         .collect();
     assert_eq!(types, [Some(r#"["TensorList", "Scalar"]"#), None]);
     assert_eq!(t.skipped.total(), 0);
+}
+
+/// A small trace of one kernel, its `distributedInfo` `info` and its
+/// `traceName` `name`.
+fn one_kernel(info: &DistributedInfo<'_>, name: &str) -> Vec<u8> {
+    let mut w = KinetoWriter::new(Vec::new(), Layout::Compact);
+    w.schema_version(1);
+    w.distributed_info(info);
+    w.trace_name(name);
+    w.complete(Category::Kernel, "k", 0, 7, 1_000, 2_000)
+        .device(0)
+        .stream(7);
+    w.finish().unwrap()
+}
+
+#[test]
+fn a_merged_timeline_is_refused_by_what_lumos_wrote_into_it() {
+    let path = Path::new("job.replayed.json");
+    let merged = DistributedInfo {
+        world_size: Some(4),
+        merged_ranks: Some(&[0, 1, 2, 3]),
+        ..Default::default()
+    };
+    let refused = |bytes: &[u8]| read_bytes(path, bytes).unwrap_err();
+    // Marked by its `merged_ranks`, whatever its name.
+    let e = refused(&one_kernel(&merged, "anything"));
+    assert!(
+        matches!(e.kind, ErrorKind::MergedTimeline { ranks: Some(4) }),
+        "{e}"
+    );
+    let text = e.to_string();
+    for want in ["merged of 4 ranks", "one rank per file", "without --merge"] {
+        assert!(text.contains(want), "{text}");
+    }
+    // Or by the trace name lumos gave merged timelines before.
+    for name in ["lumos replayed job", "lumos predicted job"] {
+        let e = refused(&one_kernel(&DistributedInfo::default(), name));
+        assert!(
+            matches!(e.kind, ErrorKind::MergedTimeline { ranks: None }),
+            "{name}: {e}"
+        );
+        assert!(e.to_string().contains("merged of several ranks"), "{e}");
+    }
+    // One rank's timeline, and a trace Kineto named after its file, are
+    // read; so is a merged one where asked for.
+    for name in [
+        "lumos replayed",
+        "/tmp/job.predicted.json",
+        "lumos replayed job ",
+    ] {
+        let t = read_bytes(path, &one_kernel(&DistributedInfo::default(), name)).unwrap();
+        assert_eq!(t.events.len(), 1, "{name}");
+    }
+    let t = lumos_trace::read_bytes_merged(path, &one_kernel(&merged, "lumos replayed job"));
+    assert_eq!(t.unwrap().events.len(), 1);
 }

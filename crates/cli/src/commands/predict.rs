@@ -39,7 +39,10 @@ pub struct PredictArgs {
     /// Predict from the trace's graph re-timed with the durations measured
     /// in TRACE, another recording of the same program (as `lumos replay
     /// --durations-from`): the new configuration on TRACE's hardware or
-    /// software. Takes one trace to predict from.
+    /// software. TRACE's GPU and node size are the prediction's (GPU
+    /// preset, network presets, calibration on TRACE's durations); the
+    /// trace predicted from gives the graph, configuration and ranks.
+    /// Takes one trace to predict from.
     #[arg(long, value_name = "TRACE")]
     pub durations_from: Option<PathBuf>,
     /// With --out, write the stages as one timeline,
@@ -258,11 +261,14 @@ pub fn predict_then<T>(
 /// Runs `lumos predict`.
 pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(&a.target)?;
+    if let Some(dir) = &a.out {
+        inputs::output_dir(dir, "--out")?;
+    }
     let (loaded, sources, transfer) = match &a.durations_from {
         Some(b) => {
             crate::usage::stdin_once(a.paths.iter().map(PathBuf::as_path).chain([b.as_path()]))?;
-            let (mut input, source) = load_one(&a.paths)?;
-            let transfer = retime_from(&mut input, b)?;
+            let (mut input, mut source) = load_one(&a.paths)?;
+            let transfer = retime_from(&mut input, &mut source, b)?;
             (
                 Candidates::discover_all(vec![input]),
                 vec![source],
@@ -312,17 +318,17 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
 }
 
 /// `--durations-from B`: the one input's graph re-timed with B's
-/// durations, in place; the transfer's report.
-fn retime_from(input: &mut Input, b: &Path) -> Result<lumos_report::TransferReport> {
-    let timed_b = super::transfer::Timed::read(b)?;
-    let a = lumos_report::Recording {
-        path: &input.name,
-        graph: &input.graph,
-        measured: &input.measured,
-    };
-    let (report, t) = super::transfer::transfer(a, timed_b.recording(), &Default::default())?;
-    input.graph = t.graph;
-    Ok(report)
+/// durations, in place, on B's hardware ([`lumos_report::retime_input`]);
+/// the transfer's report. The predicted timelines list B's devices, so a
+/// timeline read back names the GPU its durations ran on.
+fn retime_from(
+    input: &mut Input,
+    source: &mut TimelineSource,
+    b: &Path,
+) -> Result<lumos_report::TransferReport> {
+    let (b_input, b_source) = super::transfer::read_input(b)?;
+    source.about.devices = b_source.about.devices;
+    lumos_report::retime_input(input, &b_input).map_err(super::transfer::report_error)
 }
 
 /// A configuration as the text shows it: sizes the traces do not tell

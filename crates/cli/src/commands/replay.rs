@@ -304,6 +304,11 @@ fn merge_needs_a_job() -> anyhow::Error {
 /// Runs `lumos replay`; false when an input could not be read or replayed.
 pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let opts = sim_options(a)?;
+    for (dir, flag) in [(&a.out, "--out"), (&a.critical_path, "--critical-path")] {
+        if let Some(dir) = dir {
+            inputs::output_dir(dir, flag)?;
+        }
+    }
     if let Some(b) = &a.durations_from {
         return run_transfer(a, b, &opts, out);
     }

@@ -220,6 +220,7 @@ pub fn config(a: &SynthArgs) -> Result<SynthConfig> {
 /// Writes the job and returns the files.
 pub fn write(a: &SynthArgs) -> Result<Vec<PathBuf>> {
     let cfg = config(a)?;
+    crate::inputs::output_dir(&a.out, "--out")?;
     lumos_synth::write_job(&cfg, &a.out)
         .with_context(|| format!("{}: cannot write the job", a.out.display()))
 }

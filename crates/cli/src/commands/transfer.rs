@@ -7,8 +7,8 @@ use std::path::Path;
 
 use anyhow::Result;
 use lumos_graph::{build, Graph, Measured};
-use lumos_predict::Transfer;
-use lumos_report::{Recording, ReportError, TransferReport};
+use lumos_predict::{Input, Transfer};
+use lumos_report::{Recording, ReportError, TimelineSource, TransferReport};
 use lumos_sim::SimOptions;
 
 use crate::inputs::{self, Loaded};
@@ -48,14 +48,7 @@ impl Timed {
     /// Reads `path` (a trace, straight into its graph's build, or an
     /// `.lgraph` file: [`lumos_report::prediction_input`]).
     pub fn read(path: &Path) -> Result<Timed> {
-        let path = &inputs::input_path(path);
-        if path.is_dir() {
-            return Err(usage(format!(
-                "--durations-from {}: give one trace file, not a directory",
-                path.display()
-            )));
-        }
-        let (input, _) = lumos_report::prediction_input(path).map_err(inputs::input_error)?;
+        let (input, _) = read_input(path)?;
         Ok(Timed {
             path: input.name,
             graph: input.graph,
@@ -73,6 +66,21 @@ impl Timed {
     }
 }
 
+/// The recording `--durations-from` names (a trace, straight into its
+/// graph's build, or an `.lgraph` file:
+/// [`lumos_report::prediction_input`]), whole: its graph, measured times,
+/// hardware and the metadata a timeline copies. A directory is bad usage.
+pub fn read_input(path: &Path) -> Result<(Input, TimelineSource)> {
+    let path = &inputs::input_path(path);
+    if path.is_dir() {
+        return Err(usage(format!(
+            "--durations-from {}: give one trace file, not a directory",
+            path.display()
+        )));
+    }
+    lumos_report::prediction_input(path).map_err(inputs::input_error)
+}
+
 /// A's graph re-timed with B's durations and replayed under `opts`; B
 /// sharing too little with A is a usage error that gives the share.
 pub fn transfer(
@@ -80,10 +88,15 @@ pub fn transfer(
     b: Recording<'_>,
     opts: &SimOptions,
 ) -> Result<(TransferReport, Transfer)> {
-    lumos_report::transfer_replay(a, b, opts).map_err(|e| match e {
+    lumos_report::transfer_replay(a, b, opts).map_err(report_error)
+}
+
+/// A transfer's error: B sharing too little with A is a usage error.
+pub fn report_error(e: ReportError) -> anyhow::Error {
+    match e {
         ReportError::Predict(p) if p.is_usage() => usage(p),
         e => e.into(),
-    })
+    }
 }
 
 /// The text form of a transfer.

@@ -5,8 +5,11 @@
 //! Its `distributedInfo` is the job's, not one rank's: no `rank` (the file
 //! holds several), the world size the ranks recorded (else how many there
 //! are), the backend and NCCL version the first rank recording them gave,
-//! every distinct process group of every rank, and `written_ranks` (the
-//! ranks in the file) when they are fewer than the world.
+//! every distinct process group of every rank, `written_ranks` (the
+//! ranks in the file) when they are fewer than the world, and
+//! `merged_ranks` (the ranks in the file, always): lumos's mark of a
+//! merged timeline, which its reader refuses as an input (it reads one
+//! rank per file).
 
 use std::io::{self, Write};
 
@@ -228,6 +231,9 @@ fn write_distributed<W: Write>(w: &mut KinetoWriter<W>, heads: &[RankHead<'_>]) 
         process_groups: (!pgs.is_empty()).then_some(&pgs[..]),
         nccl_version: first(|a| a.nccl_version.as_deref()),
         written_ranks: ((ranks.len() as u32) < world).then_some(&ranks[..]),
+        // What tells a reader that this file holds several ranks, which it
+        // refuses (it reads one rank per file).
+        merged_ranks: Some(&ranks),
     });
 }
 

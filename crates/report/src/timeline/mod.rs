@@ -701,5 +701,6 @@ fn write_distributed<W: Write>(
         // A written timeline is one rank's, whatever subset its source
         // belonged to.
         written_ranks: None,
+        merged_ranks: None,
     });
 }

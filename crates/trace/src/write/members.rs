@@ -88,6 +88,11 @@ pub struct DistributedInfo<'a> {
     /// files as the whole set: the other ranks were never written, so
     /// they are not missing.
     pub written_ranks: Option<&'a [u32]>,
+    /// `merged_ranks` (lumos's own field): the ranks a timeline lumos
+    /// merged into one file holds (`--merge`), each as the process `rank
+    /// N`. The reader refuses such a file (it reads one rank per file):
+    /// this field, not the process names, is how it knows one.
+    pub merged_ranks: Option<&'a [u32]>,
 }
 
 impl DistributedInfo<'_> {
@@ -117,8 +122,12 @@ impl DistributedInfo<'_> {
         if let Some(v) = self.nccl_version {
             f.str("nccl_version", v);
         }
-        if let Some(ranks) = self.written_ranks {
-            let buf = f.key("written_ranks");
+        for (key, ranks) in [
+            ("written_ranks", self.written_ranks),
+            ("merged_ranks", self.merged_ranks),
+        ] {
+            let Some(ranks) = ranks else { continue };
+            let buf = f.key(key);
             buf.push(b'[');
             for (i, &r) in ranks.iter().enumerate() {
                 if i > 0 {

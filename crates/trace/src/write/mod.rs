@@ -735,6 +735,7 @@ mod tests {
                 }]),
                 nccl_version: None,
                 written_ranks: None,
+                merged_ranks: None,
             });
             w.member_object("empty");
             w.member_object("o")
