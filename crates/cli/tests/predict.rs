@@ -417,6 +417,11 @@ fn impossible_targets_are_refused() {
             &["--tp", "64", "--dp", "65536", "--hidden", "4096"][..],
             "lumos predicts jobs of at most 1048576",
         ),
+        // About 3e13 parameters: terabytes of weights on every GPU.
+        (
+            &["--hidden", "1048576"][..],
+            "no GPU of the trace's kind holds this model",
+        ),
     ] {
         assert_refused(args, &files, want);
     }

@@ -111,6 +111,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         return Err(selects_no_gpu_task(k, &files(base)));
     }
     let notes = check_shapes(base, c)?;
+    check_weights_fit(base, c)?;
     if crate::edits::structural_change(base, t) {
         // Why the structure cannot be edited comes first: without layers
         // found, "0 layers cannot fill 2 pipeline stages" said too little.
@@ -118,6 +119,76 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         check_structure(base, c)?;
     }
     Ok(notes)
+}
+
+/// Refuses a model that no GPU of the trace's kind can hold: its 16-bit
+/// weights alone, at the least any sharding leaves on one GPU, past the
+/// GPU's memory (`lumos predict --hidden 1048576` gave a step of an hour
+/// for 79 TB of weights a GPU). Only an edit that grows what a GPU holds
+/// is checked, so the traced configuration, which ran, never is; and
+/// nothing else (gradients, optimizer state, activations) is counted, so
+/// a configuration that passes may still not fit.
+fn check_weights_fit(base: &Baseline, c: &Config) -> Result<(), PredictError> {
+    let (Some(want), Some(traced)) = (weight_bytes_per_gpu(c), weight_bytes_per_gpu(&base.config))
+    else {
+        return Ok(());
+    };
+    if want <= traced {
+        return Ok(());
+    }
+    let ctx = &base.inputs[0].ctx;
+    let memory = ctx.device_memory_bytes.or_else(|| {
+        let gpu = crate::models::identify_gpu(
+            ctx.device_name.as_deref(),
+            ctx.device_sms,
+            ctx.device_memory_bytes,
+        );
+        gpu.known.then_some(gpu.spec.memory_bytes)
+    });
+    match memory {
+        Some(m) if want > m as f64 => Err(PredictError::InvalidTarget(format!(
+            "the weights alone would take at least {:.1} GB on each GPU in 16 bits ({} layers \
+             of hidden {} and FFN {} over tp {} x pp {} x dp {}, and never less than one \
+             layer over tp {}), more than its {:.1} GB: no GPU of the trace's kind holds \
+             this model",
+            want / 1e9,
+            c.layers,
+            c.hidden,
+            ffn_or_default(c),
+            c.tp,
+            c.pp,
+            c.dp,
+            c.tp,
+            m as f64 / 1e9
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The FFN size `c` has, or GPT's `4 * hidden` where the trace told none.
+fn ffn_or_default(c: &Config) -> u64 {
+    if c.ffn > 0 {
+        c.ffn
+    } else {
+        4 * c.hidden
+    }
+}
+
+/// The least bytes of 16-bit weights one GPU holds under `c`, whatever
+/// the sharding: a GPT layer's `4 h^2 + 2 h ffn` parameters (attention's
+/// four projections, the FFN's two), all layers spread over every GPU
+/// (weights sharded across data parallelism too), and never less than one
+/// layer's tensor-parallel share, which must be whole while it computes.
+/// `None` where the trace told no layers or hidden size.
+pub(crate) fn weight_bytes_per_gpu(c: &Config) -> Option<f64> {
+    if c.layers == 0 || c.hidden == 0 {
+        return None;
+    }
+    let h = c.hidden as f64;
+    let layer = 4.0 * h * h + 2.0 * h * ffn_or_default(c) as f64;
+    let world = f64::from(c.tp) * f64::from(c.pp) * f64::from(c.dp);
+    let spread = layer * f64::from(c.layers) / world;
+    Some(2.0 * spread.max(layer / f64::from(c.tp)))
 }
 
 /// Whether `select` picks a GPU task of any traced input (by its work
@@ -551,13 +622,19 @@ mod tests {
         c.layers *= 10;
         let more = estimated_tasks(&base, &c);
         assert!(more > 5 * same, "{more} vs {same}");
-        let e = refusal(&base, |c| c.layers = 100_000);
+        let e = refusal(&base, |c| c.microbatches = 100_000);
+        assert!(matches!(e, PredictError::InvalidTarget(_)), "{e}");
         assert!(
             e.to_string()
                 .contains("lumos predicts at most 16000000 tasks (16 GB)"),
             "{e}"
         );
-        let e = refusal(&base, |c| c.microbatches = 100_000);
-        assert!(matches!(e, PredictError::InvalidTarget(_)), "{e}");
+        // So many layers that no GPU holds their weights: that comes first.
+        let e = refusal(&base, |c| c.layers = 100_000);
+        assert!(
+            e.to_string()
+                .contains("no GPU of the trace's kind holds this model"),
+            "{e}"
+        );
     }
 }
