@@ -191,9 +191,12 @@ def test_inspect_and_replay_of_compact_graphs_equal_the_cli(tmp_path, corpus, cl
     assert lumos.replay(graphs, progress=False).report == cli
     assert lumos.replay(graphs, job=True, progress=False).report == cli
     assert lumos.load_job(graphs, progress=False).replay().report == cli
-    # Alone, a compact file is named with what to do instead.
-    with pytest.raises(lumos.InputError, match="rank of its job"):
-        lumos.replay(graphs[0], progress=False)
+    # Alone, a compact file is replayed as its trace would be, as
+    # `lumos replay RANK.lgraph` does, and its frames are there.
+    alone = lumos.replay(graphs[0], progress=False)
+    assert alone.report == cli_json(["replay", graphs[0]])
+    assert alone.report == lumos.replay(src[0], progress=False).report
+    assert len(alone.timeline) > 0 and len(alone.kernels) > 0
 
 
 def test_predict_of_every_rank_equals_the_cli(tmp_path, cli_json):

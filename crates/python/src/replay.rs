@@ -10,7 +10,7 @@ use lumos_report::{
     TraceReplay,
 };
 use lumos_sim::Schedule;
-use lumos_store::{BuiltTrace, JobChoice, Prepared, Sorted};
+use lumos_store::{JobChoice, Prepared, Sorted};
 use lumos_trace::Trace;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -134,35 +134,58 @@ pub fn replay_files(
 }
 
 /// Replays every input on its own (in parallel), from the rank built of
-/// its trace, as `lumos replay --per-trace`; the first failure is raised.
+/// its trace or read from its `.lgraph` file, as `lumos replay
+/// --per-trace`; the first failure is raised.
 fn replay_apart(read: Vec<Prepared>, opts: &ReplayOptions, p: &Progress) -> Result<ReplayResult> {
     no_rank_scales(opts)?;
-    // Named before any replay: the first in the order given.
-    let built: Vec<BuiltTrace> = (read.into_iter())
-        .map(|p| match p {
-            Prepared::Built(built) => Ok(built),
-            Prepared::Stored(s) => Err(Error::new(
-                crate::errors::Kind::Input,
-                format!(
-                    "{}: an .lgraph file is replayed as a rank of its job, with the other \
-                     ranks' files, or with representatives=True",
-                    s.file().display()
-                ),
-            )),
-        })
-        .collect::<Result<_>>()?;
     let analysis = lumos_report::AnalysisOptions::default();
-    let done: Vec<(TraceReplay, TraceParts)> = built
+    let done: Vec<(TraceReplay, TraceParts)> = read
         .into_par_iter()
-        .map(|built| {
-            let rank = built.rank.expect("sort gives every rank back");
-            let sim = (&opts.sim, opts.kernels.as_slice());
-            let r = lumos_report::replay_rank_alone(rank, built.memory, sim, &analysis);
+        .map(|input| {
+            let r = match input {
+                Prepared::Built(built) => {
+                    let rank = built.rank.expect("sort gives every rank back");
+                    let sim = (&opts.sim, opts.kernels.as_slice());
+                    lumos_report::replay_rank_alone(rank, built.memory, sim, &analysis)
+                        .map(parts_of)
+                }
+                Prepared::Stored(stored) => replay_stored_apart(stored, opts),
+            };
             p.add(1);
-            r.map(parts_of)
+            r
         })
         .collect::<std::result::Result<_, ReportError>>()?;
     Ok(traces_result(done))
+}
+
+/// One `.lgraph` file's rank replayed alone, as `lumos replay RANK.lgraph`
+/// does (`lumos_report::replay_stored`): its report, and the parts the
+/// tables are computed from, taken from the stored rank.
+fn replay_stored_apart(
+    stored: lumos_store::StoredRank,
+    opts: &ReplayOptions,
+) -> std::result::Result<(TraceReplay, TraceParts), ReportError> {
+    let what = stored.file().display().to_string();
+    let sim =
+        lumos_report::with_kernel_scales(&stored.graph.graph, &opts.sim, &opts.kernels, &what)?;
+    let replayed = lumos_report::replay_stored(&stored, &sim)?;
+    let report = replayed.report();
+    let schedule = replayed.schedule;
+    let lumos_graph::RankGraph {
+        rank,
+        graph,
+        measured,
+        ..
+    } = stored.graph;
+    Ok((
+        report,
+        TraceParts {
+            rank,
+            graph,
+            measured,
+            schedule,
+        },
+    ))
 }
 
 /// Replays one trace file as `lumos replay FILE` does: read straight into
