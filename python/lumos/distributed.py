@@ -74,12 +74,11 @@ def ingest_rank(path: str, out_dir: str) -> str:
     :mod:`lumos.errors` exceptions, with the CLI's messages.
 
     The file is named after the trace (``rank3.json.gz`` gives
-    ``rank3.lgraph``): an existing one of another trace (two traces of one
-    file name in different folders) is not replaced but raises
-    :class:`~lumos.ConfigError` (the same trace ingested again replaces
-    its own). Two such calls running at once cannot see each other:
-    :func:`ingest` refuses such traces up front, as ``lumos ingest``
-    does; give them different ``out_dir`` s otherwise.
+    ``rank3.lgraph``) and replaces one already there, as ``lumos ingest
+    -o`` does: traces of one file name in different folders
+    (``n0/trace.json.gz``, ``n1/trace.json.gz``) need different
+    ``out_dir`` s. :func:`ingest` refuses such traces up front, as
+    ``lumos ingest`` does.
 
     Engine-agnostic: a pure function of its two arguments, picklable, safe
     to run in parallel in threads or processes."""
@@ -169,9 +168,8 @@ def _distinct_names(files: Sequence[str]) -> None:
     for f in files:
         name = _lumos.ingest_name(f)
         if name in seen:
-            stem = name[: -len(".lgraph")]
             raise ConfigError(
-                f"{seen[name]} and {f} would both be written as {stem}.* into out_dir: "
+                f"{seen[name]} and {f} would both be written as {name} into out_dir: "
                 "give traces of different file names, or write them apart"
             )
         seen[name] = f

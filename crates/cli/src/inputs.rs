@@ -94,18 +94,18 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 pub use lumos_report::not_a_file;
 
 /// Refuses inputs whose outputs into one directory (given with `flag`)
-/// would take one name: outputs are named after the trace each input was
-/// read from (`traces`; of an `.lgraph` file, the trace it was ingested
-/// from), so two traces of one file name in different folders
-/// (`a/rank0.json.gz`, `b/rank0.json.gz`) would each replace the other's,
-/// as `lumos ingest` refuses them.
+/// would take one name (`name` of the trace each input was read from,
+/// `traces`; of an `.lgraph` file, the trace it was ingested from), so
+/// that two traces of one file name in different folders
+/// (`a/rank0.json.gz`, `b/rank0.json.gz`) do not replace each other's.
 pub fn distinct_output_names<'p>(
     traces: impl IntoIterator<Item = &'p Path>,
     flag: &str,
+    name: impl Fn(&Path) -> String,
 ) -> Result<()> {
-    match output_name_clash(traces) {
-        Some((a, b, stem)) => Err(crate::usage::usage(format!(
-            "{} and {} would both be written as {stem}.* into {flag}'s directory: give \
+    match output_name_clash(traces, name) {
+        Some((a, b, name)) => Err(crate::usage::usage(format!(
+            "{} and {} would both be written as {name} into {flag}'s directory: give \
              traces of different file names, or write them apart",
             a.display(),
             b.display()
@@ -114,19 +114,25 @@ pub fn distinct_output_names<'p>(
     }
 }
 
-/// The first two of `traces` whose outputs would take one name (their
-/// file names without `.json` or `.json.gz`, which outputs are named
-/// after, are one), and that name.
+/// What a timeline or critical path of the trace at `path` is named
+/// (`rank0.*`), for [`distinct_output_names`].
+pub fn timeline_names(path: &Path) -> String {
+    format!("{}.*", lumos_report::output_stem(path))
+}
+
+/// The first two of `traces` whose outputs would take one name (`name`
+/// of each), and that name.
 pub fn output_name_clash<'p>(
     traces: impl IntoIterator<Item = &'p Path>,
-) -> Option<(&'p Path, &'p Path, &'p str)> {
-    let mut seen: std::collections::HashMap<&str, &Path> = std::collections::HashMap::new();
+    name: impl Fn(&Path) -> String,
+) -> Option<(&'p Path, &'p Path, String)> {
+    let mut seen: std::collections::HashMap<String, &Path> = std::collections::HashMap::new();
     for f in traces {
-        let name = (f.file_name().and_then(|n| n.to_str())).unwrap_or_default();
-        let stem = name.trim_end_matches(".gz").trim_end_matches(".json");
-        if let Some(other) = seen.insert(stem, f) {
-            return Some((other, f, stem));
+        let n = name(f);
+        if let Some(other) = seen.get(&n) {
+            return Some((other, f, n));
         }
+        seen.insert(n, f);
     }
     None
 }
@@ -178,6 +184,23 @@ pub fn output_dir(dir: &Path, flag: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `output` is where this process's standard output goes
+/// (`-o /dev/stdout`, or the file the shell redirected it to).
+pub fn is_standard_output(output: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (Ok(a), Ok(b)) = (std::fs::metadata(output), std::fs::metadata("/dev/stdout")) else {
+            return false;
+        };
+        (a.dev(), a.ino()) == (b.dev(), b.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        output == Path::new("/dev/stdout")
+    }
 }
 
 /// Whether two paths, whose metadata are `a` and `b`, are one file.

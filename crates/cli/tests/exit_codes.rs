@@ -694,6 +694,41 @@ fn flags_that_were_ignored_or_misnamed_are_usage_errors_that_say_why() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("<html"));
+    // Standard output redirected to a file, appended to (`>>`): the page
+    // follows what was there, whole, and the "wrote" line goes to stderr
+    // (reopening the path started at offset 0, over the file's start).
+    let page = dir.join("page.html");
+    std::fs::write(&page, "before\n").unwrap();
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&page)
+        .unwrap();
+    let out = lumos()
+        .arg("report")
+        .arg(&f)
+        .args(["-o", "/dev/stdout"])
+        .stdout(appended)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        text.starts_with("before\n<!DOCTYPE html>"),
+        "{}",
+        &text[..80]
+    );
+    assert!(text.trim_end().ends_with("</html>"), "the page's end");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wrote /dev/stdout"));
+    // A folder named like a preset beside the command is no file given.
+    let cwd = dir.join("cwd");
+    std::fs::create_dir_all(cwd.join("h100")).unwrap();
+    let out = lumos()
+        .current_dir(&cwd)
+        .args(["predict", "--network", "h100"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
     // A missing file or a folder given for a file was "an unknown preset"
     // (bad usage): it is a file that cannot be read (bad input).
     let missing = dir.join("none.json");

@@ -123,9 +123,10 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
 
 /// Refuses a model that no GPU of the trace's kind can hold: its 16-bit
 /// weights alone, at the least any sharding leaves on one GPU, past the
-/// GPU's memory (`lumos predict --hidden 1048576` gave a step of an hour
-/// for 79 TB of weights a GPU). Only an edit that grows what a GPU holds
-/// is checked, so the traced configuration, which ran, never is; and
+/// GPU's memory (`lumos predict --hidden 1048576` on a GPT small job gave
+/// a step of 73 minutes for at least 40 TB of weights a GPU). Only an
+/// edit that grows what a GPU holds is checked, so the traced
+/// configuration, which ran, never is; and
 /// nothing else (gradients, optimizer state, activations) is counted, so
 /// a configuration that passes may still not fit.
 fn check_weights_fit(base: &Baseline, c: &Config) -> Result<(), PredictError> {

@@ -101,6 +101,7 @@ impl TraceContext {
     /// from.
     pub fn take_hardware_of(&mut self, other: &TraceContext) {
         self.gpus_per_node = other.gpus_per_node;
+        self.devices_listed = other.devices_listed;
         self.device_name = other.device_name.clone();
         self.device_sms = other.device_sms;
         self.device_memory_bytes = other.device_memory_bytes;

@@ -524,6 +524,26 @@ fn collect_buckets(
     b
 }
 
+/// The share of a ring's traffic that crosses one link of the class
+/// fitted (`inter`: across nodes), as `start` times it: all of it, but
+/// across nodes in a rail-optimized network, where the `g` members of
+/// the group on a node spread the crossings over their NICs
+/// ([`NetworkModel::multi_rail`]: `max((g - 1) / g * B_nic / B_nvlink,
+/// 1 / g)` in NIC time). Fitted on it, the link's bandwidth is one NIC's,
+/// as the model uses it.
+fn nic_share(start: &NetworkModel, inter: bool, ranks: &[i64]) -> f64 {
+    if !(inter && start.multi_rail) {
+        return 1.0;
+    }
+    let ranks: Vec<usize> = ranks
+        .iter()
+        .filter_map(|&r| usize::try_from(r).ok())
+        .collect();
+    let g = start.members_per_node(&ranks).max(1) as f64;
+    let rate = |l: &lumos_models::Link| l.bandwidth_gbps * l.efficiency;
+    ((g - 1.0) / g * rate(&start.inter_node) / rate(&start.intra_node)).max(1.0 / g)
+}
+
 /// The fit of one link class (`inter`: across nodes) of `start` to its
 /// buckets: alpha-beta on sized collectives, else one factor, else the
 /// latency alone on unsized ones, else the preset.
@@ -546,7 +566,7 @@ fn fit_link(b: &Buckets, start: &NetworkModel, inter: bool) -> LinkFit {
             let n = ranks.len();
             (
                 base_alpha(kind, n),
-                kind.traffic_factor(n) * *bytes as f64,
+                kind.traffic_factor(n) * *bytes as f64 * nic_share(start, inter, ranks),
                 lower_envelope(ts),
             )
         })
@@ -824,6 +844,35 @@ mod tests {
         let eff = link.bandwidth_gbps * link.efficiency / 1.1;
         assert!((1.0 / inv_b - eff).abs() / eff < 1e-6);
         assert!(fit_alpha_beta(&pts[..1]).is_none());
+    }
+
+    #[test]
+    fn rail_optimized_rings_across_nodes_fit_one_nic() {
+        // Rings of 8 over two nodes (4 members on each) and of 16 over
+        // two nodes (8 on each), timed by the H100 preset's own
+        // rail-optimized model: the fit gives back its NIC, not a link
+        // 4 or 8 times as fast (which failed the plausibility check, and
+        // the link stayed uncalibrated at 659% mean error).
+        let net = GpuSpec::h100().network;
+        assert!(net.multi_rail);
+        let mut b = Buckets::default();
+        for (n, stride) in [(8usize, 2usize), (16, 1)] {
+            let ranks: Vec<usize> = (0..n).map(|i| i * stride).collect();
+            for bytes in [1u64 << 20, 1 << 24, 1 << 27] {
+                let t = net.collective_time_ns(CollectiveKind::AllReduce, bytes, &ranks);
+                let key = (true, 0u8, bytes, ranks.iter().map(|&r| r as i64).collect());
+                b.sized.insert(key, vec![t]);
+            }
+        }
+        let fit = fit_link(&b, &net, true);
+        let nic = net.inter_node.bandwidth_gbps * net.inter_node.efficiency;
+        assert_eq!(fit.method, "alpha_beta");
+        assert!(
+            (fit.eff_gbps - nic).abs() / nic < 1e-6,
+            "{} vs {nic}",
+            fit.eff_gbps
+        );
+        assert!(fit.err < 1e-6, "{}", fit.err);
     }
 
     #[test]

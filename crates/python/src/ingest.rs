@@ -43,7 +43,6 @@ pub fn ingest(trace: &Path, out_dir: &Path) -> Result<Ingested> {
         )
     })?;
     let out = out_dir.join(out_name(trace));
-    not_another_traces(&out, trace)?;
     let done = lumos_store::ingest_file(trace, &out)?;
     Ok(Ingested {
         out,
@@ -51,39 +50,6 @@ pub fn ingest(trace: &Path, out_dir: &Path) -> Result<Ingested> {
         tasks: done.tasks,
         bytes: done.bytes_written,
     })
-}
-
-/// Refuses to replace `out` when it is the per-rank file of another trace
-/// (two traces of one file name in different folders, `n0/trace.json.gz`
-/// and `n1/trace.json.gz`, would each replace the other's, one rank lost
-/// without a word): its recorded source is another file. The same trace
-/// ingested again replaces its own file. (Two calls at once for two such
-/// traces both find nothing there: `lumos.distributed.ingest` refuses
-/// them up front, as `lumos ingest` does.)
-fn not_another_traces(out: &Path, trace: &Path) -> Result<()> {
-    if !out.is_file() {
-        return Ok(());
-    }
-    // A file that is no readable per-rank file is replaced, as before.
-    let Ok(summary) = lumos_store::read_summary(out) else {
-        return Ok(());
-    };
-    let old = &summary.source.path;
-    let same = match (old.canonicalize(), trace.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => old == trace,
-    };
-    if same {
-        return Ok(());
-    }
-    Err(Error::config(format!(
-        "{}: already holds rank {} ingested from {}; {} would replace it: give traces of \
-         different file names another out_dir, or remove the file",
-        out.display(),
-        summary.rank,
-        old.display(),
-        trace.display()
-    )))
 }
 
 /// Reads a per-rank file as the rank of a job.

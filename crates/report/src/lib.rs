@@ -127,7 +127,9 @@ pub use tables::{
     job_tables, kernel_rows, rank_tables, step_breakdowns, KernelLaunchRow, RankTables,
     StepBreakdown,
 };
-pub use timeline::{merged_file_name, MergedTimeline, MergedWriter, Timeline, TimelineSource};
+pub use timeline::{
+    merged_file_name, output_stem, MergedTimeline, MergedWriter, Timeline, TimelineSource,
+};
 pub use transfer::{
     retime_input, transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,
     TransferPrediction, TransferReport, TransferStep,

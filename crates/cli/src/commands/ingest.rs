@@ -81,7 +81,7 @@ fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
             files.len()
         )));
     }
-    inputs::distinct_output_names(files.iter().map(PathBuf::as_path), "-o")?;
+    inputs::distinct_output_names(files.iter().map(PathBuf::as_path), "-o", out_name)?;
     Ok(files.iter().map(|f| out.join(out_name(f))).collect())
 }
 

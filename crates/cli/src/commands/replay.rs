@@ -365,10 +365,10 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     // Before any is written: their outputs are named after their traces.
     let traces = || apart.iter().flatten().map(Prepared::trace_path);
     if a.out.is_some() {
-        inputs::distinct_output_names(traces(), "--out")?;
+        inputs::distinct_output_names(traces(), "--out", inputs::timeline_names)?;
     }
     if a.critical_path.is_some() {
-        inputs::distinct_output_names(traces(), "--critical-path")?;
+        inputs::distinct_output_names(traces(), "--critical-path", inputs::timeline_names)?;
     }
     let mut ok = true;
     let mut traces = Vec::new();
@@ -556,7 +556,11 @@ fn run_job(
     // files of one job are named alike.
     let by_rank = a.out.is_some()
         && !a.merge
-        && inputs::output_name_clash(ranks.iter().map(|r| r.meta.path.as_path())).is_some();
+        && inputs::output_name_clash(
+            ranks.iter().map(|r| r.meta.path.as_path()),
+            inputs::timeline_names,
+        )
+        .is_some();
     let read_ok = unreadable.is_empty();
     let job = assemble_with(ranks, unreadable)?;
     let all_in = report_left_out(&job);

@@ -99,7 +99,13 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     let html = page.render();
     write_atomic(&a.output, |w| w.write_all(html.as_bytes()))
         .with_context(|| format!("{}: cannot write the report", a.output.display()))?;
-    writeln!(out, "wrote {}", a.output.display())?;
+    let wrote = format!("wrote {}", a.output.display());
+    if crate::inputs::is_standard_output(&a.output) {
+        // The page is on standard output: the line would end it.
+        eprintln!("{wrote}");
+    } else {
+        writeln!(out, "{wrote}")?;
+    }
     Ok(true)
 }
 

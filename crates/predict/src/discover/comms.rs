@@ -306,7 +306,7 @@ pub(super) fn classify(
         (
             GroupClass::Data,
             Confidence::Low,
-            "an all-reduce outside every forward layer and last backward pass (none found), \
+            "an all-reduce outside every forward layer and last backward pass found, \
              taken for a data-parallel gradient reduction by its kind alone",
         )
     } else {

@@ -42,9 +42,10 @@ pub struct GroupReport {
     pub collectives: Vec<String>,
     /// Their bytes, summed over one step.
     pub bytes_per_step: u64,
-    /// How the role was found.
+    /// How the role was found: the strongest evidence among a named
+    /// process group's collectives, else the first collective's.
     pub confidence: Confidence,
-    /// The rule that found it, in words (its first collective's).
+    /// The rule that found it, in words (that collective's).
     pub basis: &'static str,
 }
 
@@ -341,8 +342,9 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
         // One process group is one set of ranks: its strongest evidence
         // classifies it (DDP's bucket all-reduces, found in the gradient
         // hooks, vouch for the broadcast at its start, which only the
-        // world group's size tells).
-        if c.confidence > e.confidence {
+        // world group's size tells). Collectives that name no group
+        // (`-`) need not share one: each keeps the first's.
+        if c.group.is_some() && c.confidence > e.confidence {
             (e.confidence, e.basis) = (c.confidence, c.basis);
         }
         // An all-to-all by its operator's name, not by the `SendRecv`

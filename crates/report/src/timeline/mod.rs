@@ -80,8 +80,10 @@ impl TimelineSource {
     }
 }
 
-/// The file name of `path` without `.json` or `.json.gz`.
-fn stem(path: &Path) -> &str {
+/// The file name of `path` without `.json` or `.json.gz`: what the
+/// timelines and critical paths written of the trace at `path` are named
+/// after (`rank0.json.gz` gives `rank0.replayed.json.gz`).
+pub fn output_stem(path: &Path) -> &str {
     path.file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("trace")
@@ -194,7 +196,7 @@ impl<'a> Timeline<'a> {
         times: Box<dyn TaskTimes + 'a>,
     ) -> Timeline<'a> {
         Timeline {
-            stem: stem(path).to_owned(),
+            stem: output_stem(path).to_owned(),
             base_time_ns: head.base_time_ns,
             rank: head.rank,
             world_size: head.world_size,
@@ -255,7 +257,7 @@ impl<'a> Timeline<'a> {
                     String::new()
                 };
                 Timeline {
-                    stem: format!("{}{suffix}", stem(&source.path)),
+                    stem: format!("{}{suffix}", output_stem(&source.path)),
                     base_time_ns: source.base_time_ns,
                     rank: pred.stage_rank(k),
                     world_size: source.world_size.map(|_| pred.world_size()),

@@ -82,6 +82,9 @@ pub fn write_gz_atomic<T>(
 struct Target {
     path: PathBuf,
     in_place: bool,
+    /// The descriptor a process's own stream path names (`/dev/stdout`:
+    /// 1, `/dev/fd/3`: 3), written through a duplicate of it.
+    stream: Option<i32>,
 }
 
 impl Target {
@@ -94,20 +97,20 @@ impl Target {
         // process's own streams, whatever they are (`-o /dev/stdout >
         // page.html` must not rename a file onto page.html under the
         // shell's open file).
-        let stream = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"]
-            .iter()
-            .any(|s| path.to_str().is_some_and(|p| p.starts_with(s)));
+        let stream = stream_fd(path);
         match fs::metadata(path) {
-            Ok(m) if stream || (!m.is_file() && !m.is_dir()) => {
+            Ok(m) if stream.is_some() || (!m.is_file() && !m.is_dir()) => {
                 return Ok(Target {
                     path: path.to_owned(),
                     in_place: true,
+                    stream,
                 })
             }
             Ok(m) if m.is_file() => {
                 return Ok(Target {
                     path: fs::canonicalize(path)?,
                     in_place: false,
+                    stream: None,
                 })
             }
             _ => {}
@@ -127,12 +130,17 @@ impl Target {
                 }
                 Ok(m) => {
                     let in_place = !m.is_file() && !m.is_dir();
-                    return Ok(Target { path, in_place });
+                    return Ok(Target {
+                        path,
+                        in_place,
+                        stream: None,
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     return Ok(Target {
                         path,
                         in_place: false,
+                        stream: None,
                     })
                 }
                 Err(e) => return Err(e),
@@ -144,6 +152,9 @@ impl Target {
     /// The file to write: the target itself when written in place, else
     /// a temporary file beside it, to be [`Target::commit`]ted.
     fn open(&self) -> io::Result<(Option<TempFile>, File)> {
+        if let Some(fd) = self.stream {
+            return Ok((None, duplicate(fd)?));
+        }
         if self.in_place {
             let file = File::options().write(true).open(&self.path)?;
             return Ok((None, file));
@@ -157,6 +168,39 @@ impl Target {
     fn commit(&self, tmp: Option<TempFile>) -> io::Result<()> {
         tmp.map_or(Ok(()), |tmp| tmp.commit(&self.path))
     }
+}
+
+/// The descriptor a path to one of the process's own streams names:
+/// `/dev/stdout` 1, `/dev/stderr` 2, `/dev/fd/N` and `/proc/self/fd/N` N.
+fn stream_fd(path: &Path) -> Option<i32> {
+    let p = path.to_str()?;
+    match p {
+        "/dev/stdout" => Some(1),
+        "/dev/stderr" => Some(2),
+        _ => (p.strip_prefix("/dev/fd/"))
+            .or_else(|| p.strip_prefix("/proc/self/fd/"))?
+            .parse()
+            .ok(),
+    }
+}
+
+/// A new descriptor for the open file `fd` names, sharing its offset and
+/// flags: opening the path again would start at offset 0 without the
+/// shell's append flag, so `-o /dev/stdout > page.html` wrote over what
+/// the process had printed there, and `>>` over the file's start.
+#[cfg(unix)]
+fn duplicate(fd: i32) -> io::Result<File> {
+    use std::os::fd::BorrowedFd;
+    // SAFETY: `fd` is open: the path naming it resolved just before
+    // (`Target::of`), and nothing in this process closes its streams
+    // while an output is written.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    Ok(File::from(fd.try_clone_to_owned()?))
+}
+
+#[cfg(not(unix))]
+fn duplicate(fd: i32) -> io::Result<File> {
+    File::options().write(true).open(format!("/dev/fd/{fd}"))
 }
 
 /// The path of a temporary file next to a target, removed when dropped
