@@ -501,6 +501,7 @@ def synth(
     cuda_sync_events: bool = True,
     event_records: bool = True,
     stream_waits: bool = True,
+    progress: ProgressArg = None,
 ) -> List[str]:
     """``lumos synth``: writes synthesized Kineto traces (``rank<N>.json.gz``)
     of a Megatron-style GPT training job into ``out``; returns the files.
@@ -523,7 +524,9 @@ def synth(
     ``unfused_attention``, and what the profiler writes:
     ``cuda_sync_events``, ``event_records``, ``stream_waits`` (``False``
     is ``--no-stream-waits``: no ``cudaStreamWaitEvent``). A bad value raises
-    :class:`ConfigError`."""
+    :class:`ConfigError`. ``progress`` as :func:`replay`'s, in ranks
+    written (phase ``writing``); Ctrl-C stops before the next pipeline
+    column, leaving the files already written."""
     recipe = _lumos.SynthRecipe(
         cluster, global_batch, micro_batch, virtual_stages, sequence_parallel,
         distributed_optimizer, recompute, precision, unfused_attention,
@@ -533,11 +536,13 @@ def synth(
         name, text = "model", _model_json(model)
     else:
         name, text = _path(model, "model"), None
-    return list(
-        _lumos.synth(
-            name, _path(out, "out"), tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe, text
+    with callback(progress) as cb:
+        return list(
+            _lumos.synth(
+                name, _path(out, "out"), tp, pp, dp, microbatches, gpu, ranks, steps, seed,
+                recipe, text, cb,
+            )
         )
-    )
 
 def _model_json(model: Mapping[str, object]) -> str:
     """A model dict as JSON text; a value JSON cannot hold (NaN, an

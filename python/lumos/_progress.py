@@ -5,8 +5,10 @@ The extension calls the callback as ``callback(phase, done, total)`` about
 ten times a second while Rust works (the GIL is released meanwhile, so
 other Python threads run), and once at the end. ``phase`` is ``reading``
 (``done`` and ``total`` in bytes), ``building``, ``loading``,
-``assembling`` or ``replaying`` (in ranks; 1 for a job's joint replay), or
-``reporting`` (1).
+``assembling`` or ``replaying`` (in ranks; 1 for a job's joint replay),
+``reporting`` (1), ``writing`` (ranks, :func:`lumos.synth`) or ``ingesting``
+(traces, :func:`lumos.distributed.ingest`, called by the driver as Ray's
+tasks finish).
 """
 
 from __future__ import annotations

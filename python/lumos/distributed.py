@@ -127,6 +127,7 @@ def ingest(
     shared_fs: bool = True,
     num_cpus: float = 1,
     ray_remote_args: Optional[dict] = None,
+    progress: ProgressArg = None,
 ) -> List[str]:
     """Runs :func:`ingest_rank` on every trace as Ray tasks (Ray must be
     initialised, or is started locally) and returns the per-rank files, in
@@ -138,7 +139,9 @@ def ingest(
     With ``shared_fs`` (the default), workers write into ``out_dir``
     themselves: it must be reachable from every node and the driver under
     the same path. Without it, workers return the files' contents through
-    Ray's object store and the driver writes them into ``out_dir``."""
+    Ray's object store and the driver writes them into ``out_dir``.
+    ``progress`` as :func:`lumos.replay`'s, in traces ingested (phase
+    ``ingesting``)."""
     files = _lumos.expand(_paths(paths))
     _distinct_names(files)
     import ray  # optional dependency: pip install ray
@@ -146,11 +149,12 @@ def ingest(
     args = {"num_cpus": num_cpus, **(ray_remote_args or {})}
     if shared_fs:
         task: Any = ray.remote(**args)(ingest_rank)
-        return list(ray.get([task.remote(f, os.fspath(out_dir)) for f in files]))
+        refs = [task.remote(f, os.fspath(out_dir)) for f in files]
+        return list(_gather(refs, progress))
     task = ray.remote(**args)(ingest_rank_bytes)
     os.makedirs(out_dir, exist_ok=True)
     out = []
-    for name, data in ray.get([task.remote(f) for f in files]):
+    for name, data in _gather([task.remote(f) for f in files], progress):
         dest = os.path.join(out_dir, name)
         tmp = f"{dest}.tmp{os.getpid()}"
         with open(tmp, "wb") as fh:
@@ -158,6 +162,20 @@ def ingest(
         os.replace(tmp, dest)
         out.append(dest)
     return out
+
+
+def _gather(refs: List[Any], progress: ProgressArg) -> List[Any]:
+    """``ray.get(refs)``, telling ``progress`` how many have finished as
+    they do (a job of thousands of traces takes minutes)."""
+    import ray
+
+    with callback(progress) as cb:
+        pending, total = list(refs), len(refs)
+        cb("ingesting", 0, total)
+        while pending:
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=0.1)
+            cb("ingesting", total - len(pending), total)
+    return list(ray.get(refs))
 
 
 def _distinct_names(files: Sequence[str]) -> None:
@@ -194,7 +212,7 @@ def replay_job(
     ``scale_rank`` (not with representatives), ...). The answers are those
     of ``lumos.replay(paths, job=True, ...)``, or with representatives of
     ``lumos.replay(paths, representatives=True, ...)``."""
-    done = ingest(paths, out_dir, shared_fs=shared_fs, num_cpus=num_cpus)
+    done = ingest(paths, out_dir, shared_fs=shared_fs, num_cpus=num_cpus, progress=progress)
     if representatives is None:
         representatives = len(done) >= REPRESENTATIVES_FROM
     if representatives:

@@ -99,8 +99,12 @@ def ray_cluster():
 
 def test_dlrm_on_ray_answers_as_the_local_path(corpus, tmp_path, ray_cluster):
     local = lumos.replay(str(corpus / DLRM), progress=False)
-    r = distributed.replay_job(str(corpus / DLRM), str(tmp_path / "shared"), progress=False)
+    calls = []
+    r = distributed.replay_job(str(corpus / DLRM), str(tmp_path / "shared"),
+                               progress=lambda *a: calls.append(a))
     assert _numbers(r.report) == _numbers(local.report)
+    ingesting = [c for c in calls if c[0] == "ingesting"]
+    assert ingesting[0] == ("ingesting", 0, 8) and ingesting[-1] == ("ingesting", 8, 8)
     # Without a shared file system: the files travel through the object store.
     r = distributed.replay_job(str(corpus / DLRM), str(tmp_path / "driver"), shared_fs=False,
                                progress=False, scale_rank={3: 1.5})

@@ -56,3 +56,22 @@ def test_tqdm_bars_when_installed(corpus, capsys):
     pytest.importorskip("tqdm")
     lumos.replay(str(corpus / V100), progress=True)
     lumos.replay(str(corpus / V100), progress=False)
+
+
+def test_synth_reports_each_rank_written(tmp_path):
+    calls = []
+    files = lumos.synth("gpt-tiny", tmp_path / "job", tp=2, pp=2, dp=2, ranks="all",
+                        progress=lambda *a: calls.append(a))
+    assert len(files) == 8
+    assert calls[-1] == ("writing", 8, 8)
+
+
+def test_a_failing_callback_stops_synth_before_its_next_column(tmp_path):
+    def fail(*_):
+        raise RuntimeError("stop here")
+
+    # 64 pipeline columns: the first tick (0.1 s) comes long before the last.
+    with pytest.raises(RuntimeError, match="stop here"):
+        lumos.synth("gpt-small", tmp_path / "job", tp=1, pp=2, dp=64, ranks="all",
+                    progress=fail)
+    assert len(list((tmp_path / "job").glob("*.json.gz"))) < 128

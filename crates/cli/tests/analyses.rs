@@ -234,6 +234,60 @@ fn piped_stderr_has_no_progress_bars() {
     }
 }
 
+/// Runs `lumos ARGS` on a pseudo-terminal (util-linux's `script`), as a
+/// person at a terminal sees it: stdout and stderr together. None where
+/// `script` is missing.
+fn on_a_terminal(args: &[&str]) -> Option<String> {
+    let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_lumos"))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let out = std::process::Command::new("script")
+        .args(["-qec", &quoted.join(" "), "/dev/null"])
+        .env_remove("LUMOS_NO_PROGRESS")
+        .output()
+        .ok()?;
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn synth_and_ingest_show_their_progress_on_a_terminal_and_clear_it() {
+    let dir = TempDir::new("terminal-progress");
+    let job = dir.join("job").display().to_string();
+    let Some(shown) = on_a_terminal(&[
+        "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2", "--ranks", "all",
+        "--out", &job,
+    ]) else {
+        eprintln!("skipped: no `script` to run a pseudo-terminal");
+        return;
+    };
+    assert!(
+        shown.contains("writing ranks") && shown.contains("8/8"),
+        "{shown:?}"
+    );
+    // The bar is cleared before the files are listed.
+    let listed = shown.rsplit("\x1b[2K").next().unwrap();
+    assert_eq!(listed.lines().count(), 8, "{shown:?}");
+    assert!(
+        listed.lines().all(|l| l.trim_end().ends_with(".json.gz")),
+        "{listed:?}"
+    );
+
+    let out = dir.join("lgraph").display().to_string();
+    let shown = on_a_terminal(&["ingest", &job, "-o", &out]).unwrap();
+    assert!(
+        shown.contains("ingesting") && shown.contains("8/8"),
+        "{shown:?}"
+    );
+    let listed = shown.rsplit("\x1b[2K").next().unwrap();
+    assert_eq!(listed.lines().count(), 8, "{shown:?}");
+    assert!(
+        listed.lines().all(|l| l.contains(".lgraph: rank")),
+        "{listed:?}"
+    );
+}
+
 #[test]
 fn a_job_starts_with_its_stragglers() {
     let Some(corpus) = lumos_testkit::corpus() else {

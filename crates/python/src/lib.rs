@@ -444,7 +444,7 @@ fn durations_from_json(
 /// model dict as JSON instead (its messages say `model:`, and `model` is
 /// not read).
 #[pyfunction]
-#[pyo3(signature = (model, out, tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe = None, model_json = None))]
+#[pyo3(signature = (model, out, tp, pp, dp, microbatches, gpu, ranks, steps, seed, recipe = None, model_json = None, progress = None))]
 #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
 fn synth(
     py: Python<'_>,
@@ -460,6 +460,7 @@ fn synth(
     seed: Bound<'_, PyAny>,
     recipe: Option<PyRef<'_, recipe::SynthRecipe>>,
     model_json: Option<&str>,
+    progress: Callback,
 ) -> PyResult<Vec<String>> {
     use lumos_report::range;
     use lumos_synth::{Parallelism, Ranks, SynthConfig};
@@ -503,18 +504,23 @@ fn synth(
     model::check_size(&cfg)?;
     cfg.validate()
         .map_err(|e| Error::from_chain(errors::Kind::Config, &e))?;
-    let files = py
-        .detach(|| lumos_synth::write_job(&cfg, &out))
-        .map_err(|e| {
-            Error::new(
-                errors::Kind::Io,
-                format!(
-                    "{}: cannot write the job: {}",
-                    out.display(),
-                    errors::chain(&e)
-                ),
-            )
-        })?;
+    let files = progress::run(py, progress, |p| {
+        p.phase("writing", cfg.selected_ranks().len() as u64);
+        lumos_synth::write_job_with(&cfg, &out, &|_| {
+            p.add(1);
+            !p.cancelled()
+        })
+    })?
+    .map_err(|e| {
+        Error::new(
+            errors::Kind::Io,
+            format!(
+                "{}: cannot write the job: {}",
+                out.display(),
+                errors::chain(&e)
+            ),
+        )
+    })?;
     Ok(files.iter().map(|f| f.display().to_string()).collect())
 }
 

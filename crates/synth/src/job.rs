@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use lumos_trace::{DeviceProperties, DistributedInfo, KinetoWriter, Layout, PgConfig, WriteError};
 use rayon::prelude::*;
@@ -38,6 +39,10 @@ pub enum SynthError {
     /// file is not left behind).
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// The caller's progress hook asked [`write_job_with`] to stop; the
+    /// files already written stay.
+    #[error("stopped before every rank was written")]
+    Stopped,
 }
 
 /// Absolute time of `ts == 0` in every synthesized trace (June 2024).
@@ -85,6 +90,18 @@ pub fn write_rank<W: Write>(cfg: &SynthConfig, rank: usize, mut w: W) -> Result<
 /// repetitive, so even that shrinks them about tenfold. Each file appears
 /// whole or not at all ([`lumos_trace::write_gz_atomic`]).
 pub fn write_job(cfg: &SynthConfig, dir: &Path) -> Result<Vec<PathBuf>, SynthError> {
+    write_job_with(cfg, dir, &|_| true)
+}
+
+/// As [`write_job`], calling `written` with each file as it lands (from
+/// rayon's threads, in no order), for a progress bar: a large job takes
+/// minutes. `written` returning false stops the job before its next
+/// pipeline column ([`SynthError::Stopped`]).
+pub fn write_job_with(
+    cfg: &SynthConfig,
+    dir: &Path,
+    written: &(dyn Fn(&Path) -> bool + Sync),
+) -> Result<Vec<PathBuf>, SynthError> {
     let ranks = cfg.selected_ranks();
     for &r in &ranks {
         check(cfg, r)?;
@@ -99,22 +116,32 @@ pub fn write_job(cfg: &SynthConfig, dir: &Path) -> Result<Vec<PathBuf>, SynthErr
         let c = p.coord(r);
         columns.entry((c.tp, c.dp)).or_default().push(r);
     }
-    let written: Vec<Vec<(usize, PathBuf)>> = columns
+    let stop = AtomicBool::new(false);
+    let files: Vec<Vec<(usize, PathBuf)>> = columns
         .into_values()
         .collect::<Vec<_>>()
         .par_iter()
         .map(|col| {
+            if stop.load(Ordering::Relaxed) {
+                return Err(SynthError::Stopped);
+            }
             render(cfg, col)?
                 .into_par_iter()
                 .map(|(rank, text)| {
                     let path = dir.join(rank_file_name(rank));
                     lumos_trace::write_gz_atomic(&path, |w| w.write_all(&text))?;
+                    if !written(&path) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
                     Ok((rank, path))
                 })
                 .collect::<Result<Vec<_>, SynthError>>()
         })
         .collect::<Result<_, _>>()?;
-    let mut all: Vec<(usize, PathBuf)> = written.into_iter().flatten().collect();
+    if stop.load(Ordering::Relaxed) {
+        return Err(SynthError::Stopped);
+    }
+    let mut all: Vec<(usize, PathBuf)> = files.into_iter().flatten().collect();
     all.sort();
     Ok(all.into_iter().map(|(_, p)| p).collect())
 }

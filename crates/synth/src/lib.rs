@@ -22,7 +22,8 @@
 //!   (precision, recomputation, attention, gradient reduction, what the
 //!   profiler writes), the GPU and network.
 //! - [`synthesize_rank`] / [`write_rank`]: one rank's trace as JSON text;
-//!   [`write_job`]: the selected [`Ranks`] as `rank<N>.json.gz` files;
+//!   [`write_job`]: the selected [`Ranks`] as `rank<N>.json.gz` files
+//!   ([`write_job_with`] reports each file as it lands);
 //!   [`step_times`]: the step times those files show, without writing
 //!   them; [`layer_times`]: one layer's forward and backward.
 //! - [`published`]: published training runs as configurations, the
@@ -183,7 +184,7 @@ mod training;
 pub use config::{
     GroupKind, HostClocks, ModelPreset, Parallelism, ProcessGroup, RankCoord, Ranks, SynthConfig,
 };
-pub use job::{rank_file_name, synthesize_rank, write_job, write_rank, SynthError};
+pub use job::{rank_file_name, synthesize_rank, write_job, write_job_with, write_rank, SynthError};
 pub use lockstep::{layer_times, step_times, StepTimes};
 pub use size::{check_size, SizeRefusal, MAX_RANK_BYTES, MAX_WORLD_SIZE};
 pub use training::{Attention, GradDtype, GradSync, Precision, Recompute, Training};

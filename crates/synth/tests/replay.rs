@@ -9,7 +9,9 @@ use std::time::Instant;
 use lumos_graph::{DepKind, Rule};
 use lumos_models::GpuSpec;
 use lumos_sim::{breakdown, simulate, step_spans, whole_span, SimOptions};
-use lumos_synth::{synthesize_rank, write_job, ModelPreset, Parallelism, Ranks, SynthConfig};
+use lumos_synth::{
+    synthesize_rank, write_job, write_job_with, ModelPreset, Parallelism, Ranks, SynthConfig,
+};
 use lumos_trace::{read_bytes, SkipReason, Trace};
 
 fn config(model: &str, tp: usize, pp: usize, dp: usize, m: usize) -> SynthConfig {
@@ -149,6 +151,43 @@ fn write_job_writes_gzip_files_that_read_back() {
         assert!(t.gzipped);
         assert_eq!(t.meta.rank, rank as u32);
     }
+}
+
+#[test]
+fn write_job_with_reports_each_file_and_stops_when_asked() {
+    use std::sync::Mutex;
+    // Pipeline columns (tp, dp): 2 x 2, each of 2 stages.
+    let mut cfg = config("gpt-tiny", 2, 2, 2, 2);
+    cfg.ranks = Ranks::All;
+    let dir = lumos_testkit::TempDir::new("synth-progress");
+    let seen = Mutex::new(Vec::new());
+    let paths = write_job_with(&cfg, &dir, &|p| {
+        seen.lock().unwrap().push(p.to_owned());
+        true
+    })
+    .unwrap();
+    let mut seen = seen.into_inner().unwrap();
+    seen.sort();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(seen, sorted, "one call per file written");
+
+    // Asked to stop at the first file: no further column starts (rayon
+    // may have begun the others already), and the caller hears so.
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| {
+            let stopped = lumos_testkit::TempDir::new("synth-stop");
+            let calls = Mutex::new(0);
+            let r = write_job_with(&cfg, &stopped, &|_| {
+                *calls.lock().unwrap() += 1;
+                false
+            });
+            assert!(matches!(r, Err(lumos_synth::SynthError::Stopped)), "{r:?}");
+            assert!(*calls.lock().unwrap() < paths.len());
+        });
 }
 
 #[test]

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::usage::usage;
-use crate::{inputs, output};
+use crate::{inputs, output, progress};
 
 /// `lumos ingest` arguments.
 #[derive(clap::Args)]
@@ -103,11 +103,17 @@ pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
         std::fs::create_dir_all(&a.out)
             .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", a.out.display()))?;
     }
+    let bar = progress::count(files.len() as u64, "ingesting");
     let results: Vec<_> = files
         .par_iter()
         .zip(&targets)
-        .map(|(f, t)| lumos_store::ingest_file(f, t))
+        .map(|(f, t)| {
+            let r = lumos_store::ingest_file(f, t);
+            bar.inc(1);
+            r
+        })
         .collect();
+    bar.finish_and_clear();
     let mut ok = true;
     let mut done = Vec::new();
     for r in results {

@@ -221,8 +221,13 @@ pub fn config(a: &SynthArgs) -> Result<SynthConfig> {
 pub fn write(a: &SynthArgs) -> Result<Vec<PathBuf>> {
     let cfg = config(a)?;
     crate::inputs::output_dir(&a.out, "--out")?;
-    lumos_synth::write_job(&cfg, &a.out)
-        .with_context(|| format!("{}: cannot write the job", a.out.display()))
+    let bar = crate::progress::count(cfg.selected_ranks().len() as u64, "writing ranks");
+    let files = lumos_synth::write_job_with(&cfg, &a.out, &|_| {
+        bar.inc(1);
+        true
+    });
+    bar.finish_and_clear();
+    files.with_context(|| format!("{}: cannot write the job", a.out.display()))
 }
 
 /// Runs `lumos synth`: writes the job, then lists its files.
