@@ -566,6 +566,16 @@ fn a_directory_output_that_is_a_file_is_a_usage_error() {
     }
     let out = run(&["replay", "--out", u], Some(&f));
     assert_fails(&out, 2, &format!("{t} is not a directory"), "under a file");
+    // Several traces ingest into a directory.
+    let other = dir.join("other.json.gz");
+    std::fs::copy(&f, &other).unwrap();
+    let ingest = |o: &str| {
+        (lumos().args(["ingest", "-o", o]).arg(&f).arg(&other))
+            .output()
+            .unwrap()
+    };
+    assert_fails(&ingest(u), 2, &format!("{t} is not a directory"), "ingest");
+    assert_fails(&ingest(t), 2, "this is a file", "ingest");
     for args in [
         &["synth", "--model", "gpt-tiny", "--out", t][..],
         &["demo", "--out", t],

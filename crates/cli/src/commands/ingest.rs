@@ -81,6 +81,8 @@ fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
             files.len()
         )));
     }
+    // A folder above it that is a file: refused before any trace is read.
+    inputs::output_dir(out, "-o")?;
     inputs::distinct_output_names(files.iter().map(PathBuf::as_path), "-o", out_name)?;
     Ok(files.iter().map(|f| out.join(out_name(f))).collect())
 }
