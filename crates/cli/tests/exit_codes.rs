@@ -641,6 +641,18 @@ fn flags_that_were_ignored_or_misnamed_are_usage_errors_that_say_why() {
         .unwrap();
     assert_fails(&out, 2, "would both be written as", "same names");
     assert!(!out_dir.exists(), "nothing is written");
+    // Said before any trace is read: one that cannot be read is not
+    // reached.
+    let broken = dir.join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join(f.file_name().unwrap()), "not gzip").unwrap();
+    let out = lumos()
+        .args(["replay", "--per-trace", "--out", o])
+        .arg(&f)
+        .arg(broken.join(f.file_name().unwrap()))
+        .output()
+        .unwrap();
+    assert_fails(&out, 2, "would both be written as", "same names, unread");
     let out = lumos()
         .arg("ingest")
         .arg(&f)

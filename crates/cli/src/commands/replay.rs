@@ -343,6 +343,12 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             return run_one_trace(a, file, &opts, out);
         }
     }
+    if a.mode.per_trace && !files.iter().any(|f| inputs::is_lgraph(f)) {
+        // Traces taken apart are named after their files: a clash is
+        // known before any is read (an `.lgraph` file names its trace
+        // only once read, and a job's ranks take their rank numbers).
+        check_output_names(a, files.iter().map(PathBuf::as_path))?;
+    }
     // Each trace is built into its rank as it is read and dropped, so no
     // trace is held beside the ranks (all traces read first held a job's
     // traces and its ranks together: 2.7 against 1.7 GB for 8 ranks of
@@ -363,13 +369,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
         return Err(merge_needs_a_job());
     }
     // Before any is written: their outputs are named after their traces.
-    let traces = || apart.iter().flatten().map(Prepared::trace_path);
-    if a.out.is_some() {
-        inputs::distinct_output_names(traces(), "--out", inputs::timeline_names)?;
-    }
-    if a.critical_path.is_some() {
-        inputs::distinct_output_names(traces(), "--critical-path", inputs::timeline_names)?;
-    }
+    check_output_names(a, apart.iter().flatten().map(Prepared::trace_path))?;
     let mut ok = true;
     let mut traces = Vec::new();
     for r in apart {
@@ -388,6 +388,21 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     }
     write_output(out, &ReplayOutput::of_traces(traces), a)?;
     Ok(ok)
+}
+
+/// Refuses traces replayed apart whose `--out` or `--critical-path` files
+/// would take one name.
+fn check_output_names<'a>(
+    a: &ReplayArgs,
+    traces: impl Iterator<Item = &'a Path> + Clone,
+) -> Result<()> {
+    if a.out.is_some() {
+        inputs::distinct_output_names(traces.clone(), "--out", inputs::timeline_names)?;
+    }
+    if a.critical_path.is_some() {
+        inputs::distinct_output_names(traces, "--critical-path", inputs::timeline_names)?;
+    }
+    Ok(())
 }
 
 /// `--scale-rank` given for inputs that are not one job.
