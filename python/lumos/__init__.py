@@ -116,6 +116,10 @@ def _rank_scales(scale_rank: Union[Mapping[int, float], Iterable[Tuple[int, floa
         return []
     if isinstance(scale_rank, Mapping):
         return list(scale_rank.items())
+    if not isinstance(scale_rank, Iterable):
+        raise ConfigError(
+            f"scale_rank: expected {{rank: factor}} or (rank, factor) pairs, got {scale_rank!r}"
+        )
     pairs = []
     for p in scale_rank if not isinstance(scale_rank, (str, bytes)) else [scale_rank]:
         if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:
@@ -136,6 +140,8 @@ def _options(
 ) -> _lumos.ReplayOptions:
     if isinstance(deps, str):
         deps = [d for d in deps.split(",") if d]
+    elif not isinstance(deps, Iterable):
+        raise ConfigError(f"deps: expected a list of dependency kinds, got {deps!r}")
     bare, patterns = _kernel_scales(scale_kernels)
     return _lumos.ReplayOptions(
         list(deps), bare, scale_only, scale_pattern, _rank_scales(scale_rank), scale_rank_cpu,

@@ -84,6 +84,8 @@ def test_two_files_claiming_one_rank_are_an_input_error(tmp_path, corpus, cli_er
         ({"scale_only": "gpu", "scale_kernels": 2}, "scale_only: unknown value `gpu`"),
         ({"deps": ["no-such"]}, "deps: unknown value `no-such`"),
         ({"scale_rank_cpu": True}, "scale_rank_cpu needs scale_rank"),
+        ({"scale_rank": 3}, "scale_rank: expected {rank: factor} or (rank, factor) pairs, got 3"),
+        ({"deps": 3}, "deps: expected a list of dependency kinds, got 3"),
     ],
 )
 def test_bad_options_are_config_errors(corpus, kwargs, text):
