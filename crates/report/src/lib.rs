@@ -106,7 +106,7 @@ pub use job::{
     Spread, StepSpread, WaitUs, JOINT_REPLAY_BYTES_PER_TASK,
     JOINT_REPLAY_KEEPING_JOB_BYTES_PER_TASK,
 };
-pub use model_file::{model_from_json, MODEL_COUNT_MAX, MODEL_SIZE_MAX};
+pub use model_file::model_from_json;
 pub use network::network_from_json;
 pub use predict::{
     predict, predict_report, BreakdownMs, Calibration, ConfidenceReport, Config, GemmCalibration,

@@ -9,13 +9,16 @@
 pub const FACTOR_MIN: f64 = 1e-6;
 /// Largest scale factor.
 pub const FACTOR_MAX: f64 = 1e6;
-/// Largest parallel degree, micro-batch count, layer count or step
-/// count; configurations are further bounded by what they would hold
+/// Largest parallel degree, micro-batch count, layer, head or step
+/// count, as a flag, a Python argument or a model file gives it;
+/// configurations are further bounded by what they would hold
 /// (checked before anything is built).
 pub const COUNT_MAX: u32 = 65_536;
 /// Least step count of a synthesized trace.
 pub const STEPS_MIN: u32 = 2;
-/// Largest hidden or FFN size (GPT-3 175B's hidden size is 12,288).
+/// Largest hidden or FFN size (GPT-3 175B's hidden size is 12,288), and
+/// sequence length or vocabulary of a model file: every product of them
+/// fits the synthesizer's arithmetic.
 pub const SIZE_MAX: u64 = 1 << 20;
 /// Largest global batch, in sequences (published runs use at most a
 /// few thousand).
