@@ -143,16 +143,13 @@ pub enum ScaleArg {
 /// `--scale-kernels PATTERN=FACTOR` or `--scale-kernels FACTOR`: every
 /// check of the value is here.
 fn parse_scale_kernels(s: &str) -> Result<ScaleArg, String> {
-    let Some((_, raw)) = s.rsplit_once('=') else {
+    if !s.contains('=') {
         if s.trim().parse::<f64>().is_err() {
             return Err(format!("expected PATTERN=FACTOR or FACTOR, got `{s}`"));
         }
         return crate::usage::factor(s).map(ScaleArg::Factor);
-    };
-    crate::usage::factor(raw).map_err(|e| format!("factor {e}"))?;
-    s.parse::<KernelScale>()
-        .map(ScaleArg::Pattern)
-        .map_err(|e| e.to_string())
+    }
+    lumos_report::range::kernel_scale(s).map(ScaleArg::Pattern)
 }
 
 /// `--scale-rank R=FACTOR`.
