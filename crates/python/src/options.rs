@@ -83,11 +83,6 @@ fn rank_scales(pairs: &[(Bound<'_, PyAny>, Bound<'_, PyAny>)]) -> Result<Vec<(u3
         };
         let rank = args::rank(r).map_err(bad)?;
         let factor = args::factor(f).map_err(|e| bad(format!("factor {e}")))?;
-        if out.iter().any(|&(seen, _)| seen == rank) {
-            return Err(Error::config(format!(
-                "scale_rank names rank {rank} twice; give each rank one factor"
-            )));
-        }
         out.push((rank, factor));
     }
     out.sort_by_key(|&(r, _)| r);
@@ -206,6 +201,7 @@ impl ReplayOptions {
             scales.push(RankScale { rank, factor });
             described.push(format!("scale_rank {rank}={factor}"));
         }
+        lumos_report::distinct_ranks(&scales, "scale_rank").map_err(Error::config)?;
         if scale_rank_cpu && scales.is_empty() {
             return Err(Error::config("scale_rank_cpu needs scale_rank"));
         }

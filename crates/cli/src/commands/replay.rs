@@ -168,16 +168,8 @@ fn parse_rank_scale(s: &str) -> Result<RankScale, String> {
 /// The simulator's options for the ablation and scaling flags, and the
 /// kernel speed-ups to resolve on each graph.
 fn sim_options(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
-    // One rank scaled twice would have its factors multiplied (two of
-    // 1e6 make 1e12, past the range each flag is checked against): a slip.
-    let mut ranks: Vec<u32> = a.scale_rank.iter().map(|s| s.rank).collect();
-    ranks.sort_unstable();
-    if let Some(w) = ranks.windows(2).find(|w| w[0] == w[1]) {
-        return Err(usage(format!(
-            "--scale-rank names rank {} twice; give each rank one factor",
-            w[0]
-        )));
-    }
+    // One rank scaled twice would have its factors multiplied: a slip.
+    lumos_report::distinct_ranks(&a.scale_rank, "--scale-rank").map_err(usage)?;
     let (opts, kernels) = scales(a)?;
     // So would one pattern's, the bare FACTOR's selection among them.
     distinct_patterns(&kernels, "--scale-kernels")?;
