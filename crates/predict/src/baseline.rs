@@ -250,6 +250,15 @@ impl Baseline {
         self.templates
             .get_or_init(|| templates(&self.inputs, &self.structures))
     }
+
+    /// The inputs' names, in order, for the messages that name the
+    /// traces an edit was refused for.
+    pub(crate) fn input_names(&self) -> String {
+        (self.inputs.iter())
+            .map(|i| i.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A degree or count found in the traces, 1 when none was found; a 0
