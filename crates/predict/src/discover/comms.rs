@@ -399,12 +399,11 @@ impl<'g> GradientHooks<'g> {
         let Some(scope) = g.scope_of(t) else {
             return false;
         };
+        // Cached by the innermost scope: the tasks of one scope share
+        // its chain.
         *self.in_hook.entry(scope.0).or_insert_with(|| {
-            std::iter::successors(Some(scope), |s| g.scopes.get(s.0 as usize)?.parent).any(|s| {
-                g.scopes
-                    .get(s.0 as usize)
-                    .is_some_and(|sc| sc.name.0 == hook)
-            })
+            g.scope_chain(t)
+                .any(|s| g.scopes[s.0 as usize].name.0 == hook)
         })
     }
 }
