@@ -390,9 +390,10 @@ fn link_note(l: &LinkCalibration, gpu: &str) -> Option<String> {
             l.effective_gbps
         ),
         _ => format!(
-            "network {}: its {} collectives ({} without a size) fit no ring model near preset \
-             {gpu}: preset values kept ({:.1} GB/s effective)",
-            l.link, l.collectives, l.unsized_collectives, l.effective_gbps
+            "network {}: {} (preset {gpu}, {:.1} GB/s effective)",
+            l.link,
+            crate::models::not_calibrated(l.why_uncalibrated().as_deref()),
+            l.effective_gbps
         ),
     })
 }

@@ -336,6 +336,18 @@ impl LinkCalibration {
     }
 }
 
+/// The one wording of a model the trace did not calibrate, for notes,
+/// confidence reasons and extrapolations alike: `not calibrated on the
+/// trace: ` and why ([`LinkCalibration::why_uncalibrated`], for a link the
+/// trace ran collectives over), else `preset values` (a link never seen,
+/// a GEMM curve with nothing to fit it on).
+pub fn not_calibrated(why: Option<&str>) -> String {
+    format!(
+        "not calibrated on the trace: {}",
+        why.unwrap_or("preset values")
+    )
+}
+
 /// The statistic each bucket of same-size collectives is fitted on: a
 /// kernel's duration includes the time it waited for its slowest peer, so
 /// the transfer itself is the lower envelope. The 10th percentile rather
