@@ -316,20 +316,6 @@ pub(crate) fn structural_edits_possible(base: &Baseline) -> Result<(), PredictEr
             )));
         }
     }
-    // The first forward's own work is told from the step's prologue by
-    // what precedes every other forward too; with one micro-batch there is
-    // no other, so a copied pass would carry the prologue (or lose its
-    // own leading work) once per new micro-batch (docs/PREDICTION.md
-    // section 2).
-    if base.config.microbatches < 2 {
-        let names: Vec<&str> = base.inputs.iter().map(|i| i.name.as_str()).collect();
-        return Err(PredictError::Unsupported(format!(
-            "{}: structural edits impossible: {} micro-batch traced; they need at least two, to \
-             tell the first forward pass's own work from the step's prologue",
-            names.join(", "),
-            base.config.microbatches
-        )));
-    }
     Ok(())
 }
 
