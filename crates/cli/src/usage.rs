@@ -45,13 +45,7 @@ pub fn stdin_once<S: AsRef<std::ffi::OsStr>>(
 /// command has no use for it (`ingest`, `diff`, `synth`, `demo` took
 /// `abc` without a word).
 pub fn memory_limit_readable() -> anyhow::Result<()> {
-    // Set but empty (`LUMOS_MEMORY_LIMIT= lumos ...`) is read as unset.
-    if std::env::var_os("LUMOS_MEMORY_LIMIT").is_none_or(|v| v.is_empty()) {
-        return Ok(());
-    }
-    lumos_store::MemoryGuard::new(0, lumos_store::ReadFor::Job)
-        .map(drop)
-        .map_err(usage)
+    lumos_store::MemoryGuard::limit_readable().map_err(usage)
 }
 
 /// True when `e`, or anything in its chain of causes, is a usage error:

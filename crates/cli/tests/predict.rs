@@ -735,6 +735,17 @@ fn one_micro_batch_traces_are_refused_structural_edits() {
     for args in [&["--microbatches", "4"][..], &["--layers", "8"][..]] {
         assert_refused(args, &files, want);
     }
+    // `lumos inspect` gives the same verdict (it called these traces
+    // editable while predict refused them).
+    let inspected = |paths: &[PathBuf]| -> Vec<String> {
+        let v = json(&["inspect", "--per-trace"], paths);
+        (v["traces"].as_array().unwrap().iter())
+            .map(|t| t["structure"]["structural_edits_blocked"].to_string())
+            .collect()
+    };
+    let why = "\"1 micro-batch traced; they need at least two, to tell the first forward pass's \
+               own work from the step's prologue\"";
+    assert_eq!(inspected(&files), vec![why; files.len()]);
     let v = json(&["predict", "--dp", "4"], &files);
     assert_eq!(v["target"]["dp"], 4);
     let Some(corpus) = lumos_testkit::corpus() else {
@@ -744,6 +755,10 @@ fn one_micro_batch_traces_are_refused_structural_edits() {
     for args in [&["--microbatches", "2"][..], &["--layers", "4"][..]] {
         assert_refused(args, &dlrm, want);
     }
+    // Rank 0 is the one DLRM rank whose layer block was found (the
+    // others repeat none): inspected alone it was called editable.
+    let rank0 = vec![corpus.path("multi-rank/dlrm-8xv100/rank0.json.gz")];
+    assert_eq!(inspected(&rank0), vec![why]);
 }
 
 /// A data-parallel edit of an inference trace (no backward pass) is

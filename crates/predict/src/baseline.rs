@@ -250,6 +250,15 @@ impl Baseline {
         self.templates
             .get_or_init(|| templates(&self.inputs, &self.structures))
     }
+
+    /// The inputs' names, in order, for the messages that name the
+    /// traces an edit was refused for.
+    pub(crate) fn input_names(&self) -> String {
+        (self.inputs.iter())
+            .map(|i| i.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A degree or count found in the traces, 1 when none was found; a 0
@@ -381,9 +390,10 @@ fn link_note(l: &LinkCalibration, gpu: &str) -> Option<String> {
             l.effective_gbps
         ),
         _ => format!(
-            "network {}: its {} collectives ({} without a size) fit no ring model near preset \
-             {gpu}: preset values kept ({:.1} GB/s effective)",
-            l.link, l.collectives, l.unsized_collectives, l.effective_gbps
+            "network {}: {} (preset {gpu}, {:.1} GB/s effective)",
+            l.link,
+            crate::models::not_calibrated(l.why_uncalibrated().as_deref()),
+            l.effective_gbps
         ),
     })
 }

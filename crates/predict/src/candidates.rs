@@ -136,7 +136,7 @@ impl Summary {
 /// Whether discovery could not settle the rank alone: its stage repeats
 /// no layer block of its own.
 fn unsettled(s: &Structure) -> bool {
-    s.report.structural_edits_blocked.is_some()
+    crate::discover::blocked(s)
 }
 
 /// Whether a rank found to be `s` is held until the last rank is given,

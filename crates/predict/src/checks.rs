@@ -83,7 +83,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
     if c.dp != b.dp && !has_class(base, GroupClass::Data) {
         return Err(PredictError::Unsupported(format!(
             "no data-parallel collectives found in {}; nothing to re-time",
-            files(base)
+            base.input_names()
         )));
     }
     if c.dp != b.dp && !shows_a_backward_pass(base) {
@@ -92,7 +92,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
              or AccumulateGrad (an inference trace); data parallelism reduces gradients, so the \
              collectives taken for data-parallel ({}) serve something else and a data-parallel \
              edit has nothing to re-time",
-            files(base),
+            base.input_names(),
             class_names(base, GroupClass::Data).join(", ")
         )));
     }
@@ -100,7 +100,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         return Err(PredictError::Unsupported(format!(
             "no tensor-parallel collectives found in {}: the traced model has no tensor \
              parallelism to re-shard",
-            files(base)
+            base.input_names()
         )));
     }
     if let Some(k) = t
@@ -108,7 +108,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         .iter()
         .find(|k| !selects_a_gpu_task(base, &k.select))
     {
-        return Err(selects_no_gpu_task(k, &files(base)));
+        return Err(selects_no_gpu_task(k, &base.input_names()));
     }
     let notes = check_shapes(base, c)?;
     check_weights_fit(base, c)?;
@@ -210,15 +210,6 @@ fn selects_a_gpu_task(base: &Baseline, select: &KernelSelector) -> bool {
                 }
         })
     })
-}
-
-/// The inputs' names, for messages.
-fn files(base: &Baseline) -> String {
-    base.inputs
-        .iter()
-        .map(|i| i.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Whether the traces show a backward pass: an autograd operator

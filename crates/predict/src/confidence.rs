@@ -9,7 +9,7 @@ use lumos_sim::{critical_path_hops_since, step_spans, timed_hops, Bound, Schedul
 use crate::config::{Coord, Layout};
 use crate::discover::{Confidence, GroupClass};
 use crate::edits::Prediction;
-use crate::models::{gpu_for_device, LinkCalibration, Source};
+use crate::models::{gpu_for_device, not_calibrated, LinkCalibration, Source};
 use crate::outcome::{Outcome, Steadiness};
 use lumos_models::NetworkModel;
 
@@ -265,8 +265,8 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
         }
         if let Some(link) = unseen_link(&p.base.network.links, &net, &ranks) {
             out.push(format!(
-                "{name} collectives over the {link} link, which the trace did not calibrate \
-                 (preset values)"
+                "{name} collectives over the {link} link, {}",
+                not_calibrated(None)
             ));
         }
     }
@@ -501,13 +501,11 @@ fn verdict(
         if !m.calibrated {
             found.push((
                 Confidence::Medium,
-                match &m.uncalibrated_why {
-                    Some(why) => format!("{} model not calibrated on the trace: {why}", m.model),
-                    None => format!(
-                        "{} model not calibrated on the trace: preset values",
-                        m.model
-                    ),
-                },
+                format!(
+                    "{} model {}",
+                    m.model,
+                    not_calibrated(m.uncalibrated_why.as_deref())
+                ),
             ));
             continue;
         }

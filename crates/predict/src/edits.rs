@@ -23,7 +23,7 @@ use crate::config::{Config, Coord, KernelScale, Layout};
 use crate::discover::GroupClass;
 use crate::discover::Structure;
 use crate::error::PredictError;
-use crate::models::{LinkCalibration, Source};
+use crate::models::{not_calibrated, LinkCalibration, Source};
 use crate::plan::{plan_stage, sources as plan_sources, StageRole, StageTarget};
 use crate::retime::retime;
 
@@ -297,11 +297,11 @@ fn durations_of(g: &Graph) -> Arc<[i64]> {
 fn link_state(l: Option<&LinkCalibration>) -> String {
     match l {
         Some(l) if l.calibrated => "calibrated link".into(),
-        Some(l) => match l.why_uncalibrated() {
-            Some(why) => format!("a link the trace used but could not calibrate: {why}"),
-            None => "link not seen in the trace: preset values".into(),
-        },
-        None => "link not seen in the trace: preset values".into(),
+        Some(l) if l.seen() => format!(
+            "a link used but {}",
+            not_calibrated(l.why_uncalibrated().as_deref())
+        ),
+        _ => format!("a link not seen, so {}", not_calibrated(None)),
     }
 }
 
@@ -315,20 +315,6 @@ pub(crate) fn structural_edits_possible(base: &Baseline) -> Result<(), PredictEr
                 base.inputs[i].name
             )));
         }
-    }
-    // The first forward's own work is told from the step's prologue by
-    // what precedes every other forward too; with one micro-batch there is
-    // no other, so a copied pass would carry the prologue (or lose its
-    // own leading work) once per new micro-batch (docs/PREDICTION.md
-    // section 2).
-    if base.config.microbatches < 2 {
-        let names: Vec<&str> = base.inputs.iter().map(|i| i.name.as_str()).collect();
-        return Err(PredictError::Unsupported(format!(
-            "{}: structural edits impossible: {} micro-batch traced; they need at least two, to \
-             tell the first forward pass's own work from the step's prologue",
-            names.join(", "),
-            base.config.microbatches
-        )));
     }
     Ok(())
 }

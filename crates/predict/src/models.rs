@@ -336,6 +336,18 @@ impl LinkCalibration {
     }
 }
 
+/// The one wording of a model the trace did not calibrate, for notes,
+/// confidence reasons and extrapolations alike: `not calibrated on the
+/// trace: ` and why ([`LinkCalibration::why_uncalibrated`], for a link the
+/// trace ran collectives over), else `preset values` (a link never seen,
+/// a GEMM curve with nothing to fit it on).
+pub fn not_calibrated(why: Option<&str>) -> String {
+    format!(
+        "not calibrated on the trace: {}",
+        why.unwrap_or("preset values")
+    )
+}
+
 /// The statistic each bucket of same-size collectives is fitted on: a
 /// kernel's duration includes the time it waited for its slowest peer, so
 /// the transfer itself is the lower envelope. The 10th percentile rather
@@ -727,6 +739,23 @@ pub fn network_preset(name: &str) -> Result<(NetworkModel, String), PredictError
 /// Most GPUs per node a network may give (the count flags' range).
 const GPUS_PER_NODE_MAX: u32 = 65_536;
 
+/// Largest latency a network may give (`base_latency_us`,
+/// `hop_latency_us`), microseconds: one second. No network is slower; a
+/// value past it is a slip, not a what-if, and would only make times past
+/// any run (1e14 made predicted steps of -9.2e12 ms before the simulator
+/// refused clocks past their range).
+pub const NETWORK_LATENCY_US_MAX: f64 = 1e6;
+
+/// Bandwidths a link may give, GB/s per GPU and direction: 1 MB/s to
+/// 1 PB/s, beyond any link built, for the same reason.
+pub const NETWORK_BANDWIDTH_GBPS: (f64, f64) = (1e-3, 1e6);
+
+/// Least share of its bandwidth a link may achieve (`efficiency`): 1%.
+/// NCCL's rings reach 50 to 95% of a link (the presets cite nccl-tests);
+/// a share near 0 (1e-300 was taken) divides the bandwidth into nothing,
+/// as a bandwidth below its floor would, so it has a floor too.
+pub const NETWORK_EFFICIENCY_MIN: f64 = 0.01;
+
 /// Changes to a preset network, each field left out keeping the preset's
 /// value (a `--network` file's content, parsed by the front end).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -751,7 +780,7 @@ pub struct NetworkOverrides {
 pub struct LinkOverrides {
     /// Bandwidth per GPU and direction, GB/s.
     pub bandwidth_gbps: Option<f64>,
-    /// Achieved share of the bandwidth (more than 0, at most 1).
+    /// Achieved share of the bandwidth ([`NETWORK_EFFICIENCY_MIN`] to 1).
     pub efficiency: Option<f64>,
     /// Latency per ring hop, microseconds.
     pub hop_latency_us: Option<f64>,
@@ -760,7 +789,10 @@ pub struct LinkOverrides {
 /// The network `overrides` describe, with its description for reports.
 /// `name` says where the overrides came from (the `--network` file): errors
 /// start with it and the description names it. Every number must be
-/// finite and positive.
+/// finite and positive, and within its bounds: GPUs per node a whole
+/// number up to 65,536, latencies at most [`NETWORK_LATENCY_US_MAX`],
+/// bandwidths within [`NETWORK_BANDWIDTH_GBPS`], an efficiency from
+/// [`NETWORK_EFFICIENCY_MIN`] to 1.
 pub fn network_with(
     overrides: &NetworkOverrides,
     name: &str,
@@ -773,14 +805,24 @@ pub fn network_with(
     let mut net = GpuSpec::preset(base)
         .map_err(|e| invalid(e.to_string()))?
         .network;
-    let positive = |x: Option<f64>, key: &str| -> Result<Option<f64>, PredictError> {
-        match x {
-            Some(f) if !(f.is_finite() && f > 0.0) => {
-                Err(invalid(format!("\"{key}\" must be a positive number")))
-            }
-            x => Ok(x),
+    // Every number finite and positive, then within its bounds: the
+    // checks of every front end, whatever read the numbers (a `--network`
+    // file, a Python dict through it, a caller of this crate).
+    let within = |x: Option<f64>, key: &str, (lo, hi): (f64, f64)| match x {
+        Some(f) if !(f.is_finite() && f > 0.0) => {
+            Err(invalid(format!("\"{key}\" must be a positive number")))
         }
+        Some(f) if f > hi => Err(invalid(format!(
+            "\"{key}\" must be at most {hi}, not {}",
+            shown(f)
+        ))),
+        Some(f) if f < lo => Err(invalid(format!(
+            "\"{key}\" must be at least {lo}, not {}",
+            shown(f)
+        ))),
+        x => Ok(x),
     };
+    let latency = (0.0, NETWORK_LATENCY_US_MAX);
     if let Some(n) = overrides.gpus_per_node {
         if !(n.fract() == 0.0 && (1.0..=GPUS_PER_NODE_MAX as f64).contains(&n)) {
             return Err(invalid(format!(
@@ -789,7 +831,7 @@ pub fn network_with(
         }
         net.gpus_per_node = n as usize;
     }
-    if let Some(b) = positive(overrides.base_latency_us, "base_latency_us")? {
+    if let Some(b) = within(overrides.base_latency_us, "base_latency_us", latency)? {
         net.base_latency_us = b;
     }
     if let Some(m) = overrides.multi_rail {
@@ -799,23 +841,34 @@ pub fn network_with(
         (&overrides.intra_node, &mut net.intra_node),
         (&overrides.inter_node, &mut net.inter_node),
     ] {
-        if let Some(b) = positive(o.bandwidth_gbps, "bandwidth_gbps")? {
+        if let Some(b) = within(o.bandwidth_gbps, "bandwidth_gbps", NETWORK_BANDWIDTH_GBPS)? {
             link.bandwidth_gbps = b;
         }
         if let Some(e) = o.efficiency {
             // A share: 80 meaning 80% is refused, not taken as 1.
-            if !(e > 0.0 && e <= 1.0) {
-                return Err(invalid(
-                    "\"efficiency\" must be a share from 0 to 1 (more than 0, at most 1)".into(),
-                ));
+            if !(NETWORK_EFFICIENCY_MIN..=1.0).contains(&e) {
+                return Err(invalid(format!(
+                    "\"efficiency\" must be a share from {NETWORK_EFFICIENCY_MIN} to 1, not {}",
+                    shown(e)
+                )));
             }
             link.efficiency = e;
         }
-        if let Some(h) = positive(o.hop_latency_us, "hop_latency_us")? {
+        if let Some(h) = within(o.hop_latency_us, "hop_latency_us", latency)? {
             link.hop_latency_us = h;
         }
     }
     Ok((net, format!("file {name} (over preset {base})")))
+}
+
+/// `x` as a person reads it: in exponent form past 1e15 or below 1e-4,
+/// where `f64`'s `Display` writes every digit (300 of them for 1e300).
+fn shown(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -844,6 +897,85 @@ mod tests {
         let eff = link.bandwidth_gbps * link.efficiency / 1.1;
         assert!((1.0 / inv_b - eff).abs() / eff < 1e-6);
         assert!(fit_alpha_beta(&pts[..1]).is_none());
+    }
+
+    /// The bounds are the constructor's, not a reader's: overrides made
+    /// in code (or by any front end) are refused as a file's are.
+    #[test]
+    fn network_overrides_are_bounded_where_the_network_is_made() {
+        let link = |l: LinkOverrides| NetworkOverrides {
+            inter_node: l,
+            ..NetworkOverrides::default()
+        };
+        let err = |o: &NetworkOverrides| network_with(o, "n").unwrap_err().to_string();
+        let eff = |e| {
+            link(LinkOverrides {
+                efficiency: Some(e),
+                ..LinkOverrides::default()
+            })
+        };
+        for e in [0.01, 0.5, 1.0] {
+            let (net, _) = network_with(&eff(e), "n").unwrap();
+            assert_eq!(net.inter_node.efficiency, e);
+        }
+        for (e, shown) in [
+            (0.0, "0"),
+            (1e-300, "1e-300"),
+            (0.009, "0.009"),
+            (1.5, "1.5"),
+        ] {
+            assert_eq!(
+                err(&eff(e)),
+                format!("n: \"efficiency\" must be a share from 0.01 to 1, not {shown}")
+            );
+        }
+        assert!(err(&eff(f64::NAN)).contains("\"efficiency\" must be a share"));
+        let bw = |b| {
+            link(LinkOverrides {
+                bandwidth_gbps: Some(b),
+                ..LinkOverrides::default()
+            })
+        };
+        assert_eq!(
+            network_with(&bw(1e6), "n")
+                .unwrap()
+                .0
+                .inter_node
+                .bandwidth_gbps,
+            1e6
+        );
+        assert_eq!(
+            err(&bw(1e-4)),
+            "n: \"bandwidth_gbps\" must be at least 0.001, not 0.0001"
+        );
+        assert_eq!(
+            err(&bw(2e6)),
+            "n: \"bandwidth_gbps\" must be at most 1000000, not 2000000"
+        );
+        assert_eq!(
+            err(&bw(-1.0)),
+            "n: \"bandwidth_gbps\" must be a positive number"
+        );
+        assert_eq!(
+            err(&bw(f64::INFINITY)),
+            "n: \"bandwidth_gbps\" must be a positive number"
+        );
+        let base = NetworkOverrides {
+            base_latency_us: Some(1e14),
+            ..NetworkOverrides::default()
+        };
+        assert_eq!(
+            err(&base),
+            "n: \"base_latency_us\" must be at most 1000000, not 100000000000000"
+        );
+        let hop = link(LinkOverrides {
+            hop_latency_us: Some(1e308),
+            ..LinkOverrides::default()
+        });
+        assert_eq!(
+            err(&hop),
+            "n: \"hop_latency_us\" must be at most 1000000, not 1e308"
+        );
     }
 
     #[test]

@@ -22,17 +22,6 @@ pub struct Ingested {
     pub bytes: u64,
 }
 
-/// The name of the per-rank file of `trace`: its name without `.gz` and
-/// `.json`, then `.lgraph`.
-pub fn out_name(trace: &Path) -> String {
-    let name = trace
-        .file_name()
-        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
-    let stem = name.strip_suffix(".gz").unwrap_or(&name);
-    let stem = stem.strip_suffix(".json").unwrap_or(stem);
-    format!("{stem}.lgraph")
-}
-
 /// Ingests `trace` into `out_dir` (created if needed); the file appears
 /// whole or not at all.
 pub fn ingest(trace: &Path, out_dir: &Path) -> Result<Ingested> {
@@ -42,7 +31,7 @@ pub fn ingest(trace: &Path, out_dir: &Path) -> Result<Ingested> {
             format!("{}: cannot create: {e}", out_dir.display()),
         )
     })?;
-    let out = out_dir.join(out_name(trace));
+    let out = out_dir.join(lumos_store::lgraph_name(trace));
     let done = lumos_store::ingest_file(trace, &out)?;
     Ok(Ingested {
         out,

@@ -544,7 +544,7 @@ fn ingest_rank(
 /// The name of the per-rank file [`ingest_rank`] writes for `path`.
 #[pyfunction]
 fn ingest_name(path: PathBuf) -> String {
-    ingest::out_name(&path)
+    lumos_store::lgraph_name(&path)
 }
 
 /// Assembles per-rank files (of [`ingest_rank`]) as the ranks of one job,

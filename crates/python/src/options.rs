@@ -63,20 +63,14 @@ fn selector(only: &str, pattern: Option<String>) -> Result<Option<KernelSelector
 }
 
 /// `PATTERN=FACTOR`, checked as `lumos replay --scale-kernels` and `lumos
-/// predict --scale-kernels` check it: a factor in the CLI's range
-/// (`lumos_report::range`), then the predictor's syntax.
+/// predict --scale-kernels` check it ([`range::kernel_scale`]).
 pub fn kernel_scale(s: &str) -> Result<KernelScale> {
-    let bad = |e: String| Error::config(format!("scale_kernels {s}: {e}"));
-    let (_, raw) = s
-        .rsplit_once('=')
-        .ok_or_else(|| bad("expected PATTERN=FACTOR".into()))?;
-    range::factor(raw).map_err(|e| bad(format!("factor {e}")))?;
-    s.parse::<KernelScale>().map_err(|e| bad(e.to_string()))
+    range::kernel_scale(s).map_err(|e| Error::config(format!("scale_kernels {s}: {e}")))
 }
 
 /// The `scale_rank` pairs, each checked as `--scale-rank RANK=FACTOR` is
-/// (a rank number, a factor in the CLI's range), a rank given twice
-/// refused as the CLI refuses it (its factors would be multiplied).
+/// (a rank number, a factor in the CLI's range); [`ReplayOptions::new`]
+/// refuses a rank given twice.
 fn rank_scales(pairs: &[(Bound<'_, PyAny>, Bound<'_, PyAny>)]) -> Result<Vec<(u32, f64)>> {
     let mut out: Vec<(u32, f64)> = Vec::new();
     for (r, f) in pairs {
@@ -89,11 +83,6 @@ fn rank_scales(pairs: &[(Bound<'_, PyAny>, Bound<'_, PyAny>)]) -> Result<Vec<(u3
         };
         let rank = args::rank(r).map_err(bad)?;
         let factor = args::factor(f).map_err(|e| bad(format!("factor {e}")))?;
-        if out.iter().any(|&(seen, _)| seen == rank) {
-            return Err(Error::config(format!(
-                "scale_rank names rank {rank} twice; give each rank one factor"
-            )));
-        }
         out.push((rank, factor));
     }
     out.sort_by_key(|&(r, _)| r);
@@ -212,6 +201,7 @@ impl ReplayOptions {
             scales.push(RankScale { rank, factor });
             described.push(format!("scale_rank {rank}={factor}"));
         }
+        lumos_report::distinct_ranks(&scales, "scale_rank").map_err(Error::config)?;
         if scale_rank_cpu && scales.is_empty() {
             return Err(Error::config("scale_rank_cpu needs scale_rank"));
         }

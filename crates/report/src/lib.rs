@@ -97,16 +97,16 @@ pub use inspect::{
     FileReport, InferredCount, InspectOutput, SkipCount, StepReport,
 };
 pub use job::{
-    job_report, replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled,
-    replay_rank_alone, replay_representatives, replay_representatives_kept, room_to_replay,
-    room_to_replay_keeping_job, scaled_ranks_in, slowest_rank_steps, ClockReport, CollectiveReport,
-    HostOffset, JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport, MatchingReport,
-    OwnRank, ProblemReport, ProgramGroupReport, RankCommReport, RankOffset, RankScale, RankTime,
-    RankWaitReport, RendezvousReport, RepresentativesReplayed, RepresentativesReport, Slowest,
-    Spread, StepSpread, WaitUs, JOINT_REPLAY_BYTES_PER_TASK,
+    distinct_ranks, job_report, replay_job, replay_jointly, replay_jointly_owned,
+    replay_jointly_scaled, replay_rank_alone, replay_representatives, replay_representatives_kept,
+    room_to_replay, room_to_replay_keeping_job, scaled_ranks_in, slowest_rank_steps, ClockReport,
+    CollectiveReport, HostOffset, JobPathReport, JobReplayed, JobReport, JobStep, LeftOutReport,
+    MatchingReport, OwnRank, ProblemReport, ProgramGroupReport, RankCommReport, RankOffset,
+    RankScale, RankTime, RankWaitReport, RendezvousReport, RepresentativesReplayed,
+    RepresentativesReport, Slowest, Spread, StepSpread, WaitUs, JOINT_REPLAY_BYTES_PER_TASK,
     JOINT_REPLAY_KEEPING_JOB_BYTES_PER_TASK,
 };
-pub use model_file::{model_from_json, MODEL_COUNT_MAX, MODEL_SIZE_MAX};
+pub use model_file::model_from_json;
 pub use network::network_from_json;
 pub use predict::{
     predict, predict_report, BreakdownMs, Calibration, ConfidenceReport, Config, GemmCalibration,

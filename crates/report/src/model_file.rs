@@ -5,6 +5,7 @@ use lumos_synth::ModelPreset;
 use serde_json::Value;
 
 use crate::json_object::object_with_keys;
+use crate::range::{COUNT_MAX, SIZE_MAX};
 
 /// The keys a model file may hold.
 const MODEL_KEYS: [&str; 10] = [
@@ -19,14 +20,6 @@ const MODEL_KEYS: [&str; 10] = [
     "kv_heads",
     "swiglu",
 ];
-
-/// Largest layer, head, KV-head or micro-batch count a model file may give
-/// (the CLI's count flags' range).
-pub const MODEL_COUNT_MAX: u64 = 65_536;
-/// Largest hidden, FFN, sequence or vocabulary size a model file may give
-/// (`--hidden`'s range), so that every product of them fits the
-/// synthesizer's arithmetic.
-pub const MODEL_SIZE_MAX: u64 = 1 << 20;
 
 /// The model a model file's text describes: `layers`, `hidden`, `heads`
 /// and optionally `name`, `ffn_hidden`, `seq_len`, `micro_batch`, `vocab`,
@@ -48,7 +41,9 @@ pub fn model_from_json(what: &str, text: &str) -> Result<ModelPreset, String> {
                 .ok_or_else(|| bad(format!("\"{k}\" must be a whole number from 1 to {max}"))),
         }
     };
-    let (count, size) = (MODEL_COUNT_MAX, MODEL_SIZE_MAX);
+    // The ranges of the count and size flags (`--layers`, `--hidden`), so
+    // that every product of them fits the synthesizer's arithmetic.
+    let (count, size) = (u64::from(COUNT_MAX), SIZE_MAX);
     let (Some(layers), Some(hidden), Some(heads)) = (
         field("layers", count)?,
         field("hidden", size)?,

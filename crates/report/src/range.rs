@@ -5,17 +5,22 @@
 //! any what-if, and keeps scaled durations far from the `i64`
 //! nanoseconds they are held in.
 
+use lumos_predict::KernelScale;
+
 /// Smallest scale factor.
 pub const FACTOR_MIN: f64 = 1e-6;
 /// Largest scale factor.
 pub const FACTOR_MAX: f64 = 1e6;
-/// Largest parallel degree, micro-batch count, layer count or step
-/// count; configurations are further bounded by what they would hold
+/// Largest parallel degree, micro-batch count, layer, head or step
+/// count, as a flag, a Python argument or a model file gives it;
+/// configurations are further bounded by what they would hold
 /// (checked before anything is built).
 pub const COUNT_MAX: u32 = 65_536;
 /// Least step count of a synthesized trace.
 pub const STEPS_MIN: u32 = 2;
-/// Largest hidden or FFN size (GPT-3 175B's hidden size is 12,288).
+/// Largest hidden or FFN size (GPT-3 175B's hidden size is 12,288), and
+/// sequence length or vocabulary of a model file: every product of them
+/// fits the synthesizer's arithmetic.
 pub const SIZE_MAX: u64 = 1 << 20;
 /// Largest global batch, in sequences (published runs use at most a
 /// few thousand).
@@ -86,6 +91,18 @@ pub fn factor_value(f: f64, given: &str) -> Result<f64, String> {
     Ok(f)
 }
 
+/// A kernel speed-up, `PATTERN=FACTOR` (`--scale-kernels`, the Python
+/// package's `scale_kernels` patterns): its factor in the range of every
+/// scale factor ([`factor`], so both front ends word a factor out of range
+/// alike), then the predictor's syntax ([`KernelScale`]'s `FromStr`).
+pub fn kernel_scale(s: &str) -> Result<KernelScale, String> {
+    if let Some((_, raw)) = s.rsplit_once('=') {
+        factor(raw).map_err(|e| format!("factor {e}"))?;
+    }
+    s.parse()
+        .map_err(|e: lumos_predict::PredictError| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +143,25 @@ mod tests {
             whole_value(1 << 40, 1, 65_536, "2**40").unwrap_err(),
             "must be a whole number from 1 to 65536, got 2**40"
         );
+    }
+
+    #[test]
+    fn kernel_scales_check_the_factor_range_then_the_syntax() {
+        let k = kernel_scale("class:gemm=0.5").unwrap();
+        assert_eq!(k.factor, 0.5);
+        assert_eq!(
+            kernel_scale("sgemm=0").unwrap_err(),
+            "factor must be a number from 1e-6 to 1e6, got 0"
+        );
+        assert_eq!(
+            kernel_scale("sgemm=x").unwrap_err(),
+            "factor `x` is not a number"
+        );
+        assert!(kernel_scale("0.5")
+            .unwrap_err()
+            .contains("expected PATTERN=FACTOR"));
+        assert!(kernel_scale("class:gpu=2")
+            .unwrap_err()
+            .contains("unknown kernel class"));
     }
 }

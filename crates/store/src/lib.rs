@@ -71,6 +71,19 @@ use rec::{Bad, FactsRec, GraphSection, HeadRec, TimingRec};
 /// The file extension of compact per-rank graphs, without the dot.
 pub const EXTENSION: &str = "lgraph";
 
+/// The name of the compact file of the trace at `trace`, as every front
+/// end writes it (`lumos ingest`, the Python package's `ingest_rank`):
+/// the trace's file name without `.gz`, then without `.json`, then
+/// `.lgraph` (`rank3.json.gz` gives `rank3.lgraph`).
+pub fn lgraph_name(trace: &Path) -> String {
+    let name = trace
+        .file_name()
+        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
+    let stem = name.strip_suffix(".gz").unwrap_or(&name);
+    let stem = stem.strip_suffix(".json").unwrap_or(stem);
+    format!("{stem}.{EXTENSION}")
+}
+
 /// True for a path whose name ends in `.lgraph`.
 pub fn is_lgraph_path(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == EXTENSION)
@@ -283,6 +296,18 @@ mod tests {
         assert!(
             m.contains("section HEAD is longer than its record (2 bytes left over)"),
             "{m}"
+        );
+    }
+
+    #[test]
+    fn compact_files_are_named_after_their_traces() {
+        assert_eq!(lgraph_name(Path::new("a/rank3.json.gz")), "rank3.lgraph");
+        assert_eq!(lgraph_name(Path::new("rank3.json")), "rank3.lgraph");
+        assert_eq!(lgraph_name(Path::new("x.gz")), "x.lgraph");
+        // Only the trace's own suffixes go: a dot inside the name stays.
+        assert_eq!(
+            lgraph_name(Path::new("run.v2.pt.trace.json")),
+            "run.v2.pt.trace.lgraph"
         );
     }
 }

@@ -139,21 +139,9 @@ impl MemoryGuard {
     /// A guard for reading `total` files for `purpose`; an unreadable
     /// `LUMOS_MEMORY_LIMIT` is a usage error.
     pub fn new(total: usize, purpose: ReadFor) -> Result<MemoryGuard, BadMemoryLimit> {
-        let (limit, from_variable) = match std::env::var_os(LIMIT_VAR) {
-            // Set but empty: as if unset.
-            Some(v) if !v.is_empty() => {
-                let text = v.to_string_lossy();
-                let limit = match text.trim() {
-                    "off" => None,
-                    // 0 would refuse every job: a slip for `off`, not a limit.
-                    t => Some(
-                        (parse_size(t).filter(|&n| n > 0))
-                            .ok_or_else(|| BadMemoryLimit(text.to_string()))?,
-                    ),
-                };
-                (limit, true)
-            }
-            _ => {
+        let (limit, from_variable) = match variable_limit()? {
+            Some(limit) => (limit, true),
+            None => {
                 let limit = (resident_bytes().zip(available_bytes()))
                     .map(|(now, free)| now + (free as f64 * SHARE) as u64);
                 (limit, false)
@@ -167,6 +155,14 @@ impl MemoryGuard {
             skipped: AtomicU64::new(0),
             stopped_at: AtomicU64::new(0),
         })
+    }
+
+    /// Refuses an unreadable `LUMOS_MEMORY_LIMIT` as [`MemoryGuard::new`]
+    /// does, without measuring the process or the machine: for a command
+    /// that reads no job, which should not take a bad value without a
+    /// word either.
+    pub fn limit_readable() -> Result<(), BadMemoryLimit> {
+        variable_limit().map(drop)
     }
 
     /// `read()` of one file, unless the process is already over its limit
@@ -257,6 +253,23 @@ fn size(bytes: u64) -> String {
         0x10_0000..0x4000_0000 => format!("{:.1} MiB", b / f64::from(1 << 20)),
         _ => format!("{:.1} GiB", b / f64::from(1 << 30)),
     }
+}
+
+/// The limit `LUMOS_MEMORY_LIMIT` sets: `None` where it sets none (unset,
+/// or set but empty, as if unset), else the limit in bytes, `None` inside
+/// for `off`.
+fn variable_limit() -> Result<Option<Option<u64>>, BadMemoryLimit> {
+    let Some(v) = std::env::var_os(LIMIT_VAR).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let text = v.to_string_lossy();
+    Ok(Some(match text.trim() {
+        "off" => None,
+        // 0 would refuse every job: a slip for `off`, not a limit.
+        t => Some(
+            (parse_size(t).filter(|&n| n > 0)).ok_or_else(|| BadMemoryLimit(text.to_string()))?,
+        ),
+    }))
 }
 
 /// `text` as a number of bytes: digits, then an optional `K`, `M`, `G` or

@@ -55,19 +55,6 @@ impl From<&IngestSummary> for Ingested {
     }
 }
 
-/// The name of a trace's compact file: its own, `.json` / `.json.gz` /
-/// `.gz` replaced by `.lgraph`.
-fn out_name(trace: &Path) -> String {
-    let name = trace
-        .file_name()
-        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
-    let stem = ["json.gz", "json", "gz"]
-        .iter()
-        .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
-        .unwrap_or(&name);
-    format!("{stem}.{}", lumos_store::EXTENSION)
-}
-
 /// Where each trace goes: into `out` as a file for a single trace that is
 /// not given a directory, else into the directory `out`.
 fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
@@ -83,8 +70,15 @@ fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
     }
     // A folder above it that is a file: refused before any trace is read.
     inputs::output_dir(out, "-o")?;
-    inputs::distinct_output_names(files.iter().map(PathBuf::as_path), "-o", out_name)?;
-    Ok(files.iter().map(|f| out.join(out_name(f))).collect())
+    inputs::distinct_output_names(
+        files.iter().map(PathBuf::as_path),
+        "-o",
+        lumos_store::lgraph_name,
+    )?;
+    Ok(files
+        .iter()
+        .map(|f| out.join(lumos_store::lgraph_name(f)))
+        .collect())
 }
 
 /// Runs `lumos ingest`; false when a trace could not be ingested (the
@@ -144,16 +138,4 @@ pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
         }
     }
     Ok(ok)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compact_files_are_named_after_their_traces() {
-        assert_eq!(out_name(Path::new("a/rank3.json.gz")), "rank3.lgraph");
-        assert_eq!(out_name(Path::new("rank3.json")), "rank3.lgraph");
-        assert_eq!(out_name(Path::new("x.gz")), "x.lgraph");
-    }
 }

@@ -14,7 +14,7 @@ use lumos_predict::{
 use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
 use lumos_store::ReadFor;
 
-use crate::usage::{count, factor, size, usage};
+use crate::usage::{count, size, usage};
 use crate::{inputs, output, progress};
 
 /// `lumos predict` arguments.
@@ -95,7 +95,7 @@ pub struct TargetArgs {
     /// shapes), or a case-sensitive substring of kernel names; one that
     /// selects no GPU task of the traces is refused. Repeatable, each
     /// pattern once.
-    #[arg(long, value_name = "PATTERN=FACTOR", value_parser = kernel_scale)]
+    #[arg(long, value_name = "PATTERN=FACTOR", value_parser = lumos_report::range::kernel_scale)]
     pub scale_kernels: Vec<KernelScale>,
     /// Target network: a GPU preset (a100, h100, h200, b200) or a JSON
     /// file with link bandwidths and latencies.
@@ -117,15 +117,6 @@ impl TargetArgs {
             || !self.scale_kernels.is_empty()
             || self.network.is_some()
     }
-}
-
-/// `--scale-kernels PATTERN=FACTOR`, its factor in the range of every
-/// scale factor.
-fn kernel_scale(s: &str) -> Result<KernelScale, String> {
-    if let Some((_, raw)) = s.rsplit_once('=') {
-        factor(raw).map_err(|e| format!("factor {e}"))?;
-    }
-    s.parse().map_err(|e: PredictError| e.to_string())
 }
 
 /// A prediction's error, as a usage error (exit 2) when the target or an

@@ -143,16 +143,13 @@ pub enum ScaleArg {
 /// `--scale-kernels PATTERN=FACTOR` or `--scale-kernels FACTOR`: every
 /// check of the value is here.
 fn parse_scale_kernels(s: &str) -> Result<ScaleArg, String> {
-    let Some((_, raw)) = s.rsplit_once('=') else {
+    if !s.contains('=') {
         if s.trim().parse::<f64>().is_err() {
             return Err(format!("expected PATTERN=FACTOR or FACTOR, got `{s}`"));
         }
         return crate::usage::factor(s).map(ScaleArg::Factor);
-    };
-    crate::usage::factor(raw).map_err(|e| format!("factor {e}"))?;
-    s.parse::<KernelScale>()
-        .map(ScaleArg::Pattern)
-        .map_err(|e| e.to_string())
+    }
+    lumos_report::range::kernel_scale(s).map(ScaleArg::Pattern)
 }
 
 /// `--scale-rank R=FACTOR`.
@@ -171,16 +168,8 @@ fn parse_rank_scale(s: &str) -> Result<RankScale, String> {
 /// The simulator's options for the ablation and scaling flags, and the
 /// kernel speed-ups to resolve on each graph.
 fn sim_options(a: &ReplayArgs) -> Result<(SimOptions, Vec<KernelScale>)> {
-    // One rank scaled twice would have its factors multiplied (two of
-    // 1e6 make 1e12, past the range each flag is checked against): a slip.
-    let mut ranks: Vec<u32> = a.scale_rank.iter().map(|s| s.rank).collect();
-    ranks.sort_unstable();
-    if let Some(w) = ranks.windows(2).find(|w| w[0] == w[1]) {
-        return Err(usage(format!(
-            "--scale-rank names rank {} twice; give each rank one factor",
-            w[0]
-        )));
-    }
+    // One rank scaled twice would have its factors multiplied: a slip.
+    lumos_report::distinct_ranks(&a.scale_rank, "--scale-rank").map_err(usage)?;
     let (opts, kernels) = scales(a)?;
     // So would one pattern's, the bare FACTOR's selection among them.
     distinct_patterns(&kernels, "--scale-kernels")?;

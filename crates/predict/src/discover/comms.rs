@@ -220,21 +220,9 @@ impl<'s> Places<'s> {
 /// The group class of a collective named `name` (the operator's name where
 /// there is one, else the recorded one), in process group `group`
 /// (as the trace describes it, if it does), with `group_size` ranks when
-/// recorded, running at `place` on a rank of a world of `world` ranks. The
-/// rules are tried in order; the first that applies decides.
-#[cfg(test)]
-pub(super) fn group_class(
-    name: &str,
-    group_size: Option<u32>,
-    group: Option<&GroupInfo>,
-    place: Place,
-    world: Option<u32>,
-) -> (GroupClass, Confidence) {
-    let (class, confidence, _) = classify(name, group_size, group, place, world);
-    (class, confidence)
-}
-
-/// [`group_class`] with the rule that decided, in words.
+/// recorded, running at `place` on a rank of a world of `world` ranks,
+/// with the rule that decided, in words. The rules are tried in order; the
+/// first that applies decides.
 pub(super) fn classify(
     name: &str,
     group_size: Option<u32>,
@@ -411,12 +399,11 @@ impl<'g> GradientHooks<'g> {
         let Some(scope) = g.scope_of(t) else {
             return false;
         };
+        // Cached by the innermost scope: the tasks of one scope share
+        // its chain.
         *self.in_hook.entry(scope.0).or_insert_with(|| {
-            std::iter::successors(Some(scope), |s| g.scopes.get(s.0 as usize)?.parent).any(|s| {
-                g.scopes
-                    .get(s.0 as usize)
-                    .is_some_and(|sc| sc.name.0 == hook)
-            })
+            g.scope_chain(t)
+                .any(|s| g.scopes[s.0 as usize].name.0 == hook)
         })
     }
 }

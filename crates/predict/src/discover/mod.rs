@@ -394,7 +394,7 @@ pub fn discover_with_hint(
     // after the next: the units are taken inside them instead, where that
     // makes the structure editable (else the structure found first
     // stands).
-    let why = report::edits_blocked(&s).unwrap_or_default();
+    let why = report::structure_blocked(&s).unwrap_or_default();
     // The work classes again for each try (the first structure's hold its
     // communication tasks), made once: this path is taken by traces that
     // cannot be edited and have such annotations (an optimizer's step is
@@ -441,9 +441,12 @@ pub fn discover_with_hint(
 /// through for a repeated block, at most.
 const MAX_WRAPPER_DEPTH: usize = 4;
 
-/// Whether structural edits of `s` are refused ([`report::edits_blocked`]).
-fn blocked(s: &Structure) -> bool {
-    report::edits_blocked(s).is_some()
+/// Whether the units found in `s` cannot be cut for structural edits
+/// ([`report::structure_blocked`]): a structure refused edits for its one
+/// micro-batch alone is settled (no other cut of its units, nor another
+/// stage's layer blocks, gives it a second micro-batch).
+pub(crate) fn blocked(s: &Structure) -> bool {
+    report::structure_blocked(s).is_some()
 }
 
 /// `names`, each in backquotes, joined by commas.

@@ -375,8 +375,37 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
 }
 
 /// Why the graph cannot be edited structurally (layers, micro-batches,
-/// pipeline), if it cannot.
+/// pipeline, virtual stages), if it cannot: the one verdict `lumos
+/// inspect` shows (`structural_edits_blocked`) and a prediction refuses
+/// structural edits on. The structure's own reasons
+/// ([`structure_blocked`]) come first; then a trace of one micro-batch is
+/// refused them: the first forward's own work is told from the step's
+/// prologue by what precedes every other forward too, and with one
+/// micro-batch there is no other, so a copied pass would carry the
+/// prologue (or lose its own leading work) once per new micro-batch
+/// (docs/PREDICTION.md section 2; DLRM's one micro-batch gave +46% at
+/// `--microbatches 2`).
 pub(super) fn edits_blocked(s: &Structure) -> Option<String> {
+    let traced = match s.config.microbatches {
+        Some(m) if m >= 2 => return structure_blocked(s),
+        Some(1) => "1 micro-batch traced".to_owned(),
+        _ => "no micro-batch (backward pass) found".to_owned(),
+    };
+    structure_blocked(s).or_else(|| {
+        Some(format!(
+            "{traced}; they need at least two, to tell the first forward pass's own work from \
+             the step's prologue"
+        ))
+    })
+}
+
+/// Why the units found cannot be cut for structural edits (no steps, no
+/// layer block, pass counts that differ), if they cannot: what the
+/// search inside annotations and the holding of a rank until another
+/// stage's layer blocks can be tried go by. A structure that passes may
+/// still be refused edits for its one micro-batch ([`edits_blocked`]),
+/// which neither of those changes.
+pub(super) fn structure_blocked(s: &Structure) -> Option<String> {
     let count = |st: &super::StepStructure, kind: PassKind| {
         st.passes.iter().filter(|p| p.kind == kind).count()
     };

@@ -17,9 +17,9 @@ use crate::replay::BoundShare;
 use crate::units::us;
 
 pub use replay::{
-    replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled, replay_rank_alone,
-    room_to_replay, room_to_replay_keeping_job, scaled_ranks_in, slowest_rank_steps, JobReplayed,
-    OwnRank, RankScale, Slowest, JOINT_REPLAY_BYTES_PER_TASK,
+    distinct_ranks, replay_job, replay_jointly, replay_jointly_owned, replay_jointly_scaled,
+    replay_rank_alone, room_to_replay, room_to_replay_keeping_job, scaled_ranks_in,
+    slowest_rank_steps, JobReplayed, OwnRank, RankScale, Slowest, JOINT_REPLAY_BYTES_PER_TASK,
     JOINT_REPLAY_KEEPING_JOB_BYTES_PER_TASK,
 };
 pub use representatives::{
@@ -405,6 +405,16 @@ fn clock_report(job: &Job) -> ClockReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rank_scaled_twice_is_refused_by_the_first_repeat() {
+        let s = |rank| RankScale { rank, factor: 2.0 };
+        assert_eq!(distinct_ranks(&[s(3), s(1)], "x"), Ok(()));
+        assert_eq!(
+            distinct_ranks(&[s(3), s(1), s(1), s(3)], "--scale-rank").unwrap_err(),
+            "--scale-rank names rank 1 twice; give each rank one factor"
+        );
+    }
 
     fn waits(caused_us: &[f64]) -> Vec<RankWaitReport> {
         let w = |caused_us| WaitUs {

@@ -43,6 +43,20 @@ pub struct RankScale {
     pub factor: f64,
 }
 
+/// Refuses a rank that `scales` names twice (`flag`, the option that
+/// gave them, names it in the message): its factors would be multiplied,
+/// two of 1e6 making 1e12, past the range each is checked against. Both
+/// front ends check their rank scales here, before reading anything.
+pub fn distinct_ranks(scales: &[RankScale], flag: &str) -> Result<(), String> {
+    match (scales.iter().enumerate()).find(|(i, s)| scales[..*i].iter().any(|e| e.rank == s.rank)) {
+        Some((_, s)) => Err(format!(
+            "{flag} names rank {} twice; give each rank one factor",
+            s.rank
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A job replayed jointly: its ranks merged into one graph, their measured
 /// times on the job timeline, and the schedule; the report
 /// ([`JobReplayed::report`]) and each rank's timeline

@@ -1,7 +1,7 @@
 //! Step 4: communication classes.
 
 use super::super::comms::{
-    class_from_desc, classify_comms, collective_kind, group_class, is_all_to_all, p2p_of, place_of,
+    class_from_desc, classify, classify_comms, collective_kind, is_all_to_all, p2p_of, place_of,
     Place,
 };
 use super::*;
@@ -55,7 +55,11 @@ fn rules_apply_in_order() {
     };
     use GroupClass::{Data, ModelParallel, Pipeline, Tensor};
     use Place::{Epilogue, ForwardLayer, LastBackward};
-    let class = |name, size, group, place| group_class(name, size, group, place, Some(8));
+    // The class and confidence; the rules' words are the rules' own.
+    let class = |name, size, group, place| {
+        let (class, confidence, _) = classify(name, size, group, place, Some(8));
+        (class, confidence)
+    };
     // A description beats everything, even a send.
     assert_eq!(
         class("send", None, Some(&described), Epilogue),
@@ -120,8 +124,12 @@ fn all_to_alls_are_not_pipeline_or_tensor_parallel() {
         assert!(is_all_to_all(name), "{name}");
         for place in [Place::ForwardLayer, Place::LastBackward, Place::Other] {
             assert_eq!(
-                group_class(name, None, None, place, Some(8)),
-                (GroupClass::Other, Confidence::Medium),
+                classify(name, None, None, place, Some(8)),
+                (
+                    GroupClass::Other,
+                    Confidence::Medium,
+                    "an all-to-all (by operator or recorded name)"
+                ),
                 "{name} at {place:?}"
             );
         }
@@ -138,14 +146,18 @@ fn all_to_alls_are_not_pipeline_or_tensor_parallel() {
         ranks: vec![0, 1],
     };
     assert_eq!(
-        group_class(
+        classify(
             "all_to_all",
             None,
             Some(&described),
             Place::ForwardLayer,
             Some(8)
         ),
-        (GroupClass::Other, Confidence::High)
+        (
+            GroupClass::Other,
+            Confidence::High,
+            "the process group's description"
+        )
     );
 }
 

@@ -101,6 +101,23 @@ fn why_structural_edits_are_blocked() {
     let mut t = s;
     t.units.inconsistency = Some("out of order".into());
     assert_eq!(edits_blocked(&t).as_deref(), Some("out of order"));
+    // One micro-batch: the units are sound (settled: no other cut is
+    // searched for), but structural edits are refused, in the report that
+    // `lumos inspect` shows as in a prediction.
+    let (.., one) = discovered(&synth("gpt-tiny", 1, 1, 2, 1, 0));
+    assert_eq!(one.config.microbatches, Some(1));
+    assert_eq!(structure_blocked(&one), None);
+    let want = "1 micro-batch traced; they need at least two, to tell the first forward pass's \
+                own work from the step's prologue";
+    assert_eq!(edits_blocked(&one).as_deref(), Some(want));
+    assert_eq!(one.report.structural_edits_blocked.as_deref(), Some(want));
+    // The structure's own reason comes first.
+    let mut t = one;
+    t.steps.clear();
+    assert_eq!(
+        edits_blocked(&t).as_deref(),
+        Some("no ProfilerStep annotations")
+    );
 }
 
 #[test]
