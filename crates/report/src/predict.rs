@@ -84,6 +84,10 @@ pub struct ConfidenceReport {
     /// The re-timed process groups whose class discovery only guessed,
     /// each with the rule it rests on (each makes the verdict low).
     pub guessed_groups: Vec<String>,
+    /// Communication kernels launched before the capture on a stream of a
+    /// re-timed group that could not be tied to a collective, kept at
+    /// their traced durations (each makes the verdict at most medium).
+    pub untied_collectives: Vec<String>,
 }
 
 /// One duration model's fit (mirrors [`lumos_predict::ModelFit`]).
@@ -124,6 +128,7 @@ impl From<&lp::PredictionConfidence> for ConfidenceReport {
             max_inferred_critical_path_pct: c.worst_inferred_path() * 100.0,
             extrapolations: c.extrapolations.clone(),
             guessed_groups: c.guessed_groups.clone(),
+            untied_collectives: c.untied_collectives.clone(),
         }
     }
 }
