@@ -614,6 +614,7 @@ mod tests {
     fn steady(drifting: bool) -> Option<Steadiness> {
         Some(Steadiness {
             steady_step_ns: 100,
+            replayed_steady_step_ns: 100,
             worst_deviation: if drifting { 0.5 } else { 0.01 },
             noise: 0.01,
             drifting,

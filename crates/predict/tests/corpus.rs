@@ -600,3 +600,62 @@ fn collectives_launched_before_the_capture_are_retimed_with_their_group() {
         "{rel}: 3 before the capture and 2 in each of 3 steps"
     );
 }
+
+/// At DP 1 the MI300X DDP trace's GPU, which lags its CPU by 30 ms when
+/// the capture begins, catches up: the predicted steps end 7.8 ms apart
+/// while the CPU starts one every 16 ms. A longer run repeats the CPU's
+/// step, so the steady state is the longer of the two periods, never
+/// shorter than a step's CPU annotation (before: 7.785 ms, less than half
+/// of it). Removing data parallelism also gains at least as much as
+/// halving every collective.
+#[test]
+fn a_gpu_catching_up_with_its_cpu_settles_at_the_cpu_s_step() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/mi300x-resnet-ddp-rank0of8.json.gz";
+    let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+    let base = Baseline::new(vec![input(&trace)]).unwrap();
+    let identity = base.identity();
+    let replayed = identity.simulate().unwrap();
+    let p = base.identity().with_dp(1).unwrap();
+    let out = p.simulate().unwrap();
+    let s = out.steadiness(&replayed).unwrap();
+    println!("{rel} dp 1: steps {:?}, {s:?}", out.step_ns);
+    let annotations = &base.inputs[0].measured.step_annotations;
+    let shortest = annotations.iter().map(|a| a.len_ns()).min().unwrap();
+    assert!(
+        s.steady_step_ns >= shortest,
+        "{rel}: steady {} ns < the CPU's step {shortest} ns",
+        s.steady_step_ns
+    );
+    // The steps start as often as the CPU issues them.
+    let starts: Vec<i64> = lumos_sim::step_spans(&p.stages[0].graph, &out.schedule, None)
+        .iter()
+        .map(|x| x.start_ns)
+        .collect();
+    let mut periods: Vec<i64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    periods.sort_unstable();
+    assert!(s.steady_step_ns >= periods[(periods.len() - 1) / 2]);
+    // Still faster than with the all-reduces, and the ramp is reported.
+    assert!(s.steady_step_ns <= s.replayed_steady_step_ns, "{s:?}");
+    assert!(s.drifting, "{s:?}");
+    assert_eq!(p.confidence(&out, Some(s)).level, Confidence::Low);
+    // The traced steady state is the replay's own.
+    let itself = replayed.steadiness(&replayed).unwrap();
+    assert_eq!(s.replayed_steady_step_ns, itself.steady_step_ns);
+    assert!(!itself.drifting, "{itself:?}");
+    // Halving every collective removes less than removing them all.
+    let half = base
+        .identity()
+        .with_kernel_scale("class:comm=0.5".parse().unwrap())
+        .unwrap();
+    let half = half.simulate().unwrap().steps_only();
+    assert!(
+        out.mean_step_ns() <= half.mean_step_ns(),
+        "{rel}: dp 1 {} ns > comm x0.5 {} ns",
+        out.mean_step_ns(),
+        half.mean_step_ns()
+    );
+    assert!(s.steady_step_ns <= half.steadiness(&replayed).unwrap().steady_step_ns);
+}

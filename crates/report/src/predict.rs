@@ -136,10 +136,16 @@ impl From<&lp::PredictionConfidence> for ConfidenceReport {
 /// [`Steadiness`](lumos_predict::Steadiness) in report units.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SteadinessReport {
-    /// The median period between consecutive predicted step ends, ms: the
-    /// step a longer run settles to.
+    /// The step a longer run settles to, ms: the larger of the median
+    /// periods between consecutive predicted step ends and between
+    /// consecutive step starts (steps start as often as they end in a
+    /// steady loop).
     pub steady_step_ms: f64,
-    /// The largest deviation of a predicted step from it, %.
+    /// The same for the replay of the traces, ms (0 with fewer than three
+    /// steps): what the steady state's change is measured against.
+    pub replayed_steady_step_ms: f64,
+    /// The largest deviation of a predicted step from the median step, in
+    /// % of the steady-state step.
     pub worst_deviation_pct: f64,
     /// The same deviation in the replay of the traces, %: their noise.
     pub noise_pct: f64,
@@ -487,6 +493,7 @@ pub fn predict_report(
         },
         steadiness: steadiness.map(|s| SteadinessReport {
             steady_step_ms: ms(s.steady_step_ns),
+            replayed_steady_step_ms: ms(s.replayed_steady_step_ns),
             worst_deviation_pct: s.worst_deviation * 100.0,
             noise_pct: s.noise * 100.0,
             drifting: s.drifting,
