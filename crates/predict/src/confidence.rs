@@ -477,7 +477,7 @@ fn verdict(
         Some(s) if s.drifting => found.push((
             Confidence::Low,
             format!(
-                "the predicted steps drift (up to {:.1}% from the steady-state step)",
+                "the predicted steps drift (a step up to {:.1}% of the steady-state step from the median step)",
                 s.worst_deviation * 100.0
             ),
         )),
