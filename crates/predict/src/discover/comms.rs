@@ -421,15 +421,16 @@ pub(crate) const UNLAUNCHED_BASIS: &str =
 /// stay as classified (a prediction that edits a group whose collectives
 /// share their stream says it could not re-time them).
 pub(super) fn attribute_unlaunched(g: &Graph, comms: &mut [CommInfo]) {
-    let mut index = vec![u32::MAX; g.tasks.len()];
-    for (i, c) in comms.iter().enumerate() {
-        index[c.task.idx()] = i as u32;
-    }
+    // `comms` is in task order ([`classify_comms`] walks the tasks): a
+    // task's collective is found by binary search, with no table as large
+    // as the graph.
+    debug_assert!(comms.windows(2).all(|w| w[0].task < w[1].task));
+    let index = |comms: &[CommInfo], t: TaskId| comms.binary_search_by_key(&t, |c| c.task).ok();
     let mut launched = vec![false; comms.len()];
     for e in &g.edges {
         if e.kind == lumos_graph::DepKind::Launch {
-            if let Some(&i) = index.get(e.to.idx()).filter(|&&i| i != u32::MAX) {
-                launched[i as usize] = true;
+            if let Some(i) = index(comms, e.to) {
+                launched[i] = true;
             }
         }
     }
@@ -451,8 +452,7 @@ pub(super) fn attribute_unlaunched(g: &Graph, comms: &mut [CommInfo]) {
         let seq: Vec<u32> = g.processors[p as usize]
             .tasks
             .iter()
-            .map(|t| index[t.idx()])
-            .filter(|&i| i != u32::MAX)
+            .filter_map(|&t| index(comms, t).map(|i| i as u32))
             .collect();
         let Some(period) = step_period(g, comms, &seq) else {
             continue;
