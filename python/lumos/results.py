@@ -409,8 +409,10 @@ class Prediction:
         """The prediction's confidence block, as ``lumos predict --json``
         gives it: the verdict and its reasons, the shares of predicted GPU
         time measured, scaled and modelled (%), the inferred share of each
-        step's critical path (%), the extrapolations beyond the trace, and
-        the re-timed process groups whose class was only guessed."""
+        step's critical path (%), the extrapolations beyond the trace, the
+        re-timed process groups whose class was only guessed, and the
+        collectives launched before the capture that could not be tied to
+        a re-timed group (``untied_collectives``)."""
         return self.report["confidence"]
 
     @property
@@ -455,9 +457,10 @@ class Prediction:
 
     @property
     def steadiness(self) -> Optional[Dict[str, Any]]:
-        """Whether the predicted steps settle (``steady_step_ms``,
-        ``worst_deviation_pct``, ``noise_pct``, ``drifting``), as the CLI's
-        drift warning says; ``None`` with too few steps to tell."""
+        """Whether the predicted steps settle (``steady_step_ms``, the
+        replay's ``replayed_steady_step_ms``, ``worst_deviation_pct``,
+        ``noise_pct``, ``drifting``), as the CLI's drift warning says;
+        ``None`` with too few steps to tell."""
         return self.report.get("steadiness")
 
     @property

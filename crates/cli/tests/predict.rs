@@ -76,6 +76,65 @@ fn identity_prediction_is_the_replay() {
     }
 }
 
+/// The MI300X DDP trace's GPU lags its CPU: each step's CPU annotation
+/// lasts about 16 ms, its GPU work ends 49 to 54 ms after the step began,
+/// and when the capture starts the GPU still runs the previous step's
+/// work, three all-reduces included, whose launches are not in the trace.
+/// `--dp 1` removes every collective (all are the data-parallel group's),
+/// those three included, and settles at the CPU's step; `--dp 8`, the
+/// traced degree, is the replay. Before: 7.785 ms steady, the three
+/// all-reduces kept at their DP-8 time, and a smaller gain than halving
+/// every collective.
+#[test]
+fn dp_1_of_a_gpu_lagging_its_cpu_removes_every_collective_and_keeps_the_cpu_s_step() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let path = corpus.path("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
+    let paths = std::slice::from_ref(&path);
+    // The no-op edit is the prediction without edits, whose steps are the
+    // replay's (`identity_prediction_is_the_replay`).
+    let same = json(&["predict", "--dp", "8"], paths);
+    let none = json(&["predict"], paths);
+    assert_eq!(same["steps"], none["steps"]);
+    assert_eq!(same["steadiness"], none["steadiness"]);
+    let s = &same["steadiness"];
+    assert_eq!(s["steady_step_ms"], s["replayed_steady_step_ms"], "{s}");
+    assert_eq!(s["drifting"], false, "{s}");
+    // The CPU's own step: no annotation is shorter than 15.8 ms.
+    let inspect = json(&["inspect"], paths);
+    let cpu_step = (inspect["traces"][0]["steps"].as_array().unwrap().iter())
+        .map(|s| s["annotation_us"].as_f64().unwrap() / 1e3)
+        .fold(f64::INFINITY, f64::min);
+    assert!(cpu_step > 15.8, "{cpu_step}");
+    let v = json(&["predict", "--dp", "1"], paths);
+    let s = &v["steadiness"];
+    let steady = s["steady_step_ms"].as_f64().unwrap();
+    assert!(
+        steady >= cpu_step,
+        "steady {steady} ms < the CPU's {cpu_step} ms: {s}"
+    );
+    assert!(
+        steady <= s["replayed_steady_step_ms"].as_f64().unwrap(),
+        "{s}"
+    );
+    assert_eq!(s["drifting"], true, "the backlog drains: {s}");
+    assert_eq!(v["confidence"]["verdict"], "low");
+    // No communication left in the predicted window.
+    let predicted = &v["stages"][0]["predicted"];
+    assert_eq!(predicted["exposed_comm_ms"], 0.0, "{predicted}");
+    assert_eq!(predicted["overlapped_ms"], 0.0, "{predicted}");
+    let said = (v["assumptions"].as_array().unwrap().iter())
+        .filter_map(|a| a.as_str())
+        .any(|a| a.contains("launched before the capture began"));
+    assert!(said, "{}", v["assumptions"]);
+    // Removing data parallelism gains at least what halving every
+    // collective does.
+    let half = json(&["predict", "--scale-kernels", "class:comm=0.5"], paths);
+    let mean = |v: &serde_json::Value| v["mean_predicted_ms"].as_f64().unwrap();
+    assert!(mean(&v) <= mean(&half), "{} > {}", mean(&v), mean(&half));
+}
+
 #[test]
 fn pipeline_prediction_with_timelines() {
     let dir = temp_dir("pp");

@@ -438,7 +438,9 @@ fn param_count(s: &Structure, c: &Config) -> ParamCount {
     let grad_elements: u64 = s
         .comms
         .iter()
-        .filter(|x| x.class == GroupClass::Data)
+        // Launched in step 0: one launched before the capture is the step
+        // before's, whichever unit its kernel was filed with.
+        .filter(|x| x.class == GroupClass::Data && x.launched)
         .filter(|x| {
             matches!(
                 s.role_of_task(x.task),

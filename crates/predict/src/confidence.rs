@@ -76,6 +76,11 @@ pub struct PredictionConfidence {
     /// The process groups the prediction re-times whose class discovery
     /// only guessed (low confidence), each with the rule it rests on.
     pub guessed_groups: Vec<String>,
+    /// Communication kernels launched before the capture began on a
+    /// stream of a group the prediction re-times, which could not be tied
+    /// to a collective and so keep their traced durations, in words (each
+    /// makes the verdict at most medium).
+    pub untied_collectives: Vec<String>,
     /// The verdict.
     pub level: Confidence,
     /// Why it is not high, gravest first (empty for high).
@@ -103,12 +108,14 @@ impl Prediction<'_> {
         let inferred_path = inferred_path_shares(self, outcome);
         let extrapolations = extrapolations(self);
         let guessed_groups = guessed_groups(self);
+        let untied_collectives = crate::edits::untied_unlaunched(self.base, &self.target);
         let mut c = PredictionConfidence {
             gpu_time,
             models,
             inferred_path,
             extrapolations,
             guessed_groups,
+            untied_collectives,
             level: Confidence::High,
             reasons: Vec::new(),
         };
@@ -470,7 +477,7 @@ fn verdict(
         Some(s) if s.drifting => found.push((
             Confidence::Low,
             format!(
-                "the predicted steps drift (up to {:.1}% from the steady-state step)",
+                "the predicted steps drift (a step up to {:.1}% of the steady-state step from the median step)",
                 s.worst_deviation * 100.0
             ),
         )),
@@ -537,6 +544,11 @@ fn verdict(
             ),
         )),
     }
+    // Kernels that may be the edited group's but kept their traced time:
+    // part of what the edit changes is missing from the prediction.
+    for u in &c.untied_collectives {
+        found.push((Confidence::Medium, u.clone()));
+    }
     let inferred = c.worst_inferred_path();
     if !identity && inferred > INFERRED_PATH_MEDIUM {
         found.push((
@@ -591,6 +603,7 @@ mod tests {
             inferred_path: vec![0.7, 0.2],
             extrapolations: Vec::new(),
             guessed_groups: Vec::new(),
+            untied_collectives: Vec::new(),
             level: Confidence::High,
             reasons: Vec::new(),
         }
@@ -599,6 +612,7 @@ mod tests {
     fn steady(drifting: bool) -> Option<Steadiness> {
         Some(Steadiness {
             steady_step_ns: 100,
+            replayed_steady_step_ns: 100,
             worst_deviation: if drifting { 0.5 } else { 0.01 },
             noise: 0.01,
             drifting,
@@ -718,5 +732,36 @@ mod tests {
         assert_eq!(unseen_link(&used, &net(8), &group), None);
         let why = used[0].why_uncalibrated().unwrap();
         assert!(why.contains("fit no ring model near the preset"), "{why}");
+    }
+
+    /// A collective launched before the capture that could not be tied to
+    /// a launched one keeps its traced time: an edit of the group whose
+    /// stream it shares says so in its assumptions and is not high.
+    #[test]
+    fn collectives_not_tied_to_a_group_are_said_and_lower_the_verdict() {
+        let mut base = crate::testutil::baseline("gpt-tiny", None, [1, 1, 2, 2]);
+        let c = (base.structures[0].comms.iter_mut())
+            .find(|c| c.class == GroupClass::Data)
+            .unwrap();
+        (c.launched, c.class) = (false, GroupClass::Other);
+        let p = base.identity().with_dp(4).unwrap();
+        let line = "launched before the capture began on a stream the data-parallel";
+        assert!(p.notes.iter().any(|n| n.contains(line)), "{:?}", p.notes);
+        let out = p.simulate().unwrap();
+        let c = p.confidence(&out, steady(false));
+        assert_eq!(c.untied_collectives.len(), 1, "{c:?}");
+        assert!(c.level <= Confidence::Medium, "{c:?}");
+        assert!(c.reasons.iter().any(|r| r.contains(line)), "{c:?}");
+        // Another edit does not re-time the group: nothing to say.
+        let k = base
+            .identity()
+            .with_kernel_scale("class:gemm=0.5".parse().unwrap())
+            .unwrap();
+        assert!(!k.notes.iter().any(|n| n.contains(line)));
+        let out = k.simulate().unwrap();
+        assert!(k
+            .confidence(&out, steady(false))
+            .untied_collectives
+            .is_empty());
     }
 }

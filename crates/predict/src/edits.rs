@@ -403,6 +403,128 @@ fn rebuilt_stages<'b>(
     Ok(stages)
 }
 
+/// The groups an edit of `t` re-times: the data-parallel group's under a
+/// new data-parallel degree, the tensor-parallel group's under a new
+/// tensor-parallel one, each with its name in words.
+fn edited_groups(base: &Baseline, t: &Target) -> Vec<(GroupClass, &'static str)> {
+    let (b, c) = (&base.config, &t.config);
+    let mut out = Vec::new();
+    if b.dp != c.dp {
+        out.push((GroupClass::Data, "data-parallel"));
+    }
+    if b.tp != c.tp {
+        out.push((GroupClass::Tensor, "tensor-parallel"));
+    }
+    out
+}
+
+/// What re-timing the edited groups' collectives assumes beyond the
+/// edit's own note: those launched before the capture began, each taken
+/// for a launched one (`discover::comms::attribute_unlaunched`), and those
+/// of a kind the network model does not know (a broadcast), which keep
+/// their traced time unless the new group is one rank.
+fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
+    let mut out = Vec::new();
+    for (class, name) in edited_groups(base, t) {
+        let of_class = || {
+            (base.structures.iter())
+                .zip(&base.inputs)
+                .flat_map(|(s, i)| s.comms.iter().map(move |c| (c, &i.graph)))
+                .filter(move |(c, _)| c.class == class)
+        };
+        let (mut taken, mut taken_ns) = (0usize, 0i64);
+        for (c, g) in of_class().filter(|(c, _)| c.taken_for.is_some()) {
+            taken += 1;
+            taken_ns += g.task(c.task).duration_ns;
+        }
+        if taken > 0 {
+            out.push(format!(
+                "{taken} {name} collectives ({:.3} ms traced) were launched before the capture \
+                 began (their launch is not in the trace): each is taken for the launched \
+                 collective at its place in its stream's sequence a whole number of steps away \
+                 (same kernel; the stream's collectives repeat step by step) and re-timed as it",
+                taken_ns as f64 / 1e6
+            ));
+        }
+        let group_of_one = match class {
+            GroupClass::Data => t.config.dp < 2,
+            _ => t.config.tp < 2,
+        };
+        let mut unknown: Vec<&str> = Vec::new();
+        let (mut kept, mut kept_ns) = (0usize, 0i64);
+        for (c, g) in of_class().filter(|(c, _)| c.kind.is_none() && c.p2p.is_none()) {
+            kept += 1;
+            kept_ns += g.task(c.task).duration_ns;
+            let named = c.taken_for.unwrap_or(c.task);
+            let n = g
+                .task(named)
+                .collective
+                .map_or("?", |k| g.collectives[k as usize].name.as_str());
+            if !unknown.contains(&n) {
+                unknown.push(n);
+            }
+        }
+        if kept > 0 {
+            out.push(if group_of_one {
+                format!(
+                    "{kept} {name} collectives of a kind the network model does not know \
+                     ({}): not issued by a group of one (kept at zero length)",
+                    unknown.join(", ")
+                )
+            } else {
+                format!(
+                    "{kept} {name} collectives of a kind the network model does not know \
+                     ({}, {:.3} ms traced): kept at their traced durations over the new group",
+                    unknown.join(", "),
+                    kept_ns as f64 / 1e6
+                )
+            });
+        }
+    }
+    out
+}
+
+/// The collectives without a launch in the trace that share a stream with
+/// a group the edit of `t` re-times but could not be tied to a launched
+/// collective (their stream's collectives do not repeat step by step), in
+/// words, one line per edited group: they keep their traced durations,
+/// which may be the edited group's old time. A prediction with any is not
+/// high (`Prediction::confidence`).
+pub(crate) fn untied_unlaunched(base: &Baseline, t: &Target) -> Vec<String> {
+    let mut out = Vec::new();
+    for (class, name) in edited_groups(base, t) {
+        let (mut n, mut ns) = (0usize, 0i64);
+        for (s, inp) in base.structures.iter().zip(&base.inputs) {
+            let g = &inp.graph;
+            let mut streams: Vec<u32> = (s.comms.iter())
+                .filter(|c| c.class == class)
+                .map(|c| g.task(c.task).proc.0)
+                .collect();
+            streams.sort_unstable();
+            streams.dedup();
+            for c in s.comms.iter().filter(|c| {
+                !c.launched
+                    && c.taken_for.is_none()
+                    && c.class != class
+                    && streams.binary_search(&g.task(c.task).proc.0).is_ok()
+            }) {
+                n += 1;
+                ns += g.task(c.task).duration_ns;
+            }
+        }
+        if n > 0 {
+            out.push(format!(
+                "{n} communication kernels ({:.3} ms traced) were launched before the capture \
+                 began on a stream the {name} collectives run on, and could not be tied to a \
+                 collective (the stream's collectives do not repeat step by step): kept at their \
+                 traced durations, which may be {name} time the edit should have changed",
+                ns as f64 / 1e6
+            ));
+        }
+    }
+    out
+}
+
 /// What changing the virtual stages from `traced` to `c`'s assumes.
 fn interleave_note(traced: u32, c: &Config) -> String {
     let v = c.virtual_stages.max(1);
@@ -497,6 +619,8 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
             out.push("ffn/tp equals the hidden size in the trace: GEMM dimensions of that size are taken as hidden".into());
         }
     }
+    out.extend(edited_group_notes(base, t));
+    out.extend(untied_unlaunched(base, t));
     if c.microbatches != b.microbatches {
         out.push(format!(
             "micro-batches {} -> {}: forward and backward passes copied (the last backward, which              carries the gradient reduction, stays last), 1F1B order rebuilt",

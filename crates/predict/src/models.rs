@@ -507,7 +507,10 @@ fn collect_buckets(
     for (si, (graph, s)) in stages.iter().enumerate() {
         for c in &s.comms {
             let Some(kind) = c.kind else { continue };
-            if matches!(c.class, GroupClass::Pipeline | GroupClass::ModelParallel)
+            // A collective launched before the capture carries the size
+            // of the one it was taken for, not a size of its own.
+            if c.taken_for.is_some()
+                || matches!(c.class, GroupClass::Pipeline | GroupClass::ModelParallel)
                 || kind == CollectiveKind::SendRecv
             {
                 continue;

@@ -12,6 +12,8 @@
 //! | other memory-bound kernel | as traced | measured |
 //! | collective | traced + `T_target(new) - T_base(old)` | scaled |
 //! | collective without a recorded size | the same, its size inferred from its slot's envelope (the `slots` module) | modelled |
+//! | collective of a group of one (any kind) | 0: not issued | modelled |
+//! | collective of a kind the network model does not know (broadcast) | as traced | measured |
 //! | transfer between coupled stages | `T_target(new)` | modelled (the `couple` module) |
 //!
 //! where `T_base` is the network model calibrated on the trace and
@@ -561,6 +563,10 @@ impl<'a> Retimer<'a> {
                     (d, src_tag, c.bytes.is_none())
                 }
             }
+            // A kind the network model does not know (a broadcast): no
+            // time to model over a new group, but a group of one issues
+            // none.
+            None if old_ranks.len() >= 2 && new_ranks.len() < 2 => (0.0, Source::Modelled, false),
             _ => (traced as f64, Source::Measured, false),
         }
     }

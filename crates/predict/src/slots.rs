@@ -87,7 +87,10 @@ pub(crate) fn unsized_envelopes(
         .filter_map(|(ci, c)| {
             let kind = c.kind? as u8;
             let t = c.task.idx();
+            // A collective launched before the capture is the step
+            // before the first's, whichever unit its kernel was filed with.
             let step = match s.role_of_task(c.task) {
+                _ if !c.launched => None,
                 Role::Outside => None,
                 Role::Prologue { step } | Role::Pass { step, .. } | Role::Epilogue { step } => {
                     Some(step)

@@ -36,7 +36,19 @@ fn deltas(corpus: &Corpus, rel: &str, dp: u32) -> Vec<(i64, i64)> {
             .collect()
     };
     let (before, after) = (ends(&replayed), ends(&out));
-    let mut cumulative = 0;
+    let change = |t: &lumos_graph::TaskId| {
+        st.durations[t.idx()] - traced.tasks[st.origin[t.idx()].1.idx()].duration_ns
+    };
+    // Collectives launched before the capture (no step's) run before the
+    // first step's GPU work on their stream: their change comes first.
+    let mut cumulative: i64 = (0..st.graph.tasks.len() as u32)
+        .map(lumos_graph::TaskId)
+        .filter(|t| {
+            s.comm(st.origin[t.idx()].1)
+                .is_some_and(|c| c.class == GroupClass::Data && !c.launched)
+        })
+        .map(|t| change(&t))
+        .sum();
     st.graph
         .steps
         .iter()
@@ -49,9 +61,7 @@ fn deltas(corpus: &Corpus, rel: &str, dp: u32) -> Vec<(i64, i64)> {
                     s.comm(st.origin[t.idx()].1)
                         .is_some_and(|c| c.class == GroupClass::Data)
                 })
-                .map(|t| {
-                    st.durations[t.idx()] - traced.tasks[st.origin[t.idx()].1.idx()].duration_ns
-                })
+                .map(change)
                 .sum::<i64>();
             (after[k] - before[k], cumulative)
         })
@@ -513,4 +523,142 @@ fn data_parallel_edits_of_inference_traces_are_refused() {
         "{:?}",
         base.notes
     );
+}
+
+/// The MI300X DDP trace's GPU runs 30 ms behind its CPU: when the capture
+/// begins it is still running the step before's work, whose launches are
+/// not in the trace. Three all-reduces and two broadcasts of the data-
+/// parallel group are among them, named by no launch. Each is the same
+/// collective as the one a step later on its stream (the stream runs two
+/// broadcasts and two all-reduces every step), so an edit of the group
+/// re-times them with the rest: at DP 1 no collective is left (before,
+/// these three kept their DP-8 time, 24.3 ms, so removing data
+/// parallelism gained less than halving every collective), and at DP 16
+/// every all-reduce is re-timed.
+#[test]
+fn collectives_launched_before_the_capture_are_retimed_with_their_group() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/mi300x-resnet-ddp-rank0of8.json.gz";
+    let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+    let base = Baseline::new(vec![input(&trace)]).unwrap();
+    let (g, s) = (&base.inputs[0].graph, &base.structures[0]);
+    let launched: std::collections::HashSet<lumos_graph::TaskId> = (g.edges.iter())
+        .filter(|e| e.kind == lumos_graph::DepKind::Launch)
+        .map(|e| e.to)
+        .collect();
+    let unlaunched: Vec<_> = (s.comms.iter())
+        .filter(|c| !launched.contains(&c.task))
+        .collect();
+    assert_eq!(unlaunched.len(), 5, "{rel}: collectives without a launch");
+    let mut all_reduces = 0;
+    for c in &unlaunched {
+        assert_eq!(c.class, GroupClass::Data, "{rel}: {c:?}");
+        assert!(!c.launched, "{c:?}");
+        let like = c.taken_for.expect("taken for a launched collective");
+        assert!(launched.contains(&like));
+        assert_eq!(g.task(like).name, g.task(c.task).name);
+        assert_eq!(g.task(like).proc, g.task(c.task).proc);
+        let other = s.comm(like).unwrap();
+        assert_eq!((c.kind, c.bytes), (other.kind, other.bytes));
+        if c.kind == Some(lumos_models::CollectiveKind::AllReduce) {
+            all_reduces += 1;
+            assert!(c.bytes.is_some(), "{c:?}");
+        }
+    }
+    assert_eq!(all_reduces, 3, "{rel}");
+    // DP 1: a group of one issues no collective, launched or not. Every
+    // collective of this trace is the data-parallel group's.
+    let p = base.identity().with_dp(1).unwrap();
+    let st = &p.stages[0];
+    for (i, t) in st.graph.tasks.iter().enumerate() {
+        if t.is_comm() {
+            let name = st.graph.name(lumos_graph::TaskId(i as u32));
+            assert_eq!(st.durations[i], 0, "{rel} dp 1: {name}");
+        }
+    }
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.starts_with("5 data-parallel collectives")
+                && n.contains("launched before the capture began")),
+        "{:?}",
+        p.notes
+    );
+    // DP 16: every all-reduce re-timed over the new group, none measured.
+    let p = base.identity().with_dp(16).unwrap();
+    let st = &p.stages[0];
+    let mut retimed = 0;
+    for (i, &(_, tt)) in st.origin.iter().enumerate() {
+        let Some(c) = s.comm(tt) else { continue };
+        if c.kind == Some(lumos_models::CollectiveKind::AllReduce) {
+            assert_ne!(st.source[i], lumos_predict::Source::Measured, "{c:?}");
+            assert!(st.durations[i] > g.task(tt).duration_ns, "{c:?}");
+            retimed += 1;
+        }
+    }
+    assert_eq!(
+        retimed, 9,
+        "{rel}: 3 before the capture and 2 in each of 3 steps"
+    );
+}
+
+/// At DP 1 the MI300X DDP trace's GPU, which lags its CPU by 30 ms when
+/// the capture begins, catches up: the predicted steps end 7.8 ms apart
+/// while the CPU starts one every 16 ms. A longer run repeats the CPU's
+/// step, so the steady state is the longer of the two periods, never
+/// shorter than a step's CPU annotation (before: 7.785 ms, less than half
+/// of it). Removing data parallelism also gains at least as much as
+/// halving every collective.
+#[test]
+fn a_gpu_catching_up_with_its_cpu_settles_at_the_cpu_s_step() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/mi300x-resnet-ddp-rank0of8.json.gz";
+    let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+    let base = Baseline::new(vec![input(&trace)]).unwrap();
+    let identity = base.identity();
+    let replayed = identity.simulate().unwrap();
+    let p = base.identity().with_dp(1).unwrap();
+    let out = p.simulate().unwrap();
+    let s = out.steadiness(&replayed).unwrap();
+    println!("{rel} dp 1: steps {:?}, {s:?}", out.step_ns);
+    let annotations = &base.inputs[0].measured.step_annotations;
+    let shortest = annotations.iter().map(|a| a.len_ns()).min().unwrap();
+    assert!(
+        s.steady_step_ns >= shortest,
+        "{rel}: steady {} ns < the CPU's step {shortest} ns",
+        s.steady_step_ns
+    );
+    // The steps start as often as the CPU issues them.
+    let starts: Vec<i64> = lumos_sim::step_spans(&p.stages[0].graph, &out.schedule, None)
+        .iter()
+        .map(|x| x.start_ns)
+        .collect();
+    let mut periods: Vec<i64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    periods.sort_unstable();
+    assert!(s.steady_step_ns >= periods[(periods.len() - 1) / 2]);
+    // Still faster than with the all-reduces, and the ramp is reported.
+    assert!(s.steady_step_ns <= s.replayed_steady_step_ns, "{s:?}");
+    assert!(s.drifting, "{s:?}");
+    assert_eq!(p.confidence(&out, Some(s)).level, Confidence::Low);
+    // The traced steady state is the replay's own.
+    let itself = replayed.steadiness(&replayed).unwrap();
+    assert_eq!(s.replayed_steady_step_ns, itself.steady_step_ns);
+    assert!(!itself.drifting, "{itself:?}");
+    // Halving every collective removes less than removing them all.
+    let half = base
+        .identity()
+        .with_kernel_scale("class:comm=0.5".parse().unwrap())
+        .unwrap();
+    let half = half.simulate().unwrap().steps_only();
+    assert!(
+        out.mean_step_ns() <= half.mean_step_ns(),
+        "{rel}: dp 1 {} ns > comm x0.5 {} ns",
+        out.mean_step_ns(),
+        half.mean_step_ns()
+    );
+    assert!(s.steady_step_ns <= half.steadiness(&replayed).unwrap().steady_step_ns);
 }

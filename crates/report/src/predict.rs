@@ -84,6 +84,10 @@ pub struct ConfidenceReport {
     /// The re-timed process groups whose class discovery only guessed,
     /// each with the rule it rests on (each makes the verdict low).
     pub guessed_groups: Vec<String>,
+    /// Communication kernels launched before the capture on a stream of a
+    /// re-timed group that could not be tied to a collective, kept at
+    /// their traced durations (each makes the verdict at most medium).
+    pub untied_collectives: Vec<String>,
 }
 
 /// One duration model's fit (mirrors [`lumos_predict::ModelFit`]).
@@ -124,6 +128,7 @@ impl From<&lp::PredictionConfidence> for ConfidenceReport {
             max_inferred_critical_path_pct: c.worst_inferred_path() * 100.0,
             extrapolations: c.extrapolations.clone(),
             guessed_groups: c.guessed_groups.clone(),
+            untied_collectives: c.untied_collectives.clone(),
         }
     }
 }
@@ -131,10 +136,16 @@ impl From<&lp::PredictionConfidence> for ConfidenceReport {
 /// [`Steadiness`](lumos_predict::Steadiness) in report units.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SteadinessReport {
-    /// The median period between consecutive predicted step ends, ms: the
-    /// step a longer run settles to.
+    /// The step a longer run settles to, ms: the larger of the median
+    /// periods between consecutive predicted step ends and between
+    /// consecutive step starts (steps start as often as they end in a
+    /// steady loop).
     pub steady_step_ms: f64,
-    /// The largest deviation of a predicted step from it, %.
+    /// The same for the replay of the traces, ms (0 with fewer than three
+    /// steps): what the steady state's change is measured against.
+    pub replayed_steady_step_ms: f64,
+    /// The largest deviation of a predicted step from the median step, in
+    /// % of the steady-state step.
     pub worst_deviation_pct: f64,
     /// The same deviation in the replay of the traces, %: their noise.
     pub noise_pct: f64,
@@ -482,6 +493,7 @@ pub fn predict_report(
         },
         steadiness: steadiness.map(|s| SteadinessReport {
             steady_step_ms: ms(s.steady_step_ns),
+            replayed_steady_step_ms: ms(s.replayed_steady_step_ns),
             worst_deviation_pct: s.worst_deviation * 100.0,
             noise_pct: s.noise * 100.0,
             drifting: s.drifting,

@@ -542,23 +542,33 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
         "mean", r.mean_measured_ms, r.mean_replayed_ms, r.mean_predicted_ms, r.change_pct
     )?;
     if let Some(s) = r.steadiness.filter(|s| s.drifting) {
-        let change = if r.mean_replayed_ms > 0.0 {
-            (s.steady_step_ms - r.mean_replayed_ms) / r.mean_replayed_ms * 100.0
+        // A period against a period: the replay's steady step, not its
+        // mean span (which, where the GPU lags its CPU, holds the lag).
+        let (replayed, change) = if s.replayed_steady_step_ms > 0.0 {
+            (
+                format!("{:.3}", s.replayed_steady_step_ms),
+                format!(
+                    "{:.2}%",
+                    (s.steady_step_ms - s.replayed_steady_step_ms) / s.replayed_steady_step_ms
+                        * 100.0
+                ),
+            )
         } else {
-            0.0
+            (String::new(), String::new())
         };
         writeln!(
             out,
-            "  {:<18} {:>12} {:>12} {:>12.3} {:>8.2}%",
-            "steady state", "", "", s.steady_step_ms, change
+            "  {:<18} {:>12} {:>12} {:>12.3} {:>9}",
+            "steady state", "", replayed, s.steady_step_ms, change
         )?;
         writeln!(
             out,
-            "  warning: the predicted steps are not steady (up to {:.1}% from the steady-state \
-             step; the replay varies {:.1}%): the GPU falls behind its CPU (which runs at most a \
-             full launch queue ahead), and the last step drains the backlog. The mean is over \
-             that ramp; the steady-state step (the median time between step ends) is what a \
-             longer run repeats",
+            "  warning: the predicted steps are not steady (up to {:.1}% of the steady-state \
+             step from the median step; the replay varies {:.1}%): the GPU falls behind its CPU \
+             (which runs at most a full launch queue ahead) and the last step drains the \
+             backlog, or a GPU that lagged its CPU when the capture began catches up. The mean \
+             is over that ramp; the steady-state step (the median time between steps, step \
+             ends or starts, whichever is longer) is what a longer run repeats",
             s.worst_deviation_pct, s.noise_pct
         )?;
     }

@@ -82,6 +82,17 @@ pub struct CommInfo {
     pub ranks: Vec<i64>,
     /// Process group name, if recorded.
     pub group: Option<String>,
+    /// False when the trace holds no launch for the task: it was launched
+    /// before the capture began (a GPU lagging its CPU still runs the
+    /// previous step's collectives when the profiler starts), or the
+    /// profiler dropped the launch. Nothing in the trace then says which
+    /// collective it runs or from where.
+    pub launched: bool,
+    /// For a task without a launch: the launched collective it was taken
+    /// for ([`attribute_unlaunched`]), whose class, kind, size and group
+    /// it carries. `None` for launched tasks and for those that could not
+    /// be tied to one (they keep the class their own evidence gives).
+    pub taken_for: Option<TaskId>,
 }
 
 /// The ring pattern of a collective name.
@@ -361,9 +372,131 @@ pub(super) fn classify_comms(
             elements: c.elements,
             ranks: group.map(|gr| gr.ranks.clone()).unwrap_or_default(),
             group: c.process_group.clone(),
+            launched: true,
+            taken_for: None,
         });
     }
+    attribute_unlaunched(g, &mut out);
     out
+}
+
+/// The basis of a collective without a launch taken for the launched one
+/// at its place in the stream's sequence a whole number of steps away.
+pub(crate) const UNLAUNCHED_BASIS: &str =
+    "a collective whose launch the trace does not hold (launched \
+     before the capture began), taken for the launched one at its place in its stream's \
+     sequence of collectives a whole number of steps away (same kernel; the stream runs the \
+     same collectives in every step)";
+
+/// Marks the collectives of `comms` whose launch the trace does not hold
+/// ([`CommInfo::launched`]) and ties each to a launched one where its
+/// stream's collectives repeat step by step ([`CommInfo::taken_for`]).
+///
+/// A GPU that lags its CPU is still running the previous step's work when
+/// the profiler starts: those kernels are in the trace, their launches
+/// are not, and neither is what the launch would have said (the
+/// collective's name, size and group, the operator it ran under). Left
+/// alone they are no group's, and an edit of their group keeps them at
+/// their traced durations (the MI300X DDP trace's first three all-reduces
+/// stayed at their DP-8 time under `--dp 1`). A training loop runs the
+/// same collectives in the same order every step: where every step
+/// launches the same number `P` of collectives onto the stream and the
+/// launched ones repeat with that period (same kernel, kind, size and
+/// group), the k-th collective of the stream is the same collective as
+/// the (k + P)-th; an unlaunched one is taken for the nearest launched
+/// one a multiple of `P` after it (else before it) with the same kernel.
+/// Where the stream's collectives do not repeat so, the unlaunched ones
+/// stay as classified (a prediction that edits a group whose collectives
+/// share their stream says it could not re-time them).
+pub(super) fn attribute_unlaunched(g: &Graph, comms: &mut [CommInfo]) {
+    // `comms` is in task order ([`classify_comms`] walks the tasks): a
+    // task's collective is found by binary search, with no table as large
+    // as the graph.
+    debug_assert!(comms.windows(2).all(|w| w[0].task < w[1].task));
+    let index = |comms: &[CommInfo], t: TaskId| comms.binary_search_by_key(&t, |c| c.task).ok();
+    let mut launched = vec![false; comms.len()];
+    for e in &g.edges {
+        if e.kind == lumos_graph::DepKind::Launch {
+            if let Some(i) = index(comms, e.to) {
+                launched[i] = true;
+            }
+        }
+    }
+    for (c, &l) in comms.iter_mut().zip(&launched) {
+        c.launched = l;
+    }
+    if launched.iter().all(|&l| l) {
+        return;
+    }
+    // Per stream holding an unlaunched collective: its collectives in
+    // stream order, and how many of them each step launched.
+    let mut streams: Vec<u32> = (comms.iter())
+        .filter(|c| !c.launched)
+        .map(|c| g.task(c.task).proc.0)
+        .collect();
+    streams.sort_unstable();
+    streams.dedup();
+    for p in streams {
+        let seq: Vec<u32> = g.processors[p as usize]
+            .tasks
+            .iter()
+            .filter_map(|&t| index(comms, t).map(|i| i as u32))
+            .collect();
+        let Some(period) = step_period(g, comms, &seq) else {
+            continue;
+        };
+        let same = |a: &CommInfo, b: &CommInfo| {
+            g.task(a.task).name == g.task(b.task).name
+                && (a.kind, a.p2p, a.bytes, &a.ranks, &a.group, a.class)
+                    == (b.kind, b.p2p, b.bytes, &b.ranks, &b.group, b.class)
+        };
+        // The launched collectives must repeat with the period.
+        let periodic = (0..seq.len().saturating_sub(period)).all(|k| {
+            let (a, b) = (&comms[seq[k] as usize], &comms[seq[k + period] as usize]);
+            !(a.launched && b.launched) || same(a, b)
+        });
+        if !periodic {
+            continue;
+        }
+        for k in 0..seq.len() {
+            let c = &comms[seq[k] as usize];
+            if c.launched {
+                continue;
+            }
+            let name = g.task(c.task).name;
+            let later = (k + period..seq.len()).step_by(period);
+            let earlier = (1..=k / period).map(|m| k - m * period);
+            let found = (later.chain(earlier))
+                .map(|j| seq[j] as usize)
+                .find(|&j| comms[j].launched && g.task(comms[j].task).name == name);
+            let Some(j) = found else { continue };
+            let like = comms[j].clone();
+            let c = &mut comms[seq[k] as usize];
+            *c = CommInfo {
+                task: c.task,
+                basis: UNLAUNCHED_BASIS,
+                launched: false,
+                taken_for: Some(like.task),
+                ..like
+            };
+        }
+    }
+}
+
+/// How many of the collectives `seq` (indices into `comms`, one stream's
+/// in stream order) every step of `g` launched, when every step launched
+/// the same number, at least one, and there are two steps or more.
+fn step_period(g: &Graph, comms: &[CommInfo], seq: &[u32]) -> Option<usize> {
+    if g.steps.len() < 2 {
+        return None;
+    }
+    let on_stream: rustc_hash::FxHashSet<TaskId> =
+        seq.iter().map(|&i| comms[i as usize].task).collect();
+    let counts: Vec<usize> = (g.steps.iter())
+        .map(|st| st.tasks.iter().filter(|t| on_stream.contains(t)).count())
+        .collect();
+    let p = counts[0];
+    (p > 0 && counts.iter().all(|&c| c == p)).then_some(p)
 }
 
 /// The scopes of one graph that run inside a gradient accumulation hook

@@ -349,22 +349,28 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
         }
         // An all-to-all by its operator's name, not by the `SendRecv`
         // family of the kernels NCCL runs it as; other names as recorded.
-        let recorded = &g.collectives[g.task(c.task).collective.unwrap_or(0) as usize].name;
-        let cname = (nccl.collective(c.task))
+        // One taken for a launched collective is that collective (its own
+        // name is the kernel's family: `Generic` for RCCL).
+        let named = c.taken_for.unwrap_or(c.task);
+        let recorded = &g.collectives[g.task(named).collective.unwrap_or(0) as usize].name;
+        let cname = (nccl.collective(named))
             .filter(|n| super::comms::is_all_to_all(n))
             .unwrap_or(recorded);
         if !e.collectives.iter().any(|x| x == cname) {
             e.collectives.push(cname.to_owned());
         }
-        let in_first_step = match s.units.unit_of[c.task.idx()] {
-            NO_UNIT => false,
-            u => matches!(
-                s.roles[u as usize],
-                Role::Prologue { step: 0 }
-                    | Role::Pass { step: 0, .. }
-                    | Role::Epilogue { step: 0 }
-            ),
-        };
+        // A collective launched before the capture ran for the step
+        // before the first, whichever unit its kernel was filed with.
+        let in_first_step = c.launched
+            && match s.units.unit_of[c.task.idx()] {
+                NO_UNIT => false,
+                u => matches!(
+                    s.roles[u as usize],
+                    Role::Prologue { step: 0 }
+                        | Role::Pass { step: 0, .. }
+                        | Role::Epilogue { step: 0 }
+                ),
+            };
         if in_first_step {
             e.bytes_per_step += c.bytes.unwrap_or(0);
         }

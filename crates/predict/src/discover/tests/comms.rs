@@ -1,8 +1,8 @@
 //! Step 4: communication classes.
 
 use super::super::comms::{
-    class_from_desc, classify, classify_comms, collective_kind, is_all_to_all, p2p_of, place_of,
-    Place,
+    attribute_unlaunched, class_from_desc, classify, classify_comms, collective_kind,
+    is_all_to_all, p2p_of, place_of, Place,
 };
 use super::*;
 use crate::context::GroupInfo;
@@ -230,4 +230,73 @@ fn without_descriptions_the_structure_decides() {
         }
     }
     assert!(tensor_in_forward_layers > 0);
+}
+
+/// A synthesized data-parallel rank whose first step's data-parallel
+/// collectives lost their launches (as work launched before a capture
+/// began does) and their class with them: each is taken for the same
+/// collective a step later on its stream, class, kind and size included.
+#[test]
+fn collectives_without_a_launch_are_taken_for_the_same_one_a_step_later() {
+    // Three steps: the second and third repeat (or, below, do not).
+    let mut cfg = lumos_synth::SynthConfig::new(
+        lumos_synth::ModelPreset::preset("gpt-tiny").unwrap(),
+        lumos_synth::Parallelism::new(1, 1, 2, 2),
+        lumos_models::GpuSpec::h100(),
+    );
+    cfg.steps = 3;
+    let text = lumos_synth::synthesize_rank(&cfg, 0).unwrap();
+    let trace = lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap();
+    let (mut g, _, _, s) = discovered(&trace);
+    assert_eq!(g.steps.len(), 3);
+    assert!(s.comms.iter().all(|c| c.launched && c.taken_for.is_none()));
+    let first: Vec<usize> = (s.comms.iter().enumerate())
+        .filter(|(_, c)| c.class == GroupClass::Data && g.steps[0].tasks.contains(&c.task))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!first.is_empty(), "no data-parallel collective in step 0");
+    let lost: Vec<TaskId> = first.iter().map(|&i| s.comms[i].task).collect();
+    g.edges
+        .retain(|e| !(e.kind == lumos_graph::DepKind::Launch && lost.contains(&e.to)));
+    // What classification gives a kernel no launch names.
+    let bare = |mut comms: Vec<CommInfo>| {
+        for &i in &first {
+            let c = &mut comms[i];
+            (c.class, c.confidence, c.bytes, c.elements) =
+                (GroupClass::Other, Confidence::Low, None, None);
+            (c.kind, c.ranks, c.group) = (None, Vec::new(), None);
+        }
+        comms
+    };
+    let mut comms = bare(s.comms.clone());
+    attribute_unlaunched(&g, &mut comms);
+    for (i, (c, d)) in comms.iter().zip(&s.comms).enumerate() {
+        if !first.contains(&i) {
+            assert_eq!(c, d, "a launched collective changed");
+            continue;
+        }
+        assert!(!c.launched);
+        let like = c.taken_for.expect("taken for a launched collective");
+        assert!(g.steps[1].tasks.contains(&like), "not the next step's");
+        assert_eq!(g.task(like).name, g.task(c.task).name);
+        assert_eq!(
+            (c.class, c.kind, c.bytes, &c.ranks, &c.group),
+            (d.class, d.kind, d.bytes, &d.ranks, &d.group)
+        );
+        assert_eq!(c.basis, super::super::comms::UNLAUNCHED_BASIS);
+    }
+    // Where the launched collectives do not repeat step by step (here one
+    // size differs between the second step and the third), nothing is
+    // tied: the unlaunched keep what classification gave them.
+    let mut odd = bare(s.comms.clone());
+    let later = (odd.iter_mut())
+        .find(|c| c.class == GroupClass::Data && g.steps[2].tasks.contains(&c.task))
+        .unwrap();
+    later.bytes = later.bytes.map(|b| b + 1).or(Some(1));
+    let before = odd.clone();
+    attribute_unlaunched(&g, &mut odd);
+    for (i, (c, d)) in odd.iter().zip(&before).enumerate() {
+        assert_eq!(c.launched, !first.contains(&i));
+        assert_eq!((c.class, c.taken_for), (d.class, None));
+    }
 }
