@@ -214,6 +214,145 @@ fn pipeline_prediction_with_timelines() {
     }
 }
 
+/// The files in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The timelines `--out` writes are the predicted job: replayed together
+/// (`lumos replay` of the files, which takes them as one job by itself),
+/// every stage is a rank of it, every collective meets its partners, and
+/// each job step is the step `lumos predict` printed. Before, they kept
+/// the traced job's process groups (world 8) under the predicted ranks
+/// and no collective arguments: at PP 4 the last stage shared no
+/// collective with the others and was left out (the job replayed 4.5%
+/// above the prediction on GPT small), and TP and DP edits matched the
+/// tensor-parallel collectives across stages by kernel name (+27% to
+/// +44%).
+#[test]
+fn predicted_timelines_replay_together_as_the_predicted_job() {
+    let dir = temp_dir("as-job");
+    let files = synth_pipeline(&dir.join("traces"));
+    for (k, edit) in [
+        &["--pp", "4"][..],
+        &["--pp", "4", "--microbatches", "8", "--layers", "8"],
+        &["--tp", "4"],
+        &["--tp", "1"],
+        &["--dp", "4"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = dir.join(format!("out{k}"));
+        let args = [&["predict"][..], edit, &["--out", out.to_str().unwrap()]].concat();
+        let v = json(&args, &files);
+        let written = files_in(&out);
+        let stages = v["stages"].as_array().unwrap().len();
+        assert_eq!(written.len(), stages, "{edit:?}");
+        let r = json(&["replay"], &written);
+        let job = &r["job"];
+        assert!(job.is_object(), "{edit:?}: not replayed as one job");
+        assert_eq!(job["ranks"].as_array().unwrap().len(), stages, "{edit:?}");
+        assert_eq!(job["missing_ranks"], serde_json::json!([]), "{edit:?}");
+        let matching = &job["matching"];
+        assert_eq!(matching["problems"], serde_json::json!([]), "{edit:?}");
+        // Transfers between stages and the gradient-norm reductions pair
+        // up; each stage's tensor- and data-parallel peers were not
+        // written, so their collectives have no partner here.
+        let rules = &matching["by_rule"];
+        assert!(
+            rules["point_to_point"].as_u64().unwrap() > 0,
+            "{edit:?}: {rules}"
+        );
+        assert!(
+            rules["process_group_seq"].as_u64().unwrap() > 0,
+            "{edit:?}: {rules}"
+        );
+        assert!(
+            rules.get("kernel_family_order").is_none(),
+            "{edit:?}: {rules}"
+        );
+        let predicted = v["steps"].as_array().unwrap();
+        let replayed = job["steps"].as_array().unwrap();
+        assert_eq!(replayed.len(), predicted.len(), "{edit:?}");
+        for (p, r) in predicted.iter().zip(replayed) {
+            let want = p["predicted_ms"].as_f64().unwrap();
+            let got = r["replayed_us"].as_f64().unwrap() / 1e3;
+            assert!(
+                (got - want).abs() / want < 1e-3,
+                "{edit:?}: replayed together {got:.3} ms, predicted {want:.3} ms"
+            );
+        }
+    }
+}
+
+/// A real job predicted at another scale (the corpus's DLRM, eight ranks
+/// of one stage, at DP 16): its one timeline is rank 0 of the predicted
+/// 16, with that rank's groups, its all-reduces in the data-parallel
+/// group, and replays to the predicted step; its all-to-alls, whose
+/// group the trace does not record, are written without one, and
+/// `--out` says so.
+#[test]
+fn a_corpus_job_s_timeline_states_the_predicted_job() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = temp_dir("dlrm-as-job");
+    let out = dir.join("out");
+    let p = run_ok(
+        lumos()
+            .args(["predict", "--dp", "16", "--json", "--out"])
+            .arg(&out)
+            .arg(corpus.path("multi-rank/dlrm-8xv100")),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    let note = String::from_utf8_lossy(&p.stderr);
+    assert!(
+        note.contains("SendRecv written without a process group"),
+        "{note}"
+    );
+    let written = files_in(&out);
+    assert_eq!(written.len(), 1);
+    let t: serde_json::Value =
+        serde_json::from_slice(&lumos_testkit::gunzip_file(&written[0])).unwrap();
+    let info = &t["distributedInfo"];
+    assert_eq!(
+        (&info["rank"], &info["world_size"]),
+        (&0.into(), &16.into())
+    );
+    let all: Vec<i64> = (0..16).collect();
+    let groups = info["pg_config"].as_array().unwrap();
+    let data = groups
+        .iter()
+        .find(|g| g["pg_desc"] == "DATA_PARALLEL_GROUP")
+        .unwrap();
+    assert_eq!(data["ranks"], serde_json::json!(all));
+    let mut reduces = 0;
+    for e in t["traceEvents"].as_array().unwrap() {
+        let a = &e["args"];
+        if a["Collective name"].is_null() {
+            continue;
+        }
+        assert_eq!(a["Process Group Name"], data["pg_name"], "{e}");
+        assert_eq!(a["Process Group Ranks"], format!("{all:?}"), "{e}");
+        assert_eq!(a["Seq"], reduces, "{e}");
+        reduces += 1;
+    }
+    assert_eq!(reduces, 3);
+    let r = json(&["replay"], &written);
+    let replayed = r["traces"][0]["steps"][0]["replayed_us"].as_f64().unwrap() / 1e3;
+    let predicted = v["steps"][0]["predicted_ms"].as_f64().unwrap();
+    assert!(
+        (replayed - predicted).abs() / predicted < 1e-3,
+        "{replayed} vs {predicted}"
+    );
+}
+
 /// A pipeline's stages whose traces share a file name, in per-host
 /// folders: each stage's timeline is named after its rank too, where
 /// predict refused them (both would have been `trace.predicted.json.gz`);

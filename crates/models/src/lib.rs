@@ -39,6 +39,9 @@
 //! - [`one_f_one_b`]: the order of forward and backward [`Pass`]es on one
 //!   stage of a 1F1B pipeline; [`interleaved_one_f_one_b`] the same with
 //!   several model chunks per stage ([`ChunkPass`]).
+//! - [`RankLayout`]: Megatron's rank order and process groups
+//!   ([`RankLayout::groups_of`], named as PyTorch creates them), which
+//!   the synthesizer writes and the predictor places a predicted job in.
 //!
 //! Every time is in nanoseconds as `f64`; callers round.
 //!
@@ -64,6 +67,7 @@ mod cluster;
 mod gemm;
 mod gpu;
 mod hardware;
+mod layout;
 mod memory;
 mod network;
 mod schedule;
@@ -75,6 +79,7 @@ pub use hardware::{
     FlashAttention, Hardware, Precision, TiledGemm, A100_GEMM_EFFICIENCY, H100_FP8_GEMM_EFFICIENCY,
     H100_GEMM_EFFICIENCY,
 };
+pub use layout::{GroupKind, ProcessGroup, RankCoord, RankLayout};
 pub use memory::MemoryModel;
 pub use network::{CollectiveKind, Link, NetworkModel};
 pub use schedule::{

@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use lumos_graph::Graph;
+use lumos_models::{RankCoord, RankLayout};
 use lumos_sim::{DurationScale, GpuSelector};
 
 use crate::discover::{GroupClass, WorkClass};
@@ -69,7 +70,9 @@ impl Config {
 
 /// Megatron's rank order: tensor index fastest, then data, then pipeline
 /// stage (`rank = pp * dp * tp + dp * tp + tp`). Nodes hold consecutive
-/// ranks, so the order decides which groups cross nodes.
+/// ranks, so the order decides which groups cross nodes. The numbering and
+/// the groups are lumos-models' [`RankLayout`] (the synthesizer's too);
+/// this is it in the predictor's integer types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     /// Tensor-parallel degree.
@@ -91,6 +94,25 @@ pub struct Coord {
     pub pp: u32,
 }
 
+impl Coord {
+    fn of(c: RankCoord) -> Coord {
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        Coord {
+            tp: n(c.tp),
+            dp: n(c.dp),
+            pp: n(c.pp),
+        }
+    }
+
+    fn models(self) -> RankCoord {
+        RankCoord {
+            tp: self.tp as usize,
+            dp: self.dp as usize,
+            pp: self.pp as usize,
+        }
+    }
+}
+
 impl Layout {
     /// The layout of `c`.
     pub fn of(c: &Config) -> Layout {
@@ -101,46 +123,36 @@ impl Layout {
         }
     }
 
+    /// The shared layout of these degrees.
+    pub fn ranks(&self) -> RankLayout {
+        RankLayout::new(self.tp as usize, self.dp as usize, self.pp as usize)
+    }
+
+    /// Ranks in the layout (tensor x data x pipeline degrees).
+    pub fn world_size(&self) -> i64 {
+        i64::from(self.tp.max(1)) * i64::from(self.dp.max(1)) * i64::from(self.pp.max(1))
+    }
+
     /// The global rank at `c`.
     pub fn rank(&self, c: Coord) -> i64 {
-        (c.pp as i64 * self.dp as i64 + c.dp as i64) * self.tp as i64 + c.tp as i64
+        self.ranks().rank_of(c.models()) as i64
     }
 
     /// The coordinates of global rank `r`.
     pub fn coord(&self, r: i64) -> Coord {
-        let r = r.max(0) as u32;
-        Coord {
-            tp: r % self.tp.max(1),
-            dp: (r / self.tp.max(1)) % self.dp.max(1),
-            pp: r / (self.tp.max(1) * self.dp.max(1)),
-        }
+        Coord::of(self.ranks().coord(r.max(0) as usize))
     }
 
     /// The global ranks of the group of `class` that the rank at `c`
     /// belongs to (pipeline: the two neighbours for a point-to-point
     /// transfer are picked by the caller; this gives the whole pipeline).
     pub fn group(&self, class: GroupClass, c: Coord) -> Vec<i64> {
-        match class {
-            GroupClass::Tensor => (0..self.tp)
-                .map(|t| self.rank(Coord { tp: t, ..c }))
+        match class.kind() {
+            Some(kind) => (self.ranks().group_ranks(kind, c.models()))
+                .into_iter()
+                .map(|r| r as i64)
                 .collect(),
-            GroupClass::Data => (0..self.dp)
-                .map(|d| self.rank(Coord { dp: d, ..c }))
-                .collect(),
-            GroupClass::Pipeline => (0..self.pp)
-                .map(|p| self.rank(Coord { pp: p, ..c }))
-                .collect(),
-            GroupClass::ModelParallel => (0..self.pp)
-                .flat_map(|p| (0..self.tp).map(move |t| (p, t)))
-                .map(|(p, t)| {
-                    self.rank(Coord {
-                        tp: t,
-                        dp: c.dp,
-                        pp: p,
-                    })
-                })
-                .collect(),
-            GroupClass::Other => Vec::new(),
+            None => Vec::new(),
         }
     }
 }

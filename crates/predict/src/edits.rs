@@ -190,6 +190,31 @@ pub struct Prediction<'b> {
     pub sizes_from_own_time: usize,
 }
 
+/// Where predicted stage `stage`, built on traced input `primary`, sits in
+/// the layout of `target`: the traced rank's tensor and data indices,
+/// wrapped into the target's degrees, at the stage; `None` when the traced
+/// layout cannot hold the traced rank. One function for the stage's rank
+/// ([`Prediction::stage_rank`]) and the groups its collectives are
+/// re-timed over and written with, so the two cannot disagree.
+pub(crate) fn stage_coord(
+    base: &Baseline,
+    target: &Config,
+    primary: usize,
+    stage: u32,
+) -> Option<Coord> {
+    let from = Layout::of(&base.config);
+    let traced = i64::from(base.inputs[primary].ctx.rank);
+    if traced >= from.world_size() {
+        return None;
+    }
+    let c = from.coord(traced);
+    Some(Coord {
+        tp: c.tp % target.tp.max(1),
+        dp: c.dp % target.dp.max(1),
+        pp: stage,
+    })
+}
+
 /// Whether `t` changes the structure of the traced graphs (pipeline,
 /// micro-batches or layers), so that stages are planned and assembled.
 pub(crate) fn structural_change(base: &Baseline, t: &Target) -> bool {
@@ -759,28 +784,25 @@ impl<'b> Prediction<'b> {
 
     /// The global rank predicted stage `k` stands for in the target job:
     /// its template's tensor and data indices at the stage's place in the
-    /// target layout (Megatron's order), so a stage rebuilt from another
-    /// stage's trace is not labelled with the traced rank. A stage kept as
-    /// traced, or a traced rank its own layout cannot hold (degrees the
-    /// trace did not show), keeps the traced rank.
+    /// target layout (Megatron's order, [`Prediction::stage_coord`]), so a
+    /// stage rebuilt from another stage's trace is not labelled with the
+    /// traced rank. A traced rank its own layout cannot hold (degrees the
+    /// trace did not show) keeps the traced rank.
     pub fn stage_rank(&self, k: usize) -> u32 {
+        let traced = self.base.inputs[self.stages[k].primary].ctx.rank;
+        self.stage_coord(k)
+            .and_then(|at| u32::try_from(Layout::of(&self.target.config).rank(at)).ok())
+            .unwrap_or(traced)
+    }
+
+    /// Where predicted stage `k` sits in the target layout: the tensor and
+    /// data indices of the traced rank it is built on (wrapped into the
+    /// target's degrees), at the stage. `None` when the traced layout
+    /// cannot hold that rank (degrees the trace did not show): the stage
+    /// has no place in the target layout then.
+    pub fn stage_coord(&self, k: usize) -> Option<Coord> {
         let st = &self.stages[k];
-        let traced = self.base.inputs[st.primary].ctx.rank;
-        let from = Layout::of(&self.base.config);
-        let to = Layout::of(&self.target.config);
-        let unchanged = from == to && st.stage == self.base.stages[st.primary];
-        if unchanged
-            || i64::from(traced) >= i64::from(from.tp) * i64::from(from.dp) * i64::from(from.pp)
-        {
-            return traced;
-        }
-        let c = from.coord(i64::from(traced));
-        let at = Coord {
-            tp: c.tp % to.tp.max(1),
-            dp: c.dp % to.dp.max(1),
-            pp: st.stage,
-        };
-        u32::try_from(to.rank(at)).unwrap_or(traced)
+        stage_coord(self.base, &self.target.config, st.primary, st.stage)
     }
 
     /// Ranks in the target job (tensor x data x pipeline degrees).

@@ -43,7 +43,11 @@
 //!   each tagged with its [`Source`]. The graphs never hold a measured
 //!   start.
 //! - [`Prediction::simulate`] replays them; several stages replay together,
-//!   coupled by their transfers.
+//!   coupled by their transfers. [`Prediction::written_job`] is the
+//!   predicted job as the stages' timelines state it (ranks, Megatron's
+//!   process groups of the target layout, each collective's group, `Seq`
+//!   and peers), checked to pair across the stages what the replay
+//!   coupled.
 //! - [`transfer_durations`] re-times a graph with the durations measured in
 //!   another recording of the same program (`--durations-from`), matching
 //!   operators by a sequence alignment ([`Transfer`]).
@@ -102,6 +106,7 @@ mod slots;
 mod testutil;
 mod transfer;
 mod units;
+mod written;
 
 pub use baseline::{Baseline, Input, Models, ParamCount};
 pub use candidates::{discover_lent, held_to_the_end, Candidates, Discovered, LentInput};
@@ -133,3 +138,4 @@ pub use queue::LaunchQueue;
 pub use shapes::GemmShape;
 pub use transfer::{transfer_durations, MatchedTime, ThreadPair, Transfer, MIN_MATCHED_SHARE};
 pub use units::{Unit, Units, NO_UNIT};
+pub use written::{WrittenComm, WrittenJob, WrittenStage};

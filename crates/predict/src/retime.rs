@@ -29,7 +29,7 @@ use crate::assemble::Tag;
 use crate::baseline::Baseline;
 use crate::config::{Config, Coord, Layout};
 use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, WorkClass};
-use crate::edits::{structural_change, PredictedStage, Prediction, Target};
+use crate::edits::{stage_coord, structural_change, PredictedStage, Prediction, Target};
 use crate::models::{CommModel, ComputeModel, Source};
 use crate::plan::StageRole;
 use crate::shapes::GemmShape;
@@ -171,6 +171,20 @@ fn unsized_notes(slotted: usize, own: usize, steps: usize) -> Vec<String> {
     out
 }
 
+/// Where a prediction's collectives run in the target job and how their
+/// sizes change: what re-timing them and writing the predicted job's
+/// timelines ([`crate::written`]) both read, so the groups a timeline
+/// names are those the durations were modelled on.
+pub(crate) struct Regroup<'a> {
+    base: &'a Baseline,
+    target: &'a Target,
+    r: Ratios,
+    old_layout: Layout,
+    new_layout: Layout,
+    /// Per input: its layer's weights after the edit over before.
+    layer_ratio: Vec<f64>,
+}
+
 /// What re-timing a task needs besides the task.
 struct Retimer<'a> {
     base: &'a Baseline,
@@ -180,15 +194,131 @@ struct Retimer<'a> {
     gemm: &'a dyn ComputeModel,
     base_net: &'a dyn CommModel,
     target_net: &'a dyn CommModel,
-    old_layout: Layout,
-    new_layout: Layout,
-    /// Per input: its layer's weights after the edit over before.
-    layer_ratio: Vec<f64>,
+    groups: Regroup<'a>,
     /// Per input: its shortest memory-bound kernel.
     floors: Vec<i64>,
     /// Per input, per collective: its slot's envelope where the trace
     /// records no size (the `slots` module).
     envelopes: Vec<Vec<Option<i64>>>,
+}
+
+impl<'a> Regroup<'a> {
+    pub(crate) fn new(base: &'a Baseline, target: &'a Target) -> Regroup<'a> {
+        let r = Ratios::of(&base.config, &target.config);
+        Regroup {
+            base,
+            target,
+            r,
+            old_layout: Layout::of(&base.config),
+            new_layout: Layout::of(&target.config),
+            layer_ratio: layer_ratios(base, Dims::of(&base.config), &r),
+        }
+    }
+
+    /// The traced and the new ranks of collective `c` of input `src`, now
+    /// on `stage` built on input `primary`, and how its bytes change. The
+    /// new ranks are those of the stage's rank in the target layout
+    /// ([`stage_coord`]); for a send or receive, the stage's rank and its
+    /// peer's.
+    pub(crate) fn comm_groups(
+        &self,
+        c: &CommInfo,
+        src: usize,
+        (primary, stage): (usize, u32),
+        tag: Tag,
+        place: Role,
+    ) -> (Vec<i64>, Vec<i64>, f64) {
+        let (base, target, r) = (self.base, self.target, &self.r);
+        let (old_layout, new_layout) = (&self.old_layout, &self.new_layout);
+        let coord_old = coord_of(base, src);
+        // A rank the traced layout does not hold keeps its traced tensor
+        // and data indices, wrapped into the target's degrees.
+        let coord_new = stage_coord(base, &target.config, primary, stage).unwrap_or(Coord {
+            tp: coord_old.tp % target.config.tp.max(1),
+            dp: coord_old.dp % target.config.dp.max(1),
+            pp: stage,
+        });
+        let peer = |layout: &Layout, co: Coord, stages: u32, chunks: u32| -> Vec<i64> {
+            // Forward receives and backward sends face the previous
+            // (virtual) stage, the others the next; chunk `c` of stage `s`
+            // is virtual stage `c stages + s`, so the last stage's next is
+            // the first stage's next chunk.
+            let prev = matches!(
+                (tag.pass.map(|p| p.0), c.p2p),
+                (Some(PassKind::Forward), Some(P2p::Recv))
+                    | (Some(PassKind::Backward), Some(P2p::Send))
+            );
+            let chunk = if chunks > 1 { tag.chunk } else { 0 };
+            let vs = chunk * stages + co.pp;
+            let other = if prev {
+                vs.checked_sub(1)
+            } else {
+                Some(vs + 1).filter(|&x| x < stages * chunks.max(1))
+            }
+            .map(|x| x % stages.max(1));
+            let mut v = vec![layout.rank(co)];
+            if let Some(o) = other {
+                v.push(layout.rank(Coord { pp: o, ..co }));
+            }
+            v
+        };
+        let in_layer = matches!(
+            place,
+            Role::Pass {
+                part: Part::Layer(_),
+                ..
+            }
+        );
+        let h = base.config.hidden;
+        match c.class {
+            GroupClass::Data => (
+                nonempty(&c.ranks, || old_layout.group(GroupClass::Data, coord_old)),
+                new_layout.group(GroupClass::Data, coord_new),
+                if in_layer {
+                    self.layer_ratio[src]
+                } else {
+                    r.hidden * r.tp_shard
+                },
+            ),
+            GroupClass::Tensor => (
+                nonempty(&c.ranks, || old_layout.group(GroupClass::Tensor, coord_old)),
+                new_layout.group(GroupClass::Tensor, coord_new),
+                if c.bytes.is_some_and(|b| h > 0 && b % h == 0) {
+                    r.hidden
+                } else {
+                    1.0
+                },
+            ),
+            GroupClass::Pipeline => (
+                peer(
+                    old_layout,
+                    coord_old,
+                    base.config.pp,
+                    base.config.virtual_stages,
+                ),
+                peer(
+                    new_layout,
+                    coord_new,
+                    target.config.pp,
+                    target.config.virtual_stages,
+                ),
+                r.hidden
+                    * if base.sequence_parallel {
+                        r.tp_shard
+                    } else {
+                        1.0
+                    },
+            ),
+            GroupClass::ModelParallel => (
+                nonempty(&c.ranks, || {
+                    old_layout.group(GroupClass::ModelParallel, coord_old)
+                }),
+                new_layout.group(GroupClass::ModelParallel, coord_new),
+                1.0,
+            ),
+            GroupClass::Other => (c.ranks.clone(), c.ranks.clone(), 1.0),
+        }
+    }
 }
 
 impl<'a> Retimer<'a> {
@@ -207,9 +337,7 @@ impl<'a> Retimer<'a> {
                 Some((n, _)) => n,
                 None => base_net,
             },
-            old_layout: Layout::of(&base.config),
-            new_layout: Layout::of(&target.config),
-            layer_ratio: layer_ratios(base, dims, &r),
+            groups: Regroup::new(base, target),
             floors: memory_floors(base),
             envelopes: base
                 .inputs
@@ -274,7 +402,8 @@ impl<'a> Retimer<'a> {
         } else {
             pc.layers
         };
-        let new_total = layers_new as f64 * pc.per_layer * self.layer_ratio[prim] + other_new;
+        let new_total =
+            layers_new as f64 * pc.per_layer * self.groups.layer_ratio[prim] + other_new;
         let params_ratio = if pc.total() > 0.0 {
             new_total / pc.total()
         } else {
@@ -311,8 +440,15 @@ impl<'a> Retimer<'a> {
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
                 let env = self.envelopes[src as usize][ci as usize];
-                let (d, source, inferred) =
-                    self.comm_ns(traced, env, c, src as usize, st.stage, st.tag[i], place);
+                let (d, source, inferred) = self.comm_ns(
+                    traced,
+                    env,
+                    c,
+                    src as usize,
+                    (st.primary, st.stage),
+                    st.tag[i],
+                    place,
+                );
                 sized_from_timing = inferred;
                 (d, source)
             }
@@ -399,106 +535,6 @@ impl<'a> Retimer<'a> {
         }
     }
 
-    /// The traced and the new ranks of collective `c` of input `src`, now
-    /// on `stage`, and how its bytes change.
-    fn comm_groups(
-        &self,
-        c: &CommInfo,
-        src: usize,
-        stage: u32,
-        tag: Tag,
-        place: Role,
-    ) -> (Vec<i64>, Vec<i64>, f64) {
-        let (base, target, r) = (self.base, self.target, &self.r);
-        let (old_layout, new_layout) = (&self.old_layout, &self.new_layout);
-        let coord_old = coord_of(base, src);
-        let coord_new = Coord {
-            tp: coord_old.tp.min(target.config.tp - 1),
-            dp: coord_old.dp.min(target.config.dp - 1),
-            pp: stage,
-        };
-        let peer = |layout: &Layout, co: Coord, stages: u32, chunks: u32| -> Vec<i64> {
-            // Forward receives and backward sends face the previous
-            // (virtual) stage, the others the next; chunk `c` of stage `s`
-            // is virtual stage `c stages + s`, so the last stage's next is
-            // the first stage's next chunk.
-            let prev = matches!(
-                (tag.pass.map(|p| p.0), c.p2p),
-                (Some(PassKind::Forward), Some(P2p::Recv))
-                    | (Some(PassKind::Backward), Some(P2p::Send))
-            );
-            let chunk = if chunks > 1 { tag.chunk } else { 0 };
-            let vs = chunk * stages + co.pp;
-            let other = if prev {
-                vs.checked_sub(1)
-            } else {
-                Some(vs + 1).filter(|&x| x < stages * chunks.max(1))
-            }
-            .map(|x| x % stages.max(1));
-            let mut v = vec![layout.rank(co)];
-            if let Some(o) = other {
-                v.push(layout.rank(Coord { pp: o, ..co }));
-            }
-            v
-        };
-        let in_layer = matches!(
-            place,
-            Role::Pass {
-                part: Part::Layer(_),
-                ..
-            }
-        );
-        let h = base.config.hidden;
-        match c.class {
-            GroupClass::Data => (
-                nonempty(&c.ranks, || old_layout.group(GroupClass::Data, coord_old)),
-                new_layout.group(GroupClass::Data, coord_new),
-                if in_layer {
-                    self.layer_ratio[src]
-                } else {
-                    r.hidden * r.tp_shard
-                },
-            ),
-            GroupClass::Tensor => (
-                nonempty(&c.ranks, || old_layout.group(GroupClass::Tensor, coord_old)),
-                new_layout.group(GroupClass::Tensor, coord_new),
-                if c.bytes.is_some_and(|b| h > 0 && b % h == 0) {
-                    r.hidden
-                } else {
-                    1.0
-                },
-            ),
-            GroupClass::Pipeline => (
-                peer(
-                    old_layout,
-                    coord_old,
-                    base.config.pp,
-                    base.config.virtual_stages,
-                ),
-                peer(
-                    new_layout,
-                    coord_new,
-                    target.config.pp,
-                    target.config.virtual_stages,
-                ),
-                r.hidden
-                    * if base.sequence_parallel {
-                        r.tp_shard
-                    } else {
-                        1.0
-                    },
-            ),
-            GroupClass::ModelParallel => (
-                nonempty(&c.ranks, || {
-                    old_layout.group(GroupClass::ModelParallel, coord_old)
-                }),
-                new_layout.group(GroupClass::ModelParallel, coord_new),
-                1.0,
-            ),
-            GroupClass::Other => (c.ranks.clone(), c.ranks.clone(), 1.0),
-        }
-    }
-
     /// A collective: traced + `T_target(new) - T_base(old)` over its new
     /// group and bytes; modelled alone where the traced time waited for
     /// other stages that are gone, or where the new group is one rank.
@@ -506,7 +542,8 @@ impl<'a> Retimer<'a> {
     /// `envelope` (its slot's lower envelope), else of `traced`, and the
     /// result is modelled. The flag is true when such an inferred size went
     /// into the network model: not for a collective kept as traced, nor
-    /// for one a group of one does not issue.
+    /// for one a group of one does not issue. `stage` is the predicted
+    /// stage's input it is built on and its index.
     #[allow(clippy::too_many_arguments)]
     fn comm_ns(
         &self,
@@ -514,12 +551,13 @@ impl<'a> Retimer<'a> {
         envelope: Option<i64>,
         c: &CommInfo,
         src: usize,
-        stage: u32,
+        stage: (usize, u32),
         tag: Tag,
         place: Role,
     ) -> (f64, Source, bool) {
         let (base, target) = (self.base, self.target);
-        let (old_ranks, new_ranks, bytes_ratio) = self.comm_groups(c, src, stage, tag, place);
+        let (old_ranks, new_ranks, bytes_ratio) =
+            self.groups.comm_groups(c, src, stage, tag, place);
         // A transfer between stages or the reduction over all stages waited
         // for the other stages in the trace; in a single-stage pipeline
         // nothing is left to wait for.
@@ -846,7 +884,7 @@ mod tests {
         let place = s.role_of_task(task);
         let at = |t: &Target| {
             let (d, source, inferred) =
-                Retimer::new(&base, t).comm_ns(traced, None, c, 0, 0, tag, place);
+                Retimer::new(&base, t).comm_ns(traced, None, c, 0, (0, 0), tag, place);
             // The collective records its size: nothing inferred.
             assert!(!inferred);
             (d, source)
@@ -860,7 +898,7 @@ mod tests {
         assert_eq!(at(&target(&base, |c| c.dp = 1)), (0.0, Source::Modelled));
         // More ranks: traced plus the model's difference.
         let t = target(&base, |c| c.dp = 8);
-        let (old, new, ratio) = Retimer::new(&base, &t).comm_groups(c, 0, 0, tag, place);
+        let (old, new, ratio) = Regroup::new(&base, &t).comm_groups(c, 0, (0, 0), tag, place);
         assert_eq!(
             (old.len(), new.as_slice(), ratio),
             (2, &[0, 2, 4, 6, 8, 10, 12, 14][..], 1.0)

@@ -241,7 +241,7 @@ fn predicted_nest(what: &str, traces: &[Trace], edits: Vec<Edit>) -> Vec<Trace> 
     let (base, sources) = baseline(traces);
     let pred = base.identity().with_edits(edits).unwrap();
     let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
-    let timelines = Timeline::predicted(&pred, &outcome, &sources);
+    let timelines = Timeline::predicted(&pred, &outcome, &sources).timelines;
     assert_eq!(timelines.len(), pred.stages.len(), "{what}");
     let mut out = Vec::new();
     for (k, (t, st)) in timelines.iter().zip(&pred.stages).enumerate() {
@@ -551,7 +551,11 @@ fn a_merged_job_says_what_is_true_of_the_whole_job() {
 /// Each predicted stage's timeline is labelled as the stage it predicts:
 /// named after the trace it was built from (the one kept for its stage
 /// when several ranks were traced) with the predicted stage, and written
-/// with its own rank in the target job and the target's world size.
+/// with its own rank in the target job, the target's world size, the
+/// stages' ranks as the ranks written, its rank's process groups in the
+/// target layout (Megatron's, as the synthesizer writes them) and each
+/// collective in one of them: before, the groups were the traced job's
+/// (the last stage's data-parallel group [2, 3] on rank 6 of 8).
 #[test]
 fn predicted_timelines_carry_the_predicted_stage_and_rank() {
     // TP 1 x PP 2 x DP 2: ranks 0 and 1 trace stage 0, ranks 2 and 3
@@ -561,7 +565,7 @@ fn predicted_timelines_carry_the_predicted_stage_and_rank() {
     assert_eq!(base.given, vec![0, 2]);
     let pred = base.identity().with_edits(vec![Edit::Pp(4)]).unwrap();
     let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
-    let timelines = Timeline::predicted(&pred, &outcome, &sources);
+    let timelines = Timeline::predicted(&pred, &outcome, &sources).timelines;
     let names: Vec<String> = timelines.iter().map(|t| t.file_name()).collect();
     assert_eq!(
         names,
@@ -573,10 +577,78 @@ fn predicted_timelines_carry_the_predicted_stage_and_rank() {
         ]
         .map(|s| format!("{s}.predicted.json.gz"))
     );
+    let layout = lumos_models::RankLayout::new(1, 2, 4);
     for (k, t) in timelines.iter().enumerate() {
         let back = lumos_trace::read_bytes(&traces[0].path, &t.write(Vec::new()).unwrap()).unwrap();
-        assert_eq!(back.meta.rank, 2 * k as u32, "stage {k}");
+        let rank = 2 * k as u32;
+        assert_eq!(back.meta.rank, rank, "stage {k}");
         assert_eq!(back.meta.world_size, Some(8), "stage {k}");
+        assert_eq!(back.meta.written_ranks, vec![0, 2, 4, 6], "stage {k}");
+        let want: Vec<(String, Vec<i64>)> = (layout.groups_of(rank as usize).into_iter())
+            .map(|g| (g.name, g.ranks.iter().map(|&r| r as i64).collect()))
+            .collect();
+        let got: Vec<(String, Vec<i64>)> = (back.meta.process_groups.iter())
+            .map(|g| (g.name.clone(), g.ranks.clone()))
+            .collect();
+        assert_eq!(got, want, "stage {k}");
+        let mut collectives = 0;
+        for e in &back.events {
+            let Some(c) = e.extra.as_ref().and_then(|x| x.collective.as_deref()) else {
+                continue;
+            };
+            collectives += 1;
+            let name = c.pg_name.as_deref().unwrap();
+            let g = back.meta.process_groups.iter().find(|g| g.name == name);
+            let g = g.unwrap_or_else(|| panic!("stage {k}: group {name} is not in pg_config"));
+            let ranks = c.pg_ranks.as_ref().unwrap().expand(g.ranks.len());
+            assert_eq!(ranks, g.ranks, "stage {k}: group {name}");
+            assert!(ranks.contains(&i64::from(rank)), "stage {k}: group {name}");
+            if let (Some(src), Some(dst)) = (c.src_rank, c.dst_rank) {
+                // A transfer between neighbouring stages: 2 ranks apart.
+                assert!(src == i64::from(rank) || dst == i64::from(rank));
+                assert_eq!((src - dst).abs(), 2, "stage {k}");
+            }
+        }
+        assert!(collectives > 0, "stage {k}");
+    }
+}
+
+/// Where the stages cannot state the predicted job (here: collectives
+/// whose group the layout does not hold, as an expert group's, taken for
+/// every data-parallel one), each timeline states none: its rank, but
+/// no world size, process groups or collective arguments, so a reader
+/// takes the files one by one; the notes say why.
+#[test]
+fn predicted_timelines_that_cannot_state_the_job_state_none() {
+    let traces = tiny_gpt_job();
+    let (mut base, sources) = baseline(&traces);
+    for s in &mut base.structures {
+        for c in &mut s.comms {
+            if c.class == lumos_predict::GroupClass::Data {
+                c.class = lumos_predict::GroupClass::Other;
+            }
+        }
+    }
+    let pred = base.identity().with_edits(vec![Edit::Pp(4)]).unwrap();
+    let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
+    let predicted = Timeline::predicted(&pred, &outcome, &sources);
+    assert!(
+        predicted.notes.iter().any(|n| n.contains("state no job")),
+        "{:?}",
+        predicted.notes
+    );
+    for (k, t) in predicted.timelines.iter().enumerate() {
+        let back = lumos_trace::read_bytes(&traces[0].path, &t.write(Vec::new()).unwrap()).unwrap();
+        assert_eq!(back.meta.rank, 2 * k as u32, "stage {k}");
+        assert_eq!(back.meta.world_size, None, "stage {k}");
+        assert!(back.meta.process_groups.is_empty(), "stage {k}");
+        assert!(back.meta.written_ranks.is_empty(), "stage {k}");
+        let args = back
+            .events
+            .iter()
+            .filter(|e| e.extra.as_ref().is_some_and(|x| x.collective.is_some()))
+            .count();
+        assert_eq!(args, 0, "stage {k}");
     }
 }
 
@@ -591,7 +663,7 @@ fn predicted_timelines_mark_the_coupled_transfers_as_modelled() {
     let pred = base.identity().with_edits(vec![Edit::Pp(4)]).unwrap();
     let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
     assert!(outcome.job.coupled);
-    let timelines = Timeline::predicted(&pred, &outcome, &sources);
+    let timelines = Timeline::predicted(&pred, &outcome, &sources).timelines;
     let mut marked = 0;
     for (k, t) in timelines.iter().enumerate() {
         let part = outcome.job.parts[k].clone();

@@ -1,11 +1,14 @@
 //! What to synthesize: the model, the parallel layout, the GPU, and which
-//! ranks. Also the Megatron rank layout and its process groups.
+//! ranks. The Megatron rank layout and its process groups are
+//! lumos-models' ([`RankLayout`]), which the predictor places predicted
+//! jobs in too.
 
 use std::str::FromStr;
 
 use lumos_models::{
-    interleaved_stages_check, Cluster, GpuSpec, Hardware, NetworkModel, UnknownPreset,
+    interleaved_stages_check, Cluster, GpuSpec, Hardware, NetworkModel, RankLayout, UnknownPreset,
 };
+pub use lumos_models::{GroupKind, ProcessGroup, RankCoord};
 
 use crate::training::{Precision, Training};
 use crate::SynthError;
@@ -176,130 +179,32 @@ impl Parallelism {
         self.sequence_parallel && self.tp > 1
     }
 
+    /// The rank layout: Megatron's order of these degrees.
+    pub fn layout(&self) -> RankLayout {
+        RankLayout::new(self.tp, self.dp, self.pp)
+    }
+
     /// The coordinates of a global rank in Megatron order: tensor-parallel
     /// index fastest, then data-parallel, then pipeline stage, i.e.
     /// `rank = pp * (dp_size * tp_size) + dp * tp_size + tp`.
     pub fn coord(&self, rank: usize) -> RankCoord {
-        RankCoord {
-            tp: rank % self.tp,
-            dp: (rank / self.tp) % self.dp,
-            pp: rank / (self.tp * self.dp),
-        }
+        self.layout().coord(rank)
     }
 
     /// The global rank at `c` (inverse of [`Parallelism::coord`]).
     pub fn rank_of(&self, c: RankCoord) -> usize {
-        c.pp * self.dp * self.tp + c.dp * self.tp + c.tp
+        self.layout().rank_of(c)
     }
 
     /// The process groups `rank` belongs to, in the order PyTorch would
     /// have created them: the default group, then Megatron's data-,
-    /// tensor-, pipeline- and model-parallel groups. Group names are the
-    /// creation index over all ranks (every rank creates every group, in
-    /// the same order), so the same group has the same name in every
-    /// rank's trace.
+    /// tensor-, pipeline- and model-parallel groups
+    /// ([`RankLayout::groups_of`]). Group names are the creation index
+    /// over all ranks (every rank creates every group, in the same
+    /// order), so the same group has the same name in every rank's trace.
     pub fn groups_of(&self, rank: usize) -> Vec<ProcessGroup> {
-        let c = self.coord(rank);
-        let world: Vec<usize> = (0..self.world_size()).collect();
-        let n_dp = self.tp * self.pp;
-        let n_tp = self.dp * self.pp;
-        let n_pp = self.tp * self.dp;
-        let dp_index = c.pp * self.tp + c.tp;
-        let tp_index = c.pp * self.dp + c.dp;
-        let pp_index = c.dp * self.tp + c.tp;
-        let base_tp = 1 + n_dp;
-        let base_pp = base_tp + n_tp;
-        let base_mp = base_pp + n_pp;
-        let ranks = |f: &dyn Fn(usize) -> RankCoord, n: usize| -> Vec<usize> {
-            (0..n).map(|i| self.rank_of(f(i))).collect()
-        };
-        vec![
-            ProcessGroup {
-                kind: GroupKind::World,
-                name: "0".into(),
-                ranks: world,
-            },
-            ProcessGroup {
-                kind: GroupKind::DataParallel,
-                name: (1 + dp_index).to_string(),
-                ranks: ranks(&|i| RankCoord { dp: i, ..c }, self.dp),
-            },
-            ProcessGroup {
-                kind: GroupKind::TensorParallel,
-                name: (base_tp + tp_index).to_string(),
-                ranks: ranks(&|i| RankCoord { tp: i, ..c }, self.tp),
-            },
-            ProcessGroup {
-                kind: GroupKind::PipelineParallel,
-                name: (base_pp + pp_index).to_string(),
-                ranks: ranks(&|i| RankCoord { pp: i, ..c }, self.pp),
-            },
-            ProcessGroup {
-                kind: GroupKind::ModelParallel,
-                name: (base_mp + c.dp).to_string(),
-                ranks: (0..self.pp)
-                    .flat_map(|p| {
-                        (0..self.tp).map(move |t| RankCoord {
-                            tp: t,
-                            dp: c.dp,
-                            pp: p,
-                        })
-                    })
-                    .map(|rc| self.rank_of(rc))
-                    .collect(),
-            },
-        ]
+        self.layout().groups_of(rank)
     }
-}
-
-/// Where a rank sits in the 3-D layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RankCoord {
-    /// Tensor-parallel index.
-    pub tp: usize,
-    /// Data-parallel index.
-    pub dp: usize,
-    /// Pipeline stage.
-    pub pp: usize,
-}
-
-/// Which Megatron group a process group is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GroupKind {
-    /// Every rank (`default_pg`).
-    World,
-    /// Same tensor index and stage: gradient reduction.
-    DataParallel,
-    /// Same data index and stage: tensor-parallel collectives.
-    TensorParallel,
-    /// Same tensor and data index: pipeline send/recv.
-    PipelineParallel,
-    /// Same data index: tensor x pipeline (gradient-norm reduction).
-    ModelParallel,
-}
-
-impl GroupKind {
-    /// The `Process Group Description` / `pg_desc` written for the group.
-    pub fn description(self) -> &'static str {
-        match self {
-            GroupKind::World => "default_pg",
-            GroupKind::DataParallel => "DATA_PARALLEL_GROUP",
-            GroupKind::TensorParallel => "TENSOR_MODEL_PARALLEL_GROUP",
-            GroupKind::PipelineParallel => "PIPELINE_MODEL_PARALLEL_GROUP",
-            GroupKind::ModelParallel => "MODEL_PARALLEL_GROUP",
-        }
-    }
-}
-
-/// One process group as a rank sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessGroup {
-    /// Which group.
-    pub kind: GroupKind,
-    /// `pg_name` (creation index as a string).
-    pub name: String,
-    /// Global ranks, in group order.
-    pub ranks: Vec<usize>,
 }
 
 /// Which ranks [`write_job`](crate::write_job) writes.

@@ -97,6 +97,6 @@ pub use read::{
 };
 pub use shapes::{Input, InputDims};
 pub use write::{
-    write_atomic, write_gz_atomic, DeviceProperties, DistributedInfo, Fields, KinetoWriter, Layout,
-    PgConfig, WriteError,
+    write_atomic, write_gz_atomic, CollectiveFields, DeviceProperties, DistributedInfo, Fields,
+    KinetoWriter, Layout, PgConfig, WriteError,
 };

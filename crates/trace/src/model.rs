@@ -387,6 +387,20 @@ pub fn dtype_size(dtype: &str) -> Option<u64> {
     })
 }
 
+/// A PyTorch dtype name whose elements take `bytes` bytes, for a writer
+/// that knows a message's element size but not its type (a reader takes
+/// back only the size, [`dtype_size`]); `None` for a size no type has.
+pub fn dtype_of_size(bytes: u64) -> Option<&'static str> {
+    Some(match bytes {
+        1 => "Byte",
+        2 => "BFloat16",
+        4 => "Float",
+        8 => "Double",
+        16 => "ComplexDouble",
+        _ => return None,
+    })
+}
+
 /// A process group's ranks, possibly truncated with `...` by PyTorch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RankList {

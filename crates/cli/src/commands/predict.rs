@@ -33,7 +33,10 @@ pub struct PredictArgs {
     /// Write each predicted stage's timeline as
     /// <name>.predicted.json.gz here (opens in Perfetto); <name> is its
     /// trace's, with .rank<N> (the stage's rank) after it when two stages'
-    /// traces share a file name.
+    /// traces share a file name. The files state the predicted job (each
+    /// stage's rank, its process groups, every collective's group), so
+    /// `lumos replay` of them replays it as the prediction did; where they
+    /// cannot, they state none and a note says why.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Predict from the trace's graph re-timed with the durations measured
@@ -273,7 +276,11 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     };
     let (report, kept) = predict_then(loaded, &a.target, |pred, outcome| {
         if let Some(dir) = &a.out {
-            let timelines = Timeline::predicted(pred, outcome, &sources);
+            let predicted = Timeline::predicted(pred, outcome, &sources);
+            for n in &predicted.notes {
+                output::note(format_args!("--out: {n}"));
+            }
+            let timelines = predicted.timelines;
             if a.merge {
                 super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
             } else {

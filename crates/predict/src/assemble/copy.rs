@@ -1,7 +1,9 @@
 //! Copying one unit of the plan: its tasks, then the edges into it and
 //! its blocking calls' waits, re-attached by position.
 
-use lumos_graph::{Collective, Edge, Graph, ProcId, RuntimeDep, ScopeId, Task, TaskId, WaitTarget};
+use lumos_graph::{
+    Collective, Edge, Graph, ProcId, ProcKind, RuntimeDep, ScopeId, Task, TaskId, WaitTarget,
+};
 use rustc_hash::FxHashMap;
 
 use super::scopes::{ScopeCopier, UnitCopy};
@@ -245,7 +247,9 @@ impl Copier {
                 let d = tg.runtime_deps[di as usize];
                 let target = match d.target {
                     WaitTarget::StreamTail(s) => Some(WaitTarget::StreamTail(p.proc_map[s.idx()])),
-                    WaitTarget::DeviceTail(dev) => Some(WaitTarget::DeviceTail(dev)),
+                    WaitTarget::DeviceTail(dev) => {
+                        Some(WaitTarget::DeviceTail(new_device(g, p, dev)))
+                    }
                     WaitTarget::Task(x) => new_id
                         .get(&x)
                         .copied()
@@ -264,6 +268,28 @@ impl Copier {
             }
         }
     }
+}
+
+/// The device of the new graph that template device `dev` became: that of
+/// the processor the template's first stream on it was mapped onto. A
+/// template traced on another rank ran on another device (a middle stage
+/// copies the first stage's transfers, traced on device 0, onto the last
+/// stage's device), and a synchronization copied with its device kept
+/// waited for no work of the stage. `dev` itself where the template has no
+/// stream on it.
+fn new_device(g: &Graph, p: &Prepared, dev: i64) -> i64 {
+    let tg = p.t.graph;
+    (tg.processors.iter().enumerate())
+        .find_map(|(i, pr)| match pr.kind {
+            ProcKind::Stream { device, .. } if device == dev => {
+                match g.processors[p.proc_map[i].idx()].kind {
+                    ProcKind::Stream { device, .. } => Some(device),
+                    ProcKind::Thread { .. } => None,
+                }
+            }
+            _ => None,
+        })
+        .unwrap_or(dev)
 }
 
 /// The new source of an edge from template task `s`, outside unit `uref`,

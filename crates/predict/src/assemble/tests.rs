@@ -437,3 +437,30 @@ fn the_identity_plan_tags_units_by_role() {
         }
     }
 }
+
+/// A middle stage copies the first stage's transfers with the device-wide
+/// synchronizations after them: each waits for the stage's own device,
+/// not the device the first stage was traced on (before, it waited for
+/// nothing there, and the stage ran on past transfers still in flight).
+#[test]
+fn copied_synchronizations_wait_for_the_stage_s_device() {
+    let base = crate::testutil::baseline("gpt-tiny", None, [2, 2, 2, 4]);
+    let pred = base.identity().with_pp(4).unwrap();
+    for st in &pred.stages {
+        let g = &*st.graph;
+        let devices: Vec<i64> = (g.processors.iter())
+            .filter_map(|p| match p.kind {
+                ProcKind::Stream { device, .. } => Some(device),
+                ProcKind::Thread { .. } => None,
+            })
+            .collect();
+        let mut syncs = 0;
+        for d in &g.runtime_deps {
+            if let WaitTarget::DeviceTail(dev) = d.target {
+                assert!(devices.contains(&dev), "stage {}: device {dev}", st.stage);
+                syncs += 1;
+            }
+        }
+        assert!(syncs > 0, "stage {}", st.stage);
+    }
+}

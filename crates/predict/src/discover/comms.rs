@@ -12,7 +12,7 @@
 //! parallelism, the epilogue's the model-parallel gradient norm.
 
 use lumos_graph::{Graph, NcclOperators, TaskId};
-use lumos_models::CollectiveKind;
+use lumos_models::{CollectiveKind, GroupKind};
 use rustc_hash::FxHashMap;
 
 use super::{Confidence, Part, PassKind, Role, StepStructure};
@@ -36,6 +36,18 @@ pub enum GroupClass {
 }
 
 impl GroupClass {
+    /// The Megatron group of this class ([`GroupKind`]); `None` for
+    /// [`GroupClass::Other`], which no layout places.
+    pub fn kind(self) -> Option<GroupKind> {
+        match self {
+            GroupClass::Data => Some(GroupKind::DataParallel),
+            GroupClass::Tensor => Some(GroupKind::TensorParallel),
+            GroupClass::Pipeline => Some(GroupKind::PipelineParallel),
+            GroupClass::ModelParallel => Some(GroupKind::ModelParallel),
+            GroupClass::Other => None,
+        }
+    }
+
     /// Stable name.
     pub fn as_str(self) -> &'static str {
         match self {

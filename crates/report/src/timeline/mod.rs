@@ -26,11 +26,11 @@ use std::path::{Path, PathBuf};
 use lumos_graph::{
     DepKind, Graph, Measured, ProcKind, RankMeta, ScopeId, Span, TaskId, TaskKind, TraceAbout,
 };
-use lumos_predict::{Baseline, Outcome, PredictedStage, Prediction, Source};
+use lumos_predict::{Baseline, Outcome, PredictedStage, Prediction, Source, WrittenStage};
 use lumos_sim::{annotation_spans, TaskTimes};
 use lumos_trace::{
-    Category, DeviceProperties, DistributedInfo, Fields, FlowKind, FlowPhase, KinetoWriter, Layout,
-    PgConfig, Trace,
+    Category, CollectiveFields, DeviceProperties, DistributedInfo, Fields, FlowKind, FlowPhase,
+    KinetoWriter, Layout, PgConfig, Trace,
 };
 
 use crate::critical::CriticalPaths;
@@ -98,10 +98,13 @@ enum TaskArgs<'a> {
     /// `source` (where the predicted duration came from: the job's,
     /// which marks the transfers coupling stages as modelled) and
     /// `traced_dur_us` (the duration of the traced task it was made from).
+    /// A communication task placed in a group of the predicted job also
+    /// carries its collective's arguments (`written`'s).
     Predicted {
         stage: &'a PredictedStage<'a>,
         source: &'a [Source],
         base: &'a Baseline,
+        written: Option<WrittenStage>,
     },
 }
 
@@ -116,11 +119,15 @@ impl TaskArgs<'_> {
                 stage,
                 source,
                 base,
+                written,
             } => {
                 let (src, t) = stage.origin[i];
                 let traced = base.inputs[src as usize].graph.tasks[t.idx()].duration_ns;
                 a.str("source", source[i].as_str())
                     .float("traced_dur_us", us(traced));
+                if let Some(w) = written {
+                    collective_args(stage, w, TaskId(i as u32), a);
+                }
             }
         }
     }
@@ -147,6 +154,9 @@ pub struct Timeline<'a> {
     base_time_ns: Option<i64>,
     rank: u32,
     world_size: Option<u32>,
+    /// `distributedInfo.written_ranks`: the ranks written with this one,
+    /// when a subset of the world on purpose (a prediction's stages).
+    written_ranks: Option<Vec<u32>>,
     /// Borrowed from a job's rank where the job outlives the timeline.
     about: Cow<'a, TraceAbout>,
     what: &'static str,
@@ -200,6 +210,7 @@ impl<'a> Timeline<'a> {
             base_time_ns: head.base_time_ns,
             rank: head.rank,
             world_size: head.world_size,
+            written_ranks: None,
             about,
             what: "replayed",
             graph,
@@ -213,15 +224,28 @@ impl<'a> Timeline<'a> {
     /// The timeline of each predicted stage, on the clock of the trace it
     /// was built from; `sources` are indexed like the inputs given to
     /// [`Baseline::new`] (the baseline keeps one per stage: its `given`
-    /// says which). A stage is labelled with its own rank in the target
-    /// job ([`Prediction::stage_rank`]) and the target's world size.
-    /// Each task also carries where its duration came from (`source`) and
-    /// its traced counterpart's duration (`traced_dur_us`).
+    /// says which). Each task also carries where its duration came from
+    /// (`source`) and its traced counterpart's duration (`traced_dur_us`).
+    ///
+    /// The timelines state the predicted job
+    /// ([`Prediction::written_job`]): a stage is labelled with its own
+    /// rank in the target job ([`Prediction::stage_rank`]), the target's
+    /// world size, the stages' ranks as the ranks written
+    /// (`written_ranks`) and its rank's process groups in the target
+    /// layout; each communication task carries its collective's arguments
+    /// in that job (group, `Seq`, sender and receiver), so the timelines
+    /// replayed together form the job the prediction replayed. Where the
+    /// stages cannot state it so ([`lumos_predict::WrittenJob::is_job`]),
+    /// and for a stage whose trace recorded no world size, a timeline
+    /// states no job: its rank, but no world size, process groups or
+    /// collective arguments. The notes say what the timelines leave out.
     pub fn predicted(
         pred: &'a Prediction<'_>,
         outcome: &'a Outcome,
         sources: &[TimelineSource],
-    ) -> Vec<Timeline<'a>> {
+    ) -> PredictedTimelines<'a> {
+        let written = pred.written_job(outcome);
+        let is_job = written.is_job;
         let base: &'a Baseline = pred.base;
         let job = &outcome.job;
         let origin_min = base
@@ -231,10 +255,16 @@ impl<'a> Timeline<'a> {
             .min()
             .unwrap_or(0);
         let renamed = pred.stages.len() != base.inputs.len();
-        pred.stages
+        let mut ranks: Vec<u32> = written.stages.iter().map(|s| s.rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let subset = (ranks.len() as u64) < u64::from(pred.world_size());
+        let timelines = pred
+            .stages
             .iter()
+            .zip(written.stages)
             .enumerate()
-            .map(|(k, st)| {
+            .map(|(k, (st, w))| {
                 let part = job.parts[k].clone();
                 let times = lumos_sim::ScheduleSlice {
                     schedule: &outcome.schedule,
@@ -256,12 +286,23 @@ impl<'a> Timeline<'a> {
                 } else {
                     String::new()
                 };
+                // A trace that recorded no job gets none stated; where the
+                // stages cannot state it, the traced groups are not kept
+                // either (they were the traced job's).
+                let in_job = is_job && source.world_size.is_some();
+                let mut about = source.about.clone();
+                about.process_groups = if in_job {
+                    process_groups(&w.groups)
+                } else {
+                    Vec::new()
+                };
                 Timeline {
                     stem: format!("{}{suffix}", output_stem(&source.path)),
                     base_time_ns: source.base_time_ns,
-                    rank: pred.stage_rank(k),
-                    world_size: source.world_size.map(|_| pred.world_size()),
-                    about: Cow::Owned(source.about.clone()),
+                    rank: w.rank,
+                    world_size: in_job.then_some(w.world_size),
+                    written_ranks: (in_job && subset).then(|| ranks.clone()),
+                    about: Cow::Owned(about),
                     what: "predicted",
                     graph: &st.graph,
                     origin_ns,
@@ -270,11 +311,16 @@ impl<'a> Timeline<'a> {
                         stage: st,
                         source: &job.source[part.start as usize..part.end as usize],
                         base,
+                        written: in_job.then_some(w),
                     },
                     paths: None,
                 }
             })
-            .collect()
+            .collect();
+        PredictedTimelines {
+            timelines,
+            notes: written.notes,
+        }
     }
 
     /// This timeline with `paths` (found on the same times) marked, for
@@ -320,7 +366,8 @@ impl<'a> Timeline<'a> {
             w.base_time_ns(b);
         }
         write_devices(&mut w, &self.about.devices.iter().collect::<Vec<_>>());
-        write_distributed(&mut w, self.rank, self.world_size, &self.about);
+        let job = (self.rank, self.world_size, self.written_ranks.as_deref());
+        write_distributed(&mut w, job, &self.about);
         w.trace_name(&format!("lumos {}", self.what));
         for t in &self.about.tracks {
             match t.tid {
@@ -675,11 +722,11 @@ fn write_devices<W: Write>(w: &mut KinetoWriter<W>, devices: &[&lumos_trace::Dev
     w.device_properties(&props);
 }
 
-/// `distributedInfo`: the rank, and what the source said of its job.
+/// `distributedInfo`: the rank, world size and ranks written with it
+/// (`job`), and what the source said of its job.
 fn write_distributed<W: Write>(
     w: &mut KinetoWriter<W>,
-    rank: u32,
-    world_size: Option<u32>,
+    (rank, world_size, written_ranks): (u32, Option<u32>, Option<&[u32]>),
     about: &TraceAbout,
 ) {
     let pgs: Vec<PgConfig<'_>> = about
@@ -700,9 +747,60 @@ fn write_distributed<W: Write>(
         world_size: world_size.map(u64::from),
         process_groups: (!pgs.is_empty()).then_some(&pgs[..]),
         nccl_version: about.nccl_version.as_deref(),
-        // A written timeline is one rank's, whatever subset its source
-        // belonged to.
-        written_ranks: None,
+        // A replayed timeline is one rank's, whatever subset its source
+        // belonged to; a prediction's stages are a subset on purpose.
+        written_ranks,
         merged_ranks: None,
     });
+}
+
+/// A predicted job's process groups as a trace records them.
+fn process_groups(groups: &[lumos_models::ProcessGroup]) -> Vec<lumos_trace::ProcessGroup> {
+    groups
+        .iter()
+        .map(|g| lumos_trace::ProcessGroup {
+            name: g.name.clone(),
+            desc: Some(g.kind.description().to_owned()),
+            size: u32::try_from(g.ranks.len()).ok(),
+            ranks: g.ranks.iter().map(|&r| r as i64).collect(),
+        })
+        .collect()
+}
+
+/// The arguments of task `t`'s collective in the predicted job, if
+/// `written` placed it in a group: its traced collective's name, the
+/// predicted message size, and the group, `Seq` and peers `written`
+/// gives.
+fn collective_args(stage: &PredictedStage<'_>, written: &WrittenStage, t: TaskId, a: &mut Fields) {
+    let Some(c) = written.comm(t) else { return };
+    let g = &stage.graph;
+    let Some(coll) = g.task(t).collective.map(|ci| &g.collectives[ci as usize]) else {
+        return;
+    };
+    let group = &written.groups[c.group];
+    let ranks: Vec<i64> = group.ranks.iter().map(|&r| r as i64).collect();
+    // The element size is the traced one (bytes over elements).
+    let element = match (coll.bytes, coll.elements) {
+        (Some(b), Some(n)) if n > 0 && b % n == 0 => Some(b / n),
+        _ => None,
+    };
+    a.collective(&CollectiveFields {
+        name: &coll.name,
+        elements: c.elements.zip(element),
+        pg_name: &group.name,
+        pg_desc: group.kind.description(),
+        pg_ranks: &ranks,
+        seq: c.seq,
+        src_dst: c.peers,
+    });
+}
+
+/// A prediction's stage timelines ([`Timeline::predicted`]) and what they
+/// leave out.
+pub struct PredictedTimelines<'a> {
+    /// One per predicted stage.
+    pub timelines: Vec<Timeline<'a>>,
+    /// What the timelines cannot state, for the user (collectives written
+    /// without a process group).
+    pub notes: Vec<String>,
 }

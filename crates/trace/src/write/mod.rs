@@ -623,6 +623,58 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// The arguments PyTorch records for a collective on its kernel (and on
+/// its `record_param_comms` operator), which the reader takes back as a
+/// [`CollectiveArgs`](crate::CollectiveArgs): what a reader of a job
+/// matches the same collective across ranks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectiveFields<'a> {
+    /// `Collective name` (`allreduce`, `send`, ...).
+    pub name: &'a str,
+    /// `In msg nelems` and `Out msg nelems` (written alike: the reader's
+    /// message size is the larger), with the size of an element in bytes
+    /// (`dtype`, as a PyTorch type of that size), when known.
+    pub elements: Option<(u64, u64)>,
+    /// `Process Group Name`.
+    pub pg_name: &'a str,
+    /// `Process Group Description`.
+    pub pg_desc: &'a str,
+    /// `Process Group Ranks` (written whole, never cut with `...`) and
+    /// `Group size`, its length.
+    pub pg_ranks: &'a [i64],
+    /// `Seq`: the collective's number in its group.
+    pub seq: i64,
+    /// `Src Rank` and `Dst Rank` (global ranks) of a send or receive.
+    pub src_dst: Option<(i64, i64)>,
+}
+
+impl Fields<'_> {
+    /// A collective's arguments ([`CollectiveFields`]).
+    pub fn collective(&mut self, c: &CollectiveFields<'_>) -> &mut Self {
+        self.str("Collective name", c.name);
+        if let Some((n, element_bytes)) = c.elements {
+            self.uint("In msg nelems", n).uint("Out msg nelems", n);
+            if let Some(d) = crate::model::dtype_of_size(element_bytes) {
+                self.str("dtype", d);
+            }
+        }
+        self.uint("Group size", c.pg_ranks.len() as u64)
+            .str("Process Group Name", c.pg_name)
+            .str("Process Group Description", c.pg_desc);
+        // A string holding a list, as PyTorch writes it; digits, commas and
+        // spaces need no escaping.
+        let buf = self.key("Process Group Ranks");
+        buf.push(b'"');
+        push_list(buf, c.pg_ranks);
+        buf.push(b'"');
+        self.int("Seq", c.seq);
+        if let Some((src, dst)) = c.src_dst {
+            self.int("Src Rank", src).int("Dst Rank", dst);
+        }
+        self
+    }
+}
+
 impl Drop for Fields<'_> {
     fn drop(&mut self) {
         self.buf
@@ -707,6 +759,61 @@ mod tests {
         );
         assert_eq!(text(Layout::Compact, |_| {}), "{\"traceEvents\":[]}");
         assert_eq!(text(Layout::Lines, |_| {}), "{\n\"traceEvents\":[]\n}\n");
+    }
+
+    /// A collective's arguments read back as the reader's collective: the
+    /// same name, group, ranks, sequence number, peers and message size.
+    #[test]
+    fn collective_arguments_read_back() {
+        let t = text(Layout::Compact, |w| {
+            w.complete(Category::Kernel, "ncclDevKernel_SendRecv", 4, 32, 0, 10)
+                .device(4)
+                .stream(32)
+                .correlation(1)
+                .collective(&CollectiveFields {
+                    name: "send",
+                    elements: Some((1024, 2)),
+                    pg_name: "17",
+                    pg_desc: "PIPELINE_MODEL_PARALLEL_GROUP",
+                    pg_ranks: &[0, 4, 8, 12],
+                    seq: 3,
+                    src_dst: Some((4, 8)),
+                });
+            w.complete(Category::Kernel, "ncclDevKernel_AllReduce", 4, 33, 20, 10)
+                .device(4)
+                .stream(33)
+                .correlation(2)
+                .collective(&CollectiveFields {
+                    name: "allreduce",
+                    elements: Some((7, 3)),
+                    pg_name: "21",
+                    pg_desc: "MODEL_PARALLEL_GROUP",
+                    pg_ranks: &[0, 1, 4, 5],
+                    seq: 0,
+                    src_dst: None,
+                });
+        });
+        let trace = crate::read_bytes(std::path::Path::new("t.json"), t.as_bytes()).unwrap();
+        let args: Vec<&crate::CollectiveArgs> = (trace.events.iter())
+            .map(|e| e.extra.as_ref().unwrap().collective.as_deref().unwrap())
+            .collect();
+        let send = args[0];
+        assert_eq!(send.name.as_deref(), Some("send"));
+        assert_eq!(send.pg_name.as_deref(), Some("17"));
+        assert_eq!(
+            send.pg_desc.as_deref(),
+            Some("PIPELINE_MODEL_PARALLEL_GROUP")
+        );
+        assert_eq!(send.pg_ranks.as_ref().unwrap().expand(4), vec![0, 4, 8, 12]);
+        assert_eq!(send.group_size, Some(4));
+        assert_eq!(send.seq, Some(3));
+        assert_eq!((send.src_rank, send.dst_rank), (Some(4), Some(8)));
+        assert_eq!(send.bytes(), Some(2048));
+        // No type takes 3 bytes an element: the count, without a size.
+        let reduce = args[1];
+        assert_eq!((reduce.in_nelems, reduce.dtype.as_deref()), (Some(7), None));
+        assert_eq!(reduce.bytes(), None);
+        assert_eq!((reduce.src_rank, reduce.dst_rank), (None, None));
     }
 
     #[test]
