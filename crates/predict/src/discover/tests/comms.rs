@@ -285,6 +285,18 @@ fn collectives_without_a_launch_are_taken_for_the_same_one_a_step_later() {
         );
         assert_eq!(c.basis, super::super::comms::UNLAUNCHED_BASIS);
     }
+    // The groups they join are classified as before, on the rule that
+    // classified the launched ones: a group first met through a tied
+    // collective does not give the tie as its rule (inspect's evidence,
+    // a prediction's guessed groups).
+    let mut tied = s.clone();
+    tied.comms = comms.clone();
+    let groups = |s: &Structure| -> Vec<(String, GroupClass, Confidence, &'static str)> {
+        (super::super::report::groups(&g, s).into_iter())
+            .map(|gr| (gr.name, gr.class, gr.confidence, gr.basis))
+            .collect()
+    };
+    assert_eq!(groups(&tied), groups(&s));
     // Where the launched collectives do not repeat step by step (here one
     // size differs between the second step and the third), nothing is
     // tied: the unlaunched keep what classification gave them.
