@@ -436,6 +436,10 @@ def test_read_trace_of_a_directory_is_a_config_error(tmp_path, corpus):
     (lambda v, j, o: lumos.replay(j, scale_rank={-1: 2}), "scale_rank -1=2: `-1` is not a rank number"),
     (lambda v, j, o: lumos.replay(j, scale_rank=[(3, 2), (3, 1.5)]),
      "scale_rank names rank 3 twice; give each rank one factor"),
+    # The first repeat in the order given, as --scale-rank names it (not
+    # the lowest rank repeated).
+    (lambda v, j, o: lumos.replay(j, scale_rank=[(3, 2), (1, 2), (3, 2), (1, 2)]),
+     "scale_rank names rank 3 twice; give each rank one factor"),
     (lambda v, j, o: lumos.replay(j, scale_rank=[3]),
      "scale_rank: expected {rank: factor} or (rank, factor) pairs, got 3"),
     (lambda v, j, o: lumos.predict(v, scale_kernels="class:compute=0"),

@@ -1001,3 +1001,55 @@ fn data_parallel_edits_of_an_inference_trace_are_refused() {
         "{text}"
     );
 }
+
+/// Every field of `lumos predict --json` that a reader meets first (the
+/// top level, `confidence`, `steadiness`, `calibration`, `stages[]`) is
+/// named in docs/json-output.md's section on it: `steadiness`,
+/// `replayed_steady_step_ms` and `untied_collectives` were added to the
+/// output without a word there.
+#[test]
+fn every_predict_json_field_is_documented() {
+    let root = lumos_testkit::workspace_root();
+    let doc = std::fs::read_to_string(root.join("docs/json-output.md")).unwrap();
+    let start = doc.find("## `lumos predict --json`").unwrap();
+    let section = &doc[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    // Three steps, so that `steadiness` is not null.
+    let dir = temp_dir("documented");
+    let out = run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--dp", "2", "--steps", "3"])
+            .args(["--out"])
+            .arg(dir.path()),
+    );
+    let files: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    let v = json(&["predict", "--dp", "4"], &files);
+    assert!(v["steadiness"].is_object(), "{}", v["steadiness"]);
+    let keys =
+        |o: &serde_json::Value| -> Vec<String> { o.as_object().unwrap().keys().cloned().collect() };
+    let mut fields = keys(&v);
+    for part in [
+        &v["confidence"],
+        &v["steadiness"],
+        &v["calibration"],
+        &v["calibration"]["gemm"],
+        &v["calibration"]["network"][0],
+        &v["stages"][0],
+    ] {
+        fields.extend(keys(part));
+    }
+    // Named as a whole word: `stage` in `{stage, step_ms, ...}`.
+    let words: std::collections::HashSet<&str> = section
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    let missing: Vec<&String> = (fields.iter())
+        .filter(|f| !words.contains(f.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "undocumented in json-output.md: {missing:?}"
+    );
+}

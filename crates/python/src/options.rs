@@ -68,9 +68,10 @@ pub fn kernel_scale(s: &str) -> Result<KernelScale> {
     range::kernel_scale(s).map_err(|e| Error::config(format!("scale_kernels {s}: {e}")))
 }
 
-/// The `scale_rank` pairs, each checked as `--scale-rank RANK=FACTOR` is
-/// (a rank number, a factor in the CLI's range); [`ReplayOptions::new`]
-/// refuses a rank given twice.
+/// The `scale_rank` pairs in the order given, each checked as
+/// `--scale-rank RANK=FACTOR` is (a rank number, a factor in the CLI's
+/// range); [`ReplayOptions::new`] refuses a rank given twice, naming the
+/// first repeat in that order as the CLI does, then sorts them.
 fn rank_scales(pairs: &[(Bound<'_, PyAny>, Bound<'_, PyAny>)]) -> Result<Vec<(u32, f64)>> {
     let mut out: Vec<(u32, f64)> = Vec::new();
     for (r, f) in pairs {
@@ -85,7 +86,6 @@ fn rank_scales(pairs: &[(Bound<'_, PyAny>, Bound<'_, PyAny>)]) -> Result<Vec<(u3
         let factor = args::factor(f).map_err(|e| bad(format!("factor {e}")))?;
         out.push((rank, factor));
     }
-    out.sort_by_key(|&(r, _)| r);
     Ok(out)
 }
 
@@ -196,12 +196,15 @@ impl ReplayOptions {
                 ));
             }
         }
-        let mut scales = Vec::new();
-        for &(rank, factor) in scale_rank {
-            scales.push(RankScale { rank, factor });
-            described.push(format!("scale_rank {rank}={factor}"));
-        }
+        let mut scales: Vec<RankScale> = (scale_rank.iter())
+            .map(|&(rank, factor)| RankScale { rank, factor })
+            .collect();
+        // In the order given, so that the repeat named is the CLI's.
         lumos_report::distinct_ranks(&scales, "scale_rank").map_err(Error::config)?;
+        scales.sort_by_key(|s| s.rank);
+        for s in &scales {
+            described.push(format!("scale_rank {}={}", s.rank, s.factor));
+        }
         if scale_rank_cpu && scales.is_empty() {
             return Err(Error::config("scale_rank_cpu needs scale_rank"));
         }

@@ -416,8 +416,10 @@ pub(crate) const UNLAUNCHED_BASIS: &str =
 /// launched ones repeat with that period (same kernel, kind, size and
 /// group), the k-th collective of the stream is the same collective as
 /// the (k + P)-th; an unlaunched one is taken for the nearest launched
-/// one a multiple of `P` after it (else before it) with the same kernel.
-/// Where the stream's collectives do not repeat so, the unlaunched ones
+/// one a multiple of `P` after it (else before it) with the same kernel,
+/// unless the kernel records a collective of its own that differs (another
+/// kind, size or group). Where the stream's collectives do not repeat so,
+/// or the kernel contradicts its place, the unlaunched ones
 /// stay as classified (a prediction that edits a group whose collectives
 /// share their stream says it could not re-time them).
 pub(super) fn attribute_unlaunched(g: &Graph, comms: &mut [CommInfo]) {
@@ -482,6 +484,13 @@ pub(super) fn attribute_unlaunched(g: &Graph, comms: &mut [CommInfo]) {
                 .map(|j| seq[j] as usize)
                 .find(|&j| comms[j].launched && g.task(comms[j].task).name == name);
             let Some(j) = found else { continue };
+            // A kernel that records its own collective (`Collective name`
+            // and sizes on the GPU event, as newer profilers write them)
+            // is that collective: one the position names but the kernel
+            // contradicts is not taken for it.
+            if !agrees(c, &comms[j]) {
+                continue;
+            }
             let like = comms[j].clone();
             let c = &mut comms[seq[k] as usize];
             *c = CommInfo {
@@ -493,6 +502,23 @@ pub(super) fn attribute_unlaunched(g: &Graph, comms: &mut [CommInfo]) {
             };
         }
     }
+}
+
+/// Whether the unlaunched collective `own` is, by what its kernel records
+/// of itself, the launched collective `like`. A kernel named by its family
+/// alone (no size, no group: what a kernel without a launch usually gives)
+/// says nothing the same kernel name does not; one that records its own
+/// collective arguments must agree in kind, direction, size and group,
+/// each where it records one.
+fn agrees(own: &CommInfo, like: &CommInfo) -> bool {
+    fn same<T: PartialEq>(own: &Option<T>, like: &Option<T>) -> bool {
+        own.is_none() || own == like
+    }
+    let recorded = own.bytes.is_some() || own.group.is_some();
+    !recorded
+        || ((own.kind, own.p2p) == (like.kind, like.p2p)
+            && same(&own.bytes, &like.bytes)
+            && same(&own.group, &like.group))
 }
 
 /// How many of the collectives `seq` (indices into `comms`, one stream's

@@ -324,6 +324,10 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
     let mut nccl = lumos_graph::NcclOperators::of(g);
     for c in &s.comms {
         let name = c.group.as_deref().unwrap_or("-");
+        // One taken for a launched collective is classified by that
+        // collective's rule: the tie (its own basis) says which collective
+        // it is, not why that one's group has its class.
+        let basis = (c.taken_for.and_then(|t| s.comm(t))).map_or(c.basis, |l| l.basis);
         let i = *slot.entry((name, c.class)).or_insert_with(|| {
             groups.push(GroupReport {
                 name: name.to_owned(),
@@ -333,7 +337,7 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
                 collectives: Vec::new(),
                 bytes_per_step: 0,
                 confidence: c.confidence,
-                basis: c.basis,
+                basis,
             });
             groups.len() - 1
         });
@@ -345,7 +349,7 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
         // world group's size tells). Collectives that name no group
         // (`-`) need not share one: each keeps the first's.
         if c.group.is_some() && c.confidence > e.confidence {
-            (e.confidence, e.basis) = (c.confidence, c.basis);
+            (e.confidence, e.basis) = (c.confidence, basis);
         }
         // An all-to-all by its operator's name, not by the `SendRecv`
         // family of the kernels NCCL runs it as; other names as recorded.

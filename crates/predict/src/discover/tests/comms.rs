@@ -285,6 +285,18 @@ fn collectives_without_a_launch_are_taken_for_the_same_one_a_step_later() {
         );
         assert_eq!(c.basis, super::super::comms::UNLAUNCHED_BASIS);
     }
+    // The groups they join are classified as before, on the rule that
+    // classified the launched ones: a group first met through a tied
+    // collective does not give the tie as its rule (inspect's evidence,
+    // a prediction's guessed groups).
+    let mut tied = s.clone();
+    tied.comms = comms.clone();
+    let groups = |s: &Structure| -> Vec<(String, GroupClass, Confidence, &'static str)> {
+        (super::super::report::groups(&g, s).into_iter())
+            .map(|gr| (gr.name, gr.class, gr.confidence, gr.basis))
+            .collect()
+    };
+    assert_eq!(groups(&tied), groups(&s));
     // Where the launched collectives do not repeat step by step (here one
     // size differs between the second step and the third), nothing is
     // tied: the unlaunched keep what classification gave them.
@@ -298,5 +310,31 @@ fn collectives_without_a_launch_are_taken_for_the_same_one_a_step_later() {
     for (i, (c, d)) in odd.iter().zip(&before).enumerate() {
         assert_eq!(c.launched, !first.contains(&i));
         assert_eq!((c.class, c.taken_for), (d.class, None));
+    }
+    // A kernel that records its own collective (its arguments on the GPU
+    // event) is taken for the one at its place only where they agree: one
+    // recording another size keeps what it records, one recording the
+    // same is tied as the bare ones are.
+    let mut own = bare(s.comms.clone());
+    let (differs, same) = (first[0], *first.last().unwrap());
+    for i in [differs, same] {
+        let d = &s.comms[i];
+        (own[i].kind, own[i].p2p, own[i].group) = (d.kind, d.p2p, d.group.clone());
+        own[i].bytes = Some(d.bytes.unwrap_or(0));
+    }
+    own[differs].bytes = own[differs].bytes.map(|b| b + 1);
+    attribute_unlaunched(&g, &mut own);
+    assert_eq!(own[differs].taken_for, None, "{:?}", own[differs]);
+    assert_eq!(own[differs].class, GroupClass::Other);
+    assert_eq!(
+        own[differs].bytes,
+        s.comms[differs].bytes.map(|b| b + 1).or(Some(1))
+    );
+    if differs != same {
+        assert!(own[same].taken_for.is_some(), "{:?}", own[same]);
+        assert_eq!(own[same].class, s.comms[same].class);
+    }
+    for &i in first.iter().filter(|&&i| i != differs && i != same) {
+        assert!(own[i].taken_for.is_some(), "{:?}", own[i]);
     }
 }
