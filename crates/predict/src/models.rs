@@ -783,7 +783,7 @@ pub struct NetworkOverrides {
 pub struct LinkOverrides {
     /// Bandwidth per GPU and direction, GB/s.
     pub bandwidth_gbps: Option<f64>,
-    /// Achieved share of the bandwidth ([`NETWORK_EFFICIENCY_MIN`] to 1).
+    /// Achieved share of the bandwidth (0.01 to 1).
     pub efficiency: Option<f64>,
     /// Latency per ring hop, microseconds.
     pub hop_latency_us: Option<f64>,
@@ -793,9 +793,8 @@ pub struct LinkOverrides {
 /// `name` says where the overrides came from (the `--network` file): errors
 /// start with it and the description names it. Every number must be
 /// finite and positive, and within its bounds: GPUs per node a whole
-/// number up to 65,536, latencies at most [`NETWORK_LATENCY_US_MAX`],
-/// bandwidths within [`NETWORK_BANDWIDTH_GBPS`], an efficiency from
-/// [`NETWORK_EFFICIENCY_MIN`] to 1.
+/// number up to 65,536, latencies at most 1 s, bandwidths from 1 MB/s to
+/// 1 PB/s, an efficiency from 0.01 to 1.
 pub fn network_with(
     overrides: &NetworkOverrides,
     name: &str,

@@ -101,7 +101,7 @@ pub struct CommInfo {
     /// collective it runs or from where.
     pub launched: bool,
     /// For a task without a launch: the launched collective it was taken
-    /// for ([`attribute_unlaunched`]), whose class, kind, size and group
+    /// for (`attribute_unlaunched`), whose class, kind, size and group
     /// it carries. `None` for launched tasks and for those that could not
     /// be tied to one (they keep the class their own evidence gives).
     pub taken_for: Option<TaskId>,
