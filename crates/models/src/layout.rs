@@ -186,6 +186,23 @@ mod tests {
         // TP 2 x DP 2 x PP 2.
         let l = RankLayout::new(2, 2, 2);
         assert_eq!(l.world_size(), 8);
+        // Tensor index fastest, then data-parallel, then stage.
+        assert_eq!(
+            l.coord(1),
+            RankCoord {
+                tp: 1,
+                dp: 0,
+                pp: 0
+            }
+        );
+        assert_eq!(
+            l.coord(2),
+            RankCoord {
+                tp: 0,
+                dp: 1,
+                pp: 0
+            }
+        );
         assert_eq!(
             l.coord(5),
             RankCoord {
