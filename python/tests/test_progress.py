@@ -76,3 +76,28 @@ def test_a_failing_callback_stops_synth_before_its_next_column(tmp_path):
         lumos.synth("gpt-small", tmp_path / "job", tp=1, pp=2, dp=256, ranks="all",
                     progress=fail)
     assert len(list((tmp_path / "job").glob("*.json.gz"))) < 512
+
+
+def test_ctrl_c_stops_a_joint_replay_before_it_ends(tmp_path):
+    import _thread
+
+    lumos.synth("gpt-small", tmp_path / "job", tp=1, pp=2, dp=16, microbatches=16, ranks="all",
+                progress=False)
+    job = lumos.load_job(tmp_path / "job", progress=False)
+    start = time.monotonic()
+    job.replay()
+    whole = time.monotonic() - start
+    # Ctrl-C soon after the start: the simulator sees it within a tick
+    # (0.1 s) and stops, where before it replayed to the end and only then
+    # was interrupted. Merging the ranks before the simulation (about a
+    # third of the whole here) cannot be stopped.
+    timer = threading.Timer(0.02, _thread.interrupt_main)
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        job.replay()
+    stopped = time.monotonic() - start
+    timer.join()
+    assert stopped < 0.75 * whole, (stopped, whole)
+    # The job is intact: it replays again.
+    assert job.replay().is_job

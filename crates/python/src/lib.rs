@@ -74,10 +74,12 @@ impl Trace {
         json(&report)
     }
 
-    /// Replays it on its own.
+    /// Replays it on its own (Ctrl-C stops it).
     fn replay(&self, py: Python<'_>, options: &ReplayOptions) -> PyResult<ReplayResult> {
         let t = [Arc::clone(&self.inner)];
-        Ok(py.detach(|| replay::replay_traces(&t, options))?)
+        Ok(progress::run(py, None, |p| {
+            replay::replay_traces(&t, &options.stoppable(p))
+        })??)
     }
 
     fn __repr__(&self) -> String {
@@ -144,10 +146,12 @@ impl Job {
         json(&lumos_report::job_report(&self.inner))
     }
 
-    /// Replays the ranks together.
+    /// Replays the ranks together (Ctrl-C stops it).
     fn replay(&self, py: Python<'_>, options: &ReplayOptions) -> PyResult<ReplayResult> {
         let job = Arc::clone(&self.inner);
-        Ok(py.detach(|| replay::replay_job(job, options))?)
+        Ok(progress::run(py, None, |p| {
+            replay::replay_job(job, &options.stoppable(p))
+        })??)
     }
 
     fn __repr__(&self) -> String {
@@ -235,7 +239,7 @@ fn replay_files(
 ) -> PyResult<(ReplayResult, Option<String>)> {
     let files = py.detach(|| inputs::expand(&paths, true))?;
     Ok(progress::run(py, progress, |p| {
-        replay::replay_files(&files, options, job_choice(job), p)
+        replay::replay_files(&files, &options.stoppable(p), job_choice(job), p)
     })??)
 }
 
@@ -292,7 +296,7 @@ fn replay_file(
     progress: Callback,
 ) -> PyResult<ReplayResult> {
     Ok(progress::run(py, progress, |p| {
-        replay::replay_file(&path, options, p)
+        replay::replay_file(&path, &options.stoppable(p), p)
     })??)
 }
 
@@ -310,7 +314,7 @@ fn replay_representatives(
 ) -> PyResult<ReplayResult> {
     let files = py.detach(|| inputs::expand(&paths, true))?;
     Ok(progress::run(py, progress, |p| {
-        replay::replay_representatives(&files, options, p)
+        replay::replay_representatives(&files, &options.stoppable(p), p)
     })??)
 }
 

@@ -218,6 +218,14 @@ impl ReplayOptions {
         })
     }
 
+    /// These options with the simulator watching `progress`'s stop flag,
+    /// so that Ctrl-C or a failed callback ends a long replay early.
+    pub fn stoppable(&self, progress: &crate::progress::Progress) -> ReplayOptions {
+        let mut opts = self.clone();
+        opts.sim.cancel = Some(progress.stop_flag());
+        opts
+    }
+
     /// The simulator's options for a replay that takes no pattern (of
     /// representatives, which have no one graph to check one on): the
     /// bare factor applied unchecked; a pattern is a `ConfigError`.

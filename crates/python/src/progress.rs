@@ -4,15 +4,17 @@
 //! The work runs on a scoped thread (and rayon's pool) while the calling
 //! thread, detached from the interpreter, waits for it; every
 //! [`TICK`] it attaches, checks for signals (Ctrl-C) and calls the
-//! callback with `(phase, done, total)`. A failed callback or a signal
-//! cancels the work at its next check ([`Progress::cancelled`]) and is
-//! raised once the work has stopped.
+//! callback, if there is one, with `(phase, done, total)`. A failed
+//! callback or a signal cancels the work at its next check
+//! ([`Progress::cancelled`], and in a replay the simulator's own, through
+//! [`Progress::stop_flag`]) and is raised once the work has stopped.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use lumos_sim::Cancel;
 use pyo3::prelude::*;
 
 /// How often the callback is called.
@@ -25,7 +27,7 @@ pub struct Progress {
     phase: Mutex<&'static str>,
     done: AtomicU64,
     total: AtomicU64,
-    cancel: AtomicBool,
+    cancel: Cancel,
 }
 
 impl Progress {
@@ -45,7 +47,14 @@ impl Progress {
 
     /// True once the caller has asked the work to stop.
     pub fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
+        self.cancel.is_cancelled()
+    }
+
+    /// The flag that cancels the work, for a replay to watch
+    /// ([`lumos_sim::SimOptions::cancel`]): the simulator checks it as it
+    /// goes, where the work's own checks come only between its steps.
+    pub fn stop_flag(&self) -> Cancel {
+        self.cancel.clone()
     }
 
     fn snapshot(&self) -> (&'static str, u64, u64) {
@@ -58,7 +67,8 @@ impl Progress {
     }
 }
 
-/// Runs `work` with the GIL released, reporting to `callback` if given.
+/// Runs `work` with the GIL released, reporting to `callback` if given,
+/// and watching for signals either way, so that Ctrl-C stops it.
 /// The work's own result comes back even when the callback failed, unless
 /// the work was cancelled: then the callback's (or the signal's) error.
 pub fn run<T, F>(py: Python<'_>, callback: Option<Py<PyAny>>, work: F) -> PyResult<T>
@@ -67,9 +77,7 @@ where
     F: FnOnce(&Progress) -> T + Send,
 {
     let progress = Progress::default();
-    let Some(callback) = callback else {
-        return Ok(py.detach(|| work(&progress)));
-    };
+    let callback = callback.as_ref();
     py.detach(|| {
         std::thread::scope(|s| {
             let (tx, rx) = mpsc::channel::<()>();
@@ -82,8 +90,8 @@ where
             let mut failure = None;
             while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(TICK) {
                 if failure.is_none() {
-                    if let Err(e) = report(&callback, &progress) {
-                        progress.cancel.store(true, Ordering::Relaxed);
+                    if let Err(e) = report(callback, &progress) {
+                        progress.cancel.cancel();
                         failure = Some(e);
                     }
                 }
@@ -95,7 +103,9 @@ where
             match failure {
                 Some(e) => Err(e),
                 None => {
-                    report(&callback, &progress)?;
+                    if callback.is_some() {
+                        report(callback, &progress)?;
+                    }
                     Ok(out)
                 }
             }
@@ -103,10 +113,13 @@ where
     })
 }
 
-/// One call of the callback, after a check for signals.
-fn report(callback: &Py<PyAny>, progress: &Progress) -> PyResult<()> {
+/// A check for signals, then one call of the callback if there is one.
+fn report(callback: Option<&Py<PyAny>>, progress: &Progress) -> PyResult<()> {
     Python::attach(|py| {
         py.check_signals()?;
+        let Some(callback) = callback else {
+            return Ok(());
+        };
         let (phase, done, total) = progress.snapshot();
         callback.call1(py, (phase, done, total)).map(drop)
     })

@@ -37,6 +37,9 @@ pub enum SimError {
         /// Its name.
         example_name: String,
     },
+    /// The replay was stopped through [`SimOptions::cancel`](crate::SimOptions::cancel)
+    /// before it ended.
+    Cancelled,
 }
 
 impl fmt::Display for SimError {
@@ -54,6 +57,7 @@ impl fmt::Display for SimError {
             ),
             SimError::InvalidGraph(why) => write!(f, "invalid graph: {why}"),
             SimError::InvalidOptions(why) => write!(f, "invalid simulation options: {why}"),
+            SimError::Cancelled => write!(f, "the replay was cancelled before it ended"),
             SimError::ClockOverflow {
                 example,
                 example_name,
@@ -75,7 +79,7 @@ impl SimError {
             SimError::Stuck { example, .. } | SimError::ClockOverflow { example, .. } => {
                 Some(*example)
             }
-            SimError::InvalidGraph(_) | SimError::InvalidOptions(_) => None,
+            SimError::InvalidGraph(_) | SimError::InvalidOptions(_) | SimError::Cancelled => None,
         }
     }
 }

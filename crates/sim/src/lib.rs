@@ -110,5 +110,5 @@ pub use metrics::{
     timeline_bin_ns, whole_span, Breakdown, BusyBins, BusyTimeline, ScheduleSlice, SpanColumns,
     TaskTimes, MAX_TIMELINE_BINS,
 };
-pub use options::{DurationScale, GpuSelector, SimOptions, DEFAULT_LAUNCH_QUEUE};
+pub use options::{Cancel, DurationScale, GpuSelector, SimOptions, DEFAULT_LAUNCH_QUEUE};
 pub use scheduler::{simulate, simulate_with_rendezvous, BlockingWait, Bound, Schedule};

@@ -1,6 +1,7 @@
 //! What a replay may change: which dependencies to ignore, each task's
 //! duration and how to rescale GPU durations, and the launch queue.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use lumos_graph::{scaled_ns, DepKind, Graph, Task, TaskId};
@@ -41,6 +42,40 @@ pub struct SimOptions {
     /// rank) passes the new durations here rather than copying the graph
     /// to write them into it.
     pub durations: Option<Arc<[i64]>>,
+    /// A flag another thread may set to stop the replay early: it then
+    /// returns [`SimError::Cancelled`](crate::SimError::Cancelled) instead
+    /// of a schedule. A front end that lets its user interrupt long work
+    /// (Python's Ctrl-C) passes one; `None` replays to the end.
+    pub cancel: Option<Cancel>,
+}
+
+/// A flag shared between a replay and whoever may stop it (see
+/// [`SimOptions::cancel`]). Clones share the flag; two options compare
+/// equal when they share it.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A flag not yet set.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Asks every replay holding this flag to stop at its next check.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Cancel::cancel`] has been called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for Cancel {
+    fn eq(&self, other: &Cancel) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// The launch-queue depth of a CUDA stream when the trace shows none of
@@ -76,6 +111,13 @@ impl SimOptions {
     /// (see [`SimOptions::durations`]).
     pub fn durations(mut self, durations: Arc<[i64]>) -> Self {
         self.durations = Some(durations);
+        self
+    }
+
+    /// Stops the replay early once `cancel` is set (see
+    /// [`SimOptions::cancel`]).
+    pub fn cancel_with(mut self, cancel: Cancel) -> Self {
+        self.cancel = Some(cancel);
         self
     }
 

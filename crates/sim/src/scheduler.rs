@@ -11,10 +11,15 @@ use std::collections::BinaryHeap;
 use lumos_graph::{Anchor, DepKind, Graph, ProcKind, Rendezvous, Span, TaskId, WaitTarget};
 
 use crate::error::SimError;
-use crate::options::{scaled_durations, SimOptions};
+use crate::options::{scaled_durations, Cancel, SimOptions};
 
 /// Marks "no task" / "no entry" in the flat index arrays.
 const NONE: u32 = u32::MAX;
+
+/// How many tasks the replay takes from its heap between two looks at
+/// [`SimOptions::cancel`]: a few milliseconds of work, so a stop comes
+/// soon, and a check too rare to cost anything measurable.
+const CANCEL_CHECK_EVERY: u32 = 1 << 16;
 
 /// What decided a task's start: the constraint that reached the latest time.
 /// When several constraints reach the same time, the one applied first in
@@ -426,6 +431,13 @@ struct Replay<'g> {
     /// Per rendezvous: participants started so far, and the latest start.
     rv_arrived: Vec<u32>,
     rv_latest: Vec<i64>,
+
+    /// Set by another thread to stop the replay ([`SimOptions::cancel`]).
+    cancel: Option<Cancel>,
+    /// Tasks taken from the heap until the next look at `cancel`.
+    until_check: u32,
+    /// True once the replay stopped because `cancel` was set.
+    cancelled: bool,
 }
 
 impl<'g> Replay<'g> {
@@ -482,6 +494,9 @@ impl<'g> Replay<'g> {
             rendezvous: &[],
             rv_arrived: Vec::new(),
             rv_latest: Vec::new(),
+            cancel: opts.cancel.clone(),
+            until_check: CANCEL_CHECK_EVERY,
+            cancelled: false,
         };
         // GPU tasks nobody launches count as launched from the start, up to
         // the first one that waits for a launch call.
@@ -685,9 +700,17 @@ impl<'g> Replay<'g> {
 
     /// Replays until every task is scheduled or nothing more can run.
     fn run(&mut self) {
+        // A replay asked to stop before it began does none of its work.
+        if self.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+            self.cancelled = true;
+            return;
+        }
         loop {
             self.drain();
-            if self.scheduled == self.graph.tasks.len() || !self.abandon_one_wait() {
+            if self.cancelled
+                || self.scheduled == self.graph.tasks.len()
+                || !self.abandon_one_wait()
+            {
                 return;
             }
         }
@@ -733,6 +756,9 @@ impl<'g> Replay<'g> {
 
     fn drain(&mut self) {
         while let Some(Reverse((now, t))) = self.heap.pop() {
+            if self.stop_asked() {
+                return;
+            }
             self.now = now;
             let ti = t as usize;
             if self.rt_first[ti] != NONE && self.state[ti] == State::Waiting {
@@ -768,6 +794,20 @@ impl<'g> Replay<'g> {
             let end = now.saturating_add(self.end[ti]);
             self.complete(ti, end);
         }
+    }
+
+    /// True, every [`CANCEL_CHECK_EVERY`] tasks, when the caller has set
+    /// [`SimOptions::cancel`]; the replay then ends with
+    /// [`SimError::Cancelled`].
+    #[inline]
+    fn stop_asked(&mut self) -> bool {
+        self.until_check -= 1;
+        if self.until_check > 0 {
+            return false;
+        }
+        self.until_check = CANCEL_CHECK_EVERY;
+        self.cancelled = self.cancel.as_ref().is_some_and(Cancel::is_cancelled);
+        self.cancelled
     }
 
     /// Fixes a started task's end and releases what waits for it: its
@@ -831,6 +871,9 @@ impl<'g> Replay<'g> {
     }
 
     fn finish(mut self, opts: &SimOptions) -> Result<Schedule, SimError> {
+        if self.cancelled {
+            return Err(SimError::Cancelled);
+        }
         let n = self.graph.tasks.len();
         if self.scheduled < n {
             let example = self
@@ -1107,6 +1150,29 @@ fn runtime_order(graph: &Graph, opts: &SimOptions) -> (Vec<u32>, Vec<u32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_cancel_flag_is_seen_within_one_check_interval() {
+        let mut graph = Graph::default();
+        graph.processors.push(lumos_graph::Processor {
+            kind: ProcKind::Thread { pid: 1, tid: 1 },
+            tasks: Vec::new(),
+        });
+        let cancel = Cancel::new();
+        let opts = SimOptions::default().cancel_with(cancel.clone());
+        let mut replay = Replay::new(&graph, &opts).expect("an empty graph replays");
+        for _ in 0..3 * CANCEL_CHECK_EVERY {
+            assert!(!replay.stop_asked(), "no stop before the flag is set");
+        }
+        cancel.cancel();
+        let asked = (1..=CANCEL_CHECK_EVERY).find(|_| replay.stop_asked());
+        assert!(
+            asked.is_some(),
+            "the flag is seen within {CANCEL_CHECK_EVERY} tasks"
+        );
+        assert!(replay.cancelled);
+        assert_eq!(replay.finish(&opts).err(), Some(SimError::Cancelled));
+    }
 
     fn wait_of(t: u32) -> BlockingWait {
         BlockingWait {

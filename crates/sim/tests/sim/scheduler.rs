@@ -2,7 +2,7 @@
 //! exactly as specified.
 
 use lumos_graph::{Anchor, DepKind, TaskId, WaitTarget};
-use lumos_sim::{Bound, GpuSelector, SimError, SimOptions};
+use lumos_sim::{Bound, Cancel, GpuSelector, SimError, SimOptions};
 
 use crate::builder::{span, Builder};
 
@@ -525,4 +525,27 @@ fn a_stream_tail_wait_that_can_never_end_is_abandoned() {
     assert!(s.wait(sync).unwrap().abandoned);
     assert_eq!(s.abandoned_waits(), 1);
     assert_eq!(s.warnings().len(), 1);
+}
+
+#[test]
+fn a_replay_whose_cancel_flag_is_set_returns_cancelled_and_others_replay() {
+    let mut b = Builder::new();
+    let (t, s) = (b.thread(), b.stream(0));
+    let c = b.call(t, 10);
+    let k = b.kernel(s, 100);
+    b.launch(c, k, 0);
+    b.call(t, 10);
+    let cancel = Cancel::new();
+    let opts = SimOptions::default().cancel_with(cancel.clone());
+    assert_eq!(
+        b.run_with(&opts).end_ns,
+        b.run().end_ns,
+        "not set: replayed as without a flag"
+    );
+    cancel.cancel();
+    assert_eq!(b.try_run_with(&opts).err(), Some(SimError::Cancelled));
+    // Another flag, or none, is not stopped by this one.
+    let other = SimOptions::default().cancel_with(Cancel::new());
+    assert_ne!(opts, other);
+    assert!(b.try_run_with(&other).is_ok());
 }
