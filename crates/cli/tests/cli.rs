@@ -317,9 +317,12 @@ fn synth_model_files_are_checked() {
     assert!(err.contains("bad.json") && err.contains("hidden"), "{err}");
 }
 
-/// A folder holding only lumos's own outputs (which a directory argument
-/// leaves out) is refused as bad input, saying so, how many and one of
-/// them, and that they can be given as files; an empty folder as before.
+/// A folder holding only lumos's own outputs that are not a predicted job
+/// (which a directory argument leaves out: a run's outputs are not its
+/// inputs) is refused as bad input, saying so, how many and one of them,
+/// and that they can be given as files; an empty folder as before. A
+/// folder of predicted timelines (`predict --out`'s) is the predicted job:
+/// before, it was refused as the others.
 #[test]
 fn a_folder_of_lumos_outputs_says_so() {
     let dir = TempDir::new("cli-only-outputs");
@@ -331,12 +334,7 @@ fn a_folder_of_lumos_outputs_says_so() {
             .arg(&job),
     );
     let out = dir.path().join("rt");
-    run_ok(
-        lumos()
-            .args(["predict", "--layers", "8", "--out"])
-            .arg(&out)
-            .arg(&job),
-    );
+    run_ok(lumos().args(["replay", "--out"]).arg(&out).arg(&job));
     let refused = |cmd: &str, path: &Path| {
         let o = lumos().arg(cmd).arg(path).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{cmd}");
@@ -346,20 +344,58 @@ fn a_folder_of_lumos_outputs_says_so() {
         let err = refused(cmd, &out);
         for want in [
             "holds only lumos's own outputs (2 files such as ",
-            "rank0.predicted.json.gz), ",
+            "rank0.replayed.json.gz), ",
             "give them as files",
         ] {
             assert!(err.contains(want), "{cmd}: {err}");
         }
     }
     // Given as files, they are read.
-    let named = out.join("rank0.predicted.json.gz");
+    let named = out.join("rank0.replayed.json.gz");
     assert!(named.is_file());
     lumos_json(&["inspect"], &[named]);
     let empty = dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let err = refused("replay", &empty);
     assert!(err.contains("has no trace files"), "{err}");
+    // A prediction's directory is its job, replayed as its files are; a
+    // replay written beside it is not read as more ranks.
+    let predicted = dir.path().join("predicted");
+    run_ok(
+        lumos()
+            .args(["predict", "--pp", "4", "--layers", "8", "--out"])
+            .arg(&predicted)
+            .arg(&job),
+    );
+    let files: Vec<PathBuf> = (0..4)
+        .map(|k| predicted.join(format!("rank{}.predicted.json.gz", 2 * k)))
+        .collect();
+    let by_files = replay_json(&[], &files);
+    let ranks = |r: &serde_json::Value| r["job"]["ranks"].as_array().unwrap().len();
+    assert_eq!(ranks(&by_files), 4, "{by_files}");
+    run_ok(
+        lumos()
+            .args(["replay", "--out"])
+            .arg(&predicted)
+            .arg(&predicted),
+    );
+    let by_dir = replay_json(&[], std::slice::from_ref(&predicted));
+    assert_eq!(by_dir["job"]["steps"], by_files["job"]["steps"]);
+    assert_eq!(ranks(&by_dir), 4, "{by_dir}");
+    // Beside traces, predicted timelines are outputs, left out.
+    run_ok(lumos().args(["predict", "--out"]).arg(&job).arg(&job));
+    let traced = replay_json(&[], std::slice::from_ref(&job));
+    assert_eq!(ranks(&traced), 2, "{traced}");
+    // Predicting from them into their own directory would replace them.
+    let o = (lumos()
+        .args(["predict", "--out"])
+        .arg(&predicted)
+        .arg(&predicted))
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the output would replace it"), "{err}");
 }
 
 /// Runs kept in sub-folders (as TensorBoard's profiler plugin keeps them)

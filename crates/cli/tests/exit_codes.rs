@@ -576,6 +576,24 @@ fn a_directory_output_that_is_a_file_is_a_usage_error() {
     };
     assert_fails(&ingest(u), 2, &format!("{t} is not a directory"), "ingest");
     assert_fails(&ingest(t), 2, "this is a file", "ingest");
+    // One trace's file under a file: refused alike, before the trace is
+    // read (one that cannot be read gets no further); it was refused as
+    // bad input (exit 1) only after reading it.
+    let garbage = dir.join("garbage.json");
+    std::fs::write(&garbage, "not a trace").unwrap();
+    for trace in [&f, &garbage] {
+        let out = (lumos().args(["ingest", "-o", u]).arg(trace))
+            .output()
+            .unwrap();
+        assert_fails(&out, 2, &format!("{t} is not a directory"), "ingest one");
+    }
+    // One trace's file in a folder to create: created.
+    let fresh = dir.join("fresh/deeper/one.lgraph");
+    let out = (lumos().arg("ingest").arg("-o").arg(&fresh).arg(&f))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(fresh.is_file());
     for args in [
         &["synth", "--model", "gpt-tiny", "--out", t][..],
         &["demo", "--out", t],

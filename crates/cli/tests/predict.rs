@@ -178,12 +178,9 @@ fn pipeline_prediction_with_timelines() {
         .sum::<f64>();
     assert!((total - 100.0).abs() < 1e-6, "{c}");
     assert!(["high", "medium", "low"].contains(&c["verdict"].as_str().unwrap()));
-    // One Perfetto-readable timeline per stage, with the predicted steps.
-    let mut written: Vec<PathBuf> = std::fs::read_dir(&out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    written.sort();
+    // One Perfetto-readable timeline per stage, named after its rank in
+    // the predicted job (4 ranks a stage), with the predicted steps.
+    let written = files_in(&out_dir);
     assert_eq!(written.len(), 4, "{written:?}");
     let predicted: Vec<f64> = v["stages"]
         .as_array()
@@ -191,13 +188,9 @@ fn pipeline_prediction_with_timelines() {
         .iter()
         .map(|s| s["step_ms"].as_f64().unwrap())
         .collect();
-    for (k, f) in written.iter().enumerate() {
-        assert!(
-            f.to_str()
-                .unwrap()
-                .contains(&format!("stage{k}.predicted.json.gz")),
-            "{f:?}"
-        );
+    for (k, want) in predicted.iter().enumerate() {
+        let f = &out_dir.join(format!("rank{}.predicted.json.gz", 4 * k));
+        assert!(written.contains(f), "{f:?} not in {written:?}");
         let t = json(&["inspect", "--per-trace"], std::slice::from_ref(f));
         let steps = t["traces"][0]["steps"].as_array().unwrap();
         let mean = steps
@@ -206,11 +199,7 @@ fn pipeline_prediction_with_timelines() {
             .sum::<f64>()
             / steps.len() as f64
             / 1e3;
-        assert!(
-            (mean - predicted[k]).abs() / predicted[k] < 0.01,
-            "{mean} vs {}",
-            predicted[k]
-        );
+        assert!((mean - want).abs() / want < 0.01, "{mean} vs {want}");
     }
 }
 
@@ -255,6 +244,9 @@ fn predicted_timelines_replay_together_as_the_predicted_job() {
         let stages = v["stages"].as_array().unwrap().len();
         assert_eq!(written.len(), stages, "{edit:?}");
         let r = json(&["replay"], &written);
+        // Their directory is the same job.
+        let by_dir = json(&["replay"], std::slice::from_ref(&out));
+        assert_eq!(by_dir["job"], r["job"], "{edit:?}");
         let job = &r["job"];
         assert!(job.is_object(), "{edit:?}: not replayed as one job");
         assert_eq!(job["ranks"].as_array().unwrap().len(), stages, "{edit:?}");
@@ -354,9 +346,12 @@ fn a_corpus_job_s_timeline_states_the_predicted_job() {
 }
 
 /// A pipeline's stages whose traces share a file name, in per-host
-/// folders: each stage's timeline is named after its rank too, where
-/// predict refused them (both would have been `trace.predicted.json.gz`);
-/// stages named apart already (`-stage<k>`) keep their names.
+/// folders: each stage's timeline is named after its rank in the predicted
+/// job (at first predict refused them: both would have been
+/// `trace.predicted.json.gz`; then they were `trace.rank<N>` at the same
+/// scale and `trace-stage<k>` at another, whatever their rank), and says
+/// which trace it was built from, in the file (`predictedFrom`) and on
+/// the list printed.
 #[test]
 fn stages_of_one_file_name_are_written_under_their_ranks() {
     let dir = temp_dir("one-name");
@@ -389,7 +384,7 @@ fn stages_of_one_file_name_are_written_under_their_ranks() {
     json(&["predict", "--out", out_dir.to_str().unwrap()], &hosts);
     let want: Vec<String> = ranks
         .iter()
-        .map(|r| format!("trace.rank{r}.predicted.json.gz"))
+        .map(|r| format!("rank{r}.predicted.json.gz"))
         .collect();
     assert_eq!(written(&out_dir), want);
     for (name, rank) in want.iter().zip(&ranks) {
@@ -407,13 +402,36 @@ fn stages_of_one_file_name_are_written_under_their_ranks() {
         "--layers",
         "8",
     ];
-    json(
-        &[&args[..], &["--out", more.to_str().unwrap()]].concat(),
-        &hosts,
-    );
-    let want: Vec<String> = (0..4)
-        .map(|k| format!("trace-stage{k}.predicted.json.gz"))
-        .collect();
+    let out = run_ok(lumos().args(args).arg("--out").arg(&more).args(&hosts));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Stage k is rank 4k of 16 (TP 2 x DP 2 a stage); stage 0 is built
+    // from the first stage's trace, the others from the last stage's.
+    let last = hosts[1].join("trace.json.gz");
+    let mut want = Vec::new();
+    for k in 0..4u32 {
+        let name = format!("rank{}.predicted.json.gz", 4 * k);
+        let (trace, traced_stage) = match k {
+            0 => (hosts[0].join("trace.json.gz"), 0),
+            _ => (last.clone(), 1),
+        };
+        let line = format!(
+            "  wrote {}: stage {k}, built from {} (traced rank {}, stage {traced_stage})",
+            more.join(&name).display(),
+            trace.display(),
+            ranks[traced_stage]
+        );
+        assert!(text.lines().any(|l| l == line), "{line:?} not in\n{text}");
+        let t: serde_json::Value =
+            serde_json::from_slice(&lumos_testkit::gunzip_file(&more.join(&name))).unwrap();
+        assert_eq!(t["distributedInfo"]["rank"], 4 * k, "{name}");
+        let from = &t["predictedFrom"];
+        assert_eq!(from["trace"], trace.display().to_string(), "{name}");
+        assert_eq!(from["rank"], ranks[traced_stage], "{name}");
+        assert_eq!(from["stage"], traced_stage, "{name}");
+        assert_eq!(from["predicted_stage"], k, "{name}");
+        want.push(name);
+    }
+    want.sort();
     assert_eq!(written(&more), want);
 }
 
@@ -514,6 +532,21 @@ fn kernels_network_and_human_output() {
             .args(&files),
     );
     let text = String::from_utf8_lossy(&out.stdout);
+    // Each link's line counts the buckets fitted and the collectives in
+    // them, as --json does (`samples`, `collectives`): it said
+    // "N collectives" of the buckets.
+    let v = json(&["predict", "--hidden", "2048", "--tp", "1"], &files);
+    for l in v["calibration"]["network"].as_array().unwrap() {
+        let buckets = l["samples"].as_u64().unwrap();
+        let collectives = l["collectives"].as_u64().unwrap();
+        assert!(l["link"] == "inter_node" || buckets < collectives, "{l}");
+        let link = l["link"].as_str().unwrap();
+        let want = format!(" {buckets:>3} buckets of {collectives} collectives fitted, ");
+        let line = (text.lines())
+            .find(|x| x.starts_with(&format!("  network {link} ")))
+            .unwrap_or_else(|| panic!("no {link} line in\n{text}"));
+        assert!(line.contains(&want), "{want:?} not in {line:?}");
+    }
     for want in [
         "traced: tp2 pp2 dp2",
         "target: tp1 pp2 dp2",

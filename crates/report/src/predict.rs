@@ -365,7 +365,9 @@ impl From<&lp::GemmCalibration> for GemmCalibration {
 pub struct LinkCalibration {
     /// `intra_node` or `inter_node`.
     pub link: &'static str,
-    /// Collectives used.
+    /// Points fitted: the (kind, bytes, group) buckets of the collectives
+    /// fitted on (per (kind, group) for a latency-only fit), whose count
+    /// is `collectives`; not a count of collectives.
     pub samples: usize,
     /// Effective bandwidth (bandwidth x efficiency), GB/s, after the fit.
     pub effective_gbps: f64,

@@ -549,8 +549,9 @@ fn a_merged_job_says_what_is_true_of_the_whole_job() {
 }
 
 /// Each predicted stage's timeline is labelled as the stage it predicts:
-/// named after the trace it was built from (the one kept for its stage
-/// when several ranks were traced) with the predicted stage, and written
+/// named after its rank in the target job (it was named after the trace
+/// it was built from, `rank2-stage1` for rank 2), stating that trace (the
+/// one kept for its stage when several ranks were traced), and written
 /// with its own rank in the target job, the target's world size, the
 /// stages' ranks as the ranks written, its rank's process groups in the
 /// target layout (Megatron's, as the synthesizer writes them) and each
@@ -569,14 +570,16 @@ fn predicted_timelines_carry_the_predicted_stage_and_rank() {
     let names: Vec<String> = timelines.iter().map(|t| t.file_name()).collect();
     assert_eq!(
         names,
-        [
-            "rank0-stage0",
-            "rank2-stage1",
-            "rank2-stage2",
-            "rank2-stage3"
-        ]
-        .map(|s| format!("{s}.predicted.json.gz"))
+        ["rank0", "rank2", "rank4", "rank6"].map(|s| format!("{s}.predicted.json.gz"))
     );
+    for (k, t) in timelines.iter().enumerate() {
+        let from = t.predicted_from().unwrap();
+        let traced = if k == 0 { &traces[0] } else { &traces[2] };
+        assert_eq!(from.trace, traced.path, "stage {k}");
+        assert_eq!(from.rank, traced.meta.rank, "stage {k}");
+        assert_eq!(from.stage, u32::from(k > 0), "stage {k}");
+        assert_eq!(from.predicted_stage, k as u32);
+    }
     let layout = lumos_models::RankLayout::new(1, 2, 4);
     for (k, t) in timelines.iter().enumerate() {
         let back = lumos_trace::read_bytes(&traces[0].path, &t.write(Vec::new()).unwrap()).unwrap();

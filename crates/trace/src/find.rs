@@ -65,6 +65,26 @@ pub fn trace_files_under(
     Ok(out)
 }
 
+/// True for the names of predicted timelines (`*.predicted.json.gz`, what
+/// `lumos predict --out` writes): lumos's own outputs, but Kineto traces
+/// of the predicted job, one rank each, meant to be replayed together.
+pub fn is_predicted_timeline(name: &str) -> bool {
+    name.ends_with(".predicted.json.gz")
+}
+
+/// The predicted timelines ([`is_predicted_timeline`]) under `dir`, as
+/// [`trace_files_under`] finds files: what a directory argument holding no
+/// trace file stands for when it is a prediction's output directory (a
+/// predicted job). Its other outputs (replayed timelines, critical paths)
+/// are still left out, so that a replay written beside the prediction is
+/// not read as more of its ranks.
+pub fn predicted_timelines_under(dir: &Path) -> Result<Vec<PathBuf>, DirError> {
+    let mut out = Vec::new();
+    collect(dir, MAX_DIR_DEPTH, &is_predicted_timeline, &mut out)?;
+    out.sort_by(|a, b| natural_order(a, b));
+    Ok(out)
+}
+
 /// What to say of `dir` when [`trace_files_under`] found no file in it
 /// that `accepts`, `kinds` naming those (`*.json, *.json.gz`): that it
 /// holds only lumos's own outputs, how many and one of them, which can be

@@ -19,9 +19,9 @@ pub struct IngestArgs {
     /// standard input.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// Where to write: a file for one trace, a directory (created if
-    /// needed) for several, each named after its trace (`rank3.json.gz`
-    /// gives `rank3.lgraph`).
+    /// Where to write: a file for one trace (its folder created if
+    /// needed), a directory (created if needed) for several, each named
+    /// after its trace (`rank3.json.gz` gives `rank3.lgraph`).
     #[arg(short, long)]
     pub out: PathBuf,
     /// Print JSON instead of one line per file.
@@ -59,6 +59,9 @@ impl From<&IngestSummary> for Ingested {
 /// not given a directory, else into the directory `out`.
 fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
     if files.len() == 1 && !out.is_dir() {
+        // A folder above it that is a file: refused before the trace is
+        // read, as for several traces (it failed only once written).
+        file_folder(out)?;
         return Ok(vec![out.to_owned()]);
     }
     if out.exists() && !out.is_dir() {
@@ -81,6 +84,33 @@ fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
+/// Refuses `out`, the file to write one trace's graph to, when a folder
+/// above it is there and is not a directory (a file, a device): a usage
+/// error, checked before the trace is read.
+fn file_folder(out: &Path) -> Result<()> {
+    // The nearest folder above it that is there decides; what is missing
+    // below it is created.
+    for p in out
+        .ancestors()
+        .skip(1)
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(usage(format!(
+                    "-o {}: {} is not a directory; -o names the file to write for one trace \
+                     (its folder created if needed), or a directory for several",
+                    out.display(),
+                    p.display()
+                )))
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Runs `lumos ingest`; false when a trace could not be ingested (the
 /// others still are).
 pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
@@ -95,9 +125,15 @@ pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
     for t in &targets {
         inputs::output_not_an_input(t, &files, "-o")?;
     }
-    if files.len() > 1 {
-        std::fs::create_dir_all(&a.out)
-            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", a.out.display()))?;
+    // The directory to write into: -o for several traces, the file's
+    // folder for one.
+    let folder = match &targets[..] {
+        [one] if *one == a.out => a.out.parent().filter(|p| !p.as_os_str().is_empty()),
+        _ => Some(a.out.as_path()),
+    };
+    if let Some(d) = folder {
+        std::fs::create_dir_all(d)
+            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", d.display()))?;
     }
     let bar = progress::count(files.len() as u64, "ingesting");
     let results: Vec<_> = files

@@ -11,7 +11,9 @@ use lumos_predict::{
     network_preset, Baseline, Candidates, Discovered, EditSet, Input, KernelScale, Outcome,
     PredictError, Prediction,
 };
-use lumos_report::{ConfidenceReport, MergedTimeline, PredictReport, Timeline, TimelineSource};
+use lumos_report::{
+    ConfidenceReport, MergedTimeline, PredictReport, PredictedFrom, Timeline, TimelineSource,
+};
 use lumos_store::ReadFor;
 
 use crate::usage::{count, size, usage};
@@ -30,13 +32,14 @@ pub struct PredictArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Write each predicted stage's timeline as
-    /// <name>.predicted.json.gz here (opens in Perfetto); <name> is its
-    /// trace's, with .rank<N> (the stage's rank) after it when two stages'
-    /// traces share a file name. The files state the predicted job (each
+    /// Write each predicted stage's timeline as rank<N>.predicted.json.gz
+    /// here (opens in Perfetto), N being the stage's rank in the predicted
+    /// job; the trace it was built from is in the file (`predictedFrom`)
+    /// and on the list printed. The files state the predicted job (each
     /// stage's rank, its process groups, every collective's group), so
-    /// `lumos replay` of them replays it as the prediction did; where they
-    /// cannot, they state none and a note says why.
+    /// `lumos replay` of them (or of the directory) replays it as the
+    /// prediction did; where they cannot, they state none and a note says
+    /// why.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Predict from the trace's graph re-timed with the durations measured
@@ -274,6 +277,7 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             (candidates, sources, None)
         }
     };
+    let mut written = Vec::new();
     let (report, kept) = predict_then(loaded, &a.target, |pred, outcome| {
         if let Some(dir) = &a.out {
             let predicted = Timeline::predicted(pred, outcome, &sources);
@@ -281,13 +285,23 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
                 output::note(format_args!("--out: {n}"));
             }
             let timelines = predicted.timelines;
+            // Predicting from predicted timelines (a prediction's --out
+            // directory) into their own directory would replace them.
+            let read: Vec<PathBuf> = sources.iter().map(|s| s.path.clone()).collect();
             if a.merge {
+                let name = lumos_report::merged_file_name("predicted");
+                inputs::output_not_an_input(&dir.join(name), &read, "--out")?;
                 super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
             } else {
-                // Named after the traces of their stages, and their ranks
-                // too where two traces share a file name.
-                for t in super::replay::named_apart(timelines)? {
+                // Named after their ranks in the predicted job, which are
+                // distinct; two that were not would be refused.
+                let timelines = super::replay::named_apart(timelines)?;
+                for t in &timelines {
+                    inputs::output_not_an_input(&dir.join(t.file_name()), &read, "--out")?;
+                }
+                for t in timelines {
                     super::replay::write_timeline(dir, &t)?;
+                    written.push((dir.join(t.file_name()), t.predicted_from().cloned()));
                 }
             }
         }
@@ -308,11 +322,38 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
         (Some(t), false) => {
             super::transfer::write_transfer(out, &t)?;
             write_human(out, &report, kept)?;
+            write_written(out, &written)?;
         }
         (None, true) => output::json(out, &report)?,
-        (None, false) => write_human(out, &report, kept)?,
+        (None, false) => {
+            write_human(out, &report, kept)?;
+            write_written(out, &written)?;
+        }
     }
     Ok(true)
+}
+
+/// The predicted timelines `--out` wrote, each with the traced rank it
+/// was built from (its file is named after the rank it predicts).
+fn write_written(
+    out: &mut dyn Write,
+    written: &[(PathBuf, Option<PredictedFrom>)],
+) -> std::io::Result<()> {
+    for (path, from) in written {
+        match from {
+            Some(f) => writeln!(
+                out,
+                "  wrote {}: stage {}, built from {} (traced rank {}, stage {})",
+                path.display(),
+                f.predicted_stage,
+                f.trace.display(),
+                f.rank,
+                f.stage
+            )?,
+            None => writeln!(out, "  wrote {}", path.display())?,
+        }
+    }
+    Ok(())
 }
 
 /// `--durations-from B`: the one input's graph re-timed with B's
@@ -442,9 +483,10 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
     for l in &r.calibration.network {
         writeln!(
         out,
-            "  network {:<10} {:>3} collectives, {:>7.1} GB/s effective, latency x{:.2}, mean error {:.1}%{}",
+            "  network {:<10} {:>3} buckets of {} collectives fitted, {:>7.1} GB/s effective, latency x{:.2}, mean error {:.1}%{}",
             l.link,
             l.samples,
+            l.collectives,
             l.effective_gbps,
             l.latency_scale,
             l.mean_abs_error_pct,

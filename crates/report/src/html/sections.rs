@@ -308,9 +308,10 @@ fn confidence(out: &mut String, p: &PredictReport) -> fmt::Result {
     for l in &p.calibration.network {
         write!(
             out,
-            " Network {}: {} collectives, mean error {:.1}%{}.",
+            " Network {}: {} buckets of {} collectives fitted, mean error {:.1}%{}.",
             l.link,
             l.samples,
+            l.collectives,
             l.mean_abs_error_pct,
             if l.calibrated {
                 ""

@@ -166,6 +166,24 @@ pub struct Timeline<'a> {
     args: TaskArgs<'a>,
     /// Critical paths to mark.
     paths: Option<&'a CriticalPaths>,
+    /// For a predicted stage: the traced rank it was built from.
+    predicted_from: Option<PredictedFrom>,
+}
+
+/// The traced rank a predicted stage's timeline was built from, which the
+/// timeline states as `predictedFrom` (a member of its own beside
+/// `distributedInfo`): its file is named after the rank it predicts
+/// ([`Timeline::file_name`]), so this says where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PredictedFrom {
+    /// The trace (or `.lgraph` file) it was built from, as given.
+    pub trace: PathBuf,
+    /// That trace's rank.
+    pub rank: u32,
+    /// That trace's pipeline stage in the traced job.
+    pub stage: u32,
+    /// The stage it predicts in the target job.
+    pub predicted_stage: u32,
 }
 
 impl<'a> Timeline<'a> {
@@ -218,6 +236,7 @@ impl<'a> Timeline<'a> {
             times,
             args: TaskArgs::Measured(measured),
             paths: None,
+            predicted_from: None,
         }
     }
 
@@ -254,7 +273,6 @@ impl<'a> Timeline<'a> {
             .map(|i| i.ctx.clock_origin_ns)
             .min()
             .unwrap_or(0);
-        let renamed = pred.stages.len() != base.inputs.len();
         let mut ranks: Vec<u32> = written.stages.iter().map(|s| s.rank).collect();
         ranks.sort_unstable();
         ranks.dedup();
@@ -281,11 +299,6 @@ impl<'a> Timeline<'a> {
                 } else {
                     inp.measured.origin_ns
                 };
-                let suffix = if renamed || st.stage != base.stages[st.primary] {
-                    format!("-stage{}", st.stage)
-                } else {
-                    String::new()
-                };
                 // A trace that recorded no job gets none stated; where the
                 // stages cannot state it, the traced groups are not kept
                 // either (they were the traced job's).
@@ -297,7 +310,10 @@ impl<'a> Timeline<'a> {
                     Vec::new()
                 };
                 Timeline {
-                    stem: format!("{}{suffix}", output_stem(&source.path)),
+                    // Named after the rank it predicts: several stages may
+                    // be built from one trace, and a stage's traced rank
+                    // is not its rank in the target job.
+                    stem: format!("rank{}", w.rank),
                     base_time_ns: source.base_time_ns,
                     rank: w.rank,
                     world_size: in_job.then_some(w.world_size),
@@ -314,6 +330,12 @@ impl<'a> Timeline<'a> {
                         written: in_job.then_some(w),
                     },
                     paths: None,
+                    predicted_from: Some(PredictedFrom {
+                        trace: source.path.clone(),
+                        rank: source.rank,
+                        stage: base.stages[st.primary],
+                        predicted_stage: st.stage,
+                    }),
                 }
             })
             .collect();
@@ -349,12 +371,18 @@ impl<'a> Timeline<'a> {
     }
 
     /// The file name the timeline is meant for: `<name>.replayed.json.gz`
-    /// or `<name>.predicted.json.gz`, `<name>` being its trace's (and
-    /// `-stage<k>` for a predicted stage that is not the trace's own, and
-    /// `.rank<N>` after [`Timeline::with_rank_in_name`]), or
-    /// `<name>.critical.json.gz` with a critical path marked.
+    /// or `<name>.critical.json.gz` (with a critical path marked), `<name>`
+    /// being its trace's (and `.rank<N>` after
+    /// [`Timeline::with_rank_in_name`]), or `rank<N>.predicted.json.gz` for
+    /// a predicted stage, `N` its rank in the target job (the trace it was
+    /// built from is [`Timeline::predicted_from`]).
     pub fn file_name(&self) -> String {
         format!("{}.{}.json.gz", self.stem, self.what)
+    }
+
+    /// For a predicted stage's timeline, the traced rank it was built from.
+    pub fn predicted_from(&self) -> Option<&PredictedFrom> {
+        self.predicted_from.as_ref()
     }
 
     /// Writes the timeline as Kineto JSON (uncompressed) into `out` and
@@ -369,6 +397,13 @@ impl<'a> Timeline<'a> {
         let job = (self.rank, self.world_size, self.written_ranks.as_deref());
         write_distributed(&mut w, job, &self.about);
         w.trace_name(&format!("lumos {}", self.what));
+        if let Some(f) = &self.predicted_from {
+            w.member_object("predictedFrom")
+                .str("trace", &f.trace.display().to_string())
+                .uint("rank", u64::from(f.rank))
+                .uint("stage", u64::from(f.stage))
+                .uint("predicted_stage", u64::from(f.predicted_stage));
+        }
         for t in &self.about.tracks {
             match t.tid {
                 None => {
