@@ -141,6 +141,18 @@ def test_predict_equals_the_cli(tmp_path, cli_json):
     assert math.isclose(p.stages["total_ms"].iloc[0], cli["stages"][0]["replayed"]["total_ms"])
 
 
+def test_a_folder_of_predicted_timelines_replays_as_in_the_cli(tmp_path, cli_json):
+    files = lumos.synth("gpt-tiny", tmp_path / "job", tp=2, pp=2, dp=2, steps=2, seed=1)
+    out = tmp_path / "predicted"
+    cli_json(["predict", *files, "--pp", "4", "--out", str(out)])
+    # The folder holds only lumos's outputs: predicted timelines, the job.
+    cli = cli_json(["replay", str(out)])
+    replayed = lumos.replay(out, progress=False)
+    assert replayed.is_job
+    assert replayed.report == cli
+    assert len(cli["traces"]) == 4
+
+
 def test_prediction_stages_give_each_side_its_own_step(corpus, cli_json):
     """`Prediction.stages`: the `replayed` row's step is the traced stage's
     replayed mean step (`replayed_step_ms`), the `predicted` row's the

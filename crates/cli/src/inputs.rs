@@ -65,7 +65,7 @@ pub fn input_path(p: &Path) -> PathBuf {
 /// directory leaves lumos's own outputs out (a run's outputs are not its
 /// inputs), but one that holds no trace and does hold predicted timelines
 /// (`lumos predict --out`'s directory) stands for them: the predicted job
-/// ([`predicted_job_under`]).
+/// ([`lumos_report::predicted_job_under`]).
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     crate::usage::stdin_once(paths)?;
     let mut out = Vec::new();
@@ -75,7 +75,7 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             let accepts = |n: &str| lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph");
             let mut found = lumos_trace::trace_files_under(p, &accepts)?;
             if found.is_empty() {
-                found = predicted_job_under(p)?;
+                found = lumos_report::predicted_job_under(p)?;
             }
             if found.is_empty() {
                 bail!(lumos_trace::no_trace_files(
@@ -93,21 +93,6 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         bail!("no input traces given");
     }
     Ok(out)
-}
-
-/// The predicted timelines under `dir`, a directory holding no trace:
-/// one per rank of the predicted job. A merged one (`--merge`'s
-/// `job.predicted.json.gz`, which every command refuses as an input) is
-/// left out beside per-rank ones, which hold the same ranks; alone, it is
-/// taken, and its refusal says what to give instead.
-fn predicted_job_under(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut found = lumos_trace::predicted_timelines_under(dir)?;
-    let merged = lumos_report::merged_file_name("predicted");
-    let is_merged = |f: &PathBuf| f.file_name().is_some_and(|n| *n == *merged);
-    if found.iter().any(|f| !is_merged(f)) {
-        found.retain(|f| !is_merged(f));
-    }
-    Ok(found)
 }
 
 /// Why `arg`, given where a preset name or a JSON file goes (`--network`,

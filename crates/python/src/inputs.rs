@@ -14,7 +14,9 @@ use crate::progress::Progress;
 
 /// Expands directories (sub-folders included, in natural order) into
 /// their trace files, and with `lgraph` their compact graphs too (as the
-/// CLI's commands that read them), with the CLI's messages.
+/// CLI's commands that read them), with the CLI's messages; a
+/// directory of no trace but predicted timelines stands for the predicted
+/// job ([`lumos_report::predicted_job_under`]).
 pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
@@ -24,8 +26,13 @@ pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
         }
         let accepts =
             |n: &str| lumos_trace::is_trace_file_name(n) || (lgraph && n.ends_with(".lgraph"));
-        let found = lumos_trace::trace_files_under(p, &accepts)
-            .map_err(|e| Error::new(Kind::Io, e.to_string()))?;
+        let io = |e: lumos_trace::DirError| Error::new(Kind::Io, e.to_string());
+        let mut found = lumos_trace::trace_files_under(p, &accepts).map_err(io)?;
+        if found.is_empty() {
+            // `lumos predict --out`'s directory: the predicted job, as the
+            // CLI takes it.
+            found = lumos_report::predicted_job_under(p).map_err(io)?;
+        }
         if found.is_empty() {
             let kinds = if lgraph {
                 "*.json, *.json.gz, *.lgraph"

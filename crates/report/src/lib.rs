@@ -128,8 +128,8 @@ pub use tables::{
     StepBreakdown,
 };
 pub use timeline::{
-    merged_file_name, output_stem, MergedTimeline, MergedWriter, PredictedFrom, PredictedTimelines,
-    Timeline, TimelineSource,
+    merged_file_name, output_stem, predicted_job_under, MergedTimeline, MergedWriter,
+    PredictedFrom, PredictedTimelines, Timeline, TimelineSource,
 };
 pub use transfer::{
     retime_input, transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,

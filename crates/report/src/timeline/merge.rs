@@ -68,6 +68,25 @@ pub fn merged_file_name(what: &str) -> String {
     format!("job.{what}.json.gz")
 }
 
+/// What a directory holding no trace stands for when it is `lumos predict
+/// --out`'s: its predicted timelines, one per rank of the predicted job
+/// ([`lumos_trace::predicted_timelines_under`]). A merged one (`--merge`'s
+/// `job.predicted.json.gz`, which every command refuses as an input) is
+/// left out beside per-rank ones, which hold the same ranks; alone, it is
+/// taken, and its refusal says what to give instead. The CLI and the
+/// Python package expand directories through this, so they agree.
+pub fn predicted_job_under(
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, lumos_trace::DirError> {
+    let mut found = lumos_trace::predicted_timelines_under(dir)?;
+    let merged = merged_file_name("predicted");
+    let is_merged = |f: &std::path::PathBuf| f.file_name().is_some_and(|n| *n == *merged);
+    if found.iter().any(|f| !is_merged(f)) {
+        found.retain(|f| !is_merged(f));
+    }
+    Ok(found)
+}
+
 /// What the header of a merged timeline needs of one rank, known before
 /// its graph is at hand.
 pub(super) struct RankHead<'s> {

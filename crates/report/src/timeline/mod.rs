@@ -37,7 +37,7 @@ use crate::critical::CriticalPaths;
 use crate::units::us;
 
 use merge::RankHead;
-pub use merge::{merged_file_name, MergedTimeline, MergedWriter};
+pub use merge::{merged_file_name, predicted_job_under, MergedTimeline, MergedWriter};
 
 /// The trace a timeline belongs to: its file (whose name the timeline's
 /// takes), `baseTimeNanoseconds`, rank, and what it says about its tracks,
