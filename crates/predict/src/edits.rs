@@ -538,10 +538,10 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
                 )
             } else {
                 format!(
-                    "{bcast} {name} broadcasts ({:.3} ms traced) re-timed as NCCL's ring broadcast \
-                     over the new group: traced + T(new) - T(traced), T the calibrated link's \
-                     time for the message once per rank (bus factor 1) plus a hop latency per \
-                     ring member after the root",
+                    "{bcast} {name} broadcasts ({:.3} ms traced) re-timed as NCCL's ring broadcast: \
+                     traced + T(target group and network) - T(traced group), T the link's time \
+                     for the message once per rank (bus factor 1) plus a hop latency per ring \
+                     member after the root",
                     bcast_ns as f64 / 1e6
                 )
             });
