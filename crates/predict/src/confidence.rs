@@ -764,4 +764,24 @@ mod tests {
             .untied_collectives
             .is_empty());
     }
+
+    /// A pipeline edit re-times the data-parallel collectives too (their
+    /// group's ranks in the target layout): an untied collective on their
+    /// stream is said there as well. Before, only data- and
+    /// tensor-parallel edits said so.
+    #[test]
+    fn collectives_not_tied_to_a_group_are_said_under_a_pipeline_edit() {
+        let mut base = crate::testutil::baseline("gpt-tiny", None, [1, 2, 2, 4]);
+        let c = (base.structures[0].comms.iter_mut())
+            .find(|c| c.class == GroupClass::Data)
+            .unwrap();
+        (c.launched, c.class) = (false, GroupClass::Other);
+        let p = base.identity().with_pp(1).unwrap();
+        let line = "launched before the capture began on a stream the data-parallel";
+        assert!(p.notes.iter().any(|n| n.contains(line)), "{:?}", p.notes);
+        let out = p.simulate().unwrap();
+        let c = p.confidence(&out, steady(false));
+        assert_eq!(c.untied_collectives.len(), 1, "{c:?}");
+        assert!(c.level <= Confidence::Medium, "{c:?}");
+    }
 }

@@ -428,26 +428,54 @@ fn rebuilt_stages<'b>(
     Ok(stages)
 }
 
-/// The groups an edit of `t` re-times: the data-parallel group's under a
-/// new data-parallel degree, the tensor-parallel group's under a new
-/// tensor-parallel one, each with its name in words.
+/// The groups whose collectives an edit of `t` re-times, each with its
+/// name in words: the data-parallel group's under a new data-parallel,
+/// tensor-parallel or pipeline degree or hidden or FFN size (its ranks in
+/// the target layout, or its gradient bytes, change), the
+/// tensor-parallel group's under a new tensor-parallel or pipeline degree
+/// or hidden or FFN size, and both under a `--network`.
 fn edited_groups(base: &Baseline, t: &Target) -> Vec<(GroupClass, &'static str)> {
     let (b, c) = (&base.config, &t.config);
+    let common = b.tp != c.tp
+        || b.pp != c.pp
+        || b.hidden != c.hidden
+        || b.ffn != c.ffn
+        || t.network.is_some();
     let mut out = Vec::new();
-    if b.dp != c.dp {
+    if common || b.dp != c.dp {
         out.push((GroupClass::Data, "data-parallel"));
     }
-    if b.tp != c.tp {
+    if common {
         out.push((GroupClass::Tensor, "tensor-parallel"));
     }
     out
 }
 
+/// `n` collectives of each name in `names`, in words ("3 allreduce, 2
+/// broadcast").
+fn counted(names: &[(String, usize)]) -> String {
+    names
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Adds one to `name`'s count in `names`, in first-seen order.
+fn count(names: &mut Vec<(String, usize)>, name: &str) {
+    match names.iter_mut().find(|(k, _)| k == name) {
+        Some((_, n)) => *n += 1,
+        None => names.push((name.to_string(), 1)),
+    }
+}
+
 /// What re-timing the edited groups' collectives assumes beyond the
 /// edit's own note: those launched before the capture began, each taken
-/// for a launched one (`discover::comms::attribute_unlaunched`), and those
-/// of a kind the network model does not know (a broadcast), which keep
-/// their traced time unless the new group is one rank.
+/// for a launched one (`discover::comms::attribute_unlaunched`), those
+/// of a kind the ring model does not know that are broadcasts, re-timed
+/// as NCCL's ring broadcast (`retime::broadcast_ns`), and those of another
+/// such kind, which keep their traced time unless the new group is one
+/// rank.
 fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
     let mut out = Vec::new();
     for (class, name) in edited_groups(base, t) {
@@ -457,50 +485,80 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
                 .flat_map(|(s, i)| s.comms.iter().map(move |c| (c, &i.graph)))
                 .filter(move |(c, _)| c.class == class)
         };
-        let (mut taken, mut taken_ns) = (0usize, 0i64);
-        for (c, g) in of_class().filter(|(c, _)| c.taken_for.is_some()) {
-            taken += 1;
-            taken_ns += g.task(c.task).duration_ns;
-        }
-        if taken > 0 {
-            out.push(format!(
-                "{taken} {name} collectives ({:.3} ms traced) were launched before the capture \
-                 began (their launch is not in the trace): each is taken for the launched \
-                 collective at its place in its stream's sequence a whole number of steps away \
-                 (same kernel; the stream's collectives repeat step by step) and re-timed as it",
-                taken_ns as f64 / 1e6
-            ));
-        }
+        // The name of the collective a task runs (its own, or that of the
+        // launched one it was taken for), "?" when unrecorded.
+        let coll_name = |c: &crate::discover::CommInfo, g: &Graph| -> String {
+            let named = c.taken_for.unwrap_or(c.task);
+            g.task(named).collective.map_or_else(
+                || "?".to_string(),
+                |k| g.collectives[k as usize].name.clone(),
+            )
+        };
         let group_of_one = match class {
             GroupClass::Data => t.config.dp < 2,
             _ => t.config.tp < 2,
         };
-        let mut unknown: Vec<&str> = Vec::new();
-        let (mut kept, mut kept_ns) = (0usize, 0i64);
-        for (c, g) in of_class().filter(|(c, _)| c.kind.is_none() && c.p2p.is_none()) {
-            kept += 1;
-            kept_ns += g.task(c.task).duration_ns;
-            let named = c.taken_for.unwrap_or(c.task);
-            let n = g
-                .task(named)
-                .collective
-                .map_or("?", |k| g.collectives[k as usize].name.as_str());
-            if !unknown.contains(&n) {
-                unknown.push(n);
+        let (mut taken, mut taken_ns) = (Vec::new(), 0i64);
+        for (c, g) in of_class().filter(|(c, _)| c.taken_for.is_some()) {
+            count(&mut taken, &coll_name(c, g));
+            taken_ns += g.task(c.task).duration_ns;
+        }
+        if !taken.is_empty() {
+            let n: usize = taken.iter().map(|(_, n)| n).sum();
+            out.push(format!(
+                "{n} {name} collectives ({}; {:.3} ms traced) were launched before the capture \
+                 began (their launch is not in the trace): each is taken for the launched \
+                 collective at its place in its stream's sequence a whole number of steps away \
+                 (same kernel; the stream's collectives repeat step by step) and {}",
+                counted(&taken),
+                taken_ns as f64 / 1e6,
+                if group_of_one {
+                    "like it, not issued by a group of one"
+                } else {
+                    "re-timed as it"
+                }
+            ));
+        }
+        let unknown_kind = |c: &&crate::discover::CommInfo| c.kind.is_none() && c.p2p.is_none();
+        let (mut bcast, mut bcast_ns) = (0usize, 0i64);
+        let (mut kept, mut kept_ns) = (Vec::new(), 0i64);
+        for (c, g) in of_class().filter(|(c, _)| unknown_kind(c)) {
+            if crate::retime::runs_broadcast(c, g) {
+                bcast += 1;
+                bcast_ns += g.task(c.task).duration_ns;
+            } else {
+                count(&mut kept, &coll_name(c, g));
+                kept_ns += g.task(c.task).duration_ns;
             }
         }
-        if kept > 0 {
+        if bcast > 0 {
             out.push(if group_of_one {
                 format!(
-                    "{kept} {name} collectives of a kind the network model does not know \
-                     ({}): not issued by a group of one (kept at zero length)",
-                    unknown.join(", ")
+                    "{bcast} {name} broadcasts: not issued by a group of one (kept at zero length)"
                 )
             } else {
                 format!(
-                    "{kept} {name} collectives of a kind the network model does not know \
-                     ({}, {:.3} ms traced): kept at their traced durations over the new group",
-                    unknown.join(", "),
+                    "{bcast} {name} broadcasts ({:.3} ms traced) re-timed as NCCL's ring broadcast: \
+                     traced + T(target group and network) - T(traced group), T the link's time \
+                     for the message once per rank (bus factor 1) plus a hop latency per ring \
+                     member after the root",
+                    bcast_ns as f64 / 1e6
+                )
+            });
+        }
+        if !kept.is_empty() {
+            let n: usize = kept.iter().map(|(_, n)| n).sum();
+            out.push(if group_of_one {
+                format!(
+                    "{n} {name} collectives of a kind the network model does not know \
+                     ({}): not issued by a group of one (kept at zero length)",
+                    counted(&kept)
+                )
+            } else {
+                format!(
+                    "{n} {name} collectives of a kind the network model does not know \
+                     ({}; {:.3} ms traced): kept at their traced durations over the new group",
+                    counted(&kept),
                     kept_ns as f64 / 1e6
                 )
             });

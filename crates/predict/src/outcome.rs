@@ -339,6 +339,87 @@ impl<'j> Outcome<'j> {
         (periods.len() >= 2).then_some(periods)
     }
 
+    /// A note when the mean step and the steady-state step move in
+    /// opposite directions from the replay's (by 0.1% or more each),
+    /// saying why: a step's span runs from its first CPU task to its last
+    /// GPU task, so a CPU that waits less for its GPU starts each step
+    /// earlier against the GPU work still running, and the spans grow
+    /// while steps repeat faster (or the other way round). `a100-recsys`
+    /// at DP 1: its blocking copy at each step's end no longer waits for
+    /// the gradient all-reduces, the CPU starts steps up to 13 ms earlier,
+    /// the compute stream still bounds the GPU, so the mean span is 0.6%
+    /// longer and the steady-state step 0.7% shorter. `None` with fewer
+    /// than three steps either side, or when they agree.
+    pub fn span_note(&self, replayed: &Outcome<'_>) -> Option<String> {
+        let s = self.steadiness(replayed)?;
+        let (mean, mean_r) = (self.mean_step_ns(), replayed.mean_step_ns());
+        let (steady, steady_r) = (s.steady_step_ns as f64, s.replayed_steady_step_ns as f64);
+        if mean_r <= 0.0 || steady_r <= 0.0 {
+            return None;
+        }
+        let (dm, ds) = (mean / mean_r - 1.0, steady / steady_r - 1.0);
+        const SMALL: f64 = 0.001;
+        if dm.abs() < SMALL || ds.abs() < SMALL || (dm > 0.0) == (ds > 0.0) {
+            return None;
+        }
+        // How far the steps' starts and ends moved, on average, against
+        // the replay's: each stage's, the slowest stage's per step.
+        let shift = |at: fn(&StageOutcome) -> &Vec<i64>| -> Option<f64> {
+            let n = self.step_ns.len();
+            if n == 0 || self.stages.len() != replayed.stages.len() {
+                return None;
+            }
+            let per_step = (0..n).map(|k| {
+                (self.stages.iter().zip(&replayed.stages))
+                    .filter_map(|(p, r)| Some(at(p).get(k)? - at(r).get(k)?))
+                    .max()
+            });
+            let v: Option<Vec<i64>> = per_step.collect();
+            v.map(|v| v.iter().sum::<i64>() as f64 / v.len() as f64 / 1e6)
+        };
+        let moved = match (shift(|s| &s.step_start_ns), shift(|s| &s.step_end_ns)) {
+            (Some(a), Some(b)) => {
+                let way = |x: f64| {
+                    format!(
+                        "{:.3} ms {}",
+                        x.abs(),
+                        if x < 0.0 { "earlier" } else { "later" }
+                    )
+                };
+                format!(
+                    " (on average its steps start {} and end {} than replayed)",
+                    way(a),
+                    way(b)
+                )
+            }
+            _ => String::new(),
+        };
+        let pct = |x: f64| format!("{:+.1}%", x * 100.0);
+        Some(format!(
+            "mean step {} ({:.3} against {:.3} ms replayed) but steady-state step {} ({:.3} \
+             against {:.3} ms): a step spans from its first CPU task to its last GPU task, and \
+             the CPU now runs {} its GPU{moved}, so each step {} while steps repeat {}; the \
+             steady-state step is what a longer run repeats",
+            pct(dm),
+            mean / 1e6,
+            mean_r / 1e6,
+            pct(ds),
+            steady / 1e6,
+            steady_r / 1e6,
+            if dm > 0.0 {
+                "further ahead of"
+            } else {
+                "less far ahead of"
+            },
+            if dm > 0.0 {
+                "spans longer"
+            } else {
+                "spans less"
+            },
+            if dm > 0.0 { "faster" } else { "slower" },
+        ))
+    }
+
     /// Mean step time over steps, ns.
     pub fn mean_step_ns(&self) -> f64 {
         if self.step_ns.is_empty() {

@@ -443,7 +443,7 @@ impl<'a> Retimer<'a> {
                 let (d, source, inferred) = self.comm_ns(
                     traced,
                     env,
-                    c,
+                    (c, runs_broadcast(c, &inp.graph)),
                     src as usize,
                     (st.primary, st.stage),
                     st.tag[i],
@@ -543,13 +543,15 @@ impl<'a> Retimer<'a> {
     /// result is modelled. The flag is true when such an inferred size went
     /// into the network model: not for a collective kept as traced, nor
     /// for one a group of one does not issue. `stage` is the predicted
-    /// stage's input it is built on and its index.
+    /// stage's input it is built on and its index. A broadcast (`c`'s
+    /// flag: its kernel is one), of no kind the ring model knows, is
+    /// re-timed the same way through [`broadcast_ns`].
     #[allow(clippy::too_many_arguments)]
     fn comm_ns(
         &self,
         traced: i64,
         envelope: Option<i64>,
-        c: &CommInfo,
+        (c, broadcast): (&CommInfo, bool),
         src: usize,
         stage: (usize, u32),
         tag: Tag,
@@ -575,9 +577,20 @@ impl<'a> Retimer<'a> {
                 };
                 (t, Source::Modelled, false)
             }
-            Some(kind) if old_ranks.len() >= 2 || new_ranks.len() >= 2 => {
+            kind if (kind.is_some() || broadcast)
+                && (old_ranks.len() >= 2 || new_ranks.len() >= 2) =>
+            {
+                // The ring the network model knows, or a broadcast.
+                let time = |net: &dyn CommModel, bytes: u64, ranks: &[i64]| match kind {
+                    Some(kind) => net.collective_ns(kind, bytes, ranks),
+                    None => broadcast_ns(net, bytes, ranks),
+                };
                 let bytes = c.bytes.unwrap_or_else(|| {
-                    invert(self.base_net, kind, envelope.unwrap_or(traced), &old_ranks)
+                    let ns = envelope.unwrap_or(traced);
+                    match kind {
+                        Some(kind) => invert(self.base_net, kind, ns, &old_ranks),
+                        None => broadcast_bytes(self.base_net, ns, &old_ranks),
+                    }
                 });
                 let new_bytes = (bytes as f64 * bytes_ratio).round() as u64;
                 let same = new_bytes == bytes && new_ranks == old_ranks && target.network.is_none();
@@ -588,8 +601,8 @@ impl<'a> Retimer<'a> {
                     // an empty kernel), whatever its size.
                     (0.0, Source::Modelled, false)
                 } else {
-                    let old_t = self.base_net.collective_ns(kind, bytes, &old_ranks);
-                    let new_t = self.target_net.collective_ns(kind, new_bytes, &new_ranks);
+                    let old_t = time(self.base_net, bytes, &old_ranks);
+                    let new_t = time(self.target_net, new_bytes, &new_ranks);
                     let d = (traced as f64 + new_t - old_t).max(0.0);
                     let src_tag = if c.bytes.is_some()
                         && (!base.models.calibrated || base.network.calibrated_for(&new_ranks))
@@ -601,9 +614,9 @@ impl<'a> Retimer<'a> {
                     (d, src_tag, c.bytes.is_none())
                 }
             }
-            // A kind the network model does not know (a broadcast): no
-            // time to model over a new group, but a group of one issues
-            // none.
+            // A kind the network model does not know (an all-to-all, a
+            // gather): no time to model over a new group, but a group of
+            // one issues none.
             None if old_ranks.len() >= 2 && new_ranks.len() < 2 => (0.0, Source::Modelled, false),
             _ => (traced as f64, Source::Measured, false),
         }
@@ -690,6 +703,50 @@ fn scaled(traced: i64, ratio: f64) -> (f64, Source) {
     }
 }
 
+/// Whether a communication kernel's name is a broadcast's (NCCL's
+/// `ncclKernel_Broadcast_RING_LL_...`, RCCL's `nccl:broadcast`).
+pub(crate) fn is_broadcast(name: &str) -> bool {
+    name.to_ascii_lowercase().contains("broadcast")
+}
+
+/// Whether a collective task runs a broadcast: the collective recorded
+/// for it (or for the launched one it was taken for) is one, or its
+/// kernel's name says so (RCCL's kernels are all `ncclDevKernel_Generic`,
+/// so the recorded collective decides first).
+pub(crate) fn runs_broadcast(c: &CommInfo, g: &lumos_graph::Graph) -> bool {
+    let named = c.taken_for.unwrap_or(c.task);
+    g.task(named)
+        .collective
+        .is_some_and(|k| is_broadcast(&g.collectives[k as usize].name))
+        || is_broadcast(&g.names[g.task(c.task).name.0 as usize])
+}
+
+/// A broadcast of `bytes` from one member of `ranks` to the others under
+/// `net`, ns. NCCL's broadcast (and RCCL's) pipelines the message in
+/// chunks from the root along the ring: every rank receives all of it
+/// once (bus bandwidth = algorithm bandwidth, bus factor 1) and the last
+/// rank is `n - 1` hops from the root. A ring all-gather takes the same
+/// `n - 1` steps and moves `(n - 1) / n` of its bytes per rank, so the
+/// broadcast is the all-gather of `n / (n - 1)` times the bytes: the same
+/// calibrated link, latencies and node crossings as the ring collectives.
+/// A group of one costs nothing.
+pub(crate) fn broadcast_ns(net: &dyn CommModel, bytes: u64, ranks: &[i64]) -> f64 {
+    let n = ranks.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let gathered = (bytes as f64 * n as f64 / (n - 1) as f64).round() as u64;
+    net.collective_ns(CollectiveKind::AllGather, gathered, ranks)
+}
+
+/// The message size a broadcast of measured duration `ns` moves under
+/// `net` ([`broadcast_ns`]'s inverse), for traces that do not record it.
+fn broadcast_bytes(net: &dyn CommModel, ns: i64, ranks: &[i64]) -> u64 {
+    let n = ranks.len().max(2) as f64;
+    let gathered = invert(net, CollectiveKind::AllGather, ns, ranks);
+    (gathered as f64 * (n - 1.0) / n).round() as u64
+}
+
 /// The message size a collective of measured duration `ns` moves under
 /// `net`, for traces that do not record it.
 fn invert(net: &dyn CommModel, kind: CollectiveKind, ns: i64, ranks: &[i64]) -> u64 {
@@ -763,6 +820,32 @@ mod tests {
         assert_eq!(d.ratio(51200, &r), 1.0);
         assert_eq!(scaled(10, 1.0), (10.0, Source::Measured));
         assert_eq!(scaled(10, 1.5), (15.0, Source::Scaled));
+    }
+
+    #[test]
+    fn a_broadcast_moves_its_bytes_once_and_pays_a_hop_per_ring_member() {
+        let net = GpuSpec::h100().network;
+        let (link, base) = (net.intra_node, net.base_latency_us * 1e3);
+        let rate = link.bandwidth_gbps * link.efficiency;
+        let bytes = 64u64 << 20;
+        for n in [2i64, 4, 8] {
+            let ranks: Vec<i64> = (0..n).collect();
+            let t = broadcast_ns(&net, bytes, &ranks);
+            // Bus factor 1: the whole message per rank, whatever n; one
+            // hop latency per ring member after the root.
+            let want = base + (n - 1) as f64 * link.hop_latency_us * 1e3 + bytes as f64 / rate;
+            assert!((t - want).abs() < 2.0, "n {n}: {t} against {want}");
+            let back = broadcast_bytes(&net, t.round() as i64, &ranks);
+            assert!(back.abs_diff(bytes) < bytes / 1000, "n {n}: {back}");
+        }
+        assert_eq!(broadcast_ns(&net, bytes, &[3]), 0.0);
+        assert!(is_broadcast(
+            "ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclWorkElem)"
+        ));
+        assert!(is_broadcast("nccl:broadcast"));
+        assert!(!is_broadcast(
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+        ));
     }
 
     #[test]
@@ -884,7 +967,7 @@ mod tests {
         let place = s.role_of_task(task);
         let at = |t: &Target| {
             let (d, source, inferred) =
-                Retimer::new(&base, t).comm_ns(traced, None, c, 0, (0, 0), tag, place);
+                Retimer::new(&base, t).comm_ns(traced, None, (c, false), 0, (0, 0), tag, place);
             // The collective records its size: nothing inferred.
             assert!(!inferred);
             (d, source)

@@ -662,3 +662,98 @@ fn a_gpu_catching_up_with_its_cpu_settles_at_the_cpu_s_step() {
     );
     assert!(s.steady_step_ns <= half.steadiness(&replayed).unwrap().steady_step_ns);
 }
+
+/// Broadcasts (DDP's buffer broadcasts, two a step and two of the
+/// previous step's before the capture on the MI300X trace) are re-timed
+/// over a new group as NCCL's ring broadcast: traced + T(new) - T(traced),
+/// the message once per rank and a hop latency per ring member. Before,
+/// they kept their traced time over any group larger than one. DP 2 has
+/// six hops fewer than the traced 8: shorter; DP 16 has eight more and
+/// crosses nodes: longer. The notes say so, and count the broadcasts
+/// among the collectives launched before the capture.
+#[test]
+fn broadcasts_are_retimed_over_a_new_group() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/mi300x-resnet-ddp-rank0of8.json.gz";
+    let base = corpus_base(&corpus, rel);
+    let (g, s) = (&base.inputs[0].graph, &base.structures[0]);
+    let is_broadcast = |tt: lumos_graph::TaskId| {
+        let c = s.comm(tt).unwrap();
+        let named = c.taken_for.unwrap_or(tt);
+        g.task(named)
+            .collective
+            .is_some_and(|k| g.collectives[k as usize].name == "broadcast")
+    };
+    for (dp, longer) in [(2, false), (16, true)] {
+        let p = base.identity().with_dp(dp).unwrap();
+        let st = &p.stages[0];
+        let mut n = 0;
+        for (i, &(_, tt)) in st.origin.iter().enumerate() {
+            if s.comm(tt).is_none() || !is_broadcast(tt) {
+                continue;
+            }
+            n += 1;
+            let traced = g.task(tt).duration_ns;
+            assert_ne!(st.source[i], lumos_predict::Source::Measured, "dp {dp}");
+            assert_eq!(
+                st.durations[i] > traced,
+                longer,
+                "dp {dp}: {} ns against {traced} traced",
+                st.durations[i]
+            );
+        }
+        assert_eq!(
+            n, 8,
+            "{rel} dp {dp}: 2 before the capture, 2 in each of 3 steps"
+        );
+        let notes = p.notes.join("\n");
+        assert!(
+            notes.contains(
+                "8 data-parallel broadcasts (0.084 ms traced) re-timed as NCCL's ring broadcast"
+            ),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("5 data-parallel collectives (3 allreduce, 2 broadcast;")
+                && notes.contains("and re-timed as it"),
+            "{notes}"
+        );
+        assert!(!notes.contains("kept at their traced durations"), "{notes}");
+    }
+}
+
+/// `a100-recsys-rank3of8` at DP 1 no longer issues its gradient
+/// all-reduces, which ran beside the compute stream: the blocking copy
+/// that ends each step stops waiting for them (6.2 ms -> 1.7 ms), so the
+/// CPU starts the next steps up to 13 ms earlier while the compute stream
+/// still bounds the GPU. The steps repeat faster (steady state 76.28
+/// against 76.80 ms), but each spans longer from its CPU start to its GPU
+/// end (mean 77.98 against 77.53 ms). Before, the prediction printed the
+/// longer mean as a 0.6% slowdown without a word; now an assumption line
+/// says why the two disagree. The identity prediction has no such line.
+#[test]
+fn a_loop_repeating_faster_whose_steps_span_longer_says_so() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/a100-recsys-rank3of8.json.gz";
+    let base = corpus_base(&corpus, rel);
+    let identity = base.identity();
+    let replayed = identity.simulate().unwrap();
+    assert_eq!(replayed.span_note(&replayed), None);
+    let p = base.identity().with_dp(1).unwrap();
+    let out = p.simulate().unwrap();
+    let s = out.steadiness(&replayed).unwrap();
+    println!("{rel} dp 1: steps {:?}, {s:?}", out.step_ns);
+    assert!(out.mean_step_ns() > replayed.mean_step_ns());
+    assert!(s.steady_step_ns < s.replayed_steady_step_ns, "{s:?}");
+    let note = out.span_note(&replayed).expect("a note");
+    assert!(
+        note.starts_with("mean step +0.6% (77.976 against 77.525 ms replayed) but steady-state step -0.7% (76.278 against 76.800 ms)")
+            && note.contains("runs further ahead of its GPU")
+            && note.contains("steps start 4.349 ms earlier and end 3.898 ms earlier"),
+        "{note}"
+    );
+}

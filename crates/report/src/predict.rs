@@ -509,13 +509,15 @@ pub fn predict_report(
             network_start: base.network.start.clone(),
             target_network: pred.target.network.as_ref().map(|(_, w)| w.clone()),
         },
-        assumptions: assumptions(pred, outcome),
+        assumptions: assumptions(pred, outcome, replayed),
         confidence: (&pred.confidence(outcome, steadiness)).into(),
     }
 }
 
-/// The prediction's notes, and the launch queue it was replayed with.
-fn assumptions(pred: &Prediction, outcome: &Outcome) -> Vec<String> {
+/// The prediction's notes, the launch queue it was replayed with, and
+/// why the mean step and the steady-state step disagree where they do
+/// (`Outcome::span_note`).
+fn assumptions(pred: &Prediction, outcome: &Outcome, replayed: &Outcome) -> Vec<String> {
     let mut out = pred.notes.clone();
     out.push(match &outcome.launch_queue {
         Some(q) => q.describe(),
@@ -523,6 +525,7 @@ fn assumptions(pred: &Prediction, outcome: &Outcome) -> Vec<String> {
                  launch order, so a CPU may run arbitrarily far ahead of its GPU"
             .to_string(),
     });
+    out.extend(outcome.span_note(replayed));
     out
 }
 
