@@ -453,7 +453,7 @@ fn edited_groups(base: &Baseline, t: &Target) -> Vec<(GroupClass, &'static str)>
 
 /// `n` collectives of each name in `names`, in words ("3 allreduce, 2
 /// broadcast").
-fn counted(names: &[(String, usize)]) -> String {
+fn kinds_in_words(names: &[(String, usize)]) -> String {
     names
         .iter()
         .map(|(k, n)| format!("{n} {k}"))
@@ -462,7 +462,7 @@ fn counted(names: &[(String, usize)]) -> String {
 }
 
 /// Adds one to `name`'s count in `names`, in first-seen order.
-fn count(names: &mut Vec<(String, usize)>, name: &str) {
+fn tally(names: &mut Vec<(String, usize)>, name: &str) {
     match names.iter_mut().find(|(k, _)| k == name) {
         Some((_, n)) => *n += 1,
         None => names.push((name.to_string(), 1)),
@@ -500,7 +500,7 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
         };
         let (mut taken, mut taken_ns) = (Vec::new(), 0i64);
         for (c, g) in of_class().filter(|(c, _)| c.taken_for.is_some()) {
-            count(&mut taken, &coll_name(c, g));
+            tally(&mut taken, &coll_name(c, g));
             taken_ns += g.task(c.task).duration_ns;
         }
         if !taken.is_empty() {
@@ -510,7 +510,7 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
                  began (their launch is not in the trace): each is taken for the launched \
                  collective at its place in its stream's sequence a whole number of steps away \
                  (same kernel; the stream's collectives repeat step by step) and {}",
-                counted(&taken),
+                kinds_in_words(&taken),
                 taken_ns as f64 / 1e6,
                 if group_of_one {
                     "like it, not issued by a group of one"
@@ -527,7 +527,7 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
                 bcast += 1;
                 bcast_ns += g.task(c.task).duration_ns;
             } else {
-                count(&mut kept, &coll_name(c, g));
+                tally(&mut kept, &coll_name(c, g));
                 kept_ns += g.task(c.task).duration_ns;
             }
         }
@@ -552,13 +552,13 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
                 format!(
                     "{n} {name} collectives of a kind the network model does not know \
                      ({}): not issued by a group of one (kept at zero length)",
-                    counted(&kept)
+                    kinds_in_words(&kept)
                 )
             } else {
                 format!(
                     "{n} {name} collectives of a kind the network model does not know \
                      ({}; {:.3} ms traced): kept at their traced durations over the new group",
-                    counted(&kept),
+                    kinds_in_words(&kept),
                     kept_ns as f64 / 1e6
                 )
             });
