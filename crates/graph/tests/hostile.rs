@@ -442,3 +442,47 @@ fn a_job_of_damaged_ranks_replays() {
         }
     }
 }
+
+/// GPU tasks that start before the call that launched them (host and GPU
+/// clocks a few ms apart, or hours after a bad merge) are warned about with
+/// their lead, and give no negative latency: a negative typical launch
+/// latency (the median over launches) was given to every launch edge that
+/// did not bind, so replayed kernels could run ahead of their launches.
+#[test]
+fn gpu_tasks_before_their_launch_warn_and_give_no_negative_latency() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    for rel in [TRACES[5], TRACES[7]] {
+        let clean = read_path(&corpus(rel)).unwrap();
+        let (_, _, report) = build(&clean);
+        assert!(
+            !report.warnings.iter().any(|w| w.contains("before the call")),
+            "{rel}: {:?}",
+            report.warnings
+        );
+        for lead_ns in [5_000_000, 3 * 3_600_000_000_000] {
+            let mut t = clean.clone();
+            for e in &mut t.events {
+                if e.category.is_gpu_work() {
+                    e.ts_ns -= lead_ns;
+                }
+            }
+            let label = format!("{rel} with GPU clocks {lead_ns} ns behind");
+            let (g, _, report) = build(&t);
+            assert!(check(&g).is_empty(), "{label}");
+            assert!(report.typical_launch_latency_ns >= 0, "{label}");
+            assert!(report.typical_stream_gap_ns >= 0, "{label}");
+            let bad: Vec<_> = g.edges.iter().filter(|e| e.latency_ns < 0).collect();
+            assert!(bad.is_empty(), "{label}: {} edges, {:?}", bad.len(), bad[0]);
+            assert!(
+                report
+                    .warnings
+                    .iter()
+                    .any(|w| w.contains("before the call that launched")),
+                "{label}: {:?}",
+                report.warnings
+            );
+        }
+    }
+}

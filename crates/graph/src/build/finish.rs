@@ -176,6 +176,13 @@ impl Builder {
                 continue;
             }
             let gap = raw[t].start.saturating_sub(at);
+            // A task that started before its binding edge was ready is
+            // clock skew (a kernel before its launch call), not a latency:
+            // a negative median would let replayed kernels run ahead of
+            // their launches, so such samples are left out.
+            if gap < 0 {
+                continue;
+            }
             match self.g.edges[e as usize].kind {
                 DepKind::Launch => launch.push(gap),
                 DepKind::IntraStream => stream.push(gap),
@@ -415,6 +422,35 @@ impl Builder {
             ));
         }
         r.warnings.extend(r.rejected_cycle_warning());
+        let early = self.launched_early_warning();
+        self.report.warnings.extend(early);
+    }
+
+    /// The warning about GPU tasks that started before the call that
+    /// launched them, if any. A measured run cannot do that, so the host's
+    /// and the device's clocks disagree (or the trace was edited); the
+    /// replay starts such tasks after their launch, so its times differ
+    /// from the measured ones by up to the lead, which the warning gives.
+    fn launched_early_warning(&self) -> Option<String> {
+        let (mut early, mut lead) = (0u64, 0i64);
+        for (g, c) in self.launcher.iter().enumerate() {
+            if let Some(c) = c {
+                let d = self.raw[c.idx()].start.saturating_sub(self.raw[g].start);
+                if d > 0 {
+                    early += 1;
+                    lead = lead.max(d);
+                }
+            }
+        }
+        (early > 0).then(|| {
+            format!(
+                "{} before the call that launched {} (by up to {:.3} ms): \
+                 host and GPU clocks disagree?",
+                counted(early, "GPU task starts", "GPU tasks start"),
+                if early == 1 { "it" } else { "them" },
+                lead as f64 / 1e6
+            )
+        })
     }
 }
 
