@@ -457,7 +457,10 @@ fn gpu_tasks_before_their_launch_warn_and_give_no_negative_latency() {
         let clean = read_path(&corpus(rel)).unwrap();
         let (_, _, report) = build(&clean);
         assert!(
-            !report.warnings.iter().any(|w| w.contains("before the call")),
+            !report
+                .warnings
+                .iter()
+                .any(|w| w.contains("before the call")),
             "{rel}: {:?}",
             report.warnings
         );
@@ -485,4 +488,60 @@ fn gpu_tasks_before_their_launch_warn_and_give_no_negative_latency() {
             );
         }
     }
+}
+
+/// Sets the length of every `ProfilerStep#` annotation with `f`.
+fn edit_steps(t: &mut Trace, f: impl Fn(i64) -> i64) {
+    let strings = t.strings.clone();
+    for e in &mut t.events {
+        if strings[e.name.0 as usize].starts_with("ProfilerStep#") {
+            e.dur_ns = f(e.dur_ns);
+        }
+    }
+}
+
+/// A `ProfilerStep#` of zero length is no step (it held only itself and
+/// gave a 0 ms step replayed at 0% error, pulling the mean down), and
+/// steps that overlap on a thread are counted in a warning.
+#[test]
+fn zero_length_and_overlapping_steps_are_warned_not_reported() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let clean = read_path(&corpus(TRACES[1])).unwrap();
+    let (g, _, report) = build(&clean);
+    assert_eq!(g.steps.len(), 5);
+    assert!(
+        !report.warnings.iter().any(|w| w.contains("step")),
+        "{:?}",
+        report.warnings
+    );
+
+    let mut t = clean.clone();
+    edit_steps(&mut t, |_| 0);
+    let (g, _, report) = build(&t);
+    assert!(
+        g.steps.is_empty(),
+        "{:?}",
+        g.steps.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let zero = report
+        .warnings
+        .iter()
+        .filter(|w| w.contains("has zero length"))
+        .count();
+    assert_eq!(zero, 5, "{:?}", report.warnings);
+
+    let mut t = clean;
+    edit_steps(&mut t, |d| d * 5 / 2);
+    let (g, _, report) = build(&t);
+    assert_eq!(g.steps.len(), 5);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("4 step annotations overlap")),
+        "{:?}",
+        report.warnings
+    );
 }

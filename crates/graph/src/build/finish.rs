@@ -247,7 +247,8 @@ impl Builder {
     }
 
     /// The steps `annotations` mark, their spans relative to `origin`, and
-    /// a warning for each annotation with no CPU work inside.
+    /// a warning for each annotation with no CPU work inside or of zero
+    /// length (neither is a step), and one counting overlapping ones.
     #[inline(never)]
     fn steps(
         &self,
@@ -257,6 +258,11 @@ impl Builder {
         let (mut steps, mut spans, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
         let mut anns: Vec<_> = annotations.to_vec();
         anns.sort_by_key(|a| a.start);
+        // A thread's steps run one after another; annotations that overlap
+        // on one thread (nested or hand-edited ones) make work count in two
+        // steps, which is said. Threads of merged processes may overlap.
+        let mut overlapping = 0u64;
+        let mut last_end: FxHashMap<ProcId, i64> = FxHashMap::default();
         for StepAnnotation {
             name,
             proc,
@@ -265,6 +271,18 @@ impl Builder {
         } in anns
         {
             let name = &self.g.names[name.0 as usize];
+            // A zero-length annotation marks no iteration: it would hold at
+            // most itself (a leaf task) and report a 0 ms step whose 0%
+            // error pulled the mean down.
+            if a1 <= a0 {
+                warnings.push(format!("{name} has zero length: not a step"));
+                continue;
+            }
+            let end = last_end.entry(proc).or_insert(i64::MIN);
+            if a0 < *end {
+                overlapping += 1;
+            }
+            *end = (*end).max(a1);
             let on_thread = &self.g.processors[proc.idx()].tasks;
             // A thread's starts and ends never go back (leaves are clipped
             // to one at a time), so the tasks inside the annotation are one
@@ -306,6 +324,16 @@ impl Builder {
                 start_ns: a0.saturating_sub(origin),
                 end_ns: a1.saturating_sub(origin),
             });
+        }
+        if overlapping > 0 {
+            warnings.push(format!(
+                "{} an earlier one: work inside both counts in each",
+                counted(
+                    overlapping,
+                    "step annotation overlaps",
+                    "step annotations overlap"
+                )
+            ));
         }
         (steps, spans, warnings)
     }
