@@ -545,3 +545,35 @@ fn zero_length_and_overlapping_steps_are_warned_not_reported() {
         report.warnings
     );
 }
+
+/// GPU tasks that repeat the correlation id of another's kernel launch hang
+/// off that call, which launches one kernel: counted in one warning (the
+/// corpus has such fan-outs only under graph launches, which are exempt).
+#[test]
+fn gpu_tasks_sharing_a_kernel_launch_are_warned_about() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    for rel in TRACES {
+        let (_, _, report) = build(&read_path(&corpus(rel)).unwrap());
+        let w = &report.warnings;
+        assert!(
+            !w.iter().any(|w| w.contains("repeat a correlation")),
+            "{rel}: {w:?}"
+        );
+    }
+    let mut t = read_path(&corpus(TRACES[7])).unwrap();
+    let mut gpu = t.events.iter_mut().filter(|e| e.category.is_gpu_work());
+    let first = gpu.next().unwrap().correlation().unwrap();
+    for e in gpu.take(3) {
+        e.set_correlation(Some(first));
+    }
+    let (g, _, report) = build(&t);
+    assert!(check(&g).is_empty());
+    assert!(
+        report.warnings.iter().any(|w| w
+            .starts_with("1 launch call that is no graph launch has several GPU tasks (4 in all)")),
+        "{:?}",
+        report.warnings
+    );
+}
