@@ -442,3 +442,138 @@ fn a_job_of_damaged_ranks_replays() {
         }
     }
 }
+
+/// GPU tasks that start before the call that launched them (host and GPU
+/// clocks a few ms apart, or hours after a bad merge) are warned about with
+/// their lead, and give no negative latency: a negative typical launch
+/// latency (the median over launches) was given to every launch edge that
+/// did not bind, so replayed kernels could run ahead of their launches.
+#[test]
+fn gpu_tasks_before_their_launch_warn_and_give_no_negative_latency() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    for rel in [TRACES[5], TRACES[7]] {
+        let clean = read_path(&corpus(rel)).unwrap();
+        let (_, _, report) = build(&clean);
+        assert!(
+            !report
+                .warnings
+                .iter()
+                .any(|w| w.contains("before the call")),
+            "{rel}: {:?}",
+            report.warnings
+        );
+        for lead_ns in [5_000_000, 3 * 3_600_000_000_000] {
+            let mut t = clean.clone();
+            for e in &mut t.events {
+                if e.category.is_gpu_work() {
+                    e.ts_ns -= lead_ns;
+                }
+            }
+            let label = format!("{rel} with GPU clocks {lead_ns} ns behind");
+            let (g, _, report) = build(&t);
+            assert!(check(&g).is_empty(), "{label}");
+            assert!(report.typical_launch_latency_ns >= 0, "{label}");
+            assert!(report.typical_stream_gap_ns >= 0, "{label}");
+            let bad: Vec<_> = g.edges.iter().filter(|e| e.latency_ns < 0).collect();
+            assert!(bad.is_empty(), "{label}: {} edges, {:?}", bad.len(), bad[0]);
+            assert!(
+                report
+                    .warnings
+                    .iter()
+                    .any(|w| w.contains("before the call that launched")),
+                "{label}: {:?}",
+                report.warnings
+            );
+        }
+    }
+}
+
+/// Sets the length of every `ProfilerStep#` annotation with `f`.
+fn edit_steps(t: &mut Trace, f: impl Fn(i64) -> i64) {
+    let strings = t.strings.clone();
+    for e in &mut t.events {
+        if strings[e.name.0 as usize].starts_with("ProfilerStep#") {
+            e.dur_ns = f(e.dur_ns);
+        }
+    }
+}
+
+/// A `ProfilerStep#` of zero length is no step (it held only itself and
+/// gave a 0 ms step replayed at 0% error, pulling the mean down), and
+/// steps that overlap on a thread are counted in a warning.
+#[test]
+fn zero_length_and_overlapping_steps_are_warned_not_reported() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let clean = read_path(&corpus(TRACES[1])).unwrap();
+    let (g, _, report) = build(&clean);
+    assert_eq!(g.steps.len(), 5);
+    assert!(
+        !report.warnings.iter().any(|w| w.contains("step")),
+        "{:?}",
+        report.warnings
+    );
+
+    let mut t = clean.clone();
+    edit_steps(&mut t, |_| 0);
+    let (g, _, report) = build(&t);
+    assert!(
+        g.steps.is_empty(),
+        "{:?}",
+        g.steps.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let zero = report
+        .warnings
+        .iter()
+        .filter(|w| w.contains("has zero length"))
+        .count();
+    assert_eq!(zero, 5, "{:?}", report.warnings);
+
+    let mut t = clean;
+    edit_steps(&mut t, |d| d * 5 / 2);
+    let (g, _, report) = build(&t);
+    assert_eq!(g.steps.len(), 5);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("4 step annotations overlap")),
+        "{:?}",
+        report.warnings
+    );
+}
+
+/// GPU tasks that repeat the correlation id of another's kernel launch hang
+/// off that call, which launches one kernel: counted in one warning (the
+/// corpus has such fan-outs only under graph launches, which are exempt).
+#[test]
+fn gpu_tasks_sharing_a_kernel_launch_are_warned_about() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    for rel in TRACES {
+        let (_, _, report) = build(&read_path(&corpus(rel)).unwrap());
+        let w = &report.warnings;
+        assert!(
+            !w.iter().any(|w| w.contains("repeat a correlation")),
+            "{rel}: {w:?}"
+        );
+    }
+    let mut t = read_path(&corpus(TRACES[7])).unwrap();
+    let mut gpu = t.events.iter_mut().filter(|e| e.category.is_gpu_work());
+    let first = gpu.next().unwrap().correlation().unwrap();
+    for e in gpu.take(3) {
+        e.set_correlation(Some(first));
+    }
+    let (g, _, report) = build(&t);
+    assert!(check(&g).is_empty());
+    assert!(
+        report.warnings.iter().any(|w| w
+            .starts_with("1 launch call that is no graph launch has several GPU tasks (4 in all)")),
+        "{:?}",
+        report.warnings
+    );
+}

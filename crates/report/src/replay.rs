@@ -815,7 +815,7 @@ pub fn critical_path_report(graph: &Graph, s: &CriticalPathSummary) -> CriticalP
 
 /// The errors over `traces`: unflagged traces' steps (or whole window,
 /// for a trace without steps) in the mean and maximum, flagged traces'
-/// apart.
+/// apart; spans measured at zero length have no error and are left out.
 pub fn summarize(traces: &[TraceReplay]) -> Summary {
     let errs = |flag: bool| -> Vec<f64> {
         traces
@@ -823,11 +823,16 @@ pub fn summarize(traces: &[TraceReplay]) -> Summary {
             .filter(|t| t.flagged == flag)
             .flat_map(|t| {
                 if t.steps.is_empty() {
-                    vec![t.window.error_pct.abs()]
+                    vec![(t.window.measured_us, t.window.error_pct.abs())]
                 } else {
-                    t.steps.iter().map(|s| s.error_pct.abs()).collect()
+                    (t.steps.iter())
+                        .map(|s| (s.measured_us, s.error_pct.abs()))
+                        .collect()
                 }
             })
+            // A span measured at zero length (a trace whose times are all
+            // zero) has no relative error: its 0% is no agreement.
+            .filter_map(|(measured, err)| (measured > 0.0).then_some(err))
             .collect()
     };
     let ok = errs(false);

@@ -176,6 +176,13 @@ impl Builder {
                 continue;
             }
             let gap = raw[t].start.saturating_sub(at);
+            // A task that started before its binding edge was ready is
+            // clock skew (a kernel before its launch call), not a latency:
+            // a negative median would let replayed kernels run ahead of
+            // their launches, so such samples are left out.
+            if gap < 0 {
+                continue;
+            }
             match self.g.edges[e as usize].kind {
                 DepKind::Launch => launch.push(gap),
                 DepKind::IntraStream => stream.push(gap),
@@ -240,7 +247,8 @@ impl Builder {
     }
 
     /// The steps `annotations` mark, their spans relative to `origin`, and
-    /// a warning for each annotation with no CPU work inside.
+    /// a warning for each annotation with no CPU work inside or of zero
+    /// length (neither is a step), and one counting overlapping ones.
     #[inline(never)]
     fn steps(
         &self,
@@ -250,6 +258,11 @@ impl Builder {
         let (mut steps, mut spans, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
         let mut anns: Vec<_> = annotations.to_vec();
         anns.sort_by_key(|a| a.start);
+        // A thread's steps run one after another; annotations that overlap
+        // on one thread (nested or hand-edited ones) make work count in two
+        // steps, which is said. Threads of merged processes may overlap.
+        let mut overlapping = 0u64;
+        let mut last_end: FxHashMap<ProcId, i64> = FxHashMap::default();
         for StepAnnotation {
             name,
             proc,
@@ -258,6 +271,18 @@ impl Builder {
         } in anns
         {
             let name = &self.g.names[name.0 as usize];
+            // A zero-length annotation marks no iteration: it would hold at
+            // most itself (a leaf task) and report a 0 ms step whose 0%
+            // error pulled the mean down.
+            if a1 <= a0 {
+                warnings.push(format!("{name} has zero length: not a step"));
+                continue;
+            }
+            let end = last_end.entry(proc).or_insert(i64::MIN);
+            if a0 < *end {
+                overlapping += 1;
+            }
+            *end = (*end).max(a1);
             let on_thread = &self.g.processors[proc.idx()].tasks;
             // A thread's starts and ends never go back (leaves are clipped
             // to one at a time), so the tasks inside the annotation are one
@@ -299,6 +324,16 @@ impl Builder {
                 start_ns: a0.saturating_sub(origin),
                 end_ns: a1.saturating_sub(origin),
             });
+        }
+        if overlapping > 0 {
+            warnings.push(format!(
+                "{} an earlier one: work inside both counts in each",
+                counted(
+                    overlapping,
+                    "step annotation overlaps",
+                    "step annotations overlap"
+                )
+            ));
         }
         (steps, spans, warnings)
     }
@@ -415,6 +450,35 @@ impl Builder {
             ));
         }
         r.warnings.extend(r.rejected_cycle_warning());
+        let early = self.launched_early_warning();
+        self.report.warnings.extend(early);
+    }
+
+    /// The warning about GPU tasks that started before the call that
+    /// launched them, if any. A measured run cannot do that, so the host's
+    /// and the device's clocks disagree (or the trace was edited); the
+    /// replay starts such tasks after their launch, so its times differ
+    /// from the measured ones by up to the lead, which the warning gives.
+    fn launched_early_warning(&self) -> Option<String> {
+        let (mut early, mut lead) = (0u64, 0i64);
+        for (g, c) in self.launcher.iter().enumerate() {
+            if let Some(c) = c {
+                let d = self.raw[c.idx()].start.saturating_sub(self.raw[g].start);
+                if d > 0 {
+                    early += 1;
+                    lead = lead.max(d);
+                }
+            }
+        }
+        (early > 0).then(|| {
+            format!(
+                "{} before the call that launched {} (by up to {:.3} ms): \
+                 host and GPU clocks disagree?",
+                counted(early, "GPU task starts", "GPU tasks start"),
+                if early == 1 { "it" } else { "them" },
+                lead as f64 / 1e6
+            )
+        })
     }
 }
 

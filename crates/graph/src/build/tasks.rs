@@ -468,10 +468,42 @@ impl Builder {
             (pairs.par_iter().with_min_len(PAR_MIN))
                 .map(|&(call, g)| new_edge(TaskId(call), g, DepKind::Launch, Anchor::Start)),
         );
+        self.shared_launch_warning(&pairs);
         self.launched = Launched::new(self.g.tasks.len(), &pairs);
         // Fixed from here on: later steps split calls, which keeps their
         // start, and add no GPU task.
         self.launch_times = self.stream_launch_times();
+    }
+}
+
+impl Builder {
+    /// One warning counting the calls other than graph launches that
+    /// launched several GPU tasks: a kernel launch starts one, so GPU tasks
+    /// repeat a correlation id (events merged or ids reused) and all but
+    /// one hang off the wrong call, which the build cannot tell apart.
+    /// `pairs` are (call, GPU task) in GPU task order.
+    fn shared_launch_warning(&mut self, pairs: &[(u32, TaskId)]) {
+        let mut calls: Vec<u32> = pairs.iter().map(|p| p.0).collect();
+        calls.sort_unstable();
+        let (mut shared, mut tasks) = (0u64, 0u64);
+        for run in calls.chunk_by(|a, b| a == b).filter(|r| r.len() > 1) {
+            let name = &self.g.names[self.g.tasks[run[0] as usize].name.0 as usize];
+            if !name.contains("GraphLaunch") {
+                shared += 1;
+                tasks += run.len() as u64;
+            }
+        }
+        if shared > 0 {
+            self.report.warnings.push(format!(
+                "{} several GPU tasks ({tasks} in all) that repeat a \
+                 correlation id (events merged or ids reused?)",
+                counted(
+                    shared,
+                    "launch call that is no graph launch has",
+                    "launch calls that are no graph launch have"
+                )
+            ));
+        }
     }
 }
 

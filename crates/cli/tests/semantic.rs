@@ -1,0 +1,37 @@
+//! Well-formed traces whose content no run could have, end to end.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
+
+mod common;
+
+use common::{lumos, run_ok};
+use lumos_testkit::TempDir;
+use serde_json::Value;
+
+/// A trace whose every `ts` and `dur` is zero measures a window of zero
+/// length: it has no relative error, so the summary counts no step (it
+/// gave "mean |error| 0.00% over 1 steps", an agreement nothing measured).
+#[test]
+fn a_trace_of_zero_times_adds_no_error_to_the_summary() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let path = corpus.path("micro/a100-simple-add.json.gz");
+    let mut v: Value = serde_json::from_slice(&lumos_testkit::gunzip_file(&path)).unwrap();
+    for e in v["traceEvents"].as_array_mut().unwrap() {
+        for key in ["ts", "dur"] {
+            if e.get(key).is_some() {
+                e[key] = Value::from(0);
+            }
+        }
+    }
+    let dir = TempDir::new("cli-semantic-zero");
+    let file = dir.path().join("zero.json");
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = run_ok(lumos().args(["replay", "--json"]).arg(&file));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["traces"][0]["window"]["measured_us"].as_f64(), Some(0.0));
+    let summary = &v["summary"];
+    assert_eq!(summary["steps"], 0, "{summary}");
+    assert!(summary["mean_abs_error_pct"].is_null(), "{summary}");
+    assert!(summary["flagged_mean_abs_error_pct"].is_null(), "{summary}");
+}
