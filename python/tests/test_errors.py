@@ -72,6 +72,13 @@ def test_two_files_claiming_one_rank_are_an_input_error(tmp_path, corpus, cli_er
         lumos.load_job(str(tmp_path), progress=False)
     assert code == 1
     assert str(e.value) == message
+    # A prediction refuses them too, with the CLI's message.
+    code, message = cli_error(["predict", str(tmp_path), "--dp", "16"])
+    with pytest.raises(InputError) as e:
+        lumos.predict(str(tmp_path), dp=16, progress=False)
+    assert code == 1
+    assert "both claim rank 0" in message
+    assert str(e.value) == message
 
 
 @pytest.mark.parametrize(

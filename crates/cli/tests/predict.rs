@@ -1086,3 +1086,24 @@ fn every_predict_json_field_is_documented() {
         "undocumented in json-output.md: {missing:?}"
     );
 }
+
+#[test]
+fn files_that_are_not_one_job_are_refused_as_the_joint_replay_refuses_them() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    // Two captures of one rank: `lumos replay` refuses them as one job,
+    // and a prediction took one of them for the stage without a word.
+    let dir = temp_dir("not-one-job");
+    let trace = corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz");
+    let (a, b) = (dir.join("a.json.gz"), dir.join("b.json.gz"));
+    for copy in [&a, &b] {
+        std::fs::copy(&trace, copy).unwrap();
+    }
+    for cmd in [&["predict", "--dp", "2"][..], &["replay", "--job"][..]] {
+        let out = lumos().args(cmd).arg(&a).arg(&b).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(err.contains("both claim rank 0"), "{cmd:?}: {err}");
+    }
+}

@@ -546,6 +546,7 @@ mod tests {
                 .map(|((&rank, &stage), &role)| Summary {
                     name: format!("rank{rank}"),
                     rank,
+                    world_size: None,
                     degrees: (1, 1, 2),
                     stage,
                     role,
@@ -741,6 +742,37 @@ mod tests {
             Baseline::new(Vec::new()),
             Err(PredictError::NoInputs)
         ));
+    }
+
+    #[test]
+    fn two_files_of_one_rank_or_a_rank_outside_the_world_are_refused() {
+        // Two runs' rank 0 (the same synthesized rank twice, as two
+        // captures of one job would be).
+        let ins = vec![
+            crate::testutil::input(&synth("gpt-tiny", 1, 1, 2, 2, 0), "a.json"),
+            crate::testutil::input(&synth("gpt-tiny", 1, 1, 2, 2, 0), "b.json"),
+        ];
+        let e = kept(ins).err().unwrap();
+        assert!(matches!(e, PredictError::NotOneJob(_)));
+        assert!(!e.is_usage());
+        assert_eq!(
+            e.to_string(),
+            "a.json and b.json both claim rank 0: a job takes one file per rank; to compare two \
+             runs use `lumos diff a.json b.json`"
+        );
+        // A rank that records itself outside its world.
+        let mut outside = crate::testutil::input(&synth("gpt-tiny", 1, 1, 2, 2, 1), "b.json");
+        outside.ctx.rank = 9;
+        let ins = vec![
+            crate::testutil::input(&synth("gpt-tiny", 1, 1, 2, 2, 0), "a.json"),
+            outside,
+        ];
+        let e = kept(ins).err().unwrap();
+        assert_eq!(e.to_string(), "b.json: rank 9 is outside world size 2");
+        // One file alone is a job of its own, whatever rank it records.
+        let mut alone = crate::testutil::input(&synth("gpt-tiny", 1, 1, 2, 2, 1), "b.json");
+        alone.ctx.rank = 9;
+        assert!(kept(vec![alone]).is_ok());
     }
 
     #[test]

@@ -103,6 +103,8 @@ pub(crate) enum Entry {
 pub(crate) struct Summary {
     pub name: String,
     pub rank: u32,
+    /// The world size the rank records, if any.
+    pub world_size: Option<u32>,
     /// Tensor-, data- and pipeline-parallel degrees (1 when not found).
     pub degrees: (u32, u32, u32),
     pub stage: u32,
@@ -112,19 +114,30 @@ pub(crate) struct Summary {
 impl Summary {
     /// The summary of `input`, given at `index`, found to be `s`.
     pub fn of(input: &Input, s: &Structure, index: usize) -> Summary {
-        Summary::of_named(&input.name, input.ctx.rank, s, index)
+        Summary::of_named(
+            &input.name,
+            (input.ctx.rank, input.ctx.world_size),
+            s,
+            index,
+        )
     }
 
-    /// The summary of the rank `rank` named `name`, given at `index`,
-    /// found to be `s`. A rank whose stage was not found stands for a
-    /// stage of its own (its index); one whose role was not found takes
-    /// the role of its stage.
-    fn of_named(name: &str, rank: u32, s: &Structure, index: usize) -> Summary {
+    /// The summary of the rank `rank` (of the world size it records)
+    /// named `name`, given at `index`, found to be `s`. A rank whose stage
+    /// was not found stands for a stage of its own (its index); one whose
+    /// role was not found takes the role of its stage.
+    fn of_named(
+        name: &str,
+        (rank, world_size): (u32, Option<u32>),
+        s: &Structure,
+        index: usize,
+    ) -> Summary {
         let c = &s.config;
         let degrees = (c.tp.unwrap_or(1), c.dp.unwrap_or(1), c.pp.unwrap_or(1));
         Summary {
             name: name.to_owned(),
             rank,
+            world_size,
             degrees,
             stage: c.stage.unwrap_or(index as u32),
             role: StageRole::from_report(&s.report.stage_role)
@@ -186,7 +199,8 @@ impl Candidates {
     pub fn push(&mut self, d: Discovered) {
         let Discovered { input, structure } = d;
         let (name, rank) = (input.name.clone(), input.ctx.rank);
-        self.push_parts(&name, rank, structure, || input);
+        let world_size = input.ctx.world_size;
+        self.push_parts(&name, (rank, world_size), structure, || input);
     }
 
     /// Adds the next rank as [`push`](Candidates::push) does, lent:
@@ -202,15 +216,21 @@ impl Candidates {
         structure: Structure,
         own: impl FnOnce() -> Input,
     ) {
-        self.push_parts(lent.name, lent.ctx.rank, structure, own);
+        self.push_parts(
+            lent.name,
+            (lent.ctx.rank, lent.ctx.world_size),
+            structure,
+            own,
+        );
     }
 
-    /// [`push`](Candidates::push) of rank `rank` named `name`, found to be
-    /// `structure`; `input` is called only if the rank is held.
+    /// [`push`](Candidates::push) of rank `rank` (of the world size it
+    /// records) named `name`, found to be `structure`; `input` is called
+    /// only if the rank is held.
     fn push_parts(
         &mut self,
         name: &str,
-        rank: u32,
+        (rank, world_size): (u32, Option<u32>),
         structure: Structure,
         input: impl FnOnce() -> Input,
     ) {
@@ -230,7 +250,7 @@ impl Candidates {
             self.entries.push(held(structure));
             return;
         }
-        let summary = Summary::of_named(name, rank, &structure, index);
+        let summary = Summary::of_named(name, (rank, world_size), &structure, index);
         match self.lowest.get(&summary.stage).copied() {
             Some(j) if self.rank_of(j) <= summary.rank => {
                 self.entries.push(Entry::LeftOut(summary));
@@ -376,15 +396,44 @@ fn retry_with_hint(
     every
 }
 
-/// An error when the ranks' parallel degrees differ from the first's
-/// (they are then not ranks of one job).
+/// An error when the ranks are not those of one job: their parallel
+/// degrees differ from the first's; or, as a joint replay refuses them
+/// (`lumos_graph::assemble`), two claim one rank, or one's rank is not
+/// below the world size it records. A prediction would otherwise take one
+/// of two runs' rank for a stage without a word.
 pub(crate) fn one_job(ranks: &[Summary]) -> Result<(), PredictError> {
     let first = &ranks[0];
-    match ranks.iter().find(|r| r.degrees != first.degrees) {
-        Some(r) => Err(PredictError::NotOneJob(format!(
+    if let Some(r) = ranks.iter().find(|r| r.degrees != first.degrees) {
+        return Err(PredictError::NotOneJob(format!(
             "{}: parallel degrees differ from {}'s: are these ranks of one job?",
             r.name, first.name
-        ))),
+        )));
+    }
+    if ranks.len() < 2 {
+        return Ok(());
+    }
+    if let Some(r) = ranks
+        .iter()
+        .find(|r| r.world_size.is_some_and(|w| r.rank >= w))
+    {
+        return Err(PredictError::NotOneJob(format!(
+            "{}: rank {} is outside world size {}",
+            r.name,
+            r.rank,
+            r.world_size.unwrap_or(0)
+        )));
+    }
+    let mut by_rank: Vec<&Summary> = ranks.iter().collect();
+    by_rank.sort_by_key(|r| r.rank);
+    match by_rank.windows(2).find(|w| w[0].rank == w[1].rank) {
+        Some(w) => {
+            let (a, b) = (&w[0].name, &w[1].name);
+            Err(PredictError::NotOneJob(format!(
+                "{a} and {b} both claim rank {}: a job takes one file per rank; to compare two \
+                 runs use `lumos diff {a} {b}`",
+                w[0].rank
+            )))
+        }
         None => Ok(()),
     }
 }
