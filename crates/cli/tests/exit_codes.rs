@@ -594,6 +594,14 @@ fn a_directory_output_that_is_a_file_is_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(fresh.is_file());
+    // A path ending in `/` names a directory, to create, for one trace too.
+    let slash = format!("{}/", dir.join("slash/deeper").display());
+    let out = (lumos().args(["ingest", "-o", &slash]).arg(&f))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let name = lumos_store::lgraph_name(&f);
+    assert!(dir.join("slash/deeper").join(name).is_file(), "{out:?}");
     for args in [
         &["synth", "--model", "gpt-tiny", "--out", t][..],
         &["demo", "--out", t],

@@ -541,7 +541,10 @@ fn kernels_network_and_human_output() {
         let collectives = l["collectives"].as_u64().unwrap();
         assert!(l["link"] == "inter_node" || buckets < collectives, "{l}");
         let link = l["link"].as_str().unwrap();
-        let want = format!(" {buckets:>3} buckets of {collectives} collectives fitted, ");
+        let sized = collectives - l["unsized_collectives"].as_u64().unwrap();
+        let points = if buckets == 1 { "point" } else { "points" };
+        let want =
+            format!(" {collectives} collectives ({sized} with a size), {buckets} fit {points}, ");
         let line = (text.lines())
             .find(|x| x.starts_with(&format!("  network {link} ")))
             .unwrap_or_else(|| panic!("no {link} line in\n{text}"));
@@ -1106,4 +1109,42 @@ fn files_that_are_not_one_job_are_refused_as_the_joint_replay_refuses_them() {
         assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
         assert!(err.contains("both claim rank 0"), "{cmd:?}: {err}");
     }
+}
+
+#[test]
+fn a_prediction_into_a_directory_replaces_an_earlier_one_whole() {
+    let dir = temp_dir("earlier");
+    let traces = dir.join("traces");
+    synth_pipeline(&traces);
+    let out = dir.join("predicted");
+    let predict = |edit: &[&str]| {
+        let o = run_ok(
+            lumos()
+                .arg("predict")
+                .args(edit)
+                .arg("--out")
+                .arg(&out)
+                .arg(&traces),
+        );
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    predict(&["--pp", "4", "--layers", "8"]);
+    assert_eq!(files_in(&out).len(), 4);
+    // The identity writes two stages: the other two of the earlier
+    // prediction would join them as ranks of the job `replay DIR` reads.
+    let err = predict(&[]);
+    assert!(
+        err.contains("removed 2 predicted timelines of an earlier prediction"),
+        "{err}"
+    );
+    let names: Vec<String> = (files_in(&out).iter())
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["rank0.predicted.json.gz", "rank4.predicted.json.gz"],
+        "{names:?}"
+    );
+    let r = json(&["replay"], &[out]);
+    assert_eq!(r["traces"].as_array().unwrap().len(), 2, "{r}");
 }

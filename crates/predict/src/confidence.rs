@@ -52,7 +52,9 @@ pub struct ModelFit {
     pub used: bool,
     /// False when the trace could not calibrate it (preset values).
     pub calibrated: bool,
-    /// Kernels or collectives it was fitted on.
+    /// Points it was fitted on: GEMM kernels for the GEMM curve; for a
+    /// network link, (kind, bytes, group) buckets of its collectives (per
+    /// (kind, group) when only latency was fitted), not collectives.
     pub samples: usize,
     /// Mean |model - measured| / measured over them, %.
     pub mean_abs_error_pct: f64,

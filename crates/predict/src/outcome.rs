@@ -363,7 +363,7 @@ impl<'j> Outcome<'j> {
             return None;
         }
         // How far the steps' starts and ends moved, on average, against
-        // the replay's: each stage's, the slowest stage's per step.
+        // the replay's: per step, the largest move over the stages.
         let shift = |at: fn(&StageOutcome) -> &Vec<i64>| -> Option<f64> {
             let n = self.step_ns.len();
             if n == 0 || self.stages.len() != replayed.stages.len() {
@@ -377,46 +377,52 @@ impl<'j> Outcome<'j> {
             let v: Option<Vec<i64>> = per_step.collect();
             v.map(|v| v.iter().sum::<i64>() as f64 / v.len() as f64 / 1e6)
         };
-        let moved = match (shift(|s| &s.step_start_ns), shift(|s| &s.step_end_ns)) {
-            (Some(a), Some(b)) => {
-                let way = |x: f64| {
-                    format!(
-                        "{:.3} ms {}",
-                        x.abs(),
-                        if x < 0.0 { "earlier" } else { "later" }
-                    )
-                };
-                format!(
-                    " (on average its steps start {} and end {} than replayed)",
-                    way(a),
-                    way(b)
-                )
-            }
-            _ => String::new(),
-        };
         let pct = |x: f64| format!("{:+.1}%", x * 100.0);
-        Some(format!(
+        let head = format!(
             "mean step {} ({:.3} against {:.3} ms replayed) but steady-state step {} ({:.3} \
-             against {:.3} ms): a step spans from its first CPU task to its last GPU task, and \
-             the CPU now runs {} its GPU{moved}, so each step {} while steps repeat {}; the \
-             steady-state step is what a longer run repeats",
+             against {:.3} ms)",
             pct(dm),
             mean / 1e6,
             mean_r / 1e6,
             pct(ds),
             steady / 1e6,
             steady_r / 1e6,
-            if dm > 0.0 {
-                "further ahead of"
-            } else {
-                "less far ahead of"
-            },
-            if dm > 0.0 {
-                "spans longer"
-            } else {
-                "spans less"
-            },
-            if dm > 0.0 { "faster" } else { "slower" },
+        );
+        let (start, end) = (shift(|s| &s.step_start_ns), shift(|s| &s.step_end_ns));
+        // The CPU running further ahead of its GPU shows as steps that
+        // start earlier than they end (the other way round when it runs
+        // less far ahead); only then is that the explanation given.
+        let why =
+            match (start, end) {
+                (Some(a), Some(b)) if (dm > 0.0 && a < b) || (dm < 0.0 && a > b) => {
+                    let way = |x: f64| {
+                        format!(
+                            "{:.3} ms {}",
+                            x.abs(),
+                            if x < 0.0 { "earlier" } else { "later" }
+                        )
+                    };
+                    format!(
+                    "a step spans from its first CPU task to its last GPU task, and the CPU now \
+                     runs {} its GPU (on average its steps start {} and end {} than replayed), \
+                     so each step {} while steps repeat {}",
+                    if dm > 0.0 {
+                        "further ahead of"
+                    } else {
+                        "less far ahead of"
+                    },
+                    way(a),
+                    way(b),
+                    if dm > 0.0 { "spans longer" } else { "spans less" },
+                    if dm > 0.0 { "faster" } else { "slower" },
+                )
+                }
+                _ => "a step spans from its first CPU task to its last GPU task, and the steps' \
+                  spans and the period they repeat at moved apart"
+                    .to_string(),
+            };
+        Some(format!(
+            "{head}: {why}; the steady-state step is what a longer run repeats"
         ))
     }
 

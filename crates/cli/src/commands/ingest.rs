@@ -20,7 +20,8 @@ pub struct IngestArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Where to write: a file for one trace (its folder created if
-    /// needed), a directory (created if needed) for several, each named
+    /// needed), a directory (created if needed) for several, or for one
+    /// given a directory that is there or a path ending in `/`, each named
     /// after its trace (`rank3.json.gz` gives `rank3.lgraph`).
     #[arg(short, long)]
     pub out: PathBuf,
@@ -56,9 +57,14 @@ impl From<&IngestSummary> for Ingested {
 }
 
 /// Where each trace goes: into `out` as a file for a single trace that is
-/// not given a directory, else into the directory `out`.
+/// not given a directory (one there, or a path ending in `/`, which names
+/// a directory to create), else into the directory `out`.
 fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
-    if files.len() == 1 && !out.is_dir() {
+    let names_a_dir = out
+        .as_os_str()
+        .to_string_lossy()
+        .ends_with(std::path::MAIN_SEPARATOR);
+    if files.len() == 1 && !out.is_dir() && !names_a_dir {
         // A folder above it that is a file: refused before the trace is
         // read, as for several traces (it failed only once written).
         file_folder(out)?;

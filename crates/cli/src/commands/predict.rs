@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use lumos_models::NetworkModel;
 use lumos_predict::{
     network_preset, Baseline, Candidates, Discovered, EditSet, Input, KernelScale, Outcome,
@@ -39,7 +39,8 @@ pub struct PredictArgs {
     /// stage's rank, its process groups, every collective's group), so
     /// `lumos replay` of them (or of the directory) replays it as the
     /// prediction did; where they cannot, they state none and a note says
-    /// why.
+    /// why. Predicted timelines of an earlier prediction in the directory
+    /// are removed, so that it holds one predicted job.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Predict from the trace's graph re-timed with the durations measured
@@ -289,9 +290,10 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             // directory) into their own directory would replace them.
             let read: Vec<PathBuf> = sources.iter().map(|s| s.path.clone()).collect();
             if a.merge {
-                let name = lumos_report::merged_file_name("predicted");
-                inputs::output_not_an_input(&dir.join(name), &read, "--out")?;
+                let name = dir.join(lumos_report::merged_file_name("predicted"));
+                inputs::output_not_an_input(&name, &read, "--out")?;
                 super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
+                written.push((name, None));
             } else {
                 // Named after their ranks in the predicted job, which are
                 // distinct; two that were not would be refused.
@@ -304,6 +306,8 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
                     written.push((dir.join(t.file_name()), t.predicted_from().cloned()));
                 }
             }
+            let now: Vec<&Path> = written.iter().map(|(p, _)| p.as_path()).collect();
+            remove_earlier_predictions(dir, &now, &read)?;
         }
         Ok(pred
             .stages
@@ -331,6 +335,46 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// Removes the predicted timelines an earlier prediction left in `dir`
+/// that this one did not write (`now`): the directory stands for one
+/// predicted job (`lumos replay DIR`), which they would join as ranks of
+/// their own. Those read as this prediction's inputs are kept, and said.
+fn remove_earlier_predictions(dir: &Path, now: &[&Path], read: &[PathBuf]) -> Result<()> {
+    let (mut removed, mut kept) = (0usize, 0usize);
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("--out {}: cannot list the directory", dir.display()))?;
+    for path in entries.flatten().map(|e| e.path()) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !lumos_trace::is_predicted_timeline(name) || !path.is_file() || now.contains(&&*path) {
+            continue;
+        }
+        if inputs::output_not_an_input(&path, read, "--out").is_err() {
+            kept += 1;
+            continue;
+        }
+        std::fs::remove_file(&path)
+            .with_context(|| format!("{}: cannot remove an earlier prediction", path.display()))?;
+        removed += 1;
+    }
+    if removed > 0 {
+        output::note(format_args!(
+            "--out {}: removed {} of an earlier prediction (the directory holds one predicted job)",
+            dir.display(),
+            output::counted(removed as u64, "predicted timeline", "predicted timelines")
+        ));
+    }
+    if kept > 0 {
+        output::note(format_args!(
+            "--out {}: {} of an earlier prediction kept, being this one's inputs: `lumos replay \
+             {}` would take them as ranks of this prediction's job",
+            dir.display(),
+            output::counted(kept as u64, "predicted timeline", "predicted timelines"),
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// The predicted timelines `--out` wrote, each with the traced rank it
@@ -483,10 +527,11 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
     for l in &r.calibration.network {
         writeln!(
         out,
-            "  network {:<10} {:>3} buckets of {} collectives fitted, {:>7.1} GB/s effective, latency x{:.2}, mean error {:.1}%{}",
+            "  network {:<10} {} collectives ({} with a size), {}, {:>7.1} GB/s effective, latency x{:.2}, mean error {:.1}%{}",
             l.link,
-            l.samples,
             l.collectives,
+            l.collectives.saturating_sub(l.unsized_collectives),
+            output::counted(l.samples as u64, "fit point", "fit points"),
             l.effective_gbps,
             l.latency_scale,
             l.mean_abs_error_pct,

@@ -262,6 +262,7 @@ impl Builder {
         // on one thread (nested or hand-edited ones) make work count in two
         // steps, which is said. Threads of merged processes may overlap.
         let mut overlapping = 0u64;
+        let mut zero_length: Option<(u64, &str)> = None;
         let mut last_end: FxHashMap<ProcId, i64> = FxHashMap::default();
         for StepAnnotation {
             name,
@@ -275,7 +276,8 @@ impl Builder {
             // most itself (a leaf task) and report a 0 ms step whose 0%
             // error pulled the mean down.
             if a1 <= a0 {
-                warnings.push(format!("{name} has zero length: not a step"));
+                let (n, _) = zero_length.get_or_insert((0, name.as_str()));
+                *n += 1;
                 continue;
             }
             let end = last_end.entry(proc).or_insert(i64::MIN);
@@ -324,6 +326,12 @@ impl Builder {
                 start_ns: a0.saturating_sub(origin),
                 end_ns: a1.saturating_sub(origin),
             });
+        }
+        if let Some((n, first)) = zero_length {
+            warnings.push(format!(
+                "{} zero length: not a step (first: {first})",
+                counted(n, "step annotation has", "step annotations have")
+            ));
         }
         if overlapping > 0 {
             warnings.push(format!(

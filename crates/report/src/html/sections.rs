@@ -308,10 +308,12 @@ fn confidence(out: &mut String, p: &PredictReport) -> fmt::Result {
     for l in &p.calibration.network {
         write!(
             out,
-            " Network {}: {} buckets of {} collectives fitted, mean error {:.1}%{}.",
+            " Network {}: {} collectives ({} with a size), {} fit point{}, mean error {:.1}%{}.",
             l.link,
-            l.samples,
             l.collectives,
+            l.collectives.saturating_sub(l.unsized_collectives),
+            l.samples,
+            if l.samples == 1 { "" } else { "s" },
             l.mean_abs_error_pct,
             if l.calibrated {
                 ""

@@ -176,7 +176,8 @@ pub struct Timeline<'a> {
 /// ([`Timeline::file_name`]), so this says where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PredictedFrom {
-    /// The trace (or `.lgraph` file) it was built from, as given.
+    /// The trace (or `.lgraph` file) it was built from, as given (the
+    /// file states it made absolute).
     pub trace: PathBuf,
     /// That trace's rank.
     pub rank: u32,
@@ -398,8 +399,11 @@ impl<'a> Timeline<'a> {
         write_distributed(&mut w, job, &self.about);
         w.trace_name(&format!("lumos {}", self.what));
         if let Some(f) = &self.predicted_from {
+            // Absolute: the file is read from elsewhere than where the
+            // prediction ran.
+            let trace = std::path::absolute(&f.trace).unwrap_or_else(|_| f.trace.clone());
             w.member_object("predictedFrom")
-                .str("trace", &f.trace.display().to_string())
+                .str("trace", &trace.display().to_string())
                 .uint("rank", u64::from(f.rank))
                 .uint("stage", u64::from(f.stage))
                 .uint("predicted_stage", u64::from(f.predicted_stage));
