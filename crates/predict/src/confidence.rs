@@ -736,30 +736,45 @@ mod tests {
         assert!(why.contains("fit no ring model near the preset"), "{why}");
     }
 
+    /// A traced baseline of `config` (TP, PP, DP, micro-batches) whose
+    /// first data-parallel collective was launched before the capture and
+    /// could not be tied to a launched one (it keeps its traced time).
+    fn with_an_untied_collective(config: [usize; 4]) -> crate::Baseline {
+        let mut base = crate::testutil::baseline("gpt-tiny", None, config);
+        let c = (base.structures[0].comms.iter_mut())
+            .find(|c| c.class == GroupClass::Data)
+            .unwrap();
+        (c.launched, c.class) = (false, GroupClass::Other);
+        base
+    }
+
+    const UNTIED: &str = "launched before the capture began on a stream the data-parallel";
+
+    /// The note and the verdict of a prediction that re-times the group
+    /// whose stream the untied collective shares.
+    fn untied_is_said(p: &crate::Prediction<'_>) -> PredictionConfidence {
+        assert!(p.notes.iter().any(|n| n.contains(UNTIED)), "{:?}", p.notes);
+        let out = p.simulate().unwrap();
+        let c = p.confidence(&out, steady(false));
+        assert_eq!(c.untied_collectives.len(), 1, "{c:?}");
+        assert!(c.level <= Confidence::Medium, "{c:?}");
+        c
+    }
+
     /// A collective launched before the capture that could not be tied to
     /// a launched one keeps its traced time: an edit of the group whose
     /// stream it shares says so in its assumptions and is not high.
     #[test]
     fn collectives_not_tied_to_a_group_are_said_and_lower_the_verdict() {
-        let mut base = crate::testutil::baseline("gpt-tiny", None, [1, 1, 2, 2]);
-        let c = (base.structures[0].comms.iter_mut())
-            .find(|c| c.class == GroupClass::Data)
-            .unwrap();
-        (c.launched, c.class) = (false, GroupClass::Other);
-        let p = base.identity().with_dp(4).unwrap();
-        let line = "launched before the capture began on a stream the data-parallel";
-        assert!(p.notes.iter().any(|n| n.contains(line)), "{:?}", p.notes);
-        let out = p.simulate().unwrap();
-        let c = p.confidence(&out, steady(false));
-        assert_eq!(c.untied_collectives.len(), 1, "{c:?}");
-        assert!(c.level <= Confidence::Medium, "{c:?}");
-        assert!(c.reasons.iter().any(|r| r.contains(line)), "{c:?}");
+        let base = with_an_untied_collective([1, 1, 2, 2]);
+        let c = untied_is_said(&base.identity().with_dp(4).unwrap());
+        assert!(c.reasons.iter().any(|r| r.contains(UNTIED)), "{c:?}");
         // Another edit does not re-time the group: nothing to say.
         let k = base
             .identity()
             .with_kernel_scale("class:gemm=0.5".parse().unwrap())
             .unwrap();
-        assert!(!k.notes.iter().any(|n| n.contains(line)));
+        assert!(!k.notes.iter().any(|n| n.contains(UNTIED)));
         let out = k.simulate().unwrap();
         assert!(k
             .confidence(&out, steady(false))
@@ -773,17 +788,7 @@ mod tests {
     /// tensor-parallel edits said so.
     #[test]
     fn collectives_not_tied_to_a_group_are_said_under_a_pipeline_edit() {
-        let mut base = crate::testutil::baseline("gpt-tiny", None, [1, 2, 2, 4]);
-        let c = (base.structures[0].comms.iter_mut())
-            .find(|c| c.class == GroupClass::Data)
-            .unwrap();
-        (c.launched, c.class) = (false, GroupClass::Other);
-        let p = base.identity().with_pp(1).unwrap();
-        let line = "launched before the capture began on a stream the data-parallel";
-        assert!(p.notes.iter().any(|n| n.contains(line)), "{:?}", p.notes);
-        let out = p.simulate().unwrap();
-        let c = p.confidence(&out, steady(false));
-        assert_eq!(c.untied_collectives.len(), 1, "{c:?}");
-        assert!(c.level <= Confidence::Medium, "{c:?}");
+        let base = with_an_untied_collective([1, 2, 2, 4]);
+        untied_is_said(&base.identity().with_pp(1).unwrap());
     }
 }
