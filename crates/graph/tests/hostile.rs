@@ -550,6 +550,32 @@ fn zero_length_and_overlapping_steps_are_warned_not_reported() {
     );
 }
 
+/// Steps of one name (a hand-edited or merged trace) are kept, in order,
+/// and said: per-step tables and `lumos diff` tell steps apart by name.
+#[test]
+fn steps_of_one_name_are_warned_about() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let mut t = read_path(&corpus(TRACES[1])).unwrap();
+    let strings = t.strings.clone();
+    let is_step = |e: &lumos_trace::Event| strings[e.name.0 as usize].starts_with("ProfilerStep#");
+    let first = t.events.iter().find(|e| is_step(e)).unwrap().name;
+    for e in t.events.iter_mut().filter(|e| is_step(e)) {
+        e.name = first;
+    }
+    let (g, _, report) = build(&t);
+    assert_eq!(g.steps.len(), 5);
+    let said: Vec<_> = (report.warnings.iter())
+        .filter(|w| w.contains("the name of an earlier one"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", report.warnings);
+    assert!(
+        said[0].starts_with("4 steps repeat the name of an earlier one (first: ProfilerStep#"),
+        "{said:?}"
+    );
+}
+
 /// GPU tasks that repeat the correlation id of another's kernel launch hang
 /// off that call, which launches one kernel: counted in one warning (the
 /// corpus has such fan-outs only under graph launches, which are exempt).

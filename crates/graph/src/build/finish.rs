@@ -327,6 +327,19 @@ impl Builder {
                 end_ns: a1.saturating_sub(origin),
             });
         }
+        // Step names tell steps apart (per-step tables, `lumos diff`):
+        // two of one name (a hand-edited or merged trace) are said.
+        let mut names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        let repeated = names.windows(2).filter(|w| w[0] == w[1]).count() as u64;
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            warnings.push(format!(
+                "{} the name of an earlier one (first: {}): the steps are kept, told apart by \
+                 their order",
+                counted(repeated, "step repeats", "steps repeat"),
+                w[0]
+            ));
+        }
         if let Some((n, first)) = zero_length {
             warnings.push(format!(
                 "{} zero length: not a step (first: {first})",
