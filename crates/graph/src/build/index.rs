@@ -75,6 +75,14 @@ impl Launched {
     pub(super) fn get(&self, call: &TaskId) -> Option<&[TaskId]> {
         Some(self.0.of(call.idx())).filter(|l| !l.is_empty())
     }
+
+    /// The calls that launched more than one GPU task, each with how
+    /// many, in call order: one pass over the offsets, no sort.
+    pub(super) fn several(&self) -> impl Iterator<Item = (TaskId, usize)> + '_ {
+        (self.0.start.windows(2).enumerate())
+            .map(|(k, w)| (TaskId(k as u32), (w[1] - w[0]) as usize))
+            .filter(|&(_, n)| n > 1)
+    }
 }
 
 /// A runtime call by correlation id. Ids are mostly increasing integers

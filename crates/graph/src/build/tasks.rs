@@ -468,8 +468,8 @@ impl Builder {
             (pairs.par_iter().with_min_len(PAR_MIN))
                 .map(|&(call, g)| new_edge(TaskId(call), g, DepKind::Launch, Anchor::Start)),
         );
-        self.shared_launch_warning(&pairs);
         self.launched = Launched::new(self.g.tasks.len(), &pairs);
+        self.shared_launch_warning();
         // Fixed from here on: later steps split calls, which keeps their
         // start, and add no GPU task.
         self.launch_times = self.stream_launch_times();
@@ -481,16 +481,14 @@ impl Builder {
     /// launched several GPU tasks: a kernel launch starts one, so GPU tasks
     /// repeat a correlation id (events merged or ids reused) and all but
     /// one hang off the wrong call, which the build cannot tell apart.
-    /// `pairs` are (call, GPU task) in GPU task order.
-    fn shared_launch_warning(&mut self, pairs: &[(u32, TaskId)]) {
-        let mut calls: Vec<u32> = pairs.iter().map(|p| p.0).collect();
-        calls.sort_unstable();
+    /// Read off [`Launched`], built just before: no sort of the launches.
+    fn shared_launch_warning(&mut self) {
         let (mut shared, mut tasks) = (0u64, 0u64);
-        for run in calls.chunk_by(|a, b| a == b).filter(|r| r.len() > 1) {
-            let name = &self.g.names[self.g.tasks[run[0] as usize].name.0 as usize];
+        for (call, n) in self.launched.several() {
+            let name = &self.g.names[self.g.tasks[call.idx()].name.0 as usize];
             if !name.contains("GraphLaunch") {
                 shared += 1;
-                tasks += run.len() as u64;
+                tasks += n as u64;
             }
         }
         if shared > 0 {
