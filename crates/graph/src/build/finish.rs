@@ -263,7 +263,7 @@ impl Builder {
         // steps, which is said. Threads of merged processes may overlap.
         let mut overlapping = 0u64;
         let mut zero_length: Option<(u64, &str)> = None;
-        let mut last_end: FxHashMap<ProcId, i64> = FxHashMap::default();
+        let mut last_end = vec![i64::MIN; self.g.processors.len()];
         for StepAnnotation {
             name,
             proc,
@@ -280,7 +280,7 @@ impl Builder {
                 *n += 1;
                 continue;
             }
-            let end = last_end.entry(proc).or_insert(i64::MIN);
+            let end = &mut last_end[proc.idx()];
             if a0 < *end {
                 overlapping += 1;
             }
