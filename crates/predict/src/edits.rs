@@ -515,7 +515,7 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
                 if group_of_one {
                     "like it, not issued by a group of one"
                 } else {
-                    "re-timed as it"
+                    "timed as it (re-timed with it where the edit changes its group or message)"
                 }
             ));
         }

@@ -717,7 +717,7 @@ fn broadcasts_are_retimed_over_a_new_group() {
         );
         assert!(
             notes.contains("5 data-parallel collectives (3 allreduce, 2 broadcast;")
-                && notes.contains("and re-timed as it"),
+                && notes.contains("and timed as it (re-timed with it where the edit changes"),
             "{notes}"
         );
         assert!(!notes.contains("kept at their traced durations"), "{notes}");
