@@ -242,6 +242,8 @@ def test_synth_refuses_what_the_cli_refuses(tmp_path):
         lumos.synth("gpt3-175b", tmp_path, pp=1, microbatches=65536, steps=100)
     with pytest.raises(ConfigError, match="at most 1048576"):
         lumos.synth("gpt-tiny", tmp_path, tp=1024, dp=2048)
+    with pytest.raises(ConfigError, match="no such GPU holds this model"):
+        lumos.synth("gpt3-175b", tmp_path, tp=2, pp=2)
     assert not any(tmp_path.iterdir())
 
 

@@ -390,6 +390,11 @@ fn synth_model_files_are_bounded() {
     let out = synth(r#"{"layers": 4, "hidden": 1048576, "heads": 16}"#);
     assert_fails(&out, 2, "GB of JSON", "hidden 1048576");
     assert!(!dir.join("out").exists());
+    // Small enough to write (a 100 MB gzip), but 7.4 TB of 16-bit weights on
+    // one GPU: a configuration that cannot exist is refused, not written.
+    let out = synth(r#"{"layers": 2, "hidden": 393216, "heads": 3072}"#);
+    assert_fails(&out, 2, "no such GPU holds this model", "hidden 393216");
+    assert!(!dir.join("out").exists());
 }
 
 #[test]

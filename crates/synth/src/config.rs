@@ -106,11 +106,20 @@ impl ModelPreset {
     /// plus layer norms, then word and position embeddings. Linear layers
     /// have no biases here (see the crate docs).
     pub fn params(&self) -> u64 {
+        let h = self.hidden as u64;
+        self.layers as u64 * self.layer_params()
+            + (self.vocab as u64 + self.seq_len as u64) * h
+            + 2 * h
+    }
+
+    /// Parameters of one layer: the query and output projections (`h^2`
+    /// each), the key and value projections (`h x kv_heads x head_dim`
+    /// each), the MLP's matrices and two layer norms.
+    pub fn layer_params(&self) -> u64 {
         let (h, f) = (self.hidden as u64, self.ffn_hidden as u64);
         let kv = (self.kv_heads * (self.hidden / self.heads.max(1))) as u64;
         let mlp = if self.swiglu { 3 * h * f } else { 2 * h * f };
-        let layer = 2 * h * h + 2 * h * kv + mlp + 4 * h;
-        self.layers as u64 * layer + (self.vocab as u64 + self.seq_len as u64) * h + 2 * h
+        2 * h * h + 2 * h * kv + mlp + 4 * h
     }
 }
 
@@ -417,7 +426,31 @@ impl SynthConfig {
         if !(self.noise.is_finite() && self.noise >= 0.0) {
             return bad(format!("noise {} must be finite and >= 0", self.noise));
         }
+        let weights = self.least_weight_bytes_per_gpu();
+        if weights > self.gpu.memory_bytes as f64 {
+            return bad(format!(
+                "the weights alone would take {:.1} GB on each GPU of stage 0 in 16 bits ({} \
+                 layers over tp {}), more than the {}'s {:.1} GB: no such GPU holds this model \
+                 (raise tp or pp)",
+                weights / 1e9,
+                self.stage_layers(0),
+                p.tp,
+                self.gpu.name,
+                self.gpu.memory_bytes as f64 / 1e9
+            ));
+        }
         Ok(())
+    }
+
+    /// The bytes of 16-bit weights a GPU of stage 0 (which holds the most
+    /// layers: earlier stages take the remainder) holds at least: its
+    /// layers' parameters over `tp`. Megatron shards weights only over
+    /// tensor and pipeline parallelism; embeddings, gradients, optimizer
+    /// state and activations come on top and are not counted, so this
+    /// refuses only a configuration that cannot exist.
+    fn least_weight_bytes_per_gpu(&self) -> f64 {
+        let layer = self.model.layer_params() as f64;
+        2.0 * layer * self.stage_layers(0) as f64 / self.parallel.tp as f64
     }
 
     /// The ranks [`SynthConfig::ranks`] selects, in order.
@@ -506,6 +539,22 @@ mod tests {
         );
         c.parallel.tp = 3;
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn a_model_no_gpu_of_the_preset_holds_is_refused() {
+        // GPT-3 175B on one H100: 350 GB of 16-bit weights against 85.9 GB.
+        let m = ModelPreset::preset("gpt3-175b").unwrap();
+        let c = SynthConfig::new(m.clone(), Parallelism::new(1, 1, 1, 1), GpuSpec::h100());
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("no such GPU holds this model"), "{e}");
+        assert!(e.contains("(96 layers over tp 1)"), "{e}");
+        // Over tp 2 x pp 2 a stage holds 87 GB: still too much for an
+        // H100, enough for an H200 (150.8 GB).
+        let c = SynthConfig::new(m.clone(), Parallelism::new(2, 2, 1, 2), GpuSpec::h100());
+        assert!(c.validate().is_err());
+        let c = SynthConfig::new(m, Parallelism::new(2, 2, 1, 2), GpuSpec::h200());
+        assert!(c.validate().is_ok(), "{:?}", c.validate());
     }
 
     #[test]
