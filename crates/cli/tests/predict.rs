@@ -705,7 +705,7 @@ fn edits_the_traces_cannot_support_are_refused() {
     assert_refused(
         &["--tp", "2"],
         &[dlrm],
-        "rank0.json.gz: the traced model has no tensor parallelism to re-shard",
+        "rank0.json.gz: none of its collectives was taken for tensor parallelism",
     );
 }
 
@@ -996,16 +996,35 @@ fn one_micro_batch_traces_are_refused_structural_edits() {
 }
 
 /// A data-parallel edit of an inference trace (no backward pass) is
-/// refused: its all-reduces (vLLM's tensor-parallel `multimem_all_reduce`,
-/// read as a data-parallel world group by a guess) reduce no gradients.
+/// refused: its all-reduces (vLLM's tensor-parallel `multimem_all_reduce`)
+/// reduce no gradients. They are taken for tensor parallelism (by a
+/// guess: no layer or group description says so), so a tensor-parallel
+/// edit runs, at low confidence, naming that guess; it was refused as "the
+/// traced model has no tensor parallelism" while `inspect` read the world
+/// group of this TP 8 trace as data-parallel.
 #[test]
 fn data_parallel_edits_of_an_inference_trace_are_refused() {
     let Some(corpus) = lumos_testkit::corpus() else {
         return;
     };
     let path = vec![corpus.path("single-rank/b200-vllm-tp8-rank0.json.gz")];
-    assert_refused(&["--dp", "2"], &path, "no backward pass");
-    assert_refused(&["--tp", "2"], &path, "no tensor-parallel collectives");
+    assert_refused(
+        &["--dp", "2"],
+        &path,
+        "(an inference trace); data parallelism reduces gradients, so there are none to reduce",
+    );
+    let inspected =
+        String::from_utf8_lossy(&run_ok(lumos().arg("inspect").args(&path)).stdout).to_string();
+    assert!(inspected.contains("(tp 8, pp 1, dp 1)"), "{inspected}");
+    let v = json(&["predict", "--tp", "4"], &path);
+    let c = &v["confidence"];
+    assert_eq!(c["verdict"], "low", "{c}");
+    let g = c["guessed_groups"][0].as_str().unwrap();
+    assert!(
+        g.starts_with("tensor-parallel edit 8 -> 4")
+            && g.contains("a collective in a trace without a backward pass"),
+        "{g}"
+    );
     // DDP's bucket all-reduces, launched from the gradient accumulation
     // hooks: data parallel from that evidence (medium), which also
     // classifies the broadcast of the same process group.

@@ -80,26 +80,38 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
             c.tp, c.dp, c.pp
         ));
     }
+    // First: an inference trace's collectives are not taken for data
+    // parallelism by a guess any more, so "no data-parallel collectives"
+    // would hide the reason.
+    if c.dp != b.dp && !shows_a_backward_pass(base) {
+        let taken = class_names(base, GroupClass::Data);
+        return Err(PredictError::Unsupported(format!(
+            "no backward pass in {}: none of its CPU operators is an autograd backward function \
+             or AccumulateGrad (an inference trace); data parallelism reduces gradients, so \
+             {} a data-parallel edit has nothing to re-time",
+            base.input_names(),
+            if taken.is_empty() {
+                "there are none to reduce and".to_string()
+            } else {
+                format!(
+                    "the collectives of groups described as data-parallel ({}) serve something \
+                     else and",
+                    taken.join(", ")
+                )
+            }
+        )));
+    }
     if c.dp != b.dp && !has_class(base, GroupClass::Data) {
         return Err(PredictError::Unsupported(format!(
             "no data-parallel collectives found in {}; nothing to re-time",
             base.input_names()
         )));
     }
-    if c.dp != b.dp && !shows_a_backward_pass(base) {
-        return Err(PredictError::Unsupported(format!(
-            "no backward pass in {}: none of its CPU operators is an autograd backward function \
-             or AccumulateGrad (an inference trace); data parallelism reduces gradients, so the \
-             collectives taken for data-parallel ({}) serve something else and a data-parallel \
-             edit has nothing to re-time",
-            base.input_names(),
-            class_names(base, GroupClass::Data).join(", ")
-        )));
-    }
     if c.tp != b.tp && !has_class(base, GroupClass::Tensor) {
         return Err(PredictError::Unsupported(format!(
-            "no tensor-parallel collectives found in {}: the traced model has no tensor \
-             parallelism to re-shard",
+            "no tensor-parallel collectives found in {}: none of its collectives was taken for \
+             tensor parallelism (`lumos inspect` lists their groups and why), so there is no \
+             tensor-parallel communication to re-shard",
             base.input_names()
         )));
     }
@@ -212,37 +224,14 @@ fn selects_a_gpu_task(base: &Baseline, select: &KernelSelector) -> bool {
     })
 }
 
-/// Whether the traces show a backward pass: an autograd operator
-/// (`autograd::engine::evaluate_function: ...`, `MmBackward0`,
-/// `AccumulateGrad`) among the CPU tasks or scopes of any input. A trace
-/// without CPU operators (GPU only) cannot tell, and passes.
+/// Whether the traces show a backward pass
+/// ([`crate::discover::shows_backward`]) in any input; traces without CPU
+/// operators (GPU only) cannot tell, and pass.
 fn shows_a_backward_pass(base: &Baseline) -> bool {
-    let backward = |n: &str| {
-        n.contains("Backward") || n.contains("AccumulateGrad") || n.starts_with("autograd::")
-    };
-    let mut any_cpu = false;
-    for inp in &base.inputs {
-        let g = &inp.graph;
-        let cpu = g.tasks.iter().filter(|t| {
-            matches!(
-                t.kind,
-                lumos_graph::TaskKind::CpuOp | lumos_graph::TaskKind::Annotation
-            )
-        });
-        // Names are interned: each is tested once.
-        let mut seen = vec![false; g.names.len()];
-        for t in cpu.map(|t| t.name).chain(g.scopes.iter().map(|s| s.name)) {
-            any_cpu = true;
-            let i = t.0 as usize;
-            if !seen[i] {
-                seen[i] = true;
-                if backward(&g.names[i]) {
-                    return true;
-                }
-            }
-        }
-    }
-    !any_cpu
+    let seen: Vec<_> = (base.inputs.iter())
+        .map(|i| crate::discover::shows_backward(&i.graph))
+        .collect();
+    seen.contains(&Some(true)) || seen.iter().all(Option::is_none)
 }
 
 /// The distinct collective names of `class` in the traces, as their

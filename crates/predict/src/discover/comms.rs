@@ -240,18 +240,50 @@ impl<'s> Places<'s> {
     }
 }
 
+/// Whether `g`'s CPU side shows a backward pass: an autograd operator
+/// (`autograd::engine::evaluate_function: ...`, `MmBackward0`,
+/// `AccumulateGrad`) among its CPU tasks or scopes. `None` for a trace
+/// without CPU operators (GPU only), which cannot tell.
+pub(crate) fn shows_backward(g: &Graph) -> Option<bool> {
+    let backward = |n: &str| {
+        n.contains("Backward") || n.contains("AccumulateGrad") || n.starts_with("autograd::")
+    };
+    let cpu = g.tasks.iter().filter(|t| {
+        matches!(
+            t.kind,
+            lumos_graph::TaskKind::CpuOp | lumos_graph::TaskKind::Annotation
+        )
+    });
+    let mut any_cpu = false;
+    // Names are interned: each is tested once.
+    let mut seen = vec![false; g.names.len()];
+    for t in cpu.map(|t| t.name).chain(g.scopes.iter().map(|s| s.name)) {
+        any_cpu = true;
+        let i = t.0 as usize;
+        if !seen[i] {
+            seen[i] = true;
+            if backward(&g.names[i]) {
+                return Some(true);
+            }
+        }
+    }
+    any_cpu.then_some(false)
+}
+
 /// The group class of a collective named `name` (the operator's name where
 /// there is one, else the recorded one), in process group `group`
 /// (as the trace describes it, if it does), with `group_size` ranks when
 /// recorded, running at `place` on a rank of a world of `world` ranks,
-/// with the rule that decided, in words. The rules are tried in order; the
-/// first that applies decides.
+/// with the rule that decided, in words; `inference` when the trace's CPU
+/// operators show no backward pass ([`shows_backward`]). The rules are
+/// tried in order; the first that applies decides.
 pub(super) fn classify(
     name: &str,
     group_size: Option<u32>,
     group: Option<&GroupInfo>,
     place: Place,
     world: Option<u32>,
+    inference: bool,
 ) -> (GroupClass, Confidence, &'static str) {
     if let Some(cl) = group
         .and_then(|gr| gr.desc.as_deref())
@@ -294,6 +326,17 @@ pub(super) fn classify(
             GroupClass::Data,
             Confidence::Medium,
             "a reduction launched from a gradient's accumulation hook (DDP's bucket reducer)",
+        )
+    } else if inference {
+        // What follows takes collectives for gradient reductions or the
+        // optimizer's gradient norm; a trace without a backward pass has
+        // neither (vLLM's tensor-parallel all-reduces ran in no layer
+        // found, in the world group).
+        (
+            GroupClass::Tensor,
+            Confidence::Low,
+            "a collective in a trace without a backward pass (inference: no gradients to \
+             reduce), taken for tensor parallelism",
         )
     } else if group.is_some_and(|gr| {
         gr.desc.as_deref() == Some("default_pg")
@@ -341,6 +384,7 @@ pub(super) fn classify_comms(
     let places = Places::new(steps);
     let mut nccl = NcclOperators::of(g);
     let mut hooks = GradientHooks::of(g);
+    let inference = shows_backward(g) == Some(false);
     let mut out = Vec::new();
     for (i, t) in g.tasks.iter().enumerate() {
         let Some(ci) = t.collective else { continue };
@@ -364,7 +408,7 @@ pub(super) fn classify_comms(
         let (class, confidence, basis, kind, p2p) = *classified.entry(key).or_insert_with(|| {
             let name = program_collective(&mut nccl, task, &c.name);
             let (class, confidence, basis) =
-                classify(name, c.group_size, group, place, ctx.world_size);
+                classify(name, c.group_size, group, place, ctx.world_size, inference);
             (
                 class,
                 confidence,

@@ -63,6 +63,7 @@ use lumos_graph::{Graph, Measured, ProcId, TaskId};
 use crate::context::TraceContext;
 use crate::units::{Units, NO_UNIT};
 
+pub(crate) use comms::shows_backward;
 pub use comms::{CommInfo, GroupClass, P2p};
 pub use config::DiscoveredConfig;
 pub use report::{Finding, GroupReport, PhaseTime, StructureReport};

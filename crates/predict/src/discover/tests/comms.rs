@@ -57,7 +57,7 @@ fn rules_apply_in_order() {
     use Place::{Epilogue, ForwardLayer, LastBackward};
     // The class and confidence; the rules' words are the rules' own.
     let class = |name, size, group, place| {
-        let (class, confidence, _) = classify(name, size, group, place, Some(8));
+        let (class, confidence, _) = classify(name, size, group, place, Some(8), false);
         (class, confidence)
     };
     // A description beats everything, even a send.
@@ -124,7 +124,7 @@ fn all_to_alls_are_not_pipeline_or_tensor_parallel() {
         assert!(is_all_to_all(name), "{name}");
         for place in [Place::ForwardLayer, Place::LastBackward, Place::Other] {
             assert_eq!(
-                classify(name, None, None, place, Some(8)),
+                classify(name, None, None, place, Some(8), false),
                 (
                     GroupClass::Other,
                     Confidence::Medium,
@@ -151,7 +151,8 @@ fn all_to_alls_are_not_pipeline_or_tensor_parallel() {
             None,
             Some(&described),
             Place::ForwardLayer,
-            Some(8)
+            Some(8),
+            false
         ),
         (
             GroupClass::Other,
@@ -337,4 +338,41 @@ fn collectives_without_a_launch_are_taken_for_the_same_one_a_step_later() {
     for &i in first.iter().filter(|&&i| i != differs && i != same) {
         assert!(own[i].taken_for.is_some(), "{:?}", own[i]);
     }
+}
+
+/// A trace without a backward pass has no gradients to reduce and no
+/// optimizer: the collectives that the world-group, epilogue and
+/// kind-alone rules would take for data parallelism or the gradient norm
+/// are taken for tensor parallelism (vLLM's all-reduces); the rules
+/// before them still decide first.
+#[test]
+fn collectives_of_an_inference_trace_are_not_gradient_reductions() {
+    let world = GroupInfo {
+        name: "0".into(),
+        desc: Some("default_pg".into()),
+        ranks: (0..8).collect(),
+    };
+    for (group, place) in [
+        (None, Place::Other),
+        (Some(&world), Place::Other),
+        (None, Place::Epilogue),
+    ] {
+        let (training, _, _) = classify("all_reduce", None, group, place, Some(8), false);
+        assert_ne!(training, GroupClass::Tensor, "{place:?}");
+        let (class, confidence, _) = classify("all_reduce", None, group, place, Some(8), true);
+        assert_eq!(
+            (class, confidence),
+            (GroupClass::Tensor, Confidence::Low),
+            "{place:?}"
+        );
+    }
+    let (class, _, _) = classify("send", None, None, Place::Other, Some(8), true);
+    assert_eq!(class, GroupClass::Pipeline);
+    let dp = GroupInfo {
+        name: "3".into(),
+        desc: Some("DATA_PARALLEL_GROUP".into()),
+        ranks: vec![0, 4],
+    };
+    let (class, _, _) = classify("all_reduce", None, Some(&dp), Place::Other, Some(8), true);
+    assert_eq!(class, GroupClass::Data);
 }
