@@ -433,12 +433,21 @@ pub(super) fn structure_blocked(s: &Structure) -> Option<String> {
                  is told from the job's other pipeline stages, so give every stage's trace"
                     .into(),
             )
-        } else if s
-            .steps
-            .iter()
-            .any(|st| count(st, PassKind::Forward) != count(st, PassKind::Backward))
+        } else if s.steps.iter().all(|st| count(st, PassKind::Backward) == 0) {
+            Some(
+                "no backward pass in any step (an inference trace?): the structural edits \
+                 re-arrange a training step's forward and backward passes"
+                    .into(),
+            )
+        } else if let Some((i, st)) = (s.steps.iter().enumerate())
+            .find(|(_, st)| count(st, PassKind::Forward) != count(st, PassKind::Backward))
         {
-            Some("forward and backward pass counts differ".into())
+            Some(format!(
+                "forward and backward pass counts differ ({} forward, {} backward in step {})",
+                count(st, PassKind::Forward),
+                count(st, PassKind::Backward),
+                i + 1
+            ))
         } else {
             None
         }

@@ -84,7 +84,18 @@ fn why_structural_edits_are_blocked() {
     t.steps[1].passes.pop();
     assert_eq!(
         edits_blocked(&t).as_deref(),
-        Some("forward and backward pass counts differ")
+        Some("forward and backward pass counts differ (2 forward, 1 backward in step 2)")
+    );
+    let mut t = s.clone();
+    for st in &mut t.steps {
+        st.passes.retain(|p| p.kind == PassKind::Forward);
+    }
+    assert!(
+        edits_blocked(&t)
+            .unwrap()
+            .starts_with("no backward pass in any step (an inference trace?)"),
+        "{:?}",
+        edits_blocked(&t)
     );
     let mut t = s.clone();
     t.layer_method = LayerMethod::KernelPattern;
