@@ -238,48 +238,117 @@ fn predicted_timelines_replay_together_as_the_predicted_job() {
     .enumerate()
     {
         let out = dir.join(format!("out{k}"));
-        let args = [&["predict"][..], edit, &["--out", out.to_str().unwrap()]].concat();
-        let v = json(&args, &files);
-        let written = files_in(&out);
-        let stages = v["stages"].as_array().unwrap().len();
-        assert_eq!(written.len(), stages, "{edit:?}");
-        let r = json(&["replay"], &written);
-        // Their directory is the same job.
-        let by_dir = json(&["replay"], std::slice::from_ref(&out));
-        assert_eq!(by_dir["job"], r["job"], "{edit:?}");
-        let job = &r["job"];
-        assert!(job.is_object(), "{edit:?}: not replayed as one job");
-        assert_eq!(job["ranks"].as_array().unwrap().len(), stages, "{edit:?}");
-        assert_eq!(job["missing_ranks"], serde_json::json!([]), "{edit:?}");
-        let matching = &job["matching"];
-        assert_eq!(matching["problems"], serde_json::json!([]), "{edit:?}");
-        // Transfers between stages and the gradient-norm reductions pair
-        // up; each stage's tensor- and data-parallel peers were not
-        // written, so their collectives have no partner here.
-        let rules = &matching["by_rule"];
+        let job = predicted_and_replayed(&files, edit, &out);
+        // Each stage's tensor- and data-parallel peers were not written,
+        // so their collectives have no partner here.
         assert!(
-            rules["point_to_point"].as_u64().unwrap() > 0,
-            "{edit:?}: {rules}"
+            job["matching"]["unmatched_tasks"].as_u64().unwrap() > 0,
+            "{edit:?}"
         );
+    }
+}
+
+/// `lumos predict EDIT --out OUT FILES`, then `lumos replay` of what it
+/// wrote: the files are the predicted job (one rank per stage, taken as
+/// one job by their names or their directory), every transfer between
+/// stages and every gradient-norm reduction pairs up by the rule the
+/// written job states (by group and `Seq`, never by kernel name), and
+/// each replayed step is the predicted one within a microsecond. Returns
+/// the replayed job.
+fn predicted_and_replayed(files: &[PathBuf], edit: &[&str], out: &Path) -> serde_json::Value {
+    let args = [&["predict"][..], edit, &["--out", out.to_str().unwrap()]].concat();
+    let v = json(&args, files);
+    let written = files_in(out);
+    let stages = v["stages"].as_array().unwrap().len();
+    assert_eq!(written.len(), stages, "{edit:?}");
+    let r = json(&["replay"], &written);
+    // Their directory is the same job.
+    let by_dir = json(&["replay"], &[out.to_path_buf()]);
+    assert_eq!(by_dir["job"], r["job"], "{edit:?}");
+    let job = &r["job"];
+    assert!(job.is_object(), "{edit:?}: not replayed as one job");
+    assert_eq!(job["ranks"].as_array().unwrap().len(), stages, "{edit:?}");
+    assert_eq!(job["missing_ranks"], serde_json::json!([]), "{edit:?}");
+    let matching = &job["matching"];
+    assert_eq!(matching["problems"], serde_json::json!([]), "{edit:?}");
+    let rules = &matching["by_rule"];
+    assert!(
+        rules["point_to_point"].as_u64().unwrap() > 0,
+        "{edit:?}: {rules}"
+    );
+    assert!(
+        rules["process_group_seq"].as_u64().unwrap() > 0,
+        "{edit:?}: {rules}"
+    );
+    assert!(
+        rules.get("kernel_family_order").is_none(),
+        "{edit:?}: {rules}"
+    );
+    let predicted = v["steps"].as_array().unwrap();
+    let replayed = job["steps"].as_array().unwrap();
+    assert_eq!(replayed.len(), predicted.len(), "{edit:?}");
+    for (p, r) in predicted.iter().zip(replayed) {
+        let want = p["predicted_ms"].as_f64().unwrap() * 1e3;
+        let got = r["replayed_us"].as_f64().unwrap();
         assert!(
-            rules["process_group_seq"].as_u64().unwrap() > 0,
-            "{edit:?}: {rules}"
+            (got - want).abs() <= 1.0,
+            "{edit:?}: replayed together {got:.3} us, predicted {want:.3} us"
         );
-        assert!(
-            rules.get("kernel_family_order").is_none(),
-            "{edit:?}: {rules}"
+    }
+    job.clone()
+}
+
+/// Interleaved pipelines of three and four stages (`lumos synth
+/// --virtual-stages 2`), predicted with schedule edits and written with
+/// `--out`, replay together to the predicted steps with every transfer
+/// paired. Before, the last stage's first forward receive (the last
+/// chunk's forwards open with the loss head's data loading after theirs,
+/// so the forwards shared no opening) was left in the step's prologue,
+/// which the prediction paired with nothing: the files stated no job
+/// ("2 recv written without a process group") and replayed one by one.
+#[test]
+fn predicted_interleaved_pipelines_replay_together_as_the_predicted_job() {
+    let dir = temp_dir("interleaved-as-job");
+    let synth = |name: &str, model: &str, pp: &str, m: &str| -> Vec<PathBuf> {
+        let out = run_ok(
+            lumos()
+                .args(["synth", "--model", model, "--pp", pp, "--microbatches", m])
+                .args(["--virtual-stages", "2", "--out"])
+                .arg(dir.join(name)),
         );
-        let predicted = v["steps"].as_array().unwrap();
-        let replayed = job["steps"].as_array().unwrap();
-        assert_eq!(replayed.len(), predicted.len(), "{edit:?}");
-        for (p, r) in predicted.iter().zip(replayed) {
-            let want = p["predicted_ms"].as_f64().unwrap();
-            let got = r["replayed_us"].as_f64().unwrap() / 1e3;
-            assert!(
-                (got - want).abs() / want < 1e-3,
-                "{edit:?}: replayed together {got:.3} ms, predicted {want:.3} ms"
-            );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(PathBuf::from)
+            .collect()
+    };
+    // Four stages of two chunks need layers in eights: GPT tiny's width.
+    let eight = dir.join("eight-layers.json");
+    std::fs::write(
+        &eight,
+        r#"{"name": "gpt-8", "layers": 8, "hidden": 1024, "heads": 16}"#,
+    )
+    .unwrap();
+    let jobs = [
+        (synth("pp3", "gpt-small", "3", "6"), "pp3"),
+        (synth("pp4", eight.to_str().unwrap(), "4", "4"), "pp4"),
+    ];
+    for (files, name) in &jobs {
+        for (k, edit) in [&["--microbatches", "12"][..], &["--virtual-stages", "1"]]
+            .into_iter()
+            .enumerate()
+        {
+            let out = dir.join(format!("{name}-out{k}"));
+            let job = predicted_and_replayed(files, edit, &out);
+            // Tensor and data parallelism 1: every collective is written.
+            assert_eq!(job["matching"]["unmatched_tasks"], 0, "{name} {edit:?}");
         }
+    }
+    // The traced pipeline's own shape, and three stages made two.
+    let (three, _) = &jobs[0];
+    for edit in [&["--pp", "3"][..], &["--pp", "2", "--microbatches", "4"]] {
+        let out = dir.join(format!("pp3-{}", edit.join("")));
+        let job = predicted_and_replayed(three, edit, &out);
+        assert_eq!(job["matching"]["unmatched_tasks"], 0, "{edit:?}");
     }
 }
 

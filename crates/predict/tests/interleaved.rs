@@ -14,7 +14,7 @@
 mod common;
 
 use common::*;
-use lumos_predict::{Confidence, Prediction};
+use lumos_predict::{Confidence, PassKind, Prediction};
 use lumos_synth::SynthConfig;
 
 /// The job: 24-layer GPT small, TP 2 x PP `pp` x DP 2, `m` micro-batches,
@@ -89,6 +89,31 @@ fn discovery_finds_the_chunks_of_an_interleaved_job() {
         .map(|s| s.report.stage_role.as_str())
         .collect();
     assert_eq!(roles, ["first", "middle", "last"]);
+    // The first forward owns what opens every forward of its chunk (the
+    // first stage's data loading and embedding, the others' receive),
+    // whatever the other chunks' forwards open with; the prologue holds
+    // no pipeline transfer. Before, the last stage's first receive and
+    // the first stage's data loading were left in the prologue, and a
+    // prediction paired that receive with nothing.
+    for (k, s) in base.structures.iter().enumerate() {
+        for st in &s.steps {
+            assert!(
+                st.prologue.iter().all(|&u| s.unit_p2p(u).is_none()),
+                "stage {k}: a transfer in the prologue"
+            );
+            let opening = |pi: usize| -> Vec<&str> {
+                (st.passes[pi].pre.iter())
+                    .filter(|&&u| s.units.units[u as usize].thread == st.main)
+                    .map(|&u| s.units.token(u as usize))
+                    .collect()
+            };
+            let second = (1..st.passes.len())
+                .find(|&pi| (st.passes[pi].kind, st.passes[pi].chunk) == (PassKind::Forward, 0))
+                .unwrap();
+            assert!(!opening(0).is_empty(), "stage {k}");
+            assert_eq!(opening(0), opening(second), "stage {k}");
+        }
+    }
     // The plain job is not taken for an interleaved one.
     let plain = baseline(&job(3, 6, 1));
     assert_eq!(plain.config.virtual_stages, 1);

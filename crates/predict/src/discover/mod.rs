@@ -22,9 +22,10 @@
 //! 5. `config`: the configuration (degrees, stage, micro-batches, layers,
 //!    shapes) with a finding for each value; then `interleave`: whether
 //!    the stage runs the interleaved 1F1B schedule, each pass's model
-//!    chunk and micro-batch when it does; then `tails`: the work a
-//!    forward leaves behind it (the loss head) given back to it where the
-//!    passes after it differ.
+//!    chunk and micro-batch when it does; then the first pass of each
+//!    step given what opens every pass of its chunk (`passes`); then
+//!    `tails`: the work a forward leaves behind it (the loss head) given
+//!    back to it where the passes after it differ.
 //! 6. `report`: the report `lumos inspect` and `lumos predict` show.
 //!
 //! # How passes and layers are found
@@ -40,7 +41,8 @@
 //! one-token block. Units between passes belong to the next pass, except
 //! point-to-point sends, which end the pass before them; the units before
 //! the first pass that also precede every other forward pass are that pass's
-//! own, the rest is the step's prologue. Where annotations wrap whole
+//! own (every other forward of its model chunk, once the chunks are known),
+//! the rest is the step's prologue. Where annotations wrap whole
 //! passes (`## forward ##`, DDP's forward) and the structure cannot be
 //! edited, the units are cut again inside them ([`Units::wrappers`]).
 
@@ -487,6 +489,9 @@ fn discover_units(
     // the configuration too.
     s.config = config::infer_config(graph, ctx, &s, &mut findings);
     interleave::detect(&mut s, &mut findings);
+    // With the chunks known, the first pass owns what its chunk's passes
+    // share (the last stage's first receive).
+    passes::own_first_passes_per_chunk(&mut s);
     // With the chunks known, each forward's loss head is its own.
     tails::give_forwards_their_tails(&mut s);
     s.report = report::report(graph, &s, findings);

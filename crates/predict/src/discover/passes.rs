@@ -7,7 +7,9 @@
 //! passes found as chains of the blocks ([`forward_chains`],
 //! [`backward_chains`]), their layers ([`core_passes`]), the main-thread
 //! units between them ([`between_passes`], [`first_pass_own`]), and
-//! whatever is left ([`absorb_leftovers`]).
+//! whatever is left ([`absorb_leftovers`]). Once the model chunks are
+//! known (step 5), [`own_first_passes_per_chunk`] gives the first pass
+//! what opens every pass of its chunk.
 
 use lumos_graph::{Graph, ProcId, TaskKind};
 
@@ -15,7 +17,7 @@ use super::comms::p2p_of;
 use super::layers::{kernel_pattern, layer_blocks, one_layer_per_pass, thread_tokens, LayerBlocks};
 use super::{
     finding, tokens, Confidence, Finding, LayerHint, LayerMethod, P2p, Part, PassKind,
-    PassStructure, Role, StepStructure,
+    PassStructure, Role, StepStructure, Structure,
 };
 use crate::pattern::chains;
 use crate::units::Units;
@@ -551,8 +553,10 @@ fn is_bare_wait(g: &Graph, units: &Units, u: u32) -> bool {
 
 /// How many of the units before the first pass (`pre[0]`) are its own:
 /// the longest tail of them whose tokens also end what precedes every
-/// other pass of its kind (data loading, a receive); 0 when it is the only
-/// pass of its kind.
+/// other pass of its kind and model chunk (data loading, a receive); 0
+/// when it is the only such pass. Before the chunks are known every pass
+/// is of chunk 0; [`own_first_passes_per_chunk`] asks again once they
+/// are.
 pub(super) fn first_pass_own(units: &Units, passes: &[PassStructure], pre: &[Vec<u32>]) -> usize {
     let first = &passes[0];
     let common_suffix = |a: &[u32], b: &[u32]| {
@@ -566,7 +570,7 @@ pub(super) fn first_pass_own(units: &Units, passes: &[PassStructure], pre: &[Vec
         .iter()
         .enumerate()
         .skip(1)
-        .filter(|(_, p)| p.kind == first.kind)
+        .filter(|(_, p)| (p.kind, p.chunk) == (first.kind, first.chunk))
         .map(|(i, _)| tokens(units, &pre[i]))
         .collect();
     let common = others.iter().fold(None::<Vec<u32>>, |acc, t| match acc {
@@ -579,6 +583,61 @@ pub(super) fn first_pass_own(units: &Units, passes: &[PassStructure], pre: &[Vec
     match common {
         Some(c) => common_suffix(&tokens(units, &pre[0]), &c),
         None => 0,
+    }
+}
+
+/// With the model chunks known (an interleaved stage), gives the first
+/// pass of each step of `s` what precedes every other pass of its kind
+/// *and chunk* ([`first_pass_own`]), moving it out of the step's
+/// prologue, where [`cut_step`] left what the passes of other chunks do
+/// not share. The last stage's first forward (chunk 0) opens with its
+/// receive alone, while the last chunk's forwards also load the loss
+/// head's data after theirs; the first stage's first forward loads data
+/// and embeds, which the other chunks' forwards (a receive) do not. Left
+/// in the prologue, such a receive has no pass, so a prediction couples
+/// it (and the send before it on the stage before) with nothing. Only
+/// moves units into the pass: its chunk's passes share at least what all
+/// passes of its kind share. The moved units' roles are set; those of
+/// other threads that the prologue had taken after a moved one (see
+/// [`absorb_leftovers`]) follow it into the pass.
+pub(super) fn own_first_passes_per_chunk(s: &mut Structure) {
+    for (si, st) in s.steps.iter_mut().enumerate() {
+        let Some(first) = st.passes.first() else {
+            continue;
+        };
+        if st.passes.iter().all(|p| p.chunk == first.chunk) {
+            continue;
+        }
+        let main = st.main;
+        let on_main = |us: &[u32]| -> Vec<u32> {
+            us.iter()
+                .copied()
+                .filter(|&u| s.units.units[u as usize].thread == main)
+                .collect()
+        };
+        // What [`cut_step`] shared out between the passes: the main
+        // thread's units before each (the other threads' are leftovers).
+        let in_prologue = on_main(&st.prologue);
+        let owned = on_main(&first.pre);
+        let mut pre: Vec<Vec<u32>> = st.passes.iter().map(|p| on_main(&p.pre)).collect();
+        pre[0] = [in_prologue.as_slice(), owned.as_slice()].concat();
+        let own = first_pass_own(&s.units, &st.passes, &pre);
+        let Some(more) = own.checked_sub(owned.len()).filter(|&n| n > 0) else {
+            continue;
+        };
+        let from = in_prologue[in_prologue.len() - more];
+        let (kept, moved): (Vec<u32>, Vec<u32>) = st.prologue.iter().partition(|&&u| u < from);
+        for &u in &moved {
+            s.roles[u as usize] = Role::Pass {
+                step: si as u32,
+                pass: 0,
+                part: Part::Pre,
+            };
+        }
+        st.prologue = kept;
+        let p = &mut st.passes[0];
+        p.pre.extend(moved);
+        p.pre.sort_unstable();
     }
 }
 

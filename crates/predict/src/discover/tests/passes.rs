@@ -232,6 +232,15 @@ fn the_first_pass_keeps_what_precedes_every_pass_of_its_kind() {
     assert_eq!(first_pass_own(&us, &passes, &pre), 0);
     // The only pass of its kind keeps nothing.
     assert_eq!(first_pass_own(&us, &passes[..2], &pre), 0);
+    // With model chunks, only the passes of the first one's chunk count:
+    // the last forward, of another chunk, opens with `q` alone (the last
+    // virtual stage's first receive, where the last chunk's forwards load
+    // data after theirs).
+    let pre = vec![vec![0, 1, 2], vec![], vec![3, 4], vec![], vec![5]];
+    assert_eq!(first_pass_own(&us, &passes, &pre), 0);
+    let mut chunked = passes.clone();
+    chunked[4].chunk = 1;
+    assert_eq!(first_pass_own(&us, &chunked, &pre), 2);
 }
 
 #[test]
