@@ -36,7 +36,8 @@
 //!
 //! `Input Dims` are parsed once, into [`InputDims`] shared by every event
 //! with the same list; a malformed one is dropped from its event and
-//! counted ([`Skipped::bad_args`]).
+//! counted ([`Skipped::bad_args`]), as is an id argument (`correlation`,
+//! `External id`, `stream`, `device`) that is not an integer in range.
 //!
 //! [`KinetoWriter`] is the other direction, for everything lumos writes
 //! (synthetic traces, replayed timelines): typed members and events in,

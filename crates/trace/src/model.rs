@@ -748,10 +748,13 @@ pub struct Skipped {
     /// Index in `traceEvents` of the first skipped event per reason, for
     /// error reports.
     pub first_index: BTreeMap<SkipReason, u64>,
-    /// Arguments whose value was malformed, by key (`Input Dims`), or held
-    /// the value the compact event uses for "absent" (`correlation`,
-    /// `External id`, `stream`, `device`): the event is kept without them.
-    /// Not counted in [`Skipped::total`].
+    /// Arguments whose value was malformed, by key: an `Input Dims` that
+    /// is not a list of shapes, or an id (`correlation`, `External id`,
+    /// `stream`, `device`) that is not an integer in range (a fraction, a
+    /// string holding no integer, a negative `correlation`, an object) or
+    /// that holds the value the compact event uses for "absent". The event
+    /// is kept without them (`null` is an absent id, not counted). Not
+    /// counted in [`Skipped::total`].
     pub bad_args: BTreeMap<&'static str, BadArg>,
     /// Numbers written `NaN`, `Infinity` or `-Infinity` (not JSON, but
     /// what Python's `json.dump` writes), read as absent values: a `ts`
