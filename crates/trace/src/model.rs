@@ -711,10 +711,14 @@ pub enum SkipReason {
     NotModeled,
     /// Instant (`i`) and counter (`C`) events: not tasks.
     NotATask,
-    /// A phase other than X, i, C, M, s, f.
+    /// A phase other than X, i, I, C, M, s, t, f, B, E.
     UnsupportedPhase,
     /// A flow without an id, or of an unknown flow category.
     BadFlow,
+    /// A begin (`B`) or end (`E`) duration event: valid in the Chrome
+    /// trace format, not malformed, but not read (a task is one complete
+    /// `X` event), so the span such a pair marks is not in the graph.
+    BeginEnd,
 }
 
 impl SkipReason {
@@ -735,6 +739,7 @@ impl SkipReason {
             SkipReason::NotATask => "instant or counter event, not a task",
             SkipReason::UnsupportedPhase => "unsupported ph",
             SkipReason::BadFlow => "flow without id or of unknown kind",
+            SkipReason::BeginEnd => "begin/end (B/E) duration event, not read",
         }
     }
 }

@@ -695,6 +695,7 @@ impl<'a> RawEvent<'a> {
                 };
             }
             "i" | "I" | "C" => return skip(cat, SkipReason::NotATask),
+            "B" | "E" => return skip(cat, SkipReason::BeginEnd),
             _ => return skip(cat, SkipReason::UnsupportedPhase),
         }
         let Some(category) = self.category.or_else(|| Category::parse(cat)) else {
