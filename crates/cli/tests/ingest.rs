@@ -195,3 +195,42 @@ fn issue_12_events_left_out_with_their_threads_are_not_counted_kept() {
         "{rows:?}"
     );
 }
+
+/// What the reader counts but does not keep (ids that are not integers,
+/// begin/end events) is said by `inspect`, in its words, on the trace and
+/// on its compact graph alike (format 4 stores begin/end events under
+/// their own reason). The corpus has neither.
+#[test]
+fn ignored_ids_and_begin_end_events_are_reported_from_trace_and_graph() {
+    let events = [
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":0,"dur":20}"#,
+        r#"{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":2,"dur":5,"args":{"correlation":1,"External id":1}}"#,
+        r#"{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":8,"dur":5,"args":{"correlation":"n/a","External id":1.5}}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,"args":{"correlation":1,"stream":7,"device":0}}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":16,"dur":5,"args":{"correlation":-2,"stream":7,"device":0}}"#,
+        r#"{"ph":"B","cat":"user_annotation","name":"span","pid":1,"tid":1,"ts":0}"#,
+        r#"{"ph":"E","cat":"user_annotation","name":"span","pid":1,"tid":1,"ts":30}"#,
+    ];
+    let dir = TempDir::new("cli-ingest-ignored");
+    let trace = dir.join("ignored.json");
+    std::fs::write(
+        &trace,
+        format!(r#"{{"traceEvents":[{}]}}"#, events.join(",")),
+    )
+    .unwrap();
+    let graph = dir.join("ignored.lgraph");
+    ok(run(&["ingest", "-o", graph.to_str().unwrap()], &[&trace]));
+    same_output(&["inspect", "--json"], &trace, &graph);
+    let text = String::from_utf8(ok(run(&["inspect"], &[&graph]))).unwrap();
+    for warning in [
+        "warning: 2 events with a malformed \"correlation\" (first at traceEvents[2]): kept \
+         without it",
+        "warning: 1 event with a malformed \"External id\" (first at traceEvents[2])",
+        "warning: 2 begin/end (\"B\"/\"E\") duration events skipped (first at traceEvents[5]): \
+         valid trace events, which lumos does not read",
+        "begin/end (B/E) duration event, not read",
+    ] {
+        assert!(text.contains(warning), "{warning}\n{text}");
+    }
+    assert!(!text.contains("malformed event"), "{text}");
+}

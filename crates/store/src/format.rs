@@ -16,7 +16,7 @@ use crate::error::{Problem, StoreError};
 pub const MAGIC: [u8; 8] = *b"\x89LGRF\r\n\x1a";
 
 /// The version of the format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Bytes of the fixed prefix: magic, format version, section count, the
 /// writer's lumos version (NUL-padded), and the prefix's checksum.

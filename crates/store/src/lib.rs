@@ -225,7 +225,10 @@ pub fn read_program(path: &Path) -> Result<(RankSummary, RankProgram), StoreErro
     Ok((summary, program))
 }
 
-/// Reads the whole file.
+/// Reads the whole file. Its summary and program, which
+/// [`read_summary`] and [`read_program`] read alone, must be what the
+/// graph and the facts give again ([`program_of`]), else the file is
+/// corrupt.
 pub fn read_stored(path: &Path) -> Result<StoredRank, StoreError> {
     let mut c = Container::open(path)?;
     let summary = summary_of(path, &mut c)?;
@@ -235,29 +238,42 @@ pub fn read_stored(path: &Path) -> Result<StoredRank, StoreError> {
     let section: GraphSection = decode(path, "GRPH", &c.section(GRPH)?)?;
     let (graph, report) = section.into_parts().map_err(bad(path))?;
     facts.meta.hostname.clone_from(&graph.host);
-    let program = RankProgram {
-        rank: summary.rank,
-        signature: summary.signature,
-        steps_ns: summary.steps_ns.clone(),
-        comms: timings.into_timings(),
-    };
-    if program.comms.len() != graph.comms.len() {
+    let comms = timings.into_timings();
+    if comms.len() != graph.comms.len() {
         return Err(StoreError::new(
             path,
             Problem::Corrupt("the program does not match the graph's communication tasks".into()),
         ));
     }
-    // The summary, read alone by representatives, must say what the rest
-    // of the file does.
+    // The summary and the program, read alone by representatives (to
+    // group ranks, to model a group's peers), must say what the rest of
+    // the file does: a file whose checksums match but whose summary was
+    // made up (written by another program, or edited and its checksums
+    // recomputed) put its rank in another group, or gave its group other
+    // measured steps, and replayed without a word. Ingest derived both
+    // from the graph (`StoredRank::of`), so they are derived again here
+    // (linear in the tasks, next to decoding them) and must be equal.
+    let program = program_of(&graph);
     let agree = summary.rank == graph.rank
         && summary.rank == facts.meta.rank
+        && summary.rank_source == facts.meta.rank_source
         && summary.world_size == facts.meta.world_size
         && summary.tasks == graph.graph.tasks.len() as u64
-        && summary.comm_tasks == graph.comms.len() as u64;
+        && summary.comm_tasks == graph.comms.len() as u64
+        && summary.devices as usize == facts.meta.devices.len()
+        && summary.json_bytes == facts.json_bytes
+        && summary.signature == program.signature
+        && summary.steps_ns == program.steps_ns;
     if !agree {
         return Err(StoreError::new(
             path,
             Problem::Corrupt("the summary does not match the graph or the trace's facts".into()),
+        ));
+    }
+    if comms != program.comms {
+        return Err(StoreError::new(
+            path,
+            Problem::Corrupt("the program's communication timings do not match the graph's".into()),
         ));
     }
     Ok(StoredRank {

@@ -213,6 +213,35 @@ fn impossible_values_are_errors_naming_the_file() {
         ("the summary does not match", {
             Box::new(|s| s.summary.world_size = Some(7))
         }),
+        // What representatives read alone of a file (the summary's
+        // signature and steps group ranks and measure a group; the
+        // program's timings model its peers) is checked when the file is
+        // read whole: made up, it moved the rank to a group of its own or
+        // changed its group's measured steps without a word.
+        ("the summary does not match", {
+            Box::new(|s| {
+                s.summary.signature =
+                    lumos_graph::ProgramSignature::from_u64(s.summary.signature.as_u64() ^ 1)
+            })
+        }),
+        ("the summary does not match", {
+            Box::new(|s| s.summary.steps_ns[0] += 1)
+        }),
+        ("the summary does not match", {
+            Box::new(|s| s.summary.devices += 1)
+        }),
+        ("the summary does not match", {
+            Box::new(|s| s.summary.json_bytes += 1)
+        }),
+        ("the summary does not match", {
+            Box::new(|s| s.summary.rank_source = lumos_trace::RankSource::Default)
+        }),
+        ("the program's communication timings do not match", {
+            Box::new(|s| s.program.comms[0].end_ns += 1)
+        }),
+        ("a measured step of -5 ns", {
+            Box::new(|s| s.summary.steps_ns[0] = -5)
+        }),
     ];
     for (want, damage) in cases {
         let mut s = StoredRank::from_trace(&trace, Source::of_file(&path));
@@ -222,6 +251,44 @@ fn impossible_values_are_errors_naming_the_file() {
         let m = message(&bad);
         assert!(m.contains("bad.lgraph") && m.contains(want), "{want}: {m}");
     }
+    // A step that runs backwards is refused by the summary alone too, as
+    // representatives read it.
+    let mut s = StoredRank::from_trace(&trace, Source::of_file(&path));
+    s.summary.steps_ns[0] = -5;
+    let bad = dir.join("bad.lgraph");
+    lumos_store::write_stored_file(&s, &bad).unwrap();
+    let m = read_summary(&bad).unwrap_err().to_string();
+    assert!(
+        m.contains("bad.lgraph") && m.contains("a measured step of -5 ns"),
+        "{m}"
+    );
+}
+
+/// A file whose summary puts its rank in a program of its own (its
+/// checksums right) is the representative of that group, so its graph is
+/// read whole, and the made-up summary is an error naming the file rather
+/// than a group of one replayed as the job.
+#[test]
+fn representatives_refuse_a_summary_the_graph_does_not_have() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-forged-summary");
+    let (a, b) = (dir.join("rank0.lgraph"), dir.join("rank3.lgraph"));
+    ingest_file(&c.path("multi-rank/dlrm-8xv100/rank0.json.gz"), &a).unwrap();
+    let path = c.path("multi-rank/dlrm-8xv100/rank3.json.gz");
+    let mut s = StoredRank::from_trace(
+        &lumos_trace::read_path(&path).unwrap(),
+        Source::of_file(&path),
+    );
+    s.summary.signature = lumos_graph::ProgramSignature::from_u64(s.summary.signature.as_u64() ^ 1);
+    lumos_store::write_stored_file(&s, &b).unwrap();
+    let r = lumos_store::load_representatives(&[a, b.clone()], &|| {});
+    let messages: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(
+        messages[0].starts_with(&b.display().to_string())
+            && messages[0].contains("the summary does not match the graph"),
+        "{messages:?}"
+    );
 }
 
 /// Two files of one rank are not a job to replay from representatives,

@@ -36,7 +36,11 @@
 //!
 //! `Input Dims` are parsed once, into [`InputDims`] shared by every event
 //! with the same list; a malformed one is dropped from its event and
-//! counted ([`Skipped::bad_args`]).
+//! counted ([`Skipped::bad_args`]), as is an id argument (`correlation`,
+//! `External id`, `stream`, `device`) that is not an integer in range.
+//! Begin/end (`B`/`E`) duration events are valid but not read: skipped
+//! under [`SkipReason::BeginEnd`], with a warning of their own, not
+//! counted as malformed.
 //!
 //! [`KinetoWriter`] is the other direction, for everything lumos writes
 //! (synthetic traces, replayed timelines): typed members and events in,

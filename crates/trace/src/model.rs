@@ -711,10 +711,14 @@ pub enum SkipReason {
     NotModeled,
     /// Instant (`i`) and counter (`C`) events: not tasks.
     NotATask,
-    /// A phase other than X, i, C, M, s, f.
+    /// A phase other than X, i, I, C, M, s, t, f, B, E.
     UnsupportedPhase,
     /// A flow without an id, or of an unknown flow category.
     BadFlow,
+    /// A begin (`B`) or end (`E`) duration event: valid in the Chrome
+    /// trace format, not malformed, but not read (a task is one complete
+    /// `X` event), so the span such a pair marks is not in the graph.
+    BeginEnd,
 }
 
 impl SkipReason {
@@ -735,6 +739,7 @@ impl SkipReason {
             SkipReason::NotATask => "instant or counter event, not a task",
             SkipReason::UnsupportedPhase => "unsupported ph",
             SkipReason::BadFlow => "flow without id or of unknown kind",
+            SkipReason::BeginEnd => "begin/end (B/E) duration event, not read",
         }
     }
 }
@@ -748,10 +753,13 @@ pub struct Skipped {
     /// Index in `traceEvents` of the first skipped event per reason, for
     /// error reports.
     pub first_index: BTreeMap<SkipReason, u64>,
-    /// Arguments whose value was malformed, by key (`Input Dims`), or held
-    /// the value the compact event uses for "absent" (`correlation`,
-    /// `External id`, `stream`, `device`): the event is kept without them.
-    /// Not counted in [`Skipped::total`].
+    /// Arguments whose value was malformed, by key: an `Input Dims` that
+    /// is not a list of shapes, or an id (`correlation`, `External id`,
+    /// `stream`, `device`) that is not an integer in range (a fraction, a
+    /// string holding no integer, a negative `correlation`, an object) or
+    /// that holds the value the compact event uses for "absent". The event
+    /// is kept without them (`null` is an absent id, not counted). Not
+    /// counted in [`Skipped::total`].
     pub bad_args: BTreeMap<&'static str, BadArg>,
     /// Numbers written `NaN`, `Infinity` or `-Infinity` (not JSON, but
     /// what Python's `json.dump` writes), read as absent values: a `ts`

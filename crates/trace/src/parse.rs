@@ -695,6 +695,7 @@ impl<'a> RawEvent<'a> {
                 };
             }
             "i" | "I" | "C" => return skip(cat, SkipReason::NotATask),
+            "B" | "E" => return skip(cat, SkipReason::BeginEnd),
             _ => return skip(cat, SkipReason::UnsupportedPhase),
         }
         let Some(category) = self.category.or_else(|| Category::parse(cat)) else {
@@ -1237,11 +1238,14 @@ impl<'a> Value<'a> {
 }
 
 trait FromJsonNumber: Sized {
+    /// The value [`crate::Event`] packs as "absent" (see [`Parser::id`]).
+    const ABSENT: Self;
     fn from_i64(v: i64) -> Option<Self>;
     fn from_u64(v: u64) -> Option<Self>;
 }
 
 impl FromJsonNumber for i64 {
+    const ABSENT: i64 = i64::MIN;
     fn from_i64(v: i64) -> Option<Self> {
         Some(v)
     }
@@ -1251,6 +1255,7 @@ impl FromJsonNumber for i64 {
 }
 
 impl FromJsonNumber for u64 {
+    const ABSENT: u64 = u64::MAX;
     fn from_i64(v: i64) -> Option<Self> {
         u64::try_from(v).ok()
     }
@@ -1590,19 +1595,19 @@ impl<'a> Parser<'a> {
             use ArgKey as K;
             let extra = match key {
                 K::Correlation => {
-                    a.correlation = p.int()?;
+                    a.correlation = p.id()?;
                     false
                 }
                 K::ExternalId => {
-                    a.external_id = p.int()?;
+                    a.external_id = p.id()?;
                     false
                 }
                 K::Stream => {
-                    a.stream = p.int()?;
+                    a.stream = p.id()?;
                     false
                 }
                 K::Device => {
-                    a.device = p.int()?;
+                    a.device = p.id()?;
                     false
                 }
                 K::Name => {
@@ -1874,6 +1879,36 @@ impl<'a> Parser<'a> {
             }
             None => Ok(self.value()?.int()),
         }
+    }
+
+    /// One of the four ids an [`crate::Event`] packs (`correlation`,
+    /// `External id`, `stream`, `device`): a lenient integer (see
+    /// [`Value::int`]), where any other value but `null` (a fraction, a
+    /// negative `correlation`, a string that holds no integer, an object)
+    /// reads as the value the packed event keeps for "absent". Its setter
+    /// then refuses it and the fold counts it in [`crate::Skipped::bad_args`]
+    /// (read as plain absent, it was dropped without a word). Plain
+    /// integers cost what [`Parser::int`] costs; the rest is out of line.
+    #[inline(always)]
+    fn id<T: FromJsonNumber>(&mut self) -> Result<Option<T>> {
+        match self.plain_int() {
+            Some((end, v)) => {
+                self.i = end;
+                Ok(Some(T::from_u64(v).unwrap_or(T::ABSENT)))
+            }
+            None => self.id_not_plain(),
+        }
+    }
+
+    /// [`Parser::id`] of anything but a plain integer.
+    #[cold]
+    #[inline(never)]
+    fn id_not_plain<T: FromJsonNumber>(&mut self) -> Result<Option<T>> {
+        Ok(match self.value()? {
+            // `null`, and `NaN` (counted apart, in `Skipped::non_finite`).
+            Value::Null => None,
+            v => Some(v.int().unwrap_or(T::ABSENT)),
+        })
     }
 
     /// A time value (see [`Value::micros`]). Plain integers and decimals

@@ -1148,7 +1148,10 @@ impl<'s> Builder<'s> {
         let malformed = |r: &SkipReason| {
             !matches!(
                 r,
-                SkipReason::NotModeled | SkipReason::NotATask | SkipReason::UnknownCategory
+                SkipReason::NotModeled
+                    | SkipReason::NotATask
+                    | SkipReason::UnknownCategory
+                    | SkipReason::BeginEnd
             )
         };
         let bad = (t.skipped.counts.iter())
@@ -1164,6 +1167,26 @@ impl<'s> Builder<'s> {
             t.warnings.push(format!(
                 "{} skipped (first at traceEvents[{first}])",
                 counted(bad, "malformed event", "malformed events")
+            ));
+        }
+        // Valid events, not malformed ones, but unlike the instants and
+        // the categories left out on purpose they may time work: say
+        // what leaving them out does to the results.
+        let begin_end = (t.skipped.counts.iter())
+            .filter(|((_, r), _)| *r == SkipReason::BeginEnd)
+            .map(|(_, n)| n)
+            .sum::<u64>();
+        if begin_end > 0 {
+            let first = (t.skipped.first_index.get(&SkipReason::BeginEnd)).map_or(0, |&i| i);
+            t.warnings.push(format!(
+                "{} skipped (first at traceEvents[{first}]): valid trace events, which lumos \
+                 does not read (it reads complete \"X\" events); the spans they mark are not \
+                 in the graph, so replays, predictions and reports leave them out",
+                counted(
+                    begin_end,
+                    "begin/end (\"B\"/\"E\") duration event",
+                    "begin/end (\"B\"/\"E\") duration events"
+                )
             ));
         }
         for (key, bad) in &t.skipped.bad_args {

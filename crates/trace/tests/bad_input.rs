@@ -363,6 +363,45 @@ fn the_first_malformed_event_is_named_past_events_left_out_on_purpose() {
 }
 
 #[test]
+fn begin_end_events_are_skipped_as_valid_events_lumos_does_not_read() {
+    // `B`/`E` pairs are valid Chrome trace events: the warning says they
+    // are not read and what that leaves out, and does not call them
+    // malformed; a phase no trace format has still is.
+    let text = trace_of(&[
+        KERNEL,
+        r#"{"ph": "B", "cat": "cpu_op", "name": "span", "pid": 0, "tid": 7, "ts": 10}"#,
+        r#"{"ph": "E", "cat": "cpu_op", "name": "span", "pid": 0, "tid": 7, "ts": 20}"#,
+        r#"{"ph": "Z", "cat": "cpu_op", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}"#,
+        r#"{"ph": "B", "name": "other", "pid": 0, "tid": 8, "ts": 30}"#,
+    ]);
+    let t = read_ok("begin_end.json", text.as_bytes());
+    assert_eq!(t.events.len(), 1);
+    assert_eq!(skipped(&t, "cpu_op", SkipReason::BeginEnd), 2);
+    assert_eq!(skipped(&t, "-", SkipReason::BeginEnd), 1);
+    assert_eq!(skipped(&t, "cpu_op", SkipReason::UnsupportedPhase), 1);
+    let begin_end = (t.warnings.iter())
+        .find(|w| w.contains("begin/end"))
+        .unwrap_or_else(|| panic!("{:?}", t.warnings));
+    assert!(
+        begin_end.starts_with(
+            "3 begin/end (\"B\"/\"E\") duration events skipped (first at traceEvents[1]): \
+             valid trace events, which lumos does not read"
+        ) && begin_end.contains("not in the graph")
+            && !begin_end.contains("malformed"),
+        "{begin_end}"
+    );
+    let malformed = (t.warnings.iter())
+        .filter(|w| w.contains("malformed"))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        malformed,
+        ["1 malformed event skipped (first at traceEvents[3])"],
+        "{:?}",
+        t.warnings
+    );
+}
+
+#[test]
 fn missing_times_and_negative_durations_are_skipped() {
     let text = trace_of(&[
         r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 5}"#,

@@ -499,6 +499,10 @@ fn issue_11_numbers_out_of_range_are_skipped_with_a_reason() {
         (last.correlation(), last.external_id(), last.stream()),
         (None, None, None)
     );
+    // Kept without them, and counted.
+    for key in ["correlation", "External id", "stream"] {
+        assert_eq!(t.skipped.bad_args[key].count, 1, "{key}");
+    }
 }
 
 #[test]
@@ -540,6 +544,72 @@ fn ids_at_the_packed_absent_value_are_dropped_and_counted() {
             Some(i64::MAX)
         )
     );
+}
+
+#[test]
+fn ids_that_are_not_integers_are_dropped_and_counted() {
+    // A writer that puts a text, a fraction or a negative number where an
+    // id goes: the event is kept without that id (its launch is not
+    // linked, its stream unknown), and the reader says how many, per key,
+    // like an id at the packed absent value. `null` is an absent id, not
+    // a malformed one; a string holding an integer is read.
+    let ev = |ts: u32, args: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{ts},"dur":1,"args":{{{args}}}}}"#
+        )
+    };
+    let events = [
+        ev(
+            1,
+            r#""correlation":7,"External id":8,"stream":7,"device":0"#,
+        ),
+        ev(
+            2,
+            r#""correlation":"abc","External id":1.5,"stream":"x","device":"cuda:0""#,
+        ),
+        ev(
+            3,
+            r#""correlation":-3,"External id":{"a":1},"stream":[7],"device":true"#,
+        ),
+        ev(
+            4,
+            r#""correlation":null,"External id":null,"stream":null,"device":null"#,
+        ),
+        ev(
+            5,
+            r#""correlation":"42","External id":"0x1F","stream":" 7 ","device":"-1""#,
+        ),
+        ev(
+            6,
+            r#""correlation":2.5e30,"External id":"","stream":1e3,"device":0"#,
+        ),
+    ];
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_ok_any_chunk("ids.json", trace_of(&refs).as_bytes());
+    assert_eq!(t.events.len(), 6);
+    let ids = |e: &Event| (e.correlation(), e.external_id(), e.stream(), e.device());
+    assert_eq!(ids(&t.events[0]), (Some(7), Some(8), Some(7), Some(0)));
+    for e in &t.events[1..4] {
+        assert_eq!(ids(e), (None, None, None, None), "{e:?}");
+    }
+    assert_eq!(ids(&t.events[4]), (Some(42), Some(31), Some(7), Some(-1)));
+    assert_eq!(ids(&t.events[5]), (None, None, Some(1000), Some(0)));
+    for (key, count) in [
+        ("correlation", 3),
+        ("External id", 3),
+        ("stream", 2),
+        ("device", 2),
+    ] {
+        let bad = t.skipped.bad_args[key];
+        assert_eq!((bad.count, bad.first_index), (count, 1), "{key}");
+        let warning = format!("{count} events with a malformed {key:?} (first at traceEvents[1])");
+        assert!(
+            t.warnings.iter().any(|w| w.contains(&warning)),
+            "{:?}",
+            t.warnings
+        );
+    }
+    assert_eq!(t.skipped.total(), 0, "the events are kept");
 }
 
 #[test]

@@ -117,6 +117,7 @@ codes!(
         SkipReason::NotATask = 11,
         SkipReason::UnsupportedPhase = 12,
         SkipReason::BadFlow = 13,
+        SkipReason::BeginEnd = 14,
     ]
 );
 

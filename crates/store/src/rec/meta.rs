@@ -61,6 +61,12 @@ impl HeadRec {
 
     pub(crate) fn into_summary(self) -> Result<RankSummary, Bad> {
         world_size_in_range(self.world_size)?;
+        // A step runs from its annotation's start to the later of its end
+        // and its GPU work's: never backwards. Read alone, the summary's
+        // steps are a group's measured steps in representatives.
+        if let Some(s) = self.steps_ns.iter().find(|&&s| s < 0) {
+            return Err(Bad(format!("a measured step of {s} ns")));
+        }
         Ok(RankSummary {
             rank: self.rank,
             rank_source: rank_source_of(self.rank_source)?,
