@@ -411,7 +411,7 @@ fn retime_from(
 ) -> Result<lumos_report::TransferReport> {
     let (b_input, b_source) = super::transfer::read_input(b)?;
     source.about.devices = b_source.about.devices;
-    lumos_report::retime_input(input, &b_input).map_err(super::transfer::report_error)
+    lumos_report::retime_input(input, &b_input, None).map_err(super::transfer::report_error)
 }
 
 /// A configuration as the text shows it: sizes the traces do not tell
