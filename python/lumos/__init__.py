@@ -426,7 +426,9 @@ def predict(
     recording of the same program whose measured durations the one trace's
     graph takes before the edit (see :func:`durations_from`); the report
     then also holds the transfer under ``durations_from`` (and
-    :attr:`Prediction.transfer`). See docs/PREDICTION.md."""
+    :attr:`Prediction.transfer`). Ctrl-C stops it between its steps or
+    within a replay (phases ``predicting``, then ``replaying``). See
+    docs/PREDICTION.md."""
     bare, kernels = _kernel_scales(scale_kernels)
     if bare is not None:
         raise ConfigError(

@@ -5,10 +5,12 @@ The extension calls the callback as ``callback(phase, done, total)`` about
 ten times a second while Rust works (the GIL is released meanwhile, so
 other Python threads run), and once at the end. ``phase`` is ``reading``
 (``done`` and ``total`` in bytes), ``building``, ``loading``,
-``assembling`` or ``replaying`` (in ranks; 1 for a job's joint replay),
-``reporting`` (1), ``writing`` (ranks, :func:`lumos.synth`) or ``ingesting``
-(traces, :func:`lumos.distributed.ingest`, called by the driver as Ray's
-tasks finish).
+``assembling`` or ``replaying`` (in ranks; 1 for a job's joint replay or
+a prediction's replays), ``predicting`` (1: :func:`lumos.predict`'s
+discovery and edits), ``reporting`` (1), ``writing`` (ranks,
+:func:`lumos.synth`) or ``ingesting`` (traces,
+:func:`lumos.distributed.ingest`, called by the driver as Ray's tasks
+finish).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -541,6 +542,76 @@ fn an_output_that_is_an_input_is_refused() {
         assert_fails(&out, 2, "the output would replace it", "ingest");
     }
     assert_eq!(std::fs::read(&f).unwrap(), before);
+}
+
+/// `lumos predict --out DIR` refuses a timeline that would replace one of
+/// its inputs before the work, as the other commands refuse theirs: the
+/// merged one (`--merge`) before anything is read, the stages' (named
+/// after their ranks in the predicted job) once the edits are made,
+/// before the replays. Before, both were found out only as the timelines
+/// were written, after the whole prediction: here, whose replay runs
+/// past the clock's range, that failure (exit 1) came first. The trace
+/// `--durations-from` names is one of the inputs too (it was not
+/// checked: a stage's timeline replaced it).
+#[test]
+fn predict_refuses_an_output_that_is_an_input_before_the_work() {
+    let dir = TempDir::new("cli-exit-predict-same-file");
+    let f = one_rank(&dir.join("job"));
+    with_a_long_kernel(&f);
+    let slower = ["predict", "--scale-kernels", "class:compute=1e6"];
+    let predicted = dir.join("predicted");
+    // Predicted elsewhere, its replay fails: the work the refusal spares.
+    let elsewhere = ["--out", predicted.to_str().unwrap()];
+    let out = run(&[&slower[..], &elsewhere].concat(), Some(&f));
+    assert_fails(&out, 1, "past the clock's range", "elsewhere");
+    // The trace in the directory under the names the prediction writes
+    // (the one rank, rank 0, predicted as itself).
+    let stage = predicted.join("rank0.predicted.json.gz");
+    let merged = predicted.join("job.predicted.json.gz");
+    std::fs::create_dir_all(&predicted).unwrap();
+    for to in [&stage, &merged] {
+        std::fs::copy(&f, to).unwrap();
+    }
+    let before = std::fs::read(&f).unwrap();
+    // A second input that is no trace: reading it would fail (exit 1).
+    let unread = dir.join("not-a-trace.json");
+    std::fs::write(&unread, "not a trace").unwrap();
+    // The trace whose durations the one input takes (--durations-from)
+    // is an input too.
+    let from = [
+        OsStr::new("--durations-from"),
+        stage.as_os_str(),
+        f.as_os_str(),
+    ];
+    let cases: [(&PathBuf, bool, Vec<&OsStr>); 3] = [
+        (&stage, false, vec![stage.as_os_str()]),
+        (&merged, true, vec![unread.as_os_str(), merged.as_os_str()]),
+        (&stage, false, from.to_vec()),
+    ];
+    for (input, merge, args) in cases {
+        let mut cmd = lumos();
+        cmd.args(slower).args(elsewhere);
+        if merge {
+            cmd.arg("--merge");
+        }
+        let out = cmd.args(&args).output().unwrap();
+        let what = format!("{args:?}");
+        let want = format!(
+            "--out {}: is the input {}; the output would replace it",
+            input.display(),
+            input.display()
+        );
+        // A usage error, the first thing said (no note of the prediction
+        // before it) and nothing printed ("wrote", a table).
+        assert_fails(&out, 2, &want, &what);
+        assert_eq!(std::fs::read(input).unwrap(), before, "{what}");
+    }
+    let mut left: Vec<_> = std::fs::read_dir(&predicted)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["job.predicted.json.gz", "rank0.predicted.json.gz"]);
 }
 
 /// A directory-valued output naming a file (or a path under one) was

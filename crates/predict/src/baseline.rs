@@ -100,6 +100,13 @@ pub struct Baseline {
     pub distributed_optimizer: bool,
     /// What was assumed in reading the inputs.
     pub notes: Vec<String>,
+    /// A flag that stops every replay of a prediction made from this
+    /// baseline (the traced configuration's included) once set: the
+    /// replay then fails with [`lumos_sim::SimError::Cancelled`]. `None`
+    /// (the default) replays to the end; a front end that lets its user
+    /// interrupt long work (Python's Ctrl-C) sets one with
+    /// [`Baseline::stoppable`].
+    pub cancel: Option<lumos_sim::Cancel>,
 }
 
 /// The duration models a prediction uses.
@@ -205,6 +212,7 @@ impl Baseline {
             sequence_parallel: d0.sequence_parallel.unwrap_or(false),
             distributed_optimizer: d0.distributed_optimizer.unwrap_or(false),
             notes,
+            cancel: None,
         })
     }
 
@@ -223,6 +231,22 @@ impl Baseline {
             calibrated: false,
         };
         self
+    }
+
+    /// The baseline with every prediction's replays stopped once `cancel`
+    /// is set (see [`Baseline::cancel`]).
+    pub fn stoppable(mut self, cancel: lumos_sim::Cancel) -> Baseline {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// The options every replay of a prediction starts from: the defaults,
+    /// with [`Baseline::cancel`].
+    pub(crate) fn sim_options(&self) -> lumos_sim::SimOptions {
+        lumos_sim::SimOptions {
+            cancel: self.cancel.clone(),
+            ..lumos_sim::SimOptions::default()
+        }
     }
 
     /// The prediction for the traced configuration: the traced graphs,

@@ -26,16 +26,22 @@ impl Prediction<'_> {
     /// [`LaunchQueue::of`] the traced inputs. Should the queue's waits make
     /// the replay stuck (a launch order the graph cannot honour), it is
     /// replayed without them and [`Outcome::launch_queue`] is `None`.
+    /// Either replay stops once the baseline's [`Baseline::cancel`] flag
+    /// is set (a [`PredictError::Replay`] of
+    /// [`lumos_sim::SimError::Cancelled`]).
+    ///
+    /// [`Baseline::cancel`]: crate::Baseline::cancel
     pub fn simulate_job<'j>(&self, job: Job<'j>) -> Result<Outcome<'j>, PredictError> {
         let queue = LaunchQueue::of(&self.base.inputs);
-        let limited = SimOptions::default().launch_queue(queue.depth);
+        let plain = self.base.sim_options();
+        let limited = plain.clone().launch_queue(queue.depth);
         match self.replay(&job, &limited) {
             Ok(schedule) => Ok(Outcome::of(self, job, schedule, Some(queue))),
             Err(PredictError::Replay {
                 error: lumos_sim::SimError::Stuck { .. },
                 ..
             }) => {
-                let schedule = self.replay(&job, &SimOptions::default())?;
+                let schedule = self.replay(&job, &plain)?;
                 Ok(Outcome::of(self, job, schedule, None))
             }
             Err(e) => Err(e),
@@ -483,6 +489,38 @@ mod tests {
             assert_eq!(a.step_start_ns, b.step_start_ns);
         }
         assert_eq!(out.steadiness(&kept), out.steadiness(&full));
+    }
+
+    #[test]
+    fn a_set_stop_flag_stops_every_replay_of_the_baseline_s_predictions() {
+        let flag = lumos_sim::Cancel::new();
+        let base = baseline("gpt-tiny", None, [1, 2, 1, 2]).stoppable(flag.clone());
+        let p = base
+            .identity()
+            .with_kernel_scale("class:gemm=0.5".parse().unwrap())
+            .unwrap();
+        // Not set: the replays run to their end, stages together or apart.
+        for coupled in [false, true] {
+            assert!(p.simulate_job(p.job_coupled(coupled)).is_ok());
+        }
+        assert!(!flag.stopped_work());
+        flag.cancel();
+        for (pred, coupled) in [(&base.identity(), true), (&p, false), (&p, true)] {
+            let Err(e) = pred.simulate_job(pred.job_coupled(coupled)) else {
+                panic!("a replay of a stopped baseline ran to its end (coupled: {coupled})")
+            };
+            assert!(
+                matches!(
+                    e,
+                    PredictError::Replay {
+                        error: lumos_sim::SimError::Cancelled,
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+        }
+        assert!(flag.stopped_work());
     }
 
     #[test]

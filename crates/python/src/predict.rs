@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use crate::args;
 use crate::errors::{Error, Kind, Result};
 use crate::inputs;
+use crate::progress::Progress;
 use crate::Callback;
 
 /// The target configuration, as the CLI's flags.
@@ -91,15 +92,25 @@ fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'
 
 /// The prediction of `candidates` for target `t`, as `lumos predict
 /// --json` writes it; with `transfer`, the report of the re-timing its
-/// one input took first (`durations_from`).
+/// one input took first (`durations_from`). Its replays are `p`'s phase
+/// `replaying` (1); each stops once `p` is cancelled, and the steps
+/// before them do not begin.
 fn run(
     candidates: Candidates,
     t: &Target,
     transfer: Option<lumos_report::TransferReport>,
+    p: &Progress,
 ) -> Result<String> {
-    let base = Baseline::of(candidates).map_err(|e| predict_error(Kind::Input, e))?;
+    let base = Baseline::of(candidates)
+        .map_err(|e| predict_error(Kind::Input, e))?
+        .stoppable(p.stop_flag());
+    stop_here(p)?;
     let pred = apply(&base, t).map_err(|e| predict_error(Kind::Input, e))?;
+    stop_here(p)?;
+    // The traced and the predicted replays, and the report of them.
+    p.phase("replaying", 1);
     let (report, _) = lumos_report::predict(&base, &pred)?;
+    p.add(1);
     let text = match transfer {
         Some(t) => serde_json::to_string(&lumos_report::TransferPrediction {
             prediction: report,
@@ -110,18 +121,33 @@ fn run(
     text.map_err(|e| Error::new(Kind::Input, e.to_string()))
 }
 
+/// An error once the caller cancelled (which [`crate::progress::run`]
+/// replaces by the cancellation's own): the prediction's steps between
+/// its replays are long (discovery, the edits), and only its replays
+/// watch the flag as they go.
+fn stop_here(p: &Progress) -> Result<()> {
+    match p.cancelled() {
+        true => Err(Error::new(Kind::Input, "cancelled")),
+        false => Ok(()),
+    }
+}
+
 /// `durations_from=B`, as `lumos predict --durations-from B`: the one
 /// input's graph re-timed with B's durations, in place, on B's hardware
 /// ([`lumos_report::retime_input`]); the transfer's report. B sharing too
 /// little with it is a `ConfigError`.
-fn retime_from(inputs: &mut [Input], b: &Input) -> Result<lumos_report::TransferReport> {
+fn retime_from(
+    inputs: &mut [Input],
+    b: &Input,
+    p: &Progress,
+) -> Result<lumos_report::TransferReport> {
     let [input] = inputs else {
         return Err(Error::config(format!(
             "durations_from takes one trace to predict from, got {}",
             inputs.len()
         )));
     };
-    lumos_report::retime_input(input, b).map_err(|e| match e {
+    lumos_report::retime_input(input, b, Some(p.stop_flag())).map_err(|e| match e {
         lumos_report::ReportError::Predict(ref p) if p.is_usage() => {
             Error::from_chain(Kind::Config, &e).naming("--durations-from", "durations_from")
         }
@@ -214,33 +240,26 @@ pub fn predict_files(
         ))
         .into());
     }
-    let loaded = crate::progress::run(py, progress, |p| {
+    // One run: Ctrl-C (or a failing callback) stops the reading at the
+    // next file, and the prediction at its next step or within its
+    // replay.
+    Ok(crate::progress::run(py, progress, |p| {
         let Some(b) = durations_from else {
             let candidates = inputs::prediction_candidates(&files, p)?;
-            return Ok::<_, Error>(Loaded::Discovered(Box::new(candidates)));
+            p.phase("predicting", 1);
+            return run(candidates, &options.target, None, p);
         };
-        let loaded = inputs::prediction_inputs(&files, p)?;
+        let mut loaded = inputs::prediction_inputs(&files, p)?;
         // B as the CLI reads it: a trace into its build, or an `.lgraph`
         // file.
-        let b = inputs::prediction_inputs(&[b], p)?.pop().map(Box::new);
-        Ok(Loaded::ToRetime(loaded, b))
-    })??;
-    Ok(py.detach(|| {
-        let (candidates, transfer) = match loaded {
-            Loaded::Discovered(c) => (*c, None),
-            Loaded::ToRetime(mut inputs, b) => {
-                let transfer = b.map(|b| retime_from(&mut inputs, &b)).transpose()?;
-                (Candidates::discover_all(inputs), transfer)
-            }
-        };
-        run(candidates, &options.target, transfer)
-    })?)
-}
-
-/// The inputs of a prediction as read: discovered as they came, or read
-/// whole with the recording whose durations the one input takes first
-/// (`durations_from`), re-timed after the reading's progress ends.
-enum Loaded {
-    Discovered(Box<Candidates>),
-    ToRetime(Vec<Input>, Option<Box<Input>>),
+        let b = inputs::prediction_inputs(&[b], p)?.pop();
+        p.phase("predicting", 1);
+        let transfer = b.map(|b| retime_from(&mut loaded, &b, p)).transpose()?;
+        run(
+            Candidates::discover_all(loaded),
+            &options.target,
+            transfer,
+            p,
+        )
+    })??)
 }

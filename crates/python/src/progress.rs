@@ -7,7 +7,8 @@
 //! callback, if there is one, with `(phase, done, total)`. A failed
 //! callback or a signal cancels the work at its next check
 //! ([`Progress::cancelled`], and in a replay the simulator's own, through
-//! [`Progress::stop_flag`]) and is raised once the work has stopped.
+//! [`Progress::stop_flag`]) and is raised once the work has stopped,
+//! with a note ([`STOPPED_NOTE`]) when the work did stop early for it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -45,9 +46,16 @@ impl Progress {
         self.done.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// True once the caller has asked the work to stop.
+    /// True once the caller has asked the work to stop. The work, seeing
+    /// it, stops where it is: that it did is recorded
+    /// ([`lumos_sim::Cancel::mark_stopped`]), for the note [`run`] adds to
+    /// the exception.
     pub fn cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        let stop = self.cancel.is_cancelled();
+        if stop {
+            self.cancel.mark_stopped();
+        }
+        stop
     }
 
     /// The flag that cancels the work, for a replay to watch
@@ -101,6 +109,7 @@ where
                 Err(panic) => std::panic::resume_unwind(panic),
             };
             match failure {
+                Some(e) if progress.cancel.stopped_work() => Err(noted(e, STOPPED_NOTE)),
                 Some(e) => Err(e),
                 None => {
                     if callback.is_some() {
@@ -111,6 +120,32 @@ where
             }
         })
     })
+}
+
+/// The note (PEP 678, `__notes__`) on the exception that stopped work
+/// which did stop early for it (a replay the simulator cut, reading that
+/// stopped before its next file, `synth` before its next column). Without
+/// it, the work had ended, or could not be stopped, before the exception
+/// was seen: it ran to its end and its result was thrown away.
+pub const STOPPED_NOTE: &str = "lumos stopped the work before its end";
+
+/// `e` with `note` appended to its `__notes__`, as `add_note` does (which
+/// Python before 3.11 lacks; its tracebacks do not show the notes, but
+/// they are there to read).
+fn noted(e: PyErr, note: &str) -> PyErr {
+    Python::attach(|py| {
+        let value = e.value(py);
+        let notes = value
+            .getattr("__notes__")
+            .ok()
+            .and_then(|n| n.cast_into::<pyo3::types::PyList>().ok())
+            .unwrap_or_else(|| pyo3::types::PyList::empty(py));
+        // A note that cannot be added leaves the exception as it was.
+        let _ = notes
+            .append(note)
+            .and_then(|()| value.setattr("__notes__", notes));
+    });
+    e
 }
 
 /// A check for signals, then one call of the callback if there is one.

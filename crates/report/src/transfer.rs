@@ -223,8 +223,14 @@ pub fn transfer_replay(
 /// calibration cannot fit and the node size that decides which link a
 /// group uses are B's too ([`lumos_predict::TraceContext::take_hardware_of`]).
 /// A keeps its graph, configuration, ranks and groups. The report's notes
-/// say which hardware the prediction took.
-pub fn retime_input(a: &mut Input, b: &Input) -> Result<TransferReport, ReportError> {
+/// say which hardware the prediction took. Its replays stop once `cancel`
+/// is set ([`SimOptions::cancel`]), as the prediction's own do
+/// ([`lumos_predict::Baseline::cancel`]).
+pub fn retime_input(
+    a: &mut Input,
+    b: &Input,
+    cancel: Option<lumos_sim::Cancel>,
+) -> Result<TransferReport, ReportError> {
     let (mut report, t) = transfer_replay(
         Recording {
             path: &a.name,
@@ -236,7 +242,10 @@ pub fn retime_input(a: &mut Input, b: &Input) -> Result<TransferReport, ReportEr
             graph: &b.graph,
             measured: &b.measured,
         },
-        &SimOptions::default(),
+        &SimOptions {
+            cancel,
+            ..SimOptions::default()
+        },
     )?;
     a.graph = t.graph;
     report.notes.push(hardware_note(&a.ctx, &b.ctx));

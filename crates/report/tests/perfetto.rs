@@ -572,6 +572,8 @@ fn predicted_timelines_carry_the_predicted_stage_and_rank() {
         names,
         ["rank0", "rank2", "rank4", "rank6"].map(|s| format!("{s}.predicted.json.gz"))
     );
+    // Known before the replay, as `lumos predict --out` checks them.
+    assert_eq!(Timeline::predicted_file_names(&pred), names);
     for (k, t) in timelines.iter().enumerate() {
         let from = t.predicted_from().unwrap();
         let traced = if k == 0 { &traces[0] } else { &traces[2] };

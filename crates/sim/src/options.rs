@@ -52,8 +52,20 @@ pub struct SimOptions {
 /// A flag shared between a replay and whoever may stop it (see
 /// [`SimOptions::cancel`]). Clones share the flag; two options compare
 /// equal when they share it.
+///
+/// Besides the request it records whether work holding it stopped
+/// because of it ([`Cancel::stopped_work`]): a front end that was
+/// interrupted can then tell its user that the work was cut short, not
+/// run to its end and thrown away.
 #[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
+pub struct Cancel(Arc<Flags>);
+
+/// What a [`Cancel`] shares: the request, and whether it was acted on.
+#[derive(Debug, Default)]
+struct Flags {
+    asked: AtomicBool,
+    stopped: AtomicBool,
+}
 
 impl Cancel {
     /// A flag not yet set.
@@ -63,12 +75,28 @@ impl Cancel {
 
     /// Asks every replay holding this flag to stop at its next check.
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.asked.store(true, Ordering::Relaxed);
     }
 
     /// True once [`Cancel::cancel`] has been called.
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.asked.load(Ordering::Relaxed)
+    }
+
+    /// Records that work holding this flag stopped before its end because
+    /// the flag was set. A replay does so as it returns
+    /// [`SimError::Cancelled`](crate::SimError::Cancelled); other work
+    /// watching the same flag (a front end's checks between its steps)
+    /// calls it where it stops.
+    pub fn mark_stopped(&self) {
+        self.0.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// True once some work stopped early because of this flag
+    /// ([`Cancel::mark_stopped`]); false when it was set only after the
+    /// work had ended, or never looked at.
+    pub fn stopped_work(&self) -> bool {
+        self.0.stopped.load(Ordering::Relaxed)
     }
 }
 

@@ -872,6 +872,10 @@ impl<'g> Replay<'g> {
 
     fn finish(mut self, opts: &SimOptions) -> Result<Schedule, SimError> {
         if self.cancelled {
+            // Whoever set the flag learns that it cut this replay short.
+            if let Some(c) = &self.cancel {
+                c.mark_stopped();
+            }
             return Err(SimError::Cancelled);
         }
         let n = self.graph.tasks.len();
@@ -1171,7 +1175,9 @@ mod tests {
             "the flag is seen within {CANCEL_CHECK_EVERY} tasks"
         );
         assert!(replay.cancelled);
+        assert!(!cancel.stopped_work(), "not stopped until the replay ends");
         assert_eq!(replay.finish(&opts).err(), Some(SimError::Cancelled));
+        assert!(cancel.stopped_work(), "the replay says it stopped early");
     }
 
     fn wait_of(t: u32) -> BlockingWait {

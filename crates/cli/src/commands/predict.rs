@@ -242,15 +242,19 @@ pub fn target_network(a: &TargetArgs) -> Result<Option<(NetworkModel, String)>> 
 /// a spinner: discovery, the edits and two replays take seconds on a
 /// large rank), its report, and what `then` makes of the prediction and
 /// its outcome while they live (the outcome borrows the prediction).
+/// `check` sees the prediction once its graphs are made, before they are
+/// replayed: what it refuses is refused before the replays.
 pub fn predict_then<T>(
     loaded: Candidates,
     target: &TargetArgs,
+    check: impl FnOnce(&Prediction<'_>) -> Result<()>,
     then: impl FnOnce(&Prediction<'_>, &Outcome<'_>) -> Result<T>,
 ) -> Result<(PredictReport, T)> {
     let network = target_network(target)?;
     let bar = progress::spinner("predicting");
     let base = Baseline::of(loaded).map_err(predict_error)?;
     let pred = apply(&base, target, network).map_err(predict_error)?;
+    check(&pred)?;
     let (report, outcome) = lumos_report::predict(&base, &pred)?;
     bar.finish_and_clear();
     Ok((report, then(&pred, &outcome)?))
@@ -261,6 +265,16 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     check_args(&a.target)?;
     if let Some(dir) = &a.out {
         inputs::output_dir(dir, "--out")?;
+    }
+    // A timeline that would replace an input (a prediction made from
+    // predicted timelines into their own directory) is refused before the
+    // work, as the other commands refuse theirs: the merged one's name is
+    // known now, before anything is read.
+    if let (Some(dir), true) = (&a.out, a.merge) {
+        let mut given = inputs::expand(&a.paths)?;
+        given.extend(a.durations_from.as_deref().map(inputs::input_path));
+        let name = dir.join(lumos_report::merged_file_name("predicted"));
+        inputs::output_not_an_input(&name, &given, "--out")?;
     }
     let (loaded, sources, transfer) = match &a.durations_from {
         Some(b) => {
@@ -278,29 +292,35 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             (candidates, sources, None)
         }
     };
+    // Every file read: the traces predicted from, and B, whose durations
+    // they took.
+    let read: Vec<PathBuf> = (sources.iter().map(|s| s.path.clone()))
+        .chain(a.durations_from.as_deref().map(inputs::input_path))
+        .collect();
+    // The stages' timelines are named after their ranks in the predicted
+    // job, known once the edits are made: checked then, before the
+    // replays.
+    let check = |pred: &Prediction<'_>| match (&a.out, a.merge) {
+        (Some(dir), false) => (Timeline::predicted_file_names(pred).iter())
+            .try_for_each(|name| inputs::output_not_an_input(&dir.join(name), &read, "--out")),
+        _ => Ok(()),
+    };
     let mut written = Vec::new();
-    let (report, kept) = predict_then(loaded, &a.target, |pred, outcome| {
+    let (report, kept) = predict_then(loaded, &a.target, check, |pred, outcome| {
         if let Some(dir) = &a.out {
             let predicted = Timeline::predicted(pred, outcome, &sources);
             for n in &predicted.notes {
                 output::note(format_args!("--out: {n}"));
             }
             let timelines = predicted.timelines;
-            // Predicting from predicted timelines (a prediction's --out
-            // directory) into their own directory would replace them.
-            let read: Vec<PathBuf> = sources.iter().map(|s| s.path.clone()).collect();
             if a.merge {
                 let name = dir.join(lumos_report::merged_file_name("predicted"));
-                inputs::output_not_an_input(&name, &read, "--out")?;
                 super::replay::write_merged(dir, &MergedTimeline::new(timelines))?;
                 written.push((name, None));
             } else {
                 // Named after their ranks in the predicted job, which are
                 // distinct; two that were not would be refused.
                 let timelines = super::replay::named_apart(timelines)?;
-                for t in &timelines {
-                    inputs::output_not_an_input(&dir.join(t.file_name()), &read, "--out")?;
-                }
                 for t in timelines {
                     super::replay::write_timeline(dir, &t)?;
                     written.push((dir.join(t.file_name()), t.predicted_from().cloned()));
@@ -411,7 +431,7 @@ fn retime_from(
 ) -> Result<lumos_report::TransferReport> {
     let (b_input, b_source) = super::transfer::read_input(b)?;
     source.about.devices = b_source.about.devices;
-    lumos_report::retime_input(input, &b_input).map_err(super::transfer::report_error)
+    lumos_report::retime_input(input, &b_input, None).map_err(super::transfer::report_error)
 }
 
 /// A configuration as the text shows it: sizes the traces do not tell

@@ -199,5 +199,5 @@ fn job_page(ranks: Vec<lumos_graph::RankInput>, guard: &MemoryGuard) -> Result<H
 /// The prediction `lumos predict` would make with the same inputs and
 /// flags, of `ranks`.
 fn prediction(a: &ReportArgs, ranks: Candidates) -> Result<lumos_report::PredictReport> {
-    Ok(predict::predict_then(ranks, &a.target, |_, _| Ok(()))?.0)
+    Ok(predict::predict_then(ranks, &a.target, |_| Ok(()), |_, _| Ok(()))?.0)
 }

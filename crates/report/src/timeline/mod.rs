@@ -314,7 +314,7 @@ impl<'a> Timeline<'a> {
                     // Named after the rank it predicts: several stages may
                     // be built from one trace, and a stage's traced rank
                     // is not its rank in the target job.
-                    stem: format!("rank{}", w.rank),
+                    stem: predicted_stem(w.rank),
                     base_time_ns: source.base_time_ns,
                     rank: w.rank,
                     world_size: in_job.then_some(w.world_size),
@@ -344,6 +344,18 @@ impl<'a> Timeline<'a> {
             timelines,
             notes: written.notes,
         }
+    }
+
+    /// The file names [`Timeline::predicted`] gives the timelines of
+    /// `pred`'s stages (`rank<N>.predicted.json.gz`, `N` each stage's
+    /// rank in the target job, [`Prediction::stage_rank`]), known before
+    /// the prediction is replayed: what a front end checks its output
+    /// directory against before the work (an input the timelines would
+    /// replace).
+    pub fn predicted_file_names(pred: &Prediction<'_>) -> Vec<String> {
+        (0..pred.stages.len())
+            .map(|k| format!("{}.predicted.json.gz", predicted_stem(pred.stage_rank(k))))
+            .collect()
     }
 
     /// This timeline with `paths` (found on the same times) marked, for
@@ -832,6 +844,14 @@ fn collective_args(stage: &PredictedStage<'_>, written: &WrittenStage, t: TaskId
         seq: c.seq,
         src_dst: c.peers,
     });
+}
+
+/// What a predicted stage's timeline is named after: the rank it stands
+/// for in the target job (one function for [`Timeline::predicted`] and
+/// [`Timeline::predicted_file_names`], so the names checked before a
+/// prediction are those written after it).
+fn predicted_stem(rank: u32) -> String {
+    format!("rank{rank}")
 }
 
 /// A prediction's stage timelines ([`Timeline::predicted`]) and what they

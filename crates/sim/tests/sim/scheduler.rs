@@ -542,10 +542,18 @@ fn a_replay_whose_cancel_flag_is_set_returns_cancelled_and_others_replay() {
         b.run().end_ns,
         "not set: replayed as without a flag"
     );
+    assert!(
+        !cancel.stopped_work(),
+        "a replay to its end stopped nothing"
+    );
     cancel.cancel();
+    assert!(!cancel.stopped_work(), "set, but no replay has seen it yet");
     assert_eq!(b.try_run_with(&opts).err(), Some(SimError::Cancelled));
+    assert!(cancel.stopped_work(), "the replay it stopped says so");
     // Another flag, or none, is not stopped by this one.
-    let other = SimOptions::default().cancel_with(Cancel::new());
+    let other_flag = Cancel::new();
+    let other = SimOptions::default().cancel_with(other_flag.clone());
     assert_ne!(opts, other);
     assert!(b.try_run_with(&other).is_ok());
+    assert!(!other_flag.stopped_work());
 }
