@@ -40,7 +40,8 @@
 //! `External id`, `stream`, `device`) that is not an integer in range.
 //! Begin/end (`B`/`E`) duration events are valid but not read: skipped
 //! under [`SkipReason::BeginEnd`], with a warning of their own, not
-//! counted as malformed.
+//! counted as malformed; so are the format's other phases lumos does not
+//! read ([`SkipReason::OtherPhase`]).
 //!
 //! [`KinetoWriter`] is the other direction, for everything lumos writes
 //! (synthetic traces, replayed timelines): typed members and events in,

@@ -711,7 +711,7 @@ pub enum SkipReason {
     NotModeled,
     /// Instant (`i`) and counter (`C`) events: not tasks.
     NotATask,
-    /// A phase other than X, i, I, C, M, s, t, f, B, E.
+    /// A phase the Chrome trace format does not have.
     UnsupportedPhase,
     /// A flow without an id, or of an unknown flow category.
     BadFlow,
@@ -719,6 +719,11 @@ pub enum SkipReason {
     /// trace format, not malformed, but not read (a task is one complete
     /// `X` event), so the span such a pair marks is not in the graph.
     BeginEnd,
+    /// A phase of the Chrome trace format other than those read or
+    /// counted above: async spans (`b`/`n`/`e`, `S`/`T`/`p`/`F`), objects
+    /// (`N`/`O`/`D`), samples (`P`), marks (`R`), clock syncs (`c`),
+    /// memory dumps (`v`/`V`), contexts (`(`/`)`). Valid, not read.
+    OtherPhase,
 }
 
 impl SkipReason {
@@ -740,6 +745,7 @@ impl SkipReason {
             SkipReason::UnsupportedPhase => "unsupported ph",
             SkipReason::BadFlow => "flow without id or of unknown kind",
             SkipReason::BeginEnd => "begin/end (B/E) duration event, not read",
+            SkipReason::OtherPhase => "async, object, sample, mark or clock-sync event, not read",
         }
     }
 }

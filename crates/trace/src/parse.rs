@@ -696,6 +696,11 @@ impl<'a> RawEvent<'a> {
             }
             "i" | "I" | "C" => return skip(cat, SkipReason::NotATask),
             "B" | "E" => return skip(cat, SkipReason::BeginEnd),
+            // The Chrome trace format's other phases: async and flow-v1
+            // spans, objects, samples, marks, clock syncs, memory dumps,
+            // contexts.
+            "b" | "n" | "e" | "S" | "T" | "p" | "F" | "N" | "O" | "D" | "P" | "R" | "c" | "v"
+            | "V" | "(" | ")" => return skip(cat, SkipReason::OtherPhase),
             _ => return skip(cat, SkipReason::UnsupportedPhase),
         }
         let Some(category) = self.category.or_else(|| Category::parse(cat)) else {

@@ -1152,6 +1152,7 @@ impl<'s> Builder<'s> {
                     | SkipReason::NotATask
                     | SkipReason::UnknownCategory
                     | SkipReason::BeginEnd
+                    | SkipReason::OtherPhase
             )
         };
         let bad = (t.skipped.counts.iter())
@@ -1186,6 +1187,23 @@ impl<'s> Builder<'s> {
                     begin_end,
                     "begin/end (\"B\"/\"E\") duration event",
                     "begin/end (\"B\"/\"E\") duration events"
+                )
+            ));
+        }
+        let other = (t.skipped.counts.iter())
+            .filter(|((_, r), _)| *r == SkipReason::OtherPhase)
+            .map(|(_, n)| n)
+            .sum::<u64>();
+        if other > 0 {
+            let first = (t.skipped.first_index.get(&SkipReason::OtherPhase)).map_or(0, |&i| i);
+            t.warnings.push(format!(
+                "{} skipped (first at traceEvents[{first}]): valid trace events of phases lumos \
+                 does not read (async spans, objects, samples, marks, clock syncs); what they \
+                 mark is not in the graph",
+                counted(
+                    other,
+                    "async, object, sample, mark or clock-sync event",
+                    "async, object, sample, mark or clock-sync events"
                 )
             ));
         }

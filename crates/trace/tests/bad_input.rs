@@ -373,12 +373,28 @@ fn begin_end_events_are_skipped_as_valid_events_lumos_does_not_read() {
         r#"{"ph": "E", "cat": "cpu_op", "name": "span", "pid": 0, "tid": 7, "ts": 20}"#,
         r#"{"ph": "Z", "cat": "cpu_op", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}"#,
         r#"{"ph": "B", "name": "other", "pid": 0, "tid": 8, "ts": 30}"#,
+        r#"{"ph": "b", "cat": "user", "name": "a", "id": 1, "pid": 0, "tid": 8, "ts": 30}"#,
+        r#"{"ph": "e", "cat": "user", "name": "a", "id": 1, "pid": 0, "tid": 8, "ts": 40}"#,
+        r#"{"ph": "N", "name": "obj", "id": 2, "pid": 0, "tid": 8, "ts": 30}"#,
     ]);
     let t = read_ok("begin_end.json", text.as_bytes());
     assert_eq!(t.events.len(), 1);
     assert_eq!(skipped(&t, "cpu_op", SkipReason::BeginEnd), 2);
     assert_eq!(skipped(&t, "-", SkipReason::BeginEnd), 1);
     assert_eq!(skipped(&t, "cpu_op", SkipReason::UnsupportedPhase), 1);
+    // Async spans and objects: valid, not read, not malformed either.
+    assert_eq!(skipped(&t, "user", SkipReason::OtherPhase), 2);
+    assert_eq!(skipped(&t, "-", SkipReason::OtherPhase), 1);
+    let other = (t.warnings.iter())
+        .find(|w| w.contains("clock-sync"))
+        .unwrap_or_else(|| panic!("{:?}", t.warnings));
+    assert!(
+        other.starts_with(
+            "3 async, object, sample, mark or clock-sync events skipped (first at \
+             traceEvents[5]): valid trace events"
+        ),
+        "{other}"
+    );
     let begin_end = (t.warnings.iter())
         .find(|w| w.contains("begin/end"))
         .unwrap_or_else(|| panic!("{:?}", t.warnings));

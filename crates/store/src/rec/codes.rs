@@ -118,6 +118,7 @@ codes!(
         SkipReason::UnsupportedPhase = 12,
         SkipReason::BadFlow = 13,
         SkipReason::BeginEnd = 14,
+        SkipReason::OtherPhase = 15,
     ]
 );
 
