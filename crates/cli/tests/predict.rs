@@ -1094,6 +1094,18 @@ fn data_parallel_edits_of_an_inference_trace_are_refused() {
             && g.contains("a collective in a trace without a backward pass"),
         "{g}"
     );
+    // The two-event trace's one all-reduce records no group and the trace
+    // no world size: its tensor-parallel degree is unknown, not 1 (it was
+    // predicted as TP 1 -> 2 from that guess).
+    let path = vec![corpus.path("micro/two-events-large-integers.json.gz")];
+    assert_refused(
+        &["--tp", "2"],
+        &path,
+        "the traced tensor-parallel degree of",
+    );
+    let inspected =
+        String::from_utf8_lossy(&run_ok(lumos().arg("inspect").args(&path)).stdout).to_string();
+    assert!(inspected.contains("(tp -, pp 1, dp 1)"), "{inspected}");
     // DDP's bucket all-reduces, launched from the gradient accumulation
     // hooks: data parallel from that evidence (medium), which also
     // classifies the broadcast of the same process group.

@@ -115,6 +115,26 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
             base.input_names()
         )));
     }
+    for (class, edited) in [
+        (GroupClass::Tensor, c.tp != b.tp),
+        (GroupClass::Data, c.dp != b.dp),
+    ] {
+        if edited && degree_unknown(base, class) {
+            return Err(PredictError::Unsupported(format!(
+                "the traced {}-parallel degree of {} is not known: its {}-parallel collectives \
+                 record no group size (no process-group metadata){}, so an edit of that degree \
+                 would start from a guess",
+                class.as_str(),
+                base.input_names(),
+                class.as_str(),
+                if class == GroupClass::Data {
+                    " and the trace no world size"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
     if let Some(k) = t
         .scales
         .iter()
@@ -251,6 +271,17 @@ fn class_names(base: &Baseline, class: GroupClass) -> Vec<String> {
 }
 
 /// Whether any traced input has a collective of `class`.
+/// Whether discovery could not tell `class`'s traced degree on some input:
+/// its collectives record no group size ([`crate::discover::DiscoveredConfig`]'s degree is
+/// `None`). An edit of that degree would be from a guess.
+fn degree_unknown(base: &Baseline, class: GroupClass) -> bool {
+    base.structures.iter().any(|s| match class {
+        GroupClass::Tensor => s.config.tp.is_none(),
+        GroupClass::Data => s.config.dp.is_none(),
+        _ => false,
+    })
+}
+
 fn has_class(base: &Baseline, class: GroupClass) -> bool {
     base.structures
         .iter()

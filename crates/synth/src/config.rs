@@ -426,14 +426,14 @@ impl SynthConfig {
         if !(self.noise.is_finite() && self.noise >= 0.0) {
             return bad(format!("noise {} must be finite and >= 0", self.noise));
         }
-        let weights = self.least_weight_bytes_per_gpu();
+        let (stage, weights) = self.least_weight_bytes_per_gpu();
         if weights > self.gpu.memory_bytes as f64 {
             return bad(format!(
-                "the weights alone would take {:.1} GB on each GPU of stage 0 in 16 bits ({} \
-                 layers over tp {}), more than the {}'s {:.1} GB: no such GPU holds this model \
-                 (raise tp or pp)",
+                "the weights alone would take {:.1} GB on each GPU of stage {stage} in 16 bits \
+                 ({} layers over tp {}), more than the {}'s {:.1} GB: no such GPU holds this \
+                 model (raise tp or pp)",
                 weights / 1e9,
-                self.stage_layers(0),
+                self.stage_layers(stage),
                 p.tp,
                 self.gpu.name,
                 self.gpu.memory_bytes as f64 / 1e9
@@ -442,15 +442,20 @@ impl SynthConfig {
         Ok(())
     }
 
-    /// The bytes of 16-bit weights a GPU of stage 0 (which holds the most
-    /// layers: earlier stages take the remainder) holds at least: its
-    /// layers' parameters over `tp`. Megatron shards weights only over
-    /// tensor and pipeline parallelism; embeddings, gradients, optimizer
-    /// state and activations come on top and are not counted, so this
-    /// refuses only a configuration that cannot exist.
-    fn least_weight_bytes_per_gpu(&self) -> f64 {
+    /// The stage holding the most layers (the first such), and the bytes
+    /// of 16-bit weights each of its GPUs holds at least: its layers'
+    /// parameters over `tp`. Megatron shards weights only over tensor and
+    /// pipeline parallelism; embeddings, gradients, optimizer state and
+    /// activations come on top and are not counted, so this refuses only
+    /// a configuration that cannot exist.
+    fn least_weight_bytes_per_gpu(&self) -> (usize, f64) {
         let layer = self.model.layer_params() as f64;
-        2.0 * layer * self.stage_layers(0) as f64 / self.parallel.tp as f64
+        // Not always stage 0: with the embedding counted as a layer the
+        // first stage holds one layer fewer.
+        let (stage, layers) = (0..self.parallel.pp)
+            .map(|s| (s, self.stage_layers(s)))
+            .fold((0, 0), |best, x| if x.1 > best.1 { x } else { best });
+        (stage, 2.0 * layer * layers as f64 / self.parallel.tp as f64)
     }
 
     /// The ranks [`SynthConfig::ranks`] selects, in order.

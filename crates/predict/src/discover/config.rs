@@ -100,7 +100,8 @@ fn group_size(
 }
 
 /// Tensor-, data- and pipeline-parallel degrees: the size of the group
-/// their collectives use, 1 where there are none.
+/// their collectives use, 1 where there are none, unknown where they
+/// record no group (and, for data parallelism, the trace no world size).
 fn parallel_degrees(
     g: &Graph,
     ctx: &TraceContext,
@@ -128,6 +129,27 @@ fn parallel_degrees(
                     n.to_string(),
                     conf,
                     "size of the group its collectives use".into(),
+                ));
+            }
+            // Collectives of the class that name no group (an inference
+            // trace's all-reduces without process-group metadata): the
+            // degree is not 1, and not known.
+            // (The pipeline's degree keeps 1: the stages found decide it.)
+            None if class != GroupClass::Pipeline && comms.iter().any(|x| x.class == class) => {
+                *slot = None;
+                findings.push(finding(
+                    what,
+                    "unknown".into(),
+                    Confidence::Low,
+                    format!(
+                        "its {} collectives record no group size{}",
+                        class.as_str(),
+                        if class == GroupClass::Data {
+                            " and the trace no world size"
+                        } else {
+                            ""
+                        }
+                    ),
                 ));
             }
             None => {

@@ -433,10 +433,13 @@ pub(super) fn structure_blocked(s: &Structure) -> Option<String> {
                  is told from the job's other pipeline stages, so give every stage's trace"
                     .into(),
             )
-        } else if s.steps.iter().all(|st| count(st, PassKind::Backward) == 0) {
+        } else if s.steps.iter().all(|st| count(st, PassKind::Backward) == 0)
+            && s.steps.iter().any(|st| count(st, PassKind::Forward) > 0)
+        {
             Some(
-                "no backward pass in any step (an inference trace?): the structural edits \
-                 re-arrange a training step's forward and backward passes"
+                "forward passes but no backward pass found in any step (an inference trace, or \
+                 backward passes discovery did not find): the structural edits re-arrange a \
+                 training step's forward and backward passes"
                     .into(),
             )
         } else if let Some((i, st)) = (s.steps.iter().enumerate())

@@ -93,7 +93,7 @@ fn why_structural_edits_are_blocked() {
     assert!(
         edits_blocked(&t)
             .unwrap()
-            .starts_with("no backward pass in any step (an inference trace?)"),
+            .starts_with("forward passes but no backward pass found in any step"),
         "{:?}",
         edits_blocked(&t)
     );
