@@ -482,7 +482,7 @@ def durations_from(a: PathLike, b: PathLike, *, progress: ProgressArg = None) ->
     files = [_one_file(a, "a"), _one_file(b, "b")]
     with callback(progress) as cb:
         ta, tb = _lumos.read_traces(files, cb)
-    return Transfer(json.loads(_lumos.durations_from_json(ta, tb)))
+        return Transfer(json.loads(_lumos.durations_from_json(ta, tb, cb)))
 
 
 def synth(

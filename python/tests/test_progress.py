@@ -155,3 +155,24 @@ def test_an_interrupt_after_the_work_ended_has_no_note(tmp_path):
     with pytest.raises(KeyboardInterrupt) as interrupt:
         lumos.predict(files, progress=ctrl_c_at_the_end)
     assert not stopped_early(interrupt.value)
+
+
+def test_ctrl_c_stops_durations_from_within_its_replays(tmp_path):
+    import _thread
+
+    a = lumos.synth("gpt-small", tmp_path / "a", microbatches=64, seed=1, progress=False)[0]
+    b = lumos.synth("gpt-small", tmp_path / "b", microbatches=64, seed=2, progress=False)[0]
+    phases = []
+
+    def ctrl_c_once_replaying(phase, done, total):
+        first = phase == "replaying" and "replaying" not in phases
+        phases.append(phase)
+        if first:
+            _thread.interrupt_main()
+
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        lumos.durations_from(a, b, progress=ctrl_c_once_replaying)
+    assert phases[-1] == "replaying", phases
+    # Before, durations_from replayed both graphs to their end.
+    assert stopped_early(interrupt.value), getattr(interrupt.value, "__notes__", None)
+    assert lumos.durations_from(a, b, progress=False).steps is not None

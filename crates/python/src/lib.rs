@@ -409,15 +409,23 @@ fn diff_json(
 /// the durations measured in B (another recording of the same program)
 /// and replayed, beside B's measured and replayed steps. B sharing too
 /// little with A is a configuration error that gives the matched share.
+/// Its replays stop on Ctrl-C (or a failing callback), as `replay`'s do.
 #[pyfunction]
+#[pyo3(signature = (a, b, progress = None))]
 fn durations_from_json(
     py: Python<'_>,
     a: PyRef<'_, Trace>,
     b: PyRef<'_, Trace>,
+    progress: Callback,
 ) -> PyResult<String> {
     use lumos_report::{Recording, ReportError};
     let (ta, tb) = (Arc::clone(&a.inner), Arc::clone(&b.inner));
-    let report = py.detach(|| {
+    let report = progress::run(py, progress, |p| {
+        p.phase("replaying", 1);
+        let sim = lumos_sim::SimOptions {
+            cancel: Some(p.stop_flag()),
+            ..Default::default()
+        };
         let ((ga, ma, _), (gb, mb, _)) =
             rayon::join(|| lumos_graph::build(&ta), || lumos_graph::build(&tb));
         let (pa, pb) = (ta.path.display().to_string(), tb.path.display().to_string());
@@ -431,7 +439,7 @@ fn durations_from_json(
             graph: &gb,
             measured: &mb,
         };
-        lumos_report::transfer_replay(ra, rb, &Default::default())
+        lumos_report::transfer_replay(ra, rb, &sim)
             .map(|(report, _)| report)
             .map_err(|e| match e {
                 ReportError::Predict(ref p) if p.is_usage() => {
@@ -439,7 +447,7 @@ fn durations_from_json(
                 }
                 e => e.into(),
             })
-    })?;
+    })??;
     json(&report)
 }
 
