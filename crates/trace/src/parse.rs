@@ -1203,7 +1203,7 @@ impl<'a> Value<'a> {
     }
 
     /// A lenient integer: a number, or a string holding one (decimal or
-    /// `0x` hex); anything else reads as absent.
+    /// `0x` or `0X` hex); anything else reads as absent.
     fn int<T: FromJsonNumber>(self) -> Option<T> {
         match self {
             Value::Num(n) => match n.value() {
@@ -1214,7 +1214,10 @@ impl<'a> Value<'a> {
             },
             Value::Str(s) => {
                 let v = s.trim();
-                match v.strip_prefix("0x") {
+                // Either case of the prefix: `0X1F` is as much hex
+                // (C's `%#X`), and read as absent it was counted as a
+                // malformed id.
+                match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
                     Some(hex) => u64::from_str_radix(hex, 16).ok().and_then(T::from_u64),
                     None => v
                         .parse::<i64>()

@@ -547,6 +547,34 @@ fn ids_at_the_packed_absent_value_are_dropped_and_counted() {
 }
 
 #[test]
+fn hex_ids_are_read_whatever_the_case_of_their_prefix() {
+    // `0X1F` is hex as much as `0x1F` (C's `%#X` writes it): an id written
+    // so is read, not dropped and counted as malformed.
+    let ev = |ts: u32, args: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{ts},"dur":1,"args":{{{args}}}}}"#
+        )
+    };
+    let events = [
+        ev(
+            1,
+            r#""correlation":"0x1F","External id":"0x1f","stream":"0x7","device":"0x0""#,
+        ),
+        ev(
+            2,
+            r#""correlation":"0X1F","External id":"0X1f","stream":" 0X7 ","device":"0X0""#,
+        ),
+    ];
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_ok_any_chunk("hex.json", trace_of(&refs).as_bytes());
+    let ids = |e: &Event| (e.correlation(), e.external_id(), e.stream(), e.device());
+    for e in &t.events {
+        assert_eq!(ids(e), (Some(31), Some(31), Some(7), Some(0)), "{e:?}");
+    }
+    assert!(t.skipped.bad_args.is_empty(), "{:?}", t.skipped.bad_args);
+}
+
+#[test]
 fn ids_that_are_not_integers_are_dropped_and_counted() {
     // A writer that puts a text, a fraction or a negative number where an
     // id goes: the event is kept without that id (its launch is not
