@@ -163,6 +163,16 @@ impl Baseline {
             }
             d0.layers.unwrap_or(0) * pp
         };
+        for (found, what) in [(d0.tp, "tensor-parallel"), (d0.dp, "data-parallel")] {
+            if found.is_none() {
+                // Discovery leaves a degree unknown where its collectives
+                // record no group size; an edit of it is refused
+                // (`checks.rs`), the others take it as 1.
+                notes.push(format!(
+                    "{what} degree unknown (its collectives record no group size): taken as 1"
+                ));
+            }
+        }
         let config = Config {
             tp: at_least_one(d0.tp, "tensor-parallel degree", &mut notes),
             dp: at_least_one(d0.dp, "data-parallel degree", &mut notes),

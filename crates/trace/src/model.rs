@@ -745,7 +745,9 @@ impl SkipReason {
             SkipReason::UnsupportedPhase => "unsupported ph",
             SkipReason::BadFlow => "flow without id or of unknown kind",
             SkipReason::BeginEnd => "begin/end (B/E) duration event, not read",
-            SkipReason::OtherPhase => "async, object, sample, mark or clock-sync event, not read",
+            SkipReason::OtherPhase => {
+                "async, object, sample, mark, clock-sync, memory-dump or context event, not read"
+            }
         }
     }
 }

@@ -1198,12 +1198,12 @@ impl<'s> Builder<'s> {
             let first = (t.skipped.first_index.get(&SkipReason::OtherPhase)).map_or(0, |&i| i);
             t.warnings.push(format!(
                 "{} skipped (first at traceEvents[{first}]): valid trace events of phases lumos \
-                 does not read (async spans, objects, samples, marks, clock syncs); what they \
-                 mark is not in the graph",
+                 does not read (async spans, objects, samples, marks, clock syncs, memory dumps, \
+                 contexts); what they mark is not in the graph",
                 counted(
                     other,
-                    "async, object, sample, mark or clock-sync event",
-                    "async, object, sample, mark or clock-sync events"
+                    "event of another trace-event phase",
+                    "events of other trace-event phases"
                 )
             ));
         }
