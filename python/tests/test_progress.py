@@ -116,25 +116,30 @@ def test_ctrl_c_stops_a_joint_replay_before_it_ends(tmp_path):
     assert stopped < whole, (stopped, whole)
 
 
-def test_ctrl_c_stops_a_prediction_within_its_replays(tmp_path):
+def ctrl_c_once_replaying(phases):
+    """A progress callback that records the phases it sees in `phases` and
+    presses Ctrl-C once the replays have begun (the graphs are made): only
+    the simulator can stop the work then."""
     import _thread
 
-    files = lumos.synth("gpt-small", tmp_path / "job", tp=1, pp=2, microbatches=8, ranks="all",
-                        progress=False)
-    phases = []
-
-    def ctrl_c_once_replaying(phase, done, total):
-        # Ctrl-C once the prediction's replays have begun (its graphs are
-        # made): only the simulator can stop it then.
+    def callback(phase, done, total):
         first = phase == "replaying" and "replaying" not in phases
         phases.append(phase)
         if first:
             _thread.interrupt_main()
 
+    return callback
+
+
+def test_ctrl_c_stops_a_prediction_within_its_replays(tmp_path):
+    files = lumos.synth("gpt-small", tmp_path / "job", tp=1, pp=2, microbatches=8, ranks="all",
+                        progress=False)
+    phases = []
+
     # Sixteen times the micro-batches and twice the layers: its replays
     # take seconds, where the signal is seen within a tick (0.1 s).
     with pytest.raises(KeyboardInterrupt) as interrupt:
-        lumos.predict(files, microbatches=128, layers=48, progress=ctrl_c_once_replaying)
+        lumos.predict(files, microbatches=128, layers=48, progress=ctrl_c_once_replaying(phases))
     assert "predicting" in phases and phases[-1] == "replaying", phases
     # The replay stopped: before, the prediction replayed to its end.
     assert stopped_early(interrupt.value), getattr(interrupt.value, "__notes__", None)
@@ -158,21 +163,14 @@ def test_an_interrupt_after_the_work_ended_has_no_note(tmp_path):
 
 
 def test_ctrl_c_stops_durations_from_within_its_replays(tmp_path):
-    import _thread
-
-    a = lumos.synth("gpt-small", tmp_path / "a", microbatches=64, seed=1, progress=False)[0]
-    b = lumos.synth("gpt-small", tmp_path / "b", microbatches=64, seed=2, progress=False)[0]
+    # Replays of about half a second (the signal is seen within a tick,
+    # 0.1 s), begun once both graphs are built.
+    a = lumos.synth("gpt-small", tmp_path / "a", microbatches=256, seed=1, progress=False)[0]
+    b = lumos.synth("gpt-small", tmp_path / "b", microbatches=256, seed=2, progress=False)[0]
     phases = []
-
-    def ctrl_c_once_replaying(phase, done, total):
-        first = phase == "replaying" and "replaying" not in phases
-        phases.append(phase)
-        if first:
-            _thread.interrupt_main()
-
     with pytest.raises(KeyboardInterrupt) as interrupt:
-        lumos.durations_from(a, b, progress=ctrl_c_once_replaying)
-    assert phases[-1] == "replaying", phases
+        lumos.durations_from(a, b, progress=ctrl_c_once_replaying(phases))
+    assert "building" in phases and phases[-1] == "replaying", phases
     # Before, durations_from replayed both graphs to their end.
     assert stopped_early(interrupt.value), getattr(interrupt.value, "__notes__", None)
     assert lumos.durations_from(a, b, progress=False).steps is not None

@@ -421,13 +421,14 @@ fn durations_from_json(
     use lumos_report::{Recording, ReportError};
     let (ta, tb) = (Arc::clone(&a.inner), Arc::clone(&b.inner));
     let report = progress::run(py, progress, |p| {
-        p.phase("replaying", 1);
+        p.phase("building", 2);
         let sim = lumos_sim::SimOptions {
             cancel: Some(p.stop_flag()),
             ..Default::default()
         };
         let ((ga, ma, _), (gb, mb, _)) =
             rayon::join(|| lumos_graph::build(&ta), || lumos_graph::build(&tb));
+        p.phase("replaying", 1);
         let (pa, pb) = (ta.path.display().to_string(), tb.path.display().to_string());
         let ra = Recording {
             path: &pa,

@@ -1173,39 +1173,36 @@ impl<'s> Builder<'s> {
         // Valid events, not malformed ones, but unlike the instants and
         // the categories left out on purpose they may time work: say
         // what leaving them out does to the results.
-        let begin_end = (t.skipped.counts.iter())
-            .filter(|((_, r), _)| *r == SkipReason::BeginEnd)
-            .map(|(_, n)| n)
-            .sum::<u64>();
-        if begin_end > 0 {
-            let first = (t.skipped.first_index.get(&SkipReason::BeginEnd)).map_or(0, |&i| i);
-            t.warnings.push(format!(
-                "{} skipped (first at traceEvents[{first}]): valid trace events, which lumos \
-                 does not read (it reads complete \"X\" events); the spans they mark are not \
-                 in the graph, so replays, predictions and reports leave them out",
-                counted(
-                    begin_end,
-                    "begin/end (\"B\"/\"E\") duration event",
-                    "begin/end (\"B\"/\"E\") duration events"
-                )
-            ));
-        }
-        let other = (t.skipped.counts.iter())
-            .filter(|((_, r), _)| *r == SkipReason::OtherPhase)
-            .map(|(_, n)| n)
-            .sum::<u64>();
-        if other > 0 {
-            let first = (t.skipped.first_index.get(&SkipReason::OtherPhase)).map_or(0, |&i| i);
-            t.warnings.push(format!(
-                "{} skipped (first at traceEvents[{first}]): valid trace events of phases lumos \
-                 does not read (async spans, objects, samples, marks, clock syncs, memory dumps, \
-                 contexts); what they mark is not in the graph",
-                counted(
-                    other,
-                    "event of another trace-event phase",
-                    "events of other trace-event phases"
-                )
-            ));
+        let valid_unread = [
+            (
+                SkipReason::BeginEnd,
+                "begin/end (\"B\"/\"E\") duration event",
+                "begin/end (\"B\"/\"E\") duration events",
+                "valid trace events, which lumos does not read (it reads complete \"X\" \
+                 events); the spans they mark are not in the graph, so replays, predictions \
+                 and reports leave them out",
+            ),
+            (
+                SkipReason::OtherPhase,
+                "event of another trace-event phase",
+                "events of other trace-event phases",
+                "valid trace events of phases lumos does not read (async spans, objects, \
+                 samples, marks, clock syncs, memory dumps, contexts); what they mark is not \
+                 in the graph",
+            ),
+        ];
+        for (reason, one, many, why) in valid_unread {
+            let n = (t.skipped.counts.iter())
+                .filter(|((_, r), _)| *r == reason)
+                .map(|(_, n)| n)
+                .sum::<u64>();
+            if n > 0 {
+                let first = (t.skipped.first_index.get(&reason)).map_or(0, |&i| i);
+                t.warnings.push(format!(
+                    "{} skipped (first at traceEvents[{first}]): {why}",
+                    counted(n, one, many)
+                ));
+            }
         }
         for (key, bad) in &t.skipped.bad_args {
             t.warnings.push(format!(
