@@ -520,25 +520,44 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
             ));
         }
         let unknown_kind = |c: &&crate::discover::CommInfo| c.kind.is_none() && c.p2p.is_none();
-        let (mut bcast, mut bcast_ns) = (0usize, 0i64);
+        let (mut bcast, mut bcast_ns, mut bcast_taken) = (0usize, 0i64, 0usize);
         let (mut kept, mut kept_ns) = (Vec::new(), 0i64);
         for (c, g) in of_class().filter(|(c, _)| unknown_kind(c)) {
             if crate::retime::runs_broadcast(c, g) {
                 bcast += 1;
                 bcast_ns += g.task(c.task).duration_ns;
+                bcast_taken += usize::from(c.taken_for.is_some());
             } else {
                 tally(&mut kept, &coll_name(c, g));
                 kept_ns += g.task(c.task).duration_ns;
             }
         }
+        // Those launched before the capture are counted in the line above
+        // too: say so, so that the counts are not added up.
+        let among_taken = match bcast_taken {
+            0 => String::new(),
+            n => format!("{n} of them launched before the capture, above"),
+        };
         if bcast > 0 {
             out.push(if group_of_one {
+                let among = if among_taken.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({among_taken})")
+                };
                 format!(
-                    "{bcast} {name} broadcasts: not issued by a group of one (kept at zero length)"
+                    "{bcast} {name} broadcasts{among}: not issued by a group of one (kept at zero \
+                     length)"
                 )
             } else {
+                let among = if among_taken.is_empty() {
+                    String::new()
+                } else {
+                    format!("{among_taken}; ")
+                };
                 format!(
-                    "{bcast} {name} broadcasts ({:.3} ms traced) re-timed as NCCL's ring broadcast: \
+                    "{bcast} {name} broadcasts ({among}{:.3} ms traced) re-timed as NCCL's \
+                     ring broadcast: \
                      traced + T(target group and network) - T(traced group), T the link's time \
                      for the message once per rank (bus factor 1) plus a hop latency per ring \
                      member after the root",
