@@ -270,10 +270,10 @@ fn class_names(base: &Baseline, class: GroupClass) -> Vec<String> {
     out
 }
 
-/// Whether any traced input has a collective of `class`.
 /// Whether discovery could not tell `class`'s traced degree on some input:
-/// its collectives record no group size ([`crate::discover::DiscoveredConfig`]'s degree is
-/// `None`). An edit of that degree would be from a guess.
+/// its collectives record no group size
+/// ([`crate::discover::DiscoveredConfig`]'s degree is `None`). An edit of
+/// that degree would be from a guess.
 fn degree_unknown(base: &Baseline, class: GroupClass) -> bool {
     base.structures.iter().any(|s| match class {
         GroupClass::Tensor => s.config.tp.is_none(),
@@ -282,6 +282,7 @@ fn degree_unknown(base: &Baseline, class: GroupClass) -> bool {
     })
 }
 
+/// Whether any traced input has a collective of `class`.
 fn has_class(base: &Baseline, class: GroupClass) -> bool {
     base.structures
         .iter()

@@ -534,27 +534,17 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
         }
         // Those launched before the capture are counted in the line above
         // too: say so, so that the counts are not added up.
-        let among_taken = match bcast_taken {
-            0 => String::new(),
-            n => format!("{n} of them launched before the capture, above"),
-        };
+        let among = (bcast_taken > 0)
+            .then(|| format!("{bcast_taken} of them launched before the capture, above"));
         if bcast > 0 {
             out.push(if group_of_one {
-                let among = if among_taken.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({among_taken})")
-                };
+                let among = among.map_or(String::new(), |a| format!(" ({a})"));
                 format!(
                     "{bcast} {name} broadcasts{among}: not issued by a group of one (kept at zero \
                      length)"
                 )
             } else {
-                let among = if among_taken.is_empty() {
-                    String::new()
-                } else {
-                    format!("{among_taken}; ")
-                };
+                let among = among.map_or(String::new(), |a| format!("{a}; "));
                 format!(
                     "{bcast} {name} broadcasts ({among}{:.3} ms traced) re-timed as NCCL's \
                      ring broadcast: \

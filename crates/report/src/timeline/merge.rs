@@ -65,7 +65,7 @@ fn onto_base(t: &mut Timeline<'_>, base0: Option<i64>) {
 
 /// `job.<what>.json.gz`: the name of a job's merged timeline.
 pub fn merged_file_name(what: &str) -> String {
-    format!("job.{what}.json.gz")
+    super::file_name_of("job", what)
 }
 
 /// What a directory holding no trace stands for when it is `lumos predict

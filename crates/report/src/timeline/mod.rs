@@ -354,7 +354,7 @@ impl<'a> Timeline<'a> {
     /// replace).
     pub fn predicted_file_names(pred: &Prediction<'_>) -> Vec<String> {
         (0..pred.stages.len())
-            .map(|k| format!("{}.predicted.json.gz", predicted_stem(pred.stage_rank(k))))
+            .map(|k| file_name_of(&predicted_stem(pred.stage_rank(k)), "predicted"))
             .collect()
     }
 
@@ -390,7 +390,7 @@ impl<'a> Timeline<'a> {
     /// a predicted stage, `N` its rank in the target job (the trace it was
     /// built from is [`Timeline::predicted_from`]).
     pub fn file_name(&self) -> String {
-        format!("{}.{}.json.gz", self.stem, self.what)
+        file_name_of(&self.stem, self.what)
     }
 
     /// For a predicted stage's timeline, the traced rank it was built from.
@@ -844,6 +844,12 @@ fn collective_args(stage: &PredictedStage<'_>, written: &WrittenStage, t: TaskId
         seq: c.seq,
         src_dst: c.peers,
     });
+}
+
+/// `<stem>.<what>.json.gz`: the name of a timeline file (a rank's, or
+/// with stem `job` a merged one, [`merged_file_name`]).
+pub(crate) fn file_name_of(stem: &str, what: &str) -> String {
+    format!("{stem}.{what}.json.gz")
 }
 
 /// What a predicted stage's timeline is named after: the rank it stands
