@@ -21,7 +21,10 @@
 //! `--reference PARSER N` parses each plain file N times with a general
 //! JSON parser (`serde_json-typed`, `sonic-rs-typed` or `sonic-rs-dom`, benches/common/
 //! reference.rs), the file read into memory before the clock starts: what
-//! the reader's speed is set against.
+//! the reader's speed is set against. `structural-index` and
+//! `structural-index-stage1` are not parsers but the bound of a
+//! structural-index design, and its first stage alone (benches/common/
+//! structural.rs).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program or test: printing is its job
 
 use std::io::{Read, Write};

@@ -4,15 +4,28 @@
 //! the model reads and skipping the rest (`serde_json-typed`,
 //! `sonic-rs-typed`), and sonic-rs building its whole document
 //! (`sonic-rs-dom`), its fastest path. See docs/PERFORMANCE.md, "Against general
-//! JSON parsers".
+//! JSON parsers". A fourth, `structural-index`, is not a parser but a
+//! bound: simdjson's two stages cut down to finding the members the model
+//! reads (structural.rs; PERFORMANCE.md, "Eleventh round"), and
+//! `structural-index-stage1` its first stage alone (it counts positions,
+//! not events).
 
 use std::borrow::Cow;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+#[path = "structural.rs"]
+mod structural;
+
 /// The reference parsers' names, as [`parse_reference`] takes them.
-pub const PARSERS: [&str; 3] = ["serde_json-typed", "sonic-rs-typed", "sonic-rs-dom"];
+pub const PARSERS: [&str; 5] = [
+    "serde_json-typed",
+    "sonic-rs-typed",
+    "sonic-rs-dom",
+    "structural-index",
+    "structural-index-stage1",
+];
 
 /// The members of an event that the model reads: what a reader written
 /// on serde would deserialize.
@@ -63,8 +76,15 @@ struct TypedTrace<'a> {
     events: Vec<TypedEvent<'a>>,
 }
 
+/// Whether [`parse_reference`]'s count for `how` is of events (stage one
+/// alone counts index positions).
+#[allow(dead_code)] // used by the benchmark, not by `read_trace`
+pub fn counts_events(how: &str) -> bool {
+    how != "structural-index-stage1"
+}
+
 /// Parses `bytes` with the reference parser `how`; returns the events
-/// found.
+/// found (see [`counts_events`]).
 pub fn parse_reference(how: &str, bytes: &[u8]) -> usize {
     match how {
         "serde_json-typed" => {
@@ -83,6 +103,8 @@ pub fn parse_reference(how: &str, bytes: &[u8]) -> usize {
                 .unwrap()
                 .len()
         }
+        "structural-index" => structural::walk_trace(bytes, true).events as usize,
+        "structural-index-stage1" => structural::walk_trace(bytes, false).events as usize,
         _ => panic!("no reference parser {how}; one of {PARSERS:?}"),
     }
 }
