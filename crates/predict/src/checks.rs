@@ -245,12 +245,10 @@ fn selects_a_gpu_task(base: &Baseline, select: &KernelSelector) -> bool {
 }
 
 /// Whether the traces show a backward pass
-/// ([`crate::discover::shows_backward`]) in any input; traces without CPU
-/// operators (GPU only) cannot tell, and pass.
+/// ([`crate::discover::Structure::shows_backward`]) in any input; traces
+/// without CPU operators (GPU only) cannot tell, and pass.
 fn shows_a_backward_pass(base: &Baseline) -> bool {
-    let seen: Vec<_> = (base.inputs.iter())
-        .map(|i| crate::discover::shows_backward(&i.graph))
-        .collect();
+    let seen: Vec<_> = (base.structures.iter()).map(|s| s.shows_backward).collect();
     seen.contains(&Some(true)) || seen.iter().all(Option::is_none)
 }
 

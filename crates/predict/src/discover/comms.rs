@@ -244,7 +244,7 @@ impl<'s> Places<'s> {
 /// (`autograd::engine::evaluate_function: ...`, `MmBackward0`,
 /// `AccumulateGrad`) among its CPU tasks or scopes. `None` for a trace
 /// without CPU operators (GPU only), which cannot tell.
-pub(crate) fn shows_backward(g: &Graph) -> Option<bool> {
+pub(super) fn shows_backward(g: &Graph) -> Option<bool> {
     let backward = |n: &str| {
         n.contains("Backward") || n.contains("AccumulateGrad") || n.starts_with("autograd::")
     };
@@ -369,13 +369,15 @@ pub(super) fn classify(
 }
 
 /// Classifies every communication task of `g`, whose units have `roles`
-/// in `steps`.
+/// in `steps`; `backward` is whether `g` shows a backward pass
+/// ([`shows_backward`]).
 pub(super) fn classify_comms(
     g: &Graph,
     ctx: &TraceContext,
     units: &Units,
     roles: &[Role],
     steps: &[StepStructure],
+    backward: Option<bool>,
 ) -> Vec<CommInfo> {
     // A step's many communication tasks repeat a few names, groups and
     // places: what those decide (lowercased name tests, the group's
@@ -384,7 +386,7 @@ pub(super) fn classify_comms(
     let places = Places::new(steps);
     let mut nccl = NcclOperators::of(g);
     let mut hooks = GradientHooks::of(g);
-    let inference = shows_backward(g) == Some(false);
+    let inference = backward == Some(false);
     let mut out = Vec::new();
     for (i, t) in g.tasks.iter().enumerate() {
         let Some(ci) = t.collective else { continue };

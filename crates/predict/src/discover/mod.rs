@@ -65,7 +65,6 @@ use lumos_graph::{Graph, Measured, ProcId, TaskId};
 use crate::context::TraceContext;
 use crate::units::{Units, NO_UNIT};
 
-pub(crate) use comms::shows_backward;
 pub use comms::{CommInfo, GroupClass, P2p};
 pub use config::DiscoveredConfig;
 pub use report::{Finding, GroupReport, PhaseTime, StructureReport};
@@ -243,6 +242,11 @@ pub struct Structure {
     pub backward_block: Vec<u32>,
     /// How layers were found.
     pub layer_method: LayerMethod,
+    /// Whether the CPU side shows a backward pass (an autograd
+    /// operator); `None` for a trace without CPU operators, which cannot
+    /// tell. Found once here: communication classification and predict's
+    /// checks both read it.
+    pub shows_backward: Option<bool>,
     /// The configuration.
     pub config: DiscoveredConfig,
     /// The report.
@@ -380,13 +384,13 @@ pub fn discover_with_hint(
     hint: Option<&LayerHint>,
 ) -> Structure {
     // The units are built on one core (a sequential walk of each
-    // thread's tasks); the work classes, which read the graph alone, take
-    // the other meanwhile.
-    let (units, work) = rayon::join(
+    // thread's tasks); the work classes and whether a backward pass
+    // shows, which read the graph alone, take the other meanwhile.
+    let (units, (work, backward)) = rayon::join(
         || Units::build(graph, measured),
-        || work::work_classes(graph),
+        || (work::work_classes(graph), comms::shows_backward(graph)),
     );
-    let s = discover_units(graph, ctx, hint, units, work, Vec::new());
+    let s = discover_units(graph, ctx, hint, units, work, backward, Vec::new());
     // Without steps no cut into passes helps.
     if !blocked(&s) || s.steps.is_empty() {
         return s;
@@ -430,7 +434,7 @@ pub fn discover_with_hint(
                  one unit each, the structure could not be edited: {why}"
             ),
         );
-        let inside = discover_units(graph, ctx, hint, units, work.clone(), vec![found]);
+        let inside = discover_units(graph, ctx, hint, units, work.clone(), backward, vec![found]);
         // The first level that can be edited is kept.
         if !blocked(&inside) {
             return inside;
@@ -459,17 +463,20 @@ fn quoted_list(names: &[&str]) -> String {
 }
 
 /// Discovery's steps after the units: passes and layers, communication,
-/// configuration, report. `findings` are those found before.
+/// configuration, report. `backward` is whether the graph shows a
+/// backward pass ([`comms::shows_backward`]); `findings` are those found
+/// before.
 fn discover_units(
     graph: &Graph,
     ctx: &TraceContext,
     hint: Option<&LayerHint>,
     units: Units,
     mut work: Vec<WorkClass>,
+    backward: Option<bool>,
     mut findings: Vec<Finding>,
 ) -> Structure {
     let cut = passes::passes_and_layers(graph, &units, hint, &mut findings);
-    let comms = comms::classify_comms(graph, ctx, &units, &cut.roles, &cut.steps);
+    let comms = comms::classify_comms(graph, ctx, &units, &cut.roles, &cut.steps, backward);
     for (i, c) in comms.iter().enumerate() {
         work[c.task.idx()] = WorkClass::Comm(i as u32);
     }
@@ -482,6 +489,7 @@ fn discover_units(
         layer_block: cut.forward_block,
         backward_block: cut.backward_block,
         layer_method: cut.method,
+        shows_backward: backward,
         config: DiscoveredConfig::default(),
         report: report::placeholder(),
     };

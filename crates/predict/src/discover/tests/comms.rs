@@ -206,7 +206,7 @@ fn without_descriptions_the_structure_decides() {
     // With the process groups' descriptions, every group is known.
     assert!(s.comms.iter().all(|c| c.confidence == Confidence::High));
     ctx.groups.clear();
-    let bare = classify_comms(&g, &ctx, &s.units, &s.roles, &s.steps);
+    let bare = classify_comms(&g, &ctx, &s.units, &s.roles, &s.steps, s.shows_backward);
     assert_eq!(bare.len(), s.comms.len());
     let mut tensor_in_forward_layers = 0;
     for (c, d) in bare.iter().zip(&s.comms) {
