@@ -514,6 +514,10 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
                 taken_ns as f64 / 1e6,
                 if group_of_one {
                     "like it, not issued by a group of one"
+                } else if t.network.is_some() {
+                    // A new network re-times every collective the link
+                    // model knows, whatever its group and message.
+                    "timed as it (re-timed with it over the target network's links)"
                 } else {
                     "timed as it (re-timed with it where the edit changes its group or message)"
                 }

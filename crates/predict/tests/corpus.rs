@@ -725,6 +725,54 @@ fn broadcasts_are_retimed_over_a_new_group() {
     }
 }
 
+/// A `--network` edit re-times every collective the link model knows,
+/// those launched before the capture with the ones they are taken for,
+/// and the note says so; before, it said they were re-timed only where
+/// the edit changed their group or message, which a network edit does
+/// not. On the MI300X trace (5 data-parallel collectives launched before
+/// the capture, 3 all-reduces and 2 broadcasts), a slower network makes
+/// each of them longer.
+#[test]
+fn a_network_edit_says_it_retimes_collectives_launched_before_the_capture() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/mi300x-resnet-ddp-rank0of8.json.gz";
+    let base = corpus_base(&corpus, rel);
+    let (g, s) = (&base.inputs[0].graph, &base.structures[0]);
+    let slow = lumos_models::NetworkModel {
+        base_latency_us: 1000.0,
+        ..base.network.model()
+    };
+    let p = base.identity().with_network(slow, "slow".into()).unwrap();
+    let st = &p.stages[0];
+    let mut n = 0;
+    for (i, &(_, tt)) in st.origin.iter().enumerate() {
+        if s.comm(tt).is_some_and(|c| c.taken_for.is_some()) {
+            n += 1;
+            let traced = g.task(tt).duration_ns;
+            assert!(
+                st.durations[i] > traced,
+                "{rel}: {} ns against {traced} traced",
+                st.durations[i]
+            );
+        }
+    }
+    assert_eq!(n, 5, "{rel}: 5 launched before the capture");
+    let notes = p.notes.join("\n");
+    assert!(
+        notes.contains(
+            "5 data-parallel collectives (3 allreduce, 2 broadcast; 24.316 ms traced) were \
+             launched before the capture"
+        ) && notes.contains("and timed as it (re-timed with it over the target network's links)"),
+        "{notes}"
+    );
+    assert!(
+        !notes.contains("where the edit changes its group"),
+        "{notes}"
+    );
+}
+
 /// `a100-recsys-rank3of8` at DP 1 no longer issues its gradient
 /// all-reduces, which ran beside the compute stream: the blocking copy
 /// that ends each step stops waiting for them (6.2 ms -> 1.7 ms), so the
