@@ -162,6 +162,29 @@ def test_an_interrupt_after_the_work_ended_has_no_note(tmp_path):
     assert not stopped_early(interrupt.value)
 
 
+def test_an_interrupt_while_synth_writes_its_last_file_has_no_note(tmp_path):
+    import _thread
+
+    pressed = []
+
+    def ctrl_c_while_writing(phase, done, total):
+        # One rank of about a second (the signal is seen within a tick,
+        # 0.1 s): its one pipeline column is under way, and none is left
+        # to skip.
+        if phase == "writing" and done == 0 and not pressed:
+            pressed.append(total)
+            _thread.interrupt_main()
+
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        lumos.synth("gpt-small", tmp_path / "job", microbatches=256,
+                    progress=ctrl_c_while_writing)
+    assert pressed == [1]
+    # Every file was written: the work was not cut short, which the note
+    # said before.
+    assert [f.name for f in (tmp_path / "job").iterdir()] == ["rank0.json.gz"]
+    assert not stopped_early(interrupt.value), interrupt.value.__notes__
+
+
 def test_ctrl_c_stops_durations_from_within_its_replays(tmp_path):
     # Replays of about half a second (the signal is seen within a tick,
     # 0.1 s), begun once both graphs are built.

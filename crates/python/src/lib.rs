@@ -519,10 +519,16 @@ fn synth(
         .map_err(|e| Error::from_chain(errors::Kind::Config, &e))?;
     let files = progress::run(py, progress, |p| {
         p.phase("writing", cfg.selected_ranks().len() as u64);
-        lumos_synth::write_job_with(&cfg, &out, &|_| {
+        let r = lumos_synth::write_job_with(&cfg, &out, &|_| {
             p.add(1);
-            !p.cancelled()
-        })
+            !p.asked_to_stop()
+        });
+        // Asked after a file, the job stops before its next column: where
+        // none was left, every file was written and nothing was cut short.
+        if matches!(r, Err(lumos_synth::SynthError::Stopped)) {
+            p.stopped();
+        }
+        r
     })?
     .map_err(|e| {
         Error::new(

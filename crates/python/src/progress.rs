@@ -51,11 +51,26 @@ impl Progress {
     /// ([`lumos_sim::Cancel::mark_stopped`]), for the note [`run`] adds to
     /// the exception.
     pub fn cancelled(&self) -> bool {
-        let stop = self.cancel.is_cancelled();
+        let stop = self.asked_to_stop();
         if stop {
-            self.cancel.mark_stopped();
+            self.stopped();
         }
         stop
+    }
+
+    /// True once the caller has asked the work to stop, without recording
+    /// that it did: for work that learns only later whether it had any
+    /// left to skip (`synth`, asked after each file, stops before its
+    /// next pipeline column, if one is left), which then calls
+    /// [`Progress::stopped`] where it did stop.
+    pub fn asked_to_stop(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Records that the work stopped before its end because it was asked
+    /// to, for the note [`run`] adds to the exception.
+    pub fn stopped(&self) {
+        self.cancel.mark_stopped();
     }
 
     /// The flag that cancels the work, for a replay to watch

@@ -188,6 +188,22 @@ fn write_job_with_reports_each_file_and_stops_when_asked() {
             assert!(matches!(r, Err(lumos_synth::SynthError::Stopped)), "{r:?}");
             assert!(*calls.lock().unwrap() < paths.len());
         });
+
+    // Asked to stop once the last column is under way, no column is left
+    // to skip: every file is written, and the job ends as it would have
+    // (before, it said `Stopped`, "before every rank was written").
+    let mut one_column = config("gpt-tiny", 1, 2, 1, 2);
+    one_column.ranks = Ranks::All;
+    let last = lumos_testkit::TempDir::new("synth-stop-last");
+    let calls = Mutex::new(0);
+    let r = write_job_with(&one_column, &last, &|_| {
+        *calls.lock().unwrap() += 1;
+        false
+    });
+    let files = r.unwrap();
+    assert_eq!(files.len(), 2);
+    assert!(files.iter().all(|f| f.exists()));
+    assert_eq!(*calls.lock().unwrap(), 2);
 }
 
 #[test]
