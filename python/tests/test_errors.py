@@ -522,3 +522,23 @@ def test_an_ingest_error_says_its_cause_once(tmp_path, cli_error):
     assert code == 1
     assert str(e.value) == message
     assert str(e.value).count("No such file") == 1
+
+
+def test_a_trace_without_tasks_is_an_input_error_not_zeros(tmp_path, cli_error):
+    # Only metadata and an event of a kind lumos does not model: nothing
+    # to replay or predict from, where a replay would report zeros.
+    trace = tmp_path / "metadata-only.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"name": "process_name", "ph": "M", "ts": 0, "pid": 1, "tid": 0, "args": {"name": "python3"}},
+        {"ph": "X", "cat": "made_up", "name": "x", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
+    ]}))
+    code, message = cli_error(["replay", str(trace)])
+    assert code == 1 and "nothing to replay: no CPU or GPU task was read" in message
+    with pytest.raises(InputError) as e:
+        lumos.replay(str(trace), progress=False)
+    assert str(e.value) == message
+    code, message = cli_error(["predict", "--dp", "2", str(trace)])
+    assert code == 1 and "nothing to predict from" in message
+    with pytest.raises(InputError) as e:
+        lumos.predict(str(trace), dp=2, progress=False)
+    assert str(e.value) == message

@@ -1035,3 +1035,57 @@ fn stopped_by_memory_limit(dir: &Path, job: &Path, commands: &[&[&str]], limit: 
     }
     assert!(!dir.join("job.html").exists());
 }
+
+/// A trace that holds no CPU or GPU task (no events, or only events of
+/// kinds lumos does not model) has nothing to replay: a table of zeros
+/// would read as measured and replayed times. Every command that replays
+/// or predicts refuses it as bad input naming the file; `inspect` still
+/// describes it. The corpus has no such trace: these are hand-made.
+#[test]
+fn a_trace_without_tasks_is_refused_not_replayed_as_zeros() {
+    let dir = TempDir::new("cli-exit-no-tasks");
+    let cases = [
+        ("no-events.json", r#"{"traceEvents":[]}"#.to_owned()),
+        (
+            "metadata-only.json",
+            concat!(
+                r#"{"traceEvents":[{"name":"process_name","ph":"M","ts":0,"pid":1,"tid":0,"#,
+                r#""args":{"name":"python3"}},{"ph":"X","cat":"made_up","name":"x","pid":1,"#,
+                r#""tid":1,"ts":1,"dur":2}]}"#
+            )
+            .to_owned(),
+        ),
+    ];
+    for (name, text) in cases {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        let said = format!("{name}: nothing to replay: no CPU or GPU task was read");
+        for args in [&["replay"][..], &["replay", "--json"], &["report", "-o"]] {
+            let mut args = args.to_vec();
+            let page = dir.join("page.html");
+            if args.last() == Some(&"-o") {
+                args.push(page.to_str().unwrap());
+            }
+            let out = run(&args, Some(&f));
+            assert_fails(&out, 1, &said, &format!("{args:?} {name}"));
+            assert!(!page.exists(), "{name}: a page was written");
+        }
+        let predicted = format!("{name}: nothing to predict from: no CPU or GPU task was read");
+        for edit in [["--dp", "2"], ["--layers", "4"]] {
+            let out = run(&[&["predict"][..], &edit].concat(), Some(&f));
+            assert_fails(&out, 1, &predicted, &format!("predict {edit:?} {name}"));
+        }
+        let stored = dir.join(format!("{name}.lgraph"));
+        run_ok(lumos().arg("ingest").arg(&f).arg("-o").arg(&stored));
+        let out = run(&["replay"], Some(&stored));
+        assert_fails(
+            &out,
+            1,
+            "nothing to replay",
+            &format!("replay {name}.lgraph"),
+        );
+        let out = run_ok(lumos().arg("inspect").arg(&f));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("  tasks: none\n  edges: none\n"), "{text}");
+    }
+}

@@ -26,6 +26,16 @@ pub enum PredictError {
     /// hold, a malformed kernel speed-up).
     #[error("{0}")]
     InvalidTarget(String),
+    /// A traced input holds no CPU or GPU task: there is nothing to
+    /// predict from.
+    #[error(
+        "{input}: nothing to predict from: no CPU or GPU task was read \
+         (`lumos inspect` counts the events skipped)"
+    )]
+    NoTasks {
+        /// The input, as the prediction names it.
+        input: String,
+    },
     /// The inputs are not the ranks of one job (their parallel degrees
     /// differ).
     #[error("{0}")]

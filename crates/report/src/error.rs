@@ -17,6 +17,17 @@ pub enum ReportError {
         #[source]
         source: SimError,
     },
+    /// A trace, or every rank of a job, holds no CPU or GPU task: there is
+    /// nothing to replay, and a replay of nothing would report zeros as
+    /// if they were times.
+    #[error(
+        "{what}: nothing to replay: no CPU or GPU task was read \
+         (`lumos inspect` counts the events skipped)"
+    )]
+    NothingToReplay {
+        /// The trace, or `the job`.
+        what: String,
+    },
     /// The joint replay of a job's ranks failed.
     #[error("joint replay of the job failed{at}")]
     JobReplay {
@@ -74,6 +85,18 @@ pub enum ReportError {
 }
 
 impl ReportError {
+    /// [`ReportError::NothingToReplay`] of `what` where `graph` has no
+    /// task.
+    pub(crate) fn refuse_empty(
+        graph: &lumos_graph::Graph,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), ReportError> {
+        if graph.tasks.is_empty() {
+            return Err(ReportError::NothingToReplay { what: what() });
+        }
+        Ok(())
+    }
+
     /// The failed joint replay of `graph`, merged from `job`: the rank and
     /// file of the task `source` names, where it names one, so that a
     /// replay refused for one rank's times says which file gave them.

@@ -451,6 +451,7 @@ pub(crate) fn replay_built(
     scales: &[KernelScale],
     report: Option<&AnalysisOptions>,
 ) -> Result<Replayed, ReportError> {
+    ReportError::refuse_empty(&graph, || meta.file().display().to_string())?;
     let opts = with_kernel_scales(&graph, opts, scales, &meta.file().display().to_string())?;
     // The simulation runs on one thread; what the report finds of the
     // graph and the measured times alone (and the measured half of the
@@ -502,6 +503,7 @@ pub fn replay_stored<'s>(
     opts: &SimOptions,
 ) -> Result<ReplayedStored<'s>, ReportError> {
     let (graph, measured) = (&stored.graph.graph, &stored.graph.measured);
+    ReportError::refuse_empty(graph, || stored.file().display().to_string())?;
     // As in a trace's replay: found beside the simulation.
     let (schedule, prefound) =
         rayon::join(|| simulate(graph, opts), || Prefound::of(graph, measured));

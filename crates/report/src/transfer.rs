@@ -157,6 +157,8 @@ pub fn transfer_replay(
     b: Recording<'_>,
     opts: &SimOptions,
 ) -> Result<(TransferReport, Transfer), ReportError> {
+    ReportError::refuse_empty(a.graph, || a.path.to_owned())?;
+    ReportError::refuse_empty(b.graph, || b.path.to_owned())?;
     let t = transfer_durations(a.graph, b.graph);
     t.check(a.path, b.path).map_err(ReportError::Predict)?;
     let replay = |g: &Graph, path: &str| {

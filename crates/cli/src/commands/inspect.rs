@@ -142,6 +142,9 @@ fn reports_apart(read: Vec<Result<Prepared>>) -> Vec<FileReport> {
 }
 
 fn join(m: &BTreeMap<&str, u64>) -> String {
+    if m.is_empty() {
+        return "none".to_owned();
+    }
     m.iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect::<Vec<_>>()

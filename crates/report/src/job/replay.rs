@@ -196,6 +196,7 @@ fn replay_merged<'j>(
             s.factor
         ));
     }
+    ReportError::refuse_empty(&graph.graph, || "the job".to_owned())?;
     let schedule =
         simulate_job(&graph, opts).map_err(|e| ReportError::job_replay(&job, &graph, e))?;
     Ok(JobReplayed {

@@ -140,6 +140,7 @@ pub fn replay_representatives_kept(
         .map(|g| peers.get(&g.rank).cloned().unwrap_or_default())
         .collect();
     let modelled = model_group_peers(&mut graph, &job.graphs, &job.matching, &durations);
+    ReportError::refuse_empty(&graph.graph, || "the job".to_owned())?;
     let schedule =
         simulate_job(&graph, opts).map_err(|e| ReportError::job_replay(&job, &graph, e))?;
     let replayed = JobReplayed {
