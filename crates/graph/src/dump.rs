@@ -202,6 +202,8 @@ fn counters(out: &mut String, r: &BuildReport) {
         ("unresolved_waits", r.unresolved_waits),
         ("stream_order_violations", r.stream_order_violations),
         ("cpu_holes", r.cpu_holes),
+        ("launched_early", r.launched_early),
+        ("shared_launches", r.shared_launches),
         ("events_on_left_out_threads", r.events_on_left_out_threads),
         ("events_on_left_out_streams", r.events_on_left_out_streams),
     ]

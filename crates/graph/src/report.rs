@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 
 use crate::build::PAR_MIN;
-use crate::model::{DepKind, Graph, TaskKind};
+use crate::model::{DepKind, Graph, Measured, TaskId, TaskKind};
 
 /// How an edge was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -142,6 +142,21 @@ pub struct BuildReport {
     /// still counts them (what the rules found); [`Self::edges_by_kind`]
     /// counts what the graph kept.
     pub rejected_cycles: BTreeMap<DepKind, u64>,
+    /// GPU tasks that start before the call that launched them: a measured
+    /// run cannot do that, so the host's and the device's clocks disagree.
+    /// Not stored in `.lgraph` files: derived again from the stored graph
+    /// and measured times ([`Self::derive_launch_facts`]).
+    pub launched_early: u64,
+    /// The longest lead of those tasks over their launch, ns (0 when there
+    /// are none): the most the replay, which starts them after their
+    /// launch, can differ from the measured times because of it.
+    pub longest_launch_lead_ns: i64,
+    /// Launch calls other than graph launches that launched several GPU
+    /// tasks (GPU tasks repeating a kernel launch's correlation id). Not
+    /// stored: derived again like [`Self::launched_early`].
+    pub shared_launches: u64,
+    /// The GPU tasks those calls launched, in all.
+    pub tasks_of_shared_launches: u64,
     /// Median launch latency where the launch held the kernel, ns.
     pub typical_launch_latency_ns: i64,
     /// Median gap between back-to-back tasks on a busy stream, ns.
@@ -200,10 +215,19 @@ impl BuildReport {
         *self.inferred.entry((kind, rule)).or_insert(0) += 1;
     }
 
-    /// Why the trace looks like the profiler dropped events, one line per
-    /// reason; empty when it does not. A trace with reasons is *flagged*:
-    /// its replay error says more about the trace than about the model, so
-    /// it is reported apart. Every line is also one of [`Self::warnings`].
+    /// Why the trace looks damaged (events the profiler dropped, ids
+    /// merged, clocks hours apart), one line per reason; empty when it does
+    /// not. A trace with reasons is *flagged*: its replay error says more
+    /// about the trace than about the model, so it is reported apart.
+    /// Every line is also one of [`Self::warnings`].
+    ///
+    /// Of the build's other warnings, these are no reason: steps of zero
+    /// length (left out, not replayed), overlapping steps (work counted in
+    /// both, measured and replayed alike) and steps of one name (told apart
+    /// by their order) are about the annotations, not the times or the
+    /// dependencies the replay reads; a GPU task that starts before its
+    /// launch by less than [`GROSS_CLOCK_SKEW_NS`] moves the replayed
+    /// times by that lead at most, within the model's own error.
     pub fn flag_reasons(&self) -> Vec<String> {
         let tasks: u64 = self.tasks_by_kind.values().sum();
         let mut out = Vec::new();
@@ -213,8 +237,20 @@ impl BuildReport {
             out.extend(self.missing_launch_warning());
         }
         out.extend(self.repeated_correlation_warning());
+        // The GPU side of the same damage: all but one of the GPU tasks
+        // hang off a call that did not launch them, so their launch
+        // dependencies, and the replayed times that follow them, are the
+        // trace's error.
+        out.extend(self.shared_launch_warning());
         out.extend(self.cpu_hole_warning());
         out.extend(self.rejected_cycle_warning());
+        // The measured window and steps hold the early GPU tasks where the
+        // replay cannot put them (after their launch): past the threshold
+        // they measure the clocks' disagreement, not the run (3 hours of
+        // skew gave a measured window of 10,800 s against 19.8 s replayed).
+        if self.longest_launch_lead_ns >= GROSS_CLOCK_SKEW_NS {
+            out.extend(self.launched_early_warning());
+        }
         out
     }
 
@@ -245,6 +281,74 @@ impl BuildReport {
                 )
             )
         })
+    }
+
+    /// The warning about GPU tasks that started before the call that
+    /// launched them, if any, with the longest lead: the replay starts such
+    /// tasks after their launch, so its times differ from the measured ones
+    /// by up to that lead.
+    pub(crate) fn launched_early_warning(&self) -> Option<String> {
+        let early = self.launched_early;
+        (early > 0).then(|| {
+            format!(
+                "{} before the call that launched {} (by up to {:.3} ms): \
+                 host and GPU clocks disagree?",
+                counted(early, "GPU task starts", "GPU tasks start"),
+                if early == 1 { "it" } else { "them" },
+                self.longest_launch_lead_ns as f64 / 1e6
+            )
+        })
+    }
+
+    /// The warning about launch calls (other than graph launches) that
+    /// launched several GPU tasks, if any.
+    pub(crate) fn shared_launch_warning(&self) -> Option<String> {
+        (self.shared_launches > 0).then(|| {
+            format!(
+                "{} several GPU tasks ({} in all) that repeat a \
+                 correlation id (events merged or ids reused?)",
+                counted(
+                    self.shared_launches,
+                    "launch call that is no graph launch has",
+                    "launch calls that are no graph launch have"
+                ),
+                self.tasks_of_shared_launches
+            )
+        })
+    }
+
+    /// Sets the facts of the graph's launches that a stored report does
+    /// not hold ([`Self::launched_early`], [`Self::longest_launch_lead_ns`],
+    /// [`Self::shared_launches`], [`Self::tasks_of_shared_launches`]) from
+    /// `g`'s launch edges and the measured times `m` of its tasks, as the
+    /// build found them: a reader of a stored graph calls it, so that a
+    /// graph read back is flagged as the trace's own build was (launch
+    /// edges are never left out of a build, so its launches are the
+    /// graph's).
+    pub fn derive_launch_facts(&mut self, g: &Graph, m: &Measured) {
+        let start = |t: TaskId| m.tasks.get(t.idx()).map_or(0, |s| s.start_ns);
+        let (mut early, mut lead) = (0u64, 0i64);
+        let mut callers = Vec::new();
+        for e in g.edges.iter().filter(|e| e.kind == DepKind::Launch) {
+            let d = start(e.from).saturating_sub(start(e.to));
+            if d > 0 {
+                early += 1;
+                lead = lead.max(d);
+            }
+            callers.push(e.from.0);
+        }
+        callers.sort_unstable();
+        let (mut shared, mut tasks) = (0u64, 0u64);
+        for run in callers.chunk_by(|a, b| a == b).filter(|r| r.len() > 1) {
+            if !is_graph_launch(g, TaskId(run[0])) {
+                shared += 1;
+                tasks += run.len() as u64;
+            }
+        }
+        self.launched_early = early;
+        self.longest_launch_lead_ns = lead;
+        self.shared_launches = shared;
+        self.tasks_of_shared_launches = tasks;
     }
 
     pub(crate) fn repeated_correlation_warning(&self) -> Option<String> {
@@ -365,6 +469,23 @@ fn count_by<T: Sync, const N: usize>(items: &[T], class: impl Fn(&T) -> usize + 
         )
 }
 
+/// A GPU task that starts before its launch by this much or more is not
+/// clock noise (Kineto maps the device's clock onto the host's; what drift
+/// is left is microseconds): the clocks are a different base apart (a bad
+/// merge, an edited trace), and the lead, which bounds what the skew moves
+/// the replayed times by, is as long as a window with no CPU event that the
+/// build takes for dropped events (40 ms) and half
+/// the shortest training step of the corpus (77 ms): measured steps and the
+/// window then hold the skew, not the run.
+pub const GROSS_CLOCK_SKEW_NS: i64 = 40_000_000;
+
+/// Whether task `call` of `g` is a graph launch, which starts several GPU
+/// tasks by design (`cudaGraphLaunch`, `hipGraphLaunch`).
+pub(crate) fn is_graph_launch(g: &Graph, call: TaskId) -> bool {
+    let name = g.tasks[call.idx()].name.0 as usize;
+    g.names.get(name).is_some_and(|n| n.contains("GraphLaunch"))
+}
+
 /// `n` and the noun phrase that agrees with it: "1 window", "2 windows".
 pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -373,7 +494,7 @@ pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Anchor, Edge, RuntimeDep, TaskId, WaitTarget};
+    use crate::model::{Anchor, Edge, RuntimeDep, WaitTarget};
 
     #[test]
     fn kinds_are_listed_in_declaration_order() {

@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 
 use lumos_graph::{
-    align_clocks, build, check, match_collectives, merge, rank_graph, DepKind, Graph, RankGraph,
-    RendezvousKind,
+    align_clocks, build, check, match_collectives, merge, rank_graph, BuildReport, DepKind, Graph,
+    RankGraph, RendezvousKind, GROSS_CLOCK_SKEW_NS,
 };
 use lumos_sim::{simulate, simulate_job, step_spans, GpuSelector, SimOptions};
 use lumos_trace::{read_path, Category, Trace};
@@ -443,11 +443,35 @@ fn a_job_of_damaged_ranks_replays() {
     }
 }
 
+/// The launch facts a reader of a stored graph derives from its launch
+/// edges and measured times are the ones the build counted.
+fn assert_launch_facts_derive(label: &str, g: &Graph, m: &lumos_graph::Measured, r: &BuildReport) {
+    let mut derived = BuildReport::default();
+    derived.derive_launch_facts(g, m);
+    assert_eq!(
+        (
+            derived.launched_early,
+            derived.longest_launch_lead_ns,
+            derived.shared_launches,
+            derived.tasks_of_shared_launches
+        ),
+        (
+            r.launched_early,
+            r.longest_launch_lead_ns,
+            r.shared_launches,
+            r.tasks_of_shared_launches
+        ),
+        "{label}"
+    );
+}
+
 /// GPU tasks that start before the call that launched them (host and GPU
 /// clocks a few ms apart, or hours after a bad merge) are warned about with
 /// their lead, and give no negative latency: a negative typical launch
 /// latency (the median over launches) was given to every launch edge that
 /// did not bind, so replayed kernels could run ahead of their launches.
+/// A lead of hours flags the trace (its measured window holds the skew),
+/// a few ms do not.
 #[test]
 fn gpu_tasks_before_their_launch_warn_and_give_no_negative_latency() {
     if lumos_testkit::corpus().is_none() {
@@ -472,7 +496,27 @@ fn gpu_tasks_before_their_launch_warn_and_give_no_negative_latency() {
                 }
             }
             let label = format!("{rel} with GPU clocks {lead_ns} ns behind");
-            let (g, _, report) = build(&t);
+            let (g, m, report) = build(&t);
+            assert_launch_facts_derive(&label, &g, &m, &report);
+            // A GPU task starts after its launch, so it leads by less.
+            let lead = report.longest_launch_lead_ns;
+            assert!(lead > 0 && lead <= lead_ns, "{label}: {lead}");
+            // Other reasons may come with it (a few ms of skew already
+            // contradict a sync in one of them): the skew's is asked for.
+            let reasons = report.flag_reasons();
+            let skew = (reasons.iter()).find(|r| r.contains("before the call that launched"));
+            if lead_ns >= GROSS_CLOCK_SKEW_NS {
+                assert!(
+                    skew.is_some_and(|r| report.warnings.contains(r)),
+                    "{label}: {reasons:?}"
+                );
+                // The measured window opens at the first GPU task, hours
+                // before the CPU work that launched it.
+                let window = m.tasks.iter().map(|s| s.end_ns).max().unwrap();
+                assert!(window >= lead_ns, "{label}: window {window} ns");
+            } else {
+                assert!(skew.is_none(), "{label}: {reasons:?}");
+            }
             assert!(check(&g).is_empty(), "{label}");
             assert!(report.typical_launch_latency_ns >= 0, "{label}");
             assert!(report.typical_stream_gap_ns >= 0, "{label}");
@@ -535,6 +579,8 @@ fn zero_length_and_overlapping_steps_are_warned_not_reported() {
             .starts_with("5 step annotations have zero length: not a step (first: ProfilerStep#"),
         "{zero:?}"
     );
+    // About the annotations, not the times the replay reads: no flag.
+    assert_eq!(report.flag_reasons(), Vec::<String>::new());
 
     let mut t = clean;
     edit_steps(&mut t, |d| d * 5 / 2);
@@ -548,6 +594,7 @@ fn zero_length_and_overlapping_steps_are_warned_not_reported() {
         "{:?}",
         report.warnings
     );
+    assert_eq!(report.flag_reasons(), Vec::<String>::new());
 }
 
 /// Steps of one name (a hand-edited or merged trace) are kept, in order,
@@ -574,11 +621,13 @@ fn steps_of_one_name_are_warned_about() {
         said[0].starts_with("4 steps repeat the name of an earlier one (first: ProfilerStep#"),
         "{said:?}"
     );
+    assert_eq!(report.flag_reasons(), Vec::<String>::new());
 }
 
 /// GPU tasks that repeat the correlation id of another's kernel launch hang
-/// off that call, which launches one kernel: counted in one warning (the
-/// corpus has such fan-outs only under graph launches, which are exempt).
+/// off that call, which launches one kernel: counted in one warning that
+/// flags the trace (the corpus has such fan-outs only under graph
+/// launches, which are exempt).
 #[test]
 fn gpu_tasks_sharing_a_kernel_launch_are_warned_about() {
     if lumos_testkit::corpus().is_none() {
@@ -603,12 +652,17 @@ fn gpu_tasks_sharing_a_kernel_launch_are_warned_about() {
     for e in gpu.take(3) {
         e.set_correlation(Some(first));
     }
-    let (g, _, report) = build(&t);
+    let (g, m, report) = build(&t);
     assert!(check(&g).is_empty());
+    assert_launch_facts_derive("shared launch", &g, &m, &report);
+    let said = "1 launch call that is no graph launch has several GPU tasks (4 in all)";
     assert!(
-        report.warnings.iter().any(|w| w
-            .starts_with("1 launch call that is no graph launch has several GPU tasks (4 in all)")),
+        report.warnings.iter().any(|w| w.starts_with(said)),
         "{:?}",
         report.warnings
     );
+    // Three of the four hang off a call that did not launch them: the
+    // trace's ids are damaged, as with repeated runtime correlations.
+    let reasons = report.flag_reasons();
+    assert!(reasons.iter().any(|r| r.starts_with(said)), "{reasons:?}");
 }

@@ -63,8 +63,10 @@ pub struct TraceReplay {
     pub rank: u32,
     /// The reader's and the builder's warnings.
     pub warnings: Vec<String>,
-    /// True when the trace shows signs of events dropped by the profiler;
-    /// such traces are reported apart in the summary.
+    /// True when the trace shows signs of damage (events dropped by the
+    /// profiler, ids repeated, host and GPU clocks hours apart:
+    /// `BuildReport::flag_reasons`); such traces are reported apart in the
+    /// summary.
     pub flagged: bool,
     /// Tasks in the graph.
     pub tasks: usize,
@@ -215,7 +217,7 @@ pub struct TraceInfo {
     pub rank: u32,
     /// The reader's and the builder's warnings.
     pub warnings: Vec<String>,
-    /// Signs of dropped events.
+    /// Signs of a damaged trace (`BuildReport::flag_reasons`).
     pub flagged: bool,
 }
 
@@ -245,7 +247,7 @@ impl TraceInfo {
     }
 }
 
-/// Signs of dropped events, as counted by the graph builder.
+/// Signs of a damaged trace, as counted by the graph builder.
 fn flagged(report: &BuildReport) -> bool {
     report.flagged()
 }

@@ -160,6 +160,46 @@ fn the_host_a_trace_names_reads_back() {
     assert_eq!(text(&read), text(&built));
 }
 
+/// What the report does not store (GPU tasks before their launch, launches
+/// several GPU tasks share) is derived again from the graph read back: a
+/// trace with its GPU clock hours behind, or with GPU tasks repeating a
+/// kernel launch's correlation id, is flagged read back as built.
+#[test]
+fn launch_facts_not_stored_read_back_as_built() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-launch-facts");
+    let path = c.path("single-rank/rtx2080ti-linear-train.json.gz");
+    let clean = lumos_trace::read_path(&path).unwrap();
+    let mut skewed = clean.clone();
+    for e in skewed
+        .events
+        .iter_mut()
+        .filter(|e| e.category.is_gpu_work())
+    {
+        e.ts_ns -= 3 * 3_600_000_000_000;
+    }
+    let mut shared = clean;
+    let mut gpu = (shared.events.iter_mut()).filter(|e| e.category.is_gpu_work());
+    let first = gpu.next().unwrap().correlation();
+    gpu.take(3).for_each(|e| {
+        e.set_correlation(first);
+    });
+    for (label, trace) in [("skewed", skewed), ("shared", shared)] {
+        let mut built = StoredRank::from_trace(&trace, Source::of_file(&path));
+        assert!(built.report.flagged(), "{label}");
+        let out = dir.join("rank.lgraph");
+        built.compact = Some(out.clone());
+        lumos_store::write_stored_file(&built, &out).unwrap();
+        let read = read_stored(&out).unwrap();
+        assert_eq!(
+            read.report.flag_reasons(),
+            built.report.flag_reasons(),
+            "{label}"
+        );
+        assert_eq!(text(&read), text(&built), "{label}");
+    }
+}
+
 /// Values a trace could not have given, written into well-formed files
 /// (their checksums right), are errors naming the file: each was a hang,
 /// an abort or an error without the file's name further on.

@@ -840,7 +840,7 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
     if t.flagged {
         writeln!(
             out,
-            "  flagged: signs of dropped events; reported apart in the summary"
+            "  flagged: signs of a damaged trace; reported apart in the summary"
         )?;
     }
     for w in &t.warnings {

@@ -432,6 +432,7 @@ impl Builder {
     /// counted.
     #[inline(never)]
     pub(super) fn checks(&mut self, facts: &TaskFacts) {
+        self.launched_early();
         let r = &mut self.report;
         r.cpu_holes += facts.cpu_holes;
         r.longest_cpu_hole_ns = r.longest_cpu_hole_ns.max(facts.longest_cpu_hole_ns);
@@ -471,16 +472,18 @@ impl Builder {
             ));
         }
         r.warnings.extend(r.rejected_cycle_warning());
-        let early = self.launched_early_warning();
-        self.report.warnings.extend(early);
+        r.warnings.extend(r.launched_early_warning());
     }
 
-    /// The warning about GPU tasks that started before the call that
-    /// launched them, if any. A measured run cannot do that, so the host's
-    /// and the device's clocks disagree (or the trace was edited); the
-    /// replay starts such tasks after their launch, so its times differ
-    /// from the measured ones by up to the lead, which the warning gives.
-    fn launched_early_warning(&self) -> Option<String> {
+    /// Counts the GPU tasks that started before the call that launched
+    /// them, and their longest lead, into the report
+    /// ([`BuildReport::launched_early`]). A measured run cannot do that, so
+    /// the host's and the device's clocks disagree (or the trace was
+    /// edited). Read off the launchers, where a stored graph's reader
+    /// finds the same from its launch edges
+    /// ([`BuildReport::derive_launch_facts`]; a build never leaves a
+    /// launch edge out).
+    fn launched_early(&mut self) {
         let (mut early, mut lead) = (0u64, 0i64);
         for (g, c) in self.launcher.iter().enumerate() {
             if let Some(c) = c {
@@ -491,15 +494,8 @@ impl Builder {
                 }
             }
         }
-        (early > 0).then(|| {
-            format!(
-                "{} before the call that launched {} (by up to {:.3} ms): \
-                 host and GPU clocks disagree?",
-                counted(early, "GPU task starts", "GPU tasks start"),
-                if early == 1 { "it" } else { "them" },
-                lead as f64 / 1e6
-            )
-        })
+        self.report.launched_early = early;
+        self.report.longest_launch_lead_ns = lead;
     }
 }
 

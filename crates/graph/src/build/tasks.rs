@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 use lumos_trace::{CollectiveArgs, EventExtra};
 use rayon::prelude::*;
 
-use crate::report::counted;
+use crate::report::{counted, is_graph_launch};
 
 use super::*;
 
@@ -481,27 +481,21 @@ impl Builder {
     /// launched several GPU tasks: a kernel launch starts one, so GPU tasks
     /// repeat a correlation id (events merged or ids reused) and all but
     /// one hang off the wrong call, which the build cannot tell apart.
-    /// Read off [`Launched`], built just before: no sort of the launches.
+    /// Read off [`Launched`], built just before: no sort of the launches
+    /// (a stored graph's reader counts the same from its launch edges,
+    /// [`BuildReport::derive_launch_facts`]).
     fn shared_launch_warning(&mut self) {
         let (mut shared, mut tasks) = (0u64, 0u64);
         for (call, n) in self.launched.several() {
-            let name = &self.g.names[self.g.tasks[call.idx()].name.0 as usize];
-            if !name.contains("GraphLaunch") {
+            if !is_graph_launch(&self.g, call) {
                 shared += 1;
                 tasks += n as u64;
             }
         }
-        if shared > 0 {
-            self.report.warnings.push(format!(
-                "{} several GPU tasks ({tasks} in all) that repeat a \
-                 correlation id (events merged or ids reused?)",
-                counted(
-                    shared,
-                    "launch call that is no graph launch has",
-                    "launch calls that are no graph launch have"
-                )
-            ));
-        }
+        self.report.shared_launches = shared;
+        self.report.tasks_of_shared_launches = tasks;
+        let w = self.report.shared_launch_warning();
+        self.report.warnings.extend(w);
     }
 }
 

@@ -209,7 +209,7 @@ fn write_warnings(out: &mut String, r: &HtmlReport) -> fmt::Result {
     let mut all: Vec<String> = Vec::new();
     for t in &r.replay.traces {
         if t.flagged {
-            all.push(format!("{}: signs of dropped events (flagged)", t.path));
+            all.push(format!("{}: signs of a damaged trace (flagged)", t.path));
         }
         all.extend(t.warnings.iter().map(|w| format!("{}: {w}", t.path)));
     }

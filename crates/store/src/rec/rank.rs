@@ -144,6 +144,12 @@ impl ReportRec {
             longest_cpu_hole_ns,
             correlated_calls,
             rejected_cycles,
+            // Derived from the stored graph when read (`into_parts`), so
+            // not stored: files of this format hold what they need.
+            launched_early: _,
+            longest_launch_lead_ns: _,
+            shared_launches: _,
+            tasks_of_shared_launches: _,
             typical_launch_latency_ns,
             typical_stream_gap_ns,
             warnings,
@@ -229,6 +235,11 @@ impl ReportRec {
             longest_cpu_hole_ns: self.longest_cpu_hole_ns,
             correlated_calls: self.correlated_calls,
             rejected_cycles: by(self.rejected_cycles, dep_kind_of)?,
+            // Not stored: `into_parts` derives them from the graph.
+            launched_early: 0,
+            longest_launch_lead_ns: 0,
+            shared_launches: 0,
+            tasks_of_shared_launches: 0,
             typical_launch_latency_ns: self.typical_launch_latency_ns,
             typical_stream_gap_ns: self.typical_stream_gap_ns,
             warnings: self.warnings,
