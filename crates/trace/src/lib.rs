@@ -104,5 +104,5 @@ pub use read::{
 pub use shapes::{Input, InputDims};
 pub use write::{
     write_atomic, write_gz_atomic, CollectiveFields, DeviceProperties, DistributedInfo, Fields,
-    KinetoWriter, Layout, PgConfig, WriteError,
+    KinetoWriter, Layout, ObjectList, PgConfig, WriteError,
 };

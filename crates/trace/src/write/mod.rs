@@ -551,6 +551,17 @@ impl<'a> Fields<'a> {
         self
     }
 
+    /// A list of objects (`"stages":[{"rank":0},{"rank":4}]`): add each
+    /// through the returned [`ObjectList`], which closes the list when
+    /// dropped (an empty one is `[]`).
+    pub fn objects(&mut self, key: &str) -> ObjectList<'_> {
+        self.key(key).push(b'[');
+        ObjectList {
+            buf: self.buf,
+            any: false,
+        }
+    }
+
     /// A list of integers (`"grid":[16, 1, 1]`).
     pub fn ints(&mut self, key: &str, v: &[i64]) -> &mut Self {
         let buf = self.key(key);
@@ -679,6 +690,33 @@ impl Drop for Fields<'_> {
     fn drop(&mut self) {
         self.buf
             .extend_from_slice(if self.any { self.close } else { self.empty });
+    }
+}
+
+/// A list of objects being written as a field's value
+/// ([`Fields::objects`]): each added through [`ObjectList::object`], the
+/// list closed when this is dropped.
+#[derive(Debug)]
+pub struct ObjectList<'a> {
+    buf: &'a mut Vec<u8>,
+    any: bool,
+}
+
+impl ObjectList<'_> {
+    /// The next object of the list; fill it through the returned
+    /// [`Fields`], which closes it when dropped.
+    pub fn object(&mut self) -> Fields<'_> {
+        if self.any {
+            self.buf.push(b',');
+        }
+        self.any = true;
+        Fields::new(self.buf, b"{", b"}", b"{}")
+    }
+}
+
+impl Drop for ObjectList<'_> {
+    fn drop(&mut self) {
+        self.buf.push(b']');
     }
 }
 
@@ -850,6 +888,13 @@ mod tests {
                 .float("f", 0.25)
                 .fixed("x", 1.0, 2)
                 .ints("l", &[1, -2]);
+            {
+                let mut o = w.member_object("lists");
+                o.objects("none");
+                let mut two = o.objects("two");
+                two.object().uint("rank", 0).str("t", "a");
+                two.object();
+            }
             w.complete(Category::Kernel, "k\n", 0, 7, 0, 1)
                 .input_dims([&[2, 3][..], &[]])
                 .input_types(["float", ""]);
@@ -863,6 +908,10 @@ mod tests {
         assert_eq!(v["distributedInfo"]["pg_count"], 1);
         assert_eq!(v["empty"], serde_json::json!({}));
         assert_eq!(v["o"]["x"], 1.0);
+        assert_eq!(
+            v["lists"],
+            serde_json::json!({"none": [], "two": [{"rank": 0, "t": "a"}, {}]})
+        );
         assert_eq!(v["traceEvents"][0]["args"]["Input Dims"][0][1], 3);
         assert_eq!(v["traceEvents"][1]["bp"], "e");
         assert!(t.contains("\"ranks\":[0,1]") && t.contains("\"l\":[1, -2]"));
