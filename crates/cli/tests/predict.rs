@@ -414,6 +414,83 @@ fn a_corpus_job_s_timeline_states_the_predicted_job() {
     );
 }
 
+/// What a merged prediction (`--merge`'s `job.predicted.json.gz`) states it
+/// was built from, `predictedFrom.stages`, is what the same prediction's
+/// per-rank timelines `apart` each state (`predictedFrom`), with the
+/// stage's rank in the predicted job (its `distributedInfo.rank` there,
+/// its process `rank N` in the merged file) as `predicted_rank`, in stage
+/// order. Before, the merged file stated none.
+fn assert_merged_states_its_stages(merged: &Path, apart: &[PathBuf]) -> Vec<serde_json::Value> {
+    let read = |f: &Path| -> serde_json::Value {
+        serde_json::from_slice(&lumos_testkit::gunzip_file(f)).unwrap()
+    };
+    let mut want: Vec<serde_json::Value> = apart
+        .iter()
+        .map(|f| {
+            let t = read(f);
+            let mut from = t["predictedFrom"].clone();
+            assert!(from.is_object(), "{}: {t:.200}", f.display());
+            from["predicted_rank"] = t["distributedInfo"]["rank"].clone();
+            from
+        })
+        .collect();
+    want.sort_by_key(|f| f["predicted_stage"].as_u64());
+    let m = read(merged);
+    let stages = m["predictedFrom"]["stages"].as_array().cloned();
+    assert_eq!(stages, Some(want.clone()), "{}", merged.display());
+    // Each stage is a process of the file, `rank N`.
+    let processes: Vec<&serde_json::Value> = (m["traceEvents"].as_array().unwrap().iter())
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| &e["args"]["name"])
+        .collect();
+    for s in &want {
+        let name = format!("rank {}", s["predicted_rank"]);
+        assert!(
+            processes.iter().any(|p| **p == *name),
+            "{name}: {processes:?}"
+        );
+    }
+    want
+}
+
+/// A corpus job predicted at another scale with `--merge` (DLRM, eight
+/// ranks of one stage, at DP 16): the merged file states the trace its
+/// stage was built from, the traced rank and stage, and the stage's rank
+/// in the predicted job, as the stage's own timeline does.
+#[test]
+fn a_merged_prediction_states_what_it_was_built_from() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = temp_dir("merged-from");
+    let job = corpus.path("multi-rank/dlrm-8xv100");
+    let (merged, apart) = (dir.join("merged"), dir.join("apart"));
+    for (out, merge) in [(&merged, true), (&apart, false)] {
+        let mut cmd = lumos();
+        cmd.args(["predict", "--dp", "16", "--out"]).arg(out);
+        if merge {
+            cmd.arg("--merge");
+        }
+        run_ok(cmd.arg(&job));
+    }
+    let stages =
+        assert_merged_states_its_stages(&merged.join("job.predicted.json.gz"), &files_in(&apart));
+    assert_eq!(stages.len(), 1, "{stages:?}");
+    let s = &stages[0];
+    let trace = s["trace"].as_str().unwrap();
+    let traced_rank = s["rank"].as_u64().unwrap();
+    assert!(
+        Path::new(trace).is_absolute()
+            && trace.ends_with(&format!("dlrm-8xv100/rank{traced_rank}.json.gz")),
+        "{s}"
+    );
+    assert_eq!(
+        (&s["stage"], &s["predicted_stage"], &s["predicted_rank"]),
+        (&0.into(), &0.into(), &0.into()),
+        "{s}"
+    );
+}
+
 /// A pipeline's stages whose traces share a file name, in per-host
 /// folders: each stage's timeline is named after its rank in the predicted
 /// job (at first predict refused them: both would have been
@@ -556,6 +633,14 @@ fn merged_timelines_are_refused_as_inputs() {
     assert_eq!(files.len(), 4);
     let r = json(&["replay", "--per-trace"], &files);
     assert_eq!(r["traces"].as_array().unwrap().len(), 4, "{r}");
+    // The merged file states its four stages as they state themselves.
+    let merged = predicted.join("job.predicted.json.gz");
+    let stages = assert_merged_states_its_stages(&merged, &files);
+    let ranks: Vec<u64> = (stages.iter())
+        .map(|s| s["predicted_rank"].as_u64().unwrap())
+        .collect();
+    // Stage k is rank 4k of 16 (TP 2 x DP 2 a stage).
+    assert_eq!(ranks, [0, 4, 8, 12], "{stages:?}");
 }
 
 #[test]

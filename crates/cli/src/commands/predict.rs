@@ -53,7 +53,9 @@ pub struct PredictArgs {
     #[arg(long, value_name = "TRACE")]
     pub durations_from: Option<PathBuf>,
     /// With --out, write the stages as one timeline,
-    /// job.predicted.json.gz, each stage's rank a process named "rank N".
+    /// job.predicted.json.gz, each stage's rank a process named "rank N";
+    /// the traces the stages were built from are in the file
+    /// (`predictedFrom`, a list of the stages).
     #[arg(long, requires = "out")]
     pub merge: bool,
 }

@@ -10,13 +10,20 @@
 //! `merged_ranks` (the ranks in the file, always): lumos's mark of a
 //! merged timeline, which its reader refuses as an input (it reads one
 //! rank per file).
+//!
+//! A merged prediction (`lumos predict --out DIR --merge`) also states
+//! what its stages were built from, as a top-level `predictedFrom` of the
+//! job: `stages`, one object per predicted stage in the file, each with
+//! the fields a stage's own timeline states (`trace`, its traced `rank`
+//! and `stage`, `predicted_stage`) and `predicted_rank`, the stage's rank
+//! in the predicted job, which is its process (`rank N`) in the file.
 
 use std::io::{self, Write};
 
 use lumos_graph::{ProcKind, RankMeta, TraceAbout};
 use lumos_trace::{DistributedInfo, KinetoWriter, Layout, PgConfig};
 
-use super::{write_devices, Timeline, TimelineSource};
+use super::{write_devices, PredictedFrom, Timeline, TimelineSource};
 
 /// The timelines of a job's ranks, to be written as one trace.
 pub struct MergedTimeline<'a> {
@@ -46,7 +53,10 @@ impl<'a> MergedTimeline<'a> {
     pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
         let heads: Vec<RankHead<'_>> = self.ranks.iter().map(RankHead::of_timeline).collect();
         let what = self.ranks.first().map_or("replayed", |t| t.what);
-        let mut w = MergedWriter::start(out, &heads, what);
+        let from: Vec<(u32, &PredictedFrom)> = (self.ranks.iter())
+            .filter_map(|t| Some((t.rank, t.predicted_from.as_ref()?)))
+            .collect();
+        let mut w = MergedWriter::start(out, &heads, what, &from);
         for t in &self.ranks {
             w.write_rank(t);
         }
@@ -132,7 +142,8 @@ impl<'s> RankHead<'s> {
 /// `distributedInfo`) is made from every rank's [`TimelineSource`] first,
 /// then each rank's timeline is given to [`MergedWriter::rank`] in turn.
 /// The file is the one [`MergedTimeline::write`] writes of the same
-/// timelines, byte for byte.
+/// replayed timelines, byte for byte (of predicted ones, that also states
+/// their `predictedFrom`, which a [`TimelineSource`] does not hold).
 pub struct MergedWriter<W: Write> {
     w: KinetoWriter<W>,
     /// The first rank's `baseTimeNanoseconds`, every rank's clock moved
@@ -147,17 +158,25 @@ impl<W: Write> MergedWriter<W> {
     /// timelines will be given); `what` is "replayed" or "predicted".
     pub fn new(out: W, sources: &[TimelineSource], what: &'static str) -> MergedWriter<W> {
         let heads: Vec<RankHead<'_>> = sources.iter().map(RankHead::of_source).collect();
-        MergedWriter::start(out, &heads, what)
+        MergedWriter::start(out, &heads, what, &[])
     }
 
     /// [`MergedWriter::new`] for the ranks of a job, borrowing what each
     /// says about its trace.
     pub(crate) fn of_ranks(out: W, ranks: &[RankMeta], what: &'static str) -> MergedWriter<W> {
         let heads: Vec<RankHead<'_>> = ranks.iter().map(RankHead::of_meta).collect();
-        MergedWriter::start(out, &heads, what)
+        MergedWriter::start(out, &heads, what, &[])
     }
 
-    fn start(out: W, heads: &[RankHead<'_>], what: &str) -> MergedWriter<W> {
+    /// The file's header: of the ranks `heads` describe, and (a merged
+    /// prediction) of the stages `from` says were built from which traced
+    /// rank, each with its rank in the predicted job.
+    fn start(
+        out: W,
+        heads: &[RankHead<'_>],
+        what: &str,
+        from: &[(u32, &PredictedFrom)],
+    ) -> MergedWriter<W> {
         let mut w = KinetoWriter::new(out, Layout::Compact);
         w.schema_version(1);
         let Some(first) = heads.first() else {
@@ -182,6 +201,15 @@ impl<W: Write> MergedWriter<W> {
         write_devices(&mut w, &devices);
         write_distributed(&mut w, heads);
         w.trace_name(&format!("lumos {what} job"));
+        if !from.is_empty() {
+            let mut job = w.member_object("predictedFrom");
+            let mut stages = job.objects("stages");
+            for (rank, f) in from {
+                let mut o = stages.object();
+                f.write_fields(&mut o);
+                o.uint("predicted_rank", u64::from(*rank));
+            }
+        }
         MergedWriter {
             w,
             base0: first.base_time_ns,

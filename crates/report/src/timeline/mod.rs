@@ -187,6 +187,21 @@ pub struct PredictedFrom {
     pub predicted_stage: u32,
 }
 
+impl PredictedFrom {
+    /// Its fields (`trace`, `rank`, `stage`, `predicted_stage`), as a
+    /// predicted stage's timeline states them and each stage of a merged
+    /// one ([`MergedTimeline`]).
+    pub(crate) fn write_fields(&self, o: &mut Fields<'_>) {
+        // Absolute: the file is read from elsewhere than where the
+        // prediction ran.
+        let trace = std::path::absolute(&self.trace).unwrap_or_else(|_| self.trace.clone());
+        o.str("trace", &trace.display().to_string())
+            .uint("rank", u64::from(self.rank))
+            .uint("stage", u64::from(self.stage))
+            .uint("predicted_stage", u64::from(self.predicted_stage));
+    }
+}
+
 impl<'a> Timeline<'a> {
     /// The replayed timeline of `graph`: `times` are its replayed times on
     /// `measured`'s window origin; each task also carries its measured
@@ -411,14 +426,7 @@ impl<'a> Timeline<'a> {
         write_distributed(&mut w, job, &self.about);
         w.trace_name(&format!("lumos {}", self.what));
         if let Some(f) = &self.predicted_from {
-            // Absolute: the file is read from elsewhere than where the
-            // prediction ran.
-            let trace = std::path::absolute(&f.trace).unwrap_or_else(|_| f.trace.clone());
-            w.member_object("predictedFrom")
-                .str("trace", &trace.display().to_string())
-                .uint("rank", u64::from(f.rank))
-                .uint("stage", u64::from(f.stage))
-                .uint("predicted_stage", u64::from(f.predicted_stage));
+            f.write_fields(&mut w.member_object("predictedFrom"));
         }
         for t in &self.about.tracks {
             match t.tid {
