@@ -47,4 +47,4 @@ pub use job::{
 };
 pub use model::*;
 pub use nccl::NcclOperators;
-pub use report::{BuildReport, Rule, GROSS_CLOCK_SKEW_NS};
+pub use report::{BuildReport, Rule, GROSS_CLOCK_SKEW_NS, GROSS_LAUNCH_DELAY_NS};

@@ -151,6 +151,14 @@ pub struct BuildReport {
     /// are none): the most the replay, which starts them after their
     /// launch, can differ from the measured times because of it.
     pub longest_launch_lead_ns: i64,
+    /// The shortest time from a launch call's start to the start of a GPU
+    /// task it launched, over all the graph's launches, ns (0 when there
+    /// are none; minus [`Self::longest_launch_lead_ns`] when a task starts
+    /// before its launch). Queued kernels wait long, but some kernel starts
+    /// soon after its launch in a measured run: [`GROSS_LAUNCH_DELAY_NS`]
+    /// or more here means the device's clock is ahead of the host's. Not
+    /// stored: derived again like [`Self::launched_early`].
+    pub shortest_launch_delay_ns: i64,
     /// Launch calls other than graph launches that launched several GPU
     /// tasks (GPU tasks repeating a kernel launch's correlation id). Not
     /// stored: derived again like [`Self::launched_early`].
@@ -251,6 +259,11 @@ impl BuildReport {
         if self.longest_launch_lead_ns >= GROSS_CLOCK_SKEW_NS {
             out.extend(self.launched_early_warning());
         }
+        // The other way round (the GPU clock ahead), the replay takes the
+        // skew for launch latency where the launch binds and matches the
+        // measured window, skew and all, so any what-if keeps it: 3 hours
+        // gave 10,802 s measured and replayed alike.
+        out.extend(self.launched_late_warning());
         out
     }
 
@@ -300,6 +313,22 @@ impl BuildReport {
         })
     }
 
+    /// The warning about GPU tasks that all started long after the calls
+    /// that launched them, if the shortest such delay
+    /// ([`Self::shortest_launch_delay_ns`]) is [`GROSS_LAUNCH_DELAY_NS`] or
+    /// more: the GPU clock is ahead of the host's by about that much.
+    pub(crate) fn launched_late_warning(&self) -> Option<String> {
+        let delay = self.shortest_launch_delay_ns;
+        (delay >= GROSS_LAUNCH_DELAY_NS).then(|| {
+            format!(
+                "every launched GPU task starts {:.3} s or more after the call \
+                 that launched it (a queue of kernels holds seconds at most): \
+                 host and GPU clocks disagree?",
+                delay as f64 / 1e9
+            )
+        })
+    }
+
     /// The warning about launch calls (other than graph launches) that
     /// launched several GPU tasks, if any.
     pub(crate) fn shared_launch_warning(&self) -> Option<String> {
@@ -319,15 +348,18 @@ impl BuildReport {
 
     /// Sets the facts of the graph's launches that a stored report does
     /// not hold ([`Self::launched_early`], [`Self::longest_launch_lead_ns`],
-    /// [`Self::shared_launches`], [`Self::tasks_of_shared_launches`]) from
+    /// [`Self::shortest_launch_delay_ns`], [`Self::shared_launches`],
+    /// [`Self::tasks_of_shared_launches`]) from
     /// `g`'s launch edges and the measured times `m` of its tasks, as the
     /// build found them: a reader of a stored graph calls it, so that a
     /// graph read back is flagged as the trace's own build was (launch
     /// edges are never left out of a build, so its launches are the
-    /// graph's).
+    /// graph's). A gross delay after the launches that the stored warnings
+    /// do not name (a file written before it was warned about) is added to
+    /// them, since every reason a flag gives is one of the warnings.
     pub fn derive_launch_facts(&mut self, g: &Graph, m: &Measured) {
         let start = |t: TaskId| m.tasks.get(t.idx()).map_or(0, |s| s.start_ns);
-        let (mut early, mut lead) = (0u64, 0i64);
+        let (mut early, mut lead, mut delay) = (0u64, 0i64, None::<i64>);
         let mut callers = Vec::new();
         for e in g.edges.iter().filter(|e| e.kind == DepKind::Launch) {
             let d = start(e.from).saturating_sub(start(e.to));
@@ -335,6 +367,8 @@ impl BuildReport {
                 early += 1;
                 lead = lead.max(d);
             }
+            let late = start(e.to).saturating_sub(start(e.from));
+            delay = Some(delay.map_or(late, |s| s.min(late)));
             callers.push(e.from.0);
         }
         callers.sort_unstable();
@@ -347,8 +381,14 @@ impl BuildReport {
         }
         self.launched_early = early;
         self.longest_launch_lead_ns = lead;
+        self.shortest_launch_delay_ns = delay.unwrap_or(0);
         self.shared_launches = shared;
         self.tasks_of_shared_launches = tasks;
+        if let Some(w) = self.launched_late_warning() {
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
     }
 
     pub(crate) fn repeated_correlation_warning(&self) -> Option<String> {
@@ -478,6 +518,18 @@ fn count_by<T: Sync, const N: usize>(items: &[T], class: impl Fn(&T) -> usize + 
 /// the shortest training step of the corpus (77 ms): measured steps and the
 /// window then hold the skew, not the run.
 pub const GROSS_CLOCK_SKEW_NS: i64 = 40_000_000;
+
+/// When every launched GPU task starts this long or more after the call
+/// that launched it, the GPU clock is ahead of the host's: no queue of
+/// kernels is that deep. Far above [`GROSS_CLOCK_SKEW_NS`], because a delay,
+/// unlike a lead, is what a measured run has: a kernel waits behind the
+/// ones queued before it, so the CPU of a training run with no sync in the
+/// window stays ahead of the GPU throughout. In the corpus every GPU task
+/// of `mi300x-resnet-ddp-rank0of8` starts 21 ms or more after its launch,
+/// and single kernels wait up to 3.1 s (`a100-alexnet-cuda-sync`); a
+/// minute is 20 times that, and a clock of another base (a time zone, 15
+/// minutes or more, a bad merge) is further ahead still.
+pub const GROSS_LAUNCH_DELAY_NS: i64 = 60_000_000_000;
 
 /// Whether task `call` of `g` is a graph launch, which starts several GPU
 /// tasks by design (`cudaGraphLaunch`, `hipGraphLaunch`).

@@ -160,10 +160,11 @@ fn the_host_a_trace_names_reads_back() {
     assert_eq!(text(&read), text(&built));
 }
 
-/// What the report does not store (GPU tasks before their launch, launches
-/// several GPU tasks share) is derived again from the graph read back: a
-/// trace with its GPU clock hours behind, or with GPU tasks repeating a
-/// kernel launch's correlation id, is flagged read back as built.
+/// What the report does not store (GPU tasks before their launch, the
+/// shortest delay after one, launches several GPU tasks share) is derived
+/// again from the graph read back: a trace with its GPU clock hours behind
+/// or ahead, or with GPU tasks repeating a kernel launch's correlation id,
+/// is flagged read back as built.
 #[test]
 fn launch_facts_not_stored_read_back_as_built() {
     let Some(c) = corpus() else { return };
@@ -178,13 +179,17 @@ fn launch_facts_not_stored_read_back_as_built() {
     {
         e.ts_ns -= 3 * 3_600_000_000_000;
     }
+    let mut ahead = clean.clone();
+    for e in (ahead.events.iter_mut()).filter(|e| e.category.is_gpu_work()) {
+        e.ts_ns += 3 * 3_600_000_000_000;
+    }
     let mut shared = clean;
     let mut gpu = (shared.events.iter_mut()).filter(|e| e.category.is_gpu_work());
     let first = gpu.next().unwrap().correlation();
     gpu.take(3).for_each(|e| {
         e.set_correlation(first);
     });
-    for (label, trace) in [("skewed", skewed), ("shared", shared)] {
+    for (label, trace) in [("skewed", skewed), ("ahead", ahead), ("shared", shared)] {
         let mut built = StoredRank::from_trace(&trace, Source::of_file(&path));
         assert!(built.report.flagged(), "{label}");
         let out = dir.join("rank.lgraph");
@@ -196,8 +201,41 @@ fn launch_facts_not_stored_read_back_as_built() {
             built.report.flag_reasons(),
             "{label}"
         );
+        assert_eq!(
+            read.report.shortest_launch_delay_ns, built.report.shortest_launch_delay_ns,
+            "{label}"
+        );
         assert_eq!(text(&read), text(&built), "{label}");
     }
+}
+
+/// A file written before a gross delay after the launches was warned about
+/// (the GPU clock hours ahead; same format) lacks that warning: read back,
+/// the trace is flagged and the reason is among its warnings, as built now.
+#[test]
+fn a_gross_launch_delay_is_warned_about_read_from_an_older_file() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-launch-delay");
+    let path = c.path("single-rank/rtx2080ti-linear-train.json.gz");
+    let mut ahead = lumos_trace::read_path(&path).unwrap();
+    for e in (ahead.events.iter_mut()).filter(|e| e.category.is_gpu_work()) {
+        e.ts_ns += 3 * 3_600_000_000_000;
+    }
+    let built = StoredRank::from_trace(&ahead, Source::of_file(&path));
+    let reasons = built.report.flag_reasons();
+    let said = "every launched GPU task starts 10800.0";
+    assert!(
+        reasons.len() == 1 && reasons[0].starts_with(said),
+        "{reasons:?}"
+    );
+    let mut older = built.clone();
+    older.report.warnings.retain(|w| !w.starts_with(said));
+    let out = dir.join("rank.lgraph");
+    older.compact = Some(out.clone());
+    lumos_store::write_stored_file(&older, &out).unwrap();
+    let read = read_stored(&out).unwrap();
+    assert_eq!(read.report.flag_reasons(), reasons);
+    assert_eq!(read.report.warnings, built.report.warnings);
 }
 
 /// Values a trace could not have given, written into well-formed files

@@ -473,18 +473,21 @@ impl Builder {
         }
         r.warnings.extend(r.rejected_cycle_warning());
         r.warnings.extend(r.launched_early_warning());
+        r.warnings.extend(r.launched_late_warning());
     }
 
     /// Counts the GPU tasks that started before the call that launched
     /// them, and their longest lead, into the report
     /// ([`BuildReport::launched_early`]). A measured run cannot do that, so
     /// the host's and the device's clocks disagree (or the trace was
-    /// edited). Read off the launchers, where a stored graph's reader
-    /// finds the same from its launch edges
-    /// ([`BuildReport::derive_launch_facts`]; a build never leaves a
-    /// launch edge out).
+    /// edited). With them the shortest delay of a GPU task after its
+    /// launch ([`BuildReport::shortest_launch_delay_ns`]), which is hours
+    /// when the disagreement is the other way round. Read off the
+    /// launchers, where a stored graph's reader finds the same from its
+    /// launch edges ([`BuildReport::derive_launch_facts`]; a build never
+    /// leaves a launch edge out).
     fn launched_early(&mut self) {
-        let (mut early, mut lead) = (0u64, 0i64);
+        let (mut early, mut lead, mut delay) = (0u64, 0i64, None::<i64>);
         for (g, c) in self.launcher.iter().enumerate() {
             if let Some(c) = c {
                 let d = self.raw[c.idx()].start.saturating_sub(self.raw[g].start);
@@ -492,10 +495,13 @@ impl Builder {
                     early += 1;
                     lead = lead.max(d);
                 }
+                let late = self.raw[g].start.saturating_sub(self.raw[c.idx()].start);
+                delay = Some(delay.map_or(late, |s| s.min(late)));
             }
         }
         self.report.launched_early = early;
         self.report.longest_launch_lead_ns = lead;
+        self.report.shortest_launch_delay_ns = delay.unwrap_or(0);
     }
 }
 

@@ -148,6 +148,7 @@ impl ReportRec {
             // not stored: files of this format hold what they need.
             launched_early: _,
             longest_launch_lead_ns: _,
+            shortest_launch_delay_ns: _,
             shared_launches: _,
             tasks_of_shared_launches: _,
             typical_launch_latency_ns,
@@ -238,6 +239,7 @@ impl ReportRec {
             // Not stored: `into_parts` derives them from the graph.
             launched_early: 0,
             longest_launch_lead_ns: 0,
+            shortest_launch_delay_ns: 0,
             shared_launches: 0,
             tasks_of_shared_launches: 0,
             typical_launch_latency_ns: self.typical_launch_latency_ns,
