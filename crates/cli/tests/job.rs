@@ -591,6 +591,31 @@ fn a_rank_of_another_job_is_left_out() {
     assert_steps_within_5pct(&v);
 }
 
+/// DLRM's rank 7 with only its metadata events kept holds no task:
+/// it is left out as such, not as "from another run", and the job is the
+/// seven other ranks.
+#[test]
+fn a_rank_without_tasks_is_left_out_as_such() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_copy(&dlrm, "no-tasks", &[7]);
+    let mut doc = load_json(&rank_file(&dlrm, 7));
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    events.retain(|e| e["ph"] == "M");
+    assert!(!events.is_empty());
+    write_json(&dir.join("rank7.json"), &doc);
+    let (v, err) = replay_partly(&dir);
+    let job = &v["job"];
+    assert_eq!(job["ranks"], serde_json::json!([0, 1, 2, 3, 4, 5, 6]));
+    assert_eq!(job["left_out"][0]["rank"], 7);
+    assert_eq!(job["left_out"][0]["reason"], "no_tasks");
+    assert!(
+        err.contains("rank7.json) holds no CPU or GPU task") && !err.contains("another run"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_rank_claiming_another_world_size_is_named_and_kept() {
     let Some(dlrm) = dlrm() else {

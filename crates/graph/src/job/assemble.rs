@@ -410,8 +410,14 @@ fn match_and_align(
 ) -> (CollectiveMatch, ClockAlignment) {
     let foreign = foreign_ranks(&inputs.iter().map(|i| &i.graph).collect::<Vec<_>>());
     let others = inputs.len() - foreign.len();
-    take_out(inputs, &foreign, left_out, |_| {
-        LeftOutReason::NoSharedCollective { others }
+    take_out(inputs, &foreign, left_out, |i| {
+        // A rank with nothing in it shares no collective either, but not
+        // because it is of another run.
+        if i.graph.graph.tasks.is_empty() {
+            LeftOutReason::NoTasks
+        } else {
+            LeftOutReason::NoSharedCollective { others }
+        }
     });
     let run = |inputs: &[RankInput]| {
         let refs: Vec<&RankGraph> = inputs.iter().map(|i| &i.graph).collect();

@@ -75,6 +75,9 @@ pub enum LeftOutReason {
         /// The one the file records.
         recorded: Option<u32>,
     },
+    /// It holds no CPU or GPU task (no events, or none of a kind lumos
+    /// models), so it shares no collective either.
+    NoTasks,
     /// Its clock is more than [`FAR_CLOCK_NS`] away from the others'.
     FarClock {
         /// Its offset from the median of the others, ns.
@@ -88,6 +91,7 @@ impl LeftOut {
         match self.reason {
             LeftOutReason::NoSharedCollective { .. } => "left out (shares no collective)",
             LeftOutReason::OutsideWorld { .. } => "left out (outside the world size)",
+            LeftOutReason::NoTasks => "left out (no task)",
             LeftOutReason::FarClock { .. } => "left out (clock far off)",
         }
     }
@@ -97,6 +101,7 @@ impl LeftOut {
         match self.reason {
             LeftOutReason::NoSharedCollective { .. } => "no_shared_collective",
             LeftOutReason::OutsideWorld { .. } => "outside_world",
+            LeftOutReason::NoTasks => "no_tasks",
             LeftOutReason::FarClock { .. } => "far_clock",
         }
     }
@@ -121,6 +126,11 @@ impl fmt::Display for LeftOut {
                 f,
                 "rank {rank} ({path}) shares no collective with the other {others} ranks, which \
                  match among themselves; left out: is it from another run?"
+            ),
+            LeftOutReason::NoTasks => write!(
+                f,
+                "rank {rank} ({path}) holds no CPU or GPU task (`lumos inspect` counts the \
+                 events skipped); left out"
             ),
             LeftOutReason::OutsideWorld {
                 world_size,

@@ -89,7 +89,8 @@ pub struct LeftOutReport {
     pub rank: u32,
     /// The file.
     pub path: String,
-    /// Why: `no_shared_collective`, `outside_world` or `far_clock`.
+    /// Why: `no_shared_collective`, `no_tasks`, `outside_world` or
+    /// `far_clock`.
     pub reason: &'static str,
     /// The warning that names it.
     pub detail: String,
