@@ -558,7 +558,8 @@ class Transfer:
     def steps(self) -> pd.DataFrame:
         """Per step: A's measured step, the prediction, and B's measured and
         replayed step with the prediction's error against B's measured one
-        (``NaN`` where B has no step at that position)."""
+        (``NaN`` where B has no step at that position, or B's measured step
+        has no length)."""
         rows = []
         for s in self.report["steps"]:
             b = s.get("b") or {}

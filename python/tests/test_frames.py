@@ -119,3 +119,27 @@ def test_empty_frames_from_the_report_have_their_documented_types(corpus):
     assert e["total_us"].dtype == "float64" and e["count"].dtype == "int64"
     groups = empty.program_groups
     assert groups.empty and groups["representative"].dtype == "int64"
+
+
+def test_a_span_of_zero_length_has_no_error(corpus, tmp_path, cli_json):
+    """A trace whose every time is zero measures a window of no length: its
+    error is missing (null in Arrow, NaN in pandas), as the CLI's JSON has
+    null, not the 0.0 it was; the summary averages nothing."""
+    import gzip
+    import json
+
+    with gzip.open(corpus / "micro" / "a100-simple-add.json.gz") as f:
+        v = json.load(f)
+    for e in v["traceEvents"]:
+        for key in ("ts", "dur"):
+            if key in e:
+                e[key] = 0
+    path = tmp_path / "zero.json"
+    path.write_text(json.dumps(v))
+    r = lumos.replay(str(path), progress=False)
+    assert r.window["measured_us"].tolist() == [0.0]
+    assert r.arrow("window").column("error_pct").null_count == 1
+    assert r.window["error_pct"].isna().all()
+    assert r.summary["mean_abs_error_pct"] is None
+    assert r.summary["steps"] == 0
+    assert cli_json(["replay", str(path)])["traces"][0]["window"]["error_pct"] is None

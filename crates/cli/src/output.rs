@@ -56,6 +56,14 @@ pub fn or_unknown<T: Display>(x: Option<T>) -> String {
     x.map_or_else(|| UNKNOWN.to_owned(), |v| v.to_string())
 }
 
+/// A percentage (`prec` decimals and `%`), or [`UNKNOWN`] alone where it
+/// has none (an error of a span measured at zero length, a change from
+/// nothing): `-%` would read as a number. Right-align it in the width of
+/// the number and its `%`.
+pub fn pct(v: Option<f64>, prec: usize) -> String {
+    v.map_or_else(|| UNKNOWN.to_owned(), |v| format!("{v:.prec$}%"))
+}
+
 /// Widest a folded list runs on one line, in characters: a terminal's
 /// width less the indent and label before it.
 pub const LIST_WIDTH: usize = 100;
@@ -152,6 +160,8 @@ mod tests {
         assert_eq!(fold(&[], ", ", 10, "x"), "");
         assert_eq!(or_unknown(None::<u32>), UNKNOWN);
         assert_eq!(or_unknown(Some(8)), "8");
+        assert_eq!(pct(None, 2), UNKNOWN);
+        assert_eq!(pct(Some(-1.234), 2), "-1.23%");
     }
 
     #[test]

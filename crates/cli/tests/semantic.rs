@@ -9,7 +9,9 @@ use serde_json::Value;
 
 /// A trace whose every `ts` and `dur` is zero measures a window of zero
 /// length: it has no relative error, so the summary counts no step (it
-/// gave "mean |error| 0.00% over 1 steps", an agreement nothing measured).
+/// gave "mean |error| 0.00% over 1 steps", an agreement nothing measured),
+/// the window's error is `null` in JSON and `-` in the tables (it was
+/// 0.00%, a number where the question has no answer).
 #[test]
 fn a_trace_of_zero_times_adds_no_error_to_the_summary() {
     let Some(corpus) = lumos_testkit::corpus() else {
@@ -34,4 +36,30 @@ fn a_trace_of_zero_times_adds_no_error_to_the_summary() {
     assert_eq!(summary["steps"], 0, "{summary}");
     assert!(summary["mean_abs_error_pct"].is_null(), "{summary}");
     assert!(summary["flagged_mean_abs_error_pct"].is_null(), "{summary}");
+    let window = &v["traces"][0]["window"];
+    assert!(window["error_pct"].is_null(), "{window}");
+
+    let out = run_ok(lumos().arg("replay").arg(&file));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("whole window"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(row.split_whitespace().last(), Some("-"), "{row}");
+    assert!(!row.contains('%'), "{row}");
+    assert!(
+        text.contains("summary: no error: no unflagged step or window has a measured length"),
+        "{text}"
+    );
+
+    // The HTML report's step table and verdict say the same.
+    let html = dir.path().join("zero.html");
+    run_ok(lumos().arg("report").arg(&file).arg("-o").arg(&html));
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains("<td>0.000</td><td>0.000</td><td>-</td>"),
+        "{html}"
+    );
+    assert!(!html.contains("mean |error|"));
+    assert!(html.contains("No step below has a measured length"));
 }

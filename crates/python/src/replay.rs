@@ -386,7 +386,7 @@ impl ReplayResult {
                 .int("rank", |t| t.rank.into())
                 .f64("measured_us", |t| t.window.measured_us)
                 .f64("replayed_us", |t| t.window.replayed_us)
-                .f64("error_pct", |t| t.window.error_pct)
+                .opt_f64("error_pct", |t| t.window.error_pct)
                 .build(),
             "breakdown" => breakdown_table(traces),
             "step_breakdown" => step_breakdown_table(self.rank_tables()),
@@ -428,7 +428,7 @@ fn steps_table(traces: &[TraceReplay]) -> Table {
         .str("step", |r| r.1.name.as_str())
         .f64("measured_us", |r| r.1.measured_us)
         .f64("replayed_us", |r| r.1.replayed_us)
-        .f64("error_pct", |r| r.1.error_pct)
+        .opt_f64("error_pct", |r| r.1.error_pct)
         .build()
 }
 
@@ -575,7 +575,7 @@ fn job_steps_table(job: Option<&JobReport>) -> Table {
         .str("step", |s| s.name.as_str())
         .f64("measured_us", |s| s.measured_us)
         .f64("replayed_us", |s| s.replayed_us)
-        .f64("error_pct", |s| s.error_pct)
+        .opt_f64("error_pct", |s| s.error_pct)
         .int("slowest_rank_measured", |s| s.slowest_rank_measured.into())
         .int("slowest_rank_replayed", |s| s.slowest_rank_replayed.into())
         .build()

@@ -96,8 +96,9 @@ pub struct StepReplay {
     pub measured_us: f64,
     /// Its replayed length.
     pub replayed_us: f64,
-    /// (replayed - measured) / measured, %.
-    pub error_pct: f64,
+    /// (replayed - measured) / measured, %; `None` (JSON null) when the
+    /// measured length is zero: no relative error exists.
+    pub error_pct: Option<f64>,
 }
 
 /// A length, measured and replayed.
@@ -107,8 +108,9 @@ pub struct Compare {
     pub measured_us: f64,
     /// Replayed.
     pub replayed_us: f64,
-    /// (replayed - measured) / measured, %.
-    pub error_pct: f64,
+    /// (replayed - measured) / measured, %; `None` (JSON null) when the
+    /// measured length is zero: no relative error exists.
+    pub error_pct: Option<f64>,
 }
 
 /// The GPU breakdown, measured and replayed.
@@ -197,12 +199,13 @@ pub struct PathTask {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Summary {
     /// Over every step of every unflagged trace (whole window where a trace
-    /// has no steps); `None` (JSON null) when no unflagged trace was
-    /// replayed.
+    /// has no steps) that has an error (a measured length); `None` (JSON
+    /// null) when none has.
     pub mean_abs_error_pct: Option<f64>,
     /// The largest of them; `None` when there are none.
     pub max_abs_error_pct: Option<f64>,
-    /// How many errors the mean covers.
+    /// How many errors the mean covers (spans without an error are not
+    /// counted).
     pub steps: usize,
     /// The same mean over flagged traces.
     pub flagged_mean_abs_error_pct: Option<f64>,
@@ -827,16 +830,16 @@ pub fn summarize(traces: &[TraceReplay]) -> Summary {
             .filter(|t| t.flagged == flag)
             .flat_map(|t| {
                 if t.steps.is_empty() {
-                    vec![(t.window.measured_us, t.window.error_pct.abs())]
+                    vec![t.window.error_pct]
                 } else {
-                    (t.steps.iter())
-                        .map(|s| (s.measured_us, s.error_pct.abs()))
-                        .collect()
+                    t.steps.iter().map(|s| s.error_pct).collect()
                 }
             })
             // A span measured at zero length (a trace whose times are all
-            // zero) has no relative error: its 0% is no agreement.
-            .filter_map(|(measured, err)| (measured > 0.0).then_some(err))
+            // zero) has no relative error: it is left out, not counted as
+            // an agreement.
+            .flatten()
+            .map(f64::abs)
             .collect()
     };
     let ok = errs(false);
@@ -886,5 +889,37 @@ mod tests {
             let again = replayed.report_with(&report).unwrap();
             assert_eq!(json(&first), json(&again));
         }
+    }
+
+    /// A step without an error (measured at zero length) is left out of
+    /// the summary, neither averaged as 0% nor turned into a NaN mean; the
+    /// count says how many steps the mean covers.
+    #[test]
+    fn a_step_without_an_error_is_left_out_of_the_summary() {
+        let Some(corpus) = lumos_testkit::corpus() else {
+            return;
+        };
+        let path = corpus.path("single-rank/mi250-toy-train.json.gz");
+        let sim = (&SimOptions::default(), &[][..]);
+        let opts = AnalysisOptions::default();
+        let mut r = replay_path_for(&path, sim, &opts, &|_| {})
+            .unwrap()
+            .report_with(&opts)
+            .unwrap();
+        assert_eq!(r.steps.len(), 2);
+        // The second step off by 30%, the first as replayed; then the
+        // first has no error.
+        r.steps[1].error_pct = Some(-30.0);
+        let both = summarize(std::slice::from_ref(&r));
+        assert_eq!((both.steps, both.max_abs_error_pct), (2, Some(30.0)));
+        r.steps[0].error_pct = None;
+        let one = summarize(std::slice::from_ref(&r));
+        assert_eq!(one.steps, 1);
+        assert_eq!(one.mean_abs_error_pct, Some(30.0));
+        assert_eq!(one.max_abs_error_pct, Some(30.0));
+        r.steps[1].error_pct = None;
+        let none = summarize(std::slice::from_ref(&r));
+        assert_eq!((none.steps, none.mean_abs_error_pct), (0, None));
+        assert_eq!(none.max_abs_error_pct, None);
     }
 }

@@ -6,7 +6,7 @@ use lumos_predict::{transfer_durations, Input, MatchedTime, Transfer};
 use lumos_sim::{simulate, step_spans, SimOptions};
 use serde::Serialize;
 
-use crate::units::{err_pct, us};
+use crate::units::{err_pct, pct_of, us};
 use crate::ReportError;
 
 /// One recording: what it is called, its graph and its measured times.
@@ -119,11 +119,12 @@ pub struct BStep {
     pub measured_us: f64,
     /// B's own graph replayed.
     pub replayed_us: f64,
-    /// (predicted - B measured) / B measured, %.
-    pub error_pct: f64,
+    /// (predicted - B measured) / B measured, %; `None` when B's measured
+    /// step has no length (no relative error exists).
+    pub error_pct: Option<f64>,
     /// (predicted - B replayed) / B replayed, %: the transfer's error apart
-    /// from the replay's own.
-    pub replay_error_pct: f64,
+    /// from the replay's own; `None` when B's replayed step has no length.
+    pub replay_error_pct: Option<f64>,
 }
 
 /// Means over the paired steps.
@@ -139,13 +140,15 @@ pub struct TransferMean {
     pub b_measured_us: f64,
     /// B's replayed step.
     pub b_replayed_us: f64,
-    /// (predicted - B measured) / B measured, %.
-    pub error_pct: f64,
-    /// (predicted - B replayed) / B replayed, %.
-    pub replay_error_pct: f64,
+    /// (predicted - B measured) / B measured, %; `None` when B's mean
+    /// measured step has no length.
+    pub error_pct: Option<f64>,
+    /// (predicted - B replayed) / B replayed, %; `None` when B's mean
+    /// replayed step has no length.
+    pub replay_error_pct: Option<f64>,
     /// (A measured - B measured) / B measured, %: how far A alone is from B,
-    /// what the transfer has to close.
-    pub a_error_pct: f64,
+    /// what the transfer has to close; `None` as `error_pct`.
+    pub a_error_pct: Option<f64>,
 }
 
 /// Re-times A's graph with B's durations, replays it, and replays B for
@@ -325,22 +328,15 @@ fn mean(steps: &[TransferStep]) -> Option<TransferMean> {
     let p = avg(&|(s, _)| s.predicted_us);
     let bm = avg(&|(_, b)| b.measured_us);
     let br = avg(&|(_, b)| b.replayed_us);
-    let pct = |x: f64, of: f64| {
-        if of == 0.0 {
-            0.0
-        } else {
-            (x - of) / of * 100.0
-        }
-    };
     Some(TransferMean {
         steps: paired.len(),
         a_measured_us: a,
         predicted_us: p,
         b_measured_us: bm,
         b_replayed_us: br,
-        error_pct: pct(p, bm),
-        replay_error_pct: pct(p, br),
-        a_error_pct: pct(a, bm),
+        error_pct: pct_of(p, bm),
+        replay_error_pct: pct_of(p, br),
+        a_error_pct: pct_of(a, bm),
     })
 }
 

@@ -173,7 +173,7 @@ fn a_replay_that_reproduces_the_measurement_has_the_same_analyses() {
         "single-rank/a100-ddp-rank0of2-event-record.json.gz",
     ] {
         let r = replayed(&corpus, rel);
-        assert!(r.steps.iter().all(|s| s.error_pct == 0.0), "{rel}");
+        assert!(r.steps.iter().all(|s| s.error_pct == Some(0.0)), "{rel}");
         let (m, p) = (&r.analysis.measured, &r.analysis.replayed);
         assert_eq!(m.steps, p.steps, "{rel}");
         assert_eq!(m.kernels, p.kernels, "{rel}");

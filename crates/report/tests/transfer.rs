@@ -41,8 +41,8 @@ fn b_s_durations_replace_a_s_and_b_s_steps_stand_beside_them() {
     assert_eq!(second.predicted_us, b.replayed_us);
     let mean = report.mean.unwrap();
     assert_eq!(mean.steps, 2);
-    assert_eq!(mean.replay_error_pct, 0.0);
+    assert_eq!(mean.replay_error_pct, Some(0.0));
     // Onto itself: the replay.
     let (same, _) = transfer_replay(a, a, &SimOptions::default()).unwrap();
-    assert_eq!(same.mean.unwrap().a_error_pct, 0.0);
+    assert_eq!(same.mean.unwrap().a_error_pct, Some(0.0));
 }

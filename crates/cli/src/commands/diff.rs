@@ -9,6 +9,7 @@ use lumos_report::{diff, DiffInput, DiffOptions, DiffReport, RowDiff, StepSelect
 
 use super::analysis::short;
 use crate::inputs::Loaded;
+use crate::output::pct;
 use crate::usage::usage;
 use crate::{inputs, output, progress};
 
@@ -93,18 +94,13 @@ fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or(output::UNKNOWN.into(), |v| format!("{v:.prec$}"))
 }
 
-/// A percentage with its sign, or [`output::UNKNOWN`] alone (a change from
-/// nothing has no percentage; `-%` would read as a number).
-fn pct(v: Option<f64>, prec: usize) -> String {
-    v.map_or(output::UNKNOWN.into(), |v| format!("{v:.prec$}%"))
-}
-
 fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Result<()> {
-    let change = if r.a.mean_step_us > 0.0 {
-        (r.b.mean_step_us - r.a.mean_step_us) / r.a.mean_step_us * 100.0
-    } else {
-        0.0
-    };
+    // A change from a mean step of no length has no percentage (it
+    // printed +0.00% whatever B's was).
+    let change = (r.a.mean_step_us > 0.0).then(|| {
+        let c = (r.b.mean_step_us - r.a.mean_step_us) / r.a.mean_step_us * 100.0;
+        format!("{c:+.2}%")
+    });
     writeln!(
         out,
         "A: {} ({} steps, mean {:.3} ms)",
@@ -121,8 +117,10 @@ fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Resu
     )?;
     writeln!(
         out,
-        "mean step {:+.2}%; changes count from {} us and {}% per step",
-        change, r.min_change_us, r.min_change_pct
+        "mean step {}; changes count from {} us and {}% per step",
+        output::or_unknown(change),
+        r.min_change_us,
+        r.min_change_pct
     )?;
     writeln!(
         out,

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use lumos_report::JobReport;
 
-use crate::output::counted;
+use crate::output::{counted, pct};
 
 /// Ranks of a job whose rows and sections the text output prints at
 /// least (`--top` more if larger); `--json` has every rank. A job of
@@ -73,11 +73,11 @@ pub fn write_stragglers(
         for s in steps {
             writeln!(
                 out,
-                "  {:<18} {:>12.3} {:>12.3} {:>7.2}%   {} / {}",
+                "  {:<18} {:>12.3} {:>12.3} {:>8}   {} / {}",
                 s.name,
                 s.measured_us / 1e3,
                 s.replayed_us / 1e3,
-                s.error_pct,
+                pct(s.error_pct, 2),
                 s.slowest_rank_measured,
                 s.slowest_rank_replayed
             )?;

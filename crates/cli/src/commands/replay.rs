@@ -20,6 +20,7 @@ use super::analysis::write_trace_analysis;
 use super::job::{shown_ranks, write_job, write_stragglers, MIN_RANKS_SHOWN};
 use super::transfer;
 use super::JobMode;
+use crate::output::pct;
 use crate::usage::usage;
 use crate::{inputs, output, progress};
 
@@ -721,7 +722,8 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, a: &ReplayArgs) -> Result
     if let Some(reps) = &r.representatives {
         write_representatives(out, reps)?;
     }
-    write_summary(out, &r.summary)?;
+    let replayed = r.traces.iter().any(|t| !t.flagged);
+    write_summary(out, &r.summary, replayed)?;
     Ok(())
 }
 
@@ -753,8 +755,9 @@ fn write_representatives(
     Ok(())
 }
 
-/// The one-line summary under the tables.
-fn write_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<()> {
+/// The one-line summary under the tables; `replayed`: whether any
+/// unflagged trace was replayed (its spans may all have no error).
+fn write_summary(out: &mut dyn Write, summary: &Summary, replayed: bool) -> std::io::Result<()> {
     let flagged = summary
         .flagged_mean_abs_error_pct
         .map(|f| format!("flagged traces apart: mean {f:.2}%"));
@@ -763,6 +766,13 @@ fn write_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<()> 
             out,
             "summary: mean |error| {mean:.2}%, max {max:.2}% over {} steps{}",
             summary.steps,
+            flagged.map(|f| format!("; {f}")).unwrap_or_default()
+        ),
+        // Every unflagged span was measured at zero length: replayed, but
+        // with no error to average.
+        _ if replayed => writeln!(
+            out,
+            "summary: no error: no unflagged step or window has a measured length{}",
             flagged.map(|f| format!("; {f}")).unwrap_or_default()
         ),
         _ => match flagged {
@@ -784,20 +794,20 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
     for s in &t.steps {
         writeln!(
             out,
-            "  {:<18} {:>12.3} {:>12.3} {:>7.2}%",
+            "  {:<18} {:>12.3} {:>12.3} {:>8}",
             s.name,
             s.measured_us / 1e3,
             s.replayed_us / 1e3,
-            s.error_pct
+            pct(s.error_pct, 2)
         )?;
     }
     writeln!(
         out,
-        "  {:<18} {:>12.3} {:>12.3} {:>7.2}%",
+        "  {:<18} {:>12.3} {:>12.3} {:>8}",
         "whole window",
         t.window.measured_us / 1e3,
         t.window.replayed_us / 1e3,
-        t.window.error_pct
+        pct(t.window.error_pct, 2)
     )?;
     let (m, r) = (&t.breakdown.measured, &t.breakdown.replayed);
     writeln!(

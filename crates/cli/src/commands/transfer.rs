@@ -12,6 +12,7 @@ use lumos_report::{Recording, ReportError, TimelineSource, TransferReport};
 use lumos_sim::SimOptions;
 
 use crate::inputs::{self, Loaded};
+use crate::output::pct;
 use crate::usage::usage;
 
 /// A recording's graph and measured times, from its trace or `.lgraph`
@@ -155,11 +156,11 @@ fn write_steps(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
         match &s.b {
             Some(b) => writeln!(
                 out,
-                " {:>13.3} {:>13.3} {:>7.2}% {:>9.2}%",
+                " {:>13.3} {:>13.3} {:>8} {:>10}",
                 b.measured_us / 1e3,
                 b.replayed_us / 1e3,
-                b.error_pct,
-                b.replay_error_pct
+                pct(b.error_pct, 2),
+                pct(b.replay_error_pct, 2)
             )?,
             None => writeln!(out, " {:>13} {:>13}", "-", "-")?,
         }
@@ -168,20 +169,23 @@ fn write_steps(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
         Some(m) => {
             writeln!(
                 out,
-                "  {:<18} {:>13.3} {:>13.3} {:>13.3} {:>13.3} {:>7.2}% {:>9.2}%",
+                "  {:<18} {:>13.3} {:>13.3} {:>13.3} {:>13.3} {:>8} {:>10}",
                 format!("mean of {}", m.steps),
                 m.a_measured_us / 1e3,
                 m.predicted_us / 1e3,
                 m.b_measured_us / 1e3,
                 m.b_replayed_us / 1e3,
-                m.error_pct,
-                m.replay_error_pct
+                pct(m.error_pct, 2),
+                pct(m.replay_error_pct, 2)
             )?;
-            writeln!(
-                out,
-                "  A's own step is {:+.2}% from B's; with B's durations, {:+.2}%",
-                m.a_error_pct, m.error_pct
-            )
+            match (m.a_error_pct, m.error_pct) {
+                (Some(a), Some(e)) => writeln!(
+                    out,
+                    "  A's own step is {a:+.2}% from B's; with B's durations, {e:+.2}%"
+                ),
+                // B's steps measured at zero length: no error either way.
+                _ => writeln!(out, "  B's steps have no measured length: no error to show"),
+            }
         }
         None => writeln!(out, "  B has no steps to compare with"),
     }

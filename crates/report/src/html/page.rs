@@ -7,6 +7,7 @@ use std::fmt::{self, Write};
 use super::data::StepRow;
 use super::verdict::Verdict;
 use super::{charts, sections, HtmlReport};
+use crate::units::pct_of;
 use crate::BreakdownUs;
 
 /// The style sheet, inline: the file must open without network.
@@ -86,13 +87,21 @@ fn write_verdict(out: &mut String, r: &HtmlReport, v: &Verdict) -> fmt::Result {
         esc(&v.detail),
         esc(&who)
     )?;
+    // A step measured at zero length has no error: left out, and with
+    // none left there is no mean (0% would read as agreement).
     let errors: Vec<f64> = r
         .steps
         .iter()
-        .filter(|s| s.measured.total_us > 0.0)
-        .map(|s| ((s.replayed.total_us - s.measured.total_us) / s.measured.total_us * 100.0).abs())
+        .filter_map(|s| pct_of(s.replayed.total_us, s.measured.total_us))
+        .map(f64::abs)
         .collect();
-    let mean = errors.iter().sum::<f64>() / errors.len().max(1) as f64;
+    if errors.is_empty() {
+        return writeln!(
+            out,
+            " No step below has a measured length: the replay has no error to show.</p></div>"
+        );
+    }
+    let mean = errors.iter().sum::<f64>() / errors.len() as f64;
     let max = errors.iter().copied().fold(0.0, f64::max);
     writeln!(
         out,
@@ -171,8 +180,10 @@ fn write_step_row(
         let rank = s.rank.map_or("-".to_owned(), |r| r.to_string());
         write!(out, "<td>{rank}</td>")?;
     }
-    let err = if m > 0.0 { (r - m) / m * 100.0 } else { 0.0 };
-    write!(out, "<td>{m:.3}</td><td>{r:.3}</td><td>{err:+.2}%</td>")?;
+    // No error for a step measured at zero length: a dash, as every
+    // value the trace does not tell.
+    let err = pct_of(r, m).map_or_else(|| "-".to_owned(), |e| format!("{e:+.2}%"));
+    write!(out, "<td>{m:.3}</td><td>{r:.3}</td><td>{err}</td>")?;
     match predicted {
         Some(Some(p)) => write!(
             out,

@@ -204,8 +204,9 @@ pub struct JobStep {
     pub measured_us: f64,
     /// The slowest rank's replayed step.
     pub replayed_us: f64,
-    /// (replayed - measured) / measured, %.
-    pub error_pct: f64,
+    /// (replayed - measured) / measured, %; `None` (JSON null) when the
+    /// measured step has no length: no relative error exists.
+    pub error_pct: Option<f64>,
     /// Which rank was slowest, measured.
     pub slowest_rank_measured: u32,
     /// Which rank was slowest, replayed.
