@@ -393,9 +393,11 @@ class Prediction:
 
     def __repr__(self) -> str:
         r = self.report
+        # No change from a replayed step of no length (null in the report).
+        change = "-" if r["change_pct"] is None else f"{r['change_pct']:+.2f}%"
         return (
             f"<lumos.Prediction: {r['mean_replayed_ms']:.3f} ms replayed -> "
-            f"{r['mean_predicted_ms']:.3f} ms predicted ({r['change_pct']:+.2f}%)>"
+            f"{r['mean_predicted_ms']:.3f} ms predicted ({change})>"
         )
 
     @property
@@ -434,7 +436,7 @@ class Prediction:
     def steps(self) -> pd.DataFrame:
         """Per step: measured_ms, replayed_ms (slowest traced stage),
         predicted_ms (slowest predicted stage), change_pct (predicted over
-        replayed)."""
+        replayed; NaN where the replayed step has no length)."""
         cols = ["step", "measured_ms", "replayed_ms", "predicted_ms", "change_pct"]
         return frame(records_table(self.report["steps"], cols))
 

@@ -143,3 +143,9 @@ def test_a_span_of_zero_length_has_no_error(corpus, tmp_path, cli_json):
     assert r.summary["mean_abs_error_pct"] is None
     assert r.summary["steps"] == 0
     assert cli_json(["replay", str(path)])["traces"][0]["window"]["error_pct"] is None
+    # A prediction from it has no change to state either (its repr
+    # formatted the change as a number).
+    p = lumos.predict(str(path), scale_kernels={"add": 0.5}, progress=False)
+    assert p.report["change_pct"] is None
+    assert p.steps["change_pct"].isna().all()
+    assert repr(p).endswith("ms predicted (-)>")

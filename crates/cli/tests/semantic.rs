@@ -17,18 +17,8 @@ fn a_trace_of_zero_times_adds_no_error_to_the_summary() {
     let Some(corpus) = lumos_testkit::corpus() else {
         return;
     };
-    let path = corpus.path("micro/a100-simple-add.json.gz");
-    let mut v: Value = serde_json::from_slice(&lumos_testkit::gunzip_file(&path)).unwrap();
-    for e in v["traceEvents"].as_array_mut().unwrap() {
-        for key in ["ts", "dur"] {
-            if e.get(key).is_some() {
-                e[key] = Value::from(0);
-            }
-        }
-    }
     let dir = TempDir::new("cli-semantic-zero");
-    let file = dir.path().join("zero.json");
-    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let file = zero_times(&corpus, dir.path());
     let out = run_ok(lumos().args(["replay", "--json"]).arg(&file));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["traces"][0]["window"]["measured_us"].as_f64(), Some(0.0));
@@ -62,4 +52,49 @@ fn a_trace_of_zero_times_adds_no_error_to_the_summary() {
     );
     assert!(!html.contains("mean |error|"));
     assert!(html.contains("No step below has a measured length"));
+}
+
+/// A corpus trace with every `ts` and `dur` set to zero, written into
+/// `dir`.
+fn zero_times(corpus: &lumos_testkit::Corpus, dir: &std::path::Path) -> std::path::PathBuf {
+    let path = corpus.path("micro/a100-simple-add.json.gz");
+    let mut v: Value = serde_json::from_slice(&lumos_testkit::gunzip_file(&path)).unwrap();
+    for e in v["traceEvents"].as_array_mut().unwrap() {
+        for key in ["ts", "dur"] {
+            if e.get(key).is_some() {
+                e[key] = Value::from(0);
+            }
+        }
+    }
+    let file = dir.join("zero.json");
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    file
+}
+
+/// A prediction from a window replayed at zero length has no change to
+/// state: `null` in JSON, `-` in the table (it printed 0.00%, no change,
+/// whatever was predicted).
+#[test]
+fn a_prediction_from_a_window_of_zero_length_states_no_change() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-semantic-zero-predict");
+    let file = zero_times(&corpus, dir.path());
+    let args = ["predict", "--scale-kernels", "add=0.5"];
+    let out = run_ok(lumos().args(args).arg("--json").arg(&file));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mean_replayed_ms"].as_f64(), Some(0.0), "{v}");
+    assert!(v["change_pct"].is_null(), "{}", v["change_pct"]);
+    let steps = v["steps"].as_array().unwrap();
+    assert!(!steps.is_empty());
+    assert!(steps.iter().all(|s| s["change_pct"].is_null()), "{steps:?}");
+
+    let out = run_ok(lumos().args(args).arg(&file));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mean = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("mean "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(mean.split_whitespace().last(), Some("-"), "{mean}");
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::analysis::{analyze, Analyses, AnalysisOptions};
 use crate::structure::StructureReport;
-use crate::units::ms;
+use crate::units::{ms, pct_of};
 use crate::ReportError;
 
 /// `lumos predict --json`.
@@ -37,8 +37,9 @@ pub struct PredictReport {
     pub mean_replayed_ms: f64,
     /// The same, predicted (slowest predicted stage).
     pub mean_predicted_ms: f64,
-    /// Predicted over replayed, %.
-    pub change_pct: f64,
+    /// Predicted over replayed, %; `None` (JSON null) when the mean
+    /// replayed step has no length: no relative change exists.
+    pub change_pct: Option<f64>,
     /// Whether the predicted steps are steady, and the step they settle
     /// to; `None` with fewer than three steps.
     pub steadiness: Option<SteadinessReport>,
@@ -180,8 +181,10 @@ pub struct StepRow {
     pub replayed_ms: f64,
     /// Slowest predicted stage.
     pub predicted_ms: f64,
-    /// Predicted over replayed, %.
-    pub change_pct: f64,
+    /// Predicted over replayed, %; `None` (JSON null) when the replayed
+    /// step has no length (or there is none: a step beyond the traced
+    /// ones).
+    pub change_pct: Option<f64>,
 }
 
 /// Where a stage's GPU time went, ms.
@@ -464,11 +467,9 @@ pub fn predict_report(
                 measured_ms: ms(m),
                 replayed_ms: ms(r),
                 predicted_ms: ms(p),
-                change_pct: if r > 0 {
-                    (p - r) as f64 / r as f64 * 100.0
-                } else {
-                    0.0
-                },
+                // Nothing replayed to change from: no change (0% would
+                // read as none).
+                change_pct: (r > 0).then(|| (p - r) as f64 / r as f64 * 100.0),
             }
         })
         .collect();
@@ -488,11 +489,7 @@ pub fn predict_report(
         mean_measured_ms: mm,
         mean_replayed_ms: mr,
         mean_predicted_ms: mp,
-        change_pct: if mr > 0.0 {
-            (mp - mr) / mr * 100.0
-        } else {
-            0.0
-        },
+        change_pct: pct_of(mp, mr),
         steadiness: steadiness.map(|s| SteadinessReport {
             steady_step_ms: ms(s.steady_step_ns),
             replayed_steady_step_ms: ms(s.replayed_steady_step_ns),

@@ -16,6 +16,7 @@ use lumos_report::{
 };
 use lumos_store::ReadFor;
 
+use crate::output::pct;
 use crate::usage::{count, size, usage};
 use crate::{inputs, output, progress};
 
@@ -648,14 +649,22 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
     for s in &r.steps {
         writeln!(
             out,
-            "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>8.2}%",
-            s.step, s.measured_ms, s.replayed_ms, s.predicted_ms, s.change_pct
+            "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>9}",
+            s.step,
+            s.measured_ms,
+            s.replayed_ms,
+            s.predicted_ms,
+            pct(s.change_pct, 2)
         )?;
     }
     writeln!(
         out,
-        "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>8.2}%",
-        "mean", r.mean_measured_ms, r.mean_replayed_ms, r.mean_predicted_ms, r.change_pct
+        "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>9}",
+        "mean",
+        r.mean_measured_ms,
+        r.mean_replayed_ms,
+        r.mean_predicted_ms,
+        pct(r.change_pct, 2)
     )?;
     if let Some(s) = r.steadiness.filter(|s| s.drifting) {
         // A period against a period: the replay's steady step, not its

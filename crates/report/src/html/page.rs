@@ -182,13 +182,14 @@ fn write_step_row(
     }
     // No error for a step measured at zero length: a dash, as every
     // value the trace does not tell.
-    let err = pct_of(r, m).map_or_else(|| "-".to_owned(), |e| format!("{e:+.2}%"));
+    let err = signed_pct(pct_of(r, m));
     write!(out, "<td>{m:.3}</td><td>{r:.3}</td><td>{err}</td>")?;
     match predicted {
         Some(Some(p)) => write!(
             out,
-            "<td>{:.3}</td><td>{:+.2}%</td>",
-            p.predicted_ms, p.change_pct
+            "<td>{:.3}</td><td>{}</td>",
+            p.predicted_ms,
+            signed_pct(p.change_pct)
         )?,
         Some(None) => out.push_str("<td>-</td><td>-</td>"),
         None => {}
@@ -198,6 +199,12 @@ fn write_step_row(
     }
     out.push_str("</tr>\n");
     Ok(())
+}
+
+/// A signed percentage, or `-` where there is none (a span of no length
+/// to compare with: `-%` would read as a number).
+pub(super) fn signed_pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:+.2}%"))
 }
 
 fn write_shares(out: &mut String, b: &BreakdownUs) -> fmt::Result {

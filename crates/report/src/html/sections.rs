@@ -237,8 +237,11 @@ pub(super) fn what_if(out: &mut String, p: &PredictReport) -> fmt::Result {
         out,
         "<table id=\"what-if-table\"><tr><th class=\"l\">mean step</th><th>measured ms</th>\
          <th>replayed ms</th><th>predicted ms</th><th>change</th></tr>\
-         <tr><td class=\"l\">slowest stage</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:+.2}%</td></tr></table>",
-        p.mean_measured_ms, p.mean_replayed_ms, p.mean_predicted_ms, p.change_pct
+         <tr><td class=\"l\">slowest stage</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td></tr></table>",
+        p.mean_measured_ms,
+        p.mean_replayed_ms,
+        p.mean_predicted_ms,
+        super::page::signed_pct(p.change_pct)
     )?;
     stages(out, p)?;
     confidence(out, p)?;
