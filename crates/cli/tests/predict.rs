@@ -861,6 +861,47 @@ fn edits_the_traces_cannot_support_are_refused() {
         &[dlrm],
         "rank0.json.gz: none of its collectives was taken for tensor parallelism",
     );
+    // A size the trace holds no GEMM shape for: the refusal names the
+    // trace that cannot answer (before: "the hidden size was not found in
+    // the trace", no file named).
+    let b200 = corpus.path("single-rank/b200-vllm-tp8-rank0.json.gz");
+    for (flag, what) in [("--hidden", "hidden size"), ("--ffn", "FFN size")] {
+        assert_refused(
+            &[flag, "1024"],
+            std::slice::from_ref(&b200),
+            &format!("the {what} was not found in {}", b200.display()),
+        );
+    }
+}
+
+/// A `--network` that names the traced GPU's own preset is no
+/// extrapolation; another GPU's is. Before, every `--network` counted as
+/// "not the traced system's": the device name was searched for the
+/// description ("preset a100"), which none holds, so `--network a100` on
+/// an A100 trace was one extrapolation (a100-recsys: low, with two).
+#[test]
+fn a_network_naming_the_traced_gpu_is_no_extrapolation() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let path = corpus.path("single-rank/a100-recsys-rank3of8.json.gz");
+    let other = |preset: &str| -> Vec<String> {
+        let v = json(
+            &["predict", "--network", preset],
+            std::slice::from_ref(&path),
+        );
+        (v["confidence"]["extrapolations"].as_array().unwrap().iter())
+            .map(|e| e.as_str().unwrap().to_owned())
+            .filter(|e| e.starts_with("target network"))
+            .collect()
+    };
+    assert_eq!(other("a100"), Vec::<String>::new());
+    let h100 = other("h100");
+    assert_eq!(h100.len(), 1, "{h100:?}");
+    assert!(
+        h100[0].contains("preset h100, not the traced system's (NVIDIA A100-PG509-200)"),
+        "{h100:?}"
+    );
 }
 
 #[test]

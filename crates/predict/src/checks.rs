@@ -303,9 +303,12 @@ fn check_shapes(base: &Baseline, c: &Config) -> Result<Vec<String>, PredictError
     if !(tp_edit || hidden_edit || ffn_edit) {
         return Ok(Vec::new());
     }
+    // The file is named: it is the trace, not the flag, that cannot
+    // answer (as every other refusal of an edit the trace cannot support).
     let unsupported = |what: &str| {
         Err(PredictError::Unsupported(format!(
-            "the {what} was not found in the trace (no GEMM shapes)"
+            "the {what} was not found in {} (no GEMM shapes)",
+            base.input_names()
         )))
     };
     if hidden_edit && b.hidden == 0 {

@@ -301,9 +301,14 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
             p.base.gemm.gpu
         ));
     }
-    if let Some((_, what)) = &p.target.network {
-        let traced = device.unwrap_or("").to_ascii_lowercase();
-        if !traced.contains(&what.to_ascii_lowercase()) {
+    if let Some((net, what)) = &p.target.network {
+        // The traced system's network is its GPU's preset: a target equal
+        // to it (`--network a100` on an A100 trace) extrapolates nothing.
+        // Before, the device name was searched for the description
+        // ("preset a100"), which no device name holds, so every
+        // `--network` counted as another system's.
+        let (spec, known) = gpu_for_device(device);
+        if !(known && spec.network == *net) {
             out.push(format!(
                 "target network {what}, not the traced system's ({})",
                 device.unwrap_or("unknown GPU")
