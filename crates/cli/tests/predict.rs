@@ -874,6 +874,58 @@ fn edits_the_traces_cannot_support_are_refused() {
     }
 }
 
+/// Ranks of two jobs are refused even where their degrees agree: the
+/// DLRM job's rank 1 (8 V100s, DP 8) and the MI300X ResNet trace's rank 0
+/// (DP 8) ran on different GPUs. Before, they were taken for one job and
+/// the V100 rank left out for the MI300X one, exit 0.
+#[test]
+fn ranks_recorded_on_different_gpus_are_not_one_job() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dlrm = corpus.path("multi-rank/dlrm-8xv100/rank1.json.gz");
+    let mi300x = corpus.path("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
+    let out = lumos()
+        .arg("predict")
+        .args([&dlrm, &mi300x])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "printed a result");
+    assert!(
+        err.contains(&format!(
+            "{}: recorded on \"AMD Instinct MI300X\", {} on \"Tesla V100-SXM2-32GB\": are these \
+             ranks of one job?",
+            mi300x.display(),
+            dlrm.display()
+        )),
+        "{err}"
+    );
+}
+
+/// A trace that recorded nothing has no step to predict, even with no
+/// edit: it is bad input, exit 1, naming the file. Before, it was
+/// predicted: a "window" step of 0 ms at high confidence. The corpus has
+/// no such trace, so it is written here.
+#[test]
+fn a_trace_without_tasks_is_refused() {
+    let dir = temp_dir("no-tasks");
+    let path = dir.join("empty.json");
+    std::fs::write(&path, r#"{"traceEvents": []}"#).unwrap();
+    let out = lumos().arg("predict").arg(&path).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "printed a result");
+    assert!(
+        err.contains(&format!(
+            "{}: nothing to predict from: no CPU or GPU task was read",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
 /// A `--network` that names the traced GPU's own preset is no
 /// extrapolation; another GPU's is. Before, every `--network` counted as
 /// "not the traced system's": the device name was searched for the

@@ -589,6 +589,7 @@ mod tests {
                     degrees: (1, 1, 2),
                     stage,
                     role,
+                    device: None,
                 })
                 .collect()
         };

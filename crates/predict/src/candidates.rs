@@ -109,6 +109,8 @@ pub(crate) struct Summary {
     pub degrees: (u32, u32, u32),
     pub stage: u32,
     pub role: StageRole,
+    /// The GPU the rank ran on, as its trace names it, if it does.
+    pub device: Option<String>,
 }
 
 impl Summary {
@@ -117,18 +119,20 @@ impl Summary {
         Summary::of_named(
             &input.name,
             (input.ctx.rank, input.ctx.world_size),
+            input.ctx.device_name.as_deref(),
             s,
             index,
         )
     }
 
     /// The summary of the rank `rank` (of the world size it records)
-    /// named `name`, given at `index`, found to be `s`. A rank whose stage
-    /// was not found stands for a stage of its own (its index); one whose
-    /// role was not found takes the role of its stage.
+    /// named `name`, run on `device`, given at `index`, found to be `s`. A
+    /// rank whose stage was not found stands for a stage of its own (its
+    /// index); one whose role was not found takes the role of its stage.
     fn of_named(
         name: &str,
         (rank, world_size): (u32, Option<u32>),
+        device: Option<&str>,
         s: &Structure,
         index: usize,
     ) -> Summary {
@@ -142,6 +146,7 @@ impl Summary {
             stage: c.stage.unwrap_or(index as u32),
             role: StageRole::from_report(&s.report.stage_role)
                 .unwrap_or_else(|| StageRole::of(c.stage.unwrap_or(0), degrees.2)),
+            device: device.map(str::to_owned),
         }
     }
 }
@@ -200,7 +205,14 @@ impl Candidates {
         let Discovered { input, structure } = d;
         let (name, rank) = (input.name.clone(), input.ctx.rank);
         let world_size = input.ctx.world_size;
-        self.push_parts(&name, (rank, world_size), structure, || input);
+        let device = input.ctx.device_name.clone();
+        self.push_parts(
+            &name,
+            (rank, world_size),
+            device.as_deref(),
+            structure,
+            || input,
+        );
     }
 
     /// Adds the next rank as [`push`](Candidates::push) does, lent:
@@ -219,18 +231,20 @@ impl Candidates {
         self.push_parts(
             lent.name,
             (lent.ctx.rank, lent.ctx.world_size),
+            lent.ctx.device_name.as_deref(),
             structure,
             own,
         );
     }
 
     /// [`push`](Candidates::push) of rank `rank` (of the world size it
-    /// records) named `name`, found to be `structure`; `input` is called
-    /// only if the rank is held.
+    /// records) named `name`, run on `device`, found to be `structure`;
+    /// `input` is called only if the rank is held.
     fn push_parts(
         &mut self,
         name: &str,
         (rank, world_size): (u32, Option<u32>),
+        device: Option<&str>,
         structure: Structure,
         input: impl FnOnce() -> Input,
     ) {
@@ -250,7 +264,7 @@ impl Candidates {
             self.entries.push(held(structure));
             return;
         }
-        let summary = Summary::of_named(name, (rank, world_size), &structure, index);
+        let summary = Summary::of_named(name, (rank, world_size), device, &structure, index);
         match self.lowest.get(&summary.stage).copied() {
             Some(j) if self.rank_of(j) <= summary.rank => {
                 self.entries.push(Entry::LeftOut(summary));
@@ -397,16 +411,31 @@ fn retry_with_hint(
 }
 
 /// An error when the ranks are not those of one job: their parallel
-/// degrees differ from the first's; or, as a joint replay refuses them
+/// degrees differ from the first's, or they ran on GPUs their traces name
+/// differently; or, as a joint replay refuses them
 /// (`lumos_graph::assemble`), two claim one rank, or one's rank is not
 /// below the world size it records. A prediction would otherwise take one
-/// of two runs' rank for a stage without a word.
+/// of two runs' rank for a stage without a word (the DLRM job's rank 1, on
+/// a V100, given with the MI300X trace's rank 0, of the same degrees, was
+/// left out for it).
 pub(crate) fn one_job(ranks: &[Summary]) -> Result<(), PredictError> {
     let first = &ranks[0];
     if let Some(r) = ranks.iter().find(|r| r.degrees != first.degrees) {
         return Err(PredictError::NotOneJob(format!(
             "{}: parallel degrees differ from {}'s: are these ranks of one job?",
             r.name, first.name
+        )));
+    }
+    // Only names both traces give are compared: a trace that lists no
+    // device says nothing against the others.
+    let named = || ranks.iter().filter_map(|r| Some((r, r.device.as_deref()?)));
+    if let Some(((a, da), (b, db))) = named()
+        .next()
+        .and_then(|first| Some((first, named().find(|(_, d)| *d != first.1)?)))
+    {
+        return Err(PredictError::NotOneJob(format!(
+            "{}: recorded on {db:?}, {} on {da:?}: are these ranks of one job?",
+            b.name, a.name
         )));
     }
     if ranks.len() < 2 {
