@@ -1089,3 +1089,21 @@ fn a_trace_without_tasks_is_refused_not_replayed_as_zeros() {
         assert!(text.contains("  tasks: none\n  edges: none\n"), "{text}");
     }
 }
+
+/// A compact graph that is not there is bad input, its I/O error said
+/// once. Before, `predict` and `replay` printed it twice ("x.lgraph: No
+/// such file or directory (os error 2): No such file or directory (os
+/// error 2)"): the store's message holds the I/O error and gave it as its
+/// cause as well.
+#[test]
+fn a_missing_compact_graph_is_said_once() {
+    let dir = TempDir::new("cli-exit-missing-lgraph");
+    let missing = dir.join("missing.lgraph");
+    for cmd in ["predict", "replay", "inspect"] {
+        let out = run(&[cmd], Some(&missing));
+        assert_fails(&out, 1, &format!("{}: ", missing.display()), cmd);
+        // ENOENT's text, as Rust's I/O error writes it.
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("(os error 2)").count(), 1, "{cmd}: {err}");
+    }
+}

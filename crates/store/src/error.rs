@@ -82,7 +82,12 @@ impl fmt::Display for StoreError {
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.problem {
-            Problem::Io(e) => Some(e),
+            // Display already ends with the I/O error's text: given as the
+            // cause too, a chain (`{:#}`, as the CLI prints) said it twice
+            // ("x.lgraph: No such file or directory (os error 2): No such
+            // file or directory (os error 2)"). A trace's `ReadError` gives
+            // none either.
+            Problem::Io(_) => None,
             Problem::Trace(e) => Some(e.as_ref()),
             Problem::Write(e) => Some(e.as_ref()),
             _ => None,
