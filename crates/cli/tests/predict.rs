@@ -40,6 +40,12 @@ fn identity_prediction_is_the_replay() {
         assert_eq!(s["replayed_ms"], s["predicted_ms"]);
     }
     assert_eq!(v["traced"], v["target"]);
+    // A ResNet has no transformer layers: the sizes the trace does not
+    // tell are null (a 0 would read as a model of no layers).
+    for size in ["layers", "hidden", "ffn"] {
+        assert!(v["traced"][size].is_null(), "{size}: {}", v["traced"]);
+    }
+    assert_eq!(v["traced"]["dp"], 8);
     assert_eq!(v["coupled"], false);
     // A steady trace predicted as it is: every GPU time measured, high.
     assert_eq!(v["steadiness"]["drifting"], false, "{}", v["steadiness"]);

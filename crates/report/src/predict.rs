@@ -260,16 +260,34 @@ pub struct Config {
     pub pp: u32,
     /// Micro-batches per step.
     pub microbatches: u32,
-    /// Transformer layers in the whole model.
+    /// Transformer layers in the whole model; 0 where the traces told
+    /// none (`null` in JSON).
+    #[serde(serialize_with = "unknown_as_null")]
     pub layers: u32,
-    /// Hidden size.
+    /// Hidden size; 0 where the traces told none (`null` in JSON).
+    #[serde(serialize_with = "unknown_as_null")]
     pub hidden: u64,
-    /// FFN (MLP inner) size.
+    /// FFN (MLP inner) size; 0 where the traces told none (`null` in
+    /// JSON).
+    #[serde(serialize_with = "unknown_as_null")]
     pub ffn: u64,
     /// Model chunks per stage (virtual pipeline stages) of the interleaved
     /// 1F1B schedule; left out for the plain schedule (1).
     #[serde(skip_serializing_if = "plain_schedule")]
     pub virtual_stages: u32,
+}
+
+/// A size the traces did not tell (0, as the text table's `-`) as `null`:
+/// a 0 in JSON would read as a model of no layers.
+fn unknown_as_null<T, S>(v: &T, s: S) -> Result<S::Ok, S::Error>
+where
+    T: Copy + Into<u64>,
+    S: serde::Serializer,
+{
+    match (*v).into() {
+        0 => s.serialize_none(),
+        n => s.serialize_some(&n),
+    }
 }
 
 /// Whether `v` model chunks per stage is the plain 1F1B schedule.
