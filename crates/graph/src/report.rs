@@ -359,16 +359,10 @@ impl BuildReport {
     /// them, since every reason a flag gives is one of the warnings.
     pub fn derive_launch_facts(&mut self, g: &Graph, m: &Measured) {
         let start = |t: TaskId| m.tasks.get(t.idx()).map_or(0, |s| s.start_ns);
-        let (mut early, mut lead, mut delay) = (0u64, 0i64, None::<i64>);
+        let mut times = LaunchTimes::default();
         let mut callers = Vec::new();
         for e in g.edges.iter().filter(|e| e.kind == DepKind::Launch) {
-            let d = start(e.from).saturating_sub(start(e.to));
-            if d > 0 {
-                early += 1;
-                lead = lead.max(d);
-            }
-            let late = start(e.to).saturating_sub(start(e.from));
-            delay = Some(delay.map_or(late, |s| s.min(late)));
+            times.add(start(e.from), start(e.to));
             callers.push(e.from.0);
         }
         callers.sort_unstable();
@@ -379,9 +373,7 @@ impl BuildReport {
                 tasks += run.len() as u64;
             }
         }
-        self.launched_early = early;
-        self.longest_launch_lead_ns = lead;
-        self.shortest_launch_delay_ns = delay.unwrap_or(0);
+        times.set(self);
         self.shared_launches = shared;
         self.tasks_of_shared_launches = tasks;
         if let Some(w) = self.launched_late_warning() {
@@ -530,6 +522,39 @@ pub const GROSS_CLOCK_SKEW_NS: i64 = 40_000_000;
 /// minute is 20 times that, and a clock of another base (a time zone, 15
 /// minutes or more, a bad merge) is further ahead still.
 pub const GROSS_LAUNCH_DELAY_NS: i64 = 60_000_000_000;
+
+/// The launch facts of a [`BuildReport`] ([`BuildReport::launched_early`],
+/// [`BuildReport::longest_launch_lead_ns`],
+/// [`BuildReport::shortest_launch_delay_ns`]), gathered one launch at a
+/// time: by the build from its launchers, by a stored graph's reader from
+/// its launch edges.
+#[derive(Default)]
+pub(crate) struct LaunchTimes {
+    early: u64,
+    longest_lead: i64,
+    shortest_delay: Option<i64>,
+}
+
+impl LaunchTimes {
+    /// Adds a launch call that started at `call_start` and a GPU task it
+    /// launched that started at `task_start`, ns.
+    pub(crate) fn add(&mut self, call_start: i64, task_start: i64) {
+        let lead = call_start.saturating_sub(task_start);
+        if lead > 0 {
+            self.early += 1;
+            self.longest_lead = self.longest_lead.max(lead);
+        }
+        let delay = task_start.saturating_sub(call_start);
+        self.shortest_delay = Some(self.shortest_delay.map_or(delay, |d| d.min(delay)));
+    }
+
+    /// Writes the facts into `r` (a delay of 0 where nothing was launched).
+    pub(crate) fn set(self, r: &mut BuildReport) {
+        r.launched_early = self.early;
+        r.longest_launch_lead_ns = self.longest_lead;
+        r.shortest_launch_delay_ns = self.shortest_delay.unwrap_or(0);
+    }
+}
 
 /// Whether task `call` of `g` is a graph launch, which starts several GPU
 /// tasks by design (`cudaGraphLaunch`, `hipGraphLaunch`).

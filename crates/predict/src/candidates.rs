@@ -428,15 +428,14 @@ pub(crate) fn one_job(ranks: &[Summary]) -> Result<(), PredictError> {
     }
     // Only names both traces give are compared: a trace that lists no
     // device says nothing against the others.
-    let named = || ranks.iter().filter_map(|r| Some((r, r.device.as_deref()?)));
-    if let Some(((a, da), (b, db))) = named()
-        .next()
-        .and_then(|first| Some((first, named().find(|(_, d)| *d != first.1)?)))
-    {
-        return Err(PredictError::NotOneJob(format!(
-            "{}: recorded on {db:?}, {} on {da:?}: are these ranks of one job?",
-            b.name, a.name
-        )));
+    let mut named = ranks.iter().filter_map(|r| Some((r, r.device.as_deref()?)));
+    if let Some((a, da)) = named.next() {
+        if let Some((b, db)) = named.find(|&(_, d)| d != da) {
+            return Err(PredictError::NotOneJob(format!(
+                "{}: recorded on {db:?}, {} on {da:?}: are these ranks of one job?",
+                b.name, a.name
+            )));
+        }
     }
     if ranks.len() < 2 {
         return Ok(());

@@ -15,7 +15,7 @@ pub(crate) fn ms(ns: i64) -> f64 {
 /// the measured span has no length: no relative error exists then, and a
 /// 0% would read as agreement whatever was replayed.
 pub(crate) fn err_pct(measured: i64, replayed: i64) -> Option<f64> {
-    (measured > 0).then(|| (replayed - measured) as f64 / measured as f64 * 100.0)
+    pct_of(replayed as f64, measured as f64)
 }
 
 /// How far `x` is from `of`, in % of `of`; `None` when `of` has no length

@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 use rayon::prelude::*;
 
 use super::*;
-use crate::report::counted;
+use crate::report::{counted, LaunchTimes};
 
 /// No incoming edge (gap attribution).
 const NO_EDGE: u32 = u32::MAX;
@@ -487,21 +487,13 @@ impl Builder {
     /// launch edges ([`BuildReport::derive_launch_facts`]; a build never
     /// leaves a launch edge out).
     fn launched_early(&mut self) {
-        let (mut early, mut lead, mut delay) = (0u64, 0i64, None::<i64>);
+        let mut times = LaunchTimes::default();
         for (g, c) in self.launcher.iter().enumerate() {
             if let Some(c) = c {
-                let d = self.raw[c.idx()].start.saturating_sub(self.raw[g].start);
-                if d > 0 {
-                    early += 1;
-                    lead = lead.max(d);
-                }
-                let late = self.raw[g].start.saturating_sub(self.raw[c.idx()].start);
-                delay = Some(delay.map_or(late, |s| s.min(late)));
+                times.add(self.raw[c.idx()].start, self.raw[g].start);
             }
         }
-        self.report.launched_early = early;
-        self.report.longest_launch_lead_ns = lead;
-        self.report.shortest_launch_delay_ns = delay.unwrap_or(0);
+        times.set(&mut self.report);
     }
 }
 
