@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
 from . import ConfigError, Job, Paths, Replay, _lumos, _paths, _warn_missing
@@ -71,7 +72,9 @@ def ingest_rank(path: str, out_dir: str) -> str:
     """Reads the trace at ``path``, builds its rank's graph and writes the
     per-rank file into ``out_dir`` (created if needed; the file appears
     whole or not at all). Returns the file's path. Raises the
-    :mod:`lumos.errors` exceptions, with the CLI's messages.
+    :mod:`lumos.errors` exceptions, with the CLI's messages; a trace with
+    no CPU or GPU task is written with a ``UserWarning``, as ``lumos
+    ingest`` writes it with a note.
 
     The file is named after the trace (``rank3.json.gz`` gives
     ``rank3.lgraph``) and replaces one already there, as ``lumos ingest
@@ -82,7 +85,16 @@ def ingest_rank(path: str, out_dir: str) -> str:
 
     Engine-agnostic: a pure function of its two arguments, picklable, safe
     to run in parallel in threads or processes."""
-    out, _rank, _tasks, _bytes = _lumos.ingest_rank(os.fspath(path), os.fspath(out_dir))
+    out, _rank, tasks, _bytes = _lumos.ingest_rank(os.fspath(path), os.fspath(out_dir))
+    if tasks == 0:
+        # Written all the same, as `lumos ingest` writes it: a job then
+        # names the rank and leaves it out.
+        warnings.warn(
+            f"{os.fspath(path)}: no CPU or GPU task was read (lumos.inspect counts the "
+            "events skipped); its graph is written, but replaying it alone is refused "
+            "and a job leaves its rank out",
+            stacklevel=2,
+        )
     return out
 
 

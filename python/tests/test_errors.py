@@ -542,3 +542,12 @@ def test_a_trace_without_tasks_is_an_input_error_not_zeros(tmp_path, cli_error):
     with pytest.raises(InputError) as e:
         lumos.predict(str(trace), dp=2, progress=False)
     assert str(e.value) == message
+    # Ingested all the same (a job names the rank and leaves it out), with
+    # the warning `lumos ingest` prints as a note.
+    from lumos.distributed import ingest_rank
+
+    with pytest.warns(UserWarning, match="no CPU or GPU task was read.*replaying it alone is refused"):
+        out = ingest_rank(str(trace), str(tmp_path / "g"))
+    assert os.path.exists(out)
+    with pytest.raises(InputError, match="nothing to replay"):
+        lumos.replay(out, progress=False)

@@ -1076,7 +1076,15 @@ fn a_trace_without_tasks_is_refused_not_replayed_as_zeros() {
             assert_fails(&out, 1, &predicted, &format!("predict {edit:?} {name}"));
         }
         let stored = dir.join(format!("{name}.lgraph"));
-        run_ok(lumos().arg("ingest").arg(&f).arg("-o").arg(&stored));
+        // Ingest writes the graph (a job names the rank and leaves it
+        // out) but says now that nothing can be replayed from it.
+        let out = run_ok(lumos().arg("ingest").arg(&f).arg("-o").arg(&stored));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{name}: no CPU or GPU task was read"))
+                && err.contains("replaying it alone is refused"),
+            "ingest {name}: {err}"
+        );
         let out = run(&["replay"], Some(&stored));
         assert_fails(
             &out,

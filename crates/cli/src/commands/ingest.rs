@@ -117,6 +117,17 @@ fn file_folder(out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What `lumos ingest` says of a trace it read no CPU or GPU task from:
+/// its graph is written (a job's commands then name the rank and leave it
+/// out), but nothing can be replayed from it alone.
+fn no_tasks_note(trace: &Path) -> String {
+    format!(
+        "{}: no CPU or GPU task was read (`lumos inspect` counts the events skipped); \
+         its graph is written, but replaying it alone is refused and a job leaves its rank out",
+        trace.display()
+    )
+}
+
 /// Runs `lumos ingest`; false when a trace could not be ingested (the
 /// others still are).
 pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
@@ -156,7 +167,12 @@ pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
     let mut done = Vec::new();
     for r in results {
         match r {
-            Ok(s) => done.push(Ingested::from(&s)),
+            Ok(s) => {
+                if s.tasks == 0 {
+                    output::note(no_tasks_note(&s.trace));
+                }
+                done.push(Ingested::from(&s))
+            }
             Err(e) => {
                 output::error(e);
                 ok = false;
