@@ -65,12 +65,15 @@ pub fn input_path(p: &Path) -> PathBuf {
 /// directory leaves lumos's own outputs out (a run's outputs are not its
 /// inputs), but one that holds no trace and does hold predicted timelines
 /// (`lumos predict --out`'s directory) stands for them: the predicted job
-/// ([`lumos_report::predicted_job_under`]).
+/// ([`lumos_report::predicted_job_under`]). One file given twice (two
+/// spellings, a link, a folder and a file in it) is a usage error
+/// ([`lumos_trace::given_once`]): it would be read and counted twice.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     crate::usage::stdin_once(paths)?;
-    let mut out = Vec::new();
-    for p in paths {
-        let p = &input_path(p);
+    // Each file, and the argument that named it.
+    let mut out: Vec<(PathBuf, &Path)> = Vec::new();
+    for arg in paths {
+        let p = &input_path(arg);
         if p.is_dir() {
             let accepts = |n: &str| lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph");
             let mut found = lumos_trace::trace_files_under(p, &accepts)?;
@@ -84,15 +87,17 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
                     &accepts
                 ));
             }
-            out.extend(found);
+            out.extend(found.into_iter().map(|f| (f, arg.as_path())));
         } else {
-            out.push(p.clone());
+            out.push((p.clone(), arg));
         }
     }
     if out.is_empty() {
         bail!("no input traces given");
     }
-    Ok(out)
+    lumos_trace::given_once(out.iter().map(|(f, arg)| (f.as_path(), *arg)))
+        .map_err(crate::usage::usage)?;
+    Ok(out.into_iter().map(|(f, _)| f).collect())
 }
 
 /// Why `arg`, given where a preset name or a JSON file goes (`--network`,

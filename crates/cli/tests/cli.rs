@@ -630,3 +630,86 @@ fn inspect_sums_skipped_rows_past_twenty() {
         .len();
     assert_eq!(listed, 30);
 }
+
+/// One file given twice was read twice: `replay F F` counted its steps
+/// twice in the summary's mean, and `predict F F` called it two files
+/// claiming one rank. However it is given twice (one path twice, two
+/// spellings, a folder and a file in it, a link beside it), every command
+/// that takes a list of inputs refuses it as bad usage (exit 2), naming
+/// the file and both ways; `diff` compares its two arguments, and a file
+/// with itself is a legitimate comparison.
+#[test]
+fn one_file_given_twice_is_a_usage_error_naming_it() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-given-twice");
+    let job = dir.path().join("job");
+    std::fs::create_dir_all(&job).unwrap();
+    let f = job.join("rank0.json.gz");
+    std::fs::copy(corpus.path("micro/a100-simple-add.json.gz"), &f).unwrap();
+    std::fs::copy(
+        corpus.path("micro/a100-event-sync.json.gz"),
+        job.join("rank1.json.gz"),
+    )
+    .unwrap();
+    let link = dir.path().join("link.json.gz");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    #[cfg(not(unix))]
+    std::fs::copy(&f, &link).unwrap();
+    let why = "; each trace is one rank, give it once";
+    let (fs, js, ls) = (f.display(), job.display(), link.display());
+    // (arguments, run in `job`?, the refusal)
+    let cases: Vec<(Vec<String>, bool, String)> = vec![
+        (
+            vec![fs.to_string(), fs.to_string()],
+            false,
+            format!("error: {fs} is given twice{why}"),
+        ),
+        (
+            vec!["./rank0.json.gz".into(), "rank0.json.gz".into()],
+            true,
+            format!("error: ./rank0.json.gz is given twice (as ./rank0.json.gz and as rank0.json.gz){why}"),
+        ),
+        (
+            vec![js.to_string(), fs.to_string()],
+            false,
+            format!("error: {fs} is given twice (in {js} and as {fs}){why}"),
+        ),
+        (
+            vec![fs.to_string(), ls.to_string()],
+            false,
+            format!("error: {fs} is given twice (as {fs} and as {ls}){why}"),
+        ),
+    ];
+    let out_dir = dir.path().join("out");
+    let html = dir.path().join("r.html");
+    let commands: [&[&str]; 5] = [
+        &["replay"],
+        &["inspect"],
+        &["predict", "--dp", "2"],
+        &["report", "-o", html.to_str().unwrap()],
+        &["ingest", "--out", out_dir.to_str().unwrap()],
+    ];
+    for (args, in_job, want) in &cases {
+        for cmd in commands {
+            let mut c = lumos();
+            c.args(cmd).args(args);
+            if *in_job {
+                c.current_dir(&job);
+            }
+            let out = c.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{cmd:?} {args:?}: {err}");
+            assert!(err.starts_with(want.as_str()), "{cmd:?} {args:?}: {err}");
+            assert!(out.stdout.is_empty(), "{cmd:?} {args:?}: printed a result");
+        }
+    }
+    assert!(!html.exists() && !out_dir.exists(), "wrote before refusing");
+    // The two files, each given once, are read; a file compared with
+    // itself is a diff of no change.
+    let v = replay_json(&[], std::slice::from_ref(&job));
+    assert_eq!(v["traces"].as_array().unwrap().len(), 2, "{v}");
+    run_ok(lumos().arg("diff").arg(&f).arg(&link));
+}

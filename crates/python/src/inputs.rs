@@ -16,12 +16,16 @@ use crate::progress::Progress;
 /// their trace files, and with `lgraph` their compact graphs too (as the
 /// CLI's commands that read them), with the CLI's messages; a
 /// directory of no trace but predicted timelines stands for the predicted
-/// job ([`lumos_report::predicted_job_under`]).
+/// job ([`lumos_report::predicted_job_under`]). One file given twice (two
+/// spellings, a link, a folder and a file in it) is a `ConfigError`, the
+/// CLI's usage error ([`lumos_trace::given_once`]): it would be read and
+/// counted twice.
 pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+    // Each file, and the argument that named it.
+    let mut out: Vec<(PathBuf, &Path)> = Vec::new();
     for p in paths {
         if !p.is_dir() {
-            out.push(p.clone());
+            out.push((p.clone(), p));
             continue;
         }
         let accepts =
@@ -44,14 +48,16 @@ pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
                 lumos_trace::no_trace_files(p, kinds, &accepts),
             ));
         }
-        out.extend(found);
+        out.extend(found.into_iter().map(|f| (f, p.as_path())));
     }
     // An empty list is the caller's mistake, as a command without its
     // trace argument is the CLI's usage error (exit 2).
     if out.is_empty() {
         return Err(Error::config("no input traces given"));
     }
-    Ok(out)
+    lumos_trace::given_once(out.iter().map(|(f, p)| (f.as_path(), *p)))
+        .map_err(|e| Error::config(e.to_string()))?;
+    Ok(out.into_iter().map(|(f, _)| f).collect())
 }
 
 fn file_len(f: &Path) -> u64 {

@@ -116,6 +116,100 @@ pub fn no_trace_files(dir: &Path, kinds: &str, accepts: &dyn Fn(&str) -> bool) -
     }
 }
 
+/// One input file named twice among a command's inputs: by one argument
+/// given twice, by two spellings of its path (`./t.json`, `t.json`),
+/// through a link or a hard link, or as a file and again inside a folder
+/// given too (or two folders, one inside the other). Read twice, it would
+/// be counted twice: its steps twice in a replay's mean, or two ranks
+/// claiming one rank of a job. The front ends refuse it as bad usage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GivenTwice {
+    /// The file, as it was first found.
+    pub file: PathBuf,
+    /// The argument that first gave it: the file itself, or a folder
+    /// above it.
+    pub first: PathBuf,
+    /// The file as it was found again (another spelling, a link).
+    pub again: PathBuf,
+    /// The argument that gave it again.
+    pub second: PathBuf,
+}
+
+impl GivenTwice {
+    /// How `arg` gave the file, found as `file`: as the argument itself,
+    /// or inside it (a folder) under the first name or another.
+    fn way(&self, file: &Path, arg: &Path) -> String {
+        // Compared as written: `Path`'s `==` takes `a/./b` for `a/b`,
+        // which the message tells apart.
+        let same = |x: &Path, y: &Path| x.as_os_str() == y.as_os_str();
+        let in_folder = !same(file, arg) && file.starts_with(arg);
+        match (in_folder, same(file, &self.file)) {
+            (false, _) => format!("as {}", arg.display()),
+            (true, true) => format!("in {}", arg.display()),
+            (true, false) => format!("as {} in {}", file.display(), arg.display()),
+        }
+    }
+}
+
+impl fmt::Display for GivenTwice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const WHY: &str = "each trace is one rank, give it once";
+        if self.first.as_os_str() == self.second.as_os_str()
+            && self.file.as_os_str() == self.again.as_os_str()
+        {
+            // One argument twice (`t.json t.json`, `job job`): it is
+            // what to name.
+            return write!(f, "{} is given twice; {WHY}", self.second.display());
+        }
+        write!(
+            f,
+            "{} is given twice ({} and {}); {WHY}",
+            self.file.display(),
+            self.way(&self.file, &self.first),
+            self.way(&self.again, &self.second)
+        )
+    }
+}
+
+impl std::error::Error for GivenTwice {}
+
+/// Refuses `inputs` (each a file, and the argument that named it: the
+/// file itself, or a folder it was found in) when two are one file
+/// ([`GivenTwice`], the first such pair): one device and inode on Unix,
+/// links followed; elsewhere one canonical path. A file that cannot be
+/// looked at is left to its reader, which names what is wrong with it.
+pub fn given_once<'a>(
+    inputs: impl IntoIterator<Item = (&'a Path, &'a Path)>,
+) -> Result<(), GivenTwice> {
+    let mut seen = std::collections::HashMap::new();
+    for (file, arg) in inputs {
+        let Some(id) = file_id(file) else { continue };
+        if let Some((first_file, first_arg)) = seen.insert(id, (file, arg)) {
+            return Err(GivenTwice {
+                file: first_file.to_owned(),
+                first: first_arg.to_owned(),
+                again: file.to_owned(),
+                second: arg.to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What makes a file itself whatever path names it.
+#[cfg(unix)]
+fn file_id(file: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(file).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+/// What makes a file itself whatever path names it.
+#[cfg(not(unix))]
+fn file_id(file: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(file).ok()
+}
+
 /// Paths compared as people number files: component by component, runs of
 /// digits by their value (`rank2` < `rank10`), the rest byte by byte; two
 /// paths equal so (`r01`, `r1`) keep their byte order.
@@ -234,5 +328,101 @@ mod tests {
                 "job2/rank0.json",
             ]
         );
+    }
+
+    /// [`given_once`] of `(file, argument)` pairs, its refusal as the
+    /// front ends print it.
+    fn refusal(inputs: &[(&Path, &Path)]) -> Option<String> {
+        given_once(inputs.iter().copied())
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    #[test]
+    fn one_file_given_twice_is_refused_naming_it_and_both_ways() {
+        let dir = lumos_testkit::TempDir::new("given-twice");
+        let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+        std::fs::write(&a, "[]").unwrap();
+        std::fs::write(&b, "[]").unwrap();
+        let why = "; each trace is one rank, give it once";
+        // Two files, and one that is not there (left to its reader).
+        let missing = dir.join("missing.json");
+        let ok: [(&Path, &Path); 4] = [
+            (&a, &a),
+            (&b, &b),
+            (&missing, &missing),
+            (&missing, &missing),
+        ];
+        assert_eq!(refusal(&ok), None);
+        // One argument twice.
+        assert_eq!(
+            refusal(&[(&a, &a), (&b, &b), (&a, &a)]),
+            Some(format!("{} is given twice{why}", a.display()))
+        );
+        // Two spellings of one path.
+        let dotted = dir.join(".").join("a.json");
+        assert_eq!(
+            refusal(&[(&a, &a), (&dotted, &dotted)]),
+            Some(format!(
+                "{} is given twice (as {} and as {}){why}",
+                a.display(),
+                a.display(),
+                dotted.display()
+            ))
+        );
+        // A folder, and a file inside it; the other way round.
+        let folder: &Path = &dir;
+        assert_eq!(
+            refusal(&[(&a, folder), (&b, folder), (&a, &a)]),
+            Some(format!(
+                "{} is given twice (in {} and as {}){why}",
+                a.display(),
+                folder.display(),
+                a.display()
+            ))
+        );
+        assert_eq!(
+            refusal(&[(&b, &b), (&a, folder), (&b, folder)]),
+            Some(format!(
+                "{} is given twice (as {} and in {}){why}",
+                b.display(),
+                b.display(),
+                folder.display()
+            ))
+        );
+        // One folder twice.
+        assert_eq!(
+            refusal(&[(&a, folder), (&a, folder)]),
+            Some(format!("{} is given twice{why}", folder.display()))
+        );
+        // A hard link, and (on Unix) a symbolic one found in a folder.
+        let hard = dir.join("hard.json");
+        std::fs::hard_link(&a, &hard).unwrap();
+        assert_eq!(
+            refusal(&[(&a, &a), (&hard, &hard)]),
+            Some(format!(
+                "{} is given twice (as {} and as {}){why}",
+                a.display(),
+                a.display(),
+                hard.display()
+            ))
+        );
+        #[cfg(unix)]
+        {
+            let sub = dir.join("sub");
+            std::fs::create_dir(&sub).unwrap();
+            let link = sub.join("link.json");
+            std::os::unix::fs::symlink(&b, &link).unwrap();
+            assert_eq!(
+                refusal(&[(&b, &b), (&link, &sub)]),
+                Some(format!(
+                    "{} is given twice (as {} and as {} in {}){why}",
+                    b.display(),
+                    b.display(),
+                    link.display(),
+                    sub.display()
+                ))
+            );
+        }
     }
 }

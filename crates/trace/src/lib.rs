@@ -92,8 +92,8 @@ pub const MAX_TEXT_BYTES: usize = 64 << 10;
 
 pub use error::{ErrorKind, ReadError};
 pub use find::{
-    is_lumos_output, is_predicted_timeline, is_trace_file_name, no_trace_files,
-    predicted_timelines_under, trace_files_under, DirError, MAX_DIR_DEPTH,
+    given_once, is_lumos_output, is_predicted_timeline, is_trace_file_name, no_trace_files,
+    predicted_timelines_under, trace_files_under, DirError, GivenTwice, MAX_DIR_DEPTH,
 };
 pub use model::*;
 pub use read::{
