@@ -34,16 +34,27 @@ fn closed_after(mut cmd: Command, lines: usize, what: &str) {
     assert_eq!(out.status.code(), Some(0), "{what}: {stderr}");
 }
 
-/// The same small trace `n` times: output longer than a pipe holds (64
-/// KiB), so the command is still writing when the reader goes away.
-fn many(n: usize) -> Option<Vec<PathBuf>> {
+/// `n` copies of one small trace, in the folder returned with them:
+/// output longer than a pipe holds (64 KiB), so the command is still
+/// writing when the reader goes away. Copies, not one path `n` times:
+/// one file given twice is refused.
+fn many(n: usize) -> Option<(TempDir, Vec<PathBuf>)> {
     let corpus = lumos_testkit::corpus()?;
-    Some(vec![corpus.path("micro/a100-event-sync.json.gz"); n])
+    let dir = TempDir::new("closed-stdout-many");
+    let src = corpus.path("micro/a100-event-sync.json.gz");
+    let paths = (0..n)
+        .map(|i| {
+            let p = dir.join(format!("copy{i}.json.gz"));
+            std::fs::copy(&src, &p).unwrap();
+            p
+        })
+        .collect();
+    Some((dir, paths))
 }
 
 #[test]
 fn inspect_into_a_closed_pipe_exits_quietly() {
-    let Some(paths) = many(40) else {
+    let Some((_dir, paths)) = many(40) else {
         return;
     };
     for json in [false, true] {
@@ -61,7 +72,7 @@ fn inspect_into_a_closed_pipe_exits_quietly() {
 
 #[test]
 fn replay_into_a_closed_pipe_exits_quietly() {
-    let Some(paths) = many(40) else {
+    let Some((_dir, paths)) = many(40) else {
         return;
     };
     for json in [false, true] {

@@ -217,9 +217,14 @@ fn issue_10_another_program_is_refused_with_its_matched_share() {
             assert!(err.contains("not a recording of the same program"), "{err}");
         }
     }
+    // Two traces (one file twice is refused before, as given twice).
+    let other = corpus.path("single-rank/v100-resnet50-2021-capture-b.json.gz");
+    let other = other.to_str().unwrap();
     for cmd in ["replay", "predict"] {
-        let err = usage_error(&[cmd, b, b, "--durations-from", b]);
+        let err = usage_error(&[cmd, b, other, "--durations-from", b]);
         assert!(err.contains("takes one trace"), "{err}");
+        let err = usage_error(&[cmd, b, b, "--durations-from", b]);
+        assert!(err.contains(&format!("{b} is given twice")), "{err}");
     }
     usage_error(&["replay", b, "--durations-from", b, "--job"]);
 }
