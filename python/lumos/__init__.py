@@ -467,7 +467,7 @@ def diff(
     _lumos.check_diff_options(steps, min_change_us, min_change_pct)
     files = [_one_file(a, "a"), _one_file(b, "b")]
     with callback(progress) as cb:
-        ta, tb = _lumos.read_traces(files, cb)
+        ta, tb = _lumos.read_pair(*files, cb)
     return Diff(json.loads(_lumos.diff_json(ta, tb, steps, min_change_us, min_change_pct)))
 
 
@@ -481,7 +481,7 @@ def durations_from(a: PathLike, b: PathLike, *, progress: ProgressArg = None) ->
     little with A."""
     files = [_one_file(a, "a"), _one_file(b, "b")]
     with callback(progress) as cb:
-        ta, tb = _lumos.read_traces(files, cb)
+        ta, tb = _lumos.read_pair(*files, cb)
         return Transfer(json.loads(_lumos.durations_from_json(ta, tb, cb)))
 
 

@@ -81,6 +81,43 @@ def test_two_files_claiming_one_rank_are_an_input_error(tmp_path, corpus, cli_er
     assert str(e.value) == message
 
 
+def test_one_file_given_twice_is_a_config_error_with_the_cli_message(tmp_path, corpus, cli_error):
+    # Read twice, it was counted twice (replay) or two ranks claiming one
+    # (predict, load_job): however it is given twice, it is refused before
+    # anything is read, as the CLI refuses it (exit 2).
+    job = tmp_path / "job"
+    job.mkdir()
+    f = job / "rank0.json.gz"
+    f.write_bytes((corpus / "micro" / "a100-simple-add.json.gz").read_bytes())
+    (job / "rank1.json.gz").write_bytes((corpus / "micro" / "a100-event-sync.json.gz").read_bytes())
+    link = tmp_path / "link.json.gz"
+    os.symlink(f, link)
+    why = "; each trace is one rank, give it once"
+    for paths, want in [
+        ([f, f], f"{f} is given twice{why}"),
+        ([str(job) + "/./rank0.json.gz", f], f"{job}/./rank0.json.gz is given twice "
+         f"(as {job}/./rank0.json.gz and as {f}){why}"),
+        ([job, f], f"{f} is given twice (in {job} and as {f}){why}"),
+        ([f, link], f"{f} is given twice (as {f} and as {link}){why}"),
+    ]:
+        paths = [str(p) for p in paths]
+        code, message = cli_error(["replay", *paths])
+        assert (code, message) == (2, want)
+        for call in (lumos.replay, lumos.inspect, lumos.read_traces, lumos.load_job,
+                     lambda p, progress: lumos.replay(p, representatives=True, progress=progress),
+                     lambda p, progress: lumos.predict(p, dp=2, progress=progress)):
+            with pytest.raises(ConfigError) as e:
+                call(paths, progress=False)
+            assert str(e.value) == message
+    with pytest.raises(ConfigError) as e:
+        lumos.distributed.load([str(f), str(link)], progress=False)
+    assert str(e.value) == f"{f} is given twice (as {f} and as {link}){why}"
+    # Each given once, both are read; a file compared with itself is no
+    # change.
+    assert len(lumos.read_traces(str(job), progress=False)) == 2
+    lumos.diff(str(f), str(link))
+
+
 @pytest.mark.parametrize(
     "kwargs, text",
     [

@@ -192,6 +192,28 @@ fn read_traces(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyRes
         .collect())
 }
 
+/// Reads the two traces `diff` and `durations_from` compare, `a` and `b`
+/// (each one file, checked by the caller), in parallel. Not
+/// [`read_traces`]: these are two arguments, not a list of ranks, and a
+/// file compared with itself is a legitimate question (no change), where
+/// a list refuses one file given twice.
+#[pyfunction]
+#[pyo3(signature = (a, b, progress = None))]
+fn read_pair(
+    py: Python<'_>,
+    a: PathBuf,
+    b: PathBuf,
+    progress: Callback,
+) -> PyResult<(Trace, Trace)> {
+    let traces = progress::run(py, progress, |p| inputs::read_all(&[a, b], p))??;
+    let mut read = traces.into_iter().map(|t| Trace { inner: Arc::new(t) });
+    match (read.next(), read.next()) {
+        (Some(ta), Some(tb)) => Ok((ta, tb)),
+        // Two files read give two traces, or the error of one.
+        _ => Err(Error::new(errors::Kind::Input, "not read").into()),
+    }
+}
+
 /// Reads the traces (or `.lgraph` files) `paths` name and assembles them
 /// as the ranks of one job, dropping each trace once its graph is built.
 #[pyfunction]
@@ -575,6 +597,10 @@ fn load_ingested(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyR
     if paths.is_empty() {
         return Err(Error::config("no input traces given").into());
     }
+    // One file twice is refused as `inputs::expand` refuses it (these are
+    // files, never folders): it would be two ranks claiming one.
+    lumos_trace::given_once(paths.iter().map(|f| (f.as_path(), f.as_path())))
+        .map_err(|e| Error::config(e.to_string()))?;
     let job = progress::run(py, progress, |p| {
         let guard = inputs::guard(&paths, lumos_store::ReadFor::Job)?;
         p.phase("loading", paths.len() as u64);
@@ -613,6 +639,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<predict::PredictOptions>()?;
     m.add_function(wrap_pyfunction!(expand, m)?)?;
     m.add_function(wrap_pyfunction!(read_traces, m)?)?;
+    m.add_function(wrap_pyfunction!(read_pair, m)?)?;
     m.add_function(wrap_pyfunction!(load_job, m)?)?;
     m.add_function(wrap_pyfunction!(replay_file, m)?)?;
     m.add_function(wrap_pyfunction!(replay_files, m)?)?;
