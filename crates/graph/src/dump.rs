@@ -204,6 +204,7 @@ fn counters(out: &mut String, r: &BuildReport) {
         ("cpu_holes", r.cpu_holes),
         ("launched_early", r.launched_early),
         ("shared_launches", r.shared_launches),
+        ("syncs_returned_early", r.syncs_returned_early),
         ("events_on_left_out_threads", r.events_on_left_out_threads),
         ("events_on_left_out_streams", r.events_on_left_out_streams),
     ]

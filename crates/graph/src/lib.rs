@@ -47,4 +47,6 @@ pub use job::{
 };
 pub use model::*;
 pub use nccl::NcclOperators;
-pub use report::{BuildReport, Rule, GROSS_CLOCK_SKEW_NS, GROSS_LAUNCH_DELAY_NS};
+pub use report::{
+    BuildReport, Rule, GROSS_CLOCK_SKEW_NS, GROSS_LAUNCH_DELAY_NS, GROSS_SYNC_LEAD_NS,
+};

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
+use crate::acyclic::StreamTails;
 use crate::build::PAR_MIN;
 use crate::model::{DepKind, Graph, Measured, TaskId, TaskKind};
 
@@ -165,6 +166,19 @@ pub struct BuildReport {
     pub shared_launches: u64,
     /// The GPU tasks those calls launched, in all.
     pub tasks_of_shared_launches: u64,
+    /// Synchronizing calls (runtime dependencies: a stream, event or
+    /// device synchronize, a blocking copy) that returned
+    /// [`GROSS_SYNC_LEAD_NS`] or more before the GPU work they waited for
+    /// ended. A call returns only once that work is done, so the device's
+    /// clock is ahead of the host's by that much at least. Not stored:
+    /// derived again from the stored graph and measured times
+    /// ([`Self::derive_sync_facts`]).
+    pub syncs_returned_early: u64,
+    /// The longest time by which the GPU work a synchronizing call waited
+    /// for ended after the call returned, over all the graph's runtime
+    /// dependencies, ns (0 when none did). Not stored: derived again like
+    /// [`Self::syncs_returned_early`].
+    pub longest_sync_lead_ns: i64,
     /// Median launch latency where the launch held the kernel, ns.
     pub typical_launch_latency_ns: i64,
     /// Median gap between back-to-back tasks on a busy stream, ns.
@@ -264,6 +278,10 @@ impl BuildReport {
         // measured window, skew and all, so any what-if keeps it: 3 hours
         // gave 10,802 s measured and replayed alike.
         out.extend(self.launched_late_warning());
+        // A GPU clock ahead by less than a minute is told apart from
+        // queueing by the calls that waited for GPU work: they returned
+        // before it ended.
+        out.extend(self.returned_early_warning());
         out
     }
 
@@ -329,6 +347,30 @@ impl BuildReport {
         })
     }
 
+    /// The warning about synchronizing calls that returned
+    /// [`GROSS_SYNC_LEAD_NS`] or more before the GPU work they waited for
+    /// ended ([`Self::syncs_returned_early`]), if any, with the longest
+    /// such lead: the GPU clock is ahead of the host's by that much at
+    /// least. Worded as the launch warnings are, so that a trace with more
+    /// than one says the same.
+    pub(crate) fn returned_early_warning(&self) -> Option<String> {
+        let early = self.syncs_returned_early;
+        (early > 0).then(|| {
+            format!(
+                "{} before the GPU work {} waited for ends (by up to {:.3} ms; \
+                 a synchronizing call returns once that work is done): \
+                 host and GPU clocks disagree?",
+                counted(
+                    early,
+                    "synchronizing call returns",
+                    "synchronizing calls return"
+                ),
+                if early == 1 { "it" } else { "they" },
+                self.longest_sync_lead_ns as f64 / 1e6
+            )
+        })
+    }
+
     /// The warning about launch calls (other than graph launches) that
     /// launched several GPU tasks, if any.
     pub(crate) fn shared_launch_warning(&self) -> Option<String> {
@@ -381,6 +423,62 @@ impl BuildReport {
                 self.warnings.push(w);
             }
         }
+    }
+
+    /// Sets the facts of the graph's synchronizing calls that a stored
+    /// report does not hold ([`Self::syncs_returned_early`],
+    /// [`Self::longest_sync_lead_ns`]) from `g`'s runtime dependencies and
+    /// the measured times `m` of its tasks, as the build found them: a
+    /// reader of a stored graph calls it, so that a graph read back is
+    /// flagged as the trace's own build was. The warning, which a file
+    /// written before it was given lacks, is added to the stored ones when
+    /// the facts call for it, since every reason a flag gives is one of the
+    /// warnings.
+    pub fn derive_sync_facts(&mut self, g: &Graph, m: &Measured) {
+        let span = |t: TaskId| {
+            m.tasks
+                .get(t.idx())
+                .map_or((0, 0), |s| (s.start_ns, s.end_ns))
+        };
+        self.set_sync_facts(g, span);
+        if let Some(w) = self.returned_early_warning() {
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+    }
+
+    /// Sets [`Self::syncs_returned_early`] and
+    /// [`Self::longest_sync_lead_ns`] from `g`'s runtime dependencies, with
+    /// `span_of` giving each task's measured start and end. What a
+    /// dependency waited for is what the replay resolves it to on measured
+    /// times ([`StreamTails`]: a stream's tail is its last task whose
+    /// launch call, and those of the tasks before it, started before the
+    /// call did; a device's, the tails of its streams), so the build and a
+    /// stored graph's reader find the same. Where a rule chose the work
+    /// because it ended while the call ran, it ended before the call
+    /// returned by construction; the lead shows where the work is known
+    /// otherwise (a device synchronize, a blocking copy's own copy, a
+    /// `cuda_sync` event naming the stream or event).
+    pub(crate) fn set_sync_facts(&mut self, g: &Graph, span_of: impl Fn(TaskId) -> (i64, i64)) {
+        let (mut early, mut longest) = (0u64, 0i64);
+        if !g.runtime_deps.is_empty() {
+            let tails = StreamTails::new(g, |t| span_of(t).0);
+            for (d, dep) in g.runtime_deps.iter().enumerate() {
+                let (start, end) = span_of(dep.task);
+                let awaited = tails.targets(g, d, start).into_iter();
+                let Some(last) = awaited.map(|t| span_of(t).1).max() else {
+                    continue;
+                };
+                let lead = last.saturating_sub(end);
+                longest = longest.max(lead);
+                if lead >= GROSS_SYNC_LEAD_NS {
+                    early += 1;
+                }
+            }
+        }
+        self.syncs_returned_early = early;
+        self.longest_sync_lead_ns = longest;
     }
 
     pub(crate) fn repeated_correlation_warning(&self) -> Option<String> {
@@ -522,6 +620,20 @@ pub const GROSS_CLOCK_SKEW_NS: i64 = 40_000_000;
 /// minute is 20 times that, and a clock of another base (a time zone, 15
 /// minutes or more, a bad merge) is further ahead still.
 pub const GROSS_LAUNCH_DELAY_NS: i64 = 60_000_000_000;
+
+/// When a synchronizing call returns this long or more before the GPU work
+/// it waited for ends, the GPU clock is ahead of the host's: the call
+/// returns only once that work is done, so in a measured run the work ends
+/// first. In the corpus it ends at most 4 us after the call returned
+/// (blocking copies of `resnet50-2021-legacy-autograd-api`: the clocks'
+/// mapping, not a wait), and at or before it in every other trace, the AMD
+/// ones included. 5 ms is over a thousand times that; it catches a GPU
+/// clock ahead by less than the minute ([`GROSS_LAUNCH_DELAY_NS`]) that
+/// launch delays cannot tell from queueing, where the trace synchronizes on
+/// work known other than by when it ended (a device synchronize, a blocking
+/// copy, a `cuda_sync` event), and stays below [`GROSS_CLOCK_SKEW_NS`], the
+/// skew the other way that flags a trace.
+pub const GROSS_SYNC_LEAD_NS: i64 = 5_000_000;
 
 /// The launch facts of a [`BuildReport`] ([`BuildReport::launched_early`],
 /// [`BuildReport::longest_launch_lead_ns`],

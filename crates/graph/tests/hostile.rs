@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use lumos_graph::{
     align_clocks, build, check, match_collectives, merge, rank_graph, BuildReport, DepKind, Graph,
-    RankGraph, RendezvousKind, GROSS_CLOCK_SKEW_NS, GROSS_LAUNCH_DELAY_NS,
+    RankGraph, RendezvousKind, GROSS_CLOCK_SKEW_NS, GROSS_LAUNCH_DELAY_NS, GROSS_SYNC_LEAD_NS,
 };
 use lumos_sim::{simulate, simulate_job, step_spans, GpuSelector, SimOptions};
 use lumos_trace::{read_path, Category, Trace};
@@ -443,11 +443,18 @@ fn a_job_of_damaged_ranks_replays() {
     }
 }
 
-/// The launch facts a reader of a stored graph derives from its launch
-/// edges and measured times are the ones the build counted.
+/// The launch and sync facts a reader of a stored graph derives from its
+/// launch edges, runtime dependencies and measured times are the ones the
+/// build counted.
 fn assert_launch_facts_derive(label: &str, g: &Graph, m: &lumos_graph::Measured, r: &BuildReport) {
     let mut derived = BuildReport::default();
     derived.derive_launch_facts(g, m);
+    derived.derive_sync_facts(g, m);
+    assert_eq!(
+        (derived.syncs_returned_early, derived.longest_sync_lead_ns),
+        (r.syncs_returned_early, r.longest_sync_lead_ns),
+        "{label}"
+    );
     assert_eq!(
         (
             derived.launched_early,
@@ -598,6 +605,127 @@ fn gpu_clock_hours_ahead_warns_and_flags() {
                 assert!(skew.is_none(), "{label}: {reasons:?}");
                 assert!(!report.warnings.iter().any(|w| w.contains(said)), "{label}");
             }
+        }
+    }
+}
+
+/// `t` with its GPU clock `ahead_ns` ahead of the host's (negative:
+/// behind).
+fn gpu_clock_ahead(t: &Trace, ahead_ns: i64) -> Trace {
+    let mut t = t.clone();
+    for e in (t.events.iter_mut()).filter(|e| e.category.is_gpu_work()) {
+        e.ts_ns += ahead_ns;
+    }
+    t
+}
+
+/// A GPU clock seconds ahead of the host's, which launch delays cannot
+/// tell from queued kernels (under [`GROSS_LAUNCH_DELAY_NS`]), is told by
+/// the synchronizing calls: they return before the GPU work they waited
+/// for ends, which no measured run does. Past [`GROSS_SYNC_LEAD_NS`] that
+/// is warned about and flags the trace; a skew below it, and every clean
+/// corpus trace (whose work ends 4 us after its call returned at most),
+/// do not. The data case `gpu_clock_seconds_ahead` (a device synchronize 2
+/// s ahead, hand-made: no corpus trace is that small) and the corpus traces
+/// with a sync on known work (a device synchronize, a blocking copy, a
+/// `cuda_sync` event; their kernels moved), each also read back as a
+/// stored graph derives it.
+#[test]
+fn gpu_clock_seconds_ahead_is_told_by_syncs_and_flags() {
+    let said = "before the GPU work";
+    let own = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/build/gpu_clock_seconds_ahead/trace.json");
+    let data = read_path(&own).unwrap();
+    let mut cases = vec![("gpu_clock_seconds_ahead".to_owned(), data, 2_000_000_000)];
+    if lumos_testkit::corpus().is_some() {
+        for rel in TRACES {
+            let clean = read_path(&corpus(rel)).unwrap();
+            let (g, m, report) = build(&clean);
+            assert_launch_facts_derive(rel, &g, &m, &report);
+            let lead = report.longest_sync_lead_ns;
+            assert!(
+                (0..GROSS_SYNC_LEAD_NS / 100).contains(&lead),
+                "{rel}: {lead}"
+            );
+            assert_eq!(report.syncs_returned_early, 0, "{rel}");
+            assert!(!report.warnings.iter().any(|w| w.contains(said)), "{rel}");
+            // Its one sync is a launch call taken for blocked because GPU
+            // work ended as it returned: what it waited for is known by
+            // that end alone, so a skew moves it and nothing tells.
+            if rel != TRACES[6] {
+                cases.push((rel.to_owned(), clean, 0));
+            }
+        }
+    }
+    for (name, trace, skew_ns) in cases {
+        // The data case comes 2 s ahead. A sync's lead of 1 ms is clock
+        // noise (the threshold is 5 ms), one of 2 s is not.
+        for (ahead_ns, flags) in [(2_000_000_000, true), (1_000_000, false)] {
+            let t = gpu_clock_ahead(&trace, ahead_ns - skew_ns);
+            let label = format!("{name} with GPU clocks {ahead_ns} ns ahead");
+            let (g, m, report) = build(&t);
+            assert!(check(&g).is_empty(), "{label}");
+            assert_launch_facts_derive(&label, &g, &m, &report);
+            // The work a call waited for ended before it returned (up to
+            // 0.8 ms before, or microseconds after as above), and is now
+            // moved by the skew: the lead is about the skew.
+            let lead = report.longest_sync_lead_ns;
+            let about = ahead_ns - 1_000_000..ahead_ns + GROSS_SYNC_LEAD_NS / 100;
+            assert!(about.contains(&lead), "{label}: {lead}");
+            assert_eq!(report.launched_early, 0, "{label}");
+            let reasons = report.flag_reasons();
+            let early = (reasons.iter()).find(|r| r.contains(said));
+            assert_eq!(ahead_ns >= GROSS_SYNC_LEAD_NS, flags, "{label}");
+            if flags {
+                assert!(report.syncs_returned_early > 0, "{label}");
+                assert!(
+                    early.is_some_and(|r| report.warnings.contains(r)),
+                    "{label}: {reasons:?}"
+                );
+                // Below a minute, launch delays say nothing, so the
+                // syncs' is the only word on the clocks.
+                let clocks = "clocks disagree";
+                let n = (report.warnings.iter()).filter(|w| w.contains(clocks));
+                assert_eq!(n.count(), 1, "{label}: {:?}", report.warnings);
+            } else {
+                assert_eq!(report.syncs_returned_early, 0, "{label}");
+                assert!(early.is_none(), "{label}: {reasons:?}");
+                assert!(!report.warnings.iter().any(|w| w.contains(said)), "{label}");
+            }
+        }
+    }
+}
+
+/// A GPU clock hours ahead is told by both the launches and the syncs,
+/// which say the same of the clocks; hours behind, by the launches alone
+/// (the work ends earlier still before the syncs return).
+#[test]
+fn launches_and_syncs_agree_on_a_gpu_clock_hours_off() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let rel = TRACES[7];
+    let clean = read_path(&corpus(rel)).unwrap();
+    let hours = 3 * 3_600_000_000_000;
+    for ahead_ns in [hours, -hours] {
+        let (g, m, report) = build(&gpu_clock_ahead(&clean, ahead_ns));
+        let label = format!("{rel} with GPU clocks {ahead_ns} ns ahead");
+        assert_launch_facts_derive(&label, &g, &m, &report);
+        let reasons = report.flag_reasons();
+        let launches = [
+            "after the call that launched it",
+            "before the call that launched",
+        ];
+        let syncs = (reasons.iter()).filter(|r| r.contains("before the GPU work"));
+        let launches = (reasons.iter()).filter(|r| launches.iter().any(|l| r.contains(l)));
+        assert_eq!(launches.clone().count(), 1, "{label}: {reasons:?}");
+        assert_eq!(
+            syncs.clone().count(),
+            usize::from(ahead_ns > 0),
+            "{label}: {reasons:?}"
+        );
+        for r in launches.chain(syncs) {
+            assert!(r.ends_with("host and GPU clocks disagree?"), "{label}: {r}");
         }
     }
 }

@@ -161,10 +161,11 @@ fn the_host_a_trace_names_reads_back() {
 }
 
 /// What the report does not store (GPU tasks before their launch, the
-/// shortest delay after one, launches several GPU tasks share) is derived
-/// again from the graph read back: a trace with its GPU clock hours behind
-/// or ahead, or with GPU tasks repeating a kernel launch's correlation id,
-/// is flagged read back as built.
+/// shortest delay after one, launches several GPU tasks share, syncs that
+/// returned before the work they waited for ended) is derived again from
+/// the graph read back: a trace with its GPU clock hours behind or hours
+/// or seconds ahead, or with GPU tasks repeating a kernel launch's
+/// correlation id, is flagged read back as built.
 #[test]
 fn launch_facts_not_stored_read_back_as_built() {
     let Some(c) = corpus() else { return };
@@ -183,13 +184,23 @@ fn launch_facts_not_stored_read_back_as_built() {
     for e in (ahead.events.iter_mut()).filter(|e| e.category.is_gpu_work()) {
         e.ts_ns += 3 * 3_600_000_000_000;
     }
+    // Under the minute that launch delays tell: only the syncs do.
+    let mut seconds_ahead = clean.clone();
+    for e in (seconds_ahead.events.iter_mut()).filter(|e| e.category.is_gpu_work()) {
+        e.ts_ns += 2_000_000_000;
+    }
     let mut shared = clean;
     let mut gpu = (shared.events.iter_mut()).filter(|e| e.category.is_gpu_work());
     let first = gpu.next().unwrap().correlation();
     gpu.take(3).for_each(|e| {
         e.set_correlation(first);
     });
-    for (label, trace) in [("skewed", skewed), ("ahead", ahead), ("shared", shared)] {
+    for (label, trace) in [
+        ("skewed", skewed),
+        ("ahead", ahead),
+        ("seconds ahead", seconds_ahead),
+        ("shared", shared),
+    ] {
         let mut built = StoredRank::from_trace(&trace, Source::of_file(&path));
         assert!(built.report.flagged(), "{label}");
         let out = dir.join("rank.lgraph");
@@ -205,37 +216,49 @@ fn launch_facts_not_stored_read_back_as_built() {
             read.report.shortest_launch_delay_ns, built.report.shortest_launch_delay_ns,
             "{label}"
         );
+        let syncs = |r: &lumos_graph::BuildReport| (r.syncs_returned_early, r.longest_sync_lead_ns);
+        assert_eq!(syncs(&read.report), syncs(&built.report), "{label}");
         assert_eq!(text(&read), text(&built), "{label}");
     }
 }
 
-/// A file written before a gross delay after the launches was warned about
-/// (the GPU clock hours ahead; same format) lacks that warning: read back,
-/// the trace is flagged and the reason is among its warnings, as built now.
+/// A file written before a gross delay after the launches, or syncs
+/// returning before the work they waited for, were warned about (the GPU
+/// clock hours or seconds ahead; same format) lacks those warnings: read
+/// back, the trace is flagged and the reasons are among its warnings, as
+/// built now.
 #[test]
-fn a_gross_launch_delay_is_warned_about_read_from_an_older_file() {
+fn gross_clock_skews_are_warned_about_read_from_an_older_file() {
     let Some(c) = corpus() else { return };
     let dir = TempDir::new("store-launch-delay");
     let path = c.path("single-rank/rtx2080ti-linear-train.json.gz");
-    let mut ahead = lumos_trace::read_path(&path).unwrap();
-    for e in (ahead.events.iter_mut()).filter(|e| e.category.is_gpu_work()) {
-        e.ts_ns += 3 * 3_600_000_000_000;
+    let clean = lumos_trace::read_path(&path).unwrap();
+    let launches = "every launched GPU task starts 10800.0";
+    let syncs = "1 synchronizing call returns before the GPU work";
+    for (ahead_ns, said) in [
+        (3 * 3_600_000_000_000, &[launches, syncs][..]),
+        (2_000_000_000, &[syncs][..]),
+    ] {
+        let mut ahead = clean.clone();
+        for e in (ahead.events.iter_mut()).filter(|e| e.category.is_gpu_work()) {
+            e.ts_ns += ahead_ns;
+        }
+        let built = StoredRank::from_trace(&ahead, Source::of_file(&path));
+        let reasons = built.report.flag_reasons();
+        let of = |w: &String| said.iter().any(|s| w.starts_with(s));
+        assert!(
+            reasons.len() == said.len() && reasons.iter().all(of),
+            "{ahead_ns}: {reasons:?}"
+        );
+        let mut older = built.clone();
+        older.report.warnings.retain(|w| !of(w));
+        let out = dir.join("rank.lgraph");
+        older.compact = Some(out.clone());
+        lumos_store::write_stored_file(&older, &out).unwrap();
+        let read = read_stored(&out).unwrap();
+        assert_eq!(read.report.flag_reasons(), reasons, "{ahead_ns}");
+        assert_eq!(read.report.warnings, built.report.warnings, "{ahead_ns}");
     }
-    let built = StoredRank::from_trace(&ahead, Source::of_file(&path));
-    let reasons = built.report.flag_reasons();
-    let said = "every launched GPU task starts 10800.0";
-    assert!(
-        reasons.len() == 1 && reasons[0].starts_with(said),
-        "{reasons:?}"
-    );
-    let mut older = built.clone();
-    older.report.warnings.retain(|w| !w.starts_with(said));
-    let out = dir.join("rank.lgraph");
-    older.compact = Some(out.clone());
-    lumos_store::write_stored_file(&older, &out).unwrap();
-    let read = read_stored(&out).unwrap();
-    assert_eq!(read.report.flag_reasons(), reasons);
-    assert_eq!(read.report.warnings, built.report.warnings);
 }
 
 /// Values a trace could not have given, written into well-formed files

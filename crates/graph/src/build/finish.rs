@@ -433,6 +433,8 @@ impl Builder {
     #[inline(never)]
     pub(super) fn checks(&mut self, facts: &TaskFacts) {
         self.launched_early();
+        let raw = &self.raw;
+        (self.report).set_sync_facts(&self.g, |t| (raw[t.idx()].start, raw[t.idx()].end));
         let r = &mut self.report;
         r.cpu_holes += facts.cpu_holes;
         r.longest_cpu_hole_ns = r.longest_cpu_hole_ns.max(facts.longest_cpu_hole_ns);
@@ -474,6 +476,7 @@ impl Builder {
         r.warnings.extend(r.rejected_cycle_warning());
         r.warnings.extend(r.launched_early_warning());
         r.warnings.extend(r.launched_late_warning());
+        r.warnings.extend(r.returned_early_warning());
     }
 
     /// Counts the GPU tasks that started before the call that launched

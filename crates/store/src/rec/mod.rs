@@ -94,10 +94,13 @@ impl GraphSection {
         // Which dependencies were inferred is not stored twice: the
         // report's rules say it, as they did when the graph was built.
         report.mark_inferred(&mut graph);
-        // Nor what the launch edges and measured times say (GPU tasks
-        // before their launch, launches shared): derived as the build
-        // found them, so the graph read back is flagged as its trace was.
+        // Nor what the launch edges, runtime dependencies and measured
+        // times say (GPU tasks before their launch, launches shared, syncs
+        // returned before the work they waited for ended): derived as the
+        // build found them, so the graph read back is flagged as its trace
+        // was.
         report.derive_launch_facts(&graph, &measured);
+        report.derive_sync_facts(&graph, &measured);
         Ok((
             RankGraph {
                 rank: self.rank,
