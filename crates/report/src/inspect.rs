@@ -63,6 +63,15 @@ pub struct FileReport {
     pub collectives: CollectiveCounts,
     /// Median launch latency where the launch held the kernel.
     pub typical_launch_latency_us: f64,
+    /// Synchronizing calls that returned before the GPU work they waited
+    /// for ended, by [`lumos_graph::GROSS_SYNC_LEAD_NS`] (5 ms) or more
+    /// ([`BuildReport::syncs_returned_early`]): the GPU clock is ahead of
+    /// the host's, and the trace is flagged.
+    pub syncs_returned_early: u64,
+    /// The longest time by which the GPU work a synchronizing call waited
+    /// for ended after the call returned, over all of them (0 when none
+    /// did; microseconds at most in a measured run).
+    pub longest_sync_lead_us: f64,
     /// The reader's and the builder's warnings.
     pub warnings: Vec<String>,
     /// What structure discovery found (lumos-predict).
@@ -328,6 +337,8 @@ pub fn file_report_of(
             by_name,
         },
         typical_launch_latency_us: us(report.typical_launch_latency_ns),
+        syncs_returned_early: report.syncs_returned_early,
+        longest_sync_lead_us: us(report.longest_sync_lead_ns),
         warnings,
         structure: structure_report_of(&trace.meta, graph, measured),
     }
