@@ -328,15 +328,27 @@ fn fit_gemm(inputs: &[Input], structures: &[Structure], gpu: &GpuMatch) -> GemmC
     best
 }
 
+/// A mean error with no decimals, or `-` where there is none.
+fn pct0(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.0}%"))
+}
+
+/// A mean error with one decimal, or `-` where there is none (a fit on
+/// no points; the calibrated methods have points, so not there).
+fn pct1(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%"))
+}
+
 /// What the GEMM calibration assumes, when it is not a plain fit.
 fn gemm_note(g: &GemmCalibration) -> Option<String> {
     match g.method {
         "flop_ratio" => Some(format!(
-            "GEMM curve ({}) errs by {:.0}% on the trace's {} GEMMs with shapes, over the \
+            "GEMM curve ({}) errs by {} on the trace's {} GEMMs with shapes, over the \
              {GEMM_MAX_FIT_ERROR_PCT:.0}% limit: not used; a re-timed GEMM takes its measured \
              time x its change in FLOPs (the efficiency measured for its own shape)",
             if g.fitted { "fitted" } else { "preset" },
-            g.mean_abs_error_pct,
+            // Some: the method is chosen for an error over the limit.
+            pct0(g.mean_abs_error_pct),
             g.samples
         )),
         "preset_curve" => Some(
@@ -402,7 +414,7 @@ fn link_note(l: &LinkCalibration, gpu: &str) -> Option<String> {
     Some(match l.method {
         "alpha_beta" | "one_factor" | "bandwidth_only" => format!(
             "network {}: calibrated on {} collectives in {} (kind, size, group) buckets, on \
-             {envelope}; {}: {:.1} GB/s effective, latency x{:.2}, mean error {:.1}%",
+             {envelope}; {}: {:.1} GB/s effective, latency x{:.2}, mean error {}",
             l.link,
             l.collectives - l.unsized_collectives,
             l.samples,
@@ -413,19 +425,19 @@ fn link_note(l: &LinkCalibration, gpu: &str) -> Option<String> {
             },
             l.effective_gbps,
             l.latency_scale,
-            l.mean_abs_error_pct
+            pct1(l.mean_abs_error_pct)
         ),
         "latency_only" => format!(
             "network {}: the trace's {} collectives on it record no message size: only the \
              latency calibrated (x{:.2}, on {envelope} of each of {} (kind, group) buckets, mean \
-             error {:.1}%); bandwidth from preset {gpu} ({:.1} GB/s effective); a re-timed \
+             error {}); bandwidth from preset {gpu} ({:.1} GB/s effective); a re-timed \
              collective without a size gets one inferred from its timing, its slot's lower \
              envelope over the steps where it has one (see the notes on re-timed collectives)",
             l.link,
             l.collectives,
             l.latency_scale,
             l.samples,
-            l.mean_abs_error_pct,
+            pct1(l.mean_abs_error_pct),
             l.effective_gbps
         ),
         _ => format!(

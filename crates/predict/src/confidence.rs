@@ -32,7 +32,7 @@ pub const INFERRED_PATH_MEDIUM: f64 = 0.50;
 pub const EXTRAPOLATIONS_LOW: usize = 2;
 
 /// Shares of the predicted GPU time by [`Source`], fractions summing to 1
-/// (all 0 without GPU time).
+/// (all 0 without GPU time: [`SourceShares::of_time`] tells).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct SourceShares {
     /// Measured durations, unchanged.
@@ -41,6 +41,14 @@ pub struct SourceShares {
     pub scaled: f64,
     /// Durations from a model alone.
     pub modelled: f64,
+}
+
+impl SourceShares {
+    /// The shares, or `None` without predicted GPU time (all three 0: no
+    /// share of nothing exists, and 0% measured would read as a finding).
+    pub fn of_time(self) -> Option<SourceShares> {
+        (self.measured + self.scaled + self.modelled > 0.0).then_some(self)
+    }
 }
 
 /// One duration model's fit to the trace.
@@ -56,8 +64,9 @@ pub struct ModelFit {
     /// network link, (kind, bytes, group) buckets of its collectives (per
     /// (kind, group) when only latency was fitted), not collectives.
     pub samples: usize,
-    /// Mean |model - measured| / measured over them, %.
-    pub mean_abs_error_pct: f64,
+    /// Mean |model - measured| / measured over them, %; `None` without
+    /// any (no error to state).
+    pub mean_abs_error_pct: Option<f64>,
     /// Why a link the trace ran collectives over is not calibrated (`None`
     /// for a calibrated model, the GEMM curve, or a link never seen).
     pub uncalibrated_why: Option<String>,
@@ -71,8 +80,9 @@ pub struct PredictionConfidence {
     /// Every duration model of the baseline, used or not.
     pub models: Vec<ModelFit>,
     /// Per predicted step, the share (0 to 1) of its critical path's time
-    /// placed there by inferred dependencies (the slowest stage's path).
-    pub inferred_path: Vec<f64>,
+    /// placed there by inferred dependencies (the slowest stage's path);
+    /// `None` for a step whose path has no length (no share of nothing).
+    pub inferred_path: Vec<Option<f64>>,
     /// What the prediction extrapolates to beyond the trace, in words.
     pub extrapolations: Vec<String>,
     /// The process groups the prediction re-times whose class discovery
@@ -90,9 +100,14 @@ pub struct PredictionConfidence {
 }
 
 impl PredictionConfidence {
-    /// The largest of [`Self::inferred_path`] (0 without steps).
-    pub fn worst_inferred_path(&self) -> f64 {
-        self.inferred_path.iter().copied().fold(0.0, f64::max)
+    /// The largest of [`Self::inferred_path`]; `None` without a step
+    /// whose path has a length.
+    pub fn worst_inferred_path(&self) -> Option<f64> {
+        self.inferred_path
+            .iter()
+            .flatten()
+            .copied()
+            .reduce(f64::max)
     }
 }
 
@@ -358,9 +373,9 @@ fn guessed_groups(p: &Prediction) -> Vec<String> {
 
 /// Per predicted step, the inferred share of the critical path of the
 /// stage whose step is the longest.
-fn inferred_path_shares(p: &Prediction, outcome: &Outcome) -> Vec<f64> {
+fn inferred_path_shares(p: &Prediction, outcome: &Outcome) -> Vec<Option<f64>> {
     let job = &outcome.job;
-    let mut per_stage: Vec<Vec<(i64, f64)>> = Vec::new();
+    let mut per_stage: Vec<Vec<(i64, Option<f64>)>> = Vec::new();
     for (k, part) in job.parts.iter().enumerate() {
         let rows = if job.coupled {
             let steps = job.step_parts[k].clone();
@@ -381,7 +396,7 @@ fn inferred_path_shares(p: &Prediction, outcome: &Outcome) -> Vec<f64> {
                 .iter()
                 .filter_map(|s| s.get(i))
                 .max_by_key(|(len, _)| *len)
-                .map_or(0.0, |&(_, share)| share)
+                .and_then(|&(_, share)| share)
         })
         .collect()
 }
@@ -412,7 +427,7 @@ fn stage_shares(
     s: &Schedule,
     steps: std::ops::Range<u32>,
     part: Option<std::ops::Range<u32>>,
-) -> Vec<(i64, f64)> {
+) -> Vec<(i64, Option<f64>)> {
     if g.steps.is_empty() || steps.is_empty() {
         let part = part.unwrap_or(0..g.tasks.len() as u32);
         let tasks: Vec<TaskId> = part.map(TaskId).collect();
@@ -434,7 +449,7 @@ fn stage_shares(
 /// The critical path of one step (its `tasks` over `span`): its length
 /// and the share of it placed by inferred dependencies (a hop reached
 /// through one: the wait for it and its own time on the path).
-fn path_share(g: &Graph, s: &Schedule, tasks: &[TaskId], span: Span) -> Option<(i64, f64)> {
+fn path_share(g: &Graph, s: &Schedule, tasks: &[TaskId], span: Span) -> Option<(i64, Option<f64>)> {
     let key = |t: &&TaskId| (s.end_ns[t.idx()], std::cmp::Reverse(**t));
     let last = *tasks
         .iter()
@@ -460,13 +475,10 @@ fn path_share(g: &Graph, s: &Schedule, tasks: &[TaskId], span: Span) -> Option<(
         prev_anchor = h.anchor_ns;
     }
     let length = to - from;
+    // A path of no length has no share (it was 0).
     Some((
         length,
-        if length > 0 {
-            (inferred as f64 / length as f64).min(1.0)
-        } else {
-            0.0
-        },
+        (length > 0).then(|| (inferred as f64 / length as f64).min(1.0)),
     ))
 }
 
@@ -494,6 +506,7 @@ fn verdict(
         )),
         _ => {}
     }
+    // Without GPU time every share is 0: none over a limit.
     let modelled = c.gpu_time.modelled;
     for (limit, level) in [
         (MODELLED_LOW, Confidence::Low),
@@ -527,12 +540,13 @@ fn verdict(
             (MODEL_ERROR_LOW_PCT, Confidence::Low),
             (MODEL_ERROR_MEDIUM_PCT, Confidence::Medium),
         ] {
-            if m.mean_abs_error_pct > limit {
+            // No error (nothing fitted) exceeds no limit.
+            if let Some(e) = m.mean_abs_error_pct.filter(|&e| e > limit) {
                 found.push((
                     level,
                     format!(
-                        "{} model fits the trace with {:.0}% mean error (over {:.0}%)",
-                        m.model, m.mean_abs_error_pct, limit
+                        "{} model fits the trace with {e:.0}% mean error (over {limit:.0}%)",
+                        m.model
                     ),
                 ));
                 break;
@@ -556,8 +570,9 @@ fn verdict(
     for u in &c.untied_collectives {
         found.push((Confidence::Medium, u.clone()));
     }
-    let inferred = c.worst_inferred_path();
-    if !identity && inferred > INFERRED_PATH_MEDIUM {
+    // Paths of no length have no share through inferred dependencies.
+    let over = |&x: &f64| !identity && x > INFERRED_PATH_MEDIUM;
+    if let Some(inferred) = c.worst_inferred_path().filter(over) {
         found.push((
             Confidence::Medium,
             format!(
@@ -604,10 +619,10 @@ mod tests {
                 used: true,
                 calibrated: true,
                 samples: 10,
-                mean_abs_error_pct: 5.0,
+                mean_abs_error_pct: Some(5.0),
                 uncalibrated_why: None,
             }],
-            inferred_path: vec![0.7, 0.2],
+            inferred_path: vec![Some(0.7), Some(0.2)],
             extrapolations: Vec::new(),
             guessed_groups: Vec::new(),
             untied_collectives: Vec::new(),
@@ -621,7 +636,7 @@ mod tests {
             steady_step_ns: 100,
             replayed_steady_step_ns: 100,
             worst_deviation: if drifting { 0.5 } else { 0.01 },
-            noise: 0.01,
+            noise: Some(0.01),
             drifting,
         })
     }
@@ -650,9 +665,9 @@ mod tests {
         assert_eq!(verdict(&c, steady(false), true).0, Confidence::Low);
 
         let mut c = clean();
-        c.models[0].mean_abs_error_pct = 30.0;
+        c.models[0].mean_abs_error_pct = Some(30.0);
         assert_eq!(verdict(&c, steady(false), true).0, Confidence::Medium);
-        c.models[0].mean_abs_error_pct = 108.0;
+        c.models[0].mean_abs_error_pct = Some(108.0);
         assert_eq!(verdict(&c, steady(false), true).0, Confidence::Low);
         // An unused model's error does not count.
         c.models[0].used = false;
@@ -704,7 +719,7 @@ mod tests {
             samples: 4,
             effective_gbps: 80.0,
             latency_scale: 1.0,
-            mean_abs_error_pct: 3.0,
+            mean_abs_error_pct: Some(3.0),
             calibrated: true,
             method: "alpha_beta",
             collectives: 4,

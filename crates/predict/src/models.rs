@@ -185,8 +185,10 @@ pub struct GemmCalibration {
     pub half_gflops: f64,
     /// GEMM kernels with shapes used.
     pub samples: usize,
-    /// Mean |model - measured| / measured over them, %.
-    pub mean_abs_error_pct: f64,
+    /// Mean |model - measured| / measured over those of them measured
+    /// with a length, %; `None` when none was (no GEMM matched: a 0%
+    /// would read as a perfect fit).
+    pub mean_abs_error_pct: Option<f64>,
     /// False when the fit failed and the preset curve is used.
     pub fitted: bool,
     /// GPU preset the peak came from.
@@ -226,17 +228,18 @@ impl GemmCalibration {
         let fit = GemmModel::fit(preset.peak_flops_per_ns, 2_000.0, &samples)
             .filter(|m| (0.05..=1.0).contains(&m.max_efficiency));
         let model = fit.unwrap_or(preset);
-        let err = if samples.is_empty() {
-            0.0
-        } else {
-            samples
+        // A GEMM measured at no length has no relative error (it gave an
+        // infinite one); without any GEMM left there is no mean.
+        let timed: Vec<(f64, f64)> = samples.iter().copied().filter(|&(_, t)| t > 0.0).collect();
+        let err = (!timed.is_empty()).then(|| {
+            timed
                 .iter()
                 .map(|&(f, t)| ((model.time_ns(f) - t) / t).abs())
                 .sum::<f64>()
-                / samples.len() as f64
+                / timed.len() as f64
                 * 100.0
-        };
-        let method = if !samples.is_empty() && err > GEMM_MAX_FIT_ERROR_PCT {
+        });
+        let method = if err.is_some_and(|e| e > GEMM_MAX_FIT_ERROR_PCT) {
             "flop_ratio"
         } else if fit.is_some() {
             "fitted_curve"
@@ -285,8 +288,10 @@ pub struct LinkCalibration {
     pub effective_gbps: f64,
     /// Factor applied to the preset's latencies.
     pub latency_scale: f64,
-    /// Mean |model - measured| / measured over the samples, %.
-    pub mean_abs_error_pct: f64,
+    /// Mean |model - measured| / measured over the samples, %; `None`
+    /// without samples (nothing was fitted: a 0% would read as a perfect
+    /// fit).
+    pub mean_abs_error_pct: Option<f64>,
     /// True when the bandwidth was calibrated on the trace; false when the
     /// trace had no usable collective with a size on this link.
     pub calibrated: bool,
@@ -394,7 +399,7 @@ struct LinkFit {
     scale: f64,
     eff_gbps: f64,
     method: &'static str,
-    err: f64,
+    err: Option<f64>,
     samples: usize,
 }
 
@@ -639,7 +644,7 @@ fn fit_link(b: &Buckets, start: &NetworkModel, inter: bool) -> LinkFit {
             scale: 1.0,
             eff_gbps: preset_eff,
             method: "preset",
-            err: 0.0,
+            err: None,
             samples: 0,
         },
     }
@@ -666,22 +671,18 @@ fn fit_bandwidth(pts: &[(f64, f64, f64)]) -> Option<f64> {
 /// GB/s on 26 MB all-reduces) and within 50% mean error of the envelopes.
 fn bandwidth_fits(pts: &[(f64, f64, f64)], b: f64, preset_gbps: f64) -> bool {
     (0.02 * preset_gbps..=2.0 * preset_gbps).contains(&b)
-        && mean_rel_error(pts.iter().map(|&(a, x, t)| (a + x / b, t))) <= 50.0
+        && mean_rel_error(pts.iter().map(|&(a, x, t)| (a + x / b, t))).is_some_and(|e| e <= 50.0)
 }
 
 /// Mean |model - measured| / measured over `(model, measured)` pairs, %;
-/// 0 without pairs.
-fn mean_rel_error(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
+/// `None` without pairs (no mean of nothing).
+fn mean_rel_error(pairs: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
     let (mut sum, mut n) = (0.0, 0usize);
     for (m, t) in pairs {
         sum += ((m - t) / t.max(1.0)).abs();
         n += 1;
     }
-    if n == 0 {
-        0.0
-    } else {
-        sum / n as f64 * 100.0
-    }
+    (n > 0).then(|| sum / n as f64 * 100.0)
 }
 
 /// One factor `k` on the preset: `t = k (a + x / B_preset)`, least squares
@@ -1006,7 +1007,7 @@ mod tests {
             "{} vs {nic}",
             fit.eff_gbps
         );
-        assert!(fit.err < 1e-6, "{}", fit.err);
+        assert!(fit.err.is_some_and(|e| e < 1e-6), "{:?}", fit.err);
     }
 
     #[test]
@@ -1086,7 +1087,7 @@ mod tests {
             max_efficiency: 0.5,
             half_gflops: 1.0,
             samples: 10,
-            mean_abs_error_pct: 50.0,
+            mean_abs_error_pct: Some(50.0),
             fitted: true,
             gpu: "a100".into(),
             gpu_known: true,

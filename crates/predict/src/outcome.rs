@@ -108,8 +108,10 @@ pub struct Steadiness {
     pub worst_deviation: f64,
     /// The same deviation in the traced graphs' replay (its steps from its
     /// own median step, over its own steady-state step): the noise of the
-    /// measured run, a fraction.
-    pub noise: f64,
+    /// measured run, a fraction; `None` when the replay has no steady-state
+    /// step (fewer than three steps, or no positive period), where 0 would
+    /// read as a replay without noise.
+    pub noise: Option<f64>,
     /// True when `worst_deviation` exceeds twice the noise and 5%: the
     /// predicted steps grow or shrink (the GPU falls behind its CPU, a
     /// backlog drains), so their mean is not what a longer run would show.
@@ -307,17 +309,14 @@ impl<'j> Outcome<'j> {
         // The same measure on the replay: steps that vary in the measured
         // run are not drift.
         let replayed_steady = replayed.steady_step_ns().unwrap_or(0);
-        let noise = if replayed_steady > 0 {
-            spread(&replayed.step_ns, replayed_steady)
-        } else {
-            0.0
-        };
+        let noise = (replayed_steady > 0).then(|| spread(&replayed.step_ns, replayed_steady));
         Some(Steadiness {
             steady_step_ns,
             replayed_steady_step_ns: replayed_steady,
             worst_deviation: worst,
             noise,
-            drifting: worst > (2.0 * noise).max(STEADY_TOLERANCE),
+            // Without a measured noise, the tolerance alone.
+            drifting: worst > (2.0 * noise.unwrap_or(0.0)).max(STEADY_TOLERANCE),
         })
     }
 

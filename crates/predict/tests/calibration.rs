@@ -79,7 +79,10 @@ fn sized_collectives_calibrate_the_bandwidth() {
     assert!(intra.samples > 0);
     assert!(intra.calibrated, "{intra:?}");
     assert!((5.0..30.0).contains(&intra.effective_gbps), "{intra:?}");
-    assert!(intra.mean_abs_error_pct < 50.0, "{intra:?}");
+    assert!(
+        intra.mean_abs_error_pct.is_some_and(|e| e < 50.0),
+        "{intra:?}"
+    );
     assert_eq!(base.gemm.gpu, "a100");
 }
 
@@ -122,7 +125,10 @@ fn a_gemm_curve_with_a_large_error_is_not_used() {
         return;
     };
     let g = &base.gemm;
-    assert!(g.mean_abs_error_pct > g.max_error_pct, "{g:?}");
+    assert!(
+        g.mean_abs_error_pct.is_some_and(|e| e > g.max_error_pct),
+        "{g:?}"
+    );
     assert_eq!(g.method, "flop_ratio");
     let m = base.gemm.model();
     assert!((m.time_ns(8e9) / m.time_ns(1e9) - 8.0).abs() < 1e-9);
@@ -131,4 +137,22 @@ fn a_gemm_curve_with_a_large_error_is_not_used() {
         "{:?}",
         base.notes
     );
+}
+
+/// A trace with no GEMM has no GEMM curve error, and a link it ran no
+/// collective over none either: `None`, not the 0% (a perfect fit) they
+/// were, and no confidence rule reads a limit into them.
+#[test]
+fn a_model_fitted_on_nothing_states_no_error() {
+    let Some(base) = baseline("micro/a100-simple-add.json.gz") else {
+        return;
+    };
+    let g = &base.gemm;
+    assert_eq!(g.samples, 0, "{g:?}");
+    assert_eq!(g.mean_abs_error_pct, None, "{g:?}");
+    assert!(!base.network.links.is_empty());
+    for l in &base.network.links {
+        assert_eq!(l.samples, 0, "{l:?}");
+        assert_eq!(l.mean_abs_error_pct, None, "{l:?}");
+    }
 }

@@ -18,7 +18,8 @@
 //! - `communication`: communication tasks running (on a trace of one rank
 //!   that includes waiting for peers), and the gaps before them.
 //!
-//! The verdict is the largest category.
+//! The verdict is the largest category; a path of no length has none
+//! (and no shares).
 
 use lumos_graph::{DepKind, Graph, ProcKind, ScopeId, TaskId};
 use lumos_sim::{critical_path_hops_since, timed_hops_iter, BoundKind, Schedule};
@@ -37,8 +38,9 @@ pub struct StepCriticalPath {
     /// Its position among the trace's steps (null for `window`).
     pub index: Option<usize>,
     /// `cpu_bound`, `gpu_bound` or `communication_bound`: the largest of
-    /// the three shares.
-    pub verdict: &'static str,
+    /// the three shares; null when the path has no length (no shares, so
+    /// nothing bounds it: it read `cpu_bound` from three zeros).
+    pub verdict: Option<&'static str>,
     /// The path's time: from the step's start to its last task's end, us.
     pub length_us: f64,
     /// Time on the path in the CPU category, us.
@@ -47,12 +49,14 @@ pub struct StepCriticalPath {
     pub gpu_compute_us: f64,
     /// In the communication category, us.
     pub communication_us: f64,
-    /// `cpu_us` in % of `length_us`.
-    pub cpu_pct: f64,
-    /// `gpu_compute_us` in % of `length_us`.
-    pub gpu_compute_pct: f64,
-    /// `communication_us` in % of `length_us`.
-    pub communication_pct: f64,
+    /// `cpu_us` in % of `length_us`; null when the path has no length.
+    pub cpu_pct: Option<f64>,
+    /// `gpu_compute_us` in % of `length_us`; null when the path has no
+    /// length.
+    pub gpu_compute_pct: Option<f64>,
+    /// `communication_us` in % of `length_us`; null when the path has no
+    /// length.
+    pub communication_pct: Option<f64>,
     /// Hops of the path inside the step.
     pub hops: usize,
     /// The operators with the most time on the path, most first: a task's
@@ -70,7 +74,8 @@ pub struct PathOperator {
     pub operator: String,
     /// Its time on the path, us.
     pub us: f64,
-    /// In % of the path's length.
+    /// In % of the path's length (only operators with time on the path
+    /// are listed, so the path has a length).
     pub pct: f64,
 }
 
@@ -356,15 +361,21 @@ fn step_path(
         share(Category::GpuCompute),
         share(Category::Communication),
     );
-    let verdict = if cpu >= gpu && cpu >= comm {
+    // A path of no length has no shares: three zeros name no bound.
+    let largest = if cpu >= gpu && cpu >= comm {
         "cpu_bound"
     } else if gpu >= comm {
         "gpu_bound"
     } else {
         "communication_bound"
     };
+    let verdict = (length > 0).then_some(largest);
     let pct = |ns: i64| crate::analysis::pct_of(ns, length);
-    let mut ops: Vec<(&str, i64)> = by_op.into_iter().filter(|&(_, ns)| ns > 0).collect();
+    // Only operators with time on a path of some length: each has a share.
+    let mut ops: Vec<(&str, i64)> = by_op
+        .into_iter()
+        .filter(|&(_, ns)| ns > 0 && length > 0)
+        .collect();
     ops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     ops.truncate(n_operators);
     StepCriticalPath {
@@ -384,7 +395,7 @@ fn step_path(
             .map(|(op, ns)| PathOperator {
                 operator: op.to_owned(),
                 us: us(ns),
-                pct: pct(ns),
+                pct: ns as f64 / length as f64 * 100.0,
             })
             .collect(),
     }

@@ -67,19 +67,21 @@ pub struct ConfidenceReport {
     pub verdict: &'static str,
     /// Why it is not high, gravest first (empty for high).
     pub reasons: Vec<String>,
-    /// Predicted GPU time from measured durations, %.
-    pub measured_gpu_pct: f64,
+    /// Predicted GPU time from measured durations, %; null without
+    /// predicted GPU time (as the next two: no share of nothing).
+    pub measured_gpu_pct: Option<f64>,
     /// From measured durations scaled by a model or a factor, %.
-    pub scaled_gpu_pct: f64,
+    pub scaled_gpu_pct: Option<f64>,
     /// From a model alone, %.
-    pub modelled_gpu_pct: f64,
+    pub modelled_gpu_pct: Option<f64>,
     /// Every duration model of the traces, used by this prediction or not.
     pub models: Vec<ModelFitReport>,
     /// Per predicted step, the share of its critical path (the slowest
-    /// stage's) placed by inferred dependencies, %.
-    pub inferred_critical_path_pct: Vec<f64>,
-    /// The largest of them, %.
-    pub max_inferred_critical_path_pct: f64,
+    /// stage's) placed by inferred dependencies, %; null for a step
+    /// whose path has no length.
+    pub inferred_critical_path_pct: Vec<Option<f64>>,
+    /// The largest of them, %; null when none has a length.
+    pub max_inferred_critical_path_pct: Option<f64>,
     /// What the prediction extrapolates to beyond the traces.
     pub extrapolations: Vec<String>,
     /// The re-timed process groups whose class discovery only guessed,
@@ -102,18 +104,20 @@ pub struct ModelFitReport {
     pub calibrated: bool,
     /// Kernels or collectives it was fitted on.
     pub samples: usize,
-    /// Mean |model - measured| / measured over them, %.
-    pub mean_abs_error_pct: f64,
+    /// Mean |model - measured| / measured over them, %; null when it was
+    /// fitted on none (no error to state).
+    pub mean_abs_error_pct: Option<f64>,
 }
 
 impl From<&lp::PredictionConfidence> for ConfidenceReport {
     fn from(c: &lp::PredictionConfidence) -> ConfidenceReport {
+        let gpu = c.gpu_time.of_time();
         ConfidenceReport {
             verdict: crate::structure::confidence(c.level),
             reasons: c.reasons.clone(),
-            measured_gpu_pct: c.gpu_time.measured * 100.0,
-            scaled_gpu_pct: c.gpu_time.scaled * 100.0,
-            modelled_gpu_pct: c.gpu_time.modelled * 100.0,
+            measured_gpu_pct: gpu.map(|g| g.measured * 100.0),
+            scaled_gpu_pct: gpu.map(|g| g.scaled * 100.0),
+            modelled_gpu_pct: gpu.map(|g| g.modelled * 100.0),
             models: c
                 .models
                 .iter()
@@ -125,8 +129,12 @@ impl From<&lp::PredictionConfidence> for ConfidenceReport {
                     mean_abs_error_pct: m.mean_abs_error_pct,
                 })
                 .collect(),
-            inferred_critical_path_pct: c.inferred_path.iter().map(|x| x * 100.0).collect(),
-            max_inferred_critical_path_pct: c.worst_inferred_path() * 100.0,
+            inferred_critical_path_pct: c
+                .inferred_path
+                .iter()
+                .map(|x| x.map(|x| x * 100.0))
+                .collect(),
+            max_inferred_critical_path_pct: c.worst_inferred_path().map(|x| x * 100.0),
             extrapolations: c.extrapolations.clone(),
             guessed_groups: c.guessed_groups.clone(),
             untied_collectives: c.untied_collectives.clone(),
@@ -148,8 +156,10 @@ pub struct SteadinessReport {
     /// The largest deviation of a predicted step from the median step, in
     /// % of the steady-state step.
     pub worst_deviation_pct: f64,
-    /// The same deviation in the replay of the traces, %: their noise.
-    pub noise_pct: f64,
+    /// The same deviation in the replay of the traces, %: their noise;
+    /// null when the replay has no steady-state step
+    /// (`replayed_steady_step_ms` 0).
+    pub noise_pct: Option<f64>,
     /// True when the predicted steps grow or shrink beyond noise: their
     /// mean is over a ramp, and `steady_step_ms` is the figure to use.
     pub drifting: bool,
@@ -343,8 +353,10 @@ pub struct GemmCalibration {
     pub half_gflops: f64,
     /// GEMM kernels with shapes used.
     pub samples: usize,
-    /// Mean |model - measured| / measured over them, %.
-    pub mean_abs_error_pct: f64,
+    /// Mean |model - measured| / measured over those measured with a
+    /// length, %; null when there is none (no GEMM matched: a 0% would
+    /// read as a perfect fit).
+    pub mean_abs_error_pct: Option<f64>,
     /// False when the fit failed and the preset curve is used.
     pub fitted: bool,
     /// GPU preset the peak came from.
@@ -394,8 +406,9 @@ pub struct LinkCalibration {
     pub effective_gbps: f64,
     /// Factor applied to the preset's latencies.
     pub latency_scale: f64,
-    /// Mean |model - measured| / measured over the samples, %.
-    pub mean_abs_error_pct: f64,
+    /// Mean |model - measured| / measured over the samples, %; null
+    /// without samples.
+    pub mean_abs_error_pct: Option<f64>,
     /// True when the bandwidth was calibrated on the trace.
     pub calibrated: bool,
     /// How: `alpha_beta`, `one_factor`, `bandwidth_only`, `latency_only`
@@ -512,7 +525,7 @@ pub fn predict_report(
             steady_step_ms: ms(s.steady_step_ns),
             replayed_steady_step_ms: ms(s.replayed_steady_step_ns),
             worst_deviation_pct: s.worst_deviation * 100.0,
-            noise_pct: s.noise * 100.0,
+            noise_pct: s.noise.map(|n| n * 100.0),
             drifting: s.drifting,
         }),
         stages: stage_rows(pred, replayed, outcome),

@@ -57,13 +57,16 @@ pub struct TransferPrediction {
 /// How much of A was matched in B.
 #[derive(Debug, Clone, Serialize)]
 pub struct TransferMatch {
-    /// A's CPU time (task durations) matched, fraction.
-    pub cpu_share: f64,
-    /// A's GPU time matched, fraction.
-    pub gpu_share: f64,
+    /// A's CPU time (task durations) matched, fraction; null when A's CPU
+    /// tasks have no time (none, or none with a duration).
+    pub cpu_share: Option<f64>,
+    /// A's GPU time matched, fraction; null when A's GPU tasks have no
+    /// time.
+    pub gpu_share: Option<f64>,
     /// A's CPU and GPU time together matched, fraction; below
-    /// [`lumos_predict::MIN_MATCHED_SHARE`] the transfer is refused.
-    pub share: f64,
+    /// [`lumos_predict::MIN_MATCHED_SHARE`], or without any time (null),
+    /// the transfer is refused.
+    pub share: Option<f64>,
     /// A's CPU tasks matched.
     pub cpu_tasks_matched: usize,
     /// A's CPU tasks.
@@ -344,12 +347,13 @@ fn mean(steps: &[TransferStep]) -> Option<TransferMean> {
 fn notes(t: &Transfer) -> Vec<String> {
     let unmatched = |m: &MatchedTime, what: &str| {
         let n = m.tasks - m.tasks_matched;
+        // Tasks of no duration are no share of A's time (it said 0.0%).
+        let share = m.share().map_or_else(
+            || "none of them with a duration".to_owned(),
+            |s| format!("{:.1}% of A's {what} time", (1.0 - s) * 100.0),
+        );
         (n > 0).then(|| {
-            format!(
-                "{n} {what} tasks ({:.1}% of A's {what} time) found no counterpart in B and keep \
-                 A's durations",
-                (1.0 - m.share()) * 100.0
-            )
+            format!("{n} {what} tasks ({share}) found no counterpart in B and keep A's durations")
         })
     };
     let mut notes: Vec<String> = [unmatched(&t.cpu, "CPU"), unmatched(&t.gpu, "GPU")]

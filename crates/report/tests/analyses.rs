@@ -44,9 +44,18 @@ fn check_row(what: &str, s: &StepAnalysis) {
         s.step,
         s.idle_us
     );
+    let shares = [
+        s.exposed_compute_pct,
+        s.overlapped_pct,
+        s.exposed_comm_pct,
+        s.idle_pct,
+    ];
     if s.span_us > 0.0 {
-        let pct = s.exposed_compute_pct + s.overlapped_pct + s.exposed_comm_pct + s.idle_pct;
+        let pct: f64 = shares.iter().map(|p| p.unwrap()).sum();
         assert!(close(pct, 100.0), "{what} {}: {pct}%", s.step);
+    } else {
+        // No share of a step of no length.
+        assert_eq!(shares, [None; 4], "{what} {}", s.step);
     }
     assert!(close(s.compute_us, s.exposed_compute_us + s.overlapped_us));
     assert!(close(s.comm_us, s.exposed_comm_us + s.overlapped_us));
@@ -74,7 +83,7 @@ fn check_analyses(what: &str, a: &Analyses) {
     assert!(close(ops, a.total.gpu_task_us), "{what}");
     assert_eq!(count, a.total.gpu_tasks, "{what}");
     if !a.kernels.is_empty() {
-        let share: f64 = a.kernels.iter().map(|k| k.share_pct).sum();
+        let share: f64 = a.kernels.iter().map(|k| k.share_pct.unwrap()).sum();
         assert!(close(share, 100.0), "{what}: {share}%");
     }
     // Kernels summed in full cover at least the time some GPU task runs
@@ -126,8 +135,12 @@ fn analyses_add_up_on_corpus_traces() {
             );
         }
         for p in &a.critical_path {
-            let sum = p.cpu_pct + p.gpu_compute_pct + p.communication_pct;
-            assert!(close(sum, 100.0) || p.length_us == 0.0, "{rel}: {p:?}");
+            let sum = [p.cpu_pct, p.gpu_compute_pct, p.communication_pct]
+                .into_iter()
+                .map(|p| p.unwrap())
+                .sum::<f64>();
+            assert!(close(sum, 100.0), "{rel}: {p:?}");
+            assert!(p.verdict.is_some(), "{rel}: {p:?}");
             assert!(p.hops > 0, "{rel}");
         }
     }

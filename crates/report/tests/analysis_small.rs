@@ -83,7 +83,7 @@ fn idle_time_by_cause() {
     assert_eq!(s.idle_host_wait_us, 20.0);
     assert_eq!(s.idle_kernel_gap_us, 15.0);
     assert_eq!(s.idle_other_us, 130.0);
-    assert_eq!(s.exposed_compute_pct + s.idle_pct, 100.0);
+    assert_eq!(s.exposed_compute_pct.unwrap() + s.idle_pct.unwrap(), 100.0);
     assert_eq!((s.gpu_tasks, s.gpu_task_us), (4, 35.0));
     assert_eq!(s.overlap_pct, None);
     // The replay reproduces the measurement, and its analyses with it.
@@ -132,8 +132,8 @@ fn kernels_and_operators_of_a_step() {
     assert_eq!(
         k,
         vec![
-            ("gemm", 2, 40.0, 20.0, 66.66666666666666),
-            ("relu", 1, 20.0, 20.0, 33.33333333333333)
+            ("gemm", 2, 40.0, 20.0, Some(66.66666666666666)),
+            ("relu", 1, 20.0, 20.0, Some(33.33333333333333))
         ]
     );
     let o: Vec<_> = a
@@ -249,10 +249,10 @@ fn critical_path_verdicts() {
         runtime("cudaDeviceSynchronize", 6.0, 1006.0, 2),
     ]);
     let p = &report(&gpu, "").analysis.critical_path[0];
-    assert_eq!(p.verdict, "gpu_bound", "{p:?}");
-    assert!(p.gpu_compute_pct > 95.0, "{p:?}");
+    assert_eq!(p.verdict, Some("gpu_bound"), "{p:?}");
+    assert!(p.gpu_compute_pct.unwrap() > 95.0, "{p:?}");
     assert_eq!(p.top_operators[0].operator, "(no operator)");
-    let sum = p.cpu_pct + p.gpu_compute_pct + p.communication_pct;
+    let sum = p.cpu_pct.unwrap() + p.gpu_compute_pct.unwrap() + p.communication_pct.unwrap();
     assert!((sum - 100.0).abs() < 1e-9, "{sum}");
     // Long CPU work, then a short kernel: CPU-bound.
     let cpu = trace(&[
@@ -262,7 +262,7 @@ fn critical_path_verdicts() {
         kernel("gemm", 7, 505.0, 5.0, 1),
     ]);
     let p = &report(&cpu, "").analysis.critical_path[0];
-    assert_eq!(p.verdict, "cpu_bound", "{p:?}");
+    assert_eq!(p.verdict, Some("cpu_bound"), "{p:?}");
     assert_eq!(p.top_operators[0].operator, "aten::slow");
     assert_eq!(p.length_us, 510.0);
 }
@@ -277,4 +277,49 @@ fn a_selection_the_trace_lacks_is_an_error() {
     };
     let e = replayed.report_with(&opts).unwrap_err().to_string();
     assert!(e.contains("t.json") && e.contains("out of range"), "{e}");
+}
+
+/// A window whose events all sit at one time has no length: no share of
+/// it exists, so the breakdown, the HTA view, the kernel and operator
+/// shares and the critical path's shares are `None` (each was 0%, and the
+/// path's verdict `cpu_bound` from three zeros), the path has no verdict.
+#[test]
+fn a_window_of_no_length_has_no_shares() {
+    let t = trace(&[
+        op("aten::add", 5.0, 0.0),
+        runtime("cudaLaunchKernel", 5.0, 0.0, 1),
+        kernel("add", 7, 5.0, 0.0, 1),
+    ]);
+    let r = report(&t, "");
+    let a = &r.analysis.measured;
+    let s = &a.steps[0];
+    assert_eq!(
+        (s.step.as_str(), s.span_us, s.gpu_tasks),
+        ("window", 0.0, 1)
+    );
+    let shares = [
+        s.exposed_compute_pct,
+        s.overlapped_pct,
+        s.exposed_comm_pct,
+        s.idle_pct,
+    ];
+    assert_eq!(shares, [None; 4], "{s:?}");
+    assert_eq!(a.total.idle_pct, None);
+    let h = &a.hta;
+    assert_eq!(h.kernel_time_us, 0.0);
+    assert_eq!(
+        (h.idle_pct, h.compute_pct, h.non_compute_pct),
+        (None, None, None)
+    );
+    assert_eq!(a.kernels.len(), 1);
+    assert_eq!(a.kernels[0].share_pct, None);
+    assert_eq!(a.operators[0].share_pct, None);
+    let p = &r.analysis.critical_path[0];
+    assert_eq!(p.length_us, 0.0);
+    assert_eq!(p.verdict, None, "{p:?}");
+    assert_eq!(
+        (p.cpu_pct, p.gpu_compute_pct, p.communication_pct),
+        (None, None, None)
+    );
+    assert!(p.top_operators.is_empty());
 }

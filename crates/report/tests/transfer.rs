@@ -32,7 +32,7 @@ fn b_s_durations_replace_a_s_and_b_s_steps_stand_beside_them() {
     };
     let (a, b) = (rec("a.json", &ga, &ma), rec("b.json", &gb, &mb));
     let (report, _) = transfer_replay(a, b, &SimOptions::default()).unwrap();
-    assert_eq!(report.matched.share, 1.0);
+    assert_eq!(report.matched.share, Some(1.0));
     assert_eq!(report.steps.len(), 2);
     let second = &report.steps[1];
     assert_eq!(second.a_measured_us, 100.0);

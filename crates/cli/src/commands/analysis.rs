@@ -6,6 +6,8 @@ use std::io::{self, Write};
 
 use lumos_report::{Analyses, MemoryReport, StepAnalysis, StepCriticalPath, TraceAnalysis};
 
+use crate::output::pct;
+
 /// `name` cut to `n` characters, with an ellipsis when cut.
 pub fn short(name: &str, n: usize) -> String {
     if name.chars().count() <= n {
@@ -47,18 +49,18 @@ fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> 
 }
 
 fn write_step(out: &mut dyn Write, s: &StepAnalysis) -> io::Result<()> {
-    let pct = |p: Option<f64>| p.map_or("-".to_owned(), |p| format!("{p:.1}%"));
+    // A step of no length has no shares: each is `-` (they were 0.0%).
     writeln!(
         out,
-        "    {:<26} {:>3} {:>9.3} {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}% | {:>11} {:>19.3} {:>12.3} {:>7.3}",
+        "    {:<26} {:>3} {:>9.3} {:>8} {:>8} {:>8} {:>8} | {:>11} {:>19.3} {:>12.3} {:>7.3}",
         short(&s.step, 26),
         s.index.map_or(String::new(), |i| i.to_string()),
         s.span_us / 1e3,
-        s.exposed_compute_pct,
-        s.overlapped_pct,
-        s.exposed_comm_pct,
-        s.idle_pct,
-        pct(s.overlap_pct),
+        pct(s.exposed_compute_pct, 1),
+        pct(s.overlapped_pct, 1),
+        pct(s.exposed_comm_pct, 1),
+        pct(s.idle_pct, 1),
+        pct(s.overlap_pct, 1),
         s.idle_host_wait_us / 1e3,
         s.idle_kernel_gap_us / 1e3,
         s.idle_other_us / 1e3
@@ -78,12 +80,12 @@ fn write_kernels(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()
     for k in a.kernels.iter().take(top) {
         writeln!(
             out,
-            "    {:<62} {:>9.3} {:>8} {:>10.2} {:>6.1}%",
+            "    {:<62} {:>9.3} {:>8} {:>10.2} {:>7}",
             short(&k.name, 62),
             k.total_us / 1e3,
             k.count,
             k.mean_us,
-            k.share_pct
+            pct(k.share_pct, 1)
         )?;
     }
     Ok(())
@@ -102,11 +104,11 @@ fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<
     for o in a.operators.iter().take(top) {
         writeln!(
             out,
-            "    {:<42} {:>11.3} {:>10} {:>6.1}%   {}",
+            "    {:<42} {:>11.3} {:>10} {:>7}   {}",
             short(&o.operator, 42),
             o.total_us / 1e3,
             o.gpu_tasks,
-            o.share_pct,
+            pct(o.share_pct, 1),
             short(&o.top_kernel, 50)
         )?;
     }
@@ -192,6 +194,9 @@ pub fn verdict(v: &str) -> &str {
     }
 }
 
+/// The verdict of a critical path of no length.
+const NO_VERDICT: &str = "path of no length";
+
 fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Result<()> {
     if paths.is_empty() {
         return Ok(());
@@ -204,14 +209,16 @@ fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Result<()
             .take(3)
             .map(|o| format!("{} {:.1}%", short(&o.operator, 40), o.pct))
             .collect();
+        // A path of no length has no verdict and no shares (it read
+        // "CPU-bound, CPU 0.0%" from nothing).
         writeln!(
             out,
-            "    {:<26} {:<20} CPU {:>5.1}%  GPU {:>5.1}%  comm {:>5.1}%   most on it: {}",
+            "    {:<26} {:<20} CPU {:>6}  GPU {:>6}  comm {:>6}   most on it: {}",
             short(&p.step, 26),
-            verdict(p.verdict),
-            p.cpu_pct,
-            p.gpu_compute_pct,
-            p.communication_pct,
+            p.verdict.map_or(NO_VERDICT, verdict),
+            pct(p.cpu_pct, 1),
+            pct(p.gpu_compute_pct, 1),
+            pct(p.communication_pct, 1),
             ops.join(", ")
         )?;
     }

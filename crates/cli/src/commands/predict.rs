@@ -531,13 +531,21 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
         )?;
     }
     let g = &r.calibration.gemm;
+    // No GEMM matched: no mean error to state (it said 0.0%).
+    let gemms = match g.samples {
+        0 => "no GEMM matched".to_owned(),
+        n => format!("{n} GEMMs"),
+    };
+    let error = match g.mean_abs_error_pct {
+        Some(e) => format!(", mean error {e:.1}%"),
+        None if g.samples == 0 => String::new(),
+        None => ", none measured with a length: no mean error".to_owned(),
+    };
     writeln!(
         out,
-        "  GEMM curve: {} GEMMs, max efficiency {:.1}% of peak, half at {:.2} GFLOP, mean error {:.1}%{}",
-        g.samples,
+        "  GEMM curve: {gemms}, max efficiency {:.1}% of peak, half at {:.2} GFLOP{error}{}",
         g.max_efficiency * 100.0,
         g.half_gflops,
-        g.mean_abs_error_pct,
         match (g.method, g.fitted) {
             ("flop_ratio", _) => format!(
                 " (over the {:.0}% limit: not used, FLOP ratios instead)",
@@ -550,14 +558,14 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
     for l in &r.calibration.network {
         writeln!(
         out,
-            "  network {:<10} {} collectives ({} with a size), {}, {:>7.1} GB/s effective, latency x{:.2}, mean error {:.1}%{}",
+            "  network {:<10} {} collectives ({} with a size), {}, {:>7.1} GB/s effective, latency x{:.2}, mean error {}{}",
             l.link,
             l.collectives,
             l.collectives.saturating_sub(l.unsized_collectives),
             output::counted(l.samples as u64, "fit point", "fit points"),
             l.effective_gbps,
             l.latency_scale,
-            l.mean_abs_error_pct,
+            pct(l.mean_abs_error_pct, 1),
             if l.calibrated {
                 String::new()
             } else if l.method == "latency_only" {
@@ -590,19 +598,26 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
             c.reasons.join("; ")
         )?;
     }
-    writeln!(
-        out,
-        "    GPU time {:.1}% measured, {:.1}% scaled, {:.1}% modelled; critical path through \
-         inferred dependencies up to {:.1}% of a step",
-        c.measured_gpu_pct, c.scaled_gpu_pct, c.modelled_gpu_pct, c.max_inferred_critical_path_pct
-    )?;
+    // Without predicted GPU time, or a path of some length, there are no
+    // shares to state (they read 0.0%).
+    let gpu = match (c.measured_gpu_pct, c.scaled_gpu_pct, c.modelled_gpu_pct) {
+        (Some(m), Some(s), Some(o)) => {
+            format!("GPU time {m:.1}% measured, {s:.1}% scaled, {o:.1}% modelled")
+        }
+        _ => "no predicted GPU time".to_owned(),
+    };
+    let path = match c.max_inferred_critical_path_pct {
+        Some(p) => format!("critical path through inferred dependencies up to {p:.1}% of a step"),
+        None => "no critical path of any length".to_owned(),
+    };
+    writeln!(out, "    {gpu}; {path}")?;
     let used: Vec<String> = c
         .models
         .iter()
         .filter(|m| m.used)
         .map(|m| {
             if m.calibrated {
-                format!("{} {:.1}% error", m.model, m.mean_abs_error_pct)
+                format!("{} {} error", m.model, pct(m.mean_abs_error_pct, 1))
             } else {
                 format!("{} not calibrated", m.model)
             }
@@ -686,15 +701,20 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
             "  {:<18} {:>12} {:>12} {:>12.3} {:>9}",
             "steady state", "", replayed, s.steady_step_ms, change
         )?;
+        // A replay without a steady-state step has no noise to state.
+        let noise = s.noise_pct.map_or_else(
+            || "the replay has no steady-state step".to_owned(),
+            |n| format!("the replay varies {n:.1}%"),
+        );
         writeln!(
             out,
             "  warning: the predicted steps are not steady (up to {:.1}% of the steady-state \
-             step from the median step; the replay varies {:.1}%): the GPU falls behind its CPU \
+             step from the median step; {noise}): the GPU falls behind its CPU \
              (which runs at most a full launch queue ahead) and the last step drains the \
              backlog, or a GPU that lagged its CPU when the capture began catches up. The mean \
              is over that ramp; the steady-state step (the median time between steps, step \
              ends or starts, whichever is longer) is what a longer run repeats",
-            s.worst_deviation_pct, s.noise_pct
+            s.worst_deviation_pct
         )?;
     }
     Ok(())

@@ -106,13 +106,13 @@ pub fn write_transfer(out: &mut dyn Write, r: &TransferReport) -> std::io::Resul
     let m = &r.matched;
     writeln!(
         out,
-        "  matched: {:.1}% of A's task time; CPU {:.1}% ({} of {} tasks), GPU {:.1}% ({} of {} \
+        "  matched: {} of A's task time; CPU {} ({} of {} tasks), GPU {} ({} of {} \
          tasks); {} of {} dependencies took B's latency",
-        m.share * 100.0,
-        m.cpu_share * 100.0,
+        pct(m.share.map(|s| s * 100.0), 1),
+        pct(m.cpu_share.map(|s| s * 100.0), 1),
         m.cpu_tasks_matched,
         m.cpu_tasks,
-        m.gpu_share * 100.0,
+        pct(m.gpu_share.map(|s| s * 100.0), 1),
         m.gpu_tasks_matched,
         m.gpu_tasks,
         m.edges_retimed,

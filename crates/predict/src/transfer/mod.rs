@@ -51,13 +51,19 @@ pub struct MatchedTime {
 }
 
 impl MatchedTime {
-    /// `matched_ns / total_ns`; 1 when there is no such time at all
-    /// (nothing is left unmatched).
-    pub fn share(&self) -> f64 {
-        if self.total_ns <= 0 {
-            1.0
-        } else {
-            self.matched_ns as f64 / self.total_ns as f64
+    /// `matched_ns / total_ns`; `None` when there is no such time at all
+    /// (no task, or none with a duration): no share of nothing exists,
+    /// and 1 (it was) would read as everything matched.
+    pub fn share(&self) -> Option<f64> {
+        (self.total_ns > 0).then(|| self.matched_ns as f64 / self.total_ns as f64)
+    }
+
+    /// The share in % with one decimal, or, where there is none, the
+    /// tasks matched as a count (`0 of 0 tasks`).
+    fn describe(&self) -> String {
+        match self.share() {
+            Some(s) => format!("{:.1}%", s * 100.0),
+            None => format!("{} of {} tasks", self.tasks_matched, self.tasks),
         }
     }
 
@@ -106,31 +112,36 @@ pub struct Transfer {
 }
 
 impl Transfer {
-    /// The share of A's task time, CPU and GPU together, that was matched.
-    pub fn matched_share(&self) -> f64 {
+    /// The share of A's task time, CPU and GPU together, that was matched;
+    /// `None` when A's tasks have no time at all.
+    pub fn matched_share(&self) -> Option<f64> {
         let total = self.cpu.total_ns.saturating_add(self.gpu.total_ns);
-        if total <= 0 {
-            return 0.0;
-        }
-        self.cpu.matched_ns.saturating_add(self.gpu.matched_ns) as f64 / total as f64
+        (total > 0)
+            .then(|| self.cpu.matched_ns.saturating_add(self.gpu.matched_ns) as f64 / total as f64)
     }
 
     /// An error (a usage error: the caller chose B) when B shares less than
-    /// [`MIN_MATCHED_SHARE`] of A's task time; `a` and `b` name the inputs.
+    /// [`MIN_MATCHED_SHARE`] of A's task time, or A has no task time to
+    /// share; `a` and `b` name the inputs.
     pub fn check(&self, a: &str, b: &str) -> Result<(), PredictError> {
-        let share = self.matched_share();
-        if share >= MIN_MATCHED_SHARE {
-            return Ok(());
+        let (cpu, gpu) = (self.cpu.describe(), self.gpu.describe());
+        match self.matched_share() {
+            Some(share) if share >= MIN_MATCHED_SHARE => Ok(()),
+            Some(share) => Err(PredictError::Unsupported(format!(
+                "--durations-from {b}: only {:.1}% of the task time of {a} matched an operator \
+                 of {b} (CPU {cpu}, GPU {gpu}; at least {:.0}% needed): not a recording of the \
+                 same program",
+                share * 100.0,
+                MIN_MATCHED_SHARE * 100.0
+            ))),
+            // No time, no share of it (it said "only 0.0% ... (CPU 100.0%,
+            // GPU 100.0%)"): nothing tells B to be a recording of A.
+            None => Err(PredictError::Unsupported(format!(
+                "--durations-from {b}: the tasks of {a} have no duration, so no share of its \
+                 task time can match {b} (CPU {cpu}, GPU {gpu} matched an operator of {b}): \
+                 nothing shows that {b} records the same program"
+            ))),
         }
-        Err(PredictError::Unsupported(format!(
-            "--durations-from {b}: only {:.1}% of the task time of {a} matched an operator of \
-             {b} (CPU {:.1}%, GPU {:.1}%; at least {:.0}% needed): not a recording of the same \
-             program",
-            share * 100.0,
-            self.cpu.share() * 100.0,
-            self.gpu.share() * 100.0,
-            MIN_MATCHED_SHARE * 100.0
-        )))
     }
 }
 

@@ -36,14 +36,16 @@ pub struct StepAnalysis {
     pub exposed_comm_us: f64,
     /// No GPU task running, us.
     pub idle_us: f64,
-    /// `exposed_compute_us` in % of the step.
-    pub exposed_compute_pct: f64,
-    /// `overlapped_us` in % of the step.
-    pub overlapped_pct: f64,
-    /// `exposed_comm_us` in % of the step.
-    pub exposed_comm_pct: f64,
-    /// `idle_us` in % of the step.
-    pub idle_pct: f64,
+    /// `exposed_compute_us` in % of the step; null when the step has no
+    /// length (no share of nothing exists: 0% would read as a measured
+    /// share).
+    pub exposed_compute_pct: Option<f64>,
+    /// `overlapped_us` in % of the step; null when it has no length.
+    pub overlapped_pct: Option<f64>,
+    /// `exposed_comm_us` in % of the step; null when it has no length.
+    pub exposed_comm_pct: Option<f64>,
+    /// `idle_us` in % of the step; null when it has no length.
+    pub idle_pct: Option<f64>,
     /// Time any compute runs (`exposed_compute_us + overlapped_us`), us.
     pub compute_us: f64,
     /// Time any communication runs (`exposed_comm_us + overlapped_us`), us.
@@ -87,17 +89,10 @@ pub(crate) struct StepNs {
     pub gpu_task: i64,
 }
 
-/// `part` in % of `whole` (0 when `whole` is 0).
-pub(crate) fn pct(part: i64, whole: i64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 / whole as f64 * 100.0
-    }
-}
-
-fn opt_pct(part: i64, whole: i64) -> Option<f64> {
-    (whole > 0).then(|| pct(part, whole))
+/// `part` in % of `whole`; `None` when `whole` is not positive: a share
+/// of nothing does not exist, and a 0% (or 100%) would read as measured.
+pub(crate) fn pct(part: i64, whole: i64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64 * 100.0)
 }
 
 impl StepNs {
@@ -139,8 +134,8 @@ impl StepNs {
             idle_pct: pct(idle, self.span),
             compute_us: us(self.compute),
             comm_us: us(self.comm),
-            overlap_pct: opt_pct(self.overlapped, self.comm),
-            hta_overlap_pct: opt_pct(self.hta_overlapped, self.hta_comm),
+            overlap_pct: pct(self.overlapped, self.comm),
+            hta_overlap_pct: pct(self.hta_overlapped, self.hta_comm),
             idle_host_wait_us: us(self.host_wait),
             idle_kernel_gap_us: us(self.kernel_gap),
             idle_other_us: us(self.other),
@@ -593,7 +588,7 @@ impl<'f> GpuTime<'f> {
             idle_pct: pct(idle, kernel_time),
             compute_pct: pct(compute_ns, kernel_time),
             non_compute_pct: pct(busy - compute_ns, kernel_time),
-            comm_comp_overlap_pct: opt_pct(overlapped, comm_ns),
+            comm_comp_overlap_pct: pct(overlapped, comm_ns),
             idle_by_stream: self.stream_idle(graph, times, gpu().map(|&(_, t)| t), kernel_gap_ns),
         }
     }
@@ -677,12 +672,13 @@ pub struct HtaView {
     pub compute_us: f64,
     /// Other tasks running without computation, us.
     pub non_compute_us: f64,
-    /// `idle_us` in % of `kernel_time_us`.
-    pub idle_pct: f64,
-    /// `compute_us` in % of `kernel_time_us`.
-    pub compute_pct: f64,
-    /// `non_compute_us` in % of `kernel_time_us`.
-    pub non_compute_pct: f64,
+    /// `idle_us` in % of `kernel_time_us`; null when `kernel_time_us` is
+    /// zero (no GPU task, or none with a length).
+    pub idle_pct: Option<f64>,
+    /// `compute_us` in % of `kernel_time_us`; null when it is zero.
+    pub compute_pct: Option<f64>,
+    /// `non_compute_us` in % of `kernel_time_us`; null when it is zero.
+    pub non_compute_pct: Option<f64>,
     /// Time computation and communication run together, in % of the time
     /// communication runs; null without communication.
     pub comm_comp_overlap_pct: Option<f64>,
@@ -712,6 +708,15 @@ pub struct StreamIdle {
 mod tests {
     use super::*;
     use lumos_sim::SimOptions;
+
+    /// A share of nothing does not exist (it was 0%).
+    #[test]
+    fn a_share_of_no_length_is_none() {
+        assert_eq!(pct(0, 0), None);
+        assert_eq!(pct(5, 0), None);
+        assert_eq!(pct(1, 4), Some(25.0));
+        assert_eq!(pct(0, 4), Some(0.0));
+    }
 
     /// The order taken processor by processor is the order of every GPU
     /// task sorted from scratch; a graph whose processors leave a GPU

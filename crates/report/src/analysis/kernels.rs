@@ -106,8 +106,9 @@ pub struct KernelRow {
     /// Longest, us.
     pub max_us: f64,
     /// `total_us` in % of the summed durations of every GPU task of the
-    /// selection.
-    pub share_pct: f64,
+    /// selection; null when those sum to zero (tasks of no length: no
+    /// share of nothing exists).
+    pub share_pct: Option<f64>,
 }
 
 /// The GPU time one operator launched in a selection.
@@ -122,8 +123,9 @@ pub struct OperatorRow {
     /// Mean per GPU task, us.
     pub mean_us: f64,
     /// `total_us` in % of the summed durations of every GPU task of the
-    /// selection.
-    pub share_pct: f64,
+    /// selection; null when those sum to zero (tasks of no length: no
+    /// share of nothing exists).
+    pub share_pct: Option<f64>,
     /// The GPU task name with the most time under it.
     pub top_kernel: String,
     /// That name's time under it, us.

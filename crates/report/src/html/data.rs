@@ -135,11 +135,8 @@ pub(super) fn top_kernels<'a>(analyses: impl Iterator<Item = &'a Analyses>) -> V
     rows.truncate(TOP_KERNELS);
     for r in &mut rows {
         r.mean_us = r.total_us / r.count.max(1) as f64;
-        r.share_pct = if total > 0.0 {
-            r.total_us / total * 100.0
-        } else {
-            0.0
-        };
+        // None when every task has no length: no share of nothing.
+        r.share_pct = (total > 0.0).then(|| r.total_us / total * 100.0);
     }
     rows
 }

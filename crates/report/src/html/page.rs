@@ -207,15 +207,22 @@ pub(super) fn signed_pct(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:+.2}%"))
 }
 
+/// A share with one decimal, or `-` where there is none (a share of a
+/// total of no length: 0% would read as measured).
+pub(super) fn share_pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%"))
+}
+
 fn write_shares(out: &mut String, b: &BreakdownUs) -> fmt::Result {
-    let t = b.total_us.max(f64::MIN_POSITIVE);
     for x in [
         b.exposed_compute_us,
         b.overlapped_us,
         b.exposed_comm_us,
         b.idle_us,
     ] {
-        write!(out, "<td>{:.1}%</td>", x / t * 100.0)?;
+        // A step of no length has no shares (each was 0.0%).
+        let share = (b.total_us > 0.0).then(|| x / b.total_us * 100.0);
+        write!(out, "<td>{}</td>", share_pct(share))?;
     }
     Ok(())
 }

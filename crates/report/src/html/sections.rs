@@ -106,14 +106,14 @@ pub(super) fn kernels(out: &mut String, rows: &[KernelRow]) -> fmt::Result {
     for k in rows {
         writeln!(
             out,
-            "<tr><td class=\"l\" title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{:.1}%</td></tr>",
+            "<tr><td class=\"l\" title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{}</td></tr>",
             esc(&k.name),
             esc(&shorten(&k.name)),
             if k.comm { "comm" } else { "compute" },
             k.count,
             k.total_us / 1e3,
             k.total_us / k.count.max(1) as f64,
-            k.share_pct
+            super::page::share_pct(k.share_pct)
         )?;
     }
     out.push_str(
@@ -297,11 +297,15 @@ fn stages(out: &mut String, p: &PredictReport) -> fmt::Result {
 fn confidence(out: &mut String, p: &PredictReport) -> fmt::Result {
     out.push_str("<h3>Confidence</h3>\n");
     let g = &p.calibration.gemm;
+    // No GEMM matched: no mean error to state (it said 0.0%).
+    let gemms = match g.mean_abs_error_pct {
+        Some(e) => format!("{} GEMMs, mean error {e:.1}%", g.samples),
+        None if g.samples == 0 => "no GEMM matched".to_owned(),
+        None => format!("{} GEMMs, none with a measured length", g.samples),
+    };
     writeln!(
         out,
-        "<p>GEMM model: {} GEMMs, mean error {:.1}%{}.",
-        g.samples,
-        g.mean_abs_error_pct,
+        "<p>GEMM model: {gemms}{}.",
         if g.fitted {
             ""
         } else {
@@ -311,13 +315,13 @@ fn confidence(out: &mut String, p: &PredictReport) -> fmt::Result {
     for l in &p.calibration.network {
         write!(
             out,
-            " Network {}: {} collectives ({} with a size), {} fit point{}, mean error {:.1}%{}.",
+            " Network {}: {} collectives ({} with a size), {} fit point{}, mean error {}{}.",
             l.link,
             l.collectives,
             l.collectives.saturating_sub(l.unsized_collectives),
             l.samples,
             if l.samples == 1 { "" } else { "s" },
-            l.mean_abs_error_pct,
+            super::page::share_pct(l.mean_abs_error_pct),
             if l.calibrated {
                 ""
             } else {

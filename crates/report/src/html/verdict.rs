@@ -13,8 +13,8 @@ use crate::{BoundShare, BreakdownUs};
 #[derive(Debug, Clone)]
 pub(super) struct Verdict {
     /// One of `compute-bound`, `communication-bound`, `CPU/launch-bound`,
-    /// `waiting for peers`, `idle-bound`, or `no GPU work` (a CPU-only
-    /// trace).
+    /// `waiting for peers`, `idle-bound`, `no GPU work` (a CPU-only
+    /// trace) or `no measured time` (a window of no length, or none).
     pub bound: &'static str,
     /// The shares of the window, in words.
     pub detail: String,
@@ -36,34 +36,38 @@ const CPU_BOUNDS: [&str; 3] = ["intra_thread", "inter_thread", "launch"];
 
 /// The verdict of a window's breakdown `b` and critical-path shares.
 pub(super) fn verdict(b: &BreakdownUs, path: &[BoundShare]) -> Verdict {
-    let total = b.total_us.max(f64::MIN_POSITIVE);
+    // A window of no length has no shares: nothing names a bound (it
+    // read "idle-bound", GPU idle 0%, from nothing).
+    if b.total_us <= 0.0 {
+        return Verdict {
+            bound: "no measured time",
+            detail: "The window has no measured length, so it has no shares to name a bound by"
+                .to_owned(),
+        };
+    }
     // `+ 0.0` turns -0 into 0, which prints without a sign.
-    let pct = |x: f64| x / total * 100.0 + 0.0;
+    let pct = |x: f64| x / b.total_us * 100.0 + 0.0;
     let compute = pct(b.exposed_compute_us + b.overlapped_us);
     let comm = pct(b.exposed_comm_us);
     let idle = pct(b.idle_us);
     let path_total: f64 = path.iter().map(|s| s.wait_us + s.busy_us).sum();
-    let share = |names: &[&str]| -> f64 {
+    // `None` on a path of no length (or none): no share of it exists.
+    let share = |names: &[&str]| -> Option<f64> {
         let t: f64 = path
             .iter()
             .filter(|s| names.contains(&s.bound.as_str()))
             .map(|s| s.wait_us + s.busy_us)
             .sum();
-        if path_total > 0.0 {
-            t / path_total * 100.0 + 0.0
-        } else {
-            0.0
-        }
+        (path_total > 0.0).then(|| t / path_total * 100.0 + 0.0)
     };
-    let cpu = share(&CPU_BOUNDS);
-    let peers = share(&["rendezvous", "collective"]);
+    let (cpu, peers) = (share(&CPU_BOUNDS), share(&["rendezvous", "collective"]));
     let gpu_work = b.exposed_compute_us + b.overlapped_us + b.exposed_comm_us;
-    let bound = if gpu_work <= 0.0 && b.total_us > 0.0 {
+    let bound = if gpu_work <= 0.0 {
         "no GPU work"
     } else if idle >= compute.max(comm) {
-        if cpu >= 50.0 {
+        if cpu.is_some_and(|c| c >= 50.0) {
             "CPU/launch-bound"
-        } else if peers >= 50.0 {
+        } else if peers.is_some_and(|p| p >= 50.0) {
             "waiting for peers"
         } else {
             "idle-bound"
@@ -73,10 +77,15 @@ pub(super) fn verdict(b: &BreakdownUs, path: &[BoundShare]) -> Verdict {
     } else {
         "compute-bound"
     };
+    let path_words = match (cpu, peers) {
+        (Some(cpu), Some(peers)) => format!(
+            "critical path {cpu:.0}% through CPU threads and launches, {peers:.0}% through peers"
+        ),
+        _ => "the critical path has no length".to_owned(),
+    };
     let detail = format!(
         "GPU compute {compute:.0}% of the window ({:.0}% overlapped with communication), \
-         exposed communication {comm:.0}%, GPU idle {idle:.0}%; \
-         critical path {cpu:.0}% through CPU threads and launches, {peers:.0}% through peers",
+         exposed communication {comm:.0}%, GPU idle {idle:.0}%; {path_words}",
         pct(b.overlapped_us)
     );
     Verdict { bound, detail }
@@ -122,8 +131,34 @@ mod tests {
             verdict(&b(20.0, 10.0, 70.0), &peers).bound,
             "waiting for peers"
         );
-        assert_eq!(verdict(&b(0.0, 0.0, 0.0), &[]).bound, "idle-bound");
+        assert_eq!(
+            verdict(&b(20.0, 10.0, 70.0), &[]).bound,
+            "idle-bound",
+            "no path: no share of it is CPU's"
+        );
         // A CPU-only trace: its window has no GPU task at all.
         assert_eq!(verdict(&b(0.0, 0.0, 50.0), &cpu).bound, "no GPU work");
+    }
+
+    /// A window of no length has no shares: no bound is named from them
+    /// (it was "idle-bound", GPU idle 0%), and a path of no length has no
+    /// shares either (it was "critical path 0% through CPU threads").
+    #[test]
+    fn nothing_measured_names_no_bound() {
+        let v = verdict(&b(0.0, 0.0, 0.0), &[share("launch", 8.0)]);
+        assert_eq!(v.bound, "no measured time");
+        assert!(!v.detail.contains('%'), "{}", v.detail);
+        assert_eq!(verdict(&NOTHING, &[]).bound, "no measured time");
+        let v = verdict(&b(20.0, 10.0, 70.0), &[share("launch", 0.0)]);
+        assert_eq!(v.bound, "idle-bound");
+        assert!(
+            v.detail.ends_with("the critical path has no length"),
+            "{}",
+            v.detail
+        );
+        let v = verdict(&b(20.0, 10.0, 70.0), &[share("launch", 8.0)]);
+        assert!(v
+            .detail
+            .ends_with("100% through CPU threads and launches, 0% through peers"));
     }
 }
