@@ -79,12 +79,16 @@ def column_type(name: str) -> pa.DataType:
 def records_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pa.Table:
     """A pyarrow table of dict rows, with exactly ``columns`` (in that order;
     an empty table keeps them, each with its documented type, not all
-    ``object`` in pandas)."""
+    ``object`` in pandas). A column whose every value is missing (``None``:
+    a percentage of a span of no length, an error over no sample) takes its
+    documented type too, all null (``NaN`` in pandas for a float), where
+    Arrow alone would give a column of nulls, ``object`` in pandas."""
     rows = list(rows)
     data: Dict[str, List[Any]] = {c: [r.get(c) for r in rows] for c in columns}
-    if rows:
-        return pa.table(data)
-    return pa.table({c: pa.array([], column_type(c)) for c in columns})
+    return pa.table({
+        c: pa.array(v, column_type(c)) if all(x is None for x in v) else pa.array(v)
+        for c, v in data.items()
+    })
 
 
 _SIDE = "``measured`` or ``replayed``"
@@ -248,13 +252,13 @@ ANALYSIS_COLUMNS: Dict[str, Dict[str, str]] = {
         "compute_us": "time any compute runs (exposed_compute_us + overlapped_us), us",
         "comm_us": "time some communication kernel ran, us",
         "exposed_compute_us": "compute not overlapped by communication, us",
-        "exposed_compute_pct": "the same, % of the span",
+        "exposed_compute_pct": "the same, % of the span (None in the report, NaN here, when the span has no length)",
         "overlapped_us": "compute and communication at once, us",
-        "overlapped_pct": "the same, % of the span",
+        "overlapped_pct": "the same, % of the span (NaN when it has no length)",
         "exposed_comm_us": "communication not overlapped by compute, us",
-        "exposed_comm_pct": "the same, % of the span",
+        "exposed_comm_pct": "the same, % of the span (NaN when it has no length)",
         "idle_us": "no GPU task running, us",
-        "idle_pct": "the same, % of the span",
+        "idle_pct": "the same, % of the span (NaN when it has no length)",
         "idle_host_wait_us": "idle because the work ending the gap was launched after it began (the GPU waited for the host), us",
         "idle_kernel_gap_us": "idle in short gaps before work launched earlier (back-to-back kernels), us",
         "idle_other_us": "the rest of the idle time, us",
@@ -271,7 +275,7 @@ ANALYSIS_COLUMNS: Dict[str, Dict[str, str]] = {
         "mean_us": "mean duration, us",
         "min_us": "shortest, us",
         "max_us": "longest, us",
-        "share_pct": "total_us, % of every GPU task's summed durations in the selection",
+        "share_pct": "total_us, % of every GPU task's summed durations in the selection (NaN when those sum to zero)",
     },
     "operator_summary": {
         **_RANK_SIDE,
@@ -279,7 +283,7 @@ ANALYSIS_COLUMNS: Dict[str, Dict[str, str]] = {
         "gpu_tasks": "GPU tasks it launched",
         "total_us": "their durations, summed, us",
         "mean_us": "mean duration, us",
-        "share_pct": "total_us, % of every GPU task's summed durations in the selection",
+        "share_pct": "total_us, % of every GPU task's summed durations in the selection (NaN when those sum to zero)",
         "top_kernel": "its kernel with the most time",
         "top_kernel_us": "that kernel's time, us",
     },
@@ -306,12 +310,12 @@ ANALYSIS_COLUMNS: Dict[str, Dict[str, str]] = {
         "index": "its position",
         "length_us": "the path's length, us",
         "hops": "tasks on it",
-        "verdict": "what bounds the step (``cpu_bound``, ``gpu_bound``, ...)",
+        "verdict": "what bounds the step (``cpu_bound``, ``gpu_bound``, ``communication_bound``; None when the path has no length)",
         "cpu_us": "CPU time on the path, us",
-        "cpu_pct": "the same, % of its length",
+        "cpu_pct": "the same, % of its length (NaN when it has no length)",
         "gpu_compute_us": "GPU compute on the path, us",
-        "gpu_compute_pct": "the same, %",
+        "gpu_compute_pct": "the same, % (NaN when the path has no length)",
         "communication_us": "communication on the path, us",
-        "communication_pct": "the same, %",
+        "communication_pct": "the same, % (NaN when the path has no length)",
     },
 }

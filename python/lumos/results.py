@@ -268,8 +268,9 @@ class Replay:
         """The ``n`` kernels (``by="name"``) or launching operators
         (``by="operator"``) with the most GPU time on ``side``, over all
         ranks: count, measured_us, replayed_us, and their share of the
-        side's GPU time in ``pct``. A negative ``n``, or another ``by`` or
-        ``side``, raises :class:`~lumos.ConfigError` (a ``ValueError``)."""
+        side's GPU time in ``pct`` (NaN when that time is zero). A negative
+        ``n``, or another ``by`` or ``side``, raises
+        :class:`~lumos.ConfigError` (a ``ValueError``)."""
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
             raise ConfigError(f"n must be a whole number >= 0, got {n!r}")
         if by not in ("name", "operator"):
@@ -279,7 +280,8 @@ class Replay:
         k["operator"] = k["operator"].fillna("(unknown)")
         g = k.groupby(by, sort=False)[["count", "measured_us", "replayed_us"]].sum()
         total = g[f"{side}_us"].sum()
-        g["pct"] = g[f"{side}_us"] / total * 100 if total else 0.0
+        # No share of no GPU time: NaN (it was 0.0), as the report's null.
+        g["pct"] = g[f"{side}_us"] / total * 100 if total else float("nan")
         g = g.sort_values(f"{side}_us", ascending=False, kind="stable")
         return g.head(n).reset_index()
 
@@ -461,7 +463,8 @@ class Prediction:
     def steadiness(self) -> Optional[Dict[str, Any]]:
         """Whether the predicted steps settle (``steady_step_ms``, the
         replay's ``replayed_steady_step_ms``, ``worst_deviation_pct``,
-        ``noise_pct``, ``drifting``), as the CLI's drift warning says;
+        ``noise_pct``, ``drifting``; ``noise_pct`` is ``None`` when the
+        replay has no steady-state step), as the CLI's drift warning says;
         ``None`` with too few steps to tell."""
         return self.report.get("steadiness")
 
@@ -553,7 +556,9 @@ class Transfer:
     @property
     def matched(self) -> Dict[str, Any]:
         """Matched shares and counts (``share``, ``cpu_share``,
-        ``gpu_share``, tasks and dependencies matched, thread pairs)."""
+        ``gpu_share``, tasks and dependencies matched, thread pairs);
+        ``cpu_share`` or ``gpu_share`` is ``None`` where A's tasks of that
+        side have no time (none, or none with a duration)."""
         return self.report["matched"]
 
     @property

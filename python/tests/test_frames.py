@@ -149,3 +149,92 @@ def test_a_span_of_zero_length_has_no_error(corpus, tmp_path, cli_json):
     assert p.report["change_pct"] is None
     assert p.steps["change_pct"].isna().all()
     assert repr(p).endswith("ms predicted (-)>")
+
+
+def _zero_times(corpus, tmp_path):
+    """The simple-add trace with every time zero: a window of no length."""
+    import gzip
+    import json
+
+    with gzip.open(corpus / "micro" / "a100-simple-add.json.gz") as f:
+        v = json.load(f)
+    for e in v["traceEvents"]:
+        for key in ("ts", "dur"):
+            if key in e:
+                e[key] = 0
+    path = tmp_path / "zero.json"
+    path.write_text(json.dumps(v))
+    return path
+
+
+def test_shares_of_a_window_of_no_length_are_missing(corpus, tmp_path, cli_json):
+    """A window of no length has no shares: the step breakdown's, the
+    kernels' and the critical path's ``_pct`` columns are float64 NaN (the
+    CLI's JSON has null; they were 0.0), and the path has no verdict."""
+    path = _zero_times(corpus, tmp_path)
+    r = lumos.replay(str(path), progress=False)
+    steps = r.step_analysis
+    for col in ("exposed_compute_pct", "overlapped_pct", "exposed_comm_pct", "idle_pct"):
+        assert steps[col].dtype == "float64" and steps[col].isna().all(), col
+    kernels = r.kernel_summary
+    assert len(kernels) > 0
+    assert kernels["share_pct"].dtype == "float64" and kernels["share_pct"].isna().all()
+    paths = r.step_critical_paths
+    assert len(paths) == 1 and paths["verdict"].isna().all()
+    for col in ("cpu_pct", "gpu_compute_pct", "communication_pct"):
+        assert paths[col].dtype == "float64" and paths[col].isna().all(), col
+    top = r.top_kernels()
+    assert len(top) > 0 and top["pct"].dtype == "float64" and top["pct"].isna().all()
+    path_json = cli_json(["replay", str(path)])["traces"][0]["analysis"]["critical_path"][0]
+    assert path_json["verdict"] is None and path_json["cpu_pct"] is None
+
+
+def test_a_column_of_missing_values_keeps_its_type():
+    """A column whose every value is None takes its documented type (it was
+    a column of nulls, ``object`` in pandas)."""
+    from lumos.frames import frame, records_table
+
+    rows = [{"step": "a", "error_pct": None, "b_step": None}]
+    f = frame(records_table(rows, ["step", "error_pct", "b_step"]))
+    assert f["error_pct"].dtype == "float64" and f["error_pct"].isna().all()
+    assert f["b_step"].isna().all()
+    mixed = frame(records_table([{"error_pct": None}, {"error_pct": 2.0}], ["error_pct"]))
+    assert mixed["error_pct"].dtype == "float64"
+
+
+def test_durations_from_steps_without_errors_are_float(corpus, tmp_path):
+    """B without step annotations: no B step pairs with A's, so every
+    ``error_pct`` is missing, and the column is float64 NaN (it was
+    ``object`` of None)."""
+    import gzip
+    import json
+
+    with gzip.open(corpus / "multi-rank" / "dlrm-8xv100" / "rank1.json.gz") as f:
+        v = json.load(f)
+    v["traceEvents"] = [
+        e for e in v["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(v))
+    a = corpus / "multi-rank" / "dlrm-8xv100" / "rank0.json.gz"
+    t = lumos.durations_from(str(a), str(b), progress=False)
+    steps = t.steps
+    assert len(steps) == 1
+    for col in ("error_pct", "b_measured_us", "b_replayed_us"):
+        assert steps[col].dtype == "float64" and steps[col].isna().all(), col
+
+
+def test_a_model_fitted_on_nothing_has_no_error(corpus):
+    """The simple-add trace has no GEMM and no collective: each model's
+    mean error is NaN (null in the JSON; it was 0.0, a perfect fit)."""
+    p = lumos.predict(
+        str(corpus / "micro" / "a100-simple-add.json.gz"),
+        scale_kernels={"add": 0.5},
+        progress=False,
+    )
+    fits = p.model_fits
+    assert len(fits) >= 1
+    assert fits["mean_abs_error_pct"].dtype == "float64"
+    assert fits["mean_abs_error_pct"].isna().all()
+    net = p.network
+    assert net["mean_abs_error_pct"].dtype == "float64" and net["mean_abs_error_pct"].isna().all()
