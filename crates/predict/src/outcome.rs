@@ -490,6 +490,38 @@ mod tests {
         assert_eq!(out.steadiness(&kept), out.steadiness(&full));
     }
 
+    /// A replay with too few steps for a steady-state step has no noise
+    /// to measure: `None`, not the 0 (a replay without noise) it was; the
+    /// drift is then judged against the tolerance alone.
+    #[test]
+    fn a_replay_without_a_steady_step_has_no_noise() {
+        let mut cfg = lumos_synth::SynthConfig::new(
+            lumos_synth::ModelPreset::preset("gpt-tiny").unwrap(),
+            lumos_synth::Parallelism::new(1, 1, 1, 2),
+            lumos_models::GpuSpec::h100(),
+        );
+        cfg.steps = 4;
+        let text = lumos_synth::synthesize_rank(&cfg, 0).unwrap();
+        let trace = lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes());
+        let input = crate::testutil::input(&trace.unwrap(), "rank0");
+        let base = crate::Baseline::new(vec![input]).unwrap();
+        let id = base.identity();
+        let out = id.simulate().unwrap();
+        let full = out.steadiness(&out).unwrap();
+        assert!(full.noise.is_some(), "{full:?}");
+        let mut short = id.simulate().unwrap().steps_only();
+        short.step_ns.truncate(2);
+        for s in &mut short.stages {
+            s.step_ns.truncate(2);
+            s.step_start_ns.truncate(2);
+            s.step_end_ns.truncate(2);
+        }
+        let s = out.steadiness(&short).unwrap();
+        assert_eq!((s.replayed_steady_step_ns, s.noise), (0, None), "{s:?}");
+        assert_eq!(s.worst_deviation, full.worst_deviation);
+        assert_eq!(s.drifting, s.worst_deviation > STEADY_TOLERANCE);
+    }
+
     #[test]
     fn a_set_stop_flag_stops_every_replay_of_the_baseline_s_predictions() {
         let flag = lumos_sim::Cancel::new();
