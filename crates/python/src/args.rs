@@ -2,9 +2,11 @@
 //! CLI's flags take (`lumos_report::range`, the same constants and
 //! checks), with the CLI's words after the Python argument's name:
 //! `dp: must be a whole number from 1 to 65536, got 65537` for the CLI's
-//! `invalid value '65537' for '--dp <DP>': must be ...`. Any Python int is
-//! taken (a negative or huge one is out of range, not an `OverflowError`),
-//! and anything else is a `ConfigError` too.
+//! `invalid value '65537' for '--dp <DP>': must be ...`. Any Python
+//! integer is taken, `int` or another type `operator.index` takes (numpy's
+//! `int64`, as a DataFrame's column holds it; a negative or huge one is
+//! out of range, not an `OverflowError`), and anything else is a
+//! `ConfigError` too.
 
 use lumos_report::range;
 use pyo3::prelude::*;
@@ -17,16 +19,32 @@ pub fn shown(v: &Bound<'_, PyAny>) -> String {
     v.repr().map_or_else(|_| "?".into(), |r| r.to_string())
 }
 
+/// `v` as a Python `int` when it is an integer: an `int`, or any type
+/// `operator.index` takes (numpy's integers: a rank or a degree read from
+/// a DataFrame is an `np.int64`, not an `int`). A bool, a float or a
+/// string is none, as `--dp 4.0` or `--dp true` is none.
+fn integer<'py>(v: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if v.is_instance_of::<PyBool>() {
+        return None;
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Some(v.clone());
+    }
+    let i = v
+        .py()
+        .import("operator")
+        .ok()?
+        .call_method1("index", (v,))
+        .ok()?;
+    (i.is_instance_of::<PyInt>() && !i.is_instance_of::<PyBool>()).then_some(i)
+}
+
 /// `v` as a whole number from `min` to `max`, for argument `what`.
 pub fn whole(what: &str, v: &Bound<'_, PyAny>, min: u64, max: u64) -> Result<u64> {
     let given = shown(v);
-    // A bool, a float or a string is no whole number, as `--dp 4.0` or
-    // `--dp true` is none; an int past i128 is past any range.
-    let n = if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() {
-        v.extract::<i128>().unwrap_or(i128::MAX)
-    } else {
-        -1
-    };
+    // Anything but an integer is no whole number (-1 is below every
+    // range); an int past i128 is past any range.
+    let n = integer(v).map_or(-1, |i| i.extract::<i128>().unwrap_or(i128::MAX));
     range::whole_value(n, min, max, &given).map_err(|e| Error::config(format!("{what}: {e}")))
 }
 
@@ -61,8 +79,7 @@ pub fn factor(v: &Bound<'_, PyAny>) -> std::result::Result<f64, String> {
 /// `v` as a rank number (an int from 0 to `u32::MAX`), as `--scale-rank
 /// RANK=FACTOR` takes it.
 pub fn rank(v: &Bound<'_, PyAny>) -> std::result::Result<u32, String> {
-    let ok = v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>();
-    ok.then(|| v.extract::<u32>().ok())
-        .flatten()
+    integer(v)
+        .and_then(|i| i.extract::<u32>().ok())
         .ok_or_else(|| format!("`{}` is not a rank number", shown(v)))
 }
