@@ -45,7 +45,7 @@ import tempfile
 import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import ConfigError, Job, Paths, Replay, _lumos, _paths, _warn_missing
+from . import ConfigError, Job, PathLike, Paths, Replay, _lumos, _path, _paths, _warn_missing
 from . import replay as _replay
 from ._progress import ProgressArg, callback
 
@@ -68,7 +68,7 @@ __all__ = [
 REPRESENTATIVES_FROM = 256
 
 
-def ingest_rank(path: str, out_dir: str) -> str:
+def ingest_rank(path: PathLike, out_dir: PathLike) -> str:
     """Reads the trace at ``path``, builds its rank's graph and writes the
     per-rank file into ``out_dir`` (created if needed; the file appears
     whole or not at all). Returns the file's path. Raises the
@@ -85,12 +85,13 @@ def ingest_rank(path: str, out_dir: str) -> str:
 
     Engine-agnostic: a pure function of its two arguments, picklable, safe
     to run in parallel in threads or processes."""
-    out, _rank, tasks, _bytes = _lumos.ingest_rank(os.fspath(path), os.fspath(out_dir))
+    path, out_dir = _path(path, "path"), _path(out_dir, "out_dir")
+    out, _rank, tasks, _bytes = _lumos.ingest_rank(path, out_dir)
     if tasks == 0:
         # Written all the same, as `lumos ingest` writes it: a job then
         # names the rank and leaves it out.
         warnings.warn(
-            f"{os.fspath(path)}: no CPU or GPU task was read (lumos.inspect counts the "
+            f"{path}: no CPU or GPU task was read (lumos.inspect counts the "
             "events skipped); its graph is written, but replaying it alone is refused "
             "and a job leaves its rank out",
             stacklevel=2,
@@ -98,7 +99,7 @@ def ingest_rank(path: str, out_dir: str) -> str:
     return out
 
 
-def ingest_rank_bytes(path: str) -> Tuple[str, bytes]:
+def ingest_rank_bytes(path: PathLike) -> Tuple[str, bytes]:
     """:func:`ingest_rank` for workers that share no file system with the
     driver: returns the per-rank file's name and content, for the driver to
     write (the engine's object store carries them)."""
@@ -108,18 +109,22 @@ def ingest_rank_bytes(path: str) -> Tuple[str, bytes]:
             return os.path.basename(out), f.read()
 
 
-def load(paths: Sequence[str], *, progress: ProgressArg = None) -> Job:
+def load(paths: Paths, *, progress: ProgressArg = None) -> Job:
     """Assembles per-rank files (of :func:`ingest_rank`) as the ranks of one
     job, read in parallel on this machine; missing ranks a ``UserWarning``,
-    as :func:`lumos.load_job`."""
+    as :func:`lumos.load_job`. ``paths`` is a list of them, or one path
+    (as every function of lumos takes it: a ``str`` is one path, not a
+    sequence of one-letter paths); a directory expands to its files, as
+    :func:`lumos.load_job`'s does."""
+    files = _lumos.expand(_paths(paths), True)
     with callback(progress) as cb:
-        job = Job(_lumos.load_ingested([os.fspath(p) for p in paths], cb))
+        job = Job(_lumos.load_ingested(files, cb))
     _warn_missing(job)
     return job
 
 
 def replay_representatives(
-    paths: Sequence[str], *, progress: ProgressArg = None, **what_if: Any
+    paths: Paths, *, progress: ProgressArg = None, **what_if: Any
 ) -> Replay:
     """Replays the job of per-rank files (of :func:`ingest_rank`) from one
     rank per group of ranks that run the same communication program, as
@@ -128,13 +133,12 @@ def replay_representatives(
     ``what_if`` takes :func:`lumos.replay`'s options but ``scale_rank``;
     ``Replay.graphs_loaded`` is the number of graphs read (one per
     group)."""
-    return _replay([os.fspath(p) for p in paths], representatives=True, progress=progress,
-                   **what_if)
+    return _replay(_paths(paths), representatives=True, progress=progress, **what_if)
 
 
 def ingest(
     paths: Paths,
-    out_dir: str,
+    out_dir: PathLike,
     *,
     shared_fs: bool = True,
     num_cpus: float = 1,
@@ -155,13 +159,14 @@ def ingest(
     ``progress`` as :func:`lumos.replay`'s, in traces ingested (phase
     ``ingesting``)."""
     files = _lumos.expand(_paths(paths))
+    out_dir = _path(out_dir, "out_dir")
     _distinct_names(files)
     import ray  # optional dependency: pip install ray
 
     args = {"num_cpus": num_cpus, **(ray_remote_args or {})}
     if shared_fs:
         task: Any = ray.remote(**args)(ingest_rank)
-        refs = [task.remote(f, os.fspath(out_dir)) for f in files]
+        refs = [task.remote(f, out_dir) for f in files]
         return list(_gather(refs, progress))
     task = ray.remote(**args)(ingest_rank_bytes)
     os.makedirs(out_dir, exist_ok=True)
@@ -207,7 +212,7 @@ def _distinct_names(files: Sequence[str]) -> None:
 
 def replay_job(
     paths: Paths,
-    out_dir: str,
+    out_dir: PathLike,
     *,
     shared_fs: bool = True,
     num_cpus: float = 1,

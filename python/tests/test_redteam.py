@@ -37,3 +37,25 @@ def test_numpy_integers_are_whole_numbers_and_ranks(corpus, tmp_path):
             lumos.synth("gpt-tiny", tmp_path / "bad", dp=not_whole, progress=False)
         with pytest.raises(ConfigError, match="is not a rank number"):
             job.replay(scale_rank={not_whole: 1.5})
+
+
+def test_distributed_takes_one_path_as_one_path(corpus, tmp_path, cli_json):
+    # A str was iterated as a list of one-letter paths: load("lg") said
+    # "/ is given twice", replay_representatives("lg") walked the whole
+    # file system from "/" until a folder could not be listed.
+    from lumos import distributed
+
+    lg = tmp_path / "lg"
+    job = corpus / "multi-rank" / "dlrm-8xv100"
+    files = [distributed.ingest_rank(p, lg) for p in sorted(job.iterdir())]
+    assert distributed.load(str(lg), progress=False).ranks == list(range(8))
+    assert distributed.load(lg, progress=False).ranks == list(range(8))
+    r = distributed.replay_representatives(str(lg), progress=False)
+    assert r.report["summary"] == cli_json(["replay", "--representatives", *files])["summary"]
+    # Arguments that are no path are ConfigErrors, not os.fspath's TypeError.
+    with pytest.raises(ConfigError, match="paths: expected a path or a list of paths, got 3"):
+        distributed.load(3)
+    with pytest.raises(ConfigError, match="out_dir: expected a path"):
+        distributed.ingest_rank(files[0], None)
+    with pytest.raises(ConfigError, match="path: expected a path"):
+        distributed.ingest_rank(3, lg)
