@@ -81,6 +81,38 @@ def _paths(paths: Paths) -> List[str]:
     return [_path(p) for p in items]
 
 
+def _str(v: object, what: str, optional: bool = False) -> Optional[str]:
+    """``v`` as the ``str`` argument ``what`` takes (``None`` too where
+    ``optional``); anything else raises :class:`ConfigError`, not the
+    extension's ``TypeError``."""
+    if v is None and optional:
+        return None
+    if not isinstance(v, str):
+        kind = "a str or None" if optional else "a str"
+        raise ConfigError(f"{what}: expected {kind}, got {v!r}")
+    return v
+
+
+def _bool(v: object, what: str, optional: bool = False) -> Optional[bool]:
+    """``v`` as the flag ``what`` (a bool, numpy's too; ``None`` too where
+    ``optional``); anything else, ``"no"`` or ``0`` included, raises
+    :class:`ConfigError` rather than be taken for true or false."""
+    if v is None and optional:
+        return None
+    if isinstance(v, bool) or (type(v).__module__ == "numpy" and type(v).__name__ in ("bool", "bool_")):
+        return bool(v)
+    kind = "None, True or False" if optional else "True or False"
+    raise ConfigError(f"{what}: expected {kind}, got {v!r}")
+
+
+def _real(v: object, what: str) -> float:
+    """``v`` as the number ``what`` (not a bool); anything else raises
+    :class:`ConfigError` (its range is the extension's to check)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ConfigError(f"{what}: expected a number, got {v!r}")
+    return float(v)
+
+
 def _one_file(p: PathLike, what: str) -> str:
     """``p`` as the one trace file an argument takes: a directory (which
     would expand to many) raises :class:`ConfigError` before anything is
@@ -104,8 +136,15 @@ def _kernel_scales(scale_kernels: KernelScales) -> Tuple[Optional[float], List[s
     if isinstance(scale_kernels, str):
         return None, [scale_kernels]
     if isinstance(scale_kernels, Mapping):
-        return None, [f"{k}={v}" for k, v in scale_kernels.items()]
-    return None, list(scale_kernels)
+        # A pattern is a str: an int key would be taken as the substring
+        # "1" of kernel names.
+        return None, [f"{_str(k, 'scale_kernels pattern')}={v}" for k, v in scale_kernels.items()]
+    if isinstance(scale_kernels, bytes) or not isinstance(scale_kernels, Iterable):
+        raise ConfigError(
+            "scale_kernels: expected a factor, {pattern: factor} or \"pattern=factor\" "
+            f"(one or a list), got {scale_kernels!r}"
+        )
+    return None, [_str(k, "scale_kernels") for k in scale_kernels]  # type: ignore[misc]
 
 
 def _rank_scales(scale_rank: Union[Mapping[int, float], Iterable[Tuple[int, float]], None]
@@ -140,12 +179,13 @@ def _options(
 ) -> _lumos.ReplayOptions:
     if isinstance(deps, str):
         deps = [d for d in deps.split(",") if d]
-    elif not isinstance(deps, Iterable):
+    elif isinstance(deps, bytes) or not isinstance(deps, Iterable):
         raise ConfigError(f"deps: expected a list of dependency kinds, got {deps!r}")
+    kinds = [_str(d, "deps") for d in deps]
     bare, patterns = _kernel_scales(scale_kernels)
     return _lumos.ReplayOptions(
-        list(deps), bare, scale_only, scale_pattern, _rank_scales(scale_rank), scale_rank_cpu,
-        patterns,
+        kinds, bare, _str(scale_only, "scale_only"), _str(scale_pattern, "scale_pattern", True),
+        _rank_scales(scale_rank), _bool(scale_rank_cpu, "scale_rank_cpu"), patterns,
     )
 
 
@@ -346,6 +386,8 @@ def replay(
       ``False`` for none, or ``callback(phase, done, total)``.
     """
     opts = _options(deps, scale_kernels, scale_only, scale_pattern, scale_rank, scale_rank_cpu)
+    job = _bool(job, "job", optional=True)
+    representatives = _bool(representatives, "representatives")
     files = _paths(paths)
     if representatives:
         if job is False:
@@ -379,6 +421,7 @@ def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg =
     of one job, their identities, matching and clocks. ``job`` as in
     :func:`replay`. One trace file is read straight into the graph build,
     as ``lumos inspect FILE`` does."""
+    job = _bool(job, "job", optional=True)
     with callback(progress) as cb:
         found = _lumos.expand(_paths(paths), True)
         if len(found) == 1 and not job and not _lumos.is_lgraph(found[0]):
@@ -464,6 +507,9 @@ def diff(
     file (a directory raises :class:`ConfigError`), before anything is
     read."""
     # Options first, then the two files, before anything is read.
+    steps = _str(steps, "steps", optional=True)
+    min_change_us = _real(min_change_us, "min_change_us")
+    min_change_pct = _real(min_change_pct, "min_change_pct")
     _lumos.check_diff_options(steps, min_change_us, min_change_pct)
     files = [_one_file(a, "a"), _one_file(b, "b")]
     with callback(progress) as cb:
@@ -536,10 +582,14 @@ def synth(
     written (phase ``writing``); Ctrl-C stops before the next pipeline
     column, leaving the files already written."""
     recipe = _lumos.SynthRecipe(
-        cluster, global_batch, micro_batch, virtual_stages, sequence_parallel,
-        distributed_optimizer, recompute, precision, unfused_attention,
-        cuda_sync_events, event_records, stream_waits,
+        _str(cluster, "cluster", True), global_batch, micro_batch, virtual_stages,
+        _bool(sequence_parallel, "sequence_parallel"),
+        _bool(distributed_optimizer, "distributed_optimizer"), _str(recompute, "recompute", True),
+        _str(precision, "precision", True), _bool(unfused_attention, "unfused_attention"),
+        _bool(cuda_sync_events, "cuda_sync_events"), _bool(event_records, "event_records"),
+        _bool(stream_waits, "stream_waits"),
     )
+    gpu, ranks = _str(gpu, "gpu"), _str(ranks, "ranks")
     if isinstance(model, Mapping):
         name, text = "model", _model_json(model)
     else:

@@ -59,3 +59,61 @@ def test_distributed_takes_one_path_as_one_path(corpus, tmp_path, cli_json):
         distributed.ingest_rank(files[0], None)
     with pytest.raises(ConfigError, match="path: expected a path"):
         distributed.ingest_rank(3, lg)
+
+
+@pytest.mark.parametrize(
+    "call, text",
+    [
+        (lambda t: lumos.replay(t, job="yes"), "job: expected None, True or False, got 'yes'"),
+        (lambda t: lumos.replay(t, job=1), "job: expected None, True or False, got 1"),
+        (lambda t: lumos.inspect(t, job="no"), "job: expected None, True or False, got 'no'"),
+        # "no" was true: the replay from representatives ran.
+        (lambda t: lumos.replay(t, representatives="no"),
+         "representatives: expected True or False, got 'no'"),
+        (lambda t: lumos.replay(t, deps=[3]), "deps: expected a str, got 3"),
+        (lambda t: lumos.replay(t, deps=b"no-sync"), "deps: expected a list of dependency kinds"),
+        (lambda t: lumos.replay(t, scale_kernels=["class:gemm=0.5", None]),
+         "scale_kernels: expected a str, got None"),
+        (lambda t: lumos.replay(t, scale_kernels=b"class:gemm=0.5"), "scale_kernels: expected a factor"),
+        (lambda t: lumos.replay(t, scale_kernels=object()), "scale_kernels: expected a factor"),
+        # An int key was taken as the pattern "1", a substring of kernel names.
+        (lambda t: lumos.replay(t, scale_kernels={1: 0.5}),
+         "scale_kernels pattern: expected a str, got 1"),
+        (lambda t: lumos.predict(t, dp=2, scale_kernels={1: 0.5}),
+         "scale_kernels pattern: expected a str, got 1"),
+        (lambda t: lumos.replay(t, scale_kernels=0.5, scale_only=None),
+         "scale_only: expected a str, got None"),
+        (lambda t: lumos.replay(t, scale_kernels=0.5, scale_pattern=3),
+         "scale_pattern: expected a str or None, got 3"),
+        (lambda t: lumos.read_trace(t).replay(deps=[None]), "deps: expected a str, got None"),
+        (lambda t: lumos.diff(t, t, steps=1), "steps: expected a str or None, got 1"),
+        (lambda t: lumos.diff(t, t, min_change_us="1"), "min_change_us: expected a number, got '1'"),
+        (lambda t: lumos.diff(t, t, min_change_pct=None),
+         "min_change_pct: expected a number, got None"),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_config_errors(corpus, call, text):
+    # Each was the extension's TypeError ("'int' object is not an instance
+    # of 'str'"), or taken by its truth value.
+    trace = str(corpus / "micro" / "a100-simple-add.json.gz")
+    with pytest.raises(ConfigError) as e:
+        call(trace)
+    assert str(e.value).startswith(text)
+
+
+def test_wrong_kinds_of_job_and_synth_arguments_are_config_errors(corpus, tmp_path):
+    job = lumos.load_job(corpus / "multi-rank" / "dlrm-8xv100", progress=False)
+    with pytest.raises(ConfigError, match="scale_rank_cpu: expected True or False, got 'yes'"):
+        job.replay(scale_rank={3: 2.0}, scale_rank_cpu="yes")
+    for kw, text in [
+        (dict(gpu=None), "gpu: expected a str, got None"),
+        (dict(ranks=1), "ranks: expected a str, got 1"),
+        (dict(recompute=1), "recompute: expected a str or None, got 1"),
+        (dict(sequence_parallel="no"), "sequence_parallel: expected True or False, got 'no'"),
+        (dict(stream_waits=0), "stream_waits: expected True or False, got 0"),
+    ]:
+        with pytest.raises(ConfigError, match=text):
+            lumos.synth("gpt-tiny", tmp_path, progress=False, **kw)
+    assert not any(tmp_path.iterdir())
+    # numpy's bools are bools.
+    assert lumos.synth("gpt-tiny", tmp_path, stream_waits=np.False_, progress=False)
