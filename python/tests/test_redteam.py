@@ -117,3 +117,22 @@ def test_wrong_kinds_of_job_and_synth_arguments_are_config_errors(corpus, tmp_pa
     assert not any(tmp_path.iterdir())
     # numpy's bools are bools.
     assert lumos.synth("gpt-tiny", tmp_path, stream_waits=np.False_, progress=False)
+
+
+def test_the_last_progress_call_says_the_work_is_done(corpus):
+    # The call made once the work has ended said ("replaying", 0, 1) for a
+    # job's joint replay (and "assembling" 0 of 1 for load_job): a
+    # callback, or a bar, was left at nothing done.
+    job = corpus / "multi-rank" / "dlrm-8xv100"
+    trace = corpus / "single-rank" / "a100-alexnet-cuda-sync.json.gz"
+    for name, call in [
+        ("replay", lambda cb: lumos.replay(job, progress=cb)),
+        ("representatives", lambda cb: lumos.replay(job, representatives=True, progress=cb)),
+        ("load_job", lambda cb: lumos.load_job(job, progress=cb)),
+        ("inspect", lambda cb: lumos.inspect(job, progress=cb)),
+        ("durations_from", lambda cb: lumos.durations_from(trace, trace, progress=cb)),
+    ]:
+        calls = []
+        call(lambda phase, done, total: calls.append((phase, done, total)))
+        phase, done, total = calls[-1]
+        assert done == total > 0, (name, calls)

@@ -223,7 +223,9 @@ fn load_job(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult
     let job = progress::run(py, progress, |p| {
         let ranks = inputs::load_ranks(&files, p)?;
         p.phase("assembling", 1);
-        Ok::<_, Error>(lumos_graph::assemble(ranks)?)
+        let job = lumos_graph::assemble(ranks)?;
+        p.add(1);
+        Ok::<_, Error>(job)
     })??;
     Ok(Job {
         inner: Arc::new(job),
@@ -294,11 +296,14 @@ fn inspect_files(
                 lumos_report::inspect_prepared(input, lent)
             })
             .collect();
+        p.add(1);
         drop(read);
         let job = match ranks {
             Some(ranks) => {
                 p.phase("assembling", 1);
-                Some(lumos_report::job_report(&lumos_graph::assemble(ranks)?))
+                let job = lumos_report::job_report(&lumos_graph::assemble(ranks)?);
+                p.add(1);
+                Some(job)
             }
             None => None,
         };
@@ -450,6 +455,7 @@ fn durations_from_json(
         };
         let ((ga, ma, _), (gb, mb, _)) =
             rayon::join(|| lumos_graph::build(&ta), || lumos_graph::build(&tb));
+        p.add(2);
         p.phase("replaying", 1);
         let (pa, pb) = (ta.path.display().to_string(), tb.path.display().to_string());
         let ra = Recording {
@@ -462,14 +468,14 @@ fn durations_from_json(
             graph: &gb,
             measured: &mb,
         };
-        lumos_report::transfer_replay(ra, rb, &sim)
-            .map(|(report, _)| report)
-            .map_err(|e| match e {
-                ReportError::Predict(ref p) if p.is_usage() => {
-                    Error::from_chain(errors::Kind::Config, &e).naming("--durations-from", "b")
-                }
-                e => e.into(),
-            })
+        let replayed = lumos_report::transfer_replay(ra, rb, &sim);
+        p.add(1);
+        replayed.map(|(report, _)| report).map_err(|e| match e {
+            ReportError::Predict(ref p) if p.is_usage() => {
+                Error::from_chain(errors::Kind::Config, &e).naming("--durations-from", "b")
+            }
+            e => e.into(),
+        })
     })??;
     json(&report)
 }

@@ -120,10 +120,13 @@ pub fn replay_files(
             drop(read);
             p.phase("assembling", 1);
             let job = lumos_graph::assemble(ranks)?;
+            p.add(1);
             lumos_report::room_to_replay(&guard, &job)
                 .map_err(|e| Error::new(crate::errors::Kind::Input, e.to_string()))?;
             p.phase("replaying", 1);
-            Ok((replay_job_owned(job, opts)?, None))
+            let replayed = replay_job_owned(job, opts)?;
+            p.add(1);
+            Ok((replayed, None))
         }
         Sorted::Apart(read, note) => {
             let read: Vec<Prepared> = read.into_iter().flatten().collect();
@@ -287,6 +290,7 @@ pub fn replay_representatives(
     let graphs_loaded = r.graphs_loaded;
     p.phase("replaying", 1);
     let done = lumos_report::replay_representatives_kept(r.reps, &r.groups, &r.peers, &sim)?;
+    p.add(1);
     Ok(ReplayResult {
         output: done.output,
         parts: Parts::Job(Box::new(JobParts {
