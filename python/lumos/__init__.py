@@ -58,7 +58,9 @@ __all__ = [
     "synth",
 ]
 
-PathLike = Union[str, "os.PathLike[str]"]
+#: A path as every function takes it: ``str``, ``bytes`` (decoded as the
+#: file system does) or ``os.PathLike``.
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 Paths = Union[PathLike, Iterable[PathLike]]
 
 
@@ -81,28 +83,41 @@ def _paths(paths: Paths) -> List[str]:
     return [_path(p) for p in items]
 
 
-def _str(v: object, what: str, optional: bool = False) -> Optional[str]:
-    """``v`` as the ``str`` argument ``what`` takes (``None`` too where
-    ``optional``); anything else raises :class:`ConfigError`, not the
-    extension's ``TypeError``."""
-    if v is None and optional:
-        return None
+def _str(v: object, what: str) -> str:
+    """``v`` as the ``str`` argument ``what`` takes; anything else raises
+    :class:`ConfigError`, not the extension's ``TypeError``."""
     if not isinstance(v, str):
-        kind = "a str or None" if optional else "a str"
-        raise ConfigError(f"{what}: expected {kind}, got {v!r}")
+        raise ConfigError(f"{what}: expected a str, got {v!r}")
     return v
 
 
-def _bool(v: object, what: str, optional: bool = False) -> Optional[bool]:
-    """``v`` as the flag ``what`` (a bool, numpy's too; ``None`` too where
-    ``optional``); anything else, ``"no"`` or ``0`` included, raises
-    :class:`ConfigError` rather than be taken for true or false."""
-    if v is None and optional:
-        return None
-    if isinstance(v, bool) or (type(v).__module__ == "numpy" and type(v).__name__ in ("bool", "bool_")):
-        return bool(v)
-    kind = "None, True or False" if optional else "True or False"
-    raise ConfigError(f"{what}: expected {kind}, got {v!r}")
+def _opt_str(v: object, what: str) -> Optional[str]:
+    """``v`` as an optional ``str`` argument: ``None`` or as :func:`_str`."""
+    if v is not None and not isinstance(v, str):
+        raise ConfigError(f"{what}: expected a str or None, got {v!r}")
+    return v
+
+
+def _is_bool(v: object) -> bool:
+    return isinstance(v, bool) or (
+        type(v).__module__ == "numpy" and type(v).__name__ in ("bool", "bool_")
+    )
+
+
+def _bool(v: object, what: str) -> bool:
+    """``v`` as the flag ``what`` (a bool, numpy's too); anything else,
+    ``"no"`` or ``0`` included, raises :class:`ConfigError` rather than be
+    taken for true or false."""
+    if not _is_bool(v):
+        raise ConfigError(f"{what}: expected True or False, got {v!r}")
+    return bool(v)
+
+
+def _opt_bool(v: object, what: str) -> Optional[bool]:
+    """``v`` as an optional flag: ``None`` or as :func:`_bool`."""
+    if v is not None and not _is_bool(v):
+        raise ConfigError(f"{what}: expected None, True or False, got {v!r}")
+    return None if v is None else bool(v)
 
 
 def _real(v: object, what: str) -> float:
@@ -130,7 +145,8 @@ def _one_file(p: PathLike, what: str) -> str:
 KernelScales = Union[float, Mapping[str, float], Sequence[str], None]
 
 
-def _kernel_scales(scale_kernels: KernelScales) -> Tuple[Optional[float], List[str]]:
+def _kernel_scales(scale_kernels: KernelScales) -> Tuple[Optional[object], List[str]]:
+    """A bare factor (as given: the extension checks it) and the patterns."""
     if scale_kernels is None or isinstance(scale_kernels, numbers.Real):
         return scale_kernels, []
     if isinstance(scale_kernels, str):
@@ -144,11 +160,14 @@ def _kernel_scales(scale_kernels: KernelScales) -> Tuple[Optional[float], List[s
             "scale_kernels: expected a factor, {pattern: factor} or \"pattern=factor\" "
             f"(one or a list), got {scale_kernels!r}"
         )
-    return None, [_str(k, "scale_kernels") for k in scale_kernels]  # type: ignore[misc]
+    return None, [_str(k, "scale_kernels") for k in scale_kernels]
 
 
-def _rank_scales(scale_rank: Union[Mapping[int, float], Iterable[Tuple[int, float]], None]
-                 ) -> List[Tuple[object, object]]:
+#: ``scale_rank``: ``{rank: factor}`` or ``(rank, factor)`` pairs.
+RankScales = Union[Mapping[int, float], Iterable[Tuple[int, float]], None]
+
+
+def _rank_scales(scale_rank: RankScales) -> List[Tuple[object, object]]:
     """``scale_rank`` as ``(rank, factor)`` pairs: a dict, or pairs (a rank
     given twice is refused by the extension, as the CLI refuses it)."""
     if scale_rank is None:
@@ -159,7 +178,7 @@ def _rank_scales(scale_rank: Union[Mapping[int, float], Iterable[Tuple[int, floa
         raise ConfigError(
             f"scale_rank: expected {{rank: factor}} or (rank, factor) pairs, got {scale_rank!r}"
         )
-    pairs = []
+    pairs: List[Tuple[object, object]] = []
     for p in scale_rank if not isinstance(scale_rank, (str, bytes)) else [scale_rank]:
         if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:
             raise ConfigError(
@@ -174,7 +193,7 @@ def _options(
     scale_kernels: KernelScales = None,
     scale_only: str = "all",
     scale_pattern: Optional[str] = None,
-    scale_rank: Optional[Mapping[int, float]] = None,
+    scale_rank: RankScales = None,
     scale_rank_cpu: bool = False,
 ) -> _lumos.ReplayOptions:
     if isinstance(deps, str):
@@ -184,7 +203,7 @@ def _options(
     kinds = [_str(d, "deps") for d in deps]
     bare, patterns = _kernel_scales(scale_kernels)
     return _lumos.ReplayOptions(
-        kinds, bare, _str(scale_only, "scale_only"), _str(scale_pattern, "scale_pattern", True),
+        kinds, bare, _str(scale_only, "scale_only"), _opt_str(scale_pattern, "scale_pattern"),
         _rank_scales(scale_rank), _bool(scale_rank_cpu, "scale_rank_cpu"), patterns,
     )
 
@@ -279,7 +298,7 @@ class Job:
         scale_kernels: KernelScales = None,
         scale_only: str = "all",
         scale_pattern: Optional[str] = None,
-        scale_rank: Optional[Mapping[int, float]] = None,
+        scale_rank: RankScales = None,
         scale_rank_cpu: bool = False,
     ) -> Replay:
         """Replays the ranks together; the what-ifs are :func:`replay`'s."""
@@ -339,7 +358,7 @@ def replay(
     scale_kernels: KernelScales = None,
     scale_only: str = "all",
     scale_pattern: Optional[str] = None,
-    scale_rank: Optional[Mapping[int, float]] = None,
+    scale_rank: RankScales = None,
     scale_rank_cpu: bool = False,
     representatives: bool = False,
     progress: ProgressArg = None,
@@ -386,7 +405,7 @@ def replay(
       ``False`` for none, or ``callback(phase, done, total)``.
     """
     opts = _options(deps, scale_kernels, scale_only, scale_pattern, scale_rank, scale_rank_cpu)
-    job = _bool(job, "job", optional=True)
+    job = _opt_bool(job, "job")
     representatives = _bool(representatives, "representatives")
     files = _paths(paths)
     if representatives:
@@ -421,7 +440,7 @@ def inspect(paths: Paths, *, job: Optional[bool] = None, progress: ProgressArg =
     of one job, their identities, matching and clocks. ``job`` as in
     :func:`replay`. One trace file is read straight into the graph build,
     as ``lumos inspect FILE`` does."""
-    job = _bool(job, "job", optional=True)
+    job = _opt_bool(job, "job")
     with callback(progress) as cb:
         found = _lumos.expand(_paths(paths), True)
         if len(found) == 1 and not job and not _lumos.is_lgraph(found[0]):
@@ -507,13 +526,13 @@ def diff(
     file (a directory raises :class:`ConfigError`), before anything is
     read."""
     # Options first, then the two files, before anything is read.
-    steps = _str(steps, "steps", optional=True)
+    steps = _opt_str(steps, "steps")
     min_change_us = _real(min_change_us, "min_change_us")
     min_change_pct = _real(min_change_pct, "min_change_pct")
     _lumos.check_diff_options(steps, min_change_us, min_change_pct)
     files = [_one_file(a, "a"), _one_file(b, "b")]
     with callback(progress) as cb:
-        ta, tb = _lumos.read_pair(*files, cb)
+        ta, tb = _lumos.read_pair(files[0], files[1], cb)
     return Diff(json.loads(_lumos.diff_json(ta, tb, steps, min_change_us, min_change_pct)))
 
 
@@ -527,7 +546,7 @@ def durations_from(a: PathLike, b: PathLike, *, progress: ProgressArg = None) ->
     little with A."""
     files = [_one_file(a, "a"), _one_file(b, "b")]
     with callback(progress) as cb:
-        ta, tb = _lumos.read_pair(*files, cb)
+        ta, tb = _lumos.read_pair(files[0], files[1], cb)
         return Transfer(json.loads(_lumos.durations_from_json(ta, tb, cb)))
 
 
@@ -582,10 +601,10 @@ def synth(
     written (phase ``writing``); Ctrl-C stops before the next pipeline
     column, leaving the files already written."""
     recipe = _lumos.SynthRecipe(
-        _str(cluster, "cluster", True), global_batch, micro_batch, virtual_stages,
+        _opt_str(cluster, "cluster"), global_batch, micro_batch, virtual_stages,
         _bool(sequence_parallel, "sequence_parallel"),
-        _bool(distributed_optimizer, "distributed_optimizer"), _str(recompute, "recompute", True),
-        _str(precision, "precision", True), _bool(unfused_attention, "unfused_attention"),
+        _bool(distributed_optimizer, "distributed_optimizer"), _opt_str(recompute, "recompute"),
+        _opt_str(precision, "precision"), _bool(unfused_attention, "unfused_attention"),
         _bool(cuda_sync_events, "cuda_sync_events"), _bool(event_records, "event_records"),
         _bool(stream_waits, "stream_waits"),
     )

@@ -136,3 +136,19 @@ def test_the_last_progress_call_says_the_work_is_done(corpus):
         call(lambda phase, done, total: calls.append((phase, done, total)))
         phase, done, total = calls[-1]
         assert done == total > 0, (name, calls)
+
+
+def test_type_hints_admit_what_the_functions_take():
+    # The hints said scale_rank was a Mapping and a path str or PathLike
+    # only, where the docs (and the functions) take (rank, factor) pairs
+    # and bytes: mypy refused documented calls.
+    import typing
+
+    for f in (lumos.replay, lumos.Job.replay):
+        hint = typing.get_type_hints(f)["scale_rank"]
+        assert typing.Iterable[typing.Tuple[int, float]] in typing.get_args(hint), hint
+    assert bytes in typing.get_args(typing.get_type_hints(lumos.read_trace)["path"])
+    from lumos import distributed
+
+    # A path where a list of paths goes (load("lg")), as everywhere else.
+    assert str in typing.get_args(typing.get_type_hints(distributed.load)["paths"])
