@@ -107,7 +107,7 @@ COLUMNS: Dict[str, Dict[str, str]] = {
         "path": "the file, as given",
         "tasks": "tasks in its graph",
         "steps": "ProfilerStep#N annotations",
-        "flagged": "signs of events dropped by the profiler (reported apart in the summary)",
+        "flagged": "signs of a damaged trace: events dropped by the profiler, ids repeated, clocks skewed (reported apart in the summary)",
         "warnings": "how many warnings (see the warnings table)",
     },
     "steps": {

@@ -152,3 +152,20 @@ def test_type_hints_admit_what_the_functions_take():
 
     # A path where a list of paths goes (load("lg")), as everywhere else.
     assert str in typing.get_args(typing.get_type_hints(distributed.load)["paths"])
+
+
+def test_column_descriptions_are_the_docs():
+    # lumos.frames.COLUMNS said `flagged` was "signs of events dropped by
+    # the profiler" where PYTHON.md (and the report) also count repeated
+    # ids and skewed clocks.
+    import re
+    from pathlib import Path
+
+    from lumos.frames import COLUMNS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "PYTHON.md").read_text()
+    for name, cols in COLUMNS.items():
+        section = doc.split(f"**`{name}`**", 1)[1].split("**`", 1)[0]
+        rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", section, re.M))
+        for col, text in cols.items():
+            assert rows[col] == (text or "(as above)"), (name, col)
