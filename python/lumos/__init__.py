@@ -624,13 +624,19 @@ def synth(
 def _model_json(model: Mapping[str, object]) -> str:
     """A model dict as JSON text; a value JSON cannot hold (NaN, an
     infinity, an object) raises :class:`ConfigError` naming its key, as
-    the dict is an option (a file's JSON would be invalid)."""
+    the dict is an option (a file's JSON would be invalid). numpy's
+    scalars (a value read from a DataFrame: ``np.int64``, ``np.bool_``)
+    are taken as the Python numbers they hold."""
+    values = {}
     for k, v in model.items():
+        if type(v).__module__ == "numpy" and getattr(v, "shape", None) == ():
+            v = v.item()
         try:
             json.dumps(v, allow_nan=False)
         except (TypeError, ValueError):
             raise ConfigError(f"model: {k} is {v!r}, not a JSON number, string or bool") from None
-    return json.dumps(dict(model), allow_nan=False)
+        values[k] = v
+    return json.dumps(values, allow_nan=False)
 
 
 # lumos.distributed is a submodule of its own; importing it here makes

@@ -169,3 +169,19 @@ def test_column_descriptions_are_the_docs():
         rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", section, re.M))
         for col, text in cols.items():
             assert rows[col] == (text or "(as above)"), (name, col)
+
+
+def test_a_model_dict_takes_numpy_scalars(tmp_path):
+    # A model read from a DataFrame row holds np.int64: it was refused as
+    # "model: layers is np.int64(2), not a JSON number, string or bool".
+    plain = {"layers": 2, "hidden": 64, "heads": 2, "swiglu": True}
+    numpy = {"layers": np.int64(2), "hidden": np.int32(64), "heads": 2, "swiglu": np.True_}
+    by_np = lumos.synth(numpy, tmp_path / "np", progress=False)
+    by_py = lumos.synth(plain, tmp_path / "py", progress=False)
+    assert [gzip.decompress(open(f, "rb").read()) for f in by_np] == [
+        gzip.decompress(open(f, "rb").read()) for f in by_py
+    ]
+    # An array is no number, NaN still none.
+    for bad in (np.array([2]), np.float64("nan")):
+        with pytest.raises(ConfigError, match="model: heads is"):
+            lumos.synth({**plain, "heads": bad}, tmp_path / "bad", progress=False)
