@@ -128,13 +128,16 @@ def _real(v: object, what: str) -> float:
     return float(v)
 
 
-def _one_file(p: PathLike, what: str) -> str:
-    """``p`` as the one trace file an argument takes: a directory (which
-    would expand to many) raises :class:`ConfigError` before anything is
-    read."""
+def _one_file(p: PathLike, what: str, command: str) -> str:
+    """``p`` as the one trace file an argument of ``command`` takes: a
+    directory (which would expand to many) or an ``.lgraph`` file (which
+    keeps no trace to compare or re-time; ``lumos diff`` refuses it in the
+    same words) raises :class:`ConfigError` before anything is read."""
     path = _path(p, what)
     if os.path.isdir(path):
         raise ConfigError(f"{what} {path}: give one trace file, not a directory")
+    if os.path.isfile(path) and _lumos.is_lgraph(path):
+        raise ConfigError(f"{path}: {command} needs traces, not .lgraph files")
     return path
 
 
@@ -323,8 +326,16 @@ def read_trace(path: PathLike, *, progress: ProgressArg = None) -> Trace:
 def read_traces(paths: Paths, *, progress: ProgressArg = None) -> List[Trace]:
     """Reads trace files, or directories of them (natural order), in
     parallel; the first that cannot be read is raised."""
+    files = _paths(paths)
+    for f in files:
+        if os.path.isfile(f) and _lumos.is_lgraph(f):
+            # An .lgraph file keeps the graph, not the trace.
+            raise ConfigError(
+                f"{f}: an .lgraph file, not a trace (replay, inspect, predict and load_job "
+                "take .lgraph files)"
+            )
     with callback(progress) as cb:
-        return [Trace(t) for t in _lumos.read_traces(_paths(paths), cb)]
+        return [Trace(t) for t in _lumos.read_traces(files, cb)]
 
 
 def load_job(paths: Paths, *, progress: ProgressArg = None) -> Job:
@@ -530,7 +541,7 @@ def diff(
     min_change_us = _real(min_change_us, "min_change_us")
     min_change_pct = _real(min_change_pct, "min_change_pct")
     _lumos.check_diff_options(steps, min_change_us, min_change_pct)
-    files = [_one_file(a, "a"), _one_file(b, "b")]
+    files = [_one_file(a, "a", "lumos diff"), _one_file(b, "b", "lumos diff")]
     with callback(progress) as cb:
         ta, tb = _lumos.read_pair(files[0], files[1], cb)
     return Diff(json.loads(_lumos.diff_json(ta, tb, steps, min_change_us, min_change_pct)))
@@ -544,7 +555,7 @@ def durations_from(a: PathLike, b: PathLike, *, progress: ProgressArg = None) ->
     their GPU work in launch order; unmatched tasks keep A's durations.
     Raises :class:`ConfigError` with the matched share when B shares too
     little with A."""
-    files = [_one_file(a, "a"), _one_file(b, "b")]
+    files = [_one_file(a, "a", "durations_from"), _one_file(b, "b", "durations_from")]
     with callback(progress) as cb:
         ta, tb = _lumos.read_pair(files[0], files[1], cb)
         return Transfer(json.loads(_lumos.durations_from_json(ta, tb, cb)))

@@ -185,3 +185,28 @@ def test_a_model_dict_takes_numpy_scalars(tmp_path):
     for bad in (np.array([2]), np.float64("nan")):
         with pytest.raises(ConfigError, match="model: heads is"):
             lumos.synth({**plain, "heads": bad}, tmp_path / "bad", progress=False)
+
+
+def test_an_lgraph_where_a_trace_is_needed_is_a_config_error(corpus, tmp_path, cli_error):
+    # diff, durations_from and read_trace of an .lgraph file were an
+    # InputError saying "give its path (a compact graph is recognised in a
+    # file, not through a pipe)", to a caller who had given its path; the
+    # CLI's diff says the file is the wrong kind (exit 2).
+    from lumos import distributed
+
+    trace = str(corpus / "single-rank" / "a100-alexnet-cuda-sync.json.gz")
+    lg = distributed.ingest_rank(trace, tmp_path)
+    code, message = cli_error(["diff", lg, trace])
+    assert code == 2
+    for a, b in ((lg, trace), (trace, lg)):
+        with pytest.raises(ConfigError) as e:
+            lumos.diff(a, b, progress=False)
+        assert str(e.value) == message == f"{lg}: lumos diff needs traces, not .lgraph files"
+        with pytest.raises(ConfigError, match="durations_from needs traces, not .lgraph files"):
+            lumos.durations_from(a, b, progress=False)
+    for call in (lumos.read_trace, lumos.read_traces):
+        with pytest.raises(ConfigError, match="an .lgraph file, not a trace"):
+            call(lg)
+    # A missing file is still the I/O error, whatever its name.
+    with pytest.raises(lumos.LumosIOError):
+        lumos.read_trace(str(tmp_path / "missing.lgraph"))
