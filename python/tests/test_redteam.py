@@ -5,6 +5,7 @@ a path given where a list of paths goes."""
 from __future__ import annotations
 
 import gzip
+import sys
 
 import numpy as np
 import pytest
@@ -210,3 +211,27 @@ def test_an_lgraph_where_a_trace_is_needed_is_a_config_error(corpus, tmp_path, c
     # A missing file is still the I/O error, whatever its name.
     with pytest.raises(lumos.LumosIOError):
         lumos.read_trace(str(tmp_path / "missing.lgraph"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="names that are not UTF-8: Linux file systems")
+def test_a_file_name_that_is_not_utf8_opens_the_same_file(corpus, tmp_path, cli_json):
+    # Paths came back from the extension as display strings (U+FFFD for
+    # the byte 0xff): replay(b".../tr\xff.json.gz") said "cannot read
+    # file: No such file", and synth's and ingest_rank's returned paths
+    # named no file.
+    import os
+    import shutil
+
+    src = corpus / "micro" / "a100-simple-add.json.gz"
+    bad = os.fsencode(tmp_path) + b"/tr\xff.json.gz"
+    shutil.copy(src, bad)
+    want = cli_json(["replay", str(src)])["traces"][0]["window"]
+    assert lumos.replay(bad, progress=False).report["traces"][0]["window"] == want
+    assert lumos.replay(os.fsdecode(bad), progress=False).report["traces"][0]["window"] == want
+    assert lumos.inspect(bad, progress=False).files["events"].iloc[0] > 0
+    out = os.fsencode(tmp_path) + b"/out\xfe"
+    for f in lumos.synth("gpt-tiny", out, progress=False):
+        assert os.path.isfile(f)
+    from lumos import distributed
+
+    assert os.path.isfile(distributed.ingest_rank(bad, out))

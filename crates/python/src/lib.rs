@@ -22,6 +22,7 @@ mod progress;
 mod recipe;
 mod replay;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -43,10 +44,11 @@ pub struct Trace {
 
 #[pymethods]
 impl Trace {
-    /// The file, as given.
+    /// The file, as given (a name that is not UTF-8 comes back as
+    /// `os.fsdecode` gives it, so that it opens the same file).
     #[getter]
-    fn path(&self) -> String {
-        self.inner.path.display().to_string()
+    fn path(&self) -> OsString {
+        self.inner.path.clone().into_os_string()
     }
 
     /// Its rank (`distributedInfo.rank`, else `rank<N>` in its name, else 0).
@@ -121,9 +123,9 @@ impl Job {
 
     /// Each rank's file, in rank order.
     #[getter]
-    fn paths(&self) -> Vec<String> {
+    fn paths(&self) -> Vec<OsString> {
         let r = &self.inner.ranks;
-        r.iter().map(|m| m.path.display().to_string()).collect()
+        r.iter().map(|m| m.path.clone().into_os_string()).collect()
     }
 
     /// Ranks grouped by communication program: one list per group, its
@@ -171,12 +173,14 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 }
 
 /// The trace files `paths` name, directories expanded (sub-folders
-/// included, sorted); with `lgraph`, compact graphs (`.lgraph`) too.
+/// included, sorted); with `lgraph`, compact graphs (`.lgraph`) too. Each
+/// as an OS string (`os.fsdecode`'s `str`), not a display string: a name
+/// that is not UTF-8 must open the same file when given back.
 #[pyfunction]
 #[pyo3(signature = (paths, lgraph = false))]
-fn expand(py: Python<'_>, paths: Vec<PathBuf>, lgraph: bool) -> PyResult<Vec<String>> {
+fn expand(py: Python<'_>, paths: Vec<PathBuf>, lgraph: bool) -> PyResult<Vec<OsString>> {
     let files = py.detach(|| inputs::expand(&paths, lgraph))?;
-    Ok(files.iter().map(|f| f.display().to_string()).collect())
+    Ok(files.into_iter().map(PathBuf::into_os_string).collect())
 }
 
 /// Reads every trace `paths` name (in parallel); the first that cannot be
@@ -502,7 +506,7 @@ fn synth(
     recipe: Option<PyRef<'_, recipe::SynthRecipe>>,
     model_json: Option<&str>,
     progress: Callback,
-) -> PyResult<Vec<String>> {
+) -> PyResult<Vec<OsString>> {
     use lumos_report::range;
     use lumos_synth::{Parallelism, Ranks, SynthConfig};
     // Each number in the range of its CLI flag, checked first as clap
@@ -568,7 +572,7 @@ fn synth(
             ),
         )
     })?;
-    Ok(files.iter().map(|f| f.display().to_string()).collect())
+    Ok(files.into_iter().map(PathBuf::into_os_string).collect())
 }
 
 /// Ingests one trace into a per-rank file in `out_dir`; returns
@@ -578,14 +582,9 @@ fn ingest_rank(
     py: Python<'_>,
     path: PathBuf,
     out_dir: PathBuf,
-) -> PyResult<(String, u32, u64, u64)> {
+) -> PyResult<(OsString, u32, u64, u64)> {
     let done = py.detach(|| ingest::ingest(&path, &out_dir))?;
-    Ok((
-        done.out.display().to_string(),
-        done.rank,
-        done.tasks,
-        done.bytes,
-    ))
+    Ok((done.out.into_os_string(), done.rank, done.tasks, done.bytes))
 }
 
 /// The name of the per-rank file [`ingest_rank`] writes for `path`.
