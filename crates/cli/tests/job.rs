@@ -717,3 +717,82 @@ fn a_summary_over_nothing_says_so() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("summary: nothing replayed"), "{text}");
 }
+
+/// A synthesized TP2 x PP2 x DP2 job (matched by process group and `Seq`)
+/// with one rank replaced: by DLRM's rank 3 (another job, another GPU), or
+/// by its own trace with only the metadata kept. Such a rank spoils only
+/// the collectives of its own groups, whose other members still match in
+/// their other groups, so it was kept (clock "taken as recorded") and its
+/// steps became the job's: DLRM's 20 ms step, or one step instead of two.
+/// It is left out, and the job's steps are the other ranks'.
+#[test]
+fn a_stray_rank_of_a_seq_matched_job_is_left_out() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let whole = temp_dir("stray-whole");
+    run_ok(
+        lumos()
+            .args([
+                "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2", "--ranks",
+                "all", "--out",
+            ])
+            .arg(whole.path()),
+    );
+    let full = replay(&[], &whole);
+    let full_steps = f64s(
+        &full["job"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["measured_us"].clone())
+            .collect(),
+    );
+    assert_eq!(full_steps.len(), 2);
+    for (name, rank, reason) in [
+        ("stray-foreign", 3, "no_shared_collective"),
+        ("stray-empty", 4, "no_tasks"),
+    ] {
+        let dir = temp_dir(name);
+        for r in (0..8).filter(|&r| r != rank) {
+            let f = format!("rank{r}.json.gz");
+            std::fs::copy(whole.join(&f), dir.join(&f)).unwrap();
+        }
+        let stray = dir.join(format!("rank{rank}.json"));
+        if reason == "no_tasks" {
+            let mut doc = load_json(&whole.join(format!("rank{rank}.json.gz")));
+            doc["traceEvents"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|e| e["ph"] == "M");
+            write_json(&stray, &doc);
+        } else {
+            std::fs::copy(
+                rank_file(&dlrm, rank),
+                dir.join(format!("rank{rank}.json.gz")),
+            )
+            .unwrap();
+        }
+        let (v, err) = replay_partly(&dir);
+        let job = &v["job"];
+        let kept: Vec<u32> = (0..8).filter(|&r| r != rank).collect();
+        assert_eq!(job["ranks"], serde_json::json!(kept), "{name}");
+        assert_eq!(job["left_out"][0]["rank"], rank, "{name}");
+        assert_eq!(job["left_out"][0]["reason"], reason, "{name}");
+        assert!(err.contains(&format!("rank {rank} (")), "{name}: {err}");
+        let w = warnings(&v);
+        assert!(
+            !w.iter().any(|w| w.contains("clock taken as recorded")),
+            "{name}: {w:?}"
+        );
+        let steps = f64s(
+            &job["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["measured_us"].clone())
+                .collect(),
+        );
+        assert_eq!(steps, full_steps, "{name}");
+    }
+}

@@ -9,7 +9,8 @@
 //!   largest). A rank recording another is named; it is left out only when
 //!   its rank number does not fit the job's world size.
 //! - **Collectives.** A rank in no matched set whose absence lets other
-//!   ranks match among themselves is left out ([`foreign_ranks`]). Every
+//!   ranks match among themselves, or their collectives disagree less, is
+//!   left out ([`foreign_ranks`]). Every
 //!   rank of a training job communicates with the others, so a rank that
 //!   shares nothing with them, while they share collectives, is from
 //!   another job (or lost its communication altogether); in neither case
@@ -169,47 +170,69 @@ fn unmatched_ranks(m: &CollectiveMatch, n: usize) -> Vec<usize> {
 /// ranks in no matched set, the rarest communication programs first, then
 /// each group of ranks running one rare program together (two ranks of one
 /// other run). A rank is left out when the others then have fewer
-/// unmatched ranks among them; the search repeats while that helps and the
-/// ranks left out stay a minority.
+/// unmatched ranks among them, or as many but fewer communication tasks in
+/// a disagreement ([`MatchProblem`](super::MatchProblem)): a stray rank in
+/// a job matched by process group and `Seq` spoils only the collectives of
+/// its own groups, whose other members stay in other sets, so only the
+/// disagreements tell that it is in their way (a rank whose peers are all
+/// absent disagrees with nobody and stays). The search repeats while that
+/// helps and the ranks left out stay a minority.
 pub fn foreign_ranks(ranks: &[&RankGraph]) -> Vec<usize> {
+    /// The best candidate so far: its positions, the ranks in no matched
+    /// set without it, and its score (those unmatched counting the
+    /// candidate's own ranks, then the tasks in a disagreement).
+    struct Try {
+        cand: Vec<usize>,
+        after: Vec<usize>,
+        score: (usize, usize),
+    }
     let n = ranks.len();
     let mut kept: Vec<usize> = (0..n).collect();
-    let unmatched_of = |kept: &[usize]| -> Vec<usize> {
+    // Per set of ranks kept: the positions in no matched set, and the
+    // communication tasks in a disagreement.
+    let outcome = |kept: &[usize]| -> (Vec<usize>, usize) {
         let sub: Vec<&RankGraph> = kept.iter().map(|&p| ranks[p]).collect();
-        unmatched_ranks(&match_refs(&sub), sub.len())
+        let m = match_refs(&sub);
+        let unmatched = unmatched_ranks(&m, sub.len())
             .into_iter()
             .map(|i| kept[i])
-            .collect()
+            .collect();
+        (
+            unmatched,
+            m.problems.iter().map(|p| p.unmatched_tasks).sum(),
+        )
     };
-    let mut unmatched = unmatched_of(&kept);
+    let (mut unmatched, mut disagreeing) = outcome(&kept);
     let mut out: Vec<usize> = Vec::new();
     while !unmatched.is_empty() {
-        let mut best: Option<(Vec<usize>, Vec<usize>)> = None;
+        let mut best: Option<Try> = None;
         for cand in candidates(ranks, &unmatched) {
             if (out.len() + cand.len()) * 2 >= n {
                 continue;
             }
             let rest: Vec<usize> = kept.iter().copied().filter(|p| !cand.contains(p)).collect();
-            let after = unmatched_of(&rest);
-            // Leaving the candidate out must match some other rank, and
-            // more of them than the best candidate so far.
+            let (after, tasks) = outcome(&rest);
+            let score = (after.len() + cand.len(), tasks);
+            // Leaving the candidate out must help the other ranks match,
+            // and more than the best candidate so far.
             let bound = best
                 .as_ref()
-                .map_or(unmatched.len(), |(c, b)| b.len() + c.len());
-            if after.len() + cand.len() < bound {
+                .map_or((unmatched.len(), disagreeing), |b| b.score);
+            if score < bound {
                 let done = after.is_empty();
-                best = Some((cand, after));
+                best = Some(Try { cand, after, score });
                 if done {
                     break;
                 }
             }
         }
-        let Some((cand, after)) = best else {
+        let Some(Try { cand, after, score }) = best else {
             break;
         };
         kept.retain(|p| !cand.contains(p));
         out.extend(cand);
         unmatched = after;
+        disagreeing = score.1;
     }
     out.sort_unstable();
     out
