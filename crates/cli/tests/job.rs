@@ -724,7 +724,8 @@ fn a_summary_over_nothing_says_so() {
 /// the collectives of its own groups, whose other members still match in
 /// their other groups, so it was kept (clock "taken as recorded") and its
 /// steps became the job's: DLRM's 20 ms step, or one step instead of two.
-/// It is left out, and the job's steps are the other ranks'.
+/// It is left out, and the job's steps are the other ranks', from every
+/// rank or from representatives.
 #[test]
 fn a_stray_rank_of_a_seq_matched_job_is_left_out() {
     let Some(dlrm) = dlrm() else {
@@ -794,5 +795,27 @@ fn a_stray_rank_of_a_seq_matched_job_is_left_out() {
                 .collect(),
         );
         assert_eq!(steps, full_steps, "{name}");
+        // From representatives: the stray rank is a group of its own, whose
+        // measured steps were the job's (DLRM's 20 ms) with exit code 0.
+        let out = run(&["replay", "--representatives", "--json"], &[dir.path()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(&format!("rank {rank} (")), "{name}: {err}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            v["job"]["missing_ranks"],
+            serde_json::json!([rank]),
+            "{name}"
+        );
+        assert_eq!(v["representatives"]["ranks"], 7, "{name}");
+        let steps = f64s(
+            &v["job"]["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["measured_us"].clone())
+                .collect(),
+        );
+        assert_eq!(steps, full_steps, "{name}: representatives");
     }
 }

@@ -316,8 +316,15 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             return Ok(false);
         }
         let report = lumos_report::replay_representatives(r.reps, &r.groups, &r.peers, &opts.0)?;
+        // A representative left out of the job (with its group) is an input
+        // that could not be used, as with --job: named, and exit code 1.
+        let left_out = report.job.as_ref().map_or(&[][..], |j| &j.left_out[..]);
+        for l in left_out {
+            output::error(&l.detail);
+        }
+        let all_in = left_out.is_empty();
         write_output(out, &report, a)?;
-        return Ok(read_ok);
+        return Ok(read_ok && all_in);
     }
     if a.mode.job {
         // Stream: each trace is dropped once its graph is built.

@@ -83,7 +83,9 @@ fn step_spread(g: &ProgramGroup, k: usize) -> Option<StepSpread> {
 /// [`replay_job`](crate::replay_job) on the representatives, except that
 /// the job's measured steps are the slowest of every rank's (replayed:
 /// the slowest representative's), its missing ranks those in no group, and
-/// `representatives` says what was replayed for whom.
+/// `representatives` says what was replayed for whom. A group whose
+/// representative the job's assembly leaves out (see
+/// [`lumos_graph::LeftOut`]) is left out whole, its members missing.
 pub fn replay_representatives(
     reps: Vec<RankInput>,
     groups: &[ProgramGroup],
@@ -115,22 +117,49 @@ pub fn replay_representatives_kept(
     opts: &SimOptions,
 ) -> Result<RepresentativesReplayed, ReportError> {
     let mut job = assemble(reps)?;
-    let mut all: Vec<u32> = groups
+    // A representative that the assembly leaves out (a rank of another
+    // run, one without tasks, a clock hours away) takes its group along:
+    // the members run its program, so they are not the job's either, and
+    // their measured steps must not become the job's.
+    let left: Vec<u32> = job.left_out.iter().map(|l| l.rank).collect();
+    let (groups, dropped): (Vec<&ProgramGroup>, Vec<&ProgramGroup>) = groups
         .iter()
-        .flat_map(|g| g.ranks.iter().copied())
-        .collect();
-    all.sort_unstable();
+        .partition(|g| !left.contains(&g.representative()));
+    for g in &dropped {
+        if let [rep, others @ ..] = &g.ranks[..] {
+            if !others.is_empty() {
+                job.warnings.push(format!(
+                    "rank {} left out with rank {rep}, whose communication program they run",
+                    rank_ranges(others)
+                ));
+            }
+        }
+    }
+    let ranks_of = |gs: &[&ProgramGroup]| -> Vec<u32> {
+        let mut v: Vec<u32> = gs.iter().flat_map(|g| g.ranks.iter().copied()).collect();
+        v.sort_unstable();
+        v
+    };
+    let all = ranks_of(&groups);
+    let left_with_groups = ranks_of(&dropped);
     // The ranks that are not replayed are present (in their groups), not
-    // missing: only ranks in no group are.
+    // missing: only ranks in no group kept are, and of those, the ranks
+    // in no group at all had no file.
     let world = job.world_size.unwrap_or(0);
     job.missing = (0..world)
         .filter(|r| all.binary_search(r).is_err())
         .collect();
+    let no_file: Vec<u32> = job
+        .missing
+        .iter()
+        .copied()
+        .filter(|r| left_with_groups.binary_search(r).is_err())
+        .collect();
     job.warnings.retain(|w| !w.contains(" missing (no file"));
-    if !job.missing.is_empty() {
+    if !no_file.is_empty() {
         job.warnings.push(format!(
             "rank {} of world size {world} missing (no file)",
-            rank_ranges(&job.missing)
+            rank_ranges(&no_file)
         ));
     }
     let (mut graph, measured, merge_warnings) = merge(&job.graphs, &job.matching, &job.clock);
@@ -153,7 +182,7 @@ pub fn replay_representatives_kept(
     };
     let mut out = replayed.report();
     if let Some(report) = out.job.as_mut() {
-        measured_over_all_ranks(report, groups);
+        measured_over_all_ranks(report, &groups);
     }
     out.representatives = Some(RepresentativesReport {
         ranks: all.len(),
@@ -184,7 +213,7 @@ pub fn replay_representatives_kept(
 
 /// The job's measured steps become the slowest of every rank's, not only
 /// the representatives'.
-fn measured_over_all_ranks(report: &mut super::JobReport, groups: &[ProgramGroup]) {
+fn measured_over_all_ranks(report: &mut super::JobReport, groups: &[&ProgramGroup]) {
     let ranks: Vec<u32> = groups
         .iter()
         .flat_map(|g| g.ranks.iter().copied())
