@@ -819,3 +819,30 @@ fn a_stray_rank_of_a_seq_matched_job_is_left_out() {
         assert_eq!(steps, full_steps, "{name}: representatives");
     }
 }
+
+/// DLRM's eight ranks and the corpus's DDP rank 1 of 2 (another job): two
+/// files claim rank 1, an error naming both. They record world sizes 8 and
+/// 2, so the error said "both claim rank 1 of world size 2", untrue of
+/// DLRM's file; it names no world size now.
+#[test]
+fn two_files_claiming_one_rank_of_different_world_sizes_name_none() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let corpus = lumos_testkit::corpus().unwrap();
+    let dir = dlrm_copy(&dlrm, "two-sizes", &[]);
+    std::fs::copy(
+        corpus.path("single-rank/v100-ddp-rank1of2-allreduce.json.gz"),
+        dir.join("ddp.json.gz"),
+    )
+    .unwrap();
+    let out = run(&["replay", "--job", "--json"], &[dir.path()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ddp.json.gz (distributedInfo) and ")
+            && err.contains("rank1.json.gz (distributedInfo) both claim rank 1: a job takes one"),
+        "{err}"
+    );
+    assert!(!err.contains("of world size"), "{err}");
+}

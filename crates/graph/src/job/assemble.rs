@@ -198,7 +198,8 @@ pub enum JobError {
     DuplicateRank {
         /// The rank.
         rank: u32,
-        /// The world size either file records.
+        /// The world size the files record (one may record none); `None`
+        /// when neither does, or they record different ones.
         world_size: Option<u32>,
         /// The files and how each found the rank, in path order.
         files: [(PathBuf, RankSource); 2],
@@ -293,7 +294,11 @@ pub fn assemble_with(
         let file = |i: &RankInput| (i.meta.file().to_owned(), i.meta.rank_source);
         return Err(JobError::DuplicateRank {
             rank: w[0].meta.rank,
-            world_size: w[0].meta.world_size.or(w[1].meta.world_size),
+            // Two different world sizes: neither is "the" rank's.
+            world_size: match (w[0].meta.world_size, w[1].meta.world_size) {
+                (Some(a), Some(b)) if a != b => None,
+                (a, b) => a.or(b),
+            },
             files: [file(&w[0]), file(&w[1])],
         });
     }
