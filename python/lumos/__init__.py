@@ -343,7 +343,8 @@ def load_job(paths: Paths, *, progress: ProgressArg = None) -> Job:
     assembles them, dropping each trace as soon as its graph is built. Two
     files claiming one rank are an
     :class:`InputError`; ranks below the world size that no file holds a
-    ``UserWarning`` (and :attr:`Job.missing_ranks`)."""
+    ``UserWarning`` (and :attr:`Job.missing_ranks`), as is each file left
+    out of the job, naming it and why."""
     with callback(progress) as cb:
         job = Job(_lumos.load_job(_paths(paths), cb))
     _warn_missing(job)
@@ -351,12 +352,21 @@ def load_job(paths: Paths, *, progress: ProgressArg = None) -> Job:
 
 
 def _warn_missing(job: Job) -> None:
-    """Warns when ranks below the job's world size have no file."""
+    """Warns when ranks below the job's world size have no file, and for
+    each file left out of the job (another run's rank, one without tasks,
+    a clock hours away), why: its rank is missing too, but it has a file."""
     missing = job.missing_ranks
-    if missing:
+    if not missing:
+        return
+    left_out = job.report.get("left_out", [])
+    for entry in left_out:
+        warnings.warn(f"{entry['detail']} (Job.missing_ranks)", stacklevel=3)
+    left = {entry["rank"] for entry in left_out}
+    no_file = [r for r in missing if r not in left]
+    if no_file:
         warnings.warn(
-            f"{len(missing)} of {job.world_size} ranks have no file: "
-            f"{', '.join(map(str, missing))} (Job.missing_ranks)",
+            f"{len(no_file)} of {job.world_size} ranks have no file: "
+            f"{', '.join(map(str, no_file))} (Job.missing_ranks)",
             stacklevel=3,
         )
 

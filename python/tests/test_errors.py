@@ -549,6 +549,24 @@ def test_a_job_with_missing_ranks_warns(tmp_path, corpus):
     assert job.missing_ranks == [3]
 
 
+def test_a_rank_left_out_is_named_not_said_to_have_no_file(tmp_path, corpus):
+    """A rank whose file holds no task is left out of the job: the warning
+    names its file and why (it said "1 of 8 ranks have no file: 7")."""
+    src = sorted((corpus / JOB).iterdir())
+    for p in src:
+        if p.name != "rank7.json.gz":
+            (tmp_path / p.name).write_bytes(p.read_bytes())
+    doc = json.loads(gzip.decompress((corpus / JOB / "rank7.json.gz").read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("ph") == "M"]
+    (tmp_path / "rank7.json").write_text(json.dumps(doc))
+    with pytest.warns(UserWarning) as record:
+        job = lumos.load_job(str(tmp_path), progress=False)
+    assert job.missing_ranks == [7]
+    said = [str(w.message) for w in record]
+    assert any("rank7.json) holds no CPU or GPU task" in m for m in said), said
+    assert not any("have no file" in m for m in said), said
+
+
 def test_an_ingest_error_says_its_cause_once(tmp_path, cli_error):
     from lumos.distributed import ingest_rank
 
