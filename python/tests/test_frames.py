@@ -125,17 +125,7 @@ def test_a_span_of_zero_length_has_no_error(corpus, tmp_path, cli_json):
     """A trace whose every time is zero measures a window of no length: its
     error is missing (null in Arrow, NaN in pandas), as the CLI's JSON has
     null, not the 0.0 it was; the summary averages nothing."""
-    import gzip
-    import json
-
-    with gzip.open(corpus / "micro" / "a100-simple-add.json.gz") as f:
-        v = json.load(f)
-    for e in v["traceEvents"]:
-        for key in ("ts", "dur"):
-            if key in e:
-                e[key] = 0
-    path = tmp_path / "zero.json"
-    path.write_text(json.dumps(v))
+    path = _zero_times(corpus, tmp_path)
     r = lumos.replay(str(path), progress=False)
     assert r.window["measured_us"].tolist() == [0.0]
     assert r.arrow("window").column("error_pct").null_count == 1
