@@ -820,6 +820,86 @@ fn a_stray_rank_of_a_seq_matched_job_is_left_out() {
     }
 }
 
+/// DLRM with its rank 3 replaced by the corpus's recsys rank 3 of 8
+/// (another job of eight). `--job` leaves it out: it shares no collective
+/// with the other seven. From representatives it was one group against
+/// DLRM's one, "half the job", so it stayed, and its 75.7 ms step became
+/// the job's with exit code 0. Each representative counts as its group's
+/// ranks now: rank 3 is left out alike, named on stderr with exit code 1,
+/// and the job's steps are the other ranks', as from `--job` (measured)
+/// and as from representatives of DLRM's seven ranks alone (replayed).
+#[test]
+fn a_foreign_rank_is_left_out_from_representatives_as_from_every_rank() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let recsys = lumos_testkit::corpus()
+        .unwrap()
+        .path("single-rank/a100-recsys-rank3of8.json.gz");
+    let dir = dlrm_copy(&dlrm, "recsys-as-rank3", &[3]);
+    std::fs::copy(&recsys, dir.join("rank3.json.gz")).unwrap();
+    let [job, reps] = ["--job", "--representatives"].map(|mode| {
+        let out = run(&["replay", "--json", mode], &[dir.path()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(
+            err.contains("rank 3 (") && err.contains("shares no collective with the other 7"),
+            "{mode}: {err}"
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["job"]["missing_ranks"], serde_json::json!([3]), "{mode}");
+        assert_eq!(v["job"]["world_size"], 8, "{mode}");
+        assert_eq!(v["job"]["left_out"][0]["reason"], "no_shared_collective");
+        v
+    });
+    assert_eq!(reps["job"]["left_out"], job["job"]["left_out"]);
+    assert_eq!(warnings(&reps), warnings(&job));
+    assert_eq!(reps["representatives"]["ranks"], 7);
+    let measured = |v: &Value| -> Vec<(Value, Value, Value)> {
+        (v["job"]["steps"].as_array().unwrap().iter())
+            .map(|s| {
+                let m = |k: &str| s[k].clone();
+                (m("name"), m("measured_us"), m("slowest_rank_measured"))
+            })
+            .collect()
+    };
+    assert_eq!(measured(&reps), measured(&job));
+    assert_eq!(reps["job"]["steps"][0]["name"], "ProfilerStep#10");
+    let seven = dlrm_copy(&dlrm, "seven", &[3]);
+    let alone = replay(&["--representatives"], &seven);
+    assert_eq!(reps["job"]["steps"], alone["job"]["steps"]);
+}
+
+/// DLRM with its rank 4's gzip stream cut in half: from representatives
+/// the rank was said to be "missing (no file)"; it is unreadable, named
+/// with its error as `--job` names it.
+#[test]
+fn representatives_name_an_unreadable_rank_unreadable() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_copy(&dlrm, "truncated-gz", &[4]);
+    let gz = std::fs::read(rank_file(&dlrm, 4)).unwrap();
+    std::fs::write(dir.join("rank4.json.gz"), &gz[..gz.len() / 2]).unwrap();
+    let [job, reps] = ["--job", "--representatives"].map(|mode| {
+        let out = run(&["replay", "--json", mode], &[dir.path()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(err.contains("rank4.json.gz: "), "{mode}: {err}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    });
+    let w = warnings(&reps);
+    assert!(
+        w.iter()
+            .any(|w| w.starts_with("rank 4 of world size 8 unreadable (")
+                && w.contains("rank4.json.gz: ")),
+        "{w:?}"
+    );
+    assert!(!w.iter().any(|w| w.contains("no file")), "{w:?}");
+    assert_eq!(w, warnings(&job));
+    assert_eq!(reps["job"]["missing_ranks"], serde_json::json!([4]));
+}
+
 /// DLRM's eight ranks and the corpus's DDP rank 1 of 2 (another job): two
 /// files claim rank 1, an error naming both. They record world sizes 8 and
 /// 2, so the error said "both claim rank 1 of world size 2", untrue of

@@ -805,6 +805,60 @@ fn a_rank_sharing_no_collective_is_left_out() {
     assert!(job.matching.sets.is_empty());
 }
 
+/// From representatives (`lumos replay --representatives`) an input counts
+/// as its group's ranks: a stray rank against one representative of three
+/// is a minority and left out, where against the representative alone
+/// nobody could tell which is the job's; and the world size is the one
+/// most ranks record, not most inputs (a tie, before, chose the largest,
+/// which kept a stray rank 5 of 8 in a job of 4).
+#[test]
+fn a_representative_counts_as_its_group() {
+    let group = |rep: &RankInput| ProgramGroup {
+        signature: program_signature(&rep.graph),
+        ranks: vec![0, 1, 2],
+        steps_ns: vec![Vec::new(); 3],
+    };
+    for (stray, stray_world, reason) in [
+        (3, 4, LeftOutReason::NoSharedCollective { others: 3 }),
+        (
+            5,
+            8,
+            LeftOutReason::OutsideWorld {
+                world_size: 4,
+                recorded: Some(8),
+            },
+        ),
+    ] {
+        let inputs = || {
+            vec![
+                member(0, Some(4), &[1, 2, 3], 0),
+                member(stray, Some(stray_world), &[101, 102], 0),
+            ]
+        };
+        let job = assemble(inputs()).unwrap();
+        assert!(job.left_out.is_empty(), "{:?}", job.left_out);
+        assert_eq!(job.world_size, Some(stray_world));
+        let g = group(&inputs()[0]);
+        let job = assemble_representatives(inputs(), Vec::new(), &[g]).unwrap();
+        assert_eq!(job.world_size, Some(4));
+        assert_eq!(job.rank_numbers(), [0]);
+        assert_eq!(job.left_out.len(), 1);
+        assert_eq!(job.left_out[0].rank, stray);
+        assert_eq!(job.left_out[0].reason, reason);
+        if stray_world == 8 {
+            assert!(
+                has(
+                    &job.warnings,
+                    "files disagree on the world size (4 in 3 files (rank 0-2), 8 in \
+                     /t/rank5.json); using 4, which most files record"
+                ),
+                "{:?}",
+                job.warnings
+            );
+        }
+    }
+}
+
 #[test]
 fn two_ranks_of_another_run_are_left_out_together() {
     let job = assemble(vec![

@@ -289,7 +289,9 @@ pub fn replay_representatives(
     }
     let graphs_loaded = r.graphs_loaded;
     p.phase("replaying", 1);
-    let done = lumos_report::replay_representatives_kept(r.reps, &r.groups, &r.peers, &sim)?;
+    // Every input was read (the first error is raised above).
+    let done =
+        lumos_report::replay_representatives_kept(r.reps, Vec::new(), &r.groups, &r.peers, &sim)?;
     p.add(1);
     Ok(ReplayResult {
         output: done.output,

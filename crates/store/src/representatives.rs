@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use lumos_graph::{
     JobError, PeerModel, ProgramGroup, ProgramGroups, ProgramSignature, RankInput, RankProgram,
+    Unreadable,
 };
 use lumos_trace::{RankSource, ReadError};
 use rayon::prelude::*;
@@ -52,6 +53,23 @@ impl fmt::Display for InputError {
                 files[0].display(),
                 files[1].display()
             ),
+        }
+    }
+}
+
+impl InputError {
+    /// The file that could not be read, for the job to name its rank
+    /// unreadable (as [`Unreadable::of`] a trace's error); `None` for the
+    /// errors that refuse the job (no rank, two files claiming one).
+    pub fn unreadable(&self) -> Option<Unreadable> {
+        match self {
+            InputError::Trace(e) => Some(Unreadable::of(e)),
+            InputError::Store(e) => Some(Unreadable {
+                path: e.path.clone(),
+                rank: lumos_trace::rank_from_file_name(&e.path),
+                error: e.to_string(),
+            }),
+            InputError::UnknownRank(_) | InputError::SameRank { .. } => None,
         }
     }
 }

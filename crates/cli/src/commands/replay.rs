@@ -315,7 +315,10 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             // nothing is left to replay.
             return Ok(false);
         }
-        let report = lumos_report::replay_representatives(r.reps, &r.groups, &r.peers, &opts.0)?;
+        // A file that could not be read is named so, not "no file".
+        let unreadable = r.errors.iter().filter_map(|e| e.unreadable()).collect();
+        let report =
+            lumos_report::replay_representatives(r.reps, unreadable, &r.groups, &r.peers, &opts.0)?;
         // A representative left out of the job (with its group) is an input
         // that could not be used, as with --job: named, and exit code 1.
         let left_out = report.job.as_ref().map_or(&[][..], |j| &j.left_out[..]);

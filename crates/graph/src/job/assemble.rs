@@ -22,7 +22,7 @@ use super::belong::{
 use super::clock::align_refs;
 use super::matching::match_refs;
 use super::{rank_graph, rank_graph_streamed, rank_ranges, CommSink};
-use super::{ClockAlignment, CollectiveMatch, RankGraph};
+use super::{ClockAlignment, CollectiveMatch, ProgramGroup, RankGraph};
 use crate::BuildReport;
 
 /// What a rank's trace says about the rank itself: which one it is, how
@@ -261,15 +261,54 @@ pub fn assemble(inputs: Vec<RankInput>) -> Result<Job, JobError> {
     assemble_with(inputs, Vec::new())
 }
 
+/// [`assemble_with`] of one representative per group of ranks that run the
+/// same communication program (`lumos replay --representatives`): an input
+/// that is the [`ProgramGroup::representative`] of one of `groups` counts
+/// as the group's members (any other input as itself alone) where the job
+/// is told apart from files that are not its ranks, as `--job` would count
+/// them all: in the vote for the world size (its members are taken to
+/// record the world size it records) and in the tests that leave files
+/// out, whose ranks must stay a minority of the job's (see the `belong`
+/// module). One foreign rank against one group of seven is thus left out,
+/// where against the one representative it would be half the job.
+pub fn assemble_representatives(
+    inputs: Vec<RankInput>,
+    unreadable: Vec<Unreadable>,
+    groups: &[ProgramGroup],
+) -> Result<Job, JobError> {
+    let members: BTreeMap<u32, &[u32]> = groups
+        .iter()
+        .map(|g| (g.representative(), g.ranks.as_slice()))
+        .collect();
+    assemble_counted(inputs, unreadable, &members)
+}
+
 /// Checks that the ranks are distinct and known, leaves out the files that
 /// are not ranks of the job (see the `belong` module), finds the missing
 /// ranks (`unreadable` files among them), then matches collectives and
 /// aligns clocks. Soft problems (world sizes that disagree, ranks left out,
 /// missing ranks, unaligned clocks) become [`Job::warnings`]; files that
 /// cannot be one job are a [`JobError`].
-pub fn assemble_with(
+pub fn assemble_with(inputs: Vec<RankInput>, unreadable: Vec<Unreadable>) -> Result<Job, JobError> {
+    assemble_counted(inputs, unreadable, &BTreeMap::new())
+}
+
+/// The ranks an input of `rank` counts as: its `members` where given, else
+/// itself.
+fn members_of<'a>(members: &BTreeMap<u32, &'a [u32]>, rank: &'a u32) -> &'a [u32] {
+    members
+        .get(rank)
+        .copied()
+        .unwrap_or(std::slice::from_ref(rank))
+}
+
+/// [`assemble_with`], each input counting as its `members` (by rank; itself
+/// where absent) in the world-size vote and the tests of which files
+/// belong.
+fn assemble_counted(
     mut inputs: Vec<RankInput>,
     unreadable: Vec<Unreadable>,
+    members: &BTreeMap<u32, &[u32]>,
 ) -> Result<Job, JobError> {
     if inputs.is_empty() {
         return Err(JobError::NoRanks);
@@ -304,12 +343,12 @@ pub fn assemble_with(
     }
     let written = written_ranks(&inputs);
     let mut warnings = Vec::new();
-    let world_size = world_size(&inputs, &mut warnings);
+    let world_size = world_size(&inputs, members, &mut warnings);
     let mut left_out = Vec::new();
     if let Some(w) = world_size {
         outside_world(&mut inputs, w, &mut left_out)?;
     }
-    let (matching, clock) = match_and_align(&mut inputs, &mut left_out, &mut warnings);
+    let (matching, clock) = match_and_align(&mut inputs, members, &mut left_out, &mut warnings);
     left_out.sort_by_key(|l| l.rank);
     warnings.extend(left_out.iter().map(ToString::to_string));
     let refs: Vec<&RankGraph> = inputs.iter().map(|i| &i.graph).collect();
@@ -407,14 +446,25 @@ fn take_out(
 
 /// Leaves out the ranks that share no collective with the others, matches
 /// the rest and aligns their clocks; then leaves out the ranks whose clock
-/// is far from the others' and does it again without them.
+/// is far from the others' and does it again without them. Each input
+/// counts as its `members` ([`assemble_counted`]).
 fn match_and_align(
     inputs: &mut Vec<RankInput>,
+    members: &BTreeMap<u32, &[u32]>,
     left_out: &mut Vec<LeftOut>,
     warnings: &mut Vec<String>,
 ) -> (CollectiveMatch, ClockAlignment) {
-    let foreign = foreign_ranks(&inputs.iter().map(|i| &i.graph).collect::<Vec<_>>());
-    let others = inputs.len() - foreign.len();
+    let weights = |inputs: &[RankInput]| -> Vec<usize> {
+        (inputs.iter())
+            .map(|i| members_of(members, &i.meta.rank).len())
+            .collect()
+    };
+    let w = weights(inputs);
+    let foreign = foreign_ranks(&inputs.iter().map(|i| &i.graph).collect::<Vec<_>>(), &w);
+    let others: usize = (0..inputs.len())
+        .filter(|p| foreign.binary_search(p).is_err())
+        .map(|p| w[p])
+        .sum();
     take_out(inputs, &foreign, left_out, |i| {
         // A rank with nothing in it shares no collective either, but not
         // because it is of another run.
@@ -431,7 +481,7 @@ fn match_and_align(
         (m, c)
     };
     let (m, c) = run(inputs);
-    let far = far_clocks(&c.offsets_ns, &c.unaligned);
+    let far = far_clocks(&c.offsets_ns, &c.unaligned, &weights(inputs));
     if far.is_empty() {
         let ranks: Vec<u32> = inputs.iter().map(|i| i.meta.rank).collect();
         warnings.extend(clock_spread_warning(&c.offsets_ns, &c.unaligned, &ranks));
@@ -474,28 +524,40 @@ fn absent_reasons(
     why
 }
 
-/// The world size most files record (ties: the largest), with a warning
-/// naming the files that disagree.
-fn world_size(inputs: &[RankInput], warnings: &mut Vec<String>) -> Option<u32> {
-    let mut by_size: BTreeMap<u32, Vec<&RankMeta>> = BTreeMap::new();
+/// The world size most files record (ties: the largest), each input
+/// counting as its `members` ([`assemble_counted`]), with a warning naming
+/// the files that disagree.
+fn world_size(
+    inputs: &[RankInput],
+    members: &BTreeMap<u32, &[u32]>,
+    warnings: &mut Vec<String>,
+) -> Option<u32> {
+    // Per world size: the inputs recording it, and the ranks they count as.
+    let mut by_size: BTreeMap<u32, (Vec<&RankMeta>, Vec<u32>)> = BTreeMap::new();
     for i in inputs {
         if let Some(w) = i.meta.world_size {
-            by_size.entry(w).or_default().push(&i.meta);
+            let (metas, ranks) = by_size.entry(w).or_default();
+            metas.push(&i.meta);
+            ranks.extend_from_slice(members_of(members, &i.meta.rank));
         }
     }
-    let (&chosen, most) = by_size.iter().max_by_key(|(&w, m)| (m.len(), w))?;
+    let (&chosen, most) = (by_size.iter())
+        .map(|(w, (_, r))| (w, r.len()))
+        .max_by_key(|&(&w, n)| (n, w))?;
     if by_size.len() > 1 {
         let list: Vec<String> = by_size
-            .iter()
-            .map(|(w, metas)| match metas.as_slice() {
-                [one] => format!("{w} in {}", one.path.display()),
-                many => {
-                    let ranks: Vec<u32> = many.iter().map(|m| m.rank).collect();
-                    format!("{w} in {} files (rank {})", many.len(), rank_ranges(&ranks))
-                }
-            })
+            .iter_mut()
+            .map(
+                |(w, (metas, ranks))| match (metas.as_slice(), ranks.len()) {
+                    ([one], 1) => format!("{w} in {}", one.path.display()),
+                    _ => {
+                        ranks.sort_unstable();
+                        format!("{w} in {} files (rank {})", ranks.len(), rank_ranges(ranks))
+                    }
+                },
+            )
             .collect();
-        let tie = by_size.values().filter(|m| m.len() == most.len()).count() > 1;
+        let tie = by_size.values().filter(|(_, r)| r.len() == most).count() > 1;
         warnings.push(format!(
             "files disagree on the world size ({}); using {}",
             list.join(", "),

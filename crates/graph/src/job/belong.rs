@@ -28,7 +28,12 @@
 //!   leave it out.
 //!
 //! Left out means a minority: a test that would leave out half the ranks or
-//! more cannot tell which side is the job, and only warns.
+//! more cannot tell which side is the job, and only warns. Ranks are
+//! counted with their weights: a rank that represents a group of ranks
+//! running its communication program (`lumos replay --representatives`)
+//! counts as the group's size, so that the representatives leave out what
+//! the assembly of every rank would (one foreign rank against one group of
+//! seven is one against seven, not one against one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -166,7 +171,8 @@ fn unmatched_ranks(m: &CollectiveMatch, n: usize) -> Vec<usize> {
 
 /// The positions of ranks that share no collective with the others while
 /// the others share collectives without them (see the module
-/// documentation), ascending. Matching is repeated without each candidate:
+/// documentation), ascending; `weights` gives how many ranks each one
+/// counts as (see the module documentation), position by position. Matching is repeated without each candidate:
 /// ranks in no matched set, the rarest communication programs first, then
 /// each group of ranks running one rare program together (two ranks of one
 /// other run). A rank is left out when the others then have fewer
@@ -176,8 +182,9 @@ fn unmatched_ranks(m: &CollectiveMatch, n: usize) -> Vec<usize> {
 /// its own groups, whose other members stay in other sets, so only the
 /// disagreements tell that it is in their way (a rank whose peers are all
 /// absent disagrees with nobody and stays). The search repeats while that
-/// helps and the ranks left out stay a minority.
-pub fn foreign_ranks(ranks: &[&RankGraph]) -> Vec<usize> {
+/// helps and the ranks left out stay a minority. Unmatched ranks are
+/// counted with their weights.
+pub fn foreign_ranks(ranks: &[&RankGraph], weights: &[usize]) -> Vec<usize> {
     /// The best candidate so far: its positions, the ranks in no matched
     /// set without it, and its score (those unmatched counting the
     /// candidate's own ranks, then the tasks in a disagreement).
@@ -186,8 +193,9 @@ pub fn foreign_ranks(ranks: &[&RankGraph]) -> Vec<usize> {
         after: Vec<usize>,
         score: (usize, usize),
     }
-    let n = ranks.len();
-    let mut kept: Vec<usize> = (0..n).collect();
+    let n: usize = weights.iter().sum();
+    let weight = |ps: &[usize]| -> usize { ps.iter().map(|&p| weights[p]).sum() };
+    let mut kept: Vec<usize> = (0..ranks.len()).collect();
     // Per set of ranks kept: the positions in no matched set, and the
     // communication tasks in a disagreement.
     let outcome = |kept: &[usize]| -> (Vec<usize>, usize) {
@@ -206,18 +214,18 @@ pub fn foreign_ranks(ranks: &[&RankGraph]) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     while !unmatched.is_empty() {
         let mut best: Option<Try> = None;
-        for cand in candidates(ranks, &unmatched) {
-            if (out.len() + cand.len()) * 2 >= n {
+        for cand in candidates(ranks, weights, &unmatched) {
+            if (weight(&out) + weight(&cand)) * 2 >= n {
                 continue;
             }
             let rest: Vec<usize> = kept.iter().copied().filter(|p| !cand.contains(p)).collect();
             let (after, tasks) = outcome(&rest);
-            let score = (after.len() + cand.len(), tasks);
+            let score = (weight(&after) + weight(&cand), tasks);
             // Leaving the candidate out must help the other ranks match,
             // and more than the best candidate so far.
             let bound = best
                 .as_ref()
-                .map_or((unmatched.len(), disagreeing), |b| b.score);
+                .map_or((weight(&unmatched), disagreeing), |b| b.score);
             if score < bound {
                 let done = after.is_empty();
                 best = Some(Try { cand, after, score });
@@ -239,14 +247,20 @@ pub fn foreign_ranks(ranks: &[&RankGraph]) -> Vec<usize> {
 }
 
 /// What to try leaving out: each unmatched rank alone, the rarest
-/// communication program first, then each program shared by several
-/// unmatched ranks, as a group; at most [`MAX_TRIES`].
-fn candidates(ranks: &[&RankGraph], unmatched: &[usize]) -> Vec<Vec<usize>> {
+/// communication program first (ranks counted with their `weights`), then
+/// each program shared by several unmatched ranks, as a group; at most
+/// [`MAX_TRIES`].
+fn candidates(ranks: &[&RankGraph], weights: &[usize], unmatched: &[usize]) -> Vec<Vec<usize>> {
     let mut by_program: BTreeMap<_, Vec<usize>> = BTreeMap::new();
     for (p, r) in ranks.iter().enumerate() {
         by_program.entry(program_signature(r)).or_default().push(p);
     }
-    let rarity = |p: usize| by_program[&program_signature(ranks[p])].len();
+    let rarity = |p: usize| -> usize {
+        by_program[&program_signature(ranks[p])]
+            .iter()
+            .map(|&q| weights[q])
+            .sum()
+    };
     let mut singles: Vec<usize> = unmatched.to_vec();
     singles.sort_by_key(|&p| (rarity(p), p));
     let mut out: Vec<Vec<usize>> = singles.into_iter().map(|p| vec![p]).collect();
@@ -264,14 +278,25 @@ fn candidates(ranks: &[&RankGraph], unmatched: &[usize]) -> Vec<Vec<usize>> {
 /// median offset of the aligned ranks (`unaligned` ranks, whose clocks are
 /// taken as recorded, take no part), with that distance; empty when they
 /// would be half the aligned ranks or more (then nobody can tell which side
-/// is the job: [`clock_spread_warning`] says so).
-pub fn far_clocks(offsets_ns: &[i64], unaligned: &[u32]) -> Vec<(usize, i64)> {
+/// is the job: [`clock_spread_warning`] says so). Each position counts as
+/// its `weights` ranks, in the median as in the minority.
+pub fn far_clocks(offsets_ns: &[i64], unaligned: &[u32], weights: &[usize]) -> Vec<(usize, i64)> {
     let aligned: Vec<usize> = (0..offsets_ns.len())
         .filter(|&p| !unaligned.contains(&(p as u32)))
         .collect();
-    let mut sorted: Vec<i64> = aligned.iter().map(|&p| offsets_ns[p]).collect();
+    let total: usize = aligned.iter().map(|&p| weights[p]).sum();
+    let mut sorted: Vec<(i64, usize)> = aligned
+        .iter()
+        .map(|&p| (offsets_ns[p], weights[p]))
+        .collect();
     sorted.sort_unstable();
-    let Some(&median) = sorted.get(sorted.len() / 2) else {
+    // The upper median of the offsets, each repeated as often as it
+    // weighs.
+    let mut below = 0;
+    let Some(median) = sorted.iter().find_map(|&(o, w)| {
+        below += w;
+        (below > total / 2).then_some(o)
+    }) else {
         return Vec::new();
     };
     let far: Vec<(usize, i64)> = aligned
@@ -279,7 +304,7 @@ pub fn far_clocks(offsets_ns: &[i64], unaligned: &[u32]) -> Vec<(usize, i64)> {
         .map(|&p| (p, offsets_ns[p].saturating_sub(median)))
         .filter(|&(_, d)| d.saturating_abs() > FAR_CLOCK_NS)
         .collect();
-    if far.len() * 2 >= aligned.len() {
+    if far.iter().map(|&(p, _)| weights[p]).sum::<usize>() * 2 >= total {
         return Vec::new();
     }
     far
@@ -404,17 +429,17 @@ mod tests {
     fn far_clocks_are_a_minority_far_from_the_median() {
         let day = 86_400_000_000_000;
         assert_eq!(
-            far_clocks(&[0, 5, -3, 3 * day], &[]),
+            far_clocks(&[0, 5, -3, 3 * day], &[], &[1; 4]),
             vec![(3, 3 * day - 5)]
         );
         // The reference itself can be the one far off.
         assert_eq!(
-            far_clocks(&[0, -3 * day, -3 * day + 7, -3 * day - 2], &[]),
+            far_clocks(&[0, -3 * day, -3 * day + 7, -3 * day - 2], &[], &[1; 4]),
             vec![(0, 3 * day - 7)]
         );
         // Two ranks, or two halves: nobody to leave out.
-        assert!(far_clocks(&[0, 3 * day], &[]).is_empty());
-        assert!(far_clocks(&[0, 0, day, day], &[]).is_empty());
+        assert!(far_clocks(&[0, 3 * day], &[], &[1; 2]).is_empty());
+        assert!(far_clocks(&[0, 0, day, day], &[], &[1; 4]).is_empty());
         let w = clock_spread_warning(&[0, 3 * day], &[], &[4, 5]).unwrap();
         assert!(
             w.starts_with("the clocks of rank 4 and rank 5 are 3.0 days apart"),
@@ -422,8 +447,14 @@ mod tests {
         );
         assert!(clock_spread_warning(&[0, 1_000], &[], &[0, 1]).is_none());
         // Unaligned ranks take no part.
-        assert!(far_clocks(&[0, 0, 0, 0], &[3]).is_empty());
-        assert!(far_clocks(&[], &[]).is_empty());
+        assert!(far_clocks(&[0, 0, 0, 0], &[3], &[1; 4]).is_empty());
+        assert!(far_clocks(&[], &[], &[1; 0]).is_empty());
+        // A position counts as its weight: one far rank against one
+        // group of three is a minority, and a far group of three against
+        // one rank is the job.
+        assert_eq!(far_clocks(&[0, 3 * day], &[], &[3, 1]), vec![(1, 3 * day)]);
+        assert_eq!(far_clocks(&[0, 3 * day], &[], &[1, 3]), vec![(0, -3 * day)]);
+        assert!(far_clocks(&[0, 3 * day], &[], &[2, 2]).is_empty());
     }
 
     #[test]

@@ -141,7 +141,7 @@ pub fn shares_collective(ranks: &[&RankGraph]) -> bool {
     if ranks.len() < 3 {
         return false;
     }
-    let foreign = foreign_ranks(ranks);
+    let foreign = foreign_ranks(ranks, &vec![1; ranks.len()]);
     if foreign.is_empty() {
         return false;
     }

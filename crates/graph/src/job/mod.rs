@@ -49,7 +49,10 @@ mod peers;
 mod program;
 mod restore;
 
-pub use assemble::{assemble, assemble_with, Job, JobError, RankInput, RankMeta, Unreadable};
+pub use assemble::{
+    assemble, assemble_representatives, assemble_with, Job, JobError, RankInput, RankMeta,
+    Unreadable,
+};
 pub use belong::{LeftOut, LeftOutReason, FAR_CLOCK_NS};
 pub use clock::{align_clocks, ClockAlignment, HostClock};
 pub use comms::{rank_graph, rank_graph_streamed, CommPattern, CommSink, CommTask, RankGraph};

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use lumos_graph::{
-    assemble, merge, model_group_peers, rank_ranges, Job, JobGraph, ProgramGroup, RankInput,
+    assemble_representatives, merge, model_group_peers, rank_ranges, Job, JobGraph, ProgramGroup,
+    RankInput, Unreadable,
 };
 use lumos_sim::{simulate_job, Schedule, SimOptions};
 use serde::Serialize;
@@ -77,22 +78,26 @@ fn step_spread(g: &ProgramGroup, k: usize) -> Option<StepSpread> {
 
 /// Replays a job from its representatives: `reps` holds one rank per
 /// group of `groups` (each group's [`ProgramGroup::representative`]),
-/// `groups` every rank of the job, and `peers` each representative's
-/// modelled collective durations, by rank
-/// ([`lumos_graph::PeerModel::durations`]). The output is that of
-/// [`replay_job`](crate::replay_job) on the representatives, except that
-/// the job's measured steps are the slowest of every rank's (replayed:
-/// the slowest representative's), its missing ranks those in no group, and
-/// `representatives` says what was replayed for whom. A group whose
-/// representative the job's assembly leaves out (see
-/// [`lumos_graph::LeftOut`]) is left out whole, its members missing.
+/// `unreadable` the files given as ranks that could not be read, `groups`
+/// every rank of the job, and `peers` each representative's modelled
+/// collective durations, by rank ([`lumos_graph::PeerModel::durations`]).
+/// The output is that of [`replay_job`](crate::replay_job) on the
+/// representatives, except that the job's measured steps are the slowest
+/// of every rank's (replayed: the slowest representative's), its missing
+/// ranks those in no group, and `representatives` says what was replayed
+/// for whom. The representatives are assembled each counting as its group
+/// ([`lumos_graph::assemble_representatives`]), so that they leave out
+/// what the assembly of every rank would; a group whose representative is
+/// left out (see [`lumos_graph::LeftOut`]) is left out whole, its members
+/// missing.
 pub fn replay_representatives(
     reps: Vec<RankInput>,
+    unreadable: Vec<Unreadable>,
     groups: &[ProgramGroup],
     peers: &BTreeMap<u32, Vec<Option<i64>>>,
     opts: &SimOptions,
 ) -> Result<ReplayOutput, ReportError> {
-    Ok(replay_representatives_kept(reps, groups, peers, opts)?.output)
+    Ok(replay_representatives_kept(reps, unreadable, groups, peers, opts)?.output)
 }
 
 /// A replay from representatives with what it was made from, for the
@@ -112,11 +117,12 @@ pub struct RepresentativesReplayed {
 /// [`replay_representatives`], keeping the job, graph and schedule.
 pub fn replay_representatives_kept(
     reps: Vec<RankInput>,
+    unreadable: Vec<Unreadable>,
     groups: &[ProgramGroup],
     peers: &BTreeMap<u32, Vec<Option<i64>>>,
     opts: &SimOptions,
 ) -> Result<RepresentativesReplayed, ReportError> {
-    let mut job = assemble(reps)?;
+    let mut job = assemble_representatives(reps, unreadable, groups)?;
     // A representative that the assembly leaves out (a rank of another
     // run, one without tasks, a clock hours away) takes its group along:
     // the members run its program, so they are not the job's either, and
@@ -141,26 +147,17 @@ pub fn replay_representatives_kept(
         v
     };
     let all = ranks_of(&groups);
-    let left_with_groups = ranks_of(&dropped);
     // The ranks that are not replayed are present (in their groups), not
-    // missing: only ranks in no group kept are, and of those, the ranks
-    // in no group at all had no file.
+    // missing: only ranks in no group kept are.
     let world = job.world_size.unwrap_or(0);
     job.missing = (0..world)
         .filter(|r| all.binary_search(r).is_err())
         .collect();
-    let no_file: Vec<u32> = job
-        .missing
-        .iter()
-        .copied()
-        .filter(|r| left_with_groups.binary_search(r).is_err())
-        .collect();
-    job.warnings.retain(|w| !w.contains(" missing (no file"));
-    if !no_file.is_empty() {
-        job.warnings.push(format!(
-            "rank {} of world size {world} missing (no file)",
-            rank_ranges(&no_file)
-        ));
+    // The assembly's warning on the missing ranks counted the
+    // representatives only: it is said again of every rank.
+    job.warnings.retain(|w| !w.ends_with(MISSING_TAIL));
+    if let Some(w) = missing_warning(&job, &dropped, all.len()) {
+        job.warnings.push(w);
     }
     let (mut graph, measured, merge_warnings) = merge(&job.graphs, &job.matching, &job.clock);
     let durations: Vec<Vec<Option<i64>>> = job
@@ -209,6 +206,54 @@ pub fn replay_representatives_kept(
         graph,
         schedule,
     })
+}
+
+/// How the job's assembly ends its warning on missing ranks.
+const MISSING_TAIL: &str = "their collectives rendezvous among those present";
+
+/// The warning on the job's missing ranks, worded as the assembly of every
+/// rank words it (`lumos replay --job`): why each is missing (left out
+/// with its group's representative, for the reason the representative
+/// was; its file unreadable; or no file) and how many ranks are present.
+fn missing_warning(job: &Job, dropped: &[&ProgramGroup], present: usize) -> Option<String> {
+    let world = job.world_size?;
+    let mut why: BTreeMap<u32, String> = BTreeMap::new();
+    for u in &job.unreadable {
+        if let Some(r) = u.rank {
+            why.insert(r, format!("unreadable ({})", u.error));
+        }
+    }
+    for g in dropped {
+        let rep = g.representative();
+        if let Some(l) = job.left_out.iter().find(|l| l.rank == rep) {
+            for &r in &g.ranks {
+                why.insert(r, l.short_reason().to_owned());
+            }
+        }
+    }
+    let no_file: Vec<u32> = (job.missing.iter().copied())
+        .filter(|r| !why.contains_key(r))
+        .collect();
+    let mut parts: Vec<(String, Vec<u32>)> = Vec::new();
+    if !no_file.is_empty() {
+        parts.push(("missing (no file)".to_owned(), no_file));
+    }
+    for (r, text) in why.into_iter().filter(|(r, _)| job.missing.contains(r)) {
+        parts.push((text, vec![r]));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let text: Vec<String> = (parts.iter().enumerate())
+        .map(|(k, (text, ranks))| match k {
+            0 => format!("rank {} of world size {world} {text}", rank_ranges(ranks)),
+            _ => format!("rank {} {text}", rank_ranges(ranks)),
+        })
+        .collect();
+    Some(format!(
+        "{}: simulating the {present} ranks present; {MISSING_TAIL}",
+        text.join(", ")
+    ))
 }
 
 /// The job's measured steps become the slowest of every rank's, not only
