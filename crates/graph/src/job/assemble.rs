@@ -614,37 +614,62 @@ fn missing_ranks(
     if missing.is_empty() {
         return missing;
     }
+    let no_file_note = match world_size {
+        Some(_) => None,
+        None => Some(format!(
+            "no world size recorded, so ranks above {} cannot be checked",
+            highest.unwrap_or(0)
+        )),
+    };
+    warnings.push(missing_ranks_warning(
+        &missing,
+        world_size,
+        why,
+        no_file_note.as_deref(),
+        present.len(),
+    ));
+    missing
+}
+
+/// The warning on a job's `missing` ranks (not empty), as the assembly
+/// gives it: why each is missing (`why`, by rank: left out for a reason,
+/// or its file unreadable; any other has no file, with `no_file_note`
+/// added where given), the world size where known, and how many ranks are
+/// `present`. `lumos replay --representatives` words it again over every
+/// rank of its groups with the same function.
+pub fn missing_ranks_warning(
+    missing: &[u32],
+    world_size: Option<u32>,
+    why: &BTreeMap<u32, String>,
+    no_file_note: Option<&str>,
+    present: usize,
+) -> String {
     let mut parts: Vec<(String, Vec<u32>)> = Vec::new();
-    let no_file: Vec<u32> = missing
-        .iter()
-        .copied()
+    let no_file: Vec<u32> = (missing.iter().copied())
         .filter(|r| !why.contains_key(r))
         .collect();
     if !no_file.is_empty() {
-        let text = match world_size {
-            Some(_) => "missing (no file)".to_owned(),
-            None => format!(
-                "missing (no file; no world size recorded, so ranks above {} cannot be checked)",
-                highest.unwrap_or(0)
-            ),
+        let text = match no_file_note {
+            Some(note) => format!("missing (no file; {note})"),
+            None => "missing (no file)".to_owned(),
         };
         parts.push((text, no_file));
     }
     for (&r, text) in why.iter().filter(|(r, _)| missing.contains(r)) {
         parts.push((text.clone(), vec![r]));
     }
-    let text: Vec<String> = parts
-        .iter()
-        .enumerate()
+    let text: Vec<String> = (parts.iter().enumerate())
         .map(|(k, (text, ranks))| match (k, world_size) {
             (0, Some(w)) => format!("rank {} of world size {w} {text}", rank_ranges(ranks)),
             _ => format!("rank {} {text}", rank_ranges(ranks)),
         })
         .collect();
-    warnings.push(format!(
-        "{}: simulating the {} ranks present; their collectives rendezvous among those present",
-        text.join(", "),
-        present.len()
-    ));
-    missing
+    format!(
+        "{}: simulating the {present} ranks present; {MISSING_RANKS_TAIL}",
+        text.join(", ")
+    )
 }
+
+/// How [`missing_ranks_warning`] ends, so that a caller can tell that
+/// warning among a job's others.
+pub const MISSING_RANKS_TAIL: &str = "their collectives rendezvous among those present";

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use lumos_graph::{
-    assemble_representatives, merge, model_group_peers, rank_ranges, Job, JobGraph, ProgramGroup,
-    RankInput, Unreadable,
+    assemble_representatives, merge, missing_ranks_warning, model_group_peers, rank_ranges, Job,
+    JobGraph, ProgramGroup, RankInput, Unreadable, MISSING_RANKS_TAIL,
 };
 use lumos_sim::{simulate_job, Schedule, SimOptions};
 use serde::Serialize;
@@ -155,7 +155,7 @@ pub fn replay_representatives_kept(
         .collect();
     // The assembly's warning on the missing ranks counted the
     // representatives only: it is said again of every rank.
-    job.warnings.retain(|w| !w.ends_with(MISSING_TAIL));
+    job.warnings.retain(|w| !w.ends_with(MISSING_RANKS_TAIL));
     if let Some(w) = missing_warning(&job, &dropped, all.len()) {
         job.warnings.push(w);
     }
@@ -208,15 +208,16 @@ pub fn replay_representatives_kept(
     })
 }
 
-/// How the job's assembly ends its warning on missing ranks.
-const MISSING_TAIL: &str = "their collectives rendezvous among those present";
-
-/// The warning on the job's missing ranks, worded as the assembly of every
-/// rank words it (`lumos replay --job`): why each is missing (left out
-/// with its group's representative, for the reason the representative
-/// was; its file unreadable; or no file) and how many ranks are present.
+/// The warning on the job's missing ranks over every rank of its groups
+/// (the assembly's counted the representatives only), worded by the
+/// assembly's own [`missing_ranks_warning`]: a rank is left out with its
+/// group's representative, for the reason the representative was; its
+/// file unreadable; or it has no file.
 fn missing_warning(job: &Job, dropped: &[&ProgramGroup], present: usize) -> Option<String> {
     let world = job.world_size?;
+    if job.missing.is_empty() {
+        return None;
+    }
     let mut why: BTreeMap<u32, String> = BTreeMap::new();
     for u in &job.unreadable {
         if let Some(r) = u.rank {
@@ -231,28 +232,12 @@ fn missing_warning(job: &Job, dropped: &[&ProgramGroup], present: usize) -> Opti
             }
         }
     }
-    let no_file: Vec<u32> = (job.missing.iter().copied())
-        .filter(|r| !why.contains_key(r))
-        .collect();
-    let mut parts: Vec<(String, Vec<u32>)> = Vec::new();
-    if !no_file.is_empty() {
-        parts.push(("missing (no file)".to_owned(), no_file));
-    }
-    for (r, text) in why.into_iter().filter(|(r, _)| job.missing.contains(r)) {
-        parts.push((text, vec![r]));
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    let text: Vec<String> = (parts.iter().enumerate())
-        .map(|(k, (text, ranks))| match k {
-            0 => format!("rank {} of world size {world} {text}", rank_ranges(ranks)),
-            _ => format!("rank {} {text}", rank_ranges(ranks)),
-        })
-        .collect();
-    Some(format!(
-        "{}: simulating the {present} ranks present; {MISSING_TAIL}",
-        text.join(", ")
+    Some(missing_ranks_warning(
+        &job.missing,
+        Some(world),
+        &why,
+        None,
+        present,
     ))
 }
 
