@@ -614,6 +614,28 @@ fn a_rank_without_tasks_is_left_out_as_such() {
         err.contains("rank7.json) holds no CPU or GPU task") && !err.contains("another run"),
         "{err}"
     );
+    // The page of the job is written, the rank named on stderr, and the
+    // exit code is 1, as replay's.
+    let pages = temp_dir("no-tasks-page");
+    let html = pages.join("job.html");
+    let out = lumos()
+        .arg("report")
+        .arg(dir.path())
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("rank7.json) holds no CPU or GPU task"),
+        "{err}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("job of 7 ranks"),
+        "the page names the job of the others"
+    );
 }
 
 #[test]

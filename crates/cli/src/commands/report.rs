@@ -49,6 +49,9 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     inputs::output_not_an_input(&a.output, &files, "-o")?;
     // The page and the prediction share one read of the inputs.
     let mut ranks_for_prediction = RanksForPrediction::NotAsked;
+    // Whether every input is in the page: a rank the job leaves out is
+    // named on stderr and makes the exit code 1, as `lumos replay --job`.
+    let mut all_in = true;
     let page = match &files[..] {
         [file] if !a.mode.job && !inputs::is_lgraph(file) => {
             let (page, input) = file_page(file, a.target.any())?;
@@ -79,7 +82,9 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                     }
                     // What the job does not need of the inputs.
                     drop(read);
-                    job_page(ranks, &guard)?
+                    let (page, job_all_in) = job_page(ranks, &guard)?;
+                    all_in = job_all_in;
+                    page
                 }
                 Sorted::Apart(read, _) => {
                     return Err(no_page(read.into_iter().filter_map(Result::ok).collect()))
@@ -106,7 +111,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     } else {
         writeln!(out, "{wrote}")?;
     }
-    Ok(true)
+    Ok(all_in)
 }
 
 /// The ranks a page's what-if prediction is made of.
@@ -187,13 +192,16 @@ fn file_page(file: &Path, predicting: bool) -> Result<(HtmlReport, Option<Input>
 
 /// The page of a job, replayed jointly. The job is given up, as `lumos
 /// replay` gives it: each rank's graph is freed as it is merged and read
-/// back from the job graph for the page.
-fn job_page(ranks: Vec<lumos_graph::RankInput>, guard: &MemoryGuard) -> Result<HtmlReport> {
+/// back from the job graph for the page. Also whether every rank is in
+/// the job: the ranks it leaves out are named on stderr (the page names
+/// them too).
+fn job_page(ranks: Vec<lumos_graph::RankInput>, guard: &MemoryGuard) -> Result<(HtmlReport, bool)> {
     let job = assemble(ranks)?;
+    let all_in = super::replay::report_left_out(&job);
     lumos_report::room_to_replay(guard, &job)?;
     let replayed =
         lumos_report::replay_jointly_owned(job, &SimOptions::default(), &[], &[], false)?;
-    Ok(HtmlReport::of_job(&replayed))
+    Ok((HtmlReport::of_job(&replayed), all_in))
 }
 
 /// The prediction `lumos predict` would make with the same inputs and
