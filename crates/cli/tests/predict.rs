@@ -932,6 +932,43 @@ fn a_trace_without_tasks_is_refused() {
     );
 }
 
+/// A rank of a job that holds no task (DLRM's rank 7 with only its
+/// metadata events) is named as such. Before, its degrees (none found)
+/// differed from rank 0's: "parallel degrees differ from rank0's: are
+/// these ranks of one job?", which sent the user looking for another run.
+#[test]
+fn a_rank_without_tasks_is_named_in_a_job() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dlrm = corpus.path("multi-rank/dlrm-8xv100");
+    let dir = temp_dir("job-rank-no-tasks");
+    let gz = std::fs::File::open(dlrm.join("rank7.json.gz")).unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_reader(flate2::read::GzDecoder::new(gz)).unwrap();
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    events.retain(|e| e["ph"] == "M");
+    assert!(!events.is_empty());
+    let rank7 = dir.join("rank7.json");
+    std::fs::write(&rank7, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = lumos()
+        .arg("predict")
+        .arg(dlrm.join("rank0.json.gz"))
+        .arg(&rank7)
+        .args(["--dp", "16"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: nothing to predict from: no CPU or GPU task was read",
+            rank7.display()
+        )) && !err.contains("one job"),
+        "{err}"
+    );
+}
+
 /// A `--network` that names the traced GPU's own preset is no
 /// extrapolation; another GPU's is. Before, every `--network` counted as
 /// "not the traced system's": the device name was searched for the

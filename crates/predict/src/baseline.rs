@@ -146,11 +146,6 @@ impl Baseline {
             first_config: d0,
             given_count,
         } = candidates.keep(&mut notes)?;
-        if let Some(empty) = inputs.iter().find(|i| i.graph.tasks.is_empty()) {
-            return Err(PredictError::NoTasks {
-                input: empty.name.clone(),
-            });
-        }
         let pp = at_least_one(d0.pp, "pipeline-parallel degree", &mut notes);
         let complete = stages.len() as u32 == pp;
         let layers = if complete {

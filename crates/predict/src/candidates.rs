@@ -89,6 +89,9 @@ pub struct Candidates {
     first_config: Option<DiscoveredConfig>,
     /// Per stage, the held settled rank that stands for it so far.
     lowest: HashMap<u32, usize>,
+    /// The first rank given that holds no task: named as such, before
+    /// its degrees (none found) would make the ranks "not one job".
+    without_tasks: Option<String>,
 }
 
 /// A rank given, held whole or left out.
@@ -203,6 +206,7 @@ impl Candidates {
     /// if it is lower than the one standing for its stage, that one is.
     pub fn push(&mut self, d: Discovered) {
         let Discovered { input, structure } = d;
+        self.note_tasks(&input.name, &input.graph);
         let (name, rank) = (input.name.clone(), input.ctx.rank);
         let world_size = input.ctx.world_size;
         let device = input.ctx.device_name.clone();
@@ -228,6 +232,7 @@ impl Candidates {
         structure: Structure,
         own: impl FnOnce() -> Input,
     ) {
+        self.note_tasks(lent.name, lent.graph);
         self.push_parts(
             lent.name,
             (lent.ctx.rank, lent.ctx.world_size),
@@ -235,6 +240,13 @@ impl Candidates {
             structure,
             own,
         );
+    }
+
+    /// Keeps `name` if its `graph` is the first given without a task.
+    fn note_tasks(&mut self, name: &str, graph: &Graph) {
+        if graph.tasks.is_empty() && self.without_tasks.is_none() {
+            self.without_tasks = Some(name.to_owned());
+        }
     }
 
     /// [`push`](Candidates::push) of rank `rank` (of the world size it
@@ -295,15 +307,20 @@ impl Candidates {
 
     /// The ranks that stand for their stages, one per stage, after the
     /// unsettled ranks were discovered again with another stage's blocks;
-    /// the note on those left out goes to `notes`. An error when the
+    /// the note on those left out goes to `notes`. An error when a rank
+    /// holds no task (there is nothing to predict it from), or when the
     /// ranks' parallel degrees differ (they are then not of one job).
     pub(crate) fn keep(self, notes: &mut Vec<String>) -> Result<Kept, PredictError> {
         let Candidates {
             mut entries,
             first_hint,
             first_config,
+            without_tasks,
             ..
         } = self;
+        if let Some(input) = without_tasks {
+            return Err(PredictError::NoTasks { input });
+        }
         let mut unsettled_ranks: Vec<(&Input, &mut Structure)> = (entries.iter_mut())
             .filter_map(|e| match e {
                 Entry::Held(d) if unsettled(&d.structure) => {
