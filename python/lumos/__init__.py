@@ -128,15 +128,16 @@ def _real(v: object, what: str) -> float:
     return float(v)
 
 
-def _one_file(p: PathLike, what: str, command: str) -> str:
-    """``p`` as the one trace file an argument of ``command`` takes: a
-    directory (which would expand to many) or an ``.lgraph`` file (which
-    keeps no trace to compare or re-time; ``lumos diff`` refuses it in the
-    same words) raises :class:`ConfigError` before anything is read."""
+def _one_file(p: PathLike, what: str, command: Optional[str]) -> str:
+    """``p`` as the one file an argument takes: a directory (which would
+    expand to many) raises :class:`ConfigError` before anything is read;
+    so does an ``.lgraph`` file where ``command`` needs a trace (``lumos
+    diff`` compares traces and refuses it in the same words); ``None``
+    when either is taken."""
     path = _path(p, what)
     if os.path.isdir(path):
         raise ConfigError(f"{what} {path}: give one trace file, not a directory")
-    if os.path.isfile(path) and _lumos.is_lgraph(path):
+    if command is not None and os.path.isfile(path) and _lumos.is_lgraph(path):
         raise ConfigError(f"{path}: {command} needs traces, not .lgraph files")
     return path
 
@@ -564,11 +565,13 @@ def durations_from(a: PathLike, b: PathLike, *, progress: ProgressArg = None) ->
     matched per thread by name, shapes and order (a sequence alignment),
     their GPU work in launch order; unmatched tasks keep A's durations.
     Raises :class:`ConfigError` with the matched share when B shares too
-    little with A."""
-    files = [_one_file(a, "a", "durations_from"), _one_file(b, "b", "durations_from")]
+    little with A. ``a`` and ``b`` are each one file, a trace or an
+    ``.lgraph`` file (``lumos ingest``, :func:`lumos.distributed.ingest_rank`),
+    as the CLI takes them; a directory raises :class:`ConfigError` before
+    anything is read."""
+    files = [_one_file(a, "a", None), _one_file(b, "b", None)]
     with callback(progress) as cb:
-        ta, tb = _lumos.read_pair(files[0], files[1], cb)
-        return Transfer(json.loads(_lumos.durations_from_json(ta, tb, cb)))
+        return Transfer(json.loads(_lumos.durations_from_json(files[0], files[1], cb)))
 
 
 def synth(

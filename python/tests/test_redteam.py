@@ -189,10 +189,11 @@ def test_a_model_dict_takes_numpy_scalars(tmp_path):
 
 
 def test_an_lgraph_where_a_trace_is_needed_is_a_config_error(corpus, tmp_path, cli_error):
-    # diff, durations_from and read_trace of an .lgraph file were an
-    # InputError saying "give its path (a compact graph is recognised in a
-    # file, not through a pipe)", to a caller who had given its path; the
-    # CLI's diff says the file is the wrong kind (exit 2).
+    # diff and read_trace of an .lgraph file were an InputError saying
+    # "give its path (a compact graph is recognised in a file, not through
+    # a pipe)", to a caller who had given its path; the CLI's diff says the
+    # file is the wrong kind (exit 2). durations_from takes one, as
+    # --durations-from does (test_durations_from_takes_compact_graphs...).
     from lumos import distributed
 
     trace = str(corpus / "single-rank" / "a100-alexnet-cuda-sync.json.gz")
@@ -203,8 +204,6 @@ def test_an_lgraph_where_a_trace_is_needed_is_a_config_error(corpus, tmp_path, c
         with pytest.raises(ConfigError) as e:
             lumos.diff(a, b, progress=False)
         assert str(e.value) == message == f"{lg}: lumos diff needs traces, not .lgraph files"
-        with pytest.raises(ConfigError, match="durations_from needs traces, not .lgraph files"):
-            lumos.durations_from(a, b, progress=False)
     for call in (lumos.read_trace, lumos.read_traces):
         with pytest.raises(ConfigError, match="an .lgraph file, not a trace"):
             call(lg)
@@ -235,3 +234,28 @@ def test_a_file_name_that_is_not_utf8_opens_the_same_file(corpus, tmp_path, cli_
     from lumos import distributed
 
     assert os.path.isfile(distributed.ingest_rank(bad, out))
+
+
+def test_durations_from_takes_compact_graphs_as_the_cli_does(corpus, tmp_path, cli_json):
+    # `lumos replay A.lgraph --durations-from B.lgraph` worked, where
+    # durations_from refused either file as "durations_from needs traces,
+    # not .lgraph files". Both now call lumos_report::transfer_files.
+    from lumos.distributed import ingest_rank
+
+    a = str(corpus / "single-rank" / "v100-resnet50-2021-capture-a.json.gz")
+    b = str(corpus / "single-rank" / "v100-resnet50-2021-capture-b.json.gz")
+    la, lb = ingest_rank(a, tmp_path), ingest_rank(b, tmp_path)
+    traces = lumos.durations_from(a, b, progress=False)
+    assert traces.matched["share"] > 0.999
+    for x, y in ((la, b), (a, lb), (la, lb)):
+        cli = cli_json(["replay", x, "--durations-from", y])
+        t = lumos.durations_from(x, y, progress=False)
+        assert t.report == cli == traces.report, (x, y)
+        # The frame holds the CLI's steps, row for row.
+        steps = t.steps
+        assert list(steps["step"]) == [s["name"] for s in cli["steps"]]
+        assert list(steps["predicted_us"]) == [s["predicted_us"] for s in cli["steps"]]
+        assert list(steps["b_measured_us"]) == [s["b"]["measured_us"] for s in cli["steps"]]
+    # A directory is still one file too many.
+    with pytest.raises(ConfigError, match="give one trace file, not a directory"):
+        lumos.durations_from(la, tmp_path, progress=False)

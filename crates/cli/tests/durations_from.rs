@@ -254,3 +254,34 @@ fn issue_10_the_text_form_shows_shares_and_b_s_steps() {
         assert!(text.contains(want), "no `{want}` in\n{text}");
     }
 }
+
+#[test]
+fn compact_graphs_on_either_side_give_the_traces_transfer() {
+    // `.lgraph` files as A, as B, or both give the report of their traces
+    // byte for byte: one reading of a recording for every front end
+    // (lumos_report::transfer_files), which the Python package's
+    // durations_from calls too.
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("durations-from-lgraph");
+    let a = corpus.path("single-rank/v100-resnet50-2021-capture-a.json.gz");
+    let b = corpus.path("single-rank/v100-resnet50-2021-capture-b.json.gz");
+    run_ok(
+        lumos()
+            .arg("ingest")
+            .arg(&a)
+            .arg(&b)
+            .arg("-o")
+            .arg(dir.path()),
+    );
+    let (la, lb) = (
+        dir.join("v100-resnet50-2021-capture-a.lgraph"),
+        dir.join("v100-resnet50-2021-capture-b.lgraph"),
+    );
+    let traces = transfer(&a, &b);
+    assert!(num(&traces, &["matched", "share"]) > 0.999);
+    for (x, y) in [(&la, &b), (&a, &lb), (&la, &lb)] {
+        assert_eq!(transfer(x, y), traces, "{} <- {}", x.display(), y.display());
+    }
+}

@@ -131,6 +131,8 @@ impl From<lumos_report::ReportError> for Error {
             lumos_report::ReportError::Predict(ref p) if p.is_usage() => Kind::Config,
             // The reader's own mapping (a file that cannot be opened is Io).
             lumos_report::ReportError::Read(e) => return e.into(),
+            // The store's mapping, as for a file read alone.
+            lumos_report::ReportError::Input(e) => return e.into(),
             _ => Kind::Input,
         };
         Error::from_chain(kind, &e)

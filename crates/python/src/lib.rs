@@ -438,41 +438,32 @@ fn diff_json(
 
 /// `lumos replay A --durations-from B --json`: A's graph re-timed with
 /// the durations measured in B (another recording of the same program)
-/// and replayed, beside B's measured and replayed steps. B sharing too
-/// little with A is a configuration error that gives the matched share.
-/// Its replays stop on Ctrl-C (or a failing callback), as `replay`'s do.
+/// and replayed, beside B's measured and replayed steps. `a` and `b` are
+/// each one file (checked by the caller), a trace or an `.lgraph` file,
+/// read as the CLI reads them ([`lumos_report::transfer_files`], one
+/// function for both). B sharing too little with A is a configuration
+/// error that gives the matched share. Its replays stop on Ctrl-C (or a
+/// failing callback), as `replay`'s do.
 #[pyfunction]
 #[pyo3(signature = (a, b, progress = None))]
 fn durations_from_json(
     py: Python<'_>,
-    a: PyRef<'_, Trace>,
-    b: PyRef<'_, Trace>,
+    a: PathBuf,
+    b: PathBuf,
     progress: Callback,
 ) -> PyResult<String> {
-    use lumos_report::{Recording, ReportError};
-    let (ta, tb) = (Arc::clone(&a.inner), Arc::clone(&b.inner));
+    use lumos_report::ReportError;
     let report = progress::run(py, progress, |p| {
         p.phase("building", 2);
         let sim = lumos_sim::SimOptions {
             cancel: Some(p.stop_flag()),
             ..Default::default()
         };
-        let ((ga, ma, _), (gb, mb, _)) =
-            rayon::join(|| lumos_graph::build(&ta), || lumos_graph::build(&tb));
-        p.add(2);
-        p.phase("replaying", 1);
-        let (pa, pb) = (ta.path.display().to_string(), tb.path.display().to_string());
-        let ra = Recording {
-            path: &pa,
-            graph: &ga,
-            measured: &ma,
+        let read = || {
+            p.add(2);
+            p.phase("replaying", 1);
         };
-        let rb = Recording {
-            path: &pb,
-            graph: &gb,
-            measured: &mb,
-        };
-        let replayed = lumos_report::transfer_replay(ra, rb, &sim);
+        let replayed = lumos_report::transfer_files(&a, &b, &sim, &read);
         p.add(1);
         replayed.map(|(report, _)| report).map_err(|e| match e {
             ReportError::Predict(ref p) if p.is_usage() => {

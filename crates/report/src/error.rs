@@ -74,6 +74,10 @@ pub enum ReportError {
     /// The trace file could not be read ([`crate::replay_path`]).
     #[error(transparent)]
     Read(#[from] lumos_trace::ReadError),
+    /// An input file (a trace or an `.lgraph` file) could not be read
+    /// ([`crate::transfer_files`]).
+    #[error(transparent)]
+    Input(#[from] lumos_store::InputError),
     /// A step selection names steps a trace does not have.
     #[error("{path}: step selection: {problem}")]
     Steps {

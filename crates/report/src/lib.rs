@@ -132,8 +132,8 @@ pub use timeline::{
     PredictedFrom, PredictedTimelines, Timeline, TimelineSource,
 };
 pub use transfer::{
-    retime_input, transfer_replay, BStep, Recording, ThreadPairReport, TransferMatch, TransferMean,
-    TransferPrediction, TransferReport, TransferStep,
+    retime_input, transfer_files, transfer_replay, BStep, Recording, ThreadPairReport,
+    TransferMatch, TransferMean, TransferPrediction, TransferReport, TransferStep,
 };
 
 /// `lumos demo --json`: the built-in example inspected, replayed, and

@@ -9,6 +9,38 @@ use serde::Serialize;
 use crate::units::{err_pct, pct_of, us};
 use crate::ReportError;
 
+/// `lumos replay A --durations-from B` (and the Python package's
+/// `durations_from`) of two files, each a trace or an `.lgraph` file: both
+/// read in parallel as a prediction reads its input
+/// ([`crate::prediction_input`]: a trace straight into its graph's build,
+/// an `.lgraph` file's stored graph), then [`transfer_replay`]. One
+/// function for every front end, so that they accept the same files and
+/// give the same report. `read` is called once both are read, before the
+/// replays (a front end's progress). A file that cannot be read is
+/// [`ReportError::Input`]; B sharing too little with A is a usage error,
+/// as in [`transfer_replay`].
+pub fn transfer_files(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    opts: &SimOptions,
+    read: &(dyn Fn() + Sync),
+) -> Result<(TransferReport, Transfer), ReportError> {
+    let load = |p: &std::path::Path| crate::prediction_input(p).map(|(input, _)| input);
+    let (ia, ib) = rayon::join(|| load(a), || load(b));
+    let (ia, ib) = (ia?, ib?);
+    read();
+    transfer_replay(recording(&ia), recording(&ib), opts)
+}
+
+/// A prediction's input as a transfer's recording.
+fn recording(i: &Input) -> Recording<'_> {
+    Recording {
+        path: &i.name,
+        graph: &i.graph,
+        measured: &i.measured,
+    }
+}
+
 /// One recording: what it is called, its graph and its measured times.
 #[derive(Debug, Clone, Copy)]
 pub struct Recording<'a> {
@@ -240,16 +272,8 @@ pub fn retime_input(
     cancel: Option<lumos_sim::Cancel>,
 ) -> Result<TransferReport, ReportError> {
     let (mut report, t) = transfer_replay(
-        Recording {
-            path: &a.name,
-            graph: &a.graph,
-            measured: &a.measured,
-        },
-        Recording {
-            path: &b.name,
-            graph: &b.graph,
-            measured: &b.measured,
-        },
+        recording(a),
+        recording(b),
         &SimOptions {
             cancel,
             ..SimOptions::default()

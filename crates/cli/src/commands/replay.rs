@@ -459,9 +459,9 @@ fn run_transfer(
             "--durations-from takes no --scale-kernels PATTERN=FACTOR (B's durations are the what-if)",
         ));
     }
-    let timed_a = transfer::Timed::of(inputs::read_one(file)?);
-    let timed_b = transfer::Timed::read(b)?;
-    let (report, _) = transfer::transfer(timed_a.recording(), timed_b.recording(), opts)?;
+    let b = transfer::durations_path(b)?;
+    let (report, _) =
+        lumos_report::transfer_files(file, &b, opts, &|| {}).map_err(transfer::report_error)?;
     if a.json {
         output::json_sorted(out, &report)?;
     } else {

@@ -3,68 +3,27 @@
 //! same program.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use lumos_graph::{build, Graph, Measured};
-use lumos_predict::{Input, Transfer};
-use lumos_report::{Recording, ReportError, TimelineSource, TransferReport};
-use lumos_sim::SimOptions;
+use lumos_predict::Input;
+use lumos_report::{ReportError, TimelineSource, TransferReport};
 
-use crate::inputs::{self, Loaded};
+use crate::inputs;
 use crate::output::pct;
 use crate::usage::usage;
 
-/// A recording's graph and measured times, from its trace or `.lgraph`
-/// file.
-pub struct Timed {
-    /// The file, as given.
-    pub path: String,
-    /// Its graph.
-    pub graph: Graph,
-    /// Its measured times.
-    pub measured: Measured,
-}
-
-impl Timed {
-    /// A loaded input's graph.
-    pub fn of(loaded: Loaded) -> Timed {
-        match loaded {
-            Loaded::Trace(trace) => {
-                let (graph, measured, _) = build(&trace);
-                Timed {
-                    path: trace.path.display().to_string(),
-                    graph,
-                    measured,
-                }
-            }
-            Loaded::Stored(s) => Timed {
-                path: s.facts.path.display().to_string(),
-                graph: s.graph.graph,
-                measured: s.graph.measured,
-            },
-        }
+/// The file `--durations-from` names (`-` is standard input): one file,
+/// a directory being bad usage.
+pub fn durations_path(path: &Path) -> Result<PathBuf> {
+    let path = inputs::input_path(path);
+    if path.is_dir() {
+        return Err(usage(format!(
+            "--durations-from {}: give one trace file, not a directory",
+            path.display()
+        )));
     }
-
-    /// Reads `path` (a trace, straight into its graph's build, or an
-    /// `.lgraph` file: [`lumos_report::prediction_input`]).
-    pub fn read(path: &Path) -> Result<Timed> {
-        let (input, _) = read_input(path)?;
-        Ok(Timed {
-            path: input.name,
-            graph: input.graph,
-            measured: input.measured,
-        })
-    }
-
-    /// As a report's input.
-    pub fn recording(&self) -> Recording<'_> {
-        Recording {
-            path: &self.path,
-            graph: &self.graph,
-            measured: &self.measured,
-        }
-    }
+    Ok(path)
 }
 
 /// The recording `--durations-from` names (a trace, straight into its
@@ -72,24 +31,7 @@ impl Timed {
 /// [`lumos_report::prediction_input`]), whole: its graph, measured times,
 /// hardware and the metadata a timeline copies. A directory is bad usage.
 pub fn read_input(path: &Path) -> Result<(Input, TimelineSource)> {
-    let path = &inputs::input_path(path);
-    if path.is_dir() {
-        return Err(usage(format!(
-            "--durations-from {}: give one trace file, not a directory",
-            path.display()
-        )));
-    }
-    lumos_report::prediction_input(path).map_err(inputs::input_error)
-}
-
-/// A's graph re-timed with B's durations and replayed under `opts`; B
-/// sharing too little with A is a usage error that gives the share.
-pub fn transfer(
-    a: Recording<'_>,
-    b: Recording<'_>,
-    opts: &SimOptions,
-) -> Result<(TransferReport, Transfer)> {
-    lumos_report::transfer_replay(a, b, opts).map_err(report_error)
+    lumos_report::prediction_input(&durations_path(path)?).map_err(inputs::input_error)
 }
 
 /// A transfer's error: B sharing too little with A is a usage error.
