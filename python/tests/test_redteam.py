@@ -5,6 +5,7 @@ a path given where a list of paths goes."""
 from __future__ import annotations
 
 import gzip
+import os
 import sys
 
 import numpy as np
@@ -259,3 +260,57 @@ def test_durations_from_takes_compact_graphs_as_the_cli_does(corpus, tmp_path, c
     # A directory is still one file too many.
     with pytest.raises(ConfigError, match="give one trace file, not a directory"):
         lumos.durations_from(la, tmp_path, progress=False)
+
+
+def _not_utf8(corpus, folder, stems=(b"tr\xff", b"tr\xfe")):
+    """Copies of a corpus trace named with bytes that are not UTF-8, in
+    ``folder``; their paths as bytes."""
+    import shutil
+
+    os_folder = os.fsencode(folder)
+    os.makedirs(os_folder, exist_ok=True)
+    trace = corpus / "single-rank" / "a100-alexnet-cuda-sync.json.gz"
+    paths = [os.path.join(os_folder, s + b".json.gz") for s in stems]
+    for p in paths:
+        # Copies: two links to one file are one file given twice.
+        shutil.copyfile(trace, p)
+    return paths
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="names that are not UTF-8: Linux file systems")
+def test_names_that_are_not_utf8_keep_their_bytes(corpus, tmp_path):
+    # `tr\xff.json.gz` and `tr\xfe.json.gz` were both ingested as
+    # `tr\ufffd.lgraph` (ingest refused them as one name).
+    from lumos import distributed
+
+    paths = _not_utf8(corpus, tmp_path / "traces")
+    assert [os.fsencode(distributed._lumos.ingest_name(os.fsdecode(p))) for p in paths] == [
+        b"tr\xff.lgraph",
+        b"tr\xfe.lgraph",
+    ]
+    distributed._distinct_names([os.fsdecode(p) for p in paths])
+    out = os.fsencode(tmp_path / "lg")
+    written = [distributed.ingest_rank(p, out) for p in paths]
+    assert sorted(os.listdir(out)) == [b"tr\xfe.lgraph", b"tr\xff.lgraph"]
+    assert [os.fsencode(w) for w in written] == [
+        os.path.join(out, b"tr\xff.lgraph"),
+        os.path.join(out, b"tr\xfe.lgraph"),
+    ]
+    # Read back, each is its trace.
+    assert lumos.replay(written[0], progress=False).report == lumos.replay(
+        paths[0], progress=False
+    ).report
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="names that are not UTF-8: Linux file systems")
+def test_a_folder_lists_names_that_are_not_utf8_as_the_cli(corpus, tmp_path, cli_json):
+    # The CLI and the package both left `tr\xff.json.gz` out of a folder
+    # (lumos_trace::trace_files_under read its name as ""): a folder of
+    # only such traces had "no trace files", though each, given by its
+    # path, was read.
+    folder = tmp_path / "traces"
+    paths = _not_utf8(corpus, folder, stems=(b"tr\xff",))
+    assert [os.fsencode(f) for f in lumos._lumos.expand([str(folder)], True)] == paths
+    r = lumos.replay(folder, progress=False)
+    assert r.report == cli_json(["replay", str(folder)])
+    assert r.report == lumos.replay(paths[0], progress=False).report

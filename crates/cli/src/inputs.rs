@@ -3,6 +3,7 @@
 //! (and building the ranks of a job) in parallel.
 
 use std::convert::Infallible;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::OnceLock;
@@ -113,14 +114,15 @@ pub use lumos_report::not_a_file;
 pub fn distinct_output_names<'p>(
     traces: impl IntoIterator<Item = &'p Path>,
     flag: &str,
-    name: impl Fn(&Path) -> String,
+    name: impl Fn(&Path) -> OsString,
 ) -> Result<()> {
     match output_name_clash(traces, name) {
         Some((a, b, name)) => Err(crate::usage::usage(format!(
-            "{} and {} would both be written as {name} into {flag}'s directory: give \
+            "{} and {} would both be written as {} into {flag}'s directory: give \
              traces of different file names, or write them apart",
             a.display(),
-            b.display()
+            b.display(),
+            Path::new(&name).display()
         ))),
         None => Ok(()),
     }
@@ -128,17 +130,19 @@ pub fn distinct_output_names<'p>(
 
 /// What a timeline or critical path of the trace at `path` is named
 /// (`rank0.*`), for [`distinct_output_names`].
-pub fn timeline_names(path: &Path) -> String {
-    format!("{}.*", lumos_report::output_stem(path))
+pub fn timeline_names(path: &Path) -> OsString {
+    let mut name = lumos_report::output_stem(path);
+    name.push(".*");
+    name
 }
 
 /// The first two of `traces` whose outputs would take one name (`name`
 /// of each), and that name.
 pub fn output_name_clash<'p>(
     traces: impl IntoIterator<Item = &'p Path>,
-    name: impl Fn(&Path) -> String,
-) -> Option<(&'p Path, &'p Path, String)> {
-    let mut seen: std::collections::HashMap<String, &Path> = std::collections::HashMap::new();
+    name: impl Fn(&Path) -> OsString,
+) -> Option<(&'p Path, &'p Path, OsString)> {
+    let mut seen: std::collections::HashMap<OsString, &Path> = std::collections::HashMap::new();
     for f in traces {
         let n = name(f);
         if let Some(other) = seen.get(&n) {

@@ -234,3 +234,67 @@ fn ignored_ids_and_begin_end_events_are_reported_from_trace_and_graph() {
     }
     assert!(!text.contains("malformed event"), "{text}");
 }
+
+/// Outputs named after traces whose names are not UTF-8 keep their bytes:
+/// `tr\xff.json.gz` and `tr\xfe.json.gz` were both `tr\u{FFFD}.lgraph`
+/// (refused as one name) and both `trace.replayed.json.gz`, and a
+/// directory holding only them had "no trace files".
+#[cfg(unix)]
+#[test]
+fn names_that_are_not_utf8_keep_their_bytes() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("cli-ingest-not-utf8");
+    let traces = dir.join("traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    let trace = c.path("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let name =
+        |stem: &[u8], rest: &str| OsStr::from_bytes(&[stem, rest.as_bytes()].concat()).to_owned();
+    for stem in [b"tr\xff", b"tr\xfe"] {
+        // Copies: two links to one file are one input given twice.
+        std::fs::copy(&trace, traces.join(name(stem, ".json.gz"))).unwrap();
+    }
+    let listed = |d: &Path| {
+        let mut names: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let out = dir.join("lg");
+    ok(run(
+        &["ingest", "-o", out.to_str().unwrap()],
+        &[traces.as_path()],
+    ));
+    assert_eq!(
+        listed(&out),
+        [name(b"tr\xfe", ".lgraph"), name(b"tr\xff", ".lgraph")]
+    );
+    let out = dir.join("timelines");
+    let o = out.to_str().unwrap();
+    let args = ["replay", "--per-trace", "--out", o, "--critical-path", o];
+    ok(run(&args, &[traces.as_path()]));
+    let mut want = Vec::new();
+    for stem in [b"tr\xfe", b"tr\xff"] {
+        for rest in [
+            ".critical-path.json",
+            ".critical.json.gz",
+            ".replayed.json.gz",
+        ] {
+            want.push(name(stem, rest));
+        }
+    }
+    assert_eq!(listed(&out), want);
+    // The compact graph reports as its trace.
+    let lg = dir.join("lg").join(name(b"tr\xff", ".lgraph"));
+    same_output(
+        &["replay", "--json"],
+        &traces.join(name(b"tr\xff", ".json.gz")),
+        &lg,
+    );
+}

@@ -580,7 +580,7 @@ fn ingest_rank(
 
 /// The name of the per-rank file [`ingest_rank`] writes for `path`.
 #[pyfunction]
-fn ingest_name(path: PathBuf) -> String {
+fn ingest_name(path: PathBuf) -> OsString {
     lumos_store::lgraph_name(&path)
 }
 

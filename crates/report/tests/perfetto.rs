@@ -567,10 +567,11 @@ fn predicted_timelines_carry_the_predicted_stage_and_rank() {
     let pred = base.identity().with_edits(vec![Edit::Pp(4)]).unwrap();
     let (_, outcome) = lumos_report::predict(&base, &pred).unwrap();
     let timelines = Timeline::predicted(&pred, &outcome, &sources).timelines;
-    let names: Vec<String> = timelines.iter().map(|t| t.file_name()).collect();
+    let names: Vec<std::ffi::OsString> = timelines.iter().map(|t| t.file_name()).collect();
     assert_eq!(
         names,
-        ["rank0", "rank2", "rank4", "rank6"].map(|s| format!("{s}.predicted.json.gz"))
+        ["rank0", "rank2", "rank4", "rank6"]
+            .map(|s| std::ffi::OsString::from(format!("{s}.predicted.json.gz")))
     );
     // Known before the replay, as `lumos predict --out` checks them.
     assert_eq!(Timeline::predicted_file_names(&pred), names);

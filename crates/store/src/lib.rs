@@ -51,6 +51,7 @@ mod rec;
 mod representatives;
 mod stored;
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -74,14 +75,16 @@ pub const EXTENSION: &str = "lgraph";
 /// The name of the compact file of the trace at `trace`, as every front
 /// end writes it (`lumos ingest`, the Python package's `ingest_rank`):
 /// the trace's file name without `.gz`, then without `.json`, then
-/// `.lgraph` (`rank3.json.gz` gives `rank3.lgraph`).
-pub fn lgraph_name(trace: &Path) -> String {
-    let name = trace
-        .file_name()
-        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
-    let stem = name.strip_suffix(".gz").unwrap_or(&name);
-    let stem = stem.strip_suffix(".json").unwrap_or(stem);
-    format!("{stem}.{EXTENSION}")
+/// `.lgraph` (`rank3.json.gz` gives `rank3.lgraph`). On Unix a name that
+/// is not UTF-8 keeps its bytes (`tr\xff.json.gz` gives `tr\xff.lgraph`,
+/// [`lumos_trace::edit_file_name`]).
+pub fn lgraph_name(trace: &Path) -> OsString {
+    let name = trace.file_name().unwrap_or("trace".as_ref());
+    lumos_trace::edit_file_name(name, |name| {
+        let stem = name.strip_suffix(b".gz").unwrap_or(name);
+        let stem = stem.strip_suffix(b".json").unwrap_or(stem);
+        [stem, b".", EXTENSION.as_bytes()].concat()
+    })
 }
 
 /// True for a path whose name ends in `.lgraph`.
@@ -325,5 +328,15 @@ mod tests {
             lgraph_name(Path::new("run.v2.pt.trace.json")),
             "run.v2.pt.trace.lgraph"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_name_that_is_not_utf8_keeps_its_bytes() {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        // Lossy, both were `tr\u{FFFD}.lgraph`: one would replace the other.
+        let name = |b: &[u8]| lgraph_name(Path::new(std::ffi::OsStr::from_bytes(b)));
+        assert_eq!(name(b"d/tr\xff.json.gz").into_vec(), b"tr\xff.lgraph");
+        assert_ne!(name(b"tr\xff.json.gz"), name(b"tr\xfe.json.gz"));
     }
 }

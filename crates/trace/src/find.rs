@@ -2,6 +2,7 @@
 //! directory argument into, the same way everywhere.
 
 use std::cmp::Ordering;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -31,6 +32,26 @@ impl fmt::Display for DirError {
 }
 
 impl std::error::Error for DirError {}
+
+/// The name of an output made of an input's file name `name` by `edit`,
+/// which works on its bytes (takes off `.json.gz`, adds `.lgraph`). On
+/// Unix a file name is bytes, and those that are not UTF-8 are kept as
+/// they are, so that the output of `tr\xff.json.gz` is named after that
+/// trace, not after `tr\u{FFFD}` (which a second trace, `tr\xfe.json.gz`,
+/// would share); elsewhere the name is taken lossily. `edit` should only
+/// cut and add ASCII, which keeps a UTF-8 name UTF-8.
+pub fn edit_file_name(name: &OsStr, edit: impl FnOnce(&[u8]) -> Vec<u8>) -> OsString {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        OsString::from_vec(edit(name.as_bytes()))
+    }
+    #[cfg(not(unix))]
+    {
+        let bytes = edit(name.to_string_lossy().as_bytes());
+        OsString::from(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
 
 /// True for the names of Kineto trace files: `*.json`, `*.json.gz`,
 /// `*.gz` (gzip is detected by content when read).
@@ -278,12 +299,18 @@ fn collect(
         error,
     })?;
     for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        // Read lossily: the suffixes and the leading dot asked about are
+        // ASCII, so a name that is not UTF-8 (`tr\xff.json.gz`) is still
+        // a trace, as the same file given by its path is (to_str left it
+        // out without a word).
+        let name = path
+            .file_name()
+            .map_or_else(Default::default, OsStr::to_string_lossy);
         if path.is_dir() {
             if depth > 0 && !name.starts_with('.') {
                 collect(&path, depth - 1, keep, out)?;
             }
-        } else if path.is_file() && keep(name) {
+        } else if path.is_file() && keep(&name) {
             out.push(path);
         }
     }
@@ -328,6 +355,24 @@ mod tests {
                 "job2/rank0.json",
             ]
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_name_that_is_not_utf8_is_listed_and_kept() {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let dir = lumos_testkit::TempDir::new("not-utf8");
+        let name = OsStr::from_bytes(b"tr\xff.json.gz");
+        std::fs::write(dir.join(name), b"").unwrap();
+        // It was read as "" and left out: "directory has no trace files".
+        let found = trace_files_under(&dir, &is_trace_file_name).unwrap();
+        assert_eq!(found, [dir.join(name)]);
+        let edited = edit_file_name(name, |b| [&b[..2], b".lgraph"].concat());
+        assert_eq!(edited.into_vec(), b"tr.lgraph");
+        let kept = edit_file_name(name, |b| {
+            [b.strip_suffix(b".json.gz").unwrap(), b".x"].concat()
+        });
+        assert_eq!(kept.into_vec(), b"tr\xff.x");
     }
 
     /// [`given_once`] of `(file, argument)` pairs, its refusal as the

@@ -92,8 +92,9 @@ pub const MAX_TEXT_BYTES: usize = 64 << 10;
 
 pub use error::{ErrorKind, ReadError};
 pub use find::{
-    given_once, is_lumos_output, is_predicted_timeline, is_trace_file_name, no_trace_files,
-    predicted_timelines_under, trace_files_under, DirError, GivenTwice, MAX_DIR_DEPTH,
+    edit_file_name, given_once, is_lumos_output, is_predicted_timeline, is_trace_file_name,
+    no_trace_files, predicted_timelines_under, trace_files_under, DirError, GivenTwice,
+    MAX_DIR_DEPTH,
 };
 pub use model::*;
 pub use read::{

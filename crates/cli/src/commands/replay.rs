@@ -529,10 +529,7 @@ fn report_replayed(replayed: &lumos_report::Replayed, a: &ReplayArgs) -> Result<
     if let Some(dir) = &a.critical_path {
         let paths = replayed.critical_paths(&analysis).map_err(steps_usage)?;
         write_timeline(dir, &replayed.timeline().with_critical_path(&paths))?;
-        let name = replayed
-            .timeline()
-            .file_name()
-            .replace(".replayed.json.gz", ".critical-path.json");
+        let name = replayed.timeline().critical_path_file_name();
         let export = CriticalPathExport {
             trace: &report.path,
             paths: &paths,
@@ -661,8 +658,9 @@ pub fn named_apart(timelines: Vec<Timeline<'_>>) -> Result<Vec<Timeline<'_>>> {
         .collect();
     match clash(&renamed) {
         Some(name) => Err(usage(format!(
-            "two timelines would both be written as {name} into --out's directory: give \
-             traces of different file names, or write them apart"
+            "two timelines would both be written as {} into --out's directory: give \
+             traces of different file names, or write them apart",
+            Path::new(&name).display()
         ))),
         None => Ok(renamed),
     }
@@ -693,7 +691,7 @@ pub fn write_timeline(dir: &Path, timeline: &Timeline) -> Result<()> {
 /// atomically, with what `write` writes.
 fn write_gz_into(
     dir: &Path,
-    name: &str,
+    name: &std::ffi::OsStr,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;

@@ -43,7 +43,7 @@ impl<'a> MergedTimeline<'a> {
     }
 
     /// `job.replayed.json.gz` or `job.predicted.json.gz`.
-    pub fn file_name(&self) -> String {
+    pub fn file_name(&self) -> std::ffi::OsString {
         merged_file_name(self.ranks.first().map_or("replayed", |t| t.what))
     }
 
@@ -74,8 +74,8 @@ fn onto_base(t: &mut Timeline<'_>, base0: Option<i64>) {
 }
 
 /// `job.<what>.json.gz`: the name of a job's merged timeline.
-pub fn merged_file_name(what: &str) -> String {
-    super::file_name_of("job", what)
+pub fn merged_file_name(what: &str) -> std::ffi::OsString {
+    super::file_name_of("job".as_ref(), what)
 }
 
 /// What a directory holding no trace stands for when it is `lumos predict

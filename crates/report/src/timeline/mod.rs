@@ -20,6 +20,7 @@ mod merge;
 mod scopes;
 
 use std::borrow::Cow;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -82,13 +83,19 @@ impl TimelineSource {
 
 /// The file name of `path` without `.json` or `.json.gz`: what the
 /// timelines and critical paths written of the trace at `path` are named
-/// after (`rank0.json.gz` gives `rank0.replayed.json.gz`).
-pub fn output_stem(path: &Path) -> &str {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("trace")
-        .trim_end_matches(".gz")
-        .trim_end_matches(".json")
+/// after (`rank0.json.gz` gives `rank0.replayed.json.gz`). On Unix a name
+/// that is not UTF-8 keeps its bytes ([`lumos_trace::edit_file_name`]:
+/// it was `trace`, which every such trace shared).
+pub fn output_stem(path: &Path) -> OsString {
+    let name = path.file_name().unwrap_or("trace".as_ref());
+    lumos_trace::edit_file_name(name, |mut stem| {
+        for suffix in [&b".gz"[..], b".json"] {
+            while let Some(s) = stem.strip_suffix(suffix) {
+                stem = s;
+            }
+        }
+        stem.to_vec()
+    })
 }
 
 /// Arguments each task's event carries besides its times.
@@ -150,7 +157,7 @@ impl<T: TaskTimes + ?Sized> TaskTimes for Borrowed<'_, T> {
 
 /// A graph at simulated times, ready to be written as a Kineto trace.
 pub struct Timeline<'a> {
-    stem: String,
+    stem: OsString,
     base_time_ns: Option<i64>,
     rank: u32,
     world_size: Option<u32>,
@@ -240,7 +247,7 @@ impl<'a> Timeline<'a> {
         times: Box<dyn TaskTimes + 'a>,
     ) -> Timeline<'a> {
         Timeline {
-            stem: output_stem(path).to_owned(),
+            stem: output_stem(path),
             base_time_ns: head.base_time_ns,
             rank: head.rank,
             world_size: head.world_size,
@@ -329,7 +336,7 @@ impl<'a> Timeline<'a> {
                     // Named after the rank it predicts: several stages may
                     // be built from one trace, and a stage's traced rank
                     // is not its rank in the target job.
-                    stem: predicted_stem(w.rank),
+                    stem: predicted_stem(w.rank).into(),
                     base_time_ns: source.base_time_ns,
                     rank: w.rank,
                     world_size: in_job.then_some(w.world_size),
@@ -367,9 +374,9 @@ impl<'a> Timeline<'a> {
     /// the prediction is replayed: what a front end checks its output
     /// directory against before the work (an input the timelines would
     /// replace).
-    pub fn predicted_file_names(pred: &Prediction<'_>) -> Vec<String> {
+    pub fn predicted_file_names(pred: &Prediction<'_>) -> Vec<OsString> {
         (0..pred.stages.len())
-            .map(|k| file_name_of(&predicted_stem(pred.stage_rank(k)), "predicted"))
+            .map(|k| file_name_of(predicted_stem(pred.stage_rank(k)).as_ref(), "predicted"))
             .collect()
     }
 
@@ -394,7 +401,7 @@ impl<'a> Timeline<'a> {
     /// share a file name (`host0/trace.json`, `host1/trace.json`), whose
     /// timelines would otherwise take one name.
     pub fn with_rank_in_name(mut self) -> Timeline<'a> {
-        self.stem = format!("{}.rank{}", self.stem, self.rank);
+        self.stem.push(format!(".rank{}", self.rank));
         self
     }
 
@@ -404,8 +411,17 @@ impl<'a> Timeline<'a> {
     /// [`Timeline::with_rank_in_name`]), or `rank<N>.predicted.json.gz` for
     /// a predicted stage, `N` its rank in the target job (the trace it was
     /// built from is [`Timeline::predicted_from`]).
-    pub fn file_name(&self) -> String {
+    pub fn file_name(&self) -> OsString {
         file_name_of(&self.stem, self.what)
+    }
+
+    /// The file name of the critical paths `lumos replay --critical-path`
+    /// exports beside this timeline: `<name>.critical-path.json`, `<name>`
+    /// as in [`Timeline::file_name`].
+    pub fn critical_path_file_name(&self) -> OsString {
+        let mut name = self.stem.clone();
+        name.push(".critical-path.json");
+        name
     }
 
     /// For a predicted stage's timeline, the traced rank it was built from.
@@ -856,8 +872,10 @@ fn collective_args(stage: &PredictedStage<'_>, written: &WrittenStage, t: TaskId
 
 /// `<stem>.<what>.json.gz`: the name of a timeline file (a rank's, or
 /// with stem `job` a merged one, [`merged_file_name`]).
-pub(crate) fn file_name_of(stem: &str, what: &str) -> String {
-    format!("{stem}.{what}.json.gz")
+pub(crate) fn file_name_of(stem: &OsStr, what: &str) -> OsString {
+    let mut name = stem.to_owned();
+    name.push(format!(".{what}.json.gz"));
+    name
 }
 
 /// What a predicted stage's timeline is named after: the rank it stands
@@ -876,4 +894,34 @@ pub struct PredictedTimelines<'a> {
     /// What the timelines cannot state, for the user (collectives written
     /// without a process group).
     pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_are_named_after_their_trace() {
+        for (trace, stem) in [
+            ("a/rank0.json.gz", "rank0"),
+            ("rank0.json", "rank0"),
+            ("run.v2.pt.trace.json", "run.v2.pt.trace"),
+        ] {
+            assert_eq!(output_stem(Path::new(trace)), stem);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_trace_name_that_is_not_utf8_keeps_its_bytes() {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        // It was `trace`, for `tr\xfe.json.gz` too.
+        let stem = |b: &[u8]| output_stem(Path::new(OsStr::from_bytes(b)));
+        assert_eq!(stem(b"d/tr\xff.json.gz").into_vec(), b"tr\xff");
+        assert_ne!(stem(b"tr\xff.json.gz"), stem(b"tr\xfe.json.gz"));
+        assert_eq!(
+            file_name_of(&stem(b"tr\xff.json"), "replayed").into_vec(),
+            b"tr\xff.replayed.json.gz"
+        );
+    }
 }
