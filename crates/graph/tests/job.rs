@@ -817,6 +817,7 @@ fn a_representative_counts_as_its_group() {
         signature: program_signature(&rep.graph),
         ranks: vec![0, 1, 2],
         steps_ns: vec![Vec::new(); 3],
+        facts: Vec::new(),
     };
     for (stray, stray_world, reason) in [
         (3, 4, LeftOutReason::NoSharedCollective { others: 3 }),
@@ -857,6 +858,95 @@ fn a_representative_counts_as_its_group() {
             );
         }
     }
+}
+
+/// From representatives, each member of a group is tested on what its own
+/// file says where the group carries it ([`ProgramGroup::facts`]), as the
+/// assembly of every rank tests it: the world size is the one most
+/// members record (rank 0 recording 16 against seven recording 8 chose
+/// 16, each member taken to record its representative's); a member whose
+/// clock is days from its representative's is left out alone, the group
+/// kept (it was kept, only representatives' clocks being tested); a
+/// member outside the world size is left out.
+#[test]
+fn a_member_is_tested_on_its_own_facts() {
+    let days = 3 * 86_400_000_000_000;
+    let rep = |w: u32| vec![member(0, Some(w), &[1, 2, 3], 0)];
+    let group = |ranks: &[u32], facts: &dyn Fn(u32) -> (Option<u32>, i64)| ProgramGroup {
+        signature: program_signature(&rep(8)[0].graph),
+        ranks: ranks.to_vec(),
+        steps_ns: vec![Vec::new(); ranks.len()],
+        facts: ranks
+            .iter()
+            .map(|&r| {
+                let (world_size, clock) = facts(r);
+                MemberFacts {
+                    path: format!("/t/rank{r}.json").into(),
+                    world_size,
+                    clock_ns: Some(clock),
+                }
+            })
+            .collect(),
+    };
+    let eight: Vec<u32> = (0..8).collect();
+    let ws = |r: u32| (Some(if r == 0 { 16 } else { 8 }), 0);
+    let job = assemble_representatives(rep(16), Vec::new(), &[group(&eight, &ws)]).unwrap();
+    assert_eq!(job.world_size, Some(8));
+    assert!(job.left_out.is_empty());
+    assert!(
+        has(
+            &job.warnings,
+            "files disagree on the world size (8 in 7 files (rank 1-7), 16 in /t/rank0.json); \
+             using 8, which most files record"
+        ),
+        "{:?}",
+        job.warnings
+    );
+    // Without facts, every member counts as its representative.
+    let mut g = group(&eight, &ws);
+    g.facts.clear();
+    let job = assemble_representatives(rep(16), Vec::new(), &[g]).unwrap();
+    assert_eq!(job.world_size, Some(16));
+
+    let far = |r: u32| (Some(8), if r == 5 { days } else { 0 });
+    let job = assemble_representatives(rep(8), Vec::new(), &[group(&eight, &far)]).unwrap();
+    assert_eq!(job.rank_numbers(), [0]);
+    assert_eq!(job.left_out.len(), 1, "{:?}", job.warnings);
+    assert_eq!(job.left_out[0].rank, 5);
+    assert_eq!(
+        job.left_out[0].reason,
+        LeftOutReason::FarClock { offset_ns: days }
+    );
+    assert!(
+        has(
+            &job.warnings,
+            "rank 5 (/t/rank5.json): its collectives end 3.0 days after the other ranks'"
+        ),
+        "{:?}",
+        job.warnings
+    );
+    // Half the ranks days away: nobody can tell which side is the job's.
+    let half = |r: u32| (Some(8), if r >= 4 { days } else { 0 });
+    let job = assemble_representatives(rep(8), Vec::new(), &[group(&eight, &half)]).unwrap();
+    assert!(job.left_out.is_empty());
+    assert!(
+        has(&job.warnings, "are 3.0 days apart"),
+        "{:?}",
+        job.warnings
+    );
+
+    let outside = |r: u32| (Some(if r == 9 { 16 } else { 8 }), 0);
+    let job =
+        assemble_representatives(rep(8), Vec::new(), &[group(&[0, 1, 2, 9], &outside)]).unwrap();
+    assert_eq!(job.left_out.len(), 1, "{:?}", job.warnings);
+    assert_eq!(job.left_out[0].rank, 9);
+    assert_eq!(
+        job.left_out[0].reason,
+        LeftOutReason::OutsideWorld {
+            world_size: 8,
+            recorded: Some(16)
+        }
+    );
 }
 
 #[test]

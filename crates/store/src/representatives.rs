@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use lumos_graph::{
-    JobError, PeerModel, ProgramGroup, ProgramGroups, ProgramSignature, RankInput, RankProgram,
-    Unreadable,
+    member_clock_ns, JobError, MemberFacts, PeerModel, ProgramGroup, ProgramGroups,
+    ProgramSignature, RankInput, RankProgram, Unreadable,
 };
 use lumos_trace::{RankSource, ReadError};
 use rayon::prelude::*;
@@ -163,7 +163,7 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
             graphs_loaded: g.traces_built,
         };
     }
-    let groups = g.groups.finish();
+    let mut groups = g.groups.finish();
     let mut graphs_loaded = g.traces_built;
     let reps: Vec<Result<(RankInput, bool), InputError>> = g
         .kept
@@ -186,7 +186,7 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
             Err(e) => errors.push(e),
         }
     }
-    let peers = model_peers(&out, &groups, g.programs, &g.files_by_rank, &mut errors);
+    let peers = model_peers(&out, &mut groups, g.programs, &g.files_by_rank, &mut errors);
     Representatives {
         reps: out,
         groups,
@@ -229,7 +229,12 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
         let mut g = lock(gathered);
         let guessed = s.rank_source == RankSource::Default;
         g.claimed.entry(s.rank).or_default().push((at, guessed));
-        g.groups.add(s.rank, s.signature, s.steps_ns);
+        let facts = MemberFacts {
+            path: s.source.path.clone(),
+            world_size: s.world_size,
+            clock_ns: None,
+        };
+        g.groups.add_with(s.rank, s.signature, s.steps_ns, facts);
         g.files_by_rank.insert(s.rank, f.to_owned());
         g.offer(s.rank, s.signature, Kept::File(f.to_owned()));
     } else {
@@ -239,7 +244,13 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
         let mut g = lock(gathered);
         g.claimed.entry(p.rank).or_default().push((at, guessed));
         g.traces_built += 1;
-        g.groups.add(p.rank, p.signature, p.steps_ns.clone());
+        let facts = MemberFacts {
+            path: input.meta.path.clone(),
+            world_size: input.meta.world_size,
+            clock_ns: None,
+        };
+        g.groups
+            .add_with(p.rank, p.signature, p.steps_ns.clone(), facts);
         g.offer(p.rank, p.signature, Kept::Input(Box::new(input)));
         g.programs.insert(p.rank, p);
     }
@@ -249,52 +260,86 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
 /// Each representative's modelled collective durations: its group's
 /// programs folded into its [`PeerModel`], from `programs` (the traces')
 /// and the compact files in `files` (read now, in parallel, each once).
+/// The same programs give each member's clock against its
+/// representative's ([`MemberFacts::clock_ns`] in `groups`), so the
+/// program of every member is read, modelled or not.
 fn model_peers(
     reps: &[RankInput],
-    groups: &[ProgramGroup],
+    groups: &mut [ProgramGroup],
     programs: BTreeMap<u32, RankProgram>,
     files: &BTreeMap<u32, PathBuf>,
     errors: &mut Vec<InputError>,
 ) -> BTreeMap<u32, Vec<Option<i64>>> {
-    let models: Vec<Mutex<PeerModel>> = reps
+    // Per representative: its model, its communication tasks' ends on its
+    // own clock, and its group's place in `groups`.
+    struct Rep {
+        model: Mutex<PeerModel>,
+        ends: Vec<i64>,
+        group: usize,
+    }
+    let rep_of: Vec<Rep> = reps
         .iter()
         .filter_map(|r| {
-            let g = groups.iter().find(|g| g.representative() == r.graph.rank)?;
-            Some(Mutex::new(PeerModel::new(&r.graph, g)))
+            let group = groups
+                .iter()
+                .position(|g| g.representative() == r.graph.rank)?;
+            Some(Rep {
+                model: Mutex::new(PeerModel::new(&r.graph, &groups[group])),
+                ends: (r.graph.comms.iter())
+                    .map(|c| r.graph.clock_end_ns(c.task))
+                    .collect(),
+                group,
+            })
         })
         .collect();
-    // Which model a rank's program goes to.
-    let mut model_of: BTreeMap<u32, usize> = BTreeMap::new();
-    for (i, m) in models.iter().enumerate() {
-        let m = lock(m);
-        if m.is_empty() {
-            continue;
-        }
-        if let Some(g) = groups.iter().find(|g| g.representative() == m.rank()) {
-            model_of.extend(g.ranks.iter().map(|&r| (r, i)));
-        }
+    // Which representative a rank's program goes to: every member's, for
+    // its clock; the model takes it where it models anything.
+    let mut rep_for: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, r) in rep_of.iter().enumerate() {
+        rep_for.extend(groups[r.group].ranks.iter().map(|&m| (m, i)));
     }
+    let clocks: Mutex<BTreeMap<u32, Option<i64>>> = Mutex::new(BTreeMap::new());
+    let take = |p: &RankProgram, i: usize| {
+        let r = &rep_of[i];
+        let ends: Vec<i64> = p.comms.iter().map(|c| c.end_ns).collect();
+        lock(&clocks).insert(p.rank, member_clock_ns(&ends, &r.ends));
+        let mut m = lock(&r.model);
+        if !m.is_empty() {
+            m.add(p);
+        }
+    };
     for p in programs.values() {
-        if let Some(&i) = model_of.get(&p.rank) {
-            lock(&models[i]).add(p);
+        if let Some(&i) = rep_for.get(&p.rank) {
+            take(p, i);
         }
     }
-    let read: Vec<Result<(), InputError>> = model_of
+    let read: Vec<Result<(), InputError>> = rep_for
         .iter()
         .filter_map(|(r, &i)| Some((files.get(r)?, i)))
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|(f, i)| {
             let (_, p) = read_program(f).map_err(InputError::Store)?;
-            lock(&models[i]).add(&p);
+            take(&p, i);
             Ok(())
         })
         .collect();
     errors.extend(read.into_iter().filter_map(Result::err));
-    models
+    let clocks = into_inner(clocks);
+    for r in &rep_of {
+        let g = &mut groups[r.group];
+        for (k, f) in g.facts.iter_mut().enumerate() {
+            f.clock_ns = if k == 0 {
+                Some(0)
+            } else {
+                clocks.get(&g.ranks[k]).copied().flatten()
+            };
+        }
+    }
+    rep_of
         .into_iter()
-        .map(|m| {
-            let m = into_inner(m);
+        .map(|r| {
+            let m = into_inner(r.model);
             (m.rank(), m.durations())
         })
         .collect()

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use lumos_trace::{rank_from_file_name, RankSource, ReadError, Trace, MAX_WORLD_SIZE};
 
 use super::belong::{
-    clock_spread_warning, far_clocks, foreign_ranks, group_disagreements, LeftOut, LeftOutReason,
+    clock_spread_warning, far_clocks, foreign_ranks, group_disagreements, long_duration, LeftOut,
+    LeftOutReason,
 };
 use super::clock::align_refs;
 use super::matching::match_refs;
@@ -266,20 +267,31 @@ pub fn assemble(inputs: Vec<RankInput>) -> Result<Job, JobError> {
 /// that is the [`ProgramGroup::representative`] of one of `groups` counts
 /// as the group's members (any other input as itself alone) where the job
 /// is told apart from files that are not its ranks, as `--job` would count
-/// them all: in the vote for the world size (its members are taken to
-/// record the world size it records) and in the tests that leave files
-/// out, whose ranks must stay a minority of the job's (see the `belong`
-/// module). One foreign rank against one group of seven is thus left out,
-/// where against the one representative it would be half the job.
+/// them all: in the vote for the world size (each member with the world
+/// size its file records, [`ProgramGroup::facts`]; without facts, the
+/// representative's) and in the tests that leave files out, whose ranks
+/// must stay a minority of the job's (see the `belong` module). One
+/// foreign rank against one group of seven is thus left out, where against
+/// the one representative it would be half the job.
+///
+/// Members are tested as `--job` tests every rank where their facts tell:
+/// a member whose rank is outside the job's world size, or whose clock
+/// (its representative's offset plus [`MemberFacts::clock_ns`](super::MemberFacts::clock_ns)) is far
+/// from the others' ([`FAR_CLOCK_NS`](super::FAR_CLOCK_NS)), is left out on its own, in
+/// [`Job::left_out`] (its group stays; the caller takes it out of the
+/// group). A member's clock is judged rank by rank, not pooled with the
+/// other ranks of its host as the alignment of every rank pools it
+/// ([`ClockAlignment::hosts`]): a member's host is not in its summary. A
+/// representative whose clock is far while members of its group agree
+/// with the job is kept, with a warning, where the assembly of every rank
+/// leaves it out: its graph is the only one of its group at hand, and the
+/// alignment undoes its offset.
 pub fn assemble_representatives(
     inputs: Vec<RankInput>,
     unreadable: Vec<Unreadable>,
     groups: &[ProgramGroup],
 ) -> Result<Job, JobError> {
-    let members: BTreeMap<u32, &[u32]> = groups
-        .iter()
-        .map(|g| (g.representative(), g.ranks.as_slice()))
-        .collect();
+    let members: Members<'_> = groups.iter().map(|g| (g.representative(), g)).collect();
     assemble_counted(inputs, unreadable, &members)
 }
 
@@ -293,13 +305,49 @@ pub fn assemble_with(inputs: Vec<RankInput>, unreadable: Vec<Unreadable>) -> Res
     assemble_counted(inputs, unreadable, &BTreeMap::new())
 }
 
-/// The ranks an input of `rank` counts as: its `members` where given, else
-/// itself.
-fn members_of<'a>(members: &BTreeMap<u32, &'a [u32]>, rank: &'a u32) -> &'a [u32] {
-    members
-        .get(rank)
-        .copied()
-        .unwrap_or(std::slice::from_ref(rank))
+/// The groups of ranks that representatives stand for, by representative
+/// ([`assemble_representatives`]).
+type Members<'a> = BTreeMap<u32, &'a ProgramGroup>;
+
+/// One rank an input counts as ([`counted`]).
+struct Counted<'a> {
+    rank: u32,
+    /// Its place in its group (0: the input itself).
+    member: usize,
+    world_size: Option<u32>,
+    /// Its trace, where known.
+    path: Option<&'a Path>,
+    /// How far its clock is from the input's, where known (0 for the
+    /// input itself).
+    clock_ns: Option<i64>,
+}
+
+/// The ranks `input` counts as: the members of its group in `members`
+/// where it represents one, each with what its facts say (else what the
+/// input says), or itself alone.
+fn counted<'a>(members: &Members<'a>, input: &'a RankInput) -> Vec<Counted<'a>> {
+    let itself = Counted {
+        rank: input.meta.rank,
+        member: 0,
+        world_size: input.meta.world_size,
+        path: Some(&input.meta.path),
+        clock_ns: Some(0),
+    };
+    let Some(g) = members.get(&input.meta.rank) else {
+        return vec![itself];
+    };
+    let mut out = vec![itself];
+    out.extend(g.ranks.iter().enumerate().skip(1).map(|(k, &rank)| {
+        let facts = g.facts.get(k);
+        Counted {
+            rank,
+            member: k,
+            world_size: facts.map_or(input.meta.world_size, |f| f.world_size),
+            path: facts.map(|f| f.path.as_path()),
+            clock_ns: facts.and_then(|f| f.clock_ns),
+        }
+    }));
+    out
 }
 
 /// [`assemble_with`], each input counting as its `members` (by rank; itself
@@ -308,7 +356,7 @@ fn members_of<'a>(members: &BTreeMap<u32, &'a [u32]>, rank: &'a u32) -> &'a [u32
 fn assemble_counted(
     mut inputs: Vec<RankInput>,
     unreadable: Vec<Unreadable>,
-    members: &BTreeMap<u32, &[u32]>,
+    members: &Members<'_>,
 ) -> Result<Job, JobError> {
     if inputs.is_empty() {
         return Err(JobError::NoRanks);
@@ -347,6 +395,7 @@ fn assemble_counted(
     let mut left_out = Vec::new();
     if let Some(w) = world_size {
         outside_world(&mut inputs, w, &mut left_out)?;
+        members_outside_world(&inputs, members, w, &mut left_out)?;
     }
     let (matching, clock) = match_and_align(&mut inputs, members, &mut left_out, &mut warnings);
     left_out.sort_by_key(|l| l.rank);
@@ -426,6 +475,41 @@ fn outside_world(
     Ok(())
 }
 
+/// [`outside_world`] of the members the inputs represent (`members`, by
+/// representative; the inputs themselves were tested): a member whose
+/// rank is not below `w` is left out, or, recording `w` itself, an error.
+fn members_outside_world(
+    inputs: &[RankInput],
+    members: &Members<'_>,
+    w: u32,
+    left_out: &mut Vec<LeftOut>,
+) -> Result<(), JobError> {
+    for i in inputs {
+        for c in counted(members, i).into_iter().skip(1) {
+            if c.rank < w {
+                continue;
+            }
+            let path = c.path.unwrap_or(&i.meta.path).to_owned();
+            if c.world_size == Some(w) {
+                return Err(JobError::OutsideWorld {
+                    path,
+                    rank: c.rank,
+                    world_size: w,
+                });
+            }
+            left_out.push(LeftOut {
+                rank: c.rank,
+                reason: LeftOutReason::OutsideWorld {
+                    world_size: w,
+                    recorded: c.world_size,
+                },
+                path,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Moves the inputs at `positions` (ascending) into `left_out`, each with
 /// its reason.
 fn take_out(
@@ -447,19 +531,19 @@ fn take_out(
 /// Leaves out the ranks that share no collective with the others, matches
 /// the rest and aligns their clocks; then leaves out the ranks whose clock
 /// is far from the others' and does it again without them. Each input
-/// counts as its `members` ([`assemble_counted`]).
+/// counts as its `members` ([`assemble_counted`]); members whose clock is
+/// known ([`MemberFacts::clock_ns`](super::MemberFacts::clock_ns)) are
+/// tested each on its own clock, and those far off left out alone (a far
+/// input whose members agree stays, warned: [`assemble_representatives`]).
 fn match_and_align(
     inputs: &mut Vec<RankInput>,
-    members: &BTreeMap<u32, &[u32]>,
+    members: &Members<'_>,
     left_out: &mut Vec<LeftOut>,
     warnings: &mut Vec<String>,
 ) -> (CollectiveMatch, ClockAlignment) {
-    let weights = |inputs: &[RankInput]| -> Vec<usize> {
-        (inputs.iter())
-            .map(|i| members_of(members, &i.meta.rank).len())
-            .collect()
-    };
-    let w = weights(inputs);
+    let w: Vec<usize> = (inputs.iter())
+        .map(|i| members.get(&i.meta.rank).map_or(1, |g| g.ranks.len()))
+        .collect();
     let foreign = foreign_ranks(&inputs.iter().map(|i| &i.graph).collect::<Vec<_>>(), &w);
     let others: usize = (0..inputs.len())
         .filter(|p| foreign.binary_search(p).is_err())
@@ -481,18 +565,110 @@ fn match_and_align(
         (m, c)
     };
     let (m, c) = run(inputs);
-    let far = far_clocks(&c.offsets_ns, &c.unaligned, &weights(inputs));
+    let clocks = RankClocks::of(inputs, members, &c);
+    let far = far_clocks(&clocks.offsets_ns, &clocks.unaligned, &clocks.weights);
     if far.is_empty() {
-        let ranks: Vec<u32> = inputs.iter().map(|i| i.meta.rank).collect();
-        warnings.extend(clock_spread_warning(&c.offsets_ns, &c.unaligned, &ranks));
+        warnings.extend(clock_spread_warning(
+            &clocks.offsets_ns,
+            &clocks.unaligned,
+            &clocks.ranks,
+        ));
         return (m, c);
     }
-    let offsets: BTreeMap<u32, i64> = far.iter().map(|&(p, d)| (inputs[p].meta.rank, d)).collect();
-    let positions: Vec<usize> = far.iter().map(|&(p, _)| p).collect();
+    // Far members go alone; a far input takes the members it stands for
+    // whose clock is not known (the caller leaves its group out).
+    let mut positions: Vec<usize> = Vec::new();
+    let mut offsets: BTreeMap<u32, i64> = BTreeMap::new();
+    for &(e, d) in &far {
+        let (p, member) = clocks.of[e];
+        // The ranks a far input stands for whose clocks agree with the
+        // job's: only its graph is loaded, so it stays, replayed for them
+        // (the alignment undoes its offset), and says so.
+        let agree: Vec<u32> = (clocks.of.iter().enumerate())
+            .filter(|&(e2, &(p2, m2))| p2 == p && m2 != 0 && !far.iter().any(|f| f.0 == e2))
+            .map(|(e2, _)| clocks.ranks[e2])
+            .collect();
+        if member == 0 && !agree.is_empty() {
+            let i = &inputs[p];
+            warnings.push(format!(
+                "rank {} ({}): its collectives end {} {} the other ranks'; `--job` leaves it \
+                 out as from another run, but it represents rank {}, whose clocks agree with \
+                 the job's: kept, replayed for them",
+                i.meta.rank,
+                i.meta.path.display(),
+                long_duration(d),
+                if d > 0 { "after" } else { "before" },
+                rank_ranges(&agree)
+            ));
+            continue;
+        }
+        if member == 0 {
+            positions.push(p);
+            offsets.insert(inputs[p].meta.rank, d);
+        } else {
+            let i = &inputs[p];
+            let c = &counted(members, i)[member];
+            left_out.push(LeftOut {
+                rank: c.rank,
+                reason: LeftOutReason::FarClock { offset_ns: d },
+                path: c.path.unwrap_or(&i.meta.path).to_owned(),
+            });
+        }
+    }
+    if positions.is_empty() {
+        return (m, c);
+    }
     take_out(inputs, &positions, left_out, |i| LeftOutReason::FarClock {
         offset_ns: offsets[&i.meta.rank],
     });
     run(inputs)
+}
+
+/// Every rank's clock offset, for [`far_clocks`]: each input's from the
+/// alignment, each member whose clock is known at its representative's
+/// plus its own ([`MemberFacts::clock_ns`](super::MemberFacts::clock_ns)); a member whose clock is not
+/// known weighs on its representative's.
+struct RankClocks {
+    offsets_ns: Vec<i64>,
+    unaligned: Vec<u32>,
+    weights: Vec<usize>,
+    ranks: Vec<u32>,
+    /// Per entry, the input's position and the member's place in its group.
+    of: Vec<(usize, usize)>,
+}
+
+impl RankClocks {
+    fn of(inputs: &[RankInput], members: &Members<'_>, c: &ClockAlignment) -> RankClocks {
+        let mut out = RankClocks {
+            offsets_ns: Vec::new(),
+            unaligned: Vec::new(),
+            weights: Vec::new(),
+            ranks: Vec::new(),
+            of: Vec::new(),
+        };
+        for (p, i) in inputs.iter().enumerate() {
+            let unaligned = c.unaligned.contains(&(p as u32));
+            let own = c.offsets_ns[p];
+            let all = counted(members, i);
+            let unknown = all.iter().filter(|m| m.clock_ns.is_none()).count();
+            for m in &all {
+                let offset = match (m.member, m.clock_ns) {
+                    (0, _) => own,
+                    (_, Some(d)) => own.saturating_add(d),
+                    (_, None) => continue,
+                };
+                if unaligned {
+                    out.unaligned.push(out.offsets_ns.len() as u32);
+                }
+                out.offsets_ns.push(offset);
+                out.weights
+                    .push(if m.member == 0 { 1 + unknown } else { 1 });
+                out.ranks.push(m.rank);
+                out.of.push((p, m.member));
+            }
+        }
+        out
+    }
 }
 
 /// Why each rank no input of the job holds is absent, where a file was
@@ -525,39 +701,43 @@ fn absent_reasons(
 }
 
 /// The world size most files record (ties: the largest), each input
-/// counting as its `members` ([`assemble_counted`]), with a warning naming
-/// the files that disagree.
+/// counting as its `members` ([`assemble_counted`]), each with the world
+/// size it records where known, with a warning naming the files that
+/// disagree.
 fn world_size(
     inputs: &[RankInput],
-    members: &BTreeMap<u32, &[u32]>,
+    members: &Members<'_>,
     warnings: &mut Vec<String>,
 ) -> Option<u32> {
-    // Per world size: the inputs recording it, and the ranks they count as.
-    let mut by_size: BTreeMap<u32, (Vec<&RankMeta>, Vec<u32>)> = BTreeMap::new();
+    // Per world size: the ranks recording it, with their files where known.
+    let mut by_size: BTreeMap<u32, Vec<(u32, Option<&Path>)>> = BTreeMap::new();
     for i in inputs {
-        if let Some(w) = i.meta.world_size {
-            let (metas, ranks) = by_size.entry(w).or_default();
-            metas.push(&i.meta);
-            ranks.extend_from_slice(members_of(members, &i.meta.rank));
+        for c in counted(members, i) {
+            if let Some(w) = c.world_size {
+                by_size.entry(w).or_default().push((c.rank, c.path));
+            }
         }
     }
     let (&chosen, most) = (by_size.iter())
-        .map(|(w, (_, r))| (w, r.len()))
+        .map(|(w, r)| (w, r.len()))
         .max_by_key(|&(&w, n)| (n, w))?;
     if by_size.len() > 1 {
         let list: Vec<String> = by_size
             .iter_mut()
-            .map(
-                |(w, (metas, ranks))| match (metas.as_slice(), ranks.len()) {
-                    ([one], 1) => format!("{w} in {}", one.path.display()),
-                    _ => {
-                        ranks.sort_unstable();
-                        format!("{w} in {} files (rank {})", ranks.len(), rank_ranges(ranks))
-                    }
-                },
-            )
+            .map(|(w, ranks)| match ranks.as_slice() {
+                [(_, Some(path))] => format!("{w} in {}", path.display()),
+                _ => {
+                    let mut ranks: Vec<u32> = ranks.iter().map(|r| r.0).collect();
+                    ranks.sort_unstable();
+                    format!(
+                        "{w} in {} files (rank {})",
+                        ranks.len(),
+                        rank_ranges(&ranks)
+                    )
+                }
+            })
             .collect();
-        let tie = by_size.values().filter(|(_, r)| r.len() == most).count() > 1;
+        let tie = by_size.values().filter(|r| r.len() == most).count() > 1;
         warnings.push(format!(
             "files disagree on the world size ({}); using {}",
             list.join(", "),

@@ -115,7 +115,7 @@ impl LeftOut {
 
 /// A duration in the largest unit that keeps it readable: `3.0 days`,
 /// `2.5 h`.
-fn long_duration(ns: i64) -> String {
+pub(super) fn long_duration(ns: i64) -> String {
     let h = ns.unsigned_abs() as f64 / 3.6e12;
     if h >= 48.0 {
         format!("{:.1} days", h / 24.0)

@@ -64,8 +64,8 @@ pub use merge::{
     merge, merge_emptying, merge_owned, JobGraph, RankPart, Rendezvous, RendezvousKind,
 };
 pub use peers::{
-    model_group_peers, rank_program, CommTiming, PeerModel, ProgramGroup, ProgramGroups,
-    RankProgram,
+    member_clock_ns, model_group_peers, rank_program, CommTiming, MemberFacts, PeerModel,
+    ProgramGroup, ProgramGroups, RankProgram,
 };
 pub use program::{group_by_program, program_signature, ProgramSignature, RankGroup};
 pub use restore::RankRestore;

@@ -113,6 +113,30 @@ pub struct ProgramGroup {
     pub ranks: Vec<u32>,
     /// Per member (in `ranks` order), its measured step lengths.
     pub steps_ns: Vec<Vec<i64>>,
+    /// Per member, what its file says of the member itself
+    /// ([`MemberFacts`]); empty where not known, and then each member is
+    /// taken to be what its representative is.
+    pub facts: Vec<MemberFacts>,
+}
+
+/// What a member of a [`ProgramGroup`] says of itself that the job's
+/// assembly tests (`lumos replay --representatives`, through
+/// [`assemble_representatives`](super::assemble_representatives)): the
+/// world size it records, and how far its clock is from its
+/// representative's. Read from its summary and program, not its graph.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberFacts {
+    /// Its trace (of an `.lgraph` file, the trace it was made from), to
+    /// name it in warnings as `--job` names it.
+    pub path: std::path::PathBuf,
+    /// `distributedInfo.world_size`, if recorded.
+    pub world_size: Option<u32>,
+    /// How far its clock is ahead of its representative's, in ns: the
+    /// median over its communication tasks of its end minus the
+    /// representative's end of the same task ([`member_clock_ns`]);
+    /// `None` when not known (no communication task, or its program was
+    /// not read). The representative's own is 0.
+    pub clock_ns: Option<i64>,
 }
 
 impl ProgramGroup {
@@ -125,14 +149,58 @@ impl ProgramGroup {
     pub fn contains(&self, rank: u32) -> bool {
         self.ranks.binary_search(&rank).is_ok()
     }
+
+    /// The group without the members at `positions` (in `ranks` order):
+    /// the ranks the job's assembly left out of it.
+    pub fn without(&self, positions: &[usize]) -> ProgramGroup {
+        let keep = |k: &usize| !positions.contains(k);
+        ProgramGroup {
+            signature: self.signature,
+            ranks: (self.ranks.iter().enumerate())
+                .filter(|(k, _)| keep(k))
+                .map(|(_, &r)| r)
+                .collect(),
+            steps_ns: (self.steps_ns.iter().enumerate())
+                .filter(|(k, _)| keep(k))
+                .map(|(_, s)| s.clone())
+                .collect(),
+            facts: (self.facts.iter().enumerate())
+                .filter(|(k, _)| keep(k))
+                .map(|(_, f)| f.clone())
+                .collect(),
+        }
+    }
+}
+
+/// How far a member's clock is ahead of its representative's, in ns, from
+/// the ends of their communication tasks on their own clocks (`member`
+/// and `rep`, in issue order; [`CommTiming::end_ns`]): the median of the
+/// differences task by task. Equal programs issue the same collectives in
+/// the same order, and a collective ends on all its participants at one
+/// moment; a task of another process group of the same program ends
+/// within a step of it, seconds at most, which is all the test of a clock
+/// hours away needs. `None` without a task.
+pub fn member_clock_ns(member: &[i64], rep: &[i64]) -> Option<i64> {
+    let mut d: Vec<i64> = (member.iter().zip(rep))
+        .map(|(m, r)| m.saturating_sub(*r))
+        .collect();
+    if d.is_empty() {
+        return None;
+    }
+    d.sort_unstable();
+    Some(d[d.len() / 2])
 }
 
 /// Groups ranks by program, one rank at a time and in any order, from what
 /// a rank's summary holds (its signature and measured steps).
 #[derive(Debug, Clone, Default)]
 pub struct ProgramGroups {
-    by_signature: BTreeMap<ProgramSignature, Vec<(u32, Vec<i64>)>>,
+    by_signature: BTreeMap<ProgramSignature, Vec<Added>>,
 }
+
+/// One rank as added to [`ProgramGroups`]: its rank, measured steps and,
+/// where given, facts.
+type Added = (u32, Vec<i64>, Option<MemberFacts>);
 
 impl ProgramGroups {
     /// No ranks yet.
@@ -145,7 +213,22 @@ impl ProgramGroups {
         self.by_signature
             .entry(signature)
             .or_default()
-            .push((rank, steps_ns));
+            .push((rank, steps_ns, None));
+    }
+
+    /// [`ProgramGroups::add`], with what the rank's file says of it. The
+    /// groups have [`ProgramGroup::facts`] when every rank was added so.
+    pub fn add_with(
+        &mut self,
+        rank: u32,
+        signature: ProgramSignature,
+        steps_ns: Vec<i64>,
+        facts: MemberFacts,
+    ) {
+        self.by_signature
+            .entry(signature)
+            .or_default()
+            .push((rank, steps_ns, Some(facts)));
     }
 
     /// The groups, ordered by representative.
@@ -155,11 +238,22 @@ impl ProgramGroups {
             .into_iter()
             .map(|(signature, mut members)| {
                 members.sort_by_key(|m| m.0);
-                let (ranks, steps_ns) = members.into_iter().unzip();
+                let mut ranks = Vec::with_capacity(members.len());
+                let mut steps_ns = Vec::with_capacity(members.len());
+                let mut facts: Option<Vec<MemberFacts>> = Some(Vec::new());
+                for (r, s, f) in members {
+                    ranks.push(r);
+                    steps_ns.push(s);
+                    match (f, facts.as_mut()) {
+                        (Some(f), Some(all)) => all.push(f),
+                        _ => facts = None,
+                    }
+                }
                 ProgramGroup {
                     signature,
                     ranks,
                     steps_ns,
+                    facts: facts.unwrap_or_default(),
                 }
             })
             .collect();
