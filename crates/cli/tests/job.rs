@@ -922,6 +922,140 @@ fn representatives_name_an_unreadable_rank_unreadable() {
     assert_eq!(reps["job"]["missing_ranks"], serde_json::json!([4]));
 }
 
+/// DLRM with rank `r`'s trace rewritten by `edit`, in a folder `name`.
+fn dlrm_edited(dlrm: &Path, name: &str, r: u32, edit: impl Fn(&mut Value)) -> TempDir {
+    let dir = dlrm_copy(dlrm, name, &[r]);
+    let mut doc = load_json(&rank_file(dlrm, r));
+    edit(&mut doc);
+    write_json(&dir.join(format!("rank{r}.json")), &doc);
+    dir
+}
+
+/// `--job` and `--representatives` of `dir`, each with `code` for exit
+/// code.
+fn job_and_representatives(dir: &Path, code: i32) -> [Value; 2] {
+    ["--job", "--representatives"].map(|mode| {
+        let out = run(&["replay", "--json", mode], &[dir]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{mode}: {err}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    })
+}
+
+/// Per job step: its name, measured length and slowest measured rank.
+fn measured_steps(v: &Value) -> Vec<(Value, Value, Value)> {
+    (v["job"]["steps"].as_array().unwrap().iter())
+        .map(|s| {
+            let m = |k: &str| s[k].clone();
+            (m("name"), m("measured_us"), m("slowest_rank_measured"))
+        })
+        .collect()
+}
+
+/// DLRM with rank 5's clock 3 hours ahead (every timestamp moved): `--job`
+/// leaves it out (`far_clock`, exit 1). From representatives rank 5 is a
+/// member of rank 0's group, whose clock only was tested: it was kept,
+/// exit 0. Each member's clock is now tested against the others (its
+/// representative's plus its own offset from it, from the ends of its
+/// collectives): rank 5 is left out alone, with the warnings of `--job`,
+/// from the traces and from their `.lgraph` files alike.
+#[test]
+fn a_member_hours_away_is_left_out_from_representatives_as_from_every_rank() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_edited(&dlrm, "member-far-clock", 5, |doc| {
+        for e in doc["traceEvents"].as_array_mut().unwrap() {
+            if let Some(ts) = e.get("ts").and_then(Value::as_i64) {
+                e["ts"] = Value::from(ts + 3 * 3_600_000_000);
+            }
+        }
+    });
+    let [job, reps] = job_and_representatives(&dir, 1);
+    for v in [&job, &reps] {
+        assert_eq!(v["job"]["missing_ranks"], serde_json::json!([5]));
+        assert_eq!(v["job"]["left_out"][0]["rank"], 5);
+        assert_eq!(v["job"]["left_out"][0]["reason"], "far_clock");
+    }
+    assert_eq!(reps["job"]["left_out"], job["job"]["left_out"]);
+    assert_eq!(warnings(&reps), warnings(&job));
+    assert_eq!(measured_steps(&reps), measured_steps(&job));
+    let r = &reps["representatives"];
+    assert_eq!(r["ranks"], 7);
+    assert_eq!(r["groups"][0]["ranks"], "0-4, 6, 7");
+    let graphs = temp_dir("member-far-clock-lgraph");
+    run_ok(
+        lumos()
+            .args(["ingest", "-o"])
+            .arg(graphs.path())
+            .arg(dir.path()),
+    );
+    let [_, from_graphs] = job_and_representatives(&graphs, 1);
+    assert_eq!(from_graphs["job"], reps["job"]);
+    assert_eq!(from_graphs["representatives"], reps["representatives"]);
+}
+
+/// DLRM with rank 0's clock 3 hours ahead: `--job` leaves it out (exit 1).
+/// From representatives it represents ranks 1-7, whose clocks agree with
+/// each other: it was kept unwarned (nothing to compare its clock with);
+/// it is kept, its graph being the only one loaded for the group, and
+/// says so (exit 0: nothing left out).
+#[test]
+fn a_representative_hours_away_from_its_members_is_kept_and_named() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_edited(&dlrm, "representative-far-clock", 0, |doc| {
+        for e in doc["traceEvents"].as_array_mut().unwrap() {
+            if let Some(ts) = e.get("ts").and_then(Value::as_i64) {
+                e["ts"] = Value::from(ts + 3 * 3_600_000_000);
+            }
+        }
+    });
+    let out = run(&["replay", "--json", "--job"], &[dir.path()]);
+    assert_eq!(out.status.code(), Some(1));
+    let reps = replay(&["--representatives"], &dir);
+    let w = warnings(&reps);
+    assert!(
+        w.iter().any(
+            |w| w.contains("rank0.json): its collectives end 3.0 h after")
+                && w.contains("it represents rank 1-7, whose clocks agree")
+        ),
+        "{w:?}"
+    );
+    assert_eq!(reps["representatives"]["ranks"], 8);
+    assert_eq!(reps["job"]["missing_ranks"], serde_json::json!([]));
+}
+
+/// DLRM with rank 0 recording world size 16, the other seven 8: `--job`
+/// takes 8, which most files record. From representatives the seven
+/// were members of rank 0's group, each taken to record its
+/// representative's 16: world size 16, ranks 8-15 missing. Each member's
+/// own world size is counted now: 8, warned as `--job` warns.
+#[test]
+fn representatives_count_each_members_world_size() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_edited(&dlrm, "member-world-size", 0, |doc| {
+        doc["distributedInfo"]["world_size"] = Value::from(16);
+    });
+    let [job, reps] = job_and_representatives(&dir, 0);
+    for v in [&job, &reps] {
+        assert_eq!(v["job"]["world_size"], 8);
+        assert_eq!(v["job"]["missing_ranks"], serde_json::json!([]));
+    }
+    let w = warnings(&reps);
+    assert!(
+        w.iter().any(|w| w
+            .starts_with("files disagree on the world size (8 in 7 files (rank 1-7), 16 in ")
+            && w.ends_with("rank0.json); using 8, which most files record")),
+        "{w:?}"
+    );
+    assert_eq!(w, warnings(&job));
+    assert_eq!(reps["representatives"]["ranks"], 8);
+}
+
 /// DLRM's eight ranks and the corpus's DDP rank 1 of 2 (another job): two
 /// files claim rank 1, an error naming both. They record world sizes 8 and
 /// 2, so the error said "both claim rank 1 of world size 2", untrue of

@@ -89,7 +89,8 @@ fn step_spread(g: &ProgramGroup, k: usize) -> Option<StepSpread> {
 /// ([`lumos_graph::assemble_representatives`]), so that they leave out
 /// what the assembly of every rank would; a group whose representative is
 /// left out (see [`lumos_graph::LeftOut`]) is left out whole, its members
-/// missing.
+/// missing, and a member left out alone (its own clock or rank, from
+/// [`ProgramGroup::facts`]) leaves its group.
 pub fn replay_representatives(
     reps: Vec<RankInput>,
     unreadable: Vec<Unreadable>,
@@ -128,7 +129,7 @@ pub fn replay_representatives_kept(
     // the members run its program, so they are not the job's either, and
     // their measured steps must not become the job's.
     let left: Vec<u32> = job.left_out.iter().map(|l| l.rank).collect();
-    let (groups, dropped): (Vec<&ProgramGroup>, Vec<&ProgramGroup>) = groups
+    let (kept, dropped): (Vec<&ProgramGroup>, Vec<&ProgramGroup>) = groups
         .iter()
         .partition(|g| !left.contains(&g.representative()));
     for g in &dropped {
@@ -141,6 +142,18 @@ pub fn replay_representatives_kept(
             }
         }
     }
+    // A member the assembly left out on its own (its clock, its rank
+    // outside the world size) leaves its group.
+    let kept: Vec<ProgramGroup> = kept
+        .into_iter()
+        .map(|g| {
+            let out: Vec<usize> = (1..g.ranks.len())
+                .filter(|&k| left.contains(&g.ranks[k]))
+                .collect();
+            g.without(&out)
+        })
+        .collect();
+    let groups: Vec<&ProgramGroup> = kept.iter().collect();
     let ranks_of = |gs: &[&ProgramGroup]| -> Vec<u32> {
         let mut v: Vec<u32> = gs.iter().flat_map(|g| g.ranks.iter().copied()).collect();
         v.sort_unstable();
@@ -210,15 +223,17 @@ pub fn replay_representatives_kept(
 
 /// The warning on the job's missing ranks over every rank of its groups
 /// (the assembly's counted the representatives only), worded by the
-/// assembly's own [`missing_ranks_warning`]: a rank is left out with its
-/// group's representative, for the reason the representative was; its
-/// file unreadable; or it has no file.
+/// assembly's own [`missing_ranks_warning`]: a rank is left out (alone,
+/// or with its group's representative, for the reason the representative
+/// was); its file unreadable; or it has no file.
 fn missing_warning(job: &Job, dropped: &[&ProgramGroup], present: usize) -> Option<String> {
     let world = job.world_size?;
     if job.missing.is_empty() {
         return None;
     }
-    let mut why: BTreeMap<u32, String> = BTreeMap::new();
+    let mut why: BTreeMap<u32, String> = (job.left_out.iter())
+        .map(|l| (l.rank, l.short_reason().to_owned()))
+        .collect();
     for u in &job.unreadable {
         if let Some(r) = u.rank {
             why.insert(r, format!("unreadable ({})", u.error));
