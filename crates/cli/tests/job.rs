@@ -1056,6 +1056,29 @@ fn representatives_count_each_members_world_size() {
     assert_eq!(reps["representatives"]["ranks"], 8);
 }
 
+/// DLRM with rank 3's `ProfilerStep#10` annotation removed: rank 3 is a
+/// group of its own (one step, its whole window). The job's step is rank
+/// 1's, named `ProfilerStep#10` by `--job`; from representatives it was
+/// named after the slowest representative's step, rank 3's "window". It
+/// is named after the slowest rank's now (its representative's step).
+#[test]
+fn representatives_name_the_job_step_after_the_slowest_rank() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_edited(&dlrm, "member-no-steps", 3, |doc| {
+        doc["traceEvents"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|e| !e["name"].as_str().unwrap_or("").starts_with("ProfilerStep"));
+    });
+    let [job, reps] = job_and_representatives(&dir, 0);
+    assert_eq!(measured_steps(&reps), measured_steps(&job));
+    assert_eq!(reps["job"]["steps"][0]["name"], "ProfilerStep#10");
+    assert_eq!(reps["job"]["steps"][0]["slowest_rank_measured"], 1);
+    assert_eq!(reps["representatives"]["replayed_ranks"], 2);
+}
+
 /// DLRM's eight ranks and the corpus's DDP rank 1 of 2 (another job): two
 /// files claim rank 1, an error naming both. They record world sizes 8 and
 /// 2, so the error said "both claim rank 1 of world size 2", untrue of

@@ -192,7 +192,19 @@ pub fn replay_representatives_kept(
     };
     let mut out = replayed.report();
     if let Some(report) = out.job.as_mut() {
-        measured_over_all_ranks(report, &groups);
+        // A member's steps are named as its representative's: equal
+        // programs have as many steps, and a member's names are not in
+        // its summary.
+        let step_name = |rep: u32, k: usize| -> String {
+            let g = &replayed.graph;
+            job.position(rep)
+                .and_then(|pos| g.ranks[pos].steps.clone().nth(k))
+                .map_or_else(
+                    || "window".to_owned(),
+                    |s| g.graph.steps[s as usize].name.clone(),
+                )
+        };
+        measured_over_all_ranks(report, &groups, step_name);
     }
     out.representatives = Some(RepresentativesReport {
         ranks: all.len(),
@@ -257,21 +269,35 @@ fn missing_warning(job: &Job, dropped: &[&ProgramGroup], present: usize) -> Opti
 }
 
 /// The job's measured steps become the slowest of every rank's, not only
-/// the representatives'.
-fn measured_over_all_ranks(report: &mut super::JobReport, groups: &[&ProgramGroup]) {
-    let ranks: Vec<u32> = groups
+/// the representatives', each named as `--job` names it: by the slowest
+/// rank's step (`step_name` of its representative and the step's index;
+/// "window" for a rank without steps).
+fn measured_over_all_ranks(
+    report: &mut super::JobReport,
+    groups: &[&ProgramGroup],
+    step_name: impl Fn(u32, usize) -> String,
+) {
+    // By rank, as `--job` orders them: among equal steps the lowest rank
+    // is the slowest.
+    let mut all: Vec<(u32, u32, &Vec<i64>)> = groups
         .iter()
-        .flat_map(|g| g.ranks.iter().copied())
+        .flat_map(|g| {
+            let rep = g.representative();
+            g.ranks
+                .iter()
+                .zip(&g.steps_ns)
+                .map(move |(&r, s)| (r, rep, s))
+        })
         .collect();
-    let steps: Vec<Vec<i64>> = groups
-        .iter()
-        .flat_map(|g| g.steps_ns.iter().cloned())
-        .collect();
+    all.sort_unstable_by_key(|&(r, _, _)| r);
+    let steps: Vec<Vec<i64>> = all.iter().map(|&(_, _, s)| s.clone()).collect();
     let slowest = slowest_rank_steps(&steps);
     if let Some(job_steps) = report.steps.as_mut() {
-        for (s, m) in job_steps.iter_mut().zip(&slowest) {
+        for (k, (s, m)) in job_steps.iter_mut().zip(&slowest).enumerate() {
+            let (rank, rep, _) = all[m.pos];
+            s.name = step_name(rep, k);
             s.measured_us = us(m.ns);
-            s.slowest_rank_measured = ranks[m.pos];
+            s.slowest_rank_measured = rank;
             // `replayed_us` is rounded the same way: recover its ns.
             s.error_pct = err_pct(m.ns, (s.replayed_us * 1e3).round() as i64);
         }
