@@ -33,6 +33,8 @@
 //!   re-timed so, and on the other's hardware.
 //! - [`HtmlReport`]: all of it for one trace or job as one self-contained
 //!   HTML page (`lumos report`), charts as inline SVG.
+//! - [`text::shown`]: a trace's name as a person is shown it, what would
+//!   act on a terminal or reorder the text escaped (the tables, the page).
 //!
 //! Data flows one way: traces, graphs, schedules and predictions come in
 //! from lumos-trace, lumos-graph, lumos-sim and lumos-predict; reports and
@@ -75,6 +77,7 @@ pub mod range;
 mod replay;
 mod structure;
 mod tables;
+pub mod text;
 mod timeline;
 mod transfer;
 mod units;

@@ -54,3 +54,32 @@ fn a_corpus_trace_has_every_section() {
     assert!(!page.contains("id=\"waiting\"") && !page.contains("id=\"what-if\""));
     assert!(page.contains("-bound") || page.contains("waiting for peers"));
 }
+
+#[test]
+fn control_characters_and_overrides_in_names_are_shown_escaped() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    // A kernel of the corpus's toy run, and one of its steps, renamed with
+    // a terminal escape, a bell, NUL, a right-to-left override and a
+    // carriage return (as the trace's JSON spells them).
+    let text = lumos_testkit::gunzip_file(&corpus.path("single-rank/mi250-toy-train.json.gz"));
+    let text = String::from_utf8(text)
+        .unwrap()
+        .replace(
+            "Cijk_Alik_Bljk_SB_Bias",
+            r"\u001b]0;t\u0007\u0000\u202e<i>\rCijk_Alik_Bljk_SB_Bias",
+        )
+        .replace("\"ProfilerStep#2\"", r#""ProfilerStep#\u001b[2J""#);
+    let trace = lumos_trace::read_bytes(Path::new("toy.json"), text.as_bytes()).unwrap();
+    let replayed = lumos_report::replay(&trace, &Default::default()).unwrap();
+    let page = HtmlReport::of_trace(&replayed).render();
+    let raw: Vec<char> = page
+        .chars()
+        .filter(|&c| c != '\n' && lumos_report::text::is_hidden(c))
+        .collect();
+    assert!(raw.is_empty(), "raw {raw:?}");
+    // In the kernels table, and the step's label in the steps chart (SVG).
+    assert!(page.contains(r"\u{1b}]0;t\u{7}\u{0}\u{202e}&lt;i&gt;\rCijk_"));
+    assert!(page.contains(r"#\u{1b}[2J"));
+}

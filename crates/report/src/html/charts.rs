@@ -47,7 +47,9 @@ fn svg(height: u32, draw: impl FnOnce(&Area) -> DrawResult) -> String {
 /// A short label for a step: the number after `#`, else its position.
 pub(super) fn step_label(name: &str, k: usize) -> String {
     match name.rsplit_once('#') {
-        Some((_, n)) if !n.is_empty() && n.len() <= 8 => format!("#{n}"),
+        // Through `shown`: plotters escapes XML's markup, not a control
+        // character (invalid in the SVG) or a bidirectional override.
+        Some((_, n)) if !n.is_empty() && n.len() <= 8 => format!("#{}", crate::text::shown(n)),
         _ => format!("{}", k + 1),
     }
 }

@@ -1,12 +1,15 @@
 //! The page around the charts: the layout, its style sheet, the verdict,
 //! the steps table and the warnings; `sections` has the rest. Every text
-//! that comes from a trace goes through [`esc`].
+//! that comes from a trace goes through [`esc`], which shows what would
+//! act instead of being seen (controls, bidirectional overrides) escaped,
+//! as the command line's tables do ([`crate::text::shown`]).
 
 use std::fmt::{self, Write};
 
 use super::data::StepRow;
 use super::verdict::Verdict;
 use super::{charts, sections, HtmlReport};
+use crate::text::{is_hidden, push_escape};
 use crate::units::pct_of;
 use crate::BreakdownUs;
 
@@ -26,7 +29,9 @@ td.n{white-space:nowrap;text-align:left}\
 svg{display:block;max-width:100%;height:auto}";
 
 /// `s` with the characters HTML gives meaning to escaped, for text and
-/// attribute values alike.
+/// attribute values alike, and the [`is_hidden`] ones as visible escapes
+/// (`\u{1b}`): a NUL or an escape is invalid in the SVG's XML, and a
+/// right-to-left override would turn the rest of a cell around.
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -36,6 +41,7 @@ pub(crate) fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if is_hidden(c) => push_escape(&mut out, c),
             c => out.push(c),
         }
     }
@@ -270,6 +276,10 @@ mod tests {
         assert_eq!(
             esc(r#"void k<float, 4>(a&b) "x" 'y'"#),
             "void k&lt;float, 4&gt;(a&amp;b) &quot;x&quot; &#39;y&#39;"
+        );
+        assert_eq!(
+            esc("<\u{1b}[31m\u{202e}>\n"),
+            "&lt;\\u{1b}[31m\\u{202e}&gt;\\n"
         );
     }
 }
