@@ -115,7 +115,9 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<bool> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let ran = usage::memory_limit_readable().and_then(|()| run(&cli, &mut io::stdout().lock()));
+    // Through `Shown`: a name in a trace must not drive the terminal.
+    let ran = usage::memory_limit_readable()
+        .and_then(|()| run(&cli, &mut output::Shown::new(io::stdout().lock())));
     match ran {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),

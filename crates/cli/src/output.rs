@@ -4,18 +4,29 @@
 //! with `write!`/`writeln!`, never `println!`, so a closed stdout
 //! (`lumos inspect X | head -1`) comes back as an `io::Error` that `main`
 //! turns into a quiet exit ([`is_broken_pipe`]) instead of a panic.
+//!
+//! A trace's names can hold anything, terminal escapes included, so `main`
+//! writes standard output and error through [`Shown`], which escapes every
+//! character that would act on the terminal instead of being seen
+//! (`\u{1b}`; [`lumos_report::text::is_hidden`]); the tables pass names
+//! through [`lumos_report::text::shown`] too, which also escapes a newline
+//! inside a name. The JSON outputs escape the same characters as `\u001b`
+//! ([`SafeJson`]): the exact text, and nothing [`Shown`] has to touch.
 
 use std::fmt::Display;
 use std::io::{self, Write};
 
 use anyhow::Result;
+use lumos_report::text::{is_hidden, push_escape};
 use serde::Serialize;
+use serde_json::ser::{Formatter, PrettyFormatter};
 
 /// Writes `value` as pretty JSON and a newline, fields in their declared
 /// order (`lumos predict --json`), as it is serialized.
 pub fn json<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
     let mut w = io::BufWriter::new(out);
-    serde_json::to_writer_pretty(&mut w, value).map_err(io_error)?;
+    let mut ser = serde_json::Serializer::with_formatter(&mut w, SafeJson::default());
+    value.serialize(&mut ser).map_err(io_error)?;
     w.write_all(b"\n")?;
     w.flush()?;
     Ok(())
@@ -33,6 +44,158 @@ pub fn json_sorted<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
     w.write_all(b"\n")?;
     w.flush()?;
     Ok(())
+}
+
+/// serde_json's pretty formatter, which also escapes the
+/// [`is_hidden`] characters JSON allows raw (DEL, the C1 controls, U+2028,
+/// U+2029, the bidirectional overrides) as `\uXXXX`: the same string to a
+/// JSON parser, and nothing that acts on a terminal when the output is
+/// read there. serde_json already escapes the C0 controls.
+#[derive(Default)]
+pub struct SafeJson(PrettyFormatter<'static>);
+
+impl Formatter for SafeJson {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_hidden(c)) {
+            writer.write_all(&rest.as_bytes()[..i])?;
+            // Every hidden character left here is in the Basic
+            // Multilingual Plane: one \uXXXX.
+            write!(writer, "\\u{:04x}", c as u32)?;
+            rest = &rest[i + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn end_object_key<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_key(w)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// A writer for a person's terminal: what `main` writes standard output
+/// and error through. Every [`is_hidden`] character but the newline (the
+/// output's own lines) reaches the inner writer escaped as
+/// [`lumos_report::text::shown`] escapes it: a trace's name holding
+/// `\u{1b}]0;title\u{7}` cannot retitle the terminal, nor a carriage
+/// return overwrite a line, whatever command prints it. Bytes that start
+/// no hidden character (all of the corpus's output) pass through
+/// unchanged; a character split between two writes waits for its end.
+pub struct Shown<W: Write> {
+    inner: W,
+    /// The start of a character the last write ended inside.
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Shown<W> {
+    /// `inner`, shown.
+    pub fn new(inner: W) -> Self {
+        Shown {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Writes `s`, its hidden characters but newlines escaped.
+    fn write_text(&mut self, s: &str) -> io::Result<()> {
+        let hidden = |c: char| c != '\n' && is_hidden(c);
+        if !s.chars().any(hidden) {
+            return self.inner.write_all(s.as_bytes());
+        }
+        let mut out = String::with_capacity(s.len() + 16);
+        for c in s.chars() {
+            if hidden(c) {
+                push_escape(&mut out, c);
+            } else {
+                out.push(c);
+            }
+        }
+        self.inner.write_all(out.as_bytes())
+    }
+}
+
+/// True for a byte that may start a hidden character: a C0 control but the
+/// newline, DEL, or the first byte of U+0080..U+00BF (C1 controls) or of
+/// U+2000..U+207F (separators and bidirectional controls) in UTF-8.
+fn may_hide(b: u8) -> bool {
+    (b < 0x20 && b != b'\n') || b == 0x7f || b == 0xc2 || b == 0xe2
+}
+
+impl<W: Write> Write for Shown<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.pending.is_empty() && !buf.iter().any(|&b| may_hide(b)) {
+            self.inner.write_all(buf)?;
+            return Ok(buf.len());
+        }
+        let mut bytes = std::mem::take(&mut self.pending);
+        bytes.extend_from_slice(buf);
+        let mut rest = &bytes[..];
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    self.write_text(s)?;
+                    break;
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    self.write_text(std::str::from_utf8(valid).unwrap_or_default())?;
+                    match e.error_len() {
+                        // A character cut by the end of this write.
+                        None => {
+                            self.pending = after.to_vec();
+                            break;
+                        }
+                        // Not UTF-8 (no text lumos writes): as it is.
+                        Some(n) => {
+                            self.inner.write_all(&after[..n])?;
+                            rest = &after[n..];
+                        }
+                    }
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for Shown<W> {
+    fn drop(&mut self) {
+        // A character never finished: its bytes as they came.
+        let _ = self.inner.write_all(&std::mem::take(&mut self.pending));
+    }
 }
 
 /// A JSON writer's error as the `io::Error` it wraps, where it is one: a
@@ -92,13 +255,13 @@ pub fn fold(items: &[String], sep: &str, width: usize, what: &str) -> String {
 /// Prints `error: <message>` on stderr. A stderr that cannot be written
 /// (closed, or a broken pipe) is ignored: there is nowhere else to say it.
 pub fn error(message: impl Display) {
-    let _ = writeln!(io::stderr().lock(), "error: {message}");
+    let _ = writeln!(Shown::new(io::stderr().lock()), "error: {message}");
 }
 
 /// Prints `note: <message>` on stderr: something the user should know
 /// about how the inputs were taken, which is no failure.
 pub fn note(message: impl Display) {
-    let _ = writeln!(io::stderr().lock(), "note: {message}");
+    let _ = writeln!(Shown::new(io::stderr().lock()), "note: {message}");
 }
 
 /// True when `e`, or anything in its chain of causes, is a broken pipe:
@@ -178,5 +341,44 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "{\n  \"b\": 1,\n  \"a\": 2\n}\n{\n  \"a\": 2,\n  \"b\": 1\n}\n"
         );
+    }
+
+    #[test]
+    fn shown_output_escapes_controls_even_split_between_writes() {
+        let mut out = Vec::new();
+        {
+            let mut w = Shown::new(&mut out);
+            w.write_all(b"plain \xe2\x80\xa6 line\n").unwrap();
+            // U+202E (E2 80 AE) cut after its first byte, C1 NEL (C2 85)
+            // after its first.
+            w.write_all(b"a\x1b[31m\r\tb\xe2").unwrap();
+            w.write_all(b"\x80\xaec\xc2").unwrap();
+            w.write_all(b"\x85d\n").unwrap();
+            w.flush().unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "plain \u{2026} line\na\\u{1b}[31m\\r\\tb\\u{202e}c\\u{85}d\n"
+        );
+    }
+
+    #[test]
+    fn json_escapes_what_a_terminal_would_act_on_and_parses_back_the_same() {
+        let name = "k\u{1b}[31m\u{7f}\u{85}\u{2028}\u{202e}<x> \u{2026} \u{1f525}\\";
+        for sorted in [false, true] {
+            let mut out = Vec::new();
+            if sorted {
+                json_sorted(&mut out, &[name]).unwrap();
+            } else {
+                json(&mut out, &[name]).unwrap();
+            }
+            let text = String::from_utf8(out).unwrap();
+            assert_eq!(
+                text,
+                "[\n  \"k\\u001b[31m\\u007f\\u0085\\u2028\\u202e<x> \u{2026} \u{1f525}\\\\\"\n]\n"
+            );
+            let back: Vec<String> = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, [name]);
+        }
     }
 }

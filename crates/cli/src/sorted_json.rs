@@ -25,12 +25,13 @@ use serde::ser::{
 
 /// Writes `value` to `w` as pretty JSON (no trailing newline), every
 /// object's keys sorted: the text `serde_json::to_writer_pretty` writes of
-/// `serde_json::to_value(value)`.
+/// `serde_json::to_value(value)`, the characters
+/// [`SafeJson`](crate::output::SafeJson) escapes escaped.
 pub fn to_writer_pretty_sorted<W: io::Write, T: Serialize + ?Sized>(
     w: W,
     value: &T,
 ) -> serde_json::Result<()> {
-    let mut ser = serde_json::Serializer::pretty(w);
+    let mut ser = serde_json::Serializer::with_formatter(w, crate::output::SafeJson::default());
     Sorted(value).serialize(&mut ser)
 }
 

@@ -4,16 +4,34 @@
 
 use std::io::{self, Write};
 
+use lumos_report::text::{is_hidden, push_escape};
 use lumos_report::{Analyses, MemoryReport, StepAnalysis, StepCriticalPath, TraceAnalysis};
 
 use crate::output::pct;
 
-/// `name` cut to `n` characters, with an ellipsis when cut.
+/// `name` as shown ([`lumos_report::text::shown`]: a newline or an
+/// escape in it written `\n`, `\u{1b}`), cut to `n` characters, with an
+/// ellipsis when cut; an escape is kept whole or left out, never cut.
 pub fn short(name: &str, n: usize) -> String {
-    if name.chars().count() <= n {
-        return name.to_owned();
+    let shown = lumos_report::text::shown(name);
+    if shown.chars().count() <= n {
+        return shown.into_owned();
     }
-    let mut s: String = name.chars().take(n.saturating_sub(1)).collect();
+    let (mut s, mut piece) = (String::new(), String::new());
+    let mut count = 0;
+    for c in name.chars() {
+        piece.clear();
+        if is_hidden(c) {
+            push_escape(&mut piece, c);
+        } else {
+            piece.push(c);
+        }
+        count += piece.chars().count();
+        if count > n.saturating_sub(1) {
+            break;
+        }
+        s.push_str(&piece);
+    }
     s.push('…');
     s
 }

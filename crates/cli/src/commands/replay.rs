@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 use lumos_graph::{assemble_with, DepKind, RankInput, Unreadable};
 use lumos_predict::{KernelScale, KernelSelector};
+use lumos_report::text::shown;
 use lumos_report::{
     merged_file_name, AnalysisOptions, CriticalPathExport, JobReplayed, MergedTimeline, RankScale,
     ReplayOutput, ReportError, StepSelection, Summary, Timeline, TraceReplay,
@@ -793,7 +794,13 @@ fn write_summary(out: &mut dyn Write, summary: &Summary, replayed: bool) -> std:
 /// The text form of one trace's replay, with the analyses (`top` rows per
 /// table).
 pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io::Result<()> {
-    writeln!(out, "{} (rank {}, {} tasks)", t.path, t.rank, t.tasks)?;
+    writeln!(
+        out,
+        "{} (rank {}, {} tasks)",
+        shown(&t.path),
+        t.rank,
+        t.tasks
+    )?;
     writeln!(
         out,
         "  {:<18} {:>12} {:>12} {:>8}",
@@ -803,7 +810,7 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
         writeln!(
             out,
             "  {:<18} {:>12.3} {:>12.3} {:>8}",
-            s.name,
+            shown(&s.name),
             s.measured_us / 1e3,
             s.replayed_us / 1e3,
             pct(s.error_pct, 2)
@@ -849,7 +856,7 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
             writeln!(
                 out,
                 "    longest on path: {} ({:.3} ms)",
-                top.name,
+                shown(&top.name),
                 top.us / 1e3
             )?;
         }

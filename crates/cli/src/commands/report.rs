@@ -107,7 +107,10 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     let wrote = format!("wrote {}", a.output.display());
     if crate::inputs::is_standard_output(&a.output) {
         // The page is on standard output: the line would end it.
-        eprintln!("{wrote}");
+        let _ = writeln!(
+            crate::output::Shown::new(std::io::stderr().lock()),
+            "{wrote}"
+        );
     } else {
         writeln!(out, "{wrote}")?;
     }

@@ -1,0 +1,151 @@
+//! A corpus trace whose names (a kernel's, a step's, its file's) hold
+//! terminal escapes, a carriage return, a newline, a right-to-left
+//! override and HTML: every text output shows them escaped
+//! (`\u{1b}`, lumos_report::text::shown) and never writes them raw to the
+//! terminal, while `--json` and the written timelines keep the exact text.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{lumos, run_ok};
+use lumos_report::text::is_hidden;
+use lumos_testkit::TempDir;
+
+/// The kernel renamed, as the trace's JSON spells it (the text before
+/// its original name) and as it reads.
+const KERNEL_JSON: &str = r"\u001b]0;pwned\u0007\u001b[31m\u202e<script>x</script>\r\n";
+const KERNEL: &str = "\u{1b}]0;pwned\u{7}\u{1b}[31m\u{202e}<script>x</script>\r\n";
+/// The same, as the text tables show it.
+const KERNEL_SHOWN: &str = r"\u{1b}]0;pwned\u{7}\u{1b}[31m\u{202e}<script>x</script>\r\n";
+/// The original kernel's name starts so (one kernel of the trace, and its
+/// launch's `kernel` argument).
+const ORIGINAL: &str = "Cijk_Alik_Bljk_SB_Bias";
+
+/// mi250-toy-train with its GEMM kernel and its second step renamed,
+/// written under `dir` as `name`; None without the corpus.
+fn hostile_trace(dir: &TempDir, name: &str) -> Option<PathBuf> {
+    let corpus = lumos_testkit::corpus()?;
+    let bytes = lumos_testkit::gunzip_file(&corpus.path("single-rank/mi250-toy-train.json.gz"));
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(text.contains(ORIGINAL));
+    assert_eq!(text.matches("\"ProfilerStep#2\"").count(), 1);
+    let text = text
+        .replace(ORIGINAL, &format!("{KERNEL_JSON}{ORIGINAL}"))
+        .replace("\"ProfilerStep#2\"", r#""ProfilerStep#\u001b[2J""#);
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    Some(path)
+}
+
+/// `text` holds no character that acts on a terminal but its own newlines.
+fn assert_shown(what: &str, text: &[u8]) {
+    let text = String::from_utf8_lossy(text);
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|&c| c != '\n' && is_hidden(c))
+        .collect();
+    assert!(raw.is_empty(), "{what}: raw {raw:?} in\n{text}");
+}
+
+/// The full name of the renamed kernel in a JSON list of kernel rows.
+fn renamed(rows: &serde_json::Value) -> String {
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|k| k["name"].as_str())
+        .filter(|n| n.contains(ORIGINAL))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].to_owned()
+}
+
+#[test]
+fn text_outputs_escape_what_would_act_on_the_terminal() {
+    let dir = TempDir::new("hostile-text");
+    // A file name with an escape and a newline: shown escaped too.
+    let Some(path) = hostile_trace(&dir, "toy \u{1b}[31m\n.json") else {
+        return;
+    };
+    let plain = hostile_trace(&dir, "plain.json").unwrap();
+    let p = path.to_str().unwrap();
+    for args in [
+        vec!["replay", p],
+        vec!["replay", "--top", "50", p],
+        vec!["inspect", p],
+        vec!["predict", p, "--scale-kernels", "class:compute=0.5"],
+    ] {
+        let out = run_ok(lumos().args(&args).env("LUMOS_NO_PROGRESS", "1"));
+        assert_shown(&args[0..2].join(" "), &out.stdout);
+        assert_shown(&args[0..2].join(" "), &out.stderr);
+    }
+    let out = run_ok(lumos().args(["replay", "--top", "50", p]));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains(r"toy \u{1b}[31m\n.json (rank"), "{stdout}");
+    assert!(
+        stdout.contains(r"\u{1b}]0;pwned\u{7}\u{1b}[31m"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r"ProfilerStep#\u{1b}[2J"), "{stdout}");
+    // diff names the kernel (and its change) in its table.
+    let out = run_ok(lumos().arg("diff").arg(&plain).arg(&path));
+    assert_shown("diff", &out.stdout);
+    // An error naming the file.
+    let missing = dir.path().join("gone\u{1b}]0;x\u{7}.json");
+    let out = lumos().arg("replay").arg(&missing).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_shown("error", &out.stderr);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains(r"gone\u{1b}]0;x\u{7}.json"), "{stderr}");
+}
+
+#[test]
+fn json_and_timelines_keep_the_exact_names() {
+    let dir = TempDir::new("hostile-json");
+    let Some(path) = hostile_trace(&dir, "toy.json") else {
+        return;
+    };
+    let out = run_ok(lumos().args(["replay", "--json"]).arg(&path));
+    // Escaped as \u001b, \u202e: nothing raw on a terminal either.
+    assert_shown("replay --json", &out.stdout);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &v["traces"][0];
+    let name = renamed(&t["analysis"]["measured"]["kernels"]);
+    assert!(name.starts_with(&format!("{KERNEL}{ORIGINAL}")), "{name:?}");
+    assert!(t["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "ProfilerStep#\u{1b}[2J"));
+
+    // The replayed timeline for Perfetto: the same bytes in its names.
+    let out_dir = dir.path().join("out");
+    run_ok(lumos().arg("replay").arg(&path).arg("--out").arg(&out_dir));
+    let written = lumos_testkit::gunzip_file(&out_dir.join("toy.replayed.json.gz"));
+    let timeline: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    let events = timeline["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["name"].as_str() == Some(&name)));
+    assert!(events
+        .iter()
+        .any(|e| e["name"].as_str() == Some("ProfilerStep#\u{1b}[2J")));
+}
+
+#[test]
+fn the_report_shows_the_names_escaped() {
+    let dir = TempDir::new("hostile-html");
+    let Some(path) = hostile_trace(&dir, "<i onclick=x>toy.json") else {
+        return;
+    };
+    let html = dir.path().join("page.html");
+    run_ok(lumos().arg("report").arg(&path).arg("-o").arg(&html));
+    let page = std::fs::read(&html).unwrap();
+    assert_shown("report", &page);
+    let page = String::from_utf8(page).unwrap();
+    assert!(!page.contains("<script>") && !page.contains("<i onclick"));
+    assert!(page.contains("&lt;i onclick=x&gt;toy.json"));
+    let shown = KERNEL_SHOWN.replace('<', "&lt;").replace('>', "&gt;");
+    assert!(page.contains(&shown), "{page}");
+    // The step's label in the chart's SVG.
+    assert!(page.contains(r"#\u{1b}[2J"), "{page}");
+}
