@@ -25,8 +25,7 @@ use serde_json::ser::{Formatter, PrettyFormatter};
 /// order (`lumos predict --json`), as it is serialized.
 pub fn json<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
     let mut w = io::BufWriter::new(out);
-    let mut ser = serde_json::Serializer::with_formatter(&mut w, SafeJson::default());
-    value.serialize(&mut ser).map_err(io_error)?;
+    to_writer_pretty(&mut w, value).map_err(io_error)?;
     w.write_all(b"\n")?;
     w.flush()?;
     Ok(())
@@ -44,6 +43,20 @@ pub fn json_sorted<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
     w.write_all(b"\n")?;
     w.flush()?;
     Ok(())
+}
+
+/// Writes `value` to `w` as pretty JSON (no trailing newline), fields in
+/// their declared order, escaped as [`SafeJson`] escapes: what every JSON
+/// the CLI writes goes through, on stdout or into a file
+/// (`<name>.critical-path.json`).
+pub fn to_writer_pretty<W: Write, T: Serialize + ?Sized>(
+    w: W,
+    value: &T,
+) -> serde_json::Result<()> {
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        w,
+        SafeJson::default(),
+    ))
 }
 
 /// serde_json's pretty formatter, which also escapes the

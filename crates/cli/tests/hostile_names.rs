@@ -22,7 +22,8 @@ const KERNEL_SHOWN: &str = r"\u{1b}]0;pwned\u{7}\u{1b}[31m\u{202e}<script>x</scr
 /// launch's `kernel` argument).
 const ORIGINAL: &str = "Cijk_Alik_Bljk_SB_Bias";
 
-/// mi250-toy-train with its GEMM kernel and its second step renamed,
+/// mi250-toy-train with its GEMM kernel, its second step and an operator
+/// renamed,
 /// written under `dir` as `name`; None without the corpus.
 fn hostile_trace(dir: &TempDir, name: &str) -> Option<PathBuf> {
     let corpus = lumos_testkit::corpus()?;
@@ -32,7 +33,9 @@ fn hostile_trace(dir: &TempDir, name: &str) -> Option<PathBuf> {
     assert_eq!(text.matches("\"ProfilerStep#2\"").count(), 1);
     let text = text
         .replace(ORIGINAL, &format!("{KERNEL_JSON}{ORIGINAL}"))
-        .replace("\"ProfilerStep#2\"", r#""ProfilerStep#\u001b[2J""#);
+        .replace("\"ProfilerStep#2\"", r#""ProfilerStep#\u001b[2J""#)
+        // An operator on the critical path, with what JSON allows raw.
+        .replace("\"aten::randn\"", r#""aten::randn\u2028\u202e""#);
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
     Some(path)
@@ -129,6 +132,20 @@ fn json_and_timelines_keep_the_exact_names() {
     assert!(events
         .iter()
         .any(|e| e["name"].as_str() == Some("ProfilerStep#\u{1b}[2J")));
+
+    // The critical path's hops as JSON: escaped as --json is.
+    let cp_dir = dir.path().join("cp");
+    run_ok(
+        lumos()
+            .arg("replay")
+            .arg(&path)
+            .arg("--critical-path")
+            .arg(&cp_dir),
+    );
+    let hops = std::fs::read(cp_dir.join("toy.critical-path.json")).unwrap();
+    assert_shown("critical-path.json", &hops);
+    let hops: serde_json::Value = serde_json::from_slice(&hops).unwrap();
+    assert!(hops.to_string().contains("aten::randn\u{2028}\u{202e}"));
 }
 
 #[test]

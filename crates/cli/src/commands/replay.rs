@@ -537,7 +537,7 @@ fn report_replayed(replayed: &lumos_report::Replayed, a: &ReplayArgs) -> Result<
         };
         let path = dir.join(name);
         write_atomic(&path, |w| {
-            serde_json::to_writer_pretty(&mut *w, &export).map_err(std::io::Error::from)?;
+            crate::output::to_writer_pretty(&mut *w, &export).map_err(std::io::Error::from)?;
             w.write_all(b"\n")
         })?;
     }
