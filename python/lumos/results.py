@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import numbers
 from functools import cached_property
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import pandas as pd
 import pyarrow as pa
@@ -268,7 +268,9 @@ class Replay:
         """The ``n`` kernels (``by="name"``) or launching operators
         (``by="operator"``) with the most GPU time on ``side``, over all
         ranks: count, measured_us, replayed_us, and their share of the
-        side's GPU time in ``pct`` (NaN when that time is zero). A negative
+        side's GPU time in ``pct`` (NaN when that time is zero). Names are
+        compared whole, whatever they hold (pandas' own grouping stops at a
+        NUL). A negative
         ``n``, or another ``by`` or ``side``, raises
         :class:`~lumos.ConfigError` (a ``ValueError``)."""
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
@@ -278,12 +280,25 @@ class Replay:
         _side(side)
         k = self.kernels
         k["operator"] = k["operator"].fillna("(unknown)")
-        g = k.groupby(by, sort=False)[["count", "measured_us", "replayed_us"]].sum()
+        codes, names = _first_seen_codes(k[by])
+        g = k.groupby(codes, sort=True)[["count", "measured_us", "replayed_us"]].sum()
+        g.index = pd.Index(names, dtype=object, name=by)
         total = g[f"{side}_us"].sum()
         # No share of no GPU time: NaN (it was 0.0), as the report's null.
         g["pct"] = g[f"{side}_us"] / total * 100 if total else float("nan")
         g = g.sort_values(f"{side}_us", ascending=False, kind="stable")
         return g.head(n).reset_index()
+
+
+def _first_seen_codes(names: pd.Series) -> Tuple[List[int], List[str]]:
+    """Each of ``names`` as the position of its first appearance, and the
+    distinct names in that order. Not pandas' groupby on the names: it
+    hashes and compares object strings as C strings, up to their first
+    NUL, so two kernel names that differ only after a ``\\x00`` were one
+    group, under the first's name; a Python dict compares whole strings."""
+    first: Dict[str, int] = {}
+    codes = [first.setdefault(n, len(first)) for n in names]
+    return codes, list(first)
 
 
 def _side(side: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+
 import pyarrow as pa
 import pytest
 
@@ -228,3 +231,28 @@ def test_a_model_fitted_on_nothing_has_no_error(corpus):
     assert fits["mean_abs_error_pct"].isna().all()
     net = p.network
     assert net["mean_abs_error_pct"].dtype == "float64" and net["mean_abs_error_pct"].isna().all()
+
+
+def test_names_holding_any_text_come_back_exact_and_apart(corpus, tmp_path):
+    # Two kernels and two operators of the corpus's toy run renamed to names
+    # that differ only after a NUL, with an escape, a right-to-left
+    # override and HTML before it: pandas groups object strings up to their
+    # first NUL, so top_kernels gave them as one row under the first's name.
+    text = gzip.open(corpus / "single-rank" / "mi250-toy-train.json.gz", "rt").read()
+    events = json.loads(text)
+    prefix = "k\x00\x1b[31m\u202e<script>"
+    kernels = sorted({e["name"] for e in events["traceEvents"] if e.get("cat") == "kernel"})
+    renamed = {kernels[0]: prefix + "A", kernels[1]: prefix + "B"}
+    for e in events["traceEvents"]:
+        if e.get("name") in renamed:
+            e["name"] = renamed[e["name"]]
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps(events))
+    r = lumos.replay(path)
+    assert set(renamed.values()) <= set(r.kernels["name"])
+    top = r.top_kernels(100)
+    assert set(renamed.values()) <= set(top["name"])
+    assert top["count"].sum() == r.kernels["count"].sum()
+    assert len(top) == len(set(r.kernels["name"]))
+    by_op = r.top_kernels(100, by="operator")
+    assert by_op["count"].sum() == r.kernels["count"].sum()
