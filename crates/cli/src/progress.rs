@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use lumos_report::text::shown;
 
 /// Whether bars are drawn: stderr is a terminal and `LUMOS_NO_PROGRESS`
 /// is unset.
@@ -13,11 +14,14 @@ fn enabled() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("LUMOS_NO_PROGRESS").is_none()
 }
 
+/// `bar` drawn with `template` and `msg`. The bar is drawn by indicatif,
+/// not through [`crate::output::Shown`], so `msg` (which can name a file)
+/// is shown escaped here.
 fn styled(bar: ProgressBar, template: &str, msg: &str) -> ProgressBar {
     bar.set_style(
         ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    bar.set_message(msg.to_owned());
+    bar.set_message(shown(msg).into_owned());
     bar
 }
 
@@ -71,6 +75,7 @@ pub struct FileWork {
 impl FileWork {
     /// A spinner saying `what` (e.g. "replaying FILE").
     pub fn new(what: String) -> FileWork {
+        let what = shown(&what).into_owned();
         FileWork {
             bar: spinner(&what),
             what,
@@ -94,5 +99,23 @@ impl FileWork {
     /// Clears the spinner.
     pub fn finish(self) {
         self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_name_in_a_spinner_is_shown_escaped() {
+        // indicatif writes the message to the terminal as it is: a file
+        // named with an OSC sequence retitled the terminal while it was
+        // read.
+        let work = FileWork::new("replaying t\u{1b}]0;x\u{7}.json".to_owned());
+        assert_eq!(work.what, "replaying t\\u{1b}]0;x\\u{7}.json");
+        work.read_done();
+        assert!(!work.bar.message().contains('\u{1b}'));
+        let bar = styled(ProgressBar::hidden(), "{msg}", "a\rb");
+        assert_eq!(bar.message(), "a\\rb");
     }
 }

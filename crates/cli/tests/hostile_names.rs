@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::{lumos, run_ok};
-use lumos_report::text::is_hidden;
+use lumos_report::text::{is_hidden, shown};
 use lumos_testkit::TempDir;
 
 /// The kernel renamed, as the trace's JSON spells it (the text before
@@ -91,6 +91,9 @@ fn text_outputs_escape_what_would_act_on_the_terminal() {
         "{stdout}"
     );
     assert!(stdout.contains(r"ProfilerStep#\u{1b}[2J"), "{stdout}");
+    let out = run_ok(lumos().arg("inspect").arg(&path));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with(&format!("{}\n", shown(p))), "{stdout}");
     // diff names the kernel (and its change) in its table.
     let out = run_ok(lumos().arg("diff").arg(&plain).arg(&path));
     assert_shown("diff", &out.stdout);

@@ -189,7 +189,7 @@ fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount]) -> std::io::Result<
 
 /// The text form of one file's report.
 pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
-    writeln!(out, "{}", r.path)?;
+    writeln!(out, "{}", lumos_report::text::shown(&r.path))?;
     writeln!(
         out,
         "  rank {} ({}), world size {}, {:.1} MB JSON{}",

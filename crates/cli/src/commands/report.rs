@@ -104,7 +104,10 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     let html = page.render();
     write_atomic(&a.output, |w| w.write_all(html.as_bytes()))
         .with_context(|| format!("{}: cannot write the report", a.output.display()))?;
-    let wrote = format!("wrote {}", a.output.display());
+    let wrote = format!(
+        "wrote {}",
+        lumos_report::text::shown(&a.output.display().to_string())
+    );
     if crate::inputs::is_standard_output(&a.output) {
         // The page is on standard output: the line would end it.
         let _ = writeln!(

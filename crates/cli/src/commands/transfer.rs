@@ -44,7 +44,12 @@ pub fn report_error(e: ReportError) -> anyhow::Error {
 
 /// The text form of a transfer.
 pub fn write_transfer(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
-    writeln!(out, "{} with the durations of {}", r.path, r.durations_from)?;
+    writeln!(
+        out,
+        "{} with the durations of {}",
+        lumos_report::text::shown(&r.path),
+        lumos_report::text::shown(&r.durations_from)
+    )?;
     let m = &r.matched;
     writeln!(
         out,
