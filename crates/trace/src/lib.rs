@@ -28,7 +28,8 @@
 //!
 //! Lenient where the format or common writers are: a UTF-8 byte order
 //! mark; `NaN` and `Infinity` (read as absent, counted in
-//! [`Skipped::non_finite`]); invalid UTF-8 (replaced by U+FFFD, counted in
+//! [`Skipped::non_finite`]); invalid UTF-8 and `\uXXXX` escapes of lone
+//! surrogates (replaced by U+FFFD, counted together in
 //! [`Skipped::invalid_utf8`]); the JSON array form (`[{...}, {...}`) with
 //! or without its closing `]`; trailing commas; concatenated gzip members
 //! and zero padding after them. Archives, other compressions, web pages

@@ -773,9 +773,12 @@ pub struct Skipped {
     /// what Python's `json.dump` writes), read as absent values: a `ts`
     /// of `NaN` is a missing `ts`. Not counted in [`Skipped::total`].
     pub non_finite: Occurrences,
-    /// Events and top-level members holding invalid UTF-8, read with each
-    /// invalid sequence replaced by U+FFFD. Not counted in
-    /// [`Skipped::total`].
+    /// Events and top-level members holding invalid UTF-8 or a `\uXXXX`
+    /// escape of a lone surrogate (`\ud800` with no low surrogate after
+    /// it, `\udc00` alone: what Python's `json` writes for text decoded
+    /// with `surrogateescape`), read with each invalid sequence or escape
+    /// replaced by U+FFFD. A surrogate pair is one character, not counted.
+    /// Not counted in [`Skipped::total`].
     pub invalid_utf8: Occurrences,
 }
 

@@ -28,8 +28,12 @@
 //! Lenient where common writers are: `NaN`, `Infinity` and `-Infinity`
 //! (which Python's `json.dump` writes) read as `null` and are counted, and
 //! an element holding invalid UTF-8 is parsed with the bad bytes replaced
-//! by U+FFFD (see [`crate::repair`]); both come back as
-//! [`Parsed::Repaired`].
+//! by U+FFFD (see [`crate::repair`]), as is a `\uXXXX` escape of a lone
+//! surrogate (`\ud800` without a low surrogate after it, or a `\udc00`
+//! alone), which no Rust string can hold and which Python's `json` writes
+//! for names decoded with `surrogateescape`; all come back as
+//! [`Parsed::Repaired`]. Every escape goes through `Parser::escape`, and
+//! an event with one is never passed over, so none goes uncounted.
 //!
 //! One file of about 1,750 lines on purpose: the event's fields, the JSON
 //! scanner under them (`Parser`, `scan_plain`) and the number conversions
@@ -332,8 +336,9 @@ pub(crate) enum Parsed {
         message: String,
     },
     /// What an element that needed repairs amounts to: `non_finite`
-    /// numbers (`NaN`, `Infinity`) read as null, and its invalid UTF-8
-    /// replaced. Rare, so boxed: the common variants stay small.
+    /// numbers (`NaN`, `Infinity`) read as null, and its invalid UTF-8 or
+    /// lone surrogate escapes replaced. Rare, so boxed: the common
+    /// variants stay small.
     Repaired {
         parsed: Box<Parsed>,
         repairs: Repairs,
@@ -347,12 +352,16 @@ pub(crate) struct Repairs {
     pub non_finite: u32,
     /// Whether invalid UTF-8 was replaced by U+FFFD.
     pub invalid_utf8: bool,
+    /// Whether a `\uXXXX` escape of a lone surrogate was read as U+FFFD.
+    /// Counted with `invalid_utf8` (`Skipped::invalid_utf8`): to whoever
+    /// reads the names, both are text the trace could not spell in UTF-8.
+    pub lone_surrogate: bool,
 }
 
 impl Repairs {
     /// True if nothing was repaired.
     pub fn is_empty(&self) -> bool {
-        self.non_finite == 0 && !self.invalid_utf8
+        self.non_finite == 0 && !self.invalid_utf8 && !self.lone_surrogate
     }
 }
 
@@ -493,13 +502,10 @@ pub(crate) fn parse_event_str(s: &str) -> Parsed {
             }
         }
     };
-    if p.non_finite == 0 {
+    if p.non_finite == 0 && !p.lone_surrogate {
         return parsed;
     }
-    parsed.with_repairs(Repairs {
-        non_finite: p.non_finite,
-        invalid_utf8: false,
-    })
+    parsed.with_repairs(p.repairs())
 }
 
 /// True if every byte of `b` is ASCII: 64 bytes a step (eight words
@@ -536,10 +542,7 @@ fn parse_non_object_str(s: &str) -> Parsed {
             cat: Text::Dash,
             reason: SkipReason::NotAnObject,
         }
-        .with_repairs(Repairs {
-            non_finite: p.non_finite,
-            invalid_utf8: false,
-        }),
+        .with_repairs(p.repairs()),
         Err(e) => Parsed::Syntax {
             offset: e.offset,
             message: e.message,
@@ -1297,6 +1300,8 @@ pub(crate) struct Parser<'a> {
     bad_type: bool,
     /// `NaN` / `Infinity` literals read as null so far.
     pub non_finite: u32,
+    /// Set when a `\uXXXX` escape was a lone surrogate, read as U+FFFD.
+    pub lone_surrogate: bool,
     /// The strings with escapes that [`RawStr::Unescaped`] refers to.
     unescaped: Vec<String>,
 }
@@ -1310,7 +1315,18 @@ impl<'a> Parser<'a> {
             depth: 0,
             bad_type: false,
             non_finite: 0,
+            lone_surrogate: false,
             unescaped: Vec::new(),
+        }
+    }
+
+    /// What was repaired so far (never invalid UTF-8: the parser reads a
+    /// `str`, and [`crate::repair`] adds that).
+    pub fn repairs(&self) -> Repairs {
+        Repairs {
+            non_finite: self.non_finite,
+            invalid_utf8: false,
+            lone_surrogate: self.lone_surrogate,
         }
     }
 
@@ -2299,8 +2315,9 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The character an escape at `self.i` stands for. Lone surrogates
-    /// become U+FFFD.
+    /// The character an escape at `self.i` stands for. A surrogate pair
+    /// is one character; a lone surrogate becomes U+FFFD and is noted
+    /// (`lone_surrogate`).
     fn escape(&mut self) -> Result<char> {
         let at = self.i;
         let c = match self.b.get(at + 1) {
@@ -2326,7 +2343,15 @@ impl<'a> Parser<'a> {
                         return Ok(char::from_u32(cp).unwrap_or('\u{fffd}'));
                     }
                 }
-                return Ok(char::from_u32(hi).unwrap_or('\u{fffd}'));
+                // `from_u32` refuses exactly the surrogates, D800..=DFFF,
+                // and a pair was taken above: so this one is alone.
+                return Ok(match char::from_u32(hi) {
+                    Some(c) => c,
+                    None => {
+                        self.lone_surrogate = true;
+                        '\u{fffd}'
+                    }
+                });
             }
             _ => return self.fail(at, "invalid escape in a string"),
         };

@@ -814,7 +814,9 @@ impl<'s> Builder<'s> {
             s.non_finite.count += u64::from(repairs.non_finite);
             s.non_finite.first_index = s.non_finite.first_index.or(index);
         }
-        if repairs.invalid_utf8 {
+        // One count for both: each is text that is not UTF-8, read with
+        // U+FFFD, and one warning keeps the stored warnings' shape.
+        if repairs.invalid_utf8 || repairs.lone_surrogate {
             s.invalid_utf8.count += 1;
             s.invalid_utf8.first_index = s.invalid_utf8.first_index.or(index);
         }
@@ -1225,7 +1227,8 @@ impl<'s> Builder<'s> {
         }
         if s.invalid_utf8.count > 0 {
             t.warnings.push(format!(
-                "{} with invalid UTF-8 ({}): read with U+FFFD in place of the bad bytes",
+                "{} with invalid UTF-8 or lone surrogate escapes ({}): read with U+FFFD \
+                 in place of each",
                 counted(s.invalid_utf8.count, "event or member", "events or members"),
                 first(&s.invalid_utf8)
             ));

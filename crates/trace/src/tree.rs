@@ -3,7 +3,7 @@
 //! parser's scanner: the same grammar, the same nesting limit
 //! ([`MAX_NESTING`], checked before the recursion goes a level deeper)
 //! and the same leniency (`NaN` and `Infinity` read as null and counted,
-//! invalid UTF-8 replaced by U+FFFD). Members are small and few; events
+//! invalid UTF-8 and lone surrogate escapes replaced by U+FFFD). Members are small and few; events
 //! never go through here.
 
 use crate::parse::{NumValue, Parser, Repairs, Result};
@@ -99,13 +99,7 @@ fn parse_str(s: &str) -> Result<(Json, Repairs)> {
     p.ws();
     let json = value(&mut p)?;
     p.end()?;
-    Ok((
-        json,
-        Repairs {
-            non_finite: p.non_finite,
-            invalid_utf8: false,
-        },
-    ))
+    Ok((json, p.repairs()))
 }
 
 /// The value at `p.i`.
@@ -220,5 +214,15 @@ mod tests {
         // The error is at byte 11 of the input, 15 of the longer repaired copy.
         let e = parse(b"{\"n\": \"\xff\xff\" x}").unwrap_err();
         assert_eq!(e.offset, 11, "{e:?}");
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_are_replaced_and_noted() {
+        let (v, repairs) = parse(br#"{"n": "a\ud800b", "p": "\ud83d\ude00"}"#).unwrap();
+        assert_eq!(v.get("n").and_then(Json::as_str), Some("a\u{fffd}b"));
+        assert_eq!(v.get("p").and_then(Json::as_str), Some("\u{1f600}"));
+        assert!(repairs.lone_surrogate && !repairs.invalid_utf8);
+        let (_, repairs) = parse(br#"{"p": "\ud83d\ude00"}"#).unwrap();
+        assert!(repairs.is_empty());
     }
 }

@@ -93,6 +93,34 @@ fn read_one(events: &str) -> crate::Trace {
 }
 
 #[test]
+fn lone_surrogates_are_counted_and_warned_about_with_invalid_utf8() {
+    let kernel = |name: &str| {
+        format!(r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":1,"tid":1,"ts":1,"dur":2}}"#)
+    };
+    let trace = read_one(&[kernel("k"), kernel(r"a\ud83d\ude00"), kernel(r"b\ud800")].join(","));
+    assert_eq!(trace.name(&trace.events[1]), "a\u{1f600}");
+    assert_eq!(trace.name(&trace.events[2]), "b\u{fffd}");
+    assert_eq!(
+        trace.skipped.invalid_utf8,
+        crate::Occurrences {
+            count: 1,
+            first_index: Some(2)
+        }
+    );
+    assert_eq!(
+        trace.warnings,
+        [
+            "1 event or member with invalid UTF-8 or lone surrogate escapes \
+          (first at traceEvents[2]): read with U+FFFD in place of each"
+        ]
+    );
+    // No repair, no warning.
+    let trace = read_one(&kernel(r"a\ud83d\ude00"));
+    assert_eq!(trace.skipped.invalid_utf8.count, 0);
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+}
+
+#[test]
 fn input_dims_and_collective_texts_are_converted_and_shared() {
     let event = r#"{"ph":"X","cat":"cpu_op","name":"c","pid":1,"tid":1,"ts":1,"dur":2,
         "args":{"Input Dims":[[1, 2], []],"Input type":["float", ""],
@@ -232,7 +260,8 @@ fn invalid_utf8_is_replaced() {
         repairs,
         Repairs {
             non_finite: 0,
-            invalid_utf8: true
+            invalid_utf8: true,
+            lone_surrogate: false
         }
     );
     let Parsed::Complete(c) = *parsed else {
@@ -241,6 +270,104 @@ fn invalid_utf8_is_replaced() {
     // Owned: the repaired copy the spans would index is gone.
     assert_eq!(c.name, Text::owned("k\u{fffd}"));
     assert_eq!(c.pid, PIdent::Name(Text::owned("p\u{fffd}")));
+}
+
+/// `text`'s repairs and what it amounts to, if it needed any.
+fn repaired(text: &str) -> Option<(Repairs, Parsed)> {
+    match parse_event(text.as_bytes()) {
+        Parsed::Repaired { parsed, repairs } => Some((repairs, *parsed)),
+        _ => None,
+    }
+}
+
+#[test]
+fn lone_surrogate_escapes_are_replaced_and_noted() {
+    let only = Repairs {
+        lone_surrogate: true,
+        ..Repairs::default()
+    };
+    // A high surrogate with nothing, a non-surrogate escape or another
+    // high one after it, and a low one alone: each is one U+FFFD, the
+    // character after it read as itself.
+    for (escaped, want) in [
+        (r"k\ud800", "k\u{fffd}"),
+        (r"k\ud800x", "k\u{fffd}x"),
+        (r"k\ud800\u0041", "k\u{fffd}A"),
+        (r"k\ud800\ud800", "k\u{fffd}\u{fffd}"),
+        (r"\udc00k", "\u{fffd}k"),
+        (r"k\uDFFF\n", "k\u{fffd}\n"),
+        (r"\ud83d\ude00\udbff", "\u{1f600}\u{fffd}"),
+    ] {
+        let text = format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{escaped}","pid":1,"tid":1,"ts":1,"dur":2}}"#
+        );
+        let Some((repairs, Parsed::Complete(c))) = repaired(&text) else {
+            panic!("{escaped}: {:?}", parse_event(text.as_bytes()));
+        };
+        assert_eq!(repairs, only, "{escaped}");
+        assert_eq!(c.name, Text::owned(want), "{escaped}");
+    }
+    // A pair is one character and no repair; so are the escapes of the
+    // characters next to the surrogates.
+    for escaped in [
+        r"\ud83d\ude00",
+        r"\uD83D\uDE00",
+        r"\ud7ff\ue000",
+        r"\udbff\udfff",
+    ] {
+        let text = format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{escaped}","pid":1,"tid":1,"ts":1,"dur":2}}"#
+        );
+        assert!(
+            matches!(parse_event(text.as_bytes()), Parsed::Complete(_)),
+            "{escaped}"
+        );
+    }
+    // Wherever the string is read: a pid or tid, an argument the model
+    // keeps, one it skips, a key, an object skipped whole, an array (not
+    // the plain-array fast path, which takes no escape), an event of a
+    // category left out (never passed over with an escape in it, so the
+    // escape is read, however late), a metadata event's name, and an
+    // element that is not an object.
+    for text in [
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":"p\ud800","tid":1,"ts":1,"dur":2}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":"\udc00","ts":1,"dur":2}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":1,"dur":2,
+            "args":{"Process Group Name":"g\ud800"}}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":1,"dur":2,
+            "args":{"grid":[1,1,1],"note":"\ud800"}}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":1,"dur":2,
+            "args":{"k\udc00":1}}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":1,"dur":2,
+            "x":{"y":["\ud800"]}}"#,
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":1,"dur":2,
+            "args":{"Input Dims":[[1],["\ud800"]]}}"#,
+        r#"{"ph":"X","cat":"python_function","name":"f","pid":1,"tid":1,"ts":1,"dur":2,
+            "args":{"Python id":1,"x":"\ud800"}}"#,
+        r#"{"ph":"X","cat":"quantum_op","name":"f\ud800","pid":1,"tid":1,"ts":1,"dur":2}"#,
+        r#"{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"w\ud800"}}"#,
+        r#"{"ph":"X","cat":"kernel","name":5,"pid":1,"tid":1,"x":"\ud800"}"#,
+    ] {
+        assert_eq!(repaired(text).map(|r| r.0), Some(only), "{text}");
+    }
+    assert!(matches!(
+        parse_non_object(br#"["\ud800"]"#),
+        Parsed::Repaired { repairs, .. } if repairs == only
+    ));
+    // With invalid UTF-8 and a NaN in the same element, all three noted.
+    let text = b"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\\ud800\xff\",\"pid\":1,\
+                 \"tid\":1,\"ts\":1,\"dur\":NaN}";
+    let Parsed::Repaired { repairs, .. } = parse_event(text) else {
+        panic!("not repaired");
+    };
+    assert_eq!(
+        repairs,
+        Repairs {
+            non_finite: 1,
+            invalid_utf8: true,
+            lone_surrogate: true
+        }
+    );
 }
 
 #[test]
@@ -732,6 +859,8 @@ const MEMBERS: &[&str] = &[
     r#""x":"cat""#,
     r#""x":"\"cat\"""#,
     r#""x":[1,2,[3]]"#,
+    r#""x":"\ud800""#,
+    r#""name":"\udc00\ud83d\ude00""#,
 ];
 
 /// The same, of the wrong type or not finite.
@@ -752,7 +881,7 @@ proptest::proptest! {
     /// member of the wrong type or a `NaN` after a left-out category, the
     /// only difference allowed is the documented one: the event skipped
     /// for its category where a full read skips it for the bad member or
-    /// counts the `NaN`.
+    /// counts the `NaN`; a lone surrogate escape is noted by both.
     #[test]
     fn left_out_events_read_as_in_full(
         members in proptest::collection::vec(proptest::sample::select(MEMBERS), 0..9),
@@ -769,15 +898,22 @@ proptest::proptest! {
         if bad.is_none() {
             proptest::prop_assert_eq!(fast_s, full_s, "{}", text);
         } else if fast_s != full_s {
+            let unwrap = |p: Parsed| match p {
+                Parsed::Repaired { parsed, repairs } => (*parsed, repairs),
+                other => (other, Repairs::default()),
+            };
+            let ((fast, fast_repairs), (full, full_repairs)) = (unwrap(fast), unwrap(full));
             let left_out = matches!(
                 fast,
                 Parsed::Skip { reason: SkipReason::NotModeled | SkipReason::UnknownCategory, .. }
             );
-            let full_differs_by_the_bad_member = matches!(
-                full,
-                Parsed::Skip { reason: SkipReason::BadFieldType, .. } | Parsed::Repaired { .. }
-            );
+            let full_differs_by_the_bad_member =
+                matches!(full, Parsed::Skip { reason: SkipReason::BadFieldType, .. })
+                    || full_repairs.non_finite > fast_repairs.non_finite;
             proptest::prop_assert!(left_out && full_differs_by_the_bad_member, "{} {} {}", text, fast_s, full_s);
+            // No event with an escape is passed over: a lone surrogate is
+            // noted either way.
+            proptest::prop_assert_eq!(fast_repairs.lone_surrogate, full_repairs.lone_surrogate, "{}", text);
         }
     }
 }
