@@ -169,3 +169,58 @@ fn the_report_shows_the_names_escaped() {
     // The step's label in the chart's SVG.
     assert!(page.contains(r"#\u{1b}[2J"), "{page}");
 }
+
+/// A name Python's `json` wrote with a lone surrogate escape (`\ud800`,
+/// what it writes for a byte decoded with `surrogateescape`) reads as
+/// U+FFFD and is counted and warned about with invalid UTF-8, in
+/// `inspect --json` and in what an `.lgraph` file keeps of the trace; a
+/// surrogate pair is one character, and not counted. The escapes are
+/// written into the text by hand: serde cannot write a lone surrogate.
+#[test]
+fn a_lone_surrogate_escape_is_replaced_and_warned_about() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = TempDir::new("hostile-surrogate");
+    let original = corpus.path("single-rank/mi250-toy-train.json.gz");
+    let text = String::from_utf8(lumos_testkit::gunzip_file(&original)).unwrap();
+    let trace: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let index = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|e| e["name"] == "AddmmBackward0")
+        .unwrap();
+    for name in ["\"AddmmBackward0\"", "\"MseLossBackward0\""] {
+        assert_eq!(text.matches(name).count(), 1, "{name}");
+    }
+    let text = text
+        .replace("\"AddmmBackward0\"", r#""AddmmBackward0\ud800""#)
+        .replace("\"MseLossBackward0\"", r#""MseLossBackward0\ud83d\ude00""#);
+    let path = dir.path().join("toy.json");
+    std::fs::write(&path, text).unwrap();
+
+    let before = common::lumos_json(&["inspect"], &[original]);
+    let after = common::lumos_json(&["inspect"], std::slice::from_ref(&path));
+    let (before, after) = (&before["traces"][0], &after["traces"][0]);
+    let mut want = before["warnings"].as_array().unwrap().clone();
+    // The reader's warnings come before the graph build's.
+    want.insert(
+        0,
+        format!(
+            "1 event or member with invalid UTF-8 or lone surrogate escapes \
+             (first at traceEvents[{index}]): read with U+FFFD in place of each"
+        )
+        .into(),
+    );
+    assert_eq!(after["warnings"].as_array().unwrap(), &want);
+    // Read as before otherwise: the event kept, with its new name.
+    assert_eq!(after["events"], before["events"]);
+    assert_eq!(after["tasks_by_kind"], before["tasks_by_kind"]);
+
+    // An `.lgraph` file keeps the warning (as text: no field of its own).
+    let graph = dir.path().join("toy.lgraph");
+    run_ok(lumos().arg("ingest").arg("-o").arg(&graph).arg(&path));
+    let stored = common::lumos_json(&["inspect"], &[graph]);
+    assert_eq!(stored["traces"][0]["warnings"], after["warnings"]);
+}
