@@ -149,7 +149,8 @@ pub enum Mutation {
         len: u32,
         member: bool,
     },
-    /// Invalid UTF-8 (or a raw control byte) inside event `event`'s name.
+    /// Invalid UTF-8 (or a raw control byte, or the escape of a lone
+    /// surrogate) inside event `event`'s name.
     InvalidUtf8 {
         event: u64,
         bytes: &'static [u8],
@@ -288,6 +289,12 @@ const INVALID_UTF8: &[&[u8]] = &[
     b"\xf4\x90\x80\x80",
     b"\xc0\xaf",
     b"\x01",
+    // Escapes of lone surrogates (what Python's json writes for
+    // surrogateescape text), and a pair, which is valid.
+    br"\ud800",
+    br"\udc00x",
+    br"\ud800\u0041",
+    br"\ud83d\ude00",
 ];
 
 /// Top-level members, some of which the reader reads.
