@@ -224,3 +224,42 @@ fn a_lone_surrogate_escape_is_replaced_and_warned_about() {
     let stored = common::lumos_json(&["inspect"], &[graph]);
     assert_eq!(stored["traces"][0]["warnings"], after["warnings"]);
 }
+
+/// The line naming the longest task on the critical path keeps a long
+/// name whole up to 1,000 characters and cuts a longer one with an
+/// ellipsis: a name of 5,000 characters was one line of 5,000.
+#[test]
+fn the_longest_task_on_the_path_is_named_on_one_short_line() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let bytes = lumos_testkit::gunzip_file(&corpus.path("single-rank/mi250-toy-train.json.gz"));
+    let text = String::from_utf8(bytes).unwrap();
+    let longest = "\"hipDeviceSynchronize\"";
+    assert!(text.contains(longest));
+    let dir = TempDir::new("hostile-longest");
+    let line = |name_len: usize| {
+        let name = format!("hipDeviceSynchronize{}", "x".repeat(name_len - 20));
+        let path = dir.path().join(format!("long{name_len}.json"));
+        std::fs::write(&path, text.replace(longest, &format!("\"{name}\""))).unwrap();
+        let out = run_ok(lumos().arg("replay").arg(&path));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let line = stdout
+            .lines()
+            .find(|l| l.contains("longest on path: hipDeviceSynchronize"));
+        (
+            line.expect("the line names the renamed call").to_owned(),
+            name,
+        )
+    };
+    let (whole, name) = line(1_000);
+    assert!(whole.contains(&format!("{name} (")), "{whole}");
+    let (cut, name) = line(5_000);
+    assert!(!cut.contains(&name));
+    assert!(cut.contains(&format!("{}… (", &name[..999])), "{cut}");
+    assert!(
+        cut.chars().count() < 1_100,
+        "{} characters",
+        cut.chars().count()
+    );
+}
