@@ -17,7 +17,7 @@ use std::fmt::Display;
 use std::io::{self, Write};
 
 use anyhow::Result;
-use lumos_report::text::{is_hidden, push_escape};
+use lumos_report::text::is_hidden;
 use serde::Serialize;
 use serde_json::ser::{Formatter, PrettyFormatter};
 
@@ -140,19 +140,8 @@ impl<W: Write> Shown<W> {
 
     /// Writes `s`, its hidden characters but newlines escaped.
     fn write_text(&mut self, s: &str) -> io::Result<()> {
-        let hidden = |c: char| c != '\n' && is_hidden(c);
-        if !s.chars().any(hidden) {
-            return self.inner.write_all(s.as_bytes());
-        }
-        let mut out = String::with_capacity(s.len() + 16);
-        for c in s.chars() {
-            if hidden(c) {
-                push_escape(&mut out, c);
-            } else {
-                out.push(c);
-            }
-        }
-        self.inner.write_all(out.as_bytes())
+        let shown = lumos_report::text::shown_but_newlines(s);
+        self.inner.write_all(shown.as_bytes())
     }
 }
 

@@ -29,12 +29,23 @@ pub fn is_hidden(c: char) -> bool {
 /// `--json` output has the exact text. `s` itself when nothing needs it
 /// (every name of the corpus).
 pub fn shown(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_hidden) {
+    escaped(s, is_hidden)
+}
+
+/// [`shown`] but for the newlines, kept as they are: for text made of
+/// lines (a report, an error message) whose names were shown already.
+pub fn shown_but_newlines(s: &str) -> Cow<'_, str> {
+    escaped(s, |c| c != '\n' && is_hidden(c))
+}
+
+/// `s` with every character `hide` picks escaped ([`push_escape`]).
+fn escaped(s: &str, hide: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(&hide) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if is_hidden(c) {
+        if hide(c) {
             push_escape(&mut out, c);
         } else {
             out.push(c);
