@@ -365,6 +365,71 @@ fn the_what_if_of_a_job_without_layers_is_lumos_predicts() {
     assert_what_if_is_lumos_predicts(&page, &["predict", "--dp", "16"], &[dlrm], "7 of 8 inputs");
 }
 
+/// `dir`'s `rank{r}` trace (`.json.gz`) replaced by one holding only its
+/// metadata events (`.json`): a rank without tasks, which the job's
+/// assembly leaves out; the other files, in rank order.
+fn without_tasks(dir: &Path, r: u32) -> Vec<PathBuf> {
+    let gz = dir.join(format!("rank{r}.json.gz"));
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&lumos_testkit::gunzip_file(&gz)).unwrap();
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    events.retain(|e| e["ph"] == "M");
+    assert!(!events.is_empty());
+    std::fs::remove_file(&gz).unwrap();
+    std::fs::write(dir.join(format!("rank{r}.json")), doc.to_string()).unwrap();
+    let mut others: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    others.sort();
+    others
+}
+
+/// A job with a rank that holds no task: the page leaves it out (named on
+/// stderr, exit 1), and so does the what-if, which refused the whole job
+/// ("nothing to predict from") and made no page. Its prediction is now
+/// `lumos predict`'s of the other ranks' files, whether the ranks are lent
+/// (a transformer job) or their files read again (DLRM).
+#[test]
+fn the_what_if_of_a_job_leaves_out_the_ranks_its_page_leaves_out() {
+    let Some(dlrm) = corpus_file("multi-rank/dlrm-8xv100") else {
+        return;
+    };
+    let dir = TempDir::new("cli-report-what-if-no-tasks");
+    let gpt = dir.join("gpt");
+    run_ok(
+        lumos()
+            .args([
+                "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "2", "--dp", "2",
+            ])
+            .args(["--microbatches", "4", "--ranks", "all", "--out"])
+            .arg(&gpt),
+    );
+    let dl = dir.join("dlrm");
+    std::fs::create_dir_all(&dl).unwrap();
+    for r in 0..8 {
+        let f = format!("rank{r}.json.gz");
+        std::fs::copy(dlrm.join(&f), dl.join(&f)).unwrap();
+    }
+    for (job, dp, left_out) in [(&gpt, "4", "5 of 7 inputs"), (&dl, "16", "6 of 7 inputs")] {
+        let others = without_tasks(job, 7);
+        let html = dir.join("job.html");
+        let out = report(&["--dp", dp], &[job], &html);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("rank7.json) holds no CPU or GPU task"),
+            "{err}"
+        );
+        assert!(!err.contains("nothing to predict from"), "{err}");
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.contains("job of 7 ranks"));
+        assert_what_if_is_lumos_predicts(&page, &["predict", "--dp", dp], &others, left_out);
+        std::fs::remove_file(&html).unwrap();
+    }
+}
+
 #[test]
 fn bad_usage_exits_2_and_bad_input_exits_1_without_a_file() {
     let dir = TempDir::new("cli-report-errors");

@@ -116,7 +116,10 @@ pub use predict::{
     InputReport, LinkCalibration, ModelFitReport, PredictReport, StageRow, SteadinessReport,
     StepRow,
 };
-pub use predict_input::{prediction_candidates_of, prediction_input, prediction_input_of_replay};
+pub use predict_input::{
+    prediction_candidates_of, prediction_candidates_of_graphs, prediction_input,
+    prediction_input_of_replay,
+};
 pub use preset_or_file::not_a_file;
 pub use replay::{
     compare, critical_path_report, replay, replay_owned, replay_path, replay_path_for,

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use lumos_graph::{build_streamed, Graph, Measured, RankInput, TrackSink};
+use lumos_graph::{build_streamed, Graph, Measured, RankGraph, RankInput, TrackSink};
 use lumos_predict::{discover_lent, held_to_the_end, Candidates, Input, LentInput, TraceContext};
 use lumos_store::{is_lgraph_file, read_stored, InputError};
 use lumos_trace::TraceMeta;
@@ -84,9 +84,23 @@ pub fn prediction_input_of_replay(replayed: Replayed, meta: &TraceMeta) -> Input
 /// instead, when the ranks are freed. The ranks discovered until then
 /// (at least a window) are discovered again there.
 pub fn prediction_candidates_of(ranks: &[RankInput], metas: &[&TraceMeta]) -> Option<Candidates> {
+    let lent: Vec<(&Path, &RankGraph)> = (ranks.iter())
+        .map(|r| (r.meta.path.as_path(), &r.graph))
+        .collect();
+    prediction_candidates_of_graphs(&lent, metas)
+}
+
+/// [`prediction_candidates_of`], each rank given as its trace's path and
+/// its graph: the ranks a job kept once assembled ([`lumos_graph::Job`]
+/// holds them so, without the ranks it left out), for a prediction of the
+/// ranks `lumos report`'s page shows.
+pub fn prediction_candidates_of_graphs(
+    ranks: &[(&Path, &RankGraph)],
+    metas: &[&TraceMeta],
+) -> Option<Candidates> {
     assert_eq!(ranks.len(), metas.len(), "one trace's metadata per rank");
     let parts: Vec<RankParts<'_>> = (ranks.iter().zip(metas))
-        .map(|(r, meta)| RankParts::of(r, meta))
+        .map(|(&(path, graph), meta)| RankParts::of(path, graph, meta))
         .collect();
     let mut candidates = Candidates::new();
     let window = rayon::current_num_threads().max(1);
@@ -114,11 +128,11 @@ struct RankParts<'a> {
 }
 
 impl<'a> RankParts<'a> {
-    fn of(rank: &'a RankInput, meta: &TraceMeta) -> RankParts<'a> {
-        let measured = &rank.graph.measured;
+    fn of(path: &Path, rank: &'a RankGraph, meta: &TraceMeta) -> RankParts<'a> {
+        let measured = &rank.measured;
         RankParts {
-            name: rank.meta.path.display().to_string(),
-            graph: &rank.graph.graph,
+            name: path.display().to_string(),
+            graph: &rank.graph,
             measured,
             ctx: TraceContext::from_meta(meta, measured),
         }

@@ -66,23 +66,41 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
             let read = read_every(&files, &guard)?;
             match a.mode.sort(read.into_iter().map(Ok).collect()) {
                 Sorted::Job(ranks, read) => {
-                    // The prediction's ranks are lent from this one read
-                    // before the page's replay takes them, copied only
-                    // where one stands for its stage; where ranks would
-                    // be held whatever the others (discovery cannot
-                    // settle them alone, or finds no stage), the files
-                    // are read again after the page instead.
+                    let job = assemble(ranks)?;
+                    // The prediction is of the ranks the page shows: the
+                    // ranks the job's assembly left out (another run's, one
+                    // without tasks, a clock hours away) are left out of it
+                    // too, as they are of the page, not refused by it. Its
+                    // ranks are lent from the job before the page's replay
+                    // takes it, copied only where one stands for its stage;
+                    // where ranks would be held whatever the others
+                    // (discovery cannot settle them alone, or finds no
+                    // stage), the files of the job's ranks are read again
+                    // after the page instead.
                     if a.target.any() {
-                        let metas: Vec<_> = read.iter().flatten().map(Prepared::meta).collect();
+                        let in_job: Vec<(&PathBuf, &Prepared, usize)> = (files.iter())
+                            .zip(&read)
+                            .filter_map(|(f, p)| {
+                                let p = p.as_ref().ok()?;
+                                let at = job.ranks.iter().position(|m| m.path == p.trace_path())?;
+                                Some((f, p, at))
+                            })
+                            .collect();
+                        let metas: Vec<_> = in_job.iter().map(|(_, p, _)| p.meta()).collect();
+                        let lent: Vec<_> = (in_job.iter())
+                            .map(|&(_, _, at)| (job.ranks[at].path.as_path(), &job.graphs[at]))
+                            .collect();
                         ranks_for_prediction =
-                            match lumos_report::prediction_candidates_of(&ranks, &metas) {
+                            match lumos_report::prediction_candidates_of_graphs(&lent, &metas) {
                                 Some(ready) => RanksForPrediction::Ready(ready),
-                                None => RanksForPrediction::ReadAgain,
+                                None => RanksForPrediction::ReadAgain(
+                                    in_job.iter().map(|(f, _, _)| (*f).clone()).collect(),
+                                ),
                             };
                     }
                     // What the job does not need of the inputs.
                     drop(read);
-                    let (page, job_all_in) = job_page(ranks, &guard)?;
+                    let (page, job_all_in) = job_page(job, &guard)?;
                     all_in = job_all_in;
                     page
                 }
@@ -95,7 +113,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     let ranks = match ranks_for_prediction {
         RanksForPrediction::NotAsked => None,
         RanksForPrediction::Ready(ready) => Some(ready),
-        RanksForPrediction::ReadAgain => Some(predict::load(&a.paths)?.0),
+        RanksForPrediction::ReadAgain(files) => Some(predict::load(&files)?.0),
     };
     let page = match ranks {
         Some(ranks) => page.with_prediction(prediction(a, ranks)?),
@@ -128,9 +146,11 @@ enum RanksForPrediction {
     NotAsked,
     /// Made of the page's own read of the inputs.
     Ready(Candidates),
-    /// To be read again once the page is made: the job's ranks could not
-    /// be lent ([`lumos_report::prediction_candidates_of`]).
-    ReadAgain,
+    /// These files, to be read again once the page is made: the job's
+    /// ranks could not be lent
+    /// ([`lumos_report::prediction_candidates_of_graphs`]). They are the
+    /// job's ranks only, as the page's: not those its assembly left out.
+    ReadAgain(Vec<PathBuf>),
 }
 
 /// Every input read, each trace built into its rank and dropped
@@ -201,8 +221,7 @@ fn file_page(file: &Path, predicting: bool) -> Result<(HtmlReport, Option<Input>
 /// back from the job graph for the page. Also whether every rank is in
 /// the job: the ranks it leaves out are named on stderr (the page names
 /// them too).
-fn job_page(ranks: Vec<lumos_graph::RankInput>, guard: &MemoryGuard) -> Result<(HtmlReport, bool)> {
-    let job = assemble(ranks)?;
+fn job_page(job: lumos_graph::Job, guard: &MemoryGuard) -> Result<(HtmlReport, bool)> {
     let all_in = super::replay::report_left_out(&job);
     lumos_report::room_to_replay(guard, &job)?;
     let replayed =
