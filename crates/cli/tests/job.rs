@@ -997,11 +997,12 @@ fn a_member_hours_away_is_left_out_from_representatives_as_from_every_rank() {
 
 /// DLRM with rank 0's clock 3 hours ahead: `--job` leaves it out (exit 1).
 /// From representatives it represents ranks 1-7, whose clocks agree with
-/// each other: it was kept unwarned (nothing to compare its clock with);
-/// it is kept, its graph being the only one loaded for the group, and
-/// says so (exit 0: nothing left out).
+/// each other: it was kept, with a warning, exit 0, the group's numbers
+/// replayed from its graph. It is left out now as `--job` leaves it out
+/// (named, exit 1), rank 1 standing for the group, from the traces and
+/// from their `.lgraph` files alike.
 #[test]
-fn a_representative_hours_away_from_its_members_is_kept_and_named() {
+fn a_representative_hours_away_from_its_members_is_left_out_as_from_every_rank() {
     let Some(dlrm) = dlrm() else {
         return;
     };
@@ -1012,19 +1013,41 @@ fn a_representative_hours_away_from_its_members_is_kept_and_named() {
             }
         }
     });
-    let out = run(&["replay", "--json", "--job"], &[dir.path()]);
-    assert_eq!(out.status.code(), Some(1));
-    let reps = replay(&["--representatives"], &dir);
-    let w = warnings(&reps);
+    let [job, reps] = job_and_representatives(&dir, 1);
+    for v in [&job, &reps] {
+        assert_eq!(v["job"]["missing_ranks"], serde_json::json!([0]));
+        assert_eq!(v["job"]["left_out"][0]["rank"], 0);
+        assert_eq!(v["job"]["left_out"][0]["reason"], "far_clock");
+    }
+    assert_eq!(reps["job"]["left_out"], job["job"]["left_out"]);
     assert!(
-        w.iter().any(
-            |w| w.contains("rank0.json): its collectives end 3.0 h after")
-                && w.contains("it represents rank 1-7, whose clocks agree")
-        ),
-        "{w:?}"
+        !warnings(&reps)
+            .iter()
+            .any(|w| w.contains("kept, replayed for them")),
+        "{:?}",
+        warnings(&reps)
     );
-    assert_eq!(reps["representatives"]["ranks"], 8);
-    assert_eq!(reps["job"]["missing_ranks"], serde_json::json!([]));
+    assert_eq!(measured_steps(&reps), measured_steps(&job));
+    let r = &reps["representatives"];
+    assert_eq!(r["ranks"], 7);
+    assert_eq!(r["groups"][0]["representative"], 1);
+    assert_eq!(r["groups"][0]["ranks"], "1-7");
+    // The group's numbers are rank 1's, as from the seven ranks alone.
+    let seven = dlrm_copy(&dlrm, "representative-far-clock-seven", &[0]);
+    let alone = run(&["replay", "--json", "--representatives"], &[seven.path()]);
+    let alone: Value = serde_json::from_slice(&alone.stdout).unwrap();
+    assert_eq!(r, &alone["representatives"]);
+    assert_eq!(reps["job"]["steps"], alone["job"]["steps"]);
+    let graphs = temp_dir("representative-far-clock-lgraph");
+    run_ok(
+        lumos()
+            .args(["ingest", "-o"])
+            .arg(graphs.path())
+            .arg(dir.path()),
+    );
+    let [_, from_graphs] = job_and_representatives(&graphs, 1);
+    assert_eq!(from_graphs["job"], reps["job"]);
+    assert_eq!(from_graphs["representatives"], reps["representatives"]);
 }
 
 /// DLRM with rank 0 recording world size 16, the other seven 8: `--job`

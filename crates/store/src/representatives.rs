@@ -6,7 +6,7 @@
 //! front end loads a big job the same way; errors are returned, not
 //! printed (a front end decides how to say them).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -116,8 +116,14 @@ enum Kept {
 /// What the first pass over the inputs gathers.
 #[derive(Default)]
 struct Gathered {
+    /// The ranks that must not stand for their group
+    /// ([`lumos_graph::far_representatives`]): each is grouped apart, in
+    /// `apart`, and its graph kept in `kept_apart`.
+    avoid: BTreeSet<u32>,
     groups: ProgramGroups,
     kept: BTreeMap<ProgramSignature, (u32, Kept)>,
+    apart: ProgramGroups,
+    kept_apart: BTreeMap<ProgramSignature, (u32, Kept)>,
     programs: BTreeMap<u32, RankProgram>,
     files_by_rank: BTreeMap<u32, PathBuf>,
     /// The inputs that claim each rank: their places in the files given,
@@ -127,9 +133,25 @@ struct Gathered {
 }
 
 impl Gathered {
+    /// Adds `rank` to its group (apart if it is to be avoided as a
+    /// representative), with `facts`.
+    fn add(&mut self, rank: u32, sig: ProgramSignature, steps_ns: Vec<i64>, facts: MemberFacts) {
+        let groups = if self.avoid.contains(&rank) {
+            &mut self.apart
+        } else {
+            &mut self.groups
+        };
+        groups.add_with(rank, sig, steps_ns, facts);
+    }
+
     fn offer(&mut self, rank: u32, sig: ProgramSignature, k: Kept) {
-        if self.kept.get(&sig).is_none_or(|(have, _)| rank < *have) {
-            self.kept.insert(sig, (rank, k));
+        let kept = if self.avoid.contains(&rank) {
+            &mut self.kept_apart
+        } else {
+            &mut self.kept
+        };
+        if kept.get(&sig).is_none_or(|(have, _)| rank < *have) {
+            kept.insert(sig, (rank, k));
         }
     }
 }
@@ -140,8 +162,42 @@ impl Gathered {
 /// plus a few dozen bytes per communication task of every rank). Files
 /// that cannot be read are left out and returned in
 /// [`Representatives::errors`].
+///
+/// A representative whose clock is hours from the job's while members of
+/// its group agree with the job ([`lumos_graph::far_representatives`])
+/// would be kept by the job's assembly where `lumos replay --job` leaves
+/// it out: the inputs are then loaded again (`done` is not called again)
+/// with it apart, a group of its own that the assembly leaves out as
+/// `--job` does, and the lowest other member standing for its group, so
+/// that the group's numbers come from a rank with a sound clock. Only a
+/// job with such a rank is read twice.
 pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Representatives {
-    let gathered = Mutex::new(Gathered::default());
+    let first = load_avoiding(files, done, BTreeSet::new());
+    let avoid: BTreeSet<u32> = lumos_graph::far_representatives(&first.reps, &first.groups)
+        .into_iter()
+        .collect();
+    if avoid.is_empty() {
+        return first;
+    }
+    let loaded = first.graphs_loaded;
+    drop(first);
+    let mut again = load_avoiding(files, &|| {}, avoid);
+    again.graphs_loaded += loaded;
+    again
+}
+
+/// [`load_representatives`], the ranks in `avoid` standing for no group
+/// of other ranks: each is grouped apart (with the others of `avoid` of
+/// its program).
+fn load_avoiding(
+    files: &[PathBuf],
+    done: &(dyn Fn() + Sync),
+    avoid: BTreeSet<u32>,
+) -> Representatives {
+    let gathered = Mutex::new(Gathered {
+        avoid,
+        ..Gathered::default()
+    });
     let results: Vec<Result<(), InputError>> = files
         .par_iter()
         .enumerate()
@@ -164,10 +220,13 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
         };
     }
     let mut groups = g.groups.finish();
+    groups.extend(g.apart.finish());
+    groups.sort_by_key(ProgramGroup::representative);
     let mut graphs_loaded = g.traces_built;
     let reps: Vec<Result<(RankInput, bool), InputError>> = g
         .kept
         .into_values()
+        .chain(g.kept_apart.into_values())
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|(_, k)| match k {
@@ -234,7 +293,7 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
             world_size: s.world_size,
             clock_ns: None,
         };
-        g.groups.add_with(s.rank, s.signature, s.steps_ns, facts);
+        g.add(s.rank, s.signature, s.steps_ns, facts);
         g.files_by_rank.insert(s.rank, f.to_owned());
         g.offer(s.rank, s.signature, Kept::File(f.to_owned()));
     } else {
@@ -249,8 +308,7 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
             world_size: input.meta.world_size,
             clock_ns: None,
         };
-        g.groups
-            .add_with(p.rank, p.signature, p.steps_ns.clone(), facts);
+        g.add(p.rank, p.signature, p.steps_ns.clone(), facts);
         g.offer(p.rank, p.signature, Kept::Input(Box::new(input)));
         g.programs.insert(p.rank, p);
     }

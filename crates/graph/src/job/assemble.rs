@@ -283,9 +283,12 @@ pub fn assemble(inputs: Vec<RankInput>) -> Result<Job, JobError> {
 /// other ranks of its host as the alignment of every rank pools it
 /// ([`ClockAlignment::hosts`]): a member's host is not in its summary. A
 /// representative whose clock is far while members of its group agree
-/// with the job is kept, with a warning, where the assembly of every rank
-/// leaves it out: its graph is the only one of its group at hand, and the
-/// alignment undoes its offset.
+/// with the job is what `--job` leaves out: a loader that can give another
+/// member's graph finds it first ([`far_representatives`]) and gives it
+/// apart, a group of its own, with another member standing for the group
+/// (`lumos_store::load_representatives` does). Given here anyway, it is
+/// kept, with a warning, its graph being the only one of its group at
+/// hand (the alignment undoes its offset).
 pub fn assemble_representatives(
     inputs: Vec<RankInput>,
     unreadable: Vec<Unreadable>,
@@ -565,7 +568,7 @@ fn match_and_align(
         (m, c)
     };
     let (m, c) = run(inputs);
-    let clocks = RankClocks::of(inputs, members, &c);
+    let clocks = RankClocks::of(&inputs.iter().collect::<Vec<_>>(), members, &c);
     let far = far_clocks(&clocks.offsets_ns, &clocks.unaligned, &clocks.weights);
     if far.is_empty() {
         warnings.extend(clock_spread_warning(
@@ -579,40 +582,38 @@ fn match_and_align(
     // whose clock is not known (the caller leaves its group out).
     let mut positions: Vec<usize> = Vec::new();
     let mut offsets: BTreeMap<u32, i64> = BTreeMap::new();
-    for &(e, d) in &far {
-        let (p, member) = clocks.of[e];
-        // The ranks a far input stands for whose clocks agree with the
-        // job's: only its graph is loaded, so it stays, replayed for them
-        // (the alignment undoes its offset), and says so.
-        let agree: Vec<u32> = (clocks.of.iter().enumerate())
-            .filter(|&(e2, &(p2, m2))| p2 == p && m2 != 0 && !far.iter().any(|f| f.0 == e2))
-            .map(|(e2, _)| clocks.ranks[e2])
-            .collect();
-        if member == 0 && !agree.is_empty() {
-            let i = &inputs[p];
-            warnings.push(format!(
-                "rank {} ({}): its collectives end {} {} the other ranks'; `--job` leaves it \
-                 out as from another run, but it represents rank {}, whose clocks agree with \
-                 the job's: kept, replayed for them",
-                i.meta.rank,
-                i.meta.path.display(),
-                long_duration(d),
-                if d > 0 { "after" } else { "before" },
-                rank_ranges(&agree)
-            ));
-            continue;
-        }
-        if member == 0 {
-            positions.push(p);
-            offsets.insert(inputs[p].meta.rank, d);
-        } else {
-            let i = &inputs[p];
-            let c = &counted(members, i)[member];
-            left_out.push(LeftOut {
-                rank: c.rank,
-                reason: LeftOutReason::FarClock { offset_ns: d },
-                path: c.path.unwrap_or(&i.meta.path).to_owned(),
-            });
+    for verdict in judge_far(&clocks, &far) {
+        match verdict {
+            // Only its graph is loaded for the members that agree: it
+            // stays, replayed for them (the alignment undoes its offset),
+            // and says so. A loader that can give another member's graph
+            // does not come here ([`far_representatives`]).
+            FarVerdict::KeptFor { p, d, agree } => {
+                let i = &inputs[p];
+                warnings.push(format!(
+                    "rank {} ({}): its collectives end {} {} the other ranks'; `--job` leaves \
+                     it out as from another run, but it represents rank {}, whose clocks agree \
+                     with the job's: kept, replayed for them",
+                    i.meta.rank,
+                    i.meta.path.display(),
+                    long_duration(d),
+                    if d > 0 { "after" } else { "before" },
+                    rank_ranges(&agree)
+                ));
+            }
+            FarVerdict::Input { p, d } => {
+                positions.push(p);
+                offsets.insert(inputs[p].meta.rank, d);
+            }
+            FarVerdict::Member { p, member, d } => {
+                let i = &inputs[p];
+                let c = &counted(members, i)[member];
+                left_out.push(LeftOut {
+                    rank: c.rank,
+                    reason: LeftOutReason::FarClock { offset_ns: d },
+                    path: c.path.unwrap_or(&i.meta.path).to_owned(),
+                });
+            }
         }
     }
     if positions.is_empty() {
@@ -622,6 +623,93 @@ fn match_and_align(
         offset_ns: offsets[&i.meta.rank],
     });
     run(inputs)
+}
+
+/// What the test of clocks says of one rank whose clock is far from the
+/// job's ([`far_clocks`]).
+enum FarVerdict {
+    /// An input (at position `p`, `d` ns away) that stands for members
+    /// whose clocks agree with the job's (`agree`, their ranks).
+    KeptFor { p: usize, d: i64, agree: Vec<u32> },
+    /// An input left out, with the members it stands for whose clock is
+    /// not known.
+    Input { p: usize, d: i64 },
+    /// A member (its place in the group of the input at `p`) left out
+    /// alone.
+    Member { p: usize, member: usize, d: i64 },
+}
+
+/// The verdict on each of the `far` entries of `clocks`.
+fn judge_far(clocks: &RankClocks, far: &[(usize, i64)]) -> Vec<FarVerdict> {
+    far.iter()
+        .map(|&(e, d)| {
+            let (p, member) = clocks.of[e];
+            if member != 0 {
+                return FarVerdict::Member { p, member, d };
+            }
+            let agree: Vec<u32> = (clocks.of.iter().enumerate())
+                .filter(|&(e2, &(p2, m2))| p2 == p && m2 != 0 && !far.iter().any(|f| f.0 == e2))
+                .map(|(e2, _)| clocks.ranks[e2])
+                .collect();
+            if agree.is_empty() {
+                FarVerdict::Input { p, d }
+            } else {
+                FarVerdict::KeptFor { p, d, agree }
+            }
+        })
+        .collect()
+}
+
+/// The ranks that must not stand for their group for the job of `inputs`
+/// (one representative per group of `groups`, as
+/// [`assemble_representatives`] takes them) to be the job `--job` makes:
+/// a representative whose clock is far from the job's while members of
+/// its group agree with the job, which the assembly would keep (only its
+/// graph being at hand) where `--job` leaves it out; with it, the members
+/// of its group whose clock is as far. Empty when there is none, as for
+/// every job whose clocks agree. A loader that can give another member's
+/// graph loads the group again with these ranks apart (each then a
+/// representative of its own, left out by the assembly as `--job` leaves
+/// it out) and the lowest other member standing for the group.
+///
+/// The test is the assembly's: the inputs that share no collective with
+/// the others are set aside, the rest matched and aligned, and each
+/// member's clock taken at its representative's plus its own offset from
+/// it ([`MemberFacts::clock_ns`](super::MemberFacts::clock_ns)).
+pub fn far_representatives(inputs: &[RankInput], groups: &[ProgramGroup]) -> Vec<u32> {
+    let members: Members<'_> = groups.iter().map(|g| (g.representative(), g)).collect();
+    let mut sorted: Vec<&RankInput> = inputs.iter().collect();
+    sorted.sort_by(|a, b| {
+        a.meta
+            .rank
+            .cmp(&b.meta.rank)
+            .then(a.meta.path.cmp(&b.meta.path))
+    });
+    let w: Vec<usize> = (sorted.iter())
+        .map(|i| members.get(&i.meta.rank).map_or(1, |g| g.ranks.len()))
+        .collect();
+    let graphs: Vec<&RankGraph> = sorted.iter().map(|i| &i.graph).collect();
+    let foreign = foreign_ranks(&graphs, &w);
+    let kept: Vec<&RankInput> = (sorted.iter().enumerate())
+        .filter(|(p, _)| foreign.binary_search(p).is_err())
+        .map(|(_, &i)| i)
+        .collect();
+    let refs: Vec<&RankGraph> = kept.iter().map(|i| &i.graph).collect();
+    let c = align_refs(&refs, &match_refs(&refs));
+    let clocks = RankClocks::of(&kept, &members, &c);
+    let far = far_clocks(&clocks.offsets_ns, &clocks.unaligned, &clocks.weights);
+    let mut out: Vec<u32> = Vec::new();
+    for verdict in judge_far(&clocks, &far) {
+        if let FarVerdict::KeptFor { p, .. } = verdict {
+            out.extend(
+                (far.iter())
+                    .filter(|&&(e, _)| clocks.of[e].0 == p)
+                    .map(|&(e, _)| clocks.ranks[e]),
+            );
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 /// Every rank's clock offset, for [`far_clocks`]: each input's from the
@@ -638,7 +726,7 @@ struct RankClocks {
 }
 
 impl RankClocks {
-    fn of(inputs: &[RankInput], members: &Members<'_>, c: &ClockAlignment) -> RankClocks {
+    fn of(inputs: &[&RankInput], members: &Members<'_>, c: &ClockAlignment) -> RankClocks {
         let mut out = RankClocks {
             offsets_ns: Vec::new(),
             unaligned: Vec::new(),
