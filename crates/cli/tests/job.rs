@@ -638,6 +638,45 @@ fn a_rank_without_tasks_is_left_out_as_such() {
     );
 }
 
+/// DLRM with rank 7 holding no task, from representatives: the job's text
+/// counted the representatives as its ranks ("job: 1 ranks (0), world
+/// size 8, missing rank 7" of a job of seven ranks present); it counts
+/// them as representatives of the job's ranks now, and `--job`'s text is
+/// as it was.
+#[test]
+fn representatives_are_counted_as_such_in_the_jobs_text() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_edited(&dlrm, "reps-counted", 7, |doc| {
+        doc["traceEvents"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|e| e["ph"] == "M");
+    });
+    let text = |mode: &str| {
+        let out = run(&["replay", mode], &[dir.path()]);
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let reps = text("--representatives");
+    for line in [
+        "job: 1 representative of 7 ranks; who waited for whom (measured / replayed)\n",
+        "job: 1 representative of 7 ranks (0), world size 8, missing rank 7\n",
+        "rank 7 of world size 8 left out (no task): simulating the 7 ranks present;",
+    ] {
+        assert!(reps.contains(line), "no {line:?} in {reps}");
+    }
+    assert!(!reps.contains("job: 1 ranks"), "{reps}");
+    let job = text("--job");
+    for line in [
+        "job: 7 ranks; who waited for whom (measured / replayed)\n",
+        "job: 7 ranks (0-6), world size 8, missing rank 7\n",
+    ] {
+        assert!(job.contains(line), "no {line:?} in {job}");
+    }
+}
+
 #[test]
 fn a_rank_claiming_another_world_size_is_named_and_kept() {
     let Some(dlrm) = dlrm() else {

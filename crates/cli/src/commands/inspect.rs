@@ -114,7 +114,7 @@ fn write_output(out: &mut dyn Write, report: &InspectOutput, args: &InspectArgs)
             write_file(out, t)?;
         }
         if let Some(j) = &report.job {
-            write_job(out, j)?;
+            write_job(out, j, None)?;
         }
     }
     Ok(())
@@ -375,11 +375,18 @@ fn write_structure(out: &mut dyn Write, r: &StructureReport) -> std::io::Result<
 
 /// The text form of a job's identities, matching and clocks (also the head
 /// of `lumos replay`'s job report).
-pub fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
+///
+/// From representatives (`reps`) the ranks listed are the
+/// representatives, counted as such against the job's ranks.
+pub fn write_job(
+    out: &mut dyn Write,
+    r: &JobReport,
+    reps: Option<&lumos_report::RepresentativesReport>,
+) -> std::io::Result<()> {
     writeln!(
         out,
-        "job: {} ranks ({}), world size {}{}",
-        r.ranks.len(),
+        "job: {} ({}), world size {}{}",
+        super::job::ranks_replayed(r.ranks.len(), reps),
         rank_ranges(&r.ranks),
         or_unknown(r.world_size),
         if r.missing_ranks.is_empty() {

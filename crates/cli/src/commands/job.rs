@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use lumos_report::JobReport;
+use lumos_report::{JobReport, RepresentativesReport};
 
 use crate::output::{counted, pct};
 
@@ -43,15 +43,18 @@ pub fn shown_ranks(r: &JobReport, limit: usize) -> Option<BTreeSet<u32>> {
 /// waiting longest), per step the rank whose step lasted longest (often the
 /// one that waited most, not the straggler: waiting makes a step long), and
 /// every rank's waiting (with `shown`, only those ranks' rows).
+/// From representatives (`reps`), the ranks replayed are counted as
+/// representatives of the job's ranks, not as its ranks.
 pub fn write_stragglers(
     out: &mut dyn Write,
     r: &JobReport,
+    reps: Option<&RepresentativesReport>,
     shown: Option<&BTreeSet<u32>>,
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "job: {} ranks; who waited for whom (measured / replayed)",
-        r.ranks.len()
+        "job: {}; who waited for whom (measured / replayed)",
+        ranks_replayed(r.ranks.len(), reps)
     )?;
     if let Some(w) = r.straggler() {
         writeln!(
@@ -127,11 +130,30 @@ pub fn write_stragglers(
 /// Most collectives printed in the per-collective table; the JSON has all.
 const MAX_COLLECTIVE_ROWS: usize = 40;
 
+/// How many ranks a job replayed: `N ranks`, or from representatives
+/// (`reps`) `N representatives of M ranks`, the job's ranks they stand
+/// for (a representative is one rank of the job, not the job's only one).
+pub fn ranks_replayed(n: usize, reps: Option<&RepresentativesReport>) -> String {
+    match reps {
+        Some(reps) => format!(
+            "{} of {}",
+            counted(n as u64, "representative", "representatives"),
+            counted(reps.ranks as u64, "rank", "ranks")
+        ),
+        None => format!("{n} ranks"),
+    }
+}
+
 /// The rest of a job's joint replay: identities, matching, clocks, the
-/// what-if, collectives and the critical path.
-pub fn write_job(out: &mut dyn Write, r: &JobReport) -> std::io::Result<()> {
+/// what-if, collectives and the critical path; `reps` as
+/// [`write_stragglers`] takes it.
+pub fn write_job(
+    out: &mut dyn Write,
+    r: &JobReport,
+    reps: Option<&RepresentativesReport>,
+) -> std::io::Result<()> {
     writeln!(out)?;
-    super::inspect::write_job(out, r)?;
+    super::inspect::write_job(out, r, reps)?;
     for w in &r.what_if {
         writeln!(out, "  what-if: {w}")?;
     }

@@ -713,7 +713,7 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, a: &ReplayArgs) -> Result
     // A job: who waited for whom first, then each rank, then the rest.
     let shown = (r.job.as_ref()).and_then(|j| shown_ranks(j, a.top.max(MIN_RANKS_SHOWN)));
     if let Some(job) = &r.job {
-        write_stragglers(out, job, shown.as_ref())?;
+        write_stragglers(out, job, r.representatives.as_ref(), shown.as_ref())?;
     }
     let in_job = |t: &TraceReplay| r.job.as_ref().is_some_and(|j| j.ranks.contains(&t.rank));
     let mut hidden = 0u64;
@@ -732,7 +732,7 @@ fn write_output(out: &mut dyn Write, r: &ReplayOutput, a: &ReplayArgs) -> Result
         )?;
     }
     if let Some(job) = &r.job {
-        write_job(out, job)?;
+        write_job(out, job, r.representatives.as_ref())?;
     }
     if let Some(reps) = &r.representatives {
         write_representatives(out, reps)?;
