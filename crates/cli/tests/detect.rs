@@ -194,3 +194,53 @@ fn synth_subset_is_one_job_quietly() {
     assert!(!text.contains("missing"), "{text}");
     assert!(!text.contains("warning"), "{text}");
 }
+
+/// `lumos report` of the two unrelated traces `lumos replay` replays one
+/// by one: a page is of one trace or one job (`-o` one file), so it makes
+/// none (exit 2, as before), but says detection's reason (they record world
+/// size 8 and share no collective) and what to do, where it printed
+/// replay's note ("replayed one by one", untrue of report) and "not one
+/// job". `--per-trace` is refused the same way, without the reason.
+#[test]
+fn report_of_unrelated_traces_says_why_it_makes_no_page() {
+    let Some([a, b]) = unrelated() else {
+        return;
+    };
+    let dir = TempDir::new("cli-detect-report");
+    let html = dir.join("page.html");
+    let report = |extra: &[&str]| {
+        lumos()
+            .arg("report")
+            .args(extra)
+            .arg(&a)
+            .arg(&b)
+            .arg("-o")
+            .arg(&html)
+            .output()
+            .unwrap()
+    };
+    let out = report(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!html.exists());
+    assert!(
+        !err.contains("note:") && !err.contains("replayed one by one"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "lumos report makes one page, of one trace or of the ranks of one job; these 2 \
+             traces record world size 8 but share no collective, so they are not one job: make \
+             a page of each (`lumos report TRACE -o PAGE`), or take them as one job with --job"
+        ),
+        "{err}"
+    );
+    let out = report(&["--per-trace"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("these 2 traces are not one job: make a page of each"),
+        "{err}"
+    );
+    assert!(!html.exists());
+}

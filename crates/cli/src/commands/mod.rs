@@ -39,15 +39,22 @@ impl JobMode {
     /// one ([`lumos_store::sort`]); inputs that looked like a job but
     /// share no collective get one line on stderr saying so.
     pub fn sort(&self, prepared: Vec<Result<Prepared>>) -> Sorted<anyhow::Error> {
+        let sorted = self.sort_unsaid(prepared);
+        if let Sorted::Apart(_, Some(note)) = &sorted {
+            output::note(format_args!("{note} (--job replays them as one job)"));
+        }
+        sorted
+    }
+
+    /// [`JobMode::sort`] without the line on stderr, for a command that
+    /// does not take inputs one by one and says why in its own words
+    /// (`lumos report`).
+    pub fn sort_unsaid(&self, prepared: Vec<Result<Prepared>>) -> Sorted<anyhow::Error> {
         let choice = match (self.job, self.per_trace) {
             (true, _) => JobChoice::Always,
             (_, true) => JobChoice::Never,
             _ => JobChoice::Detect,
         };
-        let sorted = lumos_store::sort(prepared, choice);
-        if let Sorted::Apart(_, Some(note)) = &sorted {
-            output::note(format_args!("{note} (--job replays them as one job)"));
-        }
-        sorted
+        lumos_store::sort(prepared, choice)
     }
 }

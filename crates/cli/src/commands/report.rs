@@ -64,7 +64,10 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
         _ => {
             let guard = inputs::job_guard(&files)?;
             let read = read_every(&files, &guard)?;
-            match a.mode.sort(read.into_iter().map(Ok).collect()) {
+            // Inputs that are not one job make no page: the line `lumos
+            // replay` prints on taking them one by one would be untrue,
+            // so the refusal says why instead.
+            match a.mode.sort_unsaid(read.into_iter().map(Ok).collect()) {
                 Sorted::Job(ranks, read) => {
                     let job = assemble(ranks)?;
                     // The prediction is of the ranks the page shows: the
@@ -104,8 +107,11 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                     all_in = job_all_in;
                     page
                 }
-                Sorted::Apart(read, _) => {
-                    return Err(no_page(read.into_iter().filter_map(Result::ok).collect()))
+                Sorted::Apart(read, note) => {
+                    return Err(no_page(
+                        read.into_iter().filter_map(Result::ok).collect(),
+                        note,
+                    ))
                 }
             }
         }
@@ -173,10 +179,14 @@ fn read_every(files: &[PathBuf], guard: &MemoryGuard) -> Result<Vec<Prepared>> {
 }
 
 /// Why inputs that are not one job make no page: a page shows one trace
-/// or the ranks of one job, and an `.lgraph` file alone keeps no timeline
-/// to replay. A single trace file never comes here: [`file_page`] reads
-/// and replays it.
-fn no_page(read: Vec<Prepared>) -> anyhow::Error {
+/// or the ranks of one job, and `-o` names one file (`lumos replay` takes
+/// such inputs one by one, each its own report; a page of several
+/// unrelated traces would have no one timeline, step table or verdict to
+/// show). `note` is job detection's reason where the inputs looked like a
+/// job ([`lumos_graph::Detected::note`]). An `.lgraph` file alone keeps no
+/// timeline to replay. A single trace file never comes here: [`file_page`]
+/// reads and replays it.
+fn no_page(read: Vec<Prepared>, note: Option<String>) -> anyhow::Error {
     debug_assert!(
         !matches!(&read[..], [Prepared::Built(_)]),
         "a single trace file is replayed by file_page"
@@ -186,11 +196,24 @@ fn no_page(read: Vec<Prepared>) -> anyhow::Error {
             "lumos report of one rank needs its trace: an .lgraph file keeps no timeline to \
              replay alone (it serves jobs, with --job)",
         ),
-        _ => usage(format!(
-            "lumos report takes one trace or the ranks of one job; these {} traces are not \
-             one job (--job treats them as one)",
-            read.len()
-        )),
+        _ => {
+            // Detection's reason, less what `lumos replay` then does.
+            let why = match note {
+                Some(n) => {
+                    let n = n
+                        .strip_suffix(": replayed one by one")
+                        .unwrap_or(&n)
+                        .to_owned();
+                    format!("these {n}, so they are not one job")
+                }
+                None => format!("these {} traces are not one job", read.len()),
+            };
+            usage(format!(
+                "lumos report makes one page, of one trace or of the ranks of one job; {why}: \
+                 make a page of each (`lumos report TRACE -o PAGE`), or take them as one job \
+                 with --job (`lumos replay` replays them one by one)"
+            ))
+        }
     }
 }
 
