@@ -3,6 +3,7 @@
 //! flags are given. The page itself comes from lumos-report
 //! ([`HtmlReport`]); this reads the inputs and writes the file.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -81,12 +82,16 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                     // stage), the files of the job's ranks are read again
                     // after the page instead.
                     if a.target.any() {
+                        // By path: a job of thousands of ranks is not
+                        // searched once per file.
+                        let at_of: HashMap<&Path, usize> = (job.ranks.iter().enumerate())
+                            .map(|(at, m)| (m.path.as_path(), at))
+                            .collect();
                         let in_job: Vec<(&PathBuf, &Prepared, usize)> = (files.iter())
                             .zip(&read)
                             .filter_map(|(f, p)| {
                                 let p = p.as_ref().ok()?;
-                                let at = job.ranks.iter().position(|m| m.path == p.trace_path())?;
-                                Some((f, p, at))
+                                Some((f, p, *at_of.get(p.trace_path())?))
                             })
                             .collect();
                         let metas: Vec<_> = in_job.iter().map(|(_, p, _)| p.meta()).collect();
