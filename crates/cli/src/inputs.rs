@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::OnceLock;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use lumos_graph::{RankInput, Unreadable};
 use lumos_store::{
@@ -200,6 +200,54 @@ pub fn output_dir(dir: &Path, flag: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Refuses `file`, given with `flag` as the file to write, when it cannot
+/// be one: it is a directory, or a folder above it is there and is not a
+/// directory. A usage error, checked before any work, as [`output_dir`]:
+/// `lumos report -o DIR` read and replayed everything, then failed with
+/// the system's "Is a directory (os error 21)". Folders missing above it
+/// are created when it is written ([`create_parent`]); `example` names a
+/// file for the hint (`report.html`).
+pub fn output_file(file: &Path, flag: &str, example: &str) -> Result<()> {
+    if std::fs::metadata(file).is_ok_and(|m| m.is_dir()) {
+        return Err(crate::usage::usage(format!(
+            "{flag} {}: is a directory; {flag} names the file to write, such as {}",
+            file.display(),
+            file.join(example).display()
+        )));
+    }
+    for p in file.ancestors().skip(1).filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(crate::usage::usage(format!(
+                    "{flag} {}: {} is not a directory",
+                    file.display(),
+                    p.display()
+                )))
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Creates the folders missing above `file` (given with `flag`), as
+/// `--out` creates its directory: `lumos report -o new/r.html` failed
+/// with "No such file or directory (os error 2)" after all its work.
+pub fn create_parent(file: &Path, flag: &str) -> Result<()> {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => std::fs::create_dir_all(dir)
+            .with_context(|| {
+                format!(
+                    "{flag} {}: cannot create the folder {}",
+                    file.display(),
+                    dir.display()
+                )
+            }),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `output` is where this process's standard output goes

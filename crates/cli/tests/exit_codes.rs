@@ -694,6 +694,40 @@ fn a_directory_output_that_is_a_file_is_a_usage_error() {
     }
 }
 
+/// `lumos report -o` names a file. A directory there, or a file where a
+/// folder above it should be, was found out only after the work, as bad
+/// input with the system's words ("Is a directory (os error 21)", the path
+/// said twice): now a usage error before any work that says what `-o`
+/// takes. Folders missing above it were "No such file or directory" after
+/// the work; they are created, as `--out` creates its directory.
+#[test]
+fn a_report_output_that_cannot_be_a_file_is_a_usage_error() {
+    let dir = TempDir::new("cli-exit-report-o");
+    let f = one_rank(&dir.join("job"));
+    let folder = dir.join("job");
+    let o = folder.to_str().unwrap();
+    let out = run(&["report", "-o", o], Some(&f));
+    let hint = folder.join("report.html");
+    let want = format!(
+        "-o {o}: is a directory; -o names the file to write, such as {}",
+        hint.display()
+    );
+    assert_fails(&out, 2, &want, "a directory");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("os error"));
+    let taken = dir.join("taken");
+    std::fs::write(&taken, "mine").unwrap();
+    let under = taken.join("r.html");
+    let out = run(&["report", "-o", under.to_str().unwrap()], Some(&f));
+    let want = format!("{}: {} is not a directory", under.display(), taken.display());
+    assert_fails(&out, 2, &want, "under a file");
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "mine");
+    // Folders to create: created, and the page written.
+    let fresh = dir.join("new/deeper/r.html");
+    let out = run(&["report", "-o", fresh.to_str().unwrap()], Some(&f));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(fresh.is_file());
+}
+
 /// Command lines that did something other than asked without a word, or
 /// said something else than what was wrong (a fuzz of flag values, 5
 /// December 2026): each is now a usage error that says what is wrong.

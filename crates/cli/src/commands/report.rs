@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use lumos_graph::assemble;
 use lumos_predict::{Candidates, Input};
 use lumos_report::HtmlReport;
@@ -46,6 +46,7 @@ pub struct ReportArgs {
 /// all.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
+    inputs::output_file(&a.output, "-o", "report.html")?;
     let files = inputs::expand(&a.paths)?;
     inputs::output_not_an_input(&a.output, &files, "-o")?;
     // The page and the prediction share one read of the inputs.
@@ -131,8 +132,9 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
         None => page,
     };
     let html = page.render();
-    write_atomic(&a.output, |w| w.write_all(html.as_bytes()))
-        .with_context(|| format!("{}: cannot write the report", a.output.display()))?;
+    inputs::create_parent(&a.output, "-o")?;
+    // The error names the file and the reason: "r.html: cannot write: ...".
+    write_atomic(&a.output, |w| w.write_all(html.as_bytes()))?;
     let wrote = format!(
         "wrote {}",
         lumos_report::text::shown(&a.output.display().to_string())
