@@ -728,6 +728,24 @@ fn a_report_output_that_cannot_be_a_file_is_a_usage_error() {
     assert!(fresh.is_file());
 }
 
+/// `lumos diff A B` takes two files. A directory for either was read as a
+/// file and failed as bad input with the system's words ("cannot read
+/// file: Is a directory (os error 21)"): now bad usage before anything is
+/// read, naming the argument, as `--durations-from` and `lumos.diff` say.
+#[test]
+fn diff_of_a_directory_is_a_usage_error() {
+    let dir = TempDir::new("cli-exit-diff-dir");
+    let f = one_rank(&dir.join("job"));
+    let folder = dir.join("job");
+    let (file, d) = (f.to_str().unwrap(), folder.to_str().unwrap());
+    for (args, name) in [([file, d], "B"), ([d, file], "A")] {
+        let out = run(&["diff", args[0], args[1]], None);
+        let want = format!("{name} {d}: give one trace file, not a directory");
+        assert_fails(&out, 2, &want, name);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("os error"));
+    }
+}
+
 /// Command lines that did something other than asked without a word, or
 /// said something else than what was wrong (a fuzz of flag values, 5
 /// December 2026): each is now a usage error that says what is wrong.

@@ -69,6 +69,18 @@ pub fn run(a: &DiffArgs, out: &mut dyn Write) -> Result<bool> {
     };
     crate::usage::stdin_once([&a.a, &a.b])?;
     let files = [inputs::input_path(&a.a), inputs::input_path(&a.b)];
+    // A directory was read as a file: "cannot read file: Is a directory
+    // (os error 21)", bad input. It is bad usage, said as `lumos.diff`
+    // and `--durations-from` say it.
+    for (name, path) in ["A", "B"].iter().zip(&files) {
+        if path.is_dir() {
+            return Err(usage(format!(
+                "{name} {}: give one trace file, not a directory (diff compares two runs \
+                 file by file: for a job, one rank's trace of each)",
+                path.display()
+            )));
+        }
+    }
     let mut read = inputs::read_all(&files).into_iter();
     let (ta, tb) = match (read.next(), read.next()) {
         (Some(x), Some(y)) => (trace_of(x?)?, trace_of(y?)?),
