@@ -746,6 +746,33 @@ fn diff_of_a_directory_is_a_usage_error() {
     }
 }
 
+/// Every command that writes takes `-o` and `--out`: `ingest` had both,
+/// `report` only `-o`/`--output`, the others only `--out`, so `lumos
+/// replay T -o DIR` was refused with clap's "to pass '-o' as a value, use
+/// '-- -o'", and `report --out` with "unexpected argument".
+#[test]
+fn every_writing_command_takes_o_and_out() {
+    let dir = TempDir::new("cli-exit-short-o");
+    let job = dir.join("job");
+    let out = run(&["synth", "--model", "gpt-tiny", "-o", job.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "synth -o: {out:?}");
+    let f = job.join("rank0.json.gz");
+    assert!(f.is_file());
+    for (cmd, written) in [
+        ("replay", "rank0.replayed.json.gz"),
+        ("predict", "rank0.predicted.json.gz"),
+    ] {
+        let to = dir.join(cmd);
+        let out = run(&[cmd, "-o", to.to_str().unwrap()], Some(&f));
+        assert_eq!(out.status.code(), Some(0), "{cmd} -o: {out:?}");
+        assert!(to.join(written).is_file(), "{cmd} -o");
+    }
+    let page = dir.join("page.html");
+    let out = run(&["report", "--out", page.to_str().unwrap()], Some(&f));
+    assert_eq!(out.status.code(), Some(0), "report --out: {out:?}");
+    assert!(page.is_file());
+}
+
 /// Command lines that did something other than asked without a word, or
 /// said something else than what was wrong (a fuzz of flag values, 5
 /// December 2026): each is now a usage error that says what is wrong.

@@ -24,7 +24,7 @@ pub struct DemoArgs {
     pub json: bool,
     /// Where the example's traces and replayed timeline are written (and
     /// kept).
-    #[arg(long, default_value = "lumos-demo")]
+    #[arg(short, long, default_value = "lumos-demo")]
     pub out: PathBuf,
 }
 

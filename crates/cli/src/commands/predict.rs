@@ -42,7 +42,7 @@ pub struct PredictArgs {
     /// prediction did; where they cannot, they state none and a note says
     /// why. Predicted timelines of an earlier prediction in the directory
     /// are removed, so that it holds one predicted job.
-    #[arg(long)]
+    #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// Predict from the trace's graph re-timed with the durations measured
     /// in TRACE, another recording of the same program (as `lumos replay

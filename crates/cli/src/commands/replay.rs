@@ -38,7 +38,7 @@ pub struct ReplayArgs {
     /// Write each replayed timeline as <name>.replayed.json.gz here
     /// (<name> is its trace's; a job's ranks as <name>.rank<N>.replayed.json.gz
     /// when two of their traces share a file name).
-    #[arg(long)]
+    #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// With --out, write a job's ranks as one timeline,
     /// job.replayed.json.gz, each rank a process named "rank N".

@@ -29,7 +29,8 @@ pub struct ReportArgs {
     pub paths: Vec<PathBuf>,
     /// Where to write the page (one HTML file, nothing else needed to open
     /// it).
-    #[arg(short = 'o', long, value_name = "FILE")]
+    // `--out` too: every other command that writes takes `-o`/`--out`.
+    #[arg(short = 'o', long, visible_alias = "out", value_name = "FILE")]
     pub output: PathBuf,
     // The page's what-if section: `lumos predict`'s flags, under their own
     // heading so that they do not read as this command's main options.

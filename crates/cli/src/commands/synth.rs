@@ -73,7 +73,7 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Output directory.
-    #[arg(long)]
+    #[arg(short, long)]
     pub out: PathBuf,
 }
 
