@@ -64,35 +64,48 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show what each trace holds: events, tasks, edges (found and
-    /// inferred), streams, steps, collectives, and warnings.
+    /// Show what each trace holds: events, tasks, edges, steps, warnings.
+    ///
+    /// Events, tasks, edges (found and inferred), streams, steps,
+    /// collectives, the structure found (parallel groups, passes, layers),
+    /// and warnings.
     Inspect(inspect::InspectArgs),
     /// Replay each trace in the simulator and compare with the measurement.
     Replay(replay::ReplayArgs),
-    /// Write one self-contained HTML report of a trace or a job: the
-    /// verdict, steps, GPU-busy timeline, critical path, top kernels,
-    /// waiting per rank, a what-if (with `lumos predict`'s flags) and the
-    /// warnings.
+    /// Write one self-contained HTML report of a trace or a job.
+    ///
+    /// The page holds the verdict, steps, GPU-busy timeline, critical path,
+    /// top kernels, waiting per rank, a what-if (with `lumos predict`'s
+    /// flags) and the warnings.
     Report(report::ReportArgs),
-    /// Write synthesized Kineto traces (one per rank) of a Megatron-style
-    /// GPT training job: 1F1B pipeline, TP/DP/PP collectives, optimizer.
+    /// Write synthesized traces of a Megatron-style GPT training job.
+    ///
+    /// One Kineto trace per rank: 1F1B pipeline, TP/DP/PP collectives,
+    /// optimizer.
     Synth(synth::SynthArgs),
-    /// Predict another configuration (data, tensor or pipeline degree,
+    /// Predict another configuration (DP, TP, PP, layers, kernel speed-ups).
+    ///
+    /// Edits the traces' graphs to another data, tensor or pipeline degree,
     /// interleaved virtual stages, micro-batches, layers, hidden size,
-    /// kernel speed-ups, network) by
-    /// editing the traces' graphs, and compare it with the measured run and
-    /// its replay.
+    /// kernel speed-ups or network, replays them, and compares the result
+    /// with the measured run and its replay.
     Predict(predict::PredictArgs),
-    /// Read and build each trace once and write its graph as a compact
+    /// Write each trace's graph as a compact .lgraph file (for large jobs).
+    ///
+    /// Reads and builds each trace once and writes its graph as a compact
     /// .lgraph file, which every command takes in place of the trace (for
     /// jobs too large to read every trace where the job is replayed).
     Ingest(ingest::IngestArgs),
-    /// Compare two runs (two traces, or a trace and its replayed or
-    /// predicted timeline): per step, per operator and per kernel, what was
-    /// added, removed, or got slower or faster.
+    /// Compare two runs per step, operator and kernel.
+    ///
+    /// Two traces, or a trace and its replayed or predicted timeline: per
+    /// step, per operator and per kernel, what was added, removed, or got
+    /// slower or faster.
     Diff(diff::DiffArgs),
-    /// Run the built-in example end to end: write a small trace, inspect it,
-    /// replay it, and replay a what-if with kernels 2x faster.
+    /// Run the built-in example end to end (no input files needed).
+    ///
+    /// Writes a small job's traces, inspects one, replays it, and replays a
+    /// what-if with compute kernels 2x faster.
     Demo(demo::DemoArgs),
 }
 

@@ -157,6 +157,27 @@ fn issue_15_help_texts_speak_of_their_own_command() {
     }
 }
 
+/// `lumos --help` listed each command with its whole description, up to
+/// 240 columns on one line, which a terminal of 80 broke mid-word. Each
+/// command's line fits 80 columns now; its own `--help` keeps the details.
+#[test]
+fn the_command_list_fits_an_80_column_terminal() {
+    let help = text(&["--help"]);
+    let commands = help
+        .split_once("Commands:\n")
+        .and_then(|(_, rest)| rest.split_once("\n\n"))
+        .expect("a Commands: section")
+        .0;
+    assert_eq!(commands.lines().count(), 9, "{commands}");
+    for line in commands.lines() {
+        assert!(line.chars().count() <= 80, "{} columns: {line}", line.len());
+    }
+    let inspect = text(&["inspect", "--help"]);
+    assert!(inspect.contains("edges (found and inferred)"), "{inspect}");
+    let predict = text(&["predict", "--help"]);
+    assert!(predict.contains("interleaved virtual stages"), "{predict}");
+}
+
 #[test]
 fn issue_15_dependencies_not_reattached_say_what_they_mean() {
     let dir = lumos_testkit::TempDir::new("cli-words-dropped");
