@@ -178,6 +178,57 @@ fn the_command_list_fits_an_80_column_terminal() {
     assert!(predict.contains("interleaved virtual stages"), "{predict}");
 }
 
+/// The job's waiting table: its headings were narrower than their
+/// `measured / replayed` pairs and each pair's second value was
+/// left-aligned, so the columns drifted off their headings and rows ended
+/// in spaces. Each pair now ends where its heading ends.
+#[test]
+fn the_waiting_table_lines_up_under_its_headings() {
+    let Some(dlrm) = corpus(DLRM) else { return };
+    let t = text(&["replay", path_str(&dlrm)]);
+    let mut lines = t
+        .lines()
+        .skip_while(|l| !l.contains("waiting for peers, per rank"))
+        .skip(1);
+    let header = lines.next().unwrap();
+    let ends: Vec<usize> = ["rank", "waited", "kept others waiting", "last to arrive"]
+        .iter()
+        .map(|h| header.find(h).unwrap() + h.len())
+        .collect();
+    let rows: Vec<&str> = lines.take_while(|l| l.contains(" / ")).collect();
+    assert_eq!(rows.len(), 8, "{t}");
+    for row in rows {
+        assert_eq!(row.len(), header.len(), "{header}\n{row}");
+        for &end in &ends {
+            let b = row.as_bytes();
+            assert!(b[end - 1] != b' ', "{header}\n{row}");
+            assert!(end == b.len() || b[end] == b' ', "{header}\n{row}");
+        }
+    }
+}
+
+/// `lumos diff`'s operator and kernel tables: the `count A / B` pair's
+/// second value was left-aligned, off its heading, and every row (and the
+/// per-step table's heading) ended in spaces.
+#[test]
+fn the_diff_tables_line_up_and_end_without_spaces() {
+    let Some(a) = corpus("single-rank/v100-resnet50-2021-capture-a.json.gz") else {
+        return;
+    };
+    let b = corpus("single-rank/v100-resnet50-2021-capture-b.json.gz").unwrap();
+    let t = text(&["diff", path_str(&a), path_str(&b)]);
+    assert!(t.lines().all(|l| !l.ends_with(' ')), "{t}");
+    let header = t.lines().find(|l| l.ends_with("count A / B")).unwrap();
+    let rows: Vec<&str> = t
+        .lines()
+        .filter(|l| l.starts_with("    faster ") || l.starts_with("    slower "))
+        .collect();
+    assert!(rows.len() > 10, "{t}");
+    for row in rows {
+        assert_eq!(row.chars().count(), header.chars().count(), "{header}\n{row}");
+    }
+}
+
 #[test]
 fn issue_15_dependencies_not_reattached_say_what_they_mean() {
     let dir = lumos_testkit::TempDir::new("cli-words-dropped");

@@ -155,8 +155,8 @@ fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Resu
     }
     writeln!(
         out,
-        "  per step (ms)          {:>11} {:>11} {:>11} {:>8}",
-        "A", "B", "change", ""
+        "  per step (ms)          {:>11} {:>11} {:>11}",
+        "A", "B", "change"
     )?;
     for m in &r.breakdown {
         writeln!(
@@ -217,15 +217,17 @@ fn write_rows(
         };
         writeln!(
             out,
-            "    {:<8} {:<60} {:>10.3} {:>10.3} {:>+10.3} {:>8} {:>7.1} / {:<7.1}",
+            "    {:<8} {:<60} {:>10.3} {:>10.3} {:>+10.3} {:>8} {:>15}",
             d.status,
             short(&name, 60),
             d.a_us / 1e3,
             d.b_us / 1e3,
             d.delta_us / 1e3,
             pct(d.delta_pct, 1),
-            d.a_count,
-            d.b_count
+            // The pair right-aligned whole under its heading (its second
+            // value was left-aligned, off the heading, the row ending in
+            // spaces).
+            format!("{:.1} / {:.1}", d.a_count, d.b_count)
         )?;
     }
     if rows.len() > top {

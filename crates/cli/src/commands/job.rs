@@ -96,23 +96,24 @@ pub fn write_stragglers(
             out,
             "  waiting for peers, per rank (ms, measured / replayed)"
         )?;
+        // Each cell is a pair, right-aligned whole under its heading: the
+        // headings were narrower than their pairs, the second value of
+        // each was left-aligned, and the columns drifted apart from them.
         writeln!(
             out,
-            "    {:>4} {:>19} {:>22} {:>12}",
+            "    {:>4}  {:>19}  {:>21}  {:>16}",
             "rank", "waited", "kept others waiting", "last to arrive"
         )?;
         let is_shown = |rank: &u32| shown.is_none_or(|s| s.contains(rank));
         for w in waiting.iter().filter(|w| is_shown(&w.rank)) {
+            let pair = |m: f64, r: f64| format!("{:.3} / {:.3}", m / 1e3, r / 1e3);
             writeln!(
                 out,
-                "    {:>4} {:>9.3} / {:<9.3} {:>10.3} / {:<10.3} {:>5} / {:<5}",
+                "    {:>4}  {:>19}  {:>21}  {:>16}",
                 w.rank,
-                w.measured.wait_us / 1e3,
-                w.replayed.wait_us / 1e3,
-                w.measured.caused_us / 1e3,
-                w.replayed.caused_us / 1e3,
-                w.measured.last_arrivals,
-                w.replayed.last_arrivals
+                pair(w.measured.wait_us, w.replayed.wait_us),
+                pair(w.measured.caused_us, w.replayed.caused_us),
+                format!("{} / {}", w.measured.last_arrivals, w.replayed.last_arrivals)
             )?;
         }
         let hidden = waiting.iter().filter(|w| !is_shown(&w.rank)).count() as u64;
