@@ -217,7 +217,11 @@ pub fn output_file(file: &Path, flag: &str, example: &str) -> Result<()> {
             file.join(example).display()
         )));
     }
-    for p in file.ancestors().skip(1).filter(|p| !p.as_os_str().is_empty()) {
+    for p in file
+        .ancestors()
+        .skip(1)
+        .filter(|p| !p.as_os_str().is_empty())
+    {
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => return Ok(()),
             Ok(_) => {

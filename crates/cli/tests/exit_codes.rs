@@ -718,7 +718,11 @@ fn a_report_output_that_cannot_be_a_file_is_a_usage_error() {
     std::fs::write(&taken, "mine").unwrap();
     let under = taken.join("r.html");
     let out = run(&["report", "-o", under.to_str().unwrap()], Some(&f));
-    let want = format!("{}: {} is not a directory", under.display(), taken.display());
+    let want = format!(
+        "{}: {} is not a directory",
+        under.display(),
+        taken.display()
+    );
     assert_fails(&out, 2, &want, "under a file");
     assert_eq!(std::fs::read_to_string(&taken).unwrap(), "mine");
     // Folders to create: created, and the page written.
@@ -754,7 +758,10 @@ fn diff_of_a_directory_is_a_usage_error() {
 fn every_writing_command_takes_o_and_out() {
     let dir = TempDir::new("cli-exit-short-o");
     let job = dir.join("job");
-    let out = run(&["synth", "--model", "gpt-tiny", "-o", job.to_str().unwrap()], None);
+    let out = run(
+        &["synth", "--model", "gpt-tiny", "-o", job.to_str().unwrap()],
+        None,
+    );
     assert_eq!(out.status.code(), Some(0), "synth -o: {out:?}");
     let f = job.join("rank0.json.gz");
     assert!(f.is_file());

@@ -225,7 +225,11 @@ fn the_diff_tables_line_up_and_end_without_spaces() {
         .collect();
     assert!(rows.len() > 10, "{t}");
     for row in rows {
-        assert_eq!(row.chars().count(), header.chars().count(), "{header}\n{row}");
+        assert_eq!(
+            row.chars().count(),
+            header.chars().count(),
+            "{header}\n{row}"
+        );
     }
 }
 

@@ -113,7 +113,10 @@ pub fn write_stragglers(
                 w.rank,
                 pair(w.measured.wait_us, w.replayed.wait_us),
                 pair(w.measured.caused_us, w.replayed.caused_us),
-                format!("{} / {}", w.measured.last_arrivals, w.replayed.last_arrivals)
+                format!(
+                    "{} / {}",
+                    w.measured.last_arrivals, w.replayed.last_arrivals
+                )
             )?;
         }
         let hidden = waiting.iter().filter(|w| !is_shown(&w.rank)).count() as u64;
