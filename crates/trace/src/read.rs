@@ -226,7 +226,7 @@ fn read_from<R: BufRead + Send>(
         .fill_buf()
         .map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
     if !head.starts_with(&[0x1f, 0x8b]) {
-        return read_json(path, input, false, sizes, progress, sink);
+        return read_json(path, input, false, sizes, progress, sink).map_err(named_gz);
     }
     // Decompress on a second thread, overlapping with splitting and parsing.
     let (read, tail) = std::thread::scope(|scope| {
@@ -248,6 +248,26 @@ fn read_from<R: BufRead + Send>(
         }
     }
     Ok(trace)
+}
+
+/// `e`, for a file that is not gzip data, with a note where its name ends
+/// in `.gz` and it is not JSON from its first byte: gzip is known by
+/// content, and "invalid JSON at byte 0" alone left a reader of
+/// `trace.json.gz` wondering why lumos read it as JSON.
+fn named_gz(mut e: ReadError) -> ReadError {
+    let named_gz = e
+        .path
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("gz"));
+    if let ErrorKind::Syntax {
+        offset: 0, message, ..
+    } = &mut e.kind
+    {
+        if named_gz {
+            message.push_str(" (nor is it gzip data, though its name ends in .gz)");
+        }
+    }
+    e
 }
 
 /// One chunk of the JSON and the complete items the splitter found in it.

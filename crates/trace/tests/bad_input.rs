@@ -298,6 +298,27 @@ fn nonexistent_path() {
     );
 }
 
+/// A file named `.gz` that is neither gzip nor JSON says so: the bare
+/// "invalid JSON at byte 0" did not tell why a `.json.gz` was read as JSON.
+/// Other names, and errors past the first byte, are left as they were.
+#[test]
+fn neither_gzip_nor_json_named_gz_says_it_is_not_gzip() {
+    let note = "(nor is it gzip data, though its name ends in .gz)";
+    let (_dir, file) = temp_file("trace.json.gz", b"hello");
+    let e = read_path(&file).unwrap_err().to_string();
+    assert!(e.contains("invalid JSON at byte 0"), "{e}");
+    assert!(e.ends_with(note), "{e}");
+    let (_dir, file) = temp_file("trace.json", b"hello");
+    let e = read_path(&file).unwrap_err().to_string();
+    assert!(
+        e.contains("invalid JSON at byte 0") && !e.contains(note),
+        "{e}"
+    );
+    let (_dir, file) = temp_file("late.json.gz", b"{\"traceEvents\": [}");
+    let e = read_path(&file).unwrap_err().to_string();
+    assert!(!e.contains(note), "{e}");
+}
+
 #[test]
 fn plain_json_named_gz_reads_by_content() {
     let Some(corpus) = lumos_testkit::corpus() else {
