@@ -136,7 +136,11 @@ fn main() -> ExitCode {
         Ok(false) => ExitCode::from(1),
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if usage::is_usage(&e) => {
-            output::error(format_args!("{e:#}\n\nFor more information, try '--help'."));
+            if usage::help_helps(&e) {
+                output::error(format_args!("{e:#}\n\nFor more information, try '--help'."));
+            } else {
+                output::error(format_args!("{e:#}"));
+            }
             ExitCode::from(2)
         }
         Err(e) => {

@@ -61,6 +61,14 @@ pub fn is_usage(e: &anyhow::Error) -> bool {
     })
 }
 
+/// True when `e` is about the command line itself (ours), so that `--help`
+/// can help; a refusal of what a flag asks of these traces (a prediction
+/// the traces cannot support) is a usage error whose answer is in the
+/// message, not in `--help`.
+pub fn help_helps(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<UsageError>())
+}
+
 /// The documented ranges of numeric flags (each flag's `--help` says its
 /// own), and their checks: lumos-report's, which the Python package
 /// applies to its arguments too.
@@ -77,6 +85,7 @@ mod tests {
             .context("predict")
             .unwrap_err();
         assert!(is_usage(&e));
+        assert!(help_helps(&e));
         assert_eq!(format!("{e:#}"), "predict: --dp must be at least 1");
         assert!(!is_usage(&anyhow::anyhow!("broken.json: truncated")));
     }

@@ -1303,6 +1303,15 @@ fn data_parallel_edits_of_an_inference_trace_are_refused() {
         &path,
         "(an inference trace); data parallelism reduces gradients, so there are none to reduce",
     );
+    // What the traces cannot support is answered in the message: `--help`
+    // would not help, so it is not offered.
+    let out = lumos()
+        .args(["predict", "--dp", "2"])
+        .args(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("--help"), "{err}");
     let inspected =
         String::from_utf8_lossy(&run_ok(lumos().arg("inspect").args(&path)).stdout).to_string();
     assert!(inspected.contains("(tp 8, pp 1, dp 1)"), "{inspected}");

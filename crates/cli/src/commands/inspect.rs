@@ -316,19 +316,28 @@ fn write_structure(out: &mut dyn Write, r: &StructureReport) -> std::io::Result<
     let opt = or_unknown::<u32>;
     writeln!(
         out,
-        "  structure: {} stage (tp {}, pp {}, dp {}); {} micro-batches{}; {} layers per pass ({}); order {}{}",
+        "  structure: {} stage (tp {}, pp {}, dp {}); {} {}{}; {} layers per pass ({}); order {}{}",
         r.stage_role,
         opt(c.tp),
         opt(c.pp),
         opt(c.dp),
         opt(c.microbatches),
+        if c.microbatches == Some(1) {
+            "micro-batch"
+        } else {
+            "micro-batches"
+        },
         match c.virtual_stages {
             Some(v) => format!(", {v} virtual stages"),
             None => String::new(),
         },
         opt(r.layers_per_pass),
         r.layer_method,
-        if r.pass_order.is_empty() { UNKNOWN } else { &r.pass_order },
+        if r.pass_order.is_empty() {
+            UNKNOWN
+        } else {
+            &r.pass_order
+        },
         match (r.one_f_one_b, c.virtual_stages) {
             (Some(true), Some(_)) => " (interleaved 1F1B)",
             (Some(true), None) => " (1F1B)",

@@ -442,11 +442,11 @@ fn retime_from(
 fn config_text(c: &lumos_report::Config) -> String {
     let known = |v: u64| output::or_unknown((v > 0).then_some(v));
     format!(
-        "tp{} pp{} dp{}, {} micro-batches, {} layers, hidden {}, ffn {}{}",
+        "tp{} pp{} dp{}, {}, {} layers, hidden {}, ffn {}{}",
         c.tp,
         c.pp,
         c.dp,
-        c.microbatches,
+        output::counted(u64::from(c.microbatches), "micro-batch", "micro-batches"),
         known(u64::from(c.layers)),
         known(c.hidden),
         known(c.ffn),
