@@ -310,10 +310,14 @@ impl Rank<'_> {
         self.g.begin("aten::item", OpArgs::None, false);
         self.g
             .begin("aten::_local_scalar_dense", OpArgs::None, false);
+        // Into pinned memory: the copy call returns at once and the
+        // stream synchronize waits for it. A copy into pageable memory
+        // would return only once done (CUDA's rule, which lumos reads a
+        // GPU clock ahead by), so it could not end after its call.
         self.g.launch(
             COMPUTE,
             &Gpu {
-                name: "Memcpy DtoH (Device -> Pageable)",
+                name: "Memcpy DtoH (Device -> Pinned)",
                 dur: 1_500,
                 kind: GpuKind::Memcpy(4),
                 shape: SH_SMALL,
