@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 
 use crate::acyclic::StreamTails;
-use crate::build::PAR_MIN;
+use crate::build::{sync_kind, SyncKind, PAR_MIN};
 use crate::model::{DepKind, Graph, Measured, TaskId, TaskKind};
 
 /// How an edge was found.
@@ -167,9 +167,11 @@ pub struct BuildReport {
     /// The GPU tasks those calls launched, in all.
     pub tasks_of_shared_launches: u64,
     /// Synchronizing calls (runtime dependencies: a stream, event or
-    /// device synchronize, a blocking copy) that returned
+    /// device synchronize, a blocking copy; and copies into pageable
+    /// memory and stream synchronizes, resolved or not) that returned
     /// [`GROSS_SYNC_LEAD_NS`] or more before the GPU work they waited for
-    /// ended. A call returns only once that work is done, so the device's
+    /// ended (see [`Self::set_sync_facts`]). A call returns only once that
+    /// work is done, so the device's
     /// clock is ahead of the host's by that much at least. Not stored:
     /// derived again from the stored graph and measured times
     /// ([`Self::derive_sync_facts`]).
@@ -449,36 +451,54 @@ impl BuildReport {
     }
 
     /// Sets [`Self::syncs_returned_early`] and
-    /// [`Self::longest_sync_lead_ns`] from `g`'s runtime dependencies, with
-    /// `span_of` giving each task's measured start and end. What a
-    /// dependency waited for is what the replay resolves it to on measured
-    /// times ([`StreamTails`]: a stream's tail is its last task whose
-    /// launch call, and those of the tasks before it, started before the
-    /// call did; a device's, the tails of its streams), so the build and a
-    /// stored graph's reader find the same. Where a rule chose the work
-    /// because it ended while the call ran, it ended before the call
-    /// returned by construction; the lead shows where the work is known
-    /// otherwise (a device synchronize, a blocking copy's own copy, a
-    /// `cuda_sync` event naming the stream or event).
+    /// [`Self::longest_sync_lead_ns`] from `g`'s runtime dependencies and
+    /// its synchronizing calls, with `span_of` giving each task's measured
+    /// start and end, so that the build and a stored graph's reader find
+    /// the same. A call's lead is the longest of three, each the time by
+    /// which GPU work the call must have waited for ended after it
+    /// returned:
+    ///
+    /// - its runtime dependency's: what the replay resolves it to on
+    ///   measured times ([`StreamTails`]: a stream's tail is its last task
+    ///   whose launch call, and those of the tasks before it, started
+    ///   before the call did; a device's, the tails of its streams). Where
+    ///   a rule chose the work because it ended while the call ran, it
+    ///   ended before the call returned by construction; the lead shows
+    ///   where the work is known otherwise (a device synchronize, a
+    ///   blocking copy's own copy, a `cuda_sync` event naming the stream
+    ///   or event);
+    /// - a copy's, for its own copy from device to pageable memory, which
+    ///   the call returns only once done (CUDA's documented behaviour of
+    ///   `cudaMemcpyAsync` too), whatever rule its dependency came from;
+    /// - a stream synchronize's, resolved or not: it waited for one stream,
+    ///   so for the earliest of the ends of the streams' tails (here, the
+    ///   work of each stream whose launch calls all ended before the call
+    ///   started; a GPU task without a launch call ends the work known).
+    ///   A stream with no such work (or work left out with its stream)
+    ///   makes it none: the call may have waited for that stream.
     pub(crate) fn set_sync_facts(&mut self, g: &Graph, span_of: impl Fn(TaskId) -> (i64, i64)) {
-        let (mut early, mut longest) = (0u64, 0i64);
+        // Lead per call; a call has one runtime dependency at most.
+        let mut leads: BTreeMap<u32, i64> = BTreeMap::new();
+        let mut note = |t: TaskId, lead: i64| {
+            let l = leads.entry(t.0).or_insert(lead);
+            *l = (*l).max(lead);
+        };
         if !g.runtime_deps.is_empty() {
             let tails = StreamTails::new(g, |t| span_of(t).0);
             for (d, dep) in g.runtime_deps.iter().enumerate() {
                 let (start, end) = span_of(dep.task);
                 let awaited = tails.targets(g, d, start).into_iter();
-                let Some(last) = awaited.map(|t| span_of(t).1).max() else {
-                    continue;
-                };
-                let lead = last.saturating_sub(end);
-                longest = longest.max(lead);
-                if lead >= GROSS_SYNC_LEAD_NS {
-                    early += 1;
+                if let Some(last) = awaited.map(|t| span_of(t).1).max() {
+                    note(dep.task, last.saturating_sub(end));
                 }
             }
         }
-        self.syncs_returned_early = early;
-        self.longest_sync_lead_ns = longest;
+        for (call, lead) in sync_call_leads(g, &span_of, self.events_on_left_out_streams > 0) {
+            note(call, lead);
+        }
+        let early = leads.values().filter(|&&l| l >= GROSS_SYNC_LEAD_NS).count();
+        self.syncs_returned_early = early as u64;
+        self.longest_sync_lead_ns = leads.values().copied().max().unwrap_or(0).max(0);
     }
 
     pub(crate) fn repeated_correlation_warning(&self) -> Option<String> {
@@ -627,12 +647,16 @@ pub const GROSS_LAUNCH_DELAY_NS: i64 = 60_000_000_000;
 /// first. In the corpus it ends at most 4 us after the call returned
 /// (blocking copies of `resnet50-2021-legacy-autograd-api`: the clocks'
 /// mapping, not a wait), and at or before it in every other trace, the AMD
-/// ones included. 5 ms is over a thousand times that; it catches a GPU
-/// clock ahead by less than the minute ([`GROSS_LAUNCH_DELAY_NS`]) that
-/// launch delays cannot tell from queueing, where the trace synchronizes on
-/// work known other than by when it ended (a device synchronize, a blocking
-/// copy, a `cuda_sync` event), and stays below [`GROSS_CLOCK_SKEW_NS`], the
-/// skew the other way that flags a trace.
+/// ones included; a copy into pageable memory ends 6 us or more before
+/// its call returns, and the earliest end of the streams' work 2 us or more
+/// before a stream synchronize does. 5 ms is over a thousand times that;
+/// it catches a GPU clock ahead by less than the minute
+/// ([`GROSS_LAUNCH_DELAY_NS`]) that launch delays cannot tell from
+/// queueing, where the trace synchronizes on work known other than by when
+/// it ended (a device synchronize, a blocking copy, a `cuda_sync` event, a
+/// copy into pageable memory, a stream synchronize while every stream had
+/// work), and stays below [`GROSS_CLOCK_SKEW_NS`], the skew the other way
+/// that flags a trace.
 pub const GROSS_SYNC_LEAD_NS: i64 = 5_000_000;
 
 /// The launch facts of a [`BuildReport`] ([`BuildReport::launched_early`],
@@ -675,6 +699,113 @@ pub(crate) fn is_graph_launch(g: &Graph, call: TaskId) -> bool {
     g.names.get(name).is_some_and(|n| n.contains("GraphLaunch"))
 }
 
+/// The leads of `g`'s synchronizing calls that need no runtime dependency
+/// to be known: copies to pageable memory over their own copy, and stream
+/// synchronizes over the earliest end of the streams' known work (see
+/// [`BuildReport::set_sync_facts`]), as (call, lead) pairs; `streams_left_out`
+/// when some stream's work is not in `g` (a stream synchronize may have
+/// waited for that one, so none is taken).
+fn sync_call_leads(
+    g: &Graph,
+    span_of: &impl Fn(TaskId) -> (i64, i64),
+    streams_left_out: bool,
+) -> Vec<(TaskId, i64)> {
+    let kinds: Vec<SyncKind> = g.names.iter().map(|n| sync_kind(n)).collect();
+    let pageable: Vec<bool> = (g.names.iter())
+        .map(|n| n.contains("(Device -> Pageable)"))
+        .collect();
+    let kind_of = |t: TaskId| {
+        let name = g.tasks[t.idx()].name.0 as usize;
+        kinds.get(name).copied().unwrap_or(SyncKind::None)
+    };
+    let mut out = Vec::new();
+    // Copies into pageable memory, by their launch edges. A call split in
+    // two by the build (it waited for what it launched) returns at the end
+    // of its waiting part, the task after it on its thread.
+    let copies = (g.edges.iter()).filter(|e| {
+        e.kind == DepKind::Launch
+            && (g.tasks.get(e.to.idx()))
+                .is_some_and(|t| pageable.get(t.name.0 as usize) == Some(&true))
+    });
+    let mut next_on_thread: Option<Vec<u32>> = None;
+    for e in copies {
+        let (start, mut end) = span_of(e.from);
+        if start == end {
+            let next = next_on_thread.get_or_insert_with(|| next_tasks(g));
+            let after = TaskId(next[e.from.idx()]);
+            if after.idx() < g.tasks.len()
+                && g.tasks[after.idx()].name == g.tasks[e.from.idx()].name
+                && span_of(after).0 == start
+            {
+                end = span_of(after).1;
+            }
+        }
+        out.push((e.from, span_of(e.to).1.saturating_sub(end)));
+    }
+    // Stream synchronizes: each stream's known work as prefix maxima of
+    // its launch calls' ends and of its tasks' ends.
+    if streams_left_out {
+        return out;
+    }
+    let calls = (0..g.tasks.len() as u32)
+        .map(TaskId)
+        .filter(|&t| g.tasks[t.idx()].kind == TaskKind::Runtime && kind_of(t) == SyncKind::Stream);
+    let calls: Vec<TaskId> = calls.collect();
+    if calls.is_empty() {
+        return out;
+    }
+    let mut launch_end = vec![i64::MAX; g.tasks.len()];
+    for e in g.edges.iter().filter(|e| e.kind == DepKind::Launch) {
+        if let Some(l) = launch_end.get_mut(e.to.idx()) {
+            let end = span_of(e.from).1;
+            *l = if *l == i64::MAX { end } else { (*l).max(end) };
+        }
+    }
+    // Per stream: (latest launch end so far, latest task end so far).
+    let streams: Vec<Vec<(i64, i64)>> = (g.processors.iter())
+        .filter(|p| p.is_stream() && !p.tasks.is_empty())
+        .map(|p| {
+            let (mut launched, mut ended) = (i64::MIN, i64::MIN);
+            (p.tasks.iter())
+                .map(|&t| {
+                    launched = launched.max(launch_end[t.idx()]);
+                    ended = ended.max(span_of(t).1);
+                    (launched, ended)
+                })
+                .collect()
+        })
+        .collect();
+    if streams.is_empty() {
+        return out;
+    }
+    for call in calls {
+        let (start, end) = span_of(call);
+        let earliest = streams.iter().map(|s| {
+            let k = s.partition_point(|&(launched, _)| launched < start);
+            k.checked_sub(1).map_or(i64::MIN, |i| s[i].1)
+        });
+        let earliest = earliest.min().unwrap_or(i64::MIN);
+        if earliest != i64::MIN {
+            out.push((call, earliest.saturating_sub(end)));
+        }
+    }
+    out
+}
+
+/// For each task of `g`, the task after it on its processor
+/// (`u32::MAX` for the last).
+fn next_tasks(g: &Graph) -> Vec<u32> {
+    let mut next = vec![u32::MAX; g.tasks.len()];
+    for p in &g.processors {
+        for w in p.tasks.windows(2) {
+            if let Some(n) = next.get_mut(w[0].idx()) {
+                *n = w[1].0;
+            }
+        }
+    }
+    next
+}
+
 /// `n` and the noun phrase that agrees with it: "1 window", "2 windows".
 pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -683,7 +814,9 @@ pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Anchor, Edge, RuntimeDep, WaitTarget};
+    use crate::model::{
+        Anchor, Edge, NameId, ProcId, ProcKind, Processor, RuntimeDep, Task, WaitTarget,
+    };
 
     #[test]
     fn kinds_are_listed_in_declaration_order() {
@@ -694,6 +827,152 @@ mod tests {
         for (i, k) in DepKind::ALL.into_iter().enumerate() {
             assert_eq!(k as usize, i, "{k:?}");
         }
+    }
+
+    /// A thread that launched a copy (task 1, `cudaMemcpyAsync`) onto
+    /// stream 0 and then synchronized a stream (task 2), with stream 1
+    /// holding `other` (a kernel and when its launch call, task 4 on
+    /// another thread, ended; `None`: launched with no call). All times in
+    /// ms; the copy ends `copy_end` and the synchronize runs 10 to 11.
+    fn stream_sync_graph(
+        copy_end: i64,
+        other: Option<(i64, Option<i64>)>,
+    ) -> (Graph, Vec<(i64, i64)>) {
+        let ms = 1_000_000;
+        let task = |kind, name| Task {
+            kind,
+            name: NameId(name),
+            proc: ProcId(0),
+            duration_ns: 0,
+            release_ns: 0,
+            collective: None,
+            correlation: 0,
+        };
+        let launch = |from, to| Edge {
+            from: TaskId(from),
+            to: TaskId(to),
+            kind: DepKind::Launch,
+            anchor: Anchor::Start,
+            latency_ns: 0,
+            inferred: false,
+        };
+        let stream = |stream, tasks: Vec<u32>| Processor {
+            kind: ProcKind::Stream { device: 0, stream },
+            tasks: tasks.into_iter().map(TaskId).collect(),
+        };
+        let thread = |tid, tasks: Vec<u32>| Processor {
+            kind: ProcKind::Thread { pid: 1, tid },
+            tasks: tasks.into_iter().map(TaskId).collect(),
+        };
+        let mut g = Graph {
+            names: [
+                "copy",
+                "cudaMemcpyAsync",
+                "cudaStreamSynchronize",
+                "cudaLaunchKernel",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+            tasks: vec![
+                task(TaskKind::Memcpy, 0),
+                task(TaskKind::Runtime, 1),
+                task(TaskKind::Runtime, 2),
+            ],
+            processors: vec![stream(0, vec![0]), thread(1, vec![1, 2]), stream(1, vec![])],
+            edges: vec![launch(1, 0)],
+            ..Graph::default()
+        };
+        let mut spans = vec![(2 * ms, copy_end * ms), (ms, 2 * ms), (10 * ms, 11 * ms)];
+        if let Some((kernel_end, call_end)) = other {
+            g.tasks.push(task(TaskKind::Kernel, 0));
+            g.processors[2].tasks.push(TaskId(3));
+            spans.push((3 * ms, kernel_end * ms));
+            if let Some(call_end) = call_end {
+                g.tasks.push(task(TaskKind::Runtime, 3));
+                g.processors.push(thread(2, vec![4]));
+                g.edges.push(launch(4, 3));
+                spans.push((call_end * ms - 1, call_end * ms));
+            }
+        }
+        (g, spans)
+    }
+
+    /// A stream synchronize waited for one stream: its lead is the earliest
+    /// end of the work launched before it on each stream, none where a
+    /// stream had no such work (idle, its launch call not yet ended, or
+    /// launched by no recorded call), so it is never more than what the
+    /// call waited for.
+    #[test]
+    fn a_stream_synchronize_leads_by_the_earliest_stream_end() {
+        let ms = 1_000_000;
+        // (copy end, stream 1, lead)
+        let cases = [
+            // One stream, ending 9 ms after the call returned.
+            (20, None, 9 * ms),
+            // The work ended before the call returned: no lead.
+            (9, None, 0),
+            // Stream 1 ends earlier (15), its launch ended before the call.
+            (20, Some((15, Some(5))), 4 * ms),
+            // Stream 1 was idle when the call started.
+            (20, Some((8, Some(5))), 0),
+            // Its launch call ended after the call started: not known
+            // to be waited for.
+            (20, Some((15, Some(10))), 0),
+            // Launched by no recorded call.
+            (20, Some((15, None)), 0),
+        ];
+        for (copy_end, other, lead) in cases {
+            let (g, spans) = stream_sync_graph(copy_end, other);
+            let mut r = BuildReport::default();
+            r.set_sync_facts(&g, |t| spans[t.idx()]);
+            let label = format!("copy ends {copy_end}, stream 1 {other:?}");
+            assert_eq!(r.longest_sync_lead_ns, lead, "{label}");
+            assert_eq!(
+                r.syncs_returned_early,
+                u64::from(lead >= GROSS_SYNC_LEAD_NS),
+                "{label}"
+            );
+            // With a stream's work left out of the graph, the call may
+            // have waited for that one.
+            r.events_on_left_out_streams = 1;
+            r.set_sync_facts(&g, |t| spans[t.idx()]);
+            assert_eq!(r.longest_sync_lead_ns, 0, "{label}");
+        }
+    }
+
+    /// A copy into pageable memory returns once its own copy is done;
+    /// where the build split the call, at the end of its waiting part.
+    #[test]
+    fn a_pageable_copy_leads_by_its_own_copy() {
+        let ms = 1_000_000;
+        let (mut g, mut spans) = stream_sync_graph(20, None);
+        g.names[0] = "Memcpy DtoH (Device -> Pageable)".to_owned();
+        // Two calls lead: the copy by 18 ms, the synchronize by 9.
+        let mut r = BuildReport::default();
+        r.set_sync_facts(&g, |t| spans[t.idx()]);
+        assert_eq!(
+            (r.syncs_returned_early, r.longest_sync_lead_ns),
+            (2, 18 * ms)
+        );
+        // Into pinned memory, the call need not wait.
+        g.names[0] = "Memcpy DtoH (Device -> Pinned)".to_owned();
+        r.set_sync_facts(&g, |t| spans[t.idx()]);
+        assert_eq!(
+            (r.syncs_returned_early, r.longest_sync_lead_ns),
+            (1, 9 * ms)
+        );
+        // Split: the issuing part is the zero-length call, the waiting part
+        // (task 3, after it on the thread) ends at 19, 1 ms before the copy.
+        g.names[0] = "Memcpy DtoH (Device -> Pageable)".to_owned();
+        g.tasks.push(g.tasks[1].clone());
+        g.processors[1].tasks.insert(1, TaskId(3));
+        spans.push((spans[1].0, 19 * ms));
+        spans[1].1 = spans[1].0;
+        r.set_sync_facts(&g, |t| spans[t.idx()]);
+        assert_eq!(
+            (r.syncs_returned_early, r.longest_sync_lead_ns),
+            (1, 9 * ms)
+        );
     }
 
     #[test]

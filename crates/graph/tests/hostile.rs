@@ -730,6 +730,55 @@ fn launches_and_syncs_agree_on_a_gpu_clock_hours_off() {
     }
 }
 
+/// A GPU clock seconds ahead in traces whose syncs are found by when GPU
+/// work ended (moved with the clock, they resolve otherwise or not at
+/// all) is told by the calls that must have waited all the same: a copy
+/// into pageable memory returns only once its own copy is done
+/// (`recsys-rank0of128-sampled-no-flows`), and a stream synchronize waited
+/// for one stream, so for the earliest end of the work launched before it
+/// on each (`gp100-train-gpu-annotations`, one stream). Both flag the
+/// trace from 5 ms ahead, as a stored graph derives it; unshifted, and 1
+/// ms ahead (clock noise to the threshold), they do not.
+#[test]
+fn gpu_clock_ahead_is_told_by_stream_syncs_and_pageable_copies() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let said = "before the GPU work";
+    // (trace, its synchronizing calls so told)
+    let cases = [
+        ("single-rank/gp100-train-gpu-annotations.json.gz", 10),
+        ("single-rank/recsys-rank0of128-sampled-no-flows.json.gz", 8),
+    ];
+    for (rel, calls) in cases {
+        let clean = read_path(&corpus(rel)).unwrap();
+        for ahead_ns in [0, 1_000_000, 100_000_000, 2_000_000_000, 30_000_000_000] {
+            let label = format!("{rel} with GPU clocks {ahead_ns} ns ahead");
+            let (g, m, report) = build(&gpu_clock_ahead(&clean, ahead_ns));
+            assert_launch_facts_derive(&label, &g, &m, &report);
+            // Each call's work ended microseconds before it returned: the
+            // lead is the skew less those.
+            let lead = report.longest_sync_lead_ns;
+            assert!(
+                (ahead_ns - 20_000..=ahead_ns).contains(&lead) || (ahead_ns == 0 && lead == 0),
+                "{label}: {lead}"
+            );
+            let reasons = report.flag_reasons();
+            let early = (reasons.iter()).find(|r| r.contains(said));
+            if ahead_ns >= GROSS_SYNC_LEAD_NS {
+                assert_eq!(report.syncs_returned_early, calls, "{label}");
+                assert!(
+                    early.is_some_and(|r| report.warnings.contains(r)),
+                    "{label}: {reasons:?}"
+                );
+            } else {
+                assert_eq!(report.syncs_returned_early, 0, "{label}");
+                assert!(early.is_none(), "{label}: {reasons:?}");
+            }
+        }
+    }
+}
+
 /// Sets the length of every `ProfilerStep#` annotation with `f`.
 fn edit_steps(t: &mut Trace, f: impl Fn(i64) -> i64) {
     let strings = t.strings.clone();

@@ -413,8 +413,9 @@ fn is_event_record(name: &str) -> bool {
     name.starts_with("cudaEventRecord") || name.starts_with("hipEventRecord")
 }
 
+/// What a runtime call synchronizes, by its name.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum SyncKind {
+pub(crate) enum SyncKind {
     None,
     Stream,
     Device,
@@ -422,7 +423,8 @@ enum SyncKind {
     BlockingCopy,
 }
 
-fn sync_kind(name: &str) -> SyncKind {
+/// What the runtime call named `name` synchronizes.
+pub(crate) fn sync_kind(name: &str) -> SyncKind {
     match name {
         "cudaStreamSynchronize" | "hipStreamSynchronize" | "cuStreamSynchronize" => {
             SyncKind::Stream
