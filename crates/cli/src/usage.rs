@@ -7,13 +7,17 @@ use std::fmt;
 
 use lumos_report::ReportError;
 
-/// A usage error, carried through `anyhow` and recognized in `main`.
+/// A usage error, carried through `anyhow` and recognized in `main`;
+/// `help` when `--help` can help (the command line itself is wrong).
 #[derive(Debug)]
-pub struct UsageError(String);
+pub struct UsageError {
+    message: String,
+    help: bool,
+}
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -21,7 +25,22 @@ impl std::error::Error for UsageError {}
 
 /// A usage error with this message, ready for `Err(...)` or `?`.
 pub fn usage(message: impl fmt::Display) -> anyhow::Error {
-    UsageError(message.to_string()).into()
+    UsageError {
+        message: message.to_string(),
+        help: true,
+    }
+    .into()
+}
+
+/// A usage error refusing what a flag asks of these traces (an edit they
+/// cannot support, a configuration that cannot exist): still exit 2, but
+/// its answer is in the message, so `--help` is not offered.
+pub fn refusal(message: impl fmt::Display) -> anyhow::Error {
+    UsageError {
+        message: message.to_string(),
+        help: false,
+    }
+    .into()
 }
 
 /// Refuses a command line that names standard input (`-`) more than once:
@@ -61,12 +80,12 @@ pub fn is_usage(e: &anyhow::Error) -> bool {
     })
 }
 
-/// True when `e` is about the command line itself (ours), so that `--help`
-/// can help; a refusal of what a flag asks of these traces (a prediction
-/// the traces cannot support) is a usage error whose answer is in the
-/// message, not in `--help`.
+/// True when `e` is about the command line itself ([`usage`]), so that
+/// `--help` can help; a [`refusal`] of what a flag asks of these traces
+/// is a usage error whose answer is in the message, not in `--help`.
 pub fn help_helps(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.is::<UsageError>())
+    e.chain()
+        .any(|c| c.downcast_ref::<UsageError>().is_some_and(|u| u.help))
 }
 
 /// The documented ranges of numeric flags (each flag's `--help` says its

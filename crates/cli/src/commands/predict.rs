@@ -17,7 +17,7 @@ use lumos_report::{
 use lumos_store::ReadFor;
 
 use crate::output::pct;
-use crate::usage::{count, size, usage};
+use crate::usage::{count, refusal, size, usage};
 use crate::{inputs, output, progress};
 
 /// `lumos predict` arguments.
@@ -132,7 +132,12 @@ impl TargetArgs {
 /// A prediction's error, as a usage error (exit 2) when the target or an
 /// edit these traces cannot support is at fault.
 pub fn predict_error(e: PredictError) -> anyhow::Error {
-    if e.is_usage() {
+    if matches!(
+        e,
+        PredictError::Unsupported(_) | PredictError::InvalidTarget(_)
+    ) {
+        refusal(e)
+    } else if e.is_usage() {
         usage(e)
     } else {
         anyhow::Error::msg(e)
