@@ -178,6 +178,27 @@ fn the_command_list_fits_an_80_column_terminal() {
     assert!(predict.contains("interleaved virtual stages"), "{predict}");
 }
 
+/// Each command's own `--help` printed an option's description as one
+/// line, up to 585 columns. Clap wraps it now to the terminal's width
+/// (`COLUMNS` where there is no terminal, as here).
+#[test]
+fn every_help_text_wraps_to_the_terminal() {
+    for cmd in [
+        "inspect", "replay", "predict", "report", "synth", "diff", "demo", "ingest",
+    ] {
+        let out = lumos()
+            .args([cmd, "--help"])
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let h = String::from_utf8(out.stdout).unwrap();
+        for line in h.lines() {
+            assert!(line.chars().count() <= 80, "{cmd}: {line}");
+        }
+    }
+}
+
 /// The job's waiting table: its headings were narrower than their
 /// `measured / replayed` pairs and each pair's second value was
 /// left-aligned, so the columns drifted off their headings and rows ended
