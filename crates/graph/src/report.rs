@@ -170,11 +170,11 @@ pub struct BuildReport {
     /// device synchronize, a blocking copy; and copies into pageable
     /// memory and stream synchronizes, resolved or not) that returned
     /// [`GROSS_SYNC_LEAD_NS`] or more before the GPU work they waited for
-    /// ended (see [`Self::set_sync_facts`]). A call returns only once that
-    /// work is done, so the device's
+    /// ended. A call returns only once that work is done, so the device's
     /// clock is ahead of the host's by that much at least. Not stored:
     /// derived again from the stored graph and measured times
-    /// ([`Self::derive_sync_facts`]).
+    /// ([`Self::derive_sync_facts`], which says what each call waited
+    /// for).
     pub syncs_returned_early: u64,
     /// The longest time by which the GPU work a synchronizing call waited
     /// for ended after the call returned, over all the graph's runtime
@@ -436,6 +436,11 @@ impl BuildReport {
     /// written before it was given lacks, is added to the stored ones when
     /// the facts call for it, since every reason a flag gives is one of the
     /// warnings.
+    ///
+    /// What a call must have waited for: the work its runtime dependency
+    /// resolves to, a copy into pageable memory's own copy, and for a
+    /// stream synchronize the earliest end among the work launched onto
+    /// each stream before it (the call waited for one of them).
     pub fn derive_sync_facts(&mut self, g: &Graph, m: &Measured) {
         let span = |t: TaskId| {
             m.tasks
