@@ -217,24 +217,23 @@ pub fn output_file(file: &Path, flag: &str, example: &str) -> Result<()> {
             file.join(example).display()
         )));
     }
-    for p in file
-        .ancestors()
-        .skip(1)
-        .filter(|p| !p.as_os_str().is_empty())
-    {
-        match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => {
-                return Err(crate::usage::usage(format!(
-                    "{flag} {}: {} is not a directory",
-                    file.display(),
-                    p.display()
-                )))
-            }
-            Err(_) => {}
-        }
+    match folder_not_a_directory(file) {
+        Some(p) => Err(crate::usage::usage(format!(
+            "{flag} {}: {} is not a directory",
+            file.display(),
+            p.display()
+        ))),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The nearest folder above `file` that is there, when it is not a
+/// directory (a file, a device), so that `file` cannot be written; what is
+/// missing below it can be created.
+pub fn folder_not_a_directory(file: &Path) -> Option<&Path> {
+    let mut above = (file.ancestors().skip(1)).filter(|p| !p.as_os_str().is_empty());
+    let there = above.find_map(|p| std::fs::metadata(p).ok().map(|m| (p, m)))?;
+    (!there.1.is_dir()).then_some(there.0)
 }
 
 /// Creates the folders missing above `file` (given with `flag`), as

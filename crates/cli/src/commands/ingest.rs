@@ -94,27 +94,15 @@ fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
 /// above it is there and is not a directory (a file, a device): a usage
 /// error, checked before the trace is read.
 fn file_folder(out: &Path) -> Result<()> {
-    // The nearest folder above it that is there decides; what is missing
-    // below it is created.
-    for p in out
-        .ancestors()
-        .skip(1)
-        .filter(|p| !p.as_os_str().is_empty())
-    {
-        match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => {
-                return Err(usage(format!(
-                    "-o {}: {} is not a directory; -o names the file to write for one trace \
-                     (its folder created if needed), or a directory for several",
-                    out.display(),
-                    p.display()
-                )))
-            }
-            Err(_) => {}
-        }
+    match inputs::folder_not_a_directory(out) {
+        Some(p) => Err(usage(format!(
+            "-o {}: {} is not a directory; -o names the file to write for one trace \
+             (its folder created if needed), or a directory for several",
+            out.display(),
+            p.display()
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// What `lumos ingest` says of a trace it read no CPU or GPU task from:
