@@ -576,7 +576,7 @@ def test_an_ingest_error_says_its_cause_once(tmp_path, cli_error):
         ingest_rank(missing, str(tmp_path / "out"))
     assert code == 1
     assert str(e.value) == message
-    assert str(e.value).count("No such file") == 1
+    assert str(e.value).count("no such file") == 1
 
 
 def test_a_trace_without_tasks_is_an_input_error_not_zeros(tmp_path, cli_error):

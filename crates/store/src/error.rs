@@ -61,7 +61,9 @@ impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = self.path.display();
         match &self.problem {
-            Problem::Io(e) => write!(f, "{path}: {e}"),
+            // The system's words without their code, as a trace's read
+            // error says them ("no such file", not "(os error 2)").
+            Problem::Io(e) => write!(f, "{path}: {}", lumos_trace::io_words(e)),
             Problem::NotLgraph => write!(f, "{path}: not an .lgraph file (no lumos graph header)"),
             Problem::Truncated => write!(f, "{path}: truncated .lgraph file (it ends early)"),
             Problem::Version { found, writer } => write!(

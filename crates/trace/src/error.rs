@@ -23,12 +23,45 @@ impl ReadError {
     }
 }
 
+/// A file that could not be read, in the CLI's words: `no such file`
+/// where it is not there, else `cannot read file: ` and [`io_words`].
+fn read_failure(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        "no such file".to_owned()
+    } else {
+        format!("cannot read file: {}", io_words(e))
+    }
+}
+
+/// An I/O error as a person reads it: the system's words without their
+/// code, lower case ("permission denied", not "Permission denied (os
+/// error 13)"), and "no such file" for a path that is not there. The
+/// code is for a program, which has [`std::io::Error::kind`]; the
+/// message names the file beside it.
+pub fn io_words(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        return "no such file".to_owned();
+    }
+    let text = e.to_string();
+    let text = match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => &text[..i],
+        _ => &text[..],
+    };
+    // "Permission denied" reads as a sentence's start; an acronym
+    // ("EOF while ...") keeps its capitals.
+    let mut c = text.chars();
+    match (c.next(), c.clone().next()) {
+        (Some(first), Some(next)) if next.is_lowercase() => first.to_lowercase().chain(c).collect(),
+        _ => text.to_owned(),
+    }
+}
+
 /// What went wrong while reading a trace.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// The file could not be opened or read.
-    #[error("cannot read file: {0}")]
+    #[error("{}", read_failure(.0))]
     Io(#[source] std::io::Error),
     /// The gzip stream is corrupt or ends early.
     #[error("invalid or truncated gzip data after {uncompressed} uncompressed bytes: {source}")]
@@ -110,5 +143,25 @@ fn size(bytes: u64) -> String {
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
         b => format!("{b} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_are_said_without_their_code() {
+        let missing = std::fs::File::open("/nonexistent/lumos-io-words").unwrap_err();
+        assert_eq!(io_words(&missing), "no such file");
+        assert_eq!(read_failure(&missing), "no such file");
+        let denied = std::io::Error::from_raw_os_error(13);
+        assert!(denied.to_string().ends_with("(os error 13)"), "{denied}");
+        assert_eq!(io_words(&denied), "permission denied");
+        assert_eq!(read_failure(&denied), "cannot read file: permission denied");
+        let other = std::io::Error::other("Gzip header bad");
+        assert_eq!(io_words(&other), "gzip header bad");
+        let acronym = std::io::Error::other("EOF in the header");
+        assert_eq!(io_words(&acronym), "EOF in the header");
     }
 }

@@ -91,7 +91,7 @@ pub const MAX_ITEM_BYTES: usize = 1 << 30;
 /// 1 MiB and dropped as malformed over it.)
 pub const MAX_TEXT_BYTES: usize = 64 << 10;
 
-pub use error::{ErrorKind, ReadError};
+pub use error::{io_words, ErrorKind, ReadError};
 pub use find::{
     edit_file_name, given_once, is_lumos_output, is_predicted_timeline, is_trace_file_name,
     no_trace_files, predicted_timelines_under, trace_files_under, DirError, GivenTwice,
