@@ -256,7 +256,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
             s.measured_us / 1e3
         )?;
     }
-    write_structure(out, &r.structure)?;
+    write_structure(out, &r.structure, !r.steps.is_empty())?;
     for w in &r.warnings {
         writeln!(out, "  warning: {w}")?;
     }
@@ -311,7 +311,11 @@ fn devices(listed: &[String]) -> Vec<String> {
 }
 
 /// The text form of a discovery report (a few lines under each file).
-fn write_structure(out: &mut dyn Write, r: &StructureReport) -> std::io::Result<()> {
+fn write_structure(
+    out: &mut dyn Write,
+    r: &StructureReport,
+    has_steps: bool,
+) -> std::io::Result<()> {
     let c = &r.config;
     let opt = or_unknown::<u32>;
     writeln!(
@@ -367,10 +371,18 @@ fn write_structure(out: &mut dyn Write, r: &StructureReport) -> std::io::Result<
         )?;
     }
     let passes_found = r.phases.contains_key("forward") || r.phases.contains_key("backward");
+    // Discovery divides each phase's time by the steps, or by one where
+    // there is none: a trace without steps has its whole time outside
+    // them, not "per step" of steps it lacks.
+    let per = if has_steps {
+        "per step"
+    } else {
+        "in all (no steps)"
+    };
     for (phase, t) in &r.phases {
         writeln!(
             out,
-            "    phase {:<10} CPU {:>9.3} ms  GPU {:>9.3} ms per step",
+            "    phase {:<10} CPU {:>9.3} ms  GPU {:>9.3} ms {per}",
             phase_name(phase, passes_found),
             t.cpu_ms,
             t.gpu_ms
