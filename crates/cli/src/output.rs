@@ -254,6 +254,43 @@ pub fn fold(items: &[String], sep: &str, width: usize, what: &str) -> String {
     out
 }
 
+/// Widest a line of a text table or list runs, in characters: what a
+/// person reads at a terminal of 120 columns. A single long name (the
+/// "longest on path" line of `replay`) is the one line let past it.
+pub const WIDTH: usize = 120;
+
+/// `head` then `items` joined by `sep`, broken into lines of at most
+/// `width` characters where an item would run past it; the lines after
+/// the first start with `indent`. Every item is kept (a list that is the
+/// answer, not a sample of it: [`fold`] is for those). An item longer
+/// than a line has a line of its own.
+pub fn wrapped(head: &str, items: &[String], sep: &str, indent: &str, width: usize) -> String {
+    let mut out = head.to_owned();
+    let mut line = head.chars().count();
+    for (k, item) in items.iter().enumerate() {
+        let n = item.chars().count();
+        let glue = sep.trim_end();
+        // Room for the separator that ends a line broken after this item.
+        let room = if k + 1 == items.len() {
+            0
+        } else {
+            glue.chars().count()
+        };
+        if k > 0 && line + sep.chars().count() + n + room > width {
+            out.push_str(glue);
+            out.push('\n');
+            out.push_str(indent);
+            line = indent.chars().count();
+        } else if k > 0 {
+            out.push_str(sep);
+            line += sep.chars().count();
+        }
+        out.push_str(item);
+        line += n;
+    }
+    out
+}
+
 /// Prints `error: <message>` on stderr. A stderr that cannot be written
 /// (closed, or a broken pipe) is ignored: there is nowhere else to say it.
 pub fn error(message: impl Display) {
@@ -323,6 +360,22 @@ mod tests {
             2
         );
         assert_eq!(fold(&[], ", ", 10, "x"), "");
+    }
+
+    #[test]
+    fn wrapped_breaks_lines_at_the_width_and_keeps_every_item() {
+        let items: Vec<String> = ["alpha 1", "beta 22", "gamma 333"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            wrapped("x: ", &items, ", ", "  ", 80),
+            "x: alpha 1, beta 22, gamma 333"
+        );
+        let text = wrapped("x: ", &items, ", ", "  ", 20);
+        assert_eq!(text, "x: alpha 1, beta 22,\n  gamma 333");
+        assert!(text.lines().all(|l| l.chars().count() <= 20), "{text}");
+        assert_eq!(wrapped("x: ", &[], ", ", "  ", 20), "x: ");
         assert_eq!(or_unknown(None::<u32>), UNKNOWN);
         assert_eq!(or_unknown(Some(8)), "8");
         assert_eq!(pct(None, 2), UNKNOWN);

@@ -369,9 +369,31 @@ fn replay_prints_the_analyses_as_tables() {
         let sum: f64 = pcts[..4].iter().sum();
         assert!((sum - 100.0).abs() <= 0.21, "{row}: {sum}");
     }
+    // The idle time of the same rows by cause, in a table of its own
+    // (one table ran to 155 columns): the causes add up to the idle share.
+    let idle = at("idle per step (measured, ms)");
+    assert_eq!(idle, steps + 5);
+    for (row, idle_row) in rows.iter().zip(&lines[idle + 1..idle + 5]) {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let span: f64 = cells[cells.len() - 7].parse().unwrap();
+        let idle_pct: f64 = cells[cells.len() - 3]
+            .trim_end_matches('%')
+            .parse()
+            .unwrap();
+        let ms: Vec<f64> = idle_row
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.parse().unwrap())
+            .collect();
+        let sum: f64 = ms.iter().sum();
+        assert!(
+            (sum - span * idle_pct / 100.0).abs() <= 0.01 * span,
+            "{row} / {idle_row}"
+        );
+    }
     // --top cuts the tables.
     let kernels = at("top GPU tasks (4 of ");
-    assert_eq!(kernels, steps + 5);
+    assert_eq!(kernels, idle + 5);
     let ops = at("GPU time by launching operator (4 of ");
     assert_eq!(ops, kernels + 5);
     assert!(
@@ -382,12 +404,15 @@ fn replay_prints_the_analyses_as_tables() {
     // This capture records the bytes of each allocation, not the totals.
     let memory = at("memory, GPU 0 (");
     assert!(lines[memory].contains("allocated summed from the trace's start"));
-    assert!(lines[memory + 1].trim_start().starts_with("ProfilerStep#5"));
-    // A verdict per step, with the operators that cost it most.
+    assert!(lines[memory + 1].contains("peak allocated GiB"));
+    assert!(lines[memory + 2].trim_start().starts_with("ProfilerStep#5"));
+    // A verdict per step, with the operator that costs it most and its
+    // share of the path.
     let paths = at("critical path per step (replayed)");
-    for l in &lines[paths + 1..paths + 4] {
+    assert!(lines[paths + 1].contains("most on it"));
+    for l in &lines[paths + 2..paths + 5] {
         assert!(l.contains("CPU-bound") || l.contains("GPU-bound"), "{l}");
-        assert!(l.contains("most on it: "), "{l}");
+        assert!(l.ends_with('%') && l.matches('%').count() == 4, "{l}");
     }
 }
 

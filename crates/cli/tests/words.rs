@@ -317,3 +317,108 @@ fn issue_15_the_report_page_tells_the_straggler_from_the_longest_step() {
     assert!(html.contains("Walked back from rank "));
     assert!(html.contains("the last to finish the replay"));
 }
+
+/// The lines of `text` wider than a terminal of 120 columns, in
+/// characters, but the "longest on path" line: it names one task whole
+/// (an AMD GEMM kernel's name is 940 characters), by design.
+fn too_wide(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.chars().count() > 120)
+        .filter(|l| !l.trim_start().starts_with("longest on path: "))
+        .collect()
+}
+
+/// Every table of `replay` fits 120 columns on every corpus trace, and
+/// so do `replay` of a job and `diff`: the per-step table ran to 155
+/// columns, the critical path per step to 190 (206 on
+/// v100-ddp-rank1of2-allreduce), the critical path's hop kinds to 186,
+/// the job's per-collective table to 146 and diff's to 131.
+#[test]
+fn tables_fit_120_columns_on_every_corpus_trace() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let mut files = Vec::new();
+    for dir in ["micro", "single-rank"] {
+        for e in std::fs::read_dir(corpus.path(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.to_str().is_some_and(|s| s.ends_with(".json.gz")) {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 20, "{files:?}");
+    let mut wide = Vec::new();
+    for f in &files {
+        let t = text(&["replay", path_str(f)]);
+        wide.extend(too_wide(&t).iter().map(|l| format!("{}: {l}", f.display())));
+    }
+    let dlrm = corpus.path(DLRM);
+    let job = text(&["replay", "--job", path_str(&dlrm)]);
+    assert!(job.contains("per collective"), "{job}");
+    wide.extend(too_wide(&job).iter().map(|l| format!("job: {l}")));
+    let a = corpus.path("single-rank/v100-resnet50-2021-capture-a.json.gz");
+    let b = corpus.path("single-rank/v100-resnet50-2021-capture-b.json.gz");
+    let diff = text(&["diff", path_str(&a), path_str(&b)]);
+    wide.extend(too_wide(&diff).iter().map(|l| format!("diff: {l}")));
+    assert!(
+        wide.is_empty(),
+        "lines over 120 columns:\n{}",
+        wide.join("\n")
+    );
+}
+
+/// `--top 0` asks for no rows: no table of top rows, not their headings
+/// alone; the tables that are not cut by `--top` stay.
+#[test]
+fn top_zero_prints_no_empty_table() {
+    let Some(a) = corpus("single-rank/v100-resnet50-2021-capture-a.json.gz") else {
+        return;
+    };
+    let ddp = corpus("single-rank/v100-ddp-rank1of2-allreduce.json.gz").unwrap();
+    let headings = [
+        "  top GPU tasks (",
+        "  GPU time by launching operator (",
+        "  collectives                   group",
+    ];
+    let t = text(&["replay", path_str(&ddp)]);
+    for heading in headings {
+        assert!(t.contains(heading), "{heading}: {t}");
+    }
+    let t = text(&["replay", path_str(&ddp), "--top", "0"]);
+    for heading in headings {
+        assert!(!t.contains(heading), "{heading}: {t}");
+    }
+    assert!(t.contains("per step (measured, % of step)"), "{t}");
+    assert!(t.contains("critical path per step (replayed)"), "{t}");
+    let b = corpus("single-rank/v100-resnet50-2021-capture-b.json.gz").unwrap();
+    let d = text(&["diff", path_str(&a), path_str(&b), "--top", "0"]);
+    assert!(!d.contains("count A / B"), "{d}");
+    assert!(d.contains("more (--top, or --json for all)"), "{d}");
+}
+
+/// A trace without steps has its phases' time in all, not "per step" of
+/// steps it does not have.
+#[test]
+fn phases_of_a_trace_without_steps_are_not_per_step() {
+    let Some(add) = corpus("micro/a100-simple-add.json.gz") else {
+        return;
+    };
+    let t = text(&["inspect", path_str(&add)]);
+    let phase = t
+        .lines()
+        .find(|l| l.contains("phase outside steps"))
+        .unwrap();
+    assert!(phase.ends_with(" ms in all (no steps)"), "{phase}");
+    let Some(a) = corpus("single-rank/v100-resnet50-2021-capture-a.json.gz") else {
+        return;
+    };
+    let t = text(&["inspect", path_str(&a)]);
+    assert!(
+        t.lines()
+            .filter(|l| l.contains("    phase "))
+            .all(|l| l.ends_with(" ms per step")),
+        "{t}"
+    );
+}

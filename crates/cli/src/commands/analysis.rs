@@ -55,13 +55,32 @@ pub fn write_analyses(out: &mut dyn Write, a: &Analyses, what: &str, top: usize)
 }
 
 fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> {
+    // Two tables, not one of 155 columns: the four shares that add up to
+    // the step (and the share of communication hidden), then the idle
+    // time by cause.
     writeln!(
         out,
-        "  per step ({what}, % of step)     #   step ms  compute  overlap     comm     idle | comm hidden  idle ms: host wait  kernel gaps   other"
+        "  per step ({what}, % of step)     #   step ms  compute  overlap     comm     idle | comm hidden"
     )?;
     let total = (a.steps.len() > 1).then_some(&a.total);
     for s in a.steps.iter().chain(total) {
         write_step(out, s)?;
+    }
+    let title = format!("idle per step ({what}, ms)");
+    writeln!(
+        out,
+        "  {title:<28} {:>12} {:>12} {:>10}",
+        "host wait", "kernel gaps", "other"
+    )?;
+    for s in a.steps.iter().chain(total) {
+        writeln!(
+            out,
+            "    {:<26} {:>12.3} {:>12.3} {:>10.3}",
+            short(&s.step, 26),
+            s.idle_host_wait_us / 1e3,
+            s.idle_kernel_gap_us / 1e3,
+            s.idle_other_us / 1e3
+        )?;
     }
     Ok(())
 }
@@ -70,7 +89,7 @@ fn write_step(out: &mut dyn Write, s: &StepAnalysis) -> io::Result<()> {
     // A step of no length has no shares: each is `-` (they were 0.0%).
     writeln!(
         out,
-        "    {:<26} {:>3} {:>9.3} {:>8} {:>8} {:>8} {:>8} | {:>11} {:>19.3} {:>12.3} {:>7.3}",
+        "    {:<26} {:>3} {:>9.3} {:>8} {:>8} {:>8} {:>8} | {:>11}",
         short(&s.step, 26),
         s.index.map_or(String::new(), |i| i.to_string()),
         s.span_us / 1e3,
@@ -78,15 +97,13 @@ fn write_step(out: &mut dyn Write, s: &StepAnalysis) -> io::Result<()> {
         pct(s.overlapped_pct, 1),
         pct(s.exposed_comm_pct, 1),
         pct(s.idle_pct, 1),
-        pct(s.overlap_pct, 1),
-        s.idle_host_wait_us / 1e3,
-        s.idle_kernel_gap_us / 1e3,
-        s.idle_other_us / 1e3
+        pct(s.overlap_pct, 1)
     )
 }
 
 fn write_kernels(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
-    if a.kernels.is_empty() {
+    // `--top 0` asks for no rows: no table (it printed the heading alone).
+    if a.kernels.is_empty() || top == 0 {
         return Ok(());
     }
     writeln!(
@@ -110,31 +127,35 @@ fn write_kernels(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()
 }
 
 fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
-    if a.operators.is_empty() {
+    if a.operators.is_empty() || top == 0 {
         return Ok(());
     }
-    writeln!(
-        out,
-        "  GPU time by launching operator ({} of {})          total ms  GPU tasks   share   top kernel",
+    let title = format!(
+        "GPU time by launching operator ({} of {})",
         top.min(a.operators.len()),
         a.operators.len()
+    );
+    writeln!(
+        out,
+        "  {title:<42} {:>9} {:>10} {:>7}  top kernel",
+        "total ms", "GPU tasks", "share"
     )?;
     for o in a.operators.iter().take(top) {
         writeln!(
             out,
-            "    {:<42} {:>11.3} {:>10} {:>7}   {}",
-            short(&o.operator, 42),
+            "    {:<40} {:>9.3} {:>10} {:>7}  {}",
+            short(&o.operator, 40),
             o.total_us / 1e3,
             o.gpu_tasks,
             pct(o.share_pct, 1),
-            short(&o.top_kernel, 50)
+            short(&o.top_kernel, 38)
         )?;
     }
     Ok(())
 }
 
 fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
-    if a.collectives.is_empty() {
+    if a.collectives.is_empty() || top == 0 {
         return Ok(());
     }
     writeln!(
@@ -187,10 +208,19 @@ fn write_memory(out: &mut dyn Write, m: &MemoryReport) -> io::Result<()> {
             gib(d.peak_allocated_bytes),
             gib(d.peak_reserved_bytes)
         )?;
-        for s in m.steps.iter().filter(|s| s.device == d.device) {
+        let steps: Vec<_> = m.steps.iter().filter(|s| s.device == d.device).collect();
+        if steps.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "    {:<26} {:>18} {:>17} {:>13} {:>11}",
+            "step", "peak allocated GiB", "peak reserved GiB", "allocated GiB", "allocations"
+        )?;
+        for s in steps {
             writeln!(
                 out,
-                "    {:<26} peak allocated {:>7} GiB  reserved {:>7} GiB  allocated {:>8.2} GiB in {} allocations",
+                "    {:<26} {:>18} {:>17} {:>13.2} {:>11}",
                 short(&s.step, 26),
                 gib(s.peak_allocated_bytes),
                 gib(s.peak_reserved_bytes),
@@ -215,30 +245,43 @@ pub fn verdict(v: &str) -> &str {
 /// The verdict of a critical path of no length.
 const NO_VERDICT: &str = "path of no length";
 
-fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Result<()> {
+/// The table of the critical path per step (replayed), if there is one.
+pub fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Result<()> {
     if paths.is_empty() {
         return Ok(());
     }
     writeln!(out, "  critical path per step (replayed)")?;
+    // The operator with the most time on each path, not three on one line
+    // of 190 columns: `--json` has the three (`top_operators`).
+    writeln!(
+        out,
+        "    {:<26} {:<19} {:>6} {:>6} {:>6}  most on it (% of path)",
+        "step", "verdict", "CPU", "GPU", "comm"
+    )?;
     for p in paths {
-        let ops: Vec<String> = p
-            .top_operators
-            .iter()
-            .take(3)
-            .map(|o| format!("{} {:.1}%", short(&o.operator, 40), o.pct))
-            .collect();
+        let most = p.top_operators.first().map_or(String::new(), |o| {
+            format!(
+                "{} {:.1}%",
+                short(&o.operator, OPERATOR_ON_PATH_CHARS),
+                o.pct
+            )
+        });
         // A path of no length has no verdict and no shares (it read
         // "CPU-bound, CPU 0.0%" from nothing).
         writeln!(
             out,
-            "    {:<26} {:<20} CPU {:>6}  GPU {:>6}  comm {:>6}   most on it: {}",
+            "    {:<26} {:<19} {:>6} {:>6} {:>6}  {}",
             short(&p.step, 26),
             p.verdict.map_or(NO_VERDICT, verdict),
             pct(p.cpu_pct, 1),
             pct(p.gpu_compute_pct, 1),
             pct(p.communication_pct, 1),
-            ops.join(", ")
+            most
         )?;
     }
     Ok(())
 }
+
+/// The most characters of the operator named in the critical path table:
+/// its row then ends by column 120 ("100.0%" included).
+const OPERATOR_ON_PATH_CHARS: usize = 39;

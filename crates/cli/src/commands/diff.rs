@@ -202,12 +202,14 @@ fn write_rows(
         "  {what}: {} changed, {unchanged} unchanged; most impact first (per step)",
         rows.len()
     )?;
-    if rows.is_empty() {
-        return Ok(());
+    // `--top 0` asks for no rows: no table (it printed the heading alone),
+    // the line after it still counting them.
+    if rows.is_empty() || top == 0 {
+        return write_more(out, rows.len(), top);
     }
     writeln!(
         out,
-        "    {:<8} {:<60} {:>10} {:>10} {:>10} {:>8} {:>15}",
+        "    {:<8} {:<NAME_CHARS$} {:>10} {:>10} {:>10} {:>8} {:>15}",
         "", "name", "A ms", "B ms", "change ms", "change", "count A / B"
     )?;
     for d in rows.iter().take(top) {
@@ -217,9 +219,9 @@ fn write_rows(
         };
         writeln!(
             out,
-            "    {:<8} {:<60} {:>10.3} {:>10.3} {:>+10.3} {:>8} {:>15}",
+            "    {:<8} {:<NAME_CHARS$} {:>10.3} {:>10.3} {:>+10.3} {:>8} {:>15}",
             d.status,
-            short(&name, 60),
+            short(&name, NAME_CHARS),
             d.a_us / 1e3,
             d.b_us / 1e3,
             d.delta_us / 1e3,
@@ -230,11 +232,20 @@ fn write_rows(
             format!("{:.1} / {:.1}", d.a_count, d.b_count)
         )?;
     }
-    if rows.len() > top {
+    write_more(out, rows.len(), top)
+}
+
+/// The most characters of a name (with its shapes) in the operator and
+/// kernel tables: a row then ends by column 120 (it ran to 131).
+const NAME_CHARS: usize = 48;
+
+/// The line under a table cut to `top` of its `rows`, if it was.
+fn write_more(out: &mut dyn Write, rows: usize, top: usize) -> std::io::Result<()> {
+    if rows > top {
         writeln!(
             out,
             "    ... {} more (--top, or --json for all)",
-            rows.len() - top
+            rows - top
         )?;
     }
     Ok(())

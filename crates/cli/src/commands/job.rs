@@ -6,7 +6,7 @@ use std::io::Write;
 
 use lumos_report::{JobReport, RepresentativesReport};
 
-use crate::output::{counted, pct};
+use crate::output::{counted, pct, wrapped, WIDTH};
 
 /// Ranks of a job whose rows and sections the text output prints at
 /// least (`--top` more if larger); `--json` has every rank. A job of
@@ -87,8 +87,8 @@ pub fn write_stragglers(
         }
         writeln!(
             out,
-            "  (a job step lasts as long as its longest rank's, which is often the rank that \
-             waited most for its peers, not the straggler)"
+            "  (a job step lasts as long as its longest rank's: often the rank that waited most \
+             for its peers, not the straggler)"
         )?;
     }
     if let Some(waiting) = &r.waiting {
@@ -168,15 +168,25 @@ pub fn write_job(
         let ranks: Vec<String> = cp
             .per_rank_us
             .iter()
-            .map(|t| format!("rank {} {:.2} ms", t.rank, t.us / 1e3))
+            .map(|t| format!("rank {} {:.2}", t.rank, t.us / 1e3))
             .collect();
         writeln!(
             out,
             "  critical path: walked back from rank {}, the last to finish the replay (the \
-             job ends when it does); {} rank changes; time on it per rank: {}",
-            cp.from_rank,
-            cp.rank_changes,
-            ranks.join(", ")
+             job ends when it does); {} rank changes",
+            cp.from_rank, cp.rank_changes,
+        )?;
+        // A line of its own, folded: eight ranks ran it to 169 columns.
+        writeln!(
+            out,
+            "{}",
+            wrapped(
+                "    time on it per rank (ms): ",
+                &ranks,
+                ", ",
+                "      ",
+                WIDTH
+            )
         )?;
     }
     Ok(())
@@ -190,7 +200,7 @@ fn write_collectives(
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "  per collective (replayed; measured in brackets): last rank, skew, transfer median, end spread"
+        "  per collective (replayed [measured]): the last rank to arrive, its skew, the median transfer"
     )?;
     let mut order: Vec<usize> = (0..cols.len()).collect();
     if cols.len() > MAX_COLLECTIVE_ROWS {
@@ -215,11 +225,18 @@ fn write_collectives(
         s.sort_by(f64::total_cmp);
         s.get(s.len() / 2).copied().unwrap_or(0.0)
     };
+    // Units and names in the heading, not in every cell (a row ran to 146
+    // columns).
+    writeln!(
+        out,
+        "    {:<22} {:>10}  {:>9}  {:>19}  {:>19}  {:>15}",
+        "collective", "bytes", "last rank", "skew ms", "transfer us", "end spread us"
+    )?;
     for &i in &order {
         let c = &cols[i];
         writeln!(
             out,
-            "    {:<22} {:>10}  rank {:>3} [{:>3}]  skew {:>8.3} ms [{:>8.3}]  transfer {:>8.1} us [{:>8.1}]  end spread {:>6.1} us [{:>6.1}]",
+            "    {:<22} {:>10}  {:>3} [{:>3}]  {:>8.3} [{:>8.3}]  {:>8.1} [{:>8.1}]  {:>6.1} [{:>6.1}]",
             c.label,
             c.bytes.map_or("-".into(), |b| format!("{b} B")),
             c.replayed.last_rank,

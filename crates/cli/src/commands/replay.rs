@@ -21,7 +21,7 @@ use super::analysis::write_trace_analysis;
 use super::job::{shown_ranks, write_job, write_stragglers, MIN_RANKS_SHOWN};
 use super::transfer;
 use super::JobMode;
-use crate::output::pct;
+use crate::output::{pct, wrapped, WIDTH};
 use crate::usage::usage;
 use crate::{inputs, output, progress};
 
@@ -800,6 +800,31 @@ fn write_summary(out: &mut dyn Write, summary: &Summary, replayed: bool) -> std:
 /// The text form of one trace's replay, with the analyses (`top` rows per
 /// table).
 pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io::Result<()> {
+    write_replay(out, t)?;
+    write_trace_analysis(out, &t.analysis, top)?;
+    if t.flagged {
+        writeln!(
+            out,
+            "  flagged: signs of a damaged trace; reported apart in the summary"
+        )?;
+    }
+    for w in &t.warnings {
+        // Folded at the words: a warning ran to 125 columns.
+        let words: Vec<String> = w.split(' ').map(str::to_owned).collect();
+        writeln!(
+            out,
+            "{}",
+            wrapped("  warning: ", &words, " ", "    ", WIDTH)
+        )?;
+    }
+    Ok(())
+}
+
+/// What a replay of one trace gave, before the tables of the measured
+/// trace: the steps measured and replayed, the breakdown of both, and the
+/// whole window's critical path. All a what-if changes but the critical
+/// path per step (`lumos demo` shows those alone for its what-if).
+pub fn write_replay(out: &mut dyn Write, t: &TraceReplay) -> std::io::Result<()> {
     writeln!(
         out,
         "{} (rank {}, {} tasks)",
@@ -850,14 +875,12 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
         let parts: Vec<String> = cp
             .by_bound
             .iter()
-            .map(|b| format!("{} {:.2} ms", b.bound, (b.wait_us + b.busy_us) / 1e3))
+            .map(|b| format!("{} {:.2}", b.bound, (b.wait_us + b.busy_us) / 1e3))
             .collect();
-        writeln!(
-            out,
-            "  critical path ({} hops): {}",
-            cp.hops,
-            parts.join(", ")
-        )?;
+        // Every kind of hop, on as many lines as it takes (one ran to 186
+        // columns).
+        let head = format!("  critical path ({} hops), ms by hop kind: ", cp.hops);
+        writeln!(out, "{}", wrapped(&head, &parts, ", ", "    ", WIDTH))?;
         if let Some(top) = cp.top_tasks.first() {
             writeln!(
                 out,
@@ -866,16 +889,6 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
                 top.us / 1e3
             )?;
         }
-    }
-    write_trace_analysis(out, &t.analysis, top)?;
-    if t.flagged {
-        writeln!(
-            out,
-            "  flagged: signs of a damaged trace; reported apart in the summary"
-        )?;
-    }
-    for w in &t.warnings {
-        writeln!(out, "  warning: {w}")?;
     }
     Ok(())
 }
