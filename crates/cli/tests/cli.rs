@@ -43,6 +43,30 @@ fn demo_runs_end_to_end() {
     // type next, and keeps the files it names.
     assert!(text.contains("This job is "), "{text}");
     assert!(text.contains("2x faster shortens the window by"), "{text}");
+    // The what-if shows what it changes, not the measured trace's tables
+    // again (they were printed twice, the same).
+    let what_if = text
+        .split("== what-if")
+        .nth(1)
+        .and_then(|s| s.split("== what this shows").next())
+        .expect("a what-if section");
+    assert!(what_if.contains("replayed ms"), "{what_if}");
+    assert!(
+        what_if.contains("critical path per step (replayed)"),
+        "{what_if}"
+    );
+    assert!(
+        what_if.contains("the what-if changes the replay only"),
+        "{what_if}"
+    );
+    for measured in [
+        "per step (measured",
+        "top GPU tasks",
+        "GPU time by launching",
+    ] {
+        assert!(text.contains(measured), "{text}");
+        assert!(!what_if.contains(measured), "{measured}: {what_if}");
+    }
     let timeline = text
         .lines()
         .find_map(|l| l.strip_prefix("Open ")?.split(" in Perfetto").next())
