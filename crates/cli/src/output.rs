@@ -291,6 +291,16 @@ pub fn wrapped(head: &str, items: &[String], sep: &str, indent: &str, width: usi
     out
 }
 
+/// `head` then the words of `text`, folded at the spaces into lines of at
+/// most [`WIDTH`] characters ([`wrapped`]; a word longer than a line has
+/// one of its own), the lines after the first starting with `indent`: a
+/// sentence of the text output (a warning, a refusal) as a terminal shows
+/// it whole.
+pub fn wrapped_words(head: &str, text: &str, indent: &str) -> String {
+    let words: Vec<String> = text.split(' ').map(str::to_owned).collect();
+    wrapped(head, &words, " ", indent, WIDTH)
+}
+
 /// Prints `error: <message>` on stderr. A stderr that cannot be written
 /// (closed, or a broken pipe) is ignored: there is nowhere else to say it.
 pub fn error(message: impl Display) {
@@ -376,6 +386,11 @@ mod tests {
         assert_eq!(text, "x: alpha 1, beta 22,\n  gamma 333");
         assert!(text.lines().all(|l| l.chars().count() <= 20), "{text}");
         assert_eq!(wrapped("x: ", &[], ", ", "  ", 20), "x: ");
+        let long = "word ".repeat(40);
+        let text = wrapped_words("  warning: ", long.trim_end(), "    ");
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
+        assert_eq!(text.split_whitespace().filter(|w| *w == "word").count(), 40);
         assert_eq!(or_unknown(None::<u32>), UNKNOWN);
         assert_eq!(or_unknown(Some(8)), "8");
         assert_eq!(pct(None, 2), UNKNOWN);

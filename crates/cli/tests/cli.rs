@@ -59,6 +59,10 @@ fn demo_runs_end_to_end() {
         what_if.contains("the what-if changes the replay only"),
         "{what_if}"
     );
+    // Tables and sentences alike fit a terminal of 120 columns.
+    for l in text.lines() {
+        assert!(l.chars().count() <= 120, "{l}");
+    }
     for measured in [
         "per step (measured",
         "top GPU tasks",
@@ -637,7 +641,8 @@ fn inspect_sums_skipped_rows_past_twenty() {
         "{text}"
     );
     // The warning names the twenty most frequent too.
-    let warning = (text.lines())
+    let warnings = common::warnings(&text);
+    let warning = (warnings.iter())
         .find(|l| l.contains("events of unknown categories skipped"))
         .unwrap();
     assert!(

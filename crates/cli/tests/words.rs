@@ -328,11 +328,12 @@ fn too_wide(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Every table of `replay` fits 120 columns on every corpus trace, and
-/// so do `replay` of a job and `diff`: the per-step table ran to 155
+/// Every line of `replay` and `inspect` fits 120 columns on every corpus
+/// trace, and so do `replay` of a job and `diff`: the per-step table ran to 155
 /// columns, the critical path per step to 190 (206 on
 /// v100-ddp-rank1of2-allreduce), the critical path's hop kinds to 186,
-/// the job's per-collective table to 146 and diff's to 131.
+/// the job's per-collective table to 146, diff's to 131, and inspect's
+/// refusal of structural edits to 231.
 #[test]
 fn tables_fit_120_columns_on_every_corpus_trace() {
     let Some(corpus) = lumos_testkit::corpus() else {
@@ -351,8 +352,14 @@ fn tables_fit_120_columns_on_every_corpus_trace() {
     assert!(files.len() >= 20, "{files:?}");
     let mut wide = Vec::new();
     for f in &files {
-        let t = text(&["replay", path_str(f)]);
-        wide.extend(too_wide(&t).iter().map(|l| format!("{}: {l}", f.display())));
+        for cmd in ["replay", "inspect"] {
+            let t = text(&[cmd, path_str(f)]);
+            wide.extend(
+                too_wide(&t)
+                    .iter()
+                    .map(|l| format!("{cmd} {}: {l}", f.display())),
+            );
+        }
     }
     let dlrm = corpus.path(DLRM);
     let job = text(&["replay", "--job", path_str(&dlrm)]);

@@ -13,7 +13,9 @@ use lumos_store::{Prepared, Sorted};
 use rayon::prelude::*;
 
 use super::JobMode;
-use crate::output::{counted, fold, or_unknown, LIST_WIDTH, UNKNOWN};
+use crate::output::{
+    counted, fold, or_unknown, wrapped, wrapped_words, LIST_WIDTH, UNKNOWN, WIDTH,
+};
 use crate::{inputs, output, progress};
 
 /// `lumos inspect` arguments.
@@ -229,19 +231,17 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
         }
     )?;
     let c = &r.collectives;
-    writeln!(
-        out,
+    let head = format!(
         "  collectives: {} tasks ({} by Collective name, {} by kernel name){}",
         c.tasks,
         c.by_collective_name_arg,
         c.by_kernel_name,
-        if c.by_name.is_empty() {
-            String::new()
-        } else {
-            let names: Vec<String> = c.by_name.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            format!(": {}", fold(&names, ", ", LIST_WIDTH, "names"))
-        }
-    )?;
+        if c.by_name.is_empty() { "" } else { ": " }
+    );
+    // Every kind named, on as many lines as they take (the list ran to
+    // 145 columns after its head).
+    let names: Vec<String> = c.by_name.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    writeln!(out, "{}", wrapped(&head, &names, ", ", "    ", WIDTH))?;
     writeln!(
         out,
         "  typical launch latency {:.1} us",
@@ -258,7 +258,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
     }
     write_structure(out, &r.structure, !r.steps.is_empty())?;
     for w in &r.warnings {
-        writeln!(out, "  warning: {w}")?;
+        writeln!(out, "{}", wrapped_words("  warning: ", w, "    "))?;
     }
     Ok(())
 }
@@ -318,9 +318,10 @@ fn write_structure(
 ) -> std::io::Result<()> {
     let c = &r.config;
     let opt = or_unknown::<u32>;
-    writeln!(
-        out,
-        "  structure: {} stage (tp {}, pp {}, dp {}); {} {}{}; {} layers per pass ({}); order {}{}",
+    // Folded at the words: the pass order alone is two words a
+    // micro-batch.
+    let line = format!(
+        "{} stage (tp {}, pp {}, dp {}); {} {}{}; {} layers per pass ({}); order {}{}",
         r.stage_role,
         opt(c.tp),
         opt(c.pp),
@@ -348,7 +349,8 @@ fn write_structure(
             (Some(false), _) => " (not 1F1B)",
             (None, _) => "",
         }
-    )?;
+    );
+    writeln!(out, "{}", wrapped_words("  structure: ", &line, "    "))?;
     if let (Some(h), Some(f)) = (c.hidden, c.ffn) {
         writeln!(
             out,
@@ -357,10 +359,19 @@ fn write_structure(
             or_unknown(c.sequence_parallel)
         )?;
     }
+    // A table with its names and units in the heading, not in each row
+    // (a row ran to 131 columns).
+    if !r.groups.is_empty() {
+        writeln!(
+            out,
+            "    {:<6} {:<14} {:>4} {:>6} {:>8}  collectives (confidence)",
+            "group", "class", "size", "tasks", "MB/step"
+        )?;
+    }
     for g in &r.groups {
         writeln!(
             out,
-            "    group {:<6} {:<15} size {:<4} {:>6} tasks {:>10.1} MB/step  {} ({} confidence)",
+            "    {:<6} {:<14} {:>4} {:>6} {:>8.1}  {} ({} confidence)",
             g.name,
             g.class,
             or_unknown(g.size),
@@ -389,7 +400,11 @@ fn write_structure(
         )?;
     }
     if let Some(why) = &r.structural_edits_blocked {
-        writeln!(out, "    structural edits not possible: {why}")?;
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("    structural edits not possible: ", why, "      ")
+        )?;
     }
     Ok(())
 }
@@ -479,7 +494,7 @@ pub fn write_job(
         )?;
     }
     for w in &r.warnings {
-        writeln!(out, "  warning: {w}")?;
+        writeln!(out, "{}", wrapped_words("  warning: ", w, "    "))?;
     }
     Ok(())
 }

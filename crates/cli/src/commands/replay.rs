@@ -21,7 +21,7 @@ use super::analysis::write_trace_analysis;
 use super::job::{shown_ranks, write_job, write_stragglers, MIN_RANKS_SHOWN};
 use super::transfer;
 use super::JobMode;
-use crate::output::{pct, wrapped, WIDTH};
+use crate::output::{pct, wrapped, wrapped_words, WIDTH};
 use crate::usage::usage;
 use crate::{inputs, output, progress};
 
@@ -810,12 +810,7 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
     }
     for w in &t.warnings {
         // Folded at the words: a warning ran to 125 columns.
-        let words: Vec<String> = w.split(' ').map(str::to_owned).collect();
-        writeln!(
-            out,
-            "{}",
-            wrapped("  warning: ", &words, " ", "    ", WIDTH)
-        )?;
+        writeln!(out, "{}", wrapped_words("  warning: ", w, "    "))?;
     }
     Ok(())
 }

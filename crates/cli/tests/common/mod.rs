@@ -28,3 +28,23 @@ pub fn run_ok(cmd: &mut Command) -> std::process::Output {
     );
     out
 }
+
+/// The warnings of a text output, each whole: a warning is folded at its
+/// words into lines of 120 columns, its continuations indented by four.
+pub fn warnings(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for l in text.lines() {
+        if let Some(w) = l.trim_start().strip_prefix("warning: ") {
+            out.push(format!("warning: {w}"));
+            open = true;
+        } else if open && l.starts_with("    ") && !l.trim_start().is_empty() {
+            let last = out.last_mut().unwrap();
+            last.push(' ');
+            last.push_str(l.trim_start());
+        } else {
+            open = false;
+        }
+    }
+    out
+}
