@@ -80,7 +80,8 @@ pub fn run(a: &DemoArgs, out: &mut dyn Write) -> Result<bool> {
     )?;
     writeln!(out, "\n== what this shows")?;
     for line in verdict(&report.replay, &report.what_if) {
-        writeln!(out, "{line}")?;
+        // Sentences of up to 190 columns, folded at the words.
+        writeln!(out, "{}", output::wrapped_words("", &line, ""))?;
     }
     next_steps(out, dir, &files, &report.timeline)?;
     Ok(true)
@@ -152,8 +153,8 @@ fn next_steps(out: &mut dyn Write, dir: &Path, files: &[PathBuf], timeline: &str
     )?;
     writeln!(
         out,
-        "Open {timeline} in Perfetto (ui.perfetto.dev, Open trace file) to see the replayed \
-         timeline; {rank0} is the trace it replays."
+        "Open {timeline} in Perfetto (ui.perfetto.dev, Open trace file)\n\
+         to see the replayed timeline; {rank0} is the trace it replays."
     )?;
     writeln!(out, "\nNext:")?;
     writeln!(out, "  lumos replay {rank0}")?;
