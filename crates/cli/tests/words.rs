@@ -376,6 +376,30 @@ fn tables_fit_120_columns_on_every_corpus_trace() {
     );
 }
 
+/// The collectives table's headings sat up to seven columns off their
+/// values (`ranks` over the algorithm, `RING/SIMPLE` pushing the counts
+/// right); each now ends where its right-aligned column ends.
+#[test]
+fn the_collectives_table_lines_up_under_its_headings() {
+    let Some(dlrm) = corpus(DLRM) else { return };
+    let t = text(&["replay", path_str(&dlrm.join("rank0.json.gz"))]);
+    let mut lines = t.lines().skip_while(|l| !l.starts_with("  collectives "));
+    let heading = lines.next().expect("a collectives table");
+    let rows: Vec<&str> = lines.take_while(|l| l.starts_with("    ")).collect();
+    assert!(rows.len() >= 2, "{t}");
+    let end_of = |line: &str, word: &str| line.find(word).map(|i| i + word.len());
+    for row in rows {
+        // Where each field of the row ends: name, group, ranks, algorithm,
+        // calls, ...
+        let ends: Vec<usize> = (row.char_indices().zip(row.chars().skip(1)))
+            .filter(|&((_, c), next)| c != ' ' && next == ' ')
+            .map(|((i, _), _)| i + 1)
+            .collect();
+        assert_eq!(Some(ends[2]), end_of(heading, "ranks"), "{heading}\n{row}");
+        assert_eq!(Some(ends[4]), end_of(heading, "calls"), "{heading}\n{row}");
+    }
+}
+
 /// `--top 0` asks for no rows: no table of top rows, not their headings
 /// alone; the tables that are not cut by `--top` stay.
 #[test]
@@ -387,7 +411,7 @@ fn top_zero_prints_no_empty_table() {
     let headings = [
         "  top GPU tasks (",
         "  GPU time by launching operator (",
-        "  collectives                   group",
+        "  collectives                 group",
     ];
     let t = text(&["replay", path_str(&ddp)]);
     for heading in headings {

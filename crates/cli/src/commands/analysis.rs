@@ -158,9 +158,20 @@ fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Resul
     if a.collectives.is_empty() || top == 0 {
         return Ok(());
     }
+    // The headings in the rows' own widths, so that each sits over its
+    // column (they drifted by up to seven columns).
     writeln!(
         out,
-        "  collectives                   group      ranks  algorithm   calls   total ms    mean us   algbw GB/s  busbw GB/s"
+        "  {:<27} {:<10} {:>5}  {:<15} {:>6} {:>10} {:>10} {:>12} {:>11}",
+        "collectives",
+        "group",
+        "ranks",
+        "algorithm",
+        "calls",
+        "total ms",
+        "mean us",
+        "algbw GB/s",
+        "busbw GB/s"
     )?;
     let gbps = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
     for c in a.collectives.iter().take(top) {
@@ -171,11 +182,11 @@ fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Resul
         };
         writeln!(
             out,
-            "    {:<25} {:<10} {:>5}  {:<10} {:>6} {:>10.3} {:>10.1} {:>12} {:>11}",
+            "    {:<25} {:<10} {:>5}  {:<15} {:>6} {:>10.3} {:>10.1} {:>12} {:>11}",
             short(&c.collective, 25),
             short(c.process_group.as_deref().unwrap_or("-"), 10),
             c.group_size.map_or("-".into(), |n| n.to_string()),
-            algo,
+            short(&algo, 15),
             c.count,
             c.total_us / 1e3,
             c.mean_us,
