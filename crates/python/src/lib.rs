@@ -290,7 +290,7 @@ fn inspect_files(
         let prepared = inputs::prepare_every(&files, p, &guard)?;
         let (read, ranks, note) = match lumos_store::sort(prepared, job_choice(job)) {
             lumos_store::Sorted::Job(ranks, read) => (read, Some(ranks), None),
-            lumos_store::Sorted::Apart(read, note) => (read, None, note),
+            lumos_store::Sorted::Apart(read, d) => (read, None, d.note()),
         };
         let read: Vec<_> = read.into_iter().flatten().collect();
         p.phase("reporting", 1);

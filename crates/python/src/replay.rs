@@ -128,10 +128,10 @@ pub fn replay_files(
             p.add(1);
             Ok((replayed, None))
         }
-        Sorted::Apart(read, note) => {
+        Sorted::Apart(read, d) => {
             let read: Vec<Prepared> = read.into_iter().flatten().collect();
             p.phase("replaying", read.len() as u64);
-            Ok((replay_apart(read, opts, p)?, note))
+            Ok((replay_apart(read, opts, p)?, d.note()))
         }
     }
 }

@@ -114,9 +114,10 @@ pub enum Sorted<E> {
     /// place).
     Job(Vec<RankInput>, Vec<Result<Prepared, E>>),
     /// Inputs to take one by one, in the order given, each trace's rank in
-    /// place, errors in place; with the line saying why inputs that looked
-    /// like a job are not one, if they did.
-    Apart(Vec<Result<Prepared, E>>, Option<String>),
+    /// place, errors in place; with what detection found, which says why
+    /// inputs that looked like a job are not one, if they did
+    /// ([`Detected::note`], [`Detected::reason`]).
+    Apart(Vec<Result<Prepared, E>>, Detected),
 }
 
 /// The ranks of one job when the inputs prepared are to be handled as one
@@ -128,7 +129,7 @@ pub fn sort<E>(mut prepared: Vec<Result<Prepared, E>>, choice: JobChoice) -> Sor
         looks_like_job(metas)
     };
     if choice == JobChoice::Never || (choice == JobChoice::Detect && !ok(&prepared)) {
-        return Sorted::Apart(prepared, None);
+        return Sorted::Apart(prepared, Detected::Apart);
     }
     // A trace's rank is moved out (and back if the inputs are not one
     // job); a compact file's is a copy of its graph.
@@ -147,7 +148,7 @@ pub fn sort<E>(mut prepared: Vec<Result<Prepared, E>>, choice: JobChoice) -> Sor
         let d = detect_job(&ranks);
         if !matches!(d, Detected::Job) {
             give_back(&mut prepared, ranks);
-            return Sorted::Apart(prepared, d.note());
+            return Sorted::Apart(prepared, d);
         }
     }
     Sorted::Job(ranks, prepared)

@@ -48,11 +48,12 @@ fn ranks_go_back_to_their_inputs_when_the_files_are_not_one_job() {
     let dir = TempDir::new("store-prepared-apart");
     let Some(files) = inputs(&dir) else { return };
     for choice in [JobChoice::Detect, JobChoice::Never] {
-        let Sorted::Apart(read, note) = sort(prepared(&files), choice) else {
+        let Sorted::Apart(read, detected) = sort(prepared(&files), choice) else {
             panic!("{choice:?}: two unrelated ranks are not one job");
         };
         // Both record world size 2 and share no collective: said so when
         // asked to tell, not when told to take them apart.
+        let note = detected.note();
         assert_eq!(note.is_some(), choice == JobChoice::Detect, "{note:?}");
         let got = owners(&read);
         assert_eq!(got[0], Some((files[0].clone(), false)), "{choice:?}");

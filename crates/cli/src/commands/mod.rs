@@ -40,8 +40,10 @@ impl JobMode {
     /// share no collective get one line on stderr saying so.
     pub fn sort(&self, prepared: Vec<Result<Prepared>>) -> Sorted<anyhow::Error> {
         let sorted = self.sort_unsaid(prepared);
-        if let Sorted::Apart(_, Some(note)) = &sorted {
-            output::note(format_args!("{note} (--job replays them as one job)"));
+        if let Sorted::Apart(_, d) = &sorted {
+            if let Some(note) = d.note() {
+                output::note(format_args!("{note} (--job replays them as one job)"));
+            }
         }
         sorted
     }

@@ -114,10 +114,10 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                     all_in = job_all_in;
                     page
                 }
-                Sorted::Apart(read, note) => {
+                Sorted::Apart(read, d) => {
                     return Err(no_page(
                         read.into_iter().filter_map(Result::ok).collect(),
-                        note,
+                        d.reason(),
                     ))
                 }
             }
@@ -190,11 +190,11 @@ fn read_every(files: &[PathBuf], guard: &MemoryGuard) -> Result<Vec<Prepared>> {
 /// or the ranks of one job, and `-o` names one file (`lumos replay` takes
 /// such inputs one by one, each its own report; a page of several
 /// unrelated traces would have no one timeline, step table or verdict to
-/// show). `note` is job detection's reason where the inputs looked like a
-/// job ([`lumos_graph::Detected::note`]). An `.lgraph` file alone keeps no
+/// show). `reason` is job detection's where the inputs looked like a job
+/// ([`lumos_graph::Detected::reason`]). An `.lgraph` file alone keeps no
 /// timeline to replay. A single trace file never comes here: [`file_page`]
 /// reads and replays it.
-fn no_page(read: Vec<Prepared>, note: Option<String>) -> anyhow::Error {
+fn no_page(read: Vec<Prepared>, reason: Option<String>) -> anyhow::Error {
     debug_assert!(
         !matches!(&read[..], [Prepared::Built(_)]),
         "a single trace file is replayed by file_page"
@@ -205,15 +205,8 @@ fn no_page(read: Vec<Prepared>, note: Option<String>) -> anyhow::Error {
              replay alone (it serves jobs, with --job)",
         ),
         _ => {
-            // Detection's reason, less what `lumos replay` then does.
-            let why = match note {
-                Some(n) => {
-                    let n = n
-                        .strip_suffix(": replayed one by one")
-                        .unwrap_or(&n)
-                        .to_owned();
-                    format!("these {n}, so they are not one job")
-                }
+            let why = match reason {
+                Some(r) => format!("these {r}, so they are not one job"),
                 None => format!("these {} traces are not one job", read.len()),
             };
             usage(format!(

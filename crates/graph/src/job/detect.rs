@@ -54,9 +54,18 @@ impl Detected {
     }
 
     /// The one line a front end prints when the inputs looked like a job
-    /// but are not one; `None` otherwise. Front ends add how to force a
-    /// joint replay in their own words (`--job`, `job=True`).
+    /// but are not one and it replays them one by one; `None` otherwise.
+    /// Front ends add how to force a joint replay in their own words
+    /// (`--job`, `job=True`).
     pub fn note(&self) -> Option<String> {
+        self.reason().map(|r| format!("{r}: replayed one by one"))
+    }
+
+    /// Why inputs that looked like a job are not one ("2 traces record
+    /// world size 8 but share no collective"), for a front end that does
+    /// something else with them than [`Detected::note`] says (`lumos
+    /// report` refuses them); `None` where they did not look like one.
+    pub fn reason(&self) -> Option<String> {
         let Detected::Unrelated {
             files,
             recording,
@@ -66,14 +75,11 @@ impl Detected {
             return None;
         };
         Some(if recording == files {
-            format!(
-                "{files} traces record world size {world_size} but share no collective: \
-                 replayed one by one"
-            )
+            format!("{files} traces record world size {world_size} but share no collective")
         } else {
             format!(
                 "{recording} of {files} traces record world size {world_size}, but they share \
-                 no collective: replayed one by one"
+                 no collective"
             )
         })
     }
