@@ -103,7 +103,7 @@ pub use read::{
     read_bytes_with_limits, read_bytes_with_list_budget, read_path, read_path_into,
     read_path_with_progress, EventSink,
 };
-pub use shapes::{Input, InputDims};
+pub use shapes::{Input, InputDims, InputDimsSet};
 pub use write::{
     write_atomic, write_gz_atomic, CollectiveFields, DeviceProperties, DistributedInfo, Fields,
     KinetoWriter, Layout, ObjectList, PgConfig, WriteError,

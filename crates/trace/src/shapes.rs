@@ -1,8 +1,11 @@
 //! `Input Dims`: the shapes PyTorch records for an operator's inputs
 //! (`record_shapes=True`), parsed once by the reader into [`InputDims`].
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
 
 /// One input of an operator, as `Input Dims` records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,19 +65,51 @@ impl InputDims {
     }
 
     /// The value holding `inputs`, in order.
-    pub fn from_inputs<'a>(inputs: impl IntoIterator<Item = Input<'a>>) -> InputDims {
-        let mut ends = Vec::new();
-        let mut sizes = Vec::new();
-        for input in inputs {
-            match input {
-                Input::Tensor(d) => {
-                    sizes.extend_from_slice(d);
-                    ends.push(sizes.len() as i64);
-                }
-                Input::Other => ends.push(!(sizes.len() as i64)),
+    pub fn from_inputs<'a, I>(inputs: I) -> InputDims
+    where
+        I: IntoIterator<Item = Input<'a>>,
+        I::IntoIter: Clone,
+    {
+        let mut data = Vec::new();
+        Self::encode(inputs, &mut data);
+        InputDims { data: data.into() }
+    }
+
+    /// Writes `inputs` into `data` in [`InputDims`]' layout, in two passes
+    /// over them so that `data` grows once: a stored graph's reader makes
+    /// one per scope with shapes, and growing three vectors cost more than
+    /// the rest of the conversion.
+    fn encode<'a, I>(inputs: I, data: &mut Vec<i64>)
+    where
+        I: IntoIterator<Item = Input<'a>>,
+        I::IntoIter: Clone,
+    {
+        let inputs = inputs.into_iter();
+        let (mut n, mut total) = (0usize, 0usize);
+        for input in inputs.clone() {
+            n += 1;
+            if let Input::Tensor(d) = input {
+                total += d.len();
             }
         }
-        Self::assemble(&ends, &sizes)
+        data.clear();
+        data.reserve(1 + n + total);
+        data.push(n as i64);
+        let mut end = 0i64;
+        for input in inputs.clone() {
+            match input {
+                Input::Tensor(d) => {
+                    end += d.len() as i64;
+                    data.push(end);
+                }
+                Input::Other => data.push(!end),
+            }
+        }
+        for input in inputs {
+            if let Input::Tensor(d) = input {
+                data.extend_from_slice(d);
+            }
+        }
     }
 
     fn assemble(ends: &[i64], sizes: &[i64]) -> InputDims {
@@ -127,6 +162,44 @@ impl InputDims {
     /// Every input, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Input<'_>> + '_ {
         (0..self.len()).map(|i| self.get(i).unwrap_or(Input::Other))
+    }
+}
+
+// `InputDims` hashes and compares as its `data` slice (the derives see
+// one field, and `Arc<[i64]>` hashes as the slice it holds), so a set of
+// them can be searched by an encoded slice.
+impl Borrow<[i64]> for InputDims {
+    fn borrow(&self) -> &[i64] {
+        &self.data
+    }
+}
+
+/// Distinct [`InputDims`], each held once: [`Self::shared`] gives the
+/// value already held for an equal list, and allocates only for a new one.
+/// How a stored graph's reader shares the shapes its scopes repeat.
+#[derive(Default)]
+pub struct InputDimsSet {
+    seen: FxHashSet<InputDims>,
+    scratch: Vec<i64>,
+}
+
+impl InputDimsSet {
+    /// The value for `inputs`: the one held if an equal list was given
+    /// before, else a new one, held from now on.
+    pub fn shared<'a, I>(&mut self, inputs: I) -> InputDims
+    where
+        I: IntoIterator<Item = Input<'a>>,
+        I::IntoIter: Clone,
+    {
+        InputDims::encode(inputs, &mut self.scratch);
+        if let Some(have) = self.seen.get(self.scratch.as_slice()) {
+            return have.clone();
+        }
+        let dims = InputDims {
+            data: self.scratch.as_slice().into(),
+        };
+        self.seen.insert(dims.clone());
+        dims
     }
 }
 
@@ -315,5 +388,18 @@ mod tests {
             InputDims::from_inputs([Input::Tensor(&[4, 4]), Input::Other, Input::Tensor(&[])]);
         assert_eq!(built, InputDims::parse("[[4, 4], [[1]], []]").unwrap());
         assert_ne!(built, InputDims::parse("[[4, 4], [], []]").unwrap());
+    }
+
+    #[test]
+    fn a_set_holds_each_distinct_list_once() {
+        let mut set = InputDimsSet::default();
+        let a = set.shared([Input::Tensor(&[4, 4]), Input::Other]);
+        let b = set.shared([Input::Tensor(&[4, 4]), Input::Other]);
+        let c = set.shared([Input::Tensor(&[4]), Input::Tensor(&[4])]);
+        assert!(Arc::ptr_eq(&a.data, &b.data), "an equal list is shared");
+        assert!(!Arc::ptr_eq(&a.data, &c.data));
+        assert_eq!(a, InputDims::parse("[[4, 4], 1]").unwrap());
+        assert_eq!(c, InputDims::parse("[[4], [4]]").unwrap());
+        assert_eq!(set.seen.len(), 2);
     }
 }

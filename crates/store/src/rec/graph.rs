@@ -9,7 +9,7 @@ use lumos_graph::{
     Collective, Edge, Graph, Measured, NameId, ProcId, ProcKind, Processor, RuntimeDep, Scope,
     ScopeId, Span, Step, Task, TaskId, WaitTarget,
 };
-use lumos_trace::{Input, InputDims};
+use lumos_trace::{Input, InputDims, InputDimsSet};
 use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 
@@ -270,7 +270,7 @@ impl GraphRec {
             })
             .collect::<Result<Vec<_>, Bad>>()?;
         let n_scopes = self.scopes.len();
-        let mut shared: FxHashSet<InputDims> = FxHashSet::default();
+        let mut shared = InputDimsSet::default();
         let mut types: FxHashSet<Arc<str>> = FxHashSet::default();
         let scopes = self
             .scopes
@@ -470,16 +470,11 @@ fn input_type(text: String, shared: &mut FxHashSet<Arc<str>>) -> Arc<str> {
 
 /// The `Input Dims` of a record, one allocation per distinct list (as the
 /// reader shares them).
-fn input_dims(d: &[InputRec], shared: &mut FxHashSet<InputDims>) -> InputDims {
-    let dims = InputDims::from_inputs(d.iter().map(|x| match x {
+fn input_dims(d: &[InputRec], shared: &mut InputDimsSet) -> InputDims {
+    shared.shared(d.iter().map(|x| match x {
         InputRec::Tensor(s) => Input::Tensor(s),
         InputRec::Other => Input::Other,
-    }));
-    if let Some(have) = shared.get(&dims) {
-        return have.clone();
-    }
-    shared.insert(dims.clone());
-    dims
+    }))
 }
 
 /// Spans as (start minus the previous start, length): small numbers.
