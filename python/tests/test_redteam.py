@@ -314,3 +314,29 @@ def test_a_folder_lists_names_that_are_not_utf8_as_the_cli(corpus, tmp_path, cli
     r = lumos.replay(folder, progress=False)
     assert r.report == cli_json(["replay", str(folder)])
     assert r.report == lumos.replay(paths[0], progress=False).report
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="names that are not UTF-8: Linux file systems")
+def test_load_job_of_a_folder_and_its_lgraph_files_keep_names_that_are_not_utf8(
+    corpus, tmp_path, cli_json
+):
+    # load_job of a folder lists `tr\xff.json.gz` as the CLI's `inspect`
+    # of the folder does (both went through lumos_trace::trace_files_under,
+    # which left it out). Its .lgraph file named its trace `tr\ufffd.json.gz`
+    # (format 4 stored the path as UTF-8 text), so Job.paths named no
+    # file; format 5 keeps the bytes.
+    from lumos.distributed import ingest_rank
+
+    folder = tmp_path / "traces"
+    (path,) = _not_utf8(corpus, folder, stems=(b"tr\xff",))
+    job = lumos.load_job(folder, progress=False)
+    assert [os.fsencode(p) for p in job.paths] == [path]
+    # The CLI lists the same one file (its JSON shows names as text).
+    cli = cli_json(["inspect", str(folder)])
+    assert [t["path"] for t in cli["traces"]] == [path.decode("utf-8", "replace")]
+    lg = os.fsencode(tmp_path / "lg")
+    written = ingest_rank(path, lg)
+    from_lgraph = lumos.load_job(os.fsdecode(lg), progress=False)
+    assert [os.fsencode(p) for p in from_lgraph.paths] == [path]
+    assert os.path.isfile(from_lgraph.paths[0])
+    assert os.fsencode(written) == os.path.join(lg, b"tr\xff.lgraph")

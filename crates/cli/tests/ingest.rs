@@ -301,4 +301,11 @@ fn names_that_are_not_utf8_keep_their_bytes() {
         &traces.join(name(b"tr\xff", ".json.gz")),
         &lg,
     );
+    // And names its outputs after it: format 4 kept the trace's path as
+    // UTF-8 text, so they were `tr\u{FFFD}.replayed.json.gz` (format 5
+    // keeps its bytes).
+    let out = dir.join("from-lgraph");
+    let o = out.to_str().unwrap();
+    ok(run(&["replay", "--out", o], &[lg.as_path()]));
+    assert_eq!(listed(&out), [name(b"tr\xff", ".replayed.json.gz")]);
 }

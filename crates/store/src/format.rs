@@ -15,8 +15,9 @@ use crate::error::{Problem, StoreError};
 /// the CR LF pair catch transfers that mangle binary files as text.
 pub const MAGIC: [u8; 8] = *b"\x89LGRF\r\n\x1a";
 
-/// The version of the format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 4;
+/// The version of the format this build writes and reads (5: the trace's
+/// path stored as its bytes, not as UTF-8 text; docs/LGRAPH.md).
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Bytes of the fixed prefix: magic, format version, section count, the
 /// writer's lumos version (NUL-padded), and the prefix's checksum.

@@ -121,16 +121,22 @@ fn other_versions_and_other_files_are_told_apart() {
     let good = dir.join("good.lgraph");
     ingest_file(&c.path("micro/a100-event-sync.json.gz"), &good).unwrap();
     let mut bytes = std::fs::read(&good).unwrap();
-    bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
-    let other = dir.join("v7.lgraph");
-    std::fs::write(&other, &bytes).unwrap();
-    let e = read_summary(&other).unwrap_err();
-    assert!(e.is_version());
-    let m = e.to_string();
-    assert!(
-        m.contains("v7.lgraph") && m.contains("version 7") && m.contains("ingest"),
-        "{m}"
-    );
+    // A later version, and format 4, whose paths were UTF-8 text: its
+    // records decode, but the rule is one version read (docs/LGRAPH.md).
+    for v in [7u32, 4] {
+        bytes[8..12].copy_from_slice(&v.to_le_bytes());
+        let other = dir.join(format!("v{v}.lgraph"));
+        std::fs::write(&other, &bytes).unwrap();
+        let e = read_summary(&other).unwrap_err();
+        assert!(e.is_version());
+        let m = e.to_string();
+        assert!(
+            m.contains(&format!("v{v}.lgraph"))
+                && m.contains(&format!("version {v} "))
+                && m.contains("reads version 5: ingest the trace again"),
+            "{m}"
+        );
+    }
 
     let json = dir.join("trace.lgraph");
     std::fs::write(&json, b"{\"traceEvents\": []}").unwrap();
@@ -451,4 +457,36 @@ fn representatives_name_a_file_without_a_rank() {
             "{messages:?}"
         );
     }
+}
+
+/// The trace's path is kept as its bytes (format 5): a name that is not
+/// UTF-8 was stored as `tr\u{FFFD}.json.gz` (format 4), so what is named
+/// after the trace from its `.lgraph` file named no file.
+#[cfg(unix)]
+#[test]
+fn a_trace_path_that_is_not_utf8_reads_back_as_its_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-not-utf8");
+    let trace = dir.join(std::ffi::OsStr::from_bytes(b"tr\xff.json.gz"));
+    std::fs::copy(c.path("micro/a100-event-sync.json.gz"), &trace).unwrap();
+    let out = dir.join("rank.lgraph");
+    ingest_file(&trace, &out).unwrap();
+    let stored = read_stored(&out).unwrap();
+    assert_eq!(stored.facts.path, trace);
+    assert_eq!(stored.summary.source.path, trace);
+    assert_eq!(read_summary(&out).unwrap().source.path, trace);
+    assert_eq!(read_rank(&out).unwrap().meta.path, trace);
+    // Read back whole, as the trace gives it.
+    let built = StoredRank::from_trace(
+        &lumos_trace::read_path(&trace).unwrap(),
+        Source::of_file(&trace),
+    );
+    assert_eq!(
+        text(&StoredRank {
+            compact: None,
+            ..stored
+        }),
+        text(&built)
+    );
 }

@@ -1,6 +1,6 @@
 //! Records of the summary and of what the trace said about itself.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use lumos_graph::ProgramSignature;
 use lumos_trace::{Device, ProcessGroup, TraceMeta, MAX_WORLD_SIZE};
@@ -13,7 +13,7 @@ use crate::stored::{RankSummary, Source, TraceFacts};
 #[derive(Serialize, Deserialize)]
 pub(crate) struct HeadRec {
     lumos_version: String,
-    source_path: String,
+    source_path: Vec<u8>,
     source_bytes: u64,
     source_modified_ns: Option<i64>,
     rank: u32,
@@ -44,7 +44,7 @@ impl HeadRec {
         } = s;
         HeadRec {
             lumos_version: lumos_version.clone(),
-            source_path: source.path.to_string_lossy().into_owned(),
+            source_path: path_bytes(&source.path),
             source_bytes: source.bytes,
             source_modified_ns: source.modified_ns,
             rank: *rank,
@@ -78,7 +78,7 @@ impl HeadRec {
             devices: self.devices,
             json_bytes: self.json_bytes,
             source: Source {
-                path: PathBuf::from(self.source_path),
+                path: path_of_bytes(self.source_path),
                 bytes: self.source_bytes,
                 modified_ns: self.source_modified_ns,
             },
@@ -107,7 +107,7 @@ struct GroupRec {
 
 #[derive(Serialize, Deserialize)]
 pub(crate) struct FactsRec {
-    path: String,
+    path: Vec<u8>,
     json_bytes: u64,
     gzipped: bool,
     events_total: u64,
@@ -148,7 +148,7 @@ impl FactsRec {
             hostname: _,
         } = &f.meta;
         FactsRec {
-            path: f.path.to_string_lossy().into_owned(),
+            path: path_bytes(&f.path),
             json_bytes: f.json_bytes,
             gzipped: f.gzipped,
             events_total: f.events_total,
@@ -194,7 +194,7 @@ impl FactsRec {
     pub(crate) fn into_facts(self) -> Result<TraceFacts, Bad> {
         world_size_in_range(self.world_size)?;
         Ok(TraceFacts {
-            path: PathBuf::from(self.path),
+            path: path_of_bytes(self.path),
             json_bytes: self.json_bytes,
             gzipped: self.gzipped,
             meta: TraceMeta {
@@ -252,5 +252,38 @@ fn world_size_in_range(w: Option<u32>) -> Result<(), Bad> {
             Err(Bad(format!("world size {w} is above {MAX_WORLD_SIZE}")))
         }
         _ => Ok(()),
+    }
+}
+
+/// A path as the format stores it (since format 5): its bytes. On Unix a
+/// path is bytes, so a trace whose name is not UTF-8 (`tr\xff.json.gz`)
+/// keeps its name, and what is named after it from its `.lgraph` file
+/// (timelines, the paths the Python package hands back) names it as its
+/// trace does; format 4 stored UTF-8 text, `tr\u{FFFD}.json.gz`, which
+/// named no file. Elsewhere the path's text, read lossily.
+fn path_bytes(path: &Path) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        path.to_string_lossy().into_owned().into_bytes()
+    }
+}
+
+/// The path [`path_bytes`] stored. Any bytes are a path on Unix; elsewhere
+/// bytes that are not UTF-8 (a file written on Unix) are read lossily,
+/// since the path only names the trace in what is reported.
+fn path_of_bytes(bytes: Vec<u8>) -> PathBuf {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        PathBuf::from(std::ffi::OsString::from_vec(bytes))
+    }
+    #[cfg(not(unix))]
+    {
+        PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
     }
 }
