@@ -340,3 +340,19 @@ def test_load_job_of_a_folder_and_its_lgraph_files_keep_names_that_are_not_utf8(
     assert [os.fsencode(p) for p in from_lgraph.paths] == [path]
     assert os.path.isfile(from_lgraph.paths[0])
     assert os.fsencode(written) == os.path.join(lg, b"tr\xff.lgraph")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="names that are not UTF-8: Linux file systems")
+def test_a_rank_is_read_from_a_name_that_is_not_utf8(corpus, tmp_path, cli_json):
+    # mi250-toy-train records no rank: `n_rank3.json.gz` is rank 3 by its
+    # name, and `n\xff_rank3.json.gz` was rank 0 (the name was not read),
+    # in the CLI and the package alike (lumos_trace::rank_from_file_name).
+    import shutil
+
+    trace = corpus / "single-rank" / "mi250-toy-train.json.gz"
+    path = os.path.join(os.fsencode(tmp_path), b"n\xff_rank3.json.gz")
+    shutil.copyfile(trace, path)
+    with pytest.warns(UserWarning, match="ranks have no file: 0, 1, 2"):
+        assert lumos.load_job(path, progress=False).ranks == [3]
+    (cli,) = cli_json(["inspect", os.fsdecode(path)])["traces"]
+    assert (cli["rank"], cli["rank_source"]) == (3, "file_name")

@@ -1263,9 +1263,12 @@ fn counted(n: u64, one: &str, many: &str) -> String {
 }
 
 /// The number after the last `rank` in a file name (`rank3.json.gz`,
-/// `foo_rank_12.json`, `rank0of8`), if any.
+/// `foo_rank_12.json`, `rank0of8`), if any. A name that is not UTF-8 is
+/// read lossily, as [`crate::trace_files_under`] lists it: what is looked
+/// for is ASCII, so `n\xff_rank3.json.gz` is rank 3 (it was no rank, and
+/// rank 0 beside `n_rank3.json.gz`'s 3).
 pub fn rank_from_file_name(path: &Path) -> Option<u32> {
-    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
     let at = name.rfind("rank")?;
     let rest = name[at + 4..].trim_start_matches(['_', '-']);
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
@@ -1285,6 +1288,16 @@ mod tests {
         );
         assert_eq!(rank_from_file_name(Path::new("x_RANK_12.json")), Some(12));
         assert_eq!(rank_from_file_name(Path::new("trace.json")), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn rank_from_a_name_that_is_not_utf8() {
+        use std::os::unix::ffi::OsStrExt;
+        let name = |b: &[u8]| rank_from_file_name(Path::new(std::ffi::OsStr::from_bytes(b)));
+        assert_eq!(name(b"n\xff_rank3.json.gz"), Some(3));
+        assert_eq!(name(b"rank\xff3.json.gz"), None);
+        assert_eq!(name(b"tr\xff.json.gz"), None);
     }
 
     #[test]

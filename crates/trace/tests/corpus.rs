@@ -124,3 +124,26 @@ fn timestamps_are_integer_nanoseconds() {
     assert!(t.events.iter().all(|e| e.ts_ns % 1000 == 0));
     assert!(t.events.iter().any(|e| e.ts_ns > 1_600_000_000_000_000_000));
 }
+
+/// A trace whose name is not UTF-8 takes its rank from its name as the
+/// same trace named in UTF-8 does (the name was not read at all: rank 0,
+/// `default`, where `n_rank3.json.gz` is rank 3 by its name).
+#[cfg(unix)]
+#[test]
+fn a_name_that_is_not_utf8_gives_its_rank() {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = lumos_testkit::TempDir::new("trace-rank-not-utf8");
+    // It records no rank of its own (distributedInfo).
+    let trace = c.path("single-rank/mi250-toy-train.json.gz");
+    let mut got = Vec::new();
+    for name in [&b"n_rank3.json.gz"[..], b"n\xff_rank3.json.gz"] {
+        let path = dir.join(std::ffi::OsStr::from_bytes(name));
+        std::fs::copy(&trace, &path).unwrap();
+        let meta = read_path(&path).unwrap().meta;
+        got.push((meta.rank, meta.rank_source));
+    }
+    assert_eq!(got, [(3, lumos_trace::RankSource::FileName); 2]);
+}
