@@ -1460,11 +1460,24 @@ fn a_prediction_into_a_directory_replaces_an_earlier_one_whole() {
     };
     predict(&["--pp", "4", "--layers", "8"]);
     assert_eq!(files_in(&out).len(), 4);
+    // One of them copied under a name that is not UTF-8, which `replay
+    // DIR` lists (lossily) as it lists the others: it was kept, and read
+    // as its rank a second time.
+    let mut earlier = 2;
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let renamed = out.join(std::ffi::OsStr::from_bytes(b"r\xff.predicted.json.gz"));
+        std::fs::copy(&files_in(&out)[0], renamed).unwrap();
+        earlier += 1;
+    }
     // The identity writes two stages: the other two of the earlier
     // prediction would join them as ranks of the job `replay DIR` reads.
     let err = predict(&[]);
     assert!(
-        err.contains("removed 2 predicted timelines of an earlier prediction"),
+        err.contains(&format!(
+            "removed {earlier} predicted timelines of an earlier prediction"
+        )),
         "{err}"
     );
     let names: Vec<String> = (files_in(&out).iter())

@@ -374,8 +374,11 @@ fn remove_earlier_predictions(dir: &Path, now: &[&Path], read: &[PathBuf]) -> Re
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("--out {}: cannot list the directory", dir.display()))?;
     for path in entries.flatten().map(|e| e.path()) {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if !lumos_trace::is_predicted_timeline(name) || !path.is_file() || now.contains(&&*path) {
+        // Lossily, as `lumos replay DIR` lists them
+        // (`predicted_timelines_under`): a name that is not UTF-8 was kept
+        // here and read there as one more rank.
+        let name = (path.file_name()).map_or_else(Default::default, |n| n.to_string_lossy());
+        if !lumos_trace::is_predicted_timeline(&name) || !path.is_file() || now.contains(&&*path) {
             continue;
         }
         if inputs::output_not_an_input(&path, read, "--out").is_err() {
