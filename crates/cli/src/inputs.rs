@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::OnceLock;
 
@@ -52,12 +53,55 @@ pub fn read_rank(f: &Path) -> Result<RankInput> {
     lumos_store::read_rank_input(f).map_err(input_error)
 }
 
+/// The file standard input is read through.
+const STDIN_FILE: &str = "/dev/stdin";
+
+/// What the reports and messages call standard input given as `-`: not
+/// the `/dev/stdin` it is read through, which the user never typed (as
+/// `gzip` and `zcat` name it).
+pub const STDIN_NAME: &str = "stdin";
+
+/// Set once an input argument is `-`: from then on [`STDIN_FILE`] in a
+/// report or a message is standard input, shown as [`STDIN_NAME`].
+static STDIN_GIVEN: AtomicBool = AtomicBool::new(false);
+
 /// The file an input argument names: `-` is standard input
-/// (`/dev/stdin`, which errors then name), as Unix tools take it.
+/// (`/dev/stdin`, which reports and errors then call [`STDIN_NAME`]:
+/// [`named`]), as Unix tools take it.
 pub fn input_path(p: &Path) -> PathBuf {
     match cfg!(unix) && p.as_os_str() == "-" {
-        true => PathBuf::from("/dev/stdin"),
+        true => {
+            STDIN_GIVEN.store(true, Ordering::Relaxed);
+            PathBuf::from(STDIN_FILE)
+        }
         false => p.to_owned(),
+    }
+}
+
+/// `path` as reports name it: [`STDIN_NAME`] for standard input given as
+/// `-`, else `path` (a `/dev/stdin` typed as such stays so).
+pub fn named(path: &str) -> &str {
+    if STDIN_GIVEN.load(Ordering::Relaxed) && path == STDIN_FILE {
+        STDIN_NAME
+    } else {
+        path
+    }
+}
+
+/// Renames a report's `path` as [`named`] names it.
+pub fn rename_stdin(path: &mut String) {
+    if named(path) != path {
+        *path = STDIN_NAME.to_owned();
+    }
+}
+
+/// `text` (a message: an error, a note, a progress line) with the path
+/// standard input given as `-` is read through named [`STDIN_NAME`].
+pub fn stdin_named_in(text: &str) -> std::borrow::Cow<'_, str> {
+    if STDIN_GIVEN.load(Ordering::Relaxed) && text.contains(STDIN_FILE) {
+        text.replace(STDIN_FILE, STDIN_NAME).into()
+    } else {
+        text.into()
     }
 }
 

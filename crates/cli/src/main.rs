@@ -137,7 +137,7 @@ fn main() -> ExitCode {
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if usage::is_usage(&e) => {
             if usage::help_helps(&e) {
-                output::error(format_args!("{e:#}\n\nFor more information, try '--help'."));
+                output::error_with_help(format_args!("{e:#}"));
             } else {
                 output::error(format_args!("{e:#}"));
             }

@@ -206,6 +206,23 @@ fn io_error(e: serde_json::Error) -> io::Error {
     io::Error::from(e)
 }
 
+/// A trace's name (or a path) as a person is shown it: what would act on
+/// the terminal escaped, backslashes doubled, an empty name `""`
+/// ([`lumos_report::text::shown`]). Every name a text table or message
+/// holds goes through it, so one name never reads as another.
+pub use lumos_report::text::shown;
+
+/// Each of `items` [`shown`].
+pub fn shown_all(items: &[String]) -> Vec<String> {
+    items.iter().map(|s| shown(s).into_owned()).collect()
+}
+
+/// A path as messages and reports show it ([`shown`]: one line whatever
+/// it holds).
+pub fn shown_path(p: &std::path::Path) -> String {
+    shown(&p.display().to_string()).into_owned()
+}
+
 /// `n` and the noun that agrees with it: "1 thread", "2 threads".
 pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -301,16 +318,48 @@ pub fn wrapped_words(head: &str, text: &str, indent: &str) -> String {
     wrapped(head, &words, " ", indent, WIDTH)
 }
 
-/// Prints `error: <message>` on stderr. A stderr that cannot be written
-/// (closed, or a broken pipe) is ignored: there is nowhere else to say it.
+/// Prints `error: <message>` on stderr, on one line: the message
+/// [`shown`] whole, so a path or name in it holding a newline (`a\nb.json`)
+/// is written `a\nb.json` and cannot break it in two. A stderr that cannot
+/// be written (closed, or a broken pipe) is ignored: there is nowhere
+/// else to say it.
 pub fn error(message: impl Display) {
-    let _ = writeln!(Shown::new(io::stderr().lock()), "error: {message}");
+    say("error", message, "");
 }
 
-/// Prints `note: <message>` on stderr: something the user should know
-/// about how the inputs were taken, which is no failure.
+/// [`error`], then a blank line and where to read more: a usage error
+/// that `--help` answers.
+pub fn error_with_help(message: impl Display) {
+    say("error", message, "\n\nFor more information, try '--help'.");
+}
+
+/// Prints `note: <message>` on stderr, on one line as [`error`] does:
+/// something the user should know about how the inputs were taken, which
+/// is no failure.
 pub fn note(message: impl Display) {
-    let _ = writeln!(Shown::new(io::stderr().lock()), "note: {message}");
+    say("note", message, "");
+}
+
+/// Writes `<label>: <message, shown><after>` and a newline on stderr.
+fn say(label: &str, message: impl Display, after: &str) {
+    let text = message.to_string();
+    let _ = writeln!(
+        Shown::new(io::stderr().lock()),
+        "{label}: {}{after}",
+        one_line(&text)
+    );
+}
+
+/// `text` (a message, a progress line) as one line: [`shown`] but for the
+/// quotes it puts around a blank name (a message is not a name), with
+/// standard input named as the reports name it
+/// ([`crate::inputs::stdin_named_in`]).
+pub fn one_line(text: &str) -> String {
+    let text = crate::inputs::stdin_named_in(text);
+    if text.trim_start_matches(' ').is_empty() {
+        return text.into_owned();
+    }
+    shown(&text).into_owned()
 }
 
 /// True when `e`, or anything in its chain of causes, is a broken pipe:

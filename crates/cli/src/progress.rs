@@ -5,8 +5,8 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use crate::output::one_line;
 use indicatif::{ProgressBar, ProgressStyle};
-use lumos_report::text::shown;
 
 /// Whether bars are drawn: stderr is a terminal and `LUMOS_NO_PROGRESS`
 /// is unset.
@@ -21,7 +21,7 @@ fn styled(bar: ProgressBar, template: &str, msg: &str) -> ProgressBar {
     bar.set_style(
         ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    bar.set_message(shown(msg).into_owned());
+    bar.set_message(one_line(msg));
     bar
 }
 
@@ -75,10 +75,11 @@ pub struct FileWork {
 impl FileWork {
     /// A spinner saying `what` (e.g. "replaying FILE").
     pub fn new(what: String) -> FileWork {
-        let what = shown(&what).into_owned();
+        // The spinner shows its message; `what` is kept shown for the
+        // messages that follow.
         FileWork {
             bar: spinner(&what),
-            what,
+            what: one_line(&what),
         }
     }
 

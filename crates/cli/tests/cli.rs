@@ -570,6 +570,13 @@ fn a_trace_read_from_a_pipe_replays_as_the_file() {
             got["traces"][0]["steps"], replayed["traces"][0]["steps"],
             "{what}"
         );
+        // `-` is named `stdin`, not the `/dev/stdin` it is read through;
+        // `/dev/stdin` typed is named as typed.
+        let name = if path == "-" { "stdin" } else { "/dev/stdin" };
+        assert_eq!(got["traces"][0]["path"], name, "{what}");
+        let out = piped(&["inspect", path], bytes);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.lines().next(), Some(name), "{what}: {text}");
         assert_eq!(got["summary"], replayed["summary"], "{what}");
         let got = json(&["predict", "--dp", "16"]);
         for key in ["steps", "stages", "confidence"] {
@@ -599,8 +606,16 @@ fn a_trace_read_from_a_pipe_replays_as_the_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("/dev/stdin: is a compact graph (.lgraph) read as a trace"),
+        err.starts_with("error: stdin: is a compact graph (.lgraph) read as a trace"),
         "{err}"
+    );
+    // A broken trace on standard input: named so in the error.
+    let out = piped(&["inspect", "-"], b"{\"traceEvents\": [");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        "error: stdin: truncated JSON: input ends at byte 17 inside traceEvents after 0 events\n"
     );
 }
 

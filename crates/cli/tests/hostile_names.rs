@@ -263,3 +263,106 @@ fn the_longest_task_on_the_path_is_named_on_one_short_line() {
         cut.chars().count()
     );
 }
+
+/// A kernel named with a newline and another with a backslash and an `n`
+/// (`a\nb` as typed) read as two names, not one: the escape doubles every
+/// backslash. An operator named `""` is shown so, not as a blank cell.
+#[test]
+fn a_backslash_and_an_escape_read_apart_and_an_empty_name_is_quoted() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let bytes = lumos_testkit::gunzip_file(&corpus.path("single-rank/mi250-toy-train.json.gz"));
+    let text = String::from_utf8(bytes).unwrap();
+    // Two kernels of two launches each (named again in each launch's
+    // arguments), and their launching operator.
+    let fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, \
+                at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, \
+                at::detail::Array<char*, 1>)";
+    let add =
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, \
+               at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, \
+               at::detail::Array<char*, 3>)";
+    for n in [fill, add] {
+        assert_eq!(text.matches(&format!("\"{n}\"")).count(), 4, "{n}");
+    }
+    assert_eq!(text.matches("\"aten::fill_\"").count(), 2);
+    let text = text
+        // A backslash and an `n`, then a newline, as JSON spells them.
+        .replace(&format!("\"{fill}\""), r#""fill\\nkernel""#)
+        .replace(&format!("\"{add}\""), r#""fill\nkernel""#)
+        .replace("\"aten::fill_\"", "\"\"");
+    let dir = TempDir::new("hostile-backslash");
+    let path = dir.path().join("toy.json");
+    std::fs::write(&path, text).unwrap();
+    let out = run_ok(lumos().args(["replay", "--top", "20"]).arg(&path));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let rows = |name: &str| {
+        stdout
+            .lines()
+            .filter(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .count()
+    };
+    // In the kernels' table, and beside their operators.
+    assert_eq!(rows(r"fill\nkernel"), 1, "{stdout}");
+    assert_eq!(rows(r"fill\\nkernel"), 1, "{stdout}");
+    assert_eq!(rows(r#""""#), 1, "{stdout}");
+    let row = (stdout.lines())
+        .find(|l| l.trim_start().starts_with(r#""" "#))
+        .unwrap();
+    assert!(row.ends_with(r"fill\\nkernel"), "{row}");
+    // --json has the exact names.
+    let v = common::lumos_json(&["replay", "--top", "20"], std::slice::from_ref(&path));
+    let ops = &v["traces"][0]["analysis"]["measured"]["operators"];
+    assert!(
+        ops.as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["operator"] == "" && o["top_kernel"] == "fill\\nkernel"),
+        "{ops}"
+    );
+}
+
+/// An error naming a file whose name holds a newline (or a backslash)
+/// stays one line: the path is shown as the tables show names, in every
+/// command that reads traces.
+#[test]
+fn an_error_naming_a_path_with_a_newline_is_one_line() {
+    let dir = TempDir::new("hostile-error-path");
+    let bad = dir.path().join("bad\nx.json");
+    std::fs::write(&bad, "{\"traceEvents\": [").unwrap();
+    let missing = dir.path().join(r"gone\n.json");
+    let shown_dir = dir.path().to_str().unwrap().replace('\\', r"\\");
+    let want_bad = format!(
+        "error: {shown_dir}/bad\\nx.json: truncated JSON: input ends at byte 17 inside \
+         traceEvents after 0 events"
+    );
+    let want_missing = format!("error: {shown_dir}/gone\\\\n.json: no such file");
+    let html = dir.path().join("page.html");
+    let lgraph = dir.path().join("out");
+    let (b, m) = (bad.to_str().unwrap(), missing.to_str().unwrap());
+    for args in [
+        vec!["replay", b, m],
+        vec!["inspect", b, m],
+        vec!["report", "-o", html.to_str().unwrap(), b, m],
+        vec!["ingest", "-o", lgraph.to_str().unwrap(), b, m],
+        vec!["predict", "--dp", "2", b, m],
+    ] {
+        let out = lumos().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert!(lines.contains(&want_bad.as_str()), "{args:?}: {stderr}");
+        if args[0] != "predict" {
+            // predict stops at its first input that cannot be read.
+            assert!(lines.contains(&want_missing.as_str()), "{args:?}: {stderr}");
+        }
+        assert!(lines.iter().all(|l| l.starts_with("error: ")), "{stderr}");
+    }
+    let out = lumos().args(["diff", b, m]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!("{want_bad}\n")
+    );
+}

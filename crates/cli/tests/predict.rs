@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{lumos, lumos_json as json, run_ok};
+use common::{lumos, lumos_json as json, run_ok, sentence};
 use lumos_testkit::TempDir;
 
 fn temp_dir(what: &str) -> TempDir {
@@ -705,11 +705,16 @@ fn kernels_network_and_human_output() {
         let points = if buckets == 1 { "point" } else { "points" };
         let want =
             format!(" {collectives} collectives ({sized} with a size), {buckets} fit {points}, ");
-        let line = (text.lines())
-            .find(|x| x.starts_with(&format!("  network {link} ")))
+        // The line and its folds (at 120 columns), whole.
+        let line = sentence(&text, &format!("network {link} "), 4)
             .unwrap_or_else(|| panic!("no {link} line in\n{text}"));
         assert!(line.contains(&want), "{want:?} not in {line:?}");
     }
+    let judged = sentence(&text, "GPU time ", 6).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        judged.contains("% modelled; critical path through inferred dependencies up to "),
+        "{judged}"
+    );
     for want in [
         "traced: tp2 pp2 dp2",
         "target: tp1 pp2 dp2",
@@ -717,7 +722,6 @@ fn kernels_network_and_human_output() {
         "GEMM curve",
         "assumption: hidden 1024 -> 2048",
         "confidence: ",
-        "% modelled; critical path through inferred dependencies",
         "models used: gemm",
     ] {
         assert!(text.contains(want), "{want:?} not in\n{text}");

@@ -9,7 +9,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{lumos, lumos_json};
+use common::{lumos, lumos_json, sentence};
 
 /// A corpus file, or `None` when the corpus is absent.
 fn corpus(rel: &str) -> Option<PathBuf> {
@@ -268,10 +268,10 @@ fn issue_15_dependencies_not_reattached_say_what_they_mean() {
         path_str(&traces),
     ]);
     let t = text(&["predict", path_str(&traces), "--pp", "4"]);
-    let line = t
-        .lines()
-        .find(|l| l.contains("dependencies not re-attached"))
+    // One sentence, folded at its words.
+    let line = sentence(&t, "dependencies not re-attached: ", 4)
         .unwrap_or_else(|| panic!("a --pp 4 rebuild drops a few dependencies:\n{t}"));
+    assert!(too_wide(&t).is_empty(), "{t}");
     // A share of all dependencies, and what it does to the prediction.
     let (count, rest) = line
         .split_once("dependencies not re-attached: ")
@@ -328,12 +328,17 @@ fn too_wide(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Every line of `replay` and `inspect` fits 120 columns on every corpus
-/// trace, and so do `replay` of a job and `diff`: the per-step table ran to 155
+/// Every line of `replay`, `inspect` and `predict` fits 120 columns on
+/// every corpus trace, and so do `replay` and `predict` of a job and
+/// `diff`: the per-step table ran to 155
 /// columns, the critical path per step to 190 (206 on
 /// v100-ddp-rank1of2-allreduce), the critical path's hop kinds to 186,
-/// the job's per-collective table to 146, diff's to 131, and inspect's
-/// refusal of structural edits to 231.
+/// the job's per-collective table to 146, diff's to 131, inspect's
+/// refusal of structural edits to 231, and predict's assumptions to 490,
+/// its warning that the steps are not steady to 461, its confidence to
+/// 412, a guessed group to 275, a network's calibration to 186, an
+/// extrapolation to 180, the GEMM curve to 145 and an input's line to
+/// 134.
 #[test]
 fn tables_fit_120_columns_on_every_corpus_trace() {
     let Some(corpus) = lumos_testkit::corpus() else {
@@ -369,6 +374,31 @@ fn tables_fit_120_columns_on_every_corpus_trace() {
     let b = corpus.path("single-rank/v100-resnet50-2021-capture-b.json.gz");
     let diff = text(&["diff", path_str(&a), path_str(&b)]);
     wide.extend(too_wide(&diff).iter().map(|l| format!("diff: {l}")));
+    // predict of each trace to another data or tensor degree, or onto
+    // another network, where the trace allows the edit (a refusal prints
+    // nothing on stdout), and of the DLRM job.
+    let mut predicted = 0;
+    for f in &files {
+        for flags in [["--dp", "4"], ["--tp", "2"], ["--network", "h100"]] {
+            let out = lumos().arg("predict").args(flags).arg(f).output().unwrap();
+            let t = String::from_utf8(out.stdout).unwrap();
+            if out.status.success() {
+                assert!(t.contains("\n  confidence: "), "{t}");
+                predicted += 1;
+            }
+            wide.extend(
+                too_wide(&t)
+                    .iter()
+                    .map(|l| format!("predict {} {}: {l}", flags.join(" "), f.display())),
+            );
+        }
+    }
+    // The DDP, recsys and ResNet traces, each onto an H100 network at least.
+    assert!(predicted >= 12, "{predicted} predictions");
+    for flags in [["--dp", "16"], ["--network", "h100"]] {
+        let t = text(&["predict", flags[0], flags[1], path_str(&dlrm)]);
+        wide.extend(too_wide(&t).iter().map(|l| format!("predict job: {l}")));
+    }
     assert!(
         wide.is_empty(),
         "lines over 120 columns:\n{}",

@@ -23,17 +23,28 @@ pub fn is_hidden(c: char) -> bool {
         )
 }
 
+/// How [`shown`] shows an empty name (an event named `""`), where a
+/// table's cell would be blank: the quotes JSON writes it with.
+pub const EMPTY: &str = "\"\"";
+
 /// `s` with every [`is_hidden`] character escaped as Rust writes it: `\n`,
-/// `\r` and `\t`, else `\u{1b}` (the code point in hex). A backslash is
-/// left as it is, so a name that spells an escape reads like one: the
-/// `--json` output has the exact text. `s` itself when nothing needs it
-/// (every name of the corpus).
+/// `\r` and `\t`, else `\u{1b}` (the code point in hex), and every
+/// backslash doubled (`\\`), so the escapes cannot be told from a name
+/// that spells one: a name holding a newline shows `a\nb`, a name holding
+/// a backslash and an `n` shows `a\\nb`. A name that is empty or only
+/// spaces shows in double quotes (`""`, `"  "`: [`EMPTY`]), not as a
+/// blank. `s` itself when nothing needs it (every name of the corpus).
+/// The `--json` outputs have the exact text.
 pub fn shown(s: &str) -> Cow<'_, str> {
-    escaped(s, is_hidden)
+    if s.chars().all(|c| c == ' ') {
+        return Cow::Owned(format!("\"{s}\""));
+    }
+    escaped(s, |c| c == '\\' || is_hidden(c))
 }
 
-/// [`shown`] but for the newlines, kept as they are: for text made of
-/// lines (a report, an error message) whose names were shown already.
+/// [`shown`] but for the newlines, kept as they are, and the backslashes:
+/// for text made of lines (a report) whose names were shown already, on
+/// its way to a terminal.
 pub fn shown_but_newlines(s: &str) -> Cow<'_, str> {
     escaped(s, |c| c != '\n' && is_hidden(c))
 }
@@ -54,9 +65,21 @@ fn escaped(s: &str, hide: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Appends the escape of `c` (a [`is_hidden`] character) to `out`.
+/// Appends `c` to `out` as [`shown`] shows it: escaped when it is
+/// [`is_hidden`] or a backslash, else as it is.
+pub fn push_shown(out: &mut String, c: char) {
+    if c == '\\' || is_hidden(c) {
+        push_escape(out, c);
+    } else {
+        out.push(c);
+    }
+}
+
+/// Appends the escape of `c` (a [`is_hidden`] character, or a backslash:
+/// `\\`) to `out`.
 pub fn push_escape(out: &mut String, c: char) {
     match c {
+        '\\' => out.push_str("\\\\"),
         '\n' => out.push_str("\\n"),
         '\r' => out.push_str("\\r"),
         '\t' => out.push_str("\\t"),
@@ -80,16 +103,40 @@ mod tests {
             shown("a\u{202e}b\u{2066}c\u{2028}d\u{2029}"),
             "a\\u{202e}b\\u{2066}c\\u{2028}d\\u{2029}"
         );
-        // Printable text of any script, HTML, quotes and backslashes are
-        // names, not actions: borrowed, unchanged.
+        // Printable text of any script, HTML and quotes are names, not
+        // actions: borrowed, unchanged.
         for kept in [
             "void at::native::k<float, 4>(a&b) \"x\" 'y'",
             "🔥 كيرنل עברית e\u{301}",
-            "C:\\path\\u{1b}",
-            "",
-            "   ",
+            " x ",
         ] {
             assert!(matches!(shown(kept), Cow::Borrowed(s) if s == kept));
         }
+    }
+
+    #[test]
+    fn a_backslash_is_doubled_so_no_name_reads_as_another() {
+        // A newline, and a backslash then an `n`: two names, two texts.
+        assert_eq!(shown("a\nb"), "a\\nb");
+        assert_eq!(shown("a\\nb"), "a\\\\nb");
+        assert_ne!(shown("a\nb"), shown("a\\nb"));
+        assert_eq!(shown("C:\\path\\u{1b}"), "C:\\\\path\\\\u{1b}");
+        assert_eq!(shown("\\\u{1b}"), "\\\\\\u{1b}");
+        // The lines of a report keep theirs: its names were shown.
+        assert_eq!(shown_but_newlines("a\\n\n\r"), "a\\n\n\\r");
+        let mut s = String::new();
+        for c in "a\\\t".chars() {
+            push_shown(&mut s, c);
+        }
+        assert_eq!(s, shown("a\\\t"));
+    }
+
+    #[test]
+    fn an_empty_name_is_shown_in_quotes_not_as_a_blank() {
+        assert_eq!(shown(""), EMPTY);
+        assert_eq!(EMPTY, "\"\"");
+        assert_eq!(shown("  "), "\"  \"");
+        // A tab alone is escaped, which is no blank either.
+        assert_eq!(shown("\t"), "\\t");
     }
 }

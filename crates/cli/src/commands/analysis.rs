@@ -4,13 +4,14 @@
 
 use std::io::{self, Write};
 
-use lumos_report::text::{is_hidden, push_escape};
+use lumos_report::text::push_shown;
 use lumos_report::{Analyses, MemoryReport, StepAnalysis, StepCriticalPath, TraceAnalysis};
 
 use crate::output::pct;
 
 /// `name` as shown ([`lumos_report::text::shown`]: a newline or an
-/// escape in it written `\n`, `\u{1b}`), cut to `n` characters, with an
+/// escape in it written `\n`, `\u{1b}`, a backslash `\\`, an empty name
+/// `""`), cut to `n` characters, with an
 /// ellipsis when cut; an escape is kept whole or left out, never cut.
 pub fn short(name: &str, n: usize) -> String {
     let shown = lumos_report::text::shown(name);
@@ -21,11 +22,7 @@ pub fn short(name: &str, n: usize) -> String {
     let mut count = 0;
     for c in name.chars() {
         piece.clear();
-        if is_hidden(c) {
-            push_escape(&mut piece, c);
-        } else {
-            piece.push(c);
-        }
+        push_shown(&mut piece, c);
         count += piece.chars().count();
         if count > n.saturating_sub(1) {
             break;

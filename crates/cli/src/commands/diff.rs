@@ -89,11 +89,13 @@ pub fn run(a: &DiffArgs, out: &mut dyn Write) -> Result<bool> {
     let bar = progress::spinner("building both graphs");
     let (ia, ib) = rayon::join(|| DiffInput::of(&ta), || DiffInput::of(&tb));
     drop((ta, tb));
-    let report = diff(&ia, &ib, &opts).map_err(|e| match e {
+    let mut report = diff(&ia, &ib, &opts).map_err(|e| match e {
         lumos_report::ReportError::Steps { .. } => usage(e),
         e => e.into(),
     })?;
     bar.finish_and_clear();
+    crate::inputs::rename_stdin(&mut report.a.path);
+    crate::inputs::rename_stdin(&mut report.b.path);
     if a.json {
         output::json(out, &report)?;
     } else {
@@ -116,14 +118,14 @@ fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Resu
     writeln!(
         out,
         "A: {} ({} steps, mean {:.3} ms)",
-        r.a.path,
+        crate::output::shown(&r.a.path),
         r.a.steps,
         r.a.mean_step_us / 1e3
     )?;
     writeln!(
         out,
         "B: {} ({} steps, mean {:.3} ms)",
-        r.b.path,
+        crate::output::shown(&r.b.path),
         r.b.steps,
         r.b.mean_step_us / 1e3
     )?;

@@ -174,8 +174,8 @@ pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
             writeln!(
                 out,
                 "{} -> {}: rank {}, {} tasks, {:.1} MB JSON -> {:.2} MB",
-                d.trace,
-                d.out,
+                output::shown(&d.trace),
+                output::shown(&d.out),
                 d.rank,
                 d.tasks,
                 d.json_bytes as f64 / 1e6,

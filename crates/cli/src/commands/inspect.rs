@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::JobMode;
 use crate::output::{
-    counted, fold, or_unknown, wrapped, wrapped_words, LIST_WIDTH, UNKNOWN, WIDTH,
+    counted, fold, or_unknown, shown, shown_all, wrapped, wrapped_words, LIST_WIDTH, UNKNOWN, WIDTH,
 };
 use crate::{inputs, output, progress};
 
@@ -78,7 +78,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
             }
         }
     }
-    write_output(out, &InspectOutput { traces, job }, args)?;
+    write_output(out, InspectOutput { traces, job }, args)?;
     Ok(ok)
 }
 
@@ -103,12 +103,15 @@ fn run_one_trace(args: &InspectArgs, file: &Path, out: &mut dyn Write) -> Result
         }
     };
     let report = InspectOutput { traces, job: None };
-    write_output(out, &report, args)?;
+    write_output(out, report, args)?;
     Ok(ok)
 }
 
 /// The report, as tables or as JSON.
-fn write_output(out: &mut dyn Write, report: &InspectOutput, args: &InspectArgs) -> Result<()> {
+fn write_output(out: &mut dyn Write, mut report: InspectOutput, args: &InspectArgs) -> Result<()> {
+    for t in &mut report.traces {
+        inputs::rename_stdin(&mut t.path);
+    }
     if args.json {
         output::json_sorted(out, &report)?;
     } else {
@@ -191,7 +194,7 @@ fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount]) -> std::io::Result<
 
 /// The text form of one file's report.
 pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
-    writeln!(out, "{}", lumos_report::text::shown(&r.path))?;
+    writeln!(out, "{}", shown(&r.path))?;
     writeln!(
         out,
         "  rank {} ({}), world size {}, {:.1} MB JSON{}",
@@ -227,7 +230,12 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
         if r.devices.is_empty() {
             "none listed".into()
         } else {
-            fold(&devices(&r.devices), "; ", LIST_WIDTH, "kinds of GPU")
+            fold(
+                &shown_all(&devices(&r.devices)),
+                "; ",
+                LIST_WIDTH,
+                "kinds of GPU",
+            )
         }
     )?;
     let c = &r.collectives;
@@ -240,7 +248,9 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
     );
     // Every kind named, on as many lines as they take (the list ran to
     // 145 columns after its head).
-    let names: Vec<String> = c.by_name.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let names: Vec<String> = (c.by_name.iter())
+        .map(|(k, v)| format!("{} {v}", shown(k)))
+        .collect();
     writeln!(out, "{}", wrapped(&head, &names, ", ", "    ", WIDTH))?;
     writeln!(
         out,
@@ -251,14 +261,14 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
         writeln!(
             out,
             "  {:<16} {:>10.3} ms annotation, {:>10.3} ms with GPU tail",
-            s.name,
+            shown(&s.name),
             s.annotation_us / 1e3,
             s.measured_us / 1e3
         )?;
     }
     write_structure(out, &r.structure, !r.steps.is_empty())?;
     for w in &r.warnings {
-        writeln!(out, "{}", wrapped_words("  warning: ", w, "    "))?;
+        writeln!(out, "{}", wrapped_words("  warning: ", &shown(w), "    "))?;
     }
     Ok(())
 }
@@ -372,12 +382,12 @@ fn write_structure(
         writeln!(
             out,
             "    {:<6} {:<14} {:>4} {:>6} {:>8.1}  {} ({} confidence)",
-            g.name,
+            shown(&g.name),
             g.class,
             or_unknown(g.size),
             g.tasks,
             g.bytes_per_step as f64 / 1e6,
-            fold(&g.collectives, ", ", LIST_WIDTH / 2, "names"),
+            fold(&shown_all(&g.collectives), ", ", LIST_WIDTH / 2, "names"),
             g.confidence
         )?;
     }
@@ -403,7 +413,7 @@ fn write_structure(
         writeln!(
             out,
             "{}",
-            wrapped_words("    structural edits not possible: ", why, "      ")
+            wrapped_words("    structural edits not possible: ", &shown(why), "      ")
         )?;
     }
     Ok(())
@@ -494,7 +504,7 @@ pub fn write_job(
         )?;
     }
     for w in &r.warnings {
-        writeln!(out, "{}", wrapped_words("  warning: ", w, "    "))?;
+        writeln!(out, "{}", wrapped_words("  warning: ", &shown(w), "    "))?;
     }
     Ok(())
 }

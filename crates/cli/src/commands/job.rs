@@ -77,7 +77,7 @@ pub fn write_stragglers(
             writeln!(
                 out,
                 "  {:<18} {:>12.3} {:>12.3} {:>8}   {} / {}",
-                s.name,
+                crate::output::shown(&s.name),
                 s.measured_us / 1e3,
                 s.replayed_us / 1e3,
                 pct(s.error_pct, 2),
@@ -237,7 +237,7 @@ fn write_collectives(
         writeln!(
             out,
             "    {:<22} {:>10}  {:>3} [{:>3}]  {:>8.3} [{:>8.3}]  {:>8.1} [{:>8.1}]  {:>6.1} [{:>6.1}]",
-            c.label,
+            crate::output::shown(&c.label),
             c.bytes.map_or("-".into(), |b| format!("{b} B")),
             c.replayed.last_rank,
             c.measured.last_rank,

@@ -16,7 +16,7 @@ use lumos_report::{
 };
 use lumos_store::ReadFor;
 
-use crate::output::pct;
+use crate::output::{pct, shown, wrapped, wrapped_words, WIDTH};
 use crate::usage::{count, refusal, size, usage};
 use crate::{inputs, output, progress};
 
@@ -314,7 +314,7 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
         _ => Ok(()),
     };
     let mut written = Vec::new();
-    let (report, kept) = predict_then(loaded, &a.target, check, |pred, outcome| {
+    let (mut report, kept) = predict_then(loaded, &a.target, check, |pred, outcome| {
         if let Some(dir) = &a.out {
             let predicted = Timeline::predicted(pred, outcome, &sources);
             for n in &predicted.notes {
@@ -343,6 +343,10 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             .map(|s| s.graph.edges.len() + s.graph.runtime_deps.len())
             .sum::<usize>())
     })?;
+    for i in &mut report.inputs {
+        inputs::rename_stdin(&mut i.path);
+    }
+    let transfer = transfer.map(super::transfer::renamed);
     match (transfer, a.json) {
         (Some(t), true) => output::json(
             out,
@@ -419,13 +423,13 @@ fn write_written(
             Some(f) => writeln!(
                 out,
                 "  wrote {}: stage {}, built from {} (traced rank {}, stage {})",
-                path.display(),
+                output::shown_path(path),
                 f.predicted_stage,
-                f.trace.display(),
+                output::shown_path(&f.trace),
                 f.rank,
                 f.stage
             )?,
-            None => writeln!(out, "  wrote {}", path.display())?,
+            None => writeln!(out, "  wrote {}", output::shown_path(path))?,
         }
     }
     Ok(())
@@ -478,10 +482,9 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
         _ => writeln!(out, "predict from {} trace(s):", r.inputs.len())?,
     }
     for i in &r.inputs {
-        writeln!(
-            out,
-            "  {} (rank {}, {} stage {}; {} layers per pass, order {})",
-            i.path,
+        // The path whole, then the words, folded as the lines below.
+        let about = format!(
+            "(rank {}, {} stage {}; {} layers per pass, order {})",
             i.rank,
             i.role,
             i.stage,
@@ -491,7 +494,10 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
             } else {
                 &i.structure.pass_order
             }
-        )?;
+        );
+        let mut items = vec![output::shown(&i.path).into_owned()];
+        items.extend(about.split(' ').map(str::to_owned));
+        writeln!(out, "{}", wrapped("  ", &items, " ", "    ", WIDTH))?;
     }
     writeln!(out, "  traced: {}", config_text(&r.traced))?;
     writeln!(out, "  target: {}", config_text(&r.target))?;
@@ -549,9 +555,10 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
         None if g.samples == 0 => String::new(),
         None => ", none measured with a length: no mean error".to_owned(),
     };
-    writeln!(
-        out,
-        "  GEMM curve: {gemms}, max efficiency {:.1}% of peak, half at {:.2} GFLOP{error}{}",
+    // The calibration's and the confidence's sentences folded at the
+    // words, as every command's warnings are: they ran to 259 columns.
+    let curve = format!(
+        "{gemms}, max efficiency {:.1}% of peak, half at {:.2} GFLOP{error}{}",
         g.max_efficiency * 100.0,
         g.half_gflops,
         match (g.method, g.fitted) {
@@ -562,12 +569,12 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
             (_, true) => String::new(),
             _ => " (preset, not fitted)".into(),
         }
-    )?;
+    );
+    writeln!(out, "{}", wrapped_words("  GEMM curve: ", &curve, "    "))?;
     for l in &r.calibration.network {
-        writeln!(
-        out,
-            "  network {:<10} {} collectives ({} with a size), {}, {:>7.1} GB/s effective, latency x{:.2}, mean error {}{}",
-            l.link,
+        let line = format!(
+            "{} collectives ({} with a size), {}, {:.1} GB/s effective, latency x{:.2}, \
+             mean error {}{}",
             l.collectives,
             l.collectives.saturating_sub(l.unsized_collectives),
             output::counted(l.samples as u64, "fit point", "fit points"),
@@ -584,11 +591,17 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
             } else {
                 format!(" (not calibrated: {} values)", r.calibration.network_start)
             }
-        )?;
+        );
+        let head = format!("  network {:<10} ", l.link);
+        writeln!(out, "{}", wrapped_words(&head, &line, "    "))?;
     }
     write_dropped(out, r.stages.iter().map(|s| s.dropped_edges).sum(), kept)?;
     for n in &r.assumptions {
-        writeln!(out, "  assumption: {n}")?;
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("  assumption: ", &shown(n), "    ")
+        )?;
     }
     write_confidence(out, &r.confidence)
 }
@@ -596,16 +609,17 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
 /// The confidence lines: the verdict with its reasons, then what it was
 /// judged on (the models' errors are on the calibration lines above).
 fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Result<()> {
-    if c.reasons.is_empty() {
-        writeln!(out, "  confidence: {}", c.verdict)?;
+    let verdict = if c.reasons.is_empty() {
+        c.verdict.to_string()
     } else {
-        writeln!(
-            out,
-            "  confidence: {} ({})",
-            c.verdict,
-            c.reasons.join("; ")
-        )?;
-    }
+        format!("{} ({})", c.verdict, c.reasons.join("; "))
+    };
+    // Its folds indented past the lines under it (what it was judged on).
+    writeln!(
+        out,
+        "{}",
+        wrapped_words("  confidence: ", &verdict, "      ")
+    )?;
     // Without predicted GPU time, or a path of some length, there are no
     // shares to state (they read 0.0%).
     let gpu = match (c.measured_gpu_pct, c.scaled_gpu_pct, c.modelled_gpu_pct) {
@@ -618,7 +632,11 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
         Some(p) => format!("critical path through inferred dependencies up to {p:.1}% of a step"),
         None => "no critical path of any length".to_owned(),
     };
-    writeln!(out, "    {gpu}; {path}")?;
+    writeln!(
+        out,
+        "{}",
+        wrapped_words("    ", &format!("{gpu}; {path}"), "      ")
+    )?;
     let used: Vec<String> = c
         .models
         .iter()
@@ -632,13 +650,24 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
         })
         .collect();
     if !used.is_empty() {
-        writeln!(out, "    models used: {}", used.join(", "))?;
+        let head = "    models used: ";
+        writeln!(out, "{}", wrapped(head, &used, ", ", "      ", WIDTH))?;
     }
     for e in &c.extrapolations {
-        writeln!(out, "    extrapolation: {e}")?;
+        let e = shown(e);
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("    extrapolation: ", &e, "      ")
+        )?;
     }
     for g in &c.guessed_groups {
-        writeln!(out, "    guessed group: {g}")?;
+        let g = shown(g);
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("    guessed group: ", &g, "      ")
+        )?;
     }
     Ok(())
 }
@@ -650,15 +679,16 @@ fn write_dropped(out: &mut dyn Write, dropped: usize, kept: usize) -> std::io::R
         return Ok(());
     }
     let all = dropped + kept;
-    writeln!(
-        out,
-        "  dependencies not re-attached: {dropped} of {all} ({:.2}%) in the rebuilt stages; \
+    let text = format!(
+        "{dropped} of {all} ({:.2}%) in the rebuilt stages; \
          their source task has no copy there, so the task each led to waits only for its other \
          dependencies and its thread's or stream's order. The prediction is optimistic where \
          those waits mattered: a share of a few per cent or more is worth a look in the \
          predicted timeline (--out)",
         dropped as f64 / all as f64 * 100.0
-    )
+    );
+    let head = "  dependencies not re-attached: ";
+    writeln!(out, "{}", wrapped_words(head, &text, "    "))
 }
 
 /// The step table: each step measured, replayed and predicted, their
@@ -673,7 +703,7 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
         writeln!(
             out,
             "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>9}",
-            s.step,
+            shown(&s.step),
             s.measured_ms,
             s.replayed_ms,
             s.predicted_ms,
@@ -714,16 +744,16 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
             || "the replay has no steady-state step".to_owned(),
             |n| format!("the replay varies {n:.1}%"),
         );
-        writeln!(
-            out,
-            "  warning: the predicted steps are not steady (up to {:.1}% of the steady-state \
+        let warning = format!(
+            "the predicted steps are not steady (up to {:.1}% of the steady-state \
              step from the median step; {noise}): the GPU falls behind its CPU \
              (which runs at most a full launch queue ahead) and the last step drains the \
              backlog, or a GPU that lagged its CPU when the capture began catches up. The mean \
              is over that ramp; the steady-state step (the median time between steps, step \
              ends or starts, whichever is longer) is what a longer run repeats",
             s.worst_deviation_pct
-        )?;
+        );
+        writeln!(out, "{}", wrapped_words("  warning: ", &warning, "    "))?;
     }
     Ok(())
 }

@@ -324,7 +324,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
         }
         // A file that could not be read is named so, not "no file".
         let unreadable = r.errors.iter().filter_map(|e| e.unreadable()).collect();
-        let report =
+        let mut report =
             lumos_report::replay_representatives(r.reps, unreadable, &r.groups, &r.peers, &opts.0)?;
         // A representative left out of the job (with its group) is an input
         // that could not be used, as with --job: named, and exit code 1.
@@ -333,7 +333,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             output::error(&l.detail);
         }
         let all_in = left_out.is_empty();
-        write_output(out, &report, a)?;
+        write_output(out, &mut report, a)?;
         return Ok(read_ok && all_in);
     }
     if a.mode.job {
@@ -393,7 +393,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             }
         }
     }
-    write_output(out, &ReplayOutput::of_traces(traces), a)?;
+    write_output(out, &mut ReplayOutput::of_traces(traces), a)?;
     Ok(ok)
 }
 
@@ -442,7 +442,7 @@ fn run_one_trace(
             (Vec::new(), false)
         }
     };
-    write_output(out, &ReplayOutput::of_traces(traces), a)?;
+    write_output(out, &mut ReplayOutput::of_traces(traces), a)?;
     Ok(ok)
 }
 
@@ -469,6 +469,7 @@ fn run_transfer(
     let b = transfer::durations_path(b)?;
     let (report, _) =
         lumos_report::transfer_files(file, &b, opts, &|| {}).map_err(transfer::report_error)?;
+    let report = transfer::renamed(report);
     if a.json {
         output::json_sorted(out, &report)?;
     } else {
@@ -603,7 +604,7 @@ fn run_job(
     let replayed =
         lumos_report::replay_jointly_owned(job, opts, kernels, &a.scale_rank, a.scale_rank_cpu)
             .map_err(job_replay_error)?;
-    let report = replayed
+    let mut report = replayed
         .report_with(&analysis_options(a))
         .map_err(steps_usage)?;
     if let Some(dir) = &a.out {
@@ -613,7 +614,7 @@ fn run_job(
     // The job graph and schedule (most of the memory) are done with: freed
     // here, before the report is written, they are not held while it is.
     drop(replayed);
-    write_output(out, &report, a)?;
+    write_output(out, &mut report, a)?;
     Ok(read_ok && all_in)
 }
 
@@ -706,7 +707,11 @@ fn write_gz_into(
     Ok(())
 }
 
-fn write_output(out: &mut dyn Write, r: &ReplayOutput, a: &ReplayArgs) -> Result<()> {
+fn write_output(out: &mut dyn Write, r: &mut ReplayOutput, a: &ReplayArgs) -> Result<()> {
+    for t in &mut r.traces {
+        inputs::rename_stdin(&mut t.path);
+    }
+    let r = &*r;
     if a.json {
         return output::json_sorted(out, r);
     }
@@ -810,7 +815,7 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
     }
     for w in &t.warnings {
         // Folded at the words: a warning ran to 125 columns.
-        writeln!(out, "{}", wrapped_words("  warning: ", w, "    "))?;
+        writeln!(out, "{}", wrapped_words("  warning: ", &shown(w), "    "))?;
     }
     Ok(())
 }

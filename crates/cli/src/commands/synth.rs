@@ -233,7 +233,7 @@ pub fn write(a: &SynthArgs) -> Result<Vec<PathBuf>> {
 /// Runs `lumos synth`: writes the job, then lists its files.
 pub fn run(a: &SynthArgs, out: &mut dyn Write) -> Result<bool> {
     for f in write(a)? {
-        writeln!(out, "{}", f.display())?;
+        writeln!(out, "{}", crate::output::shown_path(&f))?;
     }
     Ok(true)
 }

@@ -42,13 +42,21 @@ pub fn report_error(e: ReportError) -> anyhow::Error {
     }
 }
 
+/// `r` with standard input given as `-` named as the reports name it
+/// ([`crate::inputs::named`]).
+pub fn renamed(mut r: TransferReport) -> TransferReport {
+    crate::inputs::rename_stdin(&mut r.path);
+    crate::inputs::rename_stdin(&mut r.durations_from);
+    r
+}
+
 /// The text form of a transfer.
 pub fn write_transfer(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
     writeln!(
         out,
         "{} with the durations of {}",
-        lumos_report::text::shown(&r.path),
-        lumos_report::text::shown(&r.durations_from)
+        crate::output::shown(&r.path),
+        crate::output::shown(&r.durations_from)
     )?;
     let m = &r.matched;
     writeln!(
@@ -96,7 +104,7 @@ fn write_steps(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
         write!(
             out,
             "  {:<18} {:>13.3} {:>13.3}",
-            s.name,
+            crate::output::shown(&s.name),
             s.a_measured_us / 1e3,
             s.predicted_us / 1e3
         )?;

@@ -48,3 +48,25 @@ pub fn warnings(text: &str) -> Vec<String> {
     }
     out
 }
+
+/// The line of `text` that starts with `head` after an indent of
+/// `indent - 2` spaces, and the lines folded from it (indented by exactly
+/// `indent` spaces) joined back with a space: a sentence the text output
+/// folds at its words into lines of 120 columns, whole. None when no line
+/// starts so.
+pub fn sentence(text: &str, head: &str, indent: usize) -> Option<String> {
+    let start = format!("{}{head}", " ".repeat(indent.saturating_sub(2)));
+    let mut lines = text.lines().skip_while(|l| !l.starts_with(&start));
+    let mut out = lines.next()?.to_owned();
+    let margin = " ".repeat(indent);
+    for l in lines {
+        match l.strip_prefix(&margin) {
+            Some(rest) if !rest.starts_with(' ') && !rest.is_empty() => {
+                out.push(' ');
+                out.push_str(rest);
+            }
+            _ => break,
+        }
+    }
+    Some(out)
+}

@@ -30,7 +30,8 @@ svg{display:block;max-width:100%;height:auto}";
 
 /// `s` with the characters HTML gives meaning to escaped, for text and
 /// attribute values alike, and the [`is_hidden`] ones as visible escapes
-/// (`\u{1b}`): a NUL or an escape is invalid in the SVG's XML, and a
+/// (`\u{1b}`, a backslash doubled so that no name reads as an escape, as
+/// [`crate::text::shown`] shows them): a NUL or an escape is invalid in the SVG's XML, and a
 /// right-to-left override would turn the rest of a cell around.
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -41,7 +42,7 @@ pub(crate) fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            c if is_hidden(c) => push_escape(&mut out, c),
+            c if c == '\\' || is_hidden(c) => push_escape(&mut out, c),
             c => out.push(c),
         }
     }
