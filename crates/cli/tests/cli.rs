@@ -596,9 +596,12 @@ fn a_trace_read_from_a_pipe_replays_as_the_file() {
         let out = piped(&["report", "--dp", "2", path, "-o", page_arg], bytes);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{what} report: {err}");
-        assert!(std::fs::read_to_string(&page)
-            .unwrap()
-            .contains("id=\"what-if\""));
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert!(html.contains("id=\"what-if\""));
+        assert!(
+            html.contains(&format!("<title>lumos report: {name}</title>")),
+            "{what}"
+        );
     }
     let lgraph = dir.join("rank.lgraph");
     run_ok(lumos().arg("ingest").arg(&file).arg("-o").arg(&lgraph));

@@ -132,6 +132,9 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
         Some(ranks) => page.with_prediction(prediction(a, ranks)?),
         None => page,
     };
+    // Standard input given as `-` is `stdin` on the page as everywhere.
+    let title = inputs::named(page.title()).to_owned();
+    let page = page.with_title(title);
     let html = page.render();
     inputs::create_parent(&a.output, "-o")?;
     // The error names the file and the reason: "r.html: cannot write: ...".
