@@ -167,14 +167,16 @@ fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount]) -> std::io::Result<
     let mut order: Vec<usize> = (0..skipped.len()).collect();
     // Stable: of equal counts, the first in the report's order is shown.
     order.sort_by(|&a, &b| skipped[b].count.cmp(&skipped[a].count));
-    let (shown, rest) = order.split_at(order.len().min(MAX_SKIPPED_ROWS));
-    let mut shown = shown.to_vec();
-    shown.sort_unstable();
-    for s in shown.iter().map(|&i| &skipped[i]) {
+    let (rows, rest) = order.split_at(order.len().min(MAX_SKIPPED_ROWS));
+    let mut rows = rows.to_vec();
+    rows.sort_unstable();
+    for s in rows.iter().map(|&i| &skipped[i]) {
         writeln!(
             out,
             "    skipped {:>8}  {:<24} {}",
-            s.count, s.category, s.reason
+            s.count,
+            shown(&s.category),
+            s.reason
         )?;
     }
     if !rest.is_empty() {
