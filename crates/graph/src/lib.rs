@@ -36,16 +36,15 @@ pub use check::{check, check_measured, Violation};
 pub use dump::dump;
 pub use heap::trim_heap;
 pub use job::{
-    align_clocks, assemble, assemble_representatives, assemble_with, detect_job,
-    far_representatives, group_by_program, looks_like_job, match_collectives, member_clock_ns,
-    merge, merge_emptying, merge_owned, missing_ranks_warning, model_group_peers,
-    program_signature, rank_graph, rank_graph_streamed, rank_program, rank_ranges,
-    shares_collective, ClockAlignment, CollectiveMatch, CommPattern, CommSink, CommTask,
-    CommTiming, Detected, HostClock, Job, JobError, JobGraph, LeftOut, LeftOutReason, MatchProblem,
-    MatchRule, MatchedSet, Member, MemberFacts, PeerModel, ProblemKind, ProgramGroup,
-    ProgramGroups, ProgramSignature, RankGraph, RankGroup, RankInput, RankMeta, RankPart,
-    RankProgram, RankRestore, Rendezvous, RendezvousKind, Unreadable, FAR_CLOCK_NS,
-    MISSING_RANKS_TAIL,
+    align_clocks, assemble, assemble_representatives, assemble_with, detect_job, group_by_program,
+    looks_like_job, match_collectives, member_clock_ns, merge, merge_emptying, merge_owned,
+    missing_ranks_warning, model_group_peers, program_signature, rank_graph, rank_graph_streamed,
+    rank_program, rank_ranges, shares_collective, ClockAlignment, CollectiveMatch, CommPattern,
+    CommSink, CommTask, CommTiming, Detected, HostClock, Job, JobError, JobGraph, LeftOut,
+    LeftOutReason, MatchProblem, MatchRule, MatchedSet, Member, MemberFacts, PeerModel,
+    ProblemKind, ProgramGroup, ProgramGroups, ProgramSignature, RankGraph, RankGroup, RankInput,
+    RankMeta, RankPart, RankProgram, RankRestore, Rendezvous, RendezvousKind, Unreadable,
+    FAR_CLOCK_NS, MISSING_RANKS_TAIL,
 };
 pub use model::*;
 pub use nccl::NcclOperators;

@@ -925,6 +925,20 @@ fn a_member_is_tested_on_its_own_facts() {
         "{:?}",
         job.warnings
     );
+    assert!(job.far_representatives.is_empty());
+    // The representative days from ranks 1-7: kept, its graph the only
+    // one at hand, and named for the loader to assemble again with
+    // another member standing for the group.
+    let rep_far = |r: u32| (Some(8), if r == 0 { 0 } else { -days });
+    let job = assemble_representatives(rep(8), Vec::new(), &[group(&eight, &rep_far)]).unwrap();
+    assert_eq!(job.rank_numbers(), [0]);
+    assert!(job.left_out.is_empty(), "{:?}", job.left_out);
+    assert_eq!(job.far_representatives, [0]);
+    assert!(
+        has(&job.warnings, "it represents rank 1-7, whose clocks agree"),
+        "{:?}",
+        job.warnings
+    );
     // Half the ranks days away: nobody can tell which side is the job's.
     let half = |r: u32| (Some(8), if r >= 4 { days } else { 0 });
     let job = assemble_representatives(rep(8), Vec::new(), &[group(&eight, &half)]).unwrap();

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use lumos_graph::{
-    member_clock_ns, JobError, MemberFacts, PeerModel, ProgramGroup, ProgramGroups,
-    ProgramSignature, RankInput, RankProgram, Unreadable,
+    assemble_representatives, member_clock_ns, Job, JobError, MemberFacts, PeerModel, ProgramGroup,
+    ProgramGroups, ProgramSignature, RankInput, RankProgram, Unreadable,
 };
 use lumos_trace::{RankSource, ReadError};
 use rayon::prelude::*;
@@ -86,8 +86,13 @@ impl std::error::Error for InputError {
 
 /// A job to replay from representatives ([`load_representatives`]).
 pub struct Representatives {
-    /// One rank per group.
-    pub reps: Vec<RankInput>,
+    /// One rank per group, assembled as the job
+    /// ([`lumos_graph::assemble_representatives`], with the inputs that
+    /// could not be read as its unreadable ranks): what the replay takes.
+    /// [`JobError::NoRanks`] where no representative was read (every
+    /// input failed, or two claim one rank: [`Representatives::errors`]
+    /// says why).
+    pub job: Result<Job, JobError>,
     /// Every rank, by program.
     pub groups: Vec<ProgramGroup>,
     /// Each representative's modelled collective durations, by rank.
@@ -163,25 +168,28 @@ impl Gathered {
 /// that cannot be read are left out and returned in
 /// [`Representatives::errors`].
 ///
-/// A representative whose clock is hours from the job's while members of
-/// its group agree with the job ([`lumos_graph::far_representatives`])
-/// would be kept by the job's assembly where `lumos replay --job` leaves
-/// it out: the inputs are then loaded again (`done` is not called again)
-/// with it apart, a group of its own that the assembly leaves out as
-/// `--job` does, and the lowest other member standing for its group, so
-/// that the group's numbers come from a rank with a sound clock. Only a
-/// job with such a rank is read twice.
+/// The representatives are assembled as the job once read
+/// ([`Representatives::job`]): collectives matched, clocks aligned and
+/// tested, once. A representative whose clock is hours from the job's
+/// while members of its group agree with the job is kept by that
+/// assembly, where `lumos replay --job` leaves it out, and named in
+/// [`Job::far_representatives`]: only then are the inputs loaded again
+/// (`done` called again after each: twice per input in all) with it apart, a group of its own that
+/// the assembly leaves out as `--job` does, and the lowest other member
+/// standing for its group, so that the group's numbers come from a rank
+/// with a sound clock; that job is assembled again. Only a job with such
+/// a rank is read twice.
 pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Representatives {
     let first = load_avoiding(files, done, BTreeSet::new());
-    let avoid: BTreeSet<u32> = lumos_graph::far_representatives(&first.reps, &first.groups)
-        .into_iter()
-        .collect();
+    let avoid: BTreeSet<u32> = first.job.as_ref().map_or(BTreeSet::new(), |j| {
+        j.far_representatives.iter().copied().collect()
+    });
     if avoid.is_empty() {
         return first;
     }
     let loaded = first.graphs_loaded;
     drop(first);
-    let mut again = load_avoiding(files, &|| {}, avoid);
+    let mut again = load_avoiding(files, done, avoid);
     again.graphs_loaded += loaded;
     again
 }
@@ -212,7 +220,7 @@ fn load_avoiding(
     if let Some(e) = not_one_file_per_rank(&g.claimed, files) {
         errors.push(e);
         return Representatives {
-            reps: Vec::new(),
+            job: Err(JobError::NoRanks),
             groups: Vec::new(),
             peers: BTreeMap::new(),
             errors,
@@ -246,8 +254,10 @@ fn load_avoiding(
         }
     }
     let peers = model_peers(&out, &mut groups, g.programs, &g.files_by_rank, &mut errors);
+    // A file that could not be read is named so in the job, not "no file".
+    let unreadable = errors.iter().filter_map(InputError::unreadable).collect();
     Representatives {
-        reps: out,
+        job: assemble_representatives(out, unreadable, &groups),
         groups,
         peers,
         errors,

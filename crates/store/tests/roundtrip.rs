@@ -409,7 +409,7 @@ fn representatives_refuse_two_files_of_one_rank() {
     ingest_file(&c.path("multi-rank/dlrm-8xv100/rank3.json.gz"), &a).unwrap();
     std::fs::copy(&a, &b).unwrap();
     let r = lumos_store::load_representatives(&[a.clone(), b.clone()], &|| {});
-    assert!(r.reps.is_empty() && r.groups.is_empty());
+    assert!(matches!(r.job, Err(lumos_graph::JobError::NoRanks)) && r.groups.is_empty());
     let messages: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
     let want = format!(
         "{} and {} both claim rank 3: a job takes one file per rank",
@@ -446,7 +446,7 @@ fn representatives_name_a_file_without_a_rank() {
     let ranked = c.path("multi-rank/dlrm-8xv100/rank3.json.gz");
     for inputs in [vec![a.clone(), b], vec![ranked, a.clone()]] {
         let r = lumos_store::load_representatives(&inputs, &|| {});
-        assert!(r.reps.is_empty());
+        assert!(matches!(r.job, Err(lumos_graph::JobError::NoRanks)));
         let messages: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
         assert_eq!(messages.len(), 1, "{messages:?}");
         assert!(
@@ -489,4 +489,64 @@ fn a_trace_path_that_is_not_utf8_reads_back_as_its_bytes() {
         }),
         text(&built)
     );
+}
+
+/// The DLRM job's `.lgraph` files, rank 0's written from its trace with
+/// every timestamp 3 hours ahead: `load_representatives` gives the job
+/// assembled, its clocks tested once. Rank 0, standing for ranks 0-7, was
+/// kept by that assembly and named far ([`lumos_graph::Job::far_representatives`]):
+/// the files were read again with rank 0 apart, which the second assembly
+/// leaves out as `--job` does, rank 1 standing for ranks 1-7; `done` was
+/// called after each input of both reads (it was not, the second time,
+/// and the Python package's count stood still). The job as recorded is
+/// read once, one graph decoded.
+#[test]
+fn representatives_are_assembled_once_and_again_only_for_a_far_representative() {
+    let Some(c) = corpus() else { return };
+    let dir = TempDir::new("store-far-representative");
+    let mut files = Vec::new();
+    for r in 0..8 {
+        let path = c.path(&format!("multi-rank/dlrm-8xv100/rank{r}.json.gz"));
+        let out = dir.join(format!("rank{r}.lgraph"));
+        ingest_file(&path, &out).unwrap();
+        files.push(out);
+    }
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let done = || {
+        calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    };
+    let r = lumos_store::load_representatives(&files, &done);
+    assert_eq!(calls.swap(0, std::sync::atomic::Ordering::Relaxed), 8);
+    let job = r.job.as_ref().unwrap();
+    assert!(job.far_representatives.is_empty() && job.left_out.is_empty());
+    assert_eq!(job.rank_numbers(), [0]);
+    assert_eq!(r.graphs_loaded, 1);
+
+    let path = c.path("multi-rank/dlrm-8xv100/rank0.json.gz");
+    let mut ahead = lumos_trace::read_path(&path).unwrap();
+    for e in &mut ahead.events {
+        e.ts_ns += 3 * 3_600_000_000_000;
+    }
+    let s = StoredRank::from_trace(&ahead, Source::of_file(&path));
+    lumos_store::write_stored_file(&s, &files[0]).unwrap();
+    let r = lumos_store::load_representatives(&files, &done);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 16);
+    assert!(r.errors.is_empty());
+    let job = r.job.as_ref().unwrap();
+    assert!(job.far_representatives.is_empty());
+    assert_eq!(job.left_out.len(), 1);
+    assert_eq!(job.left_out[0].rank, 0);
+    assert!(
+        matches!(
+            job.left_out[0].reason,
+            lumos_graph::LeftOutReason::FarClock { offset_ns } if offset_ns > 10_000_000_000_000
+        ),
+        "{:?}",
+        job.left_out
+    );
+    assert_eq!(job.rank_numbers(), [1]);
+    let groups: Vec<Vec<u32>> = r.groups.iter().map(|g| g.ranks.clone()).collect();
+    assert_eq!(groups, [vec![0], (1..8).collect::<Vec<u32>>()]);
+    // One graph the first time (rank 0's), two the second (0 and 1).
+    assert_eq!(r.graphs_loaded, 3);
 }

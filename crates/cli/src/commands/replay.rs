@@ -317,15 +317,13 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             ));
         }
         let (r, read_ok) = inputs::load_representatives(&files);
-        if r.reps.is_empty() && !read_ok {
+        if matches!(r.job, Err(lumos_graph::JobError::NoRanks)) && !read_ok {
             // Each input's error (or two claiming a rank) is printed, and
             // nothing is left to replay.
             return Ok(false);
         }
-        // A file that could not be read is named so, not "no file".
-        let unreadable = r.errors.iter().filter_map(|e| e.unreadable()).collect();
-        let mut report =
-            lumos_report::replay_representatives(r.reps, unreadable, &r.groups, &r.peers, &opts.0)?;
+        let job = r.job.map_err(lumos_report::ReportError::from)?;
+        let mut report = lumos_report::replay_representatives(job, &r.groups, &r.peers, &opts.0)?;
         // A representative left out of the job (with its group) is an input
         // that could not be used, as with --job: named, and exit code 1.
         let left_out = report.job.as_ref().map_or(&[][..], |j| &j.left_out[..]);

@@ -169,6 +169,16 @@ pub struct Job {
     pub matching: CollectiveMatch,
     /// Each rank's clock offset.
     pub clock: ClockAlignment,
+    /// Representatives ([`assemble_representatives`]) whose clock is far
+    /// from the job's while members of their group agree with it, kept
+    /// (their graph being the only one of their group at hand) where
+    /// `--job` leaves them out; with each, the members of its group whose
+    /// clock is as far; ascending. Empty for every other job. A loader
+    /// that can give another member's graph loads the job again with
+    /// these ranks apart (each a representative of its own, left out by
+    /// the assembly as `--job` leaves it out) and the lowest other member
+    /// standing for the group (`lumos_store::load_representatives` does).
+    pub far_representatives: Vec<u32>,
 }
 
 impl Job {
@@ -283,12 +293,13 @@ pub fn assemble(inputs: Vec<RankInput>) -> Result<Job, JobError> {
 /// other ranks of its host as the alignment of every rank pools it
 /// ([`ClockAlignment::hosts`]): a member's host is not in its summary. A
 /// representative whose clock is far while members of its group agree
-/// with the job is what `--job` leaves out: a loader that can give another
-/// member's graph finds it first ([`far_representatives`]) and gives it
-/// apart, a group of its own, with another member standing for the group
-/// (`lumos_store::load_representatives` does). Given here anyway, it is
-/// kept, with a warning, its graph being the only one of its group at
-/// hand (the alignment undoes its offset).
+/// with the job is what `--job` leaves out, but its graph is the only one
+/// of its group at hand: it is kept, with a warning (the alignment undoes
+/// its offset), and named in [`Job::far_representatives`], so that a
+/// loader that can give another member's graph assembles the job again
+/// with it apart, a group of its own, and another member standing for
+/// the group (`lumos_store::load_representatives` does). The clocks are
+/// thus tested once per assembly, with no pass of their own before it.
 pub fn assemble_representatives(
     inputs: Vec<RankInput>,
     unreadable: Vec<Unreadable>,
@@ -400,7 +411,8 @@ fn assemble_counted(
         outside_world(&mut inputs, w, &mut left_out)?;
         members_outside_world(&inputs, members, w, &mut left_out)?;
     }
-    let (matching, clock) = match_and_align(&mut inputs, members, &mut left_out, &mut warnings);
+    let (matching, clock, far_representatives) =
+        match_and_align(&mut inputs, members, &mut left_out, &mut warnings);
     left_out.sort_by_key(|l| l.rank);
     warnings.extend(left_out.iter().map(ToString::to_string));
     let refs: Vec<&RankGraph> = inputs.iter().map(|i| &i.graph).collect();
@@ -444,6 +456,7 @@ fn assemble_counted(
         warnings,
         matching,
         clock,
+        far_representatives,
     })
 }
 
@@ -537,13 +550,14 @@ fn take_out(
 /// counts as its `members` ([`assemble_counted`]); members whose clock is
 /// known ([`MemberFacts::clock_ns`](super::MemberFacts::clock_ns)) are
 /// tested each on its own clock, and those far off left out alone (a far
-/// input whose members agree stays, warned: [`assemble_representatives`]).
+/// input whose members agree stays, warned, and is returned with the
+/// members of its group as far: [`Job::far_representatives`]).
 fn match_and_align(
     inputs: &mut Vec<RankInput>,
     members: &Members<'_>,
     left_out: &mut Vec<LeftOut>,
     warnings: &mut Vec<String>,
-) -> (CollectiveMatch, ClockAlignment) {
+) -> (CollectiveMatch, ClockAlignment, Vec<u32>) {
     let w: Vec<usize> = (inputs.iter())
         .map(|i| members.get(&i.meta.rank).map_or(1, |g| g.ranks.len()))
         .collect();
@@ -576,19 +590,25 @@ fn match_and_align(
             &clocks.unaligned,
             &clocks.ranks,
         ));
-        return (m, c);
+        return (m, c, Vec::new());
     }
     // Far members go alone; a far input takes the members it stands for
     // whose clock is not known (the caller leaves its group out).
     let mut positions: Vec<usize> = Vec::new();
     let mut offsets: BTreeMap<u32, i64> = BTreeMap::new();
+    let mut kept_far: Vec<u32> = Vec::new();
     for verdict in judge_far(&clocks, &far) {
         match verdict {
             // Only its graph is loaded for the members that agree: it
             // stays, replayed for them (the alignment undoes its offset),
-            // and says so. A loader that can give another member's graph
-            // does not come here ([`far_representatives`]).
+            // says so, and is named with the members as far, for a loader
+            // that can give another member's graph to assemble again.
             FarVerdict::KeptFor { p, d, agree } => {
+                kept_far.extend(
+                    (far.iter())
+                        .filter(|&&(e, _)| clocks.of[e].0 == p)
+                        .map(|&(e, _)| clocks.ranks[e]),
+                );
                 let i = &inputs[p];
                 warnings.push(format!(
                     "rank {} ({}): its collectives end {} {} the other ranks'; `--job` leaves \
@@ -616,13 +636,15 @@ fn match_and_align(
             }
         }
     }
+    kept_far.sort_unstable();
     if positions.is_empty() {
-        return (m, c);
+        return (m, c, kept_far);
     }
     take_out(inputs, &positions, left_out, |i| LeftOutReason::FarClock {
         offset_ns: offsets[&i.meta.rank],
     });
-    run(inputs)
+    let (m, c) = run(inputs);
+    (m, c, kept_far)
 }
 
 /// What the test of clocks says of one rank whose clock is far from the
@@ -658,58 +680,6 @@ fn judge_far(clocks: &RankClocks, far: &[(usize, i64)]) -> Vec<FarVerdict> {
             }
         })
         .collect()
-}
-
-/// The ranks that must not stand for their group for the job of `inputs`
-/// (one representative per group of `groups`, as
-/// [`assemble_representatives`] takes them) to be the job `--job` makes:
-/// a representative whose clock is far from the job's while members of
-/// its group agree with the job, which the assembly would keep (only its
-/// graph being at hand) where `--job` leaves it out; with it, the members
-/// of its group whose clock is as far. Empty when there is none, as for
-/// every job whose clocks agree. A loader that can give another member's
-/// graph loads the group again with these ranks apart (each then a
-/// representative of its own, left out by the assembly as `--job` leaves
-/// it out) and the lowest other member standing for the group.
-///
-/// The test is the assembly's: the inputs that share no collective with
-/// the others are set aside, the rest matched and aligned, and each
-/// member's clock taken at its representative's plus its own offset from
-/// it ([`MemberFacts::clock_ns`](super::MemberFacts::clock_ns)).
-pub fn far_representatives(inputs: &[RankInput], groups: &[ProgramGroup]) -> Vec<u32> {
-    let members: Members<'_> = groups.iter().map(|g| (g.representative(), g)).collect();
-    let mut sorted: Vec<&RankInput> = inputs.iter().collect();
-    sorted.sort_by(|a, b| {
-        a.meta
-            .rank
-            .cmp(&b.meta.rank)
-            .then(a.meta.path.cmp(&b.meta.path))
-    });
-    let w: Vec<usize> = (sorted.iter())
-        .map(|i| members.get(&i.meta.rank).map_or(1, |g| g.ranks.len()))
-        .collect();
-    let graphs: Vec<&RankGraph> = sorted.iter().map(|i| &i.graph).collect();
-    let foreign = foreign_ranks(&graphs, &w);
-    let kept: Vec<&RankInput> = (sorted.iter().enumerate())
-        .filter(|(p, _)| foreign.binary_search(p).is_err())
-        .map(|(_, &i)| i)
-        .collect();
-    let refs: Vec<&RankGraph> = kept.iter().map(|i| &i.graph).collect();
-    let c = align_refs(&refs, &match_refs(&refs));
-    let clocks = RankClocks::of(&kept, &members, &c);
-    let far = far_clocks(&clocks.offsets_ns, &clocks.unaligned, &clocks.weights);
-    let mut out: Vec<u32> = Vec::new();
-    for verdict in judge_far(&clocks, &far) {
-        if let FarVerdict::KeptFor { p, .. } = verdict {
-            out.extend(
-                (far.iter())
-                    .filter(|&&(e, _)| clocks.of[e].0 == p)
-                    .map(|&(e, _)| clocks.ranks[e]),
-            );
-        }
-    }
-    out.sort_unstable();
-    out
 }
 
 /// Every rank's clock offset, for [`far_clocks`]: each input's from the

@@ -50,8 +50,8 @@ mod program;
 mod restore;
 
 pub use assemble::{
-    assemble, assemble_representatives, assemble_with, far_representatives, missing_ranks_warning,
-    Job, JobError, RankInput, RankMeta, Unreadable, MISSING_RANKS_TAIL,
+    assemble, assemble_representatives, assemble_with, missing_ranks_warning, Job, JobError,
+    RankInput, RankMeta, Unreadable, MISSING_RANKS_TAIL,
 };
 pub use belong::{LeftOut, LeftOutReason, FAR_CLOCK_NS};
 pub use clock::{align_clocks, ClockAlignment, HostClock};

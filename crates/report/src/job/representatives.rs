@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use lumos_graph::{
-    assemble_representatives, merge, missing_ranks_warning, model_group_peers, rank_ranges, Job,
-    JobGraph, ProgramGroup, RankInput, Unreadable, MISSING_RANKS_TAIL,
+    merge, missing_ranks_warning, model_group_peers, rank_ranges, Job, JobGraph, ProgramGroup,
+    MISSING_RANKS_TAIL,
 };
 use lumos_sim::{simulate_job, Schedule, SimOptions};
 use serde::Serialize;
@@ -76,29 +76,29 @@ fn step_spread(g: &ProgramGroup, k: usize) -> Option<StepSpread> {
     })
 }
 
-/// Replays a job from its representatives: `reps` holds one rank per
+/// Replays a job from its representatives: `job` holds one rank per
 /// group of `groups` (each group's [`ProgramGroup::representative`]),
-/// `unreadable` the files given as ranks that could not be read, `groups`
-/// every rank of the job, and `peers` each representative's modelled
-/// collective durations, by rank ([`lumos_graph::PeerModel::durations`]).
+/// assembled each counting as its group
+/// ([`lumos_graph::assemble_representatives`];
+/// `lumos_store::load_representatives` gives it), `groups` every rank of
+/// the job, and `peers` each representative's modelled collective
+/// durations, by rank ([`lumos_graph::PeerModel::durations`]).
 /// The output is that of [`replay_job`](crate::replay_job) on the
 /// representatives, except that the job's measured steps are the slowest
 /// of every rank's (replayed: the slowest representative's), its missing
 /// ranks those in no group, and `representatives` says what was replayed
-/// for whom. The representatives are assembled each counting as its group
-/// ([`lumos_graph::assemble_representatives`]), so that they leave out
-/// what the assembly of every rank would; a group whose representative is
+/// for whom. The representatives' assembly leaves out what the assembly
+/// of every rank would; a group whose representative is
 /// left out (see [`lumos_graph::LeftOut`]) is left out whole, its members
 /// missing, and a member left out alone (its own clock or rank, from
 /// [`ProgramGroup::facts`]) leaves its group.
 pub fn replay_representatives(
-    reps: Vec<RankInput>,
-    unreadable: Vec<Unreadable>,
+    job: Job,
     groups: &[ProgramGroup],
     peers: &BTreeMap<u32, Vec<Option<i64>>>,
     opts: &SimOptions,
 ) -> Result<ReplayOutput, ReportError> {
-    Ok(replay_representatives_kept(reps, unreadable, groups, peers, opts)?.output)
+    Ok(replay_representatives_kept(job, groups, peers, opts)?.output)
 }
 
 /// A replay from representatives with what it was made from, for the
@@ -117,13 +117,11 @@ pub struct RepresentativesReplayed {
 
 /// [`replay_representatives`], keeping the job, graph and schedule.
 pub fn replay_representatives_kept(
-    reps: Vec<RankInput>,
-    unreadable: Vec<Unreadable>,
+    mut job: Job,
     groups: &[ProgramGroup],
     peers: &BTreeMap<u32, Vec<Option<i64>>>,
     opts: &SimOptions,
 ) -> Result<RepresentativesReplayed, ReportError> {
-    let mut job = assemble_representatives(reps, unreadable, groups)?;
     // A representative that the assembly leaves out (a rank of another
     // run, one without tasks, a clock hours away) takes its group along:
     // the members run its program, so they are not the job's either, and
