@@ -513,6 +513,64 @@ fn synthesized_job_matches_by_seq_and_point_to_point() {
     assert_steps_within_5pct(&v);
 }
 
+/// A synthesized TP2 x PP4 job (the DLRM set records no process groups)
+/// whose rank 0 records its model-parallel group (process group 15, every
+/// rank) without rank 7: `--job` names it, the six other members present
+/// recording the group whole. From representatives only the
+/// representatives' records are read (rank 0 is a group of its own, its
+/// group size changed): the warning counted the four others as "4 of its
+/// 4 other members present" in a job of eight ranks present; it says now
+/// that it counts representatives.
+#[test]
+fn representatives_say_a_process_group_disagreement_counts_representatives() {
+    let dir = temp_dir("reps-group-disagreement");
+    run_ok(
+        lumos()
+            .args([
+                "synth", "--model", "gpt-tiny", "--tp", "2", "--pp", "4", "--dp", "1", "--ranks",
+                "all", "--out",
+            ])
+            .arg(dir.path()),
+    );
+    let rank0 = dir.join("rank0.json.gz");
+    let mut doc = load_json(&rank0);
+    let mut edited = 0;
+    for e in doc["traceEvents"].as_array_mut().unwrap() {
+        let args = &mut e["args"];
+        if args["Process Group Name"] == "15" {
+            args["Process Group Ranks"] = Value::from("[0, 1, 2, 3, 4, 5, 6]");
+            edited += 1;
+        }
+    }
+    assert!(edited > 0, "no collective on process group 15");
+    std::fs::remove_file(&rank0).unwrap();
+    write_json(&dir.join("rank0.json"), &doc);
+    let [job, reps] = job_and_representatives(&dir, 0);
+    let start = format!(
+        "rank 0 ({}) records process group 15 as rank 0-6; ",
+        dir.join("rank0.json").display()
+    );
+    let said = |v: &Value| -> Vec<String> {
+        let w = warnings(v);
+        w.into_iter().filter(|w| w.starts_with(&start)).collect()
+    };
+    assert_eq!(
+        said(&job),
+        [format!(
+            "{start}6 of its 6 other members present record it as rank 0-7"
+        )]
+    );
+    let others = reps["representatives"]["replayed_ranks"].as_u64().unwrap() - 1;
+    assert!((2..7).contains(&others), "{others}");
+    assert_eq!(
+        said(&reps),
+        [format!(
+            "{start}{others} of the {others} representatives among its other members (only \
+             representatives' records are read) record it as rank 0-7"
+        )]
+    );
+}
+
 /// The DLRM ranks in a temp dir, but for those `except` names.
 fn dlrm_copy(dlrm: &Path, name: &str, except: &[u32]) -> TempDir {
     let dir = temp_dir(name);
@@ -668,6 +726,15 @@ fn representatives_are_counted_as_such_in_the_jobs_text() {
         assert!(reps.contains(line), "no {line:?} in {reps}");
     }
     assert!(!reps.contains("job: 1 ranks"), "{reps}");
+    // The groups' line counts ranks as ranks: it said "1 ranks replayed
+    // for 7".
+    assert!(
+        reps.contains(
+            "  representatives: 1 rank replayed for the job's 7 ranks (0 collectives inside \
+             groups against modelled peers)\n    rank     0 for     7 ranks (0-6): "
+        ),
+        "{reps}"
+    );
     let job = text("--job");
     for line in [
         "job: 7 ranks; who waited for whom (measured / replayed)\n",

@@ -750,10 +750,16 @@ fn write_representatives(
     out: &mut dyn Write,
     r: &lumos_report::RepresentativesReport,
 ) -> std::io::Result<()> {
+    // Ranks of the job, each counted once: a representative is one of
+    // the ranks it is replayed for.
+    let n = |n: usize, one: &str, many: &str| crate::output::counted(n as u64, one, many);
     writeln!(
         out,
-        "  representatives: {} ranks replayed for {} ({} collectives inside groups against modelled peers)",
-        r.replayed_ranks, r.ranks, r.modelled_collectives
+        "  representatives: {} replayed for the job's {} ({} inside groups against \
+         modelled peers)",
+        n(r.replayed_ranks, "rank", "ranks"),
+        n(r.ranks, "rank", "ranks"),
+        n(r.modelled_collectives, "collective", "collectives"),
     )?;
     for g in &r.groups {
         let steps: Vec<String> = g
@@ -763,9 +769,10 @@ fn write_representatives(
             .collect();
         writeln!(
             out,
-            "    rank {:>5} for {:>5} ranks ({}): measured steps {}",
+            "    rank {:>5} for {:>5} {} ({}): measured steps {}",
             g.representative,
             g.size,
+            if g.size == 1 { "rank " } else { "ranks" },
             g.ranks,
             steps.join(", ")
         )?;

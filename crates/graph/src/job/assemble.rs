@@ -416,7 +416,7 @@ fn assemble_counted(
     left_out.sort_by_key(|l| l.rank);
     warnings.extend(left_out.iter().map(ToString::to_string));
     let refs: Vec<&RankGraph> = inputs.iter().map(|i| &i.graph).collect();
-    warnings.extend(group_disagreements(&refs));
+    warnings.extend(group_disagreements(&refs, !members.is_empty()));
     let present: Vec<u32> = inputs.iter().map(|i| i.meta.rank).collect();
     let missing = missing_ranks(
         &present,

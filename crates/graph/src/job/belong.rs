@@ -344,8 +344,11 @@ pub fn clock_spread_warning(
 /// Warnings naming ranks whose process groups disagree with their peers':
 /// a group recorded without the rank itself, or with other members than
 /// most of its members present (at least two) record for the same group
-/// name.
-pub fn group_disagreements(ranks: &[&RankGraph]) -> Vec<String> {
+/// name. With `representatives` the ranks are one per group of ranks that
+/// run the same program (`lumos replay --representatives`), whose other
+/// members' records are not read: the count says it counts
+/// representatives, not the job's ranks.
+pub fn group_disagreements(ranks: &[&RankGraph], representatives: bool) -> Vec<String> {
     // Per group name, per rank number: the member lists it records.
     let mut lists: BTreeMap<&str, BTreeMap<u32, BTreeSet<&[i64]>>> = BTreeMap::new();
     for r in ranks {
@@ -405,13 +408,23 @@ pub fn group_disagreements(ranks: &[&RankGraph]) -> Vec<String> {
             if let Some((&other, &n)) =
                 most.filter(|(&l, &n)| n >= 2 && n * 2 > theirs.len() && l != mine)
             {
+                let who = if representatives {
+                    format!(
+                        "{n} of the {} representatives among its other members (only \
+                         representatives' records are read) record it",
+                        theirs.len()
+                    )
+                } else {
+                    format!(
+                        "{n} of its {} other members present record it",
+                        theirs.len()
+                    )
+                };
                 out.push(format!(
-                    "rank {} ({}) records process group {name} as rank {}; {n} of its {} other \
-                     members present record it as rank {}",
+                    "rank {} ({}) records process group {name} as rank {}; {who} as rank {}",
                     r.rank,
                     r.source,
                     show(mine),
-                    theirs.len(),
                     show(other)
                 ));
                 named.insert(r.rank);
