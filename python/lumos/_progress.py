@@ -5,8 +5,6 @@ The extension calls the callback as ``callback(phase, done, total)`` about
 ten times a second while Rust works (the GIL is released meanwhile, so
 other Python threads run), and once at the end. ``phase`` is ``reading``
 (``done`` and ``total`` in bytes), ``building``, ``loading``,
-``loading again`` (a replay from representatives that reads its inputs a
-second time, a representative's clock being far from its members'),
 ``assembling`` or ``replaying`` (in ranks; 1 for a job's joint replay or
 a prediction's replays), ``predicting`` (1: :func:`lumos.predict`'s
 discovery and edits), ``reporting`` (1), ``writing`` (ranks,

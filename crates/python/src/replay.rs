@@ -282,23 +282,8 @@ pub fn replay_representatives(
         ));
     }
     let sim = opts.bare_only("representatives")?;
-    let n = files.len() as u64;
-    p.phase("loading", n);
-    // A job whose representative's clock is far from its members' is read
-    // twice, `done` called after each input both times: the second read
-    // is a phase of its own, counted from 0 again. Calls are counted
-    // under a lock so that none of the second read lands before the
-    // phase restarts.
-    let calls = std::sync::Mutex::new(0u64);
-    let done = || {
-        let mut k = calls.lock().unwrap_or_else(|e| e.into_inner());
-        *k += 1;
-        if *k == n + 1 {
-            p.phase("loading again", n);
-        }
-        p.add(1);
-    };
-    let r = lumos_store::load_representatives(files, &done);
+    p.phase("loading", files.len() as u64);
+    let r = lumos_store::load_representatives(files, &|| p.add(1));
     if let Some(e) = r.errors.into_iter().next() {
         return Err(e.into());
     }

@@ -106,7 +106,9 @@ pub struct Representatives {
     /// Graphs built or decoded: for `.lgraph` inputs one per group (every
     /// other file gives its summary and program only); a trace's graph is
     /// always built (its program comes from it), then dropped unless it
-    /// represents its group.
+    /// represents its group. A job assembled again (a representative's
+    /// clock far from its members') adds the graphs read for it: the new
+    /// representative's, and those the first assembly left out.
     pub graphs_loaded: usize,
 }
 
@@ -118,19 +120,20 @@ enum Kept {
     File(PathBuf),
 }
 
-/// What the first pass over the inputs gathers.
+/// One rank as read: its program's signature, measured steps and facts.
+type Added = (u32, ProgramSignature, Vec<i64>, MemberFacts);
+
+/// What the pass over the inputs gathers.
 #[derive(Default)]
 struct Gathered {
-    /// The ranks that must not stand for their group
-    /// ([`lumos_graph::far_representatives`]): each is grouped apart, in
-    /// `apart`, and its graph kept in `kept_apart`.
-    avoid: BTreeSet<u32>,
-    groups: ProgramGroups,
+    /// Every rank read, grouped once all are ([`groups_of`]).
+    added: Vec<Added>,
     kept: BTreeMap<ProgramSignature, (u32, Kept)>,
-    apart: ProgramGroups,
-    kept_apart: BTreeMap<ProgramSignature, (u32, Kept)>,
     programs: BTreeMap<u32, RankProgram>,
+    /// The compact files, by rank.
     files_by_rank: BTreeMap<u32, PathBuf>,
+    /// Every input, by rank, to read a graph again from.
+    inputs_by_rank: BTreeMap<u32, PathBuf>,
     /// The inputs that claim each rank: their places in the files given,
     /// and whether the rank was only a default (none recorded).
     claimed: BTreeMap<u32, Vec<(usize, bool)>>,
@@ -138,27 +141,30 @@ struct Gathered {
 }
 
 impl Gathered {
-    /// Adds `rank` to its group (apart if it is to be avoided as a
-    /// representative), with `facts`.
-    fn add(&mut self, rank: u32, sig: ProgramSignature, steps_ns: Vec<i64>, facts: MemberFacts) {
-        let groups = if self.avoid.contains(&rank) {
-            &mut self.apart
-        } else {
-            &mut self.groups
-        };
-        groups.add_with(rank, sig, steps_ns, facts);
-    }
-
     fn offer(&mut self, rank: u32, sig: ProgramSignature, k: Kept) {
-        let kept = if self.avoid.contains(&rank) {
-            &mut self.kept_apart
-        } else {
-            &mut self.kept
-        };
-        if kept.get(&sig).is_none_or(|(have, _)| rank < *have) {
-            kept.insert(sig, (rank, k));
+        if self.kept.get(&sig).is_none_or(|(have, _)| rank < *have) {
+            self.kept.insert(sig, (rank, k));
         }
     }
+}
+
+/// The groups of the ranks `added`, by representative, the ranks in
+/// `avoid` standing for no group of other ranks: each is grouped apart
+/// (with the others of `avoid` of its program).
+fn groups_of(added: &[Added], avoid: &BTreeSet<u32>) -> Vec<ProgramGroup> {
+    let (mut groups, mut apart) = (ProgramGroups::new(), ProgramGroups::new());
+    for (rank, sig, steps_ns, facts) in added {
+        let to = if avoid.contains(rank) {
+            &mut apart
+        } else {
+            &mut groups
+        };
+        to.add_with(*rank, *sig, steps_ns.clone(), facts.clone());
+    }
+    let mut groups = groups.finish();
+    groups.extend(apart.finish());
+    groups.sort_by_key(ProgramGroup::representative);
+    groups
 }
 
 /// Loads a job to replay from representatives: `files` are traces or
@@ -173,39 +179,16 @@ impl Gathered {
 /// tested, once. A representative whose clock is hours from the job's
 /// while members of its group agree with the job is kept by that
 /// assembly, where `lumos replay --job` leaves it out, and named in
-/// [`Job::far_representatives`]: only then are the inputs loaded again
-/// (`done` called again after each: twice per input in all) with it apart, a group of its own that
-/// the assembly leaves out as `--job` does, and the lowest other member
-/// standing for its group, so that the group's numbers come from a rank
-/// with a sound clock; that job is assembled again. Only a job with such
-/// a rank is read twice.
+/// [`Job::far_representatives`]: only then is it grouped apart, a group
+/// of its own that the assembly leaves out as `--job` does, with the
+/// lowest other member standing for its group, so that the group's
+/// numbers come from a rank with a sound clock, and the job assembled
+/// again. The inputs are not read again: only the graphs not at hand
+/// (the new representative's, and those of representatives the first
+/// assembly left out) are, and the compact files' programs, for the
+/// peers' models.
 pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Representatives {
-    let first = load_avoiding(files, done, BTreeSet::new());
-    let avoid: BTreeSet<u32> = first.job.as_ref().map_or(BTreeSet::new(), |j| {
-        j.far_representatives.iter().copied().collect()
-    });
-    if avoid.is_empty() {
-        return first;
-    }
-    let loaded = first.graphs_loaded;
-    drop(first);
-    let mut again = load_avoiding(files, done, avoid);
-    again.graphs_loaded += loaded;
-    again
-}
-
-/// [`load_representatives`], the ranks in `avoid` standing for no group
-/// of other ranks: each is grouped apart (with the others of `avoid` of
-/// its program).
-fn load_avoiding(
-    files: &[PathBuf],
-    done: &(dyn Fn() + Sync),
-    avoid: BTreeSet<u32>,
-) -> Representatives {
-    let gathered = Mutex::new(Gathered {
-        avoid,
-        ..Gathered::default()
-    });
+    let gathered = Mutex::new(Gathered::default());
     let results: Vec<Result<(), InputError>> = files
         .par_iter()
         .enumerate()
@@ -216,7 +199,7 @@ fn load_avoiding(
         })
         .collect();
     let mut errors: Vec<InputError> = results.into_iter().filter_map(Result::err).collect();
-    let g = into_inner(gathered);
+    let mut g = into_inner(gathered);
     if let Some(e) = not_one_file_per_rank(&g.claimed, files) {
         errors.push(e);
         return Representatives {
@@ -227,33 +210,95 @@ fn load_avoiding(
             graphs_loaded: g.traces_built,
         };
     }
-    let mut groups = g.groups.finish();
-    groups.extend(g.apart.finish());
-    groups.sort_by_key(ProgramGroup::representative);
+    let read_errors = errors.len();
     let mut graphs_loaded = g.traces_built;
-    let reps: Vec<Result<(RankInput, bool), InputError>> = g
-        .kept
+    let groups = groups_of(&g.added, &BTreeSet::new());
+    let kept: Vec<Kept> = std::mem::take(&mut g.kept)
         .into_values()
-        .chain(g.kept_apart.into_values())
-        .collect::<Vec<_>>()
+        .map(|(_, k)| k)
+        .collect();
+    let reps: Vec<Result<(RankInput, bool), InputError>> = kept
         .into_par_iter()
-        .map(|(_, k)| match k {
+        .map(|k| match k {
             Kept::Input(i) => Ok((*i, false)),
             Kept::File(f) => read_rank(&f).map(|i| (i, true)).map_err(InputError::Store),
         })
         .collect();
+    let first = assembled(&g, groups, reps, errors, &mut graphs_loaded);
+    let avoid: BTreeSet<u32> = first.job.as_ref().map_or(BTreeSet::new(), |j| {
+        j.far_representatives.iter().copied().collect()
+    });
+    if avoid.is_empty() {
+        return first;
+    }
+    // Again, with those ranks apart: the graphs at hand are the first
+    // job's; the others (the new representatives', those the first
+    // assembly left out) are read from their files.
+    let mut errors = first.errors;
+    errors.truncate(read_errors);
+    let mut at_hand: BTreeMap<u32, RankInput> = BTreeMap::new();
+    if let Ok(job) = first.job {
+        let parts = job.ranks.into_iter().zip(job.reports).zip(job.graphs);
+        for ((meta, report), graph) in parts {
+            at_hand.insert(
+                meta.rank,
+                RankInput {
+                    meta,
+                    graph,
+                    report,
+                },
+            );
+        }
+    }
+    let groups = groups_of(&g.added, &avoid);
+    let wanted: Vec<(u32, Option<RankInput>)> = (groups.iter())
+        .map(|gr| gr.representative())
+        .map(|r| (r, at_hand.remove(&r)))
+        .collect();
+    drop(at_hand);
+    let reps: Vec<Result<(RankInput, bool), InputError>> = wanted
+        .into_par_iter()
+        .filter_map(|(r, have)| match have {
+            Some(i) => Some(Ok((i, false))),
+            None => {
+                let f = g.inputs_by_rank.get(&r)?;
+                Some(crate::read_rank_input(f).map(|i| (i, true)))
+            }
+        })
+        .collect();
+    assembled(&g, groups, reps, errors, &mut graphs_loaded)
+}
+
+/// The job of `reps` (each with whether its graph was read now, counted in
+/// `graphs_loaded`), its peers modelled from `g`'s programs, assembled
+/// with `groups` ([`lumos_graph::assemble_representatives`]); `errors`
+/// the inputs' own, the representatives' and their peers' programs'
+/// appended.
+fn assembled(
+    g: &Gathered,
+    mut groups: Vec<ProgramGroup>,
+    reps: Vec<Result<(RankInput, bool), InputError>>,
+    mut errors: Vec<InputError>,
+    graphs_loaded: &mut usize,
+) -> Representatives {
     let mut out = Vec::with_capacity(reps.len());
     for r in reps {
         match r {
-            Ok((i, decoded)) => {
-                // Graphs built from traces are already counted.
-                graphs_loaded += usize::from(decoded);
+            Ok((i, read)) => {
+                // Graphs built from traces in the pass are already counted.
+                *graphs_loaded += usize::from(read);
                 out.push(i);
             }
             Err(e) => errors.push(e),
         }
     }
-    let peers = model_peers(&out, &mut groups, g.programs, &g.files_by_rank, &mut errors);
+    let peers = model_peers(
+        &out,
+        &mut groups,
+        &g.programs,
+        &g.files_by_rank,
+        &mut errors,
+    );
     // A file that could not be read is named so in the job, not "no file".
     let unreadable = errors.iter().filter_map(InputError::unreadable).collect();
     Representatives {
@@ -261,7 +306,7 @@ fn load_avoiding(
         groups,
         peers,
         errors,
-        graphs_loaded,
+        graphs_loaded: *graphs_loaded,
     }
 }
 
@@ -303,8 +348,9 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
             world_size: s.world_size,
             clock_ns: None,
         };
-        g.add(s.rank, s.signature, s.steps_ns, facts);
+        g.added.push((s.rank, s.signature, s.steps_ns, facts));
         g.files_by_rank.insert(s.rank, f.to_owned());
+        g.inputs_by_rank.insert(s.rank, f.to_owned());
         g.offer(s.rank, s.signature, Kept::File(f.to_owned()));
     } else {
         let input = crate::read_rank_input(f)?;
@@ -318,7 +364,9 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
             world_size: input.meta.world_size,
             clock_ns: None,
         };
-        g.add(p.rank, p.signature, p.steps_ns.clone(), facts);
+        g.added
+            .push((p.rank, p.signature, p.steps_ns.clone(), facts));
+        g.inputs_by_rank.insert(p.rank, f.to_owned());
         g.offer(p.rank, p.signature, Kept::Input(Box::new(input)));
         g.programs.insert(p.rank, p);
     }
@@ -334,7 +382,7 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
 fn model_peers(
     reps: &[RankInput],
     groups: &mut [ProgramGroup],
-    programs: BTreeMap<u32, RankProgram>,
+    programs: &BTreeMap<u32, RankProgram>,
     files: &BTreeMap<u32, PathBuf>,
     errors: &mut Vec<InputError>,
 ) -> BTreeMap<u32, Vec<Option<i64>>> {
