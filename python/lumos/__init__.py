@@ -510,7 +510,10 @@ def predict(
     recording of the same program whose measured durations the one trace's
     graph takes before the edit (see :func:`durations_from`); the report
     then also holds the transfer under ``durations_from`` (and
-    :attr:`Prediction.transfer`). Ctrl-C stops it between its steps or
+    :attr:`Prediction.transfer`). A rank that holds no task is left out
+    and the others predicted, with a ``UserWarning`` naming it (and
+    ``report["left_out"]``), as the CLI names it; only ranks without tasks
+    raise :class:`InputError`. Ctrl-C stops it between its steps or
     within a replay (phases ``predicting``, then ``replaying``). See
     docs/PREDICTION.md."""
     bare, kernels = _kernel_scales(scale_kernels)
@@ -526,7 +529,12 @@ def predict(
     )
     b = _path(durations_from, "durations_from") if durations_from is not None else None
     with callback(progress) as cb:
-        return Prediction(json.loads(_lumos.predict_files(_paths(paths), opts, b, cb)))
+        p = Prediction(json.loads(_lumos.predict_files(_paths(paths), opts, b, cb)))
+    # A rank without tasks was left out and the others predicted, as the
+    # CLI names it (error line, exit 1) and `load_job` warns of it.
+    for entry in p.report.get("left_out", []):
+        warnings.warn(f"{entry['detail']} (Prediction.report['left_out'])", stacklevel=2)
+    return p
 
 
 def diff(

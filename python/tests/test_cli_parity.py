@@ -278,8 +278,7 @@ def test_a_trace_read_once_replays_as_the_cli(corpus, cli_json, rel):
 def test_synth_takes_a_model_file_or_dict_as_the_cli_does(tmp_path, lumos_bin):
     import gzip
     import json
-
-    from conftest import run_cli
+    import subprocess
 
     model = {"name": "gpt-mini", "layers": 2, "hidden": 512, "heads": 8, "ffn_hidden": 1024,
              "seq_len": 512, "vocab": 8192, "kv_heads": 4, "swiglu": True}
@@ -583,3 +582,39 @@ def test_synth_without_stream_waits_writes_no_cuda_stream_wait_event(tmp_path):
     assert "cudaStreamWaitEvent" in text(on)
     off = lumos.synth("gpt-tiny", tmp_path / "off", dp=2, seed=5, stream_waits=False)
     assert "cudaStreamWaitEvent" not in text(off)
+
+
+def test_predict_leaves_out_a_rank_without_tasks_as_the_cli(corpus, lumos_bin, tmp_path):
+    """The DLRM job with rank 7 stripped to its metadata: `lumos.predict`
+    leaves the rank out with a UserWarning naming it and predicts from the
+    other ranks, the CLI's report value for value (which exits 1, naming
+    it); only ranks without tasks raise InputError."""
+    import gzip
+    import json
+    import subprocess
+
+    src = corpus / DLRM
+    files = []
+    for r in range(8):
+        doc = json.loads(gzip.open(src / f"rank{r}.json.gz").read())
+        if r == 7:
+            doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("ph") == "M"]
+        f = tmp_path / f"rank{r}.json"
+        f.write_text(json.dumps(doc))
+        files.append(str(f))
+    p = subprocess.run(
+        [str(lumos_bin), "predict", *files, "--dp", "16", "--json"],
+        capture_output=True, text=True, check=False,
+    )
+    assert p.returncode == 1, p.stderr
+    assert "rank7.json) holds no CPU or GPU task" in p.stderr
+    cli = json.loads(p.stdout)
+    with pytest.warns(UserWarning, match=r"rank7\.json\) holds no CPU or GPU task"):
+        pred = lumos.predict(files, dp=16, progress=False)
+    assert pred.report == cli
+    assert [(e["rank"], e["reason"]) for e in cli["left_out"]] == [(7, "no_tasks")]
+    assert cli["mean_predicted_ms"] == lumos.predict(files[:7], dp=16, progress=False).report[
+        "mean_predicted_ms"
+    ]
+    with pytest.raises(lumos.InputError, match="nothing to predict from"):
+        lumos.predict(files[7:], dp=16, progress=False)

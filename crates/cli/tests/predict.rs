@@ -936,39 +936,99 @@ fn a_trace_without_tasks_is_refused() {
     );
 }
 
-/// A rank of a job that holds no task (DLRM's rank 7 with only its
-/// metadata events) is named as such. Before, its degrees (none found)
-/// differed from rank 0's: "parallel degrees differ from rank0's: are
-/// these ranks of one job?", which sent the user looking for another run.
+/// A rank of a job that holds no task (the DLRM job with rank 7 stripped
+/// to its metadata events) is left out, as `lumos replay --job` and
+/// `lumos report` leave it out: named on stderr with the reason, the
+/// other ranks predicted, exit 1 (bad input, a partial result), and
+/// `--json` lists it under `left_out` as `replay --json`'s `job.left_out`
+/// does. The prediction is, value for value, that of ranks 0-6 alone
+/// (29.828 ms at `--dp 16`), given as the folder or as the files, rank 7
+/// first or last. Before, the whole prediction was refused ("nothing to
+/// predict from"), and before that the rank's degrees (none found)
+/// differed from rank 0's: "are these ranks of one job?".
 #[test]
-fn a_rank_without_tasks_is_named_in_a_job() {
+fn a_rank_without_tasks_is_left_out_of_a_job_and_named() {
     let Some(corpus) = lumos_testkit::corpus() else {
         return;
     };
     let dlrm = corpus.path("multi-rank/dlrm-8xv100");
     let dir = temp_dir("job-rank-no-tasks");
+    let job = dir.join("dlrm");
+    std::fs::create_dir_all(&job).unwrap();
+    let mut others = Vec::new();
+    for r in 0..7 {
+        let f = job.join(format!("rank{r}.json.gz"));
+        std::fs::copy(dlrm.join(format!("rank{r}.json.gz")), &f).unwrap();
+        others.push(f);
+    }
     let gz = std::fs::File::open(dlrm.join("rank7.json.gz")).unwrap();
     let mut doc: serde_json::Value =
         serde_json::from_reader(flate2::read::GzDecoder::new(gz)).unwrap();
     let events = doc["traceEvents"].as_array_mut().unwrap();
     events.retain(|e| e["ph"] == "M");
     assert!(!events.is_empty());
-    let rank7 = dir.join("rank7.json");
+    let rank7 = job.join("rank7.json");
     std::fs::write(&rank7, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let alone = json(&["predict", "--dp", "16"], &others);
+    assert_eq!(alone["mean_predicted_ms"], 29.828);
+    assert!(alone.get("left_out").is_none(), "{alone}");
+    let named = format!(
+        "error: rank 7 ({}) holds no CPU or GPU task (`lumos inspect` counts the events \
+         skipped); left out",
+        rank7.display()
+    );
+    let mut rank7_first = vec![rank7.clone()];
+    rank7_first.extend(others.iter().cloned());
+    for given in [vec![job.clone()], rank7_first] {
+        let out = lumos()
+            .arg("predict")
+            .args(&given)
+            .args(["--dp", "16", "--json"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&named), "{err}");
+        assert!(!err.contains("nothing to predict from"), "{err}");
+        let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let left_out = v.as_object_mut().unwrap().remove("left_out").unwrap();
+        assert_eq!(
+            left_out,
+            serde_json::json!([{
+                "rank": 7,
+                "path": rank7.display().to_string(),
+                "reason": "no_tasks",
+                "detail": named.trim_start_matches("error: "),
+            }])
+        );
+        assert_eq!(v, alone, "{given:?}");
+        // The text is the prediction of ranks 0-6 too, and exits 1.
+        let text = lumos()
+            .arg("predict")
+            .args(&given)
+            .args(["--dp", "16"])
+            .output()
+            .unwrap();
+        let alone_text = run_ok(lumos().arg("predict").args(&others).args(["--dp", "16"]));
+        assert_eq!(text.status.code(), Some(1));
+        assert_eq!(text.stdout, alone_text.stdout);
+    }
+    // Only ranks without tasks: nothing to predict from, the first named.
+    std::fs::copy(&rank7, rank7.with_file_name("copy.json")).unwrap();
     let out = lumos()
         .arg("predict")
-        .arg(dlrm.join("rank0.json.gz"))
-        .arg(&rank7)
+        .args([&rank7, &rank7.with_file_name("copy.json")])
         .args(["--dp", "16"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "printed a result");
     assert!(
         err.contains(&format!(
             "{}: nothing to predict from: no CPU or GPU task was read",
             rank7.display()
-        )) && !err.contains("one job"),
+        )) && !err.contains("left out"),
         "{err}"
     );
 }

@@ -68,9 +68,15 @@ pub struct Baseline {
     /// anything a front end keeps per given input (file names, trace
     /// metadata) is found through this.
     pub given: Vec<usize>,
-    /// How many traced ranks were given (more than `inputs` when ranks of
-    /// one stage were left out).
+    /// How many traced ranks holding tasks were given (more than `inputs`
+    /// when ranks of one stage were left out).
     pub given_count: usize,
+    /// The traced ranks given that hold no task, left out of the
+    /// prediction as a job's assembly leaves them out of the job (the
+    /// others are predicted; every rank without a task is
+    /// [`PredictError::NoTasks`]). `given` counts them among the ranks
+    /// given, `given_count` does not.
+    pub left_out: Vec<lumos_graph::LeftOut>,
     /// What discovery found in each.
     pub structures: Vec<Structure>,
     /// Each input's graph as structural edits copy it ([`Baseline::templates`]),
@@ -145,6 +151,7 @@ impl Baseline {
             stages,
             first_config: d0,
             given_count,
+            left_out,
         } = candidates.keep(&mut notes)?;
         let pp = at_least_one(d0.pp, "pipeline-parallel degree", &mut notes);
         let complete = stages.len() as u32 == pp;
@@ -209,6 +216,7 @@ impl Baseline {
             inputs,
             given,
             given_count,
+            left_out,
             structures,
             templates: OnceLock::new(),
             roles,
@@ -683,6 +691,46 @@ mod tests {
         assert_eq!(all.stages, two.stages);
         assert_eq!(all.params, two.params);
         assert_eq!(all.notes[1..], two.notes[..]);
+    }
+
+    #[test]
+    fn ranks_without_tasks_are_left_out_and_only_they_are_refused() {
+        // TP2 PP2 DP2 with rank 0 (given first) and rank 7 (given last)
+        // holding no task: the others are predicted, as if only they had
+        // been given, and the two are named. Before, the first refused
+        // the whole prediction ("nothing to predict from").
+        let layout = [2, 2, 2, 2];
+        let given = |r: usize| match r {
+            0 | 7 => empty(r as u32).0,
+            _ => rank_of_job(layout, r),
+        };
+        let with = Baseline::new((0..8).map(given).collect()).unwrap();
+        let without = Baseline::new((1..7).map(|r| rank_of_job(layout, r)).collect()).unwrap();
+        let left: Vec<(u32, String)> = (with.left_out.iter())
+            .map(|l| (l.rank, l.path.display().to_string()))
+            .collect();
+        assert_eq!(left, [(0, "rank0".into()), (7, "rank7".into())]);
+        assert!(without.left_out.is_empty());
+        assert_eq!(with.config, without.config);
+        assert_eq!(with.stages, without.stages);
+        assert_eq!(with.params, without.params);
+        assert_eq!(with.notes, without.notes);
+        assert_eq!((with.given_count, without.given_count), (6, 6));
+        let names: Vec<&str> = with.inputs.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["rank1", "rank4"]);
+        // Positions among every rank given, rank 0 included: a front
+        // end's per-file lists are indexed by them.
+        assert_eq!(
+            (&with.given[..], &without.given[..]),
+            (&[1, 4][..], &[0, 3][..])
+        );
+        // Only ranks without tasks: nothing to predict from, the first
+        // named.
+        let e = Baseline::new(vec![empty(3).0, empty(5).0]).err().unwrap();
+        assert!(
+            matches!(&e, PredictError::NoTasks { input } if input == "rank3"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use lumos_graph::{Graph, Measured};
+use lumos_graph::{Graph, LeftOut, LeftOutReason, Measured};
 
 use crate::baseline::Input;
 use crate::context::TraceContext;
@@ -89,9 +89,16 @@ pub struct Candidates {
     first_config: Option<DiscoveredConfig>,
     /// Per stage, the held settled rank that stands for it so far.
     lowest: HashMap<u32, usize>,
-    /// The first rank given that holds no task: named as such, before
-    /// its degrees (none found) would make the ranks "not one job".
-    without_tasks: Option<String>,
+    /// The ranks given that hold no task, in order: left out, as a job's
+    /// assembly leaves them out (`lumos_graph::assemble`), so that the
+    /// other ranks are predicted; only when every rank given is one of
+    /// them is there nothing to predict from. Kept apart before their
+    /// degrees (none found) would make the ranks "not one job".
+    without_tasks: Vec<LeftOut>,
+    /// Each entry's position among all the ranks given (those without
+    /// tasks included), which is what a front end's per-file lists are
+    /// indexed by.
+    positions: Vec<usize>,
 }
 
 /// A rank given, held whole or left out.
@@ -184,14 +191,20 @@ impl Candidates {
         candidates
     }
 
-    /// Ranks given so far.
+    /// Ranks given so far (those without tasks included).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + self.without_tasks.len()
     }
 
     /// True before the first rank.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
+    }
+
+    /// The ranks given so far that hold no task, in order: they are left
+    /// out of the prediction ([`Baseline::left_out`](crate::Baseline::left_out)).
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.without_tasks
     }
 
     /// Ranks whose graph is held: at most one per stage, plus the ranks
@@ -204,9 +217,12 @@ impl Candidates {
     /// Adds the next rank. If another settled rank of its stage has a
     /// lower rank (or the same, given earlier), this one is left out now;
     /// if it is lower than the one standing for its stage, that one is.
+    /// A rank that holds no task is left out ([`Candidates::left_out`]).
     pub fn push(&mut self, d: Discovered) {
         let Discovered { input, structure } = d;
-        self.note_tasks(&input.name, &input.graph);
+        if self.without_tasks(&input.name, input.ctx.rank, &input.graph) {
+            return;
+        }
         let (name, rank) = (input.name.clone(), input.ctx.rank);
         let world_size = input.ctx.world_size;
         let device = input.ctx.device_name.clone();
@@ -232,7 +248,9 @@ impl Candidates {
         structure: Structure,
         own: impl FnOnce() -> Input,
     ) {
-        self.note_tasks(lent.name, lent.graph);
+        if self.without_tasks(lent.name, lent.ctx.rank, lent.graph) {
+            return;
+        }
         self.push_parts(
             lent.name,
             (lent.ctx.rank, lent.ctx.world_size),
@@ -242,11 +260,18 @@ impl Candidates {
         );
     }
 
-    /// Keeps `name` if its `graph` is the first given without a task.
-    fn note_tasks(&mut self, name: &str, graph: &Graph) {
-        if graph.tasks.is_empty() && self.without_tasks.is_none() {
-            self.without_tasks = Some(name.to_owned());
+    /// Whether `graph` (rank `rank`, named `name`) holds no task; if so,
+    /// it is left out, kept among [`Candidates::left_out`].
+    fn without_tasks(&mut self, name: &str, rank: u32, graph: &Graph) -> bool {
+        if !graph.tasks.is_empty() {
+            return false;
         }
+        self.without_tasks.push(LeftOut {
+            rank,
+            path: name.into(),
+            reason: LeftOutReason::NoTasks,
+        });
+        true
     }
 
     /// [`push`](Candidates::push) of rank `rank` (of the world size it
@@ -261,6 +286,7 @@ impl Candidates {
         input: impl FnOnce() -> Input,
     ) {
         let index = self.entries.len();
+        self.positions.push(self.len());
         if index == 0 {
             self.first_config = Some(structure.config.clone());
         }
@@ -307,19 +333,26 @@ impl Candidates {
 
     /// The ranks that stand for their stages, one per stage, after the
     /// unsettled ranks were discovered again with another stage's blocks;
-    /// the note on those left out goes to `notes`. An error when a rank
-    /// holds no task (there is nothing to predict it from), or when the
-    /// ranks' parallel degrees differ (they are then not of one job).
+    /// the note on those left out goes to `notes`. An error when every
+    /// rank holds no task (there is nothing to predict from; the first is
+    /// named), or when the ranks' parallel degrees differ (they are then
+    /// not of one job).
     pub(crate) fn keep(self, notes: &mut Vec<String>) -> Result<Kept, PredictError> {
         let Candidates {
             mut entries,
             first_hint,
             first_config,
             without_tasks,
+            positions,
             ..
         } = self;
-        if let Some(input) = without_tasks {
-            return Err(PredictError::NoTasks { input });
+        if entries.is_empty() {
+            return Err(match without_tasks.first() {
+                Some(l) => PredictError::NoTasks {
+                    input: l.path.display().to_string(),
+                },
+                None => PredictError::NoInputs,
+            });
         }
         let mut unsettled_ranks: Vec<(&Input, &mut Structure)> = (entries.iter_mut())
             .filter_map(|e| match e {
@@ -346,22 +379,30 @@ impl Candidates {
                 })
                 .unzip();
         one_job(&summaries)?;
-        Ok(one_rank_per_stage(held, &summaries, first_config, notes))
+        let mut kept = one_rank_per_stage(held, &summaries, first_config, notes);
+        for g in &mut kept.given {
+            *g = positions[*g];
+        }
+        kept.left_out = without_tasks;
+        Ok(kept)
     }
 }
 
 /// The traced ranks kept, one per stage, with what was found in them.
 pub(crate) struct Kept {
     pub inputs: Vec<Input>,
-    /// Each kept rank's position among those given.
+    /// Each kept rank's position among those given (those without tasks
+    /// included).
     pub given: Vec<usize>,
     pub structures: Vec<Structure>,
     pub roles: Vec<StageRole>,
     pub stages: Vec<u32>,
     /// The first rank's configuration (given first, kept or not).
     pub first_config: DiscoveredConfig,
-    /// How many ranks were given.
+    /// How many ranks holding tasks were given.
     pub given_count: usize,
+    /// The ranks given that hold no task, left out.
+    pub left_out: Vec<LeftOut>,
 }
 
 /// Discovery of the unsettled ranks again. A stage with one layer per
@@ -529,5 +570,6 @@ pub(crate) fn one_rank_per_stage(
         given: keep,
         first_config,
         given_count,
+        left_out: Vec::new(),
     }
 }

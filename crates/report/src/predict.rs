@@ -11,6 +11,7 @@ use lumos_sim::{step_spans, Breakdown};
 use serde::Serialize;
 
 use crate::analysis::{analyze, Analyses, AnalysisOptions};
+use crate::job::LeftOutReport;
 use crate::structure::StructureReport;
 use crate::units::{ms, pct_of};
 use crate::ReportError;
@@ -23,6 +24,12 @@ pub struct PredictReport {
     /// How many traces were given: more than `inputs` when several ranks
     /// of a stage were, and the lowest stands for it.
     pub inputs_given: usize,
+    /// Traces given that were left out of the prediction, and why, as
+    /// `lumos replay --json`'s `job.left_out` says of a job's ranks: those
+    /// holding no task (`no_tasks`), which `inputs_given` does not count;
+    /// only when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOutReport>,
     /// The configuration traced.
     pub traced: Config,
     /// The configuration predicted.
@@ -513,6 +520,7 @@ pub fn predict_report(
     PredictReport {
         inputs: input_reports(base),
         inputs_given: base.given_count,
+        left_out: base.left_out.iter().map(LeftOutReport::of).collect(),
         traced: base.config.into(),
         target: pred.target.config.into(),
         kernel_scales: pred.target.scales.iter().map(ToString::to_string).collect(),

@@ -300,6 +300,16 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             (candidates, sources, None)
         }
     };
+    // A rank without tasks is left out and the others predicted, as a
+    // job's assembly leaves it out (`lumos replay --job`, `lumos
+    // report`): named now, before the work, and the exit code is 1. When
+    // no rank has a task, the prediction's refusal names the first.
+    let left_out = loaded.left_out().len();
+    if left_out < loaded.len() {
+        for l in loaded.left_out() {
+            output::error(l);
+        }
+    }
     // Every file read: the traces predicted from, and B, whose durations
     // they took.
     let read: Vec<PathBuf> = (sources.iter().map(|s| s.path.clone()))
@@ -346,6 +356,10 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
     for i in &mut report.inputs {
         inputs::rename_stdin(&mut i.path);
     }
+    for l in &mut report.left_out {
+        l.detail = inputs::stdin_named_in(&l.detail).into_owned();
+        inputs::rename_stdin(&mut l.path);
+    }
     let transfer = transfer.map(super::transfer::renamed);
     match (transfer, a.json) {
         (Some(t), true) => output::json(
@@ -366,7 +380,8 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
             write_written(out, &written)?;
         }
     }
-    Ok(true)
+    // Bad input, a partial result: as `lumos replay --job`'s.
+    Ok(left_out == 0)
 }
 
 /// Removes the predicted timelines an earlier prediction left in `dir`

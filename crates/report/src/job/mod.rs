@@ -96,6 +96,18 @@ pub struct LeftOutReport {
     pub detail: String,
 }
 
+impl LeftOutReport {
+    /// The report of `l`.
+    pub fn of(l: &lumos_graph::LeftOut) -> LeftOutReport {
+        LeftOutReport {
+            rank: l.rank,
+            path: l.path.display().to_string(),
+            reason: l.reason_name(),
+            detail: l.to_string(),
+        }
+    }
+}
+
 /// How collectives matched across ranks.
 #[derive(Debug, Clone, Serialize)]
 pub struct MatchingReport {
@@ -314,16 +326,7 @@ pub fn job_report(job: &Job) -> JobReport {
         rank_sources: job.ranks.iter().map(|m| m.rank_source.as_str()).collect(),
         world_size: job.world_size,
         missing_ranks: job.missing.clone(),
-        left_out: job
-            .left_out
-            .iter()
-            .map(|l| LeftOutReport {
-                rank: l.rank,
-                path: l.path.display().to_string(),
-                reason: l.reason_name(),
-                detail: l.to_string(),
-            })
-            .collect(),
+        left_out: job.left_out.iter().map(LeftOutReport::of).collect(),
         warnings: job.warnings.clone(),
         matching: matching_report(job),
         clock: clock_report(job),
