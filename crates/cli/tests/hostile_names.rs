@@ -366,3 +366,31 @@ fn an_error_naming_a_path_with_a_newline_is_one_line() {
         format!("{want_bad}\n")
     );
 }
+
+/// `lumos demo --out` a folder whose name holds an escape and a newline:
+/// the folder, the files in it and the commands to type next are shown
+/// escaped, as every other command shows a path. Before, the folder was
+/// printed raw (`dir.display()`): the escape acted on the terminal and
+/// the newline split the line. Needs no corpus (the demo synthesizes).
+#[test]
+fn the_demo_shows_its_folder_escaped() {
+    let dir = TempDir::new("hostile-demo");
+    let folder = dir.path().join("demo \u{1b}[31m\n");
+    let out = run_ok(lumos().arg("demo").arg("--out").arg(&folder));
+    assert_shown("demo", &out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let shown_folder = shown(&folder.display().to_string()).into_owned();
+    assert!(
+        shown_folder.ends_with(r"demo \u{1b}[31m\n"),
+        "{shown_folder}"
+    );
+    assert!(
+        text.contains(&format!("The example's traces are in {shown_folder} (")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("-o {shown_folder}/report.html")),
+        "{text}"
+    );
+    assert!(folder.is_dir());
+}

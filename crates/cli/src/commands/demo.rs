@@ -140,21 +140,24 @@ fn verdict(base: &TraceReplay, fast: &TraceReplay) -> Vec<String> {
     ]
 }
 
-/// Where the files are and the commands a user would type next.
+/// Where the files are and the commands a user would type next. Paths
+/// are shown as every command shows them ([`output::shown_path`]): the
+/// folder is the user's `--out`, which can hold anything.
 fn next_steps(out: &mut dyn Write, dir: &Path, files: &[PathBuf], timeline: &str) -> Result<()> {
     let rank0 = files
         .first()
-        .map_or(String::new(), |f| f.display().to_string());
-    let stages: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        .map_or(String::new(), |f| output::shown_path(f));
+    let stages: Vec<String> = files.iter().map(|f| output::shown_path(f)).collect();
     writeln!(
         out,
         "The example's traces are in {} (one rank per pipeline stage).",
-        dir.display()
+        output::shown_path(dir)
     )?;
     writeln!(
         out,
-        "Open {timeline} in Perfetto (ui.perfetto.dev, Open trace file)\n\
-         to see the replayed timeline; {rank0} is the trace it replays."
+        "Open {} in Perfetto (ui.perfetto.dev, Open trace file)\n\
+         to see the replayed timeline; {rank0} is the trace it replays.",
+        output::shown(timeline)
     )?;
     writeln!(out, "\nNext:")?;
     writeln!(out, "  lumos replay {rank0}")?;
@@ -162,7 +165,7 @@ fn next_steps(out: &mut dyn Write, dir: &Path, files: &[PathBuf], timeline: &str
     writeln!(
         out,
         "  lumos report {rank0} -o {}",
-        dir.join("report.html").display()
+        output::shown_path(&dir.join("report.html"))
     )?;
     Ok(())
 }

@@ -49,6 +49,19 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
+/// A name from the trace (a step's, a kernel's, a task's) as a cell or
+/// its tooltip shows it: [`esc`], and a name that is empty or only
+/// spaces quoted, `""`, as the command line's tables show it
+/// ([`crate::text::shown`]): a blank cell read as a value missing, and
+/// two such names as one.
+pub(crate) fn esc_name(s: &str) -> String {
+    if s.chars().all(|c| c == ' ') {
+        esc(&format!("\"{s}\""))
+    } else {
+        esc(s)
+    }
+}
+
 /// The whole page.
 pub(super) fn write(out: &mut String, r: &HtmlReport, v: &Verdict) -> fmt::Result {
     write!(
@@ -182,7 +195,7 @@ fn write_step_row(
     predicted: Option<Option<&crate::StepRow>>,
 ) -> fmt::Result {
     let (m, r) = (s.measured.total_us / 1e3, s.replayed.total_us / 1e3);
-    write!(out, "<tr><td class=\"n\">{}</td>", esc(&s.name))?;
+    write!(out, "<tr><td class=\"n\">{}</td>", esc_name(&s.name))?;
     if job {
         let rank = s.rank.map_or("-".to_owned(), |r| r.to_string());
         write!(out, "<td>{rank}</td>")?;
@@ -270,7 +283,22 @@ fn write_warnings(out: &mut String, r: &HtmlReport) -> fmt::Result {
 
 #[cfg(test)]
 mod tests {
-    use super::esc;
+    use super::{esc, esc_name};
+    use crate::text::shown;
+
+    #[test]
+    fn an_empty_name_is_quoted_as_the_terminal_shows_it() {
+        // Before, an empty name was a blank cell where the tables show
+        // `""`; the page shows what `shown` shows, HTML-escaped.
+        for name in ["", " ", "   "] {
+            assert_eq!(esc_name(name), esc(&shown(name)), "{name:?}");
+        }
+        assert_eq!(esc_name(""), "&quot;&quot;");
+        // Any other name is shown as `esc` shows it.
+        for name in [" a ", "k<1>", "\u{1b}"] {
+            assert_eq!(esc_name(name), esc(name), "{name:?}");
+        }
+    }
 
     #[test]
     fn escapes_what_html_reads() {

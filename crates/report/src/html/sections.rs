@@ -5,7 +5,7 @@ use std::fmt::{self, Write};
 
 use super::charts;
 use super::data::WaitGrid;
-use super::page::esc;
+use super::page::{esc, esc_name};
 use super::HtmlReport;
 use crate::KernelRow;
 use crate::PredictReport;
@@ -83,8 +83,8 @@ pub(super) fn critical_path(out: &mut String, r: &HtmlReport) -> fmt::Result {
             writeln!(
                 out,
                 "<tr><td class=\"l\" title=\"{}\">{}</td><td>{:.3}</td></tr>",
-                esc(&task.name),
-                esc(&shorten(&task.name)),
+                esc_name(&task.name),
+                esc_name(&shorten(&task.name)),
                 task.us / 1e3
             )?;
         }
@@ -107,8 +107,8 @@ pub(super) fn kernels(out: &mut String, rows: &[KernelRow]) -> fmt::Result {
         writeln!(
             out,
             "<tr><td class=\"l\" title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{}</td></tr>",
-            esc(&k.name),
-            esc(&shorten(&k.name)),
+            esc_name(&k.name),
+            esc_name(&shorten(&k.name)),
             if k.comm { "comm" } else { "compute" },
             k.count,
             k.total_us / 1e3,
@@ -351,6 +351,33 @@ fn confidence(out: &mut String, p: &PredictReport) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_of_no_name_is_quoted_not_a_blank_cell() {
+        let row = |name: &str| KernelRow {
+            name: name.to_owned(),
+            kind: "kernel",
+            comm: false,
+            count: 2,
+            total_us: 4.0,
+            mean_us: 2.0,
+            min_us: 1.0,
+            max_us: 3.0,
+            share_pct: Some(50.0),
+        };
+        let mut page = String::new();
+        kernels(&mut page, &[row(""), row("gemm")]).unwrap();
+        // Its cell and tooltip read `""`, as `lumos replay`'s table shows
+        // it; before, the cell was empty (`<td class="l" title=""></td>`).
+        assert!(
+            page.contains("<td class=\"l\" title=\"&quot;&quot;\">&quot;&quot;</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td class=\"l\" title=\"gemm\">gemm</td>"),
+            "{page}"
+        );
+    }
 
     #[test]
     fn heat_rows_bin_a_large_job_into_means() {
