@@ -319,8 +319,8 @@ pub fn wrapped_words(head: &str, text: &str, indent: &str) -> String {
 }
 
 /// Prints `error: <message>` on stderr, on one line: the message
-/// [`shown`] whole, so a path or name in it holding a newline (`a\nb.json`)
-/// is written `a\nb.json` and cannot break it in two. A stderr that cannot
+/// [`one_line`], so a path or name in it holding a newline is written
+/// `a\nb.json` and cannot break it in two. A stderr that cannot
 /// be written (closed, or a broken pipe) is ignored: there is nowhere
 /// else to say it.
 pub fn error(message: impl Display) {
@@ -350,16 +350,14 @@ fn say(label: &str, message: impl Display, after: &str) {
     );
 }
 
-/// `text` (a message, a progress line) as one line: [`shown`] but for the
-/// quotes it puts around a blank name (a message is not a name), with
+/// `text` (a message, a progress line) as one line
+/// ([`lumos_report::text::one_line`]: control characters escaped,
+/// backslashes kept, since messages quote text as Rust does), with
 /// standard input named as the reports name it
 /// ([`crate::inputs::stdin_named_in`]).
 pub fn one_line(text: &str) -> String {
     let text = crate::inputs::stdin_named_in(text);
-    if text.trim_start_matches(' ').is_empty() {
-        return text.into_owned();
-    }
-    shown(&text).into_owned()
+    lumos_report::text::one_line(&text).into_owned()
 }
 
 /// True when `e`, or anything in its chain of causes, is a broken pipe:

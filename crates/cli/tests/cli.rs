@@ -602,6 +602,8 @@ fn a_trace_read_from_a_pipe_replays_as_the_file() {
             html.contains(&format!("<title>lumos report: {name}</title>")),
             "{what}"
         );
+        // Named `stdin` in the page's body too (its warnings name the trace).
+        assert_eq!(html.contains("/dev/stdin"), name != "stdin", "{what}");
     }
     let lgraph = dir.join("rank.lgraph");
     run_ok(lumos().arg("ingest").arg(&file).arg("-o").arg(&lgraph));

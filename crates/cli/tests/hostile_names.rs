@@ -323,21 +323,22 @@ fn a_backslash_and_an_escape_read_apart_and_an_empty_name_is_quoted() {
     );
 }
 
-/// An error naming a file whose name holds a newline (or a backslash)
-/// stays one line: the path is shown as the tables show names, in every
-/// command that reads traces.
+/// An error naming a file whose name holds a newline stays one line, in
+/// every command that reads traces: the newline is escaped. A message
+/// keeps its backslashes (it quotes text as Rust does), so a name that
+/// spells `\n` reads the same there; the tables tell them apart.
 #[test]
 fn an_error_naming_a_path_with_a_newline_is_one_line() {
     let dir = TempDir::new("hostile-error-path");
     let bad = dir.path().join("bad\nx.json");
     std::fs::write(&bad, "{\"traceEvents\": [").unwrap();
     let missing = dir.path().join(r"gone\n.json");
-    let shown_dir = dir.path().to_str().unwrap().replace('\\', r"\\");
+    let shown_dir = dir.path().to_str().unwrap();
     let want_bad = format!(
         "error: {shown_dir}/bad\\nx.json: truncated JSON: input ends at byte 17 inside \
          traceEvents after 0 events"
     );
-    let want_missing = format!("error: {shown_dir}/gone\\\\n.json: no such file");
+    let want_missing = format!("error: {shown_dir}/gone\\n.json: no such file");
     let html = dir.path().join("page.html");
     let lgraph = dir.path().join("out");
     let (b, m) = (bad.to_str().unwrap(), missing.to_str().unwrap());
@@ -393,4 +394,26 @@ fn the_demo_shows_its_folder_escaped() {
         "{text}"
     );
     assert!(folder.is_dir());
+}
+
+/// A message that quotes what the user typed as Rust writes a string
+/// keeps its escapes as they are: `--steps 'Foo"x'` is refused as
+/// `"Foo\"x"`. Escaping the whole message as a name (backslashes
+/// doubled) had made it `"Foo\\"x"`, another string.
+#[test]
+fn a_message_quoting_the_users_text_keeps_its_escapes() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace = c.path("single-rank/a100-ddp-rank0of2-event-record.json.gz");
+    let out = lumos()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--steps", "Foo\"x"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains(r#"no step named "Foo\"x""#), "{stderr}");
+    assert!(!stderr.contains(r#"\\"#), "{stderr}");
 }

@@ -42,6 +42,17 @@ pub fn shown(s: &str) -> Cow<'_, str> {
     escaped(s, |c| c == '\\' || is_hidden(c))
 }
 
+/// A message (an error, a warning, a progress line) on one line: every
+/// [`is_hidden`] character escaped as [`shown`] escapes it, but the
+/// backslashes kept. A message quotes what the user typed or a file holds
+/// the way Rust writes a string (`"Foo\"x"`, `"c\n"`), so doubling its
+/// backslashes would name another string; the price is that a path
+/// spelling `\n` reads as one holding a newline in a message (the tables
+/// and `--json` tell them apart).
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    escaped(s, is_hidden)
+}
+
 /// [`shown`] but for the newlines, kept as they are, and the backslashes:
 /// for text made of lines (a report) whose names were shown already, on
 /// its way to a terminal.
