@@ -278,7 +278,8 @@ def test_a_trace_read_once_replays_as_the_cli(corpus, cli_json, rel):
 def test_synth_takes_a_model_file_or_dict_as_the_cli_does(tmp_path, lumos_bin):
     import gzip
     import json
-    import subprocess
+
+    from conftest import run_cli
 
     model = {"name": "gpt-mini", "layers": 2, "hidden": 512, "heads": 8, "ffn_hidden": 1024,
              "seq_len": 512, "vocab": 8192, "kv_heads": 4, "swiglu": True}
