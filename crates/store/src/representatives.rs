@@ -130,8 +130,6 @@ struct Gathered {
     added: Vec<Added>,
     kept: BTreeMap<ProgramSignature, (u32, Kept)>,
     programs: BTreeMap<u32, RankProgram>,
-    /// The compact files, by rank.
-    files_by_rank: BTreeMap<u32, PathBuf>,
     /// Every input, by rank, to read a graph again from.
     inputs_by_rank: BTreeMap<u32, PathBuf>,
     /// The inputs that claim each rank: their places in the files given,
@@ -296,7 +294,7 @@ fn assembled(
         &out,
         &mut groups,
         &g.programs,
-        &g.files_by_rank,
+        &g.inputs_by_rank,
         &mut errors,
     );
     // A file that could not be read is named so in the job, not "no file".
@@ -349,7 +347,6 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
             clock_ns: None,
         };
         g.added.push((s.rank, s.signature, s.steps_ns, facts));
-        g.files_by_rank.insert(s.rank, f.to_owned());
         g.inputs_by_rank.insert(s.rank, f.to_owned());
         g.offer(s.rank, s.signature, Kept::File(f.to_owned()));
     } else {
@@ -375,7 +372,8 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
 
 /// Each representative's modelled collective durations: its group's
 /// programs folded into its [`PeerModel`], from `programs` (the traces')
-/// and the compact files in `files` (read now, in parallel, each once).
+/// and, for the ranks without one there (compact files), their inputs in
+/// `files` (read now, in parallel, each once).
 /// The same programs give each member's clock against its
 /// representative's ([`MemberFacts::clock_ns`] in `groups`), so the
 /// program of every member is read, modelled or not.
@@ -431,6 +429,7 @@ fn model_peers(
     }
     let read: Vec<Result<(), InputError>> = rep_for
         .iter()
+        .filter(|(r, _)| !programs.contains_key(r))
         .filter_map(|(r, &i)| Some((files.get(r)?, i)))
         .collect::<Vec<_>>()
         .into_par_iter()

@@ -134,8 +134,6 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     };
     // Standard input given as `-` is `stdin` on the page as everywhere:
     // in its title and wherever the page names the trace (its warnings).
-    let title = inputs::named(page.title()).to_owned();
-    let page = page.with_title(title);
     let html = inputs::stdin_named_in(&page.render()).into_owned();
     inputs::create_parent(&a.output, "-o")?;
     // The error names the file and the reason: "r.html: cannot write: ...".

@@ -70,19 +70,6 @@ impl HtmlReport {
         }
     }
 
-    /// What the page is headed with: the trace's path, or the job's ranks.
-    pub fn title(&self) -> &str {
-        &self.title
-    }
-
-    /// The page headed with `title` instead: a front end names a trace read
-    /// from standard input as its user gave it (`stdin`), not by the
-    /// `/dev/stdin` it was read through.
-    pub fn with_title(mut self, title: String) -> HtmlReport {
-        self.title = title;
-        self
-    }
-
     /// The report of a job replayed jointly.
     pub fn of_job(j: &JobReplayed) -> HtmlReport {
         let replay = j.report();
