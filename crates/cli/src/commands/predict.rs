@@ -488,10 +488,17 @@ fn config_text(c: &lumos_report::Config) -> String {
 /// The text form of a prediction; `kept` is how many dependencies the
 /// predicted stages hold (what the dropped ones are a share of).
 fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::Result<()> {
-    match r.inputs_given {
+    // The traces given, those left out among them (named on stderr
+    // above), so that the count reads as the command line's.
+    let given = r.inputs_given + r.left_out.len();
+    let left_out = match r.left_out.len() {
+        0 => String::new(),
+        n => format!("; {n} left out, named above"),
+    };
+    match given {
         given if given > r.inputs.len() => writeln!(
             out,
-            "predict from {} of {given} traces (the lowest rank of each pipeline stage):",
+            "predict from {} of {given} traces (the lowest rank of each pipeline stage{left_out}):",
             r.inputs.len()
         )?,
         _ => writeln!(out, "predict from {} trace(s):", r.inputs.len())?,
