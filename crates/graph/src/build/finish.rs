@@ -473,6 +473,21 @@ impl Builder {
                 )
             ));
         }
+        if r.unresolved_syncs > 0 {
+            // Such a call waits for nothing in the replay: it returned
+            // without GPU work ending while it ran, so its measured
+            // duration is all it costs.
+            r.warnings.push(format!(
+                "{} not be tied to a stream (no `cuda_sync` event named one, no GPU work ended during the \
+                 call and no stream its thread launched onto was idle); replayed as calls \
+                 that wait for nothing",
+                counted(
+                    r.unresolved_syncs,
+                    "stream synchronization could",
+                    "stream synchronizations could"
+                )
+            ));
+        }
         r.warnings.extend(r.rejected_cycle_warning());
         r.warnings.extend(r.launched_early_warning());
         r.warnings.extend(r.launched_late_warning());
