@@ -227,6 +227,33 @@ fn the_report_of_a_trace_with_a_what_if_opens_in_a_browser() {
     );
 }
 
+/// The page's verdict agrees with `lumos replay`'s critical path per step
+/// and with the what-if the tour makes: the recsys rank's GPU computes 65%
+/// of its window, but its path runs mostly through the CPU and compute
+/// kernels twice as fast save about 1% of its step. The page said
+/// "compute-bound".
+#[test]
+fn a_step_bound_by_the_cpu_reads_cpu_bound_on_the_page() {
+    let Some(trace) = corpus_file("single-rank/a100-recsys-rank3of8.json.gz") else {
+        return;
+    };
+    let dir = TempDir::new("cli-report-verdict");
+    let html = dir.join("recsys.html");
+    let page = written(&report(&[], &[&trace], &html), &html);
+    let verdict = page
+        .split("id=\"verdict\"><b>")
+        .nth(1)
+        .and_then(|s| s.split("</b>").next())
+        .expect("a verdict");
+    assert_eq!(verdict, "CPU/launch-bound");
+    let replay = run_ok(lumos().arg("replay").arg(&trace));
+    let replay = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        replay.contains("CPU-bound") && !replay.contains("GPU-bound"),
+        "{replay}"
+    );
+}
+
 #[test]
 fn the_report_of_a_job_shows_who_waited() {
     let Some(dlrm) = corpus_file("multi-rank/dlrm-8xv100") else {

@@ -93,7 +93,7 @@ pub use analysis::{
 pub use critical::{CriticalPathExport, CriticalPaths, PathHopRow, PathOperator, StepCriticalPath};
 pub use diff::{diff, DiffInput, DiffOptions, DiffReport, DiffSide, MetricDiff, RowDiff, StepDiff};
 pub use error::ReportError;
-pub use html::HtmlReport;
+pub use html::{run_bound, HtmlReport};
 pub use inspect::{
     file_report, file_report_of, inspect, inspect_owned, inspect_path, inspect_prepared,
     inspect_stored, structure_report, structure_report_of, CollectiveCounts, EventCounts,

@@ -36,6 +36,15 @@ use crate::{PredictReport, ReplayOutput, TraceReplay};
 use crate::KernelRow;
 use data::{StepRow, WaitGrid};
 
+/// What bounds a run, as the report's verdict names it: `compute-bound`,
+/// `communication-bound`, `CPU/launch-bound`, `waiting for peers`,
+/// `idle-bound`, `no GPU work` or `no measured time`, from a window's GPU
+/// breakdown and its critical path's shares (`lumos demo` says the same
+/// word as the page it points to).
+pub fn run_bound(breakdown: &crate::BreakdownUs, path: &[crate::BoundShare]) -> &'static str {
+    verdict::verdict(breakdown, path).bound
+}
+
 /// The HTML report of one trace or one job, ready to render.
 #[derive(Debug, Clone)]
 pub struct HtmlReport {

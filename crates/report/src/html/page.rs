@@ -101,8 +101,9 @@ fn write_verdict(out: &mut String, r: &HtmlReport, v: &Verdict) -> fmt::Result {
         out,
         "<div class=\"verdict\" id=\"verdict\"><b>{}</b><p>{}.</p>\
          <p class=\"note\">From the measured GPU breakdown of {} and the replay's critical path \
-         (a heuristic: the largest share names the bound; an idle GPU is blamed on what the \
-         critical path runs through).",
+         (a heuristic: a critical path half or more through CPU threads and launches names \
+         the CPU; otherwise the largest share names the bound, and an idle GPU is blamed on \
+         what the critical path runs through).",
         v.bound,
         esc(&v.detail),
         esc(&who)
