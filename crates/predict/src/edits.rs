@@ -336,7 +336,9 @@ pub(crate) fn structural_edits_possible(base: &Baseline) -> Result<(), PredictEr
     for (i, s) in base.structures.iter().enumerate() {
         if let Some(why) = &s.report.structural_edits_blocked {
             return Err(PredictError::Unsupported(format!(
-                "{}: structural edits impossible: {why}",
+                "{}: structural edits impossible: {why} (so the pipeline stages, \
+                 micro-batches, layers and virtual stages cannot change; the other what-ifs \
+                 can)",
                 base.inputs[i].name
             )));
         }
@@ -1015,7 +1017,8 @@ mod tests {
         let e = rebuilt_stages(&base, &c, &mut notes).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "rank1: structural edits impossible: no layers"
+            "rank1: structural edits impossible: no layers (so the pipeline stages, \
+             micro-batches, layers and virtual stages cannot change; the other what-ifs can)"
         );
         // Only the first stage of two: the pipeline cannot be rebuilt.
         let first = inputs("gpt-tiny", None, [1, 2, 1, 2]).remove(0);

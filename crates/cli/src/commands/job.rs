@@ -170,11 +170,18 @@ pub fn write_job(
             .iter()
             .map(|t| format!("rank {} {:.2}", t.rank, t.us / 1e3))
             .collect();
+        // "1 rank changes" read as a rank that changes; folded, as a
+        // rank and a count of five digits each run past 120 columns.
+        let line = format!(
+            "walked back from rank {}, the last to finish (the job ends when it does); it \
+             changes rank {}",
+            cp.from_rank,
+            crate::output::counted(cp.rank_changes as u64, "time", "times"),
+        );
         writeln!(
             out,
-            "  critical path: walked back from rank {}, the last to finish the replay (the \
-             job ends when it does); {} rank changes",
-            cp.from_rank, cp.rank_changes,
+            "{}",
+            crate::output::wrapped_words("  critical path: ", &line, "    ")
         )?;
         // A line of its own, folded: eight ranks ran it to 169 columns.
         writeln!(

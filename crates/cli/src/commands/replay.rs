@@ -741,7 +741,8 @@ fn write_output(out: &mut dyn Write, r: &mut ReplayOutput, a: &ReplayArgs) -> Re
         write_representatives(out, reps)?;
     }
     let replayed = r.traces.iter().any(|t| !t.flagged);
-    write_summary(out, &r.summary, replayed)?;
+    let flagged = r.traces.iter().filter(|t| t.flagged).count();
+    write_summary(out, &r.summary, replayed, flagged)?;
     Ok(())
 }
 
@@ -781,30 +782,45 @@ fn write_representatives(
 }
 
 /// The one-line summary under the tables; `replayed`: whether any
-/// unflagged trace was replayed (its spans may all have no error).
-fn write_summary(out: &mut dyn Write, summary: &Summary, replayed: bool) -> std::io::Result<()> {
-    let flagged = summary
-        .flagged_mean_abs_error_pct
-        .map(|f| format!("flagged traces apart: mean {f:.2}%"));
-    match (summary.mean_abs_error_pct, summary.max_abs_error_pct) {
-        (Some(mean), Some(max)) => writeln!(
-            out,
-            "summary: mean |error| {mean:.2}%, max {max:.2}% over {} steps{}",
+/// unflagged trace was replayed (its spans may all have no error);
+/// `flagged`: how many traces were flagged. Their count is said, as the
+/// steps of the mean leave them out ("over 6 steps" of a job of 8 ranks,
+/// "flagged traces apart", read as a contradiction).
+fn write_summary(
+    out: &mut dyn Write,
+    summary: &Summary,
+    replayed: bool,
+    flagged: usize,
+) -> std::io::Result<()> {
+    let flagged = summary.flagged_mean_abs_error_pct.map(|f| {
+        format!(
+            "{} apart (signs of damage, above): mean {f:.2}%",
+            crate::output::counted(flagged as u64, "flagged trace", "flagged traces")
+        )
+    });
+    let text = match (summary.mean_abs_error_pct, summary.max_abs_error_pct) {
+        (Some(mean), Some(max)) => format!(
+            "mean |error| {mean:.2}%, max {max:.2}% over {} steps{}",
             summary.steps,
             flagged.map(|f| format!("; {f}")).unwrap_or_default()
         ),
         // Every unflagged span was measured at zero length: replayed, but
         // with no error to average.
-        _ if replayed => writeln!(
-            out,
-            "summary: no error: no unflagged step or window has a measured length{}",
+        _ if replayed => format!(
+            "no error: no unflagged step or window has a measured length{}",
             flagged.map(|f| format!("; {f}")).unwrap_or_default()
         ),
         _ => match flagged {
-            Some(f) => writeln!(out, "summary: no unflagged trace replayed; {f}"),
-            None => writeln!(out, "summary: nothing replayed"),
+            Some(f) => format!("no unflagged trace replayed; {f}"),
+            None => "nothing replayed".to_owned(),
         },
-    }
+    };
+    // Folded: with flagged traces the line ran past 120 columns.
+    writeln!(
+        out,
+        "{}",
+        crate::output::wrapped_words("summary: ", &text, "  ")
+    )
 }
 
 /// The text form of one trace's replay, with the analyses (`top` rows per

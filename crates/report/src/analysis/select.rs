@@ -69,8 +69,11 @@ impl StepSelection {
                     let end = end.unwrap_or(n);
                     if *start >= n || end > n {
                         return Err(format!(
-                            "step {} is out of range: the trace has {n} steps (positions 0..{n})",
-                            if *start >= n { *start } else { end - 1 }
+                            "step {} is out of range: the trace's steps are at positions 0 to {} \
+                             (the `#` column of `lumos replay`), or by name {}",
+                            if *start >= n { *start } else { end - 1 },
+                            n - 1,
+                            step_list(names)
                         ));
                     }
                     picked[*start..end].iter_mut().for_each(|p| *p = true);

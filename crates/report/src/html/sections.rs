@@ -54,16 +54,25 @@ pub(super) fn critical_path(out: &mut String, r: &HtmlReport) -> fmt::Result {
     rows.sort_by(|a, b| b.1.total_cmp(&a.1));
     out.push_str(&charts::shares(&rows));
     out.push_str(
-        "<p class=\"note\">Time on the replay's critical path (waiting plus running) by what \
-         bound each start: a thread's own order (intra_thread), a launch, another stream, a \
-         synchronization, a peer in a collective (rendezvous), ...</p>\n",
+        "<p class=\"note\">Time on the replay's critical path (waiting plus running), by what \
+         each task on it waited for before it started: <b>intra_thread</b> the task before it \
+         on its CPU thread, <b>inter_thread</b> a task on another thread, <b>launch</b> the CPU \
+         call that launched it, <b>intra_stream</b> the task before it on its GPU stream, \
+         <b>inter_stream</b> a task on another stream (event record and wait), <b>sync</b> \
+         and <b>runtime_sync</b> the GPU work a blocking CPU call waited for, \
+         <b>launch_queue</b> a full launch queue, <b>rendezvous</b> the last peer to arrive \
+         at a collective, <b>processor</b> the task before it on its thread or stream, \
+         <b>release</b> nothing the trace explains (the task starts where its trace placed \
+         it: a thread's first task, a GPU task with no recorded launch).</p>\n",
     );
     if let Some(j) = job_path {
         write!(
             out,
             "<p>Walked back from rank {}, the last to finish the replay (the job ends when it \
-             does), changing ranks {} times; time on the path per rank: ",
-            j.from_rank, j.rank_changes
+             does), changing ranks {} {}; time on the path per rank: ",
+            j.from_rank,
+            j.rank_changes,
+            if j.rank_changes == 1 { "time" } else { "times" }
         )?;
         let parts: Vec<String> = j
             .per_rank_us
