@@ -32,10 +32,12 @@ pub struct StepSelection {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Item {
-    /// Positions `start..end` (`end` exclusive; `None`: to the last).
+    /// Positions `start..=last` (`None`: to the last step). Inclusive, so
+    /// that `..=usize::MAX` and position `usize::MAX` need no `+ 1` that
+    /// would wrap to an empty range.
     Range {
         start: usize,
-        end: Option<usize>,
+        last: Option<usize>,
     },
     Name(String),
 }
@@ -65,18 +67,18 @@ impl StepSelection {
         let mut picked = vec![false; n];
         for item in &self.items {
             match item {
-                Item::Range { start, end } => {
-                    let end = end.unwrap_or(n);
-                    if *start >= n || end > n {
+                Item::Range { start, last } => {
+                    let last = last.unwrap_or(n - 1);
+                    if *start >= n || last >= n {
                         return Err(format!(
                             "step {} is out of range: the trace's steps are at positions 0 to {} \
                              (the `#` column of `lumos replay`), or by name {}",
-                            if *start >= n { *start } else { end - 1 },
+                            if *start >= n { *start } else { last },
                             n - 1,
                             step_list(names)
                         ));
                     }
-                    picked[*start..end].iter_mut().for_each(|p| *p = true);
+                    picked[*start..=last].iter_mut().for_each(|p| *p = true);
                 }
                 Item::Name(name) => match names.iter().position(|s| s == name) {
                     Some(i) => picked[i] = true,
@@ -140,22 +142,23 @@ fn parse_item(part: &str) -> Result<Item, String> {
     if let Ok(i) = part.parse::<usize>() {
         return Ok(Item::Range {
             start: i,
-            end: Some(i + 1),
+            last: Some(i),
         });
     }
     let Some((a, b)) = part.split_once("..") else {
         return Ok(Item::Name(part.to_owned()));
     };
     let start = if a.trim().is_empty() { 0 } else { num(a)? };
-    let end = match b.strip_prefix('=') {
-        Some(b) => Some(num(b)? + 1),
+    let empty = || format!("empty step range {part:?}");
+    let last = match b.strip_prefix('=') {
+        Some(b) => Some(num(b)?),
         None if b.trim().is_empty() => None,
-        None => Some(num(b)?),
+        None => Some(num(b)?.checked_sub(1).ok_or_else(empty)?),
     };
-    if end.is_some_and(|e| e <= start) {
-        return Err(format!("empty step range {part:?}"));
+    if last.is_some_and(|l| l < start) {
+        return Err(empty());
     }
-    Ok(Item::Range { start, end })
+    Ok(Item::Range { start, last })
 }
 
 #[cfg(test)]
@@ -201,6 +204,25 @@ mod tests {
         assert!("3..3".parse::<StepSelection>().is_err());
         assert!("1,,2".parse::<StepSelection>().is_err());
         assert!("a..b".parse::<StepSelection>().is_err());
+        assert!("0..0".parse::<StepSelection>().is_err());
+        // The largest positions are out of range, not an empty range (the
+        // `+ 1` of an inclusive end once wrapped to 0).
+        let max = usize::MAX;
+        for s in [format!("0..={max}"), format!("{max}"), format!("{max}..")] {
+            let e = sel(&s).resolve(&n).unwrap_err();
+            assert!(
+                e.contains(&format!("step {max} is out of range")),
+                "{s}: {e}"
+            );
+        }
+        let e = sel(&format!("1..{max}")).resolve(&n).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "step {} is out of range: the trace's steps are at positions 0 to 2 ",
+                max - 1
+            )),
+            "{e}"
+        );
         assert!(StepSelection::all().resolve(&[]).unwrap().is_empty());
     }
 }
