@@ -324,18 +324,24 @@ pub fn clock_spread_warning(
     let hi = aligned.iter().map(|&p| offsets_ns[p]).max()?;
     let spread = hi.saturating_sub(lo);
     (spread > FAR_CLOCK_NS).then(|| {
-        let at = |v: i64| -> Vec<u32> {
+        // Each rank on the side of the clock it is nearer: the ranks of
+        // one run differ by microseconds, so naming only those at the very
+        // extremes would leave out the rest of their run.
+        let side = |low: bool| -> Vec<u32> {
             aligned
                 .iter()
-                .filter(|&&p| offsets_ns[p] == v)
+                .filter(|&&p| {
+                    let o = offsets_ns[p];
+                    (o.saturating_sub(lo) <= hi.saturating_sub(o)) == low
+                })
                 .map(|&p| ranks[p])
                 .collect()
         };
         format!(
             "the clocks of rank {} and rank {} are {} apart (the hosts of one job agree on the \
              time within seconds): are these traces of different runs?",
-            rank_ranges(&at(lo)),
-            rank_ranges(&at(hi)),
+            rank_ranges(&side(true)),
+            rank_ranges(&side(false)),
             long_duration(spread)
         )
     })
@@ -459,6 +465,15 @@ mod tests {
             "{w}"
         );
         assert!(clock_spread_warning(&[0, 1_000], &[], &[0, 1]).is_none());
+        // Two halves of two runs, each a few microseconds apart within:
+        // each side names all its ranks, not only the one at the extreme.
+        let h = FAR_CLOCK_NS + 2_000_000_000;
+        let offsets = [0, -500, -500, -1_500, h - 1_000, h - 1_000, h, h - 2_000];
+        let w = clock_spread_warning(&offsets, &[], &[0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+        assert!(
+            w.starts_with("the clocks of rank 0-3 and rank 4-7 are 1.0 h apart"),
+            "{w}"
+        );
         // Unaligned ranks take no part.
         assert!(far_clocks(&[0, 0, 0, 0], &[3], &[1; 4]).is_empty());
         assert!(far_clocks(&[], &[], &[1; 0]).is_empty());
