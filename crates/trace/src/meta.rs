@@ -44,7 +44,7 @@ pub(crate) struct Applied {
     pub distributed_rank: Option<Option<u32>>,
     /// Repairs inside a `distributedInfo` written as a string of JSON.
     pub repairs: Repairs,
-    pub warning: Option<String>,
+    pub warnings: Vec<String>,
     /// `Some(n)` when `distributedInfo.merged_ranks` says that the file is
     /// a timeline lumos merged of `n` ranks (`None` when it is not a list).
     pub merged: Option<Option<usize>>,
@@ -84,7 +84,7 @@ pub(crate) fn apply(key: &str, value: &Json, meta: &mut TraceMeta) -> Applied {
                         &owned
                     }
                     Err(e) => {
-                        applied.warning = Some(format!(
+                        applied.warnings.push(format!(
                             "distributedInfo is a string that is not JSON ({} at its byte {}): ignored",
                             e.message, e.offset
                         ));
@@ -106,14 +106,34 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
             .and_then(Json::as_u64)
             .and_then(|r| u32::try_from(r).ok())
     };
-    applied.distributed_rank = Some(small("rank"));
+    // A rank or world size that is there but unusable is said, not taken
+    // silently for none: the rank would then come from the file name, or
+    // be 0 (rank 3 written as "3" or 3.0 would become rank 0).
+    let unusable = |k: &str| info.get(k).filter(|v| !matches!(v, Json::Null));
+    let rank = small("rank");
+    if let Some(v) = unusable("rank").filter(|_| rank.is_none()) {
+        applied.warnings.push(format!(
+            "distributedInfo.rank {} is not a rank number (a whole number from 0): ignored",
+            describe(v)
+        ));
+    }
+    applied.distributed_rank = Some(rank);
     meta.world_size = small("world_size");
     let recorded = info.get("world_size").and_then(Json::as_u64);
+    let mut world_warned = true;
     if let Some(w) = recorded.filter(|&w| w > u64::from(MAX_WORLD_SIZE)) {
         meta.world_size = None;
-        applied.warning = Some(format!(
+        applied.warnings.push(format!(
             "distributedInfo.world_size {w} is above {MAX_WORLD_SIZE}: ignored"
         ));
+    } else if let Some(v) = unusable("world_size").filter(|_| meta.world_size.unwrap_or(0) == 0) {
+        meta.world_size = None;
+        applied.warnings.push(format!(
+            "distributedInfo.world_size {} is not a world size (a whole number from 1): ignored",
+            describe(v)
+        ));
+    } else {
+        world_warned = false;
     }
     meta.backend = info.get("backend").and_then(Json::as_str).map(Into::into);
     meta.nccl_version = info
@@ -130,15 +150,30 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
     if let Some(v) = info.get("written_ranks") {
         match written_ranks(v, meta.world_size) {
             Some(ranks) => meta.written_ranks = ranks,
-            None => {
-                // A world size left out above is the first thing to say.
-                applied.warning.get_or_insert_with(|| {
-                    "distributedInfo.written_ranks is not a list of ranks below the world size: \
-                     ignored"
-                        .to_owned()
-                });
-            }
+            // A world size left out above is the thing to say.
+            None if world_warned => {}
+            None => applied.warnings.push(
+                "distributedInfo.written_ranks is not a list of ranks below the world size: \
+                 ignored"
+                    .to_owned(),
+            ),
         }
+    }
+}
+
+/// A value as a warning quotes it: numbers and short strings as written,
+/// anything else by its kind.
+fn describe(v: &Json) -> String {
+    match v {
+        Json::Null => "null".into(),
+        Json::Bool(b) => b.to_string(),
+        Json::Int(i) => i.to_string(),
+        Json::UInt(u) => u.to_string(),
+        Json::Float(f) => f.to_string(),
+        Json::Str(s) if s.chars().count() <= 32 => format!("{s:?}"),
+        Json::Str(_) => "(a long string)".into(),
+        Json::Array(_) => "(an array)".into(),
+        Json::Object(_) => "(an object)".into(),
     }
 }
 

@@ -1091,7 +1091,7 @@ impl<'s> Builder<'s> {
         if let Some(rank) = applied.distributed_rank {
             self.distributed_rank = rank;
         }
-        self.trace.warnings.extend(applied.warning);
+        self.trace.warnings.extend(applied.warnings);
         Ok(())
     }
 

@@ -11,8 +11,8 @@ mod common;
 use common::*;
 use lumos_testkit::gzip;
 use lumos_trace::{
-    read_bytes_with_chunk, CollectiveArgs, ErrorKind, Event, Occurrences, RankList, SkipReason,
-    MAX_NESTING,
+    read_bytes_with_chunk, CollectiveArgs, ErrorKind, Event, Occurrences, RankList, RankSource,
+    SkipReason, MAX_NESTING,
 };
 
 /// `depth` nested arrays, innermost empty.
@@ -139,6 +139,64 @@ fn a_world_size_above_a_million_gpus_is_left_out_with_a_warning() {
             ))
         });
         assert_eq!(warned, kept.is_none(), "{w}: {:?}", t.warnings);
+    }
+}
+
+/// A rank or world size that is there but unusable (a string, a
+/// fraction, a negative number, a world of 0) was taken silently for none:
+/// rank 3 written as "3" became rank 0 without a word.
+#[test]
+fn an_unusable_rank_or_world_size_is_named_in_a_warning() {
+    for (info, rank_warning, world_warning) in [
+        (r#""rank": "3", "world_size": 8"#, Some(r#"rank "3""#), None),
+        (r#""rank": 3.5, "world_size": 8"#, Some("rank 3.5"), None),
+        (
+            r#""rank": -1, "world_size": 0"#,
+            Some("rank -1"),
+            Some("world_size 0"),
+        ),
+        (
+            r#""rank": 4294967296, "world_size": [8]"#,
+            Some("rank 4294967296"),
+            Some("world_size (an array)"),
+        ),
+        (
+            r#""rank": 2, "world_size": "eight""#,
+            None,
+            Some(r#"world_size "eight""#),
+        ),
+        (r#""rank": 2, "world_size": 8"#, None, None),
+        (r#""rank": 2"#, None, None),
+    ] {
+        let text = format!("{{\"distributedInfo\": {{{info}}}, \"traceEvents\": [{KERNEL}]}}");
+        let t = read_ok("rank7.json", text.as_bytes());
+        let said = |what: Option<&str>, tail: &str| match what {
+            Some(w) => t
+                .warnings
+                .iter()
+                .any(|m| m.starts_with(&format!("distributedInfo.{w} is not a {tail}"))),
+            None => !t.warnings.iter().any(|m| m.contains(tail)),
+        };
+        assert!(
+            said(rank_warning, "rank number"),
+            "{info}: {:?}",
+            t.warnings
+        );
+        assert!(
+            said(world_warning, "world size"),
+            "{info}: {:?}",
+            t.warnings
+        );
+        if rank_warning.is_some() {
+            // The file name's rank, as when distributedInfo has none.
+            assert_eq!(t.meta.rank, 7, "{info}");
+            assert_eq!(t.meta.rank_source, RankSource::FileName, "{info}");
+        } else {
+            assert_eq!(t.meta.rank, 2, "{info}");
+        }
+        if world_warning.is_some() {
+            assert_eq!(t.meta.world_size, None, "{info}");
+        }
     }
 }
 
