@@ -551,6 +551,48 @@ fn gpu_tasks_before_their_launch_warn_and_give_no_negative_latency() {
 /// wait long in a measured run, so the statistic is the shortest delay;
 /// in no clean corpus trace is it near the threshold, and a few ms ahead,
 /// which queueing cannot be told from, flag nothing.
+/// GPU tasks stacked on one stream (each starting before the previous one
+/// ends) are moved to start at its end and shortened, so the measured
+/// times read are no longer the trace's: a warning counts them (there was
+/// none, and a trace whose kernels all overlapped read as 1% GPU-busy
+/// instead of 15% without a word).
+#[test]
+fn overlapping_gpu_tasks_on_a_stream_are_counted_in_a_warning() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let rel = "single-rank/h100-vit-inference.json.gz";
+    let clean = read_path(&corpus(rel)).unwrap();
+    let said = |r: &BuildReport| {
+        (r.warnings.iter())
+            .find(|w| w.contains("before the previous task on"))
+            .cloned()
+    };
+    let (_, _, report) = build(&clean);
+    assert_eq!(report.clipped_gpu_overlaps, 0, "{rel}");
+    assert_eq!(said(&report), None, "{rel}");
+    let mut t = clean.clone();
+    let first = (t.events.iter())
+        .find(|e| e.category.is_gpu_work())
+        .unwrap()
+        .ts_ns;
+    let gpu = t.events.iter_mut().filter(|e| e.category.is_gpu_work());
+    for (n, e) in gpu.enumerate() {
+        e.ts_ns = first + n as i64;
+    }
+    let (g, _, report) = build(&t);
+    let clipped = report.clipped_gpu_overlaps;
+    assert!(clipped > 100, "{clipped}");
+    let w = said(&report).unwrap_or_else(|| panic!("{:?}", report.warnings));
+    assert!(
+        w.starts_with(&format!(
+            "{clipped} GPU tasks start before the previous task on their stream ends"
+        )),
+        "{w}"
+    );
+    assert!(check(&g).is_empty());
+}
+
 #[test]
 fn gpu_clock_hours_ahead_warns_and_flags() {
     if lumos_testkit::corpus().is_none() {

@@ -463,6 +463,21 @@ impl Builder {
                 }
             ));
         }
+        // Each such task starts at the previous one's end and is shortened
+        // by the overlap: the measured times read from here on are no
+        // longer the trace's, which a word must say (kernels stacked on one
+        // stream read as a fraction of their GPU time, silently).
+        if r.clipped_gpu_overlaps > 0 {
+            r.warnings.push(format!(
+                "{} ends: moved to start at its end, shortened by the overlap (kernels allowed to \
+                 overlap, or a damaged trace?)",
+                counted(
+                    r.clipped_gpu_overlaps,
+                    "GPU task starts before the previous task on its stream",
+                    "GPU tasks start before the previous task on their stream"
+                )
+            ));
+        }
         if r.unresolved_waits > 0 {
             r.warnings.push(format!(
                 "{} not be resolved to an edge",
