@@ -223,6 +223,7 @@ pub fn output_not_an_input(output: &Path, inputs: &[PathBuf], flag: &str) -> Res
 /// checked before any work: the command would otherwise read and replay
 /// everything, then fail to create the directory.
 pub fn output_dir(dir: &Path, flag: &str) -> Result<()> {
+    not_standard_output(dir, flag, "the directory to write into (created if needed)")?;
     // The nearest part of the path that is there decides: a directory can
     // hold what is missing below it; a link to one is one.
     for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
@@ -244,6 +245,30 @@ pub fn output_dir(dir: &Path, flag: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Refuses `-` as an output that is a directory or a binary file
+/// (`what` the flag names): among the inputs `-` is standard input, so
+/// `--out -` reads as standard output, yet it made a folder (or file)
+/// named `-` in the working directory, without a word.
+pub fn not_standard_output(out: &Path, flag: &str, what: &str) -> Result<()> {
+    match out.as_os_str() == "-" {
+        true => Err(crate::usage::usage(format!(
+            "{flag} -: standard output cannot take what is written here; {flag} names {what} \
+             (./- for one named -)"
+        ))),
+        false => Ok(()),
+    }
+}
+
+/// The file `-o` names for a page: `-` is standard output
+/// (`/dev/stdout`), as Unix tools take it and as `-` is standard input
+/// among the inputs (`lumos report -o - t.json` wrote a file named `-`).
+pub fn output_file_path(p: &Path) -> PathBuf {
+    match cfg!(unix) && p.as_os_str() == "-" {
+        true => PathBuf::from("/dev/stdout"),
+        false => p.to_owned(),
+    }
 }
 
 /// Refuses `file`, given with `flag` as the file to write, when it cannot

@@ -732,6 +732,50 @@ fn a_report_output_that_cannot_be_a_file_is_a_usage_error() {
     assert!(fresh.is_file());
 }
 
+/// `-` is standard input among the inputs, so `-o -` reads as standard
+/// output; it made a file or folder named `-` in the working directory,
+/// without a word (`report -o -` then printed "wrote -"). The page goes
+/// to standard output; the outputs that are folders or `.lgraph` files are
+/// refused before any work, and nothing named `-` is made.
+#[test]
+fn a_dash_output_is_standard_output_or_refused() {
+    let dir = TempDir::new("cli-exit-dash-o");
+    let f = one_rank(&dir.join("job"));
+    let cwd = dir.join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let in_cwd = |args: &[&str]| {
+        lumos()
+            .current_dir(&cwd)
+            .args(args)
+            .arg(&f)
+            .output()
+            .unwrap()
+    };
+    let out = in_cwd(&["report", "-o", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.starts_with(b"<!DOCTYPE html>"), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("wrote /dev/stdout"), "{err}");
+    for args in [
+        &["replay", "--out", "-"][..],
+        &["replay", "--critical-path", "-"],
+        &["predict", "--dp", "2", "--out", "-"],
+        &["ingest", "-o", "-"],
+        &["synth", "--model", "gpt-tiny", "--out", "-"],
+        &["demo", "--out", "-"],
+    ] {
+        let out = match args[0] {
+            "synth" | "demo" => lumos().current_dir(&cwd).args(args).output().unwrap(),
+            _ => in_cwd(args),
+        };
+        let flag = args[args.len() - 2];
+        let want = format!("{flag} -: standard output cannot take what is written here");
+        assert_fails(&out, 2, &want, &args.join(" "));
+    }
+    let made: Vec<_> = std::fs::read_dir(&cwd).unwrap().collect();
+    assert!(made.is_empty(), "{made:?}");
+}
+
 /// `lumos diff A B` takes two files. A directory for either was read as a
 /// file and failed as bad input with the system's words ("cannot read
 /// file: Is a directory (os error 21)"): now bad usage before anything is

@@ -60,6 +60,11 @@ impl From<&IngestSummary> for Ingested {
 /// not given a directory (one there, or a path ending in `/`, which names
 /// a directory to create), else into the directory `out`.
 fn targets(files: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>> {
+    inputs::not_standard_output(
+        out,
+        "-o",
+        "the .lgraph file to write, or a directory for several",
+    )?;
     let names_a_dir = out
         .as_os_str()
         .to_string_lossy()

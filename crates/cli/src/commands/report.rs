@@ -28,7 +28,7 @@ pub struct ReportArgs {
     #[arg(required = true, value_name = "TRACE_OR_DIR")]
     pub paths: Vec<PathBuf>,
     /// Where to write the page (one HTML file, nothing else needed to open
-    /// it).
+    /// it); `-` writes it to standard output.
     // `--out` too: every other command that writes takes `-o`/`--out`.
     #[arg(short = 'o', long, visible_alias = "out", value_name = "FILE")]
     pub output: PathBuf,
@@ -47,9 +47,11 @@ pub struct ReportArgs {
 /// all.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
-    inputs::output_file(&a.output, "-o", "report.html")?;
+    // `-o -` is standard output.
+    let output = &inputs::output_file_path(&a.output);
+    inputs::output_file(output, "-o", "report.html")?;
     let files = inputs::expand(&a.paths)?;
-    inputs::output_not_an_input(&a.output, &files, "-o")?;
+    inputs::output_not_an_input(output, &files, "-o")?;
     // The page and the prediction share one read of the inputs.
     let mut ranks_for_prediction = RanksForPrediction::NotAsked;
     // Whether every input is in the page: a rank the job leaves out is
@@ -135,14 +137,14 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     // Standard input given as `-` is `stdin` on the page as everywhere:
     // in its title and wherever the page names the trace (its warnings).
     let html = inputs::stdin_named_in(&page.render()).into_owned();
-    inputs::create_parent(&a.output, "-o")?;
+    inputs::create_parent(output, "-o")?;
     // The error names the file and the reason: "r.html: cannot write: ...".
-    write_atomic(&a.output, |w| w.write_all(html.as_bytes()))?;
+    write_atomic(output, |w| w.write_all(html.as_bytes()))?;
     let wrote = format!(
         "wrote {}",
-        lumos_report::text::shown(&a.output.display().to_string())
+        lumos_report::text::shown(&output.display().to_string())
     );
-    if crate::inputs::is_standard_output(&a.output) {
+    if crate::inputs::is_standard_output(output) {
         // The page is on standard output: the line would end it.
         let _ = writeln!(
             crate::output::Shown::new(std::io::stderr().lock()),
