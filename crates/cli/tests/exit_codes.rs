@@ -1225,6 +1225,14 @@ fn a_trace_without_tasks_is_refused_not_replayed_as_zeros() {
         let out = run_ok(lumos().arg("inspect").arg(&f));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("  tasks: none\n  edges: none\n"), "{text}");
+        // Compared with a run, either way round, it measured nothing: it
+        // read as every step and operator gone, "-100.00%", exit 0.
+        let other = one_rank(&dir.join(format!("{name}-other")));
+        for pair in [[&other, &f], [&f, &other]] {
+            let out = lumos().arg("diff").args(pair).output().unwrap();
+            assert_fails(&out, 1, &said, &format!("diff {pair:?}"));
+            assert!(out.stdout.is_empty(), "diff {pair:?}: printed a result");
+        }
     }
 }
 

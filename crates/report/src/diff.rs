@@ -354,6 +354,11 @@ impl<'a> Side<'a> {
 
 /// Compares run `b` with run `a`.
 pub fn diff(a: &DiffInput, b: &DiffInput, opts: &DiffOptions) -> Result<DiffReport, ReportError> {
+    // A run of no task measures nothing: compared, it read as every step
+    // and operator gone ("-100.00% faster"), with exit code 0.
+    for i in [a, b] {
+        ReportError::refuse_empty(&i.graph, || i.path.clone())?;
+    }
     let (sa, sb) = (Side::new(a, opts)?, Side::new(b, opts)?);
     let has_shapes = |i: &DiffInput| i.shapes.iter().any(Option::is_some);
     let by_shape = has_shapes(a) && has_shapes(b);
