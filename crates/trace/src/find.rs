@@ -2,6 +2,7 @@
 //! directory argument into, the same way everywhere.
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -294,11 +295,34 @@ fn collect(
     keep: &dyn Fn(&str) -> bool,
     out: &mut Vec<PathBuf>,
 ) -> Result<(), DirError> {
+    collect_once(dir, depth, keep, out, &mut HashSet::new())
+}
+
+/// [`collect`], each folder listed once (`seen`, by its canonical path):
+/// the depth alone did not bound links to a folder above, since each
+/// level multiplies the paths by the links (five links to `.` listed the
+/// folder 5^8 times: a minute, then "given twice").
+fn collect_once(
+    dir: &Path,
+    depth: u32,
+    keep: &dyn Fn(&str) -> bool,
+    out: &mut Vec<PathBuf>,
+    seen: &mut HashSet<PathBuf>,
+) -> Result<(), DirError> {
+    if let Ok(real) = std::fs::canonicalize(dir) {
+        if !seen.insert(real) {
+            return Ok(());
+        }
+    }
     let entries = std::fs::read_dir(dir).map_err(|error| DirError {
         path: dir.to_owned(),
         error,
     })?;
-    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+    // In natural order, so that of two ways to one folder the same is kept
+    // whatever order the file system lists them in.
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort_by(|a, b| natural_order(a, b));
+    for path in paths {
         // Read lossily: the suffixes and the leading dot asked about are
         // ASCII, so a name that is not UTF-8 (`tr\xff.json.gz`) is still
         // a trace, as the same file given by its path is (to_str left it
@@ -308,7 +332,7 @@ fn collect(
             .map_or_else(Default::default, OsStr::to_string_lossy);
         if path.is_dir() {
             if depth > 0 && !name.starts_with('.') {
-                collect(&path, depth - 1, keep, out)?;
+                collect_once(&path, depth - 1, keep, out, seen)?;
             }
         } else if path.is_file() && keep(&name) {
             out.push(path);
@@ -373,6 +397,26 @@ mod tests {
             [b.strip_suffix(b".json.gz").unwrap(), b".x"].concat()
         });
         assert_eq!(kept.into_vec(), b"tr\xff.x");
+    }
+
+    /// Links to a folder above are followed once: five links to `.`
+    /// listed the folder 5^8 times (a minute's work, then the one file
+    /// "given twice"); three gave 3^8 copies of it.
+    #[cfg(unix)]
+    #[test]
+    fn links_to_a_folder_above_list_it_once() {
+        let dir = lumos_testkit::TempDir::new("link-loop");
+        let sub = dir.join("runs").join("a");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(dir.join("rank0.json"), "[]").unwrap();
+        std::fs::write(sub.join("rank1.json"), "[]").unwrap();
+        for (i, to) in ["..", "../..", "."].iter().enumerate() {
+            std::os::unix::fs::symlink(to, sub.join(format!("l{i}"))).unwrap();
+        }
+        let started = std::time::Instant::now();
+        let found = trace_files_under(&dir, &is_trace_file_name).unwrap();
+        assert_eq!(found, [dir.join("rank0.json"), sub.join("rank1.json")]);
+        assert!(started.elapsed().as_secs() < 5);
     }
 
     /// [`given_once`] of `(file, argument)` pairs, its refusal as the
