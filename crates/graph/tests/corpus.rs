@@ -238,6 +238,29 @@ fn event_query_runs_become_one_task() {
     assert!(check(&g).is_empty());
 }
 
+/// PyTorch's NCCL watchdog thread queries its events in bursts, 100 ms
+/// apart (42 calls over 601 ms on this trace, none over 11 us): a thread
+/// that sleeps between queries is not a host loop waiting for the GPU, and
+/// collapsing the run made one 601 ms `cudaEventQuery` task that the
+/// replay ran and the critical path went through.
+#[test]
+fn event_queries_with_sleeps_between_are_no_polling_loop() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace =
+        read_path(&corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz")).unwrap();
+    let (g, measured, _) = build(&trace);
+    let longest = (0..g.tasks.len())
+        .filter(|&i| g.name(TaskId(i as u32)) == "cudaEventQuery")
+        .map(|i| measured.tasks[i].end_ns - measured.tasks[i].start_ns)
+        .max()
+        .expect("event queries");
+    // Two bursts of eight queries each (under 60 us) still make a loop.
+    assert!(longest < 100_000, "a {longest} ns cudaEventQuery task");
+    assert!(check(&g).is_empty());
+}
+
 /// A scope whose parent comes after it (as a predicted graph's copied
 /// scopes once could) is named by `check`, which walks up scope chains
 /// that go strictly down rely on.

@@ -321,9 +321,16 @@ fn new_edge(from: TaskId, to: TaskId, kind: DepKind, anchor: Anchor) -> Edge {
 /// host loop waiting for the GPU.
 const POLL_MIN_RUN: usize = 8;
 
+/// The longest gap between two queries of one polling loop. A loop spinning
+/// on a query calls it again within microseconds (19 us at most in the
+/// corpus); a thread that sleeps between queries (PyTorch's NCCL watchdog,
+/// bursts 100 ms apart) is not waiting for the GPU in a loop.
+const POLL_MAX_GAP_NS: i64 = 1_000_000;
+
 /// Finds polling loops among a thread's leaves (`idx` in call-tree order):
 /// runs of at least [`POLL_MIN_RUN`] consecutive `cudaEventQuery` calls under
-/// one parent. Kept call by call, such a loop is thousands of fixed-length
+/// one parent, each starting at most [`POLL_MAX_GAP_NS`] after the one
+/// before it ends. Kept call by call, such a loop is thousands of fixed-length
 /// tasks that cannot end sooner when the GPU does (method.md section 3.1);
 /// it becomes one task, its first call stretched to the last call's end,
 /// which the sync inference then ties to the GPU work it waited for.
@@ -350,7 +357,17 @@ fn polling_runs<X>(
     let mut a = 0;
     while a < leaves.len() {
         let mut b = a;
-        while b < leaves.len() && is_query(leaves[b]) && parent[leaves[b]] == parent[leaves[a]] {
+        while b < leaves.len()
+            && is_query(leaves[b])
+            && parent[leaves[b]] == parent[leaves[a]]
+            && (b == a || {
+                let (prev, next) = (
+                    &records[idx[leaves[b - 1]] as usize],
+                    &records[idx[leaves[b]] as usize],
+                );
+                next.ts.saturating_sub(prev.end()) <= POLL_MAX_GAP_NS
+            })
+        {
             b += 1;
         }
         if b - a >= POLL_MIN_RUN {
