@@ -194,6 +194,38 @@ fn a_replay_that_reproduces_the_measurement_has_the_same_analyses() {
     }
 }
 
+/// A synchronizing call issues when the host called it, whatever it then
+/// waits for: `v100-resnet50-2021-capture-b` spends 632 us of host time
+/// after its last launch of `ProfilerStep#21` before calling
+/// `cudaDeviceSynchronize`, which then waits 11 ms for the GPU. The gap was
+/// taken for part of the wait (the call issued at the launch's end), so
+/// the replayed timeline showed the call 632 us early and a faster GPU took
+/// those 632 us of host work off the step; likewise 375 us at the start of
+/// `h100-qwen-0.5b-inference`'s step (which replayed 0.76% long).
+#[test]
+fn blocking_calls_issue_at_their_measured_start() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for rel in [
+        "single-rank/v100-resnet50-2021-capture-b.json.gz",
+        "single-rank/h100-qwen-0.5b-inference.json.gz",
+    ] {
+        let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+        let (graph, measured, _) = build(&trace);
+        let s = lumos_sim::simulate(&graph, &SimOptions::default()).unwrap();
+        assert!(!s.waits.is_empty(), "{rel}");
+        for w in &s.waits {
+            let early = measured.tasks[w.task.idx()].start_ns - w.issue_ns;
+            assert!(
+                early.abs() <= 10_000,
+                "{rel}: {} issued {early} ns before its measured start",
+                graph.name(w.task)
+            );
+        }
+    }
+}
+
 #[test]
 fn corpus_collectives_and_memory() {
     let Some(corpus) = lumos_testkit::corpus() else {

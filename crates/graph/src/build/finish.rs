@@ -12,9 +12,6 @@ use crate::report::{counted, LaunchTimes};
 
 /// No incoming edge (gap attribution).
 const NO_EDGE: u32 = u32::MAX;
-/// Incoming edges, none of which held the task: it blocked on GPU work
-/// that ended later.
-const NO_BINDING: u32 = u32::MAX - 1;
 
 impl Builder {
     /// Frees what only the steps that link tasks (launches to
@@ -160,19 +157,15 @@ impl Builder {
                 latest_edge[t] = i as u32;
             }
         }
-        // A blocking task whose awaited work ended no earlier than its
-        // latest edge was held by that work, not by an edge.
-        for (w, a) in &self.blocking {
-            let w = w.idx();
-            if latest_edge[w] != NO_EDGE && raw[a.idx()].end >= latest_at[w] {
-                latest_edge[w] = NO_BINDING;
-            }
-        }
+        // A blocking task's latest edge binds it too, however late the
+        // work it awaits ended: that work holds the call's end, while its
+        // start is when the host issued it, so the gap before it is host
+        // work that a faster GPU does not shorten.
         // Typical latencies of the kinds that have one, from tasks where
         // that kind binds; every other kind's is zero.
         let (mut launch, mut stream) = (Vec::new(), Vec::new());
         for (t, (&at, &e)) in latest_at.iter().zip(&latest_edge).enumerate() {
-            if e == NO_EDGE || e == NO_BINDING {
+            if e == NO_EDGE {
                 continue;
             }
             let gap = raw[t].start.saturating_sub(at);
@@ -212,16 +205,14 @@ impl Builder {
             });
     }
 
-    /// Tasks no edge explains get a release offset from the window start.
+    /// Tasks no edge explains get a release offset from the window start,
+    /// blocking calls too: the offset is when the host issued the call,
+    /// not when its wait ended.
     #[inline(never)]
     pub(super) fn releases(&mut self, origin: i64) {
-        let mut blocking = vec![false; self.g.tasks.len()];
-        for w in self.blocking.keys() {
-            blocking[w.idx()] = true;
-        }
         let explained = explained_by_edges(self.g.tasks.len(), &self.g.edges);
-        for (t, &blocks) in blocking.iter().enumerate() {
-            if !explained[t] && !blocks {
+        for (t, explained) in explained.into_iter().enumerate() {
+            if !explained {
                 self.g.tasks[t].release_ns = self.raw[t].start.saturating_sub(origin);
                 if self.g.tasks[t].kind.is_gpu() {
                     self.report.released_gpu_tasks += 1;
