@@ -121,9 +121,10 @@ fn other_versions_and_other_files_are_told_apart() {
     let good = dir.join("good.lgraph");
     ingest_file(&c.path("micro/a100-event-sync.json.gz"), &good).unwrap();
     let mut bytes = std::fs::read(&good).unwrap();
-    // A later version, and format 4, whose paths were UTF-8 text: its
+    // A later version; format 5, whose records are these but whose graphs
+    // earlier build rules made; format 4, whose paths were UTF-8 text: their
     // records decode, but the rule is one version read (docs/LGRAPH.md).
-    for v in [7u32, 4] {
+    for v in [7u32, 5, 4] {
         bytes[8..12].copy_from_slice(&v.to_le_bytes());
         let other = dir.join(format!("v{v}.lgraph"));
         std::fs::write(&other, &bytes).unwrap();
@@ -133,7 +134,7 @@ fn other_versions_and_other_files_are_told_apart() {
         assert!(
             m.contains(&format!("v{v}.lgraph"))
                 && m.contains(&format!("version {v} "))
-                && m.contains("reads version 5: ingest the trace again"),
+                && m.contains("reads version 6: ingest the trace again"),
             "{m}"
         );
     }
