@@ -288,55 +288,60 @@ fn digits_value_order(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// The files under `dir` (down to `depth` more levels of sub-folders, not
-/// hidden ones) whose names `keep`, into `out`.
+/// hidden ones) whose names `keep`, into `out`, in no particular order.
+///
+/// Each folder is listed once (by its canonical path): the depth alone did
+/// not bound links to a folder above, since each level multiplies the paths
+/// by the links (five links to `.` listed the folder 5^8 times: a minute,
+/// then "given twice"). Level by level, so that a folder is listed where it
+/// is met first, at its shallowest: reached first through a deeper link, it
+/// ran out of depth there, and its own, shallower path was then skipped as
+/// seen, with the traces the limit allowed under it.
 fn collect(
     dir: &Path,
     depth: u32,
     keep: &dyn Fn(&str) -> bool,
     out: &mut Vec<PathBuf>,
 ) -> Result<(), DirError> {
-    collect_once(dir, depth, keep, out, &mut HashSet::new())
-}
-
-/// [`collect`], each folder listed once (`seen`, by its canonical path):
-/// the depth alone did not bound links to a folder above, since each
-/// level multiplies the paths by the links (five links to `.` listed the
-/// folder 5^8 times: a minute, then "given twice").
-fn collect_once(
-    dir: &Path,
-    depth: u32,
-    keep: &dyn Fn(&str) -> bool,
-    out: &mut Vec<PathBuf>,
-    seen: &mut HashSet<PathBuf>,
-) -> Result<(), DirError> {
-    if let Ok(real) = std::fs::canonicalize(dir) {
-        if !seen.insert(real) {
-            return Ok(());
-        }
-    }
-    let entries = std::fs::read_dir(dir).map_err(|error| DirError {
-        path: dir.to_owned(),
-        error,
-    })?;
-    // In natural order, so that of two ways to one folder the same is kept
-    // whatever order the file system lists them in.
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort_by(|a, b| natural_order(a, b));
-    for path in paths {
-        // Read lossily: the suffixes and the leading dot asked about are
-        // ASCII, so a name that is not UTF-8 (`tr\xff.json.gz`) is still
-        // a trace, as the same file given by its path is (to_str left it
-        // out without a word).
-        let name = path
-            .file_name()
-            .map_or_else(Default::default, OsStr::to_string_lossy);
-        if path.is_dir() {
-            if depth > 0 && !name.starts_with('.') {
-                collect_once(&path, depth - 1, keep, out, seen)?;
+    let mut seen = HashSet::new();
+    let (mut level, mut depth) = (vec![dir.to_owned()], depth);
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for dir in level {
+            if let Ok(real) = std::fs::canonicalize(&dir) {
+                if !seen.insert(real) {
+                    continue;
+                }
             }
-        } else if path.is_file() && keep(&name) {
-            out.push(path);
+            let entries = std::fs::read_dir(&dir).map_err(|error| DirError {
+                path: dir.clone(),
+                error,
+            })?;
+            // In natural order, so that of two ways to one folder at one
+            // depth the same is kept whatever order the file system lists
+            // them in.
+            let mut paths: Vec<PathBuf> =
+                entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            paths.sort_by(|a, b| natural_order(a, b));
+            for path in paths {
+                // Read lossily: the suffixes and the leading dot asked
+                // about are ASCII, so a name that is not UTF-8
+                // (`tr\xff.json.gz`) is still a trace, as the same file
+                // given by its path is (to_str left it out without a word).
+                let name = path
+                    .file_name()
+                    .map_or_else(Default::default, OsStr::to_string_lossy);
+                if path.is_dir() {
+                    if depth > 0 && !name.starts_with('.') {
+                        next.push(path);
+                    }
+                } else if path.is_file() && keep(&name) {
+                    out.push(path);
+                }
+            }
         }
+        level = next;
+        depth = depth.saturating_sub(1);
     }
     Ok(())
 }
@@ -417,6 +422,26 @@ mod tests {
         let found = trace_files_under(&dir, &is_trace_file_name).unwrap();
         assert_eq!(found, [dir.join("rank0.json"), sub.join("rank1.json")]);
         assert!(started.elapsed().as_secs() < 5);
+    }
+
+    /// A folder reached first through a link deeper down is still walked
+    /// from its own path, as deep as the limit allows, and its traces named
+    /// by that path (walked depth first, the link's visit ran out of depth
+    /// and the folder's own path was skipped as seen: "no trace files").
+    #[test]
+    fn a_folder_is_walked_from_its_shallowest_path() {
+        let dir = lumos_testkit::TempDir::new("link-deeper");
+        let mut deep = dir.join("z");
+        for level in 1..MAX_DIR_DEPTH {
+            deep = deep.join(level.to_string());
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("t.json"), "[]").unwrap();
+        let x = dir.join("a").join("x");
+        std::fs::create_dir_all(&x).unwrap();
+        std::os::unix::fs::symlink("../../z", x.join("link")).unwrap();
+        let found = trace_files_under(&dir, &is_trace_file_name).unwrap();
+        assert_eq!(found, [deep.join("t.json")]);
     }
 
     /// [`given_once`] of `(file, argument)` pairs, its refusal as the
