@@ -543,14 +543,6 @@ fn gpu_tasks_before_their_launch_warn_and_give_no_negative_latency() {
     }
 }
 
-/// GPU tasks that all start hours after the calls that launched them (the
-/// GPU clock ahead of the host's) are warned about and flag the trace: the
-/// replay took the skew for launch latency and matched the measured window,
-/// skew and all (10,802 s for `rtx2080ti-linear-train` 3 hours ahead, at
-/// 0.000002% error, unflagged), so any what-if kept the skew. Queued kernels
-/// wait long in a measured run, so the statistic is the shortest delay;
-/// in no clean corpus trace is it near the threshold, and a few ms ahead,
-/// which queueing cannot be told from, flag nothing.
 /// GPU tasks stacked on one stream (each starting before the previous one
 /// ends) are moved to start at its end and shortened, so the measured
 /// times read are no longer the trace's: a warning counts them (there was
@@ -593,6 +585,14 @@ fn overlapping_gpu_tasks_on_a_stream_are_counted_in_a_warning() {
     assert!(check(&g).is_empty());
 }
 
+/// GPU tasks that all start hours after the calls that launched them (the
+/// GPU clock ahead of the host's) are warned about and flag the trace: the
+/// replay took the skew for launch latency and matched the measured window,
+/// skew and all (10,802 s for `rtx2080ti-linear-train` 3 hours ahead, at
+/// 0.000002% error, unflagged), so any what-if kept the skew. Queued kernels
+/// wait long in a measured run, so the statistic is the shortest delay;
+/// in no clean corpus trace is it near the threshold, and a few ms ahead,
+/// which queueing cannot be told from, flag nothing.
 #[test]
 fn gpu_clock_hours_ahead_warns_and_flags() {
     if lumos_testkit::corpus().is_none() {

@@ -480,18 +480,23 @@ impl Builder {
             ));
         }
         if r.unresolved_syncs > 0 {
-            // Such a call waits for nothing in the replay: it returned
-            // without GPU work ending while it ran, so its measured
+            // Such a call waits for nothing in the replay: its measured
             // duration is all it costs.
+            let one = r.unresolved_syncs == 1;
             r.warnings.push(format!(
-                "{} not be tied to a stream (no `cuda_sync` event named one, no GPU work ended during the \
-                 call and no stream its thread launched onto was idle); replayed as calls \
-                 that wait for nothing",
+                "{} not be tied to a stream (no `cuda_sync` event named one, the last GPU task \
+                 to end during the call, if any, was not the last launched onto its stream, \
+                 and no stream its thread launched onto was idle); replayed as {} for nothing",
                 counted(
                     r.unresolved_syncs,
                     "stream synchronization could",
                     "stream synchronizations could"
-                )
+                ),
+                if one {
+                    "a call that waits"
+                } else {
+                    "calls that wait"
+                }
             ));
         }
         r.warnings.extend(r.rejected_cycle_warning());
