@@ -103,12 +103,13 @@ pub(crate) fn apply(key: &str, value: &Json, meta: &mut TraceMeta) -> Applied {
 fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
     let small = |k: &str| {
         info.get(k)
-            .and_then(Json::as_u64)
+            .and_then(whole)
             .and_then(|r| u32::try_from(r).ok())
     };
     // A rank or world size that is there but unusable is said, not taken
     // silently for none: the rank would then come from the file name, or
-    // be 0 (rank 3 written as "3" or 3.0 would become rank 0).
+    // be 0 (rank 3 written as "3" would become rank 0). One written as a
+    // whole float (3.0) is that number.
     let unusable = |k: &str| info.get(k).filter(|v| !matches!(v, Json::Null));
     let rank = small("rank");
     if let Some(v) = unusable("rank").filter(|_| rank.is_none()) {
@@ -119,7 +120,7 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
     }
     applied.distributed_rank = Some(rank);
     meta.world_size = small("world_size");
-    let recorded = info.get("world_size").and_then(Json::as_u64);
+    let recorded = info.get("world_size").and_then(whole);
     let mut world_warned = true;
     if let Some(w) = recorded.filter(|&w| w > u64::from(MAX_WORLD_SIZE)) {
         meta.world_size = None;
@@ -158,6 +159,14 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
                     .to_owned(),
             ),
         }
+    }
+}
+
+/// `v` as a whole number from 0, a float with no fraction (3.0) included.
+fn whole(v: &Json) -> Option<u64> {
+    match *v {
+        Json::Float(f) if f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64 => Some(f as u64),
+        _ => v.as_u64(),
     }
 }
 

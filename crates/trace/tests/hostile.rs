@@ -144,7 +144,8 @@ fn a_world_size_above_a_million_gpus_is_left_out_with_a_warning() {
 
 /// A rank or world size that is there but unusable (a string, a
 /// fraction, a negative number, a world of 0) was taken silently for none:
-/// rank 3 written as "3" became rank 0 without a word.
+/// rank 3 written as "3" became rank 0 without a word. A whole number
+/// written as a float (2.0) is read as that number.
 #[test]
 fn an_unusable_rank_or_world_size_is_named_in_a_warning() {
     for (info, rank_warning, world_warning) in [
@@ -166,6 +167,8 @@ fn an_unusable_rank_or_world_size_is_named_in_a_warning() {
             Some(r#"world_size "eight""#),
         ),
         (r#""rank": 2, "world_size": 8"#, None, None),
+        // Whole numbers written as floats are those numbers.
+        (r#""rank": 2.0, "world_size": 8.0"#, None, None),
         (r#""rank": 2"#, None, None),
     ] {
         let text = format!("{{\"distributedInfo\": {{{info}}}, \"traceEvents\": [{KERNEL}]}}");
@@ -196,6 +199,8 @@ fn an_unusable_rank_or_world_size_is_named_in_a_warning() {
         }
         if world_warning.is_some() {
             assert_eq!(t.meta.world_size, None, "{info}");
+        } else if info.contains("\"world_size\": 8") {
+            assert_eq!(t.meta.world_size, Some(8), "{info}");
         }
     }
 }
