@@ -261,16 +261,6 @@ pub fn not_standard_output(out: &Path, flag: &str, what: &str) -> Result<()> {
     }
 }
 
-/// The file `-o` names for a page: `-` is standard output
-/// (`/dev/stdout`), as Unix tools take it and as `-` is standard input
-/// among the inputs (`lumos report -o - t.json` wrote a file named `-`).
-pub fn output_file_path(p: &Path) -> PathBuf {
-    match cfg!(unix) && p.as_os_str() == "-" {
-        true => PathBuf::from("/dev/stdout"),
-        false => p.to_owned(),
-    }
-}
-
 /// Refuses `file`, given with `flag` as the file to write, when it cannot
 /// be one: it is a directory, or a folder above it is there and is not a
 /// directory. A usage error, checked before any work, as [`output_dir`]:

@@ -92,12 +92,14 @@ fn verdict(base: &TraceReplay, fast: &TraceReplay) -> Vec<String> {
     let b = &base.breakdown.replayed;
     let total = b.total_us.max(1e-9);
     let pct = |x: f64| x / total * 100.0;
-    // The word `lumos report` of the trace opens with, which reads the
-    // critical path when the GPU idles most: the demo said "idle-bound (the
+    // The word `lumos report` of the trace opens with, from the same
+    // measured breakdown and critical path: the demo said "idle-bound (the
     // GPU waits for the CPU)" where the tables above said CPU-bound.
     let path = base.critical_path.as_ref().map_or(&[][..], |c| &c.by_bound);
-    let bound = match lumos_report::run_bound(b, path) {
-        "CPU/launch-bound" => "CPU/launch-bound (the GPU idles, waiting for the CPU)",
+    let bound = match lumos_report::run_bound(&base.breakdown.measured, path) {
+        "CPU/launch-bound" => {
+            "CPU/launch-bound (its critical path runs mostly through the CPU and its launches)"
+        }
         "waiting for peers" => "waiting for peers (the GPU idles in collectives)",
         "idle-bound" => "idle-bound (the GPU idles; neither the CPU nor peers explain most of it)",
         other => other,

@@ -47,11 +47,17 @@ pub struct ReportArgs {
 /// all.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     predict::check_args(&a.target)?;
-    // `-o -` is standard output.
-    let output = &inputs::output_file_path(&a.output);
-    inputs::output_file(output, "-o", "report.html")?;
+    // `-o -` is standard output, as Unix tools take it and as `-` is
+    // standard input among the inputs (it wrote a file named `-`).
+    let output = &a.output;
+    let to_stdout = output.as_os_str() == "-";
+    if !to_stdout {
+        inputs::output_file(output, "-o", "report.html")?;
+    }
     let files = inputs::expand(&a.paths)?;
-    inputs::output_not_an_input(output, &files, "-o")?;
+    if !to_stdout {
+        inputs::output_not_an_input(output, &files, "-o")?;
+    }
     // The page and the prediction share one read of the inputs.
     let mut ranks_for_prediction = RanksForPrediction::NotAsked;
     // Whether every input is in the page: a rank the job leaves out is
@@ -137,14 +143,20 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
     // Standard input given as `-` is `stdin` on the page as everywhere:
     // in its title and wherever the page names the trace (its warnings).
     let html = inputs::stdin_named_in(&page.render()).into_owned();
-    inputs::create_parent(output, "-o")?;
-    // The error names the file and the reason: "r.html: cannot write: ...".
-    write_atomic(output, |w| w.write_all(html.as_bytes()))?;
-    let wrote = format!(
-        "wrote {}",
-        lumos_report::text::shown(&output.display().to_string())
-    );
-    if crate::inputs::is_standard_output(output) {
+    let wrote = if to_stdout {
+        out.write_all(html.as_bytes())?;
+        out.flush()?;
+        "wrote the page to standard output".to_owned()
+    } else {
+        inputs::create_parent(output, "-o")?;
+        // The error names the file and the reason: "r.html: cannot write: ...".
+        write_atomic(output, |w| w.write_all(html.as_bytes()))?;
+        format!(
+            "wrote {}",
+            lumos_report::text::shown(&output.display().to_string())
+        )
+    };
+    if to_stdout || crate::inputs::is_standard_output(output) {
         // The page is on standard output: the line would end it.
         let _ = writeln!(
             crate::output::Shown::new(std::io::stderr().lock()),
