@@ -75,6 +75,12 @@ pub enum ErrorKind {
     /// The file has no content.
     #[error("file is empty")]
     Empty,
+    /// The file has bytes, but only whitespace: no JSON value at all.
+    #[error("file holds only whitespace ({bytes} bytes), no JSON")]
+    Blank {
+        /// Uncompressed size.
+        bytes: u64,
+    },
     /// The JSON ends before the top-level value is complete.
     #[error("truncated JSON: input ends at byte {offset} {context}")]
     Truncated {

@@ -538,7 +538,11 @@ fn finish(
 ) -> Result<Trace, ReadError> {
     let err = |kind| Err(ReadError::new(path, kind));
     if !splitter.saw_root() {
-        return err(ErrorKind::Empty);
+        return err(if total == 0 {
+            ErrorKind::Empty
+        } else {
+            ErrorKind::Blank { bytes: total }
+        });
     }
     if !(splitter.may_end() && ends_between_values) {
         return err(ErrorKind::Truncated {

@@ -273,15 +273,20 @@ fn not_a_trace() {
 
 #[test]
 fn empty_and_whitespace_files() {
-    for (name, data) in [
-        ("empty.json", &b""[..]),
-        ("blank.json", &b"  \n\t\r\n  "[..]),
-        ("empty.json.gz", &gzip(b"")[..]),
-        ("blank.json.gz", &gzip(b" \n ")[..]),
-    ] {
+    for (name, data) in [("empty.json", &b""[..]), ("empty.json.gz", &gzip(b"")[..])] {
         let e = read_err(name, data);
         assert!(matches!(e.kind, ErrorKind::Empty), "{name}: {e}");
         assert!(e.to_string().ends_with(": file is empty"), "{e}");
+    }
+    // Whitespace alone is not "empty": the file has bytes, just no JSON.
+    for (name, data, bytes) in [
+        ("blank.json", &b"  \n\t\r\n  "[..], 8),
+        ("blank.json.gz", &gzip(b" \n ")[..], 3),
+    ] {
+        let e = read_err(name, data);
+        assert!(matches!(e.kind, ErrorKind::Blank { .. }), "{name}: {e}");
+        let want = format!(": file holds only whitespace ({bytes} bytes), no JSON");
+        assert!(e.to_string().ends_with(&want), "{e}");
     }
 }
 
