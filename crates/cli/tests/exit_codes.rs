@@ -1097,12 +1097,15 @@ fn issue_12_a_job_past_the_memory_limit_stops_with_a_way_out() {
     // Without the variable the machine's memory is the limit, and `off`
     // turns the guard off: the job reads.
     run_ok(lumos().arg("replay").arg(&job));
-    run_ok(
-        lumos()
-            .arg("inspect")
-            .arg(&job)
-            .env("LUMOS_MEMORY_LIMIT", "off"),
-    );
+    // In any case: `OFF` in a shell script means the same.
+    for off in ["off", "OFF", "Off"] {
+        run_ok(
+            lumos()
+                .arg("inspect")
+                .arg(&job)
+                .env("LUMOS_MEMORY_LIMIT", off),
+        );
+    }
     // Not a size, or a size that would refuse every job (a slip for off).
     for value in ["lots", "0", "0G"] {
         let bad = lumos()

@@ -262,14 +262,21 @@ fn variable_limit() -> Result<Option<Option<u64>>, BadMemoryLimit> {
     let Some(v) = std::env::var_os(LIMIT_VAR).filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
-    let text = v.to_string_lossy();
-    Ok(Some(match text.trim() {
-        "off" => None,
-        // 0 would refuse every job: a slip for `off`, not a limit.
-        t => Some(
-            (parse_size(t).filter(|&n| n > 0)).ok_or_else(|| BadMemoryLimit(text.to_string()))?,
-        ),
-    }))
+    limit_from_text(&v.to_string_lossy()).map(Some)
+}
+
+/// The limit a set `LUMOS_MEMORY_LIMIT` of `text` asks for: `None` for
+/// `off` (in any case, as `OFF` in a shell script is as clear), else bytes.
+fn limit_from_text(text: &str) -> Result<Option<u64>, BadMemoryLimit> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    // 0 would refuse every job: a slip for `off`, not a limit.
+    match parse_size(t).filter(|&n| n > 0) {
+        Some(n) => Ok(Some(n)),
+        None => Err(BadMemoryLimit(text.to_string())),
+    }
 }
 
 /// `text` as a number of bytes: digits, then an optional `K`, `M`, `G` or
@@ -408,6 +415,13 @@ mod tests {
         assert_eq!(parse_size("G"), None);
         assert_eq!(parse_size(""), None);
         assert_eq!(parse_size("99999999999999999999G"), None);
+        for off in ["off", "OFF", "Off", " off "] {
+            assert_eq!(limit_from_text(off).unwrap(), None, "{off}");
+        }
+        assert_eq!(limit_from_text("2K").unwrap(), Some(2048));
+        for bad in ["0", "offf", "of", ""] {
+            assert!(limit_from_text(bad).is_err(), "{bad}");
+        }
         let status = "Name:\tlumos\nVmRSS:\t   1234 kB\n";
         assert_eq!(kib_field(status, "VmRSS:"), Some(1234 * 1024));
         assert_eq!(kib_field(status, "MemAvailable:"), None);
