@@ -284,6 +284,20 @@ def test_synth_refuses_what_the_cli_refuses(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_synth_into_a_file_is_a_config_error_with_the_cli_message(tmp_path, cli_error):
+    # Not the bare "cannot write: File exists (os error 17)" of an I/O error.
+    taken = tmp_path / "f"
+    taken.write_text("x")
+    for out in (taken, taken / "below"):
+        code, message = cli_error(["synth", "--model", "gpt-tiny", "--out", str(out)])
+        assert code == 2 and "is not a directory" in message
+        with pytest.raises(ConfigError) as e:
+            lumos.synth("gpt-tiny", out)
+        # The CLI names its flag (--out), the API its argument.
+        assert str(e.value) == message.replace("--out", "out")
+    assert taken.read_text() == "x"
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard reads /proc")
 def test_a_job_past_the_memory_limit_is_an_input_error_with_the_cli_message(
     tmp_path, cli_error, monkeypatch

@@ -540,6 +540,7 @@ fn synth(
     model::check_size(&cfg)?;
     cfg.validate()
         .map_err(|e| Error::from_chain(errors::Kind::Config, &e))?;
+    inputs::output_dir(&out, "out")?;
     let files = progress::run(py, progress, |p| {
         p.phase("writing", cfg.selected_ranks().len() as u64);
         let r = lumos_synth::write_job_with(&cfg, &out, &|_| {
