@@ -1257,3 +1257,23 @@ fn a_missing_compact_graph_is_said_once() {
         assert!(!err.contains("os error"), "{cmd}: {err}");
     }
 }
+
+/// A folder's files are what its messages list (`*.json`, `*.json.gz`): a
+/// `logs.tar.gz` beside a trace is not read as one; a link with a trace's
+/// name that leads nowhere is named (exit 1), where it was skipped and its
+/// rank was missing from the job without a word.
+#[cfg(unix)]
+#[test]
+fn a_folder_reads_its_traces_and_names_a_dangling_link() {
+    let dir = TempDir::new("cli-exit-folder");
+    let job = dir.join("job");
+    one_rank(&job);
+    std::fs::write(job.join("logs.tar.gz"), b"not a trace").unwrap();
+    run_ok(lumos().arg("inspect").arg(&job));
+    let link = job.join("rank1.pt.trace.json");
+    std::os::unix::fs::symlink(dir.join("gone.json"), &link).unwrap();
+    let out = lumos().arg("inspect").arg(&job).output().unwrap();
+    let want = format!("{}: a link to ", link.display());
+    assert_fails(&out, 1, &want, "dangling link");
+    assert_fails(&out, 1, "which is not there", "dangling link");
+}

@@ -12,23 +12,45 @@ use std::path::{Path, PathBuf};
 /// following a link loop forever).
 pub const MAX_DIR_DEPTH: u32 = 8;
 
-/// A folder that could not be listed.
+/// A folder that could not be listed, or a link in it with a trace file's
+/// name whose target cannot be reached (a dangling `rank3.json`): left out
+/// without a word, its rank was missing from the job with nothing said.
 #[derive(Debug)]
 pub struct DirError {
-    /// The folder.
+    /// The folder, or the link.
     pub path: PathBuf,
     /// Why.
     pub error: std::io::Error,
+    /// For a link: where it points, and how many more such links the
+    /// folders hold.
+    pub link: Option<(PathBuf, usize)>,
 }
 
 impl fmt::Display for DirError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some((target, more)) = &self.link else {
+            return write!(
+                f,
+                "{}: cannot list directory: {}",
+                self.path.display(),
+                self.error
+            );
+        };
+        let why = match self.error.kind() {
+            std::io::ErrorKind::NotFound => "which is not there".to_owned(),
+            _ => format!("which cannot be reached: {}", crate::io_words(&self.error)),
+        };
         write!(
             f,
-            "{}: cannot list directory: {}",
+            "{}: a link to {}, {why}; remove the link or restore its target",
             self.path.display(),
-            self.error
-        )
+            target.display()
+        )?;
+        match more {
+            0 => Ok(()),
+            1 => write!(f, " (1 more such link in the input folders)"),
+            n => write!(f, " ({n} more such links in the input folders)"),
+        }
     }
 }
 
@@ -54,10 +76,13 @@ pub fn edit_file_name(name: &OsStr, edit: impl FnOnce(&[u8]) -> Vec<u8>) -> OsSt
     }
 }
 
-/// True for the names of Kineto trace files: `*.json`, `*.json.gz`,
-/// `*.gz` (gzip is detected by content when read).
+/// True for the names of Kineto trace files a folder holds: `*.json` and
+/// `*.json.gz` (Kineto writes `*.pt.trace.json[.gz]`), what the messages
+/// about a folder list; any other `*.gz` (a `logs.tar.gz` beside the
+/// traces) is not read. A file given by its path is read whatever its
+/// name, gzip detected by content.
 pub fn is_trace_file_name(name: &str) -> bool {
-    name.ends_with(".json") || name.ends_with(".gz")
+    name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
 /// True for the names of the timelines and exports lumos writes
@@ -288,7 +313,9 @@ fn digits_value_order(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// The files under `dir` (down to `depth` more levels of sub-folders, not
-/// hidden ones) whose names `keep`, into `out`, in no particular order.
+/// hidden ones) whose names `keep`, into `out`, in no particular order. A
+/// link with such a name whose target cannot be reached is an error naming
+/// the first, counting the others.
 ///
 /// Each folder is listed once (by its canonical path): the depth alone did
 /// not bound links to a folder above, since each level multiplies the paths
@@ -304,6 +331,9 @@ fn collect(
     out: &mut Vec<PathBuf>,
 ) -> Result<(), DirError> {
     let mut seen = HashSet::new();
+    // A link that leads nowhere, its error and target, and how many more
+    // were found.
+    let mut dangling: Option<(PathBuf, std::io::Error, PathBuf, usize)> = None;
     let (mut level, mut depth) = (vec![dir.to_owned()], depth);
     while !level.is_empty() {
         let mut next = Vec::new();
@@ -316,6 +346,7 @@ fn collect(
             let entries = std::fs::read_dir(&dir).map_err(|error| DirError {
                 path: dir.clone(),
                 error,
+                link: None,
             })?;
             // In natural order, so that of two ways to one folder at one
             // depth the same is kept whatever order the file system lists
@@ -337,13 +368,32 @@ fn collect(
                     }
                 } else if path.is_file() && keep(&name) {
                     out.push(path);
+                } else if keep(&name) {
+                    // Neither a file nor a folder: a link that leads
+                    // nowhere is named, not skipped (its rank would be
+                    // missing unsaid).
+                    if let (Ok(target), Err(error)) =
+                        (std::fs::read_link(&path), std::fs::metadata(&path))
+                    {
+                        match &mut dangling {
+                            Some(first) => first.3 += 1,
+                            None => dangling = Some((path, error, target, 0)),
+                        }
+                    }
                 }
             }
         }
         level = next;
         depth = depth.saturating_sub(1);
     }
-    Ok(())
+    match dangling {
+        None => Ok(()),
+        Some((path, error, target, more)) => Err(DirError {
+            path,
+            error,
+            link: Some((target, more)),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -442,6 +492,57 @@ mod tests {
         std::os::unix::fs::symlink("../../z", x.join("link")).unwrap();
         let found = trace_files_under(&dir, &is_trace_file_name).unwrap();
         assert_eq!(found, [deep.join("t.json")]);
+    }
+
+    /// A folder reads what its message lists (`*.json, *.json.gz`): a
+    /// `logs.tar.gz` beside the traces was read as one, and failed.
+    #[test]
+    fn a_folder_reads_json_and_json_gz_only() {
+        let dir = lumos_testkit::TempDir::new("find-kinds");
+        for n in [
+            "a.pt.trace.json",
+            "b.pt.trace.json.gz",
+            "logs.tar.gz",
+            "c.gz",
+            "d.txt",
+        ] {
+            std::fs::write(dir.join(n), "x").unwrap();
+        }
+        let found = trace_files_under(&dir, &is_trace_file_name).unwrap();
+        let want = [dir.join("a.pt.trace.json"), dir.join("b.pt.trace.json.gz")];
+        assert_eq!(found, want);
+    }
+
+    /// A link with a trace's name that leads nowhere is named, and the
+    /// others like it counted: it was skipped without a word, its rank
+    /// missing from the job.
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_trace_link_in_a_folder_is_named() {
+        let dir = lumos_testkit::TempDir::new("find-dangling");
+        let sub = dir.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(dir.join("rank0.json"), "[]").unwrap();
+        // Not a trace's name: no concern of a trace folder.
+        std::os::unix::fs::symlink(dir.join("gone.txt"), dir.join("notes.txt")).unwrap();
+        let found = trace_files_under(&dir, &is_trace_file_name).unwrap();
+        assert_eq!(found, [dir.join("rank0.json")]);
+        let gone = dir.join("gone.json");
+        std::os::unix::fs::symlink(&gone, dir.join("rank1.json")).unwrap();
+        let e = trace_files_under(&dir, &is_trace_file_name).unwrap_err();
+        let want = format!(
+            "{}: a link to {}, which is not there; remove the link or restore its target",
+            dir.join("rank1.json").display(),
+            gone.display()
+        );
+        assert_eq!(e.to_string(), want);
+        std::os::unix::fs::symlink(&gone, sub.join("rank2.json.gz")).unwrap();
+        let e = trace_files_under(&dir, &is_trace_file_name).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("target (1 more such link in the input folders)"),
+            "{e}"
+        );
     }
 
     /// [`given_once`] of `(file, argument)` pairs, its refusal as the
