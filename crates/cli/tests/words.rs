@@ -483,3 +483,40 @@ fn phases_of_a_trace_without_steps_are_not_per_step() {
         "{t}"
     );
 }
+
+/// A prediction from one stage of a pipeline job says that what the
+/// untraced stages send keeps its measured times: a GEMM speed-up moved
+/// this step -0.28% from one stage, -13.6% from both, and the assumption
+/// named only the layers.
+#[test]
+fn a_prediction_from_one_pipeline_stage_says_the_others_keep_their_times() {
+    let dir = lumos_testkit::TempDir::new("cli-words-one-stage");
+    let traces = dir.path().join("synth");
+    text(&[
+        "synth",
+        "--model",
+        "gpt-tiny",
+        "--pp",
+        "2",
+        "--out",
+        path_str(&traces),
+    ]);
+    let rank0 = traces.join("rank0.json.gz");
+    let t = text(&[
+        "predict",
+        "--scale-kernels",
+        "class:gemm=0.5",
+        path_str(&rank0),
+    ]);
+    let line = sentence(&t, "assumption: only 1 of 2 pipeline stages traced: ", 4)
+        .unwrap_or_else(|| panic!("one stage of two:\n{t}"));
+    assert!(
+        line.contains(
+            "what comes from the untraced stages (the pipeline transfers they send, their \
+             timing) keeps its measured times, so an edit moves the step less than it would \
+             with one trace per stage"
+        ),
+        "{line}"
+    );
+    assert!(too_wide(&t).is_empty(), "{t}");
+}
