@@ -1070,6 +1070,42 @@ fn a_rank_hours_away_is_left_out() {
     );
 }
 
+/// Two runs of the same program minutes apart, given as one job: nothing
+/// is left out (hosts without a synchronized clock would lose ranks), but
+/// the warning names both runs; ranks seconds apart are one job's, without
+/// a word.
+#[test]
+fn runs_minutes_apart_are_named() {
+    let minutes = 10 * 60_000_000_000;
+    let job = assemble(
+        (0..8)
+            .map(|r| member(r, Some(8), &[1, 2, 3], if r >= 5 { minutes } else { 0 }))
+            .collect(),
+    )
+    .unwrap();
+    assert!(job.left_out.is_empty());
+    assert_eq!(job.ranks.len(), 8);
+    assert!(
+        has(
+            &job.warnings,
+            "the clocks of rank 0-4 and rank 5-7 are 10.0 min apart"
+        ),
+        "{:?}",
+        job.warnings
+    );
+    let job = assemble(
+        (0..8)
+            .map(|r| member(r, Some(8), &[1, 2, 3], i64::from(r) * 2_000_000_000))
+            .collect(),
+    )
+    .unwrap();
+    assert!(
+        job.warnings.iter().all(|w| !w.contains("apart")),
+        "{:?}",
+        job.warnings
+    );
+}
+
 #[test]
 fn unreadable_files_are_named_among_the_missing() {
     let unreadable = vec![

@@ -15,13 +15,19 @@
 //!   shares nothing with them, while they share collectives, is from
 //!   another job (or lost its communication altogether); in neither case
 //!   can it take part in a joint replay.
-//! - **Clocks.** A rank whose clock offset, after alignment, is more than
-//!   [`FAR_CLOCK_NS`] (one hour) away from the median offset of the others
-//!   is left out ([`far_clocks`]): the hosts of one job keep their clocks
+//! - **Clocks.** Ranks whose clock offsets, after alignment, lie more than
+//!   [`FAR_CLOCK_NS`] (one hour) away from those of the job's ranks are
+//!   left out ([`far_clocks`]): the hosts of one job keep their clocks
 //!   within milliseconds of each other (NTP; Kineto records wall-clock
 //!   time) and profile the same window of a few seconds, so an hour
 //!   apart is another run of the same program, whose collectives match by
-//!   order but did not happen together.
+//!   order but did not happen together. The offsets are split into runs
+//!   where two neighbours lie more than an hour apart, so that the ranks
+//!   of one run, microseconds apart, go together even when the runs are
+//!   about an hour apart. Closer than an hour nothing is left out (a job
+//!   on hosts without a synchronized clock would lose ranks), but clocks
+//!   more than [`CLOCKS_AGREE_NS`] apart are named in a warning
+//!   ([`clock_spread_warning`]).
 //! - **Process groups.** A rank that records a process group without
 //!   itself in it, or with other members than its members present record,
 //!   is named ([`group_disagreements`]); it stays unless its collectives
@@ -45,6 +51,12 @@ use super::{program_signature, rank_ranges, RankGraph};
 /// An offset between two ranks' clocks (after alignment) beyond which
 /// they are not one job's: one hour (see the module documentation).
 pub const FAR_CLOCK_NS: i64 = 3_600_000_000_000;
+
+/// How far apart the aligned clocks of one job's ranks may lie before a
+/// warning names them: one minute. NTP keeps hosts within milliseconds;
+/// a minute apart is more likely two runs of the same program given as
+/// one job (their collectives matched by order) than one job's hosts.
+pub const CLOCKS_AGREE_NS: i64 = 60_000_000_000;
 
 /// Most ranks (or groups of ranks with the same communication program)
 /// tried per round when looking for ranks to leave out: each try matches
@@ -116,11 +128,16 @@ impl LeftOut {
 /// A duration in the largest unit that keeps it readable: `3.0 days`,
 /// `2.5 h`.
 pub(super) fn long_duration(ns: i64) -> String {
-    let h = ns.unsigned_abs() as f64 / 3.6e12;
+    let s = ns.unsigned_abs() as f64 / 1e9;
+    let h = s / 3600.0;
     if h >= 48.0 {
         format!("{:.1} days", h / 24.0)
-    } else {
+    } else if h >= 1.0 {
         format!("{h:.1} h")
+    } else if s >= 60.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.1} s")
     }
 }
 
@@ -274,77 +291,101 @@ fn candidates(ranks: &[&RankGraph], weights: &[usize], unmatched: &[usize]) -> V
     out
 }
 
-/// Positions whose clock offset is more than [`FAR_CLOCK_NS`] from the
-/// median offset of the aligned ranks (`unaligned` ranks, whose clocks are
-/// taken as recorded, take no part), with that distance; empty when they
-/// would be half the aligned ranks or more (then nobody can tell which side
-/// is the job: [`clock_spread_warning`] says so). Each position counts as
-/// its `weights` ranks, in the median as in the minority.
+/// Positions whose clock offset lies more than [`FAR_CLOCK_NS`] from the
+/// job's ranks, with their distance from the median offset of the job's
+/// ranks. The aligned offsets (`unaligned` ranks, whose clocks are taken as
+/// recorded, take no part) are split into runs where two neighbours lie
+/// more than [`FAR_CLOCK_NS`] apart; the heaviest run is the job. Empty
+/// when there is one run, or when the heaviest holds half the aligned
+/// ranks or fewer (then nobody can tell which side is the job:
+/// [`clock_spread_warning`] says so). Each position counts as its
+/// `weights` ranks, in the median as in the runs.
 pub fn far_clocks(offsets_ns: &[i64], unaligned: &[u32], weights: &[usize]) -> Vec<(usize, i64)> {
-    let aligned: Vec<usize> = (0..offsets_ns.len())
-        .filter(|&p| !unaligned.contains(&(p as u32)))
-        .collect();
-    let total: usize = aligned.iter().map(|&p| weights[p]).sum();
-    let mut sorted: Vec<(i64, usize)> = aligned
-        .iter()
-        .map(|&p| (offsets_ns[p], weights[p]))
-        .collect();
-    sorted.sort_unstable();
-    // The upper median of the offsets, each repeated as often as it
-    // weighs.
+    let runs = clock_runs(offsets_ns, unaligned, FAR_CLOCK_NS);
+    if runs.len() < 2 {
+        return Vec::new();
+    }
+    let weight = |run: &[usize]| run.iter().map(|&p| weights[p]).sum::<usize>();
+    let total: usize = runs.iter().map(|r| weight(r)).sum();
+    let Some(job) = runs.iter().max_by_key(|r| weight(r)) else {
+        return Vec::new();
+    };
+    if weight(job) * 2 <= total {
+        return Vec::new();
+    }
+    // The upper median of the job's offsets, each repeated as often as it
+    // weighs (a run is in the order of its offsets).
     let mut below = 0;
-    let Some(median) = sorted.iter().find_map(|&(o, w)| {
-        below += w;
-        (below > total / 2).then_some(o)
+    let Some(median) = job.iter().find_map(|&p| {
+        below += weights[p];
+        (below > weight(job) / 2).then_some(offsets_ns[p])
     }) else {
         return Vec::new();
     };
-    let far: Vec<(usize, i64)> = aligned
-        .iter()
+    let mut far: Vec<(usize, i64)> = (runs.iter())
+        .filter(|r| !std::ptr::eq(*r, job))
+        .flatten()
         .map(|&p| (p, offsets_ns[p].saturating_sub(median)))
-        .filter(|&(_, d)| d.saturating_abs() > FAR_CLOCK_NS)
         .collect();
-    if far.iter().map(|&(p, _)| weights[p]).sum::<usize>() * 2 >= total {
-        return Vec::new();
-    }
+    far.sort_unstable();
     far
 }
 
-/// A warning when aligned clocks lie more than [`FAR_CLOCK_NS`] apart but
-/// no minority of ranks can be left out for it (two ranks, or two halves).
+/// The aligned positions in order of their clock offsets, split where two
+/// neighbours lie more than `gap_ns` apart.
+fn clock_runs(offsets_ns: &[i64], unaligned: &[u32], gap_ns: i64) -> Vec<Vec<usize>> {
+    let mut aligned: Vec<usize> = (0..offsets_ns.len())
+        .filter(|&p| !unaligned.contains(&(p as u32)))
+        .collect();
+    aligned.sort_by_key(|&p| (offsets_ns[p], p));
+    let mut runs: Vec<Vec<usize>> = Vec::new();
+    let mut last: Option<i64> = None;
+    for p in aligned {
+        let o = offsets_ns[p];
+        match (last, runs.last_mut()) {
+            (Some(l), Some(run)) if o.saturating_sub(l) <= gap_ns => run.push(p),
+            _ => runs.push(vec![p]),
+        }
+        last = Some(o);
+    }
+    runs
+}
+
+/// A warning when aligned clocks lie more than [`CLOCKS_AGREE_NS`] apart
+/// and no minority of ranks was left out for it: two runs less than an
+/// hour apart, or two ranks or two halves of runs farther apart. It names
+/// the ranks on each side of the widest gap between neighbouring offsets.
 pub fn clock_spread_warning(
     offsets_ns: &[i64],
     unaligned: &[u32],
     ranks: &[u32],
 ) -> Option<String> {
-    let aligned: Vec<usize> = (0..offsets_ns.len())
-        .filter(|&p| !unaligned.contains(&(p as u32)))
-        .collect();
-    let lo = aligned.iter().map(|&p| offsets_ns[p]).min()?;
-    let hi = aligned.iter().map(|&p| offsets_ns[p]).max()?;
-    let spread = hi.saturating_sub(lo);
-    (spread > FAR_CLOCK_NS).then(|| {
-        // Each rank on the side of the clock it is nearer: the ranks of
-        // one run differ by microseconds, so naming only those at the very
-        // extremes would leave out the rest of their run.
-        let side = |low: bool| -> Vec<u32> {
-            aligned
-                .iter()
-                .filter(|&&p| {
-                    let o = offsets_ns[p];
-                    (o.saturating_sub(lo) <= hi.saturating_sub(o)) == low
-                })
-                .map(|&p| ranks[p])
-                .collect()
-        };
-        format!(
-            "the clocks of rank {} and rank {} are {} apart (the hosts of one job agree on the \
-             time within seconds): are these traces of different runs?",
-            rank_ranges(&side(true)),
-            rank_ranges(&side(false)),
-            long_duration(spread)
-        )
-    })
+    let runs = clock_runs(offsets_ns, unaligned, CLOCKS_AGREE_NS);
+    if runs.len() < 2 {
+        return None;
+    }
+    let order: Vec<usize> = runs.concat();
+    let lo = offsets_ns[*order.first()?];
+    let hi = offsets_ns[*order.last()?];
+    // The widest gap splits the sides: the ranks of one run differ by
+    // microseconds, so naming only those at the very extremes would leave
+    // out the rest of their run.
+    let cut = (1..order.len())
+        .max_by_key(|&k| offsets_ns[order[k]].saturating_sub(offsets_ns[order[k - 1]]))?;
+    let side = |ps: &[usize]| -> Vec<u32> {
+        let mut r: Vec<u32> = ps.iter().map(|&p| ranks[p]).collect();
+        r.sort_unstable();
+        r
+    };
+    let (low, high) = (side(&order[..cut]), side(&order[cut..]));
+    Some(format!(
+        "the clocks of rank {} and rank {} are {} apart after aligning their collectives (the \
+         hosts of one job agree on the time within seconds): are these traces of different \
+         runs? Their collectives were matched by order as one job's",
+        rank_ranges(&low),
+        rank_ranges(&high),
+        long_duration(hi.saturating_sub(lo))
+    ))
 }
 
 /// Warnings naming ranks whose process groups disagree with their peers':
@@ -449,12 +490,12 @@ mod tests {
         let day = 86_400_000_000_000;
         assert_eq!(
             far_clocks(&[0, 5, -3, 3 * day], &[], &[1; 4]),
-            vec![(3, 3 * day - 5)]
+            vec![(3, 3 * day)]
         );
         // The reference itself can be the one far off.
         assert_eq!(
             far_clocks(&[0, -3 * day, -3 * day + 7, -3 * day - 2], &[], &[1; 4]),
-            vec![(0, 3 * day - 7)]
+            vec![(0, 3 * day)]
         );
         // Two ranks, or two halves: nobody to leave out.
         assert!(far_clocks(&[0, 3 * day], &[], &[1; 2]).is_empty());
@@ -483,6 +524,47 @@ mod tests {
         assert_eq!(far_clocks(&[0, 3 * day], &[], &[3, 1]), vec![(1, 3 * day)]);
         assert_eq!(far_clocks(&[0, 3 * day], &[], &[1, 3]), vec![(0, -3 * day)]);
         assert!(far_clocks(&[0, 3 * day], &[], &[2, 2]).is_empty());
+    }
+
+    #[test]
+    fn a_run_about_an_hour_away_goes_together() {
+        // Ranks 5-7 of another run, about an hour after ranks 0-4. Two of
+        // them lie more than an hour from the job's median offset, one
+        // less; the runs' neighbouring ranks less than an hour apart. The
+        // run stays whole (the test against the median left out two of
+        // its three ranks and kept the third).
+        let h = FAR_CLOCK_NS;
+        let offsets = [0, -500, 500, -1_500, 1_000, h - 200, h + 300, h + 100];
+        assert!(far_clocks(&offsets, &[], &[1; 8]).is_empty());
+        let w = clock_spread_warning(&offsets, &[], &[0, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+        assert!(
+            w.starts_with("the clocks of rank 0-4 and rank 5-7 are 1.0 h apart"),
+            "{w}"
+        );
+        // The neighbours just over the hour apart: the whole run left out,
+        // each rank with its distance from the job's median offset.
+        let offsets = [0, -500, 500, -1_500, 1_000, h + 1_200, h + 1_700, h + 1_500];
+        assert_eq!(
+            far_clocks(&offsets, &[], &[1; 8]),
+            vec![(5, h + 1_200), (6, h + 1_700), (7, h + 1_500)]
+        );
+    }
+
+    #[test]
+    fn runs_minutes_apart_are_named_not_left_out() {
+        let min = 60_000_000_000;
+        let offsets = [0, 2_000, -1_000, 10 * min, 10 * min + 500];
+        assert!(far_clocks(&offsets, &[], &[1; 5]).is_empty());
+        let w = clock_spread_warning(&offsets, &[], &[0, 1, 2, 3, 4]).unwrap();
+        assert!(
+            w.starts_with("the clocks of rank 0-2 and rank 3, 4 are 10.0 min apart"),
+            "{w}"
+        );
+        // Hosts a few seconds apart are one job's, without a word.
+        let offsets = [0, 3_000_000_000, -2_000_000_000, 9_000_000_000];
+        assert!(clock_spread_warning(&offsets, &[], &[0, 1, 2, 3]).is_none());
+        assert_eq!(long_duration(90_000_000_000), "1.5 min");
+        assert_eq!(long_duration(-5_000_000_000), "5.0 s");
     }
 
     #[test]
