@@ -1,4 +1,4 @@
-//! Exit codes as the README gives them: every argument check made after
+//! Exit codes as docs/CLI.md gives them: every argument check made after
 //! clap's parsing is a usage error (2) with its own message, while a file
 //! that cannot be read or processed is bad input (1). Inputs are
 //! synthesized, so no test here needs the corpus.
