@@ -391,9 +391,12 @@ fn replay_prints_the_analyses_as_tables() {
             "{row} / {idle_row}"
         );
     }
-    // --top cuts the tables.
+    // Under them, what the selection is (the steps' times added, not the
+    // whole window), on two lines; then --top cuts the tables.
+    let note = at("(selection: the selected steps' times added");
+    assert_eq!(note, idle + 5);
     let kernels = at("top GPU tasks (4 of ");
-    assert_eq!(kernels, idle + 5);
+    assert_eq!(kernels, note + 2);
     let ops = at("GPU time by launching operator (4 of ");
     assert_eq!(ops, kernels + 5);
     assert!(
@@ -507,4 +510,58 @@ fn a_large_job_prints_the_ranks_that_matter() {
         .map(caused)
         .fold(0.0, f64::max);
     assert!(least_shown >= most_hidden, "{least_shown} {most_hidden}");
+}
+
+/// One whole window for one rank, whatever the command: `lumos replay`'s
+/// `whole window` holds every step (the DLRM rank 0's step of 14.455 ms
+/// sat in a window of 14.428 ms: the window was its tasks' alone and the
+/// step annotation opens 76 us before its first task), and `lumos
+/// predict`'s breakdown of every step together is over that same window
+/// (465.171 ms, the steps' hull, against the replay's 465.269 ms on the
+/// recsys rank, whose tasks run before its first step and after its
+/// last). The selection (the steps' times added, 465.150 ms) is said to
+/// be a sum, not the window.
+#[test]
+fn one_whole_window_holds_every_step_in_replay_and_predict() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for rel in [
+        "single-rank/a100-recsys-rank3of8.json.gz",
+        "multi-rank/dlrm-8xv100/rank0.json.gz",
+        "single-rank/v100-resnet50-2021-capture-a.json.gz",
+    ] {
+        let f = [corpus.path(rel)];
+        let r = lumos_json(&["replay"], &f);
+        let t = &r["traces"][0];
+        let window = &t["window"];
+        for side in ["measured_us", "replayed_us"] {
+            let w = window[side].as_f64().unwrap();
+            for s in t["steps"].as_array().unwrap() {
+                assert!(
+                    s[side].as_f64().unwrap() <= w,
+                    "{rel}: {s} longer than {window}"
+                );
+            }
+            // Breakdowns add up to the window.
+            let b = &t["breakdown"][&side[..side.len() - 3]];
+            assert_eq!(b["total_us"].as_f64().unwrap(), w, "{rel}: {b}");
+        }
+        let p = lumos_json(&["predict"], &f);
+        let stage = &p["stages"][0];
+        for side in ["replayed", "predicted"] {
+            let total_ms = stage[side]["total_ms"].as_f64().unwrap();
+            assert!(
+                (total_ms * 1e3 - window["replayed_us"].as_f64().unwrap()).abs() < 0.5,
+                "{rel}: predict's {side} window {total_ms} ms, replay's {window}"
+            );
+        }
+    }
+    let f = [corpus.path("single-rank/a100-recsys-rank3of8.json.gz")];
+    let out = run_ok(lumos().arg("replay").args(&f));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(selection: the selected steps' times added, not the whole window"),
+        "{text}"
+    );
 }

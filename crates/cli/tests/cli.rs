@@ -182,12 +182,13 @@ fn replayed_trace_rereads_with_the_replayed_times() {
     let out = dir.join("a100-event-sync.replayed.json.gz");
     let t = lumos_trace::read_path(&out).unwrap();
     assert_eq!(t.skipped.total(), 0);
-    // The tasks of the re-read trace (not the operators and annotations
-    // around them, whose self time reaches past them) span the replayed
-    // window.
+    // The tasks and the step annotations of the re-read trace (not the
+    // operators around them, whose self time reaches past them) span the
+    // replayed window, which holds every task and every step.
     let (_, m, _) = lumos_graph::build(&t);
-    let start = m.tasks.iter().map(|s| s.start_ns).min().unwrap();
-    let end = m.tasks.iter().map(|s| s.end_ns).max().unwrap();
+    let spans = || m.tasks.iter().chain(&m.step_annotations);
+    let start = spans().map(|s| s.start_ns).min().unwrap();
+    let end = spans().map(|s| s.end_ns).max().unwrap();
     let replayed_us = v["traces"][0]["window"]["replayed_us"].as_f64().unwrap();
     assert!(
         ((end - start) as f64 / 1e3 - replayed_us).abs() < 0.01,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use lumos_graph::{Graph, Step, TaskId};
 use lumos_sim::{
-    breakdown, simulate, simulate_with_rendezvous, step_spans, whole_span, Breakdown, Schedule,
+    breakdown, simulate, simulate_with_rendezvous, step_spans, window_span, Breakdown, Schedule,
     SimOptions,
 };
 
@@ -136,7 +136,8 @@ pub struct StageOutcome {
     pub step_end_ns: Vec<i64>,
     /// When each step started (its first CPU task), ns on the same clock.
     pub step_start_ns: Vec<i64>,
-    /// Breakdown over the window of its steps.
+    /// Breakdown over its whole window ([`window_span`]: every task and
+    /// every step), as `lumos replay` states a rank's.
     pub breakdown: Breakdown,
 }
 
@@ -201,14 +202,11 @@ impl<'j> Outcome<'j> {
             };
             let spans = step_spans(sub, &times, None);
             let step_ns: Vec<i64> = spans.iter().map(|s| s.end_ns - s.start_ns).collect();
-            let window = if sub.steps.is_empty() {
-                whole_span(&times)
-            } else {
-                lumos_graph::Span {
-                    start_ns: spans[0].start_ns,
-                    end_ns: spans.last().map_or(0, |s| s.end_ns),
-                }
-            };
+            // The window `lumos replay` states for a rank, with the work
+            // before the first step and after the last: the steps' hull
+            // alone (first start to last end) made the recsys rank's
+            // identity prediction 465.171 ms against its replay's 465.269.
+            let window = window_span(&times, &spans);
             stages.push(StageOutcome {
                 stage: p.stages[k].stage,
                 step_ns,

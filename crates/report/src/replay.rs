@@ -72,7 +72,12 @@ pub struct TraceReplay {
     pub tasks: usize,
     /// Each `ProfilerStep#N`.
     pub steps: Vec<StepReplay>,
-    /// From the first task's start to the last task's end.
+    /// The whole window (`lumos_sim::window_span`): from the earlier of
+    /// the first task's start and the first step's start to the later of
+    /// the last task's end and the last step's end. It holds every step,
+    /// and work before the first step and after the last (not in any
+    /// step), and the time between steps; `lumos predict`'s breakdown of
+    /// every step together is over the same window.
     pub window: Compare,
     /// Over the window.
     pub breakdown: BreakdownPair,

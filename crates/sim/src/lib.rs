@@ -107,8 +107,8 @@ pub use job::{
 };
 pub use metrics::{
     annotation_spans, breakdown, busy_timeline, gpu_busy_intervals, gpu_busy_timeline, step_spans,
-    timeline_bin_ns, whole_span, Breakdown, BusyBins, BusyTimeline, ScheduleSlice, SpanColumns,
-    TaskTimes, MAX_TIMELINE_BINS,
+    timeline_bin_ns, whole_span, window_span, Breakdown, BusyBins, BusyTimeline, ScheduleSlice,
+    SpanColumns, TaskTimes, MAX_TIMELINE_BINS,
 };
 pub use options::{Cancel, DurationScale, GpuSelector, SimOptions, DEFAULT_LAUNCH_QUEUE};
 pub use scheduler::{simulate, simulate_with_rendezvous, BlockingWait, Bound, Schedule};

@@ -140,6 +140,32 @@ pub fn whole_span<T: TaskTimes + ?Sized>(times: &T) -> Span {
     span
 }
 
+/// The window of a rank: from the earlier of its first task's start and
+/// its first step's start to the later of its last task's end and its
+/// last step's end, `steps` being [`step_spans`] of the same times.
+///
+/// This is the one "whole window" every report states (`lumos replay`'s
+/// `whole window` row and breakdown, `lumos predict`'s breakdown of every
+/// step together): the tasks alone ([`whole_span`]) missed a step
+/// annotation's lead before its first CPU task (the DLRM rank 0's step
+/// of 14.455 ms sat in a "window" of 14.428 ms), and the steps alone
+/// (first step's start to last step's end) missed work before the first
+/// step and after the last (the recsys rank: 465.171 ms against the tasks'
+/// 465.269 ms). With both, every step lies inside the window, whatever the
+/// trace; without steps it is [`whole_span`].
+pub fn window_span<T: TaskTimes + ?Sized>(times: &T, steps: &[Span]) -> Span {
+    let mut w = whole_span(times);
+    let n = times.task_count();
+    for (k, s) in steps.iter().enumerate() {
+        if n == 0 && k == 0 {
+            w = *s;
+        }
+        w.start_ns = w.start_ns.min(s.start_ns);
+        w.end_ns = w.end_ns.max(s.end_ns);
+    }
+    w
+}
+
 /// The `ProfilerStep#N` annotation of each step, rebuilt from its tasks:
 /// `start(first_task) - lead_ns` to `end(last_task) + tail_ns`. On measured
 /// times this is the recorded annotation; on replayed times it is the same

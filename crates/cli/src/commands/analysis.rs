@@ -79,6 +79,21 @@ fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> 
             s.idle_other_us / 1e3
         )?;
     }
+    if total.is_some() {
+        // The selection's time is not the whole window's (465.150 against
+        // 465.269 ms on the recsys rank): say what it adds and leaves out.
+        writeln!(
+            out,
+            "{}",
+            crate::output::wrapped_words(
+                "    (",
+                "selection: the selected steps' times added, not the whole window: time \
+                 between the steps and before or after them is not in it, and GPU work of a step \
+                 running into the next counts in both)",
+                "     "
+            )
+        )?;
+    }
     Ok(())
 }
 

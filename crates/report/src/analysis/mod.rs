@@ -20,7 +20,7 @@ mod memory;
 mod select;
 
 use lumos_graph::{Graph, Measured, Span, TaskId};
-use lumos_sim::{step_spans, whole_span, Schedule, TaskTimes};
+use lumos_sim::{step_spans, window_span, Schedule, TaskTimes};
 use lumos_trace::MemoryEvent;
 use serde::Serialize;
 
@@ -257,7 +257,8 @@ pub(crate) struct Side {
     pub order: GpuOrder,
     /// Every step's span ([`step_spans`]).
     pub steps: Vec<Span>,
-    /// From the first task's start to the last one's end ([`whole_span`]).
+    /// The rank's window ([`window_span`]): every task and every step,
+    /// so that no step is longer than the window holding it.
     pub whole: Span,
 }
 
@@ -269,10 +270,11 @@ impl Side {
         times: &T,
         annotations: Option<&[Span]>,
     ) -> Side {
+        let steps = step_spans(graph, times, annotations);
         Side {
             order: GpuOrder::new(graph, times),
-            steps: step_spans(graph, times, annotations),
-            whole: whole_span(times),
+            whole: window_span(times, &steps),
+            steps,
         }
     }
 }

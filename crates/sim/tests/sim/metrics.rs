@@ -3,7 +3,7 @@
 use lumos_graph::{Span, Step, TaskId};
 use lumos_sim::{
     annotation_spans, breakdown, gpu_busy_timeline, step_spans, timeline_bin_ns, whole_span,
-    Breakdown, BusyBins, SpanColumns, MAX_TIMELINE_BINS,
+    window_span, Breakdown, BusyBins, SpanColumns, MAX_TIMELINE_BINS,
 };
 
 use crate::builder::Builder;
@@ -158,6 +158,31 @@ fn step_span_runs_to_the_last_gpu_task_of_the_step() {
     // f1 5..15, l1 15..20, g1 20..30, k1 16..116, f2 30..40, g2 40..50.
     assert_eq!(annotation_spans(&b.graph, &s), vec![sp(2, 32), sp(29, 54)]);
     assert_eq!(step_spans(&b.graph, &s, None), vec![sp(2, 116), sp(29, 54)]);
+}
+
+#[test]
+fn the_window_holds_every_step_and_every_task() {
+    let (b, _) = stepped();
+    let s = b.run();
+    let steps = step_spans(&b.graph, &s, None);
+    // The first step's annotation opens 3 ns before its first task (5):
+    // the tasks alone made a window (5..116) shorter at its start than the
+    // step it holds (2..116), as the DLRM rank 0's 14.455 ms step sat in a
+    // window of 14.428 ms.
+    assert_eq!(whole_span(&s), sp(5, 116));
+    assert_eq!(window_span(&s, &steps), sp(2, 116));
+    for st in &steps {
+        let w = window_span(&s, &steps);
+        assert!(w.start_ns <= st.start_ns && st.end_ns <= w.end_ns);
+    }
+    // Work after the last step (k1 ends at 116, past step 2's 54) stays in.
+    assert_eq!(window_span(&s, &[sp(29, 54)]), sp(5, 116));
+    // Without steps, the tasks' span; without tasks, the steps'.
+    assert_eq!(window_span(&s, &[]), whole_span(&s));
+    assert_eq!(
+        window_span(&Vec::<Span>::new(), &[sp(3, 9), sp(8, 20)]),
+        sp(3, 20)
+    );
 }
 
 #[test]
