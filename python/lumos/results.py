@@ -453,8 +453,18 @@ class Prediction:
     def steps(self) -> pd.DataFrame:
         """Per step: measured_ms, replayed_ms (slowest traced stage),
         predicted_ms (slowest predicted stage), change_pct (predicted over
-        replayed; NaN where the replayed step has no length)."""
-        cols = ["step", "measured_ms", "replayed_ms", "predicted_ms", "change_pct"]
+        replayed; NaN where the replayed step has no length),
+        gpu_work_change_ms (the change of the GPU time the step launched,
+        every stage; a step whose time changed by less had the rest in
+        slack; NaN for a step beyond the traced ones)."""
+        cols = [
+            "step",
+            "measured_ms",
+            "replayed_ms",
+            "predicted_ms",
+            "change_pct",
+            "gpu_work_change_ms",
+        ]
         return frame(records_table(self.report["steps"], cols))
 
     @property

@@ -718,18 +718,20 @@ fn write_dropped(out: &mut dyn Write, dropped: usize, kept: usize) -> std::io::R
 fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
     writeln!(
         out,
-        "  {:<18} {:>12} {:>12} {:>12} {:>9}",
-        "step", "measured ms", "replayed ms", "predicted ms", "change"
+        "  {:<18} {:>12} {:>12} {:>12} {:>9} {:>12}",
+        "step", "measured ms", "replayed ms", "predicted ms", "change", "GPU work ms"
     )?;
     for s in &r.steps {
         writeln!(
             out,
-            "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>9}",
+            "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>9} {:>12}",
             shown(&s.step),
             s.measured_ms,
             s.replayed_ms,
             s.predicted_ms,
-            pct(s.change_pct, 2)
+            pct(s.change_pct, 2),
+            s.gpu_work_change_ms
+                .map_or_else(|| output::UNKNOWN.to_owned(), |w| format!("{w:+.3}"))
         )?;
     }
     writeln!(
@@ -741,6 +743,19 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
         r.mean_predicted_ms,
         pct(r.change_pct, 2)
     )?;
+    if r.steps.iter().any(hid_work) {
+        writeln!(
+            out,
+            "{}",
+            wrapped_words(
+                "  (",
+                "GPU work ms: the change of the GPU time each step launched, every stage; a step \
+                 whose time changed by less had the difference in slack: what set the step's end \
+                 did not wait for that work, or waited longer for something else)",
+                "    "
+            )
+        )?;
+    }
     if let Some(s) = r.steadiness.filter(|s| s.drifting) {
         // A period against a period: the replay's steady step, not its
         // mean span (which, where the GPU lags its CPU, holds the lag).
@@ -778,6 +793,14 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
         writeln!(out, "{}", wrapped_words("  warning: ", &warning, "    "))?;
     }
     Ok(())
+}
+
+/// Whether step `s` changed by less than its GPU work did (by more than
+/// a microsecond, the table's precision): work it hid.
+fn hid_work(s: &lumos_report::StepRow) -> bool {
+    let step_ms = s.predicted_ms - s.replayed_ms;
+    s.gpu_work_change_ms
+        .is_some_and(|w| step_ms.abs() + 0.001 < w.abs())
 }
 
 /// Rejects arguments that cannot mean anything, before any trace is read
