@@ -138,3 +138,56 @@ fn a_replay_that_takes_the_trace_gives_the_same_report_and_timeline() {
         );
     }
 }
+
+/// The step end rule and the written timeline's clip agree: a replayed
+/// step annotation ends at its last CPU task's replayed end plus its
+/// measured tail (`lumos_sim::annotation_spans`, what `lumos replay`'s
+/// step times start from), and the written timeline pins the annotation
+/// there, then clips it where the next task on its thread starts (a
+/// timeline's slices must nest). The clip binds only where the replay
+/// starts that next task before the rule's end, or where the measured
+/// annotation ended during a call; neither happens in these what-ifs, so
+/// a timeline read back holds every step annotation where the rule put it
+/// (and with it the replayed step times). A change to either side alone
+/// fails here.
+#[test]
+fn written_step_annotations_are_where_the_step_rule_puts_them() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for rel in [
+        "single-rank/v100-resnet50-2021-capture-a.json.gz",
+        "single-rank/v100-resnet50-2021-capture-b.json.gz",
+        "multi-rank/dlrm-8xv100/rank0.json.gz",
+    ] {
+        let path = corpus.path(rel);
+        let trace = lumos_trace::read_path(&path).unwrap();
+        let (graph, measured, _) = build(&trace);
+        for opts in [
+            SimOptions::default().scale(lumos_sim::GpuSelector::All, 0.5),
+            SimOptions::default().scale(lumos_sim::GpuSelector::Compute, 3.0),
+        ] {
+            let schedule = simulate(&graph, &opts).unwrap();
+            let rule = lumos_sim::annotation_spans(&graph, &schedule);
+            let source = TimelineSource::of(&trace);
+            let timeline = Timeline::replayed(&source, &graph, &measured, &schedule);
+            let bytes = timeline.write(Vec::new()).unwrap();
+            let back = lumos_trace::read_bytes(&path, &bytes).unwrap();
+            let (g2, m2, _) = build(&back);
+            assert_eq!(g2.steps.len(), graph.steps.len(), "{rel}");
+            assert!(!rule.is_empty(), "{rel}");
+            for (k, (r, w)) in rule.iter().zip(&m2.step_annotations).enumerate() {
+                let shift = m2.origin_ns - measured.origin_ns;
+                assert_eq!(
+                    (r.start_ns, r.end_ns),
+                    (w.start_ns + shift, w.end_ns + shift),
+                    "{rel}: step {k}"
+                );
+            }
+            let replayed = lumos_sim::step_spans(&graph, &schedule, None);
+            let again = lumos_sim::step_spans(&g2, &m2.tasks, Some(&m2.step_annotations));
+            let lens = |v: &[lumos_graph::Span]| v.iter().map(|s| s.len_ns()).collect::<Vec<_>>();
+            assert_eq!(lens(&replayed), lens(&again), "{rel}");
+        }
+    }
+}

@@ -171,6 +171,28 @@ pub fn window_span<T: TaskTimes + ?Sized>(times: &T, steps: &[Span]) -> Span {
 /// times this is the recorded annotation; on replayed times it is the same
 /// annotation moved with its CPU tasks. It ignores GPU work still running
 /// when the CPU leaves the step.
+///
+/// The one rule for a step annotation's place: [`step_spans`] starts from
+/// it, and the written timeline (lumos-report's `Timeline`) pins each step
+/// annotation here. The timeline then fits it between the slices of its
+/// thread (slices must nest): it clips the end where the thread's next
+/// task outside the annotation starts, and the start where the one before
+/// it ends, never inside the annotation's own tasks. The two differ only
+/// where that clip binds: (a) the measured annotation ended during a call
+/// (the call starts inside the step, so it is one of its tasks, but ends
+/// after it, so `last_task` is the task before and `tail_ns` runs into
+/// the call; a nested timeline cannot hold that), or (b) a replay starts
+/// the next task on the thread before `end(last_task) + tail_ns` (its
+/// dependency's latency took less than the measured gap). No corpus
+/// trace has (a) and no corpus what-if makes (b) (lumos-report's
+/// `tests/timeline.rs` checks the written annotations against this rule).
+/// Making the clip part of this rule needs each step to name the task
+/// after it on its thread (a [`Step`](lumos_graph::Step) field, kept by
+/// merges, predicted stages and `.lgraph` files: a predicted stage's
+/// copy in lumos-predict's outcome holds no processors to find it by);
+/// (a) cannot be written nested at all, and a call straddling the start
+/// is not one of the step's tasks, so the graph cannot tell it from one
+/// that ended before the step.
 pub fn annotation_spans<T: TaskTimes + ?Sized>(graph: &Graph, times: &T) -> Vec<Span> {
     graph
         .steps

@@ -181,6 +181,16 @@ fn children(
 /// as wanted, but never before the previous sibling's end or after the
 /// next one's first task, and never narrower than its own tasks. Placed
 /// scopes go to `todo`, for their own children.
+///
+/// A step annotation is wanted where `lumos_sim::annotation_spans` puts
+/// it, the end `lumos replay`'s step times start from; this clip moves it
+/// only where that end falls after the next task on its thread starts (a
+/// measured annotation that ended during a call, or a replay that starts
+/// the next task earlier than the measured gap), and a timeline read
+/// back then has a shorter step than the replay reported. Where and why
+/// the two rules differ, and what making them one would take, is on
+/// `annotation_spans`; `tests/timeline.rs` checks that they agree on the
+/// corpus what-ifs.
 fn fit<T: TaskTimes + ?Sized>(
     list: &[(u32, Child)],
     bound: Span,
