@@ -520,3 +520,77 @@ fn a_prediction_from_one_pipeline_stage_says_the_others_keep_their_times() {
     );
     assert!(too_wide(&t).is_empty(), "{t}");
 }
+
+/// The rows of the table under the heading that starts with `heading`
+/// (its lines indented four spaces), each cut to its first `width`
+/// characters (the name column), trimmed.
+fn name_column<'t>(text: &'t str, heading: &str, width: usize) -> Vec<Vec<String>> {
+    let lines: Vec<&'t str> = text.lines().collect();
+    let mut tables = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if !l.starts_with(heading) {
+            continue;
+        }
+        let rows = lines[i + 1..]
+            .iter()
+            .take_while(|r| r.starts_with("    "))
+            .map(|r| {
+                r.chars()
+                    .skip(4)
+                    .take(width)
+                    .collect::<String>()
+                    .trim_end()
+                    .to_owned()
+            })
+            .collect();
+        tables.push(rows);
+    }
+    tables
+}
+
+/// Long kernel and operator names cut at the end read alike (five rows
+/// of `void at::native::vectorized_elementwise_kernel<4, at::native:…` on
+/// DLRM): each row of the top GPU tasks and operators tables names its
+/// own kernel, on the corpus traces whose names collided, and a long C++
+/// name is shown without its `void` and namespaces.
+#[test]
+fn long_names_in_the_top_tables_stay_apart() {
+    let Some(dlrm) = corpus(DLRM) else {
+        return;
+    };
+    let mut files = vec![dlrm.join("rank0.json.gz"), dlrm.join("rank1.json.gz")];
+    for rel in [
+        RECSYS,
+        "single-rank/rtx2080ti-linear-train.json.gz",
+        "single-rank/amd-vllm-decode-graph-launch.json.gz",
+        "single-rank/h100-vit-inference.json.gz",
+        "single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+    ] {
+        files.push(corpus(rel).unwrap());
+    }
+    for f in &files {
+        let t = text(&["replay", "--top", "20", path_str(f)]);
+        for (heading, width) in [
+            ("  top GPU tasks (", 62),
+            ("  GPU time by launching operator (", 40),
+        ] {
+            let tables = name_column(&t, heading, width);
+            assert_eq!(tables.len(), 1, "{}: {heading}\n{t}", f.display());
+            let rows = &tables[0];
+            assert!(rows.len() >= 5, "{}: {rows:?}", f.display());
+            let mut seen = std::collections::HashSet::new();
+            for r in rows {
+                assert!(seen.insert(r), "{}: {r} twice in {rows:?}", f.display());
+                assert!(!r.starts_with("void "), "{}: {r}", f.display());
+                assert!(r.chars().count() <= width, "{}: {r}", f.display());
+            }
+        }
+    }
+    let t = text(&["replay", path_str(&files[0])]);
+    let kernels = &name_column(&t, "  top GPU tasks (", 62)[0];
+    assert!(
+        kernels
+            .contains(&"vectorized_elementwise_kernel<4, sqrt_kernel_cuda, Array<char…".to_owned()),
+        "{kernels:?}"
+    );
+}

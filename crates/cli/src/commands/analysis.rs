@@ -4,33 +4,21 @@
 
 use std::io::{self, Write};
 
-use lumos_report::text::push_shown;
 use lumos_report::{Analyses, MemoryReport, StepAnalysis, StepCriticalPath, TraceAnalysis};
 
 use crate::output::pct;
 
-/// `name` as shown ([`lumos_report::text::shown`]: a newline or an
-/// escape in it written `\n`, `\u{1b}`, a backslash `\\`, an empty name
-/// `""`), cut to `n` characters, with an
-/// ellipsis when cut; an escape is kept whole or left out, never cut.
+/// `name` as a table shows it in at most `n` characters
+/// ([`lumos_report::text::short`]: escaped, a long C++ name compacted,
+/// cut with `…`): every table's one way of shortening a name.
 pub fn short(name: &str, n: usize) -> String {
-    let shown = lumos_report::text::shown(name);
-    if shown.chars().count() <= n {
-        return shown.into_owned();
-    }
-    let (mut s, mut piece) = (String::new(), String::new());
-    let mut count = 0;
-    for c in name.chars() {
-        piece.clear();
-        push_shown(&mut piece, c);
-        count += piece.chars().count();
-        if count > n.saturating_sub(1) {
-            break;
-        }
-        s.push_str(&piece);
-    }
-    s.push('…');
-    s
+    lumos_report::text::short(name, n)
+}
+
+/// [`short`] of each name of a column, names alike once cut shown where
+/// they differ ([`lumos_report::text::short_all`]).
+pub fn short_all<S: AsRef<str>>(names: &[S], n: usize) -> Vec<String> {
+    lumos_report::text::short_all(names, n)
 }
 
 /// The measured analyses of a trace and its replay's critical paths.
@@ -124,11 +112,17 @@ fn write_kernels(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()
         top.min(a.kernels.len()),
         a.kernels.len()
     )?;
-    for k in a.kernels.iter().take(top) {
+    let names: Vec<&str> = a
+        .kernels
+        .iter()
+        .take(top)
+        .map(|k| k.name.as_str())
+        .collect();
+    for (k, name) in a.kernels.iter().zip(short_all(&names, 62)) {
         writeln!(
             out,
             "    {:<62} {:>9.3} {:>8} {:>10.2} {:>7}",
-            short(&k.name, 62),
+            name,
             k.total_us / 1e3,
             k.count,
             k.mean_us,
@@ -152,11 +146,17 @@ fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<
         "  {title:<42} {:>9} {:>10} {:>7}  top kernel",
         "total ms", "GPU tasks", "share"
     )?;
-    for o in a.operators.iter().take(top) {
+    let names: Vec<&str> = a
+        .operators
+        .iter()
+        .take(top)
+        .map(|o| o.operator.as_str())
+        .collect();
+    for (o, name) in a.operators.iter().zip(short_all(&names, 40)) {
         writeln!(
             out,
             "    {:<40} {:>9.3} {:>10} {:>7}  {}",
-            short(&o.operator, 40),
+            name,
             o.total_us / 1e3,
             o.gpu_tasks,
             pct(o.share_pct, 1),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use lumos_report::{diff, DiffInput, DiffOptions, DiffReport, RowDiff, StepSelection};
 
-use super::analysis::short;
+use super::analysis::{short, short_all};
 use crate::inputs::Loaded;
 use crate::output::pct;
 use crate::usage::usage;
@@ -214,16 +214,20 @@ fn write_rows(
         "    {:<8} {:<NAME_CHARS$} {:>10} {:>10} {:>10} {:>8} {:>15}",
         "", "name", "A ms", "B ms", "change ms", "change", "count A / B"
     )?;
-    for d in rows.iter().take(top) {
-        let name = match &d.shape {
+    let names: Vec<String> = rows
+        .iter()
+        .take(top)
+        .map(|d| match &d.shape {
             Some(s) => format!("{} [{s}]", d.name),
             None => d.name.clone(),
-        };
+        })
+        .collect();
+    for (d, name) in rows.iter().zip(short_all(&names, NAME_CHARS)) {
         writeln!(
             out,
             "    {:<8} {:<NAME_CHARS$} {:>10.3} {:>10.3} {:>+10.3} {:>8} {:>15}",
             d.status,
-            short(&name, NAME_CHARS),
+            name,
             d.a_us / 1e3,
             d.b_us / 1e3,
             d.delta_us / 1e3,

@@ -134,12 +134,10 @@ pub(super) fn kernels(out: &mut String, rows: &[KernelRow]) -> fmt::Result {
 /// Longest kernel name shown in full; the rest is in the cell's tooltip.
 const MAX_NAME: usize = 110;
 
-/// `name`, cut to [`MAX_NAME`] characters.
+/// `name` in at most [`MAX_NAME`] characters, shortened as the text
+/// tables shorten it ([`crate::text::short_raw`]; the cell escapes it).
 fn shorten(name: &str) -> String {
-    match name.char_indices().nth(MAX_NAME) {
-        Some((i, _)) => format!("{}…", &name[..i]),
-        None => name.to_owned(),
-    }
+    crate::text::short_raw(name, MAX_NAME)
 }
 
 /// Most rows of a waiting heat map. A row is 28 pixels: a job of 4,096
