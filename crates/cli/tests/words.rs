@@ -594,3 +594,35 @@ fn long_names_in_the_top_tables_stay_apart() {
         "{kernels:?}"
     );
 }
+
+/// The critical path's "most on it" names what a user can act on: the
+/// host's time between operators in the step's own annotation is
+/// `(host time between ops)`, never the step (`ProfilerStep#4 47.0%` on
+/// this trace, `ProfilerStep#2 100.0%` on the MI250 one).
+#[test]
+fn the_critical_path_never_names_the_step_as_most_on_it() {
+    let (Some(ddp), Some(mi250)) = (
+        corpus("single-rank/a100-ddp-rank0of2-event-record.json.gz"),
+        corpus("single-rank/mi250-toy-train.json.gz"),
+    ) else {
+        return;
+    };
+    for f in [ddp, mi250] {
+        let t = text(&["replay", "--top", "0", path_str(&f)]);
+        let rows = name_column(&t, "  critical path per step (replayed)", 200);
+        let rows = &rows[0][1..];
+        assert!(!rows.is_empty(), "{t}");
+        for r in rows {
+            let step = r.split_whitespace().next().unwrap();
+            // After the three shares: the name and its share.
+            let most = &r[r.match_indices('%').nth(2).unwrap().0 + 1..];
+            assert!(!most.contains(step), "{}: {r}", f.display());
+            assert!(!most.contains("(no operator)"), "{}: {r}", f.display());
+        }
+        assert!(
+            rows.iter().any(|r| r.contains("(host time between ops) ")),
+            "{}: {rows:?}",
+            f.display()
+        );
+    }
+}

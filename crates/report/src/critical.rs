@@ -21,7 +21,7 @@
 //! The verdict is the largest category; a path of no length has none
 //! (and no shares).
 
-use lumos_graph::{DepKind, Graph, ProcKind, ScopeId, TaskId};
+use lumos_graph::{DepKind, Graph, ProcKind, ScopeId, TaskId, TaskKind};
 use lumos_sim::{critical_path_hops_since, timed_hops_iter, BoundKind, Schedule};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -61,11 +61,20 @@ pub struct StepCriticalPath {
     pub hops: usize,
     /// The operators with the most time on the path, most first: a task's
     /// running time goes to its operator (a GPU task's to the operator
-    /// that launched it), the wait before a CPU task to the operator or
-    /// annotation that ran through the gap (its own time outside its
-    /// children).
+    /// that launched it; a task outside every operator to itself, the
+    /// kernel or runtime call), the wait before a CPU task to the operator
+    /// or annotation that ran through the gap (its own time outside its
+    /// children), except the step's own annotation or none, whose gaps are
+    /// [`HOST_GAP`]: the step's name said nothing one could change.
     pub top_operators: Vec<PathOperator>,
 }
+
+/// Where [`StepCriticalPath::top_operators`] puts the host's time between
+/// operators that no operator or annotation of the step ran through: the
+/// gaps a CPU task waited through in the step's own annotation
+/// (`ProfilerStep#5`, which named it before) or in none (Python, the
+/// framework, the data loader outside any `record_function`).
+pub const HOST_GAP: &str = "(host time between ops)";
 
 /// An operator's time on a step's critical path.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -172,20 +181,37 @@ impl Category {
     }
 }
 
+/// The operator task `t` of `step` counts for on a path: its own
+/// ([`ScopeOperators::operator`]), else, outside every operator, the task
+/// itself (a kernel without a recorded launch, a runtime call such as
+/// `cudaDeviceSynchronize`): `(no operator)` named nothing to look at.
+/// The step's own annotation as a task (a step with no operator in it on
+/// this thread) is [`HOST_GAP`], as its gaps are.
+fn leaf<'g>(graph: &'g Graph, operators: &ScopeOperators, (t, step): (TaskId, &str)) -> &'g str {
+    match operators.operator(graph, t) {
+        NO_OPERATOR if graph.task(t).kind == TaskKind::Annotation && graph.name(t) == step => {
+            HOST_GAP
+        }
+        NO_OPERATOR => graph.name(t),
+        op => op,
+    }
+}
+
 /// Where the wait before task `t` on the path was spent. GPU work waits
-/// in the operator that launched it. A CPU task waits in the scope
-/// (operator or annotation) that ran through the whole gap: the innermost
-/// one enclosing both it and the hop before it when that is on the same
-/// thread (the time a parent spends outside its children is the gap
-/// before its next child), else its own innermost scope.
+/// in the operator that launched it ([`leaf`]). A CPU task waits in the
+/// scope (operator or annotation) that ran through the whole gap: the
+/// innermost one enclosing both it and the hop before it when that is on
+/// the same thread (the time a parent spends outside its children is the
+/// gap before its next child), else its own innermost scope; the step's
+/// own annotation (`step`) or no scope is [`HOST_GAP`].
 fn waiting_in<'g>(
     graph: &'g Graph,
     operators: &ScopeOperators,
-    t: TaskId,
+    (t, step): (TaskId, &str),
     prev: Option<TaskId>,
 ) -> &'g str {
     if graph.task(t).kind.is_gpu() {
-        return operators.operator(graph, t);
+        return leaf(graph, operators, (t, step));
     }
     let name = |s: ScopeId| graph.names[graph.scopes[s.0 as usize].name.0 as usize].as_str();
     let same_thread = prev.filter(|&p| graph.task(p).proc == graph.task(t).proc);
@@ -197,7 +223,10 @@ fn waiting_in<'g>(
             .find(|&s| graph.scope_chain(p).any(|o| o == s)),
         None => graph.scope_of(t),
     };
-    scope.map_or(NO_OPERATOR, name)
+    match scope {
+        Some(s) if !(graph.scopes[s.0 as usize].annotation && name(s) == step) => name(s),
+        _ => HOST_GAP,
+    }
 }
 
 /// `w` clipped to `[from, to]`, as a length.
@@ -324,9 +353,11 @@ fn step_path(
         by_cat[wc as usize] += wait;
         by_cat[bc as usize] += busy;
         let op = operators.operator(graph, t);
-        *by_op.entry(op).or_default() += busy;
         *by_op
-            .entry(waiting_in(graph, operators, t, before))
+            .entry(leaf(graph, operators, (t, &step.name)))
+            .or_default() += busy;
+        *by_op
+            .entry(waiting_in(graph, operators, (t, &step.name), before))
             .or_default() += wait;
         let Some(out) = out.as_deref_mut() else {
             continue;

@@ -90,7 +90,9 @@ pub use analysis::{
     StepAnalysis, StepMemory, StepSelection, StepSelectionError, StreamIdle, TraceAnalysis,
     NO_OPERATOR,
 };
-pub use critical::{CriticalPathExport, CriticalPaths, PathHopRow, PathOperator, StepCriticalPath};
+pub use critical::{
+    CriticalPathExport, CriticalPaths, PathHopRow, PathOperator, StepCriticalPath, HOST_GAP,
+};
 pub use diff::{diff, DiffInput, DiffOptions, DiffReport, DiffSide, MetricDiff, RowDiff, StepDiff};
 pub use error::ReportError;
 pub use html::{run_bound, HtmlReport};

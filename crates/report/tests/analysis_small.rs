@@ -251,7 +251,9 @@ fn critical_path_verdicts() {
     let p = &report(&gpu, "").analysis.critical_path[0];
     assert_eq!(p.verdict, Some("gpu_bound"), "{p:?}");
     assert!(p.gpu_compute_pct.unwrap() > 95.0, "{p:?}");
-    assert_eq!(p.top_operators[0].operator, "(no operator)");
+    // Launched outside every operator: the kernel itself, not
+    // `(no operator)`.
+    assert_eq!(p.top_operators[0].operator, "gemm");
     let sum = p.cpu_pct.unwrap() + p.gpu_compute_pct.unwrap() + p.communication_pct.unwrap();
     assert!((sum - 100.0).abs() < 1e-9, "{sum}");
     // Long CPU work, then a short kernel: CPU-bound.
@@ -265,6 +267,27 @@ fn critical_path_verdicts() {
     assert_eq!(p.verdict, Some("cpu_bound"), "{p:?}");
     assert_eq!(p.top_operators[0].operator, "aten::slow");
     assert_eq!(p.length_us, 510.0);
+    // The host's time between two operators, in the step's annotation
+    // alone: its own row, not the step's name.
+    let gap = trace(&[
+        step(1, 0.0, 520.0),
+        op("aten::a", 0.0, 100.0),
+        op("aten::b", 400.0, 100.0),
+    ]);
+    let p = &report(&gap, "").analysis.critical_path[0];
+    let ops: Vec<(&str, f64)> = p
+        .top_operators
+        .iter()
+        .map(|o| (o.operator.as_str(), o.us))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (lumos_report::HOST_GAP, 300.0),
+            ("aten::a", 100.0),
+            ("aten::b", 100.0)
+        ]
+    );
 }
 
 #[test]

@@ -275,7 +275,7 @@ pub fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Resul
     }
     writeln!(out, "  critical path per step (replayed)")?;
     // The operator with the most time on each path, not three on one line
-    // of 190 columns: `--json` has the three (`top_operators`).
+    // of 190 columns: `--json` has up to five (`top_operators`).
     writeln!(
         out,
         "    {:<26} {:<19} {:>6} {:>6} {:>6}  most on it (% of path)",
