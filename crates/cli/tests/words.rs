@@ -626,3 +626,55 @@ fn the_critical_path_never_names_the_step_as_most_on_it() {
         );
     }
 }
+
+/// Every table of a job's replay that shows both runs says
+/// `measured / replayed`, and its cells follow (the per-collective table
+/// said `replayed [measured]`).
+#[test]
+fn a_job_shows_measured_then_replayed_everywhere() {
+    let Some(dlrm) = corpus(DLRM) else {
+        return;
+    };
+    // Rank 0 five times slower: the replay differs from the measurement.
+    let what_if = ["--scale-rank", "0=5", "--scale-rank-cpu"];
+    let mut args = vec!["replay", "--job"];
+    args.extend(what_if);
+    args.push(path_str(&dlrm));
+    let t = text(&args);
+    assert!(!t.contains('['), "{t}");
+    assert!(!t.contains("replayed / measured"), "{t}");
+    let at = t
+        .lines()
+        .position(|l| l.starts_with("  per collective (measured / replayed): "))
+        .unwrap_or_else(|| panic!("{t}"));
+    let rows: Vec<&str> = t
+        .lines()
+        .skip(at + 2)
+        .take_while(|l| l.starts_with("    "))
+        .collect();
+    let mut json_args = vec!["replay", "--job"];
+    json_args.extend(what_if);
+    let v = lumos_json(&json_args, std::slice::from_ref(&dlrm));
+    let cols = v["job"]["collectives"].as_array().unwrap();
+    assert_eq!(rows.len(), cols.len(), "{t}");
+    let mut differ = 0;
+    for (row, c) in rows.iter().zip(cols) {
+        let (m, r) = (&c["measured"], &c["replayed"]);
+        let pair = |k: &str| {
+            format!(
+                "{:>3} / {:>3}",
+                m[k].as_i64().unwrap(),
+                r[k].as_i64().unwrap()
+            )
+        };
+        let skew = format!(
+            "{:>8.3} / {:>8.3}",
+            m["skew_us"].as_f64().unwrap() / 1e3,
+            r["skew_us"].as_f64().unwrap() / 1e3
+        );
+        assert!(row.contains(&pair("last_rank")), "{row}");
+        assert!(row.contains(&skew), "{skew:?} in {row}");
+        differ += usize::from(m["skew_us"] != r["skew_us"]);
+    }
+    assert!(differ > 0, "{t}");
+}

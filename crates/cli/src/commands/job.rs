@@ -207,7 +207,7 @@ fn write_collectives(
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "  per collective (replayed [measured]): the last rank to arrive, its skew, the median transfer"
+        "  per collective (measured / replayed): the last rank to arrive, its skew, the median transfer"
     )?;
     let mut order: Vec<usize> = (0..cols.len()).collect();
     if cols.len() > MAX_COLLECTIVE_ROWS {
@@ -243,17 +243,17 @@ fn write_collectives(
         let c = &cols[i];
         writeln!(
             out,
-            "    {:<22} {:>10}  {:>3} [{:>3}]  {:>8.3} [{:>8.3}]  {:>8.1} [{:>8.1}]  {:>6.1} [{:>6.1}]",
+            "    {:<22} {:>10}  {:>3} / {:>3}  {:>8.3} / {:>8.3}  {:>8.1} / {:>8.1}  {:>6.1} / {:>6.1}",
             crate::output::shown(&c.label),
             c.bytes.map_or("-".into(), |b| format!("{b} B")),
-            c.replayed.last_rank,
             c.measured.last_rank,
-            c.replayed.skew_us / 1e3,
+            c.replayed.last_rank,
             c.measured.skew_us / 1e3,
-            median(&c.replayed.transfer_us),
+            c.replayed.skew_us / 1e3,
             median(&c.measured.transfer_us),
-            c.replayed.end_spread_us,
-            c.measured.end_spread_us
+            median(&c.replayed.transfer_us),
+            c.measured.end_spread_us,
+            c.replayed.end_spread_us
         )?;
     }
     Ok(())
