@@ -340,6 +340,13 @@ pub fn note(message: impl Display) {
     say("note", message, "");
 }
 
+/// Prints `next: <command>` on stderr, on one line as [`error`] does: a
+/// command to type next, after a command whose stdout is data (the
+/// files `lumos synth` wrote).
+pub fn next(command: impl Display) {
+    say("next", command, "");
+}
+
 /// Writes `<label>: <message, shown><after>` and a newline on stderr.
 fn say(label: &str, message: impl Display, after: &str) {
     let text = message.to_string();

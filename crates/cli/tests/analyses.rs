@@ -266,11 +266,14 @@ fn synth_and_ingest_show_their_progress_on_a_terminal_and_clear_it() {
         shown.contains("writing ranks") && shown.contains("8/8"),
         "{shown:?}"
     );
-    // The bar is cleared before the files are listed.
+    // The bar is cleared before the files are listed, then the commands
+    // to type next.
     let listed = shown.rsplit("\x1b[2K").next().unwrap();
-    assert_eq!(listed.lines().count(), 8, "{shown:?}");
+    let (next, files): (Vec<&str>, Vec<&str>) =
+        listed.lines().partition(|l| l.starts_with("next: lumos "));
+    assert_eq!((files.len(), next.len()), (8, 2), "{shown:?}");
     assert!(
-        listed.lines().all(|l| l.trim_end().ends_with(".json.gz")),
+        files.iter().all(|l| l.trim_end().ends_with(".json.gz")),
         "{listed:?}"
     );
 

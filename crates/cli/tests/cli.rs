@@ -316,6 +316,40 @@ fn synth_writes_a_job_that_replays_exactly() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("gpt-nonexistent"));
 }
 
+/// `lumos synth` says what to type next, on stderr (its stdout is the
+/// list of files, which scripts read), and the commands it prints run.
+#[test]
+fn synth_prints_the_commands_that_replay_and_report_its_job() {
+    let dir = TempDir::new("cli-synth-next");
+    let out = run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--pp", "2", "--out"])
+            .arg(dir.path()),
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.lines().all(|l| l.ends_with(".json.gz")), "{stdout}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let next: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("next: lumos "))
+        .collect();
+    let d = dir.path().display();
+    assert_eq!(
+        next,
+        [
+            format!("replay {d}"),
+            format!("report {d} -o {}", dir.join("report.html").display())
+        ],
+        "{stderr}"
+    );
+    // The folder's path has no spaces: each line splits as a shell would.
+    let replay = run_ok(lumos().args(next[0].split(' ')));
+    let replay = String::from_utf8(replay.stdout).unwrap();
+    assert!(replay.starts_with("job: 2 ranks"), "{replay}");
+    run_ok(lumos().args(next[1].split(' ')));
+    assert!(dir.join("report.html").exists());
+}
+
 #[test]
 fn synth_model_files_are_checked() {
     let dir = TempDir::new("cli-synth-model");

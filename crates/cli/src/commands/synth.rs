@@ -230,10 +230,19 @@ pub fn write(a: &SynthArgs) -> Result<Vec<PathBuf>> {
     files.with_context(|| format!("{}: cannot write the job", a.out.display()))
 }
 
-/// Runs `lumos synth`: writes the job, then lists its files.
+/// Runs `lumos synth`: writes the job, lists its files, then says on
+/// stderr what to type next (stdout stays the list of files, which
+/// scripts read).
 pub fn run(a: &SynthArgs, out: &mut dyn Write) -> Result<bool> {
     for f in write(a)? {
         writeln!(out, "{}", crate::output::shown_path(&f))?;
     }
+    // As messages quote a path ([`crate::output::one_line`]): a backslash
+    // kept single, so that the line can be typed as it is.
+    let dir = a.out.display();
+    let report = a.out.join("report.html");
+    let report = report.display();
+    crate::output::next(format!("lumos replay {dir}"));
+    crate::output::next(format!("lumos report {dir} -o {report}"));
     Ok(true)
 }
