@@ -56,6 +56,7 @@ mod find;
 mod gzip;
 mod meta;
 mod model;
+mod outliers;
 mod parse;
 mod read;
 mod repair;

@@ -15,6 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{ErrorKind, ReadError};
 use crate::gzip::{self, BlockReader, GZIP_BLOCKS_IN_FLIGHT};
 use crate::model::*;
+use crate::outliers::{Candidate, Outliers};
 use crate::parse::{self, Complete, ExtraTexts, PIdent, Parsed, Repairs, Text};
 use crate::shapes::InputDims;
 use crate::sniff::{self, SNIFF_BYTES};
@@ -686,6 +687,8 @@ struct Builder<'s> {
     /// Whether a timeline lumos merged of several ranks is read
     /// ([`read_bytes_merged`]) rather than refused.
     merged_allowed: bool,
+    /// Kept events that end absurdly far past the rest of the trace.
+    outliers: Outliers,
 }
 
 impl<'s> Builder<'s> {
@@ -718,6 +721,7 @@ impl<'s> Builder<'s> {
                 refused: 0,
             },
             merged_allowed: sizes.merged_allowed,
+            outliers: Outliers::default(),
         }
     }
 
@@ -879,6 +883,16 @@ impl<'s> Builder<'s> {
             }
         }
         let mut e = Event::new(c.category, name, pid, tid, c.ts_ns, c.dur_ns);
+        let index = self.index;
+        (self.outliers).add(e.ts_ns, e.end_ns(), || Candidate {
+            end: e.end_ns(),
+            index,
+            name,
+            pid,
+            tid,
+            ts_ns: e.ts_ns,
+            dur_ns: e.dur_ns,
+        });
         e.extra = extra;
         let kept = [
             ("correlation", e.set_correlation(c.ids.correlation())),
@@ -1114,6 +1128,7 @@ impl<'s> Builder<'s> {
     }
 
     fn finish(mut self) -> Trace {
+        self.outlier_warning();
         let t = &mut self.trace;
         t.events_total = self.index;
         for (reason, by_cat) in self.skipped.drain() {
@@ -1258,6 +1273,40 @@ impl<'s> Builder<'s> {
             ));
         }
         self.trace
+    }
+}
+
+impl Builder<'_> {
+    /// The warning about events that end absurdly far past the rest of
+    /// the trace ([`crate::outliers`]), naming the first in file order.
+    /// They are kept as written: a `dur` may be damaged, or a real event
+    /// may run that long, and the reader keeps what the file says; the
+    /// warning says which numbers it makes long.
+    #[inline(never)]
+    fn outlier_warning(&mut self) {
+        let (absurd, limit) = std::mem::take(&mut self.outliers).finish();
+        let Some(c) = absurd.first() else {
+            return;
+        };
+        let t = &self.trace;
+        let place = |id: Ident| t.ident(id);
+        let warning = format!(
+            "{} more than {:.3} ms after the trace's last event start ({} times the span of \
+             its starts, 1 s at least): first {:?} at traceEvents[{}] (ts {:.3} us, dur \
+             {:.3} us, pid {}, tid {}); kept as written, so the steps, spans and replays \
+             that hold {} are that long (a damaged or edited dur?)",
+            counted(absurd.len() as u64, "event ends", "events end"),
+            limit as f64 / 1e6,
+            crate::outliers::SPANS,
+            t.str(c.name),
+            c.index,
+            c.ts_ns as f64 / 1e3,
+            c.dur_ns as f64 / 1e3,
+            place(c.pid),
+            place(c.tid),
+            if absurd.len() == 1 { "it" } else { "them" },
+        );
+        self.trace.warnings.push(warning);
     }
 }
 

@@ -147,3 +147,58 @@ fn a_name_that_is_not_utf8_gives_its_rank() {
     }
     assert_eq!(got, [(3, lumos_trace::RankSource::FileName); 2]);
 }
+
+/// The reader's warning about events that end absurdly far past the rest
+/// of their trace.
+fn absurd_end_warnings(t: &lumos_trace::Trace) -> Vec<&String> {
+    (t.warnings.iter())
+        .filter(|w| w.contains("after the trace's last event start"))
+        .collect()
+}
+
+#[test]
+fn no_corpus_trace_has_an_event_that_ends_absurdly_late() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for path in corpus.traces("") {
+        let trace = read_path(&path).unwrap_or_else(|e| panic!("{e}"));
+        let w = absurd_end_warnings(&trace);
+        assert!(w.is_empty(), "{}: {w:?}", path.display());
+    }
+}
+
+#[test]
+fn a_profiler_step_of_1e12_us_is_warned_about_and_kept_as_written() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rel = "single-rank/mi250-toy-train.json.gz";
+    let mut doc = load_json(&corpus.path(rel));
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    let (index, step) = (events.iter_mut().enumerate())
+        .find(|(_, e)| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .unwrap();
+    step["dur"] = serde_json::json!(1e12);
+    let name = step["name"].as_str().unwrap().to_owned();
+    let data = serde_json::to_vec(&doc).unwrap();
+    let t = lumos_trace::read_bytes(Path::new("edited.json"), &data).unwrap();
+    let w = absurd_end_warnings(&t);
+    assert_eq!(w.len(), 1, "{:?}", t.warnings);
+    let w = w[0];
+    for part in [
+        "1 event ends more than 1000.000 ms after the trace's last event start",
+        &format!("first {name:?} at traceEvents[{index}]"),
+        "dur 1000000000000.000 us",
+        "kept as written",
+    ] {
+        assert!(w.contains(part), "{part:?} not in {w}");
+    }
+    // Kept as written: the step is that long.
+    let kept = (t.events.iter()).find(|e| t.name(e) == name).unwrap();
+    assert_eq!(kept.dur_ns, 1_000_000_000_000_000);
+}
