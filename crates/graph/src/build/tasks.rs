@@ -470,6 +470,7 @@ impl Builder {
         );
         self.launched = Launched::new(self.g.tasks.len(), &pairs);
         self.shared_launch_warning();
+        self.unlaunched_call_warning();
         // Fixed from here on: later steps split calls, which keeps their
         // start, and add no GPU task.
         self.launch_times = self.stream_launch_times();
@@ -496,6 +497,100 @@ impl Builder {
         self.report.tasks_of_shared_launches = tasks;
         let w = self.report.shared_launch_warning();
         self.report.warnings.extend(w);
+    }
+}
+
+/// Whether a runtime call named `name` puts work on a GPU stream that the
+/// profiler records as a GPU event of the same correlation id: kernel
+/// launches (`cudaLaunchKernel`, `cudaLaunchKernelExC`, `cuLaunchKernel`,
+/// `hipLaunchKernel`, `hipExtModuleLaunchKernel`, cooperative launches),
+/// graph launches and copies. Not memsets: CUPTI leaves the GPU event of
+/// some `cudaMemsetAsync` calls out of real traces (49 of the h100 ViT
+/// trace's calls, spread over its window), and not `cudaLaunchHostFunc`,
+/// which runs no GPU work.
+pub(crate) fn is_recorded_launch(name: &str) -> bool {
+    [
+        "LaunchKernel",
+        "GraphLaunch",
+        "LaunchCooperativeKernel",
+        "Memcpy",
+    ]
+    .iter()
+    .any(|p| name.contains(p))
+}
+
+/// The launch calls a trace may lose the GPU work of without a word: at
+/// most this many, or this share of its launches (1 in ...), whichever is
+/// more, besides those after the last launch whose work was recorded.
+const UNLAUNCHED_ALLOWED: (u64, u64) = (2, 100);
+
+/// The window's last part, where launches after the last one whose work
+/// was recorded may have lost it to the end of profiling: 1 / this of the
+/// window's span. A trace whose GPU work was removed past its first
+/// launches loses it before there, and is warned about.
+const TAIL_PART: i64 = 10;
+
+impl Builder {
+    /// One warning counting the launch calls ([`is_recorded_launch`]) whose
+    /// correlation id no GPU task has: the kernels or copies they started
+    /// are missing (dropped by the profiler, or removed from the file), so
+    /// the replay and every breakdown leave their GPU time out. Those in
+    /// the window's last part ([`TAIL_PART`]) after the last launch whose
+    /// GPU task was recorded are the window's end (work still running
+    /// when profiling stopped) and are not counted; the others are warned
+    /// about past a few
+    /// ([`UNLAUNCHED_ALLOWED`]). The corpus loses none: every launch call of
+    /// its traces has its GPU task.
+    fn unlaunched_call_warning(&mut self) {
+        let g = &self.g;
+        let mut is_launch = PerName::new(g.names.len());
+        let (mut launches, mut last_launched) = (0u64, i64::MIN);
+        let mut unlaunched: Vec<TaskId> = Vec::new();
+        for (id, t) in g.tasks.iter().enumerate() {
+            if t.kind != TaskKind::Runtime || t.correlation == 0 {
+                continue;
+            }
+            if !is_launch.get(t.name, &g.names, is_recorded_launch) {
+                continue;
+            }
+            launches += 1;
+            let call = TaskId(id as u32);
+            match self.launched.get(&call) {
+                Some(_) => last_launched = last_launched.max(self.raw[id].start),
+                None => unlaunched.push(call),
+            }
+        }
+        let raw = &self.raw;
+        let (first_start, last_end) = (raw.iter()).fold((i64::MAX, i64::MIN), |(a, b), r| {
+            (a.min(r.start), b.max(r.end))
+        });
+        let tail = last_end.saturating_sub(last_end.saturating_sub(first_start) / TAIL_PART);
+        unlaunched.retain(|c| raw[c.idx()].start <= last_launched.max(tail));
+        let missing = unlaunched.len() as u64;
+        let (few, share) = UNLAUNCHED_ALLOWED;
+        if missing <= few.max(launches / share) {
+            return;
+        }
+        let first = (unlaunched.iter())
+            .min_by_key(|c| (raw[c.idx()].start, c.0))
+            .copied()
+            .expect("some are missing");
+        let t = &g.tasks[first.idx()];
+        let on = match g.processors[t.proc.idx()].kind {
+            ProcKind::Thread { pid, tid } => format!("pid {pid}, tid {tid}"),
+            ProcKind::Stream { device, stream } => format!("device {device}, stream {stream}"),
+        };
+        let w = format!(
+            "{missing} of {launches} kernel launch and copy calls {} no GPU task of their \
+             correlation id (first {:?} at ts {:.3} us, {on}, correlation {}): their kernels \
+             or copies are missing (dropped by the profiler, or removed from the trace), so the \
+             replay and the breakdowns leave their GPU time out",
+            if missing == 1 { "has" } else { "have" },
+            g.names[t.name.0 as usize],
+            raw[first.idx()].start as f64 / 1e3,
+            t.correlation,
+        );
+        self.report.warnings.push(w);
     }
 }
 
