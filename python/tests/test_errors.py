@@ -620,3 +620,26 @@ def test_a_trace_without_tasks_is_an_input_error_not_zeros(tmp_path, cli_error):
     assert os.path.exists(out)
     with pytest.raises(InputError, match="nothing to replay"):
         lumos.replay(out, progress=False)
+
+
+def test_files_a_folder_leaves_out_are_named_in_a_warning(tmp_path, corpus, lumos_bin):
+    # A rank3.gz beside the traces was left out without a word; the API
+    # names it in a UserWarning, in the CLI's words (the CLI's warning line).
+    trace = (corpus / "micro" / "a100-simple-add.json.gz").read_bytes()
+    for name in ("rank0.json.gz", "rank3.gz", "rank4.JSON", "README.md"):
+        (tmp_path / name).write_bytes(trace)
+    from conftest import run_cli
+
+    p = run_cli(lumos_bin, ["inspect", str(tmp_path)])
+    assert p.returncode == 0, p.stderr
+    lines = [l for l in p.stderr.splitlines() if l.startswith("warning: ")]
+    assert len(lines) == 1 and "README" not in lines[0], p.stderr
+    cli = lines[0][len("warning: "):]
+    assert cli.startswith(f"{tmp_path}: left out 2 files not named *.json, *.json.gz or *.lgraph: ")
+    with pytest.warns(UserWarning) as seen:
+        lumos.inspect(str(tmp_path))
+    assert [str(w.message) for w in seen if "left out" in str(w.message)] == [cli]
+    # read_traces reads no .lgraph files, and says so.
+    with pytest.warns(UserWarning, match=r"not named \*\.json or \*\.json\.gz: rank3\.gz"):
+        lumos.read_traces(str(tmp_path))
+

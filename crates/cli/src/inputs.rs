@@ -110,9 +110,11 @@ pub fn stdin_named_in(text: &str) -> std::borrow::Cow<'_, str> {
 /// directory leaves lumos's own outputs out (a run's outputs are not its
 /// inputs), but one that holds no trace and does hold predicted timelines
 /// (`lumos predict --out`'s directory) stands for them: the predicted job
-/// ([`lumos_report::predicted_job_under`]). One file given twice (two
-/// spellings, a link, a folder and a file in it) is a usage error
-/// ([`lumos_trace::given_once`]): it would be read and counted twice.
+/// ([`lumos_report::predicted_job_under`]). Files a directory leaves out
+/// whose names look like traces (`rank3.gz`, `rank3.JSON`) are named in a
+/// warning on stderr ([`lumos_trace::left_out_warning`]). One file given
+/// twice (two spellings, a link, a folder and a file in it) is a usage
+/// error ([`lumos_trace::given_once`]): it would be read and counted twice.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     crate::usage::stdin_once(paths)?;
     // Each file, and the argument that named it.
@@ -121,7 +123,12 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         let p = &input_path(arg);
         if p.is_dir() {
             let accepts = |n: &str| lumos_trace::is_trace_file_name(n) || n.ends_with(".lgraph");
-            let mut found = lumos_trace::trace_files_under(p, &accepts)?;
+            let listed = lumos_trace::listed_under(p, &accepts)?;
+            let kinds = "*.json, *.json.gz or *.lgraph";
+            if let Some(w) = lumos_trace::left_out_warning(p, &listed.left_out, kinds) {
+                crate::output::warning(w);
+            }
+            let mut found = listed.files;
             if found.is_empty() {
                 found = lumos_report::predicted_job_under(p)?;
             }

@@ -347,6 +347,13 @@ pub fn next(command: impl Display) {
     say("next", command, "");
 }
 
+/// Prints `warning: <message>` on stderr, on one line as [`error`] does:
+/// something about the inputs that may make the results wrong, found
+/// before any trace is read (a file a folder left out).
+pub fn warning(message: impl Display) {
+    say("warning", message, "");
+}
+
 /// Writes `<label>: <message, shown><after>` and a newline on stderr.
 fn say(label: &str, message: impl Display, after: &str) {
     let text = message.to_string();

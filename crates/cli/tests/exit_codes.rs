@@ -1277,3 +1277,43 @@ fn a_folder_reads_its_traces_and_names_a_dangling_link() {
     assert_fails(&out, 1, &want, "dangling link");
     assert_fails(&out, 1, "which is not there", "dangling link");
 }
+
+/// Files a folder leaves out whose names look like traces (`rank3.gz`, a
+/// case variant, a compression lumos does not read) are named in a
+/// warning, counted: they were left out without a word, a rank missing
+/// from the job unsaid. Other files (a README, a log) are not named, nor
+/// hidden ones; the run goes on with the traces the folder reads.
+#[test]
+fn files_a_folder_leaves_out_are_named_in_a_warning() {
+    let dir = TempDir::new("cli-exit-left-out");
+    let job = dir.join("job");
+    let trace = one_rank(&job);
+    let bytes = std::fs::read(&trace).unwrap();
+    for name in ["rank3.gz", "rank4.JSON", "sub/trace.json.bz2", ".hidden.gz"] {
+        let path = job.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, &bytes).unwrap();
+    }
+    std::fs::write(job.join("README.md"), b"notes").unwrap();
+    std::fs::write(job.join("run.log"), b"log").unwrap();
+    let out = run_ok(lumos().arg("inspect").arg(&job));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!(
+        "warning: {}: left out 3 files not named *.json, *.json.gz or *.lgraph: rank3.gz, \
+         rank4.JSON, {}; a folder reads those names only",
+        job.display(),
+        Path::new("sub").join("trace.json.bz2").display()
+    );
+    assert!(err.contains(&want), "wanted {want:?} in {err:?}");
+    assert_eq!(err.matches("warning: ").count(), 1, "{err}");
+    for quiet in ["README", "run.log", ".hidden"] {
+        assert!(!err.contains(quiet), "{quiet} named: {err}");
+    }
+    // A folder of only traces it reads says nothing.
+    for name in ["rank3.gz", "rank4.JSON", "sub/trace.json.bz2"] {
+        std::fs::remove_file(job.join(name)).unwrap();
+    }
+    let out = run_ok(lumos().arg("inspect").arg(&job));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("left out"), "{err}");
+}

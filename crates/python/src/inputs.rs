@@ -7,6 +7,8 @@ use lumos_graph::RankInput;
 use lumos_predict::{Candidates, Discovered};
 use lumos_store::{MemoryGuard, ReadFor};
 use lumos_trace::Trace;
+use pyo3::exceptions::{PyUserWarning, PyValueError};
+use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::errors::{Error, Kind, Result};
@@ -49,9 +51,26 @@ pub fn output_dir(dir: &Path, arg: &str) -> Result<()> {
 /// spellings, a link, a folder and a file in it) is a `ConfigError`, the
 /// CLI's usage error ([`lumos_trace::given_once`]): it would be read and
 /// counted twice.
-pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
+///
+/// Files a directory leaves out whose names look like traces (`rank3.gz`,
+/// `rank3.JSON`) are named in a `UserWarning`, the CLI's warning
+/// ([`lumos_trace::left_out_warning`]), raised once the paths are listed.
+pub fn expand(py: Python<'_>, paths: &[PathBuf], lgraph: bool) -> PyResult<Vec<PathBuf>> {
+    let (files, warnings) = py.detach(|| expand_noting(paths, lgraph))?;
+    for w in warnings {
+        let category = py.get_type::<PyUserWarning>();
+        let message = std::ffi::CString::new(w.replace('\0', "\\0"))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        PyErr::warn(py, &category, &message, 1)?;
+    }
+    Ok(files)
+}
+
+/// [`expand`], with the warnings it raises as text.
+fn expand_noting(paths: &[PathBuf], lgraph: bool) -> Result<(Vec<PathBuf>, Vec<String>)> {
     // Each file, and the argument that named it.
     let mut out: Vec<(PathBuf, &Path)> = Vec::new();
+    let mut warnings = Vec::new();
     for p in paths {
         if !p.is_dir() {
             out.push((p.clone(), p));
@@ -60,7 +79,14 @@ pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
         let accepts =
             |n: &str| lumos_trace::is_trace_file_name(n) || (lgraph && n.ends_with(".lgraph"));
         let io = |e: lumos_trace::DirError| Error::new(Kind::Io, e.to_string());
-        let mut found = lumos_trace::trace_files_under(p, &accepts).map_err(io)?;
+        let listed = lumos_trace::listed_under(p, &accepts).map_err(io)?;
+        let read = if lgraph {
+            "*.json, *.json.gz or *.lgraph"
+        } else {
+            "*.json or *.json.gz"
+        };
+        warnings.extend(lumos_trace::left_out_warning(p, &listed.left_out, read));
+        let mut found = listed.files;
         if found.is_empty() {
             // `lumos predict --out`'s directory: the predicted job, as the
             // CLI takes it.
@@ -86,7 +112,7 @@ pub fn expand(paths: &[PathBuf], lgraph: bool) -> Result<Vec<PathBuf>> {
     }
     lumos_trace::given_once(out.iter().map(|(f, p)| (f.as_path(), *p)))
         .map_err(|e| Error::config(e.to_string()))?;
-    Ok(out.into_iter().map(|(f, _)| f).collect())
+    Ok((out.into_iter().map(|(f, _)| f).collect(), warnings))
 }
 
 fn file_len(f: &Path) -> u64 {

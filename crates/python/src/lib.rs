@@ -179,7 +179,7 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (paths, lgraph = false))]
 fn expand(py: Python<'_>, paths: Vec<PathBuf>, lgraph: bool) -> PyResult<Vec<OsString>> {
-    let files = py.detach(|| inputs::expand(&paths, lgraph))?;
+    let files = inputs::expand(py, &paths, lgraph)?;
     Ok(files.into_iter().map(PathBuf::into_os_string).collect())
 }
 
@@ -188,7 +188,7 @@ fn expand(py: Python<'_>, paths: Vec<PathBuf>, lgraph: bool) -> PyResult<Vec<OsS
 #[pyfunction]
 #[pyo3(signature = (paths, progress = None))]
 fn read_traces(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Vec<Trace>> {
-    let files = py.detach(|| inputs::expand(&paths, false))?;
+    let files = inputs::expand(py, &paths, false)?;
     let traces = progress::run(py, progress, |p| inputs::read_all(&files, p))??;
     Ok(traces
         .into_iter()
@@ -223,7 +223,7 @@ fn read_pair(
 #[pyfunction]
 #[pyo3(signature = (paths, progress = None))]
 fn load_job(py: Python<'_>, paths: Vec<PathBuf>, progress: Callback) -> PyResult<Job> {
-    let files = py.detach(|| inputs::expand(&paths, true))?;
+    let files = inputs::expand(py, &paths, true)?;
     let job = progress::run(py, progress, |p| {
         let ranks = inputs::load_ranks(&files, p)?;
         p.phase("assembling", 1);
@@ -265,7 +265,7 @@ fn replay_files(
     job: Option<bool>,
     progress: Callback,
 ) -> PyResult<(ReplayResult, Option<String>)> {
-    let files = py.detach(|| inputs::expand(&paths, true))?;
+    let files = inputs::expand(py, &paths, true)?;
     Ok(progress::run(py, progress, |p| {
         replay::replay_files(&files, &options.stoppable(p), job_choice(job), p)
     })??)
@@ -284,7 +284,7 @@ fn inspect_files(
     job: Option<bool>,
     progress: Callback,
 ) -> PyResult<(String, Option<String>)> {
-    let files = py.detach(|| inputs::expand(&paths, true))?;
+    let files = inputs::expand(py, &paths, true)?;
     let (out, note) = progress::run(py, progress, |p| {
         let guard = inputs::guard(&files, lumos_store::ReadFor::Job)?;
         let prepared = inputs::prepare_every(&files, p, &guard)?;
@@ -343,7 +343,7 @@ fn replay_representatives(
     options: &ReplayOptions,
     progress: Callback,
 ) -> PyResult<ReplayResult> {
-    let files = py.detach(|| inputs::expand(&paths, true))?;
+    let files = inputs::expand(py, &paths, true)?;
     Ok(progress::run(py, progress, |p| {
         replay::replay_representatives(&files, &options.stoppable(p), p)
     })??)

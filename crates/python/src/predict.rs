@@ -224,7 +224,7 @@ pub fn predict_files(
     durations_from: Option<PathBuf>,
     progress: Callback,
 ) -> PyResult<String> {
-    let files = py.detach(|| inputs::expand(&paths, true))?;
+    let files = inputs::expand(py, &paths, true)?;
     if let Some(b) = durations_from.as_deref().filter(|b| b.is_dir()) {
         return Err(Error::config(format!(
             "durations_from {}: give one trace file, not a directory",

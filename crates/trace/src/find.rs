@@ -105,11 +105,79 @@ pub fn trace_files_under(
     dir: &Path,
     accepts: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<PathBuf>, DirError> {
+    Ok(listed_under(dir, accepts)?.files)
+}
+
+/// What [`listed_under`] found under a folder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listed {
+    /// The files read, as [`trace_files_under`] gives them.
+    pub files: Vec<PathBuf>,
+    /// Files left out whose names look like traces
+    /// ([`looks_like_trace_name`]): `rank3.gz`, `rank3.JSON`,
+    /// `trace.json.bz2`. In natural order.
+    pub left_out: Vec<PathBuf>,
+}
+
+/// [`trace_files_under`], and the files it left out whose names look
+/// like traces, which a front end names in a warning
+/// ([`left_out_warning`]): a `rank3.gz` beside `rank0.json.gz` was left
+/// out without a word, its rank missing from the job unsaid.
+pub fn listed_under(dir: &Path, accepts: &dyn Fn(&str) -> bool) -> Result<Listed, DirError> {
     let mut out = Vec::new();
+    let mut left_out = Vec::new();
     let keep = |n: &str| accepts(n) && !is_lumos_output(n);
-    collect(dir, MAX_DIR_DEPTH, &keep, &mut out)?;
+    collect_noting(dir, MAX_DIR_DEPTH, &keep, &mut out, Some(&mut left_out))?;
     out.sort_by(|a, b| natural_order(a, b));
-    Ok(out)
+    left_out.sort_by(|a, b| natural_order(a, b));
+    Ok(Listed {
+        files: out,
+        left_out,
+    })
+}
+
+/// True for a file name that looks like a trace a folder does not read
+/// by its name: any `*.gz` (`rank3.gz`; an archive, `logs.tar.gz`, too:
+/// it may hold traces), a `.json` or `.lgraph` anywhere in it, in any
+/// case (`rank3.JSON`, `trace.json.bz2`, `t.json.gz.1`). Other names
+/// (`README`, `run.log`, `config.yaml`) are not named: a warning about
+/// every file beside the traces would bury the ones that matter. Hidden
+/// files and lumos's own outputs are not named either.
+pub fn looks_like_trace_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    !name.starts_with('.')
+        && !is_lumos_output(&lower)
+        && (lower.ends_with(".gz") || lower.contains(".json") || lower.contains(".lgraph"))
+}
+
+/// Most names [`left_out_warning`] lists.
+const LEFT_OUT_SHOWN: usize = 5;
+
+/// The warning a front end gives about the files `left_out` of folder
+/// `dir` ([`Listed::left_out`]), `kinds` naming what a folder reads
+/// (`*.json, *.json.gz or *.lgraph`); `None` when none were.
+pub fn left_out_warning(dir: &Path, left_out: &[PathBuf], kinds: &str) -> Option<String> {
+    if left_out.is_empty() {
+        return None;
+    }
+    let name = |p: &PathBuf| match p.strip_prefix(dir) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => p.display().to_string(),
+    };
+    let mut shown: Vec<String> = left_out.iter().take(LEFT_OUT_SHOWN).map(name).collect();
+    if left_out.len() > LEFT_OUT_SHOWN {
+        shown.push(format!("and {} more", left_out.len() - LEFT_OUT_SHOWN));
+    }
+    Some(format!(
+        "{}: left out {} not named {kinds}: {}; a folder reads those names only (a trace \
+         among them: rename it, or give it as a file, which is read whatever its name)",
+        dir.display(),
+        match left_out.len() {
+            1 => "1 file".to_owned(),
+            n => format!("{n} files"),
+        },
+        shown.join(", ")
+    ))
 }
 
 /// True for the names of predicted timelines (`*.predicted.json.gz`, what
@@ -330,6 +398,18 @@ fn collect(
     keep: &dyn Fn(&str) -> bool,
     out: &mut Vec<PathBuf>,
 ) -> Result<(), DirError> {
+    collect_noting(dir, depth, keep, out, None)
+}
+
+/// [`collect`], and into `left_out` (when given) the files not kept
+/// whose names [`looks_like_trace_name`].
+fn collect_noting(
+    dir: &Path,
+    depth: u32,
+    keep: &dyn Fn(&str) -> bool,
+    out: &mut Vec<PathBuf>,
+    mut left_out: Option<&mut Vec<PathBuf>>,
+) -> Result<(), DirError> {
     let mut seen = HashSet::new();
     // A link that leads nowhere, its error and target, and how many more
     // were found.
@@ -368,6 +448,12 @@ fn collect(
                     }
                 } else if path.is_file() && keep(&name) {
                     out.push(path);
+                } else if path.is_file() {
+                    if let Some(left) = left_out.as_deref_mut() {
+                        if looks_like_trace_name(&name) {
+                            left.push(path);
+                        }
+                    }
                 } else if keep(&name) {
                     // Neither a file nor a folder: a link that leads
                     // nowhere is named, not skipped (its rank would be

@@ -95,8 +95,8 @@ pub const MAX_TEXT_BYTES: usize = 64 << 10;
 pub use error::{io_words, ErrorKind, ReadError};
 pub use find::{
     edit_file_name, given_once, is_lumos_output, is_predicted_timeline, is_trace_file_name,
-    no_trace_files, predicted_timelines_under, trace_files_under, DirError, GivenTwice,
-    MAX_DIR_DEPTH,
+    left_out_warning, listed_under, looks_like_trace_name, no_trace_files,
+    predicted_timelines_under, trace_files_under, DirError, GivenTwice, Listed, MAX_DIR_DEPTH,
 };
 pub use model::*;
 pub use read::{
