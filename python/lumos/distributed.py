@@ -150,7 +150,8 @@ def ingest(
     the order of ``paths`` (directories expanded as :func:`lumos.replay`
     does). Traces whose per-rank files would take one name (``n0/trace.json.gz``
     and ``n1/trace.json.gz``) raise :class:`~lumos.ConfigError` before any
-    task starts, as ``lumos ingest`` refuses them.
+    task starts, as ``lumos ingest`` refuses them; so does an ``out_dir``
+    that is a file, or lies under one.
 
     With ``shared_fs`` (the default), workers write into ``out_dir``
     themselves: it must be reachable from every node and the driver under
@@ -160,6 +161,8 @@ def ingest(
     ``ingesting``)."""
     files = _lumos.expand(_paths(paths))
     out_dir = _path(out_dir, "out_dir")
+    # A file there is refused before any task starts (or Ray is needed).
+    _lumos.check_output_dir(out_dir, "out_dir")
     _distinct_names(files)
     import ray  # optional dependency: pip install ray
 

@@ -643,3 +643,29 @@ def test_files_a_folder_leaves_out_are_named_in_a_warning(tmp_path, corpus, lumo
     with pytest.warns(UserWarning, match=r"not named \*\.json or \*\.json\.gz: rank3\.gz"):
         lumos.read_traces(str(tmp_path))
 
+
+def test_ingest_into_a_file_is_a_config_error_with_the_cli_message(tmp_path, corpus, cli_error):
+    # As synth(out=<file>), in the words of the CLI's usage error for a
+    # directory to write into: not the bare "File exists (os error 17)" of
+    # an I/O error, from ingest_rank, and from ingest before any task
+    # starts. (`lumos ingest -o` of one trace names the file to write, so
+    # synth's --out is the CLI's message to match.)
+    from lumos import distributed
+
+    trace = str(corpus / "micro" / "a100-simple-add.json.gz")
+    taken = tmp_path / "f"
+    taken.write_text("x")
+    for out, what in ((taken, "exists and is not a directory"), (taken / "below", f"{taken} is not a directory")):
+        code, message = cli_error(["synth", "--model", "gpt-tiny", "--out", str(out)])
+        assert code == 2
+        want = (
+            f"out_dir {out}: {what}; out_dir names the directory to write into (created if needed)"
+        )
+        assert message == want.replace("out_dir", "--out")
+        with pytest.raises(ConfigError) as e:
+            distributed.ingest_rank(trace, out)
+        assert str(e.value) == want
+        with pytest.raises(ConfigError) as e:
+            distributed.ingest([trace], out)
+        assert str(e.value) == want
+    assert taken.read_text() == "x"

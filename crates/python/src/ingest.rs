@@ -23,8 +23,12 @@ pub struct Ingested {
 }
 
 /// Ingests `trace` into `out_dir` (created if needed); the file appears
-/// whole or not at all.
+/// whole or not at all. An `out_dir` that is a file (or under one) is a
+/// `ConfigError` in the words of `lumos ingest -o`'s usage error
+/// ([`crate::inputs::output_dir`]), not the bare "File exists (os error
+/// 17)" of an I/O error.
 pub fn ingest(trace: &Path, out_dir: &Path) -> Result<Ingested> {
+    crate::inputs::output_dir(out_dir, "out_dir")?;
     std::fs::create_dir_all(out_dir).map_err(|e| {
         Error::new(
             Kind::Io,

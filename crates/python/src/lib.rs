@@ -579,6 +579,15 @@ fn ingest_rank(
     Ok((done.out.into_os_string(), done.rank, done.tasks, done.bytes))
 }
 
+/// Refuses `out_dir`, given as argument `arg`, when it cannot be the
+/// directory to write into (it, or a folder above it, is not a
+/// directory): the `ConfigError` [`ingest_rank`] gives, checked before
+/// any work is handed out.
+#[pyfunction]
+fn check_output_dir(out_dir: PathBuf, arg: &str) -> PyResult<()> {
+    Ok(inputs::output_dir(&out_dir, arg)?)
+}
+
 /// The name of the per-rank file [`ingest_rank`] writes for `path`.
 #[pyfunction]
 fn ingest_name(path: PathBuf) -> OsString {
@@ -652,6 +661,7 @@ fn _lumos(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(synth, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_rank, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_name, m)?)?;
+    m.add_function(wrap_pyfunction!(check_output_dir, m)?)?;
     m.add_function(wrap_pyfunction!(load_ingested, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
