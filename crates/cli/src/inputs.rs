@@ -231,27 +231,13 @@ pub fn output_not_an_input(output: &Path, inputs: &[PathBuf], flag: &str) -> Res
 /// everything, then fail to create the directory.
 pub fn output_dir(dir: &Path, flag: &str) -> Result<()> {
     not_standard_output(dir, flag, "the directory to write into (created if needed)")?;
-    // The nearest part of the path that is there decides: a directory can
-    // hold what is missing below it; a link to one is one.
-    for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
-        match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => {
-                let what = if p == dir {
-                    "exists and is not a directory".to_owned()
-                } else {
-                    format!("{} is not a directory", p.display())
-                };
-                return Err(crate::usage::usage(format!(
-                    "{flag} {}: {what}; {flag} names the directory to write into (created if \
-                     needed)",
-                    dir.display()
-                )));
-            }
-            Err(_) => {}
-        }
+    match lumos_trace::not_a_directory(dir) {
+        Some(what) => Err(crate::usage::usage(format!(
+            "{flag} {}: {what}; {flag} names the directory to write into (created if needed)",
+            dir.display()
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Refuses `-` as an output that is a directory or a binary file

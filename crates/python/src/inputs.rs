@@ -17,30 +17,17 @@ use crate::progress::Progress;
 /// Refuses `dir`, the argument `arg` names as the directory to write into
 /// (created if needed), when it cannot be one: it, or a folder above it, is
 /// there and is not a directory. A `ConfigError` with the words of the
-/// CLI's usage error (its `inputs::output_dir`), where writing into it
-/// would fail with the bare "File exists (os error 17)".
+/// CLI's usage error (its `inputs::output_dir`; both ask
+/// [`lumos_trace::not_a_directory`]), where writing into it would fail
+/// with the bare "File exists (os error 17)".
 pub fn output_dir(dir: &Path, arg: &str) -> Result<()> {
-    // The nearest part of the path that is there decides: a directory can
-    // hold what is missing below it; a link to one is one.
-    for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
-        match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => return Ok(()),
-            Ok(_) => {
-                let what = if p == dir {
-                    "exists and is not a directory".to_owned()
-                } else {
-                    format!("{} is not a directory", p.display())
-                };
-                return Err(Error::config(format!(
-                    "{arg} {}: {what}; {arg} names the directory to write into (created if \
-                     needed)",
-                    dir.display()
-                )));
-            }
-            Err(_) => {}
-        }
+    match lumos_trace::not_a_directory(dir) {
+        Some(what) => Err(Error::config(format!(
+            "{arg} {}: {what}; {arg} names the directory to write into (created if needed)",
+            dir.display()
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Expands directories (sub-folders included, in natural order) into

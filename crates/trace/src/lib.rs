@@ -106,6 +106,6 @@ pub use read::{
 };
 pub use shapes::{Input, InputDims, InputDimsSet};
 pub use write::{
-    write_atomic, write_gz_atomic, CollectiveFields, DeviceProperties, DistributedInfo, Fields,
-    KinetoWriter, Layout, ObjectList, PgConfig, WriteError,
+    not_a_directory, write_atomic, write_gz_atomic, CollectiveFields, DeviceProperties,
+    DistributedInfo, Fields, KinetoWriter, Layout, ObjectList, PgConfig, WriteError,
 };

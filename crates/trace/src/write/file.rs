@@ -21,6 +21,28 @@ pub struct WriteError {
     pub error: io::Error,
 }
 
+/// Why `dir` cannot be the directory outputs are written into (created
+/// if needed), or `None` when it can: the nearest part of the path that
+/// is there decides, since a directory can hold what is missing below it
+/// (a link to one is one). `Some("exists and is not a directory")` for
+/// `dir` itself a file (or a device), `Some("<folder> is not a
+/// directory")` for a folder above it. The front ends word their own
+/// error around it (the CLI's usage error naming its flag, the Python
+/// package's `ConfigError` naming its argument), checked before any work:
+/// creating the directory failed with the bare "File exists (os error
+/// 17)" once everything was read.
+pub fn not_a_directory(dir: &Path) -> Option<String> {
+    for p in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match fs::metadata(p) {
+            Ok(m) if m.is_dir() => return None,
+            Ok(_) if p == dir => return Some("exists and is not a directory".to_owned()),
+            Ok(_) => return Some(format!("{} is not a directory", p.display())),
+            Err(_) => {}
+        }
+    }
+    None
+}
+
 /// Writes `path` atomically: `write` fills a temporary file in the same
 /// directory, which is renamed to `path` when `write` and the flush
 /// succeed. On any error, and if `write` panics, the temporary file is
@@ -268,6 +290,24 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn a_directory_to_write_into_is_judged_by_the_nearest_part_there() {
+        let dir = temp_dir("not-a-dir");
+        let file = dir.join("f");
+        fs::write(&file, b"x").unwrap();
+        assert_eq!(not_a_directory(&dir), None);
+        assert_eq!(not_a_directory(&dir.join("new/deeper")), None);
+        assert_eq!(
+            not_a_directory(&file).as_deref(),
+            Some("exists and is not a directory")
+        );
+        assert_eq!(
+            not_a_directory(&file.join("below/more")),
+            Some(format!("{} is not a directory", file.display()))
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
