@@ -1104,6 +1104,32 @@ fn runs_minutes_apart_are_named() {
         "{:?}",
         job.warnings
     );
+    // A run minutes away is named even when a rank hours away is left out
+    // beside it.
+    let hours = 3 * 3_600_000_000_000;
+    let job = assemble(
+        (0..8)
+            .map(|r| {
+                let shift = match r {
+                    4..=6 => minutes,
+                    7 => hours,
+                    _ => 0,
+                };
+                member(r, Some(8), &[1, 2, 3], shift)
+            })
+            .collect(),
+    )
+    .unwrap();
+    assert_eq!(job.left_out.len(), 1, "{:?}", job.warnings);
+    assert_eq!(job.left_out[0].rank, 7);
+    assert!(
+        has(
+            &job.warnings,
+            "the clocks of rank 0-3 and rank 4-6 are 10.0 min apart"
+        ),
+        "{:?}",
+        job.warnings
+    );
 }
 
 #[test]

@@ -637,6 +637,7 @@ fn match_and_align(
         }
     }
     kept_far.sort_unstable();
+    warnings.extend(spread_of_the_rest(&clocks, &far));
     if positions.is_empty() {
         return (m, c, kept_far);
     }
@@ -645,6 +646,24 @@ fn match_and_align(
     });
     let (m, c) = run(inputs);
     (m, c, kept_far)
+}
+
+/// The warning on clocks a minute or more apart among the ranks that are
+/// not `far` ([`clock_spread_warning`]): a run minutes away from the job
+/// is named even when a run hours away was left out beside it. Their
+/// offsets from the alignment that held the far ones too: leaving those
+/// out moves the rest together, not apart.
+fn spread_of_the_rest(clocks: &RankClocks, far: &[(usize, i64)]) -> Option<String> {
+    let rest: Vec<usize> = (0..clocks.offsets_ns.len())
+        .filter(|e| !far.iter().any(|f| f.0 == *e))
+        .collect();
+    let offsets: Vec<i64> = rest.iter().map(|&e| clocks.offsets_ns[e]).collect();
+    let ranks: Vec<u32> = rest.iter().map(|&e| clocks.ranks[e]).collect();
+    let unaligned: Vec<u32> = (rest.iter().enumerate())
+        .filter(|&(_, &e)| clocks.unaligned.contains(&(e as u32)))
+        .map(|(k, _)| k as u32)
+        .collect();
+    clock_spread_warning(&offsets, &unaligned, &ranks)
 }
 
 /// What the test of clocks says of one rank whose clock is far from the

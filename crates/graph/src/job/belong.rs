@@ -352,9 +352,10 @@ fn clock_runs(offsets_ns: &[i64], unaligned: &[u32], gap_ns: i64) -> Vec<Vec<usi
 }
 
 /// A warning when aligned clocks lie more than [`CLOCKS_AGREE_NS`] apart
-/// and no minority of ranks was left out for it: two runs less than an
-/// hour apart, or two ranks or two halves of runs farther apart. It names
-/// the ranks on each side of the widest gap between neighbouring offsets.
+/// (the caller gives the ranks kept, without those [`far_clocks`] left
+/// out): two runs less than an hour apart, or two ranks or two halves of
+/// runs farther apart. It names the ranks on each side of the widest gap
+/// between neighbouring offsets.
 pub fn clock_spread_warning(
     offsets_ns: &[i64],
     unaligned: &[u32],
