@@ -454,9 +454,11 @@ class Prediction:
         """Per step: measured_ms, replayed_ms (slowest traced stage),
         predicted_ms (slowest predicted stage), change_pct (predicted over
         replayed; NaN where the replayed step has no length),
-        gpu_work_change_ms (the change of the GPU time the step launched,
-        every stage; a step whose time changed by less had the rest in
-        slack; NaN for a step beyond the traced ones)."""
+        gpu_work_change_ms (the change of the summed durations of the GPU
+        tasks the step launched, every stage, the replay's waits for peers
+        left out; without steps, the window's, every GPU task; a step whose
+        time changed by less had the rest in slack; NaN for a step beyond
+        the traced ones)."""
         cols = [
             "step",
             "measured_ms",

@@ -1573,6 +1573,54 @@ fn a_prediction_into_a_directory_replaces_an_earlier_one_whole() {
     assert_eq!(r["traces"].as_array().unwrap().len(), 2, "{r}");
 }
 
+/// A trace without steps has one row, the window, and its GPU work is
+/// every GPU task's: halving the MI210's compute kernels takes 2.671 ms
+/// of work out of a window that shortens by 1.227 ms. Before, the work
+/// was summed over the steps, none, and read +0.000.
+#[test]
+fn the_window_of_a_trace_without_steps_says_its_gpu_work() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let f = [corpus.path("single-rank/mi210-gpu-only.json.gz")];
+    let v = json(&["predict", "--scale-kernels", "class:compute=0.5"], &f);
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["step"], "window");
+    let work = steps[0]["gpu_work_change_ms"].as_f64().unwrap();
+    // Half the window's compute (5.343 ms, all of it exposed).
+    assert!((work + 2.671).abs() < 0.01, "{work}");
+}
+
+/// A pipeline rebuilt deeper waits longer in its receives, and that
+/// waiting is no work: gpt-small at `--pp 4` from 2 shortens every step
+/// by about 22% with next to no change of GPU work (compute unchanged,
+/// the transfers' modelled times), so no note says the difference ran
+/// in slack. Before, the receives' replayed spans, their waits included,
+/// were counted: +74.9 ms of "work" a step, and the note.
+#[test]
+fn waits_for_peers_are_not_gpu_work() {
+    let dir = temp_dir("pp-work");
+    let out = run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-small", "--pp", "2"])
+            .args(["--microbatches", "4", "--steps", "3", "--out"])
+            .arg(dir.path()),
+    );
+    assert!(!out.stdout.is_empty());
+    let v = json(&["predict", "--pp", "4"], &[dir.path().to_path_buf()]);
+    for s in v["steps"].as_array().unwrap() {
+        let work = s["gpu_work_change_ms"].as_f64().unwrap();
+        let step = s["predicted_ms"].as_f64().unwrap() - s["replayed_ms"].as_f64().unwrap();
+        assert!(step < -10.0, "{s}");
+        assert!(work.abs() < 2.0, "{s}");
+    }
+    let out = run_ok(lumos().args(["predict", "--pp", "4"]).arg(dir.path()));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("GPU work ms"), "{text}");
+    assert!(!text.contains("(GPU work ms: "), "{text}");
+}
+
 /// `--dp 16` on the recsys rank: three steps changed 0.00% and three
 /// about +2%, unexplained. Every step gains the same GPU work (its three
 /// all-reduces re-timed for 16 ranks, +1.544 ms each step); where the

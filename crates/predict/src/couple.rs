@@ -63,6 +63,39 @@ impl Job<'_> {
         by
     }
 
+    /// Each stage's GPU work per step, ns (parts in order): the summed
+    /// [`Job::durations`] of the GPU tasks each step launched, saturating,
+    /// overlapping ones counted in full. A stage without steps has one
+    /// entry, every GPU task of its part (its whole window is its one
+    /// step). A duration is what the replay runs a task for before it
+    /// waits: a coupled transfer's is its modelled transfer time, which
+    /// the joint replay stretches by the wait for its peer (a pipeline
+    /// rebuilt deeper waits longer in its receives, and that waiting is
+    /// not work); a measured communication kernel keeps its traced
+    /// duration, the waits it had in the trace included.
+    pub fn step_work_ns(&self) -> Vec<Vec<i64>> {
+        let gpu = |t: u32| {
+            let t = t as usize;
+            if self.graph.tasks[t].kind.is_gpu() {
+                self.durations[t]
+            } else {
+                0
+            }
+        };
+        let sum = |it: &mut dyn Iterator<Item = u32>| it.map(gpu).fold(0i64, i64::saturating_add);
+        (self.parts.iter().zip(&self.step_parts))
+            .map(|(part, sp)| {
+                if sp.is_empty() {
+                    return vec![sum(&mut part.clone())];
+                }
+                self.graph.steps[sp.start as usize..sp.end as usize]
+                    .iter()
+                    .map(|st| sum(&mut st.tasks.iter().map(|t| t.0)))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The job with its graph, sources and origins its own (copies where it
     /// borrowed a stage's).
     pub fn into_owned(self) -> Job<'static> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use lumos_graph::{Graph, Step, TaskId};
 use lumos_sim::{
     breakdown, simulate, simulate_with_rendezvous, step_spans, window_span, Breakdown, Schedule,
-    SimOptions, TaskTimes,
+    SimOptions,
 };
 
 use crate::couple::Job;
@@ -136,11 +136,12 @@ pub struct StageOutcome {
     pub step_end_ns: Vec<i64>,
     /// When each step started (its first CPU task), ns on the same clock.
     pub step_start_ns: Vec<i64>,
-    /// Each step's GPU work, ns: the summed durations of the GPU tasks it
-    /// launched (overlapping ones counted in full). A prediction's change
-    /// of it against the traced replay's, beside the step's change, tells
-    /// work that lengthened the step from work the step hid (it ran in
-    /// slack: what set the step's end did not wait for it).
+    /// Each step's GPU work, ns, from [`Job::step_work_ns`]: the summed
+    /// durations the replay ran its GPU tasks for, before any wait (one
+    /// entry, every GPU task of the stage, without steps). A prediction's
+    /// change of it against the traced replay's, beside the step's change,
+    /// tells work that lengthened the step from work the step hid (it ran
+    /// in slack: what set the step's end did not wait for it).
     pub step_gpu_ns: Vec<i64>,
     /// Breakdown over its whole window ([`window_span`]: every task and
     /// every step), as `lumos replay` states a rank's.
@@ -169,6 +170,7 @@ impl<'j> Outcome<'j> {
         schedule: Schedule,
         launch_queue: Option<LaunchQueue>,
     ) -> Outcome<'j> {
+        let work = job.step_work_ns();
         let mut stages = Vec::new();
         for (k, part) in job.parts.iter().enumerate() {
             // This stage's tasks and steps alone, numbered from 0, with its
@@ -218,17 +220,7 @@ impl<'j> Outcome<'j> {
                 step_ns,
                 step_end_ns: spans.iter().map(|s| s.end_ns).collect(),
                 step_start_ns: spans.iter().map(|s| s.start_ns).collect(),
-                step_gpu_ns: sub
-                    .steps
-                    .iter()
-                    .map(|st| {
-                        st.tasks
-                            .iter()
-                            .filter(|&&t| sub.tasks[t.idx()].kind.is_gpu())
-                            .map(|&t| times.end_of(t).saturating_sub(times.start_of(t)))
-                            .fold(0i64, i64::saturating_add)
-                    })
-                    .collect(),
+                step_gpu_ns: work[k].clone(),
                 breakdown: breakdown(sub, &times, window),
             });
         }

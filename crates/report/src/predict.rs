@@ -203,14 +203,20 @@ pub struct StepRow {
     /// ones).
     pub change_pct: Option<f64>,
     /// How much the GPU work the step launched changed, ms: its GPU
-    /// tasks' summed durations over every predicted stage less the same
-    /// over every traced stage replayed; null for a step beyond the traced
-    /// ones. A step changes by less than this where the work ran in
-    /// slack (what set the step's end did not wait for it, or waited
-    /// longer for something else), by as much where the work is on the
-    /// step's critical path: `--dp 16` on the
+    /// tasks' durations ([`Job::step_work_ns`](lumos_predict::Job::step_work_ns):
+    /// what the replay runs each for before it waits, a coupled transfer
+    /// its modelled transfer time) summed over every predicted stage, less
+    /// the same over every traced stage (coupled alike when the prediction
+    /// couples its stages); without steps, the window's, every GPU task;
+    /// null for a step beyond the traced ones. A step changes by less
+    /// than this where the work ran in slack (what set the step's end did
+    /// not wait for it, or waited longer for something else), by as much
+    /// where the work is on the step's critical path: `--dp 16` on the
     /// recsys rank adds 1.544 ms of all-reduce to each of its 6 steps,
-    /// and 3 steps lengthen by it while 3 do not move.
+    /// and 3 steps lengthen by it while 3 do not move. The time a
+    /// communication kernel waits for its peers is not work: a pipeline
+    /// rebuilt deeper (the synthetic gpt-small at `--pp 4` from 2) adds
+    /// waits to its receives and next to no work.
     pub gpu_work_change_ms: Option<f64>,
 }
 
@@ -476,12 +482,26 @@ pub fn predict<'p>(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let replayed = (base.identity().simulate())
+    let identity = base.identity();
+    let mut replayed = (identity.simulate())
         .map_err(|source| ReportError::TracedReplay {
             files: files(),
             source,
         })?
         .steps_only();
+    // A prediction whose stages are replayed together runs its transfers
+    // for modelled times, where the traced replay (stages apart) runs each
+    // receive for its traced span, the wait for the other stage included:
+    // the traced work is counted with the same yardstick, the traced
+    // stages' coupled durations (the job alone, never replayed, made and
+    // let go before the prediction's replay).
+    if pred.stages.len() > 1 && !pred.is_identity() && identity.stages.len() > 1 {
+        let work = identity.job_coupled(true).step_work_ns();
+        for (stage, w) in replayed.stages.iter_mut().zip(work) {
+            stage.step_gpu_ns = w;
+        }
+    }
+    drop(identity);
     let outcome = pred
         .simulate()
         .map_err(|source| ReportError::PredictedReplay {
