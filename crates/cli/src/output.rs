@@ -223,6 +223,22 @@ pub fn shown_path(p: &std::path::Path) -> String {
     shown(&p.display().to_string()).into_owned()
 }
 
+/// A path as a POSIX shell reads it as one word, for a command line the
+/// user is told to type (`lumos synth`'s and `lumos demo`'s next
+/// commands): as it is where every character is one a shell takes
+/// literally, else in single quotes (a quote inside closed, escaped and
+/// reopened). Before, `lumos synth --out "syn dir"` said `lumos replay
+/// syn dir`, two arguments.
+pub fn shell_path(p: &std::path::Path) -> String {
+    let text = p.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 /// `n` and the noun that agrees with it: "1 thread", "2 threads".
 pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

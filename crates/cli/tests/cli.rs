@@ -316,6 +316,40 @@ fn synth_writes_a_job_that_replays_exactly() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("gpt-nonexistent"));
 }
 
+/// A folder whose name a shell would split or end a quote in is quoted in
+/// the commands `lumos synth` says to type, and the line runs as typed in
+/// a POSIX shell. Before, `--out "syn dir"` said `lumos replay syn dir`.
+#[test]
+fn synth_quotes_a_folder_the_shell_would_split() {
+    let dir = TempDir::new("cli-synth-quoted");
+    let out_dir = dir.join("syn dir's");
+    let out = run_ok(
+        lumos()
+            .args(["synth", "--model", "gpt-tiny", "--out"])
+            .arg(&out_dir),
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let next: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("next: lumos "))
+        .collect();
+    let d = out_dir.display().to_string().replace('\'', r"'\''");
+    assert_eq!(
+        next.first().copied(),
+        Some(&*format!("replay '{d}'")),
+        "{stderr}"
+    );
+    let bin = lumos().get_program().to_owned();
+    let replay = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("\"$0\" {}", next[0]))
+        .arg(bin)
+        .output()
+        .unwrap();
+    assert!(replay.status.success(), "{replay:?}");
+    assert!(!replay.stdout.is_empty(), "{replay:?}");
+}
+
 /// `lumos synth` says what to type next, on stderr (its stdout is the
 /// list of files, which scripts read), and the commands it prints run.
 #[test]

@@ -399,7 +399,7 @@ fn the_demo_shows_its_folder_escaped() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("-o {shown_folder}/report.html")),
+        text.contains(&format!("-o '{shown_folder}/report.html'")),
         "{text}"
     );
     assert!(folder.is_dir());

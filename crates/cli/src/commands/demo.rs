@@ -137,12 +137,12 @@ fn verdict(base: &TraceReplay, fast: &TraceReplay) -> Vec<String> {
 
 /// Where the files are and the commands a user would type next. Paths
 /// are shown as every command shows them ([`output::shown_path`]): the
-/// folder is the user's `--out`, which can hold anything.
+/// folder is the user's `--out`, which can hold anything; in the
+/// commands, each is one shell word ([`output::shell_path`]).
 fn next_steps(out: &mut dyn Write, dir: &Path, files: &[PathBuf], timeline: &str) -> Result<()> {
     let rank0 = files
         .first()
         .map_or(String::new(), |f| output::shown_path(f));
-    let stages: Vec<String> = files.iter().map(|f| output::shown_path(f)).collect();
     writeln!(
         out,
         "The example's traces are in {} (one rank per pipeline stage).",
@@ -154,13 +154,17 @@ fn next_steps(out: &mut dyn Write, dir: &Path, files: &[PathBuf], timeline: &str
          to see the replayed timeline; {rank0} is the trace it replays.",
         output::shown(timeline)
     )?;
+    // The commands to type: each path one shell word.
+    let word = |p: &Path| output::shown(&output::shell_path(p)).into_owned();
+    let rank0 = files.first().map_or(String::new(), |f| word(f));
+    let stages: Vec<String> = files.iter().map(|f| word(f)).collect();
     writeln!(out, "\nNext:")?;
     writeln!(out, "  lumos replay {rank0}")?;
     writeln!(out, "  lumos predict {} --dp 4", stages.join(" "))?;
     writeln!(
         out,
         "  lumos report {rank0} -o {}",
-        output::shown_path(&dir.join("report.html"))
+        word(&dir.join("report.html"))
     )?;
     Ok(())
 }

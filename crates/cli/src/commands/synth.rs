@@ -237,11 +237,10 @@ pub fn run(a: &SynthArgs, out: &mut dyn Write) -> Result<bool> {
     for f in write(a)? {
         writeln!(out, "{}", crate::output::shown_path(&f))?;
     }
-    // As messages quote a path ([`crate::output::one_line`]): a backslash
-    // kept single, so that the line can be typed as it is.
-    let dir = a.out.display();
-    let report = a.out.join("report.html");
-    let report = report.display();
+    // Quoted for a shell where it needs it, so that the line can be typed
+    // as it is.
+    let dir = crate::output::shell_path(&a.out);
+    let report = crate::output::shell_path(&a.out.join("report.html"));
     crate::output::next(format!("lumos replay {dir}"));
     crate::output::next(format!("lumos report {dir} -o {report}"));
     Ok(true)
