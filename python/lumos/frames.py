@@ -119,7 +119,7 @@ COLUMNS: Dict[str, Dict[str, str]] = {
     },
     "window": {
         "rank": "the trace's rank",
-        "measured_us": "first task's start to last task's end, measured, us",
+        "measured_us": "the whole window, measured, us: from the earlier of the first task's start and the first step's start to the later of the last task's end and the last step's end (every step lies inside it)",
         "replayed_us": "the same, replayed, us",
         "error_pct": "(replayed - measured) / measured, % (null in Arrow, NaN in pandas, when the measured length is zero)",
     },
