@@ -136,34 +136,232 @@ pub fn short_raw(name: &str, n: usize) -> String {
 }
 
 /// [`short`] of each name of a table's column, where names that differ
-/// are shown apart when [`short`] shows them alike: such a name keeps its
-/// start, then shows where it first differs from the others
-/// (`Cijk_Alik_Bljk_BBS_B…_NTn1_NTA4_NTB0_NTC0_NTD4_NTM0_NEPBS16…`).
+/// are never shown alike (when `n` allows a dozen characters or more; in
+/// a narrower column a row still alike ends in a `#k` tag). All the rows
+/// that [`short`] shows alike while their names differ are shown again:
+/// from their compact forms where those differ, else from their whole
+/// names (escaped, as [`short`] shows them), each keeping its start, then
+/// a few characters before and after each place its name parts from the
+/// others' (four `unrolled_elementwise_kernel<direct_copy_kernel_cuda,
+/// Array‹ch…` that differ in lambda numbers read
+/// `void at::native…da()#8}::operator()() const::{lambda(long)#1}…` and
+/// the like).
 pub fn short_all<S: AsRef<str>>(names: &[S], n: usize) -> Vec<String> {
-    let mut out: Vec<String> = names.iter().map(|s| short(s.as_ref(), n)).collect();
+    apart(names, n, push_shown, short)
+}
+
+/// [`short_all`] without [`shown`]'s escapes, for output that escapes the
+/// names itself (the HTML report).
+pub fn short_all_raw<S: AsRef<str>>(names: &[S], n: usize) -> Vec<String> {
+    apart(names, n, |s, c| s.push(c), short_raw)
+}
+
+/// Rounds of showing again rows still alike: the first from compact forms
+/// where they tell the names apart, later ones from whole names; a second
+/// is only needed where a row shown again reads as another row.
+const ROUNDS: usize = 4;
+
+/// [`short_all`] with each character written by `piece`, each name first
+/// shortened by itself by `first` ([`short`], [`short_raw`]).
+fn apart<S: AsRef<str>>(
+    names: &[S],
+    n: usize,
+    piece: fn(&mut String, char),
+    first: fn(&str, usize) -> String,
+) -> Vec<String> {
+    let whole: Vec<Vec<String>> = names.iter().map(|s| form_of(s.as_ref(), piece)).collect();
+    let fits = |i: usize| whole[i].iter().map(|q| width(q)).sum::<usize>() <= n;
+    let mut out: Vec<String> = names.iter().map(|s| first(s.as_ref(), n)).collect();
+    for round in 0..ROUNDS {
+        let alike = alike_groups(names, &out);
+        if alike.is_empty() {
+            return out;
+        }
+        // A name that fits is shown whole: the others of its group move.
+        // Those of groups whose compact forms differ where the names do
+        // are shown from those forms (easier to read), the rest from their
+        // whole names; each pool is parted as one, so that a row shown
+        // again cannot read as one of another group shown again.
+        let (mut by_form, mut by_whole) = (Vec::new(), Vec::new());
+        for g in alike {
+            let movers: Vec<usize> = g.into_iter().filter(|&i| !fits(i)).collect();
+            let forms: Vec<Vec<String>> = movers
+                .iter()
+                .map(|&i| form(names[i].as_ref(), piece).0)
+                .collect();
+            let injective = round == 0
+                && (0..movers.len()).all(|a| {
+                    (0..movers.len())
+                        .all(|b| (forms[a] == forms[b]) == (whole[movers[a]] == whole[movers[b]]))
+                });
+            if injective {
+                by_form.extend(movers.into_iter().zip(forms));
+            } else {
+                by_whole.extend(movers.into_iter().map(|i| (i, whole[i].clone())));
+            }
+        }
+        for pool in [by_form, by_whole] {
+            for (i, s) in parted(&pool, n) {
+                out[i] = s;
+            }
+        }
+    }
+    // Still alike after every round (too narrow a column for every place
+    // a row parts from the others, or names no trace has): those rows
+    // tagged with their place among all such names, so that no two read
+    // alike, in this group or another.
+    let left: Vec<usize> = alike_groups(names, &out).into_iter().flatten().collect();
+    let mut distinct: Vec<&Vec<String>> = left.iter().map(|&i| &whole[i]).collect();
+    distinct.sort();
+    distinct.dedup();
+    for &i in &left {
+        let t = distinct.binary_search(&&whole[i]).unwrap_or(0) + 1;
+        let tag = format!("#{t}");
+        let mut s = cut(&whole[i], n.saturating_sub(tag.len()), false);
+        s.push_str(&tag);
+        out[i] = s;
+    }
+    out
+}
+
+/// Each row of `pool` (its index and pieces) in at most `n` characters,
+/// showing where its pieces first differ from those of every other row of
+/// the pool: its start, then a few pieces before and the piece at each
+/// place it parts from others (the branch points of its path in the
+/// pool's sorted names), then what follows, as room allows. Two rows that
+/// differ show the same places up to where they part, then each its own
+/// piece there, so they read differently.
+fn parted(pool: &[(usize, Vec<String>)], n: usize) -> Vec<(usize, String)> {
+    let mut sorted: Vec<&Vec<String>> = pool.iter().map(|(_, p)| p).collect();
+    sorted.sort();
+    sorted.dedup();
+    // Where each sorted name first differs from the next.
+    let next: Vec<usize> = sorted
+        .windows(2)
+        .map(|w| common_prefix(w[0], w[1]))
+        .collect();
+    pool.iter()
+        .map(|(i, p)| {
+            let at = sorted.binary_search(&p).unwrap_or(0);
+            // The places it parts from every other name: the running
+            // minima of `next` walking away from it either way.
+            let mut places = Vec::new();
+            let mut low = usize::MAX;
+            for &d in next[..at].iter().rev() {
+                low = low.min(d);
+                places.push(low);
+            }
+            low = usize::MAX;
+            for &d in &next[at..] {
+                low = low.min(d);
+                places.push(low);
+            }
+            places.sort_unstable();
+            places.dedup();
+            (*i, showing(p, n, &places))
+        })
+        .collect()
+}
+
+/// `p` in at most `n` characters showing its start and the pieces at
+/// `places` (ascending), each after a few pieces of context, as many of
+/// them as fit, then the pieces that follow the last, cuts marked `…`.
+fn showing(p: &[String], n: usize, places: &[usize]) -> String {
+    if p.iter().map(|q| width(q)).sum::<usize>() <= n {
+        return p.concat();
+    }
+    // Pieces shown before and after each place.
+    let (before, after) = if n >= 30 { (5, 4) } else { (2, 0) };
+    // Pieces shown, as ranges of `p`, and the width they take with a `…`
+    // before each gap and at the end when the last stops short.
+    let render_width = |ranges: &[(usize, usize)]| -> usize {
+        let mut w = 0;
+        let mut end = 0;
+        for &(a, b) in ranges {
+            if a > end {
+                w += 1;
+            }
+            w += p[a..b].iter().map(|q| width(q)).sum::<usize>();
+            end = b;
+        }
+        w + usize::from(end < p.len())
+    };
+    let head = {
+        let (mut k, mut used) = (0, 0);
+        while k < p.len() && used + width(&p[k]) <= n / 4 {
+            used += width(&p[k]);
+            k += 1;
+        }
+        k
+    };
+    let mut ranges = vec![(0, head)];
+    for &d in places.iter().filter(|&&d| d < p.len()) {
+        let mut tried = ranges.clone();
+        let (a, b) = (d.saturating_sub(before), (d + 1 + after).min(p.len()));
+        let last = tried.last_mut().expect("the head is a range");
+        // A gap of a few characters is shown rather than a `…` that
+        // splits a word (`…nctor<f…loat`).
+        let gap: usize = p[last.1.min(a)..a].iter().map(|q| width(q)).sum();
+        if a <= last.1 || gap <= 4 {
+            last.1 = last.1.max(b);
+        } else {
+            tried.push((a, b));
+        }
+        if render_width(&tried) > n {
+            break;
+        }
+        ranges = tried;
+    }
+    // What follows the last place, as room allows (reaching the end
+    // saves the closing `…`).
+    let mut w = render_width(&ranges);
+    let last = ranges.last_mut().expect("the head is a range");
+    while last.1 < p.len() {
+        let grown = w + width(&p[last.1]) - usize::from(last.1 + 1 == p.len());
+        if grown > n {
+            break;
+        }
+        w = grown;
+        last.1 += 1;
+    }
+    let mut s = String::new();
+    let mut end = 0;
+    for &(a, b) in &ranges {
+        if a > end {
+            s.push('…');
+        }
+        s.push_str(&p[a..b].concat());
+        end = b;
+    }
+    if end < p.len() {
+        s.push('…');
+    }
+    s
+}
+
+/// The groups of rows shown alike (`out`) whose names differ.
+fn alike_groups<S: AsRef<str>>(names: &[S], out: &[String]) -> Vec<Vec<usize>> {
     let mut groups: std::collections::HashMap<&str, Vec<usize>> = Default::default();
     for (i, s) in out.iter().enumerate() {
         groups.entry(s.as_str()).or_default().push(i);
     }
-    let mut alike: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
+    let mut alike: Vec<Vec<usize>> = groups
+        .into_values()
+        .filter(|g| g.iter().any(|&i| names[i].as_ref() != names[g[0]].as_ref()))
+        .collect();
     alike.sort();
-    for g in alike {
-        let forms: Vec<Vec<String>> = g
-            .iter()
-            .map(|&i| form(names[i].as_ref(), push_shown).0)
-            .collect();
-        for (k, &i) in g.iter().enumerate() {
-            // Where this name first differs from the one it is most like.
-            let d = (0..forms.len())
-                .filter(|&j| j != k && forms[j] != forms[k])
-                .map(|j| common_prefix(&forms[k], &forms[j]))
-                .max();
-            if let Some(d) = d {
-                out[i] = window(&forms[k], n, d);
-            }
-        }
-    }
-    out
+    alike
+}
+
+/// The pieces of `name` itself, each character written by `piece`.
+fn form_of(name: &str, piece: impl Fn(&mut String, char)) -> Vec<String> {
+    name.chars()
+        .map(|c| {
+            let mut p = String::new();
+            piece(&mut p, c);
+            p
+        })
+        .collect()
 }
 
 /// The number of leading pieces `a` and `b` share.
@@ -178,15 +376,7 @@ fn form(name: &str, piece: impl Fn(&mut String, char)) -> (Vec<String>, bool) {
     let compacted = compact(name);
     let middle = compacted.is_none();
     let text = compacted.as_deref().unwrap_or(name);
-    let pieces = text
-        .chars()
-        .map(|c| {
-            let mut p = String::new();
-            piece(&mut p, c);
-            p
-        })
-        .collect();
-    (pieces, middle)
+    (form_of(text, piece), middle)
 }
 
 /// How many characters a piece takes on screen.
@@ -229,27 +419,6 @@ fn take(p: &[String], room: usize) -> String {
     s
 }
 
-/// `p` in at most `n` characters showing its piece `d` (where it differs
-/// from a name alike): its start when `d` is in it, else a quarter of its
-/// start, `…`, and the rest from a few pieces before `d`.
-fn window(p: &[String], n: usize, d: usize) -> String {
-    let room = n.saturating_sub(1);
-    if p[..d.min(p.len())].iter().map(|q| width(q)).sum::<usize>() < room {
-        return cut(p, n, false);
-    }
-    let mut s = take(p, n / 4);
-    s.push('…');
-    let rest = &p[d.saturating_sub(8).min(p.len())..];
-    let left = n.saturating_sub(width(&s));
-    if rest.iter().map(|q| width(q)).sum::<usize>() <= left {
-        s.push_str(&rest.concat());
-    } else {
-        s.push_str(&take(rest, left.saturating_sub(1)));
-        s.push('…');
-    }
-    s
-}
-
 /// A C++ symbol as a demangler writes it (a kernel's name), shorter:
 /// without a leading `void`, the namespaces (`at::native::`), the
 /// parameter list and what follows it (`(int, …)`, `::{lambda()#2}`,
@@ -262,6 +431,7 @@ fn window(p: &[String], n: usize, d: usize) -> String {
 /// it is shown as it is.
 pub fn compact(name: &str) -> Option<String> {
     let s = name.strip_prefix("void ").unwrap_or(name);
+    let s = after_return_type(s).unwrap_or(s);
     let b = s.as_bytes();
     let symbol = b
         .first()
@@ -274,6 +444,42 @@ pub fn compact(name: &str) -> Option<String> {
     }
     let c = compact_expr(s, 0);
     (!c.is_empty() && c != name).then_some(c)
+}
+
+/// The function of a symbol that starts with a return type other than
+/// `void` (`std::enable_if<(((8)>(0)))&&…, void>::type
+/// vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(…)`): the part after
+/// its last space outside brackets, found from the end, where the brackets
+/// of the name and its parameters pair up even when those of the return
+/// type (a `>` that compares) do not. None when there is no such space,
+/// or the parts do not read as a type and a name (`…linear.py(114):
+/// forward`, `Memset (Device)`).
+fn after_return_type(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    let mut depth = 0i32;
+    for i in (0..b.len()).rev() {
+        match b[i] {
+            b'>' | b')' | b'}' | b']' => depth += 1,
+            b'<' | b'(' | b'{' | b'[' => depth -= 1,
+            b' ' if depth == 0 && !b[i..].starts_with(b" const") => {
+                let (ret, f) = (s[..i].trim_end(), &s[i + 1..]);
+                let typed = ret
+                    .bytes()
+                    .last()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || b"_>*&".contains(&c));
+                let named = f
+                    .bytes()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_');
+                return (typed && named).then_some(f);
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return None;
+        }
+    }
+    None
 }
 
 /// The brackets of `s` (`<>`, `()`, `{}`, `[]`) pair up (an
@@ -352,7 +558,12 @@ fn compact_expr(s: &str, depth: usize) -> String {
         return s.to_owned();
     };
     let part = part.trim();
-    let end = part.find(['<', '(']).unwrap_or(part.len());
+    // `decltype(nullptr)` is a type, not a name and its parameters.
+    let end = if part.starts_with("decltype(") {
+        part.len()
+    } else {
+        part.find(['<', '(']).unwrap_or(part.len())
+    };
     let mut out = part[..end].trim_end().to_owned();
     if part[end..].starts_with('<') {
         // The template list: up to its matching `>` (the brackets pair).
@@ -505,5 +716,94 @@ mod tests {
         let same = short_all(&[long("0"), long("0")], 40);
         assert_eq!(same[0], same[1]);
         assert_eq!(same[0], short(&long("0"), 40));
+    }
+
+    /// Kernels of the recsys rank (single-rank/a100-recsys-rank3of8) that
+    /// the compact form shows alike: lambda numbers and `::Policy800`.
+    const COPIES: [&str; 4] = [
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#8}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#8}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)",
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#12}::operator()() const::{lambda(double)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#12}::operator()() const::{lambda(double)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)",
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#14}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#14}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)",
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#6}::operator()() const::{lambda(int)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#6}::operator()() const::{lambda(int)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)",
+    ];
+
+    #[test]
+    fn names_whose_compact_forms_are_alike_are_shown_from_their_whole_names() {
+        // Four alike in their compact forms, and with two other kernels.
+        let mut names: Vec<&str> = COPIES.to_vec();
+        names.push("void cub::DeviceRadixSortHistogramKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800, false, long, int>(int*, long const*, int, int, int)");
+        names.push("void cub::DeviceRadixSortHistogramKernel<cub::DeviceRadixSortPolicy<long, float, int>::Policy800, false, long, int>(int*, long const*, int, int, int)");
+        assert_eq!(compact(names[0]), compact(names[1]));
+        assert_eq!(compact(names[4]), compact(names[5]));
+        for n in [12, 20, 38, 62, 110] {
+            let shown = short_all(&names, n);
+            for (i, s) in shown.iter().enumerate() {
+                assert!(s.chars().count() <= n, "{n}: {s:?}");
+                for t in &shown[..i] {
+                    assert_ne!(s, t, "{n}: {shown:#?}");
+                }
+            }
+            if n == 62 {
+                // Each shows the lambda that tells it apart.
+                for (s, l) in shown.iter().zip(["#8}", "#12}", "#14}", "#6}"]) {
+                    assert!(s.contains(l), "{s:?} lacks {l}");
+                    assert!(s.starts_with("void at::native"), "{s:?}");
+                }
+                assert!(shown[4].contains("int, int>::Policy800"), "{shown:#?}");
+                assert!(shown[5].contains("float, int>::Policy800"), "{shown:#?}");
+            }
+        }
+        // The raw form (HTML) parts them as well.
+        let raw = short_all_raw(&names, 62);
+        assert_eq!(raw, short_all(&names, 62));
+    }
+
+    #[test]
+    fn a_group_of_two_families_is_parted_at_both_places() {
+        // Pairs alike once shortened, whose closest matches differ at the
+        // same place: each must show where its family differs too.
+        let k = |f: &str, l: &str, t: &str| {
+            format!("void at::native::vectorized_elementwise_kernel<4, at::native::{f}_kernel_cuda(at::TensorIteratorBase&)::{{lambda()#2}}::operator()() const::{{lambda()#{l}}}::operator()() const::{{lambda({t})#1}}, at::detail::Array<char*, 2> >(int, at::native::{f}_kernel_cuda(at::TensorIteratorBase&)::{{lambda()#2}}::operator()() const::{{lambda()#{l}}}::operator()() const::{{lambda({t})#1}}, at::detail::Array<char*, 2>)")
+        };
+        let names = [
+            k("log", "4", "float"),
+            k("log", "2", "double"),
+            k("neg", "4", "float"),
+            k("neg", "2", "double"),
+        ];
+        for n in [12, 38, 62] {
+            let shown = short_all(&names, n);
+            for i in 0..4 {
+                for j in 0..i {
+                    assert_ne!(shown[i], shown[j], "{n}: {shown:#?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_return_type_and_decltype_are_read_as_such() {
+        // single-rank/a100-recsys-rank3of8.
+        assert_eq!(
+            compact("void fbgemm_gpu::permute_indices_weights_kernel<false, int, decltype(nullptr)>(int, int, int, int const*, decltype(nullptr) const*, int const*, int const*, int const*, int*, decltype(nullptr)*)").unwrap(),
+            "permute_indices_weights_kernel<false, int, decltype(nullptr)>"
+        );
+        // single-rank/b200-vllm-tp8-rank0: a return type that is no `void`.
+        let rms = "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long, c10::BFloat16*, c10::BFloat16 const*, float, int, int)";
+        assert_eq!(
+            compact(rms).unwrap(),
+            "fused_add_rms_norm_kernel<BFloat16, 8>"
+        );
+        assert_eq!(short(rms, 38), "fused_add_rms_norm_kernel<BFloat16, 8>");
+        let gemv = "std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, float, float, false, true, true, false, 7, cublasGemvParams<cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >(cublasGemvParams<cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float>)";
+        assert!(compact(gemv).unwrap().starts_with("kernel<int, int, float"));
+        // Names with a space that are no symbol stay as they are.
+        for kept in [
+            "Memset (Device)",
+            "Memcpy HtoD (Pageable -> Device)",
+            "/usr/lib/python3/site-packages/torch/nn/modules/linear.py(114): forward",
+        ] {
+            assert_eq!(compact(kept), None, "{kept}");
+        }
     }
 }

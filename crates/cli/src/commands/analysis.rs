@@ -48,8 +48,11 @@ fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> 
         "  per step ({what}, % of step)     #   step ms  compute  overlap     comm     idle | comm hidden"
     )?;
     let total = (a.steps.len() > 1).then_some(&a.total);
-    for s in a.steps.iter().chain(total) {
-        write_step(out, s)?;
+    let rows: Vec<&StepAnalysis> = a.steps.iter().chain(total).collect();
+    let names: Vec<&str> = rows.iter().map(|s| s.step.as_str()).collect();
+    let names = short_all(&names, 26);
+    for (s, name) in rows.iter().zip(&names) {
+        write_step(out, s, name)?;
     }
     let title = format!("idle per step ({what}, ms)");
     writeln!(
@@ -57,11 +60,11 @@ fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> 
         "  {title:<28} {:>12} {:>12} {:>10}",
         "host wait", "kernel gaps", "other"
     )?;
-    for s in a.steps.iter().chain(total) {
+    for (s, name) in rows.iter().zip(&names) {
         writeln!(
             out,
             "    {:<26} {:>12.3} {:>12.3} {:>10.3}",
-            short(&s.step, 26),
+            name,
             s.idle_host_wait_us / 1e3,
             s.idle_kernel_gap_us / 1e3,
             s.idle_other_us / 1e3
@@ -85,12 +88,13 @@ fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> 
     Ok(())
 }
 
-fn write_step(out: &mut dyn Write, s: &StepAnalysis) -> io::Result<()> {
+/// One row of the steps' table, its step shown as `name`.
+fn write_step(out: &mut dyn Write, s: &StepAnalysis, name: &str) -> io::Result<()> {
     // A step of no length has no shares: each is `-` (they were 0.0%).
     writeln!(
         out,
         "    {:<26} {:>3} {:>9.3} {:>8} {:>8} {:>8} {:>8} | {:>11}",
-        short(&s.step, 26),
+        name,
         s.index.map_or(String::new(), |i| i.to_string()),
         s.span_us / 1e3,
         pct(s.exposed_compute_pct, 1),
@@ -152,7 +156,14 @@ fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<
         .take(top)
         .map(|o| o.operator.as_str())
         .collect();
-    for (o, name) in a.operators.iter().zip(short_all(&names, 40)) {
+    let kernels: Vec<&str> = a
+        .operators
+        .iter()
+        .take(top)
+        .map(|o| o.top_kernel.as_str())
+        .collect();
+    let kernels = short_all(&kernels, 38);
+    for ((o, name), kernel) in a.operators.iter().zip(short_all(&names, 40)).zip(kernels) {
         writeln!(
             out,
             "    {:<40} {:>9.3} {:>10} {:>7}  {}",
@@ -160,7 +171,7 @@ fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<
             o.total_us / 1e3,
             o.gpu_tasks,
             pct(o.share_pct, 1),
-            short(&o.top_kernel, 38)
+            kernel
         )?;
     }
     Ok(())
@@ -186,7 +197,13 @@ fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Resul
         "busbw GB/s"
     )?;
     let gbps = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
-    for c in a.collectives.iter().take(top) {
+    let names: Vec<&str> = a
+        .collectives
+        .iter()
+        .take(top)
+        .map(|c| c.collective.as_str())
+        .collect();
+    for (c, name) in a.collectives.iter().zip(short_all(&names, 25)) {
         let algo = match (&c.algorithm, &c.protocol) {
             (Some(a), Some(p)) => format!("{a}/{p}"),
             (Some(a), None) => a.clone(),
@@ -195,7 +212,7 @@ fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Resul
         writeln!(
             out,
             "    {:<25} {:<10} {:>5}  {:<15} {:>6} {:>10.3} {:>10.1} {:>12} {:>11}",
-            short(&c.collective, 25),
+            name,
             short(c.process_group.as_deref().unwrap_or("-"), 10),
             c.group_size.map_or("-".into(), |n| n.to_string()),
             short(&algo, 15),
@@ -240,11 +257,12 @@ fn write_memory(out: &mut dyn Write, m: &MemoryReport) -> io::Result<()> {
             "    {:<26} {:>18} {:>17} {:>13} {:>11}",
             "step", "peak allocated GiB", "peak reserved GiB", "allocated GiB", "allocations"
         )?;
-        for s in steps {
+        let names: Vec<&str> = steps.iter().map(|s| s.step.as_str()).collect();
+        for (s, name) in steps.iter().zip(short_all(&names, 26)) {
             writeln!(
                 out,
                 "    {:<26} {:>18} {:>17} {:>13.2} {:>11}",
-                short(&s.step, 26),
+                name,
                 gib(s.peak_allocated_bytes),
                 gib(s.peak_reserved_bytes),
                 s.allocated_bytes as f64 / (1u64 << 30) as f64,
@@ -281,20 +299,25 @@ pub fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Resul
         "    {:<26} {:<19} {:>6} {:>6} {:>6}  most on it (% of path)",
         "step", "verdict", "CPU", "GPU", "comm"
     )?;
-    for p in paths {
+    let steps: Vec<&str> = paths.iter().map(|p| p.step.as_str()).collect();
+    let steps = short_all(&steps, 26);
+    // Paths with no operator stand out of the column: the others are
+    // shortened together.
+    let with_most: Vec<&str> = paths
+        .iter()
+        .filter_map(|p| p.top_operators.first().map(|o| o.operator.as_str()))
+        .collect();
+    let mut most_names = short_all(&with_most, OPERATOR_ON_PATH_CHARS).into_iter();
+    for (p, step) in paths.iter().zip(&steps) {
         let most = p.top_operators.first().map_or(String::new(), |o| {
-            format!(
-                "{} {:.1}%",
-                short(&o.operator, OPERATOR_ON_PATH_CHARS),
-                o.pct
-            )
+            format!("{} {:.1}%", most_names.next().unwrap_or_default(), o.pct)
         });
         // A path of no length has no verdict and no shares (it read
         // "CPU-bound, CPU 0.0%" from nothing).
         writeln!(
             out,
             "    {:<26} {:<19} {:>6} {:>6} {:>6}  {}",
-            short(&p.step, 26),
+            step,
             p.verdict.map_or(NO_VERDICT, verdict),
             pct(p.cpu_pct, 1),
             pct(p.gpu_compute_pct, 1),

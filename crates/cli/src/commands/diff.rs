@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use lumos_report::{diff, DiffInput, DiffOptions, DiffReport, RowDiff, StepSelection};
 
-use super::analysis::{short, short_all};
+use super::analysis::short_all;
 use crate::inputs::Loaded;
 use crate::output::pct;
 use crate::usage::usage;
@@ -141,13 +141,25 @@ fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Resu
         "  {:>3} {:<22} {:<22} {:>11} {:>11} {:>11} {:>8}  status",
         "#", "step A", "step B", "A ms", "B ms", "change ms", "change"
     )?;
-    for s in &r.steps {
+    let a_steps: Vec<&str> = r
+        .steps
+        .iter()
+        .map(|s| s.a_step.as_deref().unwrap_or("-"))
+        .collect();
+    let b_steps: Vec<&str> = r
+        .steps
+        .iter()
+        .map(|s| s.b_step.as_deref().unwrap_or("-"))
+        .collect();
+    let a_steps = short_all(&a_steps, 22);
+    let b_steps = short_all(&b_steps, 22);
+    for ((s, a_step), b_step) in r.steps.iter().zip(&a_steps).zip(&b_steps) {
         writeln!(
             out,
             "  {:>3} {:<22} {:<22} {:>11} {:>11} {:>11} {:>8}  {}",
             s.position,
-            short(s.a_step.as_deref().unwrap_or("-"), 22),
-            short(s.b_step.as_deref().unwrap_or("-"), 22),
+            a_step,
+            b_step,
             opt(s.a_us.map(|v| v / 1e3), 3),
             opt(s.b_us.map(|v| v / 1e3), 3),
             opt(s.delta_us.map(|v| v / 1e3), 3),

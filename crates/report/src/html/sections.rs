@@ -88,12 +88,13 @@ pub(super) fn critical_path(out: &mut String, r: &HtmlReport) -> fmt::Result {
              <tr><th class=\"l\">task</th><th>ms</th></tr>",
             esc(&whose(r))
         )?;
-        for task in &t.top_tasks {
+        let names: Vec<&str> = t.top_tasks.iter().map(|t| t.name.as_str()).collect();
+        for (task, name) in t.top_tasks.iter().zip(shorten(&names)) {
             writeln!(
                 out,
                 "<tr><td class=\"l\" title=\"{}\">{}</td><td>{:.3}</td></tr>",
                 esc_name(&task.name),
-                esc_name(&shorten(&task.name)),
+                esc_name(&name),
                 task.us / 1e3
             )?;
         }
@@ -112,12 +113,13 @@ pub(super) fn kernels(out: &mut String, rows: &[KernelRow]) -> fmt::Result {
         "<table id=\"kernels-table\"><tr><th class=\"l\">kernel</th><th>kind</th><th>count</th>\
          <th>total ms</th><th>mean µs</th><th>share of GPU time</th></tr>\n",
     );
-    for k in rows {
+    let names: Vec<&str> = rows.iter().map(|k| k.name.as_str()).collect();
+    for (k, name) in rows.iter().zip(shorten(&names)) {
         writeln!(
             out,
             "<tr><td class=\"l\" title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{}</td></tr>",
             esc_name(&k.name),
-            esc_name(&shorten(&k.name)),
+            esc_name(&name),
             if k.comm { "comm" } else { "compute" },
             k.count,
             k.total_us / 1e3,
@@ -134,10 +136,11 @@ pub(super) fn kernels(out: &mut String, rows: &[KernelRow]) -> fmt::Result {
 /// Longest kernel name shown in full; the rest is in the cell's tooltip.
 const MAX_NAME: usize = 110;
 
-/// `name` in at most [`MAX_NAME`] characters, shortened as the text
-/// tables shorten it ([`crate::text::short_raw`]; the cell escapes it).
-fn shorten(name: &str) -> String {
-    crate::text::short_raw(name, MAX_NAME)
+/// A column's names in at most [`MAX_NAME`] characters each, shortened as
+/// the text tables shorten them, names that differ shown apart
+/// ([`crate::text::short_all_raw`]; the cell escapes them).
+fn shorten(names: &[&str]) -> Vec<String> {
+    crate::text::short_all_raw(names, MAX_NAME)
 }
 
 /// Most rows of a waiting heat map. A row is 28 pixels: a job of 4,096
