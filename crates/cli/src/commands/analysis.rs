@@ -8,18 +8,10 @@ use lumos_report::{Analyses, MemoryReport, StepAnalysis, StepCriticalPath, Trace
 
 use crate::output::pct;
 
-/// `name` as a table shows it in at most `n` characters
-/// ([`lumos_report::text::short`]: escaped, a long C++ name compacted,
-/// cut with `…`): every table's one way of shortening a name.
-pub fn short(name: &str, n: usize) -> String {
-    lumos_report::text::short(name, n)
-}
-
-/// [`short`] of each name of a column, names alike once cut shown where
-/// they differ ([`lumos_report::text::short_all`]).
-pub fn short_all<S: AsRef<str>>(names: &[S], n: usize) -> Vec<String> {
-    lumos_report::text::short_all(names, n)
-}
+// Every table's one way of shortening a name (escaped, a long C++ name
+// compacted, cut with `…`), and of a column of names so that names that
+// differ read apart.
+pub use lumos_report::text::{short, short_all};
 
 /// The measured analyses of a trace and its replay's critical paths.
 pub fn write_trace_analysis(out: &mut dyn Write, a: &TraceAnalysis, top: usize) -> io::Result<()> {
