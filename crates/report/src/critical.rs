@@ -182,7 +182,8 @@ impl Category {
 }
 
 /// The operator task `t` of `step` counts for on a path: its own
-/// ([`ScopeOperators::operator`]), else, outside every operator, the task
+/// ([`ScopeOperators::operator`]: its operator or, outside every operator,
+/// an annotation other than the step's), else, outside both, the task
 /// itself (a kernel without a recorded launch, a runtime call such as
 /// `cudaDeviceSynchronize`): `(no operator)` named nothing to look at.
 /// The step's own annotation as a task (a step with no operator in it on

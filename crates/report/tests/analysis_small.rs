@@ -108,6 +108,34 @@ fn hta_view_of_the_same_trace() {
     assert_eq!(by_stream, vec![(7, 20.0, 0.0, 0.0), (8, 0.0, 0.0, 40.0)]);
 }
 
+/// A launch outside every operator counts under the annotation a user
+/// wrote around it (the optimizer's), not the step's own and not
+/// `(no operator)`; one inside the step's annotation alone still has none.
+#[test]
+fn a_launch_outside_operators_counts_under_its_annotation() {
+    let events = vec![
+        step(1, 0.0, 100.0),
+        r#"{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "pid": 1, "tid": 1, "ts": 1, "dur": 20}"#
+            .to_owned(),
+        runtime("cudaLaunchKernel", 2.0, 5.0, 1),
+        kernel("multi_tensor_apply", 7, 10.0, 30.0, 1),
+        runtime("cudaLaunchKernel", 30.0, 5.0, 2),
+        kernel("relu", 7, 50.0, 20.0, 2),
+    ];
+    let r = report(&trace(&events), "");
+    let o: Vec<_> = r
+        .analysis
+        .measured
+        .operators
+        .iter()
+        .map(|o| (o.operator.as_str(), o.gpu_tasks))
+        .collect();
+    assert_eq!(
+        o,
+        vec![("Optimizer.step#SGD.step", 1), ("(no operator)", 1)]
+    );
+}
+
 #[test]
 fn kernels_and_operators_of_a_step() {
     let mut events = vec![

@@ -15,16 +15,33 @@ pub const NO_OPERATOR: &str = "(no operator)";
 /// The operator a task belongs to: a CPU operator task (a leaf of the call
 /// tree) is its own; any other task (a runtime call; a GPU task, through
 /// the call that launched it) belongs to the innermost operator enclosing
-/// it (`record_function` annotations are skipped), else [`NO_OPERATOR`].
+/// it (`record_function` annotations are skipped). Outside every operator,
+/// it belongs to the innermost annotation enclosing it other than a step's
+/// own (`Optimizer.step#AdamW.step`, vLLM's `execute_...` around a CUDA
+/// graph launch: what a user wrote around the launch says more than no
+/// name), else [`NO_OPERATOR`].
 pub fn operator_of(graph: &Graph, t: TaskId) -> &str {
     if graph.task(t).kind == TaskKind::CpuOp {
         return graph.name(t);
     }
-    graph
-        .scope_chain(t)
-        .map(|s| &graph.scopes[s.0 as usize])
-        .find(|s| !s.annotation)
-        .map_or(NO_OPERATOR, |s| graph.names[s.name.0 as usize].as_str())
+    let scope_name = |s: &lumos_graph::Scope| graph.names[s.name.0 as usize].as_str();
+    let mut chain = graph.scope_chain(t).map(|s| &graph.scopes[s.0 as usize]);
+    let mut annotation = None;
+    for s in chain.by_ref() {
+        if !s.annotation {
+            return scope_name(s);
+        }
+        if annotation.is_none() && !is_step_name(graph, scope_name(s)) {
+            annotation = Some(scope_name(s));
+        }
+    }
+    annotation.unwrap_or(NO_OPERATOR)
+}
+
+/// Whether `name` is a step's annotation (`ProfilerStep#5`): it encloses
+/// the whole step, so it names no part of it.
+fn is_step_name(graph: &Graph, name: &str) -> bool {
+    graph.steps.iter().any(|s| s.name == name)
 }
 
 /// [`operator_of`] for every task of a graph: the operator of each scope
@@ -32,8 +49,9 @@ pub fn operator_of(graph: &Graph, t: TaskId) -> &str {
 /// annotations), found once per graph, so that a task's operator is one
 /// lookup rather than a walk up its scope chain.
 pub(crate) struct ScopeOperators {
-    /// By scope id: the operator's name id, [`ScopeOperators::NONE`] where
-    /// no operator encloses the scope.
+    /// By scope id: the operator's name id, else the innermost annotation's
+    /// other than a step's, [`ScopeOperators::NONE`] where neither encloses
+    /// the scope.
     of_scope: Vec<u32>,
 }
 
@@ -71,7 +89,32 @@ impl ScopeOperators {
                 of_scope[s] = op;
             }
         }
+        Self::annotations_where_no_operator(graph, &mut of_scope);
         ScopeOperators { of_scope }
+    }
+
+    /// Gives each scope outside every operator the innermost annotation
+    /// enclosing it (itself included) that is not a step's: parents come
+    /// first, so one pass down the list sees each parent's answer first.
+    fn annotations_where_no_operator(graph: &Graph, of_scope: &mut [u32]) {
+        let steps: rustc_hash::FxHashSet<&str> =
+            graph.steps.iter().map(|s| s.name.as_str()).collect();
+        let mut annotation = vec![Self::NONE; of_scope.len()];
+        for s in 0..of_scope.len() {
+            let scope = &graph.scopes[s];
+            let name = graph.names[scope.name.0 as usize].as_str();
+            annotation[s] = if scope.annotation && !steps.contains(name) {
+                scope.name.0
+            } else {
+                match scope.parent {
+                    Some(p) if (p.0 as usize) < s => annotation[p.0 as usize],
+                    _ => Self::NONE,
+                }
+            };
+            if of_scope[s] == Self::NONE {
+                of_scope[s] = annotation[s];
+            }
+        }
     }
 
     /// [`operator_of`] `t`.
