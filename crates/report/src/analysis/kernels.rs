@@ -97,13 +97,17 @@ impl ScopeOperators {
     /// enclosing it (itself included) that is not a step's: parents come
     /// first, so one pass down the list sees each parent's answer first.
     fn annotations_where_no_operator(graph: &Graph, of_scope: &mut [u32]) {
-        let steps: rustc_hash::FxHashSet<&str> =
-            graph.steps.iter().map(|s| s.name.as_str()).collect();
+        // Whether each name is a step's, looked up in the steps once per
+        // name rather than once per scope.
+        let mut is_step: Vec<Option<bool>> = vec![None; graph.names.len()];
         let mut annotation = vec![Self::NONE; of_scope.len()];
         for s in 0..of_scope.len() {
             let scope = &graph.scopes[s];
-            let name = graph.names[scope.name.0 as usize].as_str();
-            annotation[s] = if scope.annotation && !steps.contains(name) {
+            let not_step = scope.annotation && {
+                let id = scope.name.0 as usize;
+                !*is_step[id].get_or_insert_with(|| is_step_name(graph, &graph.names[id]))
+            };
+            annotation[s] = if not_step {
                 scope.name.0
             } else {
                 match scope.parent {
