@@ -484,6 +484,7 @@ def predict(
     layers: Optional[int] = None,
     hidden: Optional[int] = None,
     ffn: Optional[int] = None,
+    micro_batch: Optional[int] = None,
     tp: Optional[int] = None,
     scale_kernels: Union[Mapping[str, float], Sequence[str], str, None] = None,
     network: Optional[PathLike] = None,
@@ -506,7 +507,10 @@ def predict(
     chunks per stage of Megatron's interleaved 1F1B schedule (1: plain
     1F1B); above 1 it needs more than 2 stages, micro-batches a multiple of
     the stages and layers a multiple of stages x virtual stages, else
-    :class:`ConfigError`. ``durations_from`` (as ``--durations-from``) is another
+    :class:`ConfigError`. ``micro_batch`` (as ``--micro-batch``) is the
+    sequences per micro-batch at the same sequence length; a trace that
+    does not show its own (no attention kernel whose operator records the
+    query's shape) raises :class:`ConfigError`. ``durations_from`` (as ``--durations-from``) is another
     recording of the same program whose measured durations the one trace's
     graph takes before the edit (see :func:`durations_from`); the report
     then also holds the transfer under ``durations_from`` (and
@@ -525,7 +529,7 @@ def predict(
     net = _path(network, "network") if network is not None else None
     opts = _lumos.PredictOptions(
         dp, pp, microbatches, layers, hidden, ffn, tp, kernels, net,
-        virtual_stages=virtual_stages,
+        virtual_stages=virtual_stages, micro_batch=micro_batch,
     )
     b = _path(durations_from, "durations_from") if durations_from is not None else None
     with callback(progress) as cb:

@@ -73,6 +73,7 @@ class PredictOptions:
         scale_kernels: Sequence[str] = ...,
         network: Optional[str] = ...,
         virtual_stages: Optional[int] = ...,
+        micro_batch: Optional[int] = ...,
     ) -> None: ...
 
 class SynthRecipe:

@@ -1664,3 +1664,44 @@ fn each_step_says_how_much_gpu_work_changed_beside_its_time() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("(GPU work ms: "), "{text}");
 }
+
+/// `--micro-batch`: the traced size comes from the attention query
+/// (h100-qwen: 16 sequences of 559 tokens), halving it halves the GPU
+/// work of the passes; a trace without attention shapes is refused
+/// (exit 2), not answered.
+#[test]
+fn micro_batch_size_edit_and_its_refusal() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let qwen = corpus.path("single-rank/h100-qwen-0.5b-inference.json.gz");
+    let v = json(
+        &["predict", "--micro-batch", "8"],
+        std::slice::from_ref(&qwen),
+    );
+    assert_eq!(v["traced"]["micro_batch"], 16, "{}", v["traced"]);
+    assert_eq!(v["target"]["micro_batch"], 8, "{}", v["target"]);
+    let said = v["assumptions"].as_array().unwrap();
+    assert!(
+        said.iter()
+            .any(|a| a.as_str().unwrap().starts_with("micro-batch size 16 -> 8")),
+        "{said:?}"
+    );
+    for s in v["steps"].as_array().unwrap() {
+        assert!(s["gpu_work_change_ms"].as_f64().unwrap() < 0.0, "{s}");
+        let (p, r) = (&s["predicted_ms"], &s["replayed_ms"]);
+        assert!(p.as_f64().unwrap() < r.as_f64().unwrap(), "{s}");
+    }
+    let resnet = corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz");
+    let out = lumos()
+        .args(["predict", "--micro-batch", "2"])
+        .arg(&resnet)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the micro-batch size was not found in"),
+        "{err}"
+    );
+}

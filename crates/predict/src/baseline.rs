@@ -196,6 +196,9 @@ impl Baseline {
             hidden: d0.hidden.unwrap_or(0),
             ffn: d0.ffn.unwrap_or(0),
             virtual_stages: d0.virtual_stages.unwrap_or(1),
+            micro_batch: (structures.iter())
+                .find_map(|s| s.config.micro_batch)
+                .unwrap_or(0),
         };
         let ctx0 = &inputs[0].ctx;
         let gpu = identify_gpu(
@@ -945,6 +948,7 @@ mod tests {
                 hidden: 1024,
                 ffn: 4096,
                 virtual_stages: 1,
+                micro_batch: 0,
             };
             let pc = param_count(&s[0], &config);
             assert_eq!((pc.per_layer, pc.layers, pc.method), (per_layer, 4, method));

@@ -143,6 +143,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         return Err(selects_no_gpu_task(k, &base.input_names()));
     }
     let notes = check_shapes(base, c)?;
+    check_micro_batch(base, c)?;
     check_weights_fit(base, c)?;
     if crate::edits::structural_change(base, t) {
         // Why the structure cannot be edited comes first: without layers
@@ -151,6 +152,28 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         check_structure(base, c)?;
     }
     Ok(notes)
+}
+
+/// A micro-batch size edit: refused where the traces do not show the
+/// traced size (no attention with a recorded query shape).
+fn check_micro_batch(base: &Baseline, c: &Config) -> Result<(), PredictError> {
+    let traced = base.config.micro_batch;
+    if c.micro_batch == traced {
+        return Ok(());
+    }
+    if c.micro_batch == 0 {
+        return Err(PredictError::InvalidTarget(
+            "the micro-batch size must be at least 1".into(),
+        ));
+    }
+    if traced == 0 {
+        return Err(PredictError::Unsupported(format!(
+            "the micro-batch size was not found in {} (no attention kernel whose operator \
+             records the query's shape: record_shapes=True, and a fused attention kernel)",
+            base.input_names()
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a model that no GPU of the trace's kind can hold: its 16-bit

@@ -31,6 +31,9 @@ pub struct Config {
     /// Model chunks per stage (Megatron's virtual pipeline stages): the
     /// interleaved 1F1B schedule when above 1.
     pub virtual_stages: u32,
+    /// Sequences per micro-batch (the micro-batch size); 0 where the
+    /// traces do not show it.
+    pub micro_batch: u64,
 }
 
 impl fmt::Display for Config {
@@ -46,6 +49,9 @@ impl fmt::Display for Config {
                 ", {} virtual stages (interleaved 1F1B)",
                 self.virtual_stages
             )?;
+        }
+        if self.micro_batch > 0 {
+            write!(f, ", micro-batch size {}", self.micro_batch)?;
         }
         Ok(())
     }
@@ -391,6 +397,7 @@ mod tests {
             hidden: 1,
             ffn: 1,
             virtual_stages: 1,
+            micro_batch: 0,
         };
         assert_eq!(
             (0..3).map(|s| c.stage_layers(s)).collect::<Vec<_>>(),

@@ -48,6 +48,9 @@ pub enum Edit {
     Hidden(u64),
     /// FFN size.
     Ffn(u64),
+    /// Sequences per micro-batch (the micro-batch size): the tokens each
+    /// micro-batch carries, at the same sequence length.
+    MicroBatch(u64),
     /// A kernel speed-up.
     KernelScale(KernelScale),
     /// Another network, with a description.
@@ -72,6 +75,7 @@ impl Edit {
                 c.hidden = h;
             }
             Edit::Ffn(x) => c.ffn = x,
+            Edit::MicroBatch(x) => c.micro_batch = x,
             Edit::KernelScale(k) => t.scales.push(k),
             Edit::Network(net, what) => t.network = Some((net, what)),
         }
@@ -96,6 +100,8 @@ pub struct EditSet {
     pub hidden: Option<u64>,
     /// Feed-forward size.
     pub ffn: Option<u64>,
+    /// Sequences per micro-batch.
+    pub micro_batch: Option<u64>,
     /// Tensor-parallel degree.
     pub tp: Option<u32>,
     /// Data-parallel degree.
@@ -108,7 +114,7 @@ pub struct EditSet {
 
 impl EditSet {
     /// The edits in application order: structure first (pipeline,
-    /// micro-batches, interleaving, layers, sizes, tensor and data
+    /// micro-batches, interleaving, layers, sizes, micro-batch size, tensor and data
     /// parallelism), then kernel speed-ups, then the network.
     pub fn into_edits(self) -> Vec<Edit> {
         let mut edits = Vec::new();
@@ -118,6 +124,7 @@ impl EditSet {
         edits.extend(self.layers.map(Edit::Layers));
         edits.extend(self.hidden.map(Edit::Hidden));
         edits.extend(self.ffn.map(Edit::Ffn));
+        edits.extend(self.micro_batch.map(Edit::MicroBatch));
         edits.extend(self.tp.map(Edit::Tp));
         edits.extend(self.dp.map(Edit::Dp));
         edits.extend(self.scale_kernels.into_iter().map(Edit::KernelScale));
@@ -447,7 +454,7 @@ fn edited_groups(base: &Baseline, t: &Target) -> Vec<(GroupClass, &'static str)>
     if common || b.dp != c.dp {
         out.push((GroupClass::Data, "data-parallel"));
     }
-    if common {
+    if common || b.micro_batch != c.micro_batch {
         out.push((GroupClass::Tensor, "tensor-parallel"));
     }
     out
@@ -717,6 +724,18 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
             out.push("ffn/tp equals the hidden size in the trace: GEMM dimensions of that size are taken as hidden".into());
         }
     }
+    if c.micro_batch != b.micro_batch {
+        out.push(format!(
+            "micro-batch size {} -> {} (the traced size from the attention query's batch \
+             dimension), same sequence length: GEMMs, attention and memory-bound kernels of the \
+             forward and backward passes x the tokens' ratio, tensor-parallel collectives and \
+             pipeline transfers carry the new tokens; memory-bound kernels whose operator records \
+             shapes without a token dimension (weight casts, gradient accumulation), the \
+             optimizer, data-parallel gradient reductions, copies and CPU work keep their traced \
+             size",
+            b.micro_batch, c.micro_batch
+        ));
+    }
     out.extend(edited_group_notes(base, t));
     out.extend(untied_unlaunched(base, t));
     if c.microbatches != b.microbatches {
@@ -839,6 +858,11 @@ impl<'b> Prediction<'b> {
     /// FFN size.
     pub fn with_ffn(&self, ffn: u64) -> Result<Prediction<'b>, PredictError> {
         self.with_edits([Edit::Ffn(ffn)])
+    }
+
+    /// Sequences per micro-batch.
+    pub fn with_micro_batch(&self, micro_batch: u64) -> Result<Prediction<'b>, PredictError> {
+        self.with_edits([Edit::MicroBatch(micro_batch)])
     }
 
     /// A kernel speed-up.

@@ -23,6 +23,7 @@
 
 use std::sync::Arc;
 
+use lumos_graph::TaskId;
 use lumos_models::CollectiveKind;
 
 use crate::assemble::Tag;
@@ -44,6 +45,9 @@ pub(crate) struct Ratios {
     pub tp_shard: f64,
     /// Traced dp over target dp.
     pub dp_shard: f64,
+    /// Target micro-batch size over traced: how the tokens of a
+    /// micro-batch grow.
+    pub tokens: f64,
 }
 
 impl Ratios {
@@ -54,6 +58,7 @@ impl Ratios {
             ffn: r(base.ffn, t.ffn),
             tp_shard: base.tp as f64 / t.tp.max(1) as f64,
             dp_shard: base.dp as f64 / t.dp.max(1) as f64,
+            tokens: r(base.micro_batch, t.micro_batch),
         }
     }
 }
@@ -197,6 +202,9 @@ struct Retimer<'a> {
     groups: Regroup<'a>,
     /// Per input: its shortest memory-bound kernel.
     floors: Vec<i64>,
+    /// The micro-batch size and sequence length of the first attention
+    /// query with a recorded shape; zeros without one.
+    batch_and_seq: (u64, u64),
     /// Per input, per collective: its slot's envelope where the trace
     /// records no size (the `slots` module).
     envelopes: Vec<Vec<Option<i64>>>,
@@ -270,6 +278,12 @@ impl<'a> Regroup<'a> {
             }
         );
         let h = base.config.hidden;
+        // Activations (tensor-parallel collectives and pipeline transfers
+        // in a pass) carry the micro-batch's tokens.
+        let tokens = match place {
+            Role::Pass { .. } => r.tokens,
+            _ => 1.0,
+        };
         match c.class {
             GroupClass::Data => (
                 nonempty(&c.ranks, || old_layout.group(GroupClass::Data, coord_old)),
@@ -283,11 +297,12 @@ impl<'a> Regroup<'a> {
             GroupClass::Tensor => (
                 nonempty(&c.ranks, || old_layout.group(GroupClass::Tensor, coord_old)),
                 new_layout.group(GroupClass::Tensor, coord_new),
-                if c.bytes.is_some_and(|b| h > 0 && b % h == 0) {
-                    r.hidden
-                } else {
-                    1.0
-                },
+                tokens
+                    * if c.bytes.is_some_and(|b| h > 0 && b % h == 0) {
+                        r.hidden
+                    } else {
+                        1.0
+                    },
             ),
             GroupClass::Pipeline => (
                 peer(
@@ -302,7 +317,8 @@ impl<'a> Regroup<'a> {
                     target.config.pp,
                     target.config.virtual_stages,
                 ),
-                r.hidden
+                tokens
+                    * r.hidden
                     * if base.sequence_parallel {
                         r.tp_shard
                     } else {
@@ -339,6 +355,13 @@ impl<'a> Retimer<'a> {
             },
             groups: Regroup::new(base, target),
             floors: memory_floors(base),
+            batch_and_seq: (base.structures.iter())
+                .flat_map(|s| s.work.iter())
+                .find_map(|w| match w {
+                    WorkClass::Attention(Some(d)) => Some((d[0], d[1])),
+                    _ => None,
+                })
+                .unwrap_or((0, 0)),
             envelopes: base
                 .inputs
                 .iter()
@@ -431,11 +454,15 @@ impl<'a> Retimer<'a> {
         let mut sized_from_timing = false;
         let (mut dur, mut source) = match work {
             WorkClass::Cpu | WorkClass::Copy => (traced as f64, Source::Measured),
-            WorkClass::Gemm(sh) => self.gemm_ns(traced, sh),
-            WorkClass::Attention(dims) => self.attention_ns(traced, dims),
+            WorkClass::Gemm(sh) => self.gemm_ns(traced, sh, self.tokens_in(place)),
+            WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.tokens_in(place)),
             WorkClass::Memory => {
                 let floor = self.floors[src as usize];
-                self.memory_ns(traced, name, place, optimizer_ratio, floor)
+                let tokens = match self.tokens_in(place) {
+                    r if r != 1.0 && self.token_sized(src as usize, tt) => r,
+                    _ => 1.0,
+                };
+                self.memory_ns(traced, name, (place, tokens), optimizer_ratio, floor)
             }
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
@@ -466,10 +493,50 @@ impl<'a> Retimer<'a> {
         (dur, source, sized_from_timing)
     }
 
-    /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs.
-    fn gemm_ns(&self, traced: i64, sh: GemmShape) -> (f64, Source) {
-        let ratio =
-            self.dims.ratio(sh.k, &self.r) * self.dims.ratio(sh.n, &self.r) * self.r.tp_shard;
+    /// How the tokens of work at `place` grow: with the micro-batch in a
+    /// forward or backward pass, not at all in a step's prologue or
+    /// epilogue (the optimizer) or outside steps.
+    fn tokens_in(&self, place: Role) -> f64 {
+        match place {
+            Role::Pass { .. } => self.r.tokens,
+            _ => 1.0,
+        }
+    }
+
+    /// Whether memory-bound task `t` of input `src` works on activations
+    /// (its size follows the tokens): the innermost operator launching it
+    /// that records shapes has a tensor with the micro-batch's tokens as
+    /// a dimension, or with both its batch and sequence dimensions (the
+    /// sequence possibly split over tensor-parallel ranks). A weight cast
+    /// or a gradient accumulation has none; an operator without recorded
+    /// shapes is taken to work on activations.
+    fn token_sized(&self, src: usize, t: TaskId) -> bool {
+        let g = &self.base.inputs[src].graph;
+        let Some(dims) = g
+            .scope_chain(t)
+            .find_map(|s| g.scopes[s.0 as usize].input_dims.as_ref())
+        else {
+            return true;
+        };
+        let (b, seq) = self.batch_and_seq;
+        let tp = u64::from(self.base.config.tp.max(1));
+        let tokens = b * seq;
+        (0..dims.len()).any(|i| {
+            let d = crate::shapes::sizes(dims, i);
+            let has = |v: u64| v > 0 && d.iter().any(|&x| x as u64 == v);
+            has(tokens)
+                || (tp > 1 && tokens % tp == 0 && has(tokens / tp))
+                || (has(b) && (has(seq) || (tp > 1 && seq % tp == 0 && has(seq / tp))))
+        })
+    }
+
+    /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs
+    /// (`tokens`: how its token dimension grows).
+    fn gemm_ns(&self, traced: i64, sh: GemmShape, tokens: f64) -> (f64, Source) {
+        let ratio = self.dims.ratio(sh.k, &self.r)
+            * self.dims.ratio(sh.n, &self.r)
+            * self.r.tp_shard
+            * tokens;
         let g = self.gemm;
         scaled(
             traced,
@@ -479,8 +546,8 @@ impl<'a> Retimer<'a> {
 
     /// Fused attention: the curve's time ratio for `b s^2 h` scaled with
     /// the hidden size over tp, or that ratio itself without a shape.
-    fn attention_ns(&self, traced: i64, dims: Option<[u64; 4]>) -> (f64, Source) {
-        let ratio = self.r.hidden * self.r.tp_shard;
+    fn attention_ns(&self, traced: i64, dims: Option<[u64; 4]>, tokens: f64) -> (f64, Source) {
+        let ratio = self.r.hidden * self.r.tp_shard * tokens;
         match dims {
             Some([b, sq, heads, hd]) => {
                 let fl = 2.0 * (b * sq * sq * heads * hd) as f64;
@@ -501,32 +568,33 @@ impl<'a> Retimer<'a> {
         &self,
         traced: i64,
         name: &str,
-        place: Role,
+        (place, tokens): (Role, f64),
         optimizer_ratio: f64,
         floor: i64,
     ) -> (f64, Source) {
         let r = &self.r;
-        let ratio = match place {
-            Role::Pass {
-                part: Part::Layer(_),
-                ..
-            } => {
-                let lower = name.to_ascii_lowercase();
-                if ["gelu", "silu", "swiglu", "relu"]
-                    .iter()
-                    .any(|a| lower.contains(a))
-                {
-                    r.ffn * r.tp_shard
-                } else if self.base.sequence_parallel {
-                    // The sequence-parallel region: tokens / tp.
-                    r.hidden * r.tp_shard
-                } else {
-                    r.hidden
+        let ratio = tokens
+            * match place {
+                Role::Pass {
+                    part: Part::Layer(_),
+                    ..
+                } => {
+                    let lower = name.to_ascii_lowercase();
+                    if ["gelu", "silu", "swiglu", "relu"]
+                        .iter()
+                        .any(|a| lower.contains(a))
+                    {
+                        r.ffn * r.tp_shard
+                    } else if self.base.sequence_parallel {
+                        // The sequence-parallel region: tokens / tp.
+                        r.hidden * r.tp_shard
+                    } else {
+                        r.hidden
+                    }
                 }
-            }
-            Role::Prologue { .. } | Role::Epilogue { .. } => optimizer_ratio,
-            _ => 1.0,
-        };
+                Role::Prologue { .. } | Role::Epilogue { .. } => optimizer_ratio,
+                _ => 1.0,
+            };
         if ratio == 1.0 || (traced as f64) <= 1.1 * floor as f64 {
             (traced as f64, Source::Measured)
         } else {
@@ -795,6 +863,7 @@ mod tests {
             hidden,
             ffn,
             virtual_stages: 1,
+            micro_batch: 0,
         }
     }
 
@@ -877,15 +946,18 @@ mod tests {
             k: 1024,
         };
         // Both weight dimensions are hidden-like.
-        assert_eq!(rt.gemm_ns(1000, sh), (4000.0, Source::Scaled));
+        assert_eq!(rt.gemm_ns(1000, sh, 1.0), (4000.0, Source::Scaled));
         let tokens_only = GemmShape {
             m: 2048,
             n: 51200,
             k: 77,
         };
-        assert_eq!(rt.gemm_ns(1000, tokens_only), (1000.0, Source::Measured));
-        assert_eq!(rt.attention_ns(1000, Some([1, 2048, 8, 64])).0, 2000.0);
-        assert_eq!(rt.attention_ns(1000, None), (2000.0, Source::Scaled));
+        assert_eq!(
+            rt.gemm_ns(1000, tokens_only, 1.0),
+            (1000.0, Source::Measured)
+        );
+        assert_eq!(rt.attention_ns(1000, Some([1, 2048, 8, 64]), 1.0).0, 2000.0);
+        assert_eq!(rt.attention_ns(1000, None, 1.0), (2000.0, Source::Scaled));
         let layer = Role::Pass {
             step: 0,
             pass: 0,
@@ -896,27 +968,29 @@ mod tests {
         // Sequence parallel: element-wise work in a layer is h / tp.
         assert!(base.sequence_parallel);
         assert_eq!(
-            rt.memory_ns(long, "vectorized_add", layer, 3.0, floor).0,
+            rt.memory_ns(long, "vectorized_add", (layer, 1.0), 3.0, floor)
+                .0,
             2.0 * long as f64
         );
         // Activation functions scale with the FFN size (unchanged here,
         // but it follows the hidden size's edit in `with_hidden`).
         assert_eq!(
-            rt.memory_ns(long, "gelu_kernel", layer, 3.0, floor).1,
+            rt.memory_ns(long, "gelu_kernel", (layer, 1.0), 3.0, floor)
+                .1,
             Source::Measured
         );
         let optimizer = Role::Epilogue { step: 0 };
         assert_eq!(
-            rt.memory_ns(long, "adam", optimizer, 3.0, floor).0,
+            rt.memory_ns(long, "adam", (optimizer, 1.0), 3.0, floor).0,
             3.0 * long as f64
         );
         // At the floor: left alone.
         assert_eq!(
-            rt.memory_ns(floor, "vectorized_add", layer, 3.0, floor),
+            rt.memory_ns(floor, "vectorized_add", (layer, 1.0), 3.0, floor),
             (floor as f64, Source::Measured)
         );
         assert_eq!(
-            rt.memory_ns(long, "x", Role::Outside, 3.0, floor),
+            rt.memory_ns(long, "x", (Role::Outside, 1.0), 3.0, floor),
             (long as f64, Source::Measured)
         );
     }

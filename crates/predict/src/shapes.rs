@@ -24,7 +24,7 @@ impl GemmShape {
 /// The sizes of input `i` when it is a tensor with no negative size;
 /// empty for anything else (no input, a scalar, a tensor list), which no
 /// shape rule accepts.
-fn sizes(dims: &InputDims, i: usize) -> &[i64] {
+pub(crate) fn sizes(dims: &InputDims, i: usize) -> &[i64] {
     match dims.tensor(i) {
         Some(d) if d.iter().all(|&x| x >= 0) => d,
         _ => &[],
@@ -123,14 +123,33 @@ pub(crate) fn is_gemm_kernel_name(name: &str) -> bool {
 /// True for fused attention kernels.
 pub(crate) fn is_attention_kernel_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    lower.contains("flash") || lower.contains("fmha") || lower.contains("attention")
+    ["flash", "fmha", "attention", "sdpa"]
+        .iter()
+        .any(|p| lower.contains(p))
 }
 
-/// `(batch, seq, heads, head_dim)` of an attention op's query, when its
-/// first input is 4-D.
-pub(crate) fn attention_shape(dims: &InputDims) -> Option<[u64; 4]> {
+/// `(batch, seq, heads, head_dim)` of the query of attention op `op`, when
+/// its first input is 4-D. PyTorch's scaled-dot-product attention ops take
+/// the query as `(batch, heads, seq, head_dim)`; FlashAttention's own ops
+/// (and the others) as `(batch, seq, heads, head_dim)`.
+pub(crate) fn attention_shape(op: &str, dims: &InputDims) -> Option<[u64; 4]> {
     let q = sizes(dims, 0);
-    (q.len() == 4).then(|| [q[0] as u64, q[1] as u64, q[2] as u64, q[3] as u64])
+    if q.len() != 4 {
+        return None;
+    }
+    let q = [q[0] as u64, q[1] as u64, q[2] as u64, q[3] as u64];
+    let heads_before_seq = [
+        "scaled_dot_product",
+        "_efficient_attention",
+        "_cudnn_attention",
+    ]
+    .iter()
+    .any(|p| op.contains(p));
+    Some(if heads_before_seq {
+        [q[0], q[2], q[1], q[3]]
+    } else {
+        q
+    })
 }
 
 #[cfg(test)]
@@ -192,8 +211,17 @@ mod tests {
         let d = parse_dims("[[-2, -3], [3, 4]]").unwrap();
         assert_eq!(gemm_shape("aten::mm", &d), None);
         assert_eq!(
-            attention_shape(&parse_dims("[[1, 2048, 24, 128]]").unwrap()),
+            attention_shape(
+                "flash_attn::_flash_attn_forward",
+                &parse_dims("[[1, 2048, 24, 128]]").unwrap()
+            ),
             Some([1, 2048, 24, 128])
+        );
+        // PyTorch's SDPA holds the query as (batch, heads, seq, head_dim).
+        let q = parse_dims("[[8, 16, 1024, 128], [8, 16, 1024, 128]]").unwrap();
+        assert_eq!(
+            attention_shape("aten::_scaled_dot_product_flash_attention", &q),
+            Some([8, 1024, 16, 128])
         );
         assert!(is_gemm_kernel_name(
             "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"

@@ -308,3 +308,31 @@ fn small_model_stripped_and_blind_predict_as_complete_ones() {
 /// collectives per rank get no consumer edge). A guard against losing the
 /// rules, not an accuracy claim.
 const BLIND_BOUND_PCT: f64 = 15.0;
+
+/// The micro-batch size, 1 -> 2 and 4 sequences (and back from 4), on
+/// the sweep's configuration A: the tokens of every pass grow, the
+/// optimizer and the gradient reductions do not.
+#[test]
+fn micro_batch_size_against_ground_truth() {
+    let with_micro_batch = |b: usize| {
+        let mut m = model("gpt3-15b", None, None);
+        m.micro_batch = b;
+        config(&m, 2, 2, 4, 4)
+    };
+    let mut worst: f64 = 0.0;
+    for (from, to) in [(1, 2), (1, 4), (4, 1), (4, 2)] {
+        let base = baseline(&with_micro_batch(from));
+        assert_eq!(base.config.micro_batch, from as u64, "traced size found");
+        let p = synth_network(base.identity())
+            .with_micro_batch(to as u64)
+            .unwrap();
+        let got = mean_ms(&p.simulate().unwrap().step_ns);
+        let want = joint_truth_ms(&with_micro_batch(to));
+        let err = (got - want) / want * 100.0;
+        println!(
+            "micro-batch {from} -> {to}: predicted {got:8.1} ms  joint truth {want:8.1} ms  error {err:+6.2}%"
+        );
+        worst = worst.max(err.abs());
+    }
+    assert!(worst < 5.0, "worst {worst:.2}%");
+}

@@ -26,6 +26,7 @@ struct Target {
     layers: Option<u32>,
     hidden: Option<u64>,
     ffn: Option<u64>,
+    micro_batch: Option<u32>,
     tp: Option<u32>,
     scale_kernels: Vec<KernelScale>,
     network: Option<String>,
@@ -82,6 +83,7 @@ fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'
         layers: t.layers,
         hidden: t.hidden,
         ffn: t.ffn,
+        micro_batch: t.micro_batch.map(u64::from),
         tp: t.tp,
         dp: t.dp,
         scale_kernels: t.scale_kernels.clone(),
@@ -166,7 +168,7 @@ pub struct PredictOptions {
 impl PredictOptions {
     /// Checks the target; a bad value is a `ConfigError`.
     #[new]
-    #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None, virtual_stages = None))]
+    #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None, virtual_stages = None, micro_batch = None))]
     #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
     fn py_new(
         dp: Option<Bound<'_, PyAny>>,
@@ -179,6 +181,7 @@ impl PredictOptions {
         scale_kernels: Vec<String>,
         network: Option<String>,
         virtual_stages: Option<Bound<'_, PyAny>>,
+        micro_batch: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PredictOptions> {
         // Each number in the range of its CLI flag, as clap checks them
         // before anything else.
@@ -189,6 +192,7 @@ impl PredictOptions {
         let layers = count("layers", &layers)?;
         let (hidden, ffn) = (size("hidden", &hidden)?, size("ffn", &ffn)?);
         let virtual_stages = count("virtual_stages", &virtual_stages)?;
+        let micro_batch = count("micro_batch", &micro_batch)?;
         let scale_kernels = scale_kernels
             .iter()
             .map(|s| crate::options::kernel_scale(s))
@@ -202,6 +206,7 @@ impl PredictOptions {
             layers,
             hidden,
             ffn,
+            micro_batch,
             tp,
             scale_kernels,
             network,

@@ -308,6 +308,10 @@ pub struct Config {
     /// 1F1B schedule; left out for the plain schedule (1).
     #[serde(skip_serializing_if = "plain_schedule")]
     pub virtual_stages: u32,
+    /// Sequences per micro-batch; 0 where the traces told none (`null` in
+    /// JSON).
+    #[serde(serialize_with = "unknown_as_null")]
+    pub micro_batch: u64,
 }
 
 /// A size the traces did not tell (0, as the text table's `-`) as `null`:
@@ -339,6 +343,7 @@ impl From<lp::Config> for Config {
             hidden: c.hidden,
             ffn: c.ffn,
             virtual_stages: c.virtual_stages,
+            micro_batch: c.micro_batch,
         }
     }
 }
@@ -354,6 +359,7 @@ impl From<Config> for lp::Config {
             hidden: c.hidden,
             ffn: c.ffn,
             virtual_stages: c.virtual_stages,
+            micro_batch: c.micro_batch,
         }
     }
 }

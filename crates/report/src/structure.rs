@@ -93,6 +93,8 @@ pub struct DiscoveredConfig {
     pub tokens: Option<u64>,
     /// Attention heads on this rank.
     pub heads_local: Option<u64>,
+    /// Sequences per micro-batch, from a forward layer's attention query.
+    pub micro_batch: Option<u64>,
     /// Sequence parallelism.
     pub sequence_parallel: Option<bool>,
     /// Gradients reduce-scattered over the data-parallel group (ZeRO-1).
@@ -175,6 +177,7 @@ impl From<&lp::DiscoveredConfig> for DiscoveredConfig {
             sequence_parallel: c.sequence_parallel,
             distributed_optimizer: c.distributed_optimizer,
             virtual_stages: c.virtual_stages,
+            micro_batch: c.micro_batch,
         }
     }
 }

@@ -95,6 +95,11 @@ pub struct TargetArgs {
     /// FFN (MLP inner) size (1 to 1048576; a multiple of tp).
     #[arg(long, value_parser = size)]
     pub ffn: Option<u64>,
+    /// Sequences per micro-batch, the micro-batch size (1 to 65536), at
+    /// the same sequence length. Needs the traced size: an attention
+    /// kernel whose operator records the query's shape.
+    #[arg(long, value_parser = count)]
+    pub micro_batch: Option<u32>,
     /// Tensor-parallel degree (1 to 65536; must divide the heads, hidden
     /// and FFN sizes). Needs tensor-parallel collectives in the trace.
     #[arg(long, value_parser = count)]
@@ -123,6 +128,7 @@ impl TargetArgs {
             || self.layers.is_some()
             || self.hidden.is_some()
             || self.ffn.is_some()
+            || self.micro_batch.is_some()
             || self.tp.is_some()
             || !self.scale_kernels.is_empty()
             || self.network.is_some()
@@ -213,6 +219,7 @@ pub fn apply<'b>(
         layers: a.layers,
         hidden: a.hidden,
         ffn: a.ffn,
+        micro_batch: a.micro_batch.map(u64::from),
         tp: a.tp,
         dp: a.dp,
         scale_kernels: a.scale_kernels.clone(),
@@ -469,7 +476,7 @@ fn retime_from(
 fn config_text(c: &lumos_report::Config) -> String {
     let known = |v: u64| output::or_unknown((v > 0).then_some(v));
     format!(
-        "tp{} pp{} dp{}, {}, {} layers, hidden {}, ffn {}{}",
+        "tp{} pp{} dp{}, {}, {} layers, hidden {}, ffn {}{}{}",
         c.tp,
         c.pp,
         c.dp,
@@ -479,6 +486,11 @@ fn config_text(c: &lumos_report::Config) -> String {
         known(c.ffn),
         if c.virtual_stages > 1 {
             format!(", {} virtual stages (interleaved 1F1B)", c.virtual_stages)
+        } else {
+            String::new()
+        },
+        if c.micro_batch > 0 {
+            format!(", micro-batch size {}", c.micro_batch)
         } else {
             String::new()
         }

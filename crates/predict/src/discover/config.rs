@@ -39,6 +39,9 @@ pub struct DiscoveredConfig {
     pub tokens: Option<u64>,
     /// Attention heads on this rank.
     pub heads_local: Option<u64>,
+    /// Sequences per micro-batch (the micro-batch size), from the query
+    /// of a forward layer's attention.
+    pub micro_batch: Option<u64>,
     /// Sequence parallelism: tensor-parallel all-gather / reduce-scatter
     /// inside layers rather than all-reduce.
     pub sequence_parallel: Option<bool>,
@@ -283,10 +286,20 @@ fn layer_shapes(s: &Structure, c: &mut DiscoveredConfig, findings: &mut Vec<Find
             ));
         }
     }
-    c.heads_local = work().find_map(|w| match w {
-        WorkClass::Attention(Some(s)) => Some(s[2]),
+    let attention = work().find_map(|w| match w {
+        WorkClass::Attention(Some(s)) => Some(s),
         _ => None,
     });
+    c.heads_local = attention.map(|s| s[2]);
+    c.micro_batch = attention.map(|s| s[0]).filter(|&b| b > 0);
+    if let Some(b) = c.micro_batch {
+        findings.push(finding(
+            "micro-batch size",
+            b.to_string(),
+            Confidence::Medium,
+            "the batch dimension of a forward layer's attention query".into(),
+        ));
+    }
     // Sequence parallelism: tensor-parallel all-gather or reduce-scatter
     // inside layers.
     let tp_kinds: Vec<CollectiveKind> = work()

@@ -58,7 +58,8 @@ pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
             let launcher = match attention[t.name.0 as usize] {
                 true => Launcher::Attention(g.scope_chain(id).find_map(|s| {
                     let sc = &g.scopes[s.0 as usize];
-                    sc.input_dims.as_ref().and_then(attention_shape)
+                    let op = g.names[sc.name.0 as usize].as_str();
+                    sc.input_dims.as_ref().and_then(|d| attention_shape(op, d))
                 })),
                 false => Launcher::GemmOp(g.scope_chain(id).find(|&s| {
                     let sc = &g.scopes[s.0 as usize];
