@@ -23,6 +23,28 @@ fn ok(out: Output) -> Vec<u8> {
     out.stdout
 }
 
+/// What one file's `inspect --json` counts of events that end absurdly
+/// late and of launch calls whose GPU task is missing.
+fn damage_counts(file: &serde_json::Value) -> (u64, u64) {
+    let count = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("{file}"));
+    (
+        count(&file["events"]["absurd_durations"]),
+        count(&file["launches_without_gpu_task"]),
+    )
+}
+
+/// The count a warning starts with (`"154 of 154 kernel launch..."`,
+/// `"2 events end more than..."`), of the one warning containing `said`.
+fn warned_count(file: &serde_json::Value, said: &str) -> u64 {
+    let warnings = file["warnings"].as_array().unwrap();
+    let w: Vec<&str> = (warnings.iter())
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.contains(said))
+        .collect();
+    assert_eq!(w.len(), 1, "{said:?} in {warnings:?}");
+    w[0].split(' ').next().unwrap().parse().unwrap()
+}
+
 /// The same command on the trace and on its compact graph.
 fn same_output(args: &[&str], trace: &Path, graph: &Path) {
     let a = ok(run(args, &[trace]));
@@ -60,6 +82,13 @@ fn single_ranks_report_the_same_from_their_compact_graphs() {
             &graph,
         );
         same_output(&["inspect", "--json"], &trace, &graph);
+        // Neither count's warning is given on the corpus; the counts say 0.
+        let report: serde_json::Value =
+            serde_json::from_slice(&ok(run(&["inspect", "--json"], &[&graph]))).unwrap();
+        assert_eq!(damage_counts(&report["traces"][0]), (0, 0), "{rel}");
+        let text = String::from_utf8(ok(run(&["inspect"], &[&graph]))).unwrap();
+        assert!(!text.contains("absurdly late"), "{rel}: {text}");
+        assert!(!text.contains("without their GPU task"), "{rel}: {text}");
     }
     let trace = c.path("single-rank/a100-recsys-rank3of8.json.gz");
     let graph = dir.join("recsys.lgraph");
@@ -237,6 +266,60 @@ fn ignored_ids_and_begin_end_events_are_reported_from_trace_and_graph() {
         );
     }
     assert!(!text.contains("malformed event"), "{text}");
+}
+
+/// A trace whose kernels were removed (their launch calls left without a
+/// GPU task) and two of whose events end absurdly late: `inspect --json`
+/// counts both, as the warnings count them, on the trace and on its
+/// compact graph alike, and the text says them.
+#[test]
+fn launches_without_gpu_tasks_and_absurd_durations_are_counted() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let src = c.path("single-rank/h100-vit-inference.json.gz");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&lumos_testkit::gunzip_file(&src)).unwrap();
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    events.retain(|e| e["cat"] != "kernel");
+    let mut late = 0;
+    for e in events.iter_mut() {
+        if late < 2 && (e["cat"] == "user_annotation" || e["cat"] == "cpu_op") {
+            e["dur"] = serde_json::json!(1e12);
+            late += 1;
+        }
+    }
+    assert_eq!(late, 2);
+    let dir = TempDir::new("cli-ingest-damage-counts");
+    let trace = dir.join("damaged.json");
+    std::fs::write(&trace, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let graph = dir.join("damaged.lgraph");
+    ok(run(&["ingest", "-o", graph.to_str().unwrap()], &[&trace]));
+    same_output(&["inspect", "--json"], &trace, &graph);
+    same_output(&["inspect"], &trace, &graph);
+    let report: serde_json::Value =
+        serde_json::from_slice(&ok(run(&["inspect", "--json"], &[&graph]))).unwrap();
+    let file = &report["traces"][0];
+    let (absurd, unlaunched) = damage_counts(file);
+    assert_eq!(absurd, 2);
+    assert_eq!(
+        absurd,
+        warned_count(file, "after the trace's last event start")
+    );
+    assert_eq!(
+        unlaunched,
+        warned_count(file, "have no GPU task of their correlation id")
+    );
+    // Of the 154 kernels' calls, those in the window's last tenth after
+    // the last recorded launch are taken for its end.
+    assert!((130..=154).contains(&unlaunched), "{unlaunched}");
+    let text = String::from_utf8(ok(run(&["inspect"], &[&graph]))).unwrap();
+    for line in [
+        "    2 events end absurdly late (kept as written)\n".to_owned(),
+        format!("    {unlaunched} launch and copy calls without their GPU task\n"),
+    ] {
+        assert!(text.contains(&line), "{line:?} not in\n{text}");
+    }
 }
 
 /// Outputs named after traces whose names are not UTF-8 keep their bytes:

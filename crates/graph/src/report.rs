@@ -103,6 +103,15 @@ pub struct BuildReport {
     pub cuda_sync_events: u64,
     /// GPU tasks whose launch call is missing.
     pub gpu_without_launch: u64,
+    /// The other way round: kernel launch, graph launch and copy calls
+    /// (not memsets, whose GPU event real traces leave out) whose
+    /// correlation id no GPU task has, so their kernels or copies are
+    /// missing from the graph. Those in the window's last tenth after the
+    /// last launch whose GPU task was recorded (work still running when
+    /// profiling stopped) are not counted. The build warns past a few (2,
+    /// or 1% of the launch calls); this counts them all, warned about or
+    /// not, and is the number the warning gives when there is one.
+    pub launches_without_gpu_task: u64,
     /// GPU tasks given a release offset because nothing explains their start.
     pub released_gpu_tasks: u64,
     /// Runtime calls whose correlation id was seen before.

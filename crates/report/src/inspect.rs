@@ -63,6 +63,11 @@ pub struct FileReport {
     pub collectives: CollectiveCounts,
     /// Median launch latency where the launch held the kernel.
     pub typical_launch_latency_us: f64,
+    /// Kernel launch, graph launch and copy calls whose GPU task is missing
+    /// ([`BuildReport::launches_without_gpu_task`]: not memsets, not those
+    /// at the window's end); the build warns past 2, or 1% of the launch
+    /// calls.
+    pub launches_without_gpu_task: u64,
     /// Synchronizing calls that returned before the GPU work they waited
     /// for ended, by [`lumos_graph::GROSS_SYNC_LEAD_NS`] (5 ms) or more
     /// ([`BuildReport::syncs_returned_early`]): the GPU clock is ahead of
@@ -93,6 +98,10 @@ pub struct EventCounts {
     pub skipped: u64,
     /// Skipped events per category and reason.
     pub skipped_by_reason: Vec<SkipCount>,
+    /// Kept events that end absurdly far past the rest of the trace
+    /// ([`Trace::absurd_durations`]), kept as written; the reader warns
+    /// about any.
+    pub absurd_durations: u64,
 }
 
 /// Events skipped for one reason.
@@ -250,6 +259,7 @@ fn event_counts(trace: &TraceFacts, report: &BuildReport) -> EventCounts {
         flows: trace.flows,
         skipped: trace.skipped_total().saturating_add(left_out),
         skipped_by_reason,
+        absurd_durations: trace.absurd_durations,
     }
 }
 
@@ -337,6 +347,7 @@ pub fn file_report_of(
             by_name,
         },
         typical_launch_latency_us: us(report.typical_launch_latency_ns),
+        launches_without_gpu_task: report.launches_without_gpu_task,
         syncs_returned_early: report.syncs_returned_early,
         longest_sync_lead_us: us(report.longest_sync_lead_ns),
         warnings,

@@ -101,6 +101,9 @@ pub struct TraceFacts {
     pub skipped: BTreeMap<(String, SkipReason), u64>,
     /// The reader's warnings.
     pub warnings: Vec<String>,
+    /// Events that end absurdly far past the rest of the trace
+    /// ([`Trace::absurd_durations`]).
+    pub absurd_durations: u64,
 }
 
 impl TraceFacts {
@@ -116,6 +119,7 @@ impl TraceFacts {
             flows: trace.flows.len() as u64,
             skipped: trace.skipped.counts.clone(),
             warnings: trace.warnings.clone(),
+            absurd_durations: trace.absurd_durations,
         }
     }
 

@@ -121,10 +121,12 @@ fn other_versions_and_other_files_are_told_apart() {
     let good = dir.join("good.lgraph");
     ingest_file(&c.path("micro/a100-event-sync.json.gz"), &good).unwrap();
     let mut bytes = std::fs::read(&good).unwrap();
-    // A later version; format 5, whose records are these but whose graphs
-    // earlier build rules made; format 4, whose paths were UTF-8 text: their
-    // records decode, but the rule is one version read (docs/LGRAPH.md).
-    for v in [7u32, 5, 4] {
+    // A later version; format 6, whose records lack the counts of events
+    // ending absurdly late and of launch calls without their GPU task
+    // (read as 0 they would be a silently wrong number); format 5, whose
+    // records were those of 6 but whose graphs earlier build rules made:
+    // the rule is one version read (docs/LGRAPH.md).
+    for v in [8u32, 6, 5] {
         bytes[8..12].copy_from_slice(&v.to_le_bytes());
         let other = dir.join(format!("v{v}.lgraph"));
         std::fs::write(&other, &bytes).unwrap();
@@ -134,7 +136,7 @@ fn other_versions_and_other_files_are_told_apart() {
         assert!(
             m.contains(&format!("v{v}.lgraph"))
                 && m.contains(&format!("version {v} "))
-                && m.contains("reads version 6: ingest the trace again"),
+                && m.contains("reads version 7: ingest the trace again"),
             "{m}"
         );
     }

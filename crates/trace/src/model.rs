@@ -841,6 +841,12 @@ pub struct Trace {
     pub events_total: u64,
     /// What was not kept, and why.
     pub skipped: Skipped,
+    /// Kept events that end absurdly far past the rest of the trace
+    /// (more than ten times the span of all the events' starts after the
+    /// last of them, 1 s at least): a damaged or edited `dur`, kept as
+    /// written. The count of the warning that names the first of them;
+    /// 0 when there is none.
+    pub absurd_durations: u64,
     /// Problems that did not stop reading.
     pub warnings: Vec<String>,
 }

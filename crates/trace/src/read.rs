@@ -1285,6 +1285,7 @@ impl Builder<'_> {
     #[inline(never)]
     fn outlier_warning(&mut self) {
         let (absurd, limit) = std::mem::take(&mut self.outliers).finish();
+        self.trace.absurd_durations = absurd.len() as u64;
         let Some(c) = absurd.first() else {
             return;
         };

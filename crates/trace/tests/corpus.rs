@@ -165,6 +165,7 @@ fn no_corpus_trace_has_an_event_that_ends_absurdly_late() {
         let trace = read_path(&path).unwrap_or_else(|e| panic!("{e}"));
         let w = absurd_end_warnings(&trace);
         assert!(w.is_empty(), "{}: {w:?}", path.display());
+        assert_eq!(trace.absurd_durations, 0, "{}", path.display());
     }
 }
 
@@ -189,6 +190,8 @@ fn a_profiler_step_of_1e12_us_is_warned_about_and_kept_as_written() {
     let t = lumos_trace::read_bytes(Path::new("edited.json"), &data).unwrap();
     let w = absurd_end_warnings(&t);
     assert_eq!(w.len(), 1, "{:?}", t.warnings);
+    // Counted where a program reads it, as the warning counts it.
+    assert_eq!(t.absurd_durations, 1);
     let w = w[0];
     for part in [
         "1 event ends more than 1000.000 ms after the trace's last event start",

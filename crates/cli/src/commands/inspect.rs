@@ -220,7 +220,32 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
         e.total, e.kept, e.flows, metadata, e.skipped
     )?;
     write_skipped(out, &r.events.skipped_by_reason)?;
+    // Damage counts, shown when there is damage (the warnings below say
+    // more); `--json` always has them.
+    if e.absurd_durations > 0 {
+        writeln!(
+            out,
+            "    {} absurdly late (kept as written)",
+            counted(e.absurd_durations, "event ends", "events end")
+        )?;
+    }
     writeln!(out, "  tasks: {}", join(&r.tasks_by_kind))?;
+    if r.launches_without_gpu_task > 0 {
+        writeln!(
+            out,
+            "    {} without {} GPU task",
+            counted(
+                r.launches_without_gpu_task,
+                "launch or copy call",
+                "launch and copy calls"
+            ),
+            if r.launches_without_gpu_task == 1 {
+                "its"
+            } else {
+                "their"
+            }
+        )?;
+    }
     writeln!(out, "  edges: {}", join(&r.edges_by_kind))?;
     for i in &r.inferred {
         writeln!(

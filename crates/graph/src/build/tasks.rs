@@ -538,9 +538,9 @@ impl Builder {
     /// the window's last part ([`TAIL_PART`]) after the last launch whose
     /// GPU task was recorded are the window's end (work still running
     /// when profiling stopped) and are not counted; the others are warned
-    /// about past a few
-    /// ([`UNLAUNCHED_ALLOWED`]). The corpus loses none: every launch call of
-    /// its traces has its GPU task.
+    /// about past a few ([`UNLAUNCHED_ALLOWED`]), and counted in
+    /// [`BuildReport::launches_without_gpu_task`] either way. The corpus
+    /// loses none: every launch call of its traces has its GPU task.
     fn unlaunched_call_warning(&mut self) {
         let g = &self.g;
         let mut is_launch = PerName::new(g.names.len());
@@ -567,6 +567,7 @@ impl Builder {
         let tail = last_end.saturating_sub(last_end.saturating_sub(first_start) / TAIL_PART);
         unlaunched.retain(|c| raw[c.idx()].start <= last_launched.max(tail));
         let missing = unlaunched.len() as u64;
+        self.report.launches_without_gpu_task = missing;
         let (few, share) = UNLAUNCHED_ALLOWED;
         if missing <= few.max(launches / share) {
             return;

@@ -115,6 +115,7 @@ pub(crate) struct FactsRec {
     flows: u64,
     skipped: Vec<(String, u8, u64)>,
     warnings: Vec<String>,
+    absurd_durations: u64,
     schema_version: Option<i64>,
     base_time_ns: Option<i64>,
     display_time_unit: Option<String>,
@@ -160,6 +161,7 @@ impl FactsRec {
                 .map(|((c, r), &n)| (c.clone(), skip_reason(*r), n))
                 .collect(),
             warnings: f.warnings.clone(),
+            absurd_durations: f.absurd_durations,
             schema_version: *schema_version,
             base_time_ns: *base_time_ns,
             display_time_unit: display_time_unit.clone(),
@@ -240,6 +242,7 @@ impl FactsRec {
                 .map(|(c, r, n)| Ok(((c, skip_reason_of(r)?), n)))
                 .collect::<Result<_, Bad>>()?,
             warnings: self.warnings,
+            absurd_durations: self.absurd_durations,
         })
     }
 }
