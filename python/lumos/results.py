@@ -325,8 +325,10 @@ class Inspection:
 
     @property
     def files(self) -> pd.DataFrame:
-        """Per file: rank, world size, sizes, event counts, threads,
-        streams, typical launch latency (us), warnings."""
+        """Per file: rank, world size, sizes, event counts (with
+        ``absurd_durations``, kept events that end absurdly late), threads,
+        streams, typical launch latency (us), ``launches_without_gpu_task``
+        (launch and copy calls whose kernel or copy is missing), warnings."""
         rows = [
             {
                 "path": t["path"],
@@ -339,17 +341,19 @@ class Inspection:
                 "kept": t["events"]["kept"],
                 "flows": t["events"]["flows"],
                 "skipped": t["events"]["skipped"],
+                "absurd_durations": t["events"]["absurd_durations"],
                 "threads": t["threads"],
                 "streams": t["streams"],
                 "steps": len(t["steps"]),
                 "typical_launch_latency_us": t["typical_launch_latency_us"],
+                "launches_without_gpu_task": t["launches_without_gpu_task"],
                 "warnings": len(t["warnings"]),
             }
             for t in self.report["traces"]
         ]
         cols = ["path", "rank", "rank_source", "world_size", "json_bytes", "gzipped", "events",
-                "kept", "flows", "skipped", "threads", "streams", "steps",
-                "typical_launch_latency_us", "warnings"]
+                "kept", "flows", "skipped", "absurd_durations", "threads", "streams", "steps",
+                "typical_launch_latency_us", "launches_without_gpu_task", "warnings"]
         return frame(records_table(rows, cols))
 
     @property

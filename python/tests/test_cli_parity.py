@@ -130,6 +130,39 @@ def test_inspect_equals_the_cli(corpus, cli_json):
     assert i.job is not None and i.job["ranks"] == list(range(8))
 
 
+def test_inspect_counts_what_two_warnings_say(corpus, tmp_path):
+    """Launch calls whose GPU task is missing and events that end absurdly
+    late are columns of ``Inspection.files``, not only warning text: 0 on a
+    corpus trace, the warnings' counts on one whose kernels were removed and
+    two of whose events end absurdly late, from the trace and from its
+    ``.lgraph`` file alike."""
+    import gzip
+    import json
+
+    from lumos.distributed import ingest_rank
+
+    cols = ["absurd_durations", "launches_without_gpu_task"]
+    clean = lumos.inspect(str(corpus / SINGLE[1]), progress=False).files
+    assert clean[cols].iloc[0].tolist() == [0, 0]
+    with gzip.open(corpus / "single-rank/h100-vit-inference.json.gz", "rt") as f:
+        doc = json.load(f)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "kernel"]
+    late = [e for e in doc["traceEvents"]
+            if e.get("cat") in ("user_annotation", "cpu_op")][:2]
+    for e in late:
+        e["dur"] = 1e12
+    trace = tmp_path / "damaged.json"
+    trace.write_text(json.dumps(doc))
+    graph = ingest_rank(trace, tmp_path / "graphs")
+    for path in (str(trace), graph):
+        i = lumos.inspect(path, progress=False)
+        warned = [int(w.split(" ")[0]) for w in i.warnings["message"]
+                  if "after the trace's last event start" in w
+                  or "have no GPU task of their correlation id" in w]
+        counts = i.files[cols].iloc[0].tolist()
+        assert counts == warned and counts[0] == 2 and 130 <= counts[1] <= 154, path
+
+
 def test_predict_equals_the_cli(tmp_path, cli_json):
     files = lumos.synth("gpt-tiny", tmp_path, tp=2, pp=2, dp=2, steps=2, seed=1)
     cli = cli_json(["predict", *files, "--dp", "4", "--microbatches", "8"])
