@@ -190,6 +190,7 @@ fn counters(out: &mut String, r: &BuildReport) {
         ("comm_by_name", r.comm_by_name),
         ("cuda_sync_events", r.cuda_sync_events),
         ("gpu_without_launch", r.gpu_without_launch),
+        ("launches_without_gpu_task", r.launches_without_gpu_task),
         ("released_gpu_tasks", r.released_gpu_tasks),
         ("repeated_correlations", r.repeated_correlations),
         ("partial_overlaps", r.partial_overlaps),
