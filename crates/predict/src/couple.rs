@@ -13,7 +13,6 @@ use lumos_graph::{Graph, ProcKind, Rendezvous, RendezvousKind, Step, TaskId, Wai
 use lumos_models::CollectiveKind;
 use rustc_hash::FxHashMap;
 
-use crate::assemble::Tag;
 use crate::config::{Coord, Layout};
 use crate::discover::{GroupClass, P2p, PassKind};
 use crate::edits::Prediction;
@@ -74,25 +73,8 @@ impl Job<'_> {
     /// not work); a measured communication kernel keeps its traced
     /// duration, the waits it had in the trace included.
     pub fn step_work_ns(&self) -> Vec<Vec<i64>> {
-        let gpu = |t: u32| {
-            let t = t as usize;
-            if self.graph.tasks[t].kind.is_gpu() {
-                self.durations[t]
-            } else {
-                0
-            }
-        };
-        let sum = |it: &mut dyn Iterator<Item = u32>| it.map(gpu).fold(0i64, i64::saturating_add);
         (self.parts.iter().zip(&self.step_parts))
-            .map(|(part, sp)| {
-                if sp.is_empty() {
-                    return vec![sum(&mut part.clone())];
-                }
-                self.graph.steps[sp.start as usize..sp.end as usize]
-                    .iter()
-                    .map(|st| sum(&mut st.tasks.iter().map(|t| t.0)))
-                    .collect()
-            })
+            .map(|(part, sp)| work_ns(&self.graph, part.clone(), sp.clone(), &self.durations))
             .collect()
     }
 
@@ -151,7 +133,6 @@ impl Prediction<'_> {
         let filled = Arc::get_mut(&mut durations).expect("just made, not shared");
         let mut source = Vec::new();
         let mut origin = Vec::new();
-        let mut tags: Vec<Tag> = Vec::new();
         let mut names: FxHashMap<String, u32> = FxHashMap::default();
         let origin_min = self
             .base
@@ -174,7 +155,6 @@ impl Prediction<'_> {
             filled[t0 as usize..g.tasks.len()].copy_from_slice(&st.durations);
             source.extend(st.source.iter().copied());
             origin.extend(st.origin.iter().copied());
-            tags.extend(st.tag.iter().copied());
             parts.push(t0..g.tasks.len() as u32);
             step_parts.push(s0..g.steps.len() as u32);
         }
@@ -183,11 +163,10 @@ impl Prediction<'_> {
         }
         let mut rendezvous = Vec::new();
         if couple {
-            let times = JobTimes {
-                durations: filled,
-                source: &mut source,
-            };
-            self.couple(&parts, &origin, &tags, times, &mut rendezvous);
+            for (t, ns) in self.couple(&parts, &mut rendezvous) {
+                filled[t.idx()] = ns;
+                source[t.idx()] = Source::Modelled;
+            }
         }
         Job {
             graph: Cow::Owned(g),
@@ -202,17 +181,63 @@ impl Prediction<'_> {
         }
     }
 
+    /// [`Job::step_work_ns`] of [`Prediction::job_coupled`]`(true)`, without
+    /// making the joint graph: each stage's own graph and durations, the
+    /// coupled transfers' and reductions' replaced by their modelled times
+    /// (the report counts the traced work with the yardstick of a joint
+    /// prediction; the joint graph, a copy of every stage's, was made for
+    /// this alone).
+    pub fn coupled_step_work_ns(&self) -> Vec<Vec<i64>> {
+        if self.stages.len() <= 1 {
+            return self.job_coupled(true).step_work_ns();
+        }
+        let parts = self.parts();
+        let mut modelled = self.couple(&parts, &mut Vec::new());
+        // In the order coupling set them: a task set twice keeps the last.
+        modelled.reverse();
+        modelled.sort_by_key(|m| m.0);
+        modelled.dedup_by_key(|m| m.0);
+        let mut next = modelled.iter().peekable();
+        (self.stages.iter().zip(&parts))
+            .map(|(st, part)| {
+                let mut durations = st.durations.to_vec();
+                while let Some((t, ns)) = next.next_if(|m| part.contains(&m.0 .0)) {
+                    durations[(t.0 - part.start) as usize] = *ns;
+                }
+                let (tasks, steps) = (st.graph.tasks.len(), st.graph.steps.len());
+                work_ns(&st.graph, 0..tasks as u32, 0..steps as u32, &durations)
+            })
+            .collect()
+    }
+
+    /// Each stage's tasks as the joint graph numbers them.
+    fn parts(&self) -> Vec<std::ops::Range<u32>> {
+        let mut t0 = 0u32;
+        (self.stages.iter())
+            .map(|st| {
+                let n = st.graph.tasks.len() as u32;
+                t0 += n;
+                t0 - n..t0
+            })
+            .collect()
+    }
+
     /// Pairs each send with its receive on the neighbouring (virtual)
-    /// stage (same step, pass kind and micro-batch) and joins the stages' gradient-norm
-    /// reductions, with modelled transfer times.
+    /// stage (same step, pass kind and micro-batch) and joins the stages'
+    /// gradient-norm reductions, as rendezvous added to `rendezvous`; the
+    /// tasks they couple (numbered as in the joint graph of `parts`) with
+    /// their modelled transfer times, in the order they were set.
     fn couple(
         &self,
         parts: &[std::ops::Range<u32>],
-        origin: &[(u32, TaskId)],
-        tags: &[Tag],
-        mut times: JobTimes,
         rendezvous: &mut Vec<Rendezvous>,
-    ) {
+    ) -> Vec<(TaskId, i64)> {
+        let mut times = Vec::new();
+        // Where task `t` of the joint graph came from.
+        let origin = |t: u32| {
+            let k = parts.partition_point(|p| p.end <= t);
+            self.stages[k].origin[(t - parts[k].start) as usize]
+        };
         let base = self.base;
         let net: &dyn CommModel = match &self.target.network {
             Some((n, _)) => n,
@@ -226,10 +251,10 @@ impl Prediction<'_> {
         for (k, part) in parts.iter().enumerate() {
             let stage = self.stages[k].stage;
             for t in part.clone() {
-                let (src, tt) = origin[t as usize];
+                let (src, tt) = self.stages[k].origin[(t - part.start) as usize];
                 let s = &base.structures[src as usize];
                 let Some(c) = s.comm(tt) else { continue };
-                let tag = tags[t as usize];
+                let tag = self.stages[k].tag[(t - part.start) as usize];
                 match (c.class, c.p2p, tag.step, tag.pass) {
                     (GroupClass::Pipeline, Some(dir), Some(step), Some((kind, mb))) => {
                         let key = (stage, step, kind, mb, tag.chunk, dir == P2p::Send);
@@ -248,7 +273,7 @@ impl Prediction<'_> {
             pp: stage,
         };
         let bytes_of = |t: TaskId| -> u64 {
-            let (src, tt) = origin[t.idx()];
+            let (src, tt) = origin(t.0);
             let s = &base.structures[src as usize];
             let b = s.comm(tt).and_then(|c| c.bytes).unwrap_or(0) as f64;
             let f = r.hidden
@@ -286,7 +311,7 @@ impl Prediction<'_> {
                 .collective_ns(CollectiveKind::SendRecv, bytes_of(send), &ranks)
                 .round() as i64;
             for t in [send, recv] {
-                times.set_modelled(t, d);
+                times.push((t, d));
             }
             // The send is eager; the receive ends when the send has started
             // and the transfer is done.
@@ -308,25 +333,40 @@ impl Prediction<'_> {
                 .round() as i64;
             let tasks: Vec<TaskId> = members.iter().map(|m| m.1).collect();
             for &t in &tasks {
-                times.set_modelled(t, d);
+                times.push((t, d));
             }
             rendezvous.push(Rendezvous::collective(tasks));
         }
+        times
     }
 }
 
-/// The joint graph's durations and their sources, which coupling sets.
-struct JobTimes<'a> {
-    durations: &'a mut [i64],
-    source: &'a mut [Source],
-}
-
-impl JobTimes<'_> {
-    /// Task `t` runs for the modelled `ns`.
-    fn set_modelled(&mut self, t: TaskId, ns: i64) {
-        self.durations[t.idx()] = ns;
-        self.source[t.idx()] = Source::Modelled;
+/// The GPU work of each of `g`'s steps `sp`, ns ([`Job::step_work_ns`]):
+/// the summed `durations` (indexed like `g`'s tasks) of the GPU tasks each
+/// launched, saturating; without steps, one entry, every GPU task of
+/// `part`.
+fn work_ns(
+    g: &Graph,
+    part: std::ops::Range<u32>,
+    sp: std::ops::Range<u32>,
+    durations: &[i64],
+) -> Vec<i64> {
+    let gpu = |t: u32| {
+        let t = t as usize;
+        if g.tasks[t].kind.is_gpu() {
+            durations[t]
+        } else {
+            0
+        }
+    };
+    let sum = |it: &mut dyn Iterator<Item = u32>| it.map(gpu).fold(0i64, i64::saturating_add);
+    if sp.is_empty() {
+        return vec![sum(&mut part.clone())];
     }
+    g.steps[sp.start as usize..sp.end as usize]
+        .iter()
+        .map(|st| sum(&mut st.tasks.iter().map(|t| t.0)))
+        .collect()
 }
 
 /// Whether no two of `g`'s names are equal, as a build interns them: then
@@ -596,5 +636,41 @@ mod tests {
         // A single stage couples nothing.
         let one = baseline("gpt-tiny", None, [1, 1, 1, 2]);
         assert!(!one.identity().job_coupled(true).coupled);
+    }
+
+    #[test]
+    fn coupled_work_without_the_joint_graph_is_the_joint_graph_s() {
+        // The traced job of two and four stages, and predictions of it
+        // (new degrees, a deeper pipeline, interleaved): the work counted
+        // from each stage's own graph is the coupled joint graph's, and
+        // coupling changed it (the receives' traced waits are gone).
+        let two = baseline("gpt-tiny", None, [1, 2, 1, 4]);
+        let four = baseline("gpt-tiny", Some(8), [1, 4, 1, 8]);
+        fn target(base: &crate::Baseline, f: fn(&mut crate::Config)) -> Prediction<'_> {
+            let mut config = base.config;
+            f(&mut config);
+            let t = crate::Target {
+                config,
+                scales: Vec::new(),
+                network: None,
+            };
+            base.predict(t).unwrap()
+        }
+        let preds = [
+            two.identity(),
+            four.identity(),
+            target(&two, |c| c.microbatches = 8),
+            target(&two, |c| (c.pp, c.microbatches) = (4, 8)),
+            target(&four, |c| c.virtual_stages = 2),
+        ];
+        for p in &preds {
+            let joint = p.job_coupled(true).step_work_ns();
+            assert_eq!(p.coupled_step_work_ns(), joint);
+            assert_ne!(joint, p.job_coupled(false).step_work_ns());
+        }
+        // One stage has nothing to couple.
+        let one = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let id1 = one.identity();
+        assert_eq!(id1.coupled_step_work_ns(), id1.job().step_work_ns());
     }
 }

@@ -502,7 +502,7 @@ pub fn predict<'p>(
     // stages' coupled durations (the job alone, never replayed, made and
     // let go before the prediction's replay).
     if pred.stages.len() > 1 && !pred.is_identity() && identity.stages.len() > 1 {
-        let work = identity.job_coupled(true).step_work_ns();
+        let work = identity.coupled_step_work_ns();
         for (stage, w) in replayed.stages.iter_mut().zip(work) {
             stage.step_gpu_ns = w;
         }
