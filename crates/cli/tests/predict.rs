@@ -1659,6 +1659,14 @@ fn each_step_says_how_much_gpu_work_changed_beside_its_time() {
     assert!(text.contains("GPU work ms"), "{text}");
     let note = sentence(&text, "(GPU work ms: ", 4).unwrap_or_else(|| panic!("{text}"));
     assert!(note.contains("had the difference in slack"), "{note}");
+    // The all-reduces are measured: their traced durations, waits for the
+    // other ranks included, are in the work on both sides, and the change
+    // is the modelled one alone (the same in every step above, while what
+    // the all-reduces waited differs from step to step).
+    assert!(
+        note.contains("a measured communication kernel counts its traced duration"),
+        "{note}"
+    );
     // Nothing hidden, no note: the identity's table has the column alone.
     let out = run_ok(lumos().arg("predict").args(&f));
     let text = String::from_utf8_lossy(&out.stdout);

@@ -213,10 +213,15 @@ pub struct StepRow {
     /// not wait for it, or waited longer for something else), by as much
     /// where the work is on the step's critical path: `--dp 16` on the
     /// recsys rank adds 1.544 ms of all-reduce to each of its 6 steps,
-    /// and 3 steps lengthen by it while 3 do not move. The time a
-    /// communication kernel waits for its peers is not work: a pipeline
-    /// rebuilt deeper (the synthetic gpt-small at `--pp 4` from 2) adds
-    /// waits to its receives and next to no work.
+    /// and 3 steps lengthen by it while 3 do not move. The time the
+    /// replay makes a communication kernel wait for its peers is not
+    /// work: a pipeline rebuilt deeper (the synthetic gpt-small at `--pp
+    /// 4` from 2) adds waits to its receives and next to no work. A
+    /// measured communication kernel counts its traced duration, the
+    /// waits it had in the trace included, on both sides alike: they
+    /// cancel where it is kept or re-timed (traced plus the modelled
+    /// change), and leave with it where the prediction models it alone
+    /// (a coupled transfer, a collective of a group of one).
     pub gpu_work_change_ms: Option<f64>,
 }
 

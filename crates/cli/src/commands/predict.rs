@@ -763,9 +763,10 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
                 "  (",
                 "GPU work ms: the change of the summed durations of the GPU tasks each step \
                  launched (without steps, the window's), every stage, the time the replay's \
-                 communication waits for peers left out; a step whose time changed by less had the difference \
-                 in slack: what set the step's end did not wait for that work, or waited longer \
-                 for something else)",
+                 communication waits for peers left out; a measured communication kernel counts \
+                 its traced duration, its waits in the trace included, alike on both sides; a \
+                 step whose time changed by less had the difference in slack: what set the \
+                 step's end did not wait for that work, or waited longer for something else)",
                 "    "
             )
         )?;
