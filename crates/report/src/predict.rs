@@ -504,8 +504,9 @@ pub fn predict<'p>(
     // for modelled times, where the traced replay (stages apart) runs each
     // receive for its traced span, the wait for the other stage included:
     // the traced work is counted with the same yardstick, the traced
-    // stages' coupled durations (the job alone, never replayed, made and
-    // let go before the prediction's replay).
+    // stages' coupled durations, summed over each stage's own graph (a
+    // coupled joint graph of the traced job, a copy of every stage's, cost
+    // a 16-stage job 0.3 to 0.4 s for these sums alone).
     if pred.stages.len() > 1 && !pred.is_identity() && identity.stages.len() > 1 {
         let work = identity.coupled_step_work_ns();
         for (stage, w) in replayed.stages.iter_mut().zip(work) {
