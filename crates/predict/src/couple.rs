@@ -183,10 +183,10 @@ impl Prediction<'_> {
 
     /// [`Job::step_work_ns`] of [`Prediction::job_coupled`]`(true)`, without
     /// making the joint graph: each stage's own graph and durations, the
-    /// coupled transfers' and reductions' replaced by their modelled times
-    /// (the report counts the traced work with the yardstick of a joint
-    /// prediction; the joint graph, a copy of every stage's, was made for
-    /// this alone).
+    /// coupled transfers' and reductions' replaced by their modelled times.
+    /// The report counts the traced work with a joint prediction's
+    /// yardstick; a joint graph made for that, a copy of every stage's,
+    /// cost a 16-stage job 0.3 to 0.4 s and was used for nothing else.
     pub fn coupled_step_work_ns(&self) -> Vec<Vec<i64>> {
         if self.stages.len() <= 1 {
             return self.job_coupled(true).step_work_ns();
