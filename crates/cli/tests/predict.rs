@@ -853,9 +853,23 @@ fn edits_the_traces_cannot_support_are_refused() {
         &single,
         "no tensor-parallel collectives found in",
     );
+    // A network has nothing to time in a trace without communication:
+    // before, the prediction was the replay, 0.00%, without a word.
+    assert_refused(
+        &["--network", "h100"],
+        &single,
+        "rank0.json.gz: a target network times communication only, so it has nothing to \
+         re-time",
+    );
     let Some(corpus) = lumos_testkit::corpus() else {
         return;
     };
+    let alexnet = corpus.path("single-rank/a100-alexnet-cuda-sync.json.gz");
+    assert_refused(
+        &["--network", "a100", "--scale-kernels", "class:compute=0.5"],
+        std::slice::from_ref(&alexnet),
+        &format!("no collective or send found in {}", alexnet.display()),
+    );
     let rtx = corpus.path("single-rank/rtx2080ti-linear-train.json.gz");
     assert_refused(
         &["--dp", "4"],

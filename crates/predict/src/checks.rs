@@ -17,6 +17,8 @@
 //!   they are not, the check is skipped and a note says so.
 //! - Kernel speed-ups: each must select a GPU task of the traces (a
 //!   misspelt kernel name would otherwise change nothing, without a word).
+//! - Network: the traces must hold a collective or send to re-time, or
+//!   the target add pipeline stages (whose sends it times).
 //! - Shapes: the hidden size must be a multiple of the heads (which a
 //!   hidden-size edit keeps) and of tp; both sizes must have been found.
 //! - Structure: every pipeline stage holds at least one layer; layers may
@@ -141,6 +143,16 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         .find(|k| !selects_a_gpu_task(base, &k.select))
     {
         return Err(selects_no_gpu_task(k, &base.input_names()));
+    }
+    // A network times communication only: on traces with none, and no
+    // pipeline stage added (whose sends it would time), it would change
+    // nothing, without a word (as a speed-up that selects nothing).
+    if t.network.is_some() && c.pp == b.pp && base.structures.iter().all(|s| s.comms.is_empty()) {
+        return Err(PredictError::Unsupported(format!(
+            "no collective or send found in {}: a target network times communication only, so \
+             it has nothing to re-time",
+            base.input_names()
+        )));
     }
     let notes = check_shapes(base, c)?;
     check_micro_batch(base, c)?;
