@@ -628,7 +628,7 @@ fn a_rank_of_another_job_is_left_out() {
     assert!(
         w.iter().any(|w| w.contains(
             "shares no collective with the other 7 ranks, which match among themselves; left \
-             out: is it from another run?"
+             out: is it from another run, or was its recording cut short?"
         )),
         "{w:?}"
     );
@@ -1233,4 +1233,81 @@ fn two_files_claiming_one_rank_of_different_world_sizes_name_none() {
         "{err}"
     );
     assert!(!err.contains("of world size"), "{err}");
+}
+
+/// Job steps pair each rank's steps by position: a rank that recorded
+/// another iteration (its step renamed) or no steps at all is named in a
+/// warning, where before the job step took its length without a word.
+#[test]
+fn ranks_naming_their_steps_differently_are_named() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let rename = |to: &'static str| {
+        move |doc: &mut Value| {
+            for e in doc["traceEvents"].as_array_mut().unwrap() {
+                if e["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("ProfilerStep#"))
+                {
+                    e["name"] = Value::from(to);
+                }
+            }
+        }
+    };
+    let dir = dlrm_edited(&dlrm, "step-renamed", 3, rename("ProfilerStep#11"));
+    let v = replay(&["--job"], dir.path());
+    let w = warnings(&v);
+    assert!(
+        w.iter().any(|w| w.starts_with("1 rank(s) name their steps differently from rank 0: ")
+            && w.contains("rank3.json) calls its step 0 \"ProfilerStep#11\" where rank 0 calls it \"ProfilerStep#10\"")),
+        "{w:?}"
+    );
+    let dir = dlrm_edited(&dlrm, "step-less", 3, |doc: &mut Value| {
+        doc["traceEvents"].as_array_mut().unwrap().retain(|e| {
+            !e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        });
+    });
+    let v = replay(&["--job"], dir.path());
+    let w = warnings(&v);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("rank3.json) recorded no steps where rank 0 recorded 1")),
+        "{w:?}"
+    );
+    // The corpus job names its steps alike: no such warning.
+    let v = replay(&["--job"], &dlrm);
+    assert!(!warnings(&v).iter().any(|w| w.contains("name their steps")));
+}
+
+/// A rank whose recording stops part-way through the step (its events
+/// after its fifth collective lost) matches none of its peers' collectives
+/// by order: it is left out, and the warning says it may be cut short
+/// rather than only from another run.
+#[test]
+fn a_rank_cut_short_is_left_out_as_possibly_cut_short() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = dlrm_edited(&dlrm, "cut-short", 3, |doc: &mut Value| {
+        let events = doc["traceEvents"].as_array_mut().unwrap();
+        let mut nccl: Vec<f64> = (events.iter())
+            .filter(|e| {
+                e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.contains("nccl"))
+            })
+            .map(|e| e["ts"].as_f64().unwrap())
+            .collect();
+        nccl.sort_by(f64::total_cmp);
+        let cut = nccl[4];
+        events.retain(|e| !e["ts"].as_f64().is_some_and(|t| t >= cut));
+    });
+    let (v, err) = replay_partly(dir.path());
+    assert_eq!(v["job"]["left_out"][0]["rank"], 3, "{err}");
+    assert_eq!(v["job"]["left_out"][0]["reason"], "no_shared_collective");
+    assert!(
+        err.contains("left out: is it from another run, or was its recording cut short?"),
+        "{err}"
+    );
 }

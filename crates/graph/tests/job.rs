@@ -773,7 +773,7 @@ fn a_rank_sharing_no_collective_is_left_out() {
     assert!(has(
         &job.warnings,
         "rank 2 (/t/rank2.json) shares no collective with the other 3 ranks, which match \
-         among themselves; left out: is it from another run?"
+         among themselves; left out: is it from another run, or was its recording cut short?"
     ));
     assert_eq!(job.missing, [2]);
     assert!(

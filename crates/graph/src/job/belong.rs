@@ -148,7 +148,8 @@ impl fmt::Display for LeftOut {
             LeftOutReason::NoSharedCollective { others } => write!(
                 f,
                 "rank {rank} ({path}) shares no collective with the other {others} ranks, which \
-                 match among themselves; left out: is it from another run?"
+                 match among themselves; left out: is it from another run, or was its \
+                 recording cut short?"
             ),
             LeftOutReason::NoTasks => write!(
                 f,

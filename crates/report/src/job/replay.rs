@@ -379,6 +379,48 @@ impl<'j> JobReplayed<'j> {
             .collect()
     }
 
+    /// A warning where ranks name their steps differently, or some record
+    /// steps and others none: the job's steps pair each rank's k-th step
+    /// (a rank without steps has its whole window), which is only right
+    /// where every rank recorded the same iterations.
+    fn step_name_disagreement(&self) -> Option<String> {
+        let job = &*self.job;
+        let names: Vec<Vec<String>> = (0..job.ranks.len())
+            .map(|p| self.step_names_of(p))
+            .collect();
+        let first = names.iter().position(|n| !n.is_empty())?;
+        let differs =
+            |n: &[String]| n.is_empty() || n.iter().zip(&names[first]).any(|(a, b)| a != b);
+        let odd: Vec<usize> = (0..names.len()).filter(|&p| differs(&names[p])).collect();
+        let &p = odd.first()?;
+        let (r, f) = (&job.ranks[p], &job.ranks[first]);
+        let what = match names[p].iter().zip(&names[first]).position(|(a, b)| a != b) {
+            Some(k) => format!(
+                "rank {} ({}) calls its step {k} {:?} where rank {} calls it {:?}",
+                r.rank,
+                r.file().display(),
+                names[p][k],
+                f.rank,
+                names[first][k]
+            ),
+            None => format!(
+                "rank {} ({}) recorded no steps where rank {} recorded {} (its whole window \
+                 stands for its steps)",
+                r.rank,
+                r.file().display(),
+                f.rank,
+                names[first].len()
+            ),
+        };
+        Some(format!(
+            "{} rank(s) name their steps differently from rank {}: {what}; the job's steps \
+             pair each rank's steps by position, right only if the ranks recorded the same \
+             iterations",
+            odd.len(),
+            f.rank
+        ))
+    }
+
     /// Every rank compared with its measurement, their summary, and the
     /// job report; every step analysed.
     pub fn report(&self) -> ReplayOutput {
@@ -437,6 +479,7 @@ impl<'j> JobReplayed<'j> {
                 "ranks recorded different numbers of steps; comparing the first {n_steps}"
             ));
         }
+        report.warnings.extend(self.step_name_disagreement());
         report.what_if = self.what_if.clone();
         report.steps = Some(self.job_steps(&measured_steps, &replayed_steps));
         let (collectives, waiting) = self.rendezvous_reports();
