@@ -829,7 +829,8 @@ mod tests {
         assert!(!e.is_usage());
         assert_eq!(
             e.to_string(),
-            "b.json: parallel degrees differ from a.json's: are these ranks of one job?"
+            "b.json: parallel degrees tp1 dp1 pp1 differ from a.json's tp2 dp1 pp1 (as found \
+             in their collectives): are these ranks of one job?"
         );
         // Also when the first rank was left out: b.json (rank 0 of its
         // stage) stands for the stage a.json (rank 1) is of.
@@ -841,7 +842,8 @@ mod tests {
         let e = kept(ins).err().unwrap();
         assert_eq!(
             e.to_string(),
-            "c.json: parallel degrees differ from a.json's: are these ranks of one job?"
+            "c.json: parallel degrees tp2 dp1 pp1 differ from a.json's tp1 dp2 pp1 (as found \
+             in their collectives): are these ranks of one job?"
         );
         assert!(matches!(
             Baseline::new(Vec::new()),

@@ -479,9 +479,17 @@ fn retry_with_hint(
 pub(crate) fn one_job(ranks: &[Summary]) -> Result<(), PredictError> {
     let first = &ranks[0];
     if let Some(r) = ranks.iter().find(|r| r.degrees != first.degrees) {
+        // The degrees are said: a rank whose collectives were not all
+        // found (a recording cut short, no process-group metadata) differs
+        // by a degree of 1, which names what to look at.
+        let says = |(tp, dp, pp): (u32, u32, u32)| format!("tp{tp} dp{dp} pp{pp}");
         return Err(PredictError::NotOneJob(format!(
-            "{}: parallel degrees differ from {}'s: are these ranks of one job?",
-            r.name, first.name
+            "{}: parallel degrees {} differ from {}'s {} (as found in their collectives): are \
+             these ranks of one job?",
+            r.name,
+            says(r.degrees),
+            first.name,
+            says(first.degrees)
         )));
     }
     // Only names both traces give are compared: a trace that lists no
