@@ -982,7 +982,14 @@ fn flags_that_were_ignored_or_misnamed_are_usage_errors_that_say_why() {
         .arg(&f)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // The preset is taken, and refused for this trace without
+    // communication (the folder would be bad input, exit 1).
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("a target network times communication only"),
+        "{err}"
+    );
     // A missing file or a folder given for a file was "an unknown preset"
     // (bad usage): it is a file that cannot be read (bad input).
     let missing = dir.join("none.json");
