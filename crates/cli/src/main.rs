@@ -48,7 +48,9 @@ Environment:
                       traces to predict from), or their joint replay, stops
                       with an error (bytes, or 512M, 16G; `off`; default 85%
                       of the memory available at the start; Linux only)
-  LUMOS_NO_PROGRESS   set: no progress bars";
+  LUMOS_NO_PROGRESS   set: no progress bars
+  COLUMNS             width the text output fits where stdout is no
+                      terminal (at least 60; default 120)";
 
 #[derive(Parser)]
 #[command(
@@ -109,28 +111,48 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
-/// Runs the command, writing its report into `out`; false when an input
-/// could not be processed.
-fn run(cli: &Cli, out: &mut dyn Write) -> Result<bool> {
+/// Runs the command, writing its report into `out`, its text laid out
+/// for lines of `width` characters; false when an input could not be
+/// processed.
+fn run(cli: &Cli, out: &mut dyn Write, width: usize) -> Result<bool> {
     let ok = match &cli.command {
-        Command::Inspect(a) => inspect::run(a, out)?,
-        Command::Replay(a) => replay::run(a, out)?,
-        Command::Predict(a) => predict::run(a, out)?,
+        Command::Inspect(a) => inspect::run(a, out, width)?,
+        Command::Replay(a) => replay::run(a, out, width)?,
+        Command::Predict(a) => predict::run(a, out, width)?,
         Command::Report(a) => report::run(a, out)?,
         Command::Synth(a) => synth::run(a, out)?,
-        Command::Diff(a) => diff::run(a, out)?,
-        Command::Demo(a) => demo::run(a, out)?,
+        Command::Diff(a) => diff::run(a, out, width)?,
+        Command::Demo(a) => demo::run(a, out, width)?,
         Command::Ingest(a) => ingest::run(a, out)?,
     };
     out.flush()?;
     Ok(ok)
 }
 
+/// True when the command writes JSON on stdout, which no width folds.
+fn writes_json(command: &Command) -> bool {
+    match command {
+        Command::Inspect(a) => a.json,
+        Command::Replay(a) => a.json,
+        Command::Predict(a) => a.json,
+        Command::Diff(a) => a.json,
+        Command::Demo(a) => a.json,
+        Command::Ingest(a) => a.json,
+        Command::Report(_) | Command::Synth(_) => false,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The terminal's width (or COLUMNS), for the text output only; none
+    // said: the text as wide as it has always been, whatever reads it.
+    let asked = output::asked_width().filter(|_| !writes_json(&cli.command));
+    let width = asked.map_or(output::WIDTH, |w| w.min(output::WIDTH));
     // Through `Shown`: a name in a trace must not drive the terminal.
-    let ran = usage::memory_limit_readable()
-        .and_then(|()| run(&cli, &mut output::Shown::new(io::stdout().lock())));
+    let ran = usage::memory_limit_readable().and_then(|()| {
+        let stdout = output::Fit::new(io::stdout().lock(), asked);
+        run(&cli, &mut output::Shown::new(stdout), width)
+    });
     match ran {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),

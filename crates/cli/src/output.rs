@@ -309,7 +309,16 @@ pub fn wrapped(head: &str, items: &[String], sep: &str, indent: &str, width: usi
         } else {
             glue.chars().count()
         };
-        if k > 0 && line + sep.chars().count() + n + room > width {
+        // A head too long for its first item (`collectives: 294 tasks
+        // (...): `) ends its line where a width narrower than the default
+        // was asked (the default's lines stay as they were).
+        let after_head = k == 0 && width < WIDTH && !head.trim().is_empty();
+        if after_head && line + n + room > width {
+            out.truncate(out.trim_end().len());
+            out.push('\n');
+            out.push_str(indent);
+            line = indent.chars().count();
+        } else if k > 0 && line + sep.chars().count() + n + room > width {
             out.push_str(glue);
             out.push('\n');
             out.push_str(indent);
@@ -325,13 +334,146 @@ pub fn wrapped(head: &str, items: &[String], sep: &str, indent: &str, width: usi
 }
 
 /// `head` then the words of `text`, folded at the spaces into lines of at
-/// most [`WIDTH`] characters ([`wrapped`]; a word longer than a line has
+/// most `width` characters ([`wrapped`]; a word longer than a line has
 /// one of its own), the lines after the first starting with `indent`: a
 /// sentence of the text output (a warning, a refusal) as a terminal shows
 /// it whole.
-pub fn wrapped_words(head: &str, text: &str, indent: &str) -> String {
+pub fn wrapped_words(head: &str, text: &str, indent: &str, width: usize) -> String {
     let words: Vec<String> = text.split(' ').map(str::to_owned).collect();
-    wrapped(head, &words, " ", indent, WIDTH)
+    wrapped(head, &words, " ", indent, width)
+}
+
+/// The width to fold a line at that ran past [`WIDTH`] before the output
+/// fit a width: `width` when one narrower than [`WIDTH`] was asked, else
+/// unbounded, so that the output with no width asked stays as it was.
+pub fn narrow(width: usize) -> usize {
+    if width < WIDTH {
+        width
+    } else {
+        usize::MAX
+    }
+}
+
+/// The narrowest width the text output is laid out for: below it a
+/// table's name column would be too narrow to read, so a smaller terminal
+/// gets lines of this width (its own wraps them).
+pub const MIN_WIDTH: usize = 60;
+
+/// The width the user asked the text output to fit, in columns: the
+/// terminal's when standard output is one, else `COLUMNS` when it holds
+/// a number (as clap's help reads it), else `None` (output as wide as
+/// [`WIDTH`], the same text whatever reads it). Never under
+/// [`MIN_WIDTH`]. The one place the CLI reads the terminal for layout.
+pub fn asked_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    let terminal = io::stdout()
+        .is_terminal()
+        .then(terminal_size::terminal_size)
+        .flatten()
+        .map(|(w, _)| usize::from(w.0));
+    let columns = || std::env::var("COLUMNS").ok()?.trim().parse::<usize>().ok();
+    terminal
+        .or_else(columns)
+        .filter(|&w| w > 0)
+        .map(|w| w.max(MIN_WIDTH))
+}
+
+/// The width of a table's name column: `most` characters when the line
+/// has room for them beside the other columns (`rest` characters), else
+/// what is left of `width`, never under `least` (a line then runs past
+/// `width`, and [`Fit`] folds it).
+pub fn name_width(width: usize, rest: usize, most: usize, least: usize) -> usize {
+    most.min(width.saturating_sub(rest)).max(least)
+}
+
+/// A writer that folds every line longer than `width` characters, if a
+/// width is given: at the last space that fits, else at the width, the
+/// rest on lines indented two columns past the line's own indent. Every
+/// character is kept. The text output's last resort, behind its tables
+/// and paragraphs laid out for the width: a line that is still too long
+/// (an error quoting a long path, a table of a command not laid out for
+/// it) reads folded rather than cut by the terminal. Never used for
+/// `--json`.
+pub struct Fit<W: Write> {
+    inner: W,
+    width: Option<usize>,
+    /// The line being written, up to its newline.
+    line: Vec<u8>,
+}
+
+impl<W: Write> Fit<W> {
+    /// `inner`, its lines folded at `width` (`None`: as they are).
+    pub fn new(inner: W, width: Option<usize>) -> Self {
+        Fit {
+            inner,
+            width,
+            line: Vec::new(),
+        }
+    }
+
+    /// Writes the line held (without its newline) folded, then `end`.
+    fn write_line(&mut self, end: &[u8]) -> io::Result<()> {
+        let line = std::mem::take(&mut self.line);
+        match (self.width, std::str::from_utf8(&line)) {
+            (Some(w), Ok(s)) if s.chars().count() > w => {
+                self.inner.write_all(folded(s, w).as_bytes())?
+            }
+            _ => self.inner.write_all(&line)?,
+        }
+        self.inner.write_all(end)
+    }
+}
+
+/// `s` (one line) in lines of at most `width` characters ([`Fit`]).
+pub fn folded(s: &str, width: usize) -> String {
+    let lead = s.len() - s.trim_start_matches(' ').len();
+    let indent = " ".repeat((lead + 2).min(width / 2));
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut rest: &str = s;
+    let mut room = width;
+    while rest.chars().count() > room {
+        let cut = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+        // The last space that leaves some text on this line.
+        let at = if rest[cut..].starts_with(' ') {
+            Some(cut)
+        } else {
+            rest[..cut].rfind(' ')
+        }
+        .filter(|&i| !rest[..i].trim().is_empty());
+        let (this, next) = match at {
+            Some(i) => (&rest[..i], rest[i..].trim_start_matches(' ')),
+            None => rest.split_at(cut),
+        };
+        out.push_str(this.trim_end());
+        out.push('\n');
+        out.push_str(&indent);
+        rest = next;
+        room = width - indent.len();
+    }
+    out.push_str(rest);
+    out
+}
+
+impl<W: Write> Write for Fit<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.width.is_none() {
+            return self.inner.write(buf);
+        }
+        let mut rest = buf;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&rest[..i]);
+            self.write_line(b"\n")?;
+            rest = &rest[i + 1..];
+        }
+        self.line.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.line.is_empty() {
+            self.write_line(b"")?;
+        }
+        self.inner.flush()
+    }
 }
 
 /// Prints `error: <message>` on stderr, on one line: the message
@@ -433,6 +575,30 @@ mod tests {
     }
 
     #[test]
+    fn a_line_too_wide_is_folded_at_its_spaces_and_keeps_every_character() {
+        let line = "    critical path: release 0.00, intra_thread 44.73, inter_thread 0.09";
+        let f = folded(line, 40);
+        assert_eq!(
+            f,
+            "    critical path: release 0.00,\n      intra_thread 44.73, inter_thread\n      0.09"
+        );
+        // No space to fold at: cut at the width; a character is never split.
+        let f = folded(&"é".repeat(100), 60);
+        assert!(f.lines().all(|l| l.chars().count() <= 60), "{f}");
+        assert_eq!(f.replace(['\n', ' '], ""), "é".repeat(100));
+        let mut w = Fit::new(Vec::new(), Some(60));
+        write!(w, "{}\nshort\n{}", "a ".repeat(40), "b".repeat(70)).unwrap();
+        w.flush().unwrap();
+        let text = String::from_utf8(w.inner).unwrap();
+        assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
+        assert!(text.contains("\nshort\n"), "{text}");
+        // Without a width, as written.
+        let mut w = Fit::new(Vec::new(), None);
+        write!(w, "{}", "x ".repeat(100)).unwrap();
+        assert_eq!(w.inner, "x ".repeat(100).into_bytes());
+    }
+
+    #[test]
     fn long_lists_fold_into_a_count_and_short_ones_do_not() {
         let items: Vec<String> = (0..8)
             .map(|i| format!("{i}: NVIDIA A100-SXM4-80GB"))
@@ -464,7 +630,7 @@ mod tests {
         assert!(text.lines().all(|l| l.chars().count() <= 20), "{text}");
         assert_eq!(wrapped("x: ", &[], ", ", "  ", 20), "x: ");
         let long = "word ".repeat(40);
-        let text = wrapped_words("  warning: ", long.trim_end(), "    ");
+        let text = wrapped_words("  warning: ", long.trim_end(), "    ", WIDTH);
         assert_eq!(text.lines().count(), 2, "{text}");
         assert!(text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
         assert_eq!(text.split_whitespace().filter(|w| *w == "word").count(), 40);

@@ -6,46 +6,72 @@ use std::io::{self, Write};
 
 use lumos_report::{Analyses, MemoryReport, StepAnalysis, StepCriticalPath, TraceAnalysis};
 
-use crate::output::pct;
+use crate::output::{name_width, pct, WIDTH};
 
 // Every table's one way of shortening a name (escaped, a long C++ name
 // compacted, cut with `…`), and of a column of names so that names that
 // differ read apart.
 pub use lumos_report::text::{short, short_all};
 
-/// The measured analyses of a trace and its replay's critical paths.
-pub fn write_trace_analysis(out: &mut dyn Write, a: &TraceAnalysis, top: usize) -> io::Result<()> {
-    write_analyses(out, &a.measured, "measured", top)?;
+/// The measured analyses of a trace and its replay's critical paths, laid
+/// out for lines of `width` characters.
+pub fn write_trace_analysis(
+    out: &mut dyn Write,
+    a: &TraceAnalysis,
+    top: usize,
+    width: usize,
+) -> io::Result<()> {
+    write_analyses(out, &a.measured, ("measured", top), width)?;
     if let Some(m) = &a.memory {
         write_memory(out, m)?;
     }
-    write_paths(out, &a.critical_path)
+    write_paths(out, &a.critical_path, width)
 }
 
 /// Per step, kernels, operators and collectives of one run (`what`:
-/// measured, predicted).
-pub fn write_analyses(out: &mut dyn Write, a: &Analyses, what: &str, top: usize) -> io::Result<()> {
-    write_steps(out, a, what)?;
-    write_kernels(out, a, top)?;
-    write_operators(out, a, top)?;
-    write_collectives(out, a, top)
+/// measured, predicted; `top` rows a table), laid out for lines of
+/// `width` characters.
+pub fn write_analyses(
+    out: &mut dyn Write,
+    a: &Analyses,
+    (what, top): (&str, usize),
+    width: usize,
+) -> io::Result<()> {
+    write_steps(out, a, what, width)?;
+    write_kernels(out, a, top, width)?;
+    write_operators(out, a, top, width)?;
+    write_collectives(out, a, top, width)
 }
 
-fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> {
+fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str, width: usize) -> io::Result<()> {
     // Two tables, not one of 155 columns: the four shares that add up to
     // the step (and the share of communication hidden), then the idle
-    // time by cause.
-    writeln!(
-        out,
-        "  per step ({what}, % of step)     #   step ms  compute  overlap     comm     idle | comm hidden"
-    )?;
+    // time by cause. Narrower than a row (94 columns), the step names
+    // shrink and the title has a line of its own.
+    let n = name_width(width, 63, 26, 12);
+    if n == 26 {
+        writeln!(
+            out,
+            "  per step ({what}, % of step)     #   step ms  compute  overlap     comm     idle | comm hidden"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  per step ({what}, % of step; hidden: % of comm hidden)"
+        )?;
+        writeln!(
+            out,
+            "    {:<n$} {:>3} {:>9} {:>8} {:>8} {:>8} {:>8} | hidden",
+            "step", "#", "step ms", "compute", "overlap", "comm", "idle"
+        )?;
+    }
     let total = (a.steps.len() > 1).then_some(&a.total);
     let rows: Vec<&StepAnalysis> = a.steps.iter().chain(total).collect();
     let names: Vec<&str> = rows.iter().map(|s| s.step.as_str()).collect();
-    let names = short_all(&names, 26);
-    for (s, name) in rows.iter().zip(&names) {
-        write_step(out, s, name)?;
+    for (s, name) in rows.iter().zip(short_all(&names, n)) {
+        write_step(out, s, &name, (n, if n == 26 { 11 } else { 6 }))?;
     }
+    let names = short_all(&names, 26);
     let title = format!("idle per step ({what}, ms)");
     writeln!(
         out,
@@ -73,19 +99,26 @@ fn write_steps(out: &mut dyn Write, a: &Analyses, what: &str) -> io::Result<()> 
                 "selection: the selected steps' times added, not the whole window: time \
                  between the steps and before or after them is not in it, and GPU work of a step \
                  running into the next counts in both)",
-                "     "
+                "     ",
+                width
             )
         )?;
     }
     Ok(())
 }
 
-/// One row of the steps' table, its step shown as `name`.
-fn write_step(out: &mut dyn Write, s: &StepAnalysis, name: &str) -> io::Result<()> {
+/// One row of the steps' table, its step shown as `name` in `n` columns,
+/// `h` columns for the share of communication hidden.
+fn write_step(
+    out: &mut dyn Write,
+    s: &StepAnalysis,
+    name: &str,
+    (n, h): (usize, usize),
+) -> io::Result<()> {
     // A step of no length has no shares: each is `-` (they were 0.0%).
     writeln!(
         out,
-        "    {:<26} {:>3} {:>9.3} {:>8} {:>8} {:>8} {:>8} | {:>11}",
+        "    {:<n$} {:>3} {:>9.3} {:>8} {:>8} {:>8} {:>8} | {:>h$}",
         name,
         s.index.map_or(String::new(), |i| i.to_string()),
         s.span_us / 1e3,
@@ -97,27 +130,44 @@ fn write_step(out: &mut dyn Write, s: &StepAnalysis, name: &str) -> io::Result<(
     )
 }
 
-fn write_kernels(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
+fn write_kernels(out: &mut dyn Write, a: &Analyses, top: usize, width: usize) -> io::Result<()> {
     // `--top 0` asks for no rows: no table (it printed the heading alone).
     if a.kernels.is_empty() || top == 0 {
         return Ok(());
     }
-    writeln!(
-        out,
-        "  top GPU tasks ({} of {})                                          total ms    count    mean us   share",
+    let title = format!(
+        "top GPU tasks ({} of {})",
         top.min(a.kernels.len()),
         a.kernels.len()
-    )?;
+    );
+    // Narrower than a row (104 columns), the names shrink.
+    let n = name_width(width, 42, 62, 24);
+    if n == 62 {
+        writeln!(
+            out,
+            "  {title}                                          total ms    count    mean us   share"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  {title:<w$} {:>9} {:>8} {:>10} {:>7}",
+            "total ms",
+            "count",
+            "mean us",
+            "share",
+            w = n + 2
+        )?;
+    }
     let names: Vec<&str> = a
         .kernels
         .iter()
         .take(top)
         .map(|k| k.name.as_str())
         .collect();
-    for (k, name) in a.kernels.iter().zip(short_all(&names, 62)) {
+    for (k, name) in a.kernels.iter().zip(short_all(&names, n)) {
         writeln!(
             out,
-            "    {:<62} {:>9.3} {:>8} {:>10.2} {:>7}",
+            "    {:<n$} {:>9.3} {:>8} {:>10.2} {:>7}",
             name,
             k.total_us / 1e3,
             k.count,
@@ -128,7 +178,7 @@ fn write_kernels(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()
     Ok(())
 }
 
-fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
+fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize, width: usize) -> io::Result<()> {
     if a.operators.is_empty() || top == 0 {
         return Ok(());
     }
@@ -137,11 +187,24 @@ fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<
         top.min(a.operators.len()),
         a.operators.len()
     );
-    writeln!(
-        out,
-        "  {title:<42} {:>9} {:>10} {:>7}  top kernel",
-        "total ms", "GPU tasks", "share"
-    )?;
+    // Narrower than a row (113 columns), both names shrink alike, and the
+    // title has a line of its own.
+    let names_room = width.saturating_sub(35).clamp(30, 78);
+    let (n, k) = (names_room * 40 / 78, names_room - names_room * 40 / 78);
+    if n == 40 {
+        writeln!(
+            out,
+            "  {title:<42} {:>9} {:>10} {:>7}  top kernel",
+            "total ms", "GPU tasks", "share"
+        )?;
+    } else {
+        writeln!(out, "  {title}")?;
+        writeln!(
+            out,
+            "    {:<n$} {:>9} {:>10} {:>7}  top kernel",
+            "operator", "total ms", "GPU tasks", "share"
+        )?;
+    }
     let names: Vec<&str> = a
         .operators
         .iter()
@@ -154,11 +217,11 @@ fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<
         .take(top)
         .map(|o| o.top_kernel.as_str())
         .collect();
-    let kernels = short_all(&kernels, 38);
-    for ((o, name), kernel) in a.operators.iter().zip(short_all(&names, 40)).zip(kernels) {
+    let kernels = short_all(&kernels, k);
+    for ((o, name), kernel) in a.operators.iter().zip(short_all(&names, n)).zip(kernels) {
         writeln!(
             out,
-            "    {:<40} {:>9.3} {:>10} {:>7}  {}",
+            "    {:<n$} {:>9.3} {:>10} {:>7}  {}",
             name,
             o.total_us / 1e3,
             o.gpu_tasks,
@@ -169,9 +232,19 @@ fn write_operators(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<
     Ok(())
 }
 
-fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Result<()> {
+fn write_collectives(
+    out: &mut dyn Write,
+    a: &Analyses,
+    top: usize,
+    width: usize,
+) -> io::Result<()> {
     if a.collectives.is_empty() || top == 0 {
         return Ok(());
+    }
+    // Its numbers alone take 92 columns: narrower than a row (117), each
+    // collective takes two lines.
+    if width < 117 {
+        return write_collectives_narrow(out, a, top, width);
     }
     // The headings in the rows' own widths, so that each sits over its
     // column (they drifted by up to seven columns).
@@ -196,11 +269,7 @@ fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Resul
         .map(|c| c.collective.as_str())
         .collect();
     for (c, name) in a.collectives.iter().zip(short_all(&names, 25)) {
-        let algo = match (&c.algorithm, &c.protocol) {
-            (Some(a), Some(p)) => format!("{a}/{p}"),
-            (Some(a), None) => a.clone(),
-            _ => "-".into(),
-        };
+        let algo = algorithm(c);
         writeln!(
             out,
             "    {:<25} {:<10} {:>5}  {:<15} {:>6} {:>10.3} {:>10.1} {:>12} {:>11}",
@@ -216,6 +285,66 @@ fn write_collectives(out: &mut dyn Write, a: &Analyses, top: usize) -> io::Resul
         )?;
     }
     Ok(())
+}
+
+/// The collectives' table in two lines a collective: its group, calls and
+/// times on the first, its algorithm and bandwidths, labelled, on the
+/// second; every value of the wide table kept.
+fn write_collectives_narrow(
+    out: &mut dyn Write,
+    a: &Analyses,
+    top: usize,
+    width: usize,
+) -> io::Result<()> {
+    let n = name_width(width, 50, 25, 10);
+    writeln!(
+        out,
+        "  {:<w$} {:<10} {:>5} {:>6} {:>10} {:>10}",
+        "collectives",
+        "group",
+        "ranks",
+        "calls",
+        "total ms",
+        "mean us",
+        w = n + 2
+    )?;
+    let gbps = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
+    let names: Vec<&str> = (a.collectives.iter().take(top))
+        .map(|c| c.collective.as_str())
+        .collect();
+    for (c, name) in a.collectives.iter().zip(short_all(&names, n)) {
+        writeln!(
+            out,
+            "    {:<n$} {:<10} {:>5} {:>6} {:>10.3} {:>10.1}",
+            name,
+            short(c.process_group.as_deref().unwrap_or("-"), 10),
+            c.group_size.map_or("-".into(), |n| n.to_string()),
+            c.count,
+            c.total_us / 1e3,
+            c.mean_us,
+        )?;
+        let line = format!(
+            "algorithm {}, algbw {} GB/s, busbw {} GB/s",
+            algorithm(c),
+            gbps(c.algbw_gbps),
+            gbps(c.busbw_gbps)
+        );
+        writeln!(
+            out,
+            "{}",
+            crate::output::wrapped_words("      ", &line, "        ", width)
+        )?;
+    }
+    Ok(())
+}
+
+/// A collective's algorithm and protocol (`RING/LL`), `-` when unknown.
+fn algorithm(c: &lumos_report::CollectiveRow) -> String {
+    match (&c.algorithm, &c.protocol) {
+        (Some(a), Some(p)) => format!("{a}/{p}"),
+        (Some(a), None) => a.clone(),
+        _ => "-".into(),
+    }
 }
 
 /// Bytes as GiB with two decimals, `-` when unknown.
@@ -278,12 +407,20 @@ pub fn verdict(v: &str) -> &str {
 /// The verdict of a critical path of no length.
 const NO_VERDICT: &str = "path of no length";
 
-/// The table of the critical path per step (replayed), if there is one.
-pub fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Result<()> {
+/// The table of the critical path per step (replayed), if there is one,
+/// laid out for lines of `width` characters.
+pub fn write_paths(
+    out: &mut dyn Write,
+    paths: &[StepCriticalPath],
+    width: usize,
+) -> io::Result<()> {
     if paths.is_empty() {
         return Ok(());
     }
     writeln!(out, "  critical path per step (replayed)")?;
+    if width < WIDTH {
+        return write_paths_narrow(out, paths, width);
+    }
     // The operator with the most time on each path, not three on one line
     // of 190 columns: `--json` has up to five (`top_operators`).
     writeln!(
@@ -316,6 +453,46 @@ pub fn write_paths(out: &mut dyn Write, paths: &[StepCriticalPath]) -> io::Resul
             pct(p.communication_pct, 1),
             most
         )?;
+    }
+    Ok(())
+}
+
+/// [`write_paths`] narrower than its rows (119 columns): the operator
+/// with the most time on each path on a line of its own under its step.
+fn write_paths_narrow(
+    out: &mut dyn Write,
+    paths: &[StepCriticalPath],
+    width: usize,
+) -> io::Result<()> {
+    let n = name_width(width, 45, 26, 12);
+    writeln!(
+        out,
+        "    {:<n$} {:<19} {:>6} {:>6} {:>6}",
+        "step", "verdict", "CPU", "GPU", "comm"
+    )?;
+    let steps: Vec<&str> = paths.iter().map(|p| p.step.as_str()).collect();
+    let with_most: Vec<&str> = paths
+        .iter()
+        .filter_map(|p| p.top_operators.first().map(|o| o.operator.as_str()))
+        .collect();
+    let head = "      most on it: ";
+    // The name, then ` 100.0% of path`.
+    let room = width.saturating_sub(head.len() + 15).max(20);
+    let mut most_names = short_all(&with_most, room).into_iter();
+    for (p, step) in paths.iter().zip(short_all(&steps, n)) {
+        writeln!(
+            out,
+            "    {:<n$} {:<19} {:>6} {:>6} {:>6}",
+            step,
+            p.verdict.map_or(NO_VERDICT, verdict),
+            pct(p.cpu_pct, 1),
+            pct(p.gpu_compute_pct, 1),
+            pct(p.communication_pct, 1),
+        )?;
+        if let Some(o) = p.top_operators.first() {
+            let name = most_names.next().unwrap_or_default();
+            writeln!(out, "{head}{name} {:.1}% of path", o.pct)?;
+        }
     }
     Ok(())
 }

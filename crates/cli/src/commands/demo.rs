@@ -28,8 +28,8 @@ pub struct DemoArgs {
     pub out: PathBuf,
 }
 
-/// Runs `lumos demo`.
-pub fn run(a: &DemoArgs, out: &mut dyn Write) -> Result<bool> {
+/// Runs `lumos demo`, its text laid out for lines of `width` characters.
+pub fn run(a: &DemoArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
     let dir = &a.out;
     let files = super::synth::write(&SynthArgs {
         model: "gpt-tiny".into(),
@@ -65,25 +65,24 @@ pub fn run(a: &DemoArgs, out: &mut dyn Write) -> Result<bool> {
         out,
         "== inspect (built-in example: synthesized gpt-tiny, TP2 PP2 DP2, rank 0)"
     )?;
-    inspect::write_file(out, &report.inspect)?;
+    inspect::write_file(out, &report.inspect, width)?;
     writeln!(out, "\n== replay")?;
-    replay::write_trace(out, &report.replay, 5)?;
+    replay::write_trace(out, &report.replay, 5, width)?;
     writeln!(out, "\n== what-if: compute kernels 2x faster")?;
     // What the what-if changes: the replay and its critical paths. The
     // tables of the measured trace are the baseline's (they were printed
     // again, the same, under the what-if).
-    replay::write_replay(out, &report.what_if)?;
-    analysis::write_paths(out, &report.what_if.analysis.critical_path)?;
-    writeln!(
-        out,
-        "  (the tables of the measured trace are as above: the what-if changes the replay only)"
-    )?;
+    replay::write_replay(out, &report.what_if, width)?;
+    analysis::write_paths(out, &report.what_if.analysis.critical_path, width)?;
+    let note =
+        "the tables of the measured trace are as above: the what-if changes the replay only)";
+    writeln!(out, "{}", output::wrapped_words("  (", note, "   ", width))?;
     writeln!(out, "\n== what this shows")?;
     for line in verdict(&report.replay, &report.what_if) {
         // Sentences of up to 190 columns, folded at the words.
-        writeln!(out, "{}", output::wrapped_words("", &line, ""))?;
+        writeln!(out, "{}", output::wrapped_words("", &line, "", width))?;
     }
-    next_steps(out, dir, &files, &report.timeline)?;
+    next_steps(out, dir, (&files, &report.timeline), width)?;
     Ok(true)
 }
 
@@ -139,7 +138,12 @@ fn verdict(base: &TraceReplay, fast: &TraceReplay) -> Vec<String> {
 /// are shown as every command shows them ([`output::shown_path`]): the
 /// folder is the user's `--out`, which can hold anything; in the
 /// commands, each is one shell word ([`output::shell_path`]).
-fn next_steps(out: &mut dyn Write, dir: &Path, files: &[PathBuf], timeline: &str) -> Result<()> {
+fn next_steps(
+    out: &mut dyn Write,
+    dir: &Path,
+    (files, timeline): (&[PathBuf], &str),
+    width: usize,
+) -> Result<()> {
     let rank0 = files
         .first()
         .map_or(String::new(), |f| output::shown_path(f));
@@ -148,12 +152,17 @@ fn next_steps(out: &mut dyn Write, dir: &Path, files: &[PathBuf], timeline: &str
         "The example's traces are in {} (one rank per pipeline stage).",
         output::shown_path(dir)
     )?;
-    writeln!(
-        out,
-        "Open {} in Perfetto (ui.perfetto.dev, Open trace file)\n\
-         to see the replayed timeline; {rank0} is the trace it replays.",
+    let open = format!(
+        "Open {} in Perfetto (ui.perfetto.dev, Open trace file)",
         output::shown(timeline)
-    )?;
+    );
+    let see = format!("to see the replayed timeline; {rank0} is the trace it replays.");
+    if width < output::WIDTH {
+        let text = format!("{open} {see}");
+        writeln!(out, "{}", output::wrapped_words("", &text, "", width))?;
+    } else {
+        writeln!(out, "{open}\n{see}")?;
+    }
     // The commands to type: each path one shell word.
     let word = |p: &Path| output::shown(&output::shell_path(p)).into_owned();
     let rank0 = files.first().map_or(String::new(), |f| word(f));

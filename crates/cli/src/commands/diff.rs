@@ -53,7 +53,8 @@ fn trace_of(l: Loaded) -> Result<lumos_trace::Trace> {
 }
 
 /// Runs `lumos diff`.
-pub fn run(a: &DiffArgs, out: &mut dyn Write) -> Result<bool> {
+/// Its text is laid out for lines of `width` characters.
+pub fn run(a: &DiffArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
     for (flag, v) in [
         ("--min-change-us", a.min_change_us),
         ("--min-change-pct", a.min_change_pct),
@@ -99,7 +100,7 @@ pub fn run(a: &DiffArgs, out: &mut dyn Write) -> Result<bool> {
     if a.json {
         output::json(out, &report)?;
     } else {
-        write_human(out, &report, a.top)?;
+        write_human(out, &report, a.top, width)?;
     }
     Ok(true)
 }
@@ -108,7 +109,12 @@ fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or(output::UNKNOWN.into(), |v| format!("{v:.prec$}"))
 }
 
-fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Result<()> {
+fn write_human(
+    out: &mut dyn Write,
+    r: &DiffReport,
+    top: usize,
+    width: usize,
+) -> std::io::Result<()> {
     // A change from a mean step of no length has no percentage (it
     // printed +0.00% whatever B's was).
     let change = (r.a.mean_step_us > 0.0).then(|| {
@@ -136,37 +142,7 @@ fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Resu
         r.min_change_us,
         r.min_change_pct
     )?;
-    writeln!(
-        out,
-        "  {:>3} {:<22} {:<22} {:>11} {:>11} {:>11} {:>8}  status",
-        "#", "step A", "step B", "A ms", "B ms", "change ms", "change"
-    )?;
-    let a_steps: Vec<&str> = r
-        .steps
-        .iter()
-        .map(|s| s.a_step.as_deref().unwrap_or("-"))
-        .collect();
-    let b_steps: Vec<&str> = r
-        .steps
-        .iter()
-        .map(|s| s.b_step.as_deref().unwrap_or("-"))
-        .collect();
-    let a_steps = short_all(&a_steps, 22);
-    let b_steps = short_all(&b_steps, 22);
-    for ((s, a_step), b_step) in r.steps.iter().zip(&a_steps).zip(&b_steps) {
-        writeln!(
-            out,
-            "  {:>3} {:<22} {:<22} {:>11} {:>11} {:>11} {:>8}  {}",
-            s.position,
-            a_step,
-            b_step,
-            opt(s.a_us.map(|v| v / 1e3), 3),
-            opt(s.b_us.map(|v| v / 1e3), 3),
-            opt(s.delta_us.map(|v| v / 1e3), 3),
-            pct(s.delta_pct, 2),
-            s.status
-        )?;
-    }
+    write_steps(out, r, width)?;
     writeln!(
         out,
         "  per step (ms)          {:>11} {:>11} {:>11}",
@@ -193,15 +169,72 @@ fn write_human(out: &mut dyn Write, r: &DiffReport, top: usize) -> std::io::Resu
         &format!("operators (CPU tasks, by {by})"),
         &r.operators,
         r.unchanged_operators,
-        top,
+        (top, width),
     )?;
     write_rows(
         out,
         "GPU tasks (by name)",
         &r.kernels,
         r.unchanged_kernels,
-        top,
+        (top, width),
     )
+}
+
+/// The steps' table, each step of A beside its step of B. Narrower than
+/// a row (about 110 columns), the step names shrink; where they would be
+/// cut to less than a step's usual name (`ProfilerStep#123`), each row
+/// takes two lines, the names on the first.
+fn write_steps(out: &mut dyn Write, r: &DiffReport, width: usize) -> std::io::Result<()> {
+    let one_line = (width.saturating_sub(64) / 2).min(22);
+    let (n, two_lines) = if one_line >= 16 {
+        (one_line, false)
+    } else {
+        ((width - 12) / 2, true)
+    };
+    if two_lines {
+        writeln!(out, "  {:>3} step A / step B", "#")?;
+        writeln!(
+            out,
+            "      {:>11} {:>11} {:>11} {:>8}  status",
+            "A ms", "B ms", "change ms", "change"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  {:>3} {:<n$} {:<n$} {:>11} {:>11} {:>11} {:>8}  status",
+            "#", "step A", "step B", "A ms", "B ms", "change ms", "change"
+        )?;
+    }
+    let a_steps: Vec<&str> = r
+        .steps
+        .iter()
+        .map(|s| s.a_step.as_deref().unwrap_or("-"))
+        .collect();
+    let b_steps: Vec<&str> = r
+        .steps
+        .iter()
+        .map(|s| s.b_step.as_deref().unwrap_or("-"))
+        .collect();
+    let a_steps = short_all(&a_steps, n);
+    let b_steps = short_all(&b_steps, n);
+    for ((s, a_step), b_step) in r.steps.iter().zip(&a_steps).zip(&b_steps) {
+        let steps = if two_lines {
+            format!("{a_step} / {b_step}\n     ")
+        } else {
+            format!("{a_step:<n$} {b_step:<n$}")
+        };
+        writeln!(
+            out,
+            "  {:>3} {steps} {:>11} {:>11} {:>11} {:>8}  {}",
+            s.position,
+            opt(s.a_us.map(|v| v / 1e3), 3),
+            opt(s.b_us.map(|v| v / 1e3), 3),
+            opt(s.delta_us.map(|v| v / 1e3), 3),
+            pct(s.delta_pct, 2),
+            s.status
+        )?;
+    }
+    Ok(())
 }
 
 fn write_rows(
@@ -209,23 +242,35 @@ fn write_rows(
     what: &str,
     rows: &[RowDiff],
     unchanged: usize,
-    top: usize,
+    (top, width): (usize, usize),
 ) -> std::io::Result<()> {
+    let head = format!(
+        "{what}: {} changed, {unchanged} unchanged; most impact first (per step)",
+        rows.len()
+    );
     writeln!(
         out,
-        "  {what}: {} changed, {unchanged} unchanged; most impact first (per step)",
-        rows.len()
+        "{}",
+        output::wrapped_words("  ", &head, "    ", output::narrow(width))
     )?;
     // `--top 0` asks for no rows: no table (it printed the heading alone),
     // the line after it still counting them.
     if rows.is_empty() || top == 0 {
         return write_more(out, rows.len(), top);
     }
-    writeln!(
-        out,
-        "    {:<8} {:<NAME_CHARS$} {:>10} {:>10} {:>10} {:>8} {:>15}",
-        "", "name", "A ms", "B ms", "change ms", "change", "count A / B"
-    )?;
+    // Narrower than a row (119 columns), each name has a line of its
+    // own, its numbers on the next.
+    let narrow = width < 119;
+    let n = if narrow { width - 13 } else { NAME_CHARS };
+    let numbers = format!(
+        "{:>10} {:>10} {:>10} {:>8} {:>15}",
+        "A ms", "B ms", "change ms", "change", "count A / B"
+    );
+    if narrow {
+        writeln!(out, "    {:<8} name\n    {:<8} {numbers}", "", "")?;
+    } else {
+        writeln!(out, "    {:<8} {:<NAME_CHARS$} {numbers}", "", "name")?;
+    }
     let names: Vec<String> = rows
         .iter()
         .take(top)
@@ -234,12 +279,16 @@ fn write_rows(
             None => d.name.clone(),
         })
         .collect();
-    for (d, name) in rows.iter().zip(short_all(&names, NAME_CHARS)) {
+    for (d, name) in rows.iter().zip(short_all(&names, n)) {
+        let (name, gap) = if narrow {
+            (format!("{name}\n"), " ".repeat(13))
+        } else {
+            (format!("{name:<NAME_CHARS$} "), String::new())
+        };
         writeln!(
             out,
-            "    {:<8} {:<NAME_CHARS$} {:>10.3} {:>10.3} {:>+10.3} {:>8} {:>15}",
+            "    {:<8} {name}{gap}{:>10.3} {:>10.3} {:>+10.3} {:>8} {:>15}",
             d.status,
-            name,
             d.a_us / 1e3,
             d.b_us / 1e3,
             d.delta_us / 1e3,

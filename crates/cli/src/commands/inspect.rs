@@ -14,7 +14,8 @@ use rayon::prelude::*;
 
 use super::JobMode;
 use crate::output::{
-    counted, fold, or_unknown, shown, shown_all, wrapped, wrapped_words, LIST_WIDTH, UNKNOWN, WIDTH,
+    counted, fold, narrow, or_unknown, shown, shown_all, wrapped, wrapped_words, LIST_WIDTH,
+    UNKNOWN,
 };
 use crate::{inputs, output, progress};
 
@@ -34,11 +35,11 @@ pub struct InspectArgs {
 
 /// Runs `lumos inspect`; false when an input could not be read or the
 /// files are not one job.
-pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
+pub fn run(args: &InspectArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
     let files = inputs::expand(&args.paths)?;
     if let [file] = &files[..] {
         if !args.mode.job && !inputs::is_lgraph(file) {
-            return run_one_trace(args, file, out);
+            return run_one_trace(args, file, out, width);
         }
     }
     // Each trace is built into its rank as it is read and dropped, so no
@@ -78,14 +79,19 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<bool> {
             }
         }
     }
-    write_output(out, InspectOutput { traces, job }, args)?;
+    write_output(out, InspectOutput { traces, job }, args, width)?;
     Ok(ok)
 }
 
 /// `lumos inspect FILE` of one trace file, not a job: what [`run`] does
 /// with it, but read and built in one go (`lumos_report::inspect_path`),
 /// the graph build's first pass done as the file is read.
-fn run_one_trace(args: &InspectArgs, file: &Path, out: &mut dyn Write) -> Result<bool> {
+fn run_one_trace(
+    args: &InspectArgs,
+    file: &Path,
+    out: &mut dyn Write,
+    width: usize,
+) -> Result<bool> {
     let work = progress::FileWork::new(format!("inspecting {}", file.display()));
     // On one of rayon's threads, as `run` reports each input.
     let inspected = rayon::scope(|_| lumos_report::inspect_path(file, &|b| work.read(b)));
@@ -103,12 +109,17 @@ fn run_one_trace(args: &InspectArgs, file: &Path, out: &mut dyn Write) -> Result
         }
     };
     let report = InspectOutput { traces, job: None };
-    write_output(out, report, args)?;
+    write_output(out, report, args, width)?;
     Ok(ok)
 }
 
-/// The report, as tables or as JSON.
-fn write_output(out: &mut dyn Write, mut report: InspectOutput, args: &InspectArgs) -> Result<()> {
+/// The report, as tables (laid out for `width`) or as JSON.
+fn write_output(
+    out: &mut dyn Write,
+    mut report: InspectOutput,
+    args: &InspectArgs,
+    width: usize,
+) -> Result<()> {
     for t in &mut report.traces {
         inputs::rename_stdin(&mut t.path);
     }
@@ -116,10 +127,10 @@ fn write_output(out: &mut dyn Write, mut report: InspectOutput, args: &InspectAr
         output::json_sorted(out, &report)?;
     } else {
         for t in &report.traces {
-            write_file(out, t)?;
+            write_file(out, t, width)?;
         }
         if let Some(j) = &report.job {
-            write_job(out, j, None)?;
+            write_job(out, j, None, width)?;
         }
     }
     Ok(())
@@ -146,14 +157,12 @@ fn reports_apart(read: Vec<Result<Prepared>>) -> Vec<FileReport> {
         .collect()
 }
 
-fn join(m: &BTreeMap<&str, u64>) -> String {
+/// `m` as the items of a list (`kind 12`), or `none`.
+fn items(m: &BTreeMap<&str, u64>) -> Vec<String> {
     if m.is_empty() {
-        return "none".to_owned();
+        return vec!["none".to_owned()];
     }
-    m.iter()
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    m.iter().map(|(k, v)| format!("{k} {v}")).collect()
 }
 
 /// Rows of the skipped-events table a person reads; the rest are summed
@@ -163,7 +172,7 @@ const MAX_SKIPPED_ROWS: usize = 20;
 /// The skipped events by category and reason, in the report's order. A
 /// file that makes up thousands of categories would print a row for each,
 /// so past [`MAX_SKIPPED_ROWS`] only the largest counts get a row.
-fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount]) -> std::io::Result<()> {
+fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount], width: usize) -> std::io::Result<()> {
     let mut order: Vec<usize> = (0..skipped.len()).collect();
     // Stable: of equal counts, the first in the report's order is shown.
     order.sort_by(|&a, &b| skipped[b].count.cmp(&skipped[a].count));
@@ -171,12 +180,14 @@ fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount]) -> std::io::Result<
     let mut rows = rows.to_vec();
     rows.sort_unstable();
     for s in rows.iter().map(|&i| &skipped[i]) {
+        let row = format!("    skipped {:>8}  {:<24} ", s.count, shown(&s.category));
+        // The reason folded under its column where the width asks.
+        let under = row.chars().count();
+        let indent = " ".repeat(if under + 20 <= width { under } else { 8 });
         writeln!(
             out,
-            "    skipped {:>8}  {:<24} {}",
-            s.count,
-            shown(&s.category),
-            s.reason
+            "{}",
+            wrapped_words(&row, s.reason, &indent, narrow(width))
         )?;
     }
     if !rest.is_empty() {
@@ -194,8 +205,9 @@ fn write_skipped(out: &mut dyn Write, skipped: &[SkipCount]) -> std::io::Result<
     Ok(())
 }
 
-/// The text form of one file's report.
-pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
+/// The text form of one file's report, laid out for lines of `width`
+/// characters.
+pub fn write_file(out: &mut dyn Write, r: &FileReport, width: usize) -> std::io::Result<()> {
     writeln!(out, "{}", shown(&r.path))?;
     writeln!(
         out,
@@ -219,7 +231,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
         "  events: {} total: {} kept, {} flows, {} metadata, {} skipped",
         e.total, e.kept, e.flows, metadata, e.skipped
     )?;
-    write_skipped(out, &r.events.skipped_by_reason)?;
+    write_skipped(out, &r.events.skipped_by_reason, width)?;
     // Damage counts, shown when there is damage (the warnings below say
     // more); `--json` always has them.
     if e.absurd_durations > 0 {
@@ -229,7 +241,9 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
             counted(e.absurd_durations, "event ends", "events end")
         )?;
     }
-    writeln!(out, "  tasks: {}", join(&r.tasks_by_kind))?;
+    let (tasks, edges) = (items(&r.tasks_by_kind), items(&r.edges_by_kind));
+    let list = |head: &str, items: &[String]| wrapped(head, items, ", ", "    ", narrow(width));
+    writeln!(out, "{}", list("  tasks: ", &tasks))?;
     if r.launches_without_gpu_task > 0 {
         writeln!(
             out,
@@ -246,7 +260,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
             }
         )?;
     }
-    writeln!(out, "  edges: {}", join(&r.edges_by_kind))?;
+    writeln!(out, "{}", list("  edges: ", &edges))?;
     for i in &r.inferred {
         writeln!(
             out,
@@ -257,20 +271,19 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
             if i.recorded { "recorded" } else { "inferred" }
         )?;
     }
-    writeln!(
-        out,
-        "  {}, {}; devices: {}",
+    let head = format!(
+        "  {}, {}; devices: ",
         counted(r.threads, "thread", "threads"),
         counted(r.streams, "stream", "streams"),
+    );
+    let room = LIST_WIDTH.min(narrow(width).saturating_sub(head.chars().count()));
+    writeln!(
+        out,
+        "{head}{}",
         if r.devices.is_empty() {
             "none listed".into()
         } else {
-            fold(
-                &shown_all(&devices(&r.devices)),
-                "; ",
-                LIST_WIDTH,
-                "kinds of GPU",
-            )
+            fold(&shown_all(&devices(&r.devices)), "; ", room, "kinds of GPU")
         }
     )?;
     let c = &r.collectives;
@@ -286,7 +299,7 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
     let names: Vec<String> = (c.by_name.iter())
         .map(|(k, v)| format!("{} {v}", shown(k)))
         .collect();
-    writeln!(out, "{}", wrapped(&head, &names, ", ", "    ", WIDTH))?;
+    writeln!(out, "{}", wrapped(&head, &names, ", ", "    ", width))?;
     writeln!(
         out,
         "  typical launch latency {:.1} us",
@@ -301,9 +314,13 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport) -> std::io::Result<()> {
             s.measured_us / 1e3
         )?;
     }
-    write_structure(out, &r.structure, !r.steps.is_empty())?;
+    write_structure(out, &r.structure, !r.steps.is_empty(), width)?;
     for w in &r.warnings {
-        writeln!(out, "{}", wrapped_words("  warning: ", &shown(w), "    "))?;
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("  warning: ", &shown(w), "    ", width)
+        )?;
     }
     Ok(())
 }
@@ -360,6 +377,7 @@ fn write_structure(
     out: &mut dyn Write,
     r: &StructureReport,
     has_steps: bool,
+    width: usize,
 ) -> std::io::Result<()> {
     let c = &r.config;
     let opt = or_unknown::<u32>;
@@ -401,7 +419,11 @@ fn write_structure(
             (None, _) => "",
         }
     );
-    writeln!(out, "{}", wrapped_words("  structure: ", &line, "    "))?;
+    writeln!(
+        out,
+        "{}",
+        wrapped_words("  structure: ", &line, "    ", width)
+    )?;
     if let (Some(h), Some(f)) = (c.hidden, c.ffn) {
         writeln!(
             out,
@@ -420,16 +442,22 @@ fn write_structure(
         )?;
     }
     for g in &r.groups {
-        writeln!(
-            out,
-            "    {:<6} {:<14} {:>4} {:>6} {:>8.1}  {} ({} confidence)",
+        let row = format!(
+            "    {:<6} {:<14} {:>4} {:>6} {:>8.1}  ",
             shown(&g.name),
             g.class,
             or_unknown(g.size),
             g.tasks,
             g.bytes_per_step as f64 / 1e6,
-            fold(&shown_all(&g.collectives), ", ", LIST_WIDTH / 2, "names"),
-            g.confidence
+        );
+        let names = fold(&shown_all(&g.collectives), ", ", LIST_WIDTH / 2, "names");
+        let text = format!("{names} ({} confidence)", g.confidence);
+        // Under its column, folded at the words where the width asks.
+        let indent = " ".repeat(row.chars().count());
+        writeln!(
+            out,
+            "{}",
+            wrapped_words(&row, &text, &indent, narrow(width))
         )?;
     }
     let passes_found = r.phases.contains_key("forward") || r.phases.contains_key("backward");
@@ -454,7 +482,12 @@ fn write_structure(
         writeln!(
             out,
             "{}",
-            wrapped_words("    structural edits not possible: ", &shown(why), "      ")
+            wrapped_words(
+                "    structural edits not possible: ",
+                &shown(why),
+                "      ",
+                width
+            )
         )?;
     }
     Ok(())
@@ -469,6 +502,7 @@ pub fn write_job(
     out: &mut dyn Write,
     r: &JobReport,
     reps: Option<&lumos_report::RepresentativesReport>,
+    width: usize,
 ) -> std::io::Result<()> {
     writeln!(
         out,
@@ -525,27 +559,35 @@ pub fn write_job(
         c.reference_rank,
         fold(&offsets, ", ", LIST_WIDTH, "ranks")
     )?;
+    let spread = format!(
+        "{:.1} us median, {:.1} us max after alignment ({:.1} us max as recorded)",
+        c.end_spread_us.median, c.end_spread_us.max, c.raw_end_spread_us.max
+    );
+    let head = "  collective end spread across ranks: ";
     writeln!(
         out,
-        "  collective end spread across ranks: {:.1} us median, {:.1} us max after alignment \
-         ({:.1} us max as recorded)",
-        c.end_spread_us.median, c.end_spread_us.max, c.raw_end_spread_us.max
+        "{}",
+        wrapped_words(head, &spread, "    ", narrow(width))
     )?;
     for h in &c.hosts {
         let worst = h.residual_us.iter().fold(0.0f64, |w, r| w.max(r.abs()));
-        writeln!(
-            out,
-            "  host {} (rank {}): one clock, offset {:+.1} us from {} collective ends; residual \
+        let line = format!(
+            "host {} (rank {}): one clock, offset {:+.1} us from {} collective ends; residual \
              per rank up to {:.1} us",
             h.host,
             rank_ranges(&h.ranks),
             h.offset_us,
             h.collective_ends,
             worst
-        )?;
+        );
+        writeln!(out, "{}", wrapped_words("  ", &line, "    ", narrow(width)))?;
     }
     for w in &r.warnings {
-        writeln!(out, "{}", wrapped_words("  warning: ", &shown(w), "    "))?;
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("  warning: ", &shown(w), "    ", width)
+        )?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use lumos_report::{JobReport, RepresentativesReport};
 
-use crate::output::{counted, pct, wrapped, WIDTH};
+use crate::output::{counted, narrow, pct, wrapped, wrapped_words, WIDTH};
 
 /// Ranks of a job whose rows and sections the text output prints at
 /// least (`--top` more if larger); `--json` has every rank. A job of
@@ -48,8 +48,8 @@ pub fn shown_ranks(r: &JobReport, limit: usize) -> Option<BTreeSet<u32>> {
 pub fn write_stragglers(
     out: &mut dyn Write,
     r: &JobReport,
-    reps: Option<&RepresentativesReport>,
-    shown: Option<&BTreeSet<u32>>,
+    (reps, shown): (Option<&RepresentativesReport>, Option<&BTreeSet<u32>>),
+    width: usize,
 ) -> std::io::Result<()> {
     writeln!(
         out,
@@ -57,20 +57,31 @@ pub fn write_stragglers(
         ranks_replayed(r.ranks.len(), reps)
     )?;
     if let Some(w) = r.straggler() {
-        writeln!(
-            out,
-            "  straggler: rank {} kept the others waiting longest: {:.3} / {:.3} ms, last to arrive at {} / {} collectives",
+        let line = format!(
+            "rank {} kept the others waiting longest: {:.3} / {:.3} ms, last to arrive at {} / {} collectives",
             w.rank,
             w.measured.caused_us / 1e3,
             w.replayed.caused_us / 1e3,
             w.measured.last_arrivals,
             w.replayed.last_arrivals
+        );
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("  straggler: ", &line, "    ", narrow(width))
         )?;
     }
     if let Some(steps) = &r.steps {
+        // Where the width asks, the last heading without what the job's
+        // heading above says (measured / replayed).
+        let last = if width < WIDTH {
+            "longest step on rank"
+        } else {
+            "longest step on rank (measured / replayed)"
+        };
         writeln!(
             out,
-            "  {:<18} {:>12} {:>12} {:>8}   longest step on rank (measured / replayed)",
+            "  {:<18} {:>12} {:>12} {:>8}   {last}",
             "job step", "measured ms", "replayed ms", "error"
         )?;
         for s in steps {
@@ -85,11 +96,9 @@ pub fn write_stragglers(
                 s.slowest_rank_replayed
             )?;
         }
-        writeln!(
-            out,
-            "  (a job step lasts as long as its longest rank's: often the rank that waited most \
-             for its peers, not the straggler)"
-        )?;
+        let note = "a job step lasts as long as its longest rank's: often the rank that waited \
+                    most for its peers, not the straggler)";
+        writeln!(out, "{}", wrapped_words("  (", note, "   ", narrow(width)))?;
     }
     if let Some(waiting) = &r.waiting {
         writeln!(
@@ -155,14 +164,15 @@ pub fn write_job(
     out: &mut dyn Write,
     r: &JobReport,
     reps: Option<&RepresentativesReport>,
+    width: usize,
 ) -> std::io::Result<()> {
     writeln!(out)?;
-    super::inspect::write_job(out, r, reps)?;
+    super::inspect::write_job(out, r, reps, width)?;
     for w in &r.what_if {
         writeln!(out, "  what-if: {w}")?;
     }
     if let Some(cols) = &r.collectives {
-        write_collectives(out, cols)?;
+        write_collectives(out, cols, width)?;
     }
     if let Some(cp) = &r.critical_path {
         let ranks: Vec<String> = cp
@@ -181,7 +191,7 @@ pub fn write_job(
         writeln!(
             out,
             "{}",
-            crate::output::wrapped_words("  critical path: ", &line, "    ")
+            crate::output::wrapped_words("  critical path: ", &line, "    ", width)
         )?;
         // A line of its own, folded: eight ranks ran it to 169 columns.
         writeln!(
@@ -192,7 +202,7 @@ pub fn write_job(
                 &ranks,
                 ", ",
                 "      ",
-                WIDTH
+                width
             )
         )?;
     }
@@ -204,11 +214,11 @@ pub fn write_job(
 fn write_collectives(
     out: &mut dyn Write,
     cols: &[lumos_report::CollectiveReport],
+    width: usize,
 ) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "  per collective (measured / replayed): the last rank to arrive, its skew, the median transfer"
-    )?;
+    let title = "per collective (measured / replayed): the last rank to arrive, its skew, the \
+                 median transfer";
+    writeln!(out, "{}", wrapped_words("  ", title, "    ", narrow(width)))?;
     let mut order: Vec<usize> = (0..cols.len()).collect();
     if cols.len() > MAX_COLLECTIVE_ROWS {
         // Show the ones with the most waiting.
@@ -234,26 +244,46 @@ fn write_collectives(
     };
     // Units and names in the heading, not in every cell (a row ran to 146
     // columns).
+    // Narrower than a row (107 columns), the transfer and end spread go
+    // on a second line under each, labelled.
+    let two_lines = width < 107;
+    let tail = if two_lines {
+        String::new()
+    } else {
+        format!("  {:>19}  {:>15}", "transfer us", "end spread us")
+    };
     writeln!(
         out,
-        "    {:<22} {:>10}  {:>9}  {:>19}  {:>19}  {:>15}",
-        "collective", "bytes", "last rank", "skew ms", "transfer us", "end spread us"
+        "    {:<22} {:>10}  {:>9}  {:>19}{tail}",
+        "collective", "bytes", "last rank", "skew ms"
     )?;
     for &i in &order {
         let c = &cols[i];
+        let transfer = (
+            median(&c.measured.transfer_us),
+            median(&c.replayed.transfer_us),
+        );
+        let spread = (c.measured.end_spread_us, c.replayed.end_spread_us);
+        let tail = if two_lines {
+            format!(
+                "\n      transfer {:.1} / {:.1} us, end spread {:.1} / {:.1} us",
+                transfer.0, transfer.1, spread.0, spread.1
+            )
+        } else {
+            format!(
+                "  {:>8.1} / {:>8.1}  {:>6.1} / {:>6.1}",
+                transfer.0, transfer.1, spread.0, spread.1
+            )
+        };
         writeln!(
             out,
-            "    {:<22} {:>10}  {:>3} / {:>3}  {:>8.3} / {:>8.3}  {:>8.1} / {:>8.1}  {:>6.1} / {:>6.1}",
+            "    {:<22} {:>10}  {:>3} / {:>3}  {:>8.3} / {:>8.3}{tail}",
             crate::output::shown(&c.label),
             c.bytes.map_or("-".into(), |b| format!("{b} B")),
             c.measured.last_rank,
             c.replayed.last_rank,
             c.measured.skew_us / 1e3,
             c.replayed.skew_us / 1e3,
-            median(&c.measured.transfer_us),
-            median(&c.replayed.transfer_us),
-            c.measured.end_spread_us,
-            c.replayed.end_spread_us
         )?;
     }
     Ok(())

@@ -16,7 +16,7 @@ use lumos_report::{
 };
 use lumos_store::ReadFor;
 
-use crate::output::{pct, shown, wrapped, wrapped_words, WIDTH};
+use crate::output::{pct, shown, wrapped, wrapped_words};
 use crate::usage::{count, refusal, size, usage};
 use crate::{inputs, output, progress};
 
@@ -276,7 +276,8 @@ pub fn predict_then<T>(
 }
 
 /// Runs `lumos predict`.
-pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
+/// Its text is laid out for lines of `width` characters.
+pub fn run(a: &PredictArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
     check_args(&a.target)?;
     if let Some(dir) = &a.out {
         inputs::output_dir(dir, "--out")?;
@@ -378,12 +379,12 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write) -> Result<bool> {
         )?,
         (Some(t), false) => {
             super::transfer::write_transfer(out, &t)?;
-            write_human(out, &report, kept)?;
+            write_human(out, &report, kept, width)?;
             write_written(out, &written)?;
         }
         (None, true) => output::json(out, &report)?,
         (None, false) => {
-            write_human(out, &report, kept)?;
+            write_human(out, &report, kept, width)?;
             write_written(out, &written)?;
         }
     }
@@ -499,7 +500,12 @@ fn config_text(c: &lumos_report::Config) -> String {
 
 /// The text form of a prediction; `kept` is how many dependencies the
 /// predicted stages hold (what the dropped ones are a share of).
-fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::Result<()> {
+fn write_human(
+    out: &mut dyn Write,
+    r: &PredictReport,
+    kept: usize,
+    width: usize,
+) -> std::io::Result<()> {
     // The traces given, those left out among them (named on stderr
     // above), so that the count reads as the command line's.
     let given = r.inputs_given + r.left_out.len();
@@ -531,7 +537,7 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
         );
         let mut items = vec![output::shown(&i.path).into_owned()];
         items.extend(about.split(' ').map(str::to_owned));
-        writeln!(out, "{}", wrapped("  ", &items, " ", "    ", WIDTH))?;
+        writeln!(out, "{}", wrapped("  ", &items, " ", "    ", width))?;
     }
     writeln!(out, "  traced: {}", config_text(&r.traced))?;
     writeln!(out, "  target: {}", config_text(&r.target))?;
@@ -541,12 +547,25 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
     if let Some(n) = &r.calibration.target_network {
         writeln!(out, "          network {n}")?;
     }
-    write_steps(out, r)?;
+    write_steps(out, r, width)?;
     // The steps above are per step; these sums are over the whole window.
-    writeln!(
-        out,
-        "  whole window, every step together (ms)   exposed compute   overlap   exposed comm      idle"
-    )?;
+    // Narrower than its heading (98 columns), the title has a line of
+    // its own.
+    let lw = if width < 98 {
+        writeln!(out, "  whole window, every step together (ms)")?;
+        writeln!(
+            out,
+            "    {:<18} {:>15} {:>9} {:>14} {:>9}",
+            "", "exposed compute", "overlap", "exposed comm", "idle"
+        )?;
+        9
+    } else {
+        writeln!(
+            out,
+            "  whole window, every step together (ms)   exposed compute   overlap   exposed comm      idle"
+        )?;
+        29
+    };
     for s in &r.stages {
         for (label, b) in [
             ("replayed", s.replayed.as_ref()),
@@ -555,7 +574,7 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
             if let Some(b) = b {
                 writeln!(
                     out,
-                    "    stage {:<2} {:<29} {:>15.3} {:>9.3} {:>14.3} {:>9.3}",
+                    "    stage {:<2} {:<lw$} {:>15.3} {:>9.3} {:>14.3} {:>9.3}",
                     s.stage,
                     label,
                     b.exposed_compute_ms,
@@ -571,11 +590,19 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
         .iter()
         .map(|(s, ms)| format!("{s} {ms:.1} ms"))
         .collect();
-    writeln!(out, "  GPU time by duration source: {}", parts.join(", "))?;
+    let head = "  GPU time by duration source: ";
+    writeln!(
+        out,
+        "{}",
+        wrapped(head, &parts, ", ", "    ", output::narrow(width))
+    )?;
     if r.coupled {
+        let text = "transfers and gradient-norm reductions as rendezvous";
+        let head = "  stages replayed together: ";
         writeln!(
             out,
-            "  stages replayed together: transfers and gradient-norm reductions as rendezvous"
+            "{}",
+            wrapped_words(head, text, "    ", output::narrow(width))
         )?;
     }
     let g = &r.calibration.gemm;
@@ -604,7 +631,11 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
             _ => " (preset, not fitted)".into(),
         }
     );
-    writeln!(out, "{}", wrapped_words("  GEMM curve: ", &curve, "    "))?;
+    writeln!(
+        out,
+        "{}",
+        wrapped_words("  GEMM curve: ", &curve, "    ", width)
+    )?;
     for l in &r.calibration.network {
         let line = format!(
             "{} collectives ({} with a size), {}, {:.1} GB/s effective, latency x{:.2}, \
@@ -627,22 +658,31 @@ fn write_human(out: &mut dyn Write, r: &PredictReport, kept: usize) -> std::io::
             }
         );
         let head = format!("  network {:<10} ", l.link);
-        writeln!(out, "{}", wrapped_words(&head, &line, "    "))?;
+        writeln!(out, "{}", wrapped_words(&head, &line, "    ", width))?;
     }
-    write_dropped(out, r.stages.iter().map(|s| s.dropped_edges).sum(), kept)?;
+    write_dropped(
+        out,
+        r.stages.iter().map(|s| s.dropped_edges).sum(),
+        kept,
+        width,
+    )?;
     for n in &r.assumptions {
         writeln!(
             out,
             "{}",
-            wrapped_words("  assumption: ", &shown(n), "    ")
+            wrapped_words("  assumption: ", &shown(n), "    ", width)
         )?;
     }
-    write_confidence(out, &r.confidence)
+    write_confidence(out, &r.confidence, width)
 }
 
 /// The confidence lines: the verdict with its reasons, then what it was
 /// judged on (the models' errors are on the calibration lines above).
-fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Result<()> {
+fn write_confidence(
+    out: &mut dyn Write,
+    c: &ConfidenceReport,
+    width: usize,
+) -> std::io::Result<()> {
     let verdict = if c.reasons.is_empty() {
         c.verdict.to_string()
     } else {
@@ -652,7 +692,7 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
     writeln!(
         out,
         "{}",
-        wrapped_words("  confidence: ", &verdict, "      ")
+        wrapped_words("  confidence: ", &verdict, "      ", width)
     )?;
     // Without predicted GPU time, or a path of some length, there are no
     // shares to state (they read 0.0%).
@@ -669,7 +709,7 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
     writeln!(
         out,
         "{}",
-        wrapped_words("    ", &format!("{gpu}; {path}"), "      ")
+        wrapped_words("    ", &format!("{gpu}; {path}"), "      ", width)
     )?;
     let used: Vec<String> = c
         .models
@@ -685,14 +725,14 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
         .collect();
     if !used.is_empty() {
         let head = "    models used: ";
-        writeln!(out, "{}", wrapped(head, &used, ", ", "      ", WIDTH))?;
+        writeln!(out, "{}", wrapped(head, &used, ", ", "      ", width))?;
     }
     for e in &c.extrapolations {
         let e = shown(e);
         writeln!(
             out,
             "{}",
-            wrapped_words("    extrapolation: ", &e, "      ")
+            wrapped_words("    extrapolation: ", &e, "      ", width)
         )?;
     }
     for g in &c.guessed_groups {
@@ -700,7 +740,7 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
         writeln!(
             out,
             "{}",
-            wrapped_words("    guessed group: ", &g, "      ")
+            wrapped_words("    guessed group: ", &g, "      ", width)
         )?;
     }
     Ok(())
@@ -708,7 +748,12 @@ fn write_confidence(out: &mut dyn Write, c: &ConfidenceReport) -> std::io::Resul
 
 /// What the dependencies the rebuilt stages could not re-attach mean, with
 /// their share of all dependencies.
-fn write_dropped(out: &mut dyn Write, dropped: usize, kept: usize) -> std::io::Result<()> {
+fn write_dropped(
+    out: &mut dyn Write,
+    dropped: usize,
+    kept: usize,
+    width: usize,
+) -> std::io::Result<()> {
     if dropped == 0 {
         return Ok(());
     }
@@ -722,22 +767,30 @@ fn write_dropped(out: &mut dyn Write, dropped: usize, kept: usize) -> std::io::R
         dropped as f64 / all as f64 * 100.0
     );
     let head = "  dependencies not re-attached: ";
-    writeln!(out, "{}", wrapped_words(head, &text, "    "))
+    writeln!(out, "{}", wrapped_words(head, &text, "    ", width))
 }
 
 /// The step table: each step measured, replayed and predicted, their
 /// means, and, when the predicted steps drift, the step they settle to.
-fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
+fn write_steps(out: &mut dyn Write, r: &PredictReport, width: usize) -> std::io::Result<()> {
+    // Narrower than a row (82 columns), the step names shrink.
+    let n = output::name_width(width, 64, 18, 12);
+    let names: Vec<&str> = r.steps.iter().map(|s| s.step.as_str()).collect();
+    let names = if n == 18 {
+        names.iter().map(|s| shown(s).into_owned()).collect()
+    } else {
+        super::analysis::short_all(&names, n)
+    };
     writeln!(
         out,
-        "  {:<18} {:>12} {:>12} {:>12} {:>9} {:>12}",
+        "  {:<n$} {:>12} {:>12} {:>12} {:>9} {:>12}",
         "step", "measured ms", "replayed ms", "predicted ms", "change", "GPU work ms"
     )?;
-    for s in &r.steps {
+    for (s, name) in r.steps.iter().zip(names) {
         writeln!(
             out,
-            "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>9} {:>12}",
-            shown(&s.step),
+            "  {:<n$} {:>12.3} {:>12.3} {:>12.3} {:>9} {:>12}",
+            name,
             s.measured_ms,
             s.replayed_ms,
             s.predicted_ms,
@@ -748,7 +801,7 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
     }
     writeln!(
         out,
-        "  {:<18} {:>12.3} {:>12.3} {:>12.3} {:>9}",
+        "  {:<n$} {:>12.3} {:>12.3} {:>12.3} {:>9}",
         "mean",
         r.mean_measured_ms,
         r.mean_replayed_ms,
@@ -767,7 +820,8 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
                  its traced duration, its waits in the trace included, alike on both sides; a \
                  step whose time changed by less had the difference in slack: what set the \
                  step's end did not wait for that work, or waited longer for something else)",
-                "    "
+                "    ",
+                width
             )
         )?;
     }
@@ -788,7 +842,7 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
         };
         writeln!(
             out,
-            "  {:<18} {:>12} {:>12} {:>12.3} {:>9}",
+            "  {:<n$} {:>12} {:>12} {:>12.3} {:>9}",
             "steady state", "", replayed, s.steady_step_ms, change
         )?;
         // A replay without a steady-state step has no noise to state.
@@ -805,7 +859,11 @@ fn write_steps(out: &mut dyn Write, r: &PredictReport) -> std::io::Result<()> {
              ends or starts, whichever is longer) is what a longer run repeats",
             s.worst_deviation_pct
         );
-        writeln!(out, "{}", wrapped_words("  warning: ", &warning, "    "))?;
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("  warning: ", &warning, "    ", width)
+        )?;
     }
     Ok(())
 }

@@ -21,7 +21,7 @@ use super::analysis::write_trace_analysis;
 use super::job::{shown_ranks, write_job, write_stragglers, MIN_RANKS_SHOWN};
 use super::transfer;
 use super::JobMode;
-use crate::output::{pct, wrapped, wrapped_words, WIDTH};
+use crate::output::{narrow, pct, wrapped, wrapped_words};
 use crate::usage::usage;
 use crate::{inputs, output, progress};
 
@@ -299,7 +299,8 @@ fn merge_needs_a_job() -> anyhow::Error {
 const LONGEST_ON_PATH_CHARS: usize = 1_000;
 
 /// Runs `lumos replay`; false when an input could not be read or replayed.
-pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
+/// Its text is laid out for lines of `width` characters.
+pub fn run(a: &ReplayArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
     let opts = sim_options(a)?;
     for (dir, flag) in [(&a.out, "--out"), (&a.critical_path, "--critical-path")] {
         if let Some(dir) = dir {
@@ -331,21 +332,21 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             output::error(&l.detail);
         }
         let all_in = left_out.is_empty();
-        write_output(out, &mut report, a)?;
+        write_output(out, &mut report, a, width)?;
         return Ok(read_ok && all_in);
     }
     if a.mode.job {
         // Stream: each trace is dropped once its graph is built.
         let guard = inputs::job_guard(&files)?;
         let (ranks, unreadable) = inputs::load_ranks(&files, &guard)?;
-        return run_job(a, ranks, unreadable, &guard, &opts, out);
+        return run_job(a, ranks, unreadable, &guard, &opts, (out, width));
     }
     if let [file] = &files[..] {
         if !inputs::is_lgraph(file) {
             if a.merge {
                 return Err(merge_needs_a_job());
             }
-            return run_one_trace(a, file, &opts, out);
+            return run_one_trace(a, file, &opts, out, width);
         }
     }
     if a.mode.per_trace && !files.iter().any(|f| inputs::is_lgraph(f)) {
@@ -363,7 +364,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
     let apart = match a.mode.sort(prepared) {
         Sorted::Job(ranks, read) => {
             let unreadable = inputs::unreadable_in(read);
-            return run_job(a, ranks, unreadable, &guard, &opts, out);
+            return run_job(a, ranks, unreadable, &guard, &opts, (out, width));
         }
         Sorted::Apart(apart, _) => apart,
     };
@@ -391,7 +392,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> Result<bool> {
             }
         }
     }
-    write_output(out, &mut ReplayOutput::of_traces(traces), a)?;
+    write_output(out, &mut ReplayOutput::of_traces(traces), a, width)?;
     Ok(ok)
 }
 
@@ -426,6 +427,7 @@ fn run_one_trace(
     file: &Path,
     opts: &(SimOptions, Vec<KernelScale>),
     out: &mut dyn Write,
+    width: usize,
 ) -> Result<bool> {
     // One file is never a job.
     if !a.scale_rank.is_empty() {
@@ -440,7 +442,7 @@ fn run_one_trace(
             (Vec::new(), false)
         }
     };
-    write_output(out, &mut ReplayOutput::of_traces(traces), a)?;
+    write_output(out, &mut ReplayOutput::of_traces(traces), a, width)?;
     Ok(ok)
 }
 
@@ -558,7 +560,7 @@ fn run_job(
     unreadable: Vec<Unreadable>,
     guard: &MemoryGuard,
     (opts, kernels): &(SimOptions, Vec<KernelScale>),
-    out: &mut dyn Write,
+    (out, width): (&mut dyn Write, usize),
 ) -> Result<bool> {
     if a.critical_path.is_some() {
         return Err(usage(
@@ -612,7 +614,7 @@ fn run_job(
     // The job graph and schedule (most of the memory) are done with: freed
     // here, before the report is written, they are not held while it is.
     drop(replayed);
-    write_output(out, &mut report, a)?;
+    write_output(out, &mut report, a, width)?;
     Ok(read_ok && all_in)
 }
 
@@ -705,7 +707,14 @@ fn write_gz_into(
     Ok(())
 }
 
-fn write_output(out: &mut dyn Write, r: &mut ReplayOutput, a: &ReplayArgs) -> Result<()> {
+/// The report, as tables laid out for lines of `width` characters or as
+/// JSON.
+fn write_output(
+    out: &mut dyn Write,
+    r: &mut ReplayOutput,
+    a: &ReplayArgs,
+    width: usize,
+) -> Result<()> {
     for t in &mut r.traces {
         inputs::rename_stdin(&mut t.path);
     }
@@ -716,33 +725,38 @@ fn write_output(out: &mut dyn Write, r: &mut ReplayOutput, a: &ReplayArgs) -> Re
     // A job: who waited for whom first, then each rank, then the rest.
     let shown = (r.job.as_ref()).and_then(|j| shown_ranks(j, a.top.max(MIN_RANKS_SHOWN)));
     if let Some(job) = &r.job {
-        write_stragglers(out, job, r.representatives.as_ref(), shown.as_ref())?;
+        write_stragglers(
+            out,
+            job,
+            (r.representatives.as_ref(), shown.as_ref()),
+            width,
+        )?;
     }
     let in_job = |t: &TraceReplay| r.job.as_ref().is_some_and(|j| j.ranks.contains(&t.rank));
     let mut hidden = 0u64;
     for t in &r.traces {
         match &shown {
             Some(s) if in_job(t) && !s.contains(&t.rank) => hidden += 1,
-            _ => write_trace(out, t, a.top)?,
+            _ => write_trace(out, t, a.top, width)?,
         }
     }
     if hidden > 0 {
-        writeln!(
-            out,
-            "(the tables of {} left out, as in the waiting table above; --top N shows \
-             more, --json every rank)",
+        let note = format!(
+            "the tables of {} left out, as in the waiting table above; --top N shows more, \
+             --json every rank)",
             output::counted(hidden, "more rank", "more ranks")
-        )?;
+        );
+        writeln!(out, "{}", wrapped_words("(", &note, " ", narrow(width)))?;
     }
     if let Some(job) = &r.job {
-        write_job(out, job, r.representatives.as_ref())?;
+        write_job(out, job, r.representatives.as_ref(), width)?;
     }
     if let Some(reps) = &r.representatives {
         write_representatives(out, reps)?;
     }
     let replayed = r.traces.iter().any(|t| !t.flagged);
     let flagged = r.traces.iter().filter(|t| t.flagged).count();
-    write_summary(out, &r.summary, replayed, flagged)?;
+    write_summary(out, &r.summary, (replayed, flagged), width)?;
     Ok(())
 }
 
@@ -789,8 +803,8 @@ fn write_representatives(
 fn write_summary(
     out: &mut dyn Write,
     summary: &Summary,
-    replayed: bool,
-    flagged: usize,
+    (replayed, flagged): (bool, usize),
+    width: usize,
 ) -> std::io::Result<()> {
     let flagged = summary.flagged_mean_abs_error_pct.map(|f| {
         format!(
@@ -819,15 +833,20 @@ fn write_summary(
     writeln!(
         out,
         "{}",
-        crate::output::wrapped_words("summary: ", &text, "  ")
+        crate::output::wrapped_words("summary: ", &text, "  ", width)
     )
 }
 
 /// The text form of one trace's replay, with the analyses (`top` rows per
-/// table).
-pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io::Result<()> {
-    write_replay(out, t)?;
-    write_trace_analysis(out, &t.analysis, top)?;
+/// table), laid out for lines of `width` characters.
+pub fn write_trace(
+    out: &mut dyn Write,
+    t: &TraceReplay,
+    top: usize,
+    width: usize,
+) -> std::io::Result<()> {
+    write_replay(out, t, width)?;
+    write_trace_analysis(out, &t.analysis, top, width)?;
     if t.flagged {
         writeln!(
             out,
@@ -836,7 +855,11 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
     }
     for w in &t.warnings {
         // Folded at the words: a warning ran to 125 columns.
-        writeln!(out, "{}", wrapped_words("  warning: ", &shown(w), "    "))?;
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("  warning: ", &shown(w), "    ", width)
+        )?;
     }
     Ok(())
 }
@@ -845,7 +868,7 @@ pub fn write_trace(out: &mut dyn Write, t: &TraceReplay, top: usize) -> std::io:
 /// trace: the steps measured and replayed, the breakdown of both, and the
 /// whole window's critical path. All a what-if changes but the critical
 /// path per step (`lumos demo` shows those alone for its what-if).
-pub fn write_replay(out: &mut dyn Write, t: &TraceReplay) -> std::io::Result<()> {
+pub fn write_replay(out: &mut dyn Write, t: &TraceReplay, width: usize) -> std::io::Result<()> {
     writeln!(
         out,
         "{} (rank {}, {} tasks)",
@@ -901,14 +924,16 @@ pub fn write_replay(out: &mut dyn Write, t: &TraceReplay) -> std::io::Result<()>
         // Every kind of hop, on as many lines as it takes (one ran to 186
         // columns).
         let head = format!("  critical path ({} hops), ms by hop kind: ", cp.hops);
-        writeln!(out, "{}", wrapped(&head, &parts, ", ", "    ", WIDTH))?;
+        writeln!(out, "{}", wrapped(&head, &parts, ", ", "    ", width))?;
         if let Some(top) = cp.top_tasks.first() {
-            writeln!(
-                out,
-                "    longest on path: {} ({:.3} ms)",
-                super::analysis::short(&top.name, LONGEST_ON_PATH_CHARS),
-                top.us / 1e3
-            )?;
+            // Whole at the default width (the one line let past it);
+            // shortened as the tables shorten names where a width is
+            // asked.
+            let time = format!(" ({:.3} ms)", top.us / 1e3);
+            let head = "    longest on path: ";
+            let room = narrow(width).saturating_sub(head.len() + time.len());
+            let name = super::analysis::short(&top.name, room.clamp(20, LONGEST_ON_PATH_CHARS));
+            writeln!(out, "{head}{name}{time}")?;
         }
     }
     Ok(())

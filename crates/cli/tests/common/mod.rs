@@ -7,7 +7,12 @@ use std::process::Command;
 
 /// The `lumos` binary under test.
 pub fn lumos() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_lumos"))
+    // The text as wide as it is without a terminal: a `COLUMNS` in the
+    // environment the tests run in would fold it (tests of the width set
+    // their own).
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lumos"));
+    cmd.env_remove("COLUMNS");
+    cmd
 }
 
 /// Runs `lumos ARGS --json PATHS`, asserts success and parses stdout.
