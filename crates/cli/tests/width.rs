@@ -1,9 +1,9 @@
 //! The text output fits the width asked for (`COLUMNS` here, where there
 //! is no terminal), as `--help` does: every line of `demo`, `inspect`,
-//! `replay` (one rank and `--job`), `predict` and `diff` at 80 columns,
-//! with every measured value of the output at its default width still
-//! there. Without a width the output is as it was, and `--json` never
-//! changes.
+//! `replay` (one rank, `--job` and `--durations-from`), `predict` and
+//! `diff` at 80 columns, with every measured value of the output at its
+//! default width still there. Without a width the output is as it was,
+//! and `--json` never changes.
 
 mod common;
 
@@ -162,4 +162,9 @@ fn predict_and_diff_fit_80_columns() {
     fits(&args(&["predict", &ddp, "--dp", "4"]), 80);
     let out = fits(&args(&["diff", &a, &b]), 80);
     assert!(out.contains("ProfilerStep#5 / ProfilerStep#16"), "{out}");
+    let out = fits(&args(&["replay", &a, "--durations-from", &b]), 80);
+    assert!(
+        out.contains("  ProfilerStep#10      180.497   167.125"),
+        "{out}"
+    );
 }

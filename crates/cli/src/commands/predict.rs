@@ -378,7 +378,7 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
             },
         )?,
         (Some(t), false) => {
-            super::transfer::write_transfer(out, &t)?;
+            super::transfer::write_transfer(out, &t, width)?;
             write_human(out, &report, kept, width)?;
             write_written(out, &written)?;
         }

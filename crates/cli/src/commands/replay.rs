@@ -308,7 +308,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
         }
     }
     if let Some(b) = &a.durations_from {
-        return run_transfer(a, b, &opts, out);
+        return run_transfer(a, b, &opts, (out, width));
     }
     let files = inputs::expand(&a.paths)?;
     if a.representatives {
@@ -451,7 +451,7 @@ fn run_transfer(
     a: &ReplayArgs,
     b: &Path,
     (opts, kernels): &(SimOptions, Vec<KernelScale>),
-    out: &mut dyn Write,
+    (out, width): (&mut dyn Write, usize),
 ) -> Result<bool> {
     crate::usage::stdin_once(a.paths.iter().map(PathBuf::as_path).chain([b]))?;
     let files = inputs::expand(&a.paths)?;
@@ -473,7 +473,7 @@ fn run_transfer(
     if a.json {
         output::json_sorted(out, &report)?;
     } else {
-        transfer::write_transfer(out, &report)?;
+        transfer::write_transfer(out, &report, width)?;
     }
     Ok(true)
 }

@@ -10,7 +10,7 @@ use lumos_predict::Input;
 use lumos_report::{ReportError, TimelineSource, TransferReport};
 
 use crate::inputs;
-use crate::output::pct;
+use crate::output::{narrow, pct, wrapped_words, WIDTH};
 use crate::usage::usage;
 
 /// The file `--durations-from` names (`-` is standard input): one file,
@@ -50,18 +50,27 @@ pub fn renamed(mut r: TransferReport) -> TransferReport {
     r
 }
 
-/// The text form of a transfer.
-pub fn write_transfer(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
+/// The text form of a transfer, laid out for lines of `width` characters.
+pub fn write_transfer(
+    out: &mut dyn Write,
+    r: &TransferReport,
+    width: usize,
+) -> std::io::Result<()> {
+    // Lines that ran past 120 columns fold at the words only where a
+    // width narrower than that was asked.
+    let fold = |head: &str, text: &str| wrapped_words(head, text, "    ", narrow(width));
+    let paths = format!(
+        "with the durations of {}",
+        crate::output::shown(&r.durations_from)
+    );
     writeln!(
         out,
-        "{} with the durations of {}",
-        crate::output::shown(&r.path),
-        crate::output::shown(&r.durations_from)
+        "{}",
+        fold(&format!("{} ", crate::output::shown(&r.path)), &paths)
     )?;
     let m = &r.matched;
-    writeln!(
-        out,
-        "  matched: {} of A's task time; CPU {} ({} of {} tasks), GPU {} ({} of {} \
+    let matched = format!(
+        "{} of A's task time; CPU {} ({} of {} tasks), GPU {} ({} of {} \
          tasks); {} of {} dependencies took B's latency",
         pct(m.share.map(|s| s * 100.0), 1),
         pct(m.cpu_share.map(|s| s * 100.0), 1),
@@ -72,7 +81,8 @@ pub fn write_transfer(out: &mut dyn Write, r: &TransferReport) -> std::io::Resul
         m.gpu_tasks,
         m.edges_retimed,
         m.edges
-    )?;
+    );
+    writeln!(out, "{}", fold("  matched: ", &matched))?;
     for t in &m.threads {
         writeln!(
             out,
@@ -80,58 +90,91 @@ pub fn write_transfer(out: &mut dyn Write, r: &TransferReport) -> std::io::Resul
             t.a, t.b, t.matched, t.a_tasks, t.b_tasks
         )?;
     }
-    write_steps(out, r)?;
+    write_steps(out, r, width)?;
     for n in &r.notes {
-        writeln!(out, "  note: {n}")?;
+        writeln!(out, "{}", fold("  note: ", n))?;
     }
     Ok(())
 }
 
 /// A's steps measured and predicted, beside B's measured and replayed.
-fn write_steps(out: &mut dyn Write, r: &TransferReport) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "  {:<18} {:>13} {:>13} {:>13} {:>13} {:>8} {:>10}",
-        "step",
-        "A measured ms",
-        "predicted ms",
-        "B measured ms",
-        "B replay ms",
-        "error",
-        "vs replay"
-    )?;
-    for s in &r.steps {
+/// Narrower than a row (96 columns), the headings take two lines, over
+/// narrower columns, and the step names shrink.
+fn write_steps(out: &mut dyn Write, r: &TransferReport, width: usize) -> std::io::Result<()> {
+    let wide = width >= WIDTH;
+    let (n, c) = if wide {
+        (18, 13)
+    } else {
+        (crate::output::name_width(width, 61, 18, 12), 9)
+    };
+    if wide {
+        writeln!(
+            out,
+            "  {:<18} {:>13} {:>13} {:>13} {:>13} {:>8} {:>10}",
+            "step",
+            "A measured ms",
+            "predicted ms",
+            "B measured ms",
+            "B replay ms",
+            "error",
+            "vs replay"
+        )?;
+    } else {
+        let heads = [
+            ["step", "A ms", "predicted", "B ms", "B ms", "error", "vs"],
+            ["", "measured", "ms", "measured", "replay", "", "replay"],
+        ];
+        for h in heads {
+            writeln!(
+                out,
+                "  {:<n$} {:>c$} {:>c$} {:>c$} {:>c$} {:>8} {:>c$}",
+                h[0], h[1], h[2], h[3], h[4], h[5], h[6]
+            )?;
+        }
+    }
+    let names: Vec<&str> = r.steps.iter().map(|s| s.name.as_str()).collect();
+    let names = if wide {
+        names
+            .iter()
+            .map(|s| crate::output::shown(s).into_owned())
+            .collect()
+    } else {
+        super::analysis::short_all(&names, n)
+    };
+    for (s, name) in r.steps.iter().zip(names) {
         write!(
             out,
-            "  {:<18} {:>13.3} {:>13.3}",
-            crate::output::shown(&s.name),
+            "  {:<n$} {:>c$.3} {:>c$.3}",
+            name,
             s.a_measured_us / 1e3,
             s.predicted_us / 1e3
         )?;
         match &s.b {
             Some(b) => writeln!(
                 out,
-                " {:>13.3} {:>13.3} {:>8} {:>10}",
+                " {:>c$.3} {:>c$.3} {:>8} {:>v$}",
                 b.measured_us / 1e3,
                 b.replayed_us / 1e3,
                 pct(b.error_pct, 2),
-                pct(b.replay_error_pct, 2)
+                pct(b.replay_error_pct, 2),
+                v = if wide { 10 } else { c }
             )?,
-            None => writeln!(out, " {:>13} {:>13}", "-", "-")?,
+            None => writeln!(out, " {:>c$} {:>c$}", "-", "-")?,
         }
     }
     match &r.mean {
         Some(m) => {
             writeln!(
                 out,
-                "  {:<18} {:>13.3} {:>13.3} {:>13.3} {:>13.3} {:>8} {:>10}",
+                "  {:<n$} {:>c$.3} {:>c$.3} {:>c$.3} {:>c$.3} {:>8} {:>v$}",
                 format!("mean of {}", m.steps),
                 m.a_measured_us / 1e3,
                 m.predicted_us / 1e3,
                 m.b_measured_us / 1e3,
                 m.b_replayed_us / 1e3,
                 pct(m.error_pct, 2),
-                pct(m.replay_error_pct, 2)
+                pct(m.replay_error_pct, 2),
+                v = if wide { 10 } else { c }
             )?;
             match (m.a_error_pct, m.error_pct) {
                 (Some(a), Some(e)) => writeln!(
