@@ -129,8 +129,9 @@ fn run(cli: &Cli, out: &mut dyn Write, width: usize) -> Result<bool> {
     Ok(ok)
 }
 
-/// True when the command writes JSON on stdout, which no width folds.
-fn writes_json(command: &Command) -> bool {
+/// True when the command writes data on stdout, which no width folds:
+/// JSON, `report -o -`'s HTML, the paths `synth` lists one per line.
+fn writes_data(command: &Command) -> bool {
     match command {
         Command::Inspect(a) => a.json,
         Command::Replay(a) => a.json,
@@ -138,7 +139,7 @@ fn writes_json(command: &Command) -> bool {
         Command::Diff(a) => a.json,
         Command::Demo(a) => a.json,
         Command::Ingest(a) => a.json,
-        Command::Report(_) | Command::Synth(_) => false,
+        Command::Report(_) | Command::Synth(_) => true,
     }
 }
 
@@ -146,8 +147,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // The terminal's width (or COLUMNS), for the text output only; none
     // said: the text as wide as it has always been, whatever reads it.
-    let asked = output::asked_width().filter(|_| !writes_json(&cli.command));
+    let asked = output::asked_width().filter(|_| !writes_data(&cli.command));
     let width = asked.map_or(output::WIDTH, |w| w.min(output::WIDTH));
+    // At the tables' full width or wider, lines are left as they always
+    // were, a long one to the terminal's own wrapping.
+    let asked = asked.filter(|&w| w < output::WIDTH);
     // Through `Shown`: a name in a trace must not drive the terminal.
     let ran = usage::memory_limit_readable().and_then(|()| {
         let stdout = output::Fit::new(io::stdout().lock(), asked);

@@ -1336,7 +1336,9 @@ fn two_interleaved_stages_need_overlapped_sends() {
 /// first forward's own work from the step's prologue (docs/PREDICTION.md
 /// section 2): a one-micro-batch trace is refused them, synthesized or
 /// real (DLRM: one micro-batch, one step; before, `--microbatches 2` gave
-/// +46% at exit 0). Edits that keep the structure still run.
+/// +46% at exit 0), but for a layer edit that keeps its one micro-batch
+/// and its pipeline, which copies no pass. Edits that keep the structure
+/// still run.
 #[test]
 fn one_micro_batch_traces_are_refused_structural_edits() {
     let dir = temp_dir("one-micro-batch");
@@ -1351,9 +1353,19 @@ fn one_micro_batch_traces_are_refused_structural_edits() {
         .map(PathBuf::from)
         .collect();
     let want = "structural edits impossible: 1 micro-batch traced; they need at least two";
-    for args in [&["--microbatches", "4"][..], &["--layers", "8"][..]] {
+    for args in [
+        &["--microbatches", "4"][..],
+        &["--layers", "8", "--pp", "2"][..],
+    ] {
         assert_refused(args, &files, want);
     }
+    let v = json(&["predict", "--layers", "8"], &files);
+    assert_eq!(v["target"]["layers"], 8);
+    assert!(
+        v["change_pct"].as_f64().unwrap() > 0.0,
+        "{}",
+        v["change_pct"]
+    );
     // `lumos inspect` gives the same verdict (it called these traces
     // editable while predict refused them).
     let inspected = |paths: &[PathBuf]| -> Vec<String> {
@@ -1371,9 +1383,7 @@ fn one_micro_batch_traces_are_refused_structural_edits() {
         return;
     };
     let dlrm = vec![corpus.path("multi-rank/dlrm-8xv100")];
-    for args in [&["--microbatches", "2"][..], &["--layers", "4"][..]] {
-        assert_refused(args, &dlrm, want);
-    }
+    assert_refused(&["--microbatches", "2"], &dlrm, want);
     // Rank 0 is the one DLRM rank whose layer block was found (the
     // others repeat none): inspected alone it was called editable.
     let rank0 = vec![corpus.path("multi-rank/dlrm-8xv100/rank0.json.gz")];

@@ -168,3 +168,30 @@ fn predict_and_diff_fit_80_columns() {
         "{out}"
     );
 }
+
+/// Data on standard output is never folded: `report -o -`'s page (its CSS
+/// was cut mid-word at 80 columns) and the paths `synth` lists, one per
+/// line, however long.
+#[test]
+fn data_on_stdout_is_not_folded() {
+    let Some(trace) = corpus("micro/a100-simple-add.json.gz") else {
+        return;
+    };
+    let report = args(&["report", &trace, "-o", "-"]);
+    assert_eq!(text(&report, Some("80")), text(&report, None));
+    let tmp = TempDir::new("width-synth");
+    let deep = tmp
+        .path()
+        .join("a_folder_name_long_enough_to_pass_eighty_columns_by_itself_here");
+    let synth = vec![
+        "synth".to_owned(),
+        "--model".to_owned(),
+        "gpt-tiny".to_owned(),
+        "--out".to_owned(),
+        deep.display().to_string(),
+    ];
+    let listed = text(&synth, Some("60"));
+    for line in listed.lines() {
+        assert!(std::path::Path::new(line).is_file(), "not a path: {line}");
+    }
+}

@@ -160,7 +160,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
     if crate::edits::structural_change(base, t) {
         // Why the structure cannot be edited comes first: without layers
         // found, "0 layers cannot fill 2 pipeline stages" said too little.
-        crate::edits::structural_edits_possible(base)?;
+        crate::edits::structural_edits_possible(base, c)?;
         check_structure(base, c)?;
     }
     Ok(notes)

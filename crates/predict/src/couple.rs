@@ -276,13 +276,8 @@ impl Prediction<'_> {
             let (src, tt) = origin(t.0);
             let s = &base.structures[src as usize];
             let b = s.comm(tt).and_then(|c| c.bytes).unwrap_or(0) as f64;
-            let f = r.hidden
-                * if base.sequence_parallel {
-                    r.tp_shard
-                } else {
-                    1.0
-                };
-            (b * f).round() as u64
+            // Coupled transfers are the passes' sends and receives.
+            (b * r.activations(base.sequence_parallel)).round() as u64
         };
         let mut keys: Vec<_> = p2p.keys().copied().filter(|k| k.5).collect();
         keys.sort_by_key(|k| (k.0, k.1, k.2 as u8, k.3, k.4));

@@ -339,9 +339,12 @@ fn link_state(l: Option<&LinkCalibration>) -> String {
 
 /// Refuses structural edits of a trace whose structure does not allow them,
 /// saying why (the first input's reason).
-pub(crate) fn structural_edits_possible(base: &Baseline) -> Result<(), PredictError> {
+pub(crate) fn structural_edits_possible(base: &Baseline, c: &Config) -> Result<(), PredictError> {
     for (i, s) in base.structures.iter().enumerate() {
         if let Some(why) = &s.report.structural_edits_blocked {
+            if one_pass_kept(base, s, c) {
+                continue;
+            }
             return Err(PredictError::Unsupported(format!(
                 "{}: structural edits impossible: {why} (so the pipeline stages, \
                  micro-batches, layers and virtual stages cannot change; the other what-ifs \
@@ -353,6 +356,18 @@ pub(crate) fn structural_edits_possible(base: &Baseline) -> Result<(), PredictEr
     Ok(())
 }
 
+/// Whether `s`, refused structural edits only for its one micro-batch,
+/// takes those of target `c` all the same: `c` keeps the one micro-batch
+/// and the pipeline, so no pass is copied and the step's prologue,
+/// whichever pass it was counted in, runs once as traced (a `--layers`
+/// edit of a gradient-accumulation-free DDP job).
+fn one_pass_kept(base: &Baseline, s: &Structure, c: &Config) -> bool {
+    let b = &base.config;
+    s.config.microbatches == Some(1)
+        && crate::discover::structure_blocked(s).is_none()
+        && (c.microbatches, c.pp, c.virtual_stages) == (b.microbatches, b.pp, b.virtual_stages)
+}
+
 /// Every stage of the pipeline of `c`, planned from the traced stages and
 /// assembled from their templates.
 fn rebuilt_stages<'b>(
@@ -360,7 +375,7 @@ fn rebuilt_stages<'b>(
     c: &Config,
     notes: &mut Vec<String>,
 ) -> Result<Vec<PredictedStage<'b>>, PredictError> {
-    structural_edits_possible(base)?;
+    structural_edits_possible(base, c)?;
     let templates: Vec<Template> = base
         .templates()
         .iter()

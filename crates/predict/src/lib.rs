@@ -31,6 +31,7 @@
 //!   [`Prediction::with_tp`], [`Prediction::with_pp`],
 //!   [`Prediction::with_microbatches`], [`Prediction::with_layers`],
 //!   [`Prediction::with_hidden`], [`Prediction::with_ffn`],
+//!   [`Prediction::with_micro_batch`],
 //!   [`Prediction::with_kernel_scale`], [`Prediction::with_network`], or
 //!   several at once with [`Prediction::with_edits`]. Every target is
 //!   checked first: a configuration that cannot exist, an edit the traces

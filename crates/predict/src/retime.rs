@@ -61,6 +61,19 @@ impl Ratios {
             tokens: r(base.micro_batch, t.micro_batch),
         }
     }
+
+    /// How the bytes of a micro-batch's activations (a pipeline transfer)
+    /// grow: with the tokens and the hidden size, and with the
+    /// tensor-parallel shard where the sequence is split over it.
+    pub(crate) fn activations(&self, sequence_parallel: bool) -> f64 {
+        self.tokens
+            * self.hidden
+            * if sequence_parallel {
+                self.tp_shard
+            } else {
+                1.0
+            }
+    }
 }
 
 /// Which GEMM dimensions of the traced configuration are the hidden size
@@ -278,8 +291,8 @@ impl<'a> Regroup<'a> {
             }
         );
         let h = base.config.hidden;
-        // Activations (tensor-parallel collectives and pipeline transfers
-        // in a pass) carry the micro-batch's tokens.
+        // Tensor-parallel collectives in a pass carry the micro-batch's
+        // activations, so its tokens; pipeline transfers always do.
         let tokens = match place {
             Role::Pass { .. } => r.tokens,
             _ => 1.0,
@@ -317,13 +330,7 @@ impl<'a> Regroup<'a> {
                     target.config.pp,
                     target.config.virtual_stages,
                 ),
-                tokens
-                    * r.hidden
-                    * if base.sequence_parallel {
-                        r.tp_shard
-                    } else {
-                        1.0
-                    },
+                r.activations(base.sequence_parallel),
             ),
             GroupClass::ModelParallel => (
                 nonempty(&c.ranks, || {
@@ -506,8 +513,9 @@ impl<'a> Retimer<'a> {
     /// Whether memory-bound task `t` of input `src` works on activations
     /// (its size follows the tokens): the innermost operator launching it
     /// that records shapes has a tensor with the micro-batch's tokens as
-    /// a dimension, or with both its batch and sequence dimensions (the
-    /// sequence possibly split over tensor-parallel ranks). A weight cast
+    /// a dimension (unless a weight has that size too), or with both its
+    /// batch and sequence dimensions (the sequence possibly split over
+    /// tensor-parallel ranks). A weight cast
     /// or a gradient accumulation has none; an operator without recorded
     /// shapes is taken to work on activations.
     fn token_sized(&self, src: usize, t: TaskId) -> bool {
@@ -520,12 +528,15 @@ impl<'a> Retimer<'a> {
         };
         let (b, seq) = self.batch_and_seq;
         let tp = u64::from(self.base.config.tp.max(1));
-        let tokens = b * seq;
+        let tokens = b.saturating_mul(seq);
+        // A token count equal to a weight's dimension (seq 2048 = hidden
+        // 2048 at one sequence) tells nothing alone.
+        let telling = |v: u64| !self.dims.hidden_like(v) && !self.dims.ffn_like(v);
         (0..dims.len()).any(|i| {
             let d = crate::shapes::sizes(dims, i);
             let has = |v: u64| v > 0 && d.iter().any(|&x| x as u64 == v);
-            has(tokens)
-                || (tp > 1 && tokens % tp == 0 && has(tokens / tp))
+            (telling(tokens) && has(tokens))
+                || (tp > 1 && tokens % tp == 0 && telling(tokens / tp) && has(tokens / tp))
                 || (has(b) && (has(seq) || (tp > 1 && seq % tp == 0 && has(seq / tp))))
         })
     }
@@ -550,7 +561,9 @@ impl<'a> Retimer<'a> {
         let ratio = self.r.hidden * self.r.tp_shard * tokens;
         match dims {
             Some([b, sq, heads, hd]) => {
-                let fl = 2.0 * (b * sq * sq * heads * hd) as f64;
+                // In floating point: recorded sizes are the trace's, and
+                // their product may not fit 64 bits.
+                let fl = 2.0 * b as f64 * sq as f64 * sq as f64 * heads as f64 * hd as f64;
                 scaled(
                     traced,
                     self.gemm.gemm_ns(fl * ratio) / self.gemm.gemm_ns(fl),

@@ -129,22 +129,22 @@ pub(crate) fn is_attention_kernel_name(name: &str) -> bool {
 }
 
 /// `(batch, seq, heads, head_dim)` of the query of attention op `op`, when
-/// its first input is 4-D. PyTorch's scaled-dot-product attention ops take
-/// the query as `(batch, heads, seq, head_dim)`; FlashAttention's own ops
-/// (and the others) as `(batch, seq, heads, head_dim)`.
+/// its first input is 4-D. PyTorch's scaled-dot-product attention ops
+/// (`aten::scaled_dot_product_attention`, `aten::_scaled_dot_product_*`)
+/// take the query as `(batch, heads, seq, head_dim)`; the kernels' own ops
+/// under them (`aten::_flash_attention_forward`,
+/// `aten::_efficient_attention_forward`) and FlashAttention's as
+/// `(batch, seq, heads, head_dim)`.
 pub(crate) fn attention_shape(op: &str, dims: &InputDims) -> Option<[u64; 4]> {
     let q = sizes(dims, 0);
     if q.len() != 4 {
         return None;
     }
     let q = [q[0] as u64, q[1] as u64, q[2] as u64, q[3] as u64];
-    let heads_before_seq = [
-        "scaled_dot_product",
-        "_efficient_attention",
-        "_cudnn_attention",
-    ]
-    .iter()
-    .any(|p| op.contains(p));
+    // `_scaled_dot_product_efficient_attention` calls
+    // `_efficient_attention_forward` on the query transposed back to
+    // (batch, seq, heads, head_dim): only the SDPA ops themselves differ.
+    let heads_before_seq = op.contains("scaled_dot_product");
     Some(if heads_before_seq {
         [q[0], q[2], q[1], q[3]]
     } else {
@@ -223,6 +223,14 @@ mod tests {
             attention_shape("aten::_scaled_dot_product_flash_attention", &q),
             Some([8, 1024, 16, 128])
         );
+        // The ops SDPA calls take it back as (batch, seq, heads, head_dim).
+        let q = parse_dims("[[8, 1024, 16, 128]]").unwrap();
+        for op in [
+            "aten::_efficient_attention_forward",
+            "aten::_flash_attention_forward",
+        ] {
+            assert_eq!(attention_shape(op, &q), Some([8, 1024, 16, 128]), "{op}");
+        }
         assert!(is_gemm_kernel_name(
             "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"
         ));

@@ -336,3 +336,25 @@ fn micro_batch_size_against_ground_truth() {
     }
     assert!(worst < 5.0, "worst {worst:.2}%");
 }
+
+/// A trace of one micro-batch (a DDP job without gradient accumulation)
+/// takes a layer edit, which copies no pass, though not a micro-batch
+/// edit, which would copy its step's prologue with the pass.
+#[test]
+fn one_micro_batch_takes_a_layer_edit() {
+    let job = |layers: usize| config(&model("gpt-tiny", Some(layers), Some(2048)), 1, 1, 2, 1);
+    for (from, to) in [(4, 8), (8, 4)] {
+        let base = baseline(&job(from));
+        let p = base.identity().with_layers(to as u32).unwrap();
+        let got = mean_ms(&p.simulate().unwrap().step_ns);
+        let want = truth_ms(&job(to));
+        let err = (got - want) / want * 100.0;
+        println!("layers {from} -> {to}: predicted {got:.2} ms, truth {want:.2} ms, {err:+.2}%");
+        assert!(err.abs() < 2.0, "{from} -> {to}: {err:+.2}%");
+        let e = match base.identity().with_microbatches(2) {
+            Ok(_) => panic!("a micro-batch edit of one micro-batch was taken"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("1 micro-batch traced"), "{e}");
+    }
+}

@@ -67,6 +67,7 @@ use crate::units::{Units, NO_UNIT};
 
 pub use comms::{CommInfo, GroupClass, P2p};
 pub use config::DiscoveredConfig;
+pub(crate) use report::structure_blocked;
 pub use report::{Finding, GroupReport, PhaseTime, StructureReport};
 pub use work::WorkClass;
 

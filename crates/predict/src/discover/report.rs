@@ -415,7 +415,7 @@ pub(super) fn edits_blocked(s: &Structure) -> Option<String> {
 /// stage's layer blocks can be tried go by. A structure that passes may
 /// still be refused edits for its one micro-batch ([`edits_blocked`]),
 /// which neither of those changes.
-pub(super) fn structure_blocked(s: &Structure) -> Option<String> {
+pub(crate) fn structure_blocked(s: &Structure) -> Option<String> {
     let count = |st: &super::StepStructure, kind: PassKind| {
         st.passes.iter().filter(|p| p.kind == kind).count()
     };
