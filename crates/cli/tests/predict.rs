@@ -1375,7 +1375,8 @@ fn one_micro_batch_traces_are_refused_structural_edits() {
             .collect()
     };
     let why = "\"1 micro-batch traced; they need at least two, to tell the first forward pass's \
-               own work from the step's prologue\"";
+               own work from the step's prologue (but for a layer edit of a single pipeline \
+               stage that keeps its one micro-batch, which copies no pass)\"";
     assert_eq!(inspected(&files), vec![why; files.len()]);
     let v = json(&["predict", "--dp", "4"], &files);
     assert_eq!(v["target"]["dp"], 4);

@@ -131,8 +131,9 @@ pub(crate) fn is_attention_kernel_name(name: &str) -> bool {
 /// `(batch, seq, heads, head_dim)` of the query of attention op `op`, when
 /// its first input is 4-D. PyTorch's scaled-dot-product attention ops
 /// (`aten::scaled_dot_product_attention`, `aten::_scaled_dot_product_*`)
-/// take the query as `(batch, heads, seq, head_dim)`; the kernels' own ops
-/// under them (`aten::_flash_attention_forward`,
+/// and `aten::_cudnn_attention_forward` take the query as `(batch, heads,
+/// seq, head_dim)`; the kernels' own ops under them
+/// (`aten::_flash_attention_forward`,
 /// `aten::_efficient_attention_forward`) and FlashAttention's as
 /// `(batch, seq, heads, head_dim)`.
 pub(crate) fn attention_shape(op: &str, dims: &InputDims) -> Option<[u64; 4]> {
@@ -143,8 +144,8 @@ pub(crate) fn attention_shape(op: &str, dims: &InputDims) -> Option<[u64; 4]> {
     let q = [q[0] as u64, q[1] as u64, q[2] as u64, q[3] as u64];
     // `_scaled_dot_product_efficient_attention` calls
     // `_efficient_attention_forward` on the query transposed back to
-    // (batch, seq, heads, head_dim): only the SDPA ops themselves differ.
-    let heads_before_seq = op.contains("scaled_dot_product");
+    // (batch, seq, heads, head_dim); cuDNN's op takes SDPA's layout.
+    let heads_before_seq = op.contains("scaled_dot_product") || op.contains("_cudnn_attention");
     Some(if heads_before_seq {
         [q[0], q[2], q[1], q[3]]
     } else {

@@ -338,8 +338,9 @@ fn micro_batch_size_against_ground_truth() {
 }
 
 /// A trace of one micro-batch (a DDP job without gradient accumulation)
-/// takes a layer edit, which copies no pass, though not a micro-batch
-/// edit, which would copy its step's prologue with the pass.
+/// of one pipeline stage takes a layer edit, which copies no pass, though
+/// not a micro-batch edit, which would copy its step's prologue with the
+/// pass.
 #[test]
 fn one_micro_batch_takes_a_layer_edit() {
     let job = |layers: usize| config(&model("gpt-tiny", Some(layers), Some(2048)), 1, 1, 2, 1);
@@ -356,5 +357,13 @@ fn one_micro_batch_takes_a_layer_edit() {
             Err(e) => e.to_string(),
         };
         assert!(e.contains("1 micro-batch traced"), "{e}");
+    }
+    // Two stages: the second's prologue holds its first receive, which
+    // nothing couples to the first stage, so the layers stay as traced.
+    let two = config(&model("gpt-tiny", Some(4), Some(2048)), 1, 2, 1, 1);
+    let base = baseline(&two);
+    match base.identity().with_layers(8) {
+        Ok(_) => panic!("a layer edit of two stages of one micro-batch was taken"),
+        Err(e) => assert!(e.to_string().contains("1 micro-batch traced"), "{e}"),
     }
 }

@@ -384,6 +384,11 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
     groups
 }
 
+/// What a one-micro-batch verdict of a single stage adds: the one
+/// structural edit it does not block.
+const LAYERS_STILL: &str = " (but for a layer edit of a single pipeline stage that keeps its \
+                            one micro-batch, which copies no pass)";
+
 /// Why the graph cannot be edited structurally (layers, micro-batches,
 /// pipeline, virtual stages), if it cannot: the one verdict `lumos
 /// inspect` shows (`structural_edits_blocked`) and a prediction refuses
@@ -396,15 +401,20 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
 /// (docs/PREDICTION.md section 2; DLRM's one micro-batch gave +46% at
 /// `--microbatches 2`).
 pub(super) fn edits_blocked(s: &Structure) -> Option<String> {
+    // A layer edit of one stage that keeps its one micro-batch copies no
+    // pass (`edits::one_pass_kept`): the verdict says so, as `predict`
+    // makes it.
     let traced = match s.config.microbatches {
         Some(m) if m >= 2 => return structure_blocked(s),
         Some(1) => "1 micro-batch traced".to_owned(),
         _ => "no micro-batch (backward pass) found".to_owned(),
     };
+    let layers_still = s.config.microbatches == Some(1) && s.config.pp.unwrap_or(1) <= 1;
     structure_blocked(s).or_else(|| {
         Some(format!(
             "{traced}; they need at least two, to tell the first forward pass's own work from \
-             the step's prologue"
+             the step's prologue{}",
+            if layers_still { LAYERS_STILL } else { "" }
         ))
     })
 }

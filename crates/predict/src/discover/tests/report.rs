@@ -119,7 +119,8 @@ fn why_structural_edits_are_blocked() {
     assert_eq!(one.config.microbatches, Some(1));
     assert_eq!(structure_blocked(&one), None);
     let want = "1 micro-batch traced; they need at least two, to tell the first forward pass's \
-                own work from the step's prologue";
+                own work from the step's prologue (but for a layer edit of a single pipeline \
+                stage that keeps its one micro-batch, which copies no pass)";
     assert_eq!(edits_blocked(&one).as_deref(), Some(want));
     assert_eq!(one.report.structural_edits_blocked.as_deref(), Some(want));
     // The structure's own reason comes first.
