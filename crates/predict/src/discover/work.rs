@@ -61,10 +61,22 @@ pub(super) fn work_classes(g: &Graph) -> Vec<WorkClass> {
                     let op = g.names[sc.name.0 as usize].as_str();
                     sc.input_dims.as_ref().and_then(|d| attention_shape(op, d))
                 })),
-                false => Launcher::GemmOp(g.scope_chain(id).find(|&s| {
-                    let sc = &g.scopes[s.0 as usize];
-                    gemm_op[sc.name.0 as usize] && sc.input_dims.is_some()
-                })?),
+                false => {
+                    // A kernel another operator launched inside a GEMM op
+                    // (autocast's weight cast, `aten::to` under
+                    // `aten::linear`) is not the GEMM's: it took the
+                    // GEMM's place when it ran longest.
+                    let op = g
+                        .scope_chain(id)
+                        .find(|&s| !g.scopes[s.0 as usize].annotation)?;
+                    if !gemm_op[g.scopes[op.0 as usize].name.0 as usize] {
+                        return None;
+                    }
+                    Launcher::GemmOp(g.scope_chain(id).find(|&s| {
+                        let sc = &g.scopes[s.0 as usize];
+                        gemm_op[sc.name.0 as usize] && sc.input_dims.is_some()
+                    })?)
+                }
             };
             Some((id, launcher))
         })
