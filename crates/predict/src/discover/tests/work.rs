@@ -2,6 +2,7 @@
 
 use super::super::work::work_classes;
 use super::*;
+use lumos_graph::{Scope, ScopeId};
 
 #[test]
 fn tasks_with_no_shapes_are_classed_by_kind() {
@@ -72,4 +73,44 @@ fn gemm_and_attention_shapes_come_from_their_operators() {
             WorkClass::Comm(_) => panic!("communication is classified later"),
         }
     }
+}
+
+/// Autocast's weight cast runs inside `aten::linear` under `aten::to`:
+/// its kernel, longer than the GEMM's and named like no GEMM library's,
+/// is the cast's, not a second sample of the linear's product.
+#[test]
+fn a_cast_inside_a_linear_is_not_its_gemm() {
+    let scope = |name: u32, parent: Option<u32>, dims: &str| Scope {
+        name: NameId(name),
+        parent: parent.map(ScopeId),
+        annotation: false,
+        input_dims: lumos_trace::InputDims::parse(dims),
+        input_type: None,
+    };
+    let mut cast = task(TaskKind::Kernel, 3, None);
+    cast.duration_ns = 1_000;
+    let g = Graph {
+        names: vec![
+            "aten::linear".into(),
+            "aten::to".into(),
+            "aten::addmm".into(),
+            "unrolled_elementwise_kernel".into(),
+            "Cijk_Alik_Bljk_BBS_BH".into(),
+        ],
+        tasks: vec![cast, task(TaskKind::Kernel, 4, None)],
+        scopes: vec![
+            scope(0, None, "[[8, 1024, 2048], [6144, 2048], [6144]]"),
+            scope(1, Some(0), "[[6144, 2048], [], [], []]"),
+            scope(2, Some(0), "[[6144], [8192, 2048], [2048, 6144], [], []]"),
+        ],
+        task_scopes: vec![Some(ScopeId(1)), Some(ScopeId(2))],
+        ..Graph::default()
+    };
+    let w = work_classes(&g);
+    assert_eq!(w[0], WorkClass::Memory);
+    assert!(
+        matches!(w[1], WorkClass::Gemm(s) if s.m == 8192),
+        "{:?}",
+        w[1]
+    );
 }
