@@ -376,9 +376,7 @@ fn one_pass_kept(base: &Baseline, s: &Structure, c: &Config) -> bool {
 /// holds its first pipeline receive, which nothing couples to the stage
 /// before (`--layers` of a two-stage synthesized job was +4.8%).
 fn one_micro_batch_only(base: &Baseline, s: &Structure) -> bool {
-    s.config.microbatches == Some(1)
-        && base.config.pp <= 1
-        && crate::discover::structure_blocked(s).is_none()
+    base.config.pp <= 1 && crate::discover::layers_only_blocked_by_one_micro_batch(s)
 }
 
 /// Every stage of the pipeline of `c`, planned from the traced stages and

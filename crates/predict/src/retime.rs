@@ -62,6 +62,16 @@ impl Ratios {
         }
     }
 
+    /// How the tokens of work at `place` grow: with the micro-batch in a
+    /// forward or backward pass, not at all in a step's prologue or
+    /// epilogue (the optimizer) or outside steps.
+    fn tokens_in(&self, place: Role) -> f64 {
+        match place {
+            Role::Pass { .. } => self.tokens,
+            _ => 1.0,
+        }
+    }
+
     /// How the bytes of a micro-batch's activations (a pipeline transfer)
     /// grow: with the tokens and the hidden size, and with the
     /// tensor-parallel shard where the sequence is split over it.
@@ -293,10 +303,7 @@ impl<'a> Regroup<'a> {
         let h = base.config.hidden;
         // Tensor-parallel collectives in a pass carry the micro-batch's
         // activations, so its tokens; pipeline transfers always do.
-        let tokens = match place {
-            Role::Pass { .. } => r.tokens,
-            _ => 1.0,
-        };
+        let tokens = r.tokens_in(place);
         match c.class {
             GroupClass::Data => (
                 nonempty(&c.ranks, || old_layout.group(GroupClass::Data, coord_old)),
@@ -461,11 +468,11 @@ impl<'a> Retimer<'a> {
         let mut sized_from_timing = false;
         let (mut dur, mut source) = match work {
             WorkClass::Cpu | WorkClass::Copy => (traced as f64, Source::Measured),
-            WorkClass::Gemm(sh) => self.gemm_ns(traced, sh, self.tokens_in(place)),
-            WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.tokens_in(place)),
+            WorkClass::Gemm(sh) => self.gemm_ns(traced, sh, self.r.tokens_in(place)),
+            WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.r.tokens_in(place)),
             WorkClass::Memory => {
                 let floor = self.floors[src as usize];
-                let tokens = match self.tokens_in(place) {
+                let tokens = match self.r.tokens_in(place) {
                     r if r != 1.0 && self.token_sized(src as usize, tt) => r,
                     _ => 1.0,
                 };
@@ -500,24 +507,14 @@ impl<'a> Retimer<'a> {
         (dur, source, sized_from_timing)
     }
 
-    /// How the tokens of work at `place` grow: with the micro-batch in a
-    /// forward or backward pass, not at all in a step's prologue or
-    /// epilogue (the optimizer) or outside steps.
-    fn tokens_in(&self, place: Role) -> f64 {
-        match place {
-            Role::Pass { .. } => self.r.tokens,
-            _ => 1.0,
-        }
-    }
-
     /// Whether memory-bound task `t` of input `src` works on activations
     /// (its size follows the tokens): the innermost operator launching it
     /// that records shapes has a tensor with the micro-batch's tokens as
     /// a dimension (unless a weight has that size too), or with both its
     /// batch and sequence dimensions (the sequence possibly split over
-    /// tensor-parallel ranks). A weight cast
-    /// or a gradient accumulation has none; an operator without recorded
-    /// shapes is taken to work on activations.
+    /// tensor-parallel ranks). A weight cast or a gradient accumulation
+    /// has none; an operator without recorded shapes is taken to work on
+    /// activations.
     fn token_sized(&self, src: usize, t: TaskId) -> bool {
         let g = &self.base.inputs[src].graph;
         let Some(dims) = g

@@ -67,7 +67,7 @@ use crate::units::{Units, NO_UNIT};
 
 pub use comms::{CommInfo, GroupClass, P2p};
 pub use config::DiscoveredConfig;
-pub(crate) use report::structure_blocked;
+pub(crate) use report::layers_only_blocked_by_one_micro_batch;
 pub use report::{Finding, GroupReport, PhaseTime, StructureReport};
 pub use work::WorkClass;
 

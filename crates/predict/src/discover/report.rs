@@ -384,6 +384,16 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
     groups
 }
 
+/// Whether `s` is a single pipeline stage of one micro-batch whose
+/// structure is otherwise sound: structural edits are refused it, but
+/// for a layer edit that keeps its one micro-batch, which copies no pass
+/// (`edits::one_pass_kept`).
+pub(crate) fn layers_only_blocked_by_one_micro_batch(s: &Structure) -> bool {
+    s.config.microbatches == Some(1)
+        && s.config.pp.unwrap_or(1) <= 1
+        && structure_blocked(s).is_none()
+}
+
 /// What a one-micro-batch verdict of a single stage adds: the one
 /// structural edit it does not block.
 const LAYERS_STILL: &str = " (but for a layer edit of a single pipeline stage that keeps its \
@@ -409,7 +419,7 @@ pub(super) fn edits_blocked(s: &Structure) -> Option<String> {
         Some(1) => "1 micro-batch traced".to_owned(),
         _ => "no micro-batch (backward pass) found".to_owned(),
     };
-    let layers_still = s.config.microbatches == Some(1) && s.config.pp.unwrap_or(1) <= 1;
+    let layers_still = layers_only_blocked_by_one_micro_batch(s);
     structure_blocked(s).or_else(|| {
         Some(format!(
             "{traced}; they need at least two, to tell the first forward pass's own work from \
@@ -425,7 +435,7 @@ pub(super) fn edits_blocked(s: &Structure) -> Option<String> {
 /// stage's layer blocks can be tried go by. A structure that passes may
 /// still be refused edits for its one micro-batch ([`edits_blocked`]),
 /// which neither of those changes.
-pub(crate) fn structure_blocked(s: &Structure) -> Option<String> {
+pub(super) fn structure_blocked(s: &Structure) -> Option<String> {
     let count = |st: &super::StepStructure, kind: PassKind| {
         st.passes.iter().filter(|p| p.kind == kind).count()
     };
