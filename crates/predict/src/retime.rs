@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use lumos_graph::TaskId;
 use lumos_models::CollectiveKind;
+use lumos_trace::InputDims;
 
 use crate::assemble::Tag;
 use crate::baseline::Baseline;
@@ -126,6 +127,17 @@ impl Dims {
             1.0
         }
     }
+}
+
+/// What a memory-bound kernel works on, as its operator's recorded shapes
+/// tell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Tensor {
+    /// Activations (or no shapes recorded): grows by this factor with the
+    /// tokens, and in a layer with the width.
+    Activations(f64),
+    /// A weight or its gradient: grows by this factor, its elements'.
+    Weight(f64),
 }
 
 /// Recomputes every task's duration from its traced one (see the module
@@ -472,11 +484,14 @@ impl<'a> Retimer<'a> {
             WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.r.tokens_in(place)),
             WorkClass::Memory => {
                 let floor = self.floors[src as usize];
-                let tokens = match self.r.tokens_in(place) {
-                    r if r != 1.0 && self.token_sized(src as usize, tt) => r,
-                    _ => 1.0,
+                let tensor = match self.weight_ratio(src as usize, tt) {
+                    Some(w) => Tensor::Weight(w),
+                    None => Tensor::Activations(match self.r.tokens_in(place) {
+                        r if r != 1.0 && self.token_sized(src as usize, tt) => r,
+                        _ => 1.0,
+                    }),
                 };
-                self.memory_ns(traced, name, (place, tokens), optimizer_ratio, floor)
+                self.memory_ns(traced, name, (place, tensor), optimizer_ratio, floor)
             }
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
@@ -516,26 +531,71 @@ impl<'a> Retimer<'a> {
     /// has none; an operator without recorded shapes is taken to work on
     /// activations.
     fn token_sized(&self, src: usize, t: TaskId) -> bool {
+        match self.shapes_of(src, t) {
+            Some(dims) => (0..dims.len()).any(|i| self.has_tokens(crate::shapes::sizes(dims, i))),
+            None => true,
+        }
+    }
+
+    /// The recorded shapes of the innermost operator launching task `t`
+    /// of input `src` that records any.
+    fn shapes_of(&self, src: usize, t: TaskId) -> Option<&InputDims> {
         let g = &self.base.inputs[src].graph;
-        let Some(dims) = g
-            .scope_chain(t)
+        g.scope_chain(t)
             .find_map(|s| g.scopes[s.0 as usize].input_dims.as_ref())
-        else {
-            return true;
-        };
+    }
+
+    /// Whether a tensor of sizes `d` has the micro-batch's tokens as a
+    /// dimension (unless a weight has that size too), or both its batch
+    /// and sequence dimensions (the sequence possibly split over
+    /// tensor-parallel ranks).
+    fn has_tokens(&self, d: &[i64]) -> bool {
         let (b, seq) = self.batch_and_seq;
         let tp = u64::from(self.base.config.tp.max(1));
         let tokens = b.saturating_mul(seq);
         // A token count equal to a weight's dimension (seq 2048 = hidden
         // 2048 at one sequence) tells nothing alone.
         let telling = |v: u64| !self.dims.hidden_like(v) && !self.dims.ffn_like(v);
-        (0..dims.len()).any(|i| {
-            let d = crate::shapes::sizes(dims, i);
-            let has = |v: u64| v > 0 && d.iter().any(|&x| x as u64 == v);
-            (telling(tokens) && has(tokens))
-                || (tp > 1 && tokens % tp == 0 && telling(tokens / tp) && has(tokens / tp))
-                || (has(b) && (has(seq) || (tp > 1 && seq % tp == 0 && has(seq / tp))))
-        })
+        let has = |v: u64| v > 0 && d.iter().any(|&x| x as u64 == v);
+        (telling(tokens) && has(tokens))
+            || (tp > 1 && tokens % tp == 0 && telling(tokens / tp) && has(tokens / tp))
+            || (has(b) && (has(seq) || (tp > 1 && seq % tp == 0 && has(seq / tp))))
+    }
+
+    /// How the weight that memory-bound task `t` of input `src` works on
+    /// grows, if its operator's recorded shapes show one: no tensor has a
+    /// token dimension, and the largest has a hidden- or FFN-like one. A
+    /// weight cast (autocast's, every micro-batch), a gradient's cast,
+    /// accumulation or copy into a data-parallel bucket moves the
+    /// weight's elements, which grow with the product of its dimensions'
+    /// ratios (the hidden size squared for a `[3h, h]` weight), not with
+    /// one width as activations do. `None` where a token count equals a
+    /// weight dimension and the tensor has it: a flattened activation
+    /// `[tokens, h]` cannot be told from a weight then.
+    fn weight_ratio(&self, src: usize, t: TaskId) -> Option<f64> {
+        let dims = self.shapes_of(src, t)?;
+        let all = || (0..dims.len()).map(|i| crate::shapes::sizes(dims, i));
+        if all().any(|d| self.has_tokens(d)) {
+            return None;
+        }
+        let elements = |d: &[i64]| d.iter().fold(1u64, |p, &x| p.saturating_mul(x as u64));
+        let largest = all().max_by_key(|d| elements(d))?;
+        let (b, seq) = self.batch_and_seq;
+        if largest.iter().any(|&x| x as u64 == b.saturating_mul(seq)) {
+            return None;
+        }
+        let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
+        let mut ratio = 1.0;
+        let (mut weight, mut sharded) = (false, false);
+        for &x in largest {
+            let v = x as u64;
+            if self.dims.hidden_like(v) || self.dims.ffn_like(v) {
+                weight = true;
+                ratio *= self.dims.ratio(v, &self.r);
+                sharded |= tp > 1 && (v * tp == h || v * tp == 3 * h || v * tp == ffn);
+            }
+        }
+        weight.then(|| ratio * if sharded { self.r.tp_shard } else { 1.0 })
     }
 
     /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs
@@ -570,27 +630,33 @@ impl<'a> Retimer<'a> {
         }
     }
 
-    /// A memory-bound kernel named `name` at `place`: in a layer with its
-    /// tensor's size, in the prologue or optimizer with the parameters;
-    /// one at the duration `floor` is left alone (its true size is
-    /// unknown).
+    /// A memory-bound kernel named `name` at `place`: in a pass with its
+    /// tensor's size (a weight's elements, or the activations' width in a
+    /// layer and their tokens), in the prologue or optimizer with the
+    /// parameters; one at the duration `floor` is left alone (its true
+    /// size is unknown).
     fn memory_ns(
         &self,
         traced: i64,
         name: &str,
-        (place, tokens): (Role, f64),
+        (place, tensor): (Role, Tensor),
         optimizer_ratio: f64,
         floor: i64,
     ) -> (f64, Source) {
         let r = &self.r;
-        let ratio = tokens
-            * match place {
+        let ratio = match (place, tensor) {
+            (Role::Prologue { .. } | Role::Epilogue { .. }, _) => optimizer_ratio,
+            (Role::Pass { .. }, Tensor::Weight(w)) => w,
+            (
                 Role::Pass {
                     part: Part::Layer(_),
                     ..
-                } => {
-                    let lower = name.to_ascii_lowercase();
-                    if ["gelu", "silu", "swiglu", "relu"]
+                },
+                Tensor::Activations(tokens),
+            ) => {
+                let lower = name.to_ascii_lowercase();
+                tokens
+                    * if ["gelu", "silu", "swiglu", "relu"]
                         .iter()
                         .any(|a| lower.contains(a))
                     {
@@ -601,10 +667,10 @@ impl<'a> Retimer<'a> {
                     } else {
                         r.hidden
                     }
-                }
-                Role::Prologue { .. } | Role::Epilogue { .. } => optimizer_ratio,
-                _ => 1.0,
-            };
+            }
+            (Role::Pass { .. }, Tensor::Activations(tokens)) => tokens,
+            _ => 1.0,
+        };
         if ratio == 1.0 || (traced as f64) <= 1.1 * floor as f64 {
             (traced as f64, Source::Measured)
         } else {
@@ -978,31 +1044,110 @@ mod tests {
         // Sequence parallel: element-wise work in a layer is h / tp.
         assert!(base.sequence_parallel);
         assert_eq!(
-            rt.memory_ns(long, "vectorized_add", (layer, 1.0), 3.0, floor)
-                .0,
+            rt.memory_ns(
+                long,
+                "vectorized_add",
+                (layer, Tensor::Activations(1.0)),
+                3.0,
+                floor
+            )
+            .0,
             2.0 * long as f64
         );
         // Activation functions scale with the FFN size (unchanged here,
         // but it follows the hidden size's edit in `with_hidden`).
         assert_eq!(
-            rt.memory_ns(long, "gelu_kernel", (layer, 1.0), 3.0, floor)
-                .1,
+            rt.memory_ns(
+                long,
+                "gelu_kernel",
+                (layer, Tensor::Activations(1.0)),
+                3.0,
+                floor
+            )
+            .1,
             Source::Measured
         );
         let optimizer = Role::Epilogue { step: 0 };
         assert_eq!(
-            rt.memory_ns(long, "adam", (optimizer, 1.0), 3.0, floor).0,
+            rt.memory_ns(
+                long,
+                "adam",
+                (optimizer, Tensor::Activations(1.0)),
+                3.0,
+                floor
+            )
+            .0,
             3.0 * long as f64
+        );
+        // A weight (a cast, a gradient's accumulation) grows with its
+        // elements: hidden 1024 -> 2048 makes a [3h, h] weight 4x.
+        assert_eq!(
+            rt.memory_ns(
+                long,
+                "copy_kernel",
+                (layer, Tensor::Weight(4.0)),
+                3.0,
+                floor
+            )
+            .0,
+            4.0 * long as f64
         );
         // At the floor: left alone.
         assert_eq!(
-            rt.memory_ns(floor, "vectorized_add", (layer, 1.0), 3.0, floor),
+            rt.memory_ns(
+                floor,
+                "vectorized_add",
+                (layer, Tensor::Activations(1.0)),
+                3.0,
+                floor
+            ),
             (floor as f64, Source::Measured)
         );
         assert_eq!(
-            rt.memory_ns(long, "x", (Role::Outside, 1.0), 3.0, floor),
+            rt.memory_ns(
+                long,
+                "x",
+                (Role::Outside, Tensor::Activations(1.0)),
+                3.0,
+                floor
+            ),
             (long as f64, Source::Measured)
         );
+    }
+
+    #[test]
+    fn weights_are_told_from_activations_by_their_shapes() {
+        // GPT tiny: hidden 1024, FFN 4096, TP 2; one sequence of 4096.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        for (dims, want) in [
+            // A column-parallel [3h/tp, h] weight: (2048 / 1024)^2.
+            ("[[1536, 1024]]", Some(4.0)),
+            // Its bias, a layer norm's weight: with the hidden size.
+            ("[[1536]]", Some(2.0)),
+            ("[[1024], []]", Some(2.0)),
+            // An FFN weight: the FFN size is not edited here.
+            ("[[2048, 1024]]", Some(2.0)),
+            // Activations [s, b, h]: not a weight.
+            ("[[4096, 1, 1024]]", None),
+            // A flattened [tokens, h / tp]: 4096 tokens are FFN wide too,
+            // so nothing tells it from a weight; left to the old rule.
+            ("[[4096, 512]]", None),
+            // No hidden- or FFN-like dimension.
+            ("[[77, 5]]", None),
+        ] {
+            base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
+            let t = target(&base, |c| c.hidden = 2048);
+            let mut rt = Retimer::new(&base, &t);
+            rt.batch_and_seq = (1, 4096);
+            assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
+        }
     }
 
     #[test]
