@@ -27,6 +27,8 @@ use lumos_graph::TaskId;
 use lumos_models::CollectiveKind;
 use lumos_trace::InputDims;
 
+use rustc_hash::FxHashSet;
+
 use crate::assemble::Tag;
 use crate::baseline::Baseline;
 use crate::config::{Config, Coord, Layout};
@@ -136,8 +138,14 @@ enum Tensor {
     /// Activations (or no shapes recorded): grows by this factor with the
     /// tokens, and in a layer with the width.
     Activations(f64),
-    /// A weight or its gradient: grows by this factor, its elements'.
-    Weight(f64),
+    /// A weight or its gradient: grows by `ratio`, its elements'; `layer`
+    /// when it has the shape of a layer's weight (or bias).
+    Weight {
+        /// How its elements grow.
+        ratio: f64,
+        /// Whether it is shaped as a layer's parameter.
+        layer: bool,
+    },
 }
 
 /// Recomputes every task's duration from its traced one (see the module
@@ -159,13 +167,13 @@ pub(crate) fn retime(p: &mut Prediction) {
     // and without one (sized from their own duration).
     let (mut slotted, mut own) = (0usize, 0usize);
     for st in stages.iter_mut() {
-        let optimizer_ratio = rt.optimizer_ratio(st);
+        let per_stage = (rt.optimizer_ratio(st), rt.layers_ratio(st));
         // Written in place (the stage's durations are its own until the
         // replay shares them); each task is re-timed from its traced one,
         // so nothing below reads `st.durations`, empty until the loop ends.
         let mut durations = std::mem::take(&mut st.durations);
         for (i, ns) in Arc::make_mut(&mut durations).iter_mut().enumerate() {
-            let (dur, source, sized_from_timing) = rt.task(st, i, optimizer_ratio);
+            let (dur, source, sized_from_timing) = rt.task(st, i, per_stage);
             *ns = dur.round() as i64;
             st.source[i] = source;
             // Only a collective whose inferred size went into the network
@@ -243,6 +251,29 @@ struct Retimer<'a> {
     /// Per input, per collective: its slot's envelope where the trace
     /// records no size (the `slots` module).
     envelopes: Vec<Vec<Option<i64>>>,
+    /// The two sizes (smaller first) of each weight a layer's GEMMs
+    /// multiply by, in any traced stage's first forward layer.
+    layer_weights: FxHashSet<(u64, u64)>,
+}
+
+/// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
+fn layer_weights(base: &Baseline) -> FxHashSet<(u64, u64)> {
+    let mut out = FxHashSet::default();
+    for s in &base.structures {
+        let first = (s.steps.iter().flat_map(|st| st.passes.iter()))
+            .find(|p| p.kind == PassKind::Forward)
+            .and_then(|p| p.layers.first());
+        for &t in first
+            .into_iter()
+            .flatten()
+            .flat_map(|&u| s.units.units[u as usize].gpu().iter())
+        {
+            if let WorkClass::Gemm(sh) = s.work[t.idx()] {
+                out.insert((sh.k.min(sh.n), sh.k.max(sh.n)));
+            }
+        }
+    }
+    out
 }
 
 impl<'a> Regroup<'a> {
@@ -397,6 +428,7 @@ impl<'a> Retimer<'a> {
                     unsized_envelopes(s, &inp.measured, &d)
                 })
                 .collect(),
+            layer_weights: layer_weights(base),
         }
     }
 
@@ -443,14 +475,7 @@ impl<'a> Retimer<'a> {
             }
         };
         let other_new = other_traced * r.hidden * r.tp_shard;
-        // Layers on the new stage: the traced count while the structure is
-        // unchanged (discovery may miscount a stage's layers without that
-        // mattering anywhere else), else the even split of the target.
-        let layers_new = if structural_change(base, target) {
-            target.config.stage_layers(st.stage)
-        } else {
-            pc.layers
-        };
+        let layers_new = self.stage_layers(st);
         let new_total =
             layers_new as f64 * pc.per_layer * self.groups.layer_ratio[prim] + other_new;
         let params_ratio = if pc.total() > 0.0 {
@@ -466,10 +491,36 @@ impl<'a> Retimer<'a> {
             }
     }
 
+    /// Layers on the new stage `st`: the traced count while the structure
+    /// is unchanged (discovery may miscount a stage's layers without that
+    /// mattering anywhere else), else the even split of the target.
+    fn stage_layers(&self, st: &PredictedStage<'_>) -> u32 {
+        if structural_change(self.base, self.target) {
+            self.target.config.stage_layers(st.stage)
+        } else {
+            self.base.params[st.primary].layers
+        }
+    }
+
+    /// How the layers on stage `st` grow: the kernels a layer's parameters
+    /// get outside layers (DDP's copies back from its buckets at the end
+    /// of the backward pass) come as many times more.
+    fn layers_ratio(&self, st: &PredictedStage<'_>) -> f64 {
+        match self.base.params[st.primary].layers {
+            0 => 1.0,
+            traced => f64::from(self.stage_layers(st)) / f64::from(traced),
+        }
+    }
+
     /// The new duration of task `i` of stage `st`, where it came from, and
     /// whether it is a collective re-timed through the network model with a
     /// size inferred from its timing (see [`Retimer::comm_ns`]).
-    fn task(&self, st: &PredictedStage<'_>, i: usize, optimizer_ratio: f64) -> (f64, Source, bool) {
+    fn task(
+        &self,
+        st: &PredictedStage<'_>,
+        i: usize,
+        per_stage: (f64, f64),
+    ) -> (f64, Source, bool) {
         let (src, tt) = st.origin[i];
         let inp = &self.base.inputs[src as usize];
         let s = &self.base.structures[src as usize];
@@ -485,13 +536,13 @@ impl<'a> Retimer<'a> {
             WorkClass::Memory => {
                 let floor = self.floors[src as usize];
                 let tensor = match self.weight_ratio(src as usize, tt) {
-                    Some(w) => Tensor::Weight(w),
+                    Some((ratio, layer)) => Tensor::Weight { ratio, layer },
                     None => Tensor::Activations(match self.r.tokens_in(place) {
                         r if r != 1.0 && self.token_sized(src as usize, tt) => r,
                         _ => 1.0,
                     }),
                 };
-                self.memory_ns(traced, name, (place, tensor), optimizer_ratio, floor)
+                self.memory_ns(traced, name, (place, tensor), per_stage, floor)
             }
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
@@ -553,13 +604,31 @@ impl<'a> Retimer<'a> {
         let (b, seq) = self.batch_and_seq;
         let tp = u64::from(self.base.config.tp.max(1));
         let tokens = b.saturating_mul(seq);
+        let weight_like = |v: u64| self.dims.hidden_like(v) || self.dims.ffn_like(v);
         // A token count equal to a weight's dimension (seq 2048 = hidden
-        // 2048 at one sequence) tells nothing alone.
-        let telling = |v: u64| !self.dims.hidden_like(v) && !self.dims.ffn_like(v);
+        // 2048 at one sequence, 8 x 1024 tokens = FFN 8192) tells nothing
+        // alone. An FFN-wide one does beside a size no layer's weight has
+        // (the loss's `[tokens, vocabulary]` logits): no weight pairs the
+        // FFN width with the vocabulary, while the embedding pairs the
+        // hidden width with it.
+        let other = d.iter().any(|&x| x > 1 && !weight_like(x as u64));
+        let telling = |v: u64| !weight_like(v) || (other && !self.dims.hidden_like(v));
         let has = |v: u64| v > 0 && d.iter().any(|&x| x as u64 == v);
         (telling(tokens) && has(tokens))
             || (tp > 1 && tokens % tp == 0 && telling(tokens / tp) && has(tokens / tp))
             || (has(b) && (has(seq) || (tp > 1 && seq % tp == 0 && has(seq / tp))))
+    }
+
+    /// Whether a tensor of sizes `d` has the shape of a weight the traced
+    /// layers multiply by.
+    fn layer_weight(&self, d: &[i64]) -> bool {
+        match *d {
+            [x, y] if x > 0 && y > 0 => {
+                let (x, y) = (x as u64, y as u64);
+                self.layer_weights.contains(&(x.min(y), x.max(y)))
+            }
+            _ => false,
+        }
     }
 
     /// How the weight that memory-bound task `t` of input `src` works on
@@ -569,10 +638,15 @@ impl<'a> Retimer<'a> {
     /// accumulation or copy into a data-parallel bucket moves the
     /// weight's elements, which grow with the product of its dimensions'
     /// ratios (the hidden size squared for a `[3h, h]` weight), not with
-    /// one width as activations do. `None` where a token count equals a
-    /// weight dimension and the tensor has it: a flattened activation
-    /// `[tokens, h]` cannot be told from a weight then.
-    fn weight_ratio(&self, src: usize, t: TaskId) -> Option<f64> {
+    /// one width as activations do. Where a token count equals a weight
+    /// dimension and the tensor has it, a flattened activation `[tokens,
+    /// h]` looks like a weight: it is taken for one only with the shape of
+    /// a weight the layers' GEMMs multiply by (weights on that shape move
+    /// more bytes than the few activations reduced in two dimensions), else
+    /// `None`. With the ratio, whether the weight is shaped as a layer's
+    /// (a weight the layers' GEMMs multiply by, or a bias of one of its
+    /// sizes).
+    fn weight_ratio(&self, src: usize, t: TaskId) -> Option<(f64, bool)> {
         let dims = self.shapes_of(src, t)?;
         let all = || (0..dims.len()).map(|i| crate::shapes::sizes(dims, i));
         if all().any(|d| self.has_tokens(d)) {
@@ -581,7 +655,8 @@ impl<'a> Retimer<'a> {
         let elements = |d: &[i64]| d.iter().fold(1u64, |p, &x| p.saturating_mul(x as u64));
         let largest = all().max_by_key(|d| elements(d))?;
         let (b, seq) = self.batch_and_seq;
-        if largest.iter().any(|&x| x as u64 == b.saturating_mul(seq)) {
+        if largest.iter().any(|&x| x as u64 == b.saturating_mul(seq)) && !self.layer_weight(largest)
+        {
             return None;
         }
         let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
@@ -595,21 +670,42 @@ impl<'a> Retimer<'a> {
                 sharded |= tp > 1 && (v * tp == h || v * tp == 3 * h || v * tp == ffn);
             }
         }
-        weight.then(|| ratio * if sharded { self.r.tp_shard } else { 1.0 })
+        let layer = self.layer_weight(largest)
+            || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
+        weight.then_some((ratio * if sharded { self.r.tp_shard } else { 1.0 }, layer))
     }
 
     /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs
     /// (`tokens`: how its token dimension grows).
     fn gemm_ns(&self, traced: i64, sh: GemmShape, tokens: f64) -> (f64, Source) {
-        let ratio = self.dims.ratio(sh.k, &self.r)
-            * self.dims.ratio(sh.n, &self.r)
-            * self.r.tp_shard
-            * tokens;
+        let ratio = self.width_ratio(sh) * self.r.tp_shard * tokens;
         let g = self.gemm;
         scaled(
             traced,
             g.gemm_ns(sh.flops() * ratio) / g.gemm_ns(sh.flops()),
         )
+    }
+
+    /// How a GEMM's FLOPs grow with the model's widths: the ratios of its
+    /// two dimensions other than the tokens'. The tokens are `m` in a
+    /// forward or input-gradient product, but `k` in a weight gradient
+    /// computed as a plain product (`dW = dYᵀ X` records `[out, tokens] x
+    /// [tokens, in]`), whose output and input widths both grow. Where no
+    /// dimension other than `m` is the token count (or it is unknown), `m`
+    /// is taken for it.
+    fn width_ratio(&self, sh: GemmShape) -> f64 {
+        let (b, seq) = self.batch_and_seq;
+        let tokens = b.saturating_mul(seq);
+        let tp = self.dims.tp.max(1);
+        let is_tokens = |v: u64| tokens > 0 && (v == tokens || (tp > 1 && v * tp == tokens));
+        let (x, y) = if !is_tokens(sh.m) && is_tokens(sh.k) {
+            (sh.m, sh.n)
+        } else if !is_tokens(sh.m) && is_tokens(sh.n) {
+            (sh.m, sh.k)
+        } else {
+            (sh.k, sh.n)
+        };
+        self.dims.ratio(x, &self.r) * self.dims.ratio(y, &self.r)
     }
 
     /// Fused attention: the curve's time ratio for `b s^2 h` scaled with
@@ -640,13 +736,25 @@ impl<'a> Retimer<'a> {
         traced: i64,
         name: &str,
         (place, tensor): (Role, Tensor),
-        optimizer_ratio: f64,
+        (optimizer_ratio, layers_ratio): (f64, f64),
         floor: i64,
     ) -> (f64, Source) {
         let r = &self.r;
         let ratio = match (place, tensor) {
             (Role::Prologue { .. } | Role::Epilogue { .. }, _) => optimizer_ratio,
-            (Role::Pass { .. }, Tensor::Weight(w)) => w,
+            (
+                Role::Pass {
+                    part: Part::Layer(_),
+                    ..
+                },
+                Tensor::Weight { ratio, .. },
+            ) => ratio,
+            // A layer's parameter worked on outside layers (DDP's copy back
+            // from its bucket): one such kernel per parameter, so as many
+            // more as layers, stretched rather than copied.
+            (Role::Pass { .. }, Tensor::Weight { ratio, layer }) => {
+                ratio * if layer { layers_ratio } else { 1.0 }
+            }
             (
                 Role::Pass {
                     part: Part::Layer(_),
@@ -1032,6 +1140,15 @@ mod tests {
             rt.gemm_ns(1000, tokens_only, 1.0),
             (1000.0, Source::Measured)
         );
+        // A weight gradient as a plain product, `[out, tokens] x [tokens,
+        // in]`: both widths grow, the tokens (k) do not.
+        let (b, seq) = rt.batch_and_seq;
+        let wgrad = GemmShape {
+            m: 1536,
+            n: 1024,
+            k: b * seq,
+        };
+        assert_eq!(rt.gemm_ns(1000, wgrad, 1.0), (4000.0, Source::Scaled));
         assert_eq!(rt.attention_ns(1000, Some([1, 2048, 8, 64]), 1.0).0, 2000.0);
         assert_eq!(rt.attention_ns(1000, None, 1.0), (2000.0, Source::Scaled));
         let layer = Role::Pass {
@@ -1048,7 +1165,7 @@ mod tests {
                 long,
                 "vectorized_add",
                 (layer, Tensor::Activations(1.0)),
-                3.0,
+                (3.0, 1.0),
                 floor
             )
             .0,
@@ -1061,7 +1178,7 @@ mod tests {
                 long,
                 "gelu_kernel",
                 (layer, Tensor::Activations(1.0)),
-                3.0,
+                (3.0, 1.0),
                 floor
             )
             .1,
@@ -1073,7 +1190,7 @@ mod tests {
                 long,
                 "adam",
                 (optimizer, Tensor::Activations(1.0)),
-                3.0,
+                (3.0, 1.0),
                 floor
             )
             .0,
@@ -1081,12 +1198,36 @@ mod tests {
         );
         // A weight (a cast, a gradient's accumulation) grows with its
         // elements: hidden 1024 -> 2048 makes a [3h, h] weight 4x.
+        let weight = |layer| Tensor::Weight { ratio: 4.0, layer };
         assert_eq!(
             rt.memory_ns(
                 long,
                 "copy_kernel",
-                (layer, Tensor::Weight(4.0)),
-                3.0,
+                (layer, weight(true)),
+                (3.0, 2.0),
+                floor
+            )
+            .0,
+            4.0 * long as f64
+        );
+        // Outside layers, a layer's parameter comes once per layer: twice
+        // the layers, twice the time.
+        let post = Role::Pass {
+            step: 0,
+            pass: 1,
+            part: Part::Post,
+        };
+        assert_eq!(
+            rt.memory_ns(long, "copy_kernel", (post, weight(true)), (3.0, 2.0), floor)
+                .0,
+            8.0 * long as f64
+        );
+        assert_eq!(
+            rt.memory_ns(
+                long,
+                "copy_kernel",
+                (post, weight(false)),
+                (3.0, 2.0),
                 floor
             )
             .0,
@@ -1098,7 +1239,7 @@ mod tests {
                 floor,
                 "vectorized_add",
                 (layer, Tensor::Activations(1.0)),
-                3.0,
+                (3.0, 1.0),
                 floor
             ),
             (floor as f64, Source::Measured)
@@ -1108,7 +1249,7 @@ mod tests {
                 long,
                 "x",
                 (Role::Outside, Tensor::Activations(1.0)),
-                3.0,
+                (3.0, 1.0),
                 floor
             ),
             (long as f64, Source::Measured)
@@ -1128,12 +1269,14 @@ mod tests {
         let scope = g.scope_chain(task).next().unwrap().0 as usize;
         for (dims, want) in [
             // A column-parallel [3h/tp, h] weight: (2048 / 1024)^2.
-            ("[[1536, 1024]]", Some(4.0)),
+            ("[[1536, 1024]]", Some((4.0, true))),
             // Its bias, a layer norm's weight: with the hidden size.
-            ("[[1536]]", Some(2.0)),
-            ("[[1024], []]", Some(2.0)),
+            ("[[1536]]", Some((2.0, true))),
+            ("[[1024], []]", Some((2.0, true))),
             // An FFN weight: the FFN size is not edited here.
-            ("[[2048, 1024]]", Some(2.0)),
+            ("[[2048, 1024]]", Some((2.0, true))),
+            // The embedding table: not a layer's.
+            ("[[51200, 1024]]", Some((2.0, false))),
             // Activations [s, b, h]: not a weight.
             ("[[4096, 1, 1024]]", None),
             // A flattened [tokens, h / tp]: 4096 tokens are FFN wide too,
@@ -1141,11 +1284,30 @@ mod tests {
             ("[[4096, 512]]", None),
             // No hidden- or FFN-like dimension.
             ("[[77, 5]]", None),
+            // The loss's logits, `[tokens, vocabulary]`: 4096 tokens are
+            // FFN-wide, but no weight pairs that with the vocabulary.
+            ("[[4096, 51200]]", None),
         ] {
             base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
             let t = target(&base, |c| c.hidden = 2048);
             let mut rt = Retimer::new(&base, &t);
             rt.batch_and_seq = (1, 4096);
+            assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
+            let d = InputDims::parse(dims).unwrap();
+            let tokens = (0..d.len()).any(|i| rt.has_tokens(crate::shapes::sizes(&d, i)));
+            let want_tokens = matches!(dims, "[[4096, 1, 1024]]" | "[[4096, 51200]]");
+            assert_eq!(tokens, want_tokens, "{dims}");
+        }
+        // 2048 tokens are the FFN shard's width: the FFN weight's shape is
+        // still a weight, a flattened activation of another width not.
+        for (dims, want) in [
+            ("[[2048, 1024]]", Some((2.0, true))),
+            ("[[2048, 1536]]", None),
+        ] {
+            base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
+            let t = target(&base, |c| c.hidden = 2048);
+            let mut rt = Retimer::new(&base, &t);
+            rt.batch_and_seq = (1, 2048);
             assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
         }
     }
