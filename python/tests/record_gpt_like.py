@@ -30,6 +30,7 @@ import argparse
 import gzip
 import json
 import math
+from collections import deque
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Tuple
 
@@ -38,6 +39,7 @@ MAIN = 2417  # its main thread
 AUTOGRAD = 2618  # pt_autograd_0, the CUDA device thread of the autograd engine
 COMPUTE = 7  # the default stream
 NCCL = 20  # ProcessGroupNCCL's stream
+QUEUE = 1024  # launches CUDA queues per stream before a launch call blocks
 T0 = 4_812_345_678.125  # us; where the trace's clock starts (arbitrary)
 
 GPUS = {
@@ -111,6 +113,7 @@ class _Gen:
         self.stream = {COMPUTE: T0, NCCL: T0}
         self.stack: Dict[int, List[dict]] = {MAIN: [], AUTOGRAD: []}
         self.recorded: Dict[int, Tuple[float, int, int]] = {}
+        self.queued = {COMPUTE: deque(), NCCL: deque()}  # start times of the launches not yet started
 
     # -- timing model -------------------------------------------------
     def gemm_us(self, m, n, k):
@@ -200,12 +203,20 @@ class _Gen:
     def kernel(self, tid, name, dur, grid, block, regs=32, smem=0, stream=COMPUTE, api="cudaLaunchKernel",
                extra=None):
         api_dur = 5.2 if api.startswith("cu") and api != "cudaLaunchKernel" else 4.1
+        # CUDA queues at most QUEUE launches per stream: with that many not yet started, the launch
+        # call blocks until the oldest starts (the CPU runs far ahead of this GPU-bound job)
+        queue = self.queued[stream]
+        while queue and queue[0] <= self.clock[tid]:
+            queue.popleft()
+        if len(queue) >= QUEUE:
+            api_dur += queue[len(queue) - QUEUE] - self.clock[tid]
         rt = self._runtime(tid, api, api_dur, cat="cuda_driver" if api.startswith("cuLaunch") else "cuda_runtime")
         # times on the microsecond scale with three decimals, as exported: a kernel starts exactly where
         # the previous one on its stream ends, never a rounding error before
         dur = _r(dur)
         start = _r(max(rt["ts"] + 5.0, self.stream[stream]))
         self.stream[stream] = _r(start + dur)
+        queue.append(start)
         nblocks = grid[0] * grid[1] * grid[2]
         threads = block[0] * block[1] * block[2]
         sms = self.gpu[1]
