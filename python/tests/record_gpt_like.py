@@ -32,7 +32,7 @@ import json
 import math
 from collections import deque
 from contextlib import contextmanager
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 PID = 2417  # the recording process
 MAIN = 2417  # its main thread
@@ -704,13 +704,6 @@ class _Backward:
                 with g.op(tid, "aten::copy_", [T(p.shape), T(p.shape), S("False")], pre=3.0):
                     g.elementwise(tid, K_COPY_F32, p.numel, p.numel * 8)
         g.tick(tid, 10.0)
-
-    @contextmanager
-    def evaluate(self, name, seq):
-        g, tid = self.g, AUTOGRAD
-        with g.op(tid, f"autograd::engine::evaluate_function: {name}", seq=seq, pre=3.0, post=2.5):
-            with g.op(tid, name, seq=seq, pre=3.0, post=1.5) as fr:
-                yield fr
 
     def run(self):
         m, g, tid = self.m, self.g, AUTOGRAD
