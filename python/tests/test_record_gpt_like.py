@@ -120,6 +120,11 @@ def test_inspect_finds_the_base_configuration(gpt_dir, lumos_bin):
         8, 2048, 8192, 8, 1, 16)
     assert (c["tp"], c["pp"], c["dp"]) == (1, 1, 1)
     assert s["layers_per_pass"] == 8
+    # `layer{i}` annotations are layers, and a world of one rank has degrees of 1 for sure
+    assert s["layer_method"] == "annotation"
+    degrees = {f["what"]: f["confidence"] for f in s["findings"] if f["what"].endswith("degree")}
+    assert degrees == dict.fromkeys(
+        ["tensor-parallel degree", "data-parallel degree", "pipeline-parallel degree"], "high")
     assert [w for w in t["warnings"] if UNRESOLVED not in w] == []
 
 

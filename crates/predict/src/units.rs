@@ -85,10 +85,21 @@ pub const NO_UNIT: u32 = u32::MAX;
 const NO_TOKEN: u32 = u32::MAX;
 
 /// Scope names that mark a transformer layer in annotated traces
-/// (`ParallelTransformerLayer`, `model.layers.3`, `GPT2Block`, ...).
+/// (`ParallelTransformerLayer`, `model.layers.3`, `GPT2Block`, a
+/// `record_function` per layer such as `layer3` or `layer_3`, ...), as
+/// names or as tokens (digits blanked to `#`).
 pub(crate) fn is_layer_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    (lower.contains("transformerlayer")
+    let numbered = lower.trim_end_matches(|c: char| c.is_ascii_digit() || c == '#');
+    let stem = numbered.trim_end_matches(['.', '_', '-', ' ']);
+    let layer_n = numbered.len() < lower.len()
+        && (stem == "layer"
+            || stem == "layers"
+            || [".layer", "_layer", " layer"]
+                .iter()
+                .any(|e| stem.ends_with(e)));
+    (layer_n
+        || lower.contains("transformerlayer")
         || lower.contains("decoderlayer")
         || lower.contains("encoderlayer")
         || lower.contains(".layers.")
@@ -414,6 +425,18 @@ mod tests {
         assert!(is_layer_name("model.layers.3"));
         assert!(is_layer_name("GPT2Block"));
         assert!(!is_layer_name("aten::layer_norm"));
+        for name in [
+            "layer3",
+            "layer#",
+            "Layer_12",
+            "decoder_layer 4",
+            "layers.#",
+        ] {
+            assert!(is_layer_name(name), "{name}");
+        }
+        for name in ["layer", "layer_norm", "player1", "multilayer2x"] {
+            assert!(!is_layer_name(name), "{name}");
+        }
         assert!(!is_layer_name(
             "LinearWithGradAccumulationAndAsyncCommunication"
         ));

@@ -155,6 +155,16 @@ fn parallel_degrees(
                     ),
                 ));
             }
+            // A world of one rank has no other to share work with.
+            None if ctx.world_size == Some(1) => {
+                *slot = Some(1);
+                findings.push(finding(
+                    what,
+                    "1".into(),
+                    Confidence::High,
+                    "world size 1 (the trace's distributed information)".into(),
+                ));
+            }
             None => {
                 *slot = Some(1);
                 findings.push(finding(

@@ -31,8 +31,9 @@ fn the_configuration_of_a_synthesized_stage() {
 fn degrees_default_to_one_and_a_single_stage_is_stage_zero() {
     let (g, meas, mut ctx) = graph_of(&synth("gpt-tiny", 1, 1, 1, 2, 0));
     // Without the process groups (the trace lists a tensor-parallel
-    // group of one), nothing shows the degrees.
+    // group of one) and the world size, nothing shows the degrees.
     ctx.groups.clear();
+    ctx.world_size = None;
     let s = discover(&g, &meas, &ctx);
     let c = &s.config;
     assert_eq!(
@@ -49,6 +50,16 @@ fn degrees_default_to_one_and_a_single_stage_is_stage_zero() {
         .unwrap();
     assert_eq!((f.value.as_str(), f.confidence), ("1", Confidence::Low));
     assert_eq!(f.evidence, "no tensor collectives");
+    // A world of one rank: every degree is 1 for sure.
+    ctx.world_size = Some(1);
+    let s = discover(&g, &meas, &ctx);
+    for f in (s.report.findings.iter()).filter(|f| f.what.ends_with("degree")) {
+        assert_eq!((f.value.as_str(), f.confidence), ("1", Confidence::High));
+        assert_eq!(
+            f.evidence,
+            "world size 1 (the trace's distributed information)"
+        );
+    }
 }
 
 #[test]
