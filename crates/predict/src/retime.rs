@@ -29,7 +29,7 @@ use lumos_models::CollectiveKind;
 use crate::assemble::Tag;
 use crate::baseline::Baseline;
 use crate::config::{Config, Coord, Layout};
-use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, WorkClass};
+use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass};
 use crate::edits::{stage_coord, structural_change, PredictedStage, Prediction, Target};
 use crate::models::{CommModel, ComputeModel, Source};
 use crate::plan::StageRole;
@@ -478,6 +478,11 @@ impl<'a> Retimer<'a> {
                 };
                 self.memory_ns(traced, name, (place, tokens), optimizer_ratio, floor)
             }
+            WorkClass::Comm(ci)
+                if self.reduction_left_to_last(s, &s.comms[ci as usize], st.tag[i]) =>
+            {
+                (0.0, Source::Modelled)
+            }
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
                 let env = self.envelopes[src as usize][ci as usize];
@@ -505,6 +510,22 @@ impl<'a> Retimer<'a> {
             }
         }
         (dur, source, sized_from_timing)
+    }
+
+    /// Whether collective `c` of a template of one micro-batch (`s`),
+    /// copied into the pass `tag` names, is a data-parallel collective
+    /// of a backward that is not the step's last: the only traced backward
+    /// was also the last and reduced the gradients (bucket by bucket, as
+    /// PyTorch DDP and Megatron's `--overlap-grad-reduce` do), which the
+    /// backward passes before the last do not (DDP's `no_sync`, gradient
+    /// accumulation). The copy keeps the collective, as an empty kernel of
+    /// no time, as a group of one does; its launch and the waits around it
+    /// keep their traced CPU time.
+    fn reduction_left_to_last(&self, s: &Structure, c: &CommInfo, tag: Tag) -> bool {
+        c.class == GroupClass::Data
+            && s.config.microbatches == Some(1)
+            && matches!(tag.pass, Some((PassKind::Backward, k))
+                if k + 1 < self.target.config.microbatches)
     }
 
     /// Whether memory-bound task `t` of input `src` works on activations

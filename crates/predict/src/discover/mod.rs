@@ -50,6 +50,7 @@ mod comms;
 mod config;
 mod interleave;
 mod layers;
+mod lone;
 mod passes;
 mod report;
 mod tails;
@@ -67,7 +68,7 @@ use crate::units::{Units, NO_UNIT};
 
 pub use comms::{CommInfo, GroupClass, P2p};
 pub use config::DiscoveredConfig;
-pub(crate) use report::layers_only_blocked_by_one_micro_batch;
+pub(crate) use report::one_stage_of_one_micro_batch;
 pub use report::{Finding, GroupReport, PhaseTime, StructureReport};
 pub use work::WorkClass;
 
