@@ -345,8 +345,9 @@ pub(crate) fn structural_edits_possible(base: &Baseline, c: &Config) -> Result<(
             if stage_kept_of_one_micro_batch(base, s, c) {
                 continue;
             }
+            // The one-stage verdict says itself what cannot change.
             let what = if one_micro_batch_only(base, s) {
-                "so the pipeline and virtual stages cannot change; the other what-ifs can"
+                "the other what-ifs can"
             } else {
                 "so the pipeline stages, micro-batches, layers and virtual stages cannot change; \
                  the other what-ifs can"
@@ -461,7 +462,8 @@ fn rebuilt_stages<'b>(
              loading, host-to-device copies, the embedding, the user annotation around the pass) \
              told from the step's prologue by its kind, with no second forward to compare with; \
              the traced backward's data-parallel gradient reduction kept in the last backward \
-             only (in the {} before it its collectives take no time, their launches keep theirs)",
+             only (in the {} before it its collectives and bucket scaling take no time, their \
+             launches keep theirs)",
             c.microbatches,
             c.microbatches - 1
         ));

@@ -364,12 +364,13 @@ fn cut_step(
     }
 }
 
-/// The first layer unit of a step whose first pass is its only forward
-/// pass (one micro-batch traced).
+/// The first layer unit of a training step whose first pass is its only
+/// forward pass (one micro-batch traced). An inference step's forward
+/// keeps the common rule: no edit copies it.
 fn only_forward_layer(passes: &[PassStructure]) -> Option<u32> {
     let first = passes.first().filter(|p| p.kind == PassKind::Forward)?;
-    let forwards = passes.iter().filter(|p| p.kind == PassKind::Forward);
-    (forwards.count() == 1).then_some(())?;
+    let count = |k: PassKind| passes.iter().filter(|p| p.kind == k).count();
+    (count(PassKind::Forward) == 1 && count(PassKind::Backward) >= 1).then_some(())?;
     first.layers.first()?.first().copied()
 }
 
