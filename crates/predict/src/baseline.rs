@@ -48,7 +48,9 @@ pub struct ParamCount {
     /// Outside layers (embedding, output layer copy).
     pub other: f64,
     /// How the total was found: `gradient_bytes` (the elements the
-    /// data-parallel reduction moves, whatever its dtype) or `layers_only`.
+    /// data-parallel reduction moves, whatever its dtype),
+    /// `layers_and_outside` (the GEMM weights and embedding tables outside
+    /// layers added) or `layers_only`.
     pub method: &'static str,
 }
 
@@ -216,7 +218,9 @@ impl Baseline {
         let gemm = fit_gemm(&inputs, &structures, &gpu);
         notes.extend(gemm_note(&gemm));
         let network = fit_network(&inputs, &structures, &config, &gpu.spec, &mut notes);
-        let params = structures.iter().map(|s| param_count(s, &config)).collect();
+        let params = (structures.iter().zip(&inputs))
+            .map(|(s, i)| param_count(s, &i.graph, &config))
+            .collect();
         let models = Models {
             compute: Arc::new(gemm.model()),
             comm: Arc::new(network.model()),
@@ -478,26 +482,28 @@ fn templates(inputs: &[Input], structures: &[Structure]) -> Vec<Graph> {
 
 /// Parameters of a stage: per layer from the first forward layer's GEMM
 /// weights (plus 4 h for layer norms), in total from the data-parallel
-/// gradient reduction of one step (fp32 gradients) when there is one.
-fn param_count(s: &Structure, c: &Config) -> ParamCount {
+/// gradient reduction of one step (fp32 gradients) when there is one,
+/// else with the first forward pass's weights outside layers (its GEMMs'
+/// and embedding tables).
+fn param_count(s: &Structure, graph: &Graph, c: &Config) -> ParamCount {
     let layers = s.config.layers.unwrap_or(0);
-    let layer = s
+    let forward = s
         .steps
         .iter()
         .flat_map(|st| st.passes.iter())
-        .find(|p| p.kind == PassKind::Forward)
-        .and_then(|p| p.layers.first());
-    let per_layer = layer
-        .map(|us| {
-            us.iter()
-                .flat_map(|&u| s.units.units[u as usize].gpu().iter())
-                .filter_map(|&t| match s.work[t.idx()] {
-                    WorkClass::Gemm(sh) => Some((sh.k * sh.n) as f64),
-                    _ => None,
-                })
-                .sum::<f64>()
-                + 4.0 * c.hidden as f64
-        })
+        .find(|p| p.kind == PassKind::Forward);
+    let gemm_weights = |us: &[u32]| {
+        us.iter()
+            .flat_map(|&u| s.units.units[u as usize].gpu().iter())
+            .filter_map(|&t| match s.work[t.idx()] {
+                WorkClass::Gemm(sh) => Some((sh.k * sh.n) as f64),
+                _ => None,
+            })
+            .sum::<f64>()
+    };
+    let per_layer = forward
+        .and_then(|p| p.layers.first())
+        .map(|us| gemm_weights(us) + 4.0 * c.hidden as f64)
         .unwrap_or(0.0);
     let grad_elements: u64 = s
         .comms
@@ -525,13 +531,80 @@ fn param_count(s: &Structure, c: &Config) -> ParamCount {
             method: "gradient_bytes",
         }
     } else {
+        // The first step's prologue and first micro-batch's passes: the
+        // output layer's GEMMs may sit in the backward pass (units after
+        // the last forward layer belong to the next pass), the embedding in
+        // the prologue (one micro-batch cannot tell it from the step's).
+        let outside: Vec<u32> = (s.steps.iter().take(1))
+            .flat_map(|st| {
+                let passes = st.passes.iter().filter(|p| p.microbatch == 0);
+                st.prologue
+                    .iter()
+                    .chain(passes.flat_map(|p| p.pre.iter().chain(&p.post)))
+            })
+            .copied()
+            .collect();
+        let other = outside_gemm_weights(s, &outside) + embedding_tables(s, graph, &outside);
         ParamCount {
             per_layer,
             layers,
-            other: 0.0,
-            method: "layers_only",
+            other,
+            method: if other > 0.0 {
+                "layers_and_outside"
+            } else {
+                "layers_only"
+            },
         }
     }
+}
+
+/// The elements of the weights that the GEMMs of `units` multiply by,
+/// each distinct shape once: a weight's forward product and its input
+/// gradient share its two sizes, and its weight gradient shows them beside
+/// the tokens (`[out, tokens] x [tokens, in]`).
+fn outside_gemm_weights(s: &Structure, units: &[u32]) -> f64 {
+    let tokens = s.config.tokens.unwrap_or(0);
+    let mut shapes = rustc_hash::FxHashSet::default();
+    for &t in units
+        .iter()
+        .flat_map(|&u| s.units.units[u as usize].gpu().iter())
+    {
+        if let WorkClass::Gemm(sh) = s.work[t.idx()] {
+            let (x, y) = if sh.m != tokens && sh.k == tokens {
+                (sh.m, sh.n)
+            } else {
+                (sh.k, sh.n)
+            };
+            shapes.insert((x.min(y), x.max(y)));
+        }
+    }
+    shapes.iter().map(|&(x, y)| x as f64 * y as f64).sum()
+}
+
+/// The elements of the embedding tables that `units` look up (the first
+/// input of `aten::embedding`, as recorded).
+fn embedding_tables(s: &Structure, graph: &Graph, units: &[u32]) -> f64 {
+    let mut seen = rustc_hash::FxHashSet::default();
+    units
+        .iter()
+        .flat_map(|&u| s.units.units[u as usize].cpu().iter())
+        .flat_map(|&t| graph.scope_chain(t))
+        .filter(|&sc| seen.insert(sc))
+        .filter_map(|sc| {
+            let scope = &graph.scopes[sc.0 as usize];
+            (graph.names[scope.name.0 as usize] == "aten::embedding")
+                .then_some(scope.input_dims.as_ref())
+                .flatten()
+        })
+        .map(|dims| {
+            let table = crate::shapes::sizes(dims, 0);
+            if table.len() == 2 {
+                (table[0] as f64) * (table[1] as f64)
+            } else {
+                0.0
+            }
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -937,10 +1010,10 @@ mod tests {
         // gpt-tiny: h = 1024; a layer's weights are 12 h^2, plus 4 h of
         // layer norms.
         let per_layer = 12.0 * 1024.0 * 1024.0 + 4.0 * 1024.0;
-        for (dp, method) in [(2, "gradient_bytes"), (1, "layers_only")] {
-            let s = kept(inputs("gpt-tiny", None, [1, 1, dp, 2]))
-                .unwrap()
-                .structures;
+        for (dp, method) in [(2, "gradient_bytes"), (1, "layers_and_outside")] {
+            let k = kept(inputs("gpt-tiny", None, [1, 1, dp, 2])).unwrap();
+            let s = k.structures;
+            let graphs: Vec<&Graph> = k.inputs.iter().map(|i| &i.graph).collect();
             let config = Config {
                 tp: 1,
                 dp: dp as u32,
@@ -952,7 +1025,7 @@ mod tests {
                 virtual_stages: 1,
                 micro_batch: 0,
             };
-            let pc = param_count(&s[0], &config);
+            let pc = param_count(&s[0], graphs[0], &config);
             assert_eq!((pc.per_layer, pc.layers, pc.method), (per_layer, 4, method));
             if dp > 1 {
                 // The embedding and output layer: at least the 51200 x 1024
@@ -960,7 +1033,9 @@ mod tests {
                 assert!(pc.other >= 51200.0 * 1024.0, "{}", pc.other);
                 assert_eq!(pc.total(), pc.per_layer * 4.0 + pc.other);
             } else {
-                assert_eq!(pc.other, 0.0);
+                // No gradient reduction: the output layer's GEMM weight and
+                // the embedding table the forward pass looks up.
+                assert_eq!(pc.other, 2.0 * 51200.0 * 1024.0);
             }
         }
     }

@@ -809,10 +809,16 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
         ));
     }
     if c.layers != b.layers || c.hidden != b.hidden || c.tp != b.tp || c.pp != b.pp {
-        out.push(
-            "optimizer and gradient-zeroing kernels scale with the stage's parameters (per layer from              the layer's GEMM weights, the rest from the traced gradient bytes)"
-                .into(),
-        );
+        let rest = if base.params.iter().all(|p| p.method == "gradient_bytes") {
+            "the rest from the traced gradient bytes"
+        } else {
+            "the rest from the traced gradient bytes, else from the GEMM weights and embedding \
+             tables outside layers"
+        };
+        out.push(format!(
+            "optimizer and gradient-zeroing kernels scale with the stage's parameters (per layer \
+             from the layer's GEMM weights, {rest})"
+        ));
     }
     if base.inputs.len() > 1 && (c != b || !t.scales.is_empty() || t.network.is_some()) {
         out.push(

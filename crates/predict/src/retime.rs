@@ -25,6 +25,9 @@ use std::sync::Arc;
 
 use lumos_graph::TaskId;
 use lumos_models::CollectiveKind;
+use lumos_trace::InputDims;
+
+use rustc_hash::FxHashSet;
 
 use crate::assemble::Tag;
 use crate::baseline::Baseline;
@@ -128,6 +131,23 @@ impl Dims {
     }
 }
 
+/// What a memory-bound kernel works on, as its operator's recorded shapes
+/// tell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Tensor {
+    /// Activations (or no shapes recorded): grows by this factor with the
+    /// tokens, and in a layer with the width.
+    Activations(f64),
+    /// A weight or its gradient: grows by `ratio`, its elements'; `layer`
+    /// when it has the shape of a layer's weight (or bias).
+    Weight {
+        /// How its elements grow.
+        ratio: f64,
+        /// Whether it is shaped as a layer's parameter.
+        layer: bool,
+    },
+}
+
 /// Recomputes every task's duration from its traced one (see the module
 /// docs for the rules). The identity keeps every traced duration as it is.
 pub(crate) fn retime(p: &mut Prediction) {
@@ -147,13 +167,13 @@ pub(crate) fn retime(p: &mut Prediction) {
     // and without one (sized from their own duration).
     let (mut slotted, mut own) = (0usize, 0usize);
     for st in stages.iter_mut() {
-        let optimizer_ratio = rt.optimizer_ratio(st);
+        let per_stage = (rt.optimizer_ratio(st), rt.layers_ratio(st));
         // Written in place (the stage's durations are its own until the
         // replay shares them); each task is re-timed from its traced one,
         // so nothing below reads `st.durations`, empty until the loop ends.
         let mut durations = std::mem::take(&mut st.durations);
         for (i, ns) in Arc::make_mut(&mut durations).iter_mut().enumerate() {
-            let (dur, source, sized_from_timing) = rt.task(st, i, optimizer_ratio);
+            let (dur, source, sized_from_timing) = rt.task(st, i, per_stage);
             *ns = dur.round() as i64;
             st.source[i] = source;
             // Only a collective whose inferred size went into the network
@@ -231,6 +251,29 @@ struct Retimer<'a> {
     /// Per input, per collective: its slot's envelope where the trace
     /// records no size (the `slots` module).
     envelopes: Vec<Vec<Option<i64>>>,
+    /// The two sizes (smaller first) of each weight a layer's GEMMs
+    /// multiply by, in any traced stage's first forward layer.
+    layer_weights: FxHashSet<(u64, u64)>,
+}
+
+/// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
+fn layer_weights(base: &Baseline) -> FxHashSet<(u64, u64)> {
+    let mut out = FxHashSet::default();
+    for s in &base.structures {
+        let first = (s.steps.iter().flat_map(|st| st.passes.iter()))
+            .find(|p| p.kind == PassKind::Forward)
+            .and_then(|p| p.layers.first());
+        for &t in first
+            .into_iter()
+            .flatten()
+            .flat_map(|&u| s.units.units[u as usize].gpu().iter())
+        {
+            if let WorkClass::Gemm(sh) = s.work[t.idx()] {
+                out.insert((sh.k.min(sh.n), sh.k.max(sh.n)));
+            }
+        }
+    }
+    out
 }
 
 impl<'a> Regroup<'a> {
@@ -385,6 +428,7 @@ impl<'a> Retimer<'a> {
                     unsized_envelopes(s, &inp.measured, &d)
                 })
                 .collect(),
+            layer_weights: layer_weights(base),
         }
     }
 
@@ -431,14 +475,7 @@ impl<'a> Retimer<'a> {
             }
         };
         let other_new = other_traced * r.hidden * r.tp_shard;
-        // Layers on the new stage: the traced count while the structure is
-        // unchanged (discovery may miscount a stage's layers without that
-        // mattering anywhere else), else the even split of the target.
-        let layers_new = if structural_change(base, target) {
-            target.config.stage_layers(st.stage)
-        } else {
-            pc.layers
-        };
+        let layers_new = self.stage_layers(st);
         let new_total =
             layers_new as f64 * pc.per_layer * self.groups.layer_ratio[prim] + other_new;
         let params_ratio = if pc.total() > 0.0 {
@@ -454,10 +491,36 @@ impl<'a> Retimer<'a> {
             }
     }
 
+    /// Layers on the new stage `st`: the traced count while the structure
+    /// is unchanged (discovery may miscount a stage's layers without that
+    /// mattering anywhere else), else the even split of the target.
+    fn stage_layers(&self, st: &PredictedStage<'_>) -> u32 {
+        if structural_change(self.base, self.target) {
+            self.target.config.stage_layers(st.stage)
+        } else {
+            self.base.params[st.primary].layers
+        }
+    }
+
+    /// How the layers on stage `st` grow: the kernels a layer's parameters
+    /// get outside layers (DDP's copies back from its buckets at the end
+    /// of the backward pass) come as many times more.
+    fn layers_ratio(&self, st: &PredictedStage<'_>) -> f64 {
+        match self.base.params[st.primary].layers {
+            0 => 1.0,
+            traced => f64::from(self.stage_layers(st)) / f64::from(traced),
+        }
+    }
+
     /// The new duration of task `i` of stage `st`, where it came from, and
     /// whether it is a collective re-timed through the network model with a
     /// size inferred from its timing (see [`Retimer::comm_ns`]).
-    fn task(&self, st: &PredictedStage<'_>, i: usize, optimizer_ratio: f64) -> (f64, Source, bool) {
+    fn task(
+        &self,
+        st: &PredictedStage<'_>,
+        i: usize,
+        per_stage: (f64, f64),
+    ) -> (f64, Source, bool) {
         let (src, tt) = st.origin[i];
         let inp = &self.base.inputs[src as usize];
         let s = &self.base.structures[src as usize];
@@ -477,11 +540,14 @@ impl<'a> Retimer<'a> {
             }
             WorkClass::Memory => {
                 let floor = self.floors[src as usize];
-                let tokens = match self.r.tokens_in(place) {
-                    r if r != 1.0 && self.token_sized(src as usize, tt) => r,
-                    _ => 1.0,
+                let tensor = match self.weight_ratio(src as usize, tt) {
+                    Some((ratio, layer)) => Tensor::Weight { ratio, layer },
+                    None => Tensor::Activations(match self.r.tokens_in(place) {
+                        r if r != 1.0 && self.token_sized(src as usize, tt) => r,
+                        _ => 1.0,
+                    }),
                 };
-                self.memory_ns(traced, name, (place, tokens), optimizer_ratio, floor)
+                self.memory_ns(traced, name, (place, tensor), per_stage, floor)
             }
             WorkClass::Comm(ci)
                 if s.comms[ci as usize].class == GroupClass::Data
@@ -542,40 +608,130 @@ impl<'a> Retimer<'a> {
     /// has none; an operator without recorded shapes is taken to work on
     /// activations.
     fn token_sized(&self, src: usize, t: TaskId) -> bool {
+        match self.shapes_of(src, t) {
+            Some(dims) => (0..dims.len()).any(|i| self.has_tokens(crate::shapes::sizes(dims, i))),
+            None => true,
+        }
+    }
+
+    /// The recorded shapes of the innermost operator launching task `t`
+    /// of input `src` that records any.
+    fn shapes_of(&self, src: usize, t: TaskId) -> Option<&InputDims> {
         let g = &self.base.inputs[src].graph;
-        let Some(dims) = g
-            .scope_chain(t)
+        g.scope_chain(t)
             .find_map(|s| g.scopes[s.0 as usize].input_dims.as_ref())
-        else {
-            return true;
-        };
+    }
+
+    /// Whether a tensor of sizes `d` has the micro-batch's tokens as a
+    /// dimension (unless a weight has that size too), or both its batch
+    /// and sequence dimensions (the sequence possibly split over
+    /// tensor-parallel ranks).
+    fn has_tokens(&self, d: &[i64]) -> bool {
         let (b, seq) = self.batch_and_seq;
         let tp = u64::from(self.base.config.tp.max(1));
         let tokens = b.saturating_mul(seq);
+        let weight_like = |v: u64| self.dims.hidden_like(v) || self.dims.ffn_like(v);
         // A token count equal to a weight's dimension (seq 2048 = hidden
-        // 2048 at one sequence) tells nothing alone.
-        let telling = |v: u64| !self.dims.hidden_like(v) && !self.dims.ffn_like(v);
-        (0..dims.len()).any(|i| {
-            let d = crate::shapes::sizes(dims, i);
-            let has = |v: u64| v > 0 && d.iter().any(|&x| x as u64 == v);
-            (telling(tokens) && has(tokens))
-                || (tp > 1 && tokens % tp == 0 && telling(tokens / tp) && has(tokens / tp))
-                || (has(b) && (has(seq) || (tp > 1 && seq % tp == 0 && has(seq / tp))))
-        })
+        // 2048 at one sequence, 8 x 1024 tokens = FFN 8192) tells nothing
+        // alone. An FFN-wide one does beside a size no layer's weight has
+        // (the loss's `[tokens, vocabulary]` logits): no weight pairs the
+        // FFN width with the vocabulary, while the embedding pairs the
+        // hidden width with it.
+        let other = d.iter().any(|&x| x > 1 && !weight_like(x as u64));
+        let telling = |v: u64| !weight_like(v) || (other && !self.dims.hidden_like(v));
+        let has = |v: u64| v > 0 && d.iter().any(|&x| x as u64 == v);
+        (telling(tokens) && has(tokens))
+            || (tp > 1 && tokens % tp == 0 && telling(tokens / tp) && has(tokens / tp))
+            || (has(b) && (has(seq) || (tp > 1 && seq % tp == 0 && has(seq / tp))))
+    }
+
+    /// Whether a tensor of sizes `d` has the shape of a weight the traced
+    /// layers multiply by.
+    fn layer_weight(&self, d: &[i64]) -> bool {
+        match *d {
+            [x, y] if x > 0 && y > 0 => {
+                let (x, y) = (x as u64, y as u64);
+                self.layer_weights.contains(&(x.min(y), x.max(y)))
+            }
+            _ => false,
+        }
+    }
+
+    /// How the weight that memory-bound task `t` of input `src` works on
+    /// grows, if its operator's recorded shapes show one: no tensor has a
+    /// token dimension, and the largest has a hidden- or FFN-like one. A
+    /// weight cast (autocast's, every micro-batch), a gradient's cast,
+    /// accumulation or copy into a data-parallel bucket moves the
+    /// weight's elements, which grow with the product of its dimensions'
+    /// ratios (the hidden size squared for a `[3h, h]` weight), not with
+    /// one width as activations do. Where a token count equals a weight
+    /// dimension and the tensor has it, a flattened activation `[tokens,
+    /// h]` looks like a weight: it is taken for one only with the shape of
+    /// a weight the layers' GEMMs multiply by (weights on that shape move
+    /// more bytes than the few activations reduced in two dimensions), else
+    /// `None`. With the ratio, whether the weight is shaped as a layer's
+    /// (a weight the layers' GEMMs multiply by, or a bias of one of its
+    /// sizes).
+    fn weight_ratio(&self, src: usize, t: TaskId) -> Option<(f64, bool)> {
+        let dims = self.shapes_of(src, t)?;
+        let all = || (0..dims.len()).map(|i| crate::shapes::sizes(dims, i));
+        if all().any(|d| self.has_tokens(d)) {
+            return None;
+        }
+        let elements = |d: &[i64]| d.iter().fold(1u64, |p, &x| p.saturating_mul(x as u64));
+        let largest = all().max_by_key(|d| elements(d))?;
+        let (b, seq) = self.batch_and_seq;
+        if largest.iter().any(|&x| x as u64 == b.saturating_mul(seq)) && !self.layer_weight(largest)
+        {
+            return None;
+        }
+        let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
+        let mut ratio = 1.0;
+        let (mut weight, mut sharded) = (false, false);
+        for &x in largest {
+            let v = x as u64;
+            if self.dims.hidden_like(v) || self.dims.ffn_like(v) {
+                weight = true;
+                ratio *= self.dims.ratio(v, &self.r);
+                sharded |= tp > 1 && (v * tp == h || v * tp == 3 * h || v * tp == ffn);
+            }
+        }
+        let layer = self.layer_weight(largest)
+            || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
+        weight.then_some((ratio * if sharded { self.r.tp_shard } else { 1.0 }, layer))
     }
 
     /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs
     /// (`tokens`: how its token dimension grows).
     fn gemm_ns(&self, traced: i64, sh: GemmShape, tokens: f64) -> (f64, Source) {
-        let ratio = self.dims.ratio(sh.k, &self.r)
-            * self.dims.ratio(sh.n, &self.r)
-            * self.r.tp_shard
-            * tokens;
+        let ratio = self.width_ratio(sh) * self.r.tp_shard * tokens;
         let g = self.gemm;
         scaled(
             traced,
             g.gemm_ns(sh.flops() * ratio) / g.gemm_ns(sh.flops()),
         )
+    }
+
+    /// How a GEMM's FLOPs grow with the model's widths: the ratios of its
+    /// two dimensions other than the tokens'. The tokens are `m` in a
+    /// forward or input-gradient product, but `k` in a weight gradient
+    /// computed as a plain product (`dW = dYᵀ X` records `[out, tokens] x
+    /// [tokens, in]`), whose output and input widths both grow. Where no
+    /// dimension other than `m` is the token count (or it is unknown), `m`
+    /// is taken for it.
+    fn width_ratio(&self, sh: GemmShape) -> f64 {
+        let (b, seq) = self.batch_and_seq;
+        let tokens = b.saturating_mul(seq);
+        let tp = self.dims.tp.max(1);
+        let is_tokens = |v: u64| tokens > 0 && (v == tokens || (tp > 1 && v * tp == tokens));
+        let (x, y) = if !is_tokens(sh.m) && is_tokens(sh.k) {
+            (sh.m, sh.n)
+        } else if !is_tokens(sh.m) && is_tokens(sh.n) {
+            (sh.m, sh.k)
+        } else {
+            (sh.k, sh.n)
+        };
+        self.dims.ratio(x, &self.r) * self.dims.ratio(y, &self.r)
     }
 
     /// Fused attention: the curve's time ratio for `b s^2 h` scaled with
@@ -596,27 +752,45 @@ impl<'a> Retimer<'a> {
         }
     }
 
-    /// A memory-bound kernel named `name` at `place`: in a layer with its
-    /// tensor's size, in the prologue or optimizer with the parameters;
-    /// one at the duration `floor` is left alone (its true size is
-    /// unknown).
+    /// A memory-bound kernel named `name` at `place`: in a pass with its
+    /// tensor's size (a weight's elements, or the activations' width in a
+    /// layer and their tokens), in the prologue or optimizer with the
+    /// parameters; one at the duration `floor` is left alone (its true
+    /// size is unknown).
     fn memory_ns(
         &self,
         traced: i64,
         name: &str,
-        (place, tokens): (Role, f64),
-        optimizer_ratio: f64,
+        (place, tensor): (Role, Tensor),
+        (optimizer_ratio, layers_ratio): (f64, f64),
         floor: i64,
     ) -> (f64, Source) {
         let r = &self.r;
-        let ratio = tokens
-            * match place {
+        let ratio = match (place, tensor) {
+            (Role::Prologue { .. } | Role::Epilogue { .. }, _) => optimizer_ratio,
+            (
                 Role::Pass {
                     part: Part::Layer(_),
                     ..
-                } => {
-                    let lower = name.to_ascii_lowercase();
-                    if ["gelu", "silu", "swiglu", "relu"]
+                },
+                Tensor::Weight { ratio, .. },
+            ) => ratio,
+            // A layer's parameter worked on outside layers (DDP's copy back
+            // from its bucket): one such kernel per parameter, so as many
+            // more as layers, stretched rather than copied.
+            (Role::Pass { .. }, Tensor::Weight { ratio, layer }) => {
+                ratio * if layer { layers_ratio } else { 1.0 }
+            }
+            (
+                Role::Pass {
+                    part: Part::Layer(_),
+                    ..
+                },
+                Tensor::Activations(tokens),
+            ) => {
+                let lower = name.to_ascii_lowercase();
+                tokens
+                    * if ["gelu", "silu", "swiglu", "relu"]
                         .iter()
                         .any(|a| lower.contains(a))
                     {
@@ -627,10 +801,10 @@ impl<'a> Retimer<'a> {
                     } else {
                         r.hidden
                     }
-                }
-                Role::Prologue { .. } | Role::Epilogue { .. } => optimizer_ratio,
-                _ => 1.0,
-            };
+            }
+            (Role::Pass { .. }, Tensor::Activations(tokens)) => tokens,
+            _ => 1.0,
+        };
         if ratio == 1.0 || (traced as f64) <= 1.1 * floor as f64 {
             (traced as f64, Source::Measured)
         } else {
@@ -1014,6 +1188,15 @@ mod tests {
             rt.gemm_ns(1000, tokens_only, 1.0),
             (1000.0, Source::Measured)
         );
+        // A weight gradient as a plain product, `[out, tokens] x [tokens,
+        // in]`: both widths grow, the tokens (k) do not.
+        let (b, seq) = rt.batch_and_seq;
+        let wgrad = GemmShape {
+            m: 1536,
+            n: 1024,
+            k: b * seq,
+        };
+        assert_eq!(rt.gemm_ns(1000, wgrad, 1.0), (4000.0, Source::Scaled));
         assert_eq!(rt.attention_ns(1000, Some([1, 2048, 8, 64]), 1.0).0, 2000.0);
         assert_eq!(rt.attention_ns(1000, None, 1.0), (2000.0, Source::Scaled));
         let layer = Role::Pass {
@@ -1026,31 +1209,155 @@ mod tests {
         // Sequence parallel: element-wise work in a layer is h / tp.
         assert!(base.sequence_parallel);
         assert_eq!(
-            rt.memory_ns(long, "vectorized_add", (layer, 1.0), 3.0, floor)
-                .0,
+            rt.memory_ns(
+                long,
+                "vectorized_add",
+                (layer, Tensor::Activations(1.0)),
+                (3.0, 1.0),
+                floor
+            )
+            .0,
             2.0 * long as f64
         );
         // Activation functions scale with the FFN size (unchanged here,
         // but it follows the hidden size's edit in `with_hidden`).
         assert_eq!(
-            rt.memory_ns(long, "gelu_kernel", (layer, 1.0), 3.0, floor)
-                .1,
+            rt.memory_ns(
+                long,
+                "gelu_kernel",
+                (layer, Tensor::Activations(1.0)),
+                (3.0, 1.0),
+                floor
+            )
+            .1,
             Source::Measured
         );
         let optimizer = Role::Epilogue { step: 0 };
         assert_eq!(
-            rt.memory_ns(long, "adam", (optimizer, 1.0), 3.0, floor).0,
+            rt.memory_ns(
+                long,
+                "adam",
+                (optimizer, Tensor::Activations(1.0)),
+                (3.0, 1.0),
+                floor
+            )
+            .0,
             3.0 * long as f64
+        );
+        // A weight (a cast, a gradient's accumulation) grows with its
+        // elements: hidden 1024 -> 2048 makes a [3h, h] weight 4x.
+        let weight = |layer| Tensor::Weight { ratio: 4.0, layer };
+        assert_eq!(
+            rt.memory_ns(
+                long,
+                "copy_kernel",
+                (layer, weight(true)),
+                (3.0, 2.0),
+                floor
+            )
+            .0,
+            4.0 * long as f64
+        );
+        // Outside layers, a layer's parameter comes once per layer: twice
+        // the layers, twice the time.
+        let post = Role::Pass {
+            step: 0,
+            pass: 1,
+            part: Part::Post,
+        };
+        assert_eq!(
+            rt.memory_ns(long, "copy_kernel", (post, weight(true)), (3.0, 2.0), floor)
+                .0,
+            8.0 * long as f64
+        );
+        assert_eq!(
+            rt.memory_ns(
+                long,
+                "copy_kernel",
+                (post, weight(false)),
+                (3.0, 2.0),
+                floor
+            )
+            .0,
+            4.0 * long as f64
         );
         // At the floor: left alone.
         assert_eq!(
-            rt.memory_ns(floor, "vectorized_add", (layer, 1.0), 3.0, floor),
+            rt.memory_ns(
+                floor,
+                "vectorized_add",
+                (layer, Tensor::Activations(1.0)),
+                (3.0, 1.0),
+                floor
+            ),
             (floor as f64, Source::Measured)
         );
         assert_eq!(
-            rt.memory_ns(long, "x", (Role::Outside, 1.0), 3.0, floor),
+            rt.memory_ns(
+                long,
+                "x",
+                (Role::Outside, Tensor::Activations(1.0)),
+                (3.0, 1.0),
+                floor
+            ),
             (long as f64, Source::Measured)
         );
+    }
+
+    #[test]
+    fn weights_are_told_from_activations_by_their_shapes() {
+        // GPT tiny: hidden 1024, FFN 4096, TP 2; one sequence of 4096.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        for (dims, want) in [
+            // A column-parallel [3h/tp, h] weight: (2048 / 1024)^2.
+            ("[[1536, 1024]]", Some((4.0, true))),
+            // Its bias, a layer norm's weight: with the hidden size.
+            ("[[1536]]", Some((2.0, true))),
+            ("[[1024], []]", Some((2.0, true))),
+            // An FFN weight: the FFN size is not edited here.
+            ("[[2048, 1024]]", Some((2.0, true))),
+            // The embedding table: not a layer's.
+            ("[[51200, 1024]]", Some((2.0, false))),
+            // Activations [s, b, h]: not a weight.
+            ("[[4096, 1, 1024]]", None),
+            // A flattened [tokens, h / tp]: 4096 tokens are FFN wide too,
+            // so nothing tells it from a weight; left to the old rule.
+            ("[[4096, 512]]", None),
+            // No hidden- or FFN-like dimension.
+            ("[[77, 5]]", None),
+            // The loss's logits, `[tokens, vocabulary]`: 4096 tokens are
+            // FFN-wide, but no weight pairs that with the vocabulary.
+            ("[[4096, 51200]]", None),
+        ] {
+            base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
+            let t = target(&base, |c| c.hidden = 2048);
+            let mut rt = Retimer::new(&base, &t);
+            rt.batch_and_seq = (1, 4096);
+            assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
+            let d = InputDims::parse(dims).unwrap();
+            let tokens = (0..d.len()).any(|i| rt.has_tokens(crate::shapes::sizes(&d, i)));
+            let want_tokens = matches!(dims, "[[4096, 1, 1024]]" | "[[4096, 51200]]");
+            assert_eq!(tokens, want_tokens, "{dims}");
+        }
+        // 2048 tokens are the FFN shard's width: the FFN weight's shape is
+        // still a weight, a flattened activation of another width not.
+        for (dims, want) in [
+            ("[[2048, 1024]]", Some((2.0, true))),
+            ("[[2048, 1536]]", None),
+        ] {
+            base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
+            let t = target(&base, |c| c.hidden = 2048);
+            let mut rt = Retimer::new(&base, &t);
+            rt.batch_and_seq = (1, 2048);
+            assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
+        }
     }
 
     #[test]
