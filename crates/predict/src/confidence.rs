@@ -294,6 +294,13 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
             ));
         }
     }
+    if b.microbatches == 1 && t.microbatches > 1 {
+        out.push(format!(
+            "{} micro-batches copied from a trace of one: the pass's own work told from the \
+             step's prologue by its kind, not by a second traced pass",
+            t.microbatches
+        ));
+    }
     let (slotted, own) = (p.sizes_from_envelope, p.sizes_from_own_time);
     if slotted + own > 0 {
         out.push(format!(

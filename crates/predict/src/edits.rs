@@ -342,17 +342,18 @@ fn link_state(l: Option<&LinkCalibration>) -> String {
 pub(crate) fn structural_edits_possible(base: &Baseline, c: &Config) -> Result<(), PredictError> {
     for (i, s) in base.structures.iter().enumerate() {
         if let Some(why) = &s.report.structural_edits_blocked {
-            if one_pass_kept(base, s, c) {
+            if stage_kept_of_one_micro_batch(base, s, c) {
                 continue;
             }
+            // The one-stage verdict says itself what cannot change.
             let what = if one_micro_batch_only(base, s) {
-                "the pipeline stages, micro-batches and virtual stages cannot change, and the \
-                 layers only with those as traced"
+                "the other what-ifs can"
             } else {
-                "the pipeline stages, micro-batches, layers and virtual stages cannot change"
+                "so the pipeline stages, micro-batches, layers and virtual stages cannot change; \
+                 the other what-ifs can"
             };
             return Err(PredictError::Unsupported(format!(
-                "{}: structural edits impossible: {why} (so {what}; the other what-ifs can)",
+                "{}: structural edits impossible: {why} ({what})",
                 base.inputs[i].name
             )));
         }
@@ -361,14 +362,15 @@ pub(crate) fn structural_edits_possible(base: &Baseline, c: &Config) -> Result<(
 }
 
 /// Whether `s`, refused structural edits only for its one micro-batch,
-/// takes those of target `c` all the same: `c` keeps the one micro-batch
-/// and the pipeline, so no pass is copied and the step's prologue,
-/// whichever pass it was counted in, runs once as traced (a `--layers`
-/// edit of a gradient-accumulation-free DDP job).
-fn one_pass_kept(base: &Baseline, s: &Structure, c: &Config) -> bool {
+/// takes those of target `c` all the same: `c` keeps the one pipeline
+/// stage and its virtual stages. A layer edit that keeps the one
+/// micro-batch copies no pass; a micro-batch edit copies the only pass,
+/// whose own work discovery told from the step's prologue by its kind
+/// (`discover/lone.rs`), and re-times the gradient reduction of copies
+/// that are not the last backward to nothing (`retime.rs`).
+fn stage_kept_of_one_micro_batch(base: &Baseline, s: &Structure, c: &Config) -> bool {
     let b = &base.config;
-    one_micro_batch_only(base, s)
-        && (c.microbatches, c.pp, c.virtual_stages) == (b.microbatches, b.pp, b.virtual_stages)
+    one_micro_batch_only(base, s) && (c.pp, c.virtual_stages) == (b.pp, b.virtual_stages)
 }
 
 /// Whether `s` is refused structural edits only for its one micro-batch,
@@ -376,7 +378,7 @@ fn one_pass_kept(base: &Baseline, s: &Structure, c: &Config) -> bool {
 /// holds its first pipeline receive, which nothing couples to the stage
 /// before (`--layers` of a two-stage synthesized job was +4.8%).
 fn one_micro_batch_only(base: &Baseline, s: &Structure) -> bool {
-    base.config.pp <= 1 && crate::discover::layers_only_blocked_by_one_micro_batch(s)
+    base.config.pp <= 1 && crate::discover::one_stage_of_one_micro_batch(s)
 }
 
 /// Every stage of the pipeline of `c`, planned from the traced stages and
@@ -453,6 +455,18 @@ fn rebuilt_stages<'b>(
             tag: a.tag,
             dropped_edges: a.dropped_edges,
         });
+    }
+    if base.config.microbatches == 1 && c.microbatches > 1 {
+        notes.push(format!(
+            "{} micro-batches copied from the only traced one: its forward's own work (data \
+             loading, host-to-device copies, the embedding, the user annotation around the pass) \
+             told from the step's prologue by its kind, with no second forward to compare with; \
+             the traced backward's data-parallel gradient reduction kept in the last backward \
+             only (in the {} before it its collectives and bucket scaling take no time, their \
+             launches keep theirs)",
+            c.microbatches,
+            c.microbatches - 1
+        ));
     }
     if c.layers != base.config.layers {
         notes.push(format!(

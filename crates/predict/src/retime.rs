@@ -32,7 +32,7 @@ use rustc_hash::FxHashSet;
 use crate::assemble::Tag;
 use crate::baseline::Baseline;
 use crate::config::{Config, Coord, Layout};
-use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, WorkClass};
+use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass};
 use crate::edits::{stage_coord, structural_change, PredictedStage, Prediction, Target};
 use crate::models::{CommModel, ComputeModel, Source};
 use crate::plan::StageRole;
@@ -533,6 +533,11 @@ impl<'a> Retimer<'a> {
             WorkClass::Cpu | WorkClass::Copy => (traced as f64, Source::Measured),
             WorkClass::Gemm(sh) => self.gemm_ns(traced, sh, self.r.tokens_in(place)),
             WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.r.tokens_in(place)),
+            WorkClass::Memory
+                if scales_a_reduction(s, tt) && self.reduction_left_to_last(s, st.tag[i]) =>
+            {
+                (0.0, Source::Modelled)
+            }
             WorkClass::Memory => {
                 let floor = self.floors[src as usize];
                 let tensor = match self.weight_ratio(src as usize, tt) {
@@ -543,6 +548,12 @@ impl<'a> Retimer<'a> {
                     }),
                 };
                 self.memory_ns(traced, name, (place, tensor), per_stage, floor)
+            }
+            WorkClass::Comm(ci)
+                if s.comms[ci as usize].class == GroupClass::Data
+                    && self.reduction_left_to_last(s, st.tag[i]) =>
+            {
+                (0.0, Source::Modelled)
             }
             WorkClass::Comm(ci) => {
                 let c = &s.comms[ci as usize];
@@ -571,6 +582,21 @@ impl<'a> Retimer<'a> {
             }
         }
         (dur, source, sized_from_timing)
+    }
+
+    /// Whether a task of the gradient reduction of a template of one
+    /// micro-batch (`s`), copied into the pass `tag` names, is in a
+    /// backward that is not the step's last: the only traced backward was
+    /// also the last and reduced the gradients (bucket by bucket, as
+    /// PyTorch DDP and Megatron's `--overlap-grad-reduce` do), which the
+    /// backward passes before the last do not (DDP's `no_sync`, gradient
+    /// accumulation). The copy keeps the task, as an empty one of no time,
+    /// as a group of one keeps a collective it does not issue; the CPU
+    /// work around it keeps its traced time.
+    fn reduction_left_to_last(&self, s: &Structure, tag: Tag) -> bool {
+        s.config.microbatches == Some(1)
+            && matches!(tag.pass, Some((PassKind::Backward, k))
+                if k + 1 < self.target.config.microbatches)
     }
 
     /// Whether memory-bound task `t` of input `src` works on activations
@@ -873,6 +899,28 @@ impl<'a> Retimer<'a> {
             _ => (traced as f64, Source::Measured, false),
         }
     }
+}
+
+/// Whether task `t` of `s` scales a gradient bucket for its reduction:
+/// launched by an in-place multiplication or division (Megatron's
+/// `grad_data *= scaling_factor`, the synthesizer's `aten::mul_`) right
+/// before, on its thread, an operator that launches a data-parallel
+/// collective.
+fn scales_a_reduction(s: &Structure, t: TaskId) -> bool {
+    let u = s.units.unit_of[t.idx()];
+    let Some(unit) = s.units.units.get(u as usize) else {
+        return false;
+    };
+    if !matches!(s.units.token(u as usize), "aten::mul_" | "aten::div_") {
+        return false;
+    }
+    let next = (s.units.units.iter().skip(u as usize + 1)).find(|n| n.thread == unit.thread);
+    next.is_some_and(|n| {
+        n.gpu().iter().any(|&g| {
+            matches!(s.work[g.idx()], WorkClass::Comm(ci)
+                if s.comms[ci as usize].class == GroupClass::Data)
+        })
+    })
 }
 
 /// Per input: the weights of its first forward layer after the edit over

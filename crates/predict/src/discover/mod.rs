@@ -42,7 +42,8 @@
 //! point-to-point sends, which end the pass before them; the units before
 //! the first pass that also precede every other forward pass are that pass's
 //! own (every other forward of its model chunk, once the chunks are known),
-//! the rest is the step's prologue. Where annotations wrap whole
+//! the rest is the step's prologue; a step's only forward owns them from
+//! the first that is per-micro-batch in kind (`lone.rs`). Where annotations wrap whole
 //! passes (`## forward ##`, DDP's forward) and the structure cannot be
 //! edited, the units are cut again inside them ([`Units::wrappers`]).
 
@@ -50,6 +51,7 @@ mod comms;
 mod config;
 mod interleave;
 mod layers;
+mod lone;
 mod passes;
 mod report;
 mod tails;
@@ -67,7 +69,7 @@ use crate::units::{Units, NO_UNIT};
 
 pub use comms::{CommInfo, GroupClass, P2p};
 pub use config::DiscoveredConfig;
-pub(crate) use report::layers_only_blocked_by_one_micro_batch;
+pub(crate) use report::one_stage_of_one_micro_batch;
 pub use report::{Finding, GroupReport, PhaseTime, StructureReport};
 pub use work::WorkClass;
 

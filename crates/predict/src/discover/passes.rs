@@ -15,6 +15,7 @@ use lumos_graph::{Graph, ProcId, TaskKind};
 
 use super::comms::p2p_of;
 use super::layers::{kernel_pattern, layer_blocks, one_layer_per_pass, thread_tokens, LayerBlocks};
+use super::lone::lone_pass_own;
 use super::{
     finding, tokens, Confidence, Finding, LayerHint, LayerMethod, P2p, Part, PassKind,
     PassStructure, Role, StepStructure, Structure,
@@ -301,11 +302,17 @@ fn cut_step(
         mut epilogue,
     } = between_passes(g, units, r, roles, &cores);
     // The first pass: only what also precedes every other pass of its kind
-    // is its own; the rest is the step's prologue.
+    // is its own; the rest is the step's prologue. A step's only forward
+    // has no other to compare with: its own work is told by its kind
+    // (`lone.rs`).
     let mut prologue: Vec<u32> = if passes.is_empty() {
         std::mem::take(&mut epilogue)
     } else {
-        let split = pre[0].len() - first_pass_own(units, &passes, &pre);
+        let own = match only_forward_layer(&passes) {
+            Some(first_layer) => lone_pass_own(g, units, &pre[0], first_layer, &epilogue),
+            None => first_pass_own(units, &passes, &pre),
+        };
+        let split = pre[0].len() - own;
         pre[0].drain(..split).collect()
     };
     for (pi, p) in passes.iter_mut().enumerate() {
@@ -355,6 +362,16 @@ fn cut_step(
         epilogue,
         units: lo..hi,
     }
+}
+
+/// The first layer unit of a training step whose first pass is its only
+/// forward pass (one micro-batch traced). An inference step's forward
+/// keeps the common rule: no edit copies it.
+fn only_forward_layer(passes: &[PassStructure]) -> Option<u32> {
+    let first = passes.first().filter(|p| p.kind == PassKind::Forward)?;
+    let count = |k: PassKind| passes.iter().filter(|p| p.kind == k).count();
+    (count(PassKind::Forward) == 1 && count(PassKind::Backward) >= 1).then_some(())?;
+    first.layers.first()?.first().copied()
 }
 
 fn set_roles(roles: &mut [Role], us: &[u32], role: Role) {

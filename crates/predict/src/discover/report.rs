@@ -385,47 +385,59 @@ pub(super) fn groups(g: &Graph, s: &Structure) -> Vec<GroupReport> {
 }
 
 /// Whether `s` is a single pipeline stage of one micro-batch whose
-/// structure is otherwise sound: structural edits are refused it, but
-/// for a layer edit that keeps its one micro-batch, which copies no pass
-/// (`edits::one_pass_kept`).
-pub(crate) fn layers_only_blocked_by_one_micro_batch(s: &Structure) -> bool {
+/// structure is otherwise sound: structural edits that keep its one
+/// pipeline stage and its virtual stages are taken
+/// (`edits::stage_kept_of_one_micro_batch`), the only forward pass's own
+/// work told from the step's prologue by its kind (`lone.rs`).
+pub(crate) fn one_stage_of_one_micro_batch(s: &Structure) -> bool {
     s.config.microbatches == Some(1)
         && s.config.pp.unwrap_or(1) <= 1
         && structure_blocked(s).is_none()
 }
 
-/// What a one-micro-batch verdict of a single stage adds: the one
-/// structural edit it does not block.
-const LAYERS_STILL: &str = " (but for a layer edit of a single pipeline stage that keeps its \
-                            one micro-batch, which copies no pass)";
+/// The verdict on a single pipeline stage of one micro-batch: what it
+/// still refuses, and what the edits it takes rest on.
+const ONE_STAGE: &str = "1 micro-batch traced: the pipeline and virtual stages cannot change; \
+                         layers and micro-batches can, at lower confidence: with no second \
+                         forward pass to compare with, the only one's own work is told from the \
+                         step's prologue by its kind (data loading, host-to-device copies, the \
+                         embedding, the user annotation around the pass), and copied backward \
+                         passes leave the gradient reduction to the last";
 
 /// Why the graph cannot be edited structurally (layers, micro-batches,
 /// pipeline, virtual stages), if it cannot: the one verdict `lumos
 /// inspect` shows (`structural_edits_blocked`) and a prediction refuses
 /// structural edits on. The structure's own reasons
-/// ([`structure_blocked`]) come first; then a trace of one micro-batch is
-/// refused them: the first forward's own work is told from the step's
-/// prologue by what precedes every other forward too, and with one
-/// micro-batch there is no other, so a copied pass would carry the
-/// prologue (or lose its own leading work) once per new micro-batch
-/// (docs/PREDICTION.md section 2; DLRM's one micro-batch gave +46% at
-/// `--microbatches 2`).
+/// ([`structure_blocked`]) come first. Then a trace of one micro-batch:
+/// the first forward's own work is told from the step's prologue by what
+/// precedes every other forward too, and with one micro-batch there is no
+/// other. A single pipeline stage is then cut by kind (`lone.rs`) and
+/// refused only pipeline and virtual-stage edits ([`ONE_STAGE`]); a stage
+/// of a longer pipeline is refused every structural edit: its prologue
+/// holds a later stage's first receive, which no pass carries, so nothing
+/// couples it to the stage before (docs/PREDICTION.md section 2).
 pub(super) fn edits_blocked(s: &Structure) -> Option<String> {
-    // A layer edit of one stage that keeps its one micro-batch copies no
-    // pass (`edits::one_pass_kept`): the verdict says so, as `predict`
-    // makes it.
     let traced = match s.config.microbatches {
         Some(m) if m >= 2 => return structure_blocked(s),
-        Some(1) => "1 micro-batch traced".to_owned(),
-        _ => "no micro-batch (backward pass) found".to_owned(),
+        Some(1) => "1 micro-batch traced",
+        _ => "no micro-batch (backward pass) found",
     };
-    let layers_still = layers_only_blocked_by_one_micro_batch(s);
     structure_blocked(s).or_else(|| {
-        Some(format!(
-            "{traced}; they need at least two, to tell the first forward pass's own work from \
-             the step's prologue{}",
-            if layers_still { LAYERS_STILL } else { "" }
-        ))
+        Some(if one_stage_of_one_micro_batch(s) {
+            ONE_STAGE.to_owned()
+        } else if s.config.microbatches == Some(1) {
+            format!(
+                "{traced} on a stage of a pipeline of {} stages; structural edits need at least \
+                 two there: a later stage's first receive opens its step's prologue, in no pass, \
+                 so no copied or rebuilt pass is coupled to the stage before it",
+                s.config.pp.unwrap_or(1)
+            )
+        } else {
+            format!(
+                "{traced}; they need at least two, to tell the first forward pass's own work \
+                 from the step's prologue"
+            )
+        })
     })
 }
 

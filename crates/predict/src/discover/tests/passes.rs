@@ -383,3 +383,82 @@ fn annotations_around_whole_steps_are_looked_inside() {
         }
     }
 }
+
+/// The tokens of the prologue and of what precedes the first pass's
+/// layers, in the first step of `s`.
+fn prologue_and_first_pre(s: &Structure) -> (Vec<String>, Vec<String>) {
+    let st = &s.steps[0];
+    let names = |us: &[u32]| -> Vec<String> {
+        (us.iter())
+            .filter(|&&u| s.units.units[u as usize].thread == st.main)
+            .map(|&u| s.units.token(u as usize).to_owned())
+            .collect()
+    };
+    (names(&st.prologue), names(&st.passes[0].pre))
+}
+
+/// A step of one micro-batch has no second forward to tell its forward's
+/// own work by: the work before the first layer is the pass's own from
+/// the first unit that is per-micro-batch in kind (data loading here;
+/// host-to-device copies, the embedding), and gradient zeroing before it
+/// stays in the prologue. Where no unit is of such a kind, a user
+/// annotation around the pass (`microbatch0` of a PyTorch loop) tells it;
+/// without either, all of it is the prologue.
+#[test]
+fn a_lone_forward_keeps_its_data_loading_and_embedding() {
+    let trace = synth("gpt-tiny", 1, 1, 2, 1, 0);
+    let (.., s) = discovered(&trace);
+    let (prologue, pre) = prologue_and_first_pre(&s);
+    assert_eq!(prologue, ["aten::zero_"]);
+    assert!(pre[0].contains("DataLoader"), "{pre:?}");
+    assert!(pre.iter().any(|t| t == "aten::to"), "{pre:?}");
+    assert!(pre.iter().any(|t| t == "aten::embedding"), "{pre:?}");
+    // The same work under names and copies of no such kind.
+    let mut plain = trace.clone();
+    for text in plain.strings.iter_mut() {
+        if text.contains("DataLoader") {
+            *text = "fetch".into();
+        } else if text == "aten::embedding" {
+            *text = "aten::index_select".into();
+        } else if text.starts_with("Memcpy HtoD") {
+            *text = "Memcpy DtoD (Device -> Device)".into();
+        }
+    }
+    let (.., s) = discovered(&plain);
+    let (prologue, pre) = prologue_and_first_pre(&s);
+    assert!(pre.is_empty(), "{pre:?}");
+    assert_eq!(prologue[..2], ["aten::zero_", "fetch"]);
+    // `microbatch0` around the forward, from its data loading on.
+    use lumos_trace::{Category, Event, StrId};
+    let mut annotated = plain.clone();
+    let main = |e: &Event| (e.pid, e.tid);
+    let steps: Vec<Event> = (plain.events.iter())
+        .filter(|e| plain.name(e).starts_with("ProfilerStep#"))
+        .cloned()
+        .collect();
+    let name = StrId(annotated.strings.len() as u32);
+    annotated.strings.push("microbatch0".into());
+    for st in steps {
+        let inside = |n: &str| {
+            (plain.events.iter())
+                .find(|e| {
+                    main(e) == main(&st)
+                        && e.ts_ns > st.ts_ns
+                        && e.end_ns() <= st.end_ns()
+                        && plain.name(e) == n
+                })
+                .cloned()
+                .unwrap()
+        };
+        let (from, to) = (inside("fetch"), inside("aten::ones_like"));
+        let (ts, end) = (from.ts_ns - 1, to.end_ns() + 1);
+        let e = Event::new(Category::UserAnnotation, name, st.pid, st.tid, ts, end - ts);
+        annotated.events.push(e);
+    }
+    let (.., s) = discovered(&annotated);
+    assert_eq!(s.config.microbatches, Some(1));
+    let (prologue, pre) = prologue_and_first_pre(&s);
+    assert_eq!(prologue, ["aten::zero_"]);
+    assert_eq!(pre[0], "fetch", "{pre:?}");
+    assert!(pre.iter().any(|t| t == "aten::index_select"), "{pre:?}");
+}

@@ -112,17 +112,29 @@ fn why_structural_edits_are_blocked() {
     let mut t = s;
     t.units.inconsistency = Some("out of order".into());
     assert_eq!(edits_blocked(&t).as_deref(), Some("out of order"));
-    // One micro-batch: the units are sound (settled: no other cut is
-    // searched for), but structural edits are refused, in the report that
-    // `lumos inspect` shows as in a prediction.
+    // One micro-batch of one stage: the units are sound (settled: no
+    // other cut is searched for), and the verdict refuses pipeline and
+    // virtual-stage edits only, in the report that `lumos inspect` shows
+    // as in a prediction.
     let (.., one) = discovered(&synth("gpt-tiny", 1, 1, 2, 1, 0));
     assert_eq!(one.config.microbatches, Some(1));
     assert_eq!(structure_blocked(&one), None);
-    let want = "1 micro-batch traced; they need at least two, to tell the first forward pass's \
-                own work from the step's prologue (but for a layer edit of a single pipeline \
-                stage that keeps its one micro-batch, which copies no pass)";
-    assert_eq!(edits_blocked(&one).as_deref(), Some(want));
-    assert_eq!(one.report.structural_edits_blocked.as_deref(), Some(want));
+    assert!(one_stage_of_one_micro_batch(&one));
+    let want = "1 micro-batch traced: the pipeline and virtual stages cannot change; layers and \
+                micro-batches can, at lower confidence";
+    let got = edits_blocked(&one).unwrap();
+    assert!(got.starts_with(want), "{got}");
+    assert_eq!(one.report.structural_edits_blocked.as_deref(), Some(&*got));
+    // A stage of a longer pipeline is refused every structural edit, for
+    // the receive its prologue holds.
+    let (.., two) = discovered(&synth("gpt-tiny", 1, 2, 1, 1, 1));
+    assert!(!one_stage_of_one_micro_batch(&two));
+    let got = edits_blocked(&two).unwrap();
+    assert!(
+        got.starts_with("1 micro-batch traced on a stage of a pipeline of 2 stages")
+            && got.contains("first receive opens its step's prologue"),
+        "{got}"
+    );
     // The structure's own reason comes first.
     let mut t = one;
     t.steps.clear();

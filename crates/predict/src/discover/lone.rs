@@ -1,0 +1,79 @@
+//! The own work of a step's only forward pass (a trace of one
+//! micro-batch), told from the step's prologue by its kind.
+//!
+//! With two passes or more, the first pass's own work is what also
+//! precedes every other pass ([`super::passes::first_pass_own`]); with one
+//! there is no other to compare with. The rule instead (docs/PREDICTION.md
+//! section 2, "One traced micro-batch"): from the first unit before the
+//! pass that is per-micro-batch in kind (data loading, a host-to-device
+//! copy, an embedding, or work inside a user annotation that also wraps
+//! the pass's first layer but not the step's epilogue, PyTorch loops'
+//! `microbatch0` or DDP's forward) up to the first layer, the units are
+//! the pass's own; what comes before that unit (gradient zeroing, other
+//! step-level work) stays in the prologue. A rule of names and kinds, not
+//! of evidence, so predictions that copy such a pass say so and lose
+//! confidence.
+
+use lumos_graph::{Graph, ScopeId, TaskKind};
+
+use crate::units::Units;
+
+/// How many of the units before a step's only forward pass (`pre`, on the
+/// main thread, in order) are its own: those from the first that is
+/// per-micro-batch in kind on (see the module docs). `first_layer` is the
+/// pass's first layer unit, `epilogue` the step's units after its last
+/// pass.
+pub(super) fn lone_pass_own(
+    g: &Graph,
+    units: &Units,
+    pre: &[u32],
+    first_layer: u32,
+    epilogue: &[u32],
+) -> usize {
+    let wrappers = pass_wrappers(g, units, first_layer, epilogue);
+    pre.iter()
+        .position(|&u| per_micro_batch(g, units, u, &wrappers))
+        .map_or(0, |i| pre.len() - i)
+}
+
+/// The user annotations that enclose unit `first_layer` but none of the
+/// `epilogue`'s units: annotations around the pass, not around the step.
+fn pass_wrappers(g: &Graph, units: &Units, first_layer: u32, epilogue: &[u32]) -> Vec<ScopeId> {
+    let chain = |u: u32| -> Vec<ScopeId> {
+        units.units[u as usize]
+            .cpu()
+            .first()
+            .map(|&t| g.scope_chain(t).collect())
+            .unwrap_or_default()
+    };
+    let after: Vec<ScopeId> = epilogue.iter().flat_map(|&u| chain(u)).collect();
+    chain(first_layer)
+        .into_iter()
+        .filter(|&s| {
+            let sc = &g.scopes[s.0 as usize];
+            sc.annotation
+                && !g.names[sc.name.0 as usize].starts_with("ProfilerStep")
+                && !after.contains(&s)
+        })
+        .collect()
+}
+
+/// Whether unit `u` is work each micro-batch does for itself: data
+/// loading, a host-to-device copy, an embedding, or anything inside one
+/// of the pass's `wrappers`.
+fn per_micro_batch(g: &Graph, units: &Units, u: u32, wrappers: &[ScopeId]) -> bool {
+    let unit = &units.units[u as usize];
+    let token = units.token(u as usize);
+    let named = token.contains("DataLoader") || token.to_ascii_lowercase().contains("embedding");
+    let h2d = unit.gpu().iter().any(|&t| {
+        g.task(t).kind == TaskKind::Memcpy && {
+            let n = g.name(t);
+            n.contains("HtoD") || n.contains("Host to Device")
+        }
+    });
+    let wrapped = unit
+        .cpu()
+        .first()
+        .is_some_and(|&t| g.scope_chain(t).any(|s| wrappers.contains(&s)));
+    named || h2d || wrapped
+}
