@@ -701,8 +701,10 @@ class _Backward:
             g.wait_event(tid, COMPUTE, self.works[bi])
             for name in bk:
                 p = self.m.params[name]
-                with g.op(tid, "aten::copy_", [T(p.shape), T(p.shape), S("False")], pre=3.0):
-                    g.elementwise(tid, K_COPY_F32, p.numel, p.numel * 8)
+                # reducer.cpp's copy_bucket_to_grad records itself (RECORD_FUNCTION) around the copy
+                with g.op(tid, "torch.distributed.ddp.reducer::copy_bucket_to_grad", [T(p.shape)], pre=2.0):
+                    with g.op(tid, "aten::copy_", [T(p.shape), T(p.shape), S("False")], pre=3.0):
+                        g.elementwise(tid, K_COPY_F32, p.numel, p.numel * 8)
         g.tick(tid, 10.0)
 
     def run(self):

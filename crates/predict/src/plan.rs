@@ -24,7 +24,7 @@
 use lumos_models::{interleaved_one_f_one_b, Pass};
 
 use crate::assemble::{Tag, UnitRef};
-use crate::discover::{PassKind, PassStructure, Role, Structure};
+use crate::discover::{PassKind, PassStructure, Role, StepStructure, Structure};
 use crate::error::PredictError;
 
 /// A stage's place in its pipeline.
@@ -189,6 +189,14 @@ fn pick(
             .map(|x| x.1)
             .find(|p| p.microbatch == m - 1);
     }
+    // A middle backward of PyTorch's gradient accumulation adds into
+    // `.grad`, which the first (after `zero_grad(set_to_none=True)`) does
+    // not: of two traced backwards only the last shows those additions, so
+    // it is the template, its gradient reduction re-timed to nothing
+    // (`retime.rs`).
+    if kind == PassKind::Backward && k > 0 && m == 2 && first_backward_steals(s, step) {
+        return with_prev.iter().map(|x| x.1).find(|p| p.microbatch == 1);
+    }
     let want = match kind {
         PassKind::Forward => k.min(m - 1),
         PassKind::Backward => k.min(m.saturating_sub(2)),
@@ -213,6 +221,28 @@ fn pick(
         .filter(|(pk, _)| *pk == prev)
         .collect();
     closest(&same, want).or_else(|| closest(&usable, want))
+}
+
+/// Whether the first backward of `step` leaves every gradient
+/// accumulation (`AccumulateGrad`) without GPU work while a later backward
+/// gives them some: PyTorch's first micro-batch after
+/// `zero_grad(set_to_none=True)` keeps its gradients, later ones add into
+/// them (and DDP's last copies them into its buckets).
+pub(crate) fn first_backward_steals(s: &Structure, step: &StepStructure) -> bool {
+    let busy = |p: &PassStructure| {
+        p.units().any(|u| {
+            s.units.token(u as usize).contains("AccumulateGrad")
+                && !s.units.units[u as usize].gpu().is_empty()
+        })
+    };
+    let mut backwards = step.passes.iter().filter(|p| p.kind == PassKind::Backward);
+    let Some(first) = backwards.next() else {
+        return false;
+    };
+    let accumulates = first
+        .units()
+        .any(|u| s.units.token(u as usize).contains("AccumulateGrad"));
+    accumulates && !busy(first) && backwards.any(busy)
 }
 
 /// `want` layers from a pass's layers: the first half and the last half

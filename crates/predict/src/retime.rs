@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use lumos_graph::TaskId;
+use lumos_graph::{Graph, TaskId};
 use lumos_models::CollectiveKind;
 use lumos_trace::InputDims;
 
@@ -35,7 +35,7 @@ use crate::config::{Config, Coord, Layout};
 use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass};
 use crate::edits::{stage_coord, structural_change, PredictedStage, Prediction, Target};
 use crate::models::{CommModel, ComputeModel, Source};
-use crate::plan::StageRole;
+use crate::plan::{first_backward_steals, StageRole};
 use crate::shapes::GemmShape;
 use crate::slots::unsized_envelopes;
 
@@ -534,8 +534,12 @@ impl<'a> Retimer<'a> {
             WorkClass::Gemm(sh) => self.gemm_ns(traced, sh, self.r.tokens_in(place)),
             WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.r.tokens_in(place)),
             WorkClass::Memory
-                if scales_a_reduction(s, tt) && self.reduction_left_to_last(s, st.tag[i]) =>
+                if (scales_a_reduction(s, tt) || fills_a_bucket(&inp.graph, tt))
+                    && self.reduction_left_to_last(s, tt, st.tag[i]) =>
             {
+                (0.0, Source::Modelled)
+            }
+            WorkClass::Memory if self.accumulation_not_run(s, &inp.graph, tt, st.tag[i]) => {
                 (0.0, Source::Modelled)
             }
             WorkClass::Memory => {
@@ -551,7 +555,7 @@ impl<'a> Retimer<'a> {
             }
             WorkClass::Comm(ci)
                 if s.comms[ci as usize].class == GroupClass::Data
-                    && self.reduction_left_to_last(s, st.tag[i]) =>
+                    && self.reduction_left_to_last(s, tt, st.tag[i]) =>
             {
                 (0.0, Source::Modelled)
             }
@@ -593,10 +597,43 @@ impl<'a> Retimer<'a> {
     /// accumulation). The copy keeps the task, as an empty one of no time,
     /// as a group of one keeps a collective it does not issue; the CPU
     /// work around it keeps its traced time.
-    fn reduction_left_to_last(&self, s: &Structure, tag: Tag) -> bool {
-        s.config.microbatches == Some(1)
-            && matches!(tag.pass, Some((PassKind::Backward, k))
-                if k + 1 < self.target.config.microbatches)
+    ///
+    /// The same holds for a template that is the last of several traced
+    /// backwards when the first of them kept its gradients
+    /// ([`first_backward_steals`]): that last one is copied into the middle
+    /// passes for its gradient additions (`plan.rs`).
+    fn reduction_left_to_last(&self, s: &Structure, t: TaskId, tag: Tag) -> bool {
+        let Some((PassKind::Backward, k)) = tag.pass else {
+            return false;
+        };
+        let Role::Pass { step, pass, .. } = s.role_of_task(t) else {
+            return false;
+        };
+        let st = &s.steps[step as usize];
+        let p = &st.passes[pass as usize];
+        let traced = s.config.microbatches.unwrap_or(0);
+        k + 1 < self.target.config.microbatches
+            && p.kind == PassKind::Backward
+            && p.microbatch + 1 == traced
+            && (traced == 1 || first_backward_steals(s, st))
+    }
+
+    /// Whether task `t` of `s` adds a micro-batch's gradient into `.grad`
+    /// (`aten::add_` inside `AccumulateGrad`) in a copy that becomes the
+    /// step's first backward, which PyTorch runs without those additions
+    /// after `zero_grad(set_to_none=True)` (it keeps the new gradients),
+    /// as the first traced backward shows.
+    fn accumulation_not_run(&self, s: &Structure, g: &Graph, t: TaskId, tag: Tag) -> bool {
+        let Some((PassKind::Backward, 0)) = tag.pass else {
+            return false;
+        };
+        let Role::Pass { step, pass, .. } = s.role_of_task(t) else {
+            return false;
+        };
+        let st = &s.steps[step as usize];
+        st.passes[pass as usize].microbatch > 0
+            && first_backward_steals(s, st)
+            && adds_into_a_gradient(g, t)
     }
 
     /// Whether memory-bound task `t` of input `src` works on activations
@@ -921,6 +958,29 @@ fn scales_a_reduction(s: &Structure, t: TaskId) -> bool {
                 if s.comms[ci as usize].class == GroupClass::Data)
         })
     })
+}
+
+/// Whether task `t` is launched by DDP's reducer moving gradients into or
+/// out of its buckets (inside `torch::distributed::reducer::mul_out`, each
+/// gradient's scaled copy into its bucket, or
+/// `torch.distributed.ddp.reducer::copy_bucket_to_grad`, the copy back
+/// after the all-reduce), work only a backward that reduces the gradients
+/// runs.
+fn fills_a_bucket(g: &Graph, t: TaskId) -> bool {
+    g.scope_chain(t).any(|sc| {
+        let name = &g.names[g.scopes[sc.0 as usize].name.0 as usize];
+        name.starts_with("torch::distributed::reducer::")
+            || name.starts_with("torch.distributed.ddp.reducer::")
+    })
+}
+
+/// Whether task `t` is an `aten::add_` inside PyTorch's `AccumulateGrad`:
+/// a micro-batch's gradient added into `.grad`.
+fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
+    let mut chain = g
+        .scope_chain(t)
+        .map(|sc| g.names[g.scopes[sc.0 as usize].name.0 as usize].as_str());
+    chain.next() == Some("aten::add_") && chain.any(|n| n.contains("AccumulateGrad"))
 }
 
 /// Per input: the weights of its first forward layer after the edit over
