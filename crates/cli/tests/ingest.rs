@@ -89,6 +89,9 @@ fn single_ranks_report_the_same_from_their_compact_graphs() {
         let text = String::from_utf8(ok(run(&["inspect"], &[&graph]))).unwrap();
         assert!(!text.contains("absurdly late"), "{rel}: {text}");
         assert!(!text.contains("without their GPU task"), "{rel}: {text}");
+        // No wait of these is on an idle stream.
+        assert_eq!(report["traces"][0]["idle_stream_waits"], 0, "{rel}");
+        assert!(!text.contains("satisfied at once"), "{rel}: {text}");
     }
     let trace = c.path("single-rank/a100-recsys-rank3of8.json.gz");
     let graph = dir.join("recsys.lgraph");
@@ -97,6 +100,33 @@ fn single_ranks_report_the_same_from_their_compact_graphs() {
         &[trace.as_path()],
     ));
     same_output(&["predict", "--json"], &trace, &graph);
+}
+
+#[test]
+fn waits_on_idle_streams_are_counted_from_the_trace_and_its_compact_graph() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    // 14 of its waits are on events recorded on cuDNN's side streams,
+    // which run no GPU task: satisfied at once, counted, not warned about.
+    let dir = TempDir::new("cli-ingest-idle-waits");
+    let trace = c.path("single-rank/a100-alexnet-cuda-sync.json.gz");
+    let graph = dir.join("alexnet.lgraph");
+    ok(run(
+        &["ingest", "-o", graph.to_str().unwrap()],
+        &[trace.as_path()],
+    ));
+    same_output(&["inspect", "--json"], &trace, &graph);
+    same_output(&["inspect"], &trace, &graph);
+    let report: serde_json::Value =
+        serde_json::from_slice(&ok(run(&["inspect", "--json"], &[&graph]))).unwrap();
+    assert_eq!(report["traces"][0]["idle_stream_waits"], 14);
+    let text = String::from_utf8(ok(run(&["inspect"], &[&graph]))).unwrap();
+    assert!(
+        text.contains("14 stream waits satisfied at once (stream idle: no edge)"),
+        "{text}"
+    );
+    assert!(!text.contains("could not be resolved"), "{text}");
 }
 
 #[test]

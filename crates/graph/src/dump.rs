@@ -201,6 +201,7 @@ fn counters(out: &mut String, r: &BuildReport) {
         ("rejected_waits", r.rejected_waits),
         ("unresolved_syncs", r.unresolved_syncs),
         ("unresolved_waits", r.unresolved_waits),
+        ("idle_stream_waits", r.idle_stream_waits),
         ("stream_order_violations", r.stream_order_violations),
         ("cpu_holes", r.cpu_holes),
         ("launched_early", r.launched_early),

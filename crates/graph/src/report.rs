@@ -132,8 +132,17 @@ pub struct BuildReport {
     /// Stream synchronizations whose stream could not be identified (no GPU
     /// work ended during the call and no stream launched onto was idle).
     pub unresolved_syncs: u64,
-    /// Stream waits that gave no edge.
+    /// Stream waits that gave no edge and are not explained otherwise:
+    /// the build warns with this count.
     pub unresolved_waits: u64,
+    /// Stream waits satisfied at once, so with no edge and no warning: the
+    /// `cuda_sync` "Stream Wait Event" shows that the waiting stream runs
+    /// no GPU task in the trace (or none after the call), or that the
+    /// event's stream ran none before its record call. One-rank DDP gives
+    /// two per bucket (its NCCL stream runs no kernel: it waits on the
+    /// compute stream, which then waits on an event recorded on it);
+    /// cuDNN's idle side streams give some too.
+    pub idle_stream_waits: u64,
     /// GPU tasks on a stream in another order than their launches.
     pub stream_order_violations: u64,
     /// Windows of more than 40 ms with no CPU event.

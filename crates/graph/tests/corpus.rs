@@ -132,6 +132,38 @@ fn stream_wait_event_gives_exactly_the_recorded_edge() {
 }
 
 #[test]
+fn waits_on_events_of_idle_streams_are_satisfied_at_once() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    // 20 "Stream Wait Event"s: 6 between streams 7 and 20, each after GPU
+    // work on the recording stream, give their recorded edges; 14 make
+    // stream 7 wait on events recorded on cuDNN's side streams 21 to 27,
+    // which run no GPU task, so the events are complete when recorded.
+    // They give no edge (the launch-sequence rule once guessed one from
+    // stream 20 for each), no warning, and are counted.
+    let trace = read_path(&corpus.path("single-rank/a100-alexnet-cuda-sync.json.gz")).unwrap();
+    let (_, _, report) = build(&trace);
+    assert_eq!(report.idle_stream_waits, 14);
+    assert_eq!(report.unresolved_waits, 0);
+    let rule = |r| {
+        report
+            .inferred
+            .get(&(DepKind::InterStream, r))
+            .copied()
+            .unwrap_or(0)
+    };
+    assert_eq!(rule(lumos_graph::Rule::CudaSyncEvent), 6);
+    assert_eq!(rule(lumos_graph::Rule::LaunchSequence), 0);
+    assert!(!report.warnings.iter().any(|w| w.contains("stream wait")));
+    // A trace whose waits have no `cuda_sync` evidence counts none.
+    let trace = read_path(&corpus.path("single-rank/a100-recsys-rank3of8.json.gz")).unwrap();
+    let (_, _, report) = build(&trace);
+    assert_eq!(report.idle_stream_waits, 0);
+    assert_eq!(report.unresolved_waits, 12);
+}
+
+#[test]
 fn event_and_stream_syncs_point_at_the_right_kernels() {
     let Some(corpus) = lumos_testkit::corpus() else {
         return;

@@ -68,6 +68,11 @@ pub struct FileReport {
     /// at the window's end); the build warns past 2, or 1% of the launch
     /// calls.
     pub launches_without_gpu_task: u64,
+    /// Stream waits satisfied at once, with no edge and no warning
+    /// ([`BuildReport::idle_stream_waits`]): the `cuda_sync` evidence shows
+    /// the waiting stream runs no GPU task after the call, or the event's
+    /// stream ran none before its record (one-rank DDP's NCCL stream).
+    pub idle_stream_waits: u64,
     /// Synchronizing calls that returned before the GPU work they waited
     /// for ended, by [`lumos_graph::GROSS_SYNC_LEAD_NS`] (5 ms) or more
     /// ([`BuildReport::syncs_returned_early`]): the GPU clock is ahead of
@@ -348,6 +353,7 @@ pub fn file_report_of(
         },
         typical_launch_latency_us: us(report.typical_launch_latency_ns),
         launches_without_gpu_task: report.launches_without_gpu_task,
+        idle_stream_waits: report.idle_stream_waits,
         syncs_returned_early: report.syncs_returned_early,
         longest_sync_lead_us: us(report.longest_sync_lead_ns),
         warnings,

@@ -271,6 +271,19 @@ pub fn write_file(out: &mut dyn Write, r: &FileReport, width: usize) -> std::io:
             if i.recorded { "recorded" } else { "inferred" }
         )?;
     }
+    // Shown when there are any: such waits give no edge and no warning,
+    // so this line is where a reader learns why.
+    if r.idle_stream_waits > 0 {
+        writeln!(
+            out,
+            "    {} at once (stream idle: no edge)",
+            counted(
+                r.idle_stream_waits,
+                "stream wait satisfied",
+                "stream waits satisfied"
+            )
+        )?;
+    }
     let head = format!(
         "  {}, {}; devices: ",
         counted(r.threads, "thread", "threads"),

@@ -227,6 +227,7 @@ impl Builder {
                 WaitOutcome::Rejected => self.report.rejected_waits += 1,
                 WaitOutcome::SameStream => self.report.same_stream_waits += 1,
                 WaitOutcome::Unresolved => self.report.unresolved_waits += 1,
+                WaitOutcome::Idle => self.report.idle_stream_waits += 1,
             }
         }
     }
@@ -241,8 +242,17 @@ impl Builder {
         // Target: first task launched onto the waiting stream after the call.
         let evidence_here = known.evidence.get_from(&corr, &mut at.evidence).copied();
         let framework = known.frameworks.get(&w).copied();
-        let wait_stream = (known.sync_streams.get_from(&corr, &mut at.sync_streams))
-            .and_then(|&(d, s)| self.stream_proc(d, s))
+        let synced = known
+            .sync_streams
+            .get_from(&corr, &mut at.sync_streams)
+            .copied();
+        // A stream the `cuda_sync` event names but that ran no GPU task in
+        // the trace has no processor: it waits for nothing (one-rank DDP's
+        // NCCL stream, whose all-reduce launches no kernel).
+        if synced.is_some_and(|(d, s)| self.stream_proc(d, s).is_none()) {
+            return WaitOutcome::Idle;
+        }
+        let wait_stream = (synced.and_then(|(d, s)| self.stream_proc(d, s)))
             .or_else(|| framework.map(|f| self.g.tasks[f.target.idx()].proc))
             .or_else(|| self.nearby_launch_stream(w, true));
         let Some(ws) = wait_stream else {
@@ -253,19 +263,31 @@ impl Builder {
             None => self.first_launched_after_near(ws, wait_start, at),
         };
         let Some(target) = target else {
-            return WaitOutcome::Unresolved;
+            // The stream is known (only a `cuda_sync` event names one
+            // without a launch after the call): nothing on it waits.
+            return WaitOutcome::Idle;
         };
         let device = self.device_of(ws).unwrap_or(0);
         // Source, best rule first.
         let mut found = None;
         if let Some((s, rec_corr)) = evidence_here {
-            if let (Some(sp), Some(&rec)) = (
-                self.stream_proc(device, s),
-                self.call_by_corr.get(&(rec_corr as u64)),
-            ) {
-                found = self
-                    .last_launched_before_near(sp, self.raw[rec.idx()].start, at)
-                    .map(|src| (src, Rule::CudaSyncEvent));
+            let rec = self.call_by_corr.get(&(rec_corr as u64));
+            match (self.stream_proc(device, s), rec) {
+                // The event was recorded on a stream that ran no GPU task
+                // in the trace, or none before the record: it is complete
+                // when recorded, and the other rules would only guess at
+                // a source the evidence rules out.
+                (None, _) => return WaitOutcome::Idle,
+                (Some(sp), Some(&rec)) => {
+                    found = self
+                        .last_launched_before_near(sp, self.raw[rec.idx()].start, at)
+                        .map(|src| (src, Rule::CudaSyncEvent));
+                    if found.is_none() {
+                        return WaitOutcome::Idle;
+                    }
+                }
+                // Without the record call, when it was recorded is unknown.
+                (_, None) => {}
             }
         }
         if found.is_none() {
@@ -406,6 +428,10 @@ enum WaitOutcome {
     SameStream,
     /// No waiting stream, target or source.
     Unresolved,
+    /// Satisfied at once: the `cuda_sync` evidence shows that the waiting
+    /// stream runs no GPU task after the call, or that the event's stream
+    /// ran none before its record.
+    Idle,
 }
 
 /// Where one thread's last lookups in [`WaitEvidence`]'s indexes and in
