@@ -263,9 +263,13 @@ impl Builder {
             None => self.first_launched_after_near(ws, wait_start, at),
         };
         let Some(target) = target else {
-            // The stream is known (only a `cuda_sync` event names one
-            // without a launch after the call): nothing on it waits.
-            return WaitOutcome::Idle;
+            // A stream a `cuda_sync` event names runs nothing after the
+            // call, so nothing waits; a stream found by a launch after the
+            // call (at the same instant, so not after it) is a guess.
+            return match synced {
+                Some(_) => WaitOutcome::Idle,
+                None => WaitOutcome::Unresolved,
+            };
         };
         let device = self.device_of(ws).unwrap_or(0);
         // Source, best rule first.
