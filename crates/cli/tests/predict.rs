@@ -1582,6 +1582,42 @@ fn files_that_are_not_one_job_are_refused_as_the_joint_replay_refuses_them() {
     }
 }
 
+/// Traces that state no rank (no `distributedInfo.rank`, no `rank<N>` in
+/// the file name) are predicted one at a time, and refused together with
+/// the reason `lumos replay --job` gives: which rank each is cannot be
+/// told. Before, two of them were refused as "both claim rank 0", a rank
+/// neither states.
+#[test]
+fn traces_that_state_no_rank_are_predicted_alone_not_as_one_job() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let dir = temp_dir("no-rank");
+    let trace = corpus.path("single-rank/mi250-toy-train.json.gz");
+    let (a, b) = (dir.join("a.json.gz"), dir.join("b.json.gz"));
+    for copy in [&a, &b] {
+        std::fs::copy(&trace, copy).unwrap();
+    }
+    let edit = ["predict", "--scale-kernels", "class:memory=0.5"];
+    run_ok(lumos().args(edit).arg(&a));
+    for cmd in [&edit[..], &["replay", "--job"][..]] {
+        for given in [vec![a.clone(), b.clone()], vec![dir.to_path_buf()]] {
+            let out = lumos().args(cmd).args(&given).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+            assert!(
+                err.contains(&format!(
+                    "{}: cannot tell which rank this file is (no distributedInfo.rank, no \
+                     rank<N> in the file name)",
+                    a.display()
+                )),
+                "{cmd:?}: {err}"
+            );
+            assert!(!err.contains("both claim"), "{cmd:?}: {err}");
+        }
+    }
+}
+
 #[test]
 fn a_prediction_into_a_directory_replaces_an_earlier_one_whole() {
     let dir = temp_dir("earlier");

@@ -684,6 +684,7 @@ mod tests {
                     name: format!("rank{rank}"),
                     rank,
                     world_size: None,
+                    rank_unstated: false,
                     degrees: (1, 1, 2),
                     stage,
                     role,

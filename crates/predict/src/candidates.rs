@@ -115,6 +115,8 @@ pub(crate) struct Summary {
     pub rank: u32,
     /// The world size the rank records, if any.
     pub world_size: Option<u32>,
+    /// The trace states no rank: [`Self::rank`] is the 0 taken for it.
+    pub rank_unstated: bool,
     /// Tensor-, data- and pipeline-parallel degrees (1 when not found).
     pub degrees: (u32, u32, u32),
     pub stage: u32,
@@ -128,20 +130,24 @@ impl Summary {
     pub fn of(input: &Input, s: &Structure, index: usize) -> Summary {
         Summary::of_named(
             &input.name,
-            (input.ctx.rank, input.ctx.world_size),
+            (
+                input.ctx.rank,
+                input.ctx.world_size,
+                input.ctx.rank_unstated,
+            ),
             input.ctx.device_name.as_deref(),
             s,
             index,
         )
     }
 
-    /// The summary of the rank `rank` (of the world size it records)
-    /// named `name`, run on `device`, given at `index`, found to be `s`. A
+    /// The summary of the rank `rank` (of the world size it records; the
+    /// flag when the trace states no rank) named `name`, run on `device`, given at `index`, found to be `s`. A
     /// rank whose stage was not found stands for a stage of its own (its
     /// index); one whose role was not found takes the role of its stage.
     fn of_named(
         name: &str,
-        (rank, world_size): (u32, Option<u32>),
+        (rank, world_size, rank_unstated): (u32, Option<u32>, bool),
         device: Option<&str>,
         s: &Structure,
         index: usize,
@@ -152,6 +158,7 @@ impl Summary {
             name: name.to_owned(),
             rank,
             world_size,
+            rank_unstated,
             degrees,
             stage: c.stage.unwrap_or(index as u32),
             role: StageRole::from_report(&s.report.stage_role)
@@ -224,11 +231,11 @@ impl Candidates {
             return;
         }
         let (name, rank) = (input.name.clone(), input.ctx.rank);
-        let world_size = input.ctx.world_size;
+        let (world_size, unstated) = (input.ctx.world_size, input.ctx.rank_unstated);
         let device = input.ctx.device_name.clone();
         self.push_parts(
             &name,
-            (rank, world_size),
+            (rank, world_size, unstated),
             device.as_deref(),
             structure,
             || input,
@@ -253,7 +260,7 @@ impl Candidates {
         }
         self.push_parts(
             lent.name,
-            (lent.ctx.rank, lent.ctx.world_size),
+            (lent.ctx.rank, lent.ctx.world_size, lent.ctx.rank_unstated),
             lent.ctx.device_name.as_deref(),
             structure,
             own,
@@ -280,7 +287,7 @@ impl Candidates {
     fn push_parts(
         &mut self,
         name: &str,
-        (rank, world_size): (u32, Option<u32>),
+        (rank, world_size, unstated): (u32, Option<u32>, bool),
         device: Option<&str>,
         structure: Structure,
         input: impl FnOnce() -> Input,
@@ -302,7 +309,13 @@ impl Candidates {
             self.entries.push(held(structure));
             return;
         }
-        let summary = Summary::of_named(name, (rank, world_size), device, &structure, index);
+        let summary = Summary::of_named(
+            name,
+            (rank, world_size, unstated),
+            device,
+            &structure,
+            index,
+        );
         match self.lowest.get(&summary.stage).copied() {
             Some(j) if self.rank_of(j) <= summary.rank => {
                 self.entries.push(Entry::LeftOut(summary));
@@ -477,6 +490,20 @@ fn retry_with_hint(
 /// a V100, given with the MI300X trace's rank 0, of the same degrees, was
 /// left out for it).
 pub(crate) fn one_job(ranks: &[Summary]) -> Result<(), PredictError> {
+    // Checked first: such a rank's degrees are guessed from its
+    // collectives alone and its rank is a stand-in, so the other checks
+    // would blame what is only missing. Alone, it is predicted.
+    if ranks.len() > 1 {
+        if let Some(r) = ranks.iter().find(|r| r.rank_unstated) {
+            return Err(PredictError::NotOneJob(format!(
+                "{}: cannot tell which rank this file is (no distributedInfo.rank, no rank<N> in \
+                 the file name), so it has no place among the {} traces of a job: predict from \
+                 it alone, or name it after its rank (rank<N>.json.gz)",
+                r.name,
+                ranks.len()
+            )));
+        }
+    }
     let first = &ranks[0];
     if let Some(r) = ranks.iter().find(|r| r.degrees != first.degrees) {
         // The degrees are said: a rank whose collectives were not all

@@ -4,7 +4,7 @@
 //! not carry it.
 
 use lumos_graph::Measured;
-use lumos_trace::{Trace, TraceMeta};
+use lumos_trace::{RankSource, Trace, TraceMeta};
 
 /// One process group as the trace records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +22,10 @@ pub struct GroupInfo {
 pub struct TraceContext {
     /// Global rank.
     pub rank: u32,
+    /// True when the trace states no rank (no `distributedInfo.rank`, no
+    /// `rank<N>` in its file name) and [`Self::rank`] is the 0 taken for
+    /// it: alone it is predicted, but it has no place among a job's ranks.
+    pub rank_unstated: bool,
     /// World size, if recorded.
     pub world_size: Option<u32>,
     /// Process groups this rank belongs to.
@@ -46,6 +50,7 @@ impl Default for TraceContext {
     fn default() -> Self {
         TraceContext {
             rank: 0,
+            rank_unstated: false,
             world_size: None,
             groups: Vec::new(),
             gpus_per_node: 8,
@@ -70,6 +75,7 @@ impl TraceContext {
     pub fn from_meta(meta: &TraceMeta, measured: &Measured) -> TraceContext {
         TraceContext {
             rank: meta.rank,
+            rank_unstated: meta.rank_source == RankSource::Default,
             world_size: meta.world_size,
             groups: meta
                 .process_groups
