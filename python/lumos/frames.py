@@ -301,7 +301,7 @@ ANALYSIS_COLUMNS: Dict[str, Dict[str, str]] = {
         "mean_us": "mean duration, us",
         "bytes": "their summed sizes, bytes (None when none is recorded)",
         "algbw_gbps": "algorithm bandwidth, GB/s",
-        "bus_factor": "nccl-tests' bus factor for the kind and group size (2(n-1)/n for all-reduce)",
+        "bus_factor": "nccl-tests' bus factor for the kind and group size (2(n-1)/n for all-reduce; NaN for a group of one)",
         "busbw_gbps": "bus bandwidth, GB/s",
     },
     "step_critical_paths": {

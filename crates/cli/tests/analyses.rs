@@ -568,3 +568,65 @@ fn one_whole_window_holds_every_step_in_replay_and_predict() {
         "{text}"
     );
 }
+
+/// A collective over a group of one rank (a DDP run on one GPU still calls
+/// its all-reduce) moves nothing across links: its bus bandwidth is not
+/// applicable, `-` in text and null in JSON, and nothing of its row is NaN
+/// or infinite. Before, it read busbw 0.00 (bus factor 2(n-1)/n = 0). The
+/// corpus has no such group: its DDP rank of two is made one of one.
+#[test]
+fn a_group_of_one_has_no_bus_bandwidth() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let gz =
+        std::fs::read(corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz")).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    let alone = [
+        ("\"Group size\": 2", "\"Group size\": 1"),
+        (
+            "\"Process Group Ranks\": \"[0, 1]\"",
+            "\"Process Group Ranks\": \"[0]\"",
+        ),
+        ("\"pg_size\": 2", "\"pg_size\": 1"),
+        ("\"ranks\": [0, 1]", "\"ranks\": [0]"),
+        ("\"world_size\": 2", "\"world_size\": 1"),
+    ];
+    for (two, one) in alone {
+        assert!(text.contains(two), "{two}");
+        text = text.replace(two, one);
+    }
+    let dir = TempDir::new("cli-group-of-one");
+    let file = dir.join("rank0.json");
+    std::fs::write(&file, text).unwrap();
+    let v = lumos_json(&["replay"], std::slice::from_ref(&file));
+    let rows = v["traces"][0]["analysis"]["measured"]["collectives"]
+        .as_array()
+        .unwrap();
+    let all_reduce = (rows.iter())
+        .find(|r| r["collective"] == "all_reduce")
+        .unwrap();
+    assert_eq!(all_reduce["group_size"], 1);
+    assert!(all_reduce["algbw_gbps"].as_f64().unwrap() > 0.0);
+    for r in rows.iter().filter(|r| r["group_size"] == 1) {
+        assert!(r["bus_factor"].is_null(), "{r}");
+        assert!(r["busbw_gbps"].is_null(), "{r}");
+    }
+    // No NaN or infinity anywhere: serde_json writes them as null, so every
+    // number left must be finite, and every null one the rows document.
+    for r in rows {
+        for (k, x) in r.as_object().unwrap() {
+            if let Some(f) = x.as_f64() {
+                assert!(f.is_finite(), "{k}: {f}");
+            }
+        }
+    }
+    let out = run_ok(lumos().arg("replay").arg(&file));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = (text.lines())
+        .find(|l| l.trim_start().starts_with("all_reduce"))
+        .unwrap_or_else(|| panic!("no all_reduce row in\n{text}"));
+    assert!(row.trim_end().ends_with(" -"), "{row}");
+    assert!(!row.contains("0.00 "), "{row}");
+}

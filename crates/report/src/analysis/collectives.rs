@@ -50,9 +50,11 @@ pub struct CollectiveRow {
     pub algbw_gbps: Option<f64>,
     /// nccl-tests' bus factor for the type and group size (2(n-1)/n for
     /// all-reduce; (n-1)/n for all-gather, reduce-scatter and all-to-all;
-    /// 1 for broadcast, reduce and send/receive).
+    /// 1 for broadcast, reduce and send/receive); none for a group of one,
+    /// whose collectives move nothing across links ([`bus_factor`]).
     pub bus_factor: Option<f64>,
-    /// `algbw_gbps * bus_factor`, GB/s.
+    /// `algbw_gbps * bus_factor`, GB/s; none without a bus factor (a group
+    /// of one, or of unknown size).
     pub busbw_gbps: Option<f64>,
 }
 
@@ -100,16 +102,24 @@ pub fn collective_type(name: &str) -> String {
     t.to_owned()
 }
 
-/// nccl-tests' bus factor of a collective type over `n` ranks.
+/// nccl-tests' bus factor of a collective type over `n` ranks; none for a
+/// group of one (or none): such a collective moves nothing across links,
+/// so it has no bus bandwidth (the formulas would give 0, or 1 for a
+/// broadcast that sends nothing).
 ///
 /// ```
 /// assert_eq!(lumos_report::bus_factor("all_reduce", 8), Some(1.75));
 /// assert_eq!(lumos_report::bus_factor("all_gather", 4), Some(0.75));
 /// assert_eq!(lumos_report::bus_factor("send_recv", 2), Some(1.0));
 /// assert_eq!(lumos_report::bus_factor("barrier", 2), None);
+/// assert_eq!(lumos_report::bus_factor("all_reduce", 1), None);
+/// assert_eq!(lumos_report::bus_factor("broadcast", 1), None);
 /// ```
 pub fn bus_factor(collective: &str, n: u32) -> Option<f64> {
-    let n = f64::from(n.max(1));
+    if n < 2 {
+        return None;
+    }
+    let n = f64::from(n);
     Some(match collective {
         "all_reduce" => 2.0 * (n - 1.0) / n,
         "all_gather" | "reduce_scatter" | "all_to_all" => (n - 1.0) / n,
