@@ -280,6 +280,47 @@ fn two_files_claiming_one_rank_is_an_error_naming_both() {
     }
 }
 
+/// Two copies of one rank's trace alone share no collective (a collective
+/// pairs distinct ranks), but that is not why they are not one job: both
+/// claim the rank. `inspect` and `replay` take them one by one and say so,
+/// naming both files; `--job` is not offered, as it refuses them. Before,
+/// the note read "2 traces record world size 8 but share no collective
+/// (--job replays them as one job)".
+#[test]
+fn two_copies_of_one_rank_are_said_to_claim_it() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let dir = temp_dir("copies");
+    let (a, b) = (dir.join("a.json.gz"), dir.join("b.json.gz"));
+    for copy in [&a, &b] {
+        std::fs::copy(rank_file(&dlrm, 3), copy).unwrap();
+    }
+    for cmd in ["inspect", "replay"] {
+        let out = run(&[cmd], &[dir.path()]);
+        assert_eq!(out.status.code(), Some(0), "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let said = format!(
+            "note: {} (distributedInfo) and {} (distributedInfo) both claim rank 3: replayed one \
+             by one",
+            a.display(),
+            b.display()
+        );
+        assert!(err.contains(&said), "{cmd}: {err}");
+        assert!(!err.contains("share no collective"), "{cmd}: {err}");
+        assert!(!err.contains("--job"), "{cmd}: {err}");
+    }
+    let page = dir.join("page.html");
+    let out = run(&["report", "-o", page.to_str().unwrap()], &[dir.path()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("both claim rank 3, so they are not one job"),
+        "{err}"
+    );
+    assert!(!err.contains("--job"), "{err}");
+}
+
 #[test]
 fn a_shifted_clock_is_found_and_undone() {
     let Some(dlrm) = dlrm() else {

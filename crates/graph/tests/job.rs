@@ -702,6 +702,17 @@ fn files_are_one_job_only_when_they_share_a_collective() {
         member(3, Some(4), &[1, 2, 3], 0),
     ];
     assert_eq!(detect_job(&stray), Detected::Job);
+    // Two copies of one rank share no collective either, but the reason
+    // is the rank both claim: said so, naming both files.
+    let copies = vec![
+        member(0, Some(4), &[1, 2, 3], 0),
+        member(0, Some(4), &[1, 2, 3], 0),
+    ];
+    let d = detect_job(&copies);
+    assert!(matches!(d, Detected::SameRank { rank: 0, .. }), "{d:?}");
+    let note = d.note().unwrap();
+    assert!(note.contains("both claim rank 0"), "{note}");
+    assert!(!note.contains("share no collective"), "{note}");
     // No world size, or one file: apart, quietly.
     assert_eq!(detect_job(&[member(0, Some(4), &[1], 0)]), Detected::Apart);
     let none = vec![member(0, None, &[1], 0), member(1, None, &[1], 0)];

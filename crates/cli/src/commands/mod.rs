@@ -14,6 +14,7 @@ pub mod synth;
 pub mod transfer;
 
 use anyhow::Result;
+use lumos_graph::Detected;
 use lumos_store::{JobChoice, Prepared, Sorted};
 
 use crate::output;
@@ -41,8 +42,13 @@ impl JobMode {
     pub fn sort(&self, prepared: Vec<Result<Prepared>>) -> Sorted<anyhow::Error> {
         let sorted = self.sort_unsaid(prepared);
         if let Sorted::Apart(_, d) = &sorted {
-            if let Some(note) = d.note() {
-                output::note(format_args!("{note} (--job replays them as one job)"));
+            match (d.note(), d) {
+                // `--job` refuses files that claim one rank.
+                (Some(note), Detected::SameRank { .. }) => output::note(note),
+                (Some(note), _) => {
+                    output::note(format_args!("{note} (--job replays them as one job)"));
+                }
+                (None, _) => {}
             }
         }
         sorted

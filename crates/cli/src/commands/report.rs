@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use lumos_graph::assemble;
+use lumos_graph::{assemble, Detected};
 use lumos_predict::{Candidates, Input};
 use lumos_report::HtmlReport;
 use lumos_sim::SimOptions;
@@ -125,7 +125,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> Result<bool> {
                 Sorted::Apart(read, d) => {
                     return Err(no_page(
                         read.into_iter().filter_map(Result::ok).collect(),
-                        d.reason(),
+                        &d,
                     ))
                 }
             }
@@ -206,11 +206,13 @@ fn read_every(files: &[PathBuf], guard: &MemoryGuard) -> Result<Vec<Prepared>> {
 /// or the ranks of one job, and `-o` names one file (`lumos replay` takes
 /// such inputs one by one, each its own report; a page of several
 /// unrelated traces would have no one timeline, step table or verdict to
-/// show). `reason` is job detection's where the inputs looked like a job
-/// ([`lumos_graph::Detected::reason`]). An `.lgraph` file alone keeps no
+/// show). `detected` is job detection's verdict, whose reason is given
+/// where the inputs looked like a job ([`Detected::reason`]); `--job` is
+/// offered unless two claim one rank (it refuses them). An `.lgraph` file
+/// alone keeps no
 /// timeline to replay. A single trace file never comes here: [`file_page`]
 /// reads and replays it.
-fn no_page(read: Vec<Prepared>, reason: Option<String>) -> anyhow::Error {
+fn no_page(read: Vec<Prepared>, detected: &Detected) -> anyhow::Error {
     debug_assert!(
         !matches!(&read[..], [Prepared::Built(_)]),
         "a single trace file is replayed by file_page"
@@ -221,14 +223,19 @@ fn no_page(read: Vec<Prepared>, reason: Option<String>) -> anyhow::Error {
              replay alone (it serves jobs, with --job)",
         ),
         _ => {
-            let why = match reason {
-                Some(r) => format!("these {r}, so they are not one job"),
-                None => format!("these {} traces are not one job", read.len()),
+            let why = match (detected.reason(), detected) {
+                (Some(r), Detected::SameRank { .. }) => format!("{r}, so they are not one job"),
+                (Some(r), _) => format!("these {r}, so they are not one job"),
+                (None, _) => format!("these {} traces are not one job", read.len()),
+            };
+            let job = match detected {
+                Detected::SameRank { .. } => "",
+                _ => ", or take them as one job with --job",
             };
             usage(format!(
                 "lumos report makes one page, of one trace or of the ranks of one job; {why}: \
-                 make a page of each (`lumos report TRACE -o PAGE`), or take them as one job \
-                 with --job (`lumos replay` replays them one by one)"
+                 make a page of each (`lumos report TRACE -o PAGE`){job} (`lumos replay` \
+                 replays them one by one)"
             ))
         }
     }

@@ -12,14 +12,17 @@
 //!    receive). Two unrelated traces that both record world size 8 (rank 3
 //!    of one run, rank 0 of another) share none: they are
 //!    [`Detected::Unrelated`], and the front end replays them one by one
-//!    with [`Detected::note`] as the one line saying why.
+//!    with [`Detected::note`] as the one line saying why; where two of
+//!    them claim one rank (copies of one rank's trace), that is the
+//!    reason given ([`Detected::SameRank`]).
 //!
 //! A user's `--job` (`job=True` in Python) skips both; `--per-trace` skips
 //! both the other way.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use lumos_trace::TraceMeta;
+use lumos_trace::{RankSource, TraceMeta};
 
 use super::assemble::RankInput;
 use super::belong::foreign_ranks;
@@ -27,7 +30,7 @@ use super::matching::match_refs;
 use super::RankGraph;
 
 /// What [`detect_job`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Detected {
     /// The ranks of one job: one world size and a collective shared.
     Job,
@@ -44,6 +47,16 @@ pub enum Detected {
         recording: usize,
         /// The world size most of them record.
         world_size: u32,
+    },
+    /// Inputs that looked like a job, share no collective, and two of
+    /// which claim one rank (two copies of one rank's trace, or one rank
+    /// of two runs): that, not the collectives, is why they are not one
+    /// job, and a joint replay refuses them for it.
+    SameRank {
+        /// The rank both claim.
+        rank: u32,
+        /// The two files and how each found its rank, in path order.
+        files: [(PathBuf, RankSource); 2],
     },
 }
 
@@ -66,13 +79,23 @@ impl Detected {
     /// something else with them than [`Detected::note`] says (`lumos
     /// report` refuses them); `None` where they did not look like one.
     pub fn reason(&self) -> Option<String> {
-        let Detected::Unrelated {
-            files,
-            recording,
-            world_size,
-        } = *self
-        else {
-            return None;
+        let (files, recording, world_size) = match self {
+            Detected::Unrelated {
+                files,
+                recording,
+                world_size,
+            } => (*files, *recording, *world_size),
+            Detected::SameRank { rank, files } => {
+                let [(a, sa), (b, sb)] = files;
+                return Some(format!(
+                    "{} ({}) and {} ({}) both claim rank {rank}",
+                    a.display(),
+                    sa.as_str(),
+                    b.display(),
+                    sb.as_str()
+                ));
+            }
+            Detected::Job | Detected::Apart => return None,
         };
         Some(if recording == files {
             format!("{files} traces record world size {world_size} but share no collective")
@@ -125,13 +148,26 @@ pub fn detect_job(inputs: &[RankInput]) -> Detected {
     };
     let graphs: Vec<&RankGraph> = inputs.iter().map(|i| &i.graph).collect();
     if shares_collective(&graphs) {
-        Detected::Job
-    } else {
-        Detected::Unrelated {
-            files,
-            recording,
-            world_size,
-        }
+        return Detected::Job;
+    }
+    // Copies of one rank share no collective with each other (a collective
+    // pairs distinct ranks): the rank they both claim is what to say.
+    let mut by_rank: Vec<&RankInput> = inputs.iter().collect();
+    by_rank.sort_by(|a, b| (a.meta.rank, a.meta.file()).cmp(&(b.meta.rank, b.meta.file())));
+    if let Some(w) = by_rank
+        .windows(2)
+        .find(|w| w[0].meta.rank == w[1].meta.rank)
+    {
+        let file = |i: &RankInput| (i.meta.file().to_owned(), i.meta.rank_source);
+        return Detected::SameRank {
+            rank: w[0].meta.rank,
+            files: [file(w[0]), file(w[1])],
+        };
+    }
+    Detected::Unrelated {
+        files,
+        recording,
+        world_size,
     }
 }
 
