@@ -82,13 +82,23 @@ fn two_unrelated_rank0_files_are_replayed_one_by_one() {
     let Some(c) = lumos_testkit::corpus() else {
         return;
     };
-    // Both rank 0 of world size 8, from two runs: not a rank claimed
-    // twice, two traces.
+    // Both rank 0 of world size 8, from two runs: not an error, two
+    // traces, replayed one by one. The note says that both claim rank 0
+    // (which `--job` refuses, so it is not offered), not only that they
+    // share no collective.
     let a = c.path("single-rank/mi300x-resnet-ddp-rank0of8.json.gz");
     let b = c.path("single-rank/b200-vllm-tp8-rank0.json.gz");
     let out = run(&["replay", "--json"], &[&a, &b]);
     assert!(json_of(&out).get("job").is_none());
-    assert_eq!(stderr(&out), NOTE);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "note: {} (distributedInfo) and {} (distributedInfo) both claim rank 0 (copies of \
+             one rank's trace, or ranks of two runs): replayed one by one\n",
+            b.display(),
+            a.display()
+        )
+    );
 }
 
 #[test]

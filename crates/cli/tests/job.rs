@@ -301,8 +301,8 @@ fn two_copies_of_one_rank_are_said_to_claim_it() {
         assert_eq!(out.status.code(), Some(0), "{cmd}");
         let err = String::from_utf8_lossy(&out.stderr);
         let said = format!(
-            "note: {} (distributedInfo) and {} (distributedInfo) both claim rank 3: replayed one \
-             by one",
+            "note: {} (distributedInfo) and {} (distributedInfo) both claim rank 3 (copies of \
+             one rank's trace, or ranks of two runs): replayed one by one",
             a.display(),
             b.display()
         );
@@ -315,7 +315,7 @@ fn two_copies_of_one_rank_are_said_to_claim_it() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("both claim rank 3, so they are not one job"),
+        err.contains("or ranks of two runs), so they are not one job"),
         "{err}"
     );
     assert!(!err.contains("--job"), "{err}");

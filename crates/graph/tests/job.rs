@@ -711,7 +711,7 @@ fn files_are_one_job_only_when_they_share_a_collective() {
     let d = detect_job(&copies);
     assert!(matches!(d, Detected::SameRank { rank: 0, .. }), "{d:?}");
     let note = d.note().unwrap();
-    assert!(note.contains("both claim rank 0"), "{note}");
+    assert!(note.contains("both claim rank 0 (copies"), "{note}");
     assert!(!note.contains("share no collective"), "{note}");
     // No world size, or one file: apart, quietly.
     assert_eq!(detect_job(&[member(0, Some(4), &[1], 0)]), Detected::Apart);

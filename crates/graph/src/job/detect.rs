@@ -88,7 +88,8 @@ impl Detected {
             Detected::SameRank { rank, files } => {
                 let [(a, sa), (b, sb)] = files;
                 return Some(format!(
-                    "{} ({}) and {} ({}) both claim rank {rank}",
+                    "{} ({}) and {} ({}) both claim rank {rank} (copies of one rank's trace, \
+                     or ranks of two runs)",
                     a.display(),
                     sa.as_str(),
                     b.display(),
