@@ -1323,6 +1323,67 @@ fn ranks_naming_their_steps_differently_are_named() {
     assert!(!warnings(&v).iter().any(|w| w.contains("name their steps")));
 }
 
+/// `--representatives` replays a member as its representative, pairing
+/// their steps by position: a member whose steps are named otherwise (or
+/// that recorded none) is named in a warning, as `--job` names a rank
+/// whose names differ from rank 0's. Before, it was not compared: DLRM's
+/// rank 3 renamed to another iteration replayed without a word.
+#[test]
+fn members_naming_their_steps_differently_from_their_representative_are_named() {
+    let Some(dlrm) = dlrm() else {
+        return;
+    };
+    let steps_named = |to: Option<&'static str>| {
+        move |doc: &mut Value| {
+            let events = doc["traceEvents"].as_array_mut().unwrap();
+            let step =
+                |e: &Value| (e["name"].as_str()).is_some_and(|n| n.starts_with("ProfilerStep#"));
+            match to {
+                Some(to) => events
+                    .iter_mut()
+                    .filter(|e| step(e))
+                    .for_each(|e| e["name"] = Value::from(to)),
+                None => events.retain(|e| !step(e)),
+            }
+        }
+    };
+    let warned = |dir: &Path| {
+        let v = replay(&["--representatives"], dir);
+        (warnings(&v), v["representatives"]["replayed_ranks"].clone())
+    };
+    let dir = dlrm_edited(
+        &dlrm,
+        "rep-step-renamed",
+        3,
+        steps_named(Some("ProfilerStep#11")),
+    );
+    let (w, replayed) = warned(dir.path());
+    // One program: rank 3 is a member of rank 0's group.
+    assert_eq!(replayed, 1);
+    assert!(
+        w.iter().any(|w| w.starts_with(
+            "1 member rank(s) name their steps differently from their representatives: rank 3 ("
+        ) && w.contains(
+            "rank3.json) calls its step 0 \"ProfilerStep#11\" where its representative, rank \
+             0, calls it \"ProfilerStep#10\""
+        )),
+        "{w:?}"
+    );
+    // A rank without steps runs a program of its own (it represents its
+    // own group): the representatives' warning names it, as --job's does.
+    let dir = dlrm_edited(&dlrm, "rep-step-less", 3, steps_named(None));
+    let (w, replayed) = warned(dir.path());
+    assert_eq!(replayed, 2);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("rank3.json) recorded no steps where rank 0 recorded 1")),
+        "{w:?}"
+    );
+    // The corpus job names its steps alike: no such warning.
+    let (w, _) = warned(&dlrm);
+    assert!(!w.iter().any(|w| w.contains("name their steps")), "{w:?}");
+}
+
 /// A rank whose recording stops part-way through the step (its events
 /// after its fifth collective lost) matches none of its peers' collectives
 /// by order: it is left out, and the warning says it may be cut short

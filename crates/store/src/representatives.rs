@@ -135,6 +135,9 @@ struct Gathered {
     /// The inputs that claim each rank: their places in the files given,
     /// and whether the rank was only a default (none recorded).
     claimed: BTreeMap<u32, Vec<(usize, bool)>>,
+    /// Each trace's step names, by rank, with its file
+    /// ([`step_names_warning`]); an `.lgraph` file's summary holds none.
+    step_names: BTreeMap<u32, (PathBuf, Vec<String>)>,
     traces_built: usize,
 }
 
@@ -222,11 +225,12 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
             Kept::File(f) => read_rank(&f).map(|i| (i, true)).map_err(InputError::Store),
         })
         .collect();
-    let first = assembled(&g, groups, reps, errors, &mut graphs_loaded);
+    let mut first = assembled(&g, groups, reps, errors, &mut graphs_loaded);
     let avoid: BTreeSet<u32> = first.job.as_ref().map_or(BTreeSet::new(), |j| {
         j.far_representatives.iter().copied().collect()
     });
     if avoid.is_empty() {
+        warn_of_step_names(&mut first, &g.step_names);
         return first;
     }
     // Again, with those ranks apart: the graphs at hand are the first
@@ -264,7 +268,75 @@ pub fn load_representatives(files: &[PathBuf], done: &(dyn Fn() + Sync)) -> Repr
             }
         })
         .collect();
-    assembled(&g, groups, reps, errors, &mut graphs_loaded)
+    let mut again = assembled(&g, groups, reps, errors, &mut graphs_loaded);
+    warn_of_step_names(&mut again, &g.step_names);
+    again
+}
+
+/// Adds [`step_names_warning`] of `r`'s groups to its job's warnings.
+fn warn_of_step_names(r: &mut Representatives, names: &BTreeMap<u32, (PathBuf, Vec<String>)>) {
+    if let Ok(job) = &mut r.job {
+        job.warnings.extend(step_names_warning(&r.groups, names));
+    }
+}
+
+/// A warning naming the members whose steps are named otherwise than
+/// their representative's (`ProfilerStep#11` against `ProfilerStep#10`:
+/// another iteration), or that recorded steps where it recorded none or
+/// the other way round, as a job's warning names ranks whose steps differ
+/// from the first rank's: a member's steps are paired with its
+/// representative's by position (the job's measured steps, named as the
+/// representative's), which is only right where both recorded the same
+/// iterations. `names` are the traces' (by rank, with the file); a member
+/// or representative read from an `.lgraph` file is not compared, its
+/// summary holding no step names.
+fn step_names_warning(
+    groups: &[ProgramGroup],
+    names: &BTreeMap<u32, (PathBuf, Vec<String>)>,
+) -> Option<String> {
+    let mut odd: Vec<String> = Vec::new();
+    for g in groups {
+        let rep = g.representative();
+        let Some((_, theirs)) = names.get(&rep) else {
+            continue;
+        };
+        for &m in &g.ranks[1..] {
+            let Some((path, own)) = names.get(&m) else {
+                continue;
+            };
+            let at = own.iter().zip(theirs).position(|(a, b)| a != b);
+            let what = match (at, own.is_empty(), theirs.is_empty()) {
+                (Some(k), _, _) => format!(
+                    "rank {m} ({}) calls its step {k} {:?} where its representative, rank \
+                     {rep}, calls it {:?}",
+                    path.display(),
+                    own[k],
+                    theirs[k]
+                ),
+                (None, true, false) => format!(
+                    "rank {m} ({}) recorded no steps where its representative, rank {rep}, \
+                     recorded {}",
+                    path.display(),
+                    theirs.len()
+                ),
+                (None, false, true) => format!(
+                    "rank {m} ({}) recorded {} steps where its representative, rank {rep}, \
+                     recorded none",
+                    path.display(),
+                    own.len()
+                ),
+                _ => continue,
+            };
+            odd.push(what);
+        }
+    }
+    let first = odd.first()?;
+    Some(format!(
+        "{} member rank(s) name their steps differently from their representatives: {first}; a \
+         member's steps are paired with its representative's by position, right only if both \
+         recorded the same iterations",
+        odd.len()
+    ))
 }
 
 /// The job of `reps` (each with whether its graph was read now, counted in
@@ -363,6 +435,11 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
         };
         g.added
             .push((p.rank, p.signature, p.steps_ns.clone(), facts));
+        let names = (input.graph.graph.steps.iter())
+            .map(|s| s.name.clone())
+            .collect();
+        g.step_names
+            .insert(p.rank, (input.meta.file().to_owned(), names));
         g.inputs_by_rank.insert(p.rank, f.to_owned());
         g.offer(p.rank, p.signature, Kept::Input(Box::new(input)));
         g.programs.insert(p.rank, p);
