@@ -779,6 +779,63 @@ fn assert_refused(args: &[&str], paths: &[PathBuf], want: &str) {
     assert!(err.contains(want), "{args:?}: wanted {want:?} in {err}");
 }
 
+/// A `--network` whose target holds no communication is refused as on a
+/// trace without any (fea3c3a), whatever `--pp` does: from a trace without
+/// communication a pipeline cannot be built (refused for that), and an
+/// edit that removes every collective and send (`--pp 1` of a pipeline,
+/// `--dp 1` of data parallelism alone) leaves the network nothing to time.
+/// Before, those two were predicted, the network changing nothing (the
+/// same step times with a100 and h200), without a word.
+#[test]
+fn a_network_with_no_communication_left_is_refused_whatever_the_pipeline() {
+    let dir = temp_dir("network-left");
+    let synth = |name: &str, degrees: &[&str]| -> Vec<PathBuf> {
+        let out = dir.join(name);
+        run_ok(
+            lumos()
+                .args(["synth", "--model", "gpt-tiny"])
+                .args(degrees)
+                .arg("--out")
+                .arg(&out),
+        );
+        vec![out]
+    };
+    let single = synth("single", &[]);
+    for pp in ["1", "2"] {
+        let out = lumos()
+            .args(["predict", "--network", "h100", "--pp", pp])
+            .args(&single)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--pp {pp}: {err}");
+        assert!(out.stdout.is_empty(), "--pp {pp}: printed a result");
+    }
+    assert_refused(
+        &["--network", "h100", "--pp", "1"],
+        &single,
+        "no collective or send found in",
+    );
+    for (name, degrees, edit, left) in [
+        ("pp2", ["--pp", "2"], ["--pp", "1"], "tp 1 dp 1 pp 1"),
+        ("dp2", ["--dp", "2"], ["--dp", "1"], "tp 1 dp 1 pp 1"),
+    ] {
+        let job = synth(name, &degrees);
+        assert_refused(
+            &[&edit[..], &["--network", "h200"]].concat(),
+            &job,
+            &format!(
+                ".json.gz is left at {left}: a target network times communication only, so \
+                 it has nothing to re-time"
+            ),
+        );
+        // The edit alone, and the network with the communication kept,
+        // are predicted.
+        run_ok(lumos().arg("predict").args(edit).args(&job));
+        run_ok(lumos().args(["predict", "--network", "h200"]).args(&job));
+    }
+}
+
 /// Configurations that cannot exist, on a synthesized GPT tiny (16 heads,
 /// hidden 1024, FFN 4096) at TP2 x PP2 x DP2: refused with the reason.
 #[test]

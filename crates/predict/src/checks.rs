@@ -144,15 +144,28 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
     {
         return Err(selects_no_gpu_task(k, &base.input_names()));
     }
-    // A network times communication only: on traces with none, and no
-    // pipeline stage added (whose sends it would time), it would change
-    // nothing, without a word (as a speed-up that selects nothing).
-    if t.network.is_some() && c.pp == b.pp && base.structures.iter().all(|s| s.comms.is_empty()) {
-        return Err(PredictError::Unsupported(format!(
-            "no collective or send found in {}: a target network times communication only, so \
-             it has nothing to re-time",
-            base.input_names()
-        )));
+    // A network times communication only: where the target holds none (the
+    // traces have none, or the edits remove all they have) and adds no
+    // pipeline stage (whose sends it would time), it would change nothing,
+    // without a word (as a speed-up that selects nothing).
+    if t.network.is_some() && !(c.pp != b.pp && c.pp > 1) && !target_communicates(base, c) {
+        let traced = base.structures.iter().all(|s| s.comms.is_empty());
+        return Err(PredictError::Unsupported(if traced {
+            format!(
+                "no collective or send found in {}: a target network times communication \
+                 only, so it has nothing to re-time",
+                base.input_names()
+            )
+        } else {
+            format!(
+                "no collective or send of {} is left at tp {} dp {} pp {}: a target network \
+                 times communication only, so it has nothing to re-time",
+                base.input_names(),
+                c.tp,
+                c.dp,
+                c.pp
+            )
+        }));
     }
     let notes = check_shapes(base, c)?;
     check_micro_batch(base, c)?;
@@ -316,6 +329,28 @@ fn degree_unknown(base: &Baseline, class: GroupClass) -> bool {
 }
 
 /// Whether any traced input has a collective of `class`.
+/// Whether a traced collective or send is left in the target `c`: a
+/// group's communication is gone where the edits bring its degree to 1
+/// (`--dp 1` removes the gradient reductions, `--pp 1` the sends and the
+/// model-parallel group's, as their groups then hold one rank); a degree
+/// left as traced keeps its group's, whatever its size, and a group of
+/// another role is kept.
+fn target_communicates(base: &Baseline, c: &Config) -> bool {
+    let b = &base.config;
+    let left = |degree: u64, traced: u64| degree > 1 || degree == traced;
+    let (tp, dp, pp) = (u64::from(c.tp), u64::from(c.dp), u64::from(c.pp));
+    let (btp, bdp, bpp) = (u64::from(b.tp), u64::from(b.dp), u64::from(b.pp));
+    (base.structures.iter())
+        .flat_map(|s| &s.comms)
+        .any(|x| match x.class {
+            GroupClass::Data => left(dp, bdp),
+            GroupClass::Tensor => left(tp, btp),
+            GroupClass::Pipeline => left(pp, bpp),
+            GroupClass::ModelParallel => left(tp * pp, btp * bpp),
+            GroupClass::Other => true,
+        })
+}
+
 fn has_class(base: &Baseline, class: GroupClass) -> bool {
     base.structures
         .iter()
