@@ -1853,6 +1853,15 @@ fn micro_batch_size_edit_and_its_refusal() {
         let (p, r) = (&s["predicted_ms"], &s["replayed_ms"]);
         assert!(p.as_f64().unwrap() < r.as_f64().unwrap(), "{s}");
     }
+    // The text's configurations end with the size, as the library's
+    // `Config` text does (`Config::extras`, one formatting for both).
+    let out = run_ok(lumos().args(["predict", "--micro-batch", "8"]).arg(&qwen));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for (line, size) in [("  traced: ", 16), ("  target: ", 8)] {
+        let l = (text.lines().find(|l| l.starts_with(line)))
+            .unwrap_or_else(|| panic!("no {line:?} in {text}"));
+        assert!(l.ends_with(&format!(", micro-batch size {size}")), "{l}");
+    }
     let resnet = corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz");
     let out = lumos()
         .args(["predict", "--micro-batch", "2"])

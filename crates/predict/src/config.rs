@@ -40,24 +40,60 @@ impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "tp{} pp{} dp{}, {} micro-batches, {} layers, hidden {}, ffn {}",
-            self.tp, self.pp, self.dp, self.microbatches, self.layers, self.hidden, self.ffn
-        )?;
-        if self.virtual_stages > 1 {
-            write!(
-                f,
-                ", {} virtual stages (interleaved 1F1B)",
-                self.virtual_stages
-            )?;
-        }
-        if self.micro_batch > 0 {
-            write!(f, ", micro-batch size {}", self.micro_batch)?;
-        }
-        Ok(())
+            "tp{} pp{} dp{}, {} micro-batches, {} layers, hidden {}, ffn {}{}",
+            self.tp,
+            self.pp,
+            self.dp,
+            self.microbatches,
+            self.layers,
+            self.hidden,
+            self.ffn,
+            self.extras()
+        )
     }
 }
 
 impl Config {
+    /// The parts of the configuration's text shown only where they apply,
+    /// each after `, `: the interleaved schedule's virtual stages (more
+    /// than one) and the micro-batch size (where known); empty for
+    /// neither. Its [`Display`](fmt::Display) ends with them, and so does
+    /// every front end's own text of a configuration, so that they read
+    /// alike.
+    ///
+    /// ```
+    /// let mut c = lumos_predict::Config {
+    ///     tp: 1,
+    ///     dp: 1,
+    ///     pp: 1,
+    ///     microbatches: 1,
+    ///     layers: 2,
+    ///     hidden: 64,
+    ///     ffn: 256,
+    ///     virtual_stages: 1,
+    ///     micro_batch: 0,
+    /// };
+    /// assert_eq!(c.extras(), "");
+    /// (c.virtual_stages, c.micro_batch) = (2, 4);
+    /// assert_eq!(
+    ///     c.extras(),
+    ///     ", 2 virtual stages (interleaved 1F1B), micro-batch size 4"
+    /// );
+    /// ```
+    pub fn extras(&self) -> String {
+        let mut s = String::new();
+        if self.virtual_stages > 1 {
+            s += &format!(
+                ", {} virtual stages (interleaved 1F1B)",
+                self.virtual_stages
+            );
+        }
+        if self.micro_batch > 0 {
+            s += &format!(", micro-batch size {}", self.micro_batch);
+        }
+        s
+    }
+
     /// Layers held by `stage` when `layers` are spread over `pp` stages as
     /// evenly as possible, earlier stages taking the remainder (Megatron's
     /// and the synthesizer's rule).

@@ -473,11 +473,13 @@ fn retime_from(
 }
 
 /// A configuration as the text shows it: sizes the traces do not tell
-/// (held as 0) are [`output::UNKNOWN`], as in every other table.
+/// (held as 0) are [`output::UNKNOWN`], as in every other table; what
+/// follows the sizes is the configuration's own
+/// ([`lumos_predict::Config::extras`]).
 fn config_text(c: &lumos_report::Config) -> String {
     let known = |v: u64| output::or_unknown((v > 0).then_some(v));
     format!(
-        "tp{} pp{} dp{}, {}, {} layers, hidden {}, ffn {}{}{}",
+        "tp{} pp{} dp{}, {}, {} layers, hidden {}, ffn {}{}",
         c.tp,
         c.pp,
         c.dp,
@@ -485,16 +487,7 @@ fn config_text(c: &lumos_report::Config) -> String {
         known(u64::from(c.layers)),
         known(c.hidden),
         known(c.ffn),
-        if c.virtual_stages > 1 {
-            format!(", {} virtual stages (interleaved 1F1B)", c.virtual_stages)
-        } else {
-            String::new()
-        },
-        if c.micro_batch > 0 {
-            format!(", micro-batch size {}", c.micro_batch)
-        } else {
-            String::new()
-        }
+        lumos_predict::Config::from(*c).extras()
     )
 }
 
