@@ -561,7 +561,9 @@ fn param_count(s: &Structure, graph: &Graph, c: &Config) -> ParamCount {
 /// The elements of the weights that the GEMMs of `units` multiply by,
 /// each distinct shape once: a weight's forward product and its input
 /// gradient share its two sizes, and its weight gradient shows them beside
-/// the tokens (`[out, tokens] x [tokens, in]`).
+/// the tokens (`[out, tokens] x [tokens, in]`). An output layer is
+/// counted apart from the embedding table even where the two are one
+/// tied weight (GPT-2's, Megatron's default): the shapes cannot tell.
 fn outside_gemm_weights(s: &Structure, units: &[u32]) -> f64 {
     let tokens = s.config.tokens.unwrap_or(0);
     let mut shapes = rustc_hash::FxHashSet::default();
@@ -1035,7 +1037,9 @@ mod tests {
                 assert_eq!(pc.total(), pc.per_layer * 4.0 + pc.other);
             } else {
                 // No gradient reduction: the output layer's GEMM weight and
-                // the embedding table the forward pass looks up.
+                // the embedding table the forward pass looks up (tied in
+                // the synthesized job, which the shapes cannot tell: counted
+                // twice).
                 assert_eq!(pc.other, 2.0 * 51200.0 * 1024.0);
             }
         }

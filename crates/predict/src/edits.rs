@@ -813,7 +813,8 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
             "the rest from the traced gradient bytes"
         } else {
             "the rest from the traced gradient bytes, else from the GEMM weights and embedding \
-             tables outside layers"
+             tables outside layers, an output layer apart from the embedding (a tied one counts \
+             twice)"
         };
         out.push(format!(
             "optimizer and gradient-zeroing kernels scale with the stage's parameters (per layer \

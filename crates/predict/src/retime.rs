@@ -109,11 +109,12 @@ impl Dims {
 
     fn hidden_like(&self, v: u64) -> bool {
         let (h, t) = (self.hidden, self.tp);
-        h > 0 && (v == h || v * t == h || v * t == 3 * h || v == 3 * h)
+        let vt = v.saturating_mul(t);
+        h > 0 && (v == h || vt == h || vt == h.saturating_mul(3) || v == h.saturating_mul(3))
     }
 
     fn ffn_like(&self, v: u64) -> bool {
-        self.ffn > 0 && (v == self.ffn || v * self.tp == self.ffn)
+        self.ffn > 0 && (v == self.ffn || v.saturating_mul(self.tp) == self.ffn)
     }
 
     /// How a GEMM dimension changes: hidden-like dimensions with the hidden
@@ -530,6 +531,12 @@ impl<'a> Retimer<'a> {
         let place = s.role_of_task(tt);
         let mut sized_from_timing = false;
         let (mut dur, mut source) = match work {
+            WorkClass::Cpu
+                if runs_a_reduction(&inp.graph, tt)
+                    && self.reduction_left_to_last(s, tt, st.tag[i]) =>
+            {
+                (0.0, Source::Modelled)
+            }
             WorkClass::Cpu | WorkClass::Copy => (traced as f64, Source::Measured),
             WorkClass::Gemm(sh) => self.gemm_ns(traced, sh, self.r.tokens_in(place)),
             WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.r.tokens_in(place)),
@@ -555,6 +562,10 @@ impl<'a> Retimer<'a> {
             }
             WorkClass::Comm(ci)
                 if s.comms[ci as usize].class == GroupClass::Data
+                    && matches!(
+                        s.comms[ci as usize].kind,
+                        Some(CollectiveKind::AllReduce | CollectiveKind::ReduceScatter)
+                    )
                     && self.reduction_left_to_last(s, tt, st.tag[i]) =>
             {
                 (0.0, Source::Modelled)
@@ -677,9 +688,28 @@ impl<'a> Retimer<'a> {
         let other = d.iter().any(|&x| x > 1 && !weight_like(x as u64));
         let telling = |v: u64| !weight_like(v) || (other && !self.dims.hidden_like(v));
         let has = |v: u64| v > 0 && d.iter().any(|&x| x as u64 == v);
-        (telling(tokens) && has(tokens))
+        // Logits `[tokens, vocabulary]` put the tokens first, where the
+        // embedding table `[vocabulary, h]` puts the vocabulary.
+        let logits = matches!(*d, [t, v] if tokens > 0 && t as u64 == tokens && v > 1
+            && !weight_like(v as u64));
+        logits
+            || (telling(tokens) && has(tokens))
             || (tp > 1 && tokens % tp == 0 && telling(tokens / tp) && has(tokens / tp))
             || (has(b) && (has(seq) || (tp > 1 && seq % tp == 0 && has(seq / tp))))
+    }
+
+    /// Whether the innermost operator launching task `t` of input `src`
+    /// that records shapes is a reduction (a sum, mean, norm, ...).
+    fn reduces(&self, src: usize, t: TaskId) -> bool {
+        let g = &self.base.inputs[src].graph;
+        g.scope_chain(t)
+            .find(|s| g.scopes[s.0 as usize].input_dims.is_some())
+            .is_some_and(|s| {
+                let name = &g.names[g.scopes[s.0 as usize].name.0 as usize];
+                ["sum", "mean", "norm", "amax", "var", "std"]
+                    .iter()
+                    .any(|r| name.contains(r))
+            })
     }
 
     /// Whether a tensor of sizes `d` has the shape of a weight the traced
@@ -718,7 +748,14 @@ impl<'a> Retimer<'a> {
         let elements = |d: &[i64]| d.iter().fold(1u64, |p, &x| p.saturating_mul(x as u64));
         let largest = all().max_by_key(|d| elements(d))?;
         let (b, seq) = self.batch_and_seq;
-        if largest.iter().any(|&x| x as u64 == b.saturating_mul(seq)) && !self.layer_weight(largest)
+        let tokens = b.saturating_mul(seq);
+        // Where the tokens are unknown (no attention shape), or the tensor
+        // has a dimension as large as them, only a layer weight's shape
+        // (or a 1-D tensor) is taken for a weight; and never by a reduction
+        // (a bias gradient sums `[tokens, out]`, as large as the weight).
+        let ambiguous = tokens == 0 || largest.iter().any(|&x| x as u64 == tokens);
+        if ambiguous
+            && (!(self.layer_weight(largest) || largest.len() == 1) || self.reduces(src, t))
         {
             return None;
         }
@@ -730,7 +767,8 @@ impl<'a> Retimer<'a> {
             if self.dims.hidden_like(v) || self.dims.ffn_like(v) {
                 weight = true;
                 ratio *= self.dims.ratio(v, &self.r);
-                sharded |= tp > 1 && (v * tp == h || v * tp == 3 * h || v * tp == ffn);
+                let vt = v.saturating_mul(tp);
+                sharded |= tp > 1 && (vt == h || vt == h.saturating_mul(3) || vt == ffn);
             }
         }
         let layer = self.layer_weight(largest)
@@ -760,7 +798,8 @@ impl<'a> Retimer<'a> {
         let (b, seq) = self.batch_and_seq;
         let tokens = b.saturating_mul(seq);
         let tp = self.dims.tp.max(1);
-        let is_tokens = |v: u64| tokens > 0 && (v == tokens || (tp > 1 && v * tp == tokens));
+        let is_tokens =
+            |v: u64| tokens > 0 && (v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens));
         let (x, y) = if !is_tokens(sh.m) && is_tokens(sh.k) {
             (sh.m, sh.n)
         } else if !is_tokens(sh.m) && is_tokens(sh.n) {
@@ -972,6 +1011,22 @@ fn fills_a_bucket(g: &Graph, t: TaskId) -> bool {
         name.starts_with("torch::distributed::reducer::")
             || name.starts_with("torch.distributed.ddp.reducer::")
     })
+}
+
+/// Whether CPU task `t` is (or runs inside) DDP's reducer work or a
+/// collective's launch (`c10d::...`, `record_param_comms`, `nccl:...`):
+/// CPU work that a backward under `no_sync` does not do.
+fn runs_a_reduction(g: &Graph, t: TaskId) -> bool {
+    let is = |name: &str| {
+        name.starts_with("torch::distributed::reducer::")
+            || name.starts_with("torch.distributed.ddp.reducer::")
+            || name.starts_with("c10d::")
+            || name.starts_with("nccl:")
+            || name == "record_param_comms"
+    };
+    is(g.name(t))
+        || g.scope_chain(t)
+            .any(|sc| is(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
 }
 
 /// Whether task `t` is an `aten::add_` inside PyTorch's `AccumulateGrad`:
@@ -1266,6 +1321,7 @@ mod tests {
         };
         let floor = rt.floors[0];
         let long = 100 * floor.max(1);
+        let grown = |ratio: f64| ratio * long as f64;
         // Sequence parallel: element-wise work in a layer is h / tp.
         assert!(base.sequence_parallel);
         assert_eq!(
@@ -1277,7 +1333,7 @@ mod tests {
                 floor
             )
             .0,
-            2.0 * long as f64
+            grown(2.0)
         );
         // Activation functions scale with the FFN size (unchanged here,
         // but it follows the hidden size's edit in `with_hidden`).
@@ -1302,7 +1358,7 @@ mod tests {
                 floor
             )
             .0,
-            3.0 * long as f64
+            grown(3.0)
         );
         // A weight (a cast, a gradient's accumulation) grows with its
         // elements: hidden 1024 -> 2048 makes a [3h, h] weight 4x.
@@ -1316,7 +1372,7 @@ mod tests {
                 floor
             )
             .0,
-            4.0 * long as f64
+            grown(4.0)
         );
         // Outside layers, a layer's parameter comes once per layer: twice
         // the layers, twice the time.
@@ -1328,7 +1384,7 @@ mod tests {
         assert_eq!(
             rt.memory_ns(long, "copy_kernel", (post, weight(true)), (3.0, 2.0), floor)
                 .0,
-            8.0 * long as f64
+            grown(8.0)
         );
         assert_eq!(
             rt.memory_ns(
@@ -1339,7 +1395,7 @@ mod tests {
                 floor
             )
             .0,
-            4.0 * long as f64
+            grown(4.0)
         );
         // At the floor: left alone.
         assert_eq!(

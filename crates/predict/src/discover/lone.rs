@@ -10,7 +10,8 @@
 //! the pass's first layer but not the step's epilogue, PyTorch loops'
 //! `microbatch0` or DDP's forward) up to the first layer, the units are
 //! the pass's own; what comes before that unit (gradient zeroing, other
-//! step-level work) stays in the prologue. A rule of names and kinds, not
+//! step-level work) stays in the prologue, and so does everything up to a
+//! gradient zeroing (`zero_grad`) that comes after it. A rule of names and kinds, not
 //! of evidence, so predictions that copy such a pass say so and lose
 //! confidence.
 
@@ -31,9 +32,25 @@ pub(super) fn lone_pass_own(
     epilogue: &[u32],
 ) -> usize {
     let wrappers = pass_wrappers(g, units, first_layer, epilogue);
-    pre.iter()
+    let Some(first) = pre
+        .iter()
         .position(|&u| per_micro_batch(g, units, u, &wrappers))
-        .map_or(0, |i| pre.len() - i)
+    else {
+        return 0;
+    };
+    // Gradient zeroing is the step's, wherever it falls: a loop that
+    // loads its batch before `optimizer.zero_grad()` keeps the zeroing in
+    // the prologue (and the loading with it, the own work being the units
+    // right before the pass).
+    let after_zeroing = (pre.iter())
+        .rposition(|&u| {
+            units
+                .token(u as usize)
+                .to_ascii_lowercase()
+                .contains("zero_grad")
+        })
+        .map_or(0, |i| i + 1);
+    pre.len() - first.max(after_zeroing)
 }
 
 /// The user annotations that enclose unit `first_layer` but none of the

@@ -413,6 +413,22 @@ fn a_lone_forward_keeps_its_data_loading_and_embedding() {
     assert!(pre[0].contains("DataLoader"), "{pre:?}");
     assert!(pre.iter().any(|t| t == "aten::to"), "{pre:?}");
     assert!(pre.iter().any(|t| t == "aten::embedding"), "{pre:?}");
+    // Gradient zeroing after the batch's loading (`zero_grad()` in the
+    // loop's body) stays the step's, with everything before it.
+    let mut zeroing = trace.clone();
+    for text in zeroing.strings.iter_mut() {
+        if text == "aten::to" {
+            *text = "Optimizer.zero_grad#Adam.zero_grad".into();
+        }
+    }
+    let (.., s) = discovered(&zeroing);
+    let (prologue, pre) = prologue_and_first_pre(&s);
+    assert!(
+        (prologue.iter()).any(|t| t.contains("DataLoader")),
+        "{prologue:?}"
+    );
+    assert!(!pre.iter().any(|t| t.contains("zero_grad")), "{pre:?}");
+    assert!(pre.iter().any(|t| t == "aten::embedding"), "{pre:?}");
     // The same work under names and copies of no such kind.
     let mut plain = trace.clone();
     for text in plain.strings.iter_mut() {
