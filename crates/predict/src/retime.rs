@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use lumos_graph::{Graph, TaskId};
+use lumos_graph::{Graph, ScopeId, TaskId};
 use lumos_models::CollectiveKind;
 use lumos_trace::InputDims;
 
@@ -663,11 +663,25 @@ impl<'a> Retimer<'a> {
     }
 
     /// The recorded shapes of the innermost operator launching task `t`
-    /// of input `src` that records any.
+    /// of input `src` that records a tensor's ([`Retimer::shaped_scope`]).
     fn shapes_of(&self, src: usize, t: TaskId) -> Option<&InputDims> {
         let g = &self.base.inputs[src].graph;
-        g.scope_chain(t)
-            .find_map(|s| g.scopes[s.0 as usize].input_dims.as_ref())
+        self.shaped_scope(src, t)
+            .and_then(|s| g.scopes[s.0 as usize].input_dims.as_ref())
+    }
+
+    /// The innermost operator launching task `t` of input `src` that
+    /// records a tensor's shape: one that records only lists of tensors or
+    /// scalars (`aten::cat` of a split's gradients) tells no size, and its
+    /// caller's shapes (`SplitBackward0`'s gradients) are read instead.
+    fn shaped_scope(&self, src: usize, t: TaskId) -> Option<ScopeId> {
+        let g = &self.base.inputs[src].graph;
+        g.scope_chain(t).find(|s| {
+            g.scopes[s.0 as usize].input_dims.as_ref().is_some_and(|d| {
+                d.iter()
+                    .any(|i| matches!(i, lumos_trace::Input::Tensor(x) if !x.is_empty()))
+            })
+        })
     }
 
     /// Whether a tensor of sizes `d` has the micro-batch's tokens as a
@@ -702,14 +716,12 @@ impl<'a> Retimer<'a> {
     /// that records shapes is a reduction (a sum, mean, norm, ...).
     fn reduces(&self, src: usize, t: TaskId) -> bool {
         let g = &self.base.inputs[src].graph;
-        g.scope_chain(t)
-            .find(|s| g.scopes[s.0 as usize].input_dims.is_some())
-            .is_some_and(|s| {
-                let name = &g.names[g.scopes[s.0 as usize].name.0 as usize];
-                ["sum", "mean", "norm", "amax", "var", "std"]
-                    .iter()
-                    .any(|r| name.contains(r))
-            })
+        self.shaped_scope(src, t).is_some_and(|s| {
+            let name = &g.names[g.scopes[s.0 as usize].name.0 as usize];
+            ["sum", "mean", "norm", "amax", "var", "std"]
+                .iter()
+                .any(|r| name.contains(r))
+        })
     }
 
     /// Whether a tensor of sizes `d` has the shape of a weight the traced
