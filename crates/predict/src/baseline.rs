@@ -572,11 +572,7 @@ fn outside_gemm_weights(s: &Structure, units: &[u32]) -> f64 {
         .flat_map(|&u| s.units.units[u as usize].gpu().iter())
     {
         if let WorkClass::Gemm(sh) = s.work[t.idx()] {
-            let (x, y) = if sh.m != tokens && sh.k == tokens {
-                (sh.m, sh.n)
-            } else {
-                (sh.k, sh.n)
-            };
+            let (x, y) = sh.weight_dims(|v| tokens > 0 && v == tokens);
             shapes.insert((x.min(y), x.max(y)));
         }
     }

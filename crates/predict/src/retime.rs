@@ -255,6 +255,10 @@ struct Retimer<'a> {
     /// The two sizes (smaller first) of each weight a layer's GEMMs
     /// multiply by, in any traced stage's first forward layer.
     layer_weights: FxHashSet<(u64, u64)>,
+    /// Per input, per step: whether its first backward keeps its
+    /// gradients where a later one adds into them
+    /// ([`first_backward_steals`]), found once.
+    steals: Vec<Vec<bool>>,
 }
 
 /// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
@@ -430,6 +434,14 @@ impl<'a> Retimer<'a> {
                 })
                 .collect(),
             layer_weights: layer_weights(base),
+            steals: (base.structures.iter())
+                .map(|s| {
+                    s.steps
+                        .iter()
+                        .map(|st| first_backward_steals(s, st))
+                        .collect()
+                })
+                .collect(),
         }
     }
 
@@ -532,8 +544,8 @@ impl<'a> Retimer<'a> {
         let mut sized_from_timing = false;
         let (mut dur, mut source) = match work {
             WorkClass::Cpu
-                if runs_a_reduction(&inp.graph, tt)
-                    && self.reduction_left_to_last(s, tt, st.tag[i]) =>
+                if self.reduction_left_to_last(src as usize, tt, st.tag[i])
+                    && runs_a_reduction(&inp.graph, tt) =>
             {
                 (0.0, Source::Modelled)
             }
@@ -541,12 +553,12 @@ impl<'a> Retimer<'a> {
             WorkClass::Gemm(sh) => self.gemm_ns(traced, sh, self.r.tokens_in(place)),
             WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.r.tokens_in(place)),
             WorkClass::Memory
-                if (scales_a_reduction(s, tt) || fills_a_bucket(&inp.graph, tt))
-                    && self.reduction_left_to_last(s, tt, st.tag[i]) =>
+                if self.reduction_left_to_last(src as usize, tt, st.tag[i])
+                    && (scales_a_reduction(s, tt) || fills_a_bucket(&inp.graph, tt)) =>
             {
                 (0.0, Source::Modelled)
             }
-            WorkClass::Memory if self.accumulation_not_run(s, &inp.graph, tt, st.tag[i]) => {
+            WorkClass::Memory if self.accumulation_not_run(src as usize, tt, st.tag[i]) => {
                 (0.0, Source::Modelled)
             }
             WorkClass::Memory => {
@@ -566,7 +578,7 @@ impl<'a> Retimer<'a> {
                         s.comms[ci as usize].kind,
                         Some(CollectiveKind::AllReduce | CollectiveKind::ReduceScatter)
                     )
-                    && self.reduction_left_to_last(s, tt, st.tag[i]) =>
+                    && self.reduction_left_to_last(src as usize, tt, st.tag[i]) =>
             {
                 (0.0, Source::Modelled)
             }
@@ -606,27 +618,27 @@ impl<'a> Retimer<'a> {
     /// PyTorch DDP and Megatron's `--overlap-grad-reduce` do), which the
     /// backward passes before the last do not (DDP's `no_sync`, gradient
     /// accumulation). The copy keeps the task, as an empty one of no time,
-    /// as a group of one keeps a collective it does not issue; the CPU
-    /// work around it keeps its traced time.
+    /// as a group of one keeps a collective it does not issue, and so does
+    /// the CPU work that launches it (`runs_a_reduction`).
     ///
     /// The same holds for a template that is the last of several traced
     /// backwards when the first of them kept its gradients
     /// ([`first_backward_steals`]): that last one is copied into the middle
     /// passes for its gradient additions (`plan.rs`).
-    fn reduction_left_to_last(&self, s: &Structure, t: TaskId, tag: Tag) -> bool {
+    fn reduction_left_to_last(&self, src: usize, t: TaskId, tag: Tag) -> bool {
         let Some((PassKind::Backward, k)) = tag.pass else {
             return false;
         };
+        let s = &self.base.structures[src];
         let Role::Pass { step, pass, .. } = s.role_of_task(t) else {
             return false;
         };
-        let st = &s.steps[step as usize];
-        let p = &st.passes[pass as usize];
+        let p = &s.steps[step as usize].passes[pass as usize];
         let traced = s.config.microbatches.unwrap_or(0);
         k + 1 < self.target.config.microbatches
             && p.kind == PassKind::Backward
             && p.microbatch + 1 == traced
-            && (traced == 1 || first_backward_steals(s, st))
+            && (traced == 1 || self.steals[src][step as usize])
     }
 
     /// Whether task `t` of `s` adds a micro-batch's gradient into `.grad`
@@ -634,17 +646,17 @@ impl<'a> Retimer<'a> {
     /// step's first backward, which PyTorch runs without those additions
     /// after `zero_grad(set_to_none=True)` (it keeps the new gradients),
     /// as the first traced backward shows.
-    fn accumulation_not_run(&self, s: &Structure, g: &Graph, t: TaskId, tag: Tag) -> bool {
+    fn accumulation_not_run(&self, src: usize, t: TaskId, tag: Tag) -> bool {
         let Some((PassKind::Backward, 0)) = tag.pass else {
             return false;
         };
+        let s = &self.base.structures[src];
         let Role::Pass { step, pass, .. } = s.role_of_task(t) else {
             return false;
         };
-        let st = &s.steps[step as usize];
-        st.passes[pass as usize].microbatch > 0
-            && first_backward_steals(s, st)
-            && adds_into_a_gradient(g, t)
+        s.steps[step as usize].passes[pass as usize].microbatch > 0
+            && self.steals[src][step as usize]
+            && adds_into_a_gradient(&self.base.inputs[src].graph, t)
     }
 
     /// Whether memory-bound task `t` of input `src` works on activations
@@ -800,25 +812,15 @@ impl<'a> Retimer<'a> {
     }
 
     /// How a GEMM's FLOPs grow with the model's widths: the ratios of its
-    /// two dimensions other than the tokens'. The tokens are `m` in a
-    /// forward or input-gradient product, but `k` in a weight gradient
-    /// computed as a plain product (`dW = dYᵀ X` records `[out, tokens] x
-    /// [tokens, in]`), whose output and input widths both grow. Where no
-    /// dimension other than `m` is the token count (or it is unknown), `m`
-    /// is taken for it.
+    /// two dimensions other than the tokens' ([`GemmShape::weight_dims`]; a
+    /// weight gradient's output and input widths both grow).
     fn width_ratio(&self, sh: GemmShape) -> f64 {
         let (b, seq) = self.batch_and_seq;
         let tokens = b.saturating_mul(seq);
         let tp = self.dims.tp.max(1);
-        let is_tokens =
-            |v: u64| tokens > 0 && (v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens));
-        let (x, y) = if !is_tokens(sh.m) && is_tokens(sh.k) {
-            (sh.m, sh.n)
-        } else if !is_tokens(sh.m) && is_tokens(sh.n) {
-            (sh.m, sh.k)
-        } else {
-            (sh.k, sh.n)
-        };
+        let (x, y) = sh.weight_dims(|v| {
+            tokens > 0 && (v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens))
+        });
         self.dims.ratio(x, &self.r) * self.dims.ratio(y, &self.r)
     }
 

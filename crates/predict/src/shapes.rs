@@ -15,6 +15,22 @@ pub struct GemmShape {
 }
 
 impl GemmShape {
+    /// Its two dimensions other than the tokens' (`is_tokens` tells a
+    /// token count): `k` and `n` where `m` is the tokens (a forward or
+    /// input-gradient product), `m` and the other where `k` or `n` is (a
+    /// weight gradient computed as a plain product, `[out, tokens] x
+    /// [tokens, in]`). Where no dimension but `m` is the token count, `m`
+    /// is taken for it.
+    pub(crate) fn weight_dims(&self, is_tokens: impl Fn(u64) -> bool) -> (u64, u64) {
+        if !is_tokens(self.m) && is_tokens(self.k) {
+            (self.m, self.n)
+        } else if !is_tokens(self.m) && is_tokens(self.n) {
+            (self.m, self.k)
+        } else {
+            (self.k, self.n)
+        }
+    }
+
     /// Floating-point operations: `2 m n k`.
     pub fn flops(&self) -> f64 {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
