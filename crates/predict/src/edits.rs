@@ -294,7 +294,8 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage<'_>> {
                 step: None,
                 pass: None,
                 chunk: 0,
-                setup: false
+                setup: false,
+                addition: false
             };
             inp.graph.tasks.len()
         ];
@@ -381,6 +382,32 @@ fn one_micro_batch_only(base: &Baseline, s: &Structure) -> bool {
     base.config.pp <= 1 && crate::discover::one_stage_of_one_micro_batch(s)
 }
 
+/// What the copies' gradient additions assumed (`assemble/additions.rs`):
+/// `made` kernels modelled, `left` gradients' additions without a kernel to
+/// size them from.
+fn additions_notes((made, left): (usize, usize)) -> Vec<String> {
+    let mut notes = Vec::new();
+    if made > 0 {
+        notes.push(format!(
+            "gradient accumulation modelled: the traced backward kept its gradients (the first \
+             after `zero_grad(set_to_none=True)`), the backwards after the step's first add into \
+             `.grad`; {made} `aten::add_` kernels added (one per gradient and backward), each \
+             {}x DDP's scaling of that gradient into its bucket above the shortest memory-bound \
+             kernel, its launch as long as that one's",
+            crate::retime::ADDITION_OVER_SCALING
+        ));
+    }
+    if left > 0 {
+        notes.push(format!(
+            "gradient accumulation not modelled for {left} gradients (over all backwards after \
+             the step's first): the traced backward kept its gradients, and no per-gradient \
+             kernel (DDP's `mul_out`) sizes the additions later backwards run; the step is \
+             predicted short by their time"
+        ));
+    }
+    notes
+}
+
 /// Every stage of the pipeline of `c`, planned from the traced stages and
 /// assembled from their templates.
 fn rebuilt_stages<'b>(
@@ -427,6 +454,7 @@ fn rebuilt_stages<'b>(
         notes.push(interleave_note(base.config.virtual_stages, c));
     }
     let mut stages = Vec::new();
+    let mut additions = (0usize, 0usize);
     for &stage in &new_stages {
         // The traced stage itself, with its traced pass order, when the
         // pipeline and micro-batches are unchanged.
@@ -445,6 +473,8 @@ fn rebuilt_stages<'b>(
         let plan = plan_stage(&sources, t, keep)?;
         notes.extend(plan.notes.iter().cloned());
         let a = assemble(&templates, plan.primary, &plan.units);
+        additions.0 += a.additions;
+        additions.1 += a.unsized_additions;
         stages.push(PredictedStage {
             stage,
             source: vec![Source::Measured; a.graph.tasks.len()],
@@ -456,6 +486,7 @@ fn rebuilt_stages<'b>(
             dropped_edges: a.dropped_edges,
         });
     }
+    notes.extend(additions_notes(additions));
     if base.config.microbatches == 1 && c.microbatches > 1 {
         notes.push(format!(
             "{} micro-batches copied from the only traced one: its forward's own work (data \

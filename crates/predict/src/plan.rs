@@ -502,6 +502,7 @@ pub(crate) fn plan_stage(
         pass: None,
         chunk: 0,
         setup: false,
+        addition: false,
     };
     let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
         for u in lo..hi {
@@ -533,6 +534,7 @@ pub(crate) fn plan_stage(
                 pass: Some((kind, k)),
                 chunk: c,
                 setup: false,
+                addition: false,
             };
             let vt = t.virtual_stage(c);
             for r in pass_units(sources, &from[c as usize], vt, si, (kind, k), prev)? {

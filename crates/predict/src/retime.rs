@@ -149,6 +149,12 @@ enum Tensor {
     },
 }
 
+/// How much more memory a gradient addition moves than DDP's scaling of
+/// the same gradient into its bucket: `aten::add_` reads the gradient and
+/// `.grad` and writes `.grad` (three tensors), `mul_out` reads the
+/// gradient and writes the bucket (two), of one size and type.
+pub(crate) const ADDITION_OVER_SCALING: f64 = 1.5;
+
 /// Recomputes every task's duration from its traced one (see the module
 /// docs for the rules). The identity keeps every traced duration as it is.
 pub(crate) fn retime(p: &mut Prediction) {
@@ -543,6 +549,7 @@ impl<'a> Retimer<'a> {
         let place = s.role_of_task(tt);
         let mut sized_from_timing = false;
         let (mut dur, mut source) = match work {
+            _ if st.tag[i].addition => self.addition_ns(st, i, per_stage),
             WorkClass::Cpu
                 if self.reduction_left_to_last(src as usize, tt, st.tag[i])
                     && runs_a_reduction(&inp.graph, tt) =>
@@ -561,17 +568,7 @@ impl<'a> Retimer<'a> {
             WorkClass::Memory if self.accumulation_not_run(src as usize, tt, st.tag[i]) => {
                 (0.0, Source::Modelled)
             }
-            WorkClass::Memory => {
-                let floor = self.floors[src as usize];
-                let tensor = match self.weight_ratio(src as usize, tt) {
-                    Some((ratio, layer)) => Tensor::Weight { ratio, layer },
-                    None => Tensor::Activations(match self.r.tokens_in(place) {
-                        r if r != 1.0 && self.token_sized(src as usize, tt) => r,
-                        _ => 1.0,
-                    }),
-                };
-                self.memory_ns(traced, name, (place, tensor), per_stage, floor)
-            }
+            WorkClass::Memory => self.memory_task(st, i, per_stage),
             WorkClass::Comm(ci)
                 if s.comms[ci as usize].class == GroupClass::Data
                     && matches!(
@@ -609,6 +606,61 @@ impl<'a> Retimer<'a> {
             }
         }
         (dur, source, sized_from_timing)
+    }
+
+    /// The new duration of memory-bound task `i` of stage `st`, from its
+    /// traced one: a weight's kernel by the weight's elements, an
+    /// activation's by the tokens.
+    fn memory_task(
+        &self,
+        st: &PredictedStage<'_>,
+        i: usize,
+        per_stage: (f64, f64),
+    ) -> (f64, Source) {
+        let (src, tt) = st.origin[i];
+        let inp = &self.base.inputs[src as usize];
+        let s = &self.base.structures[src as usize];
+        let traced = inp.graph.tasks[tt.idx()].duration_ns;
+        let name = inp.graph.name(tt);
+        let place = s.role_of_task(tt);
+        let floor = self.floors[src as usize];
+        let tensor = match self.weight_ratio(src as usize, tt) {
+            Some((ratio, layer)) => Tensor::Weight { ratio, layer },
+            None => Tensor::Activations(match self.r.tokens_in(place) {
+                r if r != 1.0 && self.token_sized(src as usize, tt) => r,
+                _ => 1.0,
+            }),
+        };
+        self.memory_ns(traced, name, (place, tensor), per_stage, floor)
+    }
+
+    /// The duration of task `i` of stage `st`, a gradient addition the
+    /// copy made (`assemble/additions.rs`) from DDP's scaling of the same
+    /// gradient into its bucket: the launch takes what that launch took;
+    /// the kernel, above the input's shortest memory-bound kernel, takes
+    /// [`ADDITION_OVER_SCALING`] times what the scaling takes once
+    /// re-timed, as it moves that much more memory.
+    fn addition_ns(
+        &self,
+        st: &PredictedStage<'_>,
+        i: usize,
+        per_stage: (f64, f64),
+    ) -> (f64, Source) {
+        let (src, tt) = st.origin[i];
+        let traced = self.base.inputs[src as usize].graph.tasks[tt.idx()].duration_ns as f64;
+        if !st.graph.tasks[i].kind.is_gpu() {
+            return (traced, Source::Modelled);
+        }
+        let (scaling, _) = match self.base.structures[src as usize].work[tt.idx()] {
+            WorkClass::Memory => self.memory_task(st, i, per_stage),
+            _ => (traced, Source::Measured),
+        };
+        let floor = self.floors[src as usize] as f64;
+        let above = (scaling - floor).max(0.0);
+        (
+            floor.min(scaling) + ADDITION_OVER_SCALING * above,
+            Source::Modelled,
+        )
     }
 
     /// Whether a task of the gradient reduction of a template of one
@@ -1532,6 +1584,7 @@ mod tests {
             pass: None,
             chunk: 0,
             setup: true,
+            addition: false,
         };
         let place = s.role_of_task(task);
         let at = |t: &Target| {

@@ -2,12 +2,14 @@
 //! its blocking calls' waits, re-attached by position.
 
 use lumos_graph::{
-    Collective, Edge, Graph, ProcId, ProcKind, RuntimeDep, ScopeId, Task, TaskId, WaitTarget,
+    Collective, DepKind, Edge, Graph, NameId, ProcId, ProcKind, RuntimeDep, ScopeId, Task, TaskId,
+    WaitTarget,
 };
 use rustc_hash::FxHashMap;
 
 use super::scopes::{ScopeCopier, UnitCopy};
 use super::{Prepared, Tag, Template, UnitRef, NAME_SEARCH};
+use crate::discover::PassKind;
 use crate::units::NO_UNIT;
 
 /// One unit copy as the hand-overs need it.
@@ -44,6 +46,23 @@ pub(super) struct Copier {
     pub(super) corr_used: FxHashMap<u64, u32>,
     pub(super) next_corr: u64,
     pub(super) emitted: Vec<Emitted>,
+    /// Gradient additions made (kernels), and those a copy needed where
+    /// its template had nothing to size them from (`additions.rs`).
+    pub(super) additions: usize,
+    pub(super) unsized_additions: usize,
+    /// The name of an addition's kernel, once interned.
+    addition_name: Option<NameId>,
+}
+
+/// The name of a modelled gradient addition's kernel: no trace names it,
+/// so that a timeline of the prediction tells it from traced kernels.
+pub(crate) const ADDITION_KERNEL: &str = "aten::add_ into .grad (modelled by lumos)";
+
+/// The tasks a unit copy made: the copy of each template task, and the
+/// gradient addition made right before some of them.
+struct Made {
+    new_id: FxHashMap<TaskId, TaskId>,
+    twin: FxHashMap<TaskId, TaskId>,
 }
 
 impl Copier {
@@ -69,6 +88,9 @@ impl Copier {
                 .unwrap_or(0)
                 + 1,
             emitted: Vec::with_capacity(units),
+            additions: 0,
+            unsized_additions: 0,
+            addition_name: None,
         }
     }
 
@@ -78,7 +100,8 @@ impl Copier {
         let unit = &units.units[uref.unit as usize];
         // Where the copy starts on every processor, before it adds tasks.
         let base_len: Vec<usize> = g.processors.iter().map(|pr| pr.tasks.len()).collect();
-        let new_id = self.copy_tasks(g, p, uref, tag);
+        let made = self.copy_tasks(g, p, uref, tag);
+        let new_id = &made.new_id;
         let steps = &p.t.structure.steps;
         self.emitted.push(Emitted {
             cpu: match (unit.cpu().first(), unit.cpu().last()) {
@@ -95,24 +118,57 @@ impl Copier {
                 steps.iter().any(|s| s.backward.contains(&th))
             }),
         });
-        self.reattach(g, p, uref, &new_id, &base_len);
+        self.reattach(g, p, uref, &made, &base_len);
     }
 
     /// Copies the tasks of unit `uref` of template `p`; returns the new id
-    /// of each.
-    fn copy_tasks(
-        &mut self,
-        g: &mut Graph,
-        p: &Prepared,
-        uref: UnitRef,
-        tag: Tag,
-    ) -> FxHashMap<TaskId, TaskId> {
+    /// of each, and the gradient additions made (`additions.rs`): in a
+    /// backward after the step's first, before each task the template's
+    /// sites name.
+    fn copy_tasks(&mut self, g: &mut Graph, p: &Prepared, uref: UnitRef, tag: Tag) -> Made {
         let tg = p.t.graph;
         let unit = &p.t.structure.units.units[uref.unit as usize];
-        let mut new_id: FxHashMap<TaskId, TaskId> = FxHashMap::default();
+        let adds = matches!(tag.pass, Some((PassKind::Backward, k)) if k > 0);
+        let mut made = Made {
+            new_id: FxHashMap::default(),
+            twin: FxHashMap::default(),
+        };
         let mut corr_here: FxHashMap<u64, u64> = FxHashMap::default();
+        let mut twin_corr: FxHashMap<u64, u64> = FxHashMap::default();
         for &t in &unit.tasks {
             let task = &tg.tasks[t.idx()];
+            if adds && p.additions.unsizable.contains(&t) {
+                self.unsized_additions += 1;
+            }
+            if adds && p.additions.before(t) {
+                let correlation = *twin_corr.entry(task.correlation).or_insert_with(|| {
+                    self.next_corr += 1;
+                    self.next_corr - 1
+                });
+                let name = if task.kind.is_gpu() {
+                    self.additions += 1;
+                    *self.addition_name.get_or_insert_with(|| {
+                        g.names.push(ADDITION_KERNEL.into());
+                        NameId(g.names.len() as u32 - 1)
+                    })
+                } else {
+                    p.name_map[task.name.0 as usize]
+                };
+                let id = self.push_task(
+                    g,
+                    uref,
+                    t,
+                    tag,
+                    Task {
+                        name,
+                        proc: p.proc_map[task.proc.idx()],
+                        collective: None,
+                        correlation,
+                        ..task.clone()
+                    },
+                );
+                made.twin.insert(t, id);
+            }
             let correlation = match task.correlation {
                 0 => 0,
                 c => *corr_here
@@ -130,47 +186,59 @@ impl Copier {
                         }
                     }),
             };
-            let id = TaskId(g.tasks.len() as u32);
-            let proc = p.proc_map[task.proc.idx()];
             let collective = task.collective.map(|c| {
                 let cl: Collective = tg.collectives[c as usize].clone();
                 g.collectives.push(cl);
                 g.collectives.len() as u32 - 1
             });
-            g.tasks.push(Task {
+            let copy = Task {
                 name: p.name_map[task.name.0 as usize],
-                proc,
+                proc: p.proc_map[task.proc.idx()],
                 collective,
                 correlation,
                 ..task.clone()
-            });
-            g.processors[proc.idx()].tasks.push(id);
-            self.task_scopes.push(None);
-            new_id.insert(t, id);
-            let n = self.copies.entry((uref.src, t)).or_insert(0);
-            self.copy_no.push(*n);
-            *n += 1;
-            self.origin.push((uref.src, t));
-            self.tag_of.push(tag);
+            };
+            let id = self.push_task(g, uref, t, tag, copy);
+            made.new_id.insert(t, id);
             if let Some(si) = tag.step {
                 self.step_tasks.entry((si, uref.src, t)).or_insert(id);
-                self.step_members.entry(si).or_default().push(id);
             }
         }
-        self.copy_scopes(g, p, uref, tag, &new_id);
-        new_id
+        for &id in made.twin.values() {
+            self.tag_of[id.idx()].addition = true;
+        }
+        self.copy_scopes(g, p, uref, tag, &made);
+        made
+    }
+
+    /// Appends `task`, made from template task `t` of unit `uref`, to `g`
+    /// and its processor, with its origin, copy number and tag.
+    fn push_task(
+        &mut self,
+        g: &mut Graph,
+        uref: UnitRef,
+        t: TaskId,
+        tag: Tag,
+        task: Task,
+    ) -> TaskId {
+        let id = TaskId(g.tasks.len() as u32);
+        g.processors[task.proc.idx()].tasks.push(id);
+        g.tasks.push(task);
+        self.task_scopes.push(None);
+        let n = self.copies.entry((uref.src, t)).or_insert(0);
+        self.copy_no.push(*n);
+        *n += 1;
+        self.origin.push((uref.src, t));
+        self.tag_of.push(tag);
+        if let Some(si) = tag.step {
+            self.step_members.entry(si).or_default().push(id);
+        }
+        id
     }
 
     /// Sets the scopes of the tasks just copied from unit `uref`: copies
     /// of their template's scopes of their own (see `scopes.rs`).
-    fn copy_scopes(
-        &mut self,
-        g: &mut Graph,
-        p: &Prepared,
-        uref: UnitRef,
-        tag: Tag,
-        new_id: &FxHashMap<TaskId, TaskId>,
-    ) {
+    fn copy_scopes(&mut self, g: &mut Graph, p: &Prepared, uref: UnitRef, tag: Tag, made: &Made) {
         let tg = p.t.graph;
         if tg.task_scopes.len() != tg.tasks.len() {
             return;
@@ -184,16 +252,32 @@ impl Copier {
         };
         self.scopes.begin_unit();
         let mut chain = Vec::new();
+        // An addition runs in its gradient's accumulation, not in the
+        // reducer's scaling it is placed before.
+        let addition_chain = |t: TaskId| {
+            let acc = p.additions.scope(t);
+            std::iter::successors(acc, |s| tg.scopes[s.0 as usize].parent)
+        };
         for t in unit.cpu() {
-            let id = new_id[t];
+            if let Some(&twin) = made.twin.get(t) {
+                chain.clear();
+                chain.extend(addition_chain(*t).map(|s| s.0 + p.scope_off));
+                let q = g.tasks[twin.idx()].proc;
+                self.task_scopes[twin.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
+            }
+            let id = made.new_id[t];
             chain.clear();
             chain.extend(tg.scope_chain(*t).map(|s| s.0 + p.scope_off));
             let q = g.tasks[id.idx()].proc;
             self.task_scopes[id.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
         }
         for t in unit.gpu() {
+            if let (Some(&twin), Some(acc)) = (made.twin.get(t), p.additions.scope(*t)) {
+                self.task_scopes[twin.idx()] = Some(self.scopes.gpu_task(acc.0 + p.scope_off));
+            }
             if let Some(s) = tg.scope_of(*t) {
-                self.task_scopes[new_id[t].idx()] = Some(self.scopes.gpu_task(s.0 + p.scope_off));
+                self.task_scopes[made.new_id[t].idx()] =
+                    Some(self.scopes.gpu_task(s.0 + p.scope_off));
             }
         }
     }
@@ -207,12 +291,13 @@ impl Copier {
         g: &mut Graph,
         p: &Prepared,
         uref: UnitRef,
-        new_id: &FxHashMap<TaskId, TaskId>,
+        made: &Made,
         base_len: &[usize],
     ) {
         let tg = p.t.graph;
         let unit_of = &p.t.structure.units.unit_of;
         let unit = &p.t.structure.units.units[uref.unit as usize];
+        let new_id = &made.new_id;
         for &t in &unit.tasks {
             let to = new_id[&t];
             for &ei in &p.incoming[t.idx()] {
@@ -225,6 +310,9 @@ impl Copier {
                 match from {
                     Some(from) if from != to => g.edges.push(Edge { from, to, ..e }),
                     _ => self.dropped += 1,
+                }
+                if let (Some(from), Some(&twin)) = (from, made.twin.get(&t)) {
+                    add_twin_edges(g, e, (from, made.twin.get(&e.from).copied()), (twin, to));
                 }
             }
             for &ei in &p.outgoing[t.idx()] {
@@ -267,6 +355,35 @@ impl Copier {
                 }
             }
         }
+    }
+}
+
+/// The edges of an addition `twin` made right before task `to`, for the
+/// template edge `e` into the task `to` copies: the same edge into the
+/// addition (from the source's own addition where it has one: a kernel's
+/// launch), and, for an edge of program or stream order, the addition
+/// holding up `to` by the same gap, so that the work before `to` keeps its
+/// gaps and the addition adds its own time.
+fn add_twin_edges(
+    g: &mut Graph,
+    e: Edge,
+    (from, from_twin): (TaskId, Option<TaskId>),
+    (twin, to): (TaskId, TaskId),
+) {
+    let from = from_twin.unwrap_or(from);
+    if from != twin {
+        g.edges.push(Edge {
+            from,
+            to: twin,
+            ..e
+        });
+    }
+    if matches!(e.kind, DepKind::IntraThread | DepKind::IntraStream) {
+        g.edges.push(Edge {
+            from: twin,
+            to,
+            ..e
+        });
     }
 }
 

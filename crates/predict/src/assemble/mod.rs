@@ -49,6 +49,7 @@
 //! [`add_handovers`], [`add_forward_edges`], [`primary_steps`],
 //! [`renumber`] and [`drop_unused_processors`].
 
+mod additions;
 mod copy;
 mod finish;
 mod joins;
@@ -93,6 +94,10 @@ pub(crate) struct Tag {
     /// In the prologue or epilogue of its step (otherwise in a pass or
     /// outside any step).
     pub setup: bool,
+    /// Set on the tasks the copy adds rather than copies: a gradient
+    /// addition's launch or kernel (`additions.rs`), timed from the task it
+    /// was made from.
+    pub addition: bool,
 }
 
 /// A template: its graph and its discovered structure.
@@ -110,6 +115,10 @@ pub(crate) struct Assembled {
     pub tag: Vec<Tag>,
     /// Edges that could not be re-attached.
     pub dropped_edges: usize,
+    /// Gradient additions made (kernels), and gradients whose additions
+    /// had nothing to be sized from and were left out (`additions.rs`).
+    pub additions: usize,
+    pub unsized_additions: usize,
 }
 
 /// Per-template lookups.
@@ -133,6 +142,9 @@ pub(super) struct Prepared<'a> {
     pub(super) scope_off: u32,
     /// The unit each of its scopes lies inside (`scopes::scope_units`).
     pub(super) scope_units: Vec<u32>,
+    /// Where its backwards kept gradients without adding them (found only
+    /// when the plan needs them).
+    pub(super) additions: additions::Sites,
 }
 
 /// Role key of a processor, to map processors across templates: the step's
@@ -161,7 +173,17 @@ pub(crate) fn assemble(
     primary: usize,
     plan: &[(UnitRef, Tag)],
 ) -> Assembled {
-    let (mut g, keys, prepared) = prepare(templates, primary);
+    let (mut g, keys, mut prepared) = prepare(templates, primary);
+    // Only a template copied into a backward after the step's first can
+    // need gradient additions; finding their sites reads every scope.
+    for (ti, p) in prepared.iter_mut().enumerate() {
+        let later_backward = plan.iter().any(|(u, tag)| {
+            u.src as usize == ti && matches!(tag.pass, Some((PassKind::Backward, k)) if k > 0)
+        });
+        if later_backward {
+            p.additions = additions::sites(p.t.graph);
+        }
+    }
     let mut copier = Copier::new(templates, plan.len(), g.scopes.len());
     for &(uref, tag) in plan {
         copier.unit(&mut g, &prepared[uref.src as usize], uref, tag);
@@ -176,6 +198,8 @@ pub(crate) fn assemble(
         step_members,
         forward,
         emitted,
+        additions,
+        unsized_additions,
         ..
     } = copier;
     let mut have: FxHashSet<(TaskId, TaskId, DepKind)> =
@@ -200,6 +224,8 @@ pub(crate) fn assemble(
         origin,
         tag,
         dropped_edges: dropped,
+        additions,
+        unsized_additions,
     }
 }
 
@@ -311,6 +337,7 @@ impl<'a> Prepared<'a> {
             name_map,
             scope_off,
             scope_units: scopes::scope_units(t.graph, &t.structure.units.unit_of),
+            additions: additions::Sites::default(),
         }
     }
 }
@@ -326,12 +353,14 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     pass: None,
                     chunk: 0,
                     setup: false,
+                    addition: false,
                 },
                 Role::Prologue { step } | Role::Epilogue { step } => Tag {
                     step: Some(step),
                     pass: None,
                     chunk: 0,
                     setup: true,
+                    addition: false,
                 },
                 Role::Pass { step, pass, .. } => {
                     let p = &s.steps[step as usize].passes[pass as usize];
@@ -340,6 +369,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                         pass: Some((p.kind, p.microbatch)),
                         chunk: p.chunk,
                         setup: false,
+                        addition: false,
                     }
                 }
             };

@@ -196,6 +196,7 @@ fn sources_are_found_by_position_then_by_name() {
         name_map: vec![NameId(0), NameId(1), NameId(2)],
         scope_off: 0,
         scope_units: Vec::new(),
+        additions: Default::default(),
     };
     // The new graph so far: b x a b (names 1 2 0 1), the copy of unit 2
     // about to start.
@@ -244,6 +245,7 @@ fn backward_bursts_hand_over_to_the_main_thread() {
         pass: Some((kind, 0)),
         chunk: 0,
         setup: false,
+        addition: false,
     };
     let unit = |first: u32, last: u32, proc, kind, after_burst| Emitted {
         cpu: Some((TaskId(first), TaskId(last), proc)),
@@ -344,6 +346,7 @@ fn tasks_are_renumbered_primary_first() {
         pass: None,
         chunk: 0,
         setup: false,
+        addition: false,
     };
     let (o, t) = renumber(&mut g, &origin, &[tag; 3], &[0, 0, 0], 0);
     assert_eq!(o, vec![(0, TaskId(0)), (0, TaskId(1)), (1, TaskId(0))]);
