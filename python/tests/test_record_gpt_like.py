@@ -32,6 +32,10 @@ CONFIGS = {
     "batch16": dict(BASE, batch=16),
     "micro2": dict(BASE, batch=4, microbatches=2),
     "micro4": dict(BASE, batch=4, microbatches=4),
+    # small enough that the CPU's launches bound the step
+    "launch1": dict(BASE, hidden=1024, heads=8, batch=2),
+    "launch2": dict(BASE, hidden=1024, heads=8, batch=2, microbatches=2),
+    "launch3": dict(BASE, hidden=1024, heads=8, batch=2, microbatches=3),
 }
 
 # (source, predict's arguments, target, tolerance in % or None where lumos is not
@@ -56,6 +60,11 @@ PAIRS = [
     # first after zero_grad(set_to_none=True)) did not run
     ("base", ["--microbatches", "2", "--micro-batch", "4"], "micro2", 2.5),
     ("base", ["--microbatches", "4", "--micro-batch", "4"], "micro4", 2.5),
+    # launch-bound: the CPU time around the reducer's work that the copies before the last
+    # backward do not run goes with that work (+4.9% before), and the additions' launches
+    # follow their accumulation node (+13.8% with them before the reducer's scaling)
+    ("launch2", ["--microbatches", "3"], "launch3", 2.5),
+    ("launch1", ["--microbatches", "3"], "launch3", 2.5),
 ]
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use lumos_graph::{Graph, ScopeId, TaskId};
+use lumos_graph::{DepKind, Graph, ScopeId, TaskId};
 use lumos_models::CollectiveKind;
 use lumos_trace::InputDims;
 
@@ -179,8 +179,12 @@ pub(crate) fn retime(p: &mut Prediction) {
         // replay shares them); each task is re-timed from its traced one,
         // so nothing below reads `st.durations`, empty until the loop ends.
         let mut durations = std::mem::take(&mut st.durations);
+        let mut not_run = Vec::new();
         for (i, ns) in Arc::make_mut(&mut durations).iter_mut().enumerate() {
             let (dur, source, sized_from_timing) = rt.task(st, i, per_stage);
+            if rt.reduction_cpu_not_run(st, i) {
+                not_run.push(i);
+            }
             *ns = dur.round() as i64;
             st.source[i] = source;
             // Only a collective whose inferred size went into the network
@@ -193,10 +197,25 @@ pub(crate) fn retime(p: &mut Prediction) {
             }
         }
         st.durations = durations;
+        without_gaps_before(st, &not_run);
     }
     (*sizes_from_envelope, *sizes_from_own_time) = (slotted, own);
     let steps = base.structures.iter().map(|s| s.steps.len()).max();
     notes.extend(unsized_notes(slotted, own, steps.unwrap_or(0)));
+}
+
+/// Sets to nothing the program-order gaps before the CPU tasks `not_run`
+/// of `st` (sorted): the framework's own time around work a copy does not
+/// run, which a launch-bound step would otherwise keep.
+fn without_gaps_before(st: &mut PredictedStage<'_>, not_run: &[usize]) {
+    if not_run.is_empty() {
+        return;
+    }
+    for e in st.graph.to_mut().edges.iter_mut() {
+        if e.kind == DepKind::IntraThread && not_run.binary_search(&e.to.idx()).is_ok() {
+            e.latency_ns = 0;
+        }
+    }
 }
 
 /// The assumptions re-timing collectives without a recorded size makes:
@@ -661,6 +680,20 @@ impl<'a> Retimer<'a> {
             floor.min(scaling) + ADDITION_OVER_SCALING * above,
             Source::Modelled,
         )
+    }
+
+    /// Whether CPU task `i` of `st` is DDP's reducer or a collective's
+    /// launch in a backward copy before the last, which does not run it
+    /// (see [`Retimer::reduction_left_to_last`]).
+    fn reduction_cpu_not_run(&self, st: &PredictedStage<'_>, i: usize) -> bool {
+        let (src, tt) = st.origin[i];
+        !st.tag[i].addition
+            && matches!(
+                self.base.structures[src as usize].work[tt.idx()],
+                WorkClass::Cpu
+            )
+            && self.reduction_left_to_last(src as usize, tt, st.tag[i])
+            && runs_a_reduction(&self.base.inputs[src as usize].graph, tt)
     }
 
     /// Whether a task of the gradient reduction of a template of one

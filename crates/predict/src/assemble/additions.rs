@@ -6,12 +6,14 @@
 //! per parameter). A trace of one micro-batch shows only the first kind,
 //! so the backwards that copies of it become after the first would run
 //! without those kernels. Re-timing cannot give time to work that is not
-//! there, so the copier adds it: for each gradient, a launch and a kernel
-//! right before the kernel DDP's reducer runs on that same gradient
+//! there, so the copier adds it, for each gradient: a launch at the end of
+//! the accumulation node (`torch::autograd::AccumulateGrad`, after what it
+//! ran to keep the gradient), and its kernel right before the kernel DDP's
+//! reducer runs on that same gradient
 //! (`torch::distributed::reducer::mul_out`, the gradient scaled into its
-//! bucket), whose shapes and measured time size the addition
-//! (`retime.rs`). Where the reducer left no such kernel, the additions are
-//! counted as not modelled.
+//! bucket), whose launch and kernel size the addition (`retime.rs`). Where
+//! the reducer left no such kernel, the additions are counted as not
+//! modelled.
 
 use lumos_graph::{DepKind, Graph, ScopeId, TaskId};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -23,30 +25,33 @@ const NODE: &str = "torch::autograd::AccumulateGrad";
 /// Scope name of DDP's reducer scaling one gradient into its bucket.
 const SCALING: &str = "torch::distributed::reducer::mul_out";
 
+/// One gradient that a template's backward kept without adding it, with
+/// the bucket scaling that sizes its addition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gradient {
+    /// The launch of the scaling kernel: the addition's launch is timed,
+    /// numbered and correlated from it.
+    pub(super) launch: TaskId,
+    /// The scaling kernel: the addition's kernel runs right before it.
+    pub(super) kernel: TaskId,
+    /// The scope the addition runs in: the accumulation node where it has
+    /// a CPU task, else the accumulation.
+    pub(super) scope: ScopeId,
+}
+
 /// Where a template's backward kept its gradients without adding them.
 #[derive(Debug, Default)]
 pub(crate) struct Sites {
-    /// Per launch of a bucket-scaling kernel of such a gradient: the
-    /// kernel, and the gradient's accumulation scope.
-    pub(super) launch: FxHashMap<TaskId, (TaskId, ScopeId)>,
-    /// The accumulation scope of each of those kernels.
-    pub(super) kernel: FxHashMap<TaskId, ScopeId>,
+    /// Per CPU task that an addition's launch follows (the node's last, or
+    /// the task before the scaling's launch where the node has none): the
+    /// gradient.
+    pub(super) after: FxHashMap<TaskId, Gradient>,
+    /// Per scaling kernel, which an addition's kernel precedes: the
+    /// gradient.
+    pub(super) before: FxHashMap<TaskId, Gradient>,
     /// The first CPU task of each such accumulation with no
     /// bucket-scaling kernel to size an addition from.
     pub(super) unsizable: FxHashSet<TaskId>,
-}
-
-impl Sites {
-    /// Whether task `t` has an addition made before it in a copy that needs
-    /// them.
-    pub(super) fn before(&self, t: TaskId) -> bool {
-        self.launch.contains_key(&t) || self.kernel.contains_key(&t)
-    }
-
-    /// The accumulation scope of the addition made before task `t`.
-    pub(super) fn scope(&self, t: TaskId) -> Option<ScopeId> {
-        (self.launch.get(&t).map(|x| x.1)).or_else(|| self.kernel.get(&t).copied())
-    }
 }
 
 /// The sites of `g`: its gradient accumulations that launched no GPU work.
@@ -56,19 +61,26 @@ pub(super) fn sites(g: &Graph) -> Sites {
         return out;
     }
     // Per scope, parents first (as `Graph::scopes` holds them): the
-    // accumulation at or above it, and whether it lies inside the node
-    // itself or inside the reducer's scaling, below that accumulation.
-    let mut info: Vec<Option<(ScopeId, bool, bool)>> = Vec::with_capacity(g.scopes.len());
+    // accumulation at or above it, and the node or the reducer's scaling
+    // at or above it, below that accumulation.
+    let mut info: Vec<Option<Place>> = Vec::with_capacity(g.scopes.len());
     for (i, sc) in g.scopes.iter().enumerate() {
         let name = g.names[sc.name.0 as usize].as_str();
         let up = sc
             .parent
             .and_then(|p| info.get(p.0 as usize).copied().flatten());
+        let here = ScopeId(i as u32);
         info.push(match (name, up) {
-            (ACCUMULATION, _) => Some((ScopeId(i as u32), false, false)),
-            (_, Some((acc, node, scaling))) => {
-                Some((acc, node || name == NODE, scaling || name == SCALING))
-            }
+            (ACCUMULATION, _) => Some(Place {
+                acc: here,
+                node: None,
+                scaling: false,
+            }),
+            (_, Some(p)) => Some(Place {
+                node: p.node.or((name == NODE).then_some(here)),
+                scaling: p.scaling || name == SCALING,
+                ..p
+            }),
             (_, None) => None,
         });
     }
@@ -80,38 +92,67 @@ pub(super) fn sites(g: &Graph) -> Sites {
     let mut scaled: FxHashMap<ScopeId, (TaskId, TaskId)> = FxHashMap::default();
     for e in g.edges.iter().filter(|e| e.kind == DepKind::Launch) {
         match place(e.from) {
-            Some((acc, true, _)) => {
-                busy.insert(acc);
+            Some(p) if p.node.is_some() => {
+                busy.insert(p.acc);
             }
-            Some((acc, false, true)) => {
-                scaled.entry(acc).or_insert((e.from, e.to));
+            Some(p) if p.scaling => {
+                scaled.entry(p.acc).or_insert((e.from, e.to));
             }
             _ => {}
         }
     }
-    let mut seen: FxHashSet<ScopeId> = FxHashSet::default();
+    // Per accumulation kept: its first CPU task, and its node's last.
+    let mut kept: FxHashMap<ScopeId, (TaskId, Option<(TaskId, ScopeId)>)> = FxHashMap::default();
     for (i, task) in g.tasks.iter().enumerate() {
-        if task.kind.is_gpu() {
-            continue;
-        }
         let t = TaskId(i as u32);
-        let Some((acc, _, _)) = place(t) else {
+        let Some(p) = place(t).filter(|p| !task.kind.is_gpu() && !busy.contains(&p.acc)) else {
             continue;
         };
-        if busy.contains(&acc) || !seen.insert(acc) {
-            continue;
-        }
-        match scaled.get(&acc) {
-            Some(&(launch, kernel)) => {
-                out.launch.insert(launch, (kernel, acc));
-                out.kernel.insert(kernel, acc);
-            }
-            None => {
-                out.unsizable.insert(t);
-            }
+        let entry = kept.entry(p.acc).or_insert((t, None));
+        if let Some(node) = p.node {
+            entry.1 = Some((t, node));
         }
     }
+    for (acc, (first, node_last)) in kept {
+        let Some(&(launch, kernel)) = scaled.get(&acc) else {
+            out.unsizable.insert(first);
+            continue;
+        };
+        let (after, scope) = match node_last {
+            Some((t, node)) => (Some(t), node),
+            None => (task_before(g, launch), acc),
+        };
+        let Some(after) = after else {
+            out.unsizable.insert(first);
+            continue;
+        };
+        let gradient = Gradient {
+            launch,
+            kernel,
+            scope,
+        };
+        out.after.insert(after, gradient);
+        out.before.insert(kernel, gradient);
+    }
     out
+}
+
+/// Where a task lies among the scopes that matter here.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    /// The gradient's accumulation.
+    acc: ScopeId,
+    /// The accumulation node, at or above it.
+    node: Option<ScopeId>,
+    /// Whether it is inside DDP's scaling into the bucket.
+    scaling: bool,
+}
+
+/// The task before `t` on its processor.
+fn task_before(g: &Graph, t: TaskId) -> Option<TaskId> {
+    let list = &g.processors[g.tasks[t.idx()].proc.idx()].tasks;
+    let at = list.iter().position(|&x| x == t)?;
+    at.checked_sub(1).map(|k| list[k])
 }
 
 #[cfg(test)]
@@ -199,26 +240,38 @@ mod tests {
     #[test]
     fn additions_go_where_a_gradient_was_kept_and_its_bucket_scaling_sizes_them() {
         let s = sites(&accumulations());
-        let launches: Vec<_> = s.launch.iter().map(|(k, v)| (*k, *v)).collect();
-        assert_eq!(launches, vec![(TaskId(1), (TaskId(2), ScopeId(0)))]);
-        assert_eq!(s.kernel.get(&TaskId(2)), Some(&ScopeId(0)));
-        assert_eq!(s.kernel.len(), 1);
-        assert!(s.before(TaskId(1)) && s.before(TaskId(2)) && !s.before(TaskId(3)));
-        assert_eq!(s.scope(TaskId(2)), Some(ScopeId(0)));
-        assert_eq!(
-            s.unsizable.iter().copied().collect::<Vec<_>>(),
-            vec![TaskId(5)]
-        );
+        // The launch follows the node's `detach`, and the kernel precedes the
+        // scaling's, in the node's scope.
+        let first = Gradient {
+            launch: TaskId(1),
+            kernel: TaskId(2),
+            scope: ScopeId(1),
+        };
+        let after: Vec<_> = s.after.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(after, vec![(TaskId(0), first)]);
+        let before: Vec<_> = s.before.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(before, vec![(TaskId(2), first)]);
+        let unsizable: Vec<_> = s.unsizable.iter().copied().collect();
+        assert_eq!(unsizable, vec![TaskId(5)]);
+        // Without a task in the node, the launch follows the task before
+        // the scaling's launch, in the accumulation's scope.
+        let mut g = accumulations();
+        g.task_scopes[0] = Some(ScopeId(0));
+        let whole = Gradient {
+            scope: ScopeId(0),
+            ..first
+        };
+        assert_eq!(sites(&g).after.get(&TaskId(0)), Some(&whole));
     }
 
     #[test]
     fn a_graph_without_accumulations_or_scopes_has_no_sites() {
         let mut g = accumulations();
         g.task_scopes.clear();
-        assert!(sites(&g).launch.is_empty());
+        assert!(sites(&g).after.is_empty());
         let mut g = accumulations();
         g.names[0] = "something else".into();
         let s = sites(&g);
-        assert!(s.launch.is_empty() && s.kernel.is_empty() && s.unsizable.is_empty());
+        assert!(s.after.is_empty() && s.before.is_empty() && s.unsizable.is_empty());
     }
 }

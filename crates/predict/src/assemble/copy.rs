@@ -2,11 +2,12 @@
 //! its blocking calls' waits, re-attached by position.
 
 use lumos_graph::{
-    Collective, DepKind, Edge, Graph, NameId, ProcId, ProcKind, RuntimeDep, ScopeId, Task, TaskId,
-    WaitTarget,
+    Anchor, Collective, DepKind, Edge, Graph, NameId, ProcId, ProcKind, RuntimeDep, ScopeId, Task,
+    TaskId, WaitTarget,
 };
 use rustc_hash::FxHashMap;
 
+use super::additions::Gradient;
 use super::scopes::{ScopeCopier, UnitCopy};
 use super::{Prepared, Tag, Template, UnitRef, NAME_SEARCH};
 use crate::discover::PassKind;
@@ -59,10 +60,17 @@ pub(super) struct Copier {
 pub(crate) const ADDITION_KERNEL: &str = "aten::add_ into .grad (modelled by lumos)";
 
 /// The tasks a unit copy made: the copy of each template task, and the
-/// gradient addition made right before some of them.
+/// gradient additions (`additions.rs`).
+#[derive(Default)]
 struct Made {
     new_id: FxHashMap<TaskId, TaskId>,
-    twin: FxHashMap<TaskId, TaskId>,
+    /// Per template task, the addition's launch made right after its copy.
+    after: FxHashMap<TaskId, TaskId>,
+    /// Per template kernel, the addition's kernel made right before its copy.
+    before: FxHashMap<TaskId, TaskId>,
+    /// Per template launch of DDP's scaling, the addition's launch made
+    /// from it (its kernel's launch).
+    launch: FxHashMap<TaskId, TaskId>,
 }
 
 impl Copier {
@@ -123,16 +131,13 @@ impl Copier {
 
     /// Copies the tasks of unit `uref` of template `p`; returns the new id
     /// of each, and the gradient additions made (`additions.rs`): in a
-    /// backward after the step's first, before each task the template's
-    /// sites name.
+    /// backward after the step's first, a launch after each task the
+    /// template's sites name and a kernel before each.
     fn copy_tasks(&mut self, g: &mut Graph, p: &Prepared, uref: UnitRef, tag: Tag) -> Made {
         let tg = p.t.graph;
         let unit = &p.t.structure.units.units[uref.unit as usize];
         let adds = matches!(tag.pass, Some((PassKind::Backward, k)) if k > 0);
-        let mut made = Made {
-            new_id: FxHashMap::default(),
-            twin: FxHashMap::default(),
-        };
+        let mut made = Made::default();
         let mut corr_here: FxHashMap<u64, u64> = FxHashMap::default();
         let mut twin_corr: FxHashMap<u64, u64> = FxHashMap::default();
         for &t in &unit.tasks {
@@ -140,34 +145,9 @@ impl Copier {
             if adds && p.additions.unsizable.contains(&t) {
                 self.unsized_additions += 1;
             }
-            if adds && p.additions.before(t) {
-                let correlation = *twin_corr.entry(task.correlation).or_insert_with(|| {
-                    self.next_corr += 1;
-                    self.next_corr - 1
-                });
-                let name = if task.kind.is_gpu() {
-                    self.additions += 1;
-                    *self.addition_name.get_or_insert_with(|| {
-                        g.names.push(ADDITION_KERNEL.into());
-                        NameId(g.names.len() as u32 - 1)
-                    })
-                } else {
-                    p.name_map[task.name.0 as usize]
-                };
-                let id = self.push_task(
-                    g,
-                    uref,
-                    t,
-                    tag,
-                    Task {
-                        name,
-                        proc: p.proc_map[task.proc.idx()],
-                        collective: None,
-                        correlation,
-                        ..task.clone()
-                    },
-                );
-                made.twin.insert(t, id);
+            if let Some(gr) = p.additions.before.get(&t).filter(|_| adds) {
+                let id = self.addition(g, p, (uref, tag), gr.kernel, &mut twin_corr);
+                made.before.insert(t, id);
             }
             let correlation = match task.correlation {
                 0 => 0,
@@ -203,12 +183,62 @@ impl Copier {
             if let Some(si) = tag.step {
                 self.step_tasks.entry((si, uref.src, t)).or_insert(id);
             }
-        }
-        for &id in made.twin.values() {
-            self.tag_of[id.idx()].addition = true;
+            if let Some(gr) = p.additions.after.get(&t).filter(|_| adds) {
+                let twin = self.addition(g, p, (uref, tag), gr.launch, &mut twin_corr);
+                made.after.insert(t, twin);
+                made.launch.insert(gr.launch, twin);
+                g.edges.push(Edge {
+                    from: id,
+                    to: twin,
+                    kind: DepKind::IntraThread,
+                    anchor: Anchor::End,
+                    latency_ns: 0,
+                    inferred: false,
+                });
+            }
         }
         self.copy_scopes(g, p, uref, tag, &made);
         made
+    }
+
+    /// A gradient addition's launch or kernel, made from template task
+    /// `from` (DDP's scaling launch or kernel) for the copy of unit `uref`
+    /// tagged `tag`: its name (a kernel's says it is modelled), a fresh
+    /// correlation shared by launch and kernel, the tag marked.
+    fn addition(
+        &mut self,
+        g: &mut Graph,
+        p: &Prepared,
+        (uref, tag): (UnitRef, Tag),
+        from: TaskId,
+        twin_corr: &mut FxHashMap<u64, u64>,
+    ) -> TaskId {
+        let task = &p.t.graph.tasks[from.idx()];
+        let correlation = *twin_corr.entry(task.correlation).or_insert_with(|| {
+            self.next_corr += 1;
+            self.next_corr - 1
+        });
+        let name = if task.kind.is_gpu() {
+            self.additions += 1;
+            *self.addition_name.get_or_insert_with(|| {
+                g.names.push(ADDITION_KERNEL.into());
+                NameId(g.names.len() as u32 - 1)
+            })
+        } else {
+            p.name_map[task.name.0 as usize]
+        };
+        let made = Task {
+            name,
+            proc: p.proc_map[task.proc.idx()],
+            collective: None,
+            correlation,
+            ..task.clone()
+        };
+        let tag = Tag {
+            addition: true,
+            ..tag
+        };
+        self.push_task(g, uref, from, tag, made)
     }
 
     /// Appends `task`, made from template task `t` of unit `uref`, to `g`
@@ -252,28 +282,26 @@ impl Copier {
         };
         self.scopes.begin_unit();
         let mut chain = Vec::new();
-        // An addition runs in its gradient's accumulation, not in the
-        // reducer's scaling it is placed before.
-        let addition_chain = |t: TaskId| {
-            let acc = p.additions.scope(t);
-            std::iter::successors(acc, |s| tg.scopes[s.0 as usize].parent)
+        // An addition runs in its gradient's accumulation node, not in
+        // the reducer's scaling it is made from.
+        let gradient_chain = |gr: Option<&Gradient>| {
+            std::iter::successors(gr.map(|gr| gr.scope), |s| tg.scopes[s.0 as usize].parent)
         };
         for t in unit.cpu() {
-            if let Some(&twin) = made.twin.get(t) {
-                chain.clear();
-                chain.extend(addition_chain(*t).map(|s| s.0 + p.scope_off));
-                let q = g.tasks[twin.idx()].proc;
-                self.task_scopes[twin.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
-            }
             let id = made.new_id[t];
             chain.clear();
             chain.extend(tg.scope_chain(*t).map(|s| s.0 + p.scope_off));
             let q = g.tasks[id.idx()].proc;
             self.task_scopes[id.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
+            if let Some(&twin) = made.after.get(t) {
+                chain.clear();
+                chain.extend(gradient_chain(p.additions.after.get(t)).map(|s| s.0 + p.scope_off));
+                self.task_scopes[twin.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
+            }
         }
         for t in unit.gpu() {
-            if let (Some(&twin), Some(acc)) = (made.twin.get(t), p.additions.scope(*t)) {
-                self.task_scopes[twin.idx()] = Some(self.scopes.gpu_task(acc.0 + p.scope_off));
+            if let (Some(&twin), Some(gr)) = (made.before.get(t), p.additions.before.get(t)) {
+                self.task_scopes[twin.idx()] = Some(self.scopes.gpu_task(gr.scope.0 + p.scope_off));
             }
             if let Some(s) = tg.scope_of(*t) {
                 self.task_scopes[made.new_id[t].idx()] =
@@ -311,8 +339,20 @@ impl Copier {
                     Some(from) if from != to => g.edges.push(Edge { from, to, ..e }),
                     _ => self.dropped += 1,
                 }
-                if let (Some(from), Some(&twin)) = (from, made.twin.get(&t)) {
-                    add_twin_edges(g, e, (from, made.twin.get(&e.from).copied()), (twin, to));
+                let Some(from) = from else { continue };
+                if let Some(&twin) = made.before.get(&t) {
+                    add_twin_edges(g, e, (from, made.launch.get(&e.from).copied()), (twin, to));
+                }
+                // The gap after a task that an addition's launch follows
+                // comes after that launch.
+                if let Some(&twin) = made.after.get(&e.from) {
+                    if e.kind == DepKind::IntraThread && twin != to {
+                        g.edges.push(Edge {
+                            from: twin,
+                            to,
+                            ..e
+                        });
+                    }
                 }
             }
             for &ei in &p.outgoing[t.idx()] {
