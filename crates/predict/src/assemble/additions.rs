@@ -264,6 +264,40 @@ mod tests {
         assert_eq!(sites(&g).after.get(&TaskId(0)), Some(&whole));
     }
 
+    /// Real DDP traces whose backward keeps every gradient (one
+    /// micro-batch after `zero_grad(set_to_none=True)`: `aten::detach` in
+    /// each node, DDP's `mul_out` after it): every accumulation is a site,
+    /// its launch after the node's last task, its kernel the scaling's.
+    #[test]
+    fn every_kept_gradient_of_real_ddp_traces_is_a_site() {
+        let Some(corpus) = lumos_testkit::corpus() else {
+            return;
+        };
+        for rel in [
+            "single-rank/a100-ddp-rank0of2-event-record.json.gz",
+            "single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+        ] {
+            let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+            let (g, _, _) = lumos_graph::build(&trace);
+            let named = |name: &str| {
+                let n = g.names.iter().position(|x| x == name);
+                (g.scopes.iter())
+                    .filter(|s| Some(s.name.0 as usize) == n)
+                    .count()
+            };
+            let s = sites(&g);
+            assert!(named(ACCUMULATION) > 0, "{rel}");
+            assert_eq!(s.after.len(), named(ACCUMULATION), "{rel}");
+            assert_eq!(s.before.len(), named(ACCUMULATION), "{rel}");
+            assert!(s.unsizable.is_empty(), "{rel}");
+            for (&after, gr) in &s.after {
+                assert_eq!(g.name(after), "detach", "{rel}");
+                assert!(g.tasks[gr.kernel.idx()].kind.is_gpu(), "{rel}");
+                assert_eq!(g.names[g.scopes[gr.scope.0 as usize].name.0 as usize], NODE);
+            }
+        }
+    }
+
     #[test]
     fn a_graph_without_accumulations_or_scopes_has_no_sites() {
         let mut g = accumulations();
