@@ -236,6 +236,13 @@ def test_predict_dp_from_the_one_rank_trace_without_nccl_kernels(gpt_dir, lumos_
     assert p.returncode == 0, p.stderr.strip()
 
 
+def test_dp_from_the_one_rank_trace_without_nccl_kernels_is_refused_with_the_reason(gpt_dir, lumos_bin):
+    p = run_cli(lumos_bin, ["predict", str(gpt_dir / "base.json.gz"), "--dp", "2"])
+    assert p.returncode != 0 and p.stdout == "", p.stdout
+    assert "no data-parallel collectives found in" in p.stderr, p.stderr
+    assert "its world size is 1, and with one rank NCCL runs no collective kernel" in p.stderr, p.stderr
+
+
 def test_predict_dp_from_the_one_rank_trace_with_nccl_kernels(gpt_dir, lumos_bin):
     out = _json(lumos_bin, ["predict", str(gpt_dir / "base-nccl.json.gz"), "--dp", "2"])
     assert out["target"]["dp"] == 2 and out["mean_predicted_ms"] > 0

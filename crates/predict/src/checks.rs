@@ -104,9 +104,16 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         )));
     }
     if c.dp != b.dp && !has_class(base, GroupClass::Data) {
+        let one_rank = base.inputs.iter().all(|i| i.ctx.world_size == Some(1));
         return Err(PredictError::Unsupported(format!(
-            "no data-parallel collectives found in {}; nothing to re-time",
-            base.input_names()
+            "no data-parallel collectives found in {}; nothing to re-time{}",
+            base.input_names(),
+            if one_rank {
+                ": its world size is 1, and with one rank NCCL runs no collective kernel, so \
+                 a gradient all-reduce leaves no GPU work to scale (trace two or more ranks)"
+            } else {
+                ""
+            }
         )));
     }
     if c.tp != b.tp && !has_class(base, GroupClass::Tensor) {
