@@ -488,6 +488,7 @@ def predict(
     tp: Optional[int] = None,
     scale_kernels: Union[Mapping[str, float], Sequence[str], str, None] = None,
     network: Optional[PathLike] = None,
+    heads: Optional[int] = None,
     durations_from: Optional[PathLike] = None,
     progress: ProgressArg = None,
 ) -> Prediction:
@@ -510,7 +511,10 @@ def predict(
     :class:`ConfigError`. ``micro_batch`` (as ``--micro-batch``) is the
     sequences per micro-batch at the same sequence length; a trace that
     does not show its own (no attention kernel whose operator records the
-    query's shape) raises :class:`ConfigError`. ``durations_from`` (as ``--durations-from``) is another
+    query's shape) raises :class:`ConfigError`. ``heads`` (as ``--heads``) is
+    the attention heads of the whole model: without it a ``hidden`` edit
+    keeps the traced heads (the head size changes), and a hidden size that
+    is not a multiple of them raises :class:`ConfigError`. ``durations_from`` (as ``--durations-from``) is another
     recording of the same program whose measured durations the one trace's
     graph takes before the edit (see :func:`durations_from`); the report
     then also holds the transfer under ``durations_from`` (and
@@ -529,7 +533,7 @@ def predict(
     net = _path(network, "network") if network is not None else None
     opts = _lumos.PredictOptions(
         dp, pp, microbatches, layers, hidden, ffn, tp, kernels, net,
-        virtual_stages=virtual_stages, micro_batch=micro_batch,
+        virtual_stages=virtual_stages, micro_batch=micro_batch, heads=heads,
     )
     b = _path(durations_from, "durations_from") if durations_from is not None else None
     with callback(progress) as cb:

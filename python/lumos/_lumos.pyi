@@ -74,6 +74,7 @@ class PredictOptions:
         network: Optional[str] = ...,
         virtual_stages: Optional[int] = ...,
         micro_batch: Optional[int] = ...,
+        heads: Optional[int] = ...,
     ) -> None: ...
 
 class SynthRecipe:

@@ -47,6 +47,9 @@ PAIRS = [
     # script keeps head size 128 (8 / 24 heads); attention's FLOPs are the same either way
     ("base", ["--hidden", "1024"], "hidden1024", 2.5),
     ("base", ["--hidden", "3072"], "hidden3072", 2.5),
+    # the script keeps the head size (128): from 24 heads the hidden sizes below need --heads
+    ("hidden3072", ["--hidden", "2048", "--heads", "16"], "base", 2.5),
+    ("hidden3072", ["--hidden", "1024", "--heads", "8"], "hidden1024", 2.5),
     ("base", ["--micro-batch", "4"], "batch4", 2.5),
     ("base", ["--micro-batch", "16"], "batch16", 2.5),
     # the middle backwards are copied from the last traced one, which adds into .grad as they do

@@ -290,6 +290,7 @@ impl Baseline {
             config: self.config,
             scales: Vec::new(),
             network: None,
+            heads: None,
         };
         crate::edits::traced(self, target)
     }

@@ -174,7 +174,7 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
             )
         }));
     }
-    let notes = check_shapes(base, c)?;
+    let notes = check_shapes(base, c, t.heads)?;
     check_micro_batch(base, c)?;
     check_weights_fit(base, c)?;
     if crate::edits::structural_change(base, t) {
@@ -366,7 +366,7 @@ fn has_class(base: &Baseline, class: GroupClass) -> bool {
 
 /// The attention heads of the whole model: those of one rank's attention
 /// kernel times the traced tensor-parallel degree.
-fn heads(base: &Baseline) -> Option<u64> {
+pub(crate) fn heads(base: &Baseline) -> Option<u64> {
     let local = base.structures.iter().find_map(|s| s.config.heads_local)?;
     Some(local * u64::from(base.config.tp.max(1)))
 }
@@ -374,10 +374,14 @@ fn heads(base: &Baseline) -> Option<u64> {
 /// Heads, hidden and FFN sizes against the tensor-parallel degree, for a
 /// target that changes any of them.
 #[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the MSRV (1.80)
-fn check_shapes(base: &Baseline, c: &Config) -> Result<Vec<String>, PredictError> {
+fn check_shapes(
+    base: &Baseline,
+    c: &Config,
+    target_heads: Option<u64>,
+) -> Result<Vec<String>, PredictError> {
     let b = &base.config;
     let (tp_edit, hidden_edit, ffn_edit) = (c.tp != b.tp, c.hidden != b.hidden, c.ffn != b.ffn);
-    if !(tp_edit || hidden_edit || ffn_edit) {
+    if !(tp_edit || hidden_edit || ffn_edit || target_heads.is_some()) {
         return Ok(Vec::new());
     }
     // The file is named: it is the trace, not the flag, that cannot
@@ -396,7 +400,7 @@ fn check_shapes(base: &Baseline, c: &Config) -> Result<Vec<String>, PredictError
     }
     let invalid = |s: String| Err(PredictError::InvalidTarget(s));
     let tp = u64::from(c.tp);
-    let heads = heads(base);
+    let heads = target_heads.or_else(|| heads(base));
     if let Some(h) = heads.filter(|h| h % tp != 0) {
         return invalid(format!(
             "{h} attention heads do not divide over {} tensor-parallel ranks",
@@ -415,9 +419,13 @@ fn check_shapes(base: &Baseline, c: &Config) -> Result<Vec<String>, PredictError
     match heads {
         Some(h) if c.hidden > 0 && c.hidden % h != 0 => {
             return invalid(format!(
-                "the hidden size {} is not a multiple of the {h} attention heads (a hidden-size \
-                 edit keeps the heads)",
-                c.hidden
+                "the hidden size {} is not a multiple of the {h} attention heads ({})",
+                c.hidden,
+                if target_heads.is_some() {
+                    "--heads sets them"
+                } else {
+                    "a hidden-size edit keeps the heads; --heads sets them"
+                }
             ))
         }
         Some(_) => {}
@@ -562,6 +570,7 @@ mod tests {
             config,
             scales: Vec::new(),
             network: None,
+            heads: None,
         }
     }
 
@@ -599,6 +608,31 @@ mod tests {
             check_target(&base, &target(&base, |_| {})).unwrap(),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn heads_set_by_an_edit_are_checked_in_place_of_the_traced_ones() {
+        // gpt-tiny: 16 heads, hidden 1024; traced at tp 2.
+        let base = baseline("gpt-tiny", None, [2, 1, 1, 2]);
+        let with_heads = |heads: u64, f: fn(&mut Config)| Target {
+            heads: Some(heads),
+            ..target(&base, f)
+        };
+        // 1176 is no multiple of 16 heads, but is of 12 (head size 98).
+        let e = refusal(&base, |c| c.hidden = 1176);
+        assert!(e.to_string().ends_with("--heads sets them)"), "{e}");
+        assert!(check_target(&base, &with_heads(12, |c| c.hidden = 1176)).is_ok());
+        let e = check_target(&base, &with_heads(12, |_| {})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the hidden size 1024 is not a multiple of the 12 attention heads (--heads sets them)"
+        );
+        let e = check_target(&base, &with_heads(3, |c| c.hidden = 1176)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "3 attention heads do not divide over 2 tensor-parallel ranks"
+        );
+        assert!(check_target(&base, &with_heads(8, |_| {})).is_ok());
     }
 
     #[test]
@@ -664,7 +698,9 @@ mod tests {
         let e = refusal(&base, |c| c.dp = 4);
         assert_eq!(
             e.to_string(),
-            "no data-parallel collectives found in rank0; nothing to re-time"
+            "no data-parallel collectives found in rank0; nothing to re-time: its world size is \
+             1, and with one rank NCCL runs no collective kernel, so a gradient all-reduce leaves \
+             no GPU work to scale (trace two or more ranks)"
         );
     }
 

@@ -648,6 +648,7 @@ mod tests {
                 config,
                 scales: Vec::new(),
                 network: None,
+                heads: None,
             };
             base.predict(t).unwrap()
         }

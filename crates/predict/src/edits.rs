@@ -48,6 +48,9 @@ pub enum Edit {
     Hidden(u64),
     /// FFN size.
     Ffn(u64),
+    /// Attention heads of the whole model: without this edit the traced
+    /// heads stay, so a hidden-size edit changes the head size.
+    Heads(u64),
     /// Sequences per micro-batch (the micro-batch size): the tokens each
     /// micro-batch carries, at the same sequence length.
     MicroBatch(u64),
@@ -75,6 +78,7 @@ impl Edit {
                 c.hidden = h;
             }
             Edit::Ffn(x) => c.ffn = x,
+            Edit::Heads(x) => t.heads = Some(x),
             Edit::MicroBatch(x) => c.micro_batch = x,
             Edit::KernelScale(k) => t.scales.push(k),
             Edit::Network(net, what) => t.network = Some((net, what)),
@@ -100,6 +104,8 @@ pub struct EditSet {
     pub hidden: Option<u64>,
     /// Feed-forward size.
     pub ffn: Option<u64>,
+    /// Attention heads.
+    pub heads: Option<u64>,
     /// Sequences per micro-batch.
     pub micro_batch: Option<u64>,
     /// Tensor-parallel degree.
@@ -124,6 +130,7 @@ impl EditSet {
         edits.extend(self.layers.map(Edit::Layers));
         edits.extend(self.hidden.map(Edit::Hidden));
         edits.extend(self.ffn.map(Edit::Ffn));
+        edits.extend(self.heads.map(Edit::Heads));
         edits.extend(self.micro_batch.map(Edit::MicroBatch));
         edits.extend(self.tp.map(Edit::Tp));
         edits.extend(self.dp.map(Edit::Dp));
@@ -145,6 +152,10 @@ pub struct Target {
     /// The target network (calibrated model of the trace when `None`),
     /// with a description.
     pub network: Option<(NetworkModel, String)>,
+    /// The attention heads of the whole model, where an edit sets them
+    /// (the traced heads otherwise). Only the checks and notes read them:
+    /// attention is timed by `b s^2 h`, whatever the heads.
+    pub heads: Option<u64>,
 }
 
 /// One predicted stage graph.
@@ -723,6 +734,22 @@ fn interleave_note(traced: u32, c: &Config) -> String {
 }
 
 /// What each edit assumes, in words.
+/// What a hidden-size edit does to the heads: kept, or set by an edit,
+/// with the head size each gives.
+fn heads_note(base: &Baseline, t: &Target) -> String {
+    let traced = crate::checks::heads(base);
+    let size = |h: u64| match h {
+        0 => "-".to_string(),
+        h => format!("{}", t.config.hidden / h),
+    };
+    match (traced, t.heads) {
+        (Some(a), Some(b)) if a != b => format!("heads {a} -> {b}, head size {}", size(b)),
+        (_, Some(b)) => format!("heads {b} unchanged, head size {}", size(b)),
+        (Some(a), None) => format!("heads {a} unchanged, head size {}", size(a)),
+        (None, None) => "heads unchanged, so the head size changes".into(),
+    }
+}
+
 fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
     let (b, c) = (&base.config, &t.config);
     let mut out = Vec::new();
@@ -785,8 +812,12 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
     }
     if c.hidden != b.hidden || c.ffn != b.ffn {
         out.push(format!(
-            "hidden {} -> {}, ffn {} -> {}: GEMM dimensions equal to h, 3h/tp, h/tp scale with the              hidden size and those equal to ffn, ffn/tp with the FFN size (heads unchanged, so head              size grows); attention x h ratio; element-wise kernels in layers x their tensor's ratio;              tensor-parallel, pipeline and gradient bytes scale with activations and parameters;              kernels outside layers other than GEMMs (embedding, loss) kept",
-            b.hidden, c.hidden, b.ffn, c.ffn
+            "hidden {} -> {}, ffn {} -> {}: GEMM dimensions equal to h, 3h/tp, h/tp scale with the              hidden size and those equal to ffn, ffn/tp with the FFN size ({}); attention x h ratio; element-wise kernels in layers x their tensor's ratio;              tensor-parallel, pipeline and gradient bytes scale with activations and parameters;              kernels outside layers other than GEMMs (embedding, loss) kept",
+            b.hidden,
+            c.hidden,
+            b.ffn,
+            c.ffn,
+            heads_note(base, t)
         ));
         if c.ffn != b.ffn
             && base.config.ffn > 0
@@ -794,6 +825,15 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
         {
             out.push("ffn/tp equals the hidden size in the trace: GEMM dimensions of that size are taken as hidden".into());
         }
+    }
+    let traced_heads = crate::checks::heads(base);
+    if c.hidden == b.hidden && c.ffn == b.ffn && t.heads.is_some() && t.heads != traced_heads {
+        out.push(format!(
+            "{} at hidden {}: attention's FLOPs (b s^2 h) do not depend on the heads, so its time \
+             is kept; how the head size changes the kernel's efficiency is not modelled",
+            heads_note(base, t),
+            c.hidden
+        ));
     }
     if c.micro_batch != b.micro_batch {
         out.push(format!(
@@ -938,6 +978,11 @@ impl<'b> Prediction<'b> {
         self.with_edits([Edit::Ffn(ffn)])
     }
 
+    /// Attention heads of the whole model.
+    pub fn with_heads(&self, heads: u64) -> Result<Prediction<'b>, PredictError> {
+        self.with_edits([Edit::Heads(heads)])
+    }
+
     /// Sequences per micro-batch.
     pub fn with_micro_batch(&self, micro_batch: u64) -> Result<Prediction<'b>, PredictError> {
         self.with_edits([Edit::MicroBatch(micro_batch)])
@@ -1013,6 +1058,7 @@ mod tests {
             config,
             scales: Vec::new(),
             network: None,
+            heads: None,
         }
     }
 

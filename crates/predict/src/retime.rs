@@ -1296,6 +1296,7 @@ mod tests {
             config,
             scales: Vec::new(),
             network: None,
+            heads: None,
         }
     }
 

@@ -26,6 +26,7 @@ struct Target {
     layers: Option<u32>,
     hidden: Option<u64>,
     ffn: Option<u64>,
+    heads: Option<u32>,
     micro_batch: Option<u32>,
     tp: Option<u32>,
     scale_kernels: Vec<KernelScale>,
@@ -83,6 +84,7 @@ fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'
         layers: t.layers,
         hidden: t.hidden,
         ffn: t.ffn,
+        heads: t.heads.map(u64::from),
         micro_batch: t.micro_batch.map(u64::from),
         tp: t.tp,
         dp: t.dp,
@@ -168,7 +170,7 @@ pub struct PredictOptions {
 impl PredictOptions {
     /// Checks the target; a bad value is a `ConfigError`.
     #[new]
-    #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None, virtual_stages = None, micro_batch = None))]
+    #[pyo3(signature = (dp = None, pp = None, microbatches = None, layers = None, hidden = None, ffn = None, tp = None, scale_kernels = Vec::new(), network = None, virtual_stages = None, micro_batch = None, heads = None))]
     #[allow(clippy::too_many_arguments)] // the CLI's flags, one argument each
     fn py_new(
         dp: Option<Bound<'_, PyAny>>,
@@ -182,6 +184,7 @@ impl PredictOptions {
         network: Option<String>,
         virtual_stages: Option<Bound<'_, PyAny>>,
         micro_batch: Option<Bound<'_, PyAny>>,
+        heads: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PredictOptions> {
         // Each number in the range of its CLI flag, as clap checks them
         // before anything else.
@@ -193,6 +196,7 @@ impl PredictOptions {
         let (hidden, ffn) = (size("hidden", &hidden)?, size("ffn", &ffn)?);
         let virtual_stages = count("virtual_stages", &virtual_stages)?;
         let micro_batch = count("micro_batch", &micro_batch)?;
+        let heads = count("heads", &heads)?;
         let scale_kernels = scale_kernels
             .iter()
             .map(|s| crate::options::kernel_scale(s))
@@ -206,6 +210,7 @@ impl PredictOptions {
             layers,
             hidden,
             ffn,
+            heads,
             micro_batch,
             tp,
             scale_kernels,

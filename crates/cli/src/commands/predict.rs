@@ -95,6 +95,12 @@ pub struct TargetArgs {
     /// FFN (MLP inner) size (1 to 1048576; a multiple of tp).
     #[arg(long, value_parser = size)]
     pub ffn: Option<u64>,
+    /// Attention heads of the whole model (1 to 65536; a multiple of tp,
+    /// and the hidden size a multiple of them). Without it a hidden-size
+    /// edit keeps the traced heads, so the head size changes; attention is
+    /// timed by its FLOPs (b s^2 h), which the heads do not change.
+    #[arg(long, value_parser = count)]
+    pub heads: Option<u32>,
     /// Sequences per micro-batch, the micro-batch size (1 to 65536), at
     /// the same sequence length. Needs the traced size: an attention
     /// kernel whose operator records the query's shape.
@@ -128,6 +134,7 @@ impl TargetArgs {
             || self.layers.is_some()
             || self.hidden.is_some()
             || self.ffn.is_some()
+            || self.heads.is_some()
             || self.micro_batch.is_some()
             || self.tp.is_some()
             || !self.scale_kernels.is_empty()
@@ -219,6 +226,7 @@ pub fn apply<'b>(
         layers: a.layers,
         hidden: a.hidden,
         ffn: a.ffn,
+        heads: a.heads.map(u64::from),
         micro_batch: a.micro_batch.map(u64::from),
         tp: a.tp,
         dp: a.dp,
