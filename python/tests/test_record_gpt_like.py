@@ -12,6 +12,7 @@ CLI binary (`LUMOS_BIN`); the traces are written to a temporary folder.
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 from pathlib import Path
@@ -225,6 +226,25 @@ def test_backwards_copied_from_one_add_into_the_gradients(gpt_dir, lumos_bin):
     assert f" {params * 2 * steps} `aten::add_` kernels added" in modelled[0], modelled[0]
     again = _json(lumos_bin, ["predict", str(gpt_dir / "micro2.json.gz"), "--microbatches", "4"])
     assert not any("gradient accumulation" in a for a in again["assumptions"]), again["assumptions"]
+
+
+def _additions_us(lumos_bin, gpt_dir, out, *extra):
+    p = run_cli(lumos_bin, ["predict", str(gpt_dir / "launch1.json.gz"), "--microbatches", "3", *extra,
+                            "--out", str(out)])
+    assert p.returncode == 0, p.stderr
+    (written,) = list(out.glob("*.json.gz"))
+    with gzip.open(written, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    return sum(e["dur"] for e in events if e.get("name") == "aten::add_ into .grad (modelled by lumos)")
+
+
+def test_a_speed_up_of_the_bucket_scaling_leaves_the_modelled_additions_alone(gpt_dir, lumos_bin, tmp_path):
+    # The additions are sized from DDP's MulFunctor kernels, but they are not those kernels.
+    plain = _additions_us(lumos_bin, gpt_dir, tmp_path / "plain")
+    assert plain > 0
+    assert _additions_us(lumos_bin, gpt_dir, tmp_path / "mul", "--scale-kernels", "MulFunctor=0.5") == plain
+    half = _additions_us(lumos_bin, gpt_dir, tmp_path / "memory", "--scale-kernels", "class:memory=0.5")
+    assert abs(half - plain / 2) < 0.01 * plain, (half, plain)
 
 
 DP_REFUSAL = "no data-parallel collectives found in base.json.gz; nothing to re-time"

@@ -504,8 +504,8 @@ fn rebuilt_stages<'b>(
              loading, host-to-device copies, the embedding, the user annotation around the pass) \
              told from the step's prologue by its kind, with no second forward to compare with; \
              the traced backward's data-parallel gradient reduction kept in the last backward \
-             only (in the {} before it its collectives and bucket scaling take no time, their \
-             launches keep theirs)",
+             only (in the {} before it its all-reduces and reduce-scatters, DDP's bucket work, \
+             and the CPU work that issues them, with the gaps before it, take no time)",
             c.microbatches,
             c.microbatches - 1
         ));

@@ -189,12 +189,13 @@ fn pick(
             .map(|x| x.1)
             .find(|p| p.microbatch == m - 1);
     }
-    // A middle backward of PyTorch's gradient accumulation adds into
+    // A later backward of PyTorch's gradient accumulation adds into
     // `.grad`, which the first (after `zero_grad(set_to_none=True)`) does
-    // not: of two traced backwards only the last shows those additions, so
-    // it is the template, its gradient reduction re-timed to nothing
-    // (`retime.rs`).
-    if kind == PassKind::Backward && k > 0 && m == 2 && first_backward_steals(s, step) {
+    // not, so the first is no template for it: of two traced backwards the
+    // last is, its gradient reduction re-timed to nothing (`retime.rs`); of
+    // more, a middle one.
+    let keeps_first = kind == PassKind::Backward && k > 0 && first_backward_steals(s, step);
+    if keeps_first && m == 2 {
         return with_prev.iter().map(|x| x.1).find(|p| p.microbatch == 1);
     }
     let want = match kind {
@@ -206,6 +207,7 @@ fn pick(
     let usable: Vec<&(Option<PassKind>, &PassStructure)> = with_prev
         .iter()
         .filter(|(_, p)| kind == PassKind::Forward || m == 1 || p.microbatch + 1 < m)
+        .filter(|(_, p)| !keeps_first || p.microbatch > 0)
         .collect();
     fn closest<'a>(
         c: &[&(Option<PassKind>, &'a PassStructure)],

@@ -284,6 +284,10 @@ struct Retimer<'a> {
     /// gradients where a later one adds into them
     /// ([`first_backward_steals`]), found once.
     steals: Vec<Vec<bool>>,
+    /// Per input: its collective operators that reduce gradients over the
+    /// data-parallel group ([`data_reduction_scopes`]); found only where
+    /// the micro-batches change, the one edit that leaves reductions out.
+    reductions: Vec<FxHashSet<ScopeId>>,
 }
 
 /// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
@@ -467,6 +471,15 @@ impl<'a> Retimer<'a> {
                         .collect()
                 })
                 .collect(),
+            reductions: (base.inputs.iter().zip(&base.structures))
+                .map(|(inp, s)| {
+                    if target.config.microbatches == base.config.microbatches {
+                        FxHashSet::default()
+                    } else {
+                        data_reduction_scopes(&inp.graph, s)
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -571,7 +584,7 @@ impl<'a> Retimer<'a> {
             _ if st.tag[i].addition => self.addition_ns(st, i, per_stage),
             WorkClass::Cpu
                 if self.reduction_left_to_last(src as usize, tt, st.tag[i])
-                    && runs_a_reduction(&inp.graph, tt) =>
+                    && runs_a_reduction(&inp.graph, tt, &self.reductions[src as usize]) =>
             {
                 (0.0, Source::Modelled)
             }
@@ -615,6 +628,12 @@ impl<'a> Retimer<'a> {
             }
         };
         if st.graph.tasks[i].kind.is_gpu() {
+            // A modelled addition is selected by its own name, not by that
+            // of the kernel it was sized from.
+            let name = match st.tag[i].addition {
+                true => st.graph.name(TaskId(i as u32)),
+                false => name,
+            };
             for k in &self.target.scales {
                 if k.select.matches(&work, name) && k.factor != 1.0 {
                     dur *= k.factor;
@@ -693,7 +712,11 @@ impl<'a> Retimer<'a> {
                 WorkClass::Cpu
             )
             && self.reduction_left_to_last(src as usize, tt, st.tag[i])
-            && runs_a_reduction(&self.base.inputs[src as usize].graph, tt)
+            && runs_a_reduction(
+                &self.base.inputs[src as usize].graph,
+                tt,
+                &self.reductions[src as usize],
+            )
     }
 
     /// Whether a task of the gradient reduction of a template of one
@@ -1112,20 +1135,60 @@ fn fills_a_bucket(g: &Graph, t: TaskId) -> bool {
     })
 }
 
-/// Whether CPU task `t` is (or runs inside) DDP's reducer work or a
-/// collective's launch (`c10d::...`, `record_param_comms`, `nccl:...`):
-/// CPU work that a backward under `no_sync` does not do.
-fn runs_a_reduction(g: &Graph, t: TaskId) -> bool {
-    let is = |name: &str| {
+/// Whether CPU task `t` is (or runs inside) DDP's reducer work, or a
+/// collective's launch (`c10d::...`, `record_param_comms`, `nccl:...`)
+/// that reduces gradients: one inside a gradient's accumulation (where
+/// DDP's and Megatron's hooks issue their reductions), or one of
+/// `reductions` (the collective operators that launch a data-parallel
+/// all-reduce or reduce-scatter, [`data_reduction_scopes`]). CPU work that
+/// a backward under `no_sync` does not do; a tensor-parallel collective's
+/// launch is not.
+fn runs_a_reduction(g: &Graph, t: TaskId, reductions: &FxHashSet<ScopeId>) -> bool {
+    let named = |sc: ScopeId| g.names[g.scopes[sc.0 as usize].name.0 as usize].as_str();
+    let reducer = |name: &str| {
         name.starts_with("torch::distributed::reducer::")
             || name.starts_with("torch.distributed.ddp.reducer::")
-            || name.starts_with("c10d::")
-            || name.starts_with("nccl:")
-            || name == "record_param_comms"
     };
-    is(g.name(t))
-        || g.scope_chain(t)
-            .any(|sc| is(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
+    let (mut comm, mut accumulation) = (is_collective_op(g.name(t)), false);
+    for sc in g.scope_chain(t) {
+        let name = named(sc);
+        if reducer(name) || reductions.contains(&sc) {
+            return true;
+        }
+        comm |= is_collective_op(name);
+        accumulation |= name == crate::assemble::ACCUMULATION;
+    }
+    comm && accumulation
+}
+
+/// Whether an operator named `name` issues a collective.
+fn is_collective_op(name: &str) -> bool {
+    name.starts_with("c10d::") || name.starts_with("nccl:") || name == "record_param_comms"
+}
+
+/// The collective operators of input `s` (graph `g`) that launch a
+/// data-parallel all-reduce or reduce-scatter.
+fn data_reduction_scopes(g: &Graph, s: &Structure) -> FxHashSet<ScopeId> {
+    let mut out = FxHashSet::default();
+    for e in g.edges.iter().filter(|e| e.kind == DepKind::Launch) {
+        let WorkClass::Comm(ci) = s.work[e.to.idx()] else {
+            continue;
+        };
+        let c = &s.comms[ci as usize];
+        if c.class == GroupClass::Data
+            && matches!(
+                c.kind,
+                Some(CollectiveKind::AllReduce | CollectiveKind::ReduceScatter)
+            )
+        {
+            let named = |sc: &ScopeId| g.names[g.scopes[sc.0 as usize].name.0 as usize].as_str();
+            out.extend(
+                g.scope_chain(e.from)
+                    .filter(|sc| is_collective_op(named(sc))),
+            );
+        }
+    }
+    out
 }
 
 /// Whether task `t` is an `aten::add_` inside PyTorch's `AccumulateGrad`:

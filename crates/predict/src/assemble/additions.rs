@@ -19,11 +19,17 @@ use lumos_graph::{DepKind, Graph, ScopeId, TaskId};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Scope name of one gradient's accumulation, from the autograd engine.
-const ACCUMULATION: &str = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad";
+pub(crate) const ACCUMULATION: &str =
+    "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad";
 /// Scope name of the accumulation node itself (where `aten::add_` runs).
 const NODE: &str = "torch::autograd::AccumulateGrad";
-/// Scope name of DDP's reducer scaling one gradient into its bucket.
-const SCALING: &str = "torch::distributed::reducer::mul_out";
+/// Scope names of DDP's reducer moving one gradient into its bucket:
+/// scaled on the way (`mul_out`), or copied as it is when a communication
+/// hook scales it (`copy_`). Either reads one tensor and writes one.
+const SCALING: [&str; 2] = [
+    "torch::distributed::reducer::mul_out",
+    "torch::distributed::reducer::copy_",
+];
 
 /// One gradient that a template's backward kept without adding it, with
 /// the bucket scaling that sizes its addition.
@@ -78,7 +84,7 @@ pub(super) fn sites(g: &Graph) -> Sites {
             }),
             (_, Some(p)) => Some(Place {
                 node: p.node.or((name == NODE).then_some(here)),
-                scaling: p.scaling || name == SCALING,
+                scaling: p.scaling || SCALING.contains(&name),
                 ..p
             }),
             (_, None) => None,
@@ -167,7 +173,7 @@ mod tests {
     /// gradient and DDP scaled it into its bucket, the second added into
     /// `.grad`, the third kept its gradient with no reducer after it.
     fn accumulations() -> Graph {
-        let names = [ACCUMULATION, NODE, SCALING, "aten::mul", "aten::add_"];
+        let names = [ACCUMULATION, NODE, SCALING[0], "aten::mul", "aten::add_"];
         let mut g = Graph {
             names: names.iter().map(|s| s.to_string()).collect(),
             ..Graph::default()

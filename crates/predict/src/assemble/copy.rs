@@ -145,7 +145,7 @@ impl Copier {
             if adds && p.additions.unsizable.contains(&t) {
                 self.unsized_additions += 1;
             }
-            if let Some(gr) = p.additions.before.get(&t).filter(|_| adds) {
+            if let Some(gr) = adds.then(|| p.additions.before.get(&t)).flatten() {
                 let id = self.addition(g, p, (uref, tag), gr.kernel, &mut twin_corr);
                 made.before.insert(t, id);
             }
@@ -183,7 +183,7 @@ impl Copier {
             if let Some(si) = tag.step {
                 self.step_tasks.entry((si, uref.src, t)).or_insert(id);
             }
-            if let Some(gr) = p.additions.after.get(&t).filter(|_| adds) {
+            if let Some(gr) = adds.then(|| p.additions.after.get(&t)).flatten() {
                 let twin = self.addition(g, p, (uref, tag), gr.launch, &mut twin_corr);
                 made.after.insert(t, twin);
                 made.launch.insert(gr.launch, twin);

@@ -50,6 +50,7 @@
 //! [`renumber`] and [`drop_unused_processors`].
 
 mod additions;
+pub(crate) use additions::ACCUMULATION;
 mod copy;
 mod finish;
 mod joins;
