@@ -1481,6 +1481,34 @@ fn one_micro_batch_traces_take_micro_batch_edits_on_one_stage_only() {
     // others repeat none): inspected alone it was called editable.
     let rank0 = vec![corpus.path("multi-rank/dlrm-8xv100/rank0.json.gz")];
     assert!(inspected(&rank0)[0].starts_with(why));
+    // One verdict, in the JSON and the text: the edits taken are named,
+    // and the text no longer heads a reason saying that layers and
+    // micro-batches can change with "structural edits not possible".
+    let v = json(&["inspect"], &rank0);
+    let s = &v["traces"][0]["structure"];
+    assert_eq!(
+        s["structural_edits_possible"],
+        serde_json::json!(["layers", "micro-batches"]),
+        "{s}"
+    );
+    let out = run_ok(lumos().arg("inspect").args(&rank0));
+    // Folded lines read as one.
+    let text = (String::from_utf8_lossy(&out.stdout).split_whitespace())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!text.contains("structural edits not possible"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "structural edits possible only of the layers and micro-batches: {why}"
+        )),
+        "{text}"
+    );
+    // A stage of a longer pipeline takes none, and says so.
+    let v = json(&["inspect", "--per-trace"], &two);
+    for t in v["traces"].as_array().unwrap() {
+        let s = &t["structure"];
+        assert_eq!(s["structural_edits_possible"], serde_json::json!([]), "{s}");
+    }
 }
 
 /// A data-parallel edit of an inference trace (no backward pass) is

@@ -39,6 +39,10 @@ pub struct StructureReport {
     /// `None` when the graph can be edited structurally (layers,
     /// micro-batches, pipeline); else why not.
     pub structural_edits_blocked: Option<String>,
+    /// The structural edits taken all the same where some are blocked
+    /// (`layers`, `micro-batches` of a single stage of one micro-batch);
+    /// empty when none are, or none are blocked.
+    pub structural_edits_possible: Vec<&'static str>,
 }
 
 /// Time spent in one phase, ms per step.
@@ -143,6 +147,7 @@ impl From<&lp::StructureReport> for StructureReport {
             config: DiscoveredConfig::from(&r.config),
             findings: r.findings.iter().map(Finding::from).collect(),
             structural_edits_blocked: r.structural_edits_blocked.clone(),
+            structural_edits_possible: r.structural_edits_possible.clone(),
         }
     }
 }
