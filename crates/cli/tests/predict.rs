@@ -1180,6 +1180,85 @@ fn inspect_reports_structure() {
     assert!(text.contains("structure: last stage"), "{text}");
 }
 
+/// A copy of the trace at `from`, gzipped or not, without the process
+/// groups of its `distributedInfo` (`pg_config`, `pg_count`), written to
+/// `to` as plain JSON.
+fn without_process_groups(from: &Path, to: &Path) {
+    let bytes = lumos_testkit::gunzip_file(from);
+    let mut doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let info = doc["distributedInfo"].as_object_mut().unwrap();
+    assert!(info.remove("pg_config").is_some(), "{}", from.display());
+    info.remove("pg_count");
+    std::fs::write(to, serde_json::to_vec(&doc).unwrap()).unwrap();
+}
+
+/// A trace stripped of its process groups still records each
+/// collective's group size, but which parallelism a group serves is then
+/// a guess from names and where its collectives run: the degrees found
+/// so are stated as an assumption (in `inspect`, its JSON, and a
+/// prediction's assumptions), their findings weak. Before, a stripped
+/// stage of GPT tiny at TP2 x PP2 x DP2 read "tp 2, pp 2, dp 2" as if
+/// known. With its process groups, nothing is guessed.
+#[test]
+fn degrees_of_a_trace_without_process_groups_are_stated_as_guessed() {
+    let dir = temp_dir("no-pg-config");
+    let files = synth_pipeline(&dir);
+    let v = json(&["inspect", "--per-trace"], &files[..1]);
+    assert!(
+        v["traces"][0]["structure"]["config"]["degrees_guessed"].is_null(),
+        "{v}"
+    );
+    let stripped = dir.join("stripped-rank0.json");
+    without_process_groups(&files[0], &stripped);
+    let v = json(&["inspect"], std::slice::from_ref(&stripped));
+    let s = &v["traces"][0]["structure"];
+    let c = &s["config"];
+    assert_eq!(
+        (&c["tp"], &c["dp"], &c["pp"]),
+        (&2.into(), &2.into(), &2.into())
+    );
+    let guessed = c["degrees_guessed"].as_str().unwrap();
+    assert!(
+        guessed.starts_with("parallel degrees guessed: tp 2, dp 2, pp 2 from the group size")
+            && guessed.contains("no pg_config"),
+        "{guessed}"
+    );
+    for f in s["findings"].as_array().unwrap() {
+        if f["what"].as_str().unwrap().ends_with("-parallel degree") {
+            assert_eq!(f["confidence"], "low", "{f}");
+            assert!(f["evidence"].as_str().unwrap().starts_with("weak: "), "{f}");
+        }
+    }
+    let out = run_ok(lumos().arg("inspect").arg(&stripped));
+    let text = (String::from_utf8_lossy(&out.stdout).split_whitespace())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains(&format!("assumption: {guessed}")), "{text}");
+    let p = json(&["predict", "--dp", "4"], std::slice::from_ref(&stripped));
+    assert!(
+        (p["assumptions"].as_array().unwrap().iter()).any(|a| a == guessed),
+        "{}",
+        p["assumptions"]
+    );
+    // A real DDP rank: its data-parallel group is the one it lists.
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let ddp = corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz");
+    let v = json(&["inspect"], std::slice::from_ref(&ddp));
+    assert!(
+        v["traces"][0]["structure"]["config"]["degrees_guessed"].is_null(),
+        "{v}"
+    );
+    let stripped = dir.join("stripped-ddp.json");
+    without_process_groups(&ddp, &stripped);
+    let v = json(&["inspect"], std::slice::from_ref(&stripped));
+    let c = &v["traces"][0]["structure"]["config"];
+    assert_eq!(c["dp"], 2);
+    let guessed = c["degrees_guessed"].as_str().unwrap();
+    assert!(guessed.contains("dp 2"), "{guessed}");
+}
+
 /// Every rank of a job: one rank per stage stands for its stage, and the
 /// prediction says so.
 #[test]

@@ -107,6 +107,10 @@ pub struct DiscoveredConfig {
     /// pipeline stages); left out for the plain schedule.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub virtual_stages: Option<u32>,
+    /// The assumption behind the parallel degrees guessed rather than
+    /// read from the trace's process groups, naming them; `None` when
+    /// none were.
+    pub degrees_guessed: Option<String>,
 }
 
 /// One line of the discovery report.
@@ -183,6 +187,7 @@ impl From<&lp::DiscoveredConfig> for DiscoveredConfig {
             distributed_optimizer: c.distributed_optimizer,
             virtual_stages: c.virtual_stages,
             micro_batch: c.micro_batch,
+            degrees_guessed: c.degrees_guessed.clone(),
         }
     }
 }

@@ -437,6 +437,13 @@ fn write_structure(
         "{}",
         wrapped_words("  structure: ", &line, "    ", width)
     )?;
+    if let Some(why) = &c.degrees_guessed {
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("    assumption: ", &shown(why), "      ", width)
+        )?;
+    }
     if let (Some(h), Some(f)) = (c.hidden, c.ffn) {
         writeln!(
             out,
