@@ -1259,6 +1259,43 @@ fn degrees_of_a_trace_without_process_groups_are_stated_as_guessed() {
     assert!(guessed.contains("dp 2"), "{guessed}");
 }
 
+/// Under `--network`, the collectives the network model cannot re-time
+/// (the recsys rank's all-to-alls, of a kind the ring model does not
+/// know, in a group classified `other`) keep their traced durations, and
+/// the prediction says so, counting them; before, they were kept without
+/// a word.
+#[test]
+fn collectives_a_new_network_leaves_as_traced_are_named() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let path = vec![corpus.path("single-rank/a100-recsys-rank3of8.json.gz")];
+    let v = json(&["predict", "--network", "h100"], &path);
+    let kept: Vec<&str> = (v["assumptions"].as_array().unwrap().iter())
+        .filter_map(|a| a.as_str())
+        .filter(|a| a.contains("outside the data- and tensor-parallel groups"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{}", v["assumptions"]);
+    assert!(
+        kept[0].starts_with(
+            "42 collectives outside the data- and tensor-parallel groups (42 all_to_all; "
+        ) && kept[0].ends_with(
+            "of a kind the network model does not know, keep their traced durations: the \
+                 preset h100 network does not change them"
+        ),
+        "{}",
+        kept[0]
+    );
+    // Without another network nothing is said of them.
+    let v = json(&["predict", "--dp", "4"], &path);
+    let said = (v["assumptions"].as_array().unwrap().iter()).any(|a| {
+        a.as_str()
+            .unwrap()
+            .contains("outside the data- and tensor-parallel")
+    });
+    assert!(!said, "{}", v["assumptions"]);
+}
+
 /// Every rank of a job: one rank per stage stands for its stage, and the
 /// prediction says so.
 #[test]
