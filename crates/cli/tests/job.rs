@@ -1369,6 +1369,19 @@ fn members_naming_their_steps_differently_from_their_representative_are_named() 
         )),
         "{w:?}"
     );
+    // The same ranks ingested: a member read from an `.lgraph` file is
+    // compared as its trace is (before, its summary held no step names
+    // and the member replayed without a word).
+    let graphs = temp_dir("rep-step-renamed-lgraph");
+    run_ok(
+        lumos()
+            .args(["ingest", "-o"])
+            .arg(graphs.path())
+            .arg(dir.path()),
+    );
+    let (from_graphs, replayed) = warned(graphs.path());
+    assert_eq!(replayed, 1);
+    assert_eq!(from_graphs, w);
     // A rank without steps runs a program of its own (it represents its
     // own group): the representatives' warning names it, as --job's does.
     let dir = dlrm_edited(&dlrm, "rep-step-less", 3, steps_named(None));

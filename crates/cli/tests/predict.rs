@@ -1180,6 +1180,122 @@ fn inspect_reports_structure() {
     assert!(text.contains("structure: last stage"), "{text}");
 }
 
+/// A copy of the trace at `from`, gzipped or not, without the process
+/// groups of its `distributedInfo` (`pg_config`, `pg_count`), written to
+/// `to` as plain JSON.
+fn without_process_groups(from: &Path, to: &Path) {
+    let bytes = lumos_testkit::gunzip_file(from);
+    let mut doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let info = doc["distributedInfo"].as_object_mut().unwrap();
+    assert!(info.remove("pg_config").is_some(), "{}", from.display());
+    info.remove("pg_count");
+    std::fs::write(to, serde_json::to_vec(&doc).unwrap()).unwrap();
+}
+
+/// A trace stripped of its process groups still records each
+/// collective's group size, but which parallelism a group serves is then
+/// a guess from names and where its collectives run: the degrees found
+/// so are stated as an assumption (in `inspect`, its JSON, and a
+/// prediction's assumptions), their findings weak. Before, a stripped
+/// stage of GPT tiny at TP2 x PP2 x DP2 read "tp 2, pp 2, dp 2" as if
+/// known. With its process groups, nothing is guessed.
+#[test]
+fn degrees_of_a_trace_without_process_groups_are_stated_as_guessed() {
+    let dir = temp_dir("no-pg-config");
+    let files = synth_pipeline(&dir);
+    let v = json(&["inspect", "--per-trace"], &files[..1]);
+    assert!(
+        v["traces"][0]["structure"]["config"]["degrees_guessed"].is_null(),
+        "{v}"
+    );
+    let stripped = dir.join("stripped-rank0.json");
+    without_process_groups(&files[0], &stripped);
+    let v = json(&["inspect"], std::slice::from_ref(&stripped));
+    let s = &v["traces"][0]["structure"];
+    let c = &s["config"];
+    assert_eq!(
+        (&c["tp"], &c["dp"], &c["pp"]),
+        (&2.into(), &2.into(), &2.into())
+    );
+    let guessed = c["degrees_guessed"].as_str().unwrap();
+    assert!(
+        guessed.starts_with("parallel degrees guessed: tp 2, dp 2, pp 2 from the group size")
+            && guessed.contains("no pg_config"),
+        "{guessed}"
+    );
+    for f in s["findings"].as_array().unwrap() {
+        if f["what"].as_str().unwrap().ends_with("-parallel degree") {
+            assert_eq!(f["confidence"], "low", "{f}");
+            assert!(f["evidence"].as_str().unwrap().starts_with("weak: "), "{f}");
+        }
+    }
+    let out = run_ok(lumos().arg("inspect").arg(&stripped));
+    let text = (String::from_utf8_lossy(&out.stdout).split_whitespace())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains(&format!("assumption: {guessed}")), "{text}");
+    let p = json(&["predict", "--dp", "4"], std::slice::from_ref(&stripped));
+    assert!(
+        (p["assumptions"].as_array().unwrap().iter()).any(|a| a == guessed),
+        "{}",
+        p["assumptions"]
+    );
+    // A real DDP rank: its data-parallel group is the one it lists.
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let ddp = corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz");
+    let v = json(&["inspect"], std::slice::from_ref(&ddp));
+    assert!(
+        v["traces"][0]["structure"]["config"]["degrees_guessed"].is_null(),
+        "{v}"
+    );
+    let stripped = dir.join("stripped-ddp.json");
+    without_process_groups(&ddp, &stripped);
+    let v = json(&["inspect"], std::slice::from_ref(&stripped));
+    let c = &v["traces"][0]["structure"]["config"];
+    assert_eq!(c["dp"], 2);
+    let guessed = c["degrees_guessed"].as_str().unwrap();
+    assert!(guessed.contains("dp 2"), "{guessed}");
+}
+
+/// Under `--network`, the collectives the network model cannot re-time
+/// (the recsys rank's all-to-alls, of a kind the ring model does not
+/// know, in a group classified `other`) keep their traced durations, and
+/// the prediction says so, counting them; before, they were kept without
+/// a word.
+#[test]
+fn collectives_a_new_network_leaves_as_traced_are_named() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let path = vec![corpus.path("single-rank/a100-recsys-rank3of8.json.gz")];
+    let v = json(&["predict", "--network", "h100"], &path);
+    let kept: Vec<&str> = (v["assumptions"].as_array().unwrap().iter())
+        .filter_map(|a| a.as_str())
+        .filter(|a| a.contains("outside the data- and tensor-parallel groups"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{}", v["assumptions"]);
+    assert!(
+        kept[0].starts_with(
+            "42 collectives outside the data- and tensor-parallel groups (42 all_to_all; "
+        ) && kept[0].ends_with(
+            "of a kind the network model does not know, keep their traced durations: the \
+                 preset h100 network does not change them"
+        ),
+        "{}",
+        kept[0]
+    );
+    // Without another network nothing is said of them.
+    let v = json(&["predict", "--dp", "4"], &path);
+    let said = (v["assumptions"].as_array().unwrap().iter()).any(|a| {
+        a.as_str()
+            .unwrap()
+            .contains("outside the data- and tensor-parallel")
+    });
+    assert!(!said, "{}", v["assumptions"]);
+}
+
 /// Every rank of a job: one rank per stage stands for its stage, and the
 /// prediction says so.
 #[test]
@@ -1481,6 +1597,34 @@ fn one_micro_batch_traces_take_micro_batch_edits_on_one_stage_only() {
     // others repeat none): inspected alone it was called editable.
     let rank0 = vec![corpus.path("multi-rank/dlrm-8xv100/rank0.json.gz")];
     assert!(inspected(&rank0)[0].starts_with(why));
+    // One verdict, in the JSON and the text: the edits taken are named,
+    // and the text no longer heads a reason saying that layers and
+    // micro-batches can change with "structural edits not possible".
+    let v = json(&["inspect"], &rank0);
+    let s = &v["traces"][0]["structure"];
+    assert_eq!(
+        s["structural_edits_possible"],
+        serde_json::json!(["layers", "micro-batches"]),
+        "{s}"
+    );
+    let out = run_ok(lumos().arg("inspect").args(&rank0));
+    // Folded lines read as one.
+    let text = (String::from_utf8_lossy(&out.stdout).split_whitespace())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!text.contains("structural edits not possible"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "structural edits possible only of the layers and micro-batches: {why}"
+        )),
+        "{text}"
+    );
+    // A stage of a longer pipeline takes none, and says so.
+    let v = json(&["inspect", "--per-trace"], &two);
+    for t in v["traces"].as_array().unwrap() {
+        let s = &t["structure"];
+        assert_eq!(s["structural_edits_possible"], serde_json::json!([]), "{s}");
+    }
 }
 
 /// A data-parallel edit of an inference trace (no backward pass) is

@@ -179,6 +179,9 @@ impl Baseline {
             }
             d0.layers.unwrap_or(0) * pp
         };
+        // Degrees read from no process group (a trace stripped of its
+        // pg_config): every edit of the job's shape rests on them.
+        notes.extend(d0.degrees_guessed.clone());
         for (found, what) in [(d0.tp, "tensor-parallel"), (d0.dp, "data-parallel")] {
             if found.is_none() {
                 // Discovery leaves a degree unknown where its collectives

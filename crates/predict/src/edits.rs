@@ -671,6 +671,62 @@ fn edited_group_notes(base: &Baseline, t: &Target) -> Vec<String> {
     out
 }
 
+/// The collectives outside the data- and tensor-parallel groups (whose
+/// kept ones [`edited_group_notes`] names) that keep their traced
+/// durations under another network, in words: those of a kind the
+/// network model does not know (an all-to-all), and those of a group
+/// classified `other` whose ranks the trace does not record, which give
+/// the model no group to time. Before, they stayed as traced without a
+/// word, which read as if the new network did not slow or speed them.
+fn kept_under_network(base: &Baseline, what: &str) -> Option<String> {
+    let (mut kept, mut kept_ns, mut no_group) = (Vec::new(), 0i64, 0usize);
+    for (s, i) in base.structures.iter().zip(&base.inputs) {
+        let g = &i.graph;
+        let mut nccl = lumos_graph::NcclOperators::of(g);
+        for c in &s.comms {
+            if matches!(c.class, GroupClass::Data | GroupClass::Tensor) || c.p2p.is_some() {
+                continue;
+            }
+            let unknown = c.kind.is_none() && !crate::retime::runs_broadcast(c, g);
+            let groupless = !unknown && c.class == GroupClass::Other && c.ranks.len() < 2;
+            if !(unknown || groupless) {
+                continue;
+            }
+            no_group += usize::from(groupless);
+            // An all-to-all by its operator's name, as `lumos inspect`
+            // lists it, not by the `SendRecv` kernels NCCL runs it as.
+            let named = c.taken_for.unwrap_or(c.task);
+            let recorded = g
+                .task(named)
+                .collective
+                .map(|k| &*g.collectives[k as usize].name);
+            let name = (nccl.collective(named))
+                .filter(|n| crate::discover::is_all_to_all(n))
+                .or(recorded)
+                .unwrap_or("?");
+            tally(&mut kept, name);
+            kept_ns += g.task(c.task).duration_ns;
+        }
+    }
+    let n: usize = kept.iter().map(|(_, n)| n).sum();
+    (n > 0).then(|| {
+        let why = match (no_group, n - no_group) {
+            (0, _) => "of a kind the network model does not know".to_string(),
+            (_, 0) => "in a group whose ranks the trace does not record".to_string(),
+            (g, k) => format!(
+                "{k} of a kind the network model does not know, {g} in a group whose ranks the \
+                 trace does not record"
+            ),
+        };
+        format!(
+            "{n} collectives outside the data- and tensor-parallel groups ({}; {:.3} ms traced), \
+             {why}, keep their traced durations: the {what} network does not change them",
+            kinds_in_words(&kept),
+            kept_ns as f64 / 1e6
+        )
+    })
+}
+
 /// The collectives without a launch in the trace that share a stream with
 /// a group the edit of `t` re-times but could not be tied to a launched
 /// collective (their stream's collectives do not repeat step by step), in
@@ -878,6 +934,7 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
         out.push(format!(
             "collectives re-timed with the {what} network: traced + T_target(new) - T_calibrated(traced)"
         ));
+        out.extend(kept_under_network(base, what));
     }
     if c.layers != b.layers || c.hidden != b.hidden || c.tp != b.tp || c.pp != b.pp {
         let rest = if base.params.iter().all(|p| p.method == "gradient_bytes") {

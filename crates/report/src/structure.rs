@@ -39,6 +39,10 @@ pub struct StructureReport {
     /// `None` when the graph can be edited structurally (layers,
     /// micro-batches, pipeline); else why not.
     pub structural_edits_blocked: Option<String>,
+    /// The structural edits taken all the same where some are blocked
+    /// (`layers`, `micro-batches` of a single stage of one micro-batch);
+    /// empty when none are, or none are blocked.
+    pub structural_edits_possible: Vec<&'static str>,
 }
 
 /// Time spent in one phase, ms per step.
@@ -103,6 +107,10 @@ pub struct DiscoveredConfig {
     /// pipeline stages); left out for the plain schedule.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub virtual_stages: Option<u32>,
+    /// The assumption behind the parallel degrees guessed rather than
+    /// read from the trace's process groups, naming them; `None` when
+    /// none were.
+    pub degrees_guessed: Option<String>,
 }
 
 /// One line of the discovery report.
@@ -143,6 +151,7 @@ impl From<&lp::StructureReport> for StructureReport {
             config: DiscoveredConfig::from(&r.config),
             findings: r.findings.iter().map(Finding::from).collect(),
             structural_edits_blocked: r.structural_edits_blocked.clone(),
+            structural_edits_possible: r.structural_edits_possible.clone(),
         }
     }
 }
@@ -178,6 +187,7 @@ impl From<&lp::DiscoveredConfig> for DiscoveredConfig {
             distributed_optimizer: c.distributed_optimizer,
             virtual_stages: c.virtual_stages,
             micro_batch: c.micro_batch,
+            degrees_guessed: c.degrees_guessed.clone(),
         }
     }
 }

@@ -266,7 +266,8 @@ pub fn read_stored(path: &Path) -> Result<StoredRank, StoreError> {
         && summary.devices as usize == facts.meta.devices.len()
         && summary.json_bytes == facts.json_bytes
         && summary.signature == program.signature
-        && summary.steps_ns == program.steps_ns;
+        && summary.steps_ns == program.steps_ns
+        && summary.step_names == stored::step_names(&graph);
     if !agree {
         return Err(StoreError::new(
             path,

@@ -135,8 +135,9 @@ struct Gathered {
     /// The inputs that claim each rank: their places in the files given,
     /// and whether the rank was only a default (none recorded).
     claimed: BTreeMap<u32, Vec<(usize, bool)>>,
-    /// Each trace's step names, by rank, with its file
-    /// ([`step_names_warning`]); an `.lgraph` file's summary holds none.
+    /// Each input's step names, by rank, with its trace's file
+    /// ([`step_names_warning`]): a trace's, or those an `.lgraph` file's
+    /// summary holds.
     step_names: BTreeMap<u32, (PathBuf, Vec<String>)>,
     traces_built: usize,
 }
@@ -287,9 +288,9 @@ fn warn_of_step_names(r: &mut Representatives, names: &BTreeMap<u32, (PathBuf, V
 /// from the first rank's: a member's steps are paired with its
 /// representative's by position (the job's measured steps, named as the
 /// representative's), which is only right where both recorded the same
-/// iterations. `names` are the traces' (by rank, with the file); a member
-/// or representative read from an `.lgraph` file is not compared, its
-/// summary holding no step names.
+/// iterations. `names` are the inputs' (by rank, with the trace's file):
+/// a trace's, or those an `.lgraph` file's summary holds, so that the
+/// two kinds of input are compared alike.
 fn step_names_warning(
     groups: &[ProgramGroup],
     names: &BTreeMap<u32, (PathBuf, Vec<String>)>,
@@ -418,6 +419,8 @@ fn gather_one(f: &Path, at: usize, gathered: &Mutex<Gathered>) -> Result<(), Inp
             world_size: s.world_size,
             clock_ns: None,
         };
+        g.step_names
+            .insert(s.rank, (s.source.path.clone(), s.step_names));
         g.added.push((s.rank, s.signature, s.steps_ns, facts));
         g.inputs_by_rank.insert(s.rank, f.to_owned());
         g.offer(s.rank, s.signature, Kept::File(f.to_owned()));

@@ -63,6 +63,10 @@ pub struct RankSummary {
     /// Measured step lengths (`ProfilerStep#N` to the end of its GPU
     /// work), in step order.
     pub steps_ns: Vec<i64>,
+    /// The steps' names (`ProfilerStep#10`), in the same order: a member
+    /// of representatives read from this file has its steps compared
+    /// with its representative's, as a trace's are.
+    pub step_names: Vec<String>,
     /// Tasks in its graph.
     pub tasks: u64,
     /// Communication tasks.
@@ -206,6 +210,7 @@ impl StoredRank {
             world_size: facts.meta.world_size,
             signature: program_signature(&graph),
             steps_ns: program.steps_ns.clone(),
+            step_names: step_names(&graph),
             tasks: graph.graph.tasks.len() as u64,
             comm_tasks: graph.comms.len() as u64,
             devices: facts.meta.devices.len() as u32,
@@ -247,4 +252,10 @@ impl StoredRank {
             report: self.report,
         }
     }
+}
+
+/// The names of `graph`'s steps, in step order: what a summary holds of
+/// them ([`RankSummary::step_names`]).
+pub(crate) fn step_names(graph: &RankGraph) -> Vec<String> {
+    (graph.graph.steps.iter()).map(|s| s.name.clone()).collect()
 }

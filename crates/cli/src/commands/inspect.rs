@@ -437,6 +437,13 @@ fn write_structure(
         "{}",
         wrapped_words("  structure: ", &line, "    ", width)
     )?;
+    if let Some(why) = &c.degrees_guessed {
+        writeln!(
+            out,
+            "{}",
+            wrapped_words("    assumption: ", &shown(why), "      ", width)
+        )?;
+    }
     if let (Some(h), Some(f)) = (c.hidden, c.ffn) {
         writeln!(
             out,
@@ -492,15 +499,22 @@ fn write_structure(
         )?;
     }
     if let Some(why) = &r.structural_edits_blocked {
+        // One verdict: where some edits are taken all the same, the
+        // heading says so and names them, and the reason says what still
+        // cannot change ("not possible" above a reason saying that layers
+        // can read as a contradiction).
+        let head = if r.structural_edits_possible.is_empty() {
+            "    structural edits not possible: ".to_owned()
+        } else {
+            format!(
+                "    structural edits possible only of the {}: ",
+                r.structural_edits_possible.join(" and ")
+            )
+        };
         writeln!(
             out,
             "{}",
-            wrapped_words(
-                "    structural edits not possible: ",
-                &shown(why),
-                "      ",
-                width
-            )
+            wrapped_words(&head, &shown(why), "      ", width)
         )?;
     }
     Ok(())

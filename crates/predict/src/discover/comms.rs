@@ -126,7 +126,7 @@ pub(super) fn collective_kind(name: &str) -> Option<CollectiveKind> {
 /// Whether a collective name is an all-to-all (`all_to_all`,
 /// `all_to_allv`, `alltoall_base`): a transfer between every pair of ranks
 /// of its group, neither a pipeline send nor a ring the network model knows.
-pub(super) fn is_all_to_all(name: &str) -> bool {
+pub(crate) fn is_all_to_all(name: &str) -> bool {
     name.to_ascii_lowercase()
         .replace('_', "")
         .contains("alltoall")

@@ -51,6 +51,13 @@ pub struct DiscoveredConfig {
     /// schedule (Megatron's virtual pipeline stages, at least 2); `None`
     /// for the plain schedule or when it cannot be told.
     pub virtual_stages: Option<u32>,
+    /// The assumption behind the parallel degrees that were guessed
+    /// rather than read from the trace's process groups, naming them
+    /// (`tp 2, dp 2, pp 2 guessed: ...`); `None` when none were. A trace
+    /// stripped of its process-group configuration still records each
+    /// collective's group size, but which parallelism a group serves is
+    /// then told only by its collectives' names and where they run.
+    pub degrees_guessed: Option<String>,
 }
 
 /// The configuration of `s` (everything but its configuration and report
@@ -75,29 +82,36 @@ pub(super) fn infer_config(
 /// The size of the group of `class`: from a classified collective's
 /// process group (or its recorded group size), else from a process group
 /// whose description names the class.
+/// The third value says whether the size was guessed: the group size a
+/// collective records, in a group the trace's process groups do not
+/// list, so that the group's parallelism was told by its collectives
+/// alone.
 fn group_size(
     g: &Graph,
     ctx: &TraceContext,
     comms: &[CommInfo],
     class: GroupClass,
-) -> Option<(u32, Confidence)> {
+) -> Option<(u32, Confidence, bool)> {
     comms
         .iter()
         .filter(|x| x.class == class)
         .find_map(|x| {
             if !x.ranks.is_empty() {
-                Some((x.ranks.len() as u32, x.confidence))
+                Some((x.ranks.len() as u32, x.confidence, false))
             } else {
                 g.collectives[g.task(x.task).collective? as usize]
                     .group_size
-                    .map(|s| (s, Confidence::Low))
+                    .map(|s| (s, Confidence::Low, true))
             }
         })
         .or_else(|| {
             ctx.groups.iter().find_map(|gr| {
                 let cl = class_from_desc(gr.desc.as_deref()?)?;
-                (cl == class && !gr.ranks.is_empty())
-                    .then_some((gr.ranks.len() as u32, Confidence::High))
+                (cl == class && !gr.ranks.is_empty()).then_some((
+                    gr.ranks.len() as u32,
+                    Confidence::High,
+                    false,
+                ))
             })
         })
 }
@@ -112,26 +126,59 @@ fn parallel_degrees(
     c: &mut DiscoveredConfig,
     findings: &mut Vec<Finding>,
 ) {
-    for (class, slot, what) in [
-        (GroupClass::Tensor, &mut c.tp, "tensor-parallel degree"),
-        (GroupClass::Data, &mut c.dp, "data-parallel degree"),
-        (GroupClass::Pipeline, &mut c.pp, "pipeline-parallel degree"),
+    // The degrees guessed (`tp 2`), and from what: a recorded group size
+    // or the world size.
+    let mut guessed: Vec<String> = Vec::new();
+    let mut by_world = None;
+    for (class, slot, what, short) in [
+        (
+            GroupClass::Tensor,
+            &mut c.tp,
+            "tensor-parallel degree",
+            "tp",
+        ),
+        (GroupClass::Data, &mut c.dp, "data-parallel degree", "dp"),
+        (
+            GroupClass::Pipeline,
+            &mut c.pp,
+            "pipeline-parallel degree",
+            "pp",
+        ),
     ] {
         // Data-parallel collectives with no group recorded: the world,
         // over the model-parallel ranks.
-        let size = group_size(g, ctx, comms, class).or_else(|| {
-            let world = ctx.world_size?;
-            (class == GroupClass::Data && comms.iter().any(|x| x.class == class))
-                .then_some((world, Confidence::Low))
-        });
+        let size =
+            group_size(g, ctx, comms, class)
+                .map(|(n, conf, guess)| (n, conf, guess, false))
+                .or_else(|| {
+                    let world = ctx.world_size?;
+                    (class == GroupClass::Data && comms.iter().any(|x| x.class == class))
+                        .then_some((world, Confidence::Low, true, true))
+                });
         match size {
-            Some((n, conf)) => {
+            Some((n, conf, guess, world)) => {
                 *slot = Some(n);
+                if world {
+                    by_world = Some(n);
+                } else if guess {
+                    guessed.push(format!("{short} {n}"));
+                }
                 findings.push(finding(
                     what,
                     n.to_string(),
                     conf,
-                    "size of the group its collectives use".into(),
+                    if !guess {
+                        "size of the group its collectives use".into()
+                    } else if world {
+                        "weak: the world size, its collectives recording no group".into()
+                    } else {
+                        format!(
+                            "weak: the group size its collectives record, in a group the trace's \
+                             process groups do not list: taken for {} parallelism by its \
+                             collectives' names and where they run",
+                            class.as_str()
+                        )
+                    },
                 ));
             }
             // Collectives of the class that name no group (an inference
@@ -175,6 +222,23 @@ fn parallel_degrees(
                 ));
             }
         }
+    }
+    let mut parts = Vec::new();
+    if !guessed.is_empty() {
+        parts.push(format!(
+            "{} from the group size their collectives record, in groups the trace's process \
+             groups do not list (no pg_config in its distributedInfo): which parallelism a \
+             group serves is told by its collectives' names and where they run",
+            guessed.join(", ")
+        ));
+    }
+    if let Some(n) = by_world {
+        parts.push(format!(
+            "dp {n} from the world size, its data-parallel collectives recording no group"
+        ));
+    }
+    if !parts.is_empty() {
+        c.degrees_guessed = Some(format!("parallel degrees guessed: {}", parts.join("; ")));
     }
 }
 

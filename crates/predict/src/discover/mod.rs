@@ -67,6 +67,7 @@ use lumos_graph::{Graph, Measured, ProcId, TaskId};
 use crate::context::TraceContext;
 use crate::units::{Units, NO_UNIT};
 
+pub(crate) use comms::is_all_to_all;
 pub use comms::{CommInfo, GroupClass, P2p};
 pub use config::DiscoveredConfig;
 pub(crate) use report::one_stage_of_one_micro_batch;

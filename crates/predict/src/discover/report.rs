@@ -80,6 +80,12 @@ pub struct StructureReport {
     /// `None` when the graph can be edited structurally (layers,
     /// micro-batches, pipeline); else why not.
     pub structural_edits_blocked: Option<String>,
+    /// The structural edits the graph takes all the same when
+    /// `structural_edits_blocked` is set (the layers and micro-batches of
+    /// a single stage of one micro-batch); empty when none are, or none
+    /// are blocked. A reader tells "some possible" from "none" by it,
+    /// not by the reason's words.
+    pub structural_edits_possible: Vec<&'static str>,
 }
 
 /// Time spent in one phase.
@@ -106,6 +112,7 @@ pub(super) fn placeholder() -> StructureReport {
         config: DiscoveredConfig::default(),
         findings: Vec::new(),
         structural_edits_blocked: None,
+        structural_edits_possible: Vec::new(),
     }
 }
 
@@ -194,6 +201,11 @@ pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> St
         config: config.clone(),
         findings,
         structural_edits_blocked: edits_blocked(s),
+        structural_edits_possible: if one_stage_of_one_micro_batch(s) {
+            ONE_STAGE_EDITS.to_vec()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -394,6 +406,10 @@ pub(crate) fn one_stage_of_one_micro_batch(s: &Structure) -> bool {
         && s.config.pp.unwrap_or(1) <= 1
         && structure_blocked(s).is_none()
 }
+
+/// The structural edits a single pipeline stage of one micro-batch takes
+/// ([`ONE_STAGE`]).
+const ONE_STAGE_EDITS: [&str; 2] = ["layers", "micro-batches"];
 
 /// The verdict on a single pipeline stage of one micro-batch: what it
 /// still refuses, and what the edits it takes rest on.
