@@ -1021,3 +1021,81 @@ fn launch_calls_whose_gpu_work_is_missing_are_counted_in_a_warning() {
     );
     assert!(w.contains("leave their GPU time out"), "{w}");
 }
+
+/// Operators nested 20,000 deep, with a leaf under each of the innermost
+/// 20,000 levels' last one, as a hostile file can write them: every walk
+/// up a task's scopes (timelines, the critical path, the predictor's
+/// discovery) cost the chain's length per task, 4 * 10^8 steps here and
+/// minutes at 100,000. The nesting is kept to 256 levels, the deeper
+/// events counted in a warning, and the leaves are tasks as before.
+#[test]
+fn operators_nested_thousands_deep_keep_256_levels_and_warn() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let mut t = read_path(&corpus("micro/a100-event-sync.json.gz")).unwrap();
+    let step = t
+        .events
+        .iter()
+        .find(|e| e.category == Category::UserAnnotation)
+        .cloned()
+        .unwrap();
+    // Named as an operator, not as the step.
+    let op = (t.events.iter())
+        .find(|e| e.category == Category::CpuOp)
+        .unwrap()
+        .name;
+    let tasks_before = build(&t).0.tasks.len();
+    let (n, leaves) = (20_000i64, 20_000i64);
+    // On a thread of their own, during the step, each op 1 ns inside the
+    // one before, then the leaves side by side in the innermost.
+    let tid = lumos_trace::Ident::Num(424_242);
+    for i in 0..n {
+        let mut e = step.clone();
+        e.tid = tid;
+        e.name = op;
+        e.category = Category::CpuOp;
+        e.ts_ns = step.ts_ns + 1 + i;
+        e.dur_ns = step.dur_ns - 2 - 2 * i;
+        e.extra = None;
+        t.events.push(e);
+    }
+    let first_leaf = step.ts_ns + 1 + n;
+    for j in 0..leaves {
+        let mut e = step.clone();
+        e.tid = tid;
+        e.name = op;
+        e.category = Category::CpuOp;
+        e.ts_ns = first_leaf + 2 * j;
+        e.dur_ns = 1;
+        e.extra = None;
+        t.events.push(e);
+    }
+    assert!(
+        step.dur_ns > 2 * n + 2 * leaves,
+        "the nest fits in the step"
+    );
+    let (g, m, report) = build(&t);
+    let v = check(&g);
+    assert!(v.is_empty(), "{v:?}");
+    let v = lumos_graph::check_measured(&g, &m);
+    assert!(v.is_empty(), "{v:?}");
+    let deepest = (0..g.tasks.len())
+        .map(|i| g.scope_chain(lumos_graph::TaskId(i as u32)).count())
+        .max()
+        .unwrap();
+    assert_eq!(deepest, 256);
+    // Every leaf is a task; the step annotation and the ops are scopes.
+    assert_eq!(g.tasks.len(), tasks_before + leaves as usize);
+    // The first 256 ops keep their nesting; the others and the leaves
+    // are hung under the 256th.
+    let w = (report.warnings.iter())
+        .find(|w| w.contains("deeper than 256 levels"))
+        .unwrap_or_else(|| panic!("{:?}", report.warnings));
+    let deeper = n - 257 + leaves;
+    assert!(
+        w.starts_with(&format!("{deeper} CPU events nest deeper")),
+        "{w}"
+    );
+    simulate(&g, &SimOptions::default()).unwrap();
+}
