@@ -1068,3 +1068,86 @@ fn issue_12_a_giant_member_the_model_reads_is_ignored() {
         1024
     );
 }
+
+/// A real trace with a second `traceEvents` array appended (its own first
+/// 50 events): both were read, one after the other, so those 50 events
+/// were counted twice without a word. JSON readers keep one array or the
+/// other, so which is the trace is unclear: an error naming the byte.
+/// Put first, an empty one was read with the real one after it.
+#[test]
+fn a_second_trace_events_array_is_an_error() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "micro/a100-event-sync.json.gz");
+    let text = String::from_utf8(json).unwrap();
+    let whole = read_ok("t.json", text.as_bytes()).events_total;
+    let body = text.trim_end().strip_suffix('}').unwrap();
+    let events = &text[text.find("\"traceEvents\"").unwrap()..];
+    let first_50: Vec<&str> = events.split("\n  {").skip(1).take(50).collect();
+    assert_eq!(first_50.len(), 50);
+    let second = format!(
+        "[{{{}]",
+        first_50.join("\n  {").trim_end().trim_end_matches(',')
+    );
+    let doubled = format!("{body}, \"traceEvents\": {second}}}");
+    let at = body.len() + ", \"traceEvents\": ".len();
+    // The appended array is itself a valid list of events.
+    let alone = format!("{{\"traceEvents\": {second}}}");
+    assert_eq!(read_ok("t.json", alone.as_bytes()).events_total, 50);
+    for chunk in [1, 7, 1 << 20] {
+        let e = read_bytes_with_chunk(std::path::Path::new("t.json"), doubled.as_bytes(), chunk)
+            .unwrap_err();
+        match &e.kind {
+            ErrorKind::Syntax {
+                offset, message, ..
+            } => {
+                assert_eq!(*offset, at as u64, "{e}");
+                assert!(
+                    message.contains(&format!(
+                        "a second \"traceEvents\" array (the first held {whole} events)"
+                    )),
+                    "{e}"
+                );
+            }
+            _ => panic!("{e}"),
+        }
+    }
+    let e = read_err("t.json", doubled.as_bytes());
+    assert!(e.to_string().contains("second \"traceEvents\""), "{e}");
+    let empty_first = format!("{{\"traceEvents\": [], {}", &text.trim_start()[1..]);
+    let e = read_err("t.json", empty_first.as_bytes());
+    assert!(e.to_string().contains("(the first held 0 events)"), "{e}");
+}
+
+/// A used top-level member written twice (two `distributedInfo` naming
+/// different ranks): the second silently replaced the first, so the rank
+/// came from whichever a writer put last. Now the first is read and the
+/// repeat named in a warning.
+#[test]
+fn a_repeated_top_level_member_is_read_once_with_a_warning() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "micro/a100-event-sync.json.gz");
+    let text = String::from_utf8(json).unwrap();
+    let once = read_ok("t.json", text.as_bytes());
+    assert_eq!(once.meta.rank, 0);
+    assert_eq!(once.meta.rank_source, RankSource::DistributedInfo);
+    let body = text.trim_end().strip_suffix('}').unwrap();
+    let twice = format!(
+        "{body}, \"distributedInfo\": {{\"rank\": 1, \"world_size\": 2}}, \"schemaVersion\": 7}}"
+    );
+    let t = read_ok_any_chunk("t.json", twice.as_bytes());
+    assert_eq!(t.meta.rank, 0);
+    assert_eq!(t.meta.world_size, once.meta.world_size);
+    assert_eq!(t.meta.schema_version, once.meta.schema_version);
+    assert_eq!(t.events_total, once.events_total);
+    for key in ["distributedInfo", "schemaVersion"] {
+        let w = format!("top-level \"{key}\" appears twice: the first is read, the second ignored");
+        assert!(t.warnings.contains(&w), "{:?}", t.warnings);
+    }
+    // An unused member may repeat: it is never read.
+    let traced = format!("{body}, \"traceName\": \"x\"}}");
+    assert_eq!(read_ok("t.json", traced.as_bytes()).warnings, once.warnings);
+}
