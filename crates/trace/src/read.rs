@@ -351,7 +351,10 @@ impl<R: Read> Source<'_, R> {
         let scanned = self
             .splitter
             .scan(&into.buf[..len], &mut end, eof, &mut into.items);
-        if scanned.is_err() && !self.splitter.saw_root() {
+        // UTF-16 without a byte order mark starts as JSON (`{`, then a
+        // zero byte): looked into too, at the file's start only.
+        let wide = base == 0 && into.buf[..len].get(1) == Some(&0);
+        if scanned.is_err() && (!self.splitter.saw_root() || wide) {
             if let Some(e) = self.identify(&into.buf[..len], eof) {
                 return Err(e);
             }

@@ -1151,3 +1151,60 @@ fn a_repeated_top_level_member_is_read_once_with_a_warning() {
     let traced = format!("{body}, \"traceName\": \"x\"}}");
     assert_eq!(read_ok("t.json", traced.as_bytes()).warnings, once.warnings);
 }
+
+/// A real trace in UTF-32, or in UTF-16 without a byte order mark: the
+/// first read as UTF-16 (its mark starts as UTF-16's), the second as
+/// "invalid JSON at byte 1: expected a key, found byte 0x00" (little
+/// endian) or binary data (big endian). Each is named, with the command
+/// that converts it.
+#[test]
+fn wide_encodings_are_named_with_or_without_a_mark() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "micro/a100-simple-add.json.gz");
+    let text = String::from_utf8(json).unwrap();
+    let utf16 = |big: bool| -> Vec<u8> {
+        text.encode_utf16()
+            .flat_map(|u| match big {
+                true => u.to_be_bytes(),
+                false => u.to_le_bytes(),
+            })
+            .collect()
+    };
+    let utf32 = |big: bool, mark: bool| -> Vec<u8> {
+        let chars = mark.then_some('\u{feff}').into_iter().chain(text.chars());
+        chars
+            .flat_map(|ch| match big {
+                true => (ch as u32).to_be_bytes(),
+                false => (ch as u32).to_le_bytes(),
+            })
+            .collect()
+    };
+    let cases = [
+        (
+            utf16(false),
+            "UTF-16 text (little-endian, no byte order mark)",
+            "UTF-16LE",
+        ),
+        (
+            utf16(true),
+            "UTF-16 text (big-endian, no byte order mark)",
+            "UTF-16BE",
+        ),
+        (utf32(false, true), "UTF-32 text", "UTF-32"),
+        (utf32(true, true), "UTF-32 text", "UTF-32"),
+        (utf32(false, false), "UTF-32 text", "UTF-32"),
+        (utf32(true, false), "UTF-32 text", "UTF-32"),
+    ];
+    for (data, what, from) in cases {
+        let e = read_err("t.json", &data);
+        assert!(e.to_string().contains(&format!("is {what}")), "{e}");
+        assert!(
+            e.to_string().contains(&format!("iconv -f {from} -t UTF-8")),
+            "{e}"
+        );
+        let e = read_err("t.json.gz", &lumos_testkit::gzip(&data));
+        assert!(e.to_string().contains(what), "{e}");
+    }
+}
