@@ -1099,3 +1099,55 @@ fn operators_nested_thousands_deep_keep_256_levels_and_warn() {
     );
     simulate(&g, &SimOptions::default()).unwrap();
 }
+
+/// 5,000 streams of one kernel each, every launch followed by a
+/// `cudaDeviceSynchronize`: each device-wide sync waits on every stream of
+/// the device, so the build's cycle checks listed 25,000,000 waits (at
+/// 50,000 streams, 10 GB asked for and the process aborted) and the
+/// replay walked them. Past 2^24 waits in all, a device-wide sync waits
+/// for the GPU work that ended as it returned, with a warning.
+#[test]
+fn device_syncs_over_thousands_of_streams_keep_to_a_budget() {
+    let n = 5_000u64;
+    let mut json = String::from("{\"traceEvents\": [");
+    for i in 0..n {
+        let t = 10 * i;
+        json += &format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {t}, "dur": 1, "args": {{"correlation": {}}}}},
+{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": {}, "ts": {}, "dur": 2, "args": {{"correlation": {}, "stream": {}, "device": 0}}}},
+{{"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": {}, "dur": 4, "args": {{"correlation": {}}}}},
+"#,
+            2 * i,
+            i + 10,
+            t + 2,
+            2 * i,
+            i + 10,
+            t + 1,
+            2 * i + 1
+        );
+    }
+    json += r#"{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]}"#;
+    let t = lumos_trace::read_bytes(std::path::Path::new("t.json"), json.as_bytes()).unwrap();
+    let (g, m, report) = build(&t);
+    let v = check(&g);
+    assert!(v.is_empty(), "{v:?}");
+    let v = lumos_graph::check_measured(&g, &m);
+    assert!(v.is_empty(), "{v:?}");
+    let streams = n as usize;
+    let device_wide = (g.runtime_deps.iter())
+        .filter(|d| matches!(d.target, lumos_graph::WaitTarget::DeviceTail(_)))
+        .count();
+    // Within the budget: 3,355 syncs of 5,000 streams each.
+    assert_eq!(device_wide, (1usize << 24) / streams);
+    let past = n as usize - device_wide;
+    let w = (report.warnings.iter())
+        .find(|w| w.contains("device-wide synchronizations come past 16777216 waits"))
+        .unwrap_or_else(|| panic!("{:?}", report.warnings));
+    assert!(w.starts_with(&format!("{past} device-wide")), "{w}");
+    // The others wait for their kernel, which ended as they returned.
+    let on_tasks = (g.runtime_deps.iter())
+        .filter(|d| matches!(d.target, lumos_graph::WaitTarget::Task(_)))
+        .count();
+    assert_eq!(on_tasks, past);
+    simulate(&g, &SimOptions::default()).unwrap();
+}
