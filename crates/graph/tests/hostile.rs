@@ -1021,3 +1021,133 @@ fn launch_calls_whose_gpu_work_is_missing_are_counted_in_a_warning() {
     );
     assert!(w.contains("leave their GPU time out"), "{w}");
 }
+
+/// Operators nested 20,000 deep, with a leaf under each of the innermost
+/// 20,000 levels' last one, as a hostile file can write them: every walk
+/// up a task's scopes (timelines, the critical path, the predictor's
+/// discovery) cost the chain's length per task, 4 * 10^8 steps here and
+/// minutes at 100,000. The nesting is kept to 256 levels, the deeper
+/// events counted in a warning, and the leaves are tasks as before.
+#[test]
+fn operators_nested_thousands_deep_keep_256_levels_and_warn() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let mut t = read_path(&corpus("micro/a100-event-sync.json.gz")).unwrap();
+    let step = t
+        .events
+        .iter()
+        .find(|e| e.category == Category::UserAnnotation)
+        .cloned()
+        .unwrap();
+    // Named as an operator, not as the step.
+    let op = (t.events.iter())
+        .find(|e| e.category == Category::CpuOp)
+        .unwrap()
+        .name;
+    let tasks_before = build(&t).0.tasks.len();
+    let (n, leaves) = (20_000i64, 20_000i64);
+    // On a thread of their own, during the step, each op 1 ns inside the
+    // one before, then the leaves side by side in the innermost.
+    let tid = lumos_trace::Ident::Num(424_242);
+    for i in 0..n {
+        let mut e = step.clone();
+        e.tid = tid;
+        e.name = op;
+        e.category = Category::CpuOp;
+        e.ts_ns = step.ts_ns + 1 + i;
+        e.dur_ns = step.dur_ns - 2 - 2 * i;
+        e.extra = None;
+        t.events.push(e);
+    }
+    let first_leaf = step.ts_ns + 1 + n;
+    for j in 0..leaves {
+        let mut e = step.clone();
+        e.tid = tid;
+        e.name = op;
+        e.category = Category::CpuOp;
+        e.ts_ns = first_leaf + 2 * j;
+        e.dur_ns = 1;
+        e.extra = None;
+        t.events.push(e);
+    }
+    assert!(
+        step.dur_ns > 2 * n + 2 * leaves,
+        "the nest fits in the step"
+    );
+    let (g, m, report) = build(&t);
+    let v = check(&g);
+    assert!(v.is_empty(), "{v:?}");
+    let v = lumos_graph::check_measured(&g, &m);
+    assert!(v.is_empty(), "{v:?}");
+    let deepest = (0..g.tasks.len())
+        .map(|i| g.scope_chain(lumos_graph::TaskId(i as u32)).count())
+        .max()
+        .unwrap();
+    assert_eq!(deepest, 256);
+    // Every leaf is a task; the step annotation and the ops are scopes.
+    assert_eq!(g.tasks.len(), tasks_before + leaves as usize);
+    // The first 256 ops keep their nesting; the others and the leaves
+    // are hung under the 256th.
+    let w = (report.warnings.iter())
+        .find(|w| w.contains("deeper than 256 levels"))
+        .unwrap_or_else(|| panic!("{:?}", report.warnings));
+    let deeper = n - 257 + leaves;
+    assert!(
+        w.starts_with(&format!("{deeper} CPU events nest deeper")),
+        "{w}"
+    );
+    simulate(&g, &SimOptions::default()).unwrap();
+}
+
+/// 5,000 streams of one kernel each, every launch followed by a
+/// `cudaDeviceSynchronize`: each device-wide sync waits on every stream of
+/// the device, so the build's cycle checks listed 25,000,000 waits (at
+/// 50,000 streams, 10 GB asked for and the process aborted) and the
+/// replay walked them. Past 2^24 waits in all, a device-wide sync waits
+/// for the GPU work that ended as it returned, with a warning.
+#[test]
+fn device_syncs_over_thousands_of_streams_keep_to_a_budget() {
+    let n = 5_000u64;
+    let mut json = String::from("{\"traceEvents\": [");
+    for i in 0..n {
+        let t = 10 * i;
+        json += &format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {t}, "dur": 1, "args": {{"correlation": {}}}}},
+{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": {}, "ts": {}, "dur": 2, "args": {{"correlation": {}, "stream": {}, "device": 0}}}},
+{{"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": {}, "dur": 4, "args": {{"correlation": {}}}}},
+"#,
+            2 * i,
+            i + 10,
+            t + 2,
+            2 * i,
+            i + 10,
+            t + 1,
+            2 * i + 1
+        );
+    }
+    json += r#"{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]}"#;
+    let t = lumos_trace::read_bytes(std::path::Path::new("t.json"), json.as_bytes()).unwrap();
+    let (g, m, report) = build(&t);
+    let v = check(&g);
+    assert!(v.is_empty(), "{v:?}");
+    let v = lumos_graph::check_measured(&g, &m);
+    assert!(v.is_empty(), "{v:?}");
+    let streams = n as usize;
+    let device_wide = (g.runtime_deps.iter())
+        .filter(|d| matches!(d.target, lumos_graph::WaitTarget::DeviceTail(_)))
+        .count();
+    // Within the budget: 3,355 syncs of 5,000 streams each.
+    assert_eq!(device_wide, (1usize << 24) / streams);
+    let past = n as usize - device_wide;
+    let w = (report.warnings.iter())
+        .find(|w| w.contains("device-wide synchronizations come past 16777216 waits"))
+        .unwrap_or_else(|| panic!("{:?}", report.warnings));
+    assert!(w.starts_with(&format!("{past} device-wide")), "{w}");
+    // The others wait for their kernel, which ended as they returned.
+    let on_tasks = (g.runtime_deps.iter())
+        .filter(|d| matches!(d.target, lumos_graph::WaitTarget::Task(_)))
+        .count();
+    assert_eq!(on_tasks, past);
+    simulate(&g, &SimOptions::default()).unwrap();
+}

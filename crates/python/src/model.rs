@@ -27,8 +27,14 @@ pub fn from_arg(arg: &str) -> Result<ModelPreset> {
         }
         return ModelPreset::preset(arg).map_err(|e| Error::config(format!("model: {e}")));
     }
-    let text = std::fs::read_to_string(arg)
-        .map_err(|e| Error::new(Kind::Io, format!("{arg}: cannot read: {e}")))?;
+    let text = lumos_report::read_preset_file(Path::new(arg)).map_err(|e| {
+        // A file too large to be a model is bad input, not a failed read.
+        let kind = match e.kind() {
+            std::io::ErrorKind::InvalidData => Kind::Input,
+            _ => Kind::Io,
+        };
+        Error::new(kind, format!("{arg}: cannot read: {e}"))
+    })?;
     lumos_report::model_from_json(arg, &text).map_err(|m| Error::new(Kind::Input, m))
 }
 

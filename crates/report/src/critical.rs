@@ -217,16 +217,28 @@ fn waiting_in<'g>(
     let name = |s: ScopeId| graph.names[graph.scopes[s.0 as usize].name.0 as usize].as_str();
     let same_thread = prev.filter(|&p| graph.task(p).proc == graph.task(t).proc);
     let scope = match same_thread {
-        // Chains are a few scopes deep: walking the outer one per scope
-        // costs less than collecting it, once per hop.
-        Some(p) => graph
-            .scope_chain(t)
-            .find(|&s| graph.scope_chain(p).any(|o| o == s)),
+        Some(p) => innermost_common_scope(graph, t, p),
         None => graph.scope_of(t),
     };
     match scope {
         Some(s) if !(graph.scopes[s.0 as usize].annotation && name(s) == step) => name(s),
         _ => HOST_GAP,
+    }
+}
+
+/// The innermost scope enclosing both `a` and `b`. A scope's parent comes
+/// before it in `scopes`, so both chains run down in id and are walked
+/// once each, merge-like: searching one chain for each scope of the other
+/// took seconds per hop where operators nest thousands deep.
+fn innermost_common_scope(graph: &Graph, a: TaskId, b: TaskId) -> Option<ScopeId> {
+    let (mut a, mut b) = (graph.scope_chain(a), graph.scope_chain(b));
+    let (mut x, mut y) = (a.next()?, b.next()?);
+    loop {
+        match x.0.cmp(&y.0) {
+            std::cmp::Ordering::Equal => return Some(x),
+            std::cmp::Ordering::Greater => x = a.next()?,
+            std::cmp::Ordering::Less => y = b.next()?,
+        }
     }
 }
 

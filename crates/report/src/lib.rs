@@ -122,7 +122,7 @@ pub use predict_input::{
     prediction_candidates_of, prediction_candidates_of_graphs, prediction_input,
     prediction_input_of_replay,
 };
-pub use preset_or_file::not_a_file;
+pub use preset_or_file::{not_a_file, read_preset_file, MAX_PRESET_FILE_BYTES};
 pub use replay::{
     compare, critical_path_report, replay, replay_owned, replay_path, replay_path_for,
     replay_path_with_meta, replay_scaled, replay_stored, replay_trace, summarize,

@@ -351,7 +351,10 @@ impl<R: Read> Source<'_, R> {
         let scanned = self
             .splitter
             .scan(&into.buf[..len], &mut end, eof, &mut into.items);
-        if scanned.is_err() && !self.splitter.saw_root() {
+        // UTF-16 without a byte order mark starts as JSON (`{`, then a
+        // zero byte): looked into too, at the file's start only.
+        let wide = base == 0 && into.buf[..len].get(1) == Some(&0);
+        if scanned.is_err() && (!self.splitter.saw_root() || wide) {
             if let Some(e) = self.identify(&into.buf[..len], eof) {
                 return Err(e);
             }
@@ -680,6 +683,8 @@ struct Builder<'s> {
     /// Whether a top-level `nodes` member was seen: a PyTorch execution
     /// trace, if there are no events.
     saw_nodes: bool,
+    /// The used top-level members read so far ([`meta::is_used`]).
+    members_read: Vec<String>,
     /// Texts longer than [`MAX_TEXT_BYTES`] that were cut.
     texts_cut: u64,
     /// The distinct lists it may still keep.
@@ -715,6 +720,7 @@ impl<'s> Builder<'s> {
             index: 0,
             distributed_rank: None,
             saw_nodes: false,
+            members_read: Vec::new(),
             texts_cut: 0,
             lists: ListBudget {
                 left: sizes.distinct_lists,
@@ -1083,6 +1089,15 @@ impl<'s> Builder<'s> {
             self.saw_nodes |= key == "nodes";
             return Ok(());
         }
+        // JSON leaves a repeated key's meaning open (most readers keep the
+        // last, some the first); the two may disagree on the rank.
+        if self.members_read.iter().any(|k| k == key) {
+            self.trace.warnings.push(format!(
+                "top-level \"{key}\" appears twice: the first is read, the second ignored"
+            ));
+            return Ok(());
+        }
+        self.members_read.push(key.to_owned());
         // Parsed into a tree, a value takes many times its text (a list of
         // devices 50 times): a few KB are normal, a large one is ignored.
         if value.len() > MAX_META_BYTES {

@@ -53,6 +53,10 @@ pub(crate) fn identify(head: &[u8]) -> Option<(&'static str, &'static str)> {
             NOT_KINETO,
         ),
     ];
+    // Before the table: a UTF-32 little-endian mark starts as UTF-16's.
+    if let Some(wide) = wide_text(head) {
+        return Some(wide);
+    }
     if let Some(&(_, what, advice)) = magic.iter().find(|(m, _, _)| head.starts_with(m)) {
         return Some((what, advice));
     }
@@ -109,6 +113,48 @@ fn is_binary(head: &[u8]) -> bool {
     false
 }
 
+/// Text in UTF-32, or in UTF-16 without a byte order mark (with one, the
+/// table in [`identify`] names it): JSON's ASCII with zero bytes between,
+/// as Windows tools and `iconv` write it. Told by where the zeros of the
+/// first (up to) 64 bytes fall.
+fn wide_text(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    if head.starts_with(b"\xff\xfe\x00\x00") || head.starts_with(b"\x00\x00\xfe\xff") {
+        return Some((
+            "UTF-32 text",
+            "convert it to UTF-8 first (iconv -f UTF-32 -t UTF-8)",
+        ));
+    }
+    let head = &head[..head.len().min(64) & !3];
+    if head.len() < 4 {
+        return None;
+    }
+    // Zero at these positions of every group of `width` bytes, and
+    // nowhere else.
+    let only_zeros_at = |width: usize, zero: &dyn Fn(usize) -> bool| {
+        head.chunks(width)
+            .all(|c| c.iter().enumerate().all(|(i, &b)| (b == 0) == zero(i)))
+    };
+    if only_zeros_at(4, &|i| i != 0) || only_zeros_at(4, &|i| i != 3) {
+        return Some((
+            "UTF-32 text",
+            "convert it to UTF-8 first (iconv -f UTF-32 -t UTF-8)",
+        ));
+    }
+    if only_zeros_at(2, &|i| i == 1) {
+        return Some((
+            "UTF-16 text (little-endian, no byte order mark)",
+            "convert it to UTF-8 first (iconv -f UTF-16LE -t UTF-8)",
+        ));
+    }
+    if only_zeros_at(2, &|i| i == 0) {
+        return Some((
+            "UTF-16 text (big-endian, no byte order mark)",
+            "convert it to UTF-8 first (iconv -f UTF-16BE -t UTF-8)",
+        ));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +171,16 @@ mod tests {
             (b"\xfd7zXZ\x00\x00", "xz-compressed"),
             (b"BZh91AY&SY", "bzip2-compressed"),
             (b"\xff\xfe{\x00", "UTF-16 text"),
+            (b"\xff\xfe\x00\x00{\x00\x00\x00", "UTF-32 text"),
+            (b"{\x00\x00\x00\"\x00\x00\x00", "UTF-32 text"),
+            (
+                b"{\x00\"\x00t\x00r\x00",
+                "UTF-16 text (little-endian, no byte order mark)",
+            ),
+            (
+                b"\x00\n\x00{\x00\"\x00t",
+                "UTF-16 text (big-endian, no byte order mark)",
+            ),
             (b"  <!DOCTYPE html><html>", "an HTML page"),
             (b"<HTML><body>404", "an HTML page"),
             (b"<?xml version", "markup (XML?), not JSON"),

@@ -281,6 +281,19 @@ impl Splitter {
                 }
                 State::ExpectValue => {
                     if self.key == "traceEvents" && c == b'[' {
+                        if self.saw_events {
+                            // JSON readers keep either array (most the
+                            // last); reading both would count every event
+                            // the two share twice.
+                            return err(
+                                i,
+                                format!(
+                                    "a second \"traceEvents\" array (the first held {} \
+                                     events): which of them is the trace is unclear",
+                                    self.events_seen
+                                ),
+                            );
+                        }
                         self.saw_events = true;
                         self.state = State::InEvents;
                         *pos = i + 1;

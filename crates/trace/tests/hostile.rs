@@ -1068,3 +1068,143 @@ fn issue_12_a_giant_member_the_model_reads_is_ignored() {
         1024
     );
 }
+
+/// A real trace with a second `traceEvents` array appended (its own first
+/// 50 events): both were read, one after the other, so those 50 events
+/// were counted twice without a word. JSON readers keep one array or the
+/// other, so which is the trace is unclear: an error naming the byte.
+/// Put first, an empty one was read with the real one after it.
+#[test]
+fn a_second_trace_events_array_is_an_error() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "micro/a100-event-sync.json.gz");
+    let text = String::from_utf8(json).unwrap();
+    let whole = read_ok("t.json", text.as_bytes()).events_total;
+    let body = text.trim_end().strip_suffix('}').unwrap();
+    let events = &text[text.find("\"traceEvents\"").unwrap()..];
+    let first_50: Vec<&str> = events.split("\n  {").skip(1).take(50).collect();
+    assert_eq!(first_50.len(), 50);
+    let second = format!(
+        "[{{{}]",
+        first_50.join("\n  {").trim_end().trim_end_matches(',')
+    );
+    let doubled = format!("{body}, \"traceEvents\": {second}}}");
+    let at = body.len() + ", \"traceEvents\": ".len();
+    // The appended array is itself a valid list of events.
+    let alone = format!("{{\"traceEvents\": {second}}}");
+    assert_eq!(read_ok("t.json", alone.as_bytes()).events_total, 50);
+    for chunk in [1, 7, 1 << 20] {
+        let e = read_bytes_with_chunk(std::path::Path::new("t.json"), doubled.as_bytes(), chunk)
+            .unwrap_err();
+        match &e.kind {
+            ErrorKind::Syntax {
+                offset, message, ..
+            } => {
+                assert_eq!(*offset, at as u64, "{e}");
+                assert!(
+                    message.contains(&format!(
+                        "a second \"traceEvents\" array (the first held {whole} events)"
+                    )),
+                    "{e}"
+                );
+            }
+            _ => panic!("{e}"),
+        }
+    }
+    let e = read_err("t.json", doubled.as_bytes());
+    assert!(e.to_string().contains("second \"traceEvents\""), "{e}");
+    let empty_first = format!("{{\"traceEvents\": [], {}", &text.trim_start()[1..]);
+    let e = read_err("t.json", empty_first.as_bytes());
+    assert!(e.to_string().contains("(the first held 0 events)"), "{e}");
+}
+
+/// A used top-level member written twice (two `distributedInfo` naming
+/// different ranks): the second silently replaced the first, so the rank
+/// came from whichever a writer put last. Now the first is read and the
+/// repeat named in a warning.
+#[test]
+fn a_repeated_top_level_member_is_read_once_with_a_warning() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "micro/a100-event-sync.json.gz");
+    let text = String::from_utf8(json).unwrap();
+    let once = read_ok("t.json", text.as_bytes());
+    assert_eq!(once.meta.rank, 0);
+    assert_eq!(once.meta.rank_source, RankSource::DistributedInfo);
+    let body = text.trim_end().strip_suffix('}').unwrap();
+    let twice = format!(
+        "{body}, \"distributedInfo\": {{\"rank\": 1, \"world_size\": 2}}, \"schemaVersion\": 7}}"
+    );
+    let t = read_ok_any_chunk("t.json", twice.as_bytes());
+    assert_eq!(t.meta.rank, 0);
+    assert_eq!(t.meta.world_size, once.meta.world_size);
+    assert_eq!(t.meta.schema_version, once.meta.schema_version);
+    assert_eq!(t.events_total, once.events_total);
+    for key in ["distributedInfo", "schemaVersion"] {
+        let w = format!("top-level \"{key}\" appears twice: the first is read, the second ignored");
+        assert!(t.warnings.contains(&w), "{:?}", t.warnings);
+    }
+    // An unused member may repeat: it is never read.
+    let traced = format!("{body}, \"traceName\": \"x\"}}");
+    assert_eq!(read_ok("t.json", traced.as_bytes()).warnings, once.warnings);
+}
+
+/// A real trace in UTF-32, or in UTF-16 without a byte order mark: the
+/// first read as UTF-16 (its mark starts as UTF-16's), the second as
+/// "invalid JSON at byte 1: expected a key, found byte 0x00" (little
+/// endian) or binary data (big endian). Each is named, with the command
+/// that converts it.
+#[test]
+fn wide_encodings_are_named_with_or_without_a_mark() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "micro/a100-simple-add.json.gz");
+    let text = String::from_utf8(json).unwrap();
+    let utf16 = |big: bool| -> Vec<u8> {
+        text.encode_utf16()
+            .flat_map(|u| match big {
+                true => u.to_be_bytes(),
+                false => u.to_le_bytes(),
+            })
+            .collect()
+    };
+    let utf32 = |big: bool, mark: bool| -> Vec<u8> {
+        let chars = mark.then_some('\u{feff}').into_iter().chain(text.chars());
+        chars
+            .flat_map(|ch| match big {
+                true => (ch as u32).to_be_bytes(),
+                false => (ch as u32).to_le_bytes(),
+            })
+            .collect()
+    };
+    let cases = [
+        (
+            utf16(false),
+            "UTF-16 text (little-endian, no byte order mark)",
+            "UTF-16LE",
+        ),
+        (
+            utf16(true),
+            "UTF-16 text (big-endian, no byte order mark)",
+            "UTF-16BE",
+        ),
+        (utf32(false, true), "UTF-32 text", "UTF-32"),
+        (utf32(true, true), "UTF-32 text", "UTF-32"),
+        (utf32(false, false), "UTF-32 text", "UTF-32"),
+        (utf32(true, false), "UTF-32 text", "UTF-32"),
+    ];
+    for (data, what, from) in cases {
+        let e = read_err("t.json", &data);
+        assert!(e.to_string().contains(&format!("is {what}")), "{e}");
+        assert!(
+            e.to_string().contains(&format!("iconv -f {from} -t UTF-8")),
+            "{e}"
+        );
+        let e = read_err("t.json.gz", &lumos_testkit::gzip(&data));
+        assert!(e.to_string().contains(what), "{e}");
+    }
+}

@@ -243,7 +243,7 @@ fn network_from_arg(arg: &str) -> Result<(NetworkModel, String), PredictError> {
     if !path.is_file() {
         return network_preset(arg);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| PredictError::InvalidNetwork {
+    let text = lumos_report::read_preset_file(path).map_err(|e| PredictError::InvalidNetwork {
         name: Some(arg.to_owned()),
         problem: e.to_string(),
     })?;

@@ -31,7 +31,8 @@ pub fn model_from_arg(arg: &str) -> Result<ModelPreset> {
         }
         return ModelPreset::preset(arg).map_err(|e| usage(format!("--model: {e}")));
     }
-    let text = std::fs::read_to_string(arg).with_context(|| format!("{arg}: cannot read"))?;
+    let text = lumos_report::read_preset_file(Path::new(arg))
+        .with_context(|| format!("{arg}: cannot read"))?;
     lumos_report::model_from_json(arg, &text).map_err(anyhow::Error::msg)
 }
 

@@ -51,6 +51,9 @@ struct ThreadTree {
     absorbed: Vec<bool>,
     /// Parents a child overlapped without ending inside them.
     partial_overlaps: u64,
+    /// Records nested deeper than [`MAX_SCOPE_DEPTH`], hung under their
+    /// ancestor at that depth.
+    too_deep: u64,
     /// The tasks the thread makes: leaves not folded into a loop.
     tasks: usize,
     /// The scopes the thread makes: one per parent.
@@ -61,7 +64,7 @@ struct ThreadTree {
 
 impl ThreadTree {
     fn of<X>(list: &[CpuRecord<X>], names: &[String]) -> ThreadTree {
-        let (idx, has_child, parent, partial_overlaps) = call_tree(list);
+        let (idx, has_child, parent, (partial_overlaps, too_deep)) = call_tree(list);
         let (polls, absorbed) = polling_runs(list, names, &idx, &has_child, &parent);
         let scopes = has_child.iter().filter(|&&c| c).count();
         // Only leaves are folded into loops.
@@ -82,9 +85,20 @@ impl ThreadTree {
             polls,
             absorbed,
             partial_overlaps,
+            too_deep,
         }
     }
 }
+
+/// The most levels of scopes a thread's call tree keeps. A record nested
+/// deeper is hung under its ancestor at this depth (its own leaves stay
+/// tasks, their scope chains end there): every walk up a task's scopes
+/// (the timelines, the critical path's tables, the predictor's discovery)
+/// costs as much as the chain is long, once per task, so a hostile file
+/// of 100,000 operators each inside the one before, with a leaf under the
+/// innermost of each, was 10^10 steps (minutes). PyTorch's operators nest
+/// a few dozen levels at most.
+pub(crate) const MAX_SCOPE_DEPTH: usize = 256;
 
 /// Whether a leaf of this category becomes a runtime call task.
 fn is_call(c: Category) -> bool {
@@ -93,8 +107,10 @@ fn is_call(c: Category) -> bool {
 
 /// A thread's call tree: its records' positions in tree order, and per
 /// position whether it has a child and its parent's position ([`NO_PARENT`]
-/// for none); then the number of partial overlaps met.
-fn call_tree<X>(list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>, u64) {
+/// for none); then the number of partial overlaps met and of records
+/// nested deeper than [`MAX_SCOPE_DEPTH`] (whose parent is given as their
+/// ancestor at that depth).
+fn call_tree<X>(list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>, (u64, u64)) {
     // Parents before children: earlier start, then longer, then
     // annotations before ops before runtime calls. The keys are
     // taken once, so that sorting does not reach into the records.
@@ -137,6 +153,7 @@ fn call_tree<X>(list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>, u64) {
     let mut parent: Vec<u32> = vec![NO_PARENT; idx.len()];
     let mut stack: Vec<usize> = Vec::new();
     let mut partial_overlaps = 0;
+    let mut too_deep = 0;
     // The tree is built from the keys alone, without going back to
     // the records.
     for (k, &(ts, std::cmp::Reverse(dur), _, _)) in keyed.iter().enumerate() {
@@ -158,10 +175,14 @@ fn call_tree<X>(list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>, u64) {
         if let Some(&top) = stack.last() {
             has_child[top] = true;
             parent[k] = top as u32;
+            if stack.len() > MAX_SCOPE_DEPTH {
+                parent[k] = stack[MAX_SCOPE_DEPTH - 1] as u32;
+                too_deep += 1;
+            }
         }
         stack.push(k);
     }
-    (idx, has_child, parent, partial_overlaps)
+    (idx, has_child, parent, (partial_overlaps, too_deep))
 }
 
 /// The slots of the builder's per-task vectors that one track fills: the
@@ -243,6 +264,8 @@ struct TrackDone {
     /// Tasks standing for a polling loop.
     polls: Vec<TaskId>,
     partial_overlaps: u64,
+    /// Records nested deeper than [`MAX_SCOPE_DEPTH`].
+    too_deep: u64,
     clipped_gpu_overlaps: u64,
     /// A stream's communication tasks, in order, with their collectives
     /// and what named them.
@@ -260,6 +283,7 @@ impl TrackDone {
             steps: Vec::new(),
             polls: Vec::new(),
             partial_overlaps: 0,
+            too_deep: 0,
             clipped_gpu_overlaps: 0,
             collectives: Vec::new(),
             filled: false,
@@ -285,6 +309,7 @@ impl<X: ExtraRef> ThreadWork<'_, X> {
         let (list, tree, proc) = (&self.list, &self.tree, self.proc);
         let mut done = TrackDone {
             partial_overlaps: tree.partial_overlaps,
+            too_deep: tree.too_deep,
             ..TrackDone::new(proc)
         };
         // The scope each tree position became, by id ([`NO_PARENT`] for
@@ -699,7 +724,9 @@ impl Builder {
     /// returns the step annotations.
     fn gather(&mut self, done: Vec<TrackDone>) -> Vec<StepAnnotation> {
         let mut steps = Vec::new();
+        let mut too_deep = 0;
         for d in done {
+            too_deep += d.too_deep;
             self.g.processors[d.proc.idx()].tasks = d.ids;
             steps.extend(d.steps);
             self.report.polling_loops += d.polls.len() as u64;
@@ -715,6 +742,14 @@ impl Builder {
                 self.g.tasks[id.idx()].collective = Some(self.g.collectives.len() as u32);
                 self.g.collectives.push(c);
             }
+        }
+        if too_deep > 0 {
+            self.report.warnings.push(format!(
+                "{} deeper than {MAX_SCOPE_DEPTH} levels inside others: hung under their \
+                 enclosing one at that depth (their own nesting is not kept; their leaves are \
+                 tasks as usual)",
+                crate::report::counted(too_deep, "CPU event nests", "CPU events nest")
+            ));
         }
         steps
     }

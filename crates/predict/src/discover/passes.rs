@@ -96,15 +96,19 @@ pub(super) struct StepThreads {
 
 /// The threads, units and backward bursts of every step of `g`.
 pub(super) fn step_threads(g: &Graph, units: &Units) -> Vec<StepThreads> {
-    let step_of_unit = step_of_units(g, units);
+    // Each step's units, in unit order, from one pass over the units: a
+    // pass per step was steps x units (50,000 steps took a minute).
+    let mut units_of_step: Vec<Vec<u32>> = vec![Vec::new(); g.steps.len()];
+    for (u, step) in step_of_units(g, units).into_iter().enumerate() {
+        if let Some(list) = step.and_then(|si| units_of_step.get_mut(si as usize)) {
+            list.push(u as u32);
+        }
+    }
     g.steps
         .iter()
-        .enumerate()
-        .map(|(si, s)| {
+        .zip(units_of_step)
+        .map(|(s, all)| {
             let main = g.task(s.first_task).proc;
-            let all: Vec<u32> = (0..units.units.len() as u32)
-                .filter(|&u| step_of_unit[u as usize] == Some(si as u32))
-                .collect();
             let backward = backward_threads(units, main, &all);
             let main_units = all
                 .iter()
