@@ -414,7 +414,7 @@ fn one_micro_batch_to_several_against_ground_truth() {
         c
     };
     let (mut worst, mut worst_added): (f64, f64) = (0.0, 0.0);
-    for (tp, dp, after) in [(1, 2, false), (2, 1, false), (1, 2, true)] {
+    for (tp, dp, after) in [(1, 2, false), (2, 1, false), (2, 2, false), (1, 2, true)] {
         let job = |m, b| job((tp, dp, after), m, b);
         for ((m0, b0), (m1, b1)) in [
             ((1, 8), (2, 4)),

@@ -5,7 +5,11 @@
 //! pass each, so no pass can repeat inside one): [`backward_block`]. Its
 //! chain lengths give the layers per pass, and the forward block is the
 //! block that repeats exactly that often on the main thread, preferably
-//! one that shares names with the backward block ([`forward_block`]). A
+//! one that shares names with the backward block ([`forward_block`]).
+//! Where foreign work (gradient buckets) interrupts the layers too often
+//! for any two to repeat untouched, the block is looked for again among
+//! the operators run as often as layers
+//! ([`backward_block_among_interruptions`]). A
 //! trace that repeats nothing (one layer per pass) may take another
 //! stage's blocks ([`blocks_from_hint`]), and offers its passes as a
 //! candidate layer for the job ([`one_layer_per_pass`]); one with no CPU
@@ -44,14 +48,21 @@ pub(super) fn layer_blocks(
     hint: Option<&LayerHint>,
 ) -> LayerBlocks {
     let (burst_tokens, main_tokens) = thread_tokens(units, threads);
-    let bwd = backward_block(units, &burst_tokens);
-    let mut per_pass = bwd.as_ref().and_then(|b| {
+    let layers_of = |b: &[u32]| {
         mode(
             chain_counts(&burst_tokens, b)
                 .into_iter()
                 .filter(|&c| c >= 2),
         )
-    });
+    };
+    let mut bwd = backward_block(units, &burst_tokens);
+    let mut per_pass = bwd.as_deref().and_then(layers_of);
+    if per_pass.is_none() {
+        if let Some((b, l)) = backward_block_among_interruptions(units, &burst_tokens) {
+            bwd = Some(b);
+            per_pass = Some(l);
+        }
+    }
     let fwd = forward_block(units, &main_tokens, per_pass, bwd.as_deref());
     let annotated = |block: &[u32]| {
         block
@@ -136,7 +147,17 @@ fn common_tokens(bursts: &[Vec<u32>]) -> FxHashSet<u32> {
 /// The block that repeats most inside the bursts, over the tokens every
 /// burst holds, if it is a layer.
 pub(super) fn backward_block(units: &Units, bursts: &[Vec<u32>]) -> Option<Vec<u32>> {
-    let common = common_tokens(bursts);
+    backward_block_of(units, bursts, |_| true)
+}
+
+/// [`backward_block`] over the tokens `keep` takes only.
+fn backward_block_of(
+    units: &Units,
+    bursts: &[Vec<u32>],
+    keep: impl Fn(u32) -> bool,
+) -> Option<Vec<u32>> {
+    let mut common = common_tokens(bursts);
+    common.retain(|&t| keep(t));
     let filtered: Vec<Vec<u32>> = bursts
         .iter()
         .map(|b| b.iter().copied().filter(|t| common.contains(t)).collect())
@@ -145,6 +166,76 @@ pub(super) fn backward_block(units: &Units, bursts: &[Vec<u32>]) -> Option<Vec<u
     best_period(&refs)
         .map(|(_, b)| b)
         .filter(|b| is_layer_block(units, b))
+}
+
+/// Per token, the most times one burst runs it.
+fn most_per_burst(bursts: &[Vec<u32>]) -> FxHashMap<u32, usize> {
+    let mut most: FxHashMap<u32, usize> = FxHashMap::default();
+    for b in bursts {
+        let mut here: FxHashMap<u32, usize> = FxHashMap::default();
+        for &t in b {
+            *here.entry(t).or_default() += 1;
+        }
+        for (t, n) in here {
+            let m = most.entry(t).or_default();
+            *m = (*m).max(n);
+        }
+    }
+    most
+}
+
+/// Whether token text `t` is a gradient function the autograd engine ran.
+fn is_gradient_function(t: &str) -> bool {
+    t.starts_with("autograd::engine::evaluate_function")
+}
+
+/// The backward block and layers per pass where work foreign to the
+/// layer interrupts the layers so often that no two of them run back to
+/// back untouched: a data-parallel gradient reduction launched as its
+/// buckets fill, from hooks on the autograd thread (a few buckets in a
+/// pass of a few layers, or a large model's many buckets). The block is
+/// looked for again with such work left out by how often it runs: a
+/// token some layers lack runs fewer times in a burst than the pass has
+/// layers, so for each count `k` the bursts' tokens show (smallest
+/// first) the block is looked for among the tokens run at least `k`
+/// times, and taken when its copies then run back to back at least `k`
+/// times with nothing but the left-out work between them. (Buckets that
+/// run as often as the layers stay in: among the gradient functions
+/// alone, the corpus's DDP traces, which repeat no layer, showed backward
+/// blocks their forwards do not.)
+///
+/// The work left out inside the chain must not be a gradient function:
+/// the engine runs every layer's, so a gradient function missing from
+/// some copies means the copies are parts of a layer (its attention and
+/// MLP halves, on a stage of one layer per pass), not layers. Only blocks
+/// that hold gradient functions are taken, where this can be told.
+pub(super) fn backward_block_among_interruptions(
+    units: &Units,
+    bursts: &[Vec<u32>],
+) -> Option<(Vec<u32>, usize)> {
+    let text = |t: u32| units.tokens[t as usize].as_str();
+    let taken = |block: Vec<u32>, least: usize| -> Option<(Vec<u32>, usize)> {
+        if !block.iter().any(|&t| is_gradient_function(text(t))) {
+            return None;
+        }
+        let layers = mode(chain_counts(bursts, &block).into_iter().filter(|&c| c >= 2))?;
+        let foreign_gradients = bursts.iter().any(|b| {
+            chains(b, &block, false).iter().any(|c| {
+                b[c.starts[0]..c.end]
+                    .iter()
+                    .any(|&t| !block.contains(&t) && is_gradient_function(text(t)))
+            })
+        });
+        (layers >= least && !foreign_gradients).then_some((block, layers))
+    };
+    let most = most_per_burst(bursts);
+    let mut counts: Vec<usize> = most.values().copied().filter(|&n| n >= 2).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts.into_iter().find_map(|k| {
+        let block = backward_block_of(units, bursts, |t| most.get(&t).is_some_and(|&n| n >= k))?;
+        taken(block, k)
+    })
 }
 
 /// Per burst, the most back-to-back copies of `block` in it (trailing

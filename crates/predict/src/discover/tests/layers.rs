@@ -111,3 +111,92 @@ fn a_stage_with_one_layer_takes_another_stages_blocks() {
     };
     assert_eq!(layer_blocks(&us, &threads, Some(&foreign)), alone);
 }
+
+/// A gradient bucket's reduction (`aten::mul_`, `c10d::allreduce_`)
+/// launched inside three of four layers: no two layers run back to back
+/// untouched, so the layer is found among the tokens run at least as
+/// often as the pass has layers.
+#[test]
+fn the_backward_block_is_found_between_frequent_bucket_reductions() {
+    let grad = |n: &str| format!("autograd::engine::evaluate_function: {n}Backward#");
+    let names = [
+        grad("Add"),
+        grad("Linear"),
+        grad("Gelu"),
+        "aten::mul_".to_owned(),
+        "c#d::allreduce_".to_owned(),
+    ];
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let us = units((0..5).map(|t| unit(1, t, &[], &[7])).collect(), &names);
+    // Layer "0 1 2", the reduction "3 4" at a different place in each.
+    let burst = vec![0, 1, 2, 0, 3, 4, 1, 2, 0, 1, 3, 4, 2, 0, 1, 2, 3, 4];
+    let bursts = vec![burst.clone(), burst];
+    assert_eq!(
+        backward_block(&us, &bursts).filter(|b| b.len() == 3),
+        None,
+        "the layer repeats untouched nowhere"
+    );
+    let (block, layers) = backward_block_among_interruptions(&us, &bursts).unwrap();
+    assert_eq!(block, vec![0, 1, 2]);
+    assert_eq!(layers, 4);
+}
+
+/// A pass of one layer whose attention and MLP halves share all but
+/// their core gradient function: leaving those out would make each half
+/// look like a layer, but the engine runs every layer's gradient
+/// functions, so they cannot be foreign work.
+#[test]
+fn halves_of_a_layer_are_not_taken_for_layers() {
+    let grad = |n: &str| format!("autograd::engine::evaluate_function: {n}Backward#");
+    let names = [grad("Add"), grad("Linear"), grad("Gelu"), grad("FlashAttn")];
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let us = units((0..4).map(|t| unit(1, t, &[], &[7])).collect(), &names);
+    let burst = vec![0, 1, 2, 1, 0, 1, 3, 1];
+    let bursts = vec![burst.clone(), burst];
+    assert_eq!(backward_block_among_interruptions(&us, &bursts), None);
+}
+
+/// gpt-tiny at hidden size 2048 with TP 2 and DP 2, one micro-batch: the
+/// data-parallel buckets fill inside the backward pass, two of them
+/// within its four layers. Before, no backward block was found and the
+/// step had no backward pass. (On the first of two pipeline stages, one
+/// bucket inside its two layers and one after them, as many as the
+/// layers, the backward is still not found.)
+#[test]
+fn a_backward_pass_interrupted_by_gradient_buckets_has_its_layers() {
+    for (pp, layers) in [(1, 4)] {
+        let mut preset = lumos_synth::ModelPreset::preset("gpt-tiny").unwrap();
+        preset.hidden = 2048;
+        preset.ffn_hidden = 4 * 2048;
+        let cfg = lumos_synth::SynthConfig::new(
+            preset,
+            lumos_synth::Parallelism::new(2, pp, 2, 1),
+            lumos_models::GpuSpec::h100(),
+        );
+        let text = lumos_synth::synthesize_rank(&cfg, 0).unwrap();
+        let trace =
+            lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap();
+        let (g, meas, _) = graph_of(&trace);
+        let us = crate::units::Units::build(&g, &meas);
+        let threads = step_threads(&g, &us);
+        let (bursts, _) = thread_tokens(&us, &threads);
+        // What the test is about: a reduction inside the layers.
+        let reduction = us
+            .tokens
+            .iter()
+            .position(|t| t == "c#d::allreduce_")
+            .unwrap() as u32;
+        assert!(bursts[0][..bursts[0].len() - 1].contains(&reduction));
+        let blocks = layer_blocks(&us, &threads, None);
+        assert_eq!(blocks.per_pass, Some(layers), "pp {pp}");
+        let (_, _, _, s) = discovered(&trace);
+        for st in &s.steps {
+            let kinds: Vec<PassKind> = st.passes.iter().map(|p| p.kind).collect();
+            assert_eq!(kinds, [PassKind::Forward, PassKind::Backward], "pp {pp}");
+            assert!(
+                st.passes.iter().all(|p| p.layers.len() == layers),
+                "pp {pp}"
+            );
+        }
+    }
+}
