@@ -1128,11 +1128,13 @@ fn scales_a_reduction(s: &Structure, t: TaskId) -> bool {
 /// after the all-reduce), work only a backward that reduces the gradients
 /// runs.
 fn fills_a_bucket(g: &Graph, t: TaskId) -> bool {
-    g.scope_chain(t).any(|sc| {
-        let name = &g.names[g.scopes[sc.0 as usize].name.0 as usize];
-        name.starts_with("torch::distributed::reducer::")
-            || name.starts_with("torch.distributed.ddp.reducer::")
-    })
+    (g.scope_chain(t)).any(|sc| is_reducer_op(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
+}
+
+/// Whether an operator named `name` is DDP's reducer's own work.
+fn is_reducer_op(name: &str) -> bool {
+    name.starts_with("torch::distributed::reducer::")
+        || name.starts_with("torch.distributed.ddp.reducer::")
 }
 
 /// Whether CPU task `t` is (or runs inside) DDP's reducer work, or a
@@ -1145,14 +1147,10 @@ fn fills_a_bucket(g: &Graph, t: TaskId) -> bool {
 /// launch is not.
 fn runs_a_reduction(g: &Graph, t: TaskId, reductions: &FxHashSet<ScopeId>) -> bool {
     let named = |sc: ScopeId| g.names[g.scopes[sc.0 as usize].name.0 as usize].as_str();
-    let reducer = |name: &str| {
-        name.starts_with("torch::distributed::reducer::")
-            || name.starts_with("torch.distributed.ddp.reducer::")
-    };
     let (mut comm, mut accumulation) = (is_collective_op(g.name(t)), false);
     for sc in g.scope_chain(t) {
         let name = named(sc);
-        if reducer(name) || reductions.contains(&sc) {
+        if is_reducer_op(name) || reductions.contains(&sc) {
             return true;
         }
         comm |= is_collective_op(name);

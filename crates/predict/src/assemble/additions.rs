@@ -61,7 +61,8 @@ pub(crate) struct Sites {
 }
 
 /// The sites of `g`: its gradient accumulations that launched no GPU work.
-pub(super) fn sites(g: &Graph) -> Sites {
+/// `idx_in_proc` is each task's position on its processor.
+pub(super) fn sites(g: &Graph, idx_in_proc: &[u32]) -> Sites {
     let mut out = Sites::default();
     if g.task_scopes.len() != g.tasks.len() {
         return out;
@@ -126,7 +127,7 @@ pub(super) fn sites(g: &Graph) -> Sites {
         };
         let (after, scope) = match node_last {
             Some((t, node)) => (Some(t), node),
-            None => (task_before(g, launch), acc),
+            None => (task_before(g, idx_in_proc, launch), acc),
         };
         let Some(after) = after else {
             out.unsizable.insert(first);
@@ -154,10 +155,11 @@ struct Place {
     scaling: bool,
 }
 
-/// The task before `t` on its processor.
-fn task_before(g: &Graph, t: TaskId) -> Option<TaskId> {
+/// The task before `t` on its processor, `idx_in_proc` giving each task's
+/// position there.
+fn task_before(g: &Graph, idx_in_proc: &[u32], t: TaskId) -> Option<TaskId> {
     let list = &g.processors[g.tasks[t.idx()].proc.idx()].tasks;
-    let at = list.iter().position(|&x| x == t)?;
+    let at = *idx_in_proc.get(t.idx())? as usize;
     at.checked_sub(1).map(|k| list[k])
 }
 
@@ -168,6 +170,17 @@ mod tests {
     };
 
     use super::*;
+
+    /// Each task's position on its processor.
+    fn positions(g: &Graph) -> Vec<u32> {
+        let mut at = vec![0; g.tasks.len()];
+        for p in &g.processors {
+            for (k, t) in p.tasks.iter().enumerate() {
+                at[t.idx()] = k as u32;
+            }
+        }
+        at
+    }
 
     /// Three gradients' accumulations on one thread: the first kept its
     /// gradient and DDP scaled it into its bucket, the second added into
@@ -245,7 +258,8 @@ mod tests {
 
     #[test]
     fn additions_go_where_a_gradient_was_kept_and_its_bucket_scaling_sizes_them() {
-        let s = sites(&accumulations());
+        let g = accumulations();
+        let s = sites(&g, &positions(&g));
         // The launch follows the node's `detach`, and the kernel precedes the
         // scaling's, in the node's scope.
         let first = Gradient {
@@ -267,7 +281,10 @@ mod tests {
             scope: ScopeId(0),
             ..first
         };
-        assert_eq!(sites(&g).after.get(&TaskId(0)), Some(&whole));
+        assert_eq!(
+            sites(&g, &positions(&g)).after.get(&TaskId(0)),
+            Some(&whole)
+        );
     }
 
     /// Real DDP traces whose backward keeps every gradient (one
@@ -291,7 +308,7 @@ mod tests {
                     .filter(|s| Some(s.name.0 as usize) == n)
                     .count()
             };
-            let s = sites(&g);
+            let s = sites(&g, &positions(&g));
             assert!(named(ACCUMULATION) > 0, "{rel}");
             assert_eq!(s.after.len(), named(ACCUMULATION), "{rel}");
             assert_eq!(s.before.len(), named(ACCUMULATION), "{rel}");
@@ -308,10 +325,10 @@ mod tests {
     fn a_graph_without_accumulations_or_scopes_has_no_sites() {
         let mut g = accumulations();
         g.task_scopes.clear();
-        assert!(sites(&g).after.is_empty());
+        assert!(sites(&g, &positions(&g)).after.is_empty());
         let mut g = accumulations();
         g.names[0] = "something else".into();
-        let s = sites(&g);
+        let s = sites(&g, &positions(&g));
         assert!(s.after.is_empty() && s.before.is_empty() && s.unsizable.is_empty());
     }
 }

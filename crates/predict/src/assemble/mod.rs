@@ -182,7 +182,7 @@ pub(crate) fn assemble(
             u.src as usize == ti && matches!(tag.pass, Some((PassKind::Backward, k)) if k > 0)
         });
         if later_backward {
-            p.additions = additions::sites(p.t.graph);
+            p.additions = additions::sites(p.t.graph, &p.idx_in_proc);
         }
     }
     let mut copier = Copier::new(templates, plan.len(), g.scopes.len());
