@@ -950,11 +950,15 @@ def write_trace(path, layers, hidden, heads, batch, microbatches, seq=1024, voca
                     if buckets is None and sync:
                         # DDP rebuilt its buckets in gradient-ready order after the first iteration
                         probe = _Backward(model, False, True, None, model.bwd)
+                        # the probe leaves no trace: every piece of state it moves is put back, the launch
+                        # queues too (their far-future starts made the first step's launches return mid-kernel)
                         saved = (list(g.events), list(g.gpu_events), dict(g.clock), dict(g.stream), g.ext, g.corr,
-                                 g.ev_idx, g.cuda_event)
+                                 g.ev_idx, g.cuda_event, g.seq, dict(g.recorded),
+                                 {s: deque(q) for s, q in g.queued.items()})
                         probe.run()
                         order = probe.ready_order
-                        (g.events, g.gpu_events, g.clock, g.stream, g.ext, g.corr, g.ev_idx, g.cuda_event) = saved
+                        (g.events, g.gpu_events, g.clock, g.stream, g.ext, g.corr, g.ev_idx, g.cuda_event, g.seq,
+                         g.recorded, g.queued) = saved
                         buckets = _buckets(order, model.params)
                     bw = _Backward(model, sync, mb == 0, buckets if sync else None, model.bwd)
                     bw.run()
