@@ -306,7 +306,8 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage<'_>> {
                 pass: None,
                 chunk: 0,
                 setup: false,
-                addition: false
+                addition: false,
+                layers_fitted: false
             };
             inp.graph.tasks.len()
         ];

@@ -413,7 +413,9 @@ fn pass_order(
 /// The units of pass `(kind, k)` of step `si` of new stage `t`, after a
 /// pass of kind `prev`: what comes before the layers and after them, from
 /// the templates `from` names, and `t.layers` layers cloned or removed
-/// from the primary's pass.
+/// from the primary's pass; with each unit, whether it is after the
+/// layers of a pass whose per-parameter units were fitted to the new
+/// layers ([`fit_per_layer_units`]).
 fn pass_units(
     sources: &[Source],
     from: &Templates,
@@ -421,7 +423,7 @@ fn pass_units(
     si: usize,
     (kind, k): (PassKind, u32),
     prev: Option<PassKind>,
-) -> Result<Vec<UnitRef>, PredictError> {
+) -> Result<Vec<(UnitRef, bool)>, PredictError> {
     let primary = from.primary;
     let pass_in = |src: usize| {
         let s = &sources[src];
@@ -454,13 +456,100 @@ fn pass_units(
         PassKind::Forward => (from.fwd_pre, from.fwd_post),
         PassKind::Backward => (from.bwd_pre, from.bwd_post),
     };
-    let mut units = part(pre_from, true)?;
+    let mut units: Vec<(UnitRef, bool)> = part(pre_from, true)?
+        .into_iter()
+        .map(|r| (r, false))
+        .collect();
     let post = part(post_from, false)?;
     for layer in layer_sequence(&own.layers, t.layers as usize) {
-        units.extend(refs(sources, primary, layer));
+        units.extend(
+            refs(sources, primary, layer)
+                .into_iter()
+                .map(|r| (r, false)),
+        );
     }
-    units.extend(post);
+    // The post part's per-parameter units follow its own template's layers.
+    let post_src = post_from.map_or(primary, |(src, _)| src);
+    let post_pass = match post_from {
+        None => own,
+        Some((src, _)) => pass_in(src)?,
+    };
+    let s = sources[post_src].structure;
+    let idx: Vec<u32> = post.iter().map(|r| r.unit).collect();
+    match fit_per_layer_units(s, post_pass, &idx, t.layers as usize) {
+        Some(fitted) => units.extend(fitted.into_iter().map(|u| {
+            let r = UnitRef {
+                src: sources[post_src].input as u32,
+                unit: u,
+            };
+            (r, true)
+        })),
+        None => units.extend(post.into_iter().map(|r| (r, false))),
+    }
     Ok(units)
+}
+
+/// The token of DDP's copy of one gradient back from its bucket after the
+/// all-reduce (`gradient_as_bucket_view=False`, the default): one unit per
+/// parameter, after the last layer of the backward pass that reduces the
+/// gradients.
+const COPY_BACK: &str = "torch.distributed.ddp.reducer::copy_bucket_to_grad";
+
+/// `post` (the units after the layers of `pass`) with its per-parameter
+/// units ([`COPY_BACK`]) fitted to `want` layers: a layer's gradients'
+/// worth (its `AccumulateGrad` nodes) taken out of their middle or cloned
+/// there per layer removed or added, as [`layer_sequence`] does with the
+/// layers. `None` when the layers do not change, or when `post` holds
+/// fewer of them than the traced layers' gradients (a job that does not
+/// copy every gradient back): then the re-timing stretches those it finds
+/// (`retime.rs`).
+fn fit_per_layer_units(
+    s: &Structure,
+    pass: &PassStructure,
+    post: &[u32],
+    want: usize,
+) -> Option<Vec<u32>> {
+    let have = pass.layers.len();
+    let per_layer = pass
+        .layers
+        .get(have / 2)?
+        .iter()
+        .filter(|&&u| s.units.token(u as usize).contains("AccumulateGrad"));
+    let per_layer = per_layer.count();
+    let at: Vec<usize> = (post.iter().enumerate())
+        .filter(|&(_, &u)| s.units.token(u as usize) == COPY_BACK)
+        .map(|(i, _)| i)
+        .collect();
+    if want == have || per_layer == 0 || at.len() < per_layer * have {
+        return None;
+    }
+    let mut out = Vec::with_capacity(post.len() + per_layer * want);
+    if want < have {
+        let drop = per_layer * (have - want);
+        let from = (at.len() - drop) / 2;
+        let gone = &at[from..from + drop];
+        out.extend(
+            (0..post.len())
+                .filter(|i| gone.binary_search(i).is_err())
+                .map(|i| post[i]),
+        );
+    } else {
+        let from = (at.len() - per_layer) / 2;
+        let block: Vec<u32> = at[from..from + per_layer]
+            .iter()
+            .map(|&i| post[i])
+            .collect();
+        let after = at[from + per_layer - 1];
+        for (i, &u) in post.iter().enumerate() {
+            out.push(u);
+            if i == after {
+                for _ in have..want {
+                    out.extend(&block);
+                }
+            }
+        }
+    }
+    Some(out)
 }
 
 /// Plans new stage `t` from `sources`. `keep_order` names the traced
@@ -505,6 +594,7 @@ pub(crate) fn plan_stage(
         chunk: 0,
         setup: false,
         addition: false,
+        layers_fitted: false,
     };
     let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
         for u in lo..hi {
@@ -537,10 +627,19 @@ pub(crate) fn plan_stage(
                 chunk: c,
                 setup: false,
                 addition: false,
+                layers_fitted: false,
             };
             let vt = t.virtual_stage(c);
-            for r in pass_units(sources, &from[c as usize], vt, si, (kind, k), prev)? {
-                units.push((r, tag));
+            for (r, layers_fitted) in
+                pass_units(sources, &from[c as usize], vt, si, (kind, k), prev)?
+            {
+                units.push((
+                    r,
+                    Tag {
+                        layers_fitted,
+                        ..tag
+                    },
+                ));
             }
         }
         for r in refs(sources, primary_src, &step.epilogue) {

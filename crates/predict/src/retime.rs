@@ -572,6 +572,12 @@ impl<'a> Retimer<'a> {
         i: usize,
         per_stage: (f64, f64),
     ) -> (f64, Source, bool) {
+        // Per-parameter units after the layers came as many times as the
+        // layers (`plan.rs`): stretching them too would count them twice.
+        let per_stage = match st.tag[i].layers_fitted {
+            true => (per_stage.0, 1.0),
+            false => per_stage,
+        };
         let (src, tt) = st.origin[i];
         let inp = &self.base.inputs[src as usize];
         let s = &self.base.structures[src as usize];
@@ -1680,6 +1686,7 @@ mod tests {
             chunk: 0,
             setup: true,
             addition: false,
+            layers_fitted: false,
         };
         let place = s.role_of_task(task);
         let at = |t: &Target| {

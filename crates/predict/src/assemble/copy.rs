@@ -236,6 +236,7 @@ impl Copier {
         };
         let tag = Tag {
             addition: true,
+            layers_fitted: false,
             ..tag
         };
         self.push_task(g, uref, from, tag, made)

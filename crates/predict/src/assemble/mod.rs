@@ -99,6 +99,12 @@ pub(crate) struct Tag {
     /// addition's launch or kernel (`additions.rs`), timed from the task it
     /// was made from.
     pub addition: bool,
+    /// After the layers of a pass whose per-parameter units (DDP's copies
+    /// of gradients back from their buckets) were copied or left out with
+    /// the layers (`plan.rs`): none is stretched with the layers when
+    /// re-timed, which would count them twice. Those of the layer the
+    /// pass's end cuts (its first gradients) belong to one layer only.
+    pub layers_fitted: bool,
 }
 
 /// A template: its graph and its discovered structure.
@@ -355,6 +361,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     chunk: 0,
                     setup: false,
                     addition: false,
+                    layers_fitted: false,
                 },
                 Role::Prologue { step } | Role::Epilogue { step } => Tag {
                     step: Some(step),
@@ -362,6 +369,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     chunk: 0,
                     setup: true,
                     addition: false,
+                    layers_fitted: false,
                 },
                 Role::Pass { step, pass, .. } => {
                     let p = &s.steps[step as usize].passes[pass as usize];
@@ -371,6 +379,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                         chunk: p.chunk,
                         setup: false,
                         addition: false,
+                        layers_fitted: false,
                     }
                 }
             };
