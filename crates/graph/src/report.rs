@@ -26,6 +26,10 @@ pub enum Rule {
     EndsBeforeReturn,
     /// A long runtime call that returned right after a GPU task ended.
     LongCallEndsAfterGpu,
+    /// A launch that returned right after a task of its stream ended,
+    /// with hundreds launched before it still waiting: it waited for a
+    /// slot in the stream's full launch queue.
+    FullLaunchQueue,
     /// A `cudaEventQuery` polling loop that ended right after GPU work ended.
     PollingLoop,
     /// A long CPU gap that ended right after a task on another thread.
@@ -61,6 +65,7 @@ impl Rule {
             Rule::NamedCall => "named_call",
             Rule::EndsBeforeReturn => "ends_before_return",
             Rule::LongCallEndsAfterGpu => "long_call_ends_after_gpu",
+            Rule::FullLaunchQueue => "full_launch_queue",
             Rule::PollingLoop => "polling_loop",
             Rule::GapAfterOtherThread => "gap_after_other_thread",
             Rule::CollectiveInput => "collective_input",

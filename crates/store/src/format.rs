@@ -15,7 +15,9 @@ use crate::error::{Problem, StoreError};
 /// the CR LF pair catch transfers that mangle binary files as text.
 pub const MAGIC: [u8; 8] = *b"\x89LGRF\r\n\x1a";
 
-/// The version of the format this build writes and reads (9: the steps'
+/// The version of the format this build writes and reads (10: the rules
+/// code of a launch that waited for a slot in a full launch queue, whose
+/// graphs hold those waits; 9: the steps'
 /// names in `HEAD`, which representatives compare; 8: the build's
 /// count of stream waits satisfied at once in `GRPH`, whose graphs lack
 /// the edges format 7 inferred for some of them; 7: the reader's
@@ -23,7 +25,7 @@ pub const MAGIC: [u8; 8] = *b"\x89LGRF\r\n\x1a";
 /// launch calls without their GPU task in `GRPH`; 6: the records of 5,
 /// whose graphs were built by rules since changed; 5: the trace's path
 /// stored as its bytes, not as UTF-8 text; docs/LGRAPH.md).
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 /// Bytes of the fixed prefix: magic, format version, section count, the
 /// writer's lumos version (NUL-padded), and the prefix's checksum.

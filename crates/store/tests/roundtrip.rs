@@ -121,13 +121,14 @@ fn other_versions_and_other_files_are_told_apart() {
     let good = dir.join("good.lgraph");
     ingest_file(&c.path("micro/a100-event-sync.json.gz"), &good).unwrap();
     let mut bytes = std::fs::read(&good).unwrap();
-    // A later version; format 7, whose records lack the count of stream
+    // A later version; format 9, whose graphs lack the full launch
+    // queue's waits; format 7, whose records lack the count of stream
     // waits satisfied at once (read as 0 it would be a silently wrong
     // number) and whose graphs hold edges inferred for some of them;
     // format 6, whose records lack the counts of events ending absurdly
     // late and of launch calls without their GPU task: the rule is one
     // version read (docs/LGRAPH.md).
-    for v in [10u32, 8, 7] {
+    for v in [11u32, 9, 7] {
         bytes[8..12].copy_from_slice(&v.to_le_bytes());
         let other = dir.join(format!("v{v}.lgraph"));
         std::fs::write(&other, &bytes).unwrap();
@@ -137,7 +138,7 @@ fn other_versions_and_other_files_are_told_apart() {
         assert!(
             m.contains(&format!("v{v}.lgraph"))
                 && m.contains(&format!("version {v} "))
-                && m.contains("reads version 9: ingest the trace again"),
+                && m.contains("reads version 10: ingest the trace again"),
             "{m}"
         );
     }

@@ -46,6 +46,23 @@ const INTER_THREAD_MAX_WINDOW_NS: i64 = 1_000_000;
 const BLOCKING_MIN_DUR_NS: i64 = 100_000;
 /// How soon after the awaited GPU task ends a blocked call returns.
 const BLOCKING_WINDOW_NS: i64 = 50_000;
+/// A launch call at least this long that returns this soon after a task of
+/// its stream ends, with at least `QUEUED_LAUNCH_MIN_PENDING` tasks
+/// launched onto that stream before it still waiting to start, waited for
+/// a slot in the stream's full launch queue (shorter waits than a
+/// `BLOCKING_MIN_DUR_NS` call's: each lasts one kernel).
+const QUEUED_LAUNCH_MIN_DUR_NS: i64 = 10_000;
+/// See `QUEUED_LAUNCH_MIN_DUR_NS`.
+const QUEUED_LAUNCH_WINDOW_NS: i64 = 10_000;
+/// See `QUEUED_LAUNCH_MIN_DUR_NS`: a queued launch also lasts this many
+/// times the trace's median launch, so that launches of the usual length
+/// that happen to return as a kernel ends (every few microseconds on a
+/// busy stream) are not taken for blocked.
+const QUEUED_LAUNCH_TYPICAL_TIMES: i64 = 3;
+/// See `QUEUED_LAUNCH_MIN_DUR_NS`: a quarter of CUDA's usual queue of
+/// about 1,024 launches per stream, far deeper than a CPU that keeps up
+/// with its GPU holds.
+const QUEUED_LAUNCH_MIN_PENDING: usize = 256;
 /// A GPU task that starts this much later than its launch and stream allow
 /// was held by something else (observed-wait inference).
 const OBSERVED_WAIT_MIN_NS: i64 = 5_000;

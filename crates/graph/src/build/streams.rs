@@ -87,7 +87,7 @@ impl Builder {
     }
 
     /// The launch times of `stream`'s tasks ([`Self::stream_launch_times`]).
-    fn launched_at(&self, stream: ProcId) -> &[i64] {
+    pub(super) fn launched_at(&self, stream: ProcId) -> &[i64] {
         let times = self
             .launch_times
             .get(stream.idx())

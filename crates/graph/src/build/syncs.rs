@@ -55,6 +55,9 @@ impl Builder {
                 *streams_of.entry(device).or_default() += 1;
             }
         }
+        let typical_launch_ns = self.typical_launch_ns();
+        // The deepest queue of each stream with a candidate, found once.
+        let mut deepest = FxHashMap::default();
         let (mut device_arcs, mut over_budget) = (0u64, 0u64);
         let n = self.g.tasks.len();
         for i in 0..n {
@@ -181,6 +184,19 @@ impl Builder {
                         (_, _, Some((_, g))) => {
                             (WaitTarget::Task(g), Some(g), Rule::LongCallEndsAfterGpu)
                         }
+                        (SyncKind::None, _, None) => match ended_during {
+                            Some((end, g))
+                                if self.waited_for_a_queue_slot(
+                                    call,
+                                    (end, g),
+                                    &typical_launch_ns,
+                                    &mut deepest,
+                                ) =>
+                            {
+                                (WaitTarget::Task(g), Some(g), Rule::FullLaunchQueue)
+                            }
+                            _ => continue,
+                        },
                         _ => continue,
                     }
                 }
@@ -199,6 +215,86 @@ impl Builder {
                 )
             ));
         }
+    }
+
+    /// The median duration of the calls that launched GPU work, per call
+    /// name (a memset's call takes longer than a kernel's launch).
+    fn typical_launch_ns(&self) -> FxHashMap<NameId, i64> {
+        let mut d: Vec<(NameId, i64)> = (0..self.g.tasks.len())
+            .filter(|&i| self.launched.get(&TaskId(i as u32)).is_some())
+            .map(|i| {
+                (
+                    self.g.tasks[i].name,
+                    self.raw[i].end.saturating_sub(self.raw[i].start),
+                )
+            })
+            .collect();
+        d.sort_unstable();
+        (d.chunk_by(|a, b| a.0 == b.0))
+            .map(|run| (run[0].0, run[run.len() / 2].1))
+            .collect()
+    }
+
+    /// Whether launch call `call` waited for a slot in its stream's full
+    /// launch queue: it lasted at least `QUEUED_LAUNCH_MIN_DUR_NS` and
+    /// `QUEUED_LAUNCH_TYPICAL_TIMES` the median call of its name
+    /// (`typical`), and returned within `QUEUED_LAUNCH_WINDOW_NS` of the
+    /// end (`end`) of GPU task `g` on the stream it launched onto, while
+    /// the tasks launched before it onto that stream and not started
+    /// (those between `g` and its own) were at least
+    /// `QUEUED_LAUNCH_MIN_PENDING` and nine tenths of the most the stream
+    /// ever held (`deepest`, filled in per stream): a queue at its
+    /// capacity. CUDA's launch returns once the queue takes it, so each
+    /// such wait lasts one kernel, often well under `BLOCKING_MIN_DUR_NS`;
+    /// kept as CPU work, the waits would stay in a prediction whose GPU no
+    /// longer holds the CPU back.
+    fn waited_for_a_queue_slot(
+        &self,
+        call: TaskId,
+        (end, g): (i64, TaskId),
+        typical: &FxHashMap<NameId, i64>,
+        deepest: &mut FxHashMap<ProcId, usize>,
+    ) -> bool {
+        let r = self.raw[call.idx()];
+        let typical_ns = typical
+            .get(&self.g.tasks[call.idx()].name)
+            .copied()
+            .unwrap_or(0);
+        let least =
+            QUEUED_LAUNCH_MIN_DUR_NS.max(typical_ns.saturating_mul(QUEUED_LAUNCH_TYPICAL_TIMES));
+        if r.end.saturating_sub(r.start) < least
+            || r.end.saturating_sub(end) > QUEUED_LAUNCH_WINDOW_NS
+        {
+            return false;
+        }
+        let Some(&own) = self.launched.get(&call).and_then(|l| l.first()) else {
+            return false;
+        };
+        let stream = self.g.tasks[own.idx()].proc;
+        if stream != self.g.tasks[g.idx()].proc {
+            return false;
+        }
+        let (at, from) = (self.pos[own.idx()] as usize, self.pos[g.idx()] as usize);
+        let pending = at.saturating_sub(from + 1);
+        let most = *deepest
+            .entry(stream)
+            .or_insert_with(|| self.deepest_queue(stream));
+        pending >= QUEUED_LAUNCH_MIN_PENDING && pending * 10 >= most * 9
+    }
+
+    /// The most tasks `stream` held launched and not ended at one of its
+    /// launches (its tasks end in order, so those ended are a prefix).
+    fn deepest_queue(&self, stream: ProcId) -> usize {
+        let tasks = &self.g.processors[stream.idx()].tasks;
+        let launched = self.launched_at(stream);
+        let mut ended = 0;
+        let mut most = 0;
+        for (k, &at) in launched.iter().enumerate() {
+            // Searched from the last answer: launch times mostly grow.
+            ended = partition_from(&tasks[..k], ended, |t| self.raw[t.idx()].end <= at);
+            most = most.max(k - ended);
+        }
+        most
     }
 
     /// Makes `call` a blocking call. If it waits for GPU work it launched

@@ -82,6 +82,7 @@ codes!(
         Rule::CollectiveConsumer = 10,
         Rule::ImpliedCollectiveInput = 11,
         Rule::ImpliedCollectiveConsumer = 12,
+        Rule::FullLaunchQueue = 13,
     ]
 );
 
