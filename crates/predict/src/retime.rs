@@ -891,21 +891,44 @@ impl<'a> Retimer<'a> {
         {
             return None;
         }
-        let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
         let mut ratio = 1.0;
-        let (mut weight, mut sharded) = (false, false);
+        let mut weight = false;
         for &x in largest {
             let v = x as u64;
             if self.dims.hidden_like(v) || self.dims.ffn_like(v) {
                 weight = true;
                 ratio *= self.dims.ratio(v, &self.r);
-                let vt = v.saturating_mul(tp);
-                sharded |= tp > 1 && (vt == h || vt == h.saturating_mul(3) || vt == ffn);
             }
         }
         let layer = self.layer_weight(largest)
             || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
+        let sharded = self.split_over_tp(largest);
         weight.then_some((ratio * if sharded { self.r.tp_shard } else { 1.0 }, layer))
+    }
+
+    /// Whether a weight of sizes `d` is split over the traced
+    /// tensor-parallel ranks, as the layer's structure tells: a matrix the
+    /// traced layers' GEMMs multiply by is (every GEMM of a tensor-parallel
+    /// layer is column- or row-parallel); any other weight (a vector: a
+    /// bias, a layer norm's) only when a dimension is a shard's size
+    /// (`h/tp`, `3h/tp`, `ffn/tp`) and no full size. A dimension that is
+    /// both tells nothing, and is taken as a full one: at tp 3, `3h/tp` is
+    /// `h` (at tp 4, `ffn/tp` is `h` for an FFN of 4h), and a `[h]` vector
+    /// is a layer norm's or a row-parallel bias, whole on every rank, far
+    /// more often than a column-parallel bias.
+    fn split_over_tp(&self, d: &[i64]) -> bool {
+        let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
+        if tp <= 1 {
+            return false;
+        }
+        if d.len() == 2 && self.layer_weight(d) {
+            return true;
+        }
+        let full = |v: u64| v > 0 && (v == h || v == h.saturating_mul(3) || v == ffn);
+        d.iter().any(|&x| {
+            let v = x as u64;
+            !full(v) && full(v.saturating_mul(tp))
+        })
     }
 
     /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs
@@ -1634,6 +1657,72 @@ mod tests {
             let mut rt = Retimer::new(&base, &t);
             rt.batch_and_seq = (1, 2048);
             assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
+        }
+    }
+
+    /// The retimer of `base` for `target`, its tokens set to `tokens`, and
+    /// the first memory-bound kernel under an operator with its innermost
+    /// scope's shapes set to `dims`: how that kernel's weight grows.
+    fn weight_of(base: &mut Baseline, t: &Target, tokens: u64, dims: &str) -> Option<(f64, bool)> {
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
+        let mut rt = Retimer::new(base, t);
+        rt.batch_and_seq = (1, tokens);
+        rt.weight_ratio(0, task)
+    }
+
+    #[test]
+    fn weights_are_split_over_tp_by_the_layer_s_structure_not_by_their_sizes() {
+        // GPT tiny at TP 4: hidden 1024, FFN 4096 = 4h, so that the MLP's
+        // matrices are `[h, h]` shards (and discovery leaves the FFN size
+        // unknown). TP 4 -> 2: a shard grows 2x, a whole weight does not.
+        let mut base = baseline("gpt-tiny", None, [4, 1, 1, 1]);
+        let t = target(&base, |c| c.tp = 2);
+        for (dims, want) in [
+            // The first MLP matrix `[ffn/tp, h]` = `[h, h]`: a GEMM's
+            // weight, so a shard, though both its sizes are h.
+            ("[[1024, 1024]]", Some((2.0, true))),
+            // A layer norm's weight or a row-parallel bias, `[h]`: whole.
+            ("[[1024]]", Some((1.0, true))),
+            // The projection `[h, h/tp]` and the QKV bias `[3h/tp]`.
+            ("[[1024, 256]]", Some((2.0, true))),
+            ("[[768]]", Some((2.0, true))),
+            // The embedding table `[vocabulary, h]`: whole here.
+            ("[[51200, 1024]]", Some((1.0, false))),
+        ] {
+            assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "{dims}");
+        }
+        // Hidden 1536 at TP 3: a QKV shard `[3h/tp, h]` is `[h, h]`, and
+        // `[h]` is 3h/tp wide. TP 3 -> 1: a shard grows 3x.
+        let mut preset = lumos_synth::ModelPreset::gpt("tp3", 2, 1536, 12);
+        preset.vocab = 50_304;
+        preset.seq_len = 3072;
+        let cfg = lumos_synth::SynthConfig::new(
+            preset,
+            lumos_synth::Parallelism::new(3, 1, 1, 1),
+            GpuSpec::h100(),
+        );
+        let text = lumos_synth::synthesize_rank(&cfg, 0).unwrap();
+        let trace =
+            lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap();
+        let mut base = Baseline::new(vec![crate::testutil::input(&trace, "rank0")]).unwrap();
+        assert_eq!(
+            (base.config.tp, base.config.hidden, base.config.ffn),
+            (3, 1536, 6144)
+        );
+        let t = target(&base, |c| c.tp = 1);
+        for (dims, want) in [
+            ("[[1536]]", Some((1.0, true))),
+            ("[[1536, 1536]]", Some((3.0, true))),
+            ("[[2048]]", Some((3.0, true))),
+        ] {
+            assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "{dims}");
         }
     }
 
