@@ -833,14 +833,15 @@ impl<'a> Retimer<'a> {
     }
 
     /// Whether the innermost operator launching task `t` of input `src`
-    /// that records shapes is a reduction (a sum, mean, norm, ...).
+    /// that records shapes reduces its largest tensor: a reduction
+    /// ([`is_reduction_op`]: a bias gradient's sum over the tokens) or a
+    /// normalization ([`is_normalization_op`]), whose largest tensor is
+    /// activations even where their shape is a weight's.
     fn reduces(&self, src: usize, t: TaskId) -> bool {
         let g = &self.base.inputs[src].graph;
         self.shaped_scope(src, t).is_some_and(|s| {
             let name = &g.names[g.scopes[s.0 as usize].name.0 as usize];
-            ["sum", "mean", "norm", "amax", "var", "std"]
-                .iter()
-                .any(|r| name.contains(r))
+            is_reduction_op(name) || is_normalization_op(name)
         })
     }
 
@@ -1120,6 +1121,62 @@ impl<'a> Retimer<'a> {
             _ => (traced as f64, Source::Measured, false),
         }
     }
+}
+
+/// PyTorch's reductions: operators whose result drops (or keeps as 1)
+/// dimensions of their input, by their exact names. A name holding one of
+/// these is not one (`aten::cumsum` keeps its input's size,
+/// `aten::_weight_norm` and `aten::embedding_renorm_` work on weights).
+const REDUCTION_OPS: &[&str] = &[
+    "aten::sum",
+    "aten::nansum",
+    "aten::mean",
+    "aten::nanmean",
+    "aten::prod",
+    "aten::logsumexp",
+    "aten::amax",
+    "aten::amin",
+    "aten::aminmax",
+    "aten::var",
+    "aten::var_mean",
+    "aten::std",
+    "aten::std_mean",
+    "aten::norm",
+    "aten::native_norm",
+    "aten::linalg_norm",
+    "aten::linalg_vector_norm",
+    "aten::frobenius_norm",
+    "aten::_foreach_norm",
+];
+
+/// Whether an operator named `name` is a reduction ([`REDUCTION_OPS`]).
+fn is_reduction_op(name: &str) -> bool {
+    REDUCTION_OPS.contains(&name)
+}
+
+/// Whether an operator named `name` normalizes activations (a layer,
+/// RMS, group or batch norm, forward or backward): not a reduction, as its
+/// output has its input's size, but a weight is never its largest tensor;
+/// its backward sums its weight's gradient over the tokens.
+fn is_normalization_op(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::layer_norm"
+            | "aten::native_layer_norm"
+            | "aten::native_layer_norm_backward"
+            | "aten::rms_norm"
+            | "aten::_fused_rms_norm"
+            | "aten::_fused_rms_norm_backward"
+            | "aten::group_norm"
+            | "aten::native_group_norm"
+            | "aten::native_group_norm_backward"
+            | "aten::batch_norm"
+            | "aten::native_batch_norm"
+            | "aten::native_batch_norm_backward"
+            | "aten::_batch_norm_impl_index"
+            | "aten::cudnn_batch_norm"
+            | "aten::cudnn_batch_norm_backward"
+    )
 }
 
 /// Whether task `t` of `s` scales a gradient bucket for its reduction:
@@ -1723,6 +1780,58 @@ mod tests {
             ("[[2048]]", Some((3.0, true))),
         ] {
             assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "{dims}");
+        }
+    }
+
+    #[test]
+    fn reductions_are_told_by_their_exact_names() {
+        for op in [
+            "aten::sum",
+            "aten::mean",
+            "aten::norm",
+            "aten::linalg_vector_norm",
+        ] {
+            assert!(is_reduction_op(op), "{op}");
+        }
+        for op in [
+            "aten::layer_norm",
+            "aten::native_layer_norm",
+            "aten::native_layer_norm_backward",
+            "aten::cumsum",
+            "aten::_weight_norm_interface",
+            "aten::embedding_renorm_",
+            "aten::sum_backward",
+        ] {
+            assert!(!is_reduction_op(op), "{op}");
+        }
+        assert!(is_normalization_op("aten::native_layer_norm"));
+        assert!(!is_normalization_op("aten::_weight_norm_interface"));
+        // GPT tiny at TP 2, 2048 tokens: as wide as the FFN shard, so that
+        // the first MLP matrix's shape `[2048, 1024]` is ambiguous. Taken
+        // for that weight unless its operator reduces it, or normalizes it.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        for (op, want) in [
+            ("aten::sum", None),
+            ("aten::native_layer_norm_backward", None),
+            // A weight normalization's work on its weight.
+            ("aten::_weight_norm_interface", Some((2.0, true))),
+        ] {
+            let g = &mut base.inputs[0].graph;
+            g.names.push(op.into());
+            g.scopes[scope].name = lumos_graph::NameId(g.names.len() as u32 - 1);
+            g.scopes[scope].input_dims = InputDims::parse("[[2048, 1024]]");
+            let t = target(&base, |c| c.hidden = 2048);
+            let mut rt = Retimer::new(&base, &t);
+            rt.batch_and_seq = (1, 2048);
+            assert!(rt.reduces(0, task) == want.is_none(), "{op}");
+            assert_eq!(rt.weight_ratio(0, task), want, "{op}");
         }
     }
 
