@@ -32,7 +32,9 @@ use rustc_hash::FxHashSet;
 use crate::assemble::Tag;
 use crate::baseline::Baseline;
 use crate::config::{Config, Coord, Layout};
-use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass};
+use crate::discover::{
+    is_gradient_function, CommInfo, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass,
+};
 use crate::edits::{stage_coord, structural_change, PredictedStage, Prediction, Target};
 use crate::models::{CommModel, ComputeModel, Source};
 use crate::plan::{first_backward_steals, StageRole};
@@ -140,11 +142,14 @@ enum Tensor {
     /// tokens, and in a layer with the width.
     Activations(f64),
     /// A weight or its gradient: grows by `ratio`, its elements'; `layer`
-    /// when it has the shape of a layer's weight (or bias).
+    /// when it has the shape of a layer's weight (or bias) and is worked
+    /// on for every parameter, outside the autograd engine's gradient
+    /// functions (DDP's copies back from its buckets after the backward).
     Weight {
         /// How its elements grow.
         ratio: f64,
-        /// Whether it is shaped as a layer's parameter.
+        /// Whether it stands for a layer's parameter among every
+        /// parameter's.
         layer: bool,
     },
 }
@@ -663,7 +668,14 @@ impl<'a> Retimer<'a> {
         let place = s.role_of_task(tt);
         let floor = self.floors[src as usize];
         let tensor = match self.weight_ratio(src as usize, tt) {
-            Some((ratio, layer)) => Tensor::Weight { ratio, layer },
+            Some((ratio, layer)) => Tensor::Weight {
+                ratio,
+                // Inside a gradient function the kernel is one parameter's
+                // own, where it is (the final layer norm's gradient
+                // accumulation and its scaling into a bucket, in the
+                // head's backward): a layer's are inside the layers.
+                layer: layer && !in_gradient_function(&inp.graph, tt),
+            },
             None => Tensor::Activations(match self.r.tokens_in(place) {
                 r if r != 1.0 && self.token_sized(src as usize, tt) => r,
                 _ => 1.0,
@@ -1269,6 +1281,15 @@ fn data_reduction_scopes(g: &Graph, s: &Structure) -> FxHashSet<ScopeId> {
     out
 }
 
+/// Whether task `t` runs inside a gradient function of the autograd engine
+/// (`autograd::engine::evaluate_function: ...`): one node's work,
+/// including a parameter's gradient accumulation and the hooks DDP runs on
+/// it.
+fn in_gradient_function(g: &Graph, t: TaskId) -> bool {
+    (g.scope_chain(t))
+        .any(|sc| is_gradient_function(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
+}
+
 /// Whether task `t` is an `aten::add_` inside PyTorch's `AccumulateGrad`:
 /// a micro-batch's gradient added into `.grad`.
 fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
@@ -1833,6 +1854,48 @@ mod tests {
             assert!(rt.reduces(0, task) == want.is_none(), "{op}");
             assert_eq!(rt.weight_ratio(0, task), want, "{op}");
         }
+    }
+
+    #[test]
+    fn the_final_layer_norm_s_weight_comes_once_whatever_the_layers() {
+        // GPT tiny, 4 layers -> 8. The final layer norm's weight gradient
+        // is added into its `.grad` in the head's backward, outside the
+        // layers, inside its gradient function: one parameter's, as long
+        // with 8 layers as with 4, though `[h]` is a layer's size too.
+        let mut base = baseline("gpt-tiny", None, [1, 1, 1, 1]);
+        let s = &base.structures[0];
+        let g = &base.inputs[0].graph;
+        let named = |sc: ScopeId| g.names[g.scopes[sc.0 as usize].name.0 as usize].as_str();
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| {
+                let chain: Vec<&str> = g.scope_chain(t).map(named).take(2).collect();
+                s.work[t.idx()] == WorkClass::Memory
+                    && chain == ["aten::add_", "torch::autograd::AccumulateGrad"]
+                    && matches!(s.role_of_task(t), Role::Pass { step, pass, part: Part::Pre }
+                        if s.steps[step as usize].passes[pass as usize].kind == PassKind::Backward)
+            })
+            .expect("a gradient accumulation in the head's backward");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        let long = 100 * memory_floors(&base)[0].max(1);
+        let g = &mut base.inputs[0].graph;
+        g.scopes[scope].input_dims = InputDims::parse("[[1024], [1024], []]");
+        g.tasks[task.idx()].duration_ns = long;
+        assert_eq!(
+            Retimer::new(&base, &target(&base, |_| {})).weight_ratio(0, task),
+            Some((1.0, true))
+        );
+        let p = base.identity().with_layers(8).unwrap();
+        let st = &p.stages[0];
+        let copies: Vec<i64> = (0..st.origin.len())
+            .filter(|&i| st.origin[i] == (0, task))
+            .map(|i| st.durations[i])
+            .collect();
+        assert!(!copies.is_empty());
+        assert!(
+            copies.iter().all(|&d| d == long),
+            "{copies:?} against {long}"
+        );
     }
 
     #[test]
