@@ -297,22 +297,10 @@ struct Retimer<'a> {
 
 /// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
 fn layer_weights(base: &Baseline) -> FxHashSet<(u64, u64)> {
-    let mut out = FxHashSet::default();
-    for s in &base.structures {
-        let first = (s.steps.iter().flat_map(|st| st.passes.iter()))
-            .find(|p| p.kind == PassKind::Forward)
-            .and_then(|p| p.layers.first());
-        for &t in first
-            .into_iter()
-            .flatten()
-            .flat_map(|&u| s.units.units[u as usize].gpu().iter())
-        {
-            if let WorkClass::Gemm(sh) = s.work[t.idx()] {
-                out.insert((sh.k.min(sh.n), sh.k.max(sh.n)));
-            }
-        }
-    }
-    out
+    (base.params.iter())
+        .flat_map(|pc| pc.layer_gemms.iter())
+        .map(|&(k, n)| (k.min(n), k.max(n)))
+        .collect()
 }
 
 impl<'a> Regroup<'a> {
@@ -1303,33 +1291,12 @@ fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
 /// before, from the layer's GEMMs (plus 4 h for layer norms); 1 where the
 /// input has no parameters per layer.
 fn layer_ratios(base: &Baseline, dims: Dims, r: &Ratios) -> Vec<f64> {
-    base.structures
-        .iter()
-        .zip(&base.params)
-        .map(|(s, pc)| {
-            let layer = s
-                .steps
-                .iter()
-                .flat_map(|st| st.passes.iter())
-                .find(|p| p.kind == PassKind::Forward)
-                .and_then(|p| p.layers.first());
-            let new: f64 = layer
-                .map(|us| {
-                    us.iter()
-                        .flat_map(|&u| s.units.units[u as usize].gpu().iter())
-                        .filter_map(|&t| match s.work[t.idx()] {
-                            WorkClass::Gemm(sh) => Some(
-                                (sh.k * sh.n) as f64
-                                    * dims.ratio(sh.k, r)
-                                    * dims.ratio(sh.n, r)
-                                    * r.tp_shard,
-                            ),
-                            _ => None,
-                        })
-                        .sum::<f64>()
-                        + 4.0 * base.config.hidden as f64 * r.hidden
-                })
-                .unwrap_or(0.0);
+    (base.params.iter())
+        .map(|pc| {
+            let new = (pc.layer_gemms.iter())
+                .map(|&(k, n)| (k * n) as f64 * dims.ratio(k, r) * dims.ratio(n, r) * r.tp_shard)
+                .sum::<f64>()
+                + 4.0 * base.config.hidden as f64 * r.hidden;
             if pc.per_layer > 0.0 {
                 new / pc.per_layer
             } else {
@@ -1903,7 +1870,7 @@ mod tests {
         let base = baseline("gpt-tiny", None, [1, 1, 2, 2]);
         let id = base.identity();
         let st = &id.stages[0];
-        let pc = base.params[0];
+        let pc = &base.params[0];
         let t = target(&base, |c| c.layers = 8);
         let ratio = Retimer::new(&base, &t).optimizer_ratio(st);
         let want = (8.0 * pc.per_layer + pc.other) / pc.total();
