@@ -39,10 +39,16 @@ pub struct Input {
 
 /// Parameters held by one traced stage, estimated from its GEMM shapes and
 /// gradient reduction.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ParamCount {
-    /// Per transformer layer (this rank's shard).
+    /// Per transformer layer (this rank's shard): the elements of
+    /// [`ParamCount::layer_gemms`] plus 4 h for the layer norms, 0 where no
+    /// forward layer was found.
     pub per_layer: f64,
+    /// The weights the GEMMs of the stage's first forward layer multiply
+    /// by, `(k, n)` of each GEMM in launch order (a weight once per GEMM
+    /// that multiplies by it); empty where no forward layer was found.
+    pub layer_gemms: Vec<(u64, u64)>,
     /// Layers on the stage.
     pub layers: u32,
     /// Outside layers (embedding, output layer copy).
@@ -491,24 +497,12 @@ fn templates(inputs: &[Input], structures: &[Structure]) -> Vec<Graph> {
 /// and embedding tables).
 fn param_count(s: &Structure, graph: &Graph, c: &Config) -> ParamCount {
     let layers = s.config.layers.unwrap_or(0);
-    let forward = s
-        .steps
-        .iter()
-        .flat_map(|st| st.passes.iter())
-        .find(|p| p.kind == PassKind::Forward);
-    let gemm_weights = |us: &[u32]| {
-        us.iter()
-            .flat_map(|&u| s.units.units[u as usize].gpu().iter())
-            .filter_map(|&t| match s.work[t.idx()] {
-                WorkClass::Gemm(sh) => Some((sh.k * sh.n) as f64),
-                _ => None,
-            })
-            .sum::<f64>()
-    };
-    let per_layer = forward
-        .and_then(|p| p.layers.first())
-        .map(|us| gemm_weights(us) + 4.0 * c.hidden as f64)
+    let layer = first_layer_gemms(s);
+    let per_layer = layer
+        .as_ref()
+        .map(|w| w.iter().map(|&(k, n)| (k * n) as f64).sum::<f64>() + 4.0 * c.hidden as f64)
         .unwrap_or(0.0);
+    let layer_gemms = layer.unwrap_or_default();
     let grad_elements: u64 = s
         .comms
         .iter()
@@ -530,6 +524,7 @@ fn param_count(s: &Structure, graph: &Graph, c: &Config) -> ParamCount {
         let total = grad_elements as f64;
         ParamCount {
             per_layer,
+            layer_gemms,
             layers,
             other: (total - per_layer * layers as f64).max(0.0),
             method: "gradient_bytes",
@@ -551,6 +546,7 @@ fn param_count(s: &Structure, graph: &Graph, c: &Config) -> ParamCount {
         let other = outside_gemm_weights(s, &outside) + embedding_tables(s, graph, &outside);
         ParamCount {
             per_layer,
+            layer_gemms,
             layers,
             other,
             method: if other > 0.0 {
@@ -560,6 +556,25 @@ fn param_count(s: &Structure, graph: &Graph, c: &Config) -> ParamCount {
             },
         }
     }
+}
+
+/// The `(k, n)` of each GEMM of the first forward layer of `s`, in launch
+/// order, or `None` without a forward layer: the one walk that the
+/// parameter count ([`ParamCount::per_layer`]) and re-timing (the layer's
+/// weight shapes, its weights after an edit) share.
+fn first_layer_gemms(s: &Structure) -> Option<Vec<(u64, u64)>> {
+    let layer = (s.steps.iter().flat_map(|st| st.passes.iter()))
+        .find(|p| p.kind == PassKind::Forward)
+        .and_then(|p| p.layers.first())?;
+    Some(
+        (layer.iter())
+            .flat_map(|&u| s.units.units[u as usize].gpu().iter())
+            .filter_map(|&t| match s.work[t.idx()] {
+                WorkClass::Gemm(sh) => Some((sh.k, sh.n)),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 /// The elements of the weights that the GEMMs of `units` multiply by,
@@ -1030,6 +1045,12 @@ mod tests {
             };
             let pc = param_count(&s[0], graphs[0], &config);
             assert_eq!((pc.per_layer, pc.layers, pc.method), (per_layer, 4, method));
+            // What it counts: the forward layer's QKV, projection and MLP
+            // weights, `(k, n)` in launch order, which re-timing reads too.
+            assert_eq!(
+                pc.layer_gemms,
+                [(1024, 3072), (1024, 1024), (1024, 4096), (4096, 1024)]
+            );
             if dp > 1 {
                 // The embedding and output layer: at least the 51200 x 1024
                 // vocabulary.

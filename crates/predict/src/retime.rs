@@ -32,7 +32,9 @@ use rustc_hash::FxHashSet;
 use crate::assemble::Tag;
 use crate::baseline::Baseline;
 use crate::config::{Config, Coord, Layout};
-use crate::discover::{CommInfo, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass};
+use crate::discover::{
+    is_gradient_function, CommInfo, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass,
+};
 use crate::edits::{stage_coord, structural_change, PredictedStage, Prediction, Target};
 use crate::models::{CommModel, ComputeModel, Source};
 use crate::plan::{first_backward_steals, StageRole};
@@ -140,11 +142,14 @@ enum Tensor {
     /// tokens, and in a layer with the width.
     Activations(f64),
     /// A weight or its gradient: grows by `ratio`, its elements'; `layer`
-    /// when it has the shape of a layer's weight (or bias).
+    /// when it has the shape of a layer's weight (or bias) and is worked
+    /// on for every parameter, outside the autograd engine's gradient
+    /// functions (DDP's copies back from its buckets after the backward).
     Weight {
         /// How its elements grow.
         ratio: f64,
-        /// Whether it is shaped as a layer's parameter.
+        /// Whether it stands for a layer's parameter among every
+        /// parameter's.
         layer: bool,
     },
 }
@@ -292,22 +297,10 @@ struct Retimer<'a> {
 
 /// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
 fn layer_weights(base: &Baseline) -> FxHashSet<(u64, u64)> {
-    let mut out = FxHashSet::default();
-    for s in &base.structures {
-        let first = (s.steps.iter().flat_map(|st| st.passes.iter()))
-            .find(|p| p.kind == PassKind::Forward)
-            .and_then(|p| p.layers.first());
-        for &t in first
-            .into_iter()
-            .flatten()
-            .flat_map(|&u| s.units.units[u as usize].gpu().iter())
-        {
-            if let WorkClass::Gemm(sh) = s.work[t.idx()] {
-                out.insert((sh.k.min(sh.n), sh.k.max(sh.n)));
-            }
-        }
-    }
-    out
+    (base.params.iter())
+        .flat_map(|pc| pc.layer_gemms.iter())
+        .map(|&(k, n)| (k.min(n), k.max(n)))
+        .collect()
 }
 
 impl<'a> Regroup<'a> {
@@ -669,7 +662,14 @@ impl<'a> Retimer<'a> {
         let place = s.role_of_task(tt);
         let floor = self.floors[src as usize];
         let tensor = match self.weight_ratio(src as usize, tt) {
-            Some((ratio, layer)) => Tensor::Weight { ratio, layer },
+            Some((ratio, layer)) => Tensor::Weight {
+                ratio,
+                // Inside a gradient function the kernel is one parameter's
+                // own, where it is (the final layer norm's gradient
+                // accumulation and its scaling into a bucket, in the
+                // head's backward): a layer's are inside the layers.
+                layer: layer && !in_gradient_function(&inp.graph, tt),
+            },
             None => Tensor::Activations(match self.r.tokens_in(place) {
                 r if r != 1.0 && self.token_sized(src as usize, tt) => r,
                 _ => 1.0,
@@ -839,14 +839,15 @@ impl<'a> Retimer<'a> {
     }
 
     /// Whether the innermost operator launching task `t` of input `src`
-    /// that records shapes is a reduction (a sum, mean, norm, ...).
+    /// that records shapes reduces its largest tensor: a reduction
+    /// ([`is_reduction_op`]: a bias gradient's sum over the tokens) or a
+    /// normalization ([`is_normalization_op`]), whose largest tensor is
+    /// activations even where their shape is a weight's.
     fn reduces(&self, src: usize, t: TaskId) -> bool {
         let g = &self.base.inputs[src].graph;
         self.shaped_scope(src, t).is_some_and(|s| {
             let name = &g.names[g.scopes[s.0 as usize].name.0 as usize];
-            ["sum", "mean", "norm", "amax", "var", "std"]
-                .iter()
-                .any(|r| name.contains(r))
+            is_reduction_op(name) || is_normalization_op(name)
         })
     }
 
@@ -897,21 +898,44 @@ impl<'a> Retimer<'a> {
         {
             return None;
         }
-        let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
         let mut ratio = 1.0;
-        let (mut weight, mut sharded) = (false, false);
+        let mut weight = false;
         for &x in largest {
             let v = x as u64;
             if self.dims.hidden_like(v) || self.dims.ffn_like(v) {
                 weight = true;
                 ratio *= self.dims.ratio(v, &self.r);
-                let vt = v.saturating_mul(tp);
-                sharded |= tp > 1 && (vt == h || vt == h.saturating_mul(3) || vt == ffn);
             }
         }
         let layer = self.layer_weight(largest)
             || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
+        let sharded = self.split_over_tp(largest);
         weight.then_some((ratio * if sharded { self.r.tp_shard } else { 1.0 }, layer))
+    }
+
+    /// Whether a weight of sizes `d` is split over the traced
+    /// tensor-parallel ranks, as the layer's structure tells: a matrix the
+    /// traced layers' GEMMs multiply by is (every GEMM of a tensor-parallel
+    /// layer is column- or row-parallel); any other weight (a vector: a
+    /// bias, a layer norm's) only when a dimension is a shard's size
+    /// (`h/tp`, `3h/tp`, `ffn/tp`) and no full size. A dimension that is
+    /// both tells nothing, and is taken as a full one: at tp 3, `3h/tp` is
+    /// `h` (at tp 4, `ffn/tp` is `h` for an FFN of 4h), and a `[h]` vector
+    /// is a layer norm's or a row-parallel bias, whole on every rank, far
+    /// more often than a column-parallel bias.
+    fn split_over_tp(&self, d: &[i64]) -> bool {
+        let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
+        if tp <= 1 {
+            return false;
+        }
+        if d.len() == 2 && self.layer_weight(d) {
+            return true;
+        }
+        let full = |v: u64| v > 0 && (v == h || v == h.saturating_mul(3) || v == ffn);
+        d.iter().any(|&x| {
+            let v = x as u64;
+            !full(v) && full(v.saturating_mul(tp))
+        })
     }
 
     /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs
@@ -1105,6 +1129,62 @@ impl<'a> Retimer<'a> {
     }
 }
 
+/// PyTorch's reductions: operators whose result drops (or keeps as 1)
+/// dimensions of their input, by their exact names. A name holding one of
+/// these is not one (`aten::cumsum` keeps its input's size,
+/// `aten::_weight_norm` and `aten::embedding_renorm_` work on weights).
+const REDUCTION_OPS: &[&str] = &[
+    "aten::sum",
+    "aten::nansum",
+    "aten::mean",
+    "aten::nanmean",
+    "aten::prod",
+    "aten::logsumexp",
+    "aten::amax",
+    "aten::amin",
+    "aten::aminmax",
+    "aten::var",
+    "aten::var_mean",
+    "aten::std",
+    "aten::std_mean",
+    "aten::norm",
+    "aten::native_norm",
+    "aten::linalg_norm",
+    "aten::linalg_vector_norm",
+    "aten::frobenius_norm",
+    "aten::_foreach_norm",
+];
+
+/// Whether an operator named `name` is a reduction ([`REDUCTION_OPS`]).
+fn is_reduction_op(name: &str) -> bool {
+    REDUCTION_OPS.contains(&name)
+}
+
+/// Whether an operator named `name` normalizes activations (a layer,
+/// RMS, group or batch norm, forward or backward): not a reduction, as its
+/// output has its input's size, but a weight is never its largest tensor;
+/// its backward sums its weight's gradient over the tokens.
+fn is_normalization_op(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::layer_norm"
+            | "aten::native_layer_norm"
+            | "aten::native_layer_norm_backward"
+            | "aten::rms_norm"
+            | "aten::_fused_rms_norm"
+            | "aten::_fused_rms_norm_backward"
+            | "aten::group_norm"
+            | "aten::native_group_norm"
+            | "aten::native_group_norm_backward"
+            | "aten::batch_norm"
+            | "aten::native_batch_norm"
+            | "aten::native_batch_norm_backward"
+            | "aten::_batch_norm_impl_index"
+            | "aten::cudnn_batch_norm"
+            | "aten::cudnn_batch_norm_backward"
+    )
+}
+
 /// Whether task `t` of `s` scales a gradient bucket for its reduction:
 /// launched by an in-place multiplication or division (Megatron's
 /// `grad_data *= scaling_factor`, the synthesizer's `aten::mul_`) right
@@ -1195,6 +1275,15 @@ fn data_reduction_scopes(g: &Graph, s: &Structure) -> FxHashSet<ScopeId> {
     out
 }
 
+/// Whether task `t` runs inside a gradient function of the autograd engine
+/// (`autograd::engine::evaluate_function: ...`): one node's work,
+/// including a parameter's gradient accumulation and the hooks DDP runs on
+/// it.
+fn in_gradient_function(g: &Graph, t: TaskId) -> bool {
+    (g.scope_chain(t))
+        .any(|sc| is_gradient_function(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
+}
+
 /// Whether task `t` is an `aten::add_` inside PyTorch's `AccumulateGrad`:
 /// a micro-batch's gradient added into `.grad`.
 fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
@@ -1208,33 +1297,12 @@ fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
 /// before, from the layer's GEMMs (plus 4 h for layer norms); 1 where the
 /// input has no parameters per layer.
 fn layer_ratios(base: &Baseline, dims: Dims, r: &Ratios) -> Vec<f64> {
-    base.structures
-        .iter()
-        .zip(&base.params)
-        .map(|(s, pc)| {
-            let layer = s
-                .steps
-                .iter()
-                .flat_map(|st| st.passes.iter())
-                .find(|p| p.kind == PassKind::Forward)
-                .and_then(|p| p.layers.first());
-            let new: f64 = layer
-                .map(|us| {
-                    us.iter()
-                        .flat_map(|&u| s.units.units[u as usize].gpu().iter())
-                        .filter_map(|&t| match s.work[t.idx()] {
-                            WorkClass::Gemm(sh) => Some(
-                                (sh.k * sh.n) as f64
-                                    * dims.ratio(sh.k, r)
-                                    * dims.ratio(sh.n, r)
-                                    * r.tp_shard,
-                            ),
-                            _ => None,
-                        })
-                        .sum::<f64>()
-                        + 4.0 * base.config.hidden as f64 * r.hidden
-                })
-                .unwrap_or(0.0);
+    (base.params.iter())
+        .map(|pc| {
+            let new = (pc.layer_gemms.iter())
+                .map(|&(k, n)| (k * n) as f64 * dims.ratio(k, r) * dims.ratio(n, r) * r.tp_shard)
+                .sum::<f64>()
+                + 4.0 * base.config.hidden as f64 * r.hidden;
             if pc.per_layer > 0.0 {
                 new / pc.per_layer
             } else {
@@ -1643,12 +1711,172 @@ mod tests {
         }
     }
 
+    /// The retimer of `base` for `target`, its tokens set to `tokens`, and
+    /// the first memory-bound kernel under an operator with its innermost
+    /// scope's shapes set to `dims`: how that kernel's weight grows.
+    fn weight_of(base: &mut Baseline, t: &Target, tokens: u64, dims: &str) -> Option<(f64, bool)> {
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
+        let mut rt = Retimer::new(base, t);
+        rt.batch_and_seq = (1, tokens);
+        rt.weight_ratio(0, task)
+    }
+
+    #[test]
+    fn weights_are_split_over_tp_by_the_layer_s_structure_not_by_their_sizes() {
+        // GPT tiny at TP 4: hidden 1024, FFN 4096 = 4h, so that the MLP's
+        // matrices are `[h, h]` shards (and discovery leaves the FFN size
+        // unknown). TP 4 -> 2: a shard grows 2x, a whole weight does not.
+        let mut base = baseline("gpt-tiny", None, [4, 1, 1, 1]);
+        let t = target(&base, |c| c.tp = 2);
+        for (dims, want) in [
+            // The first MLP matrix `[ffn/tp, h]` = `[h, h]`: a GEMM's
+            // weight, so a shard, though both its sizes are h.
+            ("[[1024, 1024]]", Some((2.0, true))),
+            // A layer norm's weight or a row-parallel bias, `[h]`: whole.
+            ("[[1024]]", Some((1.0, true))),
+            // The projection `[h, h/tp]` and the QKV bias `[3h/tp]`.
+            ("[[1024, 256]]", Some((2.0, true))),
+            ("[[768]]", Some((2.0, true))),
+            // The embedding table `[vocabulary, h]`: whole here.
+            ("[[51200, 1024]]", Some((1.0, false))),
+        ] {
+            assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "{dims}");
+        }
+        // Hidden 1536 at TP 3: a QKV shard `[3h/tp, h]` is `[h, h]`, and
+        // `[h]` is 3h/tp wide. TP 3 -> 1: a shard grows 3x.
+        let mut preset = lumos_synth::ModelPreset::gpt("tp3", 2, 1536, 12);
+        preset.vocab = 50_304;
+        preset.seq_len = 3072;
+        let cfg = lumos_synth::SynthConfig::new(
+            preset,
+            lumos_synth::Parallelism::new(3, 1, 1, 1),
+            GpuSpec::h100(),
+        );
+        let text = lumos_synth::synthesize_rank(&cfg, 0).unwrap();
+        let trace =
+            lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap();
+        let mut base = Baseline::new(vec![crate::testutil::input(&trace, "rank0")]).unwrap();
+        assert_eq!(
+            (base.config.tp, base.config.hidden, base.config.ffn),
+            (3, 1536, 6144)
+        );
+        let t = target(&base, |c| c.tp = 1);
+        for (dims, want) in [
+            ("[[1536]]", Some((1.0, true))),
+            ("[[1536, 1536]]", Some((3.0, true))),
+            ("[[2048]]", Some((3.0, true))),
+        ] {
+            assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "{dims}");
+        }
+    }
+
+    #[test]
+    fn reductions_are_told_by_their_exact_names() {
+        for op in [
+            "aten::sum",
+            "aten::mean",
+            "aten::norm",
+            "aten::linalg_vector_norm",
+        ] {
+            assert!(is_reduction_op(op), "{op}");
+        }
+        for op in [
+            "aten::layer_norm",
+            "aten::native_layer_norm",
+            "aten::native_layer_norm_backward",
+            "aten::cumsum",
+            "aten::_weight_norm_interface",
+            "aten::embedding_renorm_",
+            "aten::sum_backward",
+        ] {
+            assert!(!is_reduction_op(op), "{op}");
+        }
+        assert!(is_normalization_op("aten::native_layer_norm"));
+        assert!(!is_normalization_op("aten::_weight_norm_interface"));
+        // GPT tiny at TP 2, 2048 tokens: as wide as the FFN shard, so that
+        // the first MLP matrix's shape `[2048, 1024]` is ambiguous. Taken
+        // for that weight unless its operator reduces it, or normalizes it.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        for (op, want) in [
+            ("aten::sum", None),
+            ("aten::native_layer_norm_backward", None),
+            // A weight normalization's work on its weight.
+            ("aten::_weight_norm_interface", Some((2.0, true))),
+        ] {
+            let g = &mut base.inputs[0].graph;
+            g.names.push(op.into());
+            g.scopes[scope].name = lumos_graph::NameId(g.names.len() as u32 - 1);
+            g.scopes[scope].input_dims = InputDims::parse("[[2048, 1024]]");
+            let t = target(&base, |c| c.hidden = 2048);
+            let mut rt = Retimer::new(&base, &t);
+            rt.batch_and_seq = (1, 2048);
+            assert!(rt.reduces(0, task) == want.is_none(), "{op}");
+            assert_eq!(rt.weight_ratio(0, task), want, "{op}");
+        }
+    }
+
+    #[test]
+    fn the_final_layer_norm_s_weight_comes_once_whatever_the_layers() {
+        // GPT tiny, 4 layers -> 8. The final layer norm's weight gradient
+        // is added into its `.grad` in the head's backward, outside the
+        // layers, inside its gradient function: one parameter's, as long
+        // with 8 layers as with 4, though `[h]` is a layer's size too.
+        let mut base = baseline("gpt-tiny", None, [1, 1, 1, 1]);
+        let s = &base.structures[0];
+        let g = &base.inputs[0].graph;
+        let named = |sc: ScopeId| g.names[g.scopes[sc.0 as usize].name.0 as usize].as_str();
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| {
+                let chain: Vec<&str> = g.scope_chain(t).map(named).take(2).collect();
+                s.work[t.idx()] == WorkClass::Memory
+                    && chain == ["aten::add_", "torch::autograd::AccumulateGrad"]
+                    && matches!(s.role_of_task(t), Role::Pass { step, pass, part: Part::Pre }
+                        if s.steps[step as usize].passes[pass as usize].kind == PassKind::Backward)
+            })
+            .expect("a gradient accumulation in the head's backward");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        let long = 100 * memory_floors(&base)[0].max(1);
+        let g = &mut base.inputs[0].graph;
+        g.scopes[scope].input_dims = InputDims::parse("[[1024], [1024], []]");
+        g.tasks[task.idx()].duration_ns = long;
+        assert_eq!(
+            Retimer::new(&base, &target(&base, |_| {})).weight_ratio(0, task),
+            Some((1.0, true))
+        );
+        let p = base.identity().with_layers(8).unwrap();
+        let st = &p.stages[0];
+        let copies: Vec<i64> = (0..st.origin.len())
+            .filter(|&i| st.origin[i] == (0, task))
+            .map(|i| st.durations[i])
+            .collect();
+        assert!(!copies.is_empty());
+        assert!(
+            copies.iter().all(|&d| d == long),
+            "{copies:?} against {long}"
+        );
+    }
+
     #[test]
     fn the_optimizer_follows_the_parameters() {
         let base = baseline("gpt-tiny", None, [1, 1, 2, 2]);
         let id = base.identity();
         let st = &id.stages[0];
-        let pc = base.params[0];
+        let pc = &base.params[0];
         let t = target(&base, |c| c.layers = 8);
         let ratio = Retimer::new(&base, &t).optimizer_ratio(st);
         let want = (8.0 * pc.per_layer + pc.other) / pc.total();

@@ -185,7 +185,7 @@ fn most_per_burst(bursts: &[Vec<u32>]) -> FxHashMap<u32, usize> {
 }
 
 /// Whether token text `t` is a gradient function the autograd engine ran.
-fn is_gradient_function(t: &str) -> bool {
+pub(crate) fn is_gradient_function(t: &str) -> bool {
     t.starts_with("autograd::engine::evaluate_function")
 }
 

@@ -70,6 +70,7 @@ use crate::units::{Units, NO_UNIT};
 pub(crate) use comms::is_all_to_all;
 pub use comms::{CommInfo, GroupClass, P2p};
 pub use config::DiscoveredConfig;
+pub(crate) use layers::is_gradient_function;
 pub(crate) use report::one_stage_of_one_micro_batch;
 pub use report::{Finding, GroupReport, PhaseTime, StructureReport};
 pub use work::WorkClass;
