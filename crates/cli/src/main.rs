@@ -154,7 +154,7 @@ fn main() -> ExitCode {
     let asked = asked.filter(|&w| w < output::WIDTH);
     // Through `Shown`: a name in a trace must not drive the terminal.
     let ran = usage::memory_limit_readable().and_then(|()| {
-        let stdout = output::Fit::new(io::stdout().lock(), asked);
+        let stdout = output::Fit::new(output::Stdout(io::stdout().lock()), asked);
         run(&cli, &mut output::Shown::new(stdout), width)
     });
     match ran {
@@ -163,14 +163,14 @@ fn main() -> ExitCode {
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if usage::is_usage(&e) => {
             if usage::help_helps(&e) {
-                output::error_with_help(format_args!("{e:#}"));
+                output::error_with_help(output::message(&e));
             } else {
-                output::error(format_args!("{e:#}"));
+                output::error(output::message(&e));
             }
             ExitCode::from(2)
         }
         Err(e) => {
-            output::error(format_args!("{e:#}"));
+            output::error(output::message(&e));
             ExitCode::from(1)
         }
     }

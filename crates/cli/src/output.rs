@@ -532,6 +532,46 @@ pub fn one_line(text: &str) -> String {
     lumos_report::text::one_line(&text).into_owned()
 }
 
+/// `e` and its chain of causes on one line, as `{e:#}` writes them, but
+/// each I/O error in the system's words without their code
+/// ([`lumos_trace::io_words`]: "no space left on device", not "No space
+/// left on device (os error 28)"): every error the CLI prints goes
+/// through here.
+pub fn message(e: &anyhow::Error) -> String {
+    let words: Vec<String> = (e.chain())
+        .map(|c| match c.downcast_ref::<io::Error>() {
+            Some(io) => lumos_trace::io_words(io),
+            None => c.to_string(),
+        })
+        .collect();
+    words.join(": ")
+}
+
+/// Standard output, whose failures name it: a full disk under `>
+/// out.json` said only "No space left on device (os error 28)", as if an
+/// input had failed. A broken pipe stays as it is: `main` ends quietly on
+/// it ([`is_broken_pipe`]), since whoever read the output stopped.
+pub struct Stdout<W: Write>(pub W);
+
+impl<W: Write> Stdout<W> {
+    fn named(e: io::Error) -> io::Error {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return e;
+        }
+        let words = lumos_trace::io_words(&e);
+        io::Error::new(e.kind(), format!("writing to stdout: {words}"))
+    }
+}
+
+impl<W: Write> Write for Stdout<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(Self::named)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(Self::named)
+    }
+}
+
 /// True when `e`, or anything in its chain of causes, is a broken pipe:
 /// whoever read the output has stopped reading, which is no failure.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -572,6 +612,31 @@ mod tests {
         assert!(!is_broken_pipe(&anyhow::anyhow!("broken.json: truncated")));
         let other = anyhow::Error::from(io::Error::from(io::ErrorKind::PermissionDenied));
         assert!(!is_broken_pipe(&other));
+    }
+
+    /// A writer on a full disk.
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from_raw_os_error(28))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failure_to_write_stdout_is_said_in_words_naming_it() {
+        let e = json(&mut Stdout(Full), &[1, 2]).unwrap_err();
+        assert_eq!(message(&e), "writing to stdout: no space left on device");
+        assert!(!is_broken_pipe(&e));
+        // A closed pipe is still one, for `main` to end quietly.
+        let e = json(&mut Stdout(Closed), &[1, 2]).unwrap_err();
+        assert!(is_broken_pipe(&e));
+        // Any I/O error in a chain, under a context naming a file.
+        let e = anyhow::Error::from(io::Error::from_raw_os_error(28)).context("out/x.json");
+        assert_eq!(message(&e), "out/x.json: no space left on device");
     }
 
     #[test]

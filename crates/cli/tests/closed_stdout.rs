@@ -95,3 +95,34 @@ fn synth_into_a_closed_pipe_exits_quietly() {
     // first line already meets the closed pipe.
     closed_after(cmd, 0, "synth");
 }
+
+/// A stdout that cannot be written (a full disk: `/dev/full`) is a
+/// failure, said as one: "writing to stdout" and the system's words
+/// without their code, where it was "No space left on device (os error
+/// 28)", naming nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_named_in_words() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let trace = corpus.path("micro/a100-event-sync.json.gz");
+    for (cmd, json) in [("inspect", true), ("inspect", false), ("replay", true)] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut c = lumos();
+        c.arg(cmd).arg(&trace);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.stdout(full).stderr(Stdio::piped()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {stderr}");
+        assert_eq!(
+            stderr, "error: writing to stdout: no space left on device\n",
+            "{cmd} json {json}"
+        );
+    }
+}

@@ -1151,3 +1151,84 @@ fn device_syncs_over_thousands_of_streams_keep_to_a_budget() {
     assert_eq!(on_tasks, past);
     simulate(&g, &SimOptions::default()).unwrap();
 }
+
+/// A collective whose size overflows (elements times its dtype's size
+/// past 2^64 bytes) or whose dtype lumos does not know got no size
+/// without a word: now a warning counts them by kind. The corpus's DDP
+/// trace, its collectives' arguments damaged in memory.
+#[test]
+fn collectives_without_a_size_are_counted_by_kind() {
+    let path = corpus("single-rank/a100-ddp-rank0of2-event-record.json.gz");
+    let trace = read_path(&path).unwrap();
+    let said = |t: &Trace| -> Vec<String> {
+        (build(t).2.warnings.into_iter())
+            .filter(|w| w.contains("but no size in bytes"))
+            .collect()
+    };
+    assert!(said(&trace).is_empty(), "{:?}", said(&trace));
+    let sized = build(&trace)
+        .0
+        .collectives
+        .iter()
+        .filter(|c| c.bytes.is_some())
+        .count();
+    assert!(sized > 0);
+    for damage in ["dtype", "overflow"] {
+        let mut t = trace.clone();
+        let mut damaged = 0;
+        for e in &mut t.events {
+            let Some(c) = e.extra.as_mut().and_then(|x| x.collective.as_mut()) else {
+                continue;
+            };
+            if c.in_nelems.is_none() {
+                continue;
+            }
+            damaged += 1;
+            match damage {
+                "dtype" => c.dtype = Some("Float4_e9m9".into()),
+                _ => c.in_nelems = Some(u64::MAX / 2),
+            }
+        }
+        assert!(damaged > 0);
+        let w = said(&t);
+        assert_eq!(w.len(), 1, "{damage}: {w:?}");
+        let (g, _, _) = build(&t);
+        let unsized_ = g
+            .collectives
+            .iter()
+            .filter(|c| c.elements.is_some() && c.bytes.is_none());
+        let n = unsized_.count();
+        assert!(
+            n > 0 && w[0].starts_with(&format!("{n} collectives record an element count")),
+            "{damage}: {}",
+            w[0]
+        );
+        assert!(w[0].contains("allreduce "), "{damage}: {}", w[0]);
+    }
+}
+
+/// `ProfilerStep#N` filed under `cuda_runtime` (a writer's choice; legacy
+/// traces use `Operator`) gave a trace no steps: a step is the
+/// profiler's annotation whatever CPU category it comes under.
+#[test]
+fn steps_under_a_runtime_category_are_steps() {
+    let path = corpus("single-rank/v100-ddp-rank1of2-allreduce.json.gz");
+    let trace = read_path(&path).unwrap();
+    let (g, m, _) = build(&trace);
+    assert!(!g.steps.is_empty());
+    for cat in [Category::Runtime, Category::Driver, Category::CpuOp] {
+        let mut t = trace.clone();
+        for e in &mut t.events {
+            if t.strings[e.name.0 as usize].starts_with("ProfilerStep#") && is_cpu(e.category) {
+                e.category = cat;
+            }
+        }
+        let (g2, m2, _) = build(&t);
+        assert_eq!(g2.steps.len(), g.steps.len(), "{cat:?}");
+        assert_eq!(
+            lengths(&m2.step_annotations),
+            lengths(&m.step_annotations),
+            "{cat:?}"
+        );
+    }
+}

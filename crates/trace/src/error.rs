@@ -131,6 +131,18 @@ pub enum ErrorKind {
         /// The ranks it holds, when it lists them.
         ranks: Option<usize>,
     },
+    /// Events that start far from the rest of the trace (a day or more,
+    /// and a hundred times the span of the rest: a `ts` of 0 among
+    /// absolute times), which would stretch its window over the gap.
+    #[error("{detail}")]
+    OutlyingStarts {
+        /// How many events start far from the rest.
+        events: u64,
+        /// The first of them, as an index in `traceEvents`.
+        first_index: u64,
+        /// What the message says: where they start, the first of them.
+        detail: String,
+    },
     /// Not JSON but a format recognised by its first bytes: an archive,
     /// another compression, a web page, binary data.
     #[error("is {what}; {advice}")]

@@ -143,6 +143,22 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
         .map(Into::into);
     if let Some(pgs) = info.get("pg_config").and_then(Json::as_array) {
         meta.process_groups = pgs.iter().map(process_group_from).collect();
+        if let Some(r) = rank {
+            own_rank_missing(pgs, &meta.process_groups, r, &mut applied.warnings);
+        }
+    }
+    // A rank outside its job: the trace of another job, or an edited rank
+    // or world size. Said, since a job of these ranks matches collectives
+    // and scales rank by rank by them; both are kept as written.
+    if let (Some(r), Some(w)) = (rank, meta.world_size) {
+        if r >= w {
+            applied.warnings.push(format!(
+                "distributedInfo.rank {r} is not below its world_size {w}: a job of {w} ranks \
+                 has ranks 0 to {}; both kept as written (the trace of another job, or an \
+                 edited rank?)",
+                w - 1
+            ));
+        }
     }
     if let Some(v) = info.get("merged_ranks") {
         // Whatever the list holds, lumos wrote it on a merged timeline.
@@ -160,6 +176,62 @@ fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
             ),
         }
     }
+}
+
+/// Warns about the process groups of `pg_config` (`pgs`, read into
+/// `groups`) whose complete list of ranks leaves out this trace's rank
+/// `rank`: PyTorch lists the groups the rank belongs to, so such a list
+/// is of another rank or edited, and its collectives would be matched
+/// with peers of a group the rank is not in. A list cut with `...`, or
+/// none, says nothing.
+fn own_rank_missing(
+    pgs: &[Json],
+    groups: &[crate::model::ProcessGroup],
+    rank: u32,
+    warnings: &mut Vec<String>,
+) {
+    let complete = |v: &Json| match v.get("ranks") {
+        Some(Json::Array(_)) => true,
+        Some(r) => r
+            .as_str()
+            .and_then(RankList::parse)
+            .is_some_and(|l| !l.truncated),
+        None => false,
+    };
+    let missing: Vec<&str> = (pgs.iter().zip(groups))
+        .filter(|(v, g)| complete(v) && !g.ranks.is_empty() && !g.ranks.contains(&i64::from(rank)))
+        .map(|(_, g)| g.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    const SHOWN: usize = 8;
+    let more = match missing.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    warnings.push(format!(
+        "distributedInfo.pg_config: {} ({}{more}) {} not list this trace's rank {rank} among \
+         {} ranks: kept as written, but a job matches the collectives of {} with peers of a \
+         group this rank is not in (the metadata of another rank, or edited?)",
+        if missing.len() == 1 {
+            "1 process group".to_owned()
+        } else {
+            format!("{} process groups", missing.len())
+        },
+        missing[..missing.len().min(SHOWN)]
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if missing.len() == 1 { "does" } else { "do" },
+        if missing.len() == 1 { "its" } else { "their" },
+        if missing.len() == 1 {
+            "that group"
+        } else {
+            "those groups"
+        },
+    ));
 }
 
 /// `v` as a whole number from 0, a float with no fraction (3.0) included.

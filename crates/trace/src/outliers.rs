@@ -13,6 +13,20 @@
 //! length, and real traces end within 1.5 spans of their last start (the
 //! corpus: 1.5 for a one-kernel trace of microseconds, under 0.7 for every
 //! other).
+//!
+//! Starts are watched too ([`Starts`]): one event whose `ts` is 0 or -1
+//! in a trace of absolute microseconds (1.7e15) would make a window of 54
+//! years. The starts are filed by day; the days whose starts lie within
+//! [`GAP_NS`] of each other form a cluster, and the cluster of the most
+//! events is the trace. Another cluster is outlying when it lies more than
+//! [`GAP_NS`] (a day) and more than [`GAP_SPANS`] times the span of the
+//! trace's own starts away from them. No profiler trace runs for a day,
+//! let alone with a gap of a day in it (the corpus: every trace's starts
+//! span 44 s at most, with no gap over 30 s), so the rule cannot take a real
+//! event for an outlier, and a damaged `ts` (0, -1, a year off) is found
+//! however many events carry it.
+
+use rustc_hash::FxHashMap;
 
 use crate::model::{Ident, StrId};
 
@@ -103,6 +117,171 @@ impl Outliers {
     }
 }
 
+/// How far, at least, outlying starts lie from the trace's (ns): a day.
+pub(crate) const GAP_NS: i64 = 86_400 * 1_000_000_000;
+
+/// How many times the span of the trace's own starts, at least, outlying
+/// starts lie from them.
+pub(crate) const GAP_SPANS: i64 = 100;
+
+/// The most distinct days of starts filed: more is a trace spread over
+/// eleven years, outlying whatever its bulk.
+pub(crate) const MAX_DAYS: usize = 4096;
+
+/// The starts of one day.
+#[derive(Debug, Clone, Copy)]
+struct Day {
+    lo: i64,
+    hi: i64,
+    count: u64,
+    /// The day's first event in file order.
+    first: Candidate,
+}
+
+/// Watches the kept events' starts by day, in bounded memory
+/// ([`MAX_DAYS`]) and a comparison per event on the usual path (the day
+/// of the event before).
+#[derive(Debug, Default)]
+pub(crate) struct Starts {
+    days: Vec<Day>,
+    by_day: FxHashMap<i64, usize>,
+    /// The day of the last event and its place in `days`.
+    last: Option<(i64, usize)>,
+    /// Events of days past [`MAX_DAYS`], with the first of them.
+    unfiled: u64,
+    first_unfiled: Option<Candidate>,
+}
+
+/// Starts far from the trace's ([`Starts::finish`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outlying {
+    /// How many events start there.
+    pub count: u64,
+    /// How many events the trace's own starts hold.
+    pub kept: u64,
+    /// The first outlying event in file order.
+    pub first: Candidate,
+    /// The least distance between the outlying starts and the trace's
+    /// (ns): `None` when the starts are spread over more than
+    /// [`MAX_DAYS`] days.
+    pub gap_ns: Option<i64>,
+    /// The span of the trace's own starts (ns).
+    pub span_ns: i64,
+    /// Whether the first outlying event starts before the trace's.
+    pub before: bool,
+}
+
+impl Starts {
+    /// Notes one kept event's start.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, ts_ns: i64, candidate: impl FnOnce() -> Candidate) {
+        let day = ts_ns.div_euclid(GAP_NS);
+        match self.last {
+            Some((d, i)) if d == day => {
+                let b = &mut self.days[i];
+                b.lo = b.lo.min(ts_ns);
+                b.hi = b.hi.max(ts_ns);
+                b.count += 1;
+            }
+            _ => self.other_day(day, ts_ns, candidate()),
+        }
+    }
+
+    #[cold]
+    fn other_day(&mut self, day: i64, ts_ns: i64, c: Candidate) {
+        if let Some(&i) = self.by_day.get(&day) {
+            self.last = Some((day, i));
+            let b = &mut self.days[i];
+            b.lo = b.lo.min(ts_ns);
+            b.hi = b.hi.max(ts_ns);
+            b.count += 1;
+        } else if self.days.len() < MAX_DAYS {
+            let i = self.days.len();
+            self.days.push(Day {
+                lo: ts_ns,
+                hi: ts_ns,
+                count: 1,
+                first: c,
+            });
+            self.by_day.insert(day, i);
+            self.last = Some((day, i));
+        } else {
+            self.unfiled += 1;
+            self.first_unfiled.get_or_insert(c);
+        }
+    }
+
+    /// The outlying starts, if any.
+    pub(crate) fn finish(mut self) -> Option<Outlying> {
+        self.days.sort_by_key(|d| d.lo);
+        // Clusters: runs of days whose starts lie within a gap of each
+        // other, as (first day, last day + 1, events).
+        let mut clusters: Vec<(usize, usize, u64)> = Vec::new();
+        for (i, d) in self.days.iter().enumerate() {
+            match clusters.last_mut() {
+                Some(c) if d.lo - self.days[c.1 - 1].hi <= GAP_NS => {
+                    c.1 = i + 1;
+                    c.2 += d.count;
+                }
+                _ => clusters.push((i, i + 1, d.count)),
+            }
+        }
+        let &(b0, b1, kept) = clusters
+            .iter()
+            .max_by_key(|c| (c.2, std::cmp::Reverse(c.0)))?;
+        let (lo, hi) = (self.days[b0].lo, self.days[b1 - 1].hi);
+        let span_ns = hi - lo;
+        let far = GAP_NS.max(span_ns.saturating_mul(GAP_SPANS));
+        let mut out: Option<Outlying> = None;
+        for &(c0, c1, count) in &clusters {
+            let gap = if c0 >= b1 {
+                self.days[c0].lo.saturating_sub(hi)
+            } else if c1 <= b0 {
+                lo.saturating_sub(self.days[c1 - 1].hi)
+            } else {
+                continue;
+            };
+            if gap <= far {
+                continue;
+            }
+            let first = (self.days[c0..c1].iter().map(|d| d.first))
+                .min_by_key(|c| c.index)
+                .expect("a cluster has a day");
+            let o = out.get_or_insert(Outlying {
+                count: 0,
+                kept,
+                first,
+                gap_ns: Some(gap),
+                span_ns,
+                before: c1 <= b0,
+            });
+            o.count += count;
+            o.gap_ns = o.gap_ns.min(Some(gap));
+            if first.index < o.first.index {
+                o.first = first;
+                o.before = c1 <= b0;
+            }
+        }
+        if let Some(c) = self.first_unfiled {
+            let o = out.get_or_insert(Outlying {
+                count: 0,
+                kept,
+                first: c,
+                gap_ns: None,
+                span_ns,
+                before: c.ts_ns < lo,
+            });
+            o.count += self.unfiled;
+            o.gap_ns = None;
+            if c.index < o.first.index {
+                o.first = c;
+                o.before = c.ts_ns < lo;
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +314,74 @@ mod tests {
         assert_eq!(limit, 10 * s);
         let found: Vec<u64> = absurd.iter().map(|c| c.index).collect();
         assert_eq!(found, [0, 1000]);
+    }
+
+    fn start(s: &mut Starts, index: u64, ts: i64) {
+        s.add(ts, || Candidate {
+            end: ts,
+            index,
+            name: StrId(0),
+            pid: Ident::Num(0),
+            tid: Ident::Num(0),
+            ts_ns: ts,
+            dur_ns: 0,
+        });
+    }
+
+    #[test]
+    fn a_start_far_from_the_rest_is_outlying_whichever_side_and_place() {
+        let abs = 1_700_000_000_000_000_000; // 1.7e15 us, in ns
+        for (bad_at, bad_ts) in [(0, 0), (500, -1_000), (999, abs * 2), (0, abs + 2 * GAP_NS)] {
+            let mut s = Starts::default();
+            for i in 0..1000 {
+                let ts = if i == bad_at {
+                    bad_ts
+                } else {
+                    abs + i * 1_000_000
+                };
+                start(&mut s, i as u64, ts);
+            }
+            let o = s.finish().expect("outlying");
+            assert_eq!((o.count, o.kept, o.first.index), (1, 999, bad_at as u64));
+            assert_eq!(o.before, bad_ts < abs);
+        }
+        // Many events at 0: still the smaller cluster.
+        let mut s = Starts::default();
+        for i in 0..1000 {
+            start(&mut s, i, if i % 10 == 3 { 0 } else { abs + i as i64 });
+        }
+        let o = s.finish().expect("outlying");
+        assert_eq!((o.count, o.first.index), (100, 3));
+    }
+
+    #[test]
+    fn starts_of_a_real_trace_are_not_outlying() {
+        // Relative times from 0, an event at -1 us; a run of 20 hours
+        // across a day's boundary; two events a day and a half apart.
+        for starts in [
+            vec![-1_000, 0, 5_000_000_000, 10_000_000_000],
+            (0..200)
+                .map(|i| GAP_NS - 10 * 3_600_000_000_000 + i * 360_000_000_000)
+                .collect(),
+        ] {
+            let mut s = Starts::default();
+            for (i, &ts) in starts.iter().enumerate() {
+                start(&mut s, i as u64, ts);
+            }
+            assert!(s.finish().is_none(), "{starts:?}");
+        }
+        assert!(Starts::default().finish().is_none());
+    }
+
+    #[test]
+    fn starts_over_more_days_than_filed_are_outlying() {
+        let mut s = Starts::default();
+        for i in 0..(MAX_DAYS as i64 + 5) {
+            start(&mut s, i as u64, i * 2 * GAP_NS);
+        }
+        let o = s.finish().expect("outlying");
+        assert_eq!(o.gap_ns, None);
+        assert!(o.count >= 5);
     }
 
     #[test]

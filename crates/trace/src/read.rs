@@ -15,7 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{ErrorKind, ReadError};
 use crate::gzip::{self, BlockReader, GZIP_BLOCKS_IN_FLIGHT};
 use crate::model::*;
-use crate::outliers::{Candidate, Outliers};
+use crate::outliers::{Candidate, Outliers, Starts};
 use crate::parse::{self, Complete, ExtraTexts, PIdent, Parsed, Repairs, Text};
 use crate::shapes::InputDims;
 use crate::sniff::{self, SNIFF_BYTES};
@@ -564,6 +564,7 @@ fn finish(
         }));
     }
     builder.trace.json_bytes = total;
+    builder.outlying_starts()?;
     Ok(builder.finish())
 }
 
@@ -694,6 +695,8 @@ struct Builder<'s> {
     merged_allowed: bool,
     /// Kept events that end absurdly far past the rest of the trace.
     outliers: Outliers,
+    /// Kept events' starts, for those far from the rest of the trace.
+    starts: Starts,
 }
 
 impl<'s> Builder<'s> {
@@ -728,6 +731,7 @@ impl<'s> Builder<'s> {
             },
             merged_allowed: sizes.merged_allowed,
             outliers: Outliers::default(),
+            starts: Starts::default(),
         }
     }
 
@@ -890,7 +894,7 @@ impl<'s> Builder<'s> {
         }
         let mut e = Event::new(c.category, name, pid, tid, c.ts_ns, c.dur_ns);
         let index = self.index;
-        (self.outliers).add(e.ts_ns, e.end_ns(), || Candidate {
+        let candidate = || Candidate {
             end: e.end_ns(),
             index,
             name,
@@ -898,7 +902,9 @@ impl<'s> Builder<'s> {
             tid,
             ts_ns: e.ts_ns,
             dur_ns: e.dur_ns,
-        });
+        };
+        (self.outliers).add(e.ts_ns, e.end_ns(), candidate);
+        (self.starts).add(e.ts_ns, candidate);
         e.extra = extra;
         let kept = [
             ("correlation", e.set_correlation(c.ids.correlation())),
@@ -1292,6 +1298,54 @@ impl<'s> Builder<'s> {
 }
 
 impl Builder<'_> {
+    /// Refuses a trace with events that start far from the rest
+    /// ([`crate::outliers::Starts`]): the events were handed to the
+    /// caller's sink as they were read, so they cannot be left out now,
+    /// and kept they would stretch the trace's window, steps and replays
+    /// over the gap (54 years for one `ts` of 0 among absolute times).
+    #[inline(never)]
+    fn outlying_starts(&mut self) -> Result<(), ReadError> {
+        let Some(o) = std::mem::take(&mut self.starts).finish() else {
+            return Ok(());
+        };
+        let t = &self.trace;
+        let c = o.first;
+        let far = match o.gap_ns {
+            Some(gap) => format!(
+                "{} {} the other {}, which start within {}",
+                duration_words(gap),
+                if o.before { "before" } else { "after" },
+                counted(o.kept, "event", "events"),
+                duration_words(o.span_ns),
+            ),
+            None => format!(
+                "more than {} days of starts apart from the other {}",
+                crate::outliers::MAX_DAYS,
+                counted(o.kept, "event", "events"),
+            ),
+        };
+        let detail = format!(
+            "{} {far}: first {:?} at traceEvents[{}] (ts {:.3} us, pid {}, tid {}); a damaged \
+             or edited ts? Read as written, the trace's window, steps and replays would span \
+             the gap: remove or fix {}",
+            counted(o.count, "event starts", "events start"),
+            t.str(c.name),
+            c.index,
+            c.ts_ns as f64 / 1e3,
+            t.ident(c.pid),
+            t.ident(c.tid),
+            if o.count == 1 { "it" } else { "them" },
+        );
+        Err(ReadError::new(
+            &t.path,
+            ErrorKind::OutlyingStarts {
+                events: o.count,
+                first_index: c.index,
+                detail,
+            },
+        ))
+    }
+
     /// The warning about events that end absurdly far past the rest of
     /// the trace ([`crate::outliers`]), naming the first in file order.
     /// They are kept as written: a `dur` may be damaged, or a real event
@@ -1323,6 +1377,24 @@ impl Builder<'_> {
             if absurd.len() == 1 { "it" } else { "them" },
         );
         self.trace.warnings.push(warning);
+    }
+}
+
+/// A length of time as a person reads it: "54.2 years", "3.5 days",
+/// "2.345 s", "465.260 ms", "12.000 us".
+fn duration_words(ns: i64) -> String {
+    const DAY: f64 = 86_400e9;
+    let f = ns as f64;
+    if f >= 365.25 * DAY {
+        format!("{:.1} years", f / (365.25 * DAY))
+    } else if f >= DAY {
+        format!("{:.1} days", f / DAY)
+    } else if f >= 1e9 {
+        format!("{:.3} s", f / 1e9)
+    } else if f >= 1e6 {
+        format!("{:.3} ms", f / 1e6)
+    } else {
+        format!("{:.3} us", f / 1e3)
     }
 }
 

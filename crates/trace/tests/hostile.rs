@@ -1208,3 +1208,115 @@ fn wide_encodings_are_named_with_or_without_a_mark() {
         assert!(e.to_string().contains(what), "{e}");
     }
 }
+
+/// `json`, a trace, with `event` added as the first of its
+/// `traceEvents` or the last (the events' order in the file is what the
+/// reader meets).
+fn with_event(json: &[u8], event: &str, first: bool) -> Vec<u8> {
+    let mut doc: serde_json::Value = serde_json::from_slice(json).expect("JSON");
+    let events = doc["traceEvents"].as_array_mut().expect("traceEvents");
+    let event = serde_json::from_str(event).expect("event");
+    if first {
+        events.insert(0, event);
+    } else {
+        events.push(event);
+    }
+    serde_json::to_vec(&doc).unwrap()
+}
+
+/// One event at `ts` 0 or -1 among a trace's absolute microsecond times
+/// (1.7e15) made a window of 54 years, flagged only by a "window with no
+/// CPU events": such starts are refused, naming the event, wherever it
+/// is in the file; a real trace's starts never are.
+#[test]
+fn an_event_starting_far_from_the_rest_of_its_trace_is_refused() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        eprintln!("skipped: no corpus");
+        return;
+    };
+    let rel = "single-rank/h100-qwen-0.5b-inference.json.gz";
+    let json = json_bytes(&corpus, rel);
+    let t = read_ok("t.json", &json);
+    let first = t.events.iter().map(|e| e.ts_ns).min().unwrap();
+    // Absolute times: 16 days from the clock's origin.
+    assert!(first > 1_000_000_000_000_000, "absolute times: {first}");
+    let op = |ts: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "stray", "pid": 1, "tid": 1, "ts": {ts}, "dur": 1}}"#
+        )
+    };
+    for (ts, at_first, when) in [
+        ("0", true, "days before the other"),
+        ("-1", false, "days before the other"),
+        ("3400000000000000", true, "years after the other"),
+    ] {
+        let data = with_event(&json, &op(ts), at_first);
+        let e = read_err("t.json", &data);
+        assert!(
+            matches!(e.kind, ErrorKind::OutlyingStarts { events: 1, .. }),
+            "{e}"
+        );
+        let m = e.to_string();
+        assert!(m.contains("1 event starts "), "{m}");
+        assert!(m.contains(when), "{m}");
+        assert!(m.contains(r#"first "stray" at traceEvents["#), "{m}");
+        assert!(m.contains(&format!("(ts {ts}.000 us")), "{m}");
+        if at_first {
+            assert!(m.contains("traceEvents[0]"), "{m}");
+        } else {
+            assert!(m.contains("traceEvents[18221]"), "{m}");
+        }
+    }
+    // Near the rest, a stray start is read as any other.
+    let near = format!("{}", first / 1000 - 5_000_000);
+    read_ok("t.json", &with_event(&json, &op(&near), true));
+    // Every corpus trace reads as it did.
+    for path in corpus.traces("") {
+        let t = lumos_trace::read_path(&path);
+        assert!(t.is_ok(), "{}: {}", path.display(), summary(&t));
+    }
+}
+
+/// A rank at or past its world size, and a `pg_config` whose groups leave
+/// out the trace's own rank, were read without a word; each is warned
+/// about, naming what is wrong, and kept as written.
+#[test]
+fn a_rank_outside_its_world_or_its_own_groups_is_warned_about() {
+    let info = |s: &str| format!("{{\"distributedInfo\": {{{s}}}, \"traceEvents\": [{KERNEL}]}}");
+    let t = read_ok("x.json", info(r#""rank": 8, "world_size": 8"#).as_bytes());
+    assert_eq!((t.meta.rank, t.meta.world_size), (8, Some(8)));
+    assert!(
+        t.warnings.iter().any(|w| w.starts_with(
+            "distributedInfo.rank 8 is not below its world_size 8: a job of 8 ranks has ranks 0 to 7"
+        )),
+        "{:?}",
+        t.warnings
+    );
+    let groups = r#""rank": 3, "world_size": 8, "pg_config": [
+        {"pg_name": "0", "pg_size": 8, "ranks": [0, 1, 2, 3, 4, 5, 6, 7]},
+        {"pg_name": "1", "pg_size": 2, "ranks": [0, 1]},
+        {"pg_name": "2", "pg_size": 2, "ranks": "[4, 5]"},
+        {"pg_name": "3", "pg_size": 4, "ranks": "[0, 1, ...]"},
+        {"pg_name": "4", "pg_size": 2, "ranks": [2, 3]}]"#;
+    let t = read_ok("x.json", info(groups).as_bytes());
+    let said: Vec<&String> = (t.warnings.iter())
+        .filter(|w| w.contains("pg_config"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", t.warnings);
+    assert!(
+        said[0].starts_with(
+            "distributedInfo.pg_config: 2 process groups (\"1\", \"2\") do not list this \
+             trace's rank 3 among their ranks"
+        ),
+        "{}",
+        said[0]
+    );
+    assert_eq!(t.meta.process_groups.len(), 5);
+    // Within the world, in its groups: nothing said (as in the corpus).
+    let t = read_ok(
+        "x.json",
+        info(r#""rank": 7, "world_size": 8, "pg_config": [{"pg_name": "0", "ranks": [6, 7]}]"#)
+            .as_bytes(),
+    );
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}

@@ -387,7 +387,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
             Ok(x) => traces.push(x),
             Err(e) if crate::usage::is_usage(&e) => return Err(e),
             Err(e) => {
-                output::error(format_args!("{e:#}"));
+                output::error(output::message(&e));
                 ok = false;
             }
         }
@@ -438,7 +438,7 @@ fn run_one_trace(
         Ok(x) => (vec![x], true),
         Err(e) if crate::usage::is_usage(&e) => return Err(e),
         Err(e) => {
-            output::error(format_args!("{e:#}"));
+            output::error(output::message(&e));
             (Vec::new(), false)
         }
     };

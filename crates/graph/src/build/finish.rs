@@ -438,6 +438,8 @@ impl Builder {
         }
         r.warnings.extend(r.repeated_correlation_warning());
         r.warnings.extend(r.cpu_hole_warning());
+        r.warnings
+            .extend(unsized_collectives_warning(&self.g.collectives));
         if self.g.tasks.iter().all(|t| !t.kind.is_gpu()) {
             r.warnings.push("no GPU activity in this trace".into());
         }
@@ -540,4 +542,40 @@ pub(super) struct TaskFacts {
     pub longest_cpu_hole_ns: i64,
     /// GPU tasks that ran in a different order than they were launched.
     pub stream_order_violations: u64,
+}
+
+/// The warning about collectives that record their element count but get
+/// no size in bytes: a dtype lumos does not know
+/// ([`lumos_trace::dtype_size`]) or none, or elements times its size past
+/// 2^64 bytes (a damaged `In msg nelems`). Such a collective is kept
+/// without a size, as in a trace that records none, where it was so
+/// without a word; each kind is named with its count.
+pub(crate) fn unsized_collectives_warning(collectives: &[Collective]) -> Option<String> {
+    let mut by_kind: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for c in collectives
+        .iter()
+        .filter(|c| c.elements.is_some() && c.bytes.is_none())
+    {
+        *by_kind.entry(&c.name).or_default() += 1;
+    }
+    let n: u64 = by_kind.values().sum();
+    if n == 0 {
+        return None;
+    }
+    const SHOWN: usize = 8;
+    let mut kinds: Vec<String> = (by_kind.iter().take(SHOWN))
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    if by_kind.len() > SHOWN {
+        kinds.push(format!("{} more kinds", by_kind.len() - SHOWN));
+    }
+    Some(format!(
+        "{} an element count but no size in bytes ({}): a dtype lumos does not know, or none, \
+         or a size past 2^64 bytes; kept without a size, as in a trace that records none \
+         (replays take {} measured duration; predictions infer a size from it over the traced \
+         network)",
+        counted(n, "collective records", "collectives record"),
+        kinds.join(", "),
+        if n == 1 { "its" } else { "their" },
+    ))
 }

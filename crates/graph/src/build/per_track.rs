@@ -335,8 +335,11 @@ impl<X: ExtraRef> ThreadWork<'_, X> {
             }
             let e = &list[i as usize];
             let name = &names[e.name as usize];
-            // Legacy traces record steps as `Operator` events.
-            if name.starts_with("ProfilerStep#") && !e.category.is_runtime() {
+            // Legacy traces record steps as `Operator` events, and a
+            // writer may file them under any CPU category (a runtime
+            // one was left out, and the trace had no steps): the name
+            // is the profiler's own, which no runtime call takes.
+            if name.starts_with("ProfilerStep#") {
                 done.steps.push(StepAnnotation {
                     name: NameId(e.name),
                     proc,
