@@ -306,7 +306,8 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage<'_>> {
                 pass: None,
                 chunk: 0,
                 setup: false,
-                addition: false
+                addition: false,
+                addition_bytes: None,
             };
             inp.graph.tasks.len()
         ];
@@ -394,26 +395,42 @@ fn one_micro_batch_only(base: &Baseline, s: &Structure) -> bool {
 }
 
 /// What the copies' gradient additions assumed (`assemble/additions.rs`):
-/// `made` kernels modelled, `left` gradients' additions without a kernel to
-/// size them from.
-fn additions_notes((made, left): (usize, usize)) -> Vec<String> {
+/// `made` kernels modelled, `shaped` of them sized from their gradient's
+/// shape, `left` gradients' additions with nothing to size them from.
+fn additions_notes((made, shaped, left): (usize, usize, usize)) -> Vec<String> {
     let mut notes = Vec::new();
+    let scaled = made - shaped.min(made);
     if made > 0 {
+        let mut how = Vec::new();
+        if scaled > 0 {
+            how.push(format!(
+                "{scaled} each {}x DDP's scaling of that gradient into its bucket above the \
+                 shortest memory-bound kernel, its launch as long as that one's",
+                crate::retime::ADDITION_OVER_SCALING
+            ));
+        }
+        if shaped > 0 {
+            how.push(format!(
+                "{shaped} (no DDP scaling kernel) each the shortest memory-bound kernel plus \
+                 {} times the gradient's bytes (its accumulation node's recorded shape and \
+                 type) over the memory bandwidth the trace's memory-bound kernels achieved, \
+                 launched as the kernel its thread launched before",
+                crate::retime::ADDITION_TENSORS
+            ));
+        }
         notes.push(format!(
             "gradient accumulation modelled: the traced backward kept its gradients (the first \
              after `zero_grad(set_to_none=True)`), the backwards after the step's first add into \
-             `.grad`; {made} `aten::add_` kernels added (one per gradient and backward), each \
-             {}x DDP's scaling of that gradient into its bucket above the shortest memory-bound \
-             kernel, its launch as long as that one's",
-            crate::retime::ADDITION_OVER_SCALING
+             `.grad`; {made} `aten::add_` kernels added (one per gradient and backward): {}",
+            how.join("; ")
         ));
     }
     if left > 0 {
         notes.push(format!(
             "gradient accumulation not modelled for {left} gradients (over all backwards after \
-             the step's first): the traced backward kept its gradients, and no per-gradient \
-             kernel (DDP's `mul_out`) sizes the additions later backwards run; the step is \
-             predicted short by their time"
+             the step's first): the traced backward kept its gradients, and neither a \
+             per-gradient kernel (DDP's `mul_out`) nor the gradient's recorded shape and type \
+             sizes the additions later backwards run; the step is predicted short by their time"
         ));
     }
     notes
@@ -465,7 +482,7 @@ fn rebuilt_stages<'b>(
         notes.push(interleave_note(base.config.virtual_stages, c));
     }
     let mut stages = Vec::new();
-    let mut additions = (0usize, 0usize);
+    let mut additions = (0usize, 0usize, 0usize);
     for &stage in &new_stages {
         // The traced stage itself, with its traced pass order, when the
         // pipeline and micro-batches are unchanged.
@@ -485,7 +502,8 @@ fn rebuilt_stages<'b>(
         notes.extend(plan.notes.iter().cloned());
         let a = assemble(&templates, plan.primary, &plan.units);
         additions.0 += a.additions;
-        additions.1 += a.unsized_additions;
+        additions.1 += a.shaped_additions;
+        additions.2 += a.unsized_additions;
         stages.push(PredictedStage {
             stage,
             source: vec![Source::Measured; a.graph.tasks.len()],

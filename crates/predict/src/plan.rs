@@ -505,6 +505,7 @@ pub(crate) fn plan_stage(
         chunk: 0,
         setup: false,
         addition: false,
+        addition_bytes: None,
     };
     let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
         for u in lo..hi {
@@ -537,6 +538,7 @@ pub(crate) fn plan_stage(
                 chunk: c,
                 setup: false,
                 addition: false,
+                addition_bytes: None,
             };
             let vt = t.virtual_stage(c);
             for r in pass_units(sources, &from[c as usize], vt, si, (kind, k), prev)? {

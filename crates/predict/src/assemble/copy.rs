@@ -51,6 +51,8 @@ pub(super) struct Copier {
     /// its template had nothing to size them from (`additions.rs`).
     pub(super) additions: usize,
     pub(super) unsized_additions: usize,
+    /// Of `additions`, those sized from their gradient's bytes.
+    pub(super) shaped_additions: usize,
     /// The name of an addition's kernel, once interned.
     addition_name: Option<NameId>,
 }
@@ -71,6 +73,9 @@ struct Made {
     /// Per template launch of DDP's scaling, the addition's launch made
     /// from it (its kernel's launch).
     launch: FxHashMap<TaskId, TaskId>,
+    /// Per template task, the kernel of an addition sized from its
+    /// gradient's bytes, made with the launch after its copy.
+    kernel_after: FxHashMap<TaskId, TaskId>,
 }
 
 impl Copier {
@@ -98,6 +103,7 @@ impl Copier {
             emitted: Vec::with_capacity(units),
             additions: 0,
             unsized_additions: 0,
+            shaped_additions: 0,
             addition_name: None,
         }
     }
@@ -195,6 +201,10 @@ impl Copier {
                     latency_ns: 0,
                     inferred: false,
                 });
+                if gr.bytes.is_some() {
+                    let k = self.shaped_kernel(g, p, (uref, tag), gr, twin, &mut twin_corr);
+                    made.kernel_after.insert(t, k);
+                }
             }
         }
         self.copy_scopes(g, p, uref, tag, &made);
@@ -220,6 +230,7 @@ impl Copier {
         });
         let name = if task.kind.is_gpu() {
             self.additions += 1;
+            self.shaped_additions += usize::from(tag.addition_bytes.is_some());
             *self.addition_name.get_or_insert_with(|| {
                 g.names.push(ADDITION_KERNEL.into());
                 NameId(g.names.len() as u32 - 1)
@@ -239,6 +250,56 @@ impl Copier {
             ..tag
         };
         self.push_task(g, uref, from, tag, made)
+    }
+
+    /// The kernel of an addition sized from its gradient's bytes (`gr`),
+    /// launched by `launch`: made from the kernel the template's thread
+    /// launched last before the accumulation, on that kernel's stream
+    /// after what is there (which the thread launched before), launched as
+    /// the template launched that one.
+    fn shaped_kernel(
+        &mut self,
+        g: &mut Graph,
+        p: &Prepared,
+        at: (UnitRef, Tag),
+        gr: &Gradient,
+        launch: TaskId,
+        twin_corr: &mut FxHashMap<u64, u64>,
+    ) -> TaskId {
+        let stream = p.proc_map[p.t.graph.tasks[gr.kernel.idx()].proc.idx()];
+        let prev = g.processors[stream.idx()].tasks.last().copied();
+        let (uref, tag) = at;
+        let tag = Tag {
+            addition_bytes: gr.bytes,
+            ..tag
+        };
+        let k = self.addition(g, p, (uref, tag), gr.kernel, twin_corr);
+        let edge = (p.outgoing[gr.launch.idx()].iter())
+            .map(|&ei| p.t.graph.edges[ei as usize])
+            .find(|e| e.kind == DepKind::Launch && e.to == gr.kernel);
+        g.edges.push(Edge {
+            from: launch,
+            to: k,
+            ..edge.unwrap_or(Edge {
+                from: launch,
+                to: k,
+                kind: DepKind::Launch,
+                anchor: Anchor::Start,
+                latency_ns: 0,
+                inferred: false,
+            })
+        });
+        if let Some(prev) = prev {
+            g.edges.push(Edge {
+                from: prev,
+                to: k,
+                kind: DepKind::IntraStream,
+                anchor: Anchor::End,
+                latency_ns: 0,
+                inferred: false,
+            });
+        }
+        k
     }
 
     /// Appends `task`, made from template task `t` of unit `uref`, to `g`
@@ -297,6 +358,9 @@ impl Copier {
                 chain.clear();
                 chain.extend(gradient_chain(p.additions.after.get(t)).map(|s| s.0 + p.scope_off));
                 self.task_scopes[twin.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
+                if let Some(&k) = made.kernel_after.get(t) {
+                    self.task_scopes[k.idx()] = self.task_scopes[twin.idx()];
+                }
             }
         }
         for t in unit.gpu() {

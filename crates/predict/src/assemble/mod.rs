@@ -99,6 +99,9 @@ pub(crate) struct Tag {
     /// addition's launch or kernel (`additions.rs`), timed from the task it
     /// was made from.
     pub addition: bool,
+    /// On a gradient addition's kernel sized from its gradient's shape
+    /// (no DDP scaling kernel to size it from): the gradient's bytes.
+    pub addition_bytes: Option<u64>,
 }
 
 /// A template: its graph and its discovered structure.
@@ -120,6 +123,9 @@ pub(crate) struct Assembled {
     /// had nothing to be sized from and were left out (`additions.rs`).
     pub additions: usize,
     pub unsized_additions: usize,
+    /// Of `additions`, those sized from their gradient's shape (no DDP
+    /// scaling kernel).
+    pub shaped_additions: usize,
 }
 
 /// Per-template lookups.
@@ -201,6 +207,7 @@ pub(crate) fn assemble(
         emitted,
         additions,
         unsized_additions,
+        shaped_additions,
         ..
     } = copier;
     let mut have: FxHashSet<(TaskId, TaskId, DepKind)> =
@@ -227,6 +234,7 @@ pub(crate) fn assemble(
         dropped_edges: dropped,
         additions,
         unsized_additions,
+        shaped_additions,
     }
 }
 
@@ -355,6 +363,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     chunk: 0,
                     setup: false,
                     addition: false,
+                    addition_bytes: None,
                 },
                 Role::Prologue { step } | Role::Epilogue { step } => Tag {
                     step: Some(step),
@@ -362,6 +371,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     chunk: 0,
                     setup: true,
                     addition: false,
+                    addition_bytes: None,
                 },
                 Role::Pass { step, pass, .. } => {
                     let p = &s.steps[step as usize].passes[pass as usize];
@@ -371,6 +381,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                         chunk: p.chunk,
                         setup: false,
                         addition: false,
+                        addition_bytes: None,
                     }
                 }
             };
