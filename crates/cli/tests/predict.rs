@@ -1259,6 +1259,39 @@ fn degrees_of_a_trace_without_process_groups_are_stated_as_guessed() {
     assert!(guessed.contains("dp 2"), "{guessed}");
 }
 
+/// A prediction that changes a parallel degree discovery guessed (DLRM:
+/// no `pg_config`, "dp 8 from the world size") is one level less
+/// confident, and says why first; one that keeps the degrees is not
+/// lowered. Before, DLRM rank 0 at `--dp 4` was "medium" like the rest.
+#[test]
+fn changing_a_guessed_degree_lowers_the_confidence_a_level() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let rank0 = vec![corpus.path("multi-rank/dlrm-8xv100/rank0.json.gz")];
+    let v = json(&["predict", "--dp", "4"], &rank0);
+    let c = &v["confidence"];
+    assert_eq!(c["verdict"], "low", "{c}");
+    let first = c["reasons"][0].as_str().unwrap();
+    assert!(
+        first.starts_with("dp 8 -> 4 changed from traced degrees that were guessed, one level lower (parallel degrees guessed: dp 8 from the world size"),
+        "{first}"
+    );
+    // Without the guessed degree the same criteria give medium.
+    let rest: Vec<_> = c["reasons"].as_array().unwrap()[1..].to_vec();
+    assert!(!rest.is_empty(), "{c}");
+    let v = json(&["predict", "--microbatches", "2"], &rank0);
+    let c = &v["confidence"];
+    assert_eq!(c["verdict"], "medium", "{c}");
+    let reasons = c["reasons"].as_array().unwrap();
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("guessed")),
+        "{c}"
+    );
+}
+
 /// Under `--network`, the collectives the network model cannot re-time
 /// (the recsys rank's all-to-alls, of a kind the ring model does not
 /// know, in a group classified `other`) keep their traced durations, and
