@@ -1696,6 +1696,51 @@ fn gradients_kept_without_ddp_scaling_are_added_by_their_shape() {
         .find(|s| s[0] == "modelled")
         .and_then(|s| s[1].as_f64())
         .unwrap_or(0.0);
+    // In the written timeline each modelled kernel's launch runs inside
+    // an `aten::add_` inside the gradient's accumulation, as in a trace
+    // (the launch sat right under the node before).
+    let dir = temp_dir("dlrm-additions");
+    run_ok(
+        lumos()
+            .args(["predict", "--microbatches", "2", "--out"])
+            .arg(dir.path())
+            .args(&rank0),
+    );
+    let file = files_in(dir.path()).pop().unwrap();
+    let t: serde_json::Value = serde_json::from_reader(flate2::read::GzDecoder::new(
+        std::fs::File::open(&file).unwrap(),
+    ))
+    .unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    let corr = |e: &serde_json::Value| e["args"]["correlation"].as_i64();
+    let kernels: Vec<_> = (events.iter())
+        .filter(|e| e["name"] == "aten::add_ into .grad (modelled by lumos)")
+        .collect();
+    assert_eq!(kernels.len(), 15);
+    for k in kernels {
+        let launch = (events.iter())
+            .find(|e| e["cat"] == "cuda_runtime" && corr(e) == corr(k))
+            .unwrap_or_else(|| panic!("no launch of {k}"));
+        let (ts, end) = (
+            launch["ts"].as_f64().unwrap(),
+            launch["dur"].as_f64().unwrap(),
+        );
+        let mut around: Vec<_> = (events.iter())
+            .filter(|e| e["cat"] == "cpu_op" && e["tid"] == launch["tid"])
+            .filter(|e| {
+                let (s, d) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+                s <= ts && s + d >= ts + end
+            })
+            .map(|e| (e["dur"].as_f64().unwrap(), e["name"].as_str().unwrap()))
+            .collect();
+        around.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let names: Vec<_> = around.iter().map(|a| a.1).collect();
+        assert_eq!(names[0], "aten::add_", "{names:?}");
+        assert!(
+            names[1].ends_with("torch::autograd::AccumulateGrad"),
+            "{names:?}"
+        );
+    }
     // 15 kernels at least the trace's shortest memory-bound one (2 us);
     // the largest gradient, [512, 512] floats, 3 MiB moved at the about
     // 1 TB/s its element-wise kernels achieved: 2 + 3.2 us.

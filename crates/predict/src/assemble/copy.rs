@@ -2,8 +2,8 @@
 //! its blocking calls' waits, re-attached by position.
 
 use lumos_graph::{
-    Anchor, Collective, DepKind, Edge, Graph, NameId, ProcId, ProcKind, RuntimeDep, ScopeId, Task,
-    TaskId, WaitTarget,
+    Anchor, Collective, DepKind, Edge, Graph, NameId, ProcId, ProcKind, RuntimeDep, Scope, ScopeId,
+    Task, TaskId, WaitTarget,
 };
 use rustc_hash::FxHashMap;
 
@@ -55,6 +55,9 @@ pub(super) struct Copier {
     pub(super) shaped_additions: usize,
     /// The name of an addition's kernel, once interned.
     addition_name: Option<NameId>,
+    /// The name `aten::add_`, the operator around an addition's launch,
+    /// once interned.
+    add_op_name: Option<NameId>,
 }
 
 /// The name of a modelled gradient addition's kernel: no trace names it,
@@ -105,6 +108,7 @@ impl Copier {
             unsized_additions: 0,
             shaped_additions: 0,
             addition_name: None,
+            add_op_name: None,
         }
     }
 
@@ -348,6 +352,9 @@ impl Copier {
         let gradient_chain = |gr: Option<&Gradient>| {
             std::iter::successors(gr.map(|gr| gr.scope), |s| tg.scopes[s.0 as usize].parent)
         };
+        // Per scaling kernel an addition's kernel precedes: the addition's
+        // `aten::add_`, made with its launch.
+        let mut add_ops: FxHashMap<TaskId, ScopeId> = FxHashMap::default();
         for t in unit.cpu() {
             let id = made.new_id[t];
             chain.clear();
@@ -357,21 +364,54 @@ impl Copier {
             if let Some(&twin) = made.after.get(t) {
                 chain.clear();
                 chain.extend(gradient_chain(p.additions.after.get(t)).map(|s| s.0 + p.scope_off));
-                self.task_scopes[twin.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
+                let node = self.scopes.cpu_task(g, q, &chain, &at);
+                let op = self.add_op(g, node);
+                self.task_scopes[twin.idx()] = Some(op);
                 if let Some(&k) = made.kernel_after.get(t) {
-                    self.task_scopes[k.idx()] = self.task_scopes[twin.idx()];
+                    self.task_scopes[k.idx()] = Some(op);
+                }
+                if let Some(gr) = p.additions.after.get(t) {
+                    add_ops.insert(gr.kernel, op);
                 }
             }
         }
         for t in unit.gpu() {
             if let (Some(&twin), Some(gr)) = (made.before.get(t), p.additions.before.get(t)) {
-                self.task_scopes[twin.idx()] = Some(self.scopes.gpu_task(gr.scope.0 + p.scope_off));
+                self.task_scopes[twin.idx()] = Some(match add_ops.get(t) {
+                    Some(&op) => op,
+                    None => self.scopes.gpu_task(gr.scope.0 + p.scope_off),
+                });
             }
             if let Some(s) = tg.scope_of(*t) {
                 self.task_scopes[made.new_id[t].idx()] =
                     Some(self.scopes.gpu_task(s.0 + p.scope_off));
             }
         }
+    }
+
+    /// A new `aten::add_` scope under `parent` (the accumulation node's
+    /// copy), around one addition's launch, as PyTorch's accumulation runs
+    /// it: a timeline then reads `aten::add_` -> launch -> kernel as in a
+    /// trace. It records no shapes (the retimer sizes the addition from
+    /// its tag, not from this scope).
+    fn add_op(&mut self, g: &mut Graph, parent: Option<ScopeId>) -> ScopeId {
+        let name = *self.add_op_name.get_or_insert_with(|| {
+            match g.names.iter().position(|n| n == "aten::add_") {
+                Some(i) => NameId(i as u32),
+                None => {
+                    g.names.push("aten::add_".into());
+                    NameId(g.names.len() as u32 - 1)
+                }
+            }
+        });
+        g.scopes.push(Scope {
+            name,
+            parent,
+            annotation: false,
+            input_dims: None,
+            input_type: None,
+        });
+        ScopeId(g.scopes.len() as u32 - 1)
     }
 
     /// Re-attaches the edges into the copied unit (by position, see the
