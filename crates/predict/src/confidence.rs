@@ -93,6 +93,10 @@ pub struct PredictionConfidence {
     /// to a collective and so keep their traced durations, in words (each
     /// makes the verdict at most medium).
     pub untied_collectives: Vec<String>,
+    /// The parallel degrees the prediction changes when the traced ones
+    /// were guessed (no `pg_config` in the trace, `degrees_guessed`), in
+    /// words: the verdict is then one level lower.
+    pub guessed_degrees: Option<String>,
     /// The verdict.
     pub level: Confidence,
     /// Why it is not high, gravest first (empty for high).
@@ -133,6 +137,7 @@ impl Prediction<'_> {
             extrapolations,
             guessed_groups,
             untied_collectives,
+            guessed_degrees: guessed_degrees(self),
             level: Confidence::High,
             reasons: Vec::new(),
         };
@@ -378,6 +383,27 @@ fn guessed_groups(p: &Prediction) -> Vec<String> {
     out
 }
 
+/// The parallel degrees `p` changes (dp, tp, pp), when discovery guessed
+/// the traced ones (a trace without `pg_config`): the edit scales from
+/// degrees the trace does not state. `None` when no degree changes or
+/// none was guessed.
+fn guessed_degrees(p: &Prediction) -> Option<String> {
+    let (b, t) = (&p.base.config, &p.target.config);
+    let changed: Vec<String> = [("dp", b.dp, t.dp), ("tp", b.tp, t.tp), ("pp", b.pp, t.pp)]
+        .into_iter()
+        .filter(|&(_, traced, target)| traced != target)
+        .map(|(name, traced, target)| format!("{name} {traced} -> {target}"))
+        .collect();
+    if changed.is_empty() {
+        return None;
+    }
+    let guessed = (p.base.structures.iter()).find_map(|s| s.config.degrees_guessed.as_deref())?;
+    Some(format!(
+        "{} changed from traced degrees that were guessed, one level lower ({guessed})",
+        changed.join(", ")
+    ))
+}
+
 /// Per predicted step, the inferred share of the critical path of the
 /// stage whose step is the longest.
 fn inferred_path_shares(p: &Prediction, outcome: &Outcome) -> Vec<Option<f64>> {
@@ -607,7 +633,25 @@ fn verdict(
     // The gravest reasons first; the order among equals is the checks'.
     found.sort_by_key(|(l, _)| *l);
     let level = found.first().map_or(Confidence::High, |(l, _)| *l);
-    (level, found.into_iter().map(|(_, r)| r).collect())
+    let low = found.iter().filter(|(l, _)| *l == Confidence::Low).count();
+    let mut reasons: Vec<String> = found.into_iter().map(|(_, r)| r).collect();
+    // Degrees read from the trace's group sizes alone: every criterion
+    // above may hold and the edit still scale the wrong parallelism, so
+    // the verdict drops a level (at most to low), its reason first where
+    // it lowered it, after the low ones where it was low already.
+    let level = match &c.guessed_degrees {
+        Some(why) => {
+            let (level, at) = match level {
+                Confidence::High => (Confidence::Medium, 0),
+                Confidence::Medium => (Confidence::Low, 0),
+                Confidence::Low => (Confidence::Low, low),
+            };
+            reasons.insert(at, why.clone());
+            level
+        }
+        None => level,
+    };
+    (level, reasons)
 }
 
 #[cfg(test)]
@@ -616,6 +660,7 @@ mod tests {
 
     fn clean() -> PredictionConfidence {
         PredictionConfidence {
+            guessed_degrees: None,
             gpu_time: SourceShares {
                 measured: 0.9,
                 scaled: 0.1,
@@ -646,6 +691,24 @@ mod tests {
             noise: Some(0.01),
             drifting,
         })
+    }
+
+    #[test]
+    fn guessed_degrees_lower_the_verdict_by_one_level() {
+        let mut c = clean();
+        c.guessed_degrees = Some("dp 8 -> 16 changed from traced degrees that were guessed".into());
+        let (level, reasons) = verdict(&c, steady(false), true);
+        assert_eq!(level, Confidence::Medium);
+        assert_eq!(
+            reasons[0],
+            "dp 8 -> 16 changed from traced degrees that were guessed"
+        );
+        // Medium (fewer than three steps) becomes low, low stays low.
+        assert_eq!(verdict(&c, None, false).0, Confidence::Low);
+        let (level, reasons) = verdict(&c, steady(true), true);
+        assert_eq!(level, Confidence::Low);
+        assert!(reasons[0].contains("drift"), "{reasons:?}");
+        assert!(reasons[1].contains("guessed"), "{reasons:?}");
     }
 
     #[test]

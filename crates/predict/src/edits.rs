@@ -307,7 +307,8 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage<'_>> {
                 chunk: 0,
                 setup: false,
                 addition: false,
-                layers_fitted: false
+                layers_fitted: false,
+                addition_bytes: None,
             };
             inp.graph.tasks.len()
         ];
@@ -395,29 +396,71 @@ fn one_micro_batch_only(base: &Baseline, s: &Structure) -> bool {
 }
 
 /// What the copies' gradient additions assumed (`assemble/additions.rs`):
-/// `made` kernels modelled, `left` gradients' additions without a kernel to
-/// size them from.
-fn additions_notes((made, left): (usize, usize)) -> Vec<String> {
+/// `made` kernels modelled, `shaped` of them sized from their gradient's
+/// shape, `left` gradients' additions with nothing to size them from.
+/// Under FSDP (`fsdp`) the notes name what the additions assume there.
+fn additions_notes((made, shaped, left): (usize, usize, usize), fsdp: bool) -> Vec<String> {
     let mut notes = Vec::new();
+    let scaled = made - shaped.min(made);
     if made > 0 {
+        let mut how = Vec::new();
+        if scaled > 0 {
+            how.push(format!(
+                "{scaled} each {}x DDP's scaling of that gradient into its bucket above the \
+                 shortest memory-bound kernel, its launch as long as that one's",
+                crate::retime::ADDITION_OVER_SCALING
+            ));
+        }
+        if shaped > 0 {
+            how.push(format!(
+                "{shaped} (no DDP scaling kernel) each the shortest memory-bound kernel plus \
+                 {} times the gradient's bytes (its accumulation node's recorded shape and \
+                 type) over the memory bandwidth the trace's memory-bound kernels achieved, \
+                 launched as the kernel its thread launched before",
+                crate::retime::ADDITION_TENSORS
+            ));
+        }
         notes.push(format!(
             "gradient accumulation modelled: the traced backward kept its gradients (the first \
              after `zero_grad(set_to_none=True)`), the backwards after the step's first add into \
-             `.grad`; {made} `aten::add_` kernels added (one per gradient and backward), each \
-             {}x DDP's scaling of that gradient into its bucket above the shortest memory-bound \
-             kernel, its launch as long as that one's",
-            crate::retime::ADDITION_OVER_SCALING
+             `.grad`; {made} `aten::add_` kernels added (one per gradient and backward): {}",
+            how.join("; ")
         ));
     }
     if left > 0 {
         notes.push(format!(
             "gradient accumulation not modelled for {left} gradients (over all backwards after \
-             the step's first): the traced backward kept its gradients, and no per-gradient \
-             kernel (DDP's `mul_out`) sizes the additions later backwards run; the step is \
-             predicted short by their time"
+             the step's first): the traced backward kept its gradients, and neither a \
+             per-gradient kernel (DDP's `mul_out`) nor the gradient's recorded shape and type \
+             sizes the additions later backwards run; the step is predicted short by their time"
         ));
     }
+    if fsdp && made + left > 0 {
+        // DDP's reducer under `no_sync` is what the copies model; FSDP by
+        // default reduce-scatters every backward's gradients and frees
+        // the unsharded ones, so its later backwards add nothing into
+        // `.grad` and a "predicted short" would be wrong there.
+        notes.push(
+            "FSDP: the backwards before the last are taken to run as under `no_sync` (unsharded \
+             gradients added into `.grad` by their accumulation, one reduce-scatter in the last \
+             backward); FSDP reducing every micro-batch (its default) would instead \
+             reduce-scatter each backward's gradients and add the shards in its post-backward \
+             hook, neither of which is modelled, so the additions above, or their absence, \
+             stand for that work only under `no_sync`"
+                .into(),
+        );
+    }
     notes
+}
+
+/// Whether a traced input ran PyTorch FSDP: its operators or annotations
+/// name FSDP's hooks (`FullyShardedDataParallel._post_backward_hook`,
+/// FSDP2's `FSDP::post_backward_reduce`).
+fn runs_fsdp(base: &Baseline) -> bool {
+    (base.inputs.iter()).any(|i| {
+        (i.graph.names.iter())
+            .any(|n| n.starts_with("FullyShardedDataParallel.") || n.starts_with("FSDP::"))
+    })
 }
 
 /// Every stage of the pipeline of `c`, planned from the traced stages and
@@ -466,7 +509,7 @@ fn rebuilt_stages<'b>(
         notes.push(interleave_note(base.config.virtual_stages, c));
     }
     let mut stages = Vec::new();
-    let mut additions = (0usize, 0usize);
+    let mut additions = (0usize, 0usize, 0usize);
     for &stage in &new_stages {
         // The traced stage itself, with its traced pass order, when the
         // pipeline and micro-batches are unchanged.
@@ -486,7 +529,8 @@ fn rebuilt_stages<'b>(
         notes.extend(plan.notes.iter().cloned());
         let a = assemble(&templates, plan.primary, &plan.units);
         additions.0 += a.additions;
-        additions.1 += a.unsized_additions;
+        additions.1 += a.shaped_additions;
+        additions.2 += a.unsized_additions;
         stages.push(PredictedStage {
             stage,
             source: vec![Source::Measured; a.graph.tasks.len()],
@@ -498,7 +542,7 @@ fn rebuilt_stages<'b>(
             dropped_edges: a.dropped_edges,
         });
     }
-    notes.extend(additions_notes(additions));
+    notes.extend(additions_notes(additions, runs_fsdp(base)));
     if base.config.microbatches == 1 && c.microbatches > 1 {
         notes.push(format!(
             "{} micro-batches copied from the only traced one: its forward's own work (data \
@@ -1108,6 +1152,29 @@ mod tests {
     use super::*;
     use crate::assemble::identity_plan;
     use crate::testutil::{baseline, inputs};
+
+    /// Under FSDP the additions' notes say they assume `no_sync` (FSDP's
+    /// default reduces every backward and adds into its shards, which a
+    /// "predicted short" would misstate); without FSDP nothing is added.
+    /// No corpus trace runs FSDP: a synthesized one is given FSDP2's name.
+    #[test]
+    fn fsdp_additions_notes_state_the_no_sync_assumption() {
+        let mut base = baseline("gpt-tiny", None, [1, 1, 2, 1]);
+        assert!(!runs_fsdp(&base));
+        let plain = additions_notes((0, 0, 16), false);
+        assert_eq!(plain.len(), 1);
+        assert!(plain[0].ends_with("the step is predicted short by their time"));
+        base.inputs[0].graph.names[0] = "FSDP::post_backward_reduce".into();
+        assert!(runs_fsdp(&base));
+        let notes = additions_notes((0, 0, 16), true);
+        assert_eq!(notes.len(), 2);
+        assert!(notes[1].starts_with(
+            "FSDP: the backwards before the last are taken to run as under `no_sync`"
+        ));
+        assert_eq!(additions_notes((4, 4, 0), true).len(), 2);
+        // Nothing about additions, nothing about FSDP.
+        assert!(additions_notes((0, 0, 0), true).is_empty());
+    }
 
     fn target(base: &Baseline, f: impl FnOnce(&mut Config)) -> Target {
         let mut config = base.config;

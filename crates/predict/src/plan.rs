@@ -595,6 +595,7 @@ pub(crate) fn plan_stage(
         setup: false,
         addition: false,
         layers_fitted: false,
+        addition_bytes: None,
     };
     let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
         for u in lo..hi {
@@ -628,6 +629,7 @@ pub(crate) fn plan_stage(
                 setup: false,
                 addition: false,
                 layers_fitted: false,
+                addition_bytes: None,
             };
             let vt = t.virtual_stage(c);
             for (r, layers_fitted) in

@@ -160,6 +160,10 @@ enum Tensor {
 /// gradient and writes the bucket (two), of one size and type.
 pub(crate) const ADDITION_OVER_SCALING: f64 = 1.5;
 
+/// How many gradient-sized tensors a gradient addition moves: `aten::add_`
+/// reads the new gradient and `.grad` and writes `.grad`.
+pub(crate) const ADDITION_TENSORS: f64 = 3.0;
+
 /// Recomputes every task's duration from its traced one (see the module
 /// docs for the rules). The identity keeps every traced duration as it is.
 pub(crate) fn retime(p: &mut Prediction) {
@@ -178,6 +182,8 @@ pub(crate) fn retime(p: &mut Prediction) {
     // Re-timed collectives without a recorded size: with a slot envelope,
     // and without one (sized from their own duration).
     let (mut slotted, mut own) = (0usize, 0usize);
+    // Additions sized from their bytes where the trace tells no bandwidth.
+    let mut at_floor = 0usize;
     for st in stages.iter_mut() {
         let per_stage = (rt.optimizer_ratio(st), rt.layers_ratio(st));
         // Written in place (the stage's durations are its own until the
@@ -189,6 +195,13 @@ pub(crate) fn retime(p: &mut Prediction) {
             let (dur, source, sized_from_timing) = rt.task(st, i, per_stage);
             if rt.reduction_cpu_not_run(st, i) {
                 not_run.push(i);
+            }
+            let src = st.origin[i].0 as usize;
+            if st.tag[i].addition_bytes.is_some()
+                && st.graph.tasks[i].kind.is_gpu()
+                && rt.bandwidths.get(src).copied().flatten().is_none()
+            {
+                at_floor += 1;
             }
             *ns = dur.round() as i64;
             st.source[i] = source;
@@ -207,6 +220,14 @@ pub(crate) fn retime(p: &mut Prediction) {
     (*sizes_from_envelope, *sizes_from_own_time) = (slotted, own);
     let steps = base.structures.iter().map(|s| s.steps.len()).max();
     notes.extend(unsized_notes(slotted, own, steps.unwrap_or(0)));
+    if at_floor > 0 {
+        notes.push(format!(
+            "{at_floor} gradient additions sized from their gradients' shapes take the trace's \
+             shortest memory-bound kernel: no memory-bound kernel above it records the tensor \
+             shapes and types that give the trace's memory bandwidth; the step is predicted \
+             short by the rest of their time"
+        ));
+    }
 }
 
 /// Sets to nothing the program-order gaps before the CPU tasks `not_run`
@@ -293,6 +314,11 @@ struct Retimer<'a> {
     /// data-parallel group ([`data_reduction_scopes`]); found only where
     /// the micro-batches change, the one edit that leaves reductions out.
     reductions: Vec<FxHashSet<ScopeId>>,
+    /// Per input: the memory bandwidth its memory-bound kernels achieved
+    /// above its floor, bytes per ns ([`Retimer::memory_bandwidth`]); found
+    /// only where the micro-batches change, for the gradient additions
+    /// sized from their bytes.
+    bandwidths: Vec<Option<f64>>,
 }
 
 /// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
@@ -426,7 +452,7 @@ impl<'a> Retimer<'a> {
         let r = Ratios::of(&base.config, &target.config);
         let dims = Dims::of(&base.config);
         let base_net: &dyn CommModel = &*base.models.comm;
-        Retimer {
+        let mut rt = Retimer {
             base,
             target,
             r,
@@ -473,7 +499,75 @@ impl<'a> Retimer<'a> {
                     }
                 })
                 .collect(),
+            bandwidths: Vec::new(),
+        };
+        if target.config.microbatches != base.config.microbatches {
+            rt.bandwidths = (0..base.inputs.len())
+                .map(|src| rt.memory_bandwidth(src))
+                .collect();
         }
+        rt
+    }
+
+    /// The memory bandwidth the memory-bound kernels of input `src`
+    /// achieved, bytes per ns: their bytes over their time above the
+    /// input's floor (its shortest memory-bound kernel, the fixed cost any
+    /// of them pays), summed over the largest of them that carry half
+    /// the bytes of the kernels longer than the floor whose
+    /// launching operator records tensor shapes of known types, all of one
+    /// element count (element-wise work). A kernel's bytes are its
+    /// operator's tensor inputs read, and the largest of them written once
+    /// more (an element-wise operator's output; an `out=` or in-place one
+    /// names it among its inputs, so this errs by a tensor at most).
+    /// `None` without such a kernel.
+    fn memory_bandwidth(&self, src: usize) -> Option<f64> {
+        let g = &self.base.inputs[src].graph;
+        let floor = self.floors[src];
+        let mut kernels: Vec<(u64, i64)> = Vec::new();
+        for (k, w) in self.base.structures[src].work.iter().enumerate() {
+            let dur = g.tasks[k].duration_ns;
+            if !matches!(w, WorkClass::Memory) || dur <= floor {
+                continue;
+            }
+            let Some(sc) = self.shaped_scope(src, TaskId(k as u32)) else {
+                continue;
+            };
+            let sc = &g.scopes[sc.0 as usize];
+            let Some(dims) = sc.input_dims.as_ref() else {
+                continue;
+            };
+            // Element-wise work only: every tensor input of one element
+            // count. A gather (an embedding's rows out of its table) or a
+            // reduction reads far less, or more, than its inputs' sizes.
+            let tensors = (0..dims.len()).filter(|&i| !crate::shapes::sizes(dims, i).is_empty());
+            let elements = |i: usize| crate::shapes::sizes(dims, i).iter().product::<i64>();
+            let mut counts = tensors.clone().map(elements);
+            let first = counts.next();
+            if first.is_none() || counts.any(|c| Some(c) != first) {
+                continue;
+            }
+            let each = tensors
+                .filter_map(|i| crate::shapes::tensor_bytes(dims, sc.input_type.as_deref(), i));
+            let (sum, largest) =
+                each.fold((0u64, 0u64), |(s, m), b| (s.saturating_add(b), m.max(b)));
+            if sum > 0 {
+                kernels.push((sum.saturating_add(largest), dur - floor));
+            }
+        }
+        // The largest kernels, which carry half the bytes: a small one's
+        // time above the floor is mostly its own fixed cost (and the
+        // trace's rounding), which says nothing of the bandwidth.
+        kernels.sort_unstable_by(|a, b| b.cmp(a));
+        let half = kernels.iter().map(|k| k.0 as f64).sum::<f64>() / 2.0;
+        let (mut bytes, mut ns) = (0.0, 0.0);
+        for &(b, t) in &kernels {
+            if bytes >= half {
+                break;
+            }
+            bytes += b as f64;
+            ns += t as f64;
+        }
+        (ns > 0.0).then(|| bytes / ns)
     }
 
     /// For task `i` of `st`: `Some(has an envelope)` when it is a
@@ -695,11 +789,22 @@ impl<'a> Retimer<'a> {
         if !st.graph.tasks[i].kind.is_gpu() {
             return (traced, Source::Modelled);
         }
+        let floor = self.floors[src as usize] as f64;
+        if let Some(bytes) = st.tag[i].addition_bytes {
+            // No DDP scaling to size it from: its three tensors' bytes
+            // (the gradient and `.grad` read, `.grad` written) at the
+            // trace's bandwidth, above the floor; at the floor where the
+            // trace tells no bandwidth.
+            let above = match self.bandwidths.get(src as usize).copied().flatten() {
+                Some(bw) => ADDITION_TENSORS * bytes as f64 / bw,
+                None => 0.0,
+            };
+            return (floor + above, Source::Modelled);
+        }
         let (scaling, _) = match self.base.structures[src as usize].work[tt.idx()] {
             WorkClass::Memory => self.memory_task(st, i, per_stage),
             _ => (traced, Source::Measured),
         };
-        let floor = self.floors[src as usize] as f64;
         let above = (scaling - floor).max(0.0);
         (
             floor.min(scaling) + ADDITION_OVER_SCALING * above,
@@ -1915,6 +2020,7 @@ mod tests {
             setup: true,
             addition: false,
             layers_fitted: false,
+            addition_bytes: None,
         };
         let place = s.role_of_task(task);
         let at = |t: &Target| {

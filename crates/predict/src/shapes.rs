@@ -169,6 +169,26 @@ pub(crate) fn attention_shape(op: &str, dims: &InputDims) -> Option<[u64; 4]> {
     })
 }
 
+/// The bytes of input `i` of an operator recording `dims` and `types`
+/// (its `Input type` text, a JSON list of type names): a tensor's elements
+/// times its type's size (`c10::BFloat16` as `BFloat16`). `None` for
+/// anything but a tensor of a known type with at least one element.
+pub(crate) fn tensor_bytes(dims: &InputDims, types: Option<&str>, i: usize) -> Option<u64> {
+    let d = sizes(dims, i);
+    if d.is_empty() {
+        return None;
+    }
+    let ty = types.and_then(|t| type_names(t).nth(i))?;
+    let size = lumos_trace::dtype_size(ty.strip_prefix("c10::").unwrap_or(ty))?;
+    Some(prod(d).saturating_mul(size)).filter(|&b| b > 0)
+}
+
+/// The names of an `Input type` text, `["float", "", "c10::BFloat16"]`,
+/// in order (PyTorch writes no escapes in them).
+fn type_names(text: &str) -> impl Iterator<Item = &str> {
+    text.split('"').skip(1).step_by(2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,9 +11,17 @@
 //! ran to keep the gradient), and its kernel right before the kernel DDP's
 //! reducer runs on that same gradient
 //! (`torch::distributed::reducer::mul_out`, the gradient scaled into its
-//! bucket), whose launch and kernel size the addition (`retime.rs`). Where
-//! the reducer left no such kernel, the additions are counted as not
-//! modelled.
+//! bucket), whose launch and kernel size the addition (`retime.rs`).
+//!
+//! Where the reducer left no such kernel (no DDP), the addition is sized
+//! from the gradient's shape: the accumulation node's `Input Dims` and
+//! `Input type` give its bytes, which `retime.rs` turns into time with the
+//! trace's achieved memory bandwidth. Its launch copies the last launch its
+//! thread made before the node (a `cudaLaunchKernel` of the backward) and
+//! its kernel goes onto that launch's stream, after what the thread had
+//! launched there. Only a gradient whose node records neither shape nor a
+//! known type, or a thread that launched nothing before it, is counted as
+//! not modelled.
 
 use lumos_graph::{DepKind, Graph, ScopeId, TaskId};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -32,17 +40,23 @@ const SCALING: [&str; 2] = [
 ];
 
 /// One gradient that a template's backward kept without adding it, with
-/// the bucket scaling that sizes its addition.
+/// what sizes its addition: the bucket scaling, or its own bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Gradient {
-    /// The launch of the scaling kernel: the addition's launch is timed,
-    /// numbered and correlated from it.
+    /// The launch of the scaling kernel (or, sized by `bytes`, the last
+    /// launch of the thread before the node): the addition's launch is
+    /// timed, numbered and correlated from it.
     pub(super) launch: TaskId,
-    /// The scaling kernel: the addition's kernel runs right before it.
+    /// The scaling kernel: the addition's kernel runs right before it. Or,
+    /// sized by `bytes`, the kernel `launch` launched: the addition's
+    /// kernel runs on its stream, after it.
     pub(super) kernel: TaskId,
     /// The scope the addition runs in: the accumulation node where it has
     /// a CPU task, else the accumulation.
     pub(super) scope: ScopeId,
+    /// Without a scaling kernel: the gradient's bytes, from the node's
+    /// recorded shape and type, which size the addition.
+    pub(super) bytes: Option<u64>,
 }
 
 /// Where a template's backward kept its gradients without adding them.
@@ -55,8 +69,9 @@ pub(crate) struct Sites {
     /// Per scaling kernel, which an addition's kernel precedes: the
     /// gradient.
     pub(super) before: FxHashMap<TaskId, Gradient>,
-    /// The first CPU task of each such accumulation with no
-    /// bucket-scaling kernel to size an addition from.
+    /// The first CPU task of each such accumulation with nothing to size
+    /// an addition from: no bucket-scaling kernel, and no shape and type
+    /// recorded on its node (or no launch before it on its thread).
     pub(super) unsizable: FxHashSet<TaskId>,
 }
 
@@ -120,9 +135,34 @@ pub(super) fn sites(g: &Graph, idx_in_proc: &[u32]) -> Sites {
             entry.1 = Some((t, node));
         }
     }
+    let by_shape: Vec<(ScopeId, TaskId)> = (kept.iter())
+        .filter(|(acc, _)| !scaled.contains_key(acc))
+        .filter_map(|(&acc, &(_, node_last))| Some((acc, node_last?.0)))
+        .collect();
+    let before = launches_before(g, by_shape.iter().map(|&(_, t)| t));
     for (acc, (first, node_last)) in kept {
         let Some(&(launch, kernel)) = scaled.get(&acc) else {
-            out.unsizable.insert(first);
+            // No DDP scaling: sized from the gradient's own bytes, after
+            // the thread's last launch (outside this accumulation).
+            let shaped = node_last.and_then(|(t, node)| {
+                let bytes = node_bytes(g, node)?;
+                let (launch, kernel) = *before.get(&t)?;
+                let outside = place(launch).is_none_or(|p| p.acc != acc);
+                outside.then_some(Gradient {
+                    launch,
+                    kernel,
+                    scope: node,
+                    bytes: Some(bytes),
+                })
+            });
+            match (shaped, node_last) {
+                (Some(gradient), Some((t, _))) => {
+                    out.after.insert(t, gradient);
+                }
+                _ => {
+                    out.unsizable.insert(first);
+                }
+            }
             continue;
         };
         let (after, scope) = match node_last {
@@ -137,6 +177,7 @@ pub(super) fn sites(g: &Graph, idx_in_proc: &[u32]) -> Sites {
             launch,
             kernel,
             scope,
+            bytes: None,
         };
         out.after.insert(after, gradient);
         out.before.insert(kernel, gradient);
@@ -153,6 +194,48 @@ struct Place {
     node: Option<ScopeId>,
     /// Whether it is inside DDP's scaling into the bucket.
     scaling: bool,
+}
+
+/// The bytes of the gradient an accumulation node `node` keeps: its first
+/// input's, as recorded.
+fn node_bytes(g: &Graph, node: ScopeId) -> Option<u64> {
+    let sc = &g.scopes[node.0 as usize];
+    crate::shapes::tensor_bytes(sc.input_dims.as_ref()?, sc.input_type.as_deref(), 0)
+}
+
+/// For each of the CPU tasks `wanted`: the last launch of a GPU task on its
+/// thread before it, and that GPU task. One pass over the threads.
+fn launches_before(
+    g: &Graph,
+    wanted: impl Iterator<Item = TaskId>,
+) -> FxHashMap<TaskId, (TaskId, TaskId)> {
+    let wanted: FxHashSet<TaskId> = wanted.collect();
+    let mut out = FxHashMap::default();
+    if wanted.is_empty() {
+        return out;
+    }
+    let mut launched: FxHashMap<TaskId, TaskId> = FxHashMap::default();
+    for e in g.edges.iter().filter(|e| e.kind == DepKind::Launch) {
+        if g.tasks[e.to.idx()].kind.is_gpu() {
+            launched.entry(e.from).or_insert(e.to);
+        }
+    }
+    let threads = wanted.iter().map(|t| g.tasks[t.idx()].proc);
+    let threads: FxHashSet<_> = threads.collect();
+    for q in threads {
+        let mut last = None;
+        for &t in &g.processors[q.idx()].tasks {
+            if wanted.contains(&t) {
+                if let Some(l) = last {
+                    out.insert(t, l);
+                }
+            }
+            if let Some(&k) = launched.get(&t) {
+                last = Some((t, k));
+            }
+        }
+    }
+    out
 }
 
 /// The task before `t` on its processor, `idx_in_proc` giving each task's
@@ -266,6 +349,7 @@ mod tests {
             launch: TaskId(1),
             kernel: TaskId(2),
             scope: ScopeId(1),
+            bytes: None,
         };
         let after: Vec<_> = s.after.iter().map(|(k, v)| (*k, *v)).collect();
         assert_eq!(after, vec![(TaskId(0), first)]);
@@ -285,6 +369,41 @@ mod tests {
             sites(&g, &positions(&g)).after.get(&TaskId(0)),
             Some(&whole)
         );
+    }
+
+    /// Without DDP's scaling, a kept gradient whose node records its shape
+    /// and type is sized from its bytes: its launch follows the node's
+    /// last task, copied from the thread's last launch before it (another
+    /// accumulation's here), whose stream its kernel goes onto.
+    #[test]
+    fn a_kept_gradient_without_bucket_scaling_is_sized_from_its_shape() {
+        let mut g = accumulations();
+        let node = &mut g.scopes[8];
+        node.input_dims = lumos_trace::InputDims::parse("[[256, 1024]]");
+        node.input_type = Some(r#"["c10::BFloat16"]"#.into());
+        let s = sites(&g, &positions(&g));
+        assert!(s.unsizable.is_empty());
+        let shaped = Gradient {
+            launch: TaskId(3),
+            kernel: TaskId(4),
+            scope: ScopeId(8),
+            bytes: Some(256 * 1024 * 2),
+        };
+        assert_eq!(s.after.get(&TaskId(5)), Some(&shaped));
+        // Placed after a kernel, not before one.
+        assert_eq!(s.before.len(), 1);
+        // A type of unknown size, or no launch before it on its thread:
+        // nothing to size it from.
+        g.scopes[8].input_type = Some(r#"["Quaternion"]"#.into());
+        assert_eq!(
+            sites(&g, &positions(&g)).unsizable,
+            [TaskId(5)].into_iter().collect()
+        );
+        g.scopes[8].input_type = Some(r#"["float"]"#.into());
+        g.edges.clear();
+        let s = sites(&g, &positions(&g));
+        assert!(s.after.is_empty());
+        assert!(s.unsizable.contains(&TaskId(5)));
     }
 
     /// Real DDP traces whose backward keeps every gradient (one

@@ -2,8 +2,8 @@
 //! its blocking calls' waits, re-attached by position.
 
 use lumos_graph::{
-    Anchor, Collective, DepKind, Edge, Graph, NameId, ProcId, ProcKind, RuntimeDep, ScopeId, Task,
-    TaskId, WaitTarget,
+    Anchor, Collective, DepKind, Edge, Graph, NameId, ProcId, ProcKind, RuntimeDep, Scope, ScopeId,
+    Task, TaskId, WaitTarget,
 };
 use rustc_hash::FxHashMap;
 
@@ -51,8 +51,13 @@ pub(super) struct Copier {
     /// its template had nothing to size them from (`additions.rs`).
     pub(super) additions: usize,
     pub(super) unsized_additions: usize,
+    /// Of `additions`, those sized from their gradient's bytes.
+    pub(super) shaped_additions: usize,
     /// The name of an addition's kernel, once interned.
     addition_name: Option<NameId>,
+    /// The name `aten::add_`, the operator around an addition's launch,
+    /// once interned.
+    add_op_name: Option<NameId>,
 }
 
 /// The name of a modelled gradient addition's kernel: no trace names it,
@@ -71,6 +76,9 @@ struct Made {
     /// Per template launch of DDP's scaling, the addition's launch made
     /// from it (its kernel's launch).
     launch: FxHashMap<TaskId, TaskId>,
+    /// Per template task, the kernel of an addition sized from its
+    /// gradient's bytes, made with the launch after its copy.
+    kernel_after: FxHashMap<TaskId, TaskId>,
 }
 
 impl Copier {
@@ -98,7 +106,9 @@ impl Copier {
             emitted: Vec::with_capacity(units),
             additions: 0,
             unsized_additions: 0,
+            shaped_additions: 0,
             addition_name: None,
+            add_op_name: None,
         }
     }
 
@@ -195,6 +205,10 @@ impl Copier {
                     latency_ns: 0,
                     inferred: false,
                 });
+                if gr.bytes.is_some() {
+                    let k = self.shaped_kernel(g, p, (uref, tag), gr, twin, &mut twin_corr);
+                    made.kernel_after.insert(t, k);
+                }
             }
         }
         self.copy_scopes(g, p, uref, tag, &made);
@@ -220,6 +234,7 @@ impl Copier {
         });
         let name = if task.kind.is_gpu() {
             self.additions += 1;
+            self.shaped_additions += usize::from(tag.addition_bytes.is_some());
             *self.addition_name.get_or_insert_with(|| {
                 g.names.push(ADDITION_KERNEL.into());
                 NameId(g.names.len() as u32 - 1)
@@ -240,6 +255,56 @@ impl Copier {
             ..tag
         };
         self.push_task(g, uref, from, tag, made)
+    }
+
+    /// The kernel of an addition sized from its gradient's bytes (`gr`),
+    /// launched by `launch`: made from the kernel the template's thread
+    /// launched last before the accumulation, on that kernel's stream
+    /// after what is there (which the thread launched before), launched as
+    /// the template launched that one.
+    fn shaped_kernel(
+        &mut self,
+        g: &mut Graph,
+        p: &Prepared,
+        at: (UnitRef, Tag),
+        gr: &Gradient,
+        launch: TaskId,
+        twin_corr: &mut FxHashMap<u64, u64>,
+    ) -> TaskId {
+        let stream = p.proc_map[p.t.graph.tasks[gr.kernel.idx()].proc.idx()];
+        let prev = g.processors[stream.idx()].tasks.last().copied();
+        let (uref, tag) = at;
+        let tag = Tag {
+            addition_bytes: gr.bytes,
+            ..tag
+        };
+        let k = self.addition(g, p, (uref, tag), gr.kernel, twin_corr);
+        let edge = (p.outgoing[gr.launch.idx()].iter())
+            .map(|&ei| p.t.graph.edges[ei as usize])
+            .find(|e| e.kind == DepKind::Launch && e.to == gr.kernel);
+        g.edges.push(Edge {
+            from: launch,
+            to: k,
+            ..edge.unwrap_or(Edge {
+                from: launch,
+                to: k,
+                kind: DepKind::Launch,
+                anchor: Anchor::Start,
+                latency_ns: 0,
+                inferred: false,
+            })
+        });
+        if let Some(prev) = prev {
+            g.edges.push(Edge {
+                from: prev,
+                to: k,
+                kind: DepKind::IntraStream,
+                anchor: Anchor::End,
+                latency_ns: 0,
+                inferred: false,
+            });
+        }
+        k
     }
 
     /// Appends `task`, made from template task `t` of unit `uref`, to `g`
@@ -288,6 +353,9 @@ impl Copier {
         let gradient_chain = |gr: Option<&Gradient>| {
             std::iter::successors(gr.map(|gr| gr.scope), |s| tg.scopes[s.0 as usize].parent)
         };
+        // Per scaling kernel an addition's kernel precedes: the addition's
+        // `aten::add_`, made with its launch.
+        let mut add_ops: FxHashMap<TaskId, ScopeId> = FxHashMap::default();
         for t in unit.cpu() {
             let id = made.new_id[t];
             chain.clear();
@@ -297,18 +365,54 @@ impl Copier {
             if let Some(&twin) = made.after.get(t) {
                 chain.clear();
                 chain.extend(gradient_chain(p.additions.after.get(t)).map(|s| s.0 + p.scope_off));
-                self.task_scopes[twin.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
+                let node = self.scopes.cpu_task(g, q, &chain, &at);
+                let op = self.add_op(g, node);
+                self.task_scopes[twin.idx()] = Some(op);
+                if let Some(&k) = made.kernel_after.get(t) {
+                    self.task_scopes[k.idx()] = Some(op);
+                }
+                if let Some(gr) = p.additions.after.get(t) {
+                    add_ops.insert(gr.kernel, op);
+                }
             }
         }
         for t in unit.gpu() {
             if let (Some(&twin), Some(gr)) = (made.before.get(t), p.additions.before.get(t)) {
-                self.task_scopes[twin.idx()] = Some(self.scopes.gpu_task(gr.scope.0 + p.scope_off));
+                self.task_scopes[twin.idx()] = Some(match add_ops.get(t) {
+                    Some(&op) => op,
+                    None => self.scopes.gpu_task(gr.scope.0 + p.scope_off),
+                });
             }
             if let Some(s) = tg.scope_of(*t) {
                 self.task_scopes[made.new_id[t].idx()] =
                     Some(self.scopes.gpu_task(s.0 + p.scope_off));
             }
         }
+    }
+
+    /// A new `aten::add_` scope under `parent` (the accumulation node's
+    /// copy), around one addition's launch, as PyTorch's accumulation runs
+    /// it: a timeline then reads `aten::add_` -> launch -> kernel as in a
+    /// trace. It records no shapes (the retimer sizes the addition from
+    /// its tag, not from this scope).
+    fn add_op(&mut self, g: &mut Graph, parent: Option<ScopeId>) -> ScopeId {
+        let name = *self.add_op_name.get_or_insert_with(|| {
+            match g.names.iter().position(|n| n == "aten::add_") {
+                Some(i) => NameId(i as u32),
+                None => {
+                    g.names.push("aten::add_".into());
+                    NameId(g.names.len() as u32 - 1)
+                }
+            }
+        });
+        g.scopes.push(Scope {
+            name,
+            parent,
+            annotation: false,
+            input_dims: None,
+            input_type: None,
+        });
+        ScopeId(g.scopes.len() as u32 - 1)
     }
 
     /// Re-attaches the edges into the copied unit (by position, see the

@@ -105,6 +105,9 @@ pub(crate) struct Tag {
     /// re-timed, which would count them twice. Those of the layer the
     /// pass's end cuts (its first gradients) belong to one layer only.
     pub layers_fitted: bool,
+    /// On a gradient addition's kernel sized from its gradient's shape
+    /// (no DDP scaling kernel to size it from): the gradient's bytes.
+    pub addition_bytes: Option<u64>,
 }
 
 /// A template: its graph and its discovered structure.
@@ -126,6 +129,9 @@ pub(crate) struct Assembled {
     /// had nothing to be sized from and were left out (`additions.rs`).
     pub additions: usize,
     pub unsized_additions: usize,
+    /// Of `additions`, those sized from their gradient's shape (no DDP
+    /// scaling kernel).
+    pub shaped_additions: usize,
 }
 
 /// Per-template lookups.
@@ -207,6 +213,7 @@ pub(crate) fn assemble(
         emitted,
         additions,
         unsized_additions,
+        shaped_additions,
         ..
     } = copier;
     let mut have: FxHashSet<(TaskId, TaskId, DepKind)> =
@@ -233,6 +240,7 @@ pub(crate) fn assemble(
         dropped_edges: dropped,
         additions,
         unsized_additions,
+        shaped_additions,
     }
 }
 
@@ -362,6 +370,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     setup: false,
                     addition: false,
                     layers_fitted: false,
+                    addition_bytes: None,
                 },
                 Role::Prologue { step } | Role::Epilogue { step } => Tag {
                     step: Some(step),
@@ -370,6 +379,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     setup: true,
                     addition: false,
                     layers_fitted: false,
+                    addition_bytes: None,
                 },
                 Role::Pass { step, pass, .. } => {
                     let p = &s.steps[step as usize].passes[pass as usize];
@@ -380,6 +390,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                         setup: false,
                         addition: false,
                         layers_fitted: false,
+                        addition_bytes: None,
                     }
                 }
             };
