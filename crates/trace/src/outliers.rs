@@ -24,7 +24,10 @@
 //! let alone with a gap of a day in it (the corpus: every trace's starts
 //! span 44 s at most, with no gap over 30 s), so the rule cannot take a real
 //! event for an outlier, and a damaged `ts` (0, -1, a year off) is found
-//! however many events carry it.
+//! however many events carry it. The host's events and the device's are
+//! watched apart (`read.rs`): a GPU clock days off its host's is clock
+//! skew, which the graph build warns about and replays through, not a
+//! damaged `ts` to refuse.
 
 use rustc_hash::FxHashMap;
 

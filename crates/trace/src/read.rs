@@ -695,8 +695,11 @@ struct Builder<'s> {
     merged_allowed: bool,
     /// Kept events that end absurdly far past the rest of the trace.
     outliers: Outliers,
-    /// Kept events' starts, for those far from the rest of the trace.
-    starts: Starts,
+    /// Kept events' starts, for those far from the rest of the trace: the
+    /// host's events and the device's apart (a device clock days off its
+    /// host's is skew, which the graph build warns about, not a damaged
+    /// `ts`).
+    starts: [Starts; 2],
 }
 
 impl<'s> Builder<'s> {
@@ -731,7 +734,7 @@ impl<'s> Builder<'s> {
             },
             merged_allowed: sizes.merged_allowed,
             outliers: Outliers::default(),
-            starts: Starts::default(),
+            starts: Default::default(),
         }
     }
 
@@ -904,7 +907,7 @@ impl<'s> Builder<'s> {
             dur_ns: e.dur_ns,
         };
         (self.outliers).add(e.ts_ns, e.end_ns(), candidate);
-        (self.starts).add(e.ts_ns, candidate);
+        (self.starts[usize::from(on_device_clock(c.category))]).add(e.ts_ns, candidate);
         e.extra = extra;
         let kept = [
             ("correlation", e.set_correlation(c.ids.correlation())),
@@ -1297,6 +1300,16 @@ impl<'s> Builder<'s> {
     }
 }
 
+/// Whether events of category `c` are timed by the device's clock (GPU
+/// work, its annotations and its synchronization records), not the host's.
+fn on_device_clock(c: Category) -> bool {
+    c.is_gpu_work()
+        || matches!(
+            c,
+            Category::GpuUserAnnotation | Category::CudaSync | Category::CudaEvent
+        )
+}
+
 impl Builder<'_> {
     /// Refuses a trace with events that start far from the rest
     /// ([`crate::outliers::Starts`]): the events were handed to the
@@ -1305,7 +1318,8 @@ impl Builder<'_> {
     /// over the gap (54 years for one `ts` of 0 among absolute times).
     #[inline(never)]
     fn outlying_starts(&mut self) -> Result<(), ReadError> {
-        let Some(o) = std::mem::take(&mut self.starts).finish() else {
+        let found = std::mem::take(&mut self.starts).map(Starts::finish);
+        let Some(o) = found.into_iter().flatten().min_by_key(|o| o.first.index) else {
             return Ok(());
         };
         let t = &self.trace;

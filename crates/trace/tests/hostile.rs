@@ -1270,6 +1270,30 @@ fn an_event_starting_far_from_the_rest_of_its_trace_is_refused() {
     // Near the rest, a stray start is read as any other.
     let near = format!("{}", first / 1000 - 5_000_000);
     read_ok("t.json", &with_event(&json, &op(&near), true));
+    // A kernel days from the host's events is a device clock off its
+    // host's (the graph build warns), not a damaged ts; a kernel days from
+    // the other kernels is.
+    let kernel = |ts: i64| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "stray", "pid": 0, "tid": 7, "ts": {ts}, "dur": 1, "args": {{"correlation": 1, "device": 0, "stream": 7}}}}"#
+        )
+    };
+    let days = 2 * 86_400 * 1_000_000;
+    let gpu = (t.events.iter())
+        .find(|e| e.category.is_gpu_work())
+        .expect("a kernel")
+        .ts_ns;
+    read_err(
+        "t.json",
+        &with_event(&json, &kernel(gpu / 1000 + days), true),
+    );
+    let skewed = format!(
+        "{{\"traceEvents\": [{}, {}, {}]}}",
+        op("1700000000000000"),
+        kernel(1_700_000_000_000_000 + days),
+        kernel(1_700_000_000_000_010 + days)
+    );
+    read_ok("t.json", skewed.as_bytes());
     // Every corpus trace reads as it did.
     for path in corpus.traces("") {
         let t = lumos_trace::read_path(&path);

@@ -55,7 +55,8 @@ const QUEUED_LAUNCH_MIN_DUR_NS: i64 = 10_000;
 /// See `QUEUED_LAUNCH_MIN_DUR_NS`.
 const QUEUED_LAUNCH_WINDOW_NS: i64 = 10_000;
 /// See `QUEUED_LAUNCH_MIN_DUR_NS`: a queued launch also lasts this many
-/// times the trace's median launch, so that launches of the usual length
+/// times the usual call of its name (the first quartile of their
+/// durations), so that launches of the usual length
 /// that happen to return as a kernel ends (every few microseconds on a
 /// busy stream) are not taken for blocked.
 const QUEUED_LAUNCH_TYPICAL_TIMES: i64 = 3;

@@ -217,8 +217,10 @@ impl Builder {
         }
     }
 
-    /// The median duration of the calls that launched GPU work, per call
-    /// name (a memset's call takes longer than a kernel's launch).
+    /// The usual duration of the calls that launched GPU work, per call
+    /// name (a memset's call takes longer than a kernel's launch): the
+    /// first quartile, which stays a launch that did not wait even where
+    /// most of a GPU-bound run's launches waited for a full queue.
     fn typical_launch_ns(&self) -> FxHashMap<NameId, i64> {
         let mut d: Vec<(NameId, i64)> = (0..self.g.tasks.len())
             .filter(|&i| self.launched.get(&TaskId(i as u32)).is_some())
@@ -231,23 +233,35 @@ impl Builder {
             .collect();
         d.sort_unstable();
         (d.chunk_by(|a, b| a.0 == b.0))
-            .map(|run| (run[0].0, run[run.len() / 2].1))
+            .map(|run| (run[0].0, run[run.len() / 4].1))
             .collect()
     }
 
+    /// The least a launch call that waited for a queue slot lasts: at
+    /// least `QUEUED_LAUNCH_MIN_DUR_NS` and `QUEUED_LAUNCH_TYPICAL_TIMES`
+    /// the usual call of its name.
+    fn queued_launch_min_ns(&self, call: TaskId, typical: &FxHashMap<NameId, i64>) -> i64 {
+        let typical_ns = typical
+            .get(&self.g.tasks[call.idx()].name)
+            .copied()
+            .unwrap_or(0);
+        QUEUED_LAUNCH_MIN_DUR_NS.max(typical_ns.saturating_mul(QUEUED_LAUNCH_TYPICAL_TIMES))
+    }
+
     /// Whether launch call `call` waited for a slot in its stream's full
-    /// launch queue: it lasted at least `QUEUED_LAUNCH_MIN_DUR_NS` and
-    /// `QUEUED_LAUNCH_TYPICAL_TIMES` the median call of its name
-    /// (`typical`), and returned within `QUEUED_LAUNCH_WINDOW_NS` of the
-    /// end (`end`) of GPU task `g` on the stream it launched onto, while
-    /// the tasks launched before it onto that stream and not started
-    /// (those between `g` and its own) were at least
-    /// `QUEUED_LAUNCH_MIN_PENDING` and nine tenths of the most the stream
-    /// ever held (`deepest`, filled in per stream): a queue at its
-    /// capacity. CUDA's launch returns once the queue takes it, so each
+    /// launch queue: it lasted at least [`Self::queued_launch_min_ns`],
+    /// and returned within `QUEUED_LAUNCH_WINDOW_NS` of the end (`end`) of
+    /// GPU task `g` on the stream it launched onto, while the tasks
+    /// launched before it onto that stream and not started (those between
+    /// `g` and its own) were at least `QUEUED_LAUNCH_MIN_PENDING` and nine
+    /// tenths of the most the stream ever held (`deepest`, found once per
+    /// stream). CUDA's launch returns once the queue takes it, so each
     /// such wait lasts one kernel, often well under `BLOCKING_MIN_DUR_NS`;
     /// kept as CPU work, the waits would stay in a prediction whose GPU no
-    /// longer holds the CPU back.
+    /// longer holds the CPU back. A launch slow for another reason that
+    /// returns as a kernel ends while its CPU is far ahead is taken for
+    /// one too: in a replay it changes nothing, and in a prediction it
+    /// waits for that kernel instead of lasting as long.
     fn waited_for_a_queue_slot(
         &self,
         call: TaskId,
@@ -256,13 +270,7 @@ impl Builder {
         deepest: &mut FxHashMap<ProcId, usize>,
     ) -> bool {
         let r = self.raw[call.idx()];
-        let typical_ns = typical
-            .get(&self.g.tasks[call.idx()].name)
-            .copied()
-            .unwrap_or(0);
-        let least =
-            QUEUED_LAUNCH_MIN_DUR_NS.max(typical_ns.saturating_mul(QUEUED_LAUNCH_TYPICAL_TIMES));
-        if r.end.saturating_sub(r.start) < least
+        if r.end.saturating_sub(r.start) < self.queued_launch_min_ns(call, typical)
             || r.end.saturating_sub(end) > QUEUED_LAUNCH_WINDOW_NS
         {
             return false;
@@ -287,8 +295,7 @@ impl Builder {
     fn deepest_queue(&self, stream: ProcId) -> usize {
         let tasks = &self.g.processors[stream.idx()].tasks;
         let launched = self.launched_at(stream);
-        let mut ended = 0;
-        let mut most = 0;
+        let (mut ended, mut most) = (0, 0);
         for (k, &at) in launched.iter().enumerate() {
             // Searched from the last answer: launch times mostly grow.
             ended = partition_from(&tasks[..k], ended, |t| self.raw[t.idx()].end <= at);
