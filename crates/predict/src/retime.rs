@@ -1287,6 +1287,15 @@ fn is_normalization_op(name: &str) -> bool {
             | "aten::_batch_norm_impl_index"
             | "aten::cudnn_batch_norm"
             | "aten::cudnn_batch_norm_backward"
+            | "aten::miopen_batch_norm"
+            | "aten::miopen_batch_norm_backward"
+            | "aten::_native_batch_norm_legit"
+            | "aten::_native_batch_norm_legit_no_training"
+            | "aten::_native_batch_norm_legit_functional"
+            | "aten::_batch_norm_with_update"
+            | "aten::_batch_norm_no_update"
+            | "aten::batch_norm_backward"
+            | "aten::instance_norm"
     )
 }
 
@@ -1904,6 +1913,10 @@ mod tests {
             assert!(!is_reduction_op(op), "{op}");
         }
         assert!(is_normalization_op("aten::native_layer_norm"));
+        // ROCm's and torch.compile's batch norms, which the old substring
+        // test caught.
+        assert!(is_normalization_op("aten::miopen_batch_norm_backward"));
+        assert!(is_normalization_op("aten::_native_batch_norm_legit"));
         assert!(!is_normalization_op("aten::_weight_norm_interface"));
         // GPT tiny at TP 2, 2048 tokens: as wide as the FFN shard, so that
         // the first MLP matrix's shape `[2048, 1024]` is ambiguous. Taken
