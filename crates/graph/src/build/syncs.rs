@@ -184,19 +184,12 @@ impl Builder {
                         (_, _, Some((_, g))) => {
                             (WaitTarget::Task(g), Some(g), Rule::LongCallEndsAfterGpu)
                         }
-                        (SyncKind::None, _, None) => match ended_during {
-                            Some((end, g))
-                                if self.waited_for_a_queue_slot(
-                                    call,
-                                    (end, g),
-                                    &typical_launch_ns,
-                                    &mut deepest,
-                                ) =>
-                            {
-                                (WaitTarget::Task(g), Some(g), Rule::FullLaunchQueue)
+                        (SyncKind::None, _, None) => {
+                            match self.queue_slot_awaited(call, &typical_launch_ns, &mut deepest) {
+                                Some(g) => (WaitTarget::Task(g), Some(g), Rule::FullLaunchQueue),
+                                None => continue,
                             }
-                            _ => continue,
-                        },
+                        }
                         _ => continue,
                     }
                 }
@@ -248,46 +241,48 @@ impl Builder {
         QUEUED_LAUNCH_MIN_DUR_NS.max(typical_ns.saturating_mul(QUEUED_LAUNCH_TYPICAL_TIMES))
     }
 
-    /// Whether launch call `call` waited for a slot in its stream's full
-    /// launch queue: it lasted at least [`Self::queued_launch_min_ns`],
-    /// and returned within `QUEUED_LAUNCH_WINDOW_NS` of the end (`end`) of
-    /// GPU task `g` on the stream it launched onto, while the tasks
-    /// launched before it onto that stream and not started (those between
-    /// `g` and its own) were at least `QUEUED_LAUNCH_MIN_PENDING` and nine
-    /// tenths of the most the stream ever held (`deepest`, found once per
-    /// stream). CUDA's launch returns once the queue takes it, so each
-    /// such wait lasts one kernel, often well under `BLOCKING_MIN_DUR_NS`;
-    /// kept as CPU work, the waits would stay in a prediction whose GPU no
-    /// longer holds the CPU back. A launch slow for another reason that
-    /// returns as a kernel ends while its CPU is far ahead is taken for
-    /// one too: in a replay it changes nothing, and in a prediction it
-    /// waits for that kernel instead of lasting as long.
-    fn waited_for_a_queue_slot(
+    /// The task of its own stream that launch call `call` waited for, if
+    /// it waited for a slot in that stream's full launch queue: it lasted
+    /// at least [`Self::queued_launch_min_ns`], a task of that stream
+    /// ended within `QUEUED_LAUNCH_WINDOW_NS` before it returned (the one
+    /// awaited), and the tasks launched before it onto that stream and not
+    /// started (those between the awaited one and its own) were at least
+    /// `QUEUED_LAUNCH_MIN_PENDING` and nine tenths of the most the stream
+    /// ever held (`deepest`, found once per stream). CUDA's launch returns
+    /// once the queue takes it, so each such wait lasts one kernel, often
+    /// well under `BLOCKING_MIN_DUR_NS`; kept as CPU work, the waits would
+    /// stay in a prediction whose GPU no longer holds the CPU back. A
+    /// launch slow for another reason that returns as a kernel ends while
+    /// its CPU is far ahead is taken for one too: in a replay it changes
+    /// nothing, and in a prediction it waits for that kernel instead of
+    /// lasting as long.
+    fn queue_slot_awaited(
         &self,
         call: TaskId,
-        (end, g): (i64, TaskId),
         typical: &FxHashMap<NameId, i64>,
         deepest: &mut FxHashMap<ProcId, usize>,
-    ) -> bool {
+    ) -> Option<TaskId> {
         let r = self.raw[call.idx()];
-        if r.end.saturating_sub(r.start) < self.queued_launch_min_ns(call, typical)
-            || r.end.saturating_sub(end) > QUEUED_LAUNCH_WINDOW_NS
-        {
-            return false;
+        if r.end.saturating_sub(r.start) < self.queued_launch_min_ns(call, typical) {
+            return None;
         }
-        let Some(&own) = self.launched.get(&call).and_then(|l| l.first()) else {
-            return false;
-        };
+        let &own = self.launched.get(&call)?.first()?;
         let stream = self.g.tasks[own.idx()].proc;
-        if stream != self.g.tasks[g.idx()].proc {
-            return false;
+        let tasks = &self.g.processors[stream.idx()].tasks;
+        let at = self.pos[own.idx()] as usize;
+        // Its stream's tasks end in order: the last to end before the
+        // call returned.
+        let ended = tasks[..at].partition_point(|t| self.raw[t.idx()].end <= r.end);
+        let g = tasks[ended.checked_sub(1)?];
+        let end = self.raw[g.idx()].end;
+        if end < r.start || r.end.saturating_sub(end) > QUEUED_LAUNCH_WINDOW_NS {
+            return None;
         }
-        let (at, from) = (self.pos[own.idx()] as usize, self.pos[g.idx()] as usize);
-        let pending = at.saturating_sub(from + 1);
+        let pending = at.saturating_sub(ended);
         let most = *deepest
             .entry(stream)
             .or_insert_with(|| self.deepest_queue(stream));
-        pending >= QUEUED_LAUNCH_MIN_PENDING && pending * 10 >= most * 9
+        (pending >= QUEUED_LAUNCH_MIN_PENDING && pending * 10 >= most * 9).then_some(g)
     }
 
     /// The most tasks `stream` held launched and not ended at one of its
