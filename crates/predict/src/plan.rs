@@ -499,10 +499,10 @@ const COPY_BACK: &str = "torch.distributed.ddp.reducer::copy_bucket_to_grad";
 /// units ([`COPY_BACK`]) fitted to `want` layers: a layer's gradients'
 /// worth (its `AccumulateGrad` nodes) taken out of their middle or cloned
 /// there per layer removed or added, as [`layer_sequence`] does with the
-/// layers. `None` when the layers do not change, or when `post` holds
-/// fewer of them than the traced layers' gradients (a job that does not
-/// copy every gradient back): then the re-timing stretches those it finds
-/// (`retime.rs`).
+/// layers; `post` as it is when `pass` has `want` layers already. `None`
+/// when `post` holds fewer of them than the traced layers' gradients (a
+/// job that does not copy every gradient back): then the re-timing
+/// stretches those it finds (`retime.rs`).
 fn fit_per_layer_units(
     s: &Structure,
     pass: &PassStructure,
@@ -520,8 +520,14 @@ fn fit_per_layer_units(
         .filter(|&(_, &u)| s.units.token(u as usize) == COPY_BACK)
         .map(|(i, _)| i)
         .collect();
-    if want == have || per_layer == 0 || at.len() < per_layer * have {
+    if per_layer == 0 || at.len() < per_layer * have {
         return None;
+    }
+    if want == have {
+        // As traced, which may differ from the stage's primary template
+        // (the post part of another stage's pass): not stretched by its
+        // layers either.
+        return Some(post.to_vec());
     }
     let mut out = Vec::with_capacity(post.len() + per_layer * want);
     if want < have {
