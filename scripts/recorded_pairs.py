@@ -67,9 +67,19 @@ def traced_ms(lumos: str, path: Path) -> float:
     return sum(s["measured_us"] for s in steps) / len(steps) / 1000.0
 
 
+def read_runs(root: Path) -> list[dict]:
+    """The manifest's runs that recorded a trace; SystemExit naming the
+    file and what is wrong when the manifest is not the recorder's."""
+    path = root / "manifest.json"
+    try:
+        runs = json.loads(path.read_text())["runs"]
+        return [r for r in runs if "error" not in r and (root / r["file"]).is_file() and r["name"]]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
+        raise SystemExit(f"error: {path}: not a manifest of record_gpt_traces.py ({type(e).__name__}: {e})")
+
+
 def pairs(root: Path, lumos: str) -> tuple[list[dict], dict[str, dict]]:
-    manifest = json.loads((root / "manifest.json").read_text())
-    runs = [r for r in manifest["runs"] if "error" not in r and (root / r["file"]).is_file()]
+    runs = read_runs(root)
     configs = {}
     for r in runs:
         configs[r["name"]] = dict(r, traced_ms=traced_ms(lumos, root / r["file"]))

@@ -67,3 +67,11 @@ def test_the_table_shows_overhead_and_errors(recording, lumos_bin):
 def test_a_folder_without_a_manifest_is_refused(tmp_path, lumos_bin):
     p = _script(lumos_bin, tmp_path)
     assert p.returncode == 1 and "no manifest.json" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"runs": [{"name": "x"}]}', '{"gpu": "H200"}', "[1, 2]"])
+def test_a_damaged_manifest_is_named_with_what_is_wrong(tmp_path, lumos_bin, text):
+    (tmp_path / "manifest.json").write_text(text)
+    p = _script(lumos_bin, tmp_path)
+    assert p.returncode == 1 and "manifest.json: not a manifest of record_gpt_traces.py" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr, p.stderr

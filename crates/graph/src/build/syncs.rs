@@ -55,7 +55,9 @@ impl Builder {
                 *streams_of.entry(device).or_default() += 1;
             }
         }
-        let typical_launch_ns = self.typical_launch_ns();
+        // The usual launch per name, found at the first launch long enough
+        // to have waited for a queue slot (most traces have few or none).
+        let mut typical_launch_ns = None;
         // The deepest queue of each stream with a candidate, found once.
         let mut deepest = FxHashMap::default();
         let (mut device_arcs, mut over_budget) = (0u64, 0u64);
@@ -185,7 +187,11 @@ impl Builder {
                             (WaitTarget::Task(g), Some(g), Rule::LongCallEndsAfterGpu)
                         }
                         (SyncKind::None, _, None) => {
-                            match self.queue_slot_awaited(call, &typical_launch_ns, &mut deepest) {
+                            match self.queue_slot_awaited(
+                                call,
+                                &mut typical_launch_ns,
+                                &mut deepest,
+                            ) {
                                 Some(g) => (WaitTarget::Task(g), Some(g), Rule::FullLaunchQueue),
                                 None => continue,
                             }
@@ -259,11 +265,16 @@ impl Builder {
     fn queue_slot_awaited(
         &self,
         call: TaskId,
-        typical: &FxHashMap<NameId, i64>,
+        typical: &mut Option<FxHashMap<NameId, i64>>,
         deepest: &mut FxHashMap<ProcId, usize>,
     ) -> Option<TaskId> {
         let r = self.raw[call.idx()];
-        if r.end.saturating_sub(r.start) < self.queued_launch_min_ns(call, typical) {
+        let dur = r.end.saturating_sub(r.start);
+        if dur < QUEUED_LAUNCH_MIN_DUR_NS {
+            return None;
+        }
+        let typical = typical.get_or_insert_with(|| self.typical_launch_ns());
+        if dur < self.queued_launch_min_ns(call, typical) {
             return None;
         }
         let &own = self.launched.get(&call)?.first()?;
