@@ -142,17 +142,45 @@ struct Day {
 }
 
 /// Watches the kept events' starts by day, in bounded memory
-/// ([`MAX_DAYS`]) and a comparison per event on the usual path (the day
-/// of the event before).
-#[derive(Debug, Default)]
+/// ([`MAX_DAYS`]) and two comparisons per event on the usual path (an
+/// event of the same day as the one before). The day of that path is kept
+/// as its range of nanoseconds and its counts beside it, not looked up:
+/// a division and an indexed day per event cost about 1% of the reader's
+/// instructions, on the fold's one thread.
+#[derive(Debug)]
 pub(crate) struct Starts {
     days: Vec<Day>,
     by_day: FxHashMap<i64, usize>,
-    /// The day of the last event and its place in `days`.
-    last: Option<(i64, usize)>,
+    /// The day of the last event: its range `[from, to)`, its place in
+    /// `days`, and its starts since it became the last day (written to
+    /// `days` when another day comes, and by [`Starts::finish`]).
+    from: i64,
+    to: i64,
+    at: usize,
+    lo: i64,
+    hi: i64,
+    count: u64,
     /// Events of days past [`MAX_DAYS`], with the first of them.
     unfiled: u64,
     first_unfiled: Option<Candidate>,
+}
+
+impl Default for Starts {
+    fn default() -> Self {
+        Starts {
+            days: Vec::new(),
+            by_day: FxHashMap::default(),
+            // An empty range: the first event files its day.
+            from: i64::MAX,
+            to: i64::MIN,
+            at: 0,
+            lo: i64::MAX,
+            hi: i64::MIN,
+            count: 0,
+            unfiled: 0,
+            first_unfiled: None,
+        }
+    }
 }
 
 /// Starts far from the trace's ([`Starts::finish`]).
@@ -178,51 +206,67 @@ impl Starts {
     /// Notes one kept event's start.
     #[inline(always)]
     pub(crate) fn add(&mut self, ts_ns: i64, candidate: impl FnOnce() -> Candidate) {
-        let day = ts_ns.div_euclid(GAP_NS);
-        match self.last {
-            Some((d, i)) if d == day => {
-                let b = &mut self.days[i];
-                b.lo = b.lo.min(ts_ns);
-                b.hi = b.hi.max(ts_ns);
-                b.count += 1;
-            }
-            _ => self.other_day(day, ts_ns, candidate()),
+        if ts_ns >= self.from && ts_ns < self.to {
+            self.lo = self.lo.min(ts_ns);
+            self.hi = self.hi.max(ts_ns);
+            self.count += 1;
+        } else {
+            self.other_day(ts_ns, candidate());
         }
     }
 
-    #[cold]
-    fn other_day(&mut self, day: i64, ts_ns: i64, c: Candidate) {
-        if let Some(&i) = self.by_day.get(&day) {
-            self.last = Some((day, i));
-            let b = &mut self.days[i];
-            b.lo = b.lo.min(ts_ns);
-            b.hi = b.hi.max(ts_ns);
-            b.count += 1;
-        } else if self.days.len() < MAX_DAYS {
-            let i = self.days.len();
-            self.days.push(Day {
-                lo: ts_ns,
-                hi: ts_ns,
-                count: 1,
-                first: c,
-            });
-            self.by_day.insert(day, i);
-            self.last = Some((day, i));
-        } else {
-            self.unfiled += 1;
-            self.first_unfiled.get_or_insert(c);
+    /// Writes the last day's counts to its place in `days`.
+    fn put_back(&mut self) {
+        if self.count > 0 {
+            let b = &mut self.days[self.at];
+            b.lo = b.lo.min(self.lo);
+            b.hi = b.hi.max(self.hi);
+            b.count += self.count;
         }
+        (self.lo, self.hi, self.count) = (i64::MAX, i64::MIN, 0);
+    }
+
+    #[cold]
+    fn other_day(&mut self, ts_ns: i64, c: Candidate) {
+        self.put_back();
+        let day = ts_ns.div_euclid(GAP_NS);
+        let at = match self.by_day.get(&day) {
+            Some(&i) => i,
+            None if self.days.len() < MAX_DAYS => {
+                self.days.push(Day {
+                    lo: ts_ns,
+                    hi: ts_ns,
+                    count: 0,
+                    first: c,
+                });
+                self.by_day.insert(day, self.days.len() - 1);
+                self.days.len() - 1
+            }
+            None => {
+                self.unfiled += 1;
+                self.first_unfiled.get_or_insert(c);
+                // The range stays empty: every event of an unfiled day
+                // comes back here to be counted.
+                (self.from, self.to) = (i64::MAX, i64::MIN);
+                return;
+            }
+        };
+        self.at = at;
+        self.from = day.saturating_mul(GAP_NS);
+        self.to = self.from.saturating_add(GAP_NS);
+        (self.lo, self.hi, self.count) = (ts_ns, ts_ns, 1);
     }
 
     /// The outlying starts, if any.
     pub(crate) fn finish(mut self) -> Option<Outlying> {
+        self.put_back();
         self.days.sort_by_key(|d| d.lo);
         // Clusters: runs of days whose starts lie within a gap of each
         // other, as (first day, last day + 1, events).
         let mut clusters: Vec<(usize, usize, u64)> = Vec::new();
         for (i, d) in self.days.iter().enumerate() {
             match clusters.last_mut() {
-                Some(c) if d.lo - self.days[c.1 - 1].hi <= GAP_NS => {
+                Some(c) if d.lo.saturating_sub(self.days[c.1 - 1].hi) <= GAP_NS => {
                     c.1 = i + 1;
                     c.2 += d.count;
                 }
@@ -233,7 +277,7 @@ impl Starts {
             .iter()
             .max_by_key(|c| (c.2, std::cmp::Reverse(c.0)))?;
         let (lo, hi) = (self.days[b0].lo, self.days[b1 - 1].hi);
-        let span_ns = hi - lo;
+        let span_ns = hi.saturating_sub(lo);
         let far = GAP_NS.max(span_ns.saturating_mul(GAP_SPANS));
         let mut out: Option<Outlying> = None;
         for &(c0, c1, count) in &clusters {
@@ -374,6 +418,31 @@ mod tests {
             assert!(s.finish().is_none(), "{starts:?}");
         }
         assert!(Starts::default().finish().is_none());
+    }
+
+    #[test]
+    fn starts_at_the_ends_of_the_clock_are_counted_once_each() {
+        let abs = 1_700_000_000_000_000_000;
+        let mut s = Starts::default();
+        let mut i = 0;
+        for ts in [
+            i64::MAX,
+            abs,
+            i64::MIN,
+            abs + 1,
+            i64::MAX,
+            abs + 2,
+            i64::MIN,
+        ] {
+            start(&mut s, i, ts);
+            i += 1;
+        }
+        for _ in 0..10 {
+            start(&mut s, i, abs + i as i64);
+            i += 1;
+        }
+        let o = s.finish().expect("outlying");
+        assert_eq!((o.count, o.kept, o.first.index), (4, 13, 0));
     }
 
     #[test]

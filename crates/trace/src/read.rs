@@ -896,19 +896,20 @@ impl<'s> Builder<'s> {
             }
         }
         let mut e = Event::new(c.category, name, pid, tid, c.ts_ns, c.dur_ns);
+        e.extra = extra;
+        let (ts_ns, dur_ns, end) = (e.ts_ns, e.dur_ns, e.end_ns());
         let index = self.index;
         let candidate = || Candidate {
-            end: e.end_ns(),
+            end,
             index,
             name,
             pid,
             tid,
-            ts_ns: e.ts_ns,
-            dur_ns: e.dur_ns,
+            ts_ns,
+            dur_ns,
         };
-        (self.outliers).add(e.ts_ns, e.end_ns(), candidate);
-        (self.starts[usize::from(on_device_clock(c.category))]).add(e.ts_ns, candidate);
-        e.extra = extra;
+        (self.outliers).add(ts_ns, end, candidate);
+        (self.starts[usize::from(on_device_clock(c.category))]).add(ts_ns, candidate);
         let kept = [
             ("correlation", e.set_correlation(c.ids.correlation())),
             ("External id", e.set_external_id(c.ids.external_id())),
