@@ -185,15 +185,15 @@ pub struct Hardware {
 /// every second A100 row of `shared/docs/published-runs.md` (27 rows of
 /// SC21, Korthikanti et al., BLOOM and MT-NLG; `crates/synth/tests/
 /// validation.rs` recomputes it, docs/SYNTH-VALIDATION.md lists them).
-pub const A100_GEMM_EFFICIENCY: f64 = 0.6565;
+pub const A100_GEMM_EFFICIENCY: f64 = 0.6585;
 /// The same on H100 (and H200, which has the same tensor cores). Fitted on
 /// the Lumos paper's GPT-3 15B run at TP 2 x PP 2 x DP 8, the only H100
 /// BF16 row fitted (with Megatron-core's device synchronization after
 /// every pipeline transfer, which that stack runs).
-pub const H100_GEMM_EFFICIENCY: f64 = 0.6509;
+pub const H100_GEMM_EFFICIENCY: f64 = 0.6597;
 /// Fraction of the FP8 peak reached by large FP8 GEMMs on H100. Fitted on
 /// every second NeMo / Megatron-Bridge row (4 rows).
-pub const H100_FP8_GEMM_EFFICIENCY: f64 = 0.6531;
+pub const H100_FP8_GEMM_EFFICIENCY: f64 = 0.6596;
 
 /// Assumed fixed cost of a GEMM kernel, ns: launch, prologue and
 /// epilogue (the GPU presets' curves put it at about 4 us).

@@ -1,5 +1,12 @@
 //! Durations of memory-bound kernels (element-wise, normalization,
-//! optimizer) and of host-to-device copies: bytes over a bandwidth.
+//! optimizer) and of host-to-device copies: a fixed cost plus bytes over
+//! a bandwidth.
+//!
+//! A sum, not the larger of the two: in the corpus's traces (H100, B200,
+//! MI300X, A100) the same element-wise kernel at 4 and 16 MB takes a few
+//! microseconds plus time in proportion to its bytes (MI300X `relu_`:
+//! 6.3 us at 4 MB, 17.0 us at 16 MB, where the larger-of model says 25
+//! us); PREDICTION.md, "Memory-bound kernels' fixed cost".
 
 /// Duration of a memory-bound kernel from the bytes it reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -8,13 +15,35 @@ pub struct MemoryModel {
     pub bytes_per_ns: f64,
     /// Fraction of that bandwidth element-wise kernels reach.
     pub efficiency: f64,
-    /// No kernel is shorter than this.
-    pub min_ns: f64,
+    /// Each kernel's fixed cost (launch on the device, the first wave's
+    /// ramp), ns, added to its bytes' time.
+    pub fixed_ns: f64,
 }
 
 impl MemoryModel {
     /// Duration in ns of a kernel moving `bytes`.
     pub fn time_ns(&self, bytes: f64) -> f64 {
-        (bytes / (self.bytes_per_ns * self.efficiency)).max(self.min_ns)
+        self.fixed_ns + bytes.max(0.0) / (self.bytes_per_ns * self.efficiency)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_takes_its_fixed_cost_plus_its_bytes_time() {
+        let m = MemoryModel {
+            bytes_per_ns: 2000.0,
+            efficiency: 0.5,
+            fixed_ns: 2000.0,
+        };
+        assert_eq!(m.time_ns(0.0), 2000.0);
+        // 1 MB at 1,000 bytes per ns: 1 us above the fixed cost.
+        assert_eq!(m.time_ns(1e6), 3000.0);
+        // Four times the bytes: four times the time above the fixed cost,
+        // not four times the whole.
+        assert_eq!(m.time_ns(4e6) - 2000.0, 4.0 * (m.time_ns(1e6) - 2000.0));
+        assert_eq!(m.time_ns(-1.0), 2000.0);
     }
 }

@@ -1141,8 +1141,11 @@ impl<'a> Retimer<'a> {
         if ratio == 1.0 || (traced as f64) <= 1.1 * floor as f64 {
             (traced as f64, Source::Measured)
         } else {
-            let (d, s) = scaled(traced, ratio);
-            (d.max(floor as f64), s)
+            // The floor is the kernel's fixed cost: only the time above
+            // it moves with the bytes (PREDICTION.md, "Memory-bound
+            // kernels' fixed cost").
+            let floor = floor.max(0) as f64;
+            (floor + (traced as f64 - floor) * ratio, Source::Scaled)
         }
     }
 
@@ -1670,7 +1673,8 @@ mod tests {
         };
         let floor = rt.floors[0];
         let long = 100 * floor.max(1);
-        let grown = |ratio: f64| ratio * long as f64;
+        // The floor is kept, the time above it scaled.
+        let grown = |ratio: f64| floor as f64 + ratio * (long - floor) as f64;
         // Sequence parallel: element-wise work in a layer is h / tp.
         assert!(base.sequence_parallel);
         assert_eq!(
