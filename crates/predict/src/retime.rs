@@ -132,7 +132,55 @@ impl Dims {
             1.0
         }
     }
+
+    /// Whether a matrix `[x, y]` that a traced layer's GEMM multiplies by
+    /// is split over the tensor-parallel ranks: Megatron's column- and
+    /// row-parallel weights (the attention's QKV and output projections,
+    /// the MLP's up and down) have the full hidden size as one dimension
+    /// and a shard's as the other: `h/tp`, `3h/tp`, `ffn/tp` exactly, or,
+    /// above [`SMALL_DIM`], a multiple of `h/tp`, `ffn/tp` or the
+    /// attention's head size (`head_dim`, 0 where unknown: a
+    /// grouped-query QKV `(heads + 2 kv_heads) head_dim / tp`, a gated
+    /// MLP's `2 ffn/tp`). Anything else in the layer is whole on every
+    /// rank: an MoE router `[h, experts]` (at most [`SMALL_DIM`] experts,
+    /// unless their count is exactly a shard's size, which the shapes
+    /// cannot tell apart), a weight without the hidden size. Where the
+    /// hidden size is unknown every such matrix is taken for a shard, as
+    /// before this rule.
+    fn layer_matrix_split(&self, head_dim: u64, x: u64, y: u64) -> bool {
+        let (h, ffn, tp) = (self.hidden, self.ffn, self.tp);
+        if tp <= 1 {
+            return false;
+        }
+        if h == 0 {
+            return true;
+        }
+        let other = match (x == h, y == h) {
+            (true, _) => y,
+            (_, true) => x,
+            _ => return false,
+        };
+        if self.hidden_like(other) || self.ffn_like(other) {
+            return true;
+        }
+        let shard = |full: u64| {
+            full.is_multiple_of(tp)
+                .then_some(full / tp)
+                .filter(|&s| s > 0)
+        };
+        let tied = [shard(h), shard(ffn), Some(head_dim).filter(|&d| d > 0)]
+            .into_iter()
+            .flatten()
+            .any(|unit| other.is_multiple_of(unit));
+        other > SMALL_DIM && tied
+    }
 }
+
+/// The largest dimension a layer's matrix may have beside the hidden size
+/// and still be whole on every tensor-parallel rank unless it is exactly
+/// a shard's size (see [`Dims::layer_matrix_split`]): an MoE router's
+/// experts (8 for Mixtral, 64 to 256 for others).
+const SMALL_DIM: u64 = 256;
 
 /// What a memory-bound kernel works on, as its operator's recorded shapes
 /// tell.
@@ -300,6 +348,8 @@ struct Retimer<'a> {
     /// The micro-batch size and sequence length of the first attention
     /// query with a recorded shape; zeros without one.
     batch_and_seq: (u64, u64),
+    /// The head size of that query; 0 without one.
+    head_dim: u64,
     /// Per input, per collective: its slot's envelope where the trace
     /// records no size (the `slots` module).
     envelopes: Vec<Vec<Option<i64>>>,
@@ -319,6 +369,17 @@ struct Retimer<'a> {
     /// only where the micro-batches change, for the gradient additions
     /// sized from their bytes.
     bandwidths: Vec<Option<f64>>,
+}
+
+/// The `(batch, seq, heads, head_dim)` of the first attention query with
+/// a recorded shape, in any input.
+fn attention_query(base: &Baseline) -> Option<[u64; 4]> {
+    (base.structures.iter())
+        .flat_map(|s| s.work.iter())
+        .find_map(|w| match w {
+            WorkClass::Attention(Some(d)) => Some(*d),
+            _ => None,
+        })
 }
 
 /// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
@@ -465,13 +526,8 @@ impl<'a> Retimer<'a> {
             },
             groups: Regroup::new(base, target),
             floors: memory_floors(base),
-            batch_and_seq: (base.structures.iter())
-                .flat_map(|s| s.work.iter())
-                .find_map(|w| match w {
-                    WorkClass::Attention(Some(d)) => Some((d[0], d[1])),
-                    _ => None,
-                })
-                .unwrap_or((0, 0)),
+            batch_and_seq: attention_query(base).map_or((0, 0), |d| (d[0], d[1])),
+            head_dim: attention_query(base).map_or(0, |d| d[3]),
             envelopes: base
                 .inputs
                 .iter()
@@ -1020,8 +1076,9 @@ impl<'a> Retimer<'a> {
 
     /// Whether a weight of sizes `d` is split over the traced
     /// tensor-parallel ranks, as the layer's structure tells: a matrix the
-    /// traced layers' GEMMs multiply by is (every GEMM of a tensor-parallel
-    /// layer is column- or row-parallel); any other weight (a vector: a
+    /// traced layers' GEMMs multiply by is when it pairs the hidden size
+    /// with a shard's ([`Dims::layer_matrix_split`]: the column- and
+    /// row-parallel projections, not an MoE router); any other weight (a vector: a
     /// bias, a layer norm's) only when a dimension is a shard's size
     /// (`h/tp`, `3h/tp`, `ffn/tp`) and no full size. A dimension that is
     /// both tells nothing, and is taken as a full one: at tp 3, `3h/tp` is
@@ -1033,8 +1090,10 @@ impl<'a> Retimer<'a> {
         if tp <= 1 {
             return false;
         }
-        if d.len() == 2 && self.layer_weight(d) {
-            return true;
+        if let [x, y] = *d {
+            if self.layer_weight(d) {
+                return (self.dims).layer_matrix_split(self.head_dim, x as u64, y as u64);
+            }
         }
         let full = |v: u64| v > 0 && (v == h || v == h.saturating_mul(3) || v == ffn);
         d.iter().any(|&x| {
@@ -1414,10 +1473,18 @@ fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
 /// before, from the layer's GEMMs (plus 4 h for layer norms); 1 where the
 /// input has no parameters per layer.
 fn layer_ratios(base: &Baseline, dims: Dims, r: &Ratios) -> Vec<f64> {
+    let head_dim = attention_query(base).map_or(0, |d| d[3]);
     (base.params.iter())
         .map(|pc| {
             let new = (pc.layer_gemms.iter())
-                .map(|&(k, n)| (k * n) as f64 * dims.ratio(k, r) * dims.ratio(n, r) * r.tp_shard)
+                .map(|&(k, n)| {
+                    let shard = if dims.layer_matrix_split(head_dim, k, n) {
+                        r.tp_shard
+                    } else {
+                        1.0
+                    };
+                    (k * n) as f64 * dims.ratio(k, r) * dims.ratio(n, r) * shard
+                })
                 .sum::<f64>()
                 + 4.0 * base.config.hidden as f64 * r.hidden;
             if pc.per_layer > 0.0 {
@@ -1892,6 +1959,69 @@ mod tests {
             ("[[2048]]", Some((3.0, true))),
         ] {
             assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "{dims}");
+        }
+    }
+
+    #[test]
+    fn only_the_projections_are_tensor_parallel_shards_not_a_router() {
+        // Megatron GPT, hidden 4096, FFN 16384, TP 4, heads of 128.
+        let dims = Dims {
+            hidden: 4096,
+            ffn: 16384,
+            tp: 4,
+        };
+        for ((x, y), want) in [
+            // QKV `[3h/tp, h]`, the output projection `[h, h/tp]`.
+            ((3072, 4096), true),
+            ((4096, 1024), true),
+            // The MLP's up `[ffn/tp, h]`, gated `[2 ffn/tp, h]`, and down.
+            ((4096, 4096), true),
+            ((8192, 4096), true),
+            ((4096, 4096), true),
+            // A grouped-query QKV, 32 heads and 8 of keys and values:
+            // `(32 + 16) x 128 / 4`, a multiple of the head size only.
+            ((1536, 4096), true),
+            // MoE routers `[h, experts]`: replicated.
+            ((4096, 8), false),
+            ((4096, 64), false),
+            ((256, 4096), false),
+            // No hidden size: not one of the layer's projections.
+            ((128, 2048), false),
+            ((3072, 1024), false),
+        ] {
+            assert_eq!(dims.layer_matrix_split(128, x, y), want, "{x} x {y}");
+        }
+        // Without the head size the grouped-query QKV is not tied to h.
+        assert!(!dims.layer_matrix_split(0, 1536, 4096));
+        // A router of exactly a shard's width cannot be told from one.
+        assert!(dims.layer_matrix_split(128, 4096, 1024));
+        // At TP 1 nothing is split; without a hidden size, every matrix.
+        assert!(!Dims { tp: 1, ..dims }.layer_matrix_split(128, 3072, 4096));
+        assert!(Dims { hidden: 0, ..dims }.layer_matrix_split(0, 4096, 8));
+
+        // Through re-timing: GPT tiny at TP 4 (hidden 1024), a router
+        // `[h, 8]` among the first layer's GEMM weights. TP 4 -> 2: the
+        // router's gradient keeps its size (it was taken for a shard and
+        // doubled); the output projection `[h, h/tp]` still doubles.
+        let mut base = baseline("gpt-tiny", None, [4, 1, 1, 1]);
+        let t = target(&base, |c| c.tp = 2);
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        for (dims, want) in [
+            ("[[1024, 8]]", Some((1.0, true))),
+            ("[[8, 1024]]", Some((1.0, true))),
+            ("[[1024, 256]]", Some((2.0, true))),
+        ] {
+            base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
+            let mut rt = Retimer::new(&base, &t);
+            rt.layer_weights.insert((8, 1024));
+            rt.batch_and_seq = (1, 4096);
+            assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
         }
     }
 
