@@ -245,7 +245,7 @@ pub(crate) fn retime(p: &mut Prediction) {
                 not_run.push(i);
             }
             let src = st.origin[i].0 as usize;
-            if st.tag[i].addition_bytes.is_some()
+            if st.tag[i].shaped_addition.is_some()
                 && st.graph.tasks[i].kind.is_gpu()
                 && rt.bandwidths.get(src).copied().flatten().is_none()
             {
@@ -846,13 +846,19 @@ impl<'a> Retimer<'a> {
             return (traced, Source::Modelled);
         }
         let floor = self.floors[src as usize] as f64;
-        if let Some(bytes) = st.tag[i].addition_bytes {
+        if let Some(grad) = st.tag[i].shaped_addition {
             // No DDP scaling to size it from: its three tensors' bytes
             // (the gradient and `.grad` read, `.grad` written) at the
             // trace's bandwidth, above the floor; at the floor where the
-            // trace tells no bandwidth.
+            // trace tells no bandwidth. The gradient is its parameter's
+            // shape, which grows as that weight's kernels do.
+            let g = &self.base.inputs[src as usize].graph;
+            let growth = (g.scopes[grad.node.0 as usize].input_dims.as_ref())
+                .and_then(|d| self.weight_growth(crate::shapes::sizes(d, 0)))
+                .unwrap_or(1.0);
+            let bytes = grad.bytes as f64 * growth;
             let above = match self.bandwidths.get(src as usize).copied().flatten() {
-                Some(bw) => ADDITION_TENSORS * bytes as f64 / bw,
+                Some(bw) => ADDITION_TENSORS * bytes / bw,
                 None => 0.0,
             };
             return (floor + above, Source::Modelled);
@@ -1059,19 +1065,32 @@ impl<'a> Retimer<'a> {
         {
             return None;
         }
+        let ratio = self.weight_growth(largest)?;
+        let layer = self.layer_weight(largest)
+            || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
+        Some((ratio, layer))
+    }
+
+    /// How the elements of a weight (or its gradient) of sizes `d` grow:
+    /// the product of its hidden- and FFN-like dimensions' ratios, over
+    /// the tensor-parallel degree's when it is split over tp
+    /// ([`Retimer::split_over_tp`]); `None` without such a dimension.
+    fn weight_growth(&self, d: &[i64]) -> Option<f64> {
         let mut ratio = 1.0;
         let mut weight = false;
-        for &x in largest {
+        for &x in d {
             let v = x as u64;
             if self.dims.hidden_like(v) || self.dims.ffn_like(v) {
                 weight = true;
                 ratio *= self.dims.ratio(v, &self.r);
             }
         }
-        let layer = self.layer_weight(largest)
-            || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
-        let sharded = self.split_over_tp(largest);
-        weight.then_some((ratio * if sharded { self.r.tp_shard } else { 1.0 }, layer))
+        let shard = if self.split_over_tp(d) {
+            self.r.tp_shard
+        } else {
+            1.0
+        };
+        weight.then_some(ratio * shard)
     }
 
     /// Whether a weight of sizes `d` is split over the traced
@@ -2025,6 +2044,72 @@ mod tests {
         }
     }
 
+    /// A gradient addition sized from its gradient's shape (no DDP
+    /// scaling kernel, `assemble/additions.rs`) moves that gradient's
+    /// bytes as the model's widths change them, as the weight's own
+    /// kernels do; it kept the traced bytes under `--hidden` and `--tp`.
+    #[test]
+    fn a_gradient_sized_from_its_shape_grows_as_its_weight() {
+        // GPT tiny at TP 2, hidden 1024: a memory-bound kernel of the
+        // traced graph made an addition of a float gradient whose node is
+        // the kernel's operator, at a bandwidth of one byte per ns.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 1, 1]);
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let node = g.scope_chain(task).next().unwrap();
+        let floor = memory_floors(&base)[0] as f64;
+        let above = |base: &Baseline, t: &Target, dims: &str| -> f64 {
+            let mut p = base.identity();
+            let st = &mut p.stages[0];
+            let i = (0..st.origin.len())
+                .find(|&i| st.origin[i] == (0, task))
+                .unwrap();
+            let d = InputDims::parse(dims).unwrap();
+            let elements: i64 = crate::shapes::sizes(&d, 0).iter().product();
+            st.tag[i] = Tag {
+                addition: true,
+                shaped_addition: Some(crate::assemble::ShapedAddition {
+                    bytes: 4 * elements as u64,
+                    node,
+                }),
+                ..st.tag[i]
+            };
+            let mut rt = Retimer::new(base, t);
+            rt.bandwidths = vec![Some(1.0)];
+            let (ns, source) = rt.addition_ns(st, i, (1.0, 1.0));
+            assert_eq!(source, Source::Modelled);
+            ns - floor
+        };
+        for (dims, hidden, tp) in [
+            // A `[h, h]` weight, whole: 4x its elements at twice the
+            // hidden size, as many at TP 4.
+            ("[[1024, 1024]]", 4.0, 1.0),
+            // The QKV shard `[3h/tp, h]`: 4x, and half at TP 4.
+            ("[[1536, 1024]]", 4.0, 0.5),
+            // A bias of the hidden size: 2x.
+            ("[[1024]]", 2.0, 1.0),
+            // No hidden- or FFN-like size: as traced.
+            ("[[77, 5]]", 1.0, 1.0),
+        ] {
+            base.inputs[0].graph.scopes[node.0 as usize].input_dims = InputDims::parse(dims);
+            let same = above(&base, &target(&base, |_| {}), dims);
+            let d = InputDims::parse(dims).unwrap();
+            let elements: i64 = crate::shapes::sizes(&d, 0).iter().product();
+            assert_eq!(same, ADDITION_TENSORS * 4.0 * elements as f64, "{dims}");
+            let wider = above(&base, &target(&base, |c| c.hidden = 2048), dims);
+            assert!(
+                (wider / same - hidden).abs() < 1e-9,
+                "{dims}: {wider} / {same}"
+            );
+            let split = above(&base, &target(&base, |c| c.tp = 4), dims);
+            assert!((split / same - tp).abs() < 1e-9, "{dims}: {split} / {same}");
+        }
+    }
+
     #[test]
     fn reductions_are_told_by_their_exact_names() {
         for op in [
@@ -2167,7 +2252,7 @@ mod tests {
             setup: true,
             addition: false,
             layers_fitted: false,
-            addition_bytes: None,
+            shaped_addition: None,
         };
         let place = s.role_of_task(task);
         let at = |t: &Target| {
