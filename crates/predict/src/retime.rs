@@ -1406,10 +1406,30 @@ fn scales_a_reduction(s: &Structure, t: TaskId) -> bool {
 /// out of its buckets (inside `torch::distributed::reducer::mul_out`, each
 /// gradient's scaled copy into its bucket, or
 /// `torch.distributed.ddp.reducer::copy_bucket_to_grad`, the copy back
-/// after the all-reduce), work only a backward that reduces the gradients
-/// runs.
+/// after the all-reduce; or a bucket scaling a PyTorch recorded without
+/// the reducer's scope, [`is_bare_bucket_scaling`]), work only a backward
+/// that reduces the gradients runs.
 fn fills_a_bucket(g: &Graph, t: TaskId) -> bool {
-    (g.scope_chain(t)).any(|sc| is_reducer_op(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
+    (g.scope_chain(t)).any(|sc| {
+        is_reducer_op(&g.names[g.scopes[sc.0 as usize].name.0 as usize])
+            || is_bare_bucket_scaling(g, sc)
+    })
+}
+
+/// Whether scope `sc` is DDP's reducer scaling a gradient into its bucket
+/// where the PyTorch that recorded it named no reducer scope (the DLRM
+/// corpus trace's): a bare `aten::mul` (`at::mul_out(bucket, grad,
+/// 1/world)`) or `aten::copy_` (under a communication hook) right inside
+/// the gradient's accumulation (`autograd::engine::evaluate_function:
+/// torch::autograd::AccumulateGrad`), beside its node rather than in it:
+/// only DDP's hook on the parameter runs work there.
+fn is_bare_bucket_scaling(g: &Graph, sc: ScopeId) -> bool {
+    let scope = &g.scopes[sc.0 as usize];
+    let named = |s: ScopeId| g.names[g.scopes[s.0 as usize].name.0 as usize].as_str();
+    matches!(named(sc), "aten::mul" | "aten::copy_")
+        && scope
+            .parent
+            .is_some_and(|p| named(p) == crate::assemble::ACCUMULATION)
 }
 
 /// Whether an operator named `name` is DDP's reducer's own work.
@@ -1418,7 +1438,8 @@ fn is_reducer_op(name: &str) -> bool {
         || name.starts_with("torch.distributed.ddp.reducer::")
 }
 
-/// Whether CPU task `t` is (or runs inside) DDP's reducer work, or a
+/// Whether CPU task `t` is (or runs inside) DDP's reducer work (a bucket
+/// scaling without the reducer's scope too, [`is_bare_bucket_scaling`]), or a
 /// collective's launch (`c10d::...`, `record_param_comms`, `nccl:...`)
 /// that reduces gradients: one inside a gradient's accumulation (where
 /// DDP's and Megatron's hooks issue their reductions), or one of
@@ -1431,7 +1452,7 @@ fn runs_a_reduction(g: &Graph, t: TaskId, reductions: &FxHashSet<ScopeId>) -> bo
     let (mut comm, mut accumulation) = (is_collective_op(g.name(t)), false);
     for sc in g.scope_chain(t) {
         let name = named(sc);
-        if is_reducer_op(name) || reductions.contains(&sc) {
+        if is_reducer_op(name) || reductions.contains(&sc) || is_bare_bucket_scaling(g, sc) {
             return true;
         }
         comm |= is_collective_op(name);
@@ -2108,6 +2129,54 @@ mod tests {
             let split = above(&base, &target(&base, |c| c.tp = 4), dims);
             assert!((split / same - tp).abs() < 1e-9, "{dims}: {split} / {same}");
         }
+    }
+
+    /// DLRM's DDP (an older PyTorch) scales each gradient into its bucket
+    /// with a bare `aten::mul` right inside the gradient's accumulation,
+    /// under no reducer scope. Under `--microbatches 2` only the last
+    /// backward, which reduces, runs those 15 scalings (kernels and their
+    /// CPU work); the first backward ran them too, at their traced time.
+    #[test]
+    fn a_bucket_scaling_without_the_reducer_s_scope_runs_in_the_reducing_backward_only() {
+        let Some(corpus) = lumos_testkit::corpus() else {
+            return;
+        };
+        let path = corpus.path("multi-rank/dlrm-8xv100/rank0.json.gz");
+        let trace = lumos_trace::read_path(&path).unwrap();
+        let base = Baseline::new(vec![crate::testutil::input(&trace, "rank0")]).unwrap();
+        let g = &base.inputs[0].graph;
+        let p = base.identity().with_microbatches(2).unwrap();
+        let st = &p.stages[0];
+        // Per backward: GPU kernels, CPU tasks, their predicted and traced
+        // time.
+        let mut seen = [[0i64; 4]; 2];
+        let mut kernels = [0usize; 2];
+        for i in 0..st.origin.len() {
+            let (_, t) = st.origin[i];
+            if st.tag[i].addition || !g.scope_chain(t).any(|sc| is_bare_bucket_scaling(g, sc)) {
+                continue;
+            }
+            let Some((PassKind::Backward, k)) = st.tag[i].pass else {
+                panic!("a bucket scaling outside a backward: {:?}", st.tag[i]);
+            };
+            let k = k as usize;
+            let gpu = g.tasks[t.idx()].kind.is_gpu();
+            kernels[k] += usize::from(gpu);
+            let at = if gpu { 0 } else { 2 };
+            seen[k][at] += st.durations[i];
+            seen[k][at + 1] += g.tasks[t.idx()].duration_ns;
+        }
+        assert_eq!(kernels, [15, 15]);
+        // The first backward runs none of them; the last as traced.
+        assert_eq!((seen[0][0], seen[0][2]), (0, 0), "{seen:?}");
+        assert!(seen[1][1] > 0 && seen[1][3] > 0, "{seen:?}");
+        assert_eq!((seen[1][0], seen[1][2]), (seen[1][1], seen[1][3]));
+        // Only those 15: the `aten::mul`s of the loss's and the
+        // embeddings' gradient functions are not taken for one.
+        let muls = (g.scopes.iter()).filter(|s| g.names[s.name.0 as usize] == "aten::mul");
+        assert!(muls.count() > 15);
+        let bare = (0..g.scopes.len() as u32).filter(|&s| is_bare_bucket_scaling(g, ScopeId(s)));
+        assert_eq!(bare.count(), 15);
     }
 
     #[test]
