@@ -428,6 +428,15 @@ class Prediction:
         return self.report["confidence"]["verdict"]
 
     @property
+    def degrees_guessed(self) -> bool:
+        """Whether discovery guessed the traced parallel degrees (a trace
+        without process groups, ``pg_config``; the report's
+        ``traced.degrees_guessed``): an edit of a guessed degree is one
+        confidence level lower, and each input's
+        ``structure.config.degrees_guessed`` says from what."""
+        return bool(self.report["traced"]["degrees_guessed"])
+
+    @property
     def trust(self) -> Dict[str, Any]:
         """The prediction's confidence block, as ``lumos predict --json``
         gives it: the verdict and its reasons, the shares of predicted GPU

@@ -217,6 +217,21 @@ def test_durations_from_steps_without_errors_are_float(corpus, tmp_path):
         assert steps[col].dtype == "float64" and steps[col].isna().all(), col
 
 
+def test_a_prediction_says_whether_the_traced_degrees_were_guessed(corpus):
+    """DLRM's ranks list no process groups: their data-parallel degree is
+    the world size, a guess, which a prediction states as
+    ``degrees_guessed`` (and is one level less confident changing it); the
+    MI300X DDP rank lists its groups."""
+    dlrm = corpus / "multi-rank" / "dlrm-8xv100" / "rank0.json.gz"
+    p = lumos.predict(str(dlrm), dp=4, progress=False)
+    assert p.degrees_guessed is True
+    assert p.report["traced"]["dp"] == 8
+    assert p.verdict == "low"
+    ddp = corpus / "single-rank" / "mi300x-resnet-ddp-rank0of8.json.gz"
+    p = lumos.predict(str(ddp), progress=False)
+    assert p.degrees_guessed is False
+
+
 def test_a_model_fitted_on_nothing_has_no_error(corpus):
     """The simple-add trace has no GEMM and no collective: each model's
     mean error is NaN (null in the JSON; it was 0.0, a perfect fit)."""

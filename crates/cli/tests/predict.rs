@@ -39,7 +39,12 @@ fn identity_prediction_is_the_replay() {
     for s in v["steps"].as_array().unwrap() {
         assert_eq!(s["replayed_ms"], s["predicted_ms"]);
     }
-    assert_eq!(v["traced"], v["target"]);
+    // The traced configuration is the target's, and says whether its
+    // degrees were guessed: this trace lists its process groups.
+    let mut traced = v["traced"].clone();
+    let guessed = traced.as_object_mut().unwrap().remove("degrees_guessed");
+    assert_eq!(guessed, Some(false.into()), "{}", v["traced"]);
+    assert_eq!(traced, v["target"]);
     // A ResNet has no transformer layers: the sizes the trace does not
     // tell are null (a 0 would read as a model of no layers).
     for size in ["layers", "hidden", "ffn"] {
@@ -1235,6 +1240,7 @@ fn degrees_of_a_trace_without_process_groups_are_stated_as_guessed() {
         .join(" ");
     assert!(text.contains(&format!("assumption: {guessed}")), "{text}");
     let p = json(&["predict", "--dp", "4"], std::slice::from_ref(&stripped));
+    assert_eq!(p["traced"]["degrees_guessed"], true, "{}", p["traced"]);
     assert!(
         (p["assumptions"].as_array().unwrap().iter()).any(|a| a == guessed),
         "{}",
@@ -1270,6 +1276,15 @@ fn changing_a_guessed_degree_lowers_the_confidence_a_level() {
     };
     let rank0 = vec![corpus.path("multi-rank/dlrm-8xv100/rank0.json.gz")];
     let v = json(&["predict", "--dp", "4"], &rank0);
+    // The traced degrees say they were guessed, as a key of their own
+    // (before, only the verdict's reason and an assumption said so).
+    assert_eq!(v["traced"]["degrees_guessed"], true, "{}", v["traced"]);
+    assert_eq!(v["traced"]["dp"], 8, "{}", v["traced"]);
+    assert!(
+        v["target"].get("degrees_guessed").is_none(),
+        "{}",
+        v["target"]
+    );
     let c = &v["confidence"];
     assert_eq!(c["verdict"], "low", "{c}");
     let first = c["reasons"][0].as_str().unwrap();

@@ -308,7 +308,7 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage<'_>> {
                 setup: false,
                 addition: false,
                 layers_fitted: false,
-                addition_bytes: None,
+                shaped_addition: None,
             };
             inp.graph.tasks.len()
         ];

@@ -601,7 +601,7 @@ pub(crate) fn plan_stage(
         setup: false,
         addition: false,
         layers_fitted: false,
-        addition_bytes: None,
+        shaped_addition: None,
     };
     let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
         for u in lo..hi {
@@ -635,7 +635,7 @@ pub(crate) fn plan_stage(
                 setup: false,
                 addition: false,
                 layers_fitted: false,
-                addition_bytes: None,
+                shaped_addition: None,
             };
             let vt = t.virtual_stage(c);
             for (r, layers_fitted) in

@@ -132,7 +132,55 @@ impl Dims {
             1.0
         }
     }
+
+    /// Whether a matrix `[x, y]` that a traced layer's GEMM multiplies by
+    /// is split over the tensor-parallel ranks: Megatron's column- and
+    /// row-parallel weights (the attention's QKV and output projections,
+    /// the MLP's up and down) have the full hidden size as one dimension
+    /// and a shard's as the other: `h/tp`, `3h/tp`, `ffn/tp` exactly, or,
+    /// above [`SMALL_DIM`], a multiple of `h/tp`, `ffn/tp` or the
+    /// attention's head size (`head_dim`, 0 where unknown: a
+    /// grouped-query QKV `(heads + 2 kv_heads) head_dim / tp`, a gated
+    /// MLP's `2 ffn/tp`). Anything else in the layer is whole on every
+    /// rank: an MoE router `[h, experts]` (at most [`SMALL_DIM`] experts,
+    /// unless their count is exactly a shard's size, which the shapes
+    /// cannot tell apart), a weight without the hidden size. Where the
+    /// hidden size is unknown every such matrix is taken for a shard, as
+    /// before this rule.
+    fn layer_matrix_split(&self, head_dim: u64, x: u64, y: u64) -> bool {
+        let (h, ffn, tp) = (self.hidden, self.ffn, self.tp);
+        if tp <= 1 {
+            return false;
+        }
+        if h == 0 {
+            return true;
+        }
+        let other = match (x == h, y == h) {
+            (true, _) => y,
+            (_, true) => x,
+            _ => return false,
+        };
+        if self.hidden_like(other) || self.ffn_like(other) {
+            return true;
+        }
+        let shard = |full: u64| {
+            full.is_multiple_of(tp)
+                .then_some(full / tp)
+                .filter(|&s| s > 0)
+        };
+        let tied = [shard(h), shard(ffn), Some(head_dim).filter(|&d| d > 0)]
+            .into_iter()
+            .flatten()
+            .any(|unit| other.is_multiple_of(unit));
+        other > SMALL_DIM && tied
+    }
 }
+
+/// The largest dimension a layer's matrix may have beside the hidden size
+/// and still be whole on every tensor-parallel rank unless it is exactly
+/// a shard's size (see [`Dims::layer_matrix_split`]): an MoE router's
+/// experts (8 for Mixtral, 64 to 256 for others).
+const SMALL_DIM: u64 = 256;
 
 /// What a memory-bound kernel works on, as its operator's recorded shapes
 /// tell.
@@ -197,7 +245,7 @@ pub(crate) fn retime(p: &mut Prediction) {
                 not_run.push(i);
             }
             let src = st.origin[i].0 as usize;
-            if st.tag[i].addition_bytes.is_some()
+            if st.tag[i].shaped_addition.is_some()
                 && st.graph.tasks[i].kind.is_gpu()
                 && rt.bandwidths.get(src).copied().flatten().is_none()
             {
@@ -300,6 +348,8 @@ struct Retimer<'a> {
     /// The micro-batch size and sequence length of the first attention
     /// query with a recorded shape; zeros without one.
     batch_and_seq: (u64, u64),
+    /// The head size of that query; 0 without one.
+    head_dim: u64,
     /// Per input, per collective: its slot's envelope where the trace
     /// records no size (the `slots` module).
     envelopes: Vec<Vec<Option<i64>>>,
@@ -319,6 +369,17 @@ struct Retimer<'a> {
     /// only where the micro-batches change, for the gradient additions
     /// sized from their bytes.
     bandwidths: Vec<Option<f64>>,
+}
+
+/// The `(batch, seq, heads, head_dim)` of the first attention query with
+/// a recorded shape, in any input.
+fn attention_query(base: &Baseline) -> Option<[u64; 4]> {
+    (base.structures.iter())
+        .flat_map(|s| s.work.iter())
+        .find_map(|w| match w {
+            WorkClass::Attention(Some(d)) => Some(*d),
+            _ => None,
+        })
 }
 
 /// The weight shapes of the traced layers (see [`Retimer::layer_weights`]).
@@ -465,13 +526,8 @@ impl<'a> Retimer<'a> {
             },
             groups: Regroup::new(base, target),
             floors: memory_floors(base),
-            batch_and_seq: (base.structures.iter())
-                .flat_map(|s| s.work.iter())
-                .find_map(|w| match w {
-                    WorkClass::Attention(Some(d)) => Some((d[0], d[1])),
-                    _ => None,
-                })
-                .unwrap_or((0, 0)),
+            batch_and_seq: attention_query(base).map_or((0, 0), |d| (d[0], d[1])),
+            head_dim: attention_query(base).map_or(0, |d| d[3]),
             envelopes: base
                 .inputs
                 .iter()
@@ -790,13 +846,19 @@ impl<'a> Retimer<'a> {
             return (traced, Source::Modelled);
         }
         let floor = self.floors[src as usize] as f64;
-        if let Some(bytes) = st.tag[i].addition_bytes {
+        if let Some(grad) = st.tag[i].shaped_addition {
             // No DDP scaling to size it from: its three tensors' bytes
             // (the gradient and `.grad` read, `.grad` written) at the
             // trace's bandwidth, above the floor; at the floor where the
-            // trace tells no bandwidth.
+            // trace tells no bandwidth. The gradient is its parameter's
+            // shape, which grows as that weight's kernels do.
+            let g = &self.base.inputs[src as usize].graph;
+            let growth = (g.scopes[grad.node.0 as usize].input_dims.as_ref())
+                .and_then(|d| self.weight_growth(crate::shapes::sizes(d, 0)))
+                .unwrap_or(1.0);
+            let bytes = grad.bytes as f64 * growth;
             let above = match self.bandwidths.get(src as usize).copied().flatten() {
-                Some(bw) => ADDITION_TENSORS * bytes as f64 / bw,
+                Some(bw) => ADDITION_TENSORS * bytes / bw,
                 None => 0.0,
             };
             return (floor + above, Source::Modelled);
@@ -1003,25 +1065,39 @@ impl<'a> Retimer<'a> {
         {
             return None;
         }
+        let ratio = self.weight_growth(largest)?;
+        let layer = self.layer_weight(largest)
+            || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
+        Some((ratio, layer))
+    }
+
+    /// How the elements of a weight (or its gradient) of sizes `d` grow:
+    /// the product of its hidden- and FFN-like dimensions' ratios, over
+    /// the tensor-parallel degree's when it is split over tp
+    /// ([`Retimer::split_over_tp`]); `None` without such a dimension.
+    fn weight_growth(&self, d: &[i64]) -> Option<f64> {
         let mut ratio = 1.0;
         let mut weight = false;
-        for &x in largest {
+        for &x in d {
             let v = x as u64;
             if self.dims.hidden_like(v) || self.dims.ffn_like(v) {
                 weight = true;
                 ratio *= self.dims.ratio(v, &self.r);
             }
         }
-        let layer = self.layer_weight(largest)
-            || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
-        let sharded = self.split_over_tp(largest);
-        weight.then_some((ratio * if sharded { self.r.tp_shard } else { 1.0 }, layer))
+        let shard = if self.split_over_tp(d) {
+            self.r.tp_shard
+        } else {
+            1.0
+        };
+        weight.then_some(ratio * shard)
     }
 
     /// Whether a weight of sizes `d` is split over the traced
     /// tensor-parallel ranks, as the layer's structure tells: a matrix the
-    /// traced layers' GEMMs multiply by is (every GEMM of a tensor-parallel
-    /// layer is column- or row-parallel); any other weight (a vector: a
+    /// traced layers' GEMMs multiply by is when it pairs the hidden size
+    /// with a shard's ([`Dims::layer_matrix_split`]: the column- and
+    /// row-parallel projections, not an MoE router); any other weight (a vector: a
     /// bias, a layer norm's) only when a dimension is a shard's size
     /// (`h/tp`, `3h/tp`, `ffn/tp`) and no full size. A dimension that is
     /// both tells nothing, and is taken as a full one: at tp 3, `3h/tp` is
@@ -1033,8 +1109,10 @@ impl<'a> Retimer<'a> {
         if tp <= 1 {
             return false;
         }
-        if d.len() == 2 && self.layer_weight(d) {
-            return true;
+        if let [x, y] = *d {
+            if self.layer_weight(d) {
+                return (self.dims).layer_matrix_split(self.head_dim, x as u64, y as u64);
+            }
         }
         let full = |v: u64| v > 0 && (v == h || v == h.saturating_mul(3) || v == ffn);
         d.iter().any(|&x| {
@@ -1328,10 +1406,30 @@ fn scales_a_reduction(s: &Structure, t: TaskId) -> bool {
 /// out of its buckets (inside `torch::distributed::reducer::mul_out`, each
 /// gradient's scaled copy into its bucket, or
 /// `torch.distributed.ddp.reducer::copy_bucket_to_grad`, the copy back
-/// after the all-reduce), work only a backward that reduces the gradients
-/// runs.
+/// after the all-reduce; or a bucket scaling a PyTorch recorded without
+/// the reducer's scope, [`is_bare_bucket_scaling`]), work only a backward
+/// that reduces the gradients runs.
 fn fills_a_bucket(g: &Graph, t: TaskId) -> bool {
-    (g.scope_chain(t)).any(|sc| is_reducer_op(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
+    (g.scope_chain(t)).any(|sc| {
+        is_reducer_op(&g.names[g.scopes[sc.0 as usize].name.0 as usize])
+            || is_bare_bucket_scaling(g, sc)
+    })
+}
+
+/// Whether scope `sc` is DDP's reducer scaling a gradient into its bucket
+/// where the PyTorch that recorded it named no reducer scope (the DLRM
+/// corpus trace's): a bare `aten::mul` (`at::mul_out(bucket, grad,
+/// 1/world)`) or `aten::copy_` (under a communication hook) right inside
+/// the gradient's accumulation (`autograd::engine::evaluate_function:
+/// torch::autograd::AccumulateGrad`), beside its node rather than in it:
+/// only DDP's hook on the parameter runs work there.
+fn is_bare_bucket_scaling(g: &Graph, sc: ScopeId) -> bool {
+    let scope = &g.scopes[sc.0 as usize];
+    let named = |s: ScopeId| g.names[g.scopes[s.0 as usize].name.0 as usize].as_str();
+    matches!(named(sc), "aten::mul" | "aten::copy_")
+        && scope
+            .parent
+            .is_some_and(|p| named(p) == crate::assemble::ACCUMULATION)
 }
 
 /// Whether an operator named `name` is DDP's reducer's own work.
@@ -1340,7 +1438,8 @@ fn is_reducer_op(name: &str) -> bool {
         || name.starts_with("torch.distributed.ddp.reducer::")
 }
 
-/// Whether CPU task `t` is (or runs inside) DDP's reducer work, or a
+/// Whether CPU task `t` is (or runs inside) DDP's reducer work (a bucket
+/// scaling without the reducer's scope too, [`is_bare_bucket_scaling`]), or a
 /// collective's launch (`c10d::...`, `record_param_comms`, `nccl:...`)
 /// that reduces gradients: one inside a gradient's accumulation (where
 /// DDP's and Megatron's hooks issue their reductions), or one of
@@ -1353,7 +1452,7 @@ fn runs_a_reduction(g: &Graph, t: TaskId, reductions: &FxHashSet<ScopeId>) -> bo
     let (mut comm, mut accumulation) = (is_collective_op(g.name(t)), false);
     for sc in g.scope_chain(t) {
         let name = named(sc);
-        if is_reducer_op(name) || reductions.contains(&sc) {
+        if is_reducer_op(name) || reductions.contains(&sc) || is_bare_bucket_scaling(g, sc) {
             return true;
         }
         comm |= is_collective_op(name);
@@ -1414,10 +1513,18 @@ fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
 /// before, from the layer's GEMMs (plus 4 h for layer norms); 1 where the
 /// input has no parameters per layer.
 fn layer_ratios(base: &Baseline, dims: Dims, r: &Ratios) -> Vec<f64> {
+    let head_dim = attention_query(base).map_or(0, |d| d[3]);
     (base.params.iter())
         .map(|pc| {
             let new = (pc.layer_gemms.iter())
-                .map(|&(k, n)| (k * n) as f64 * dims.ratio(k, r) * dims.ratio(n, r) * r.tp_shard)
+                .map(|&(k, n)| {
+                    let shard = if dims.layer_matrix_split(head_dim, k, n) {
+                        r.tp_shard
+                    } else {
+                        1.0
+                    };
+                    (k * n) as f64 * dims.ratio(k, r) * dims.ratio(n, r) * shard
+                })
                 .sum::<f64>()
                 + 4.0 * base.config.hidden as f64 * r.hidden;
             if pc.per_layer > 0.0 {
@@ -1896,6 +2003,183 @@ mod tests {
     }
 
     #[test]
+    fn only_the_projections_are_tensor_parallel_shards_not_a_router() {
+        // Megatron GPT, hidden 4096, FFN 16384, TP 4, heads of 128.
+        let dims = Dims {
+            hidden: 4096,
+            ffn: 16384,
+            tp: 4,
+        };
+        for ((x, y), want) in [
+            // QKV `[3h/tp, h]`, the output projection `[h, h/tp]`.
+            ((3072, 4096), true),
+            ((4096, 1024), true),
+            // The MLP's up `[ffn/tp, h]`, gated `[2 ffn/tp, h]`, and down.
+            ((4096, 4096), true),
+            ((8192, 4096), true),
+            ((4096, 4096), true),
+            // A grouped-query QKV, 32 heads and 8 of keys and values:
+            // `(32 + 16) x 128 / 4`, a multiple of the head size only.
+            ((1536, 4096), true),
+            // MoE routers `[h, experts]`: replicated.
+            ((4096, 8), false),
+            ((4096, 64), false),
+            ((256, 4096), false),
+            // No hidden size: not one of the layer's projections.
+            ((128, 2048), false),
+            ((3072, 1024), false),
+        ] {
+            assert_eq!(dims.layer_matrix_split(128, x, y), want, "{x} x {y}");
+        }
+        // Without the head size the grouped-query QKV is not tied to h.
+        assert!(!dims.layer_matrix_split(0, 1536, 4096));
+        // A router of exactly a shard's width cannot be told from one.
+        assert!(dims.layer_matrix_split(128, 4096, 1024));
+        // At TP 1 nothing is split; without a hidden size, every matrix.
+        assert!(!Dims { tp: 1, ..dims }.layer_matrix_split(128, 3072, 4096));
+        assert!(Dims { hidden: 0, ..dims }.layer_matrix_split(0, 4096, 8));
+
+        // Through re-timing: GPT tiny at TP 4 (hidden 1024), a router
+        // `[h, 8]` among the first layer's GEMM weights. TP 4 -> 2: the
+        // router's gradient keeps its size (it was taken for a shard and
+        // doubled); the output projection `[h, h/tp]` still doubles.
+        let mut base = baseline("gpt-tiny", None, [4, 1, 1, 1]);
+        let t = target(&base, |c| c.tp = 2);
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        for (dims, want) in [
+            ("[[1024, 8]]", Some((1.0, true))),
+            ("[[8, 1024]]", Some((1.0, true))),
+            ("[[1024, 256]]", Some((2.0, true))),
+        ] {
+            base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
+            let mut rt = Retimer::new(&base, &t);
+            rt.layer_weights.insert((8, 1024));
+            rt.batch_and_seq = (1, 4096);
+            assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
+        }
+    }
+
+    /// A gradient addition sized from its gradient's shape (no DDP
+    /// scaling kernel, `assemble/additions.rs`) moves that gradient's
+    /// bytes as the model's widths change them, as the weight's own
+    /// kernels do; it kept the traced bytes under `--hidden` and `--tp`.
+    #[test]
+    fn a_gradient_sized_from_its_shape_grows_as_its_weight() {
+        // GPT tiny at TP 2, hidden 1024: a memory-bound kernel of the
+        // traced graph made an addition of a float gradient whose node is
+        // the kernel's operator, at a bandwidth of one byte per ns.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 1, 1]);
+        let g = &base.inputs[0].graph;
+        let work = &base.structures[0].work;
+        let task = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
+            .expect("a memory-bound kernel under an operator");
+        let node = g.scope_chain(task).next().unwrap();
+        let floor = memory_floors(&base)[0] as f64;
+        let above = |base: &Baseline, t: &Target, dims: &str| -> f64 {
+            let mut p = base.identity();
+            let st = &mut p.stages[0];
+            let i = (0..st.origin.len())
+                .find(|&i| st.origin[i] == (0, task))
+                .unwrap();
+            let d = InputDims::parse(dims).unwrap();
+            let elements: i64 = crate::shapes::sizes(&d, 0).iter().product();
+            st.tag[i] = Tag {
+                addition: true,
+                shaped_addition: Some(crate::assemble::ShapedAddition {
+                    bytes: 4 * elements as u64,
+                    node,
+                }),
+                ..st.tag[i]
+            };
+            let mut rt = Retimer::new(base, t);
+            rt.bandwidths = vec![Some(1.0)];
+            let (ns, source) = rt.addition_ns(st, i, (1.0, 1.0));
+            assert_eq!(source, Source::Modelled);
+            ns - floor
+        };
+        for (dims, hidden, tp) in [
+            // A `[h, h]` weight, whole: 4x its elements at twice the
+            // hidden size, as many at TP 4.
+            ("[[1024, 1024]]", 4.0, 1.0),
+            // The QKV shard `[3h/tp, h]`: 4x, and half at TP 4.
+            ("[[1536, 1024]]", 4.0, 0.5),
+            // A bias of the hidden size: 2x.
+            ("[[1024]]", 2.0, 1.0),
+            // No hidden- or FFN-like size: as traced.
+            ("[[77, 5]]", 1.0, 1.0),
+        ] {
+            base.inputs[0].graph.scopes[node.0 as usize].input_dims = InputDims::parse(dims);
+            let same = above(&base, &target(&base, |_| {}), dims);
+            let d = InputDims::parse(dims).unwrap();
+            let elements: i64 = crate::shapes::sizes(&d, 0).iter().product();
+            assert_eq!(same, ADDITION_TENSORS * 4.0 * elements as f64, "{dims}");
+            let wider = above(&base, &target(&base, |c| c.hidden = 2048), dims);
+            assert!(
+                (wider / same - hidden).abs() < 1e-9,
+                "{dims}: {wider} / {same}"
+            );
+            let split = above(&base, &target(&base, |c| c.tp = 4), dims);
+            assert!((split / same - tp).abs() < 1e-9, "{dims}: {split} / {same}");
+        }
+    }
+
+    /// DLRM's DDP (an older PyTorch) scales each gradient into its bucket
+    /// with a bare `aten::mul` right inside the gradient's accumulation,
+    /// under no reducer scope. Under `--microbatches 2` only the last
+    /// backward, which reduces, runs those 15 scalings (kernels and their
+    /// CPU work); the first backward ran them too, at their traced time.
+    #[test]
+    fn a_bucket_scaling_without_the_reducer_s_scope_runs_in_the_reducing_backward_only() {
+        let Some(corpus) = lumos_testkit::corpus() else {
+            return;
+        };
+        let path = corpus.path("multi-rank/dlrm-8xv100/rank0.json.gz");
+        let trace = lumos_trace::read_path(&path).unwrap();
+        let base = Baseline::new(vec![crate::testutil::input(&trace, "rank0")]).unwrap();
+        let g = &base.inputs[0].graph;
+        let p = base.identity().with_microbatches(2).unwrap();
+        let st = &p.stages[0];
+        // Per backward: GPU kernels, CPU tasks, their predicted and traced
+        // time.
+        let mut seen = [[0i64; 4]; 2];
+        let mut kernels = [0usize; 2];
+        for i in 0..st.origin.len() {
+            let (_, t) = st.origin[i];
+            if st.tag[i].addition || !g.scope_chain(t).any(|sc| is_bare_bucket_scaling(g, sc)) {
+                continue;
+            }
+            let Some((PassKind::Backward, k)) = st.tag[i].pass else {
+                panic!("a bucket scaling outside a backward: {:?}", st.tag[i]);
+            };
+            let k = k as usize;
+            let gpu = g.tasks[t.idx()].kind.is_gpu();
+            kernels[k] += usize::from(gpu);
+            let at = if gpu { 0 } else { 2 };
+            seen[k][at] += st.durations[i];
+            seen[k][at + 1] += g.tasks[t.idx()].duration_ns;
+        }
+        assert_eq!(kernels, [15, 15]);
+        // The first backward runs none of them; the last as traced.
+        assert_eq!((seen[0][0], seen[0][2]), (0, 0), "{seen:?}");
+        assert!(seen[1][1] > 0 && seen[1][3] > 0, "{seen:?}");
+        assert_eq!((seen[1][0], seen[1][2]), (seen[1][1], seen[1][3]));
+        // Only those 15: the `aten::mul`s of the loss's and the
+        // embeddings' gradient functions are not taken for one.
+        let muls = (g.scopes.iter()).filter(|s| g.names[s.name.0 as usize] == "aten::mul");
+        assert!(muls.count() > 15);
+        let bare = (0..g.scopes.len() as u32).filter(|&s| is_bare_bucket_scaling(g, ScopeId(s)));
+        assert_eq!(bare.count(), 15);
+    }
+
+    #[test]
     fn reductions_are_told_by_their_exact_names() {
         for op in [
             "aten::sum",
@@ -2037,7 +2321,7 @@ mod tests {
             setup: true,
             addition: false,
             layers_fitted: false,
-            addition_bytes: None,
+            shaped_addition: None,
         };
         let place = s.role_of_task(task);
         let at = |t: &Target| {

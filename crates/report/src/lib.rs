@@ -116,7 +116,7 @@ pub use network::network_from_json;
 pub use predict::{
     predict, predict_report, BreakdownMs, Calibration, ConfidenceReport, Config, GemmCalibration,
     InputReport, LinkCalibration, ModelFitReport, PredictReport, StageRow, SteadinessReport,
-    StepRow,
+    StepRow, TracedConfig,
 };
 pub use predict_input::{
     prediction_candidates_of, prediction_candidates_of_graphs, prediction_input,

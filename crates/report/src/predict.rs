@@ -30,8 +30,9 @@ pub struct PredictReport {
     /// only when there are some.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOutReport>,
-    /// The configuration traced.
-    pub traced: Config,
+    /// The configuration traced, and whether its parallel degrees were
+    /// guessed.
+    pub traced: TracedConfig,
     /// The configuration predicted.
     pub target: Config,
     /// The kernel speed-ups asked for.
@@ -319,6 +320,21 @@ pub struct Config {
     pub micro_batch: u64,
 }
 
+/// The traced configuration of `lumos predict --json` (`traced`): the
+/// configuration's keys, and `degrees_guessed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TracedConfig {
+    /// The configuration traced.
+    #[serde(flatten)]
+    pub config: Config,
+    /// Whether discovery guessed a traced input's parallel degrees (no
+    /// process group the trace lists gives them: a trace without
+    /// `pg_config`), each input's `structure.config.degrees_guessed`
+    /// saying from what; an edit of a guessed degree lowers the
+    /// prediction's confidence a level.
+    pub degrees_guessed: bool,
+}
+
 /// A size the traces did not tell (0, as the text table's `-`) as `null`:
 /// a 0 in JSON would read as a model of no layers.
 fn unknown_as_null<T, S>(v: &T, s: S) -> Result<S::Ok, S::Error>
@@ -573,7 +589,10 @@ pub fn predict_report(
         inputs: input_reports(base),
         inputs_given: base.given_count,
         left_out: base.left_out.iter().map(LeftOutReport::of).collect(),
-        traced: base.config.into(),
+        traced: TracedConfig {
+            config: base.config.into(),
+            degrees_guessed: (base.structures.iter()).any(|s| s.config.degrees_guessed.is_some()),
+        },
         target: pred.target.config.into(),
         kernel_scales: pred.target.scales.iter().map(ToString::to_string).collect(),
         steps,

@@ -540,7 +540,7 @@ fn write_human(
         items.extend(about.split(' ').map(str::to_owned));
         writeln!(out, "{}", wrapped("  ", &items, " ", "    ", width))?;
     }
-    writeln!(out, "  traced: {}", config_text(&r.traced))?;
+    writeln!(out, "  traced: {}", config_text(&r.traced.config))?;
     writeln!(out, "  target: {}", config_text(&r.target))?;
     for k in &r.kernel_scales {
         writeln!(out, "          kernels {k}")?;

@@ -234,7 +234,7 @@ impl Copier {
         });
         let name = if task.kind.is_gpu() {
             self.additions += 1;
-            self.shaped_additions += usize::from(tag.addition_bytes.is_some());
+            self.shaped_additions += usize::from(tag.shaped_addition.is_some());
             *self.addition_name.get_or_insert_with(|| {
                 g.names.push(ADDITION_KERNEL.into());
                 NameId(g.names.len() as u32 - 1)
@@ -275,7 +275,10 @@ impl Copier {
         let prev = g.processors[stream.idx()].tasks.last().copied();
         let (uref, tag) = at;
         let tag = Tag {
-            addition_bytes: gr.bytes,
+            shaped_addition: gr.bytes.map(|bytes| super::ShapedAddition {
+                bytes,
+                node: gr.scope,
+            }),
             ..tag
         };
         let k = self.addition(g, p, (uref, tag), gr.kernel, twin_corr);

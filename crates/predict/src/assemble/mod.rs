@@ -106,8 +106,19 @@ pub(crate) struct Tag {
     /// pass's end cuts (its first gradients) belong to one layer only.
     pub layers_fitted: bool,
     /// On a gradient addition's kernel sized from its gradient's shape
-    /// (no DDP scaling kernel to size it from): the gradient's bytes.
-    pub addition_bytes: Option<u64>,
+    /// (no DDP scaling kernel to size it from): that gradient.
+    pub shaped_addition: Option<ShapedAddition>,
+}
+
+/// The gradient a gradient addition sized from its shape adds
+/// (`additions.rs`), in the template's graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ShapedAddition {
+    /// Its bytes, as traced (the accumulation node's first input).
+    pub bytes: u64,
+    /// The accumulation node, whose recorded shape tells how the gradient
+    /// grows with the model's widths when re-timed.
+    pub node: ScopeId,
 }
 
 /// A template: its graph and its discovered structure.
@@ -370,7 +381,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     setup: false,
                     addition: false,
                     layers_fitted: false,
-                    addition_bytes: None,
+                    shaped_addition: None,
                 },
                 Role::Prologue { step } | Role::Epilogue { step } => Tag {
                     step: Some(step),
@@ -379,7 +390,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     setup: true,
                     addition: false,
                     layers_fitted: false,
-                    addition_bytes: None,
+                    shaped_addition: None,
                 },
                 Role::Pass { step, pass, .. } => {
                     let p = &s.steps[step as usize].passes[pass as usize];
@@ -390,7 +401,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                         setup: false,
                         addition: false,
                         layers_fitted: false,
-                        addition_bytes: None,
+                        shaped_addition: None,
                     }
                 }
             };

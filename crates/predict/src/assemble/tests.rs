@@ -247,7 +247,7 @@ fn backward_bursts_hand_over_to_the_main_thread() {
         setup: false,
         addition: false,
         layers_fitted: false,
-        addition_bytes: None,
+        shaped_addition: None,
     };
     let unit = |first: u32, last: u32, proc, kind, after_burst| Emitted {
         cpu: Some((TaskId(first), TaskId(last), proc)),
@@ -350,7 +350,7 @@ fn tasks_are_renumbered_primary_first() {
         setup: false,
         addition: false,
         layers_fitted: false,
-        addition_bytes: None,
+        shaped_addition: None,
     };
     let (o, t) = renumber(&mut g, &origin, &[tag; 3], &[0, 0, 0], 0);
     assert_eq!(o, vec![(0, TaskId(0)), (0, TaskId(1)), (1, TaskId(0))]);

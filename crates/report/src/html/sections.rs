@@ -237,7 +237,7 @@ pub(super) fn what_if(out: &mut String, p: &PredictReport) -> fmt::Result {
     writeln!(
         out,
         "<p>Traced: {}<br>Predicted: {}</p>",
-        esc(&p.traced.to_string()),
+        esc(&p.traced.config.to_string()),
         esc(&p.target.to_string())
     )?;
     for k in &p.kernel_scales {
