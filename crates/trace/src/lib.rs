@@ -106,6 +106,7 @@ pub use read::{
 };
 pub use shapes::{Input, InputDims, InputDimsSet};
 pub use write::{
-    not_a_directory, write_atomic, write_gz_atomic, CollectiveFields, DeviceProperties,
-    DistributedInfo, Fields, KinetoWriter, Layout, ObjectList, PgConfig, WriteError,
+    create_output_dir, not_a_directory, output_words, write_atomic, write_gz_atomic,
+    CollectiveFields, DeviceProperties, DistributedInfo, Fields, KinetoWriter, Layout, ObjectList,
+    PgConfig, WriteError,
 };
