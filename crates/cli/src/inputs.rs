@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::OnceLock;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use lumos_graph::{RankInput, Unreadable};
 use lumos_store::{
@@ -294,11 +294,12 @@ pub fn folder_not_a_directory(file: &Path) -> Option<&Path> {
 pub fn create_parent(file: &Path, flag: &str) -> Result<()> {
     match file.parent() {
         Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => std::fs::create_dir_all(dir)
-            .with_context(|| {
-                format!(
-                    "{flag} {}: cannot create the folder {}",
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{flag} {}: cannot create the folder {}: {}",
                     file.display(),
-                    dir.display()
+                    dir.display(),
+                    lumos_trace::output_words(dir, &e)
                 )
             }),
         _ => Ok(()),

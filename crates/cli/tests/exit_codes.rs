@@ -1324,3 +1324,74 @@ fn files_a_folder_leaves_out_are_named_in_a_warning() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("left out"), "{err}");
 }
+
+/// An output whose folder is missing on the way names it: a link to a
+/// file in a folder that is not there said "No such file or directory
+/// (os error 2)", a link to a folder that is not there "File exists"
+/// (the directory named twice, for `synth`), whichever command wrote.
+#[test]
+fn an_output_through_a_link_to_nothing_names_what_is_missing() {
+    let dir = TempDir::new("cli-exit-missing-folder");
+    let trace = one_rank(&dir.join("in"));
+    let gone = dir.join("gone");
+    let page = dir.join("page.html");
+    std::os::unix::fs::symlink(gone.join("page.html"), &page).unwrap();
+    let out = run(&["report", "-o", page.to_str().unwrap()], Some(&trace));
+    let want = format!(
+        "error: {}: cannot write: the folder {} does not exist (it is a link to {})\n",
+        page.display(),
+        gone.display(),
+        gone.join("page.html").display()
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), want);
+    assert_eq!(out.status.code(), Some(1));
+    let to_dir = dir.join("out");
+    std::os::unix::fs::symlink(gone.join("deeper"), &to_dir).unwrap();
+    let link_to_nothing = format!(
+        "{} is a link to {}, which is not there",
+        to_dir.display(),
+        gone.join("deeper").display()
+    );
+    let o = to_dir.to_str().unwrap();
+    let sub = to_dir.join("sub");
+    let s = sub.to_str().unwrap();
+    let t = trace.to_str().unwrap();
+    for (args, said) in [
+        (
+            vec!["replay", t, "-o", o],
+            format!(
+                "{o}: cannot write: it is a link to {}, which is not there",
+                gone.join("deeper").display()
+            ),
+        ),
+        (
+            vec!["replay", t, "-o", s],
+            format!("{s}: cannot write: {link_to_nothing}"),
+        ),
+        (
+            vec!["ingest", t, "-o", s],
+            format!(
+                "{o}: cannot write: it is a link to {}, which is not there",
+                gone.join("deeper").display()
+            ),
+        ),
+        (
+            vec!["synth", "--model", "gpt-tiny", "--out", s],
+            format!("{s}: cannot write: {link_to_nothing}"),
+        ),
+        (
+            vec!["report", t, "-o", &format!("{s}/r.html")],
+            format!("cannot create the folder {s}: {link_to_nothing}"),
+        ),
+    ] {
+        let out = run(&args, None);
+        assert_fails(&out, 1, &said, &args.join(" "));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.matches(": cannot write").count() + err.matches("cannot create").count(),
+            1,
+            "{err}"
+        );
+    }
+    assert!(!gone.exists());
+}

@@ -107,10 +107,7 @@ pub fn write_job_with(
     for &r in &ranks {
         check(cfg, r)?;
     }
-    std::fs::create_dir_all(dir).map_err(|error| WriteError {
-        path: dir.to_owned(),
-        error,
-    })?;
+    lumos_trace::create_output_dir(dir)?;
     let p = cfg.parallel;
     let mut columns: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
     for &r in &ranks {

@@ -113,6 +113,17 @@ pub enum ErrorKind {
         /// The limit.
         limit: u64,
     },
+    /// The distinct names, categories and texts read so far pass `limit`
+    /// bytes in all (a little gzip inflating to many distinct names of
+    /// up to [`crate::MAX_TEXT_BYTES`] each).
+    #[error("its distinct names, categories and texts pass {} by traceEvents[{event}], the most lumos keeps \
+        (a damaged or hostile file: real traces hold a few hundred KB of them)", size(*limit))]
+    TooManyTexts {
+        /// Index in `traceEvents` of the event that passed the limit.
+        event: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// Valid JSON that is not a trace.
     #[error("not a Kineto/Chrome trace: {0}")]
     NotATrace(String),

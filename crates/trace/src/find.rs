@@ -33,7 +33,7 @@ impl fmt::Display for DirError {
                 f,
                 "{}: cannot list directory: {}",
                 self.path.display(),
-                self.error
+                crate::io_words(&self.error)
             );
         };
         let why = match self.error.kind() {
@@ -628,6 +628,21 @@ mod tests {
             e.to_string()
                 .ends_with("target (1 more such link in the input folders)"),
             "{e}"
+        );
+    }
+
+    /// A folder that cannot be listed is named with the system's reason
+    /// in words: `lumos inspect /` said "Permission denied (os error 13)".
+    #[test]
+    fn a_folder_that_cannot_be_listed_is_named_in_words() {
+        let e = DirError {
+            path: "/proc/1/fdinfo".into(),
+            error: std::io::Error::from_raw_os_error(13),
+            link: None,
+        };
+        assert_eq!(
+            e.to_string(),
+            "/proc/1/fdinfo: cannot list directory: permission denied"
         );
     }
 

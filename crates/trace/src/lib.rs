@@ -101,11 +101,12 @@ pub use find::{
 pub use model::*;
 pub use read::{
     rank_from_file_name, read_bytes, read_bytes_merged, read_bytes_with_chunk,
-    read_bytes_with_limits, read_bytes_with_list_budget, read_path, read_path_into,
-    read_path_with_progress, EventSink,
+    read_bytes_with_limits, read_bytes_with_list_budget, read_bytes_with_text_budget, read_path,
+    read_path_into, read_path_with_progress, EventSink,
 };
 pub use shapes::{Input, InputDims, InputDimsSet};
 pub use write::{
-    not_a_directory, write_atomic, write_gz_atomic, CollectiveFields, DeviceProperties,
-    DistributedInfo, Fields, KinetoWriter, Layout, ObjectList, PgConfig, WriteError,
+    create_output_dir, not_a_directory, output_words, write_atomic, write_gz_atomic,
+    CollectiveFields, DeviceProperties, DistributedInfo, Fields, KinetoWriter, Layout, ObjectList,
+    PgConfig, WriteError,
 };

@@ -45,6 +45,15 @@ const MAX_LIST_TEXT_BYTES: usize = 1 << 20;
 /// dropped (the event kept without it) and counted in one warning.
 const MAX_DISTINCT_LIST_BYTES: usize = 256 << 20;
 
+/// The distinct names, categories and other texts a trace may hold, in
+/// all. Each is kept (twice: the text and the key that finds it), and
+/// [`MAX_TEXT_BYTES`] bounds only one of them, so a few MB of gzip
+/// inflating to events of distinct 60 KB names held a thousand times its
+/// size (1 MB took 1.2 GB). Real traces hold at most a few hundred KB of
+/// them (the corpus, 100 KB); past this, reading stops with
+/// [`ErrorKind::TooManyTexts`].
+const MAX_DISTINCT_TEXT_BYTES: usize = 256 << 20;
+
 /// The largest top-level member the model uses (`deviceProperties`,
 /// `distributedInfo`, ...) that is parsed; larger ones are ignored with a
 /// warning. Parsed, such a value takes up to 50 times its text; real ones
@@ -173,6 +182,22 @@ pub fn read_bytes_with_list_budget(
     read_from(path, data, sizes, &|_| {}, None)
 }
 
+/// [`read_bytes`] keeping at most `bytes` of distinct names and texts
+/// instead of [`MAX_DISTINCT_TEXT_BYTES`], so tests can reach the limit
+/// without hundreds of MB. Not part of the stable API.
+#[doc(hidden)]
+pub fn read_bytes_with_text_budget(
+    path: &Path,
+    data: &[u8],
+    bytes: usize,
+) -> Result<Trace, ReadError> {
+    let sizes = Sizes {
+        distinct_texts: bytes,
+        ..Sizes::DEFAULT
+    };
+    read_from(path, data, sizes, &|_| {}, None)
+}
+
 /// [`read_bytes`] of a timeline lumos merged of several ranks (`--merge`),
 /// which every other entry point refuses
 /// ([`ErrorKind::MergedTimeline`]): its [`Trace`] holds every rank's
@@ -195,6 +220,7 @@ struct Sizes {
     chunk: usize,
     max_item: usize,
     distinct_lists: usize,
+    distinct_texts: usize,
     merged_allowed: bool,
 }
 
@@ -203,6 +229,7 @@ impl Sizes {
         chunk: CHUNK,
         max_item: MAX_ITEM_BYTES,
         distinct_lists: MAX_DISTINCT_LIST_BYTES,
+        distinct_texts: MAX_DISTINCT_TEXT_BYTES,
         merged_allowed: false,
     };
 
@@ -690,6 +717,13 @@ struct Builder<'s> {
     texts_cut: u64,
     /// The distinct lists it may still keep.
     lists: ListBudget,
+    /// The bytes of distinct names and texts it may keep in all.
+    texts_budget: usize,
+    /// What is left of `texts_budget`.
+    texts_left: usize,
+    /// Whether the fold passed `texts_budget`: checked after each item,
+    /// which then fails.
+    texts_over: bool,
     /// Whether a timeline lumos merged of several ranks is read
     /// ([`read_bytes_merged`]) rather than refused.
     merged_allowed: bool,
@@ -732,6 +766,9 @@ impl<'s> Builder<'s> {
                 left: sizes.distinct_lists,
                 refused: 0,
             },
+            texts_budget: sizes.distinct_texts,
+            texts_left: sizes.distinct_texts,
+            texts_over: false,
             merged_allowed: sizes.merged_allowed,
             outliers: Outliers::default(),
             starts: Default::default(),
@@ -766,6 +803,15 @@ impl<'s> Builder<'s> {
                 }
                 (Item::Event(r) | Item::NonObject(r), Some(p)) => {
                     self.add(p, &buf[r.clone()]);
+                    if self.texts_over {
+                        return Err(ReadError::new(
+                            &self.trace.path,
+                            ErrorKind::TooManyTexts {
+                                event: self.index,
+                                limit: self.texts_budget as u64,
+                            },
+                        ));
+                    }
                     self.index += 1;
                 }
                 (_, None) => unreachable!("elements are always parsed"),
@@ -870,6 +916,7 @@ impl<'s> Builder<'s> {
             Some(n) => *n += 1,
             None => {
                 by_cat.insert(cat.into(), 1);
+                self.take_text_budget(cat.len());
             }
         }
         self.trace
@@ -1016,8 +1063,17 @@ impl<'s> Builder<'s> {
     /// [`Builder::text`] without the cut.
     fn shared_text(&mut self, text: &[u8]) -> Arc<str> {
         // Every text is admitted: one is always given back.
-        converted_once(&mut self.texts, text, |_| true, |t| t.into())
-            .unwrap_or_else(|| text_str(text).into())
+        let mut new = None;
+        let admit = |n| {
+            new = Some(n);
+            true
+        };
+        let kept = converted_once(&mut self.texts, text, admit, |t| t.into())
+            .unwrap_or_else(|| text_str(text).into());
+        if let Some(n) = new {
+            self.take_text_budget(n);
+        }
+        kept
     }
 
     /// The `Process Group Ranks` list of `text`, parsed once per distinct
@@ -1079,7 +1135,19 @@ impl<'s> Builder<'s> {
             .strings
             .push(String::from_utf8_lossy(s).into_owned());
         self.interned.insert(s.into(), id);
+        self.take_text_budget(s.len());
         id
+    }
+
+    /// Takes a new distinct text of `len` bytes from the budget of
+    /// distinct texts, noting when it is spent: the item that spent it is
+    /// kept (a few texts of at most [`MAX_TEXT_BYTES`] each past it),
+    /// then reading stops.
+    fn take_text_budget(&mut self, len: usize) {
+        match self.texts_left.checked_sub(len) {
+            Some(left) => self.texts_left = left,
+            None => self.texts_over = true,
+        }
     }
 
     fn ident(&mut self, id: &PIdent, element: &[u8]) -> Ident {

@@ -1344,3 +1344,50 @@ fn a_rank_outside_its_world_or_its_own_groups_is_warned_about() {
     );
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
 }
+
+/// Each distinct name is kept, and [`lumos_trace::MAX_TEXT_BYTES`] bounds
+/// only one: 1 MB of gzip of 10,000 events named by a number and 60 KB of
+/// `a` took 1.2 GB. Distinct names, categories and texts are kept up to a
+/// budget (256 MiB; 1,000 bytes here), past which reading stops with an
+/// error naming the event; names seen before spend none of it.
+#[test]
+fn distinct_names_past_the_budget_are_an_error_naming_the_event() {
+    let op = |name: &str, ts: usize| {
+        format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":0,"tid":1,"ts":{ts},"dur":1,"args":{{"Collective name":"{name}"}}}}"#
+        )
+    };
+    let pad = "a".repeat(100);
+    // One name repeated: within any budget.
+    let same: Vec<String> = (0..100).map(|i| op(&pad, i)).collect();
+    let refs: Vec<&str> = same.iter().map(String::as_str).collect();
+    let text = trace_of(&refs);
+    let t = lumos_trace::read_bytes_with_text_budget("same.json".as_ref(), text.as_bytes(), 1000)
+        .unwrap();
+    assert_eq!(t.events.len(), 100);
+    // Distinct names: each takes 103 bytes as a name and again as a
+    // collective's text, so the fifth passes 1,000 bytes.
+    let distinct: Vec<String> = (0..100).map(|i| op(&format!("{i:03}{pad}"), i)).collect();
+    let refs: Vec<&str> = distinct.iter().map(String::as_str).collect();
+    let text = trace_of(&refs);
+    let e = lumos_trace::read_bytes_with_text_budget("names.json".as_ref(), text.as_bytes(), 1000)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            ErrorKind::TooManyTexts {
+                event: 4,
+                limit: 1000
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "names.json: its distinct names, categories and texts pass 1000 bytes by traceEvents[4], \
+         the most lumos keeps (a damaged or hostile file: real traces hold a few hundred KB of them)"
+    );
+    // The default budget reads them.
+    let t = lumos_trace::read_bytes("names.json".as_ref(), text.as_bytes()).unwrap();
+    assert_eq!(t.events.len(), 100);
+}

@@ -142,8 +142,7 @@ pub fn run(a: &IngestArgs, out: &mut dyn Write) -> Result<bool> {
         _ => Some(a.out.as_path()),
     };
     if let Some(d) = folder {
-        std::fs::create_dir_all(d)
-            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", d.display()))?;
+        lumos_trace::create_output_dir(d)?;
     }
     let bar = progress::count(files.len() as u64, "ingesting");
     let results: Vec<_> = files

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::ValueEnum;
 use lumos_graph::{assemble_with, DepKind, RankInput, Unreadable};
 use lumos_predict::{KernelScale, KernelSelector};
@@ -702,7 +702,7 @@ fn write_gz_into(
     name: &std::ffi::OsStr,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    lumos_trace::create_output_dir(dir)?;
     write_gz_atomic(&dir.join(name), write)?;
     Ok(())
 }

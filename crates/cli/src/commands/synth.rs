@@ -228,7 +228,12 @@ pub fn write(a: &SynthArgs) -> Result<Vec<PathBuf>> {
         true
     });
     bar.finish_and_clear();
-    files.with_context(|| format!("{}: cannot write the job", a.out.display()))
+    match files {
+        // It names the file and what is wrong: "<out>: cannot write the
+        // job: " before it named the directory twice.
+        Err(e @ lumos_synth::SynthError::Write(_)) => Err(e.into()),
+        files => files.with_context(|| format!("{}: cannot write the job", a.out.display())),
+    }
 }
 
 /// Runs `lumos synth`: writes the job, lists its files, then says on

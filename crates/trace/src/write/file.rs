@@ -10,10 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 
-/// An output file that could not be written. Display names the file:
-/// `<path>: cannot write: <reason>`.
+/// An output file (or the directory it goes into) that could not be
+/// written. Display names the file: `<path>: cannot write: <reason>`, the
+/// reason in words ([`output_words`]: the folder that is missing, not "No
+/// such file or directory (os error 2)").
 #[derive(Debug, thiserror::Error)]
-#[error("{}: cannot write: {error}", path.display())]
+#[error("{}: cannot write: {}", path.display(), output_words(path, error))]
 pub struct WriteError {
     /// The file that was to be written (not the temporary one).
     pub path: PathBuf,
@@ -41,6 +43,78 @@ pub fn not_a_directory(dir: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// `e`, the failure to write or create `path`, in words: where a folder
+/// on the way is missing (the file's folder removed, a link to a file in
+/// a folder that is not there), "the folder <it> does not exist"; where
+/// one is a link to nothing, "<link> is a link to <target>, which is
+/// not there" (a folder cannot be created through it: the system says
+/// "File exists"); else [`crate::io_words`]. The file system is looked
+/// at when this is called, so call it where the failure happened.
+pub fn output_words(path: &Path, e: &io::Error) -> String {
+    use io::ErrorKind::{AlreadyExists, NotFound};
+    if matches!(e.kind(), NotFound | AlreadyExists) {
+        // A dangling link on the way, nearest first.
+        for p in path.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+            let is_link = fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+            if !is_link || fs::metadata(p).is_ok() {
+                continue;
+            }
+            let to = fs::read_link(p).unwrap_or_default();
+            // A link to the file to write: its folder is what is missing.
+            let to_abs = p.parent().map_or_else(|| to.clone(), |d| d.join(&to));
+            let link = if p == path {
+                "it".to_owned()
+            } else {
+                p.display().to_string()
+            };
+            if p == path && e.kind() == NotFound {
+                if let Some(m) = first_missing_above(&to_abs) {
+                    return format!(
+                        "the folder {} does not exist ({link} is a link to {})",
+                        m.display(),
+                        to.display()
+                    );
+                }
+            }
+            return format!("{link} is a link to {}, which is not there", to.display());
+        }
+        if e.kind() == NotFound {
+            if let Some(m) = first_missing_above(path) {
+                return format!("the folder {} does not exist", m.display());
+            }
+        }
+    }
+    crate::io_words(e)
+}
+
+/// The highest folder above `path` that is not there (below the nearest
+/// one that is), if any.
+fn first_missing_above(path: &Path) -> Option<&Path> {
+    let mut missing = None;
+    for p in path
+        .ancestors()
+        .skip(1)
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        if fs::symlink_metadata(p).is_ok() {
+            break;
+        }
+        missing = Some(p);
+    }
+    missing
+}
+
+/// Creates the directory `dir` and the folders missing above it, as
+/// [`fs::create_dir_all`], for outputs: a failure is a [`WriteError`]
+/// naming `dir` in words ([`output_words`]): a link to nothing on the way
+/// said "File exists".
+pub fn create_output_dir(dir: &Path) -> Result<(), WriteError> {
+    fs::create_dir_all(dir).map_err(|error| WriteError {
+        path: dir.to_owned(),
+        error,
+    })
 }
 
 /// Writes `path` atomically: `write` fills a temporary file in the same
@@ -371,6 +445,51 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A folder missing on the way, or a link to nothing, is named: the
+    /// system said "No such file or directory" or, creating a folder
+    /// through a link to nothing, "File exists".
+    #[test]
+    fn a_missing_folder_or_a_link_to_nothing_is_named() {
+        let dir = temp_dir("missing-folder");
+        let gone = dir.join("gone");
+        // A link to a file in a folder that is not there.
+        let to_file = dir.join("r.html");
+        std::os::unix::fs::symlink(gone.join("r.html"), &to_file).unwrap();
+        let err = write_atomic(&to_file, |w| w.write_all(b"x")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: cannot write: the folder {} does not exist (it is a link to {})",
+                to_file.display(),
+                gone.display(),
+                gone.join("r.html").display()
+            )
+        );
+        // A link to a folder that is not there, as the directory to
+        // write into or a folder on the way.
+        let to_dir = dir.join("out");
+        std::os::unix::fs::symlink(gone.join("deeper"), &to_dir).unwrap();
+        for (target, said) in [
+            (to_dir.clone(), "it".to_owned()),
+            (to_dir.join("sub"), to_dir.display().to_string()),
+        ] {
+            let err = create_output_dir(&target).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{}: cannot write: {said} is a link to {}, which is not there",
+                    target.display(),
+                    gone.join("deeper").display()
+                )
+            );
+        }
+        assert!(!gone.exists());
+        // Other failures in the system's words.
+        let e = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert_eq!(output_words(&dir, &e), "permission denied");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_failed_write_leaves_nothing_and_names_the_file() {
         let dir = temp_dir("atomic-fail");
@@ -388,7 +507,7 @@ mod tests {
             .unwrap_err();
             assert_eq!(
                 err.to_string(),
-                format!("{}: cannot write: No space left on device", path.display())
+                format!("{}: cannot write: no space left on device", path.display())
             );
             assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
         }
@@ -402,13 +521,17 @@ mod tests {
         });
         assert!(r.is_err());
         assert!(entries(&dir).is_empty());
-        // A missing directory is an error naming the target.
+        // A missing directory is an error naming the target and the
+        // folder missing.
         let missing = dir.join("no/such/dir/t.json");
         let err = write_atomic(&missing, |w| w.write_all(b"{}")).unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with(&format!("{}: cannot write: ", missing.display())),
-            "{err}"
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: cannot write: the folder {} does not exist",
+                missing.display(),
+                dir.join("no").display()
+            )
         );
         fs::remove_dir_all(&dir).unwrap();
     }

@@ -41,7 +41,9 @@ use std::io::{self, Write};
 use crate::model::{Category, FlowKind, FlowPhase};
 use json::{push_f64, push_fixed, push_i64, push_str, push_u64, push_us};
 
-pub use file::{not_a_directory, write_atomic, write_gz_atomic, WriteError};
+pub use file::{
+    create_output_dir, not_a_directory, output_words, write_atomic, write_gz_atomic, WriteError,
+};
 pub use members::{DeviceProperties, DistributedInfo, PgConfig};
 
 /// Buffered bytes that trigger a write to the output.
