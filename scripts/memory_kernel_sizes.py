@@ -16,7 +16,10 @@ each pair of sizes of one such kernel, within 16x of each other, each
 model predicts the larger's median duration from the smaller's (and the
 smaller's from the larger's); the error is against the measured median.
 The pairs are split by regime: "above" where both kernels take at least
-1.5x the floor, "at floor" otherwise (where both models keep the time).
+1.5x the floor, "at floor" otherwise. Both models keep the time only of
+a kernel at or under 1.1x the floor; in the "at floor" regime they differ
+where the kernel predicted from is above that, and the whole time scaled
+can win there (a kernel shrinking to the floor, where its bound stops it).
 
 The sizes come from the launching operator's first input (`Input Dims`
 and `Input type`, so traces recorded with `record_shapes=True`); a

@@ -17,8 +17,8 @@
 //!   approach `max_eff`. The curve is equivalent to
 //!   `time = (flops + half_flops) / (peak * max_eff)`, a fixed cost plus a
 //!   rate, which is why [`GemmModel::fit`] is a straight-line fit.
-//! - [`MemoryModel`]: bytes over an effective HBM bandwidth, for
-//!   element-wise, normalization and optimizer kernels.
+//! - [`MemoryModel`]: a fixed cost plus bytes over an effective HBM
+//!   bandwidth, for element-wise, normalization and optimizer kernels.
 //! - [`NetworkModel`]: alpha-beta model of NCCL ring algorithms. A
 //!   collective ([`CollectiveKind`]) over `n` ranks moves
 //!   `traffic_factor * bytes` through the slowest [`Link`] of the ring

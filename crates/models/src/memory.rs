@@ -2,11 +2,11 @@
 //! optimizer) and of host-to-device copies: a fixed cost plus bytes over
 //! a bandwidth.
 //!
-//! A sum, not the larger of the two: in the corpus's traces (H100, B200,
-//! MI300X, A100) the same element-wise kernel at 4 and 16 MB takes a few
-//! microseconds plus time in proportion to its bytes (MI300X `relu_`:
-//! 6.3 us at 4 MB, 17.0 us at 16 MB, where the larger-of model says 25
-//! us); PREDICTION.md, "Memory-bound kernels' fixed cost".
+//! A sum, not the larger of the two: in the corpus's traces that hold one
+//! element-wise kernel at several sizes (A100, V100, MI300X) a kernel takes
+//! a few microseconds plus time in proportion to its bytes (MI300X
+//! `relu_`: 6.2 us at 4 MB, 17.0 us at 16 MB, where the whole time scaled
+//! says 24.9 us); PREDICTION.md, "Memory-bound kernels' fixed cost".
 
 /// Duration of a memory-bound kernel from the bytes it reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq)]

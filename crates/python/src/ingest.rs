@@ -29,12 +29,7 @@ pub struct Ingested {
 /// 17)" of an I/O error.
 pub fn ingest(trace: &Path, out_dir: &Path) -> Result<Ingested> {
     crate::inputs::output_dir(out_dir, "out_dir")?;
-    std::fs::create_dir_all(out_dir).map_err(|e| {
-        Error::new(
-            Kind::Io,
-            format!("{}: cannot create: {e}", out_dir.display()),
-        )
-    })?;
+    lumos_trace::create_output_dir(out_dir).map_err(|e| Error::new(Kind::Io, e.to_string()))?;
     let out = out_dir.join(lumos_store::lgraph_name(trace));
     let done = lumos_store::ingest_file(trace, &out)?;
     Ok(Ingested {

@@ -253,7 +253,9 @@ impl Starts {
         };
         self.at = at;
         self.from = day.saturating_mul(GAP_NS);
-        self.to = self.from.saturating_add(GAP_NS);
+        // From the next day's start, not `from` + a day: `from` saturates
+        // at the bottom of the clock, and the day after would overlap it.
+        self.to = (day + 1).saturating_mul(GAP_NS);
         (self.lo, self.hi, self.count) = (ts_ns, ts_ns, 1);
     }
 
@@ -443,6 +445,28 @@ mod tests {
         }
         let o = s.finish().expect("outlying");
         assert_eq!((o.count, o.kept, o.first.index), (4, 13, 0));
+    }
+
+    #[test]
+    fn each_start_is_filed_under_its_own_day_at_the_bottom_of_the_clock() {
+        // The lowest day's range starts at i64::MIN (saturated); the day
+        // after must not overlap it (review).
+        let next = (i64::MIN.div_euclid(GAP_NS) + 1) * GAP_NS;
+        let starts = [i64::MIN, next + 5, i64::MIN + 7, next + 1, next - 1];
+        let mut s = Starts::default();
+        for (i, &ts) in starts.iter().enumerate() {
+            start(&mut s, i as u64, ts);
+        }
+        s.put_back();
+        let mut want: FxHashMap<i64, (i64, i64, u64)> = FxHashMap::default();
+        for &ts in &starts {
+            let d = want.entry(ts.div_euclid(GAP_NS)).or_insert((ts, ts, 0));
+            *d = (d.0.min(ts), d.1.max(ts), d.2 + 1);
+        }
+        let got: FxHashMap<i64, (i64, i64, u64)> = (s.by_day.iter())
+            .map(|(&day, &i)| (day, (s.days[i].lo, s.days[i].hi, s.days[i].count)))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -1390,4 +1390,25 @@ fn distinct_names_past_the_budget_are_an_error_naming_the_event() {
     // The default budget reads them.
     let t = lumos_trace::read_bytes("names.json".as_ref(), text.as_bytes()).unwrap();
     assert_eq!(t.events.len(), 100);
+    // Tracks' names and processes' labels are kept one per event, so
+    // they count however alike they are (review).
+    for (what, meta) in [
+        ("thread_name", r#""tid":{i},"args":{"name":"#),
+        ("process_labels", r#""args":{"labels":"#),
+    ] {
+        let events: Vec<String> = (0..100)
+            .map(|i| {
+                let meta = meta.replace("{i}", &i.to_string());
+                format!(r#"{{"ph":"M","name":"{what}","pid":0,{meta}"{pad}"}}}}"#)
+            })
+            .collect();
+        let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+        let text = trace_of(&refs);
+        let e = lumos_trace::read_bytes_with_text_budget("m.json".as_ref(), text.as_bytes(), 1000)
+            .unwrap_err();
+        assert!(
+            matches!(e.kind, ErrorKind::TooManyTexts { .. }),
+            "{what}: {e:?}"
+        );
+    }
 }

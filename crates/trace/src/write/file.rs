@@ -15,12 +15,27 @@ use flate2::Compression;
 /// reason in words ([`output_words`]: the folder that is missing, not "No
 /// such file or directory (os error 2)").
 #[derive(Debug, thiserror::Error)]
-#[error("{}: cannot write: {}", path.display(), output_words(path, error))]
+#[error("{}: cannot write: {reason}", path.display())]
 pub struct WriteError {
     /// The file that was to be written (not the temporary one).
     pub path: PathBuf,
     /// What went wrong.
     pub error: io::Error,
+    /// `error` in words, worked out when the write failed: the file
+    /// system may have changed by the time the error is shown.
+    pub reason: String,
+}
+
+impl WriteError {
+    /// The failure to write `path`, its reason in words as the file
+    /// system stands now ([`output_words`]).
+    pub fn new(path: &Path, error: io::Error) -> WriteError {
+        WriteError {
+            reason: output_words(path, &error),
+            path: path.to_owned(),
+            error,
+        }
+    }
 }
 
 /// Why `dir` cannot be the directory outputs are written into (created
@@ -111,10 +126,7 @@ fn first_missing_above(path: &Path) -> Option<&Path> {
 /// naming `dir` in words ([`output_words`]): a link to nothing on the way
 /// said "File exists".
 pub fn create_output_dir(dir: &Path) -> Result<(), WriteError> {
-    fs::create_dir_all(dir).map_err(|error| WriteError {
-        path: dir.to_owned(),
-        error,
-    })
+    fs::create_dir_all(dir).map_err(|error| WriteError::new(dir, error))
 }
 
 /// Writes `path` atomically: `write` fills a temporary file in the same
@@ -136,10 +148,7 @@ pub fn write_atomic<T>(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<T>,
 ) -> Result<T, WriteError> {
-    let fail = |error| WriteError {
-        path: path.to_owned(),
-        error,
-    };
+    let fail = |error| WriteError::new(path, error);
     let target = Target::of(path).map_err(fail)?;
     let (tmp, file) = target.open().map_err(fail)?;
     let mut w = BufWriter::with_capacity(1 << 16, file);
@@ -156,10 +165,7 @@ pub fn write_gz_atomic<T>(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<T>,
 ) -> Result<T, WriteError> {
-    let fail = |error| WriteError {
-        path: path.to_owned(),
-        error,
-    };
+    let fail = |error| WriteError::new(path, error);
     let target = Target::of(path).map_err(fail)?;
     let (tmp, file) = target.open().map_err(fail)?;
     let gz = GzEncoder::new(file, Compression::fast());
