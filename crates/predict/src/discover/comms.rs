@@ -13,7 +13,7 @@
 
 use lumos_graph::{Graph, NcclOperators, TaskId};
 use lumos_models::{CollectiveKind, GroupKind};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Confidence, Part, PassKind, Role, StepStructure};
 use crate::context::{GroupInfo, TraceContext};
@@ -305,17 +305,9 @@ pub(super) fn classify(
             "a point-to-point transfer, taken for the pipeline's",
         )
     } else if place == Place::ForwardLayer {
-        (
-            GroupClass::Tensor,
-            Confidence::Medium,
-            "a collective inside a forward layer",
-        )
+        (GroupClass::Tensor, Confidence::Medium, FORWARD_LAYER_BASIS)
     } else if place == Place::LastBackward {
-        (
-            GroupClass::Data,
-            Confidence::Medium,
-            "a collective in the last backward pass (gradient buckets)",
-        )
+        (GroupClass::Data, Confidence::Medium, LAST_BACKWARD_BASIS)
     } else if place == Place::GradientHook
         && matches!(
             collective_kind(name),
@@ -344,27 +336,68 @@ pub(super) fn classify(
     }) || group_size.is_some_and(|s| Some(s) == world)
     {
         // The world group: data parallel when nothing else is.
-        (
-            GroupClass::Data,
-            Confidence::Low,
-            "the world group (by its description or size), taken for data parallelism \
-             since no other rule applies",
-        )
+        (GroupClass::Data, Confidence::Low, WORLD_GROUP_BASIS)
     } else if place == Place::Epilogue {
-        (
-            GroupClass::ModelParallel,
-            Confidence::Low,
-            "a collective in the step's epilogue, taken for the model-parallel gradient norm",
-        )
+        (GroupClass::ModelParallel, Confidence::Low, EPILOGUE_BASIS)
     } else if collective_kind(name) == Some(CollectiveKind::AllReduce) {
-        (
-            GroupClass::Data,
-            Confidence::Low,
-            "an all-reduce outside every forward layer and last backward pass found, \
-             taken for a data-parallel gradient reduction by its kind alone",
-        )
+        (GroupClass::Data, Confidence::Low, ALL_REDUCE_BASIS)
     } else {
-        (GroupClass::Other, Confidence::Low, "no rule applies")
+        (GroupClass::Other, Confidence::Low, NO_RULE_BASIS)
+    }
+}
+
+const FORWARD_LAYER_BASIS: &str = "a collective inside a forward layer";
+const LAST_BACKWARD_BASIS: &str = "a collective in the last backward pass (gradient buckets)";
+const WORLD_GROUP_BASIS: &str = "the world group (by its description or size), taken for data \
+                                 parallelism since no other rule applies";
+const EPILOGUE_BASIS: &str =
+    "a collective in the step's epilogue, taken for the model-parallel gradient norm";
+const ALL_REDUCE_BASIS: &str = "an all-reduce outside every forward layer and last backward pass \
+                                found, taken for a data-parallel gradient reduction by its kind \
+                                alone";
+const NO_RULE_BASIS: &str = "no rule applies";
+
+/// The basis of a collective taken for tensor parallelism by the other
+/// collectives of its process group ([`tensor_groups_whole`]).
+pub(crate) const TENSOR_GROUP_BASIS: &str =
+    "a collective in a process group whose collectives run inside forward layers (the \
+     trace does not describe the group): tensor parallel, as they are";
+
+/// Gives every collective of a process group that runs collectives
+/// inside forward layers (tensor parallel by [`classify`]'s rule) the
+/// tensor-parallel class, where only the place of the collective decided
+/// its own: a group serves one parallelism. Without the group's
+/// description (a trace stripped of its `pg_config`), a tensor-parallel
+/// group's collectives in the backward passes and outside the layers
+/// were classed by where they ran: data parallel in the last backward
+/// (so its reduce-scatters read as a distributed optimizer), other in the
+/// backwards before. Point-to-point transfers, all-to-alls and the
+/// reductions a gradient's accumulation hook launches (DDP's reducer)
+/// keep their class: those rules name what the collective is, not only
+/// where it ran.
+fn tensor_groups_whole(comms: &mut [CommInfo]) {
+    let tensor: FxHashSet<String> = comms
+        .iter()
+        .filter(|c| c.basis == FORWARD_LAYER_BASIS)
+        .filter_map(|c| c.group.clone())
+        .collect();
+    if tensor.is_empty() {
+        return;
+    }
+    for c in comms.iter_mut() {
+        let by_place_alone = matches!(
+            c.basis,
+            LAST_BACKWARD_BASIS
+                | WORLD_GROUP_BASIS
+                | EPILOGUE_BASIS
+                | ALL_REDUCE_BASIS
+                | NO_RULE_BASIS
+        );
+        if by_place_alone && c.group.as_ref().is_some_and(|n| tensor.contains(n)) {
+            c.class = GroupClass::Tensor;
+            c.confidence = Confidence::Medium;
+            c.basis = TENSOR_GROUP_BASIS;
+        }
     }
 }
 
@@ -434,6 +467,7 @@ pub(super) fn classify_comms(
             taken_for: None,
         });
     }
+    tensor_groups_whole(&mut out);
     attribute_unlaunched(g, &mut out);
     out
 }

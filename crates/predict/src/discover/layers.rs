@@ -58,12 +58,25 @@ pub(super) fn layer_blocks(
     let mut bwd = backward_block(units, &burst_tokens);
     let mut per_pass = bwd.as_deref().and_then(layers_of);
     if per_pass.is_none() {
-        if let Some((b, l)) = backward_block_among_interruptions(units, &burst_tokens) {
+        if let Some((b, l)) = backward_block_among_interruptions(units, &burst_tokens, false) {
             bwd = Some(b);
             per_pass = Some(l);
         }
     }
-    let fwd = forward_block(units, &main_tokens, per_pass, bwd.as_deref());
+    let mut fwd = None;
+    if per_pass.is_none() {
+        // Buckets as frequent as the layers: only the gradient functions
+        // are searched, and what they show is taken only where the
+        // forward confirms it (see `backward_block_among_interruptions`).
+        if let Some((b, l)) = backward_block_among_interruptions(units, &burst_tokens, true) {
+            if let Some(f) = forward_block_sharing_names(units, &main_tokens, l, &b) {
+                bwd = Some(b);
+                per_pass = Some(l);
+                fwd = Some(f);
+            }
+        }
+    }
+    let fwd = fwd.or_else(|| forward_block(units, &main_tokens, per_pass, bwd.as_deref()));
     let annotated = |block: &[u32]| {
         block
             .iter()
@@ -200,9 +213,13 @@ pub(crate) fn is_gradient_function(t: &str) -> bool {
 /// first) the block is looked for among the tokens run at least `k`
 /// times, and taken when its copies then run back to back at least `k`
 /// times with nothing but the left-out work between them. (Buckets that
-/// run as often as the layers stay in: among the gradient functions
-/// alone, the corpus's DDP traces, which repeat no layer, showed backward
-/// blocks their forwards do not.)
+/// run as often as the layers stay in here.) With `gradients_only`, the
+/// search is among the gradient functions alone, which leaves out
+/// buckets however often they run (one per layer and one after them, on
+/// a pipeline stage of few layers); the corpus's DDP traces, which repeat
+/// no layer, show such blocks their forwards do not repeat, so the
+/// caller takes one only where the forward repeats a block of the same
+/// operators exactly as often ([`forward_block_sharing_names`]).
 ///
 /// The work left out inside the chain must not be a gradient function:
 /// the engine runs every layer's, so a gradient function missing from
@@ -212,6 +229,7 @@ pub(crate) fn is_gradient_function(t: &str) -> bool {
 pub(super) fn backward_block_among_interruptions(
     units: &Units,
     bursts: &[Vec<u32>],
+    gradients_only: bool,
 ) -> Option<(Vec<u32>, usize)> {
     let text = |t: u32| units.tokens[t as usize].as_str();
     let taken = |block: Vec<u32>, least: usize| -> Option<(Vec<u32>, usize)> {
@@ -233,7 +251,10 @@ pub(super) fn backward_block_among_interruptions(
     counts.sort_unstable();
     counts.dedup();
     counts.into_iter().find_map(|k| {
-        let block = backward_block_of(units, bursts, |t| most.get(&t).is_some_and(|&n| n >= k))?;
+        let block = backward_block_of(units, bursts, |t| {
+            most.get(&t).is_some_and(|&n| n >= k)
+                && (!gradients_only || is_gradient_function(text(t)))
+        })?;
         taken(block, k)
     })
 }
@@ -275,18 +296,7 @@ pub(super) fn forward_block(
     per_pass: Option<usize>,
     backward: Option<&[u32]>,
 ) -> Option<Vec<u32>> {
-    let bwd_names: FxHashSet<String> = backward
-        .map(|b| {
-            b.iter()
-                .map(|&t| forward_name(&units.tokens[t as usize]))
-                .collect()
-        })
-        .unwrap_or_default();
-    let shares_names = |block: &[u32]| {
-        block
-            .iter()
-            .any(|&t| bwd_names.contains(units.tokens[t as usize].as_str()))
-    };
+    let shares_names = names_shared_with(units, backward.unwrap_or_default());
     let layer = |b: &[u32]| is_layer_block(units, b);
     per_pass
         .and_then(|l| {
@@ -301,6 +311,39 @@ pub(super) fn forward_block(
         })
         .map(|(_, b)| b)
         .filter(|b| layer(b))
+}
+
+/// Whether a forward block runs an operator whose gradient function
+/// `backward` runs.
+fn names_shared_with<'a>(units: &'a Units, backward: &[u32]) -> impl Fn(&[u32]) -> bool + 'a {
+    let bwd_names: FxHashSet<String> = backward
+        .iter()
+        .map(|&t| forward_name(&units.tokens[t as usize]))
+        .collect();
+    move |block: &[u32]| {
+        block
+            .iter()
+            .any(|&t| bwd_names.contains(units.tokens[t as usize].as_str()))
+    }
+}
+
+/// The forward block that confirms a backward block found among the
+/// gradient functions alone: a layer block repeating exactly `per_pass`
+/// times on the main thread of some step and sharing names with
+/// `backward` (no fallback, unlike [`forward_block`]).
+fn forward_block_sharing_names(
+    units: &Units,
+    main_tokens: &[Vec<u32>],
+    per_pass: usize,
+    backward: &[u32],
+) -> Option<Vec<u32>> {
+    let shares_names = names_shared_with(units, backward);
+    main_tokens
+        .iter()
+        .find_map(|m| {
+            period_with_repeats(m, per_pass, |b| is_layer_block(units, b) && shares_names(b))
+        })
+        .map(|(_, b)| b)
 }
 
 /// The candidate blocks of a pipeline stage that runs one layer per pass

@@ -226,11 +226,27 @@ fn without_descriptions_the_structure_decides() {
             );
             tensor_in_forward_layers += 1;
         }
-        if place == Place::LastBackward && c.p2p.is_none() {
+        // A group serves one parallelism: the tensor-parallel group's
+        // collectives are tensor parallel wherever they run (before, its
+        // last backward's were taken for gradient buckets, its earlier
+        // backwards' for no class).
+        if d.class == GroupClass::Tensor {
+            assert_eq!(c.class, GroupClass::Tensor, "{place:?}: {}", c.basis);
+        }
+        if place == Place::LastBackward && c.p2p.is_none() && d.class != GroupClass::Tensor {
             assert_eq!(c.class, GroupClass::Data);
         }
     }
     assert!(tensor_in_forward_layers > 0);
+    // Nor are its reduce-scatters a distributed optimizer's, on either
+    // stage, once the trace lists no process groups.
+    for rank in [0, 4] {
+        let mut trace = synth("gpt-tiny", 2, 2, 2, 4, rank);
+        trace.meta.process_groups.clear();
+        let (_, _, _, s) = discovered(&trace);
+        assert!(s.config.degrees_guessed.is_some());
+        assert_eq!(s.config.distributed_optimizer, Some(false), "rank {rank}");
+    }
 }
 
 /// A synthesized data-parallel rank whose first step's data-parallel

@@ -136,7 +136,7 @@ fn the_backward_block_is_found_between_frequent_bucket_reductions() {
         None,
         "the layer repeats untouched nowhere"
     );
-    let (block, layers) = backward_block_among_interruptions(&us, &bursts).unwrap();
+    let (block, layers) = backward_block_among_interruptions(&us, &bursts, false).unwrap();
     assert_eq!(block, vec![0, 1, 2]);
     assert_eq!(layers, 4);
 }
@@ -153,18 +153,22 @@ fn halves_of_a_layer_are_not_taken_for_layers() {
     let us = units((0..4).map(|t| unit(1, t, &[], &[7])).collect(), &names);
     let burst = vec![0, 1, 2, 1, 0, 1, 3, 1];
     let bursts = vec![burst.clone(), burst];
-    assert_eq!(backward_block_among_interruptions(&us, &bursts), None);
+    assert_eq!(
+        backward_block_among_interruptions(&us, &bursts, false),
+        None
+    );
 }
 
 /// gpt-tiny at hidden size 2048 with TP 2 and DP 2, one micro-batch: the
 /// data-parallel buckets fill inside the backward pass, two of them
 /// within its four layers. Before, no backward block was found and the
-/// step had no backward pass. (On the first of two pipeline stages, one
-/// bucket inside its two layers and one after them, as many as the
-/// layers, the backward is still not found.)
+/// step had no backward pass. On either of two pipeline stages (TP 2 PP 2
+/// DP 2), one bucket inside its two layers and one after them, as many
+/// as the layers, so the block is found among the gradient functions
+/// alone and confirmed by the forward (before, no backward pass either).
 #[test]
 fn a_backward_pass_interrupted_by_gradient_buckets_has_its_layers() {
-    for (pp, layers) in [(1, 4)] {
+    for (pp, rank, layers) in [(1, 0, 4), (2, 0, 2), (2, 4, 2)] {
         let mut preset = lumos_synth::ModelPreset::preset("gpt-tiny").unwrap();
         preset.hidden = 2048;
         preset.ffn_hidden = 4 * 2048;
@@ -173,7 +177,7 @@ fn a_backward_pass_interrupted_by_gradient_buckets_has_its_layers() {
             lumos_synth::Parallelism::new(2, pp, 2, 1),
             lumos_models::GpuSpec::h100(),
         );
-        let text = lumos_synth::synthesize_rank(&cfg, 0).unwrap();
+        let text = lumos_synth::synthesize_rank(&cfg, rank).unwrap();
         let trace =
             lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap();
         let (g, meas, _) = graph_of(&trace);
@@ -188,14 +192,18 @@ fn a_backward_pass_interrupted_by_gradient_buckets_has_its_layers() {
             .unwrap() as u32;
         assert!(bursts[0][..bursts[0].len() - 1].contains(&reduction));
         let blocks = layer_blocks(&us, &threads, None);
-        assert_eq!(blocks.per_pass, Some(layers), "pp {pp}");
+        assert_eq!(blocks.per_pass, Some(layers), "pp {pp} rank {rank}");
         let (_, _, _, s) = discovered(&trace);
         for st in &s.steps {
             let kinds: Vec<PassKind> = st.passes.iter().map(|p| p.kind).collect();
-            assert_eq!(kinds, [PassKind::Forward, PassKind::Backward], "pp {pp}");
+            assert_eq!(
+                kinds,
+                [PassKind::Forward, PassKind::Backward],
+                "pp {pp} rank {rank}"
+            );
             assert!(
                 st.passes.iter().all(|p| p.layers.len() == layers),
-                "pp {pp}"
+                "pp {pp} rank {rank}"
             );
         }
     }
