@@ -1880,17 +1880,24 @@ mod tests {
         );
     }
 
-    #[test]
-    fn weights_are_told_from_activations_by_their_shapes() {
-        // GPT tiny: hidden 1024, FFN 4096, TP 2; one sequence of 4096.
-        let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+    /// The traced graph's first memory-bound kernel that runs under an
+    /// operator, and its innermost operator.
+    fn memory_kernel_scope(base: &Baseline) -> (TaskId, ScopeId) {
         let g = &base.inputs[0].graph;
         let work = &base.structures[0].work;
         let task = (0..g.tasks.len() as u32)
             .map(TaskId)
             .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
             .expect("a memory-bound kernel under an operator");
-        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        (task, g.scope_chain(task).next().unwrap())
+    }
+
+    #[test]
+    fn weights_are_told_from_activations_by_their_shapes() {
+        // GPT tiny: hidden 1024, FFN 4096, TP 2; one sequence of 4096.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let (task, scope) = memory_kernel_scope(&base);
+        let scope = scope.0 as usize;
         for (dims, want) in [
             // A column-parallel [3h/tp, h] weight: (2048 / 1024)^2.
             ("[[1536, 1024]]", Some((4.0, true))),
@@ -1940,13 +1947,8 @@ mod tests {
     /// the first memory-bound kernel under an operator with its innermost
     /// scope's shapes set to `dims`: how that kernel's weight grows.
     fn weight_of(base: &mut Baseline, t: &Target, tokens: u64, dims: &str) -> Option<(f64, bool)> {
-        let g = &base.inputs[0].graph;
-        let work = &base.structures[0].work;
-        let task = (0..g.tasks.len() as u32)
-            .map(TaskId)
-            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
-            .expect("a memory-bound kernel under an operator");
-        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        let (task, scope) = memory_kernel_scope(&base);
+        let scope = scope.0 as usize;
         base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
         let mut rt = Retimer::new(base, t);
         rt.batch_and_seq = (1, tokens);
@@ -2045,13 +2047,8 @@ mod tests {
         // doubled); the output projection `[h, h/tp]` still doubles.
         let mut base = baseline("gpt-tiny", None, [4, 1, 1, 1]);
         let t = target(&base, |c| c.tp = 2);
-        let g = &base.inputs[0].graph;
-        let work = &base.structures[0].work;
-        let task = (0..g.tasks.len() as u32)
-            .map(TaskId)
-            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
-            .expect("a memory-bound kernel under an operator");
-        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        let (task, scope) = memory_kernel_scope(&base);
+        let scope = scope.0 as usize;
         for (dims, want) in [
             ("[[1024, 8]]", Some((1.0, true))),
             ("[[8, 1024]]", Some((1.0, true))),
@@ -2075,13 +2072,7 @@ mod tests {
         // traced graph made an addition of a float gradient whose node is
         // the kernel's operator, at a bandwidth of one byte per ns.
         let mut base = baseline("gpt-tiny", None, [2, 1, 1, 1]);
-        let g = &base.inputs[0].graph;
-        let work = &base.structures[0].work;
-        let task = (0..g.tasks.len() as u32)
-            .map(TaskId)
-            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
-            .expect("a memory-bound kernel under an operator");
-        let node = g.scope_chain(task).next().unwrap();
+        let (task, node) = memory_kernel_scope(&base);
         let floor = memory_floors(&base)[0] as f64;
         let above = |base: &Baseline, t: &Target, dims: &str| -> f64 {
             let mut p = base.identity();
@@ -2210,13 +2201,8 @@ mod tests {
         // the first MLP matrix's shape `[2048, 1024]` is ambiguous. Taken
         // for that weight unless its operator reduces it, or normalizes it.
         let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
-        let g = &base.inputs[0].graph;
-        let work = &base.structures[0].work;
-        let task = (0..g.tasks.len() as u32)
-            .map(TaskId)
-            .find(|&t| work[t.idx()] == WorkClass::Memory && g.scope_chain(t).next().is_some())
-            .expect("a memory-bound kernel under an operator");
-        let scope = g.scope_chain(task).next().unwrap().0 as usize;
+        let (task, scope) = memory_kernel_scope(&base);
+        let scope = scope.0 as usize;
         for (op, want) in [
             ("aten::sum", None),
             ("aten::native_layer_norm_backward", None),
