@@ -1947,7 +1947,7 @@ mod tests {
     /// the first memory-bound kernel under an operator with its innermost
     /// scope's shapes set to `dims`: how that kernel's weight grows.
     fn weight_of(base: &mut Baseline, t: &Target, tokens: u64, dims: &str) -> Option<(f64, bool)> {
-        let (task, scope) = memory_kernel_scope(&base);
+        let (task, scope) = memory_kernel_scope(base);
         let scope = scope.0 as usize;
         base.inputs[0].graph.scopes[scope].input_dims = InputDims::parse(dims);
         let mut rt = Retimer::new(base, t);
