@@ -62,9 +62,9 @@ pub fn not_a_directory(dir: &Path) -> Option<String> {
 
 /// `e`, the failure to write or create `path`, in words: where a folder
 /// on the way is missing (the file's folder removed, a link to a file in
-/// a folder that is not there), "the folder <it> does not exist"; where
-/// one is a link to nothing, "<link> is a link to <target>, which is
-/// not there" (a folder cannot be created through it: the system says
+/// a folder that is not there), `the folder FOLDER does not exist`; where
+/// one is a link to nothing, `LINK is a link to TARGET, which is
+/// not there` (a folder cannot be created through it: the system says
 /// "File exists"); else [`crate::io_words`]. The file system is looked
 /// at when this is called, so call it where the failure happened.
 pub fn output_words(path: &Path, e: &io::Error) -> String {
