@@ -1422,11 +1422,15 @@ fn fills_a_bucket(g: &Graph, t: TaskId) -> bool {
 /// 1/world)`) or `aten::copy_` (under a communication hook) right inside
 /// the gradient's accumulation (`autograd::engine::evaluate_function:
 /// torch::autograd::AccumulateGrad`), beside its node rather than in it:
-/// only DDP's hook on the parameter runs work there.
+/// only DDP's hook on the parameter runs work there. Never in a trace
+/// that runs no collective: there is no DDP, and the work is another
+/// hook's (a post-accumulation hook's optimizer step, say), which every
+/// backward runs.
 fn is_bare_bucket_scaling(g: &Graph, sc: ScopeId) -> bool {
     let scope = &g.scopes[sc.0 as usize];
     let named = |s: ScopeId| g.names[g.scopes[s.0 as usize].name.0 as usize].as_str();
-    matches!(named(sc), "aten::mul" | "aten::copy_")
+    !g.collectives.is_empty()
+        && matches!(named(sc), "aten::mul" | "aten::copy_")
         && scope
             .parent
             .is_some_and(|p| named(p) == crate::assemble::ACCUMULATION)
@@ -2168,6 +2172,13 @@ mod tests {
         assert!(muls.count() > 15);
         let bare = (0..g.scopes.len() as u32).filter(|&s| is_bare_bucket_scaling(g, ScopeId(s)));
         assert_eq!(bare.count(), 15);
+        // Without collectives there is no DDP: the same scopes are some
+        // other hook's work (review).
+        let mut alone = g.clone();
+        alone.collectives.clear();
+        let bare =
+            (0..alone.scopes.len() as u32).filter(|&s| is_bare_bucket_scaling(&alone, ScopeId(s)));
+        assert_eq!(bare.count(), 0);
     }
 
     #[test]
