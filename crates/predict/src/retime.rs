@@ -91,6 +91,67 @@ impl Ratios {
     }
 }
 
+/// Per input: the `(in, out)` sizes of the weights of its first forward
+/// layer's MoE routers, `[tokens, h] x [h, experts]`, which no framework
+/// splits over tensor-parallel ranks. A forward GEMM of the layer is a
+/// router's when an operator or annotation launching it names one
+/// ([`names_a_router`]: `router`, a `gate` module), or when its weight
+/// pairs the hidden size, as its input, with a size that is not a shard's
+/// ([`Dims::layer_matrix_split`]: at most [`SMALL_DIM`] experts). Only
+/// the name tells a router whose experts are exactly a shard's size
+/// (`h/tp`, `3h/tp`, `ffn/tp`). A size pair that another GEMM of the layer
+/// also multiplies by (a column-parallel `[h, ffn/tp]` where the experts
+/// are `ffn/tp`) is left out: those GEMMs and weights cannot be told
+/// apart, and the projections are the layer's larger part.
+fn router_weights(base: &Baseline, dims: Dims, head_dim: u64) -> Vec<FxHashSet<(u64, u64)>> {
+    (base.inputs.iter().zip(&base.structures))
+        .map(|(inp, s)| {
+            let g = &inp.graph;
+            let Some(layer) = (s.steps.iter().flat_map(|st| st.passes.iter()))
+                .find(|p| p.kind == PassKind::Forward)
+                .and_then(|p| p.layers.first())
+            else {
+                return FxHashSet::default();
+            };
+            let (mut routers, mut others) = (FxHashSet::default(), FxHashSet::default());
+            for &t in layer.iter().flat_map(|&u| s.units.units[u as usize].gpu()) {
+                let WorkClass::Gemm(sh) = s.work[t.idx()] else {
+                    continue;
+                };
+                let named = g
+                    .scope_chain(t)
+                    .any(|sc| names_a_router(&g.names[g.scopes[sc.0 as usize].name.0 as usize]));
+                let shaped = dims.tp > 1
+                    && dims.hidden > 0
+                    && sh.k == dims.hidden
+                    && !dims.layer_matrix_split(head_dim, sh.k, sh.n);
+                if named || shaped {
+                    routers.insert((sh.k, sh.n));
+                } else {
+                    others.insert((sh.k, sh.n));
+                }
+            }
+            routers.retain(|w| !others.contains(w));
+            routers
+        })
+        .collect()
+}
+
+/// Whether an operator or annotation named `name` is an MoE router's (or
+/// its module's): a name that says `router` (Megatron's `TopKRouter`), or
+/// a module path whose last part is a `gate` (Mixtral's
+/// `block_sparse_moe.gate`, Qwen's `mlp.gate` and `shared_expert_gate`),
+/// not a gated MLP's `gate_proj`.
+fn names_a_router(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("router")
+        || lower
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .rfind(|p| !p.is_empty())
+            .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit() || c == '_'))
+            .is_some_and(|p| p == "gate" || p.ends_with("_gate"))
+}
+
 /// Which GEMM dimensions of the traced configuration are the hidden size
 /// (`h`, `3h`, or their tensor-parallel shards) and which the FFN size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,6 +392,8 @@ pub(crate) struct Regroup<'a> {
     new_layout: Layout,
     /// Per input: its layer's weights after the edit over before.
     layer_ratio: Vec<f64>,
+    /// Per input: its MoE routers' weights ([`router_weights`]).
+    routers: Vec<FxHashSet<(u64, u64)>>,
 }
 
 /// What re-timing a task needs besides the task.
@@ -393,13 +456,16 @@ fn layer_weights(base: &Baseline) -> FxHashSet<(u64, u64)> {
 impl<'a> Regroup<'a> {
     pub(crate) fn new(base: &'a Baseline, target: &'a Target) -> Regroup<'a> {
         let r = Ratios::of(&base.config, &target.config);
+        let dims = Dims::of(&base.config);
+        let routers = router_weights(base, dims, attention_query(base).map_or(0, |d| d[3]));
         Regroup {
             base,
             target,
             r,
             old_layout: Layout::of(&base.config),
             new_layout: Layout::of(&target.config),
-            layer_ratio: layer_ratios(base, Dims::of(&base.config), &r),
+            layer_ratio: layer_ratios(base, dims, &r, &routers),
+            routers,
         }
     }
 
@@ -738,7 +804,10 @@ impl<'a> Retimer<'a> {
                 (0.0, Source::Modelled)
             }
             WorkClass::Cpu | WorkClass::Copy => (traced as f64, Source::Measured),
-            WorkClass::Gemm(sh) => self.gemm_ns(traced, sh, self.r.tokens_in(place)),
+            WorkClass::Gemm(sh) => {
+                let whole = self.router_gemm(src as usize, tt, sh);
+                self.gemm_ns(traced, sh, self.r.tokens_in(place), whole)
+            }
             WorkClass::Attention(dims) => self.attention_ns(traced, dims, self.r.tokens_in(place)),
             WorkClass::Memory
                 if self.reduction_left_to_last(src as usize, tt, st.tag[i])
@@ -854,7 +923,7 @@ impl<'a> Retimer<'a> {
             // shape, which grows as that weight's kernels do.
             let g = &self.base.inputs[src as usize].graph;
             let growth = (g.scopes[grad.node.0 as usize].input_dims.as_ref())
-                .and_then(|d| self.weight_growth(crate::shapes::sizes(d, 0)))
+                .and_then(|d| self.weight_growth(src as usize, crate::shapes::sizes(d, 0)))
                 .unwrap_or(1.0);
             let bytes = grad.bytes as f64 * growth;
             let above = match self.bandwidths.get(src as usize).copied().flatten() {
@@ -1065,7 +1134,7 @@ impl<'a> Retimer<'a> {
         {
             return None;
         }
-        let ratio = self.weight_growth(largest)?;
+        let ratio = self.weight_growth(src, largest)?;
         let layer = self.layer_weight(largest)
             || matches!(*largest, [x] if self.layer_weights.iter().any(|&(a, b)| x as u64 == a || x as u64 == b));
         Some((ratio, layer))
@@ -1075,7 +1144,7 @@ impl<'a> Retimer<'a> {
     /// the product of its hidden- and FFN-like dimensions' ratios, over
     /// the tensor-parallel degree's when it is split over tp
     /// ([`Retimer::split_over_tp`]); `None` without such a dimension.
-    fn weight_growth(&self, d: &[i64]) -> Option<f64> {
+    fn weight_growth(&self, src: usize, d: &[i64]) -> Option<f64> {
         let mut ratio = 1.0;
         let mut weight = false;
         for &x in d {
@@ -1085,7 +1154,7 @@ impl<'a> Retimer<'a> {
                 ratio *= self.dims.ratio(v, &self.r);
             }
         }
-        let shard = if self.split_over_tp(d) {
+        let shard = if self.split_over_tp(src, d) {
             self.r.tp_shard
         } else {
             1.0
@@ -1103,13 +1172,19 @@ impl<'a> Retimer<'a> {
     /// both tells nothing, and is taken as a full one: at tp 3, `3h/tp` is
     /// `h` (at tp 4, `ffn/tp` is `h` for an FFN of 4h), and a `[h]` vector
     /// is a layer norm's or a row-parallel bias, whole on every rank, far
-    /// more often than a column-parallel bias.
-    fn split_over_tp(&self, d: &[i64]) -> bool {
+    /// more often than a column-parallel bias. An MoE router's weight
+    /// ([`router_weights`] of input `src`), held `[out, in]` = `[experts,
+    /// h]` as `nn.Linear` and Megatron hold weights, is whole.
+    fn split_over_tp(&self, src: usize, d: &[i64]) -> bool {
         let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
         if tp <= 1 {
             return false;
         }
         if let [x, y] = *d {
+            let routers = self.groups.routers.get(src);
+            if routers.is_some_and(|r| r.contains(&(y as u64, x as u64))) {
+                return false;
+            }
             if self.layer_weight(d) {
                 return (self.dims).layer_matrix_split(self.head_dim, x as u64, y as u64);
             }
@@ -1122,14 +1197,54 @@ impl<'a> Retimer<'a> {
     }
 
     /// A GEMM: traced x the fitted curve's time ratio for the new FLOPs
-    /// (`tokens`: how its token dimension grows).
-    fn gemm_ns(&self, traced: i64, sh: GemmShape, tokens: f64) -> (f64, Source) {
-        let ratio = self.width_ratio(sh) * self.r.tp_shard * tokens;
+    /// (`tokens`: how its token dimension grows; `whole`: its weight is
+    /// not split over tensor-parallel ranks, an MoE router's).
+    fn gemm_ns(&self, traced: i64, sh: GemmShape, tokens: f64, whole: bool) -> (f64, Source) {
+        let shard = if whole { 1.0 } else { self.r.tp_shard };
+        let ratio = self.width_ratio(sh) * shard * tokens;
         let g = self.gemm;
         scaled(
             traced,
             g.gemm_ns(sh.flops() * ratio) / g.gemm_ns(sh.flops()),
         )
+    }
+
+    /// Whether GEMM task `t` of input `src`, of shape `sh`, multiplies by
+    /// an MoE router's weight ([`router_weights`]), which tensor
+    /// parallelism does not split: an operator or annotation launching it
+    /// names a router, or, in a layer, its weight is a router's, `(in,
+    /// out)` read from a forward product as `(k, n)` and from a backward
+    /// one (`[tokens, out] x [out, in]` for the input's gradient, `[out,
+    /// tokens] x [tokens, in]` for the weight's) the other way round.
+    fn router_gemm(&self, src: usize, t: TaskId, sh: GemmShape) -> bool {
+        let g = &self.base.inputs[src].graph;
+        if (g.scope_chain(t))
+            .any(|sc| names_a_router(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
+        {
+            return true;
+        }
+        let Some(routers) = self.groups.routers.get(src).filter(|r| !r.is_empty()) else {
+            return false;
+        };
+        let s = &self.base.structures[src];
+        let Role::Pass {
+            step,
+            pass,
+            part: Part::Layer(_),
+        } = s.role_of_task(t)
+        else {
+            return false;
+        };
+        let (b, seq) = self.batch_and_seq;
+        let tokens = b.saturating_mul(seq);
+        let tp = self.dims.tp.max(1);
+        let (x, y) = sh.weight_dims(|v| {
+            tokens > 0 && (v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens))
+        });
+        match s.steps[step as usize].passes[pass as usize].kind {
+            PassKind::Forward => routers.contains(&(x, y)),
+            PassKind::Backward => routers.contains(&(y, x)),
+        }
     }
 
     /// How a GEMM's FLOPs grow with the model's widths: the ratios of its
@@ -1515,18 +1630,25 @@ fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
 
 /// Per input: the weights of its first forward layer after the edit over
 /// before, from the layer's GEMMs (plus 4 h for layer norms); 1 where the
-/// input has no parameters per layer.
-fn layer_ratios(base: &Baseline, dims: Dims, r: &Ratios) -> Vec<f64> {
+/// input has no parameters per layer. A router's weight (`routers`, per
+/// input) is whole on every tensor-parallel rank.
+fn layer_ratios(
+    base: &Baseline,
+    dims: Dims,
+    r: &Ratios,
+    routers: &[FxHashSet<(u64, u64)>],
+) -> Vec<f64> {
     let head_dim = attention_query(base).map_or(0, |d| d[3]);
-    (base.params.iter())
-        .map(|pc| {
+    (base.params.iter().zip(routers))
+        .map(|(pc, routers)| {
             let new = (pc.layer_gemms.iter())
                 .map(|&(k, n)| {
-                    let shard = if dims.layer_matrix_split(head_dim, k, n) {
-                        r.tp_shard
-                    } else {
-                        1.0
-                    };
+                    let shard =
+                        if !routers.contains(&(k, n)) && dims.layer_matrix_split(head_dim, k, n) {
+                            r.tp_shard
+                        } else {
+                            1.0
+                        };
                     (k * n) as f64 * dims.ratio(k, r) * dims.ratio(n, r) * shard
                 })
                 .sum::<f64>()
@@ -1756,14 +1878,14 @@ mod tests {
             k: 1024,
         };
         // Both weight dimensions are hidden-like.
-        assert_eq!(rt.gemm_ns(1000, sh, 1.0), (4000.0, Source::Scaled));
+        assert_eq!(rt.gemm_ns(1000, sh, 1.0, false), (4000.0, Source::Scaled));
         let tokens_only = GemmShape {
             m: 2048,
             n: 51200,
             k: 77,
         };
         assert_eq!(
-            rt.gemm_ns(1000, tokens_only, 1.0),
+            rt.gemm_ns(1000, tokens_only, 1.0, false),
             (1000.0, Source::Measured)
         );
         // A weight gradient as a plain product, `[out, tokens] x [tokens,
@@ -1774,7 +1896,10 @@ mod tests {
             n: 1024,
             k: b * seq,
         };
-        assert_eq!(rt.gemm_ns(1000, wgrad, 1.0), (4000.0, Source::Scaled));
+        assert_eq!(
+            rt.gemm_ns(1000, wgrad, 1.0, false),
+            (4000.0, Source::Scaled)
+        );
         assert_eq!(rt.attention_ns(1000, Some([1, 2048, 8, 64]), 1.0).0, 2000.0);
         assert_eq!(rt.attention_ns(1000, None, 1.0), (2000.0, Source::Scaled));
         let layer = Role::Pass {
@@ -2064,6 +2189,99 @@ mod tests {
             rt.batch_and_seq = (1, 4096);
             assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
         }
+    }
+
+    #[test]
+    fn routers_are_named_by_their_modules_not_by_a_gated_mlp() {
+        for (name, want) in [
+            ("nn.Module: TopKRouter_0", true),
+            ("router", true),
+            ("model.layers.3.block_sparse_moe.gate", true),
+            ("mlp.gate", true),
+            ("mlp.shared_expert_gate", true),
+            ("nn.Module: Gate_1", true),
+            ("mlp.gate_proj", false),
+            ("mlp.gate_up_proj", false),
+            ("aten::mm", false),
+            ("layer3", false),
+            ("gated", false),
+        ] {
+            assert_eq!(names_a_router(name), want, "{name}");
+        }
+    }
+
+    /// An MoE router `[tokens, h] x [h, experts]` with as many experts as
+    /// a shard's width (`h/tp`): named in its launching operator, it is
+    /// kept whole under `--tp` (its GEMMs in both passes, its weight's
+    /// kernels, its share of the layer's weights), where the shapes alone
+    /// took it for a column-parallel shard and halved it at TP 4 -> 2.
+    #[test]
+    fn a_named_router_of_a_shard_s_width_is_whole_on_every_rank() {
+        // GPT tiny at TP 4: hidden 1024, so h/tp = 256 experts.
+        let mut base = baseline("gpt-tiny", None, [4, 1, 1, 1]);
+        let (h, e) = (1024u64, 256u64);
+        let s = &base.structures[0];
+        let gemms_of = |kind: PassKind| -> Vec<TaskId> {
+            let layer = (s.steps.iter().flat_map(|st| st.passes.iter()))
+                .find(|p| p.kind == kind)
+                .and_then(|p| p.layers.first())
+                .unwrap();
+            (layer.iter())
+                .flat_map(|&u| s.units.units[u as usize].gpu().iter().copied())
+                .filter(|t| matches!(s.work[t.idx()], WorkClass::Gemm(_)))
+                .collect()
+        };
+        let (fwd, bwd) = (gemms_of(PassKind::Forward), gemms_of(PassKind::Backward));
+        let WorkClass::Gemm(qkv) = s.work[fwd[0].idx()] else {
+            unreachable!()
+        };
+        assert_eq!((qkv.k, qkv.n), (h, 768), "the first forward GEMM is QKV");
+        let tokens = qkv.m;
+        // The QKV product becomes the router's, under an operator named
+        // for it; a backward GEMM becomes its input's gradient `[tokens,
+        // E] x [E, h]`, another the output projection's `[tokens, h] x
+        // [h, h/tp]`: the same sizes as the router's forward product.
+        let (router, router_dgrad, proj_dgrad) = (fwd[0], bwd[0], bwd[1]);
+        let sh = |m, k, n| GemmShape { m, k, n };
+        let g = &mut base.inputs[0].graph;
+        let sc = g.scope_chain(router).next().unwrap().0 as usize;
+        g.names.push("nn.Module: TopKRouter_0".into());
+        g.scopes[sc].name = lumos_graph::NameId(g.names.len() as u32 - 1);
+        let s = &mut base.structures[0];
+        s.work[router.idx()] = WorkClass::Gemm(sh(tokens, h, e));
+        s.work[router_dgrad.idx()] = WorkClass::Gemm(sh(tokens, e, h));
+        s.work[proj_dgrad.idx()] = WorkClass::Gemm(sh(tokens, h, e));
+        base.params[0].layer_gemms[0] = (h, e);
+        let t = target(&base, |c| c.tp = 2);
+        let mut rt = Retimer::new(&base, &t);
+        rt.gemm = &Linear;
+        assert!(rt.groups.routers[0].contains(&(h, e)));
+        for (task, whole) in [(router, true), (router_dgrad, true), (proj_dgrad, false)] {
+            let WorkClass::Gemm(shape) = base.structures[0].work[task.idx()] else {
+                unreachable!()
+            };
+            assert_eq!(rt.router_gemm(0, task, shape), whole, "{task:?}");
+            let (ns, _) = rt.gemm_ns(1000, shape, 1.0, whole);
+            assert_eq!(ns, if whole { 1000.0 } else { 2000.0 }, "{task:?}");
+        }
+        // Its weight `[E, h]` (`[out, in]`) keeps its size; the output
+        // projection's `[h, h/tp]`, of the same two sizes, doubles.
+        for (dims, want) in [("[[256, 1024]]", 1.0), ("[[1024, 256]]", 2.0)] {
+            assert_eq!(
+                weight_of(&mut base, &t, tokens, dims),
+                Some((want, true)),
+                "{dims}"
+            );
+        }
+        // The layer's weights at TP 2: every projection twice, the
+        // router once, the layer norms once.
+        let pc = &base.params[0];
+        let new: f64 = (pc.layer_gemms.iter())
+            .map(|&(k, n)| (k * n) as f64 * if (k, n) == (h, e) { 1.0 } else { 2.0 })
+            .sum::<f64>()
+            + 4.0 * h as f64;
+        let got = Regroup::new(&base, &t).layer_ratio[0];
+        assert!((got - new / pc.per_layer).abs() < 1e-12, "{got}");
     }
 
     /// A gradient addition sized from its gradient's shape (no DDP
