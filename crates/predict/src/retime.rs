@@ -803,6 +803,13 @@ impl<'a> Retimer<'a> {
             {
                 (0.0, Source::Modelled)
             }
+            // The launch of an addition into `.grad` the step's first
+            // backward does not run (its kernel below takes no time either);
+            // the accumulation node's own time around it stays, as the
+            // first backward spends it keeping the gradient.
+            WorkClass::Cpu if self.accumulation_not_run(src as usize, tt, st.tag[i]) => {
+                (0.0, Source::Modelled)
+            }
             WorkClass::Cpu | WorkClass::Copy => (traced as f64, Source::Measured),
             WorkClass::Gemm(sh) => {
                 let whole = self.router_gemm(src as usize, tt, sh);
@@ -992,7 +999,8 @@ impl<'a> Retimer<'a> {
     }
 
     /// Whether task `t` of `s` adds a micro-batch's gradient into `.grad`
-    /// (`aten::add_` inside `AccumulateGrad`) in a copy that becomes the
+    /// (`aten::add_` inside `AccumulateGrad`: its kernel, or the CPU work
+    /// launching it) in a copy that becomes the
     /// step's first backward, which PyTorch runs without those additions
     /// after `zero_grad(set_to_none=True)` (it keeps the new gradients),
     /// as the first traced backward shows.
