@@ -117,10 +117,25 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         )));
     }
     if c.tp != b.tp && !has_class(base, GroupClass::Tensor) {
+        // From TP 1 the edit would be structural: every layer's
+        // projections split and the collectives that tensor parallelism
+        // runs added, where re-timing only scales what the trace holds
+        // (PREDICTION.md, section 2).
+        let from_one = if b.tp == 1 && c.tp > 1 {
+            format!(
+                "; traced at TP 1, TP {} would also split each layer's projections (QKV, \
+                 attention output, the MLP's two matrices) and add the collectives tensor \
+                 parallelism runs (Megatron: two all-reduces a layer in each pass), which lumos \
+                 does not insert: trace a run at TP 2 or more",
+                c.tp
+            )
+        } else {
+            String::new()
+        };
         return Err(PredictError::Unsupported(format!(
             "no tensor-parallel collectives found in {}: none of its collectives was taken for \
              tensor parallelism (`lumos inspect` lists their groups and why), so there is no \
-             tensor-parallel communication to re-shard",
+             tensor-parallel communication to re-shard{from_one}",
             base.input_names()
         )));
     }
@@ -693,6 +708,18 @@ mod tests {
         assert!(
             e.to_string()
                 .starts_with("no tensor-parallel collectives found in rank0"),
+            "{e}"
+        );
+        // From TP 1 the refusal says what the edit would need, which
+        // re-timing cannot give (before, only that no collective was
+        // tensor-parallel).
+        assert!(
+            e.to_string().ends_with(
+                "; traced at TP 1, TP 2 would also split each layer's projections (QKV, \
+                 attention output, the MLP's two matrices) and add the collectives tensor \
+                 parallelism runs (Megatron: two all-reduces a layer in each pass), which lumos \
+                 does not insert: trace a run at TP 2 or more"
+            ),
             "{e}"
         );
         let e = refusal(&base, |c| c.dp = 4);
