@@ -103,9 +103,14 @@ impl Ratios {
 /// also multiplies by (a column-parallel `[h, ffn/tp]` where the experts
 /// are `ffn/tp`) is left out: those GEMMs and weights cannot be told
 /// apart, and the projections are the layer's larger part.
-fn router_weights(base: &Baseline, dims: Dims, head_dim: u64) -> Vec<FxHashSet<(u64, u64)>> {
-    (base.inputs.iter().zip(&base.structures))
-        .map(|(inp, s)| {
+fn router_weights(
+    base: &Baseline,
+    dims: Dims,
+    head_dim: u64,
+    router_names: &[Vec<bool>],
+) -> Vec<FxHashSet<(u64, u64)>> {
+    (base.inputs.iter().zip(&base.structures).zip(router_names))
+        .map(|((inp, s), router_name)| {
             let g = &inp.graph;
             let Some(layer) = (s.steps.iter().flat_map(|st| st.passes.iter()))
                 .find(|p| p.kind == PassKind::Forward)
@@ -118,9 +123,7 @@ fn router_weights(base: &Baseline, dims: Dims, head_dim: u64) -> Vec<FxHashSet<(
                 let WorkClass::Gemm(sh) = s.work[t.idx()] else {
                     continue;
                 };
-                let named = g
-                    .scope_chain(t)
-                    .any(|sc| names_a_router(&g.names[g.scopes[sc.0 as usize].name.0 as usize]));
+                let named = names_of_a_router(g, router_name, t);
                 let shaped = dims.tp > 1
                     && dims.hidden > 0
                     && sh.k == dims.hidden
@@ -135,6 +138,22 @@ fn router_weights(base: &Baseline, dims: Dims, head_dim: u64) -> Vec<FxHashSet<(
             routers
         })
         .collect()
+}
+
+/// Per input: for each of its graph's names, whether it names an MoE
+/// router ([`names_a_router`]), worked out once per distinct name rather
+/// than per GEMM and scope.
+fn router_names(base: &Baseline) -> Vec<Vec<bool>> {
+    (base.inputs.iter())
+        .map(|inp| inp.graph.names.iter().map(|n| names_a_router(n)).collect())
+        .collect()
+}
+
+/// Whether an operator or annotation launching task `t` of `g` names an
+/// MoE router (`router_name`: [`router_names`] of `g`).
+fn names_of_a_router(g: &Graph, router_name: &[bool], t: TaskId) -> bool {
+    (g.scope_chain(t))
+        .any(|sc| router_name.get(g.scopes[sc.0 as usize].name.0 as usize) == Some(&true))
 }
 
 /// Whether an operator or annotation named `name` is an MoE router's (or
@@ -394,6 +413,8 @@ pub(crate) struct Regroup<'a> {
     layer_ratio: Vec<f64>,
     /// Per input: its MoE routers' weights ([`router_weights`]).
     routers: Vec<FxHashSet<(u64, u64)>>,
+    /// Per input: which of its names name a router ([`router_names`]).
+    router_names: Vec<Vec<bool>>,
 }
 
 /// What re-timing a task needs besides the task.
@@ -457,7 +478,9 @@ impl<'a> Regroup<'a> {
     pub(crate) fn new(base: &'a Baseline, target: &'a Target) -> Regroup<'a> {
         let r = Ratios::of(&base.config, &target.config);
         let dims = Dims::of(&base.config);
-        let routers = router_weights(base, dims, attention_query(base).map_or(0, |d| d[3]));
+        let router_names = router_names(base);
+        let head_dim = attention_query(base).map_or(0, |d| d[3]);
+        let routers = router_weights(base, dims, head_dim, &router_names);
         Regroup {
             base,
             target,
@@ -466,6 +489,7 @@ impl<'a> Regroup<'a> {
             new_layout: Layout::of(&target.config),
             layer_ratio: layer_ratios(base, dims, &r, &routers),
             routers,
+            router_names,
         }
     }
 
@@ -1226,9 +1250,7 @@ impl<'a> Retimer<'a> {
     /// tokens] x [tokens, in]` for the weight's) the other way round.
     fn router_gemm(&self, src: usize, t: TaskId, sh: GemmShape) -> bool {
         let g = &self.base.inputs[src].graph;
-        if (g.scope_chain(t))
-            .any(|sc| names_a_router(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
-        {
+        if names_of_a_router(g, &self.groups.router_names[src], t) {
             return true;
         }
         let Some(routers) = self.groups.routers.get(src).filter(|r| !r.is_empty()) else {
