@@ -512,3 +512,23 @@ fn a_stage_of_one_layer_per_pass_counts_one_layer() {
         assert_eq!(s.layer_hint(), None, "stage {stage}");
     }
 }
+
+/// The last of two pipeline stages, one micro-batch: its only forward
+/// opens with the receive of the activations stage 0 sent (and the
+/// stream wait and device synchronization after it), then the labels'
+/// loading. The receive is the micro-batch's own, like the loading; it
+/// was left in the step's prologue, so `lumos inspect` read the stage as
+/// the "only" one (no receive before its forward) and a prediction
+/// paired that receive with no send (`--out`: "2 recv written without a
+/// process group").
+#[test]
+fn a_lone_forward_owns_its_pipeline_receive() {
+    let (.., s) = discovered(&synth("gpt-tiny", 1, 2, 1, 1, 1));
+    for st in &s.steps {
+        assert_eq!(st.order(), "F1 B1");
+        let recv = |us: &[u32]| us.iter().any(|&u| s.unit_p2p(u) == Some(P2p::Recv));
+        assert!(!recv(&st.prologue), "{:?}", st.prologue);
+        assert!(recv(&st.passes[0].pre));
+    }
+    assert_eq!(s.report.stage_role, "last");
+}
