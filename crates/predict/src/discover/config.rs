@@ -9,6 +9,7 @@ use lumos_graph::Graph;
 use lumos_models::CollectiveKind;
 
 use super::comms::class_from_desc;
+use super::layers::is_checkpoint_backward;
 use super::{
     finding, mode, CommInfo, Confidence, Finding, GroupClass, PassKind, StepStructure, Structure,
     WorkClass,
@@ -74,6 +75,7 @@ pub(super) fn infer_config(
     if let Some(first) = s.steps.first() {
         pass_counts(first, &mut c, findings);
     }
+    recomputation(s, findings);
     layer_shapes(s, &mut c, findings);
     c.distributed_optimizer = distributed_optimizer(&s.comms);
     c
@@ -302,6 +304,30 @@ fn pass_counts(first: &StepStructure, c: &mut DiscoveredConfig, findings: &mut V
             format!("layers per pass: {counts:?}"),
         ));
     }
+}
+
+/// Full activation recomputation, where each backward layer is a
+/// checkpointed block's gradient function: its units re-run the layer's
+/// forward before its gradients, so that work is the backward layer's
+/// (recomputation), not more layers.
+fn recomputation(s: &Structure, findings: &mut Vec<Finding>) {
+    let text = |t: u32| s.units.tokens[t as usize].as_str();
+    if s.backward_block.is_empty()
+        || !(s.backward_block.iter()).all(|&t| is_checkpoint_backward(text(t)))
+    {
+        return;
+    }
+    let names: Vec<&str> = s.backward_block.iter().map(|&t| text(t)).collect();
+    findings.push(finding(
+        "activation recomputation",
+        "full".into(),
+        Confidence::High,
+        format!(
+            "each backward layer is one `{}`, which re-runs the layer's forward before its \
+             gradients: that forward is counted as the backward layer's work, not as layers",
+            names.join(" ")
+        ),
+    ));
 }
 
 /// Shapes from the first forward layer: tokens, hidden and FFN sizes from

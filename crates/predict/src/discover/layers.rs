@@ -125,18 +125,34 @@ pub(super) fn thread_tokens(
 
 /// A layer is a block of at least two operators (or one named like a
 /// layer) that launches GPU work; a single operator repeated (a run of
-/// gradient accumulations) is not one.
+/// gradient accumulations) is not one, unless it is a checkpointed
+/// block's backward ([`is_checkpoint_backward`]) that launches work.
 pub(super) fn is_layer_block(units: &Units, block: &[u32]) -> bool {
+    let launches = |t: u32| {
+        units
+            .units
+            .iter()
+            .any(|u| u.token == t && !u.gpu().is_empty())
+    };
     block
         .iter()
         .any(|&t| is_layer_name(&units.tokens[t as usize]))
-        || (block.iter().any(|&t| t != block[0])
-            && block.iter().any(|&t| {
-                units
-                    .units
-                    .iter()
-                    .any(|u| u.token == t && !u.gpu().is_empty())
-            }))
+        || (block.iter().any(|&t| t != block[0]) && block.iter().any(|&t| launches(t)))
+        || (block
+            .iter()
+            .all(|&t| is_checkpoint_backward(&units.tokens[t as usize]))
+            && block.iter().any(|&t| launches(t)))
+}
+
+/// Whether token text `t` is the gradient function of a checkpointed
+/// block (full activation recomputation: Megatron's `CheckpointFunction`,
+/// PyTorch's reentrant `torch.utils.checkpoint`). The engine runs it as
+/// one operator that re-runs the block's forward and then its backward
+/// (the block's own gradient functions nested inside), so one unit is a
+/// whole layer's backward, recomputation included, and a run of them is
+/// the layers of a backward pass.
+pub(super) fn is_checkpoint_backward(t: &str) -> bool {
+    is_gradient_function(t) && forward_name(t).ends_with("CheckpointFunction")
 }
 
 /// The tokens every burst holds (all of them when there is one burst).

@@ -6,7 +6,7 @@
 //! there is no other to compare with. The rule instead (docs/PREDICTION.md
 //! section 2, "One traced micro-batch"): from the first unit before the
 //! pass that is per-micro-batch in kind (data loading, a host-to-device
-//! copy, an embedding, or work inside a user annotation that also wraps
+//! copy, an embedding, a pipeline receive, or work inside a user annotation that also wraps
 //! the pass's first layer but not the step's epilogue, PyTorch loops'
 //! `microbatch0` or DDP's forward) up to the first layer, the units are
 //! the pass's own; what comes before that unit (gradient zeroing, other
@@ -17,6 +17,8 @@
 
 use lumos_graph::{Graph, ScopeId, TaskKind};
 
+use super::comms::p2p_of;
+use super::P2p;
 use crate::units::Units;
 
 /// How many of the units before a step's only forward pass (`pre`, on the
@@ -76,12 +78,18 @@ fn pass_wrappers(g: &Graph, units: &Units, first_layer: u32, epilogue: &[u32]) -
 }
 
 /// Whether unit `u` is work each micro-batch does for itself: data
-/// loading, a host-to-device copy, an embedding, or anything inside one
-/// of the pass's `wrappers`.
+/// loading, a host-to-device copy, an embedding, a pipeline receive (the
+/// activations the stage before sent for this micro-batch), or anything
+/// inside one of the pass's `wrappers`.
 fn per_micro_batch(g: &Graph, units: &Units, u: u32, wrappers: &[ScopeId]) -> bool {
     let unit = &units.units[u as usize];
     let token = units.token(u as usize);
     let named = token.contains("DataLoader") || token.to_ascii_lowercase().contains("embedding");
+    let received = unit.gpu().iter().any(|&t| {
+        g.task(t)
+            .collective
+            .is_some_and(|c| p2p_of(&g.collectives[c as usize].name) == Some(P2p::Recv))
+    });
     let h2d = unit.gpu().iter().any(|&t| {
         g.task(t).kind == TaskKind::Memcpy && {
             let n = g.name(t);
@@ -92,5 +100,5 @@ fn per_micro_batch(g: &Graph, units: &Units, u: u32, wrappers: &[ScopeId]) -> bo
         .cpu()
         .first()
         .is_some_and(|&t| g.scope_chain(t).any(|s| wrappers.contains(&s)));
-    named || h2d || wrapped
+    named || received || h2d || wrapped
 }

@@ -48,13 +48,40 @@ pub(super) fn passes_and_layers(
     findings: &mut Vec<Finding>,
 ) -> PassesAndLayers {
     let threads = step_threads(g, units);
-    let blocks = layer_blocks(units, &threads, hint);
+    let mut blocks = layer_blocks(units, &threads, hint);
+    // A pipeline stage of one layer per pass repeats no block inside a
+    // pass, so whatever repeats most on its main thread is a whole pass,
+    // several forwards back to back taken for one pass of as many layers
+    // (GPT tiny at PP 4: "5 layers per pass", order F1, a first stage
+    // read as the only one). Its passes are cut with its own pass blocks
+    // ([`one_layer_per_pass`]): one layer each, the count the verdict
+    // gives. The backward block stays unknown: one stage's passes do not
+    // tell the layer from the embedding or the loss, so the stage is
+    // still refused alone and offers no blocks to another stage.
+    let mut own_passes = false;
+    if blocks.per_pass.is_none() && hint.is_none() {
+        let (bursts, main) = thread_tokens(units, &threads);
+        if let Some((f, b)) =
+            one_layer_per_pass(units, &bursts, &main, &between_pass_tokens(g, units))
+        {
+            blocks = LayerBlocks {
+                forward: f,
+                backward: b,
+                per_pass: Some(1),
+                method: LayerMethod::ScopePattern,
+            };
+            own_passes = true;
+        }
+    }
     let mut roles = vec![Role::Outside; units.units.len()];
     let steps = threads
         .iter()
         .enumerate()
         .map(|(si, r)| cut_step(g, units, si as u32, r, &blocks, &mut roles))
         .collect();
+    if own_passes {
+        blocks.backward.clear();
+    }
     let mut method = blocks.method;
     if method == LayerMethod::None {
         // No CPU operators to go by: look for the repeated block among

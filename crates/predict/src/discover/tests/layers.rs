@@ -208,3 +208,58 @@ fn a_backward_pass_interrupted_by_gradient_buckets_has_its_layers() {
         }
     }
 }
+
+/// GPT small (12 layers) on two pipeline stages with full activation
+/// recomputation: each layer's backward is one
+/// `CheckpointFunctionBackward`, which re-runs the layer's forward before
+/// its gradients. Before, that one operator repeated was no layer block,
+/// and each stage was refused as "one layer per pass" though it holds
+/// six; now each backward layer is one such unit (its recomputed forward
+/// inside it, not more layers) and every pass has the stage's six.
+#[test]
+fn full_recomputation_has_a_checkpointed_block_per_layer() {
+    for rank in [0, 1] {
+        let mut cfg = lumos_synth::SynthConfig::new(
+            lumos_synth::ModelPreset::preset("gpt-small").unwrap(),
+            lumos_synth::Parallelism::new(1, 2, 1, 4),
+            lumos_models::GpuSpec::h100(),
+        );
+        cfg.training.recompute = lumos_synth::Recompute::Full;
+        let text = lumos_synth::synthesize_rank(&cfg, rank).unwrap();
+        let trace =
+            lumos_trace::read_bytes(std::path::Path::new("t.json"), text.as_bytes()).unwrap();
+        let (.., s) = discovered(&trace);
+        assert_eq!(
+            super::super::report::structure_blocked(&s),
+            None,
+            "rank {rank}"
+        );
+        assert_eq!(s.layer_method, LayerMethod::ScopePattern, "rank {rank}");
+        let text = |t: u32| s.units.tokens[t as usize].as_str();
+        assert_eq!(
+            (s.backward_block.iter().map(|&t| text(t))).collect::<Vec<_>>(),
+            ["autograd::engine::evaluate_function: CheckpointFunctionBackward"]
+        );
+        assert_eq!(s.config.layers, Some(6), "rank {rank}");
+        assert_eq!(s.config.microbatches, Some(4), "rank {rank}");
+        for st in &s.steps {
+            assert_eq!(st.backward_passes(), 4, "rank {rank}");
+            assert!(st.passes.iter().all(|p| p.layers.len() == 6), "rank {rank}");
+        }
+        // The recomputed forward is the backward layer's: no forward
+        // layer unit runs on the autograd thread.
+        let main = s.steps[0].main;
+        for p in s.steps.iter().flat_map(|st| st.passes.iter()) {
+            let on_main = p
+                .layers
+                .iter()
+                .flatten()
+                .all(|&u| s.units.units[u as usize].thread == main);
+            assert_eq!(on_main, p.kind == PassKind::Forward, "rank {rank}");
+        }
+        let f = (s.report.findings.iter())
+            .find(|f| f.what == "activation recomputation")
+            .expect("a finding says so");
+        assert_eq!((f.value.as_str(), f.confidence), ("full", Confidence::High));
+    }
+}

@@ -478,3 +478,57 @@ fn a_lone_forward_keeps_its_data_loading_and_embedding() {
     assert_eq!(pre[0], "fetch", "{pre:?}");
     assert!(pre.iter().any(|t| t == "aten::index_select"), "{pre:?}");
 }
+
+/// GPT tiny (4 layers) on four pipeline stages, one layer each, read one
+/// stage's trace at a time: nothing repeats inside a pass, so the block
+/// that repeats most on the main thread was a whole forward, and chains
+/// of back-to-back forwards were taken for passes of "5/7/8 layers"
+/// (order `F1`, the first stage read as the only one, the third as the
+/// first) beside the verdict "one layer per pass". Each stage's passes
+/// are now cut with its own pass blocks: one layer each, 8 micro-batches
+/// in its 1F1B order, its place in the pipeline, and still refused alone
+/// with no blocks to lend another stage.
+#[test]
+fn a_stage_of_one_layer_per_pass_counts_one_layer() {
+    for (stage, role) in ["first", "middle", "middle", "last"]
+        .into_iter()
+        .enumerate()
+    {
+        let (.., s) = discovered(&synth("gpt-tiny", 1, 4, 1, 8, stage));
+        assert_eq!(s.report.stage_role, role, "stage {stage}");
+        assert_eq!(s.config.layers, Some(1), "stage {stage}");
+        assert_eq!(s.report.layers_per_pass, Some(1), "stage {stage}");
+        assert_eq!(s.config.microbatches, Some(8), "stage {stage}");
+        assert_eq!(s.report.one_f_one_b, Some(true), "stage {stage}");
+        for st in &s.steps {
+            assert_eq!(st.backward_passes(), 8, "stage {stage}");
+            assert!(
+                st.passes.iter().all(|p| p.layers.len() == 1),
+                "stage {stage}"
+            );
+        }
+        let why = super::super::report::structure_blocked(&s).unwrap_or_default();
+        assert!(why.contains("one layer per pass"), "stage {stage}: {why}");
+        assert_eq!(s.layer_hint(), None, "stage {stage}");
+    }
+}
+
+/// The last of two pipeline stages, one micro-batch: its only forward
+/// opens with the receive of the activations stage 0 sent (and the
+/// stream wait and device synchronization after it), then the labels'
+/// loading. The receive is the micro-batch's own, like the loading; it
+/// was left in the step's prologue, so `lumos inspect` read the stage as
+/// the "only" one (no receive before its forward) and a prediction
+/// paired that receive with no send (`--out`: "2 recv written without a
+/// process group").
+#[test]
+fn a_lone_forward_owns_its_pipeline_receive() {
+    let (.., s) = discovered(&synth("gpt-tiny", 1, 2, 1, 1, 1));
+    for st in &s.steps {
+        assert_eq!(st.order(), "F1 B1");
+        let recv = |us: &[u32]| us.iter().any(|&u| s.unit_p2p(u) == Some(P2p::Recv));
+        assert!(!recv(&st.prologue), "{:?}", st.prologue);
+        assert!(recv(&st.passes[0].pre));
+    }
+    assert_eq!(s.report.stage_role, "last");
+}
