@@ -144,16 +144,36 @@ fn router_weights(
 /// router ([`names_a_router`]), worked out once per distinct name rather
 /// than per GEMM and scope.
 fn router_names(base: &Baseline) -> Vec<Vec<bool>> {
+    name_flags(base, names_a_router)
+}
+
+/// Per input: `test` of each of its graph's names.
+fn name_flags(base: &Baseline, test: fn(&str) -> bool) -> Vec<Vec<bool>> {
     (base.inputs.iter())
-        .map(|inp| inp.graph.names.iter().map(|n| names_a_router(n)).collect())
+        .map(|inp| inp.graph.names.iter().map(|n| test(n)).collect())
         .collect()
+}
+
+/// Whether an operator or annotation launching task `t` of `g` has a
+/// name `flags` marks ([`name_flags`] of `g`).
+fn launched_under(g: &Graph, flags: &[bool], t: TaskId) -> bool {
+    (g.scope_chain(t)).any(|sc| flags.get(g.scopes[sc.0 as usize].name.0 as usize) == Some(&true))
 }
 
 /// Whether an operator or annotation launching task `t` of `g` names an
 /// MoE router (`router_name`: [`router_names`] of `g`).
 fn names_of_a_router(g: &Graph, router_name: &[bool], t: TaskId) -> bool {
-    (g.scope_chain(t))
-        .any(|sc| router_name.get(g.scopes[sc.0 as usize].name.0 as usize) == Some(&true))
+    launched_under(g, router_name, t)
+}
+
+/// Whether `name` is a cross entropy over vocabulary-parallel logits, or
+/// its gradient function: Megatron's `_VocabParallelCrossEntropy` (an
+/// autograd function, recorded under its class name) and
+/// `vocab_parallel_cross_entropy`. Its logits are `[tokens, vocabulary /
+/// tp]` on each tensor-parallel rank, so its kernels on them shrink as tp
+/// grows, which their position outside the layers does not tell.
+fn names_a_vocab_parallel_loss(name: &str) -> bool {
+    name.contains("VocabParallelCrossEntropy") || name.contains("vocab_parallel_cross_entropy")
 }
 
 /// Whether an operator or annotation named `name` is an MoE router's (or
@@ -415,6 +435,9 @@ pub(crate) struct Regroup<'a> {
     routers: Vec<FxHashSet<(u64, u64)>>,
     /// Per input: which of its names name a router ([`router_names`]).
     router_names: Vec<Vec<bool>>,
+    /// Per input: which of its names name a vocabulary-parallel loss
+    /// ([`names_a_vocab_parallel_loss`]).
+    loss_names: Vec<Vec<bool>>,
 }
 
 /// What re-timing a task needs besides the task.
@@ -490,6 +513,7 @@ impl<'a> Regroup<'a> {
             layer_ratio: layer_ratios(base, dims, &r, &routers),
             routers,
             router_names,
+            loss_names: name_flags(base, names_a_vocab_parallel_loss),
         }
     }
 
@@ -920,10 +944,22 @@ impl<'a> Retimer<'a> {
                 // head's backward): a layer's are inside the layers.
                 layer: layer && !in_gradient_function(&inp.graph, tt),
             },
-            None => Tensor::Activations(match self.r.tokens_in(place) {
-                r if r != 1.0 && self.token_sized(src as usize, tt) => r,
-                _ => 1.0,
-            }),
+            None => {
+                let tokens = match self.r.tokens_in(place) {
+                    r if r != 1.0 && self.token_sized(src as usize, tt) => r,
+                    _ => 1.0,
+                };
+                // A vocabulary-parallel loss's logits are a shard of the
+                // vocabulary, whatever part of the pass holds them.
+                let loss = &self.groups.loss_names[src as usize];
+                let vocab = match launched_under(&inp.graph, loss, tt)
+                    && self.vocab_sized(src as usize, tt)
+                {
+                    true => self.r.tp_shard,
+                    false => 1.0,
+                };
+                Tensor::Activations(tokens * vocab)
+            }
         };
         self.memory_ns(traced, name, (place, tensor), per_stage, floor)
     }
@@ -1054,6 +1090,33 @@ impl<'a> Retimer<'a> {
             Some(dims) => (0..dims.len()).any(|i| self.has_tokens(crate::shapes::sizes(dims, i))),
             None => true,
         }
+    }
+
+    /// Whether memory-bound task `t` of input `src`, in a
+    /// vocabulary-parallel loss, works on its logits: its operator's
+    /// recorded shapes have a dimension other than the tokens' (the
+    /// vocabulary's shard), where the loss's per-token statistics
+    /// (`[tokens]`, `[seq, batch]`) have none. Without recorded shapes it
+    /// is taken to, as the loss's larger kernels do.
+    fn vocab_sized(&self, src: usize, t: TaskId) -> bool {
+        let Some(dims) = self.shapes_of(src, t) else {
+            return true;
+        };
+        let (b, seq) = self.batch_and_seq;
+        let tp = u64::from(self.base.config.tp.max(1));
+        let tokens = b.saturating_mul(seq);
+        let token_like = |v: u64| {
+            v <= 1
+                || v == tokens
+                || v == b
+                || v == seq
+                || (tp > 1 && (v * tp == seq || v * tp == tokens))
+        };
+        (0..dims.len()).any(|i| {
+            crate::shapes::sizes(dims, i)
+                .iter()
+                .any(|&x| !token_like(x.max(0) as u64))
+        })
     }
 
     /// The recorded shapes of the innermost operator launching task `t`

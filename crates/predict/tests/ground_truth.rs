@@ -392,17 +392,19 @@ fn one_micro_batch_on_two_stages_against_ground_truth() {
         assert_eq!(s.report.layers_per_pass, Some(2));
     }
     let id = base.identity();
-    // Bounds a little above one run's errors (+6.8%, +16.4%, -2.3%); the
-    // tensor-parallel edit of one micro-batch is the least accurate.
+    // Bounds a little above one run's errors (-2.6%, +1.5%, +0.05%). The
+    // tensor-parallel edit was +16.4% while the last stage's receive was
+    // left in its prologue and the vocabulary-parallel loss's kernels kept
+    // their traced size (docs/PREDICTION.md, 3.4).
     for (name, p, (tp, dp, hidden), bound) in [
         (
             "hidden 1024",
             id.clone().with_hidden(1024).unwrap(),
             (2, 2, 1024),
-            10.0,
+            4.0,
         ),
-        ("tp 4", id.clone().with_tp(4).unwrap(), (4, 2, 2048), 20.0),
-        ("dp 4", id.clone().with_dp(4).unwrap(), (2, 4, 2048), 5.0),
+        ("tp 4", id.clone().with_tp(4).unwrap(), (4, 2, 2048), 4.0),
+        ("dp 4", id.clone().with_dp(4).unwrap(), (2, 4, 2048), 2.0),
     ] {
         let got = mean_ms(&p.simulate().unwrap().step_ns);
         let want = truth_ms(&job(tp, dp, hidden));
