@@ -1412,3 +1412,41 @@ fn distinct_names_past_the_budget_are_an_error_naming_the_event() {
         );
     }
 }
+
+/// JSON compares keys after their escapes: `"trace\u0045vents"` is
+/// `traceEvents`. A top-level key spelled with an escape was taken as
+/// written, so such a trace had "no traceEvents array" and its
+/// `distributedInfo` and `deviceProperties` went unread; an event's keys
+/// were decoded already. Escaped everywhere, a corpus trace reads as it
+/// does plain.
+#[test]
+fn escaped_keys_name_the_members_they_spell() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        eprintln!("skipped: no corpus");
+        return;
+    };
+    let json = json_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz");
+    let text = String::from_utf8(json.clone()).unwrap();
+    let plain = read_ok("t.json", &json);
+    assert!(!plain.meta.devices.is_empty() && plain.meta.schema_version == Some(1));
+    let escaped = text
+        .replace(r#""traceEvents""#, r#""trace\u0045vents""#)
+        .replace(r#""distributedInfo""#, r#""distributed\u0049nfo""#)
+        .replace(r#""deviceProperties""#, r#""device\u0050roperties""#)
+        .replace(r#""schemaVersion""#, r#""\u0073chemaVersion""#)
+        .replace(r#""name":"#, r#""n\u0061me":"#)
+        .replace(r#""ts":"#, r#""\u0074s":"#);
+    assert_ne!(escaped, text);
+    for (name, data) in [
+        ("t.json", escaped.clone().into_bytes()),
+        ("t.json.gz", gzip(escaped.as_bytes())),
+    ] {
+        let mut t = read_ok_any_chunk(name, &data);
+        t.gzipped = false;
+        assert_eq!(summary(&Ok(t)), summary(&Ok(plain.clone())), "{name}");
+    }
+    // A key whose escape is invalid names nothing: read as written.
+    let bad = trace_of(&[KERNEL]).replace(r#""traceEvents""#, r#""trace\xEvents""#);
+    let e = read_err("bad.json", bad.as_bytes());
+    assert!(e.to_string().contains("no traceEvents array"), "{e}");
+}
