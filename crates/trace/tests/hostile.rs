@@ -1450,3 +1450,47 @@ fn escaped_keys_name_the_members_they_spell() {
     let e = read_err("bad.json", bad.as_bytes());
     assert!(e.to_string().contains("no traceEvents array"), "{e}");
 }
+
+/// A member written twice in an event (two `"name"`s, two `"ts"`) kept
+/// the last value without a word; it still does, as JSON readers do, but
+/// the events are counted and warned about once, naming the first one
+/// and its key.
+#[test]
+fn repeated_members_keep_the_last_value_and_are_counted() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        eprintln!("skipped: no corpus");
+        return;
+    };
+    let json = json_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz");
+    let text = String::from_utf8(json.clone()).unwrap();
+    let plain = read_ok("t.json", &json);
+    let kernel = r#""cat": "kernel", "name": ""#;
+    let kernels = text.matches(kernel).count();
+    assert!(kernels > 50, "{kernels}");
+    assert_eq!(plain.skipped.repeated_members, Occurrences::default());
+    let twice = text.replace(kernel, r#""cat": "kernel", "name": "first", "name": ""#);
+    let mut t = read_ok_any_chunk("t.json", twice.as_bytes());
+    let s = &t.skipped;
+    assert_eq!(s.repeated_members.count, kernels as u64);
+    let first = s.repeated_members.first_index.expect("an event");
+    assert_eq!(s.first_repeated_member, Some("name"));
+    let warning = format!(
+        "{kernels} events write a member twice or more (first at traceEvents[{first}]: \
+         \"name\"): the last value read, as JSON readers do"
+    );
+    assert_eq!(
+        t.warnings.iter().filter(|w| **w == warning).count(),
+        1,
+        "{:?}",
+        t.warnings
+    );
+    // The first event with one is the first kernel; the last name is read.
+    let at = text[..text.find(kernel).unwrap()]
+        .matches("\"ph\":")
+        .count() as u64;
+    assert_eq!(first, at - 1);
+    t.warnings.retain(|w| *w != warning);
+    t.skipped.repeated_members = Occurrences::default();
+    t.skipped.first_repeated_member = None;
+    assert_eq!(summary(&Ok(t)), summary(&Ok(plain)));
+}
