@@ -1325,6 +1325,46 @@ fn files_a_folder_leaves_out_are_named_in_a_warning() {
     assert!(!err.contains("left out"), "{err}");
 }
 
+/// An output in a folder that takes no new files (`/proc`, a pseudo-file
+/// system: creating in it fails as "not found") said "no such file", as
+/// if an input were missing; it now says the folder is there and takes
+/// no new files, whichever command writes.
+#[test]
+fn an_output_in_a_folder_that_takes_no_files_says_so() {
+    if !Path::new("/proc/self").is_dir() {
+        eprintln!("skipped: no /proc");
+        return;
+    }
+    let dir = TempDir::new("cli-exit-proc");
+    let trace = one_rank(&dir.join("in"));
+    let t = trace.to_str().unwrap();
+    let said = |o: &str| {
+        format!(
+            "{o}: cannot write: the folder /proc is there but takes no new files (the system \
+             says \"no such file or directory\")"
+        )
+    };
+    for (args, o) in [
+        (
+            vec!["replay", t, "--out", "/proc/lumos-out"],
+            "/proc/lumos-out",
+        ),
+        (
+            vec!["report", t, "-o", "/proc/lumos.html"],
+            "/proc/lumos.html",
+        ),
+        (
+            vec!["ingest", t, "-o", "/proc/lumos-out"],
+            "/proc/lumos-out",
+        ),
+    ] {
+        let out = run(&args, None);
+        assert_fails(&out, 1, &said(o), &args.join(" "));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("no such file\n"), "{err}");
+    }
+}
+
 /// An output whose folder is missing on the way names it: a link to a
 /// file in a folder that is not there said "No such file or directory
 /// (os error 2)", a link to a folder that is not there "File exists"

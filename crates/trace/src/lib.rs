@@ -32,7 +32,11 @@
 //! surrogates (replaced by U+FFFD, counted together in
 //! [`Skipped::invalid_utf8`]); the JSON array form (`[{...}, {...}`) with
 //! or without its closing `]`; trailing commas; concatenated gzip members
-//! and zero padding after them. Archives, other compressions, web pages
+//! and zero padding after them. A member an event writes twice keeps its
+//! last value, as JSON readers do, the events counted
+//! ([`Skipped::repeated_members`]). Keys are compared as JSON has them, after
+//! their escapes (`"trace\u0045vents"` is `traceEvents`, at the top level
+//! and in events alike). Archives, other compressions, web pages
 //! and binary files are named as such ([`ErrorKind::Format`]).
 //!
 //! `Input Dims` are parsed once, into [`InputDims`] shared by every event

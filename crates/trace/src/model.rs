@@ -780,6 +780,15 @@ pub struct Skipped {
     /// replaced by U+FFFD. A surrogate pair is one character, not counted.
     /// Not counted in [`Skipped::total`].
     pub invalid_utf8: Occurrences,
+    /// Events that write a member twice or more (two `"ts"`, two
+    /// `"name"`s in `args`), among the members the reader reads: the last
+    /// value is read, as JSON readers (Python's `json`, serde_json) do.
+    /// A repeat inside an event left out for its category is not seen
+    /// past its `cat`. Not counted in [`Skipped::total`].
+    pub repeated_members: Occurrences,
+    /// The key the first of those events repeats (`ts`, `args.name`), for
+    /// the warning.
+    pub first_repeated_member: Option<&'static str>,
 }
 
 /// How often the reader accepted something JSON does not allow, and where

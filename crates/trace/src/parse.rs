@@ -356,12 +356,19 @@ pub(crate) struct Repairs {
     /// Counted with `invalid_utf8` (`Skipped::invalid_utf8`): to whoever
     /// reads the names, both are text the trace could not spell in UTF-8.
     pub lone_surrogate: bool,
+    /// The first member the event writes twice or more among those the
+    /// parser reads (`ts`, `args.name`), if any: the last value is read,
+    /// as JSON readers do, and the event counted
+    /// (`Skipped::repeated_members`).
+    /// 0 for none, else 1 + the bit of its field ([`repeated_member_name`]
+    /// names it): one byte, so that the repairs stay eight.
+    pub repeated: u8,
 }
 
 impl Repairs {
     /// True if nothing was repaired.
     pub fn is_empty(&self) -> bool {
-        self.non_finite == 0 && !self.invalid_utf8 && !self.lone_surrogate
+        self.non_finite == 0 && !self.invalid_utf8 && !self.lone_surrogate && self.repeated == 0
     }
 }
 
@@ -502,11 +509,83 @@ pub(crate) fn parse_event_str(s: &str) -> Parsed {
             }
         }
     };
-    if p.non_finite == 0 && !p.lone_surrogate {
+    let repeated = p.seen.repeated();
+    if p.non_finite == 0 && !p.lone_surrogate && !repeated {
         return parsed;
     }
-    parsed.with_repairs(p.repairs())
+    let mut repairs = p.repairs();
+    if repeated {
+        repairs.repeated = first_repeated_member(s);
+    }
+    parsed.with_repairs(repairs)
 }
+
+/// The first member of the event `s` whose key names a field an earlier
+/// member named (`ts`, or `args.name`), among those the parser reads, as
+/// a [`Repairs::repeated`] code.
+/// The slow path of the check in [`Parser::event`] and [`Parser::args`]
+/// (a sum and an OR of one bit per field differ once a bit is added
+/// twice): it reads the event again, its keys only.
+#[cold]
+#[inline(never)]
+fn first_repeated_member(s: &str) -> u8 {
+    let mut p = Parser::new(s);
+    let mut seen = 0u64;
+    let mut first = 0;
+    let mut note = |bit: u64| {
+        if seen & bit != 0 && first == 0 {
+            first = 1 + bit.trailing_zeros() as u8;
+        }
+        seen |= bit;
+    };
+    let _ = p.object(|p, key| {
+        match EVENT_KEYS.iter().position(|&k| k == key) {
+            Some(8) => {
+                note(1 << 8);
+                if p.b.get(p.i) == Some(&b'{') {
+                    return p.object(|p, key| {
+                        // Not `ArgKey::of`: with a second caller, it was
+                        // no longer inlined into the hot loop.
+                        let k = (ARG_KEY_NAMES.iter().position(|n| n[5..] == key)).or_else(|| {
+                            OTHER_SPELLINGS
+                                .iter()
+                                .find(|o| o.0 == key)
+                                .map(|o| o.1 as usize)
+                        });
+                        if let Some(k) = k {
+                            note(ArgKey::bit_at(k));
+                        }
+                        p.skip_value()
+                    });
+                }
+            }
+            Some(k) => note(1 << k),
+            None => {}
+        }
+        p.skip_value()
+    });
+    first
+}
+
+/// The name of the member a [`Repairs::repeated`] code gives (`ts`,
+/// `args.name`).
+pub(crate) fn repeated_member_name(code: u8) -> &'static str {
+    let bit = usize::from(code.saturating_sub(1));
+    match bit.checked_sub(EVENT_KEYS.len()) {
+        None => EVENT_KEYS[bit],
+        Some(k) => ARG_KEY_NAMES.get(k).copied().unwrap_or("?"),
+    }
+}
+
+/// The `args` keys [`ArgKey::of`] reads in a second spelling.
+const OTHER_SPELLINGS: [(&str, ArgKey); 2] = [
+    ("Input dims", ArgKey::InputDims),
+    ("external id", ArgKey::ExternalId),
+];
+
+/// The event's members the parser reads, in the order of their bits in
+/// the check for repeated members ([`Seen::note`]); `args` last.
+const EVENT_KEYS: [&str; 9] = ["ph", "ts", "id", "cat", "pid", "tid", "dur", "name", "args"];
 
 /// True if every byte of `b` is ASCII: 64 bytes a step (eight words
 /// OR-ed, which LLVM turns into vector loads), where `<[u8]>::is_ascii`
@@ -547,6 +626,34 @@ fn parse_non_object_str(s: &str) -> Parsed {
             offset: e.offset,
             message: e.message,
         },
+    }
+}
+
+/// The sum and the OR of one bit per member read ([`Seen::note`]): they
+/// differ once a member repeats.
+#[derive(Default, Clone, Copy)]
+struct Seen {
+    sum: u64,
+    or: u64,
+}
+
+impl Seen {
+    /// Notes a member that sets the field of `bit` (one bit per field:
+    /// [`EVENT_KEYS`], then [`ArgKey::bit`]). Two instructions a member,
+    /// and no branch: whether a field was set twice is told once per
+    /// event, by the sum and the OR differing (a bit added twice
+    /// carries); which one, on the slow path ([`first_repeated_member`]).
+    /// The sum wraps only after 2^64 members.
+    #[inline(always)]
+    fn note(&mut self, bit: u64) {
+        self.sum = self.sum.wrapping_add(bit);
+        self.or |= bit;
+    }
+
+    /// Whether a member was noted twice.
+    #[inline(always)]
+    fn repeated(&self) -> bool {
+        self.sum != self.or
     }
 }
 
@@ -917,6 +1024,19 @@ enum ArgKey {
 }
 
 impl ArgKey {
+    /// The key's bit in the check for repeated members
+    /// ([`Seen::note`]), after the event's own nine.
+    #[inline(always)]
+    fn bit(self) -> u64 {
+        Self::bit_at(self as usize)
+    }
+
+    /// [`ArgKey::bit`] of the `k`-th variant.
+    #[inline(always)]
+    fn bit_at(k: usize) -> u64 {
+        1 << (EVENT_KEYS.len() + k)
+    }
+
     /// The key `k`; `None` for a key the model does not read. A `match`
     /// on strings tries its arms one after another; matching on the length
     /// first leaves one to three comparisons for any key, known or not
@@ -987,6 +1107,45 @@ impl ArgKey {
         })
     }
 }
+
+/// Each [`ArgKey`]'s name as a warning gives it, in the order of the
+/// variants (the first spelling of a key written two ways).
+const ARG_KEY_NAMES: [&str; 34] = [
+    "args.correlation",
+    "args.External id",
+    "args.stream",
+    "args.device",
+    "args.name",
+    "args.sort_index",
+    "args.labels",
+    "args.Sequence number",
+    "args.Fwd thread id",
+    "args.wait_on_stream",
+    "args.wait_on_cuda_event_record_corr_id",
+    "args.wait_on_cuda_event_id",
+    "args.event_id",
+    "args.graph id",
+    "args.graph node id",
+    "args.bytes",
+    "args.Collective name",
+    "args.In msg nelems",
+    "args.Out msg nelems",
+    "args.Group size",
+    "args.dtype",
+    "args.Process Group Name",
+    "args.Process Group Description",
+    "args.Process Group Ranks",
+    "args.Seq",
+    "args.Src Rank",
+    "args.Dst Rank",
+    "args.Input Dims",
+    "args.Input type",
+    "args.Device Type",
+    "args.Device Id",
+    "args.Bytes",
+    "args.Total Allocated",
+    "args.Total Reserved",
+];
 
 /// Stores `v`; true if it is a value (for [`RawArgs::has_extra`]).
 fn set<T>(field: &mut Option<T>, v: Option<T>) -> bool {
@@ -1304,6 +1463,8 @@ pub(crate) struct Parser<'a> {
     pub lone_surrogate: bool,
     /// The strings with escapes that [`RawStr::Unescaped`] refers to.
     unescaped: Vec<String>,
+    /// The members of the event read so far, those of its `args` too.
+    seen: Seen,
 }
 
 impl<'a> Parser<'a> {
@@ -1317,6 +1478,7 @@ impl<'a> Parser<'a> {
             non_finite: 0,
             lone_surrogate: false,
             unescaped: Vec::new(),
+            seen: Seen::default(),
         }
     }
 
@@ -1327,6 +1489,7 @@ impl<'a> Parser<'a> {
             non_finite: self.non_finite,
             invalid_utf8: false,
             lone_surrogate: self.lone_surrogate,
+            repeated: 0,
         }
     }
 
@@ -1518,51 +1681,79 @@ impl<'a> Parser<'a> {
         // `move`: the closure holds the one reference `ev`; without it,
         // it captures a reference to each field it assigns (edition 2021
         // captures disjoint fields), which costs two instructions a field
-        // to set up for every object.
-        self.object(move |p, key| {
-            // On the length first, as in `ArgKey::of`: one or two
-            // comparisons for any key.
-            let k = key.as_bytes();
-            match k.len() {
-                2 if k == b"ph" => {
-                    ev.ph = p.raw_str()?;
-                    p.pass_over_left_out(ev);
-                }
-                2 if k == b"ts" => ev.ts = p.micros()?,
-                2 if k == b"id" => ev.id = p.int()?,
-                3 if k == b"cat" => {
-                    ev.cat = p.raw_str()?;
-                    ev.category = None;
-                    p.pass_over_left_out(ev);
-                }
-                3 if k == b"pid" => ev.pid = p.ident()?,
-                3 if k == b"tid" => ev.tid = p.ident()?,
-                3 if k == b"dur" => ev.dur = p.micros()?,
-                4 if k == b"name" => ev.name = p.raw_str()?,
-                4 if k == b"args" => match p.b.get(p.i) {
-                    // `args` holds values only after an earlier `args`
-                    // object (`has_args`): resetting costs, so only then.
-                    Some(b'{') => {
-                        if ev.has_args {
-                            ev.args = RawArgs::default();
-                        }
-                        ev.has_args = true;
-                        p.args(&mut ev.args)?;
+        // to set up for every object. `inline(always)`: grown by the
+        // check for repeated members, the closure was left out of line, a
+        // call per member (11% more of the reader's instructions on v100).
+        self.object(
+            #[inline(always)]
+            move |p, key| {
+                // On the length first, as in `ArgKey::of`: one or two
+                // comparisons for any key.
+                let k = key.as_bytes();
+                match k.len() {
+                    2 if k == b"ph" => {
+                        p.seen.note(1 << 0);
+                        ev.ph = p.raw_str()?;
+                        p.pass_over_left_out(ev);
                     }
-                    _ => {
-                        if ev.has_args {
-                            ev.args = RawArgs::default();
-                        }
-                        ev.has_args = false;
-                        if !matches!(p.value()?, Value::Null) {
-                            p.bad_type = true;
+                    2 if k == b"ts" => {
+                        p.seen.note(1 << 1);
+                        ev.ts = p.micros()?;
+                    }
+                    2 if k == b"id" => {
+                        p.seen.note(1 << 2);
+                        ev.id = p.int()?;
+                    }
+                    3 if k == b"cat" => {
+                        p.seen.note(1 << 3);
+                        ev.cat = p.raw_str()?;
+                        ev.category = None;
+                        p.pass_over_left_out(ev);
+                    }
+                    3 if k == b"pid" => {
+                        p.seen.note(1 << 4);
+                        ev.pid = p.ident()?;
+                    }
+                    3 if k == b"tid" => {
+                        p.seen.note(1 << 5);
+                        ev.tid = p.ident()?;
+                    }
+                    3 if k == b"dur" => {
+                        p.seen.note(1 << 6);
+                        ev.dur = p.micros()?;
+                    }
+                    4 if k == b"name" => {
+                        p.seen.note(1 << 7);
+                        ev.name = p.raw_str()?;
+                    }
+                    4 if k == b"args" => {
+                        p.seen.note(1 << 8);
+                        match p.b.get(p.i) {
+                            // `args` holds values only after an earlier `args`
+                            // object (`has_args`): resetting costs, so only then.
+                            Some(b'{') => {
+                                if ev.has_args {
+                                    ev.args = RawArgs::default();
+                                }
+                                ev.has_args = true;
+                                p.args(&mut ev.args)?;
+                            }
+                            _ => {
+                                if ev.has_args {
+                                    ev.args = RawArgs::default();
+                                }
+                                ev.has_args = false;
+                                if !matches!(p.value()?, Value::Null) {
+                                    p.bad_type = true;
+                                }
+                            }
                         }
                     }
-                },
-                _ => p.skip_value()?,
-            }
-            Ok(())
-        })
+                    _ => p.skip_value()?,
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Once `ev` is known to be a complete event of a category the model
@@ -1617,6 +1808,7 @@ impl<'a> Parser<'a> {
         // instructions for every `args` object).
         self.object_known(ArgKey::of, move |p, key| {
             use ArgKey as K;
+            p.seen.note(key.bit());
             let extra = match key {
                 K::Correlation => {
                     a.correlation = p.id()?;

@@ -911,6 +911,12 @@ impl<'s> Builder<'s> {
             s.invalid_utf8.count += 1;
             s.invalid_utf8.first_index = s.invalid_utf8.first_index.or(index);
         }
+        if repairs.repeated != 0 {
+            s.repeated_members.count += 1;
+            s.repeated_members.first_index = s.repeated_members.first_index.or(index);
+            s.first_repeated_member = (s.first_repeated_member)
+                .or(Some(crate::parse::repeated_member_name(repairs.repeated)));
+        }
     }
 
     fn skip(&mut self, cat: &[u8], reason: SkipReason) {
@@ -1367,6 +1373,14 @@ impl<'s> Builder<'s> {
                  in place of each",
                 counted(s.invalid_utf8.count, "event or member", "events or members"),
                 first(&s.invalid_utf8)
+            ));
+        }
+        if s.repeated_members.count > 0 {
+            t.warnings.push(format!(
+                "{} a member twice or more ({}: {:?}): the last value read, as JSON readers do",
+                counted(s.repeated_members.count, "event writes", "events write"),
+                first(&s.repeated_members),
+                s.first_repeated_member.unwrap_or("?"),
             ));
         }
         self.trace

@@ -266,7 +266,7 @@ impl Splitter {
                         let Some(end) = string_end(buf, i)? else {
                             return Ok(());
                         };
-                        self.key = String::from_utf8_lossy(&buf[i + 1..end - 1]).into_owned();
+                        self.key = member_key(&buf[i..end]);
                         self.state = State::ExpectColon;
                         *pos = end;
                     }
@@ -857,6 +857,24 @@ fn string_end(buf: &[u8], start: usize) -> Result<Option<usize>, ScanError> {
                 }
             }
         }
+    }
+}
+
+/// The key of a top-level member, given with its quotes: its text, with
+/// its escapes decoded (`"trace\u0045vents"` is `traceEvents`, as JSON
+/// has it) on a slow path taken only for a key holding a backslash. A
+/// key that is not UTF-8 is read lossily; one whose escapes are invalid
+/// is kept as written (it names no member the reader reads).
+fn member_key(quoted: &[u8]) -> String {
+    let text = String::from_utf8_lossy(quoted);
+    let raw = || text[1..text.len() - 1].to_owned();
+    if !quoted.contains(&b'\\') {
+        return raw();
+    }
+    let mut p = crate::parse::Parser::new(&text);
+    match p.string() {
+        Ok(key) if p.i == text.len() => key.into_owned(),
+        _ => raw(),
     }
 }
 

@@ -1412,3 +1412,85 @@ fn distinct_names_past_the_budget_are_an_error_naming_the_event() {
         );
     }
 }
+
+/// JSON compares keys after their escapes: `"trace\u0045vents"` is
+/// `traceEvents`. A top-level key spelled with an escape was taken as
+/// written, so such a trace had "no traceEvents array" and its
+/// `distributedInfo` and `deviceProperties` went unread; an event's keys
+/// were decoded already. Escaped everywhere, a corpus trace reads as it
+/// does plain.
+#[test]
+fn escaped_keys_name_the_members_they_spell() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        eprintln!("skipped: no corpus");
+        return;
+    };
+    let json = json_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz");
+    let text = String::from_utf8(json.clone()).unwrap();
+    let plain = read_ok("t.json", &json);
+    assert!(!plain.meta.devices.is_empty() && plain.meta.schema_version == Some(1));
+    let escaped = text
+        .replace(r#""traceEvents""#, r#""trace\u0045vents""#)
+        .replace(r#""distributedInfo""#, r#""distributed\u0049nfo""#)
+        .replace(r#""deviceProperties""#, r#""device\u0050roperties""#)
+        .replace(r#""schemaVersion""#, r#""\u0073chemaVersion""#)
+        .replace(r#""name":"#, r#""n\u0061me":"#)
+        .replace(r#""ts":"#, r#""\u0074s":"#);
+    assert_ne!(escaped, text);
+    for (name, data) in [
+        ("t.json", escaped.clone().into_bytes()),
+        ("t.json.gz", gzip(escaped.as_bytes())),
+    ] {
+        let mut t = read_ok_any_chunk(name, &data);
+        t.gzipped = false;
+        assert_eq!(summary(&Ok(t)), summary(&Ok(plain.clone())), "{name}");
+    }
+    // A key whose escape is invalid names nothing: read as written.
+    let bad = trace_of(&[KERNEL]).replace(r#""traceEvents""#, r#""trace\xEvents""#);
+    let e = read_err("bad.json", bad.as_bytes());
+    assert!(e.to_string().contains("no traceEvents array"), "{e}");
+}
+
+/// A member written twice in an event (two `"name"`s, two `"ts"`) kept
+/// the last value without a word; it still does, as JSON readers do, but
+/// the events are counted and warned about once, naming the first one
+/// and its key.
+#[test]
+fn repeated_members_keep_the_last_value_and_are_counted() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        eprintln!("skipped: no corpus");
+        return;
+    };
+    let json = json_bytes(&corpus, "single-rank/a100-alexnet-cuda-sync.json.gz");
+    let text = String::from_utf8(json.clone()).unwrap();
+    let plain = read_ok("t.json", &json);
+    let kernel = r#""cat": "kernel", "name": ""#;
+    let kernels = text.matches(kernel).count();
+    assert!(kernels > 50, "{kernels}");
+    assert_eq!(plain.skipped.repeated_members, Occurrences::default());
+    let twice = text.replace(kernel, r#""cat": "kernel", "name": "first", "name": ""#);
+    let mut t = read_ok_any_chunk("t.json", twice.as_bytes());
+    let s = &t.skipped;
+    assert_eq!(s.repeated_members.count, kernels as u64);
+    let first = s.repeated_members.first_index.expect("an event");
+    assert_eq!(s.first_repeated_member, Some("name"));
+    let warning = format!(
+        "{kernels} events write a member twice or more (first at traceEvents[{first}]: \
+         \"name\"): the last value read, as JSON readers do"
+    );
+    assert_eq!(
+        t.warnings.iter().filter(|w| **w == warning).count(),
+        1,
+        "{:?}",
+        t.warnings
+    );
+    // The first event with one is the first kernel; the last name is read.
+    let at = text[..text.find(kernel).unwrap()]
+        .matches("\"ph\":")
+        .count() as u64;
+    assert_eq!(first, at - 1);
+    t.warnings.retain(|w| *w != warning);
+    t.skipped.repeated_members = Occurrences::default();
+    t.skipped.first_repeated_member = None;
+    assert_eq!(summary(&Ok(t)), summary(&Ok(plain)));
+}

@@ -72,7 +72,7 @@ impl ThreadTree {
         let calls = (idx.iter().zip(has_child.iter().zip(&absorbed)))
             .filter(|&(&i, (&parent, &folded))| {
                 let e = &list[i as usize];
-                !parent && !folded && is_call(e.category) && unpack_id(e.correlation).is_some()
+                !parent && !folded && is_call(e.category) && e.correlation().is_some()
             })
             .count();
         ThreadTree {
@@ -143,8 +143,9 @@ fn call_tree<X>(list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>, (u64, 
             ops_k.push(k);
         }
     }
-    let keyed = merge_nested(&ops_k, &calls_k);
+    let mut keyed = merge_nested(&ops_k, &calls_k);
     drop((ops_k, calls_k));
+    order_ties(&mut keyed, list);
     let idx: Vec<u32> = keyed.iter().map(|k| k.3).collect();
     let mut has_child = vec![false; idx.len()];
     // Positions as `u32` ([`NO_PARENT`] for none: 4 bytes, not an
@@ -183,6 +184,27 @@ fn call_tree<X>(list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>, (u64, 
         stack.push(k);
     }
     (idx, has_child, parent, (partial_overlaps, too_deep))
+}
+
+/// Orders each run of records with one start, length and kind by their
+/// [`CpuRecord::tie`], then position: in file order, which of two ops of
+/// equal start and length was the parent followed the file (DLRM's
+/// events shuffled found other layers). Runs are rare (a few dozen pairs
+/// a trace), so they are found after the sort rather than widening its
+/// keys (24 bytes each) by 8.
+fn order_ties<X>(keyed: &mut [(i64, std::cmp::Reverse<i64>, u8, u32)], list: &[CpuRecord<X>]) {
+    let mut start = 0;
+    while start < keyed.len() {
+        let head = &keyed[start];
+        let same = |k: &(i64, std::cmp::Reverse<i64>, u8, u32)| {
+            (k.0, k.1, k.2) == (head.0, head.1, head.2)
+        };
+        let end = start + keyed[start..].iter().take_while(|k| same(k)).count();
+        if end - start > 1 {
+            keyed[start..end].sort_unstable_by_key(|k| (list[k.3 as usize].tie(), k.3));
+        }
+        start = end;
+    }
 }
 
 /// The slots of the builder's per-task vectors that one track fills: the
@@ -381,7 +403,7 @@ impl<X: ExtraRef> ThreadWork<'_, X> {
             let start = e.ts.max(last_end);
             let end = poll_end.unwrap_or(e.end()).max(start);
             last_end = end;
-            let correlation = unpack_id(e.correlation);
+            let correlation = e.correlation();
             let task = new_task(kind, e.name, correlation, proc, start, end);
             let id = self.slots.tasks.set(t, task, Raw { start, end }, enclosing);
             t += 1;

@@ -65,7 +65,10 @@ pub fn not_a_directory(dir: &Path) -> Option<String> {
 /// a folder that is not there), `the folder FOLDER does not exist`; where
 /// one is a link to nothing, `LINK is a link to TARGET, which is
 /// not there` (a folder cannot be created through it: the system says
-/// "File exists"); else [`crate::io_words`]. The file system is looked
+/// "File exists"); where every folder is there and creating the file in
+/// its own still found nothing (`/proc`, `/sys` and other pseudo-file
+/// systems, which take no new files), `the folder FOLDER is there but
+/// takes no new files`; else [`crate::io_words`]. The file system is looked
 /// at when this is called, so call it where the failure happened.
 pub fn output_words(path: &Path, e: &io::Error) -> String {
     use io::ErrorKind::{AlreadyExists, NotFound};
@@ -98,6 +101,19 @@ pub fn output_words(path: &Path, e: &io::Error) -> String {
         if e.kind() == NotFound {
             if let Some(m) = first_missing_above(path) {
                 return format!("the folder {} does not exist", m.display());
+            }
+            // Every folder is there, yet creating the file in its own
+            // failed as "not found": a pseudo-file system (`/proc`,
+            // `/sys`) that takes no new files. "No such file" read as
+            // if the output were an input missing.
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                if fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+                    return format!(
+                        "the folder {} is there but takes no new files (the system says \"no \
+                         such file or directory\")",
+                        dir.display()
+                    );
+                }
             }
         }
     }
