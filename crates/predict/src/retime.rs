@@ -124,9 +124,14 @@ fn router_weights(
                     continue;
                 };
                 let named = names_of_a_router(g, router_name, t);
+                // At most SMALL_DIM experts, as the docs say: a grouped-query
+                // QKV shard of another width (3072 at h 4096, tp 2) is no
+                // shard of `layer_matrix_split`'s where the head size is
+                // unknown, and no router either.
                 let shaped = dims.tp > 1
                     && dims.hidden > 0
                     && sh.k == dims.hidden
+                    && sh.n <= SMALL_DIM
                     && !dims.layer_matrix_split(head_dim, sh.k, sh.n);
                 if named || shaped {
                     routers.insert((sh.k, sh.n));
@@ -178,17 +183,22 @@ fn names_a_vocab_parallel_loss(name: &str) -> bool {
 
 /// Whether an operator or annotation named `name` is an MoE router's (or
 /// its module's): a name that says `router` (Megatron's `TopKRouter`), or
-/// a module path whose last part is a `gate` (Mixtral's
-/// `block_sparse_moe.gate`, Qwen's `mlp.gate` and `shared_expert_gate`),
-/// not a gated MLP's `gate_proj`.
+/// a name whose last part is a gate: a module path's `gate` (Mixtral's
+/// `block_sparse_moe.gate`, Qwen's `mlp.gate` and `shared_expert_gate`, in
+/// a user's annotations) or a module class's `...Gate` (Kineto's
+/// `nn.Module: MoEGate_0`, DeepSeek's; DeepSpeed's `TopKGate`), not a
+/// gated MLP's `gate_proj` or `GatedMLP`.
 fn names_a_router(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.contains("router")
-        || lower
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .rfind(|p| !p.is_empty())
-            .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit() || c == '_'))
-            .is_some_and(|p| p == "gate" || p.ends_with("_gate"))
+    if name.to_ascii_lowercase().contains("router") {
+        return true;
+    }
+    (name.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+        .rfind(|p| !p.is_empty())
+        .map(|p| p.trim_end_matches(|c: char| c.is_ascii_digit() || c == '_'))
+        .is_some_and(|p| {
+            let lower = p.to_ascii_lowercase();
+            lower == "gate" || lower.ends_with("_gate") || p.ends_with("Gate")
+        })
 }
 
 /// Which GEMM dimensions of the traced configuration are the hidden size
@@ -1110,7 +1120,7 @@ impl<'a> Retimer<'a> {
                 || v == tokens
                 || v == b
                 || v == seq
-                || (tp > 1 && (v * tp == seq || v * tp == tokens))
+                || (tp > 1 && (v.saturating_mul(tp) == seq || v.saturating_mul(tp) == tokens))
         };
         (0..dims.len()).any(|i| {
             crate::shapes::sizes(dims, i)
@@ -2293,6 +2303,9 @@ mod tests {
             ("mlp.gate", true),
             ("mlp.shared_expert_gate", true),
             ("nn.Module: Gate_1", true),
+            ("nn.Module: MoEGate_0", true),
+            ("nn.Module: TopKGate_2", true),
+            ("nn.Module: GatedMLP_0", false),
             ("mlp.gate_proj", false),
             ("mlp.gate_up_proj", false),
             ("aten::mm", false),
