@@ -247,6 +247,10 @@ pub struct Structure {
     pub backward_block: Vec<u32>,
     /// How layers were found.
     pub layer_method: LayerMethod,
+    /// Whether the passes were cut with the stage's own pass blocks, one
+    /// layer each: a pipeline stage of one layer per pass read without
+    /// another stage's blocks, whose backward block stays unknown.
+    pub own_pass_blocks: bool,
     /// Whether the CPU side shows a backward pass (an autograd
     /// operator); `None` for a trace without CPU operators, which cannot
     /// tell. Found once here: communication classification and predict's
@@ -494,6 +498,7 @@ fn discover_units(
         layer_block: cut.forward_block,
         backward_block: cut.backward_block,
         layer_method: cut.method,
+        own_pass_blocks: cut.own_pass_blocks,
         shows_backward: backward,
         config: DiscoveredConfig::default(),
         report: report::placeholder(),

@@ -36,6 +36,9 @@ pub(super) struct PassesAndLayers {
     pub backward_block: Vec<u32>,
     /// How the layers were found.
     pub method: LayerMethod,
+    /// Whether the passes were cut with the stage's own pass blocks, one
+    /// layer each ([`one_layer_per_pass`]).
+    pub own_pass_blocks: bool,
 }
 
 /// Cuts each step of `g` into prologue, passes (with layers) and epilogue.
@@ -102,6 +105,7 @@ pub(super) fn passes_and_layers(
         forward_block: blocks.forward,
         backward_block: blocks.backward,
         method,
+        own_pass_blocks: own_passes,
     }
 }
 

@@ -161,7 +161,7 @@ pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> St
                 LayerMethod::OtherStage => "the layer block of another stage's trace of the job \
                                             (one layer per pass here)"
                     .into(),
-                _ if one_layer_own_passes(s) => "each forward pass's own work, less the \
+                _ if s.own_pass_blocks => "each forward pass's own work, less the \
                                                      transfers between passes (one layer per \
                                                      pass: on an end stage it also holds the \
                                                      embedding or the loss)"
@@ -212,13 +212,6 @@ pub(super) fn report(g: &Graph, s: &Structure, mut findings: Vec<Finding>) -> St
             Vec::new()
         },
     }
-}
-
-/// Whether `s` is a pipeline stage of one layer per pass cut with its own
-/// pass blocks (`passes_and_layers`): backward passes, but no backward
-/// layer block to offer another stage.
-fn one_layer_own_passes(s: &Structure) -> bool {
-    s.backward_block.is_empty() && (s.steps.iter()).any(|st| st.backward_passes() > 0)
 }
 
 /// The stage's place in its pipeline, from the point-to-point work of the

@@ -510,6 +510,10 @@ fn a_stage_of_one_layer_per_pass_counts_one_layer() {
         let why = super::super::report::structure_blocked(&s).unwrap_or_default();
         assert!(why.contains("one layer per pass"), "stage {stage}: {why}");
         assert_eq!(s.layer_hint(), None, "stage {stage}");
+        assert!(s.own_pass_blocks, "stage {stage}");
+        let block = s.report.findings.iter().find(|f| f.what == "layer block");
+        let block = block.map(|f| f.evidence.as_str()).unwrap_or_default();
+        assert!(block.starts_with("each forward pass's own work"), "{block}");
     }
 }
 
@@ -531,4 +535,5 @@ fn a_lone_forward_owns_its_pipeline_receive() {
         assert!(recv(&st.passes[0].pre));
     }
     assert_eq!(s.report.stage_role, "last");
+    assert!(!s.own_pass_blocks);
 }
