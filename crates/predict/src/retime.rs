@@ -123,7 +123,7 @@ fn router_weights(
                 let WorkClass::Gemm(sh) = s.work[t.idx()] else {
                     continue;
                 };
-                let named = names_of_a_router(g, router_name, t);
+                let named = launched_under(g, router_name, t);
                 // At most SMALL_DIM experts, as the docs say: a grouped-query
                 // QKV shard of another width (3072 at h 4096, tp 2) is no
                 // shard of `layer_matrix_split`'s where the head size is
@@ -145,14 +145,8 @@ fn router_weights(
         .collect()
 }
 
-/// Per input: for each of its graph's names, whether it names an MoE
-/// router ([`names_a_router`]), worked out once per distinct name rather
-/// than per GEMM and scope.
-fn router_names(base: &Baseline) -> Vec<Vec<bool>> {
-    name_flags(base, names_a_router)
-}
-
-/// Per input: `test` of each of its graph's names.
+/// Per input: `test` of each of its graph's names, worked out once per
+/// distinct name rather than per task and scope.
 fn name_flags(base: &Baseline, test: fn(&str) -> bool) -> Vec<Vec<bool>> {
     (base.inputs.iter())
         .map(|inp| inp.graph.names.iter().map(|n| test(n)).collect())
@@ -163,12 +157,6 @@ fn name_flags(base: &Baseline, test: fn(&str) -> bool) -> Vec<Vec<bool>> {
 /// name `flags` marks ([`name_flags`] of `g`).
 fn launched_under(g: &Graph, flags: &[bool], t: TaskId) -> bool {
     (g.scope_chain(t)).any(|sc| flags.get(g.scopes[sc.0 as usize].name.0 as usize) == Some(&true))
-}
-
-/// Whether an operator or annotation launching task `t` of `g` names an
-/// MoE router (`router_name`: [`router_names`] of `g`).
-fn names_of_a_router(g: &Graph, router_name: &[bool], t: TaskId) -> bool {
-    launched_under(g, router_name, t)
 }
 
 /// Whether `name` is a cross entropy over vocabulary-parallel logits, or
@@ -443,7 +431,7 @@ pub(crate) struct Regroup<'a> {
     layer_ratio: Vec<f64>,
     /// Per input: its MoE routers' weights ([`router_weights`]).
     routers: Vec<FxHashSet<(u64, u64)>>,
-    /// Per input: which of its names name a router ([`router_names`]).
+    /// Per input: which of its names name a router ([`names_a_router`]).
     router_names: Vec<Vec<bool>>,
     /// Per input: which of its names name a vocabulary-parallel loss
     /// ([`names_a_vocab_parallel_loss`]).
@@ -511,7 +499,7 @@ impl<'a> Regroup<'a> {
     pub(crate) fn new(base: &'a Baseline, target: &'a Target) -> Regroup<'a> {
         let r = Ratios::of(&base.config, &target.config);
         let dims = Dims::of(&base.config);
-        let router_names = router_names(base);
+        let router_names = name_flags(base, names_a_router);
         let head_dim = attention_query(base).map_or(0, |d| d[3]);
         let routers = router_weights(base, dims, head_dim, &router_names);
         Regroup {
@@ -520,7 +508,7 @@ impl<'a> Regroup<'a> {
             r,
             old_layout: Layout::of(&base.config),
             new_layout: Layout::of(&target.config),
-            layer_ratio: layer_ratios(base, dims, &r, &routers),
+            layer_ratio: layer_ratios(base, (dims, head_dim), &r, &routers),
             routers,
             router_names,
             loss_names: name_flags(base, names_a_vocab_parallel_loss),
@@ -637,6 +625,7 @@ impl<'a> Retimer<'a> {
         let r = Ratios::of(&base.config, &target.config);
         let dims = Dims::of(&base.config);
         let base_net: &dyn CommModel = &*base.models.comm;
+        let query = attention_query(base);
         let mut rt = Retimer {
             base,
             target,
@@ -650,8 +639,8 @@ impl<'a> Retimer<'a> {
             },
             groups: Regroup::new(base, target),
             floors: memory_floors(base),
-            batch_and_seq: attention_query(base).map_or((0, 0), |d| (d[0], d[1])),
-            head_dim: attention_query(base).map_or(0, |d| d[3]),
+            batch_and_seq: query.map_or((0, 0), |d| (d[0], d[1])),
+            head_dim: query.map_or(0, |d| d[3]),
             envelopes: base
                 .inputs
                 .iter()
@@ -1323,7 +1312,7 @@ impl<'a> Retimer<'a> {
     /// tokens] x [tokens, in]` for the weight's) the other way round.
     fn router_gemm(&self, src: usize, t: TaskId, sh: GemmShape) -> bool {
         let g = &self.base.inputs[src].graph;
-        if names_of_a_router(g, &self.groups.router_names[src], t) {
+        if launched_under(g, &self.groups.router_names[src], t) {
             return true;
         }
         let Some(routers) = self.groups.routers.get(src).filter(|r| !r.is_empty()) else {
@@ -1737,11 +1726,10 @@ fn adds_into_a_gradient(g: &Graph, t: TaskId) -> bool {
 /// input) is whole on every tensor-parallel rank.
 fn layer_ratios(
     base: &Baseline,
-    dims: Dims,
+    (dims, head_dim): (Dims, u64),
     r: &Ratios,
     routers: &[FxHashSet<(u64, u64)>],
 ) -> Vec<f64> {
-    let head_dim = attention_query(base).map_or(0, |d| d[3]);
     (base.params.iter().zip(routers))
         .map(|(pc, routers)| {
             let new = (pc.layer_gemms.iter())
