@@ -1009,3 +1009,38 @@ fn repeated_members_keep_the_last_value_and_are_noted() {
         }
     }
 }
+
+/// The names the repeated-member warning gives are the keys the parser
+/// reads: each of [`ARG_KEY_NAMES`] (and [`OTHER_SPELLINGS`]) is the
+/// [`ArgKey`] of its position, and an event writing any of
+/// [`EVENT_KEYS`] or of them twice is named by that key. Written apart
+/// from [`ArgKey::of`] to keep it inlined in the hot loop, so tied to it
+/// here.
+#[test]
+fn repeated_member_names_follow_the_parser_s_keys() {
+    for (i, name) in ARG_KEY_NAMES.iter().enumerate() {
+        let k = ArgKey::of(&name.as_bytes()["args.".len()..]).map(|k| k as usize);
+        assert_eq!(k, Some(i), "{name}");
+    }
+    for (spelling, key) in OTHER_SPELLINGS {
+        assert_eq!(
+            ArgKey::of(spelling.as_bytes()).map(|k| k as usize),
+            Some(key as usize),
+            "{spelling}"
+        );
+    }
+    let base = r#""ph":"X","cat":"kernel","pid":1,"tid":2,"id":3,"name":"k","ts":5,"dur":2"#;
+    for key in EVENT_KEYS.iter().filter(|&&k| k != "args") {
+        let value = if ["ph", "cat", "name"].contains(key) {
+            r#""X""#
+        } else {
+            "7"
+        };
+        let text = format!(r#"{{{base},"{key}":{value},"args":{{}},"args":{{}}}}"#);
+        let first = match parse_event(text.as_bytes()) {
+            Parsed::Repaired { repairs, .. } => repeated_member_name(repairs.repeated),
+            _ => "none",
+        };
+        assert_eq!(first, *key, "{text}");
+    }
+}
