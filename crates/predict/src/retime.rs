@@ -455,6 +455,8 @@ struct Retimer<'a> {
     batch_and_seq: (u64, u64),
     /// The head size of that query; 0 without one.
     head_dim: u64,
+    /// The vocabulary shards of the traced job ([`vocab_shards`]).
+    vocab_shards: FxHashSet<u64>,
     /// Per input, per collective: its slot's envelope where the trace
     /// records no size (the `slots` module).
     envelopes: Vec<Vec<Option<i64>>>,
@@ -493,6 +495,55 @@ fn layer_weights(base: &Baseline) -> FxHashSet<(u64, u64)> {
         .flat_map(|pc| pc.layer_gemms.iter())
         .map(|&(k, n)| (k.min(n), k.max(n)))
         .collect()
+}
+
+/// The sizes the traced job's logits have beside the tokens, a
+/// vocabulary (or its tensor-parallel shard, `vocabulary / tp`): the
+/// width of the output layer's product, a forward GEMM outside the layers
+/// that multiplies the hidden size `h` by a width that is neither hidden-
+/// nor FFN-like and above [`SMALL_DIM`] (`[tokens, h] x [h, vocabulary /
+/// tp]`, Megatron's column-parallel output layer). Like every GEMM but a
+/// router's, it is taken to be split over the tensor-parallel ranks, and
+/// so are the logits it writes. `query`: the first attention query's
+/// `(batch, seq, ..)`, which tells the tokens; empty without it or
+/// without the hidden size.
+fn vocab_shards(base: &Baseline, dims: Dims, query: Option<[u64; 4]>) -> FxHashSet<u64> {
+    let mut out = FxHashSet::default();
+    let Some([b, seq, ..]) = query else {
+        return out;
+    };
+    let tokens = b.saturating_mul(seq);
+    if dims.hidden == 0 || tokens == 0 {
+        return out;
+    }
+    let tp = dims.tp.max(1);
+    let is_tokens = |v: u64| v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens);
+    for s in &base.structures {
+        for (k, w) in s.work.iter().enumerate() {
+            let WorkClass::Gemm(sh) = w else {
+                continue;
+            };
+            if !matches!(
+                s.role_of_task(TaskId(k as u32)),
+                Role::Pass {
+                    part: Part::Pre | Part::Post,
+                    ..
+                }
+            ) {
+                continue;
+            }
+            let (x, y) = sh.weight_dims(is_tokens);
+            let other = match (x == dims.hidden, y == dims.hidden) {
+                (true, false) => y,
+                (false, true) => x,
+                _ => continue,
+            };
+            if other > SMALL_DIM && !dims.hidden_like(other) && !dims.ffn_like(other) {
+                out.insert(other);
+            }
+        }
+    }
+    out
 }
 
 impl<'a> Regroup<'a> {
@@ -641,6 +692,7 @@ impl<'a> Retimer<'a> {
             floors: memory_floors(base),
             batch_and_seq: query.map_or((0, 0), |d| (d[0], d[1])),
             head_dim: query.map_or(0, |d| d[3]),
+            vocab_shards: vocab_shards(base, dims, query),
             envelopes: base
                 .inputs
                 .iter()
@@ -951,8 +1003,12 @@ impl<'a> Retimer<'a> {
                 // A vocabulary-parallel loss's logits are a shard of the
                 // vocabulary, whatever part of the pass holds them.
                 let loss = &self.groups.loss_names[src as usize];
-                let vocab = match launched_under(&inp.graph, loss, tt)
-                    && self.vocab_sized(src as usize, tt)
+                // So are the logits' (or their gradient's) outside the
+                // loss, their shape tells (the gradient's cast back,
+                // `ToCopyBackward0`'s `aten::to`).
+                let vocab = match (launched_under(&inp.graph, loss, tt)
+                    && self.vocab_sized(src as usize, tt))
+                    || self.logits_sized(src as usize, tt)
                 {
                     true => self.r.tp_shard,
                     false => 1.0,
@@ -1115,6 +1171,28 @@ impl<'a> Retimer<'a> {
             crate::shapes::sizes(dims, i)
                 .iter()
                 .any(|&x| !token_like(x.max(0) as u64))
+        })
+    }
+
+    /// Whether memory-bound task `t` of input `src` works on the logits
+    /// (or their gradient) of a vocabulary split over the tensor-parallel
+    /// ranks: its operator's recorded shapes hold a tensor with the
+    /// tokens and a vocabulary shard of the traced job
+    /// ([`Retimer::vocab_shards`]), `[tokens, vocabulary / tp]` or `[seq,
+    /// batch, vocabulary / tp]`. Without recorded shapes it is not taken
+    /// to: nothing then tells it from the per-token work beside it.
+    fn logits_sized(&self, src: usize, t: TaskId) -> bool {
+        if self.vocab_shards.is_empty() {
+            return false;
+        }
+        let Some(dims) = self.shapes_of(src, t) else {
+            return false;
+        };
+        (0..dims.len()).any(|i| {
+            let d = crate::shapes::sizes(dims, i);
+            d.iter()
+                .any(|&x| x > 0 && self.vocab_shards.contains(&(x as u64)))
+                && self.has_tokens(d)
         })
     }
 
@@ -2160,6 +2238,42 @@ mod tests {
             let mut rt = Retimer::new(&base, &t);
             rt.batch_and_seq = (1, 2048);
             assert_eq!(rt.weight_ratio(0, task), want, "{dims}");
+        }
+    }
+
+    #[test]
+    fn logits_outside_the_loss_are_told_by_the_vocabulary_shard() {
+        // GPT tiny: hidden 1024, FFN 4096, vocabulary 51200, TP 2: the
+        // output layer's GEMM is `[tokens, 1024] x [1024, 25600]`.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let t = target(&base, |c| c.tp = 4);
+        assert_eq!(
+            Retimer::new(&base, &t).vocab_shards,
+            FxHashSet::from_iter([25600])
+        );
+        let (task, scope) = memory_kernel_scope(&base);
+        let scope = scope.0 as usize;
+        for (dims, want) in [
+            // The logits or their gradient, flat or `[s, b, v / tp]`.
+            (Some("[[4096, 25600]]"), true),
+            (Some("[[4096, 1, 25600]]"), true),
+            (Some("[[4096, 1, 25600], [], []]"), true),
+            // The embedding table's shard: no tokens.
+            (Some("[[25600, 1024]]"), false),
+            // Activations of the hidden or FFN shard's width, and of a
+            // width that is not the vocabulary's shard.
+            (Some("[[4096, 1, 1024]]"), false),
+            (Some("[[4096, 2048]]"), false),
+            (Some("[[4096, 51200]]"), false),
+            (Some("[[4096, 25601]]"), false),
+            // Per-token statistics, and no shapes at all.
+            (Some("[[4096, 1]]"), false),
+            (None, false),
+        ] {
+            base.inputs[0].graph.scopes[scope].input_dims = dims.and_then(InputDims::parse);
+            let mut rt = Retimer::new(&base, &t);
+            rt.batch_and_seq = (1, 4096);
+            assert_eq!(rt.logits_sized(0, task), want, "{dims:?}");
         }
     }
 

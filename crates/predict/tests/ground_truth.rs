@@ -392,10 +392,11 @@ fn one_micro_batch_on_two_stages_against_ground_truth() {
         assert_eq!(s.report.layers_per_pass, Some(2));
     }
     let id = base.identity();
-    // Bounds a little above one run's errors (-2.6%, +1.5%, +0.05%). The
+    // Bounds a little above one run's errors (-2.6%, -0.2%, +0.05%). The
     // tensor-parallel edit was +16.4% while the last stage's receive was
     // left in its prologue and the vocabulary-parallel loss's kernels kept
-    // their traced size (docs/PREDICTION.md, 3.4).
+    // their traced size, +1.5% while the logits' gradient cast outside the
+    // loss (`ToCopyBackward0`) did (docs/PREDICTION.md, 3.4).
     for (name, p, (tp, dp, hidden), bound) in [
         (
             "hidden 1024",
@@ -403,7 +404,7 @@ fn one_micro_batch_on_two_stages_against_ground_truth() {
             (2, 2, 1024),
             4.0,
         ),
-        ("tp 4", id.clone().with_tp(4).unwrap(), (4, 2, 2048), 4.0),
+        ("tp 4", id.clone().with_tp(4).unwrap(), (4, 2, 2048), 1.0),
         ("dp 4", id.clone().with_dp(4).unwrap(), (2, 4, 2048), 2.0),
     ] {
         let got = mean_ms(&p.simulate().unwrap().step_ns);

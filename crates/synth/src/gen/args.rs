@@ -34,6 +34,8 @@ pub(crate) struct InputShapes {
     /// End of each input's sizes.
     ends: [u8; InputShapes::INPUTS],
     inputs: u8,
+    /// Whether the tensors are FP32 (`float`) rather than BF16.
+    float: bool,
 }
 
 impl InputShapes {
@@ -48,6 +50,7 @@ impl InputShapes {
             sizes: [0; Self::SIZES],
             ends: [0; Self::INPUTS],
             inputs: dims.len() as u8,
+            float: false,
         };
         let mut n = 0;
         for (i, input) in dims.iter().enumerate() {
@@ -65,6 +68,13 @@ impl InputShapes {
         d
     }
 
+    /// The same shapes, of FP32 tensors (the loss's logits and their
+    /// gradient).
+    pub(crate) fn float(mut self) -> InputShapes {
+        self.float = true;
+        self
+    }
+
     fn tensors(&self) -> impl Iterator<Item = &[i64]> + '_ {
         (0..usize::from(self.inputs)).map(|i| {
             let start = if i == 0 { 0 } else { self.ends[i - 1] };
@@ -73,7 +83,8 @@ impl InputShapes {
     }
 
     fn write(&self, a: &mut Fields) {
-        let type_of = |t: &[i64]| if t.is_empty() { "" } else { "c10::BFloat16" };
+        let ty = if self.float { "float" } else { "c10::BFloat16" };
+        let type_of = |t: &[i64]| if t.is_empty() { "" } else { ty };
         a.input_dims(self.tensors())
             .input_types(self.tensors().map(type_of));
     }

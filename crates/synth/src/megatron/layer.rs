@@ -7,7 +7,7 @@ use lumos_models::CollectiveKind;
 use super::kernels::*;
 use super::{dims_args, Rank};
 use crate::config::GroupKind;
-use crate::gen::{Coll, Dtype, Gpu, GpuKind, OpArgs, Thread, COMPUTE, DP, TP};
+use crate::gen::{Coll, Dtype, Gpu, GpuKind, InputShapes, OpArgs, Thread, COMPUTE, DP, TP};
 use crate::training::{GradDtype, GradSync, Recompute};
 
 impl Rank<'_> {
@@ -485,8 +485,14 @@ impl Rank<'_> {
         self.eltwise_op("aten::sub_", K_SUB_F32, logits, logits * 8);
         self.eltwise_op("aten::mul_", K_MUL_F32, logits, logits * 8);
         self.autograd_end();
+        // The logits' gradient cast back to BF16, outside the loss: only
+        // its recorded shape `[s, b, vocabulary / tp]` tells that it is a
+        // vocabulary shard.
         self.autograd_begin("ToCopyBackward0");
-        self.eltwise_op("aten::to", K_TO_F32, logits, logits * 6);
+        let a = self.args(|| OpArgs::Dims(InputShapes::new(&[&[d.s, d.b, vl]]).float()));
+        self.g.begin("aten::to", a, false);
+        self.eltwise(K_TO_F32, logits, logits * 6);
+        self.g.end();
         self.autograd_end();
         // The output layer's weight is the word embedding: on a single
         // stage its gradient is complete only after the embedding backward;
