@@ -2492,6 +2492,64 @@ mod tests {
         assert!((got - new / pc.per_layer).abs() < 1e-12, "{got}");
     }
 
+    /// The shape-only router rule: where no name tells, a layer's matrix
+    /// `[h, E]` is a router's only for `E` at most [`SMALL_DIM`] experts
+    /// that is not a shard's size. Hidden 4096 at TP 2 with the head size
+    /// unknown: a grouped-query QKV shard (32 query and 8 key-value heads
+    /// of 128, `(32 + 16) x 128 / 2 = 3072`) is a multiple of neither
+    /// `h/tp` nor `ffn/tp`, yet its GEMMs still shrink with tp (it was
+    /// taken for a router once); a `[4096, 64]` router's do not.
+    #[test]
+    fn a_router_by_shape_has_few_experts_and_a_gqa_shard_is_no_router() {
+        let mut base = baseline("gpt-tiny", None, [2, 1, 1, 1]);
+        let (h, qkv, experts) = (4096u64, 3072u64, 64u64);
+        base.config.hidden = h;
+        base.config.ffn = 4 * h;
+        let s = &mut base.structures[0];
+        // The head size unknown: no attention query with a shape.
+        for w in s.work.iter_mut() {
+            if let WorkClass::Attention(d) = w {
+                *d = None;
+            }
+        }
+        let layer = (s.steps.iter().flat_map(|st| st.passes.iter()))
+            .find(|p| p.kind == PassKind::Forward)
+            .and_then(|p| p.layers.first())
+            .unwrap();
+        let fwd: Vec<TaskId> = (layer.iter())
+            .flat_map(|&u| s.units.units[u as usize].gpu().iter().copied())
+            .filter(|t| matches!(s.work[t.idx()], WorkClass::Gemm(_)))
+            .collect();
+        let WorkClass::Gemm(first) = s.work[fwd[0].idx()] else {
+            unreachable!()
+        };
+        let sh = |n| GemmShape {
+            m: first.m,
+            k: h,
+            n,
+        };
+        s.work[fwd[0].idx()] = WorkClass::Gemm(sh(qkv));
+        s.work[fwd[1].idx()] = WorkClass::Gemm(sh(experts));
+        let dims = Dims::of(&base.config);
+        assert!(
+            !dims.layer_matrix_split(0, h, qkv),
+            "not a shard by its sizes"
+        );
+        let names = name_flags(&base, names_a_router);
+        assert_eq!(
+            router_weights(&base, dims, 0, &names)[0],
+            FxHashSet::from_iter([(h, experts)])
+        );
+        let t = target(&base, |c| c.tp = 4);
+        let mut rt = Retimer::new(&base, &t);
+        rt.gemm = &Linear;
+        for (task, n, whole) in [(fwd[0], qkv, false), (fwd[1], experts, true)] {
+            assert_eq!(rt.router_gemm(0, task, sh(n)), whole, "[{h}, {n}]");
+            let (ns, _) = rt.gemm_ns(1000, sh(n), 1.0, whole);
+            assert_eq!(ns, if whole { 1000.0 } else { 500.0 }, "[{h}, {n}]");
+        }
+    }
+
     /// A gradient addition sized from its gradient's shape (no DDP
     /// scaling kernel, `assemble/additions.rs`) moves that gradient's
     /// bytes as the model's widths change them, as the weight's own
