@@ -995,9 +995,23 @@ impl<'s> Builder<'s> {
         bad.count += 1;
     }
 
+    /// Counts the malformed collective counts of the current event, by
+    /// their bits in [`ExtraTexts::bad_counts`].
+    #[cold]
+    fn bad_counts(&mut self, bits: u8) {
+        for (k, key) in crate::parse::BAD_COUNT_KEYS.iter().enumerate() {
+            if bits & (1 << k) != 0 {
+                self.bad_arg(key);
+            }
+        }
+    }
+
     /// Fills in the extras of the current event from its `texts` (of
     /// `element`), each shared with the equal values seen before.
     fn convert_texts(&mut self, x: &mut EventExtra, texts: ExtraTexts, element: &[u8]) {
+        if texts.bad_counts != 0 {
+            self.bad_counts(texts.bad_counts);
+        }
         if let Some(t) = &texts.input_dims {
             x.input_dims = self.input_dims(t.bytes(element));
         }
@@ -1349,8 +1363,17 @@ impl<'s> Builder<'s> {
             }
         }
         for (key, bad) in &t.skipped.bad_args {
+            // A collective's counts: say what their loss costs, as the
+            // graph's warning on collectives without a size does.
+            let cost = match *key {
+                "In msg nelems" | "Out msg nelems" => {
+                    " (a collective without an element count has no size in bytes: replays take \
+                     its measured duration)"
+                }
+                _ => "",
+            };
             t.warnings.push(format!(
-                "{} with a malformed {key:?} (first at traceEvents[{}]): kept without it",
+                "{} with a malformed {key:?} (first at traceEvents[{}]): kept without it{cost}",
                 counted(bad.count, "event", "events"),
                 bad.first_index
             ));

@@ -1494,3 +1494,93 @@ fn repeated_members_keep_the_last_value_and_are_counted() {
     t.skipped.first_repeated_member = None;
     assert_eq!(summary(&Ok(t)), summary(&Ok(plain)));
 }
+
+/// A collective's `In msg nelems` or `Out msg nelems` past 2^64, negative,
+/// a fraction or a text, or a `Group size` past 2^32: read as absent
+/// without a word, the collective lost its size silently (a dtype lumos
+/// does not know is warned). Now each is counted per key, with the first
+/// event, and the event kept without it; `null` is absent, not counted.
+#[test]
+fn malformed_collective_counts_are_dropped_and_counted() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "single-rank/b200-vllm-tp8-rank0.json.gz");
+    let clean = read_ok("t.json", &json);
+    assert!(clean.skipped.bad_args.is_empty(), "{:?}", clean.skipped);
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let at = (events.iter())
+        .position(|e| e["args"].get("In msg nelems").is_some())
+        .expect("a collective");
+    let name = events[at]["name"].as_str().unwrap().to_owned();
+    let ts = events[at]["ts"].as_f64().unwrap();
+    let collective = |t: &lumos_trace::Trace| -> CollectiveArgs {
+        let e = (t.events.iter())
+            .find(|e| t.name(e) == name && (e.ts_ns as f64 - ts * 1e3).abs() < 2.0)
+            .expect("the collective is kept");
+        *e.extra.as_ref().unwrap().collective.clone().unwrap()
+    };
+    let good = collective(&clean);
+    assert!(
+        good.in_nelems.is_some() && good.bytes().is_some(),
+        "{good:?}"
+    );
+    for (key, value, counted) in [
+        ("In msg nelems", "18446744073709551616", true),
+        ("In msg nelems", "-4", true),
+        ("In msg nelems", "4.5", true),
+        ("In msg nelems", "\"many\"", true),
+        ("In msg nelems", "null", false),
+        ("Out msg nelems", "1e30", true),
+        ("Group size", "4294967296", true),
+        ("Group size", "-1", true),
+    ] {
+        let mut doc = doc.clone();
+        let args = &mut doc["traceEvents"][at]["args"];
+        args[key] = serde_json::from_str(value).unwrap();
+        let data = serde_json::to_vec(&doc).unwrap();
+        let t = read_ok_any_chunk("t.json", &data);
+        let c = collective(&t);
+        match key {
+            "In msg nelems" => assert_eq!(c.in_nelems, None, "{value}"),
+            "Out msg nelems" => assert_eq!(c.out_nelems, None, "{value}"),
+            _ => assert_eq!(c.group_size, None, "{value}"),
+        }
+        assert_eq!(c.name, good.name, "the rest of the collective is kept");
+        assert_eq!(t.events.len(), clean.events.len());
+        if !counted {
+            assert!(t.skipped.bad_args.is_empty(), "{value}");
+            continue;
+        }
+        let bad = t.skipped.bad_args[key];
+        assert_eq!(
+            (bad.count, bad.first_index),
+            (1, at as u64),
+            "{key} {value}"
+        );
+        let warning = format!(
+            "1 event with a malformed {key:?} (first at traceEvents[{at}]): kept without it"
+        );
+        let w = (t.warnings.iter())
+            .find(|w| w.starts_with(&warning))
+            .unwrap_or_else(|| panic!("{key} {value}: {:?}", t.warnings));
+        assert_eq!(w.contains("no size in bytes"), key != "Group size", "{w}");
+    }
+    // The last value written decides, as for every member.
+    let mut doc = doc.clone();
+    let ev = doc["traceEvents"][at].to_string();
+    let n = good.in_nelems.unwrap();
+    let twice = ev.replacen(
+        "\"In msg nelems\":",
+        "\"In msg nelems\":-1,\"In msg nelems\":",
+        1,
+    );
+    doc["traceEvents"][at] = serde_json::Value::Null;
+    let data = serde_json::to_string(&doc)
+        .unwrap()
+        .replacen("null", &twice, 1);
+    let t = read_ok("t.json", data.as_bytes());
+    assert_eq!(collective(&t).in_nelems, Some(n));
+    assert!(t.skipped.bad_args.is_empty());
+}
