@@ -685,6 +685,15 @@ fn converted_once<T: Clone>(
     Some(v)
 }
 
+/// A used top-level member read ([`Builder::add_member`]).
+struct MemberRead {
+    key: String,
+    /// The warnings its value gave, taken back if a repeat replaces it.
+    warnings: Vec<String>,
+    /// Whether a repeat of it was warned about (once per key).
+    repeat_warned: bool,
+}
+
 /// Folds parsed items into a [`Trace`].
 struct Builder<'s> {
     trace: Trace,
@@ -711,8 +720,10 @@ struct Builder<'s> {
     /// Whether a top-level `nodes` member was seen: a PyTorch execution
     /// trace, if there are no events.
     saw_nodes: bool,
-    /// The used top-level members read so far ([`meta::is_used`]).
-    members_read: Vec<String>,
+    /// The used top-level members read so far ([`meta::is_used`]), each
+    /// with the warnings its value gave (taken back when a repeat of it
+    /// replaces it) and whether its repeat was warned about.
+    members_read: Vec<MemberRead>,
     /// Texts longer than [`MAX_TEXT_BYTES`] that were cut.
     texts_cut: u64,
     /// The distinct lists it may still keep.
@@ -1191,15 +1202,48 @@ impl<'s> Builder<'s> {
             self.saw_nodes |= key == "nodes";
             return Ok(());
         }
-        // JSON leaves a repeated key's meaning open (most readers keep the
-        // last, some the first); the two may disagree on the rank.
-        if self.members_read.iter().any(|k| k == key) {
-            self.trace.warnings.push(format!(
-                "top-level \"{key}\" appears twice: the first is read, the second ignored"
-            ));
-            return Ok(());
-        }
-        self.members_read.push(key.to_owned());
+        // JSON leaves a repeated key's meaning open; its readers (Python's
+        // `json`, serde_json) keep the last, as the event parser does for
+        // a member an event repeats: the first value is forgotten, its
+        // warnings with it, and the repeat said once.
+        let at = match self.members_read.iter().position(|m| m.key == key) {
+            Some(at) => {
+                let first = &mut self.members_read[at];
+                for w in first.warnings.drain(..) {
+                    if let Some(i) = self.trace.warnings.iter().rposition(|x| *x == w) {
+                        self.trace.warnings.remove(i);
+                    }
+                }
+                meta::forget(key, &mut self.trace.meta);
+                if key == "distributedInfo" {
+                    self.distributed_rank = None;
+                }
+                if !std::mem::replace(&mut first.repeat_warned, true) {
+                    self.trace.warnings.push(format!(
+                        "top-level \"{key}\" appears twice or more: the last is read, as JSON \
+                         readers do"
+                    ));
+                }
+                at
+            }
+            None => {
+                self.members_read.push(MemberRead {
+                    key: key.to_owned(),
+                    warnings: Vec::new(),
+                    repeat_warned: false,
+                });
+                self.members_read.len() - 1
+            }
+        };
+        let before = self.trace.warnings.len();
+        let read = self.read_member(key, value, offset);
+        self.members_read[at].warnings = self.trace.warnings[before..].to_vec();
+        read
+    }
+
+    /// [`Builder::add_member`] of a member `key` not read before (or
+    /// forgotten): its value parsed and applied to the metadata.
+    fn read_member(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ReadError> {
         // Parsed into a tree, a value takes many times its text (a list of
         // devices 50 times): a few KB are normal, a large one is ignored.
         if value.len() > MAX_META_BYTES {

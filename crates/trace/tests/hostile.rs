@@ -1105,7 +1105,9 @@ fn a_second_trace_events_array_is_an_error() {
                 assert_eq!(*offset, at as u64, "{e}");
                 assert!(
                     message.contains(&format!(
-                        "a second \"traceEvents\" array (the first held {whole} events)"
+                        "a second \"traceEvents\" array (the first held {whole} events): \
+                         which of them is the trace is unclear (JSON readers keep the last; \
+                         lumos reads events as they come and has read the first)"
                     )),
                     "{e}"
                 );
@@ -1121,32 +1123,84 @@ fn a_second_trace_events_array_is_an_error() {
 }
 
 /// A used top-level member written twice (two `distributedInfo` naming
-/// different ranks): the second silently replaced the first, so the rank
-/// came from whichever a writer put last. Now the first is read and the
-/// repeat named in a warning.
+/// different ranks): at first the second silently replaced the first's
+/// fields it held (a `world_size` the second left out stayed the
+/// first's), then the first was read with a warning, where a member an
+/// event repeats keeps the last. Now the last is read, as JSON readers
+/// do, the first forgotten with its warnings, and the repeat warned once.
 #[test]
-fn a_repeated_top_level_member_is_read_once_with_a_warning() {
+fn a_repeated_top_level_member_keeps_the_last_with_a_warning() {
     let Some(c) = lumos_testkit::corpus() else {
         return;
     };
-    let json = json_bytes(&c, "micro/a100-event-sync.json.gz");
+    let json = json_bytes(&c, "single-rank/a100-ddp-rank0of2-event-record.json.gz");
     let text = String::from_utf8(json).unwrap();
     let once = read_ok("t.json", text.as_bytes());
     assert_eq!(once.meta.rank, 0);
     assert_eq!(once.meta.rank_source, RankSource::DistributedInfo);
+    assert!(once.meta.world_size.is_some() && !once.meta.devices.is_empty());
     let body = text.trim_end().strip_suffix('}').unwrap();
+    let repeated = |key: &str| {
+        format!("top-level \"{key}\" appears twice or more: the last is read, as JSON readers do")
+    };
     let twice = format!(
-        "{body}, \"distributedInfo\": {{\"rank\": 1, \"world_size\": 2}}, \"schemaVersion\": 7}}"
+        "{body}, \"distributedInfo\": {{\"rank\": 1}}, \"schemaVersion\": 7, \
+         \"deviceProperties\": [], \"hostname\": \"a\", \"hostname\": \"b\"}}"
     );
     let t = read_ok_any_chunk("t.json", twice.as_bytes());
-    assert_eq!(t.meta.rank, 0);
-    assert_eq!(t.meta.world_size, once.meta.world_size);
-    assert_eq!(t.meta.schema_version, once.meta.schema_version);
+    assert_eq!(
+        (t.meta.rank, t.meta.rank_source),
+        (1, RankSource::DistributedInfo)
+    );
+    assert_eq!(t.meta.world_size, None, "not kept from the first");
+    assert!(t.meta.process_groups.is_empty());
+    assert_eq!(t.meta.schema_version, Some(7));
+    assert!(t.meta.devices.is_empty());
+    assert_eq!(t.meta.hostname.as_deref(), Some("b"));
     assert_eq!(t.events_total, once.events_total);
-    for key in ["distributedInfo", "schemaVersion"] {
-        let w = format!("top-level \"{key}\" appears twice: the first is read, the second ignored");
-        assert!(t.warnings.contains(&w), "{:?}", t.warnings);
+    for key in [
+        "distributedInfo",
+        "schemaVersion",
+        "deviceProperties",
+        "hostname",
+    ] {
+        assert_eq!(
+            t.warnings.iter().filter(|w| **w == repeated(key)).count(),
+            1,
+            "{key}: {:?}",
+            t.warnings
+        );
     }
+    // Four times: one warning; an earlier value's warnings are taken back
+    // with it, the last's kept.
+    let bad_rank = |r: &str| format!("{{\"rank\": {r}, \"world_size\": 8}}");
+    let thrice = format!(
+        "{body}, \"distributedInfo\": {}, \"distributedInfo\": {}, \"distributedInfo\": {}}}",
+        bad_rank("\"x\""),
+        bad_rank("3"),
+        bad_rank("9"),
+    );
+    let t = read_ok_any_chunk("t.json", thrice.as_bytes());
+    assert_eq!((t.meta.rank, t.meta.world_size), (9, Some(8)));
+    let repeats = t
+        .warnings
+        .iter()
+        .filter(|w| **w == repeated("distributedInfo"));
+    assert_eq!(repeats.count(), 1, "{:?}", t.warnings);
+    assert!(
+        !t.warnings
+            .iter()
+            .any(|w| w.contains("is not a rank number")),
+        "{:?}",
+        t.warnings
+    );
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("distributedInfo.rank 9 is not below its world_size 8")),
+        "{:?}",
+        t.warnings
+    );
     // An unused member may repeat: it is never read.
     let traced = format!("{body}, \"traceName\": \"x\"}}");
     assert_eq!(read_ok("t.json", traced.as_bytes()).warnings, once.warnings);
