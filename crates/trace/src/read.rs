@@ -586,6 +586,8 @@ fn finish(
             "a PyTorch execution trace (\"nodes\", no traceEvents); lumos reads the \
              profiler's Kineto trace (export_chrome_trace, tensorboard_trace_handler)"
                 .into()
+        } else if let Some(kind) = builder.events_not_array {
+            format!("the top-level object's traceEvents is {kind}, not an array of events")
         } else {
             "the top-level object has no traceEvents array".into()
         }));
@@ -593,6 +595,18 @@ fn finish(
     builder.trace.json_bytes = total;
     builder.outlying_starts()?;
     Ok(builder.finish())
+}
+
+/// The JSON type of the value `text` (checked by the splitter), as the
+/// error words name it.
+fn json_kind(text: &[u8]) -> &'static str {
+    match text.trim_ascii_start().first() {
+        Some(b'{') => "an object",
+        Some(b'"') => "a string",
+        Some(b'n') => "null",
+        Some(b't' | b'f') => "a boolean",
+        _ => "a number",
+    }
 }
 
 /// Parses the elements of a chunk into `out` (`None` for top-level members),
@@ -720,6 +734,9 @@ struct Builder<'s> {
     /// Whether a top-level `nodes` member was seen: a PyTorch execution
     /// trace, if there are no events.
     saw_nodes: bool,
+    /// What a top-level `traceEvents` that is not an array holds (`an
+    /// object`, `null`), for the error when no array is found.
+    events_not_array: Option<&'static str>,
     /// The used top-level members read so far ([`meta::is_used`]), each
     /// with the warnings its value gave (taken back when a repeat of it
     /// replaces it) and whether its repeat was warned about.
@@ -771,6 +788,7 @@ impl<'s> Builder<'s> {
             index: 0,
             distributed_rank: None,
             saw_nodes: false,
+            events_not_array: None,
             members_read: Vec::new(),
             texts_cut: 0,
             lists: ListBudget {
@@ -1200,6 +1218,11 @@ impl<'s> Builder<'s> {
         }
         if !meta::is_used(key) {
             self.saw_nodes |= key == "nodes";
+            if key == "traceEvents" {
+                // Not an array (the splitter takes those): said if no
+                // array follows, where "no traceEvents" hid what is wrong.
+                self.events_not_array = Some(json_kind(value));
+            }
             return Ok(());
         }
         // JSON leaves a repeated key's meaning open; its readers (Python's

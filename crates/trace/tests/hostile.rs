@@ -1638,3 +1638,45 @@ fn malformed_collective_counts_are_dropped_and_counted() {
     assert_eq!(collective(&t).in_nelems, Some(n));
     assert!(t.skipped.bad_args.is_empty());
 }
+
+/// A trace whose `traceEvents` is not an array (an object keyed by id, a
+/// string holding the array, `null`): "the top-level object has no
+/// traceEvents array" hid that it has one of another type. The error now
+/// names the type; an array after it is read.
+#[test]
+fn a_trace_events_member_that_is_not_an_array_is_named() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "micro/a100-event-sync.json.gz");
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let events = doc["traceEvents"].clone();
+    let as_object: serde_json::Map<String, serde_json::Value> = (events.as_array().unwrap())
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (i.to_string(), e.clone()))
+        .collect();
+    for (value, kind) in [
+        (serde_json::Value::Object(as_object), "an object"),
+        (serde_json::Value::String(events.to_string()), "a string"),
+        (serde_json::Value::Null, "null"),
+        (serde_json::json!(92), "a number"),
+        (serde_json::json!(true), "a boolean"),
+    ] {
+        let mut d = doc.clone();
+        d["traceEvents"] = value;
+        let e = read_err("t.json", &serde_json::to_vec(&d).unwrap());
+        assert!(matches!(e.kind, ErrorKind::NotATrace(_)), "{e}");
+        let want = format!(
+            "t.json: not a Kineto/Chrome trace: the top-level object's traceEvents is {kind}, \
+             not an array of events"
+        );
+        assert_eq!(e.to_string(), want);
+    }
+    // `null` first, then the array: read (the member written twice is
+    // the repeated-member rule's).
+    let text = String::from_utf8(json).unwrap();
+    let with_null = format!("{{\"traceEvents\": null, {}", &text.trim_start()[1..]);
+    let t = read_ok("t.json", with_null.as_bytes());
+    assert_eq!(t.events_total, 92);
+}
