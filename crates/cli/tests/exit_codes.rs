@@ -1435,3 +1435,34 @@ fn an_output_through_a_link_to_nothing_names_what_is_missing() {
     }
     assert!(!gone.exists());
 }
+
+/// An entry with a name a folder reads that is not a regular file (a
+/// pipe, `mkfifo rank1.json`, or a socket) was left out without a word,
+/// its rank missing from the job unsaid. It is still not read (a pipe
+/// without a writer would wait for ever) but named in a warning, apart
+/// from the files left out for their names; the run goes on.
+#[cfg(unix)]
+#[test]
+fn entries_a_folder_reads_by_name_that_are_not_files_are_named() {
+    let dir = TempDir::new("cli-exit-not-a-file");
+    let job = dir.join("job");
+    let trace = one_rank(&job);
+    let _socket = std::os::unix::net::UnixListener::bind(job.join("rank1.json")).unwrap();
+    let out = run_ok(lumos().arg("inspect").arg(&job));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!(
+        "warning: {}: left out 1 entry that is not a regular file (a pipe, socket or device): \
+         rank1.json; a folder reads regular files only",
+        job.display()
+    );
+    assert!(err.contains(&want), "wanted {want:?} in {err:?}");
+    // With a file left out for its name: one warning, both said.
+    std::fs::write(job.join("rank3.gz"), std::fs::read(&trace).unwrap()).unwrap();
+    let out = run_ok(lumos().arg("inspect").arg(&job));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = "left out 1 file not named *.json, *.json.gz or *.lgraph: rank3.gz; a folder \
+                reads those names only (a trace among them: rename it, or give it as a file, \
+                which is read whatever its name); left out 1 entry that is not a regular file";
+    assert!(err.contains(want), "wanted {want:?} in {err:?}");
+    assert_eq!(err.matches("warning: ").count(), 1, "{err}");
+}

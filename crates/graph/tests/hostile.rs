@@ -1295,3 +1295,50 @@ fn ops_of_one_start_and_length_nest_whatever_the_file_order() {
         }
     }
 }
+
+/// Ops of one start and length of which only some carry an `External
+/// id`: sorted as the largest id, an op without one always became the
+/// child of one with, whatever the file said (DLRM's `aten::item` without
+/// its id became the child of the `aten::_local_scalar_dense` it calls).
+/// The ops with an id are ordered by it among the places they hold in
+/// file order; the others keep theirs: so without the parent's id, or
+/// the child's, the call tree is the file's.
+#[test]
+fn ops_of_one_start_and_length_nest_in_file_order_where_one_has_no_id() {
+    if lumos_testkit::corpus().is_none() {
+        return;
+    }
+    let trace = read_path(&corpus("multi-rank/dlrm-8xv100/rank0.json.gz")).unwrap();
+    let (g, _, report) = build(&trace);
+    let want = (call_tree(&g), lumos_graph::dump(&g, Some(&report)));
+    // The ops of each run of one thread, start, length and kind.
+    let mut runs: std::collections::BTreeMap<_, Vec<usize>> = Default::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        if matches!(e.category, Category::CpuOp | Category::UserAnnotation) {
+            let key = (e.pid, e.tid, e.ts_ns, e.dur_ns, e.category as u8);
+            runs.entry(key).or_default().push(i);
+        }
+    }
+    let pairs: Vec<&Vec<usize>> = runs.values().filter(|r| r.len() == 2).collect();
+    assert!(pairs.len() >= 50, "{} pairs", pairs.len());
+    for (which, label) in [(0, "parent"), (1, "child")] {
+        let mut t = trace.clone();
+        for pair in &pairs {
+            // The parent is the one with the lower id (and first in the
+            // file: the test is of the file's order).
+            let mut by_id = [pair[0], pair[1]];
+            by_id.sort_by_key(|&i| trace.events[i].external_id());
+            assert_eq!(by_id[0], pair[0], "the parent comes first in the file");
+            assert!(t.events[by_id[which]].set_external_id(None));
+        }
+        let (g, _, report) = build(&t);
+        assert!(
+            want.0 == call_tree(&g),
+            "without the {label}'s id: another call tree"
+        );
+        assert!(
+            want.1 == lumos_graph::dump(&g, Some(&report)),
+            "without the {label}'s id: another graph"
+        );
+    }
+}

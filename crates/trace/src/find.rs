@@ -115,7 +115,9 @@ pub struct Listed {
     pub files: Vec<PathBuf>,
     /// Files left out whose names look like traces
     /// ([`looks_like_trace_name`]): `rank3.gz`, `rank3.JSON`,
-    /// `trace.json.bz2`. In natural order.
+    /// `trace.json.bz2`; and entries with a name the folder reads that are
+    /// not regular files (a pipe, socket or device: `mkfifo rank1.json`).
+    /// In natural order.
     pub left_out: Vec<PathBuf>,
 }
 
@@ -164,20 +166,40 @@ pub fn left_out_warning(dir: &Path, left_out: &[PathBuf], kinds: &str) -> Option
         Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
         _ => p.display().to_string(),
     };
-    let mut shown: Vec<String> = left_out.iter().take(LEFT_OUT_SHOWN).map(name).collect();
-    if left_out.len() > LEFT_OUT_SHOWN {
-        shown.push(format!("and {} more", left_out.len() - LEFT_OUT_SHOWN));
-    }
-    Some(format!(
-        "{}: left out {} not named {kinds}: {}; a folder reads those names only (a trace \
-         among them: rename it, or give it as a file, which is read whatever its name)",
-        dir.display(),
-        match left_out.len() {
-            1 => "1 file".to_owned(),
-            n => format!("{n} files"),
-        },
+    let shown = |paths: &[&PathBuf]| {
+        let mut shown: Vec<String> = paths.iter().take(LEFT_OUT_SHOWN).map(|p| name(p)).collect();
+        if paths.len() > LEFT_OUT_SHOWN {
+            shown.push(format!("and {} more", paths.len() - LEFT_OUT_SHOWN));
+        }
         shown.join(", ")
-    ))
+    };
+    let count = |n: usize, one: &str, many: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    };
+    // Entries with a trace's name that are not files (a pipe, socket or
+    // device, [`listed_under`]) are left out for that, not for their name.
+    let (files, others): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        left_out.iter().partition(|p| p.is_file());
+    let mut parts = Vec::new();
+    if !files.is_empty() {
+        parts.push(format!(
+            "left out {} not named {kinds}: {}; a folder reads those names only (a trace \
+             among them: rename it, or give it as a file, which is read whatever its name)",
+            count(files.len(), "file", "files"),
+            shown(&files)
+        ));
+    }
+    if !others.is_empty() {
+        parts.push(format!(
+            "left out {} that {} not a regular file (a pipe, socket or device): {}; a folder \
+             reads regular files only (a pipe given as a file is read)",
+            count(others.len(), "entry", "entries"),
+            if others.len() == 1 { "is" } else { "are" },
+            shown(&others)
+        ));
+    }
+    Some(format!("{}: {}", dir.display(), parts.join("; ")))
 }
 
 /// True for the names of predicted timelines (`*.predicted.json.gz`, what
@@ -402,7 +424,8 @@ fn collect(
 }
 
 /// [`collect`], and into `left_out` (when given) the files not kept
-/// whose names [`looks_like_trace_name`].
+/// whose names [`looks_like_trace_name`], and the entries kept by name
+/// that are not regular files ([`Listed::left_out`]).
 fn collect_noting(
     dir: &Path,
     depth: u32,
@@ -465,6 +488,12 @@ fn collect_noting(
                             Some(first) => first.3 += 1,
                             None => dangling = Some((path, error, target, 0)),
                         }
+                    } else if let Some(left) = left_out.as_deref_mut() {
+                        // A pipe, socket or device with a trace's name:
+                        // not read (a pipe without a writer would wait
+                        // for ever), but named, as it was not (its rank
+                        // missing from the job unsaid).
+                        left.push(path);
                     }
                 }
             }

@@ -100,6 +100,29 @@ pub(crate) fn apply(key: &str, value: &Json, meta: &mut TraceMeta) -> Applied {
     applied
 }
 
+/// Forgets what the member `key` (one [`is_used`] accepts) stored in
+/// `meta`, for a repeat of it that replaces it: the last value is read,
+/// as JSON readers do, and a field the repeat leaves out is not kept from
+/// the first (the rank, which [`Applied::distributed_rank`] carries, is
+/// the caller's).
+pub(crate) fn forget(key: &str, meta: &mut TraceMeta) {
+    match key {
+        "schemaVersion" => meta.schema_version = None,
+        "baseTimeNanoseconds" => meta.base_time_ns = None,
+        "displayTimeUnit" => meta.display_time_unit = None,
+        "hostname" | "hostName" | "host_name" => meta.hostname = None,
+        "deviceProperties" => meta.devices = Vec::new(),
+        "distributedInfo" => {
+            meta.world_size = None;
+            meta.backend = None;
+            meta.nccl_version = None;
+            meta.process_groups = Vec::new();
+            meta.written_ranks = Vec::new();
+        }
+        _ => {}
+    }
+}
+
 fn apply_distributed(info: &Json, meta: &mut TraceMeta, applied: &mut Applied) {
     let small = |k: &str| {
         info.get(k)

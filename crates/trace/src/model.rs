@@ -765,7 +765,10 @@ pub struct Skipped {
     /// is not a list of shapes, or an id (`correlation`, `External id`,
     /// `stream`, `device`) that is not an integer in range (a fraction, a
     /// string holding no integer, a negative `correlation`, an object) or
-    /// that holds the value the compact event uses for "absent". The event
+    /// that holds the value the compact event uses for "absent", or a
+    /// collective's count (`In msg nelems`, `Out msg nelems`, `Group size`)
+    /// that is negative, a fraction, 2^64 - 1 or more (2^32 for `Group
+    /// size`) or a string holding no integer. The event
     /// is kept without them (`null` is an absent id, not counted). Not
     /// counted in [`Skipped::total`].
     pub bad_args: BTreeMap<&'static str, BadArg>,

@@ -270,7 +270,16 @@ pub(crate) struct ExtraTexts {
     pub pg_desc: Option<Text>,
     /// `Process Group Ranks`, unparsed.
     pub pg_ranks: Option<Text>,
+    /// Bit `k` set if the count [`BAD_COUNT_KEYS`]`[k]` was malformed and
+    /// left out; the fold counts it in [`crate::Skipped::bad_args`].
+    pub bad_counts: u8,
 }
+
+/// The collective counts read as absent when malformed (a negative or
+/// fractional `In msg nelems`, one past 2^64, a `Group size` past 2^32),
+/// by their bit in [`ExtraTexts::bad_counts`]. Read as plain absent, a
+/// collective lost its size without a word.
+pub(crate) const BAD_COUNT_KEYS: [&str; 3] = ["In msg nelems", "Out msg nelems", "Group size"];
 
 impl ExtraTexts {
     /// Every text, for converting them all alike.
@@ -933,9 +942,10 @@ fn extra_from(a: &ExtraArgs) -> EventExtra {
         || a.in_nelems.is_some()
         || a.seq.is_some()
     {
+        let count = |v: Option<u64>| v.filter(|&n| n != u64::ABSENT);
         Some(Box::new(CollectiveArgs {
-            in_nelems: a.in_nelems,
-            out_nelems: a.out_nelems,
+            in_nelems: count(a.in_nelems),
+            out_nelems: count(a.out_nelems),
             group_size: a.group_size.and_then(|g| u32::try_from(g).ok()),
             seq: a.seq,
             src_rank: a.src_rank,
@@ -980,8 +990,20 @@ fn extra_texts(a: &ExtraArgs, strs: &Strs<'_>, extra: Option<&EventExtra>) -> Op
         t.pg_desc = text(&a.pg_desc);
         t.pg_ranks = text(&a.pg_ranks);
     }
-    let any = t.all_mut().into_iter().any(|t| t.is_some());
+    t.bad_counts = bad_counts(a);
+    let any = t.all_mut().into_iter().any(|t| t.is_some()) || t.bad_counts != 0;
     any.then_some(t)
+}
+
+/// Bit `k` set for each collective count [`BAD_COUNT_KEYS`]`[k]` of `a`
+/// that was written but holds no count in range (read by [`Parser::id`]
+/// as the absent value: negative, a fraction, past 2^64 or the absent
+/// value itself, a string holding no integer; a `Group size` past 2^32).
+fn bad_counts(a: &ExtraArgs) -> u8 {
+    let bad = |v: Option<u64>, max: u64| v.is_some_and(|n| n == u64::ABSENT || n > max);
+    u8::from(bad(a.in_nelems, u64::MAX))
+        | u8::from(bad(a.out_nelems, u64::MAX)) << 1
+        | u8::from(bad(a.group_size, u64::from(u32::MAX))) << 2
 }
 
 /// The `args` members the model reads, by key.
@@ -1850,9 +1872,13 @@ impl<'a> Parser<'a> {
                 K::GraphNodeId => set(&mut a.extra().graph_node_id, p.int()?),
                 K::Bytes => set(&mut a.extra().bytes, p.int()?),
                 K::CollectiveName => set(&mut a.extra().collective_name, p.lenient_str()?),
-                K::InNelems => set(&mut a.extra().in_nelems, p.int()?),
-                K::OutNelems => set(&mut a.extra().out_nelems, p.int()?),
-                K::GroupSize => set(&mut a.extra().group_size, p.int()?),
+                // `id`, not `int`: a malformed count reads as the
+                // absent value, which `extra_texts` marks for the fold to
+                // count (read as plain absent, the collective lost its
+                // size without a word).
+                K::InNelems => set(&mut a.extra().in_nelems, p.id()?),
+                K::OutNelems => set(&mut a.extra().out_nelems, p.id()?),
+                K::GroupSize => set(&mut a.extra().group_size, p.id()?),
                 K::Dtype => set(&mut a.extra().dtype, p.lenient_str()?),
                 K::PgName => set(&mut a.extra().pg_name, p.lenient_str()?),
                 K::PgDesc => set(&mut a.extra().pg_desc, p.lenient_str()?),

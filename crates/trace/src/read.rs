@@ -586,6 +586,8 @@ fn finish(
             "a PyTorch execution trace (\"nodes\", no traceEvents); lumos reads the \
              profiler's Kineto trace (export_chrome_trace, tensorboard_trace_handler)"
                 .into()
+        } else if let Some(kind) = builder.events_not_array {
+            format!("the top-level object's traceEvents is {kind}, not an array of events")
         } else {
             "the top-level object has no traceEvents array".into()
         }));
@@ -593,6 +595,18 @@ fn finish(
     builder.trace.json_bytes = total;
     builder.outlying_starts()?;
     Ok(builder.finish())
+}
+
+/// The JSON type of the value `text` (checked by the splitter), as the
+/// error words name it.
+fn json_kind(text: &[u8]) -> &'static str {
+    match text.trim_ascii_start().first() {
+        Some(b'{') => "an object",
+        Some(b'"') => "a string",
+        Some(b'n') => "null",
+        Some(b't' | b'f') => "a boolean",
+        _ => "a number",
+    }
 }
 
 /// Parses the elements of a chunk into `out` (`None` for top-level members),
@@ -685,6 +699,15 @@ fn converted_once<T: Clone>(
     Some(v)
 }
 
+/// A used top-level member read ([`Builder::add_member`]).
+struct MemberRead {
+    key: String,
+    /// The warnings its value gave, taken back if a repeat replaces it.
+    warnings: Vec<String>,
+    /// Whether a repeat of it was warned about (once per key).
+    repeat_warned: bool,
+}
+
 /// Folds parsed items into a [`Trace`].
 struct Builder<'s> {
     trace: Trace,
@@ -711,8 +734,13 @@ struct Builder<'s> {
     /// Whether a top-level `nodes` member was seen: a PyTorch execution
     /// trace, if there are no events.
     saw_nodes: bool,
-    /// The used top-level members read so far ([`meta::is_used`]).
-    members_read: Vec<String>,
+    /// What a top-level `traceEvents` that is not an array holds (`an
+    /// object`, `null`), for the error when no array is found.
+    events_not_array: Option<&'static str>,
+    /// The used top-level members read so far ([`meta::is_used`]), each
+    /// with the warnings its value gave (taken back when a repeat of it
+    /// replaces it) and whether its repeat was warned about.
+    members_read: Vec<MemberRead>,
     /// Texts longer than [`MAX_TEXT_BYTES`] that were cut.
     texts_cut: u64,
     /// The distinct lists it may still keep.
@@ -760,6 +788,7 @@ impl<'s> Builder<'s> {
             index: 0,
             distributed_rank: None,
             saw_nodes: false,
+            events_not_array: None,
             members_read: Vec::new(),
             texts_cut: 0,
             lists: ListBudget {
@@ -995,9 +1024,23 @@ impl<'s> Builder<'s> {
         bad.count += 1;
     }
 
+    /// Counts the malformed collective counts of the current event, by
+    /// their bits in [`ExtraTexts::bad_counts`].
+    #[cold]
+    fn bad_counts(&mut self, bits: u8) {
+        for (k, key) in crate::parse::BAD_COUNT_KEYS.iter().enumerate() {
+            if bits & (1 << k) != 0 {
+                self.bad_arg(key);
+            }
+        }
+    }
+
     /// Fills in the extras of the current event from its `texts` (of
     /// `element`), each shared with the equal values seen before.
     fn convert_texts(&mut self, x: &mut EventExtra, texts: ExtraTexts, element: &[u8]) {
+        if texts.bad_counts != 0 {
+            self.bad_counts(texts.bad_counts);
+        }
         if let Some(t) = &texts.input_dims {
             x.input_dims = self.input_dims(t.bytes(element));
         }
@@ -1175,17 +1218,55 @@ impl<'s> Builder<'s> {
         }
         if !meta::is_used(key) {
             self.saw_nodes |= key == "nodes";
+            if key == "traceEvents" {
+                // Not an array (the splitter takes those): said if no
+                // array follows, where "no traceEvents" hid what is wrong.
+                self.events_not_array = Some(json_kind(value));
+            }
             return Ok(());
         }
-        // JSON leaves a repeated key's meaning open (most readers keep the
-        // last, some the first); the two may disagree on the rank.
-        if self.members_read.iter().any(|k| k == key) {
-            self.trace.warnings.push(format!(
-                "top-level \"{key}\" appears twice: the first is read, the second ignored"
-            ));
-            return Ok(());
-        }
-        self.members_read.push(key.to_owned());
+        // JSON leaves a repeated key's meaning open; its readers (Python's
+        // `json`, serde_json) keep the last, as the event parser does for
+        // a member an event repeats: the first value is forgotten, its
+        // warnings with it, and the repeat said once.
+        let at = match self.members_read.iter().position(|m| m.key == key) {
+            Some(at) => {
+                let first = &mut self.members_read[at];
+                for w in first.warnings.drain(..) {
+                    if let Some(i) = self.trace.warnings.iter().rposition(|x| *x == w) {
+                        self.trace.warnings.remove(i);
+                    }
+                }
+                meta::forget(key, &mut self.trace.meta);
+                if key == "distributedInfo" {
+                    self.distributed_rank = None;
+                }
+                if !std::mem::replace(&mut first.repeat_warned, true) {
+                    self.trace.warnings.push(format!(
+                        "top-level \"{key}\" appears twice or more: the last is read, as JSON \
+                         readers do"
+                    ));
+                }
+                at
+            }
+            None => {
+                self.members_read.push(MemberRead {
+                    key: key.to_owned(),
+                    warnings: Vec::new(),
+                    repeat_warned: false,
+                });
+                self.members_read.len() - 1
+            }
+        };
+        let before = self.trace.warnings.len();
+        let read = self.read_member(key, value, offset);
+        self.members_read[at].warnings = self.trace.warnings[before..].to_vec();
+        read
+    }
+
+    /// [`Builder::add_member`] of a member `key` not read before (or
+    /// forgotten): its value parsed and applied to the metadata.
+    fn read_member(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ReadError> {
         // Parsed into a tree, a value takes many times its text (a list of
         // devices 50 times): a few KB are normal, a large one is ignored.
         if value.len() > MAX_META_BYTES {
@@ -1349,8 +1430,17 @@ impl<'s> Builder<'s> {
             }
         }
         for (key, bad) in &t.skipped.bad_args {
+            // A collective's counts: say what their loss costs, as the
+            // graph's warning on collectives without a size does.
+            let cost = match *key {
+                "In msg nelems" | "Out msg nelems" => {
+                    " (a collective without an element count has no size in bytes: replays take \
+                     its measured duration)"
+                }
+                _ => "",
+            };
             t.warnings.push(format!(
-                "{} with a malformed {key:?} (first at traceEvents[{}]): kept without it",
+                "{} with a malformed {key:?} (first at traceEvents[{}]): kept without it{cost}",
                 counted(bad.count, "event", "events"),
                 bad.first_index
             ));

@@ -282,14 +282,18 @@ impl Splitter {
                 State::ExpectValue => {
                     if self.key == "traceEvents" && c == b'[' {
                         if self.saw_events {
-                            // JSON readers keep either array (most the
-                            // last); reading both would count every event
-                            // the two share twice.
+                            // JSON readers keep the last array, as lumos
+                            // does for other repeated members; but the
+                            // first's events were streamed to the fold (and
+                            // a graph build) already, and reading both
+                            // would count every event the two share twice.
                             return err(
                                 i,
                                 format!(
                                     "a second \"traceEvents\" array (the first held {} \
-                                     events): which of them is the trace is unclear",
+                                     events): which of them is the trace is unclear (JSON \
+                                     readers keep the last; lumos reads events as they come \
+                                     and has read the first)",
                                     self.events_seen
                                 ),
                             );

@@ -1105,7 +1105,9 @@ fn a_second_trace_events_array_is_an_error() {
                 assert_eq!(*offset, at as u64, "{e}");
                 assert!(
                     message.contains(&format!(
-                        "a second \"traceEvents\" array (the first held {whole} events)"
+                        "a second \"traceEvents\" array (the first held {whole} events): \
+                         which of them is the trace is unclear (JSON readers keep the last; \
+                         lumos reads events as they come and has read the first)"
                     )),
                     "{e}"
                 );
@@ -1121,32 +1123,84 @@ fn a_second_trace_events_array_is_an_error() {
 }
 
 /// A used top-level member written twice (two `distributedInfo` naming
-/// different ranks): the second silently replaced the first, so the rank
-/// came from whichever a writer put last. Now the first is read and the
-/// repeat named in a warning.
+/// different ranks): at first the second silently replaced the first's
+/// fields it held (a `world_size` the second left out stayed the
+/// first's), then the first was read with a warning, where a member an
+/// event repeats keeps the last. Now the last is read, as JSON readers
+/// do, the first forgotten with its warnings, and the repeat warned once.
 #[test]
-fn a_repeated_top_level_member_is_read_once_with_a_warning() {
+fn a_repeated_top_level_member_keeps_the_last_with_a_warning() {
     let Some(c) = lumos_testkit::corpus() else {
         return;
     };
-    let json = json_bytes(&c, "micro/a100-event-sync.json.gz");
+    let json = json_bytes(&c, "single-rank/a100-ddp-rank0of2-event-record.json.gz");
     let text = String::from_utf8(json).unwrap();
     let once = read_ok("t.json", text.as_bytes());
     assert_eq!(once.meta.rank, 0);
     assert_eq!(once.meta.rank_source, RankSource::DistributedInfo);
+    assert!(once.meta.world_size.is_some() && !once.meta.devices.is_empty());
     let body = text.trim_end().strip_suffix('}').unwrap();
+    let repeated = |key: &str| {
+        format!("top-level \"{key}\" appears twice or more: the last is read, as JSON readers do")
+    };
     let twice = format!(
-        "{body}, \"distributedInfo\": {{\"rank\": 1, \"world_size\": 2}}, \"schemaVersion\": 7}}"
+        "{body}, \"distributedInfo\": {{\"rank\": 1}}, \"schemaVersion\": 7, \
+         \"deviceProperties\": [], \"hostname\": \"a\", \"hostname\": \"b\"}}"
     );
     let t = read_ok_any_chunk("t.json", twice.as_bytes());
-    assert_eq!(t.meta.rank, 0);
-    assert_eq!(t.meta.world_size, once.meta.world_size);
-    assert_eq!(t.meta.schema_version, once.meta.schema_version);
+    assert_eq!(
+        (t.meta.rank, t.meta.rank_source),
+        (1, RankSource::DistributedInfo)
+    );
+    assert_eq!(t.meta.world_size, None, "not kept from the first");
+    assert!(t.meta.process_groups.is_empty());
+    assert_eq!(t.meta.schema_version, Some(7));
+    assert!(t.meta.devices.is_empty());
+    assert_eq!(t.meta.hostname.as_deref(), Some("b"));
     assert_eq!(t.events_total, once.events_total);
-    for key in ["distributedInfo", "schemaVersion"] {
-        let w = format!("top-level \"{key}\" appears twice: the first is read, the second ignored");
-        assert!(t.warnings.contains(&w), "{:?}", t.warnings);
+    for key in [
+        "distributedInfo",
+        "schemaVersion",
+        "deviceProperties",
+        "hostname",
+    ] {
+        assert_eq!(
+            t.warnings.iter().filter(|w| **w == repeated(key)).count(),
+            1,
+            "{key}: {:?}",
+            t.warnings
+        );
     }
+    // Four times: one warning; an earlier value's warnings are taken back
+    // with it, the last's kept.
+    let bad_rank = |r: &str| format!("{{\"rank\": {r}, \"world_size\": 8}}");
+    let thrice = format!(
+        "{body}, \"distributedInfo\": {}, \"distributedInfo\": {}, \"distributedInfo\": {}}}",
+        bad_rank("\"x\""),
+        bad_rank("3"),
+        bad_rank("9"),
+    );
+    let t = read_ok_any_chunk("t.json", thrice.as_bytes());
+    assert_eq!((t.meta.rank, t.meta.world_size), (9, Some(8)));
+    let repeats = t
+        .warnings
+        .iter()
+        .filter(|w| **w == repeated("distributedInfo"));
+    assert_eq!(repeats.count(), 1, "{:?}", t.warnings);
+    assert!(
+        !t.warnings
+            .iter()
+            .any(|w| w.contains("is not a rank number")),
+        "{:?}",
+        t.warnings
+    );
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("distributedInfo.rank 9 is not below its world_size 8")),
+        "{:?}",
+        t.warnings
+    );
     // An unused member may repeat: it is never read.
     let traced = format!("{body}, \"traceName\": \"x\"}}");
     assert_eq!(read_ok("t.json", traced.as_bytes()).warnings, once.warnings);
@@ -1493,4 +1547,136 @@ fn repeated_members_keep_the_last_value_and_are_counted() {
     t.skipped.repeated_members = Occurrences::default();
     t.skipped.first_repeated_member = None;
     assert_eq!(summary(&Ok(t)), summary(&Ok(plain)));
+}
+
+/// A collective's `In msg nelems` or `Out msg nelems` past 2^64, negative,
+/// a fraction or a text, or a `Group size` past 2^32: read as absent
+/// without a word, the collective lost its size silently (a dtype lumos
+/// does not know is warned). Now each is counted per key, with the first
+/// event, and the event kept without it; `null` is absent, not counted.
+#[test]
+fn malformed_collective_counts_are_dropped_and_counted() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "single-rank/b200-vllm-tp8-rank0.json.gz");
+    let clean = read_ok("t.json", &json);
+    assert!(clean.skipped.bad_args.is_empty(), "{:?}", clean.skipped);
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let at = (events.iter())
+        .position(|e| e["args"].get("In msg nelems").is_some())
+        .expect("a collective");
+    let name = events[at]["name"].as_str().unwrap().to_owned();
+    let ts = events[at]["ts"].as_f64().unwrap();
+    let collective = |t: &lumos_trace::Trace| -> CollectiveArgs {
+        let e = (t.events.iter())
+            .find(|e| t.name(e) == name && (e.ts_ns as f64 - ts * 1e3).abs() < 2.0)
+            .expect("the collective is kept");
+        *e.extra.as_ref().unwrap().collective.clone().unwrap()
+    };
+    let good = collective(&clean);
+    assert!(
+        good.in_nelems.is_some() && good.bytes().is_some(),
+        "{good:?}"
+    );
+    for (key, value, counted) in [
+        ("In msg nelems", "18446744073709551616", true),
+        ("In msg nelems", "-4", true),
+        ("In msg nelems", "4.5", true),
+        ("In msg nelems", "\"many\"", true),
+        ("In msg nelems", "null", false),
+        ("Out msg nelems", "1e30", true),
+        ("Group size", "4294967296", true),
+        ("Group size", "-1", true),
+    ] {
+        let mut doc = doc.clone();
+        let args = &mut doc["traceEvents"][at]["args"];
+        args[key] = serde_json::from_str(value).unwrap();
+        let data = serde_json::to_vec(&doc).unwrap();
+        let t = read_ok_any_chunk("t.json", &data);
+        let c = collective(&t);
+        match key {
+            "In msg nelems" => assert_eq!(c.in_nelems, None, "{value}"),
+            "Out msg nelems" => assert_eq!(c.out_nelems, None, "{value}"),
+            _ => assert_eq!(c.group_size, None, "{value}"),
+        }
+        assert_eq!(c.name, good.name, "the rest of the collective is kept");
+        assert_eq!(t.events.len(), clean.events.len());
+        if !counted {
+            assert!(t.skipped.bad_args.is_empty(), "{value}");
+            continue;
+        }
+        let bad = t.skipped.bad_args[key];
+        assert_eq!(
+            (bad.count, bad.first_index),
+            (1, at as u64),
+            "{key} {value}"
+        );
+        let warning = format!(
+            "1 event with a malformed {key:?} (first at traceEvents[{at}]): kept without it"
+        );
+        let w = (t.warnings.iter())
+            .find(|w| w.starts_with(&warning))
+            .unwrap_or_else(|| panic!("{key} {value}: {:?}", t.warnings));
+        assert_eq!(w.contains("no size in bytes"), key != "Group size", "{w}");
+    }
+    // The last value written decides, as for every member.
+    let mut doc = doc.clone();
+    let ev = doc["traceEvents"][at].to_string();
+    let n = good.in_nelems.unwrap();
+    let twice = ev.replacen(
+        "\"In msg nelems\":",
+        "\"In msg nelems\":-1,\"In msg nelems\":",
+        1,
+    );
+    doc["traceEvents"][at] = serde_json::Value::Null;
+    let data = serde_json::to_string(&doc)
+        .unwrap()
+        .replacen("null", &twice, 1);
+    let t = read_ok("t.json", data.as_bytes());
+    assert_eq!(collective(&t).in_nelems, Some(n));
+    assert!(t.skipped.bad_args.is_empty());
+}
+
+/// A trace whose `traceEvents` is not an array (an object keyed by id, a
+/// string holding the array, `null`): "the top-level object has no
+/// traceEvents array" hid that it has one of another type. The error now
+/// names the type; an array after it is read.
+#[test]
+fn a_trace_events_member_that_is_not_an_array_is_named() {
+    let Some(c) = lumos_testkit::corpus() else {
+        return;
+    };
+    let json = json_bytes(&c, "micro/a100-event-sync.json.gz");
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let events = doc["traceEvents"].clone();
+    let as_object: serde_json::Map<String, serde_json::Value> = (events.as_array().unwrap())
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (i.to_string(), e.clone()))
+        .collect();
+    for (value, kind) in [
+        (serde_json::Value::Object(as_object), "an object"),
+        (serde_json::Value::String(events.to_string()), "a string"),
+        (serde_json::Value::Null, "null"),
+        (serde_json::json!(92), "a number"),
+        (serde_json::json!(true), "a boolean"),
+    ] {
+        let mut d = doc.clone();
+        d["traceEvents"] = value;
+        let e = read_err("t.json", &serde_json::to_vec(&d).unwrap());
+        assert!(matches!(e.kind, ErrorKind::NotATrace(_)), "{e}");
+        let want = format!(
+            "t.json: not a Kineto/Chrome trace: the top-level object's traceEvents is {kind}, \
+             not an array of events"
+        );
+        assert_eq!(e.to_string(), want);
+    }
+    // `null` first, then the array: read (the member written twice is
+    // the repeated-member rule's).
+    let text = String::from_utf8(json).unwrap();
+    let with_null = format!("{{\"traceEvents\": null, {}", &text.trim_start()[1..]);
+    let t = read_ok("t.json", with_null.as_bytes());
+    assert_eq!(t.events_total, 92);
 }

@@ -186,11 +186,16 @@ fn call_tree<X>(list: &[CpuRecord<X>]) -> (Vec<u32>, Vec<bool>, Vec<u32>, (u64, 
     (idx, has_child, parent, (partial_overlaps, too_deep))
 }
 
-/// Orders each run of records with one start, length and kind by their
-/// [`CpuRecord::tie`], then position: in file order, which of two ops of
-/// equal start and length was the parent followed the file (DLRM's
-/// events shuffled found other layers). Runs are rare (a few dozen pairs
-/// a trace), so they are found after the sort rather than widening its
+/// Orders each run of records with one start, length and kind: those
+/// with a [`CpuRecord::tie`] by it, among the places they hold in file
+/// order; those without keep their places. In file order, which of two
+/// ops of equal start and length was the parent followed the file
+/// (DLRM's events shuffled found other layers). An op without an id says
+/// nothing of when it started against one with: sorted as the largest
+/// id, such an op (a scope a writer adds without an id, as Kineto writes
+/// `ProfilerStep#N`) always became the child of an op of its run with
+/// one, whatever the file said. Runs are rare (a few dozen pairs a
+/// trace), so they are found after the sort rather than widening its
 /// keys (24 bytes each) by 8.
 fn order_ties<X>(keyed: &mut [(i64, std::cmp::Reverse<i64>, u8, u32)], list: &[CpuRecord<X>]) {
     let mut start = 0;
@@ -201,9 +206,28 @@ fn order_ties<X>(keyed: &mut [(i64, std::cmp::Reverse<i64>, u8, u32)], list: &[C
         };
         let end = start + keyed[start..].iter().take_while(|k| same(k)).count();
         if end - start > 1 {
-            keyed[start..end].sort_unstable_by_key(|k| (list[k.3 as usize].tie(), k.3));
+            order_run(&mut keyed[start..end], list);
         }
         start = end;
+    }
+}
+
+/// [`order_ties`] of one run of two or more records.
+#[cold]
+fn order_run<X>(run: &mut [(i64, std::cmp::Reverse<i64>, u8, u32)], list: &[CpuRecord<X>]) {
+    let tie = |k: &(i64, std::cmp::Reverse<i64>, u8, u32)| list[k.3 as usize].tie();
+    run.sort_unstable_by_key(|k| k.3);
+    // Only the places of the records with an id are refilled, in order
+    // of their ids.
+    let mut with_id: Vec<_> = run.iter().copied().filter(|k| tie(k).is_some()).collect();
+    with_id.sort_unstable_by_key(|k| (tie(k), k.3));
+    let mut next = with_id.into_iter();
+    for place in run.iter_mut() {
+        if tie(place).is_some() {
+            if let Some(k) = next.next() {
+                *place = k;
+            }
+        }
     }
 }
 

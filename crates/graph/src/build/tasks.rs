@@ -108,17 +108,18 @@ impl<X> CpuRecord<X> {
     /// start, so a parent's is below its child's: in all 1,720 corpus
     /// pairs of equal start and nonzero length whose names nest strictly
     /// elsewhere, the enclosing op has the lower), a call's
-    /// correlation; [`NO_ID`] without one, and for an op that carries a
+    /// correlation. `None` without one, and for an op that carries a
     /// correlation of its own rather than an `External id` (lumos's
     /// timelines write one on each task): a correlation tells nothing of
     /// which op started first, and compared with a scope's missing id it
-    /// made the child the parent. Records of [`NO_ID`] keep file order.
-    pub(super) fn tie(&self) -> u64 {
+    /// made the child the parent. Records of `None` keep their places in
+    /// file order (`order_ties`).
+    pub(super) fn tie(&self) -> Option<u64> {
         let op = matches!(self.category, Category::CpuOp | Category::UserAnnotation);
-        if op && (self.correlation == NO_ID || self.correlation & OP_ID_TAG == 0) {
-            NO_ID
+        if op && self.correlation & OP_ID_TAG == 0 {
+            None
         } else {
-            self.correlation
+            unpack_id(self.correlation)
         }
     }
 }
