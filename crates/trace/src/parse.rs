@@ -1294,9 +1294,19 @@ fn micros_from_f64(v: f64) -> Micros {
 }
 
 /// Exact decimal microseconds (`"1234.567"`) to ns, for times written as
-/// strings.
+/// strings, read as the same text written as a number reads: rounded half
+/// away from zero past the third decimal, and an exponent (`"1e3"`)
+/// through f64. A string is the slow path (few writers quote times), so
+/// it is read apart from the number's digits.
 pub(crate) fn parse_decimal_micros(s: &str) -> Micros {
     let s = s.trim();
+    if s.bytes().any(|b| b == b'e' || b == b'E') {
+        return match s.parse::<f64>() {
+            Ok(v) if v.is_finite() => micros_from_f64(v),
+            Ok(_) => Micros::OutOfRange,
+            Err(_) => Micros::Invalid,
+        };
+    }
     let (neg, s) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s),
@@ -1329,6 +1339,12 @@ pub(crate) fn parse_decimal_micros(s: &str) -> Micros {
         };
         ns = sum;
         scale /= 10;
+    }
+    if frac.as_bytes().get(3).is_some_and(|&b| b >= b'5') {
+        let Some(up) = ns.checked_add(1) else {
+            return Micros::OutOfRange;
+        };
+        ns = up;
     }
     Micros::Ns(if neg { -ns } else { ns })
 }

@@ -78,6 +78,17 @@ fn decimal_micros_are_exact() {
     assert_eq!(parse_decimal_micros("0.5"), Micros::Ns(500));
     assert_eq!(parse_decimal_micros("-2"), Micros::Ns(-2000));
     assert_eq!(parse_decimal_micros("x"), Micros::Invalid);
+    // As the same text written as a number reads: an exponent, and a
+    // fourth decimal rounding half away from zero.
+    assert_eq!(parse_decimal_micros("1e3"), Micros::Ns(1_000_000));
+    assert_eq!(parse_decimal_micros("2.5E-1"), Micros::Ns(250));
+    assert_eq!(parse_decimal_micros("-1.5e0"), Micros::Ns(-1500));
+    assert_eq!(parse_decimal_micros("1e999"), Micros::OutOfRange);
+    assert_eq!(parse_decimal_micros("1e"), Micros::Invalid);
+    assert_eq!(parse_decimal_micros("0.0005"), Micros::Ns(1));
+    assert_eq!(parse_decimal_micros("0.0004999"), Micros::Ns(0));
+    assert_eq!(parse_decimal_micros("-0.0005"), Micros::Ns(-1));
+    assert_eq!(parse_decimal_micros("12.3456"), Micros::Ns(12_346));
     assert_eq!(
         parse_decimal_micros("99999999999999999999"),
         Micros::OutOfRange
