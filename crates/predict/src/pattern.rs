@@ -87,6 +87,23 @@ fn coverage(tokens: &[u32], p: usize) -> usize {
 /// block of its first longest run. Use it where one sequence holds one pass
 /// (a backward pass), so that passes cannot repeat inside it.
 pub(crate) fn best_period(seqs: &[&[u32]]) -> Option<(usize, Vec<u32>)> {
+    best_period_phased(seqs, false)
+}
+
+/// [`best_period`], with the block started as late in its run as it can
+/// be without chaining fewer copies in `seqs`: where the run is periodic
+/// over more than its whole copies, the tokens beyond them go before the
+/// copies, not after. A backward pass's layers are preceded by the output
+/// layer's and final norm's gradients, which end as a layer's gradients
+/// end (its input projection's, its norm's, the norm's weight
+/// accumulations), so the run reaches back into them; the layer starts
+/// after them. (Forward, the same work follows the layers and starts as a
+/// layer starts, so there the run's start is the layer's.)
+pub(crate) fn best_period_late(seqs: &[&[u32]]) -> Option<(usize, Vec<u32>)> {
+    best_period_phased(seqs, true)
+}
+
+fn best_period_phased(seqs: &[&[u32]], late: bool) -> Option<(usize, Vec<u32>)> {
     let longest = seqs.iter().map(|s| s.len()).max()?;
     // Each period's coverage on its own, on every core; the best is then
     // picked in period order, as one loop would.
@@ -105,7 +122,38 @@ pub(crate) fn best_period(seqs: &[&[u32]]) -> Option<(usize, Vec<u32>)> {
         .iter()
         .flat_map(|s| runs(s, p).into_iter().map(move |r| (s, r)))
         .max_by_key(|(_, r)| (r.repeats, std::cmp::Reverse(r.start)))?;
-    Some((p, seq[run.start..run.start + p].to_vec()))
+    let mut at = run.start;
+    if late {
+        // The run is periodic up to `end`: each start up to `end - repeats
+        // * p` gives a block as regular as the first. Taken is the latest
+        // whose chains hold as many copies as any: an earlier one starts
+        // in the work before the layers, a later one may end where work
+        // foreign to the layer (a bucket) cut the run, not where a layer
+        // ends, and then chains fewer.
+        let mut end = run.start + run.repeats * p;
+        while end < seq.len() && seq[end] == seq[end - p] {
+            end += 1;
+        }
+        let copies = |b: &[u32]| -> usize {
+            seqs.iter()
+                .map(|s| {
+                    chains(s, b, false)
+                        .iter()
+                        .map(|c| c.starts.len())
+                        .max()
+                        .unwrap_or(0)
+                })
+                .sum()
+        };
+        let mut most = 0;
+        for s in run.start..=end - run.repeats * p {
+            let c = copies(&seq[s..s + p]);
+            if c >= most {
+                (most, at) = (c, s);
+            }
+        }
+    }
+    Some((p, seq[at..at + p].to_vec()))
 }
 
 /// A period whose runs holding exactly `want` blocks (the layer count a
@@ -282,6 +330,29 @@ mod tests {
         let (p, block) = best_period(&[&a, &b]).unwrap();
         assert_eq!(p, 4);
         assert_eq!(block, toks("pqqr"));
+    }
+
+    #[test]
+    fn best_period_late_leaves_a_matching_head_before_the_layers() {
+        // Layers `abcd` preceded by a head `xcd` that ends as a layer
+        // ends: the run of period 4 reaches back into the head.
+        let t = toks("xcdabcdabcdy");
+        assert_eq!(best_period(&[&t]).unwrap().1, toks("cdab"));
+        assert_eq!(best_period_late(&[&t]).unwrap().1, toks("abcd"));
+        // Without such a head both take the run's start.
+        let t = toks("xabcdabcdy");
+        assert_eq!(best_period_late(&[&t]).unwrap().1, toks("abcd"));
+        // A run cut by foreign work (`Z`, a bucket) inside the last
+        // layer: starting late (`bcda`) would chain fewer copies than
+        // the run's start, so the start stands.
+        let t = toks("xabcdabcdabZcdy");
+        assert_eq!(best_period_late(&[&t]).unwrap().1, toks("abcd"));
+        // Chained, the late block leaves the head's `cd` before the
+        // first layer and the last layer whole.
+        let t = toks("xcdabcdabcdy");
+        let c = chains(&t, &best_period_late(&[&t]).unwrap().1, true);
+        assert_eq!(c[0].starts, vec![3, 7]);
+        assert_eq!(c[0].ends, vec![7, 11]);
     }
 
     #[test]

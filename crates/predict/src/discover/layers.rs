@@ -21,7 +21,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::passes::StepThreads;
 use super::{mode, tokens, LayerHint, LayerMethod};
-use crate::pattern::{best_period, chains, period_with_repeats};
+use crate::pattern::{best_period, best_period_late, chains, period_with_repeats};
 use crate::units::{is_layer_name, Units};
 
 /// The layer blocks and how they were found.
@@ -192,7 +192,9 @@ fn backward_block_of(
         .map(|b| b.iter().copied().filter(|t| common.contains(t)).collect())
         .collect();
     let refs: Vec<&[u32]> = filtered.iter().map(|v| v.as_slice()).collect();
-    best_period(&refs)
+    // Late: the output layer's and final norm's gradients, before the
+    // layers, end as a layer's do and are not the first layer's.
+    best_period_late(&refs)
         .map(|(_, b)| b)
         .filter(|b| is_layer_block(units, b))
 }
