@@ -134,17 +134,7 @@ fn best_period_phased(seqs: &[&[u32]], late: bool) -> Option<(usize, Vec<u32>)> 
         while end < seq.len() && seq[end] == seq[end - p] {
             end += 1;
         }
-        let copies = |b: &[u32]| -> usize {
-            seqs.iter()
-                .map(|s| {
-                    chains(s, b, false)
-                        .iter()
-                        .map(|c| c.starts.len())
-                        .max()
-                        .unwrap_or(0)
-                })
-                .sum()
-        };
+        let copies = |b: &[u32]| -> usize { seqs.iter().map(|s| longest_chain(s, b)).sum() };
         let mut most = 0;
         for s in run.start..=end - run.repeats * p {
             let c = copies(&seq[s..s + p]);
@@ -196,6 +186,15 @@ pub(crate) struct Chain {
     /// Index just past the last copy's last token; tokens foreign to the
     /// block that follow it up to the next block token are included.
     pub end: usize,
+}
+
+/// The most back-to-back copies of `block` in `tokens` ([`chains`]; what
+/// trails a chain does not change its copies).
+pub(crate) fn longest_chain(tokens: &[u32], block: &[u32]) -> usize {
+    (chains(tokens, block, false).iter())
+        .map(|c| c.starts.len())
+        .max()
+        .unwrap_or(0)
 }
 
 /// Every maximal chain of back-to-back copies of `block` in `tokens`,

@@ -497,6 +497,12 @@ fn layer_weights(base: &Baseline) -> FxHashSet<(u64, u64)> {
         .collect()
 }
 
+/// Whether `v` counts the `tokens` of a micro-batch, whole or split over
+/// `tp` ranks (sequence parallelism); never with no tokens known.
+fn is_token_count(v: u64, tokens: u64, tp: u64) -> bool {
+    tokens > 0 && (v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens))
+}
+
 /// The sizes the traced job's logits have beside the tokens, a
 /// vocabulary (or its tensor-parallel shard, `vocabulary / tp`): the
 /// width of the output layer's product, a forward GEMM outside the layers
@@ -516,8 +522,6 @@ fn vocab_shards(base: &Baseline, dims: Dims, query: Option<[u64; 4]>) -> FxHashS
     if dims.hidden == 0 || tokens == 0 {
         return out;
     }
-    let tp = dims.tp.max(1);
-    let is_tokens = |v: u64| v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens);
     for s in &base.structures {
         for (k, w) in s.work.iter().enumerate() {
             let WorkClass::Gemm(sh) = w else {
@@ -532,7 +536,7 @@ fn vocab_shards(base: &Baseline, dims: Dims, query: Option<[u64; 4]>) -> FxHashS
             ) {
                 continue;
             }
-            let (x, y) = sh.weight_dims(is_tokens);
+            let (x, y) = sh.weight_dims(|v| is_token_count(v, tokens, dims.tp));
             let other = match (x == dims.hidden, y == dims.hidden) {
                 (true, false) => y,
                 (false, true) => x,
@@ -1405,12 +1409,7 @@ impl<'a> Retimer<'a> {
         else {
             return false;
         };
-        let (b, seq) = self.batch_and_seq;
-        let tokens = b.saturating_mul(seq);
-        let tp = self.dims.tp.max(1);
-        let (x, y) = sh.weight_dims(|v| {
-            tokens > 0 && (v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens))
-        });
+        let (x, y) = self.weight_dims(sh);
         match s.steps[step as usize].passes[pass as usize].kind {
             PassKind::Forward => routers.contains(&(x, y)),
             PassKind::Backward => routers.contains(&(y, x)),
@@ -1421,13 +1420,16 @@ impl<'a> Retimer<'a> {
     /// two dimensions other than the tokens' ([`GemmShape::weight_dims`]; a
     /// weight gradient's output and input widths both grow).
     fn width_ratio(&self, sh: GemmShape) -> f64 {
+        let (x, y) = self.weight_dims(sh);
+        self.dims.ratio(x, &self.r) * self.dims.ratio(y, &self.r)
+    }
+
+    /// GEMM `sh`'s two dimensions other than the tokens'
+    /// ([`GemmShape::weight_dims`], the tokens from the attention query).
+    fn weight_dims(&self, sh: GemmShape) -> (u64, u64) {
         let (b, seq) = self.batch_and_seq;
         let tokens = b.saturating_mul(seq);
-        let tp = self.dims.tp.max(1);
-        let (x, y) = sh.weight_dims(|v| {
-            tokens > 0 && (v == tokens || (tp > 1 && v.saturating_mul(tp) == tokens))
-        });
-        self.dims.ratio(x, &self.r) * self.dims.ratio(y, &self.r)
+        sh.weight_dims(|v| is_token_count(v, tokens, self.dims.tp))
     }
 
     /// Fused attention: the curve's time ratio for `b s^2 h` scaled with

@@ -21,7 +21,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::passes::StepThreads;
 use super::{mode, tokens, LayerHint, LayerMethod};
-use crate::pattern::{best_period, best_period_late, chains, period_with_repeats};
+use crate::pattern::{best_period, best_period_late, chains, longest_chain, period_with_repeats};
 use crate::units::{is_layer_name, Units};
 
 /// The layer blocks and how they were found.
@@ -277,19 +277,9 @@ pub(super) fn backward_block_among_interruptions(
     })
 }
 
-/// Per burst, the most back-to-back copies of `block` in it (trailing
-/// foreign tokens absorbed, as backward passes are cut).
+/// Per burst, the most back-to-back copies of `block` in it.
 fn chain_counts(bursts: &[Vec<u32>], block: &[u32]) -> Vec<usize> {
-    bursts
-        .iter()
-        .map(|b| {
-            chains(b, block, true)
-                .iter()
-                .map(|c| c.starts.len())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect()
+    bursts.iter().map(|b| longest_chain(b, block)).collect()
 }
 
 /// The forward operator a backward token runs the gradient of:
