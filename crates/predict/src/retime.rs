@@ -1017,7 +1017,23 @@ impl<'a> Retimer<'a> {
                     true => self.r.tp_shard,
                     false => 1.0,
                 };
-                Tensor::Activations(tokens * vocab)
+                // Outside the layers (the embedding, the final norm) a
+                // kernel on `[tokens, h]` activations grows with the
+                // hidden size as a layer's do; in a layer `memory_ns`
+                // applies the width itself.
+                let in_layer = matches!(
+                    place,
+                    Role::Pass {
+                        part: Part::Layer(_),
+                        ..
+                    }
+                );
+                let width =
+                    match self.r.hidden != 1.0 && !in_layer && self.hidden_wide(src as usize, tt) {
+                        true => self.r.hidden,
+                        false => 1.0,
+                    };
+                Tensor::Activations(tokens * vocab * width)
             }
         };
         self.memory_ns(traced, name, (place, tensor), per_stage, floor)
@@ -1198,6 +1214,68 @@ impl<'a> Retimer<'a> {
                 .any(|&x| x > 0 && self.vocab_shards.contains(&(x as u64)))
                 && self.has_tokens(d)
         })
+    }
+
+    /// Whether memory-bound task `t` of input `src` works on activations
+    /// as wide as the hidden size: its operator's recorded shapes hold a
+    /// tensor with the tokens and, beside them, the hidden size `h`
+    /// (`[tokens, h]`, `[seq, batch, h]`, the sequence possibly split over
+    /// tp: the final norm's input, the embedding's gradient), or it is a
+    /// lookup (`aten::embedding`) of indices with the tokens into a table
+    /// of rows of `h`, whose output is `[tokens, h]`. Without recorded
+    /// shapes it is not taken to: the loss's per-token work and its
+    /// logits record none either.
+    fn hidden_wide(&self, src: usize, t: TaskId) -> bool {
+        let h = self.dims.hidden;
+        let Some(dims) = self.shapes_of(src, t).filter(|_| h > 0) else {
+            return false;
+        };
+        let tensors: Vec<&[i64]> = (0..dims.len())
+            .map(|i| crate::shapes::sizes(dims, i))
+            .collect();
+        if tensors
+            .iter()
+            .any(|d| self.has_tokens(d) && self.beside_tokens(d).contains(&h))
+        {
+            return true;
+        }
+        let g = &self.base.inputs[src].graph;
+        let lookup = self
+            .shaped_scope(src, t)
+            .is_some_and(|s| g.names[g.scopes[s.0 as usize].name.0 as usize] == "aten::embedding");
+        lookup
+            && tensors.iter().any(|d| self.has_tokens(d))
+            && tensors
+                .iter()
+                .any(|d| matches!(**d, [rows, w] if rows > 0 && w > 0 && w as u64 == h))
+    }
+
+    /// The sizes of a tensor `d` other than its tokens' (one dimension of
+    /// the tokens, possibly split over tp, or one of the batch and one of
+    /// the sequence).
+    fn beside_tokens(&self, d: &[i64]) -> Vec<u64> {
+        let (b, seq) = self.batch_and_seq;
+        let tp = u64::from(self.base.config.tp.max(1));
+        let tokens = b.saturating_mul(seq);
+        let mut rest: Vec<u64> = d.iter().map(|&x| x.max(0) as u64).collect();
+        let mut take = |v: u64| match rest.iter().position(|&x| v > 0 && x == v) {
+            Some(i) => {
+                rest.remove(i);
+                true
+            }
+            None => false,
+        };
+        let split = |v: u64| {
+            if tp > 1 && v.is_multiple_of(tp) {
+                v / tp
+            } else {
+                0
+            }
+        };
+        if !(take(tokens) || take(split(tokens))) && take(b) && !take(seq) {
+            take(split(seq));
+        }
+        rest
     }
 
     /// The recorded shapes of the innermost operator launching task `t`
@@ -2276,6 +2354,47 @@ mod tests {
             let mut rt = Retimer::new(&base, &t);
             rt.batch_and_seq = (1, 4096);
             assert_eq!(rt.logits_sized(0, task), want, "{dims:?}");
+        }
+    }
+
+    #[test]
+    fn activations_outside_layers_are_told_hidden_wide_by_their_shapes() {
+        // GPT tiny: hidden 1024, FFN 4096, vocabulary 51200, TP 2; one
+        // sequence of 4096.
+        let mut base = baseline("gpt-tiny", None, [2, 1, 2, 2]);
+        let t = target(&base, |c| c.hidden = 2048);
+        let (task, scope) = memory_kernel_scope(&base);
+        let scope = scope.0 as usize;
+        let traced_name = base.inputs[0].graph.scopes[scope].name;
+        base.inputs[0].graph.names.push("aten::embedding".into());
+        let lookup = lumos_graph::NameId(base.inputs[0].graph.names.len() as u32 - 1);
+        for (dims, embedding, want) in [
+            // The final norm's input `[s, b, h]`, the sequence whole or
+            // split over tp; flattened, 4096 tokens are as wide as the
+            // FFN, and nothing tells `[tokens, h]` from its weight.
+            (Some("[[4096, 1, 1024], [], [1024], [1024]]"), false, true),
+            (Some("[[2048, 1, 1024]]"), false, true),
+            (Some("[[4096, 1024]]"), false, false),
+            // Of the FFN's width, the logits, per-token statistics: not
+            // the hidden size's.
+            (Some("[[4096, 1, 2048]]"), false, false),
+            (Some("[[4096, 25600]]"), false, false),
+            (Some("[[4096, 1]]"), false, false),
+            // The embedding table alone has no tokens; looked up with
+            // the tokens' indices it gives `[tokens, h]`.
+            (Some("[[25600, 1024]]"), false, false),
+            (Some("[[25600, 1024], [1, 4096]]"), false, false),
+            (Some("[[25600, 1024], [1, 4096]]"), true, true),
+            (Some("[[25600, 2048], [1, 4096]]"), true, false),
+            // No shapes: nothing tells.
+            (None, false, false),
+        ] {
+            let g = &mut base.inputs[0].graph;
+            g.scopes[scope].input_dims = dims.and_then(InputDims::parse);
+            g.scopes[scope].name = if embedding { lookup } else { traced_name };
+            let mut rt = Retimer::new(&base, &t);
+            rt.batch_and_seq = (1, 4096);
+            assert_eq!(rt.hidden_wide(0, task), want, "{dims:?} {embedding}");
         }
     }
 

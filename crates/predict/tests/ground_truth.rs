@@ -430,17 +430,21 @@ fn one_micro_batch_on_two_stages_against_ground_truth() {
         }
     }
     let id = base.identity();
-    // Bounds a little above one run's errors (-2.5%, -0.1%, +0.05%). The
+    // Bounds a little above one run's errors (-2.6%, -0.1%, +0.05%). The
     // tensor-parallel edit was +16.4% while the last stage's receive was
     // left in its prologue and the vocabulary-parallel loss's kernels kept
     // their traced size, +1.5% while the logits' gradient cast outside the
-    // loss (`ToCopyBackward0`) did (docs/PREDICTION.md, 3.4).
+    // loss (`ToCopyBackward0`) did (docs/PREDICTION.md, 3.4). The hidden
+    // size's error is the synthesizer's weight-gradient GEMMs, whose
+    // `[out, in]` outputs fill 12 to 48% of the SMs at hidden 1024 (its
+    // tiles, no split of the tokens' reduction), which the FLOP curve
+    // does not see; under it the prediction is 3.6% long (docs, 3.4).
     for (name, p, (tp, dp, hidden), bound) in [
         (
             "hidden 1024",
             id.clone().with_hidden(1024).unwrap(),
             (2, 2, 1024),
-            4.0,
+            3.0,
         ),
         ("tp 4", id.clone().with_tp(4).unwrap(), (4, 2, 2048), 1.0),
         ("dp 4", id.clone().with_dp(4).unwrap(), (2, 4, 2048), 2.0),
