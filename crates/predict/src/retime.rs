@@ -2548,6 +2548,29 @@ mod tests {
         ] {
             assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "{dims}");
         }
+        // Traced at TP 1 (GPT tiny, hidden 1024, FFN 4096), TP 2: the
+        // projections, whole in the trace, are the weights split (before,
+        // at TP 1 none was); a layer norm's `[h]` and the embedding table
+        // are not; the column-parallel biases `[3h]` and `[ffn]` are.
+        let mut base = baseline("gpt-tiny", None, [1, 1, 1, 1]);
+        let t = target(&base, |c| c.tp = 2);
+        for (dims, want) in [
+            ("[[3072, 1024]]", Some((0.5, true))),
+            ("[[1024, 1024]]", Some((0.5, true))),
+            ("[[4096, 1024]]", Some((0.5, true))),
+            ("[[1024, 4096]]", Some((0.5, true))),
+            ("[[1024]]", Some((1.0, true))),
+            ("[[3072]]", Some((0.5, true))),
+            ("[[4096]]", Some((0.5, true))),
+            ("[[51200, 1024]]", Some((1.0, false))),
+        ] {
+            assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "tp 1: {dims}");
+        }
+        // So the data-parallel gradient bytes of a layer halve (the layer
+        // norms' few stay whole); at TP 1 nothing was taken for a shard,
+        // and they kept their size.
+        let ratio = Regroup::new(&base, &t).layer_ratio[0];
+        assert!((0.5..0.51).contains(&ratio), "{ratio}");
     }
 
     #[test]

@@ -182,3 +182,50 @@ fn element_bytes(g: &Graph, t: TaskId) -> Option<u64> {
         (n > 0).then(|| bytes / n)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::baseline;
+
+    #[test]
+    fn two_sites_per_layer_and_pass_the_backward_s_beside_a_gemm() {
+        // GPT tiny at TP 1, 2 micro-batches: hidden 1024, BF16.
+        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let (g, s, h) = (
+            &base.inputs[0].graph,
+            &base.structures[0],
+            base.config.hidden,
+        );
+        let sites = tp_sites(g, s, h).unwrap();
+        let layers: usize = (s.steps.iter().flat_map(|st| &st.passes))
+            .map(|p| p.layers.len())
+            .sum();
+        assert!(layers > 0);
+        assert_eq!(sites.len(), PER_LAYER_PASS * layers);
+        for (&k, site) in &sites {
+            let WorkClass::Gemm(sh) = s.work[k.idx()] else {
+                panic!("a site that is no GEMM");
+            };
+            // The activations the all-reduce carries: tokens x h, BF16.
+            assert_eq!((site.bytes, site.typed), (sh.m * h * 2, true));
+            assert!(g
+                .edges
+                .iter()
+                .any(|e| e.kind == DepKind::Launch && e.from == site.launch && e.to == k));
+            // The backward's overlap the GEMM after it on its stream.
+            if let Some(w) = site.overlaps {
+                assert!(matches!(s.work[w.idx()], WorkClass::Gemm(_)));
+                assert_eq!(g.tasks[w.idx()].proc, g.tasks[k.idx()].proc);
+            }
+        }
+        let overlapping = sites.values().filter(|x| x.overlaps.is_some()).count();
+        assert_eq!(2 * overlapping, sites.len());
+        // Without the hidden size, or with one no layer GEMM has, there is
+        // nothing to place them by.
+        assert!(tp_sites(g, s, 0)
+            .unwrap_err()
+            .contains("hidden size is not known"));
+        assert!(tp_sites(g, s, h + 8).unwrap_err().contains("shows 0 GEMM"));
+    }
+}
