@@ -1292,6 +1292,49 @@ mod tests {
     }
 
     #[test]
+    fn tensor_parallelism_from_tp_one_adds_all_reduces_launched_and_waited_for() {
+        use lumos_graph::{DepKind, ProcKind};
+        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let p = base.identity().with_tp(2).unwrap();
+        let st = &p.stages[0];
+        let g = &*st.graph;
+        let traced_streams: Vec<&ProcKind> = (base.inputs[0].graph.processors.iter())
+            .map(|pr| &pr.kind)
+            .filter(|k| matches!(k, ProcKind::Stream { .. }))
+            .collect();
+        let added: Vec<TaskId> = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .filter(|&t| g.name(t) == crate::assemble::TP_ALLREDUCE_KERNEL)
+            .collect();
+        assert!(!added.is_empty());
+        let mut beside = 0;
+        for &k in &added {
+            assert!(st.tag[k.idx()].tp_allreduce.is_some());
+            assert!(st.durations[k.idx()] > 0 && st.source[k.idx()] == Source::Modelled);
+            let launch = (g.edges.iter())
+                .find(|e| e.kind == DepKind::Launch && e.to == k)
+                .map(|e| e.from)
+                .expect("a launch");
+            assert!(!g.tasks[launch.idx()].kind.is_gpu());
+            assert!(st.tag[launch.idx()].tp_allreduce.is_some());
+            let on_own_stream =
+                !traced_streams.contains(&&g.processors[g.tasks[k.idx()].proc.idx()].kind);
+            if on_own_stream {
+                // A backward all-reduce: after the input gradient's GEMM,
+                // and waited for by the compute stream after the next.
+                beside += 1;
+                let inter = |into: bool| {
+                    (g.edges.iter()).any(|e| {
+                        e.kind == DepKind::InterStream && if into { e.to == k } else { e.from == k }
+                    })
+                };
+                assert!(inter(true) && inter(false), "{k:?}");
+            }
+        }
+        assert_eq!(2 * beside, added.len());
+    }
+
+    #[test]
     fn structural_changes_are_pipeline_micro_batches_and_layers() {
         let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
         // Tensor parallelism added to a TP 1 trace adds its all-reduces.

@@ -51,6 +51,8 @@
 
 mod additions;
 pub(crate) use additions::ACCUMULATION;
+#[cfg(test)]
+pub(crate) use copy::TP_ALLREDUCE_KERNEL;
 mod copy;
 mod finish;
 mod joins;
