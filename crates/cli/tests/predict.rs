@@ -910,10 +910,30 @@ fn edits_the_traces_cannot_support_are_refused() {
         &single,
         "no data-parallel collectives found in",
     );
-    assert_refused(
-        &["--tp", "2"],
-        &single,
-        "no tensor-parallel collectives found in",
+    // From TP 1 tensor parallelism is predicted (the layers' all-reduces
+    // added), and says what it assumed; before, it was refused for want of
+    // tensor-parallel collectives.
+    let out = lumos()
+        .args(["predict", "--tp", "2"])
+        .args(&single)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("assumption: tensor parallelism 2 from a trace at TP 1 (Megatron dense layers, no sequence parallelism)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "extrapolation: tensor-parallel all-reduces added where the trace, at TP 1, ran none"
+        ),
+        "{text}"
     );
     // A network has nothing to time in a trace without communication:
     // before, the prediction was the replay, 0.00%, without a word.
@@ -927,6 +947,13 @@ fn edits_the_traces_cannot_support_are_refused() {
         return;
     };
     let alexnet = corpus.path("single-rank/a100-alexnet-cuda-sync.json.gz");
+    // A network without a transformer layer cannot be given tensor
+    // parallelism from TP 1, and the refusal says what is missing.
+    assert_refused(
+        &["--tp", "2"],
+        std::slice::from_ref(&alexnet),
+        "cannot be given tensor parallelism 2: its hidden size is not known",
+    );
     assert_refused(
         &["--network", "a100", "--scale-kernels", "class:compute=0.5"],
         std::slice::from_ref(&alexnet),
@@ -941,11 +968,14 @@ fn edits_the_traces_cannot_support_are_refused() {
             rtx.display()
         ),
     );
+    // DLRM at TP 1: tensor parallelism would be added, but it has no
+    // transformer layer whose projections tell where (before: refused for
+    // want of tensor-parallel collectives).
     let dlrm = corpus.path("multi-rank/dlrm-8xv100");
     assert_refused(
         &["--tp", "2"],
         &[dlrm],
-        "rank0.json.gz: none of its collectives was taken for tensor parallelism",
+        "rank0.json.gz cannot be given tensor parallelism 2: its hidden size is not known",
     );
     // A size the trace holds no GEMM shape for: the refusal names the
     // trace that cannot answer (before: "the hidden size was not found in

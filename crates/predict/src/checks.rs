@@ -11,8 +11,10 @@
 //! - Data parallelism: an edit needs data-parallel collectives to re-time
 //!   (weak scaling changes nothing else).
 //! - Tensor parallelism: an edit needs tensor-parallel collectives in the
-//!   trace (a model without tensor parallelism has nothing to re-shard);
-//!   the attention heads, the hidden size and the FFN size must divide by
+//!   trace (a model without tensor parallelism has nothing to re-shard),
+//!   except from TP 1, where the hidden size must be known and every layer
+//!   of every pass must show the projections the added all-reduces follow
+//!   (`tp_sites.rs`); the attention heads, the hidden size and the FFN size must divide by
 //!   it. Heads are known when an attention kernel recorded its shapes; when
 //!   they are not, the check is skipped and a note says so.
 //! - Kernel speed-ups: each must select a GPU task of the traces (a
@@ -41,8 +43,9 @@
 use crate::baseline::Baseline;
 use crate::config::{name_hits, selects_no_gpu_task, Config, KernelSelector};
 use crate::discover::GroupClass;
-use crate::edits::Target;
+use crate::edits::{tp_from_one, Target};
 use crate::error::PredictError;
+use crate::tp_sites::tp_sites;
 
 /// Most GPUs (tp x dp x pp) a target may have: as many as a trace may
 /// record ([`lumos_trace::MAX_WORLD_SIZE`]). Group lists and the rank
@@ -116,26 +119,16 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
             }
         )));
     }
-    if c.tp != b.tp && !has_class(base, GroupClass::Tensor) {
-        // From TP 1 the edit would be structural: every layer's
-        // projections split and the collectives that tensor parallelism
-        // runs added, where re-timing only scales what the trace holds
-        // (PREDICTION.md, section 2).
-        let from_one = if b.tp == 1 && c.tp > 1 {
-            format!(
-                "; traced at TP 1, TP {} would also split each layer's projections (QKV, \
-                 attention output, the MLP's two matrices) and add the collectives tensor \
-                 parallelism runs (Megatron: two all-reduces a layer in each pass), which lumos \
-                 does not insert: trace a run at TP 2 or more",
-                c.tp
-            )
-        } else {
-            String::new()
-        };
+    if tp_from_one(base, c) {
+        // From TP 1 the edit is structural: every layer's projections
+        // split and the all-reduces tensor parallelism runs added, which
+        // needs the layers found and their projections told apart.
+        check_tp_sites(base, c)?;
+    } else if c.tp != b.tp && !has_class(base, GroupClass::Tensor) {
         return Err(PredictError::Unsupported(format!(
             "no tensor-parallel collectives found in {}: none of its collectives was taken for \
              tensor parallelism (`lumos inspect` lists their groups and why), so there is no \
-             tensor-parallel communication to re-shard{from_one}",
+             tensor-parallel communication to re-shard",
             base.input_names()
         )));
     }
@@ -167,10 +160,12 @@ pub(crate) fn check_target(base: &Baseline, t: &Target) -> Result<Vec<String>, P
         return Err(selects_no_gpu_task(k, &base.input_names()));
     }
     // A network times communication only: where the target holds none (the
-    // traces have none, or the edits remove all they have) and adds no
-    // pipeline stage (whose sends it would time), it would change nothing,
-    // without a word (as a speed-up that selects nothing).
-    if t.network.is_some() && !(c.pp != b.pp && c.pp > 1) && !target_communicates(base, c) {
+    // traces have none, or the edits remove all they have) and adds none
+    // (a pipeline stage's sends, tensor parallelism's all-reduces added to
+    // a TP 1 trace), it would change nothing, without a word (as a
+    // speed-up that selects nothing).
+    let adds_communication = (c.pp != b.pp && c.pp > 1) || tp_from_one(base, c);
+    if t.network.is_some() && !adds_communication && !target_communicates(base, c) {
         let traced = base.structures.iter().all(|s| s.comms.is_empty());
         return Err(PredictError::Unsupported(if traced {
             format!(
@@ -342,6 +337,48 @@ fn class_names(base: &Baseline, class: GroupClass) -> Vec<String> {
 /// its collectives record no group size
 /// ([`crate::discover::DiscoveredConfig`]'s degree is `None`). An edit of
 /// that degree would be from a guess.
+/// Whether tensor parallelism `c.tp` can be added to `base`, traced at TP
+/// 1: the hidden size known, and every layer of every pass showing the
+/// two projections' GEMMs an all-reduce follows (`tp_sites.rs`); the
+/// refusal says what is missing.
+fn check_tp_sites(base: &Baseline, c: &Config) -> Result<(), PredictError> {
+    let refuse = |why: String| {
+        Err(PredictError::Unsupported(format!(
+            "traced at TP 1, {} cannot be given tensor parallelism {}: {why}; lumos adds the \
+             all-reduces of Megatron's dense transformer layers only (no sequence \
+             parallelism), after the projections it tells by their shapes against the hidden \
+             size",
+            base.input_names(),
+            c.tp
+        )))
+    };
+    if base.config.hidden == 0 {
+        return refuse(
+            "its hidden size is not known (no layer GEMM with recorded shapes was found)".into(),
+        );
+    }
+    for (inp, s) in base.inputs.iter().zip(&base.structures) {
+        if !s
+            .steps
+            .iter()
+            .flat_map(|st| &st.passes)
+            .any(|p| !p.layers.is_empty())
+        {
+            return refuse(format!(
+                "no repeated transformer layer was found in {}",
+                inp.name
+            ));
+        }
+        if let Err(why) = tp_sites(&inp.graph, s, base.config.hidden) {
+            return refuse(match base.inputs.len() {
+                1 => why,
+                _ => format!("in {}, {why}", inp.name),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn degree_unknown(base: &Baseline, class: GroupClass) -> bool {
     base.structures.iter().any(|s| match class {
         GroupClass::Tensor => s.config.tp.is_none(),
@@ -702,26 +739,33 @@ mod tests {
     #[test]
     fn edits_need_what_they_change_in_the_trace() {
         // No tensor parallelism, no data parallelism traced.
-        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let mut base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        // From TP 1 tensor parallelism is added: the layers' projections
+        // are found by their shapes against the hidden size (before, the
+        // edit was refused for want of tensor-parallel collectives).
+        assert!(check_target(&base, &target(&base, |c| c.tp = 2))
+            .unwrap()
+            .is_empty());
+        // Without the hidden size, or with one no GEMM of the layers has,
+        // the projections cannot be told, and the refusal says so.
+        let hidden = base.config.hidden;
+        base.config.hidden = 0;
         let e = refusal(&base, |c| c.tp = 2);
         assert!(matches!(e, PredictError::Unsupported(_)) && e.is_usage());
         assert!(
-            e.to_string()
-                .starts_with("no tensor-parallel collectives found in rank0"),
-            "{e}"
-        );
-        // From TP 1 the refusal says what the edit would need, which
-        // re-timing cannot give (before, only that no collective was
-        // tensor-parallel).
-        assert!(
-            e.to_string().ends_with(
-                "; traced at TP 1, TP 2 would also split each layer's projections (QKV, \
-                 attention output, the MLP's two matrices) and add the collectives tensor \
-                 parallelism runs (Megatron: two all-reduces a layer in each pass), which lumos \
-                 does not insert: trace a run at TP 2 or more"
+            e.to_string().starts_with(
+                "traced at TP 1, rank0 cannot be given tensor parallelism 2: its hidden size \
+                 is not known"
             ),
             "{e}"
         );
+        base.config.hidden = hidden + 8;
+        let e = refusal(&base, |c| c.tp = 2).to_string();
+        assert!(
+            e.contains("shows 0 GEMM products with the hidden size as output width"),
+            "{e}"
+        );
+        base.config.hidden = hidden;
         let e = refusal(&base, |c| c.dp = 4);
         assert_eq!(
             e.to_string(),

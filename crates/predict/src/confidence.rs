@@ -283,6 +283,14 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
             ));
         }
     }
+    if crate::edits::tp_from_one(p.base, t) {
+        out.push(format!(
+            "tensor-parallel all-reduces added where the trace, at TP 1, ran none: their \
+             kernels timed by the network model alone over the group of {} ranks, their place \
+             and size by the layers' shapes",
+            t.tp
+        ));
+    }
     let changed = |class: GroupClass| match class {
         GroupClass::Data => t.dp != b.dp,
         _ => t.tp != b.tp,

@@ -26,6 +26,7 @@ use crate::error::PredictError;
 use crate::models::{not_calibrated, LinkCalibration, Source};
 use crate::plan::{plan_stage, sources as plan_sources, StageRole, StageTarget};
 use crate::retime::retime;
+use crate::tp_sites::{tp_sites, TpSites};
 
 /// One edit of a target, for [`Prediction::with_edits`].
 #[derive(Debug, Clone, PartialEq)]
@@ -234,13 +235,28 @@ pub(crate) fn stage_coord(
 }
 
 /// Whether `t` changes the structure of the traced graphs (pipeline,
-/// micro-batches or layers), so that stages are planned and assembled.
+/// micro-batches or layers, or tensor parallelism added to a trace at TP
+/// 1, whose all-reduces the copies add), so that stages are planned and
+/// assembled.
 pub(crate) fn structural_change(base: &Baseline, t: &Target) -> bool {
     let (b, c) = (&base.config, &t.config);
     b.pp != c.pp
         || b.microbatches != c.microbatches
         || b.layers != c.layers
         || b.virtual_stages != c.virtual_stages
+        || tp_from_one(base, c)
+}
+
+/// Whether target `c` runs tensor parallelism where `base` ran none: its
+/// tensor-parallel degree known to be 1 and no collective of its taken
+/// for tensor parallelism. The layers' all-reduces are then added
+/// (`tp_sites.rs`). A trace with such collectives whose degree is unknown
+/// is not taken for one at TP 1 (its degree would be a guess).
+pub(crate) fn tp_from_one(base: &Baseline, c: &Config) -> bool {
+    base.config.tp == 1
+        && c.tp > 1
+        && (base.structures.iter())
+            .all(|s| s.config.tp.is_some() && s.comms.iter().all(|x| x.class != GroupClass::Tensor))
 }
 
 /// Builds the stage graphs of `target` and times them.
@@ -309,6 +325,7 @@ fn traced_stages(base: &Baseline) -> Vec<PredictedStage<'_>> {
                 addition: false,
                 layers_fitted: false,
                 shaped_addition: None,
+                tp_allreduce: None,
             };
             inp.graph.tasks.len()
         ];
@@ -453,6 +470,46 @@ fn additions_notes((made, shaped, left): (usize, usize, usize), fsdp: bool) -> V
     notes
 }
 
+/// What a prediction of tensor parallelism from a trace at TP 1 measured,
+/// scaled, modelled and assumed: `made` all-reduces added over the stages
+/// at `sites` (per template); `issue_ns`, the CPU time the trace's own
+/// collectives took to issue, which each added launch takes (`None`: the
+/// trace issued none).
+fn tp_from_one_note(tp: u32, made: usize, sites: &[TpSites], issue_ns: Option<f64>) -> String {
+    let untyped = sites.iter().flat_map(|s| s.values()).any(|s| !s.typed);
+    format!(
+        "tensor parallelism {tp} from a trace at TP 1 (Megatron dense layers, no sequence \
+         parallelism): every GEMM, attention kernel and GELU-class activation scaled to a 1/{tp} \
+         shard, other element-wise work kept whole (per token on the full hidden size), the \
+         projections' weights (and the data-parallel gradient bytes) split by {tp}; {made} \
+         all-reduces of the activations (tokens x hidden{}) added over the predicted steps, \
+         their kernels modelled from the network model alone (no tensor-parallel collective \
+         was traced to measure): after the attention's output projection and the MLP's down \
+         projection in each forward layer and after the QKV's and the MLP's up projection's \
+         input gradients in each backward layer; a forward one on the GEMM's stream right \
+         after it, blocking what follows, a backward one on a stream of its own beside the \
+         weight-gradient GEMM that follows, the compute stream waiting for it after that GEMM \
+         (Megatron's asynchronous all-reduce of the input gradient); each launched from the \
+         GEMM's thread right after the GEMM's launch, {}; the embedding's and the \
+         vocabulary-parallel loss's tensor-parallel collectives are not added",
+        if untyped {
+            ", 2-byte elements assumed where the GEMM records no type"
+        } else {
+            ""
+        },
+        match issue_ns {
+            Some(ns) => format!(
+                "taking the CPU time the trace's own collectives took to issue ({:.1} us, their \
+                 operators' median)",
+                ns / 1e3
+            ),
+            None => "taking the time of the GEMM's launch (the trace issued no collective to \
+                     measure a process group's CPU cost by: a lower bound)"
+                .to_string(),
+        }
+    )
+}
+
 /// Whether a traced input ran PyTorch FSDP: its operators or annotations
 /// name FSDP's hooks (`FullyShardedDataParallel._post_backward_hook`,
 /// FSDP2's `FSDP::post_backward_reduce`).
@@ -508,8 +565,19 @@ fn rebuilt_stages<'b>(
     if c.virtual_stages != base.config.virtual_stages {
         notes.push(interleave_note(base.config.virtual_stages, c));
     }
+    // Traced at TP 1, every template's layers get the all-reduces tensor
+    // parallelism runs (checked placeable by `check_target`).
+    let sites: Vec<TpSites> = if tp_from_one(base, c) {
+        (templates.iter())
+            .map(|t| tp_sites(t.graph, t.structure, base.config.hidden))
+            .collect::<Result<_, _>>()
+            .map_err(PredictError::Unsupported)?
+    } else {
+        Vec::new()
+    };
     let mut stages = Vec::new();
     let mut additions = (0usize, 0usize, 0usize);
+    let mut tp_allreduces = 0usize;
     for &stage in &new_stages {
         // The traced stage itself, with its traced pass order, when the
         // pipeline and micro-batches are unchanged.
@@ -527,7 +595,8 @@ fn rebuilt_stages<'b>(
         };
         let plan = plan_stage(&sources, t, keep)?;
         notes.extend(plan.notes.iter().cloned());
-        let a = assemble(&templates, plan.primary, &plan.units);
+        let a = assemble(&templates, plan.primary, &plan.units, &sites);
+        tp_allreduces += a.tp_allreduces;
         additions.0 += a.additions;
         additions.1 += a.shaped_additions;
         additions.2 += a.unsized_additions;
@@ -543,6 +612,10 @@ fn rebuilt_stages<'b>(
         });
     }
     notes.extend(additions_notes(additions, runs_fsdp(base)));
+    if tp_from_one(base, c) {
+        let issue = crate::retime::collective_issue_ns(base);
+        notes.push(tp_from_one_note(c.tp, tp_allreduces, &sites, issue));
+    }
     if base.config.microbatches == 1 && c.microbatches > 1 {
         notes.push(format!(
             "{} micro-batches copied from the only traced one: its forward's own work (data \
@@ -1219,9 +1292,55 @@ mod tests {
     }
 
     #[test]
+    fn tensor_parallelism_from_tp_one_adds_all_reduces_launched_and_waited_for() {
+        use lumos_graph::{DepKind, ProcKind};
+        let base = baseline("gpt-tiny", None, [1, 1, 1, 2]);
+        let p = base.identity().with_tp(2).unwrap();
+        let st = &p.stages[0];
+        let g = &*st.graph;
+        let traced_streams: Vec<&ProcKind> = (base.inputs[0].graph.processors.iter())
+            .map(|pr| &pr.kind)
+            .filter(|k| matches!(k, ProcKind::Stream { .. }))
+            .collect();
+        let added: Vec<TaskId> = (0..g.tasks.len() as u32)
+            .map(TaskId)
+            .filter(|&t| g.name(t) == crate::assemble::TP_ALLREDUCE_KERNEL)
+            .collect();
+        assert!(!added.is_empty());
+        let mut beside = 0;
+        for &k in &added {
+            assert!(st.tag[k.idx()].tp_allreduce.is_some());
+            assert!(st.durations[k.idx()] > 0 && st.source[k.idx()] == Source::Modelled);
+            let launch = (g.edges.iter())
+                .find(|e| e.kind == DepKind::Launch && e.to == k)
+                .map(|e| e.from)
+                .expect("a launch");
+            assert!(!g.tasks[launch.idx()].kind.is_gpu());
+            assert!(st.tag[launch.idx()].tp_allreduce.is_some());
+            let on_own_stream =
+                !traced_streams.contains(&&g.processors[g.tasks[k.idx()].proc.idx()].kind);
+            if on_own_stream {
+                // A backward all-reduce: after the input gradient's GEMM,
+                // and waited for by the compute stream after the next.
+                beside += 1;
+                let inter = |into: bool| {
+                    (g.edges.iter()).any(|e| {
+                        e.kind == DepKind::InterStream && if into { e.to == k } else { e.from == k }
+                    })
+                };
+                assert!(inter(true) && inter(false), "{k:?}");
+            }
+        }
+        assert_eq!(2 * beside, added.len());
+    }
+
+    #[test]
     fn structural_changes_are_pipeline_micro_batches_and_layers() {
         let base = baseline("gpt-tiny", None, [1, 2, 1, 2]);
-        assert!(!structural_change(&base, &target(&base, |c| c.tp = 4)));
+        // Tensor parallelism added to a TP 1 trace adds its all-reduces.
+        assert!(structural_change(&base, &target(&base, |c| c.tp = 4)));
+        let at_two = baseline("gpt-tiny", None, [2, 1, 1, 2]);
+        assert!(!structural_change(&at_two, &target(&at_two, |c| c.tp = 4)));
         assert!(structural_change(
             &base,
             &target(&base, |c| c.microbatches = 3)

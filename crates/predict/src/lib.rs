@@ -105,6 +105,7 @@ mod shapes;
 mod slots;
 #[cfg(test)]
 mod testutil;
+mod tp_sites;
 mod transfer;
 mod units;
 mod written;

@@ -602,6 +602,7 @@ pub(crate) fn plan_stage(
         addition: false,
         layers_fitted: false,
         shaped_addition: None,
+        tp_allreduce: None,
     };
     let outside = |units: &mut Vec<(UnitRef, Tag)>, lo: u32, hi: u32| {
         for u in lo..hi {
@@ -636,6 +637,7 @@ pub(crate) fn plan_stage(
                 addition: false,
                 layers_fitted: false,
                 shaped_addition: None,
+                tp_allreduce: None,
             };
             let vt = t.virtual_stage(c);
             for (r, layers_fitted) in

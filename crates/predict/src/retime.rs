@@ -35,7 +35,9 @@ use crate::config::{Config, Coord, Layout};
 use crate::discover::{
     is_gradient_function, CommInfo, GroupClass, P2p, Part, PassKind, Role, Structure, WorkClass,
 };
-use crate::edits::{stage_coord, structural_change, PredictedStage, Prediction, Target};
+use crate::edits::{
+    stage_coord, structural_change, tp_from_one, PredictedStage, Prediction, Target,
+};
 use crate::models::{CommModel, ComputeModel, Source};
 use crate::plan::{first_backward_steals, StageRole};
 use crate::shapes::GemmShape;
@@ -128,8 +130,7 @@ fn router_weights(
                 // QKV shard of another width (3072 at h 4096, tp 2) is no
                 // shard of `layer_matrix_split`'s where the head size is
                 // unknown, and no router either.
-                let shaped = dims.tp > 1
-                    && dims.hidden > 0
+                let shaped = dims.hidden > 0
                     && sh.k == dims.hidden
                     && sh.n <= SMALL_DIM
                     && !dims.layer_matrix_split(head_dim, sh.k, sh.n);
@@ -245,13 +246,19 @@ impl Dims {
     /// cannot tell apart), a weight without the hidden size. Where the
     /// hidden size is unknown every such matrix is taken for a shard, as
     /// before this rule.
+    ///
+    /// At tp 1 the same rule tells which matrices a tensor-parallel
+    /// target splits (a shard is then the full size): the projections
+    /// pair the hidden size with `h`, `3h`, `ffn` or a larger multiple of
+    /// `h`, `ffn` or the head size, and no matrix is taken for one where
+    /// the hidden size is unknown.
     fn layer_matrix_split(&self, head_dim: u64, x: u64, y: u64) -> bool {
         let (h, ffn, tp) = (self.hidden, self.ffn, self.tp);
-        if tp <= 1 {
+        if tp == 0 {
             return false;
         }
         if h == 0 {
-            return true;
+            return tp > 1;
         }
         let other = match (x == h, y == h) {
             (true, _) => y,
@@ -476,6 +483,10 @@ struct Retimer<'a> {
     /// only where the micro-batches change, for the gradient additions
     /// sized from their bytes.
     bandwidths: Vec<Option<f64>>,
+    /// Where tensor parallelism is added to a trace at TP 1: the CPU time
+    /// the trace's own collectives took to issue ([`collective_issue_ns`]),
+    /// which each added all-reduce's launch takes.
+    issue_ns: Option<f64>,
 }
 
 /// The `(batch, seq, heads, head_dim)` of the first attention query with
@@ -568,6 +579,18 @@ impl<'a> Regroup<'a> {
             router_names,
             loss_names: name_flags(base, names_a_vocab_parallel_loss),
         }
+    }
+
+    /// The ranks of the target's tensor-parallel group of `stage`, built
+    /// on input `primary` ([`stage_coord`]; its first tensor and data
+    /// indices where the traced layout does not hold it).
+    pub(crate) fn tensor_group(&self, primary: usize, stage: u32) -> Vec<i64> {
+        let coord = stage_coord(self.base, &self.target.config, primary, stage).unwrap_or(Coord {
+            tp: 0,
+            dp: 0,
+            pp: stage,
+        });
+        self.new_layout.group(GroupClass::Tensor, coord)
     }
 
     /// The traced and the new ranks of collective `c` of input `src`, now
@@ -725,6 +748,9 @@ impl<'a> Retimer<'a> {
                 })
                 .collect(),
             bandwidths: Vec::new(),
+            issue_ns: tp_from_one(base, &target.config)
+                .then(|| collective_issue_ns(base))
+                .flatten(),
         };
         if target.config.microbatches != base.config.microbatches {
             rt.bandwidths = (0..base.inputs.len())
@@ -900,6 +926,7 @@ impl<'a> Retimer<'a> {
         let mut sized_from_timing = false;
         let (mut dur, mut source) = match work {
             _ if st.tag[i].addition => self.addition_ns(st, i, per_stage),
+            _ if st.tag[i].tp_allreduce.is_some() => self.tp_allreduce_ns(st, i, place),
             WorkClass::Cpu
                 if self.reduction_left_to_last(src as usize, tt, st.tag[i])
                     && runs_a_reduction(&inp.graph, tt, &self.reductions[src as usize]) =>
@@ -958,7 +985,7 @@ impl<'a> Retimer<'a> {
         if st.graph.tasks[i].kind.is_gpu() {
             // A modelled addition is selected by its own name, not by that
             // of the kernel it was sized from.
-            let name = match st.tag[i].addition {
+            let name = match st.tag[i].addition || st.tag[i].tp_allreduce.is_some() {
                 true => st.graph.name(TaskId(i as u32)),
                 false => name,
             };
@@ -972,6 +999,32 @@ impl<'a> Retimer<'a> {
             }
         }
         (dur, source, sized_from_timing)
+    }
+
+    /// A tensor-parallel all-reduce added after a GEMM of a layer traced
+    /// at TP 1 (task `i` of stage `st`, tagged with its traced bytes):
+    /// its kernel from the target network's model alone over the stage's
+    /// tensor-parallel group, its bytes grown with the tokens (at
+    /// `place`) and the hidden size; its launch at the CPU time the
+    /// trace's own collectives took to issue (`issue_ns`), or, where it
+    /// ran none, the traced time of the GEMM's launch it copies (a lower
+    /// bound: a process group's collective costs more than a kernel
+    /// launch). Both are modelled: the trace ran no
+    /// tensor-parallel collective to measure.
+    fn tp_allreduce_ns(&self, st: &PredictedStage<'_>, i: usize, place: Role) -> (f64, Source) {
+        let (src, tt) = st.origin[i];
+        if !st.graph.tasks[i].kind.is_gpu() {
+            let traced = self.base.inputs[src as usize].graph.tasks[tt.idx()].duration_ns;
+            return (self.issue_ns.unwrap_or(traced as f64), Source::Modelled);
+        }
+        let traced_bytes = st.tag[i].tp_allreduce.unwrap_or(0) as f64;
+        let bytes = (traced_bytes * self.r.tokens_in(place) * self.r.hidden).round() as u64;
+        let ranks = self.groups.tensor_group(st.primary, st.stage);
+        if ranks.len() < 2 {
+            return (0.0, Source::Modelled);
+        }
+        let ns = (self.target_net).collective_ns(CollectiveKind::AllReduce, bytes, &ranks);
+        (ns, Source::Modelled)
     }
 
     /// The new duration of memory-bound task `i` of stage `st`, from its
@@ -1431,7 +1484,7 @@ impl<'a> Retimer<'a> {
     /// h]` as `nn.Linear` and Megatron hold weights, is whole.
     fn split_over_tp(&self, src: usize, d: &[i64]) -> bool {
         let (h, ffn, tp) = (self.dims.hidden, self.dims.ffn, self.dims.tp);
-        if tp <= 1 {
+        if tp == 0 {
             return false;
         }
         if let [x, y] = *d {
@@ -1444,6 +1497,12 @@ impl<'a> Retimer<'a> {
             }
         }
         let full = |v: u64| v > 0 && (v == h || v == h.saturating_mul(3) || v == ffn);
+        if tp == 1 {
+            // Traced whole: a column-parallel bias (`[3h]`, `[ffn]`) is the
+            // vector a target tp splits; a `[h]` one (a layer norm's, a
+            // row-parallel bias) stays whole.
+            return matches!(*d, [v] if v as u64 != h && full(v as u64));
+        }
         d.iter().any(|&x| {
             let v = x as u64;
             !full(v) && full(v.saturating_mul(tp))
@@ -1828,6 +1887,38 @@ fn runs_a_reduction(g: &Graph, t: TaskId, reductions: &FxHashSet<ScopeId>) -> bo
         accumulation |= name == crate::assemble::ACCUMULATION;
     }
     comm && accumulation
+}
+
+/// The CPU time the traced collectives took to issue, ns: the median
+/// over every collective kernel of any input of the measured span of the
+/// outermost collective operator ([`is_collective_op`]: `c10d::...`,
+/// `nccl:...`, `record_param_comms`) around its launch. `None` where no
+/// collective's launch lies in one (no collective traced, a world of one).
+pub(crate) fn collective_issue_ns(base: &Baseline) -> Option<f64> {
+    let mut spans: Vec<i64> = Vec::new();
+    for (inp, s) in base.inputs.iter().zip(&base.structures) {
+        let g = &inp.graph;
+        if inp.measured.scopes.len() != g.scopes.len() {
+            continue;
+        }
+        for e in g.edges.iter().filter(|e| e.kind == DepKind::Launch) {
+            if !matches!(s.work.get(e.to.idx()), Some(WorkClass::Comm(_))) {
+                continue;
+            }
+            let outer = (g.scope_chain(e.from))
+                .filter(|sc| is_collective_op(&g.names[g.scopes[sc.0 as usize].name.0 as usize]))
+                .last();
+            if let Some(sc) = outer {
+                let span = inp.measured.scopes[sc.0 as usize];
+                spans.push(span.end_ns - span.start_ns);
+            }
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    spans.sort_unstable();
+    Some(spans[spans.len() / 2] as f64)
 }
 
 /// Whether an operator named `name` issues a collective.
@@ -2457,6 +2548,29 @@ mod tests {
         ] {
             assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "{dims}");
         }
+        // Traced at TP 1 (GPT tiny, hidden 1024, FFN 4096), TP 2: the
+        // projections, whole in the trace, are the weights split (before,
+        // at TP 1 none was); a layer norm's `[h]` and the embedding table
+        // are not; the column-parallel biases `[3h]` and `[ffn]` are.
+        let mut base = baseline("gpt-tiny", None, [1, 1, 1, 1]);
+        let t = target(&base, |c| c.tp = 2);
+        for (dims, want) in [
+            ("[[3072, 1024]]", Some((0.5, true))),
+            ("[[1024, 1024]]", Some((0.5, true))),
+            ("[[4096, 1024]]", Some((0.5, true))),
+            ("[[1024, 4096]]", Some((0.5, true))),
+            ("[[1024]]", Some((1.0, true))),
+            ("[[3072]]", Some((0.5, true))),
+            ("[[4096]]", Some((0.5, true))),
+            ("[[51200, 1024]]", Some((1.0, false))),
+        ] {
+            assert_eq!(weight_of(&mut base, &t, 4096, dims), want, "tp 1: {dims}");
+        }
+        // So the data-parallel gradient bytes of a layer halve (the layer
+        // norms' few stay whole); at TP 1 nothing was taken for a shard,
+        // and they kept their size.
+        let ratio = Regroup::new(&base, &t).layer_ratio[0];
+        assert!((0.5..0.51).contains(&ratio), "{ratio}");
     }
 
     #[test]
@@ -2492,9 +2606,26 @@ mod tests {
         assert!(!dims.layer_matrix_split(0, 1536, 4096));
         // A router of exactly a shard's width cannot be told from one.
         assert!(dims.layer_matrix_split(128, 4096, 1024));
-        // At TP 1 nothing is split; without a hidden size, every matrix.
-        assert!(!Dims { tp: 1, ..dims }.layer_matrix_split(128, 3072, 4096));
+        // Without a hidden size, every matrix.
         assert!(Dims { hidden: 0, ..dims }.layer_matrix_split(0, 4096, 8));
+        // Traced at TP 1, the matrices a target tp splits are the whole
+        // projections, told by the same rule: `[3h, h]`, `[h, h]`, `[ffn,
+        // h]`, gated `[2 ffn, h]`, a grouped-query `(32 + 16) x 128`; not a
+        // router, nor anything without a hidden size known.
+        let one = Dims { tp: 1, ..dims };
+        for ((x, y), want) in [
+            ((12288, 4096), true),
+            ((4096, 4096), true),
+            ((16384, 4096), true),
+            ((4096, 32768), true),
+            ((6144, 4096), true),
+            ((4096, 8), false),
+            ((4096, 64), false),
+            ((3072, 1024), false),
+        ] {
+            assert_eq!(one.layer_matrix_split(128, x, y), want, "tp 1: {x} x {y}");
+        }
+        assert!(!Dims { hidden: 0, ..one }.layer_matrix_split(0, 4096, 4096));
 
         // Through re-timing: GPT tiny at TP 4 (hidden 1024), a router
         // `[h, 8]` among the first layer's GEMM weights. TP 4 -> 2: the
@@ -2924,6 +3055,7 @@ mod tests {
             addition: false,
             layers_fitted: false,
             shaped_addition: None,
+            tp_allreduce: None,
         };
         let place = s.role_of_task(task);
         let at = |t: &Target| {

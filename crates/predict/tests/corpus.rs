@@ -809,3 +809,51 @@ fn a_loop_repeating_faster_whose_steps_span_longer_says_so() {
         "{note}"
     );
 }
+
+/// Tensor parallelism asked of real traces recorded at TP 1 (no
+/// tensor-parallel collective): each gives a prediction or a refusal that
+/// says what is missing, never a panic. None of the corpus's is a
+/// Megatron-style dense transformer: the Hugging Face models project Q, K
+/// and V separately (three products into the hidden width per forward
+/// layer, not two), the inference traces have no backward, and the
+/// convolutional networks no layer GEMM of a hidden size.
+#[test]
+fn tensor_parallelism_from_tp_one_predicts_or_says_what_is_missing() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    for rel in [
+        "single-rank/h100-qwen-0.5b-inference.json.gz",
+        "single-rank/h100-vit-inference.json.gz",
+        "single-rank/a100-ddp-rank0of2-event-record.json.gz",
+        "single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+        "single-rank/a100-alexnet-cuda-sync.json.gz",
+        "single-rank/rtx2080ti-linear-train.json.gz",
+    ] {
+        let trace = lumos_trace::read_path(&corpus.path(rel)).unwrap();
+        let base = match Baseline::new(vec![input(&trace)]) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("{rel}: no baseline: {e}");
+                continue;
+            }
+        };
+        if base.config.tp != 1 {
+            println!("{rel}: traced at tp {}", base.config.tp);
+            continue;
+        }
+        match base.identity().with_tp(2) {
+            Ok(p) => {
+                let out = p.simulate().unwrap();
+                let step = mean_ms(&out.step_ns);
+                println!("{rel}: tp 2 predicted, {step:.2} ms a step");
+                assert!(step.is_finite() && step > 0.0, "{rel}: {step}");
+            }
+            Err(e) => {
+                println!("{rel}: {e}");
+                assert!(e.is_usage(), "{rel}: {e}");
+                assert!(e.to_string().len() > 40, "{rel}: {e}");
+            }
+        }
+    }
+}

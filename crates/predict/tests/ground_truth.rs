@@ -546,3 +546,110 @@ fn one_micro_batch_to_several_against_ground_truth() {
         "copying the pass adds {worst_added:.2}% to the size edit's error"
     );
 }
+
+/// The tensor parallelism a run profiled at TP 1 asks about most: TP 2
+/// and TP 4 (and 8) from a trace at TP 1, against the synthesized jobs at
+/// the target without sequence parallelism (which the prediction does not
+/// model). The prediction splits every GEMM, attention kernel and GELU,
+/// the projections' weights and the data-parallel gradient bytes, and adds
+/// the layers' all-reduces (two a layer in each pass) from the network
+/// model alone, the backward's beside the weight-gradient GEMM, their
+/// launches at the CPU cost of the trace's own collectives. What it
+/// leaves out makes it short where the CPU bounds the step: the
+/// synthesizer's embedding all-reduce and mask and its vocabulary-parallel
+/// loss's small all-reduces (GPT tiny, whose 4 layers leave them a larger
+/// share), and, in GPT small at DP 1, the CPU cost of issuing a collective
+/// (its trace issued none to take it from, so each launch costs a kernel
+/// launch only). The cases within 5% are held to 5%; the others to the
+/// bounds their errors allow, a little above them. With the backward
+/// all-reduces blocking the stream after the input gradient (as first
+/// built), GPT-3 15B's layers were +3.61%, +9.61% and +5.99% at TP 2, 4
+/// and 8: the synthesizer, as Megatron, overlaps them.
+#[test]
+fn tensor_parallelism_from_tp_one_against_ground_truth() {
+    struct TpCase {
+        name: &'static str,
+        layers: Option<usize>,
+        dp: usize,
+        swiglu: bool,
+        /// Bound on |error| (%) at TP 2, 4 and 8.
+        bounds: [f64; 3],
+    }
+    let cases = [
+        TpCase {
+            name: "gpt-small",
+            layers: None,
+            dp: 2,
+            swiglu: false,
+            bounds: [5.0, 5.0, 5.0],
+        },
+        TpCase {
+            name: "gpt-small",
+            layers: None,
+            dp: 1,
+            swiglu: false,
+            bounds: [5.0, 12.0, 12.0],
+        },
+        TpCase {
+            name: "gpt-small",
+            layers: None,
+            dp: 2,
+            swiglu: true,
+            bounds: [5.0, 5.0, 5.0],
+        },
+        TpCase {
+            name: "gpt-tiny",
+            layers: None,
+            dp: 2,
+            swiglu: false,
+            bounds: [9.0, 8.0, 9.0],
+        },
+        TpCase {
+            name: "gpt3-15b",
+            layers: Some(6),
+            dp: 2,
+            swiglu: false,
+            bounds: [5.0, 5.0, 5.0],
+        },
+    ];
+    for c in &cases {
+        let mut preset = model(c.name, c.layers, None);
+        preset.swiglu = c.swiglu;
+        let job = |tp: usize| {
+            let mut cfg = config(&preset, tp, 1, c.dp, 4);
+            cfg.parallel.sequence_parallel = false;
+            cfg
+        };
+        let base = baseline(&job(1));
+        let id = base.identity();
+        let steps = base.structures[0].steps.len();
+        let layers = preset.layers;
+        for (tp, bound) in [2u32, 4, 8].into_iter().zip(c.bounds) {
+            let p = synth_network(id.clone().with_tp(tp).unwrap());
+            let gpu = |st: &lumos_predict::PredictedStage<'_>| {
+                st.graph.tasks.iter().filter(|t| t.kind.is_gpu()).count()
+            };
+            let added = gpu(&p.stages[0]) - gpu(&id.stages[0]);
+            // Two all-reduces per layer in each of the 4 forwards and 4
+            // backwards of every step.
+            assert_eq!(added, layers * 4 * 2 * 2 * steps, "{} tp {tp}", c.name);
+            let got = mean_ms(&p.simulate().unwrap().step_ns);
+            let joint = joint_truth_ms(&job(tp as usize));
+            let err = (got - joint) / joint * 100.0;
+            println!(
+                "{:<9} {:>2} layers dp {} {:<6} tp 1 -> {tp}: predicted {got:8.2} ms  truth \
+                 {joint:8.2} ms  error {err:+6.2}%",
+                c.name,
+                layers,
+                c.dp,
+                if c.swiglu { "swiglu" } else { "gelu" }
+            );
+            assert!(
+                err.abs() < bound,
+                "{} dp {} tp {tp}: {err:+.2}%",
+                c.name,
+                c.dp
+            );
+        }
+    }
+}

@@ -107,7 +107,10 @@ pub struct TargetArgs {
     #[arg(long, value_parser = count)]
     pub micro_batch: Option<u32>,
     /// Tensor-parallel degree (1 to 65536; must divide the heads, hidden
-    /// and FFN sizes). Needs tensor-parallel collectives in the trace.
+    /// and FFN sizes). Needs tensor-parallel collectives in the trace;
+    /// from a trace at TP 1, Megatron-style dense layers whose projections
+    /// their recorded shapes tell (their all-reduces are added, modelled;
+    /// no sequence parallelism).
     #[arg(long, value_parser = count)]
     pub tp: Option<u32>,
     /// Kernel speed-up, PATTERN=FACTOR (durations multiplied by FACTOR,

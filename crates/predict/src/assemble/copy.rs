@@ -58,11 +58,35 @@ pub(super) struct Copier {
     /// The name `aten::add_`, the operator around an addition's launch,
     /// once interned.
     add_op_name: Option<NameId>,
+    /// Tensor-parallel all-reduces added (kernels), `tp_sites.rs`.
+    pub(super) tp_allreduces: usize,
+    /// The names of an added all-reduce's kernel and of the operator
+    /// around its launch, once interned.
+    tp_names: Option<(NameId, NameId)>,
+    /// Per compute stream: the stream made for the backward all-reduces
+    /// that overlap its weight-gradient GEMMs (`TpSite::overlaps`).
+    tp_streams: FxHashMap<ProcId, ProcId>,
+    /// Per template (index) and GEMM: the last overlapped all-reduce made
+    /// after a copy of it, which the stream waits for after the GEMM it
+    /// overlaps.
+    open_tp: FxHashMap<(u32, TaskId), TaskId>,
+    /// Per stream: the overlapped all-reduce the next GPU task pushed
+    /// onto it waits for.
+    tp_pending: FxHashMap<ProcId, TaskId>,
 }
 
 /// The name of a modelled gradient addition's kernel: no trace names it,
 /// so that a timeline of the prediction tells it from traced kernels.
 pub(crate) const ADDITION_KERNEL: &str = "aten::add_ into .grad (modelled by lumos)";
+
+/// The name of a tensor-parallel all-reduce's kernel added to a layer
+/// traced at TP 1: NCCL's family, so that it reads as communication, and
+/// marked as no trace's.
+pub(crate) const TP_ALLREDUCE_KERNEL: &str =
+    "ncclDevKernel_AllReduce_Sum (tensor-parallel, modelled by lumos)";
+/// The operator around such an all-reduce's launch, as PyTorch names a
+/// process group's all-reduce.
+const TP_ALLREDUCE_OP: &str = "nccl:all_reduce";
 
 /// The tasks a unit copy made: the copy of each template task, and the
 /// gradient additions (`additions.rs`).
@@ -79,6 +103,13 @@ struct Made {
     /// Per template task, the kernel of an addition sized from its
     /// gradient's bytes, made with the launch after its copy.
     kernel_after: FxHashMap<TaskId, TaskId>,
+    /// Per template GEMM launch or kernel, the tensor-parallel all-reduce's
+    /// launch or kernel made right after its copy (`tp_sites.rs`), where
+    /// it holds up what follows.
+    tp_after: FxHashMap<TaskId, TaskId>,
+    /// Per template GEMM kernel, the all-reduce kernel made after its copy
+    /// on a stream of its own, overlapping the GEMM that follows.
+    tp_overlapped: FxHashMap<TaskId, TaskId>,
 }
 
 impl Copier {
@@ -109,6 +140,11 @@ impl Copier {
             shaped_additions: 0,
             addition_name: None,
             add_op_name: None,
+            tp_allreduces: 0,
+            tp_names: None,
+            tp_streams: FxHashMap::default(),
+            open_tp: FxHashMap::default(),
+            tp_pending: FxHashMap::default(),
         }
     }
 
@@ -210,9 +246,155 @@ impl Copier {
                     made.kernel_after.insert(t, k);
                 }
             }
+            let site = match task.kind.is_gpu() {
+                true => p.tp_sites.get(&t),
+                false => (p.tp_launches.get(&t)).and_then(|k| p.tp_sites.get(k)),
+            };
+            if let Some(site) = site.filter(|_| tag.pass.is_some()) {
+                let overlapped = task.kind.is_gpu() && site.overlaps.is_some();
+                let stream = overlapped.then(|| self.tp_stream(g, g.tasks[id.idx()].proc));
+                let at = (uref, tag);
+                let twin = self.tp_allreduce(g, p, at, (t, stream), site.bytes, &mut twin_corr);
+                if overlapped {
+                    made.tp_overlapped.insert(t, twin);
+                    self.open_tp.insert((uref.src, t), twin);
+                } else {
+                    made.tp_after.insert(t, twin);
+                }
+                g.edges.push(Edge {
+                    from: id,
+                    to: twin,
+                    kind: match (task.kind.is_gpu(), overlapped) {
+                        (true, true) => DepKind::InterStream,
+                        (true, false) => DepKind::IntraStream,
+                        (false, _) => DepKind::IntraThread,
+                    },
+                    anchor: Anchor::End,
+                    latency_ns: 0,
+                    inferred: false,
+                });
+            }
+            // The GEMM an all-reduce overlaps: what follows it on its
+            // stream waits for the all-reduce (Megatron's `handle.wait()`).
+            if let Some(&gemm) = p.tp_waits.get(&t) {
+                if let Some(&k) = self.open_tp.get(&(uref.src, gemm)) {
+                    self.tp_pending.insert(g.tasks[id.idx()].proc, k);
+                }
+            }
+        }
+        // Each added launch launches its added kernel, as the GEMM's
+        // launch launched the GEMM.
+        let kernels = (made.tp_after.iter()).chain(&made.tp_overlapped);
+        for (&kernel, &k) in kernels {
+            let Some(site) = p.tp_sites.get(&kernel) else {
+                continue;
+            };
+            let Some(&l) = made.tp_after.get(&site.launch) else {
+                continue;
+            };
+            let edge = (p.outgoing[site.launch.idx()].iter())
+                .map(|&ei| p.t.graph.edges[ei as usize])
+                .find(|e| e.kind == DepKind::Launch && e.to == kernel);
+            g.edges.push(Edge {
+                from: l,
+                to: k,
+                ..edge.unwrap_or(Edge {
+                    from: l,
+                    to: k,
+                    kind: DepKind::Launch,
+                    anchor: Anchor::Start,
+                    latency_ns: 0,
+                    inferred: false,
+                })
+            });
         }
         self.copy_scopes(g, p, uref, tag, &made);
         made
+    }
+
+    /// The stream of the backward all-reduces that overlap the GEMMs of
+    /// compute stream `compute`: made on first use, on its device, with
+    /// an id no stream of the device has.
+    fn tp_stream(&mut self, g: &mut Graph, compute: ProcId) -> ProcId {
+        if let Some(&s) = self.tp_streams.get(&compute) {
+            return s;
+        }
+        let ProcKind::Stream { device, .. } = g.processors[compute.idx()].kind else {
+            return compute;
+        };
+        let id = (g.processors.iter())
+            .filter_map(|pr| match pr.kind {
+                ProcKind::Stream { device: d, stream } if d == device => Some(stream),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+            + 1;
+        g.processors.push(lumos_graph::Processor {
+            kind: ProcKind::Stream { device, stream: id },
+            tasks: Vec::new(),
+        });
+        let s = ProcId(g.processors.len() as u32 - 1);
+        self.tp_streams.insert(compute, s);
+        s
+    }
+
+    /// A tensor-parallel all-reduce's launch or kernel (`tp_sites.rs`),
+    /// made from template task `from` (the GEMM's launch or kernel) for
+    /// the copy of unit `uref` tagged `tag`, on `stream` where given (an
+    /// overlapped kernel's), else on `from`'s processor: a kernel named as
+    /// one, a fresh correlation shared by launch and kernel, the tag
+    /// carrying `bytes`.
+    fn tp_allreduce(
+        &mut self,
+        g: &mut Graph,
+        p: &Prepared,
+        (uref, tag): (UnitRef, Tag),
+        (from, stream): (TaskId, Option<ProcId>),
+        bytes: u64,
+        twin_corr: &mut FxHashMap<u64, u64>,
+    ) -> TaskId {
+        let task = &p.t.graph.tasks[from.idx()];
+        let correlation = *twin_corr.entry(task.correlation).or_insert_with(|| {
+            self.next_corr += 1;
+            self.next_corr - 1
+        });
+        let name = if task.kind.is_gpu() {
+            self.tp_allreduces += 1;
+            self.tp_names(g).0
+        } else {
+            p.name_map[task.name.0 as usize]
+        };
+        let made = Task {
+            name,
+            proc: stream.unwrap_or(p.proc_map[task.proc.idx()]),
+            collective: None,
+            correlation,
+            ..task.clone()
+        };
+        let tag = Tag {
+            addition: false,
+            layers_fitted: false,
+            shaped_addition: None,
+            tp_allreduce: Some(bytes),
+            ..tag
+        };
+        self.push_task(g, uref, from, tag, made)
+    }
+
+    /// The names of an added all-reduce's kernel and operator, interned
+    /// once.
+    fn tp_names(&mut self, g: &mut Graph) -> (NameId, NameId) {
+        *self.tp_names.get_or_insert_with(|| {
+            let mut intern = |n: &str| match g.names.iter().position(|x| x == n) {
+                Some(i) => NameId(i as u32),
+                None => {
+                    g.names.push(n.into());
+                    NameId(g.names.len() as u32 - 1)
+                }
+            };
+            (intern(TP_ALLREDUCE_KERNEL), intern(TP_ALLREDUCE_OP))
+        })
     }
 
     /// A gradient addition's launch or kernel, made from template task
@@ -321,6 +503,18 @@ impl Copier {
         task: Task,
     ) -> TaskId {
         let id = TaskId(g.tasks.len() as u32);
+        if task.kind.is_gpu() {
+            if let Some(k) = self.tp_pending.remove(&task.proc) {
+                g.edges.push(Edge {
+                    from: k,
+                    to: id,
+                    kind: DepKind::InterStream,
+                    anchor: Anchor::End,
+                    latency_ns: 0,
+                    inferred: false,
+                });
+            }
+        }
         g.processors[task.proc.idx()].tasks.push(id);
         g.tasks.push(task);
         self.task_scopes.push(None);
@@ -359,12 +553,31 @@ impl Copier {
         // Per scaling kernel an addition's kernel precedes: the addition's
         // `aten::add_`, made with its launch.
         let mut add_ops: FxHashMap<TaskId, ScopeId> = FxHashMap::default();
+        // Per GEMM kernel an all-reduce follows: the operator made around
+        // the all-reduce's launch.
+        let mut tp_ops: FxHashMap<TaskId, ScopeId> = FxHashMap::default();
         for t in unit.cpu() {
             let id = made.new_id[t];
             chain.clear();
             chain.extend(tg.scope_chain(*t).map(|s| s.0 + p.scope_off));
             let q = g.tasks[id.idx()].proc;
             self.task_scopes[id.idx()] = self.scopes.cpu_task(g, q, &chain, &at);
+            if let (Some(&twin), Some(&kernel)) = (made.tp_after.get(t), p.tp_launches.get(t)) {
+                // Beside the GEMM's operator, under what called it, as a
+                // row-parallel layer calls its all-reduce.
+                let parent = self.task_scopes[id.idx()].and_then(|s| g.scopes[s.0 as usize].parent);
+                let name = self.tp_names(g).1;
+                g.scopes.push(Scope {
+                    name,
+                    parent,
+                    annotation: false,
+                    input_dims: None,
+                    input_type: None,
+                });
+                let op = ScopeId(g.scopes.len() as u32 - 1);
+                self.task_scopes[twin.idx()] = Some(op);
+                tp_ops.insert(kernel, op);
+            }
             if let Some(&twin) = made.after.get(t) {
                 chain.clear();
                 chain.extend(gradient_chain(p.additions.after.get(t)).map(|s| s.0 + p.scope_off));
@@ -389,6 +602,9 @@ impl Copier {
             if let Some(s) = tg.scope_of(*t) {
                 self.task_scopes[made.new_id[t].idx()] =
                     Some(self.scopes.gpu_task(s.0 + p.scope_off));
+            }
+            if let Some(&twin) = (made.tp_after.get(t)).or(made.tp_overlapped.get(t)) {
+                self.task_scopes[twin.idx()] = tp_ops.get(t).copied();
             }
         }
     }
@@ -455,6 +671,18 @@ impl Copier {
                 // comes after that launch.
                 if let Some(&twin) = made.after.get(&e.from) {
                     if e.kind == DepKind::IntraThread && twin != to {
+                        g.edges.push(Edge {
+                            from: twin,
+                            to,
+                            ..e
+                        });
+                    }
+                }
+                // So does the gap after a GEMM (or its launch) that an
+                // added all-reduce follows: the all-reduce blocks what
+                // came next on the stream and the thread.
+                if let Some(&twin) = made.tp_after.get(&e.from) {
+                    if matches!(e.kind, DepKind::IntraThread | DepKind::IntraStream) && twin != to {
                         g.edges.push(Edge {
                             from: twin,
                             to,

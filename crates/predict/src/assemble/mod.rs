@@ -51,6 +51,8 @@
 
 mod additions;
 pub(crate) use additions::ACCUMULATION;
+#[cfg(test)]
+pub(crate) use copy::TP_ALLREDUCE_KERNEL;
 mod copy;
 mod finish;
 mod joins;
@@ -62,6 +64,7 @@ use lumos_graph::{DepKind, Graph, NameId, ProcId, ProcKind, Processor, Scope, Sc
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::discover::{PassKind, Role, Structure};
+use crate::tp_sites::TpSites;
 use copy::Copier;
 use finish::{
     add_forward_edges, add_handovers, drop_unused_processors, handover_latency, primary_steps,
@@ -108,6 +111,11 @@ pub(crate) struct Tag {
     /// On a gradient addition's kernel sized from its gradient's shape
     /// (no DDP scaling kernel to size it from): that gradient.
     pub shaped_addition: Option<ShapedAddition>,
+    /// Set on the launch and kernel of a tensor-parallel all-reduce that
+    /// the copy adds after a projection's GEMM of a layer traced at TP 1
+    /// (`tp_sites.rs`): its bytes at the traced micro-batch and hidden
+    /// size, which the retimer sizes it from.
+    pub tp_allreduce: Option<u64>,
 }
 
 /// The gradient a gradient addition sized from its shape adds
@@ -143,6 +151,8 @@ pub(crate) struct Assembled {
     /// Of `additions`, those sized from their gradient's shape (no DDP
     /// scaling kernel).
     pub shaped_additions: usize,
+    /// Tensor-parallel all-reduces added (kernels), `tp_sites.rs`.
+    pub tp_allreduces: usize,
 }
 
 /// Per-template lookups.
@@ -169,6 +179,14 @@ pub(super) struct Prepared<'a> {
     /// Where its backwards kept gradients without adding them (found only
     /// when the plan needs them).
     pub(super) additions: additions::Sites,
+    /// Per GEMM kernel: the tensor-parallel all-reduce added after it
+    /// (`tp_sites.rs`); empty unless the edit adds them.
+    pub(super) tp_sites: TpSites,
+    /// Per launch of such a GEMM: the GEMM's kernel.
+    pub(super) tp_launches: FxHashMap<TaskId, TaskId>,
+    /// Per GEMM an overlapped all-reduce runs beside (`TpSite::overlaps`):
+    /// the GEMM the all-reduce follows, whose stream waits for it after.
+    pub(super) tp_waits: FxHashMap<TaskId, TaskId>,
 }
 
 /// Role key of a processor, to map processors across templates: the step's
@@ -192,12 +210,23 @@ fn proc_key(t: &Template, p: usize) -> String {
 /// Builds the graph that runs `plan` (units with their tags, in order).
 /// Processors, names and steps follow `templates[primary]`; processors the
 /// other templates have beyond those are added.
+///
+/// `tp_sites`, per template (empty for none), names the GEMMs after which
+/// a tensor-parallel all-reduce is added to every copy (`tp_sites.rs`).
 pub(crate) fn assemble(
     templates: &[Template],
     primary: usize,
     plan: &[(UnitRef, Tag)],
+    tp_sites: &[TpSites],
 ) -> Assembled {
     let (mut g, keys, mut prepared) = prepare(templates, primary);
+    for (p, sites) in prepared.iter_mut().zip(tp_sites) {
+        p.tp_sites = sites.clone();
+        p.tp_launches = sites.iter().map(|(&k, s)| (s.launch, k)).collect();
+        p.tp_waits = (sites.iter())
+            .filter_map(|(&k, s)| Some((s.overlaps?, k)))
+            .collect();
+    }
     // Only a template copied into a backward after the step's first can
     // need gradient additions; finding their sites reads every scope.
     for (ti, p) in prepared.iter_mut().enumerate() {
@@ -225,6 +254,7 @@ pub(crate) fn assemble(
         additions,
         unsized_additions,
         shaped_additions,
+        tp_allreduces,
         ..
     } = copier;
     let mut have: FxHashSet<(TaskId, TaskId, DepKind)> =
@@ -252,6 +282,7 @@ pub(crate) fn assemble(
         additions,
         unsized_additions,
         shaped_additions,
+        tp_allreduces,
     }
 }
 
@@ -364,6 +395,9 @@ impl<'a> Prepared<'a> {
             scope_off,
             scope_units: scopes::scope_units(t.graph, &t.structure.units.unit_of),
             additions: additions::Sites::default(),
+            tp_sites: TpSites::default(),
+            tp_launches: FxHashMap::default(),
+            tp_waits: FxHashMap::default(),
         }
     }
 }
@@ -382,6 +416,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     addition: false,
                     layers_fitted: false,
                     shaped_addition: None,
+                    tp_allreduce: None,
                 },
                 Role::Prologue { step } | Role::Epilogue { step } => Tag {
                     step: Some(step),
@@ -391,6 +426,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                     addition: false,
                     layers_fitted: false,
                     shaped_addition: None,
+                    tp_allreduce: None,
                 },
                 Role::Pass { step, pass, .. } => {
                     let p = &s.steps[step as usize].passes[pass as usize];
@@ -402,6 +438,7 @@ pub(crate) fn identity_plan(src: u32, s: &Structure) -> Vec<(UnitRef, Tag)> {
                         addition: false,
                         layers_fitted: false,
                         shaped_addition: None,
+                        tp_allreduce: None,
                     }
                 }
             };

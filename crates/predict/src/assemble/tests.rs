@@ -23,7 +23,7 @@ fn identity_assembly_gives_back_the_graph() {
             graph: &g,
             structure: &s,
         }];
-        let a = assemble(&t, 0, &identity_plan(0, &s));
+        let a = assemble(&t, 0, &identity_plan(0, &s), &[]);
         assert_eq!(a.dropped_edges, 0);
         assert_eq!(a.graph.tasks.len(), g.tasks.len());
         for (x, y) in a.graph.tasks.iter().zip(&g.tasks) {
@@ -115,7 +115,7 @@ fn a_cloned_unit_gets_its_own_tasks_and_correlations() {
     let mut plan = identity_plan(0, &s);
     let at = plan.iter().position(|(r, _)| r.unit == u).unwrap();
     plan.insert(at + 1, plan[at]);
-    let a = assemble(&t, 0, &plan);
+    let a = assemble(&t, 0, &plan, &[]);
     let unit = &s.units.units[u as usize];
     assert_eq!(a.graph.tasks.len(), g.tasks.len() + unit.tasks.len());
     // The copies come last in the numbering (copy 1 of their tasks) and
@@ -197,6 +197,9 @@ fn sources_are_found_by_position_then_by_name() {
         scope_off: 0,
         scope_units: Vec::new(),
         additions: Default::default(),
+        tp_sites: Default::default(),
+        tp_launches: Default::default(),
+        tp_waits: Default::default(),
     };
     // The new graph so far: b x a b (names 1 2 0 1), the copy of unit 2
     // about to start.
@@ -248,6 +251,7 @@ fn backward_bursts_hand_over_to_the_main_thread() {
         addition: false,
         layers_fitted: false,
         shaped_addition: None,
+        tp_allreduce: None,
     };
     let unit = |first: u32, last: u32, proc, kind, after_burst| Emitted {
         cpu: Some((TaskId(first), TaskId(last), proc)),
@@ -351,6 +355,7 @@ fn tasks_are_renumbered_primary_first() {
         addition: false,
         layers_fitted: false,
         shaped_addition: None,
+        tp_allreduce: None,
     };
     let (o, t) = renumber(&mut g, &origin, &[tag; 3], &[0, 0, 0], 0);
     assert_eq!(o, vec![(0, TaskId(0)), (0, TaskId(1)), (1, TaskId(0))]);
