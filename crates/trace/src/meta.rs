@@ -25,6 +25,29 @@ pub(crate) fn is_used(key: &str) -> bool {
     )
 }
 
+/// The field the member `key` (one [`is_used`] accepts) sets: the key,
+/// or for another spelling of a field its first (`hostName` and
+/// `host_name` set `hostname`).
+pub(crate) fn field_of(key: &str) -> &'static str {
+    match key {
+        "hostname" | "hostName" | "host_name" => "hostname",
+        "schemaVersion" => "schemaVersion",
+        "baseTimeNanoseconds" => "baseTimeNanoseconds",
+        "displayTimeUnit" => "displayTimeUnit",
+        "deviceProperties" => "deviceProperties",
+        "distributedInfo" => "distributedInfo",
+        _ => "?",
+    }
+}
+
+/// What the field `field` ([`field_of`]) is, in a warning's words.
+pub(crate) fn field_words(field: &str) -> &'static str {
+    match field {
+        "hostname" => "the host the trace was recorded on",
+        _ => "one member",
+    }
+}
+
 /// Whether `value`, the text of a top-level `traceName`, is one lumos gave
 /// its merged timelines (`job.replayed.json.gz`, `job.predicted.json.gz`:
 /// lumos-report's `timeline/merge.rs`) before it marked them with
