@@ -129,9 +129,20 @@ fn read_file(
     progress: &(dyn Fn(u64) + Sync),
     sink: Option<&mut dyn EventSink>,
 ) -> Result<Trace, ReadError> {
-    let file = File::open(path).map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
+    let file = File::open(path).map_err(|e| ReadError::new(path, opening_failed(path, e)))?;
     let input = BufReader::with_capacity(1 << 18, file);
     read_from(path, input, Sizes::DEFAULT, progress, sink)
+}
+
+/// Why `path` could not be opened: a file a folder's listing found
+/// ([`crate::listed_under`]) and then gone vanished (removed or renamed
+/// while lumos ran), which "no such file" did not say.
+#[cold]
+fn opening_failed(path: &Path, e: std::io::Error) -> ErrorKind {
+    match crate::find::listed_in(path) {
+        Some(folder) if e.kind() == std::io::ErrorKind::NotFound => ErrorKind::Vanished { folder },
+        _ => ErrorKind::Io(e),
+    }
 }
 
 /// Reads a trace from bytes already in memory; `path` only names it in
