@@ -1572,7 +1572,11 @@ impl Builder<'_> {
     /// over the gap (54 years for one `ts` of 0 among absolute times).
     #[inline(never)]
     fn outlying_starts(&mut self) -> Result<(), ReadError> {
-        let found = std::mem::take(&mut self.starts).map(Starts::finish);
+        // The host's first: the middle of its starts breaks a tie of the
+        // device's.
+        let [host, device] = std::mem::take(&mut self.starts);
+        let (host, near) = host.finish_near(None);
+        let found = [host, device.finish_near(near).0];
         let Some(o) = found.into_iter().flatten().min_by_key(|o| o.first.index) else {
             return Ok(());
         };

@@ -1725,3 +1725,37 @@ fn a_base_time_out_of_range_is_ignored_with_a_warning() {
         assert_eq!(said.as_deref(), Some(want.as_str()), "{bad}");
     }
 }
+
+/// Two kernels, one with a `ts` 54 years early, among host events that
+/// agree with the other: the device's two groups of starts tied, and the
+/// earlier was taken for the trace's, so the error named the good kernel
+/// as the one far off. The host's starts break the tie.
+#[test]
+fn a_tie_of_device_starts_is_broken_by_the_host_clock() {
+    let t0 = 1_700_000_000_000_000_i64;
+    let event = |cat: &str, name: &str, tid: u32, ts: i64, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 1, "tid": {tid},
+                "ts": {ts}, "dur": 5, "args": {{{args}}}}}"#
+        )
+    };
+    for early_first in [true, false] {
+        let mut kernels = vec![
+            event("kernel", "early", 7, 1, r#""stream": 7, "device": 0"#),
+            event("kernel", "good", 7, t0 + 200, r#""stream": 7, "device": 0"#),
+        ];
+        if !early_first {
+            kernels.reverse();
+        }
+        let mut events = vec![
+            event("cuda_runtime", "cudaLaunchKernel", 1, t0, ""),
+            event("cuda_runtime", "cudaLaunchKernel", 1, t0 + 10, ""),
+        ];
+        events.extend(kernels);
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, events.join(", "));
+        let e = read_err("t.json", text.as_bytes());
+        let said = e.to_string();
+        assert!(said.contains("first \"early\""), "{said}");
+        assert!(said.contains("before the other 1 event"), "{said}");
+    }
+}
