@@ -85,7 +85,7 @@ pub fn chain(e: &dyn std::error::Error) -> String {
 impl From<lumos_trace::ReadError> for Error {
     fn from(e: lumos_trace::ReadError) -> Error {
         let kind = match e.kind {
-            lumos_trace::ErrorKind::Io(_) => Kind::Io,
+            lumos_trace::ErrorKind::Io(_) | lumos_trace::ErrorKind::Vanished { .. } => Kind::Io,
             _ => Kind::Input,
         };
         Error::from_chain(kind, &e)
@@ -97,7 +97,14 @@ impl From<lumos_store::StoreError> for Error {
         use lumos_store::Problem;
         let kind = match &e.problem {
             Problem::Io(_) | Problem::Write(_) => Kind::Io,
-            Problem::Trace(t) if matches!(t.kind, lumos_trace::ErrorKind::Io(_)) => Kind::Io,
+            Problem::Trace(t)
+                if matches!(
+                    t.kind,
+                    lumos_trace::ErrorKind::Io(_) | lumos_trace::ErrorKind::Vanished { .. }
+                ) =>
+            {
+                Kind::Io
+            }
             _ => Kind::Input,
         };
         // The store's message already holds its cause's (a trace's or a

@@ -63,6 +63,18 @@ pub enum ErrorKind {
     /// The file could not be opened or read.
     #[error("{}", read_failure(.0))]
     Io(#[source] std::io::Error),
+    /// A file that the listing of a folder given found, gone when it
+    /// was opened: removed or renamed since (by another process, while
+    /// lumos read the folder's other files).
+    #[error(
+        "vanished: listed in the folder {} but gone when it was opened (removed or renamed \
+         while lumos ran?)",
+        folder.display()
+    )]
+    Vanished {
+        /// The folder, as given, whose listing found it.
+        folder: std::path::PathBuf,
+    },
     /// The gzip stream is corrupt or ends early.
     #[error("invalid or truncated gzip data after {uncompressed} uncompressed bytes: {source}")]
     Gzip {

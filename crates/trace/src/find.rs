@@ -132,10 +132,32 @@ pub fn listed_under(dir: &Path, accepts: &dyn Fn(&str) -> bool) -> Result<Listed
     collect_noting(dir, MAX_DIR_DEPTH, &keep, &mut out, Some(&mut left_out))?;
     out.sort_by(|a, b| natural_order(a, b));
     left_out.sort_by(|a, b| natural_order(a, b));
+    note_listed(dir, &out);
     Ok(Listed {
         files: out,
         left_out,
     })
+}
+
+/// The files [`listed_under`] found in this process, each with its
+/// folder as given: a read that finds one of them gone says it vanished
+/// ([`ErrorKind::Vanished`](crate::ErrorKind::Vanished)), where "no such
+/// file" read as a name mistyped. A few hundred bytes a file, for the
+/// files of the folders given.
+static LISTED: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+fn note_listed(dir: &Path, files: &[PathBuf]) {
+    let mut listed = LISTED.lock().unwrap_or_else(|e| e.into_inner());
+    listed.extend(files.iter().map(|f| (f.clone(), dir.to_owned())));
+}
+
+/// The folder as given whose listing ([`listed_under`]) found `path`, if
+/// one did in this process.
+pub(crate) fn listed_in(path: &Path) -> Option<PathBuf> {
+    let listed = LISTED.lock().unwrap_or_else(|e| e.into_inner());
+    (listed.iter().rev())
+        .find(|(f, _)| f == path)
+        .map(|(_, d)| d.clone())
 }
 
 /// True for a file name that looks like a trace a folder does not read

@@ -7,6 +7,10 @@ use crate::model::{Device, ProcessGroup, RankList, TraceMeta, MAX_WORLD_SIZE};
 use crate::parse::Repairs;
 use crate::tree::{self, Json};
 
+/// The latest `baseTimeNanoseconds` read (7e18 ns after 1970: the year
+/// 2191), leaving 70 years of `i64` nanoseconds for the events after it.
+const MAX_BASE_TIME_NS: i64 = 7_000_000_000_000_000_000;
+
 /// The devices of `deviceProperties` kept; the rest are ignored.
 const MAX_DEVICES: usize = 1024;
 
@@ -23,6 +27,29 @@ pub(crate) fn is_used(key: &str) -> bool {
             | "hostName"
             | "host_name"
     )
+}
+
+/// The field the member `key` (one [`is_used`] accepts) sets: the key,
+/// or for another spelling of a field its first (`hostName` and
+/// `host_name` set `hostname`).
+pub(crate) fn field_of(key: &str) -> &'static str {
+    match key {
+        "hostname" | "hostName" | "host_name" => "hostname",
+        "schemaVersion" => "schemaVersion",
+        "baseTimeNanoseconds" => "baseTimeNanoseconds",
+        "displayTimeUnit" => "displayTimeUnit",
+        "deviceProperties" => "deviceProperties",
+        "distributedInfo" => "distributedInfo",
+        _ => "?",
+    }
+}
+
+/// What the field `field` ([`field_of`]) is, in a warning's words.
+pub(crate) fn field_words(field: &str) -> &'static str {
+    match field {
+        "hostname" => "the host the trace was recorded on",
+        _ => "one member",
+    }
 }
 
 /// Whether `value`, the text of a top-level `traceName`, is one lumos gave
@@ -56,9 +83,19 @@ pub(crate) fn apply(key: &str, value: &Json, meta: &mut TraceMeta) -> Applied {
     match key {
         "schemaVersion" => meta.schema_version = value.as_i64(),
         "baseTimeNanoseconds" => {
-            meta.base_time_ns = value
+            let base = value
                 .as_i64()
-                .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
+                .or_else(|| value.as_str().and_then(|s| s.parse().ok()));
+            // A time since 1970 with room for the events after it: one near
+            // the end of i64 ran a job's clocks past their range, and the
+            // replay blamed the durations.
+            meta.base_time_ns = base.filter(|b| (0..=MAX_BASE_TIME_NS).contains(b));
+            if let Some(b) = base.filter(|_| meta.base_time_ns.is_none()) {
+                applied.warnings.push(format!(
+                    "baseTimeNanoseconds {b} is not a time between 1970 and 2191 in \
+                     nanoseconds: ignored (the events' times are read as written)"
+                ));
+            }
         }
         "displayTimeUnit" => meta.display_time_unit = value.as_str().map(str::to_owned),
         "hostname" | "hostName" | "host_name" => {

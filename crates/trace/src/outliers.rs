@@ -260,7 +260,18 @@ impl Starts {
     }
 
     /// The outlying starts, if any.
-    pub(crate) fn finish(mut self) -> Option<Outlying> {
+    #[cfg(test)]
+    pub(crate) fn finish(self) -> Option<Outlying> {
+        self.finish_near(None).0
+    }
+
+    /// The outlying starts, if any, and the middle of the trace's own
+    /// (the most events within a gap of each other). Where two groups of
+    /// starts hold as many events, the one nearer `near` (the middle of
+    /// the other clock's, when known) is the trace's: a kernel of two
+    /// with a `ts` 54 years early named the other, which agreed with
+    /// every host event, as the one far off.
+    pub(crate) fn finish_near(mut self, near: Option<i64>) -> (Option<Outlying>, Option<i64>) {
         self.put_back();
         self.days.sort_by_key(|d| d.lo);
         // Clusters: runs of days whose starts lie within a gap of each
@@ -275,10 +286,20 @@ impl Starts {
                 _ => clusters.push((i, i + 1, d.count)),
             }
         }
-        let &(b0, b1, kept) = clusters
-            .iter()
-            .max_by_key(|c| (c.2, std::cmp::Reverse(c.0)))?;
+        let distance = |c: &(usize, usize, u64)| match near {
+            Some(t) => {
+                let (lo, hi) = (self.days[c.0].lo, self.days[c.1 - 1].hi);
+                lo.saturating_sub(t).max(t.saturating_sub(hi)).max(0)
+            }
+            None => 0,
+        };
+        let Some(&(b0, b1, kept)) = (clusters.iter())
+            .max_by_key(|c| (c.2, std::cmp::Reverse(distance(c)), std::cmp::Reverse(c.0)))
+        else {
+            return (None, None);
+        };
         let (lo, hi) = (self.days[b0].lo, self.days[b1 - 1].hi);
+        let middle = Some(lo / 2 + hi / 2);
         let span_ns = hi.saturating_sub(lo);
         let far = GAP_NS.max(span_ns.saturating_mul(GAP_SPANS));
         let mut out: Option<Outlying> = None;
@@ -327,7 +348,7 @@ impl Starts {
                 o.before = c.ts_ns < lo;
             }
         }
-        out
+        (out, middle)
     }
 }
 

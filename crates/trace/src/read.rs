@@ -129,9 +129,20 @@ fn read_file(
     progress: &(dyn Fn(u64) + Sync),
     sink: Option<&mut dyn EventSink>,
 ) -> Result<Trace, ReadError> {
-    let file = File::open(path).map_err(|e| ReadError::new(path, ErrorKind::Io(e)))?;
+    let file = File::open(path).map_err(|e| ReadError::new(path, opening_failed(path, e)))?;
     let input = BufReader::with_capacity(1 << 18, file);
     read_from(path, input, Sizes::DEFAULT, progress, sink)
+}
+
+/// Why `path` could not be opened: a file a folder's listing found
+/// ([`crate::listed_under`]) and then gone vanished (removed or renamed
+/// while lumos ran), which "no such file" did not say.
+#[cold]
+fn opening_failed(path: &Path, e: std::io::Error) -> ErrorKind {
+    match crate::find::listed_in(path) {
+        Some(folder) if e.kind() == std::io::ErrorKind::NotFound => ErrorKind::Vanished { folder },
+        _ => ErrorKind::Io(e),
+    }
 }
 
 /// Reads a trace from bytes already in memory; `path` only names it in
@@ -581,6 +592,9 @@ fn finish(
             context: splitter.context(),
         });
     }
+    // Before what reading it as one rank found: a merged timeline's
+    // ranks may start far apart.
+    builder.merged()?;
     if !splitter.saw_events() {
         return err(ErrorKind::NotATrace(if builder.saw_nodes {
             "a PyTorch execution trace (\"nodes\", no traceEvents); lumos reads the \
@@ -595,6 +609,27 @@ fn finish(
     builder.trace.json_bytes = total;
     builder.outlying_starts()?;
     Ok(builder.finish())
+}
+
+/// The warning that the top-level `field` was written in several
+/// `spellings` (in the order first seen), `kept` the last read.
+fn spellings_warning(field: &str, spellings: &[String], kept: &str) -> String {
+    let quoted = |s: &String| format!("\"{s}\"");
+    let ignored: Vec<String> = (spellings.iter())
+        .filter(|s| *s != kept)
+        .map(quoted)
+        .collect();
+    format!(
+        "top-level {} name one field ({}): the last, \"{kept}\", is read and {} ignored, as for \
+         a member written twice",
+        spellings
+            .iter()
+            .map(quoted)
+            .collect::<Vec<_>>()
+            .join(" and "),
+        meta::field_words(field),
+        ignored.join(" and "),
+    )
 }
 
 /// The JSON type of the value `text` (checked by the splitter), as the
@@ -701,7 +736,15 @@ fn converted_once<T: Clone>(
 
 /// A used top-level member read ([`Builder::add_member`]).
 struct MemberRead {
-    key: String,
+    /// The field it sets: [`meta::field_of`] its key, one for every
+    /// spelling of a field.
+    field: &'static str,
+    /// The spellings of the field read so far, in the order first seen:
+    /// the last read is the one kept.
+    spellings: Vec<String>,
+    /// The warning that two spellings of the field were read, when one
+    /// was given (replaced as later members change which is kept).
+    spellings_warning: Option<String>,
     /// The warnings its value gave, taken back if a repeat replaces it.
     warnings: Vec<String>,
     /// Whether a repeat of it was warned about (once per key).
@@ -755,6 +798,13 @@ struct Builder<'s> {
     /// Whether a timeline lumos merged of several ranks is read
     /// ([`read_bytes_merged`]) rather than refused.
     merged_allowed: bool,
+    /// What the `distributedInfo` read last says of a timeline lumos
+    /// merged ([`meta::Applied::merged`]): decided at the end of the
+    /// file, where the member kept is known.
+    merged_mark: Option<Option<usize>>,
+    /// Whether the `traceName` read last is one lumos gave its merged
+    /// timelines ([`meta::is_merged_trace_name`]).
+    merged_name: bool,
     /// Kept events that end absurdly far past the rest of the trace.
     outliers: Outliers,
     /// Kept events' starts, for those far from the rest of the trace: the
@@ -799,6 +849,8 @@ impl<'s> Builder<'s> {
             texts_left: sizes.distinct_texts,
             texts_over: false,
             merged_allowed: sizes.merged_allowed,
+            merged_mark: None,
+            merged_name: false,
             outliers: Outliers::default(),
             starts: Default::default(),
         }
@@ -1213,8 +1265,9 @@ impl<'s> Builder<'s> {
     /// Reads a top-level member into the metadata if it is one the model
     /// uses; the others are not parsed.
     fn add_member(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ReadError> {
-        if key == "traceName" && meta::is_merged_trace_name(value) {
-            return self.merged(None);
+        if key == "traceName" {
+            // The last written is the name (as for any repeated member).
+            self.merged_name = meta::is_merged_trace_name(value);
         }
         if !meta::is_used(key) {
             self.saw_nodes |= key == "nodes";
@@ -1229,7 +1282,10 @@ impl<'s> Builder<'s> {
         // `json`, serde_json) keep the last, as the event parser does for
         // a member an event repeats: the first value is forgotten, its
         // warnings with it, and the repeat said once.
-        let at = match self.members_read.iter().position(|m| m.key == key) {
+        // Two spellings of one field (`hostname`, `hostName`) are one
+        // member written twice: the last read, the other said ignored.
+        let field = meta::field_of(key);
+        let at = match self.members_read.iter().position(|m| m.field == field) {
             Some(at) => {
                 let first = &mut self.members_read[at];
                 for w in first.warnings.drain(..) {
@@ -1240,18 +1296,33 @@ impl<'s> Builder<'s> {
                 meta::forget(key, &mut self.trace.meta);
                 if key == "distributedInfo" {
                     self.distributed_rank = None;
+                    self.merged_mark = None;
                 }
-                if !std::mem::replace(&mut first.repeat_warned, true) {
-                    self.trace.warnings.push(format!(
-                        "top-level \"{key}\" appears twice or more: the last is read, as JSON \
-                         readers do"
-                    ));
+                if first.spellings.iter().any(|s| s == key) {
+                    if !std::mem::replace(&mut first.repeat_warned, true) {
+                        self.trace.warnings.push(format!(
+                            "top-level \"{key}\" appears twice or more: the last is read, as \
+                             JSON readers do"
+                        ));
+                    }
+                } else {
+                    first.spellings.push(key.to_owned());
+                }
+                if first.spellings.len() > 1 {
+                    let said = spellings_warning(field, &first.spellings, key);
+                    let old = first.spellings_warning.replace(said.clone());
+                    match old.and_then(|w| self.trace.warnings.iter().position(|x| *x == w)) {
+                        Some(i) => self.trace.warnings[i] = said,
+                        None => self.trace.warnings.push(said),
+                    }
                 }
                 at
             }
             None => {
                 self.members_read.push(MemberRead {
-                    key: key.to_owned(),
+                    field,
+                    spellings: vec![key.to_owned()],
+                    spellings_warning: None,
                     warnings: Vec::new(),
                     repeat_warned: false,
                 });
@@ -1286,8 +1357,8 @@ impl<'s> Builder<'s> {
         })?;
         self.note_repairs(repairs, None);
         let applied = meta::apply(key, &json, &mut self.trace.meta);
-        if let Some(ranks) = applied.merged {
-            self.merged(ranks)?;
+        if applied.merged.is_some() {
+            self.merged_mark = applied.merged;
         }
         self.note_repairs(applied.repairs, None);
         if let Some(rank) = applied.distributed_rank {
@@ -1297,11 +1368,17 @@ impl<'s> Builder<'s> {
         Ok(())
     }
 
-    /// A timeline lumos merged of several ranks (`ranks` of them, when
-    /// known): refused unless asked for, as soon as it is known (lumos
-    /// writes its marks before the events), rather than read as one rank
-    /// of nonsense.
-    fn merged(&self, ranks: Option<usize>) -> Result<(), ReadError> {
+    /// Refuses a timeline lumos merged of several ranks, by the marks of
+    /// the `distributedInfo` and `traceName` kept (the last of each),
+    /// unless asked for, rather than read as one rank of nonsense. Known
+    /// only at the end of the file: a later `distributedInfo` replaces
+    /// an earlier one's mark, as it replaces its rank.
+    fn merged(&self) -> Result<(), ReadError> {
+        let ranks = match (self.merged_mark, self.merged_name) {
+            (Some(ranks), _) => ranks,
+            (None, true) => None,
+            (None, false) => return Ok(()),
+        };
         if self.merged_allowed {
             return Ok(());
         }
@@ -1495,7 +1572,11 @@ impl Builder<'_> {
     /// over the gap (54 years for one `ts` of 0 among absolute times).
     #[inline(never)]
     fn outlying_starts(&mut self) -> Result<(), ReadError> {
-        let found = std::mem::take(&mut self.starts).map(Starts::finish);
+        // The host's first: the middle of its starts breaks a tie of the
+        // device's.
+        let [host, device] = std::mem::take(&mut self.starts);
+        let (host, near) = host.finish_near(None);
+        let found = [host, device.finish_near(near).0];
         let Some(o) = found.into_iter().flatten().min_by_key(|o| o.first.index) else {
             return Ok(());
         };

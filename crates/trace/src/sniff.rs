@@ -25,6 +25,13 @@ pub(crate) fn identify(head: &[u8]) -> Option<(&'static str, &'static str)> {
             "decompress it first (xz -d)",
         ),
         (b"BZh", "bzip2-compressed", "decompress it first (bunzip2)"),
+        // Only seen inside gzip (a plain file of it is read as gzip): the
+        // trace compressed twice. "binary data" did not say so.
+        (
+            b"\x1f\x8b\x08",
+            "gzip-compressed again (compressed twice)",
+            "decompress it once first (gunzip, then read the .gz left)",
+        ),
         (
             b"\x04\x22\x4d\x18",
             "lz4-compressed",

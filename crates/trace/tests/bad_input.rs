@@ -290,6 +290,37 @@ fn empty_and_whitespace_files() {
     }
 }
 
+/// A file a folder's listing found, removed before it was opened (a job
+/// folder emptied while its ranks were read): it said "no such file", as
+/// for a name mistyped. It says that the file vanished, naming it and
+/// the folder; a file given alone is still "no such file".
+#[test]
+fn a_listed_file_that_vanishes_is_named() {
+    let dir = TempDir::new("bad-input-vanished");
+    let trace = br#"{"traceEvents": []}"#;
+    for r in 0..2 {
+        std::fs::write(dir.join(format!("rank{r}.json")), trace).unwrap();
+    }
+    let listed = lumos_trace::listed_under(dir.path(), &lumos_trace::is_trace_file_name).unwrap();
+    assert_eq!(listed.files.len(), 2);
+    std::fs::remove_file(&listed.files[1]).unwrap();
+    read_path(&listed.files[0]).unwrap();
+    let e = read_path(&listed.files[1]).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Vanished { .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: vanished: listed in the folder {} but gone when it was opened (removed or \
+             renamed while lumos ran?)",
+            listed.files[1].display(),
+            dir.path().display()
+        )
+    );
+    let alone = dir.join("rank7.json");
+    let e = read_path(&alone).unwrap_err();
+    assert!(e.to_string().ends_with(": no such file"), "{e}");
+}
+
 #[test]
 fn nonexistent_path() {
     let dir = TempDir::new("bad-input-missing");

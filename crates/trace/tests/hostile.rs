@@ -421,6 +421,17 @@ fn issue_11_archives_and_other_formats_are_named() {
             b"\x80\x04\x95\x10\x00\x00".to_vec(),
             "is a Python pickle",
         ),
+        // Compressed twice (said "binary data"), three times too.
+        (
+            "t.json.gz",
+            gzip(&gzip(trace.as_bytes())),
+            "is gzip-compressed again (compressed twice) (inside gzip); decompress it once first",
+        ),
+        (
+            "t.json.gz",
+            gzip(&gzip(&gzip(trace.as_bytes()))),
+            "is gzip-compressed again (compressed twice) (inside gzip)",
+        ),
     ];
     for (name, data, words) in cases {
         let e = read_err(name, &data);
@@ -1679,4 +1690,72 @@ fn a_trace_events_member_that_is_not_an_array_is_named() {
     let with_null = format!("{{\"traceEvents\": null, {}", &text.trim_start()[1..]);
     let t = read_ok("t.json", with_null.as_bytes());
     assert_eq!(t.events_total, 92);
+}
+
+/// A `baseTimeNanoseconds` no clock gives (negative, or near the end of
+/// `i64`): kept, it ran a job's clocks past their range and the joint
+/// replay failed blaming "durations, latencies or scale factors". It is
+/// ignored with a warning naming it; a real one is kept.
+#[test]
+fn a_base_time_out_of_range_is_ignored_with_a_warning() {
+    let base = |v: &str| {
+        let text = format!(r#"{{"baseTimeNanoseconds": {v}, "traceEvents": [{KERNEL}]}}"#);
+        let t = read_ok("t.json", text.as_bytes());
+        let said: Vec<&String> = (t.warnings.iter())
+            .filter(|w| w.contains("baseTimeNanoseconds"))
+            .collect();
+        (t.meta.base_time_ns, said.first().map(|w| w.to_string()))
+    };
+    assert_eq!(
+        base("1700000000000000000"),
+        (Some(1_700_000_000_000_000_000), None)
+    );
+    assert_eq!(
+        base("\"1700000000000000000\""),
+        (Some(1_700_000_000_000_000_000), None)
+    );
+    for bad in ["9223372036854775807", "-1", "\"-9223372036854775808\""] {
+        let (kept, said) = base(bad);
+        assert_eq!(kept, None, "{bad}");
+        let want = format!(
+            "baseTimeNanoseconds {} is not a time between 1970 and 2191 in nanoseconds: \
+             ignored (the events' times are read as written)",
+            bad.trim_matches('"')
+        );
+        assert_eq!(said.as_deref(), Some(want.as_str()), "{bad}");
+    }
+}
+
+/// Two kernels, one with a `ts` 54 years early, among host events that
+/// agree with the other: the device's two groups of starts tied, and the
+/// earlier was taken for the trace's, so the error named the good kernel
+/// as the one far off. The host's starts break the tie.
+#[test]
+fn a_tie_of_device_starts_is_broken_by_the_host_clock() {
+    let t0 = 1_700_000_000_000_000_i64;
+    let event = |cat: &str, name: &str, tid: u32, ts: i64, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 1, "tid": {tid},
+                "ts": {ts}, "dur": 5, "args": {{{args}}}}}"#
+        )
+    };
+    for early_first in [true, false] {
+        let mut kernels = vec![
+            event("kernel", "early", 7, 1, r#""stream": 7, "device": 0"#),
+            event("kernel", "good", 7, t0 + 200, r#""stream": 7, "device": 0"#),
+        ];
+        if !early_first {
+            kernels.reverse();
+        }
+        let mut events = vec![
+            event("cuda_runtime", "cudaLaunchKernel", 1, t0, ""),
+            event("cuda_runtime", "cudaLaunchKernel", 1, t0 + 10, ""),
+        ];
+        events.extend(kernels);
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, events.join(", "));
+        let e = read_err("t.json", text.as_bytes());
+        let said = e.to_string();
+        assert!(said.contains("first \"early\""), "{said}");
+        assert!(said.contains("before the other 1 event"), "{said}");
+    }
 }

@@ -500,3 +500,63 @@ fn a_merged_timeline_is_refused_by_what_lumos_wrote_into_it() {
     let t = lumos_trace::read_bytes_merged(path, &one_kernel(&merged, "lumos replayed job"));
     assert_eq!(t.unwrap().events.len(), 1);
 }
+
+/// A merged timeline's mark in a `distributedInfo` that a later one
+/// replaces: the file was refused by the first, where the rank, world
+/// size and groups were the last's (a repeated top-level member keeps
+/// the last). Only the member kept decides now, for the `traceName`
+/// mark too, wherever the repeat is (before or after the events).
+#[test]
+fn only_the_last_merged_mark_decides() {
+    let path = Path::new("job.replayed.json");
+    let merged = DistributedInfo {
+        world_size: Some(4),
+        merged_ranks: Some(&[0, 1, 2, 3]),
+        ..Default::default()
+    };
+    let text = String::from_utf8(one_kernel(&merged, "anything")).unwrap();
+    let body = text.trim_end().strip_suffix('}').unwrap();
+    let rank = r#""distributedInfo": {"rank": 2, "world_size": 4}"#;
+    let mark = r#""distributedInfo": {"world_size": 4, "merged_ranks": [0, 1]}"#;
+    // The events come first here: a repeat after them replaces the mark.
+    let replaced = format!("{body}, {rank}}}");
+    let t = read_bytes(path, replaced.as_bytes()).unwrap();
+    assert_eq!((t.meta.rank, t.meta.world_size), (2, Some(4)));
+    assert_eq!(t.events.len(), 1);
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("\"distributedInfo\" appears twice")),
+        "{:?}",
+        t.warnings
+    );
+    // Marked last: refused, with the last mark's ranks.
+    let marked = format!("{body}, {rank}, {mark}}}");
+    let e = read_bytes(path, marked.as_bytes()).unwrap_err();
+    assert!(
+        matches!(e.kind, ErrorKind::MergedTimeline { ranks: Some(2) }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("job.replayed.json"), "{e}");
+    // Before the events, replaced before them.
+    let events = r#""traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0,
+        "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]"#;
+    let first = format!("{{{mark}, {rank}, {events}}}");
+    let t = read_bytes(path, first.as_bytes()).unwrap();
+    assert_eq!((t.meta.rank, t.events.len()), (2, 1));
+    // The trace name: the last written decides.
+    let named = |names: &[&str]| {
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| format!("\"traceName\": {n:?}"))
+            .collect();
+        format!("{{{}, {events}}}", names.join(", "))
+    };
+    let e = read_bytes(path, named(&["x", "lumos replayed job"]).as_bytes()).unwrap_err();
+    assert!(
+        matches!(e.kind, ErrorKind::MergedTimeline { ranks: None }),
+        "{e}"
+    );
+    let t = read_bytes(path, named(&["lumos predicted job", "x"]).as_bytes()).unwrap();
+    assert_eq!(t.events.len(), 1);
+}

@@ -2,8 +2,10 @@
 //! damaged the ways files get damaged and hostile files are built
 //! (`mutate.rs`: byte flips, truncation, deleted, duplicated and swapped
 //! events, wrong types, huge and non-finite numbers, deep nesting, long
-//! strings, invalid UTF-8, the array form, a BOM, zero padding, gzip in
-//! several members, padded, truncated or damaged, a tar archive), each
+//! strings, invalid UTF-8, the array form, a BOM, zero padding, the
+//! top-level members the reader reads added again or in another
+//! spelling, gzip in several members, padded, truncated or damaged, gzip
+//! of gzip, a tar archive), each
 //! run through the real `lumos` binary (inspect, replay, predict, report,
 //! ingest) as a subprocess, so that an abort or a stack overflow is a
 //! failure like a panic. A file a command writes must appear whole on

@@ -161,6 +161,13 @@ pub enum Mutation {
         trailing_comma: bool,
     },
     Bom,
+    /// A top-level member the reader reads (or a spelling of one) added
+    /// before the others: a repeat, a second spelling, a merged
+    /// timeline's mark, a base time no clock gives.
+    TopLevelMember {
+        key: &'static str,
+        value: &'static str,
+    },
     NulPadding {
         len: u32,
     },
@@ -183,6 +190,8 @@ pub enum Encoding {
     GzipFlip(u64, u8),
     /// A tar archive holding the JSON.
     Tar,
+    /// Gzip of gzip: the trace compressed twice.
+    GzipTwice,
 }
 
 /// One fuzz run.
@@ -297,6 +306,27 @@ const INVALID_UTF8: &[&[u8]] = &[
     br"\ud83d\ude00",
 ];
 
+/// Top-level members the reader reads, with values good and bad.
+const USED_MEMBERS: &[(&str, &str)] = &[
+    ("hostname", "\"node1\""),
+    ("hostName", "\"node2\""),
+    ("host_name", "\"\""),
+    ("distributedInfo", r#"{"rank": 1, "world_size": 2}"#),
+    (
+        "distributedInfo",
+        r#"{"world_size": 2, "merged_ranks": [0, 1]}"#,
+    ),
+    ("distributedInfo", r#""{\"rank\": 3}""#),
+    ("traceName", "\"lumos replayed job\""),
+    ("traceName", "\"t\""),
+    ("baseTimeNanoseconds", "9223372036854775807"),
+    ("baseTimeNanoseconds", "-1"),
+    ("baseTimeNanoseconds", "1700000000000000000"),
+    ("schemaVersion", "\"1\""),
+    ("deviceProperties", "[]"),
+    ("displayTimeUnit", "null"),
+];
+
 /// Top-level members, some of which the reader reads.
 const MEMBERS: &[&str] = &[
     "deviceProperties",
@@ -334,6 +364,7 @@ impl Case {
             83..=86 => Encoding::GzipGarbage,
             87..=91 => Encoding::GzipTruncated(rng.next()),
             92..=97 => Encoding::GzipFlip(rng.next(), 1 + rng.below(255) as u8),
+            98 => Encoding::GzipTwice,
             _ => Encoding::Tar,
         };
         Case {
@@ -366,7 +397,7 @@ impl Case {
 impl Mutation {
     fn generate(rng: &mut Rng) -> Mutation {
         let event = rng.next();
-        match rng.below(17) {
+        match rng.below(18) {
             0 => Mutation::FlipBits {
                 at: rng.next(),
                 mask: 1 + rng.below(255) as u8,
@@ -447,6 +478,10 @@ impl Mutation {
                 trailing_comma: rng.chance(50),
             },
             15 => Mutation::Bom,
+            16 => {
+                let (key, value) = rng.pick(USED_MEMBERS);
+                Mutation::TopLevelMember { key, value }
+            }
             _ => Mutation::NulPadding {
                 len: 1 + rng.below(10_000) as u32,
             },
@@ -612,6 +647,7 @@ impl Mutation {
             Mutation::Bom => {
                 text.splice(0..0, *b"\xef\xbb\xbf");
             }
+            Mutation::TopLevelMember { key, value } => insert_member(text, key, value),
             Mutation::NulPadding { len: n } => text.extend(std::iter::repeat_n(0, *n as usize)),
         }
     }
@@ -649,6 +685,7 @@ impl Encoding {
                 gz
             }
             Encoding::Tar => tar_of("trace.json", text),
+            Encoding::GzipTwice => lumos_testkit::gzip(&lumos_testkit::gzip(text)),
         }
     }
 }

@@ -36,6 +36,31 @@ impl WriteError {
             error,
         }
     }
+
+    /// The failure to rename the temporary file `tmp`, written whole,
+    /// onto `path`: where `tmp` is gone (another process emptied the
+    /// folder, which a job's folder written into while it is read
+    /// invites), that it vanished, named. [`output_words`] said the
+    /// folder "takes no new files", since every folder was there.
+    fn commit(path: &Path, tmp: &Path, error: io::Error) -> WriteError {
+        let vanished = error.kind() == io::ErrorKind::NotFound
+            && fs::symlink_metadata(tmp).is_err()
+            && path
+                .parent()
+                .is_none_or(|d| d.as_os_str().is_empty() || d.is_dir());
+        if !vanished {
+            return WriteError::new(path, error);
+        }
+        WriteError {
+            reason: format!(
+                "the temporary file {} it was written to vanished before it could be renamed \
+                 into place (removed by another process?); nothing was written",
+                tmp.display()
+            ),
+            path: path.to_owned(),
+            error,
+        }
+    }
 }
 
 /// Why `dir` cannot be the directory outputs are written into (created
@@ -170,7 +195,7 @@ pub fn write_atomic<T>(
     let mut w = BufWriter::with_capacity(1 << 16, file);
     let value = write(&mut w).map_err(fail)?;
     w.into_inner().map_err(|e| fail(e.into_error()))?;
-    target.commit(tmp).map_err(fail)?;
+    target.commit(tmp, path)?;
     Ok(value)
 }
 
@@ -191,7 +216,7 @@ pub fn write_gz_atomic<T>(
         .map_err(|e| fail(e.into_error()))?
         .finish()
         .map_err(fail)?;
-    target.commit(tmp).map_err(fail)?;
+    target.commit(tmp, path)?;
     Ok(value)
 }
 
@@ -224,13 +249,19 @@ impl Target {
                     stream,
                 })
             }
-            Ok(m) if m.is_file() => {
-                return Ok(Target {
-                    path: fs::canonicalize(path)?,
-                    in_place: false,
-                    stream: None,
-                })
-            }
+            Ok(m) if m.is_file() => match fs::canonicalize(path) {
+                Ok(path) => {
+                    return Ok(Target {
+                        path,
+                        in_place: false,
+                        stream: None,
+                    })
+                }
+                // Removed since (by another process): made anew below, as
+                // if it had not been there. Said "takes no new files".
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            },
             _ => {}
         }
         // A folder (the rename says so), nothing, or a dangling link whose
@@ -282,9 +313,13 @@ impl Target {
     }
 
     /// Moves the written (and closed) temporary file, if any, onto the
-    /// target.
-    fn commit(&self, tmp: Option<TempFile>) -> io::Result<()> {
-        tmp.map_or(Ok(()), |tmp| tmp.commit(&self.path))
+    /// target; a failure names `path`, the output as given.
+    fn commit(&self, tmp: Option<TempFile>, path: &Path) -> Result<(), WriteError> {
+        let Some(tmp) = tmp else {
+            return Ok(());
+        };
+        let tmp_path = tmp.path.clone();
+        (tmp.commit(&self.path)).map_err(|e| WriteError::commit(path, &tmp_path, e))
     }
 }
 
@@ -509,6 +544,47 @@ mod tests {
         // Other failures in the system's words.
         let e = io::Error::from(io::ErrorKind::PermissionDenied);
         assert_eq!(output_words(&dir, &e), "permission denied");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The temporary file removed while it was written (a folder
+    /// emptied by another process while lumos wrote into it): the rename
+    /// found nothing, and every folder being there, the error said the
+    /// folder "takes no new files". It names the file that vanished.
+    #[test]
+    fn a_temporary_file_that_vanishes_is_named() {
+        let dir = temp_dir("vanished-tmp");
+        for gz in [false, true] {
+            let path = dir.join(if gz { "r.json.gz" } else { "r.html" });
+            let empty_the_folder = |w: &mut dyn Write| -> io::Result<()> {
+                w.write_all(b"x")?;
+                for e in fs::read_dir(&dir)? {
+                    fs::remove_file(e?.path())?;
+                }
+                Ok(())
+            };
+            let err = if gz {
+                write_gz_atomic(&path, empty_the_folder)
+            } else {
+                write_atomic(&path, empty_the_folder)
+            }
+            .unwrap_err();
+            let text = err.to_string();
+            let name = path.file_name().unwrap().to_string_lossy();
+            assert!(
+                text.starts_with(&format!(
+                    "{}: cannot write: the temporary file ",
+                    path.display()
+                )) && text.contains(&format!("/.{name}."))
+                    && text.ends_with(
+                        "vanished before it could be renamed into place (removed by another \
+                         process?); nothing was written"
+                    ),
+                "{text}"
+            );
+            assert!(!text.contains("takes no new files"), "{text}");
+            assert!(!path.exists());
+        }
         fs::remove_dir_all(&dir).unwrap();
     }
 
