@@ -1107,6 +1107,19 @@ fn a_rank_without_tasks_is_left_out_of_a_job_and_named() {
                 "detail": named.trim_start_matches("error: "),
             }])
         );
+        // What rank 7's read warned is said too (every file read is),
+        // and the other ranks' warnings as without it.
+        let warned = v.as_object_mut().unwrap().remove("input_warnings");
+        let mut warned = warned.map_or_else(Vec::new, |w| w.as_array().unwrap().clone());
+        let at = warned
+            .iter()
+            .position(|w| w["path"] == rank7.display().to_string());
+        assert!(at.is_some(), "{warned:?}");
+        warned.remove(at.unwrap());
+        let mut alone = alone.clone();
+        let alone_warned = alone.as_object_mut().unwrap().remove("input_warnings");
+        let alone_warned = alone_warned.map_or_else(Vec::new, |w| w.as_array().unwrap().clone());
+        assert_eq!(warned, alone_warned, "{given:?}");
         assert_eq!(v, alone, "{given:?}");
         // The text is the prediction of ranks 0-6 too, and exits 1.
         let text = lumos()
@@ -2183,4 +2196,62 @@ fn micro_batch_size_edit_and_its_refusal() {
         err.contains("the micro-batch size was not found in"),
         "{err}"
     );
+}
+
+/// The warnings `lumos predict` printed on stderr for the file `path`,
+/// each without the file's name.
+fn predict_warnings_of(stderr: &str, path: &Path) -> Vec<String> {
+    let head = format!("warning: {}: ", path.display());
+    (stderr.lines())
+        .filter_map(|l| l.strip_prefix(&head).map(|w| format!("warning: {w}")))
+        .collect()
+}
+
+#[test]
+fn a_prediction_says_what_the_reader_and_the_build_warned_as_the_replay_does() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    // Stream waits without the events that resolve them: the build
+    // leaves edges out and says so.
+    let path = corpus.path("single-rank/a100-ddp-rank0of2-event-record.json.gz");
+    let replay = run_ok(lumos().arg("replay").arg(&path));
+    let replayed = common::warnings(&String::from_utf8_lossy(&replay.stdout));
+    assert!(
+        replayed.iter().any(|w| w.contains("could not be resolved")),
+        "{replayed:?}"
+    );
+    let predict = run_ok(lumos().args(["predict", "--dp", "4"]).arg(&path));
+    let stderr = String::from_utf8_lossy(&predict.stderr);
+    assert_eq!(predict_warnings_of(&stderr, &path), replayed, "{stderr}");
+    // The JSON carries them, as the replay's JSON does.
+    let json_replay = json(&["replay"], std::slice::from_ref(&path));
+    let v = json(&["predict", "--dp", "4"], std::slice::from_ref(&path));
+    let carried = &v["input_warnings"];
+    assert_eq!(carried.as_array().map(Vec::len), Some(1), "{carried}");
+    assert_eq!(carried[0]["path"], path.display().to_string());
+    assert_eq!(
+        carried[0]["warnings"], json_replay["traces"][0]["warnings"],
+        "{carried}"
+    );
+    // An `.lgraph` file of it keeps them.
+    let dir = temp_dir("warned-lgraph");
+    let lgraph = dir.path().join("rank.lgraph");
+    run_ok(lumos().arg("ingest").arg(&path).arg("-o").arg(&lgraph));
+    let v = json(&["predict", "--dp", "4"], std::slice::from_ref(&lgraph));
+    assert_eq!(
+        v["input_warnings"][0]["warnings"], json_replay["traces"][0]["warnings"],
+        "{}",
+        v["input_warnings"]
+    );
+    // A trace without warnings adds none.
+    let dir = temp_dir("unwarned");
+    let clean = synth_pipeline(dir.path()).swap_remove(0);
+    let replay = json(&["replay"], std::slice::from_ref(&clean));
+    assert_eq!(replay["traces"][0]["warnings"], serde_json::json!([]));
+    let predict = run_ok(lumos().args(["predict", "--dp", "4"]).arg(&clean));
+    let stderr = String::from_utf8_lossy(&predict.stderr);
+    assert!(!stderr.contains("warning:"), "{stderr}");
+    let v = json(&["predict", "--dp", "4"], std::slice::from_ref(&clean));
+    assert!(v.get("input_warnings").is_none(), "{v}");
 }

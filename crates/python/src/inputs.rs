@@ -221,7 +221,7 @@ pub fn read_all(files: &[PathBuf], p: &Progress) -> Result<Vec<Trace>> {
 /// does: each trace read straight into its graph's build); the first file
 /// that failed, in the order given, is the error.
 pub fn prediction_inputs(files: &[PathBuf], p: &Progress) -> Result<Vec<lumos_predict::Input>> {
-    let load = |f: &Path| lumos_report::prediction_input(f).map(|(input, _)| input);
+    let load = |f: &Path| lumos_report::prediction_input(f).map(|f| f.input);
     each_file(files, p, ReadFor::Prediction, |f| {
         load(f).map_err(Error::from)
     })
@@ -233,7 +233,7 @@ pub fn prediction_inputs(files: &[PathBuf], p: &Progress) -> Result<Vec<lumos_pr
 /// graph per pipeline stage ([`lumos_predict::Candidates`], as `lumos
 /// predict` loads them): a whole job's files are never held at once.
 pub fn prediction_candidates(files: &[PathBuf], p: &Progress) -> Result<Candidates> {
-    let load = |f: &Path| lumos_report::prediction_input(f).map(|(input, _)| input);
+    let load = |f: &Path| lumos_report::prediction_input(f).map(|f| f.input);
     let mut candidates = Candidates::new();
     each_file_then(
         files,

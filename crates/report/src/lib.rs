@@ -115,17 +115,17 @@ pub use model_file::model_from_json;
 pub use network::network_from_json;
 pub use predict::{
     predict, predict_report, BreakdownMs, Calibration, ConfidenceReport, Config, GemmCalibration,
-    InputReport, LinkCalibration, ModelFitReport, PredictReport, StageRow, SteadinessReport,
-    StepRow, TracedConfig,
+    InputReport, InputWarnings, LinkCalibration, ModelFitReport, PredictReport, StageRow,
+    SteadinessReport, StepRow, TracedConfig,
 };
 pub use predict_input::{
     prediction_candidates_of, prediction_candidates_of_graphs, prediction_input,
-    prediction_input_of_replay,
+    prediction_input_of_replay, PredictionFile,
 };
 pub use preset_or_file::{not_a_file, read_preset_file, MAX_PRESET_FILE_BYTES};
 pub use replay::{
     compare, critical_path_report, replay, replay_owned, replay_path, replay_path_for,
-    replay_path_with_meta, replay_scaled, replay_stored, replay_trace, summarize,
+    replay_path_with_meta, replay_scaled, replay_stored, replay_trace, summarize, trace_warnings,
     with_kernel_scales, BoundShare, BreakdownPair, BreakdownUs, Compare, CriticalPath, PathTask,
     ReplayOutput, Replayed, ReplayedStored, StepReplay, Summary, TimelinePair, TraceInfo,
     TraceReplay,

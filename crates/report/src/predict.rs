@@ -30,6 +30,13 @@ pub struct PredictReport {
     /// only when there are some.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOutReport>,
+    /// What the reader and the graph's build warned of each file read
+    /// that warned, in the order given, as `lumos replay` of the file
+    /// warns ([`crate::PredictionFile::warnings`]); only when some did.
+    /// Filled by the front end that read the files (`lumos predict`):
+    /// [`predict`] sees graphs, not files.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub input_warnings: Vec<InputWarnings>,
     /// The configuration traced, and whether its parallel degrees were
     /// guessed.
     pub traced: TracedConfig,
@@ -171,6 +178,15 @@ pub struct SteadinessReport {
     /// True when the predicted steps grow or shrink beyond noise: their
     /// mean is over a ramp, and `steady_step_ms` is the figure to use.
     pub drifting: bool,
+}
+
+/// What one file read for a prediction warned.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputWarnings {
+    /// The file, as given.
+    pub path: String,
+    /// Its warnings, as `lumos replay` of it states them.
+    pub warnings: Vec<String>,
 }
 
 /// One trace predicted from.
@@ -589,6 +605,7 @@ pub fn predict_report(
         inputs: input_reports(base),
         inputs_given: base.given_count,
         left_out: base.left_out.iter().map(LeftOutReport::of).collect(),
+        input_warnings: Vec::new(),
         traced: TracedConfig {
             config: base.config.into(),
             degrees_guessed: (base.structures.iter()).any(|s| s.config.degrees_guessed.is_some()),

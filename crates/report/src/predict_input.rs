@@ -10,26 +10,46 @@ use lumos_store::{is_lgraph_file, read_stored, InputError};
 use lumos_trace::TraceMeta;
 use rayon::prelude::*;
 
-use crate::{Replayed, TimelineSource};
+use crate::{trace_warnings, Replayed, TimelineSource};
+
+/// One file read as a prediction's input ([`prediction_input`]).
+pub struct PredictionFile {
+    /// The prediction's input: the file's graph and measured times.
+    pub input: Input,
+    /// What the predicted timeline needs of the file.
+    pub source: TimelineSource,
+    /// What the file's reader and its graph's build warned (a trace's
+    /// skipped events, edges left out, repaired clocks; an `.lgraph`
+    /// file's stored ones), worded as `lumos replay` of the file words
+    /// them ([`crate::trace_warnings`]): a prediction from a damaged
+    /// trace says so, as its replay does.
+    pub warnings: Vec<String>,
+}
 
 /// One file as a prediction's input, with what the predicted timeline
-/// needs of it. A trace is read straight into its graph's build
-/// ([`lumos_graph::TrackSink`]), as [`crate::replay_path`] reads one, so
-/// that its events and its graph are never in memory together (the whole
-/// trace read first held a 1 GB rank's 0.4 GB of events beside the
-/// graph); an `.lgraph` file gives its stored graph.
-pub fn prediction_input(path: &Path) -> Result<(Input, TimelineSource), InputError> {
+/// needs of it and its warnings. A trace is read straight into its
+/// graph's build ([`lumos_graph::TrackSink`]), as [`crate::replay_path`]
+/// reads one, so that its events and its graph are never in memory
+/// together (the whole trace read first held a 1 GB rank's 0.4 GB of
+/// events beside the graph); an `.lgraph` file gives its stored graph and
+/// the warnings stored with it.
+pub fn prediction_input(path: &Path) -> Result<PredictionFile, InputError> {
     if is_lgraph_file(path) {
         let s = read_stored(path).map_err(InputError::Store)?;
         let ctx = TraceContext::from_meta(&s.facts.meta, &s.graph.measured);
         let source = TimelineSource::of_rank(&s.facts.rank_meta());
+        let warnings = trace_warnings(&s.facts.warnings, &s.report);
         let input = Input {
             name: s.facts.path.display().to_string(),
             graph: s.graph.graph,
             measured: s.graph.measured,
             ctx,
         };
-        return Ok((input, source));
+        return Ok(PredictionFile {
+            input,
+            source,
+            warnings,
+        });
     }
     let mut sink = TrackSink::new();
     let mut trace =
@@ -37,7 +57,9 @@ pub fn prediction_input(path: &Path) -> Result<(Input, TimelineSource), InputErr
     let source = TimelineSource::of(&trace);
     let name = trace.path.display().to_string();
     let meta = std::mem::take(&mut trace.meta);
-    let (graph, measured, _) = build_streamed(trace, sink);
+    // The build reads none of the reader's warnings.
+    let read_warnings = std::mem::take(&mut trace.warnings);
+    let (graph, measured, build) = build_streamed(trace, sink);
     let ctx = TraceContext::from_meta(&meta, &measured);
     let input = Input {
         name,
@@ -45,7 +67,11 @@ pub fn prediction_input(path: &Path) -> Result<(Input, TimelineSource), InputErr
         measured,
         ctx,
     };
-    Ok((input, source))
+    Ok(PredictionFile {
+        input,
+        source,
+        warnings: trace_warnings(&read_warnings, &build),
+    })
 }
 
 /// The prediction input of a trace already replayed with
@@ -53,7 +79,8 @@ pub fn prediction_input(path: &Path) -> Result<(Input, TimelineSource), InputErr
 /// graph and measured times, the very input [`prediction_input`] reads
 /// from the file (both build it with [`build_streamed`], and a replay
 /// leaves the graph as built). The replay's schedule and analyses are
-/// dropped.
+/// dropped, and its warnings with them: the page made of the replay
+/// (`lumos report`) states them.
 pub fn prediction_input_of_replay(replayed: Replayed, meta: &TraceMeta) -> Input {
     let ctx = TraceContext::from_meta(meta, &replayed.measured);
     Input {

@@ -244,15 +244,22 @@ impl TraceInfo {
     /// The information of a trace at `path` of `rank`, from the reader's
     /// warnings and the builder's report.
     pub fn new(path: String, rank: u32, read_warnings: &[String], report: &BuildReport) -> Self {
-        let mut warnings = read_warnings.to_vec();
-        warnings.extend(report.warnings.iter().cloned());
         TraceInfo {
             path,
             rank,
-            warnings,
+            warnings: trace_warnings(read_warnings, report),
             flagged: flagged(report),
         }
     }
+}
+
+/// What a trace's reader (`read_warnings`) and its graph's build
+/// (`report`) warned, in that order: the warnings every report of the
+/// trace states (a replay's, a prediction's), so that they read alike.
+pub fn trace_warnings(read_warnings: &[String], report: &BuildReport) -> Vec<String> {
+    let mut warnings = read_warnings.to_vec();
+    warnings.extend(report.warnings.iter().cloned());
+    warnings
 }
 
 /// Signs of a damaged trace, as counted by the graph builder.

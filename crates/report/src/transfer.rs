@@ -25,7 +25,7 @@ pub fn transfer_files(
     opts: &SimOptions,
     read: &(dyn Fn() + Sync),
 ) -> Result<(TransferReport, Transfer), ReportError> {
-    let load = |p: &std::path::Path| crate::prediction_input(p).map(|(input, _)| input);
+    let load = |p: &std::path::Path| crate::prediction_input(p).map(|f| f.input);
     let (ia, ib) = rayon::join(|| load(a), || load(b));
     let (ia, ib) = (ia?, ib?);
     read();

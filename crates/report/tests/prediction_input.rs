@@ -2,9 +2,12 @@
 //! (`prediction_input_of_replay`, what `lumos report` with what-if flags
 //! uses so that it reads the file once) against the input read from the
 //! file (`prediction_input`, what `lumos predict` uses): the same name,
-//! graph, measured times and context, on every corpus trace.
+//! graph, measured times and context, on every corpus trace, and the
+//! replay's warnings of the file.
 
-use lumos_report::{prediction_input, prediction_input_of_replay, replay_path_with_meta};
+use lumos_report::{
+    prediction_input, prediction_input_of_replay, replay_path_with_meta, trace_warnings,
+};
 use lumos_sim::SimOptions;
 
 #[test]
@@ -14,12 +17,16 @@ fn the_input_made_of_a_replay_is_the_input_read_from_the_file() {
     };
     let report = lumos_report::AnalysisOptions::default();
     for path in corpus.traces("") {
-        let (read, _) = prediction_input(&path).unwrap();
+        let read = prediction_input(&path).unwrap();
         let sim = (&SimOptions::default(), &[][..]);
         let (replayed, meta) = replay_path_with_meta(&path, sim, &report, &|_| {})
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let made = prediction_input_of_replay(replayed, &meta);
         let what = path.display();
+        // The warnings a prediction states are the replay's of the file,
+        // less the simulation's own.
+        let replay_warned = trace_warnings(&replayed.meta.warnings, &replayed.build);
+        assert_eq!(read.warnings, replay_warned, "{what}: warnings");
+        let (read, made) = (read.input, prediction_input_of_replay(replayed, &meta));
         assert_eq!(made.name, read.name, "{what}");
         assert_eq!(made.ctx, read.ctx, "{what}");
         assert_eq!(
@@ -76,7 +83,7 @@ fn a_jobs_ranks_lent_predict_as_its_files_read_again() {
         assert_eq!((candidates.len(), candidates.held()), (8, 2));
         let mut read_again = lumos_predict::Candidates::new();
         for f in &files {
-            let (input, _) = prediction_input(f).unwrap();
+            let input = prediction_input(f).unwrap().input;
             read_again.push(lumos_predict::Discovered::new(input));
         }
         let [lent, read] = [candidates, read_again].map(|c| {

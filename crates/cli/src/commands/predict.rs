@@ -12,7 +12,8 @@ use lumos_predict::{
     PredictError, Prediction,
 };
 use lumos_report::{
-    ConfidenceReport, MergedTimeline, PredictReport, PredictedFrom, Timeline, TimelineSource,
+    ConfidenceReport, InputWarnings, MergedTimeline, PredictReport, PredictedFrom, Timeline,
+    TimelineSource,
 };
 use lumos_store::ReadFor;
 
@@ -167,40 +168,65 @@ pub fn predict_error(e: PredictError) -> anyhow::Error {
 /// stage. What the predicted timelines need of each trace is kept, the
 /// trace itself is not. Until the stages can be told apart every rank is
 /// held, so a [`lumos_store::MemoryGuard`] stops the read (an error) once
-/// they would outgrow the machine.
-pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>)> {
+/// they would outgrow the machine. Also what each file that warned
+/// warned ([`lumos_report::PredictionFile::warnings`]), in the order given.
+pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>, Vec<InputWarnings>)> {
     let files = inputs::expand(paths)?;
     let guard = inputs::memory_guard(files.len(), ReadFor::Prediction)?;
     let started = std::sync::atomic::AtomicUsize::new(0);
     let mut candidates = Candidates::new();
     let mut sources = Vec::new();
+    let mut warned = Vec::new();
     // The first file that failed, in the order given, is the error.
     inputs::each_file_then(
         &files,
         |f| {
             started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             guard.read(|| {
-                lumos_report::prediction_input(f)
-                    .map(|(input, source)| (Discovered::new(input), source))
+                lumos_report::prediction_input(f).map(|f| {
+                    let warned = input_warnings(&f.input, f.warnings);
+                    (Discovered::new(f.input), f.source, warned)
+                })
             })
         },
         |r| {
             // No file after this window's is started.
             let not_started = files.len() - started.load(std::sync::atomic::Ordering::Relaxed);
             let r = r.ok_or_else(|| guard.not_read(not_started))?;
-            let (discovered, source) = r.map_err(inputs::input_error)?;
+            let (discovered, source, warnings) = r.map_err(inputs::input_error)?;
             candidates.push(discovered);
             sources.push(source);
+            warned.extend(warnings);
             Ok(())
         },
     )?;
-    Ok((candidates, sources))
+    Ok((candidates, sources, warned))
+}
+
+/// What the file `input` was read from warned, `None` when it did not.
+fn input_warnings(input: &Input, warnings: Vec<String>) -> Option<InputWarnings> {
+    (!warnings.is_empty()).then(|| InputWarnings {
+        path: input.name.clone(),
+        warnings,
+    })
+}
+
+/// Says on stderr what each file read warned, one line per warning
+/// naming the file, in the words of `lumos replay` of it: a prediction
+/// from a damaged trace is made, but not without a word. A refused
+/// prediction says none, as a refused replay says none.
+fn say_input_warnings(warned: &[InputWarnings]) {
+    for w in warned {
+        for text in &w.warnings {
+            output::warning(format_args!("{}: {text}", w.path));
+        }
+    }
 }
 
 /// The one trace `--durations-from` re-times (before discovery), read and
-/// built as [`load`] does; more than one is bad usage, refused before
-/// any is read.
-fn load_one(paths: &[PathBuf]) -> Result<(Input, TimelineSource)> {
+/// built as [`load`] does, with its warnings; more than one is bad usage,
+/// refused before any is read.
+fn load_one(paths: &[PathBuf]) -> Result<(Input, TimelineSource, Option<InputWarnings>)> {
     let files = inputs::expand(paths)?;
     let [file] = &files[..] else {
         return Err(usage(format!(
@@ -212,6 +238,10 @@ fn load_one(paths: &[PathBuf]) -> Result<(Input, TimelineSource)> {
     read.into_iter()
         .next()
         .expect("one file, one result")
+        .map(|f| {
+            let warned = input_warnings(&f.input, f.warnings);
+            (f.input, f.source, warned)
+        })
         .map_err(inputs::input_error)
 }
 
@@ -303,22 +333,30 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
         let name = dir.join(lumos_report::merged_file_name("predicted"));
         inputs::output_not_an_input(&name, &given, "--out")?;
     }
-    let (loaded, sources, transfer) = match &a.durations_from {
+    let (loaded, sources, transfer, mut warned) = match &a.durations_from {
         Some(b) => {
             crate::usage::stdin_once(a.paths.iter().map(PathBuf::as_path).chain([b.as_path()]))?;
-            let (mut input, mut source) = load_one(&a.paths)?;
+            let (mut input, mut source, warned) = load_one(&a.paths)?;
             let transfer = retime_from(&mut input, &mut source, b)?;
             (
                 Candidates::discover_all(vec![input]),
                 vec![source],
                 Some(transfer),
+                Vec::from_iter(warned),
             )
         }
         None => {
-            let (candidates, sources) = load(&a.paths)?;
-            (candidates, sources, None)
+            let (candidates, sources, warned) = load(&a.paths)?;
+            (candidates, sources, None, warned)
         }
     };
+    // Each file named as its replay names it.
+    for w in &mut warned {
+        inputs::rename_stdin(&mut w.path);
+        for text in &mut w.warnings {
+            *text = inputs::stdin_named_in(text).into_owned();
+        }
+    }
     // A rank without tasks is left out and the others predicted, as a
     // job's assembly leaves it out (`lumos replay --job`, `lumos
     // report`): named now, before the work, and the exit code is 1. When
@@ -379,6 +417,10 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
         l.detail = inputs::stdin_named_in(&l.detail).into_owned();
         inputs::rename_stdin(&mut l.path);
     }
+    // Said once there is a prediction, as a replay's are said with its
+    // result: a refusal is the error alone.
+    say_input_warnings(&warned);
+    report.input_warnings = warned;
     let transfer = transfer.map(super::transfer::renamed);
     match (transfer, a.json) {
         (Some(t), true) => output::json(

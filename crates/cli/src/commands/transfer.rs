@@ -31,7 +31,9 @@ pub fn durations_path(path: &Path) -> Result<PathBuf> {
 /// [`lumos_report::prediction_input`]), whole: its graph, measured times,
 /// hardware and the metadata a timeline copies. A directory is bad usage.
 pub fn read_input(path: &Path) -> Result<(Input, TimelineSource)> {
-    lumos_report::prediction_input(&durations_path(path)?).map_err(inputs::input_error)
+    lumos_report::prediction_input(&durations_path(path)?)
+        .map(|f| (f.input, f.source))
+        .map_err(inputs::input_error)
 }
 
 /// A transfer's error: B sharing too little with A is a usage error.
