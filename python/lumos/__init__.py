@@ -521,7 +521,9 @@ def predict(
     :attr:`Prediction.transfer`). A rank that holds no task is left out
     and the others predicted, with a ``UserWarning`` naming it (and
     ``report["left_out"]``), as the CLI names it; only ranks without tasks
-    raise :class:`InputError`. Ctrl-C stops it between its steps or
+    raise :class:`InputError`. What reading and building each file warned
+    (as :func:`replay` lists it) is a ``UserWarning`` per warning, naming
+    the file (and ``report["input_warnings"]``). Ctrl-C stops it between its steps or
     within a replay (phases ``predicting``, then ``replaying``). See
     docs/PREDICTION.md."""
     bare, kernels = _kernel_scales(scale_kernels)
@@ -542,6 +544,12 @@ def predict(
     # CLI names it (error line, exit 1) and `load_job` warns of it.
     for entry in p.report.get("left_out", []):
         warnings.warn(f"{entry['detail']} (Prediction.report['left_out'])", stacklevel=2)
+    # What reading and building each file warned (skipped events, edges
+    # left out, repaired clocks), as the CLI says it once the prediction
+    # is made: a prediction from a damaged trace is not made silently.
+    for entry in p.report.get("input_warnings", []):
+        for text in entry["warnings"]:
+            warnings.warn(f"{entry['path']}: {text}", stacklevel=2)
     return p
 
 

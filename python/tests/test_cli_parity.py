@@ -203,6 +203,24 @@ def test_prediction_stages_give_each_side_its_own_step(corpus, cli_json):
     assert st.loc["replayed", "step_ms"] != st.loc["predicted", "step_ms"]
 
 
+def test_a_prediction_warns_what_reading_the_files_warned(corpus, cli_json):
+    """What reading and building a trace warned (here its stream waits
+    that resolved to no edge) is a `UserWarning` naming the file, one per
+    warning, and `report["input_warnings"]`, as `lumos predict` says it on
+    stderr and in `--json`; the warnings are the replay's."""
+    path = str(corpus / "single-rank/a100-ddp-rank0of2-event-record.json.gz")
+    cli = cli_json(["predict", path, "--dp", "4"])
+    with pytest.warns(UserWarning) as caught:
+        p = lumos.predict(path, dp=4, progress=False)
+    assert p.report["input_warnings"] == cli["input_warnings"]
+    [entry] = p.report["input_warnings"]
+    assert entry["warnings"] == lumos.replay(path, progress=False).report["traces"][0]["warnings"]
+    said = [str(w.message) for w in caught]
+    for text in entry["warnings"]:
+        assert f"{entry['path']}: {text}" in said
+    assert any("stream waits could not be resolved" in w for w in said)
+
+
 def test_a_job_found_in_files_replays_as_a_loaded_job(corpus):
     """`lumos.replay(DIR)` of a job replays it owning the job (each rank read
     back from the job graph for the tables); `lumos.load_job(DIR).replay()`

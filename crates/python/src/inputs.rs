@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use lumos_graph::RankInput;
 use lumos_predict::{Candidates, Discovered};
+use lumos_report::InputWarnings;
 use lumos_store::{MemoryGuard, ReadFor};
 use lumos_trace::Trace;
 use pyo3::exceptions::{PyUserWarning, PyValueError};
@@ -218,31 +219,45 @@ pub fn read_all(files: &[PathBuf], p: &Progress) -> Result<Vec<Trace>> {
 
 /// Loads every file (traces or `.lgraph` files) as a prediction's input
 /// in parallel ([`lumos_report::prediction_input`], as `lumos predict`
-/// does: each trace read straight into its graph's build); the first file
-/// that failed, in the order given, is the error.
-pub fn prediction_inputs(files: &[PathBuf], p: &Progress) -> Result<Vec<lumos_predict::Input>> {
-    let load = |f: &Path| lumos_report::prediction_input(f).map(|f| f.input);
-    each_file(files, p, ReadFor::Prediction, |f| {
-        load(f).map_err(Error::from)
+/// does: each trace read straight into its graph's build), with what the
+/// files that warned warned; the first file that failed, in the order
+/// given, is the error.
+pub fn prediction_inputs(
+    files: &[PathBuf],
+    p: &Progress,
+) -> Result<(Vec<lumos_predict::Input>, Vec<InputWarnings>)> {
+    let read: Vec<_> = each_file(files, p, ReadFor::Prediction, |f| {
+        lumos_report::prediction_input(f).map_err(Error::from)
     })
     .into_iter()
-    .collect()
+    .collect::<Result<_>>()?;
+    let warned = read.iter().filter_map(|f| f.input_warnings()).collect();
+    Ok((read.into_iter().map(|f| f.input).collect(), warned))
 }
 
 /// [`prediction_inputs`], each rank discovered as it is read, keeping one
 /// graph per pipeline stage ([`lumos_predict::Candidates`], as `lumos
 /// predict` loads them): a whole job's files are never held at once.
-pub fn prediction_candidates(files: &[PathBuf], p: &Progress) -> Result<Candidates> {
-    let load = |f: &Path| lumos_report::prediction_input(f).map(|f| f.input);
+pub fn prediction_candidates(
+    files: &[PathBuf],
+    p: &Progress,
+) -> Result<(Candidates, Vec<InputWarnings>)> {
+    let load = |f: &Path| {
+        lumos_report::prediction_input(f).map(|f| (f.input_warnings(), Discovered::new(f.input)))
+    };
     let mut candidates = Candidates::new();
+    let mut warned = Vec::new();
     each_file_then(
         files,
         p,
         ReadFor::Prediction,
-        |f| load(f).map(Discovered::new).map_err(Error::from),
-        |d| candidates.push(d),
+        |f| load(f).map_err(Error::from),
+        |(w, d)| {
+            warned.extend(w);
+            candidates.push(d)
+        },
     )?;
-    Ok(candidates)
+    Ok((candidates, warned))
 }
 
 /// Every input prepared in parallel ([`lumos_store::prepare`]: each

@@ -100,7 +100,7 @@ fn apply<'b>(base: &'b Baseline, t: &Target) -> std::result::Result<Prediction<'
 /// `replaying` (1); each stops once `p` is cancelled, and the steps
 /// before them do not begin.
 fn run(
-    candidates: Candidates,
+    (candidates, warned): (Candidates, Vec<lumos_report::InputWarnings>),
     t: &Target,
     transfer: Option<lumos_report::TransferReport>,
     p: &Progress,
@@ -113,7 +113,10 @@ fn run(
     stop_here(p)?;
     // The traced and the predicted replays, and the report of them.
     p.phase("replaying", 1);
-    let (report, _) = lumos_report::predict(&base, &pred)?;
+    let (mut report, _) = lumos_report::predict(&base, &pred)?;
+    // What the files read warned, for the package to warn of, as the CLI
+    // says them once the prediction is made.
+    report.input_warnings = warned;
     p.add(1);
     let text = match transfer {
         Some(t) => serde_json::to_string(&lumos_report::TransferPrediction {
@@ -259,14 +262,17 @@ pub fn predict_files(
             p.phase("predicting", 1);
             return run(candidates, &options.target, None, p);
         };
-        let mut loaded = inputs::prediction_inputs(&files, p)?;
+        let (mut loaded, mut warned) = inputs::prediction_inputs(&files, p)?;
         // B as the CLI reads it: a trace into its build, or an `.lgraph`
         // file.
-        let b = inputs::prediction_inputs(&[b], p)?.pop();
+        let (b, b_warned) = inputs::prediction_inputs(&[b], p)?;
+        warned.extend(b_warned);
         p.phase("predicting", 1);
-        let transfer = b.map(|b| retime_from(&mut loaded, &b, p)).transpose()?;
+        let transfer = (b.into_iter().next())
+            .map(|b| retime_from(&mut loaded, &b, p))
+            .transpose()?;
         run(
-            Candidates::discover_all(loaded),
+            (Candidates::discover_all(loaded), warned),
             &options.target,
             transfer,
             p,

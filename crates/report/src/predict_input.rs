@@ -10,7 +10,7 @@ use lumos_store::{is_lgraph_file, read_stored, InputError};
 use lumos_trace::TraceMeta;
 use rayon::prelude::*;
 
-use crate::{trace_warnings, Replayed, TimelineSource};
+use crate::{trace_warnings, InputWarnings, Replayed, TimelineSource};
 
 /// One file read as a prediction's input ([`prediction_input`]).
 pub struct PredictionFile {
@@ -24,6 +24,18 @@ pub struct PredictionFile {
     /// them ([`crate::trace_warnings`]): a prediction from a damaged
     /// trace says so, as its replay does.
     pub warnings: Vec<String>,
+}
+
+impl PredictionFile {
+    /// The file's warnings as a prediction's report lists them
+    /// ([`crate::PredictReport::input_warnings`]), named by the input's
+    /// name; `None` when it warned nothing.
+    pub fn input_warnings(&self) -> Option<InputWarnings> {
+        (!self.warnings.is_empty()).then(|| InputWarnings {
+            path: self.input.name.clone(),
+            warnings: self.warnings.clone(),
+        })
+    }
 }
 
 /// One file as a prediction's input, with what the predicted timeline

@@ -184,7 +184,7 @@ pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>, Vec<I
             started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             guard.read(|| {
                 lumos_report::prediction_input(f).map(|f| {
-                    let warned = input_warnings(&f.input, f.warnings);
+                    let warned = f.input_warnings();
                     (Discovered::new(f.input), f.source, warned)
                 })
             })
@@ -201,14 +201,6 @@ pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>, Vec<I
         },
     )?;
     Ok((candidates, sources, warned))
-}
-
-/// What the file `input` was read from warned, `None` when it did not.
-fn input_warnings(input: &Input, warnings: Vec<String>) -> Option<InputWarnings> {
-    (!warnings.is_empty()).then(|| InputWarnings {
-        path: input.name.clone(),
-        warnings,
-    })
 }
 
 /// Says on stderr what each file read warned, one line per warning
@@ -239,7 +231,7 @@ fn load_one(paths: &[PathBuf]) -> Result<(Input, TimelineSource, Option<InputWar
         .next()
         .expect("one file, one result")
         .map(|f| {
-            let warned = input_warnings(&f.input, f.warnings);
+            let warned = f.input_warnings();
             (f.input, f.source, warned)
         })
         .map_err(inputs::input_error)
@@ -337,12 +329,12 @@ pub fn run(a: &PredictArgs, out: &mut dyn Write, width: usize) -> Result<bool> {
         Some(b) => {
             crate::usage::stdin_once(a.paths.iter().map(PathBuf::as_path).chain([b.as_path()]))?;
             let (mut input, mut source, warned) = load_one(&a.paths)?;
-            let transfer = retime_from(&mut input, &mut source, b)?;
+            let (transfer, b_warned) = retime_from(&mut input, &mut source, b)?;
             (
                 Candidates::discover_all(vec![input]),
                 vec![source],
                 Some(transfer),
-                Vec::from_iter(warned),
+                Vec::from_iter(warned.into_iter().chain(b_warned)),
             )
         }
         None => {
@@ -519,10 +511,12 @@ fn retime_from(
     input: &mut Input,
     source: &mut TimelineSource,
     b: &Path,
-) -> Result<lumos_report::TransferReport> {
-    let (b_input, b_source) = super::transfer::read_input(b)?;
+) -> Result<(lumos_report::TransferReport, Option<InputWarnings>)> {
+    let (b_input, b_source, b_warned) = super::transfer::read_input(b)?;
     source.about.devices = b_source.about.devices;
-    lumos_report::retime_input(input, &b_input, None).map_err(super::transfer::report_error)
+    let transfer =
+        lumos_report::retime_input(input, &b_input, None).map_err(super::transfer::report_error)?;
+    Ok((transfer, b_warned))
 }
 
 /// A configuration as the text shows it: sizes the traces do not tell

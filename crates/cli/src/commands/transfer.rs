@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use lumos_predict::Input;
-use lumos_report::{ReportError, TimelineSource, TransferReport};
+use lumos_report::{InputWarnings, ReportError, TimelineSource, TransferReport};
 
 use crate::inputs;
 use crate::output::{narrow, pct, wrapped_words, WIDTH};
@@ -29,10 +29,14 @@ pub fn durations_path(path: &Path) -> Result<PathBuf> {
 /// The recording `--durations-from` names (a trace, straight into its
 /// graph's build, or an `.lgraph` file:
 /// [`lumos_report::prediction_input`]), whole: its graph, measured times,
-/// hardware and the metadata a timeline copies. A directory is bad usage.
-pub fn read_input(path: &Path) -> Result<(Input, TimelineSource)> {
+/// hardware and the metadata a timeline copies, and what it warned. A
+/// directory is bad usage.
+pub fn read_input(path: &Path) -> Result<(Input, TimelineSource, Option<InputWarnings>)> {
     lumos_report::prediction_input(&durations_path(path)?)
-        .map(|f| (f.input, f.source))
+        .map(|f| {
+            let warned = f.input_warnings();
+            (f.input, f.source, warned)
+        })
         .map_err(inputs::input_error)
 }
 
