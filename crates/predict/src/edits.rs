@@ -518,7 +518,7 @@ fn tp_from_one_note(tp: u32, made: usize, sites: &[TpSites], issue_ns: Option<f6
          after it, blocking what follows, a backward one on a stream of its own beside the \
          weight-gradient GEMM that follows, the compute stream waiting for it after that GEMM \
          (Megatron's asynchronous all-reduce of the input gradient){}; each launched from the \
-         GEMM's thread right after the GEMM's launch, {}{}",
+         GEMM's (or lookup's) thread right after its launch, {}{}",
         if untyped {
             ", 2-byte elements assumed where the GEMM records no type"
         } else {
