@@ -287,7 +287,7 @@ fn extrapolations(p: &Prediction) -> Vec<String> {
         out.push(format!(
             "tensor-parallel all-reduces added where the trace, at TP 1, ran none: their \
              kernels timed by the network model alone over the group of {} ranks, their place \
-             and size by the layers' shapes",
+             and size by the shapes of the layers, the embedding and the output layer",
             t.tp
         ));
     }

@@ -26,7 +26,8 @@ use crate::error::PredictError;
 use crate::models::{not_calibrated, LinkCalibration, Source};
 use crate::plan::{plan_stage, sources as plan_sources, StageRole, StageTarget};
 use crate::retime::retime;
-use crate::tp_sites::{tp_sites, TpSites};
+use crate::retime::DEFAULT_COLLECTIVE_ISSUE_NS;
+use crate::tp_sites::{tp_sites, SiteKind, TpSites};
 
 /// One edit of a target, for [`Prediction::with_edits`].
 #[derive(Debug, Clone, PartialEq)]
@@ -474,28 +475,58 @@ fn additions_notes((made, shaped, left): (usize, usize, usize), fsdp: bool) -> V
 /// scaled, modelled and assumed: `made` all-reduces added over the stages
 /// at `sites` (per template); `issue_ns`, the CPU time the trace's own
 /// collectives took to issue, which each added launch takes (`None`: the
-/// trace issued none).
+/// trace issued none, and [`DEFAULT_COLLECTIVE_ISSUE_NS`] is taken).
 fn tp_from_one_note(tp: u32, made: usize, sites: &[TpSites], issue_ns: Option<f64>) -> String {
-    let untyped = sites.iter().flat_map(|s| s.values()).any(|s| !s.typed);
+    let all = || sites.iter().flat_map(|s| s.values());
+    let untyped = all().any(|s| !s.typed);
+    let has = |kind: SiteKind| all().any(|s| s.kind == kind);
+    let outside = [
+        (
+            SiteKind::Embedding,
+            "the vocabulary-parallel embedding's of its output (tokens x hidden) after the              lookup in each forward",
+            "the embedding's (no lookup into a table of hidden-wide rows, `aten::embedding`              with recorded shapes, found before a forward's first layer)",
+        ),
+        (
+            SiteKind::Loss,
+            "the vocabulary-parallel cross entropy's three of per-token FP32 statistics after              the output layer's GEMM in each forward",
+            "the vocabulary-parallel loss's (no output-layer GEMM from the hidden size into a              wider one found after a forward's last layer)",
+        ),
+        (
+            SiteKind::OutputLayer,
+            "the output layer's of its input gradient (tokens x hidden) in each backward,              beside its weight gradient",
+            "the output layer's input gradient's (no input-gradient GEMM into the hidden size              found before a backward's first layer)",
+        ),
+    ];
+    let added: Vec<&str> = (outside.iter())
+        .filter(|(k, ..)| has(*k))
+        .map(|(_, yes, _)| *yes)
+        .collect();
+    let missing: Vec<&str> = (outside.iter())
+        .filter(|(k, ..)| !has(*k))
+        .map(|(.., no)| *no)
+        .collect();
     format!(
         "tensor parallelism {tp} from a trace at TP 1 (Megatron dense layers, no sequence \
          parallelism): every GEMM, attention kernel and GELU-class activation scaled to a 1/{tp} \
          shard, other element-wise work kept whole (per token on the full hidden size), the \
          projections' weights (and the data-parallel gradient bytes) split by {tp}; {made} \
-         all-reduces of the activations (tokens x hidden{}) added over the predicted steps, \
-         their kernels modelled from the network model alone (no tensor-parallel collective \
-         was traced to measure): after the attention's output projection and the MLP's down \
+         all-reduces added over the predicted steps, their kernels modelled from the network \
+         model alone (no tensor-parallel collective was traced to measure): of the activations \
+         (tokens x hidden{}) after the attention's output projection and the MLP's down \
          projection in each forward layer and after the QKV's and the MLP's up projection's \
          input gradients in each backward layer; a forward one on the GEMM's stream right \
          after it, blocking what follows, a backward one on a stream of its own beside the \
          weight-gradient GEMM that follows, the compute stream waiting for it after that GEMM \
-         (Megatron's asynchronous all-reduce of the input gradient); each launched from the \
-         GEMM's thread right after the GEMM's launch, {}; the embedding's and the \
-         vocabulary-parallel loss's tensor-parallel collectives are not added",
+         (Megatron's asynchronous all-reduce of the input gradient){}; each launched from the \
+         GEMM's (or lookup's) thread right after its launch, {}{}",
         if untyped {
             ", 2-byte elements assumed where the GEMM records no type"
         } else {
             ""
+        },
+        match added.is_empty() {
+            true => String::new(),
+            false => format!("; outside the layers, {}", added.join("; ")),
         },
         match issue_ns {
             Some(ns) => format!(
@@ -503,9 +534,15 @@ fn tp_from_one_note(tp: u32, made: usize, sites: &[TpSites], issue_ns: Option<f6
                  operators' median)",
                 ns / 1e3
             ),
-            None => "taking the time of the GEMM's launch (the trace issued no collective to \
-                     measure a process group's CPU cost by: a lower bound)"
-                .to_string(),
+            None => format!(
+                "taking {:.0} us, the CPU time of issuing a collective measured on the corpus's \
+                 traces (docs/PREDICTION.md), as the trace issued no collective of its own",
+                DEFAULT_COLLECTIVE_ISSUE_NS / 1e3
+            ),
+        },
+        match missing.is_empty() {
+            true => String::new(),
+            false => format!("; not added: {}", missing.join("; ")),
         }
     )
 }
@@ -1331,7 +1368,15 @@ mod tests {
                 assert!(inter(true) && inter(false), "{k:?}");
             }
         }
-        assert_eq!(2 * beside, added.len());
+        // Per forward, the layers' two and, on this one stage, the
+        // embedding's and the loss's (one kernel for its three); per
+        // backward, the layers' two and the output layer's, all beside.
+        let s = &base.structures[0];
+        let (passes, layers) = (s.steps.iter().flat_map(|st| &st.passes))
+            .fold((0, 0), |(n, l), p| (n + 1, l + p.layers.len()));
+        let forwards = passes / 2;
+        assert_eq!(beside, layers + forwards);
+        assert_eq!(added.len(), 2 * layers + 3 * forwards);
     }
 
     #[test]

@@ -137,6 +137,7 @@ pub use models::{
 pub use outcome::{Outcome, StageOutcome, Steadiness};
 pub use plan::StageRole;
 pub use queue::LaunchQueue;
+pub use retime::{collective_issue_spans, DEFAULT_COLLECTIVE_ISSUE_NS};
 pub use shapes::GemmShape;
 pub use transfer::{transfer_durations, MatchedTime, ThreadPair, Transfer, MIN_MATCHED_SHARE};
 pub use units::{Unit, Units, NO_UNIT};

@@ -749,8 +749,7 @@ impl<'a> Retimer<'a> {
                 .collect(),
             bandwidths: Vec::new(),
             issue_ns: tp_from_one(base, &target.config)
-                .then(|| collective_issue_ns(base))
-                .flatten(),
+                .then(|| collective_issue_ns(base).unwrap_or(DEFAULT_COLLECTIVE_ISSUE_NS)),
         };
         if target.config.microbatches != base.config.microbatches {
             rt.bandwidths = (0..base.inputs.len())
@@ -1001,30 +1000,33 @@ impl<'a> Retimer<'a> {
         (dur, source, sized_from_timing)
     }
 
-    /// A tensor-parallel all-reduce added after a GEMM of a layer traced
-    /// at TP 1 (task `i` of stage `st`, tagged with its traced bytes):
-    /// its kernel from the target network's model alone over the stage's
-    /// tensor-parallel group, its bytes grown with the tokens (at
-    /// `place`) and the hidden size; its launch at the CPU time the
-    /// trace's own collectives took to issue (`issue_ns`), or, where it
-    /// ran none, the traced time of the GEMM's launch it copies (a lower
-    /// bound: a process group's collective costs more than a kernel
-    /// launch). Both are modelled: the trace ran no
-    /// tensor-parallel collective to measure.
+    /// Tensor-parallel all-reduces added to a model traced at TP 1 (task
+    /// `i` of stage `st`, tagged with their number and traced bytes): the
+    /// kernel from the target network's model alone over the stage's
+    /// tensor-parallel group, each all-reduce's bytes grown with the tokens
+    /// (at `place`) and, for activations, the hidden size, as many times
+    /// as it runs them back to back; the launch, once per all-reduce, at
+    /// the CPU time the trace's own collectives took to issue
+    /// (`issue_ns`: their median, or where it ran none
+    /// [`DEFAULT_COLLECTIVE_ISSUE_NS`]). Both are modelled: the trace ran
+    /// no tensor-parallel collective to measure.
     fn tp_allreduce_ns(&self, st: &PredictedStage<'_>, i: usize, place: Role) -> (f64, Source) {
-        let (src, tt) = st.origin[i];
+        let Some(reduce) = st.tag[i].tp_allreduce else {
+            return (0.0, Source::Modelled);
+        };
+        let count = f64::from(reduce.count);
         if !st.graph.tasks[i].kind.is_gpu() {
-            let traced = self.base.inputs[src as usize].graph.tasks[tt.idx()].duration_ns;
-            return (self.issue_ns.unwrap_or(traced as f64), Source::Modelled);
+            let issue = self.issue_ns.unwrap_or(DEFAULT_COLLECTIVE_ISSUE_NS);
+            return (count * issue, Source::Modelled);
         }
-        let traced_bytes = st.tag[i].tp_allreduce.unwrap_or(0) as f64;
-        let bytes = (traced_bytes * self.r.tokens_in(place) * self.r.hidden).round() as u64;
+        let width = if reduce.wide { self.r.hidden } else { 1.0 };
+        let bytes = (reduce.bytes as f64 * self.r.tokens_in(place) * width).round() as u64;
         let ranks = self.groups.tensor_group(st.primary, st.stage);
         if ranks.len() < 2 {
             return (0.0, Source::Modelled);
         }
         let ns = (self.target_net).collective_ns(CollectiveKind::AllReduce, bytes, &ranks);
-        (ns, Source::Modelled)
+        (count * ns, Source::Modelled)
     }
 
     /// The new duration of memory-bound task `i` of stage `st`, from its
@@ -1895,6 +1897,22 @@ fn runs_a_reduction(g: &Graph, t: TaskId, reductions: &FxHashSet<ScopeId>) -> bo
 /// `nccl:...`, `record_param_comms`) around its launch. `None` where no
 /// collective's launch lies in one (no collective traced, a world of one).
 pub(crate) fn collective_issue_ns(base: &Baseline) -> Option<f64> {
+    collective_issue_spans(base).map(|spans| spans[spans.len() / 2] as f64)
+}
+
+/// The CPU time of issuing one collective (its outermost collective
+/// operator, `record_param_comms` / `c10d::` / `nccl:`), ns, where the
+/// trace issued none to measure it by: the median, over the corpus's jobs
+/// that issue NCCL or RCCL collectives, of each job's median
+/// ([`collective_issue_ns`]); docs/PREDICTION.md lists the traces, their
+/// figures and the command that prints them. A kernel launch alone is
+/// several times less: a process group's collective checks, records and
+/// enqueues its work besides.
+pub const DEFAULT_COLLECTIVE_ISSUE_NS: f64 = 92_000.0;
+
+/// The sorted CPU times (ns) of the outermost collective operators of
+/// `base` that launched a collective kernel, or `None` where it has none.
+pub fn collective_issue_spans(base: &Baseline) -> Option<Vec<i64>> {
     let mut spans: Vec<i64> = Vec::new();
     for (inp, s) in base.inputs.iter().zip(&base.structures) {
         let g = &inp.graph;
@@ -1918,7 +1936,7 @@ pub(crate) fn collective_issue_ns(base: &Baseline) -> Option<f64> {
         return None;
     }
     spans.sort_unstable();
-    Some(spans[spans.len() / 2] as f64)
+    Some(spans)
 }
 
 /// Whether an operator named `name` issues a collective.

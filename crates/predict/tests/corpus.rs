@@ -857,3 +857,85 @@ fn tensor_parallelism_from_tp_one_predicts_or_says_what_is_missing() {
         }
     }
 }
+
+/// The CPU time of issuing a collective that a prediction adding
+/// collectives to a trace that issued none takes
+/// (`DEFAULT_COLLECTIVE_ISSUE_NS`) is what the corpus's real jobs with
+/// NCCL or RCCL collectives measure: the median over the jobs of each
+/// job's median (an 8-rank job's ranks pooled as one job), within 5%.
+/// Prints the table docs/PREDICTION.md gives.
+#[test]
+fn the_default_collective_issue_time_is_the_corpus_median() {
+    let Some(corpus) = lumos_testkit::corpus() else {
+        return;
+    };
+    let ranks: Vec<String> = (0..8)
+        .map(|r| format!("multi-rank/dlrm-8xv100/rank{r}.json.gz"))
+        .collect();
+    let jobs: Vec<(&str, Vec<String>)> = vec![
+        (
+            "single-rank/v100-ddp-rank1of2-allreduce.json.gz",
+            vec!["single-rank/v100-ddp-rank1of2-allreduce.json.gz".into()],
+        ),
+        (
+            "single-rank/a100-ddp-rank0of2-event-record.json.gz",
+            vec!["single-rank/a100-ddp-rank0of2-event-record.json.gz".into()],
+        ),
+        (
+            "single-rank/a100-recsys-rank3of8.json.gz",
+            vec!["single-rank/a100-recsys-rank3of8.json.gz".into()],
+        ),
+        (
+            "single-rank/mi300x-resnet-ddp-rank0of8.json.gz",
+            vec!["single-rank/mi300x-resnet-ddp-rank0of8.json.gz".into()],
+        ),
+        (
+            "single-rank/recsys-rank0of128-sampled-no-flows.json.gz",
+            vec!["single-rank/recsys-rank0of128-sampled-no-flows.json.gz".into()],
+        ),
+        (
+            "single-rank/b200-vllm-tp8-rank0.json.gz",
+            vec!["single-rank/b200-vllm-tp8-rank0.json.gz".into()],
+        ),
+        ("multi-rank/dlrm-8xv100 (8 ranks)", ranks),
+    ];
+    let mut medians = Vec::new();
+    for (name, files) in &jobs {
+        let traces: Vec<_> = (files.iter())
+            .map(|f| lumos_trace::read_path(&corpus.path(f)).unwrap())
+            .collect();
+        let base = match Baseline::new(traces.iter().map(input).collect()) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("| {name} | no baseline: {e} |");
+                continue;
+            }
+        };
+        match lumos_predict::collective_issue_spans(&base) {
+            Some(spans) => {
+                let median = spans[spans.len() / 2] as f64 / 1e3;
+                println!(
+                    "| {name} | {} | {median:.1} us | {:.1} .. {:.1} us |",
+                    spans.len(),
+                    spans[0] as f64 / 1e3,
+                    spans[spans.len() - 1] as f64 / 1e3
+                );
+                medians.push(median);
+            }
+            None => println!("| {name} | 0 | - | no collective launched under a collective op |"),
+        }
+    }
+    assert!(medians.len() >= 3, "{medians:?}");
+    medians.sort_by(f64::total_cmp);
+    let n = medians.len();
+    let median = match n % 2 {
+        1 => medians[n / 2],
+        _ => (medians[n / 2 - 1] + medians[n / 2]) / 2.0,
+    };
+    let default = lumos_predict::DEFAULT_COLLECTIVE_ISSUE_NS / 1e3;
+    println!("median of {n} jobs' medians: {median:.1} us; default {default:.1} us");
+    assert!(
+        (default - median).abs() <= 0.05 * median,
+        "default {default} us, corpus {median} us"
+    );
+}

@@ -552,19 +552,22 @@ fn one_micro_batch_to_several_against_ground_truth() {
 /// the target without sequence parallelism (which the prediction does not
 /// model). The prediction splits every GEMM, attention kernel and GELU,
 /// the projections' weights and the data-parallel gradient bytes, and adds
-/// the layers' all-reduces (two a layer in each pass) from the network
-/// model alone, the backward's beside the weight-gradient GEMM, their
-/// launches at the CPU cost of the trace's own collectives. What it
-/// leaves out makes it short where the CPU bounds the step: the
-/// synthesizer's embedding all-reduce and mask and its vocabulary-parallel
-/// loss's small all-reduces (GPT tiny, whose 4 layers leave them a larger
-/// share), and, in GPT small at DP 1, the CPU cost of issuing a collective
-/// (its trace issued none to take it from, so each launch costs a kernel
-/// launch only). The cases within 5% are held to 5%; the others to the
-/// bounds their errors allow, a little above them. With the backward
-/// all-reduces blocking the stream after the input gradient (as first
-/// built), GPT-3 15B's layers were +3.61%, +9.61% and +5.99% at TP 2, 4
-/// and 8: the synthesizer, as Megatron, overlaps them.
+/// the layers' all-reduces (two a layer in each pass), the embedding's,
+/// the loss's three and the output layer's input gradient's from the
+/// network model alone, the backward's beside the weight-gradient GEMM,
+/// their launches at the CPU cost of the trace's own collectives. Where
+/// the trace issued none (GPT small at DP 1) each launch takes
+/// `DEFAULT_COLLECTIVE_ISSUE_NS`, measured on the corpus's real traces
+/// (92 us, their jobs' median), about three times what the synthesizer's
+/// collectives take to issue (29 us, as the DP 2 traces measure): that
+/// case is over by 15-20% against the synthesizer, where with a kernel
+/// launch per collective it was under by 4-11%; the figure is the real
+/// traces', not the synthesizer's. Each bound is a little above its
+/// error. Still left out: the vocabulary-parallel embedding's input mask
+/// (four small element-wise kernels and a `masked_fill_` at TP > 1). With
+/// the backward all-reduces blocking the stream after the input gradient
+/// (as first built), GPT-3 15B's layers were +3.61%, +9.61% and +5.99% at
+/// TP 2, 4 and 8: the synthesizer, as Megatron, overlaps them.
 #[test]
 fn tensor_parallelism_from_tp_one_against_ground_truth() {
     struct TpCase {
@@ -581,35 +584,35 @@ fn tensor_parallelism_from_tp_one_against_ground_truth() {
             layers: None,
             dp: 2,
             swiglu: false,
-            bounds: [5.0, 5.0, 5.0],
+            bounds: [2.0, 2.0, 3.5],
         },
         TpCase {
             name: "gpt-small",
             layers: None,
             dp: 1,
             swiglu: false,
-            bounds: [5.0, 12.0, 12.0],
+            bounds: [16.0, 21.0, 21.0],
         },
         TpCase {
             name: "gpt-small",
             layers: None,
             dp: 2,
             swiglu: true,
-            bounds: [5.0, 5.0, 5.0],
+            bounds: [2.0, 2.5, 2.5],
         },
         TpCase {
             name: "gpt-tiny",
             layers: None,
             dp: 2,
             swiglu: false,
-            bounds: [9.0, 8.0, 9.0],
+            bounds: [6.0, 5.0, 6.0],
         },
         TpCase {
             name: "gpt3-15b",
             layers: Some(6),
             dp: 2,
             swiglu: false,
-            bounds: [5.0, 5.0, 5.0],
+            bounds: [2.5, 5.0, 2.5],
         },
     ];
     for c in &cases {
@@ -631,8 +634,16 @@ fn tensor_parallelism_from_tp_one_against_ground_truth() {
             };
             let added = gpu(&p.stages[0]) - gpu(&id.stages[0]);
             // Two all-reduces per layer in each of the 4 forwards and 4
-            // backwards of every step.
-            assert_eq!(added, layers * 4 * 2 * 2 * steps, "{} tp {tp}", c.name);
+            // backwards of every step; outside the layers, the embedding's
+            // and the loss's three in each forward, the output layer's in
+            // each backward (the loss's as one kernel).
+            let outside = (1 + 1) * 4 + 4;
+            assert_eq!(
+                added,
+                (layers * 4 * 2 * 2 + outside) * steps,
+                "{} tp {tp}",
+                c.name
+            );
             let got = mean_ms(&p.simulate().unwrap().step_ns);
             let joint = joint_truth_ms(&job(tp as usize));
             let err = (got - joint) / joint * 100.0;

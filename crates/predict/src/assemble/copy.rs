@@ -11,6 +11,7 @@ use super::additions::Gradient;
 use super::scopes::{ScopeCopier, UnitCopy};
 use super::{Prepared, Tag, Template, UnitRef, NAME_SEARCH};
 use crate::discover::PassKind;
+use crate::tp_sites::TpAllReduce;
 use crate::units::NO_UNIT;
 
 /// One unit copy as the hand-overs need it.
@@ -254,7 +255,7 @@ impl Copier {
                 let overlapped = task.kind.is_gpu() && site.overlaps.is_some();
                 let stream = overlapped.then(|| self.tp_stream(g, g.tasks[id.idx()].proc));
                 let at = (uref, tag);
-                let twin = self.tp_allreduce(g, p, at, (t, stream), site.bytes, &mut twin_corr);
+                let twin = self.tp_allreduce(g, p, at, (t, stream), site.reduce, &mut twin_corr);
                 if overlapped {
                     made.tp_overlapped.insert(t, twin);
                     self.open_tp.insert((uref.src, t), twin);
@@ -344,14 +345,15 @@ impl Copier {
     /// the copy of unit `uref` tagged `tag`, on `stream` where given (an
     /// overlapped kernel's), else on `from`'s processor: a kernel named as
     /// one, a fresh correlation shared by launch and kernel, the tag
-    /// carrying `bytes`.
+    /// carrying `reduce` (the site's all-reduces, one task for all of
+    /// them where several run back to back).
     fn tp_allreduce(
         &mut self,
         g: &mut Graph,
         p: &Prepared,
         (uref, tag): (UnitRef, Tag),
         (from, stream): (TaskId, Option<ProcId>),
-        bytes: u64,
+        reduce: TpAllReduce,
         twin_corr: &mut FxHashMap<u64, u64>,
     ) -> TaskId {
         let task = &p.t.graph.tasks[from.idx()];
@@ -360,7 +362,7 @@ impl Copier {
             self.next_corr - 1
         });
         let name = if task.kind.is_gpu() {
-            self.tp_allreduces += 1;
+            self.tp_allreduces += reduce.count as usize;
             self.tp_names(g).0
         } else {
             p.name_map[task.name.0 as usize]
@@ -376,7 +378,7 @@ impl Copier {
             addition: false,
             layers_fitted: false,
             shaped_addition: None,
-            tp_allreduce: Some(bytes),
+            tp_allreduce: Some(reduce),
             ..tag
         };
         self.push_task(g, uref, from, tag, made)

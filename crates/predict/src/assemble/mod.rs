@@ -64,7 +64,7 @@ use lumos_graph::{DepKind, Graph, NameId, ProcId, ProcKind, Processor, Scope, Sc
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::discover::{PassKind, Role, Structure};
-use crate::tp_sites::TpSites;
+use crate::tp_sites::{TpAllReduce, TpSites};
 use copy::Copier;
 use finish::{
     add_forward_edges, add_handovers, drop_unused_processors, handover_latency, primary_steps,
@@ -112,10 +112,11 @@ pub(crate) struct Tag {
     /// (no DDP scaling kernel to size it from): that gradient.
     pub shaped_addition: Option<ShapedAddition>,
     /// Set on the launch and kernel of a tensor-parallel all-reduce that
-    /// the copy adds after a projection's GEMM of a layer traced at TP 1
-    /// (`tp_sites.rs`): its bytes at the traced micro-batch and hidden
-    /// size, which the retimer sizes it from.
-    pub tp_allreduce: Option<u64>,
+    /// the copy adds after a GEMM or lookup of a model traced at TP 1
+    /// (`tp_sites.rs`): its all-reduces' bytes at the traced micro-batch
+    /// and hidden size and their number, which the retimer times them
+    /// from.
+    pub tp_allreduce: Option<TpAllReduce>,
 }
 
 /// The gradient a gradient addition sized from its shape adds
