@@ -102,6 +102,20 @@ pub(crate) struct TpAllReduce {
     pub wide: bool,
 }
 
+impl TpAllReduce {
+    /// One all-reduce of `[tokens, hidden]` activations of `elem` bytes
+    /// an element (2, BF16 or FP16, where the trace does not say).
+    fn activations(tokens: u64, hidden: u64, elem: Option<u64>) -> TpAllReduce {
+        TpAllReduce {
+            bytes: tokens
+                .saturating_mul(hidden)
+                .saturating_mul(elem.unwrap_or(2)),
+            count: 1,
+            wide: true,
+        }
+    }
+}
+
 /// Per GEMM kernel of a template: the all-reduce to add after it.
 pub(crate) type TpSites = FxHashMap<TaskId, TpSite>;
 
@@ -203,13 +217,7 @@ pub(crate) fn tp_sites(g: &Graph, s: &Structure, hidden: u64) -> Result<TpSites,
                         TpSite {
                             launch,
                             kind: SiteKind::Layer,
-                            reduce: TpAllReduce {
-                                bytes: tokens
-                                    .saturating_mul(hidden)
-                                    .saturating_mul(elem.unwrap_or(2)),
-                                count: 1,
-                                wide: true,
-                            },
+                            reduce: TpAllReduce::activations(tokens, hidden, elem),
                             typed: elem.is_some(),
                             overlaps,
                         },
@@ -286,13 +294,7 @@ fn head_sites(
     match pass.kind {
         PassKind::Forward => {
             if let Some((t, tokens, elem)) = embedding_lookup(g, &kernels(&pass.pre), hidden) {
-                let reduce = TpAllReduce {
-                    bytes: tokens
-                        .saturating_mul(hidden)
-                        .saturating_mul(elem.unwrap_or(2)),
-                    count: 1,
-                    wide: true,
-                };
+                let reduce = TpAllReduce::activations(tokens, hidden, elem);
                 out.extend(site(t, SiteKind::Embedding, reduce, elem.is_some(), None));
             }
             // The output layer, after the layers or in the last of them
@@ -327,13 +329,7 @@ fn head_sites(
             if let Some(t) = dgrad {
                 let tokens = gemm(t).map_or(0, |sh| sh.m);
                 let elem = element_bytes(g, t);
-                let reduce = TpAllReduce {
-                    bytes: tokens
-                        .saturating_mul(hidden)
-                        .saturating_mul(elem.unwrap_or(2)),
-                    count: 1,
-                    wide: true,
-                };
+                let reduce = TpAllReduce::activations(tokens, hidden, elem);
                 let overlaps = (pre.iter().copied())
                     .skip_while(|&k| k != t)
                     .skip(1)

@@ -293,21 +293,7 @@ impl Copier {
             let Some(&l) = made.tp_after.get(&site.launch) else {
                 continue;
             };
-            let edge = (p.outgoing[site.launch.idx()].iter())
-                .map(|&ei| p.t.graph.edges[ei as usize])
-                .find(|e| e.kind == DepKind::Launch && e.to == kernel);
-            g.edges.push(Edge {
-                from: l,
-                to: k,
-                ..edge.unwrap_or(Edge {
-                    from: l,
-                    to: k,
-                    kind: DepKind::Launch,
-                    anchor: Anchor::Start,
-                    latency_ns: 0,
-                    inferred: false,
-                })
-            });
+            g.edges.push(launch_edge(p, (site.launch, kernel), (l, k)));
         }
         self.copy_scopes(g, p, uref, tag, &made);
         made
@@ -357,10 +343,7 @@ impl Copier {
         twin_corr: &mut FxHashMap<u64, u64>,
     ) -> TaskId {
         let task = &p.t.graph.tasks[from.idx()];
-        let correlation = *twin_corr.entry(task.correlation).or_insert_with(|| {
-            self.next_corr += 1;
-            self.next_corr - 1
-        });
+        let correlation = self.twin_correlation(task.correlation, twin_corr);
         let name = if task.kind.is_gpu() {
             self.tp_allreduces += reduce.count as usize;
             self.tp_names(g).0
@@ -382,6 +365,16 @@ impl Copier {
             ..tag
         };
         self.push_task(g, uref, from, tag, made)
+    }
+
+    /// The correlation of a made launch and its kernel, the twins of a
+    /// template pair correlated by `traced`: fresh for the first of the
+    /// pair, the same for the other.
+    fn twin_correlation(&mut self, traced: u64, twin_corr: &mut FxHashMap<u64, u64>) -> u64 {
+        *twin_corr.entry(traced).or_insert_with(|| {
+            self.next_corr += 1;
+            self.next_corr - 1
+        })
     }
 
     /// The names of an added all-reduce's kernel and operator, interned
@@ -412,10 +405,7 @@ impl Copier {
         twin_corr: &mut FxHashMap<u64, u64>,
     ) -> TaskId {
         let task = &p.t.graph.tasks[from.idx()];
-        let correlation = *twin_corr.entry(task.correlation).or_insert_with(|| {
-            self.next_corr += 1;
-            self.next_corr - 1
-        });
+        let correlation = self.twin_correlation(task.correlation, twin_corr);
         let name = if task.kind.is_gpu() {
             self.additions += 1;
             self.shaped_additions += usize::from(tag.shaped_addition.is_some());
@@ -466,21 +456,8 @@ impl Copier {
             ..tag
         };
         let k = self.addition(g, p, (uref, tag), gr.kernel, twin_corr);
-        let edge = (p.outgoing[gr.launch.idx()].iter())
-            .map(|&ei| p.t.graph.edges[ei as usize])
-            .find(|e| e.kind == DepKind::Launch && e.to == gr.kernel);
-        g.edges.push(Edge {
-            from: launch,
-            to: k,
-            ..edge.unwrap_or(Edge {
-                from: launch,
-                to: k,
-                kind: DepKind::Launch,
-                anchor: Anchor::Start,
-                latency_ns: 0,
-                inferred: false,
-            })
-        });
+        g.edges
+            .push(launch_edge(p, (gr.launch, gr.kernel), (launch, k)));
         if let Some(prev) = prev {
             g.edges.push(Edge {
                 from: prev,
@@ -834,4 +811,29 @@ pub(super) fn reattach_source(
         .flatten()
         .map(|i| list[i])
         .find(|&c| named(c))
+}
+
+/// The launch edge from made launch `from` to made kernel `to`, as the
+/// template's launch edge from `launch` to `kernel` is (its latency and
+/// anchor), or a plain one where the template has none.
+fn launch_edge(
+    p: &Prepared,
+    (launch, kernel): (TaskId, TaskId),
+    (from, to): (TaskId, TaskId),
+) -> Edge {
+    let traced = (p.outgoing[launch.idx()].iter())
+        .map(|&ei| p.t.graph.edges[ei as usize])
+        .find(|e| e.kind == DepKind::Launch && e.to == kernel);
+    Edge {
+        from,
+        to,
+        ..traced.unwrap_or(Edge {
+            from,
+            to,
+            kind: DepKind::Launch,
+            anchor: Anchor::Start,
+            latency_ns: 0,
+            inferred: false,
+        })
+    }
 }
