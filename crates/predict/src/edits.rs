@@ -483,18 +483,18 @@ fn tp_from_one_note(tp: u32, made: usize, sites: &[TpSites], issue_ns: Option<f6
     let outside = [
         (
             SiteKind::Embedding,
-            "the vocabulary-parallel embedding's of its output (tokens x hidden) after the              lookup in each forward",
-            "the embedding's (no lookup into a table of hidden-wide rows, `aten::embedding`              with recorded shapes, found before a forward's first layer)",
+            "the vocabulary-parallel embedding's of its output (tokens x hidden) after the lookup in each forward",
+            "the embedding's (no lookup into a table of hidden-wide rows, `aten::embedding` with recorded shapes, found before a forward's first layer)",
         ),
         (
             SiteKind::Loss,
-            "the vocabulary-parallel cross entropy's three of per-token FP32 statistics after              the output layer's GEMM in each forward",
-            "the vocabulary-parallel loss's (no output-layer GEMM from the hidden size into a              wider one found after a forward's last layer)",
+            "the vocabulary-parallel cross entropy's three of per-token FP32 statistics after the output layer's GEMM in each forward",
+            "the vocabulary-parallel loss's (no output-layer GEMM from the hidden size into a wider one found after a forward's last layer)",
         ),
         (
             SiteKind::OutputLayer,
-            "the output layer's of its input gradient (tokens x hidden) in each backward,              beside its weight gradient",
-            "the output layer's input gradient's (no input-gradient GEMM into the hidden size              found before a backward's first layer)",
+            "the output layer's of its input gradient (tokens x hidden) in each backward, beside its weight gradient",
+            "the output layer's input gradient's (no input-gradient GEMM into the hidden size found before a backward's first layer)",
         ),
     ];
     let added: Vec<&str> = (outside.iter())
@@ -987,7 +987,7 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
     };
     if c.dp != b.dp {
         out.push(format!(
-            "data parallel {} -> {}: weak scaling (per-rank batch unchanged); only data-parallel              collectives re-timed, over ranks in Megatron order (tensor index fastest), {} of {} GPUs              ({}){}",
+            "data parallel {} -> {}: weak scaling (per-rank batch unchanged); only data-parallel collectives re-timed, over ranks in Megatron order (tensor index fastest), {} of {} GPUs ({}){}",
             b.dp,
             c.dp,
             spans(GroupClass::Data, c),
@@ -1004,7 +1004,7 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
     }
     if c.tp != b.tp {
         out.push(format!(
-            "tensor parallel {} -> {}: every GEMM and attention kernel sharded (FLOPs x {}/{}),              activation kernels in layers x {}/{}{}; tensor-parallel collectives keep their bytes              over the new group ({}); parameters per rank x {}/{}; a group of one issues no collectives              (kernels kept at zero length, their CPU launch cost stays)",
+            "tensor parallel {} -> {}: every GEMM and attention kernel sharded (FLOPs x {}/{}), activation kernels in layers x {}/{}{}; {} ({}); parameters per rank x {}/{}{}",
             b.tp,
             c.tp,
             b.tp,
@@ -1016,14 +1016,26 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
             } else {
                 " (GELU only: no sequence parallelism)"
             },
+            // From TP 1 there are none to keep: the added ones are the
+            // line above's.
+            if b.tp == 1 {
+                "the added tensor-parallel all-reduces run over the new group"
+            } else {
+                "tensor-parallel collectives keep their bytes over the new group"
+            },
             spans(GroupClass::Tensor, c),
             b.tp,
-            c.tp
+            c.tp,
+            if c.tp == 1 {
+                "; a group of one issues no collectives (kernels kept at zero length, their CPU launch cost stays)"
+            } else {
+                ""
+            }
         ));
     }
     if c.hidden != b.hidden || c.ffn != b.ffn {
         out.push(format!(
-            "hidden {} -> {}, ffn {} -> {}: GEMM dimensions equal to h, 3h/tp, h/tp scale with the              hidden size and those equal to ffn, ffn/tp with the FFN size ({}); attention x h ratio; element-wise kernels in layers x their tensor's ratio;              tensor-parallel, pipeline and gradient bytes scale with activations and parameters;              kernels outside layers other than GEMMs (embedding, loss) kept",
+            "hidden {} -> {}, ffn {} -> {}: GEMM dimensions equal to h, 3h/tp, h/tp scale with the hidden size and those equal to ffn, ffn/tp with the FFN size ({}); attention x h ratio; element-wise kernels in layers x their tensor's ratio; tensor-parallel, pipeline and gradient bytes scale with activations and parameters; kernels outside layers other than GEMMs (embedding, loss) kept",
             b.hidden,
             c.hidden,
             b.ffn,
@@ -1062,7 +1074,7 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
     out.extend(untied_unlaunched(base, t));
     if c.microbatches != b.microbatches {
         out.push(format!(
-            "micro-batches {} -> {}: forward and backward passes copied (the last backward, which              carries the gradient reduction, stays last), 1F1B order rebuilt",
+            "micro-batches {} -> {}: forward and backward passes copied (the last backward, which carries the gradient reduction, stays last), 1F1B order rebuilt",
             b.microbatches, c.microbatches
         ));
     }
@@ -1106,7 +1118,7 @@ fn edit_notes(base: &Baseline, t: &Target) -> Vec<String> {
     }
     if base.inputs.len() > 1 && (c != b || !t.scales.is_empty() || t.network.is_some()) {
         out.push(
-            "stages replayed together: each send/receive pair a one-way rendezvous (eager send) and              the gradient-norm all-reduce a rendezvous, with modelled transfer times"
+            "stages replayed together: each send/receive pair a one-way rendezvous (eager send) and the gradient-norm all-reduce a rendezvous, with modelled transfer times"
                 .into(),
         );
     }

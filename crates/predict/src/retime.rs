@@ -1904,7 +1904,7 @@ pub(crate) fn collective_issue_ns(base: &Baseline) -> Option<f64> {
 /// operator, `record_param_comms` / `c10d::` / `nccl:`), ns, where the
 /// trace issued none to measure it by: the median, over the corpus's jobs
 /// that issue NCCL or RCCL collectives, of each job's median
-/// ([`collective_issue_ns`]); docs/PREDICTION.md lists the traces, their
+/// (`collective_issue_ns`); docs/PREDICTION.md lists the traces, their
 /// figures and the command that prints them. A kernel launch alone is
 /// several times less: a process group's collective checks, records and
 /// enqueues its work besides.
