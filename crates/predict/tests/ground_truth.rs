@@ -300,7 +300,8 @@ fn small_model_stripped_and_blind_predict_as_complete_ones() {
 /// How far predictions from traces with no cross-stream evidence may be
 /// from those of complete traces (see
 /// `small_model_stripped_and_blind_predict_as_complete_ones`): measured
-/// 12.1% at most (PP 1 +12.1%, hidden 3072 -11.2%; docs/PREDICTION.md
+/// 12.1% at most when set (PP 1 +12.1%, hidden 3072 -11.2%), 5.68% on 8
+/// December 2026 (hidden 3072; docs/PREDICTION.md
 /// section 3.6), with room for the synthesizer's noise. The gap is what
 /// the blind form cannot show: the consumers of asynchronous collectives
 /// that never bound (the sequence-parallel backward all-gathers and
@@ -525,8 +526,8 @@ fn one_micro_batch_to_several_against_ground_truth() {
             worst = worst.max(err.abs());
             // The micro-batch size edit alone: where the size changes,
             // most of the error is its own (TP 2, 8 -> 2 sequences:
-            // +4.3% of +5.2%); what copying the pass adds is bounded
-            // apart.
+            // +4.15% of +5.01% on 8 December 2026); what copying the
+            // pass adds is bounded apart.
             let alone = if b1 != b0 {
                 let p = base.identity().with_micro_batch(b1 as u64).unwrap();
                 let got = mean_ms(&p.simulate().unwrap().step_ns);
