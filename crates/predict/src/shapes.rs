@@ -178,9 +178,15 @@ pub(crate) fn tensor_bytes(dims: &InputDims, types: Option<&str>, i: usize) -> O
     if d.is_empty() {
         return None;
     }
-    let ty = types.and_then(|t| type_names(t).nth(i))?;
-    let size = lumos_trace::dtype_size(ty.strip_prefix("c10::").unwrap_or(ty))?;
+    let size = element_size(types, i)?;
     Some(prod(d).saturating_mul(size)).filter(|&b| b > 0)
+}
+
+/// The size of one element of input `i` of an operator recording `types`
+/// (its `Input type` text), where its type is a known one.
+pub(crate) fn element_size(types: Option<&str>, i: usize) -> Option<u64> {
+    let ty = types.and_then(|t| type_names(t).nth(i))?;
+    lumos_trace::dtype_size(ty.strip_prefix("c10::").unwrap_or(ty))
 }
 
 /// The names of an `Input type` text, `["float", "", "c10::BFloat16"]`,

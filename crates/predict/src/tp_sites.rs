@@ -48,7 +48,7 @@ use lumos_graph::{DepKind, Graph, TaskId};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::discover::{PassKind, PassStructure, Structure, WorkClass};
-use crate::shapes::{sizes, tensor_bytes};
+use crate::shapes::{element_size, sizes, tensor_bytes};
 
 /// The all-reduces a tensor-parallel Megatron layer runs, per pass.
 pub(crate) const PER_LAYER_PASS: usize = 2;
@@ -199,11 +199,7 @@ pub(crate) fn tp_sites(g: &Graph, s: &Structure, hidden: u64) -> Result<TpSites,
                 for (t, tokens) in found {
                     let overlaps = match pass.kind {
                         PassKind::Forward => None,
-                        PassKind::Backward => (gemms.iter())
-                            .skip_while(|&&(k, _)| k != t)
-                            .skip(1)
-                            .map(|&(k, _)| k)
-                            .find(|&k| g.tasks[k.idx()].proc == g.tasks[t.idx()].proc),
+                        PassKind::Backward => next_on_stream(g, t, gemms.iter().map(|&(k, _)| k)),
                     };
                     let Some(&launch) = launch_of.get(&t) else {
                         return Err(format!(
@@ -330,10 +326,8 @@ fn head_sites(
                 let tokens = gemm(t).map_or(0, |sh| sh.m);
                 let elem = element_bytes(g, t);
                 let reduce = TpAllReduce::activations(tokens, hidden, elem);
-                let overlaps = (pre.iter().copied())
-                    .skip_while(|&k| k != t)
-                    .skip(1)
-                    .find(|&k| gemm(k).is_some() && g.tasks[k.idx()].proc == g.tasks[t.idx()].proc);
+                let overlaps =
+                    next_on_stream(g, t, pre.iter().copied().filter(|&k| gemm(k).is_some()));
                 out.extend(site(
                     t,
                     SiteKind::OutputLayer,
@@ -384,8 +378,7 @@ fn embedding_lookup(
         }
         let rows = table[0] as u64;
         let tokens = (indices.iter()).fold(1u64, |p, &x| p.saturating_mul(x as u64));
-        let elem = tensor_bytes(dims, sc.input_type.as_deref(), 0)
-            .map(|b| b / (rows.saturating_mul(hidden)).max(1));
+        let elem = element_size(sc.input_type.as_deref(), 0);
         // The lookup's last kernel: later ones of the same table win.
         if !matches!(best, Some((r, ..)) if rows < r) {
             best = Some((rows, t, tokens, elem));
@@ -394,17 +387,23 @@ fn embedding_lookup(
     best.map(|(_, t, tokens, elem)| (t, tokens, elem))
 }
 
+/// The GEMM an input gradient `t`'s all-reduce overlaps: the first of
+/// `gemms` (in their order, `t` among them) after `t` on its stream.
+fn next_on_stream(g: &Graph, t: TaskId, gemms: impl Iterator<Item = TaskId>) -> Option<TaskId> {
+    let stream = g.tasks[t.idx()].proc;
+    gemms
+        .skip_while(|&k| k != t)
+        .skip(1)
+        .find(|&k| g.tasks[k.idx()].proc == stream)
+}
+
 /// The element size of the first tensor input of the innermost operator
 /// launching `t` that records its shape and type.
 fn element_bytes(g: &Graph, t: TaskId) -> Option<u64> {
     g.scope_chain(t).find_map(|sc| {
         let sc = &g.scopes[sc.0 as usize];
-        let dims = sc.input_dims.as_ref()?;
-        let bytes = tensor_bytes(dims, sc.input_type.as_deref(), 0)?;
-        let n = sizes(dims, 0)
-            .iter()
-            .fold(1u64, |p, &x| p.saturating_mul(x as u64));
-        (n > 0).then(|| bytes / n)
+        tensor_bytes(sc.input_dims.as_ref()?, sc.input_type.as_deref(), 0)?;
+        element_size(sc.input_type.as_deref(), 0)
     })
 }
 
