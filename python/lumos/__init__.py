@@ -523,9 +523,9 @@ def predict(
     ``report["left_out"]``), as the CLI names it; only ranks without tasks
     raise :class:`InputError`. What reading and building each file warned
     (as :func:`replay` lists it) is a ``UserWarning`` per warning, naming
-    the file (and ``report["input_warnings"]``). Ctrl-C stops it between its steps or
-    within a replay (phases ``predicting``, then ``replaying``). See
-    docs/PREDICTION.md."""
+    the file (and ``report["input_warnings"]``). Ctrl-C stops it between
+    its steps or within a replay (phases ``predicting``, then
+    ``replaying``). See docs/PREDICTION.md."""
     bare, kernels = _kernel_scales(scale_kernels)
     if bare is not None:
         raise ConfigError(

@@ -231,8 +231,15 @@ pub fn prediction_inputs(
     })
     .into_iter()
     .collect::<Result<_>>()?;
-    let warned = read.iter().filter_map(|f| f.input_warnings()).collect();
-    Ok((read.into_iter().map(|f| f.input).collect(), warned))
+    let mut warned = Vec::new();
+    let inputs = (read.into_iter())
+        .map(|f| {
+            let (input, _, w) = f.into_parts();
+            warned.extend(w);
+            input
+        })
+        .collect();
+    Ok((inputs, warned))
 }
 
 /// [`prediction_inputs`], each rank discovered as it is read, keeping one
@@ -243,7 +250,10 @@ pub fn prediction_candidates(
     p: &Progress,
 ) -> Result<(Candidates, Vec<InputWarnings>)> {
     let load = |f: &Path| {
-        lumos_report::prediction_input(f).map(|f| (f.input_warnings(), Discovered::new(f.input)))
+        lumos_report::prediction_input(f).map(|f| {
+            let (input, _, warned) = f.into_parts();
+            (warned, Discovered::new(input))
+        })
     };
     let mut candidates = Candidates::new();
     let mut warned = Vec::new();

@@ -27,14 +27,16 @@ pub struct PredictionFile {
 }
 
 impl PredictionFile {
-    /// The file's warnings as a prediction's report lists them
+    /// The input, what the timeline needs, and the file's warnings as a
+    /// prediction's report lists them
     /// ([`crate::PredictReport::input_warnings`]), named by the input's
     /// name; `None` when it warned nothing.
-    pub fn input_warnings(&self) -> Option<InputWarnings> {
-        (!self.warnings.is_empty()).then(|| InputWarnings {
+    pub fn into_parts(self) -> (Input, TimelineSource, Option<InputWarnings>) {
+        let warned = (!self.warnings.is_empty()).then(|| InputWarnings {
             path: self.input.name.clone(),
-            warnings: self.warnings.clone(),
-        })
+            warnings: self.warnings,
+        });
+        (self.input, self.source, warned)
     }
 }
 

@@ -747,7 +747,8 @@ struct MemberRead {
     spellings_warning: Option<String>,
     /// The warnings its value gave, taken back if a repeat replaces it.
     warnings: Vec<String>,
-    /// Whether a repeat of it was warned about (once per key).
+    /// Whether a repeat of it was warned about (once per field, whichever
+    /// of its spellings repeats).
     repeat_warned: bool,
 }
 

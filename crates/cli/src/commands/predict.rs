@@ -184,8 +184,8 @@ pub fn load(paths: &[PathBuf]) -> Result<(Candidates, Vec<TimelineSource>, Vec<I
             started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             guard.read(|| {
                 lumos_report::prediction_input(f).map(|f| {
-                    let warned = f.input_warnings();
-                    (Discovered::new(f.input), f.source, warned)
+                    let (input, source, warned) = f.into_parts();
+                    (Discovered::new(input), source, warned)
                 })
             })
         },
@@ -230,10 +230,7 @@ fn load_one(paths: &[PathBuf]) -> Result<(Input, TimelineSource, Option<InputWar
     read.into_iter()
         .next()
         .expect("one file, one result")
-        .map(|f| {
-            let warned = f.input_warnings();
-            (f.input, f.source, warned)
-        })
+        .map(lumos_report::PredictionFile::into_parts)
         .map_err(inputs::input_error)
 }
 

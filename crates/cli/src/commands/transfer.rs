@@ -33,10 +33,7 @@ pub fn durations_path(path: &Path) -> Result<PathBuf> {
 /// directory is bad usage.
 pub fn read_input(path: &Path) -> Result<(Input, TimelineSource, Option<InputWarnings>)> {
     lumos_report::prediction_input(&durations_path(path)?)
-        .map(|f| {
-            let warned = f.input_warnings();
-            (f.input, f.source, warned)
-        })
+        .map(lumos_report::PredictionFile::into_parts)
         .map_err(inputs::input_error)
 }
 
